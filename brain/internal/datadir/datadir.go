@@ -1,0 +1,139 @@
+package datadir
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// FormatMarker is the content of the format file this version writes and
+// accepts.
+const FormatMarker = "brain-data/1\n"
+
+// Names of the entries Open manages.
+const (
+	LockName     = ".lock"
+	FormatName   = "format"
+	SessionsName = "sessions"
+)
+
+// Errors reported by Open.
+var (
+	ErrInUse    = errors.New("datadir: directory is already in use")
+	ErrNotEmpty = errors.New("datadir: directory is not empty and has no format marker")
+	ErrFormat   = errors.New("datadir: unsupported format marker")
+	ErrClosed   = errors.New("datadir: directory is closed")
+)
+
+// Dir is an open, locked data directory.
+type Dir struct {
+	path string
+	lock *os.File
+}
+
+// Open creates (if needed), locks and checks the data directory at path.
+// The lock is held until Close or the end of the process.
+func Open(path string) (*Dir, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("datadir: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, fmt.Errorf("datadir: create %s: %w", abs, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(abs, LockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("datadir: open lock: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s is locked by another process (%s)", ErrInUse, abs, LockName)
+		}
+		return nil, fmt.Errorf("datadir: lock %s: %w", abs, err)
+	}
+	d := &Dir{path: abs, lock: lock}
+	if err := d.check(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Dir) check() error {
+	marker, err := os.ReadFile(filepath.Join(d.path, FormatName))
+	switch {
+	case err == nil:
+		if string(marker) != FormatMarker {
+			return fmt.Errorf("%w: %s holds %q, want %q", ErrFormat, filepath.Join(d.path, FormatName), string(marker), FormatMarker)
+		}
+		if err := os.Mkdir(filepath.Join(d.path, SessionsName), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("datadir: %w", err)
+		}
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("datadir: read format: %w", err)
+	}
+	others, err := entriesBesidesLock(d.path)
+	if err != nil {
+		return err
+	}
+	if len(others) > 0 {
+		return fmt.Errorf("%w: %s holds %s", ErrNotEmpty, d.path, describe(others))
+	}
+	if err := WriteFileAtomic(filepath.Join(d.path, FormatName), []byte(FormatMarker), 0o600); err != nil {
+		return err
+	}
+	if err := os.Mkdir(filepath.Join(d.path, SessionsName), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("datadir: %w", err)
+	}
+	return SyncDir(d.path)
+}
+
+func entriesBesidesLock(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("datadir: %w", err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("datadir: list %s: %w", dir, err)
+	}
+	var others []string
+	for _, n := range names {
+		if n != LockName {
+			others = append(others, n)
+		}
+	}
+	sort.Strings(others)
+	return others, nil
+}
+
+func describe(names []string) string {
+	const show = 5
+	if len(names) <= show {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:show], ", "), len(names)-show)
+}
+
+// Path joins elem to the data directory's absolute path.
+func (d *Dir) Path(elem ...string) string {
+	return filepath.Join(append([]string{d.path}, elem...)...)
+}
+
+// Close releases the lock. The Dir must not be used afterwards.
+func (d *Dir) Close() error {
+	if d.lock == nil {
+		return ErrClosed
+	}
+	err := d.lock.Close() // closing the descriptor releases the flock
+	d.lock = nil
+	return err
+}

@@ -1,0 +1,39 @@
+// Package datadir opens Brain's data directory and owns its top-level
+// layout.
+//
+// # Layout
+//
+//	<data dir>/
+//	  .lock            exclusive flock(2) held for the lifetime of the process
+//	  format           the marker "brain-data/1\n"
+//	  sessions/        one directory per session, owned by package journal:
+//	    {id}/journal/{first sequence as 20 digits}.segment
+//	    {id}/checkpoint
+//	  environments/    {environment_id}.json
+//	  agentloops/      admitted Agentloop and Tool components
+//	  native-workspaces/
+//	  run/             worker sockets
+//	  server-metadata/ sealed credentials
+//	  requests/requests.log
+//	  resident-hosts/hosts.log
+//
+// # Opening rules
+//
+// Open creates the directory when it is missing, then takes an exclusive,
+// non-blocking flock on .lock; when another process (or another Open in this
+// process) holds it, Open refuses with an error saying the directory is
+// already in use. With the lock held:
+//
+//   - a directory holding nothing but .lock is initialised: format is
+//     written atomically (temporary file, fsync, rename, directory fsync)
+//     and sessions/ is created;
+//   - a directory without format that holds anything else is refused,
+//     naming what was found, and nothing is touched;
+//   - a format file holding any value other than "brain-data/1\n" is
+//     refused, naming the value found.
+//
+// WriteFileAtomic is the one way files in the data directory are replaced:
+// it writes a temporary file beside the target, fsyncs it, renames it over
+// the target and fsyncs the parent directory, so a crash leaves either the
+// old or the new content.
+package datadir
