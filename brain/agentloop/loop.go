@@ -1,0 +1,176 @@
+package agentloop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// DefaultMaxSteps bounds the model calls of one activation of the default
+// loop unless its configuration sets "max_steps".
+const DefaultMaxSteps = 64
+
+// Errors of the default loop.
+var (
+	ErrStepBudget = errors.New("agentloop: step budget exhausted")
+)
+
+// Configuration is the default loop's configuration.
+type Configuration struct {
+	MaxSteps int `json:"max_steps,omitempty"`
+}
+
+// Default is the built-in loop: it calls the model with the transcript plus
+// the user message, dispatches the tool calls the model asks for in one
+// parallel dispatch, appends tool_use and tool_result blocks, feeds the
+// results back, and stops on a final answer or its step budget. It saves the
+// transcript with set_transcript and returns the final text as result.
+//
+// An event-triggered activation (no input) turns finished background tools
+// in its event batch into a user note and asks the model again.
+func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutput, error) {
+	var conf Configuration
+	if len(in.Configuration) > 0 && string(in.Configuration) != "null" {
+		if err := json.Unmarshal(in.Configuration, &conf); err != nil {
+			return api.TurnOutput{}, fmt.Errorf("agentloop: configuration: %w", err)
+		}
+	}
+	if conf.MaxSteps <= 0 {
+		conf.MaxSteps = DefaultMaxSteps
+	}
+	msgs := append([]api.Message(nil), in.Transcript...)
+	switch {
+	case in.Input != nil:
+		msgs = append(msgs, api.UserMessage(*in.Input))
+	default:
+		note, ok := backgroundNote(in.Events)
+		if !ok {
+			return api.TurnOutput{}, nil
+		}
+		msgs = append(msgs, api.Message{Role: api.RoleUser, Content: []api.ContentBlock{api.TextBlock(note)}})
+	}
+	envOf := map[string]string{}
+	for _, t := range in.Tools {
+		if len(t.Environments) > 0 {
+			envOf[t.Name] = t.Environments[0]
+		}
+	}
+	var final api.Message
+	for step := 0; ; step++ {
+		if step == conf.MaxSteps {
+			_, _ = svc.SetTranscript(ctx, msgs)
+			return api.TurnOutput{}, ErrStepBudget
+		}
+		res, err := svc.Model(ctx, api.ModelRequest{Messages: msgs})
+		if err != nil {
+			return api.TurnOutput{}, err
+		}
+		msgs = append(msgs, res.Message)
+		final = res.Message
+		uses := toolUses(res.Message)
+		if res.StopReason != api.StopToolUse || len(uses) == 0 {
+			break
+		}
+		results, err := runTools(ctx, svc, uses, envOf)
+		if err != nil {
+			return api.TurnOutput{}, err
+		}
+		msgs = append(msgs, api.Message{Role: api.RoleUser, Content: results})
+	}
+	if _, err := svc.SetTranscript(ctx, msgs); err != nil {
+		return api.TurnOutput{}, err
+	}
+	out, _ := json.Marshal(final.Text())
+	return api.TurnOutput{Result: out}, nil
+}
+
+func toolUses(m api.Message) []api.ContentBlock {
+	var uses []api.ContentBlock
+	for _, b := range m.Content {
+		if b.Type == api.BlockToolUse {
+			uses = append(uses, b)
+		}
+	}
+	return uses
+}
+
+// runTools dispatches every tool_use in one call and turns the returns into
+// tool_result blocks in the same order.
+func runTools(ctx context.Context, svc Services, uses []api.ContentBlock, envOf map[string]string) ([]api.ContentBlock, error) {
+	calls := make([]api.ToolInvocation, len(uses))
+	for i, u := range uses {
+		input := u.Input
+		if len(input) == 0 {
+			input = json.RawMessage(`{}`)
+		}
+		calls[i] = api.ToolInvocation{CallID: u.ID, Name: u.Name, Environment: envOf[u.Name], Input: input}
+	}
+	returns, err := svc.Dispatch(ctx, calls)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]api.ToolReturn, len(returns))
+	for _, r := range returns {
+		byID[r.CallID] = r
+	}
+	blocks := make([]api.ContentBlock, len(uses))
+	for i, u := range uses {
+		content, isErr := resultContent(byID[u.ID])
+		blocks[i] = api.ToolResultBlock(u.ID, content, isErr)
+	}
+	return blocks, nil
+}
+
+// resultContent turns a ToolReturn into tool_result content: the value of
+// an ok outcome, the outcome itself otherwise, or a pending note for a tool
+// that returned without finishing.
+func resultContent(r api.ToolReturn) (json.RawMessage, bool) {
+	for _, ev := range r.Events {
+		if ev.EventType != api.KindToolCallEnded {
+			continue
+		}
+		var end api.ToolCallEnded
+		if err := json.Unmarshal(ev.Data, &end); err != nil {
+			return json.RawMessage(`{"status":"unknown","message":"unreadable outcome"}`), true
+		}
+		if !end.Outcome.IsError() {
+			if len(end.Outcome.Content) > 0 {
+				return end.Outcome.Content, false
+			}
+			if len(end.Outcome.Value) == 0 {
+				return json.RawMessage("null"), false
+			}
+			return end.Outcome.Value, false
+		}
+		b, _ := json.Marshal(end.Outcome)
+		return b, true
+	}
+	if r.Sequence == 0 {
+		return json.RawMessage(`{"status":"error","error":{"code":"tool_error","message":"no return"}}`), true
+	}
+	if !r.Finished {
+		b, _ := json.Marshal(map[string]any{"status": "pending", "sequence": r.Sequence})
+		return b, false
+	}
+	return json.RawMessage(`{"status":"unknown","message":"no outcome recorded"}`), true
+}
+
+// backgroundNote describes the tool outcomes in an event batch.
+func backgroundNote(events []api.Event) (string, bool) {
+	var parts []json.RawMessage
+	for _, ev := range events {
+		if ev.EventType == api.KindToolCallEnded || ev.EventType == api.KindToolCallFailed {
+			parts = append(parts, ev.Data)
+		} else if ev.Origin != nil && ev.Origin.Kind == api.OriginEnvironment {
+			parts = append(parts, ev.Data)
+		}
+	}
+	if len(parts) == 0 {
+		return "", false
+	}
+	b, _ := json.Marshal(parts)
+	return "Background results: " + string(b), true
+}
