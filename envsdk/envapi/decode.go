@@ -1,0 +1,202 @@
+package envapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/go-playground/validator/v10"
+)
+
+// FieldError is a decoding error that names the offending field by its JSON
+// path ("operation.sequence"); an empty Field means the document itself.
+type FieldError struct {
+	Field  string
+	Reason string
+	// Unsupported is set when the document is well formed but names a
+	// request, receipt or method type this version does not know.
+	Unsupported bool
+}
+
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return "envapi: " + e.Reason
+	}
+	return "envapi: " + e.Field + ": " + e.Reason
+}
+
+// ErrUnsupported matches a *FieldError with Unsupported set.
+var ErrUnsupported = errors.New("envapi: unsupported type")
+
+// Is lets errors.Is(err, ErrUnsupported) recognise unknown types.
+func (e *FieldError) Is(target error) bool { return target == ErrUnsupported && e.Unsupported }
+
+var (
+	validateOnce sync.Once
+	validate     *validator.Validate
+)
+
+func validatorInstance() *validator.Validate {
+	validateOnce.Do(func() {
+		v := validator.New(validator.WithRequiredStructEnabled())
+		v.RegisterTagNameFunc(func(f reflect.StructField) string {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				return ""
+			}
+			if name == "" {
+				return f.Name
+			}
+			return name
+		})
+		if err := v.RegisterValidation("identifier", func(fl validator.FieldLevel) bool {
+			return ValidIdentifier(fl.Field().String())
+		}); err != nil {
+			panic(err)
+		}
+		validate = v
+	})
+	return validate
+}
+
+// Validate checks v's struct rules (validator tags) and answers a
+// *FieldError whose Field is prefixed with path.
+func Validate(v any, path string) error { return validateStruct(v, path) }
+
+func validateStruct(v any, path string) error {
+	err := validatorInstance().Struct(v)
+	if err == nil {
+		return nil
+	}
+	var verrs validator.ValidationErrors
+	if !errors.As(err, &verrs) || len(verrs) == 0 {
+		return &FieldError{Field: path, Reason: err.Error()}
+	}
+	fe := verrs[0]
+	// Namespace is "Type.field.sub"; drop the root type name.
+	ns := fe.Namespace()
+	if i := strings.IndexByte(ns, '.'); i >= 0 {
+		ns = ns[i+1:]
+	}
+	return &FieldError{Field: join(path, ns), Reason: describe(fe)}
+}
+
+func describe(fe validator.FieldError) string {
+	switch fe.Tag() {
+	case "identifier":
+		return fmt.Sprintf("%q is not an identifier (^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$)", fmt.Sprint(fe.Value()))
+	case "required":
+		return "is required"
+	case "min":
+		if fe.Kind() == reflect.String || fe.Kind() == reflect.Slice {
+			return "must have at least " + fe.Param() + " elements"
+		}
+		return "must be at least " + fe.Param() + ", got " + fmt.Sprint(fe.Value())
+	case "max":
+		return "must be at most " + fe.Param() + " long"
+	case "oneof":
+		return "must be one of: " + fe.Param()
+	case "http_url", "url":
+		return "must be an absolute http(s) URL"
+	default:
+		return "fails rule " + strconv.Quote(fe.Tag())
+	}
+}
+
+// strict decodes data into v rejecting unknown fields, trailing data and
+// wrong types, then validates v's struct rules. Errors name fields below path.
+func strict(data []byte, v any, path string) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fieldErr(path, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &FieldError{Field: path, Reason: "unexpected data after the JSON value"}
+	}
+	return validateStruct(v, path)
+}
+
+// Strict decodes data into v like the protocol decoders do: unknown fields,
+// wrong types and validator rule violations are *FieldError values.
+func Strict(data []byte, v any) error { return strict(data, v, "") }
+
+func fieldErr(path string, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var fe *FieldError
+	switch {
+	case errors.As(err, &fe):
+		return fe
+	case errors.As(err, &syn):
+		return &FieldError{Field: path, Reason: "malformed JSON: " + syn.Error()}
+	case errors.As(err, &typ):
+		return &FieldError{Field: join(path, typ.Field), Reason: "wrong type: got JSON " + typ.Value + ", want " + jsonKind(typ.Type)}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &FieldError{Field: path, Reason: "malformed JSON: unexpected end of input"}
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, `json: unknown field "`); ok {
+		return &FieldError{Field: join(path, strings.TrimSuffix(name, `"`)), Reason: "unknown field"}
+	}
+	return &FieldError{Field: path, Reason: strings.TrimPrefix(msg, "json: ")}
+}
+
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return t.String()
+}
+
+func join(path, field string) string {
+	switch {
+	case path == "":
+		return field
+	case field == "":
+		return path
+	}
+	return path + "." + field
+}
+
+func quote(s string) string { return strconv.Quote(s) }
+
+func isAbsent(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null"
+}
+
+// decodeOptional decodes an optional nested object; absent or null gives nil.
+func decodeOptional[T any](raw json.RawMessage, path string) (*T, error) {
+	if isAbsent(raw) {
+		return nil, nil
+	}
+	v := new(T)
+	if err := strict(raw, v, path); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
