@@ -1,0 +1,231 @@
+package journal
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+const (
+	checkpointName  = "checkpoint"
+	checkpointMagic = "BRAINCK1"
+	checkpointFixed = 8 + 4 + 8 + 4 // magic, checksum, through, stamp count
+)
+
+// stamp identifies a segment file a checkpoint covers.
+type stamp struct {
+	first uint64 // the segment's name
+	size  int64  // its size, or for the last covered segment the end of record `through`
+}
+
+func encodeCheckpoint(through uint64, stamps []stamp, payload []byte) []byte {
+	b := make([]byte, 0, checkpointFixed+16*len(stamps)+4+len(payload))
+	b = append(b, checkpointMagic...)
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = binary.LittleEndian.AppendUint64(b, through)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(stamps)))
+	for _, st := range stamps {
+		b = binary.LittleEndian.AppendUint64(b, st.first)
+		b = binary.LittleEndian.AppendUint64(b, uint64(st.size))
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(payload)))
+	b = append(b, payload...)
+	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b[12:], castagnoli))
+	return b
+}
+
+var errBadCheckpoint = errors.New("journal: malformed checkpoint")
+
+func decodeCheckpoint(b []byte) (uint64, []stamp, []byte, error) {
+	if len(b) < checkpointFixed+4 || string(b[:8]) != checkpointMagic {
+		return 0, nil, nil, fmt.Errorf("%w: bad header", errBadCheckpoint)
+	}
+	if crc32.Checksum(b[12:], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
+		return 0, nil, nil, fmt.Errorf("%w: checksum mismatch", errBadCheckpoint)
+	}
+	through := binary.LittleEndian.Uint64(b[12:])
+	n := uint64(binary.LittleEndian.Uint32(b[20:]))
+	rest := b[checkpointFixed:]
+	if n*16+4 > uint64(len(rest)) {
+		return 0, nil, nil, fmt.Errorf("%w: %d stamps do not fit", errBadCheckpoint, n)
+	}
+	stamps := make([]stamp, n)
+	for i := range stamps {
+		stamps[i] = stamp{first: binary.LittleEndian.Uint64(rest), size: int64(binary.LittleEndian.Uint64(rest[8:]))}
+		rest = rest[16:]
+	}
+	plen := uint64(binary.LittleEndian.Uint32(rest))
+	rest = rest[4:]
+	if plen != uint64(len(rest)) {
+		return 0, nil, nil, fmt.Errorf("%w: payload length %d, %d bytes left", errBadCheckpoint, plen, len(rest))
+	}
+	return through, stamps, rest, nil
+}
+
+// WriteCheckpoint implements Store.
+func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uint64, payload []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s, err := fs.readySession(id)
+	if err != nil {
+		return err
+	}
+	if through >= s.committedNext {
+		next := s.committedNext
+		s.mu.Unlock()
+		return fmt.Errorf("%w: checkpoint through %d but session %s ends at %d", ErrInvalid, through, id, next-1)
+	}
+	segs := slices.Clone(s.segs)
+	committed := s.committedNext
+	var start indexEntry
+	if through+1 < committed {
+		start = s.seek(through + 1)
+	}
+	s.mu.Unlock()
+
+	var stamps []stamp
+	for i, seg := range segs {
+		if seg.first > through {
+			break
+		}
+		stamps = append(stamps, stamp{first: seg.first, size: seg.size})
+		if i+1 < len(segs) && segs[i+1].first <= through {
+			continue
+		}
+		// Last covered segment: cover up to the end of record `through`.
+		if through+1 < committed && (i+1 == len(segs) || segs[i+1].first > through+1) {
+			off := int64(0)
+			if start.seg == i {
+				off = start.off
+			}
+			end, err := fs.offsetOf(s, seg, off, through+1)
+			if err != nil {
+				return err
+			}
+			stamps[len(stamps)-1].size = end
+		}
+	}
+	s.ckMu.Lock()
+	defer s.ckMu.Unlock()
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("journal: checkpoint %s: %w", id, err)
+	}
+	return writeFileAtomic(filepath.Join(s.dir, checkpointName), encodeCheckpoint(through, stamps, payload))
+}
+
+// offsetOf finds where record seq starts within seg, scanning from off
+// (an index point before seq in the same segment).
+func (fs *FileStore) offsetOf(s *session, seg segInfo, off int64, seq uint64) (int64, error) {
+	path := filepath.Join(s.dir, "journal", segmentName(seg.first))
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("journal: checkpoint: %w", err)
+	}
+	defer f.Close()
+	fr, err := newFrameReader(f, off, seg.size, fs.opts.MaxRecordBytes)
+	if err != nil {
+		return 0, fmt.Errorf("journal: checkpoint: %w", err)
+	}
+	for {
+		at := fr.off
+		p, _, err := fr.next()
+		if err != nil {
+			return 0, fmt.Errorf("journal: checkpoint: locate %d in %s: %w", seq, path, err)
+		}
+		if len(p) >= payloadFixed && leUint64(p[2:]) == seq {
+			return at, nil
+		}
+	}
+}
+
+// ReadCheckpoint implements Store.
+func (fs *FileStore) ReadCheckpoint(ctx context.Context, id string) (uint64, []byte, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, err
+	}
+	s, err := fs.readySession(id)
+	if err != nil {
+		return 0, nil, err
+	}
+	segs := slices.Clone(s.segs)
+	committed := s.committedNext
+	s.mu.Unlock()
+	path := filepath.Join(s.dir, checkpointName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, nil, fmt.Errorf("journal: checkpoint of %s: %w", id, ErrNotFound)
+		}
+		return 0, nil, fmt.Errorf("journal: checkpoint of %s: %w", id, err)
+	}
+	through, stamps, payload, err := decodeCheckpoint(b)
+	if err != nil {
+		return 0, nil, fmt.Errorf("journal: checkpoint of %s: %v: %w", id, err, ErrNotFound)
+	}
+	if reason := staleReason(through, stamps, segs, committed); reason != "" {
+		return 0, nil, fmt.Errorf("journal: checkpoint of %s is stale (%s): %w", id, reason, ErrNotFound)
+	}
+	return through, payload, nil
+}
+
+// staleReason explains why stamps do not describe the journal, or "".
+func staleReason(through uint64, stamps []stamp, segs []segInfo, committed uint64) string {
+	if through >= committed {
+		return fmt.Sprintf("covers %d records, the journal holds %d", through, committed-1)
+	}
+	covered := 0
+	for _, seg := range segs {
+		if seg.first <= through {
+			covered++
+		}
+	}
+	if covered != len(stamps) {
+		return fmt.Sprintf("covers %d segments, the journal has %d up to sequence %d", len(stamps), covered, through)
+	}
+	for i, st := range stamps {
+		seg := segs[i]
+		if st.first != seg.first {
+			return fmt.Sprintf("segment %s is now %s", segmentName(st.first), segmentName(seg.first))
+		}
+		last := i == len(stamps)-1
+		if (!last && seg.size != st.size) || (last && seg.size < st.size) {
+			return fmt.Sprintf("segment %s has %d bytes, the checkpoint saw %d", segmentName(st.first), seg.size, st.size)
+		}
+	}
+	return ""
+}
+
+// writeFileAtomic replaces path with data via a temporary file, fsync,
+// rename and directory fsync.
+func writeFileAtomic(path string, data []byte) (err error) {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal: write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("journal: write %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("journal: write %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("journal: write %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("journal: write %s: %w", path, err)
+	}
+	return syncDir(filepath.Dir(path))
+}

@@ -1,0 +1,533 @@
+package journal
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configures a FileStore. The zero value (or nil) selects the
+// defaults.
+type Options struct {
+	// SegmentBytes is the size at which a session's segment is rolled
+	// (default 64 MiB). A record is never split; a segment holds at least
+	// one record.
+	SegmentBytes int64
+	// MaxRecordBytes bounds one record's encoded payload (default 64 MiB).
+	MaxRecordBytes int
+	// MaxQueueBytes bounds the frame bytes queued for the writer across all
+	// sessions (default 64 MiB).
+	MaxQueueBytes int64
+	// MaxSessionQueueBytes bounds the frame bytes queued for one session
+	// (default 8 MiB).
+	MaxSessionQueueBytes int64
+	// MaxOpenFiles bounds the segment files the writer keeps open; idle
+	// handles are closed least recently used first (default 256).
+	MaxOpenFiles int
+	// SyncParallelism is how many files of one group commit are flushed
+	// concurrently (default 32).
+	SyncParallelism int
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.SegmentBytes <= 0 {
+		v.SegmentBytes = 64 << 20
+	}
+	if v.MaxRecordBytes <= 0 {
+		v.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	if v.MaxQueueBytes <= 0 {
+		v.MaxQueueBytes = 64 << 20
+	}
+	if v.MaxSessionQueueBytes <= 0 {
+		v.MaxSessionQueueBytes = 8 << 20
+	}
+	if v.MaxOpenFiles <= 0 {
+		v.MaxOpenFiles = 256
+	}
+	if v.SyncParallelism <= 0 {
+		v.SyncParallelism = 32
+	}
+	return v
+}
+
+// FileStore is the durable Store: one directory per session holding
+// checksummed segment files (see the package documentation for the
+// format). One writer goroutine commits appends of all sessions in groups.
+type FileStore struct {
+	dir  string
+	opts Options
+
+	closed atomic.Bool
+
+	mu       sync.Mutex // guards sessions
+	sessions map[string]*session
+
+	qmu      sync.Mutex // guards the fields below
+	qcond    *sync.Cond
+	queue    []*appendReq
+	queued   int64
+	closing  bool
+	wdone    chan struct{}
+	openLRU  *list.List // writer-owned: sessions with an open segment handle
+	syncs    atomic.Int64
+	rounds   atomic.Int64
+	appended atomic.Int64
+}
+
+var _ Store = (*FileStore)(nil)
+
+// Session states.
+const (
+	stateUnloaded = iota
+	stateReady
+	stateDamaged
+)
+
+// segInfo describes one committed segment file.
+type segInfo struct {
+	first uint64 // sequence of its first record (its name)
+	size  int64  // committed bytes
+}
+
+// indexEntry is a sparse index point: record seq starts at off in segs[seg].
+type indexEntry struct {
+	seq uint64
+	seg int
+	off int64
+}
+
+// indexEveryBytes is the spacing of sparse index entries within a segment.
+const indexEveryBytes = 64 << 10
+
+type session struct {
+	id  string
+	dir string
+
+	mu            sync.Mutex
+	state         int
+	damage        *DamagedError
+	gen           uint64 // bumped whenever queued appends must be abandoned
+	reservedNext  uint64 // next sequence including queued appends
+	committedNext uint64 // next sequence after the durable records
+	lastMs        int64
+	queued        int64
+	segs          []segInfo
+	index         []indexEntry
+	subs          map[*Subscription]struct{}
+	ckMu          sync.Mutex // serialises checkpoint writes
+
+	// Owned by the writer goroutine.
+	wf     *os.File
+	wfirst uint64
+	wsize  int64
+	welem  *list.Element
+}
+
+// OpenFileStore opens the journal kept in dir (the data directory's
+// sessions/ directory), creating dir if needed. Sessions are opened and
+// recovered lazily on first use.
+func OpenFileStore(dir string, opts *Options) (*FileStore, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	fs := &FileStore{
+		dir:      dir,
+		opts:     opts.withDefaults(),
+		sessions: make(map[string]*session),
+		wdone:    make(chan struct{}),
+		openLRU:  list.New(),
+	}
+	fs.qcond = sync.NewCond(&fs.qmu)
+	go fs.writeLoop()
+	return fs, nil
+}
+
+// session returns the in-memory handle of id, creating it unloaded.
+func (fs *FileStore) session(id string) (*session, error) {
+	if fs.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := checkSessionID(id); err != nil {
+		return nil, err
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	s := fs.sessions[id]
+	if s == nil {
+		s = &session{id: id, dir: filepath.Join(fs.dir, id), subs: make(map[*Subscription]struct{})}
+		fs.sessions[id] = s
+	}
+	return s, nil
+}
+
+// readySession returns id's session loaded, with s.mu held.
+func (fs *FileStore) readySession(id string) (*session, error) {
+	s, err := fs.session(id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.state == stateUnloaded {
+		if err := fs.recover(s); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
+	if s.state == stateDamaged {
+		s.mu.Unlock()
+		return nil, s.damage
+	}
+	return s, nil
+}
+
+// Next implements Store.
+func (fs *FileStore) Next(ctx context.Context, id string) (uint64, error) {
+	s, err := fs.readySession(id)
+	if err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	return s.committedNext, nil
+}
+
+// appendReq is one Append (or Delete) waiting for the writer.
+type appendReq struct {
+	s      *session
+	gen    uint64
+	first  uint64
+	recs   []Record // published to subscribers; Data aliases frames
+	frames []byte
+	offs   []int // start of each frame in frames
+	size   int64
+	del    bool
+	done   chan error
+
+	// Filled by the writer.
+	err    error
+	places []placement
+}
+
+// placement says where a run of frames of a request landed.
+type placement struct {
+	segFirst uint64
+	off      int64 // segment offset of frame i
+	i, j     int   // frames [i, j)
+}
+
+// Append implements Store.
+func (fs *FileStore) Append(ctx context.Context, id string, expectedNext uint64, records []Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	total, err := checkRecords(records, fs.opts.MaxRecordBytes)
+	if err != nil {
+		return err
+	}
+	s, err := fs.readySession(id)
+	if err != nil {
+		return err
+	}
+	if expectedNext != s.reservedNext {
+		next := s.reservedNext
+		s.mu.Unlock()
+		return fmt.Errorf("%w: session %s expected %d, next is %d", ErrConflict, id, expectedNext, next)
+	}
+	size := int64(total)
+	if s.queued > 0 && s.queued+size > fs.opts.MaxSessionQueueBytes {
+		q := s.queued
+		s.mu.Unlock()
+		return fmt.Errorf("%w: session %s has %d bytes queued, adding %d exceeds MaxSessionQueueBytes %d",
+			ErrOverloaded, id, q, size, fs.opts.MaxSessionQueueBytes)
+	}
+	req := &appendReq{s: s, gen: s.gen, first: expectedNext, size: size, done: make(chan error, 1)}
+	req.frames = make([]byte, 0, total)
+	req.offs = make([]int, len(records))
+	req.recs = make([]Record, len(records))
+	last := stampTimes(records, time.Now().UnixMilli(), s.lastMs)
+	for i := range records {
+		records[i].Sequence = expectedNext + uint64(i)
+		start := len(req.frames)
+		req.offs[i] = start
+		req.frames = appendFrame(req.frames, &records[i])
+		r := records[i]
+		dataAt := start + frameHeaderSize + payloadFixed + len(r.Kind)
+		if r.Data != nil {
+			r.Data = req.frames[dataAt : dataAt+len(r.Data) : dataAt+len(r.Data)]
+		}
+		if r.Origin != nil {
+			at := dataAt + len(records[i].Data) + 4
+			r.Origin = req.frames[at : at+len(r.Origin) : at+len(r.Origin)]
+		}
+		req.recs[i] = r
+	}
+	if err := fs.enqueue(req); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	s.lastMs = last
+	s.reservedNext += uint64(len(records))
+	s.queued += size
+	s.mu.Unlock()
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("journal: append to %s abandoned, outcome unknown: %w", id, ctx.Err())
+	}
+}
+
+// enqueue hands req to the writer, enforcing the global queue bound.
+func (fs *FileStore) enqueue(req *appendReq) error {
+	fs.qmu.Lock()
+	defer fs.qmu.Unlock()
+	if fs.closing {
+		return ErrClosed
+	}
+	if fs.queued > 0 && fs.queued+req.size > fs.opts.MaxQueueBytes {
+		return fmt.Errorf("%w: %d bytes queued, adding %d exceeds MaxQueueBytes %d",
+			ErrOverloaded, fs.queued, req.size, fs.opts.MaxQueueBytes)
+	}
+	fs.queued += req.size
+	fs.queue = append(fs.queue, req)
+	if len(fs.queue) == 1 {
+		fs.qcond.Signal()
+	}
+	return nil
+}
+
+// Read implements Store.
+func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecords, maxBytes int) ([]Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	maxRecords, maxBytes = pageLimits(maxRecords, maxBytes)
+	s, err := fs.readySession(id)
+	if err != nil {
+		return nil, err
+	}
+	last := s.committedNext - 1
+	if after >= last {
+		s.mu.Unlock()
+		return nil, nil
+	}
+	segs := slices.Clone(s.segs)
+	start := s.seek(after + 1)
+	s.mu.Unlock()
+
+	var out []Record
+	bytes := 0
+	for si := start.seg; si < len(segs); si++ {
+		off := int64(0)
+		if si == start.seg {
+			off = start.off
+		}
+		done, err := fs.readSegment(s, segs[si], off, after, last, func(p []byte, n int) (bool, error) {
+			if len(out) >= maxRecords || (len(out) > 0 && bytes+n > maxBytes) {
+				return true, nil
+			}
+			r, err := decodePayload(p, true)
+			if err != nil {
+				return true, err
+			}
+			bytes += n
+			out = append(out, r)
+			return r.Sequence >= last, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			break
+		}
+	}
+	return out, nil
+}
+
+// readSegment calls fn with each frame of seg from off whose sequence is
+// after `after`, until fn reports done or the committed end is reached.
+func (fs *FileStore) readSegment(s *session, seg segInfo, off int64, after, last uint64,
+	fn func(p []byte, n int) (bool, error)) (bool, error) {
+	path := filepath.Join(s.dir, "journal", segmentName(seg.first))
+	f, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("journal: read %s: %w", path, err)
+	}
+	defer f.Close()
+	fr, err := newFrameReader(f, off, seg.size, fs.opts.MaxRecordBytes)
+	if err != nil {
+		return false, fmt.Errorf("journal: read %s: %w", path, err)
+	}
+	for {
+		at := fr.off
+		p, n, err := fr.next()
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("journal: read %s at offset %d: %w", path, at, err)
+		}
+		if len(p) < payloadFixed {
+			return false, fmt.Errorf("journal: read %s at offset %d: %w", path, at, errBadPayload)
+		}
+		seq := leUint64(p[2:])
+		if seq <= after {
+			continue
+		}
+		if seq > last {
+			return true, nil
+		}
+		done, err := fn(p, n)
+		if err != nil {
+			return false, fmt.Errorf("journal: read %s at offset %d: %w", path, at, err)
+		}
+		if done {
+			return true, nil
+		}
+	}
+}
+
+// seek returns the index point at or before seq. s.mu must be held.
+func (s *session) seek(seq uint64) indexEntry {
+	i, found := slices.BinarySearchFunc(s.index, seq, func(e indexEntry, t uint64) int {
+		switch {
+		case e.seq < t:
+			return -1
+		case e.seq > t:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		i--
+	}
+	if i < 0 {
+		return indexEntry{seq: 1}
+	}
+	return s.index[i]
+}
+
+// addIndex records that seq starts at off in the last segment.
+func (s *session) addIndex(seq uint64, off int64) {
+	seg := len(s.segs) - 1
+	if n := len(s.index); off == 0 || n == 0 || s.index[n-1].seg != seg || off-s.index[n-1].off >= indexEveryBytes {
+		s.index = append(s.index, indexEntry{seq: seq, seg: seg, off: off})
+	}
+}
+
+// Subscribe implements Store.
+func (fs *FileStore) Subscribe(ctx context.Context, id string, after uint64, backlog int) (*Subscription, error) {
+	s, err := fs.readySession(id)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	read := func(ctx context.Context, after uint64) ([]Record, error) {
+		return fs.Read(ctx, id, after, 0, 0)
+	}
+	unregister := func(sub *Subscription) {
+		s.mu.Lock()
+		delete(s.subs, sub)
+		s.mu.Unlock()
+	}
+	sub := newSubscription(id, after, s.committedNext, backlog, read, unregister)
+	s.subs[sub] = struct{}{}
+	return sub, nil
+}
+
+// Sessions implements Store.
+func (fs *FileStore) Sessions(ctx context.Context) ([]string, error) {
+	if fs.closed.Load() {
+		return nil, ErrClosed
+	}
+	entries, err := os.ReadDir(fs.dir)
+	if err != nil {
+		return nil, fmt.Errorf("journal: list sessions: %w", err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() && checkSessionID(e.Name()) == nil {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
+// Delete implements Store.
+func (fs *FileStore) Delete(ctx context.Context, id string) error {
+	s, err := fs.session(id)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	req := &appendReq{s: s, gen: s.gen, del: true, done: make(chan error, 1)}
+	if err := fs.enqueue(req); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	// Appends admitted from now on start a new, empty session.
+	s.state, s.damage = stateReady, nil
+	s.reservedNext, s.lastMs = 1, 0
+	if s.committedNext == 0 {
+		s.committedNext = 1
+	}
+	s.mu.Unlock()
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("journal: delete of %s abandoned, outcome unknown: %w", id, ctx.Err())
+	}
+}
+
+// Close waits for queued appends, then releases files and ends
+// subscriptions. Calls after Close fail with ErrClosed.
+func (fs *FileStore) Close() error {
+	if fs.closed.Swap(true) {
+		return ErrClosed
+	}
+	fs.qmu.Lock()
+	fs.closing = true
+	fs.qcond.Broadcast()
+	fs.qmu.Unlock()
+	<-fs.wdone
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var errs []error
+	for _, s := range fs.sessions {
+		if s.wf != nil {
+			errs = append(errs, s.wf.Close())
+			s.wf = nil
+		}
+		s.mu.Lock()
+		for sub := range s.subs {
+			sub.end(fmt.Errorf("journal: store closed: %w", ErrClosed))
+		}
+		s.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// Stats are counters of the writer, for benchmarks and tests.
+type Stats struct {
+	Records int64 // records committed
+	Rounds  int64 // group commits
+	Syncs   int64 // fdatasync/fsync calls
+}
+
+// Stats reports the writer's counters.
+func (fs *FileStore) Stats() Stats {
+	return Stats{Records: fs.appended.Load(), Rounds: fs.rounds.Load(), Syncs: fs.syncs.Load()}
+}

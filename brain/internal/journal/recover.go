@@ -1,0 +1,155 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// recover opens s from disk: it checks every segment, truncates an
+// incomplete final frame (keeping the cut bytes beside the segment) and
+// builds the sparse index. A damaged journal leaves s in stateDamaged with
+// nothing rewritten. s.mu is held.
+func (fs *FileStore) recover(s *session) error {
+	jdir := filepath.Join(s.dir, "journal")
+	entries, err := os.ReadDir(jdir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("journal: open session %s: %w", s.id, err)
+	}
+	var firsts []uint64
+	for _, e := range entries {
+		if first, ok := parseSegmentName(e.Name()); ok && e.Type().IsRegular() {
+			firsts = append(firsts, first)
+		}
+	}
+	slices.Sort(firsts)
+
+	s.segs, s.index = nil, nil
+	s.lastMs = 0
+	damaged := func(path string, off int64, format string, args ...any) error {
+		s.segs, s.index = nil, nil
+		s.state = stateDamaged
+		s.damage = &DamagedError{Session: s.id, File: path, Offset: off, Reason: fmt.Sprintf(format, args...)}
+		return nil
+	}
+	expect := uint64(1)
+	for i, first := range firsts {
+		final := i == len(firsts)-1
+		path := filepath.Join(jdir, segmentName(first))
+		if first != expect {
+			return damaged(path, 0, "segment starts at sequence %d, want %d (sequences are not dense)", first, expect)
+		}
+		s.segs = append(s.segs, segInfo{first: first})
+		end, next, cut, err := fs.scanSegment(s, path, expect)
+		if err != nil {
+			var de *DamagedError
+			if errors.As(err, &de) {
+				return damaged(de.File, de.Offset, "%s", de.Reason)
+			}
+			return fmt.Errorf("journal: open session %s: %w", s.id, err)
+		}
+		if cut >= 0 {
+			if !final {
+				return damaged(path, end, "incomplete frame in a non-final segment")
+			}
+			if err := keepTorn(path, end); err != nil {
+				return fmt.Errorf("journal: open session %s: %w", s.id, err)
+			}
+		}
+		if end == 0 && !final {
+			return damaged(path, 0, "empty non-final segment")
+		}
+		s.segs[len(s.segs)-1].size = end
+		expect = next
+	}
+	s.state = stateReady
+	s.damage = nil
+	s.committedNext, s.reservedNext = expect, expect
+	return nil
+}
+
+// scanSegment reads the frames of one segment, which must hold sequences
+// from expect on. It returns the end of the last complete frame, the next
+// expected sequence and, when the file ends inside a frame, the offset of
+// that frame as cut (else -1). Damage is reported as *DamagedError.
+func (fs *FileStore) scanSegment(s *session, path string, expect uint64) (end int64, next uint64, cut int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, -1, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, -1, err
+	}
+	fr, err := newFrameReader(f, 0, fi.Size(), fs.opts.MaxRecordBytes)
+	if err != nil {
+		return 0, 0, -1, err
+	}
+	damage := func(off int64, format string, args ...any) error {
+		return &DamagedError{Session: s.id, File: path, Offset: off, Reason: fmt.Sprintf(format, args...)}
+	}
+	for {
+		at := fr.off
+		p, _, err := fr.next()
+		switch {
+		case err == io.EOF:
+			return at, expect, -1, nil
+		case errors.Is(err, errShortFrame):
+			return at, expect, at, nil
+		case errors.Is(err, errChecksum):
+			return 0, 0, -1, damage(at, "complete frame with a bad checksum")
+		case errors.Is(err, errFrameSize):
+			return 0, 0, -1, damage(at, "%v", err)
+		case err != nil:
+			return 0, 0, -1, err
+		}
+		r, err := decodePayload(p, false)
+		if err != nil {
+			return 0, 0, -1, damage(at, "%v", err)
+		}
+		if r.Sequence != expect {
+			return 0, 0, -1, damage(at, "record has sequence %d, want %d (sequences are not dense)", r.Sequence, expect)
+		}
+		s.addIndex(expect, at)
+		s.lastMs = max(s.lastMs, r.RecordedAtMs)
+		expect++
+	}
+}
+
+// keepTorn moves the incomplete tail of path (from off) into
+// "<path>.torn-<off>" and truncates path to off, durably.
+func keepTorn(path string, off int64) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tail, err := io.ReadAll(io.NewSectionReader(f, off, 1<<62))
+	if err != nil {
+		return err
+	}
+	keep := fmt.Sprintf("%s.torn-%d", path, off)
+	if err := os.WriteFile(keep, tail, 0o600); err != nil {
+		return err
+	}
+	kf, err := os.Open(keep)
+	if err != nil {
+		return err
+	}
+	err = kf.Sync()
+	kf.Close()
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(off); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
