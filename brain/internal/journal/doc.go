@@ -87,7 +87,8 @@
 //   - If the final segment ends inside a frame (fewer than 8 header bytes
 //     left, or fewer payload bytes than its length says), that incomplete
 //     write is cut: the bytes from the frame's offset o to the end are
-//     written to "{segment}.torn-{o}" and fsynced, the segment is truncated
+//     written to "{segment}.torn-{o}" (".{n}" appended when that name is
+//     taken) and fsynced, the segment is truncated
 //     to o and fsynced, and the directory is fsynced.
 //   - Anything else is damage and the session is refused with a
 //     *DamagedError naming the file and offset: a complete frame with a bad

@@ -75,16 +75,17 @@ type FileStore struct {
 	mu       sync.Mutex // guards sessions
 	sessions map[string]*session
 
-	qmu      sync.Mutex // guards the fields below
-	qcond    *sync.Cond
-	queue    []*appendReq
-	queued   int64
-	closing  bool
-	wdone    chan struct{}
-	openLRU  *list.List // writer-owned: sessions with an open segment handle
-	syncs    atomic.Int64
-	rounds   atomic.Int64
-	appended atomic.Int64
+	qmu       sync.Mutex // guards the fields below
+	qcond     *sync.Cond
+	queue     []*appendReq
+	queued    int64
+	closing   bool
+	wdone     chan struct{}
+	openLRU   *list.List // writer-owned: sessions with an open segment handle
+	syncs     atomic.Int64
+	rounds    atomic.Int64
+	appended  atomic.Int64
+	openFiles atomic.Int64
 }
 
 var _ Store = (*FileStore)(nil)

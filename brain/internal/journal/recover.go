@@ -133,11 +133,16 @@ func keepTorn(path string, off int64) error {
 		return err
 	}
 	keep := fmt.Sprintf("%s.torn-%d", path, off)
-	if err := os.WriteFile(keep, tail, 0o600); err != nil {
+	kf, err := os.OpenFile(keep, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	for n := 1; errors.Is(err, os.ErrExist); n++ {
+		// An earlier crash cut at the same offset: keep both.
+		kf, err = os.OpenFile(fmt.Sprintf("%s.%d", keep, n), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}
+	if err != nil {
 		return err
 	}
-	kf, err := os.Open(keep)
-	if err != nil {
+	if _, err := kf.Write(tail); err != nil {
+		kf.Close()
 		return err
 	}
 	err = kf.Sync()

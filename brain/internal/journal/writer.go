@@ -83,9 +83,6 @@ func (fs *FileStore) commit(batch []*appendReq) {
 		}
 	}
 	fs.finish(batch[start:], rd)
-	for fs.openLRU.Len() > fs.opts.MaxOpenFiles {
-		fs.closeTail(fs.openLRU.Back().Value.(*session))
-	}
 }
 
 // write appends req's frames to its session's tail segment, rolling to new
@@ -215,6 +212,10 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 	for _, f := range rd.closeAfter {
 		f.Close()
 	}
+	for fs.openLRU.Len() > fs.opts.MaxOpenFiles {
+		fs.closeTail(fs.openLRU.Back().Value.(*session))
+	}
+	fs.openFiles.Store(int64(fs.openLRU.Len()))
 	fs.rounds.Add(1)
 	var released int64
 	for _, req := range reqs {
