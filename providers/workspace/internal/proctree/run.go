@@ -1,0 +1,176 @@
+package proctree
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// DefaultMarker is the environment variable that marks every process of a
+// run unless Spec.Marker names another.
+const DefaultMarker = "BRAIN_PROCTREE_RUN"
+
+// Spec describes one program run.
+type Spec struct {
+	// Path is the program to execute and Args its argv (Args[0] included).
+	Path string
+	Args []string
+	// Dir is the working directory and Env the complete environment.
+	Dir string
+	Env []string
+	// Stdin, when not nil, is written to the program's standard input,
+	// which is then closed; a nil Stdin reads from the null device.
+	Stdin []byte
+	// Stdout and Stderr receive the output as it arrives, each from its
+	// own goroutine; nil discards.
+	Stdout, Stderr io.Writer
+	// Marker names the environment variable that marks the run's
+	// processes; empty means DefaultMarker.
+	Marker string
+	// KillTimeout bounds how long a kill may take before Run gives up and
+	// reports the survivors; zero means 5 s.
+	KillTimeout time.Duration
+	// OutputGrace bounds how long Run waits for output pipes held open by
+	// processes it could not find once the tree is gone; zero means 1 s.
+	OutputGrace time.Duration
+}
+
+// Result is how the leader ended.
+type Result struct {
+	// ExitCode is the leader's exit status, or -1 when a signal ended it.
+	ExitCode int
+	// Signal names the signal that ended the leader, if any.
+	Signal string
+}
+
+// StoppedError reports that ctx ended before the leader did and the tree
+// was killed. Cause is context.Cause(ctx); Cleanup is non-nil when some
+// process could not be killed. errors.Is sees through to Cause.
+type StoppedError struct {
+	Cause   error
+	Cleanup error
+}
+
+func (e *StoppedError) Error() string {
+	if e.Cleanup != nil {
+		return fmt.Sprintf("stopped: %v (cleanup: %v)", e.Cause, e.Cleanup)
+	}
+	return fmt.Sprintf("stopped: %v", e.Cause)
+}
+
+func (e *StoppedError) Unwrap() error { return e.Cause }
+
+// CleanupError reports that the leader exited on its own but processes it
+// left behind could not all be killed. The Result returned with it is valid.
+type CleanupError struct{ Err error }
+
+func (e *CleanupError) Error() string { return "sweep leftover processes: " + e.Err.Error() }
+func (e *CleanupError) Unwrap() error { return e.Err }
+
+// ErrStart wraps a failure to start the program.
+var ErrStart = errors.New("start program")
+
+// Run starts the program in a new process group and waits for it. When ctx
+// ends first the whole tree is killed and the error is a *StoppedError.
+// After the leader exits, the processes it left behind are killed too; a
+// failure to do so is a *CleanupError next to a valid Result.
+func Run(ctx context.Context, s Spec) (Result, error) {
+	if len(s.Args) == 0 {
+		return Result{}, fmt.Errorf("%w: empty argv", ErrStart)
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, &StoppedError{Cause: context.Cause(ctx)}
+	}
+	markerName := s.Marker
+	if markerName == "" {
+		markerName = DefaultMarker
+	}
+	var id [12]byte
+	_, _ = rand.Read(id[:])
+	marker := markerName + "=" + hex.EncodeToString(id[:])
+
+	cmd := &exec.Cmd{
+		Path:        s.Path,
+		Args:        s.Args,
+		Dir:         s.Dir,
+		Env:         append(append(make([]string, 0, len(s.Env)+1), s.Env...), marker),
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	p, err := newPipes(cmd, s)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	if err := cmd.Start(); err != nil {
+		p.abort()
+		return Result{}, fmt.Errorf("%w %s: %w", ErrStart, s.Args[0], err)
+	}
+	p.started()
+	t := &tree{leader: cmd.Process.Pid, marker: []byte(marker), self: os.Getpid()}
+	// The leader is not reaped before Wait, so its stat is readable.
+	if t.start, err = startTime(t.leader); err != nil {
+		t.start = 0 // consider every process; slower, still correct
+	}
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	killTimeout := s.KillTimeout
+	if killTimeout <= 0 {
+		killTimeout = 5 * time.Second
+	}
+	var stopErr *StoppedError
+	var waitErr error
+	select {
+	case waitErr = <-waited:
+	case <-ctx.Done():
+		stopErr = &StoppedError{Cause: context.Cause(ctx)}
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
+		stopErr.Cleanup = t.kill(kctx)
+		cancel()
+		if stopErr.Cleanup == nil {
+			waitErr = <-waited
+		} else {
+			select { // the leader may be one of the survivors
+			case waitErr = <-waited:
+			case <-time.After(killTimeout):
+			}
+		}
+	}
+	var sweepErr error
+	if stopErr == nil {
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
+		sweepErr = t.kill(kctx)
+		cancel()
+	}
+	grace := s.OutputGrace
+	if grace <= 0 {
+		grace = time.Second
+	}
+	p.finish(grace)
+
+	res := Result{ExitCode: -1}
+	if ps := cmd.ProcessState; ps != nil {
+		res.ExitCode = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = ws.Signal().String()
+		}
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) && stopErr == nil {
+		return res, fmt.Errorf("wait for %s: %w", s.Args[0], waitErr)
+	}
+	if stopErr != nil {
+		return res, stopErr
+	}
+	if sweepErr != nil {
+		return res, &CleanupError{Err: sweepErr}
+	}
+	return res, nil
+}

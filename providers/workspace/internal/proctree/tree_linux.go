@@ -1,0 +1,159 @@
+package proctree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// procStat is the part of /proc/<pid>/stat a scan needs.
+type procStat struct {
+	pid, ppid, pgrp int
+	state           byte
+	start           uint64 // clock ticks after boot
+}
+
+// readStat parses /proc/<pid>/stat. The command name may hold spaces and
+// parentheses, so the fields are read after the last ')'.
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return procStat{}, fmt.Errorf("parse /proc/%d/stat: no command end", pid)
+	}
+	f := bytes.Fields(b[i+2:])
+	// f[0]=state f[1]=ppid f[2]=pgrp ... f[19]=starttime
+	if len(f) < 20 {
+		return procStat{}, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(f))
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgrp, err2 := strconv.Atoi(string(f[2]))
+	start, err3 := strconv.ParseUint(string(f[19]), 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return procStat{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+	}
+	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0], start: start}, nil
+}
+
+func (s procStat) dead() bool { return s.state == 'Z' || s.state == 'X' || s.state == 'x' }
+
+// hasMarker reports whether the environment of pid holds marker
+// ("NAME=value"). Unreadable environments (other owners, zombies) do not.
+func hasMarker(pid int, marker []byte) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for len(b) > 0 {
+		var kv []byte
+		kv, b, _ = bytes.Cut(b, []byte{0})
+		if bytes.Equal(kv, marker) {
+			return true
+		}
+	}
+	return false
+}
+
+// tree identifies the processes of one run.
+type tree struct {
+	leader int
+	start  uint64 // leader start time; older processes are never members
+	marker []byte
+	self   int
+}
+
+// members scans /proc once and returns the live members of the tree.
+func (t *tree) members() ([]int, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("scan processes: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("scan processes: %w", err)
+	}
+	var cand []procStat
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil || pid == t.self || pid == 1 {
+			continue
+		}
+		s, err := readStat(pid)
+		if err != nil || s.start < t.start {
+			continue // gone, or older than the run
+		}
+		cand = append(cand, s)
+	}
+	in := map[int]bool{}
+	for _, s := range cand {
+		if s.pid == t.leader || s.pgrp == t.leader || (!s.dead() && hasMarker(s.pid, t.marker)) {
+			in[s.pid] = true
+		}
+	}
+	// Close over the parent chain: children of members are members.
+	for grew := true; grew; {
+		grew = false
+		for _, s := range cand {
+			if !in[s.pid] && in[s.ppid] {
+				in[s.pid] = true
+				grew = true
+			}
+		}
+	}
+	var live []int
+	for _, s := range cand {
+		if in[s.pid] && !s.dead() {
+			live = append(live, s.pid)
+		}
+	}
+	return live, nil
+}
+
+// kill sends SIGKILL to the group and to every member until a scan finds
+// none alive or ctx ends. It returns the pids still alive on failure.
+func (t *tree) kill(ctx context.Context) error {
+	_ = syscall.Kill(-t.leader, syscall.SIGKILL) // the group; ESRCH when empty
+	backoff := 200 * time.Microsecond
+	for {
+		live, err := t.members()
+		if err != nil {
+			return err
+		}
+		if len(live) == 0 {
+			return nil
+		}
+		for _, pid := range live {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("kill process %d: %w", pid, err)
+			}
+		}
+		// Killed processes take a moment to become zombies; poll the
+		// kernel's view with a short, growing interval.
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("processes %v still alive: %w", live, context.Cause(ctx))
+		case <-timer.C:
+		}
+		backoff = min(backoff*2, 20*time.Millisecond)
+	}
+}
+
+// startTime returns the start time of pid in clock ticks after boot.
+func startTime(pid int) (uint64, error) {
+	s, err := readStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	return s.start, nil
+}
