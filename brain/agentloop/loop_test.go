@@ -42,7 +42,7 @@ func (f *fakeServices) Dispatch(_ context.Context, calls []api.ToolInvocation) (
 }
 
 func (f *fakeServices) Emit(context.Context, string, json.RawMessage) (uint64, error) { return 0, nil }
-func (f *fakeServices) Telemetry(context.Context, json.RawMessage) error               { return nil }
+func (f *fakeServices) Telemetry(context.Context, json.RawMessage) error              { return nil }
 func (f *fakeServices) Events(context.Context, uint64) (api.EventPage, error) {
 	return api.EventPage{}, nil
 }
@@ -54,7 +54,7 @@ func (f *fakeServices) KVRead(context.Context, string) (json.RawMessage, bool, e
 	return nil, false, nil
 }
 func (f *fakeServices) KVPut(context.Context, string, json.RawMessage) (uint64, error) { return 0, nil }
-func (f *fakeServices) KVDelete(context.Context, string) (uint64, error)                { return 0, nil }
+func (f *fakeServices) KVDelete(context.Context, string) (uint64, error)               { return 0, nil }
 func (f *fakeServices) Environments(context.Context, json.RawMessage) (json.RawMessage, error) {
 	return nil, nil
 }

@@ -1,0 +1,156 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Call dispatches a service call by method name with JSON input and
+// output, as the HTTP callback endpoint and the Wasm host deliver them.
+// Mutations answer the committed sequence as a bare JSON integer. Errors
+// wrap the package sentinels (ErrNotGranted, ErrReservedName, ErrEmitLimit,
+// ErrModelCallLimit, ErrCancelled, ErrExecutionClosed, ...); Code maps them
+// to API codes.
+func (x *execution) Call(ctx context.Context, method string, input json.RawMessage) (json.RawMessage, error) {
+	if err := x.check(method); err != nil {
+		if !isMethod(method) {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownMethod, method)
+		}
+		return nil, err
+	}
+	decode := func(v any) error {
+		if len(input) == 0 {
+			input = json.RawMessage("null")
+		}
+		if err := json.Unmarshal(input, v); err != nil {
+			return fmt.Errorf("%w: %s input: %v", ErrInvalid, method, err)
+		}
+		return nil
+	}
+	seqOut := func(seq uint64, err error) (json.RawMessage, error) {
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(seq)
+	}
+	optOutcome := func() (*api.Outcome, error) {
+		if len(input) == 0 || string(input) == "null" {
+			return nil, nil
+		}
+		var o api.Outcome
+		if err := decode(&o); err != nil {
+			return nil, err
+		}
+		return &o, nil
+	}
+	switch method {
+	case envapi.MethodModel:
+		var req api.ModelRequest
+		if err := decode(&req); err != nil {
+			return nil, err
+		}
+		res, err := x.Model(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(res)
+	case envapi.MethodDispatch:
+		var calls []api.ToolInvocation
+		if err := decode(&calls); err != nil {
+			return nil, err
+		}
+		out, err := x.Dispatch(ctx, calls)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(out)
+	case envapi.MethodEmit:
+		var in api.EmitInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return seqOut(x.Emit(ctx, in.EventType, in.Data))
+	case envapi.MethodTelemetry:
+		return json.RawMessage("null"), x.Telemetry(ctx, input)
+	case envapi.MethodEvents:
+		var after uint64
+		if err := decode(&after); err != nil {
+			return nil, err
+		}
+		page, err := x.Events(ctx, after)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(page)
+	case envapi.MethodSetTranscript:
+		var msgs []api.Message
+		if err := decode(&msgs); err != nil {
+			return nil, err
+		}
+		return seqOut(x.SetTranscript(ctx, msgs))
+	case envapi.MethodKVRead:
+		var key string
+		if err := decode(&key); err != nil {
+			return nil, err
+		}
+		v, ok, err := x.KVRead(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return json.RawMessage("{}"), nil
+		}
+		return json.Marshal(api.KVReadResult{Value: v})
+	case envapi.MethodKVPut:
+		var in api.KVPutInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		if in.Value == nil {
+			in.Value = json.RawMessage("null")
+		}
+		return seqOut(x.KVPut(ctx, in.Key, in.Value))
+	case envapi.MethodKVDelete:
+		var key string
+		if err := decode(&key); err != nil {
+			return nil, err
+		}
+		return seqOut(x.KVDelete(ctx, key))
+	case envapi.MethodEnvironments:
+		return x.Environments(ctx, input)
+	case envapi.MethodResult:
+		var o api.Outcome
+		if err := decode(&o); err != nil {
+			return nil, err
+		}
+		return seqOut(x.Result(ctx, o))
+	case envapi.MethodReturned:
+		o, err := optOutcome()
+		if err != nil {
+			return nil, err
+		}
+		return seqOut(x.Returned(ctx, o))
+	case envapi.MethodFinish:
+		o, err := optOutcome()
+		if err != nil {
+			return nil, err
+		}
+		return seqOut(x.Finish(ctx, o))
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownMethod, method)
+}
+
+func isMethod(m string) bool {
+	for _, list := range [][]string{envapi.AgentloopMethods(), envapi.ToolMethods()} {
+		for _, x := range list {
+			if x == m {
+				return true
+			}
+		}
+	}
+	return false
+}

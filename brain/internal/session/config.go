@@ -1,0 +1,62 @@
+package session
+
+import (
+	"time"
+
+	"github.com/brain-in-go/brain/brain/agentloop"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/model"
+)
+
+// Limits bound a turn. Zero means no bound.
+type Limits struct {
+	// MaxModelCalls bounds model calls per turn (model_call_limit).
+	MaxModelCalls int
+	// MaxTurn bounds a turn's wall time; expiry cancels it.
+	MaxTurn time.Duration
+	// MaxTool is the deadline handed to every tool call (timeout).
+	MaxTool time.Duration
+	// MaxEmittedBytes bounds extension event bytes per turn (emit_limit).
+	MaxEmittedBytes int64
+}
+
+// DefaultLimits are the limits the server ships.
+func DefaultLimits() Limits {
+	return Limits{MaxModelCalls: 128, MaxTurn: 1800 * time.Second, MaxTool: 120 * time.Second, MaxEmittedBytes: 1 << 20}
+}
+
+// KeepIdle as Config.IdleTTL keeps idle sessions in memory indefinitely.
+const KeepIdle time.Duration = -1
+
+// CoalesceWindow is how long event-triggered wake-ups are gathered from the
+// first pending commit.
+const CoalesceWindow = 5 * time.Millisecond
+
+// Config configures an Engine.
+type Config struct {
+	// Store is the journal. Required.
+	Store journal.Store
+	// Models opens model clients; nil selects model.Default() (scripted).
+	Models model.Opener
+	// Environments delivers environment/v1 operations; nil means sessions
+	// may not declare environments.
+	Environments Environments
+	// Secrets keeps model keys and environment credentials; nil selects an
+	// in-memory store.
+	Secrets Secrets
+	// Loops resolves an agentloop implementation; nil runs only the
+	// built-in default loop.
+	Loops func(implementation []byte) (agentloop.Func, error)
+	// Limits bound every turn; the zero value bounds nothing.
+	Limits Limits
+	// IdleTTL is how long an idle session stays in memory after create and
+	// after each turn: 0 releases it at once (the default), KeepIdle keeps
+	// it. A session's idle_ttl_ms overrides it (0 there means keep).
+	IdleTTL time.Duration
+	// CheckpointEvery writes the projection checkpoint when a session is
+	// released after at least this many records since the last one
+	// (0 selects 256; negative disables checkpoints).
+	CheckpointEvery int
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}

@@ -1,0 +1,29 @@
+// Package session is Brain's session engine. A session's whole life is its
+// journal: the engine commits every lifecycle step, effect fence, transcript
+// change, KV change and extension event as a journal record, and status,
+// transcript, KV and public events are projections folded from it.
+//
+// # Effects
+//
+// Model calls, tool calls, tool cancels and environment operations commit a
+// *_started record, are sent once, and are closed by *_ended or *_failed
+// carrying sequence = the started record before the caller observes the
+// answer. On the first open after a crash every started effect without a
+// terminal record is closed as an ambiguous "interrupted" failure and nothing
+// is resent.
+//
+// # Activations
+//
+// One activation runs at a time per session. A turn (Submit, Send) records
+// turn_started, activation_started ... activation_ended, turn_ended. Results
+// of tools that returned without finishing wake the loop later through an
+// event-triggered activation (activation_* only), coalesced for 5 ms.
+// The loop and tools reach Brain through one service table (Services); the
+// HTTP callback endpoint and the Wasm host expose the same table.
+//
+// # Passivation
+//
+// Between turns a session holds no goroutine and no in-memory state unless
+// an idle TTL keeps it; reads (Summary, Transcript, Events) fold from the
+// journal checkpoint and never keep a session in memory.
+package session

@@ -1,0 +1,328 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/agentloop"
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/model"
+)
+
+// Engine runs every session of one journal store.
+type Engine struct {
+	cfg     Config
+	store   journal.Store
+	models  model.Opener
+	secrets Secrets
+	now     func() time.Time
+
+	base context.Context // ends on Close; commits and effects derive from it
+	stop context.CancelFunc
+	wg   sync.WaitGroup // activations, tools, timers in flight
+
+	mu     sync.Mutex
+	live   map[string]*sess
+	closed bool
+
+	hub hub
+}
+
+// sess is the in-memory state of an active session. mu guards everything
+// but refs; lock order is sess.mu before Engine.mu.
+type sess struct {
+	e    *Engine
+	id   string
+	refs atomic.Int32 // operations holding the session
+
+	mu        sync.Mutex
+	st        *state
+	loadErr   error
+	activated bool   // loaded for a write, not only for a read
+	ckptAt    uint64 // sequence of the last checkpoint
+	act       *activation
+	tools     map[uint64]*toolCall
+	execs     map[uint64]*execution
+	waiters   map[uint64]chan error
+	wake      *time.Timer
+	idle      *time.Timer
+	noWake    bool // interrupted: no automatic activation until a message
+	client    model.Client
+	evicted   bool
+	inflight  int // effects delivered outside the lock (tool cancels)
+}
+
+// New returns an engine over cfg.Store.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("%w: Config.Store is required", ErrInvalid)
+	}
+	e := &Engine{cfg: cfg, store: cfg.Store, models: cfg.Models, secrets: cfg.Secrets, now: cfg.Now, live: map[string]*sess{}}
+	if e.models == nil {
+		e.models = model.Default()
+	}
+	if e.secrets == nil {
+		e.secrets = NewMemSecrets()
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.cfg.CheckpointEvery == 0 {
+		e.cfg.CheckpointEvery = 256
+	}
+	e.base, e.stop = context.WithCancel(context.Background())
+	e.hub.init()
+	return e, nil
+}
+
+// Close stops admitting work and waits for running activations and tools
+// until ctx ends; then it cancels what remains and waits for its records.
+// It does not close the store.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		e.stop()
+		return nil
+	case <-ctx.Done():
+		e.stop()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Active reports how many sessions are held in memory.
+func (e *Engine) Active() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.live)
+}
+
+var sessionIDRE = regexp.MustCompile(`^ses_[A-Za-z0-9]{20,32}$`)
+
+// ValidSessionID reports whether id has the session id shape.
+func ValidSessionID(id string) bool { return sessionIDRE.MatchString(id) }
+
+// NewSessionID returns a fresh random session id.
+func NewSessionID() string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return "ses_" + string(b)
+}
+
+// acquire returns the session, loading (and recovering) it if it is not in
+// memory. write marks the session activated (a read-only load is released
+// as soon as the read ends). The caller must call release.
+func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, error) {
+	if !ValidSessionID(id) {
+		return nil, fmt.Errorf("%w: malformed session id %q", ErrInvalid, id)
+	}
+	for {
+		e.mu.Lock()
+		if e.closed && write {
+			e.mu.Unlock()
+			return nil, ErrClosed
+		}
+		s := e.live[id]
+		if s != nil {
+			s.refs.Add(1)
+			e.mu.Unlock()
+			s.mu.Lock()
+			if s.evicted || s.loadErr != nil {
+				err := s.loadErr
+				s.mu.Unlock()
+				s.refs.Add(-1)
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if write {
+				s.activated = true
+			}
+			s.mu.Unlock()
+			return s, nil
+		}
+		s = &sess{e: e, id: id, tools: map[uint64]*toolCall{}, execs: map[uint64]*execution{}, waiters: map[uint64]chan error{}}
+		s.refs.Add(1)
+		s.mu.Lock()
+		e.live[id] = s
+		e.mu.Unlock()
+		st, err := e.load(ctx, id)
+		if err == nil {
+			s.st = st
+			s.ckptAt = st.ckptThrough
+			err = s.recoverLocked()
+		}
+		if err != nil {
+			s.loadErr = err
+			e.mu.Lock()
+			delete(e.live, id)
+			e.mu.Unlock()
+			s.mu.Unlock()
+			s.refs.Add(-1)
+			return nil, err
+		}
+		s.activated = write
+		s.mu.Unlock()
+		return s, nil
+	}
+}
+
+// release drops an operation's hold and passivates the session when it is
+// quiescent.
+func (s *sess) release() {
+	s.mu.Lock()
+	s.refs.Add(-1)
+	s.maybeEvictLocked(false)
+	s.mu.Unlock()
+}
+
+// quiescentLocked reports whether nothing runs for the session.
+func (s *sess) quiescentLocked() bool {
+	return s.act == nil && len(s.tools) == 0 && s.wake == nil && s.inflight == 0 && s.refs.Load() == 0
+}
+
+// ttlLocked is the session's idle retention: 0 release now, <0 keep.
+func (s *sess) ttlLocked() time.Duration {
+	if s.st != nil && s.st.Config != nil && s.st.Config.IdleTTLMs != nil {
+		if *s.st.Config.IdleTTLMs == 0 {
+			return KeepIdle
+		}
+		return time.Duration(*s.st.Config.IdleTTLMs) * time.Millisecond
+	}
+	return s.e.cfg.IdleTTL
+}
+
+// maybeEvictLocked passivates the session if it is quiescent and its idle
+// policy allows; expired forces release after an idle TTL.
+func (s *sess) maybeEvictLocked(expired bool) {
+	if s.evicted || !s.quiescentLocked() {
+		return
+	}
+	ttl := s.ttlLocked()
+	if s.activated && !expired && s.st != nil && s.st.Status != api.StatusEnded {
+		switch {
+		case ttl < 0:
+			return
+		case ttl > 0:
+			if s.idle != nil {
+				s.idle.Stop()
+			}
+			s.idle = time.AfterFunc(ttl, func() {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				s.idle = nil
+				s.maybeEvictLocked(true)
+			})
+			return
+		}
+	}
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+	s.checkpointLocked()
+	e := s.e
+	e.mu.Lock()
+	if e.live[s.id] == s && s.refs.Load() == 0 {
+		delete(e.live, s.id)
+		s.evicted = true
+	}
+	e.mu.Unlock()
+	if s.evicted {
+		s.st, s.client = nil, nil
+	}
+}
+
+// commitLocked durably appends records at the session's next sequence and
+// folds them. It answers the first sequence. Commits use the engine's
+// context so that a cancelled caller still records its outcome.
+func (s *sess) commitLocked(recs ...journal.Record) (uint64, error) {
+	if s.st == nil {
+		return 0, fmt.Errorf("session %s: %w", s.id, ErrClosed)
+	}
+	first := s.st.Next
+	now := s.e.now().UnixMilli()
+	if now < s.st.LastAtMs {
+		now = s.st.LastAtMs
+	}
+	for i := range recs {
+		recs[i].Sequence = first + uint64(i)
+		recs[i].RecordedAtMs = now
+	}
+	if err := s.e.store.Append(context.WithoutCancel(s.e.base), s.id, first, recs); err != nil {
+		return 0, fmt.Errorf("session %s: commit %s: %w", s.id, recs[0].Kind, err)
+	}
+	for _, r := range recs {
+		if err := s.st.apply(r); err != nil {
+			return 0, err
+		}
+	}
+	return first, nil
+}
+
+func (s *sess) summaryLocked() api.SessionSummary {
+	return api.SessionSummary{SessionID: s.id, Status: s.st.Status, LastSequence: s.st.last()}
+}
+
+// loop resolves the session's agentloop.
+func (e *Engine) loop(a *api.Agentloop) (agentloop.Func, error) {
+	if a == nil || isBuiltin(a.Implementation) {
+		return agentloop.Default, nil
+	}
+	if e.cfg.Loops == nil {
+		return nil, fmt.Errorf("%w: agentloop implementation %s", ErrUnsupported, a.Implementation)
+	}
+	return e.cfg.Loops(a.Implementation)
+}
+
+// modelLocked opens the session's model client once.
+func (s *sess) modelLocked(ctx context.Context) (model.Client, error) {
+	if s.client != nil {
+		return s.client, nil
+	}
+	m := s.st.Config.Model
+	key, err := s.e.secrets.Get(ctx, s.id, SecretModelAPIKey)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: model key: %w", s.id, err)
+	}
+	c, err := s.e.models.Open(model.Spec{Provider: m.Provider, Name: m.Name, APIKey: string(key)})
+	if err != nil {
+		return nil, err
+	}
+	s.client = c
+	return c, nil
+}
+
+func isNotFound(err error) bool {
+	return errors.Is(err, journal.ErrNotFound) || errors.Is(err, ErrNotFound)
+}
+
+// isBuiltin reports whether an implementation names the built-in loop.
+func isBuiltin(impl []byte) bool {
+	var d struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(impl, &d) != nil {
+		return false
+	}
+	return d.Type == api.ImplementationBuiltin && (d.Name == api.BuiltinDefaultLoop || d.Name == "")
+}

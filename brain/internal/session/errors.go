@@ -1,0 +1,109 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// Sentinel errors. Each maps to an API error code through Code.
+var (
+	ErrNotFound        = errors.New("session: not found")
+	ErrInvalid         = errors.New("session: invalid request")
+	ErrBusy            = errors.New("session: another activation is running")
+	ErrWrongState      = errors.New("session: operation not allowed in this state")
+	ErrNotGranted      = errors.New("session: method not granted")
+	ErrReservedName    = errors.New("session: reserved event name")
+	ErrEmitLimit       = errors.New("session: emitted bytes budget exhausted")
+	ErrModelCallLimit  = errors.New("session: model call budget exhausted")
+	ErrCancelled       = errors.New("session: cancelled")
+	ErrTimeout         = errors.New("session: deadline exceeded")
+	ErrExecutionClosed = errors.New("session: execution is closed")
+	ErrUnknownMethod   = errors.New("session: unknown method")
+	ErrUnsupported     = errors.New("session: not supported")
+	ErrClosed          = errors.New("session: engine is closed")
+)
+
+// TurnError reports a turn or service failure with its failure code and,
+// for a failed turn, the sequence of its turn_started record.
+type TurnError struct {
+	Code      string
+	Message   string
+	Retryable bool
+	Sequence  uint64
+	Err       error
+}
+
+func (e *TurnError) Error() string {
+	return fmt.Sprintf("session: turn failed: %s: %s", e.Code, e.Message)
+}
+
+func (e *TurnError) Unwrap() error { return e.Err }
+
+// Code maps an error of this package to its API error code.
+func Code(err error) string {
+	var te *TurnError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &te):
+		return te.Code
+	case errors.Is(err, ErrNotFound):
+		return api.CodeNotFound
+	case errors.Is(err, ErrInvalid), errors.Is(err, ErrUnknownMethod):
+		return api.CodeInvalidRequest
+	case errors.Is(err, ErrBusy), errors.Is(err, ErrWrongState):
+		return api.CodeConflict
+	case errors.Is(err, ErrNotGranted), errors.Is(err, ErrExecutionClosed):
+		return api.CodeNotGranted
+	case errors.Is(err, ErrReservedName):
+		return api.CodeReservedName
+	case errors.Is(err, ErrEmitLimit):
+		return api.CodeEmitLimit
+	case errors.Is(err, ErrModelCallLimit):
+		return api.CodeModelCallLimit
+	case errors.Is(err, ErrCancelled):
+		return api.CodeCancelled
+	case errors.Is(err, ErrTimeout):
+		return api.CodeTimeout
+	case errors.Is(err, ErrClosed):
+		return api.CodeOverloaded
+	}
+	return api.CodeInternal
+}
+
+// APIError converts err to the ApiError body the HTTP layer answers. A busy
+// submission carries details {"admission":"rejected"}.
+func APIError(err error) *api.ApiError {
+	code := Code(err)
+	e := &api.ApiError{Code: code, Message: err.Error(), Retryable: api.DefaultRetryable(code)}
+	var te *TurnError
+	if errors.As(err, &te) {
+		e.Message, e.Retryable = te.Message, te.Retryable
+	}
+	if errors.Is(err, ErrBusy) {
+		e.Details = append(json.RawMessage(nil), api.AdmissionRejected...)
+	}
+	return e
+}
+
+// failureCode picks the failure code recorded for an error that ended an
+// activation.
+func failureCode(err error) (code string, retryable bool) {
+	var te *TurnError
+	switch {
+	case errors.As(err, &te):
+		return te.Code, te.Retryable
+	case errors.Is(err, ErrModelCallLimit):
+		return api.FailureModelCallLimit, false
+	case errors.Is(err, ErrEmitLimit):
+		return api.FailureEmitLimit, false
+	case errors.Is(err, ErrCancelled):
+		return api.FailureCancelled, false
+	case errors.Is(err, ErrTimeout):
+		return api.FailureTimeout, false
+	}
+	return api.FailureAgentloopFailed, false
+}

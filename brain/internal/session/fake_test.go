@@ -1,0 +1,116 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// fakeEnvs is an in-process Environments. Each environment name maps to a
+// behaviour:
+//
+//	echo     execute answers result ok(input)
+//	hang     execute blocks until its context ends (never answers itself)
+//	fail     every operation fails at the transport
+//	refuse   execute answers a failure receipt
+//	returner execute answers returned; the tool finishes when the test
+//	         calls Finish through Engine.Execution
+//	emitter  execute emits an event through its callback, then results
+type fakeEnvs struct {
+	mu        sync.Mutex
+	behaviour map[string]string
+	ops       []Operation
+	onOp      func(Operation) // called before the behaviour runs
+	engine    *Engine
+	hold      chan struct{} // setup/detach/teardown of "hangops" wait on it
+}
+
+func newFakeEnvs(b map[string]string) *fakeEnvs { return &fakeEnvs{behaviour: b} }
+
+func (f *fakeEnvs) record(op Operation) string {
+	f.mu.Lock()
+	f.ops = append(f.ops, op)
+	hook := f.onOp
+	b := f.behaviour[op.Environment]
+	f.mu.Unlock()
+	if hook != nil {
+		hook(op)
+	}
+	return b
+}
+
+// opsOf lists the recorded operations of a request type.
+func (f *fakeEnvs) opsOf(t envapi.RequestType) []Operation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Operation
+	for _, op := range f.ops {
+		if op.Request.Type == t {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+var errTransport = errors.New("fake: connection refused")
+
+func (f *fakeEnvs) lifecycle(ctx context.Context, op Operation) (envapi.Receipt, error) {
+	switch f.record(op) {
+	case "fail":
+		return envapi.Receipt{}, errTransport
+	case "hangops":
+		select {
+		case <-f.hold:
+		case <-ctx.Done():
+			return envapi.Receipt{}, ctx.Err()
+		}
+	}
+	return envapi.Accepted(), nil
+}
+
+func (f *fakeEnvs) Setup(ctx context.Context, op Operation) (envapi.Receipt, error) {
+	return f.lifecycle(ctx, op)
+}
+func (f *fakeEnvs) Detach(ctx context.Context, op Operation) (envapi.Receipt, error) {
+	return f.lifecycle(ctx, op)
+}
+func (f *fakeEnvs) Teardown(ctx context.Context, op Operation) (envapi.Receipt, error) {
+	return f.lifecycle(ctx, op)
+}
+func (f *fakeEnvs) Call(ctx context.Context, op Operation) (envapi.Receipt, error) {
+	return f.lifecycle(ctx, op)
+}
+func (f *fakeEnvs) Cancel(ctx context.Context, op Operation) (envapi.Receipt, error) {
+	f.record(op)
+	return envapi.Accepted(), nil
+}
+
+func (f *fakeEnvs) Execute(ctx context.Context, op Operation) (envapi.Receipt, error) {
+	switch f.record(op) {
+	case "echo":
+		return envapi.Result(mustJSON(envapi.OK(op.Request.Input))), nil
+	case "hang":
+		<-ctx.Done()
+		return envapi.Receipt{}, ctx.Err()
+	case "fail":
+		return envapi.Receipt{}, errTransport
+	case "refuse":
+		return envapi.Failure("unsupported", "m", true, json.RawMessage(`{"x":1}`)), nil
+	case "returner":
+		return envapi.Returned(nil), nil
+	case "emitter":
+		svc, err := f.engine.Execution(op.SessionID, op.Sequence)
+		if err != nil {
+			return envapi.Receipt{}, err
+		}
+		if _, err := svc.Emit(ctx, "progress", json.RawMessage(`{"origin":{"kind":"agentloop","sequence":1},"step":1}`)); err != nil {
+			return envapi.Failure("emit_failed", err.Error(), false, nil), nil
+		}
+		return envapi.Result(mustJSON(envapi.OK(json.RawMessage(`"emitted"`)))), nil
+	}
+	return envapi.Failure(envapi.CodeUnsupported, fmt.Sprintf("no behaviour for %q", op.Environment), false, nil), nil
+}

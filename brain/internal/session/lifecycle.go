@@ -1,0 +1,351 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// normalize validates a create request and fills its defaults.
+func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionRequest, error) {
+	bad := func(format string, a ...any) (api.CreateSessionRequest, error) {
+		return req, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...)
+	}
+	if req.Model.Provider == "" || req.Model.Name == "" || strings.ContainsAny(req.Model.Name, " \t\r\n") {
+		return bad("model needs a provider and a name without whitespace")
+	}
+	if req.Agentloop == nil {
+		req.Agentloop = &api.Agentloop{}
+	}
+	if len(req.Agentloop.Implementation) == 0 {
+		req.Agentloop.Implementation = json.RawMessage(`{"type":"brain_builtin","name":"default"}`)
+	}
+	if _, err := e.loop(req.Agentloop); err != nil {
+		return bad("agentloop: %v", err)
+	}
+	if req.Tools == nil {
+		req.Tools = []api.Tool{}
+	}
+	if req.Environments == nil {
+		req.Environments = []api.Environment{}
+	}
+	envs := map[string]bool{}
+	for _, env := range req.Environments {
+		if !envapi.ValidIdentifier(env.Name) || envs[env.Name] {
+			return bad("environment name %q is invalid or repeated", env.Name)
+		}
+		if env.Lifecycle != "" && env.Lifecycle != api.LifecycleAutomatic && env.Lifecycle != api.LifecycleManual {
+			return bad("environment %q: lifecycle %q", env.Name, env.Lifecycle)
+		}
+		envs[env.Name] = true
+	}
+	if len(envs) > 0 && e.cfg.Environments == nil {
+		return bad("environments are not available")
+	}
+	tools := map[string]bool{}
+	for _, t := range req.Tools {
+		if !envapi.ValidIdentifier(t.Name) || tools[t.Name] {
+			return bad("tool name %q is invalid or repeated", t.Name)
+		}
+		tools[t.Name] = true
+		if len(t.Placements) == 0 {
+			return bad("tool %q has no placement", t.Name)
+		}
+		for env := range t.Placements {
+			if !envs[env] {
+				return bad("tool %q is placed on undeclared environment %q", t.Name, env)
+			}
+		}
+	}
+	if req.IdleTTLMs != nil && *req.IdleTTLMs < 0 {
+		return bad("idle_ttl_ms must not be negative")
+	}
+	return req, nil
+}
+
+// Create creates a session: it records the configuration (secrets removed)
+// at sequence 1, seeds the transcript, sets every automatic environment up
+// and records session_creation_ended, or session_creation_failed when a
+// setup fails. id may be empty (a fresh id is chosen).
+func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionRequest) (api.SessionSummary, error) {
+	req, err := e.normalize(req)
+	if err != nil {
+		return api.SessionSummary{}, err
+	}
+	if id == "" {
+		id = NewSessionID()
+	}
+	if !ValidSessionID(id) {
+		return api.SessionSummary{}, fmt.Errorf("%w: malformed session id %q", ErrInvalid, id)
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return api.SessionSummary{}, ErrClosed
+	}
+	if e.live[id] != nil {
+		e.mu.Unlock()
+		return api.SessionSummary{}, fmt.Errorf("%w: session %s exists", ErrWrongState, id)
+	}
+	s := &sess{e: e, id: id, st: newState(), activated: true, tools: map[uint64]*toolCall{}, execs: map[uint64]*execution{}, waiters: map[uint64]chan error{}}
+	s.refs.Add(1)
+	s.mu.Lock()
+	e.live[id] = s
+	e.mu.Unlock()
+	defer func() {
+		s.refs.Add(-1)
+		s.maybeEvictLocked(false)
+		s.mu.Unlock()
+	}()
+	if next, err := e.store.Next(ctx, id); err == nil && next > 1 {
+		s.evicted = true
+		e.mu.Lock()
+		delete(e.live, id)
+		e.mu.Unlock()
+		return api.SessionSummary{}, fmt.Errorf("%w: session %s exists", ErrWrongState, id)
+	}
+
+	// Secrets leave the configuration before it is journalled.
+	if req.Model.APIKey != "" {
+		if err := e.secrets.Put(ctx, id, SecretModelAPIKey, []byte(req.Model.APIKey)); err != nil {
+			return api.SessionSummary{}, fmt.Errorf("session %s: store model key: %w", id, err)
+		}
+	}
+	conf := req
+	conf.Model.APIKey = ""
+	conf.Transcript = nil
+	conf.Environments = append([]api.Environment(nil), req.Environments...)
+	for i, env := range conf.Environments {
+		if env.Credential != "" {
+			if err := e.secrets.Put(ctx, id, SecretEnvironmentCredential(env.Name), []byte(env.Credential)); err != nil {
+				return api.SessionSummary{}, fmt.Errorf("session %s: store credential: %w", id, err)
+			}
+			conf.Environments[i].Credential = ""
+		}
+	}
+	recs := []journal.Record{rec(api.KindSessionCreationStarted, conf)}
+	if len(req.Transcript) > 0 {
+		recs = append(recs, rec(api.KindTranscriptDelta, delta(nil, req.Transcript)))
+	}
+	if _, err := s.commitLocked(recs...); err != nil {
+		s.evicted = true
+		e.mu.Lock()
+		delete(e.live, id)
+		e.mu.Unlock()
+		if errors.Is(err, journal.ErrConflict) {
+			return api.SessionSummary{}, fmt.Errorf("%w: session %s exists", ErrWrongState, id)
+		}
+		return api.SessionSummary{}, err
+	}
+
+	failure := ""
+	for _, env := range conf.Environments {
+		if env.Lifecycle == api.LifecycleManual {
+			continue
+		}
+		if ok, _ := s.envOpLocked(ctx, env.Name, envapi.Setup(env.Configuration), nil); !ok {
+			failure = env.Name
+			break
+		}
+	}
+	if failure != "" {
+		_, err = s.commitLocked(failed(api.KindSessionCreationFailed, api.Failure{
+			Code: api.FailureEnvironmentPreparationFailed, Message: "environment " + failure + " could not be set up",
+		}))
+	} else {
+		_, err = s.commitLocked(rec(api.KindSessionCreationEnded, ref{Sequence: 1}))
+	}
+	if err != nil {
+		return api.SessionSummary{}, err
+	}
+	return s.summaryLocked(), nil
+}
+
+// envOpLocked runs one journaled environment operation: it commits the
+// *_started record, delivers the request with the session lock released,
+// and commits *_ended or *_failed (plus environment_unreachable on a
+// transport failure). It answers whether the operation ended well and the
+// receipt. prefix is derived from the request type.
+func (s *sess) envOpLocked(ctx context.Context, name string, req envapi.Request, grant *envapi.Grant) (bool, envapi.Receipt) {
+	decl, binding := s.declLocked(name)
+	prefix := map[envapi.RequestType]string{
+		envapi.RequestSetup: "environment_setup", envapi.RequestDetach: "environment_detach",
+		envapi.RequestTeardown: "environment_teardown", envapi.RequestCall: "environment_call",
+	}[req.Type]
+	ref := api.EnvironmentRef{Name: name, Sequence: binding}
+	seq, err := s.commitLocked(rec(prefix+"_started", envStarted{Environment: name, Binding: ref, Request: req}))
+	if err != nil {
+		return false, envapi.Receipt{}
+	}
+	op := s.operationLocked(ctx, decl, binding, seq, req)
+	s.mu.Unlock()
+	receipt, derr := deliver(context.WithoutCancel(ctx), s.e.cfg.Environments, op)
+	s.mu.Lock()
+	if derr != nil {
+		_, _ = s.commitLocked(
+			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: name, Sequence: seq, Message: derr.Error()}),
+			failed(prefix+"_failed", api.Failure{Code: api.FailureUnknown, Message: derr.Error(), Ambiguous: true, Sequence: seq}))
+		return false, envapi.Receipt{}
+	}
+	switch receipt.Type {
+	case envapi.ReceiptFailure:
+		_, _ = s.commitLocked(failed(prefix+"_failed", api.Failure{
+			Code: receipt.Code, Message: receipt.Message, Retryable: receipt.Retryable, Details: receipt.Details, Sequence: seq,
+		}))
+		return false, receipt
+	case envapi.ReceiptUnknown:
+		_, _ = s.commitLocked(failed(prefix+"_failed", api.Failure{
+			Code: api.FailureUnknown, Message: receipt.Message, Ambiguous: true, Sequence: seq,
+		}))
+		return false, receipt
+	}
+	_, _ = s.commitLocked(rec(prefix+"_ended", envEnded{Sequence: seq, Receipt: receipt}))
+	return true, receipt
+}
+
+// declLocked returns an environment's declaration and binding sequence.
+func (s *sess) declLocked(name string) (api.Environment, uint64) {
+	for _, env := range s.st.Config.Environments {
+		if env.Name == name {
+			binding := uint64(1)
+			if es := s.st.Envs[name]; es != nil {
+				binding = es.Binding
+			}
+			return env, binding
+		}
+	}
+	return api.Environment{Name: name}, 1
+}
+
+// operationLocked builds the operation delivered for a started record.
+func (s *sess) operationLocked(ctx context.Context, decl api.Environment, binding, seq uint64, req envapi.Request) Operation {
+	cred, _ := s.e.secrets.Get(ctx, s.id, SecretEnvironmentCredential(decl.Name))
+	return Operation{
+		Operation: envapi.Operation{
+			SessionID: s.id, Environment: decl.Name, Sequence: seq, Request: req,
+			Binding:       &envapi.EnvironmentRef{Name: decl.Name, Sequence: binding},
+			Configuration: decl.Configuration,
+		},
+		Declaration: decl,
+		Credential:  string(cred),
+	}
+}
+
+// End ends a session: it records session_end_started (no new messages are
+// accepted from then on), waits for a running activation, cancels
+// unfinished tools, detaches every environment that was set up (a failed
+// detach does not prevent ending) and records session_ended.
+func (e *Engine) End(ctx context.Context, id string) (api.SessionSummary, error) {
+	s, err := e.acquire(ctx, id, true)
+	if err != nil {
+		return api.SessionSummary{}, err
+	}
+	defer s.release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.act != nil {
+		done := s.act.done
+		s.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.mu.Lock()
+			return api.SessionSummary{}, ctx.Err()
+		}
+		s.mu.Lock()
+	}
+	switch s.st.Status {
+	case api.StatusEnded:
+		return s.summaryLocked(), nil
+	case api.StatusIdle:
+	default:
+		return api.SessionSummary{}, fmt.Errorf("%w: session %s is %s", ErrWrongState, id, s.st.Status)
+	}
+	if s.wake != nil {
+		s.wake.Stop()
+		s.wake = nil
+	}
+	s.noWake = true
+	if _, err := s.commitLocked(rec(api.KindSessionEndStarted, struct{}{})); err != nil {
+		return api.SessionSummary{}, err
+	}
+	s.cancelToolsLocked(ErrCancelled)
+	for len(s.tools) > 0 {
+		var settled chan struct{}
+		for _, t := range s.tools {
+			settled = t.settled
+			break
+		}
+		s.mu.Unlock()
+		<-settled
+		s.mu.Lock()
+	}
+	for _, name := range s.envNamesLocked(envReady, envStarting, envUnknown) {
+		s.envOpLocked(ctx, name, envapi.Detach(), nil)
+	}
+	if _, err := s.commitLocked(rec(api.KindSessionEnded, struct{}{})); err != nil {
+		return api.SessionSummary{}, err
+	}
+	return s.summaryLocked(), nil
+}
+
+// envNamesLocked lists environments in any of the given states, sorted.
+func (s *sess) envNamesLocked(states ...string) []string {
+	var names []string
+	for name, es := range s.st.Envs {
+		for _, want := range states {
+			if es.State == want {
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Delete removes an ended or failed session: each environment that was set
+// up is torn down as its own journaled operation, then the journal and the
+// session's secrets are removed. If a teardown fails nothing is removed and
+// Delete may be tried again.
+func (e *Engine) Delete(ctx context.Context, id string) error {
+	s, err := e.acquire(ctx, id, true)
+	if err != nil {
+		return err
+	}
+	defer s.release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.st.Status; st != api.StatusEnded && st != api.StatusFailed {
+		return fmt.Errorf("%w: session %s is %s, not ended or failed", ErrWrongState, id, st)
+	}
+	var failedEnvs []string
+	for _, name := range s.envNamesLocked(envReady, envStarting, envUnknown, envDetached, envFailed) {
+		if ok, _ := s.envOpLocked(ctx, name, envapi.Teardown(), nil); !ok {
+			failedEnvs = append(failedEnvs, name)
+		}
+	}
+	if len(failedEnvs) > 0 {
+		return &TurnError{Code: api.CodeExecutorFailed, Retryable: true, Err: ErrWrongState,
+			Message: "teardown failed for " + strings.Join(failedEnvs, ", ")}
+	}
+	if err := e.store.Delete(ctx, id); err != nil {
+		return fmt.Errorf("session %s: delete journal: %w", id, err)
+	}
+	if err := e.secrets.DeleteAll(ctx, id); err != nil {
+		return fmt.Errorf("session %s: delete secrets: %w", id, err)
+	}
+	e.mu.Lock()
+	if e.live[id] == s {
+		delete(e.live, id)
+	}
+	e.mu.Unlock()
+	s.evicted, s.st = true, nil
+	return nil
+}

@@ -1,0 +1,157 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/model"
+)
+
+// LiveFrame is a live-only frame (model_output, ...): never journalled,
+// without a sequence.
+type LiveFrame struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Frame is one item of a subscription: a committed public event or a
+// live-only frame.
+type Frame struct {
+	Event *api.Event
+	Live  *LiveFrame
+}
+
+// liveBuffer is how many live frames wait for a slow subscriber before
+// further ones are dropped (live frames are best effort).
+const liveBuffer = 256
+
+// hub fans live frames out to a session's subscribers.
+type hub struct {
+	mu   sync.Mutex
+	subs map[string]map[*Subscription]struct{}
+}
+
+func (h *hub) init() { h.subs = map[string]map[*Subscription]struct{}{} }
+
+func (h *hub) add(id string, s *Subscription) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subs[id] == nil {
+		h.subs[id] = map[*Subscription]struct{}{}
+	}
+	h.subs[id][s] = struct{}{}
+}
+
+func (h *hub) remove(id string, s *Subscription) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs[id], s)
+	if len(h.subs[id]) == 0 {
+		delete(h.subs, id)
+	}
+}
+
+func (h *hub) publish(id string, f LiveFrame) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs[id] {
+		select {
+		case s.live <- f:
+		default:
+		}
+	}
+}
+
+func (h *hub) publishDelta(id string, seq uint64, d model.Delta) {
+	h.mu.Lock()
+	n := len(h.subs[id])
+	h.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	data, _ := json.Marshal(map[string]any{"model_call_sequence": seq, "delta": d.Text})
+	h.publish(id, LiveFrame{Type: api.LiveModelOutput, Data: data})
+}
+
+// Subscription follows a session's public events after a cursor (first
+// those already committed, then live ones) interleaved with live model
+// frames. It ends with an error wrapping journal.ErrLagged when the reader
+// falls more than the backlog behind; reconnect from the last sequence.
+type Subscription struct {
+	e      *Engine
+	id     string
+	jsub   *journal.Subscription
+	recs   chan journal.Record
+	errc   chan error
+	live   chan LiveFrame
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+// Subscribe opens a subscription of session id after the cursor. backlog
+// bounds the live records buffered (0 selects the journal default).
+func (e *Engine) Subscribe(ctx context.Context, id string, after uint64, backlog int) (*Subscription, error) {
+	if _, err := e.Summary(ctx, id); err != nil {
+		return nil, err
+	}
+	jsub, err := e.store.Subscribe(ctx, id, after, backlog)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: subscribe: %w", id, err)
+	}
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s := &Subscription{e: e, id: id, jsub: jsub, recs: make(chan journal.Record), errc: make(chan error, 1),
+		live: make(chan LiveFrame, liveBuffer), cancel: cancel}
+	e.hub.add(id, s)
+	go func() {
+		for {
+			r, err := jsub.Next(pctx)
+			if err != nil {
+				s.errc <- err
+				return
+			}
+			select {
+			case s.recs <- r:
+			case <-pctx.Done():
+				s.errc <- pctx.Err()
+				return
+			}
+		}
+	}()
+	return s, nil
+}
+
+// Next answers the next frame: a public event or a live frame.
+func (s *Subscription) Next(ctx context.Context) (Frame, error) {
+	for {
+		select {
+		case r := <-s.recs:
+			if ev, ok := Project(r); ok {
+				return Frame{Event: &ev}, nil
+			}
+		case f := <-s.live:
+			return Frame{Live: &f}, nil
+		case err := <-s.errc:
+			s.errc <- err
+			if errors.Is(err, journal.ErrNotFound) {
+				err = fmt.Errorf("session %s: %w", s.id, ErrNotFound)
+			}
+			return Frame{}, err
+		case <-ctx.Done():
+			return Frame{}, ctx.Err()
+		}
+	}
+}
+
+// Close ends the subscription.
+func (s *Subscription) Close() {
+	s.once.Do(func() {
+		s.e.hub.remove(s.id, s)
+		s.cancel()
+		s.jsub.Close()
+	})
+}

@@ -1,0 +1,118 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+)
+
+// load folds a session from its checkpoint (when usable) and the journal
+// records after it.
+func (e *Engine) load(ctx context.Context, id string) (*state, error) {
+	next, err := e.store.Next(ctx, id)
+	if err != nil {
+		if errors.Is(err, journal.ErrNotFound) {
+			return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
+		}
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	if next <= 1 {
+		return nil, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	st := newState()
+	if e.cfg.CheckpointEvery > 0 {
+		if through, payload, err := e.store.ReadCheckpoint(ctx, id); err == nil && through < next {
+			c := newState()
+			if json.Unmarshal(payload, c) == nil && c.Next == through+1 && c.Config != nil {
+				st, st.ckptThrough = c, through
+			}
+		}
+	}
+	for st.Next < next {
+		recs, err := e.store.Read(ctx, id, st.last(), 0, 0)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: read: %w", id, err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		for _, r := range recs {
+			if err := st.apply(r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if st.Config == nil {
+		return nil, fmt.Errorf("session %s: no creation record: %w", id, journal.ErrDamaged)
+	}
+	return st, nil
+}
+
+// recoverLocked closes what a crash left open: every started effect without
+// a terminal record becomes an ambiguous "interrupted" failure (never
+// resent); an interrupted creation fails the session; an interrupted turn
+// fails and the session returns to idle; an interrupted ending ends it.
+func (s *sess) recoverLocked() error {
+	st := s.st
+	var recs []journal.Record
+	seqs := make([]uint64, 0, len(st.Open))
+	for seq := range st.Open {
+		seqs = append(seqs, seq)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	for _, seq := range seqs {
+		recs = append(recs, failed(st.Open[seq].Prefix+"_failed", api.Failure{
+			Code: api.FailureInterrupted, Message: "interrupted by a restart", Ambiguous: true, Sequence: seq,
+		}))
+	}
+	if st.Activation != 0 {
+		recs = append(recs, failed(api.KindActivationFailed, api.Failure{
+			Code: api.FailureInterrupted, Message: "interrupted by a restart", Ambiguous: true, Sequence: st.Activation,
+		}))
+	}
+	if st.Turn != 0 {
+		recs = append(recs, failed(api.KindTurnFailed, api.Failure{
+			Code: api.FailureInterrupted, Message: "interrupted by a restart", Ambiguous: true, Sequence: st.Turn,
+		}))
+	}
+	switch st.Status {
+	case api.StatusCreating:
+		recs = append(recs, failed(api.KindSessionCreationFailed, api.Failure{
+			Code: api.FailureInterrupted, Message: "creation interrupted by a restart", Ambiguous: true, Sequence: 1,
+		}))
+	case api.StatusEnding:
+		recs = append(recs,
+			failed(api.KindSessionEndFailed, api.Failure{Code: api.FailureInterrupted, Message: "ending interrupted by a restart", Ambiguous: true}),
+			rec(api.KindSessionEnded, struct{}{}))
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	// No automatic activation until the next explicit message.
+	s.noWake = true
+	_, err := s.commitLocked(recs...)
+	return err
+}
+
+// checkpointLocked writes the projection checkpoint when enough records
+// accumulated since the last one. Failures are ignored: the checkpoint is
+// disposable.
+func (s *sess) checkpointLocked() {
+	every := s.e.cfg.CheckpointEvery
+	if every <= 0 || s.st == nil || s.st.last() < s.ckptAt+uint64(every) {
+		return
+	}
+	payload, err := json.Marshal(s.st)
+	if err != nil {
+		return
+	}
+	through := s.st.last()
+	if s.e.store.WriteCheckpoint(context.WithoutCancel(s.e.base), s.id, through, payload) == nil {
+		s.ckptAt = through
+	}
+}

@@ -1,0 +1,109 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+)
+
+// Summary answers the session's status and last sequence. It reads the
+// journal (and checkpoint) of a passivated session without keeping it in
+// memory; a session left in motion by a crash is recovered first.
+func (e *Engine) Summary(ctx context.Context, id string) (api.SessionSummary, error) {
+	s, err := e.acquire(ctx, id, false)
+	if err != nil {
+		return api.SessionSummary{}, err
+	}
+	defer s.release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.summaryLocked(), nil
+}
+
+// List summarises every readable session; damaged ones are skipped.
+func (e *Engine) List(ctx context.Context) ([]api.SessionSummary, error) {
+	ids, err := e.store.Sessions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("session: list: %w", err)
+	}
+	out := make([]api.SessionSummary, 0, len(ids))
+	for _, id := range ids {
+		sum, err := e.Summary(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		out = append(out, sum)
+	}
+	return out, nil
+}
+
+// Transcript answers the saved messages and the sequence they reflect.
+func (e *Engine) Transcript(ctx context.Context, id string) (api.SessionTranscript, error) {
+	s, err := e.acquire(ctx, id, false)
+	if err != nil {
+		return api.SessionTranscript{}, err
+	}
+	defer s.release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	msgs := s.st.Transcript
+	if msgs == nil {
+		msgs = []api.Message{}
+	}
+	return api.SessionTranscript{Messages: msgs, ThroughSequence: s.st.last()}, nil
+}
+
+// Events answers a page of public events strictly after `after`: at most
+// 1,000 events and normally at most 8 MiB of journal frames (a single
+// larger event comes alone). NextCursor is the last returned sequence, or
+// `after` when the page is empty.
+func (e *Engine) Events(ctx context.Context, id string, after uint64) (api.EventPage, error) {
+	s, err := e.acquire(ctx, id, false)
+	if err != nil {
+		return api.EventPage{}, err
+	}
+	s.release()
+	return e.readEvents(ctx, id, after)
+}
+
+func (e *Engine) readEvents(ctx context.Context, id string, after uint64) (api.EventPage, error) {
+	page := api.EventPage{Events: []api.Event{}, NextCursor: after}
+	bytes := 0
+	cursor := after
+	for len(page.Events) < api.MaxPageEvents {
+		recs, err := e.store.Read(ctx, id, cursor, api.MaxPageEvents-len(page.Events), api.MaxPageBytes)
+		if err != nil {
+			if errors.Is(err, journal.ErrNotFound) {
+				return page, fmt.Errorf("session %s: %w", id, ErrNotFound)
+			}
+			return page, fmt.Errorf("session %s: read events: %w", id, err)
+		}
+		if len(recs) == 0 {
+			break
+		}
+		for _, r := range recs {
+			size := len(r.Data) + len(r.Origin) + len(r.Kind) + 32
+			if len(page.Events) > 0 && bytes+size > api.MaxPageBytes {
+				return page, nil
+			}
+			cursor = r.Sequence
+			ev, ok := Project(r)
+			if !ok {
+				continue
+			}
+			bytes += size
+			page.Events = append(page.Events, ev)
+			page.NextCursor = ev.Sequence
+			if len(page.Events) == api.MaxPageEvents {
+				return page, nil
+			}
+		}
+	}
+	return page, nil
+}

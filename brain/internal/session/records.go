@@ -1,0 +1,115 @@
+package session
+
+import (
+	"encoding/json"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Record payloads written by the engine.
+type (
+	// ref is the payload of records that only reference another record.
+	ref struct {
+		Sequence uint64 `json:"sequence"`
+	}
+	turnStarted struct {
+		Input api.UserInput `json:"input"`
+	}
+	turnEnded struct {
+		Sequence uint64          `json:"sequence"`
+		Result   json.RawMessage `json:"result,omitempty"`
+	}
+	activationStarted struct {
+		// Sequence is the turn_started of a turn, 0 for an
+		// event-triggered activation.
+		Sequence uint64   `json:"sequence,omitempty"`
+		Trigger  string   `json:"trigger"`
+		Events   []uint64 `json:"events,omitempty"`
+	}
+	activationEnded struct {
+		Sequence         uint64 `json:"sequence"`
+		DeliveredThrough uint64 `json:"delivered_through"`
+	}
+	transcriptDelta struct {
+		Keep   int           `json:"keep"`
+		Append []api.Message `json:"append"`
+		// Saved is the transcript length before the delta; a delta with
+		// Keep < Saved replaces a tail.
+		Saved int `json:"saved"`
+	}
+	kvSet struct {
+		Key   string          `json:"key"`
+		Value json.RawMessage `json:"value"`
+	}
+	kvDelete struct {
+		Key string `json:"key"`
+	}
+	modelCallStarted struct {
+		Messages int          `json:"messages"`
+		Context  modelContext `json:"context"`
+		Tools    int          `json:"tools,omitempty"`
+		// Tool is the tool_call_started of a tool-originated call.
+		Tool uint64 `json:"tool,omitempty"`
+	}
+	modelContext struct {
+		ThroughSequence uint64          `json:"through_sequence"`
+		Delta           transcriptDelta `json:"delta"`
+	}
+	modelCallEnded struct {
+		Sequence uint64          `json:"sequence"`
+		Result   api.ModelResult `json:"result"`
+	}
+	toolCallStarted struct {
+		CallID      string          `json:"call_id"`
+		Name        string          `json:"name"`
+		Environment string          `json:"environment"`
+		Binding     uint64          `json:"binding"`
+		Input       json.RawMessage `json:"input"`
+		DeadlineMs  *int64          `json:"deadline_ms,omitempty"`
+		Activation  uint64          `json:"activation"`
+	}
+	toolOutcome struct {
+		Sequence uint64       `json:"sequence"`
+		Outcome  *api.Outcome `json:"outcome,omitempty"`
+	}
+	toolResultEmitted struct {
+		Sequence uint64      `json:"sequence"`
+		Result   api.Outcome `json:"result"`
+	}
+	toolCancelStarted struct {
+		TargetSequence uint64 `json:"target_sequence"`
+		Environment    string `json:"environment"`
+	}
+	envStarted struct {
+		Environment string             `json:"environment"`
+		Binding     api.EnvironmentRef `json:"binding"`
+		Request     envapi.Request     `json:"request"`
+	}
+	envEnded struct {
+		Sequence uint64         `json:"sequence"`
+		Receipt  envapi.Receipt `json:"receipt"`
+	}
+	envUnreachable struct {
+		Environment string `json:"environment"`
+		Sequence    uint64 `json:"sequence"`
+		Message     string `json:"message"`
+	}
+	extensionEvent struct {
+		Kind    string          `json:"kind"`
+		Payload json.RawMessage `json:"payload"`
+	}
+)
+
+// rec builds a record with a JSON payload.
+func rec(kind string, payload any) journal.Record {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		panic("session: unencodable payload for " + kind + ": " + err.Error())
+	}
+	return journal.Record{Kind: kind, Data: b}
+}
+
+// failed builds a *_failed record.
+func failed(kind string, f api.Failure) journal.Record { return rec(kind, f) }

@@ -1,0 +1,419 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/brain-in-go/brain/brain/agentloop"
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/model"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Services is the one service table of agentloop and tool executions. The
+// HTTP callback endpoint and the Wasm host expose this same table. Methods
+// an execution is not granted answer ErrNotGranted: a loop is granted
+// emit, telemetry, events, model, dispatch, environments, set_transcript,
+// kv_read, kv_put, kv_delete; a tool emit, result, returned, finish, model,
+// environments, telemetry.
+type Services interface {
+	agentloop.Services
+	// Result commits a tool result (tool_result_emitted).
+	Result(ctx context.Context, outcome api.Outcome) (uint64, error)
+	// Returned ends a tool's synchronous phase (tool_call_returned); the
+	// tool stays open until Finish.
+	Returned(ctx context.Context, outcome *api.Outcome) (uint64, error)
+	// Finish closes a tool (tool_call_ended), ordered after its earlier
+	// emissions; later emissions are refused. A nil outcome finishes with
+	// the last result, or ok null.
+	Finish(ctx context.Context, outcome *api.Outcome) (uint64, error)
+	// Call dispatches by method name with JSON input and output.
+	Call(ctx context.Context, method string, input json.RawMessage) (json.RawMessage, error)
+	// Methods lists the granted methods.
+	Methods() []string
+}
+
+// execution is one open agentloop activation or tool call.
+type execution struct {
+	s      *sess
+	seq    uint64 // activation_started or tool_call_started
+	loop   bool
+	act    *activation // the activation (loop) or the one that started the tool
+	tool   *toolCall
+	budget *budget
+	ctx    context.Context
+	origin *api.EventOrigin
+
+	// emitMu orders a tool's emissions before its finish.
+	emitMu sync.Mutex
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ Services = (*execution)(nil)
+
+// Execution answers the open execution whose started record is seq (an
+// activation_started or tool_call_started), for the HTTP callback endpoint
+// and the Wasm host. A closed or unknown execution answers
+// ErrExecutionClosed.
+func (e *Engine) Execution(id string, seq uint64) (Services, error) {
+	e.mu.Lock()
+	s := e.live[id]
+	e.mu.Unlock()
+	if s == nil {
+		return nil, fmt.Errorf("session %s execution %d: %w", id, seq, ErrExecutionClosed)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := s.execs[seq]
+	if x == nil {
+		return nil, fmt.Errorf("session %s execution %d: %w", id, seq, ErrExecutionClosed)
+	}
+	return x, nil
+}
+
+func (x *execution) close() {
+	x.mu.Lock()
+	x.closed = true
+	x.mu.Unlock()
+}
+
+// Methods lists the granted methods.
+func (x *execution) Methods() []string {
+	if x.loop {
+		return envapi.AgentloopMethods()
+	}
+	return envapi.ToolMethods()
+}
+
+func (x *execution) check(method string) error {
+	granted := false
+	for _, m := range x.Methods() {
+		if m == method {
+			granted = true
+		}
+	}
+	if !granted {
+		return fmt.Errorf("%w: %s", ErrNotGranted, method)
+	}
+	x.mu.Lock()
+	closed := x.closed
+	x.mu.Unlock()
+	if closed {
+		return fmt.Errorf("%s: %w", method, ErrExecutionClosed)
+	}
+	if err := context.Cause(x.ctx); err != nil && x.loop {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	return nil
+}
+
+// callCtx merges the caller's context with the execution's.
+func (x *execution) callCtx(ctx context.Context) (context.Context, func()) {
+	c, cancel := context.WithCancelCause(x.ctx)
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	return c, func() { stop(); cancel(nil) }
+}
+
+// Model calls the session's model behind a model_call fence.
+func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelResult, error) {
+	if err := x.check(envapi.MethodModel); err != nil {
+		return api.ModelResult{}, err
+	}
+	if max := x.s.e.cfg.Limits.MaxModelCalls; max > 0 && x.budget.modelCalls.Add(1) > int64(max) {
+		return api.ModelResult{}, fmt.Errorf("%w: %d calls per turn", ErrModelCallLimit, max)
+	}
+	s := x.s
+	s.mu.Lock()
+	conf := s.st.Config
+	if x.loop {
+		if req.System == nil {
+			sys := conf.System
+			req.System = &sys
+		}
+		if req.Tools == nil {
+			for _, t := range conf.Tools {
+				req.Tools = append(req.Tools, api.ToolDefinition{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema})
+			}
+		}
+		if req.ResponseFormat == nil {
+			req.ResponseFormat = conf.ResponseFormat
+		}
+	}
+	for _, offered := range req.Tools {
+		if !hasTool(conf.Tools, offered.Name) {
+			s.mu.Unlock()
+			return api.ModelResult{}, fmt.Errorf("%w: tool %q is not a session tool", ErrInvalid, offered.Name)
+		}
+	}
+	started := modelCallStarted{Messages: len(req.Messages), Tools: len(req.Tools)}
+	started.Context.ThroughSequence = s.st.last()
+	if x.loop {
+		started.Context.Delta = delta(s.st.Transcript, req.Messages)
+	} else {
+		started.Context.Delta = delta(nil, req.Messages)
+		started.Tool = x.seq
+	}
+	seq, err := s.commitLocked(rec(api.KindModelCallStarted, started))
+	if err != nil {
+		s.mu.Unlock()
+		return api.ModelResult{}, err
+	}
+	client, err := s.modelLocked(ctx)
+	s.mu.Unlock()
+	var res api.ModelResult
+	if err == nil {
+		cctx, done := x.callCtx(ctx)
+		res, err = client.Call(cctx, req, func(d model.Delta) { s.e.hub.publishDelta(s.id, seq, d) })
+		if err != nil && cctx.Err() != nil {
+			err = fmt.Errorf("model call: %w", context.Cause(cctx))
+		}
+		done()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		f := api.Failure{Code: api.CodeModelProviderFailed, Message: err.Error(), Sequence: seq}
+		var pe *model.ProviderError
+		switch {
+		case errors.Is(err, ErrCancelled) || errors.Is(err, context.Canceled):
+			f.Code = api.FailureCancelled
+		case errors.Is(err, ErrTimeout) || errors.Is(err, context.DeadlineExceeded):
+			f.Code = api.FailureTimeout
+		case errors.As(err, &pe):
+			f.Retryable = pe.Retryable
+			f.Details, _ = json.Marshal(map[string]string{"provider_code": pe.Code})
+		}
+		if _, cerr := s.commitLocked(failed(api.KindModelCallFailed, f)); cerr != nil {
+			return api.ModelResult{}, cerr
+		}
+		return api.ModelResult{}, &TurnError{Code: f.Code, Message: f.Message, Retryable: f.Retryable, Err: err}
+	}
+	if _, err := s.commitLocked(rec(api.KindModelCallEnded, modelCallEnded{Sequence: seq, Result: res})); err != nil {
+		return api.ModelResult{}, err
+	}
+	return res, nil
+}
+
+func hasTool(tools []api.Tool, name string) bool {
+	for _, t := range tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Emit commits an extension event with the execution's origin.
+func (x *execution) Emit(ctx context.Context, eventType string, data json.RawMessage) (uint64, error) {
+	if err := x.check(envapi.MethodEmit); err != nil {
+		return 0, err
+	}
+	if !envapi.ValidIdentifier(eventType) {
+		if eventType != "" && eventType[0] == '_' {
+			return 0, fmt.Errorf("%w: %q", ErrReservedName, eventType)
+		}
+		return 0, fmt.Errorf("%w: event type %q is not an identifier", ErrInvalid, eventType)
+	}
+	if api.IsReserved(eventType) {
+		return 0, fmt.Errorf("%w: %q", ErrReservedName, eventType)
+	}
+	payload, err := compactJSON(data)
+	if err != nil {
+		return 0, err
+	}
+	if err := x.charge(int64(len(eventType) + len(payload))); err != nil {
+		return 0, err
+	}
+	if x.tool != nil {
+		x.emitMu.Lock()
+		defer x.emitMu.Unlock()
+	}
+	origin, _ := json.Marshal(x.origin)
+	r := rec(api.KindExtensionEvent, extensionEvent{Kind: eventType, Payload: payload})
+	r.Origin = origin
+	return x.commitTool(r)
+}
+
+// charge takes n bytes from the emission budget of the originating turn.
+func (x *execution) charge(n int64) error {
+	max := x.s.e.cfg.Limits.MaxEmittedBytes
+	if max <= 0 {
+		return nil
+	}
+	for {
+		cur := x.budget.emitted.Load()
+		if cur+n > max {
+			return fmt.Errorf("%w: %d of %d bytes used, %d more asked", ErrEmitLimit, cur, max, n)
+		}
+		if x.budget.emitted.CompareAndSwap(cur, cur+n) {
+			return nil
+		}
+	}
+}
+
+// commitTool commits a record on behalf of the execution; for a tool it
+// refuses once the tool is closed and records the event for its return.
+func (x *execution) commitTool(r journal.Record) (uint64, error) {
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if x.tool != nil && x.tool.closed {
+		return 0, fmt.Errorf("%w: tool %d finished", ErrExecutionClosed, x.seq)
+	}
+	seq, err := s.commitLocked(r)
+	if err != nil {
+		return 0, err
+	}
+	if x.tool != nil {
+		x.tool.noteLocked(r)
+	}
+	return seq, nil
+}
+
+func compactJSON(data json.RawMessage) (json.RawMessage, error) {
+	if len(data) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, data); err != nil {
+		return nil, fmt.Errorf("%w: data is not JSON: %v", ErrInvalid, err)
+	}
+	return out.Bytes(), nil
+}
+
+// Telemetry accepts a diagnostic record; it is never journalled.
+func (x *execution) Telemetry(ctx context.Context, record json.RawMessage) error {
+	return x.check(envapi.MethodTelemetry)
+}
+
+// Events reads a page of public events after the cursor.
+func (x *execution) Events(ctx context.Context, after uint64) (api.EventPage, error) {
+	if err := x.check(envapi.MethodEvents); err != nil {
+		return api.EventPage{}, err
+	}
+	return x.s.e.readEvents(ctx, x.s.id, after)
+}
+
+// SetTranscript commits the difference from the saved transcript.
+func (x *execution) SetTranscript(ctx context.Context, messages []api.Message) (uint64, error) {
+	if err := x.check(envapi.MethodSetTranscript); err != nil {
+		return 0, err
+	}
+	for i, m := range messages {
+		if m.Role != api.RoleUser && m.Role != api.RoleAssistant && m.Role != api.RoleDeveloper {
+			return 0, fmt.Errorf("%w: message %d has role %q", ErrInvalid, i, m.Role)
+		}
+	}
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.commitLocked(rec(api.KindTranscriptDelta, delta(s.st.Transcript, messages)))
+}
+
+// KVRead answers the stored value and whether key is present.
+func (x *execution) KVRead(ctx context.Context, key string) (json.RawMessage, bool, error) {
+	if err := x.check(envapi.MethodKVRead); err != nil {
+		return nil, false, err
+	}
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.st.KV[key]
+	return v, ok, nil
+}
+
+// KVPut commits kv_set.
+func (x *execution) KVPut(ctx context.Context, key string, value json.RawMessage) (uint64, error) {
+	if err := x.check(envapi.MethodKVPut); err != nil {
+		return 0, err
+	}
+	if key == "" {
+		return 0, fmt.Errorf("%w: empty key", ErrInvalid)
+	}
+	v, err := compactJSON(value)
+	if err != nil {
+		return 0, err
+	}
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.commitLocked(rec(api.KindKVSet, kvSet{Key: key, Value: v}))
+}
+
+// KVDelete commits kv_delete; deleting an absent key appends nothing and
+// answers the last committed sequence.
+func (x *execution) KVDelete(ctx context.Context, key string) (uint64, error) {
+	if err := x.check(envapi.MethodKVDelete); err != nil {
+		return 0, err
+	}
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.st.KV[key]; !ok {
+		return s.st.last(), nil
+	}
+	return s.commitLocked(rec(api.KindKVDelete, kvDelete{Key: key}))
+}
+
+// Environments runs an environment control request. Only list and get are
+// supported so far.
+func (x *execution) Environments(ctx context.Context, req json.RawMessage) (json.RawMessage, error) {
+	if err := x.check(envapi.MethodEnvironments); err != nil {
+		return nil, err
+	}
+	var head struct {
+		Operation   string              `json:"operation"`
+		Environment *api.EnvironmentRef `json:"environment"`
+	}
+	if err := json.Unmarshal(req, &head); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch head.Operation {
+	case "list":
+		views := []envView{}
+		for _, env := range s.st.Config.Environments {
+			views = append(views, s.viewLocked(env))
+		}
+		return json.Marshal(map[string]any{"environments": views})
+	case "get":
+		if head.Environment == nil {
+			return nil, fmt.Errorf("%w: get needs an environment", ErrInvalid)
+		}
+		for _, env := range s.st.Config.Environments {
+			if v := s.viewLocked(env); env.Name == head.Environment.Name && v.Reference.Sequence == head.Environment.Sequence {
+				return json.Marshal(v)
+			}
+		}
+		return nil, fmt.Errorf("environment %s: %w", head.Environment.Name, ErrNotFound)
+	}
+	return nil, fmt.Errorf("%w: environment control %q", ErrUnsupported, head.Operation)
+}
+
+type envView struct {
+	Reference     api.EnvironmentRef `json:"reference"`
+	Lifecycle     string             `json:"lifecycle"`
+	State         string             `json:"state"`
+	Configuration json.RawMessage    `json:"configuration"`
+}
+
+func (s *sess) viewLocked(env api.Environment) envView {
+	es := s.st.Envs[env.Name]
+	lc := env.Lifecycle
+	if lc == "" {
+		lc = api.LifecycleAutomatic
+	}
+	conf := env.Configuration
+	if conf == nil {
+		conf = json.RawMessage("null")
+	}
+	return envView{Reference: api.EnvironmentRef{Name: env.Name, Sequence: es.Binding}, Lifecycle: lc, State: es.State, Configuration: conf}
+}

@@ -1,0 +1,250 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+)
+
+// openEffect is a started effect without a terminal record.
+type openEffect struct {
+	Prefix      string `json:"prefix"`
+	Environment string `json:"environment,omitempty"`
+}
+
+// envState is the folded state of one environment binding.
+type envState struct {
+	Binding   uint64 `json:"binding"`
+	State     string `json:"state"`
+	OnTurnEnd string `json:"on_turn_end,omitempty"`
+}
+
+// Environment binding states.
+const (
+	envDeclared = "declared"
+	envStarting = "starting"
+	envReady    = "ready"
+	envFailed   = "failed"
+	envUnknown  = "unknown"
+	envDetached = "detached"
+	envDeleted  = "deleted"
+)
+
+// state is the projection of one session's journal. It is what the
+// checkpoint stores.
+type state struct {
+	Status        api.Status                 `json:"status"`
+	Next          uint64                     `json:"next"`
+	LastAtMs      int64                      `json:"last_at_ms"`
+	Config        *api.CreateSessionRequest  `json:"config,omitempty"`
+	Transcript    []api.Message              `json:"transcript"`
+	TranscriptSeq uint64                     `json:"transcript_seq"`
+	KV            map[string]json.RawMessage `json:"kv"`
+	Open          map[uint64]openEffect      `json:"open"`
+	Turn          uint64                     `json:"turn"`
+	Activation    uint64                     `json:"activation"`
+	Envs          map[string]*envState       `json:"envs"`
+	Returned      map[uint64]bool            `json:"returned"`
+	Actionable    []uint64                   `json:"actionable"`
+	Delivered     uint64                     `json:"delivered"`
+
+	// ckptThrough is the sequence the loaded checkpoint covered.
+	ckptThrough uint64
+}
+
+func newState() *state {
+	return &state{
+		Next: 1, KV: map[string]json.RawMessage{}, Open: map[uint64]openEffect{},
+		Envs: map[string]*envState{}, Returned: map[uint64]bool{},
+	}
+}
+
+// last is the last committed sequence.
+func (st *state) last() uint64 { return st.Next - 1 }
+
+// apply folds one committed record into the state.
+func (st *state) apply(r journal.Record) error {
+	if r.Sequence != st.Next {
+		return fmt.Errorf("session: record %d folded at %d: %w", r.Sequence, st.Next, ErrInvalid)
+	}
+	st.Next = r.Sequence + 1
+	st.LastAtMs = r.RecordedAtMs
+	var p struct {
+		Sequence    uint64          `json:"sequence"`
+		Environment string          `json:"environment"`
+		Key         string          `json:"key"`
+		Value       json.RawMessage `json:"value"`
+		Receipt     struct {
+			OnTurnEnd string `json:"on_turn_end"`
+		} `json:"receipt"`
+		DeliveredThrough uint64 `json:"delivered_through"`
+	}
+	if len(r.Data) > 0 && r.Kind != api.KindSessionCreationStarted && r.Kind != api.KindTranscriptDelta {
+		if err := json.Unmarshal(r.Data, &p); err != nil {
+			return fmt.Errorf("session: record %d (%s): %w", r.Sequence, r.Kind, err)
+		}
+	}
+	switch r.Kind {
+	case api.KindSessionCreationStarted:
+		var c api.CreateSessionRequest
+		if err := json.Unmarshal(r.Data, &c); err != nil {
+			return fmt.Errorf("session: creation record: %w", err)
+		}
+		st.Config = &c
+		st.Status = api.StatusCreating
+		for _, e := range c.Environments {
+			st.Envs[e.Name] = &envState{Binding: r.Sequence, State: envDeclared}
+		}
+	case api.KindSessionCreationEnded:
+		st.Status = api.StatusIdle
+	case api.KindSessionCreationFailed:
+		st.Status = api.StatusFailed
+	case api.KindTurnStarted:
+		st.Status, st.Turn = api.StatusRunning, r.Sequence
+	case api.KindTurnEnded, api.KindTurnFailed:
+		st.Status, st.Turn = api.StatusIdle, 0
+	case api.KindActivationStarted:
+		st.Activation = r.Sequence
+	case api.KindActivationEnded:
+		st.Activation = 0
+		if p.DeliveredThrough > st.Delivered {
+			st.Delivered = p.DeliveredThrough
+		}
+		kept := st.Actionable[:0]
+		for _, s := range st.Actionable {
+			if s > st.Delivered {
+				kept = append(kept, s)
+			}
+		}
+		st.Actionable = kept
+	case api.KindActivationFailed:
+		st.Activation = 0
+	case api.KindSessionEndStarted:
+		st.Status = api.StatusEnding
+	case api.KindSessionEnded:
+		st.Status = api.StatusEnded
+	case api.KindTranscriptDelta:
+		var d transcriptDelta
+		if err := json.Unmarshal(r.Data, &d); err != nil {
+			return fmt.Errorf("session: record %d: %w", r.Sequence, err)
+		}
+		if d.Keep > len(st.Transcript) {
+			return fmt.Errorf("session: record %d keeps %d of %d messages: %w", r.Sequence, d.Keep, len(st.Transcript), ErrInvalid)
+		}
+		st.Transcript = append(st.Transcript[:d.Keep:d.Keep], d.Append...)
+		st.TranscriptSeq = r.Sequence
+	case api.KindKVSet:
+		st.KV[p.Key] = p.Value
+	case api.KindKVDelete:
+		delete(st.KV, p.Key)
+	case api.KindToolCallReturned:
+		if _, open := st.Open[p.Sequence]; open {
+			st.Returned[p.Sequence] = true
+		}
+	}
+	// Effect fences.
+	if prefix, ok := strings.CutSuffix(r.Kind, "_started"); ok && isEffect(prefix) {
+		st.Open[r.Sequence] = openEffect{Prefix: prefix, Environment: p.Environment}
+		if prefix == "environment_setup" {
+			if e := st.Envs[p.Environment]; e != nil {
+				e.State = envStarting
+			}
+		}
+	}
+	for _, suffix := range []string{"_ended", "_failed"} {
+		prefix, ok := strings.CutSuffix(r.Kind, suffix)
+		if !ok || !isEffect(prefix) {
+			continue
+		}
+		eff, open := st.Open[p.Sequence]
+		if !open {
+			continue
+		}
+		delete(st.Open, p.Sequence)
+		if prefix == "tool_call" && st.Returned[p.Sequence] {
+			delete(st.Returned, p.Sequence)
+			st.Actionable = append(st.Actionable, r.Sequence)
+		}
+		if e := st.Envs[eff.Environment]; e != nil {
+			e.fold(prefix, suffix == "_ended", p.Receipt.OnTurnEnd)
+		}
+	}
+	return nil
+}
+
+func (e *envState) fold(prefix string, ok bool, onTurnEnd string) {
+	switch {
+	case prefix == "environment_setup" && ok:
+		e.State, e.OnTurnEnd = envReady, onTurnEnd
+	case prefix == "environment_setup":
+		e.State = envFailed
+	case prefix == "environment_detach":
+		e.State = envDetached
+	case prefix == "environment_teardown" && ok:
+		e.State = envDeleted
+	}
+}
+
+func isEffect(prefix string) bool {
+	for _, p := range api.EffectPrefixes {
+		if p == prefix {
+			return true
+		}
+	}
+	return false
+}
+
+// clone deep-copies the state so a read can fold further without touching
+// the owner's copy.
+func (st *state) clone() *state {
+	b, err := json.Marshal(st)
+	if err != nil {
+		panic(err)
+	}
+	c := newState()
+	if err := json.Unmarshal(b, c); err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// delta computes the transcript_delta that turns saved into next.
+func delta(saved, next []api.Message) transcriptDelta {
+	keep := 0
+	for keep < len(saved) && keep < len(next) && sameMessage(saved[keep], next[keep]) {
+		keep++
+	}
+	return transcriptDelta{Keep: keep, Append: append([]api.Message{}, next[keep:]...), Saved: len(saved)}
+}
+
+func sameMessage(a, b api.Message) bool {
+	if a.Role != b.Role || len(a.Content) != len(b.Content) {
+		return false
+	}
+	for i := range a.Content {
+		if !sameBlock(&a.Content[i], &b.Content[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameBlock(a, b *api.ContentBlock) bool {
+	if a.Type != b.Type || a.Text != b.Text || a.URL != b.URL || a.MediaType != b.MediaType ||
+		a.Format != b.Format || a.ID != b.ID || a.Name != b.Name || a.ToolUseID != b.ToolUseID ||
+		!bytes.Equal(a.Data, b.Data) || !bytes.Equal(a.Input, b.Input) || !bytes.Equal(a.Content, b.Content) ||
+		(a.IsError == nil) != (b.IsError == nil) || (a.IsError != nil && *a.IsError != *b.IsError) ||
+		len(a.Media) != len(b.Media) {
+		return false
+	}
+	for i := range a.Media {
+		if a.Media[i] != b.Media[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,488 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// cancelDeliveryTimeout bounds the delivery of a tool cancel operation.
+const cancelDeliveryTimeout = 10 * time.Second
+
+// toolCall is one open tool call. Fields are guarded by sess.mu.
+type toolCall struct {
+	seq       uint64
+	callID    string
+	env       string
+	x         *execution
+	cancel    context.CancelCauseFunc
+	stopWatch func() bool
+	closed    bool
+	returned  bool
+	executing bool
+	syncDone  chan struct{} // closed when the synchronous phase ends
+	settled   chan struct{} // closed when closed and any cancel op is done
+	events    []api.Event   // public events of the synchronous phase
+	last      *api.Outcome  // the last emitted result
+}
+
+func (t *toolCall) syncOver() bool {
+	select {
+	case <-t.syncDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// noteLocked remembers a committed record of the tool's synchronous phase.
+func (t *toolCall) noteLocked(r journal.Record) {
+	if t.syncOver() {
+		return
+	}
+	if ev, ok := Project(r); ok {
+		t.events = append(t.events, ev)
+	}
+}
+
+// Dispatch runs tool invocations in parallel. Each commits
+// tool_call_started (all in one append) before its execute is sent; the
+// call answers when every tool finished or returned, in call order.
+func (x *execution) Dispatch(ctx context.Context, calls []api.ToolInvocation) ([]api.ToolReturn, error) {
+	if err := x.check(envapi.MethodDispatch); err != nil {
+		return nil, err
+	}
+	if len(calls) == 0 {
+		return []api.ToolReturn{}, nil
+	}
+	s := x.s
+	s.mu.Lock()
+	conf := s.st.Config
+	var deadlineMs *int64
+	if d := s.e.cfg.Limits.MaxTool; d > 0 {
+		ms := d.Milliseconds()
+		deadlineMs = &ms
+	}
+	recs := make([]journal.Record, len(calls))
+	tools := make([]*api.Tool, len(calls))
+	for i, c := range calls {
+		var tool *api.Tool
+		for j := range conf.Tools {
+			if conf.Tools[j].Name == c.Name {
+				tool = &conf.Tools[j]
+			}
+		}
+		if tool == nil {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w: unknown tool %q", ErrInvalid, c.Name)
+		}
+		env := c.Environment
+		if env == "" {
+			names := make([]string, 0, len(tool.Placements))
+			for n := range tool.Placements {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			env = names[0]
+		}
+		if _, ok := tool.Placements[env]; !ok {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w: tool %q is not placed on %q", ErrInvalid, c.Name, env)
+		}
+		input := c.Input
+		if len(input) == 0 {
+			input = json.RawMessage("{}")
+		}
+		calls[i].Environment, calls[i].Input, tools[i] = env, input, tool
+		_, binding := s.declLocked(env)
+		recs[i] = rec(api.KindToolCallStarted, toolCallStarted{
+			CallID: c.CallID, Name: c.Name, Environment: env, Binding: binding, Input: input,
+			DeadlineMs: deadlineMs, Activation: x.act.seq,
+		})
+	}
+	first, err := s.commitLocked(recs...)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	started := make([]*toolCall, len(calls))
+	for i, c := range calls {
+		started[i] = s.startToolLocked(x.act, first+uint64(i), c, tools[i], deadlineMs)
+	}
+	s.mu.Unlock()
+
+	// Wait for every synchronous phase, or cancel the outstanding calls
+	// when the caller (the turn) is cancelled.
+	var cause error
+	for _, t := range started {
+		select {
+		case <-t.syncDone:
+			continue
+		case <-ctx.Done():
+			cause = context.Cause(ctx)
+		case <-x.ctx.Done():
+			cause = context.Cause(x.ctx)
+		}
+		break
+	}
+	if cause != nil {
+		if !errors.Is(cause, ErrCancelled) && !errors.Is(cause, ErrTimeout) {
+			cause = fmt.Errorf("%v: %w", cause, ErrCancelled)
+		}
+		var wait []chan struct{}
+		s.mu.Lock()
+		for _, t := range started {
+			if !t.syncOver() {
+				t.cancel(cause)
+			}
+			if !t.returned {
+				wait = append(wait, t.settled)
+			}
+		}
+		s.mu.Unlock()
+		for _, ch := range wait {
+			<-ch
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]api.ToolReturn, len(started))
+	for i, t := range started {
+		events := t.events
+		if events == nil {
+			events = []api.Event{}
+		}
+		out[i] = api.ToolReturn{CallID: t.callID, Sequence: t.seq, Events: events, Finished: t.closed}
+	}
+	if cause != nil {
+		return out, fmt.Errorf("dispatch: %w", cause)
+	}
+	return out, nil
+}
+
+// startToolLocked opens a tool call whose started record is committed and
+// sends its execute, unless its environment is not ready.
+func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation, tool *api.Tool, deadlineMs *int64) *toolCall {
+	tctx, cancel := context.WithCancelCause(s.e.base)
+	stopTimer := func() {}
+	if d := s.e.cfg.Limits.MaxTool; d > 0 {
+		tctx, stopTimer = context.WithTimeoutCause(tctx, d, fmt.Errorf("tool exceeded %v: %w", d, ErrTimeout))
+	}
+	t := &toolCall{seq: seq, callID: c.CallID, env: c.Environment, syncDone: make(chan struct{}), settled: make(chan struct{})}
+	t.cancel = func(cause error) { cancel(cause); stopTimer() }
+	t.x = &execution{s: s, seq: seq, act: act, tool: t, budget: act.budget, ctx: tctx,
+		origin: &api.EventOrigin{Kind: api.OriginTool, Sequence: seq}}
+	s.tools[seq] = t
+	s.execs[seq] = t.x
+	decl, binding := s.declLocked(c.Environment)
+	if es := s.st.Envs[c.Environment]; es == nil || es.State != envReady {
+		s.closeToolLocked(t, envapi.ErrorOutcome(api.FailureEnvironmentNotReady,
+			"environment "+c.Environment+" is not set up", false, nil))
+		return t
+	}
+	t.stopWatch = context.AfterFunc(tctx, func() { s.toolStopped(t) })
+	grant := &envapi.Grant{Methods: envapi.ToolMethods()}
+	op := s.operationLocked(tctx, decl, binding, seq,
+		envapi.Execute(tool.Placements[c.Environment].Implementation, c.Input, deadlineMs, grant))
+	t.executing = true
+	s.e.wg.Add(1)
+	go func() {
+		defer s.e.wg.Done()
+		receipt, err := s.e.cfg.Environments.Execute(tctx, op)
+		s.onReceipt(t, receipt, err)
+	}()
+	return t
+}
+
+// onReceipt records the outcome an execute answered.
+func (s *sess) onReceipt(t *toolCall, r envapi.Receipt, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.executing = false
+	if t.closed {
+		t.cancel(nil)
+		return
+	}
+	if err != nil {
+		if t.x.ctx.Err() != nil {
+			return // the deadline or a cancel closes the call
+		}
+		s.closeToolLocked(t, envapi.UnknownOutcome(err.Error()),
+			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: t.env, Sequence: t.seq, Message: err.Error()}))
+		return
+	}
+	switch r.Type {
+	case envapi.ReceiptResult:
+		s.closeToolLocked(t, decodeToolOutput(r.Output))
+	case envapi.ReceiptReturned:
+		var out *api.Outcome
+		if len(r.Output) > 0 && string(r.Output) != "null" {
+			o := fromEnvOutcome(decodeToolOutput(r.Output))
+			out, t.last = &o, &o
+		}
+		s.returnLocked(t, out)
+	case envapi.ReceiptFailure:
+		switch r.Code {
+		case envapi.CodeTimeout:
+			s.closeToolLocked(t, envapi.Outcome{Status: envapi.StatusTimeout})
+		case envapi.CodeCancelled:
+			s.closeToolLocked(t, envapi.Outcome{Status: envapi.StatusCancelled})
+		default:
+			s.closeToolLocked(t, envapi.ErrorOutcome(r.Code, r.Message, r.Retryable, r.Details))
+		}
+	case envapi.ReceiptUnknown:
+		s.closeToolLocked(t, envapi.UnknownOutcome(r.Message))
+	default:
+		s.closeToolLocked(t, envapi.UnknownOutcome("environment answered "+string(r.Type)+" without a result"))
+	}
+}
+
+// decodeToolOutput reads a ToolOutput envelope; a malformed one becomes an
+// invalid_output error.
+func decodeToolOutput(raw json.RawMessage) envapi.Outcome {
+	o, err := envapi.DecodeOutcome(raw)
+	if err != nil {
+		return envapi.ErrorOutcome(envapi.CodeInvalidOutput, "malformed tool output: "+err.Error(), false, nil)
+	}
+	return o
+}
+
+func fromEnvOutcome(o envapi.Outcome) api.Outcome {
+	out := api.Outcome{Status: string(o.Status), Value: o.Value, Message: o.Message, Content: o.Content}
+	if o.Error != nil {
+		out.Error = &api.OutcomeError{Code: o.Error.Code, Message: o.Error.Message, Retryable: o.Error.Retryable, Details: o.Error.Details}
+	}
+	if out.Status == api.OutcomeOK && len(out.Value) == 0 {
+		out.Value = json.RawMessage("null")
+	}
+	return out
+}
+
+// toolStopped runs when a tool's context ends: its own deadline closes it
+// as timeout; a cancel closes it as cancelled and sends a cancel operation
+// to its environment.
+func (s *sess) toolStopped(t *toolCall) {
+	s.mu.Lock()
+	if t.closed {
+		s.mu.Unlock()
+		return
+	}
+	cause := context.Cause(t.x.ctx)
+	if errors.Is(cause, ErrTimeout) {
+		s.closeToolLocked(t, envapi.Outcome{Status: envapi.StatusTimeout})
+		s.mu.Unlock()
+		return
+	}
+	decl, binding := s.declLocked(t.env)
+	cancelRec := rec(api.KindToolCancelStarted, toolCancelStarted{TargetSequence: t.seq, Environment: t.env})
+	cancelSeq, ok := s.closeToolLocked(t, envapi.Outcome{Status: envapi.StatusCancelled}, cancelRec)
+	if !ok {
+		s.mu.Unlock()
+		return
+	}
+	op := s.operationLocked(s.e.base, decl, binding, cancelSeq, envapi.Cancel(t.seq))
+	s.e.wg.Add(1)
+	s.inflight++
+	s.mu.Unlock()
+	defer s.e.wg.Done()
+
+	ctx, stop := context.WithTimeout(context.WithoutCancel(s.e.base), cancelDeliveryTimeout)
+	receipt, err := s.e.cfg.Environments.Cancel(ctx, op)
+	stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil:
+		_, _ = s.commitLocked(
+			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: t.env, Sequence: cancelSeq, Message: err.Error()}),
+			failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: err.Error(), Ambiguous: true, Sequence: cancelSeq}))
+	case receipt.Type == envapi.ReceiptFailure:
+		_, _ = s.commitLocked(failed(api.KindToolCancelFailed, api.Failure{Code: receipt.Code, Message: receipt.Message, Retryable: receipt.Retryable, Details: receipt.Details, Sequence: cancelSeq}))
+	default:
+		_, _ = s.commitLocked(rec(api.KindToolCancelEnded, envEnded{Sequence: cancelSeq, Receipt: receipt}))
+	}
+	close(t.settled)
+	s.inflight--
+	s.maybeEvictLocked(false)
+}
+
+// closeToolLocked commits the one terminal record of a tool call (after
+// any extra records, whose first sequence it answers) and revokes the
+// tool's authority.
+func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.Record) (uint64, bool) {
+	if t.closed {
+		return 0, false
+	}
+	out := fromEnvOutcome(o)
+	recs := append([]journal.Record{rec(api.KindToolCallEnded, api.ToolCallEnded{Sequence: t.seq, Outcome: out, IsError: out.IsError()})}, extra...)
+	cancelling := len(extra) > 0 && extra[0].Kind == api.KindToolCancelStarted
+	if !cancelling && len(extra) > 0 {
+		recs = append(extra, recs[0])
+	}
+	first, err := s.commitLocked(recs...)
+	t.closed = true
+	t.x.close()
+	for _, r := range recs {
+		t.noteLocked(r)
+	}
+	if t.stopWatch != nil {
+		t.stopWatch()
+	}
+	if !t.executing {
+		t.cancel(nil)
+	}
+	delete(s.tools, t.seq)
+	delete(s.execs, t.seq)
+	if !t.syncOver() {
+		close(t.syncDone)
+	}
+	if !cancelling {
+		close(t.settled)
+	}
+	if err != nil {
+		return 0, false
+	}
+	s.scheduleWakeLocked()
+	if !cancelling {
+		s.maybeEvictLocked(false)
+	}
+	if cancelling {
+		return first + 1, true
+	}
+	return first, true
+}
+
+// returnLocked ends a tool's synchronous phase without finishing it.
+func (s *sess) returnLocked(t *toolCall, out *api.Outcome) (uint64, error) {
+	if t.closed {
+		return 0, fmt.Errorf("%w: tool %d finished", ErrExecutionClosed, t.seq)
+	}
+	seq, err := s.commitLocked(rec(api.KindToolCallReturned, toolOutcome{Sequence: t.seq, Outcome: out}))
+	if err != nil {
+		return 0, err
+	}
+	if !t.syncOver() {
+		t.noteLocked(journal.Record{Sequence: seq, Kind: api.KindToolCallReturned, RecordedAtMs: s.st.LastAtMs, Data: mustJSON(toolOutcome{Sequence: t.seq, Outcome: out})})
+		t.returned = true
+		close(t.syncDone)
+	}
+	return seq, nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// cancelToolsLocked cancels every open tool of the session.
+func (s *sess) cancelToolsLocked(cause error) {
+	for _, t := range s.tools {
+		if !t.closed {
+			t.cancel(cause)
+		}
+	}
+}
+
+// Result commits a tool result.
+func (x *execution) Result(ctx context.Context, outcome api.Outcome) (uint64, error) {
+	if err := x.check(envapi.MethodResult); err != nil {
+		return 0, err
+	}
+	if err := validOutcome(outcome); err != nil {
+		return 0, err
+	}
+	x.emitMu.Lock()
+	defer x.emitMu.Unlock()
+	seq, err := x.commitTool(rec(api.KindToolResultEmitted, toolResultEmitted{Sequence: x.seq, Result: outcome}))
+	if err == nil {
+		x.s.mu.Lock()
+		x.tool.last = &outcome
+		x.s.mu.Unlock()
+	}
+	return seq, err
+}
+
+// Returned ends the tool's synchronous phase.
+func (x *execution) Returned(ctx context.Context, outcome *api.Outcome) (uint64, error) {
+	if err := x.check(envapi.MethodReturned); err != nil {
+		return 0, err
+	}
+	if outcome != nil {
+		if err := validOutcome(*outcome); err != nil {
+			return 0, err
+		}
+	}
+	x.emitMu.Lock()
+	defer x.emitMu.Unlock()
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if outcome != nil {
+		x.tool.last = outcome
+	}
+	return s.returnLocked(x.tool, outcome)
+}
+
+// Finish closes the tool with outcome, its last result, or ok null.
+func (x *execution) Finish(ctx context.Context, outcome *api.Outcome) (uint64, error) {
+	if err := x.check(envapi.MethodFinish); err != nil {
+		return 0, err
+	}
+	if outcome != nil {
+		if err := validOutcome(*outcome); err != nil {
+			return 0, err
+		}
+	}
+	x.emitMu.Lock()
+	defer x.emitMu.Unlock()
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := x.tool
+	if t.closed {
+		return 0, fmt.Errorf("%w: tool %d finished", ErrExecutionClosed, t.seq)
+	}
+	o := outcome
+	if o == nil {
+		o = t.last
+	}
+	if o == nil {
+		o = &api.Outcome{Status: api.OutcomeOK, Value: json.RawMessage("null")}
+	}
+	seq, ok := s.closeToolLocked(t, toEnvOutcome(*o))
+	if !ok {
+		return 0, fmt.Errorf("session %s: finish of tool %d was not recorded", s.id, t.seq)
+	}
+	return seq, nil
+}
+
+func toEnvOutcome(o api.Outcome) envapi.Outcome {
+	out := envapi.Outcome{Status: envapi.OutcomeStatus(o.Status), Value: o.Value, Message: o.Message, Content: o.Content}
+	if o.Error != nil {
+		out.Error = &envapi.OutcomeError{Code: o.Error.Code, Message: o.Error.Message, Retryable: o.Error.Retryable, Details: o.Error.Details}
+	}
+	return out
+}
+
+func validOutcome(o api.Outcome) error {
+	switch o.Status {
+	case api.OutcomeOK, api.OutcomeTimeout, api.OutcomeCancelled, api.OutcomeUnknown:
+		return nil
+	case api.OutcomeFailed:
+		if o.Error == nil || !envapi.ValidIdentifier(o.Error.Code) {
+			return fmt.Errorf("%w: an error outcome needs error.code", ErrInvalid)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: outcome status %q", ErrInvalid, o.Status)
+}

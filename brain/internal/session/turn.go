@@ -1,0 +1,313 @@
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/agentloop"
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+)
+
+// budget is shared by an activation and the tools it starts.
+type budget struct {
+	modelCalls atomic.Int64
+	emitted    atomic.Int64
+}
+
+// activation is one running agentloop activation.
+type activation struct {
+	seq       uint64 // activation_started
+	turn      uint64 // turn_started, 0 for event-triggered
+	input     *api.UserInput
+	batch     []uint64
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	budget    *budget
+	exec      *execution
+	done      chan struct{}
+	startedAt int64
+}
+
+// Submit durably commits turn_started for input and answers its sequence
+// before the turn runs. A session that is running an activation answers an
+// error wrapping ErrBusy (details {"admission":"rejected"}).
+func (e *Engine) Submit(ctx context.Context, id string, input api.UserInput) (uint64, error) {
+	seq, _, err := e.submit(ctx, id, input, false)
+	return seq, err
+}
+
+// Send runs a turn and waits for its end. A failed turn answers a
+// *TurnError with the turn's failure code, after the failure is committed.
+func (e *Engine) Send(ctx context.Context, id string, input api.UserInput) (api.SessionSummary, error) {
+	seq, done, err := e.submit(ctx, id, input, true)
+	if err != nil {
+		return api.SessionSummary{}, err
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return api.SessionSummary{}, err
+		}
+	case <-ctx.Done():
+		return api.SessionSummary{}, fmt.Errorf("session %s: waiting for turn %d: %w", id, seq, ctx.Err())
+	}
+	return e.Summary(ctx, id)
+}
+
+func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wait bool) (uint64, chan error, error) {
+	if input.Message == "" {
+		return 0, nil, fmt.Errorf("%w: input.message must not be empty", ErrInvalid)
+	}
+	s, err := e.acquire(ctx, id, true)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer s.release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.act != nil || s.st.Status == api.StatusRunning || s.st.Status == api.StatusCreating:
+		return 0, nil, fmt.Errorf("session %s: %w", id, ErrBusy)
+	case s.st.Status != api.StatusIdle:
+		return 0, nil, fmt.Errorf("%w: session %s is %s", ErrWrongState, id, s.st.Status)
+	}
+	if s.wake != nil {
+		s.wake.Stop()
+		s.wake = nil
+	}
+	s.noWake = false
+	seq, err := s.startLocked(&input)
+	if err != nil {
+		return 0, nil, err
+	}
+	var done chan error
+	if wait {
+		done = make(chan error, 1)
+		s.waiters[seq] = done
+	}
+	return seq, done, nil
+}
+
+// startLocked commits the start of an activation (with turn_started when
+// input is given) in one append and runs it in the background.
+func (s *sess) startLocked(input *api.UserInput) (uint64, error) {
+	batch := s.st.Actionable
+	if len(batch) > api.MaxPageEvents {
+		batch = batch[:api.MaxPageEvents]
+	}
+	batch = append([]uint64(nil), batch...)
+	var recs []journal.Record
+	first := s.st.Next
+	a := &activation{input: input, batch: batch, budget: &budget{}, done: make(chan struct{})}
+	if input != nil {
+		recs = append(recs, rec(api.KindTurnStarted, turnStarted{Input: *input}))
+		a.turn = first
+		recs = append(recs, rec(api.KindActivationStarted, activationStarted{Sequence: first, Trigger: "turn", Events: batch}))
+		a.seq = first + 1
+	} else {
+		recs = append(recs, rec(api.KindActivationStarted, activationStarted{Trigger: "events", Events: batch}))
+		a.seq = first
+	}
+	if _, err := s.commitLocked(recs...); err != nil {
+		return 0, err
+	}
+	a.startedAt = s.st.LastAtMs
+	ctx, cancel := context.WithCancelCause(s.e.base)
+	stopTimer := func() {}
+	if d := s.e.cfg.Limits.MaxTurn; d > 0 {
+		ctx, stopTimer = context.WithTimeoutCause(ctx, d, fmt.Errorf("turn exceeded %v: %w", d, ErrTimeout))
+	}
+	a.ctx = ctx
+	a.cancel = func(cause error) { cancel(cause); stopTimer() }
+	a.exec = &execution{s: s, seq: a.seq, loop: true, act: a, budget: a.budget, ctx: ctx,
+		origin: &api.EventOrigin{Kind: api.OriginAgentloop, Sequence: a.seq}}
+	s.execs[a.seq] = a.exec
+	s.act = a
+	s.e.wg.Add(1)
+	go s.run(a)
+	return first, nil
+}
+
+// run executes an activation and commits its end.
+func (s *sess) run(a *activation) {
+	defer s.e.wg.Done()
+	in, loop, err := s.prepare(a)
+	var out api.TurnOutput
+	if err == nil {
+		out, err = callLoop(a.ctx, loop, a.exec, in)
+	}
+	if err == nil && a.ctx.Err() != nil {
+		err = context.Cause(a.ctx)
+	}
+	if cause := context.Cause(a.ctx); err != nil && cause != nil && !errors.Is(err, cause) {
+		// The loop failed because its activation was cancelled or timed
+		// out; record that cause.
+		err = fmt.Errorf("%w (%v)", cause, err)
+	}
+	s.finish(a, out, err)
+}
+
+// callLoop runs the loop and turns a panic into an error.
+func callLoop(ctx context.Context, loop agentloop.Func, svc agentloop.Services, in api.TurnInput) (out api.TurnOutput, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("agentloop panicked: %v", r)
+		}
+	}()
+	return loop(ctx, svc, in)
+}
+
+// prepare builds the activation's input.
+func (s *sess) prepare(a *activation) (api.TurnInput, agentloop.Func, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	conf := s.st.Config
+	loop, err := s.e.loop(conf.Agentloop)
+	if err != nil {
+		return api.TurnInput{}, nil, err
+	}
+	kv := make(map[string]json.RawMessage, len(s.st.KV))
+	for k, v := range s.st.KV {
+		kv[k] = v
+	}
+	seed := sha256.New()
+	seed.Write([]byte(s.id))
+	_ = binary.Write(seed, binary.BigEndian, a.seq)
+	in := api.TurnInput{
+		Input: a.input, Transcript: s.st.Transcript, KV: kv, Events: []api.Event{},
+		Configuration: conf.Agentloop.Configuration, System: conf.System, Tools: activationTools(conf.Tools),
+		Runtime: api.Runtime{LogicalTimeMs: a.startedAt, DeterministicSeed: seed.Sum(nil)},
+	}
+	if in.Transcript == nil {
+		in.Transcript = []api.Message{}
+	}
+	for _, seq := range a.batch {
+		recs, err := s.e.store.Read(s.e.base, s.id, seq-1, 1, 0)
+		if err != nil || len(recs) == 0 {
+			continue
+		}
+		if ev, ok := Project(recs[0]); ok {
+			in.Events = append(in.Events, ev)
+		}
+	}
+	return in, loop, nil
+}
+
+func activationTools(tools []api.Tool) []api.ActivationTool {
+	out := make([]api.ActivationTool, 0, len(tools))
+	for _, t := range tools {
+		envs := make([]string, 0, len(t.Placements))
+		for name := range t.Placements {
+			envs = append(envs, name)
+		}
+		sort.Strings(envs)
+		out = append(out, api.ActivationTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Environments: envs})
+	}
+	return out
+}
+
+// finish commits the end of an activation and of its turn.
+func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a.exec.close()
+	delete(s.execs, a.seq)
+	var recs []journal.Record
+	var turnErr error
+	if loopErr == nil {
+		delivered := s.st.Delivered
+		for _, seq := range a.batch {
+			delivered = max(delivered, seq)
+		}
+		recs = append(recs, rec(api.KindActivationEnded, activationEnded{Sequence: a.seq, DeliveredThrough: delivered}))
+		if a.turn != 0 {
+			recs = append(recs, rec(api.KindTurnEnded, turnEnded{Sequence: a.turn, Result: out.Result}))
+		}
+	} else {
+		code, retryable := failureCode(loopErr)
+		msg := loopErr.Error()
+		recs = append(recs, failed(api.KindActivationFailed, api.Failure{Code: code, Message: msg, Retryable: retryable, Sequence: a.seq}))
+		if a.turn != 0 {
+			recs = append(recs, failed(api.KindTurnFailed, api.Failure{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn}))
+		}
+		turnErr = &TurnError{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn, Err: loopErr}
+	}
+	if _, err := s.commitLocked(recs...); err != nil {
+		turnErr = err
+	}
+	a.cancel(nil)
+	s.act = nil
+	close(a.done)
+	if ch := s.waiters[a.turn]; ch != nil {
+		ch <- turnErr
+		delete(s.waiters, a.turn)
+	}
+	s.scheduleWakeLocked()
+	s.maybeEvictLocked(false)
+}
+
+// Interrupt cancels the running activation and every unfinished tool of
+// the session (their outcomes are recorded as cancelled and a cancel is
+// sent to each tool's environment). The session stays usable; no
+// automatic activation starts until the next message.
+func (e *Engine) Interrupt(ctx context.Context, id string) error {
+	if !ValidSessionID(id) {
+		return fmt.Errorf("%w: malformed session id %q", ErrInvalid, id)
+	}
+	e.mu.Lock()
+	s := e.live[id]
+	e.mu.Unlock()
+	if s == nil {
+		// Nothing runs for a passivated session; make sure it exists.
+		_, err := e.Summary(ctx, id)
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noWake = true
+	if s.wake != nil {
+		s.wake.Stop()
+		s.wake = nil
+	}
+	if s.act != nil {
+		s.act.cancel(fmt.Errorf("interrupted: %w", ErrCancelled))
+	}
+	s.cancelToolsLocked(fmt.Errorf("interrupted: %w", ErrCancelled))
+	return nil
+}
+
+// scheduleWakeLocked arms the coalescing timer of an event-triggered
+// activation when committed results are pending and nothing runs.
+func (s *sess) scheduleWakeLocked() {
+	if s.wake != nil || s.noWake || s.act != nil || s.st == nil || s.st.Status != api.StatusIdle || len(s.st.Actionable) == 0 {
+		return
+	}
+	s.e.mu.Lock()
+	closed := s.e.closed
+	s.e.mu.Unlock()
+	if closed {
+		return
+	}
+	s.wake = time.AfterFunc(CoalesceWindow, s.fireWake)
+}
+
+func (s *sess) fireWake() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wake = nil
+	if s.evicted || s.noWake || s.act != nil || s.st.Status != api.StatusIdle || len(s.st.Actionable) == 0 {
+		s.maybeEvictLocked(false)
+		return
+	}
+	if _, err := s.startLocked(nil); err != nil {
+		s.maybeEvictLocked(false)
+	}
+}
