@@ -1,0 +1,36 @@
+// Package envtest is a fake Brain for environment/v1 provider authors.
+//
+// NewBrain starts an HTTP server on loopback that implements the Brain side
+// a provider talks to:
+//
+//   - the execution callback, POST /v1/sessions/{sid}/executions/{seq}/call
+//     with body {"method", "input"} and the grant's bearer token. emit,
+//     result, returned, finish, set_transcript, kv_put and kv_delete answer
+//     a committed sequence as a bare JSON integer; telemetry answers null;
+//     kv_read answers {} for absence or {"value": V}; events answers
+//     {"events": [], "next_cursor": N}; model, dispatch and environments
+//     answer configurable results (see Handle). A method the grant does not
+//     list is refused with 403 {"code":"not_granted"}; a missing, wrong,
+//     expired or revoked token with 401 {"code":"unauthorized"}. finish
+//     closes the grant, so any later call is a 401.
+//   - the reporter, POST /v1/sessions/{sid}/environments/{env}/{bseq}/events,
+//     which validates the body with envapi.DecodeReporterEvent and answers
+//     {"sequence": N};
+//   - an operation's controller context,
+//     POST /v1/sessions/{sid}/environments/{env}/operations/{seq}/context,
+//     with the methods environments, emit and result.
+//
+// Every request is recorded, in arrival order, as a Call (see Calls,
+// CallsFor and WaitFor), rejected ones included. Faults can be injected per
+// method with Inject: a lost acknowledgement (the call is processed, then the
+// connection is closed without an answer), a 5xx, a slow reply or a revoked
+// token.
+//
+// Commands builds environment/v1 commands with increasing sequences, and
+// Post sends one to a provider's {url}/v1/operations:
+//
+//	b := envtest.NewBrain(t)
+//	cmds := envtest.NewCommands("s1", "workspace")
+//	cmds.Brain = b // execute commands carry a fresh tool grant
+//	status, body, resp, err := envtest.Post(ctx, nil, providerURL, token, cmds.Setup(nil))
+package envtest
