@@ -1,0 +1,77 @@
+// Package envsdk is for writing environment/v1 providers: the HTTP services
+// that run Tools and Agentloops for Brain and manage the resources they use.
+//
+// # Writing a provider
+//
+// Implement Provider (embed Base for the operations you do not need) and
+// serve it:
+//
+//	type sandbox struct{ envsdk.Base }
+//
+//	func (s *sandbox) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
+//		var in struct{ Text string `json:"text"` }
+//		if err := json.Unmarshal(x.Input, &in); err != nil {
+//			return envapi.Receipt{}, envsdk.Fail(envapi.CodeInvalidInput, err.Error())
+//		}
+//		return envsdk.Output(map[string]string{"echo": in.Text})
+//	}
+//
+//	h := envsdk.NewHandler(&sandbox{}, &envsdk.Options{Token: token})
+//	err := envsdk.ListenAndServe(ctx, "127.0.0.1:8090", h)
+//
+// The handler authenticates the bearer token in constant time before
+// looking at the route (401), serves only POST /v1/operations (404, 405),
+// bounds the body (413, 16 MiB by default), decodes the command strictly
+// (400 naming the field) and calls the provider. Unknown request types,
+// undeclared methods and Base's Execute answer the failure "unsupported".
+//
+// # Operations and their context
+//
+// Every operation gets a *Ctx. Ctx.Context ends when the operation returns,
+// when an execute's deadline_ms passes, or when Brain cancels the execute
+// with a cancel request for its sequence; context.Cause tells which. Ctx
+// also decodes the binding's configuration into the provider's options
+// type (DecodeConfiguration: strict JSON plus validator tags, failing with
+// invalid_configuration), calls the operation's controller services
+// (Environments, Emit, EmitResult) and hands out the binding's Reporter,
+// which may be kept after the operation returns.
+//
+// # How Execute is answered
+//
+//   - A result receipt (Output or envapi.Result) is the Tool's output. When
+//     the callback grant lists finish and the provider has not finished the
+//     invocation itself, the handler calls finish once with {status:"ok",
+//     value: output}. If that acknowledgement is lost the receipt becomes
+//     unknown: the outcome may have been committed, and it is never sent
+//     again.
+//   - To complete later, return envapi.Returned(nil) and call
+//     x.Invocation.Finish when done, with a context of your own bounded by
+//     x.Deadline: the callback stays valid after return until the deadline.
+//   - An *Error is answered as a failure with its code, message, retryable
+//     flag and details. An error wrapping ErrUnknown is answered unknown.
+//   - When the deadline passed the answer is the failure timeout; when Brain
+//     cancelled, cancelled. A provider *Error whose code is timeout or
+//     cancelled is kept as it is, so a provider that adds cleanup evidence
+//     with KeepFirst keeps it. If Execute does not return within
+//     Options.StopGrace of the stop, the handler answers without it.
+//   - Any other error, or a panic, is the failure environment_failed; the
+//     server keeps serving.
+//   - An execute whose (session, environment, sequence) was already
+//     dispatched to this handler is answered unknown and not run again.
+//
+// # Callbacks
+//
+// x.Invocation is the client of the execute's callback grant: Emit, Result,
+// Returned, Finish, Model, Telemetry and Environments for Tools; Events,
+// Dispatch, SetTranscript and KVRead/KVPut/KVDelete for Agentloops. A method
+// the grant does not list fails with ErrNotGranted and sends nothing. A grant
+// call is repeated only when the connection was refused before anything was
+// sent; any other failure is returned as is.
+//
+// # Helpers
+//
+// Lazy allocates a binding's resource on first use, shares one allocation
+// among concurrent first callers and keeps a failure sticky until Reset.
+// BindingKey names a binding. KeepFirst keeps the first stop cause while
+// recording cleanup failures in details.
+package envsdk

@@ -1,0 +1,99 @@
+package envsdk
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Errors reported by the SDK.
+var (
+	// ErrUnknown marks an uncertain dispatch: an Execute error wrapping it
+	// is answered with an unknown receipt.
+	ErrUnknown = errors.New("envsdk: outcome unknown")
+	// ErrNotGranted is returned, without any request, for a callback method
+	// the grant does not list.
+	ErrNotGranted = errors.New("envsdk: method not granted")
+	// ErrFinished is returned by a second Finish, and by emissions after
+	// Finish.
+	ErrFinished = errors.New("envsdk: invocation already finished")
+	// ErrAckLost reports a Finish whose acknowledgement did not arrive: the
+	// outcome may or may not have been committed, and it is never retried.
+	ErrAckLost = errors.New("envsdk: acknowledgement lost")
+	// ErrClosed is returned by an operation context used after its
+	// operation returned.
+	ErrClosed = errors.New("envsdk: operation context closed")
+)
+
+// Error is a typed provider failure, answered as
+// {"type":"failure", code, message, retryable, details}.
+type Error struct {
+	Code      string
+	Message   string
+	Retryable bool
+	Details   json.RawMessage
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Fail builds a failure with code and message.
+func Fail(code, message string) *Error { return &Error{Code: code, Message: message} }
+
+// Failf builds a failure with a formatted message.
+func Failf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithDetails returns a copy of e whose details are the JSON of v. A value
+// that does not marshal is recorded as its string form.
+func (e *Error) WithDetails(v any) *Error {
+	c := *e
+	raw, err := json.Marshal(v)
+	if err != nil {
+		raw, _ = json.Marshal(fmt.Sprint(v))
+	}
+	c.Details = raw
+	return &c
+}
+
+// WithRetryable returns a copy of e with Retryable set to r.
+func (e *Error) WithRetryable(r bool) *Error {
+	c := *e
+	c.Retryable = r
+	return &c
+}
+
+// KeepFirst returns the first stop cause unchanged in code and message and
+// adds the cleanup failure as evidence in details.cleanup_error (merged into
+// object details, or wrapping non-object details as details.cause_details).
+// A nil cleanup returns first as is.
+func KeepFirst(first *Error, cleanup error) *Error {
+	if cleanup == nil || first == nil {
+		return first
+	}
+	c := *first
+	details := map[string]any{}
+	if len(first.Details) > 0 {
+		if err := json.Unmarshal(first.Details, &details); err != nil || details == nil {
+			details = map[string]any{"cause_details": json.RawMessage(first.Details)}
+		}
+	}
+	details["cleanup_error"] = cleanup.Error()
+	raw, _ := json.Marshal(details)
+	c.Details = raw
+	return &c
+}
+
+func (e *Error) receipt() envapi.Receipt {
+	code := e.Code
+	if !envapi.ValidIdentifier(code) {
+		code = envapi.CodeEnvironmentError
+	}
+	details := e.Details
+	if len(details) > 0 && !json.Valid(details) {
+		details, _ = json.Marshal(string(details))
+	}
+	return envapi.Failure(code, e.Message, e.Retryable, details)
+}

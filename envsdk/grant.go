@@ -1,0 +1,151 @@
+package envsdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// maxGrantResponse bounds what a grant call reads back.
+const maxGrantResponse = 32 << 20
+
+// CallError is a non-2xx answer of a grant call, with the service's
+// ApiError fields when it sent them.
+type CallError struct {
+	Method  string
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *CallError) Error() string {
+	if e.Code != "" {
+		return fmt.Sprintf("envsdk: %s answered %d %s: %s", e.Method, e.Status, e.Code, e.Message)
+	}
+	return fmt.Sprintf("envsdk: %s answered %d", e.Method, e.Status)
+}
+
+// caller POSTs to service grants.
+//
+// Retry rule: a grant call is repeated only when the connection was refused
+// before any byte of the request was written (a failed dial). Such a request
+// provably never reached Brain, so repeating it cannot apply an effect
+// twice. Every other failure — a reset, a timeout, a 5xx — may follow
+// delivery and is returned to the caller as is, never repeated.
+type caller struct {
+	client *retryablehttp.Client
+}
+
+func newCaller(hc *http.Client) *caller {
+	if hc == nil {
+		hc = &http.Client{Timeout: 2 * time.Minute}
+	}
+	rc := retryablehttp.NewClient()
+	rc.HTTPClient = hc
+	rc.Logger = nil
+	rc.RetryMax = 3
+	rc.RetryWaitMin = 20 * time.Millisecond
+	rc.RetryWaitMax = 200 * time.Millisecond
+	rc.CheckRetry = func(ctx context.Context, _ *http.Response, err error) (bool, error) {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return err != nil && notSent(err), nil
+	}
+	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
+	return &caller{client: rc}
+}
+
+// notSent reports whether err is a failure to connect, which happens before
+// any byte of the request is written.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// post sends body to url with the bearer token and returns the response
+// body of a 2xx answer.
+func (c *caller) post(ctx context.Context, url, token, method string, body any) (json.RawMessage, error) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("envsdk: encode %s: %w", method, err)
+	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("envsdk: %s: %w", method, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("envsdk: %s: %w", method, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxGrantResponse+1))
+	if err != nil {
+		return nil, fmt.Errorf("envsdk: %s: read answer: %w", method, err)
+	}
+	if len(raw) > maxGrantResponse {
+		return nil, fmt.Errorf("envsdk: %s: answer larger than %d bytes", method, maxGrantResponse)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		ce := &CallError{Method: method, Status: resp.StatusCode}
+		var body struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(raw, &body) == nil {
+			ce.Code, ce.Message = body.Code, body.Message
+		}
+		return nil, ce
+	}
+	return raw, nil
+}
+
+// call invokes a grant method, refusing locally when it is not granted.
+func (c *caller) call(ctx context.Context, g *envapi.Grant, method string, input any) (json.RawMessage, error) {
+	if !g.Allows(method) {
+		return nil, fmt.Errorf("%w: %s", ErrNotGranted, method)
+	}
+	in, err := marshalInput(input)
+	if err != nil {
+		return nil, err
+	}
+	return c.post(ctx, g.URL, g.Token, method, envapi.ExecutionCall{Method: method, Input: in})
+}
+
+func marshalInput(input any) (json.RawMessage, error) {
+	switch v := input.(type) {
+	case json.RawMessage:
+		if v == nil {
+			return json.RawMessage("null"), nil
+		}
+		return v, nil
+	case nil:
+		return json.RawMessage("null"), nil
+	}
+	raw, err := json.Marshal(input)
+	if err != nil {
+		return nil, fmt.Errorf("envsdk: encode input: %w", err)
+	}
+	return raw, nil
+}
+
+// parseSequence reads a committed sequence: a positive JSON integer.
+func parseSequence(method string, raw json.RawMessage) (uint64, error) {
+	n, err := strconv.ParseUint(string(bytes.TrimSpace(raw)), 10, 64)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("envsdk: %s answered %.64q, want a committed sequence", method, raw)
+	}
+	return n, nil
+}

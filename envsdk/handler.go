@@ -1,0 +1,425 @@
+package envsdk
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// DefaultMaxBodyBytes bounds a command body unless Options says otherwise.
+const DefaultMaxBodyBytes = 16 << 20
+
+// DefaultStopGrace is how long the handler waits for Execute to return once
+// its deadline passed or it was cancelled.
+const DefaultStopGrace = 5 * time.Second
+
+// Options configure a handler. The zero value (or nil) serves without
+// authentication, which is only for loopback tests.
+type Options struct {
+	// Token is the bearer token Brain must present. Empty disables
+	// authentication.
+	Token string
+	// MaxBodyBytes bounds a command body (413 beyond it).
+	MaxBodyBytes int64
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+	// Client sends callback, context and reporter calls.
+	Client *http.Client
+	// StopGrace is how long to wait for Execute to return after its
+	// deadline or cancellation before answering without it.
+	StopGrace time.Duration
+}
+
+// errDeadline and errCancelled are the causes the handler gives an
+// execution's context.
+var (
+	errDeadline  = errors.New("envsdk: deadline expired")
+	errCancelled = errors.New("envsdk: cancelled by Brain")
+	errReturned  = errors.New("envsdk: operation returned")
+)
+
+type handler struct {
+	p         Provider
+	methods   map[string]Method
+	tokenHash [32]byte
+	auth      bool
+	maxBody   int64
+	grace     time.Duration
+	log       *slog.Logger
+	caller    *caller
+
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc // by session/environment/sequence
+	seen    map[string]struct{}                // executes already dispatched
+	order   []string                           // seen, oldest first
+}
+
+// maxSeen bounds the memory of dispatched executes kept to refuse repeats.
+const maxSeen = 1 << 16
+
+// NewHandler serves p at POST /v1/operations.
+//
+// The order of checks is: bearer token (401, before routing), route (404),
+// method (405), body size (413), strict decoding (400 with the field). A
+// request type or method the provider does not know is answered with an
+// "unsupported" failure receipt.
+func NewHandler(p Provider, opts *Options) http.Handler {
+	if opts == nil {
+		opts = &Options{}
+	}
+	h := &handler{
+		p:       p,
+		auth:    opts.Token != "",
+		maxBody: opts.MaxBodyBytes,
+		grace:   opts.StopGrace,
+		log:     opts.Logger,
+		caller:  newCaller(opts.Client),
+		running: map[string]context.CancelCauseFunc{},
+		seen:    map[string]struct{}{},
+	}
+	h.tokenHash = sha256.Sum256([]byte(opts.Token))
+	if h.maxBody <= 0 {
+		h.maxBody = DefaultMaxBodyBytes
+	}
+	if h.grace <= 0 {
+		h.grace = DefaultStopGrace
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if mp, ok := p.(MethodProvider); ok {
+		h.methods = mp.Methods()
+	}
+	return h
+}
+
+func (h *handler) authorized(r *http.Request) bool {
+	if !h.auth {
+		return true
+	}
+	const prefix = "Bearer "
+	v := r.Header.Get("Authorization")
+	if len(v) <= len(prefix) || v[:len(prefix)] != prefix {
+		return false
+	}
+	got := sha256.Sum256([]byte(v[len(prefix):]))
+	return subtle.ConstantTimeCompare(got[:], h.tokenHash[:]) == 1
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+type httpError struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		writeJSON(w, http.StatusUnauthorized, httpError{Error: "a valid bearer token is required"})
+		return
+	}
+	if r.URL.Path != "/v1/operations" {
+		writeJSON(w, http.StatusNotFound, httpError{Error: "no route " + r.URL.Path + "; POST /v1/operations"})
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeJSON(w, http.StatusMethodNotAllowed, httpError{Error: "use POST"})
+		return
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, httpError{Error: fmt.Sprintf("body larger than %d bytes", h.maxBody)})
+			return
+		}
+		writeJSON(w, http.StatusBadRequest, httpError{Error: "read body: " + err.Error()})
+		return
+	}
+	cmd, err := envapi.DecodeCommand(data)
+	if err != nil {
+		var fe *envapi.FieldError
+		errors.As(err, &fe)
+		if errors.Is(err, envapi.ErrUnsupported) && cmd.Operation.Sequence > 0 {
+			writeJSON(w, http.StatusOK, envapi.NewResponse(cmd.Operation.Sequence,
+				envapi.Failure(envapi.CodeUnsupported, fe.Error(), false, nil)))
+			return
+		}
+		body := httpError{Error: err.Error()}
+		if fe != nil {
+			body.Field = fe.Field
+		}
+		writeJSON(w, http.StatusBadRequest, body)
+		return
+	}
+	op := cmd.Operation
+	receipt := h.run(r.Context(), op)
+	h.log.Info("operation", "session", op.SessionID, "environment", op.Environment,
+		"sequence", op.Sequence, "request", op.Request.Type, "receipt", receipt.Type, "code", receipt.Code)
+	writeJSON(w, http.StatusOK, envapi.NewResponse(op.Sequence, receipt))
+}
+
+func (h *handler) newCtx(ctx context.Context, op envapi.Operation) *Ctx {
+	c := &Ctx{
+		SessionID:        op.SessionID,
+		Environment:      op.Environment,
+		Sequence:         op.Sequence,
+		Binding:          envapi.EnvironmentRef{Name: op.Environment, Sequence: 1},
+		Template:         op.Template,
+		Request:          op.Request,
+		RawConfiguration: op.Configuration,
+		ctx:              ctx,
+		caller:           h.caller,
+		opGrant:          op.Context,
+	}
+	if op.Binding != nil {
+		c.Binding = *op.Binding
+	}
+	if op.Request.Type == envapi.RequestSetup && op.Request.Configuration != nil {
+		c.RawConfiguration = op.Request.Configuration
+	}
+	if op.Reporter != nil {
+		c.reporter = &Reporter{grant: *op.Reporter, caller: h.caller}
+	}
+	return c
+}
+
+func opKey(session, env string, seq uint64) string {
+	return fmt.Sprintf("%s/%s/%d", session, env, seq)
+}
+
+// run performs one operation and returns its receipt.
+func (h *handler) run(parent context.Context, op envapi.Operation) envapi.Receipt {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(errReturned)
+	c := h.newCtx(ctx, op)
+	defer c.closed.Store(true)
+
+	switch op.Request.Type {
+	case envapi.RequestSetup:
+		var res SetupResult
+		err := h.guard(func() (err error) { res, err = h.p.Setup(c); return err })
+		if err != nil {
+			return h.failure(c, err)
+		}
+		return envapi.AcceptedOnTurnEnd(res.OnTurnEnd)
+	case envapi.RequestExecute:
+		return h.execute(c, cancel, op)
+	case envapi.RequestCall:
+		return h.call(c, op.Request)
+	case envapi.RequestCancel:
+		return h.cancel(c, op)
+	case envapi.RequestDetach:
+		if err := h.guard(func() error { return h.p.Detach(c) }); err != nil {
+			return h.failure(c, err)
+		}
+		return envapi.Accepted()
+	case envapi.RequestTeardown:
+		if err := h.guard(func() error { return h.p.Teardown(c) }); err != nil {
+			return h.failure(c, err)
+		}
+		return envapi.Accepted()
+	}
+	return envapi.Failure(envapi.CodeUnsupported, "unsupported request type "+string(op.Request.Type), false, nil)
+}
+
+// guard runs f, turning a panic into an error.
+func (h *handler) guard(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.log.Error("provider panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("provider panicked: %v", r)
+		}
+	}()
+	return f()
+}
+
+// failure maps an operation error to a failure or unknown receipt, keeping
+// the first stop cause.
+func (h *handler) failure(c *Ctx, err error) envapi.Receipt {
+	var e *Error
+	isTyped := errors.As(err, &e)
+	if isTyped && (e.Code == envapi.CodeTimeout || e.Code == envapi.CodeCancelled) {
+		return e.receipt()
+	}
+	if c.ctx.Err() != nil {
+		switch cause := context.Cause(c.ctx); {
+		case errors.Is(cause, errDeadline):
+			return stopFailure(envapi.CodeTimeout, "the invocation's deadline expired", err)
+		case errors.Is(cause, errCancelled):
+			return stopFailure(envapi.CodeCancelled, "the invocation was cancelled", err)
+		}
+	}
+	switch {
+	case errors.Is(err, ErrUnknown):
+		return envapi.Unknown(err.Error())
+	case isTyped:
+		return e.receipt()
+	}
+	return envapi.Failure(envapi.CodeEnvironmentFailed, err.Error(), false, nil)
+}
+
+// stopFailure answers a stop cause; a provider error other than the bare
+// context error is kept as evidence in details.
+func stopFailure(code, message string, err error) envapi.Receipt {
+	var details json.RawMessage
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		details, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	return envapi.Failure(code, message, false, details)
+}
+
+func (h *handler) call(c *Ctx, req envapi.Request) envapi.Receipt {
+	m, ok := h.methods[req.Name]
+	if !ok || m.Run == nil {
+		return envapi.Failure(envapi.CodeUnsupported, "unsupported method "+req.Name, false, nil)
+	}
+	var out any
+	err := h.guard(func() (err error) { out, err = m.Run(c, req.Input); return err })
+	if err != nil {
+		return h.failure(c, err)
+	}
+	r, err := Output(out)
+	if err != nil {
+		return h.failure(c, err)
+	}
+	return r
+}
+
+func (h *handler) cancel(c *Ctx, op envapi.Operation) envapi.Receipt {
+	key := opKey(op.SessionID, op.Environment, op.Request.TargetSequence)
+	h.mu.Lock()
+	stop := h.running[key]
+	h.mu.Unlock()
+	if stop != nil {
+		stop(errCancelled)
+	}
+	if cn, ok := h.p.(Canceler); ok {
+		if err := h.guard(func() error { return cn.Cancel(c, op.Request.TargetSequence) }); err != nil {
+			return h.failure(c, err)
+		}
+	}
+	return envapi.Accepted()
+}
+
+// claim records an execute as dispatched; a repeat answers false.
+func (h *handler) claim(key string, stop context.CancelCauseFunc) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, dup := h.seen[key]; dup {
+		return false
+	}
+	h.seen[key] = struct{}{}
+	h.order = append(h.order, key)
+	if len(h.order) > maxSeen {
+		delete(h.seen, h.order[0])
+		h.order = h.order[1:]
+	}
+	h.running[key] = stop
+	return true
+}
+
+func (h *handler) release(key string) {
+	h.mu.Lock()
+	delete(h.running, key)
+	h.mu.Unlock()
+}
+
+func (h *handler) execute(c *Ctx, stop context.CancelCauseFunc, op envapi.Operation) envapi.Receipt {
+	req := op.Request
+	x := &Execution{
+		Implementation: req.Implementation,
+		Input:          req.Input,
+		Invocation:     newInvocation(req.Callback, h.caller),
+	}
+	key := opKey(op.SessionID, op.Environment, op.Sequence)
+	if !h.claim(key, stop) {
+		return envapi.Unknown(fmt.Sprintf("sequence %d was already dispatched to this provider; it is never run twice", op.Sequence))
+	}
+	defer h.release(key)
+	if req.DeadlineMs != nil {
+		x.Deadline = time.Now().Add(time.Duration(*req.DeadlineMs) * time.Millisecond)
+		var cancelDeadline context.CancelFunc
+		c.ctx, cancelDeadline = context.WithDeadlineCause(c.ctx, x.Deadline, errDeadline)
+		defer cancelDeadline()
+	}
+
+	type answer struct {
+		r   envapi.Receipt
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		a.err = h.guard(func() (err error) { a.r, err = h.p.Execute(c, x); return err })
+		done <- a
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-c.ctx.Done():
+		grace := time.NewTimer(h.grace)
+		defer grace.Stop()
+		select {
+		case a = <-done:
+		case <-grace.C:
+			r := h.failure(c, c.ctx.Err())
+			if r.Type == envapi.ReceiptFailure {
+				r = KeepFirst(&Error{Code: r.Code, Message: r.Message, Details: r.Details},
+					fmt.Errorf("the provider did not stop within %s", h.grace)).receipt()
+			}
+			return r
+		}
+	}
+	if a.err != nil {
+		return h.failure(c, a.err)
+	}
+	return h.complete(x, a.r)
+}
+
+// complete finishes a Tool whose Execute returned a result, when the grant
+// lists finish and the provider has not finished it itself.
+func (h *handler) complete(x *Execution, r envapi.Receipt) envapi.Receipt {
+	switch r.Type {
+	case envapi.ReceiptAccepted, envapi.ReceiptProgress, envapi.ReceiptResult, envapi.ReceiptReturned,
+		envapi.ReceiptFailure, envapi.ReceiptUnknown:
+	default:
+		return envapi.Failure(envapi.CodeEnvironmentFailed, fmt.Sprintf("provider answered an invalid receipt type %q", r.Type), false, nil)
+	}
+	if r.Type != envapi.ReceiptResult || !x.Invocation.Granted(envapi.MethodFinish) || x.Invocation.Finished() {
+		return r
+	}
+	ctx, cancel := finishContext(x.Deadline)
+	defer cancel()
+	out := envapi.OK(r.Output)
+	if _, err := x.Invocation.Finish(ctx, &out); err != nil {
+		return envapi.Unknown("the completion acknowledgement was lost; the result may or may not be committed: " + err.Error())
+	}
+	return r
+}
+
+// finishContext bounds a finish by the invocation's deadline (the callback
+// stays valid until then), or by a minute when there is none.
+func finishContext(deadline time.Time) (context.Context, context.CancelFunc) {
+	if deadline.IsZero() || time.Until(deadline) < time.Second {
+		return context.WithTimeout(context.Background(), time.Minute)
+	}
+	return context.WithDeadline(context.Background(), deadline)
+}

@@ -1,0 +1,218 @@
+package envsdk
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Execution is one execute request as the provider sees it.
+type Execution struct {
+	// Implementation is the opaque descriptor of what to run.
+	Implementation json.RawMessage
+	// Input is the invocation's input.
+	Input json.RawMessage
+	// Deadline is when the invocation must stop; zero means none.
+	Deadline time.Time
+	// Invocation is the client of the execute's callback grant, nil when
+	// the execute carried none.
+	Invocation *Invocation
+}
+
+// Invocation is the client of one execution's callback grant. It belongs to
+// that execution only: never keep it for another.
+//
+// A method the grant does not list fails with ErrNotGranted without sending
+// anything. Finish is attempted exactly once; after it, emissions fail with
+// ErrFinished. The methods are safe on a nil *Invocation (they answer
+// ErrNotGranted), so a provider need not check whether a callback came.
+type Invocation struct {
+	grant  envapi.Grant
+	caller *caller
+
+	mu       sync.Mutex
+	finished bool
+}
+
+func newInvocation(g *envapi.Grant, c *caller) *Invocation {
+	if g == nil {
+		return nil
+	}
+	return &Invocation{grant: *g, caller: c}
+}
+
+// Granted reports whether the grant lists method.
+func (i *Invocation) Granted(method string) bool {
+	return i != nil && i.grant.Allows(method)
+}
+
+func (i *Invocation) raw(ctx context.Context, method string, input any) (json.RawMessage, error) {
+	if i == nil {
+		return nil, fmt.Errorf("%w: %s (no callback grant)", ErrNotGranted, method)
+	}
+	return i.caller.call(ctx, &i.grant, method, input)
+}
+
+// emission runs a method that Finish closes.
+func (i *Invocation) emission(ctx context.Context, method string, input any) (uint64, error) {
+	if i == nil || !i.grant.Allows(method) {
+		_, err := i.raw(ctx, method, input)
+		return 0, err
+	}
+	i.mu.Lock()
+	done := i.finished
+	i.mu.Unlock()
+	if done {
+		return 0, fmt.Errorf("%w: %s after finish", ErrFinished, method)
+	}
+	raw, err := i.raw(ctx, method, input)
+	if err != nil {
+		return 0, err
+	}
+	return parseSequence(method, raw)
+}
+
+// Emit appends an extension event {event_type, data} and returns its
+// committed sequence.
+func (i *Invocation) Emit(ctx context.Context, eventType string, data any) (uint64, error) {
+	d, err := marshalInput(data)
+	if err != nil {
+		return 0, err
+	}
+	return i.emission(ctx, envapi.MethodEmit, envapi.EmitInput{EventType: eventType, Data: d})
+}
+
+// Result records a Tool result without ending the execution.
+func (i *Invocation) Result(ctx context.Context, o envapi.Outcome) (uint64, error) {
+	return i.emission(ctx, envapi.MethodResult, o)
+}
+
+// Returned ends the synchronous phase; o may be nil (no new result).
+func (i *Invocation) Returned(ctx context.Context, o *envapi.Outcome) (uint64, error) {
+	return i.emission(ctx, envapi.MethodReturned, optionalOutcome(o))
+}
+
+// Finish completes the Tool with o (nil: no new result). It is attempted
+// exactly once: a second call fails with ErrFinished, and when the
+// acknowledgement does not arrive the error wraps ErrAckLost — the outcome
+// may or may not be committed, and it must not be sent again.
+func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, error) {
+	if i == nil || !i.grant.Allows(envapi.MethodFinish) {
+		_, err := i.raw(ctx, envapi.MethodFinish, nil)
+		return 0, err
+	}
+	i.mu.Lock()
+	if i.finished {
+		i.mu.Unlock()
+		return 0, fmt.Errorf("%w: finish called twice", ErrFinished)
+	}
+	i.finished = true
+	i.mu.Unlock()
+	raw, err := i.raw(ctx, envapi.MethodFinish, optionalOutcome(o))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrAckLost, err)
+	}
+	seq, err := parseSequence(envapi.MethodFinish, raw)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrAckLost, err)
+	}
+	return seq, nil
+}
+
+// Finished reports whether Finish was attempted.
+func (i *Invocation) Finished() bool {
+	if i == nil {
+		return false
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.finished
+}
+
+func optionalOutcome(o *envapi.Outcome) any {
+	if o == nil {
+		return nil
+	}
+	return *o
+}
+
+// Model calls the session's model with a ModelRequest and returns the
+// ModelResult.
+func (i *Invocation) Model(ctx context.Context, req any) (json.RawMessage, error) {
+	return i.raw(ctx, envapi.MethodModel, req)
+}
+
+// Telemetry sends a best-effort diagnostic record.
+func (i *Invocation) Telemetry(ctx context.Context, record any) error {
+	_, err := i.raw(ctx, envapi.MethodTelemetry, record)
+	return err
+}
+
+// Environments sends an environment control request.
+func (i *Invocation) Environments(ctx context.Context, req envapi.ControlRequest) (json.RawMessage, error) {
+	return i.raw(ctx, envapi.MethodEnvironments, req)
+}
+
+// Events reads the page of events after the cursor (an Agentloop service).
+func (i *Invocation) Events(ctx context.Context, after uint64) (json.RawMessage, error) {
+	return i.raw(ctx, envapi.MethodEvents, after)
+}
+
+// Dispatch starts Tool calls and returns their ToolReturns in call order.
+func (i *Invocation) Dispatch(ctx context.Context, calls []envapi.ToolInvocation) ([]envapi.ToolReturn, error) {
+	raw, err := i.raw(ctx, envapi.MethodDispatch, calls)
+	if err != nil {
+		return nil, err
+	}
+	var out []envapi.ToolReturn
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("envsdk: dispatch answer: %w", err)
+	}
+	return out, nil
+}
+
+// SetTranscript saves the transcript (a message array).
+func (i *Invocation) SetTranscript(ctx context.Context, messages any) (uint64, error) {
+	return i.sequenceCall(ctx, envapi.MethodSetTranscript, messages)
+}
+
+// KVRead reads key; found is false when the key is absent, and a stored
+// JSON null is found with value "null".
+func (i *Invocation) KVRead(ctx context.Context, key string) (value json.RawMessage, found bool, err error) {
+	raw, err := i.raw(ctx, envapi.MethodKVRead, key)
+	if err != nil {
+		return nil, false, err
+	}
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, false, fmt.Errorf("envsdk: kv_read answer: %w", err)
+	}
+	value, found = v["value"]
+	return value, found, nil
+}
+
+// KVPut stores value under key.
+func (i *Invocation) KVPut(ctx context.Context, key string, value any) (uint64, error) {
+	v, err := marshalInput(value)
+	if err != nil {
+		return 0, err
+	}
+	return i.sequenceCall(ctx, envapi.MethodKVPut, envapi.KVPut{Key: key, Value: v})
+}
+
+// KVDelete removes key from the current state, keeping history.
+func (i *Invocation) KVDelete(ctx context.Context, key string) (uint64, error) {
+	return i.sequenceCall(ctx, envapi.MethodKVDelete, key)
+}
+
+func (i *Invocation) sequenceCall(ctx context.Context, method string, input any) (uint64, error) {
+	raw, err := i.raw(ctx, method, input)
+	if err != nil {
+		return 0, err
+	}
+	return parseSequence(method, raw)
+}

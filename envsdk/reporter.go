@@ -1,0 +1,60 @@
+package envsdk
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Reporter posts diagnostics and actionable observations about a binding
+// to Brain. Unlike an operation's context it outlives the operation and
+// survives a Brain restart; it stops working once the binding is closed or
+// replaced. Never hand it to untrusted executed code.
+type Reporter struct {
+	grant  envapi.Grant
+	caller *caller
+}
+
+// Event posts a diagnostic {type:"event"}; it does not wake the Agentloop.
+func (r *Reporter) Event(ctx context.Context, eventType string, data any) (uint64, error) {
+	d, err := marshalInput(data)
+	if err != nil {
+		return 0, err
+	}
+	return r.post(ctx, envapi.ReporterEvent{Type: "event", EventType: eventType, Data: d})
+}
+
+// Result posts an actionable observation with optional model-facing content.
+func (r *Reporter) Result(ctx context.Context, obs envapi.Observation, content any) (uint64, error) {
+	if err := envapi.ValidateObservation(&obs); err != nil {
+		return 0, err
+	}
+	out := &envapi.ReporterOutput{Observation: obs}
+	if content != nil {
+		c, err := marshalInput(content)
+		if err != nil {
+			return 0, err
+		}
+		out.Content = c
+	}
+	return r.post(ctx, envapi.ReporterEvent{Type: "result", Output: out})
+}
+
+func (r *Reporter) post(ctx context.Context, body envapi.ReporterEvent) (uint64, error) {
+	if r == nil {
+		return 0, fmt.Errorf("%w: no reporter grant", ErrNotGranted)
+	}
+	raw, err := r.caller.post(ctx, r.grant.URL, r.grant.Token, "reporter", body)
+	if err != nil {
+		return 0, err
+	}
+	var ans struct {
+		Sequence uint64 `json:"sequence"`
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil || ans.Sequence == 0 {
+		return 0, fmt.Errorf("envsdk: reporter answered %.64q, want {\"sequence\": N}", raw)
+	}
+	return ans.Sequence, nil
+}
