@@ -35,7 +35,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "serve", "env", "conformance":
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr)
+	case "env", "conformance":
 		fmt.Fprintf(stderr, "brain %s: not yet available in this build\n", args[0])
 		return 1
 	}
