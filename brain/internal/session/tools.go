@@ -137,10 +137,11 @@ func (x *execution) Dispatch(ctx context.Context, calls []api.ToolInvocation) ([
 			cause = fmt.Errorf("%v: %w", cause, ErrCancelled)
 		}
 		var wait []chan struct{}
+		toolCause := fmt.Errorf("turn stopped (%v): %w", cause, ErrCancelled)
 		s.mu.Lock()
 		for _, t := range started {
 			if !t.syncOver() {
-				t.cancel(cause)
+				t.cancel(toolCause)
 			}
 			if !t.returned {
 				wait = append(wait, t.settled)
