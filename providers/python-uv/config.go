@@ -1,0 +1,266 @@
+package pythonuv
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+)
+
+// Defaults applied by New to the zero fields of a Config.
+const (
+	DefaultOutputLimitBytes   = 4 << 20
+	DefaultStderrLimitBytes   = 16 << 10
+	DefaultTimeout            = 10 * time.Minute
+	DefaultPreparationTimeout = 30 * time.Minute
+)
+
+// Config is the operator's configuration. Project directories and module
+// names come only from here, never from session input.
+//
+// As JSON (every field but projects is optional):
+//
+//	{
+//	  "uv": "/usr/local/bin/uv",
+//	  "python": "3.11",
+//	  "cache_dir": "/var/cache/brain-uv",
+//	  "output_limit_bytes": 4194304,
+//	  "stderr_limit_bytes": 16384,
+//	  "default_timeout_ms": 600000,
+//	  "preparation_timeout_ms": 1800000,
+//	  "env_allow": ["MY_SETTING", "MYAPP_*"],
+//	  "projects": {
+//	    "report": {"directory": "/srv/tools/report", "setup": "prepare", "module": "tool"}
+//	  }
+//	}
+type Config struct {
+	// UV is the uv executable: a path, or a name looked up on PATH.
+	// Default "uv".
+	UV string `json:"uv,omitempty"`
+	// Python is passed to uv as UV_PYTHON (a version request or an
+	// interpreter path). Empty lets uv find the machine's interpreter;
+	// interpreter downloads are always disabled.
+	Python string `json:"python,omitempty"`
+	// CacheDir is passed to uv as UV_CACHE_DIR. Empty uses uv's default.
+	CacheDir string `json:"cache_dir,omitempty"`
+	// OutputLimitBytes bounds an invocation's stdout; beyond it the
+	// process group is killed and the execute fails with output_limit.
+	OutputLimitBytes int64 `json:"output_limit_bytes,omitempty"`
+	// StderrLimitBytes bounds the stderr kept (its tail) for failure
+	// details.
+	StderrLimitBytes int `json:"stderr_limit_bytes,omitempty"`
+	// DefaultTimeoutMS bounds an execute that carries no deadline.
+	DefaultTimeoutMS int64 `json:"default_timeout_ms,omitempty"`
+	// PreparationTimeoutMS bounds one preparation (sync plus setup). A
+	// preparation that times out stays failed like any other.
+	PreparationTimeoutMS int64 `json:"preparation_timeout_ms,omitempty"`
+	// EnvAllow names further environment variables passed to uv and the
+	// Python processes; an entry ending in "*" is a prefix. See
+	// DefaultEnvAllow for the ones always passed.
+	EnvAllow []string `json:"env_allow,omitempty"`
+	// Projects maps a project name (what an execute descriptor names) to
+	// its installation.
+	Projects map[string]Project `json:"projects"`
+}
+
+// Project is one operator-selected Python project: a directory holding
+// pyproject.toml and uv.lock.
+type Project struct {
+	// Directory is the project (installation) directory. LoadConfig
+	// resolves a relative path against the configuration file's directory;
+	// New against the working directory.
+	Directory string `json:"directory"`
+	// Setup optionally names a module run once per installation, after
+	// uv sync and before the first invocation.
+	Setup string `json:"setup,omitempty"`
+	// Module is the module run for each execute.
+	Module string `json:"module"`
+}
+
+var (
+	projectNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+	moduleRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+	envNameRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
+)
+
+// LoadConfig reads a JSON configuration file strictly (unknown fields are
+// errors) and resolves relative project directories against the file's
+// directory.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("pythonuv: read config: %w", err)
+	}
+	var cfg Config
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return Config{}, fmt.Errorf("pythonuv: config %s: %w", path, err)
+	}
+	if dec.More() {
+		return Config{}, fmt.Errorf("pythonuv: config %s: trailing data after the JSON object", path)
+	}
+	base, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return Config{}, fmt.Errorf("pythonuv: config %s: %w", path, err)
+	}
+	for name, p := range cfg.Projects {
+		if p.Directory != "" && !filepath.IsAbs(p.Directory) {
+			p.Directory = filepath.Join(base, p.Directory)
+			cfg.Projects[name] = p
+		}
+	}
+	if cfg.CacheDir != "" && !filepath.IsAbs(cfg.CacheDir) {
+		cfg.CacheDir = filepath.Join(base, cfg.CacheDir)
+	}
+	return cfg, nil
+}
+
+// settings is a validated Config with defaults applied and paths resolved.
+type settings struct {
+	uv                 string
+	python             string
+	cacheDir           string
+	outputLimit        int64
+	stderrLimit        int
+	defaultTimeout     time.Duration
+	preparationTimeout time.Duration
+	envAllow           []string
+	projects           map[string]project
+}
+
+// project is a resolved Project.
+type project struct {
+	name   string
+	dir    string // absolute, cleaned, symlinks resolved
+	setup  string
+	module string
+}
+
+// recipe is what a preparation of one directory depends on; a Reload that
+// changes it forgets the preparation.
+type recipe struct {
+	uv, python, cacheDir, setup string
+	envAllow                    string
+}
+
+func (s *settings) recipeFor(p project) recipe {
+	return recipe{uv: s.uv, python: s.python, cacheDir: s.cacheDir, setup: p.setup, envAllow: fmt.Sprint(s.envAllow)}
+}
+
+// resolve validates cfg, applies defaults and resolves paths. lookPath
+// finds the uv executable.
+func resolve(cfg Config, lookPath func(string) (string, error)) (*settings, error) {
+	s := &settings{
+		python:             cfg.Python,
+		outputLimit:        cfg.OutputLimitBytes,
+		stderrLimit:        cfg.StderrLimitBytes,
+		defaultTimeout:     time.Duration(cfg.DefaultTimeoutMS) * time.Millisecond,
+		preparationTimeout: time.Duration(cfg.PreparationTimeoutMS) * time.Millisecond,
+		projects:           map[string]project{},
+	}
+	var errs []error
+	if s.outputLimit < 0 || s.stderrLimit < 0 || cfg.DefaultTimeoutMS < 0 || cfg.PreparationTimeoutMS < 0 {
+		errs = append(errs, errors.New("limits and timeouts must not be negative"))
+	}
+	if s.outputLimit == 0 {
+		s.outputLimit = DefaultOutputLimitBytes
+	}
+	if s.stderrLimit == 0 {
+		s.stderrLimit = DefaultStderrLimitBytes
+	}
+	if s.defaultTimeout == 0 {
+		s.defaultTimeout = DefaultTimeout
+	}
+	if s.preparationTimeout == 0 {
+		s.preparationTimeout = DefaultPreparationTimeout
+	}
+	uv := cfg.UV
+	if uv == "" {
+		uv = "uv"
+	}
+	if path, err := lookPath(uv); err != nil {
+		errs = append(errs, fmt.Errorf("uv executable %q: %w", uv, err))
+	} else if abs, err := filepath.Abs(path); err != nil {
+		errs = append(errs, fmt.Errorf("uv executable %q: %w", uv, err))
+	} else {
+		s.uv = abs
+	}
+	if cfg.CacheDir != "" {
+		abs, err := filepath.Abs(cfg.CacheDir)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cache_dir: %w", err))
+		}
+		s.cacheDir = abs
+	}
+	for _, e := range cfg.EnvAllow {
+		if !envNameRE.MatchString(e) {
+			errs = append(errs, fmt.Errorf("env_allow: %q is not a variable name (or a prefix ending in *)", e))
+		}
+	}
+	s.envAllow = append(append([]string(nil), DefaultEnvAllow...), cfg.EnvAllow...)
+	if len(cfg.Projects) == 0 {
+		errs = append(errs, errors.New("projects: at least one project is required"))
+	}
+	names := make([]string, 0, len(cfg.Projects))
+	for name := range cfg.Projects {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	setupByDir := map[string]string{}
+	ownerByDir := map[string]string{}
+	for _, name := range names {
+		p := cfg.Projects[name]
+		if !projectNameRE.MatchString(name) {
+			errs = append(errs, fmt.Errorf("projects: %q is not a valid project name", name))
+			continue
+		}
+		if !moduleRE.MatchString(p.Module) {
+			errs = append(errs, fmt.Errorf("projects.%s.module: %q is not a Python module name", name, p.Module))
+		}
+		if p.Setup != "" && !moduleRE.MatchString(p.Setup) {
+			errs = append(errs, fmt.Errorf("projects.%s.setup: %q is not a Python module name", name, p.Setup))
+		}
+		dir, err := projectDir(p.Directory)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("projects.%s.directory: %w", name, err))
+			continue
+		}
+		if prev, ok := setupByDir[dir]; ok && prev != p.Setup {
+			errs = append(errs, fmt.Errorf("projects.%s: shares directory %s with %s but names a different setup module", name, dir, ownerByDir[dir]))
+		}
+		setupByDir[dir], ownerByDir[dir] = p.Setup, name
+		s.projects[name] = project{name: name, dir: dir, setup: p.Setup, module: p.Module}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("pythonuv: invalid configuration: %w", errors.Join(errs...))
+	}
+	return s, nil
+}
+
+// projectDir resolves a project directory and checks that it holds a
+// pyproject.toml and a uv.lock (preparation runs uv sync --locked).
+func projectDir(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("is required")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range []string{"pyproject.toml", "uv.lock"} {
+		if _, err := os.Stat(filepath.Join(real, f)); err != nil {
+			return "", fmt.Errorf("%s: %w", f, err)
+		}
+	}
+	return real, nil
+}

@@ -1,0 +1,85 @@
+// Package pythonuv is the uv-Python environment provider: an environment/v1
+// provider that runs operator-selected Python projects, prepared with uv,
+// as Tools.
+//
+// # Not a sandbox
+//
+// This provider is an OS-runtime helper, not a sandbox. The Python code it
+// runs has the provider's user, file system, network and process
+// credentials; the reduced environment and the process-group kill are
+// hygiene, not isolation. Run only projects you trust. When the code is
+// not trusted, run this provider inside the Docker provider's isolation
+// instead of on the host: build an image that holds uv, the interpreter
+// and the projects already synced (uv sync --locked at build time), start
+// `brain env python-uv` as that container's command with a read-only root
+// file system, no added capabilities, an unprivileged user, memory, CPU and
+// pid limits and a network limited to what the projects need, and point
+// Brain at the container's published port. The operator also owns the
+// package-network policy and the process credentials.
+//
+// # Configuration
+//
+// Everything that selects code is operator configuration (Config, loaded
+// with LoadConfig or built by flags): the projects, each a directory with
+// pyproject.toml and uv.lock, an optional setup module and the module to
+// run; the uv executable; the interpreter request; the uv cache; output
+// and stderr bounds; the default timeout; the environment allow-list.
+// Sessions only name a project. A binding's setup configuration must be {}
+// (or null); anything else is invalid_configuration.
+//
+// # Executing
+//
+// An execute's implementation descriptor is
+//
+//	{"kind": "python_project", "name": "<project>"}
+//
+// A name the operator did not configure, or any other descriptor, is
+// unsupported. The execute must carry a callback grant listing finish
+// (no_callback otherwise); the result is finished through it once.
+//
+// The first execute of a project prepares its installation directory:
+//
+//	uv sync --locked --project DIR                       (interpreter and dependencies)
+//	uv run --no-sync --project DIR python -m SETUP       (only when a setup module is configured)
+//
+// One preparation per directory is shared by every concurrent caller and by
+// every session. Its phases are logged and, when the execution's grant
+// lists emit, emitted as "python_uv.preparation" events ({project, phase,
+// status, elapsed_ms, exit_code}). A failed preparation stays failed: no
+// request retries it, and every execute of that directory answers
+// preparation_failed with the evidence of the one attempt (phase, exit
+// status, stderr tail) until the operator changes that project's
+// configuration (Provider.Reload) or restarts the provider.
+//
+// Each execute then runs
+//
+//	uv run --no-sync --project DIR python -m MODULE
+//
+// in DIR, with the execute's input as JSON on stdin; stdout must be one
+// JSON value, which becomes the result. A non-zero exit is execution_failed
+// with the stderr tail in details; other stdout is invalid_output; stdout
+// beyond the cap is output_limit. The process runs in its own process
+// group, which is killed (SIGKILL) when the deadline passes (timeout), when
+// Brain cancels the execution (cancelled), when output passes the cap, and
+// after the module exits, so children it left behind never outlive the
+// invocation. A process that leaves the group (setsid) escapes this.
+//
+// uv and Python see only the variables of DefaultEnvAllow plus
+// Config.EnvAllow, with UV_PYTHON_DOWNLOADS=never forced: the machine's
+// interpreter is used, never a downloaded one.
+//
+// # Bindings
+//
+// Setup attaches a binding; detach and teardown release the session's
+// attachment and never touch the shared installation, which the operator
+// owns. Executing on a binding that is not attached is unavailable.
+//
+// # Serving
+//
+// Command implements
+//
+//	brain env python-uv --listen 127.0.0.1:8092 --config FILE [--token T]
+//
+// New, Reload, Prepare and Close are the programmatic surface; serve a
+// Provider with envsdk.NewHandler.
+package pythonuv

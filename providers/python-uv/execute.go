@@ -1,0 +1,178 @@
+package pythonuv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// DescriptorKind is the kind of the only implementation descriptor this
+// provider runs:
+//
+//	{"kind": "python_project", "name": "<project>"}
+//
+// where name is a project of the operator's configuration.
+const DescriptorKind = "python_project"
+
+// Descriptor is an execute's implementation descriptor.
+type Descriptor struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// ExecutionFailure is the details of an execution_failed, invalid_output,
+// output_limit, timeout or cancelled failure of an invocation.
+type ExecutionFailure struct {
+	Project         string `json:"project"`
+	ExitCode        *int   `json:"exit_code,omitempty"`
+	Signal          string `json:"signal,omitempty"`
+	Stderr          string `json:"stderr"`
+	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
+	// Stdout is the start of an output that is not JSON (bounded).
+	Stdout string `json:"stdout,omitempty"`
+	// OutputLimitBytes is the cap an output_limit failure passed.
+	OutputLimitBytes int64 `json:"output_limit_bytes,omitempty"`
+	// Phase is "preparation" when a stop arrived while waiting for it.
+	Phase     string `json:"phase,omitempty"`
+	ElapsedMS int64  `json:"elapsed_ms"`
+}
+
+// stdoutExcerpt bounds the stdout quoted in invalid_output details.
+const stdoutExcerpt = 1024
+
+// Execute runs the project's module with the input as JSON on stdin and
+// answers its stdout, which must be one JSON value, as the result. The
+// installation is prepared first, once per directory.
+func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
+	key := c.BindingKey()
+	s, ok := p.attached(key)
+	if !ok {
+		return envapi.Receipt{}, envsdk.Failf(envapi.CodeUnavailable, "binding %s is not attached: set it up first", key)
+	}
+	proj, err := s.lookup(x.Implementation)
+	if err != nil {
+		return envapi.Receipt{}, err
+	}
+	if !x.Invocation.Granted(envapi.MethodFinish) {
+		return envapi.Receipt{}, envsdk.Fail(envapi.CodeNoCallback, "a Tool execution needs a callback grant that lists finish")
+	}
+	ctx := c.Context()
+	if x.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.defaultTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+
+	pr := p.preparation(proj)
+	if ended, f := pr.ready(); ended {
+		if f != nil {
+			return envapi.Receipt{}, preparationFailed(f)
+		}
+	} else {
+		f, err := pr.wait(ctx, p.emitter(ctx, c, x, proj))
+		if err != nil {
+			return envapi.Receipt{}, stopFailure(ctx, &ExecutionFailure{Project: proj.name, Phase: "preparation", ElapsedMS: time.Since(start).Milliseconds()}, nil)
+		}
+		if f != nil {
+			return envapi.Receipt{}, preparationFailed(f)
+		}
+	}
+
+	input := x.Input
+	if len(input) == 0 {
+		input = json.RawMessage("null")
+	}
+	res, err := runProcess(ctx, procSpec{
+		Path:        s.uv,
+		Args:        []string{"run", "--no-sync", "--project", proj.dir, "python", "-m", proj.module},
+		Dir:         proj.dir,
+		Env:         s.env(),
+		Stdin:       input,
+		StdoutLimit: s.outputLimit,
+		StderrKeep:  s.stderrLimit,
+	})
+	if err != nil {
+		return envapi.Receipt{}, envsdk.Failf(envapi.CodeExecutionFailed, "project %s: %v", proj.name, err)
+	}
+	if res.CleanupErr != nil {
+		p.log.Warn("invocation cleanup", "project", proj.name, "session", c.SessionID, "sequence", c.Sequence, "error", res.CleanupErr)
+	}
+	details := &ExecutionFailure{Project: proj.name, Stderr: res.Stderr, StderrTruncated: res.StderrTruncated, Signal: res.Signal, ElapsedMS: res.Elapsed.Milliseconds()}
+	if res.ExitCode >= 0 {
+		code := res.ExitCode
+		details.ExitCode = &code
+	}
+	switch {
+	case res.Stopped:
+		return envapi.Receipt{}, stopFailure(ctx, details, res.CleanupErr)
+	case res.StdoutOverflow:
+		details.OutputLimitBytes = s.outputLimit
+		return envapi.Receipt{}, envsdk.KeepFirst(envsdk.Failf(envapi.CodeOutputLimit,
+			"project %s wrote more than %d bytes to stdout; its process group was killed", proj.name, s.outputLimit).WithDetails(details), res.CleanupErr)
+	case res.ExitCode != 0:
+		msg := "project %s exited with status %d"
+		if res.Signal != "" {
+			msg = "project %s was killed by a signal (status %d)"
+		}
+		return envapi.Receipt{}, envsdk.Failf(envapi.CodeExecutionFailed, msg, proj.name, res.ExitCode).WithDetails(details)
+	}
+	out := bytes.TrimSpace(res.Stdout)
+	if len(out) == 0 || !json.Valid(out) {
+		details.Stdout = string(bytes.ToValidUTF8(out[:min(len(out), stdoutExcerpt)], []byte("\uFFFD")))
+		return envapi.Receipt{}, envsdk.Failf(envapi.CodeInvalidOutput, "project %s did not write one JSON value to stdout", proj.name).WithDetails(details)
+	}
+	p.log.Debug("invocation finished", "project", proj.name, "session", c.SessionID, "sequence", c.Sequence, "elapsed", res.Elapsed)
+	return envapi.Result(json.RawMessage(out)), nil
+}
+
+// lookup resolves an implementation descriptor to a configured project;
+// anything else is unsupported.
+func (s *settings) lookup(raw json.RawMessage) (project, error) {
+	var d Descriptor
+	if err := envapi.Strict(raw, &d); err != nil {
+		return project{}, envsdk.Failf(envapi.CodeUnsupported,
+			"implementation must be {\"kind\":%q,\"name\":PROJECT}: %v", DescriptorKind, err)
+	}
+	if d.Kind != DescriptorKind {
+		return project{}, envsdk.Failf(envapi.CodeUnsupported, "implementation kind %q is not supported; use %q", d.Kind, DescriptorKind)
+	}
+	proj, ok := s.projects[d.Name]
+	if !ok {
+		return project{}, envsdk.Failf(envapi.CodeUnsupported, "no project %q is configured", d.Name)
+	}
+	return proj, nil
+}
+
+// stopFailure answers an invocation stopped by its deadline (timeout) or by
+// cancellation (cancelled), keeping cleanup evidence.
+func stopFailure(ctx context.Context, details *ExecutionFailure, cleanup error) *envsdk.Error {
+	e := envsdk.Failf(envapi.CodeCancelled, "project %s was cancelled; its process group was killed", details.Project)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		e = envsdk.Failf(envapi.CodeTimeout, "project %s passed its deadline; its process group was killed", details.Project)
+	}
+	if details.Phase == "preparation" {
+		e.Message = "stopped while the installation was being prepared (the preparation goes on for other callers)"
+	}
+	return envsdk.KeepFirst(e.WithDetails(details), cleanup)
+}
+
+// emitter reports preparation progress through the invocation's emit
+// grant, when it has one. A failed emission is logged, never fatal.
+func (p *Provider) emitter(ctx context.Context, c *envsdk.Ctx, x *envsdk.Execution, proj project) func(PreparationEvent) {
+	granted := x.Invocation.Granted(envapi.MethodEmit)
+	return func(ev PreparationEvent) {
+		if !granted {
+			return
+		}
+		if _, err := x.Invocation.Emit(ctx, PreparationEventType, ev); err != nil {
+			p.log.Warn("preparation progress not emitted", "project", proj.name, "session", c.SessionID,
+				"sequence", c.Sequence, "error", err)
+		}
+	}
+}

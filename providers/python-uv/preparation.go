@@ -1,0 +1,200 @@
+package pythonuv
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// PreparationEventType is the event type of preparation progress emitted
+// through an execution's callback (when it grants emit).
+const PreparationEventType = "python_uv.preparation"
+
+// Preparation phases and statuses.
+const (
+	PhaseSync  = "sync"  // uv sync --locked --project DIR
+	PhaseSetup = "setup" // uv run --no-sync --project DIR python -m SETUP
+
+	StatusStarted  = "started"
+	StatusFinished = "finished"
+	StatusFailed   = "failed"
+)
+
+// PreparationEvent is the data of one preparation progress event.
+type PreparationEvent struct {
+	Project string `json:"project"`
+	Phase   string `json:"phase"`
+	Status  string `json:"status"`
+	// ElapsedMS is the phase's duration so far (0 when it starts).
+	ElapsedMS int64 `json:"elapsed_ms"`
+	// ExitCode is uv's exit status of a finished or failed phase.
+	ExitCode *int `json:"exit_code,omitempty"`
+}
+
+// PreparationFailure is the details of every preparation_failed failure
+// of a directory: the evidence of the one attempt that was made.
+type PreparationFailure struct {
+	Project         string `json:"project"`
+	Phase           string `json:"phase"`
+	Reason          string `json:"reason"`
+	ExitCode        int    `json:"exit_code"`
+	Signal          string `json:"signal,omitempty"`
+	Stderr          string `json:"stderr"`
+	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
+	ElapsedMS       int64  `json:"elapsed_ms"`
+}
+
+// preparation is the one preparation of an installation directory, shared
+// by every caller (any session, any project naming that directory) until
+// a Reload changes what it depends on. Its outcome, success or failure, is
+// final.
+type preparation struct {
+	dir     string
+	recipe  recipe
+	project string // the project whose first use started it
+	done    chan struct{}
+	failure *PreparationFailure // set before done closes
+
+	mu      sync.Mutex
+	events  []PreparationEvent
+	changed chan struct{} // closed and replaced on each new event
+}
+
+func newPreparation(proj project, r recipe) *preparation {
+	return &preparation{dir: proj.dir, recipe: r, project: proj.name, done: make(chan struct{}), changed: make(chan struct{})}
+}
+
+func (pr *preparation) record(ev PreparationEvent) {
+	pr.mu.Lock()
+	pr.events = append(pr.events, ev)
+	close(pr.changed)
+	pr.changed = make(chan struct{})
+	pr.mu.Unlock()
+}
+
+// ready reports whether the preparation has ended, and how.
+func (pr *preparation) ready() (ended bool, failure *PreparationFailure) {
+	select {
+	case <-pr.done:
+		return true, pr.failure
+	default:
+		return false, nil
+	}
+}
+
+// wait blocks until the preparation ends or ctx does, handing each
+// progress event to deliver as it happens (events recorded before the call
+// included). The error is ctx's.
+func (pr *preparation) wait(ctx context.Context, deliver func(PreparationEvent)) (*PreparationFailure, error) {
+	seen := 0
+	next := func() ([]PreparationEvent, chan struct{}) {
+		pr.mu.Lock()
+		defer pr.mu.Unlock()
+		evs := pr.events[seen:]
+		seen = len(pr.events)
+		return evs, pr.changed
+	}
+	for {
+		evs, changed := next()
+		for _, ev := range evs {
+			deliver(ev)
+		}
+		select {
+		case <-pr.done:
+			evs, _ := next()
+			for _, ev := range evs {
+				deliver(ev)
+			}
+			return pr.failure, nil
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// run performs the preparation once and closes done. prev, when not nil,
+// is a preparation of the same directory that a Reload retired; it must end
+// before this one touches the directory.
+func (pr *preparation) run(ctx context.Context, s *settings, proj project, prev *preparation, log *slog.Logger) {
+	defer close(pr.done)
+	ctx, cancel := context.WithTimeout(ctx, s.preparationTimeout)
+	defer cancel()
+	start := time.Now()
+	if prev != nil {
+		select {
+		case <-prev.done:
+		case <-ctx.Done():
+			pr.failure = &PreparationFailure{Project: proj.name, Phase: PhaseSync, ExitCode: -1,
+				Reason: fmt.Sprintf("stopped while waiting for the previous preparation: %v", context.Cause(ctx))}
+			return
+		}
+	}
+	phases := []struct {
+		name string
+		args []string
+	}{{PhaseSync, []string{"sync", "--locked", "--project", proj.dir}}}
+	if proj.setup != "" {
+		phases = append(phases, struct {
+			name string
+			args []string
+		}{PhaseSetup, []string{"run", "--no-sync", "--project", proj.dir, "python", "-m", proj.setup}})
+	}
+	env := s.env()
+	for _, ph := range phases {
+		pr.record(PreparationEvent{Project: proj.name, Phase: ph.name, Status: StatusStarted})
+		log.Info("preparation phase started", "project", proj.name, "directory", proj.dir, "phase", ph.name)
+		res, err := runProcess(ctx, procSpec{Path: s.uv, Args: ph.args, Dir: proj.dir, Env: env, StderrKeep: s.stderrLimit})
+		f := phaseFailure(ctx, proj.name, ph.name, s.uv, res, err)
+		ev := PreparationEvent{Project: proj.name, Phase: ph.name, Status: StatusFinished, ElapsedMS: res.Elapsed.Milliseconds()}
+		if err == nil {
+			code := res.ExitCode
+			ev.ExitCode = &code
+		}
+		if res.CleanupErr != nil {
+			log.Warn("preparation phase cleanup", "project", proj.name, "phase", ph.name, "error", res.CleanupErr)
+		}
+		if f != nil {
+			ev.Status = StatusFailed
+			pr.record(ev)
+			log.Error("preparation failed; it stays failed until the configuration of this project changes",
+				"project", proj.name, "directory", proj.dir, "phase", ph.name, "reason", f.Reason,
+				"elapsed", res.Elapsed, "stderr", f.Stderr)
+			pr.failure = f
+			return
+		}
+		pr.record(ev)
+		log.Info("preparation phase finished", "project", proj.name, "directory", proj.dir, "phase", ph.name, "elapsed", res.Elapsed)
+	}
+	log.Info("project prepared", "project", proj.name, "directory", proj.dir, "elapsed", time.Since(start))
+}
+
+// phaseFailure turns one phase's process result into a failure, or nil
+// when the phase succeeded.
+func phaseFailure(ctx context.Context, projectName, phase, uv string, res procResult, startErr error) *PreparationFailure {
+	f := &PreparationFailure{Project: projectName, Phase: phase, ExitCode: res.ExitCode, Signal: res.Signal,
+		Stderr: res.Stderr, StderrTruncated: res.StderrTruncated, ElapsedMS: res.Elapsed.Milliseconds()}
+	switch {
+	case startErr != nil:
+		f.ExitCode = -1
+		f.Reason = fmt.Sprintf("could not start %s: %v", uv, startErr)
+	case res.Stopped:
+		f.Reason = fmt.Sprintf("stopped: %v", context.Cause(ctx))
+	case res.ExitCode != 0:
+		f.Reason = fmt.Sprintf("uv exited with status %d", res.ExitCode)
+		if res.Signal != "" {
+			f.Reason = "uv was killed by " + res.Signal
+		}
+	default:
+		return nil
+	}
+	return f
+}
+
+// env is the reduced process environment of uv and Python.
+func (s *settings) env() []string {
+	return childEnv(os.Environ(), s.envAllow, map[string]string{"UV_PYTHON": s.python, "UV_CACHE_DIR": s.cacheDir})
+}

@@ -1,0 +1,203 @@
+package pythonuv
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"sync"
+
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Provider serves the operator's Python projects as an environment/v1
+// provider. Create it with New and serve it with envsdk.NewHandler.
+type Provider struct {
+	envsdk.Base
+
+	log  *slog.Logger
+	base context.Context // parent of every preparation; ends with Close
+	stop context.CancelFunc
+
+	mu       sync.Mutex
+	s        *settings
+	preps    map[string]*preparation // by installation directory
+	retired  map[string]*preparation // replaced by Reload, maybe still running
+	bindings map[string]struct{}     // attached bindings, by binding key
+}
+
+// Option adjusts a Provider.
+type Option func(*options)
+
+type options struct {
+	log      *slog.Logger
+	lookPath func(string) (string, error)
+}
+
+// WithLogger sends the provider's logs (preparation phases among them) to
+// l; by default they are discarded.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// New validates cfg and returns a provider. Nothing is prepared until the
+// first execute of a project.
+func New(cfg Config, opts ...Option) (*Provider, error) {
+	o := options{lookPath: exec.LookPath}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	s, err := resolve(cfg, o.lookPath)
+	if err != nil {
+		return nil, err
+	}
+	base, stop := context.WithCancel(context.Background())
+	return &Provider{
+		log:      o.log,
+		base:     base,
+		stop:     stop,
+		s:        s,
+		preps:    map[string]*preparation{},
+		retired:  map[string]*preparation{},
+		bindings: map[string]struct{}{},
+	}, nil
+}
+
+// Reload replaces the configuration. The preparation of a directory is
+// forgotten when no project names it any more or when what it depends on
+// changed (the setup module, uv, the interpreter request, the cache or the
+// environment allow-list); a forgotten preparation, failed or not, runs
+// again on next use. Every other preparation, including a failed one, is
+// kept: a failure stays failed until its configuration changes. Bindings
+// are kept.
+func (p *Provider) Reload(cfg Config) error {
+	s, err := resolve(cfg, exec.LookPath)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	byDir := map[string]project{}
+	for _, proj := range s.projects {
+		byDir[proj.dir] = proj
+	}
+	for dir, pr := range p.preps {
+		proj, ok := byDir[dir]
+		if ok && s.recipeFor(proj) == pr.recipe {
+			continue
+		}
+		delete(p.preps, dir)
+		if ended, _ := pr.ready(); !ended {
+			p.retired[dir] = pr
+		}
+		p.log.Info("preparation forgotten after a configuration change", "directory", dir)
+	}
+	p.s = s
+	return nil
+}
+
+// Close stops running preparations (they fail) and releases the provider.
+// Running invocations end with their operations.
+func (p *Provider) Close() error {
+	p.stop()
+	return nil
+}
+
+// SetupConfiguration is the per-binding setup configuration. It has no
+// fields: everything that matters is operator configuration. Anything but
+// {} (or null) is invalid_configuration.
+type SetupConfiguration struct{}
+
+// Setup validates the binding's configuration and attaches the binding.
+// A second setup of an attached binding fails with already_exists.
+func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
+	var conf SetupConfiguration
+	if err := c.DecodeConfiguration(&conf); err != nil {
+		return envsdk.SetupResult{}, err
+	}
+	key := c.BindingKey()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.bindings[key]; ok {
+		return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeAlreadyExists, "binding %s is already set up", key)
+	}
+	p.bindings[key] = struct{}{}
+	return envsdk.SetupResult{}, nil
+}
+
+// Detach releases the session's attachment. Installations are shared and
+// owned by the operator: nothing is removed.
+func (p *Provider) Detach(c *envsdk.Ctx) error {
+	key := c.BindingKey()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.bindings[key]; !ok {
+		return envsdk.Failf(envapi.CodeUnavailable, "binding %s is not attached", key)
+	}
+	delete(p.bindings, key)
+	return nil
+}
+
+// Teardown releases the session's attachment, like Detach, and accepts a
+// binding that is already gone.
+func (p *Provider) Teardown(c *envsdk.Ctx) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.bindings, c.BindingKey())
+	return nil
+}
+
+// attached reports whether key is attached and returns the settings in
+// force.
+func (p *Provider) attached(key string) (*settings, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.bindings[key]
+	return p.s, ok
+}
+
+// preparation returns the preparation of proj's directory, starting it on
+// first use.
+func (p *Provider) preparation(proj project) *preparation {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pr, ok := p.preps[proj.dir]; ok {
+		return pr
+	}
+	s := p.s
+	pr := newPreparation(proj, s.recipeFor(proj))
+	prev := p.retired[proj.dir]
+	delete(p.retired, proj.dir)
+	p.preps[proj.dir] = pr
+	go pr.run(p.base, s, proj, prev, p.log)
+	return pr
+}
+
+// Prepare runs (or joins, or reports) the preparation of the named project
+// without a session: an operator can warm installations at start. The
+// error is a *envsdk.Error: unsupported for an unknown project,
+// preparation_failed when the preparation failed, or ctx's error.
+func (p *Provider) Prepare(ctx context.Context, name string) error {
+	p.mu.Lock()
+	proj, ok := p.s.projects[name]
+	p.mu.Unlock()
+	if !ok {
+		return envsdk.Failf(envapi.CodeUnsupported, "no project %q is configured", name)
+	}
+	f, err := p.preparation(proj).wait(ctx, func(PreparationEvent) {})
+	if err != nil {
+		return fmt.Errorf("pythonuv: prepare %s: %w", name, err)
+	}
+	if f != nil {
+		return preparationFailed(f)
+	}
+	return nil
+}
+
+func preparationFailed(f *PreparationFailure) *envsdk.Error {
+	return envsdk.Failf(envapi.CodePreparationFailed,
+		"preparation of project %s failed in phase %s (%s); it is not retried until the operator changes the configuration",
+		f.Project, f.Phase, f.Reason).WithDetails(f)
+}

@@ -1,0 +1,2 @@
+"""Prints something that is not JSON."""
+print("this is not json")
