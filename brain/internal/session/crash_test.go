@@ -1,0 +1,203 @@
+package session
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/model"
+)
+
+const crashToken = "CRASHTOKEN "
+
+// countingModel reports every request on stdout before answering.
+type countingModel struct {
+	n     *atomic.Int64
+	print bool
+}
+
+func (c countingModel) Call(ctx context.Context, req model.Request, d func(model.Delta)) (model.Result, error) {
+	c.n.Add(1)
+	if c.print {
+		fmt.Fprintln(os.Stdout, crashToken+"model")
+	}
+	return model.Scripted{}.Call(ctx, req, d)
+}
+
+func countingModels(n *atomic.Int64, print bool) model.Providers {
+	return model.Providers{"scripted": func(model.Spec) (model.Client, error) { return countingModel{n: n, print: print}, nil }}
+}
+
+// TestCrashChild is the child process of the crash tests; it does nothing
+// unless re-executed by one of them. It drives a session into the middle
+// of an effect and blocks until it is killed.
+func TestCrashChild(t *testing.T) {
+	dir, mode, id := os.Getenv("BRAIN_CRASH_DIR"), os.Getenv("BRAIN_CRASH_MODE"), os.Getenv("BRAIN_CRASH_ID")
+	if dir == "" {
+		t.Skip("crash child only")
+	}
+	var n atomic.Int64
+	h := openHarness(t, dir, Config{Models: countingModels(&n, true)}, map[string]string{"box": "hang"})
+	h.envs.onOp = func(op Operation) { fmt.Fprintln(os.Stdout, crashToken+string(op.Request.Type)) }
+	ctx := context.Background()
+	req := toolSession("hang")
+	req.Model = api.ModelConfig{Provider: "scripted", Name: "m"}
+	switch mode {
+	case "model", "tool":
+		if _, err := h.engine.Create(ctx, id, req); err != nil {
+			t.Fatal(err)
+		}
+		msg := script(map[string]any{"delay_ms": 600000})
+		if mode == "tool" {
+			msg = script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})
+		}
+		if _, err := h.engine.Submit(ctx, id, api.UserInput{Message: msg}); err != nil {
+			t.Fatal(err)
+		}
+	case "create":
+		h.envs.behaviour["box"] = "hangops"
+		_, _ = h.engine.Create(ctx, id, req)
+	case "end":
+		if _, err := h.engine.Create(ctx, id, req); err != nil {
+			t.Fatal(err)
+		}
+		h.envs.mu.Lock()
+		h.envs.behaviour["box"] = "hangops"
+		h.envs.mu.Unlock()
+		_, _ = h.engine.End(ctx, id)
+	}
+	select {}
+}
+
+// crash runs the child in mode until it printed want, kills it with
+// SIGKILL, and answers how many times each token was printed in total.
+func crash(t *testing.T, dir, mode, id, want string) map[string]int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "BRAIN_CRASH_DIR="+dir, "BRAIN_CRASH_MODE="+mode, "BRAIN_CRASH_ID="+id)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	lines := bufio.NewScanner(out)
+	killed := false
+	timer := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	for lines.Scan() {
+		line := lines.Text()
+		tok, ok := strings.CutPrefix(line, crashToken)
+		if !ok {
+			continue
+		}
+		counts[tok]++
+		if tok == want && !killed {
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+		}
+	}
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatalf("child never reached %q (tokens %v)", want, counts)
+	}
+	return counts
+}
+
+func TestCrashDuringModelCall(t *testing.T) {
+	dir, id := t.TempDir(), NewSessionID()
+	counts := crash(t, dir, "model", id, "model")
+	if counts["model"] != 1 {
+		t.Fatalf("model saw %d requests before the crash", counts["model"])
+	}
+	var n atomic.Int64
+	h := openHarness(t, dir, Config{Models: countingModels(&n, false)}, map[string]string{"box": "echo"})
+	sum, err := h.engine.Summary(context.Background(), id)
+	if err != nil || sum.Status != api.StatusIdle {
+		t.Fatalf("summary %+v %v", sum, err)
+	}
+	recs := h.records(id)
+	k := kinds(recs)
+	tail := strings.Join(k[len(k)-3:], ",")
+	if tail != "model_call_failed,activation_failed,turn_failed" {
+		t.Fatalf("records = %v", k)
+	}
+	f := decode[api.Failure](t, recs[len(recs)-3].Data)
+	if f.Code != api.FailureInterrupted || !f.Ambiguous || f.Sequence != ofKind(recs, api.KindModelCallStarted)[0].Sequence {
+		t.Fatalf("model_call_failed = %+v", f)
+	}
+	if tf := decode[api.Failure](t, recs[len(recs)-1].Data); tf.Code != api.FailureInterrupted || tf.Sequence != ofKind(recs, api.KindTurnStarted)[0].Sequence {
+		t.Fatalf("turn_failed = %+v", tf)
+	}
+	// Recovery is recorded once; nothing was resent; the session works.
+	if again := h.records(id); len(again) != len(recs) || n.Load() != 0 {
+		t.Fatalf("recovery not idempotent or model resent (%d)", n.Load())
+	}
+	if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "after"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCrashDuringToolCall(t *testing.T) {
+	dir, id := t.TempDir(), NewSessionID()
+	counts := crash(t, dir, "tool", id, "execute")
+	if counts["execute"] != 1 || counts["model"] != 1 {
+		t.Fatalf("tokens before crash = %v", counts)
+	}
+	h := openHarness(t, dir, Config{}, map[string]string{"box": "echo"})
+	sum, err := h.engine.Summary(context.Background(), id)
+	if err != nil || sum.Status != api.StatusIdle {
+		t.Fatalf("summary %+v %v", sum, err)
+	}
+	recs := h.records(id)
+	k := kinds(recs)
+	if tail := strings.Join(k[len(k)-3:], ","); tail != "tool_call_failed,activation_failed,turn_failed" {
+		t.Fatalf("records = %v", k)
+	}
+	f := decode[api.Failure](t, recs[len(recs)-3].Data)
+	if f.Code != api.FailureInterrupted || !f.Ambiguous || f.Sequence != ofKind(recs, api.KindToolCallStarted)[0].Sequence {
+		t.Fatalf("tool_call_failed = %+v", f)
+	}
+	if len(h.envs.ops) != 0 {
+		t.Fatalf("operations resent after restart: %+v", h.envs.ops)
+	}
+}
+
+func TestCrashDuringCreateAndEnd(t *testing.T) {
+	dir, id := t.TempDir(), NewSessionID()
+	crash(t, dir, "create", id, "setup")
+	dir2, id2 := t.TempDir(), NewSessionID()
+	crash(t, dir2, "end", id2, "detach")
+
+	h := openHarness(t, dir, Config{}, map[string]string{"box": "echo"})
+	sum, err := h.engine.Summary(context.Background(), id)
+	if err != nil || sum.Status != api.StatusFailed {
+		t.Fatalf("summary %+v %v", sum, err)
+	}
+	k := kinds(h.records(id))
+	if strings.Join(k[len(k)-2:], ",") != "environment_setup_failed,session_creation_failed" {
+		t.Fatalf("records = %v", k)
+	}
+	h2 := openHarness(t, dir2, Config{}, map[string]string{"box": "echo"})
+	sum, err = h2.engine.Summary(context.Background(), id2)
+	if err != nil || sum.Status != api.StatusEnded {
+		t.Fatalf("summary %+v %v", sum, err)
+	}
+	k = kinds(h2.records(id2))
+	if strings.Join(k[len(k)-3:], ",") != "environment_detach_failed,session_end_failed,session_ended" {
+		t.Fatalf("records = %v", k)
+	}
+}

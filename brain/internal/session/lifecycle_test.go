@@ -1,0 +1,207 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+func TestEndAndDelete(t *testing.T) {
+	h := newHarness(t, Config{}, map[string]string{"box": "echo"})
+	id := h.create(toolSession("echo"))
+	ctx := context.Background()
+	if err := h.engine.Delete(ctx, id); !errors.Is(err, ErrWrongState) || Code(err) != api.CodeConflict {
+		t.Fatalf("delete of idle session: %v", err)
+	}
+	before := len(h.records(id))
+	sum, err := h.engine.End(ctx, id)
+	if err != nil || sum.Status != api.StatusEnded {
+		t.Fatalf("end: %+v %v", sum, err)
+	}
+	recs := h.records(id)
+	want := []string{"session_end_started", "environment_detach_started", "environment_detach_ended", "session_ended"}
+	if got := kinds(recs[before:]); !reflect.DeepEqual(got, want) {
+		t.Fatalf("end records = %v", got)
+	}
+	if d := h.envs.opsOf(envapi.RequestDetach); len(d) != 1 || d[0].Sequence != recs[before+1].Sequence {
+		t.Fatalf("detach ops = %+v", d)
+	}
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "late"}); !errors.Is(err, ErrWrongState) {
+		t.Fatalf("send after end: %v", err)
+	}
+	if _, err := h.engine.Transcript(ctx, id); err != nil {
+		t.Fatalf("transcript after end: %v", err)
+	}
+	if err := h.engine.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.envs.opsOf(envapi.RequestTeardown)); n != 1 {
+		t.Fatalf("%d teardowns", n)
+	}
+	if _, err := h.engine.Summary(ctx, id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("summary after delete: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "sessions", id)); !os.IsNotExist(err) {
+		t.Fatalf("session directory remains: %v", err)
+	}
+	if h.secret.Len() != 0 {
+		t.Fatal("secrets remain after delete")
+	}
+}
+
+func TestFailedDetachStillEnds(t *testing.T) {
+	h := newHarness(t, Config{}, map[string]string{"box": "echo"})
+	id := h.create(toolSession("echo"))
+	h.envs.mu.Lock()
+	h.envs.behaviour["box"] = "fail"
+	h.envs.mu.Unlock()
+	sum, err := h.engine.End(context.Background(), id)
+	if err != nil || sum.Status != api.StatusEnded {
+		t.Fatalf("end: %+v %v", sum, err)
+	}
+	if len(ofKind(h.records(id), api.KindEnvironmentDetachFailed)) != 1 {
+		t.Fatalf("records = %v", kinds(h.records(id)))
+	}
+	// A failed teardown keeps the session; a later delete may retry.
+	if err := h.engine.Delete(context.Background(), id); err == nil {
+		t.Fatal("delete succeeded although teardown failed")
+	}
+	if _, err := h.engine.Summary(context.Background(), id); err != nil {
+		t.Fatalf("session removed after failed teardown: %v", err)
+	}
+	h.envs.mu.Lock()
+	h.envs.behaviour["box"] = "echo"
+	h.envs.mu.Unlock()
+	if err := h.engine.Delete(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPassivation: created sessions and finished turns hold no goroutine
+// and no memory; reads do not keep a session; an idle TTL does.
+func TestPassivation(t *testing.T) {
+	h := newHarness(t, Config{}, nil)
+	ctx := context.Background()
+	id := h.create(api.CreateSessionRequest{})
+	runtime.GC()
+	base := runtime.NumGoroutine()
+	ids := make([]string, 1000)
+	for i := range ids {
+		sum, err := h.engine.Create(ctx, "", api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = sum.SessionID
+	}
+	if _, err := h.engine.Send(ctx, ids[0], api.UserInput{Message: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.engine.Active(); n != 0 {
+		t.Fatalf("%d sessions in memory after create and turn", n)
+	}
+	if g := runtime.NumGoroutine(); g > base+2 {
+		t.Fatalf("goroutines %d, before %d", g, base)
+	}
+	if _, err := h.engine.Events(ctx, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.engine.Transcript(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	list, err := h.engine.List(ctx)
+	if err != nil || len(list) != 1001 {
+		t.Fatalf("list: %d %v", len(list), err)
+	}
+	if n := h.engine.Active(); n != 0 {
+		t.Fatalf("reads kept %d sessions", n)
+	}
+
+	ttl := int64(0)
+	kept := h.create(api.CreateSessionRequest{IdleTTLMs: &ttl})
+	if _, err := h.engine.Send(ctx, kept, api.UserInput{Message: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.engine.Active(); n != 1 {
+		t.Fatalf("idle_ttl_ms 0 kept %d sessions", n)
+	}
+	short := int64(20)
+	brief := h.create(api.CreateSessionRequest{IdleTTLMs: &short})
+	_ = brief
+	deadline := time.Now().Add(10 * time.Second)
+	for h.engine.Active() != 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := h.engine.Active(); n != 1 {
+		t.Fatalf("idle TTL did not release: %d active", n)
+	}
+}
+
+func TestCheckpointReopen(t *testing.T) {
+	dir := t.TempDir()
+	h := openHarness(t, dir, Config{CheckpointEvery: 8}, nil)
+	id := h.create(api.CreateSessionRequest{})
+	for i := 0; i < 5; i++ {
+		if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, _ := h.engine.Transcript(context.Background(), id)
+	through, _, err := h.store.ReadCheckpoint(context.Background(), id)
+	if err != nil || through < 8 {
+		t.Fatalf("checkpoint through %d: %v", through, err)
+	}
+	h.close()
+	h2 := openHarness(t, dir, Config{CheckpointEvery: 8}, nil)
+	got, err := h2.engine.Transcript(context.Background(), id)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("reopened transcript differs: %v", err)
+	}
+	if _, err := h2.engine.Send(context.Background(), id, api.UserInput{Message: "more"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEventsPaging(t *testing.T) {
+	h := newHarness(t, Config{}, nil)
+	id := h.create(api.CreateSessionRequest{})
+	for i := 0; i < 170; i++ { // 7 records per turn, 6 public
+		if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all []api.Event
+	cursor := uint64(0)
+	for {
+		page, err := h.engine.Events(context.Background(), id, cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Events) > api.MaxPageEvents {
+			t.Fatalf("page of %d", len(page.Events))
+		}
+		if len(page.Events) == 0 {
+			if page.NextCursor != cursor {
+				t.Fatalf("empty page cursor %d, want %d", page.NextCursor, cursor)
+			}
+			break
+		}
+		all = append(all, page.Events...)
+		cursor = page.NextCursor
+	}
+	if len(all) != 2+170*6 {
+		t.Fatalf("%d public events", len(all))
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].Sequence <= all[i-1].Sequence {
+			t.Fatal("events not strictly increasing")
+		}
+	}
+}
