@@ -1,0 +1,222 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+var timeNow = time.Now
+
+// space is an allocated workspace directory.
+type space struct {
+	path     string
+	dev, ino uint64
+	dir      string // record.Dir it was allocated for
+}
+
+// binding is one set-up binding.
+type binding struct {
+	p   *Provider
+	key string
+
+	mu     sync.Mutex
+	rec    record // guarded by mu
+	cfg    BindingConfig
+	active int  // running executes
+	gone   bool // torn down
+	lazy   envsdk.Lazy[*space]
+}
+
+// restore rebuilds a binding from its persisted state.
+func (p *Provider) restore(rec *record) (*binding, error) {
+	b := &binding{p: p, key: rec.Key, rec: *rec}
+	if len(rec.Config) > 0 {
+		if err := json.Unmarshal(rec.Config, &b.cfg); err != nil {
+			return nil, fmt.Errorf("decode configuration: %w", err)
+		}
+	}
+	switch rec.Phase {
+	case phaseNew, phaseLost:
+	case phaseReady:
+		sp := &space{path: b.dirPath(), dev: rec.Dev, ino: rec.Ino, dir: rec.Dir}
+		_, _ = b.lazy.Get(context.Background(), func(context.Context) (*space, error) { return sp, nil })
+	case phaseFailed:
+		msg := rec.Error
+		_, _ = b.lazy.Get(context.Background(), func(context.Context) (*space, error) {
+			return nil, envsdk.Failf(envapi.CodeAllocationFailed, "allocation failed: %s (call reset to try again)", msg)
+		})
+	default:
+		return nil, fmt.Errorf("unknown phase %q", rec.Phase)
+	}
+	return b, nil
+}
+
+// dirPath is the workspace directory of the current record. Callers hold
+// b.mu or own the binding exclusively.
+func (b *binding) dirPath() string { return filepath.Join(b.p.wsRoot, b.rec.Dir) }
+
+// begin admits an execute; end releases it.
+func (b *binding) begin() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gone {
+		return envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", b.key)
+	}
+	b.active++
+	return nil
+}
+
+func (b *binding) end() {
+	b.mu.Lock()
+	b.active--
+	b.mu.Unlock()
+}
+
+// workspace returns the allocated workspace, allocating it on first use,
+// and checks that it is still the directory that was allocated.
+func (b *binding) workspace(c *envsdk.Ctx) (*space, error) {
+	b.mu.Lock()
+	phase, why := b.rec.Phase, b.rec.Error
+	b.mu.Unlock()
+	if phase == phaseLost {
+		return nil, envsdk.Failf(envapi.CodeResourceLost, "the workspace was lost: %s (call reset to allocate a new one)", why)
+	}
+	sp, err := b.lazy.Get(c.Context(), b.allocate)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.verify(c, sp); err != nil {
+		return nil, err
+	}
+	return sp, nil
+}
+
+// allocate creates the workspace directory. It runs once per binding
+// generation, shared by concurrent first executes.
+func (b *binding) allocate(context.Context) (*space, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	dir := b.rec.Dir
+	path := b.dirPath()
+	sp, err := b.mkdir(path)
+	if err != nil {
+		b.rec.Phase, b.rec.Error = phaseFailed, err.Error()
+		if serr := b.p.store.save(&b.rec); serr != nil {
+			err = errors.Join(err, serr)
+		}
+		return nil, envsdk.Failf(envapi.CodeAllocationFailed, "allocate workspace: %v", err)
+	}
+	sp.dir = dir
+	b.rec.Phase, b.rec.Dev, b.rec.Ino, b.rec.Error = phaseReady, sp.dev, sp.ino, ""
+	if err := b.p.store.save(&b.rec); err != nil {
+		_ = os.RemoveAll(path)
+		b.rec.Phase, b.rec.Error = phaseFailed, err.Error()
+		return nil, envsdk.Failf(envapi.CodeAllocationFailed, "record workspace: %v", err)
+	}
+	b.p.allocations.Add(1)
+	return sp, nil
+}
+
+func (b *binding) mkdir(path string) (*space, error) {
+	// A directory left by an allocation interrupted before its state was
+	// saved carries this binding's private name: it is ours to replace.
+	if err := os.RemoveAll(path); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(path, 0o700); err != nil {
+		return nil, err
+	}
+	dev, ino, err := identify(path)
+	if err != nil {
+		return nil, err
+	}
+	return &space{path: path, dev: dev, ino: ino}, nil
+}
+
+func identify(path string) (dev, ino uint64, err error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.IsDir() {
+		return 0, 0, fmt.Errorf("%s is not a directory", path)
+	}
+	return uint64(st.Dev), uint64(st.Ino), nil
+}
+
+// verify reports resource_lost when the allocated directory is gone or was
+// replaced, records the loss and reports it through the binding's reporter.
+func (b *binding) verify(c *envsdk.Ctx, sp *space) error {
+	dev, ino, err := identify(sp.path)
+	if err == nil && dev == sp.dev && ino == sp.ino {
+		return nil
+	}
+	why := "the workspace directory was removed"
+	if err == nil {
+		why = "the workspace directory was replaced"
+	} else if !errors.Is(err, os.ErrNotExist) {
+		why = "the workspace directory is unusable: " + err.Error()
+	}
+	b.mu.Lock()
+	first := b.rec.Phase != phaseLost && b.rec.Dir == sp.dir
+	if first {
+		b.rec.Phase, b.rec.Error = phaseLost, why
+		if err := b.p.store.save(&b.rec); err != nil {
+			b.p.opts.Logger.Error("record workspace loss", "binding", b.key, "error", err)
+		}
+	}
+	b.mu.Unlock()
+	if first {
+		b.reportLoss(c, why)
+	}
+	return envsdk.Failf(envapi.CodeResourceLost, "%s (call reset to allocate a new one)", why)
+}
+
+func (b *binding) reportLoss(c *envsdk.Ctx, why string) {
+	r := c.Reporter()
+	if r == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), 10*time.Second)
+	defer cancel()
+	_, err := r.Result(ctx, envapi.Observation{
+		Scope: envapi.ScopeResource, Resource: "workspace", Code: envapi.CodeResourceLost, Message: why,
+	}, nil)
+	if err != nil {
+		b.p.opts.Logger.Warn("report workspace loss", "binding", b.key, "error", err)
+	}
+}
+
+// drop removes the workspace and starts a new generation: the next execute
+// allocates a fresh directory. It fails with busy while executes run.
+func (b *binding) drop() (previous string, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gone {
+		return "", envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", b.key)
+	}
+	if b.active > 0 {
+		return "", envsdk.Failf(envapi.CodeBusy, "%d executes are running", b.active)
+	}
+	previous = b.rec.Phase
+	if err := os.RemoveAll(b.dirPath()); err != nil {
+		return previous, envsdk.Failf(envapi.CodeCleanupFailed, "remove workspace: %v", err)
+	}
+	b.rec.Dir, b.rec.Phase, b.rec.Dev, b.rec.Ino, b.rec.Error = newDirName(), phaseNew, 0, 0, ""
+	if err := b.p.store.save(&b.rec); err != nil {
+		return previous, err
+	}
+	b.lazy.Reset()
+	return previous, nil
+}

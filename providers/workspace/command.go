@@ -1,0 +1,200 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/providers/workspace/internal/proctree"
+)
+
+// commandInput is the input of the command tool.
+type commandInput struct {
+	Argv      []string          `json:"argv,omitempty" validate:"omitempty,max=4096"`
+	Shell     string            `json:"shell,omitempty"`
+	Cwd       string            `json:"cwd,omitempty"`
+	Env       map[string]string `json:"env,omitempty" validate:"omitempty,max=256"`
+	Stdin     *string           `json:"stdin,omitempty"`
+	TimeoutMs int64             `json:"timeout_ms,omitempty" validate:"omitempty,min=1"`
+}
+
+// CommandOutput is the output of the command tool.
+type CommandOutput struct {
+	ExitCode  int    `json:"exit_code"`
+	Signal    string `json:"signal,omitempty"`
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	Truncated bool   `json:"truncated"`
+}
+
+// MarkerEnv marks every process of a command (see internal/proctree).
+const MarkerEnv = "BRAIN_WORKSPACE_RUN"
+
+var errCommandTimeout = errors.New("workspace: command timeout")
+
+func runCommand(k *call) (any, error) {
+	var in commandInput
+	if err := decodeInput(k.x.Input, &in); err != nil {
+		return nil, err
+	}
+	if (len(in.Argv) == 0) == (in.Shell == "") {
+		return nil, invalidInput("input: give exactly one of argv and shell")
+	}
+	opts := &k.b.p.opts
+	argv := in.Argv
+	if in.Shell != "" {
+		argv = []string{"/bin/sh", "-c", in.Shell}
+	}
+	if !opts.allowsProgram(argv[0]) {
+		return nil, envsdk.Failf("not_allowed", "program %q is not allowed by the operator", filepath.Base(argv[0]))
+	}
+	cwd, err := k.resolveDir(in.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	for name := range in.Env {
+		if !envName.MatchString(name) || name == MarkerEnv {
+			return nil, invalidInput("input.env: %q is not an allowed variable name", name)
+		}
+	}
+	if err := k.checkLimits(0, 0); err != nil {
+		return nil, err
+	}
+	env := k.environment(in.Env)
+	path, err := lookPath(argv[0], cwd, env)
+	if err != nil {
+		return nil, envsdk.Failf(envapi.CodeExecutionFailed, "%v", err)
+	}
+
+	ctx := k.c.Context()
+	var cancel context.CancelFunc = func() {}
+	timeout := time.Duration(in.TimeoutMs) * time.Millisecond
+	if timeout == 0 && k.x.Deadline.IsZero() {
+		timeout = opts.CommandTimeout
+		if k.cfg.TimeoutMs > 0 {
+			timeout = time.Duration(k.cfg.TimeoutMs) * time.Millisecond
+		}
+	}
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errCommandTimeout)
+	}
+	defer cancel()
+
+	em := newEmitter(ctx, k.x.Invocation)
+	limit := k.outputLimit()
+	stdout := &capture{stream: "stdout", limit: limit, em: em}
+	stderr := &capture{stream: "stderr", limit: limit, em: em}
+	spec := proctree.Spec{
+		Path: path, Args: argv, Dir: cwd, Env: env,
+		Stdout: stdout, Stderr: stderr, Marker: MarkerEnv,
+	}
+	if in.Stdin != nil {
+		spec.Stdin = []byte(*in.Stdin)
+	}
+	res, runErr := proctree.Run(ctx, spec)
+	if emitErr := em.close(); emitErr != nil && ctx.Err() == nil {
+		opts.Logger.Warn("stream command output", "binding", k.b.key, "error", emitErr)
+	}
+
+	out := CommandOutput{ExitCode: res.ExitCode, Signal: res.Signal}
+	var t1, t2 bool
+	out.Stdout, t1 = stdout.result()
+	out.Stderr, t2 = stderr.result()
+	out.Truncated = t1 || t2
+
+	var stopped *proctree.StoppedError
+	var sweep *proctree.CleanupError
+	switch {
+	case runErr == nil:
+		return out, nil
+	case errors.As(runErr, &stopped):
+		code, msg := envapi.CodeCancelled, "the command was cancelled"
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			code, msg = envapi.CodeTimeout, "the command's deadline expired"
+			if errors.Is(context.Cause(ctx), errCommandTimeout) {
+				msg = fmt.Sprintf("the command's timeout of %s expired", timeout)
+			}
+		}
+		first := envsdk.Fail(code, msg).WithDetails(map[string]any{"stdout": out.Stdout, "stderr": out.Stderr, "truncated": out.Truncated})
+		return nil, envsdk.KeepFirst(first, stopped.Cleanup)
+	case errors.As(runErr, &sweep):
+		return nil, envsdk.Failf(envapi.CodeCleanupFailed, "the command finished but left processes behind: %v", sweep.Err).
+			WithDetails(map[string]any{"output": out})
+	case errors.Is(runErr, proctree.ErrStart):
+		return nil, envsdk.Failf(envapi.CodeExecutionFailed, "%v", runErr)
+	}
+	return nil, fmt.Errorf("run command: %w", runErr)
+}
+
+// environment builds a command's environment: the operator's allow-list
+// from the provider's environment, WORKSPACE, the binding's variables,
+// then the input's.
+func (k *call) environment(extra map[string]string) []string {
+	vars := map[string]string{}
+	for _, name := range k.b.p.opts.EnvAllow {
+		if v, ok := os.LookupEnv(name); ok {
+			vars[name] = v
+		}
+	}
+	if _, ok := vars["PATH"]; !ok {
+		vars["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+	}
+	vars["WORKSPACE"] = k.sp.path
+	for n, v := range k.cfg.Env {
+		vars[n] = v
+	}
+	for n, v := range extra {
+		vars[n] = v
+	}
+	env := make([]string, 0, len(vars))
+	for n, v := range vars {
+		env = append(env, n+"="+v)
+	}
+	return env
+}
+
+// lookPath finds name like a shell would with the command's PATH; a name
+// with a slash is taken relative to dir.
+func lookPath(name, dir string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(dir, name)
+		}
+		if err := executable(name); err != nil {
+			return "", fmt.Errorf("program %s: %w", name, err)
+		}
+		return name, nil
+	}
+	var path string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		if p := filepath.Join(d, name); executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("program %q not found in PATH", name)
+}
+
+func executable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+// Package workspace is an environment/v1 provider that gives every binding a
+// directory on the provider's host, allocated lazily on first use, and runs
+// commands and file tools inside it.
+//
+// # Lifecycle
+//
+// setup validates the binding's configuration (BindingConfig) and records
+// the binding on disk; it allocates nothing. A second setup of a binding
+// that is still set up fails with already_exists. The first execute creates
+// the workspace directory; concurrent first executes share that one
+// allocation, and a failed allocation stays failed (allocation_failed) until
+// the method reset. detach keeps the directory. teardown removes it and
+// forgets the binding; it is repeatable and answers accepted again. Any other
+// operation on an unknown or torn-down binding fails with unavailable.
+// detach and teardown while executes run fail with busy.
+//
+// Each binding's state is one JSON file under <root>/bindings, written
+// atomically (temporary file, fsync, rename, directory fsync), so a provider
+// restarted on the same root finds its workspaces. A workspace directory that
+// was removed or replaced behind the provider's back is reported as
+// resource_lost — as a failure and, when the binding has a reporter, as a
+// resource observation — and is never silently re-created; reset allocates a
+// fresh one.
+//
+// # Tools
+//
+// The implementation of an execute is {"tool": NAME}:
+//
+//	command  {"argv": [..]} or {"shell": "line"} (run by /bin/sh -c), "cwd",
+//	         "env" {NAME: VALUE}, "stdin", "timeout_ms"
+//	         → {"exit_code", "signal"?, "stdout", "stderr", "truncated"}
+//	read     {"path", "offset"?, "limit"?} → {"content", "encoding", "size", "truncated"}
+//	write    {"path", "content", "encoding"?: "utf8"|"base64", "append"?} → {"bytes"}
+//	list     {"path"?, "recursive"?} → {"entries": [{"path", "type", "size"}], "truncated"}
+//	edit     {"path", "old", "new"} → {"replacements": 1}
+//
+// Any other tool is unsupported. File tools resolve paths with os.Root inside
+// the workspace: absolute paths, ".." and symbolic links that lead outside
+// fail with path_escape. A command runs with its working directory inside
+// the workspace, an environment built from the operator's allow-list plus
+// the input's variables, and only programs the operator allows. Its output
+// is streamed while it runs as "workspace.output" events through the
+// execution's emit service ({"stream", "data"}, chunks of at most 16 KiB)
+// and returned with each stream capped at the output limit: the head is
+// kept and truncated is true. Commands are not sandboxed: the directory is
+// a working area, not an isolation boundary.
+//
+// # Stopping
+//
+// Every command runs in its own process group and is tracked by group,
+// parent chain and an inherited marker variable (see internal/proctree). At
+// the deadline, on cancel, and after the command exits, the whole tree is
+// killed with SIGKILL — including children that trap SIGTERM or call setsid.
+// A stopped command answers timeout or cancelled; if some process could not
+// be killed the first cause is kept with the evidence in
+// details.cleanup_error.
+//
+// # Methods
+//
+// reset drops the workspace (and a sticky allocation failure or loss) so the
+// next execute allocates afresh; release is the turn-end hook (registered by
+// setup when the binding sets release_on_turn_end) and keeps or wipes the
+// workspace per Options.Release; inspect reports whether the workspace is
+// allocated, its size and file count. reset and release fail with busy while
+// executes run.
+package workspace

@@ -1,0 +1,130 @@
+package workspace
+
+import (
+	"encoding/json"
+
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+const (
+	emptySchema = `{"type":"object","additionalProperties":false}`
+
+	resetOutputSchema = `{"type":"object","additionalProperties":false,"required":["reset","previous_phase"],
+"properties":{"reset":{"const":true},"previous_phase":{"enum":["new","ready","failed","lost"]}}}`
+
+	releaseInputSchema = `{"type":"object","additionalProperties":false,"required":["sequence"],
+"properties":{"sequence":{"type":"integer","minimum":1}}}`
+
+	releaseOutputSchema = `{"type":"object","additionalProperties":false,"required":["released","policy"],
+"properties":{"released":{"type":"boolean"},"policy":{"enum":["keep","wipe"]}}}`
+
+	inspectOutputSchema = `{"type":"object","additionalProperties":false,"required":["allocated","phase","bytes","files"],
+"properties":{"allocated":{"type":"boolean"},"phase":{"enum":["new","ready","failed","lost"]},
+"label":{"type":"string"},"error":{"type":"string"},
+"bytes":{"type":"integer","minimum":0},"files":{"type":"integer","minimum":0}}}`
+)
+
+// Methods declares reset, release and inspect.
+func (p *Provider) Methods() map[string]envsdk.Method {
+	return map[string]envsdk.Method{
+		"reset": {
+			Description:  "Drop the workspace, including a sticky allocation failure or loss; the next execute allocates an empty one. Fails with busy while executes run.",
+			InputSchema:  json.RawMessage(emptySchema),
+			OutputSchema: json.RawMessage(resetOutputSchema),
+			Run:          p.reset,
+		},
+		"release": {
+			Description:  "Turn-end hook: keeps or wipes the workspace per the operator's release policy. Fails with busy while executes run.",
+			InputSchema:  json.RawMessage(releaseInputSchema),
+			OutputSchema: json.RawMessage(releaseOutputSchema),
+			Run:          p.release,
+		},
+		"inspect": {
+			Description:  "Report whether the workspace is allocated, its phase, its size in bytes and its number of entries.",
+			InputSchema:  json.RawMessage(emptySchema),
+			OutputSchema: json.RawMessage(inspectOutputSchema),
+			Run:          p.inspect,
+		},
+	}
+}
+
+func decodeMethodInput(raw json.RawMessage, v any) error { return decodeInput(raw, v) }
+
+func (p *Provider) reset(c *envsdk.Ctx, input json.RawMessage) (any, error) {
+	if err := decodeMethodInput(input, &struct{}{}); err != nil {
+		return nil, err
+	}
+	b, err := p.lookup(c.BindingKey())
+	if err != nil {
+		return nil, err
+	}
+	prev, err := b.drop()
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"reset": true, "previous_phase": prev}, nil
+}
+
+func (p *Provider) release(c *envsdk.Ctx, input json.RawMessage) (any, error) {
+	var in struct {
+		Sequence uint64 `json:"sequence" validate:"min=1"`
+	}
+	if err := decodeMethodInput(input, &in); err != nil {
+		return nil, err
+	}
+	b, err := p.lookup(c.BindingKey())
+	if err != nil {
+		return nil, err
+	}
+	if p.opts.Release == ReleaseKeep {
+		b.mu.Lock()
+		active := b.active
+		b.mu.Unlock()
+		if active > 0 {
+			return nil, envsdk.Failf(envapi.CodeBusy, "%d executes are running", active)
+		}
+		return map[string]any{"released": false, "policy": ReleaseKeep}, nil
+	}
+	if _, err := b.drop(); err != nil {
+		return nil, err
+	}
+	return map[string]any{"released": true, "policy": ReleaseWipe}, nil
+}
+
+// InspectOutput is the output of the method inspect.
+type InspectOutput struct {
+	Allocated bool   `json:"allocated"`
+	Phase     string `json:"phase"`
+	Label     string `json:"label,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Bytes     int64  `json:"bytes"`
+	Files     int    `json:"files"`
+}
+
+func (p *Provider) inspect(c *envsdk.Ctx, input json.RawMessage) (any, error) {
+	if err := decodeMethodInput(input, &struct{}{}); err != nil {
+		return nil, err
+	}
+	b, err := p.lookup(c.BindingKey())
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	out := InspectOutput{Phase: b.rec.Phase, Label: b.cfg.Label, Error: b.rec.Error}
+	sp := &space{path: b.dirPath(), dev: b.rec.Dev, ino: b.rec.Ino, dir: b.rec.Dir}
+	b.mu.Unlock()
+	if out.Phase != phaseReady {
+		return out, nil
+	}
+	if err := b.verify(c, sp); err != nil {
+		out.Phase, out.Error = phaseLost, err.Error()
+		return out, nil
+	}
+	u, err := measure(sp.path)
+	if err != nil {
+		return nil, fsError(".", err)
+	}
+	out.Allocated, out.Bytes, out.Files = true, u.Bytes, u.Files
+	return out, nil
+}

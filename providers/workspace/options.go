@@ -1,0 +1,131 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// Release policies for the turn-end method release.
+const (
+	ReleaseKeep = "keep"
+	ReleaseWipe = "wipe"
+)
+
+// AnyCommand in Options.Commands allows every program.
+const AnyCommand = "any"
+
+// Defaults of Options.
+const (
+	DefaultMaxBytes       = 1 << 30
+	DefaultMaxFiles       = 100_000
+	DefaultOutputLimit    = 1 << 20
+	DefaultCommandTimeout = 10 * time.Minute
+)
+
+// DefaultEnv is the provider environment passed to commands when
+// Options.EnvAllow is nil.
+var DefaultEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"}
+
+// Options configure the provider; they are the operator's, never a
+// session's.
+type Options struct {
+	// Root is the directory holding the workspaces and the binding state.
+	// It is created if missing.
+	Root string
+	// MaxBytes and MaxFiles bound a workspace's total size and number of
+	// entries. The file tools refuse a write beyond them and a command does
+	// not start in a workspace already beyond them (limit_exceeded); a
+	// running command is not stopped by them. Zero means the default,
+	// negative means unlimited.
+	MaxBytes int64
+	MaxFiles int
+	// OutputLimit caps each of a command's stdout and stderr, and the
+	// content a read returns, in bytes. Zero means DefaultOutputLimit. A
+	// binding may lower it.
+	OutputLimit int
+	// Commands is the allow-list of program names (the base name of argv[0];
+	// "sh" allows shell lines). Nil, or a list holding AnyCommand, allows
+	// every program.
+	Commands []string
+	// CommandTimeout bounds a command whose execute has no deadline; zero
+	// means DefaultCommandTimeout, negative means none.
+	CommandTimeout time.Duration
+	// Release is what the method release does: ReleaseKeep (default) keeps
+	// the workspace, ReleaseWipe removes it so the next execute starts
+	// empty.
+	Release string
+	// EnvAllow names the provider's environment variables passed to
+	// commands; nil means DefaultEnv.
+	EnvAllow []string
+	// Logger receives operational logs; nil discards.
+	Logger *slog.Logger
+}
+
+// ErrOptions reports invalid operator options.
+var ErrOptions = errors.New("workspace: invalid options")
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Root == "" {
+		return o, fmt.Errorf("%w: Root is required", ErrOptions)
+	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return o, fmt.Errorf("%w: Root: %w", ErrOptions, err)
+	}
+	o.Root = root
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxFiles == 0 {
+		o.MaxFiles = DefaultMaxFiles
+	}
+	if o.OutputLimit == 0 {
+		o.OutputLimit = DefaultOutputLimit
+	}
+	if o.OutputLimit < 0 {
+		return o, fmt.Errorf("%w: OutputLimit %d is negative", ErrOptions, o.OutputLimit)
+	}
+	if o.CommandTimeout == 0 {
+		o.CommandTimeout = DefaultCommandTimeout
+	}
+	switch o.Release {
+	case "":
+		o.Release = ReleaseKeep
+	case ReleaseKeep, ReleaseWipe:
+	default:
+		return o, fmt.Errorf("%w: Release %q is neither %q nor %q", ErrOptions, o.Release, ReleaseKeep, ReleaseWipe)
+	}
+	if o.EnvAllow == nil {
+		o.EnvAllow = DefaultEnv
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// allowsProgram reports whether the operator allows running name.
+func (o *Options) allowsProgram(name string) bool {
+	return o.Commands == nil || slices.Contains(o.Commands, AnyCommand) || slices.Contains(o.Commands, filepath.Base(name))
+}
+
+// BindingConfig is a binding's setup configuration:
+//
+//	{"label": STRING?, "output_limit": N?, "timeout_ms": N?,
+//	 "release_on_turn_end": BOOL?, "env": {NAME: VALUE}?}
+//
+// output_limit may only lower the operator's limit; timeout_ms bounds a
+// command whose execute has no deadline (instead of the operator's
+// default); env is added to every command's environment;
+// release_on_turn_end makes setup register the method release for turn end.
+type BindingConfig struct {
+	Label            string            `json:"label,omitempty" validate:"max=128"`
+	OutputLimit      int               `json:"output_limit,omitempty" validate:"omitempty,min=1"`
+	TimeoutMs        int64             `json:"timeout_ms,omitempty" validate:"omitempty,min=1"`
+	ReleaseOnTurnEnd bool              `json:"release_on_turn_end,omitempty"`
+	Env              map[string]string `json:"env,omitempty" validate:"omitempty,max=64,dive,keys,min=1,max=128,endkeys,max=4096"`
+}

@@ -1,0 +1,179 @@
+package workspace
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"sync/atomic"
+
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Provider is the workspace environment provider. Create it with New and
+// serve it with Handler.
+type Provider struct {
+	envsdk.Base
+	opts   Options
+	store  store
+	wsRoot string // <root>/workspaces
+
+	mu       sync.Mutex
+	bindings map[string]*binding
+
+	allocations atomic.Int64 // directories created, for tests
+}
+
+var (
+	_ envsdk.Provider       = (*Provider)(nil)
+	_ envsdk.MethodProvider = (*Provider)(nil)
+)
+
+// New opens (creating if needed) the provider's root and loads the state of
+// the bindings a previous provider left there.
+func New(opts Options) (*Provider, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p := &Provider{
+		opts:     o,
+		store:    store{dir: filepath.Join(o.Root, "bindings")},
+		wsRoot:   filepath.Join(o.Root, "workspaces"),
+		bindings: map[string]*binding{},
+	}
+	for _, dir := range []string{o.Root, p.store.dir, p.wsRoot} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("workspace: create %s: %w", dir, err)
+		}
+	}
+	recs, err := p.store.load()
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	for _, rec := range recs {
+		b, err := p.restore(rec)
+		if err != nil {
+			return nil, fmt.Errorf("workspace: binding %s: %w", rec.Key, err)
+		}
+		p.bindings[rec.Key] = b
+	}
+	return p, nil
+}
+
+// Handler serves the provider at POST /v1/operations, requiring token as
+// the bearer credential (empty: no authentication, for loopback tests).
+func (p *Provider) Handler(token string) http.Handler {
+	return envsdk.NewHandler(p, &envsdk.Options{Token: token, Logger: p.opts.Logger})
+}
+
+// Root is the absolute directory the provider keeps its state in.
+func (p *Provider) Root() string { return p.opts.Root }
+
+func (p *Provider) lookup(key string) (*binding, error) {
+	p.mu.Lock()
+	b := p.bindings[key]
+	p.mu.Unlock()
+	if b == nil {
+		return nil, envsdk.Failf(envapi.CodeUnavailable, "binding %s is not set up (or was torn down)", key)
+	}
+	return b, nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Setup validates the configuration and records the binding. A second
+// setup of a live binding fails with already_exists.
+func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
+	var cfg BindingConfig
+	if err := c.DecodeConfiguration(&cfg); err != nil {
+		return envsdk.SetupResult{}, err
+	}
+	if cfg.OutputLimit > p.opts.OutputLimit {
+		return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeInvalidConfiguration,
+			"configuration.output_limit: must be at most %d, got %d", p.opts.OutputLimit, cfg.OutputLimit).
+			WithDetails(map[string]string{"field": "configuration.output_limit"})
+	}
+	for name := range cfg.Env {
+		if !envName.MatchString(name) {
+			return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeInvalidConfiguration,
+				"configuration.env: %q is not a variable name", name).
+				WithDetails(map[string]string{"field": "configuration.env"})
+		}
+	}
+	raw := c.RawConfiguration
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	key := c.BindingKey()
+	rec := &record{
+		Key: key, SessionID: c.SessionID, Environment: c.Environment, Binding: c.Binding.Sequence,
+		Config: raw, Dir: newDirName(), Phase: phaseNew, Created: timeNow(),
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.bindings[key]; ok {
+		return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeAlreadyExists, "binding %s is already set up", key)
+	}
+	if err := p.store.save(rec); err != nil {
+		return envsdk.SetupResult{}, err
+	}
+	p.bindings[key] = &binding{p: p, key: key, rec: *rec, cfg: cfg}
+	var res envsdk.SetupResult
+	if cfg.ReleaseOnTurnEnd {
+		res.OnTurnEnd = "release"
+	}
+	return res, nil
+}
+
+// Detach keeps the workspace; it fails with busy while executes run.
+func (p *Provider) Detach(c *envsdk.Ctx) error {
+	b, err := p.lookup(c.BindingKey())
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.active > 0 {
+		return envsdk.Failf(envapi.CodeBusy, "%d executes are running", b.active)
+	}
+	return nil
+}
+
+// Teardown removes the workspace and forgets the binding. Tearing down an
+// unknown binding is accepted, so teardown is repeatable.
+func (p *Provider) Teardown(c *envsdk.Ctx) error {
+	key := c.BindingKey()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.bindings[key]
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.active > 0 {
+		return envsdk.Failf(envapi.CodeBusy, "%d executes are running", b.active)
+	}
+	if err := os.RemoveAll(b.dirPath()); err != nil {
+		return envsdk.Failf(envapi.CodeCleanupFailed, "remove workspace: %v", err)
+	}
+	if err := p.store.remove(key); err != nil {
+		return envsdk.Failf(envapi.CodeCleanupFailed, "%v", err)
+	}
+	b.gone = true
+	b.lazy.Reset()
+	delete(p.bindings, key)
+	return nil
+}
+
+func newDirName() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,125 @@
+package workspace
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Phases of a binding's workspace.
+const (
+	phaseNew    = "new"    // set up, nothing allocated
+	phaseReady  = "ready"  // directory allocated
+	phaseFailed = "failed" // allocation failed; sticky until reset
+	phaseLost   = "lost"   // directory vanished or was replaced; sticky until reset
+)
+
+// record is the persisted state of one binding.
+type record struct {
+	Key         string          `json:"key"`
+	SessionID   string          `json:"session_id"`
+	Environment string          `json:"environment"`
+	Binding     uint64          `json:"binding_sequence"`
+	Config      json.RawMessage `json:"configuration"`
+	// Dir is the workspace directory's name under <root>/workspaces,
+	// chosen at setup and replaced by reset.
+	Dir   string `json:"dir"`
+	Phase string `json:"phase"`
+	// Dev and Ino identify the allocated directory, so a directory
+	// re-created at the same path is not mistaken for ours.
+	Dev     uint64    `json:"dev,omitempty"`
+	Ino     uint64    `json:"ino,omitempty"`
+	Error   string    `json:"error,omitempty"` // failed or lost: why
+	Created time.Time `json:"created"`
+}
+
+// store keeps one JSON file per binding under dir.
+type store struct{ dir string }
+
+const stateSuffix = ".json"
+
+func (s store) path(key string) string {
+	return filepath.Join(s.dir, base64.RawURLEncoding.EncodeToString([]byte(key))+stateSuffix)
+}
+
+// save writes rec atomically: temporary file, fsync, rename, directory fsync.
+func (s store) save(rec *record) error {
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode binding state: %w", err)
+	}
+	final := s.path(rec.Key)
+	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("save binding state: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save binding state: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save binding state: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("save binding state: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return fmt.Errorf("save binding state: %w", err)
+	}
+	return s.syncDir()
+}
+
+func (s store) syncDir() error {
+	d, err := os.Open(s.dir)
+	if err != nil {
+		return fmt.Errorf("sync state directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync state directory: %w", err)
+	}
+	return nil
+}
+
+// remove deletes the state of key; a missing file is not an error.
+func (s store) remove(key string) error {
+	if err := os.Remove(s.path(key)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove binding state: %w", err)
+	}
+	return s.syncDir()
+}
+
+// load reads every binding's state.
+func (s store) load() ([]*record, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("read binding states: %w", err)
+	}
+	var out []*record
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, stateSuffix) || strings.HasPrefix(name, ".") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(s.dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("read binding state %s: %w", name, err)
+		}
+		var rec record
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return nil, fmt.Errorf("decode binding state %s: %w", name, err)
+		}
+		if rec.Key == "" || s.path(rec.Key) != filepath.Join(s.dir, name) {
+			return nil, fmt.Errorf("binding state %s: key %q does not match the file name", name, rec.Key)
+		}
+		out = append(out, &rec)
+	}
+	return out, nil
+}

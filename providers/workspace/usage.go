@@ -1,0 +1,63 @@
+package workspace
+
+import (
+	"io/fs"
+	"path/filepath"
+
+	"github.com/brain-in-go/brain/envsdk"
+)
+
+// CodeLimitExceeded answers a write beyond the workspace's size or file
+// count limit, or a command in a workspace already beyond it.
+const CodeLimitExceeded = "limit_exceeded"
+
+// usage is a workspace's size: the bytes of its regular files and the
+// number of its entries (files, directories, links), the root excluded.
+type usage struct {
+	Bytes int64 `json:"bytes"`
+	Files int   `json:"files"`
+}
+
+func measure(dir string) (usage, error) {
+	var u usage
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == dir {
+			return nil
+		}
+		u.Files++
+		if d.Type().IsRegular() {
+			fi, err := d.Info()
+			if err != nil {
+				return nil // removed meanwhile
+			}
+			u.Bytes += fi.Size()
+		}
+		return nil
+	})
+	return u, err
+}
+
+// checkLimits fails with limit_exceeded when the workspace, grown by
+// addBytes and addFiles, would be beyond the operator's limits.
+func (k *call) checkLimits(addBytes int64, addFiles int) error {
+	o := &k.b.p.opts
+	if o.MaxBytes < 0 && o.MaxFiles < 0 {
+		return nil
+	}
+	u, err := measure(k.sp.path)
+	if err != nil {
+		return fsError(".", err)
+	}
+	if o.MaxBytes >= 0 && u.Bytes+addBytes > o.MaxBytes {
+		return envsdk.Failf(CodeLimitExceeded, "the workspace would hold %d bytes, beyond its limit of %d", u.Bytes+addBytes, o.MaxBytes).
+			WithDetails(map[string]int64{"bytes": u.Bytes + addBytes, "max_bytes": o.MaxBytes})
+	}
+	if o.MaxFiles >= 0 && u.Files+addFiles > o.MaxFiles {
+		return envsdk.Failf(CodeLimitExceeded, "the workspace would hold %d files, beyond its limit of %d", u.Files+addFiles, o.MaxFiles).
+			WithDetails(map[string]int{"files": u.Files + addFiles, "max_files": o.MaxFiles})
+	}
+	return nil
+}
