@@ -1,0 +1,160 @@
+package idem
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// Record types; doc.go is the specification.
+const (
+	typeClaim   = 1
+	typeAnswer  = 2
+	typeRelease = 3
+
+	frameHeader = 8
+	version     = 1
+	fixedBytes  = 13 // version, type, at_ms, scope length, key length
+	digestBytes = 32
+
+	// MaxKeyBytes is the longest Idempotency-Key.
+	MaxKeyBytes = 256
+	// MaxScopeBytes is the longest scope.
+	MaxScopeBytes = 255
+	// MaxPayloadBytes bounds one record's payload (and so an answer body).
+	MaxPayloadBytes = 64 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var errPayload = errors.New("idem: malformed record payload")
+
+// record is one decoded requests.log record.
+type record struct {
+	Type   byte
+	AtMs   int64
+	Scope  string
+	Key    string
+	Digest [digestBytes]byte // claim
+	Status int               // answer
+	Body   []byte            // answer
+}
+
+// appendFrame appends r's frame to dst.
+func appendFrame(dst []byte, r *record) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, frameHeader)...)
+	dst = append(dst, version, r.Type)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(r.AtMs))
+	dst = append(dst, byte(len(r.Scope)))
+	dst = append(dst, r.Scope...)
+	dst = binary.LittleEndian.AppendUint16(dst, uint16(len(r.Key)))
+	dst = append(dst, r.Key...)
+	switch r.Type {
+	case typeClaim:
+		dst = append(dst, r.Digest[:]...)
+	case typeAnswer:
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(r.Status))
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(r.Body)))
+		dst = append(dst, r.Body...)
+	}
+	payload := dst[start+frameHeader:]
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(dst[start+4:], crc32.Checksum(payload, castagnoli))
+	return dst
+}
+
+// checkRecord validates what a caller may put in a record.
+func checkRecord(r *record) error {
+	if len(r.Scope) == 0 || len(r.Scope) > MaxScopeBytes {
+		return fmt.Errorf("idem: scope must be 1..%d bytes", MaxScopeBytes)
+	}
+	if len(r.Key) == 0 || len(r.Key) > MaxKeyBytes {
+		return fmt.Errorf("%w: key must be 1..%d bytes", ErrInvalidKey, MaxKeyBytes)
+	}
+	if r.Type == typeAnswer && (r.Status < 100 || r.Status > 999 || fixedBytes+len(r.Scope)+len(r.Key)+6+len(r.Body) > MaxPayloadBytes) {
+		return fmt.Errorf("idem: answer status %d or body of %d bytes out of range", r.Status, len(r.Body))
+	}
+	return nil
+}
+
+// frameStatus says how a frame at the start of a buffer decodes.
+type frameStatus int
+
+const (
+	frameOK         frameStatus = iota
+	frameIncomplete             // the buffer ends inside the frame
+	frameDamaged                // a complete frame that does not check or decode
+)
+
+// nextFrame decodes the frame at the start of b, answering the record and
+// the frame's size.
+func nextFrame(b []byte) (record, int, frameStatus) {
+	if len(b) < frameHeader {
+		return record{}, 0, frameIncomplete
+	}
+	n := binary.LittleEndian.Uint32(b)
+	if n > MaxPayloadBytes {
+		return record{}, 0, frameDamaged
+	}
+	if uint64(len(b)-frameHeader) < uint64(n) {
+		return record{}, 0, frameIncomplete
+	}
+	payload := b[frameHeader : frameHeader+int(n)]
+	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
+		return record{}, 0, frameDamaged
+	}
+	r, err := decodePayload(payload)
+	if err != nil {
+		return record{}, 0, frameDamaged
+	}
+	return r, frameHeader + int(n), frameOK
+}
+
+// decodePayload decodes one record payload exactly.
+func decodePayload(p []byte) (record, error) {
+	var r record
+	if len(p) < fixedBytes-2 || p[0] != version {
+		return r, errPayload
+	}
+	r.Type = p[1]
+	r.AtMs = int64(binary.LittleEndian.Uint64(p[2:]))
+	s := int(p[10])
+	p = p[11:]
+	if s == 0 || len(p) < s+2 {
+		return r, errPayload
+	}
+	r.Scope, p = string(p[:s]), p[s:]
+	k := int(binary.LittleEndian.Uint16(p))
+	p = p[2:]
+	if k == 0 || k > MaxKeyBytes || len(p) < k {
+		return r, errPayload
+	}
+	r.Key, p = string(p[:k]), p[k:]
+	switch r.Type {
+	case typeClaim:
+		if len(p) != digestBytes {
+			return r, errPayload
+		}
+		copy(r.Digest[:], p)
+	case typeAnswer:
+		if len(p) < 6 {
+			return r, errPayload
+		}
+		r.Status = int(binary.LittleEndian.Uint16(p))
+		bl := binary.LittleEndian.Uint32(p[2:])
+		p = p[6:]
+		if uint64(len(p)) != uint64(bl) || r.Status < 100 || r.Status > 999 {
+			return r, errPayload
+		}
+		r.Body = append([]byte(nil), p...)
+	case typeRelease:
+		if len(p) != 0 {
+			return r, errPayload
+		}
+	default:
+		return r, errPayload
+	}
+	return r, nil
+}

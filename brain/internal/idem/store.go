@@ -1,0 +1,475 @@
+package idem
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/internal/datadir"
+)
+
+// Errors of this package.
+var (
+	ErrConflict   = errors.New("idem: idempotency key was used with a different request")
+	ErrAmbiguous  = errors.New("idem: a request with this idempotency key was claimed but its answer was never recorded")
+	ErrInvalidKey = errors.New("idem: invalid idempotency key")
+	ErrDamaged    = errors.New("idem: requests log is damaged")
+	ErrClosed     = errors.New("idem: store is closed")
+)
+
+// compactMinBytes is the smallest file the running store compacts.
+const compactMinBytes = 1 << 20
+
+// Options configures a Store. The zero value keeps answers forever.
+type Options struct {
+	// Retention is how long an entry is kept after its last record; zero
+	// keeps entries forever.
+	Retention time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Answer is a recorded HTTP answer.
+type Answer struct {
+	Status int
+	Body   []byte
+}
+
+type entryKey struct{ scope, key string }
+
+type entry struct {
+	digest   [digestBytes]byte
+	atMs     int64
+	claimAt  int64
+	answered bool
+	answer   Answer
+	released bool          // a release record is written
+	done     chan struct{} // open while this process runs the claimed request
+}
+
+// Store is the durable idempotency store of one data directory.
+type Store struct {
+	path string
+	opts Options
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	f       *os.File
+	entries map[entryKey]*entry
+	size    int64 // bytes in the file
+	written uint64
+	synced  uint64
+	syncing bool
+	err     error // sticky write/sync failure
+	closed  bool
+}
+
+// Digest returns the SHA-256 digest of a request described by parts; each
+// part is length-prefixed so that no two part lists collide.
+func Digest(parts ...[]byte) [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, p := range parts {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write(p)
+	}
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// Open opens (creating if needed) the requests log at path, recovering and
+// compacting it as doc.go describes.
+func Open(path string, opts *Options) (*Store, error) {
+	s := &Store{path: path, entries: map[entryKey]*entry{}}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.Now == nil {
+		s.opts.Now = time.Now
+	}
+	s.cond = sync.NewCond(&s.mu)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("idem: open %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("idem: open %s: %w", path, err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("idem: read %s: %w", path, err)
+	}
+	s.f = f
+	good, err := s.load(data)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if good < len(data) {
+		if err := f.Truncate(int64(good)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("idem: cut torn tail of %s: %w", path, err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("idem: sync %s: %w", path, err)
+		}
+	}
+	s.size = int64(good)
+	if s.size != s.liveBytes() {
+		if err := s.compactLocked(); err != nil {
+			s.f.Close()
+			return nil, err
+		}
+	}
+	if err := datadir.SyncDir(filepath.Dir(path)); err != nil {
+		s.f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// load folds the records of data and answers how many bytes hold complete
+// frames.
+func (s *Store) load(data []byte) (int, error) {
+	off := 0
+	for off < len(data) {
+		r, n, st := nextFrame(data[off:])
+		switch st {
+		case frameIncomplete:
+			return off, nil
+		case frameDamaged:
+			return 0, fmt.Errorf("%w: %s: bad frame at offset %d", ErrDamaged, s.path, off)
+		}
+		s.apply(r)
+		off += n
+	}
+	now := s.opts.Now().UnixMilli()
+	for k, e := range s.entries {
+		if s.expired(e, now) {
+			delete(s.entries, k)
+		}
+	}
+	return off, nil
+}
+
+// apply folds one record read back from the file.
+func (s *Store) apply(r record) {
+	k := entryKey{r.Scope, r.Key}
+	switch r.Type {
+	case typeClaim:
+		s.entries[k] = &entry{digest: r.Digest, atMs: r.AtMs, claimAt: r.AtMs}
+	case typeAnswer:
+		if e := s.entries[k]; e != nil && !e.answered {
+			e.answered, e.answer, e.atMs = true, Answer{Status: r.Status, Body: r.Body}, r.AtMs
+		}
+	case typeRelease:
+		delete(s.entries, k)
+	}
+}
+
+func (s *Store) expired(e *entry, nowMs int64) bool {
+	return s.opts.Retention > 0 && e.done == nil && nowMs-e.atMs > s.opts.Retention.Milliseconds()
+}
+
+// Claim claims (scope, key) for a request with digest. It answers a Claim
+// when the request should run now, or the recorded Answer to replay. It
+// fails with ErrConflict for a different request under the same key and
+// ErrAmbiguous for a claim an earlier process never answered. A claim the
+// same process is still running is awaited until ctx ends.
+func (s *Store) Claim(ctx context.Context, scope, key string, digest [32]byte) (*Claim, *Answer, error) {
+	r := record{Type: typeClaim, Scope: scope, Key: key, Digest: digest}
+	if err := checkRecord(&r); err != nil {
+		return nil, nil, err
+	}
+	k := entryKey{scope, key}
+	for {
+		s.mu.Lock()
+		if err := s.usableLocked(); err != nil {
+			s.mu.Unlock()
+			return nil, nil, err
+		}
+		now := s.opts.Now().UnixMilli()
+		e := s.entries[k]
+		if e != nil && s.expired(e, now) {
+			delete(s.entries, k)
+			e = nil
+		}
+		if e != nil {
+			switch {
+			case e.digest != digest:
+				s.mu.Unlock()
+				return nil, nil, ErrConflict
+			case e.done != nil:
+				done := e.done
+				s.mu.Unlock()
+				select {
+				case <-done:
+					continue
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				}
+			case e.answered:
+				a := Answer{Status: e.answer.Status, Body: append([]byte(nil), e.answer.Body...)}
+				s.mu.Unlock()
+				return nil, &a, nil
+			}
+			s.mu.Unlock()
+			return nil, nil, ErrAmbiguous
+		}
+		r.AtMs = now
+		e = &entry{digest: digest, atMs: now, claimAt: now, done: make(chan struct{})}
+		s.entries[k] = e
+		n, err := s.writeLocked(&r)
+		s.mu.Unlock()
+		if err == nil {
+			err = s.waitSync(n)
+		}
+		if err != nil {
+			s.mu.Lock()
+			if s.entries[k] == e {
+				delete(s.entries, k)
+			}
+			close(e.done)
+			e.done = nil
+			s.mu.Unlock()
+			return nil, nil, err
+		}
+		return &Claim{s: s, k: k, e: e}, nil, nil
+	}
+}
+
+// usableLocked reports why the store cannot be used, if it cannot.
+func (s *Store) usableLocked() error {
+	if s.closed {
+		return ErrClosed
+	}
+	return s.err
+}
+
+// writeLocked appends r's frame and answers the write's ticket for waitSync.
+func (s *Store) writeLocked(r *record) (uint64, error) {
+	b := appendFrame(nil, r)
+	if _, err := s.f.Write(b); err != nil {
+		s.err = fmt.Errorf("idem: write %s: %w", s.path, err)
+		return 0, s.err
+	}
+	s.size += int64(len(b))
+	s.written++
+	return s.written, nil
+}
+
+// waitSync returns once write ticket n is durable. Concurrent callers share
+// one fdatasync.
+func (s *Store) waitSync(n uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.synced < n {
+		if s.err != nil {
+			return s.err
+		}
+		if s.syncing {
+			s.cond.Wait()
+			continue
+		}
+		s.syncing = true
+		target, f := s.written, s.f
+		s.mu.Unlock()
+		err := fdatasync(f)
+		s.mu.Lock()
+		s.syncing = false
+		if err != nil {
+			s.err = fmt.Errorf("idem: sync %s: %w", s.path, err)
+		} else if target > s.synced {
+			s.synced = target
+		}
+		s.cond.Broadcast()
+	}
+	return nil
+}
+
+func fdatasync(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			if serr = syscall.Fdatasync(int(fd)); serr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// liveBytes is the size of a file holding only the live entries.
+func (s *Store) liveBytes() int64 {
+	var n int64
+	for k, e := range s.entries {
+		if e.released {
+			continue
+		}
+		n += int64(frameHeader + fixedBytes + len(k.scope) + len(k.key) + digestBytes)
+		if e.answered {
+			n += int64(frameHeader + fixedBytes + len(k.scope) + len(k.key) + 6 + len(e.answer.Body))
+		}
+	}
+	return n
+}
+
+// maybeCompactLocked compacts the running store when the file has grown
+// past twice its live bytes; it waits for an in-flight flush first.
+func (s *Store) maybeCompactLocked() {
+	if s.size < compactMinBytes || s.err != nil {
+		return
+	}
+	now := s.opts.Now().UnixMilli()
+	for k, e := range s.entries {
+		if s.expired(e, now) {
+			delete(s.entries, k)
+		}
+	}
+	if s.size <= 2*s.liveBytes() {
+		return
+	}
+	for s.syncing {
+		s.cond.Wait()
+	}
+	if err := s.compactLocked(); err != nil {
+		s.err = err
+	}
+	s.cond.Broadcast()
+}
+
+// compactLocked rewrites the file with the live entries only. Every write
+// so far is durable afterwards.
+func (s *Store) compactLocked() error {
+	var b []byte
+	for k, e := range s.entries {
+		if e.released {
+			continue
+		}
+		b = appendFrame(b, &record{Type: typeClaim, AtMs: e.claimAt, Scope: k.scope, Key: k.key, Digest: e.digest})
+		if e.answered {
+			b = appendFrame(b, &record{Type: typeAnswer, AtMs: e.atMs, Scope: k.scope, Key: k.key, Status: e.answer.Status, Body: e.answer.Body})
+		}
+	}
+	if err := datadir.WriteFileAtomic(s.path, b, 0o600); err != nil {
+		return fmt.Errorf("idem: compact %s: %w", s.path, err)
+	}
+	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("idem: reopen %s: %w", s.path, err)
+	}
+	s.f.Close()
+	s.f = f
+	s.size = int64(len(b))
+	s.synced = s.written
+	return nil
+}
+
+// Len reports how many entries (claimed or answered) the store holds.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.entries)
+}
+
+// Close releases the file. Claims still running can no longer be answered.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for s.syncing {
+		s.cond.Wait()
+	}
+	s.cond.Broadcast()
+	return s.f.Close()
+}
+
+// Claim is a durable claim of one request that this process runs.
+type Claim struct {
+	s    *Store
+	k    entryKey
+	e    *entry
+	once sync.Once
+}
+
+// Answer durably records the request's answer and wakes requests waiting
+// on the same key.
+func (c *Claim) Answer(status int, body []byte) error {
+	r := record{Type: typeAnswer, Scope: c.k.scope, Key: c.k.key, Status: status, Body: body}
+	if err := checkRecord(&r); err != nil {
+		return err
+	}
+	return c.finish(&r, func(e *entry) {
+		e.answered = true
+		e.answer = Answer{Status: status, Body: append([]byte(nil), body...)}
+		e.atMs = r.AtMs
+	})
+}
+
+// Release durably forgets the claim of a request that did not run, so its
+// key may be used again.
+func (c *Claim) Release() error {
+	r := record{Type: typeRelease, Scope: c.k.scope, Key: c.k.key}
+	return c.finish(&r, nil)
+}
+
+func (c *Claim) finish(r *record, answered func(*entry)) error {
+	err := errors.New("idem: claim already finished")
+	c.once.Do(func() {
+		s, e := c.s, c.e
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		defer func() {
+			close(e.done)
+			e.done = nil
+		}()
+		if err = s.usableLocked(); err != nil {
+			return
+		}
+		r.AtMs = s.opts.Now().UnixMilli()
+		var n uint64
+		if n, err = s.writeLocked(r); err != nil {
+			return
+		}
+		// The in-memory entry reflects every written record, so that a
+		// compaction racing with this flush keeps it; waiters on e.done
+		// see it only once it is durable.
+		if answered != nil {
+			answered(e)
+		} else {
+			e.released = true
+		}
+		s.mu.Unlock()
+		err = s.waitSync(n)
+		s.mu.Lock()
+		if err != nil {
+			return
+		}
+		if e.released && s.entries[c.k] == e {
+			delete(s.entries, c.k)
+		}
+		s.maybeCompactLocked()
+	})
+	return err
+}
