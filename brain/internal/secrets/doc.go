@@ -1,0 +1,26 @@
+// Package secrets is Brain's sealed credential store: the model API keys and
+// environment credentials sessions are created with. It implements the
+// session engine's Secrets interface; nothing it keeps reaches the journal.
+//
+// # Files
+//
+// Under the data directory's server-metadata/ directory (mode 0700):
+//
+//	secrets.key              32 random bytes, the AES-256 key (mode 0600),
+//	                         created on first open
+//	sessions/{session}.sealed one file per session with secrets (mode 0600)
+//
+// A sealed file is
+//
+//	offset  size  field
+//	0       4     magic "BRS1"
+//	4       12    AES-GCM nonce, random per write
+//	16      ...   AES-256-GCM ciphertext and tag of the JSON object
+//	              {name: base64 value}, with the session id as
+//	              additional data
+//
+// Files are replaced atomically (temporary file, fsync, rename, directory
+// fsync). A file that fails authentication is an error, never treated as
+// empty. The key file is the only thing that unseals; protecting the data
+// directory (and its backups) protects the credentials.
+package secrets

@@ -1,0 +1,170 @@
+package secrets
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/brain-in-go/brain/brain/internal/datadir"
+	"github.com/brain-in-go/brain/brain/internal/session"
+)
+
+var _ session.Secrets = (*Store)(nil)
+
+// Errors of this package.
+var (
+	ErrSealed = errors.New("secrets: sealed file does not authenticate")
+	ErrKey    = errors.New("secrets: bad key file")
+)
+
+const (
+	magic   = "BRS1"
+	keyName = "secrets.key"
+	keySize = 32
+)
+
+// Store keeps sealed secrets under one server-metadata directory.
+type Store struct {
+	dir  string
+	aead cipher.AEAD
+	mu   sync.Mutex // serialises read-modify-write of one process
+}
+
+// Open opens the store in dir (the data directory's server-metadata/),
+// creating the directory and key on first use.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "sessions"), 0o700); err != nil {
+		return nil, fmt.Errorf("secrets: open %s: %w", dir, err)
+	}
+	keyPath := filepath.Join(dir, keyName)
+	key, err := os.ReadFile(keyPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		key = make([]byte, keySize)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("secrets: generate key: %w", err)
+		}
+		if err := datadir.WriteFileAtomic(keyPath, key, 0o600); err != nil {
+			return nil, fmt.Errorf("secrets: write key: %w", err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("secrets: read key: %w", err)
+	}
+	if len(key) != keySize {
+		return nil, fmt.Errorf("%w: %s holds %d bytes, want %d", ErrKey, keyPath, len(key), keySize)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrKey, err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrKey, err)
+	}
+	return &Store{dir: dir, aead: aead}, nil
+}
+
+func (s *Store) path(session string) (string, error) {
+	if !sessionName(session) {
+		return "", fmt.Errorf("secrets: invalid session id %q", session)
+	}
+	return filepath.Join(s.dir, "sessions", session+".sealed"), nil
+}
+
+// sessionName reports whether id is safe as one path element.
+func sessionName(id string) bool {
+	if id == "" || len(id) > 200 || id[0] == '.' {
+		return false
+	}
+	for _, c := range id {
+		if c == '/' || c == '\\' || c == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Store) read(session string) (map[string][]byte, error) {
+	p, err := s.path(session)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string][]byte{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("secrets: read %s: %w", session, err)
+	}
+	ns := s.aead.NonceSize()
+	if len(b) < len(magic)+ns || string(b[:len(magic)]) != magic {
+		return nil, fmt.Errorf("%w: %s", ErrSealed, session)
+	}
+	plain, err := s.aead.Open(nil, b[len(magic):len(magic)+ns], b[len(magic)+ns:], []byte(session))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrSealed, session)
+	}
+	m := map[string][]byte{}
+	if err := json.Unmarshal(plain, &m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrSealed, session, err)
+	}
+	return m, nil
+}
+
+// Put seals value under name for session.
+func (s *Store) Put(_ context.Context, session, name string, value []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := s.read(session)
+	if err != nil {
+		return err
+	}
+	m[name] = value
+	plain, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("secrets: encode: %w", err)
+	}
+	nonce := make([]byte, s.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return fmt.Errorf("secrets: nonce: %w", err)
+	}
+	out := append([]byte(magic), nonce...)
+	out = s.aead.Seal(out, nonce, plain, []byte(session))
+	p, _ := s.path(session)
+	if err := datadir.WriteFileAtomic(p, out, 0o600); err != nil {
+		return fmt.Errorf("secrets: write %s: %w", session, err)
+	}
+	return nil
+}
+
+// Get answers the secret, or nil when there is none.
+func (s *Store) Get(_ context.Context, session, name string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := s.read(session)
+	if err != nil {
+		return nil, err
+	}
+	return m[name], nil
+}
+
+// DeleteAll forgets every secret of session.
+func (s *Store) DeleteAll(_ context.Context, session string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.path(session)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("secrets: delete %s: %w", session, err)
+	}
+	return datadir.SyncDir(filepath.Dir(p))
+}
