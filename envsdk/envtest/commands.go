@@ -14,7 +14,8 @@ import (
 )
 
 // Commands builds the commands of one binding with increasing sequences,
-// starting at 1. Every command carries the binding reference and the
+// starting at 1; bindings made with For share the session's sequences, as
+// Brain's journal does. Every command carries the binding reference and the
 // current configuration (the last Setup's). When Brain is set, every
 // command carries the binding's reporter grant and every Execute a fresh
 // tool grant for its sequence. It is safe for concurrent use.
@@ -26,31 +27,44 @@ type Commands struct {
 	// BindingSequence is the binding's sequence; 0 means 1.
 	BindingSequence uint64
 
+	seq *counter
+
 	mu            sync.Mutex
-	next          uint64
 	configuration json.RawMessage
 	reporter      *envapi.Grant
 }
 
+// counter is a session's sequence source.
+type counter struct {
+	mu   sync.Mutex
+	last uint64
+}
+
 // NewCommands builds commands for environment in session.
 func NewCommands(session, environment string) *Commands {
-	return &Commands{Session: session, Environment: environment}
+	return &Commands{Session: session, Environment: environment, seq: &counter{}}
+}
+
+// For builds commands for another environment of the same session that
+// share this one's sequences and Brain.
+func (c *Commands) For(environment string) *Commands {
+	return &Commands{Session: c.Session, Environment: environment, Brain: c.Brain, seq: c.seq}
 }
 
 // Reserve allocates the next sequence without building a command; use it
 // with At to build a command whose grant must name its sequence.
 func (c *Commands) Reserve() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.next++
-	return c.next
+	c.seq.mu.Lock()
+	defer c.seq.mu.Unlock()
+	c.seq.last++
+	return c.seq.last
 }
 
-// Last is the last sequence allocated.
+// Last is the last sequence allocated in the session.
 func (c *Commands) Last() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.next
+	c.seq.mu.Lock()
+	defer c.seq.mu.Unlock()
+	return c.seq.last
 }
 
 // At builds the command of req at sequence seq.

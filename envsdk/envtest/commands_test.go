@@ -48,6 +48,13 @@ func TestCommands(t *testing.T) {
 	if g == nil || !strings.HasSuffix(g.URL, "/executions/2/call") || !g.Allows("finish") || *exec.Operation.Request.DeadlineMs != 500 {
 		t.Errorf("execute grant %+v", g)
 	}
+	other := c.For("other")
+	if cmd := other.Setup(nil); cmd.Operation.Sequence != 7 || cmd.Operation.Environment != "other" || cmd.Operation.SessionID != "s1" {
+		t.Errorf("sibling binding command %+v", cmd.Operation)
+	}
+	if c.Last() != 7 {
+		t.Errorf("Last = %d, want 7 (sequences are shared by the session)", c.Last())
+	}
 	if cancel.Operation.Request.TargetSequence != 2 {
 		t.Errorf("cancel target %d", cancel.Operation.Request.TargetSequence)
 	}

@@ -1,0 +1,85 @@
+package conformance
+
+import (
+	"sync"
+
+	"github.com/brain-in-go/brain/envsdk/envtest"
+)
+
+// concurrentFirst runs n Tools of d at once on c and fails the case for
+// each that does not complete.
+func (p *probe) concurrentFirst(r rule, c *envtest.Commands, d Descriptor, role string) {
+	p.t.Helper()
+	n := p.o.Concurrency
+	type failure struct {
+		ex  *exchange
+		r   rule
+		err error
+	}
+	errs := make(chan failure, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if _, ex, r, err := p.tool(c, d); err != nil {
+				errs <- failure{ex, r, err}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for f := range errs {
+		p.fail(r, f.ex, "one of %d concurrent first %q executes on one binding: %v (%s)", n, role, f.err, f.r)
+	}
+	if p.t.Failed() {
+		p.t.Fatalf("concurrent first executes failed; not checking further")
+	}
+}
+
+func concurrencyShared(p *probe) {
+	role := RoleWrite
+	d, ok := p.tg.Executes[role]
+	if !ok {
+		role, d = RoleEcho, p.descriptor(RoleEcho)
+	}
+	c := p.setup()
+	p.teardownLater(c)
+	p.concurrentFirst(ruleShared, c, d, role)
+	if read, ok := p.tg.Executes[RoleRead]; ok && role == RoleWrite {
+		if _, ex, _, err := p.tool(c, read); err != nil {
+			p.fail(ruleShared, ex, "after concurrent first writes, a read on the same binding: %v", err)
+		}
+	}
+}
+
+func concurrencyIsolated(p *probe) {
+	write, read := p.descriptor(RoleWrite), p.descriptor(RoleRead)
+	a, b := p.setup(), p.setup()
+	p.teardownLater(a)
+	p.teardownLater(b)
+	p.mustTool(a, write, "write on the first binding")
+	p.mustTool(b, p.descriptor(RoleEcho), "echo on the second binding")
+	out, ex, _, err := p.tool(b, read)
+	if err == nil {
+		p.fail(ruleIsolation, ex, "a read on a second binding observed the first binding's write: output %s passes the read check", excerpt(out, 300))
+	}
+	if _, ex, r, err := p.tool(a, read); err != nil {
+		p.fail(r, ex, "a read on the binding that wrote: %v", err)
+	}
+}
+
+func lazyFirstUse(p *probe) {
+	unused := p.setup()
+	p.accepted(ruleShared, "teardown of a binding that never executed", unused.Teardown())
+
+	role := RoleWrite
+	d, ok := p.tg.Executes[role]
+	if !ok {
+		role, d = RoleEcho, p.descriptor(RoleEcho)
+	}
+	c := p.setup()
+	p.teardownLater(c)
+	p.concurrentFirst(ruleShared, c, d, role)
+	if read, ok := p.tg.Executes[RoleRead]; ok && role == RoleWrite {
+		p.mustTool(c, read, "read after concurrent first writes")
+	}
+}

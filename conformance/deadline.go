@@ -1,0 +1,67 @@
+package conformance
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
+)
+
+// completedOK reports whether call delivered an ok outcome (a result or a
+// finish with status ok).
+func completedOK(call envtest.Call) bool {
+	if call.Method != envapi.MethodFinish && call.Method != envapi.MethodResult && call.Method != envapi.MethodReturned {
+		return false
+	}
+	if strings.TrimSpace(string(call.Input)) == "null" {
+		return false
+	}
+	o, err := envapi.DecodeOutcome(call.Input)
+	return err == nil && o.Status == envapi.StatusOK
+}
+
+// watchLate fails the case when execution seq delivers an ok outcome after
+// the stop answer in ex: at once, after the binding is torn down, and until
+// the descriptor's natural run time has passed.
+func (p *probe) watchLate(r rule, c *envtest.Commands, seq uint64, d Descriptor, ex *exchange, why string) {
+	p.t.Helper()
+	p.accepted(ruleLifecycle, "teardown", c.Teardown())
+	late := func(call envtest.Call) bool {
+		return call.Kind == envtest.KindExecution && call.Session == p.session && call.Sequence == seq && completedOK(call)
+	}
+	if d.Runs > 0 {
+		until := ex.Sent.Add(d.Runs + p.o.Grace/2)
+		ctx, cancel := context.WithDeadline(p.ctx, until)
+		defer cancel()
+		if call, err := p.brain.WaitFor(ctx, late); err == nil {
+			p.fail(r, ex, "%s, the work went on and completed ok %v later: %v", why, call.Time.Sub(ex.Answered).Round(time.Millisecond), call)
+			return
+		}
+	}
+	for _, call := range p.brain.Filter(late) {
+		p.fail(r, ex, "%s, the execution still delivered an ok outcome: %v", why, call)
+	}
+}
+
+func deadlineTimeout(p *probe) {
+	d := p.descriptor(RoleSleep)
+	c := p.setup()
+	p.teardownLater(c)
+	ms := p.o.Deadline.Milliseconds()
+	cmd := c.Execute(d.Implementation, d.Input, envtest.Millis(ms))
+	p.brain.Expire(cmd.Operation.Request.Callback.Token, time.Now().Add(p.o.Deadline))
+	bound := p.o.Deadline + p.o.Grace
+	ctx, cancel := context.WithTimeout(p.ctx, bound)
+	defer cancel()
+	ex := p.sendRaw(ctx, p.tg.Token, cmd)
+	if err := valid(ex); err != nil {
+		p.fatal(ruleTimeout, ex, "an execute with deadline_ms %d was not answered within %v: %v", ms, bound, err)
+	}
+	rc := ex.receipt()
+	if rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeTimeout {
+		p.fatal(ruleTimeout, ex, "an execute past its deadline_ms %d answered %q %s after %v, want failure %s", ms, rc.Type, rc.Code, ex.Answered.Sub(ex.Sent).Round(time.Millisecond), envapi.CodeTimeout)
+	}
+	p.watchLate(ruleTimeout, c, cmd.Operation.Sequence, d, ex, "after answering timeout")
+}

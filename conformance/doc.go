@@ -1,0 +1,104 @@
+// Package conformance is the environment/v1 conformance suite: black-box
+// cases, run over real HTTP, that any environment provider must pass.
+//
+// Every case has a stable id ("auth/wrong-token", "exec/lost-finish-ack",
+// ...; see IDs) used as its subtest name, so a provider can select cases
+// with -run and CI can track them. Each failure names the rule it enforces
+// (a sentence of the environment protocol or a section of the reference)
+// and shows the exchange: the request, the status and an excerpt of the
+// body. The suite plays Brain: each case has a fake Brain (envtest) that
+// serves the callback and reporter grants it hands out and records every
+// call the provider makes.
+//
+// # A Go provider
+//
+// Call Run from a test; the factory runs once per case:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, func(t *testing.T) conformance.Target {
+//			h := envsdk.NewHandler(newProvider(), &envsdk.Options{Token: "secret"})
+//			return conformance.Target{
+//				BaseURL: conformance.ServeHandler(t, h),
+//				Token:   "secret",
+//				Executes: map[string]conformance.Descriptor{
+//					conformance.RoleEcho: {Implementation: ..., Input: ..., Check: ...},
+//				},
+//			}
+//		}, nil)
+//	}
+//
+// Cases run in parallel unless Options.Serial. Run them under -race.
+//
+// # A provider in another language
+//
+// Start the provider, describe it in a profile file and run either
+//
+//	go test github.com/brain-in-go/brain/conformance -run TestRemote -args \
+//	    -conformance.url=http://127.0.0.1:8090 -conformance.token=$TOKEN \
+//	    -conformance.profile=profile.json
+//
+// or, with the brain binary, which prints a pass/fail/skip table and can
+// write JUnit XML for CI:
+//
+//	brain conformance --url http://127.0.0.1:8090 --token $TOKEN \
+//	    --profile profile.json --junit conformance.xml
+//
+// The exit status is 0 only when no case failed. All cases then share the
+// one provider, each in a session of its own. The restart case needs an
+// in-process hook and is skipped remotely.
+//
+// # Roles and capabilities
+//
+// A Target describes executions by role: "echo" (required: fast and
+// deterministic), "sleep" (runs past the deadline the suite sends; used by
+// the deadline and cancel cases), "write" and "read" (the read's check
+// passes only when it observes the write's state in the same binding; used
+// for sharing, isolation and restart), and optionally "unsupported" (a
+// descriptor the provider refuses; by default the suite invents one). A case
+// whose role is not described is skipped.
+//
+// Optional capabilities are "cancel", "lazy-allocation", "turn-end-release",
+// "methods", "reporter" and "restart". A case for an undeclared capability is
+// skipped with the reason; a declared one must pass; Options.Expect (profile
+// "expect") lists capabilities that must stay declared, so one that
+// disappears fails.
+//
+// # The profile
+//
+// The profile is a JSON object; every field is optional but executes.echo:
+//
+//	{
+//	  "token": "secret",                  // the flag wins when both are given
+//	  "setup_configuration": {"label": "ci"},
+//	  "duplicate_setup": "already_exists", // or "accepted"
+//	  "executes": {
+//	    "echo":  {"implementation": {...}, "input": {...}, "output": {"echo": 1}},
+//	    "sleep": {"implementation": {...}, "input": {"ms": 3000}, "runs_ms": 3000},
+//	    "write": {"implementation": {...}, "input": {...}},
+//	    "read":  {"implementation": {...}, "input": {...}, "output_contains": {"found": true}},
+//	    "unsupported": {"implementation": {...}, "input": {}}
+//	  },
+//	  "capabilities": {
+//	    "cancel": true,
+//	    "lazy_allocation": true,
+//	    "turn_end_release": "release",
+//	    "methods": {"inspect": {}},
+//	    "reporter": {"call": "report", "input": {}}   // {} : setup alone reports
+//	  },
+//	  "expect": ["cancel", "reporter"],
+//	  "options": {"deadline_ms": 500, "grace_ms": 5000, "timeout_ms": 60000,
+//	              "max_body_bytes": 16777216, "concurrency": 4, "serial": false}
+//	}
+//
+// "output" requires the Tool's output to equal the given JSON; "output_contains"
+// requires every field given (recursively) to be present with that value; with
+// neither, any output passes. "runs_ms" is how long the execution runs when
+// nothing stops it; the deadline and cancel cases watch that long for a late
+// completion.
+//
+// # Running the suite elsewhere
+//
+// The cases are written against T, a small interface that *testing.T
+// satisfies. Check runs them with a recorder instead and returns a Report;
+// RunCLI builds on it.
+package conformance

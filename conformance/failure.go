@@ -1,0 +1,122 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
+)
+
+// wantUnsupported fails the case unless ex answers failure unsupported.
+func (p *probe) wantUnsupported(ex *exchange, what string) {
+	p.t.Helper()
+	if err := valid(ex); err != nil {
+		p.fail(ruleUnsupport, ex, "%s: %v", what, err)
+		return
+	}
+	if rc := ex.receipt(); rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeUnsupported {
+		p.fail(ruleUnsupport, ex, "%s answered %q %s, want failure %s", what, rc.Type, rc.Code, envapi.CodeUnsupported)
+	}
+}
+
+func failureUnknownRequest(p *probe) {
+	c := p.setup()
+	p.teardownLater(c)
+	cmd := c.Next(envapi.Request{Type: "conformance_no_such_request"})
+	p.wantUnsupported(p.send(cmd), "a request of an unknown type")
+}
+
+// unsupportedDescriptor is the target's unsupported descriptor or one no
+// provider knows.
+func (p *probe) unsupportedDescriptor() Descriptor {
+	if d, ok := p.tg.Executes[RoleUnsupported]; ok {
+		return d
+	}
+	return Descriptor{
+		Implementation: json.RawMessage(`{"type":"conformance_no_such_descriptor","name":"conformance"}`),
+		Input:          json.RawMessage(`{}`),
+	}
+}
+
+func failureUnknownDescriptor(p *probe) {
+	c := p.setup()
+	p.teardownLater(c)
+	ex, seq := p.execute(c, p.unsupportedDescriptor(), nil)
+	p.wantUnsupported(ex, "an execute of an unknown descriptor")
+	if n := p.brain.Count(envtest.Execution(p.session, seq, envapi.MethodEmit)); n > 0 {
+		p.fail(ruleUnsupport, ex, "an unsupported execute emitted %d events", n)
+	}
+}
+
+func failureUnknownMethod(p *probe) {
+	c := p.setup()
+	p.teardownLater(c)
+	p.wantUnsupported(p.send(c.Call("conformance-no-such-method", json.RawMessage(`{}`))), "a call of an undeclared method")
+}
+
+// wellFormed checks the raw JSON of a failure receipt field by field.
+func wellFormed(body []byte) error {
+	var doc struct {
+		Receipt map[string]json.RawMessage `json:"receipt"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return fmt.Errorf("body is not JSON: %w", err)
+	}
+	r := doc.Receipt
+	var typ, code, message string
+	var retryable bool
+	if err := json.Unmarshal(r["type"], &typ); err != nil || typ != "failure" {
+		return fmt.Errorf("receipt type is %s, want \"failure\"", r["type"])
+	}
+	if err := json.Unmarshal(r["code"], &code); err != nil || !envapi.ValidIdentifier(code) {
+		return fmt.Errorf("code %s is not an identifier string", r["code"])
+	}
+	if err := json.Unmarshal(r["message"], &message); err != nil || message == "" || len(message) > envapi.MaxMessageLen {
+		return fmt.Errorf("message %s is not a string of 1..%d bytes", excerpt(r["message"], 80), envapi.MaxMessageLen)
+	}
+	raw, ok := r["retryable"]
+	if !ok {
+		return fmt.Errorf("retryable is missing")
+	}
+	if err := json.Unmarshal(raw, &retryable); err != nil {
+		return fmt.Errorf("retryable %s is not a boolean", raw)
+	}
+	for k := range r {
+		switch k {
+		case "type", "code", "message", "retryable", "details":
+		default:
+			return fmt.Errorf("unexpected field %q", k)
+		}
+	}
+	return nil
+}
+
+func failureWellFormed(p *probe) {
+	c := p.setup()
+	p.teardownLater(c)
+	for _, probe := range []struct {
+		what string
+		cmd  envapi.Command
+	}{
+		{"unknown descriptor", c.Execute(p.unsupportedDescriptor().Implementation, p.unsupportedDescriptor().Input, nil)},
+		{"unknown method", c.Call("conformance-no-such-method", json.RawMessage(`{}`))},
+		{"duplicate setup", c.Setup(p.tg.SetupConfiguration)},
+	} {
+		ex := p.send(probe.cmd)
+		if ex.Err != nil && ex.Status == 0 {
+			p.fail(ruleFailure, ex, "%s: %v", probe.what, ex.Err)
+			continue
+		}
+		if ex.Status != 200 {
+			p.fail(ruleFailure, ex, "%s answered %d, want 200 with a failure receipt", probe.what, ex.Status)
+			continue
+		}
+		if probe.what == "duplicate setup" && p.tg.DuplicateSetup == DuplicateAccepted {
+			continue
+		}
+		if err := wellFormed(ex.Body); err != nil {
+			p.fail(ruleFailure, ex, "%s: the failure receipt is not well formed: %v", probe.what, err)
+		}
+	}
+}

@@ -1,0 +1,286 @@
+package conformance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
+)
+
+// probe is one case's view of the target: a fake Brain for the provider's
+// callbacks, a session of its own, and helpers that report failures with
+// the rule and the exchange.
+type probe struct {
+	t       T
+	tg      Target
+	o       Options
+	ctx     context.Context
+	brain   *envtest.Brain
+	session string
+	envs    atomic.Int64
+	root    *envtest.Commands // the session's sequence source
+}
+
+func newProbe(t T, ctx context.Context, tg Target, o Options) *probe {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	brain := envtest.New()
+	t.Cleanup(brain.Close)
+	if tg.Client == nil {
+		tg.Client = &http.Client{}
+	}
+	if tg.SetupConfiguration == nil {
+		tg.SetupConfiguration = json.RawMessage(`{}`)
+	}
+	session := "conformance-" + hex.EncodeToString(b[:])
+	root := envtest.NewCommands(session, "env0")
+	root.Brain = brain
+	return &probe{t: t, tg: tg, o: o, ctx: ctx, brain: brain, session: session, root: root}
+}
+
+// exchange is one command and its answer, for failure messages.
+type exchange struct {
+	Request  []byte
+	Status   int
+	Body     []byte
+	Resp     *envapi.Response
+	Err      error
+	Sent     time.Time
+	Answered time.Time
+}
+
+func excerpt(b []byte, n int) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > n {
+		return s[:n] + fmt.Sprintf("… (%d bytes)", len(s))
+	}
+	return s
+}
+
+func (e *exchange) String() string {
+	if e == nil {
+		return "(none)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "POST /v1/operations %s", excerpt(e.Request, 400))
+	if e.Status != 0 {
+		fmt.Fprintf(&b, "\n    → %d %s", e.Status, excerpt(e.Body, 400))
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, "\n    → error: %v", e.Err)
+	}
+	return b.String()
+}
+
+// receipt is the receipt type of a valid 200 answer, or a description.
+func (e *exchange) receipt() envapi.Receipt {
+	if e == nil || e.Resp == nil {
+		return envapi.Receipt{}
+	}
+	return e.Resp.Receipt
+}
+
+func (p *probe) report(fatal bool, r rule, ex *exchange, format string, args ...any) {
+	p.t.Helper()
+	msg := fmt.Sprintf(format, args...) + "\n  rule: " + string(r)
+	if ex != nil {
+		msg += "\n  exchange: " + ex.String()
+	}
+	if fatal {
+		p.t.Fatalf("%s", msg)
+	}
+	p.t.Errorf("%s", msg)
+}
+
+func (p *probe) fail(r rule, ex *exchange, format string, args ...any) {
+	p.t.Helper()
+	p.report(false, r, ex, format, args...)
+}
+
+func (p *probe) fatal(r rule, ex *exchange, format string, args ...any) {
+	p.t.Helper()
+	p.report(true, r, ex, format, args...)
+}
+
+// binding starts commands for a fresh environment of the probe's session.
+func (p *probe) binding() *envtest.Commands {
+	return p.root.For(fmt.Sprintf("env%d", p.envs.Add(1)))
+}
+
+// sendRaw posts body with token; it never fails the case.
+func (p *probe) sendRaw(ctx context.Context, token string, body any) *exchange {
+	ex := &exchange{Sent: time.Now()}
+	switch v := body.(type) {
+	case []byte:
+		ex.Request = v
+	default:
+		ex.Request, _ = json.Marshal(v)
+	}
+	ex.Status, ex.Body, ex.Resp, ex.Err = envtest.Post(ctx, p.tg.Client, p.tg.BaseURL, token, body)
+	ex.Answered = time.Now()
+	return ex
+}
+
+// send posts a command with the target's token; it never fails the case.
+func (p *probe) send(cmd any) *exchange { return p.sendRaw(p.ctx, p.tg.Token, cmd) }
+
+// valid reports why ex is not a 200 answer with a well-formed response.
+func valid(ex *exchange) error {
+	switch {
+	case ex.Err != nil:
+		return ex.Err
+	case ex.Status != http.StatusOK:
+		return fmt.Errorf("answered %d, want 200", ex.Status)
+	case ex.Resp == nil:
+		return errors.New("no response")
+	}
+	return nil
+}
+
+// must sends cmd and fails the case unless it is answered 200 with a
+// well-formed response.
+func (p *probe) must(r rule, cmd any) *exchange {
+	p.t.Helper()
+	ex := p.send(cmd)
+	if err := valid(ex); err != nil {
+		p.fatal(r, ex, "%v", err)
+	}
+	return ex
+}
+
+// accepted sends cmd and fails the case unless the receipt is accepted.
+func (p *probe) accepted(r rule, what string, cmd any) *exchange {
+	p.t.Helper()
+	ex := p.must(r, cmd)
+	if got := ex.receipt().Type; got != envapi.ReceiptAccepted {
+		p.fatal(r, ex, "%s answered %q, want accepted", what, got)
+	}
+	return ex
+}
+
+// setup sets up a fresh binding and returns its commands.
+func (p *probe) setup() *envtest.Commands {
+	p.t.Helper()
+	c := p.binding()
+	p.accepted(ruleLifecycle, "setup", c.Setup(p.tg.SetupConfiguration))
+	return c
+}
+
+// descriptor returns the target's descriptor of role, skipping the case
+// when the target describes none.
+func (p *probe) descriptor(role string) Descriptor {
+	p.t.Helper()
+	d, ok := p.tg.Executes[role]
+	if !ok {
+		if role == RoleEcho {
+			p.t.Fatalf("the target describes no %q execute descriptor; every provider must (see Target.Executes)", role)
+		}
+		p.t.Skipf("the target describes no %q execute descriptor", role)
+	}
+	return d
+}
+
+// execute sends an execute of d with a tool grant; it never fails the case.
+func (p *probe) execute(c *envtest.Commands, d Descriptor, deadlineMs *int64) (*exchange, uint64) {
+	cmd := c.Execute(d.Implementation, d.Input, deadlineMs)
+	return p.send(cmd), cmd.Operation.Sequence
+}
+
+// finishWait bounds how long after its receipt a Tool may take to call
+// finish before the suite gives up on it.
+func (p *probe) finishWait() time.Duration { return p.o.Grace }
+
+// waitCall waits for a callback of execution seq with method, for at most
+// d after now.
+func (p *probe) waitCall(seq uint64, method string, d time.Duration) (envtest.Call, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, d)
+	defer cancel()
+	return p.brain.WaitFor(ctx, envtest.Execution(p.session, seq, method))
+}
+
+// tool runs d as a Tool on c and returns its output: the value of an ok
+// finish, else the last ok result service call, else the receipt's output.
+// It never fails the case; err describes what went wrong and which rule.
+func (p *probe) tool(c *envtest.Commands, d Descriptor) (json.RawMessage, *exchange, rule, error) {
+	return p.toolCmd(c.Execute(d.Implementation, d.Input, nil), d)
+}
+
+// toolCmd is tool with a prepared execute command.
+func (p *probe) toolCmd(cmd envapi.Command, d Descriptor) (json.RawMessage, *exchange, rule, error) {
+	seq := cmd.Operation.Sequence
+	ex := p.send(cmd)
+	if err := valid(ex); err != nil {
+		return nil, ex, ruleResponse, err
+	}
+	rc := ex.receipt()
+	if rc.Type == envapi.ReceiptFailure {
+		return nil, ex, ruleFinish, fmt.Errorf("execute failed with %s: %s", rc.Code, rc.Message)
+	}
+	if rc.Type != envapi.ReceiptResult && rc.Type != envapi.ReceiptReturned {
+		return nil, ex, ruleFinish, fmt.Errorf("execute answered %q, want result or returned", rc.Type)
+	}
+	fin, err := p.waitCall(seq, envapi.MethodFinish, p.finishWait())
+	if err != nil {
+		return nil, ex, ruleFinish, fmt.Errorf("no finish call within %v of the receipt: %w", p.finishWait(), err)
+	}
+	if !fin.Accepted() {
+		return nil, ex, ruleFinish, fmt.Errorf("the finish call was refused: %v", fin)
+	}
+	out := rc.Output
+	for _, call := range p.brain.CallsFor(p.session, seq) {
+		if call.Method == envapi.MethodResult && call.Accepted() {
+			if o, err := envapi.DecodeOutcome(call.Input); err == nil && o.Status == envapi.StatusOK {
+				out = o.Value
+			}
+		}
+	}
+	if s := strings.TrimSpace(string(fin.Input)); s != "null" {
+		o, err := envapi.DecodeOutcome(fin.Input)
+		if err != nil {
+			return nil, ex, ruleFinish, fmt.Errorf("finish input is not an Outcome: %w", err)
+		}
+		if o.Status != envapi.StatusOK {
+			return nil, ex, ruleFinish, fmt.Errorf("finished with status %q: %s", o.Status, excerpt(fin.Input, 300))
+		}
+		out = o.Value
+	}
+	if d.Check != nil {
+		if err := d.Check(out); err != nil {
+			return out, ex, ruleFinish, fmt.Errorf("output %s does not pass the descriptor's check: %w", excerpt(out, 300), err)
+		}
+	}
+	return out, ex, "", nil
+}
+
+// mustTool runs d as a Tool and fails the case unless it completes and
+// its output passes the check.
+func (p *probe) mustTool(c *envtest.Commands, d Descriptor, what string) json.RawMessage {
+	p.t.Helper()
+	out, ex, r, err := p.tool(c, d)
+	if err != nil {
+		p.fatal(r, ex, "%s: %v", what, err)
+	}
+	return out
+}
+
+// teardown tears a binding down at the end of the case, best effort.
+func (p *probe) teardownLater(c *envtest.Commands) {
+	p.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), p.o.Grace)
+		defer cancel()
+		_ = p.sendRaw(ctx, p.tg.Token, c.Teardown())
+	})
+}
+
+func contextWithTimeout(p *probe, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(p.ctx, d)
+}

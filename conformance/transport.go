@@ -1,0 +1,166 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// raw sends body to path with token (none when empty) and never fails the
+// case.
+func (p *probe) raw(path, token string, body []byte) *exchange {
+	auth := ""
+	if token != "" {
+		auth = "Bearer " + token
+	}
+	return p.rawHeader(path, auth, body)
+}
+
+// wrongToken is a token no provider should accept.
+func (p *probe) wrongToken() string { return p.tg.Token + "-not-the-token" }
+
+// setupBody is a valid setup command of a fresh binding.
+func (p *probe) setupBody() []byte {
+	data, _ := json.Marshal(p.binding().Setup(p.tg.SetupConfiguration))
+	return data
+}
+
+func (p *probe) wantStatus(r rule, ex *exchange, want int, what string) bool {
+	p.t.Helper()
+	if ex.Status != want {
+		p.fail(r, ex, "%s: answered %d, want %d", what, ex.Status, want)
+		return false
+	}
+	return true
+}
+
+func authMissingToken(p *probe) {
+	if p.tg.Token == "" {
+		p.fatal(ruleAuth, nil, "the target has no token: a provider must authenticate requests")
+	}
+	c := p.binding()
+	setup := c.Setup(p.tg.SetupConfiguration)
+	body, _ := json.Marshal(setup)
+	ex := p.raw("/v1/operations", "", body)
+	if !p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "a command without Authorization") {
+		return
+	}
+	// The rejected setup must have had no effect: the same setup with the
+	// token is the binding's first.
+	if p.tg.DuplicateSetup != DuplicateAccepted {
+		ex := p.must(ruleAuth, setup)
+		if got := ex.receipt().Type; got != "accepted" {
+			p.fail(ruleAuth, ex, "after an unauthenticated setup was refused, the authenticated setup answered %q, want accepted", got)
+		}
+		p.teardownLater(c)
+	}
+}
+
+func authWrongToken(p *probe) {
+	ex := p.raw("/v1/operations", p.wrongToken(), p.setupBody())
+	p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "a command with a wrong bearer token")
+	ex = p.raw("/v1/conformance-no-such-route", p.wrongToken(), p.setupBody())
+	p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "a wrong token on an unknown path (authentication comes before routing)")
+	ex = p.rawHeader("/v1/operations", "Basic "+p.tg.Token, p.setupBody())
+	p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "the token under another scheme than Bearer")
+}
+
+// rawHeader sends body to path with an Authorization header (none when
+// empty) and never fails the case.
+func (p *probe) rawHeader(path, authorization string, body []byte) *exchange {
+	ex := &exchange{Request: body, Sent: time.Now()}
+	if path != "/v1/operations" {
+		ex.Request = append([]byte("(to "+path+") "), body...)
+	}
+	req, err := http.NewRequestWithContext(p.ctx, http.MethodPost, strings.TrimSuffix(p.tg.BaseURL, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		ex.Err = fmt.Errorf("build request: %w", err)
+		return ex
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	res, err := p.tg.Client.Do(req)
+	if err != nil {
+		ex.Err = err
+		return ex
+	}
+	defer res.Body.Close()
+	ex.Status = res.StatusCode
+	ex.Body, ex.Err = io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	ex.Answered = time.Now()
+	return ex
+}
+
+func transportNotFound(p *probe) {
+	ex := p.raw("/v1/conformance-no-such-route", p.tg.Token, p.setupBody())
+	p.wantStatus(ruleRoute, ex, http.StatusNotFound, "an authenticated POST to an unknown path")
+}
+
+func transportBodyTooLarge(p *probe) {
+	limit := p.o.MaxBodyBytes
+	prefix := []byte(`{"contract":"environment/v1","operation":{"session_id":"` + p.session + `","pad":"`)
+	suffix := []byte(`"}}`)
+	pad := int(limit) + 1 - len(prefix) - len(suffix)
+	if pad < 0 {
+		pad = 0
+	}
+	body := make([]byte, 0, int(limit)+1)
+	body = append(body, prefix...)
+	body = append(body, bytes.Repeat([]byte("x"), pad)...)
+	body = append(body, suffix...)
+	// A server may answer 413 and close while the body is still being
+	// written; the client then sees a reset instead of the answer. Retry a
+	// few times before calling that a failure.
+	var ex *exchange
+	for range 3 {
+		ex = p.raw("/v1/operations", p.tg.Token, body)
+		if ex.Err == nil || ex.Status != 0 {
+			break
+		}
+	}
+	ex.Request = append(append([]byte{}, body[:200]...), []byte("…")...)
+	p.wantStatus(ruleBodyLimit, ex, http.StatusRequestEntityTooLarge, fmt.Sprintf("a body of %d bytes (limit %d)", len(body), limit))
+}
+
+func transportMalformed(p *probe) {
+	ex := p.raw("/v1/operations", p.tg.Token, []byte(`{"contract":"environment/v1","operation":`))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "truncated JSON")
+}
+
+// mutated is a valid setup command with f applied to its operation.
+func (p *probe) mutated(f func(op map[string]any)) []byte {
+	var doc map[string]any
+	_ = json.Unmarshal(p.setupBody(), &doc)
+	f(doc["operation"].(map[string]any))
+	data, _ := json.Marshal(doc)
+	return data
+}
+
+func transportUnknownField(p *probe) {
+	ex := p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) { op["conformance_unknown_field"] = true }))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "an unknown field in operation")
+	ex = p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) {
+		op["request"].(map[string]any)["conformance_unknown_field"] = 1
+	}))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "an unknown field in a setup request")
+}
+
+func transportBadIdentifier(p *probe) {
+	ex := p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) { op["session_id"] = "not an identifier!" }))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "session_id that is not an identifier")
+	ex = p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) { op["environment"] = "-leading-dash" }))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "environment that is not an identifier")
+}
+
+func transportZeroSequence(p *probe) {
+	ex := p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) { op["sequence"] = 0 }))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "sequence 0")
+	ex = p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) { op["sequence"] = -3 }))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "a negative sequence")
+}
