@@ -51,7 +51,7 @@ type sess struct {
 	act       *activation
 	tools     map[uint64]*toolCall
 	execs     map[uint64]*execution
-	waiters   map[uint64]chan error
+	waiters   map[uint64]chan turnResult
 	wake      *time.Timer
 	idle      *time.Timer
 	noWake    bool // interrupted: no automatic activation until a message
@@ -159,7 +159,7 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 			s.mu.Unlock()
 			return s, nil
 		}
-		s = &sess{e: e, id: id, tools: map[uint64]*toolCall{}, execs: map[uint64]*execution{}, waiters: map[uint64]chan error{}}
+		s = &sess{e: e, id: id, tools: map[uint64]*toolCall{}, execs: map[uint64]*execution{}, waiters: map[uint64]chan turnResult{}}
 		s.refs.Add(1)
 		s.mu.Lock()
 		e.live[id] = s

@@ -73,20 +73,17 @@ func (st *state) apply(r journal.Record) error {
 	}
 	st.Next = r.Sequence + 1
 	st.LastAtMs = r.RecordedAtMs
-	var p struct {
-		Sequence    uint64          `json:"sequence"`
-		Environment string          `json:"environment"`
-		Key         string          `json:"key"`
-		Value       json.RawMessage `json:"value"`
-		Receipt     struct {
-			OnTurnEnd string `json:"on_turn_end"`
-		} `json:"receipt"`
-		DeliveredThrough uint64 `json:"delivered_through"`
-	}
-	if len(r.Data) > 0 && r.Kind != api.KindSessionCreationStarted && r.Kind != api.KindTranscriptDelta {
+	var p foldPayload
+	if needsPayload(r.Kind) {
 		if err := json.Unmarshal(r.Data, &p); err != nil {
 			return fmt.Errorf("session: record %d (%s): %w", r.Sequence, r.Kind, err)
 		}
+	} else if hasRef(r.Kind) {
+		var rf ref
+		if err := json.Unmarshal(r.Data, &rf); err != nil {
+			return fmt.Errorf("session: record %d (%s): %w", r.Sequence, r.Kind, err)
+		}
+		p.Sequence = rf.Sequence
 	}
 	switch r.Kind {
 	case api.KindSessionCreationStarted:
@@ -247,4 +244,35 @@ func sameBlock(a, b *api.ContentBlock) bool {
 		}
 	}
 	return true
+}
+
+// foldPayload holds the payload fields the fold reads.
+type foldPayload struct {
+	Sequence    uint64          `json:"sequence"`
+	Environment string          `json:"environment"`
+	Key         string          `json:"key"`
+	Value       json.RawMessage `json:"value"`
+	Receipt     struct {
+		OnTurnEnd string `json:"on_turn_end"`
+	} `json:"receipt"`
+	DeliveredThrough uint64 `json:"delivered_through"`
+}
+
+// needsPayload reports kinds whose fold reads more than a sequence.
+func needsPayload(kind string) bool {
+	switch kind {
+	case api.KindKVSet, api.KindKVDelete, api.KindActivationEnded,
+		api.KindEnvironmentSetupStarted, api.KindEnvironmentSetupEnded, api.KindEnvironmentCallStarted,
+		api.KindEnvironmentDetachStarted, api.KindEnvironmentTeardownStarted:
+		return true
+	}
+	return false
+}
+
+// hasRef reports kinds whose fold reads only the referenced sequence.
+func hasRef(kind string) bool {
+	if kind == api.KindToolCallReturned {
+		return true
+	}
+	return strings.HasSuffix(kind, "_ended") || strings.HasSuffix(kind, "_failed")
 }

@@ -52,17 +52,20 @@ func (e *Engine) Send(ctx context.Context, id string, input api.UserInput) (api.
 		return api.SessionSummary{}, err
 	}
 	select {
-	case err := <-done:
-		if err != nil {
-			return api.SessionSummary{}, err
-		}
+	case res := <-done:
+		return res.summary, res.err
 	case <-ctx.Done():
 		return api.SessionSummary{}, fmt.Errorf("session %s: waiting for turn %d: %w", id, seq, ctx.Err())
 	}
-	return e.Summary(ctx, id)
 }
 
-func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wait bool) (uint64, chan error, error) {
+// turnResult is what a waiting Send receives when its turn ends.
+type turnResult struct {
+	summary api.SessionSummary
+	err     error
+}
+
+func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wait bool) (uint64, chan turnResult, error) {
 	if input.Message == "" {
 		return 0, nil, fmt.Errorf("%w: input.message must not be empty", ErrInvalid)
 	}
@@ -88,9 +91,9 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 	if err != nil {
 		return 0, nil, err
 	}
-	var done chan error
+	var done chan turnResult
 	if wait {
-		done = make(chan error, 1)
+		done = make(chan turnResult, 1)
 		s.waiters[seq] = done
 	}
 	return seq, done, nil
@@ -247,7 +250,7 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 	s.act = nil
 	close(a.done)
 	if ch := s.waiters[a.turn]; ch != nil {
-		ch <- turnErr
+		ch <- turnResult{summary: s.summaryLocked(), err: turnErr}
 		delete(s.waiters, a.turn)
 	}
 	s.scheduleWakeLocked()
