@@ -1,0 +1,114 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testContainer allocates a hardened container for low-level tests.
+func testContainer(t *testing.T, p Profile) string {
+	t.Helper()
+	cli, image := testEngine(t)
+	instance := "test-" + newResourceID()
+	cleanupInstance(t, cli, instance)
+	st := &bindingState{Key: "s/e", SessionID: "s", Environment: "e", Resource: newResourceID()}
+	p.Image = image
+	p = p.withDefaults()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	uid, gid, exists, err := workspaceOwner(ctx, cli, image, st.resourceName()+"-probe", bindingLabels(instance, st, time.Now()))
+	if err != nil {
+		t.Fatalf("workspaceOwner: %v", err)
+	}
+	pu, pg, _ := splitUser(p.User)
+	a, err := createResources(ctx, cli, plan{
+		Profile: p, ImageID: image, Name: st.resourceName(),
+		Labels: bindingLabels(instance, st, time.Now()),
+		Chown:  !exists || uid != pu || gid != pg,
+	})
+	if err != nil {
+		t.Fatalf("createResources: %v", err)
+	}
+	return a.Container
+}
+
+func run(t *testing.T, ctx context.Context, ctr string, s execSpec) (int, string, string, error) {
+	t.Helper()
+	cli, _ := testEngine(t)
+	if s.User == "" {
+		s.User = DefaultUser
+	}
+	if s.Dir == "" {
+		s.Dir = workspaceDir
+	}
+	if s.Tag == "" {
+		s.Tag = newResourceID()
+	}
+	var out, errb bytes.Buffer
+	code, err := runExec(ctx, cli, ctr, s, &out, &errb)
+	return code, out.String(), errb.String(), err
+}
+
+func TestExecDemuxAndExitCode(t *testing.T) {
+	t.Parallel()
+	ctr := testContainer(t, Profile{})
+	ctx := context.Background()
+	code, out, errOut, err := run(t, ctx, ctr, execSpec{
+		Argv:  []string{"sh", "-c", "cat; echo err >&2; id -u; pwd; exit 7"},
+		Stdin: strings.NewReader("in\n"),
+	})
+	if err != nil {
+		t.Fatalf("runExec: %v", err)
+	}
+	if code != 7 || out != "in\n1000\n/workspace\n" || errOut != "err\n" {
+		t.Fatalf("runExec = %d, %q, %q; want 7, %q, %q", code, out, errOut, "in\n1000\n/workspace\n", "err\n")
+	}
+}
+
+// The workspace belongs to the profile's user, whether the Engine's copy of
+// the image's /workspace gave it (the test image's /workspace is owned by
+// 1000:1000) or a one-shot chown container did (user 1001:1001).
+func TestWorkspaceOwnership(t *testing.T) {
+	t.Parallel()
+	for _, user := range []string{"1000:1000", "1001:1002"} {
+		t.Run(user, func(t *testing.T) {
+			t.Parallel()
+			ctr := testContainer(t, Profile{User: user})
+			code, out, errOut, err := run(t, context.Background(), ctr, execSpec{
+				User: user, Argv: []string{"sh", "-c", "echo hi > f && stat -c %u:%g /workspace f"}})
+			if want := user + "\n" + user + "\n"; err != nil || code != 0 || out != want {
+				t.Fatalf("write in workspace = %d, %q, %q, %v; want 0, %q", code, out, errOut, err, want)
+			}
+		})
+	}
+}
+
+func TestExecStopKillsProcessGroup(t *testing.T) {
+	t.Parallel()
+	ctr := testContainer(t, Profile{})
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, _, _, err := run(t, ctx, ctr, execSpec{
+		Argv: []string{"sh", "-c", "(sleep 61; echo late > /workspace/late) & sleep 60"},
+		Tag:  "42",
+	})
+	var stop *stopError
+	if !errors.As(err, &stop) || stop.Cleanup != nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("runExec = %v; want a clean stop by deadline", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("stop took %s", d)
+	}
+	_, ps, _, err := run(t, context.Background(), ctr, execSpec{Argv: []string{"ps", "-o", "pid,args"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(ps, "sleep 6") {
+		t.Fatalf("a process of the stopped command survived:\n%s", ps)
+	}
+}

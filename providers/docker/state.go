@@ -1,0 +1,211 @@
+package docker
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Binding phases, persisted in the state file.
+const (
+	// phaseNew: set up, nothing allocated yet.
+	phaseNew = "new"
+	// phaseAllocating: the resource names were committed and creation
+	// started; after a restart the outcome is unknown.
+	phaseAllocating = "allocating"
+	// phaseReady: container and volume exist.
+	phaseReady = "ready"
+	// phaseDeleted: torn down; kept as a tombstone so teardown stays
+	// repeatable and other operations answer unavailable.
+	phaseDeleted = "deleted"
+)
+
+const stateVersion = 1
+
+// bindingState is the durable record of one binding, one JSON file per
+// binding in the state directory (see doc.go).
+type bindingState struct {
+	Version         int    `json:"version"`
+	Key             string `json:"key"`
+	SessionID       string `json:"session_id"`
+	Environment     string `json:"environment"`
+	BindingSequence uint64 `json:"binding_sequence"`
+	// Resource names the container and the volume ("brain-<Resource>").
+	Resource  string    `json:"resource"`
+	Profile   string    `json:"profile"`
+	ImageID   string    `json:"image_id"`
+	Phase     string    `json:"phase"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// resourceName is the name of the binding's container and volume.
+func (st *bindingState) resourceName() string { return "brain-" + st.Resource }
+
+func newResourceID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// stateStore keeps binding states as files named by the base64url binding
+// key. Writes are atomic: temp file, fsync, rename (or link, for the
+// exclusive create), fsync of the directory.
+type stateStore struct {
+	dir string
+}
+
+func openStateStore(dir string) (*stateStore, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("docker: state directory: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, fmt.Errorf("docker: state directory: %w", err)
+	}
+	return &stateStore{dir: abs}, nil
+}
+
+const stateSuffix = ".json"
+
+func (s *stateStore) path(key string) string {
+	return filepath.Join(s.dir, base64.RawURLEncoding.EncodeToString([]byte(key))+stateSuffix)
+}
+
+// errStateExists reports an exclusive create of a binding that has a file.
+var errStateExists = errors.New("binding state already exists")
+
+// create writes st only if no state exists for its key.
+func (s *stateStore) create(st *bindingState) error {
+	return s.write(st, true)
+}
+
+// put replaces st's file.
+func (s *stateStore) put(st *bindingState) error {
+	return s.write(st, false)
+}
+
+func (s *stateStore) write(st *bindingState, exclusive bool) error {
+	st.Version = stateVersion
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("docker: encode state: %w", err)
+	}
+	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("docker: write state: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after a rename
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("docker: write state: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("docker: sync state: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("docker: write state: %w", err)
+	}
+	final := s.path(st.Key)
+	if exclusive {
+		// A hard link fails if the name exists: an atomic exclusive create
+		// of a complete file.
+		if err := os.Link(tmp.Name(), final); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return errStateExists
+			}
+			return fmt.Errorf("docker: create state: %w", err)
+		}
+	} else if err := os.Rename(tmp.Name(), final); err != nil {
+		return fmt.Errorf("docker: replace state: %w", err)
+	}
+	return s.syncDir()
+}
+
+func (s *stateStore) syncDir() error {
+	d, err := os.Open(s.dir)
+	if err != nil {
+		return fmt.Errorf("docker: sync state directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("docker: sync state directory: %w", err)
+	}
+	return nil
+}
+
+// get reads the state of key; ok is false when there is none.
+func (s *stateStore) get(key string) (*bindingState, bool, error) {
+	data, err := os.ReadFile(s.path(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("docker: read state: %w", err)
+	}
+	st, err := decodeState(data)
+	if err != nil {
+		return nil, false, fmt.Errorf("docker: state of %q: %w", key, err)
+	}
+	return st, true, nil
+}
+
+func decodeState(data []byte) (*bindingState, error) {
+	var st bindingState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, err
+	}
+	if st.Version != stateVersion {
+		return nil, fmt.Errorf("state version %d, want %d", st.Version, stateVersion)
+	}
+	if st.Key == "" || st.Resource == "" {
+		return nil, errors.New("state without key or resource")
+	}
+	return &st, nil
+}
+
+// remove deletes the state of key; a missing file is not an error.
+func (s *stateStore) remove(key string) error {
+	if err := os.Remove(s.path(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("docker: remove state: %w", err)
+	}
+	return s.syncDir()
+}
+
+// list reads every state file. Files that do not decode are reported in
+// the error but do not hide the others.
+func (s *stateStore) list() ([]*bindingState, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("docker: list states: %w", err)
+	}
+	var out []*bindingState
+	var errs []error
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, stateSuffix) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(s.dir, name))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		st, err := decodeState(data)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		out = append(out, st)
+	}
+	return out, errors.Join(errs...)
+}
