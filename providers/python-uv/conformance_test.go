@@ -54,7 +54,7 @@ func TestConformance(t *testing.T) {
 					}
 					return nil
 				}},
-				conformance.RoleSleep: {Implementation: impl("nap"), Input: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, napMs)), Runs: napMs * time.Millisecond},
+				conformance.RoleSleep:       {Implementation: impl("nap"), Input: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, napMs)), Runs: napMs * time.Millisecond},
 				conformance.RoleUnsupported: {Implementation: impl("not-configured"), Input: json.RawMessage(`{}`)},
 			},
 			Capabilities: conformance.Capabilities{
