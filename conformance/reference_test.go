@@ -176,7 +176,7 @@ func (p *reference) Methods() map[string]envsdk.Method {
 // the URL.
 type swappable struct{ h atomic.Pointer[http.Handler] }
 
-func (s *swappable) set(h http.Handler)                              { s.h.Store(&h) }
+func (s *swappable) set(h http.Handler)                               { s.h.Store(&h) }
 func (s *swappable) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*s.h.Load()).ServeHTTP(w, r) }
 
 const refToken = "reference-token"
@@ -234,6 +234,12 @@ func referenceTarget(url string, restart func(t conformance.T)) conformance.Targ
 // (nil: none), and describes it. Restart replaces the provider with a new
 // instance at the same URL, losing its in-memory bindings.
 func serveReference(t conformance.T, newProvider func() *reference, opts envsdk.Options, wrap func(http.Handler) http.Handler) conformance.Target {
+	return serveProvider(t, func() envsdk.Provider { return newProvider() }, opts, wrap)
+}
+
+// serveProvider is serveReference for any provider described like the
+// reference.
+func serveProvider(t conformance.T, newProvider func() envsdk.Provider, opts envsdk.Options, wrap func(http.Handler) http.Handler) conformance.Target {
 	if wrap == nil {
 		wrap = func(h http.Handler) http.Handler { return h }
 	}
