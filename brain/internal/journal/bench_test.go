@@ -1,0 +1,286 @@
+package journal
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Every benchmark here writes to real files and always fsyncs.
+
+var benchData = json.RawMessage(`{"text":"` + strings.Repeat("b", 80) + `"}`)
+
+func reportLatencies(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkAppend measures one durable append of one record to one session.
+func BenchmarkAppend(b *testing.B) {
+	fs, err := OpenFileStore(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fs.Close()
+	lat := make([]time.Duration, 0, b.N)
+	next := uint64(1)
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		if err := fs.Append(bg, "s", next, []Record{{Kind: "k", Data: benchData}}); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+		next++
+	}
+	reportLatencies(b, lat)
+}
+
+// BenchmarkRawWriteFdatasync is the baseline of BenchmarkAppend: write the
+// same frame bytes to a file and fdatasync, nothing else.
+func BenchmarkRawWriteFdatasync(b *testing.B) {
+	f, err := os.OpenFile(filepath.Join(b.TempDir(), "raw"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	frame := appendFrame(nil, &Record{Sequence: 1, Kind: "k", Data: benchData})
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := f.Write(frame); err != nil {
+			b.Fatal(err)
+		}
+		if err := fdatasync(f); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	reportLatencies(b, lat)
+}
+
+var benchSessions = []int{1, 16, 128}
+
+// BenchmarkThroughput: N sessions, one goroutine each, appending one record
+// at a time; b.N records in total.
+func BenchmarkThroughput(b *testing.B) {
+	for _, n := range benchSessions {
+		b.Run(fmt.Sprint("sessions=", n), func(b *testing.B) {
+			fs, err := OpenFileStore(b.TempDir(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer fs.Close()
+			for i := range n { // create sessions outside the timed part
+				if err := fs.Append(bg, fmt.Sprint("s", i), 1, []Record{{Kind: "k", Data: benchData}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			before := fs.Stats()
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for i := range n {
+				wg.Go(func() {
+					id := fmt.Sprint("s", i)
+					next := uint64(2)
+					for left.Add(-1) >= 0 {
+						if err := fs.Append(bg, id, next, []Record{{Kind: "k", Data: benchData}}); err != nil {
+							b.Error(err)
+							return
+						}
+						next++
+					}
+				})
+			}
+			wg.Wait()
+			el := time.Since(start)
+			after := fs.Stats()
+			recs := float64(after.Records - before.Records)
+			b.ReportMetric(recs/el.Seconds(), "records/s")
+			b.ReportMetric(recs/float64(after.Syncs-before.Syncs), "records/fsync")
+			b.ReportMetric(recs/float64(after.Rounds-before.Rounds), "records/round")
+		})
+	}
+}
+
+// BenchmarkBareGroupCommit is the throughput baseline: N goroutines hand a
+// frame to one syncer goroutine that appends everything pending to one file
+// with one write, fdatasyncs once and acknowledges.
+func BenchmarkBareGroupCommit(b *testing.B) {
+	for _, n := range benchSessions {
+		b.Run(fmt.Sprint("sessions=", n), func(b *testing.B) {
+			f, err := os.OpenFile(filepath.Join(b.TempDir(), "log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			type req struct {
+				frame []byte
+				done  chan struct{}
+			}
+			var (
+				mu      sync.Mutex
+				cond    = sync.NewCond(&mu)
+				pending []req
+				stop    bool
+				syncs   int64
+				recs    int64
+			)
+			syncer := make(chan struct{})
+			go func() {
+				defer close(syncer)
+				var buf []byte
+				for {
+					mu.Lock()
+					for len(pending) == 0 && !stop {
+						cond.Wait()
+					}
+					if len(pending) == 0 {
+						mu.Unlock()
+						return
+					}
+					batch := pending
+					pending = nil
+					mu.Unlock()
+					buf = buf[:0]
+					for _, r := range batch {
+						buf = append(buf, r.frame...)
+					}
+					if _, err := f.Write(buf); err != nil {
+						panic(err)
+					}
+					if err := fdatasync(f); err != nil {
+						panic(err)
+					}
+					syncs++
+					recs += int64(len(batch))
+					for _, r := range batch {
+						close(r.done)
+					}
+				}
+			}()
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for i := range n {
+				wg.Go(func() {
+					seq := uint64(1)
+					for left.Add(-1) >= 0 {
+						r := req{frame: appendFrame(nil, &Record{Sequence: seq, Kind: "k", Data: benchData}), done: make(chan struct{})}
+						mu.Lock()
+						pending = append(pending, r)
+						cond.Signal()
+						mu.Unlock()
+						<-r.done
+						seq++
+						_ = i
+					}
+				})
+			}
+			wg.Wait()
+			el := time.Since(start)
+			mu.Lock()
+			stop = true
+			cond.Signal()
+			mu.Unlock()
+			<-syncer
+			b.ReportMetric(float64(recs)/el.Seconds(), "records/s")
+			b.ReportMetric(float64(recs)/float64(syncs), "records/fsync")
+		})
+	}
+}
+
+const reopenRecords = 20000
+
+// reopenFixture writes a 20k-record session (and a checkpoint through its
+// end) once per benchmark.
+func reopenFixture(b *testing.B) string {
+	dir := b.TempDir()
+	fs, err := OpenFileStore(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < reopenRecords; i += 1000 {
+		rs := make([]Record, 1000)
+		for j := range rs {
+			rs[j] = Record{Kind: "transcript_delta", Data: benchData}
+		}
+		if err := fs.Append(bg, "s", uint64(i+1), rs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := fs.WriteCheckpoint(bg, "s", reopenRecords, []byte(`{"status":"idle"}`)); err != nil {
+		b.Fatal(err)
+	}
+	fs.Close()
+	return dir
+}
+
+// BenchmarkReopen opens a store and a 20k-record session from disk, then
+// either reads every record (no checkpoint) or reads the checkpoint and the
+// records after it; raw reads the segment files sequentially, nothing else.
+func BenchmarkReopen(b *testing.B) {
+	dir := reopenFixture(b)
+	b.Run("raw-read", func(b *testing.B) {
+		for b.Loop() {
+			segs, _ := filepath.Glob(filepath.Join(dir, "s", "journal", "*.segment"))
+			for _, p := range segs {
+				if _, err := os.ReadFile(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("no-checkpoint", func(b *testing.B) {
+		for b.Loop() {
+			fs, _ := OpenFileStore(dir, nil)
+			n := 0
+			after := uint64(0)
+			for {
+				page, err := fs.Read(bg, "s", after, 0, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(page) == 0 {
+					break
+				}
+				n += len(page)
+				after = page[len(page)-1].Sequence
+			}
+			if n != reopenRecords {
+				b.Fatalf("read %d records", n)
+			}
+			fs.Close()
+		}
+	})
+	b.Run("checkpoint", func(b *testing.B) {
+		for b.Loop() {
+			fs, _ := OpenFileStore(dir, nil)
+			through, _, err := fs.ReadCheckpoint(bg, "s")
+			if err != nil || through != reopenRecords {
+				b.Fatalf("ReadCheckpoint = %d, %v", through, err)
+			}
+			if page, err := fs.Read(bg, "s", through, 0, 0); err != nil || len(page) != 0 {
+				b.Fatalf("Read after checkpoint = %d, %v", len(page), err)
+			}
+			fs.Close()
+		}
+	})
+}
