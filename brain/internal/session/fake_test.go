@@ -62,6 +62,10 @@ func (f *fakeEnvs) lifecycle(ctx context.Context, op Operation) (envapi.Receipt,
 	switch f.record(op) {
 	case "fail":
 		return envapi.Receipt{}, errTransport
+	case "release":
+		if op.Request.Type == envapi.RequestSetup {
+			return envapi.AcceptedOnTurnEnd("release"), nil
+		}
 	case "hangops":
 		select {
 		case <-f.hold:
@@ -91,7 +95,7 @@ func (f *fakeEnvs) Cancel(ctx context.Context, op Operation) (envapi.Receipt, er
 
 func (f *fakeEnvs) Execute(ctx context.Context, op Operation) (envapi.Receipt, error) {
 	switch f.record(op) {
-	case "echo":
+	case "echo", "release":
 		return envapi.Result(mustJSON(envapi.OK(op.Request.Input))), nil
 	case "hang":
 		<-ctx.Done()

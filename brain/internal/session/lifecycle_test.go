@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -205,3 +206,24 @@ func TestEventsPaging(t *testing.T) {
 		}
 	}
 }
+
+func TestOnTurnEndRelease(t *testing.T) {
+	h := newHarness(t, Config{}, map[string]string{"box": "release"})
+	id := h.create(toolSession("release"))
+	ctx := context.Background()
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitEvent(id, 0, api.KindEnvironmentCallEnded)
+	recs := h.records(id)
+	turn := ofKind(recs, api.KindTurnStarted)[0].Sequence
+	calls := h.envs.opsOf(envapi.RequestCall)
+	if len(calls) != 1 || calls[0].Request.Name != "release" || string(calls[0].Request.Input) != `{"sequence":`+itoa(turn)+`}` {
+		t.Fatalf("calls = %+v", calls)
+	}
+	if ofKind(recs, api.KindEnvironmentCallStarted)[0].Sequence < ofKind(recs, api.KindTurnEnded)[0].Sequence {
+		t.Fatal("release started before the turn ended")
+	}
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }

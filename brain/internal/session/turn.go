@@ -14,6 +14,7 @@ import (
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 // budget is shared by an activation and the tools it starts.
@@ -253,8 +254,39 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 		ch <- turnResult{summary: s.summaryLocked(), err: turnErr}
 		delete(s.waiters, a.turn)
 	}
+	if a.turn != 0 {
+		s.releaseAfterTurnLocked(a.turn)
+	}
 	s.scheduleWakeLocked()
 	s.maybeEvictLocked(false)
+}
+
+// releaseAfterTurnLocked sends call {name: on_turn_end, input: {sequence}}
+// to every ready environment whose setup registered a turn-end method. It
+// runs after the turn's answer is committed and handed out; its failure
+// does not change the turn.
+func (s *sess) releaseAfterTurnLocked(turn uint64) {
+	if s.e.cfg.Environments == nil {
+		return
+	}
+	for _, name := range s.envNamesLocked(envReady) {
+		method := s.st.Envs[name].OnTurnEnd
+		if method == "" {
+			continue
+		}
+		s.inflight++
+		s.e.wg.Add(1)
+		go func() {
+			defer s.e.wg.Done()
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.st != nil {
+				s.envOpLocked(s.e.base, name, envapi.Call(method, mustJSON(ref{Sequence: turn})), nil)
+			}
+			s.inflight--
+			s.maybeEvictLocked(false)
+		}()
+	}
 }
 
 // Interrupt cancels the running activation and every unfinished tool of
