@@ -65,36 +65,45 @@
 //
 // # The profile
 //
-// The profile is a JSON object; every field is optional but executes.echo:
+// The profile is a JSON object; only executes.echo is required:
 //
 //	{
-//	  "token": "secret",                  // the flag wins when both are given
+//	  "token": "secret",
 //	  "setup_configuration": {"label": "ci"},
-//	  "duplicate_setup": "already_exists", // or "accepted"
+//	  "duplicate_setup": "already_exists",
 //	  "executes": {
-//	    "echo":  {"implementation": {...}, "input": {...}, "output": {"echo": 1}},
-//	    "sleep": {"implementation": {...}, "input": {"ms": 3000}, "runs_ms": 3000},
-//	    "write": {"implementation": {...}, "input": {...}},
-//	    "read":  {"implementation": {...}, "input": {...}, "output_contains": {"found": true}},
-//	    "unsupported": {"implementation": {...}, "input": {}}
+//	    "echo":  {"implementation": {"name": "echo"}, "input": {"n": 1}, "output": {"echo": {"n": 1}}},
+//	    "sleep": {"implementation": {"name": "sleep"}, "input": {"ms": 3000}, "runs_ms": 3000},
+//	    "write": {"implementation": {"name": "write"}, "input": {"key": "k", "value": "v"}},
+//	    "read":  {"implementation": {"name": "read"}, "input": {"key": "k"}, "output_contains": {"value": "v"}},
+//	    "unsupported": {"implementation": {"name": "nope"}, "input": {}}
 //	  },
 //	  "capabilities": {
 //	    "cancel": true,
 //	    "lazy_allocation": true,
 //	    "turn_end_release": "release",
 //	    "methods": {"inspect": {}},
-//	    "reporter": {"call": "report", "input": {}}   // {} : setup alone reports
+//	    "reporter": {"call": "report", "input": {}}
 //	  },
 //	  "expect": ["cancel", "reporter"],
 //	  "options": {"deadline_ms": 500, "grace_ms": 5000, "timeout_ms": 60000,
 //	              "max_body_bytes": 16777216, "concurrency": 4, "serial": false}
 //	}
 //
-// "output" requires the Tool's output to equal the given JSON; "output_contains"
-// requires every field given (recursively) to be present with that value; with
-// neither, any output passes. "runs_ms" is how long the execution runs when
-// nothing stops it; the deadline and cancel cases watch that long for a late
-// completion.
+// "token" is used when no token flag is given. "duplicate_setup" is
+// "already_exists" (the default: a second setup of one binding fails with
+// that code) or "accepted". Each execute gives the implementation and input
+// sent; "output" requires the Tool's output to equal the given JSON,
+// "output_contains" requires every given field (recursively) to be present
+// with that value, and with neither any output passes. "runs_ms" is how long
+// the execution runs when nothing stops it; the deadline and cancel cases
+// watch that long for a late completion. "methods" maps each call method to
+// a sample input that must answer a result. "reporter" names a call that
+// makes the provider post an observation with the binding's reporter grant;
+// an empty object means setup alone does. "options" tune the run (see
+// Options): deadline_ms is the deadline the deadline case sends, grace_ms how
+// late a timeout or cancelled answer may come, max_body_bytes the provider's
+// body limit (413 beyond it).
 //
 // # Running the suite elsewhere
 //

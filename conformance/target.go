@@ -103,8 +103,8 @@ type Capabilities struct {
 // reporter grant: a call of method Call with Input after setup, or, when
 // Call is empty, setup alone.
 type ReporterTrigger struct {
-	Call  string
-	Input json.RawMessage
+	Call  string          `json:"call,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // declared reports whether the target declares capability name.
