@@ -21,6 +21,10 @@
 // The loop and tools reach Brain through one service table (Services); the
 // HTTP callback endpoint and the Wasm host expose the same table.
 //
+// Environment reports (Engine.Report) commit with environment origin; an
+// actionable result (output_emitted) wakes the loop like a finished
+// background tool, a diagnostic does not.
+//
 // # Passivation
 //
 // Between turns a session holds no goroutine and no in-memory state unless

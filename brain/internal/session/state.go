@@ -138,6 +138,8 @@ func (st *state) apply(r journal.Record) error {
 		st.KV[p.Key] = p.Value
 	case api.KindKVDelete:
 		delete(st.KV, p.Key)
+	case api.KindOutputEmitted:
+		st.Actionable = append(st.Actionable, r.Sequence)
 	case api.KindToolCallReturned:
 		if _, open := st.Open[p.Sequence]; open {
 			st.Returned[p.Sequence] = true

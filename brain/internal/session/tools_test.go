@@ -241,3 +241,38 @@ func TestDispatchFromCustomLoopViaCall(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+func TestEnvironmentReportWakesLoop(t *testing.T) {
+	h := newHarness(t, Config{}, map[string]string{"box": "echo"})
+	id := h.create(toolSession("echo"))
+	ctx := context.Background()
+	binding := api.EnvironmentRef{Name: "box", Sequence: 1}
+	// A diagnostic does not wake the loop.
+	diag, err := h.engine.Report(ctx, id, binding, Report{Type: ReportEvent, EventType: "disk", Data: json.RawMessage(`{"free":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.engine.Report(ctx, id, api.EnvironmentRef{Name: "box", Sequence: 9}, Report{Type: ReportEvent, EventType: "x"}); !errors.Is(err, ErrExecutionClosed) {
+		t.Fatalf("stale binding: %v", err)
+	}
+	seq, err := h.engine.Report(ctx, id, binding, Report{Type: ReportResult,
+		Output: json.RawMessage(`{"observation":{"scope":"resource","resource":"r","code":"lost","message":"m"}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitEvent(id, seq, api.KindActivationEnded)
+	recs := h.records(id)
+	if n := len(ofKind(recs, api.KindActivationStarted)); n != 1 {
+		t.Fatalf("%d activations: %v", n, kinds(recs))
+	}
+	as := decode[activationStarted](t, ofKind(recs, api.KindActivationStarted)[0].Data)
+	if as.Trigger != "events" || len(as.Events) != 1 || as.Events[0] != seq {
+		t.Fatalf("activation_started = %+v (diag %d)", as, diag)
+	}
+	page, _ := h.engine.Events(ctx, id, 0)
+	for _, ev := range page.Events {
+		if ev.Sequence == diag && (ev.EventType != "disk" || ev.Origin == nil || ev.Origin.Environment == nil || *ev.Origin.Environment != binding) {
+			t.Fatalf("diagnostic event = %+v", ev)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Report types of the reporter endpoint.
+const (
+	ReportEvent  = "event"  // diagnostic: never wakes the loop
+	ReportResult = "result" // actionable observation: wakes the loop
+)
+
+// Report is a body POSTed by an environment to its reporter grant.
+type Report struct {
+	Type      string          `json:"type"`
+	EventType string          `json:"event_type,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	Output    json.RawMessage `json:"output,omitempty"`
+}
+
+// Report commits an environment's report with origin {kind:"environment",
+// environment: binding} and answers its sequence. A diagnostic event is an
+// extension event; an actionable result is recorded as output_emitted and
+// wakes the loop (coalesced) unless the session was interrupted. A binding
+// that is not the environment's current one is refused
+// (ErrExecutionClosed).
+func (e *Engine) Report(ctx context.Context, id string, binding api.EnvironmentRef, r Report) (uint64, error) {
+	s, err := e.acquire(ctx, id, true)
+	if err != nil {
+		return 0, err
+	}
+	defer s.release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	es := s.st.Envs[binding.Name]
+	if es == nil || es.Binding != binding.Sequence || es.State == envDeleted || es.State == envDetached ||
+		s.st.Status == api.StatusEnded || s.st.Status == api.StatusFailed {
+		return 0, fmt.Errorf("%w: binding %s/%d", ErrExecutionClosed, binding.Name, binding.Sequence)
+	}
+	origin, _ := json.Marshal(api.EventOrigin{Kind: api.OriginEnvironment, Environment: &binding})
+	switch r.Type {
+	case ReportEvent:
+		if !envapi.ValidIdentifier(r.EventType) || api.IsReserved(r.EventType) {
+			return 0, fmt.Errorf("%w: %q", ErrReservedName, r.EventType)
+		}
+		data, err := compactJSON(r.Data)
+		if err != nil {
+			return 0, err
+		}
+		x := rec(api.KindExtensionEvent, extensionEvent{Kind: r.EventType, Payload: data})
+		x.Origin = origin
+		return s.commitLocked(x)
+	case ReportResult:
+		out, err := compactJSON(r.Output)
+		if err != nil {
+			return 0, err
+		}
+		x := rec(api.KindOutputEmitted, outputEmitted{Environment: binding.Name, Output: out})
+		x.Origin = origin
+		seq, err := s.commitLocked(x)
+		if err == nil {
+			s.scheduleWakeLocked()
+		}
+		return seq, err
+	}
+	return 0, fmt.Errorf("%w: report type %q", ErrInvalid, r.Type)
+}
+
+// outputEmitted is the payload of an actionable environment report.
+type outputEmitted struct {
+	Environment string          `json:"environment"`
+	Output      json.RawMessage `json:"output"`
+}
