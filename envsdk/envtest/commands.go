@@ -17,8 +17,8 @@ import (
 // starting at 1; bindings made with For share the session's sequences, as
 // Brain's journal does. Every command carries the binding reference and the
 // current configuration (the last Setup's). When Brain is set, every
-// command carries the binding's reporter grant and every Execute a fresh
-// tool grant for its sequence. It is safe for concurrent use.
+// command carries the binding's reporter grant and its own controller
+// context grant, and every Execute a fresh tool grant for its sequence. It is safe for concurrent use.
 type Commands struct {
 	Session     string
 	Environment string
@@ -78,9 +78,14 @@ func (c *Commands) At(seq uint64, req envapi.Request) envapi.Command {
 	if bseq == 0 {
 		bseq = 1
 	}
-	if c.Brain != nil && c.reporter == nil {
-		g := c.Brain.ReporterGrant(c.Session, c.Environment, bseq)
-		c.reporter = &g
+	var opContext *envapi.Grant
+	if c.Brain != nil {
+		if c.reporter == nil {
+			g := c.Brain.ReporterGrant(c.Session, c.Environment, bseq)
+			c.reporter = &g
+		}
+		g := c.Brain.ContextGrant(c.Session, c.Environment, seq)
+		opContext = &g
 	}
 	return envapi.Command{Contract: envapi.Contract, Operation: envapi.Operation{
 		SessionID:     c.Session,
@@ -89,6 +94,7 @@ func (c *Commands) At(seq uint64, req envapi.Request) envapi.Command {
 		Request:       req,
 		Binding:       &envapi.EnvironmentRef{Name: c.Environment, Sequence: bseq},
 		Configuration: c.configuration,
+		Context:       opContext,
 		Reporter:      c.reporter,
 	}}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,6 +35,9 @@ func TestCommands(t *testing.T) {
 		}
 		if op.Reporter == nil || !strings.HasSuffix(op.Reporter.URL, "/environments/ws/1/events") {
 			t.Errorf("command %d reporter %+v", i, op.Reporter)
+		}
+		if op.Context == nil || !strings.HasSuffix(op.Context.URL, "/environments/ws/operations/"+strconv.Itoa(i+1)+"/context") {
+			t.Errorf("command %d context %+v", i, op.Context)
 		}
 		// Every command survives the strict decoder.
 		data, err := json.Marshal(cmd)
