@@ -2,12 +2,358 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/brain-in-go/brain/brain"
+	"github.com/brain-in-go/brain/brain/internal/datadir"
 )
+
+// serveHooks lets the lead wire defaults into "brain serve" (default
+// environments, extra routes, model clients) without editing this file's
+// flow: each hook, when set, edits the configuration before the server is
+// created.
+var serveHooks []func(cfg *brain.Config, opts ServeOptions) error
+
+// ServeOptions are the resolved settings of "brain serve" a hook may read.
+type ServeOptions struct {
+	Listen    string
+	DataDir   string
+	PublicURL string
+}
+
+const serveUsage = `usage: brain serve [flags]
+
+Runs the Brain session server. Every flag has an environment variable; a
+flag given on the command line wins.
+
+Models: this build has the offline scripted model only (provider
+"scripted"): a message answers "echo: <text>", or follows a JSON script
+({"reply", "tool_calls", "delay_ms", "fail", "stream"}). OPENAI_API_KEY,
+ANTHROPIC_API_KEY and BRAIN_OPENAI_BASE_URL are not used yet.
+
+Authentication: without BRAIN_API_TOKEN a token is generated, saved to
+<data dir>/operator.token (mode 0600) and required. --no-auth serves without
+authentication and, like a missing token, is refused on a non-loopback
+address.
+
+Signals: SIGTERM or SIGINT drains (new work answers 503, admitted turns
+finish and commit, streams close, exit 0); a second signal exits at once.
+
+flags:
+`
+
+// serveFlags are the settings of "brain serve".
+type serveFlags struct {
+	listen, dataDir, token, publicURL, logLevel string
+	noAuth                                      bool
+	maxModelCalls, maxLiveBacklog               int
+	maxTurnSecs, maxToolSecs, idleTTLSecs       int64
+	retentionSecs, maxEmitted, maxRequestBytes  int64
+	heartbeatSecs                               int64
+	idleTTLSet                                  bool
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool)) error {
+	var errs []error
+	str := func(p *string, name, envName, def, help string) {
+		v, ok := env(envName)
+		if !ok {
+			v = def
+		}
+		fs.StringVar(p, name, v, fmt.Sprintf("%s (%s)", help, envName))
+	}
+	i64 := func(p *int64, name, envName string, def int64, help string) {
+		v := def
+		if s, ok := env(envName); ok {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n < 0 {
+				errs = append(errs, fmt.Errorf("%s=%q: want a non-negative integer", envName, s))
+			}
+			v = n
+		}
+		fs.Int64Var(p, name, v, fmt.Sprintf("%s (%s)", help, envName))
+	}
+	str(&f.listen, "listen", "BRAIN_LISTEN", "127.0.0.1:8080", "address to listen on")
+	str(&f.dataDir, "data-dir", "BRAIN_DATA_DIR", "brain-data", "data directory")
+	str(&f.token, "token", "BRAIN_API_TOKEN", "", "bearer token of every application route; generated when empty")
+	str(&f.publicURL, "public-url", "BRAIN_PUBLIC_URL", "", "base URL of callbacks and reporters (default http://<listen address>)")
+	str(&f.logLevel, "log-level", "BRAIN_LOG_LEVEL", "info", "log level: debug, info, warn or error")
+	noAuth, _ := env("BRAIN_NO_AUTH")
+	fs.BoolVar(&f.noAuth, "no-auth", noAuth == "1" || noAuth == "true", "serve without authentication, loopback only (BRAIN_NO_AUTH=1)")
+	var calls, backlog int64
+	i64(&calls, "max-model-calls", "BRAIN_MAX_MODEL_CALLS", 128, "model calls per turn, 0 = no bound")
+	i64(&f.maxTurnSecs, "max-turn-secs", "BRAIN_MAX_TURN_SECS", 1800, "turn wall time in seconds, 0 = no bound")
+	i64(&f.maxToolSecs, "max-tool-secs", "BRAIN_MAX_TOOL_SECS", 120, "deadline of every tool call in seconds, 0 = no bound")
+	i64(&f.maxEmitted, "max-emitted-bytes", "BRAIN_MAX_EMITTED_BYTES", 1<<20, "extension event bytes per turn, 0 = no bound")
+	_, f.idleTTLSet = env("BRAIN_SESSION_IDLE_TTL_SECS")
+	i64(&f.idleTTLSecs, "session-idle-ttl-secs", "BRAIN_SESSION_IDLE_TTL_SECS", 0, "keep idle sessions in memory this long, 0 = forever; unset releases after each turn")
+	i64(&f.retentionSecs, "request-retention-secs", "BRAIN_REQUEST_RETENTION_SECS", 86400, "idempotency answer retention in seconds, 0 = forever")
+	i64(&f.maxRequestBytes, "max-request-bytes", "BRAIN_MAX_REQUEST_BYTES", 32<<20, "request body limit in bytes (413 above)")
+	i64(&backlog, "max-live-backlog", "BRAIN_MAX_LIVE_BACKLOG", 1024, "records an event stream may lag before it ends, at least 1")
+	i64(&f.heartbeatSecs, "heartbeat-secs", "BRAIN_SSE_HEARTBEAT_SECS", 15, "comment interval of idle event streams in seconds")
+	f.maxModelCalls, f.maxLiveBacklog = int(calls), int(backlog)
+	return errors.Join(errs...)
+}
 
 // serve runs the Brain session server.
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "brain serve: not yet available in this build")
-	return 1
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	var f serveFlags
+	fs := flag.NewFlagSet("brain serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), serveUsage)
+		fs.PrintDefaults()
+	}
+	envErr := f.register(fs, os.LookupEnv)
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return 0
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "brain serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if envErr != nil {
+		fmt.Fprintf(stderr, "brain serve: %v\n", envErr)
+		return 2
+	}
+	if f.maxLiveBacklog < 1 {
+		fmt.Fprintln(stderr, "brain serve: --max-live-backlog must be at least 1")
+		return 2
+	}
+	log, err := newLogger(stderr, f.logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "brain serve: %v\n", err)
+		return 2
+	}
+	if code := runServer(ctx, sigs, &f, log, stdout, stderr); code != 0 {
+		return code
+	}
+	return 0
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// loopback reports whether addr's host is a loopback address or name.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *slog.Logger, stdout, stderr io.Writer) int {
+	if !loopback(f.listen) && (f.token == "" || f.noAuth) {
+		fmt.Fprintf(stderr, "brain serve: refusing to listen on non-loopback address %s without a token (set BRAIN_API_TOKEN; --no-auth is for loopback only)\n", f.listen)
+		return 1
+	}
+	token, generated := f.token, false
+	if f.noAuth {
+		token = ""
+	} else if token == "" {
+		token, generated = operatorToken(f.dataDir)
+	}
+
+	cfg := brain.Config{
+		DataDir:          f.dataDir,
+		Token:            token,
+		Logger:           log,
+		MaxRequestBytes:  f.maxRequestBytes,
+		MaxLiveBacklog:   f.maxLiveBacklog,
+		Heartbeat:        time.Duration(f.heartbeatSecs) * time.Second,
+		RequestRetention: durationOrNoLimit(f.retentionSecs),
+		Limits: brain.Limits{
+			MaxModelCalls:   int(orNoLimit(int64(f.maxModelCalls))),
+			MaxTurn:         durationOrNoLimit(f.maxTurnSecs),
+			MaxTool:         durationOrNoLimit(f.maxToolSecs),
+			MaxEmittedBytes: orNoLimit(f.maxEmitted),
+		},
+	}
+	if f.idleTTLSet {
+		cfg.IdleTTL = durationOrNoLimit(f.idleTTLSecs)
+	}
+	if key := os.Getenv("BRAIN_TEST_KILL_AFTER_CLAIM"); key != "" {
+		// Fault injection for crash tests: die by SIGKILL right after the
+		// claim of this idempotency key is durable.
+		cfg.AfterClaim = func(_, k string) {
+			if k == key {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}
+	}
+
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "brain serve: %v\n", err)
+		return 1
+	}
+	defer ln.Close()
+	url := "http://" + ln.Addr().String()
+	publicURL := f.publicURL
+	if publicURL == "" {
+		publicURL = url
+	}
+	cfg.PublicURL = publicURL
+	for _, hook := range serveHooks {
+		if err := hook(&cfg, ServeOptions{Listen: ln.Addr().String(), DataDir: f.dataDir, PublicURL: publicURL}); err != nil {
+			fmt.Fprintf(stderr, "brain serve: %v\n", err)
+			return 1
+		}
+	}
+	b, err := brain.New(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "brain serve: %v\n", err)
+		return 1
+	}
+	tokenPath := filepath.Join(f.dataDir, "operator.token")
+	if generated {
+		if err := datadir.WriteFileAtomic(tokenPath, []byte(token+"\n"), 0o600); err != nil {
+			b.Close(context.Background())
+			fmt.Fprintf(stderr, "brain serve: %v\n", err)
+			return 1
+		}
+	}
+
+	srv := &http.Server{
+		Handler:           b.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	printBanner(stdout, url, f, token, generated, tokenPath)
+	log.Info("serving", "url", url, "data_dir", f.dataDir, "model", "scripted", "auth", token != "")
+
+	signals := 0
+	select {
+	case <-ctx.Done():
+	case <-sigs:
+		signals++
+	case err := <-served:
+		fmt.Fprintf(stderr, "brain serve: %v\n", err)
+		b.Close(context.Background())
+		return 1
+	}
+	log.Info("draining: admitting no new work, waiting for admitted turns")
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close(context.Background()) }()
+	for {
+		select {
+		case err := <-closed:
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = srv.Shutdown(sctx)
+			cancel()
+			if err != nil {
+				log.Error("drain", "err", err)
+				return 1
+			}
+			log.Info("drained")
+			return 0
+		case <-sigs:
+			if signals++; signals >= 2 {
+				fmt.Fprintln(stderr, "brain serve: second signal, exiting without finishing the drain")
+				return 1
+			}
+		}
+	}
+}
+
+// operatorToken answers the token saved in the data directory, or a new
+// one (which the caller saves once the directory is open).
+func operatorToken(dataDir string) (token string, generated bool) {
+	if b, err := os.ReadFile(filepath.Join(dataDir, "operator.token")); err == nil {
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, false
+		}
+	}
+	buf := make([]byte, 24)
+	_, _ = rand.Read(buf)
+	return "brain_" + hex.EncodeToString(buf), true
+}
+
+func orNoLimit(v int64) int64 {
+	if v == 0 {
+		return brain.NoLimit
+	}
+	return v
+}
+
+func durationOrNoLimit(secs int64) time.Duration {
+	if secs == 0 {
+		return brain.NoLimit
+	}
+	return time.Duration(secs) * time.Second
+}
+
+func printBanner(w io.Writer, url string, f *serveFlags, token string, generated bool, tokenPath string) {
+	fmt.Fprintf(w, "Brain is serving on %s\n", url)
+	fmt.Fprintf(w, "data directory: %s\n", f.dataDir)
+	fmt.Fprintln(w, `model: scripted (offline; this build has no OpenAI or Anthropic client yet)`)
+	auth := ""
+	switch {
+	case token == "":
+		fmt.Fprintln(w, "authentication: off (loopback only)")
+	case generated:
+		fmt.Fprintf(w, "token: %s (generated, saved in %s)\n", token, tokenPath)
+		auth = ` -H "Authorization: Bearer $BRAIN_TOKEN"`
+	default:
+		if f.token == "" {
+			fmt.Fprintf(w, "token: %s (from %s)\n", token, tokenPath)
+		} else {
+			fmt.Fprintln(w, "token: from BRAIN_API_TOKEN / --token")
+		}
+		auth = ` -H "Authorization: Bearer $BRAIN_TOKEN"`
+	}
+	fmt.Fprintln(w, "\nTry it:")
+	if token != "" && (generated || f.token == "") {
+		fmt.Fprintf(w, "  export BRAIN_TOKEN=%s\n", token)
+	}
+	fmt.Fprintf(w, `  SID=$(curl -s%s -H "Idempotency-Key: create-1" -H "Content-Type: application/json" \
+    -d '{"model":{"provider":"scripted","name":"demo"}}' %s/v1/sessions | sed 's/.*"session_id":"\([^"]*\)".*/\1/')
+  curl -s%s -H "Idempotency-Key: msg-1" -H "Content-Type: application/json" \
+    -d '{"input":{"message":"hello"}}' %s/v1/sessions/$SID/messages
+  curl -s%s %s/v1/sessions/$SID/transcript
+`, auth, url, auth, url, auth, url)
 }

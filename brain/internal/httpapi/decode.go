@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/internal/session"
+)
+
+// bodyReadTimeout bounds reading one request body.
+const bodyReadTimeout = 60 * time.Second
+
+// readBody reads the request body within the size limit. It answers 413
+// for a larger body.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	if r.ContentLength > s.opts.MaxRequestBytes {
+		return nil, newError(http.StatusRequestEntityTooLarge, "invalid_request",
+			fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxRequestBytes))
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, newError(http.StatusRequestEntityTooLarge, "invalid_request",
+			fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxRequestBytes))
+	}
+	if err != nil {
+		return nil, badRequest("reading the request body failed")
+	}
+	return b, nil
+}
+
+// readJSON checks the Content-Type, reads the body and decodes it strictly
+// into v: malformed JSON answers 400, unknown fields and wrong types 422.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return nil, newError(http.StatusUnsupportedMediaType, "invalid_request", "Content-Type must be application/json")
+	}
+	b, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeStrict(b, v); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// decodeStrict decodes exactly one JSON value into v, refusing unknown
+// fields.
+func decodeStrict(b []byte, v any) error {
+	if !json.Valid(b) {
+		return badRequest("request body is not valid JSON")
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return invalidField(fmt.Sprintf("field %q must be %s", te.Field, te.Type))
+		}
+		return invalidField(err.Error())
+	}
+	return nil
+}
+
+// sessionID answers the {id} path value, or 400 when it is malformed.
+func sessionID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !session.ValidSessionID(id) {
+		return "", badRequest("session id must match ^ses_[A-Za-z0-9]{20,32}$")
+	}
+	return id, nil
+}
+
+// cursor answers the events cursor: the after query value, else
+// Last-Event-ID, else 0.
+func cursor(r *http.Request) (uint64, error) {
+	q := r.URL.Query()
+	if q.Has("after") {
+		n, err := strconv.ParseUint(q.Get("after"), 10, 64)
+		if err != nil {
+			return 0, badRequest("after must be a non-negative integer")
+		}
+		return n, nil
+	}
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, badRequest("Last-Event-ID must be a non-negative integer")
+		}
+		return n, nil
+	}
+	return 0, nil
+}

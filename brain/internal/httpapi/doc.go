@@ -1,0 +1,62 @@
+// Package httpapi is Brain's public session HTTP API: routes on a
+// net/http.ServeMux, bearer authentication, strict request decoding,
+// durable Idempotency-Key handling (package idem), the ApiError body and its
+// status mapping, event pages and server-sent event streams, and graceful
+// drain.
+//
+// # Routes
+//
+//	GET    /health/live                      204
+//	GET    /health/ready                     204, 503 while draining
+//	POST   /v1/sessions                      key; 200 SessionSummary
+//	GET    /v1/sessions                      200 SessionList
+//	GET    /v1/sessions/{id}                 200 SessionSummary
+//	DELETE /v1/sessions/{id}                 key; 204
+//	POST   /v1/sessions/{id}/messages        key; 200 SessionSummary, or with
+//	                                         Prefer: respond-async 202 and
+//	                                         the turn_started sequence
+//	GET    /v1/sessions/{id}/transcript      200 SessionTranscript
+//	GET    /v1/sessions/{id}/events?after=N  200 EventPage, or SSE
+//	POST   /v1/sessions/{id}/cancel          key; 204
+//	POST   /v1/sessions/{id}/end             key; 200 SessionSummary
+//
+// Every application route needs "Authorization: Bearer <token>" when the
+// server has a token (compared in constant time); health routes are open.
+// Server.Handle and Server.HandleOpen mount further routes (environment
+// control, execution callbacks, reporters) on the same mux, and
+// Server.Idempotent gives them the same Idempotency-Key protocol.
+//
+// # Errors
+//
+// Every non-2xx answer is an api.ApiError. Malformed JSON, a bad path or
+// query value, a missing or oversize Idempotency-Key and an unsupported
+// Prefer answer 400 invalid_request; a well-formed body with an invalid or
+// unknown field 422; a wrong Content-Type 415; a body over
+// Options.MaxRequestBytes 413. Engine errors map through StatusOf: 401
+// unauthorized, 403 not_granted, 404 not_found, 409 conflict and emit_limit,
+// 422 reserved_name, 503 overloaded, 500 for the rest (ambiguous,
+// executor_failed, model and turn failures, internal).
+//
+// # Idempotency
+//
+// A mutation validates its request, then claims (operation, key) with a
+// digest of method, path, Prefer mode and body; the claim is durable before
+// the operation runs and the answer is durable before it is sent. A replay
+// answers the stored status and body; a different request under the key
+// answers 409; a claim an earlier process never answered answers 500
+// ambiguous. A refused busy submission, a refusal while draining and a
+// request the engine refuses as invalid before running it release the
+// claim, so the key is not consumed. Async (Prefer: respond-async) and
+// synchronous sends are separate operations.
+//
+// # Event streams
+//
+// With "Accept: text/event-stream" the events route subscribes first, then
+// sends the committed events after the cursor (after=N, else Last-Event-ID,
+// else 0), then follows new commits. A recorded event is the frame
+// "id: <sequence>", "event: <event_type>", "data: <Event JSON>"; a live
+// model frame has no id line. The stream ends after session_ended or
+// session_creation_failed, when the subscriber lags more than
+// Options.MaxLiveBacklog records behind (it reconnects with its cursor), and
+// on drain. Comment lines keep idle streams open.
+package httpapi

@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/idem"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/session"
+)
+
+const testToken = "test-token"
+
+type fixture struct {
+	t   *testing.T
+	srv *Server
+	url string
+}
+
+func newFixture(t *testing.T, opts Options) *fixture {
+	t.Helper()
+	eng, err := session.New(session.Config{Store: journal.NewMemStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := idem.Open(filepath.Join(t.TempDir(), "requests.log"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Engine, opts.Requests = eng, req
+	if opts.Token == "" {
+		opts.Token = testToken
+	}
+	srv, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.Drain()
+		srv.CloseStreams()
+		hs.Close()
+		req.Close()
+	})
+	return &fixture{t: t, srv: srv, url: hs.URL}
+}
+
+// do sends a request; headers alternate name, value.
+func (f *fixture) do(method, path, body string, headers ...string) (int, http.Header, []byte) {
+	f.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, f.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+		} else {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+func (f *fixture) create(key string) api.SessionSummary {
+	f.t.Helper()
+	st, _, b := f.do("POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"}}`, "Idempotency-Key", key)
+	if st != 200 {
+		f.t.Fatalf("create = %d %s", st, b)
+	}
+	var sum api.SessionSummary
+	json.Unmarshal(b, &sum)
+	return sum
+}
+
+// sseFrame is one parsed server-sent event.
+type sseFrame struct {
+	id, event, data string
+	hasID           bool
+}
+
+// readFrames parses frames from r until it ends.
+func readFrames(r io.Reader, each func(sseFrame) bool) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var fr sseFrame
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if fr.event != "" || fr.data != "" {
+				if !each(fr) {
+					return
+				}
+			}
+			fr = sseFrame{}
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "id: "):
+			fr.id, fr.hasID = line[4:], true
+		case strings.HasPrefix(line, "event: "):
+			fr.event = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			fr.data = line[6:]
+		}
+	}
+}

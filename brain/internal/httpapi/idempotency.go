@@ -1,0 +1,96 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/brain-in-go/brain/brain/internal/idem"
+	"github.com/brain-in-go/brain/brain/internal/session"
+)
+
+// Operation runs a claimed request and answers its status and JSON body
+// (nil for none), or an error answered as an ApiError. An error wrapping
+// session.ErrBusy, session.ErrClosed or session.ErrInvalid means the
+// operation was refused before it ran: the claim is released and the key
+// stays unused.
+type Operation func(ctx context.Context) (status int, body any, err error)
+
+// idempotencyKey answers the request's Idempotency-Key or the 400 for a
+// missing or oversize one.
+func idempotencyKey(r *http.Request) (string, error) {
+	k := r.Header.Get("Idempotency-Key")
+	if len(k) == 0 || len(k) > idem.MaxKeyBytes {
+		return "", errKey
+	}
+	return k, nil
+}
+
+// Idempotent runs op under the Idempotency-Key protocol for operation scope:
+// the request (method, path and body) is digested, the key is durably
+// claimed, op runs once with a context that outlives the client, and its
+// answer is durably recorded before it is written. Callers validate the
+// request first, so that refused requests do not consume keys.
+func (s *Server) Idempotent(w http.ResponseWriter, r *http.Request, scope string, body []byte, op Operation) {
+	key, err := idempotencyKey(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if !s.admit() {
+		WriteError(w, errDraining)
+		return
+	}
+	defer s.done()
+	digest := idem.Digest([]byte(scope), []byte(r.Method), []byte(r.URL.Path), body)
+	claim, replay, err := s.opts.Requests.Claim(r.Context(), scope, key, digest)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if replay != nil {
+		writeAnswer(w, replay.Status, replay.Body)
+		return
+	}
+	if s.opts.AfterClaim != nil {
+		s.opts.AfterClaim(scope, key)
+	}
+	status, v, err := op(context.WithoutCancel(r.Context()))
+	var raw []byte
+	if err != nil {
+		if errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) || errors.Is(err, session.ErrInvalid) {
+			if rerr := claim.Release(); rerr != nil {
+				s.log.Error("idempotency release", "scope", scope, "err", rerr)
+			}
+			WriteError(w, err)
+			return
+		}
+		e := ErrorOf(err)
+		if e.Status >= 500 {
+			s.log.Warn("operation failed", "scope", scope, "code", e.Body.Code, "err", err)
+		}
+		status = e.Status
+		raw, _ = json.Marshal(e.Body)
+	} else if v != nil {
+		if raw, err = json.Marshal(v); err != nil {
+			raw, _ = json.Marshal(ErrorOf(err).Body)
+			status = http.StatusInternalServerError
+		}
+	}
+	if err := claim.Answer(status, raw); err != nil {
+		s.log.Error("idempotency answer not recorded", "scope", scope, "err", err)
+		WriteError(w, idem.ErrAmbiguous)
+		return
+	}
+	writeAnswer(w, status, raw)
+}
+
+// writeAnswer writes a recorded or fresh answer; a 202 is an accepted
+// async submission.
+func writeAnswer(w http.ResponseWriter, status int, body []byte) {
+	if status == http.StatusAccepted {
+		w.Header().Set("Preference-Applied", "respond-async")
+	}
+	writeRaw(w, status, body)
+}

@@ -1,0 +1,246 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/idem"
+	"github.com/brain-in-go/brain/brain/internal/session"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxRequestBytes = 32 << 20
+	DefaultMaxLiveBacklog  = 1024
+	DefaultHeartbeat       = 15 * time.Second
+)
+
+// Options configures a Server.
+type Options struct {
+	// Engine runs the sessions. Required.
+	Engine *session.Engine
+	// Requests keeps idempotency claims and answers. Required.
+	Requests *idem.Store
+	// Token is the server bearer token; empty serves without
+	// authentication.
+	Token string
+	// MaxRequestBytes bounds a request body (413); 0 selects 32 MiB.
+	MaxRequestBytes int64
+	// MaxLiveBacklog is how many records a stream subscriber may lag
+	// before its stream ends; 0 selects 1024.
+	MaxLiveBacklog int
+	// Heartbeat is the interval of comment lines on idle streams; 0
+	// selects 15 s.
+	Heartbeat time.Duration
+	// Logger receives request and error logs (nil: slog.Default()).
+	// Logs carry methods, routes, statuses and session ids, never
+	// headers or bodies.
+	Logger *slog.Logger
+	// PrepareCreate, if set, may fill defaults (such as default
+	// environments) into a validated create request before the engine runs
+	// it. It must be deterministic: a replayed request is not run again.
+	PrepareCreate func(ctx context.Context, req *api.CreateSessionRequest) error
+	// AfterClaim, if set, runs after an idempotency claim is durable and
+	// before its operation runs (a fault-injection point for crash tests).
+	AfterClaim func(scope, key string)
+}
+
+// Server is the session API handler.
+type Server struct {
+	opts     Options
+	mux      *http.ServeMux
+	tokenSum [32]byte
+	log      *slog.Logger
+
+	draining atomic.Bool
+	opsMu    sync.Mutex
+	ops      int            // admitted mutations in flight
+	opsZero  chan struct{}  // closed when ops drops to zero while draining
+	streams  sync.WaitGroup // open event streams
+	stop     context.Context
+	stopAll  context.CancelFunc
+}
+
+// New returns a Server with the session routes mounted.
+func New(opts Options) (*Server, error) {
+	if opts.Engine == nil || opts.Requests == nil {
+		return nil, errors.New("httpapi: Options.Engine and Options.Requests are required")
+	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if opts.MaxLiveBacklog <= 0 {
+		opts.MaxLiveBacklog = DefaultMaxLiveBacklog
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux(), log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if opts.Token != "" {
+		s.tokenSum = sha256.Sum256([]byte(opts.Token))
+	}
+	s.stop, s.stopAll = context.WithCancel(context.Background())
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	s.HandleOpen("GET /health/live", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	s.HandleOpen("GET /health/ready", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() {
+			WriteError(w, errDraining)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	s.Handle("POST /v1/sessions", http.HandlerFunc(s.createSession))
+	s.Handle("GET /v1/sessions", http.HandlerFunc(s.listSessions))
+	s.Handle("GET /v1/sessions/{id}", http.HandlerFunc(s.getSession))
+	s.Handle("DELETE /v1/sessions/{id}", http.HandlerFunc(s.deleteSession))
+	s.Handle("POST /v1/sessions/{id}/messages", http.HandlerFunc(s.sendMessage))
+	s.Handle("GET /v1/sessions/{id}/transcript", http.HandlerFunc(s.transcript))
+	s.Handle("GET /v1/sessions/{id}/events", http.HandlerFunc(s.events))
+	s.Handle("POST /v1/sessions/{id}/cancel", http.HandlerFunc(s.cancel))
+	s.Handle("POST /v1/sessions/{id}/end", http.HandlerFunc(s.end))
+	s.mux.Handle("/", s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))
+	})))
+}
+
+// Handle mounts h at pattern (a ServeMux pattern) behind the server token.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, s.authenticate(h))
+}
+
+// HandleOpen mounts h at pattern without the server token; h authenticates
+// its callers itself (invocation and reporter tokens).
+func (s *Server) HandleOpen(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+}
+
+// Engine answers the session engine the server serves.
+func (s *Server) Engine() *session.Engine { return s.opts.Engine }
+
+// ServeHTTP implements http.Handler with request logging.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	s.mux.ServeHTTP(sw, r)
+	if sw.status >= 500 && sw.status != http.StatusServiceUnavailable {
+		s.log.Warn("request", "method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds())
+	} else {
+		s.log.Debug("request", "method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds())
+	}
+}
+
+// authenticate requires the bearer token when one is configured.
+func (s *Server) authenticate(h http.Handler) http.Handler {
+	if s.opts.Token == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(got))
+		if !ok || subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 {
+			WriteError(w, errUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// admit registers an admitted mutation; it answers false while draining.
+// Each true answer must be followed by one call of done.
+func (s *Server) admit() bool {
+	s.opsMu.Lock()
+	defer s.opsMu.Unlock()
+	if s.draining.Load() {
+		return false
+	}
+	s.ops++
+	return true
+}
+
+func (s *Server) done() {
+	s.opsMu.Lock()
+	defer s.opsMu.Unlock()
+	s.ops--
+	if s.ops == 0 && s.opsZero != nil {
+		close(s.opsZero)
+		s.opsZero = nil
+	}
+}
+
+// Drain stops admitting work: from now on mutations, new streams and
+// /health/ready answer 503.
+func (s *Server) Drain() {
+	s.opsMu.Lock()
+	defer s.opsMu.Unlock()
+	s.draining.Store(true)
+}
+
+// Draining reports whether Drain was called.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// Wait waits, after Drain, until admitted mutations have answered or ctx
+// ends.
+func (s *Server) Wait(ctx context.Context) error {
+	s.opsMu.Lock()
+	if s.ops == 0 {
+		s.opsMu.Unlock()
+		return nil
+	}
+	if s.opsZero == nil {
+		s.opsZero = make(chan struct{})
+	}
+	done := s.opsZero
+	s.opsMu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// CloseStreams ends every open event stream and waits for their handlers.
+func (s *Server) CloseStreams() {
+	s.stopAll()
+	s.streams.Wait()
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
