@@ -23,6 +23,8 @@ const (
 	phaseAllocating = "allocating"
 	// phaseReady: container and volume exist.
 	phaseReady = "ready"
+	// phaseFailed: the allocation failed; it stays failed (sticky).
+	phaseFailed = "failed"
 	// phaseDeleted: torn down; kept as a tombstone so teardown stays
 	// repeatable and other operations answer unavailable.
 	phaseDeleted = "deleted"
@@ -39,10 +41,14 @@ type bindingState struct {
 	Environment     string `json:"environment"`
 	BindingSequence uint64 `json:"binding_sequence"`
 	// Resource names the container and the volume ("brain-<Resource>").
-	Resource  string    `json:"resource"`
-	Profile   string    `json:"profile"`
-	ImageID   string    `json:"image_id"`
+	Resource string `json:"resource"`
+	Profile  string `json:"profile"`
+	ImageID  string `json:"image_id"`
+	// Chown: the image's /workspace is not owned by the profile's user,
+	// so allocation gives the volume root to it with a one-shot container.
+	Chown     bool      `json:"chown,omitempty"`
 	Phase     string    `json:"phase"`
+	Error     string    `json:"error,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }

@@ -1,0 +1,179 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk"
+)
+
+// TokenEnv is the environment variable Command reads the bearer token from
+// when --token is not given.
+const TokenEnv = "BRAIN_ENV_TOKEN"
+
+// Handler serves the provider with envsdk; token may be empty only on
+// loopback.
+func (p *Provider) Handler(token string) http.Handler {
+	return envsdk.NewHandler(p, &envsdk.Options{Token: token, Logger: p.log})
+}
+
+// Command implements
+//
+//	brain env docker --listen 127.0.0.1:8093 --state DIR [--token T]
+//	                 (--profiles FILE | --image IMAGE [profile flags])
+//	                 [--gc-older-than D]
+//	brain env docker gc --state DIR --older-than D
+//
+// The first serves the provider until ctx ends, after a GC of the
+// instance's leftovers; the second removes leftovers and exits. The token
+// may also come from BRAIN_ENV_TOKEN; without one the provider serves
+// without authentication, which is refused on a non-loopback address.
+// --image and its companion flags define the profile "default" when no
+// profiles file is given.
+func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "gc" {
+		return gcCommand(ctx, args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("brain env docker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:8093", "address to listen on")
+	state := fs.String("state", "", "directory holding one state file per binding (required)")
+	token := fs.String("token", "", "bearer token Brain must present (default $"+TokenEnv+")")
+	profilesFile := fs.String("profiles", "", "JSON file of named profiles")
+	gcOlder := fs.Duration("gc-older-than", 0, "at start, also remove labelled resources older than this (0: only those whose binding is gone)")
+	var prof Profile
+	fs.StringVar(&prof.Image, "image", "", "image of the profile \"default\" (without --profiles)")
+	fs.StringVar(&prof.Workspace, "workspace", WorkspaceWrite, "workspace mount of the default profile: read or write")
+	fs.StringVar(&prof.User, "user", DefaultUser, "numeric uid:gid commands run as")
+	fs.Int64Var(&prof.MemoryMB, "memory-mb", DefaultMemoryMB, "memory limit in MiB")
+	fs.Int64Var(&prof.Pids, "pids", DefaultPids, "process limit")
+	fs.Float64Var(&prof.CPUs, "cpus", 0, "CPU limit (0: none)")
+	fs.StringVar(&prof.Network, "network", DefaultNetwork, "Docker network, or none")
+	fs.Int64Var(&prof.TmpfsMB, "tmpfs-mb", DefaultTmpfsMB, "size of /tmp in MiB")
+	fs.Int64Var(&prof.OutputBytes, "output-bytes", DefaultOutputBytes, "cap on returned stdout+stderr bytes")
+	timeout := fs.Duration("timeout", 0, "timeout of an execute without a deadline (0: none)")
+	envAllow := fs.String("env-allow", "", "comma-separated variable names commands may set")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return 2
+	}
+	if *state == "" {
+		fmt.Fprintln(stderr, "--state is required")
+		return 2
+	}
+	var profiles Profiles
+	switch {
+	case *profilesFile != "" && prof.Image != "":
+		fmt.Fprintln(stderr, "give --profiles or --image, not both")
+		return 2
+	case *profilesFile != "":
+		var err error
+		if profiles, err = LoadProfiles(*profilesFile); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+	case prof.Image != "":
+		prof.Timeout = Duration(*timeout)
+		for _, n := range strings.Split(*envAllow, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				prof.EnvAllow = append(prof.EnvAllow, n)
+			}
+		}
+		profiles = Profiles{DefaultProfileName: prof}
+	default:
+		fmt.Fprintln(stderr, "give --profiles FILE or --image IMAGE")
+		return 2
+	}
+	if *token == "" {
+		*token = os.Getenv(TokenEnv)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	p, err := New(Config{Profiles: profiles, StateDir: *state, Logger: log})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *token == "" && !isLoopback(ln.Addr()) {
+		ln.Close()
+		fmt.Fprintf(stderr, "refusing to serve without a token on %s; give --token or $%s\n", ln.Addr(), TokenEnv)
+		return 2
+	}
+	gctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	rep, err := p.GC(gctx, *gcOlder)
+	cancel()
+	if err != nil {
+		log.Warn("gc at start", "error", err)
+	} else if len(rep.Containers)+len(rep.Volumes) > 0 {
+		log.Info("gc at start", "containers", rep.Containers, "volumes", rep.Volumes)
+	}
+	fmt.Fprintf(stdout, "docker provider listening on http://%s (state %s, profiles %s)\n",
+		ln.Addr(), p.store.dir, strings.Join(profiles.Names(), ", "))
+	if err := envsdk.Serve(ctx, ln, p.Handler(*token)); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func gcCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("brain env docker gc", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	state := fs.String("state", "", "the provider's state directory (required)")
+	older := fs.Duration("older-than", 0, "also remove labelled resources older than this (0: only those whose binding is gone)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return 2
+	}
+	if *state == "" {
+		fmt.Fprintln(stderr, "--state is required")
+		return 2
+	}
+	if *older < 0 {
+		fmt.Fprintln(stderr, "--older-than must not be negative")
+		return 2
+	}
+	p, err := newProvider(Config{StateDir: *state}, false)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	rep, err := p.GC(ctx, *older)
+	_ = json.NewEncoder(stdout).Encode(rep)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}

@@ -1,0 +1,112 @@
+// Package docker is an environment/v1 provider that runs each binding's
+// tools in a hardened container on a local Docker Engine, with the
+// binding's files in a Docker volume mounted at /workspace.
+//
+// # Profiles
+//
+// The operator defines named profiles (LoadProfiles, or Command's flags):
+// image, workspace ("write" or "read"), user (numeric, never root; default
+// 1000:1000), memory_mb, pids, cpus, network ("none" by default), tmpfs_mb,
+// output_bytes, timeout (for executes without a deadline) and env_allow.
+// A binding's setup configuration {"profile": NAME} picks one ("default"
+// when absent); an unknown profile is unsupported, a malformed
+// configuration invalid_configuration naming the field. Setup resolves the
+// profile's image to its immutable ID and pins it for the binding; the
+// provider never pulls, so a missing image fails setup with not_found.
+// A second setup of a live binding fails with already_exists.
+//
+// # One long-lived container per binding
+//
+// The first execute allocates lazily (envsdk.Lazy: concurrent first
+// executes share one allocation; a failure stays failed): a volume and one
+// container that lives as long as the binding, running the Engine's init
+// and an idle sleep; every tool call is an exec in it. A container per call
+// would make cleanup trivial (remove it whole) but costs a container start
+// (hundreds of milliseconds) per call against one exec (tens); with the
+// process-group wrapper below a stopped call leaves nothing behind either,
+// so the container is per binding. Every container is created with: no
+// network unless the profile names one, CapDrop ALL, no-new-privileges, a
+// read-only root filesystem, the profile's non-root user, memory (and
+// swap) and pids limits, optional CPU limit, a tmpfs /tmp, logging off,
+// and the volume read-only for "read" profiles. On its first start the
+// Engine copies the image's /workspace, content and ownership, into the
+// empty volume; an image whose /workspace belongs to the profile's user
+// (e.g. RUN mkdir /workspace && chown 1000:1000 /workspace) therefore needs
+// nothing more. Otherwise (found at setup, by reading the directory's
+// archive header from a created, never started container) the allocation
+// runs a one-shot chown container — root with CAP_CHOWN only, no network —
+// which costs one more container start.
+//
+// The image needs a POSIX shell at /bin/sh with setsid, kill, sleep, cat,
+// head, tail, wc, mkdir, dirname and realpath (busybox suffices).
+//
+// Every container and volume carries the labels brain.provider=docker,
+// brain.instance (a digest of the state directory, so instances sharing an
+// Engine never touch each other's resources), brain.session,
+// brain.environment, brain.binding (the binding key), brain.resource and
+// brain.created; the container and the volume are both named
+// brain-<resource>.
+//
+// # Tools
+//
+// The implementation of an execute is {"tool": NAME}:
+//
+//	command  {"argv": [..]} or {"shell": "line"}, "cwd", "env" {NAME: VALUE}
+//	         (names from the profile's env_allow), "stdin", "timeout_ms"
+//	         → {"exit_code", "stdout", "stderr", "truncated"}
+//	read     {"path", "offset"?, "limit"?} → {"content", "encoding", "size", "truncated"}
+//	write    {"path", "content", "encoding"?: "utf8"|"base64", "append"?} → {"bytes"}
+//	list     {"path"?, "recursive"?} → {"entries": [{"path", "type", "size"}], "truncated"}
+//	edit     {"path", "old", "new"} → {"replacements": 1}
+//
+// Any other tool is unsupported. Paths are relative to /workspace: absolute
+// paths and ".." escapes fail with path_escape before anything runs, and a
+// symbolic link whose target resolves outside /workspace fails the same
+// way in the container. write and edit on a read profile fail with
+// read_only. stdout and stderr are demultiplexed, share the profile's
+// output_bytes cap (the head is kept, the rest drained, truncated set) and
+// are streamed while the command runs as "docker.output" events
+// ({"stream", "data"}, at most 16 KiB each) through the execution's emit
+// service when granted; all events precede the finish.
+//
+// # Stopping a call
+//
+// The Engine cannot kill an exec. Each command therefore runs under a
+// wrapper shell that starts it with setsid (a new process group), writes
+// the group id to /tmp/.brain-exec-<sequence> and waits; when the command's
+// main process ends the wrapper kills what is left of the group, so a
+// background child never outlives the call. At the deadline (deadline_ms,
+// the input's timeout_ms or the profile's timeout) or on cancel, the
+// provider execs kill -KILL -<group> until the output stream closes, which
+// proves that no process of the group holds it any longer, and answers
+// timeout or cancelled; if the group could not be confirmed dead within 4
+// seconds the first cause is kept and the evidence is in
+// details.cleanup_error. A process that leaves the group on purpose (its
+// own setsid) and closes its output is not found by this; teardown removes
+// it with the container. A result never needs cleanup in this design, so
+// cleanup_failed is answered only by teardown when the Engine refuses a
+// removal. A cancel that arrives after a provider restart finds the group
+// by the target's sequence.
+//
+// # Lifecycle and state
+//
+// Each binding is one JSON file in the state directory, named by the
+// base64url binding key and written atomically (temporary file, fsync,
+// rename or exclusive link, directory fsync): key, session, environment,
+// resource id, profile, pinned image ID, whether a chown is needed, and
+// the phase new → allocating → ready (or failed) → deleted. The phase
+// allocating is committed before the Engine is asked for anything, so a
+// restart that finds it answers allocation_unknown and never repeats it.
+// detach stops the container and keeps the volume (the next execute starts
+// the container again); teardown force-removes every container and volume
+// labelled with the binding, whatever the recorded phase, then records a
+// tombstone; it is repeatable and works for a provider restarted after a
+// crash. detach and teardown fail with busy while executes run. A
+// container or volume removed out of band is resource_lost — as a failure
+// and, with a reporter, a resource observation — and is never re-created.
+// Operations on unknown or torn-down bindings fail with unavailable.
+//
+// GC removes this instance's labelled containers and volumes whose binding
+// is gone (no state file, or a tombstone) and, when asked, those older than
+// a bound; Command runs it at start, and "brain env docker gc" on demand.
+package docker

@@ -1,0 +1,277 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/errdefs"
+
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Tool names of the implementation descriptor {"tool": NAME}.
+const (
+	ToolCommand = "command"
+	ToolRead    = "read"
+	ToolWrite   = "write"
+	ToolList    = "list"
+	ToolEdit    = "edit"
+)
+
+type descriptor struct {
+	Tool string `json:"tool" validate:"required"`
+}
+
+// call is one execute as a tool sees it.
+type call struct {
+	p     *Provider
+	c     *envsdk.Ctx
+	x     *envsdk.Execution
+	b     *binding
+	a     *allocation
+	ctx   context.Context
+	tag   string
+	lost  bool // a resource loss was already reported
+	input json.RawMessage
+}
+
+var tools = map[string]func(*call) (any, error){}
+
+func init() {
+	tools[ToolCommand] = runCommand
+	tools[ToolRead] = runRead
+	tools[ToolWrite] = runWrite
+	tools[ToolList] = runList
+	tools[ToolEdit] = runEdit
+}
+
+// Execute runs one tool in the binding's container, allocating the
+// container and volume on first use.
+func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
+	var d descriptor
+	if err := envapi.Strict(x.Implementation, &d); err != nil {
+		return envapi.Receipt{}, envsdk.Failf(envapi.CodeUnsupported, "unsupported implementation %.200s: want {\"tool\": NAME}", x.Implementation)
+	}
+	run, ok := tools[d.Tool]
+	if !ok {
+		return envapi.Receipt{}, envsdk.Failf(envapi.CodeUnsupported, "unsupported tool %q", d.Tool)
+	}
+	b, err := p.lookup(c.BindingKey())
+	if err != nil {
+		return envapi.Receipt{}, err
+	}
+	if err := b.begin(c.Sequence); err != nil {
+		return envapi.Receipt{}, err
+	}
+	defer b.end(c.Sequence)
+
+	ctx := c.Context()
+	if x.Deadline.IsZero() && b.profile.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(b.profile.Timeout))
+		defer cancel()
+	}
+	a, err := b.lazy.Get(ctx, p.allocate(b))
+	if err != nil {
+		if ctx.Err() != nil {
+			return envapi.Receipt{}, stopFailure(ctx, nil)
+		}
+		return envapi.Receipt{}, err
+	}
+	k := &call{p: p, c: c, x: x, b: b, a: a, ctx: ctx, tag: strconv.FormatUint(c.Sequence, 10), input: x.Input}
+	out, err := run(k)
+	if err != nil {
+		return envapi.Receipt{}, k.classify(err)
+	}
+	return envsdk.Output(out)
+}
+
+// classify turns an error of a tool into the failure Brain sees.
+func (k *call) classify(err error) error {
+	var typed *envsdk.Error
+	var stop *stopError
+	switch {
+	case errors.As(err, &typed):
+		return typed
+	case errors.As(err, &stop):
+		return stopFailure(k.ctx, stop.Cleanup)
+	case k.ctx.Err() != nil:
+		return stopFailure(k.ctx, nil)
+	case errors.Is(err, errLost):
+		k.reportLoss(err.Error())
+		return envsdk.Failf(envapi.CodeResourceLost, "%v; it is not re-created (tear the binding down)", err)
+	}
+	return err
+}
+
+// stopFailure answers a stopped execute: timeout when a deadline passed,
+// cancelled otherwise, with cleanup evidence kept in details.
+func stopFailure(ctx context.Context, cleanup error) *envsdk.Error {
+	first := envsdk.Fail(envapi.CodeCancelled, "the invocation was cancelled; its process group was killed")
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		first = envsdk.Fail(envapi.CodeTimeout, "the invocation's deadline expired; its process group was killed")
+	}
+	if cleanup != nil {
+		first.Message = strings.Replace(first.Message, "its process group was killed", "its process group could not be confirmed dead", 1)
+	}
+	return envsdk.KeepFirst(first, cleanup)
+}
+
+func (k *call) reportLoss(why string) {
+	if k.lost {
+		return
+	}
+	k.lost = true
+	r := k.c.Reporter()
+	if r == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(k.ctx), 10*time.Second)
+	defer cancel()
+	if _, err := r.Result(ctx, envapi.Observation{
+		Scope: envapi.ScopeResource, Resource: k.a.Container, Code: envapi.CodeResourceLost, Message: envapi.Truncate(why),
+	}, nil); err != nil {
+		k.p.log.Warn("report resource loss", "binding", k.b.key, "error", err)
+	}
+}
+
+// exec runs one command in the binding's container as the profile's user.
+// A container found stopped (after a detach) is started again once; a
+// missing one is errLost.
+func (k *call) exec(s execSpec, stdout, stderr io.Writer) (int, error) {
+	s.User = k.b.profile.User
+	s.Tag = k.tag
+	if s.Dir == "" {
+		s.Dir = workspaceDir
+	}
+	code, err := runExec(k.ctx, k.p.cli, k.a.Container, s, stdout, stderr)
+	if errors.Is(err, errNotRunning) {
+		if err := ensureRunning(k.ctx, k.p.cli, k.a); err != nil {
+			return 0, err
+		}
+		code, err = runExec(k.ctx, k.p.cli, k.a.Container, s, stdout, stderr)
+	}
+	if err != nil && errdefs.IsNotFound(err) && !errors.Is(err, errLost) {
+		err = fmt.Errorf("%w: %v", errLost, err)
+	}
+	return code, err
+}
+
+// decodeInput decodes an execute input strictly; errors are invalid_input
+// naming the field.
+func decodeInput(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	if err := envapi.Strict(raw, v); err != nil {
+		var fe *envapi.FieldError
+		if errors.As(err, &fe) {
+			field := "input"
+			if fe.Field != "" {
+				field += "." + fe.Field
+			}
+			return envsdk.Failf(envapi.CodeInvalidInput, "%s: %s", field, fe.Reason).WithDetails(map[string]string{"field": field})
+		}
+		return envsdk.Failf(envapi.CodeInvalidInput, "input: %v", err)
+	}
+	return nil
+}
+
+// CommandInput is the input of the command tool: argv, or a shell line run
+// by /bin/sh -c.
+type CommandInput struct {
+	Argv  []string          `json:"argv,omitempty" validate:"omitempty,max=4096"`
+	Shell string            `json:"shell,omitempty"`
+	Cwd   string            `json:"cwd,omitempty"`
+	Env   map[string]string `json:"env,omitempty" validate:"omitempty,max=256"`
+	Stdin *string           `json:"stdin,omitempty"`
+	// TimeoutMs bounds this command below the execute's deadline.
+	TimeoutMs int64 `json:"timeout_ms,omitempty" validate:"omitempty,min=1"`
+}
+
+// CommandOutput is the output of the command tool.
+type CommandOutput struct {
+	ExitCode  int    `json:"exit_code"`
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	Truncated bool   `json:"truncated"`
+}
+
+func runCommand(k *call) (any, error) {
+	var in CommandInput
+	if err := decodeInput(k.input, &in); err != nil {
+		return nil, err
+	}
+	argv := in.Argv
+	switch {
+	case len(argv) > 0 && in.Shell != "":
+		return nil, envsdk.Fail(envapi.CodeInvalidInput, "input: give argv or shell, not both")
+	case in.Shell != "":
+		argv = []string{"/bin/sh", "-c", in.Shell}
+	case len(argv) == 0:
+		return nil, envsdk.Fail(envapi.CodeInvalidInput, "input: argv or shell is required")
+	}
+	dir, err := containerPath(in.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	env, err := k.env(in.Env)
+	if err != nil {
+		return nil, err
+	}
+	spec := execSpec{Argv: argv, Env: env, Dir: dir}
+	if in.Stdin != nil {
+		spec.Stdin = strings.NewReader(*in.Stdin)
+	}
+	if in.TimeoutMs > 0 {
+		var cancel context.CancelFunc
+		k.ctx, cancel = context.WithTimeout(k.ctx, time.Duration(in.TimeoutMs)*time.Millisecond)
+		defer cancel()
+	}
+	s := newStreamer(k.ctx, k.x.Invocation)
+	capt := newCapture(k.b.profile.OutputBytes, s)
+	stdout, stderr := capt.writers()
+	code, err := k.exec(spec, stdout, stderr)
+	s.flush()
+	if err != nil {
+		return nil, err
+	}
+	o, e, trunc := capt.result()
+	return CommandOutput{ExitCode: code, Stdout: o, Stderr: e, Truncated: trunc}, nil
+}
+
+// env checks the input's variables against the profile's allow-list.
+func (k *call) env(vars map[string]string) ([]string, error) {
+	if len(vars) == 0 {
+		return nil, nil
+	}
+	allowed := map[string]bool{}
+	for _, n := range k.b.profile.EnvAllow {
+		allowed[n] = true
+	}
+	names := make([]string, 0, len(vars))
+	for n := range vars {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if !allowed[n] {
+			return nil, envsdk.Failf(envapi.CodeInvalidInput, "input.env: variable %q is not allowed by the profile", n).
+				WithDetails(map[string]string{"field": "input.env." + n})
+		}
+		if strings.ContainsRune(vars[n], 0) {
+			return nil, envsdk.Failf(envapi.CodeInvalidInput, "input.env: variable %q contains a NUL byte", n)
+		}
+		out = append(out, n+"="+vars[n])
+	}
+	return out, nil
+}

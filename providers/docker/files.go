@@ -1,0 +1,304 @@
+package docker
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// The file tools run small POSIX shell scripts as the profile's user (busybox
+// is enough). Each resolves symbolic links with realpath and refuses a
+// target outside /workspace. Their exit codes:
+const (
+	exitNotFound = 44 // the path does not exist
+	exitEscape   = 45 // the path resolves outside /workspace
+	exitKind     = 46 // wrong kind of file (a directory where a file is wanted, ...)
+)
+
+// scriptPrelude defines inside(), which fails unless the resolved $1 is
+// under the workspace.
+const scriptPrelude = `inside() { r=$(realpath "$1" 2>/dev/null) || exit 44
+case "$r" in /workspace|/workspace/*) ;; *) exit 45;; esac; }
+`
+
+// readScript prints the size of $1 on stderr, then up to $3 bytes from
+// offset $2 on stdout.
+const readScript = scriptPrelude + `p=$1
+[ -e "$p" ] || exit 44
+inside "$p"
+[ -f "$r" ] || exit 46
+wc -c <"$r" >&2 || exit 1
+tail -c +"$(($2 + 1))" "$r" | head -c "$3"`
+
+// writeScript writes stdin to $1 (appending when $2 is 1), creating
+// parent directories after checking the deepest existing one.
+const writeScript = scriptPrelude + `p=$1
+a=$(dirname "$p")
+while [ ! -e "$a" ] && [ ! -L "$a" ]; do a=$(dirname "$a"); done
+inside "$a"
+if [ -L "$p" ]; then inside "$p"; fi
+[ -d "$p" ] && exit 46
+mkdir -p "$(dirname "$p")" || exit 1
+if [ "$2" = 1 ]; then cat >>"$p"; else cat >"$p"; fi`
+
+// listScript prints type, size and path of each entry under $1 (recursing
+// when $2 is 1), NUL-separated, paths relative to $1.
+const listScript = scriptPrelude + `p=$1
+[ -e "$p" ] || exit 44
+inside "$p"
+[ -d "$r" ] || exit 46
+cd "$r" || exit 1
+walk() {
+for f in "$1"* "$1".*; do
+case "${f##*/}" in .|..) continue;; esac
+[ -e "$f" ] || [ -L "$f" ] || continue
+s=0
+if [ -L "$f" ]; then t=symlink
+elif [ -d "$f" ]; then t=dir
+elif [ -f "$f" ]; then t=file; s=$(wc -c <"$f" 2>/dev/null) || s=0
+else t=other; fi
+printf '%s\0%s\0%s\0' "$t" "$s" "$f"
+if [ "$2" = 1 ] && [ "$t" = dir ]; then walk "$f/" 1; fi
+done
+}
+walk "" "$2"`
+
+// codeReadOnly answers a write to a workspace the profile mounts read-only.
+const codeReadOnly = "read_only"
+
+// maxListBytes bounds the raw listing read back from the container.
+const maxListBytes = 8 << 20
+
+// script runs a file-tool script and maps its exit code to a failure.
+func (k *call) script(script string, args []string, stdin []byte, limit int64) (stdout, stderr []byte, truncated bool, err error) {
+	capt := newCapture(limit, nil)
+	o, e := capt.writers()
+	spec := execSpec{Argv: append([]string{"/bin/sh", "-c", script, "brain-file"}, args...)}
+	if stdin != nil {
+		spec.Stdin = bytes.NewReader(stdin)
+	}
+	code, err := k.exec(spec, o, e)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	out, errOut := capt.out.Bytes(), capt.err.Bytes()
+	target := ""
+	if len(args) > 0 {
+		target = relPath(args[0])
+	}
+	switch code {
+	case 0:
+		return out, errOut, capt.truncated, nil
+	case exitNotFound:
+		return nil, nil, false, envsdk.Failf(envapi.CodeNotFound, "%s does not exist", target)
+	case exitEscape:
+		return nil, nil, false, envsdk.Failf(envapi.CodePathEscape, "%s resolves outside the workspace", target)
+	case exitKind:
+		return nil, nil, false, envsdk.Failf(envapi.CodeInvalidInput, "%s is not the kind of file this tool works on", target)
+	}
+	msg := strings.TrimSpace(text(errOut))
+	if strings.Contains(msg, "Read-only file system") {
+		return nil, nil, false, envsdk.Failf(codeReadOnly, "the workspace is read-only: %s", msg)
+	}
+	return nil, nil, false, envsdk.Failf(envapi.CodeExecutionFailed, "file tool exited %d: %s", code, envapi.Truncate(msg))
+}
+
+// ReadInput is the input of the read tool.
+type ReadInput struct {
+	Path   string `json:"path" validate:"required"`
+	Offset int64  `json:"offset,omitempty" validate:"min=0"`
+	Limit  int64  `json:"limit,omitempty" validate:"min=0"`
+}
+
+// ReadOutput is the output of the read tool; Encoding is "utf8" or
+// "base64" (for content that is not valid UTF-8).
+type ReadOutput struct {
+	Content   string `json:"content"`
+	Encoding  string `json:"encoding"`
+	Size      int64  `json:"size"`
+	Truncated bool   `json:"truncated"`
+}
+
+func runRead(k *call) (any, error) {
+	var in ReadInput
+	if err := decodeInput(k.input, &in); err != nil {
+		return nil, err
+	}
+	abs, err := containerPath(in.Path)
+	if err != nil {
+		return nil, err
+	}
+	limit := k.b.profile.OutputBytes
+	if in.Limit > 0 && in.Limit < limit {
+		limit = in.Limit
+	}
+	data, errOut, _, err := k.script(readScript, []string{abs, strconv.FormatInt(in.Offset, 10), strconv.FormatInt(limit, 10)}, nil, limit+64)
+	if err != nil {
+		return nil, err
+	}
+	size, perr := strconv.ParseInt(strings.TrimSpace(string(errOut)), 10, 64)
+	if perr != nil {
+		return nil, envsdk.Failf(envapi.CodeExecutionFailed, "read %s: unexpected size %q", in.Path, errOut)
+	}
+	out := ReadOutput{Size: size, Truncated: size-in.Offset > int64(len(data))}
+	if utf8.Valid(data) {
+		out.Content, out.Encoding = string(data), "utf8"
+	} else {
+		out.Content, out.Encoding = base64.StdEncoding.EncodeToString(data), "base64"
+	}
+	return out, nil
+}
+
+// WriteInput is the input of the write tool; Encoding is "utf8" (default)
+// or "base64".
+type WriteInput struct {
+	Path     string `json:"path" validate:"required"`
+	Content  string `json:"content"`
+	Encoding string `json:"encoding,omitempty" validate:"omitempty,oneof=utf8 base64"`
+	Append   bool   `json:"append,omitempty"`
+}
+
+// WriteOutput is the output of the write tool.
+type WriteOutput struct {
+	Bytes int `json:"bytes"`
+}
+
+func (k *call) writable() error {
+	if k.b.profile.Workspace != WorkspaceWrite {
+		return envsdk.Failf(codeReadOnly, "the profile %q mounts the workspace read-only", k.b.state().Profile)
+	}
+	return nil
+}
+
+func runWrite(k *call) (any, error) {
+	var in WriteInput
+	if err := decodeInput(k.input, &in); err != nil {
+		return nil, err
+	}
+	abs, err := containerPath(in.Path)
+	if err != nil {
+		return nil, err
+	}
+	if abs == workspaceDir {
+		return nil, envsdk.Fail(envapi.CodeInvalidInput, "input.path: the workspace itself is a directory")
+	}
+	if err := k.writable(); err != nil {
+		return nil, err
+	}
+	data := []byte(in.Content)
+	if in.Encoding == "base64" {
+		if data, err = base64.StdEncoding.DecodeString(in.Content); err != nil {
+			return nil, envsdk.Failf(envapi.CodeInvalidInput, "input.content: not base64: %v", err)
+		}
+	}
+	appendFlag := "0"
+	if in.Append {
+		appendFlag = "1"
+	}
+	if _, _, _, err := k.script(writeScript, []string{abs, appendFlag}, data, 64<<10); err != nil {
+		return nil, err
+	}
+	return WriteOutput{Bytes: len(data)}, nil
+}
+
+// ListInput is the input of the list tool.
+type ListInput struct {
+	Path      string `json:"path,omitempty"`
+	Recursive bool   `json:"recursive,omitempty"`
+}
+
+// Entry is one listed file; Path is relative to the workspace and Type is
+// file, dir, symlink or other.
+type Entry struct {
+	Path string `json:"path"`
+	Type string `json:"type"`
+	Size int64  `json:"size"`
+}
+
+// ListOutput is the output of the list tool.
+type ListOutput struct {
+	Entries   []Entry `json:"entries"`
+	Truncated bool    `json:"truncated"`
+}
+
+func runList(k *call) (any, error) {
+	var in ListInput
+	if err := decodeInput(k.input, &in); err != nil {
+		return nil, err
+	}
+	abs, err := containerPath(in.Path)
+	if err != nil {
+		return nil, err
+	}
+	rec := "0"
+	if in.Recursive {
+		rec = "1"
+	}
+	raw, _, truncated, err := k.script(listScript, []string{abs, rec}, nil, maxListBytes)
+	if err != nil {
+		return nil, err
+	}
+	fields := bytes.Split(raw, []byte{0})
+	out := ListOutput{Entries: []Entry{}, Truncated: truncated}
+	base := relPath(abs)
+	for i := 0; i+2 < len(fields); i += 3 {
+		size, _ := strconv.ParseInt(string(fields[i+1]), 10, 64)
+		p := text(fields[i+2])
+		if base != "." {
+			p = base + "/" + p
+		}
+		out.Entries = append(out.Entries, Entry{Path: p, Type: string(fields[i]), Size: size})
+	}
+	return out, nil
+}
+
+// EditInput is the input of the edit tool: Old must occur exactly once.
+type EditInput struct {
+	Path string `json:"path" validate:"required"`
+	Old  string `json:"old" validate:"min=1"`
+	New  string `json:"new"`
+}
+
+// EditOutput is the output of the edit tool.
+type EditOutput struct {
+	Replacements int `json:"replacements"`
+}
+
+func runEdit(k *call) (any, error) {
+	var in EditInput
+	if err := decodeInput(k.input, &in); err != nil {
+		return nil, err
+	}
+	abs, err := containerPath(in.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.writable(); err != nil {
+		return nil, err
+	}
+	limit := k.b.profile.OutputBytes
+	data, errOut, _, err := k.script(readScript, []string{abs, "0", strconv.FormatInt(limit, 10)}, nil, limit+64)
+	if err != nil {
+		return nil, err
+	}
+	if size, _ := strconv.ParseInt(strings.TrimSpace(string(errOut)), 10, 64); size > int64(len(data)) {
+		return nil, envsdk.Failf(envapi.CodeOutputLimit, "%s is larger than the profile's %d-byte limit", in.Path, limit)
+	}
+	switch n := bytes.Count(data, []byte(in.Old)); n {
+	case 1:
+	case 0:
+		return nil, envsdk.Failf(envapi.CodeInvalidInput, "input.old does not occur in %s", in.Path)
+	default:
+		return nil, envsdk.Failf(envapi.CodeInvalidInput, "input.old occurs %d times in %s; it must occur exactly once", n, in.Path)
+	}
+	edited := bytes.Replace(data, []byte(in.Old), []byte(in.New), 1)
+	if _, _, _, err := k.script(writeScript, []string{abs, "0"}, edited, 64<<10); err != nil {
+		return nil, err
+	}
+	return EditOutput{Replacements: 1}, nil
+}

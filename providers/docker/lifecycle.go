@@ -1,0 +1,231 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/errdefs"
+
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// BindingConfig is a binding's setup configuration.
+type BindingConfig struct {
+	// Profile names an operator profile; empty means "default".
+	Profile string `json:"profile,omitempty" validate:"omitempty,max=64"`
+}
+
+// lifecycleTimeout bounds Engine work of setup, detach and teardown.
+const lifecycleTimeout = 2 * time.Minute
+
+// Setup validates the configuration, pins the profile's image to its ID
+// and records the binding. It allocates nothing: the container and volume
+// are created by the first execute.
+func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
+	var cfg BindingConfig
+	if err := c.DecodeConfiguration(&cfg); err != nil {
+		return envsdk.SetupResult{}, err
+	}
+	name := cfg.Profile
+	if name == "" {
+		name = DefaultProfileName
+	}
+	prof, ok := p.profiles[name]
+	if !ok {
+		return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeUnsupported,
+			"profile %q is not offered by this provider (offered: %s)", name, strings.Join(p.profiles.Names(), ", "))
+	}
+	key := c.BindingKey()
+	now := time.Now().UTC()
+	st := &bindingState{
+		Key: key, SessionID: c.SessionID, Environment: c.Environment, BindingSequence: c.Binding.Sequence,
+		Resource: newResourceID(), Profile: name, Phase: phaseNew, CreatedAt: now, UpdatedAt: now,
+	}
+	b := &binding{key: key, profile: prof, st: st, active: map[uint64]struct{}{}, settling: true}
+
+	// Reserve the key in memory, then on disk (exclusively, unless it
+	// only holds a tombstone).
+	p.mu.Lock()
+	old := p.bindings[key]
+	tomb := false
+	if old != nil {
+		old.mu.Lock()
+		tomb = old.st.Phase == phaseDeleted && !old.settling
+		old.mu.Unlock()
+		if !tomb {
+			p.mu.Unlock()
+			return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeAlreadyExists, "binding %s is already set up", key)
+		}
+	}
+	p.bindings[key] = b
+	p.mu.Unlock()
+	forget := func() {
+		p.mu.Lock()
+		if p.bindings[key] == b {
+			if old != nil {
+				p.bindings[key] = old
+			} else {
+				delete(p.bindings, key)
+			}
+		}
+		p.mu.Unlock()
+	}
+	var err error
+	if tomb {
+		err = p.store.put(st)
+	} else {
+		err = p.store.create(st)
+	}
+	if errors.Is(err, errStateExists) {
+		forget()
+		return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeAlreadyExists, "binding %s is already set up", key)
+	}
+	if err != nil {
+		forget()
+		return envsdk.SetupResult{}, err
+	}
+
+	ctx, cancel := context.WithTimeout(c.Context(), lifecycleTimeout)
+	defer cancel()
+	imageID, chown, err := p.pinImage(ctx, st, prof)
+	if err != nil {
+		if rerr := p.store.remove(key); rerr != nil {
+			p.log.Error("forget binding after a failed setup", "binding", key, "error", rerr)
+		}
+		forget()
+		var missing *errImageMissing
+		if errors.As(err, &missing) {
+			return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeNotFound, "profile %q: %v", name, err)
+		}
+		return envsdk.SetupResult{}, fmt.Errorf("setup %s: %w", key, err)
+	}
+	b.mu.Lock()
+	next := *b.st
+	b.mu.Unlock()
+	next.ImageID, next.Chown = imageID, chown
+	if err := p.store.put(&next); err != nil {
+		forget()
+		return envsdk.SetupResult{}, err
+	}
+	b.mu.Lock()
+	b.st = &next
+	b.settling = false
+	b.mu.Unlock()
+	return envsdk.SetupResult{}, nil
+}
+
+// pinImage resolves the profile's image to its ID and finds out whether a
+// fresh volume will need a chown (cached per image and user).
+func (p *Provider) pinImage(ctx context.Context, st *bindingState, prof Profile) (imageID string, chown bool, err error) {
+	imageID, err = resolveImage(ctx, p.cli, prof.Image)
+	if err != nil {
+		return "", false, err
+	}
+	if prof.Workspace != WorkspaceWrite {
+		return imageID, false, nil
+	}
+	cacheKey := imageID + "|" + prof.User
+	p.mu.Lock()
+	chown, known := p.owners[cacheKey]
+	p.mu.Unlock()
+	if known {
+		return imageID, chown, nil
+	}
+	uid, gid, exists, err := workspaceOwner(ctx, p.cli, imageID, st.resourceName()+"-probe", bindingLabels(p.instance, st, time.Now()))
+	if err != nil {
+		return "", false, err
+	}
+	pu, pg, err := splitUser(prof.User)
+	if err != nil {
+		return "", false, err
+	}
+	chown = !exists || uid != pu || gid != pg
+	p.mu.Lock()
+	p.owners[cacheKey] = chown
+	p.mu.Unlock()
+	return imageID, chown, nil
+}
+
+// Detach keeps the volume and stops the container; a later execute starts
+// it again. It fails with busy while executes run.
+func (p *Provider) Detach(c *envsdk.Ctx) error {
+	b, err := p.lookup(c.BindingKey())
+	if err != nil {
+		return err
+	}
+	done, err := b.settle("detach")
+	if err != nil {
+		return err
+	}
+	defer done()
+	st := b.state()
+	if st.Phase != phaseReady {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), lifecycleTimeout)
+	defer cancel()
+	return stopContainer(ctx, p.cli, st.resourceName())
+}
+
+// Teardown removes every container and volume labelled with the binding,
+// whatever its recorded phase (so an interrupted allocation or a crashed
+// provider leaves nothing behind), then records a tombstone. It is
+// repeatable and accepts bindings it does not know. It fails with busy
+// while executes run here, and with cleanup_failed when the Engine refuses
+// a removal (the state is kept so that teardown can be repeated).
+func (p *Provider) Teardown(c *envsdk.Ctx) error {
+	key := c.BindingKey()
+	p.mu.Lock()
+	b := p.bindings[key]
+	p.mu.Unlock()
+	if b != nil {
+		done, err := b.settle("teardown")
+		if err != nil {
+			return err
+		}
+		defer done()
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), lifecycleTimeout)
+	defer cancel()
+	if err := removeBinding(ctx, p.cli, p.instance, key); err != nil {
+		return envsdk.Failf(envapi.CodeCleanupFailed, "teardown of %s: %v", key, err)
+	}
+	if b == nil {
+		return nil
+	}
+	b.lazy.Reset()
+	if b.state().Phase == phaseDeleted {
+		return nil
+	}
+	return p.setPhase(b, phaseDeleted)
+}
+
+// Cancel stops an execute that this process no longer runs: one started
+// before a restart keeps running in the container, and its process group
+// is found by the execute's sequence. (An execute running here is stopped
+// by the SDK through its context.)
+func (p *Provider) Cancel(c *envsdk.Ctx, target uint64) error {
+	b, err := p.lookup(c.BindingKey())
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	_, running := b.active[target]
+	st := *b.st
+	b.mu.Unlock()
+	if running || st.Phase != phaseReady {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), killBudget)
+	defer cancel()
+	err = killGroup(ctx, p.cli, st.resourceName(), b.profile.User, strconv.FormatUint(target, 10))
+	if err != nil && !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
+		return fmt.Errorf("cancel %d: %w", target, err)
+	}
+	return nil
+}

@@ -1,0 +1,260 @@
+package docker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Config configures a Provider.
+type Config struct {
+	// Profiles are the container shapes bindings may name (required).
+	Profiles Profiles
+	// StateDir holds one state file per binding (required). A provider
+	// restarted on the same directory finds the bindings it created.
+	StateDir string
+	// Client talks to the Engine; nil connects as the DOCKER_* environment
+	// says (the local socket by default), negotiating the API version.
+	Client *client.Client
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Provider is the Docker environment provider. It is safe for concurrent
+// use; see the package documentation for its behaviour.
+type Provider struct {
+	profiles Profiles
+	cli      *client.Client
+	store    *stateStore
+	instance string
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	bindings map[string]*binding
+	owners   map[string]bool // image ID + user → volume needs a chown
+}
+
+var (
+	_ envsdk.Provider = (*Provider)(nil)
+	_ envsdk.Canceler = (*Provider)(nil)
+)
+
+// binding is the in-memory side of one binding.
+type binding struct {
+	key     string
+	profile Profile
+	lazy    envsdk.Lazy[*allocation]
+
+	mu       sync.Mutex
+	st       *bindingState
+	active   map[uint64]struct{} // sequences of executes running here
+	settling bool                // setup, detach or teardown in progress
+}
+
+// New builds a provider from cfg and loads the bindings recorded in its
+// state directory. It does not contact the Engine; call GC to sweep
+// leftovers at start (Command does).
+func New(cfg Config) (*Provider, error) { return newProvider(cfg, true) }
+
+// newProvider builds a provider; the gc command needs no profiles.
+func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
+	if cfg.StateDir == "" {
+		return nil, errors.New("docker: a state directory is required")
+	}
+	profiles := Profiles{}
+	if requireProfiles || len(cfg.Profiles) > 0 {
+		var err error
+		if profiles, err = cfg.Profiles.normalize(); err != nil {
+			return nil, fmt.Errorf("docker: %w", err)
+		}
+	}
+	store, err := openStateStore(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	cli := cfg.Client
+	if cli == nil {
+		if cli, err = newClient(); err != nil {
+			return nil, err
+		}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	sum := sha256.Sum256([]byte(store.dir))
+	p := &Provider{
+		profiles: profiles,
+		cli:      cli,
+		store:    store,
+		instance: hex.EncodeToString(sum[:8]),
+		log:      log,
+		bindings: map[string]*binding{},
+		owners:   map[string]bool{},
+	}
+	states, err := store.list()
+	if err != nil {
+		log.Warn("some binding states could not be read", "error", err)
+	}
+	for _, st := range states {
+		prof, ok := profiles[st.Profile]
+		if !ok && requireProfiles && st.Phase != phaseDeleted {
+			log.Warn("binding names a profile that is no longer offered", "binding", st.Key, "profile", st.Profile)
+		}
+		p.bindings[st.Key] = &binding{key: st.Key, profile: prof, st: st, active: map[uint64]struct{}{}}
+	}
+	return p, nil
+}
+
+// Instance is the value of LabelInstance on everything this provider
+// creates: a digest of its state directory.
+func (p *Provider) Instance() string { return p.instance }
+
+// Client is the Engine client the provider uses.
+func (p *Provider) Client() *client.Client { return p.cli }
+
+// lookup returns the live binding of key, or unavailable.
+func (p *Provider) lookup(key string) (*binding, error) {
+	p.mu.Lock()
+	b := p.bindings[key]
+	p.mu.Unlock()
+	if b == nil {
+		return nil, envsdk.Failf(envapi.CodeUnavailable, "binding %s is not set up with this provider", key)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.st.Phase == phaseDeleted {
+		return nil, envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", key)
+	}
+	return b, nil
+}
+
+// begin registers a running execute; end unregisters it.
+func (b *binding) begin(seq uint64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.st.Phase == phaseDeleted:
+		return envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", b.key)
+	case b.settling:
+		return envsdk.Failf(envapi.CodeBusy, "binding %s is being detached or torn down", b.key)
+	}
+	if _, dup := b.active[seq]; dup {
+		return envsdk.Failf(envapi.CodeBusy, "sequence %d is already running", seq)
+	}
+	b.active[seq] = struct{}{}
+	return nil
+}
+
+func (b *binding) end(seq uint64) {
+	b.mu.Lock()
+	delete(b.active, seq)
+	b.mu.Unlock()
+}
+
+// settle marks the binding busy with a lifecycle operation; it fails with
+// busy while executes run.
+func (b *binding) settle(what string) (func(), error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n := len(b.active); n > 0 {
+		return nil, envsdk.Failf(envapi.CodeBusy, "%s of %s refused: %d execute(s) still running", what, b.key, n)
+	}
+	if b.settling {
+		return nil, envsdk.Failf(envapi.CodeBusy, "%s of %s refused: another lifecycle operation is running", what, b.key)
+	}
+	b.settling = true
+	return func() {
+		b.mu.Lock()
+		b.settling = false
+		b.mu.Unlock()
+	}, nil
+}
+
+func (b *binding) state() bindingState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return *b.st
+}
+
+// setPhase records a new phase durably, then in memory.
+func (p *Provider) setPhase(b *binding, phase string) error {
+	b.mu.Lock()
+	next := *b.st
+	b.mu.Unlock()
+	next.Phase = phase
+	next.UpdatedAt = time.Now().UTC()
+	if err := p.store.put(&next); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.st = &next
+	b.mu.Unlock()
+	return nil
+}
+
+// allocationTimeout bounds a lazy allocation, which outlives the callers
+// that wait for it.
+const allocationTimeout = 2 * time.Minute
+
+// allocate is the binding's lazy allocation: it commits the intent
+// (phase allocating) before touching the Engine, so that a restart finds
+// an interrupted allocation and never repeats it.
+func (p *Provider) allocate(b *binding) func(context.Context) (*allocation, error) {
+	return func(ctx context.Context) (*allocation, error) {
+		ctx, cancel := context.WithTimeout(ctx, allocationTimeout)
+		defer cancel()
+		st := b.state()
+		switch st.Phase {
+		case phaseReady:
+			return &allocation{Container: st.resourceName(), Volume: st.resourceName()}, nil
+		case phaseAllocating:
+			return nil, envsdk.Failf(codeAllocationUnknown,
+				"an earlier allocation of %s was interrupted; its outcome is unknown and it is not retried (tear the binding down)", b.key)
+		case phaseFailed:
+			return nil, envsdk.Failf(envapi.CodeAllocationFailed, "the allocation of %s failed earlier: %s", b.key, st.Error)
+		case phaseDeleted:
+			return nil, envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", b.key)
+		}
+		if err := p.setPhase(b, phaseAllocating); err != nil {
+			return nil, err
+		}
+		a, err := createResources(ctx, p.cli, plan{
+			Profile: b.profile,
+			ImageID: st.ImageID,
+			Name:    st.resourceName(),
+			Labels:  bindingLabels(p.instance, &st, time.Now()),
+			Chown:   st.Chown,
+		})
+		if err != nil {
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer rcancel()
+			cleanup := removeBinding(rctx, p.cli, p.instance, b.key)
+			b.mu.Lock()
+			b.st.Error = err.Error()
+			b.mu.Unlock()
+			if perr := p.setPhase(b, phaseFailed); perr != nil {
+				p.log.Error("record failed allocation", "binding", b.key, "error", perr)
+			}
+			return nil, envsdk.KeepFirst(envsdk.Failf(envapi.CodeAllocationFailed, "allocate %s: %v", b.key, err), cleanup)
+		}
+		if err := p.setPhase(b, phaseReady); err != nil {
+			return nil, err
+		}
+		return a, nil
+	}
+}
+
+// codeAllocationUnknown answers an execute on a binding whose allocation
+// was interrupted by a provider restart.
+const codeAllocationUnknown = "allocation_unknown"
