@@ -37,9 +37,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
-	case "env", "conformance":
-		fmt.Fprintf(stderr, "brain %s: not yet available in this build\n", args[0])
-		return 1
+	case "env":
+		return env(ctx, args[1:], stdout, stderr)
+	case "conformance":
+		return conformanceCmd(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "brain: unknown command %q\n%s", args[0], usage)
 	return 2
