@@ -29,7 +29,7 @@ func (p *Provider) GC(ctx context.Context, olderThan time.Duration) (GCReport, e
 	if err != nil {
 		return rep, err
 	}
-	now := time.Now()
+	now := p.now()
 	doomed := func(labels map[string]string, created time.Time) bool {
 		key := labels[LabelBinding]
 		if live[key] == liveBusy {

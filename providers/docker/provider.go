@@ -38,6 +38,7 @@ type Provider struct {
 	store    *stateStore
 	instance string
 	log      *slog.Logger
+	now      func() time.Time // GC's clock; a test moves it
 
 	mu       sync.Mutex
 	bindings map[string]*binding
@@ -99,6 +100,7 @@ func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
 		store:    store,
 		instance: hex.EncodeToString(sum[:8]),
 		log:      log,
+		now:      time.Now,
 		bindings: map[string]*binding{},
 		owners:   map[string]bool{},
 	}
