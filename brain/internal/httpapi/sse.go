@@ -47,6 +47,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 		return
 	}
 	defer sub.Close()
+	// A stream past the end of a finished session would never get a frame.
+	sum, err := s.opts.Engine.Summary(ctx, id)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	finished := (sum.Status == api.StatusEnded || sum.Status == api.StatusFailed) && after >= sum.LastSequence
 
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{})
@@ -55,7 +62,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if rc.Flush() != nil {
+	if rc.Flush() != nil || finished {
 		return
 	}
 	var buf []byte

@@ -1,0 +1,233 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// ErrClosed reports a call on a closed Client.
+var ErrClosed = errors.New("client: closed")
+
+// Options configures a Client. The zero value (or nil) is valid.
+type Options struct {
+	// Token is the server's bearer token.
+	Token string
+	// HTTPClient sends the requests (nil: a client of its own, whose
+	// connections Close releases).
+	HTTPClient *http.Client
+	// Retries is how often a call that got no answer is retried with the
+	// same idempotency key (0 selects 2; negative disables).
+	Retries int
+}
+
+// Client talks to one Brain server.
+type Client struct {
+	base    string
+	token   string
+	hc      *http.Client
+	own     bool
+	retries int
+	closed  atomic.Bool
+
+	// Sessions creates, lists and opens sessions.
+	Sessions *Sessions
+}
+
+// New returns a client of the server at baseURL (e.g.
+// "http://127.0.0.1:8080").
+func New(baseURL string, opts *Options) (*Client, error) {
+	if !strings.HasPrefix(baseURL, "http://") && !strings.HasPrefix(baseURL, "https://") {
+		return nil, fmt.Errorf("client: base URL %q must start with http:// or https://", baseURL)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), token: o.Token, hc: o.HTTPClient, retries: o.Retries}
+	if c.hc == nil {
+		c.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		c.own = true
+	}
+	switch {
+	case c.retries == 0:
+		c.retries = 2
+	case c.retries < 0:
+		c.retries = 0
+	}
+	c.Sessions = &Sessions{c: c}
+	return c, nil
+}
+
+// WithToken returns a client of the same server with another token and
+// its own lifetime.
+func (c *Client) WithToken(token string) *Client {
+	n, _ := New(c.base, &Options{Token: token, Retries: c.retries})
+	return n
+}
+
+// Close releases the client's connections. It is idempotent; later calls
+// fail with ErrClosed. Sessions are not affected.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	if c.own {
+		c.hc.CloseIdleConnections()
+	}
+	return nil
+}
+
+// CallOption adjusts one call.
+type CallOption func(*call)
+
+type call struct {
+	key    string
+	header http.Header
+}
+
+// IdempotencyKey sets the call's Idempotency-Key (1..256 bytes). Reusing a
+// key with the same request replays the first answer.
+func IdempotencyKey(key string) CallOption { return func(c *call) { c.key = key } }
+
+func newKey() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// response is an answered request.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends a request with a JSON body (nil for none) and answers a 2xx
+// response, or the ApiError of any other. idempotent requests carry a key
+// and are retried with it when no answer arrived.
+func (c *Client) do(ctx context.Context, method, path string, in any, idempotent bool, opts []CallOption) (*response, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	var co call
+	for _, o := range opts {
+		o(&co)
+	}
+	if idempotent && co.key == "" {
+		co.key = newKey()
+	}
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return nil, fmt.Errorf("client: encode %s %s: %w", method, path, err)
+		}
+	}
+	attempts := 1
+	if idempotent {
+		attempts += c.retries
+	}
+	var lastErr error
+	for attempt := range attempts {
+		if attempt > 0 {
+			select {
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		resp, err := c.roundTrip(ctx, method, path, body, co)
+		if err == nil {
+			return resp, nil
+		}
+		lastErr = err
+		var ae *api.ApiError
+		if errors.As(err, &ae) || ctx.Err() != nil || c.closed.Load() {
+			return nil, err
+		}
+	}
+	return nil, lastErr
+}
+
+func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte, co call) (*response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if co.key != "" {
+		req.Header.Set("Idempotency-Key", co.key)
+	}
+	for k, vs := range co.header {
+		req.Header[k] = vs
+	}
+	c.authorize(req)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("client: %s %s: %w", method, path, apiError(resp.StatusCode, b))
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+func (c *Client) authorize(req *http.Request) {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+}
+
+// apiError decodes an error answer; a body that is not an ApiError becomes
+// one with the status's code.
+func apiError(status int, b []byte) *api.ApiError {
+	var e api.ApiError
+	if json.Unmarshal(b, &e) == nil && e.Code != "" {
+		return &e
+	}
+	code := api.CodeInternal
+	switch status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusUnsupportedMediaType, http.StatusRequestEntityTooLarge:
+		code = api.CodeInvalidRequest
+	case http.StatusUnauthorized:
+		code = api.CodeUnauthorized
+	case http.StatusNotFound:
+		code = api.CodeNotFound
+	case http.StatusConflict:
+		code = api.CodeConflict
+	case http.StatusServiceUnavailable:
+		code = api.CodeOverloaded
+	}
+	return &api.ApiError{Code: code, Message: fmt.Sprintf("HTTP %d: %s", status, bytes.TrimSpace(b)), Retryable: api.DefaultRetryable(code)}
+}
+
+func decode[T any](r *response) (T, error) {
+	var v T
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		return v, fmt.Errorf("client: decode answer: %w", err)
+	}
+	return v, nil
+}

@@ -1,0 +1,181 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// EventsOption adjusts Events.
+type EventsOption func(*eventsOpts)
+
+type eventsOpts struct {
+	follow bool
+	live   bool
+}
+
+// Follow streams events as they are committed (server-sent events) instead
+// of reading the pages that exist.
+func Follow() EventsOption { return func(o *eventsOpts) { o.follow = true } }
+
+// LiveFrames also yields live-only frames of a followed stream (model
+// output deltas): events with Sequence 0, EventType model_output and the
+// frame payload as Data. They are never journalled and never move the
+// cursor.
+func LiveFrames() EventsOption { return func(o *eventsOpts) { o.live = true } }
+
+// Events iterates over the session's public events after the cursor. By
+// default it reads pages until none are left; with Follow it streams and
+// reconnects from the last yielded sequence until the session ends
+// (session_ended or session_creation_failed) or ctx ends. An error is
+// yielded once, and ends the iteration.
+func (s *Session) Events(ctx context.Context, after uint64, opts ...EventsOption) iter.Seq2[api.Event, error] {
+	var o eventsOpts
+	for _, fn := range opts {
+		fn(&o)
+	}
+	if o.follow {
+		return s.follow(ctx, after, o.live)
+	}
+	return func(yield func(api.Event, error) bool) {
+		cursor := after
+		for {
+			r, err := s.c.do(ctx, http.MethodGet, s.path("/events?after="+strconv.FormatUint(cursor, 10)), nil, false, nil)
+			if err != nil {
+				yield(api.Event{}, err)
+				return
+			}
+			page, err := decode[api.EventPage](r)
+			if err != nil {
+				yield(api.Event{}, err)
+				return
+			}
+			for _, ev := range page.Events {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			if len(page.Events) == 0 || page.NextCursor <= cursor {
+				return
+			}
+			cursor = page.NextCursor
+		}
+	}
+}
+
+// errStreamEnded says a stream reached a terminal event.
+var errStreamEnded = errors.New("client: session ended")
+
+func (s *Session) follow(ctx context.Context, after uint64, live bool) iter.Seq2[api.Event, error] {
+	return func(yield func(api.Event, error) bool) {
+		cursor := after
+		failures := 0
+		for {
+			progressed, err := s.streamOnce(ctx, &cursor, live, yield)
+			switch {
+			case errors.Is(err, errStreamEnded), errors.Is(err, errStopped):
+				return
+			case err != nil:
+				var ae *api.ApiError
+				if errors.As(err, &ae) || ctx.Err() != nil || errors.Is(err, ErrClosed) {
+					yield(api.Event{}, err)
+					return
+				}
+			}
+			if progressed {
+				failures = 0
+			} else if failures++; failures > 5 {
+				yield(api.Event{}, fmt.Errorf("client: event stream keeps failing: %w", err))
+				return
+			}
+			select {
+			case <-time.After(time.Duration(failures) * 50 * time.Millisecond):
+			case <-ctx.Done():
+				yield(api.Event{}, ctx.Err())
+				return
+			}
+		}
+	}
+}
+
+var errStopped = errors.New("client: consumer stopped")
+
+// streamOnce reads one SSE connection, advancing *cursor past every event
+// it yields. It answers whether any event arrived, and why it stopped.
+func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yield func(api.Event, error) bool) (bool, error) {
+	if s.c.closed.Load() {
+		return false, ErrClosed
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.c.base+s.path("/events?after="+strconv.FormatUint(*cursor, 10)), nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	s.c.authorize(req)
+	resp, err := s.c.hc.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return false, apiError(resp.StatusCode, b)
+	}
+	progressed := false
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 80<<20)
+	var id, event, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if event == "" && data == "" {
+				continue
+			}
+			if id == "" {
+				if live {
+					if !yield(api.Event{EventType: event, Data: json.RawMessage(data)}, nil) {
+						return progressed, errStopped
+					}
+				}
+			} else {
+				var ev api.Event
+				if err := json.Unmarshal([]byte(data), &ev); err != nil {
+					return progressed, fmt.Errorf("client: event %s: %w", id, err)
+				}
+				if ev.Sequence > *cursor {
+					*cursor = ev.Sequence
+					progressed = true
+					if !yield(ev, nil) {
+						return progressed, errStopped
+					}
+					if ev.EventType == api.KindSessionEnded || ev.EventType == api.KindSessionCreationFailed {
+						return progressed, errStreamEnded
+					}
+				}
+			}
+			id, event, data = "", "", ""
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "id:"):
+			id = strings.TrimSpace(line[3:])
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(line[6:])
+		case strings.HasPrefix(line, "data:"):
+			data = strings.TrimPrefix(line[5:], " ")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return progressed, err
+	}
+	return progressed, io.ErrUnexpectedEOF
+}

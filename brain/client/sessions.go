@@ -1,0 +1,145 @@
+package client
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// Sessions creates, lists and opens sessions.
+type Sessions struct{ c *Client }
+
+// Create creates a session and answers its handle.
+func (ss *Sessions) Create(ctx context.Context, req api.CreateSessionRequest, opts ...CallOption) (*Session, error) {
+	r, err := ss.c.do(ctx, http.MethodPost, "/v1/sessions", req, true, opts)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := decode[api.SessionSummary](r)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{c: ss.c, ID: sum.SessionID, Summary: sum}, nil
+}
+
+// List lists the server's sessions.
+func (ss *Sessions) List(ctx context.Context) ([]api.SessionSummary, error) {
+	r, err := ss.c.do(ctx, http.MethodGet, "/v1/sessions", nil, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	l, err := decode[api.SessionList](r)
+	return l.Sessions, err
+}
+
+// Get fetches a session's summary and answers its handle.
+func (ss *Sessions) Get(ctx context.Context, id string) (*Session, error) {
+	s := ss.Open(id)
+	if _, err := s.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Open answers a handle of session id without asking the server.
+func (ss *Sessions) Open(id string) *Session { return &Session{c: ss.c, ID: id} }
+
+// Session is a handle of one session. Summary is the state its last call
+// answered; background work does not update it (use Refresh).
+type Session struct {
+	c       *Client
+	ID      string
+	Summary api.SessionSummary
+}
+
+// Receipt is the answer of Submit: the turn_started record of the admitted
+// turn.
+type Receipt struct {
+	SessionID string
+	Sequence  uint64
+}
+
+func (s *Session) path(suffix string) string { return "/v1/sessions/" + s.ID + suffix }
+
+// Refresh fetches the session's summary.
+func (s *Session) Refresh(ctx context.Context) (api.SessionSummary, error) {
+	r, err := s.c.do(ctx, http.MethodGet, s.path(""), nil, false, nil)
+	if err != nil {
+		return api.SessionSummary{}, err
+	}
+	sum, err := decode[api.SessionSummary](r)
+	if err == nil {
+		s.Summary = sum
+	}
+	return sum, err
+}
+
+// Send runs a turn and waits for it to end. A failed turn answers an
+// *api.ApiError with the turn's failure code.
+func (s *Session) Send(ctx context.Context, input api.UserInput, opts ...CallOption) (api.SessionSummary, error) {
+	r, err := s.c.do(ctx, http.MethodPost, s.path("/messages"), api.MessageRequest{Input: input}, true, opts)
+	if err != nil {
+		return api.SessionSummary{}, err
+	}
+	sum, err := decode[api.SessionSummary](r)
+	if err == nil {
+		s.Summary = sum
+	}
+	return sum, err
+}
+
+// Submit admits a turn without waiting for it: it answers once
+// turn_started is durable. A busy session answers an *api.ApiError with
+// code conflict and details {"admission":"rejected"}; the key is not
+// consumed and may be retried.
+func (s *Session) Submit(ctx context.Context, input api.UserInput, opts ...CallOption) (Receipt, error) {
+	opts = append(opts, func(c *call) {
+		if c.header == nil {
+			c.header = http.Header{}
+		}
+		c.header.Set("Prefer", "respond-async")
+	})
+	r, err := s.c.do(ctx, http.MethodPost, s.path("/messages"), api.MessageRequest{Input: input}, true, opts)
+	if err != nil {
+		return Receipt{}, err
+	}
+	seq, err := decode[uint64](r)
+	return Receipt{SessionID: s.ID, Sequence: seq}, err
+}
+
+// Transcript reads the saved messages; it works while the session is
+// suspended and does not activate it.
+func (s *Session) Transcript(ctx context.Context) (api.SessionTranscript, error) {
+	r, err := s.c.do(ctx, http.MethodGet, s.path("/transcript"), nil, false, nil)
+	if err != nil {
+		return api.SessionTranscript{}, err
+	}
+	return decode[api.SessionTranscript](r)
+}
+
+// Interrupt cancels work in flight; the session stays usable.
+func (s *Session) Interrupt(ctx context.Context, opts ...CallOption) error {
+	_, err := s.c.do(ctx, http.MethodPost, s.path("/cancel"), nil, true, opts)
+	return err
+}
+
+// End ends the session: no new messages, environments detached, history
+// kept.
+func (s *Session) End(ctx context.Context, opts ...CallOption) (api.SessionSummary, error) {
+	r, err := s.c.do(ctx, http.MethodPost, s.path("/end"), nil, true, opts)
+	if err != nil {
+		return api.SessionSummary{}, err
+	}
+	sum, err := decode[api.SessionSummary](r)
+	if err == nil {
+		s.Summary = sum
+	}
+	return sum, err
+}
+
+// Delete removes an ended or failed session and its credentials.
+func (s *Session) Delete(ctx context.Context, opts ...CallOption) error {
+	_, err := s.c.do(ctx, http.MethodDelete, s.path(""), nil, true, opts)
+	return err
+}
