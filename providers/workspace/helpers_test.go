@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"syscall"
 	"testing"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -30,6 +31,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	}
 	srv := httptest.NewServer(p.Handler("secret-token"))
 	t.Cleanup(srv.Close)
+	t.Cleanup(func() { killMarked(t) })
 	return &fixture{t: t, p: p, url: srv.URL, brain: envtest.NewBrain(t), root: opts.Root}
 }
 
@@ -114,3 +116,11 @@ func accepted(t testing.TB, r envapi.Receipt) {
 }
 
 func sh(line string) map[string]any { return map[string]any{"shell": line} }
+
+// killMarked kills every process that carries MarkerEnv, so that a failing
+// test leaves nothing behind; only this package's commands carry it.
+func killMarked(t *testing.T) {
+	for _, pid := range markedProcesses(t) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
