@@ -33,7 +33,8 @@ type Engine struct {
 	live   map[string]*sess
 	closed bool
 
-	hub hub
+	hub     hub
+	schemas schemaCache
 }
 
 // sess is the in-memory state of an active session. mu guards everything
@@ -56,6 +57,7 @@ type sess struct {
 	idle      *time.Timer
 	noWake    bool // interrupted: no automatic activation until a message
 	client    model.Client
+	creds     map[string]string // environment credentials read from Secrets
 	evicted   bool
 	inflight  int // effects delivered outside the lock (tool cancels)
 }

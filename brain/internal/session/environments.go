@@ -35,6 +35,13 @@ type Environments interface {
 	Call(ctx context.Context, op Operation) (envapi.Receipt, error)
 }
 
+// Validator is implemented by an Environments that checks declarations
+// when a session is created (driver, URL, route); an error refuses the
+// create as invalid before anything is journaled.
+type Validator interface {
+	ValidateEnvironment(env api.Environment) error
+}
+
 // deliver routes op to the method of its request type.
 func deliver(ctx context.Context, envs Environments, op Operation) (envapi.Receipt, error) {
 	switch op.Request.Type {

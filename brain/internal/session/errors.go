@@ -24,6 +24,11 @@ var (
 	ErrUnknownMethod   = errors.New("session: unknown method")
 	ErrUnsupported     = errors.New("session: not supported")
 	ErrClosed          = errors.New("session: engine is closed")
+	// ErrInvalidReceipt is wrapped by an Environments error when the
+	// provider answered but its answer is not a valid response for the
+	// operation: the outcome is unknown, but the environment was reached,
+	// so no environment_unreachable is recorded.
+	ErrInvalidReceipt = errors.New("session: invalid environment response")
 )
 
 // TurnError reports a turn or service failure with its failure code and,
@@ -45,11 +50,14 @@ func (e *TurnError) Unwrap() error { return e.Err }
 // Code maps an error of this package to its API error code.
 func Code(err error) string {
 	var te *TurnError
+	var ee *EnvironmentError
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &te):
 		return te.Code
+	case errors.As(err, &ee):
+		return api.CodeExecutorFailed
 	case errors.Is(err, ErrNotFound):
 		return api.CodeNotFound
 	case errors.Is(err, ErrInvalid), errors.Is(err, ErrUnknownMethod):
@@ -82,6 +90,20 @@ func APIError(err error) *api.ApiError {
 	var te *TurnError
 	if errors.As(err, &te) {
 		e.Message, e.Retryable = te.Message, te.Retryable
+	}
+	var ee *EnvironmentError
+	if errors.As(err, &ee) {
+		e.Message, e.Retryable = ee.Message, ee.Retryable
+		if e.Message == "" {
+			e.Message = ee.Code
+		}
+		e.Details = mustJSON(struct {
+			Code      string          `json:"code"`
+			Message   string          `json:"message"`
+			Retryable bool            `json:"retryable"`
+			Details   json.RawMessage `json:"details,omitempty"`
+			Sequence  uint64          `json:"sequence,omitempty"`
+		}{ee.Code, ee.Message, ee.Retryable, ee.Details, ee.Sequence})
 	}
 	if errors.Is(err, ErrBusy) {
 		e.Details = append(json.RawMessage(nil), api.AdmissionRejected...)

@@ -44,10 +44,38 @@ func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionReque
 		if env.Lifecycle != "" && env.Lifecycle != api.LifecycleAutomatic && env.Lifecycle != api.LifecycleManual {
 			return bad("environment %q: lifecycle %q", env.Name, env.Lifecycle)
 		}
+		if t := env.Template; t != nil {
+			if t.MaxInstances < 1 {
+				return bad("environment %q: template.max_instances must be at least 1", env.Name)
+			}
+			if _, err := e.schemas.get(t.ConfigurationSchema); err != nil {
+				return bad("environment %q: template.configuration_schema: %v", env.Name, err)
+			}
+		}
+		for name, m := range env.Methods {
+			if !envapi.ValidIdentifier(name) {
+				return bad("environment %q: method name %q", env.Name, name)
+			}
+			if m.Effect != "" && m.Effect != "none" && m.Effect != "replace" {
+				return bad("environment %q: method %q: effect %q", env.Name, name, m.Effect)
+			}
+			for _, raw := range []json.RawMessage{m.InputSchema, m.OutputSchema} {
+				if _, err := e.schemas.get(raw); err != nil {
+					return bad("environment %q: method %q: %v", env.Name, name, err)
+				}
+			}
+		}
 		envs[env.Name] = true
 	}
 	if len(envs) > 0 && e.cfg.Environments == nil {
 		return bad("environments are not available")
+	}
+	if v, ok := e.cfg.Environments.(Validator); ok {
+		for _, env := range req.Environments {
+			if err := v.ValidateEnvironment(env); err != nil {
+				return bad("environment %q: %v", env.Name, err)
+			}
+		}
 	}
 	tools := map[string]bool{}
 	for _, t := range req.Tools {
@@ -57,6 +85,11 @@ func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionReque
 		tools[t.Name] = true
 		if len(t.Placements) == 0 {
 			return bad("tool %q has no placement", t.Name)
+		}
+		for _, raw := range []json.RawMessage{t.InputSchema, t.OutputSchema} {
+			if _, err := e.schemas.get(raw); err != nil {
+				return bad("tool %q: %v", t.Name, err)
+			}
 		}
 		for env := range t.Placements {
 			if !envs[env] {
@@ -174,6 +207,16 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 // transport failure). It answers whether the operation ended well and the
 // receipt. prefix is derived from the request type.
 func (s *sess) envOpLocked(ctx context.Context, name string, req envapi.Request, grant *envapi.Grant) (bool, envapi.Receipt) {
+	r, _, err := s.envOpErrLocked(ctx, name, req)
+	if err != nil {
+		return false, envapi.Receipt{}
+	}
+	return r.Type != envapi.ReceiptFailure && r.Type != envapi.ReceiptUnknown, r
+}
+
+// envOpErrLocked is envOpLocked answering the receipt, the started
+// sequence and the error that prevented a receipt.
+func (s *sess) envOpErrLocked(ctx context.Context, name string, req envapi.Request) (envapi.Receipt, uint64, error) {
 	decl, binding := s.declLocked(name)
 	prefix := map[envapi.RequestType]string{
 		envapi.RequestSetup: "environment_setup", envapi.RequestDetach: "environment_detach",
@@ -182,59 +225,90 @@ func (s *sess) envOpLocked(ctx context.Context, name string, req envapi.Request,
 	ref := api.EnvironmentRef{Name: name, Sequence: binding}
 	seq, err := s.commitLocked(rec(prefix+"_started", envStarted{Environment: name, Binding: ref, Request: req}))
 	if err != nil {
-		return false, envapi.Receipt{}
+		return envapi.Receipt{}, 0, err
 	}
 	op := s.operationLocked(ctx, decl, binding, seq, req)
 	s.mu.Unlock()
 	receipt, derr := deliver(context.WithoutCancel(ctx), s.e.cfg.Environments, op)
 	s.mu.Lock()
 	if derr != nil {
-		_, _ = s.commitLocked(
-			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: name, Sequence: seq, Message: derr.Error()}),
-			failed(prefix+"_failed", api.Failure{Code: api.FailureUnknown, Message: derr.Error(), Ambiguous: true, Sequence: seq}))
-		return false, envapi.Receipt{}
+		f := failed(prefix+"_failed", api.Failure{Code: api.FailureUnknown, Message: derr.Error(), Ambiguous: true, Sequence: seq})
+		if errors.Is(derr, ErrInvalidReceipt) {
+			_, _ = s.commitLocked(f)
+		} else {
+			_, _ = s.commitLocked(rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: name, Sequence: seq, Message: derr.Error()}), f)
+		}
+		return envapi.Receipt{}, seq, derr
 	}
 	switch receipt.Type {
 	case envapi.ReceiptFailure:
 		_, _ = s.commitLocked(failed(prefix+"_failed", api.Failure{
 			Code: receipt.Code, Message: receipt.Message, Retryable: receipt.Retryable, Details: receipt.Details, Sequence: seq,
 		}))
-		return false, receipt
+		return receipt, seq, nil
 	case envapi.ReceiptUnknown:
 		_, _ = s.commitLocked(failed(prefix+"_failed", api.Failure{
 			Code: api.FailureUnknown, Message: receipt.Message, Ambiguous: true, Sequence: seq,
 		}))
-		return false, receipt
+		return receipt, seq, nil
 	}
 	_, _ = s.commitLocked(rec(prefix+"_ended", envEnded{Sequence: seq, Receipt: receipt}))
-	return true, receipt
+	return receipt, seq, nil
 }
 
-// declLocked returns an environment's declaration and binding sequence.
+// declLocked returns an environment's current declaration (an instance's
+// own, with any updated configuration) and binding sequence.
 func (s *sess) declLocked(name string) (api.Environment, uint64) {
-	for _, env := range s.st.Config.Environments {
-		if env.Name == name {
-			binding := uint64(1)
-			if es := s.st.Envs[name]; es != nil {
-				binding = es.Binding
+	es := s.st.Envs[name]
+	var decl *api.Environment
+	if es != nil && es.Decl != nil {
+		decl = es.Decl
+	} else {
+		for i := range s.st.Config.Environments {
+			if s.st.Config.Environments[i].Name == name {
+				decl = &s.st.Config.Environments[i]
 			}
-			return env, binding
 		}
 	}
-	return api.Environment{Name: name}, 1
+	if decl == nil {
+		return api.Environment{Name: name}, 1
+	}
+	env, binding := *decl, uint64(1)
+	if es != nil {
+		binding = es.Binding
+		if es.Configuration != nil {
+			env.Configuration = es.Configuration
+		}
+	}
+	return env, binding
 }
 
 // operationLocked builds the operation delivered for a started record.
 func (s *sess) operationLocked(ctx context.Context, decl api.Environment, binding, seq uint64, req envapi.Request) Operation {
-	cred, _ := s.e.secrets.Get(ctx, s.id, SecretEnvironmentCredential(decl.Name))
+	// An instance uses the credential its template was authorised with;
+	// it can never bring its own.
+	owner, template := decl.Name, ""
+	if es := s.st.Envs[decl.Name]; es != nil && es.Template != "" {
+		owner, template = es.Template, es.Template
+	}
+	cred, ok := s.creds[owner]
+	if !ok {
+		b, _ := s.e.secrets.Get(ctx, s.id, SecretEnvironmentCredential(owner))
+		cred = string(b)
+		if s.creds == nil {
+			s.creds = map[string]string{}
+		}
+		s.creds[owner] = cred
+	}
 	return Operation{
 		Operation: envapi.Operation{
 			SessionID: s.id, Environment: decl.Name, Sequence: seq, Request: req,
 			Binding:       &envapi.EnvironmentRef{Name: decl.Name, Sequence: binding},
 			Configuration: decl.Configuration,
+			Template:      template,
 		},
 		Declaration: decl,
-		Credential:  string(cred),
+		Credential:  cred,
 	}
 }
 

@@ -96,6 +96,17 @@ type (
 		Sequence    uint64 `json:"sequence"`
 		Message     string `json:"message"`
 	}
+	// envCreated is the payload of _environment_created.
+	envCreated struct {
+		Declaration api.Environment `json:"declaration"`
+		Template    string          `json:"template"`
+	}
+	// envUpdated is the payload of _environment_updated and
+	// _environment_deleted.
+	envUpdated struct {
+		Environment   api.EnvironmentRef `json:"environment"`
+		Configuration json.RawMessage    `json:"configuration,omitempty"`
+	}
 	extensionEvent struct {
 		Kind    string          `json:"kind"`
 		Payload json.RawMessage `json:"payload"`

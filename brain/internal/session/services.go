@@ -53,6 +53,9 @@ type execution struct {
 	emitMu sync.Mutex
 	mu     sync.Mutex
 	closed bool
+	done   chan struct{} // closed with closed
+	// grants bound the execution's environment control requests.
+	grants []api.EnvironmentGrant
 }
 
 var _ Services = (*execution)(nil)
@@ -79,8 +82,23 @@ func (e *Engine) Execution(id string, seq uint64) (Services, error) {
 
 func (x *execution) close() {
 	x.mu.Lock()
-	x.closed = true
+	if !x.closed {
+		x.closed = true
+		if x.done != nil {
+			close(x.done)
+		}
+	}
 	x.mu.Unlock()
+}
+
+// Done is closed when the execution completes or is cancelled: from then
+// on its authority is revoked. Transports use it to forget the callback
+// credentials they minted for it.
+func (x *execution) Done() <-chan struct{} { return x.done }
+
+// Closer is implemented by the Services that Engine.Execution answers.
+type Closer interface {
+	Done() <-chan struct{}
 }
 
 // Methods lists the granted methods.
@@ -359,61 +377,4 @@ func (x *execution) KVDelete(ctx context.Context, key string) (uint64, error) {
 		return s.st.last(), nil
 	}
 	return s.commitLocked(rec(api.KindKVDelete, kvDelete{Key: key}))
-}
-
-// Environments runs an environment control request. Only list and get are
-// supported so far.
-func (x *execution) Environments(ctx context.Context, req json.RawMessage) (json.RawMessage, error) {
-	if err := x.check(envapi.MethodEnvironments); err != nil {
-		return nil, err
-	}
-	var head struct {
-		Operation   string              `json:"operation"`
-		Environment *api.EnvironmentRef `json:"environment"`
-	}
-	if err := json.Unmarshal(req, &head); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	s := x.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch head.Operation {
-	case "list":
-		views := []envView{}
-		for _, env := range s.st.Config.Environments {
-			views = append(views, s.viewLocked(env))
-		}
-		return json.Marshal(map[string]any{"environments": views})
-	case "get":
-		if head.Environment == nil {
-			return nil, fmt.Errorf("%w: get needs an environment", ErrInvalid)
-		}
-		for _, env := range s.st.Config.Environments {
-			if v := s.viewLocked(env); env.Name == head.Environment.Name && v.Reference.Sequence == head.Environment.Sequence {
-				return json.Marshal(v)
-			}
-		}
-		return nil, fmt.Errorf("environment %s: %w", head.Environment.Name, ErrNotFound)
-	}
-	return nil, fmt.Errorf("%w: environment control %q", ErrUnsupported, head.Operation)
-}
-
-type envView struct {
-	Reference     api.EnvironmentRef `json:"reference"`
-	Lifecycle     string             `json:"lifecycle"`
-	State         string             `json:"state"`
-	Configuration json.RawMessage    `json:"configuration"`
-}
-
-func (s *sess) viewLocked(env api.Environment) envView {
-	es := s.st.Envs[env.Name]
-	lc := env.Lifecycle
-	if lc == "" {
-		lc = api.LifecycleAutomatic
-	}
-	conf := env.Configuration
-	if conf == nil {
-		conf = json.RawMessage("null")
-	}
-	return envView{Reference: api.EnvironmentRef{Name: env.Name, Sequence: es.Binding}, Lifecycle: lc, State: es.State, Configuration: conf}
 }

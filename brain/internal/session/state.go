@@ -21,7 +21,30 @@ type envState struct {
 	Binding   uint64 `json:"binding"`
 	State     string `json:"state"`
 	OnTurnEnd string `json:"on_turn_end,omitempty"`
+	// SetUp is set once a setup was started for the binding; update is
+	// refused from then on.
+	SetUp bool `json:"set_up,omitempty"`
+	// Decl is the declaration of an instance created through the control
+	// API (declared environments live in the creation record).
+	Decl *api.Environment `json:"decl,omitempty"`
+	// Template names the template an instance was created from.
+	Template string `json:"template,omitempty"`
+	// Configuration replaces the declaration's after an update.
+	Configuration json.RawMessage `json:"configuration,omitempty"`
+	// Observation is the last actionable observation reported for the
+	// binding; Availability follows environment-scope observations.
+	Availability string          `json:"availability,omitempty"`
+	Observation  json.RawMessage `json:"observation,omitempty"`
+	ObservedAtMs int64           `json:"observed_at_ms,omitempty"`
 }
+
+// Private record kinds of the environment control API. They are journal
+// records like any other (folded, checkpointed), but not public events.
+const (
+	kindEnvironmentCreated = "_environment_created"
+	kindEnvironmentUpdated = "_environment_updated"
+	kindEnvironmentDeleted = "_environment_deleted"
+)
 
 // Environment binding states.
 const (
@@ -140,6 +163,30 @@ func (st *state) apply(r journal.Record) error {
 		delete(st.KV, p.Key)
 	case api.KindOutputEmitted:
 		st.Actionable = append(st.Actionable, r.Sequence)
+		st.observe(r)
+	case kindEnvironmentCreated:
+		var c envCreated
+		if err := json.Unmarshal(r.Data, &c); err != nil {
+			return fmt.Errorf("session: record %d: %w", r.Sequence, err)
+		}
+		decl := c.Declaration
+		st.Envs[decl.Name] = &envState{Binding: r.Sequence, State: envDeclared, Decl: &decl, Template: c.Template}
+	case kindEnvironmentUpdated:
+		var u envUpdated
+		if err := json.Unmarshal(r.Data, &u); err != nil {
+			return fmt.Errorf("session: record %d: %w", r.Sequence, err)
+		}
+		if e := st.Envs[u.Environment.Name]; e != nil && e.Binding == u.Environment.Sequence {
+			e.Configuration = u.Configuration
+		}
+	case kindEnvironmentDeleted:
+		var u envUpdated
+		if err := json.Unmarshal(r.Data, &u); err != nil {
+			return fmt.Errorf("session: record %d: %w", r.Sequence, err)
+		}
+		if e := st.Envs[u.Environment.Name]; e != nil && e.Binding == u.Environment.Sequence {
+			e.State = envDeleted
+		}
 	case api.KindToolCallReturned:
 		if _, open := st.Open[p.Sequence]; open {
 			st.Returned[p.Sequence] = true
@@ -150,7 +197,7 @@ func (st *state) apply(r journal.Record) error {
 		st.Open[r.Sequence] = openEffect{Prefix: prefix, Environment: p.Environment}
 		if prefix == "environment_setup" {
 			if e := st.Envs[p.Environment]; e != nil {
-				e.State = envStarting
+				e.State, e.SetUp = envStarting, true
 			}
 		}
 	}
@@ -195,6 +242,33 @@ func isEffect(prefix string) bool {
 		}
 	}
 	return false
+}
+
+// observe folds an actionable environment report into its binding.
+func (st *state) observe(r journal.Record) {
+	var o outputEmitted
+	if json.Unmarshal(r.Data, &o) != nil {
+		return
+	}
+	e := st.Envs[o.Environment]
+	if e == nil {
+		return
+	}
+	var out struct {
+		Observation json.RawMessage `json:"observation"`
+	}
+	if json.Unmarshal(o.Output, &out) != nil || len(out.Observation) == 0 {
+		return
+	}
+	var obs struct {
+		Scope        string `json:"scope"`
+		Availability string `json:"availability"`
+	}
+	_ = json.Unmarshal(out.Observation, &obs)
+	e.Observation, e.ObservedAtMs = out.Observation, r.RecordedAtMs
+	if obs.Scope == "environment" && obs.Availability != "" {
+		e.Availability = obs.Availability
+	}
 }
 
 // clone deep-copies the state so a read can fold further without touching

@@ -31,6 +31,7 @@ type toolCall struct {
 	settled   chan struct{} // closed when closed and any cancel op is done
 	events    []api.Event   // public events of the synchronous phase
 	last      *api.Outcome  // the last emitted result
+	output    *Schema       // the tool's output_schema, checked on ok outcomes
 }
 
 func (t *toolCall) syncOver() bool {
@@ -92,7 +93,7 @@ func (x *execution) Dispatch(ctx context.Context, calls []api.ToolInvocation) ([
 			sort.Strings(names)
 			env = names[0]
 		}
-		if _, ok := tool.Placements[env]; !ok {
+		if _, ok := s.placementLocked(tool, env); !ok {
 			s.mu.Unlock()
 			return nil, fmt.Errorf("%w: tool %q is not placed on %q", ErrInvalid, c.Name, env)
 		}
@@ -178,7 +179,7 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	}
 	t := &toolCall{seq: seq, callID: c.CallID, env: c.Environment, syncDone: make(chan struct{}), settled: make(chan struct{})}
 	t.cancel = func(cause error) { cancel(cause); stopTimer() }
-	t.x = &execution{s: s, seq: seq, act: act, tool: t, budget: act.budget, ctx: tctx,
+	t.x = &execution{s: s, seq: seq, act: act, tool: t, budget: act.budget, ctx: tctx, done: make(chan struct{}), grants: tool.Environments,
 		origin: &api.EventOrigin{Kind: api.OriginTool, Sequence: seq}}
 	s.tools[seq] = t
 	s.execs[seq] = t.x
@@ -188,10 +189,21 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 			"environment "+c.Environment+" is not set up", false, nil))
 		return t
 	}
+	if in, err := s.e.schemas.get(tool.InputSchema); err == nil {
+		if err := in.Validate(c.Input); err != nil {
+			s.closeToolLocked(t, envapi.ErrorOutcome(envapi.CodeInvalidInput,
+				"tool "+tool.Name+" input does not match its input_schema: "+err.Error(), false, nil))
+			return t
+		}
+	}
+	if len(tool.OutputSchema) > 0 {
+		t.output, _ = s.e.schemas.get(tool.OutputSchema)
+	}
 	t.stopWatch = context.AfterFunc(tctx, func() { s.toolStopped(t) })
 	grant := &envapi.Grant{Methods: envapi.ToolMethods()}
+	placement, _ := s.placementLocked(tool, c.Environment)
 	op := s.operationLocked(tctx, decl, binding, seq,
-		envapi.Execute(tool.Placements[c.Environment].Implementation, c.Input, deadlineMs, grant))
+		envapi.Execute(placement.Implementation, c.Input, deadlineMs, grant))
 	t.executing = true
 	s.e.wg.Add(1)
 	go func() {
@@ -200,6 +212,19 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 		s.onReceipt(t, receipt, err)
 	}()
 	return t
+}
+
+// placementLocked answers how env runs tool: its own placement, or for an
+// instance created from a template, the template's.
+func (s *sess) placementLocked(tool *api.Tool, env string) (api.Placement, bool) {
+	if p, ok := tool.Placements[env]; ok {
+		return p, true
+	}
+	if es := s.st.Envs[env]; es != nil && es.Template != "" {
+		p, ok := tool.Placements[es.Template]
+		return p, ok
+	}
+	return api.Placement{}, false
 }
 
 // onReceipt records the outcome an execute answered.
@@ -214,6 +239,10 @@ func (s *sess) onReceipt(t *toolCall, r envapi.Receipt, err error) {
 	if err != nil {
 		if t.x.ctx.Err() != nil {
 			return // the deadline or a cancel closes the call
+		}
+		if errors.Is(err, ErrInvalidReceipt) {
+			s.closeToolLocked(t, envapi.UnknownOutcome(err.Error()))
+			return
 		}
 		s.closeToolLocked(t, envapi.UnknownOutcome(err.Error()),
 			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: t.env, Sequence: t.seq, Message: err.Error()}))
@@ -245,9 +274,15 @@ func (s *sess) onReceipt(t *toolCall, r envapi.Receipt, err error) {
 	}
 }
 
-// decodeToolOutput reads a ToolOutput envelope; a malformed one becomes an
-// invalid_output error.
+// decodeToolOutput reads the output of a result or returned receipt. An
+// object with a top-level "status" is a ToolOutput envelope (status is
+// reserved there), and a malformed one becomes an invalid_output error;
+// any other value is the tool's ok value, as envsdk providers send it.
 func decodeToolOutput(raw json.RawMessage) envapi.Outcome {
+	var head map[string]json.RawMessage
+	if json.Unmarshal(raw, &head) != nil || head["status"] == nil {
+		return envapi.OK(raw)
+	}
 	o, err := envapi.DecodeOutcome(raw)
 	if err != nil {
 		return envapi.ErrorOutcome(envapi.CodeInvalidOutput, "malformed tool output: "+err.Error(), false, nil)
@@ -300,6 +335,8 @@ func (s *sess) toolStopped(t *toolCall) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
+	case errors.Is(err, ErrInvalidReceipt):
+		_, _ = s.commitLocked(failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: err.Error(), Ambiguous: true, Sequence: cancelSeq}))
 	case err != nil:
 		_, _ = s.commitLocked(
 			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: t.env, Sequence: cancelSeq, Message: err.Error()}),
@@ -320,6 +357,11 @@ func (s *sess) toolStopped(t *toolCall) {
 func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.Record) (uint64, bool) {
 	if t.closed {
 		return 0, false
+	}
+	if o.Status == envapi.StatusOK && t.output != nil {
+		if err := t.output.Validate(orNullJSON(o.Value)); err != nil {
+			o = envapi.ErrorOutcome(envapi.CodeInvalidOutput, "tool output does not match its output_schema: "+err.Error(), false, nil)
+		}
 	}
 	out := fromEnvOutcome(o)
 	recs := append([]journal.Record{rec(api.KindToolCallEnded, api.ToolCallEnded{Sequence: t.seq, Outcome: out, IsError: out.IsError()})}, extra...)
@@ -375,6 +417,13 @@ func (s *sess) returnLocked(t *toolCall, out *api.Outcome) (uint64, error) {
 		close(t.syncDone)
 	}
 	return seq, nil
+}
+
+func orNullJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	return raw
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -131,7 +131,11 @@ func (s *sess) startLocked(input *api.UserInput) (uint64, error) {
 	}
 	a.ctx = ctx
 	a.cancel = func(cause error) { cancel(cause); stopTimer() }
-	a.exec = &execution{s: s, seq: a.seq, loop: true, act: a, budget: a.budget, ctx: ctx,
+	var grants []api.EnvironmentGrant
+	if s.st.Config.Agentloop != nil {
+		grants = s.st.Config.Agentloop.Environments
+	}
+	a.exec = &execution{s: s, seq: a.seq, loop: true, act: a, budget: a.budget, ctx: ctx, done: make(chan struct{}), grants: grants,
 		origin: &api.EventOrigin{Kind: api.OriginAgentloop, Sequence: a.seq}}
 	s.execs[a.seq] = a.exec
 	s.act = a

@@ -1,0 +1,490 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Permissions of an EnvironmentGrant.
+const (
+	PermRead   = "read"
+	PermCreate = "create"
+	PermSetup  = "setup"
+	PermUpdate = "update"
+	PermDelete = "delete"
+	PermCall   = "call"
+)
+
+// EnvironmentError reports an environment operation that the provider
+// answered with a failure (or whose outcome is unknown) on behalf of a
+// control request. APIError answers it as executor_failed with details
+// {code, message, retryable, details?, sequence}.
+type EnvironmentError struct {
+	Code      string
+	Message   string
+	Retryable bool
+	Details   json.RawMessage
+	// Sequence is the operation's started record.
+	Sequence uint64
+}
+
+func (e *EnvironmentError) Error() string {
+	return fmt.Sprintf("session: environment operation %d failed: %s: %s", e.Sequence, e.Code, e.Message)
+}
+
+// controller bounds a control request by the caller's grants. The operator
+// (the session API) is not bounded.
+type controller struct {
+	bounded bool
+	grants  []api.EnvironmentGrant
+}
+
+// allows reports whether the caller holds perm on env (a grant naming an
+// instance's template covers the instance) and, for call, on method.
+func (c controller) allows(s *sess, env, perm, method string) bool {
+	if !c.bounded {
+		return true
+	}
+	names := []string{env}
+	if es := s.st.Envs[env]; es != nil && es.Template != "" {
+		names = append(names, es.Template)
+	}
+	for _, g := range c.grants {
+		if !slices.Contains(names, g.Environment) || !slices.Contains(g.Permissions, perm) {
+			continue
+		}
+		if perm == PermCall && len(g.Methods) > 0 && !slices.Contains(g.Methods, method) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+func (c controller) require(s *sess, env, perm, method string) error {
+	if c.allows(s, env, perm, method) {
+		return nil
+	}
+	what := perm
+	if method != "" {
+		what += " " + method
+	}
+	return fmt.Errorf("%w: %s on environment %s", ErrNotGranted, what, env)
+}
+
+// Control runs an EnvironmentControlRequest for the operator, as POST
+// /v1/sessions/{id}/environments does: list answers {"environments":
+// [EnvironmentView]}; get, create, setup, update and delete answer the
+// EnvironmentView; call answers the method's output.
+func (e *Engine) Control(ctx context.Context, id string, req envapi.ControlRequest) (json.RawMessage, error) {
+	write := req.Operation != envapi.ControlList && req.Operation != envapi.ControlGet
+	s, err := e.acquire(ctx, id, write)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.controlLocked(ctx, controller{}, req)
+}
+
+// CallEnvironment calls method on the current binding of environment env
+// with input and answers the provider's output, as POST
+// /v1/sessions/{id}/environments/{env}/calls/{name} does. The call is a
+// journaled environment_call operation.
+func (e *Engine) CallEnvironment(ctx context.Context, id, env, method string, input json.RawMessage) (json.RawMessage, error) {
+	s, err := e.acquire(ctx, id, true)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	es := s.st.Envs[env]
+	if es == nil {
+		return nil, fmt.Errorf("environment %s: %w", env, ErrNotFound)
+	}
+	return s.callLocked(ctx, controller{}, api.EnvironmentRef{Name: env, Sequence: es.Binding}, method, input)
+}
+
+// Environments runs an environment control request bounded by the
+// execution's own grants (the agentloop's or the tool's environments).
+func (x *execution) Environments(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+	if err := x.check(envapi.MethodEnvironments); err != nil {
+		return nil, err
+	}
+	req, err := envapi.DecodeControlRequest(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	s := x.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st == nil {
+		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
+	}
+	return s.controlLocked(ctx, controller{bounded: true, grants: x.grants}, req)
+}
+
+// currentLocked answers the state of the binding ref names, refusing a
+// reference to an older incarnation.
+func (s *sess) currentLocked(ref *envapi.EnvironmentRef) (*envState, error) {
+	if ref == nil {
+		return nil, fmt.Errorf("%w: an environment reference is required", ErrInvalid)
+	}
+	es := s.st.Envs[ref.Name]
+	if es == nil || es.Binding != ref.Sequence {
+		return nil, fmt.Errorf("environment %s/%d: %w", ref.Name, ref.Sequence, ErrNotFound)
+	}
+	return es, nil
+}
+
+// mutableLocked refuses control mutations once the session no longer runs.
+func (s *sess) mutableLocked() error {
+	switch s.st.Status {
+	case api.StatusIdle, api.StatusRunning:
+		return nil
+	}
+	return fmt.Errorf("%w: session %s is %s", ErrWrongState, s.id, s.st.Status)
+}
+
+func (s *sess) controlLocked(ctx context.Context, c controller, req envapi.ControlRequest) (json.RawMessage, error) {
+	if s.st == nil {
+		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
+	}
+	switch req.Operation {
+	case envapi.ControlList:
+		names := make([]string, 0, len(s.st.Envs))
+		for name := range s.st.Envs {
+			if c.allows(s, name, PermRead, "") {
+				names = append(names, name)
+			}
+		}
+		sort.Slice(names, func(i, j int) bool {
+			a, b := s.st.Envs[names[i]], s.st.Envs[names[j]]
+			if a.Binding != b.Binding {
+				return a.Binding < b.Binding
+			}
+			return names[i] < names[j]
+		})
+		views := make([]envapi.EnvironmentView, 0, len(names))
+		for _, name := range names {
+			views = append(views, s.viewLocked(name))
+		}
+		return json.Marshal(struct {
+			Environments []envapi.EnvironmentView `json:"environments"`
+		}{views})
+	case envapi.ControlGet:
+		if _, err := s.currentLocked(req.Environment); err != nil {
+			return nil, err
+		}
+		if err := c.require(s, req.Environment.Name, PermRead, ""); err != nil {
+			return nil, err
+		}
+		return json.Marshal(s.viewLocked(req.Environment.Name))
+	case envapi.ControlCreate:
+		return s.createEnvLocked(ctx, c, req)
+	case envapi.ControlSetup:
+		es, err := s.currentLocked(req.Environment)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.require(s, req.Environment.Name, PermSetup, ""); err != nil {
+			return nil, err
+		}
+		if err := s.mutableLocked(); err != nil {
+			return nil, err
+		}
+		if es.State != envDeclared && es.State != envFailed {
+			return nil, fmt.Errorf("%w: environment %s is %s, not declared", ErrWrongState, req.Environment.Name, es.State)
+		}
+		decl, _ := s.declLocked(req.Environment.Name)
+		s.envOpLocked(ctx, decl.Name, envapi.Setup(decl.Configuration), nil)
+		return json.Marshal(s.viewLocked(decl.Name))
+	case envapi.ControlUpdate:
+		es, err := s.currentLocked(req.Environment)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.require(s, req.Environment.Name, PermUpdate, ""); err != nil {
+			return nil, err
+		}
+		if err := s.mutableLocked(); err != nil {
+			return nil, err
+		}
+		if es.SetUp || es.State != envDeclared {
+			return nil, fmt.Errorf("%w: environment %s can be updated only before its first setup", ErrWrongState, req.Environment.Name)
+		}
+		if err := s.checkConfigurationLocked(req.Environment.Name, req.Configuration); err != nil {
+			return nil, err
+		}
+		conf, err := compactJSON(req.Configuration)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.commitLocked(rec(kindEnvironmentUpdated, envUpdated{Environment: api.EnvironmentRef(*req.Environment), Configuration: conf})); err != nil {
+			return nil, err
+		}
+		return json.Marshal(s.viewLocked(req.Environment.Name))
+	case envapi.ControlDelete:
+		return s.deleteEnvLocked(ctx, c, req.Environment)
+	case envapi.ControlCall:
+		if req.Environment == nil {
+			return nil, fmt.Errorf("%w: call needs an environment", ErrInvalid)
+		}
+		return s.callLocked(ctx, c, api.EnvironmentRef(*req.Environment), req.Method, req.Input)
+	}
+	return nil, fmt.Errorf("%w: environment control operation %q", ErrInvalid, req.Operation)
+}
+
+// templateLocked answers the declaration of the template an environment
+// is validated by: its own template, or the one it was created from.
+func (s *sess) templateLocked(name string) *api.Environment {
+	if es := s.st.Envs[name]; es != nil && es.Template != "" {
+		name = es.Template
+	}
+	for i := range s.st.Config.Environments {
+		if env := &s.st.Config.Environments[i]; env.Name == name && env.Template != nil {
+			return env
+		}
+	}
+	return nil
+}
+
+// checkConfigurationLocked validates a configuration against the
+// configuration_schema of the environment's template, if any.
+func (s *sess) checkConfigurationLocked(name string, conf json.RawMessage) error {
+	t := s.templateLocked(name)
+	if t == nil || len(t.Template.ConfigurationSchema) == 0 {
+		return nil
+	}
+	schema, err := s.e.schemas.get(t.Template.ConfigurationSchema)
+	if err != nil {
+		return fmt.Errorf("%w: template %s: %v", ErrInvalid, t.Name, err)
+	}
+	if err := schema.Validate(orNullJSON(conf)); err != nil {
+		return fmt.Errorf("%w: configuration does not match the configuration_schema of template %s: %v", ErrInvalid, t.Name, err)
+	}
+	return nil
+}
+
+func (s *sess) createEnvLocked(ctx context.Context, c controller, req envapi.ControlRequest) (json.RawMessage, error) {
+	var tmpl *api.Environment
+	for i := range s.st.Config.Environments {
+		if env := &s.st.Config.Environments[i]; env.Name == req.Template && env.Template != nil {
+			tmpl = env
+		}
+	}
+	if tmpl == nil {
+		return nil, fmt.Errorf("template %s: %w", req.Template, ErrNotFound)
+	}
+	if err := c.require(s, tmpl.Name, PermCreate, ""); err != nil {
+		return nil, err
+	}
+	if err := s.mutableLocked(); err != nil {
+		return nil, err
+	}
+	if !envapi.ValidIdentifier(req.Name) {
+		return nil, fmt.Errorf("%w: environment name %q", ErrInvalid, req.Name)
+	}
+	if es := s.st.Envs[req.Name]; es != nil && es.State != envDeleted {
+		return nil, fmt.Errorf("%w: environment %s exists", ErrWrongState, req.Name)
+	}
+	instances := 1 // the template itself counts
+	for _, es := range s.st.Envs {
+		if es.Template == tmpl.Name && es.State != envDeleted {
+			instances++
+		}
+	}
+	if max := tmpl.Template.MaxInstances; max > 0 && instances >= max {
+		return nil, fmt.Errorf("%w: template %s allows %d instances", ErrWrongState, tmpl.Name, max)
+	}
+	conf := req.Configuration
+	if conf == nil {
+		conf = tmpl.Configuration
+	}
+	if err := s.checkConfigurationLocked(tmpl.Name, conf); err != nil {
+		return nil, err
+	}
+	conf, err := compactJSON(conf)
+	if err != nil {
+		return nil, err
+	}
+	decl := *tmpl
+	decl.Name, decl.Template, decl.Credential, decl.Configuration = req.Name, nil, "", conf
+	if _, err := s.commitLocked(rec(kindEnvironmentCreated, envCreated{Declaration: decl, Template: tmpl.Name})); err != nil {
+		return nil, err
+	}
+	if decl.Lifecycle != api.LifecycleManual {
+		s.envOpLocked(ctx, decl.Name, envapi.Setup(decl.Configuration), nil)
+	}
+	return json.Marshal(s.viewLocked(decl.Name))
+}
+
+func (s *sess) deleteEnvLocked(ctx context.Context, c controller, ref *envapi.EnvironmentRef) (json.RawMessage, error) {
+	es, err := s.currentLocked(ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.require(s, ref.Name, PermDelete, ""); err != nil {
+		return nil, err
+	}
+	switch {
+	case es.State == envDeleted:
+	case !es.SetUp:
+		if _, err := s.commitLocked(rec(kindEnvironmentDeleted, envUpdated{Environment: api.EnvironmentRef(*ref)})); err != nil {
+			return nil, err
+		}
+	default:
+		if err := s.mutableLocked(); err != nil {
+			return nil, err
+		}
+		receipt, seq, err := s.envOpErrLocked(ctx, ref.Name, envapi.Teardown())
+		if err != nil {
+			return nil, &EnvironmentError{Code: api.FailureUnknown, Message: err.Error(), Sequence: seq}
+		}
+		if e := receiptError(receipt, seq); e != nil {
+			return nil, e
+		}
+	}
+	return json.Marshal(s.viewLocked(ref.Name))
+}
+
+// callLocked runs a journaled environment call on the binding ref.
+func (s *sess) callLocked(ctx context.Context, c controller, ref api.EnvironmentRef, method string, input json.RawMessage) (json.RawMessage, error) {
+	eref := envapi.EnvironmentRef(ref)
+	es, err := s.currentLocked(&eref)
+	if err != nil {
+		return nil, err
+	}
+	if !envapi.ValidIdentifier(method) {
+		return nil, fmt.Errorf("%w: method %q is not an identifier", ErrInvalid, method)
+	}
+	if err := c.require(s, ref.Name, PermCall, method); err != nil {
+		return nil, err
+	}
+	if err := s.mutableLocked(); err != nil {
+		return nil, err
+	}
+	if es.State != envReady {
+		return nil, fmt.Errorf("%w: environment %s is %s (%s)", ErrWrongState, ref.Name, es.State, api.FailureEnvironmentNotReady)
+	}
+	decl, _ := s.declLocked(ref.Name)
+	input = orNullJSON(input)
+	var spec *api.EnvironmentMethod
+	if len(decl.Methods) > 0 {
+		m, ok := decl.Methods[method]
+		if !ok {
+			return nil, fmt.Errorf("%w: environment %s declares no method %q", ErrInvalid, ref.Name, method)
+		}
+		spec = &m
+		if schema, err := s.e.schemas.get(m.InputSchema); err == nil {
+			if err := schema.Validate(input); err != nil {
+				return nil, fmt.Errorf("%w: input of %s: %v", ErrInvalid, method, err)
+			}
+		}
+	}
+	in, err := compactJSON(input)
+	if err != nil {
+		return nil, err
+	}
+	receipt, seq, err := s.envOpErrLocked(ctx, ref.Name, envapi.Call(method, in))
+	if err != nil {
+		return nil, &EnvironmentError{Code: api.FailureUnknown, Message: err.Error(), Sequence: seq}
+	}
+	if e := receiptError(receipt, seq); e != nil {
+		return nil, e
+	}
+	var out json.RawMessage
+	switch receipt.Type {
+	case envapi.ReceiptResult, envapi.ReceiptReturned:
+		out = receipt.Output
+	case envapi.ReceiptProgress:
+		out = receipt.Data
+	}
+	out = orNullJSON(out)
+	if spec != nil && len(spec.OutputSchema) > 0 {
+		if schema, err := s.e.schemas.get(spec.OutputSchema); err == nil {
+			if err := schema.Validate(out); err != nil {
+				return nil, &EnvironmentError{Code: envapi.CodeInvalidOutput, Message: "output of " + method + ": " + err.Error(), Sequence: seq}
+			}
+		}
+	}
+	return out, nil
+}
+
+// receiptError converts a failure or unknown receipt to an
+// EnvironmentError.
+func receiptError(r envapi.Receipt, seq uint64) error {
+	switch r.Type {
+	case envapi.ReceiptFailure:
+		return &EnvironmentError{Code: r.Code, Message: r.Message, Retryable: r.Retryable, Details: r.Details, Sequence: seq}
+	case envapi.ReceiptUnknown:
+		return &EnvironmentError{Code: api.FailureUnknown, Message: r.Message, Sequence: seq}
+	}
+	return nil
+}
+
+// viewLocked builds the EnvironmentView of an environment's current
+// binding.
+func (s *sess) viewLocked(name string) envapi.EnvironmentView {
+	es := s.st.Envs[name]
+	decl, binding := s.declLocked(name)
+	lc := decl.Lifecycle
+	if lc == "" {
+		lc = api.LifecycleAutomatic
+	}
+	v := envapi.EnvironmentView{
+		Reference:     envapi.EnvironmentRef{Name: name, Sequence: binding},
+		Lifecycle:     lc,
+		State:         envDeclared,
+		Configuration: orNullJSON(decl.Configuration),
+		Methods:       map[string]envapi.MethodSpec{},
+		Tools:         []envapi.ToolDefinition{},
+	}
+	for m, spec := range decl.Methods {
+		v.Methods[m] = envapi.MethodSpec{Description: spec.Description, Effect: spec.Effect, InputSchema: orNullJSON(spec.InputSchema), OutputSchema: spec.OutputSchema}
+	}
+	placedOn := []string{name}
+	if es != nil {
+		v.State, v.Template = es.State, es.Template
+		if es.Template != "" {
+			placedOn = append(placedOn, es.Template)
+		}
+		v.Availability, v.ObservedAtMs = es.Availability, es.ObservedAtMs
+		if len(es.Observation) > 0 {
+			var o envapi.Observation
+			if json.Unmarshal(es.Observation, &o) == nil {
+				v.Observation = &o
+			}
+		}
+	}
+	for _, t := range s.st.Config.Tools {
+		for _, on := range placedOn {
+			if _, ok := t.Placements[on]; ok {
+				v.Tools = append(v.Tools, envapi.ToolDefinition{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema})
+				break
+			}
+		}
+	}
+	var pending uint64
+	for seq, eff := range s.st.Open {
+		if eff.Environment == name && strings.HasPrefix(eff.Prefix, "environment_") && (pending == 0 || seq < pending) {
+			pending = seq
+			if eff.Prefix == "environment_teardown" {
+				v.State = envapi.StateDeleting
+			}
+		}
+	}
+	if pending != 0 {
+		v.PendingOperation = &pending
+	}
+	return v
+}
