@@ -29,7 +29,7 @@ const (
 func (p *Provider) Methods() map[string]envsdk.Method {
 	return map[string]envsdk.Method{
 		"reset": {
-			Description:  "Drop the workspace, including a sticky allocation failure or loss; the next execute allocates an empty one. Fails with busy while executes run.",
+			Description:  "Drop the workspace, including a sticky allocation failure or loss; the next execute allocates an empty one; posts the diagnostic workspace.reset through the reporter. Fails with busy while executes run.",
 			InputSchema:  json.RawMessage(emptySchema),
 			OutputSchema: json.RawMessage(resetOutputSchema),
 			Run:          p.reset,
@@ -49,6 +49,10 @@ func (p *Provider) Methods() map[string]envsdk.Method {
 	}
 }
 
+// ResetEvent is the diagnostic event type reset posts through the
+// binding's reporter, with data {"previous_phase"}.
+const ResetEvent = "workspace.reset"
+
 func decodeMethodInput(raw json.RawMessage, v any) error { return decodeInput(raw, v) }
 
 func (p *Provider) reset(c *envsdk.Ctx, input json.RawMessage) (any, error) {
@@ -62,6 +66,12 @@ func (p *Provider) reset(c *envsdk.Ctx, input json.RawMessage) (any, error) {
 	prev, err := b.drop()
 	if err != nil {
 		return nil, err
+	}
+	if r := c.Reporter(); r != nil {
+		// A diagnostic for the journal: it does not wake the Agentloop.
+		if _, err := r.Event(c.Context(), ResetEvent, map[string]string{"previous_phase": prev}); err != nil {
+			p.opts.Logger.Warn("report reset", "binding", b.key, "error", err)
+		}
 	}
 	return map[string]any{"reset": true, "previous_phase": prev}, nil
 }
