@@ -79,7 +79,7 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(b.profile.Timeout))
 		defer cancel()
 	}
-	a, err := b.lazy.Get(ctx, p.allocate(b))
+	a, err := p.allocation(ctx, b)
 	if err != nil {
 		if ctx.Err() != nil {
 			return envapi.Receipt{}, stopFailure(ctx, nil)

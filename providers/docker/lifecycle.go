@@ -163,12 +163,15 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 		return err
 	}
 	defer done()
+	ctx, cancel := context.WithTimeout(c.Context(), lifecycleTimeout)
+	defer cancel()
+	if err := b.waitAllocation(ctx); err != nil {
+		return err
+	}
 	st := b.state()
 	if st.Phase != phaseReady {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(c.Context(), lifecycleTimeout)
-	defer cancel()
 	return stopContainer(ctx, p.cli, st.resourceName())
 }
 
@@ -192,6 +195,11 @@ func (p *Provider) Teardown(c *envsdk.Ctx) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context(), lifecycleTimeout)
 	defer cancel()
+	if b != nil {
+		if err := b.waitAllocation(ctx); err != nil {
+			return err
+		}
+	}
 	if err := removeBinding(ctx, p.cli, p.instance, key); err != nil {
 		return envsdk.Failf(envapi.CodeCleanupFailed, "teardown of %s: %v", key, err)
 	}

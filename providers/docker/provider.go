@@ -60,6 +60,48 @@ type binding struct {
 	st       *bindingState
 	active   map[uint64]struct{} // sequences of executes running here
 	settling bool                // setup, detach or teardown in progress
+	// allocating is closed when the allocation in flight ends; nil when
+	// none runs. An allocation outlives the execute that started it.
+	allocating chan struct{}
+}
+
+// allocation returns the binding's allocation, starting it on first use.
+// The allocation in flight is registered before it starts, so that detach
+// and teardown see it even if this execute gives up at once.
+func (p *Provider) allocation(ctx context.Context, b *binding) (*allocation, error) {
+	b.mu.Lock()
+	if _, _, done := b.lazy.Peek(); !done && b.allocating == nil {
+		b.allocating = make(chan struct{})
+	}
+	b.mu.Unlock()
+	a, err := b.lazy.Get(ctx, p.allocate(b))
+	if _, _, done := b.lazy.Peek(); done {
+		// Registered just after the allocation ended: nothing to wait for.
+		b.mu.Lock()
+		if b.allocating != nil {
+			close(b.allocating)
+			b.allocating = nil
+		}
+		b.mu.Unlock()
+	}
+	return a, err
+}
+
+// waitAllocation waits until no allocation of b is in flight, so that
+// detach and teardown never race the creation of a container.
+func (b *binding) waitAllocation(ctx context.Context) error {
+	b.mu.Lock()
+	ch := b.allocating
+	b.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the allocation of %s: %w", b.key, ctx.Err())
+	}
 }
 
 // New builds a provider from cfg and loads the bindings recorded in its
@@ -216,6 +258,14 @@ func (p *Provider) allocate(b *binding) func(context.Context) (*allocation, erro
 	return func(ctx context.Context) (*allocation, error) {
 		ctx, cancel := context.WithTimeout(ctx, allocationTimeout)
 		defer cancel()
+		defer func() {
+			b.mu.Lock()
+			if b.allocating != nil {
+				close(b.allocating)
+				b.allocating = nil
+			}
+			b.mu.Unlock()
+		}()
 		st := b.state()
 		switch st.Phase {
 		case phaseReady:
