@@ -26,6 +26,18 @@ func alive(t *testing.T, pid int) bool {
 	return i > 0 && len(s) > i+2 && s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
+// survivor describes pid when it is alive and still carries the run
+// marker (so a recycled pid is not mistaken for a survivor), else "".
+func survivor(t *testing.T, pid int) string {
+	t.Helper()
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil || !alive(t, pid) || !strings.Contains(string(env), MarkerEnv+"=") {
+		return ""
+	}
+	stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return string(stat)
+}
+
 // markedProcesses lists live processes whose environment carries MarkerEnv.
 func markedProcesses(t *testing.T) []int {
 	t.Helper()
@@ -81,8 +93,8 @@ func TestDeadlineKillsWholeTree(t *testing.T) {
 		t.Fatalf("partial stdout %q, want 4 pids", details.Stdout)
 	}
 	for _, pid := range pids {
-		if alive(t, pid) {
-			t.Errorf("process %d survived the deadline", pid)
+		if s := survivor(t, pid); s != "" {
+			t.Errorf("process %d survived the deadline: %s", pid, s)
 		}
 	}
 	if left := markedProcesses(t); len(left) > 0 {
@@ -140,8 +152,8 @@ func TestCancelKillsTreeAndStreams(t *testing.T) {
 	r := <-done
 	fails(t, r, envapi.CodeCancelled)
 	for _, pid := range pidsIn(t, streamed.String()) {
-		if alive(t, pid) {
-			t.Errorf("process %d survived the cancel", pid)
+		if s := survivor(t, pid); s != "" {
+			t.Errorf("process %d survived the cancel: %s", pid, s)
 		}
 	}
 	if left := markedProcesses(t); len(left) > 0 {

@@ -112,7 +112,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return Result{}, fmt.Errorf("%w %s: %w", ErrStart, s.Args[0], err)
 	}
 	p.started()
-	t := &tree{leader: cmd.Process.Pid, marker: []byte(marker), self: os.Getpid()}
+	t := &tree{leader: cmd.Process.Pid, marker: []byte(marker), self: os.Getpid(), born: time.Now()}
 	// The leader is not reaped before Wait, so its stat is readable.
 	if t.start, err = startTime(t.leader); err != nil {
 		t.start = 0 // consider every process; slower, still correct

@@ -68,6 +68,35 @@ type tree struct {
 	start  uint64 // leader start time; older processes are never members
 	marker []byte
 	self   int
+	born   time.Time
+}
+
+// narrowWindow is how long after the leader's start a scan trusts pid
+// order: pids are handed out increasing, wrapping at pid_max, so within a
+// short time every process younger than the leader has a pid above it or,
+// after a wrap, below the last pid handed out. Older runs read every
+// process's start time instead.
+const narrowWindow = time.Second
+
+// lastPid is the last pid handed out in this pid namespace.
+func lastPid() (int, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/ns_last_pid")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(string(bytes.TrimSpace(b)))
+}
+
+// younger reports whether pid may have been handed out after the leader's,
+// given the last pid handed out.
+func (t *tree) younger(pid, last int) bool {
+	if pid == t.leader {
+		return true
+	}
+	if last >= t.leader {
+		return pid > t.leader && pid <= last
+	}
+	return pid > t.leader || pid <= last // wrapped at pid_max
 }
 
 // members scans /proc once and returns the live members of the tree.
@@ -81,10 +110,13 @@ func (t *tree) members() ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scan processes: %w", err)
 	}
+	// Read after the listing, so every listed pid is at most last.
+	last, lerr := lastPid()
+	narrow := lerr == nil && time.Since(t.born) < narrowWindow
 	var cand []procStat
 	for _, n := range names {
 		pid, err := strconv.Atoi(n)
-		if err != nil || pid == t.self || pid == 1 {
+		if err != nil || pid == t.self || pid == 1 || (narrow && !t.younger(pid, last)) {
 			continue
 		}
 		s, err := readStat(pid)

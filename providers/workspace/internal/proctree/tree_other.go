@@ -5,6 +5,7 @@ package proctree
 import (
 	"context"
 	"syscall"
+	"time"
 )
 
 // tree on systems without /proc covers the process group only.
@@ -13,6 +14,7 @@ type tree struct {
 	start  uint64
 	marker []byte
 	self   int
+	born   time.Time
 }
 
 func (t *tree) kill(context.Context) error {

@@ -1,0 +1,79 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"testing"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
+)
+
+// BenchmarkExecuteTrue runs the command tool with argv ["true"] through
+// the provider's HTTP handler on loopback, without a callback grant, so it
+// measures the provider: decode, binding lookup, workspace check, limit
+// walk, process-group start, wait and tree sweep, and the answer.
+func BenchmarkExecuteTrue(b *testing.B) {
+	p, err := New(Options{Root: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(p.Handler("bench"))
+	defer srv.Close()
+	client := srv.Client()
+	c := envtest.NewCommands("bench", "workspace")
+	ctx := context.Background()
+	post := func(cmd envapi.Command) envapi.Receipt {
+		_, body, resp, err := envtest.Post(ctx, client, srv.URL, "bench", cmd)
+		if err != nil || resp == nil {
+			b.Fatalf("post: %v %s", err, body)
+		}
+		return resp.Receipt
+	}
+	if r := post(c.Setup(nil)); r.Type != envapi.ReceiptAccepted {
+		b.Fatalf("setup %+v", r)
+	}
+	impl, input := tool(ToolCommand), json.RawMessage(`{"argv":["true"]}`)
+	if r := post(c.Execute(impl, input, nil)); r.Type != envapi.ReceiptResult { // allocate
+		b.Fatalf("execute %+v", r)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if r := post(c.Execute(impl, input, nil)); r.Type != envapi.ReceiptResult {
+			b.Fatalf("execute %+v", r)
+		}
+	}
+}
+
+// BenchmarkRawForkExecTrue is the baseline: fork/exec and wait of true.
+func BenchmarkRawForkExecTrue(b *testing.B) {
+	path, err := exec.LookPath("true")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := exec.Command(path).Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoopbackRoundTrip is the HTTP floor included in
+// BenchmarkExecuteTrue: one POST of a small body to an empty handler.
+func BenchmarkLoopbackRoundTrip(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	client := srv.Client()
+	for b.Loop() {
+		status, _, _, _ := envtest.Post(context.Background(), client, srv.URL, "", json.RawMessage(`{"a":1}`))
+		if status != http.StatusOK {
+			b.Fatal(status)
+		}
+	}
+}

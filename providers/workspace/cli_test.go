@@ -1,0 +1,62 @@
+package workspace
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
+)
+
+func TestCommandServesAndStops(t *testing.T) {
+	t.Setenv(TokenEnv, "cli-token")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Command(ctx, []string{"--listen", "127.0.0.1:0", "--root", t.TempDir(), "--allow", "echo"}, pw, &stderr)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no start line: %v (stderr %s)", err, stderr.String())
+	}
+	_, rest, ok := strings.Cut(line, "http://")
+	if !ok {
+		t.Fatalf("start line %q", line)
+	}
+	url := "http://" + strings.Fields(rest)[0]
+	c := envtest.NewCommands("s1", "workspace")
+	status, _, _, err := envtest.Post(ctx, nil, url, "wrong", c.Setup(nil))
+	if err != nil || status != 401 {
+		t.Fatalf("wrong token: %d %v", status, err)
+	}
+	_, _, resp, err := envtest.Post(ctx, nil, url, "cli-token", c.Setup(nil))
+	if err != nil || resp.Receipt.Type != envapi.ReceiptAccepted {
+		t.Fatalf("setup: %+v %v", resp, err)
+	}
+	_, _, resp, err = envtest.Post(ctx, nil, url, "cli-token", c.Execute(tool("command"), []byte(`{"shell":"echo hi"}`), nil))
+	if err != nil || resp.Receipt.Code != "not_allowed" {
+		t.Fatalf("shell with --allow echo: %+v %v", resp, err)
+	}
+	cancel()
+	if got := <-code; got != 0 {
+		t.Errorf("exit code %d, stderr %s", got, stderr.String())
+	}
+}
+
+func TestCommandRejectsBadFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	if got := Command(t.Context(), []string{"--listen", "127.0.0.1:0"}, &out, &errb); got != 2 {
+		t.Errorf("missing --root: exit %d", got)
+	}
+	if got := Command(t.Context(), []string{"--root", t.TempDir(), "--release", "burn", "--listen", "127.0.0.1:0"}, &out, &errb); got != 1 {
+		t.Errorf("bad release: exit %d", got)
+	}
+}
