@@ -1,0 +1,407 @@
+package environments
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain"
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/envbind"
+)
+
+// Environment variables of the child mode: the test binary, re-executed
+// with childDir set, runs only a Brain server and prints its URL.
+const (
+	childDir    = "ENVBIND_E2E_CHILD_DIR"
+	childLimits = "ENVBIND_E2E_CHILD_TOOL_SECS"
+	readyLine   = "BRAIN-READY "
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(childDir); dir != "" {
+		os.Exit(runChild(dir))
+	}
+	os.Exit(m.Run())
+}
+
+// runChild serves Brain on dir until killed.
+func runChild(dir string) int {
+	b, err := start(dir, brain.Limits{}, io.Discard)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 1
+	}
+	fmt.Printf("%s%s\n", readyLine, b.URL)
+	select {}
+}
+
+// operatorToken is the server token of every test Brain.
+const operatorToken = "operator-token-e2e"
+
+// brainServer is one Brain assembled from its parts and served on
+// loopback.
+type brainServer struct {
+	URL    string
+	Dir    string
+	srv    *brain.Server
+	binder *envbind.Binder
+	http   *http.Server
+	logs   *syncBuffer
+}
+
+// syncBuffer collects log lines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func start(dir string, limits brain.Limits, logTo io.Writer) (*brainServer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	pub := "http://" + ln.Addr().String()
+	logs := &syncBuffer{}
+	var w io.Writer = logs
+	if logTo != nil {
+		w = io.MultiWriter(logs, logTo)
+	}
+	logger := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	binder, err := envbind.New(envbind.Config{
+		PublicURL: pub,
+		KeyFile:   filepath.Join(dir, "server-metadata", envbind.KeyFileName),
+		Logger:    logger,
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	srv, err := brain.New(brain.Config{
+		DataDir: dir, Token: operatorToken, PublicURL: pub, Limits: limits, Logger: logger,
+		Environments: binder, Mount: binder.Mount,
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	go func() { _ = hs.Serve(ln) }()
+	return &brainServer{URL: pub, Dir: dir, srv: srv, binder: binder, http: hs, logs: logs}, nil
+}
+
+// newBrain starts a Brain on a fresh data directory, closed with the test.
+func newBrain(t *testing.T, limits brain.Limits) *brainServer {
+	t.Helper()
+	return openBrain(t, t.TempDir(), limits)
+}
+
+func openBrain(t *testing.T, dir string, limits brain.Limits) *brainServer {
+	t.Helper()
+	b, err := start(dir, limits, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.close)
+	return b
+}
+
+// close drains Brain while its routes still serve provider callbacks,
+// then stops serving.
+func (b *brainServer) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = b.srv.Close(ctx)
+	_ = b.http.Shutdown(ctx)
+	_ = b.binder.Close()
+}
+
+// child is a Brain running in a child process.
+type child struct {
+	URL string
+	cmd *exec.Cmd
+}
+
+// startChild runs Brain on dir in a re-executed test binary.
+func startChild(t *testing.T, dir string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childDir+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd}
+	t.Cleanup(func() { c.kill() })
+	lines := bufio.NewScanner(out)
+	ready := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			if u, ok := strings.CutPrefix(lines.Text(), readyLine); ok {
+				ready <- u
+			}
+		}
+	}()
+	select {
+	case c.URL = <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("child Brain did not become ready")
+	}
+	return c
+}
+
+// kill SIGKILLs the child and reaps it.
+func (c *child) kill() {
+	if c.cmd.Process == nil || c.cmd.ProcessState != nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	_ = c.cmd.Wait()
+}
+
+// client drives a Brain's session API.
+type client struct {
+	t   *testing.T
+	url string
+	hc  *http.Client
+}
+
+func newClient(t *testing.T, url string) *client {
+	return &client{t: t, url: url, hc: &http.Client{Timeout: 60 * time.Second}}
+}
+
+func key() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// do sends a request with the operator token (and a fresh
+// Idempotency-Key for POST and DELETE unless headers give one) and
+// answers the status and body.
+func (c *client) do(method, path string, body any, headers map[string]string) (int, []byte) {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, ok := body.([]byte)
+		if !ok {
+			var err error
+			if raw, err = json.Marshal(body); err != nil {
+				c.t.Fatal(err)
+			}
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, c.url+path, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+operatorToken)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if method == http.MethodPost || method == http.MethodDelete {
+		req.Header.Set("Idempotency-Key", key())
+	}
+	for k, v := range headers {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// must sends a request and requires status want, decoding the answer
+// into out when given.
+func (c *client) must(want int, method, path string, body any, out any) []byte {
+	c.t.Helper()
+	status, b := c.do(method, path, body, nil)
+	if status != want {
+		c.t.Fatalf("%s %s: status %d, want %d: %s", method, path, status, want, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			c.t.Fatalf("%s %s: decode %s: %v", method, path, b, err)
+		}
+	}
+	return b
+}
+
+func (c *client) create(req api.CreateSessionRequest) api.SessionSummary {
+	c.t.Helper()
+	if req.Model.Provider == "" {
+		req.Model = api.ModelConfig{Provider: "scripted", Name: "e2e", APIKey: modelKey}
+	}
+	if req.Tools == nil {
+		req.Tools = []api.Tool{}
+	}
+	var sum api.SessionSummary
+	c.must(http.StatusOK, http.MethodPost, "/v1/sessions", req, &sum)
+	return sum
+}
+
+// send posts a message synchronously and answers status and body.
+func (c *client) send(id, message string) (int, []byte) {
+	c.t.Helper()
+	return c.do(http.MethodPost, "/v1/sessions/"+id+"/messages", api.MessageRequest{Input: api.UserInput{Message: message}}, nil)
+}
+
+// submit posts a message asynchronously and answers turn_started.
+func (c *client) submit(id, message string) uint64 {
+	c.t.Helper()
+	status, b := c.do(http.MethodPost, "/v1/sessions/"+id+"/messages", api.MessageRequest{Input: api.UserInput{Message: message}},
+		map[string]string{"Prefer": "respond-async"})
+	if status != http.StatusAccepted {
+		c.t.Fatalf("async submit: %d %s", status, b)
+	}
+	var seq uint64
+	if err := json.Unmarshal(b, &seq); err != nil {
+		c.t.Fatal(err)
+	}
+	return seq
+}
+
+// events answers every public event of a session.
+func (c *client) events(id string) []api.Event {
+	c.t.Helper()
+	var all []api.Event
+	after := uint64(0)
+	for {
+		var page api.EventPage
+		c.must(http.StatusOK, http.MethodGet, fmt.Sprintf("/v1/sessions/%s/events?after=%d", id, after), nil, &page)
+		all = append(all, page.Events...)
+		if len(page.Events) == 0 {
+			return all
+		}
+		after = page.NextCursor
+	}
+}
+
+// waitEvent polls the events until one satisfies match and answers it.
+func (c *client) waitEvent(id string, match func(api.Event) bool) api.Event {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		for _, ev := range c.events(id) {
+			if match(ev) {
+				return ev
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("no matching event in %s", kinds(c.events(id)))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func ofType(kind string) func(api.Event) bool {
+	return func(ev api.Event) bool { return ev.EventType == kind }
+}
+
+// withData matches an event of kind whose data has field == want.
+func withData(kind, field string, want any) func(api.Event) bool {
+	return func(ev api.Event) bool {
+		if ev.EventType != kind {
+			return false
+		}
+		var m map[string]any
+		if json.Unmarshal(ev.Data, &m) != nil {
+			return false
+		}
+		got, _ := json.Marshal(m[field])
+		w, _ := json.Marshal(want)
+		return string(got) == string(w)
+	}
+}
+
+func kinds(evs []api.Event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		fmt.Fprintf(&b, "%d:%s ", ev.Sequence, ev.EventType)
+	}
+	return b.String()
+}
+
+// find answers the events of kind.
+func find(evs []api.Event, kind string) []api.Event {
+	var out []api.Event
+	for _, ev := range evs {
+		if ev.EventType == kind {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func field[T any](t *testing.T, ev api.Event, name string) T {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(ev.Data, &m); err != nil {
+		t.Fatal(err)
+	}
+	var v T
+	if raw, ok := m[name]; ok {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatalf("%s.%s = %s: %v", ev.EventType, name, raw, err)
+		}
+	}
+	return v
+}
+
+// script is a scripted-model message.
+func script(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// toolCalls scripts one model answer calling the named tools with input.
+func toolCalls(names ...string) string {
+	calls := make([]map[string]any, len(names))
+	for i, n := range names {
+		calls[i] = map[string]any{"name": n, "input": map[string]any{"n": i}}
+	}
+	return script(map[string]any{"tool_calls": calls, "reply": "done"})
+}

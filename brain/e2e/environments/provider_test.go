@@ -1,0 +1,290 @@
+package environments
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// providerToken is the credential sessions declare for the fixture.
+const providerToken = "env-credential-SECRET-5b1f"
+
+// modelKey is the model API key every test session is created with.
+const modelKey = "sk-model-SECRET-9c2e"
+
+// received is one operation as the fixture provider got it.
+type received struct {
+	Cmd  envapi.Command
+	Auth string
+}
+
+// fixture is an envsdk provider that logs every /v1/operations request
+// before the envsdk handler sees it. Behaviour is chosen by the
+// implementation {"kind": K} of an execute and by the configuration
+// {"setup"?, "detach"?, "teardown"?, "release"?} of the binding.
+type fixture struct {
+	envsdk.Base
+	t   *testing.T
+	URL string
+
+	mu      sync.Mutex
+	ops     []received
+	changed chan struct{} // closed and replaced on every new operation
+	gates   map[string]chan struct{}
+	fails   map[string]int // remaining failures per lifecycle kind
+	later   chan error     // results of finishes made after return
+	tokens  []string       // callback tokens seen
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{t: t, changed: make(chan struct{}), gates: map[string]chan struct{}{}, fails: map[string]int{}, later: make(chan error, 16)}
+	h := envsdk.NewHandler(f, &envsdk.Options{Token: providerToken, StopGrace: 2 * time.Second})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if cmd, err := envapi.DecodeCommand(body); err == nil {
+			f.mu.Lock()
+			f.ops = append(f.ops, received{Cmd: cmd, Auth: r.Header.Get("Authorization")})
+			if g := cmd.Operation.Request.Callback; g != nil {
+				f.tokens = append(f.tokens, g.Token)
+			}
+			close(f.changed)
+			f.changed = make(chan struct{})
+			f.mu.Unlock()
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		f.openAll()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	f.URL = "http://" + ln.Addr().String()
+	return f
+}
+
+// gate answers the channel a "hold" behaviour named name waits on.
+func (f *fixture) gate(name string) chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g, ok := f.gates[name]
+	if !ok {
+		g = make(chan struct{})
+		f.gates[name] = g
+	}
+	return g
+}
+
+// open releases everything waiting on gate name.
+func (f *fixture) open(name string) {
+	g := f.gate(name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case <-g:
+	default:
+		close(g)
+	}
+}
+
+func (f *fixture) openAll() {
+	f.mu.Lock()
+	names := make([]string, 0, len(f.gates))
+	for n := range f.gates {
+		names = append(names, n)
+	}
+	f.mu.Unlock()
+	for _, n := range names {
+		f.open(n)
+	}
+}
+
+// failNext makes the next n operations of kind fail.
+func (f *fixture) failNext(kind string, n int) {
+	f.mu.Lock()
+	f.fails[kind] = n
+	f.mu.Unlock()
+}
+
+func (f *fixture) shouldFail(kind string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fails[kind] > 0 {
+		f.fails[kind]--
+		return true
+	}
+	return false
+}
+
+// received answers the logged operations of a request type ("" for all).
+func (f *fixture) received(t envapi.RequestType) []received {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []received
+	for _, r := range f.ops {
+		if t == "" || r.Cmd.Operation.Request.Type == t {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// waitFor waits until at least n operations of type t arrived.
+func (f *fixture) waitFor(t envapi.RequestType, n int) []received {
+	f.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		f.mu.Lock()
+		ch := f.changed
+		f.mu.Unlock()
+		if got := f.received(t); len(got) >= n {
+			return got
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			f.t.Fatalf("provider received %d %s operations, want %d", len(f.received(t)), t, n)
+		}
+	}
+}
+
+type bindingConf struct {
+	Setup    string `json:"setup,omitempty"`    // fail | hold | release
+	Detach   string `json:"detach,omitempty"`   // fail | hold
+	Teardown string `json:"teardown,omitempty"` // fail_once
+	Release  string `json:"release,omitempty"`  // fail | hold
+}
+
+func (f *fixture) conf(c *envsdk.Ctx) bindingConf {
+	var bc bindingConf
+	_ = c.DecodeConfiguration(&bc)
+	return bc
+}
+
+func (f *fixture) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
+	switch f.conf(c).Setup {
+	case "fail":
+		return envsdk.SetupResult{}, envsdk.Fail("setup_refused", "this binding cannot be set up")
+	case "hold":
+		select {
+		case <-f.gate("setup"):
+		case <-c.Context().Done():
+		}
+	case "release":
+		return envsdk.SetupResult{OnTurnEnd: "release"}, nil
+	}
+	return envsdk.SetupResult{}, nil
+}
+
+func (f *fixture) Detach(c *envsdk.Ctx) error {
+	switch f.conf(c).Detach {
+	case "fail":
+		return envsdk.Fail("detach_refused", "detach failed")
+	case "hold":
+		select {
+		case <-f.gate("detach"):
+		case <-c.Context().Done():
+		}
+	}
+	return nil
+}
+
+func (f *fixture) Teardown(c *envsdk.Ctx) error {
+	if f.conf(c).Teardown == "fail_once" && f.shouldFail("teardown") {
+		return envsdk.Fail("teardown_refused", "teardown failed")
+	}
+	return nil
+}
+
+// Methods: release (the turn-end hook) and inspect.
+func (f *fixture) Methods() map[string]envsdk.Method {
+	return map[string]envsdk.Method{
+		"release": {Description: "turn end", InputSchema: json.RawMessage(`{"type":"object"}`),
+			Run: func(c *envsdk.Ctx, input json.RawMessage) (any, error) {
+				switch f.conf(c).Release {
+				case "fail":
+					return nil, envsdk.Fail("release_refused", "release failed")
+				case "hold":
+					select {
+					case <-f.gate("release"):
+					case <-c.Context().Done():
+					}
+				}
+				return map[string]any{"released": json.RawMessage(input)}, nil
+			}},
+		"inspect": {Description: "inspect", InputSchema: json.RawMessage(`{"type":"object"}`),
+			Run: func(c *envsdk.Ctx, input json.RawMessage) (any, error) {
+				return map[string]any{"binding": c.BindingKey(), "input": json.RawMessage(input)}, nil
+			}},
+	}
+}
+
+func (f *fixture) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
+	var impl struct {
+		Kind string `json:"kind"`
+	}
+	_ = json.Unmarshal(x.Implementation, &impl)
+	switch impl.Kind {
+	case "echo":
+		return envapi.Result(x.Input), nil
+	case "hang":
+		<-c.Context().Done()
+		return envapi.Receipt{}, context.Cause(c.Context())
+	case "fail":
+		return envapi.Receipt{}, envsdk.Fail("unsupported", "m").WithRetryable(true).WithDetails(map[string]int{"x": 1})
+	case "unknown":
+		return envapi.Unknown("lost track"), nil
+	case "bad_output":
+		return envapi.Result(json.RawMessage(`{"count":"many"}`)), nil
+	case "returned":
+		inv := x.Invocation
+		gate := f.gate("finish")
+		go func() {
+			<-gate
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			out := envapi.OK(json.RawMessage(`"finished later"`))
+			_, err := inv.Finish(ctx, &out)
+			f.later <- err
+		}()
+		return envapi.Returned(nil), nil
+	case "emit":
+		if _, err := x.Invocation.Emit(c.Context(), "progress", map[string]any{"step": 1, "origin": map[string]any{"kind": "agentloop"}}); err != nil {
+			return envapi.Receipt{}, err
+		}
+		return envsdk.Output("emitted")
+	}
+	return envapi.Receipt{}, envsdk.Fail(envapi.CodeUnsupported, "no such kind "+impl.Kind)
+}
+
+// env declares the fixture as an http environment.
+func (f *fixture) env(name string, conf *bindingConf) api.Environment {
+	var raw json.RawMessage
+	if conf != nil {
+		raw, _ = json.Marshal(conf)
+	}
+	return api.Environment{Name: name, Driver: api.DriverHTTP, URL: f.URL, Credential: providerToken, Configuration: raw}
+}
+
+// tool places a tool of the given kind on env.
+func tool(name, env, kind string) api.Tool {
+	return api.Tool{Name: name, Description: name, InputSchema: json.RawMessage(`{"type":"object"}`),
+		Placements: map[string]api.Placement{env: {Implementation: json.RawMessage(`{"kind":"` + kind + `"}`)}}}
+}

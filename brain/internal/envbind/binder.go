@@ -1,0 +1,329 @@
+package envbind
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Binder delivers environment operations over HTTP (it is the engine's
+// session.Environments) and serves the callback, reporter and control
+// routes. Create it with New, give it the engine with Attach (Mount does
+// that), and Close it after the engine.
+type Binder struct {
+	cfg    Config
+	client *http.Client
+	log    *slog.Logger
+	grants *grants
+
+	keyOnce sync.Once
+	key     []byte
+	keyErr  error
+
+	mu     sync.RWMutex
+	engine *session.Engine
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	watchers sync.WaitGroup
+}
+
+var (
+	_ session.Environments = (*Binder)(nil)
+	_ session.Validator    = (*Binder)(nil)
+)
+
+// New returns a Binder for cfg. It touches no file: the reporter key is
+// read or created by Mount (or the first operation).
+func New(cfg Config) (*Binder, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Key) != 0 && len(c.Key) != keySize {
+		return nil, fmt.Errorf("envbind: Key must be %d bytes", keySize)
+	}
+	if len(c.Key) == 0 && c.KeyFile == "" {
+		return nil, errors.New("envbind: Config.Key or Config.KeyFile is required")
+	}
+	dialer := &net.Dialer{Timeout: c.ConnectTimeout, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           dialer.DialContext,
+		TLSHandshakeTimeout:   c.ConnectTimeout,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       30 * time.Second,
+		ResponseHeaderTimeout: 0, // bounded by the operation's context
+		ForceAttemptHTTP2:     true,
+	}
+	b := &Binder{
+		cfg:    c,
+		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		log:    c.Logger,
+		grants: newGrants(),
+		stop:   make(chan struct{}),
+	}
+	if len(c.Key) != 0 {
+		b.key = append([]byte(nil), c.Key...)
+		b.keyOnce.Do(func() {})
+	}
+	return b, nil
+}
+
+// Attach gives the Binder the engine whose executions, reports and
+// control requests its routes serve.
+func (b *Binder) Attach(e *session.Engine) {
+	b.mu.Lock()
+	b.engine = e
+	b.mu.Unlock()
+}
+
+func (b *Binder) eng() *session.Engine {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.engine
+}
+
+// serverKey answers the reporter key, loading or creating it once.
+func (b *Binder) serverKey() ([]byte, error) {
+	b.keyOnce.Do(func() { b.key, b.keyErr = loadKey(b.cfg.KeyFile) })
+	return b.key, b.keyErr
+}
+
+// Close revokes every invocation token and releases idle connections.
+// Call it after the engine is closed.
+func (b *Binder) Close() error {
+	b.stopOnce.Do(func() { close(b.stop) })
+	b.watchers.Wait()
+	b.client.CloseIdleConnections()
+	return nil
+}
+
+// LiveGrants reports how many invocation tokens are live.
+func (b *Binder) LiveGrants() int { return b.grants.len() }
+
+// Setup delivers a setup operation.
+func (b *Binder) Setup(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
+	return b.deliver(ctx, op)
+}
+
+// Detach delivers a detach operation.
+func (b *Binder) Detach(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
+	return b.deliver(ctx, op)
+}
+
+// Teardown delivers a teardown operation.
+func (b *Binder) Teardown(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
+	return b.deliver(ctx, op)
+}
+
+// Execute delivers an execute operation with a freshly minted callback
+// token, revoked when the execution closes.
+func (b *Binder) Execute(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
+	return b.deliver(ctx, op)
+}
+
+// Cancel delivers a cancel operation.
+func (b *Binder) Cancel(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
+	return b.deliver(ctx, op)
+}
+
+// Call delivers a call operation.
+func (b *Binder) Call(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
+	return b.deliver(ctx, op)
+}
+
+// ValidateEnvironment checks at session create that a declaration can be
+// delivered: an http driver needs a valid url; any other driver needs a
+// route or the default route.
+func (b *Binder) ValidateEnvironment(env api.Environment) error {
+	_, _, err := b.target(env, "")
+	return err
+}
+
+// target resolves where an environment's operations go and with which
+// credential.
+func (b *Binder) target(env api.Environment, sessionCredential string) (endpoint, credential string, err error) {
+	if env.Driver == api.DriverHTTP {
+		if err := checkSessionURL(env.URL); err != nil {
+			return "", "", err
+		}
+		// A session URL gets the session's credential, never Brain's.
+		return env.URL, sessionCredential, nil
+	}
+	if env.URL != "" {
+		return "", "", fmt.Errorf("driver %q takes no url (only driver %q does)", env.Driver, api.DriverHTTP)
+	}
+	names := []string{env.Driver}
+	var conf struct {
+		Driver string `json:"driver"`
+	}
+	if len(env.Configuration) > 0 && json.Unmarshal(env.Configuration, &conf) == nil && conf.Driver != "" {
+		names = append(names, conf.Driver)
+	}
+	for _, n := range names {
+		if r, ok := b.cfg.Routes[n]; ok && n != "" {
+			return r.Endpoint, firstNonEmpty(r.APIKey, sessionCredential), nil
+		}
+	}
+	if b.cfg.BaseURL != "" && env.Driver != api.DriverHost {
+		return b.cfg.BaseURL, firstNonEmpty(b.cfg.APIKey, sessionCredential), nil
+	}
+	name := env.Driver
+	if conf.Driver != "" {
+		name = conf.Driver
+	}
+	return "", "", fmt.Errorf("no route for driver %q (declare driver %q with a url, or configure a route or a default endpoint)", name, api.DriverHTTP)
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// deliver sends one operation once and decodes its receipt.
+func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
+	endpoint, credential, err := b.target(op.Declaration, op.Credential)
+	if err != nil {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: %w", op.Environment, err)
+	}
+	wire := op.Operation
+	if cb := wire.Request.Callback; cb != nil {
+		g := *cb
+		k := grantKey{op.SessionID, op.Sequence}
+		g.URL = b.cfg.PublicURL + "/v1/sessions/" + url.PathEscape(op.SessionID) + "/executions/" + strconv.FormatUint(op.Sequence, 10) + "/call"
+		g.Token = b.grants.mint(k)
+		wire.Request.Callback = &g
+		b.watch(k)
+	}
+	if wire.Binding != nil {
+		key, err := b.serverKey()
+		if err != nil {
+			return envapi.Receipt{}, err
+		}
+		wire.Reporter = &envapi.Grant{
+			URL: b.cfg.PublicURL + "/v1/sessions/" + url.PathEscape(op.SessionID) + "/environments/" +
+				url.PathEscape(wire.Binding.Name) + "/" + strconv.FormatUint(wire.Binding.Sequence, 10) + "/events",
+			Token:   reporterToken(key, op.SessionID, wire.Binding.Name, wire.Binding.Sequence),
+			Methods: []string{"event", "result"},
+		}
+	}
+	if len(wire.Configuration) > 0 && string(wire.Configuration) == "null" {
+		wire.Configuration = nil
+	}
+	body, err := json.Marshal(envapi.Command{Contract: envapi.Contract, Operation: wire})
+	if err != nil {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: encode operation %d: %w", op.Environment, op.Sequence, err)
+	}
+	return b.post(ctx, endpoint, credential, op, body)
+}
+
+// post sends the command and reads the response.
+func (b *Binder) post(ctx context.Context, endpoint, credential string, op session.Operation, body []byte) (envapi.Receipt, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.ResponseTimeout)
+	defer cancel()
+	target := endpoint
+	if len(target) > 0 && target[len(target)-1] == '/' {
+		target = target[:len(target)-1]
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target+"/v1/operations", bytes.NewReader(body))
+	if err != nil {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: bad endpoint", op.Environment, op.Sequence)
+	}
+	// No GetBody: the transport can never resend the operation, not even
+	// when a reused connection turns out to be closed.
+	req.GetBody = nil
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if credential != "" {
+		req.Header.Set("Authorization", "Bearer "+credential)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: %w", op.Environment, op.Sequence, scrub(err))
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, b.cfg.MaxResponseBytes+1))
+	if err != nil {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: reading the response: %w", op.Environment, op.Sequence, scrub(err))
+	}
+	if int64(len(raw)) > b.cfg.MaxResponseBytes {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: response larger than %d bytes: %w",
+			op.Environment, op.Sequence, b.cfg.MaxResponseBytes, session.ErrInvalidReceipt)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var apiErr struct {
+			Code string `json:"code"`
+		}
+		_ = json.Unmarshal(raw, &apiErr)
+		msg := fmt.Sprintf("environment %s: operation %d: provider answered HTTP %d", op.Environment, op.Sequence, resp.StatusCode)
+		if envapi.ValidIdentifier(apiErr.Code) {
+			msg += " (" + apiErr.Code + ")"
+		}
+		return envapi.Receipt{}, errors.New(msg)
+	}
+	res, err := envapi.DecodeResponse(raw)
+	if err != nil {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: %v: %w", op.Environment, op.Sequence, err, session.ErrInvalidReceipt)
+	}
+	if res.Sequence != op.Sequence {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: response names sequence %d: %w",
+			op.Environment, op.Sequence, res.Sequence, session.ErrInvalidReceipt)
+	}
+	return res.Receipt, nil
+}
+
+// scrub drops the URL from a transport error (it is the provider's
+// endpoint; keeping errors free of URLs keeps them free of anything an
+// operator may have put in one).
+func scrub(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// watch revokes an execution's token when the engine closes the
+// execution (or the Binder closes).
+func (b *Binder) watch(k grantKey) {
+	e := b.eng()
+	if e == nil {
+		return
+	}
+	svc, err := e.Execution(k.session, k.seq)
+	if err != nil {
+		b.grants.revoke(k)
+		return
+	}
+	c, ok := svc.(session.Closer)
+	if !ok {
+		return
+	}
+	b.watchers.Add(1)
+	go func() {
+		defer b.watchers.Done()
+		select {
+		case <-c.Done():
+		case <-b.stop:
+		}
+		b.grants.revoke(k)
+	}()
+}

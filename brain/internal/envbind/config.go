@@ -1,0 +1,175 @@
+package envbind
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxResponseBytes = 32 << 20
+	DefaultResponseTimeout  = 120 * time.Second
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultMaxRequestBytes  = 32 << 20
+	// KeyFileName is the reporter key's file name under server-metadata/.
+	KeyFileName = "reporter.key"
+)
+
+// Route is where operations of a driver name go.
+type Route struct {
+	// Endpoint is the provider's base URL; operations go to
+	// {Endpoint}/v1/operations. HTTPS, or HTTP on a loopback host.
+	Endpoint string `json:"endpoint"`
+	// APIKey is the operator's credential for the provider (optional).
+	APIKey string `json:"api_key,omitempty"`
+}
+
+// Config configures a Binder. The lead fills it from the environment and
+// flags of "brain serve"; every field has a default but PublicURL.
+type Config struct {
+	// PublicURL is the base of callback and reporter URLs handed to
+	// providers (BRAIN_PUBLIC_URL, default http://<listen address>).
+	// Required.
+	PublicURL string
+	// BaseURL and APIKey are the default route for drivers without a
+	// route (BRAIN_ENVIRONMENT_BASE_URL, BRAIN_ENVIRONMENT_API_KEY).
+	BaseURL string
+	APIKey  string
+	// RoutesFile is a JSON object {"<driver>": {"endpoint", "api_key"?}}
+	// (BRAIN_ENVIRONMENT_ROUTES_FILE); its routes join Routes.
+	RoutesFile string
+	// Routes maps driver names to routes.
+	Routes map[string]Route
+	// Key is the 32-byte server key reporter tokens are derived from.
+	// When empty, KeyFile is read, or created with 32 random bytes and
+	// mode 0600 (usually <data dir>/server-metadata/reporter.key).
+	Key     []byte
+	KeyFile string
+	// MaxResponseBytes bounds a provider's answer
+	// (BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, 0: 32 MiB).
+	MaxResponseBytes int64
+	// ResponseTimeout bounds one operation's round trip
+	// (BRAIN_MAX_ENVIRONMENT_SECS, 0: 120 s).
+	ResponseTimeout time.Duration
+	// ConnectTimeout bounds connecting to a provider
+	// (BRAIN_MAX_ENVIRONMENT_CONNECT_SECS, 0: 5 s).
+	ConnectTimeout time.Duration
+	// MaxRequestBytes bounds bodies of the routes this package serves
+	// (BRAIN_MAX_REQUEST_BYTES, 0: 32 MiB).
+	MaxRequestBytes int64
+	// Logger receives warnings (nil: slog.Default()). Nothing logged
+	// carries a token, a credential or a request body.
+	Logger *slog.Logger
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	out := *c
+	if out.MaxResponseBytes <= 0 {
+		out.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if out.ResponseTimeout <= 0 {
+		out.ResponseTimeout = DefaultResponseTimeout
+	}
+	if out.ConnectTimeout <= 0 {
+		out.ConnectTimeout = DefaultConnectTimeout
+	}
+	if out.MaxRequestBytes <= 0 {
+		out.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if out.Logger == nil {
+		out.Logger = slog.Default()
+	}
+	pub, err := url.Parse(out.PublicURL)
+	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" {
+		return out, fmt.Errorf("envbind: PublicURL %q must be an absolute http(s) URL", out.PublicURL)
+	}
+	out.PublicURL = strings.TrimRight(out.PublicURL, "/")
+	routes := map[string]Route{}
+	if out.RoutesFile != "" {
+		file, err := LoadRoutes(out.RoutesFile)
+		if err != nil {
+			return out, err
+		}
+		for k, v := range file {
+			routes[k] = v
+		}
+	}
+	for k, v := range c.Routes {
+		routes[k] = v
+	}
+	for name, r := range routes {
+		if err := checkEndpoint(r.Endpoint); err != nil {
+			return out, fmt.Errorf("envbind: route %q: %w", name, err)
+		}
+	}
+	out.Routes = routes
+	if out.BaseURL != "" {
+		if err := checkEndpoint(out.BaseURL); err != nil {
+			return out, fmt.Errorf("envbind: BaseURL: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// LoadRoutes reads a routes file: a JSON object mapping driver names to
+// {"endpoint", "api_key"?}.
+func LoadRoutes(path string) (map[string]Route, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("envbind: routes file: %w", err)
+	}
+	var routes map[string]Route
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&routes); err != nil {
+		// The decoder's message never quotes values, so an api_key
+		// cannot leak through it.
+		return nil, fmt.Errorf("envbind: routes file %s is not a JSON object of {endpoint, api_key}: %w", path, err)
+	}
+	return routes, nil
+}
+
+var errEndpoint = errors.New("endpoint must be an https URL, or http on a loopback host")
+
+// checkEndpoint accepts HTTPS URLs and HTTP URLs whose host is loopback.
+func checkEndpoint(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return errEndpoint
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if isLoopback(u.Hostname()) {
+			return nil
+		}
+	}
+	return errEndpoint
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkSessionURL accepts an absolute http(s) URL of at most 2048 bytes
+// without userinfo, query or fragment.
+func checkSessionURL(raw string) error {
+	u, err := url.Parse(raw)
+	if len(raw) > 2048 || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return errors.New("url must be an absolute http(s) URL of at most 2048 bytes, without userinfo, query or fragment")
+	}
+	return nil
+}

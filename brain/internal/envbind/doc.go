@@ -1,0 +1,70 @@
+// Package envbind binds Brain's session engine to environment/v1 providers
+// over HTTP. A Binder is the engine's session.Environments: it POSTs each
+// committed operation once to {endpoint}/v1/operations and decodes the
+// receipt strictly. It also serves the Brain side of the protocol that
+// providers and extensions call back into:
+//
+//	POST /v1/sessions/{id}/executions/{sequence}/call         invocation token
+//	POST /v1/sessions/{id}/environments/{env}/{sequence}/events reporter token
+//	POST /v1/sessions/{id}/environments                       server token, Idempotency-Key
+//	POST /v1/sessions/{id}/environments/{env}/calls/{name}    server token, Idempotency-Key
+//
+// # Where an operation goes
+//
+// A declaration with driver "http" names its provider by url and may carry
+// its own credential (kept in the engine's Secrets, never journaled); such
+// a session URL never receives a Brain credential. Any other driver name
+// is a route: Config.Routes (usually loaded from
+// BRAIN_ENVIRONMENT_ROUTES_FILE, a JSON object {"<driver>": {"endpoint",
+// "api_key"?}}) maps it, or the string field "driver" of the
+// configuration, to an endpoint and the operator's key; endpoints must be
+// HTTPS or loopback HTTP. When no route matches, Config.BaseURL and
+// Config.APIKey (BRAIN_ENVIRONMENT_BASE_URL, BRAIN_ENVIRONMENT_API_KEY) are
+// the default route. The credential is sent as "Authorization: Bearer".
+//
+// # Delivery
+//
+// Each operation is one POST of {"contract":"environment/v1","operation":
+// {session_id, environment, sequence, request, binding, configuration,
+// template?, reporter, ...}} carrying the started record's sequence. It is
+// never retried, not even by the HTTP transport on a stale keep-alive
+// connection. The answer must be 200 with {"contract", "sequence",
+// "receipt"} echoing the contract and the sequence. A connection failure,
+// timeout or non-200 status is an error the engine records as an unknown
+// outcome plus environment_unreachable; a provider that answered with an
+// undecodable body wraps session.ErrInvalidReceipt (unknown, but the
+// environment was reached). Bounds: Config.MaxResponseBytes (32 MiB),
+// Config.ResponseTimeout (120 s) and Config.ConnectTimeout (5 s), from
+// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, _SECS and _CONNECT_SECS.
+//
+// # Credentials Brain hands out
+//
+// An execute's callback grant carries a fresh token (32 random bytes) for
+// that invocation only. It lives only in memory, is stored as a SHA-256
+// digest, is revoked when the execution completes or is cancelled, and
+// does not survive a restart: afterwards every call with it is 401.
+//
+// Every operation carries the binding's reporter grant. Its token is an
+// HMAC-SHA256 of (session, environment, binding sequence) under a 32-byte
+// server key (Config.Key, or the file Config.KeyFile, created with mode
+// 0600 on first use), so it survives a restart without being journaled.
+// A report for a binding that was closed or replaced is refused with 404.
+//
+// Tokens, environment credentials and the server key never appear in the
+// journal, in events, in logs or in error bodies.
+//
+// # Service call errors
+//
+// A missing, wrong or revoked token answers 401 unauthorized; a method the
+// grant does not list 403 not_granted; a reserved event name 422
+// reserved_name; an exhausted emission budget 409 emit_limit. Mutations
+// answer the committed sequence as a bare JSON integer.
+//
+// # Mounting
+//
+// Binder.Mount mounts the routes on the session API (httpapi.Server): the
+// callback and reporter routes authenticate their own tokens, the control
+// routes sit behind the server token and use the API's Idempotency-Key
+// protocol (scopes "environment_control" and "environment_call"; the key
+// is required even for list and get).
+package envbind

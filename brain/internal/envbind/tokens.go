@@ -1,0 +1,149 @@
+package envbind
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// keySize is the size of the reporter server key.
+const keySize = 32
+
+// loadKey reads the key file, or creates it with fresh random bytes.
+func loadKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if len(b) != keySize {
+			return nil, fmt.Errorf("envbind: key file %s holds %d bytes, want %d", path, len(b), keySize)
+		}
+		return b, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("envbind: key file: %w", err)
+	}
+	key := make([]byte, keySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("envbind: key: %w", err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("envbind: key directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, KeyFileName+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("envbind: key file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err == nil {
+		if _, err = tmp.Write(key); err == nil {
+			err = tmp.Sync()
+		}
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("envbind: write key file: %w", err)
+	}
+	// Link, not rename: when another process created the key first, keep
+	// its key.
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return loadKey(path)
+		}
+		return nil, fmt.Errorf("envbind: key file: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return key, nil
+}
+
+// reporterToken derives the reporter token of a binding.
+func reporterToken(key []byte, session, env string, binding uint64) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("brain reporter v1\x00"))
+	m.Write([]byte(session))
+	m.Write([]byte{0})
+	m.Write([]byte(env))
+	m.Write([]byte{0})
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], binding)
+	m.Write(n[:])
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// bearer answers the request's bearer token.
+func bearer(r *http.Request) (string, bool) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return tok, ok && tok != ""
+}
+
+// equalTokens compares two tokens in constant time (over their digests,
+// so the length does not leak either).
+func equalTokens(a, b string) bool {
+	x, y := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(x[:], y[:]) == 1
+}
+
+// grantKey names one execution.
+type grantKey struct {
+	session string
+	seq     uint64
+}
+
+// grants holds the digests of live invocation tokens.
+type grants struct {
+	mu sync.Mutex
+	m  map[grantKey][32]byte
+}
+
+func newGrants() *grants { return &grants{m: map[grantKey][32]byte{}} }
+
+// mint makes a fresh token for an execution, replacing any earlier one.
+func (g *grants) mint(k grantKey) string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("envbind: no randomness: " + err.Error())
+	}
+	tok := base64.RawURLEncoding.EncodeToString(b[:])
+	g.mu.Lock()
+	g.m[k] = sha256.Sum256([]byte(tok))
+	g.mu.Unlock()
+	return tok
+}
+
+// check reports whether tok is the live token of the execution.
+func (g *grants) check(k grantKey, tok string) bool {
+	sum := sha256.Sum256([]byte(tok))
+	g.mu.Lock()
+	want, ok := g.m[k]
+	g.mu.Unlock()
+	return ok && subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+}
+
+// revoke forgets the execution's token.
+func (g *grants) revoke(k grantKey) {
+	g.mu.Lock()
+	delete(g.m, k)
+	g.mu.Unlock()
+}
+
+// len reports how many tokens are live.
+func (g *grants) len() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.m)
+}
