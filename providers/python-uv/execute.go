@@ -49,11 +49,11 @@ const stdoutExcerpt = 1024
 // answers its stdout, which must be one JSON value, as the result. The
 // installation is prepared first, once per directory.
 func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
-	key := c.BindingKey()
-	s, ok := p.attached(key)
-	if !ok {
-		return envapi.Receipt{}, envsdk.Failf(envapi.CodeUnavailable, "binding %s is not attached: set it up first", key)
+	s, end, err := p.begin(c.BindingKey())
+	if err != nil {
+		return envapi.Receipt{}, err
 	}
+	defer end()
 	proj, err := s.lookup(x.Implementation)
 	if err != nil {
 		return envapi.Receipt{}, err
@@ -61,7 +61,9 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	if !x.Invocation.Granted(envapi.MethodFinish) {
 		return envapi.Receipt{}, envsdk.Fail(envapi.CodeNoCallback, "a Tool execution needs a callback grant that lists finish")
 	}
-	ctx := c.Context()
+	ctx, cancel := context.WithCancel(c.Context())
+	defer cancel()
+	defer context.AfterFunc(p.base, cancel)()
 	if x.Deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.defaultTimeout)

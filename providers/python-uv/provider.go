@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"sync"
+	"time"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -19,6 +20,9 @@ type Provider struct {
 	log  *slog.Logger
 	base context.Context // parent of every preparation; ends with Close
 	stop context.CancelFunc
+
+	running sync.WaitGroup // executes in progress; Add only under mu while !closed
+	closed  bool
 
 	mu       sync.Mutex
 	s        *settings
@@ -98,11 +102,28 @@ func (p *Provider) Reload(cfg Config) error {
 	return nil
 }
 
-// Close stops running preparations (they fail) and releases the provider.
-// Running invocations end with their operations.
+// closeWait bounds how long Close waits for stopped invocations to clean
+// up.
+const closeWait = 10 * time.Second
+
+// Close stops running preparations (they fail) and running invocations
+// (they answer cancelled; their process groups are killed), and waits for
+// them to clean up, so that no Python process outlives the provider.
 func (p *Provider) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
 	p.stop()
-	return nil
+	done := make(chan struct{})
+	go func() { p.running.Wait(); close(done) }()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("pythonuv: invocations still cleaning up after %s", closeWait)
+	}
 }
 
 // SetupConfiguration is the per-binding setup configuration. It has no
@@ -149,13 +170,20 @@ func (p *Provider) Teardown(c *envsdk.Ctx) error {
 	return nil
 }
 
-// attached reports whether key is attached and returns the settings in
-// force.
-func (p *Provider) attached(key string) (*settings, bool) {
+// begin admits an execute on binding key: it returns the settings in force
+// and a function to call when the execute ends, or an error when the
+// binding is not attached or the provider is closed.
+func (p *Provider) begin(key string) (*settings, func(), error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_, ok := p.bindings[key]
-	return p.s, ok
+	if p.closed {
+		return nil, nil, envsdk.Fail(envapi.CodeUnavailable, "the provider is stopping")
+	}
+	if _, ok := p.bindings[key]; !ok {
+		return nil, nil, envsdk.Failf(envapi.CodeUnavailable, "binding %s is not attached: set it up first", key)
+	}
+	p.running.Add(1)
+	return p.s, p.running.Done, nil
 }
 
 // preparation returns the preparation of proj's directory, starting it on

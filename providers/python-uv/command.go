@@ -1,0 +1,191 @@
+package pythonuv
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk"
+)
+
+// TokenEnv is the environment variable Command reads the bearer token from
+// when --token is not given.
+const TokenEnv = "BRAIN_ENV_TOKEN"
+
+// projectFlags collects --project NAME=DIR:MODULE[:SETUP].
+type projectFlags map[string]Project
+
+func (p projectFlags) String() string { return "" }
+
+func (p projectFlags) Set(v string) error {
+	name, rest, ok := strings.Cut(v, "=")
+	parts := strings.Split(rest, ":")
+	if !ok || name == "" || len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
+		return errors.New("want NAME=DIR:MODULE[:SETUP]")
+	}
+	pr := Project{Directory: parts[0], Module: parts[1]}
+	if len(parts) == 3 {
+		pr.Setup = parts[2]
+	}
+	p[name] = pr
+	return nil
+}
+
+// Command implements
+//
+//	brain env python-uv --listen 127.0.0.1:8092 --config FILE [--token T]
+//	                    [--project NAME=DIR:MODULE[:SETUP]]... [--uv PATH]
+//	                    [--python REQUEST] [--cache-dir DIR] [--prepare]
+//
+// Flags override the configuration file; --project adds or replaces a
+// project. It prints the URL it serves, serves until ctx ends, then stops
+// gracefully, and returns the process exit status. The token may also come
+// from BRAIN_ENV_TOKEN; without one it serves without authentication, which
+// is refused on an address that is not loopback. SIGHUP re-reads the
+// configuration (Provider.Reload). --prepare prepares every project at
+// start instead of on first use.
+func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("brain env python-uv", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:8092", "address to listen on")
+	configPath := fs.String("config", "", "JSON configuration file (see the package documentation)")
+	token := fs.String("token", "", "bearer token Brain must present (default $"+TokenEnv+")")
+	uv := fs.String("uv", "", "uv executable (default: uv on PATH, or the configuration's)")
+	python := fs.String("python", "", "interpreter request passed as UV_PYTHON (default: the machine's Python)")
+	cacheDir := fs.String("cache-dir", "", "uv cache directory (UV_CACHE_DIR)")
+	prepare := fs.Bool("prepare", false, "prepare every project at start")
+	projects := projectFlags{}
+	fs.Var(projects, "project", "a project NAME=DIR:MODULE[:SETUP] (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return 2
+	}
+	if *configPath == "" && len(projects) == 0 {
+		fmt.Fprintln(stderr, "--config or at least one --project is required")
+		return 2
+	}
+	if *token == "" {
+		*token = os.Getenv(TokenEnv)
+	}
+	load := func() (Config, error) {
+		var cfg Config
+		if *configPath != "" {
+			c, err := LoadConfig(*configPath)
+			if err != nil {
+				return Config{}, err
+			}
+			cfg = c
+		}
+		if cfg.Projects == nil {
+			cfg.Projects = map[string]Project{}
+		}
+		for name, pr := range projects {
+			cfg.Projects[name] = pr
+		}
+		for _, o := range []struct {
+			dst *string
+			v   string
+		}{{&cfg.UV, *uv}, {&cfg.Python, *python}, {&cfg.CacheDir, *cacheDir}} {
+			if o.v != "" {
+				*o.dst = o.v
+			}
+		}
+		return cfg, nil
+	}
+	cfg, err := load()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	p, err := New(cfg, WithLogger(log))
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := p.Close(); err != nil {
+			log.Error("provider stop", "error", err)
+		}
+	}()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *token == "" && !isLoopback(ln.Addr()) {
+		ln.Close()
+		fmt.Fprintf(stderr, "refusing to serve without a token on %s; give --token or $%s\n", ln.Addr(), TokenEnv)
+		return 2
+	}
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				cfg, err := load()
+				if err == nil {
+					err = p.Reload(cfg)
+				}
+				if err != nil {
+					log.Error("configuration not reloaded", "error", err)
+				} else {
+					log.Info("configuration reloaded")
+				}
+			}
+		}
+	}()
+	if *prepare {
+		for name := range cfg.Projects {
+			go func() {
+				pctx, cancel := context.WithTimeout(ctx, p.preparationTimeout())
+				defer cancel()
+				if err := p.Prepare(pctx, name); err != nil {
+					log.Error("project not prepared", "project", name, "error", err)
+				}
+			}()
+		}
+	}
+
+	fmt.Fprintf(stdout, "python-uv provider listening on http://%s (%d projects)\n", ln.Addr(), len(cfg.Projects))
+	h := envsdk.NewHandler(p, &envsdk.Options{Token: *token, Logger: log})
+	// Once ctx ends no new operation is accepted; invocations still running
+	// are stopped (cancelled) rather than left to outlive the provider.
+	defer context.AfterFunc(ctx, func() { _ = p.Close() })()
+	if err := envsdk.Serve(ctx, ln, h); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func (p *Provider) preparationTimeout() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.s.preparationTimeout
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
