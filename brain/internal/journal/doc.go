@@ -56,12 +56,36 @@
 //
 // One writer goroutine per FileStore takes every queued append of every
 // session, writes each session's frames to its last segment with O_APPEND
-// writes, then flushes the group: fdatasync of every file written and
-// fsync of every directory that gained an entry (the journal directory for
-// a new segment; sessions/ and sessions/{id}/ when a session's directories
-// were created). The flushes of one group are issued concurrently. Only
-// then are the appends acknowledged, published to readers and pushed to
-// subscribers. Readers never see bytes past the last acknowledged frame.
+// writes, then flushes the group with one durability barrier. The group
+// must make durable every file written and every directory that gained an
+// entry (the journal directory for a new segment; sessions/ and
+// sessions/{id}/ when a session's directories were created):
+//
+//   - When that is at least Options.SyncFSMinFiles (3) files and
+//     directories, one syncfs(2) on the sessions/ directory flushes them
+//     all. syncfs writes back every dirty page and inode of the file
+//     system, waits for the writeback, commits the file system's journal
+//     and flushes the device cache, so it makes durable at least what an
+//     fdatasync of each file and an fsync of each directory would. Since
+//     Linux 5.8 it also reports a writeback error of any file of the file
+//     system that happened after the sessions/ directory was opened (the
+//     store keeps it open for its lifetime); before 5.8 it returns success
+//     regardless, so syncfs is only used when uname(2) reports 5.8 or
+//     later, on linux/amd64 and linux/arm64. Every page a group wrote is
+//     written back inside its syncfs call, so a writeback error of the
+//     group's own files is reported to that group; an error of another
+//     file of the file system fails the group too (an append then reports
+//     an error although its records may be durable, as with any failed
+//     flush). If syncfs is refused (ENOSYS, EPERM) the store flushes file
+//     by file from then on.
+//   - Otherwise (one segment written, or syncfs unavailable) each file is
+//     fdatasync'd and each directory fsync'd, issued concurrently so the
+//     file system can merge them; one file's fdatasync does not wait for
+//     unrelated dirty data of the file system.
+//
+// Only then are the appends acknowledged, published to readers and pushed
+// to subscribers. Readers never see bytes past the last acknowledged
+// frame.
 //
 // A segment is rolled before a frame that would take it past
 // Options.SegmentBytes (64 MiB by default), unless the segment is empty: a

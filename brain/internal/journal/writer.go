@@ -278,10 +278,27 @@ func (s *session) publish(req *appendReq) {
 	}
 }
 
-// flush makes the round durable: fdatasync of every written file and fsync
-// of every directory that gained an entry, issued concurrently so the file
-// system can merge them.
+// flush makes the round durable. When it touched at least
+// Options.SyncFSMinFiles files and directories, one syncfs(2) of the
+// journal's file system covers them all; otherwise each written file is
+// fdatasync'd and each directory that gained an entry fsync'd, issued
+// concurrently so the file system can merge them.
 func (fs *FileStore) flush(rd *round) error {
+	if n := len(rd.files) + len(rd.dirs); fs.root != nil && n > 0 && n >= fs.opts.SyncFSMinFiles {
+		fs.syncs.Add(1)
+		fs.syncfsN.Add(1)
+		err := syncfs(fs.root)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.ENOSYS) && !errors.Is(err, syscall.EPERM) {
+			return fmt.Errorf("journal: sync %s: %w", fs.dir, err)
+		}
+		// Not available here (seccomp, emulated kernel): flush file by
+		// file from now on.
+		fs.root.Close()
+		fs.root = nil
+	}
 	type job struct {
 		f   *os.File
 		dir string
