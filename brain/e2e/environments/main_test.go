@@ -29,9 +29,8 @@ import (
 // Environment variables of the child mode: the test binary, re-executed
 // with childDir set, runs only a Brain server and prints its URL.
 const (
-	childDir    = "ENVBIND_E2E_CHILD_DIR"
-	childLimits = "ENVBIND_E2E_CHILD_TOOL_SECS"
-	readyLine   = "BRAIN-READY "
+	childDir  = "ENVBIND_E2E_CHILD_DIR"
+	readyLine = "BRAIN-READY "
 )
 
 func TestMain(m *testing.M) {

@@ -44,13 +44,17 @@ type fixture struct {
 	fails   map[string]int // remaining failures per lifecycle kind
 	later   chan error     // results of finishes made after return
 	tokens  []string       // callback tokens seen
+	stop    func()         // stops serving: later connections are refused
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureAt(t, "127.0.0.1:0") }
+
+// newFixtureAt serves a fixture on addr.
+func newFixtureAt(t *testing.T, addr string) *fixture {
 	t.Helper()
 	f := &fixture{t: t, changed: make(chan struct{}), gates: map[string]chan struct{}{}, fails: map[string]int{}, later: make(chan error, 16)}
 	h := envsdk.NewHandler(f, &envsdk.Options{Token: providerToken, StopGrace: 2 * time.Second})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,12 +74,13 @@ func newFixture(t *testing.T) *fixture {
 		h.ServeHTTP(w, r)
 	})}
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
+	f.stop = func() {
 		f.openAll()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-	})
+	}
+	t.Cleanup(f.stop)
 	f.URL = "http://" + ln.Addr().String()
 	return f
 }

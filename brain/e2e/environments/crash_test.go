@@ -1,0 +1,130 @@
+package environments
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/brain-in-go/brain/brain"
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// goDo runs a request that the crash will interrupt; its outcome is
+// irrelevant.
+func goDo(c *client, method, path string, body any) {
+	go func() {
+		defer func() { _ = recover() }()
+		req, _ := json.Marshal(body)
+		hr, _ := http.NewRequest(method, c.url+path, strings.NewReader(string(req)))
+		hr.Header.Set("Authorization", "Bearer "+operatorToken)
+		hr.Header.Set("Content-Type", "application/json")
+		hr.Header.Set("Idempotency-Key", key())
+		if resp, err := c.hc.Do(hr); err == nil {
+			resp.Body.Close()
+		}
+	}()
+}
+
+func TestCrash(t *testing.T) {
+	t.Run("case34_kill_during_execute", func(t *testing.T) {
+		dir := t.TempDir()
+		f := newFixture(t)
+		ch := startChild(t, dir)
+		c := newClient(t, ch.URL)
+		id := c.create(api.CreateSessionRequest{Environments: []api.Environment{f.env("box", nil)}, Tools: []api.Tool{tool("slow", "box", "hang")}}).SessionID
+		c.submit(id, toolCalls("slow"))
+		x := f.waitFor(envapi.RequestExecute, 1)[0]
+		rep := f.received(envapi.RequestSetup)[0].Cmd.Operation.Reporter
+		ch.kill()
+
+		b := openBrain(t, dir, brain.Limits{})
+		c = newClient(t, b.URL)
+		var sum api.SessionSummary
+		c.must(http.StatusOK, http.MethodGet, "/v1/sessions/"+id, nil, &sum)
+		if sum.Status != api.StatusIdle {
+			t.Fatalf("status after restart %s", sum.Status)
+		}
+		evs := c.events(id)
+		tf := find(evs, api.KindToolCallFailed)
+		if len(tf) != 1 || field[string](t, tf[0], "code") != api.FailureInterrupted || !field[bool](t, tf[0], "ambiguous") ||
+			field[uint64](t, tf[0], "sequence") != x.Cmd.Operation.Sequence {
+			t.Fatalf("tool after restart: %s", kinds(evs))
+		}
+		turn := find(evs, api.KindTurnFailed)
+		if len(find(evs, api.KindActivationFailed)) != 1 || len(turn) != 1 || field[string](t, turn[0], "code") != api.FailureInterrupted {
+			t.Fatalf("turn after restart: %s", kinds(evs))
+		}
+		// A later finish with the old token is refused by the new process.
+		g := x.Cmd.Operation.Request.Callback
+		url := b.URL + g.URL[strings.Index(g.URL, "/v1/"):]
+		status, body := postGrant(t, url, g.Token, envapi.ExecutionCall{Method: "finish", Input: json.RawMessage(`{"status":"ok","value":1}`)})
+		if status != http.StatusUnauthorized {
+			t.Fatalf("finish with the old token: %d %s", status, body)
+		}
+		// The reporter token survives the restart.
+		repURL := b.URL + rep.URL[strings.Index(rep.URL, "/v1/"):]
+		if status, body := postGrant(t, repURL, rep.Token, map[string]any{"type": "event", "event_type": "after.restart", "data": nil}); status != http.StatusOK {
+			t.Fatalf("reporter after restart: %d %s", status, body)
+		}
+		// The session works again and nothing was resent.
+		if status, body := c.send(id, "hello"); status != http.StatusOK {
+			t.Fatalf("message after restart: %d %s", status, body)
+		}
+		if n := len(f.received(envapi.RequestExecute)); n != 1 {
+			t.Fatalf("provider saw %d executes, want exactly 1", n)
+		}
+	})
+
+	t.Run("case35_kill_during_create", func(t *testing.T) {
+		dir := t.TempDir()
+		f := newFixture(t)
+		ch := startChild(t, dir)
+		c := newClient(t, ch.URL)
+		goDo(c, http.MethodPost, "/v1/sessions", api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m", APIKey: modelKey},
+			Tools: []api.Tool{}, Environments: []api.Environment{f.env("box", &bindingConf{Setup: "hold"})}})
+		setup := f.waitFor(envapi.RequestSetup, 1)[0]
+		ch.kill()
+		id := setup.Cmd.Operation.SessionID
+
+		b := openBrain(t, dir, brain.Limits{})
+		c = newClient(t, b.URL)
+		var sum api.SessionSummary
+		c.must(http.StatusOK, http.MethodGet, "/v1/sessions/"+id, nil, &sum)
+		evs := c.events(id)
+		sf := find(evs, api.KindEnvironmentSetupFailed)
+		if sum.Status != api.StatusFailed || len(sf) != 1 || field[string](t, sf[0], "code") != api.FailureInterrupted ||
+			len(find(evs, api.KindSessionCreationFailed)) != 1 {
+			t.Fatalf("%s: %s", sum.Status, kinds(evs))
+		}
+		c.must(http.StatusNoContent, http.MethodDelete, "/v1/sessions/"+id, nil, nil)
+		if n := len(f.received(envapi.RequestSetup)); n != 1 {
+			t.Errorf("setup sent %d times", n)
+		}
+	})
+
+	t.Run("case36_kill_during_end", func(t *testing.T) {
+		dir := t.TempDir()
+		f := newFixture(t)
+		ch := startChild(t, dir)
+		c := newClient(t, ch.URL)
+		id := c.create(api.CreateSessionRequest{Environments: []api.Environment{f.env("box", &bindingConf{Detach: "hold"})}}).SessionID
+		goDo(c, http.MethodPost, "/v1/sessions/"+id+"/end", nil)
+		f.waitFor(envapi.RequestDetach, 1)
+		ch.kill()
+
+		b := openBrain(t, dir, brain.Limits{})
+		c = newClient(t, b.URL)
+		var sum api.SessionSummary
+		c.must(http.StatusOK, http.MethodGet, "/v1/sessions/"+id, nil, &sum)
+		evs := c.events(id)
+		if sum.Status != api.StatusEnded || len(find(evs, api.KindEnvironmentDetachFailed)) != 1 ||
+			len(find(evs, api.KindSessionEndFailed)) != 1 || evs[len(evs)-1].EventType != api.KindSessionEnded {
+			t.Fatalf("%s: %s", sum.Status, kinds(evs))
+		}
+		if n := len(f.received(envapi.RequestDetach)); n != 1 {
+			t.Errorf("detach sent %d times", n)
+		}
+	})
+}
