@@ -269,7 +269,9 @@ func TestTools(t *testing.T) {
 			t.Fatalf("diagnostic: %+v", diag)
 		}
 		// The observation wakes the loop; the diagnostic (earlier) did not.
-		act := c.waitEvent(id, func(ev api.Event) bool { return ev.EventType == api.KindActivationStarted && ev.Sequence > ans.Sequence })
+		act := c.waitEvent(id, func(ev api.Event) bool {
+			return ev.EventType == api.KindActivationStarted && ev.Sequence > ans.Sequence
+		})
 		if before != 0 || diag[0].Sequence > act.Sequence || len(find(c.events(id), api.KindActivationStarted)) != 1 {
 			t.Errorf("activations: %s", kinds(c.events(id)))
 		}
