@@ -270,6 +270,20 @@ func (f *fixture) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, e
 			f.later <- err
 		}()
 		return envapi.Returned(nil), nil
+	case "control":
+		ctx := c.Context()
+		list, err := x.Invocation.Environments(ctx, envapi.ControlRequest{Operation: "list"})
+		if err != nil {
+			return envapi.Receipt{}, err
+		}
+		ref := &envapi.EnvironmentRef{Name: "box", Sequence: 1}
+		call, err := x.Invocation.Environments(ctx, envapi.ControlRequest{Operation: "call", Environment: ref, Method: "inspect", Input: json.RawMessage(`{"from":"tool"}`)})
+		if err != nil {
+			return envapi.Receipt{}, err
+		}
+		_, denied := x.Invocation.Environments(ctx, envapi.ControlRequest{Operation: "call", Environment: ref, Method: "release", Input: json.RawMessage(`{}`)})
+		_, hidden := x.Invocation.Environments(ctx, envapi.ControlRequest{Operation: "get", Environment: &envapi.EnvironmentRef{Name: "other", Sequence: 1}})
+		return envsdk.Output(map[string]any{"list": list, "call": call, "denied": errString(denied), "hidden": errString(hidden)})
 	case "emit":
 		if _, err := x.Invocation.Emit(c.Context(), "progress", map[string]any{"step": 1, "origin": map[string]any{"kind": "agentloop"}}); err != nil {
 			return envapi.Receipt{}, err
@@ -292,4 +306,11 @@ func (f *fixture) env(name string, conf *bindingConf) api.Environment {
 func tool(name, env, kind string) api.Tool {
 	return api.Tool{Name: name, Description: name, InputSchema: json.RawMessage(`{"type":"object"}`),
 		Placements: map[string]api.Placement{env: {Implementation: json.RawMessage(`{"kind":"` + kind + `"}`)}}}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
