@@ -17,9 +17,10 @@ import (
 type Provider struct {
 	envsdk.Base
 
-	log  *slog.Logger
-	base context.Context // parent of every preparation; ends with Close
-	stop context.CancelFunc
+	log      *slog.Logger
+	lookPath func(string) (string, error)
+	base     context.Context // parent of every preparation; ends with Close
+	stop     context.CancelFunc
 
 	running sync.WaitGroup // executes in progress; Add only under mu while !closed
 	closed  bool
@@ -60,6 +61,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	base, stop := context.WithCancel(context.Background())
 	return &Provider{
 		log:      o.log,
+		lookPath: o.lookPath,
 		base:     base,
 		stop:     stop,
 		s:        s,
@@ -77,7 +79,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 // kept: a failure stays failed until its configuration changes. Bindings
 // are kept.
 func (p *Provider) Reload(cfg Config) error {
-	s, err := resolve(cfg, exec.LookPath)
+	s, err := resolve(cfg, p.lookPath)
 	if err != nil {
 		return err
 	}

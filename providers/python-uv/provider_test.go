@@ -275,3 +275,24 @@ func TestProcessEnvironmentIsReduced(t *testing.T) {
 		t.Fatalf("UV_PYTHON_DOWNLOADS=%q", out.Downloads)
 	}
 }
+
+func TestCallerGivingUpDoesNotStopSharedPreparation(t *testing.T) {
+	r := newRig(t, nil)
+	s := r.attach("s")
+	// The first caller's deadline passes while the installation is being
+	// prepared: it answers timeout, and the preparation goes on.
+	d := wantFailure(t, r.post(s.Execute(impl("locked"), json.RawMessage(`{}`), envtest.Millis(1))), envapi.CodeTimeout)
+	if d["phase"] != "preparation" {
+		t.Fatalf("timeout details %v", d)
+	}
+	rc := r.post(s.Execute(impl("locked"), json.RawMessage(`{"second":true}`), nil))
+	if rc.Type != envapi.ReceiptResult {
+		t.Fatalf("second execute: %s", describe(rc))
+	}
+	if got := readFile(t, filepath.Join(r.root, "locked", ".venv", "prepared")); got != "six 1.17.0\n" {
+		t.Fatalf("marker %q", got)
+	}
+	if n := strings.Count(r.logs.String(), "preparation phase started"); n != 2 {
+		t.Fatalf("%d preparation phases started, want 2", n)
+	}
+}
