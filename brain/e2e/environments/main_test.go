@@ -84,6 +84,11 @@ func (s *syncBuffer) String() string {
 }
 
 func start(dir string, limits brain.Limits, logTo io.Writer) (*brainServer, error) {
+	return startWith(dir, limits, logTo, nil)
+}
+
+// startWith starts a Brain whose binder configuration edit may adjust.
+func startWith(dir string, limits brain.Limits, logTo io.Writer, edit func(*envbind.Config)) (*brainServer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -95,11 +100,15 @@ func start(dir string, limits brain.Limits, logTo io.Writer) (*brainServer, erro
 		w = io.MultiWriter(logs, logTo)
 	}
 	logger := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	binder, err := envbind.New(envbind.Config{
+	cfg := envbind.Config{
 		PublicURL: pub,
 		KeyFile:   filepath.Join(dir, "server-metadata", envbind.KeyFileName),
 		Logger:    logger,
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	binder, err := envbind.New(cfg)
 	if err != nil {
 		ln.Close()
 		return nil, err
