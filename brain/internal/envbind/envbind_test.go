@@ -1,0 +1,194 @@
+package envbind
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+func testBinder(t *testing.T, cfg Config) *Binder {
+	t.Helper()
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://127.0.0.1:1"
+	}
+	if cfg.KeyFile == "" && cfg.Key == nil {
+		cfg.Key = make([]byte, keySize)
+	}
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func op(url string, seq uint64) session.Operation {
+	return session.Operation{
+		Operation: envapi.Operation{SessionID: "ses_AAAAAAAAAAAAAAAAAAAA", Environment: "box", Sequence: seq,
+			Request: envapi.Setup(nil), Binding: &envapi.EnvironmentRef{Name: "box", Sequence: 1}},
+		Declaration: api.Environment{Name: "box", Driver: api.DriverHTTP, URL: url},
+		Credential:  "cred",
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	for raw, ok := range map[string]bool{
+		"https://env.example": true, "http://127.0.0.1:8080": true, "http://localhost:1": true, "http://[::1]:9": true,
+		"http://192.0.2.1": false, "ftp://127.0.0.1": false, "https://u:p@env.example": false, "not a url": false, "": false,
+	} {
+		if err := checkEndpoint(raw); (err == nil) != ok {
+			t.Errorf("checkEndpoint(%q) = %v", raw, err)
+		}
+	}
+	routes := filepath.Join(t.TempDir(), "routes.json")
+	_ = os.WriteFile(routes, []byte(`{"w":{"endpoint":"http://192.0.2.1","api_key":"sekrit-key"}}`), 0o600)
+	_, err := New(Config{PublicURL: "http://127.0.0.1:1", Key: make([]byte, 32), RoutesFile: routes})
+	if err == nil || strings.Contains(err.Error(), "sekrit-key") {
+		t.Errorf("non-loopback route: %v", err)
+	}
+	_ = os.WriteFile(routes, []byte(`{"w":{"endpoint":"http://127.0.0.1:1","api_key":"sekrit-key","extra":1}}`), 0o600)
+	if _, err := New(Config{PublicURL: "http://127.0.0.1:1", Key: make([]byte, 32), RoutesFile: routes}); err == nil || strings.Contains(err.Error(), "sekrit-key") {
+		t.Errorf("unknown field in the routes file: %v", err)
+	}
+	if _, err := New(Config{PublicURL: "nope", Key: make([]byte, 32)}); err == nil {
+		t.Error("bad PublicURL accepted")
+	}
+	if _, err := New(Config{PublicURL: "http://127.0.0.1:1"}); err == nil {
+		t.Error("no key accepted")
+	}
+}
+
+func TestTargets(t *testing.T) {
+	b := testBinder(t, Config{Routes: map[string]Route{"ws": {Endpoint: "http://127.0.0.1:7", APIKey: "route"}}, BaseURL: "http://127.0.0.1:8", APIKey: "base"})
+	for _, tc := range []struct {
+		env            api.Environment
+		endpoint, cred string
+	}{
+		{api.Environment{Driver: api.DriverHTTP, URL: "http://10.0.0.1:5"}, "http://10.0.0.1:5", "session"},
+		{api.Environment{Driver: api.DriverBrain, Configuration: json.RawMessage(`{"driver":"ws"}`)}, "http://127.0.0.1:7", "route"},
+		{api.Environment{Driver: api.DriverBrain}, "http://127.0.0.1:8", "base"},
+	} {
+		ep, cred, err := b.target(tc.env, "session")
+		if err != nil || ep != tc.endpoint || cred != tc.cred {
+			t.Errorf("%+v: %s %s %v", tc.env, ep, cred, err)
+		}
+	}
+	if _, _, err := b.target(api.Environment{Driver: api.DriverHTTP, URL: "http://u:p@h"}, ""); err == nil {
+		t.Error("userinfo URL accepted")
+	}
+	nob := testBinder(t, Config{})
+	if err := nob.ValidateEnvironment(api.Environment{Driver: api.DriverBrain}); err == nil {
+		t.Error("an unroutable driver validated")
+	}
+}
+
+func TestKeyFileAndReporterTokens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta", KeyFileName)
+	k1, err := loadKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %v %v", st, err)
+	}
+	k2, err := loadKey(path)
+	if err != nil || string(k1) != string(k2) {
+		t.Fatal("key not stable across loads")
+	}
+	a := reporterToken(k1, "s", "env", 1)
+	if a != reporterToken(k2, "s", "env", 1) || a == reporterToken(k1, "s", "env", 2) || a == reporterToken(k1, "s", "env2", 1) ||
+		a == reporterToken(make([]byte, 32), "s", "env", 1) {
+		t.Error("reporter tokens are not bound to key, session, environment and binding")
+	}
+	_ = os.WriteFile(path, []byte("short"), 0o600)
+	if _, err := loadKey(path); err == nil {
+		t.Error("a short key file was accepted")
+	}
+}
+
+func TestGrants(t *testing.T) {
+	g := newGrants()
+	k := grantKey{"s", 3}
+	tok := g.mint(k)
+	if len(tok) < 40 || !g.check(k, tok) || g.check(k, tok+"x") || g.check(grantKey{"s", 4}, tok) {
+		t.Fatal("token check")
+	}
+	g.revoke(k)
+	if g.check(k, tok) || g.len() != 0 {
+		t.Fatal("revoked token still valid")
+	}
+}
+
+// TestDelivery covers the answer checks and the send-once rule.
+func TestDelivery(t *testing.T) {
+	var hits atomic.Int64
+	var mode atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		cmd, err := envapi.DecodeCommand(body)
+		if err != nil || r.URL.Path != "/v1/operations" || r.Header.Get("Authorization") != "Bearer cred" {
+			http.Error(w, "bad", http.StatusBadRequest)
+			return
+		}
+		seq := cmd.Operation.Sequence
+		switch mode.Load() {
+		case "wrongseq":
+			seq++
+		case "huge":
+			_, _ = w.Write([]byte(`{"contract":"environment/v1","sequence":1,"receipt":{"type":"result","output":"` + strings.Repeat("x", 2048) + `"}}`))
+			return
+		case "drop":
+			hj, _ := w.(http.Hijacker)
+			conn, _, _ := hj.Hijack()
+			_ = conn.Close()
+			return
+		case "500":
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		if cmd.Operation.Reporter == nil || !strings.HasSuffix(cmd.Operation.Reporter.URL, "/environments/box/1/events") {
+			http.Error(w, "no reporter", http.StatusBadRequest)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(envapi.NewResponse(seq, envapi.Accepted()))
+	}))
+	defer srv.Close()
+	b := testBinder(t, Config{MaxResponseBytes: 1024})
+	ctx := context.Background()
+	mode.Store("ok")
+	if r, err := b.Setup(ctx, op(srv.URL, 1)); err != nil || r.Type != envapi.ReceiptAccepted {
+		t.Fatalf("setup: %+v %v", r, err)
+	}
+	for m, invalid := range map[string]bool{"wrongseq": true, "huge": true, "500": false, "drop": false} {
+		mode.Store(m)
+		before := hits.Load()
+		_, err := b.Setup(ctx, op(srv.URL, 2))
+		if err == nil || errors.Is(err, session.ErrInvalidReceipt) != invalid {
+			t.Errorf("%s: %v", m, err)
+		}
+		if n := hits.Load() - before; n != 1 {
+			t.Errorf("%s: the operation was sent %d times", m, n)
+		}
+		if strings.Contains(err.Error(), "cred") {
+			t.Errorf("%s: error carries the credential: %v", m, err)
+		}
+	}
+	srv.Close()
+	if _, err := b.Setup(ctx, op(srv.URL, 3)); err == nil || errors.Is(err, session.ErrInvalidReceipt) {
+		t.Errorf("refused connection: %v", err)
+	}
+}
