@@ -1,0 +1,245 @@
+package environments
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/agentloop"
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/envbind"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// echoProvider is a minimal in-process environment: setup accepts, an
+// execute answers a result receipt with its input (no callback use).
+func echoProvider(b *testing.B) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		cmd, err := envapi.DecodeCommand(body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rec := envapi.Accepted()
+		if cmd.Operation.Request.Type == envapi.RequestExecute {
+			rec = envapi.Result(cmd.Operation.Request.Input)
+		}
+		out, _ := json.Marshal(envapi.NewResponse(cmd.Operation.Sequence, rec))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// benchLoop runs, per turn, the rounds of parallel echo calls its message
+// asks for ({"rounds":R,"calls":C}) and records each dispatch's latency.
+type benchLoop struct {
+	mu   sync.Mutex
+	lats []time.Duration
+}
+
+func (l *benchLoop) loop(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.TurnOutput, error) {
+	var p struct{ Rounds, Calls int }
+	if err := json.Unmarshal([]byte(in.Input.Message), &p); err != nil {
+		return api.TurnOutput{}, err
+	}
+	for r := 0; r < p.Rounds; r++ {
+		calls := make([]api.ToolInvocation, p.Calls)
+		for i := range calls {
+			calls[i] = api.ToolInvocation{CallID: fmt.Sprintf("c%d_%d", r, i), Name: "echo", Environment: "box", Input: json.RawMessage(`{"x":1}`)}
+		}
+		start := time.Now()
+		rets, err := svc.Dispatch(ctx, calls)
+		d := time.Since(start)
+		if err != nil {
+			return api.TurnOutput{}, err
+		}
+		for _, ret := range rets {
+			if !ret.Finished {
+				return api.TurnOutput{}, fmt.Errorf("call %s not finished", ret.CallID)
+			}
+		}
+		l.mu.Lock()
+		l.lats = append(l.lats, d)
+		l.mu.Unlock()
+	}
+	return api.TurnOutput{}, nil
+}
+
+// benchEngine assembles an engine from its parts: a file journal (fsync
+// on), the envbind binder and the bench loop.
+func benchEngine(b *testing.B) (*session.Engine, *benchLoop, string) {
+	b.Helper()
+	dir := b.TempDir()
+	store, err := journal.OpenFileStore(filepath.Join(dir, "sessions"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	binder, err := envbind.New(envbind.Config{PublicURL: "http://127.0.0.1:1", Key: make([]byte, 32)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := &benchLoop{}
+	e, err := session.New(session.Config{Store: store, Environments: binder, Limits: session.DefaultLimits(), IdleTTL: session.KeepIdle,
+		Loops: func([]byte) (agentloop.Func, error) { return l.loop, nil }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	binder.Attach(e)
+	b.Cleanup(func() {
+		_ = e.Close(context.Background())
+		_ = binder.Close()
+		_ = store.Close()
+	})
+	return e, l, dir
+}
+
+func benchSession(b *testing.B, e *session.Engine, url string) string {
+	b.Helper()
+	sum, err := e.Create(context.Background(), "", api.CreateSessionRequest{
+		Agentloop:    &api.Agentloop{Implementation: json.RawMessage(`{"type":"bench"}`)},
+		Model:        api.ModelConfig{Provider: "scripted", Name: "m"},
+		Environments: []api.Environment{{Name: "box", Driver: api.DriverHTTP, URL: url}},
+		Tools: []api.Tool{{Name: "echo", Description: "echo", InputSchema: json.RawMessage(`{"type":"object"}`),
+			Placements: map[string]api.Placement{"box": {Implementation: json.RawMessage(`{}`)}}}},
+	})
+	if err != nil || sum.Status != api.StatusIdle {
+		b.Fatalf("create: %v %v", sum, err)
+	}
+	return sum.SessionID
+}
+
+func pct(ds []time.Duration, p float64) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[int(float64(len(s)-1)*p)]
+}
+
+// BenchmarkToolDispatch (row 10) measures one tool call dispatched by an
+// agentloop to an HTTP echo environment: tool_call_started committed
+// durably, the execute POSTed, the result receipt decoded and
+// tool_call_ended committed durably. Baselines from the same run: a raw
+// loopback POST of the same command to the same echo server, and a raw
+// write+fdatasync on the same disk.
+func BenchmarkToolDispatch(b *testing.B) {
+	url := echoProvider(b)
+	e, l, dir := benchEngine(b)
+	id := benchSession(b, e, url)
+
+	// Baseline 1: raw round trip of the same command to the same server.
+	cmd, _ := json.Marshal(envapi.Command{Contract: envapi.Contract, Operation: envapi.Operation{SessionID: id, Environment: "box", Sequence: 7,
+		Request: envapi.Execute(json.RawMessage(`{}`), json.RawMessage(`{"x":1}`), nil, nil)}})
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	rtt := make([]time.Duration, 0, b.N)
+	for i := 0; i < max(b.N, 200); i++ {
+		start := time.Now()
+		resp, err := hc.Post(url+"/v1/operations", "application/json", bytes.NewReader(cmd))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		rtt = append(rtt, time.Since(start))
+	}
+	// Baseline 2: one raw durable commit (write + fdatasync).
+	f, err := os.Create(filepath.Join(dir, "raw"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	frame := bytes.Repeat([]byte("r"), 160)
+	var syncs []time.Duration
+	for i := 0; i < max(b.N, 200); i++ {
+		start := time.Now()
+		if _, err := f.Write(frame); err != nil {
+			b.Fatal(err)
+		}
+		if err := fdatasync(f); err != nil {
+			b.Fatal(err)
+		}
+		syncs = append(syncs, time.Since(start))
+	}
+
+	b.ResetTimer()
+	if _, err := e.Send(context.Background(), id, api.UserInput{Message: fmt.Sprintf(`{"rounds":%d,"calls":1}`, b.N)}); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if len(l.lats) < 20 {
+		return // too few samples to quote a median (b.N warm-up runs)
+	}
+	d50, r50, s50 := pct(l.lats, 0.5), pct(rtt, 0.5), pct(syncs, 0.5)
+	b.ReportMetric(float64(d50.Microseconds()), "dispatch-p50-µs")
+	b.ReportMetric(float64(r50.Microseconds()), "rtt-p50-µs")
+	b.ReportMetric(float64(s50.Microseconds()), "fsync-p50-µs")
+	b.ReportMetric(float64((d50 - r50).Microseconds()), "overhead-p50-µs")
+	if len(l.lats) >= 100 {
+		b.ReportMetric(float64(pct(l.lats, 0.99).Microseconds()), "dispatch-p99-µs")
+		b.ReportMetric(float64(pct(rtt, 0.99).Microseconds()), "rtt-p99-µs")
+	}
+}
+
+// BenchmarkToolCalls64 (row 6) runs 64 sessions concurrently, each turn
+// two rounds of four parallel echo calls, and reports tool calls per
+// second (fsync on, HTTP echo environment).
+func BenchmarkToolCalls64(b *testing.B) {
+	const sessions, rounds, calls = 64, 2, 4
+	url := echoProvider(b)
+	e, _, _ := benchEngine(b)
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = benchSession(b, e, url)
+	}
+	msg := fmt.Sprintf(`{"rounds":%d,"calls":%d}`, rounds, calls)
+	turns := b.N
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	next := make(chan struct{}, turns)
+	for i := 0; i < turns; i++ {
+		next <- struct{}{}
+	}
+	close(next)
+	errs := make(chan error, sessions)
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range next {
+				if _, err := e.Send(context.Background(), id, api.UserInput{Message: msg}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(turns*rounds*calls)/elapsed.Seconds(), "toolcalls/s")
+	b.ReportMetric(float64(turns)/elapsed.Seconds(), "turns/s")
+}
