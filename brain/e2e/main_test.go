@@ -186,17 +186,19 @@ func (r reply) apiError(t *testing.T) api.ApiError {
 	return e
 }
 
-// do sends a request with the server token; headers alternate name and
-// value, and an empty value removes the header.
-func (s *server) do(method, path, body string, headers ...string) reply {
-	s.t.Helper()
+// httpClient sends the tests' requests.
+var httpClient = &http.Client{}
+
+// newRequest builds a request with the server token; headers alternate
+// name and value, and an empty value removes the header.
+func newRequest(s *server, method, path, body string, headers ...string) (*http.Request, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, s.URL+path, rd)
 	if err != nil {
-		s.t.Fatal(err)
+		return nil, err
 	}
 	if s.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.Token)
@@ -211,7 +213,17 @@ func (s *server) do(method, path, body string, headers ...string) reply {
 			req.Header.Set(headers[i], headers[i+1])
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return req, nil
+}
+
+// do sends a request (see newRequest) and reads the answer.
+func (s *server) do(method, path, body string, headers ...string) reply {
+	s.t.Helper()
+	req, err := newRequest(s, method, path, body, headers...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v\n%s", method, path, err, s.stderr)
 	}

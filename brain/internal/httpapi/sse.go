@@ -16,6 +16,10 @@ import (
 // reader that stalls longer loses its stream.
 const streamWriteTimeout = 30 * time.Second
 
+// stopGrace is how long a stream waits for a further frame, and for a
+// write, once the server stops.
+const stopGrace = 250 * time.Millisecond
+
 // openStream registers a stream; it answers false while draining.
 func (s *Server) openStream() bool {
 	s.opsMu.Lock()
@@ -36,10 +40,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 		return
 	}
 	defer s.streams.Done()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stopWatch := context.AfterFunc(s.stop, cancel)
-	defer stopWatch()
+	ctx := r.Context()
 
 	sub, err := s.opts.Engine.Subscribe(ctx, id, after, s.opts.MaxLiveBacklog)
 	if err != nil {
@@ -67,13 +68,31 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 	}
 	var buf []byte
 	for {
-		nctx, ncancel := context.WithTimeout(ctx, s.opts.Heartbeat)
+		// Once the server stops, deliver what is already committed and end
+		// the stream when nothing more arrives promptly.
+		stopping := s.stop.Err() != nil
+		wait := s.opts.Heartbeat
+		if stopping {
+			wait = stopGrace
+		}
+		nctx, ncancel := context.WithTimeout(ctx, wait)
+		unwatch := func() bool { return false }
+		if !stopping {
+			unwatch = context.AfterFunc(s.stop, ncancel)
+		}
 		f, err := sub.Next(nctx)
+		unwatch()
 		ncancel()
 		buf = buf[:0]
 		last := false
 		switch {
-		case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		case err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
+			if stopping {
+				return
+			}
+			if s.stop.Err() != nil {
+				continue
+			}
 			buf = append(buf, ": keep-alive\n\n"...)
 		case err != nil:
 			if errors.Is(err, journal.ErrLagged) {
@@ -88,7 +107,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 		default:
 			continue
 		}
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		timeout := streamWriteTimeout
+		if stopping {
+			timeout = stopGrace
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(timeout))
 		if _, err := w.Write(buf); err != nil {
 			return
 		}

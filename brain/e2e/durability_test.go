@@ -1,0 +1,405 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// killedBySIGKILL reports whether the process ended by SIGKILL.
+func killedBySIGKILL(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+func failurePayload(ev api.Event) api.Failure {
+	var f api.Failure
+	json.Unmarshal(ev.Data, &f)
+	return f
+}
+
+func TestCrashMidTurn(t *testing.T) {
+	s := start(t, "")
+	id := s.create().SessionID
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	resp := s.stream(ctx, id, "?after=0")
+	r := s.do("POST", "/v1/sessions/"+id+"/messages", `{"input":{"message":"{\"delay_ms\":60000}"}}`, "Idempotency-Key", key(), "Prefer", "respond-async")
+	if r.Status != 202 {
+		t.Fatalf("submit = %d %s", r.Status, r.Body)
+	}
+	frames(resp.Body, func(f frame) bool { return f.Event != "model_call_started" })
+	resp.Body.Close()
+	s.kill()
+	if !killedBySIGKILL(s.waitErr) {
+		t.Fatalf("server ended with %v, want SIGKILL", s.waitErr)
+	}
+
+	s2 := start(t, s.DataDir)
+	if st := s2.summary(id).Status; st != api.StatusIdle {
+		t.Fatalf("status after restart = %s, want idle", st)
+	}
+	evs := s2.events(id)
+	if n := count(evs, "model_call_started"); n != 1 || count(evs, "model_call_ended") != 0 {
+		t.Fatalf("model calls: %d started, %d ended; the model must have been asked once and never again", n, count(evs, "model_call_ended"))
+	}
+	var started uint64
+	for _, ev := range evs {
+		switch ev.EventType {
+		case "model_call_started":
+			started = ev.Sequence
+		case "model_call_failed":
+			if f := failurePayload(ev); f.Code != "interrupted" || !f.Ambiguous || f.Sequence != started {
+				t.Fatalf("model_call_failed %+v (started %d)", f, started)
+			}
+		case "turn_failed":
+			if f := failurePayload(ev); f.Code != "interrupted" {
+				t.Fatalf("turn_failed %+v", f)
+			}
+		}
+	}
+	k := kinds(evs)
+	for _, want := range []string{"model_call_failed", "activation_failed", "turn_failed"} {
+		if !slices.Contains(k, want) {
+			t.Fatalf("events %v lack %s", k, want)
+		}
+	}
+	// Nothing re-ran it: a second look shows the same records.
+	if again := s2.events(id); len(again) != len(evs) {
+		t.Fatalf("events grew from %d to %d without a request", len(evs), len(again))
+	}
+	if r := s2.send(id, "after the crash"); r.Status != 200 {
+		t.Fatalf("send after recovery = %d %s", r.Status, r.Body)
+	}
+}
+
+func TestIdempotencyDurability(t *testing.T) {
+	t.Run("case37_create_replayed_after_crash", func(t *testing.T) {
+		s := start(t, "")
+		k := key()
+		r1 := s.do("POST", "/v1/sessions", createBody, "Idempotency-Key", k)
+		if r1.Status != 200 {
+			t.Fatalf("create = %d", r1.Status)
+		}
+		s.kill()
+		s2 := start(t, s.DataDir)
+		r2 := s2.do("POST", "/v1/sessions", createBody, "Idempotency-Key", k)
+		if r2.Status != 200 || string(r2.Body) != string(r1.Body) {
+			t.Fatalf("replay after restart = %d %s, want %s", r2.Status, r2.Body, r1.Body)
+		}
+		if ids := listIDs(t, s2); len(ids) != 1 {
+			t.Fatalf("sessions after replay: %v", ids)
+		}
+	})
+	t.Run("case38_claim_without_answer_is_ambiguous", func(t *testing.T) {
+		k := key()
+		s := start(t, "", "BRAIN_TEST_KILL_AFTER_CLAIM="+k)
+		id := s.create().SessionID
+		// The process kills itself right after the claim is durable.
+		req := `{"input":{"message":"never runs"}}`
+		res, err := doRaw(s, "POST", "/v1/sessions/"+id+"/messages", req, "Idempotency-Key", k, "Prefer", "respond-async")
+		if err == nil {
+			t.Fatalf("the request was answered (%d) instead of killing the server", res)
+		}
+		<-s.done
+		if !killedBySIGKILL(s.waitErr) {
+			t.Fatalf("server ended with %v, want SIGKILL", s.waitErr)
+		}
+		ck := key()
+		s2 := start(t, s.DataDir, "BRAIN_TEST_KILL_AFTER_CLAIM="+ck)
+		if _, err := doRaw(s2, "POST", "/v1/sessions", createBody, "Idempotency-Key", ck); err == nil {
+			t.Fatalf("create was answered instead of killing the server")
+		}
+		<-s2.done
+
+		s3 := start(t, s.DataDir)
+		for _, c := range []struct{ path, body, prefer, key string }{
+			{"/v1/sessions/" + id + "/messages", req, "respond-async", k},
+			{"/v1/sessions", createBody, "", ck},
+		} {
+			h := []string{"Idempotency-Key", c.key}
+			if c.prefer != "" {
+				h = append(h, "Prefer", c.prefer)
+			}
+			r := s3.do("POST", c.path, c.body, h...)
+			if r.Status != 500 || r.apiError(t).Code != "ambiguous" {
+				t.Fatalf("reuse of %s = %d %s, want 500 ambiguous", c.path, r.Status, r.Body)
+			}
+		}
+		if n := count(s3.events(id), "turn_started"); n != 0 {
+			t.Fatalf("the claimed submission ran: %d turn_started", n)
+		}
+		if ids := listIDs(t, s3); len(ids) != 1 || ids[0] != id {
+			t.Fatalf("the claimed create ran: sessions %v", ids)
+		}
+	})
+	t.Run("case39_retention", func(t *testing.T) {
+		s := start(t, "", "BRAIN_REQUEST_RETENTION_SECS=1")
+		k := key()
+		first := s.do("POST", "/v1/sessions", createBody, "Idempotency-Key", k)
+		began := time.Now()
+		for {
+			r := s.do("POST", "/v1/sessions", createBody, "Idempotency-Key", k)
+			if r.Status != 200 {
+				t.Fatalf("create = %d %s", r.Status, r.Body)
+			}
+			if string(r.Body) != string(first.Body) {
+				break
+			}
+			if time.Since(began) > 10*time.Second {
+				t.Fatalf("the answer was still replayed after 10 s")
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if d := time.Since(began); d < 900*time.Millisecond {
+			t.Fatalf("the answer expired after %v, before its retention", d)
+		}
+		if ids := listIDs(t, s); len(ids) != 2 {
+			t.Fatalf("sessions %v: the expired key did not execute anew", ids)
+		}
+	})
+}
+
+// doRaw sends a request and reports a transport error instead of failing.
+func doRaw(s *server, method, path, body string, headers ...string) (int, error) {
+	req, _ := newRequest(s, method, path, body, headers...)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func TestDataDirectory(t *testing.T) {
+	t.Run("case40_format_marker", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "foo"), []byte("keep"), 0o600)
+		if _, err := tryStart(t, dir); err == nil {
+			t.Fatalf("started on a directory holding only foo")
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "foo")); string(b) != "keep" {
+			t.Fatalf("foo was touched")
+		}
+		if _, err := os.Stat(filepath.Join(dir, "format")); !os.IsNotExist(err) {
+			t.Fatalf("format was written into a foreign directory")
+		}
+		dir2 := t.TempDir()
+		os.WriteFile(filepath.Join(dir2, "format"), []byte("unknown-format\n"), 0o600)
+		_, err := tryStart(t, dir2)
+		if err == nil || !strings.Contains(err.Error(), "unknown-format") {
+			t.Fatalf("unknown format: %v", err)
+		}
+		dir3 := filepath.Join(t.TempDir(), "fresh")
+		start(t, dir3)
+		if b, _ := os.ReadFile(filepath.Join(dir3, "format")); string(b) != "brain-data/1\n" {
+			t.Fatalf("format = %q", b)
+		}
+	})
+	t.Run("case41_lock", func(t *testing.T) {
+		s := start(t, "")
+		_, err := tryStart(t, s.DataDir)
+		if err == nil || !strings.Contains(err.Error(), "in use") {
+			t.Fatalf("second server on the same directory: %v", err)
+		}
+		if r := s.do("GET", "/v1/sessions", ""); r.Status != 200 {
+			t.Fatalf("first server after the refused second = %d", r.Status)
+		}
+	})
+	t.Run("case42_torn_tail", func(t *testing.T) {
+		s := start(t, "")
+		id := s.create().SessionID
+		s.send(id, "one")
+		last := s.summary(id).LastSequence
+		s.stop()
+		seg := lastSegment(t, s.DataDir, id)
+		f, _ := os.OpenFile(seg, os.O_APPEND|os.O_WRONLY, 0)
+		f.Write([]byte{200, 0, 0, 0, 1, 2, 3, 4, 1, 0, 9}) // a header announcing 200 bytes, then 3
+		f.Close()
+		s2 := start(t, s.DataDir)
+		if got := s2.summary(id).LastSequence; got != last {
+			t.Fatalf("last sequence after a torn tail = %d, want %d", got, last)
+		}
+		s2.send(id, "two")
+		evs := s2.events(id)
+		var after []uint64
+		for _, ev := range evs {
+			if ev.Sequence > last {
+				after = append(after, ev.Sequence)
+			}
+		}
+		if len(after) == 0 || after[0] != last+1 {
+			t.Fatalf("appends after recovery start at %v, want %d", after, last+1)
+		}
+	})
+	t.Run("case43_corrupt_frame", func(t *testing.T) {
+		s := start(t, "")
+		bad := s.create().SessionID
+		good := s.create().SessionID
+		s.send(bad, "x")
+		s.send(good, "y")
+		s.stop()
+		seg := firstSegment(t, s.DataDir, bad)
+		b, _ := os.ReadFile(seg)
+		b[20] ^= 0xff // inside the first frame's payload; frames follow it
+		os.WriteFile(seg, b, 0o600)
+		s2 := start(t, s.DataDir)
+		if r := s2.do("GET", "/v1/sessions/"+bad, ""); r.Status < 500 {
+			t.Fatalf("damaged session answered %d %s", r.Status, r.Body)
+		}
+		if ids := listIDs(t, s2); len(ids) != 1 || ids[0] != good {
+			t.Fatalf("list = %v, want only %s", ids, good)
+		}
+		if r := s2.send(good, "still works"); r.Status != 200 {
+			t.Fatalf("healthy session = %d %s", r.Status, r.Body)
+		}
+		if b2, _ := os.ReadFile(seg); len(b2) != len(b) {
+			t.Fatalf("the damaged segment was rewritten")
+		}
+	})
+	t.Run("case44_corrupt_checkpoint", func(t *testing.T) {
+		s := start(t, "")
+		id := s.create().SessionID
+		c := s.client().Sessions.Open(id)
+		ckpt := filepath.Join(s.DataDir, "sessions", id, "checkpoint")
+		for i := 0; ; i++ {
+			if _, err := c.Send(t.Context(), api.UserInput{Message: "turn"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(ckpt); err == nil {
+				break
+			}
+			if i > 100 {
+				t.Fatalf("no checkpoint after %d turns", i)
+			}
+		}
+		evs := s.events(id)
+		tr := s.do("GET", "/v1/sessions/"+id+"/transcript", "").Body
+		sum := s.summary(id)
+		s.stop()
+		b, _ := os.ReadFile(ckpt)
+		for i := 12; i < len(b); i += 7 {
+			b[i] ^= 0x5a
+		}
+		os.WriteFile(ckpt, b, 0o600)
+		s2 := start(t, s.DataDir)
+		if got := s2.summary(id); got != sum {
+			t.Fatalf("summary %+v, want %+v", got, sum)
+		}
+		if got := s2.do("GET", "/v1/sessions/"+id+"/transcript", "").Body; string(got) != string(tr) {
+			t.Fatalf("transcript differs after rebuild")
+		}
+		evs2 := s2.events(id)
+		a, _ := json.Marshal(evs)
+		b2, _ := json.Marshal(evs2)
+		if string(a) != string(b2) {
+			t.Fatalf("events differ after rebuild")
+		}
+	})
+}
+
+func segments(t *testing.T, dataDir, id string) []string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dataDir, "sessions", id, "journal", "*.segment"))
+	slices.Sort(m)
+	if len(m) == 0 {
+		t.Fatalf("no segments for %s", id)
+	}
+	return m
+}
+
+func firstSegment(t *testing.T, dataDir, id string) string { return segments(t, dataDir, id)[0] }
+
+func lastSegment(t *testing.T, dataDir, id string) string {
+	m := segments(t, dataDir, id)
+	return m[len(m)-1]
+}
+
+func TestDrain(t *testing.T) {
+	t.Run("case59_sigterm_during_turn", func(t *testing.T) {
+		s := start(t, "")
+		id := s.create().SessionID
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		resp := s.stream(ctx, id, "?after=0")
+		r := s.do("POST", "/v1/sessions/"+id+"/messages", `{"input":{"message":"{\"delay_ms\":1500}"}}`, "Idempotency-Key", key(), "Prefer", "respond-async")
+		if r.Status != 202 {
+			t.Fatalf("submit = %d", r.Status)
+		}
+		frames(resp.Body, func(f frame) bool { return f.Event != "model_call_started" })
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		for {
+			st, err := doRaw(s, "GET", "/health/ready", "")
+			if err != nil {
+				t.Fatalf("the server stopped before refusing new work: %v", err)
+			}
+			if st == 503 {
+				break
+			}
+		}
+		if r := s.do("POST", "/v1/sessions", createBody, "Idempotency-Key", key()); r.Status != 503 || r.apiError(t).Code != "overloaded" {
+			t.Fatalf("create while draining = %d %s", r.Status, r.Body)
+		}
+		// The open stream sees the turn finish, then is closed.
+		var tail []string
+		frames(resp.Body, func(f frame) bool { tail = append(tail, f.Event); return true })
+		if !slices.Contains(tail, "turn_ended") {
+			t.Fatalf("stream during drain saw %v", tail)
+		}
+		select {
+		case <-s.done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no exit after the drain")
+		}
+		if s.waitErr != nil {
+			t.Fatalf("exit after drain: %v\n%s", s.waitErr, s.stderr)
+		}
+		s2 := start(t, s.DataDir)
+		for _, ev := range s2.events(id) {
+			if strings.Contains(string(ev.Data), "interrupted") {
+				t.Fatalf("drained turn left %s %s", ev.EventType, ev.Data)
+			}
+		}
+		if k := kinds(s2.events(id)); k[len(k)-1] != "turn_ended" {
+			t.Fatalf("events end with %v", k[len(k)-2:])
+		}
+	})
+	t.Run("second_signal_forces_exit", func(t *testing.T) {
+		s := start(t, "")
+		id := s.create().SessionID
+		r := s.do("POST", "/v1/sessions/"+id+"/messages", `{"input":{"message":"{\"delay_ms\":60000}"}}`, "Idempotency-Key", key(), "Prefer", "respond-async")
+		if r.Status != 202 {
+			t.Fatalf("submit = %d", r.Status)
+		}
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		for {
+			st, err := doRaw(s, "GET", "/health/ready", "")
+			if err != nil || st == 503 {
+				break
+			}
+		}
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the second signal did not end the process")
+		}
+		if s.waitErr == nil {
+			t.Fatalf("forced exit reported success")
+		}
+	})
+}
