@@ -25,6 +25,28 @@
 // actionable result (output_emitted) wakes the loop like a finished
 // background tool, a diagnostic does not.
 //
+// # Environments
+//
+// The engine talks to environments only through the Environments
+// interface (package envbind delivers it over HTTP). Create sets every
+// automatic environment up, End detaches after session_end_started, Delete
+// tears down as separate journaled operations; a setup receipt with
+// on_turn_end makes every turn end with a journaled environment_call of
+// that method (after the answer is saved, waited for by Close). Tools on an
+// environment that is not ready close with environment_not_ready without
+// executing. Dispatched inputs are checked against the tool's input_schema
+// (invalid_input, nothing sent) and ok outputs against its output_schema
+// (invalid_output), with the JSON Schema subset documented on Schema.
+// Engine.Control and the environments service run environment control
+// requests (list, get, create from a template, setup, update before the
+// first setup, delete, call), the service bounded by the caller's
+// EnvironmentGrants; instances are recorded as private
+// _environment_created / _updated / _deleted records. An Environments
+// error wrapping ErrInvalidReceipt makes the outcome unknown without
+// recording environment_unreachable. The Services that Engine.Execution
+// answers implement Closer, whose Done channel closes when the execution's
+// authority is revoked.
+//
 // # Passivation
 //
 // Between turns a session holds no goroutine and no in-memory state unless
