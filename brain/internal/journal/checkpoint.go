@@ -128,13 +128,10 @@ func (fs *FileStore) offsetOf(s *session, seg segInfo, off int64, seq uint64) (i
 		return 0, fmt.Errorf("journal: checkpoint: %w", err)
 	}
 	defer f.Close()
-	fr, err := newFrameReader(f, off, seg.size, fs.opts.MaxRecordBytes)
-	if err != nil {
-		return 0, fmt.Errorf("journal: checkpoint: %w", err)
-	}
+	sc := newFrameScanner(f, off, seg.size, fs.opts.MaxRecordBytes)
+	defer sc.release()
 	for {
-		at := fr.off
-		p, _, err := fr.next()
+		at, p, _, err := sc.next()
 		if err != nil {
 			return 0, fmt.Errorf("journal: checkpoint: locate %d in %s: %w", seq, path, err)
 		}

@@ -153,8 +153,17 @@
 // # Memory
 //
 // An open session keeps its next sequence, last recorded_at_ms, a list of
-// its segments and a sparse index (one entry per segment start and then
-// every 64 KiB of frames) so that Read seeks close to its cursor instead of
-// rescanning; it keeps no records in memory. Subscriptions hold at most
-// their backlog of live records.
+// its segments, a sparse index (one entry per segment start and then
+// every 64 KiB of frames) and the position where the last page read
+// stopped, so that Read seeks close to its cursor instead of rescanning;
+// it keeps no records in memory. Subscriptions hold at most their backlog
+// of live records.
+//
+// Recovery and Read scan a segment with positional reads into one pooled
+// buffer (64 KiB, doubling up to 1 MiB per read), checking each frame in
+// place without per-frame allocations. Read verifies the checksum of
+// every frame it passes again; a committed frame that no longer checks out
+// fails the Read with an error wrapping a *DamagedError. A page copies
+// its records' data into a few shared buffers and shares equal kind
+// strings.
 package journal

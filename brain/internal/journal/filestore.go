@@ -141,6 +141,8 @@ type session struct {
 	queued        int64
 	segs          []segInfo
 	index         []indexEntry
+	hint          indexEntry // where the last page read stopped (seq 0: none)
+	epoch         uint64     // bumped by resetIndex
 	subs          map[*Subscription]struct{}
 	ckMu          sync.Mutex // serialises checkpoint writes
 
@@ -349,26 +351,41 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 	}
 	segs := slices.Clone(s.segs)
 	start := s.seek(after + 1)
+	epoch := s.epoch
 	s.mu.Unlock()
 
-	var out []Record
-	bytes := 0
+	pg := newPage(min(uint64(maxRecords), last-after))
 	for si := start.seg; si < len(segs); si++ {
 		off := int64(0)
 		if si == start.seg {
 			off = start.off
 		}
-		done, err := fs.readSegment(s, segs[si], off, after, last, func(p []byte, n int) (bool, error) {
-			if len(out) >= maxRecords || (len(out) > 0 && bytes+n > maxBytes) {
+		done, err := fs.readSegment(s, segs[si], off, after, last, func(at int64, p []byte, n int) (bool, error) {
+			// Where the next page starts is remembered so that paging
+			// through a session does not rescan from an index point.
+			hint := func(seq uint64, off int64) {
+				s.mu.Lock()
+				if s.epoch == epoch {
+					s.hint = indexEntry{seq: seq, seg: si, off: off}
+				}
+				s.mu.Unlock()
+			}
+			if len(pg.out) > 0 && pg.bytes+n > maxBytes {
+				hint(leUint64(p[2:]), at)
 				return true, nil
 			}
-			r, err := decodePayload(p, true)
+			seq, err := pg.add(p, n)
 			if err != nil {
 				return true, err
 			}
-			bytes += n
-			out = append(out, r)
-			return r.Sequence >= last, nil
+			if seq >= last {
+				return true, nil
+			}
+			if len(pg.out) >= maxRecords {
+				hint(seq+1, at+int64(n))
+				return true, nil
+			}
+			return false, nil
 		})
 		if err != nil {
 			return nil, err
@@ -377,34 +394,95 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 			break
 		}
 	}
-	return out, nil
+	return pg.out, nil
+}
+
+// page builds the records of one Read: the byte fields of its records are
+// copied into shared arenas and equal kinds share one string, so a page
+// costs a few allocations rather than several per record.
+type page struct {
+	out      []Record
+	bytes    int
+	arena    []byte
+	kinds    map[string]string
+	lastKind string
+}
+
+const pageArenaBytes = 32 << 10
+
+func newPage(records uint64) *page {
+	return &page{out: make([]Record, 0, records)}
+}
+
+// add decodes payload p (a frame of n bytes) into the page.
+func (pg *page) add(p []byte, n int) (uint64, error) {
+	v, err := parsePayload(p)
+	if err != nil {
+		return 0, err
+	}
+	r := Record{Sequence: v.seq, RecordedAtMs: v.ms, Kind: pg.kind(v.kind)}
+	if v.data != nil {
+		r.Data = pg.copy(v.data)
+	}
+	if v.hasOrigin {
+		r.Origin = pg.copy(v.origin)
+	}
+	pg.bytes += n
+	pg.out = append(pg.out, r)
+	return v.seq, nil
+}
+
+// copy returns a copy of b (non-nil, capacity capped) from the arena.
+func (pg *page) copy(b []byte) []byte {
+	if len(b) > cap(pg.arena)-len(pg.arena) {
+		pg.arena = make([]byte, 0, max(pageArenaBytes, len(b)))
+	}
+	at := len(pg.arena)
+	pg.arena = append(pg.arena, b...)
+	return pg.arena[at : at+len(b) : at+len(b)]
+}
+
+// kind returns b as a string shared by every equal kind of the page.
+func (pg *page) kind(b []byte) string {
+	if string(b) == pg.lastKind {
+		return pg.lastKind
+	}
+	k, ok := pg.kinds[string(b)]
+	if !ok {
+		k = string(b)
+		if pg.kinds == nil {
+			pg.kinds = make(map[string]string)
+		}
+		if len(pg.kinds) < 256 {
+			pg.kinds[k] = k
+		}
+	}
+	pg.lastKind = k
+	return k
 }
 
 // readSegment calls fn with each frame of seg from off whose sequence is
 // after `after`, until fn reports done or the committed end is reached.
 func (fs *FileStore) readSegment(s *session, seg segInfo, off int64, after, last uint64,
-	fn func(p []byte, n int) (bool, error)) (bool, error) {
+	fn func(at int64, p []byte, n int) (bool, error)) (bool, error) {
 	path := filepath.Join(s.dir, "journal", segmentName(seg.first))
 	f, err := os.Open(path)
 	if err != nil {
 		return false, fmt.Errorf("journal: read %s: %w", path, err)
 	}
 	defer f.Close()
-	fr, err := newFrameReader(f, off, seg.size, fs.opts.MaxRecordBytes)
-	if err != nil {
-		return false, fmt.Errorf("journal: read %s: %w", path, err)
-	}
+	sc := newFrameScanner(f, off, seg.size, fs.opts.MaxRecordBytes)
+	defer sc.release()
 	for {
-		at := fr.off
-		p, n, err := fr.next()
+		at, p, n, err := sc.next()
 		if err == io.EOF {
 			return false, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("journal: read %s at offset %d: %w", path, at, err)
+			return false, fs.readDamage(s, path, at, err)
 		}
 		if len(p) < payloadFixed {
-			return false, fmt.Errorf("journal: read %s at offset %d: %w", path, at, errBadPayload)
+			return false, fs.readDamage(s, path, at, errBadPayload)
 		}
 		seq := leUint64(p[2:])
 		if seq <= after {
@@ -413,14 +491,26 @@ func (fs *FileStore) readSegment(s *session, seg segInfo, off int64, after, last
 		if seq > last {
 			return true, nil
 		}
-		done, err := fn(p, n)
+		done, err := fn(at, p, n)
 		if err != nil {
-			return false, fmt.Errorf("journal: read %s at offset %d: %w", path, at, err)
+			return false, fs.readDamage(s, path, at, err)
 		}
 		if done {
 			return true, nil
 		}
 	}
+}
+
+// readDamage reports a frame that failed to read back: committed bytes
+// that no longer check out are damage (a *DamagedError); other errors
+// (I/O) are wrapped as they are.
+func (fs *FileStore) readDamage(s *session, path string, at int64, err error) error {
+	if errors.Is(err, errChecksum) || errors.Is(err, errBadPayload) || errors.Is(err, errFrameSize) ||
+		errors.Is(err, errShortFrame) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("journal: read %s: %w", path,
+			&DamagedError{Session: s.id, File: path, Offset: at, Reason: err.Error()})
+	}
+	return fmt.Errorf("journal: read %s at offset %d: %w", path, at, err)
 }
 
 // seek returns the index point at or before seq. s.mu must be held.
@@ -437,10 +527,21 @@ func (s *session) seek(seq uint64) indexEntry {
 	if !found {
 		i--
 	}
-	if i < 0 {
-		return indexEntry{seq: 1}
+	e := indexEntry{seq: 1}
+	if i >= 0 {
+		e = s.index[i]
 	}
-	return s.index[i]
+	if h := s.hint; h.seq != 0 && h.seq <= seq && h.seq > e.seq {
+		e = h
+	}
+	return e
+}
+
+// resetIndex forgets s's segments and index. s.mu is held.
+func (s *session) resetIndex() {
+	s.segs, s.index = nil, nil
+	s.hint = indexEntry{}
+	s.epoch++
 }
 
 // addIndex records that seq starts at off in the last segment.

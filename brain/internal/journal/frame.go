@@ -80,48 +80,71 @@ func appendFrame(dst []byte, r *Record) []byte {
 	return dst
 }
 
-// decodePayload decodes a checksummed payload. The returned record's Data
-// and Origin alias p unless copyBytes is set.
-func decodePayload(p []byte, copyBytes bool) (Record, error) {
-	var r Record
+// payloadView is a decoded payload whose byte fields alias it.
+type payloadView struct {
+	seq       uint64
+	ms        int64
+	kind      []byte
+	data      []byte // nil when empty
+	origin    []byte
+	hasOrigin bool
+}
+
+// parsePayload checks and splits a checksummed payload without allocating.
+func parsePayload(p []byte) (payloadView, error) {
+	var v payloadView
 	if len(p) < payloadFixed {
-		return r, fmt.Errorf("%w: %d bytes is shorter than the %d-byte header", errBadPayload, len(p), payloadFixed)
+		return v, fmt.Errorf("%w: %d bytes is shorter than the %d-byte header", errBadPayload, len(p), payloadFixed)
 	}
 	if p[0] != payloadVersion {
-		return r, fmt.Errorf("%w: version %d", errBadPayload, p[0])
+		return v, fmt.Errorf("%w: version %d", errBadPayload, p[0])
 	}
 	flags := p[1]
 	if flags&^flagOrigin != 0 {
-		return r, fmt.Errorf("%w: unknown flags %#x", errBadPayload, flags)
+		return v, fmt.Errorf("%w: unknown flags %#x", errBadPayload, flags)
 	}
-	r.Sequence = binary.LittleEndian.Uint64(p[2:])
-	r.RecordedAtMs = int64(binary.LittleEndian.Uint64(p[10:]))
+	v.seq = binary.LittleEndian.Uint64(p[2:])
+	v.ms = int64(binary.LittleEndian.Uint64(p[10:]))
 	kindLen := int(binary.LittleEndian.Uint16(p[18:]))
 	dataLen := int(binary.LittleEndian.Uint32(p[20:]))
 	rest := p[payloadFixed:]
 	if kindLen == 0 || kindLen > len(rest) || dataLen > len(rest)-kindLen {
-		return r, fmt.Errorf("%w: kind/data lengths %d/%d exceed the payload", errBadPayload, kindLen, dataLen)
+		return v, fmt.Errorf("%w: kind/data lengths %d/%d exceed the payload", errBadPayload, kindLen, dataLen)
 	}
-	r.Kind = string(rest[:kindLen])
+	v.kind = rest[:kindLen:kindLen]
 	rest = rest[kindLen:]
 	if dataLen > 0 {
-		r.Data = rest[:dataLen:dataLen]
+		v.data = rest[:dataLen:dataLen]
 	}
 	rest = rest[dataLen:]
 	if flags&flagOrigin != 0 {
 		if len(rest) < 4 {
-			return r, fmt.Errorf("%w: origin length missing", errBadPayload)
+			return v, fmt.Errorf("%w: origin length missing", errBadPayload)
 		}
 		n := int(binary.LittleEndian.Uint32(rest))
 		rest = rest[4:]
 		if n != len(rest) {
-			return r, fmt.Errorf("%w: origin length %d, %d bytes left", errBadPayload, n, len(rest))
+			return v, fmt.Errorf("%w: origin length %d, %d bytes left", errBadPayload, n, len(rest))
 		}
-		r.Origin = rest[:n:n]
+		v.origin, v.hasOrigin = rest[:n:n], true
 		rest = rest[n:]
 	}
 	if len(rest) != 0 {
-		return r, fmt.Errorf("%w: %d trailing bytes", errBadPayload, len(rest))
+		return v, fmt.Errorf("%w: %d trailing bytes", errBadPayload, len(rest))
+	}
+	return v, nil
+}
+
+// decodePayload decodes a checksummed payload. The returned record's Data
+// and Origin alias p unless copyBytes is set.
+func decodePayload(p []byte, copyBytes bool) (Record, error) {
+	v, err := parsePayload(p)
+	if err != nil {
+		return Record{}, err
+	}
+	r := Record{Sequence: v.seq, RecordedAtMs: v.ms, Kind: string(v.kind), Data: v.data}
+	if v.hasOrigin {
+		r.Origin = v.origin
 	}
 	if copyBytes {
 		if r.Data != nil {

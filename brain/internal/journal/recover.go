@@ -27,10 +27,10 @@ func (fs *FileStore) recover(s *session) error {
 	}
 	slices.Sort(firsts)
 
-	s.segs, s.index = nil, nil
+	s.resetIndex()
 	s.lastMs = 0
 	damaged := func(path string, off int64, format string, args ...any) error {
-		s.segs, s.index = nil, nil
+		s.resetIndex()
 		s.state = stateDamaged
 		s.damage = &DamagedError{Session: s.id, File: path, Offset: off, Reason: fmt.Sprintf(format, args...)}
 		return nil
@@ -85,16 +85,13 @@ func (fs *FileStore) scanSegment(s *session, path string, expect uint64) (end in
 	if err != nil {
 		return 0, 0, -1, err
 	}
-	fr, err := newFrameReader(f, 0, fi.Size(), fs.opts.MaxRecordBytes)
-	if err != nil {
-		return 0, 0, -1, err
-	}
+	sc := newFrameScanner(f, 0, fi.Size(), fs.opts.MaxRecordBytes)
+	defer sc.release()
 	damage := func(off int64, format string, args ...any) error {
 		return &DamagedError{Session: s.id, File: path, Offset: off, Reason: fmt.Sprintf(format, args...)}
 	}
 	for {
-		at := fr.off
-		p, _, err := fr.next()
+		at, p, _, err := sc.next()
 		switch {
 		case err == io.EOF:
 			return at, expect, -1, nil
@@ -107,15 +104,15 @@ func (fs *FileStore) scanSegment(s *session, path string, expect uint64) (end in
 		case err != nil:
 			return 0, 0, -1, err
 		}
-		r, err := decodePayload(p, false)
+		v, err := parsePayload(p)
 		if err != nil {
 			return 0, 0, -1, damage(at, "%v", err)
 		}
-		if r.Sequence != expect {
-			return 0, 0, -1, damage(at, "record has sequence %d, want %d (sequences are not dense)", r.Sequence, expect)
+		if v.seq != expect {
+			return 0, 0, -1, damage(at, "record has sequence %d, want %d (sequences are not dense)", v.seq, expect)
 		}
 		s.addIndex(expect, at)
-		s.lastMs = max(s.lastMs, r.RecordedAtMs)
+		s.lastMs = max(s.lastMs, v.ms)
 		expect++
 	}
 }

@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,12 +9,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 const (
 	segmentSuffix  = ".segment"
 	segmentNameLen = 20
-	readBufferSize = 256 << 10
 )
 
 // segmentName is the file name of the segment whose first record is first.
@@ -42,69 +41,111 @@ func parseSegmentName(name string) (uint64, bool) {
 	return n, true
 }
 
-// frameReader reads consecutive frames of one segment file.
-type frameReader struct {
-	r          *bufio.Reader
-	off        int64 // offset of the next frame
+// Read buffers: one sequential pread per chunk, starting small and
+// doubling so that short reads stay cheap and long scans make few calls.
+const (
+	minReadChunk = 64 << 10
+	maxReadChunk = 1 << 20
+)
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, maxReadChunk); return &b }}
+
+// frameScanner reads consecutive frames of one segment file with
+// positional reads into one buffer; payloads alias that buffer.
+type frameScanner struct {
+	f          *os.File
+	off        int64 // file offset of the next frame
 	limit      int64 // bytes of the segment that may be read
 	maxPayload int
-	buf        []byte
+	pooled     *[]byte
+	buf        []byte // buf[:len] holds file bytes from base on
+	base       int64
+	chunk      int
 }
 
-func newFrameReader(f *os.File, off, limit int64, maxPayload int) (*frameReader, error) {
-	if off > 0 {
-		if _, err := f.Seek(off, io.SeekStart); err != nil {
-			return nil, err
+func newFrameScanner(f *os.File, off, limit int64, maxPayload int) *frameScanner {
+	pb := readBufs.Get().(*[]byte)
+	return &frameScanner{f: f, off: off, limit: limit, maxPayload: maxPayload,
+		pooled: pb, buf: (*pb)[:0], base: off, chunk: minReadChunk}
+}
+
+// release returns the buffer; payloads returned before are invalid after.
+func (sc *frameScanner) release() {
+	if sc.pooled != nil && cap(sc.buf) == maxReadChunk {
+		*sc.pooled = sc.buf[:0]
+		readBufs.Put(sc.pooled)
+	}
+	sc.pooled, sc.buf = nil, nil
+}
+
+// fill makes at least need bytes from sc.off available in sc.buf.
+func (sc *frameScanner) fill(need int) error {
+	rel := int(sc.off - sc.base)
+	if len(sc.buf)-rel >= need {
+		return nil
+	}
+	// Keep the unread bytes, at the front of a buffer big enough.
+	have := copy(sc.buf[:cap(sc.buf)], sc.buf[rel:])
+	if cap(sc.buf) < need {
+		nb := make([]byte, need)
+		copy(nb, sc.buf[:have])
+		sc.buf = nb[:0]
+	}
+	sc.base = sc.off
+	want := max(need, min(sc.chunk, cap(sc.buf)))
+	if rem := sc.limit - sc.off; int64(want) > rem {
+		want = int(rem)
+	}
+	sc.chunk = min(sc.chunk*2, maxReadChunk)
+	n, err := sc.f.ReadAt(sc.buf[have:want], sc.off+int64(have))
+	sc.buf = sc.buf[:have+n]
+	if have+n < need {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
 		}
+		return readErr(err)
 	}
-	size := readBufferSize
-	if rem := limit - off; rem < int64(size) {
-		size = max(int(rem), 16)
-	}
-	return &frameReader{
-		r:          bufio.NewReaderSize(io.LimitReader(f, limit-off), size),
-		off:        off,
-		limit:      limit,
-		maxPayload: maxPayload,
-	}, nil
+	return nil
 }
 
-// next returns the payload of the next frame (valid until the following
-// call) and the frame's size. It answers io.EOF at a clean end,
+// next returns the offset of the next frame, its payload (valid until the
+// following call) and the frame's size. It answers io.EOF at a clean end,
 // errShortFrame when the segment ends inside a frame, errChecksum for a
 // complete frame whose checksum does not match and errFrameSize for a
 // length above the record limit.
-func (fr *frameReader) next() ([]byte, int, error) {
-	rem := fr.limit - fr.off
+func (sc *frameScanner) next() (int64, []byte, int, error) {
+	at := sc.off
+	rem := sc.limit - at
 	if rem == 0 {
-		return nil, 0, io.EOF
+		return at, nil, 0, io.EOF
 	}
 	if rem < frameHeaderSize {
-		return nil, 0, errShortFrame
+		return at, nil, 0, errShortFrame
 	}
-	var hdr [frameHeaderSize]byte
-	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
-		return nil, 0, readErr(err)
+	if err := sc.fill(frameHeaderSize); err != nil {
+		return at, nil, 0, err
 	}
-	n := int64(binary.LittleEndian.Uint32(hdr[:]))
-	if n > int64(fr.maxPayload) {
-		return nil, 0, fmt.Errorf("%w: %d bytes", errFrameSize, n)
+	rel := int(at - sc.base)
+	hdr := sc.buf[rel : rel+frameHeaderSize]
+	n := int64(binary.LittleEndian.Uint32(hdr))
+	if n > int64(sc.maxPayload) {
+		return at, nil, 0, fmt.Errorf("%w: %d bytes", errFrameSize, n)
 	}
 	if n > rem-frameHeaderSize {
-		return nil, 0, errShortFrame
+		return at, nil, 0, errShortFrame
 	}
-	if cap(fr.buf) < int(n) {
-		fr.buf = make([]byte, n)
+	size := frameHeaderSize + int(n)
+	if err := sc.fill(size); err != nil {
+		return at, nil, 0, err
 	}
-	p := fr.buf[:n]
-	if _, err := io.ReadFull(fr.r, p); err != nil {
-		return nil, 0, readErr(err)
+	rel = int(at - sc.base)
+	frame := sc.buf[rel : rel+size]
+	p := frame[frameHeaderSize:]
+	if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(frame[4:]) {
+		return at, nil, 0, errChecksum
 	}
-	if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(hdr[4:]) {
-		return nil, 0, errChecksum
-	}
-	fr.off += frameHeaderSize + n
-	return p, frameHeaderSize + int(n), nil
+	sc.off += int64(size)
+	return at, p, size, nil
 }
 
 func readErr(err error) error {

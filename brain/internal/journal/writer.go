@@ -251,7 +251,7 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 func (fs *FileStore) invalidate(s *session, err error) {
 	s.gen++
 	s.state = stateUnloaded
-	s.segs, s.index = nil, nil
+	s.resetIndex()
 	fs.closeTail(s)
 	for sub := range s.subs {
 		sub.end(fmt.Errorf("journal: session %s write failed: %w", s.id, err))
@@ -389,7 +389,7 @@ func (fs *FileStore) deleteSession(req *appendReq) {
 	if err == nil {
 		err = syncDir(fs.dir)
 	}
-	s.segs, s.index = nil, nil
+	s.resetIndex()
 	s.committedNext = 1
 	if err != nil {
 		s.gen++
