@@ -40,7 +40,8 @@ const (
 //	}
 type Config struct {
 	// UV is the uv executable: a path, or a name looked up on PATH.
-	// Default "uv".
+	// Default "uv". Prefer the real binary to a version manager's shim
+	// (a pyenv shim adds a shell and ~0.1 s to every invocation).
 	UV string `json:"uv,omitempty"`
 	// Python is passed to uv as UV_PYTHON (a version request or an
 	// interpreter path). Empty lets uv find the machine's interpreter;

@@ -163,7 +163,9 @@ func runProcess(ctx context.Context, s procSpec) (procResult, error) {
 		closeAll(stdoutR, stderrR)
 		<-drained
 	}
-	closeAll(stdoutR, stderrR)
+	// A holder outside the group may never read the input; unblock the
+	// writer.
+	closeAll(stdoutR, stderrR, stdinW)
 
 	select {
 	case <-overflow:
