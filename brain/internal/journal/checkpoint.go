@@ -12,9 +12,10 @@ import (
 )
 
 const (
-	checkpointName  = "checkpoint"
-	checkpointMagic = "BRAINCK1"
-	checkpointFixed = 8 + 4 + 8 + 4 // magic, checksum, through, stamp count
+	checkpointName   = "checkpoint"
+	checkpointMagic1 = "BRAINCK1"
+	checkpointMagic  = "BRAINCK2"
+	checkpointFixed  = 8 + 4 + 8 + 4 // magic, checksum, through, stamp count
 )
 
 // stamp identifies a segment file a checkpoint covers.
@@ -23,8 +24,16 @@ type stamp struct {
 	size  int64  // its size, or for the last covered segment the end of record `through`
 }
 
-func encodeCheckpoint(through uint64, stamps []stamp, payload []byte) []byte {
-	b := make([]byte, 0, checkpointFixed+16*len(stamps)+4+len(payload))
+// checkpointFile is a decoded checkpoint.
+type checkpointFile struct {
+	through uint64
+	stamps  []stamp
+	lastOff int64 // offset of record `through` in the last stamped segment; -1 if unknown
+	payload []byte
+}
+
+func encodeCheckpoint(through uint64, stamps []stamp, lastOff int64, payload []byte) []byte {
+	b := make([]byte, 0, checkpointFixed+16*len(stamps)+8+4+len(payload))
 	b = append(b, checkpointMagic...)
 	b = binary.LittleEndian.AppendUint32(b, 0)
 	b = binary.LittleEndian.AppendUint64(b, through)
@@ -33,6 +42,7 @@ func encodeCheckpoint(through uint64, stamps []stamp, payload []byte) []byte {
 		b = binary.LittleEndian.AppendUint64(b, st.first)
 		b = binary.LittleEndian.AppendUint64(b, uint64(st.size))
 	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(lastOff))
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(payload)))
 	b = append(b, payload...)
 	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b[12:], castagnoli))
@@ -41,30 +51,44 @@ func encodeCheckpoint(through uint64, stamps []stamp, payload []byte) []byte {
 
 var errBadCheckpoint = errors.New("journal: malformed checkpoint")
 
-func decodeCheckpoint(b []byte) (uint64, []stamp, []byte, error) {
-	if len(b) < checkpointFixed+4 || string(b[:8]) != checkpointMagic {
-		return 0, nil, nil, fmt.Errorf("%w: bad header", errBadCheckpoint)
+// decodeCheckpoint decodes a checkpoint of either version; version 1 has
+// no last frame offset.
+func decodeCheckpoint(b []byte) (checkpointFile, error) {
+	var cp checkpointFile
+	if len(b) < checkpointFixed+4 || (string(b[:8]) != checkpointMagic && string(b[:8]) != checkpointMagic1) {
+		return cp, fmt.Errorf("%w: bad header", errBadCheckpoint)
 	}
+	v1 := string(b[:8]) == checkpointMagic1
 	if crc32.Checksum(b[12:], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
-		return 0, nil, nil, fmt.Errorf("%w: checksum mismatch", errBadCheckpoint)
+		return cp, fmt.Errorf("%w: checksum mismatch", errBadCheckpoint)
 	}
-	through := binary.LittleEndian.Uint64(b[12:])
+	cp.through = binary.LittleEndian.Uint64(b[12:])
 	n := uint64(binary.LittleEndian.Uint32(b[20:]))
 	rest := b[checkpointFixed:]
-	if n*16+4 > uint64(len(rest)) {
-		return 0, nil, nil, fmt.Errorf("%w: %d stamps do not fit", errBadCheckpoint, n)
+	fixed := uint64(12)
+	if v1 {
+		fixed = 4
 	}
-	stamps := make([]stamp, n)
-	for i := range stamps {
-		stamps[i] = stamp{first: binary.LittleEndian.Uint64(rest), size: int64(binary.LittleEndian.Uint64(rest[8:]))}
+	if n*16+fixed > uint64(len(rest)) {
+		return cp, fmt.Errorf("%w: %d stamps do not fit", errBadCheckpoint, n)
+	}
+	cp.stamps = make([]stamp, n)
+	for i := range cp.stamps {
+		cp.stamps[i] = stamp{first: binary.LittleEndian.Uint64(rest), size: int64(binary.LittleEndian.Uint64(rest[8:]))}
 		rest = rest[16:]
+	}
+	cp.lastOff = -1
+	if !v1 {
+		cp.lastOff = int64(binary.LittleEndian.Uint64(rest))
+		rest = rest[8:]
 	}
 	plen := uint64(binary.LittleEndian.Uint32(rest))
 	rest = rest[4:]
 	if plen != uint64(len(rest)) {
-		return 0, nil, nil, fmt.Errorf("%w: payload length %d, %d bytes left", errBadCheckpoint, plen, len(rest))
+		return cp, fmt.Errorf("%w: payload length %d, %d bytes left", errBadCheckpoint, plen, len(rest))
 	}
-	return through, stamps, rest, nil
+	cp.payload = rest
+	return cp, nil
 }
 
 // WriteCheckpoint implements Store.
@@ -82,14 +106,14 @@ func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uin
 		return fmt.Errorf("%w: checkpoint through %d but session %s ends at %d", ErrInvalid, through, id, next-1)
 	}
 	segs := slices.Clone(s.segs)
-	committed := s.committedNext
 	var start indexEntry
-	if through+1 < committed {
-		start = s.seek(through + 1)
+	if through > 0 {
+		start = s.seek(through)
 	}
 	s.mu.Unlock()
 
 	var stamps []stamp
+	lastOff := int64(0)
 	for i, seg := range segs {
 		if seg.first > through {
 			break
@@ -99,44 +123,43 @@ func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uin
 			continue
 		}
 		// Last covered segment: cover up to the end of record `through`.
-		if through+1 < committed && (i+1 == len(segs) || segs[i+1].first > through+1) {
-			off := int64(0)
-			if start.seg == i {
-				off = start.off
-			}
-			end, err := fs.offsetOf(s, seg, off, through+1)
-			if err != nil {
-				return err
-			}
-			stamps[len(stamps)-1].size = end
+		off := int64(0)
+		if start.seg == i {
+			off = start.off
 		}
+		at, end, err := fs.frameOf(s, seg, off, through)
+		if err != nil {
+			return err
+		}
+		lastOff = at
+		stamps[len(stamps)-1].size = end
 	}
 	s.ckMu.Lock()
 	defer s.ckMu.Unlock()
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("journal: checkpoint %s: %w", id, err)
 	}
-	return writeFileAtomic(filepath.Join(s.dir, checkpointName), encodeCheckpoint(through, stamps, payload))
+	return writeFileAtomic(filepath.Join(s.dir, checkpointName), encodeCheckpoint(through, stamps, lastOff, payload))
 }
 
-// offsetOf finds where record seq starts within seg, scanning from off
-// (an index point before seq in the same segment).
-func (fs *FileStore) offsetOf(s *session, seg segInfo, off int64, seq uint64) (int64, error) {
+// frameOf finds where record seq starts and ends within seg, scanning from
+// off (an index point at or before seq in the same segment).
+func (fs *FileStore) frameOf(s *session, seg segInfo, off int64, seq uint64) (int64, int64, error) {
 	path := filepath.Join(s.dir, "journal", segmentName(seg.first))
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, fmt.Errorf("journal: checkpoint: %w", err)
+		return 0, 0, fmt.Errorf("journal: checkpoint: %w", err)
 	}
 	defer f.Close()
 	sc := newFrameScanner(f, off, seg.size, fs.opts.MaxRecordBytes)
 	defer sc.release()
 	for {
-		at, p, _, err := sc.next()
+		at, p, n, err := sc.next()
 		if err != nil {
-			return 0, fmt.Errorf("journal: checkpoint: locate %d in %s: %w", seq, path, err)
+			return 0, 0, fmt.Errorf("journal: checkpoint: locate %d in %s: %w", seq, path, err)
 		}
 		if len(p) >= payloadFixed && leUint64(p[2:]) == seq {
-			return at, nil
+			return at, at + int64(n), nil
 		}
 	}
 }
@@ -161,14 +184,14 @@ func (fs *FileStore) ReadCheckpoint(ctx context.Context, id string) (uint64, []b
 		}
 		return 0, nil, fmt.Errorf("journal: checkpoint of %s: %w", id, err)
 	}
-	through, stamps, payload, err := decodeCheckpoint(b)
+	cp, err := decodeCheckpoint(b)
 	if err != nil {
 		return 0, nil, fmt.Errorf("journal: checkpoint of %s: %v: %w", id, err, ErrNotFound)
 	}
-	if reason := staleReason(through, stamps, segs, committed); reason != "" {
+	if reason := staleReason(cp.through, cp.stamps, segs, committed); reason != "" {
 		return 0, nil, fmt.Errorf("journal: checkpoint of %s is stale (%s): %w", id, reason, ErrNotFound)
 	}
-	return through, payload, nil
+	return cp.through, cp.payload, nil
 }
 
 // staleReason explains why stamps do not describe the journal, or "".

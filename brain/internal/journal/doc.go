@@ -102,7 +102,8 @@
 // # Recovery
 //
 // A session is opened lazily on first use. Its segments are read in order
-// and every frame is checked. The rules:
+// and every frame is checked, except the prefix a matching checkpoint
+// vouches for (see Checkpoint). The rules:
 //
 //   - The first segment must be named 1 and each next segment must be
 //     named one past the last sequence of the previous one.
@@ -131,14 +132,20 @@
 // the directory fsynced. Layout (little-endian):
 //
 //	offset  size  field
-//	0       8     magic "BRAINCK1"
+//	0       8     magic "BRAINCK2"
 //	8       4     CRC32C (Castagnoli) of every byte from offset 12 to the end
 //	12      8     through (uint64)
 //	20      4     stamp count S (uint32)
 //	24      16*S  stamps: first sequence of the segment (its name, uint64),
 //	              then a size (uint64)
-//	24+16S  4     payload length P (uint32)
-//	28+16S  P     payload
+//	24+16S  8     offset of record through's frame in the last stamped
+//	              segment (uint64; 0 when S is 0)
+//	32+16S  4     payload length P (uint32)
+//	36+16S  P     payload
+//
+// Version 1 ("BRAINCK1", written by earlier releases) has no frame offset
+// field; it is still read by ReadCheckpoint but never used to skip frames
+// at open.
 //
 // There is one stamp per segment whose first sequence is <= through, in
 // order. Each size is the segment's size when the checkpoint was written,
@@ -149,6 +156,25 @@
 // sequence <= through are not exactly the stamped ones, a stamped segment
 // other than the last has a different size, or the last stamped segment is
 // shorter than its stamp.
+//
+// Opening with a checkpoint. When a session is opened and its checkpoint
+// (version 2, through >= 1) matches the directory — the segment files
+// with a first sequence <= through are exactly the stamped ones, each
+// stamped segment but the last has exactly its stamped size, the last is
+// at least its stamp, and the frame at the recorded offset is complete,
+// passes its checksum, holds sequence through and ends exactly at the
+// last stamp — the frames before that end (the covered prefix) are not
+// read: they were checked when they were committed or recovered, and the
+// checkpoint's checksum and stamps vouch that they are unchanged in name
+// and size. Recovery starts at the end of the covered prefix with the
+// rules above, expecting sequence through+1, so a torn final write or
+// damage after the prefix is handled exactly as without a checkpoint (if
+// anything after the prefix is damage, the whole journal is scanned again
+// without the checkpoint before the session is refused). The sparse index
+// of the covered prefix is built, checking every frame, the first time a
+// Read starts inside it; a frame there that fails its checksum fails that
+// Read with a *DamagedError (the session stays open). A checkpoint that
+// does not match is ignored and every frame is read.
 //
 // # Memory
 //

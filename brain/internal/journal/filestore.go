@@ -142,6 +142,7 @@ type session struct {
 	segs          []segInfo
 	index         []indexEntry
 	hint          indexEntry // where the last page read stopped (seq 0: none)
+	cold          indexEntry // end of a checkpoint's prefix not indexed yet (seq 0: none)
 	epoch         uint64     // bumped by resetIndex
 	subs          map[*Subscription]struct{}
 	ckMu          sync.Mutex // serialises checkpoint writes
@@ -349,6 +350,12 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 		s.mu.Unlock()
 		return nil, nil
 	}
+	if s.cold.seq != 0 && after+1 < s.cold.seq {
+		if err := fs.indexCold(s); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
 	segs := slices.Clone(s.segs)
 	start := s.seek(after + 1)
 	epoch := s.epoch
@@ -537,10 +544,62 @@ func (s *session) seek(seq uint64) indexEntry {
 	return e
 }
 
+// indexCold reads the prefix a checkpoint vouched for at open, checking
+// every frame as recovery would, and completes the sparse index. s.mu is
+// held.
+func (fs *FileStore) indexCold(s *session) error {
+	var idx []indexEntry
+	expect := uint64(1)
+	for si := 0; si <= s.cold.seg; si++ {
+		seg := s.segs[si]
+		limit := seg.size
+		if si == s.cold.seg {
+			limit = s.cold.off
+		}
+		path := filepath.Join(s.dir, "journal", segmentName(seg.first))
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("journal: read %s: %w", path, err)
+		}
+		sc := newFrameScanner(f, 0, limit, fs.opts.MaxRecordBytes)
+		for {
+			at, p, _, err := sc.next()
+			if err == io.EOF {
+				break
+			}
+			if err == nil && (len(p) < payloadFixed || leUint64(p[2:]) != expect) {
+				err = fmt.Errorf("%w: sequence is not %d", errBadPayload, expect)
+			}
+			if err != nil {
+				sc.release()
+				f.Close()
+				return fs.readDamage(s, path, at, err)
+			}
+			if n := len(idx); at == 0 || n == 0 || idx[n-1].seg != si || at-idx[n-1].off >= indexEveryBytes {
+				idx = append(idx, indexEntry{seq: expect, seg: si, off: at})
+			}
+			expect++
+		}
+		sc.release()
+		f.Close()
+	}
+	if expect != s.cold.seq {
+		return fmt.Errorf("journal: read %s: checkpoint prefix holds %d records, want %d: %w", s.id, expect-1, s.cold.seq-1, ErrDamaged)
+	}
+	for _, e := range s.index {
+		if e.seq >= s.cold.seq {
+			idx = append(idx, e)
+		}
+	}
+	s.index = idx
+	s.cold = indexEntry{}
+	return nil
+}
+
 // resetIndex forgets s's segments and index. s.mu is held.
 func (s *session) resetIndex() {
 	s.segs, s.index = nil, nil
-	s.hint = indexEntry{}
+	s.hint, s.cold = indexEntry{}, indexEntry{}
 	s.epoch++
 }
 

@@ -27,6 +27,79 @@ func (fs *FileStore) recover(s *session) error {
 	}
 	slices.Sort(firsts)
 
+	if start, ok := fs.checkpointStart(s, jdir, firsts); ok {
+		if err := fs.recoverFrom(s, jdir, firsts, start); err != nil || s.state == stateReady {
+			return err
+		}
+		// Damage after the checkpoint's prefix: judge the whole journal
+		// without trusting the checkpoint.
+	}
+	return fs.recoverFrom(s, jdir, firsts, nil)
+}
+
+// coverage is the journal prefix a matching checkpoint vouches for.
+type coverage struct {
+	segs    []segInfo // the stamped segments; the last one's size is the end of record through
+	through uint64
+	lastOff int64 // offset of record through in the last stamped segment
+	lastMs  int64 // its recorded_at_ms
+}
+
+// checkpointStart returns the prefix covered by s's checkpoint when the
+// checkpoint matches the segment files: same names, the same sizes for
+// every stamped segment but the last, which may have grown, and record
+// `through` found intact where the checkpoint says it ends. s.mu is held.
+func (fs *FileStore) checkpointStart(s *session, jdir string, firsts []uint64) (*coverage, bool) {
+	b, err := os.ReadFile(filepath.Join(s.dir, checkpointName))
+	if err != nil {
+		return nil, false
+	}
+	cp, err := decodeCheckpoint(b)
+	if err != nil || cp.through == 0 || cp.lastOff < 0 || len(cp.stamps) == 0 || len(cp.stamps) > len(firsts) {
+		return nil, false
+	}
+	if len(firsts) > len(cp.stamps) && firsts[len(cp.stamps)] <= cp.through {
+		return nil, false
+	}
+	cov := &coverage{through: cp.through, lastOff: cp.lastOff}
+	for i, st := range cp.stamps {
+		if firsts[i] != st.first {
+			return nil, false
+		}
+		fi, err := os.Stat(filepath.Join(jdir, segmentName(st.first)))
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil, false
+		}
+		last := i == len(cp.stamps)-1
+		if (!last && fi.Size() != st.size) || (last && fi.Size() < st.size) {
+			return nil, false
+		}
+		cov.segs = append(cov.segs, segInfo{first: st.first, size: st.size})
+	}
+	// Record `through` must end exactly where the last stamp says.
+	last := cov.segs[len(cov.segs)-1]
+	f, err := os.Open(filepath.Join(jdir, segmentName(last.first)))
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	sc := newFrameScanner(f, cp.lastOff, last.size, fs.opts.MaxRecordBytes)
+	defer sc.release()
+	_, p, _, err := sc.next()
+	if err != nil || sc.off != last.size {
+		return nil, false
+	}
+	v, err := parsePayload(p)
+	if err != nil || v.seq != cp.through {
+		return nil, false
+	}
+	cov.lastMs = v.ms
+	return cov, true
+}
+
+// recoverFrom checks s's segments, from the end of the covered prefix when
+// cov is set (its frames are not read) or from the start. s.mu is held.
+func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *coverage) error {
 	s.resetIndex()
 	s.lastMs = 0
 	damaged := func(path string, off int64, format string, args ...any) error {
@@ -36,14 +109,35 @@ func (fs *FileStore) recover(s *session) error {
 		return nil
 	}
 	expect := uint64(1)
-	for i, first := range firsts {
+	skip := 0
+	var from int64
+	if cov != nil {
+		// Index the covered prefix by segment starts only; Read indexes it
+		// fully the first time it reads there.
+		for _, seg := range cov.segs {
+			s.segs = append(s.segs, seg)
+			s.addIndex(seg.first, 0)
+		}
+		s.segs = s.segs[:len(s.segs)-1]
+		skip = len(cov.segs) - 1
+		from = cov.segs[skip].size
+		s.index = append(s.index, indexEntry{seq: cov.through + 1, seg: skip, off: from})
+		expect = cov.through + 1
+		s.lastMs = cov.lastMs
+		s.cold = indexEntry{seq: cov.through + 1, seg: skip, off: from}
+	}
+	for i := skip; i < len(firsts); i++ {
+		first := firsts[i]
 		final := i == len(firsts)-1
 		path := filepath.Join(jdir, segmentName(first))
-		if first != expect {
+		start := int64(0)
+		if cov != nil && i == skip {
+			start = from
+		} else if first != expect {
 			return damaged(path, 0, "segment starts at sequence %d, want %d (sequences are not dense)", first, expect)
 		}
 		s.segs = append(s.segs, segInfo{first: first})
-		end, next, cut, err := fs.scanSegment(s, path, expect)
+		end, next, cut, err := fs.scanSegment(s, path, start, expect)
 		if err != nil {
 			var de *DamagedError
 			if errors.As(err, &de) {
@@ -75,7 +169,7 @@ func (fs *FileStore) recover(s *session) error {
 // from expect on. It returns the end of the last complete frame, the next
 // expected sequence and, when the file ends inside a frame, the offset of
 // that frame as cut (else -1). Damage is reported as *DamagedError.
-func (fs *FileStore) scanSegment(s *session, path string, expect uint64) (end int64, next uint64, cut int64, err error) {
+func (fs *FileStore) scanSegment(s *session, path string, start int64, expect uint64) (end int64, next uint64, cut int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, 0, -1, err
@@ -85,7 +179,10 @@ func (fs *FileStore) scanSegment(s *session, path string, expect uint64) (end in
 	if err != nil {
 		return 0, 0, -1, err
 	}
-	sc := newFrameScanner(f, 0, fi.Size(), fs.opts.MaxRecordBytes)
+	if fi.Size() < start {
+		return 0, 0, -1, io.ErrUnexpectedEOF
+	}
+	sc := newFrameScanner(f, start, fi.Size(), fs.opts.MaxRecordBytes)
 	defer sc.release()
 	damage := func(off int64, format string, args ...any) error {
 		return &DamagedError{Session: s.id, File: path, Offset: off, Reason: fmt.Sprintf(format, args...)}
