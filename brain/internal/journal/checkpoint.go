@@ -100,6 +100,7 @@ func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uin
 	if err != nil {
 		return err
 	}
+	defer fs.release(s)
 	if through >= s.committedNext {
 		next := s.committedNext
 		s.mu.Unlock()
@@ -173,6 +174,7 @@ func (fs *FileStore) ReadCheckpoint(ctx context.Context, id string) (uint64, []b
 	if err != nil {
 		return 0, nil, err
 	}
+	defer fs.release(s)
 	segs := slices.Clone(s.segs)
 	committed := s.committedNext
 	s.mu.Unlock()

@@ -185,6 +185,14 @@
 // it keeps no records in memory. Subscriptions hold at most their backlog
 // of live records.
 //
+// At most Options.MaxLoadedSessions (4096) sessions stay in memory: past
+// that bound the least recently used idle session is dropped and opened
+// again from disk (recovery, with its checkpoint) on its next use. A
+// session is idle when no call is using it, none of its appends or
+// deletes is queued, it has no subscription and the writer holds no handle
+// of its segment, so only the writer's up to Options.MaxOpenFiles open
+// segments may keep a few more sessions loaded.
+//
 // Recovery and Read scan a segment with positional reads into one pooled
 // buffer (64 KiB, doubling up to 1 MiB per read), checking each frame in
 // place without per-frame allocations. Read verifies the checksum of

@@ -42,6 +42,13 @@ type Options struct {
 	// later, where it reports writeback errors; elsewhere every file is
 	// flushed on its own.
 	SyncFSMinFiles int
+	// MaxLoadedSessions bounds the sessions kept in memory (their
+	// sequence counters, segment lists and sparse indexes). Beyond it the
+	// least recently used idle session is dropped and recovered from disk
+	// on its next use (default 4096). A session is idle when no call is
+	// using it, none of its appends or deletes is queued, it has no
+	// subscription and the writer holds no handle of its segment.
+	MaxLoadedSessions int
 }
 
 func (o *Options) withDefaults() Options {
@@ -70,6 +77,9 @@ func (o *Options) withDefaults() Options {
 	if v.SyncFSMinFiles == 0 {
 		v.SyncFSMinFiles = 3
 	}
+	if v.MaxLoadedSessions <= 0 {
+		v.MaxLoadedSessions = 4096
+	}
 	return v
 }
 
@@ -85,8 +95,9 @@ type FileStore struct {
 	// syncfs is not used.
 	root *os.File
 
-	mu       sync.Mutex // guards sessions
+	mu       sync.Mutex // guards sessions, idle and session.refs/idleElem
 	sessions map[string]*session
+	idle     *list.List // sessions with no reference, most recently used first
 
 	qmu       sync.Mutex // guards the fields below
 	qcond     *sync.Cond
@@ -131,6 +142,10 @@ type session struct {
 	id  string
 	dir string
 
+	refs     int           // calls using s; guarded by fs.mu
+	idleElem *list.Element // s in fs.idle when refs is 0; guarded by fs.mu
+	whandle  atomic.Bool   // the writer holds a segment handle of s
+
 	mu            sync.Mutex
 	state         int
 	damage        *DamagedError
@@ -139,6 +154,7 @@ type session struct {
 	committedNext uint64 // next sequence after the durable records
 	lastMs        int64
 	queued        int64
+	inflight      int // appends and deletes queued for the writer
 	segs          []segInfo
 	index         []indexEntry
 	hint          indexEntry // where the last page read stopped (seq 0: none)
@@ -165,6 +181,7 @@ func OpenFileStore(dir string, opts *Options) (*FileStore, error) {
 		dir:      dir,
 		opts:     opts.withDefaults(),
 		sessions: make(map[string]*session),
+		idle:     list.New(),
 		wdone:    make(chan struct{}),
 		openLRU:  list.New(),
 	}
@@ -182,7 +199,8 @@ func OpenFileStore(dir string, opts *Options) (*FileStore, error) {
 	return fs, nil
 }
 
-// session returns the in-memory handle of id, creating it unloaded.
+// session returns the in-memory handle of id, creating it unloaded, with
+// a reference the caller gives back with release.
 func (fs *FileStore) session(id string) (*session, error) {
 	if fs.closed.Load() {
 		return nil, ErrClosed
@@ -197,10 +215,57 @@ func (fs *FileStore) session(id string) (*session, error) {
 		s = &session{id: id, dir: filepath.Join(fs.dir, id), subs: make(map[*Subscription]struct{})}
 		fs.sessions[id] = s
 	}
+	if s.idleElem != nil {
+		fs.idle.Remove(s.idleElem)
+		s.idleElem = nil
+	}
+	s.refs++
 	return s, nil
 }
 
-// readySession returns id's session loaded, with s.mu held.
+// release gives back a reference taken by session, then drops idle
+// sessions beyond Options.MaxLoadedSessions. s.mu must not be held.
+func (fs *FileStore) release(s *session) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if s.refs--; s.refs == 0 && fs.sessions[s.id] == s {
+		s.idleElem = fs.idle.PushFront(s)
+	}
+	// Sessions that cannot go yet are moved to the front; a few tries per
+	// release keep this O(1).
+	for tries := 0; len(fs.sessions) > fs.opts.MaxLoadedSessions && tries < 4; tries++ {
+		e := fs.idle.Back()
+		if e == nil {
+			return
+		}
+		v := e.Value.(*session)
+		if !fs.evict(v) {
+			fs.idle.MoveToFront(e)
+			continue
+		}
+		fs.idle.Remove(e)
+		v.idleElem = nil
+		delete(fs.sessions, v.id)
+	}
+}
+
+// evict reports whether s, which has no reference, can be dropped, and if
+// so marks it unloaded. fs.mu is held.
+func (fs *FileStore) evict(s *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A handle is opened only for a queued request, before finish drops
+	// inflight under s.mu: with inflight 0 seen here, whandle is current.
+	if s.inflight > 0 || len(s.subs) > 0 || s.whandle.Load() {
+		return false
+	}
+	s.state = stateUnloaded
+	s.resetIndex()
+	return true
+}
+
+// readySession returns id's session loaded, with s.mu held and a
+// reference the caller gives back with release after unlocking.
 func (fs *FileStore) readySession(id string) (*session, error) {
 	s, err := fs.session(id)
 	if err != nil {
@@ -210,12 +275,15 @@ func (fs *FileStore) readySession(id string) (*session, error) {
 	if s.state == stateUnloaded {
 		if err := fs.recover(s); err != nil {
 			s.mu.Unlock()
+			fs.release(s)
 			return nil, err
 		}
 	}
 	if s.state == stateDamaged {
+		d := s.damage
 		s.mu.Unlock()
-		return nil, s.damage
+		fs.release(s)
+		return nil, d
 	}
 	return s, nil
 }
@@ -226,6 +294,7 @@ func (fs *FileStore) Next(ctx context.Context, id string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	defer fs.release(s)
 	defer s.mu.Unlock()
 	return s.committedNext, nil
 }
@@ -267,6 +336,7 @@ func (fs *FileStore) Append(ctx context.Context, id string, expectedNext uint64,
 	if err != nil {
 		return err
 	}
+	defer fs.release(s)
 	if expectedNext != s.reservedNext {
 		next := s.reservedNext
 		s.mu.Unlock()
@@ -307,6 +377,7 @@ func (fs *FileStore) Append(ctx context.Context, id string, expectedNext uint64,
 	s.lastMs = last
 	s.reservedNext += uint64(len(records))
 	s.queued += size
+	s.inflight++
 	s.mu.Unlock()
 	select {
 	case err := <-req.done:
@@ -345,6 +416,7 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 	if err != nil {
 		return nil, err
 	}
+	defer fs.release(s)
 	last := s.committedNext - 1
 	if after >= last {
 		s.mu.Unlock()
@@ -617,6 +689,7 @@ func (fs *FileStore) Subscribe(ctx context.Context, id string, after uint64, bac
 	if err != nil {
 		return nil, err
 	}
+	defer fs.release(s)
 	defer s.mu.Unlock()
 	read := func(ctx context.Context, after uint64) ([]Record, error) {
 		return fs.Read(ctx, id, after, 0, 0)
@@ -655,12 +728,14 @@ func (fs *FileStore) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	defer fs.release(s)
 	s.mu.Lock()
 	req := &appendReq{s: s, gen: s.gen, del: true, done: make(chan error, 1)}
 	if err := fs.enqueue(req); err != nil {
 		s.mu.Unlock()
 		return err
 	}
+	s.inflight++
 	// Appends admitted from now on start a new, empty session.
 	s.state, s.damage = stateReady, nil
 	s.reservedNext, s.lastMs = 1, 0
@@ -713,6 +788,7 @@ func (fs *FileStore) Close() error {
 
 // Stats are counters of the writer, for benchmarks and tests.
 type Stats struct {
+	Loaded  int64 // sessions in memory
 	Records int64 // records committed
 	Rounds  int64 // group commits
 	Syncs   int64 // durability barriers: fdatasync, fsync and syncfs calls
@@ -721,5 +797,8 @@ type Stats struct {
 
 // Stats reports the writer's counters.
 func (fs *FileStore) Stats() Stats {
-	return Stats{Records: fs.appended.Load(), Rounds: fs.rounds.Load(), Syncs: fs.syncs.Load(), SyncFS: fs.syncfsN.Load()}
+	fs.mu.Lock()
+	loaded := int64(len(fs.sessions))
+	fs.mu.Unlock()
+	return Stats{Loaded: loaded, Records: fs.appended.Load(), Rounds: fs.rounds.Load(), Syncs: fs.syncs.Load(), SyncFS: fs.syncfsN.Load()}
 }

@@ -108,6 +108,7 @@ func (fs *FileStore) write(req *appendReq, rd *round) error {
 			return fmt.Errorf("journal: open %s: %w", path, err)
 		}
 		s.wf, s.wfirst, s.wsize = f, last.first, lastSize
+		s.whandle.Store(true)
 	}
 	if s.wf != nil {
 		if s.welem == nil {
@@ -183,6 +184,7 @@ func (fs *FileStore) roll(s *session, first uint64, rd *round) error {
 	}
 	rd.dirs[jdir] = struct{}{}
 	s.wf, s.wfirst, s.wsize = f, first, 0
+	s.whandle.Store(true)
 	if s.welem == nil {
 		s.welem = fs.openLRU.PushFront(s)
 	} else {
@@ -201,6 +203,7 @@ func (fs *FileStore) closeTail(s *session) {
 		s.wf.Close()
 		s.wf = nil
 	}
+	s.whandle.Store(false)
 }
 
 // finish flushes the round, then publishes or fails each request in order.
@@ -229,6 +232,7 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 			err = fmt.Errorf("%w: session %s was reset before the append was written", ErrConflict, s.id)
 		}
 		s.queued -= req.size
+		s.inflight--
 		if err != nil {
 			if req.gen == s.gen {
 				fs.invalidate(s, err)
@@ -391,6 +395,7 @@ func (fs *FileStore) deleteSession(req *appendReq) {
 	}
 	s.resetIndex()
 	s.committedNext = 1
+	s.inflight--
 	if err != nil {
 		s.gen++
 		s.state = stateUnloaded
