@@ -23,19 +23,6 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/datadir"
 )
 
-// serveHooks lets the lead wire defaults into "brain serve" (default
-// environments, extra routes, model clients) without editing this file's
-// flow: each hook, when set, edits the configuration before the server is
-// created.
-var serveHooks []func(cfg *brain.Config, opts ServeOptions) error
-
-// ServeOptions are the resolved settings of "brain serve" a hook may read.
-type ServeOptions struct {
-	Listen    string
-	DataDir   string
-	PublicURL string
-}
-
 const serveUsage = `usage: brain serve [flags]
 
 Runs the Brain session server. Every flag has an environment variable; a
@@ -66,6 +53,12 @@ type serveFlags struct {
 	retentionSecs, maxEmitted, maxRequestBytes  int64
 	heartbeatSecs                               int64
 	idleTTLSet                                  bool
+
+	envBaseURL, envAPIKey, envRoutesFile string
+	maxEnvResponseBytes, maxEnvSecs      int64
+	maxEnvConnectSecs                    int64
+	workspaceRoot                        string
+	noWorkspace                          bool
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool)) error {
@@ -107,6 +100,15 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	i64(&backlog, "max-live-backlog", "BRAIN_MAX_LIVE_BACKLOG", 1024, "records an event stream may lag before it ends, at least 1")
 	i64(&f.heartbeatSecs, "heartbeat-secs", "BRAIN_SSE_HEARTBEAT_SECS", 15, "comment interval of idle event streams in seconds")
 	f.maxModelCalls, f.maxLiveBacklog = int(calls), int(backlog)
+	str(&f.envBaseURL, "environment-base-url", "BRAIN_ENVIRONMENT_BASE_URL", "", "default environment route: provider base URL (default: the built-in workspace)")
+	str(&f.envAPIKey, "environment-api-key", "BRAIN_ENVIRONMENT_API_KEY", "", "credential of the default environment route")
+	str(&f.envRoutesFile, "environment-routes-file", "BRAIN_ENVIRONMENT_ROUTES_FILE", "", `JSON file mapping driver names to {"endpoint", "api_key"?}`)
+	i64(&f.maxEnvResponseBytes, "max-environment-response-bytes", "BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES", 32<<20, "largest environment answer in bytes")
+	i64(&f.maxEnvSecs, "max-environment-secs", "BRAIN_MAX_ENVIRONMENT_SECS", 120, "longest environment operation round trip in seconds")
+	i64(&f.maxEnvConnectSecs, "max-environment-connect-secs", "BRAIN_MAX_ENVIRONMENT_CONNECT_SECS", 5, "longest connect to an environment in seconds")
+	str(&f.workspaceRoot, "workspace-root", "BRAIN_WORKSPACE_ROOT", "", "directory of the built-in workspace environment (default <data dir>/native-workspaces)")
+	noWS, _ := env("BRAIN_NO_WORKSPACE")
+	fs.BoolVar(&f.noWorkspace, "no-workspace", noWS == "1" || noWS == "true", `do not run the built-in workspace environment (route "workspace") (BRAIN_NO_WORKSPACE=1)`)
 	return errors.Join(errs...)
 }
 
@@ -234,14 +236,27 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 		publicURL = url
 	}
 	cfg.PublicURL = publicURL
-	for _, hook := range serveHooks {
-		if err := hook(&cfg, ServeOptions{Listen: ln.Addr().String(), DataDir: f.dataDir, PublicURL: publicURL}); err != nil {
-			fmt.Fprintf(stderr, "brain serve: %v\n", err)
-			return 1
-		}
+	envs, err := newEnvironments(f, publicURL, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "brain serve: %v\n", err)
+		return 1
 	}
+	envs.wire(&cfg)
 	b, err := brain.New(cfg)
 	if err != nil {
+		envs.close()
+		fmt.Fprintf(stderr, "brain serve: %v\n", err)
+		return 1
+	}
+	// Environments outlive the drain: providers call back while admitted
+	// work finishes.
+	defer func() {
+		if err := envs.close(); err != nil {
+			log.Error("closing environments", "err", err)
+		}
+	}()
+	if err := envs.start(log); err != nil {
+		b.Close(context.Background())
 		fmt.Fprintf(stderr, "brain serve: %v\n", err)
 		return 1
 	}

@@ -36,6 +36,7 @@ func TestMalformedInput(t *testing.T) {
 		{"create/no-model", "POST", "/v1/sessions", `{}`, []string{"Idempotency-Key", "a"}, 422, "invalid_request"},
 		{"create/name-space", "POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"a b"}}`, []string{"Idempotency-Key", "a"}, 422, "invalid_request"},
 		{"create/bad-env", "POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"},"environments":[{"name":"e","driver":"ftp"}]}`, []string{"Idempotency-Key", "a"}, 422, "invalid_request"},
+		{"create/bad-driver-name", "POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"},"environments":[{"name":"e","driver":"no such/driver"}]}`, []string{"Idempotency-Key", "a"}, 422, "invalid_request"},
 		{"create/uploaded-loop", "POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"},"agentloop":{"implementation":{"type":"brain_component","entrypoint":"turn","id":"` + strings.Repeat("a", 64) + `"}}}`, []string{"Idempotency-Key", "a"}, 422, "invalid_request"},
 		{"create/text-plain", "POST", "/v1/sessions", create, []string{"Idempotency-Key", "a", "Content-Type", "text/plain"}, 415, "invalid_request"},
 		{"create/too-large", "POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"` + strings.Repeat("m", 2<<10) + `"}}`, []string{"Idempotency-Key", "a"}, 413, "invalid_request"},

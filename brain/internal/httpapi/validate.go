@@ -52,7 +52,12 @@ func validateCreate(req *api.CreateSessionRequest) error {
 				return invalidField(where + ".url must be an http(s) URL of at most 2048 bytes")
 			}
 		default:
-			return invalidField(where + ".driver must be brain, host or http")
+			// Any other driver names a route of the operator's
+			// (BRAIN_ENVIRONMENT_ROUTES_FILE), checked when the session is
+			// created.
+			if !identifierRE.MatchString(env.Driver) {
+				return invalidField(where + ".driver must be brain, host, http or a route name")
+			}
 		}
 		if len(env.Credential) > maxSecretBytes {
 			return invalidField(where + ".credential must be at most 16384 bytes")
