@@ -154,7 +154,11 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 	conf := req
 	conf.Model.APIKey = ""
 	conf.Transcript = nil
-	conf.Environments = append([]api.Environment(nil), req.Environments...)
+	// Omitted lists are recorded as [] (never null).
+	conf.Environments = append(make([]api.Environment, 0, len(req.Environments)), req.Environments...)
+	if conf.Tools == nil {
+		conf.Tools = []api.Tool{}
+	}
 	for i, env := range conf.Environments {
 		if env.Credential != "" {
 			if err := e.secrets.Put(ctx, id, SecretEnvironmentCredential(env.Name), []byte(env.Credential)); err != nil {

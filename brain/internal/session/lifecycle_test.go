@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -227,3 +228,23 @@ func TestOnTurnEndRelease(t *testing.T) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// The creation record lists omitted tools and environments as [], never
+// null (they default to []).
+func TestCreateRecordDefaultsEmptyLists(t *testing.T) {
+	h := newHarness(t, Config{}, nil)
+	id := h.create(api.CreateSessionRequest{})
+	first := h.records(id)[0]
+	if first.Kind != api.KindSessionCreationStarted {
+		t.Fatalf("first record %s", first.Kind)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(first.Data, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"tools", "environments"} {
+		if string(m[k]) != "[]" {
+			t.Errorf("creation record %s = %s, want []", k, m[k])
+		}
+	}
+}
