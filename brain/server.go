@@ -61,6 +61,16 @@ type Config struct {
 	MaxLiveBacklog int
 	// Heartbeat is the comment interval of idle event streams (0: 15 s).
 	Heartbeat time.Duration
+	// MaxJournalQueueBytes bounds the journal bytes queued for the writer
+	// across all sessions; an append beyond it fails fast as overloaded
+	// (0: 64 MiB).
+	MaxJournalQueueBytes int64
+	// MaxSessionQueueBytes bounds the journal bytes queued for one session
+	// (0: 8 MiB).
+	MaxSessionQueueBytes int64
+	// MaxJournalOpenFiles bounds the segment files the journal writer keeps
+	// open between commits (0: 256).
+	MaxJournalOpenFiles int
 	// Logger receives structured logs (nil: slog.Default()).
 	Logger *slog.Logger
 
@@ -107,7 +117,11 @@ func New(cfg Config) (_ *Server, err error) {
 	if s.dir, err = datadir.Open(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
-	if s.store, err = journal.OpenFileStore(s.dir.Path(datadir.SessionsName), nil); err != nil {
+	if s.store, err = journal.OpenFileStore(s.dir.Path(datadir.SessionsName), &journal.Options{
+		MaxQueueBytes:        cfg.MaxJournalQueueBytes,
+		MaxSessionQueueBytes: cfg.MaxSessionQueueBytes,
+		MaxOpenFiles:         cfg.MaxJournalOpenFiles,
+	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
 	retention := cfg.RequestRetention
