@@ -25,19 +25,48 @@ const benchSessions = 64
 // BenchmarkTurns64 runs unpaced text turns (scripted model, built-in loop,
 // file journal with fsync) from 64 concurrent sessions. Baseline64 is the
 // same harness doing only three raw write+fdatasync per turn.
+//
+// Each sub-benchmark also reports appends/turn: how many journal Append
+// calls (each one durable flush) a turn costs.
 func BenchmarkTurns64(b *testing.B) {
-	b.Run("engine", func(b *testing.B) { benchTurns(b, Config{}) })
-	b.Run("engine-keepidle", func(b *testing.B) { benchTurns(b, Config{IdleTTL: KeepIdle}) })
+	b.Run("engine", func(b *testing.B) { benchTurns(b, Config{}, "hello", nil) })
+	b.Run("engine-keepidle", func(b *testing.B) { benchTurns(b, Config{IdleTTL: KeepIdle}, "hello", nil) })
 	b.Run("baseline-3fdatasync", benchBaseline)
 }
 
-func benchTurns(b *testing.B, cfg Config) {
-	store, err := journal.OpenFileStore(b.TempDir(), nil)
+// BenchmarkToolTurns64 runs turns of two model calls around four parallel
+// tool calls on an in-process echo environment (sessions kept in memory).
+func BenchmarkToolTurns64(b *testing.B) {
+	req := toolSession("echo")
+	msg := script(map[string]any{"tool_calls": []map[string]any{
+		{"name": "echo", "input": map[string]int{"n": 1}}, {"name": "echo", "input": map[string]int{"n": 2}},
+		{"name": "echo", "input": map[string]int{"n": 3}}, {"name": "echo", "input": map[string]int{"n": 4}},
+	}, "reply": "done"})
+	b.Run("engine-keepidle", func(b *testing.B) { benchTurns(b, Config{IdleTTL: KeepIdle}, msg, &req) })
+}
+
+// countingStore counts Append calls.
+type countingStore struct {
+	journal.Store
+	appends atomic.Int64
+}
+
+func (c *countingStore) Append(ctx context.Context, session string, expectedNext uint64, records []journal.Record) error {
+	c.appends.Add(1)
+	return c.Store.Append(ctx, session, expectedNext, records)
+}
+
+func benchTurns(b *testing.B, cfg Config, message string, req *api.CreateSessionRequest) {
+	fs, err := journal.OpenFileStore(b.TempDir(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer store.Close()
+	defer fs.Close()
+	store := &countingStore{Store: fs}
 	cfg.Store = store
+	if req != nil {
+		cfg.Environments = newFakeEnvs(map[string]string{"box": "echo"})
+	}
 	e, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -46,7 +75,12 @@ func benchTurns(b *testing.B, cfg Config) {
 	ctx := context.Background()
 	ids := make([]string, benchSessions)
 	for i := range ids {
-		sum, err := e.Create(ctx, "", api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"}})
+		r := api.CreateSessionRequest{}
+		if req != nil {
+			r = *req
+		}
+		r.Model = api.ModelConfig{Provider: "scripted", Name: "m"}
+		sum, err := e.Create(ctx, "", r)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -54,6 +88,7 @@ func benchTurns(b *testing.B, cfg Config) {
 	}
 	var next atomic.Int64
 	b.ResetTimer()
+	appends0 := store.appends.Load()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, id := range ids {
@@ -61,7 +96,7 @@ func benchTurns(b *testing.B, cfg Config) {
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(b.N) {
-				if _, err := e.Send(ctx, id, api.UserInput{Message: "hello"}); err != nil {
+				if _, err := e.Send(ctx, id, api.UserInput{Message: message}); err != nil {
 					b.Error(err)
 					return
 				}
@@ -70,6 +105,7 @@ func benchTurns(b *testing.B, cfg Config) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "turns/s")
+	b.ReportMetric(float64(store.appends.Load()-appends0)/float64(b.N), "appends/turn")
 }
 
 func benchBaseline(b *testing.B) {

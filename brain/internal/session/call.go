@@ -16,6 +16,16 @@ import (
 // ErrModelCallLimit, ErrCancelled, ErrExecutionClosed, ...); Code maps them
 // to API codes.
 func (x *execution) Call(ctx context.Context, method string, input json.RawMessage) (json.RawMessage, error) {
+	out, err := x.call(ctx, method, input)
+	// The caller is outside the engine: what it is answered about is
+	// durable first.
+	if ferr := x.s.flush(); ferr != nil && err == nil {
+		return nil, ferr
+	}
+	return out, err
+}
+
+func (x *execution) call(ctx context.Context, method string, input json.RawMessage) (json.RawMessage, error) {
 	if err := x.check(method); err != nil {
 		if !isMethod(method) {
 			return nil, fmt.Errorf("%w: %q", ErrUnknownMethod, method)

@@ -60,6 +60,10 @@ type sess struct {
 	creds     map[string]string // environment credentials read from Secrets
 	evicted   bool
 	inflight  int // effects delivered outside the lock (tool cancels)
+	// pending are records folded into st but not yet appended: they ride
+	// on the next append (see deferLocked).
+	pending []journal.Record
+	flushT  *time.Timer
 }
 
 // New returns an engine over cfg.Store.
@@ -218,6 +222,9 @@ func (s *sess) maybeEvictLocked(expired bool) {
 	if s.evicted || !s.quiescentLocked() {
 		return
 	}
+	if s.flushLocked() != nil {
+		return
+	}
 	ttl := s.ttlLocked()
 	if s.activated && !expired && s.st != nil && s.st.Status != api.StatusEnded {
 		switch {
@@ -254,12 +261,35 @@ func (s *sess) maybeEvictLocked(expired bool) {
 }
 
 // commitLocked durably appends records at the session's next sequence and
-// folds them. It answers the first sequence. Commits use the engine's
-// context so that a cancelled caller still records its outcome.
+// folds them. Deferred records (deferLocked) go first in the same append,
+// so one flush makes them all durable. It answers the first sequence of
+// recs. Commits use the engine's context so that a cancelled caller still
+// records its outcome.
 func (s *sess) commitLocked(recs ...journal.Record) (uint64, error) {
 	if s.st == nil {
 		return 0, fmt.Errorf("session %s: %w", s.id, ErrClosed)
 	}
+	first := s.stampLocked(recs)
+	batch, from := recs, first
+	if len(s.pending) > 0 {
+		batch = append(s.pending[:len(s.pending):len(s.pending)], recs...)
+		from = s.pending[0].Sequence
+	}
+	if err := s.e.store.Append(context.WithoutCancel(s.e.base), s.id, from, batch); err != nil {
+		return 0, fmt.Errorf("session %s: commit %s: %w", s.id, recs[0].Kind, err)
+	}
+	s.clearPendingLocked()
+	for _, r := range recs {
+		if err := s.st.apply(r); err != nil {
+			return 0, err
+		}
+	}
+	return first, nil
+}
+
+// stampLocked gives recs their sequences (after any deferred records) and
+// recording time, and answers the first sequence.
+func (s *sess) stampLocked(recs []journal.Record) uint64 {
 	first := s.st.Next
 	now := s.e.now().UnixMilli()
 	if now < s.st.LastAtMs {
@@ -269,15 +299,66 @@ func (s *sess) commitLocked(recs ...journal.Record) (uint64, error) {
 		recs[i].Sequence = first + uint64(i)
 		recs[i].RecordedAtMs = now
 	}
-	if err := s.e.store.Append(context.WithoutCancel(s.e.base), s.id, first, recs); err != nil {
-		return 0, fmt.Errorf("session %s: commit %s: %w", s.id, recs[0].Kind, err)
+	return first
+}
+
+// deferLocked folds records at the session's next sequences without
+// appending them: they are appended, in order, with the next commit, by
+// flushLocked, or at the latest CoalesceWindow later. Only records that no
+// effect depends on and that nobody outside the engine has been answered
+// about are deferred: the terminal records of an in-process call
+// (model_call_ended, tool_call_ended of a synchronous phase) and the
+// loop's state changes. Every *_started fence, every answer to a caller
+// (turn end, callbacks over Call) and every read of the session flushes
+// them first, so nothing outside observes a record before it is durable.
+func (s *sess) deferLocked(recs ...journal.Record) (uint64, error) {
+	if s.st == nil {
+		return 0, fmt.Errorf("session %s: %w", s.id, ErrClosed)
 	}
+	first := s.stampLocked(recs)
 	for _, r := range recs {
 		if err := s.st.apply(r); err != nil {
 			return 0, err
 		}
+		s.pending = append(s.pending, r)
+	}
+	if s.flushT == nil {
+		s.flushT = time.AfterFunc(CoalesceWindow, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			_ = s.flushLocked()
+			s.maybeEvictLocked(false)
+		})
 	}
 	return first, nil
+}
+
+// flushLocked appends the deferred records.
+func (s *sess) flushLocked() error {
+	if len(s.pending) == 0 || s.st == nil {
+		return nil
+	}
+	batch := s.pending
+	if err := s.e.store.Append(context.WithoutCancel(s.e.base), s.id, batch[0].Sequence, batch); err != nil {
+		return fmt.Errorf("session %s: commit %s: %w", s.id, batch[0].Kind, err)
+	}
+	s.clearPendingLocked()
+	return nil
+}
+
+func (s *sess) clearPendingLocked() {
+	s.pending = nil
+	if s.flushT != nil {
+		s.flushT.Stop()
+		s.flushT = nil
+	}
+}
+
+// flush appends the session's deferred records.
+func (s *sess) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushLocked()
 }
 
 func (s *sess) summaryLocked() api.SessionSummary {

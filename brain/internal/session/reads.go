@@ -20,6 +20,9 @@ func (e *Engine) Summary(ctx context.Context, id string) (api.SessionSummary, er
 	defer s.release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.flushLocked(); err != nil {
+		return api.SessionSummary{}, err
+	}
 	return s.summaryLocked(), nil
 }
 
@@ -52,6 +55,9 @@ func (e *Engine) Transcript(ctx context.Context, id string) (api.SessionTranscri
 	defer s.release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.flushLocked(); err != nil {
+		return api.SessionTranscript{}, err
+	}
 	msgs := s.st.Transcript
 	if msgs == nil {
 		msgs = []api.Message{}

@@ -207,12 +207,14 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 			f.Retryable = pe.Retryable
 			f.Details, _ = json.Marshal(map[string]string{"provider_code": pe.Code})
 		}
-		if _, cerr := s.commitLocked(failed(api.KindModelCallFailed, f)); cerr != nil {
+		if _, cerr := s.deferLocked(failed(api.KindModelCallFailed, f)); cerr != nil {
 			return api.ModelResult{}, cerr
 		}
 		return api.ModelResult{}, &TurnError{Code: f.Code, Message: f.Message, Retryable: f.Retryable, Err: err}
 	}
-	if _, err := s.commitLocked(rec(api.KindModelCallEnded, modelCallEnded{Sequence: seq, Result: res})); err != nil {
+	// The terminal record is folded before the caller sees the result and
+	// rides on the session's next append (see deferLocked).
+	if _, err := s.deferLocked(rec(api.KindModelCallEnded, modelCallEnded{Sequence: seq, Result: res})); err != nil {
 		return api.ModelResult{}, err
 	}
 	return res, nil
@@ -315,6 +317,9 @@ func (x *execution) Events(ctx context.Context, after uint64) (api.EventPage, er
 	if err := x.check(envapi.MethodEvents); err != nil {
 		return api.EventPage{}, err
 	}
+	if err := x.s.flush(); err != nil {
+		return api.EventPage{}, err
+	}
 	return x.s.e.readEvents(ctx, x.s.id, after)
 }
 
@@ -331,7 +336,7 @@ func (x *execution) SetTranscript(ctx context.Context, messages []api.Message) (
 	s := x.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.commitLocked(rec(api.KindTranscriptDelta, delta(s.st.Transcript, messages)))
+	return s.deferLocked(rec(api.KindTranscriptDelta, delta(s.st.Transcript, messages)))
 }
 
 // KVRead answers the stored value and whether key is present.
@@ -361,7 +366,7 @@ func (x *execution) KVPut(ctx context.Context, key string, value json.RawMessage
 	s := x.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.commitLocked(rec(api.KindKVSet, kvSet{Key: key, Value: v}))
+	return s.deferLocked(rec(api.KindKVSet, kvSet{Key: key, Value: v}))
 }
 
 // KVDelete commits kv_delete; deleting an absent key appends nothing and
@@ -376,5 +381,5 @@ func (x *execution) KVDelete(ctx context.Context, key string) (uint64, error) {
 	if _, ok := s.st.KV[key]; !ok {
 		return s.st.last(), nil
 	}
-	return s.commitLocked(rec(api.KindKVDelete, kvDelete{Key: key}))
+	return s.deferLocked(rec(api.KindKVDelete, kvDelete{Key: key}))
 }

@@ -369,7 +369,15 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 	if !cancelling && len(extra) > 0 {
 		recs = append(extra, recs[0])
 	}
-	first, err := s.commitLocked(recs...)
+	var first uint64
+	var err error
+	if !cancelling && len(extra) == 0 && !t.syncOver() {
+		// The dispatch waiting for this synchronous phase is answered
+		// in-process; the record rides on the session's next append.
+		first, err = s.deferLocked(recs...)
+	} else {
+		first, err = s.commitLocked(recs...)
+	}
 	t.closed = true
 	t.x.close()
 	for _, r := range recs {
