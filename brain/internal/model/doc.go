@@ -1,6 +1,52 @@
 // Package model defines the model-client interface Brain's session engine
 // calls, the request and result types of the model service, provider errors,
-// and the scripted model: an offline provider whose answers are steered by
-// the latest user message, so that every engine path can be exercised
-// without a network.
+// the hosted clients and the scripted model.
+//
+// # Providers
+//
+// New(Config) answers the Opener of every provider, keyed by the session's
+// model.provider:
+//
+//   - "scripted": the offline model, steered by the latest user message, so
+//     that every engine path can be exercised without a network;
+//   - "openai": the OpenAI Responses API ({base}/responses), stateless
+//     (store:false) with encrypted reasoning replayed as native blocks of
+//     format "openai.responses.v1";
+//   - "openai_chat": OpenAI Chat Completions ({base}/chat/completions), the
+//     dialect of local servers (llama.cpp, vLLM, Ollama); it shares the
+//     openai base URL;
+//   - "anthropic": the Anthropic Messages API ({base}/messages, header
+//     anthropic-version), thinking blocks kept as native blocks of format
+//     "anthropic.messages.v1".
+//
+// Every hosted call streams (server-sent events): text fragments reach the
+// caller's delta callback as they arrive, and the result is assembled from
+// the stream. The session's API key is the credential (Bearer for OpenAI,
+// x-api-key for Anthropic); it is removed from every error message.
+//
+// # Mapping
+//
+// Brain messages map to the dialect's turns: text, image and file blocks
+// (by URL), tool_use blocks to function calls, tool_result blocks to
+// function outputs (a JSON string content is sent as its value, other JSON
+// as text). Native blocks go back only to the dialect that produced them.
+// Stop reasons map to end_turn, tool_use, max_tokens, stop_sequence, refusal
+// or unknown; usage maps to input (uncached), cache read/creation, total
+// input, output and reasoning tokens. Options are checked per dialect
+// (Anthropic: thinking, output_config, temperature, top_p, top_k,
+// stop_sequences; Responses: reasoning, temperature, top_p; Chat: temperature,
+// top_p, stop, seed, frequency_penalty, presence_penalty, reasoning_effort)
+// and never override the model, destination or credentials.
+//
+// # Errors and bounds
+//
+// A non-2xx answer or an error event is a *ProviderError carrying the
+// provider's code and its retryable verdict (429, 408 and 5xx, overload and
+// server errors are retryable; other 4xx are not). Nothing is ever retried
+// here. Tool calls in a length-limited, refused or unknown-stop response are
+// an *OutputError model_output_incomplete; tool input that is not a JSON
+// object in an otherwise complete response is model_output_invalid. Every
+// call is bounded by Limits: output bytes, delta bytes (longer fragments
+// are split), stream bytes, event bytes, error-body bytes, connect time and
+// total time.
 package model

@@ -1,0 +1,346 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// anthropicMessages is the client of the Anthropic Messages API
+// (POST {base}/messages with x-api-key and anthropic-version). Thinking and
+// other provider blocks are kept as native blocks and replayed verbatim.
+type anthropicMessages struct {
+	t     transport
+	model string
+}
+
+const dialectAnthropic = "anthropic messages"
+
+// anthropicBlock is a content block being streamed.
+type anthropicBlock struct {
+	Type      string
+	ID        string
+	Name      string
+	Text      strings.Builder
+	JSON      strings.Builder
+	Thinking  strings.Builder
+	Signature string
+	Start     json.RawMessage // the content_block of content_block_start
+	Done      bool
+}
+
+type anthropicUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+}
+
+// merge keeps the latest value of every field present.
+func (u *anthropicUsage) merge(o *anthropicUsage) {
+	if o == nil {
+		return
+	}
+	if o.InputTokens != nil {
+		u.InputTokens = o.InputTokens
+	}
+	if o.OutputTokens != nil {
+		u.OutputTokens = o.OutputTokens
+	}
+	if o.CacheCreationInputTokens != nil {
+		u.CacheCreationInputTokens = o.CacheCreationInputTokens
+	}
+	if o.CacheReadInputTokens != nil {
+		u.CacheReadInputTokens = o.CacheReadInputTokens
+	}
+}
+
+// Call sends req as one streaming Messages request.
+func (c *anthropicMessages) Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error) {
+	body, err := c.body(req)
+	if err != nil {
+		return Result{}, err
+	}
+	h := http.Header{}
+	if c.t.key != "" {
+		h.Set("X-Api-Key", c.t.key)
+	}
+	h.Set("Anthropic-Version", AnthropicVersion)
+	live := newOutput(c.t.limits, onDelta)
+	var (
+		blocks     []*anthropicBlock
+		stopReason string
+		usage      anthropicUsage
+		started    bool
+	)
+	block := func(i int) (*anthropicBlock, error) {
+		if i < 0 || i >= len(blocks) || blocks[i] == nil {
+			return nil, invalid(dialectAnthropic, fmt.Sprintf("event for unknown content block %d", i), nil)
+		}
+		return blocks[i], nil
+	}
+	done, err := c.t.stream(ctx, "/messages", h, body, func(_ string, data []byte) (bool, error) {
+		var ev struct {
+			Type    string `json:"type"`
+			Message *struct {
+				Usage *anthropicUsage `json:"usage"`
+			} `json:"message"`
+			Index        int             `json:"index"`
+			ContentBlock json.RawMessage `json:"content_block"`
+			Delta        *struct {
+				Type        string  `json:"type"`
+				Text        string  `json:"text"`
+				PartialJSON string  `json:"partial_json"`
+				Thinking    string  `json:"thinking"`
+				Signature   string  `json:"signature"`
+				StopReason  *string `json:"stop_reason"`
+			} `json:"delta"`
+			Usage *anthropicUsage `json:"usage"`
+			Error json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return false, invalid(dialectAnthropic, "event", err)
+		}
+		switch ev.Type {
+		case "message_start":
+			started = true
+			if ev.Message != nil {
+				usage.merge(ev.Message.Usage)
+			}
+		case "content_block_start":
+			var cb struct {
+				Type string `json:"type"`
+				ID   string `json:"id"`
+				Name string `json:"name"`
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal(ev.ContentBlock, &cb); err != nil {
+				return false, invalid(dialectAnthropic, "content_block_start", err)
+			}
+			if ev.Index != len(blocks) {
+				return false, invalid(dialectAnthropic, fmt.Sprintf("content block %d started after %d blocks", ev.Index, len(blocks)), nil)
+			}
+			b := &anthropicBlock{Type: cb.Type, ID: cb.ID, Name: cb.Name, Start: ev.ContentBlock}
+			if cb.Type == "text" && cb.Text != "" {
+				b.Text.WriteString(cb.Text)
+				if err := live.text(cb.Text); err != nil {
+					return false, err
+				}
+			}
+			if err := live.charge(len(ev.ContentBlock)); err != nil {
+				return false, err
+			}
+			blocks = append(blocks, b)
+		case "content_block_delta":
+			b, err := block(ev.Index)
+			if err != nil {
+				return false, err
+			}
+			if ev.Delta == nil {
+				return false, invalid(dialectAnthropic, "content_block_delta without delta", nil)
+			}
+			switch ev.Delta.Type {
+			case "text_delta":
+				b.Text.WriteString(ev.Delta.Text)
+				return false, live.text(ev.Delta.Text)
+			case "input_json_delta":
+				b.JSON.WriteString(ev.Delta.PartialJSON)
+				return false, live.charge(len(ev.Delta.PartialJSON))
+			case "thinking_delta":
+				b.Thinking.WriteString(ev.Delta.Thinking)
+				return false, live.charge(len(ev.Delta.Thinking))
+			case "signature_delta":
+				b.Signature = ev.Delta.Signature
+				return false, live.charge(len(ev.Delta.Signature))
+			}
+		case "content_block_stop":
+			b, err := block(ev.Index)
+			if err != nil {
+				return false, err
+			}
+			b.Done = true
+		case "message_delta":
+			if ev.Delta != nil && ev.Delta.StopReason != nil {
+				stopReason = *ev.Delta.StopReason
+			}
+			usage.merge(ev.Usage)
+		case "message_stop":
+			return true, nil
+		case "error":
+			code, msg := parseErrorObject(ev.Error)
+			code = orDefault(code, "stream_error")
+			return false, &ProviderError{Code: code, Message: c.t.redact(msg), Retryable: retryableCode(code)}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if !done || !started {
+		return Result{}, &ProviderError{Code: CodeStreamTruncated, Message: "anthropic messages: the stream ended before message_stop", Retryable: true}
+	}
+	var a assembled
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			a.addText(b.Text.String())
+		case "tool_use":
+			a.addToolUse(b.ID, b.Name, b.JSON.String())
+		case "thinking":
+			data, _ := json.Marshal(map[string]string{"type": "thinking", "thinking": b.Thinking.String(), "signature": b.Signature})
+			a.addNative(NativeAnthropicMessages, data)
+		default:
+			// redacted_thinking and other blocks arrive whole at start.
+			a.addNative(NativeAnthropicMessages, b.Start)
+		}
+	}
+	var stop StopReason
+	switch stopReason {
+	case "end_turn":
+		stop = api.StopEndTurn
+	case "tool_use":
+		stop = api.StopToolUse
+	case "max_tokens", "model_context_window_exceeded":
+		stop = api.StopMaxTokens
+	case "stop_sequence":
+		stop = api.StopStopSequence
+	case "refusal":
+		stop = api.StopRefusal
+	default:
+		stop = api.StopUnknown
+	}
+	u := Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens,
+		CacheCreationInputTokens: usage.CacheCreationInputTokens, CacheReadInputTokens: usage.CacheReadInputTokens}
+	if usage.InputTokens != nil {
+		total := *usage.InputTokens
+		if usage.CacheCreationInputTokens != nil {
+			total += *usage.CacheCreationInputTokens
+		}
+		if usage.CacheReadInputTokens != nil {
+			total += *usage.CacheReadInputTokens
+		}
+		u.TotalInputTokens = &total
+	}
+	return a.result(stop, u, c.t.limits)
+}
+
+// body builds the request body.
+func (c *anthropicMessages) body(req Request) (map[string]any, error) {
+	opts, err := options(dialectAnthropic, req.Options, "thinking", "output_config", "temperature", "top_p", "top_k", "stop_sequences")
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := anthropicMessagesOf(req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	maxTokens := int64(DefaultAnthropicMaxTokens)
+	if req.MaxOutputTokens != nil {
+		maxTokens = *req.MaxOutputTokens
+	}
+	body := map[string]any{
+		"model":      c.model,
+		"max_tokens": maxTokens,
+		"messages":   msgs,
+		"stream":     true,
+	}
+	if req.System != nil && *req.System != "" {
+		body["system"] = *req.System
+	}
+	if len(req.Tools) > 0 {
+		tools := make([]map[string]any, 0, len(req.Tools))
+		for _, t := range req.Tools {
+			tools = append(tools, map[string]any{"name": t.Name, "description": t.Description, "input_schema": toolSchema(t.InputSchema)})
+		}
+		body["tools"] = tools
+	}
+	if hasResponseFormat(req.ResponseFormat) {
+		_, schema, _, ok := jsonSchemaFormat(req.ResponseFormat)
+		if !ok {
+			return nil, fmt.Errorf("%w: anthropic takes only a json_schema response_format", ErrInvalidRequest)
+		}
+		body["output_config"] = map[string]any{"format": map[string]any{"type": "json_schema", "schema": schema}}
+	}
+	for k, v := range opts {
+		body[k] = v
+	}
+	return body, nil
+}
+
+// anthropicMessagesOf maps Brain messages to Messages turns. Developer
+// messages join the user side; consecutive turns of one role are merged.
+func anthropicMessagesOf(msgs []api.Message) ([]map[string]any, error) {
+	var out []map[string]any
+	for _, m := range msgs {
+		role := "user"
+		switch m.Role {
+		case api.RoleAssistant:
+			role = "assistant"
+		case api.RoleUser, api.RoleDeveloper:
+		default:
+			return nil, fmt.Errorf("%w: role %q", ErrInvalidRequest, m.Role)
+		}
+		var content []any
+		for _, b := range m.Content {
+			switch b.Type {
+			case api.BlockText:
+				if b.Text != "" {
+					content = append(content, map[string]any{"type": "text", "text": b.Text})
+				}
+			case api.BlockImage:
+				content = append(content, map[string]any{"type": "image", "source": map[string]string{"type": "url", "url": b.URL}})
+			case api.BlockFile:
+				content = append(content, map[string]any{"type": "document", "source": map[string]string{"type": "url", "url": b.URL}})
+			case api.BlockToolUse:
+				if role != "assistant" {
+					return nil, fmt.Errorf("%w: tool_use in a %s message", ErrInvalidRequest, m.Role)
+				}
+				input := b.Input
+				if len(input) == 0 {
+					input = json.RawMessage(`{}`)
+				}
+				content = append(content, map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": input})
+			case api.BlockToolResult:
+				tr := map[string]any{"type": "tool_result", "tool_use_id": b.ToolUseID, "content": toolResultText(b.Content)}
+				if len(b.Media) > 0 {
+					parts := []map[string]any{}
+					if t := toolResultText(b.Content); t != "" {
+						parts = append(parts, map[string]any{"type": "text", "text": t})
+					}
+					for _, md := range b.Media {
+						kind := "image"
+						if md.Type != api.BlockImage {
+							kind = "document"
+						}
+						parts = append(parts, map[string]any{"type": kind, "source": map[string]string{"type": "url", "url": md.URL}})
+					}
+					tr["content"] = parts
+				}
+				if b.IsError != nil && *b.IsError {
+					tr["is_error"] = true
+				}
+				content = append(content, tr)
+			case api.BlockNative:
+				if b.Format == NativeAnthropicMessages && len(b.Data) > 0 {
+					content = append(content, b.Data)
+				}
+			}
+		}
+		if len(content) == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1]["role"] == role {
+			out[n-1]["content"] = append(out[n-1]["content"].([]any), content...)
+			continue
+		}
+		out = append(out, map[string]any{"role": role, "content": content})
+	}
+	if out == nil {
+		out = []map[string]any{}
+	}
+	return out, nil
+}

@@ -1,0 +1,195 @@
+package model
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Provider names of the hosted dialects.
+const (
+	// ProviderOpenAI speaks the OpenAI Responses API, stateless (store:false).
+	ProviderOpenAI = "openai"
+	// ProviderOpenAIChat speaks OpenAI Chat Completions, the dialect of
+	// local servers (llama.cpp, vLLM, Ollama) and compatible gateways.
+	ProviderOpenAIChat = "openai_chat"
+	// ProviderAnthropic speaks the Anthropic Messages API.
+	ProviderAnthropic = "anthropic"
+)
+
+// Default base URLs and protocol constants.
+const (
+	DefaultOpenAIBaseURL    = "https://api.openai.com/v1"
+	DefaultAnthropicBaseURL = "https://api.anthropic.com/v1"
+	// AnthropicVersion is the anthropic-version header every request carries.
+	AnthropicVersion = "2023-06-01"
+	// DefaultAnthropicMaxTokens is max_tokens (required by Anthropic) when
+	// the request sets no max_output_tokens.
+	DefaultAnthropicMaxTokens = 8192
+)
+
+// Limits bound every model call. A zero field selects its default; a
+// negative one removes the bound.
+type Limits struct {
+	// MaxOutputBytes bounds the assembled message: text, tool inputs and
+	// native blocks (default 4 MiB; BRAIN_MAX_MODEL_OUTPUT_BYTES).
+	MaxOutputBytes int64
+	// MaxDeltaBytes bounds one live delta; longer fragments are split
+	// (default 64 KiB; BRAIN_MAX_MODEL_DELTA_BYTES).
+	MaxDeltaBytes int64
+	// MaxStreamBytes bounds the bytes read from one response body
+	// (default 32 MiB; BRAIN_MAX_MODEL_STREAM_BYTES).
+	MaxStreamBytes int64
+	// MaxFrameBytes bounds one server-sent event (default 256 KiB;
+	// BRAIN_MAX_MODEL_FRAME_BYTES).
+	MaxFrameBytes int64
+	// MaxErrorBytes bounds the body of an error answer that is read
+	// (default 16 KiB; BRAIN_MAX_MODEL_ERROR_BYTES).
+	MaxErrorBytes int64
+	// Timeout bounds a whole call (default 120 s; BRAIN_MAX_MODEL_SECS).
+	Timeout time.Duration
+	// ConnectTimeout bounds connecting, TLS included (default 10 s;
+	// BRAIN_MAX_MODEL_CONNECT_SECS).
+	ConnectTimeout time.Duration
+}
+
+// DefaultLimits are the bounds of reference section 6.
+var DefaultLimits = Limits{
+	MaxOutputBytes: 4 << 20,
+	MaxDeltaBytes:  64 << 10,
+	MaxStreamBytes: 32 << 20,
+	MaxFrameBytes:  256 << 10,
+	MaxErrorBytes:  16 << 10,
+	Timeout:        120 * time.Second,
+	ConnectTimeout: 10 * time.Second,
+}
+
+func (l Limits) withDefaults() Limits {
+	pick := func(v, d int64) int64 {
+		switch {
+		case v == 0:
+			return d
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	pickD := func(v, d time.Duration) time.Duration {
+		switch {
+		case v == 0:
+			return d
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	d := DefaultLimits
+	return Limits{
+		MaxOutputBytes: pick(l.MaxOutputBytes, d.MaxOutputBytes),
+		MaxDeltaBytes:  pick(l.MaxDeltaBytes, d.MaxDeltaBytes),
+		MaxStreamBytes: pick(l.MaxStreamBytes, d.MaxStreamBytes),
+		MaxFrameBytes:  pick(l.MaxFrameBytes, d.MaxFrameBytes),
+		MaxErrorBytes:  pick(l.MaxErrorBytes, d.MaxErrorBytes),
+		Timeout:        pickD(l.Timeout, d.Timeout),
+		ConnectTimeout: pickD(l.ConnectTimeout, d.ConnectTimeout),
+	}
+}
+
+// Config configures the hosted model clients. The zero value is valid:
+// default base URLs and default limits.
+type Config struct {
+	// OpenAIBaseURL is the base of the openai and openai_chat providers
+	// (BRAIN_OPENAI_BASE_URL; default DefaultOpenAIBaseURL). Requests go to
+	// {base}/responses and {base}/chat/completions.
+	OpenAIBaseURL string
+	// AnthropicBaseURL is the base of the anthropic provider
+	// (BRAIN_ANTHROPIC_BASE_URL; default DefaultAnthropicBaseURL).
+	// Requests go to {base}/messages.
+	AnthropicBaseURL string
+	// Limits bound every call.
+	Limits Limits
+	// HTTPClient sends the requests; nil builds one whose dialer honours
+	// Limits.ConnectTimeout. Its own Timeout should be zero: calls are
+	// bounded by Limits.Timeout and the caller's context.
+	HTTPClient *http.Client
+}
+
+// New returns the providers of cfg: scripted, openai, openai_chat and
+// anthropic. Each client uses the session's API key (spec.APIKey) and model
+// name (spec.Name); an empty key sends no credential, which suits local
+// servers. A base URL must be http or https without user information.
+func New(cfg Config) (Providers, error) {
+	openaiBase, err := baseURL("OpenAIBaseURL", cfg.OpenAIBaseURL, DefaultOpenAIBaseURL)
+	if err != nil {
+		return nil, err
+	}
+	anthropicBase, err := baseURL("AnthropicBaseURL", cfg.AnthropicBaseURL, DefaultAnthropicBaseURL)
+	if err != nil {
+		return nil, err
+	}
+	limits := cfg.Limits.withDefaults()
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = newHTTPClient(limits.ConnectTimeout)
+	}
+	tr := func(spec Spec, base string) transport {
+		return transport{http: hc, base: base, key: spec.APIKey, limits: limits}
+	}
+	p := Default()
+	p[ProviderOpenAI] = func(spec Spec) (Client, error) {
+		if err := checkName(spec); err != nil {
+			return nil, err
+		}
+		return &openAIResponses{t: tr(spec, openaiBase), model: spec.Name}, nil
+	}
+	p[ProviderOpenAIChat] = func(spec Spec) (Client, error) {
+		if err := checkName(spec); err != nil {
+			return nil, err
+		}
+		return &openAIChat{t: tr(spec, openaiBase), model: spec.Name}, nil
+	}
+	p[ProviderAnthropic] = func(spec Spec) (Client, error) {
+		if err := checkName(spec); err != nil {
+			return nil, err
+		}
+		return &anthropicMessages{t: tr(spec, anthropicBase), model: spec.Name}, nil
+	}
+	return p, nil
+}
+
+func checkName(spec Spec) error {
+	if spec.Name == "" || strings.ContainsAny(spec.Name, " \t\r\n") {
+		return fmt.Errorf("%w: model name %q", ErrInvalidSpec, spec.Name)
+	}
+	return nil
+}
+
+func baseURL(field, v, def string) (string, error) {
+	if v == "" {
+		v = def
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return "", fmt.Errorf("model: %s: %w", field, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("model: %s %q: want an http or https URL without credentials, query or fragment", field, u.Redacted())
+	}
+	return strings.TrimRight(v, "/"), nil
+}
+
+func newHTTPClient(connect time.Duration) *http.Client {
+	d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           d.DialContext,
+		TLSHandshakeTimeout:   connect,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+	}}
+}

@@ -1,0 +1,159 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// Native block formats: provider blocks kept verbatim in the transcript
+// (reasoning, thinking) and sent back only to the dialect they came from.
+const (
+	NativeOpenAIResponses   = "openai.responses.v1"
+	NativeAnthropicMessages = "anthropic.messages.v1"
+)
+
+// toolResultText is the text form of a tool_result's content: a JSON string
+// as its value, anything else as its JSON text.
+func toolResultText(content json.RawMessage) string {
+	c := bytes.TrimSpace(content)
+	if len(c) == 0 {
+		return ""
+	}
+	var s string
+	if c[0] == '"' && json.Unmarshal(c, &s) == nil {
+		return s
+	}
+	return string(c)
+}
+
+// options decodes req.Options and refuses keys the dialect does not allow.
+func options(dialect string, raw json.RawMessage, allowed ...string) (map[string]json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var opts map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &opts); err != nil {
+		return nil, fmt.Errorf("%w: %s options: %v", ErrInvalidRequest, dialect, err)
+	}
+	for k := range opts {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || k == a
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: %s does not take the option %q (allowed: %s)", ErrInvalidRequest, dialect, k, strings.Join(allowed, ", "))
+		}
+	}
+	return opts, nil
+}
+
+// jsonSchemaFormat reads a response_format that asks for a JSON schema, in
+// either the flat form {"type":"json_schema","name","schema","strict"} or the
+// Chat Completions form {"type":"json_schema","json_schema":{...}}. ok is
+// false for any other format (e.g. {"type":"json_object"}).
+func jsonSchemaFormat(rf json.RawMessage) (name string, schema json.RawMessage, strict *bool, ok bool) {
+	var f struct {
+		Type       string          `json:"type"`
+		Name       string          `json:"name"`
+		Schema     json.RawMessage `json:"schema"`
+		Strict     *bool           `json:"strict"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict *bool           `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if json.Unmarshal(rf, &f) != nil || f.Type != "json_schema" {
+		return "", nil, nil, false
+	}
+	if f.JSONSchema != nil {
+		return f.JSONSchema.Name, f.JSONSchema.Schema, f.JSONSchema.Strict, true
+	}
+	return f.Name, f.Schema, f.Strict, true
+}
+
+func hasResponseFormat(rf json.RawMessage) bool {
+	rf = bytes.TrimSpace(rf)
+	return len(rf) > 0 && string(rf) != "null"
+}
+
+// toolSchema is a tool's input schema, {"type":"object"} when absent.
+func toolSchema(s json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(s)) == 0 || string(s) == "null" {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return s
+}
+
+// assembled is a response being built: blocks in order, the first invalid
+// tool input, and whether the provider refused.
+type assembled struct {
+	blocks     []api.ContentBlock
+	badTool    error
+	toolCalls  int
+	refused    bool
+	outputSize int
+}
+
+func (a *assembled) addText(s string) {
+	if s == "" {
+		return
+	}
+	a.outputSize += len(s)
+	if n := len(a.blocks); n > 0 && a.blocks[n-1].Type == api.BlockText {
+		a.blocks[n-1].Text += s
+		return
+	}
+	a.blocks = append(a.blocks, api.TextBlock(s))
+}
+
+func (a *assembled) addToolUse(id, name, args string) {
+	a.toolCalls++
+	a.outputSize += len(args) + len(name) + len(id)
+	input, err := toolInput(name, args)
+	if err != nil {
+		if a.badTool == nil {
+			a.badTool = err
+		}
+		return
+	}
+	a.blocks = append(a.blocks, api.ContentBlock{Type: api.BlockToolUse, ID: id, Name: name, Input: input})
+}
+
+func (a *assembled) addNative(format string, data json.RawMessage) {
+	a.outputSize += len(data)
+	a.blocks = append(a.blocks, api.ContentBlock{Type: api.BlockNative, Format: format, Data: data})
+}
+
+// result applies the rules every dialect shares: the output bound, tool
+// calls in an unfinished response (model_output_incomplete), invalid tool
+// input (model_output_invalid), and tool_use as the stop reason of a
+// finished response that calls tools.
+func (a *assembled) result(stop StopReason, usage Usage, limits Limits) (Result, error) {
+	if limits.MaxOutputBytes > 0 && int64(a.outputSize) > limits.MaxOutputBytes {
+		return Result{}, &ProviderError{Code: CodeResponseTooLarge, Message: fmt.Sprintf("model output exceeds %d bytes", limits.MaxOutputBytes)}
+	}
+	switch stop {
+	case api.StopMaxTokens, api.StopRefusal, api.StopUnknown:
+		if a.toolCalls > 0 {
+			return Result{}, incomplete(stop, a.toolCalls)
+		}
+	default:
+		if a.badTool != nil {
+			return Result{}, a.badTool
+		}
+		if a.toolCalls > 0 {
+			stop = api.StopToolUse
+		}
+	}
+	content := a.blocks
+	if content == nil {
+		content = []api.ContentBlock{}
+	}
+	return Result{Message: api.Message{Role: api.RoleAssistant, Content: content}, StopReason: stop, Usage: usage}, nil
+}

@@ -1,0 +1,338 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// openAIResponses is the client of the OpenAI Responses API
+// (POST {base}/responses), stateless: every request carries the whole
+// conversation with store:false, and reasoning items come back with their
+// encrypted content to be replayed as native blocks.
+type openAIResponses struct {
+	t     transport
+	model string
+}
+
+const dialectResponses = "openai responses"
+
+// Call sends req as one streaming Responses request.
+func (c *openAIResponses) Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error) {
+	body, err := c.body(req)
+	if err != nil {
+		return Result{}, err
+	}
+	h := http.Header{}
+	if c.t.key != "" {
+		h.Set("Authorization", "Bearer "+c.t.key)
+	}
+	live := newOutput(c.t.limits, onDelta)
+	var final *responsesObject
+	// The terminal event repeats the whole output, so its frame may be as
+	// large as the output itself.
+	t := c.t
+	if t.limits.MaxFrameBytes > 0 && t.limits.MaxOutputBytes > 0 {
+		t.limits.MaxFrameBytes += 2 * t.limits.MaxOutputBytes
+	} else {
+		t.limits.MaxFrameBytes = 0
+	}
+	done, err := t.stream(ctx, "/responses", h, body, func(_ string, data []byte) (bool, error) {
+		var ev struct {
+			Type     string           `json:"type"`
+			Delta    string           `json:"delta"`
+			Response *responsesObject `json:"response"`
+			Code     json.RawMessage  `json:"code"`
+			Message  string           `json:"message"`
+		}
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return false, invalid(dialectResponses, "event", err)
+		}
+		switch ev.Type {
+		case "response.output_text.delta", "response.refusal.delta":
+			return false, live.text(ev.Delta)
+		case "response.function_call_arguments.delta":
+			return false, live.charge(len(ev.Delta))
+		case "response.completed", "response.incomplete":
+			if ev.Response == nil {
+				return false, invalid(dialectResponses, ev.Type+" without response", nil)
+			}
+			final = ev.Response
+			return true, nil
+		case "response.failed":
+			code, msg := "response_failed", "the response failed"
+			if ev.Response != nil && len(ev.Response.Error) > 0 {
+				if c2, m := parseErrorObject(ev.Response.Error); c2 != "" || m != "" {
+					code, msg = orDefault(c2, code), orDefault(m, msg)
+				}
+			}
+			return false, &ProviderError{Code: code, Message: t.redact(msg), Retryable: retryableCode(code)}
+		case "error":
+			code := ""
+			if json.Unmarshal(ev.Code, &code) != nil || code == "" {
+				code = "stream_error"
+			}
+			return false, &ProviderError{Code: code, Message: t.redact(ev.Message), Retryable: retryableCode(code)}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if !done || final == nil {
+		return Result{}, &ProviderError{Code: CodeStreamTruncated, Message: "openai responses: the stream ended before response.completed", Retryable: true}
+	}
+	return final.result(c.t.limits)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// body builds the request body.
+func (c *openAIResponses) body(req Request) (map[string]any, error) {
+	opts, err := options(dialectResponses, req.Options, "reasoning", "temperature", "top_p")
+	if err != nil {
+		return nil, err
+	}
+	input, err := responsesInput(req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	body := map[string]any{
+		"model":   c.model,
+		"input":   input,
+		"store":   false,
+		"stream":  true,
+		"include": []string{"reasoning.encrypted_content"},
+	}
+	if req.System != nil && *req.System != "" {
+		body["instructions"] = *req.System
+	}
+	if len(req.Tools) > 0 {
+		tools := make([]map[string]any, 0, len(req.Tools))
+		for _, t := range req.Tools {
+			tools = append(tools, map[string]any{
+				"type": "function", "name": t.Name, "description": t.Description,
+				"parameters": toolSchema(t.InputSchema), "strict": false,
+			})
+		}
+		body["tools"] = tools
+	}
+	if req.MaxOutputTokens != nil {
+		body["max_output_tokens"] = *req.MaxOutputTokens
+	}
+	if hasResponseFormat(req.ResponseFormat) {
+		format := req.ResponseFormat
+		if name, schema, strict, ok := jsonSchemaFormat(req.ResponseFormat); ok {
+			f := map[string]any{"type": "json_schema", "name": orDefault(name, "response"), "schema": schema}
+			if strict != nil {
+				f["strict"] = *strict
+			}
+			b, _ := json.Marshal(f)
+			format = b
+		}
+		body["text"] = map[string]json.RawMessage{"format": format}
+	}
+	for k, v := range opts {
+		body[k] = v
+	}
+	return body, nil
+}
+
+// responsesInput maps Brain messages to Responses input items.
+func responsesInput(msgs []api.Message) ([]any, error) {
+	items := []any{}
+	for _, m := range msgs {
+		switch m.Role {
+		case api.RoleAssistant:
+			var text strings.Builder
+			flush := func() {
+				if text.Len() > 0 {
+					items = append(items, map[string]any{"role": "assistant", "content": text.String()})
+					text.Reset()
+				}
+			}
+			for _, b := range m.Content {
+				switch b.Type {
+				case api.BlockText:
+					text.WriteString(b.Text)
+				case api.BlockToolUse:
+					flush()
+					args := string(b.Input)
+					if args == "" {
+						args = "{}"
+					}
+					items = append(items, map[string]any{"type": "function_call", "call_id": b.ID, "name": b.Name, "arguments": args})
+				case api.BlockNative:
+					if replayable(b) {
+						flush()
+						items = append(items, b.Data)
+					}
+				}
+			}
+			flush()
+		case api.RoleUser, api.RoleDeveloper:
+			var parts []map[string]any
+			flush := func() {
+				if len(parts) > 0 {
+					items = append(items, map[string]any{"role": m.Role, "content": parts})
+					parts = nil
+				}
+			}
+			for _, b := range m.Content {
+				switch b.Type {
+				case api.BlockText:
+					parts = append(parts, map[string]any{"type": "input_text", "text": b.Text})
+				case api.BlockImage:
+					parts = append(parts, map[string]any{"type": "input_image", "image_url": b.URL})
+				case api.BlockFile:
+					parts = append(parts, map[string]any{"type": "input_file", "file_url": b.URL})
+				case api.BlockToolResult:
+					flush()
+					var output any = toolResultText(b.Content)
+					if len(b.Media) > 0 {
+						out := []map[string]any{{"type": "input_text", "text": toolResultText(b.Content)}}
+						for _, md := range b.Media {
+							if md.Type == api.BlockImage {
+								out = append(out, map[string]any{"type": "input_image", "image_url": md.URL})
+							} else {
+								out = append(out, map[string]any{"type": "input_file", "file_url": md.URL})
+							}
+						}
+						output = out
+					}
+					items = append(items, map[string]any{"type": "function_call_output", "call_id": b.ToolUseID, "output": output})
+				case api.BlockNative:
+					if replayable(b) {
+						flush()
+						items = append(items, b.Data)
+					}
+				case api.BlockToolUse:
+					return nil, fmt.Errorf("%w: tool_use in a %s message", ErrInvalidRequest, m.Role)
+				}
+			}
+			flush()
+		default:
+			return nil, fmt.Errorf("%w: role %q", ErrInvalidRequest, m.Role)
+		}
+	}
+	return items, nil
+}
+
+// replayable reports whether a native block can be sent back to the
+// Responses API: its own format, and for reasoning items only with their
+// encrypted content (a stateless request cannot refer to a stored item).
+func replayable(b api.ContentBlock) bool {
+	if b.Format != NativeOpenAIResponses || len(b.Data) == 0 {
+		return false
+	}
+	var item struct {
+		Type             string `json:"type"`
+		EncryptedContent string `json:"encrypted_content"`
+	}
+	if json.Unmarshal(b.Data, &item) != nil {
+		return false
+	}
+	return item.Type != "reasoning" || item.EncryptedContent != ""
+}
+
+// responsesObject is the response of a terminal event.
+type responsesObject struct {
+	Status            string            `json:"status"`
+	Output            []json.RawMessage `json:"output"`
+	Error             json.RawMessage   `json:"error"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+	Usage *struct {
+		InputTokens        *int64 `json:"input_tokens"`
+		InputTokensDetails *struct {
+			CachedTokens *int64 `json:"cached_tokens"`
+		} `json:"input_tokens_details"`
+		OutputTokens        *int64 `json:"output_tokens"`
+		OutputTokensDetails *struct {
+			ReasoningTokens *int64 `json:"reasoning_tokens"`
+		} `json:"output_tokens_details"`
+	} `json:"usage"`
+}
+
+func (r *responsesObject) result(limits Limits) (Result, error) {
+	var a assembled
+	for _, raw := range r.Output {
+		var item struct {
+			Type      string `json:"type"`
+			CallID    string `json:"call_id"`
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+			Content   []struct {
+				Type    string `json:"type"`
+				Text    string `json:"text"`
+				Refusal string `json:"refusal"`
+			} `json:"content"`
+		}
+		if err := json.Unmarshal(raw, &item); err != nil {
+			return Result{}, invalid(dialectResponses, "output item", err)
+		}
+		switch item.Type {
+		case "message":
+			for _, p := range item.Content {
+				switch p.Type {
+				case "output_text":
+					a.addText(p.Text)
+				case "refusal":
+					a.refused = true
+					a.addText(p.Refusal)
+				}
+			}
+		case "function_call":
+			a.addToolUse(item.CallID, item.Name, item.Arguments)
+		default:
+			// reasoning and any other item: kept verbatim.
+			a.addNative(NativeOpenAIResponses, raw)
+		}
+	}
+	var stop StopReason
+	switch r.Status {
+	case "completed":
+		stop = api.StopEndTurn
+		if a.refused {
+			stop = api.StopRefusal
+		}
+	case "incomplete":
+		stop = api.StopUnknown
+		if r.IncompleteDetails != nil {
+			switch r.IncompleteDetails.Reason {
+			case "max_output_tokens":
+				stop = api.StopMaxTokens
+			case "content_filter":
+				stop = api.StopRefusal
+			}
+		}
+	default:
+		stop = api.StopUnknown
+	}
+	var u Usage
+	if r.Usage != nil {
+		u.TotalInputTokens = r.Usage.InputTokens
+		u.OutputTokens = r.Usage.OutputTokens
+		u.InputTokens = r.Usage.InputTokens
+		if d := r.Usage.InputTokensDetails; d != nil && d.CachedTokens != nil {
+			u.CacheReadInputTokens = d.CachedTokens
+			if r.Usage.InputTokens != nil {
+				u.InputTokens = i64(*r.Usage.InputTokens - *d.CachedTokens)
+			}
+		}
+		if d := r.Usage.OutputTokensDetails; d != nil {
+			u.ReasoningTokens = d.ReasoningTokens
+		}
+	}
+	return a.result(stop, u, limits)
+}

@@ -1,0 +1,317 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// openAIChat is the client of OpenAI Chat Completions
+// (POST {base}/chat/completions), the dialect local servers speak. It uses
+// only the widely implemented subset: system/user/assistant/tool roles
+// (developer messages are sent as system), max_tokens, function tools and
+// stream_options.include_usage.
+type openAIChat struct {
+	t     transport
+	model string
+}
+
+const dialectChat = "openai chat completions"
+
+type chatToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chatUsage struct {
+	PromptTokens        *int64 `json:"prompt_tokens"`
+	CompletionTokens    *int64 `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens *int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens *int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// Call sends req as one streaming Chat Completions request.
+func (c *openAIChat) Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error) {
+	body, err := c.body(req)
+	if err != nil {
+		return Result{}, err
+	}
+	h := http.Header{}
+	if c.t.key != "" {
+		h.Set("Authorization", "Bearer "+c.t.key)
+	}
+	live := newOutput(c.t.limits, onDelta)
+	var (
+		text, refusal strings.Builder
+		calls         []*chatToolCall
+		finish        string
+		usage         *chatUsage
+	)
+	done, err := c.t.stream(ctx, "/chat/completions", h, body, func(_ string, data []byte) (bool, error) {
+		if strings.TrimSpace(string(data)) == "[DONE]" {
+			return true, nil
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content   *string `json:"content"`
+					Refusal   *string `json:"refusal"`
+					ToolCalls []struct {
+						Index    int    `json:"index"`
+						ID       string `json:"id"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+			Usage *chatUsage      `json:"usage"`
+			Error json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(data, &chunk); err != nil {
+			return false, invalid(dialectChat, "chunk", err)
+		}
+		if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
+			code, msg := parseErrorObject(chunk.Error)
+			code = orDefault(code, "stream_error")
+			return false, &ProviderError{Code: code, Message: c.t.redact(msg), Retryable: retryableCode(code)}
+		}
+		if chunk.Usage != nil {
+			usage = chunk.Usage
+		}
+		for _, ch := range chunk.Choices {
+			d := ch.Delta
+			if d.Content != nil && *d.Content != "" {
+				text.WriteString(*d.Content)
+				if err := live.text(*d.Content); err != nil {
+					return false, err
+				}
+			}
+			if d.Refusal != nil && *d.Refusal != "" {
+				refusal.WriteString(*d.Refusal)
+				if err := live.text(*d.Refusal); err != nil {
+					return false, err
+				}
+			}
+			for _, tc := range d.ToolCalls {
+				if tc.Index < 0 || tc.Index > 1024 {
+					return false, invalid(dialectChat, fmt.Sprintf("tool call index %d", tc.Index), nil)
+				}
+				for len(calls) <= tc.Index {
+					calls = append(calls, &chatToolCall{})
+				}
+				call := calls[tc.Index]
+				if tc.ID != "" {
+					call.ID = tc.ID
+				}
+				if tc.Function.Name != "" {
+					call.Function.Name = tc.Function.Name
+				}
+				call.Function.Arguments += tc.Function.Arguments
+				if err := live.charge(len(tc.Function.Arguments)); err != nil {
+					return false, err
+				}
+			}
+			if ch.FinishReason != nil && *ch.FinishReason != "" {
+				finish = *ch.FinishReason
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if !done && finish == "" {
+		return Result{}, &ProviderError{Code: CodeStreamTruncated, Message: "openai chat completions: the stream ended before a finish_reason", Retryable: true}
+	}
+	var a assembled
+	a.addText(text.String())
+	if refusal.Len() > 0 {
+		a.refused = true
+		a.addText(refusal.String())
+	}
+	for i, call := range calls {
+		id := call.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d", i+1)
+		}
+		a.addToolUse(id, call.Function.Name, call.Function.Arguments)
+	}
+	var stop StopReason
+	switch finish {
+	case "stop":
+		stop = api.StopEndTurn
+	case "tool_calls", "function_call":
+		stop = api.StopToolUse
+	case "length":
+		stop = api.StopMaxTokens
+	case "content_filter":
+		stop = api.StopRefusal
+	default:
+		stop = api.StopUnknown
+	}
+	if a.refused && stop == api.StopEndTurn {
+		stop = api.StopRefusal
+	}
+	var u Usage
+	if usage != nil {
+		u.InputTokens, u.TotalInputTokens, u.OutputTokens = usage.PromptTokens, usage.PromptTokens, usage.CompletionTokens
+		if d := usage.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+			u.CacheReadInputTokens = d.CachedTokens
+			if usage.PromptTokens != nil {
+				u.InputTokens = i64(*usage.PromptTokens - *d.CachedTokens)
+			}
+		}
+		if d := usage.CompletionTokensDetails; d != nil {
+			u.ReasoningTokens = d.ReasoningTokens
+		}
+	}
+	return a.result(stop, u, c.t.limits)
+}
+
+// body builds the request body.
+func (c *openAIChat) body(req Request) (map[string]any, error) {
+	opts, err := options(dialectChat, req.Options, "temperature", "top_p", "stop", "seed", "frequency_penalty", "presence_penalty", "reasoning_effort")
+	if err != nil {
+		return nil, err
+	}
+	msgs := []map[string]any{}
+	if req.System != nil && *req.System != "" {
+		msgs = append(msgs, map[string]any{"role": "system", "content": *req.System})
+	}
+	for _, m := range req.Messages {
+		more, err := chatMessages(m)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, more...)
+	}
+	body := map[string]any{
+		"model":          c.model,
+		"messages":       msgs,
+		"stream":         true,
+		"stream_options": map[string]bool{"include_usage": true},
+	}
+	if len(req.Tools) > 0 {
+		tools := make([]map[string]any, 0, len(req.Tools))
+		for _, t := range req.Tools {
+			tools = append(tools, map[string]any{"type": "function", "function": map[string]any{
+				"name": t.Name, "description": t.Description, "parameters": toolSchema(t.InputSchema),
+			}})
+		}
+		body["tools"] = tools
+	}
+	if req.MaxOutputTokens != nil {
+		body["max_tokens"] = *req.MaxOutputTokens
+	}
+	if hasResponseFormat(req.ResponseFormat) {
+		rf := req.ResponseFormat
+		if name, schema, strict, ok := jsonSchemaFormat(rf); ok {
+			js := map[string]any{"name": orDefault(name, "response"), "schema": schema}
+			if strict != nil {
+				js["strict"] = *strict
+			}
+			b, _ := json.Marshal(map[string]any{"type": "json_schema", "json_schema": js})
+			rf = b
+		}
+		body["response_format"] = rf
+	}
+	for k, v := range opts {
+		body[k] = v
+	}
+	return body, nil
+}
+
+// chatMessages maps one Brain message to Chat Completions messages: tool
+// results become tool messages, in order, before the message's other
+// content.
+func chatMessages(m api.Message) ([]map[string]any, error) {
+	switch m.Role {
+	case api.RoleAssistant:
+		var text strings.Builder
+		var calls []map[string]any
+		for _, b := range m.Content {
+			switch b.Type {
+			case api.BlockText:
+				text.WriteString(b.Text)
+			case api.BlockToolUse:
+				args := string(b.Input)
+				if args == "" {
+					args = "{}"
+				}
+				calls = append(calls, map[string]any{"id": b.ID, "type": "function",
+					"function": map[string]string{"name": b.Name, "arguments": args}})
+			}
+		}
+		msg := map[string]any{"role": "assistant", "content": nil}
+		if text.Len() > 0 {
+			msg["content"] = text.String()
+		}
+		if len(calls) > 0 {
+			msg["tool_calls"] = calls
+		} else if text.Len() == 0 {
+			msg["content"] = ""
+		}
+		return []map[string]any{msg}, nil
+	case api.RoleUser, api.RoleDeveloper:
+		var out []map[string]any
+		var parts []map[string]any
+		onlyText := true
+		for _, b := range m.Content {
+			switch b.Type {
+			case api.BlockText:
+				parts = append(parts, map[string]any{"type": "text", "text": b.Text})
+			case api.BlockImage:
+				onlyText = false
+				parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": b.URL}})
+			case api.BlockFile:
+				return nil, fmt.Errorf("%w: openai_chat cannot send file blocks by URL", ErrInvalidRequest)
+			case api.BlockToolResult:
+				out = append(out, map[string]any{"role": "tool", "tool_call_id": b.ToolUseID, "content": toolResultText(b.Content)})
+				for _, md := range b.Media {
+					if md.Type != api.BlockImage {
+						return nil, fmt.Errorf("%w: openai_chat cannot send file blocks by URL", ErrInvalidRequest)
+					}
+					onlyText = false
+					parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": md.URL}})
+				}
+			case api.BlockToolUse:
+				return nil, fmt.Errorf("%w: tool_use in a %s message", ErrInvalidRequest, m.Role)
+			}
+		}
+		role := "user"
+		if m.Role == api.RoleDeveloper {
+			role = "system"
+			if !onlyText {
+				return nil, fmt.Errorf("%w: media in a developer message", ErrInvalidRequest)
+			}
+		}
+		switch {
+		case len(parts) == 0:
+		case onlyText:
+			var s strings.Builder
+			for _, p := range parts {
+				s.WriteString(p["text"].(string))
+			}
+			out = append(out, map[string]any{"role": role, "content": s.String()})
+		default:
+			out = append(out, map[string]any{"role": role, "content": parts})
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: role %q", ErrInvalidRequest, m.Role)
+}

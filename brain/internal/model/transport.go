@@ -1,0 +1,348 @@
+package model
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Provider error codes this package reports itself (the provider's own
+// codes are passed through).
+const (
+	CodeConnectionFailed = "connection_failed" // no answer arrived
+	CodeStreamTruncated  = "stream_truncated"  // the stream ended before its final event
+	CodeInvalidResponse  = "invalid_response"  // the answer does not follow the dialect
+	CodeResponseTooLarge = "response_too_large"
+)
+
+// errCallTimeout is the cause of a call that ran past Limits.Timeout.
+var errCallTimeout = fmt.Errorf("model: call exceeded its time bound: %w", context.DeadlineExceeded)
+
+// transport posts one streaming request and reads its server-sent events
+// within the limits. It never retries.
+type transport struct {
+	http   *http.Client
+	base   string
+	key    string
+	limits Limits
+}
+
+// redact removes the API key from s.
+func (t transport) redact(s string) string {
+	if t.key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, t.key, "[redacted]")
+}
+
+// stream posts body to path and hands every event to onEvent until it
+// reports done. It answers whether onEvent reported done before the stream
+// ended.
+func (t transport) stream(ctx context.Context, path string, header http.Header, body any, onEvent func(event string, data []byte) (done bool, err error)) (bool, error) {
+	if t.limits.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, t.limits.Timeout, errCallTimeout)
+		defer cancel()
+	}
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return false, fmt.Errorf("model: encode request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.base+path, bytes.NewReader(payload))
+	if err != nil {
+		return false, fmt.Errorf("model: %s", t.redact(err.Error()))
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := t.http.Do(req)
+	if err != nil {
+		return false, t.transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return false, t.statusError(resp)
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return false, &ProviderError{Code: CodeInvalidResponse, Message: fmt.Sprintf("status %d with Content-Type %q, want text/event-stream", resp.StatusCode, mt)}
+	}
+	r := &sseReader{r: bufio.NewReaderSize(&boundedReader{r: resp.Body, max: t.limits.MaxStreamBytes}, 32<<10), maxFrame: t.limits.MaxFrameBytes}
+	for {
+		ev, data, err := r.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return false, nil
+			}
+			return false, t.transportError(ctx, err)
+		}
+		done, err := onEvent(ev, data)
+		if err != nil || done {
+			return done, err
+		}
+	}
+}
+
+// transportError maps a failure to send or read: the context's cause when
+// it ended, a bound, else a retryable connection failure.
+func (t transport) transportError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("model: %w", context.Cause(ctx))
+	}
+	var pe *ProviderError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return &ProviderError{Code: CodeConnectionFailed, Message: t.redact(err.Error()), Retryable: true}
+}
+
+// statusError maps a non-2xx answer. Both OpenAI ({"error":{"message",
+// "type","code"}}) and Anthropic ({"type":"error","error":{"type",
+// "message"}}) put the error in an "error" object.
+func (t transport) statusError(resp *http.Response) error {
+	limit := t.limits.MaxErrorBytes
+	if limit <= 0 {
+		limit = 1 << 20
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
+	code, msg := parseErrorBody(raw)
+	if code == "" {
+		code = "http_" + strconv.Itoa(resp.StatusCode)
+	}
+	if msg == "" {
+		msg = strings.TrimSpace(string(raw))
+		if msg == "" {
+			msg = http.StatusText(resp.StatusCode)
+		}
+	}
+	return &ProviderError{
+		Code:      code,
+		Message:   t.redact(fmt.Sprintf("status %d: %s", resp.StatusCode, msg)),
+		Retryable: retryableStatus(resp.StatusCode),
+	}
+}
+
+// retryableStatus is the provider's verdict: rate limits, timeouts and
+// server errors (Anthropic's 529 overloaded included) may succeed later.
+func retryableStatus(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500
+}
+
+// parseErrorBody extracts the code and message of an error object.
+func parseErrorBody(raw []byte) (code, message string) {
+	var body struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(raw, &body) != nil || len(body.Error) == 0 {
+		return "", ""
+	}
+	return parseErrorObject(body.Error)
+}
+
+func parseErrorObject(raw json.RawMessage) (code, message string) {
+	var e struct {
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(raw, &e) != nil {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "", s
+		}
+		return "", ""
+	}
+	var c string
+	if json.Unmarshal(e.Code, &c) != nil || c == "" {
+		c = e.Type
+	}
+	return c, e.Message
+}
+
+// retryableCode is the verdict for an error reported inside a stream, where
+// there is no status: overload, rate limits and server errors.
+func retryableCode(code string) bool {
+	switch code {
+	case "overloaded_error", "api_error", "rate_limit_error", "rate_limit_exceeded",
+		"server_error", "internal_error", "service_unavailable", "timeout_error":
+		return true
+	}
+	return false
+}
+
+// boundedReader fails once more than max bytes were read (0: no bound).
+type boundedReader struct {
+	r        io.Reader
+	max, n   int64
+	exceeded bool
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.exceeded {
+		return 0, b.err()
+	}
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if b.max > 0 && b.n > b.max {
+		b.exceeded = true
+		return 0, b.err()
+	}
+	return n, err
+}
+
+func (b *boundedReader) err() error {
+	return &ProviderError{Code: CodeResponseTooLarge, Message: fmt.Sprintf("response stream exceeds %d bytes", b.max)}
+}
+
+// sseReader parses server-sent events: "event:" and "data:" fields, data
+// lines joined with "\n", comments ignored, a blank line dispatching.
+type sseReader struct {
+	r        *bufio.Reader
+	maxFrame int64
+}
+
+func (s *sseReader) next() (event string, data []byte, err error) {
+	var buf []byte
+	size, hasData := int64(0), false
+	for {
+		line, err := s.line(&size)
+		if err != nil {
+			if errors.Is(err, io.EOF) && hasData {
+				return event, buf, nil
+			}
+			return "", nil, err
+		}
+		if len(line) == 0 {
+			if hasData {
+				return event, buf, nil
+			}
+			event = ""
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "":
+			// comment
+		case "event":
+			event = string(value)
+		case "data":
+			if hasData {
+				buf = append(buf, '\n')
+			}
+			buf = append(buf, value...)
+			hasData = true
+		}
+	}
+}
+
+// line reads one line without its terminator, counting bytes toward the
+// frame bound.
+func (s *sseReader) line(size *int64) ([]byte, error) {
+	var out []byte
+	for {
+		chunk, err := s.r.ReadSlice('\n')
+		*size += int64(len(chunk))
+		if s.maxFrame > 0 && *size > s.maxFrame {
+			return nil, &ProviderError{Code: CodeResponseTooLarge, Message: fmt.Sprintf("a stream event exceeds %d bytes", s.maxFrame)}
+		}
+		out = append(out, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(out) > 0 {
+				return bytes.TrimRight(out, "\r\n"), nil
+			}
+			return nil, err
+		}
+		return bytes.TrimRight(out, "\r\n"), nil
+	}
+}
+
+// output accumulates a response within MaxOutputBytes and forwards live
+// deltas of at most MaxDeltaBytes.
+type output struct {
+	max, used int64
+	maxDelta  int64
+	onDelta   func(Delta)
+}
+
+func newOutput(l Limits, onDelta func(Delta)) *output {
+	return &output{max: l.MaxOutputBytes, maxDelta: l.MaxDeltaBytes, onDelta: onDelta}
+}
+
+// charge counts n bytes of output.
+func (o *output) charge(n int) error {
+	o.used += int64(n)
+	if o.max > 0 && o.used > o.max {
+		return &ProviderError{Code: CodeResponseTooLarge, Message: fmt.Sprintf("model output exceeds %d bytes", o.max)}
+	}
+	return nil
+}
+
+// text counts a text fragment and forwards it as deltas.
+func (o *output) text(s string) error {
+	if err := o.charge(len(s)); err != nil {
+		return err
+	}
+	if o.onDelta == nil {
+		return nil
+	}
+	for len(s) > 0 {
+		k := len(s)
+		if o.maxDelta > 0 && int64(k) > o.maxDelta {
+			k = int(o.maxDelta)
+			for k > 0 && !utf8.RuneStart(s[k]) {
+				k--
+			}
+			if k == 0 {
+				k = int(o.maxDelta)
+			}
+		}
+		o.onDelta(Delta{Text: s[:k]})
+		s = s[k:]
+	}
+	return nil
+}
+
+// invalid is a malformed stream event.
+func invalid(dialect, what string, err error) error {
+	msg := what
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	return &ProviderError{Code: CodeInvalidResponse, Message: dialect + ": " + msg}
+}
+
+// toolInput checks that a tool call's arguments are a JSON object and
+// answers them compacted; empty arguments are {}.
+func toolInput(name, args string) (json.RawMessage, error) {
+	if strings.TrimSpace(args) == "" {
+		return json.RawMessage(`{}`), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(args), &obj); err != nil {
+		return nil, invalidToolInput(name, err)
+	}
+	if obj == nil {
+		return nil, invalidToolInput(name, errors.New("null"))
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(args)); err != nil {
+		return nil, invalidToolInput(name, err)
+	}
+	return b.Bytes(), nil
+}
+
+func i64(v int64) *int64 { return &v }
