@@ -234,6 +234,8 @@ func (f *fixture) Methods() map[string]envsdk.Method {
 				}
 				return map[string]any{"released": json.RawMessage(input)}, nil
 			}},
+		"ctrl": {Description: "uses the operation's controller context", InputSchema: json.RawMessage(`{"type":"object"}`),
+			Run: func(c *envsdk.Ctx, input json.RawMessage) (any, error) { return f.useContext(c) }},
 		"inspect": {Description: "inspect", InputSchema: json.RawMessage(`{"type":"object"}`),
 			Run: func(c *envsdk.Ctx, input json.RawMessage) (any, error) {
 				return map[string]any{"binding": c.BindingKey(), "input": json.RawMessage(input)}, nil
@@ -284,6 +286,16 @@ func (f *fixture) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, e
 		_, denied := x.Invocation.Environments(ctx, envapi.ControlRequest{Operation: "call", Environment: ref, Method: "release", Input: json.RawMessage(`{}`)})
 		_, hidden := x.Invocation.Environments(ctx, envapi.ControlRequest{Operation: "get", Environment: &envapi.EnvironmentRef{Name: "other", Sequence: 1}})
 		return envsdk.Output(map[string]any{"list": list, "call": call, "denied": errString(denied), "hidden": errString(hidden)})
+	case "ctrl":
+		viaContext, err := c.Emit(c.Context(), "ctrl_progress", map[string]string{"via": "context"})
+		if err != nil {
+			return envapi.Receipt{}, err
+		}
+		viaCallback, err := x.Invocation.Emit(c.Context(), "tool_progress", map[string]string{"via": "callback"})
+		if err != nil {
+			return envapi.Receipt{}, err
+		}
+		return envsdk.Output(map[string]uint64{"context": viaContext, "callback": viaCallback})
 	case "emit":
 		if _, err := x.Invocation.Emit(c.Context(), "progress", map[string]any{"step": 1, "origin": map[string]any{"kind": "agentloop"}}); err != nil {
 			return envapi.Receipt{}, err
@@ -313,4 +325,25 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// useContext emits an event and an actionable observation and lists the
+// environments through the operation's controller context.
+func (f *fixture) useContext(c *envsdk.Ctx) (any, error) {
+	ctx := c.Context()
+	emitted, err := c.Emit(ctx, "ctrl_progress", map[string]any{"step": 1, "origin": map[string]any{"kind": "tool"}})
+	if err != nil {
+		return nil, err
+	}
+	observed, err := c.EmitResult(ctx, envapi.Observation{Scope: envapi.ScopeResource, Resource: "disk", Code: "lost", Message: "m"}, "the disk is gone")
+	if err != nil {
+		return nil, err
+	}
+	list, err := c.Environments(ctx, envapi.ControlRequest{Operation: "list"})
+	if err != nil {
+		return nil, err
+	}
+	_, denied := c.Environments(ctx, envapi.ControlRequest{Operation: "call", Environment: &envapi.EnvironmentRef{Name: c.Environment, Sequence: c.Binding.Sequence},
+		Method: "inspect", Input: json.RawMessage(`{}`)})
+	return map[string]any{"emitted": emitted, "observed": observed, "list": list, "denied": errString(denied)}, nil
 }

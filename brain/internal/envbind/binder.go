@@ -205,12 +205,21 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 		return envapi.Receipt{}, fmt.Errorf("environment %s: %w", op.Environment, err)
 	}
 	wire := op.Operation
+	callURL := b.cfg.PublicURL + "/v1/sessions/" + url.PathEscape(op.SessionID) + "/executions/" + strconv.FormatUint(op.Sequence, 10) + "/call"
 	if cb := wire.Request.Callback; cb != nil {
 		g := *cb
-		k := grantKey{op.SessionID, op.Sequence}
-		g.URL = b.cfg.PublicURL + "/v1/sessions/" + url.PathEscape(op.SessionID) + "/executions/" + strconv.FormatUint(op.Sequence, 10) + "/call"
+		k := grantKey{op.SessionID, op.Sequence, false}
+		g.URL = callURL
 		g.Token = b.grants.mint(k)
 		wire.Request.Callback = &g
+		b.watch(k)
+	}
+	if cg := wire.Context; cg != nil {
+		g := *cg
+		k := grantKey{op.SessionID, op.Sequence, true}
+		g.URL = callURL
+		g.Token = b.grants.mint(k)
+		wire.Context = &g
 		b.watch(k)
 	}
 	if wire.Binding != nil {
@@ -301,6 +310,14 @@ func scrub(err error) error {
 	return err
 }
 
+// lookup answers the services a grant key names.
+func lookup(e *session.Engine, k grantKey) (session.Services, error) {
+	if k.ctrl {
+		return e.Controller(k.session, k.seq)
+	}
+	return e.Execution(k.session, k.seq)
+}
+
 // watch revokes an execution's token when the engine closes the
 // execution (or the Binder closes).
 func (b *Binder) watch(k grantKey) {
@@ -308,7 +325,7 @@ func (b *Binder) watch(k grantKey) {
 	if e == nil {
 		return
 	}
-	svc, err := e.Execution(k.session, k.seq)
+	svc, err := lookup(e, k)
 	if err != nil {
 		b.grants.revoke(k)
 		return

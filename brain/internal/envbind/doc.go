@@ -44,6 +44,13 @@
 // digest, is revoked when the execution completes or is cancelled, and
 // does not survive a restart: afterwards every call with it is 401.
 //
+// Every operation also carries its own controller context grant
+// {url, token, methods: [environments, emit, result]}, served at the same
+// call route under the operation's sequence with a token of its own (for
+// an execute, distinct from the callback's): the engine's Controller for
+// that operation, bounded by the environment's grants, revoked when the
+// operation returns or is cancelled.
+//
 // Every operation carries the binding's reporter grant. Its token is an
 // HMAC-SHA256 of (session, environment, binding sequence) under a 32-byte
 // server key (Config.Key, or the file Config.KeyFile, created with mode

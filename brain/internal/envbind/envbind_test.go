@@ -121,9 +121,9 @@ func TestKeyFileAndReporterTokens(t *testing.T) {
 
 func TestGrants(t *testing.T) {
 	g := newGrants()
-	k := grantKey{"s", 3}
+	k := grantKey{"s", 3, false}
 	tok := g.mint(k)
-	if len(tok) < 40 || !g.check(k, tok) || g.check(k, tok+"x") || g.check(grantKey{"s", 4}, tok) {
+	if len(tok) < 40 || !g.check(k, tok) || g.check(k, tok+"x") || g.check(grantKey{"s", 4, false}, tok) || g.check(grantKey{"s", 3, true}, tok) {
 		t.Fatal("token check")
 	}
 	g.revoke(k)

@@ -93,7 +93,8 @@ func (b *Binder) engineOr503(w http.ResponseWriter) *session.Engine {
 
 // serveCall is POST /v1/sessions/{id}/executions/{sequence}/call: a
 // service call of an open execution, authenticated by its invocation
-// token.
+// token, or of the controller context of the environment operation
+// {sequence}, authenticated by the context's token.
 func (b *Binder) serveCall(w http.ResponseWriter, r *http.Request) {
 	id, rerr := pathSession(r)
 	if rerr != nil {
@@ -105,17 +106,24 @@ func (b *Binder) serveCall(w http.ResponseWriter, r *http.Request) {
 		unauthorized(w)
 		return
 	}
-	k := grantKey{id, seq}
+	k := grantKey{id, seq, false}
 	tok, ok := bearer(r)
-	if !ok || !b.grants.check(k, tok) {
+	if !ok {
 		unauthorized(w)
 		return
+	}
+	if !b.grants.check(k, tok) {
+		k.ctrl = true
+		if !b.grants.check(k, tok) {
+			unauthorized(w)
+			return
+		}
 	}
 	e := b.engineOr503(w)
 	if e == nil {
 		return
 	}
-	svc, err := e.Execution(id, seq)
+	svc, err := lookup(e, k)
 	if err != nil {
 		b.grants.revoke(k)
 		unauthorized(w)

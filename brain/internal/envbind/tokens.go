@@ -98,10 +98,13 @@ func equalTokens(a, b string) bool {
 	return subtle.ConstantTimeCompare(x[:], y[:]) == 1
 }
 
-// grantKey names one execution.
+// grantKey names one execution, or with ctrl the controller context of
+// one environment operation (both are served at the operation's sequence;
+// their tokens tell them apart).
 type grantKey struct {
 	session string
 	seq     uint64
+	ctrl    bool
 }
 
 // grants holds the digests of live invocation tokens.

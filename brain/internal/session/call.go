@@ -133,6 +133,9 @@ func (x *execution) call(ctx context.Context, method string, input json.RawMessa
 	case envapi.MethodEnvironments:
 		return x.Environments(ctx, input)
 	case envapi.MethodResult:
+		if x.ctrl != nil {
+			return seqOut(x.observe(ctx, input))
+		}
 		var o api.Outcome
 		if err := decode(&o); err != nil {
 			return nil, err

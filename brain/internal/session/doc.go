@@ -23,7 +23,10 @@
 //
 // Environment reports (Engine.Report) commit with environment origin; an
 // actionable result (output_emitted) wakes the loop like a finished
-// background tool, a diagnostic does not.
+// background tool, a diagnostic does not. Every environment operation also
+// opens a controller context (Engine.Controller: environments, emit,
+// result) with the same origin, bounded by the environment's own grants
+// and closed when the operation returns or is cancelled.
 //
 // # Environments
 //

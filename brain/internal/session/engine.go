@@ -52,6 +52,7 @@ type sess struct {
 	act       *activation
 	tools     map[uint64]*toolCall
 	execs     map[uint64]*execution
+	ctrls     map[uint64]*execution // controller contexts of environment operations
 	waiters   map[uint64]chan turnResult
 	wake      *time.Timer
 	idle      *time.Timer

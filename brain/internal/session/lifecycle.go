@@ -231,10 +231,11 @@ func (s *sess) envOpErrLocked(ctx context.Context, name string, req envapi.Reque
 	if err != nil {
 		return envapi.Receipt{}, 0, err
 	}
-	op := s.operationLocked(ctx, decl, binding, seq, req)
+	op := s.operationLocked(ctx, decl, binding, seq, req, nil)
 	s.mu.Unlock()
 	receipt, derr := deliver(context.WithoutCancel(ctx), s.e.cfg.Environments, op)
 	s.mu.Lock()
+	s.closeControllerLocked(seq)
 	if derr != nil {
 		f := failed(prefix+"_failed", api.Failure{Code: api.FailureUnknown, Message: derr.Error(), Ambiguous: true, Sequence: seq})
 		if errors.Is(derr, ErrInvalidReceipt) {
@@ -287,8 +288,10 @@ func (s *sess) declLocked(name string) (api.Environment, uint64) {
 	return env, binding
 }
 
-// operationLocked builds the operation delivered for a started record.
-func (s *sess) operationLocked(ctx context.Context, decl api.Environment, binding, seq uint64, req envapi.Request) Operation {
+// operationLocked builds the operation delivered for a started record and
+// opens its controller context (charging b, or a budget of its own); the
+// caller closes the context when the operation returns or is cancelled.
+func (s *sess) operationLocked(ctx context.Context, decl api.Environment, binding, seq uint64, req envapi.Request, b *budget) Operation {
 	// An instance uses the credential its template was authorised with;
 	// it can never bring its own.
 	owner, template := decl.Name, ""
@@ -310,6 +313,7 @@ func (s *sess) operationLocked(ctx context.Context, decl api.Environment, bindin
 			Binding:       &envapi.EnvironmentRef{Name: decl.Name, Sequence: binding},
 			Configuration: decl.Configuration,
 			Template:      template,
+			Context:       s.openControllerLocked(ctx, decl, binding, seq, b),
 		},
 		Declaration: decl,
 		Credential:  cred,

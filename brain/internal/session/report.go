@@ -60,13 +60,7 @@ func (e *Engine) Report(ctx context.Context, id string, binding api.EnvironmentR
 		if err != nil {
 			return 0, err
 		}
-		x := rec(api.KindOutputEmitted, outputEmitted{Environment: binding.Name, Output: out})
-		x.Origin = origin
-		seq, err := s.commitLocked(x)
-		if err == nil {
-			s.scheduleWakeLocked()
-		}
-		return seq, err
+		return s.observeLocked(binding, out)
 	}
 	return 0, fmt.Errorf("%w: report type %q", ErrInvalid, r.Type)
 }

@@ -40,11 +40,14 @@ type Services interface {
 
 // execution is one open agentloop activation or tool call.
 type execution struct {
-	s      *sess
-	seq    uint64 // activation_started or tool_call_started
-	loop   bool
-	act    *activation // the activation (loop) or the one that started the tool
-	tool   *toolCall
+	s    *sess
+	seq  uint64 // activation_started or tool_call_started
+	loop bool
+	act  *activation // the activation (loop) or the one that started the tool
+	tool *toolCall
+	// ctrl is the binding of an environment operation's controller
+	// context (nil for loops and tools).
+	ctrl   *api.EnvironmentRef
 	budget *budget
 	ctx    context.Context
 	origin *api.EventOrigin
@@ -103,6 +106,9 @@ type Closer interface {
 
 // Methods lists the granted methods.
 func (x *execution) Methods() []string {
+	if x.ctrl != nil {
+		return envapi.ContextMethods()
+	}
 	if x.loop {
 		return envapi.AgentloopMethods()
 	}
@@ -285,6 +291,9 @@ func (x *execution) commitTool(r journal.Record) (uint64, error) {
 	defer s.mu.Unlock()
 	if x.tool != nil && x.tool.closed {
 		return 0, fmt.Errorf("%w: tool %d finished", ErrExecutionClosed, x.seq)
+	}
+	if err := x.openLocked(); err != nil {
+		return 0, err
 	}
 	seq, err := s.commitLocked(r)
 	if err != nil {

@@ -203,7 +203,7 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	grant := &envapi.Grant{Methods: envapi.ToolMethods()}
 	placement, _ := s.placementLocked(tool, c.Environment)
 	op := s.operationLocked(tctx, decl, binding, seq,
-		envapi.Execute(placement.Implementation, c.Input, deadlineMs, grant))
+		envapi.Execute(placement.Implementation, c.Input, deadlineMs, grant), act.budget)
 	t.executing = true
 	s.e.wg.Add(1)
 	go func() {
@@ -231,6 +231,7 @@ func (s *sess) placementLocked(tool *api.Tool, env string) (api.Placement, bool)
 func (s *sess) onReceipt(t *toolCall, r envapi.Receipt, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closeControllerLocked(t.seq)
 	t.executing = false
 	if t.closed {
 		t.cancel(nil)
@@ -310,6 +311,8 @@ func (s *sess) toolStopped(t *toolCall) {
 		s.mu.Unlock()
 		return
 	}
+	// The execute is stopped: its controller context closes.
+	s.closeControllerLocked(t.seq)
 	cause := context.Cause(t.x.ctx)
 	if errors.Is(cause, ErrTimeout) {
 		s.closeToolLocked(t, envapi.Outcome{Status: envapi.StatusTimeout})
@@ -323,7 +326,7 @@ func (s *sess) toolStopped(t *toolCall) {
 		s.mu.Unlock()
 		return
 	}
-	op := s.operationLocked(s.e.base, decl, binding, cancelSeq, envapi.Cancel(t.seq))
+	op := s.operationLocked(s.e.base, decl, binding, cancelSeq, envapi.Cancel(t.seq), nil)
 	s.e.wg.Add(1)
 	s.inflight++
 	s.mu.Unlock()
@@ -334,6 +337,7 @@ func (s *sess) toolStopped(t *toolCall) {
 	stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closeControllerLocked(cancelSeq)
 	switch {
 	case errors.Is(err, ErrInvalidReceipt):
 		_, _ = s.commitLocked(failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: err.Error(), Ambiguous: true, Sequence: cancelSeq}))
