@@ -1,0 +1,74 @@
+// Command environment is a custom environment/v1 provider written with
+// envsdk: a key-value "notes" environment. Every binding owns a notebook,
+// allocated lazily on first use, with the tools
+//
+//	put  {"key", "value"} → {"key", "revision"}   (posts the diagnostic "notes.changed")
+//	get  {"key"}          → {"key", "found", "value"?}
+//	list {}               → {"keys"}
+//	wait {"ms"}           → {"waited_ms"}          (honours deadlines and cancel)
+//
+// named by the placement implementation {"tool": NAME}, and the methods
+// "stats" and "report" (an availability observation through the binding's
+// reporter).
+//
+// Run it and route Brain to it:
+//
+//	go run ./examples/environment --listen 127.0.0.1:8090 --token s3cret
+//	echo '{"notes":{"endpoint":"http://127.0.0.1:8090","api_key":"s3cret"}}' > routes.json
+//	go run ./brain/cmd/brain serve --environment-routes-file routes.json
+//
+// then declare {"name":"notes","driver":"brain","configuration":{"driver":"notes"}}
+// in a session's environments and place tools on it (see main_test.go).
+// The token may also come from NOTES_TOKEN. Check it with the conformance
+// suite: go test ./examples/environment -run Conformance.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/brain-in-go/brain/envsdk"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "environment:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves the notes environment until ctx ends.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("environment", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:8090", "address to listen on")
+	token := fs.String("token", os.Getenv("NOTES_TOKEN"), "bearer token Brain must present (NOTES_TOKEN)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *token == "" {
+		return errors.New("a token is required (--token or NOTES_TOKEN)")
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	h := envsdk.NewHandler(newNotes(log), &envsdk.Options{Token: *token, Logger: log})
+	fmt.Fprintf(stdout, "notes environment serving on http://%s\n", ln.Addr())
+	if err := envsdk.Serve(ctx, ln, h); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/client"
+	"github.com/brain-in-go/brain/conformance"
+	"github.com/brain-in-go/brain/envsdk"
+)
+
+// TestConformance runs the environment/v1 conformance suite against the
+// notes environment, declaring what it supports: cancel, lazy allocation,
+// methods and the reporter. Turn-end release and restart are not
+// supported (notes live in memory).
+func TestConformance(t *testing.T) {
+	const token = "notes-conformance"
+	conformance.Run(t, func(t *testing.T) conformance.Target {
+		h := envsdk.NewHandler(newNotes(nil), &envsdk.Options{Token: token})
+		return conformance.Target{
+			BaseURL:            conformance.ServeHandler(t, h),
+			Token:              token,
+			SetupConfiguration: json.RawMessage(`{"label":"conformance"}`),
+			Executes: map[string]conformance.Descriptor{
+				conformance.RoleEcho: {Implementation: tool("get"), Input: json.RawMessage(`{"key":"absent"}`),
+					Check: equalJSON(`{"key":"absent","found":false}`)},
+				conformance.RoleSleep: {Implementation: tool("wait"), Input: json.RawMessage(`{"ms":3000}`), Runs: 3 * time.Second},
+				conformance.RoleWrite: {Implementation: tool("put"), Input: json.RawMessage(`{"key":"k","value":"v1"}`)},
+				conformance.RoleRead: {Implementation: tool("get"), Input: json.RawMessage(`{"key":"k"}`),
+					Check: equalJSON(`{"key":"k","found":true,"value":"v1"}`)},
+				conformance.RoleUnsupported: {Implementation: tool("teleport"), Input: json.RawMessage(`{}`)},
+			},
+			Capabilities: conformance.Capabilities{
+				Cancel:         true,
+				LazyAllocation: true,
+				Methods:        map[string]json.RawMessage{"stats": json.RawMessage(`{}`)},
+				Reporter:       &conformance.ReporterTrigger{Call: "report"},
+			},
+		}
+	}, &conformance.Options{Expect: []string{conformance.CapCancel, conformance.CapLazyAllocation, conformance.CapMethods, conformance.CapReporter}})
+}
+
+func tool(name string) json.RawMessage { return json.RawMessage(`{"tool":"` + name + `"}`) }
+
+func equalJSON(want string) func(json.RawMessage) error {
+	return func(got json.RawMessage) error {
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			return err
+		}
+		_ = json.Unmarshal([]byte(want), &w)
+		gb, _ := json.Marshal(g)
+		wb, _ := json.Marshal(w)
+		if !bytes.Equal(gb, wb) {
+			return fmt.Errorf("output %s, want %s", gb, wb)
+		}
+		return nil
+	}
+}
+
+// TestRun starts the command's server and checks it authenticates.
+func TestRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--token", "tok"}, out, &syncBuffer{}) }()
+	url := waitLine(t, out, "notes environment serving on ")
+	resp, err := http.Post(url+"/v1/operations", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("unauthenticated request: %d", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), nil, out, &syncBuffer{}); err == nil {
+		t.Error("run without a token succeeded")
+	}
+}
+
+// TestThroughBrain drives the environment through a real Brain: the
+// brain binary, built here, serves on a free port with a routes file that
+// names this environment "notes"; a session places put and get on it and
+// the scripted model calls them.
+func TestThroughBrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs brain serve")
+	}
+	const envToken = "notes-route-token"
+	h := envsdk.NewHandler(newNotes(nil), &envsdk.Options{Token: envToken})
+	envURL := conformance.ServeHandler(t, h)
+	dir := t.TempDir()
+	routes := filepath.Join(dir, "routes.json")
+	if err := os.WriteFile(routes, []byte(`{"notes":{"endpoint":"`+envURL+`","api_key":"`+envToken+`"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	brainURL := startBrain(t, dir, "--environment-routes-file", routes)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.New(brainURL, &client.Options{Token: brainToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	place := func(name, desc, schema string) api.Tool {
+		return api.Tool{Name: name, Description: desc, InputSchema: json.RawMessage(schema),
+			Placements: map[string]api.Placement{"notes": {Implementation: tool(name)}}}
+	}
+	s, err := c.Sessions.Create(ctx, api.CreateSessionRequest{
+		Model: api.ModelConfig{Provider: "scripted", Name: "demo"},
+		Environments: []api.Environment{{Name: "notes", Driver: api.DriverBrain,
+			Configuration: json.RawMessage(`{"driver":"notes","label":"example"}`)}},
+		Tools: []api.Tool{
+			place("put", "Store a note", `{"type":"object","required":["key","value"],"properties":{"key":{"type":"string"},"value":{"type":"string"}}}`),
+			place("get", "Read a note", `{"type":"object","required":["key"],"properties":{"key":{"type":"string"}}}`),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Summary.Status != api.StatusIdle {
+		t.Fatalf("session %s after create", s.Summary.Status)
+	}
+	send := func(script string) {
+		t.Helper()
+		if _, err := s.Send(ctx, api.UserInput{Message: script}); err != nil {
+			t.Fatalf("send %s: %v", script, err)
+		}
+	}
+	send(`{"tool_calls":[{"name":"put","input":{"key":"greeting","value":"hello from notes"}}],"reply":"stored"}`)
+	send(`{"tool_calls":[{"name":"get","input":{"key":"greeting"}}]}`)
+
+	tr, err := s.Transcript(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := tr.Messages[len(tr.Messages)-1]
+	if last.Role != api.RoleAssistant || !strings.Contains(last.Text(), "hello from notes") || !strings.Contains(last.Text(), `"found":true`) {
+		t.Fatalf("last message %+v", last)
+	}
+	var changed, ended int
+	for ev, err := range s.Events(ctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.EventType {
+		case ChangedEvent:
+			changed++
+			if ev.Origin == nil || ev.Origin.Kind != api.OriginEnvironment {
+				t.Errorf("notes.changed origin %+v", ev.Origin)
+			}
+		case api.KindToolCallEnded:
+			ended++
+		}
+	}
+	if changed != 1 || ended != 2 {
+		t.Fatalf("%d notes.changed diagnostics and %d tool_call_ended, want 1 and 2", changed, ended)
+	}
+}
+
+const brainToken = "example-operator-token"
+
+// startBrain builds the brain binary and runs "brain serve" on a free
+// loopback port over a data directory under dir; it stops with the test.
+func startBrain(t *testing.T, dir string, extra ...string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "brain")
+	build := exec.Command("go", "build", "-o", bin, "github.com/brain-in-go/brain/brain/cmd/brain")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build brain: %v\n%s", err, out)
+	}
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
+		"--token", brainToken, "--no-workspace"}, extra...)
+	cmd := exec.Command(bin, args...)
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		waited := make(chan error, 1)
+		go func() { waited <- cmd.Wait() }()
+		select {
+		case <-waited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-waited
+		}
+		if t.Failed() {
+			t.Logf("brain serve stderr:\n%s", stderr.String())
+		}
+	})
+	return waitLine(t, stdout, "Brain is serving on ")
+}
+
+// waitLine waits for a line starting with prefix in out and returns the
+// rest of it.
+func waitLine(t *testing.T, out *syncBuffer, prefix string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		sc := bufio.NewScanner(strings.NewReader(out.String()))
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+				return strings.TrimSpace(rest)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no line %q in output:\n%s", prefix, out.String())
+	return ""
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
