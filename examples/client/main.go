@@ -1,0 +1,211 @@
+// Command client is a small program built on brain/client: it creates a
+// session, sends one message, streams the session's events (live model
+// output included) while the turn runs, and prints the transcript.
+//
+// Start Brain, then run the client against it:
+//
+//	go run ./brain/cmd/brain serve            # prints the URL and the token
+//	BRAIN_TOKEN=... go run ./examples/client --message "hello"
+//
+// With the scripted model (the default) the message may be a script, e.g.
+// --message '{"reply":"streamed words arrive live","stream":true,"delay_ms":200}'.
+// For a hosted model pass --provider openai|openai_chat|anthropic,
+// --model NAME and --api-key KEY (or BRAIN_MODEL_API_KEY). --end ends the
+// session afterwards.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/client"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "client:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	url, token, provider, model, apiKey, message, system string
+	end                                                  bool
+	timeout                                              time.Duration
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("client", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.url, "url", envOr("BRAIN_URL", "http://127.0.0.1:8080"), "Brain's base URL (BRAIN_URL)")
+	fs.StringVar(&o.token, "token", os.Getenv("BRAIN_TOKEN"), "Brain's bearer token (BRAIN_TOKEN)")
+	fs.StringVar(&o.provider, "provider", "scripted", "model provider: scripted, openai, openai_chat or anthropic")
+	fs.StringVar(&o.model, "model", "demo", "model name")
+	fs.StringVar(&o.apiKey, "api-key", os.Getenv("BRAIN_MODEL_API_KEY"), "the model provider's API key (BRAIN_MODEL_API_KEY)")
+	fs.StringVar(&o.message, "message", "hello", "the message to send")
+	fs.StringVar(&o.system, "system", "", "the session's system prompt")
+	fs.BoolVar(&o.end, "end", false, "end the session afterwards")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return o, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// run creates a session, runs one turn while printing its events, and
+// prints the transcript.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	c, err := client.New(o.url, &client.Options{Token: o.token})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	s, err := c.Sessions.Create(ctx, api.CreateSessionRequest{
+		Model:  api.ModelConfig{Provider: o.provider, Name: o.model, APIKey: o.apiKey},
+		System: o.system,
+	})
+	if err != nil {
+		return fmt.Errorf("create session: %w", err)
+	}
+	fmt.Fprintf(stdout, "session %s (%s)\n", s.ID, s.Summary.Status)
+
+	// Follow the session's events from the start. The first event proves
+	// the stream is connected, so the turn is submitted only then and no
+	// live output is missed.
+	followCtx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	events := make(chan api.Event)
+	followErr := make(chan error, 1)
+	go func() {
+		defer close(events)
+		for ev, err := range s.Events(followCtx, 0, client.Follow(), client.LiveFrames()) {
+			if err != nil {
+				followErr <- err
+				return
+			}
+			select {
+			case events <- ev:
+			case <-followCtx.Done():
+				return
+			}
+		}
+	}()
+	var receipt client.Receipt
+	submitted, live := false, false
+	for {
+		var ev api.Event
+		var ok bool
+		select {
+		case ev, ok = <-events:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		if !ok {
+			select {
+			case err := <-followErr:
+				return fmt.Errorf("events: %w", err)
+			default:
+				return errors.New("the event stream ended before the turn did")
+			}
+		}
+		if ev.Sequence == 0 && ev.EventType == api.LiveModelOutput {
+			var frame struct {
+				Delta string `json:"delta"`
+			}
+			if json.Unmarshal(ev.Data, &frame) == nil {
+				if !live {
+					fmt.Fprint(stdout, "  live: ")
+					live = true
+				}
+				fmt.Fprint(stdout, frame.Delta)
+			}
+			continue
+		}
+		if live {
+			fmt.Fprintln(stdout)
+			live = false
+		}
+		fmt.Fprintf(stdout, "  [%d] %s\n", ev.Sequence, ev.EventType)
+		if !submitted {
+			submitted = true
+			if receipt, err = s.Submit(ctx, api.UserInput{Message: o.message}); err != nil {
+				return fmt.Errorf("submit: %w", err)
+			}
+			fmt.Fprintf(stdout, "> %s\n", o.message)
+			continue
+		}
+		if ev.Sequence > receipt.Sequence && (ev.EventType == api.KindTurnEnded || ev.EventType == api.KindTurnFailed) {
+			if ev.EventType == api.KindTurnFailed {
+				fmt.Fprintf(stdout, "turn failed: %s\n", ev.Data)
+			}
+			break
+		}
+	}
+	stopFollow()
+
+	tr, err := s.Transcript(ctx)
+	if err != nil {
+		return fmt.Errorf("transcript: %w", err)
+	}
+	fmt.Fprintln(stdout, "transcript:")
+	for _, m := range tr.Messages {
+		for _, b := range m.Content {
+			fmt.Fprintf(stdout, "  %s: %s\n", m.Role, describe(b))
+		}
+	}
+	if o.end {
+		sum, err := s.End(ctx)
+		if err != nil {
+			return fmt.Errorf("end: %w", err)
+		}
+		fmt.Fprintf(stdout, "session %s\n", sum.Status)
+	}
+	return nil
+}
+
+// describe renders one content block on a line.
+func describe(b api.ContentBlock) string {
+	switch b.Type {
+	case api.BlockText:
+		return b.Text
+	case api.BlockToolUse:
+		return fmt.Sprintf("[tool_use %s %s %s]", b.ID, b.Name, b.Input)
+	case api.BlockToolResult:
+		return fmt.Sprintf("[tool_result %s %s]", b.ToolUseID, b.Content)
+	case api.BlockImage, api.BlockFile:
+		return fmt.Sprintf("[%s %s]", b.Type, b.URL)
+	case api.BlockNative:
+		return fmt.Sprintf("[native %s, %d bytes]", b.Format, len(b.Data))
+	}
+	return "[" + strings.TrimSpace(b.Type) + "]"
+}
