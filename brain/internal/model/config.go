@@ -111,6 +111,10 @@ type Config struct {
 	AnthropicBaseURL string
 	// Limits bound every call.
 	Limits Limits
+	// DefaultAPIKeys are the operator's keys by provider name, used when a
+	// session pins no api_key of its own (e.g. from OPENAI_API_KEY or
+	// ANTHROPIC_API_KEY). Empty: such a session sends no credential.
+	DefaultAPIKeys map[string]string
 	// HTTPClient sends the requests; nil builds one whose dialer honours
 	// Limits.ConnectTimeout. Its own Timeout should be zero: calls are
 	// bounded by Limits.Timeout and the caller's context.
@@ -118,9 +122,9 @@ type Config struct {
 }
 
 // New returns the providers of cfg: scripted, openai, openai_chat and
-// anthropic. Each client uses the session's API key (spec.APIKey) and model
-// name (spec.Name); an empty key sends no credential, which suits local
-// servers. A base URL must be http or https without user information.
+// anthropic. Each client uses the session's API key (spec.APIKey, else
+// Config.DefaultAPIKeys) and model name (spec.Name); no key sends no
+// credential, which suits local servers. A base URL must be http or https without user information.
 func New(cfg Config) (Providers, error) {
 	openaiBase, err := baseURL("OpenAIBaseURL", cfg.OpenAIBaseURL, DefaultOpenAIBaseURL)
 	if err != nil {
@@ -136,7 +140,11 @@ func New(cfg Config) (Providers, error) {
 		hc = newHTTPClient(limits.ConnectTimeout)
 	}
 	tr := func(spec Spec, base string) transport {
-		return transport{http: hc, base: base, key: spec.APIKey, limits: limits}
+		key := spec.APIKey
+		if key == "" {
+			key = cfg.DefaultAPIKeys[spec.Provider]
+		}
+		return transport{http: hc, base: base, key: key, limits: limits}
 	}
 	p := Default()
 	p[ProviderOpenAI] = func(spec Spec) (Client, error) {

@@ -330,3 +330,23 @@ func TestChatLocalServerQuirks(t *testing.T) {
 		t.Fatalf("file block: %v", err)
 	}
 }
+
+// TestDefaultAPIKeys: the operator's key serves sessions without one, and a
+// session's own key wins.
+func TestDefaultAPIKeys(t *testing.T) {
+	f := newFake(t)
+	p, err := New(Config{AnthropicBaseURL: f.srv.URL + "/v1", DefaultAPIKeys: map[string]string{ProviderAnthropic: "operator-key-123"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.set(sse(renderAnthropic(turn{text: []string{"ok"}, stop: api.StopEndTurn})))
+	for _, tc := range []struct{ session, want string }{{"", "operator-key-123"}, {"session-key-456", "session-key-456"}} {
+		c, _ := p.Open(Spec{Provider: ProviderAnthropic, Name: "m", APIKey: tc.session})
+		if _, err := c.Call(context.Background(), Request{Messages: []api.Message{api.UserMessage(api.UserInput{Message: "x"})}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.last(t).Header.Get("X-Api-Key"); got != tc.want {
+			t.Errorf("x-api-key %q, want %q", got, tc.want)
+		}
+	}
+}
