@@ -37,14 +37,15 @@ type fixture struct {
 	t   *testing.T
 	URL string
 
-	mu      sync.Mutex
-	ops     []received
-	changed chan struct{} // closed and replaced on every new operation
-	gates   map[string]chan struct{}
-	fails   map[string]int // remaining failures per lifecycle kind
-	later   chan error     // results of finishes made after return
-	tokens  []string       // callback tokens seen
-	stop    func()         // stops serving: later connections are refused
+	mu        sync.Mutex
+	ops       []received
+	changed   chan struct{} // closed and replaced on every new operation
+	gates     map[string]chan struct{}
+	fails     map[string]int // remaining failures per lifecycle kind
+	later     chan error     // results of finishes made after return
+	eventRuns int            // event-triggered activations of runLoop
+	tokens    []string       // callback tokens seen
+	stop      func()         // stops serving: later connections are refused
 }
 
 func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureAt(t, "127.0.0.1:0") }
@@ -286,6 +287,8 @@ func (f *fixture) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, e
 		_, denied := x.Invocation.Environments(ctx, envapi.ControlRequest{Operation: "call", Environment: ref, Method: "release", Input: json.RawMessage(`{}`)})
 		_, hidden := x.Invocation.Environments(ctx, envapi.ControlRequest{Operation: "get", Environment: &envapi.EnvironmentRef{Name: "other", Sequence: 1}})
 		return envsdk.Output(map[string]any{"list": list, "call": call, "denied": errString(denied), "hidden": errString(hidden)})
+	case "agentloop":
+		return f.runLoop(c, x)
 	case "ctrl":
 		viaContext, err := c.Emit(c.Context(), "ctrl_progress", map[string]string{"via": "context"})
 		if err != nil {

@@ -19,7 +19,13 @@
 // of tools that returned without finishing wake the loop later through an
 // event-triggered activation (activation_* only), coalesced for 5 ms.
 // The loop and tools reach Brain through one service table (Services); the
-// HTTP callback endpoint and the Wasm host expose the same table.
+// HTTP callback endpoint and the Wasm host expose the same table. An
+// agentloop whose environment names an environment delivered over
+// environment/v1 (driver "http" or a route) and whose implementation is not
+// the built-in loop is remote: each activation is one execute on that
+// environment carrying the TurnInput, the agentloop methods as a fresh
+// callback grant and the turn's remaining time as deadline; its result
+// receipt's output is the TurnOutput {result?}.
 //
 // Environment reports (Engine.Report) commit with environment origin; an
 // actionable result (output_emitted) wakes the loop like a finished

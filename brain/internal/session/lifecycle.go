@@ -27,8 +27,12 @@ func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionReque
 	if len(req.Agentloop.Implementation) == 0 {
 		req.Agentloop.Implementation = json.RawMessage(`{"type":"brain_builtin","name":"default"}`)
 	}
-	if _, err := e.loop(req.Agentloop); err != nil {
-		return bad("agentloop: %v", err)
+	// A remote loop's implementation is opaque to Brain; any other is
+	// resolved now.
+	if remoteLoop(&req) == "" {
+		if _, err := e.loop(req.Agentloop); err != nil {
+			return bad("agentloop: %v", err)
+		}
 	}
 	if req.Tools == nil {
 		req.Tools = []api.Tool{}

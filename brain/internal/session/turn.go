@@ -147,9 +147,13 @@ func (s *sess) startLocked(input *api.UserInput) (uint64, error) {
 // run executes an activation and commits its end.
 func (s *sess) run(a *activation) {
 	defer s.e.wg.Done()
-	in, loop, err := s.prepare(a)
+	in, loop, remote, err := s.prepare(a)
 	var out api.TurnOutput
-	if err == nil {
+	switch {
+	case err != nil:
+	case remote != "":
+		out, err = s.runRemote(a, in, remote)
+	default:
 		out, err = callLoop(a.ctx, loop, a.exec, in)
 	}
 	if err == nil && a.ctx.Err() != nil {
@@ -173,14 +177,19 @@ func callLoop(ctx context.Context, loop agentloop.Func, svc agentloop.Services, 
 	return loop(ctx, svc, in)
 }
 
-// prepare builds the activation's input.
-func (s *sess) prepare(a *activation) (api.TurnInput, agentloop.Func, error) {
+// prepare builds the activation's input and resolves the in-process loop,
+// or names the environment of a remote one.
+func (s *sess) prepare(a *activation) (api.TurnInput, agentloop.Func, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	conf := s.st.Config
-	loop, err := s.e.loop(conf.Agentloop)
-	if err != nil {
-		return api.TurnInput{}, nil, err
+	remote := remoteLoop(conf)
+	var loop agentloop.Func
+	if remote == "" {
+		var err error
+		if loop, err = s.e.loop(conf.Agentloop); err != nil {
+			return api.TurnInput{}, nil, "", err
+		}
 	}
 	kv := make(map[string]json.RawMessage, len(s.st.KV))
 	for k, v := range s.st.KV {
@@ -206,7 +215,7 @@ func (s *sess) prepare(a *activation) (api.TurnInput, agentloop.Func, error) {
 			in.Events = append(in.Events, ev)
 		}
 	}
-	return in, loop, nil
+	return in, loop, remote, nil
 }
 
 func activationTools(tools []api.Tool) []api.ActivationTool {

@@ -1,0 +1,271 @@
+package environments
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain"
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// runLoop is a remote agentloop written with envsdk. A turn reads and
+// writes kv, calls the model, dispatches the tools the model asks for,
+// calls the model again with their results and saves the transcript; its
+// result lists what it observed. The message "fail" fails the execute,
+// "hang" waits to be cancelled. The first event-triggered activation
+// fails; later ones succeed and report how many events they got.
+func (f *fixture) runLoop(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
+	ctx := c.Context()
+	inv := x.Invocation
+	var in api.TurnInput
+	if err := json.Unmarshal(x.Input, &in); err != nil {
+		return envapi.Receipt{}, envsdk.Fail(envapi.CodeInvalidInput, err.Error())
+	}
+	if in.Input == nil {
+		f.mu.Lock()
+		f.eventRuns++
+		first := f.eventRuns == 1
+		f.mu.Unlock()
+		if first {
+			return envapi.Receipt{}, envsdk.Fail("loop_refused", "the first event activation fails")
+		}
+		return envsdk.Output(map[string]any{"result": map[string]any{"events": len(in.Events)}})
+	}
+	switch in.Input.Message {
+	case "fail":
+		return envapi.Receipt{}, envsdk.Fail("loop_broke", "scripted loop failure")
+	case "hang":
+		<-ctx.Done()
+		return envapi.Receipt{}, context.Cause(ctx)
+	}
+	var steps []string
+	read := func() error {
+		v, found, err := inv.KVRead(ctx, "a")
+		if err != nil {
+			return err
+		}
+		steps = append(steps, fmt.Sprintf("read %v %s", found, v))
+		return nil
+	}
+	if err := read(); err != nil {
+		return envapi.Receipt{}, err
+	}
+	if _, err := inv.KVPut(ctx, "a", nil); err != nil {
+		return envapi.Receipt{}, err
+	}
+	if err := read(); err != nil {
+		return envapi.Receipt{}, err
+	}
+	msgs := append(in.Transcript, api.UserMessage(*in.Input))
+	var res api.ModelResult
+	for round := 0; ; round++ {
+		raw, err := inv.Model(ctx, api.ModelRequest{Messages: msgs})
+		if err != nil {
+			return envapi.Receipt{}, err
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return envapi.Receipt{}, err
+		}
+		msgs = append(msgs, res.Message)
+		var calls []envapi.ToolInvocation
+		for _, b := range res.Message.Content {
+			if b.Type == api.BlockToolUse {
+				calls = append(calls, envapi.ToolInvocation{CallID: b.ID, Name: b.Name, Environment: "box", Input: b.Input})
+			}
+		}
+		if len(calls) == 0 || round > 0 {
+			break
+		}
+		returns, err := inv.Dispatch(ctx, calls)
+		if err != nil {
+			return envapi.Receipt{}, err
+		}
+		var results []api.ContentBlock
+		for _, r := range returns {
+			steps = append(steps, fmt.Sprintf("tool %s finished %v", r.CallID, r.Finished))
+			content, _ := json.Marshal(r)
+			results = append(results, api.ToolResultBlock(r.CallID, content, false))
+		}
+		msgs = append(msgs, api.Message{Role: api.RoleUser, Content: results})
+	}
+	if _, err := inv.SetTranscript(ctx, msgs); err != nil {
+		return envapi.Receipt{}, err
+	}
+	if _, err := inv.KVDelete(ctx, "a"); err != nil {
+		return envapi.Receipt{}, err
+	}
+	if err := read(); err != nil {
+		return envapi.Receipt{}, err
+	}
+	return envsdk.Output(map[string]any{"result": map[string]any{"steps": steps, "reply": res.Message.Text()}})
+}
+
+// TestRemoteAgentloop: an agentloop on an http environment runs as an
+// execute per activation with the agentloop callback grant (case 50 over
+// HTTP included).
+func TestRemoteAgentloop(t *testing.T) {
+	dir := t.TempDir()
+	b := openBrain(t, dir, brain.Limits{MaxTurn: time.Minute})
+	c := newClient(t, b.URL)
+	f := newFixture(t)
+	id := c.create(api.CreateSessionRequest{
+		Agentloop:    &api.Agentloop{Implementation: json.RawMessage(`{"kind":"agentloop"}`), Environment: "agent"},
+		Environments: []api.Environment{f.env("agent", nil), f.env("box", nil)},
+		Tools:        []api.Tool{tool("echo", "box", "echo")},
+	}).SessionID
+
+	status, body := c.send(id, script(map[string]any{"tool_calls": []map[string]any{{"name": "echo", "input": map[string]int{"n": 7}}}, "reply": "all done"}))
+	if status != http.StatusOK {
+		t.Fatalf("send: %d %s", status, body)
+	}
+	execs := f.received(envapi.RequestExecute)
+	if len(execs) != 2 {
+		t.Fatalf("%d executes, want the loop's and the tool's", len(execs))
+	}
+	loop := execs[0].Cmd.Operation
+	evs := c.events(id)
+	act := find(evs, api.KindActivationStarted)[0]
+	req := loop.Request
+	if loop.Environment != "agent" || loop.Sequence != act.Sequence || string(req.Implementation) != `{"kind":"agentloop"}` ||
+		req.Callback == nil || !reflect.DeepEqual(req.Callback.Methods, envapi.AgentloopMethods()) ||
+		req.DeadlineMs == nil || *req.DeadlineMs <= 0 || *req.DeadlineMs > 60000 {
+		t.Fatalf("loop execute %+v", loop)
+	}
+	if !strings.HasSuffix(req.Callback.URL, "/executions/"+jsonNum(act.Sequence)+"/call") {
+		t.Errorf("callback url %s", req.Callback.URL)
+	}
+	ended := find(evs, api.KindTurnEnded)
+	var result struct {
+		Steps []string `json:"steps"`
+		Reply string   `json:"reply"`
+	}
+	if len(ended) != 1 {
+		t.Fatalf("events %s", kinds(evs))
+	}
+	if err := json.Unmarshal(field[json.RawMessage](t, ended[0], "result"), &result); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"read false ", "read true null", "tool call_1 finished true", "read false "}
+	if !reflect.DeepEqual(result.Steps, want) || result.Reply != "all done" {
+		t.Errorf("loop saw %q reply %q, want %q", result.Steps, result.Reply, want)
+	}
+	if n := len(find(evs, api.KindModelCallStarted)); n != 2 {
+		t.Errorf("%d model calls", n)
+	}
+	if started := find(evs, api.KindToolCallStarted); len(started) != 1 || execs[1].Cmd.Operation.Sequence != started[0].Sequence {
+		t.Errorf("tool dispatch: %s", kinds(evs))
+	}
+	var tr api.SessionTranscript
+	c.must(http.StatusOK, http.MethodGet, "/v1/sessions/"+id+"/transcript", nil, &tr)
+	if len(tr.Messages) != 4 || tr.Messages[3].Text() != "all done" {
+		t.Errorf("saved transcript %+v", tr.Messages)
+	}
+	// The callback ended with its activation.
+	if status, _ := callGrant(t, req.Callback, "kv_read", "a"); status != http.StatusUnauthorized {
+		t.Errorf("callback after the activation: %d, want 401", status)
+	}
+
+	// A failing execute fails the turn as agentloop_failed.
+	status, body = c.send(id, "fail")
+	if status == http.StatusOK || !strings.Contains(string(body), api.FailureAgentloopFailed) {
+		t.Fatalf("failing loop: %d %s", status, body)
+	}
+	if tf := find(c.events(id), api.KindTurnFailed); len(tf) != 1 || field[string](t, tf[0], "code") != api.FailureAgentloopFailed {
+		t.Fatalf("turn_failed %+v", tf)
+	}
+
+	// Cancel abandons the execute and revokes its callback.
+	turn := c.submit(id, "hang")
+	hang := f.waitFor(envapi.RequestExecute, 4)[3].Cmd.Operation
+	if hang.Request.Callback.Token == req.Callback.Token {
+		t.Error("a callback token was reused")
+	}
+	c.must(http.StatusNoContent, http.MethodPost, "/v1/sessions/"+id+"/cancel", nil, nil)
+	tf := c.waitEvent(id, withData(api.KindTurnFailed, "sequence", turn))
+	if code := field[string](t, tf, "code"); code != api.FailureCancelled {
+		t.Errorf("cancelled remote turn failed with %q", code)
+	}
+	if status, _ := callGrant(t, hang.Request.Callback, "kv_read", "a"); status != http.StatusUnauthorized {
+		t.Errorf("callback of a cancelled activation: %d, want 401", status)
+	}
+
+	// An actionable observation wakes the loop; the failed activation
+	// leaves the batch pending and the next one gets it again.
+	rep := f.received(envapi.RequestSetup)[0].Cmd.Operation.Reporter
+	obs := reportGrant(t, rep, map[string]any{"type": "result", "output": map[string]any{
+		"observation": map[string]any{"scope": "resource", "resource": "r", "code": "lost", "message": "m"}}})
+	c.waitEvent(id, func(ev api.Event) bool { return ev.EventType == api.KindActivationEnded && ev.Sequence > obs })
+	var eventRuns []envapi.Operation
+	for _, r := range f.received(envapi.RequestExecute) {
+		var in api.TurnInput
+		_ = json.Unmarshal(r.Cmd.Operation.Request.Input, &in)
+		if r.Cmd.Operation.Environment == "agent" && in.Input == nil {
+			eventRuns = append(eventRuns, r.Cmd.Operation)
+			if len(in.Events) != 1 || in.Events[0].Sequence != obs {
+				t.Errorf("event activation %d got events %+v, want [%d]", r.Cmd.Operation.Sequence, in.Events, obs)
+			}
+		}
+	}
+	if len(eventRuns) != 2 {
+		t.Fatalf("%d event activations, want a failed one and its retry", len(eventRuns))
+	}
+	evs = c.events(id)
+	if n := len(find(evs, api.KindActivationFailed)); n != 3 {
+		t.Errorf("%d activation_failed (fail, cancel, first event run), want 3: %s", n, kinds(evs))
+	}
+
+	// case 50: the kv history stays in the journal.
+	b.close()
+	store, err := journal.OpenFileStore(filepath.Join(dir, "sessions"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	recs, err := store.Read(context.Background(), id, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kv []string
+	for _, r := range recs {
+		if r.Kind == api.KindKVSet || r.Kind == api.KindKVDelete {
+			kv = append(kv, r.Kind+" "+string(r.Data))
+		}
+	}
+	if want := []string{`kv_set {"key":"a","value":null}`, `kv_delete {"key":"a"}`}; !reflect.DeepEqual(kv, want) {
+		t.Errorf("kv history %q, want %q", kv, want)
+	}
+}
+
+// reportGrant POSTs a report to a reporter grant and answers its sequence.
+func reportGrant(t *testing.T, g *envapi.Grant, body any) uint64 {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, err := http.NewRequest(http.MethodPost, g.URL, strings.NewReader(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+g.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Sequence uint64 `json:"sequence"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&out) != nil {
+		t.Fatalf("report: %d", resp.StatusCode)
+	}
+	return out.Sequence
+}
