@@ -204,11 +204,14 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 	if err != nil {
 		f := api.Failure{Code: api.CodeModelProviderFailed, Message: err.Error(), Sequence: seq}
 		var pe *model.ProviderError
+		var oe *model.OutputError
 		switch {
 		case errors.Is(err, ErrCancelled) || errors.Is(err, context.Canceled):
 			f.Code = api.FailureCancelled
 		case errors.Is(err, ErrTimeout) || errors.Is(err, context.DeadlineExceeded):
 			f.Code = api.FailureTimeout
+		case errors.As(err, &oe):
+			f.Code = oe.Code
 		case errors.As(err, &pe):
 			f.Retryable = pe.Retryable
 			f.Details, _ = json.Marshal(map[string]string{"provider_code": pe.Code})
