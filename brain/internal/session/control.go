@@ -44,6 +44,10 @@ func (e *EnvironmentError) Error() string {
 type controller struct {
 	bounded bool
 	grants  []api.EnvironmentGrant
+	// own is the environment the calling extension runs on (a tool's
+	// placement, a controller context's environment); it may not replace
+	// it, nor the agentloop's bootstrap environment.
+	own string
 }
 
 // allows reports whether the caller holds perm on env (a grant naming an
@@ -130,7 +134,20 @@ func (x *execution) Environments(ctx context.Context, raw json.RawMessage) (json
 	if s.st == nil {
 		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
 	}
-	return s.controlLocked(ctx, controller{bounded: true, grants: x.grants}, req)
+	return s.controlLocked(ctx, controller{bounded: true, grants: x.grants, own: x.ownEnvLocked()}, req)
+}
+
+// ownEnvLocked answers the environment the execution runs on.
+func (x *execution) ownEnvLocked() string {
+	switch {
+	case x.ctrl != nil:
+		return x.ctrl.Name
+	case x.tool != nil:
+		return x.tool.env
+	case x.s.st.Config.Agentloop != nil:
+		return x.s.st.Config.Agentloop.Environment
+	}
+	return ""
 }
 
 // currentLocked answers the state of the binding ref names, refusing a
@@ -385,6 +402,11 @@ func (s *sess) callLocked(ctx context.Context, c controller, ref api.Environment
 			return nil, fmt.Errorf("%w: environment %s declares no method %q", ErrInvalid, ref.Name, method)
 		}
 		spec = &m
+		if m.Effect == "replace" {
+			if err := s.canReplaceLocked(c, ref.Name, method); err != nil {
+				return nil, err
+			}
+		}
 		if schema, err := s.e.schemas.get(m.InputSchema); err == nil {
 			if err := schema.Validate(input); err != nil {
 				return nil, fmt.Errorf("%w: input of %s: %v", ErrInvalid, method, err)
@@ -410,6 +432,13 @@ func (s *sess) callLocked(ctx context.Context, c controller, ref api.Environment
 		out = receipt.Data
 	}
 	out = orNullJSON(out)
+	if spec != nil && spec.Effect == "replace" {
+		// The environment is a new incarnation: old references and the
+		// old reporter stop working.
+		if _, err := s.commitLocked(rec(kindEnvironmentReplaced, envUpdated{Environment: ref})); err != nil {
+			return nil, err
+		}
+	}
 	if spec != nil && len(spec.OutputSchema) > 0 {
 		if schema, err := s.e.schemas.get(spec.OutputSchema); err == nil {
 			if err := schema.Validate(out); err != nil {
@@ -418,6 +447,26 @@ func (s *sess) callLocked(ctx context.Context, c controller, ref api.Environment
 		}
 	}
 	return out, nil
+}
+
+// canReplaceLocked refuses a method with effect "replace" unless the
+// session's execution is idle (no activation, no tool) and, for an
+// extension, the environment is neither its own nor the agentloop's
+// bootstrap environment.
+func (s *sess) canReplaceLocked(c controller, env, method string) error {
+	if c.bounded {
+		boot := ""
+		if a := s.st.Config.Agentloop; a != nil {
+			boot = a.Environment
+		}
+		if env == c.own || env == boot {
+			return fmt.Errorf("%w: %s replaces environment %s, which an extension cannot replace from inside it (its own or the agentloop's)", ErrNotGranted, method, env)
+		}
+	}
+	if s.act != nil || len(s.tools) > 0 {
+		return fmt.Errorf("%w: %s replaces environment %s and needs idle execution (an activation or a tool is running)", ErrWrongState, method, env)
+	}
+	return nil
 }
 
 // receiptError converts a failure or unknown receipt to an

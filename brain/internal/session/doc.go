@@ -50,7 +50,12 @@
 // requests (list, get, create from a template, setup, update before the
 // first setup, delete, call), the service bounded by the caller's
 // EnvironmentGrants; instances are recorded as private
-// _environment_created / _updated / _deleted records. An Environments
+// _environment_created / _updated / _deleted records. A method declared
+// with effect "replace" runs only while no activation or tool runs
+// (conflict otherwise); an extension may not replace its own environment
+// or the agentloop's bootstrap environment; a successful replace records
+// _environment_replaced, whose sequence is the binding's new incarnation
+// (old references and the old reporter stop working). An Environments
 // error wrapping ErrInvalidReceipt makes the outcome unknown without
 // recording environment_unreachable. The Services that Engine.Execution
 // answers implement Closer, whose Done channel closes when the execution's

@@ -44,6 +44,9 @@ const (
 	kindEnvironmentCreated = "_environment_created"
 	kindEnvironmentUpdated = "_environment_updated"
 	kindEnvironmentDeleted = "_environment_deleted"
+	// kindEnvironmentReplaced starts a new incarnation of a binding after
+	// a method with effect "replace": its sequence is the new binding.
+	kindEnvironmentReplaced = "_environment_replaced"
 )
 
 // Environment binding states.
@@ -178,6 +181,15 @@ func (st *state) apply(r journal.Record) error {
 		}
 		if e := st.Envs[u.Environment.Name]; e != nil && e.Binding == u.Environment.Sequence {
 			e.Configuration = u.Configuration
+		}
+	case kindEnvironmentReplaced:
+		var u envUpdated
+		if err := json.Unmarshal(r.Data, &u); err != nil {
+			return fmt.Errorf("session: record %d: %w", r.Sequence, err)
+		}
+		if e := st.Envs[u.Environment.Name]; e != nil && e.Binding == u.Environment.Sequence {
+			e.Binding = r.Sequence
+			e.Availability, e.Observation, e.ObservedAtMs = "", nil, 0
 		}
 	case kindEnvironmentDeleted:
 		var u envUpdated
