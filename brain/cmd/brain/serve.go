@@ -21,6 +21,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/internal/datadir"
+	"github.com/brain-in-go/brain/brain/internal/model"
 )
 
 const serveUsage = `usage: brain serve [flags]
@@ -28,10 +29,13 @@ const serveUsage = `usage: brain serve [flags]
 Runs the Brain session server. Every flag has an environment variable; a
 flag given on the command line wins.
 
-Models: this build has the offline scripted model only (provider
-"scripted"): a message answers "echo: <text>", or follows a JSON script
-({"reply", "tool_calls", "delay_ms", "fail", "stream"}). OPENAI_API_KEY,
-ANTHROPIC_API_KEY and BRAIN_OPENAI_BASE_URL are not used yet.
+Models: a session names its model as {"provider", "name", "api_key"?}.
+Providers: "openai" (Responses API), "openai_chat" (Chat Completions, for
+local servers: point --openai-base-url at them), "anthropic" (Messages API)
+and the offline "scripted" model, whose message answers "echo: <text>" or
+follows a JSON script ({"reply", "tool_calls", "delay_ms", "fail",
+"stream"}). A session without an api_key uses OPENAI_API_KEY or
+ANTHROPIC_API_KEY from Brain's environment.
 
 Authentication: without BRAIN_API_TOKEN a token is generated, saved to
 <data dir>/operator.token (mode 0600) and required. --no-auth serves without
@@ -53,6 +57,11 @@ type serveFlags struct {
 	retentionSecs, maxEmitted, maxRequestBytes  int64
 	heartbeatSecs                               int64
 	idleTTLSet                                  bool
+
+	openAIBaseURL, anthropicBaseURL               string
+	maxModelOutput, maxModelDelta, maxModelStream int64
+	maxModelFrame, maxModelError                  int64
+	maxModelSecs, maxModelConnectSecs             int64
 
 	envBaseURL, envAPIKey, envRoutesFile string
 	maxEnvResponseBytes, maxEnvSecs      int64
@@ -100,6 +109,15 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	i64(&backlog, "max-live-backlog", "BRAIN_MAX_LIVE_BACKLOG", 1024, "records an event stream may lag before it ends, at least 1")
 	i64(&f.heartbeatSecs, "heartbeat-secs", "BRAIN_SSE_HEARTBEAT_SECS", 15, "comment interval of idle event streams in seconds")
 	f.maxModelCalls, f.maxLiveBacklog = int(calls), int(backlog)
+	str(&f.openAIBaseURL, "openai-base-url", "BRAIN_OPENAI_BASE_URL", "", "base URL of the openai and openai_chat providers (default the hosted API)")
+	str(&f.anthropicBaseURL, "anthropic-base-url", "BRAIN_ANTHROPIC_BASE_URL", "", "base URL of the anthropic provider (default the hosted API)")
+	i64(&f.maxModelOutput, "max-model-output-bytes", "BRAIN_MAX_MODEL_OUTPUT_BYTES", 4<<20, "largest assembled model answer in bytes")
+	i64(&f.maxModelDelta, "max-model-delta-bytes", "BRAIN_MAX_MODEL_DELTA_BYTES", 64<<10, "largest live model delta in bytes")
+	i64(&f.maxModelStream, "max-model-stream-bytes", "BRAIN_MAX_MODEL_STREAM_BYTES", 32<<20, "largest model response stream in bytes")
+	i64(&f.maxModelFrame, "max-model-frame-bytes", "BRAIN_MAX_MODEL_FRAME_BYTES", 256<<10, "largest model stream event in bytes")
+	i64(&f.maxModelError, "max-model-error-bytes", "BRAIN_MAX_MODEL_ERROR_BYTES", 16<<10, "largest model error body read in bytes")
+	i64(&f.maxModelSecs, "max-model-secs", "BRAIN_MAX_MODEL_SECS", 120, "longest model call in seconds")
+	i64(&f.maxModelConnectSecs, "max-model-connect-secs", "BRAIN_MAX_MODEL_CONNECT_SECS", 10, "longest connect to a model provider in seconds")
 	str(&f.envBaseURL, "environment-base-url", "BRAIN_ENVIRONMENT_BASE_URL", "", "default environment route: provider base URL (default: the built-in workspace)")
 	str(&f.envAPIKey, "environment-api-key", "BRAIN_ENVIRONMENT_API_KEY", "", "credential of the default environment route")
 	str(&f.envRoutesFile, "environment-routes-file", "BRAIN_ENVIRONMENT_ROUTES_FILE", "", `JSON file mapping driver names to {"endpoint", "api_key"?}`)
@@ -236,6 +254,25 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 		publicURL = url
 	}
 	cfg.PublicURL = publicURL
+	models, err := model.New(model.Config{
+		OpenAIBaseURL:    f.openAIBaseURL,
+		AnthropicBaseURL: f.anthropicBaseURL,
+		DefaultAPIKeys: map[string]string{
+			"openai": os.Getenv("OPENAI_API_KEY"), "openai_chat": os.Getenv("OPENAI_API_KEY"),
+			"anthropic": os.Getenv("ANTHROPIC_API_KEY"),
+		},
+		Limits: model.Limits{
+			MaxOutputBytes: f.maxModelOutput, MaxDeltaBytes: f.maxModelDelta, MaxStreamBytes: f.maxModelStream,
+			MaxFrameBytes: f.maxModelFrame, MaxErrorBytes: f.maxModelError,
+			Timeout:        time.Duration(f.maxModelSecs) * time.Second,
+			ConnectTimeout: time.Duration(f.maxModelConnectSecs) * time.Second,
+		},
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "brain serve: %v\n", err)
+		return 1
+	}
+	cfg.Models = models
 	envs, err := newEnvironments(f, publicURL, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "brain serve: %v\n", err)
@@ -279,7 +316,7 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	printBanner(stdout, url, f, token, generated, tokenPath)
-	log.Info("serving", "url", url, "data_dir", f.dataDir, "model", "scripted", "auth", token != "")
+	log.Info("serving", "url", url, "data_dir", f.dataDir, "auth", token != "")
 
 	signals := 0
 	select {
@@ -345,7 +382,7 @@ func durationOrNoLimit(secs int64) time.Duration {
 func printBanner(w io.Writer, url string, f *serveFlags, token string, generated bool, tokenPath string) {
 	fmt.Fprintf(w, "Brain is serving on %s\n", url)
 	fmt.Fprintf(w, "data directory: %s\n", f.dataDir)
-	fmt.Fprintln(w, `model: scripted (offline; this build has no OpenAI or Anthropic client yet)`)
+	fmt.Fprintln(w, `models: scripted (offline), openai, openai_chat, anthropic`)
 	auth := ""
 	switch {
 	case token == "":
