@@ -1,0 +1,241 @@
+// Package agentlooptest builds Go agentloops to WebAssembly and runs them
+// in tests: it admits a module into the same Wasm host the server uses and
+// runs turns through a real session engine with a file journal in a
+// temporary directory and the scripted model.
+//
+//	module := agentlooptest.Build(t, ".")      // GOOS=wasip1, cached per test binary
+//	e := agentlooptest.Start(t)
+//	id := e.Admit(t, module)
+//	sid := e.Create(t, id, nil)
+//	e.Send(t, sid, "hello")
+//	e.Transcript(t, sid) // the saved conversation
+package agentlooptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/loophost"
+	"github.com/brain-in-go/brain/brain/internal/session"
+)
+
+// BuildFlags are the go build flags of a reproducible guest build (with
+// GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 and an empty GOFLAGS, GOWASM and
+// GOEXPERIMENT).
+var BuildFlags = []string{"-trimpath", "-buildvcs=false", "-buildmode=c-shared", "-ldflags=-buildid="}
+
+// BuildCommand answers the command that builds the Go package in dir to
+// the Wasm module out.
+func BuildCommand(ctx context.Context, dir, out string) *exec.Cmd {
+	args := append([]string{"build"}, BuildFlags...)
+	args = append(args, "-o", out, ".")
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=", "GOWASM=", "GOEXPERIMENT=")
+	return cmd
+}
+
+var (
+	buildMu sync.Mutex
+	builds  = map[string][]byte{}
+)
+
+// Build builds the Go guest package in dir (see BuildCommand) and answers
+// the module bytes. Builds are cached for the life of the test binary.
+func Build(t testing.TB, dir string) []byte {
+	t.Helper()
+	b, err := BuildModule(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// BuildModule is Build without a testing.TB.
+func BuildModule(ctx context.Context, dir string) ([]byte, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("agentlooptest: %w", err)
+	}
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if b, ok := builds[abs]; ok {
+		return b, nil
+	}
+	tmp, err := os.MkdirTemp("", "agentlooptest-")
+	if err != nil {
+		return nil, fmt.Errorf("agentlooptest: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, "loop.wasm")
+	cmd := BuildCommand(ctx, abs, out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("agentlooptest: %v in %s: %w\n%s", cmd.Args, abs, err, stderr.Bytes())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return nil, fmt.Errorf("agentlooptest: %w", err)
+	}
+	builds[abs] = b
+	return b, nil
+}
+
+// Engine is a session engine whose sessions may run admitted Wasm loops.
+type Engine struct {
+	dir    string
+	host   *loophost.Host
+	store  *journal.FileStore
+	engine *session.Engine
+}
+
+// Start opens an engine over a temporary directory; it is closed when the
+// test ends.
+func Start(t testing.TB) *Engine {
+	t.Helper()
+	e := &Engine{dir: t.TempDir()}
+	e.open(t)
+	t.Cleanup(func() { e.close(t) })
+	return e
+}
+
+func (e *Engine) open(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	host, err := loophost.Open(ctx, loophost.Options{Dir: filepath.Join(e.dir, "agentloops")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := journal.OpenFileStore(filepath.Join(e.dir, "sessions"), nil)
+	if err != nil {
+		_ = host.Close(ctx)
+		t.Fatal(err)
+	}
+	eng, err := session.New(session.Config{Store: store, Loops: host.Resolve})
+	if err != nil {
+		_ = store.Close()
+		_ = host.Close(ctx)
+		t.Fatal(err)
+	}
+	e.host, e.store, e.engine = host, store, eng
+}
+
+func (e *Engine) close(t testing.TB) {
+	t.Helper()
+	if e.engine == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.engine.Close(ctx); err != nil {
+		t.Error(err)
+	}
+	if err := e.store.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := e.host.Close(ctx); err != nil {
+		t.Error(err)
+	}
+	e.engine = nil
+}
+
+// Restart closes the engine and opens it again over the same directory:
+// sessions and admitted modules are read back from disk.
+func (e *Engine) Restart(t testing.TB) {
+	t.Helper()
+	e.close(t)
+	e.open(t)
+}
+
+// Admit admits module and answers its AgentloopId; it fails the test when
+// the module is rejected.
+func (e *Engine) Admit(t testing.TB, module []byte) string {
+	t.Helper()
+	a, err := e.host.Admit(context.Background(), module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Status != loophost.StatusAdmitted {
+		t.Fatalf("agentloop %s: %s: %v", a.ID, a.Status, a.Error)
+	}
+	return a.ID
+}
+
+// Create creates a session (scripted model, no tools or environments)
+// whose agentloop is the admitted module id with configuration.
+func (e *Engine) Create(t testing.TB, id string, configuration json.RawMessage) string {
+	t.Helper()
+	impl, _ := json.Marshal(map[string]string{"type": loophost.ImplementationComponent, "entrypoint": "turn", "id": id})
+	sum, err := e.engine.Create(context.Background(), "", api.CreateSessionRequest{
+		Model:     api.ModelConfig{Provider: "scripted", Name: "scripted"},
+		Agentloop: &api.Agentloop{Implementation: impl, Configuration: configuration},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum.SessionID
+}
+
+// Send runs a turn and answers its summary, or the *session.TurnError of
+// a failed turn.
+func (e *Engine) Send(ctx context.Context, sessionID, message string) (api.SessionSummary, error) {
+	return e.engine.Send(ctx, sessionID, api.UserInput{Message: message})
+}
+
+// Transcript answers the saved conversation of a session.
+func (e *Engine) Transcript(t testing.TB, sessionID string) []api.Message {
+	t.Helper()
+	tr, err := e.engine.Transcript(context.Background(), sessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Messages
+}
+
+// Events answers every public event of a session.
+func (e *Engine) Events(t testing.TB, sessionID string) []api.Event {
+	t.Helper()
+	var all []api.Event
+	var after uint64
+	for {
+		page, err := e.engine.Events(context.Background(), sessionID, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, page.Events...)
+		if len(page.Events) == 0 || page.NextCursor == after {
+			return all
+		}
+		after = page.NextCursor
+	}
+}
+
+// Result answers the result of the session's last ended turn.
+func (e *Engine) Result(t testing.TB, sessionID string) json.RawMessage {
+	t.Helper()
+	events := e.Events(t, sessionID)
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].EventType == api.KindTurnEnded {
+			var d struct {
+				Result json.RawMessage `json:"result"`
+			}
+			if err := json.Unmarshal(events[i].Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			return d.Result
+		}
+	}
+	t.Fatalf("session %s has no ended turn", sessionID)
+	return nil
+}

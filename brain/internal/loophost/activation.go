@@ -1,0 +1,402 @@
+package loophost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/brain-in-go/brain/brain/agentloop"
+	brainapi "github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// serviceMethods are the service functions of the host module.
+var serviceMethods = []string{
+	envapi.MethodModel, envapi.MethodDispatch, envapi.MethodEmit, envapi.MethodTelemetry,
+	envapi.MethodEvents, envapi.MethodSetTranscript, envapi.MethodKVRead, envapi.MethodKVPut,
+	envapi.MethodKVDelete, envapi.MethodEnvironments,
+}
+
+// hostSignatures are the parameter and result types of the host module's
+// functions.
+var hostSignatures = func() map[string][2][]api.ValueType {
+	m := map[string][2][]api.ValueType{
+		agentloop.HostAnswer: {{i32, i32}, {i32}},
+	}
+	for _, name := range serviceMethods {
+		m[name] = [2][]api.ValueType{{i32, i32}, {i64}}
+	}
+	return m
+}()
+
+// Service answer status (the high 32 bits of a service function's result).
+const (
+	statusOK     = 0
+	statusFailed = 1
+)
+
+// maxErrorMessage bounds the message of a failure answered to the guest.
+const maxErrorMessage = 4096
+
+// maxStderrInError bounds the stderr head added to a failed activation's
+// error.
+const maxStderrInError = 2048
+
+// activationKey carries the running activation in the context the host
+// functions receive.
+type activationKey struct{}
+
+// activation is the host side of one running activation.
+type activation struct {
+	svc     agentloop.Services
+	pending []byte  // the answer of the last service call
+	errs    []error // failed service calls; a failure's ref is index+1
+	stdout  *capture
+	stderr  *capture
+}
+
+func (h *Host) instantiateHostModule(ctx context.Context) error {
+	b := h.rt.NewHostModuleBuilder(agentloop.HostModule)
+	for _, name := range serviceMethods {
+		b.NewFunctionBuilder().
+			WithGoModuleFunction(serviceFunc(name), []api.ValueType{i32, i32}, []api.ValueType{i64}).
+			WithParameterNames("ptr", "len").
+			Export(name)
+	}
+	b.NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(answerFunc), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("ptr", "len").
+		Export(agentloop.HostAnswer)
+	if _, err := b.Instantiate(ctx); err != nil {
+		return fmt.Errorf("loophost: host module: %w", err)
+	}
+	return nil
+}
+
+// serviceFunc is the host function of one service method.
+func serviceFunc(method string) api.GoModuleFunc {
+	return func(ctx context.Context, mod api.Module, stack []uint64) {
+		a, _ := ctx.Value(activationKey{}).(*activation)
+		if a == nil {
+			panic(fmt.Errorf("brain.%s called outside an activation", method))
+		}
+		in, ok := mod.Memory().Read(uint32(stack[0]), uint32(stack[1]))
+		if !ok {
+			panic(fmt.Errorf("brain.%s: input %d+%d is outside guest memory", method, uint32(stack[0]), uint32(stack[1])))
+		}
+		out, err := a.call(ctx, method, in)
+		status := uint64(statusOK)
+		if err != nil {
+			a.errs = append(a.errs, err)
+			out = hostError(err, uint32(len(a.errs)))
+			status = statusFailed
+		}
+		a.pending = out
+		stack[0] = status<<32 | uint64(uint32(len(out)))
+	}
+}
+
+// answerFunc copies the pending answer into guest memory.
+func answerFunc(ctx context.Context, mod api.Module, stack []uint64) {
+	a, _ := ctx.Value(activationKey{}).(*activation)
+	if a == nil {
+		panic(errors.New("brain.answer called outside an activation"))
+	}
+	ptr, n := uint32(stack[0]), uint32(stack[1])
+	out := a.pending
+	if uint32(len(out)) < n {
+		n = uint32(len(out))
+	}
+	if !mod.Memory().Write(ptr, out[:n]) {
+		panic(fmt.Errorf("brain.answer: %d+%d is outside guest memory", ptr, n))
+	}
+	a.pending = nil
+	stack[0] = uint64(n)
+}
+
+// hostError encodes a failed service call for the guest.
+func hostError(err error, ref uint32) []byte {
+	e := session.APIError(err)
+	msg := e.Message
+	if len(msg) > maxErrorMessage {
+		msg = msg[:maxErrorMessage]
+	}
+	b, merr := json.Marshal(agentloop.HostError{Code: e.Code, Message: msg, Retryable: e.Retryable, Details: e.Details, Ref: ref})
+	if merr != nil {
+		b, _ = json.Marshal(agentloop.HostError{Code: brainapi.CodeInternal, Message: merr.Error(), Ref: ref})
+	}
+	return b
+}
+
+// call runs one service call: the same inputs and outputs as the callback
+// API's ExecutionCall.
+func (a *activation) call(ctx context.Context, method string, in []byte) (json.RawMessage, error) {
+	if len(in) == 0 {
+		in = []byte("null")
+	}
+	decode := func(v any) error {
+		if err := json.Unmarshal(in, v); err != nil {
+			return fmt.Errorf("%w: %s input: %v", session.ErrInvalid, method, err)
+		}
+		return nil
+	}
+	seqOut := func(seq uint64, err error) (json.RawMessage, error) {
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(seq)
+	}
+	svc := a.svc
+	switch method {
+	case envapi.MethodModel:
+		var req brainapi.ModelRequest
+		if err := decode(&req); err != nil {
+			return nil, err
+		}
+		res, err := svc.Model(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(res)
+	case envapi.MethodDispatch:
+		var calls []brainapi.ToolInvocation
+		if err := decode(&calls); err != nil {
+			return nil, err
+		}
+		out, err := svc.Dispatch(ctx, calls)
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = []brainapi.ToolReturn{}
+		}
+		return json.Marshal(out)
+	case envapi.MethodEmit:
+		var e brainapi.EmitInput
+		if err := decode(&e); err != nil {
+			return nil, err
+		}
+		return seqOut(svc.Emit(ctx, e.EventType, e.Data))
+	case envapi.MethodTelemetry:
+		if err := svc.Telemetry(ctx, bytes.Clone(in)); err != nil {
+			return nil, err
+		}
+		return json.RawMessage("null"), nil
+	case envapi.MethodEvents:
+		var after uint64
+		if err := decode(&after); err != nil {
+			return nil, err
+		}
+		page, err := svc.Events(ctx, after)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(page)
+	case envapi.MethodSetTranscript:
+		var msgs []brainapi.Message
+		if err := decode(&msgs); err != nil {
+			return nil, err
+		}
+		return seqOut(svc.SetTranscript(ctx, msgs))
+	case envapi.MethodKVRead:
+		var key string
+		if err := decode(&key); err != nil {
+			return nil, err
+		}
+		v, ok, err := svc.KVRead(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return json.RawMessage("{}"), nil
+		}
+		if v == nil {
+			v = json.RawMessage("null")
+		}
+		return json.Marshal(brainapi.KVReadResult{Value: v})
+	case envapi.MethodKVPut:
+		var p brainapi.KVPutInput
+		if err := decode(&p); err != nil {
+			return nil, err
+		}
+		if p.Value == nil {
+			p.Value = json.RawMessage("null")
+		}
+		return seqOut(svc.KVPut(ctx, p.Key, p.Value))
+	case envapi.MethodKVDelete:
+		var key string
+		if err := decode(&key); err != nil {
+			return nil, err
+		}
+		return seqOut(svc.KVDelete(ctx, key))
+	case envapi.MethodEnvironments:
+		out, err := svc.Environments(ctx, bytes.Clone(in))
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == 0 {
+			out = json.RawMessage("null")
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: %q", session.ErrUnknownMethod, method)
+}
+
+// GuestError is the error of an activation whose guest reported a failure.
+// Err is the service call error the guest returned (by ref), if any, so
+// that errors.Is and errors.As see the engine's error.
+type GuestError struct {
+	Message string
+	Err     error
+}
+
+func (e *GuestError) Error() string { return e.Message }
+
+func (e *GuestError) Unwrap() error { return e.Err }
+
+// turnAnswer is the JSON object turn answers.
+type turnAnswer struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *struct {
+		Message string `json:"message"`
+		Ref     uint32 `json:"ref,omitempty"`
+	} `json:"error,omitempty"`
+}
+
+// run is one activation of m: a fresh instance, one turn, closed.
+func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in brainapi.TurnInput) (out brainapi.TurnOutput, err error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return out, fmt.Errorf("agentloop %s: turn input: %w", short(m.id), err)
+	}
+	a := &activation{svc: svc, stdout: newCapture(h.opts.MaxOutputBytes), stderr: newCapture(h.opts.MaxOutputBytes)}
+	ctx = context.WithValue(ctx, activationKey{}, a)
+	var seed [32]byte
+	copy(seed[:], in.Runtime.DeterministicSeed)
+	cfg := h.base.WithStdout(a.stdout).WithStderr(a.stderr).WithRandSource(rand.NewChaCha8(seed))
+	h.activations.Add(1)
+	mod, err := h.rt.InstantiateModule(ctx, m.cm, cfg)
+	if err != nil {
+		return out, a.fail(ctx, m, "instantiate", err)
+	}
+	defer func() {
+		_ = mod.Close(context.WithoutCancel(ctx))
+		if h.opts.Output != nil {
+			h.opts.Output(m.id, a.stdout.Bytes(), a.stderr.Bytes())
+		}
+	}()
+	res, err := mod.ExportedFunction(agentloop.ExportAlloc).Call(ctx, uint64(len(raw)))
+	if err != nil {
+		return out, a.fail(ctx, m, agentloop.ExportAlloc, err)
+	}
+	ptr := uint32(res[0])
+	if !mod.Memory().Write(ptr, raw) {
+		return out, fmt.Errorf("agentloop %s: %s answered %d, outside memory for %d bytes", short(m.id), agentloop.ExportAlloc, ptr, len(raw))
+	}
+	res, err = mod.ExportedFunction(agentloop.ExportTurn).Call(ctx, uint64(ptr), uint64(len(raw)))
+	if err != nil {
+		return out, a.fail(ctx, m, agentloop.ExportTurn, err)
+	}
+	optr, olen := uint32(res[0]>>32), uint32(res[0])
+	doc, ok := mod.Memory().Read(optr, olen)
+	if !ok {
+		return out, fmt.Errorf("agentloop %s: turn answered %d+%d, outside memory", short(m.id), optr, olen)
+	}
+	var ans turnAnswer
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ans); err != nil || dec.More() {
+		if err == nil {
+			err = errors.New("trailing data")
+		}
+		return out, fmt.Errorf("agentloop %s: invalid turn answer: %w", short(m.id), err)
+	}
+	if e := ans.Error; e != nil {
+		if ans.Result != nil {
+			return out, fmt.Errorf("agentloop %s: invalid turn answer: both result and error", short(m.id))
+		}
+		ge := &GuestError{Message: e.Message}
+		if e.Ref > 0 && int(e.Ref) <= len(a.errs) {
+			ge.Err = a.errs[e.Ref-1]
+		}
+		if ge.Message == "" {
+			ge.Message = "agentloop failed"
+		}
+		return out, ge
+	}
+	out.Result = bytes.Clone(ans.Result)
+	return out, nil
+}
+
+// fail describes an instance that trapped, exited or was closed.
+func (a *activation) fail(ctx context.Context, m *module, stage string, err error) error {
+	if cause := context.Cause(ctx); cause != nil {
+		return fmt.Errorf("agentloop %s: %s: %w", short(m.id), stage, cause)
+	}
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		msg = fmt.Sprintf("exited with code %d", exit.ExitCode())
+	}
+	if s := strings.TrimSpace(string(a.stderr.head(maxStderrInError))); s != "" {
+		msg += "; stderr: " + s
+	}
+	return &TrapError{Message: fmt.Sprintf("agentloop %s: %s: %s", short(m.id), stage, msg), Err: err}
+}
+
+// TrapError is the error of an activation whose instance trapped, exited
+// or failed to instantiate. Message carries the first line of the
+// runtime's error (or the exit code) and the head of the guest's stderr;
+// Err is the runtime's error with its Wasm stack trace.
+type TrapError struct {
+	Message string
+	Err     error
+}
+
+func (e *TrapError) Error() string { return e.Message }
+
+func (e *TrapError) Unwrap() error { return e.Err }
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// capture keeps the first max bytes written to it.
+type capture struct {
+	buf     []byte
+	max     int
+	dropped int64
+}
+
+func newCapture(max int) *capture { return &capture{max: max} }
+
+func (c *capture) Write(p []byte) (int, error) {
+	room := c.max - len(c.buf)
+	if room > len(p) {
+		room = len(p)
+	}
+	c.buf = append(c.buf, p[:room]...)
+	c.dropped += int64(len(p) - room)
+	return len(p), nil
+}
+
+// Bytes answers the captured bytes.
+func (c *capture) Bytes() []byte { return c.buf }
+
+func (c *capture) head(n int) []byte {
+	if len(c.buf) < n {
+		return c.buf
+	}
+	return c.buf[:n]
+}

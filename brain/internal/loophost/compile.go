@@ -1,0 +1,119 @@
+package loophost
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/brain-in-go/brain/brain/agentloop"
+	brainapi "github.com/brain-in-go/brain/brain/api"
+)
+
+var (
+	i32 = api.ValueTypeI32
+	i64 = api.ValueTypeI64
+)
+
+// compile compiles and validates b, the module id. It is the only place
+// that compiles.
+func (h *Host) compile(ctx context.Context, id string, b []byte) (*module, error) {
+	h.compiles.Add(1)
+	cm, err := h.rt.CompileModule(ctx, b)
+	if err != nil {
+		return nil, fmt.Errorf("invalid module: %w", err)
+	}
+	if err := h.validate(cm); err != nil {
+		_ = cm.Close(ctx)
+		return nil, err
+	}
+	m := &module{id: id, cm: cm}
+	m.fn = func(ctx context.Context, svc agentloop.Services, in brainapi.TurnInput) (brainapi.TurnOutput, error) {
+		return h.run(ctx, m, svc, in)
+	}
+	return m, nil
+}
+
+// validate checks the exports and imports of the ABI (see the package
+// doc), so that a module that cannot run is rejected at admission.
+func (h *Host) validate(cm interface {
+	ExportedFunctions() map[string]api.FunctionDefinition
+	ExportedMemories() map[string]api.MemoryDefinition
+	ImportedFunctions() []api.FunctionDefinition
+	ImportedMemories() []api.MemoryDefinition
+}) error {
+	exports := cm.ExportedFunctions()
+	want := func(name string, params, results []api.ValueType) error {
+		f, ok := exports[name]
+		if !ok {
+			return fmt.Errorf("the module exports no function %q", name)
+		}
+		if !slices.Equal(f.ParamTypes(), params) || !slices.Equal(f.ResultTypes(), results) {
+			return fmt.Errorf("export %q has type %s, want %s", name, signature(f.ParamTypes(), f.ResultTypes()), signature(params, results))
+		}
+		return nil
+	}
+	_, hasStart := exports["_start"]
+	_, hasInit := exports["_initialize"]
+	if hasStart && !hasInit {
+		return fmt.Errorf("the module is a WASI command (it exports _start); build a reactor that exports _initialize (Go: -buildmode=c-shared)")
+	}
+	if _, ok := cm.ExportedMemories()["memory"]; !ok {
+		return fmt.Errorf("the module exports no memory named %q", "memory")
+	}
+	if hasInit {
+		if err := want("_initialize", nil, nil); err != nil {
+			return err
+		}
+	}
+	if err := want(agentloop.ExportTurn, []api.ValueType{i32, i32}, []api.ValueType{i64}); err != nil {
+		return err
+	}
+	if err := want(agentloop.ExportAlloc, []api.ValueType{i32}, []api.ValueType{i32}); err != nil {
+		return err
+	}
+	if len(cm.ImportedMemories()) > 0 {
+		return fmt.Errorf("the module imports a memory; it must define its own")
+	}
+	wasi := h.wasi.ExportedFunctionDefinitions()
+	for _, f := range cm.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		var params, results []api.ValueType
+		switch mod {
+		case agentloop.HostModule:
+			s, ok := hostSignatures[name]
+			if !ok {
+				return fmt.Errorf("the module imports %s.%s, which the host does not provide", mod, name)
+			}
+			params, results = s[0], s[1]
+		case wasi_snapshot_preview1.ModuleName:
+			d, ok := wasi[name]
+			if !ok {
+				return fmt.Errorf("the module imports %s.%s, which the host does not provide", mod, name)
+			}
+			params, results = d.ParamTypes(), d.ResultTypes()
+		default:
+			return fmt.Errorf("the module imports %s.%s; only %q and %q are provided", mod, name, agentloop.HostModule, wasi_snapshot_preview1.ModuleName)
+		}
+		if !slices.Equal(f.ParamTypes(), params) || !slices.Equal(f.ResultTypes(), results) {
+			return fmt.Errorf("import %s.%s has type %s, want %s", mod, name, signature(f.ParamTypes(), f.ResultTypes()), signature(params, results))
+		}
+	}
+	return nil
+}
+
+func signature(params, results []api.ValueType) string {
+	names := func(ts []api.ValueType) string {
+		s := "("
+		for i, t := range ts {
+			if i > 0 {
+				s += ", "
+			}
+			s += api.ValueTypeName(t)
+		}
+		return s + ")"
+	}
+	return names(params) + " -> " + names(results)
+}

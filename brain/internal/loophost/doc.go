@@ -1,0 +1,101 @@
+// Package loophost runs agentloops compiled to WebAssembly. It is the only
+// package of Brain that imports wazero.
+//
+// # Lifecycle
+//
+// A module is validated and compiled once, at admission (Host.Admit, or
+// Host.Open for the modules already stored), into wazero's on-disk
+// compilation cache under <agentloops dir>/cache, and the compiled module
+// is kept in memory keyed by the SHA-256 of its bytes. Admitted bytes are
+// stored as <agentloops dir>/<sha256 hex>.wasm (written to a temporary
+// file, synced and renamed); a rejection is remembered as
+// <sha256 hex>.rejected (the AgentloopAdmission JSON) so that GET answers
+// it after a restart. Host.Resolve maps a session's implementation
+// {"type":"brain_component","entrypoint":"turn","id":<sha256 hex>} to an
+// agentloop.Func; {"type":"brain_builtin","name":"default"} maps to the
+// embedded Wasm build of the default loop when Options.BuiltinWasm is set
+// and to the native agentloop.Default otherwise.
+//
+// Every activation instantiates a fresh instance of the compiled module
+// (guest memory never survives an activation), runs turn once and closes
+// the instance. The runtime closes an instance whose activation context
+// ends (wazero's WithCloseOnContextDone), so cancellation and turn
+// deadlines stop a spinning guest. Nothing is compiled on the turn path
+// (Host.Compiles counts compilations). Linear memory is bounded by
+// Options.MaxLinearMemoryBytes (default BRAIN_MAX_LINEAR_MEMORY_BYTES, else
+// 128 MiB). The guest's stdout and stderr are captured up to
+// Options.MaxOutputBytes each; the head of stderr is added to the error of
+// a failed activation and both go to Options.Output.
+//
+// # ABI
+//
+// A guest is a core WebAssembly module (not a component) using WASI
+// preview 1. It must export:
+//
+//	memory                           its linear memory
+//	brain_alloc(size i32) -> i32     a buffer of at least size bytes that
+//	                                 stays valid until turn returns
+//	turn(ptr i32, len i32) -> i64    run one activation
+//	_initialize() -> ()              optional; run once at instantiation
+//
+// A module that exports _start without _initialize is a command, not a
+// reactor, and is rejected (Go: build with -buildmode=c-shared). It may
+// import any function of wasi_snapshot_preview1 that wazero provides and
+// these functions of the host module "brain":
+//
+//	model(ptr i32, len i32) -> i64
+//	dispatch(ptr i32, len i32) -> i64
+//	emit(ptr i32, len i32) -> i64
+//	telemetry(ptr i32, len i32) -> i64
+//	events(ptr i32, len i32) -> i64
+//	set_transcript(ptr i32, len i32) -> i64
+//	kv_read(ptr i32, len i32) -> i64
+//	kv_put(ptr i32, len i32) -> i64
+//	kv_delete(ptr i32, len i32) -> i64
+//	environments(ptr i32, len i32) -> i64
+//	answer(ptr i32, len i32) -> i32
+//
+// One activation is, byte for byte:
+//
+//  1. The host instantiates the module (running _initialize if exported),
+//     encodes the TurnInput as UTF-8 JSON (brain/api.TurnInput: input?,
+//     transcript, kv, events, configuration, system, tools, runtime), calls
+//     brain_alloc(n) with its length n, writes the n bytes at the answered
+//     pointer and calls turn(ptr, n).
+//  2. During turn the guest calls services. A service function reads its
+//     input as the JSON at ptr/len in guest memory, the same input as the
+//     "input" of the callback API's ExecutionCall for that method: model a
+//     ModelRequest; dispatch an array of ToolInvocation; emit
+//     {"event_type","data"}; telemetry any JSON; events a cursor number;
+//     set_transcript an array of Message; kv_read and kv_delete a key
+//     string; kv_put {"key","value"}; environments an
+//     EnvironmentControlRequest. An empty input reads as null.
+//  3. The service answers r (i64) = status<<32 | n. Status 0 means success
+//     and the n answer bytes are the callback API's output: a ModelResult,
+//     an array of ToolReturn in call order, a committed sequence as a bare
+//     JSON number (emit, set_transcript, kv_put, kv_delete), null
+//     (telemetry), an EventPage, {} for an absent key and {"value":...}
+//     for a present one (kv_read, a stored null included), or the control
+//     result (environments). Status 1 means failure and the answer is
+//     {"code":string,"message":string,"retryable"?:bool,"details"?:any,
+//     "ref":uint32} with the API error code of the failure (not_granted,
+//     emit_limit, model_call_limit, invalid_request, ...). Other status
+//     values are reserved.
+//  4. The guest fetches the answer with answer(ptr, n): the host copies
+//     min(n, pending) bytes of the pending answer to ptr, forgets it and
+//     answers the count. A service call replaces an unfetched answer.
+//  5. turn answers r (i64) = ptr<<32 | len of a UTF-8 JSON object in guest
+//     memory: {"result"?:any} (TurnOutput) when the activation succeeds, or
+//     {"error":{"message":string,"ref"?:uint32}} when it fails. With the
+//     ref of a failed service call the activation fails with that service
+//     call's error (so it is recorded with the same failure code as for a
+//     native loop); otherwise it fails with agentloop_failed. Any other
+//     member, invalid JSON or a pointer outside memory fail the activation.
+//  6. The host closes the instance. A trap, proc_exit or a panic of the
+//     guest fails the activation with the head of its stderr.
+//
+// Package brain/agentloop implements the guest side for Go: a program
+// calls agentloop.Export(loop) from an init function and is built with
+// GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared; the loop runs
+// against the same agentloop.Services interface as a native loop.
+package loophost

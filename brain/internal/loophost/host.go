@@ -1,0 +1,311 @@
+package loophost
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/brain-in-go/brain/brain/agentloop"
+	"github.com/brain-in-go/brain/brain/agentloop/builtin"
+	brainapi "github.com/brain-in-go/brain/brain/api"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxLinearMemoryBytes = 128 << 20
+	DefaultMaxOutputBytes       = 64 << 10
+	DefaultMaxModuleBytes       = 64 << 20
+	// EnvMaxLinearMemory names the environment variable read when
+	// Options.MaxLinearMemoryBytes is zero.
+	EnvMaxLinearMemory = "BRAIN_MAX_LINEAR_MEMORY_BYTES"
+)
+
+const pageBytes = 1 << 16
+
+// Errors of the host.
+var (
+	// ErrEmpty is answered for an empty module.
+	ErrEmpty = errors.New("loophost: the module is empty")
+	// ErrTooLarge is answered for a module over Options.MaxModuleBytes.
+	ErrTooLarge = errors.New("loophost: the module is too large")
+	// ErrNotAdmitted is wrapped when an implementation names a module
+	// that is not admitted (unknown or rejected).
+	ErrNotAdmitted = errors.New("loophost: agentloop is not admitted")
+	// ErrUnsupported is wrapped for an implementation this host cannot
+	// run.
+	ErrUnsupported = errors.New("loophost: unsupported agentloop implementation")
+	// ErrClosed is answered after Close.
+	ErrClosed = errors.New("loophost: host is closed")
+)
+
+// Options configures a Host.
+type Options struct {
+	// Dir is the agentloops directory (<data dir>/agentloops): admitted
+	// modules, remembered rejections and the compilation cache. Required.
+	Dir string
+	// CacheDir is wazero's compilation cache (default Dir/cache). Hosts
+	// may share it.
+	CacheDir string
+	// MaxLinearMemoryBytes bounds a guest's linear memory, rounded down to
+	// 64 KiB pages. Zero reads BRAIN_MAX_LINEAR_MEMORY_BYTES, else 128 MiB.
+	MaxLinearMemoryBytes int64
+	// MaxOutputBytes bounds the captured stdout and stderr of one
+	// activation, each; further bytes are dropped (0: 64 KiB).
+	MaxOutputBytes int
+	// MaxModuleBytes bounds an admitted module (0: 64 MiB).
+	MaxModuleBytes int64
+	// BuiltinWasm resolves {"type":"brain_builtin","name":"default"} to
+	// the embedded Wasm build of the default loop instead of the native
+	// agentloop.Default. The embedded module is compiled by Open.
+	BuiltinWasm bool
+	// Output, if set, receives the captured stdout and stderr of every
+	// activation after its instance is closed.
+	Output func(id string, stdout, stderr []byte)
+}
+
+// Host compiles, admits and runs Wasm agentloops. It is safe for
+// concurrent use.
+type Host struct {
+	opts  Options
+	rt    wazero.Runtime
+	cache wazero.CompilationCache
+	base  wazero.ModuleConfig
+	wasi  api.Module
+
+	admitMu sync.Mutex // serialises admissions
+	mu      sync.RWMutex
+	loaded  map[string]*module
+	rejects map[string]Admission
+	builtin *module
+	closed  bool
+
+	compiles    atomic.Int64
+	activations atomic.Int64
+}
+
+// module is a compiled, admitted module.
+type module struct {
+	id string
+	cm wazero.CompiledModule
+	fn agentloop.Func
+}
+
+// Open creates the host over opts.Dir and compiles every stored module
+// (from the compilation cache when it holds them).
+func Open(ctx context.Context, opts Options) (_ *Host, err error) {
+	if opts.Dir == "" {
+		return nil, errors.New("loophost: Options.Dir is required")
+	}
+	if opts.MaxLinearMemoryBytes == 0 {
+		opts.MaxLinearMemoryBytes = DefaultMaxLinearMemoryBytes
+		if v := os.Getenv(EnvMaxLinearMemory); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return nil, fmt.Errorf("loophost: %s=%q: want a positive number of bytes", EnvMaxLinearMemory, v)
+			}
+			opts.MaxLinearMemoryBytes = n
+		}
+	}
+	pages := opts.MaxLinearMemoryBytes / pageBytes
+	if pages < 1 || pages > 65536 {
+		return nil, fmt.Errorf("loophost: linear memory limit %d bytes is outside 64 KiB..4 GiB", opts.MaxLinearMemoryBytes)
+	}
+	if opts.MaxOutputBytes <= 0 {
+		opts.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if opts.MaxModuleBytes <= 0 {
+		opts.MaxModuleBytes = DefaultMaxModuleBytes
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("loophost: %w", err)
+	}
+	if opts.CacheDir == "" {
+		opts.CacheDir = filepath.Join(opts.Dir, "cache")
+	}
+	cache, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("loophost: compilation cache: %w", err)
+	}
+	h := &Host{
+		opts:    opts,
+		cache:   cache,
+		loaded:  map[string]*module{},
+		rejects: map[string]Admission{},
+	}
+	h.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
+		WithCompilationCache(cache).
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(uint32(pages)))
+	defer func() {
+		if err != nil {
+			_ = h.rt.Close(ctx)
+			_ = cache.Close(ctx)
+		}
+	}()
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, h.rt); err != nil {
+		return nil, fmt.Errorf("loophost: wasi: %w", err)
+	}
+	h.wasi = h.rt.Module(wasi_snapshot_preview1.ModuleName)
+	if err := h.instantiateHostModule(ctx); err != nil {
+		return nil, err
+	}
+	h.base = wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize")
+	if err := h.load(ctx); err != nil {
+		return nil, err
+	}
+	if opts.BuiltinWasm {
+		m, err := h.compile(ctx, builtin.DefaultID(), builtin.DefaultWasm())
+		if err != nil {
+			return nil, fmt.Errorf("loophost: embedded default loop: %w", err)
+		}
+		h.builtin = m
+	}
+	return h, nil
+}
+
+// load compiles the stored modules and reads the remembered rejections.
+func (h *Host) load(ctx context.Context) error {
+	entries, err := os.ReadDir(h.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("loophost: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, ".tmp-"):
+			_ = os.Remove(filepath.Join(h.opts.Dir, name))
+		case strings.HasSuffix(name, ".wasm") && validID(strings.TrimSuffix(name, ".wasm")):
+			id := strings.TrimSuffix(name, ".wasm")
+			b, err := os.ReadFile(filepath.Join(h.opts.Dir, name))
+			if err != nil {
+				return fmt.Errorf("loophost: %w", err)
+			}
+			if idOf(b) != id {
+				h.rejects[id] = rejected(id, fmt.Sprintf("stored module %s does not match its name", name))
+				continue
+			}
+			m, err := h.compile(ctx, id, b)
+			if err != nil {
+				h.rejects[id] = rejected(id, err.Error())
+				continue
+			}
+			h.loaded[id] = m
+		case strings.HasSuffix(name, ".rejected") && validID(strings.TrimSuffix(name, ".rejected")):
+			b, err := os.ReadFile(filepath.Join(h.opts.Dir, name))
+			if err != nil {
+				return fmt.Errorf("loophost: %w", err)
+			}
+			var a Admission
+			if err := json.Unmarshal(b, &a); err != nil || a.ID != strings.TrimSuffix(name, ".rejected") {
+				continue // a damaged note: admitting the bytes again rewrites it
+			}
+			h.rejects[a.ID] = a
+		}
+	}
+	return nil
+}
+
+// Close releases the runtime and the compiled modules. Activations still
+// running are closed.
+func (h *Host) Close(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.mu.Unlock()
+	return errors.Join(h.rt.Close(ctx), h.cache.Close(ctx))
+}
+
+// Compiles answers how many modules this host has compiled (at Open and
+// admission); activations never compile.
+func (h *Host) Compiles() int64 { return h.compiles.Load() }
+
+// Activations answers how many instances this host has created.
+func (h *Host) Activations() int64 { return h.activations.Load() }
+
+// implementation is the part of an implementation descriptor the host
+// reads.
+type implementation struct {
+	Type       string `json:"type"`
+	Name       string `json:"name"`
+	Entrypoint string `json:"entrypoint"`
+	ID         string `json:"id"`
+}
+
+// Resolve maps an agentloop implementation to the loop that runs it; it is
+// session.Config.Loops. It compiles nothing.
+func (h *Host) Resolve(impl []byte) (agentloop.Func, error) {
+	var d implementation
+	if err := json.Unmarshal(impl, &d); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	switch d.Type {
+	case brainapi.ImplementationBuiltin:
+		if d.Name != brainapi.BuiltinDefaultLoop && d.Name != "" {
+			return nil, fmt.Errorf("%w: no built-in loop %q", ErrUnsupported, d.Name)
+		}
+		if h.builtin != nil {
+			return h.builtin.fn, nil
+		}
+		return agentloop.Default, nil
+	case ImplementationComponent:
+		if d.Entrypoint != agentloop.ExportTurn {
+			return nil, fmt.Errorf("%w: entrypoint %q (want %q)", ErrUnsupported, d.Entrypoint, agentloop.ExportTurn)
+		}
+		return h.Func(d.ID)
+	}
+	return nil, fmt.Errorf("%w: type %q", ErrUnsupported, d.Type)
+}
+
+// ImplementationComponent is the implementation type of an admitted
+// module: {"type":"brain_component","entrypoint":"turn","id":<sha256>}.
+const ImplementationComponent = "brain_component"
+
+// Func answers the loop of the admitted module id.
+func (h *Host) Func(id string) (agentloop.Func, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	if m := h.loaded[id]; m != nil {
+		return m.fn, nil
+	}
+	if a, ok := h.rejects[id]; ok && a.Error != nil {
+		return nil, fmt.Errorf("%w: %s was rejected: %s", ErrNotAdmitted, id, a.Error.Message)
+	}
+	return nil, fmt.Errorf("%w: %s", ErrNotAdmitted, id)
+}
+
+func idOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// validID reports whether s is an AgentloopId: 64 lowercase hex digits.
+func validID(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
