@@ -263,15 +263,22 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 	a.cancel(nil)
 	s.act = nil
 	close(a.done)
-	if ch := s.waiters[a.turn]; ch != nil {
-		ch <- turnResult{summary: s.summaryLocked(), err: turnErr}
-		delete(s.waiters, a.turn)
+	ch := s.waiters[a.turn]
+	delete(s.waiters, a.turn)
+	var sum api.SessionSummary
+	if ch != nil {
+		sum = s.summaryLocked()
 	}
 	if a.turn != 0 {
 		s.releaseAfterTurnLocked(a.turn)
 	}
 	s.scheduleWakeLocked()
 	s.maybeEvictLocked(false)
+	// The waiting caller is answered once the session is settled (and
+	// passivated when its policy says so).
+	if ch != nil {
+		ch <- turnResult{summary: sum, err: turnErr}
+	}
 }
 
 // releaseAfterTurnLocked sends call {name: on_turn_end, input: {sequence}}
