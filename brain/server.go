@@ -124,16 +124,6 @@ func New(cfg Config) (_ *Server, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
-	retention := cfg.RequestRetention
-	switch {
-	case retention == 0:
-		retention = DefaultRequestRetention
-	case retention < 0:
-		retention = 0
-	}
-	if s.requests, err = idem.Open(s.dir.Path("requests", "requests.log"), &idem.Options{Retention: retention}); err != nil {
-		return nil, fmt.Errorf("brain: %w", err)
-	}
 	sealed, err := secrets.Open(s.dir.Path("server-metadata"))
 	if err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
@@ -153,6 +143,18 @@ func New(cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
+	// The requests log opens after the engine: unanswered async
+	// submissions are settled from the journal before anything is served.
+	retention := cfg.RequestRetention
+	switch {
+	case retention == 0:
+		retention = DefaultRequestRetention
+	case retention < 0:
+		retention = 0
+	}
+	if s.requests, err = idem.Open(s.dir.Path("requests", "requests.log"), &idem.Options{Retention: retention, Derive: httpapi.Derive(s.engine)}); err != nil {
+		return nil, fmt.Errorf("brain: %w", err)
+	}
 	s.api, err = httpapi.New(httpapi.Options{
 		Engine:          s.engine,
 		Requests:        s.requests,
@@ -163,6 +165,7 @@ func New(cfg Config) (_ *Server, err error) {
 		Logger:          cfg.Logger,
 		PrepareCreate:   cfg.PrepareCreate,
 		AfterClaim:      cfg.AfterClaim,
+		NextSequence:    s.store.Next,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("brain: %w", err)

@@ -49,6 +49,14 @@
 // claim, so the key is not consumed. Async (Prefer: respond-async) and
 // synchronous sends are separate operations.
 //
+// An async submission on a session with no other send or delete in flight
+// claims with a hint (the session id and its next journal sequence) and
+// sends its 202 as soon as turn_started is committed, without waiting for
+// its answer record to be flushed: the answer is derivable from the hinted
+// claim and the journal (Derive, called when the requests log is opened).
+// Sends and deletes of the session wait while such a submission is
+// unsettled. The idem package documentation gives the argument.
+//
 // # Event streams
 //
 // With "Accept: text/event-stream" the events route subscribes first, then

@@ -33,6 +33,18 @@ func idempotencyKey(r *http.Request) (string, error) {
 // answer is durably recorded before it is written. Callers validate the
 // request first, so that refused requests do not consume keys.
 func (s *Server) Idempotent(w http.ResponseWriter, r *http.Request, scope string, body []byte, op Operation) {
+	s.idempotent(w, r, scope, body, nil, op)
+}
+
+// claimHint makes a claim hinted (idem.Store.ClaimHinted): when derivable
+// accepts an operation's answer, that answer is the one Derive finds from
+// the hint, so it is recorded with AnswerDerivable and sent at once.
+type claimHint struct {
+	hint      []byte
+	derivable func(status int, v any) bool
+}
+
+func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string, body []byte, h *claimHint, op Operation) {
 	key, err := idempotencyKey(r)
 	if err != nil {
 		WriteError(w, err)
@@ -44,7 +56,13 @@ func (s *Server) Idempotent(w http.ResponseWriter, r *http.Request, scope string
 	}
 	defer s.done()
 	digest := idem.Digest([]byte(scope), []byte(r.Method), []byte(r.URL.Path), body)
-	claim, replay, err := s.opts.Requests.Claim(r.Context(), scope, key, digest)
+	var claim *idem.Claim
+	var replay *idem.Answer
+	if h != nil {
+		claim, replay, err = s.opts.Requests.ClaimHinted(r.Context(), scope, key, digest, h.hint)
+	} else {
+		claim, replay, err = s.opts.Requests.Claim(r.Context(), scope, key, digest)
+	}
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -58,6 +76,7 @@ func (s *Server) Idempotent(w http.ResponseWriter, r *http.Request, scope string
 	}
 	status, v, err := op(context.WithoutCancel(r.Context()))
 	var raw []byte
+	derivable := false
 	if err != nil {
 		if errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) || errors.Is(err, session.ErrInvalid) {
 			if rerr := claim.Release(); rerr != nil {
@@ -76,9 +95,15 @@ func (s *Server) Idempotent(w http.ResponseWriter, r *http.Request, scope string
 		if raw, err = json.Marshal(v); err != nil {
 			raw, _ = json.Marshal(ErrorOf(err).Body)
 			status = http.StatusInternalServerError
+		} else {
+			derivable = h != nil && h.derivable(status, v)
 		}
 	}
-	if err := claim.Answer(status, raw); err != nil {
+	record := claim.Answer
+	if derivable {
+		record = claim.AnswerDerivable
+	}
+	if err := record(status, raw); err != nil {
 		s.log.Error("idempotency answer not recorded", "scope", scope, "err", err)
 		WriteError(w, idem.ErrAmbiguous)
 		return

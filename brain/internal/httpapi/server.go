@@ -49,6 +49,10 @@ type Options struct {
 	// environments) into a validated create request before the engine runs
 	// it. It must be deterministic: a replayed request is not run again.
 	PrepareCreate func(ctx context.Context, req *api.CreateSessionRequest) error
+	// NextSequence, if set, answers the sequence the next record of a
+	// session will get (the journal's committed next); it hints async
+	// submissions' idempotency claims. nil asks Engine.Summary.
+	NextSequence func(ctx context.Context, id string) (uint64, error)
 	// AfterClaim, if set, runs after an idempotency claim is durable and
 	// before its operation runs (a fault-injection point for crash tests).
 	AfterClaim func(scope, key string)
@@ -68,6 +72,9 @@ type Server struct {
 	streams  sync.WaitGroup // open event streams
 	stop     context.Context
 	stopAll  context.CancelFunc
+
+	gmu   sync.Mutex
+	gates map[string]*gate // sessions with a send or delete in flight
 }
 
 // New returns a Server with the session routes mounted.
@@ -84,7 +91,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = DefaultHeartbeat
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux(), log: opts.Logger}
+	s := &Server{opts: opts, mux: http.NewServeMux(), log: opts.Logger, gates: map[string]*gate{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -76,6 +76,18 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// gated runs f inside session id's gate (see enterGate); wantHint asks to
+// become the session's hinted submission.
+func (s *Server) gated(w http.ResponseWriter, r *http.Request, id string, wantHint bool, f func(hinted bool)) {
+	g, hinted, err := s.enterGate(r.Context(), id, wantHint)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	defer s.leaveGate(id, g, hinted)
+	f(hinted)
+}
+
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	s.noBodyOp(w, r, ScopeCancel, func(ctx context.Context, id string) (int, any, error) {
 		return http.StatusNoContent, nil, s.opts.Engine.Interrupt(ctx, id)
@@ -103,7 +115,14 @@ func (s *Server) noBodyOp(w http.ResponseWriter, r *http.Request, scope string, 
 		WriteError(w, err)
 		return
 	}
-	s.Idempotent(w, r, scope, nil, func(ctx context.Context) (int, any, error) { return op(ctx, id) })
+	run := func(bool) {
+		s.Idempotent(w, r, scope, nil, func(ctx context.Context) (int, any, error) { return op(ctx, id) })
+	}
+	if scope == ScopeDelete {
+		s.gated(w, r, id, false, run)
+		return
+	}
+	run(false)
 }
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
@@ -134,15 +153,28 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if async {
-		s.Idempotent(w, r, ScopeSendAsync, body, func(ctx context.Context) (int, any, error) {
-			seq, err := s.opts.Engine.Submit(ctx, id, req.Input)
-			return http.StatusAccepted, seq, err
+		s.gated(w, r, id, true, func(hinted bool) {
+			var h *claimHint
+			if hinted {
+				if next, err := s.nextSequence(r.Context(), id); err == nil && next > 0 {
+					h = &claimHint{hint: submitHint(id, next), derivable: func(status int, v any) bool {
+						seq, ok := v.(uint64)
+						return status == http.StatusAccepted && ok && seq >= next
+					}}
+				}
+			}
+			s.idempotent(w, r, ScopeSendAsync, body, h, func(ctx context.Context) (int, any, error) {
+				seq, err := s.opts.Engine.Submit(ctx, id, req.Input)
+				return http.StatusAccepted, seq, err
+			})
 		})
 		return
 	}
-	s.Idempotent(w, r, ScopeSendSync, body, func(ctx context.Context) (int, any, error) {
-		sum, err := s.opts.Engine.Send(ctx, id, req.Input)
-		return http.StatusOK, sum, err
+	s.gated(w, r, id, false, func(bool) {
+		s.Idempotent(w, r, ScopeSendSync, body, func(ctx context.Context) (int, any, error) {
+			sum, err := s.opts.Engine.Send(ctx, id, req.Input)
+			return http.StatusOK, sum, err
+		})
 	})
 }
 

@@ -20,6 +20,11 @@
 // Claim.Release durably forgets a claim whose operation did not run (a busy
 // session refused it), so the key is not consumed.
 //
+// Store.ClaimHinted records a hint with the claim: enough for the caller to
+// find the request's answer later in state it keeps durably elsewhere.
+// Such a claim may be answered with Claim.AnswerDerivable, which writes the
+// answer without waiting for the flush; see "Derivable answers" below.
+//
 // Entries expire Options.Retention after their last record (zero keeps them
 // forever); an expired entry is forgotten and its key runs anew.
 //
@@ -37,7 +42,8 @@
 //
 //	offset     size  field
 //	0          1     version, always 1
-//	1          1     type: 1 = claim, 2 = answer, 3 = release
+//	1          1     type: 1 = claim, 2 = answer, 3 = release,
+//	                 4 = hinted claim
 //	2          8     at_ms (int64, Unix milliseconds when written)
 //	10         1     scope length S (uint8, 1..255)
 //	11         S     scope, UTF-8
@@ -45,13 +51,16 @@
 //	13+S       K     key, raw bytes of the Idempotency-Key header
 //	13+S+K     ...   by type:
 //	                 claim:   32 bytes, the SHA-256 request digest
+//	                 hinted claim: 32 bytes digest, 2 bytes hint length H
+//	                          (uint16, 1..1024), then H bytes of hint
 //	                 answer:  2 bytes HTTP status (uint16), 4 bytes body
 //	                          length B (uint32), then B bytes of body
 //	                 release: nothing
 //
 // The payload ends exactly after its last field. An answer or release
 // applies to the latest claim of the same scope and key that precedes it;
-// one with no such claim is ignored.
+// one with no such claim is ignored. A hinted claim is a claim in every
+// other respect.
 //
 // # Durability and recovery
 //
@@ -64,6 +73,46 @@
 // whose payload does not decode is damage: Open refuses with ErrDamaged
 // naming the offset, and nothing is rewritten, because forgetting a claim
 // could run a request twice.
+//
+// # Derivable answers
+//
+// A durable answer normally costs a flush after the operation, on top of
+// the claim's flush before it. AnswerDerivable skips waiting for the
+// second one when the answer already follows from durable state: the
+// claim's hint plus the caller's own durable store. The answer record is
+// still written at once (replays in this process use it) and becomes
+// durable with the store's next flush, compaction or Close.
+//
+// If the process ends first, Open finds a hinted claim without an answer
+// and asks Options.Derive, which answers from the hint and the caller's
+// store, or refuses (the claim then stays ambiguous, as any unanswered
+// claim). Either way Open rewrites the file (compaction) with the outcome
+// and without the hint before it returns, so a later Open cannot derive a
+// different answer from state that changed meanwhile; a store opened
+// without Derive treats every hinted claim as ambiguous, durably.
+//
+// Brain uses this for async message submission (package httpapi), where
+// the answer is the sequence of the turn_started record the journal
+// commits. Rule 1, a claim is durable before its request executes: the
+// hinted claim is flushed by ClaimHinted like any claim, before the
+// journal commit starts. Rule 2, an answer is durable before it is sent:
+// the 202 is sent after the journal commit returned, so the hinted claim
+// and the turn_started record are both durable, and Derive finds the
+// answer from them. The hint is the session id and the session's next
+// journal sequence N read just before the claim; Derive answers the first
+// turn_started record of the session at or after N, and nothing when there
+// is none (the turn was never admitted: ambiguous, as before). That record
+// is the submission's own because httpapi gates each session: a hinted
+// submission starts only when no other send or delete of the session is in
+// flight, and sends and deletes arriving meanwhile wait until it has
+// committed, or has durably released or answered its claim. Only sends
+// commit turn_started, so no other turn_started can land at or after N
+// while the claim is unsettled; earlier ones are below N (their sends had
+// returned, so the journal's committed next sequence counted them); and a
+// delete, which would take the record away, cannot run before the answer
+// record is written, and is itself claimed (flushed) after it. The
+// serial durable waits of an accepted async submission are thus two
+// (claim, journal commit) instead of three.
 //
 // # Compaction
 //

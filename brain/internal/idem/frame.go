@@ -12,6 +12,7 @@ const (
 	typeClaim   = 1
 	typeAnswer  = 2
 	typeRelease = 3
+	typeHinted  = 4 // a claim with a hint: see doc.go
 
 	frameHeader = 8
 	version     = 1
@@ -24,6 +25,8 @@ const (
 	MaxScopeBytes = 255
 	// MaxPayloadBytes bounds one record's payload (and so an answer body).
 	MaxPayloadBytes = 64 << 20
+	// MaxHintBytes is the longest claim hint.
+	MaxHintBytes = 1024
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -36,7 +39,8 @@ type record struct {
 	AtMs   int64
 	Scope  string
 	Key    string
-	Digest [digestBytes]byte // claim
+	Digest [digestBytes]byte // claim, hinted claim
+	Hint   []byte            // hinted claim
 	Status int               // answer
 	Body   []byte            // answer
 }
@@ -54,6 +58,10 @@ func appendFrame(dst []byte, r *record) []byte {
 	switch r.Type {
 	case typeClaim:
 		dst = append(dst, r.Digest[:]...)
+	case typeHinted:
+		dst = append(dst, r.Digest[:]...)
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(r.Hint)))
+		dst = append(dst, r.Hint...)
 	case typeAnswer:
 		dst = binary.LittleEndian.AppendUint16(dst, uint16(r.Status))
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(r.Body)))
@@ -72,6 +80,9 @@ func checkRecord(r *record) error {
 	}
 	if len(r.Key) == 0 || len(r.Key) > MaxKeyBytes {
 		return fmt.Errorf("%w: key must be 1..%d bytes", ErrInvalidKey, MaxKeyBytes)
+	}
+	if r.Type == typeHinted && (len(r.Hint) == 0 || len(r.Hint) > MaxHintBytes) {
+		return fmt.Errorf("idem: hint must be 1..%d bytes", MaxHintBytes)
 	}
 	if r.Type == typeAnswer && (r.Status < 100 || r.Status > 999 || fixedBytes+len(r.Scope)+len(r.Key)+6+len(r.Body) > MaxPayloadBytes) {
 		return fmt.Errorf("idem: answer status %d or body of %d bytes out of range", r.Status, len(r.Body))
@@ -138,6 +149,17 @@ func decodePayload(p []byte) (record, error) {
 			return r, errPayload
 		}
 		copy(r.Digest[:], p)
+	case typeHinted:
+		if len(p) < digestBytes+2 {
+			return r, errPayload
+		}
+		copy(r.Digest[:], p)
+		h := int(binary.LittleEndian.Uint16(p[digestBytes:]))
+		p = p[digestBytes+2:]
+		if h == 0 || h > MaxHintBytes || len(p) != h {
+			return r, errPayload
+		}
+		r.Hint = append([]byte(nil), p...)
 	case typeAnswer:
 		if len(p) < 6 {
 			return r, errPayload

@@ -13,6 +13,7 @@ func FuzzDecode(f *testing.F) {
 	seed = appendFrame(seed, &record{Type: typeClaim, AtMs: 7, Scope: "create_session", Key: "k", Digest: Digest([]byte("x"))})
 	seed = appendFrame(seed, &record{Type: typeAnswer, AtMs: 8, Scope: "create_session", Key: "k", Status: 200, Body: []byte(`{}`)})
 	seed = appendFrame(seed, &record{Type: typeRelease, AtMs: 9, Scope: "s", Key: "k"})
+	seed = appendFrame(seed, &record{Type: typeHinted, AtMs: 10, Scope: "s", Key: "k", Digest: Digest([]byte("y")), Hint: []byte("hint")})
 	f.Add(seed)
 	f.Add(seed[:len(seed)-3])
 	f.Add([]byte{})

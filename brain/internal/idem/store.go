@@ -35,6 +35,14 @@ type Options struct {
 	Retention time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Derive, if set, is asked during Open for the answer of each claim
+	// made with ClaimHinted that has no recorded answer (its process ended
+	// before the answer written by AnswerDerivable was durable). It
+	// answers ok only when the answer follows from the hint and from state
+	// that is durable elsewhere; otherwise the claim stays ambiguous. With
+	// no Derive every such claim stays ambiguous. Either way the outcome
+	// is durable before Open returns and the hint is forgotten.
+	Derive func(scope, key string, hint []byte) (a Answer, ok bool)
 }
 
 // Answer is a recorded HTTP answer.
@@ -52,6 +60,7 @@ type entry struct {
 	answered bool
 	answer   Answer
 	released bool          // a release record is written
+	hint     []byte        // a hinted claim's hint (kept until answered)
 	done     chan struct{} // open while this process runs the claimed request
 }
 
@@ -127,7 +136,8 @@ func Open(path string, opts *Options) (*Store, error) {
 		}
 	}
 	s.size = int64(good)
-	if s.size != s.liveBytes() {
+	resolved := s.resolveHints()
+	if resolved || s.size != s.liveBytes() {
 		if err := s.compactLocked(); err != nil {
 			s.f.Close()
 			return nil, err
@@ -164,12 +174,34 @@ func (s *Store) load(data []byte) (int, error) {
 	return off, nil
 }
 
+// resolveHints settles every hinted claim left without an answer, through
+// Options.Derive, and reports whether there was any.
+func (s *Store) resolveHints() bool {
+	any := false
+	now := s.opts.Now().UnixMilli()
+	for k, e := range s.entries {
+		if e.hint == nil {
+			continue
+		}
+		any = true
+		if !e.answered && s.opts.Derive != nil {
+			if a, ok := s.opts.Derive(k.scope, k.key, e.hint); ok {
+				e.answered, e.answer, e.atMs = true, Answer{Status: a.Status, Body: append([]byte(nil), a.Body...)}, now
+			}
+		}
+		e.hint = nil
+	}
+	return any
+}
+
 // apply folds one record read back from the file.
 func (s *Store) apply(r record) {
 	k := entryKey{r.Scope, r.Key}
 	switch r.Type {
 	case typeClaim:
 		s.entries[k] = &entry{digest: r.Digest, atMs: r.AtMs, claimAt: r.AtMs}
+	case typeHinted:
+		s.entries[k] = &entry{digest: r.Digest, atMs: r.AtMs, claimAt: r.AtMs, hint: r.Hint}
 	case typeAnswer:
 		if e := s.entries[k]; e != nil && !e.answered {
 			e.answered, e.answer, e.atMs = true, Answer{Status: r.Status, Body: r.Body}, r.AtMs
@@ -189,8 +221,20 @@ func (s *Store) expired(e *entry, nowMs int64) bool {
 // ErrAmbiguous for a claim an earlier process never answered. A claim the
 // same process is still running is awaited until ctx ends.
 func (s *Store) Claim(ctx context.Context, scope, key string, digest [32]byte) (*Claim, *Answer, error) {
-	r := record{Type: typeClaim, Scope: scope, Key: key, Digest: digest}
-	if err := checkRecord(&r); err != nil {
+	return s.claim(ctx, &record{Type: typeClaim, Scope: scope, Key: key, Digest: digest})
+}
+
+// ClaimHinted is Claim with a hint (1..MaxHintBytes bytes) recorded in
+// the claim: what Options.Derive needs to find the request's answer in
+// state kept elsewhere if the process ends before the answer recorded by
+// Claim.AnswerDerivable is durable.
+func (s *Store) ClaimHinted(ctx context.Context, scope, key string, digest [32]byte, hint []byte) (*Claim, *Answer, error) {
+	return s.claim(ctx, &record{Type: typeHinted, Scope: scope, Key: key, Digest: digest, Hint: append([]byte(nil), hint...)})
+}
+
+func (s *Store) claim(ctx context.Context, r *record) (*Claim, *Answer, error) {
+	scope, key, digest := r.Scope, r.Key, r.Digest
+	if err := checkRecord(r); err != nil {
 		return nil, nil, err
 	}
 	k := entryKey{scope, key}
@@ -229,9 +273,9 @@ func (s *Store) Claim(ctx context.Context, scope, key string, digest [32]byte) (
 			return nil, nil, ErrAmbiguous
 		}
 		r.AtMs = now
-		e = &entry{digest: digest, atMs: now, claimAt: now, done: make(chan struct{})}
+		e = &entry{digest: digest, atMs: now, claimAt: now, hint: r.Hint, done: make(chan struct{})}
 		s.entries[k] = e
-		n, err := s.writeLocked(&r)
+		n, err := s.writeLocked(r)
 		s.mu.Unlock()
 		if err == nil {
 			err = s.waitSync(n)
@@ -246,7 +290,7 @@ func (s *Store) Claim(ctx context.Context, scope, key string, digest [32]byte) (
 			s.mu.Unlock()
 			return nil, nil, err
 		}
-		return &Claim{s: s, k: k, e: e}, nil, nil
+		return &Claim{s: s, k: k, e: e, hinted: r.Type == typeHinted}, nil, nil
 	}
 }
 
@@ -325,6 +369,9 @@ func (s *Store) liveBytes() int64 {
 			continue
 		}
 		n += int64(frameHeader + fixedBytes + len(k.scope) + len(k.key) + digestBytes)
+		if e.hint != nil && !e.answered {
+			n += int64(2 + len(e.hint))
+		}
 		if e.answered {
 			n += int64(frameHeader + fixedBytes + len(k.scope) + len(k.key) + 6 + len(e.answer.Body))
 		}
@@ -364,7 +411,11 @@ func (s *Store) compactLocked() error {
 		if e.released {
 			continue
 		}
-		b = appendFrame(b, &record{Type: typeClaim, AtMs: e.claimAt, Scope: k.scope, Key: k.key, Digest: e.digest})
+		if e.hint != nil && !e.answered {
+			b = appendFrame(b, &record{Type: typeHinted, AtMs: e.claimAt, Scope: k.scope, Key: k.key, Digest: e.digest, Hint: e.hint})
+		} else {
+			b = appendFrame(b, &record{Type: typeClaim, AtMs: e.claimAt, Scope: k.scope, Key: k.key, Digest: e.digest})
+		}
 		if e.answered {
 			b = appendFrame(b, &record{Type: typeAnswer, AtMs: e.atMs, Scope: k.scope, Key: k.key, Status: e.answer.Status, Body: e.answer.Body})
 		}
@@ -402,25 +453,49 @@ func (s *Store) Close() error {
 		s.cond.Wait()
 	}
 	s.cond.Broadcast()
-	return s.f.Close()
+	var err error
+	if s.synced < s.written && s.err == nil {
+		// Answers recorded by AnswerDerivable and not yet flushed.
+		err = fdatasync(s.f)
+	}
+	return errors.Join(err, s.f.Close())
 }
 
 // Claim is a durable claim of one request that this process runs.
 type Claim struct {
-	s    *Store
-	k    entryKey
-	e    *entry
-	once sync.Once
+	s      *Store
+	k      entryKey
+	e      *entry
+	hinted bool
+	once   sync.Once
 }
 
 // Answer durably records the request's answer and wakes requests waiting
 // on the same key.
 func (c *Claim) Answer(status int, body []byte) error {
+	return c.answer(status, body, true)
+}
+
+// AnswerDerivable records the answer of a claim made with ClaimHinted
+// without waiting for it to be durable: the next flush of the store (any
+// later claim, answer or release, a compaction, or Close) makes it so. The
+// caller vouches that, should the process end before then,
+// Options.Derive answers the same from the claim's hint and state that is
+// already durable; so the answer may be sent at once. Requests waiting on
+// the same key are woken with it.
+func (c *Claim) AnswerDerivable(status int, body []byte) error {
+	if !c.hinted {
+		return errors.New("idem: AnswerDerivable needs a hinted claim")
+	}
+	return c.answer(status, body, false)
+}
+
+func (c *Claim) answer(status int, body []byte, wait bool) error {
 	r := record{Type: typeAnswer, Scope: c.k.scope, Key: c.k.key, Status: status, Body: body}
 	if err := checkRecord(&r); err != nil {
 		return err
 	}
-	return c.finish(&r, func(e *entry) {
+	return c.finish(&r, wait, func(e *entry) {
 		e.answered = true
 		e.answer = Answer{Status: status, Body: append([]byte(nil), body...)}
 		e.atMs = r.AtMs
@@ -431,10 +506,10 @@ func (c *Claim) Answer(status int, body []byte) error {
 // key may be used again.
 func (c *Claim) Release() error {
 	r := record{Type: typeRelease, Scope: c.k.scope, Key: c.k.key}
-	return c.finish(&r, nil)
+	return c.finish(&r, true, nil)
 }
 
-func (c *Claim) finish(r *record, answered func(*entry)) error {
+func (c *Claim) finish(r *record, wait bool, answered func(*entry)) error {
 	err := errors.New("idem: claim already finished")
 	c.once.Do(func() {
 		s, e := c.s, c.e
@@ -457,12 +532,15 @@ func (c *Claim) finish(r *record, answered func(*entry)) error {
 		// see it only once it is durable.
 		if answered != nil {
 			answered(e)
+			e.hint = nil
 		} else {
 			e.released = true
 		}
-		s.mu.Unlock()
-		err = s.waitSync(n)
-		s.mu.Lock()
+		if wait {
+			s.mu.Unlock()
+			err = s.waitSync(n)
+			s.mu.Lock()
+		}
 		if err != nil {
 			return
 		}

@@ -253,3 +253,124 @@ func TestHammerCompaction(t *testing.T) {
 		}
 	}
 }
+
+// crashCopy copies the log as a crash would leave it: the first n bytes.
+func crashCopy(t *testing.T, from string, n int64) string {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(b)) < n {
+		t.Fatalf("log has %d bytes, want at least %d", len(b), n)
+	}
+	to := filepath.Join(t.TempDir(), "requests.log")
+	if err := os.WriteFile(to, b[:n], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return to
+}
+
+func (s *Store) sizeForTest() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size
+}
+
+func TestHintedClaimDerivedAfterCrash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "requests.log")
+	s := open(t, path, nil)
+	ctx := context.Background()
+	d := Digest([]byte("submit"))
+	c, _, err := s.ClaimHinted(ctx, "send_message.async", "k", d, []byte("s1@5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := s.sizeForTest()
+	if err := c.AnswerDerivable(202, []byte("5")); err != nil {
+		t.Fatalf("AnswerDerivable = %v", err)
+	}
+	if _, a, err := s.Claim(ctx, "send_message.async", "k", d); err != nil || a == nil || a.Status != 202 || string(a.Body) != "5" {
+		t.Fatalf("replay = %+v, %v", a, err)
+	}
+	// A plain claim cannot take a derivable answer.
+	pc, _, _ := s.Claim(ctx, "other", "k", d)
+	if err := pc.AnswerDerivable(200, nil); err == nil {
+		t.Fatalf("AnswerDerivable of a plain claim succeeded")
+	}
+	pc.Release()
+
+	var asked []string
+	derive := func(scope, key string, hint []byte) (Answer, bool) {
+		asked = append(asked, scope+"/"+key+"/"+string(hint))
+		return Answer{Status: 202, Body: []byte("5")}, string(hint) == "s1@5"
+	}
+	// The process ended before the answer was durable: it is derived.
+	lost := crashCopy(t, path, claimed)
+	s2 := open(t, lost, &Options{Derive: derive})
+	if _, a, err := s2.Claim(ctx, "send_message.async", "k", d); err != nil || a == nil || a.Status != 202 || string(a.Body) != "5" {
+		t.Fatalf("derived replay = %+v, %v", a, err)
+	}
+	if len(asked) != 1 || asked[0] != "send_message.async/k/s1@5" {
+		t.Fatalf("Derive asked %q", asked)
+	}
+	s2.Close()
+	// The derived answer is durable: no further Derive is needed.
+	asked = nil
+	s3 := open(t, lost, &Options{Derive: derive})
+	if _, a, err := s3.Claim(ctx, "send_message.async", "k", d); err != nil || a == nil || a.Status != 202 || len(asked) != 0 {
+		t.Fatalf("replay after the derivation = %+v, %v (asked %q)", a, err, asked)
+	}
+
+	// Without Derive, or when Derive refuses, the claim is ambiguous,
+	// durably: a later Derive is not asked again.
+	for _, opts := range []*Options{nil, {Derive: func(string, string, []byte) (Answer, bool) { return Answer{}, false }}} {
+		p := crashCopy(t, path, claimed)
+		s4 := open(t, p, opts)
+		if _, _, err := s4.Claim(ctx, "send_message.async", "k", d); !errors.Is(err, ErrAmbiguous) {
+			t.Fatalf("underived claim = %v, want ErrAmbiguous", err)
+		}
+		s4.Close()
+		asked = nil
+		s5 := open(t, p, &Options{Derive: derive})
+		if _, _, err := s5.Claim(ctx, "send_message.async", "k", d); !errors.Is(err, ErrAmbiguous) || len(asked) != 0 {
+			t.Fatalf("claim after an ambiguous outcome = %v (asked %q), want ErrAmbiguous", err, asked)
+		}
+		s5.Close()
+	}
+
+	// Close flushes a derivable answer.
+	s.Close()
+	asked = nil
+	s6 := open(t, path, &Options{Derive: derive})
+	if _, a, err := s6.Claim(ctx, "send_message.async", "k", d); err != nil || a == nil || len(asked) != 0 {
+		t.Fatalf("replay after Close = %+v, %v (asked %q)", a, err, asked)
+	}
+}
+
+func TestCompactionKeepsRunningHint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "requests.log")
+	s := open(t, path, nil)
+	ctx := context.Background()
+	d := Digest([]byte("submit"))
+	c, _, err := s.ClaimHinted(ctx, "send_message.async", "k", d, []byte("h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	err = s.compactLocked()
+	size := s.size
+	s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AnswerDerivable(202, []byte("9")); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, crashCopy(t, path, size), &Options{Derive: func(_, _ string, hint []byte) (Answer, bool) {
+		return Answer{Status: 202, Body: []byte("9")}, string(hint) == "h"
+	}})
+	if _, a, err := s2.Claim(ctx, "send_message.async", "k", d); err != nil || a == nil || string(a.Body) != "9" {
+		t.Fatalf("replay = %+v, %v; the compaction lost the hint", a, err)
+	}
+}
