@@ -125,9 +125,21 @@ func (t *tree) members() ([]int, error) {
 		}
 		cand = append(cand, s)
 	}
+	// Once the leader is gone its pid may be handed out again (Linux
+	// reuses a pid only when no process group or session still carries
+	// it), so a process holding the leader's pid with another start time
+	// is a stranger, and so is its group.
+	reused := false
+	for _, s := range cand {
+		if s.pid == t.leader && t.start != 0 && s.start != t.start {
+			reused = true
+		}
+	}
 	in := map[int]bool{}
 	for _, s := range cand {
-		if s.pid == t.leader || s.pgrp == t.leader || (!s.dead() && hasMarker(s.pid, t.marker)) {
+		leader := s.pid == t.leader && (t.start == 0 || s.start == t.start)
+		group := !reused && s.pgrp == t.leader
+		if leader || group || (!s.dead() && hasMarker(s.pid, t.marker)) {
 			in[s.pid] = true
 		}
 	}
@@ -155,14 +167,24 @@ func (t *tree) members() ([]int, error) {
 func (t *tree) kill(ctx context.Context) error {
 	_ = syscall.Kill(-t.leader, syscall.SIGKILL) // the group; ESRCH when empty
 	backoff := 200 * time.Microsecond
+	quiet, killed := 0, false
 	for {
 		live, err := t.members()
 		if err != nil {
 			return err
 		}
 		if len(live) == 0 {
-			return nil
+			// A process caught between fork and exec can be briefly
+			// unreadable in /proc: once something was killed, only a
+			// second empty scan ends the kill.
+			if !killed || quiet > 0 {
+				return nil
+			}
+			quiet++
+			time.Sleep(time.Millisecond)
+			continue
 		}
+		quiet, killed = 0, true
 		for _, pid := range live {
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 				return fmt.Errorf("kill process %d: %w", pid, err)
