@@ -92,6 +92,18 @@ func BuildModule(ctx context.Context, dir string) ([]byte, error) {
 	return b, nil
 }
 
+// cacheDir is the compilation cache the engines of all tests share:
+// compiling a Go guest takes seconds (a minute under -race), so it
+// outlives the test run, as the go build cache does. wazero keys it by its
+// version and the module bytes.
+func cacheDir() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "brain", "agentlooptest")
+}
+
 // Engine is a session engine whose sessions may run admitted Wasm loops.
 type Engine struct {
 	dir    string
@@ -113,7 +125,7 @@ func Start(t testing.TB) *Engine {
 func (e *Engine) open(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
-	host, err := loophost.Open(ctx, loophost.Options{Dir: filepath.Join(e.dir, "agentloops")})
+	host, err := loophost.Open(ctx, loophost.Options{Dir: filepath.Join(e.dir, "agentloops"), CacheDir: cacheDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/brain-in-go/brain/brain/agentloop/agentlooptest"
+	"github.com/brain-in-go/brain/brain/agentloop/builtin"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/session"
@@ -159,3 +160,6 @@ func (f *fakeServices) Environments(_ context.Context, req json.RawMessage) (jso
 	f.note("environments")
 	return nil, fmt.Errorf("%w: environments %s", session.ErrNotGranted, req)
 }
+
+// defaultLoop is the embedded Wasm build of the default loop.
+func defaultLoop() []byte { return builtin.DefaultWasm() }
