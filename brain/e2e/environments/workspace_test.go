@@ -65,9 +65,21 @@ func TestWorkspaceProvider(t *testing.T) {
 	if status, body := c.send(id, call("write", map[string]any{"path": "notes/a.txt", "content": "hello workspace"})); status != http.StatusOK {
 		t.Fatalf("write: %d %s", status, body)
 	}
-	c.waitEvent(id, ofType(api.KindEnvironmentCallEnded)) // release after turn 1
+	// The release of a turn may still run when the next message arrives
+	// (and the workspace refuses to release while an execute runs), so
+	// each turn waits for the previous release.
+	released := func(n int) {
+		t.Helper()
+		c.waitEvent(id, func(api.Event) bool {
+			evs := c.events(id)
+			return len(find(evs, api.KindEnvironmentCallEnded))+len(find(evs, api.KindEnvironmentCallFailed)) >= n
+		})
+	}
+	released(1)
 	c.send(id, call("read", map[string]any{"path": "notes/a.txt"}))
+	released(2)
 	c.send(id, call("command", map[string]any{"argv": []string{"cat", "notes/a.txt"}}))
+	released(3)
 	evs := c.events(id)
 	starts := find(evs, api.KindToolCallStarted)
 	if len(starts) != 3 {
