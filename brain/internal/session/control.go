@@ -532,6 +532,11 @@ func (s *sess) viewLocked(name string) envapi.EnvironmentView {
 			}
 		}
 	}
+	if pending == 0 && es != nil && es.Pending != 0 {
+		// An unknown lifecycle operation stays pending until the
+		// provider resolves it.
+		pending = es.Pending
+	}
 	if pending != 0 {
 		v.PendingOperation = &pending
 	}

@@ -55,7 +55,11 @@
 // (conflict otherwise); an extension may not replace its own environment
 // or the agentloop's bootstrap environment; a successful replace records
 // _environment_replaced, whose sequence is the binding's new incarnation
-// (old references and the old reporter stop working). An Environments
+// (old references and the old reporter stop working). A setup, detach or
+// teardown whose outcome is unknown leaves the binding unknown with that
+// operation pending (EnvironmentView.pending_operation), its template
+// capacity still taken, until an actionable observation {scope:
+// "operation", sequence, resolution} names the operation. An Environments
 // error wrapping ErrInvalidReceipt makes the outcome unknown without
 // recording environment_unreachable. The Services that Engine.Execution
 // answers implement Closer, whose Done channel closes when the execution's

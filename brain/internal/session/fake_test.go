@@ -20,6 +20,7 @@ import (
 //	returner execute answers returned; the tool finishes when the test
 //	         calls Finish through Engine.Execution
 //	emitter  execute emits an event through its callback, then results
+//	unknownteardown  teardown answers unknown
 type fakeEnvs struct {
 	mu        sync.Mutex
 	behaviour map[string]string
@@ -62,6 +63,10 @@ func (f *fakeEnvs) lifecycle(ctx context.Context, op Operation) (envapi.Receipt,
 	switch f.record(op) {
 	case "fail":
 		return envapi.Receipt{}, errTransport
+	case "unknownteardown":
+		if op.Request.Type == envapi.RequestTeardown {
+			return envapi.Unknown("lost track of the teardown"), nil
+		}
 	case "release":
 		if op.Request.Type == envapi.RequestSetup {
 			return envapi.AcceptedOnTurnEnd("release"), nil

@@ -98,3 +98,58 @@ func TestReplaceMethod(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An unknown teardown keeps the instance's capacity reserved and the
+// operation pending until an operation-scope observation resolves it.
+func TestUnknownOperationKeepsCapacity(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, Config{}, map[string]string{"tmpl": "echo", "i1": "unknownteardown", "i2": "echo"})
+	id := h.create(api.CreateSessionRequest{Environments: []api.Environment{{Name: "tmpl", Driver: api.DriverHTTP, URL: "http://127.0.0.1:1",
+		Template: &api.EnvironmentTemplate{MaxInstances: 2}}}})
+	control := func(req envapi.ControlRequest) (envapi.EnvironmentView, error) {
+		raw, err := h.engine.Control(ctx, id, req)
+		if err != nil {
+			return envapi.EnvironmentView{}, err
+		}
+		return decode[envapi.EnvironmentView](t, raw), nil
+	}
+	v, err := control(envapi.ControlRequest{Operation: envapi.ControlCreate, Template: "tmpl", Name: "i1"})
+	if err != nil || v.State != envapi.StateReady {
+		t.Fatalf("create i1: %+v %v", v, err)
+	}
+	ref := v.Reference
+	if _, err := control(envapi.ControlRequest{Operation: envapi.ControlDelete, Environment: &ref}); Code(err) != api.CodeExecutorFailed {
+		t.Fatalf("unknown teardown answered %v", err)
+	}
+	teardown := ofKind(h.records(id), api.KindEnvironmentTeardownStarted)[0].Sequence
+	v, err = control(envapi.ControlRequest{Operation: envapi.ControlGet, Environment: &ref})
+	if err != nil || v.State != envapi.StateUnknown || v.PendingOperation == nil || *v.PendingOperation != teardown {
+		t.Fatalf("after an unknown teardown: %+v %v", v, err)
+	}
+	if _, err := control(envapi.ControlRequest{Operation: envapi.ControlCreate, Template: "tmpl", Name: "i2"}); Code(err) != api.CodeConflict {
+		t.Fatalf("capacity of an unknown instance was released: %v", err)
+	}
+	binding := api.EnvironmentRef(ref)
+	observe := func(seq uint64, status string) {
+		t.Helper()
+		out := `{"observation":{"scope":"operation","sequence":` + jsonNum(seq) + `,"resolution":{"status":"` + status + `"}}}`
+		if _, err := h.engine.Report(ctx, id, binding, Report{Type: ReportResult, Output: json.RawMessage(out)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An observation naming another operation resolves nothing.
+	observe(teardown-1, "deleted")
+	if v, _ := control(envapi.ControlRequest{Operation: envapi.ControlGet, Environment: &ref}); v.State != envapi.StateUnknown {
+		t.Fatalf("uncorrelated resolution changed the binding: %+v", v)
+	}
+	observe(teardown, "deleted")
+	v, err = control(envapi.ControlRequest{Operation: envapi.ControlGet, Environment: &ref})
+	if err != nil || v.State != envapi.StateDeleted || v.PendingOperation != nil {
+		t.Fatalf("after the resolution: %+v %v", v, err)
+	}
+	if _, err := control(envapi.ControlRequest{Operation: envapi.ControlCreate, Template: "tmpl", Name: "i2"}); err != nil {
+		t.Fatalf("capacity not released by the resolution: %v", err)
+	}
+}
+
+func jsonNum(n uint64) string { return string(mustJSON(n)) }

@@ -36,6 +36,10 @@ type envState struct {
 	Availability string          `json:"availability,omitempty"`
 	Observation  json.RawMessage `json:"observation,omitempty"`
 	ObservedAtMs int64           `json:"observed_at_ms,omitempty"`
+	// Pending is a lifecycle operation (setup, detach, teardown) whose
+	// outcome is unknown: the binding stays unknown, and keeps its
+	// capacity, until an operation-scope observation resolves it.
+	Pending uint64 `json:"pending,omitempty"`
 }
 
 // Private record kinds of the environment control API. They are journal
@@ -228,13 +232,23 @@ func (st *state) apply(r journal.Record) error {
 			st.Actionable = append(st.Actionable, r.Sequence)
 		}
 		if e := st.Envs[eff.Environment]; e != nil {
-			e.fold(prefix, suffix == "_ended", p.Receipt.OnTurnEnd)
+			e.fold(prefix, suffix == "_ended", p.Ambiguous, p.Sequence, p.Receipt.OnTurnEnd)
 		}
 	}
 	return nil
 }
 
-func (e *envState) fold(prefix string, ok bool, onTurnEnd string) {
+func (e *envState) fold(prefix string, ok, ambiguous bool, seq uint64, onTurnEnd string) {
+	lifecycle := prefix == "environment_setup" || prefix == "environment_detach" || prefix == "environment_teardown"
+	switch {
+	case lifecycle && ok:
+		e.Pending = 0
+	case lifecycle && ambiguous:
+		// The outcome is unknown: nothing is assumed until the provider
+		// resolves the operation.
+		e.State, e.Pending = envUnknown, seq
+		return
+	}
 	switch {
 	case prefix == "environment_setup" && ok:
 		e.State, e.OnTurnEnd = envReady, onTurnEnd
@@ -275,11 +289,31 @@ func (st *state) observe(r journal.Record) {
 	var obs struct {
 		Scope        string `json:"scope"`
 		Availability string `json:"availability"`
+		Sequence     uint64 `json:"sequence"`
+		Resolution   *struct {
+			Status string `json:"status"`
+		} `json:"resolution"`
 	}
 	_ = json.Unmarshal(out.Observation, &obs)
 	e.Observation, e.ObservedAtMs = out.Observation, r.RecordedAtMs
-	if obs.Scope == "environment" && obs.Availability != "" {
+	switch {
+	case obs.Scope == "environment" && obs.Availability != "":
 		e.Availability = obs.Availability
+	case obs.Scope == "operation" && obs.Resolution != nil && obs.Sequence != 0 && obs.Sequence == e.Pending:
+		// The correlated resolution of an unknown lifecycle operation.
+		switch obs.Resolution.Status {
+		case "ready":
+			e.State = envReady
+		case "deleted":
+			e.State = envDeleted
+		case "detached":
+			e.State = envDetached
+		case "failed":
+			e.State = envFailed
+		default:
+			return
+		}
+		e.Pending = 0
 	}
 }
 
@@ -340,6 +374,7 @@ type foldPayload struct {
 	Environment string          `json:"environment"`
 	Key         string          `json:"key"`
 	Value       json.RawMessage `json:"value"`
+	Ambiguous   bool            `json:"ambiguous"`
 	Receipt     struct {
 		OnTurnEnd string `json:"on_turn_end"`
 	} `json:"receipt"`
@@ -351,7 +386,8 @@ func needsPayload(kind string) bool {
 	switch kind {
 	case api.KindKVSet, api.KindKVDelete, api.KindActivationEnded,
 		api.KindEnvironmentSetupStarted, api.KindEnvironmentSetupEnded, api.KindEnvironmentCallStarted,
-		api.KindEnvironmentDetachStarted, api.KindEnvironmentTeardownStarted:
+		api.KindEnvironmentDetachStarted, api.KindEnvironmentTeardownStarted,
+		api.KindEnvironmentSetupFailed, api.KindEnvironmentDetachFailed, api.KindEnvironmentTeardownFailed:
 		return true
 	}
 	return false
