@@ -41,7 +41,8 @@
 // automatic environment up, End detaches after session_end_started, Delete
 // tears down as separate journaled operations; a setup receipt with
 // on_turn_end makes every turn end with a journaled environment_call of
-// that method (after the answer is saved, waited for by Close). Tools on an
+// that method (after the answer is saved, waited for by Close; deferred
+// while tools the turn started are unfinished). Tools on an
 // environment that is not ready close with environment_not_ready without
 // executing. Dispatched inputs are checked against the tool's input_schema
 // (invalid_input, nothing sent) and ok outputs against its output_schema

@@ -53,6 +53,7 @@ type sess struct {
 	tools     map[uint64]*toolCall
 	execs     map[uint64]*execution
 	ctrls     map[uint64]*execution // controller contexts of environment operations
+	releases  []*turnRelease        // turn-end cleanups waiting for tools
 	waiters   map[uint64]chan turnResult
 	wake      *time.Timer
 	idle      *time.Timer

@@ -21,6 +21,8 @@ import (
 //	         calls Finish through Engine.Execution
 //	emitter  execute emits an event through its callback, then results
 //	unknownteardown  teardown answers unknown
+//	release  setup registers the turn-end method release
+//	releasereturner  both release and returner
 type fakeEnvs struct {
 	mu        sync.Mutex
 	behaviour map[string]string
@@ -67,7 +69,7 @@ func (f *fakeEnvs) lifecycle(ctx context.Context, op Operation) (envapi.Receipt,
 		if op.Request.Type == envapi.RequestTeardown {
 			return envapi.Unknown("lost track of the teardown"), nil
 		}
-	case "release":
+	case "release", "releasereturner":
 		if op.Request.Type == envapi.RequestSetup {
 			return envapi.AcceptedOnTurnEnd("release"), nil
 		}
@@ -109,7 +111,7 @@ func (f *fakeEnvs) Execute(ctx context.Context, op Operation) (envapi.Receipt, e
 		return envapi.Receipt{}, errTransport
 	case "refuse":
 		return envapi.Failure("unsupported", "m", true, json.RawMessage(`{"x":1}`)), nil
-	case "returner":
+	case "returner", "releasereturner":
 		return envapi.Returned(nil), nil
 	case "emitter":
 		svc, err := f.engine.Execution(op.SessionID, op.Sequence)

@@ -248,3 +248,51 @@ func TestCreateRecordDefaultsEmptyLists(t *testing.T) {
 		}
 	}
 }
+
+// A turn that leaves a tool unfinished defers its turn-end release until
+// the tool is closed; the engine's drain waits for that release.
+func TestOnTurnEndReleaseWaitsForTools(t *testing.T) {
+	h := newHarness(t, Config{}, map[string]string{"box": "releasereturner"})
+	id := h.create(toolSession("releasereturner"))
+	ctx := context.Background()
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{
+		"tool_calls": []map[string]any{{"name": "echo", "input": map[string]any{}}}, "reply": "later"})}); err != nil {
+		t.Fatal(err)
+	}
+	tool := ofKind(h.records(id), api.KindToolCallStarted)[0].Sequence
+	svc, err := h.engine.Execution(id, tool)
+	if err != nil {
+		t.Fatalf("the returned tool is not open: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		done <- h.engine.Close(cctx)
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Close returned (%v) while a turn-end release waited for a tool", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if n := len(h.envs.opsOf(envapi.RequestCall)); n != 0 {
+		t.Fatalf("release sent while the turn's tool was open (%d calls)", n)
+	}
+	if _, err := svc.Finish(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	h.engine = nil
+	recs := h.records(id)
+	ended := ofKind(recs, api.KindToolCallEnded)
+	started := ofKind(recs, api.KindEnvironmentCallStarted)
+	if len(ended) != 1 || len(started) != 1 || len(ofKind(recs, api.KindEnvironmentCallEnded)) != 1 || started[0].Sequence < ended[0].Sequence {
+		t.Fatalf("release not sent after the tool closed, or not answered: %v", kinds(recs))
+	}
+	turn := ofKind(recs, api.KindTurnStarted)[0].Sequence
+	if calls := h.envs.opsOf(envapi.RequestCall); len(calls) != 1 || string(calls[0].Request.Input) != `{"sequence":`+itoa(turn)+`}` {
+		t.Fatalf("release calls %+v", calls)
+	}
+}

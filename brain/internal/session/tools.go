@@ -351,6 +351,7 @@ func (s *sess) toolStopped(t *toolCall) {
 		_, _ = s.commitLocked(rec(api.KindToolCancelEnded, envEnded{Sequence: cancelSeq, Receipt: receipt}))
 	}
 	close(t.settled)
+	s.toolReleasedLocked(t.seq)
 	s.inflight--
 	s.maybeEvictLocked(false)
 }
@@ -395,6 +396,9 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 	}
 	delete(s.tools, t.seq)
 	delete(s.execs, t.seq)
+	if !cancelling {
+		s.toolReleasedLocked(t.seq)
+	}
 	if !t.syncOver() {
 		close(t.syncDone)
 	}

@@ -270,7 +270,7 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 		sum = s.summaryLocked()
 	}
 	if a.turn != 0 {
-		s.releaseAfterTurnLocked(a.turn)
+		s.releaseAfterTurnLocked(a)
 	}
 	s.scheduleWakeLocked()
 	s.maybeEvictLocked(false)
@@ -281,32 +281,79 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 	}
 }
 
-// releaseAfterTurnLocked sends call {name: on_turn_end, input: {sequence}}
-// to every ready environment whose setup registered a turn-end method. It
-// runs after the turn's answer is committed and handed out; its failure
-// does not change the turn.
-func (s *sess) releaseAfterTurnLocked(turn uint64) {
+// turnRelease is the turn-end cleanup of one turn, waiting for the tools
+// the turn started and left unfinished.
+type turnRelease struct {
+	turn    uint64
+	waiting map[uint64]bool // open tool calls of the turn
+}
+
+// releaseAfterTurnLocked arranges call {name: on_turn_end, input:
+// {sequence}} to every ready environment whose setup registered a
+// turn-end method. It runs after the turn's answer is committed and handed
+// out; its failure does not change the turn. Tools the turn started and
+// left unfinished defer it until they are closed. Until it is sent and
+// answered the engine's drain waits for it and the session stays in
+// memory.
+func (s *sess) releaseAfterTurnLocked(a *activation) {
 	if s.e.cfg.Environments == nil {
 		return
 	}
+	hooked := false
 	for _, name := range s.envNamesLocked(envReady) {
-		method := s.st.Envs[name].OnTurnEnd
-		if method == "" {
+		hooked = hooked || s.st.Envs[name].OnTurnEnd != ""
+	}
+	if !hooked {
+		return
+	}
+	r := &turnRelease{turn: a.turn, waiting: map[uint64]bool{}}
+	for seq, t := range s.tools {
+		if t.x.act == a && !t.closed {
+			r.waiting[seq] = true
+		}
+	}
+	s.inflight++
+	s.e.wg.Add(1)
+	if len(r.waiting) == 0 {
+		s.sendReleaseLocked(r)
+		return
+	}
+	s.releases = append(s.releases, r)
+}
+
+// toolReleasedLocked notes that tool seq is closed and sends the turn-end
+// cleanups that waited only for it.
+func (s *sess) toolReleasedLocked(seq uint64) {
+	kept := s.releases[:0]
+	for _, r := range s.releases {
+		delete(r.waiting, seq)
+		if len(r.waiting) == 0 {
+			s.sendReleaseLocked(r)
 			continue
 		}
-		s.inflight++
-		s.e.wg.Add(1)
-		go func() {
-			defer s.e.wg.Done()
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if s.st != nil {
-				s.envOpLocked(s.e.base, name, envapi.Call(method, mustJSON(ref{Sequence: turn})), nil)
-			}
-			s.inflight--
-			s.maybeEvictLocked(false)
-		}()
+		kept = append(kept, r)
 	}
+	s.releases = kept
+}
+
+// sendReleaseLocked sends a turn's cleanup calls in the background; the
+// caller took s.inflight and one count of the engine's wait group.
+func (s *sess) sendReleaseLocked(r *turnRelease) {
+	go func() {
+		defer s.e.wg.Done()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		// An ending session detaches its environments instead.
+		if s.st != nil && s.st.Status != api.StatusEnding && s.st.Status != api.StatusEnded {
+			for _, name := range s.envNamesLocked(envReady) {
+				if method := s.st.Envs[name].OnTurnEnd; method != "" {
+					s.envOpLocked(s.e.base, name, envapi.Call(method, mustJSON(ref{Sequence: r.turn})), nil)
+				}
+			}
+		}
+		s.inflight--
+		s.maybeEvictLocked(false)
+	}()
 }
 
 // Interrupt cancels the running activation and every unfinished tool of
