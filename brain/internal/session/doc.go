@@ -12,6 +12,14 @@
 // terminal record is closed as an ambiguous "interrupted" failure and nothing
 // is resent.
 //
+// Records no effect depends on (the terminal record of an in-process
+// model call, a synchronous-phase tool_call_ended, the loop's transcript
+// and KV changes) are folded at once and appended with the session's next
+// append: every *_started fence, every answer to a caller (a turn's end,
+// any service call through Services.Call) and every read flushes them
+// first, and they are flushed at the latest CoalesceWindow later. A text
+// turn is three appends.
+//
 // # Activations
 //
 // One activation runs at a time per session. A turn (Submit, Send) records
