@@ -75,6 +75,10 @@ type Server struct {
 
 	gmu   sync.Mutex
 	gates map[string]*gate // sessions with a send or delete in flight
+
+	feedsMu   sync.Mutex
+	feeds     map[string]*feed     // sessions with event streams
+	streamSet map[*stream]struct{} // open event streams
 }
 
 // New returns a Server with the session routes mounted.
@@ -91,7 +95,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = DefaultHeartbeat
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux(), log: opts.Logger, gates: map[string]*gate{}}
+	s := &Server{opts: opts, mux: http.NewServeMux(), log: opts.Logger, gates: map[string]*gate{},
+		feeds: map[string]*feed{}, streamSet: map[*stream]struct{}{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -224,9 +229,14 @@ func (s *Server) Wait(ctx context.Context) error {
 	}
 }
 
-// CloseStreams ends every open event stream and waits for their handlers.
+// CloseStreams ends every open event stream, after delivering what is
+// committed until nothing more arrives promptly, and waits for them.
 func (s *Server) CloseStreams() {
 	s.stopAll()
+	stopAt := time.Now()
+	for s.stopStreams(stopAt) > 0 {
+		time.Sleep(stopGrace / 5)
+	}
 	s.streams.Wait()
 }
 

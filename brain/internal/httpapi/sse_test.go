@@ -1,0 +1,118 @@
+package httpapi
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// openRaw opens an event stream on a plain connection (no client
+// goroutines) and reads the response head.
+func openRaw(t *testing.T, f *fixture, sid string, rcvbuf int) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	d := net.Dialer{}
+	if rcvbuf > 0 {
+		d.Control = func(_, _ string, c syscall.RawConn) error {
+			return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
+		}
+	}
+	c, err := d.Dial("tcp", strings.TrimPrefix(f.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "GET /v1/sessions/%s/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", sid, testToken)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream head: %v %v", resp, err)
+	}
+	return c, bufio.NewReader(resp.Body)
+}
+
+// Idle streams hold no goroutine each, one stalled reader slows neither
+// commits nor the other streams, and every stream gets every event once.
+func TestStreamsShareOneFeed(t *testing.T) {
+	f := newFixture(t, Options{MaxLiveBacklog: 8})
+	sid := f.create("c").SessionID
+	// Let the fixture's connections settle.
+	time.Sleep(50 * time.Millisecond)
+	g0 := runtime.NumGoroutine()
+	const n = 40
+	readers := make([]*bufio.Reader, n)
+	for i := range readers {
+		_, readers[i] = openRaw(t, f, sid, 0)
+	}
+	openRaw(t, f, sid, 4<<10) // a reader that never reads
+	time.Sleep(50 * time.Millisecond)
+	if g := runtime.NumGoroutine() - g0; g > 8 {
+		t.Fatalf("%d idle streams added %d goroutines", n+1, g)
+	}
+	// The readers read as frames come; the stalled one never does.
+	type result struct {
+		seqs []uint64
+		err  error
+	}
+	results := make(chan result, n)
+	for _, br := range readers {
+		go func() {
+			var r result
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					r.err = err
+					results <- r
+					return
+				}
+				var seq uint64
+				if _, err := fmt.Sscanf(line, "id: %d", &seq); err == nil {
+					r.seqs = append(r.seqs, seq)
+				}
+				if strings.HasPrefix(line, "event: session_ended") {
+					results <- r
+					return
+				}
+			}
+		}()
+	}
+	big := strings.Repeat("z", 32<<10)
+	t0 := time.Now()
+	for i := range 12 {
+		if st, _, b := f.do("POST", "/v1/sessions/"+sid+"/messages", `{"input":{"message":"`+big+`"}}`, "Idempotency-Key", fmt.Sprint("m", i)); st != 200 {
+			t.Fatalf("send = %d %s", st, b)
+		}
+	}
+	if d := time.Since(t0); d > 20*time.Second {
+		t.Fatalf("12 turns took %v with a stalled stream", d)
+	}
+	if st, _, b := f.do("POST", "/v1/sessions/"+sid+"/end", "", "Idempotency-Key", "e"); st != 200 {
+		t.Fatalf("end = %d %s", st, b)
+	}
+	var want []uint64
+	st, _, b := f.do("GET", "/v1/sessions/"+sid+"/events?after=0", "")
+	var page api.EventPage
+	if st != 200 || json.Unmarshal(b, &page) != nil {
+		t.Fatalf("events = %d", st)
+	}
+	for _, ev := range page.Events {
+		want = append(want, ev.Sequence)
+	}
+	for i := range n {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("reader %d: %v after %d events", i, r.err, len(r.seqs))
+		}
+		if fmt.Sprint(r.seqs) != fmt.Sprint(want) {
+			t.Fatalf("reader got %v, want %v", r.seqs, want)
+		}
+	}
+}
