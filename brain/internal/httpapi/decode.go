@@ -59,12 +59,18 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) ([]byte
 // decodeStrict decodes exactly one JSON value into v, refusing unknown
 // fields.
 func decodeStrict(b []byte, v any) error {
-	if !json.Valid(b) {
-		return badRequest("request body is not valid JSON")
-	}
+	// One pass: the decoder scans the whole value before it decodes any of
+	// it, so malformed JSON is reported first, as is anything but
+	// whitespace after the value.
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
+	err := d.Decode(v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		len(bytes.TrimLeft(b[min(int(d.InputOffset()), len(b)):], " \t\r\n")) > 0 {
+		return badRequest("request body is not valid JSON")
+	}
+	if err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return invalidField(fmt.Sprintf("field %q must be %s", te.Field, te.Type))

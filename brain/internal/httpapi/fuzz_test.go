@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"testing"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -43,5 +46,42 @@ func FuzzDecodeRequests(f *testing.F) {
 			err = validateInput(m.Input)
 		}
 		check(t, err)
+	})
+}
+
+// decodeStrictTwoPass is the earlier decodeStrict: a validity check, then
+// a decode. The one-pass decodeStrict must classify every body the same.
+func decodeStrictTwoPass(b []byte, v any) error {
+	if !json.Valid(b) {
+		return badRequest("request body is not valid JSON")
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return invalidField(err.Error())
+	}
+	return nil
+}
+
+func FuzzDecodeStrictOnePass(f *testing.F) {
+	for _, s := range []string{`{"input":{"message":"hi"}}`, `{} {}`, `{"input":{"message":1}}`, ` {"x":1} `, `{"input":{"message":"a"}} x`, ``, `1`, `{"input":`} {
+		f.Add([]byte(s))
+	}
+	status := func(err error) int {
+		var he *Error
+		if errors.As(err, &he) {
+			return he.Status
+		}
+		return 0
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m1, m2 api.MessageRequest
+		e1, e2 := decodeStrict(b, &m1), decodeStrictTwoPass(b, &m2)
+		if status(e1) != status(e2) {
+			t.Fatalf("%q: one pass %v, two passes %v", b, e1, e2)
+		}
+		if e1 == nil && !reflect.DeepEqual(m1, m2) {
+			t.Fatalf("%q decodes differently", b)
+		}
 	})
 }
