@@ -21,6 +21,7 @@ var timeNow = time.Now
 type space struct {
 	path     string
 	dev, ino uint64
+	birth    int64  // creation time in ns where the file system records it
 	dir      string // record.Dir it was allocated for
 }
 
@@ -48,7 +49,7 @@ func (p *Provider) restore(rec *record) (*binding, error) {
 	switch rec.Phase {
 	case phaseNew, phaseLost:
 	case phaseReady:
-		sp := &space{path: b.dirPath(), dev: rec.Dev, ino: rec.Ino, dir: rec.Dir}
+		sp := &space{path: b.dirPath(), dev: rec.Dev, ino: rec.Ino, birth: rec.Birth, dir: rec.Dir}
 		_, _ = b.lazy.Get(context.Background(), func(context.Context) (*space, error) { return sp, nil })
 	case phaseFailed:
 		msg := rec.Error
@@ -117,7 +118,7 @@ func (b *binding) allocate(context.Context) (*space, error) {
 		return nil, envsdk.Failf(envapi.CodeAllocationFailed, "allocate workspace: %v", err)
 	}
 	sp.dir = dir
-	b.rec.Phase, b.rec.Dev, b.rec.Ino, b.rec.Error = phaseReady, sp.dev, sp.ino, ""
+	b.rec.Phase, b.rec.Dev, b.rec.Ino, b.rec.Birth, b.rec.Error = phaseReady, sp.dev, sp.ino, sp.birth, ""
 	if err := b.p.store.save(&b.rec); err != nil {
 		_ = os.RemoveAll(path)
 		b.rec.Phase, b.rec.Error = phaseFailed, err.Error()
@@ -136,30 +137,33 @@ func (b *binding) mkdir(path string) (*space, error) {
 	if err := os.Mkdir(path, 0o700); err != nil {
 		return nil, err
 	}
-	dev, ino, err := identify(path)
+	dev, ino, birth, err := identify(path)
 	if err != nil {
 		return nil, err
 	}
-	return &space{path: path, dev: dev, ino: ino}, nil
+	return &space{path: path, dev: dev, ino: ino, birth: birth}, nil
 }
 
-func identify(path string) (dev, ino uint64, err error) {
+// identify names a directory by device, inode and, where the file system
+// records it, creation time: a directory removed and re-created at once
+// often gets the same inode number back, but never the same birth time.
+func identify(path string) (dev, ino uint64, birth int64, err error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok || !fi.IsDir() {
-		return 0, 0, fmt.Errorf("%s is not a directory", path)
+		return 0, 0, 0, fmt.Errorf("%s is not a directory", path)
 	}
-	return uint64(st.Dev), uint64(st.Ino), nil
+	return uint64(st.Dev), uint64(st.Ino), birthTime(path), nil
 }
 
 // verify reports resource_lost when the allocated directory is gone or was
 // replaced, records the loss and reports it through the binding's reporter.
 func (b *binding) verify(c *envsdk.Ctx, sp *space) error {
-	dev, ino, err := identify(sp.path)
-	if err == nil && dev == sp.dev && ino == sp.ino {
+	dev, ino, birth, err := identify(sp.path)
+	if err == nil && dev == sp.dev && ino == sp.ino && (sp.birth == 0 || birth == sp.birth) {
 		return nil
 	}
 	why := "the workspace directory was removed"

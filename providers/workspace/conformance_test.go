@@ -46,7 +46,7 @@ func TestConformance(t *testing.T) {
 			sw.set(p.Handler(token))
 		}
 		start(t)
-		t.Cleanup(func() { killMarked(t) })
+		t.Cleanup(func() { killMarked(t, root) })
 		return conformance.Target{
 			BaseURL:            conformance.ServeHandler(t, sw),
 			Token:              token,

@@ -31,7 +31,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	}
 	srv := httptest.NewServer(p.Handler("secret-token"))
 	t.Cleanup(srv.Close)
-	t.Cleanup(func() { killMarked(t) })
+	t.Cleanup(func() { killMarked(t, opts.Root) })
 	return &fixture{t: t, p: p, url: srv.URL, brain: envtest.NewBrain(t), root: opts.Root}
 }
 
@@ -117,10 +117,10 @@ func accepted(t testing.TB, r envapi.Receipt) {
 
 func sh(line string) map[string]any { return map[string]any{"shell": line} }
 
-// killMarked kills every process that carries MarkerEnv, so that a failing
-// test leaves nothing behind; only this package's commands carry it.
-func killMarked(t *testing.T) {
-	for _, pid := range markedProcesses(t) {
+// killMarked kills the commands of the provider rooted at root, so that a
+// failing test leaves nothing behind.
+func killMarked(t *testing.T, root string) {
+	for _, pid := range markedProcesses(t, root) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }

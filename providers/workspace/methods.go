@@ -122,7 +122,7 @@ func (p *Provider) inspect(c *envsdk.Ctx, input json.RawMessage) (any, error) {
 	}
 	b.mu.Lock()
 	out := InspectOutput{Phase: b.rec.Phase, Label: b.cfg.Label, Error: b.rec.Error}
-	sp := &space{path: b.dirPath(), dev: b.rec.Dev, ino: b.rec.Ino, dir: b.rec.Dir}
+	sp := &space{path: b.dirPath(), dev: b.rec.Dev, ino: b.rec.Ino, birth: b.rec.Birth, dir: b.rec.Dir}
 	b.mu.Unlock()
 	if out.Phase != phaseReady {
 		return out, nil

@@ -34,6 +34,7 @@ type record struct {
 	// re-created at the same path is not mistaken for ours.
 	Dev     uint64    `json:"dev,omitempty"`
 	Ino     uint64    `json:"ino,omitempty"`
+	Birth   int64     `json:"birth,omitempty"` // creation time in ns, 0 when unknown
 	Error   string    `json:"error,omitempty"` // failed or lost: why
 	Created time.Time `json:"created"`
 }

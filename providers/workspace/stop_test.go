@@ -38,8 +38,10 @@ func survivor(t *testing.T, pid int) string {
 	return string(stat)
 }
 
-// markedProcesses lists live processes whose environment carries MarkerEnv.
-func markedProcesses(t *testing.T) []int {
+// markedProcesses lists live processes whose environment carries MarkerEnv
+// and a WORKSPACE under root, so that tests running in parallel each see
+// only the commands of their own provider.
+func markedProcesses(t *testing.T, root string) []int {
 	t.Helper()
 	entries, _ := os.ReadDir("/proc")
 	var out []int
@@ -49,7 +51,7 @@ func markedProcesses(t *testing.T) []int {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && strings.Contains(string(env), MarkerEnv+"=") && alive(t, pid) {
+		if err == nil && strings.Contains(string(env), MarkerEnv+"=") && strings.Contains(string(env), "\x00WORKSPACE="+root+"/") && alive(t, pid) {
 			out = append(out, pid)
 		}
 	}
@@ -97,7 +99,7 @@ func TestDeadlineKillsWholeTree(t *testing.T) {
 			t.Errorf("process %d survived the deadline: %s", pid, s)
 		}
 	}
-	if left := markedProcesses(t); len(left) > 0 {
+	if left := markedProcesses(t, f.root); len(left) > 0 {
 		t.Errorf("marked processes left: %v", left)
 	}
 }
@@ -156,7 +158,7 @@ func TestCancelKillsTreeAndStreams(t *testing.T) {
 			t.Errorf("process %d survived the cancel: %s", pid, s)
 		}
 	}
-	if left := markedProcesses(t); len(left) > 0 {
+	if left := markedProcesses(t, f.root); len(left) > 0 {
 		t.Errorf("marked processes left: %v", left)
 	}
 	// No finish for a cancelled execute.
