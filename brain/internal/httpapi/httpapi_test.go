@@ -179,7 +179,7 @@ func TestStreamFramesAndEnd(t *testing.T) {
 	var last uint64 = 1
 	readFrames(resp.Body, func(fr sseFrame) bool {
 		if !fr.hasID {
-			if fr.event != api.LiveModelOutput {
+			if fr.event != api.LiveModelOutput && fr.event != api.LiveModelRequest && fr.event != api.LiveModelUsage {
 				t.Errorf("frame without id has event %q", fr.event)
 			}
 			return true
