@@ -67,4 +67,12 @@
 // session_creation_failed, when the subscriber lags more than
 // Options.MaxLiveBacklog records behind (it reconnects with its cursor), and
 // on drain. Comment lines keep idle streams open.
+//
+// The streams of a session share one engine subscription: each frame is
+// encoded once and its bytes queued to every stream without blocking, so a
+// stalled reader slows neither commits nor other readers. On HTTP/1.1 the
+// connection is taken over after the response head ("Connection: close",
+// chunked body), so an idle stream holds no goroutine and no buffers; a
+// writer goroutine runs only while a stream has frames queued, and writes
+// all of them as one chunk.
 package httpapi
