@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/brain-in-go/brain/brain/agentloop"
@@ -279,6 +280,9 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 	}
 	a := &activation{svc: svc, stdout: newCapture(h.opts.MaxOutputBytes), stderr: newCapture(h.opts.MaxOutputBytes)}
 	ctx = context.WithValue(ctx, activationKey{}, a)
+	alloc, release := memoryAllocator()
+	defer release() // after the instance is closed (deferred below)
+	ctx = experimental.WithMemoryAllocator(ctx, alloc)
 	var seed [32]byte
 	copy(seed[:], in.Runtime.DeterministicSeed)
 	cfg := h.base.WithStdout(a.stdout).WithStderr(a.stderr).WithRandSource(rand.NewChaCha8(seed))

@@ -23,7 +23,10 @@
 // deadlines stop a spinning guest. Nothing is compiled on the turn path
 // (Host.Compiles counts compilations). Linear memory is bounded by
 // Options.MaxLinearMemoryBytes (default BRAIN_MAX_LINEAR_MEMORY_BYTES, else
-// 128 MiB). The guest's stdout and stderr are captured up to
+// 128 MiB). On Unix an instance's linear memory is an anonymous mapping
+// that reserves the limit, so growing never copies and untouched pages
+// cost nothing; it is unmapped when the activation ends. The guest's
+// stdout and stderr are captured up to
 // Options.MaxOutputBytes each; the head of stderr is added to the error of
 // a failed activation and both go to Options.Output.
 //

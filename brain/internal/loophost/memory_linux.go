@@ -1,0 +1,5 @@
+package loophost
+
+import "syscall"
+
+const mapNoReserve = syscall.MAP_NORESERVE

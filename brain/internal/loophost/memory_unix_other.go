@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package loophost
+
+const mapNoReserve = 0
