@@ -326,3 +326,31 @@ func TestBuiltinWasmRunsTheEmbeddedDefaultLoop(t *testing.T) {
 		t.Fatalf("the embedded loop is not an admitted module: %+v", a)
 	}
 }
+
+// Closing the host while a guest runs stops the guest; its memory is
+// released only after the activation returns.
+func TestCloseDuringAnActivation(t *testing.T) {
+	h, err := loophost.Open(context.Background(), loophost.Options{Dir: t.TempDir(), CacheDir: cacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := admit(t, h, guest)
+	f, _ := h.Func(id)
+	done := make(chan error, 1)
+	go func() {
+		_, err := f(context.Background(), newFake(), input("spin"))
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a closed activation succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the guest kept running after Close")
+	}
+}
