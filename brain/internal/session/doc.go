@@ -74,6 +74,15 @@
 // answers implement Closer, whose Done channel closes when the execution's
 // authority is revoked.
 //
+// # Live frames
+//
+// Subscriptions interleave live-only frames with committed events: for a
+// model call that streams, model_request {model_call_sequence,
+// input_bytes, media_inputs} with its first delta, model_output
+// {model_call_sequence, delta} per delta, and model_usage
+// {model_call_sequence, usage} when it returns. They are never journalled
+// and are dropped for a subscriber that does not keep up.
+//
 // # Passivation
 //
 // Between turns a session holds no goroutine and no in-memory state unless

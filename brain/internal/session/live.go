@@ -67,15 +67,60 @@ func (h *hub) publish(id string, f LiveFrame) {
 	}
 }
 
-func (h *hub) publishDelta(id string, seq uint64, d model.Delta) {
+// watched reports whether the session has subscribers.
+func (h *hub) watched(id string) bool {
 	h.mu.Lock()
-	n := len(h.subs[id])
-	h.mu.Unlock()
-	if n == 0 {
+	defer h.mu.Unlock()
+	return len(h.subs[id]) > 0
+}
+
+func (h *hub) publishDelta(id string, seq uint64, d model.Delta) {
+	if !h.watched(id) {
 		return
 	}
 	data, _ := json.Marshal(map[string]any{"model_call_sequence": seq, "delta": d.Text})
 	h.publish(id, LiveFrame{Type: api.LiveModelOutput, Data: data})
+}
+
+// publishRequest sends the live model_request frame of a model call:
+// {model_call_sequence, input_bytes, media_inputs}, input_bytes being the
+// size of the request's JSON and media_inputs the media kinds (image,
+// file) its messages carry, in order of first appearance.
+func (h *hub) publishRequest(id string, seq uint64, req api.ModelRequest) {
+	if !h.watched(id) {
+		return
+	}
+	raw, _ := json.Marshal(req)
+	media := []string{}
+	seen := map[string]bool{}
+	note := func(kind string) {
+		if !seen[kind] {
+			seen[kind] = true
+			media = append(media, kind)
+		}
+	}
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			if b.Type == api.BlockImage || b.Type == api.BlockFile {
+				note(b.Type)
+			}
+			for _, md := range b.Media {
+				note(md.Type)
+			}
+		}
+	}
+	data, _ := json.Marshal(map[string]any{"model_call_sequence": seq, "input_bytes": len(raw), "media_inputs": media})
+	h.publish(id, LiveFrame{Type: api.LiveModelRequest, Data: data})
+}
+
+// publishUsage sends the live model_usage frame {model_call_sequence,
+// usage} of a finished model call.
+func (h *hub) publishUsage(id string, seq uint64, usage api.Usage) {
+	if !h.watched(id) {
+		return
+	}
+	data, _ := json.Marshal(map[string]any{"model_call_sequence": seq, "usage": usage})
+	h.publish(id, LiveFrame{Type: api.LiveModelUsage, Data: data})
 }
 
 // Subscription follows a session's public events after a cursor (first

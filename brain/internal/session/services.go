@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
@@ -192,8 +193,23 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 	s.mu.Unlock()
 	var res api.ModelResult
 	if err == nil {
+		// A streamed call is announced live (model_request) with its first
+		// delta and closed live with its usage (model_usage); none of
+		// these frames is journalled.
+		var announce sync.Once
+		var streamed atomic.Bool
+		onDelta := func(d model.Delta) {
+			announce.Do(func() {
+				streamed.Store(true)
+				s.e.hub.publishRequest(s.id, seq, req)
+			})
+			s.e.hub.publishDelta(s.id, seq, d)
+		}
 		cctx, done := x.callCtx(ctx)
-		res, err = client.Call(cctx, req, func(d model.Delta) { s.e.hub.publishDelta(s.id, seq, d) })
+		res, err = client.Call(cctx, req, onDelta)
+		if err == nil && streamed.Load() {
+			s.e.hub.publishUsage(s.id, seq, res.Usage)
+		}
 		if err != nil && cctx.Err() != nil {
 			err = fmt.Errorf("model call: %w", context.Cause(cctx))
 		}
