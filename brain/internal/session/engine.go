@@ -370,7 +370,16 @@ func (s *sess) summaryLocked() api.SessionSummary {
 // loop resolves the session's agentloop.
 func (e *Engine) loop(a *api.Agentloop) (agentloop.Func, error) {
 	if a == nil || isBuiltin(a.Implementation) {
-		return agentloop.Default, nil
+		if e.cfg.Loops == nil {
+			return agentloop.Default, nil
+		}
+		// The resolver decides whether the built-in loop runs natively or
+		// as its Wasm build.
+		impl := builtinImplementation
+		if a != nil && len(a.Implementation) > 0 {
+			impl = a.Implementation
+		}
+		return e.cfg.Loops(impl)
 	}
 	if e.cfg.Loops == nil {
 		return nil, fmt.Errorf("%w: agentloop implementation %s", ErrUnsupported, a.Implementation)
@@ -399,6 +408,9 @@ func (s *sess) modelLocked(ctx context.Context) (model.Client, error) {
 func isNotFound(err error) bool {
 	return errors.Is(err, journal.ErrNotFound) || errors.Is(err, ErrNotFound)
 }
+
+// builtinImplementation names the built-in default loop.
+var builtinImplementation = []byte(`{"type":"brain_builtin","name":"default"}`)
 
 // isBuiltin reports whether an implementation names the built-in loop.
 func isBuiltin(impl []byte) bool {
