@@ -13,9 +13,16 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
-const crashChildEnv = "BRAIN_JOURNAL_CRASH_CHILD_DIR"
+const (
+	crashChildEnv = "BRAIN_JOURNAL_CRASH_CHILD_DIR"
+	// crashModeEnv "log-only": the child's segment writes never reach the
+	// files and no sync point is taken, as if every segment page written
+	// since the last sync point were lost; only the commit log has them.
+	crashModeEnv = "BRAIN_JOURNAL_CRASH_MODE"
+)
 
 // TestMain lets the test binary run as the crash test's child process.
 func TestMain(m *testing.M) {
@@ -39,10 +46,18 @@ type crashData struct {
 // crashChild appends forever from several goroutines and prints
 // "<session> <last sequence>" after every acknowledged append.
 func crashChild(dir string) {
-	fs, err := OpenFileStore(dir, crashOpts)
+	opts := *crashOpts
+	logOnly := os.Getenv(crashModeEnv) == "log-only"
+	if logOnly {
+		opts.SyncPointInterval, opts.CommitLogBytes = time.Hour, 1<<40
+	}
+	fs, err := OpenFileStore(dir, &opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	if logOnly {
+		fs.segWriteHook = func([]byte) []byte { return nil }
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -86,16 +101,34 @@ func TestCrashKill(t *testing.T) {
 	for w := range workers {
 		t.Run(fmt.Sprint("dir", w), func(t *testing.T) {
 			t.Parallel()
-			crashLoop(t, t.TempDir(), iterations)
+			crashLoop(t, t.TempDir(), iterations, "")
 		})
 	}
 }
 
-func crashLoop(t *testing.T, dir string, iterations int) {
+// TestCrashKillBeforeSegmentSync SIGKILLs a child whose segment writes are
+// all lost (only the commit log reaches the disk) after acknowledgements
+// and before any sync point: replay must restore every acknowledged
+// record.
+func TestCrashKillBeforeSegmentSync(t *testing.T) {
+	const workers = 4
+	iterations := 40 / workers
+	if testing.Short() {
+		iterations = 3
+	}
+	for w := range workers {
+		t.Run(fmt.Sprint("dir", w), func(t *testing.T) {
+			t.Parallel()
+			crashLoop(t, t.TempDir(), iterations, "log-only")
+		})
+	}
+}
+
+func crashLoop(t *testing.T, dir string, iterations int, mode string) {
 	acked := make(map[string]uint64)
 	for it := range iterations {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashModeEnv+"="+mode)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.StdoutPipe()
@@ -124,11 +157,49 @@ func crashLoop(t *testing.T, dir string, iterations int) {
 		if lines < killAfter {
 			t.Fatalf("iteration %d: child exited after %d acks: %s", it, lines, stderr.String())
 		}
+		if mode == "log-only" {
+			// The segments lack what the child acknowledged; only the log
+			// holds it.
+			if logs, _ := filepath.Glob(filepath.Join(dir, commitLogDir, "*.log")); len(logs) == 0 {
+				t.Fatalf("iteration %d: no commit log left by the child", it)
+			}
+			missing := false
+			for id, n := range acked {
+				missing = missing || segmentRecords(t, filepath.Join(dir, id)) < int(n)
+			}
+			if !missing {
+				t.Fatalf("iteration %d: the segments already hold every acknowledged record before replay", it)
+			}
+		}
 		verifyAfterCrash(t, dir, it, acked)
 	}
 	torn, _ := filepath.Glob(filepath.Join(dir, "*", "journal", "*.torn-*"))
 	segs, _ := filepath.Glob(filepath.Join(dir, "*", "journal", "*.segment"))
 	t.Logf("%d kills: %d torn tails cut, %d segments, acknowledged %v", iterations, len(torn), len(segs), acked)
+}
+
+// segmentRecords counts the complete frames in the segment files of the
+// session directory dir (or of every session when dir is the store's).
+func segmentRecords(t *testing.T, dir string) int {
+	segs, _ := filepath.Glob(filepath.Join(dir, "journal", "*.segment"))
+	more, _ := filepath.Glob(filepath.Join(dir, "*", "journal", "*.segment"))
+	segs = append(segs, more...)
+	n := 0
+	for _, p := range segs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for len(b) > 0 {
+			_, size, err := checkFrame(b, DefaultMaxRecordBytes)
+			if err != nil {
+				break
+			}
+			n++
+			b = b[size:]
+		}
+	}
+	return n
 }
 
 // verifyAfterCrash reopens the journal and checks that every acknowledged

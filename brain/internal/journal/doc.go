@@ -13,13 +13,19 @@
 // leading '.'):
 //
 //	sessions/{id}/journal/{first}.segment          frames, see below
-//	sessions/{id}/journal/{first}.segment.torn-{o}  bytes cut by recovery
+//	sessions/{id}/journal/{first}.segment.torn-{o}  bytes cut by recovery or replay
 //	sessions/{id}/checkpoint                       optional, see below
 //	sessions/{id}/checkpoint.tmp                   checkpoint being written
+//	sessions/.commitlog/{n}.log                    shared commit log, see below
+//	sessions/.commitlog/{n}.log.torn-{o}           bytes cut by replay
+//	sessions/.commitlog/syncpoint                  sync point marker
+//	sessions/.commitlog/syncpoint.tmp              marker being written
 //
 // {first} is the sequence of the segment's first record as exactly 20
-// decimal digits ("00000000000000000001.segment"). Other names in the
-// journal directory are ignored.
+// decimal digits ("00000000000000000001.segment"); {n} is a log file
+// number (from 1) in the same form. Other names in the journal and
+// commit log directories are ignored. ".commitlog" is never a session id
+// (ids cannot start with '.').
 //
 // # Frames
 //
@@ -55,37 +61,59 @@
 // # Writing and durability
 //
 // One writer goroutine per FileStore takes every queued append of every
-// session, writes each session's frames to its last segment with O_APPEND
-// writes, then flushes the group with one durability barrier. The group
-// must make durable every file written and every directory that gained an
-// entry (the journal directory for a new segment; sessions/ and
-// sessions/{id}/ when a session's directories were created):
+// session (a group commit, or round) and:
 //
-//   - When that is at least Options.SyncFSMinFiles (3) files and
-//     directories, one syncfs(2) on the sessions/ directory flushes them
-//     all. syncfs writes back every dirty page and inode of the file
-//     system, waits for the writeback, commits the file system's journal
-//     and flushes the device cache, so it makes durable at least what an
-//     fdatasync of each file and an fsync of each directory would. Since
-//     Linux 5.8 it also reports a writeback error of any file of the file
-//     system that happened after the sessions/ directory was opened (the
-//     store keeps it open for its lifetime); before 5.8 it returns success
-//     regardless, so syncfs is only used when uname(2) reports 5.8 or
-//     later, on linux/amd64 and linux/arm64. Every page a group wrote is
-//     written back inside its syncfs call, so a writeback error of the
-//     group's own files is reported to that group; an error of another
-//     file of the file system fails the group too (an append then reports
-//     an error although its records may be durable, as with any failed
-//     flush). If syncfs is refused (ENOSYS, EPERM) the store flushes file
-//     by file from then on.
-//   - Otherwise (one segment written, or syncfs unavailable) each file is
-//     fdatasync'd and each directory fsync'd, issued concurrently so the
-//     file system can merge them; one file's fdatasync does not wait for
-//     unrelated dirty data of the file system.
+//  1. writes each session's frames to its last segment with O_APPEND
+//     writes (into the page cache; segments are not flushed here);
+//  2. appends one commit log entry per run of those frames (see Commit
+//     log) to the current log file with a single write, and makes it
+//     durable with one fdatasync of that file — the round's only
+//     durability barrier (plus, when the round starts a new log file, one
+//     fsync of sessions/.commitlog/, and once per process one of
+//     sessions/ if it had to create .commitlog/).
 //
 // Only then are the appends acknowledged, published to readers and pushed
 // to subscribers. Readers never see bytes past the last acknowledged
-// frame.
+// frame. An acknowledged record is durable because its frame bytes are in
+// a log entry that was fdatasync'd (with the log file's size and, for a
+// new file, its directory entry) before the acknowledgement; its segment
+// may still be only in the page cache, but replay (below) rebuilds the
+// segment from the log after any crash.
+//
+// Sync points. The segments are made durable later, at a sync point,
+// taken by the writer when the current log file holds
+// Options.CommitLogBytes (16 MiB), at the first round
+// Options.SyncPointInterval (2 s) after the previous sync point, before
+// every Delete, at Close, and at open after a replay:
+//
+//  1. every segment file and directory written or created since the
+//     previous sync point is made durable: one syncfs(2) on the sessions/
+//     directory when they are at least Options.SyncFSMinFiles (3) paths
+//     and syncfs reports errors here (Linux 5.8 or later, amd64/arm64;
+//     syncfs writes back every dirty page and inode of the file system,
+//     commits its journal and flushes the device cache, and since 5.8
+//     reports a writeback error of any file after the store opened
+//     sessions/, which it keeps open), otherwise one fdatasync per file and
+//     one fsync per directory, issued concurrently (ENOSYS or EPERM from
+//     syncfs selects that for good);
+//  2. the current log file is closed and the marker is replaced (written to
+//     syncpoint.tmp, fsynced, renamed, directory fsynced) with the number
+//     of the next log file to be created: every log file numbered below it
+//     is no longer needed;
+//  3. those log files are deleted (no fsync needed: the marker already
+//     retires them, and replay deletes any left over).
+//
+// Deleting a log file is safe because every frame it holds was written to
+// its segment before the log write, and step 1 made those segments (and
+// their directory entries) durable before step 2 retired the file. A
+// failure in step 1 is sticky: no later sync point retires a log file in
+// this process (the pages may have been dropped), so the next open
+// replays them. After a failed log write or fdatasync the writer
+// truncates the log file back (best effort), moves to a new log file and
+// takes a sync point before the next round logs anything, so the failed
+// file is retired only once the segments, as readers will see them, are
+// durable. Delete takes a sync point before it removes the session's
+// directory, so no retained log entry names a deleted session.
 //
 // A segment is rolled before a frame that would take it past
 // Options.SegmentBytes (64 MiB by default), unless the segment is empty: a
@@ -99,9 +127,85 @@
 // Options.MaxOpenFiles (256) segment handles open between group commits,
 // closing the least recently used.
 //
+// # Commit log
+//
+// A log file is a concatenation of entries, nothing else (no header, no
+// padding). All integers are little-endian.
+//
+//	offset  size  field
+//	0       4     entry length L: bytes from offset 8 to the end of the entry
+//	4       4     CRC32C (Castagnoli) of those L bytes
+//	8       1     entry type, always 1 (frames)
+//	9       1     session id length I (1..200)
+//	10      8     F: first sequence of the segment the frames belong to (its name)
+//	18      8     O: offset of the first frame in that segment
+//	26      I     session id
+//	26+I    L-18-I frames: one or more complete segment frames, byte for byte
+//	              as written to the segment at offset O
+//
+// The frames of an entry have consecutive sequences; the first is at
+// least F, and is F when O is 0. A run of frames is cut into entries of
+// at most 1 MiB of frames unless a single frame is larger, so L is at most
+// 18 + 200 + 1 MiB + 8 + max(MaxRecordBytes, 64 MiB); a larger L is
+// damage. A round appends its entries in order; within a session they are
+// in sequence order.
+//
+// The sync point marker sessions/.commitlog/syncpoint is 20 bytes:
+//
+//	offset  size  field
+//	0       8     magic "BRAINSP1"
+//	8       4     CRC32C (Castagnoli) of bytes 12..19
+//	12      8     first log file number still needed (uint64)
+//
+// A missing marker means 1. A marker that is not exactly this (bad magic,
+// length or checksum) refuses the open with a *LogDamagedError.
+//
+// Replay. OpenFileStore replays the log before any session is opened:
+// log files numbered below the marker are deleted unread; the others are
+// read in number order and each entry in order, which puts frames F/O of
+// session id in place:
+//
+//   - the session and journal directories and the segment file are created
+//     when missing;
+//   - if the segment holds the entry's bytes at O already (byte for byte),
+//     nothing is written;
+//   - if it ends exactly at O, the frames are written there;
+//   - if it holds other or fewer bytes from O on (a torn or lost segment
+//     tail after a crash), the bytes from O to its end are cut and kept in
+//     "{segment}.torn-{O}" as recovery does, and the frames are written at O;
+//   - if it is shorter than O, the store refuses to open with a
+//     *LogDamagedError naming the log file and the entry's offset (durable
+//     segment bytes before the entry were lost).
+//
+// Replay is idempotent: running it again after a crash during replay
+// writes nothing new. Then a sync point makes every segment an entry named
+// durable (whether or not replay wrote to it: after a process crash the
+// frames may be in the page cache only) and retires the log files. The
+// per-session recovery rules below run afterwards, lazily, on segments
+// that hold every acknowledged record; frames in a segment past the last
+// entry (written before a log write that never completed) are judged by
+// those rules like any other.
+//
+// Damage in the log. If a log file ends inside an entry (fewer than 8
+// bytes left, L past the end of the file, or nothing but zero bytes from
+// the entry on — a size update that outran the data), that incomplete
+// write is cut: the bytes from the entry's offset to the end are written
+// to "{log}.torn-{o}" (".{n}" appended when taken) and fsynced, the log is
+// truncated and fsynced, and the directory fsynced. This is accepted at
+// the end of any log file, since the writer moves to a new file after a
+// failed write. A complete entry that does not check out (checksum,
+// type, lengths, session id, or its frames: checksum, payload, sequences)
+// refuses the whole store: OpenFileStore returns a *LogDamagedError
+// (wrapping ErrLogDamaged) with the log file and the entry's offset, and
+// nothing after it is replayed or rewritten. The store cannot tell which
+// session a corrupt entry belonged to (its id is under the same
+// checksum), and opening without it would silently drop an acknowledged
+// record, so an operator must decide (for example remove the log file
+// after checking the sessions it names).
+//
 // # Recovery
 //
-// A session is opened lazily on first use. Its segments are read in order
+// A session is opened lazily on first use, after replay. Its segments are read in order
 // and every frame is checked, except the prefix a matching checkpoint
 // vouches for (see Checkpoint). The rules:
 //
@@ -123,7 +227,10 @@
 //     other sessions are not affected.
 //
 // An empty final segment is valid (a crash after rolling); the next
-// append goes into it.
+// append goes into it. An empty final segment (not the first) named past
+// the next expected sequence is removed and the directory fsynced: it was
+// created by a roll whose records never became durable (acknowledged ones
+// are restored by replay), so it holds nothing.
 //
 // # Checkpoint
 //

@@ -35,13 +35,19 @@ type Options struct {
 	// SyncParallelism is how many files of one group commit are flushed
 	// concurrently when they are flushed one by one (default 32).
 	SyncParallelism int
-	// SyncFSMinFiles: a group commit that must flush at least this many
-	// files and directories makes them durable with one syncfs(2) of the
-	// journal's file system instead of one fdatasync/fsync each (default
-	// 3; negative never uses syncfs). syncfs is used only on Linux 5.8 or
+	// SyncFSMinFiles: a sync point that must flush at least this many
+	// segment files and directories makes them durable with one syncfs(2)
+	// of the journal's file system instead of one fdatasync/fsync each
+	// (default 3; negative never uses syncfs). syncfs is used only on Linux 5.8 or
 	// later, where it reports writeback errors; elsewhere every file is
 	// flushed on its own.
 	SyncFSMinFiles int
+	// CommitLogBytes: once the current commit log file holds this many
+	// bytes, the writer takes a sync point (default 16 MiB).
+	CommitLogBytes int64
+	// SyncPointInterval: the writer takes a sync point at the first group
+	// commit this long after the previous one (default 2 s).
+	SyncPointInterval time.Duration
 	// MaxLoadedSessions bounds the sessions kept in memory (their
 	// sequence counters, segment lists and sparse indexes). Beyond it the
 	// least recently used idle session is dropped and recovered from disk
@@ -77,6 +83,12 @@ func (o *Options) withDefaults() Options {
 	if v.SyncFSMinFiles == 0 {
 		v.SyncFSMinFiles = 3
 	}
+	if v.CommitLogBytes <= 0 {
+		v.CommitLogBytes = 16 << 20
+	}
+	if v.SyncPointInterval <= 0 {
+		v.SyncPointInterval = 2 * time.Second
+	}
 	if v.MaxLoadedSessions <= 0 {
 		v.MaxLoadedSessions = 4096
 	}
@@ -99,18 +111,36 @@ type FileStore struct {
 	sessions map[string]*session
 	idle     *list.List // sessions with no reference, most recently used first
 
-	qmu       sync.Mutex // guards the fields below
-	qcond     *sync.Cond
-	queue     []*appendReq
-	queued    int64
-	closing   bool
-	wdone     chan struct{}
-	openLRU   *list.List // writer-owned: sessions with an open segment handle
-	syncs     atomic.Int64
-	syncfsN   atomic.Int64
-	rounds    atomic.Int64
-	appended  atomic.Int64
-	openFiles atomic.Int64
+	qmu         sync.Mutex // guards the fields below
+	qcond       *sync.Cond
+	queue       []*appendReq
+	queued      int64
+	closing     bool
+	wdone       chan struct{}
+	openLRU     *list.List // writer-owned: sessions with an open segment handle
+	syncs       atomic.Int64
+	syncfsN     atomic.Int64
+	syncPointsN atomic.Int64
+	rounds      atomic.Int64
+	appended    atomic.Int64
+	openFiles   atomic.Int64
+
+	// The shared commit log, owned by the writer goroutine (by
+	// OpenFileStore before it starts and by Close after it ends).
+	log           *os.File
+	logSize       int64
+	logNext       uint64 // number of the next log file
+	logDirReady   bool
+	logsLive      bool            // log files exist that no sync point retired
+	dirty         map[string]bool // written since the last sync point; true for directories
+	logBuf        []byte
+	needSyncPoint bool // a log write failed: take a sync point before the next commit
+	syncPointErr  error
+	lastSyncPoint time.Time
+	skipCloseSync atomic.Bool
+	// segWriteHook, when set by a test, returns the part of each segment
+	// write that reaches the file (simulating lost page-cache writes).
+	segWriteHook func([]byte) []byte
 }
 
 var _ Store = (*FileStore)(nil)
@@ -193,6 +223,15 @@ func OpenFileStore(dir string, opts *Options) (*FileStore, error) {
 			return nil, fmt.Errorf("journal: %w", err)
 		}
 		fs.root = root
+	}
+	fs.logNext = 1
+	fs.dirty = make(map[string]bool)
+	fs.lastSyncPoint = time.Now()
+	if err := fs.replayLog(); err != nil {
+		if fs.root != nil {
+			fs.root.Close()
+		}
+		return nil, err
 	}
 	fs.qcond = sync.NewCond(&fs.qmu)
 	go fs.writeLoop()
@@ -773,6 +812,13 @@ func (fs *FileStore) Close() error {
 		}
 		fs.closeTail(s)
 	}
+	if !fs.skipCloseSync.Load() {
+		errs = append(errs, fs.syncPoint())
+	}
+	if fs.log != nil {
+		errs = append(errs, fs.log.Close())
+		fs.log = nil
+	}
 	if fs.root != nil {
 		errs = append(errs, fs.root.Close())
 	}
@@ -793,6 +839,8 @@ type Stats struct {
 	Rounds  int64 // group commits
 	Syncs   int64 // durability barriers: fdatasync, fsync and syncfs calls
 	SyncFS  int64 // the syncfs calls among Syncs
+	// SyncPoints counts the sync points that retired commit log files.
+	SyncPoints int64
 }
 
 // Stats reports the writer's counters.
@@ -800,5 +848,5 @@ func (fs *FileStore) Stats() Stats {
 	fs.mu.Lock()
 	loaded := int64(len(fs.sessions))
 	fs.mu.Unlock()
-	return Stats{Loaded: loaded, Records: fs.appended.Load(), Rounds: fs.rounds.Load(), Syncs: fs.syncs.Load(), SyncFS: fs.syncfsN.Load()}
+	return Stats{Loaded: loaded, Records: fs.appended.Load(), Rounds: fs.rounds.Load(), Syncs: fs.syncs.Load(), SyncFS: fs.syncfsN.Load(), SyncPoints: fs.syncPointsN.Load()}
 }

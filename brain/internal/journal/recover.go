@@ -134,6 +134,20 @@ func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *
 		if cov != nil && i == skip {
 			start = from
 		} else if first != expect {
+			if final && first > expect && i > 0 {
+				if fi, err := os.Stat(path); err == nil && fi.Size() == 0 {
+					// An empty final segment past the records: created by a
+					// roll whose records never became durable (acknowledged
+					// ones are restored by replay). It holds nothing.
+					if err := os.Remove(path); err != nil {
+						return fmt.Errorf("journal: open session %s: %w", s.id, err)
+					}
+					if err := syncDir(jdir); err != nil {
+						return fmt.Errorf("journal: open session %s: %w", s.id, err)
+					}
+					break
+				}
+			}
 			return damaged(path, 0, "segment starts at sequence %d, want %d (sequences are not dense)", first, expect)
 		}
 		s.segs = append(s.segs, segInfo{first: first})

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // writeLoop is the single writer: it takes everything queued, writes it,
@@ -25,6 +26,11 @@ func (fs *FileStore) writeLoop() {
 		batch := fs.takeBatch()
 		fs.qmu.Unlock()
 		fs.commit(batch)
+		if fs.logsLive && (fs.logSize >= fs.opts.CommitLogBytes || time.Since(fs.lastSyncPoint) >= fs.opts.SyncPointInterval) {
+			// A failure leaves the log files in place; it is retried at
+			// the next trigger (or reported by Close when sticky).
+			fs.syncPoint()
+		}
 	}
 }
 
@@ -51,27 +57,49 @@ func (fs *FileStore) takeBatch() []*appendReq {
 	return batch
 }
 
-// round collects what one group commit must flush.
-type round struct {
-	files      map[*os.File]struct{}
-	dirs       map[string]struct{}
-	closeAfter []*os.File
-	failed     map[*session]error
+// pendingWrite is a run of a request's frames to write to a segment.
+type pendingWrite struct {
+	s     *session
+	f     *os.File
+	data  []byte
+	start int64 // the segment's size before the write
+	req   *appendReq
 }
 
-func newRound() *round {
-	return &round{files: make(map[*os.File]struct{}), dirs: make(map[string]struct{}), failed: make(map[*session]error)}
+// round collects what one group commit writes to the commit log.
+type round struct {
+	log        []byte // the round's log entries
+	pending    []pendingWrite
+	closeAfter []*os.File
+	failed     map[*session]error
+	err        error // fails every request of the round
+}
+
+func (fs *FileStore) newRound() *round {
+	return &round{log: fs.logBuf[:0], failed: make(map[*session]error)}
 }
 
 func (fs *FileStore) commit(batch []*appendReq) {
-	rd := newRound()
+	if fs.needSyncPoint {
+		// The last log write failed: retire that log file (making the
+		// segments it described durable) before anything new is logged.
+		if err := fs.syncPoint(); err != nil {
+			for _, req := range batch {
+				req.err = err
+			}
+		}
+	}
+	rd := fs.newRound()
 	start := 0
 	for i, req := range batch {
 		if req.del {
 			fs.finish(batch[start:i], rd)
-			rd = newRound()
+			rd = fs.newRound()
 			start = i + 1
 			fs.deleteSession(req)
+			continue
+		}
+		if req.err != nil {
 			continue
 		}
 		if err := rd.failed[req.s]; err != nil {
@@ -86,7 +114,9 @@ func (fs *FileStore) commit(batch []*appendReq) {
 }
 
 // write appends req's frames to its session's tail segment, rolling to new
-// segments at the size bound.
+// segments at the size bound, and adds their log entries to the round.
+// The segment writes go to the page cache; the commit log makes them
+// durable.
 func (fs *FileStore) write(req *appendReq, rd *round) error {
 	s := req.s
 	s.mu.Lock()
@@ -134,13 +164,20 @@ func (fs *FileStore) write(req *appendReq, rd *round) error {
 		if j < n {
 			end = req.offs[j]
 		}
-		if _, err := s.wf.Write(req.frames[req.offs[i]:end]); err != nil {
-			// Best effort: cut what was half written so the next open sees
-			// a clean tail.
-			s.wf.Truncate(s.wsize)
-			return fmt.Errorf("journal: write %s: %w", s.wf.Name(), err)
+		// The bytes are written by finish, while the log is flushed.
+		rd.pending = append(rd.pending, pendingWrite{s: s, f: s.wf, data: req.frames[req.offs[i]:end], start: s.wsize, req: req})
+		fs.dirty[s.wf.Name()] = false
+		// One log entry per run of frames, cut at logRunBytes.
+		for k, off := i, s.wsize; k < j; {
+			m, size := k+1, frameLen(req, k)
+			for m < j && size+frameLen(req, m) <= logRunBytes {
+				size += frameLen(req, m)
+				m++
+			}
+			rd.log = appendLogEntry(rd.log, s.id, s.wfirst, off, req.frames[req.offs[k]:req.offs[k]+size])
+			off += int64(size)
+			k = m
 		}
-		rd.files[s.wf] = struct{}{}
 		req.places = append(req.places, placement{segFirst: s.wfirst, off: s.wsize, i: i, j: j})
 		s.wsize = size
 		i = j
@@ -164,12 +201,12 @@ func (fs *FileStore) roll(s *session, first uint64, rd *round) error {
 	}
 	jdir := filepath.Join(s.dir, "journal")
 	if err := os.Mkdir(s.dir, 0o700); err == nil {
-		rd.dirs[fs.dir] = struct{}{}
+		fs.dirty[fs.dir] = true
 	} else if !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("journal: create %s: %w", s.dir, err)
 	}
 	if err := os.Mkdir(jdir, 0o700); err == nil {
-		rd.dirs[s.dir] = struct{}{}
+		fs.dirty[s.dir] = true
 	} else if !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("journal: create %s: %w", jdir, err)
 	}
@@ -182,7 +219,7 @@ func (fs *FileStore) roll(s *session, first uint64, rd *round) error {
 		f.Close()
 		return fmt.Errorf("journal: create %s: file exists and is not empty", path)
 	}
-	rd.dirs[jdir] = struct{}{}
+	fs.dirty[jdir] = true
 	s.wf, s.wfirst, s.wsize = f, first, 0
 	s.whandle.Store(true)
 	if s.welem == nil {
@@ -211,7 +248,31 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 	if len(reqs) == 0 {
 		return
 	}
-	syncErr := fs.flush(rd)
+	// One write of the log, then its fdatasync runs while the segment
+	// writes (page cache) are issued; both end before anything is
+	// acknowledged.
+	syncErr := rd.err
+	if syncErr == nil {
+		syncErr = fs.logWrite(rd.log)
+	}
+	var synced chan error
+	if syncErr == nil && len(rd.log) > 0 {
+		synced = make(chan error, 1)
+		f := fs.log
+		fs.syncs.Add(1)
+		go func() { synced <- fdatasync(f) }()
+	}
+	if syncErr == nil {
+		fs.writeSegments(rd)
+	}
+	if synced != nil {
+		if err := <-synced; err != nil {
+			syncErr = fs.logFailed(err)
+		}
+	}
+	if cap(rd.log) <= 4<<20 {
+		fs.logBuf = rd.log[:0]
+	}
 	for _, f := range rd.closeAfter {
 		f.Close()
 	}
@@ -250,6 +311,35 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 	fs.qmu.Unlock()
 }
 
+// writeSegments writes the round's frames to their segments in order. A
+// failed write is cut back (best effort) and fails its request and the
+// session's later requests of the round; since the log already names
+// those frames, the next round first takes a sync point.
+func (fs *FileStore) writeSegments(rd *round) {
+	var failed map[*session]error
+	for _, pw := range rd.pending {
+		if err := failed[pw.s]; err != nil {
+			pw.req.err = err
+			continue
+		}
+		w := pw.data
+		if fs.segWriteHook != nil {
+			w = fs.segWriteHook(w)
+		}
+		if _, err := pw.f.Write(w); err != nil {
+			pw.f.Truncate(pw.start)
+			err = fmt.Errorf("journal: write %s: %w", pw.f.Name(), err)
+			pw.req.err = err
+			if failed == nil {
+				failed = make(map[*session]error)
+			}
+			failed[pw.s] = err
+			fs.needSyncPoint = true
+		}
+	}
+	clear(rd.pending)
+}
+
 // invalidate forgets s's state after a failed write so that the next use
 // recovers it from disk; queued appends of the old state fail. s.mu is held.
 func (fs *FileStore) invalidate(s *session, err error) {
@@ -282,61 +372,22 @@ func (s *session) publish(req *appendReq) {
 	}
 }
 
-// flush makes the round durable. When it touched at least
-// Options.SyncFSMinFiles files and directories, one syncfs(2) of the
-// journal's file system covers them all; otherwise each written file is
-// fdatasync'd and each directory that gained an entry fsync'd, issued
-// concurrently so the file system can merge them.
-func (fs *FileStore) flush(rd *round) error {
-	if n := len(rd.files) + len(rd.dirs); fs.root != nil && n > 0 && n >= fs.opts.SyncFSMinFiles {
-		fs.syncs.Add(1)
-		fs.syncfsN.Add(1)
-		err := syncfs(fs.root)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, syscall.ENOSYS) && !errors.Is(err, syscall.EPERM) {
-			return fmt.Errorf("journal: sync %s: %w", fs.dir, err)
-		}
-		// Not available here (seccomp, emulated kernel): flush file by
-		// file from now on.
-		fs.root.Close()
-		fs.root = nil
-	}
-	type job struct {
-		f   *os.File
-		dir string
-	}
-	jobs := make([]job, 0, len(rd.files)+len(rd.dirs))
-	for f := range rd.files {
-		jobs = append(jobs, job{f: f})
-	}
-	for d := range rd.dirs {
-		jobs = append(jobs, job{dir: d})
-	}
-	fs.syncs.Add(int64(len(jobs)))
-	run := func(j job) error {
-		if j.f != nil {
-			if err := fdatasync(j.f); err != nil {
-				return fmt.Errorf("journal: sync %s: %w", j.f.Name(), err)
-			}
-			return nil
-		}
-		return syncDir(j.dir)
-	}
-	if len(jobs) == 1 {
-		return run(jobs[0])
+// parallel runs fn on every item with at most n calls at a time and joins
+// their errors.
+func parallel[T any](items []T, n int, fn func(T) error) error {
+	if len(items) == 1 {
+		return fn(items[0])
 	}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
-		next = make(chan job)
+		next = make(chan T)
 	)
-	for range min(len(jobs), fs.opts.SyncParallelism) {
+	for range min(len(items), n) {
 		wg.Go(func() {
-			for j := range next {
-				if err := run(j); err != nil {
+			for it := range next {
+				if err := fn(it); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
@@ -344,8 +395,8 @@ func (fs *FileStore) flush(rd *round) error {
 			}
 		})
 	}
-	for _, j := range jobs {
-		next <- j
+	for _, it := range items {
+		next <- it
 	}
 	close(next)
 	wg.Wait()
@@ -388,8 +439,14 @@ func syncDir(dir string) error {
 func (fs *FileStore) deleteSession(req *appendReq) {
 	s := req.s
 	fs.closeTail(s)
+	// Retire every log entry of the session before its files go, so that
+	// a replay never brings them back.
+	spErr := fs.syncPoint()
 	s.mu.Lock()
-	err := os.RemoveAll(s.dir)
+	err := spErr
+	if err == nil {
+		err = os.RemoveAll(s.dir)
+	}
 	if err == nil {
 		err = syncDir(fs.dir)
 	}
