@@ -14,6 +14,7 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/httpapi"
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/model"
 	"github.com/brain-in-go/brain/brain/internal/secrets"
 	"github.com/brain-in-go/brain/brain/internal/session"
@@ -85,6 +86,12 @@ type Config struct {
 	// Mount mounts further routes (environment control, execution
 	// callbacks, reporters) on the API's mux before it serves.
 	Mount func(s *httpapi.Server) error
+	// BuiltinWasm runs the built-in default loop as its embedded Wasm
+	// build instead of natively.
+	BuiltinWasm bool
+	// MaxLinearMemoryBytes bounds a Wasm agentloop's linear memory (0:
+	// BRAIN_MAX_LINEAR_MEMORY_BYTES, else 128 MiB).
+	MaxLinearMemoryBytes int64
 	// AfterClaim runs after an idempotency claim is durable and before its
 	// operation runs: a fault-injection point for crash tests.
 	AfterClaim func(scope, key string)
@@ -96,6 +103,7 @@ type Server struct {
 	dir      *datadir.Dir
 	store    *journal.FileStore
 	requests *idem.Store
+	loops    *loophost.Host
 	engine   *session.Engine
 	api      *httpapi.Server
 
@@ -128,6 +136,13 @@ func New(cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
+	if s.loops, err = loophost.Open(context.Background(), loophost.Options{
+		Dir:                  s.dir.Path("agentloops"),
+		MaxLinearMemoryBytes: cfg.MaxLinearMemoryBytes,
+		BuiltinWasm:          cfg.BuiltinWasm,
+	}); err != nil {
+		return nil, fmt.Errorf("brain: %w", err)
+	}
 	idle := cfg.IdleTTL
 	if idle < 0 {
 		idle = session.KeepIdle
@@ -137,6 +152,7 @@ func New(cfg Config) (_ *Server, err error) {
 		Models:       cfg.Models,
 		Environments: cfg.Environments,
 		Secrets:      sealed,
+		Loops:        s.loops.Resolve,
 		Limits:       cfg.Limits.engine(),
 		IdleTTL:      idle,
 	})
@@ -169,6 +185,9 @@ func New(cfg Config) (_ *Server, err error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
+	}
+	if err := s.loops.Mount(s.api); err != nil {
+		return nil, fmt.Errorf("brain: mount: %w", err)
 	}
 	if cfg.Mount != nil {
 		if err := cfg.Mount(s.api); err != nil {
@@ -227,6 +246,9 @@ func (s *Server) release() error {
 	var errs []error
 	if s.requests != nil {
 		errs = append(errs, s.requests.Close())
+	}
+	if s.loops != nil {
+		errs = append(errs, s.loops.Close(context.Background()))
 	}
 	if s.store != nil {
 		errs = append(errs, s.store.Close())

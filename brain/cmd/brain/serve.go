@@ -67,6 +67,8 @@ type serveFlags struct {
 	maxEnvResponseBytes, maxEnvSecs      int64
 	maxEnvConnectSecs                    int64
 	workspaceRoot                        string
+	builtinWasm                          bool
+	maxLinearMemory                      int64
 	noWorkspace                          bool
 }
 
@@ -125,6 +127,9 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	i64(&f.maxEnvSecs, "max-environment-secs", "BRAIN_MAX_ENVIRONMENT_SECS", 120, "longest environment operation round trip in seconds")
 	i64(&f.maxEnvConnectSecs, "max-environment-connect-secs", "BRAIN_MAX_ENVIRONMENT_CONNECT_SECS", 5, "longest connect to an environment in seconds")
 	str(&f.workspaceRoot, "workspace-root", "BRAIN_WORKSPACE_ROOT", "", "directory of the built-in workspace environment (default <data dir>/native-workspaces)")
+	bw, _ := env("BRAIN_BUILTIN_WASM")
+	fs.BoolVar(&f.builtinWasm, "builtin-wasm", bw == "1" || bw == "true", "run the built-in default loop as its embedded Wasm build (BRAIN_BUILTIN_WASM=1)")
+	i64(&f.maxLinearMemory, "max-linear-memory-bytes", "BRAIN_MAX_LINEAR_MEMORY_BYTES", 128<<20, "linear memory bound of a Wasm agentloop in bytes")
 	noWS, _ := env("BRAIN_NO_WORKSPACE")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", noWS == "1" || noWS == "true", `do not run the built-in workspace environment (route "workspace") (BRAIN_NO_WORKSPACE=1)`)
 	return errors.Join(errs...)
@@ -214,13 +219,15 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 	}
 
 	cfg := brain.Config{
-		DataDir:          f.dataDir,
-		Token:            token,
-		Logger:           log,
-		MaxRequestBytes:  f.maxRequestBytes,
-		MaxLiveBacklog:   f.maxLiveBacklog,
-		Heartbeat:        time.Duration(f.heartbeatSecs) * time.Second,
-		RequestRetention: durationOrNoLimit(f.retentionSecs),
+		DataDir:              f.dataDir,
+		Token:                token,
+		Logger:               log,
+		MaxRequestBytes:      f.maxRequestBytes,
+		MaxLiveBacklog:       f.maxLiveBacklog,
+		Heartbeat:            time.Duration(f.heartbeatSecs) * time.Second,
+		RequestRetention:     durationOrNoLimit(f.retentionSecs),
+		BuiltinWasm:          f.builtinWasm,
+		MaxLinearMemoryBytes: f.maxLinearMemory,
 		Limits: brain.Limits{
 			MaxModelCalls:   int(orNoLimit(int64(f.maxModelCalls))),
 			MaxTurn:         durationOrNoLimit(f.maxTurnSecs),

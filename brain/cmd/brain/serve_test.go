@@ -2,7 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/brain-in-go/brain/brain/agentloop/builtin"
 )
 
 // lineWriter hands each line written to it to a channel.
@@ -72,32 +77,7 @@ func TestServeUsesConfiguredModel(t *testing.T) {
 	defer fake.Close()
 
 	t.Setenv("OPENAI_API_KEY", "sk-operator-key")
-	dataDir := filepath.Join(t.TempDir(), "data")
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &lineWriter{lines: make(chan string, 64)}
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--no-auth",
-			"--no-workspace", "--openai-base-url", fake.URL + "/v1", "--log-level", "error"}, out, io.Discard)
-	}()
-	var base string
-	timeout := time.After(30 * time.Second)
-	for base == "" {
-		select {
-		case line := <-out.lines:
-			base, _ = strings.CutPrefix(line, "Brain is serving on ")
-		case code := <-done:
-			t.Fatalf("serve exited with %d before serving", code)
-		case <-timeout:
-			t.Fatal("serve did not start")
-		}
-	}
-	defer func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("serve exited with %d after its context ended", code)
-		}
-	}()
+	base := startServe(t, "--no-workspace", "--openai-base-url", fake.URL+"/v1")
 
 	post := func(path, key, body string) []byte {
 		t.Helper()
@@ -139,5 +119,104 @@ func TestServeUsesConfiguredModel(t *testing.T) {
 	}
 	if len(bodies) == 1 && bodies[0]["model"] != "local" {
 		t.Errorf("model request named model %v, want local", bodies[0]["model"])
+	}
+}
+
+// startServe runs "brain serve" in-process on a free loopback port without
+// authentication and returns its URL; the server stops with the test.
+func startServe(t *testing.T, extra ...string) string {
+	t.Helper()
+	dataDir := filepath.Join(t.TempDir(), "data")
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &lineWriter{lines: make(chan string, 64)}
+	done := make(chan int, 1)
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--no-auth", "--log-level", "error"}, extra...)
+	go func() { done <- run(ctx, args, out, io.Discard) }()
+	var base string
+	timeout := time.After(60 * time.Second)
+	for base == "" {
+		select {
+		case line := <-out.lines:
+			base, _ = strings.CutPrefix(line, "Brain is serving on ")
+		case code := <-done:
+			cancel()
+			t.Fatalf("serve exited with %d before serving", code)
+		case <-timeout:
+			cancel()
+			t.Fatal("serve did not start")
+		}
+	}
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited with %d after its context ended", code)
+		}
+	})
+	return base
+}
+
+// request sends one request to the server and answers its status and body.
+func request(t *testing.T, method, url, contentType, key string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data
+}
+
+// TestServeRunsWasmAgentloops admits a Wasm agentloop through the served
+// API and runs a turn with it, and runs the built-in loop as Wasm.
+func TestServeRunsWasmAgentloops(t *testing.T) {
+	base := startServe(t, "--no-workspace", "--builtin-wasm")
+
+	if status, body := request(t, "POST", base+"/v1/agentloops", "application/octet-stream", "empty", nil); status != http.StatusBadRequest {
+		t.Errorf("admitting an empty module = %d %s, want 400", status, body)
+	}
+	module := builtin.DefaultWasm()
+	status, body := request(t, "POST", base+"/v1/agentloops", "application/octet-stream", "admit", module)
+	var adm struct{ ID, Status string }
+	if json.Unmarshal(body, &adm); status != http.StatusOK || adm.Status != "admitted" {
+		t.Fatalf("admission = %d %s, want admitted", status, body)
+	}
+	sum := sha256.Sum256(module)
+	if adm.ID != hex.EncodeToString(sum[:]) {
+		t.Errorf("admitted id %s, want the SHA-256 of the module", adm.ID)
+	}
+	if status, body := request(t, "GET", base+"/v1/agentloops/"+adm.ID, "", "", nil); status != http.StatusOK || !strings.Contains(string(body), `"admitted"`) {
+		t.Errorf("GET admission = %d %s", status, body)
+	}
+
+	for _, loop := range []string{
+		`{"implementation":{"type":"brain_component","entrypoint":"turn","id":"` + adm.ID + `"},"configuration":{},"environment":"brain"}`,
+		`{"implementation":{"type":"brain_builtin","name":"default"}}`,
+	} {
+		create := `{"model":{"provider":"scripted","name":"m"},"agentloop":` + loop + `}`
+		status, body := request(t, "POST", base+"/v1/sessions", "application/json", "c-"+loop, []byte(create))
+		var sum struct {
+			SessionID string `json:"session_id"`
+		}
+		if json.Unmarshal(body, &sum); status != http.StatusOK {
+			t.Fatalf("create with %s = %d %s", loop, status, body)
+		}
+		if status, body := request(t, "POST", base+"/v1/sessions/"+sum.SessionID+"/messages", "application/json", "m-"+loop, []byte(`{"input":{"message":"wasm"}}`)); status != http.StatusOK {
+			t.Fatalf("send with %s = %d %s", loop, status, body)
+		}
+		_, tr := request(t, "GET", base+"/v1/sessions/"+sum.SessionID+"/transcript", "", "", nil)
+		if !strings.Contains(string(tr), "echo: wasm") {
+			t.Errorf("transcript with %s = %s, want the scripted echo saved by the loop", loop, tr)
+		}
 	}
 }
