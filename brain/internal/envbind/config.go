@@ -31,8 +31,8 @@ type Route struct {
 	APIKey string `json:"api_key,omitempty"`
 }
 
-// Config configures a Binder. The lead fills it from the environment and
-// flags of "brain serve"; every field has a default but PublicURL.
+// Config configures a Binder. "brain serve" fills it from the environment and
+// its flags; every field has a default but PublicURL.
 type Config struct {
 	// PublicURL is the base of callback and reporter URLs handed to
 	// providers (BRAIN_PUBLIC_URL, default http://<listen address>).
