@@ -68,6 +68,8 @@ type serveFlags struct {
 	maxEnvConnectSecs                    int64
 	workspaceRoot                        string
 	builtinWasm                          bool
+	maxJournalQueue, maxSessionQueue     int64
+	maxJournalOpenFiles                  int64
 	maxLinearMemory                      int64
 	noWorkspace                          bool
 }
@@ -127,6 +129,9 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	i64(&f.maxEnvSecs, "max-environment-secs", "BRAIN_MAX_ENVIRONMENT_SECS", 120, "longest environment operation round trip in seconds")
 	i64(&f.maxEnvConnectSecs, "max-environment-connect-secs", "BRAIN_MAX_ENVIRONMENT_CONNECT_SECS", 5, "longest connect to an environment in seconds")
 	str(&f.workspaceRoot, "workspace-root", "BRAIN_WORKSPACE_ROOT", "", "directory of the built-in workspace environment (default <data dir>/native-workspaces)")
+	i64(&f.maxJournalQueue, "max-journal-queue-bytes", "BRAIN_MAX_JOURNAL_QUEUE_BYTES", 64<<20, "bytes queued for the journal writer across sessions before appends are refused")
+	i64(&f.maxSessionQueue, "max-session-queue-bytes", "BRAIN_MAX_SESSION_QUEUE_BYTES", 8<<20, "bytes queued for the journal writer per session before appends are refused")
+	i64(&f.maxJournalOpenFiles, "max-journal-open-files", "BRAIN_MAX_JOURNAL_OPEN_FILES", 256, "journal segment files kept open")
 	bw, _ := env("BRAIN_BUILTIN_WASM")
 	fs.BoolVar(&f.builtinWasm, "builtin-wasm", bw == "1" || bw == "true", "run the built-in default loop as its embedded Wasm build (BRAIN_BUILTIN_WASM=1)")
 	i64(&f.maxLinearMemory, "max-linear-memory-bytes", "BRAIN_MAX_LINEAR_MEMORY_BYTES", 128<<20, "linear memory bound of a Wasm agentloop in bytes")
@@ -227,6 +232,9 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 		Heartbeat:            time.Duration(f.heartbeatSecs) * time.Second,
 		RequestRetention:     durationOrNoLimit(f.retentionSecs),
 		BuiltinWasm:          f.builtinWasm,
+		MaxJournalQueueBytes: f.maxJournalQueue,
+		MaxSessionQueueBytes: f.maxSessionQueue,
+		MaxJournalOpenFiles:  int(f.maxJournalOpenFiles),
 		MaxLinearMemoryBytes: f.maxLinearMemory,
 		Limits: brain.Limits{
 			MaxModelCalls:   int(orNoLimit(int64(f.maxModelCalls))),
