@@ -16,6 +16,7 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 // Benchmarks of PERFORMANCE.md row 11. The baselines do the bare Engine
@@ -59,7 +60,7 @@ func (bp *benchProvider) binding(b *testing.B) *envtest.Commands {
 	return c
 }
 
-var benchTrue = mustJSON(CommandInput{Argv: []string{"true"}})
+var benchTrue = mustJSON(toolset.CommandInput{Argv: []string{"true"}})
 
 // The provider and its baseline alternate within one loop so that drift of
 // a shared machine hits both alike; each reports its median (ms) and the
@@ -77,7 +78,7 @@ func BenchmarkFirstExecute(b *testing.B) {
 	runProv := func() {
 		c := bp.binding(b)
 		start := time.Now()
-		bp.post(b, c.Execute(tool(ToolCommand), benchTrue, nil), envapi.ReceiptResult)
+		bp.post(b, c.Execute(tool(toolset.ToolCommand), benchTrue, nil), envapi.ReceiptResult)
 		prov = append(prov, time.Since(start))
 		bp.post(b, c.Teardown(), envapi.ReceiptAccepted)
 	}
@@ -113,7 +114,7 @@ func BenchmarkFirstExecute(b *testing.B) {
 func BenchmarkLaterExecute(b *testing.B) {
 	bp := newBenchProvider(b)
 	c := bp.binding(b)
-	bp.post(b, c.Execute(tool(ToolCommand), benchTrue, nil), envapi.ReceiptResult)
+	bp.post(b, c.Execute(tool(toolset.ToolCommand), benchTrue, nil), envapi.ReceiptResult)
 	cli, image := testEngine(b)
 	ctx := context.Background()
 	prof := Profile{Image: image}.withDefaults()
@@ -134,7 +135,7 @@ func BenchmarkLaterExecute(b *testing.B) {
 	var prov, raw []time.Duration
 	runProv := func() {
 		start := time.Now()
-		bp.post(b, c.Execute(tool(ToolCommand), benchTrue, nil), envapi.ReceiptResult)
+		bp.post(b, c.Execute(tool(toolset.ToolCommand), benchTrue, nil), envapi.ReceiptResult)
 		prov = append(prov, time.Since(start))
 	}
 	runRaw := func() {

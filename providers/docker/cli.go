@@ -3,23 +3,21 @@ package docker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/providers/internal/serve"
 )
 
 // TokenEnv is the environment variable Command reads the bearer token from
 // when --token is not given.
-const TokenEnv = "BRAIN_ENV_TOKEN"
+const TokenEnv = serve.TokenEnv
 
 // Handler serves the provider with envsdk; token may be empty only on
 // loopback.
@@ -46,9 +44,8 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("brain env docker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:8093", "address to listen on")
+	sf := serve.AddFlags(fs, "127.0.0.1:8093")
 	state := fs.String("state", "", "directory holding one state file per binding (required)")
-	token := fs.String("token", "", "bearer token Brain must present (default $"+TokenEnv+")")
 	profilesFile := fs.String("profiles", "", "JSON file of named profiles")
 	gcOlder := fs.Duration("gc-older-than", 0, "at start, also remove labelled resources older than this (0: only those whose binding is gone)")
 	var prof Profile
@@ -63,19 +60,8 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&prof.OutputBytes, "output-bytes", DefaultOutputBytes, "cap on returned stdout+stderr bytes")
 	timeout := fs.Duration("timeout", 0, "timeout of an execute without a deadline (0: none)")
 	envAllow := fs.String("env-allow", "", "comma-separated variable names commands may set")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		return 2
-	}
-	if *state == "" {
-		fmt.Fprintln(stderr, "--state is required")
-		return 2
+	if code, ok := parse(fs, args, state); !ok {
+		return code
 	}
 	var profiles Profiles
 	switch {
@@ -100,24 +86,15 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "give --profiles FILE or --image IMAGE")
 		return 2
 	}
-	if *token == "" {
-		*token = os.Getenv(TokenEnv)
-	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	p, err := New(Config{Profiles: profiles, StateDir: *state, Logger: log})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	if *token == "" && !isLoopback(ln.Addr()) {
-		ln.Close()
-		fmt.Fprintf(stderr, "refusing to serve without a token on %s; give --token or $%s\n", ln.Addr(), TokenEnv)
-		return 2
+	ln, token, code := sf.Listen(stderr)
+	if ln == nil {
+		return code
 	}
 	gctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	rep, err := p.GC(gctx, *gcOlder)
@@ -127,13 +104,8 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else if len(rep.Containers)+len(rep.Volumes) > 0 {
 		log.Info("gc at start", "containers", rep.Containers, "volumes", rep.Volumes)
 	}
-	fmt.Fprintf(stdout, "docker provider listening on http://%s (state %s, profiles %s)\n",
-		ln.Addr(), p.store.dir, strings.Join(profiles.Names(), ", "))
-	if err := envsdk.Serve(ctx, ln, p.Handler(*token)); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	return 0
+	return serve.Run(ctx, ln, p.Handler(token), stdout, stderr, "docker provider",
+		"state "+p.store.dir+", profiles "+strings.Join(profiles.Names(), ", "))
 }
 
 func gcCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -141,19 +113,8 @@ func gcCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	state := fs.String("state", "", "the provider's state directory (required)")
 	older := fs.Duration("older-than", 0, "also remove labelled resources older than this (0: only those whose binding is gone)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		return 2
-	}
-	if *state == "" {
-		fmt.Fprintln(stderr, "--state is required")
-		return 2
+	if code, ok := parse(fs, args, state); !ok {
+		return code
 	}
 	if *older < 0 {
 		fmt.Fprintln(stderr, "--older-than must not be negative")
@@ -173,7 +134,14 @@ func gcCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return 0
 }
 
-func isLoopback(a net.Addr) bool {
-	ta, ok := a.(*net.TCPAddr)
-	return ok && ta.IP.IsLoopback()
+// parse parses a command's flags; --state is required.
+func parse(fs *flag.FlagSet, args []string, state *string) (int, bool) {
+	if code, ok := serve.Parse(fs, args); !ok {
+		return code, false
+	}
+	if *state == "" {
+		fmt.Fprintln(fs.Output(), "--state is required")
+		return 2, false
+	}
+	return 0, true
 }

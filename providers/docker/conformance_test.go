@@ -3,6 +3,7 @@ package docker
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -39,26 +40,26 @@ func TestConformance(t *testing.T) {
 		sw.set(p.Handler(testToken))
 		srv := httptest.NewServer(&sw)
 		t.Cleanup(srv.Close)
-		cmd := func(line string) json.RawMessage { return mustJSON(CommandInput{Shell: line}) }
+		cmd := func(line string) json.RawMessage { return mustJSON(toolset.CommandInput{Shell: line}) }
 		return conformance.Target{
 			BaseURL:            srv.URL,
 			Token:              testToken,
 			SetupConfiguration: json.RawMessage(`{"profile":"default"}`),
 			Executes: map[string]conformance.Descriptor{
 				conformance.RoleEcho: {
-					Implementation: tool(ToolCommand), Input: cmd("echo hello"),
+					Implementation: tool(toolset.ToolCommand), Input: cmd("echo hello"),
 					Check: checkCommand("hello\n"),
 				},
 				conformance.RoleSleep: {
-					Implementation: tool(ToolCommand), Input: cmd("sleep 5"), Runs: 5 * time.Second,
+					Implementation: tool(toolset.ToolCommand), Input: cmd("sleep 5"), Runs: 5 * time.Second,
 				},
 				conformance.RoleWrite: {
-					Implementation: tool(ToolWrite), Input: mustJSON(WriteInput{Path: "conformance/state", Content: "written"}),
+					Implementation: tool(toolset.ToolWrite), Input: mustJSON(toolset.WriteInput{Path: "conformance/state", Content: "written"}),
 				},
 				conformance.RoleRead: {
-					Implementation: tool(ToolRead), Input: mustJSON(ReadInput{Path: "conformance/state"}),
+					Implementation: tool(toolset.ToolRead), Input: mustJSON(toolset.ReadInput{Path: "conformance/state"}),
 					Check: func(out json.RawMessage) error {
-						var r ReadOutput
+						var r toolset.ReadOutput
 						if err := json.Unmarshal(out, &r); err != nil || r.Content != "written" {
 							return fmt.Errorf("read %s (%v); want content \"written\"", out, err)
 						}
@@ -77,7 +78,7 @@ func TestConformance(t *testing.T) {
 
 func checkCommand(stdout string) func(json.RawMessage) error {
 	return func(out json.RawMessage) error {
-		var o CommandOutput
+		var o toolset.CommandOutput
 		if err := json.Unmarshal(out, &o); err != nil || o.ExitCode != 0 || o.Stdout != stdout {
 			return fmt.Errorf("command output %s (%v); want exit 0 and stdout %q", out, err, stdout)
 		}

@@ -49,17 +49,11 @@
 //
 // # Tools
 //
-// The implementation of an execute is {"tool": NAME}:
-//
-//	command  {"argv": [..]} or {"shell": "line"}, "cwd", "env" {NAME: VALUE}
-//	         (names from the profile's env_allow), "stdin", "timeout_ms"
-//	         → {"exit_code", "stdout", "stderr", "truncated"}
-//	read     {"path", "offset"?, "limit"?} → {"content", "encoding", "size", "truncated"}
-//	write    {"path", "content", "encoding"?: "utf8"|"base64", "append"?} → {"bytes"}
-//	list     {"path"?, "recursive"?} → {"entries": [{"path", "type", "size"}], "truncated"}
-//	edit     {"path", "old", "new"} → {"replacements": 1}
-//
-// Any other tool is unsupported. Paths are relative to /workspace: absolute
+// The provider implements the standard tool set of package
+// envsdk/toolset: the implementation of an execute is {"tool": NAME} with
+// NAME one of command, read, write, list and edit; any other tool is
+// unsupported. A command may set only the variables named by the
+// profile's env_allow. Paths are relative to /workspace: absolute
 // paths and ".." escapes fail with path_escape before anything runs, and a
 // symbolic link whose target resolves outside /workspace fails the same
 // way in the container. write and edit on a read profile fail with

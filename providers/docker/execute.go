@@ -15,20 +15,8 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
-
-// Tool names of the implementation descriptor {"tool": NAME}.
-const (
-	ToolCommand = "command"
-	ToolRead    = "read"
-	ToolWrite   = "write"
-	ToolList    = "list"
-	ToolEdit    = "edit"
-)
-
-type descriptor struct {
-	Tool string `json:"tool" validate:"required"`
-}
 
 // call is one execute as a tool sees it.
 type call struct {
@@ -46,23 +34,19 @@ type call struct {
 var tools = map[string]func(*call) (any, error){}
 
 func init() {
-	tools[ToolCommand] = runCommand
-	tools[ToolRead] = runRead
-	tools[ToolWrite] = runWrite
-	tools[ToolList] = runList
-	tools[ToolEdit] = runEdit
+	tools[toolset.ToolCommand] = runCommand
+	tools[toolset.ToolRead] = runRead
+	tools[toolset.ToolWrite] = runWrite
+	tools[toolset.ToolList] = runList
+	tools[toolset.ToolEdit] = runEdit
 }
 
-// Execute runs one tool in the binding's container, allocating the
-// container and volume on first use.
+// Execute runs one tool of the standard tool set (package toolset) in the
+// binding's container, allocating the container and volume on first use.
 func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
-	var d descriptor
-	if err := envapi.Strict(x.Implementation, &d); err != nil {
-		return envapi.Receipt{}, envsdk.Failf(envapi.CodeUnsupported, "unsupported implementation %.200s: want {\"tool\": NAME}", x.Implementation)
-	}
-	run, ok := tools[d.Tool]
-	if !ok {
-		return envapi.Receipt{}, envsdk.Failf(envapi.CodeUnsupported, "unsupported tool %q", d.Tool)
+	run, err := toolset.Select(x.Implementation, tools)
+	if err != nil {
+		return envapi.Receipt{}, err
 	}
 	b, err := p.lookup(c.BindingKey())
 	if err != nil {
@@ -165,59 +149,10 @@ func (k *call) exec(s execSpec, stdout, stderr io.Writer) (int, error) {
 	return code, err
 }
 
-// decodeInput decodes an execute input strictly; errors are invalid_input
-// naming the field.
-func decodeInput(raw json.RawMessage, v any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = json.RawMessage("{}")
-	}
-	if err := envapi.Strict(raw, v); err != nil {
-		var fe *envapi.FieldError
-		if errors.As(err, &fe) {
-			field := "input"
-			if fe.Field != "" {
-				field += "." + fe.Field
-			}
-			return envsdk.Failf(envapi.CodeInvalidInput, "%s: %s", field, fe.Reason).WithDetails(map[string]string{"field": field})
-		}
-		return envsdk.Failf(envapi.CodeInvalidInput, "input: %v", err)
-	}
-	return nil
-}
-
-// CommandInput is the input of the command tool: argv, or a shell line run
-// by /bin/sh -c.
-type CommandInput struct {
-	Argv  []string          `json:"argv,omitempty" validate:"omitempty,max=4096"`
-	Shell string            `json:"shell,omitempty"`
-	Cwd   string            `json:"cwd,omitempty"`
-	Env   map[string]string `json:"env,omitempty" validate:"omitempty,max=256"`
-	Stdin *string           `json:"stdin,omitempty"`
-	// TimeoutMs bounds this command below the execute's deadline.
-	TimeoutMs int64 `json:"timeout_ms,omitempty" validate:"omitempty,min=1"`
-}
-
-// CommandOutput is the output of the command tool.
-type CommandOutput struct {
-	ExitCode  int    `json:"exit_code"`
-	Stdout    string `json:"stdout"`
-	Stderr    string `json:"stderr"`
-	Truncated bool   `json:"truncated"`
-}
-
 func runCommand(k *call) (any, error) {
-	var in CommandInput
-	if err := decodeInput(k.input, &in); err != nil {
+	var in toolset.CommandInput
+	if err := toolset.Decode(k.input, &in); err != nil {
 		return nil, err
-	}
-	argv := in.Argv
-	switch {
-	case len(argv) > 0 && in.Shell != "":
-		return nil, envsdk.Fail(envapi.CodeInvalidInput, "input: give argv or shell, not both")
-	case in.Shell != "":
-		argv = []string{"/bin/sh", "-c", in.Shell}
-	case len(argv) == 0:
-		return nil, envsdk.Fail(envapi.CodeInvalidInput, "input: argv or shell is required")
 	}
 	dir, err := containerPath(in.Cwd)
 	if err != nil {
@@ -227,7 +162,7 @@ func runCommand(k *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := execSpec{Argv: argv, Env: env, Dir: dir}
+	spec := execSpec{Argv: in.Args(), Env: env, Dir: dir}
 	if in.Stdin != nil {
 		spec.Stdin = strings.NewReader(*in.Stdin)
 	}
@@ -237,15 +172,15 @@ func runCommand(k *call) (any, error) {
 		defer cancel()
 	}
 	s := newStreamer(k.ctx, k.x.Invocation)
-	capt := newCapture(k.b.profile.OutputBytes, s)
-	stdout, stderr := capt.writers()
+	stdout, stderr := capture(k.b.profile.OutputBytes, s)
 	code, err := k.exec(spec, stdout, stderr)
 	s.flush()
 	if err != nil {
 		return nil, err
 	}
-	o, e, trunc := capt.result()
-	return CommandOutput{ExitCode: code, Stdout: o, Stderr: e, Truncated: trunc}, nil
+	return toolset.CommandOutput{
+		ExitCode: code, Stdout: toolset.Text(stdout.Bytes()), Stderr: toolset.Text(stderr.Bytes()), Truncated: stdout.Truncated(),
+	}, nil
 }
 
 // env checks the input's variables against the profile's allow-list.

@@ -2,13 +2,12 @@ package docker
 
 import (
 	"bytes"
-	"encoding/base64"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 // The file tools run small POSIX shell scripts as the profile's user (busybox
@@ -76,8 +75,7 @@ const maxListBytes = 8 << 20
 
 // script runs a file-tool script and maps its exit code to a failure.
 func (k *call) script(script string, args []string, stdin []byte, limit int64) (stdout, stderr []byte, truncated bool, err error) {
-	capt := newCapture(limit, nil)
-	o, e := capt.writers()
+	o, e := capture(limit, nil)
 	spec := execSpec{Argv: append([]string{"/bin/sh", "-c", script, "brain-file"}, args...)}
 	if stdin != nil {
 		spec.Stdin = bytes.NewReader(stdin)
@@ -86,14 +84,14 @@ func (k *call) script(script string, args []string, stdin []byte, limit int64) (
 	if err != nil {
 		return nil, nil, false, err
 	}
-	out, errOut := capt.out.Bytes(), capt.err.Bytes()
+	out, errOut := o.Bytes(), e.Bytes()
 	target := ""
 	if len(args) > 0 {
 		target = relPath(args[0])
 	}
 	switch code {
 	case 0:
-		return out, errOut, capt.truncated, nil
+		return out, errOut, o.Truncated(), nil
 	case exitNotFound:
 		return nil, nil, false, envsdk.Failf(envapi.CodeNotFound, "%s does not exist", target)
 	case exitEscape:
@@ -101,42 +99,20 @@ func (k *call) script(script string, args []string, stdin []byte, limit int64) (
 	case exitKind:
 		return nil, nil, false, envsdk.Failf(envapi.CodeInvalidInput, "%s is not the kind of file this tool works on", target)
 	}
-	msg := strings.TrimSpace(text(errOut))
+	msg := strings.TrimSpace(toolset.Text(errOut))
 	if strings.Contains(msg, "Read-only file system") {
 		return nil, nil, false, envsdk.Failf(codeReadOnly, "the workspace is read-only: %s", msg)
 	}
 	return nil, nil, false, envsdk.Failf(envapi.CodeExecutionFailed, "file tool exited %d: %s", code, envapi.Truncate(msg))
 }
 
-// ReadInput is the input of the read tool.
-type ReadInput struct {
-	Path   string `json:"path" validate:"required"`
-	Offset int64  `json:"offset,omitempty" validate:"min=0"`
-	Limit  int64  `json:"limit,omitempty" validate:"min=0"`
-}
-
-// ReadOutput is the output of the read tool; Encoding is "utf8" or
-// "base64" (for content that is not valid UTF-8).
-type ReadOutput struct {
-	Content   string `json:"content"`
-	Encoding  string `json:"encoding"`
-	Size      int64  `json:"size"`
-	Truncated bool   `json:"truncated"`
-}
-
 func runRead(k *call) (any, error) {
-	var in ReadInput
-	if err := decodeInput(k.input, &in); err != nil {
-		return nil, err
-	}
-	abs, err := containerPath(in.Path)
+	var in toolset.ReadInput
+	abs, err := k.decode(&in, &in.Path)
 	if err != nil {
 		return nil, err
 	}
-	limit := k.b.profile.OutputBytes
-	if in.Limit > 0 && in.Limit < limit {
-		limit = in.Limit
-	}
+	limit := in.Limited(k.b.profile.OutputBytes)
 	data, errOut, _, err := k.script(readScript, []string{abs, strconv.FormatInt(in.Offset, 10), strconv.FormatInt(limit, 10)}, nil, limit+64)
 	if err != nil {
 		return nil, err
@@ -145,27 +121,7 @@ func runRead(k *call) (any, error) {
 	if perr != nil {
 		return nil, envsdk.Failf(envapi.CodeExecutionFailed, "read %s: unexpected size %q", in.Path, errOut)
 	}
-	out := ReadOutput{Size: size, Truncated: size-in.Offset > int64(len(data))}
-	if utf8.Valid(data) {
-		out.Content, out.Encoding = string(data), "utf8"
-	} else {
-		out.Content, out.Encoding = base64.StdEncoding.EncodeToString(data), "base64"
-	}
-	return out, nil
-}
-
-// WriteInput is the input of the write tool; Encoding is "utf8" (default)
-// or "base64".
-type WriteInput struct {
-	Path     string `json:"path" validate:"required"`
-	Content  string `json:"content"`
-	Encoding string `json:"encoding,omitempty" validate:"omitempty,oneof=utf8 base64"`
-	Append   bool   `json:"append,omitempty"`
-}
-
-// WriteOutput is the output of the write tool.
-type WriteOutput struct {
-	Bytes int `json:"bytes"`
+	return toolset.NewReadOutput(data, size, size-in.Offset > int64(len(data))), nil
 }
 
 func (k *call) writable() error {
@@ -176,11 +132,8 @@ func (k *call) writable() error {
 }
 
 func runWrite(k *call) (any, error) {
-	var in WriteInput
-	if err := decodeInput(k.input, &in); err != nil {
-		return nil, err
-	}
-	abs, err := containerPath(in.Path)
+	var in toolset.WriteInput
+	abs, err := k.decode(&in, &in.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -190,11 +143,9 @@ func runWrite(k *call) (any, error) {
 	if err := k.writable(); err != nil {
 		return nil, err
 	}
-	data := []byte(in.Content)
-	if in.Encoding == "base64" {
-		if data, err = base64.StdEncoding.DecodeString(in.Content); err != nil {
-			return nil, envsdk.Failf(envapi.CodeInvalidInput, "input.content: not base64: %v", err)
-		}
+	data, err := in.Data()
+	if err != nil {
+		return nil, err
 	}
 	appendFlag := "0"
 	if in.Append {
@@ -203,35 +154,12 @@ func runWrite(k *call) (any, error) {
 	if _, _, _, err := k.script(writeScript, []string{abs, appendFlag}, data, 64<<10); err != nil {
 		return nil, err
 	}
-	return WriteOutput{Bytes: len(data)}, nil
-}
-
-// ListInput is the input of the list tool.
-type ListInput struct {
-	Path      string `json:"path,omitempty"`
-	Recursive bool   `json:"recursive,omitempty"`
-}
-
-// Entry is one listed file; Path is relative to the workspace and Type is
-// file, dir, symlink or other.
-type Entry struct {
-	Path string `json:"path"`
-	Type string `json:"type"`
-	Size int64  `json:"size"`
-}
-
-// ListOutput is the output of the list tool.
-type ListOutput struct {
-	Entries   []Entry `json:"entries"`
-	Truncated bool    `json:"truncated"`
+	return toolset.WriteOutput{Bytes: len(data)}, nil
 }
 
 func runList(k *call) (any, error) {
-	var in ListInput
-	if err := decodeInput(k.input, &in); err != nil {
-		return nil, err
-	}
-	abs, err := containerPath(in.Path)
+	var in toolset.ListInput
+	abs, err := k.decode(&in, &in.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -244,37 +172,22 @@ func runList(k *call) (any, error) {
 		return nil, err
 	}
 	fields := bytes.Split(raw, []byte{0})
-	out := ListOutput{Entries: []Entry{}, Truncated: truncated}
+	out := toolset.ListOutput{Entries: []toolset.Entry{}, Truncated: truncated}
 	base := relPath(abs)
 	for i := 0; i+2 < len(fields); i += 3 {
 		size, _ := strconv.ParseInt(string(fields[i+1]), 10, 64)
-		p := text(fields[i+2])
+		p := toolset.Text(fields[i+2])
 		if base != "." {
 			p = base + "/" + p
 		}
-		out.Entries = append(out.Entries, Entry{Path: p, Type: string(fields[i]), Size: size})
+		out.Entries = append(out.Entries, toolset.Entry{Path: p, Type: string(fields[i]), Size: size})
 	}
 	return out, nil
 }
 
-// EditInput is the input of the edit tool: Old must occur exactly once.
-type EditInput struct {
-	Path string `json:"path" validate:"required"`
-	Old  string `json:"old" validate:"min=1"`
-	New  string `json:"new"`
-}
-
-// EditOutput is the output of the edit tool.
-type EditOutput struct {
-	Replacements int `json:"replacements"`
-}
-
 func runEdit(k *call) (any, error) {
-	var in EditInput
-	if err := decodeInput(k.input, &in); err != nil {
-		return nil, err
-	}
-	abs, err := containerPath(in.Path)
+	var in toolset.EditInput
+	abs, err := k.decode(&in, &in.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -289,16 +202,21 @@ func runEdit(k *call) (any, error) {
 	if size, _ := strconv.ParseInt(strings.TrimSpace(string(errOut)), 10, 64); size > int64(len(data)) {
 		return nil, envsdk.Failf(envapi.CodeOutputLimit, "%s is larger than the profile's %d-byte limit", in.Path, limit)
 	}
-	switch n := bytes.Count(data, []byte(in.Old)); n {
-	case 1:
-	case 0:
-		return nil, envsdk.Failf(envapi.CodeInvalidInput, "input.old does not occur in %s", in.Path)
-	default:
-		return nil, envsdk.Failf(envapi.CodeInvalidInput, "input.old occurs %d times in %s; it must occur exactly once", n, in.Path)
+	edited, err := in.Apply(data)
+	if err != nil {
+		return nil, err
 	}
-	edited := bytes.Replace(data, []byte(in.Old), []byte(in.New), 1)
 	if _, _, _, err := k.script(writeScript, []string{abs, "0"}, edited, 64<<10); err != nil {
 		return nil, err
 	}
-	return EditOutput{Replacements: 1}, nil
+	return toolset.EditOutput{Replacements: 1}, nil
+}
+
+// decode decodes a file tool's input into in and maps the path it names (at
+// *path) into the container.
+func (k *call) decode(in any, path *string) (string, error) {
+	if err := toolset.Decode(k.input, in); err != nil {
+		return "", err
+	}
+	return containerPath(*path)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 // GC removes labelled leftovers of this instance whose binding is gone,
@@ -75,7 +76,7 @@ func TestGC(t *testing.T) {
 	if err != nil || len(rep.Containers) != 1 || len(rep.Volumes) != 1 {
 		t.Fatalf("GC(1h) two hours later = %+v, %v; want the live binding's container and volume", rep, err)
 	}
-	failure(t, h.post(live.Execute(tool(ToolCommand), mustJSON(CommandInput{Shell: "true"}), nil)), envapi.CodeResourceLost)
+	failure(t, h.post(live.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "true"}), nil)), envapi.CodeResourceLost)
 	if ctrs, vols := countLabelled(t, cli, marked); ctrs != 2 || vols != 2 {
 		t.Fatalf("GC touched foreign resources: %d containers, %d volumes left", ctrs, vols)
 	}

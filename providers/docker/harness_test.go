@@ -15,6 +15,7 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 const testToken = "test-token"
@@ -97,18 +98,18 @@ func mustJSON(v any) json.RawMessage {
 
 // shell runs a shell line and decodes its output; it fails the test
 // unless the receipt is a result.
-func (h *harness) shell(c *envtest.Commands, line string) CommandOutput {
+func (h *harness) shell(c *envtest.Commands, line string) toolset.CommandOutput {
 	h.t.Helper()
-	r := h.post(c.Execute(tool(ToolCommand), mustJSON(CommandInput{Shell: line}), nil))
+	r := h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: line}), nil))
 	return h.commandOutput(r)
 }
 
-func (h *harness) commandOutput(r envapi.Receipt) CommandOutput {
+func (h *harness) commandOutput(r envapi.Receipt) toolset.CommandOutput {
 	h.t.Helper()
 	if r.Type != envapi.ReceiptResult {
 		h.t.Fatalf("execute = %+v, want a result", r)
 	}
-	var out CommandOutput
+	var out toolset.CommandOutput
 	if err := json.Unmarshal(r.Output, &out); err != nil {
 		h.t.Fatalf("command output %s: %v", r.Output, err)
 	}

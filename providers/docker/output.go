@@ -1,13 +1,11 @@
 package docker
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 // OutputEvent is the event type of streamed command output; its data is
@@ -17,61 +15,12 @@ const OutputEvent = "docker.output"
 // maxChunk bounds the data of one output event.
 const maxChunk = 16 << 10
 
-// capture keeps the head of a command's stdout and stderr within one byte
-// budget shared by both streams, drains the rest, and forwards what it
-// keeps to a streamer.
-type capture struct {
-	mu        sync.Mutex
-	left      int64
-	out, err  bytes.Buffer
-	truncated bool
-	stream    *streamer
-}
-
-func newCapture(limit int64, s *streamer) *capture {
-	return &capture{left: limit, stream: s}
-}
-
-type captureWriter struct {
-	c    *capture
-	name string
-	buf  *bytes.Buffer
-}
-
-func (c *capture) writers() (stdout, stderr io.Writer) {
-	return &captureWriter{c, "stdout", &c.out}, &captureWriter{c, "stderr", &c.err}
-}
-
-func (w *captureWriter) Write(p []byte) (int, error) {
-	c := w.c
-	c.mu.Lock()
-	keep := p
-	if int64(len(keep)) > c.left {
-		keep = keep[:c.left]
-		c.truncated = true
-	}
-	c.left -= int64(len(keep))
-	w.buf.Write(keep)
-	c.mu.Unlock()
-	if len(keep) > 0 {
-		c.stream.add(w.name, keep)
-	}
-	return len(p), nil
-}
-
-func (c *capture) result() (stdout, stderr string, truncated bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return text(c.out.Bytes()), text(c.err.Bytes()), c.truncated
-}
-
-// text returns b as a string, replacing invalid UTF-8 (a cut in the middle
-// of a character included).
-func text(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	return string(bytes.ToValidUTF8(b, []byte("\uFFFD")))
+// capture returns stdout and stderr writers that keep the head of a
+// command's output within one budget of limit bytes shared by both
+// streams, drain the rest, and forward what they keep to s.
+func capture(limit int64, s *streamer) (stdout, stderr *toolset.Head) {
+	b := toolset.NewBudget(limit)
+	return b.Head(func(p []byte) { s.add("stdout", p) }), b.Head(func(p []byte) { s.add("stderr", p) })
 }
 
 // streamer emits output as OutputEvent events through the execution's emit
@@ -139,7 +88,7 @@ func (s *streamer) loop() {
 		closed := s.closed
 		s.mu.Unlock()
 		for _, c := range batch {
-			c.Data = text([]byte(c.Data))
+			c.Data = toolset.Text([]byte(c.Data))
 			if _, err := s.inv.Emit(s.ctx, OutputEvent, c); err != nil {
 				s.mu.Lock()
 				s.failed = true

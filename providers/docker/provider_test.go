@@ -10,6 +10,7 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 func TestSetupValidation(t *testing.T) {
@@ -27,7 +28,7 @@ func TestSetupValidation(t *testing.T) {
 			c := h.commands()
 			failure(t, h.post(c.Setup(json.RawMessage(tc.cfg))), tc.code)
 			// A failed setup leaves no binding behind.
-			failure(t, h.post(c.Execute(tool(ToolCommand), mustJSON(CommandInput{Shell: "true"}), nil)), envapi.CodeUnavailable)
+			failure(t, h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "true"}), nil)), envapi.CodeUnavailable)
 		})
 	}
 	c := h.commands()
@@ -54,7 +55,7 @@ func TestConcurrentFirstExecutesShareOneAllocation(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i] = h.post(c.Execute(tool(ToolCommand), mustJSON(CommandInput{Shell: "echo $HOSTNAME >> hosts"}), nil))
+			outs[i] = h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "echo $HOSTNAME >> hosts"}), nil))
 		}()
 	}
 	wg.Wait()
@@ -91,14 +92,14 @@ func TestHardeningAndIsolation(t *testing.T) {
 		if strings.Contains(out.Stdout, "secret") || strings.Contains(out.Stdout, "mine") || out.Stderr == "" {
 			t.Fatalf("binding b sees a's file: %+v", out)
 		}
-		failure(t, h.post(b.Execute(tool(ToolRead), mustJSON(ReadInput{Path: "mine"}), nil)), envapi.CodeNotFound)
+		failure(t, h.post(b.Execute(tool(toolset.ToolRead), mustJSON(toolset.ReadInput{Path: "mine"}), nil)), envapi.CodeNotFound)
 	})
 	t.Run("a read profile cannot write", func(t *testing.T) {
 		out := h.shell(r, "echo x > /workspace/f && echo wrote")
 		if out.ExitCode == 0 || strings.Contains(out.Stdout, "wrote") || !strings.Contains(out.Stderr, "Read-only") {
 			t.Fatalf("write on a read profile = %+v", out)
 		}
-		failure(t, h.post(r.Execute(tool(ToolWrite), mustJSON(WriteInput{Path: "f", Content: "x"}), nil)), codeReadOnly)
+		failure(t, h.post(r.Execute(tool(toolset.ToolWrite), mustJSON(toolset.WriteInput{Path: "f", Content: "x"}), nil)), codeReadOnly)
 	})
 	t.Run("network is denied by default", func(t *testing.T) {
 		out := h.shell(a, "wget -q -T 2 -O- http://172.17.0.1/ 2>&1 || echo denied; tail -n +3 /proc/net/dev | cut -d: -f1")
@@ -134,24 +135,24 @@ func TestFileTools(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var w WriteOutput
-	decode(exec(ToolWrite, WriteInput{Path: "dir/sub/a.txt", Content: "hello world\n"}), &w)
+	var w toolset.WriteOutput
+	decode(exec(toolset.ToolWrite, toolset.WriteInput{Path: "dir/sub/a.txt", Content: "hello world\n"}), &w)
 	if w.Bytes != 12 {
 		t.Fatalf("write = %+v", w)
 	}
-	var e EditOutput
-	decode(exec(ToolEdit, EditInput{Path: "dir/sub/a.txt", Old: "world", New: "docker"}), &e)
-	var rd ReadOutput
-	decode(exec(ToolRead, ReadInput{Path: "dir/sub/a.txt"}), &rd)
+	var e toolset.EditOutput
+	decode(exec(toolset.ToolEdit, toolset.EditInput{Path: "dir/sub/a.txt", Old: "world", New: "docker"}), &e)
+	var rd toolset.ReadOutput
+	decode(exec(toolset.ToolRead, toolset.ReadInput{Path: "dir/sub/a.txt"}), &rd)
 	if rd.Content != "hello docker\n" || rd.Encoding != "utf8" || rd.Size != 13 || rd.Truncated {
 		t.Fatalf("read = %+v", rd)
 	}
-	decode(exec(ToolRead, ReadInput{Path: "dir/sub/a.txt", Offset: 6, Limit: 3}), &rd)
+	decode(exec(toolset.ToolRead, toolset.ReadInput{Path: "dir/sub/a.txt", Offset: 6, Limit: 3}), &rd)
 	if rd.Content != "doc" || !rd.Truncated {
 		t.Fatalf("read with offset and limit = %+v", rd)
 	}
-	var ls ListOutput
-	decode(exec(ToolList, ListInput{Recursive: true}), &ls)
+	var ls toolset.ListOutput
+	decode(exec(toolset.ToolList, toolset.ListInput{Recursive: true}), &ls)
 	got := map[string]string{}
 	for _, en := range ls.Entries {
 		got[en.Path] = en.Type
@@ -159,14 +160,14 @@ func TestFileTools(t *testing.T) {
 	if got["dir"] != "dir" || got["dir/sub"] != "dir" || got["dir/sub/a.txt"] != "file" {
 		t.Fatalf("list = %+v", ls.Entries)
 	}
-	failure(t, exec(ToolEdit, EditInput{Path: "dir/sub/a.txt", Old: "absent", New: "x"}), envapi.CodeInvalidInput)
-	failure(t, exec(ToolRead, ReadInput{Path: "../etc/passwd"}), envapi.CodePathEscape)
-	failure(t, exec(ToolRead, ReadInput{Path: "/etc/passwd"}), envapi.CodePathEscape)
-	failure(t, exec(ToolRead, ReadInput{Path: "dir"}), envapi.CodeInvalidInput)
+	failure(t, exec(toolset.ToolEdit, toolset.EditInput{Path: "dir/sub/a.txt", Old: "absent", New: "x"}), envapi.CodeInvalidInput)
+	failure(t, exec(toolset.ToolRead, toolset.ReadInput{Path: "../etc/passwd"}), envapi.CodePathEscape)
+	failure(t, exec(toolset.ToolRead, toolset.ReadInput{Path: "/etc/passwd"}), envapi.CodePathEscape)
+	failure(t, exec(toolset.ToolRead, toolset.ReadInput{Path: "dir"}), envapi.CodeInvalidInput)
 	h.shell(c, "ln -s /etc escape && ln -s /tmp/x out")
-	failure(t, exec(ToolRead, ReadInput{Path: "escape/hostname"}), envapi.CodePathEscape)
-	failure(t, exec(ToolWrite, WriteInput{Path: "escape/new/file", Content: "x"}), envapi.CodePathEscape)
-	failure(t, exec(ToolWrite, WriteInput{Path: "out", Content: "x"}), envapi.CodePathEscape)
+	failure(t, exec(toolset.ToolRead, toolset.ReadInput{Path: "escape/hostname"}), envapi.CodePathEscape)
+	failure(t, exec(toolset.ToolWrite, toolset.WriteInput{Path: "escape/new/file", Content: "x"}), envapi.CodePathEscape)
+	failure(t, exec(toolset.ToolWrite, toolset.WriteInput{Path: "out", Content: "x"}), envapi.CodePathEscape)
 	failure(t, exec("format_disk", struct{}{}), envapi.CodeUnsupported)
 }
 
@@ -176,7 +177,7 @@ func TestCommandInput(t *testing.T) {
 	c := h.commands()
 	h.setup(c, "envs")
 	stdin := "piped"
-	r := h.post(c.Execute(tool(ToolCommand), mustJSON(CommandInput{
+	r := h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{
 		Argv: []string{"sh", "-c", `echo "$GREETING $(cat) $(pwd)"; head -c 100 /dev/zero | tr '\0' x >&2`},
 		Cwd:  "sub/..", Env: map[string]string{"GREETING": "hi"}, Stdin: &stdin,
 	}), nil))
@@ -185,11 +186,11 @@ func TestCommandInput(t *testing.T) {
 	if out.Stdout != "hi piped /workspace\n" || len(out.Stderr) != 64-len(out.Stdout) || !out.Truncated {
 		t.Fatalf("command = %+v", out)
 	}
-	failure(t, h.post(c.Execute(tool(ToolCommand), mustJSON(CommandInput{Shell: "env", Env: map[string]string{"PATH": "/x"}}), nil)), envapi.CodeInvalidInput)
-	failure(t, h.post(c.Execute(tool(ToolCommand), mustJSON(CommandInput{Shell: "pwd", Cwd: "../x"}), nil)), envapi.CodePathEscape)
-	failure(t, h.post(c.Execute(tool(ToolCommand), json.RawMessage(`{"shell":"true","bogus":1}`), nil)), envapi.CodeInvalidInput)
+	failure(t, h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "env", Env: map[string]string{"PATH": "/x"}}), nil)), envapi.CodeInvalidInput)
+	failure(t, h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "pwd", Cwd: "../x"}), nil)), envapi.CodePathEscape)
+	failure(t, h.post(c.Execute(tool(toolset.ToolCommand), json.RawMessage(`{"shell":"true","bogus":1}`), nil)), envapi.CodeInvalidInput)
 	// Output is streamed as events before the finish.
-	r = h.post(c.Execute(tool(ToolCommand), mustJSON(CommandInput{Shell: "echo one; echo two >&2"}), nil))
+	r = h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "echo one; echo two >&2"}), nil))
 	seq := c.Last()
 	h.commandOutput(r)
 	var streamed strings.Builder
@@ -219,7 +220,7 @@ func TestDeadlineKillsProcessTree(t *testing.T) {
 	h.setup(c, "")
 	h.shell(c, "true") // allocate
 	start := time.Now()
-	r := h.post(c.Execute(tool(ToolCommand), mustJSON(CommandInput{
+	r := h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{
 		Shell: "(trap '' TERM; sleep 57; echo late > late) & sleep 60",
 	}), envtest.Millis(1000)))
 	failure(t, r, envapi.CodeTimeout)
@@ -239,7 +240,7 @@ func TestDeadlineKillsProcessTree(t *testing.T) {
 		t.Fatalf("binding has %d containers, %d volumes; want exactly its own", ctrs, vols)
 	}
 	// The profile's command timeout_ms works the same way.
-	failure(t, h.post(c.Execute(tool(ToolCommand), mustJSON(CommandInput{Shell: "sleep 60", TimeoutMs: 300}), nil)), envapi.CodeTimeout)
+	failure(t, h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "sleep 60", TimeoutMs: 300}), nil)), envapi.CodeTimeout)
 }
 
 func TestCancelKillsProcessTree(t *testing.T) {
@@ -249,7 +250,7 @@ func TestCancelKillsProcessTree(t *testing.T) {
 	h.setup(c, "")
 	h.shell(c, "true")
 	seq := c.Reserve()
-	cmd := c.At(seq, envapi.Execute(tool(ToolCommand), mustJSON(CommandInput{
+	cmd := c.At(seq, envapi.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{
 		Shell: "(sleep 58; echo late > late) & echo started; sleep 60",
 	}), nil, func() *envapi.Grant { g := h.brain.ToolGrant(c.Session, seq); return &g }()))
 	done := make(chan envapi.Receipt, 1)
@@ -289,8 +290,8 @@ func TestResourceLost(t *testing.T) {
 	if err := removeVolume(ctx, h.p.cli, st.resourceName()); err != nil {
 		t.Fatal(err)
 	}
-	failure(t, h.post(c.Execute(tool(ToolCommand), mustJSON(CommandInput{Shell: "cat f"}), nil)), envapi.CodeResourceLost)
-	failure(t, h.post(c.Execute(tool(ToolRead), mustJSON(ReadInput{Path: "f"}), nil)), envapi.CodeResourceLost)
+	failure(t, h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "cat f"}), nil)), envapi.CodeResourceLost)
+	failure(t, h.post(c.Execute(tool(toolset.ToolRead), mustJSON(toolset.ReadInput{Path: "f"}), nil)), envapi.CodeResourceLost)
 	if ctrs, vols := h.bindingResources(c); ctrs != 0 || vols != 0 {
 		t.Fatalf("lost resources were re-created: %d containers, %d volumes", ctrs, vols)
 	}
@@ -330,6 +331,6 @@ func TestDetachKeepsWorkspaceTeardownRemovesAll(t *testing.T) {
 			t.Fatalf("after teardown: %d containers, %d volumes", ctrs, vols)
 		}
 	}
-	failure(t, h.post(c.Execute(tool(ToolCommand), mustJSON(CommandInput{Shell: "true"}), nil)), envapi.CodeUnavailable)
+	failure(t, h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "true"}), nil)), envapi.CodeUnavailable)
 	failure(t, h.post(c.Detach()), envapi.CodeUnavailable)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 // TestChildProvider is not a test: it is the provider process that
@@ -100,8 +101,8 @@ func TestRestartAfterKill(t *testing.T) {
 	seq := c.Reserve()
 	g := brain.ToolGrant(c.Session, seq)
 	go func() { // answered never: the provider dies
-		_, _, _, _ = envtest.Post(ctx, nil, url, testToken, c.At(seq, envapi.Execute(tool(ToolCommand),
-			mustJSON(CommandInput{Shell: "(sleep 59; echo late > late) & echo started; sleep 60"}), nil, &g)))
+		_, _, _, _ = envtest.Post(ctx, nil, url, testToken, c.At(seq, envapi.Execute(tool(toolset.ToolCommand),
+			mustJSON(toolset.CommandInput{Shell: "(sleep 59; echo late > late) & echo started; sleep 60"}), nil, &g)))
 	}()
 	if _, err := brain.WaitFor(ctx, func(call envtest.Call) bool {
 		return call.Sequence == seq && call.Method == "emit" && strings.Contains(string(call.Input), "started")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -15,11 +14,12 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/providers/internal/serve"
 )
 
 // TokenEnv is the environment variable Command reads the bearer token from
 // when --token is not given.
-const TokenEnv = "BRAIN_ENV_TOKEN"
+const TokenEnv = serve.TokenEnv
 
 // projectFlags collects --project NAME=DIR:MODULE[:SETUP].
 type projectFlags map[string]Project
@@ -56,31 +56,20 @@ func (p projectFlags) Set(v string) error {
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("brain env python-uv", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:8092", "address to listen on")
+	sf := serve.AddFlags(fs, "127.0.0.1:8092")
 	configPath := fs.String("config", "", "JSON configuration file (see the package documentation)")
-	token := fs.String("token", "", "bearer token Brain must present (default $"+TokenEnv+")")
 	uv := fs.String("uv", "", "uv executable (default: uv on PATH, or the configuration's)")
 	python := fs.String("python", "", "interpreter request passed as UV_PYTHON (default: the machine's Python)")
 	cacheDir := fs.String("cache-dir", "", "uv cache directory (UV_CACHE_DIR)")
 	prepare := fs.Bool("prepare", false, "prepare every project at start")
 	projects := projectFlags{}
 	fs.Var(projects, "project", "a project NAME=DIR:MODULE[:SETUP] (repeatable)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		return 2
+	if code, ok := serve.Parse(fs, args); !ok {
+		return code
 	}
 	if *configPath == "" && len(projects) == 0 {
 		fmt.Fprintln(stderr, "--config or at least one --project is required")
 		return 2
-	}
-	if *token == "" {
-		*token = os.Getenv(TokenEnv)
 	}
 	load := func() (Config, error) {
 		var cfg Config
@@ -123,15 +112,9 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			log.Error("provider stop", "error", err)
 		}
 	}()
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	if *token == "" && !isLoopback(ln.Addr()) {
-		ln.Close()
-		fmt.Fprintf(stderr, "refusing to serve without a token on %s; give --token or $%s\n", ln.Addr(), TokenEnv)
-		return 2
+	ln, token, code := sf.Listen(stderr)
+	if ln == nil {
+		return code
 	}
 
 	hup := make(chan os.Signal, 1)
@@ -167,25 +150,15 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	fmt.Fprintf(stdout, "python-uv provider listening on http://%s (%d projects)\n", ln.Addr(), len(cfg.Projects))
-	h := envsdk.NewHandler(p, &envsdk.Options{Token: *token, Logger: log})
+	h := envsdk.NewHandler(p, &envsdk.Options{Token: token, Logger: log})
 	// Once ctx ends no new operation is accepted; invocations still running
 	// are stopped (cancelled) rather than left to outlive the provider.
 	defer context.AfterFunc(ctx, func() { _ = p.Close() })()
-	if err := envsdk.Serve(ctx, ln, h); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	return 0
+	return serve.Run(ctx, ln, h, stdout, stderr, "python-uv provider", fmt.Sprintf("%d projects", len(cfg.Projects)))
 }
 
 func (p *Provider) preparationTimeout() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.s.preparationTimeout
-}
-
-func isLoopback(a net.Addr) bool {
-	ta, ok := a.(*net.TCPAddr)
-	return ok && ta.IP.IsLoopback()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 // BenchmarkExecuteTrue runs the command tool with argv ["true"] through
@@ -36,7 +37,7 @@ func BenchmarkExecuteTrue(b *testing.B) {
 	if r := post(c.Setup(nil)); r.Type != envapi.ReceiptAccepted {
 		b.Fatalf("setup %+v", r)
 	}
-	impl, input := tool(ToolCommand), json.RawMessage(`{"argv":["true"]}`)
+	impl, input := tool(toolset.ToolCommand), json.RawMessage(`{"argv":["true"]}`)
 	if r := post(c.Execute(impl, input, nil)); r.Type != envapi.ReceiptResult { // allocate
 		b.Fatalf("execute %+v", r)
 	}

@@ -18,40 +18,6 @@ const (
 	maxPendingBytes = 256 << 10 // output waiting to be emitted
 )
 
-// capture keeps the first limit bytes written to it and forwards those
-// bytes to the emitter.
-type capture struct {
-	stream string
-	limit  int
-	em     *emitter
-
-	mu        sync.Mutex
-	head      []byte
-	truncated bool
-}
-
-func (c *capture) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	keep := min(len(p), c.limit-len(c.head))
-	if keep > 0 {
-		c.head = append(c.head, p[:keep]...)
-	}
-	if keep < len(p) {
-		c.truncated = true
-	}
-	c.mu.Unlock()
-	if keep > 0 {
-		c.em.add(c.stream, p[:keep])
-	}
-	return len(p), nil
-}
-
-func (c *capture) result() (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return string(c.head), c.truncated
-}
-
 type chunk struct {
 	stream string
 	data   []byte

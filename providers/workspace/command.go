@@ -11,27 +11,9 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 	"github.com/brain-in-go/brain/providers/workspace/internal/proctree"
 )
-
-// commandInput is the input of the command tool.
-type commandInput struct {
-	Argv      []string          `json:"argv,omitempty" validate:"omitempty,max=4096"`
-	Shell     string            `json:"shell,omitempty"`
-	Cwd       string            `json:"cwd,omitempty"`
-	Env       map[string]string `json:"env,omitempty" validate:"omitempty,max=256"`
-	Stdin     *string           `json:"stdin,omitempty"`
-	TimeoutMs int64             `json:"timeout_ms,omitempty" validate:"omitempty,min=1"`
-}
-
-// CommandOutput is the output of the command tool.
-type CommandOutput struct {
-	ExitCode  int    `json:"exit_code"`
-	Signal    string `json:"signal,omitempty"`
-	Stdout    string `json:"stdout"`
-	Stderr    string `json:"stderr"`
-	Truncated bool   `json:"truncated"`
-}
 
 // MarkerEnv marks every process of a command (see internal/proctree).
 const MarkerEnv = "BRAIN_WORKSPACE_RUN"
@@ -39,18 +21,12 @@ const MarkerEnv = "BRAIN_WORKSPACE_RUN"
 var errCommandTimeout = errors.New("workspace: command timeout")
 
 func runCommand(k *call) (any, error) {
-	var in commandInput
-	if err := decodeInput(k.x.Input, &in); err != nil {
+	var in toolset.CommandInput
+	if err := toolset.Decode(k.x.Input, &in); err != nil {
 		return nil, err
 	}
-	if (len(in.Argv) == 0) == (in.Shell == "") {
-		return nil, invalidInput("input: give exactly one of argv and shell")
-	}
 	opts := &k.b.p.opts
-	argv := in.Argv
-	if in.Shell != "" {
-		argv = []string{"/bin/sh", "-c", in.Shell}
-	}
+	argv := in.Args()
 	if !opts.allowsProgram(argv[0]) {
 		return nil, envsdk.Failf("not_allowed", "program %q is not allowed by the operator", filepath.Base(argv[0]))
 	}
@@ -88,8 +64,8 @@ func runCommand(k *call) (any, error) {
 
 	em := newEmitter(ctx, k.x.Invocation)
 	limit := k.outputLimit()
-	stdout := &capture{stream: "stdout", limit: limit, em: em}
-	stderr := &capture{stream: "stderr", limit: limit, em: em}
+	stdout := toolset.NewBudget(int64(limit)).Head(func(p []byte) { em.add("stdout", p) })
+	stderr := toolset.NewBudget(int64(limit)).Head(func(p []byte) { em.add("stderr", p) })
 	spec := proctree.Spec{
 		Path: path, Args: argv, Dir: cwd, Env: env,
 		Stdout: stdout, Stderr: stderr, Marker: MarkerEnv,
@@ -102,11 +78,9 @@ func runCommand(k *call) (any, error) {
 		opts.Logger.Warn("stream command output", "binding", k.b.key, "error", emitErr)
 	}
 
-	out := CommandOutput{ExitCode: res.ExitCode, Signal: res.Signal}
-	var t1, t2 bool
-	out.Stdout, t1 = stdout.result()
-	out.Stderr, t2 = stderr.result()
-	out.Truncated = t1 || t2
+	out := toolset.CommandOutput{ExitCode: res.ExitCode, Signal: res.Signal}
+	out.Stdout, out.Stderr = string(stdout.Bytes()), string(stderr.Bytes())
+	out.Truncated = stdout.Truncated() || stderr.Truncated()
 
 	var stopped *proctree.StoppedError
 	var sweep *proctree.CleanupError

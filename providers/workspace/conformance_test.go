@@ -3,6 +3,7 @@ package workspace
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -20,7 +21,7 @@ func (s *swappable) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*s.h.Lo
 // commandOutput checks a command tool's output.
 func commandOutput(stdout string) func(json.RawMessage) error {
 	return func(raw json.RawMessage) error {
-		var out CommandOutput
+		var out toolset.CommandOutput
 		if err := json.Unmarshal(raw, &out); err != nil {
 			return err
 		}
@@ -52,12 +53,12 @@ func TestConformance(t *testing.T) {
 			Token:              token,
 			SetupConfiguration: json.RawMessage(`{"label":"conformance","release_on_turn_end":true}`),
 			Executes: map[string]conformance.Descriptor{
-				conformance.RoleEcho: {Implementation: tool(ToolCommand), Input: json.RawMessage(`{"argv":["echo","hello"]}`), Check: commandOutput("hello\n")},
-				conformance.RoleSleep: {Implementation: tool(ToolCommand),
+				conformance.RoleEcho: {Implementation: tool(toolset.ToolCommand), Input: json.RawMessage(`{"argv":["echo","hello"]}`), Check: commandOutput("hello\n")},
+				conformance.RoleSleep: {Implementation: tool(toolset.ToolCommand),
 					Input: json.RawMessage(fmt.Sprintf(`{"argv":["sleep","%d"]}`, int(conformanceSleep.Seconds()))), Runs: conformanceSleep},
-				conformance.RoleWrite: {Implementation: tool(ToolWrite), Input: json.RawMessage(`{"path":"state/k","content":"v1"}`)},
-				conformance.RoleRead: {Implementation: tool(ToolRead), Input: json.RawMessage(`{"path":"state/k"}`), Check: func(raw json.RawMessage) error {
-					var out ReadOutput
+				conformance.RoleWrite: {Implementation: tool(toolset.ToolWrite), Input: json.RawMessage(`{"path":"state/k","content":"v1"}`)},
+				conformance.RoleRead: {Implementation: tool(toolset.ToolRead), Input: json.RawMessage(`{"path":"state/k"}`), Check: func(raw json.RawMessage) error {
+					var out toolset.ReadOutput
 					if err := json.Unmarshal(raw, &out); err != nil {
 						return err
 					}

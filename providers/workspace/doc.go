@@ -24,17 +24,11 @@
 //
 // # Tools
 //
-// The implementation of an execute is {"tool": NAME}:
-//
-//	command  {"argv": [..]} or {"shell": "line"} (run by /bin/sh -c), "cwd",
-//	         "env" {NAME: VALUE}, "stdin", "timeout_ms"
-//	         → {"exit_code", "signal"?, "stdout", "stderr", "truncated"}
-//	read     {"path", "offset"?, "limit"?} → {"content", "encoding", "size", "truncated"}
-//	write    {"path", "content", "encoding"?: "utf8"|"base64", "append"?} → {"bytes"}
-//	list     {"path"?, "recursive"?} → {"entries": [{"path", "type", "size"}], "truncated"}
-//	edit     {"path", "old", "new"} → {"replacements": 1}
-//
-// Any other tool is unsupported. File tools resolve paths with os.Root inside
+// The provider implements the standard tool set of package
+// envsdk/toolset: the implementation of an execute is {"tool": NAME} with
+// NAME one of command, read, write, list and edit; any other tool is
+// unsupported. A command's output names the signal that killed it, if
+// any. File tools resolve paths with os.Root inside
 // the workspace: absolute paths, ".." and symbolic links that lead outside
 // fail with path_escape. A command runs with its working directory inside
 // the workspace, an environment built from the operator's allow-list plus

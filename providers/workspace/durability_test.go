@@ -9,6 +9,7 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 func TestRestartKeepsWorkspaces(t *testing.T) {
@@ -20,7 +21,7 @@ func TestRestartKeepsWorkspaces(t *testing.T) {
 	accepted(t, f.post(idle.Setup(nil)))
 
 	g := f.restart(Options{})
-	var rd ReadOutput
+	var rd toolset.ReadOutput
 	ok(t, g.exec(c, "read", map[string]string{"path": "notes/a.txt"}, nil), &rd)
 	if rd.Content != "before restart" {
 		t.Errorf("after restart read %+v", rd)

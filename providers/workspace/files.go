@@ -2,52 +2,22 @@ package workspace
 
 import (
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk"
-	"github.com/brain-in-go/brain/envsdk/envapi"
-)
-
-// Encodings of file content.
-const (
-	EncodingUTF8   = "utf8"
-	EncodingBase64 = "base64"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 // maxListEntries bounds a list answer.
 const maxListEntries = 10_000
 
-type readInput struct {
-	Path   string `json:"path" validate:"required"`
-	Offset int64  `json:"offset,omitempty" validate:"min=0"`
-	Limit  int    `json:"limit,omitempty" validate:"min=0"`
-}
-
-// ReadOutput is the output of the read tool. Content is text when it is
-// valid UTF-8, else base64 (Encoding says which).
-type ReadOutput struct {
-	Content   string `json:"content"`
-	Encoding  string `json:"encoding"`
-	Size      int64  `json:"size"`
-	Truncated bool   `json:"truncated"`
-}
-
 func runRead(k *call) (any, error) {
-	var in readInput
-	if err := decodeInput(k.x.Input, &in); err != nil {
-		return nil, err
-	}
-	p, err := cleanPath(in.Path)
-	if err != nil {
-		return nil, err
-	}
-	r, err := k.root()
+	var in toolset.ReadInput
+	r, p, err := k.open(&in, &in.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -64,59 +34,33 @@ func runRead(k *call) (any, error) {
 	if fi.IsDir() {
 		return nil, invalidInput("%s is a directory; use the list tool", in.Path)
 	}
-	limit := k.outputLimit()
-	if in.Limit > 0 && in.Limit < limit {
-		limit = in.Limit
-	}
+	limit := int(in.Limited(int64(k.outputLimit())))
 	buf := make([]byte, min(int64(limit), max(fi.Size()-in.Offset, 0)+1))
 	n, err := f.ReadAt(buf, in.Offset)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fsError(in.Path, err)
 	}
 	data := buf[:n]
-	out := ReadOutput{Size: fi.Size(), Truncated: in.Offset+int64(n) < fi.Size()}
+	truncated := in.Offset+int64(n) < fi.Size()
 	if len(data) > limit {
-		data, out.Truncated = data[:limit], true
+		data, truncated = data[:limit], true
 	}
-	if utf8.Valid(data) {
-		out.Content, out.Encoding = string(data), EncodingUTF8
-	} else {
-		out.Content, out.Encoding = base64.StdEncoding.EncodeToString(data), EncodingBase64
-	}
-	return out, nil
-}
-
-type writeInput struct {
-	Path     string `json:"path" validate:"required"`
-	Content  string `json:"content"`
-	Encoding string `json:"encoding,omitempty" validate:"omitempty,oneof=utf8 base64"`
-	Append   bool   `json:"append,omitempty"`
-}
-
-func decodeContent(content, encoding string) ([]byte, error) {
-	if encoding == EncodingBase64 {
-		data, err := base64.StdEncoding.DecodeString(content)
-		if err != nil {
-			return nil, invalidInput("input.content: not base64: %v", err)
-		}
-		return data, nil
-	}
-	return []byte(content), nil
+	return toolset.NewReadOutput(data, fi.Size(), truncated), nil
 }
 
 func runWrite(k *call) (any, error) {
-	var in writeInput
-	if err := decodeInput(k.x.Input, &in); err != nil {
+	var in toolset.WriteInput
+	if err := toolset.Decode(k.x.Input, &in); err != nil {
 		return nil, err
 	}
-	p, err := cleanPath(in.Path)
+	p, err := toolset.Clean(in.Path)
 	if err != nil {
 		return nil, err
 	}
 	if p == "." {
 		return nil, invalidInput("input.path: names the workspace itself")
 	}
-	data, err := decodeContent(in.Content, in.Encoding)
+	data, err := in.Data()
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +89,24 @@ func runWrite(k *call) (any, error) {
 	if err := writeFile(r, p, data, in.Append); err != nil {
 		return nil, fsError(in.Path, err)
 	}
-	return map[string]int{"bytes": len(data)}, nil
+	return toolset.WriteOutput{Bytes: len(data)}, nil
+}
+
+// open decodes a file tool's input into in, cleans the path it names (at
+// *path) and opens the workspace; the caller closes the root.
+func (k *call) open(in any, path *string) (*os.Root, string, error) {
+	if err := toolset.Decode(k.x.Input, in); err != nil {
+		return nil, "", err
+	}
+	p, err := toolset.Clean(*path)
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := k.root()
+	if err != nil {
+		return nil, "", err
+	}
+	return r, p, nil
 }
 
 func countSeparators(p string) int { return bytes.Count([]byte(p), []byte{filepath.Separator}) }
@@ -172,41 +133,9 @@ func writeFile(r *os.Root, p string, data []byte, appendTo bool) error {
 	return f.Close()
 }
 
-type listInput struct {
-	Path      string `json:"path,omitempty"`
-	Recursive bool   `json:"recursive,omitempty"`
-}
-
-// Entry is one entry of the list tool's output; Path is relative to the
-// workspace and Type is file, dir, symlink or other.
-type Entry struct {
-	Path string `json:"path"`
-	Type string `json:"type"`
-	Size int64  `json:"size"`
-}
-
-func entryType(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "file"
-	case m.IsDir():
-		return "dir"
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	}
-	return "other"
-}
-
 func runList(k *call) (any, error) {
-	var in listInput
-	if err := decodeInput(k.x.Input, &in); err != nil {
-		return nil, err
-	}
-	p, err := cleanPath(in.Path)
-	if err != nil {
-		return nil, err
-	}
-	r, err := k.root()
+	var in toolset.ListInput
+	r, p, err := k.open(&in, &in.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +147,7 @@ func runList(k *call) (any, error) {
 	if !fi.IsDir() {
 		return nil, invalidInput("%s is not a directory", in.Path)
 	}
-	entries := []Entry{}
+	entries := []toolset.Entry{}
 	truncated := false
 	fsys := r.FS()
 	walk := func(path string, d fs.DirEntry, err error) error {
@@ -238,7 +167,7 @@ func runList(k *call) (any, error) {
 				size = info.Size()
 			}
 		}
-		entries = append(entries, Entry{Path: filepath.ToSlash(path), Type: entryType(d.Type()), Size: size})
+		entries = append(entries, toolset.Entry{Path: filepath.ToSlash(path), Type: toolset.EntryType(d.Type()), Size: size})
 		if d.IsDir() && !in.Recursive {
 			return fs.SkipDir
 		}
@@ -247,25 +176,12 @@ func runList(k *call) (any, error) {
 	if err := fs.WalkDir(fsys, filepath.ToSlash(p), walk); err != nil {
 		return nil, fsError(in.Path, err)
 	}
-	return map[string]any{"entries": entries, "truncated": truncated}, nil
-}
-
-type editInput struct {
-	Path string `json:"path" validate:"required"`
-	Old  string `json:"old" validate:"min=1"`
-	New  string `json:"new"`
+	return toolset.ListOutput{Entries: entries, Truncated: truncated}, nil
 }
 
 func runEdit(k *call) (any, error) {
-	var in editInput
-	if err := decodeInput(k.x.Input, &in); err != nil {
-		return nil, err
-	}
-	p, err := cleanPath(in.Path)
-	if err != nil {
-		return nil, err
-	}
-	r, err := k.root()
+	var in toolset.EditInput
+	r, p, err := k.open(&in, &in.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -284,22 +200,15 @@ func runEdit(k *call) (any, error) {
 	if err != nil {
 		return nil, fsError(in.Path, err)
 	}
-	old := []byte(in.Old)
-	switch n := bytes.Count(data, old); n {
-	case 1:
-	case 0:
-		return nil, envsdk.Failf(envapi.CodeInvalidInput, "the old text does not occur in %s", in.Path).
-			WithDetails(map[string]int{"matches": 0})
-	default:
-		return nil, envsdk.Failf(envapi.CodeInvalidInput, "the old text occurs %d times in %s; it must be unique", n, in.Path).
-			WithDetails(map[string]int{"matches": n})
+	edited, err := in.Apply(data)
+	if err != nil {
+		return nil, err
 	}
-	edited := bytes.Replace(data, old, []byte(in.New), 1)
 	if err := k.checkLimits(int64(len(edited)-len(data)), 0); err != nil {
 		return nil, err
 	}
 	if err := writeFile(r, p, edited, false); err != nil {
 		return nil, fsError(in.Path, err)
 	}
-	return map[string]int{"replacements": 1}, nil
+	return toolset.EditOutput{Replacements: 1}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 func workspaceDirs(t *testing.T, root string) []string {
@@ -61,7 +62,7 @@ func TestConcurrentFirstExecutesAllocateOnce(t *testing.T) {
 	if dirs := workspaceDirs(t, f.root); len(dirs) != 1 {
 		t.Errorf("workspace directories %v, want one", dirs)
 	}
-	var list struct{ Entries []Entry }
+	var list struct{ Entries []toolset.Entry }
 	ok(t, f.exec(c, "list", map[string]any{}, nil), &list)
 	if len(list.Entries) != n {
 		t.Errorf("list has %d entries, want %d: %+v", len(list.Entries), n, list.Entries)
@@ -82,7 +83,7 @@ func TestBindingsAreIsolated(t *testing.T) {
 	ok(t, f.exec(b, "write", map[string]string{"path": "mine.txt", "content": "B's"}, nil), nil)
 
 	fails(t, f.exec(b, "read", map[string]string{"path": "secret.txt"}, nil), envapi.CodeNotFound)
-	var list struct{ Entries []Entry }
+	var list struct{ Entries []toolset.Entry }
 	ok(t, f.exec(b, "list", map[string]any{"recursive": true}, nil), &list)
 	if len(list.Entries) != 1 || list.Entries[0].Path != "mine.txt" {
 		t.Errorf("b sees %+v", list.Entries)
@@ -92,7 +93,7 @@ func TestBindingsAreIsolated(t *testing.T) {
 	for _, d := range dirs {
 		fails(t, f.exec(b, "read", map[string]string{"path": "../" + d + "/secret.txt"}, nil), envapi.CodePathEscape)
 	}
-	var cmd CommandOutput
+	var cmd toolset.CommandOutput
 	ok(t, f.exec(b, "command", sh("cat secret.txt 2>/dev/null || echo absent; pwd"), nil), &cmd)
 	if !strings.HasPrefix(cmd.Stdout, "absent\n") {
 		t.Errorf("b's command output %q", cmd.Stdout)
@@ -103,7 +104,7 @@ func TestPathEscapesRefused(t *testing.T) {
 	f := newFixture(t, Options{})
 	c := f.commands("s1")
 	accepted(t, f.post(c.Setup(nil)))
-	var out CommandOutput
+	var out toolset.CommandOutput
 	ok(t, f.exec(c, "command", sh("ln -s /etc etc-link && mkdir -p sub && echo inside > sub/f && ln -s sub inner-link"), nil), &out)
 	if out.ExitCode != 0 {
 		t.Fatalf("setup command: %+v", out)
@@ -135,7 +136,7 @@ func TestPathEscapesRefused(t *testing.T) {
 		t.Fatal("a write escaped to /etc/evil")
 	}
 	// Links that stay inside are followed.
-	var rd ReadOutput
+	var rd toolset.ReadOutput
 	ok(t, f.exec(c, "read", map[string]any{"path": "inner-link/f"}, nil), &rd)
 	if rd.Content != "inside\n" {
 		t.Errorf("read through inner link: %+v", rd)
@@ -154,7 +155,7 @@ func TestTeardownLifecycle(t *testing.T) {
 	accepted(t, f.post(c.Setup(nil)))
 	ok(t, f.exec(c, "write", map[string]string{"path": "a", "content": "1"}, nil), nil)
 	accepted(t, f.post(c.Detach()))
-	var rd ReadOutput
+	var rd toolset.ReadOutput
 	ok(t, f.exec(c, "read", map[string]string{"path": "a"}, nil), &rd) // detach keeps the files
 	if rd.Content != "1" {
 		t.Errorf("after detach: %+v", rd)
@@ -201,7 +202,7 @@ func TestAllowList(t *testing.T) {
 	f := newFixture(t, Options{Commands: []string{"echo"}})
 	c := f.commands("s1")
 	accepted(t, f.post(c.Setup(nil)))
-	var out CommandOutput
+	var out toolset.CommandOutput
 	ok(t, f.exec(c, "command", map[string]any{"argv": []string{"echo", "hi"}}, nil), &out)
 	if out.Stdout != "hi\n" {
 		t.Errorf("echo: %+v", out)
@@ -236,7 +237,7 @@ func TestEditAndReadTools(t *testing.T) {
 	fails(t, f.exec(c, "edit", map[string]string{"path": "dir/main.go", "old": "zzz", "new": "y"}, nil), envapi.CodeInvalidInput)
 	fails(t, f.exec(c, "edit", map[string]string{"path": "dir/none.go", "old": "a", "new": "b"}, nil), envapi.CodeNotFound)
 	ok(t, f.exec(c, "edit", map[string]string{"path": "dir/main.go", "old": "b := 1", "new": "b := 42"}, nil), nil)
-	var rd ReadOutput
+	var rd toolset.ReadOutput
 	ok(t, f.exec(c, "read", map[string]any{"path": "dir/main.go", "offset": 7, "limit": 4}, nil), &rd)
 	if rd.Content != "b :=" || !rd.Truncated || rd.Size != 15 || rd.Encoding != "utf8" {
 		t.Errorf("read %+v", rd)
@@ -247,7 +248,7 @@ func TestEditAndReadTools(t *testing.T) {
 		t.Errorf("binary read %+v", rd)
 	}
 	fails(t, f.exec(c, "read", map[string]any{"path": "dir"}, nil), envapi.CodeInvalidInput)
-	var list struct{ Entries []Entry }
+	var list struct{ Entries []toolset.Entry }
 	ok(t, f.exec(c, "list", map[string]any{"recursive": true}, nil), &list)
 	got := fmt.Sprint(list.Entries)
 	if got != "[{bin file 3} {dir dir 0} {dir/main.go file 15}]" {

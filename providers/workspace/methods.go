@@ -5,6 +5,7 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 const (
@@ -53,10 +54,8 @@ func (p *Provider) Methods() map[string]envsdk.Method {
 // binding's reporter, with data {"previous_phase"}.
 const ResetEvent = "workspace.reset"
 
-func decodeMethodInput(raw json.RawMessage, v any) error { return decodeInput(raw, v) }
-
 func (p *Provider) reset(c *envsdk.Ctx, input json.RawMessage) (any, error) {
-	if err := decodeMethodInput(input, &struct{}{}); err != nil {
+	if err := toolset.Decode(input, &struct{}{}); err != nil {
 		return nil, err
 	}
 	b, err := p.lookup(c.BindingKey())
@@ -80,7 +79,7 @@ func (p *Provider) release(c *envsdk.Ctx, input json.RawMessage) (any, error) {
 	var in struct {
 		Sequence uint64 `json:"sequence" validate:"min=1"`
 	}
-	if err := decodeMethodInput(input, &in); err != nil {
+	if err := toolset.Decode(input, &in); err != nil {
 		return nil, err
 	}
 	b, err := p.lookup(c.BindingKey())
@@ -113,7 +112,7 @@ type InspectOutput struct {
 }
 
 func (p *Provider) inspect(c *envsdk.Ctx, input json.RawMessage) (any, error) {
-	if err := decodeMethodInput(input, &struct{}{}); err != nil {
+	if err := toolset.Decode(input, &struct{}{}); err != nil {
 		return nil, err
 	}
 	b, err := p.lookup(c.BindingKey())

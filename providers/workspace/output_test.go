@@ -8,13 +8,14 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 func TestOutputCap(t *testing.T) {
 	f := newFixture(t, Options{OutputLimit: 4096})
 	c := f.commands("s1")
 	accepted(t, f.post(c.Setup(json.RawMessage(`{"output_limit": 100}`))))
-	var out CommandOutput
+	var out toolset.CommandOutput
 	ok(t, f.exec(c, "command", sh(`i=0; while [ $i -lt 1000 ]; do printf 'line %04d\n' $i; i=$((i+1)); done; echo err >&2; exit 7`), nil), &out)
 	if out.ExitCode != 7 || !out.Truncated || len(out.Stdout) != 100 || out.Stderr != "err\n" {
 		t.Fatalf("output %+v", out)
@@ -28,7 +29,7 @@ func TestOutputCap(t *testing.T) {
 	}
 	// Reads are capped by the same limit.
 	ok(t, f.exec(c, "write", map[string]string{"path": "big", "content": strings.Repeat("z", 1000)}, nil), nil)
-	var rd ReadOutput
+	var rd toolset.ReadOutput
 	ok(t, f.exec(c, "read", map[string]string{"path": "big"}, nil), &rd)
 	if len(rd.Content) != 100 || !rd.Truncated || rd.Size != 1000 {
 		t.Errorf("read %d bytes, truncated %v, size %d", len(rd.Content), rd.Truncated, rd.Size)
@@ -44,7 +45,7 @@ func TestStreamingEmitsBeforeFinish(t *testing.T) {
 	script := `i=0; while [ $i -lt 1000 ]; do printf 'é%038d\n' $i; i=$((i+1)); done; echo oops >&2`
 	cmd := c.Execute(tool("command"), mustJSON(t, sh(script)), nil)
 	seq := cmd.Operation.Sequence
-	var out CommandOutput
+	var out toolset.CommandOutput
 	ok(t, f.post(cmd), &out)
 
 	calls := f.brain.CallsFor("s1", seq)
@@ -90,7 +91,7 @@ func TestStreamingStopsOnEmitFailure(t *testing.T) {
 	c := f.commands("s1")
 	accepted(t, f.post(c.Setup(nil)))
 	f.brain.Inject(envapi.MethodEmit, envtest.Fault{Kind: envtest.ServerError})
-	var out CommandOutput
+	var out toolset.CommandOutput
 	ok(t, f.exec(c, "command", sh("echo a; echo b"), nil), &out)
 	if out.Stdout != "a\nb\n" {
 		t.Errorf("output %+v", out)

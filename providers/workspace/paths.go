@@ -10,6 +10,7 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 // errEscape is the error os.Root gives for a path that leaves the root. The
@@ -33,24 +34,6 @@ var errEscape = sync.OnceValue(func() error {
 func isEscape(err error) bool {
 	e := errEscape()
 	return e != nil && errors.Is(err, e)
-}
-
-// cleanPath checks a tool path lexically: it must be relative and stay
-// inside the workspace. "" means the workspace itself.
-func cleanPath(p string) (string, error) {
-	if p == "" {
-		return ".", nil
-	}
-	if filepath.IsAbs(p) {
-		return "", envsdk.Failf(envapi.CodePathEscape, "path %q is absolute; give a path relative to the workspace", p).
-			WithDetails(map[string]string{"path": p})
-	}
-	c := filepath.Clean(p)
-	if c != "." && !filepath.IsLocal(c) {
-		return "", envsdk.Failf(envapi.CodePathEscape, "path %q leaves the workspace", p).
-			WithDetails(map[string]string{"path": p})
-	}
-	return c, nil
 }
 
 // fsError maps a file-system error of a tool on path to a failure.
@@ -89,7 +72,7 @@ func (k *call) root() (*os.Root, error) {
 // resolveDir checks that p names a directory inside the workspace and
 // returns its absolute path for a command's working directory.
 func (k *call) resolveDir(p string) (string, error) {
-	c, err := cleanPath(p)
+	c, err := toolset.Clean(p)
 	if err != nil {
 		return "", err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 // alive reports whether pid exists in /proc and is not a zombie.
@@ -171,7 +172,7 @@ func TestBackgroundChildSweptAfterExit(t *testing.T) {
 	f := newFixture(t, Options{})
 	c := f.commands("s1")
 	accepted(t, f.post(c.Setup(nil)))
-	var out CommandOutput
+	var out toolset.CommandOutput
 	ok(t, f.exec(c, "command", sh("sleep 300 & echo $!"), nil), &out)
 	pids := pidsIn(t, out.Stdout)
 	if len(pids) != 1 || alive(t, pids[0]) {

@@ -1,0 +1,196 @@
+package toolset
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Encodings of file content.
+const (
+	EncodingUTF8   = "utf8"
+	EncodingBase64 = "base64"
+)
+
+// CommandInput is the input of the command tool: Argv, or a Shell line run
+// by /bin/sh -c (exactly one of them), in the directory Cwd relative to the
+// workspace, with the variables Env added to the provider's environment
+// and Stdin on standard input.
+type CommandInput struct {
+	Argv  []string          `json:"argv,omitempty" validate:"omitempty,max=4096"`
+	Shell string            `json:"shell,omitempty"`
+	Cwd   string            `json:"cwd,omitempty"`
+	Env   map[string]string `json:"env,omitempty" validate:"omitempty,max=256"`
+	Stdin *string           `json:"stdin,omitempty"`
+	// TimeoutMs bounds this command below the execute's deadline.
+	TimeoutMs int64 `json:"timeout_ms,omitempty" validate:"omitempty,min=1"`
+}
+
+// Validate checks that exactly one of Argv and Shell is given.
+func (in CommandInput) Validate() error {
+	switch {
+	case len(in.Argv) > 0 && in.Shell != "":
+		return invalid("input: give argv or shell, not both")
+	case len(in.Argv) == 0 && in.Shell == "":
+		return invalid("input: argv or shell is required")
+	}
+	return nil
+}
+
+// Args returns the program and arguments to run: Argv, or /bin/sh -c Shell.
+func (in CommandInput) Args() []string {
+	if in.Shell != "" {
+		return []string{"/bin/sh", "-c", in.Shell}
+	}
+	return in.Argv
+}
+
+// CommandOutput is the output of the command tool. Signal names the signal
+// that ended the program, when a provider knows it; Truncated is set when
+// output beyond the provider's cap was dropped.
+type CommandOutput struct {
+	ExitCode  int    `json:"exit_code"`
+	Signal    string `json:"signal,omitempty"`
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	Truncated bool   `json:"truncated"`
+}
+
+// ReadInput is the input of the read tool: up to Limit bytes (0: the
+// provider's cap) from Offset.
+type ReadInput struct {
+	Path   string `json:"path" validate:"required"`
+	Offset int64  `json:"offset,omitempty" validate:"min=0"`
+	Limit  int64  `json:"limit,omitempty" validate:"min=0"`
+}
+
+// Limited returns how many bytes to read under the provider's cap: Limit
+// when it is positive and below the cap, else the cap.
+func (in ReadInput) Limited(cap int64) int64 {
+	if in.Limit > 0 && in.Limit < cap {
+		return in.Limit
+	}
+	return cap
+}
+
+// ReadOutput is the output of the read tool. Content is text when it is
+// valid UTF-8, else base64 (Encoding says which); Size is the file's size.
+type ReadOutput struct {
+	Content   string `json:"content"`
+	Encoding  string `json:"encoding"`
+	Size      int64  `json:"size"`
+	Truncated bool   `json:"truncated"`
+}
+
+// NewReadOutput encodes data read from a file of size bytes.
+func NewReadOutput(data []byte, size int64, truncated bool) ReadOutput {
+	out := ReadOutput{Size: size, Truncated: truncated}
+	out.Content, out.Encoding = encode(data)
+	return out
+}
+
+// WriteInput is the input of the write tool: Content, in Encoding ("utf8"
+// by default, or "base64"), replaces the file or, with Append, is added to
+// its end. Missing parent directories are created.
+type WriteInput struct {
+	Path     string `json:"path" validate:"required"`
+	Content  string `json:"content"`
+	Encoding string `json:"encoding,omitempty" validate:"omitempty,oneof=utf8 base64"`
+	Append   bool   `json:"append,omitempty"`
+}
+
+// Data returns the bytes to write, decoding base64 content.
+func (in WriteInput) Data() ([]byte, error) {
+	if in.Encoding != EncodingBase64 {
+		return []byte(in.Content), nil
+	}
+	data, err := base64.StdEncoding.DecodeString(in.Content)
+	if err != nil {
+		return nil, invalid(fmt.Sprintf("input.content: not base64: %v", err))
+	}
+	return data, nil
+}
+
+// WriteOutput is the output of the write tool.
+type WriteOutput struct {
+	Bytes int `json:"bytes"`
+}
+
+// ListInput is the input of the list tool: the entries of the directory
+// Path ("" for the workspace), and of its subdirectories with Recursive.
+type ListInput struct {
+	Path      string `json:"path,omitempty"`
+	Recursive bool   `json:"recursive,omitempty"`
+}
+
+// ListOutput is the output of the list tool; Truncated is set when the
+// provider's cap on entries cut the list.
+type ListOutput struct {
+	Entries   []Entry `json:"entries"`
+	Truncated bool    `json:"truncated"`
+}
+
+// EditInput is the input of the edit tool: Old, which must occur exactly
+// once in the file, is replaced by New.
+type EditInput struct {
+	Path string `json:"path" validate:"required"`
+	Old  string `json:"old" validate:"min=1"`
+	New  string `json:"new"`
+}
+
+// Apply replaces the one occurrence of Old in data by New. No occurrence,
+// or more than one, is invalid_input with details {"matches": N}.
+func (in EditInput) Apply(data []byte) ([]byte, error) {
+	old := []byte(in.Old)
+	if len(old) == 0 {
+		return nil, invalid("input.old: must not be empty")
+	}
+	switch n := bytes.Count(data, old); n {
+	case 1:
+	case 0:
+		return nil, envsdk.Failf(envapi.CodeInvalidInput, "input.old does not occur in %s", in.Path).
+			WithDetails(map[string]int{"matches": 0})
+	default:
+		return nil, envsdk.Failf(envapi.CodeInvalidInput, "input.old occurs %d times in %s; it must occur exactly once", n, in.Path).
+			WithDetails(map[string]int{"matches": n})
+	}
+	return bytes.Replace(data, old, []byte(in.New), 1), nil
+}
+
+// EditOutput is the output of the edit tool.
+type EditOutput struct {
+	Replacements int `json:"replacements"`
+}
+
+// Decode decodes a tool input strictly into v (a pointer to one of the
+// inputs of this package, or to a provider's own) and then runs v's
+// Validate method if it has one. An absent or null input is {}. Failures
+// are invalid_input; one about a field names it, as "input.NAME", in the
+// message and in details {"field"}.
+func Decode(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	if err := envapi.Strict(raw, v); err != nil {
+		var fe *envapi.FieldError
+		if errors.As(err, &fe) {
+			field := "input"
+			if fe.Field != "" {
+				field += "." + fe.Field
+			}
+			return envsdk.Failf(envapi.CodeInvalidInput, "%s: %s", field, fe.Reason).WithDetails(map[string]string{"field": field})
+		}
+		return envsdk.Failf(envapi.CodeInvalidInput, "input: %v", err)
+	}
+	if c, ok := v.(interface{ Validate() error }); ok {
+		return c.Validate()
+	}
+	return nil
+}
+
+func invalid(msg string) *envsdk.Error { return envsdk.Fail(envapi.CodeInvalidInput, msg) }

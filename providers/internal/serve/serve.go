@@ -1,0 +1,93 @@
+// Package serve holds what the reference provider commands share around
+// serving: the --listen and --token flags, the token taken from
+// BRAIN_ENV_TOKEN when --token is not given, the refusal to serve without a
+// token on an address that is not loopback, the start line naming the URL,
+// and the graceful stop when the context ends.
+package serve
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/brain-in-go/brain/envsdk"
+)
+
+// TokenEnv is the environment variable the bearer token is read from when
+// --token is not given.
+const TokenEnv = "BRAIN_ENV_TOKEN"
+
+// Flags are the serving flags of a provider command.
+type Flags struct {
+	listen, token *string
+}
+
+// AddFlags defines --listen, defaulting to addr, and --token on fs.
+func AddFlags(fs *flag.FlagSet, addr string) *Flags {
+	return &Flags{
+		listen: fs.String("listen", addr, "address to listen on"),
+		token:  fs.String("token", "", "bearer token Brain must present (default $"+TokenEnv+")"),
+	}
+}
+
+// Parse parses args with fs and refuses positional arguments. When the
+// command must stop it returns false and the exit status: 0 after -help, 2
+// for bad usage (explained on fs's output).
+func Parse(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return 2, false
+	}
+	return 0, true
+}
+
+// Listen listens on the --listen address and returns the listener and the
+// token (--token, else $BRAIN_ENV_TOKEN). Without a token it refuses an
+// address that is not loopback. On failure it writes why to stderr and
+// returns a nil listener and the exit status.
+func (f *Flags) Listen(stderr io.Writer) (net.Listener, string, int) {
+	token := *f.token
+	if token == "" {
+		token = os.Getenv(TokenEnv)
+	}
+	ln, err := net.Listen("tcp", *f.listen)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, "", 1
+	}
+	if token == "" && !isLoopback(ln.Addr()) {
+		ln.Close()
+		fmt.Fprintf(stderr, "refusing to serve without a token on %s; give --token or $%s\n", ln.Addr(), TokenEnv)
+		return nil, "", 2
+	}
+	return ln, token, 0
+}
+
+// Run writes the start line "NAME listening on http://ADDR (DETAIL)" to
+// stdout, serves h on ln until ctx ends, then stops gracefully
+// (envsdk.Serve). It returns the exit status.
+func Run(ctx context.Context, ln net.Listener, h http.Handler, stdout, stderr io.Writer, name, detail string) int {
+	fmt.Fprintf(stdout, "%s listening on http://%s (%s)\n", name, ln.Addr(), detail)
+	if err := envsdk.Serve(ctx, ln, h); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
