@@ -17,23 +17,19 @@ const maxListEntries = 10_000
 
 func runRead(k *call) (any, error) {
 	var in toolset.ReadInput
-	r, p, err := k.open(&in, &in.Path)
+	r, p, fi, err := k.open(&in, &in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
+	if fi.IsDir() {
+		return nil, invalidInput("%s is a directory; use the list tool", in.Path)
+	}
 	f, err := r.Open(p)
 	if err != nil {
 		return nil, fsError(in.Path, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fsError(in.Path, err)
-	}
-	if fi.IsDir() {
-		return nil, invalidInput("%s is a directory; use the list tool", in.Path)
-	}
 	limit := int(in.Limited(int64(k.outputLimit())))
 	buf := make([]byte, min(int64(limit), max(fi.Size()-in.Offset, 0)+1))
 	n, err := f.ReadAt(buf, in.Offset)
@@ -93,20 +89,26 @@ func runWrite(k *call) (any, error) {
 }
 
 // open decodes a file tool's input into in, cleans the path it names (at
-// *path) and opens the workspace; the caller closes the root.
-func (k *call) open(in any, path *string) (*os.Root, string, error) {
+// *path), opens the workspace and stats the file; the caller closes the
+// root.
+func (k *call) open(in any, path *string) (*os.Root, string, fs.FileInfo, error) {
 	if err := toolset.Decode(k.x.Input, in); err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	p, err := toolset.Clean(*path)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	r, err := k.root()
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	return r, p, nil
+	fi, err := r.Stat(p)
+	if err != nil {
+		r.Close()
+		return nil, "", nil, fsError(*path, err)
+	}
+	return r, p, fi, nil
 }
 
 func countSeparators(p string) int { return bytes.Count([]byte(p), []byte{filepath.Separator}) }
@@ -135,15 +137,11 @@ func writeFile(r *os.Root, p string, data []byte, appendTo bool) error {
 
 func runList(k *call) (any, error) {
 	var in toolset.ListInput
-	r, p, err := k.open(&in, &in.Path)
+	r, p, fi, err := k.open(&in, &in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	fi, err := r.Stat(p)
-	if err != nil {
-		return nil, fsError(in.Path, err)
-	}
 	if !fi.IsDir() {
 		return nil, invalidInput("%s is not a directory", in.Path)
 	}
@@ -181,15 +179,11 @@ func runList(k *call) (any, error) {
 
 func runEdit(k *call) (any, error) {
 	var in toolset.EditInput
-	r, p, err := k.open(&in, &in.Path)
+	r, p, fi, err := k.open(&in, &in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	fi, err := r.Stat(p)
-	if err != nil {
-		return nil, fsError(in.Path, err)
-	}
 	if !fi.Mode().IsRegular() {
 		return nil, invalidInput("%s is not a regular file", in.Path)
 	}

@@ -1,0 +1,109 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		ok   bool
+	}{
+		{nil, 0, true},
+		{[]string{"--listen", "127.0.0.1:0", "--token", "t"}, 0, true},
+		{[]string{"-h"}, 0, false},
+		{[]string{"--nope"}, 2, false},
+		{[]string{"extra"}, 2, false},
+	} {
+		var out bytes.Buffer
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(&out)
+		AddFlags(fs, "127.0.0.1:0")
+		code, ok := Parse(fs, tc.args)
+		if code != tc.code || ok != tc.ok {
+			t.Errorf("Parse(%q) = %d, %v; want %d, %v", tc.args, code, ok, tc.code, tc.ok)
+		}
+		if tc.code == 2 && out.Len() == 0 {
+			t.Errorf("Parse(%q) explained nothing", tc.args)
+		}
+	}
+}
+
+func flags(t *testing.T, args ...string) *Flags {
+	t.Helper()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	f := AddFlags(fs, "127.0.0.1:0")
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestListen(t *testing.T) {
+	for _, tc := range []struct {
+		name, env string
+		args      []string
+		token     string
+		code      int
+		stderr    string
+	}{
+		{"loopback without token", "", nil, "", 0, ""},
+		{"token from the environment", "env-token", nil, "env-token", 0, ""},
+		{"flag beats environment", "env-token", []string{"--token", "flag"}, "flag", 0, ""},
+		{"any address with a token", "", []string{"--listen", "0.0.0.0:0", "--token", "t"}, "t", 0, ""},
+		{"any address without a token", "", []string{"--listen", "0.0.0.0:0"}, "", 2, "refusing to serve without a token"},
+		{"bad address", "", []string{"--listen", "127.0.0.1:-1"}, "", 1, "invalid port"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(TokenEnv, tc.env)
+			var stderr bytes.Buffer
+			ln, token, code := flags(t, tc.args...).Listen(&stderr)
+			if ln != nil {
+				defer ln.Close()
+			}
+			if code != tc.code || token != tc.token || (ln == nil) != (code != 0) {
+				t.Fatalf("Listen = %v, %q, %d; want token %q, code %d (stderr %s)", ln, token, code, tc.token, tc.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("stderr %q, want %q", stderr.String(), tc.stderr)
+			}
+		})
+	}
+}
+
+func TestRun(t *testing.T) {
+	ln, _, code := flags(t).Listen(io.Discard)
+	if ln == nil {
+		t.Fatalf("listen: %d", code)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	go func() { done <- Run(ctx, ln, h, pw, io.Discard, "test provider", "detail"); pw.Close() }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "test provider listening on http://" + ln.Addr().String() + " (detail)\n"
+	if line != want {
+		t.Errorf("start line %q, want %q", line, want)
+	}
+	resp, err := http.Get("http://" + ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel()
+	if got := <-done; got != 0 {
+		t.Errorf("exit status %d", got)
+	}
+}
