@@ -74,4 +74,9 @@
 // among concurrent first callers and keeps a failure sticky until Reset.
 // BindingKey names a binding. KeepFirst keeps the first stop cause while
 // recording cleanup failures in details.
+//
+// Package envsdk/toolset defines the standard tool set the reference
+// providers implement (command, read, write, list, edit): descriptors,
+// strict input decoding, the edit rule and output capping, for any provider
+// that wants the same tools.
 package envsdk
