@@ -463,6 +463,8 @@ func callGrant(t *testing.T, g *envapi.Grant, base, method string, input any) (i
 	return postBearer(t, url, g.Token, body)
 }
 
+// postBearer POSTs body to url with the bearer token and answers the
+// status and the ApiError code, or the body when it is not an ApiError.
 func postBearer(t *testing.T, url, bearer string, body []byte) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest("POST", url, bytes.NewReader(body))
