@@ -27,9 +27,13 @@ const benchSessions = 64
 // same harness doing only three raw write+fdatasync per turn.
 //
 // Each sub-benchmark also reports appends/turn: how many journal Append
-// calls (each one durable flush) a turn costs.
+// calls (each one durable flush) a turn costs, and checkpoints written per
+// turn. "engine" is the default passivation (released after every turn,
+// its projection kept within Config.ReleasedBytes); "engine-fold" keeps
+// no projection, so every turn reloads checkpoint + journal tail.
 func BenchmarkTurns64(b *testing.B) {
 	b.Run("engine", func(b *testing.B) { benchTurns(b, Config{}, "hello", nil) })
+	b.Run("engine-fold", func(b *testing.B) { benchTurns(b, Config{ReleasedBytes: -1}, "hello", nil) })
 	b.Run("engine-keepidle", func(b *testing.B) { benchTurns(b, Config{IdleTTL: KeepIdle}, "hello", nil) })
 	b.Run("baseline-3fdatasync", benchBaseline)
 }
@@ -45,10 +49,16 @@ func BenchmarkToolTurns64(b *testing.B) {
 	b.Run("engine-keepidle", func(b *testing.B) { benchTurns(b, Config{IdleTTL: KeepIdle}, msg, &req) })
 }
 
-// countingStore counts Append calls.
+// countingStore counts Append and WriteCheckpoint calls.
 type countingStore struct {
 	journal.Store
 	appends atomic.Int64
+	ckw     atomic.Int64
+}
+
+func (c *countingStore) WriteCheckpoint(ctx context.Context, session string, through uint64, payload []byte) error {
+	c.ckw.Add(1)
+	return c.Store.WriteCheckpoint(ctx, session, through, payload)
 }
 
 func (c *countingStore) Append(ctx context.Context, session string, expectedNext uint64, records []journal.Record) error {
@@ -106,6 +116,13 @@ func benchTurns(b *testing.B, cfg Config, message string, req *api.CreateSession
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "turns/s")
 	b.ReportMetric(float64(store.appends.Load()-appends0)/float64(b.N), "appends/turn")
+	b.ReportMetric(float64(store.ckw.Load())/float64(b.N), "ckpts/turn")
+	var recs uint64
+	for _, id := range ids {
+		n, _ := store.Next(ctx, id)
+		recs += n - 1
+	}
+	b.ReportMetric(float64(recs)/float64(b.N), "records/turn")
 }
 
 func benchBaseline(b *testing.B) {
@@ -158,21 +175,29 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 	if _, err := privateBytes(); err != nil {
 		b.Skip("no /proc/self/smaps_rollup:", err)
 	}
-	for i := 0; i < b.N; i++ {
-		slope, r2, heapSlope := rampIdle(b, total)
-		b.ReportMetric(slope, "private-B/session")
-		b.ReportMetric(r2, "r2")
-		b.ReportMetric(heapSlope, "heapinuse-B/session")
+	for _, c := range []struct {
+		name     string
+		released int64
+	}{{"released-default", 0}, {"released-none", -1}, {"released-unbounded", 1 << 40}} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				slope, r2, heapSlope, kept := rampIdle(b, total, c.released)
+				b.ReportMetric(slope, "private-B/session")
+				b.ReportMetric(r2, "r2")
+				b.ReportMetric(heapSlope, "heapinuse-B/session")
+				b.ReportMetric(float64(kept), "released-kept")
+			}
+		})
 	}
 }
 
-func rampIdle(b *testing.B, total int) (slope, r2, heapSlope float64) {
+func rampIdle(b *testing.B, total int, releasedBytes int64) (slope, r2, heapSlope float64, kept int) {
 	store, err := journal.OpenFileStore(b.TempDir(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	e, err := New(Config{Store: store})
+	e, err := New(Config{Store: store, ReleasedBytes: releasedBytes})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -219,7 +244,10 @@ func rampIdle(b *testing.B, total int) (slope, r2, heapSlope float64) {
 	}
 	slope, r2 = regress(xs, ys)
 	heapSlope, _ = regress(xs, hs)
-	return slope, r2, heapSlope
+	e.mu.Lock()
+	kept = e.released.len()
+	e.mu.Unlock()
+	return slope, r2, heapSlope, kept
 }
 
 func regress(xs, ys []float64) (slope, r2 float64) {

@@ -57,6 +57,12 @@ type Config struct {
 	// released after at least this many records since the last one
 	// (0 selects 256; negative disables checkpoints).
 	CheckpointEvery int
+	// ReleasedBytes bounds the projections of released sessions kept for
+	// their next activation, by an estimate of their heap bytes (0 selects
+	// DefaultReleasedBytes; negative keeps none). A session whose
+	// projection is kept reactivates without reading its checkpoint or
+	// folding its journal tail.
+	ReleasedBytes int64
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }

@@ -85,7 +85,13 @@
 //
 // # Passivation
 //
-// Between turns a session holds no goroutine and no in-memory state unless
-// an idle TTL keeps it; reads (Summary, Transcript, Events) fold from the
-// journal checkpoint and never keep a session in memory.
+// Between turns a session holds no goroutine and no activation state
+// unless an idle TTL keeps it; reads (Summary, Transcript, Events) never
+// keep a session in memory. The projection of a released session (its
+// folded state, no goroutine, no timer) may be kept in a cache bounded by
+// Config.ReleasedBytes, least recently released first out, so that the
+// next message reactivates it without reading the checkpoint or folding
+// the journal tail; it is used only while the journal still ends where it
+// does, and otherwise the session folds from the journal checkpoint and
+// the records after it. The bound is one per engine, not per session.
 package session

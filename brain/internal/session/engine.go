@@ -33,8 +33,9 @@ type Engine struct {
 	live   map[string]*sess
 	closed bool
 
-	hub     hub
-	schemas schemaCache
+	hub      hub
+	schemas  schemaCache
+	released released // guarded by mu
 }
 
 // sess is the in-memory state of an active session. mu guards everything
@@ -86,6 +87,10 @@ func New(cfg Config) (*Engine, error) {
 	if e.cfg.CheckpointEvery == 0 {
 		e.cfg.CheckpointEvery = 256
 	}
+	if e.cfg.ReleasedBytes == 0 {
+		e.cfg.ReleasedBytes = DefaultReleasedBytes
+	}
+	e.released.init(e.cfg.ReleasedBytes)
 	e.base, e.stop = context.WithCancel(context.Background())
 	e.hub.init()
 	return e, nil
@@ -171,8 +176,9 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 		s.refs.Add(1)
 		s.mu.Lock()
 		e.live[id] = s
+		kept := e.released.take(id)
 		e.mu.Unlock()
-		st, err := e.load(ctx, id)
+		st, err := e.reactivate(ctx, id, kept)
 		if err == nil {
 			s.st = st
 			s.ckptAt = st.ckptThrough
@@ -251,10 +257,18 @@ func (s *sess) maybeEvictLocked(expired bool) {
 	}
 	s.checkpointLocked()
 	e := s.e
+	size := int64(0)
+	if s.st != nil && e.cfg.ReleasedBytes > 0 {
+		size = s.st.heapBytes()
+	}
 	e.mu.Lock()
 	if e.live[s.id] == s && s.refs.Load() == 0 {
 		delete(e.live, s.id)
 		s.evicted = true
+		if s.st != nil {
+			s.st.ckptThrough = s.ckptAt
+			e.released.put(s.id, s.st, size)
+		}
 	}
 	e.mu.Unlock()
 	if s.evicted {

@@ -135,6 +135,7 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 	s.refs.Add(1)
 	s.mu.Lock()
 	e.live[id] = s
+	e.released.drop(id)
 	e.mu.Unlock()
 	defer func() {
 		s.refs.Add(-1)
@@ -431,6 +432,7 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 	if e.live[id] == s {
 		delete(e.live, id)
 	}
+	e.released.drop(id)
 	e.mu.Unlock()
 	s.evicted, s.st = true, nil
 	return nil

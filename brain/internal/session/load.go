@@ -11,6 +11,18 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/journal"
 )
 
+// reactivate answers the projection of a session being acquired: kept,
+// the projection kept when it was released, if the journal still ends
+// where it does; else the fold of load.
+func (e *Engine) reactivate(ctx context.Context, id string, kept *state) (*state, error) {
+	if kept != nil {
+		if next, err := e.store.Next(ctx, id); err == nil && next == kept.Next {
+			return kept, nil
+		}
+	}
+	return e.load(ctx, id)
+}
+
 // load folds a session from its checkpoint (when usable) and the journal
 // records after it.
 func (e *Engine) load(ctx context.Context, id string) (*state, error) {
@@ -29,7 +41,8 @@ func (e *Engine) load(ctx context.Context, id string) (*state, error) {
 		if through, payload, err := e.store.ReadCheckpoint(ctx, id); err == nil && through < next {
 			c := newState()
 			if json.Unmarshal(payload, c) == nil && c.Next == through+1 && c.Config != nil {
-				st, st.ckptThrough = c, through
+				c.ckptThrough = through
+				st = c
 			}
 		}
 	}

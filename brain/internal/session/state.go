@@ -84,6 +84,8 @@ type state struct {
 
 	// ckptThrough is the sequence the loaded checkpoint covered.
 	ckptThrough uint64
+	// cfgBytes caches the heap estimate of Config (see heapBytes).
+	cfgBytes int64
 }
 
 func newState() *state {

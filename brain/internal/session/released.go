@@ -1,0 +1,118 @@
+package session
+
+import (
+	"container/list"
+	"encoding/json"
+	"unsafe"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// DefaultReleasedBytes is the default bound of Config.ReleasedBytes.
+const DefaultReleasedBytes = 8 << 20
+
+// released keeps the projections of recently released sessions, bounded
+// by an estimate of their heap bytes, least recently released first out.
+// A projection is handed back (and removed) when its session is activated
+// again and its journal still ends where the projection does; otherwise
+// the session is folded from its checkpoint and journal as usual. It holds
+// no goroutine, and its bytes do not grow with the number of sessions.
+// Guarded by Engine.mu.
+type released struct {
+	max   int64
+	used  int64
+	order list.List // of *releasedEntry, most recent at the front
+	byID  map[string]*list.Element
+}
+
+type releasedEntry struct {
+	id   string
+	st   *state
+	size int64
+}
+
+func (r *released) init(max int64) {
+	r.max = max
+	r.byID = map[string]*list.Element{}
+}
+
+// put keeps st as id's projection, evicting the oldest entries beyond the
+// bound. A projection larger than a quarter of the bound is not kept.
+func (r *released) put(id string, st *state, size int64) {
+	r.drop(id)
+	if r.max <= 0 || size > r.max/4 {
+		return
+	}
+	r.byID[id] = r.order.PushFront(&releasedEntry{id: id, st: st, size: size})
+	r.used += size
+	for r.used > r.max {
+		r.drop(r.order.Back().Value.(*releasedEntry).id)
+	}
+}
+
+// take removes and answers id's projection, or nil.
+func (r *released) take(id string) *state {
+	el := r.byID[id]
+	if el == nil {
+		return nil
+	}
+	st := el.Value.(*releasedEntry).st
+	r.drop(id)
+	return st
+}
+
+func (r *released) drop(id string) {
+	el := r.byID[id]
+	if el == nil {
+		return
+	}
+	r.used -= el.Value.(*releasedEntry).size
+	r.order.Remove(el)
+	delete(r.byID, id)
+}
+
+// len reports how many projections are kept.
+func (r *released) len() int { return len(r.byID) }
+
+// Approximate heap costs used by heapBytes.
+const (
+	stateOverhead = 1024 // the state, its four maps and the entry
+	mapEntryBytes = 64
+	messageBytes  = int64(unsafe.Sizeof(api.Message{})) + 16
+	blockBytes    = int64(unsafe.Sizeof(api.ContentBlock{}))
+)
+
+// heapBytes estimates the heap the projection holds: fixed overheads plus
+// every variable-length field of the transcript, the KV, the environment
+// bindings and the configuration (measured once as its JSON size).
+func (st *state) heapBytes() int64 {
+	if st.cfgBytes == 0 && st.Config != nil {
+		b, _ := json.Marshal(st.Config)
+		// The decoded configuration holds about twice its JSON size.
+		st.cfgBytes = 2*int64(len(b)) + 512
+	}
+	n := stateOverhead + st.cfgBytes
+	for i := range st.Transcript {
+		m := &st.Transcript[i]
+		n += messageBytes + int64(len(m.Role))
+		for j := range m.Content {
+			c := &m.Content[j]
+			n += blockBytes + int64(len(c.Type)+len(c.Text)+len(c.URL)+len(c.MediaType)+len(c.Format)+
+				len(c.Data)+len(c.ID)+len(c.Name)+len(c.Input)+len(c.ToolUseID)+len(c.Content))
+			for _, md := range c.Media {
+				n += int64(unsafe.Sizeof(md)) + int64(len(md.Type)+len(md.URL)+len(md.MediaType))
+			}
+		}
+	}
+	for k, v := range st.KV {
+		n += mapEntryBytes + int64(len(k)+len(v))
+	}
+	for k, e := range st.Envs {
+		n += mapEntryBytes + int64(len(k)) + int64(unsafe.Sizeof(*e)) + int64(len(e.Configuration)+len(e.Observation))
+		if e.Decl != nil {
+			n += int64(unsafe.Sizeof(*e.Decl)) + 512 + int64(len(e.Decl.Configuration))
+		}
+	}
+	n += int64(len(st.Open)+len(st.Returned))*mapEntryBytes + int64(len(st.Actionable))*8
+	return n
+}

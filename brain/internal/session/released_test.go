@@ -1,0 +1,165 @@
+package session
+
+import (
+	"context"
+	"reflect"
+	"sync/atomic"
+	"testing"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+)
+
+// readCounter counts the reads a reactivation makes.
+type readCounter struct {
+	journal.Store
+	reads, ckptReads, ckptWrites atomic.Int64
+}
+
+func (c *readCounter) Read(ctx context.Context, session string, after uint64, maxRecords, maxBytes int) ([]journal.Record, error) {
+	c.reads.Add(1)
+	return c.Store.Read(ctx, session, after, maxRecords, maxBytes)
+}
+
+func (c *readCounter) ReadCheckpoint(ctx context.Context, session string) (uint64, []byte, error) {
+	c.ckptReads.Add(1)
+	return c.Store.ReadCheckpoint(ctx, session)
+}
+
+func (c *readCounter) WriteCheckpoint(ctx context.Context, session string, through uint64, payload []byte) error {
+	c.ckptWrites.Add(1)
+	return c.Store.WriteCheckpoint(ctx, session, through, payload)
+}
+
+func countingHarness(t *testing.T, cfg Config) (*harness, *readCounter) {
+	t.Helper()
+	h := newHarness(t, Config{}, nil)
+	_ = h.engine.Close(context.Background())
+	rc := &readCounter{Store: h.store}
+	cfg.Store, cfg.Environments, cfg.Secrets = rc, h.envs, h.secret
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.engine, h.envs.engine = e, e
+	return h, rc
+}
+
+// A released session's projection is handed back on its next message
+// without reading the journal, and equals the fold of the journal.
+func TestReleasedProjectionReused(t *testing.T) {
+	h, rc := countingHarness(t, Config{})
+	ctx := context.Background()
+	id := h.create(api.CreateSessionRequest{})
+	for i := 0; i < 3; i++ {
+		if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := h.engine.Active(); n != 0 {
+		t.Fatalf("%d sessions active after the turns", n)
+	}
+	if n := rc.reads.Load() + rc.ckptReads.Load(); n != 0 {
+		t.Fatalf("reactivations read the journal %d times", n)
+	}
+	got, err := h.engine.Transcript(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := New(Config{Store: h.store, ReleasedBytes: -1, Secrets: h.secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close(ctx)
+	want, err := fresh.Transcript(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) || len(got.Messages) != 6 {
+		t.Fatalf("kept projection differs from the journal's fold:\n%+v\n%+v", got, want)
+	}
+	sum, _ := h.engine.Summary(ctx, id)
+	wantSum, _ := fresh.Summary(ctx, id)
+	if sum != wantSum {
+		t.Fatalf("summary %+v, journal fold %+v", sum, wantSum)
+	}
+}
+
+// A kept projection is not used when the journal no longer ends where it
+// does; the session is folded from the journal instead.
+func TestReleasedProjectionStale(t *testing.T) {
+	h, rc := countingHarness(t, Config{})
+	ctx := context.Background()
+	id := h.create(api.CreateSessionRequest{})
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	next, err := h.store.Next(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := rec(api.KindTranscriptDelta, delta(nil, []api.Message{api.UserMessage(api.UserInput{Message: "written elsewhere"})}))
+	if err := h.store.Append(ctx, id, next, []journal.Record{extra}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.engine.Transcript(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Messages) != 1 || got.Messages[0].Content[0].Text != "written elsewhere" || got.ThroughSequence != next {
+		t.Fatalf("stale projection used: %+v", got)
+	}
+	if rc.reads.Load() == 0 {
+		t.Fatal("the journal was not read")
+	}
+}
+
+// The kept projections stay within their bound, and Delete forgets one.
+func TestReleasedBound(t *testing.T) {
+	h, _ := countingHarness(t, Config{ReleasedBytes: 16 << 10})
+	ctx := context.Background()
+	ids := make([]string, 40)
+	for i := range ids {
+		ids[i] = h.create(api.CreateSessionRequest{})
+	}
+	e := h.engine
+	e.mu.Lock()
+	n, used := e.released.len(), e.released.used
+	e.mu.Unlock()
+	if n == 0 || n >= len(ids) || used > 16<<10 {
+		t.Fatalf("%d projections kept in %d bytes (bound 16 KiB)", n, used)
+	}
+	last := ids[len(ids)-1]
+	if _, err := e.End(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Delete(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	_, kept := e.released.byID[last]
+	e.mu.Unlock()
+	if kept {
+		t.Fatal("a deleted session's projection is kept")
+	}
+	if _, err := e.Summary(ctx, last); !isNotFound(err) {
+		t.Fatalf("summary of a deleted session: %v", err)
+	}
+}
+
+// A session reloaded from its checkpoint does not write it again until
+// CheckpointEvery more records are committed.
+func TestCheckpointNotRewrittenOnReload(t *testing.T) {
+	h, rc := countingHarness(t, Config{CheckpointEvery: 8, ReleasedBytes: -1})
+	ctx := context.Background()
+	id := h.create(api.CreateSessionRequest{})
+	turns := 12 // 7 records a turn
+	for i := 0; i < turns; i++ {
+		if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, max := rc.ckptWrites.Load(), int64(7*turns/8+1); n > max {
+		t.Fatalf("%d checkpoints written for %d records (at most %d expected)", n, 7*turns, max)
+	}
+}
