@@ -65,7 +65,9 @@ func call(method string, fn func(unsafe.Pointer, uint32) uint64, raw []byte) ([]
 	}
 	if status != 0 {
 		he := &HostError{Method: method}
-		if err := json.Unmarshal(answer, he); err != nil {
+		d := decoder{data: answer}
+		d.hostError(he)
+		if err := d.end(); err != nil {
 			return nil, fmt.Errorf("agentloop: %s: unreadable host error: %w", method, err)
 		}
 		return nil, he
@@ -73,41 +75,70 @@ func call(method string, fn func(unsafe.Pointer, uint32) uint64, raw []byte) ([]
 	return answer, nil
 }
 
-// callJSON marshals in, calls, and unmarshals the answer into out.
-func callJSON(method string, fn func(unsafe.Pointer, uint32) uint64, in, out any) error {
-	raw, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("agentloop: %s: %w", method, err)
+// send calls a service with the input in e and answers a decoder of its
+// answer.
+func send(method string, fn func(unsafe.Pointer, uint32) uint64, e *encoder) (decoder, error) {
+	if e.err != nil {
+		return decoder{}, fmt.Errorf("agentloop: %s: %w", method, e.err)
 	}
-	answer, err := call(method, fn, raw)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(answer, out); err != nil {
+	answer, err := call(method, fn, e.b)
+	return decoder{data: answer}, err
+}
+
+// answered checks that d read its whole answer.
+func answered(method string, d *decoder) error {
+	if err := d.end(); err != nil {
 		return fmt.Errorf("agentloop: %s: answer: %w", method, err)
 	}
 	return nil
+}
+
+// seqCall sends the input in e and reads the committed sequence answered.
+func seqCall(method string, fn func(unsafe.Pointer, uint32) uint64, e *encoder) (uint64, error) {
+	d, err := send(method, fn, e)
+	if err != nil {
+		return 0, err
+	}
+	seq := d.uint()
+	return seq, answered(method, &d)
 }
 
 // hostServices reaches the host's service table through the imports.
 type hostServices struct{}
 
 func (hostServices) Model(_ context.Context, req api.ModelRequest) (res api.ModelResult, err error) {
-	err = callJSON("model", hostModel, req, &res)
-	return res, err
+	e := newEncoder(sizeMessages(req.Messages) + 64)
+	e.modelRequest(&req)
+	d, err := send("model", hostModel, &e)
+	if err != nil {
+		return res, err
+	}
+	d.modelResult(&res)
+	return res, answered("model", &d)
 }
 
-func (hostServices) Dispatch(_ context.Context, calls []api.ToolInvocation) (out []api.ToolReturn, err error) {
+func (hostServices) Dispatch(_ context.Context, calls []api.ToolInvocation) ([]api.ToolReturn, error) {
 	if calls == nil {
 		calls = []api.ToolInvocation{}
 	}
-	err = callJSON("dispatch", hostDispatch, calls, &out)
-	return out, err
+	size := 2
+	for _, c := range calls {
+		size += 64 + len(c.CallID) + len(c.Name) + len(c.Environment) + len(c.Input)
+	}
+	e := newEncoder(size)
+	e.invocations(calls)
+	d, err := send("dispatch", hostDispatch, &e)
+	if err != nil {
+		return nil, err
+	}
+	out := d.toolReturns()
+	return out, answered("dispatch", &d)
 }
 
-func (hostServices) Emit(_ context.Context, eventType string, data json.RawMessage) (seq uint64, err error) {
-	err = callJSON("emit", hostEmit, api.EmitInput{EventType: eventType, Data: data}, &seq)
-	return seq, err
+func (hostServices) Emit(_ context.Context, eventType string, data json.RawMessage) (uint64, error) {
+	e := newEncoder(32 + len(eventType) + len(data))
+	e.keyRaw("event_type", eventType, "data", data)
+	return seqCall("emit", hostEmit, &e)
 }
 
 func (hostServices) Telemetry(_ context.Context, record json.RawMessage) error {
@@ -116,37 +147,52 @@ func (hostServices) Telemetry(_ context.Context, record json.RawMessage) error {
 }
 
 func (hostServices) Events(_ context.Context, after uint64) (page api.EventPage, err error) {
-	err = callJSON("events", hostEvents, after, &page)
-	return page, err
+	e := newEncoder(20)
+	e.uint(after)
+	d, err := send("events", hostEvents, &e)
+	if err != nil {
+		return page, err
+	}
+	d.eventPage(&page)
+	return page, answered("events", &d)
 }
 
-func (hostServices) SetTranscript(_ context.Context, messages []api.Message) (seq uint64, err error) {
+func (hostServices) SetTranscript(_ context.Context, messages []api.Message) (uint64, error) {
 	if messages == nil {
 		messages = []api.Message{}
 	}
-	err = callJSON("set_transcript", hostSetTranscript, messages, &seq)
-	return seq, err
+	e := newEncoder(sizeMessages(messages))
+	e.messages(messages)
+	return seqCall("set_transcript", hostSetTranscript, &e)
 }
 
 func (hostServices) KVRead(_ context.Context, key string) (json.RawMessage, bool, error) {
-	var res api.KVReadResult
-	if err := callJSON("kv_read", hostKVRead, key, &res); err != nil {
+	e := newEncoder(len(key) + 8)
+	e.str(key)
+	d, err := send("kv_read", hostKVRead, &e)
+	if err != nil {
 		return nil, false, err
 	}
-	return res.Value, res.Value != nil, nil
+	value := d.kvReadResult()
+	if err := answered("kv_read", &d); err != nil {
+		return nil, false, err
+	}
+	return value, value != nil, nil
 }
 
-func (hostServices) KVPut(_ context.Context, key string, value json.RawMessage) (seq uint64, err error) {
+func (hostServices) KVPut(_ context.Context, key string, value json.RawMessage) (uint64, error) {
 	if value == nil {
 		value = json.RawMessage("null")
 	}
-	err = callJSON("kv_put", hostKVPut, api.KVPutInput{Key: key, Value: value}, &seq)
-	return seq, err
+	e := newEncoder(24 + len(key) + len(value))
+	e.keyRaw("key", key, "value", value)
+	return seqCall("kv_put", hostKVPut, &e)
 }
 
-func (hostServices) KVDelete(_ context.Context, key string) (seq uint64, err error) {
-	err = callJSON("kv_delete", hostKVDelete, key, &seq)
-	return seq, err
+func (hostServices) KVDelete(_ context.Context, key string) (uint64, error) {
+	e := newEncoder(len(key) + 8)
+	e.str(key)
+	return seqCall("kv_delete", hostKVDelete, &e)
 }
 
 func (hostServices) Environments(_ context.Context, req json.RawMessage) (json.RawMessage, error) {
@@ -167,35 +213,28 @@ func brainAlloc(size uint32) uint32 {
 	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(input))))
 }
 
-// turnFailure is the error member of a failed turn's answer.
-type turnFailure struct {
-	Message string `json:"message"`
-	Ref     uint32 `json:"ref,omitempty"`
-}
-
 //go:wasmexport turn
 func turn(ptr, n uint32) uint64 {
-	var doc any
 	o, err := runTurn(ptr, n)
+	var e encoder
+	if err == nil {
+		e = newEncoder(len(o.Result) + 16)
+		e.turnOutput(&o)
+		if e.err != nil {
+			err = fmt.Errorf("agentloop: answer: %w", e.err)
+		}
+	}
 	if err != nil {
-		f := turnFailure{Message: err.Error()}
+		var ref uint32
 		var he *HostError
 		if errors.As(err, &he) {
-			f.Ref = he.Ref
+			ref = he.Ref
 		}
-		doc = struct {
-			Error turnFailure `json:"error"`
-		}{f}
-	} else {
-		doc = o
+		msg := err.Error()
+		e = newEncoder(len(msg) + 48)
+		e.turnError(msg, ref)
 	}
-	b, merr := json.Marshal(doc)
-	if merr != nil {
-		b, _ = json.Marshal(struct {
-			Error turnFailure `json:"error"`
-		}{turnFailure{Message: "agentloop: answer: " + merr.Error()}})
-	}
-	out = b
+	out = e.b
 	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(out))))<<32 | uint64(len(out))
 }
 
@@ -209,7 +248,9 @@ func runTurn(ptr, n uint32) (o api.TurnOutput, err error) {
 		return o, errors.New("agentloop: the module exports no loop (call agentloop.Export in an init function)")
 	}
 	var in api.TurnInput
-	if err := json.Unmarshal(raw, &in); err != nil {
+	d := decoder{data: raw}
+	d.turnInput(&in)
+	if err := d.end(); err != nil {
 		return o, fmt.Errorf("agentloop: turn input: %w", err)
 	}
 	defer func() {

@@ -83,8 +83,7 @@ func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutpu
 	if _, err := svc.SetTranscript(ctx, msgs); err != nil {
 		return api.TurnOutput{}, err
 	}
-	out, _ := json.Marshal(final.Text())
-	return api.TurnOutput{Result: out}, nil
+	return api.TurnOutput{Result: marshalString(final.Text())}, nil
 }
 
 func toolUses(m api.Message) []api.ContentBlock {
