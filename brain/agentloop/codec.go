@@ -1240,3 +1240,115 @@ func (d *decoder) kvReadResult() (value json.RawMessage) {
 	})
 	return value
 }
+
+// configuration reads the default loop's Configuration.
+func (d *decoder) configuration(c *Configuration) {
+	d.object(func(name string) {
+		if name == "max_steps" {
+			c.MaxSteps = int(d.int())
+			return
+		}
+		d.skip()
+	})
+}
+
+// toolCallEnded reads the payload of tool_call_ended.
+func (d *decoder) toolCallEnded(t *api.ToolCallEnded) {
+	d.object(func(name string) {
+		switch name {
+		case "sequence":
+			t.Sequence = d.uint()
+		case "is_error":
+			t.IsError = d.bool()
+		case "outcome":
+			o := &t.Outcome
+			d.object(func(name string) {
+				switch name {
+				case "status":
+					o.Status = d.str()
+				case "value":
+					o.Value = d.raw()
+				case "message":
+					o.Message = d.str()
+				case "content":
+					o.Content = d.raw()
+				case "error":
+					if d.null() {
+						o.Error = nil
+						return
+					}
+					if o.Error == nil {
+						o.Error = &api.OutcomeError{}
+					}
+					oe := o.Error
+					d.object(func(name string) {
+						switch name {
+						case "code":
+							oe.Code = d.str()
+						case "message":
+							oe.Message = d.str()
+						case "retryable":
+							oe.Retryable = d.bool()
+						case "details":
+							oe.Details = d.raw()
+						default:
+							d.skip()
+						}
+					})
+				default:
+					d.skip()
+				}
+			})
+		default:
+			d.skip()
+		}
+	})
+}
+
+// outcome encodes a tool outcome envelope.
+func (e *encoder) outcome(o *api.Outcome) {
+	e.b = append(e.b, `{"status":`...)
+	e.str(o.Status)
+	if len(o.Value) > 0 {
+		e.b = append(e.b, `,"value":`...)
+		e.raw(o.Value)
+	}
+	if oe := o.Error; oe != nil {
+		e.b = append(e.b, `,"error":{"code":`...)
+		e.str(oe.Code)
+		e.b = append(e.b, `,"message":`...)
+		e.str(oe.Message)
+		e.b = append(e.b, `,"retryable":`...)
+		e.bool(oe.Retryable)
+		if len(oe.Details) > 0 {
+			e.b = append(e.b, `,"details":`...)
+			e.raw(oe.Details)
+		}
+		e.b = append(e.b, '}')
+	}
+	if o.Message != "" {
+		e.b = append(e.b, `,"message":`...)
+		e.str(o.Message)
+	}
+	if len(o.Content) > 0 {
+		e.b = append(e.b, `,"content":`...)
+		e.raw(o.Content)
+	}
+	e.b = append(e.b, '}')
+}
+
+// rawArray encodes a []json.RawMessage.
+func (e *encoder) rawArray(parts []json.RawMessage) {
+	if parts == nil {
+		e.b = append(e.b, "null"...)
+		return
+	}
+	e.b = append(e.b, '[')
+	for i, p := range parts {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.raw(p)
+	}
+	e.b = append(e.b, ']')
+}

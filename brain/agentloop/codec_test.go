@@ -307,3 +307,37 @@ func FuzzRawMessage(f *testing.F) {
 		}
 	})
 }
+
+func TestLoopCodecMatchesEncodingJSON(t *testing.T) {
+	checkDecode(t, []decodeCase{
+		{"ok", `{"sequence":3,"outcome":{"status":"ok","value":{"a":1},"content":[{"type":"text","text":"x"}]},"is_error":false}`},
+		{"error", `{"sequence":4,"outcome":{"status":"error","error":{"code":"tool_error","message":"m","retryable":true,"details":{"d":1}},"message":"msg"},"is_error":true}`},
+		{"null error", `{"outcome":{"status":"ok","error":null}}`},
+		{"bad", `{"outcome":{"status":1}}`},
+	}, func(d *decoder, v *api.ToolCallEnded) { d.toolCallEnded(v) })
+	checkDecode(t, []decodeCase{
+		{"steps", `{"max_steps":3,"other":{"x":[1]}}`},
+		{"none", `{}`},
+		{"float", `{"max_steps":1.5}`},
+		{"string", `{"max_steps":"3"}`},
+		{"not an object", `[]`},
+	}, func(d *decoder, v *Configuration) { d.configuration(v) })
+
+	for _, o := range []api.Outcome{
+		{Status: "ok"},
+		{Status: "ok", Value: json.RawMessage(` {"a" : "<b>"} `), Content: json.RawMessage(`[]`)},
+		{Status: "error", Error: &api.OutcomeError{Code: "c", Message: "m&"}, Message: "x"},
+		{Status: "error", Error: &api.OutcomeError{Code: "c", Retryable: true, Details: json.RawMessage(`{"d":1}`)}},
+	} {
+		got, err := encodeWith(func(e *encoder) { e.outcome(&o) })
+		if want := mustMarshal(t, o); err != nil || string(got) != string(want) {
+			t.Errorf("outcome %+v:\n got %s %v\nwant %s", o, got, err, want)
+		}
+	}
+	for _, parts := range [][]json.RawMessage{nil, {}, {json.RawMessage(`{"a": 1}`), json.RawMessage(`"<"`)}} {
+		got, err := encodeWith(func(e *encoder) { e.rawArray(parts) })
+		if want := mustMarshal(t, parts); err != nil || string(got) != string(want) {
+			t.Errorf("parts %s:\n got %s %v\nwant %s", parts, got, err, want)
+		}
+	}
+}

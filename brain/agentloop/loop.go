@@ -1,10 +1,12 @@
 package agentloop
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
@@ -34,7 +36,9 @@ type Configuration struct {
 func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutput, error) {
 	var conf Configuration
 	if len(in.Configuration) > 0 && string(in.Configuration) != "null" {
-		if err := json.Unmarshal(in.Configuration, &conf); err != nil {
+		d := decoder{data: in.Configuration}
+		d.configuration(&conf)
+		if err := d.end(); err != nil {
 			return api.TurnOutput{}, fmt.Errorf("agentloop: configuration: %w", err)
 		}
 	}
@@ -132,7 +136,10 @@ func resultContent(r api.ToolReturn) (json.RawMessage, bool) {
 			continue
 		}
 		var end api.ToolCallEnded
-		if err := json.Unmarshal(ev.Data, &end); err != nil {
+		// A copy: the decoded values share the decoder's input.
+		d := decoder{data: bytes.Clone(ev.Data)}
+		d.toolCallEnded(&end)
+		if err := d.end(); err != nil {
 			return json.RawMessage(`{"status":"unknown","message":"unreadable outcome"}`), true
 		}
 		if !end.Outcome.IsError() {
@@ -144,15 +151,16 @@ func resultContent(r api.ToolReturn) (json.RawMessage, bool) {
 			}
 			return end.Outcome.Value, false
 		}
-		b, _ := json.Marshal(end.Outcome)
-		return b, true
+		e := newEncoder(len(end.Outcome.Value) + len(end.Outcome.Content) + len(end.Outcome.Message) + 64)
+		e.outcome(&end.Outcome)
+		return e.b, true
 	}
 	if r.Sequence == 0 {
 		return json.RawMessage(`{"status":"error","error":{"code":"tool_error","message":"no return"}}`), true
 	}
 	if !r.Finished {
-		b, _ := json.Marshal(map[string]any{"status": "pending", "sequence": r.Sequence})
-		return b, false
+		b := strconv.AppendUint([]byte(`{"sequence":`), r.Sequence, 10)
+		return append(b, `,"status":"pending"}`...), false
 	}
 	return json.RawMessage(`{"status":"unknown","message":"no outcome recorded"}`), true
 }
@@ -170,6 +178,10 @@ func backgroundNote(events []api.Event) (string, bool) {
 	if len(parts) == 0 {
 		return "", false
 	}
-	b, _ := json.Marshal(parts)
-	return "Background results: " + string(b), true
+	e := newEncoder(0)
+	e.rawArray(parts)
+	if e.err != nil {
+		e.b = nil
+	}
+	return "Background results: " + string(e.b), true
 }

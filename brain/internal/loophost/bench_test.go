@@ -59,6 +59,42 @@ func BenchmarkActivation(b *testing.B) {
 			}
 		})
 	}
+	// The same comparison with the three alternating in one loop, so that
+	// a change of machine load during the run affects all of them alike:
+	// it reports each one's mean time and the ratios.
+	b.Run("interleaved", func(b *testing.B) {
+		f, err := h.Func(id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := input("hello")
+		compiles := h.Compiles()
+		var act, bare, mapped time.Duration
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			if _, err := f(ctx, newFake(), in); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if err := h.BareInstantiate(ctx, id, false); err != nil {
+				b.Fatal(err)
+			}
+			t2 := time.Now()
+			if err := h.BareInstantiate(ctx, id, true); err != nil {
+				b.Fatal(err)
+			}
+			act, bare, mapped = act+t1.Sub(t0), bare+t2.Sub(t1), mapped+time.Since(t2)
+		}
+		if h.Compiles() != compiles {
+			b.Fatalf("%d compiles on the turn path", h.Compiles()-compiles)
+		}
+		ms := func(d time.Duration) float64 { return float64(d) / float64(b.N) / 1e6 }
+		b.ReportMetric(ms(act), "activation-ms")
+		b.ReportMetric(ms(bare), "bare-ms")
+		b.ReportMetric(ms(mapped), "bare-mapped-ms")
+		b.ReportMetric(float64(act)/float64(bare), "ratio-vs-bare")
+		b.ReportMetric(float64(act)/float64(mapped), "ratio-vs-mapped")
+	})
 }
 
 const benchSessions = 64
