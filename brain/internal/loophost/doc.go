@@ -20,7 +20,11 @@
 // (guest memory never survives an activation), runs turn once and closes
 // the instance. The runtime closes an instance whose activation context
 // ends (wazero's WithCloseOnContextDone), so cancellation and turn
-// deadlines stop a spinning guest. Nothing is compiled on the turn path
+// deadlines stop a spinning guest. The check that makes this possible runs
+// at every loop header of the guest and leaves the native code each time;
+// a Go guest has one per iteration and per call of most functions, so
+// guest code is much slower than natively and the Go guest SDK keeps
+// reflection off the turn path. Nothing is compiled on the turn path
 // (Host.Compiles counts compilations). Linear memory is bounded by
 // Options.MaxLinearMemoryBytes (default BRAIN_MAX_LINEAR_MEMORY_BYTES, else
 // 128 MiB). On Unix an instance's linear memory is an anonymous mapping
