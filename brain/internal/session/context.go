@@ -109,6 +109,14 @@ func (s *sess) observeLocked(binding api.EnvironmentRef, output json.RawMessage)
 	origin, _ := json.Marshal(api.EventOrigin{Kind: api.OriginEnvironment, Environment: &binding})
 	r := rec(api.KindOutputEmitted, outputEmitted{Environment: binding.Name, Output: output})
 	r.Origin = origin
+	// Pending observations share the emission limit: one that would take
+	// them past it is refused, and nothing is appended.
+	if max := s.e.cfg.Limits.MaxEmittedBytes; max > 0 {
+		size := int64(len(r.Data))
+		if pending := s.st.observedBytes(); pending+size > max {
+			return 0, fmt.Errorf("%w: pending observations hold %d of %d bytes", ErrEmitLimit, pending, max)
+		}
+	}
 	seq, err := s.commitLocked(r)
 	if err == nil {
 		s.scheduleWakeLocked()

@@ -81,6 +81,10 @@ type state struct {
 	Returned      map[uint64]bool            `json:"returned"`
 	Actionable    []uint64                   `json:"actionable"`
 	Delivered     uint64                     `json:"delivered"`
+	// Observed holds the size of each pending actionable observation
+	// (output_emitted), by sequence: together they share the emission
+	// budget until an activation completes their delivery.
+	Observed map[uint64]int64 `json:"observed,omitempty"`
 
 	// ckptThrough is the sequence the loaded checkpoint covered.
 	ckptThrough uint64
@@ -93,6 +97,15 @@ func newState() *state {
 		Next: 1, KV: map[string]json.RawMessage{}, Open: map[uint64]openEffect{},
 		Envs: map[string]*envState{}, Returned: map[uint64]bool{},
 	}
+}
+
+// observedBytes is what pending observations hold of the emission budget.
+func (st *state) observedBytes() int64 {
+	var n int64
+	for _, b := range st.Observed {
+		n += b
+	}
+	return n
 }
 
 // last is the last committed sequence.
@@ -150,6 +163,11 @@ func (st *state) apply(r journal.Record) error {
 			}
 		}
 		st.Actionable = kept
+		for seq := range st.Observed {
+			if seq <= st.Delivered {
+				delete(st.Observed, seq)
+			}
+		}
 	case api.KindActivationFailed:
 		st.Activation = 0
 	case api.KindSessionEndStarted:
@@ -172,6 +190,10 @@ func (st *state) apply(r journal.Record) error {
 		delete(st.KV, p.Key)
 	case api.KindOutputEmitted:
 		st.Actionable = append(st.Actionable, r.Sequence)
+		if st.Observed == nil {
+			st.Observed = map[uint64]int64{}
+		}
+		st.Observed[r.Sequence] = int64(len(r.Data))
 		st.observe(r)
 	case kindEnvironmentCreated:
 		var c envCreated
