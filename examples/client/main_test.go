@@ -1,19 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/braintest"
 )
 
 // TestAgainstBrainServe runs the client against "brain serve", built here
@@ -88,71 +84,8 @@ func expectLines(t *testing.T, out string, want ...string) {
 
 const brainToken = "example-operator-token"
 
-// startBrain builds the brain binary and runs "brain serve" on a free
-// loopback port over a data directory under dir; it stops with the test.
+// startBrain runs "brain serve" for the test (see braintest.Serve).
 func startBrain(t *testing.T, dir string, extra ...string) string {
 	t.Helper()
-	bin := filepath.Join(dir, "brain")
-	build := exec.Command("go", "build", "-o", bin, "github.com/brain-in-go/brain/brain/cmd/brain")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build brain: %v\n%s", err, out)
-	}
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
-		"--token", brainToken, "--no-workspace"}, extra...)
-	cmd := exec.Command(bin, args...)
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		waited := make(chan error, 1)
-		go func() { waited <- cmd.Wait() }()
-		select {
-		case <-waited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-waited
-		}
-		if t.Failed() {
-			t.Logf("brain serve stderr:\n%s", stderr.String())
-		}
-	})
-	return waitLine(t, stdout, "Brain is serving on ")
-}
-
-// waitLine waits for a line starting with prefix in out and returns the
-// rest of it.
-func waitLine(t *testing.T, out *syncBuffer, prefix string) string {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		sc := bufio.NewScanner(strings.NewReader(out.String()))
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
-				return strings.TrimSpace(rest)
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no line %q in output:\n%s", prefix, out.String())
-	return ""
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	return braintest.Serve(t, dir, brainToken, extra...)
 }
