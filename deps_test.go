@@ -3,10 +3,13 @@ package deps_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -53,28 +56,151 @@ func isStd(path string) bool {
 	return !strings.Contains(first, ".")
 }
 
-// TestDependencyRules enforces the import rules of DESIGN.md.
+// TestDependencyRules enforces the import rules of DESIGN.md on the
+// module's import graph.
 func TestDependencyRules(t *testing.T) {
-	all := listPackages(t)
+	for _, v := range checkRules(listPackages(t)) {
+		t.Error(v)
+	}
+}
+
+// TestRulesCatchBackEdges runs the rules on synthetic import graphs: one
+// that keeps every rule, and copies of it with one edge against the
+// direction of flow each, which must fail naming that edge.
+func TestRulesCatchBackEdges(t *testing.T) {
+	m := func(p string) string { return module + "/" + p }
+	graph := func() map[string]pkg {
+		g := map[string]pkg{}
+		add := func(path string, imports ...string) {
+			p := pkg{ImportPath: m(path)}
+			for _, i := range imports {
+				if !isStd(i) {
+					i = m(i)
+				}
+				p.Imports = append(p.Imports, i)
+			}
+			g[p.ImportPath] = p
+		}
+		add("brain/api", "encoding/json")
+		add("brain/agentloop", "brain/api")
+		add("brain/internal/journal", "os")
+		add("brain/internal/session", "brain/internal/journal", "brain/api")
+		add("brain/internal/loophost", "brain/agentloop", "github.com/tetratelabs/wazero")
+		add("brain/internal/envbind", "brain/internal/session", "net/http")
+		add("brain/internal/httpapi", "brain/internal/session", "brain/internal/loophost", "brain/internal/envbind")
+		add("brain", "brain/internal/httpapi", "brain/internal/session", "brain/internal/loophost", "brain/internal/envbind")
+		add("brain/cmd/brain", "brain", "providers/workspace")
+		add("envsdk/envapi", "encoding/json")
+		add("envsdk", "envsdk/envapi")
+		add("providers/workspace", "envsdk")
+		for path, p := range g {
+			p.Deps = closure(g, path)
+			g[path] = p
+		}
+		return g
+	}
+	if v := checkRules(graph()); len(v) != 0 {
+		t.Fatalf("the rules refuse a graph that keeps them: %v", v)
+	}
+	for _, edge := range [][2]string{
+		{"brain/internal/session", "brain/internal/httpapi"},
+		{"brain/internal/loophost", "brain/internal/httpapi"},
+		{"brain/internal/session", "brain/internal/envbind"},
+		{"brain/internal/session", "brain/internal/loophost"},
+		{"brain/agentloop", "brain/internal/journal"},
+		{"brain/internal/journal", "brain/api"},
+		{"brain/cmd/brain", "brain/internal/session"},
+		{"envsdk", "brain/api"},
+		{"brain/internal/httpapi", "providers/workspace"},
+		{"brain/internal/envbind", "github.com/tetratelabs/wazero"},
+	} {
+		g := graph()
+		from, to := m(edge[0]), edge[1]
+		if !strings.Contains(to, ".") {
+			to = m(to)
+		}
+		p := g[from]
+		p.Imports = append(p.Imports, to)
+		g[from] = p
+		for path, p := range g {
+			p.Deps = closure(g, path)
+			g[path] = p
+		}
+		v := checkRules(g)
+		named := false
+		for _, s := range v {
+			named = named || strings.Contains(s, edge[0]) && strings.Contains(s, edge[1])
+		}
+		if !named {
+			t.Errorf("the back-edge %s -> %s passed the rules (violations: %v)", edge[0], edge[1], v)
+		}
+	}
+}
+
+// closure answers the transitive imports of path in g.
+func closure(g map[string]pkg, path string) []string {
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(p string) {
+		for _, i := range g[p].Imports {
+			if !seen[i] {
+				seen[i] = true
+				walk(i)
+			}
+		}
+	}
+	walk(path)
+	out := make([]string, 0, len(seen))
+	for d := range seen {
+		out = append(out, d)
+	}
+	return out
+}
+
+// checkRules answers every violation of the dependency rules in all.
+func checkRules(all map[string]pkg) []string {
+	var v []string
+	fail := func(format string, args ...any) { v = append(v, fmt.Sprintf(format, args...)) }
 	for path, p := range all {
 		for _, dep := range p.Deps {
 			if (under(path, "envsdk") || under(path, "conformance")) && under(dep, "brain") {
-				t.Errorf("%s depends on %s: envsdk and conformance must not import brain/", path, dep)
+				fail("%s depends on %s: envsdk and conformance must not import brain/", path, dep)
 			}
-			if under(path, "brain") && path != module+"/brain/cmd/brain" && !under(path, "brain/cmd/brain") &&
+			if under(path, "brain") && !under(path, "brain/cmd/brain") &&
 				(under(dep, "providers") || under(dep, "examples")) {
-				t.Errorf("%s depends on %s: only brain/cmd/brain may import providers/ or examples/", path, dep)
+				fail("%s depends on %s: only brain/cmd/brain may import providers/ or examples/", path, dep)
+			}
+			// The engine is the centre: the transports depend on it, never
+			// the other way round.
+			if under(path, "brain/internal/session") &&
+				(under(dep, "brain/internal/loophost") || under(dep, "brain/internal/envbind") || under(dep, "brain/internal/httpapi")) {
+				fail("%s depends on %s: session imports neither loophost, envbind nor httpapi", path, dep)
+			}
+			// The guest SDK is built for Wasm: the standard library and
+			// brain/api only (its test helpers are not part of it).
+			if under(path, "brain/agentloop") && !under(path, "brain/agentloop/agentlooptest") &&
+				!isStd(dep) && !under(dep, "brain/api") && !under(dep, "brain/agentloop") {
+				fail("%s depends on %s: the guest SDK may use the standard library and brain/api only", path, dep)
 			}
 		}
 		for _, imp := range p.Imports {
 			if strings.HasPrefix(imp, "github.com/tetratelabs/wazero") && !under(path, "brain/internal/loophost") {
-				t.Errorf("%s imports %s: wazero belongs to brain/internal/loophost only", path, imp)
+				fail("%s imports %s: wazero belongs to brain/internal/loophost only", path, imp)
 			}
 			if strings.HasPrefix(imp, "github.com/docker/docker") && !under(path, "providers/docker") {
-				t.Errorf("%s imports %s: the Docker client belongs to providers/docker only", path, imp)
+				fail("%s imports %s: the Docker client belongs to providers/docker only", path, imp)
 			}
 			if strings.HasPrefix(imp, "github.com/hashicorp/go-retryablehttp") && path != module+"/envsdk" {
-				t.Errorf("%s imports %s: go-retryablehttp belongs to envsdk only", path, imp)
+				fail("%s imports %s: go-retryablehttp belongs to envsdk only", path, imp)
+			}
+			// Routes flow one way: every route lives in httpapi, which
+			// depends on the packages whose methods it serves.
+			if under(imp, "brain/internal/httpapi") && under(path, "brain/internal") && !under(path, "brain/internal/httpapi") {
+				fail("%s imports %s: only httpapi serves routes; nothing else under brain/internal imports it", path, imp)
+			}
+			// The command maps flags to brain.Config and nothing else.
+			if under(path, "brain/cmd/brain") && under(imp, "brain/internal") {
+				fail("%s imports %s: brain/cmd/brain builds Brain through brain.Config only", path, imp)
 			}
 		}
 	}
@@ -100,9 +226,66 @@ func TestDependencyRules(t *testing.T) {
 					continue deps
 				}
 			}
-			t.Errorf("%s depends on %s: it may use the standard library only", dir, dep)
+			fail("%s depends on %s: it may use the standard library only", dir, dep)
 		}
 	}
+	sort.Strings(v)
+	return v
+}
+
+// TestOnlyHTTPAPIServesRoutes checks that no package under brain/internal
+// but httpapi builds HTTP handlers: no ServeMux, no HandlerFunc, no
+// ServeHTTP method.
+func TestOnlyHTTPAPIServesRoutes(t *testing.T) {
+	out, err := exec.Command("go", "list", "-e", "-json=ImportPath,Dir,GoFiles", "./brain/internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Dir        string
+			GoFiles    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		if under(p.ImportPath, "brain/internal/httpapi") {
+			continue
+		}
+		for _, name := range p.GoFiles {
+			f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, name), nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, hit := range servesRoutes(f) {
+				t.Errorf("%s/%s: %s: only httpapi serves routes", p.ImportPath, name, hit)
+			}
+		}
+	}
+}
+
+// servesRoutes answers the route-serving constructs in f.
+func servesRoutes(f *ast.File) []string {
+	var hits []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncDecl:
+			if n.Recv != nil && n.Name.Name == "ServeHTTP" {
+				hits = append(hits, "a ServeHTTP method")
+			}
+		case *ast.SelectorExpr:
+			if x, ok := n.X.(*ast.Ident); ok && x.Name == "http" {
+				switch n.Sel.Name {
+				case "NewServeMux", "ServeMux", "HandlerFunc", "HandleFunc", "Handle":
+					hits = append(hits, "http."+n.Sel.Name)
+				}
+			}
+		}
+		return true
+	})
+	return hits
 }
 
 // TestPackageDocs checks that every package has exactly one package doc

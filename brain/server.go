@@ -2,161 +2,113 @@ package brain
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/backend"
 	"github.com/brain-in-go/brain/brain/internal/datadir"
+	"github.com/brain-in-go/brain/brain/internal/envbind"
 	"github.com/brain-in-go/brain/brain/internal/httpapi"
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/model"
-	"github.com/brain-in-go/brain/brain/internal/secrets"
 	"github.com/brain-in-go/brain/brain/internal/session"
 )
 
-// NoLimit as a Limits field or Config.RequestRetention removes that bound.
-const NoLimit = -1
+// shutdownGrace bounds closing idle HTTP connections after the drain.
+const shutdownGrace = 5 * time.Second
 
-// DefaultRequestRetention is how long idempotency answers are kept.
-const DefaultRequestRetention = 24 * time.Hour
-
-// Limits bound every turn. A zero field selects the server default
-// (128 model calls, 1800 s per turn, 120 s per tool call, 1 MiB of emitted
-// events); NoLimit removes the bound.
-type Limits struct {
-	MaxModelCalls   int
-	MaxTurn         time.Duration
-	MaxTool         time.Duration
-	MaxEmittedBytes int64
-}
-
-// Config configures a Server. Only DataDir is required.
-type Config struct {
-	// DataDir is the data directory; it is created, locked and checked.
-	DataDir string
-	// Token is the bearer token every application route requires; empty
-	// serves without authentication (the caller decides whether that is
-	// safe for its listener).
-	Token string
-	// PublicURL is the base URL environments use for callbacks and
-	// reporters.
-	PublicURL string
-	// Limits bound every turn.
-	Limits Limits
-	// IdleTTL keeps idle sessions in memory that long after create and
-	// each turn; 0 releases them at once, NoLimit keeps them.
-	IdleTTL time.Duration
-	// RequestRetention is how long idempotency answers are kept: 0 selects
-	// 24 h, NoLimit keeps them forever.
-	RequestRetention time.Duration
-	// MaxRequestBytes bounds request bodies (0: 32 MiB).
-	MaxRequestBytes int64
-	// MaxLiveBacklog is how far an event stream may lag before it ends
-	// (0: 1024 records).
-	MaxLiveBacklog int
-	// Heartbeat is the comment interval of idle event streams (0: 15 s).
-	Heartbeat time.Duration
-	// MaxJournalQueueBytes bounds the journal bytes queued for the writer
-	// across all sessions; an append beyond it fails fast as overloaded
-	// (0: 64 MiB).
-	MaxJournalQueueBytes int64
-	// MaxSessionQueueBytes bounds the journal bytes queued for one session
-	// (0: 8 MiB).
-	MaxSessionQueueBytes int64
-	// MaxJournalOpenFiles bounds the segment files the journal writer keeps
-	// open between commits (0: 256).
-	MaxJournalOpenFiles int
-	// Logger receives structured logs (nil: slog.Default()).
-	Logger *slog.Logger
-
-	// Models opens model clients (nil: the scripted model only).
-	Models model.Opener
-	// Environments delivers environment/v1 operations (nil: sessions may
-	// not declare environments).
-	Environments session.Environments
-	// PrepareCreate may fill defaults, such as default environments, into
-	// a validated create request before it runs. It must be deterministic.
-	PrepareCreate func(ctx context.Context, req *api.CreateSessionRequest) error
-	// Mount mounts further routes (environment control, execution
-	// callbacks, reporters) on the API's mux before it serves.
-	Mount func(s *httpapi.Server) error
-	// BuiltinWasm runs the built-in default loop as its embedded Wasm
-	// build instead of natively.
-	BuiltinWasm bool
-	// MaxLinearMemoryBytes bounds a Wasm agentloop's linear memory (0:
-	// BRAIN_MAX_LINEAR_MEMORY_BYTES, else 128 MiB).
-	MaxLinearMemoryBytes int64
-	// AfterClaim runs after an idempotency claim is durable and before its
-	// operation runs: a fault-injection point for crash tests.
-	AfterClaim func(scope, key string)
-}
-
-// Server is a running Brain over one data directory.
+// Server is a Brain over one storage backend, ready to serve.
 type Server struct {
-	cfg      Config
-	dir      *datadir.Dir
-	store    *journal.FileStore
-	requests *idem.Store
+	cfg       Config
+	log       *slog.Logger
+	token     string
+	generated bool
+
+	store    *backend.Backend
 	loops    *loophost.Host
+	bindings *envbind.Binder
 	engine   *session.Engine
+	requests *idem.Store
 	api      *httpapi.Server
+
+	mu     sync.Mutex
+	https  []*http.Server
+	closed bool // Close stopped the listeners
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// New opens cfg.DataDir and answers a Server ready to serve.
-func New(cfg Config) (_ *Server, err error) {
-	if cfg.DataDir == "" {
-		return nil, errors.New("brain: Config.DataDir is required")
+// New validates cfg, opens its storage backend (recovering the journal,
+// the idempotency answers and the sealed credentials), and builds the
+// model clients, the environment bindings, the Wasm agentloop host and the
+// session engine. The Server answers through Handler or Serve; Close
+// drains it.
+func New(ctx context.Context, cfg Config) (_ *Server, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, log: cfg.Logger, token: cfg.Token}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
 	defer func() {
 		if err != nil {
-			s.release()
+			_ = s.release()
 		}
 	}()
-	if s.dir, err = datadir.Open(cfg.DataDir); err != nil {
-		return nil, fmt.Errorf("brain: %w", err)
-	}
-	if s.store, err = journal.OpenFileStore(s.dir.Path(datadir.SessionsName), &journal.Options{
-		MaxQueueBytes:        cfg.MaxJournalQueueBytes,
-		MaxSessionQueueBytes: cfg.MaxSessionQueueBytes,
-		MaxOpenFiles:         cfg.MaxJournalOpenFiles,
+	if s.store, err = backend.Open(ctx, backend.Options{
+		DataDir:     cfg.DataDir,
+		DatabaseURL: cfg.Storage.DatabaseURL,
+		Journal: journal.Options{
+			MaxQueueBytes:        cfg.MaxJournalQueueBytes,
+			MaxSessionQueueBytes: cfg.MaxSessionQueueBytes,
+			MaxOpenFiles:         cfg.MaxJournalOpenFiles,
+		},
+		Logger: s.log,
 	}); err != nil {
-		return nil, fmt.Errorf("brain: %w", err)
+		return nil, fmt.Errorf("brain: storage: %w", err)
 	}
-	sealed, err := secrets.Open(s.dir.Path("server-metadata"))
+	if s.loops, err = loophost.Open(ctx, loophost.Options{
+		Dir:                  filepath.Join(cfg.DataDir, "agentloops"),
+		MaxLinearMemoryBytes: cfg.Agentloops.MaxLinearMemoryBytes,
+		BuiltinWasm:          cfg.Agentloops.BuiltinWasm,
+	}); err != nil {
+		return nil, fmt.Errorf("brain: Config.Agentloops: %w", err)
+	}
+	models, err := model.New(cfg.Models.config())
 	if err != nil {
-		return nil, fmt.Errorf("brain: %w", err)
+		return nil, fmt.Errorf("brain: Config.Models: %w", err)
 	}
-	if s.loops, err = loophost.Open(context.Background(), loophost.Options{
-		Dir:                  s.dir.Path("agentloops"),
-		MaxLinearMemoryBytes: cfg.MaxLinearMemoryBytes,
-		BuiltinWasm:          cfg.BuiltinWasm,
-	}); err != nil {
-		return nil, fmt.Errorf("brain: %w", err)
+	if s.bindings, err = envbind.New(cfg.Environments.config(cfg, s.store.ReporterKey, s.log)); err != nil {
+		return nil, fmt.Errorf("brain: Config.Environments: %w", err)
 	}
 	idle := cfg.IdleTTL
 	if idle < 0 {
 		idle = session.KeepIdle
 	}
-	s.engine, err = session.New(session.Config{
-		Store:        s.store,
-		Models:       cfg.Models,
-		Environments: cfg.Environments,
-		Secrets:      sealed,
+	if s.engine, err = session.New(session.Config{
+		Store:        s.store.Journal,
+		Models:       models,
+		Environments: s.bindings,
+		Secrets:      s.store.Secrets,
 		Loops:        s.loops.Resolve,
 		Limits:       cfg.Limits.engine(),
 		IdleTTL:      idle,
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
 	// The requests log opens after the engine: unanswered async
@@ -168,33 +120,51 @@ func New(cfg Config) (_ *Server, err error) {
 	case retention < 0:
 		retention = 0
 	}
-	if s.requests, err = idem.Open(s.dir.Path("requests", "requests.log"), &idem.Options{Retention: retention, Derive: httpapi.Derive(s.engine)}); err != nil {
-		return nil, fmt.Errorf("brain: %w", err)
+	if s.requests, err = s.store.OpenRequests(&idem.Options{Retention: retention, Derive: httpapi.Derive(s.engine)}); err != nil {
+		return nil, fmt.Errorf("brain: storage: %w", err)
 	}
-	s.api, err = httpapi.New(httpapi.Options{
+	if s.token == "" && cfg.TokenFile != "" {
+		if s.token, s.generated, err = operatorToken(cfg.TokenFile); err != nil {
+			return nil, fmt.Errorf("brain: Config.TokenFile: %w", err)
+		}
+	}
+	if s.api, err = httpapi.New(httpapi.Options{
 		Engine:          s.engine,
 		Requests:        s.requests,
-		Token:           cfg.Token,
+		Token:           s.token,
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		MaxLiveBacklog:  cfg.MaxLiveBacklog,
 		Heartbeat:       cfg.Heartbeat,
-		Logger:          cfg.Logger,
+		Logger:          s.log,
 		PrepareCreate:   cfg.PrepareCreate,
 		AfterClaim:      cfg.AfterClaim,
-		NextSequence:    s.store.Next,
-	})
-	if err != nil {
+		NextSequence:    s.store.Journal.Next,
+		Agentloops:      s.loops,
+		Bindings:        s.bindings,
+	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
-	if err := s.loops.Mount(s.api); err != nil {
-		return nil, fmt.Errorf("brain: mount: %w", err)
-	}
-	if cfg.Mount != nil {
-		if err := cfg.Mount(s.api); err != nil {
-			return nil, fmt.Errorf("brain: mount: %w", err)
-		}
-	}
 	return s, nil
+}
+
+// operatorToken answers the token saved at path, or a new one saved there
+// with mode 0600.
+func operatorToken(path string) (token string, generated bool, err error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, false, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", false, err
+	}
+	buf := make([]byte, 24)
+	_, _ = rand.Read(buf)
+	token = "brain_" + hex.EncodeToString(buf)
+	if err := datadir.WriteFileAtomic(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", false, err
+	}
+	return token, true, nil
 }
 
 func (l Limits) engine() session.Limits {
@@ -216,8 +186,88 @@ func (l Limits) engine() session.Limits {
 	}
 }
 
-// Handler answers the HTTP handler of the session API.
+func (m Models) config() model.Config {
+	return model.Config{
+		OpenAIBaseURL:    m.OpenAIBaseURL,
+		AnthropicBaseURL: m.AnthropicBaseURL,
+		DefaultAPIKeys:   m.APIKeys,
+		Limits: model.Limits{
+			MaxOutputBytes: m.MaxOutputBytes, MaxDeltaBytes: m.MaxDeltaBytes, MaxStreamBytes: m.MaxStreamBytes,
+			MaxFrameBytes: m.MaxFrameBytes, MaxErrorBytes: m.MaxErrorBytes,
+			Timeout: m.Timeout, ConnectTimeout: m.ConnectTimeout,
+		},
+	}
+}
+
+func (e Environments) config(cfg Config, key []byte, log *slog.Logger) envbind.Config {
+	routes := make(map[string]envbind.Route, len(e.Routes))
+	for name, r := range e.Routes {
+		routes[name] = envbind.Route{Endpoint: r.Endpoint, APIKey: r.APIKey}
+	}
+	return envbind.Config{
+		PublicURL:        cfg.PublicURL,
+		BaseURL:          e.BaseURL,
+		APIKey:           e.APIKey,
+		RoutesFile:       e.RoutesFile,
+		Routes:           routes,
+		Key:              key,
+		MaxResponseBytes: e.MaxResponseBytes,
+		ResponseTimeout:  e.Timeout,
+		ConnectTimeout:   e.ConnectTimeout,
+		MaxRequestBytes:  cfg.MaxRequestBytes,
+		Logger:           log,
+	}
+}
+
+// Handler answers the HTTP handler of the session API: the session,
+// agentloop and environment routes.
 func (s *Server) Handler() http.Handler { return s.api }
+
+// Token answers the bearer token the server requires ("" for none) and
+// whether it was generated into Config.TokenFile by New.
+func (s *Server) Token() (token string, generated bool) { return s.token, s.generated }
+
+// PublicURL answers the base URL handed to environments ("" until Serve
+// fills it when Config.PublicURL is empty).
+func (s *Server) PublicURL() string { return s.bindings.PublicURL() }
+
+// Serve serves the API on ln until ctx ends, then drains like Close and
+// answers its error; it answers nil when Close ends it first. When
+// Config.PublicURL is empty, ln's address becomes the public URL.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.bindings.PublicURL() == "" {
+		if err := s.bindings.SetPublicURL("http://" + ln.Addr().String()); err != nil {
+			return fmt.Errorf("brain: %w", err)
+		}
+	}
+	hs := &http.Server{
+		Handler:           s.api,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.https = append(s.https, hs)
+	s.mu.Unlock()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("brain: %w", err)
+	case <-ctx.Done():
+	}
+	err := s.Close(context.WithoutCancel(ctx))
+	<-served
+	return err
+}
 
 // Drain stops admitting work: mutations, new event streams and
 // /health/ready answer 503 from now on.
@@ -225,9 +275,10 @@ func (s *Server) Drain() { s.api.Drain() }
 
 // Close drains the server: it stops admitting work, waits until ctx ends
 // for admitted turns to finish and commit and for their answers to be
-// recorded, then ends event streams and releases the data directory.
-// When ctx ends first, remaining work is cancelled and its outcome
-// recorded. Close is idempotent.
+// recorded, then ends event streams, stops the listeners of Serve and
+// releases the storage. Environments keep reaching the routes while work
+// drains. When ctx ends first, remaining work is cancelled and its
+// outcome recorded. Close is idempotent.
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		s.api.Drain()
@@ -236,6 +287,17 @@ func (s *Server) Close(ctx context.Context) error {
 			err = werr
 		}
 		s.api.CloseStreams()
+		s.mu.Lock()
+		https := s.https
+		s.closed = true
+		s.mu.Unlock()
+		for _, hs := range https {
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			if serr := hs.Shutdown(sctx); serr != nil {
+				_ = hs.Close()
+			}
+			cancel()
+		}
 		s.closeErr = errors.Join(err, s.release())
 	})
 	return s.closeErr
@@ -244,6 +306,9 @@ func (s *Server) Close(ctx context.Context) error {
 // release closes what New opened, in reverse order.
 func (s *Server) release() error {
 	var errs []error
+	if s.bindings != nil {
+		errs = append(errs, s.bindings.Close())
+	}
 	if s.requests != nil {
 		errs = append(errs, s.requests.Close())
 	}
@@ -252,9 +317,6 @@ func (s *Server) release() error {
 	}
 	if s.store != nil {
 		errs = append(errs, s.store.Close())
-	}
-	if s.dir != nil {
-		errs = append(errs, s.dir.Close())
 	}
 	return errors.Join(errs...)
 }

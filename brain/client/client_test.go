@@ -56,7 +56,7 @@ func start(t *testing.T, cfg brain.Config, hc ...*http.Client) (*client.Client, 
 	t.Helper()
 	cfg.DataDir = t.TempDir()
 	cfg.Token = "tok"
-	srv, err := brain.New(cfg)
+	srv, err := brain.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

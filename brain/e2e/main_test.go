@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "brain")
-	args := []string{"build", "-o", binary}
+	// The fault-injection hooks of crash tests exist only in a build with
+	// this tag.
+	args := []string{"build", "-tags", "braintest_faults", "-o", binary}
 	if raceEnabled && os.Getenv("BRAIN_E2E_RACE") == "1" {
 		// The server under the race detector is an order of magnitude
 		// slower; in-process tests of httpapi and client cover its races.

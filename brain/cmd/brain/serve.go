@@ -2,26 +2,20 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/brain-in-go/brain/brain"
-	"github.com/brain-in-go/brain/brain/internal/datadir"
-	"github.com/brain-in-go/brain/brain/internal/model"
 )
 
 const serveUsage = `usage: brain serve [flags]
@@ -211,52 +205,73 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *slog.Logger, stdout, stderr io.Writer) int {
-	if !loopback(f.listen) && (f.token == "" || f.noAuth) {
-		fmt.Fprintf(stderr, "brain serve: refusing to listen on non-loopback address %s without a token (set BRAIN_API_TOKEN; --no-auth is for loopback only)\n", f.listen)
-		return 1
-	}
-	token, generated := f.token, false
-	if f.noAuth {
-		token = ""
-	} else if token == "" {
-		token, generated = operatorToken(f.dataDir)
-	}
+// afterClaim, when set (see faults.go), runs after each idempotency claim
+// is durable.
+var afterClaim func(scope, key string)
 
+// config maps the flags to a brain.Config.
+func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 	cfg := brain.Config{
 		DataDir:              f.dataDir,
-		Token:                token,
+		PublicURL:            publicURL,
+		Token:                f.token,
 		Logger:               log,
 		MaxRequestBytes:      f.maxRequestBytes,
 		MaxLiveBacklog:       f.maxLiveBacklog,
 		Heartbeat:            time.Duration(f.heartbeatSecs) * time.Second,
 		RequestRetention:     durationOrNoLimit(f.retentionSecs),
-		BuiltinWasm:          f.builtinWasm,
 		MaxJournalQueueBytes: f.maxJournalQueue,
 		MaxSessionQueueBytes: f.maxSessionQueue,
 		MaxJournalOpenFiles:  int(f.maxJournalOpenFiles),
-		MaxLinearMemoryBytes: f.maxLinearMemory,
+		Agentloops: brain.Agentloops{
+			BuiltinWasm:          f.builtinWasm,
+			MaxLinearMemoryBytes: f.maxLinearMemory,
+		},
 		Limits: brain.Limits{
 			MaxModelCalls:   int(orNoLimit(int64(f.maxModelCalls))),
 			MaxTurn:         durationOrNoLimit(f.maxTurnSecs),
 			MaxTool:         durationOrNoLimit(f.maxToolSecs),
 			MaxEmittedBytes: orNoLimit(f.maxEmitted),
 		},
+		Models: brain.Models{
+			OpenAIBaseURL:    f.openAIBaseURL,
+			AnthropicBaseURL: f.anthropicBaseURL,
+			APIKeys: map[string]string{
+				"openai": os.Getenv("OPENAI_API_KEY"), "openai_chat": os.Getenv("OPENAI_API_KEY"),
+				"anthropic": os.Getenv("ANTHROPIC_API_KEY"),
+			},
+			MaxOutputBytes: f.maxModelOutput, MaxDeltaBytes: f.maxModelDelta, MaxStreamBytes: f.maxModelStream,
+			MaxFrameBytes: f.maxModelFrame, MaxErrorBytes: f.maxModelError,
+			Timeout:        time.Duration(f.maxModelSecs) * time.Second,
+			ConnectTimeout: time.Duration(f.maxModelConnectSecs) * time.Second,
+		},
+		Environments: brain.Environments{
+			BaseURL:          f.envBaseURL,
+			APIKey:           f.envAPIKey,
+			RoutesFile:       f.envRoutesFile,
+			MaxResponseBytes: f.maxEnvResponseBytes,
+			Timeout:          time.Duration(f.maxEnvSecs) * time.Second,
+			ConnectTimeout:   time.Duration(f.maxEnvConnectSecs) * time.Second,
+		},
+		AfterClaim: afterClaim,
+	}
+	switch {
+	case f.noAuth:
+		cfg.Token = ""
+	case f.token == "":
+		cfg.TokenFile = filepath.Join(f.dataDir, "operator.token")
 	}
 	if f.idleTTLSet {
 		cfg.IdleTTL = durationOrNoLimit(f.idleTTLSecs)
 	}
-	if key := os.Getenv("BRAIN_TEST_KILL_AFTER_CLAIM"); key != "" {
-		// Fault injection for crash tests: die by SIGKILL right after the
-		// claim of this idempotency key is durable.
-		cfg.AfterClaim = func(_, k string) {
-			if k == key {
-				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {}
-			}
-		}
-	}
+	return cfg
+}
 
+func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *slog.Logger, stdout, stderr io.Writer) int {
+	if !loopback(f.listen) && (f.token == "" || f.noAuth) {
+		fmt.Fprintf(stderr, "brain serve: refusing to listen on non-loopback address %s without a token (set BRAIN_API_TOKEN; --no-auth is for loopback only)\n", f.listen)
+		return 1
+	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "brain serve: %v\n", err)
@@ -268,69 +283,39 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 	if publicURL == "" {
 		publicURL = url
 	}
-	cfg.PublicURL = publicURL
-	models, err := model.New(model.Config{
-		OpenAIBaseURL:    f.openAIBaseURL,
-		AnthropicBaseURL: f.anthropicBaseURL,
-		DefaultAPIKeys: map[string]string{
-			"openai": os.Getenv("OPENAI_API_KEY"), "openai_chat": os.Getenv("OPENAI_API_KEY"),
-			"anthropic": os.Getenv("ANTHROPIC_API_KEY"),
-		},
-		Limits: model.Limits{
-			MaxOutputBytes: f.maxModelOutput, MaxDeltaBytes: f.maxModelDelta, MaxStreamBytes: f.maxModelStream,
-			MaxFrameBytes: f.maxModelFrame, MaxErrorBytes: f.maxModelError,
-			Timeout:        time.Duration(f.maxModelSecs) * time.Second,
-			ConnectTimeout: time.Duration(f.maxModelConnectSecs) * time.Second,
-		},
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "brain serve: %v\n", err)
-		return 1
+	cfg := f.config(log, publicURL)
+	var ws *builtinWorkspace
+	if !f.noWorkspace {
+		if ws, err = openWorkspace(f, &cfg); err != nil {
+			fmt.Fprintf(stderr, "brain serve: %v\n", err)
+			return 1
+		}
 	}
-	cfg.Models = models
-	envs, err := newEnvironments(f, publicURL, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "brain serve: %v\n", err)
-		return 1
-	}
-	envs.wire(&cfg)
-	b, err := brain.New(cfg)
-	if err != nil {
-		envs.close()
-		fmt.Fprintf(stderr, "brain serve: %v\n", err)
-		return 1
-	}
-	// Environments outlive the drain: providers call back while admitted
-	// work finishes.
+	// The workspace outlives the drain: providers call back while
+	// admitted work finishes.
 	defer func() {
-		if err := envs.close(); err != nil {
-			log.Error("closing environments", "err", err)
+		if err := ws.close(); err != nil {
+			log.Error("closing the workspace environment", "err", err)
 		}
 	}()
-	if err := envs.start(log); err != nil {
-		b.Close(context.Background())
+	b, err := brain.New(ctx, cfg)
+	if err != nil {
 		fmt.Fprintf(stderr, "brain serve: %v\n", err)
 		return 1
 	}
-	tokenPath := filepath.Join(f.dataDir, "operator.token")
-	if generated {
-		if err := datadir.WriteFileAtomic(tokenPath, []byte(token+"\n"), 0o600); err != nil {
+	if ws != nil {
+		if err := ws.start(log); err != nil {
 			b.Close(context.Background())
 			fmt.Fprintf(stderr, "brain serve: %v\n", err)
 			return 1
 		}
 	}
-
-	srv := &http.Server{
-		Handler:           b.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	token, generated := b.Token()
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	printBanner(stdout, url, f, token, generated, tokenPath)
+	go func() { served <- b.Serve(serveCtx, ln) }()
+	printBanner(stdout, url, f, token, generated, cfg.TokenFile)
 	log.Info("serving", "url", url, "data_dir", f.dataDir, "auth", token != "")
 
 	signals := 0
@@ -344,14 +329,10 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 		return 1
 	}
 	log.Info("draining: admitting no new work, waiting for admitted turns")
-	closed := make(chan error, 1)
-	go func() { closed <- b.Close(context.Background()) }()
+	stopServing()
 	for {
 		select {
-		case err := <-closed:
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = srv.Shutdown(sctx)
-			cancel()
+		case err := <-served:
 			if err != nil {
 				log.Error("drain", "err", err)
 				return 1
@@ -365,19 +346,6 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 			}
 		}
 	}
-}
-
-// operatorToken answers the token saved in the data directory, or a new
-// one (which the caller saves once the directory is open).
-func operatorToken(dataDir string) (token string, generated bool) {
-	if b, err := os.ReadFile(filepath.Join(dataDir, "operator.token")); err == nil {
-		if t := strings.TrimSpace(string(b)); t != "" {
-			return t, false
-		}
-	}
-	buf := make([]byte, 24)
-	_, _ = rand.Read(buf)
-	return "brain_" + hex.EncodeToString(buf), true
 }
 
 func orNoLimit(v int64) int64 {

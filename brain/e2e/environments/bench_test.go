@@ -144,7 +144,6 @@ func benchEngine(b *testing.B) (*session.Engine, *benchLoop, string, *countingSt
 	if err != nil {
 		b.Fatal(err)
 	}
-	binder.Attach(e)
 	b.Cleanup(func() {
 		_ = e.Close(context.Background())
 		_ = binder.Close()

@@ -102,8 +102,7 @@ func TestTurnEndRelease(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("drain: %v", err)
 	}
-	_ = b.http.Close()
-	_ = b.binder.Close()
+	<-b.served
 	closed = true
 	b2 := openBrain(t, dir, brain.Limits{})
 	c2 := newClient(t, b2.URL)

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,7 +22,6 @@ import (
 
 	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/envbind"
 )
 
 // Environment variables of the child mode: the test binary, re-executed
@@ -60,8 +58,7 @@ type brainServer struct {
 	URL    string
 	Dir    string
 	srv    *brain.Server
-	binder *envbind.Binder
-	http   *http.Server
+	served chan struct{} // closed when Serve returned
 	logs   *syncBuffer
 }
 
@@ -87,8 +84,8 @@ func start(dir string, limits brain.Limits, logTo io.Writer) (*brainServer, erro
 	return startWith(dir, limits, logTo, nil)
 }
 
-// startWith starts a Brain whose binder configuration edit may adjust.
-func startWith(dir string, limits brain.Limits, logTo io.Writer, edit func(*envbind.Config)) (*brainServer, error) {
+// startWith starts a Brain whose configuration edit may adjust.
+func startWith(dir string, limits brain.Limits, logTo io.Writer, edit func(*brain.Config)) (*brainServer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -100,30 +97,18 @@ func startWith(dir string, limits brain.Limits, logTo io.Writer, edit func(*envb
 		w = io.MultiWriter(logs, logTo)
 	}
 	logger := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg := envbind.Config{
-		PublicURL: pub,
-		KeyFile:   filepath.Join(dir, "server-metadata", envbind.KeyFileName),
-		Logger:    logger,
-	}
+	cfg := brain.Config{DataDir: dir, Token: operatorToken, PublicURL: pub, Limits: limits, Logger: logger}
 	if edit != nil {
 		edit(&cfg)
 	}
-	binder, err := envbind.New(cfg)
+	srv, err := brain.New(context.Background(), cfg)
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	srv, err := brain.New(brain.Config{
-		DataDir: dir, Token: operatorToken, PublicURL: pub, Limits: limits, Logger: logger,
-		Environments: binder, Mount: binder.Mount,
-	})
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	hs := &http.Server{Handler: srv.Handler(), ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	go func() { _ = hs.Serve(ln) }()
-	return &brainServer{URL: pub, Dir: dir, srv: srv, binder: binder, http: hs, logs: logs}, nil
+	b := &brainServer{URL: pub, Dir: dir, srv: srv, logs: logs, served: make(chan struct{})}
+	go func() { _ = srv.Serve(context.Background(), ln); close(b.served) }()
+	return b, nil
 }
 
 // newBrain starts a Brain on a fresh data directory, closed with the test.
@@ -148,8 +133,7 @@ func (b *brainServer) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_ = b.srv.Close(ctx)
-	_ = b.http.Shutdown(ctx)
-	_ = b.binder.Close()
+	<-b.served
 }
 
 // child is a Brain running in a child process.

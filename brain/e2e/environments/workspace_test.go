@@ -1,6 +1,7 @@
 package environments
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/envbind"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/providers/workspace"
 )
@@ -20,7 +20,7 @@ const routeKey = "route-key-SECRET-77aa"
 
 // brainWithRoutes starts a Brain whose binder has routes and a default
 // endpoint.
-func brainWithRoutes(t *testing.T, edit func(*envbind.Config)) *brainServer {
+func brainWithRoutes(t *testing.T, edit func(*brain.Config)) *brainServer {
 	t.Helper()
 	b, err := startWith(t.TempDir(), brain.Limits{}, nil, edit)
 	if err != nil {
@@ -47,8 +47,8 @@ func TestWorkspaceProvider(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	b := brainWithRoutes(t, func(c *envbind.Config) {
-		c.BaseURL, c.APIKey = "http://"+ln.Addr().String(), routeKey
+	b := brainWithRoutes(t, func(c *brain.Config) {
+		c.Environments.BaseURL, c.Environments.APIKey = "http://"+ln.Addr().String(), routeKey
 	})
 	c := newClient(t, b.URL)
 	wsTool := func(name string) api.Tool {
@@ -114,9 +114,9 @@ func TestRoutes(t *testing.T) {
 	if err := os.WriteFile(routes, []byte(`{"fixture":{"endpoint":"`+f.URL+`","api_key":"`+providerToken+`"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := brainWithRoutes(t, func(c *envbind.Config) {
-		c.RoutesFile = routes
-		c.BaseURL, c.APIKey = f.URL, routeKey
+	b := brainWithRoutes(t, func(c *brain.Config) {
+		c.Environments.RoutesFile = routes
+		c.Environments.BaseURL, c.Environments.APIKey = f.URL, routeKey
 	})
 	c := newClient(t, b.URL)
 	sum := c.create(api.CreateSessionRequest{Environments: []api.Environment{{Name: "r", Driver: api.DriverBrain, Configuration: json.RawMessage(`{"driver":"fixture"}`)}}})
@@ -138,7 +138,9 @@ func TestRoutes(t *testing.T) {
 		t.Errorf("refused setup: %s", kinds(evs))
 	}
 	// An endpoint that is neither HTTPS nor loopback is refused.
-	if _, err := envbind.New(envbind.Config{PublicURL: b.URL, Key: make([]byte, 32), BaseURL: "http://192.0.2.1:80"}); err == nil {
+	if srv, err := brain.New(context.Background(), brain.Config{DataDir: t.TempDir(), PublicURL: b.URL,
+		Environments: brain.Environments{BaseURL: "http://192.0.2.1:80"}}); err == nil {
+		srv.Close(context.Background())
 		t.Error("a non-loopback http endpoint was accepted")
 	}
 }

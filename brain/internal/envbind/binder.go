@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -21,21 +22,20 @@ import (
 )
 
 // Binder delivers environment operations over HTTP (it is the engine's
-// session.Environments) and serves the callback, reporter and control
-// routes. Create it with New, give it the engine with Attach (Mount does
-// that), and Close it after the engine.
+// session.Environments) and authorizes the invocation and reporter tokens
+// it hands out; the routes that present them are served by httpapi.
+// Create it with New and Close it after the engine.
 type Binder struct {
 	cfg    Config
 	client *http.Client
 	log    *slog.Logger
 	grants *grants
 
+	public atomic.Pointer[string] // base of callback and reporter URLs
+
 	keyOnce sync.Once
 	key     []byte
 	keyErr  error
-
-	mu     sync.RWMutex
-	engine *session.Engine
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -78,6 +78,7 @@ func New(cfg Config) (*Binder, error) {
 		grants: newGrants(),
 		stop:   make(chan struct{}),
 	}
+	b.public.Store(&c.PublicURL)
 	if len(c.Key) != 0 {
 		b.key = append([]byte(nil), c.Key...)
 		b.keyOnce.Do(func() {})
@@ -85,19 +86,20 @@ func New(cfg Config) (*Binder, error) {
 	return b, nil
 }
 
-// Attach gives the Binder the engine whose executions, reports and
-// control requests its routes serve.
-func (b *Binder) Attach(e *session.Engine) {
-	b.mu.Lock()
-	b.engine = e
-	b.mu.Unlock()
+// SetPublicURL sets the base of the callback and reporter URLs handed to
+// providers from now on.
+func (b *Binder) SetPublicURL(u string) error {
+	pub, err := checkPublicURL(u)
+	if err != nil {
+		return err
+	}
+	b.public.Store(&pub)
+	return nil
 }
 
-func (b *Binder) eng() *session.Engine {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.engine
-}
+// PublicURL answers the base of callback and reporter URLs ("" while
+// unknown).
+func (b *Binder) PublicURL() string { return *b.public.Load() }
 
 // serverKey answers the reporter key, loading or creating it once.
 func (b *Binder) serverKey() ([]byte, error) {
@@ -117,34 +119,11 @@ func (b *Binder) Close() error {
 // LiveGrants reports how many invocation tokens are live.
 func (b *Binder) LiveGrants() int { return b.grants.len() }
 
-// Setup delivers a setup operation.
-func (b *Binder) Setup(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
-	return b.deliver(ctx, op)
-}
-
-// Detach delivers a detach operation.
-func (b *Binder) Detach(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
-	return b.deliver(ctx, op)
-}
-
-// Teardown delivers a teardown operation.
-func (b *Binder) Teardown(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
-	return b.deliver(ctx, op)
-}
-
-// Execute delivers an execute operation with a freshly minted callback
-// token, revoked when the execution closes.
-func (b *Binder) Execute(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
-	return b.deliver(ctx, op)
-}
-
-// Cancel delivers a cancel operation.
-func (b *Binder) Cancel(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
-	return b.deliver(ctx, op)
-}
-
-// Call delivers a call operation.
-func (b *Binder) Call(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
+// Deliver sends one operation once, whatever its request type, and
+// decodes its receipt. A callback or context grant gets a freshly minted
+// invocation token, revoked when the engine closes the execution or the
+// controller context (op.CallbackDone, op.ContextDone).
+func (b *Binder) Deliver(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
 	return b.deliver(ctx, op)
 }
 
@@ -205,14 +184,18 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 		return envapi.Receipt{}, fmt.Errorf("environment %s: %w", op.Environment, err)
 	}
 	wire := op.Operation
-	callURL := b.cfg.PublicURL + "/v1/sessions/" + url.PathEscape(op.SessionID) + "/executions/" + strconv.FormatUint(op.Sequence, 10) + "/call"
+	public := b.PublicURL()
+	if public == "" && (wire.Request.Callback != nil || wire.Context != nil || wire.Binding != nil) {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: Brain's public URL is not known yet", op.Environment, op.Sequence)
+	}
+	callURL := public + "/v1/sessions/" + url.PathEscape(op.SessionID) + "/executions/" + strconv.FormatUint(op.Sequence, 10) + "/call"
 	if cb := wire.Request.Callback; cb != nil {
 		g := *cb
 		k := grantKey{op.SessionID, op.Sequence, false}
 		g.URL = callURL
 		g.Token = b.grants.mint(k)
 		wire.Request.Callback = &g
-		b.watch(k)
+		b.watch(k, op.CallbackDone)
 	}
 	if cg := wire.Context; cg != nil {
 		g := *cg
@@ -220,7 +203,7 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 		g.URL = callURL
 		g.Token = b.grants.mint(k)
 		wire.Context = &g
-		b.watch(k)
+		b.watch(k, op.ContextDone)
 	}
 	if wire.Binding != nil {
 		key, err := b.serverKey()
@@ -228,7 +211,7 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 			return envapi.Receipt{}, err
 		}
 		wire.Reporter = &envapi.Grant{
-			URL: b.cfg.PublicURL + "/v1/sessions/" + url.PathEscape(op.SessionID) + "/environments/" +
+			URL: public + "/v1/sessions/" + url.PathEscape(op.SessionID) + "/environments/" +
 				url.PathEscape(wire.Binding.Name) + "/" + strconv.FormatUint(wire.Binding.Sequence, 10) + "/events",
 			Token:   reporterToken(key, op.SessionID, wire.Binding.Name, wire.Binding.Sequence),
 			Methods: []string{"event", "result"},
@@ -310,35 +293,18 @@ func scrub(err error) error {
 	return err
 }
 
-// lookup answers the services a grant key names.
-func lookup(e *session.Engine, k grantKey) (session.Services, error) {
-	if k.ctrl {
-		return e.Controller(k.session, k.seq)
-	}
-	return e.Execution(k.session, k.seq)
-}
-
-// watch revokes an execution's token when the engine closes the
-// execution (or the Binder closes).
-func (b *Binder) watch(k grantKey) {
-	e := b.eng()
-	if e == nil {
-		return
-	}
-	svc, err := lookup(e, k)
-	if err != nil {
-		b.grants.revoke(k)
-		return
-	}
-	c, ok := svc.(session.Closer)
-	if !ok {
+// watch revokes an invocation token when done is closed (the engine
+// closed the execution or context) or the Binder closes. Without done the
+// token lives until the Binder closes or a call finds its execution gone.
+func (b *Binder) watch(k grantKey, done <-chan struct{}) {
+	if done == nil {
 		return
 	}
 	b.watchers.Add(1)
 	go func() {
 		defer b.watchers.Done()
 		select {
-		case <-c.Done():
+		case <-done:
 		case <-b.stop:
 		}
 		b.grants.revoke(k)

@@ -32,11 +32,12 @@ type Route struct {
 }
 
 // Config configures a Binder. "brain serve" fills it from the environment and
-// its flags; every field has a default but PublicURL.
+// its flags; every field has a default.
 type Config struct {
 	// PublicURL is the base of callback and reporter URLs handed to
 	// providers (BRAIN_PUBLIC_URL, default http://<listen address>).
-	// Required.
+	// When empty, SetPublicURL must give it before operations carrying
+	// grants are delivered.
 	PublicURL string
 	// BaseURL and APIKey are the default route for drivers without a
 	// route (BRAIN_ENVIRONMENT_BASE_URL, BRAIN_ENVIRONMENT_API_KEY).
@@ -86,11 +87,13 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.Logger == nil {
 		out.Logger = slog.Default()
 	}
-	pub, err := url.Parse(out.PublicURL)
-	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" {
-		return out, fmt.Errorf("envbind: PublicURL %q must be an absolute http(s) URL", out.PublicURL)
+	if out.PublicURL != "" {
+		pub, err := checkPublicURL(out.PublicURL)
+		if err != nil {
+			return out, err
+		}
+		out.PublicURL = pub
 	}
-	out.PublicURL = strings.TrimRight(out.PublicURL, "/")
 	routes := map[string]Route{}
 	if out.RoutesFile != "" {
 		file, err := LoadRoutes(out.RoutesFile)
@@ -172,4 +175,14 @@ func checkSessionURL(raw string) error {
 		return errors.New("url must be an absolute http(s) URL of at most 2048 bytes, without userinfo, query or fragment")
 	}
 	return nil
+}
+
+// checkPublicURL answers u without trailing slashes, or an error when it
+// is not an absolute http(s) URL.
+func checkPublicURL(u string) (string, error) {
+	pub, err := url.Parse(u)
+	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" {
+		return "", fmt.Errorf("envbind: PublicURL %q must be an absolute http(s) URL", u)
+	}
+	return strings.TrimRight(u, "/"), nil
 }

@@ -1,13 +1,13 @@
 // Package envbind binds Brain's session engine to environment/v1 providers
-// over HTTP. A Binder is the engine's session.Environments: it POSTs each
-// committed operation once to {endpoint}/v1/operations and decodes the
-// receipt strictly. It also serves the Brain side of the protocol that
-// providers and extensions call back into:
+// over HTTP. A Binder is the engine's session.Environments: Deliver POSTs
+// each committed operation once, whatever its type, to
+// {endpoint}/v1/operations and decodes the receipt strictly. It also mints
+// and checks the tokens providers and extensions present when they call
+// back (Authorize, Revoke, AuthorizeReporter); package httpapi serves
+// those routes:
 //
-//	POST /v1/sessions/{id}/executions/{sequence}/call         invocation token
+//	POST /v1/sessions/{id}/executions/{sequence}/call           invocation token
 //	POST /v1/sessions/{id}/environments/{env}/{sequence}/events reporter token
-//	POST /v1/sessions/{id}/environments                       server token, Idempotency-Key
-//	POST /v1/sessions/{id}/environments/{env}/calls/{name}    server token, Idempotency-Key
 //
 // # Where an operation goes
 //
@@ -42,7 +42,10 @@
 // An execute's callback grant carries a fresh token (32 random bytes) for
 // that invocation only. It lives only in memory, is stored as a SHA-256
 // digest, is revoked when the execution completes or is cancelled, and
-// does not survive a restart: afterwards every call with it is 401.
+// does not survive a restart: afterwards every call with it is 401. The
+// engine closes the channel op.CallbackDone (op.ContextDone for the
+// controller context) when the execution (context) closes; the token dies
+// then.
 //
 // Every operation also carries its own controller context grant
 // {url, token, methods: [environments, emit, result]}, served at the same
@@ -66,12 +69,4 @@
 // grant does not list 403 not_granted; a reserved event name 422
 // reserved_name; an exhausted emission budget 409 emit_limit. Mutations
 // answer the committed sequence as a bare JSON integer.
-//
-// # Mounting
-//
-// Binder.Mount mounts the routes on the session API (httpapi.Server): the
-// callback and reporter routes authenticate their own tokens, the control
-// routes sit behind the server token and use the API's Idempotency-Key
-// protocol (scopes "environment_control" and "environment_call"; the key
-// is required even for list and get).
 package envbind

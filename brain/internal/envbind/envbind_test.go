@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/session"
@@ -170,13 +171,13 @@ func TestDelivery(t *testing.T) {
 	b := testBinder(t, Config{MaxResponseBytes: 1024})
 	ctx := context.Background()
 	mode.Store("ok")
-	if r, err := b.Setup(ctx, op(srv.URL, 1)); err != nil || r.Type != envapi.ReceiptAccepted {
+	if r, err := b.Deliver(ctx, op(srv.URL, 1)); err != nil || r.Type != envapi.ReceiptAccepted {
 		t.Fatalf("setup: %+v %v", r, err)
 	}
 	for m, invalid := range map[string]bool{"wrongseq": true, "huge": true, "500": false, "drop": false} {
 		mode.Store(m)
 		before := hits.Load()
-		_, err := b.Setup(ctx, op(srv.URL, 2))
+		_, err := b.Deliver(ctx, op(srv.URL, 2))
 		if err == nil || errors.Is(err, session.ErrInvalidReceipt) != invalid {
 			t.Errorf("%s: %v", m, err)
 		}
@@ -188,7 +189,56 @@ func TestDelivery(t *testing.T) {
 		}
 	}
 	srv.Close()
-	if _, err := b.Setup(ctx, op(srv.URL, 3)); err == nil || errors.Is(err, session.ErrInvalidReceipt) {
+	if _, err := b.Deliver(ctx, op(srv.URL, 3)); err == nil || errors.Is(err, session.ErrInvalidReceipt) {
 		t.Errorf("refused connection: %v", err)
 	}
+}
+
+// TestTokensRevokedWhenClosed delivers an execute and its controller
+// context and checks that each token dies when the engine closes its
+// execution or context, and not before.
+func TestTokensRevokedWhenClosed(t *testing.T) {
+	var got envapi.Command
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"contract":"environment/v1","sequence":5,"receipt":{"type":"accepted"}}`)
+	}))
+	defer srv.Close()
+	b := testBinder(t, Config{})
+	o := op(srv.URL, 5)
+	o.Request = envapi.Execute(json.RawMessage(`{}`), json.RawMessage(`{}`), nil, &envapi.Grant{Methods: envapi.ToolMethods()})
+	o.Context = &envapi.Grant{Methods: envapi.ContextMethods()}
+	callDone, ctxDone := make(chan struct{}), make(chan struct{})
+	o.CallbackDone, o.ContextDone = callDone, ctxDone
+	if _, err := b.Deliver(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	call, ctl := got.Operation.Request.Callback.Token, got.Operation.Context.Token
+	if g, ok := b.Authorize(o.SessionID, 5, call); !ok || g.Controller {
+		t.Fatalf("callback token: %+v %v", g, ok)
+	}
+	if g, ok := b.Authorize(o.SessionID, 5, ctl); !ok || !g.Controller {
+		t.Fatalf("context token: %+v %v", g, ok)
+	}
+	waitGrants := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for b.LiveGrants() != want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if n := b.LiveGrants(); n != want {
+			t.Fatalf("%d live tokens, want %d", n, want)
+		}
+	}
+	close(ctxDone)
+	waitGrants(1)
+	if _, ok := b.Authorize(o.SessionID, 5, ctl); ok {
+		t.Error("the context token outlived its context")
+	}
+	if _, ok := b.Authorize(o.SessionID, 5, call); !ok {
+		t.Error("closing the context revoked the callback token")
+	}
+	close(callDone)
+	waitGrants(0)
 }

@@ -10,10 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 )
 
@@ -85,12 +83,6 @@ func reporterToken(key []byte, session, env string, binding uint64) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// bearer answers the request's bearer token.
-func bearer(r *http.Request) (string, bool) {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return tok, ok && tok != ""
-}
-
 // equalTokens compares two tokens in constant time (over their digests,
 // so the length does not leak either).
 func equalTokens(a, b string) bool {
@@ -150,3 +142,47 @@ func (g *grants) len() int {
 	defer g.mu.Unlock()
 	return len(g.m)
 }
+
+// Grant names what an invocation token authorizes: the execution at
+// Sequence of session SessionID or, with Controller, the controller
+// context of the environment operation at Sequence.
+type Grant struct {
+	SessionID  string
+	Sequence   uint64
+	Controller bool
+}
+
+// Authorize reports which live grant token authorizes at operation seq of
+// session id: the execution's callback token, else the operation's
+// context token.
+func (b *Binder) Authorize(id string, seq uint64, token string) (Grant, bool) {
+	k := grantKey{id, seq, false}
+	if b.grants.check(k, token) {
+		return Grant{SessionID: id, Sequence: seq}, true
+	}
+	k.ctrl = true
+	if b.grants.check(k, token) {
+		return Grant{SessionID: id, Sequence: seq, Controller: true}, true
+	}
+	return Grant{}, false
+}
+
+// Revoke forgets the token of g, such as when its execution turns out to
+// be closed.
+func (b *Binder) Revoke(g Grant) { b.grants.revoke(grantKey{g.SessionID, g.Sequence, g.Controller}) }
+
+// AuthorizeReporter reports whether token is the reporter token of binding
+// (env, sequence) of session id. It fails when the reporter key cannot be
+// read.
+func (b *Binder) AuthorizeReporter(id, env string, binding uint64, token string) (bool, error) {
+	key, err := b.serverKey()
+	if err != nil {
+		return false, err
+	}
+	return token != "" && equalTokens(token, reporterToken(key, id, env, binding)), nil
+}
+
+// LoadKey reads the reporter key file at path, or creates it with fresh
+// random bytes and mode 0600 (keeping another process's key when it won
+// the race).
+func LoadKey(path string) ([]byte, error) { return loadKey(path) }

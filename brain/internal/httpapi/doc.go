@@ -1,5 +1,7 @@
-// Package httpapi is Brain's public session HTTP API: routes on a
-// net/http.ServeMux, bearer authentication, strict request decoding,
+// Package httpapi is Brain's HTTP API, every route of it: routes on a
+// net/http.ServeMux over the session engine, the agentloop host
+// (loophost) and the environment bindings (envbind), bearer
+// authentication, strict request decoding,
 // durable Idempotency-Key handling (package idem), the ApiError body and its
 // status mapping, event pages and server-sent event streams, and graceful
 // drain.
@@ -19,16 +21,29 @@
 //	GET    /v1/sessions/{id}/events?after=N  200 EventPage, or SSE
 //	POST   /v1/sessions/{id}/cancel          key; 204
 //	POST   /v1/sessions/{id}/end             key; 200 SessionSummary
+//	POST   /v1/agentloops                    key; octet-stream module;
+//	                                         200 AgentloopAdmission
+//	GET    /v1/agentloops/{id}               200 AgentloopAdmission
+//	POST   /v1/sessions/{id}/environments    key; EnvironmentControlRequest
+//	POST   /v1/sessions/{id}/environments/{env}/calls/{name}
+//	                                         key; {"input"} → {"output"}
+//	POST   /v1/sessions/{id}/executions/{sequence}/call
+//	                                         invocation token; service call
+//	POST   /v1/sessions/{id}/environments/{env}/{sequence}/events
+//	                                         reporter token; report
 //
 // Every application route needs "Authorization: Bearer <token>" when the
 // server has a token (compared in constant time); health routes are open.
-// Server.Handle and Server.HandleOpen mount further routes (environment
-// control, execution callbacks, reporters) on the same mux, and
-// Server.Idempotent gives them the same Idempotency-Key protocol.
+// The execution call and reporter routes authenticate their callers by
+// the invocation and reporter tokens of the environment bindings
+// (Options.Bindings) instead; a missing, wrong or revoked one answers 401,
+// a method the grant does not list 403 not_granted. The agentloop routes
+// need Options.Agentloops, the environment routes Options.Bindings.
 //
 // # Errors
 //
-// Every non-2xx answer is an api.ApiError. Malformed JSON, a bad path or
+// Every non-2xx answer is an api.ApiError, built by one function
+// (ErrorOf) from engine, idempotency and request errors. Malformed JSON, a bad path or
 // query value, a missing or oversize Idempotency-Key and an unsupported
 // Prefer answer 400 invalid_request; a well-formed body with an invalid or
 // unknown field 422; a wrong Content-Type 415; a body over

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/envbind"
 	"github.com/brain-in-go/brain/brain/internal/idem"
+	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/session"
 )
 
@@ -56,6 +58,13 @@ type Options struct {
 	// AfterClaim, if set, runs after an idempotency claim is durable and
 	// before its operation runs (a fault-injection point for crash tests).
 	AfterClaim func(scope, key string)
+	// Agentloops admits Wasm agentloops (POST and GET /v1/agentloops);
+	// nil serves no admission routes.
+	Agentloops *loophost.Host
+	// Bindings authorizes the invocation and reporter tokens of
+	// environment operations; with it the server serves the execution
+	// callback, reporter and environment control routes.
+	Bindings *envbind.Binder
 }
 
 // Server is the session API handler.
@@ -109,43 +118,46 @@ func New(opts Options) (*Server, error) {
 }
 
 func (s *Server) routes() {
-	s.HandleOpen("GET /health/live", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.handleOpen("GET /health/live", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	s.HandleOpen("GET /health/ready", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.handleOpen("GET /health/ready", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.draining.Load() {
 			WriteError(w, errDraining)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	s.Handle("POST /v1/sessions", http.HandlerFunc(s.createSession))
-	s.Handle("GET /v1/sessions", http.HandlerFunc(s.listSessions))
-	s.Handle("GET /v1/sessions/{id}", http.HandlerFunc(s.getSession))
-	s.Handle("DELETE /v1/sessions/{id}", http.HandlerFunc(s.deleteSession))
-	s.Handle("POST /v1/sessions/{id}/messages", http.HandlerFunc(s.sendMessage))
-	s.Handle("GET /v1/sessions/{id}/transcript", http.HandlerFunc(s.transcript))
-	s.Handle("GET /v1/sessions/{id}/events", http.HandlerFunc(s.events))
-	s.Handle("POST /v1/sessions/{id}/cancel", http.HandlerFunc(s.cancel))
-	s.Handle("POST /v1/sessions/{id}/end", http.HandlerFunc(s.end))
+	s.handle("POST /v1/sessions", http.HandlerFunc(s.createSession))
+	s.handle("GET /v1/sessions", http.HandlerFunc(s.listSessions))
+	s.handle("GET /v1/sessions/{id}", http.HandlerFunc(s.getSession))
+	s.handle("DELETE /v1/sessions/{id}", http.HandlerFunc(s.deleteSession))
+	s.handle("POST /v1/sessions/{id}/messages", http.HandlerFunc(s.sendMessage))
+	s.handle("GET /v1/sessions/{id}/transcript", http.HandlerFunc(s.transcript))
+	s.handle("GET /v1/sessions/{id}/events", http.HandlerFunc(s.events))
+	s.handle("POST /v1/sessions/{id}/cancel", http.HandlerFunc(s.cancel))
+	s.handle("POST /v1/sessions/{id}/end", http.HandlerFunc(s.end))
+	if s.opts.Agentloops != nil {
+		s.agentloopRoutes()
+	}
+	if s.opts.Bindings != nil {
+		s.environmentRoutes()
+	}
 	s.mux.Handle("/", s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))
 	})))
 }
 
-// Handle mounts h at pattern (a ServeMux pattern) behind the server token.
-func (s *Server) Handle(pattern string, h http.Handler) {
+// handle mounts h at pattern (a ServeMux pattern) behind the server token.
+func (s *Server) handle(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, s.authenticate(h))
 }
 
-// HandleOpen mounts h at pattern without the server token; h authenticates
-// its callers itself (invocation and reporter tokens).
-func (s *Server) HandleOpen(pattern string, h http.Handler) {
+// handleOpen mounts h at pattern without the server token; h
+// authenticates its callers itself (invocation and reporter tokens).
+func (s *Server) handleOpen(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, h)
 }
-
-// Engine answers the session engine the server serves.
-func (s *Server) Engine() *session.Engine { return s.opts.Engine }
 
 // ServeHTTP implements http.Handler with request logging.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

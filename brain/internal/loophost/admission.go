@@ -3,16 +3,11 @@ package loophost
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"mime"
-	"net/http"
 	"os"
 	"path/filepath"
 
 	brainapi "github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/httpapi"
 )
 
 // Admission statuses.
@@ -126,66 +121,4 @@ func writeFileAtomic(dir, name string, b []byte) (err error) {
 	}
 	defer d.Close()
 	return d.Sync()
-}
-
-// Mount mounts the admission routes on s behind the server token:
-//
-//	POST /v1/agentloops       application/octet-stream module bytes,
-//	                          Idempotency-Key; 200 AgentloopAdmission
-//	GET  /v1/agentloops/{id}  200 AgentloopAdmission, 404 when unknown
-//
-// An empty body answers 400 and an oversize one 413, before the key is
-// claimed; another Content-Type than application/octet-stream answers 415.
-// It has the signature of brain.Config.Mount.
-func (h *Host) Mount(s *httpapi.Server) error {
-	s.Handle("POST /v1/agentloops", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.post(s, w, r) }))
-	s.Handle("GET /v1/agentloops/{id}", http.HandlerFunc(h.get))
-	return nil
-}
-
-func apiError(status int, code, msg string) *httpapi.Error {
-	return &httpapi.Error{Status: status, Body: brainapi.ApiError{Code: code, Message: msg, Retryable: brainapi.DefaultRetryable(code)}}
-}
-
-func (h *Host) post(s *httpapi.Server, w http.ResponseWriter, r *http.Request) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/octet-stream" {
-			httpapi.WriteError(w, apiError(http.StatusUnsupportedMediaType, brainapi.CodeInvalidRequest, "the body must be application/octet-stream module bytes"))
-			return
-		}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxModuleBytes))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		httpapi.WriteError(w, apiError(http.StatusRequestEntityTooLarge, brainapi.CodeInvalidRequest, fmt.Sprintf("the module exceeds %d bytes", h.opts.MaxModuleBytes)))
-		return
-	case err != nil:
-		httpapi.WriteError(w, apiError(http.StatusBadRequest, brainapi.CodeInvalidRequest, "reading the body: "+err.Error()))
-		return
-	case len(body) == 0:
-		httpapi.WriteError(w, apiError(http.StatusBadRequest, brainapi.CodeInvalidRequest, "the body must be non-empty module bytes"))
-		return
-	}
-	s.Idempotent(w, r, "agentloops.admit", body, func(ctx context.Context) (int, any, error) {
-		a, err := h.Admit(ctx, body)
-		if err != nil {
-			return 0, nil, err
-		}
-		return http.StatusOK, a, nil
-	})
-}
-
-func (h *Host) get(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !validID(id) {
-		httpapi.WriteError(w, apiError(http.StatusBadRequest, brainapi.CodeInvalidRequest, "an agentloop id is 64 lowercase hex digits"))
-		return
-	}
-	a, ok := h.Admission(id)
-	if !ok {
-		httpapi.WriteError(w, apiError(http.StatusNotFound, brainapi.CodeNotFound, "no such agentloop"))
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, a)
 }

@@ -26,7 +26,7 @@
 // guest code is much slower than natively and the Go guest SDK keeps
 // reflection off the turn path. Nothing is compiled on the turn path
 // (Host.Compiles counts compilations). Linear memory is bounded by
-// Options.MaxLinearMemoryBytes (default BRAIN_MAX_LINEAR_MEMORY_BYTES, else
+// Options.MaxLinearMemoryBytes (default
 // 128 MiB). On Unix an instance's linear memory is an anonymous mapping
 // that reserves the limit, so growing never copies and untouched pages
 // cost nothing; it is unmapped when the activation ends. The guest's

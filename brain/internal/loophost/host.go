@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,9 +27,6 @@ const (
 	DefaultMaxLinearMemoryBytes = 128 << 20
 	DefaultMaxOutputBytes       = 64 << 10
 	DefaultMaxModuleBytes       = 64 << 20
-	// EnvMaxLinearMemory names the environment variable read when
-	// Options.MaxLinearMemoryBytes is zero.
-	EnvMaxLinearMemory = "BRAIN_MAX_LINEAR_MEMORY_BYTES"
 )
 
 const pageBytes = 1 << 16
@@ -60,7 +56,7 @@ type Options struct {
 	// may share it.
 	CacheDir string
 	// MaxLinearMemoryBytes bounds a guest's linear memory, rounded down to
-	// 64 KiB pages. Zero reads BRAIN_MAX_LINEAR_MEMORY_BYTES, else 128 MiB.
+	// 64 KiB pages (0: 128 MiB).
 	MaxLinearMemoryBytes int64
 	// MaxOutputBytes bounds the captured stdout and stderr of one
 	// activation, each; further bytes are dropped (0: 64 KiB).
@@ -111,13 +107,6 @@ func Open(ctx context.Context, opts Options) (_ *Host, err error) {
 	}
 	if opts.MaxLinearMemoryBytes == 0 {
 		opts.MaxLinearMemoryBytes = DefaultMaxLinearMemoryBytes
-		if v := os.Getenv(EnvMaxLinearMemory); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 {
-				return nil, fmt.Errorf("loophost: %s=%q: want a positive number of bytes", EnvMaxLinearMemory, v)
-			}
-			opts.MaxLinearMemoryBytes = n
-		}
 	}
 	pages := opts.MaxLinearMemoryBytes / pageBytes
 	if pages < 1 || pages > 65536 {
@@ -237,6 +226,12 @@ func (h *Host) Compiles() int64 { return h.compiles.Load() }
 
 // Activations answers how many instances this host has created.
 func (h *Host) Activations() int64 { return h.activations.Load() }
+
+// MaxModuleBytes answers the largest module Admit accepts.
+func (h *Host) MaxModuleBytes() int64 { return h.opts.MaxModuleBytes }
+
+// ValidID reports whether s is an AgentloopId: 64 lowercase hex digits.
+func ValidID(s string) bool { return validID(s) }
 
 // implementation is the part of an implementation descriptor the host
 // reads.

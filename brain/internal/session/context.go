@@ -35,7 +35,7 @@ func (e *Engine) Controller(id string, seq uint64) (Services, error) {
 // openControllerLocked opens the controller context of an operation of
 // the environment decl (binding) whose started record is seq. b is the
 // emission budget it charges (nil: a budget of its own).
-func (s *sess) openControllerLocked(ctx context.Context, decl api.Environment, binding, seq uint64, b *budget) *envapi.Grant {
+func (s *sess) openControllerLocked(ctx context.Context, decl api.Environment, binding, seq uint64, b *budget) (*envapi.Grant, <-chan struct{}) {
 	if b == nil {
 		b = &budget{}
 	}
@@ -49,7 +49,7 @@ func (s *sess) openControllerLocked(ctx context.Context, decl api.Environment, b
 		old.close()
 	}
 	s.ctrls[seq] = x
-	return &envapi.Grant{Methods: envapi.ContextMethods()}
+	return &envapi.Grant{Methods: envapi.ContextMethods()}, x.done
 }
 
 // closeControllerLocked revokes the controller context of operation seq.

@@ -45,7 +45,8 @@
 // # Environments
 //
 // The engine talks to environments only through the Environments
-// interface (package envbind delivers it over HTTP). Create sets every
+// interface, whose one method Deliver sends every operation (package
+// envbind delivers it over HTTP). Create sets every
 // automatic environment up, End detaches after session_end_started, Delete
 // tears down as separate journaled operations; a setup receipt with
 // on_turn_end makes every turn end with a journaled environment_call of
@@ -72,7 +73,8 @@
 // error wrapping ErrInvalidReceipt makes the outcome unknown without
 // recording environment_unreachable. The Services that Engine.Execution
 // answers implement Closer, whose Done channel closes when the execution's
-// authority is revoked.
+// authority is revoked; an Operation carries the same channels
+// (CallbackDone, ContextDone) so a transport revokes its tokens then.
 //
 // # Live frames
 //

@@ -19,20 +19,20 @@ type Operation struct {
 	// Credential is the environment's credential from Secrets; never
 	// journalled.
 	Credential string
+	// CallbackDone, set when Request.Callback is, is closed when the
+	// execution the callback serves closes; ContextDone, set when Context
+	// is, is closed when the operation's controller context closes. A
+	// transport revokes the matching invocation token then.
+	CallbackDone, ContextDone <-chan struct{}
 }
 
-// Environments delivers environment operations. Each method sends its
-// operation once and answers the provider's receipt, or an error when no
-// receipt could be obtained (the engine then records the outcome unknown
-// and environment_unreachable). Implementations must return promptly when
-// ctx ends.
+// Environments delivers environment operations. Deliver sends its
+// operation once, whatever its request type, and answers the provider's
+// receipt, or an error when no receipt could be obtained (the engine then
+// records the outcome unknown and environment_unreachable).
+// Implementations must return promptly when ctx ends.
 type Environments interface {
-	Setup(ctx context.Context, op Operation) (envapi.Receipt, error)
-	Detach(ctx context.Context, op Operation) (envapi.Receipt, error)
-	Teardown(ctx context.Context, op Operation) (envapi.Receipt, error)
-	Execute(ctx context.Context, op Operation) (envapi.Receipt, error)
-	Cancel(ctx context.Context, op Operation) (envapi.Receipt, error)
-	Call(ctx context.Context, op Operation) (envapi.Receipt, error)
+	Deliver(ctx context.Context, op Operation) (envapi.Receipt, error)
 }
 
 // Validator is implemented by an Environments that checks declarations
@@ -40,22 +40,4 @@ type Environments interface {
 // create as invalid before anything is journaled.
 type Validator interface {
 	ValidateEnvironment(env api.Environment) error
-}
-
-// deliver routes op to the method of its request type.
-func deliver(ctx context.Context, envs Environments, op Operation) (envapi.Receipt, error) {
-	switch op.Request.Type {
-	case envapi.RequestSetup:
-		return envs.Setup(ctx, op)
-	case envapi.RequestDetach:
-		return envs.Detach(ctx, op)
-	case envapi.RequestTeardown:
-		return envs.Teardown(ctx, op)
-	case envapi.RequestExecute:
-		return envs.Execute(ctx, op)
-	case envapi.RequestCancel:
-		return envs.Cancel(ctx, op)
-	default:
-		return envs.Call(ctx, op)
-	}
 }

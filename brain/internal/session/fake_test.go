@@ -83,24 +83,18 @@ func (f *fakeEnvs) lifecycle(ctx context.Context, op Operation) (envapi.Receipt,
 	return envapi.Accepted(), nil
 }
 
-func (f *fakeEnvs) Setup(ctx context.Context, op Operation) (envapi.Receipt, error) {
+func (f *fakeEnvs) Deliver(ctx context.Context, op Operation) (envapi.Receipt, error) {
+	switch op.Request.Type {
+	case envapi.RequestExecute:
+		return f.execute(ctx, op)
+	case envapi.RequestCancel:
+		f.record(op)
+		return envapi.Accepted(), nil
+	}
 	return f.lifecycle(ctx, op)
-}
-func (f *fakeEnvs) Detach(ctx context.Context, op Operation) (envapi.Receipt, error) {
-	return f.lifecycle(ctx, op)
-}
-func (f *fakeEnvs) Teardown(ctx context.Context, op Operation) (envapi.Receipt, error) {
-	return f.lifecycle(ctx, op)
-}
-func (f *fakeEnvs) Call(ctx context.Context, op Operation) (envapi.Receipt, error) {
-	return f.lifecycle(ctx, op)
-}
-func (f *fakeEnvs) Cancel(ctx context.Context, op Operation) (envapi.Receipt, error) {
-	f.record(op)
-	return envapi.Accepted(), nil
 }
 
-func (f *fakeEnvs) Execute(ctx context.Context, op Operation) (envapi.Receipt, error) {
+func (f *fakeEnvs) execute(ctx context.Context, op Operation) (envapi.Receipt, error) {
 	switch f.record(op) {
 	case "echo", "release":
 		return envapi.Result(mustJSON(envapi.OK(op.Request.Input))), nil

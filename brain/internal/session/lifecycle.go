@@ -238,7 +238,7 @@ func (s *sess) envOpErrLocked(ctx context.Context, name string, req envapi.Reque
 	}
 	op := s.operationLocked(ctx, decl, binding, seq, req, nil)
 	s.mu.Unlock()
-	receipt, derr := deliver(context.WithoutCancel(ctx), s.e.cfg.Environments, op)
+	receipt, derr := s.e.cfg.Environments.Deliver(context.WithoutCancel(ctx), op)
 	s.mu.Lock()
 	s.closeControllerLocked(seq)
 	if derr != nil {
@@ -312,16 +312,18 @@ func (s *sess) operationLocked(ctx context.Context, decl api.Environment, bindin
 		}
 		s.creds[owner] = cred
 	}
+	grant, done := s.openControllerLocked(ctx, decl, binding, seq, b)
 	return Operation{
 		Operation: envapi.Operation{
 			SessionID: s.id, Environment: decl.Name, Sequence: seq, Request: req,
 			Binding:       &envapi.EnvironmentRef{Name: decl.Name, Sequence: binding},
 			Configuration: decl.Configuration,
 			Template:      template,
-			Context:       s.openControllerLocked(ctx, decl, binding, seq, b),
+			Context:       grant,
 		},
 		Declaration: decl,
 		Credential:  cred,
+		ContextDone: done,
 	}
 }
 

@@ -60,9 +60,10 @@ func (s *sess) runRemote(a *activation, in api.TurnInput, name string) (api.Turn
 	impl := s.st.Config.Agentloop.Implementation
 	op := s.operationLocked(a.ctx, decl, binding, a.seq,
 		envapi.Execute(impl, input, deadlineMs, &envapi.Grant{Methods: envapi.AgentloopMethods()}), a.budget)
+	op.CallbackDone = a.exec.done
 	s.mu.Unlock()
 
-	receipt, err := s.e.cfg.Environments.Execute(a.ctx, op)
+	receipt, err := s.e.cfg.Environments.Deliver(a.ctx, op)
 
 	s.mu.Lock()
 	s.closeControllerLocked(a.seq)

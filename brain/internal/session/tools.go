@@ -204,11 +204,12 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	placement, _ := s.placementLocked(tool, c.Environment)
 	op := s.operationLocked(tctx, decl, binding, seq,
 		envapi.Execute(placement.Implementation, c.Input, deadlineMs, grant), act.budget)
+	op.CallbackDone = t.x.done
 	t.executing = true
 	s.e.wg.Add(1)
 	go func() {
 		defer s.e.wg.Done()
-		receipt, err := s.e.cfg.Environments.Execute(tctx, op)
+		receipt, err := s.e.cfg.Environments.Deliver(tctx, op)
 		s.onReceipt(t, receipt, err)
 	}()
 	return t
@@ -333,7 +334,7 @@ func (s *sess) toolStopped(t *toolCall) {
 	defer s.e.wg.Done()
 
 	ctx, stop := context.WithTimeout(context.WithoutCancel(s.e.base), cancelDeliveryTimeout)
-	receipt, err := s.e.cfg.Environments.Cancel(ctx, op)
+	receipt, err := s.e.cfg.Environments.Deliver(ctx, op)
 	stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,6 +1,3 @@
-// Package braintest runs a real Brain for tests outside the brain module's
-// internals, such as examples and provider tests: it builds the brain
-// binary, serves it on a free loopback port and stops it with the test.
 package braintest
 
 import (

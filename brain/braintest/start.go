@@ -1,0 +1,139 @@
+package braintest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain"
+	"github.com/brain-in-go/brain/brain/client"
+)
+
+// Options configure Start.
+type Options struct {
+	// DataDir is the data directory (default: a fresh one under
+	// t.TempDir()). Starting again over the same directory recovers it.
+	DataDir string
+	// Token is the bearer token the API requires (empty: none).
+	Token string
+	// Environments are providers served on loopback next to Brain and
+	// routed under their names.
+	Environments map[string]Environment
+	// Logs receives Brain's JSON logs at debug level (nil: discarded).
+	Logs io.Writer
+	// Edit may change the configuration before Brain starts.
+	Edit func(*brain.Config)
+}
+
+// Environment is an environment/v1 provider Start serves and routes.
+type Environment struct {
+	// Handler serves environment/v1, such as a provider's
+	// Handler(APIKey).
+	Handler http.Handler
+	// APIKey is the credential Brain presents to the provider.
+	APIKey string
+	// Default makes it the default route too, for drivers without one.
+	Default bool
+}
+
+// Brain is a Brain running in-process.
+type Brain struct {
+	// URL is the base URL of the session API (also Brain's public URL).
+	URL string
+	// Token is the bearer token the API requires.
+	Token string
+	// DataDir is the data directory.
+	DataDir string
+	// Server is the running server.
+	Server *brain.Server
+	// Routes are the endpoints of Options.Environments by name.
+	Routes map[string]string
+
+	served chan error
+}
+
+// Start runs a Brain in-process over a real loopback listener: it builds
+// a brain.Config from opts, calls brain.New and serves it. When the test
+// ends Brain drains (bounded by 30 s), then the environments stop.
+func Start(t testing.TB, opts Options) *Brain {
+	t.Helper()
+	b, err := start(t, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func start(t testing.TB, opts Options) (*Brain, error) {
+	dir := opts.DataDir
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "data")
+	}
+	logs := opts.Logs
+	if logs == nil {
+		logs = io.Discard
+	}
+	cfg := brain.Config{
+		DataDir: dir,
+		Token:   opts.Token,
+		Logger:  slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	routes := map[string]string{}
+	for name, env := range opts.Environments {
+		srv := httptest.NewServer(env.Handler)
+		t.Cleanup(srv.Close)
+		if cfg.Environments.Routes == nil {
+			cfg.Environments.Routes = map[string]brain.EnvironmentRoute{}
+		}
+		cfg.Environments.Routes[name] = brain.EnvironmentRoute{Endpoint: srv.URL, APIKey: env.APIKey}
+		if env.Default {
+			cfg.Environments.BaseURL, cfg.Environments.APIKey = srv.URL, env.APIKey
+		}
+		routes[name] = srv.URL
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	url := "http://" + ln.Addr().String()
+	cfg.PublicURL = url
+	if opts.Edit != nil {
+		opts.Edit(&cfg)
+	}
+	srv, err := brain.New(context.Background(), cfg)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	token, _ := srv.Token()
+	b := &Brain{URL: url, Token: token, DataDir: dir, Server: srv, Routes: routes, served: make(chan error, 1)}
+	go func() { b.served <- srv.Serve(context.Background(), ln) }()
+	t.Cleanup(b.stop)
+	return b, nil
+}
+
+// stop drains Brain while its routes still serve provider callbacks.
+func (b *Brain) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = b.Server.Close(ctx)
+	<-b.served
+}
+
+// Client answers a Go client of the API with Brain's token, closed with
+// the test.
+func (b *Brain) Client(t testing.TB) *client.Client {
+	t.Helper()
+	c, err := client.New(b.URL, &client.Options{Token: b.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}

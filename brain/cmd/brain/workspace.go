@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+
+	"github.com/brain-in-go/brain/brain"
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/providers/workspace"
+)
+
+// workspaceRoute is the route name of the built-in workspace environment.
+const workspaceRoute = "workspace"
+
+// builtinWorkspace is the workspace provider "brain serve" runs on a
+// loopback port of its own and routes as "workspace" (and as the default
+// route unless one is configured).
+type builtinWorkspace struct {
+	ln    net.Listener
+	token string
+	root  string
+	done  chan error
+	stop  context.CancelFunc
+}
+
+// openWorkspace opens the provider's listener and routes it in cfg; the
+// provider itself starts in start, once Brain opened the data directory.
+func openWorkspace(f *serveFlags, cfg *brain.Config) (*builtinWorkspace, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("workspace environment: %w", err)
+	}
+	w := &builtinWorkspace{ln: ln, token: randomToken(), root: f.workspaceRoot}
+	if w.root == "" {
+		w.root = filepath.Join(f.dataDir, "native-workspaces")
+	}
+	url := "http://" + ln.Addr().String()
+	if cfg.Environments.Routes == nil {
+		cfg.Environments.Routes = map[string]brain.EnvironmentRoute{}
+	}
+	cfg.Environments.Routes[workspaceRoute] = brain.EnvironmentRoute{Endpoint: url, APIKey: w.token}
+	if cfg.Environments.BaseURL == "" {
+		cfg.Environments.BaseURL, cfg.Environments.APIKey = url, w.token
+	}
+	return w, nil
+}
+
+// start runs the provider.
+func (w *builtinWorkspace) start(log *slog.Logger) error {
+	p, err := workspace.New(workspace.Options{Root: w.root, Logger: log.With("environment", workspaceRoute)})
+	if err != nil {
+		w.ln.Close()
+		return fmt.Errorf("workspace environment: %w", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	w.stop, w.done = stop, make(chan error, 1)
+	go func() { w.done <- envsdk.Serve(ctx, w.ln, p.Handler(w.token)) }()
+	return nil
+}
+
+// close stops the provider; call it after Brain drained, since providers
+// call back while work drains.
+func (w *builtinWorkspace) close() error {
+	if w == nil {
+		return nil
+	}
+	if w.stop == nil {
+		return w.ln.Close()
+	}
+	w.stop()
+	if err := <-w.done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func randomToken() string {
+	buf := make([]byte, 24)
+	_, _ = rand.Read(buf)
+	return hex.EncodeToString(buf)
+}

@@ -1,0 +1,253 @@
+package brain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/go-playground/validator/v10"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// NoLimit as a Limits field or Config.RequestRetention removes that bound.
+const NoLimit = -1
+
+// DefaultRequestRetention is how long idempotency answers are kept.
+const DefaultRequestRetention = 24 * time.Hour
+
+// Config configures a Server. It is plain data: only DataDir is required,
+// and every zero field selects the server default. The env tag of a field
+// names the BRAIN_* variable "brain serve" reads it from; validation
+// errors name both.
+type Config struct {
+	// DataDir is the data directory; it is created, locked and checked.
+	DataDir string `validate:"required" env:"BRAIN_DATA_DIR"`
+	// Storage selects where sessions, idempotency answers and sealed
+	// credentials live (default: the data directory).
+	Storage Storage
+	// PublicURL is the base URL environments use for callbacks and
+	// reporters (default: http://<address of the listener given to Serve>).
+	PublicURL string `validate:"omitempty,http_url" env:"BRAIN_PUBLIC_URL"`
+	// Token is the bearer token every application route requires. When it
+	// is empty and TokenFile is set, the token saved in TokenFile is used,
+	// or a new one is generated and saved there (mode 0600); when both
+	// are empty Brain serves without authentication (the caller decides
+	// whether that is safe for its listener).
+	Token     string `env:"BRAIN_API_TOKEN"`
+	TokenFile string `env:"BRAIN_API_TOKEN"`
+	// Limits bound every turn.
+	Limits Limits
+	// Models configures the model providers.
+	Models Models
+	// Environments configures environment/v1 routes and bounds.
+	Environments Environments
+	// Agentloops configures the Wasm agentloop host.
+	Agentloops Agentloops
+	// IdleTTL keeps idle sessions in memory that long after create and
+	// each turn; 0 releases them at once, NoLimit keeps them.
+	IdleTTL time.Duration `validate:"gte=-1ns" env:"BRAIN_SESSION_IDLE_TTL_SECS"`
+	// RequestRetention is how long idempotency answers are kept: 0 selects
+	// 24 h, NoLimit keeps them forever.
+	RequestRetention time.Duration `validate:"gte=-1ns" env:"BRAIN_REQUEST_RETENTION_SECS"`
+	// MaxRequestBytes bounds request bodies (0: 32 MiB).
+	MaxRequestBytes int64 `validate:"gte=0" env:"BRAIN_MAX_REQUEST_BYTES"`
+	// MaxLiveBacklog is how far an event stream may lag before it ends
+	// (0: 1024 records).
+	MaxLiveBacklog int `validate:"gte=0" env:"BRAIN_MAX_LIVE_BACKLOG"`
+	// Heartbeat is the comment interval of idle event streams (0: 15 s).
+	Heartbeat time.Duration `validate:"gte=0s" env:"BRAIN_SSE_HEARTBEAT_SECS"`
+	// MaxJournalQueueBytes bounds the journal bytes queued for the writer
+	// across all sessions; an append beyond it fails fast as overloaded
+	// (0: 64 MiB).
+	MaxJournalQueueBytes int64 `validate:"gte=0" env:"BRAIN_MAX_JOURNAL_QUEUE_BYTES"`
+	// MaxSessionQueueBytes bounds the journal bytes queued for one session
+	// (0: 8 MiB).
+	MaxSessionQueueBytes int64 `validate:"gte=0" env:"BRAIN_MAX_SESSION_QUEUE_BYTES"`
+	// MaxJournalOpenFiles bounds the segment files the journal writer keeps
+	// open between commits (0: 256).
+	MaxJournalOpenFiles int `validate:"gte=0" env:"BRAIN_MAX_JOURNAL_OPEN_FILES"`
+	// Logger receives structured logs (nil: slog.Default()).
+	Logger *slog.Logger
+
+	// PrepareCreate may fill defaults, such as default environments, into
+	// a validated create request before it runs. It must be deterministic.
+	PrepareCreate func(ctx context.Context, req *api.CreateSessionRequest) error
+	// AfterClaim runs after an idempotency claim is durable and before its
+	// operation runs: a fault-injection point for crash tests.
+	AfterClaim func(scope, key string)
+}
+
+// Storage selects the storage backend.
+type Storage struct {
+	// DatabaseURL selects a database backend by its scheme; empty keeps
+	// everything in the data directory.
+	DatabaseURL string `validate:"omitempty,url" env:"BRAIN_DATABASE_URL"`
+}
+
+// Limits bound every turn. A zero field selects the server default
+// (128 model calls, 1800 s per turn, 120 s per tool call, 1 MiB of emitted
+// events); NoLimit removes the bound.
+type Limits struct {
+	MaxModelCalls   int           `validate:"gte=-1" env:"BRAIN_MAX_MODEL_CALLS"`
+	MaxTurn         time.Duration `validate:"gte=-1ns" env:"BRAIN_MAX_TURN_SECS"`
+	MaxTool         time.Duration `validate:"gte=-1ns" env:"BRAIN_MAX_TOOL_SECS"`
+	MaxEmittedBytes int64         `validate:"gte=-1" env:"BRAIN_MAX_EMITTED_BYTES"`
+}
+
+// Models configures the model providers: "openai" (Responses API),
+// "openai_chat" (Chat Completions), "anthropic" (Messages API) and the
+// offline "scripted" model. Zero bounds select the defaults (4 MiB answer,
+// 64 KiB delta, 32 MiB stream, 256 KiB frame, 16 KiB error body, 120 s
+// call, 10 s connect).
+type Models struct {
+	// OpenAIBaseURL is the base URL of openai and openai_chat (default
+	// the hosted API).
+	OpenAIBaseURL string `validate:"omitempty,http_url" env:"BRAIN_OPENAI_BASE_URL"`
+	// AnthropicBaseURL is the base URL of anthropic (default the hosted
+	// API).
+	AnthropicBaseURL string `validate:"omitempty,http_url" env:"BRAIN_ANTHROPIC_BASE_URL"`
+	// APIKeys are the operator's keys by provider name, used by sessions
+	// that bring none ("brain serve" reads OPENAI_API_KEY and
+	// ANTHROPIC_API_KEY).
+	APIKeys map[string]string `env:"OPENAI_API_KEY"`
+
+	MaxOutputBytes int64         `validate:"gte=0" env:"BRAIN_MAX_MODEL_OUTPUT_BYTES"`
+	MaxDeltaBytes  int64         `validate:"gte=0" env:"BRAIN_MAX_MODEL_DELTA_BYTES"`
+	MaxStreamBytes int64         `validate:"gte=0" env:"BRAIN_MAX_MODEL_STREAM_BYTES"`
+	MaxFrameBytes  int64         `validate:"gte=0" env:"BRAIN_MAX_MODEL_FRAME_BYTES"`
+	MaxErrorBytes  int64         `validate:"gte=0" env:"BRAIN_MAX_MODEL_ERROR_BYTES"`
+	Timeout        time.Duration `validate:"gte=0s" env:"BRAIN_MAX_MODEL_SECS"`
+	ConnectTimeout time.Duration `validate:"gte=0s" env:"BRAIN_MAX_MODEL_CONNECT_SECS"`
+}
+
+// EnvironmentRoute is where operations of a driver name go.
+type EnvironmentRoute struct {
+	// Endpoint is the provider's base URL: HTTPS, or HTTP on a loopback
+	// host.
+	Endpoint string `json:"endpoint" validate:"required,http_url" env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
+	// APIKey is the operator's credential for the provider (optional).
+	APIKey string `json:"api_key,omitempty" env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
+}
+
+// Environments configures where environment operations go and their
+// bounds (zero: 32 MiB answers, 120 s per operation, 5 s connect).
+type Environments struct {
+	// Routes maps driver names to providers.
+	Routes map[string]EnvironmentRoute `validate:"dive" env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
+	// RoutesFile is a JSON object {"<driver>": {"endpoint", "api_key"?}}
+	// whose routes join Routes.
+	RoutesFile string `env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
+	// BaseURL and APIKey are the default route of drivers without one.
+	BaseURL string `validate:"omitempty,http_url" env:"BRAIN_ENVIRONMENT_BASE_URL"`
+	APIKey  string `env:"BRAIN_ENVIRONMENT_API_KEY"`
+
+	MaxResponseBytes int64         `validate:"gte=0" env:"BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES"`
+	Timeout          time.Duration `validate:"gte=0s" env:"BRAIN_MAX_ENVIRONMENT_SECS"`
+	ConnectTimeout   time.Duration `validate:"gte=0s" env:"BRAIN_MAX_ENVIRONMENT_CONNECT_SECS"`
+}
+
+// Agentloops configures the Wasm agentloop host.
+type Agentloops struct {
+	// BuiltinWasm runs the built-in default loop as its embedded Wasm
+	// build instead of natively.
+	BuiltinWasm bool `env:"BRAIN_BUILTIN_WASM"`
+	// MaxLinearMemoryBytes bounds a Wasm agentloop's linear memory, from
+	// 64 KiB to 4 GiB (0: 128 MiB).
+	MaxLinearMemoryBytes int64 `validate:"omitempty,gte=65536,lte=4294967296" env:"BRAIN_MAX_LINEAR_MEMORY_BYTES"`
+}
+
+// ConfigError is a configuration that failed validation. Each of its
+// problems names the Config field and the BRAIN_* variable it comes from.
+type ConfigError struct {
+	Problems []FieldProblem
+}
+
+// FieldProblem is one invalid Config field.
+type FieldProblem struct {
+	// Field is the field's path, such as "Models.Timeout".
+	Field string
+	// Env is the variable "brain serve" reads the field from.
+	Env string
+	// Problem says what is wrong.
+	Problem string
+}
+
+func (e *ConfigError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	return "brain: invalid configuration: " + strings.Join(parts, "; ")
+}
+
+func (p FieldProblem) String() string {
+	if p.Env == "" {
+		return fmt.Sprintf("Config.%s %s", p.Field, p.Problem)
+	}
+	return fmt.Sprintf("Config.%s (%s) %s", p.Field, p.Env, p.Problem)
+}
+
+var validate = validator.New(validator.WithRequiredStructEnabled())
+
+// Validate checks cfg and answers a *ConfigError naming every invalid
+// field.
+func (cfg *Config) Validate() error {
+	err := validate.Struct(cfg)
+	if err == nil {
+		return nil
+	}
+	var verrs validator.ValidationErrors
+	if !errors.As(err, &verrs) {
+		return fmt.Errorf("brain: invalid configuration: %w", err)
+	}
+	ce := &ConfigError{}
+	for _, fe := range verrs {
+		_, path, _ := strings.Cut(fe.StructNamespace(), ".")
+		ce.Problems = append(ce.Problems, FieldProblem{Field: path, Env: envOf(path), Problem: problem(fe)})
+	}
+	return ce
+}
+
+// envOf answers the env tag of the Config field at path (map and slice
+// indexes ignored).
+func envOf(path string) string {
+	t := reflect.TypeFor[Config]()
+	env := ""
+	for _, name := range strings.Split(path, ".") {
+		name, _, _ = strings.Cut(name, "[")
+		for t.Kind() == reflect.Map || t.Kind() == reflect.Slice || t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			break
+		}
+		f, ok := t.FieldByName(name)
+		if !ok {
+			break
+		}
+		env, t = f.Tag.Get("env"), f.Type
+	}
+	return env
+}
+
+func problem(fe validator.FieldError) string {
+	switch fe.Tag() {
+	case "required":
+		return "is required"
+	case "http_url":
+		// Not quoted: a URL may carry credentials.
+		return "must be an absolute http or https URL"
+	case "url":
+		return "must be a URL"
+	case "gte":
+		return fmt.Sprintf("must be at least %s, not %v", fe.Param(), fe.Value())
+	case "lte":
+		return fmt.Sprintf("must be at most %s, not %v", fe.Param(), fe.Value())
+	}
+	return fmt.Sprintf("fails %q", fe.Tag())
+}

@@ -1,0 +1,93 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/brain-in-go/brain/brain/internal/idem"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/session"
+)
+
+// Options are what every backend is opened with.
+type Options struct {
+	// DataDir is the local data directory (always given; the file backend
+	// keeps everything there, other backends their local caches).
+	DataDir string
+	// DatabaseURL selects a registered backend by its scheme; empty
+	// selects the file backend.
+	DatabaseURL string
+	// Journal bounds the journal writer's queues and open files.
+	Journal journal.Options
+	// Logger receives the backend's logs.
+	Logger *slog.Logger
+}
+
+// Backend is an opened storage backend.
+type Backend struct {
+	// Journal is the session journal.
+	Journal journal.Store
+	// Secrets keeps sealed model keys and environment credentials.
+	Secrets session.Secrets
+	// ReporterKey is the 32-byte key environment reporter tokens are
+	// derived from; it must survive restarts.
+	ReporterKey []byte
+	// OpenRequests opens the idempotency store with opts (which carry the
+	// engine's Derive); it is called once, after the engine recovered.
+	OpenRequests func(opts *idem.Options) (*idem.Store, error)
+	// Close releases what the backend holds; it is called after the
+	// engine and the idempotency store are closed.
+	Close func() error
+}
+
+// Opener opens a backend.
+type Opener func(ctx context.Context, opts Options) (*Backend, error)
+
+var (
+	mu      sync.Mutex
+	openers = map[string]Opener{}
+)
+
+// Register makes open the backend of database URLs with scheme. It panics
+// when scheme is registered twice.
+func Register(scheme string, open Opener) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := openers[scheme]; dup {
+		panic("backend: " + scheme + " registered twice")
+	}
+	openers[scheme] = open
+}
+
+// ErrUnknownScheme is wrapped when no backend serves a database URL.
+var ErrUnknownScheme = errors.New("no storage backend for this database URL scheme")
+
+// Open opens the backend opts select.
+func Open(ctx context.Context, opts Options) (*Backend, error) {
+	if opts.DatabaseURL == "" {
+		return OpenFiles(ctx, opts)
+	}
+	u, err := url.Parse(opts.DatabaseURL)
+	if err != nil || u.Scheme == "" {
+		// The URL may carry a password: never quote it.
+		return nil, errors.New("backend: the database URL is not a URL")
+	}
+	mu.Lock()
+	open, ok := openers[u.Scheme]
+	var known []string
+	for s := range openers {
+		known = append(known, s)
+	}
+	mu.Unlock()
+	if !ok {
+		sort.Strings(known)
+		return nil, fmt.Errorf("backend: %q (registered: %s): %w", u.Scheme, strings.Join(known, ", "), ErrUnknownScheme)
+	}
+	return open(ctx, opts)
+}

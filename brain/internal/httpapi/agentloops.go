@@ -1,0 +1,74 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/loophost"
+)
+
+// ScopeAdmit is the idempotency scope of agentloop admission.
+const ScopeAdmit = "agentloops.admit"
+
+// agentloopRoutes mounts the admission routes behind the server token:
+//
+//	POST /v1/agentloops       application/octet-stream module bytes,
+//	                          Idempotency-Key; 200 AgentloopAdmission
+//	GET  /v1/agentloops/{id}  200 AgentloopAdmission, 404 when unknown
+//
+// An empty body answers 400 and an oversize one 413, before the key is
+// claimed; another Content-Type than application/octet-stream answers 415.
+func (s *Server) agentloopRoutes() {
+	s.handle("POST /v1/agentloops", http.HandlerFunc(s.admitAgentloop))
+	s.handle("GET /v1/agentloops/{id}", http.HandlerFunc(s.getAgentloop))
+}
+
+func (s *Server) admitAgentloop(w http.ResponseWriter, r *http.Request) {
+	h := s.opts.Agentloops
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/octet-stream" {
+			WriteError(w, newError(http.StatusUnsupportedMediaType, api.CodeInvalidRequest, "the body must be application/octet-stream module bytes"))
+			return
+		}
+	}
+	limit := h.MaxModuleBytes()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		WriteError(w, newError(http.StatusRequestEntityTooLarge, api.CodeInvalidRequest, fmt.Sprintf("the module exceeds %d bytes", limit)))
+		return
+	case err != nil:
+		WriteError(w, badRequest("reading the body: "+err.Error()))
+		return
+	case len(body) == 0:
+		WriteError(w, badRequest("the body must be non-empty module bytes"))
+		return
+	}
+	s.Idempotent(w, r, ScopeAdmit, body, func(ctx context.Context) (int, any, error) {
+		a, err := h.Admit(ctx, body)
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, a, nil
+	})
+}
+
+func (s *Server) getAgentloop(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !loophost.ValidID(id) {
+		WriteError(w, badRequest("an agentloop id is 64 lowercase hex digits"))
+		return
+	}
+	a, ok := s.opts.Agentloops.Admission(id)
+	if !ok {
+		WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such agentloop"))
+		return
+	}
+	WriteJSON(w, http.StatusOK, a)
+}

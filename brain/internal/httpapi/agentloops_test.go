@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/brain-in-go/brain/brain/agentloop/builtin"
+	"github.com/brain-in-go/brain/brain/internal/loophost"
+)
+
+// admission sends one request with the server token and answers its
+// status and body.
+func (f *fixture) admission(method, path, key, contentType string, body []byte) (int, string) {
+	f.t.Helper()
+	req, err := http.NewRequest(method, f.url+path, bytes.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestAdmissionRoutes(t *testing.T) {
+	h, err := loophost.Open(context.Background(), loophost.Options{Dir: t.TempDir(), MaxModuleBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	f := newFixture(t, Options{Agentloops: h})
+	guest, other := builtin.DefaultWasm(), []byte("other module bytes")
+	const oct = "application/octet-stream"
+
+	if code, body := f.admission("POST", "/v1/agentloops", "k0", oct, nil); code != 400 || !strings.Contains(body, "invalid_request") {
+		t.Fatalf("empty body: %d %s", code, body)
+	}
+	if code, body := f.admission("POST", "/v1/agentloops", "", oct, guest); code != 400 || !strings.Contains(body, "idempotency-key") {
+		t.Fatalf("no key: %d %s", code, body)
+	}
+	if code, body := f.admission("POST", "/v1/agentloops", "k1", "application/json", guest); code != 415 {
+		t.Fatalf("json body: %d %s", code, body)
+	}
+	if code, body := f.admission("POST", "/v1/agentloops", "k1", oct, make([]byte, 9<<20)); code != 413 {
+		t.Fatalf("oversize: %d %s", code, body)
+	}
+	req, _ := http.NewRequest("POST", f.url+"/v1/agentloops", bytes.NewReader(guest))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("no token: %v %v", resp.StatusCode, err)
+	}
+
+	code, body := f.admission("POST", "/v1/agentloops", "k1", oct, guest)
+	var a loophost.Admission
+	if err := json.Unmarshal([]byte(body), &a); code != 200 || err != nil || a.Status != loophost.StatusAdmitted || len(a.ID) != 64 || a.Error != nil {
+		t.Fatalf("admit: %d %s", code, body)
+	}
+	compiles := h.Compiles()
+	if code, again := f.admission("POST", "/v1/agentloops", "k1", oct, guest); code != 200 || again != body {
+		t.Fatalf("replay: %d %s", code, again)
+	}
+	if code, other := f.admission("POST", "/v1/agentloops", "k1", oct, other); code != 409 {
+		t.Fatalf("same key, other body: %d %s", code, other)
+	}
+	if h.Compiles() != compiles {
+		t.Fatal("a replay compiled")
+	}
+	if code, got := f.admission("GET", "/v1/agentloops/"+a.ID, "", "", nil); code != 200 || got != body {
+		t.Fatalf("get: %d %s, want %s", code, got, body)
+	}
+
+	code, body = f.admission("POST", "/v1/agentloops", "k2", "", []byte("junk"))
+	if err := json.Unmarshal([]byte(body), &a); code != 200 || err != nil || a.Status != loophost.StatusRejected || a.Error == nil || a.Error.Code != "invalid_request" {
+		t.Fatalf("junk: %d %s", code, body)
+	}
+	if code, got := f.admission("GET", "/v1/agentloops/"+a.ID, "", "", nil); code != 200 || got != body {
+		t.Fatalf("get rejected: %d %s", code, got)
+	}
+	if code, _ := f.admission("GET", "/v1/agentloops/"+strings.Repeat("0", 64), "", "", nil); code != 404 {
+		t.Fatalf("unknown id: %d", code)
+	}
+	if code, _ := f.admission("GET", "/v1/agentloops/xyz", "", "", nil); code != 400 {
+		t.Fatalf("bad id: %d", code)
+	}
+}

@@ -1,0 +1,277 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Idempotency scopes of the environment control routes.
+const (
+	ScopeControl = "environment_control"
+	ScopeCall    = "environment_call"
+)
+
+// Route patterns of the environment routes.
+const (
+	PatternCall     = "POST /v1/sessions/{id}/executions/{sequence}/call"
+	PatternControl  = "POST /v1/sessions/{id}/environments"
+	PatternBinding  = "POST /v1/sessions/{id}/environments/{env}/{seg}/{last}"
+	patternCallsFwd = "POST /v1/sessions/{id}/environments/{env}/calls/{name}/{$}"
+)
+
+// environmentRoutes mounts the environment routes. The reporter route
+// (.../environments/{env}/{sequence}/events) and the environment call
+// route (.../environments/{env}/calls/{name}) share one mux pattern; the
+// call branch is forwarded to an authenticated pattern (the same path with
+// a trailing slash), so it needs the server token like every other
+// control route.
+func (s *Server) environmentRoutes() {
+	s.handleOpen(PatternCall, http.HandlerFunc(s.serveCall))
+	s.handle(PatternControl, http.HandlerFunc(s.serveControl))
+	s.handle(patternCallsFwd, http.HandlerFunc(s.serveEnvCall))
+	s.handleOpen(PatternBinding, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("seg") == "calls" {
+			fwd := r.Clone(r.Context())
+			fwd.URL.Path += "/"
+			fwd.URL.RawPath = ""
+			s.ServeHTTP(w, fwd)
+			return
+		}
+		id, err := envSession(r)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		env := r.PathValue("env")
+		bseq, err := pathSequence(r, "seg")
+		if err != nil || r.PathValue("last") != "events" || !envapi.ValidIdentifier(env) {
+			WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))
+			return
+		}
+		s.serveReport(w, r, id, env, bseq)
+	}))
+}
+
+// envSession answers the {id} path value of an environment route.
+func envSession(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !session.ValidSessionID(id) {
+		return "", badRequest("malformed session id")
+	}
+	return id, nil
+}
+
+func pathSequence(r *http.Request, name string) (uint64, error) {
+	n, err := strconv.ParseUint(r.PathValue(name), 10, 64)
+	if err != nil || n == 0 {
+		return 0, badRequest("malformed sequence")
+	}
+	return n, nil
+}
+
+// bearer answers the request's bearer token.
+func bearer(r *http.Request) (string, bool) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return tok, ok && tok != ""
+}
+
+// readEnvJSON checks the Content-Type and reads a bounded body that must
+// be valid JSON; the route decodes it strictly (422 naming the field).
+func (s *Server) readEnvJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return nil, newError(http.StatusUnsupportedMediaType, api.CodeInvalidRequest, "Content-Type must be application/json")
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(body) {
+		return nil, badRequest("request body is not valid JSON")
+	}
+	return body, nil
+}
+
+// serveCall is POST /v1/sessions/{id}/executions/{sequence}/call: a
+// service call of an open execution, authenticated by its invocation
+// token, or of the controller context of the environment operation
+// {sequence}, authenticated by the context's token.
+func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
+	id, err := envSession(r)
+	if err != nil {
+		WriteError(w, errUnauthorized)
+		return
+	}
+	seq, err := pathSequence(r, "sequence")
+	if err != nil {
+		WriteError(w, errUnauthorized)
+		return
+	}
+	tok, ok := bearer(r)
+	if !ok {
+		WriteError(w, errUnauthorized)
+		return
+	}
+	g, ok := s.opts.Bindings.Authorize(id, seq, tok)
+	if !ok {
+		WriteError(w, errUnauthorized)
+		return
+	}
+	var svc session.Services
+	if g.Controller {
+		svc, err = s.opts.Engine.Controller(id, seq)
+	} else {
+		svc, err = s.opts.Engine.Execution(id, seq)
+	}
+	if err != nil {
+		s.opts.Bindings.Revoke(g)
+		WriteError(w, errUnauthorized)
+		return
+	}
+	body, err := s.readEnvJSON(w, r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	var call envapi.ExecutionCall
+	if err := envapi.Strict(body, &call); err != nil {
+		WriteError(w, invalidField(err.Error()))
+		return
+	}
+	out, err := svc.Call(r.Context(), call.Method, call.Input)
+	switch {
+	case err == nil:
+		if len(out) == 0 {
+			out = json.RawMessage("null")
+		}
+		writeRaw(w, http.StatusOK, out)
+	case errors.Is(err, session.ErrExecutionClosed):
+		s.opts.Bindings.Revoke(g)
+		WriteError(w, errUnauthorized)
+	case errors.Is(err, session.ErrUnknownMethod), errors.Is(err, session.ErrNotGranted):
+		WriteError(w, newError(http.StatusForbidden, api.CodeNotGranted, "method "+strconv.Quote(call.Method)+" is not granted to this execution"))
+	default:
+		WriteError(w, err)
+	}
+}
+
+// serveReport is POST /v1/sessions/{id}/environments/{env}/{sequence}/events:
+// an environment report authenticated by the binding's reporter token.
+func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, id, env string, bseq uint64) {
+	tok, _ := bearer(r)
+	ok, err := s.opts.Bindings.AuthorizeReporter(id, env, bseq, tok)
+	if err != nil {
+		s.log.Error("reporter key unavailable", "err", err)
+		WriteError(w, newError(http.StatusServiceUnavailable, api.CodeOverloaded, "reporter key unavailable"))
+		return
+	}
+	if !ok {
+		WriteError(w, errUnauthorized)
+		return
+	}
+	body, err := s.readEnvJSON(w, r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	ev, err := envapi.DecodeReporterEvent(body)
+	if err != nil {
+		WriteError(w, invalidField(err.Error()))
+		return
+	}
+	rep := session.Report{Type: ev.Type, EventType: ev.EventType, Data: ev.Data}
+	if ev.Output != nil {
+		rep.Output, _ = json.Marshal(ev.Output)
+	}
+	seq, err := s.opts.Engine.Report(r.Context(), id, api.EnvironmentRef{Name: env, Sequence: bseq}, rep)
+	switch {
+	case err == nil:
+		WriteJSON(w, http.StatusOK, struct {
+			Sequence uint64 `json:"sequence"`
+		}{seq})
+	case errors.Is(err, session.ErrExecutionClosed), errors.Is(err, session.ErrNotFound):
+		WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "the binding is closed or was replaced"))
+	default:
+		WriteError(w, err)
+	}
+}
+
+// serveControl is POST /v1/sessions/{id}/environments: an
+// EnvironmentControlRequest on behalf of the operator.
+func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
+	if _, err := idempotencyKey(r); err != nil {
+		WriteError(w, err)
+		return
+	}
+	id, err := envSession(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	body, err := s.readEnvJSON(w, r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	req, err := envapi.DecodeControlRequest(body)
+	if err != nil {
+		WriteError(w, invalidField(err.Error()))
+		return
+	}
+	s.Idempotent(w, r, ScopeControl, body, func(ctx context.Context) (int, any, error) {
+		out, err := s.opts.Engine.Control(ctx, id, req)
+		return http.StatusOK, out, err
+	})
+}
+
+// serveEnvCall is POST /v1/sessions/{id}/environments/{env}/calls/{name}
+// with {"input": ANY}, answering {"output": ANY}.
+func (s *Server) serveEnvCall(w http.ResponseWriter, r *http.Request) {
+	if _, err := idempotencyKey(r); err != nil {
+		WriteError(w, err)
+		return
+	}
+	id, err := envSession(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	env, name := r.PathValue("env"), r.PathValue("name")
+	if !envapi.ValidIdentifier(env) || !envapi.ValidIdentifier(name) {
+		WriteError(w, badRequest("malformed environment or method name"))
+		return
+	}
+	body, err := s.readEnvJSON(w, r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	var in struct {
+		Input json.RawMessage `json:"input"`
+	}
+	if err := envapi.Strict(body, &in); err != nil {
+		WriteError(w, invalidField(err.Error()))
+		return
+	}
+	// The digest covers the path without the forwarding slash.
+	orig := r.Clone(r.Context())
+	orig.URL.Path = r.URL.Path[:len(r.URL.Path)-1]
+	s.Idempotent(w, orig, ScopeCall, body, func(ctx context.Context) (int, any, error) {
+		out, err := s.opts.Engine.CallEnvironment(ctx, id, env, name, in.Input)
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, struct {
+			Output json.RawMessage `json:"output"`
+		}{out}, nil
+	})
+}
