@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/datadir"
@@ -330,7 +329,7 @@ func (s *Store) waitSync(n uint64) error {
 		s.syncing = true
 		target, f := s.written, s.f
 		s.mu.Unlock()
-		err := fdatasync(f)
+		err := datadir.Fdatasync(f)
 		s.mu.Lock()
 		s.syncing = false
 		if err != nil {
@@ -341,24 +340,6 @@ func (s *Store) waitSync(n uint64) error {
 		s.cond.Broadcast()
 	}
 	return nil
-}
-
-func fdatasync(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			if serr = syscall.Fdatasync(int(fd)); serr != syscall.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return serr
 }
 
 // liveBytes is the size of a file holding only the live entries.
@@ -456,7 +437,7 @@ func (s *Store) Close() error {
 	var err error
 	if s.synced < s.written && s.err == nil {
 		// Answers recorded by AnswerDerivable and not yet flushed.
-		err = fdatasync(s.f)
+		err = datadir.Fdatasync(s.f)
 	}
 	return errors.Join(err, s.f.Close())
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/datadir"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 )
 
@@ -151,7 +152,7 @@ func benchBaseline(b *testing.B) {
 						b.Error(err)
 						return
 					}
-					if err := fdatasync(f); err != nil {
+					if err := datadir.Fdatasync(f); err != nil {
 						b.Error(err)
 						return
 					}
