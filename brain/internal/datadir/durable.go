@@ -1,91 +1,17 @@
 package datadir
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
-	"syscall"
+
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
-// tempPrefix starts the name of every temporary file WriteFileAtomic
-// creates.
-const tempPrefix = ".tmp-"
-
-// IsTemp tells whether name (a base name) is a temporary file that
-// WriteFileAtomic may have left behind in a crash; such files may be
-// removed. Names of the form .<target>.tmp-* were used before.
-func IsTemp(name string) bool {
-	return strings.HasPrefix(name, tempPrefix) ||
-		(strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"))
-}
-
-// WriteFileAtomic replaces path with data: it writes a temporary file in the
-// same directory, fsyncs it, renames it over path and fsyncs the directory.
-// After a crash path holds either its old content or data, never a mix.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, tempPrefix+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("datadir: write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("datadir: write %s: %w", path, err)
-	}
-	if err = tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("datadir: write %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("datadir: sync %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("datadir: write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("datadir: rename to %s: %w", path, err)
-	}
-	return SyncDir(dir)
+// WriteFileAtomic replaces path with data so that a crash leaves its old or
+// its new content; it is fsutil.WriteFileAtomic.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return fsutil.WriteFileAtomic(path, data, perm)
 }
 
 // SyncDir fsyncs a directory so that entries created, renamed or removed in
-// it are durable.
-func SyncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("datadir: sync dir %s: %w", dir, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("datadir: sync dir %s: %w", dir, err)
-	}
-	return nil
-}
-
-// Fdatasync flushes f's data (and the metadata needed to read it back, such
-// as its size) to stable storage, retrying when interrupted.
-func Fdatasync(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return fmt.Errorf("datadir: fdatasync %s: %w", f.Name(), err)
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			if serr = syscall.Fdatasync(int(fd)); serr != syscall.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return fmt.Errorf("datadir: fdatasync %s: %w", f.Name(), err)
-	}
-	if serr != nil {
-		return fmt.Errorf("datadir: fdatasync %s: %w", f.Name(), serr)
-	}
-	return nil
-}
+// it are durable; it is fsutil.SyncDir.
+func SyncDir(dir string) error { return fsutil.SyncDir(dir) }

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/brain-in-go/brain/brain/internal/datadir"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // Errors of this package.
@@ -142,7 +142,7 @@ func Open(path string, opts *Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	if err := datadir.SyncDir(filepath.Dir(path)); err != nil {
+	if err := fsutil.SyncDir(filepath.Dir(path)); err != nil {
 		s.f.Close()
 		return nil, err
 	}
@@ -329,7 +329,7 @@ func (s *Store) waitSync(n uint64) error {
 		s.syncing = true
 		target, f := s.written, s.f
 		s.mu.Unlock()
-		err := datadir.Fdatasync(f)
+		err := fsutil.Fdatasync(f)
 		s.mu.Lock()
 		s.syncing = false
 		if err != nil {
@@ -401,7 +401,7 @@ func (s *Store) compactLocked() error {
 			b = appendFrame(b, &record{Type: typeAnswer, AtMs: e.atMs, Scope: k.scope, Key: k.key, Status: e.answer.Status, Body: e.answer.Body})
 		}
 	}
-	if err := datadir.WriteFileAtomic(s.path, b, 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(s.path, b, 0o600); err != nil {
 		return fmt.Errorf("idem: compact %s: %w", s.path, err)
 	}
 	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_APPEND, 0o600)
@@ -437,7 +437,7 @@ func (s *Store) Close() error {
 	var err error
 	if s.synced < s.written && s.err == nil {
 		// Answers recorded by AnswerDerivable and not yet flushed.
-		err = datadir.Fdatasync(s.f)
+		err = fsutil.Fdatasync(s.f)
 	}
 	return errors.Join(err, s.f.Close())
 }

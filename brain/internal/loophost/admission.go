@@ -12,8 +12,8 @@ import (
 	"path/filepath"
 
 	brainapi "github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/datadir"
 	"github.com/brain-in-go/brain/brain/internal/httpapi"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // Admission statuses.
@@ -65,7 +65,7 @@ func (h *Host) Admit(ctx context.Context, module []byte) (Admission, error) {
 		}
 		a := rejected(id, err.Error())
 		note, _ := json.Marshal(a)
-		if err := datadir.WriteFileAtomic(filepath.Join(h.opts.Dir, id+".rejected"), note, 0o600); err != nil {
+		if err := fsutil.WriteFileAtomic(filepath.Join(h.opts.Dir, id+".rejected"), note, 0o600); err != nil {
 			return Admission{}, fmt.Errorf("loophost: admit %s: %w", id, err)
 		}
 		h.mu.Lock()
@@ -73,7 +73,7 @@ func (h *Host) Admit(ctx context.Context, module []byte) (Admission, error) {
 		h.mu.Unlock()
 		return a, nil
 	}
-	if err := datadir.WriteFileAtomic(filepath.Join(h.opts.Dir, id+".wasm"), module, 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(h.opts.Dir, id+".wasm"), module, 0o600); err != nil {
 		_ = m.cm.Close(ctx)
 		return Admission{}, fmt.Errorf("loophost: admit %s: %w", id, err)
 	}

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/datadir"
 	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 const benchSessions = 64
@@ -152,7 +152,7 @@ func benchBaseline(b *testing.B) {
 						b.Error(err)
 						return
 					}
-					if err := datadir.Fdatasync(f); err != nil {
+					if err := fsutil.Fdatasync(f); err != nil {
 						b.Error(err)
 						return
 					}

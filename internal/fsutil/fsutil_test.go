@@ -1,7 +1,8 @@
-package datadir
+package fsutil
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -100,5 +101,52 @@ func TestWriteFileAtomicFailureLeavesNoTemp(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(p); string(got) != "old" {
 		t.Errorf("f holds %q, want old", got)
+	}
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.json")
+	for _, content := range []string{"first", "second, longer"} {
+		if err := WriteFileAtomic(p, []byte(content), 0o640); err != nil {
+			t.Fatalf("WriteFileAtomic = %v", err)
+		}
+		got, err := os.ReadFile(p)
+		if err != nil || string(got) != content {
+			t.Fatalf("ReadFile = %q, %v; want %q", got, err, content)
+		}
+	}
+	fi, _ := os.Stat(p)
+	if fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode = %v, want 0640", fi.Mode().Perm())
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("directory holds %d entries, want only the target", len(entries))
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, "missing", "x"), nil, 0o600); err == nil {
+		t.Errorf("WriteFileAtomic into a missing directory succeeded")
+	}
+}
+
+func TestWriteFileExclusive(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "state.json")
+	if err := WriteFileExclusive(p, []byte("first"), 0o640); err != nil {
+		t.Fatalf("WriteFileExclusive = %v", err)
+	}
+	if err := WriteFileExclusive(p, []byte("second"), 0o600); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second WriteFileExclusive = %v, want fs.ErrExist", err)
+	}
+	got, err := os.ReadFile(p)
+	if err != nil || string(got) != "first" {
+		t.Fatalf("file holds %q, %v; want the first content", got, err)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode = %v, want 0640", fi.Mode().Perm())
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("directory holds %d entries, want only the target (no temporary file)", len(entries))
 	}
 }
