@@ -323,3 +323,40 @@ func TestPackageDocs(t *testing.T) {
 		}
 	}
 }
+
+// guestSDKViolations answers the dependencies of the guest SDK
+// (brain/agentloop and the packages under it) outside the standard
+// library, brain/api and brain/agentloop itself: a loop compiled for
+// wasip1 must not pull the host into its module.
+func guestSDKViolations(all map[string]pkg) []string {
+	var bad []string
+	for path, p := range all {
+		if !under(path, "brain/agentloop") {
+			continue
+		}
+		for _, dep := range p.Deps {
+			if isStd(dep) || under(dep, "brain/api") || under(dep, "brain/agentloop") {
+				continue
+			}
+			bad = append(bad, path+" depends on "+dep)
+		}
+	}
+	return bad
+}
+
+func TestGuestSDKImportsOnlyAPI(t *testing.T) {
+	for _, v := range guestSDKViolations(listPackages(t)) {
+		t.Errorf("%s: brain/agentloop may use the standard library and brain/api only", v)
+	}
+	// The rule itself, on a graph with a back-edge into the host.
+	graph := map[string]pkg{
+		module + "/brain/agentloop":         {Deps: []string{"fmt", module + "/brain/api"}},
+		module + "/brain/agentloop/builtin": {Deps: []string{"embed"}},
+		module + "/brain/agentloop/x":       {Deps: []string{module + "/brain/agentloop", module + "/brain/internal/journal"}},
+		module + "/brain/agentlooptest":     {Deps: []string{module + "/brain/internal/loophost"}},
+	}
+	got := guestSDKViolations(graph)
+	if want := module + "/brain/agentloop/x depends on " + module + "/brain/internal/journal"; len(got) != 1 || got[0] != want {
+		t.Errorf("on a synthetic graph: got %q, want [%q]", got, want)
+	}
+}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/brain-in-go/brain/brain/agentloop/agentlooptest"
+	"github.com/brain-in-go/brain/brain/agentlooptest"
 	"github.com/brain-in-go/brain/brain/api"
 )
 

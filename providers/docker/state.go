@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // Binding phases, persisted in the state file.
@@ -105,45 +107,26 @@ func (s *stateStore) write(st *bindingState, exclusive bool) error {
 	if err != nil {
 		return fmt.Errorf("docker: encode state: %w", err)
 	}
-	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("docker: write state: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after a rename
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("docker: write state: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("docker: sync state: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("docker: write state: %w", err)
-	}
+	data = append(data, '\n')
 	final := s.path(st.Key)
 	if exclusive {
-		// A hard link fails if the name exists: an atomic exclusive create
-		// of a complete file.
-		if err := os.Link(tmp.Name(), final); err != nil {
+		// An atomic exclusive create of a complete file.
+		if err := fsutil.WriteFileExclusive(final, data, 0o600); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				return errStateExists
 			}
 			return fmt.Errorf("docker: create state: %w", err)
 		}
-	} else if err := os.Rename(tmp.Name(), final); err != nil {
-		return fmt.Errorf("docker: replace state: %w", err)
+		return nil
 	}
-	return s.syncDir()
+	if err := fsutil.WriteFileAtomic(final, data, 0o600); err != nil {
+		return fmt.Errorf("docker: write state: %w", err)
+	}
+	return nil
 }
 
 func (s *stateStore) syncDir() error {
-	d, err := os.Open(s.dir)
-	if err != nil {
-		return fmt.Errorf("docker: sync state directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := fsutil.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("docker: sync state directory: %w", err)
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // Phases of a binding's workspace.
@@ -54,36 +56,14 @@ func (s store) save(rec *record) error {
 	if err != nil {
 		return fmt.Errorf("encode binding state: %w", err)
 	}
-	final := s.path(rec.Key)
-	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
-	if err != nil {
+	if err := fsutil.WriteFileAtomic(s.path(rec.Key), data, 0o600); err != nil {
 		return fmt.Errorf("save binding state: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("save binding state: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("save binding state: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("save binding state: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), final); err != nil {
-		return fmt.Errorf("save binding state: %w", err)
-	}
-	return s.syncDir()
+	return nil
 }
 
 func (s store) syncDir() error {
-	d, err := os.Open(s.dir)
-	if err != nil {
-		return fmt.Errorf("sync state directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := fsutil.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("sync state directory: %w", err)
 	}
 	return nil

@@ -157,28 +157,3 @@ func TestFormatMarkerMismatch(t *testing.T) {
 		})
 	}
 }
-
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "f.json")
-	for _, content := range []string{"first", "second, longer"} {
-		if err := WriteFileAtomic(p, []byte(content), 0o640); err != nil {
-			t.Fatalf("WriteFileAtomic = %v", err)
-		}
-		got, err := os.ReadFile(p)
-		if err != nil || string(got) != content {
-			t.Fatalf("ReadFile = %q, %v; want %q", got, err, content)
-		}
-	}
-	fi, _ := os.Stat(p)
-	if fi.Mode().Perm() != 0o640 {
-		t.Errorf("mode = %v, want 0640", fi.Mode().Perm())
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Errorf("directory holds %d entries, want only the target", len(entries))
-	}
-	if err := WriteFileAtomic(filepath.Join(dir, "missing", "x"), nil, 0o600); err == nil {
-		t.Errorf("WriteFileAtomic into a missing directory succeeded")
-	}
-}

@@ -35,5 +35,7 @@
 // WriteFileAtomic is the one way files in the data directory are replaced:
 // it writes a temporary file beside the target, fsyncs it, renames it over
 // the target and fsyncs the parent directory, so a crash leaves either the
-// old or the new content.
+// old or the new content. It and SyncDir forward to package
+// internal/fsutil, which holds the one implementation of the module's
+// durability primitives.
 package datadir

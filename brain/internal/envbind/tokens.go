@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // keySize is the size of the reporter server key.
@@ -38,33 +40,12 @@ func loadKey(path string) ([]byte, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("envbind: key directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, KeyFileName+".tmp*")
-	if err != nil {
-		return nil, fmt.Errorf("envbind: key file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err == nil {
-		if _, err = tmp.Write(key); err == nil {
-			err = tmp.Sync()
-		}
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("envbind: write key file: %w", err)
-	}
-	// Link, not rename: when another process created the key first, keep
-	// its key.
-	if err := os.Link(tmp.Name(), path); err != nil {
+	// Exclusive: when another process created the key first, keep its key.
+	if err := fsutil.WriteFileExclusive(path, key, 0o600); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return loadKey(path)
 		}
-		return nil, fmt.Errorf("envbind: key file: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
+		return nil, fmt.Errorf("envbind: write key file: %w", err)
 	}
 	return key, nil
 }

@@ -62,6 +62,10 @@
 // one with no such claim is ignored. A hinted claim is a claim in every
 // other respect.
 //
+// testdata/golden/requests.log holds every record type as this version
+// writes it; the tests check that it still opens to the same answers and
+// that the store still writes those bytes.
+//
 // # Durability and recovery
 //
 // Every record is written with one write(2) and made durable with

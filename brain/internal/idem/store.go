@@ -10,10 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/brain-in-go/brain/brain/internal/datadir"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // Errors of this package.
@@ -143,7 +142,7 @@ func Open(path string, opts *Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	if err := datadir.SyncDir(filepath.Dir(path)); err != nil {
+	if err := fsutil.SyncDir(filepath.Dir(path)); err != nil {
 		s.f.Close()
 		return nil, err
 	}
@@ -330,7 +329,7 @@ func (s *Store) waitSync(n uint64) error {
 		s.syncing = true
 		target, f := s.written, s.f
 		s.mu.Unlock()
-		err := fdatasync(f)
+		err := fsutil.Fdatasync(f)
 		s.mu.Lock()
 		s.syncing = false
 		if err != nil {
@@ -341,24 +340,6 @@ func (s *Store) waitSync(n uint64) error {
 		s.cond.Broadcast()
 	}
 	return nil
-}
-
-func fdatasync(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			if serr = syscall.Fdatasync(int(fd)); serr != syscall.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return serr
 }
 
 // liveBytes is the size of a file holding only the live entries.
@@ -420,7 +401,7 @@ func (s *Store) compactLocked() error {
 			b = appendFrame(b, &record{Type: typeAnswer, AtMs: e.atMs, Scope: k.scope, Key: k.key, Status: e.answer.Status, Body: e.answer.Body})
 		}
 	}
-	if err := datadir.WriteFileAtomic(s.path, b, 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(s.path, b, 0o600); err != nil {
 		return fmt.Errorf("idem: compact %s: %w", s.path, err)
 	}
 	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_APPEND, 0o600)
@@ -456,7 +437,7 @@ func (s *Store) Close() error {
 	var err error
 	if s.synced < s.written && s.err == nil {
 		// Answers recorded by AnswerDerivable and not yet flushed.
-		err = fdatasync(s.f)
+		err = fsutil.Fdatasync(s.f)
 	}
 	return errors.Join(err, s.f.Close())
 }

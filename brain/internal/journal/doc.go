@@ -283,6 +283,14 @@
 // Read with a *DamagedError (the session stays open). A checkpoint that
 // does not match is ignored and every frame is read.
 //
+// # Compatibility
+//
+// testdata/golden holds a segment, a commit log, a sync point marker and a
+// checkpoint written by this version for a fixed input; the tests check
+// that they still open and read back, and that the encoders still write
+// those bytes (regenerate with go test -run Golden -update after a
+// deliberate change, keeping the old files readable).
+//
 // # Memory
 //
 // An open session keeps its next sequence, last recorded_at_ms, a list of

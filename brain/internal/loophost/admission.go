@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	brainapi "github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // Admission statuses.
@@ -59,7 +60,7 @@ func (h *Host) Admit(ctx context.Context, module []byte) (Admission, error) {
 		}
 		a := rejected(id, err.Error())
 		note, _ := json.Marshal(a)
-		if err := writeFileAtomic(h.opts.Dir, id+".rejected", note); err != nil {
+		if err := fsutil.WriteFileAtomic(filepath.Join(h.opts.Dir, id+".rejected"), note, 0o600); err != nil {
 			return Admission{}, fmt.Errorf("loophost: admit %s: %w", id, err)
 		}
 		h.mu.Lock()
@@ -67,7 +68,7 @@ func (h *Host) Admit(ctx context.Context, module []byte) (Admission, error) {
 		h.mu.Unlock()
 		return a, nil
 	}
-	if err := writeFileAtomic(h.opts.Dir, id+".wasm", module); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(h.opts.Dir, id+".wasm"), module, 0o600); err != nil {
 		_ = m.cm.Close(ctx)
 		return Admission{}, fmt.Errorf("loophost: admit %s: %w", id, err)
 	}
@@ -88,37 +89,4 @@ func (h *Host) Admission(id string) (Admission, bool) {
 	}
 	a, ok := h.rejects[id]
 	return a, ok
-}
-
-// writeFileAtomic writes dir/name through a synced temporary file and a
-// rename, then syncs dir.
-func writeFileAtomic(dir, name string, b []byte) (err error) {
-	f, err := os.CreateTemp(dir, ".tmp-"+name+"-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(b); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/brain-in-go/brain/brain/agentloop/agentlooptest"
 	"github.com/brain-in-go/brain/brain/agentloop/builtin"
+	"github.com/brain-in-go/brain/brain/agentlooptest"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/session"

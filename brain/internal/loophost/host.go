@@ -20,6 +20,7 @@ import (
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/agentloop/builtin"
 	brainapi "github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // Defaults of Options.
@@ -174,7 +175,7 @@ func (h *Host) load(ctx context.Context) error {
 	for _, e := range entries {
 		name := e.Name()
 		switch {
-		case strings.HasPrefix(name, ".tmp-"):
+		case fsutil.IsTemp(name):
 			_ = os.Remove(filepath.Join(h.opts.Dir, name))
 		case strings.HasSuffix(name, ".wasm") && validID(strings.TrimSuffix(name, ".wasm")):
 			id := strings.TrimSuffix(name, ".wasm")

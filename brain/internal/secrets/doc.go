@@ -19,6 +19,10 @@
 //	              {name: base64 value}, with the session id as
 //	              additional data
 //
+// testdata/golden holds a key and a sealed file written by this version;
+// the tests check that they still unseal (the nonce is random, so only the
+// layout and plaintext of a new seal are compared).
+//
 // Files are replaced atomically (temporary file, fsync, rename, directory
 // fsync). A file that fails authentication is an error, never treated as
 // empty. The key file is the only thing that unseals; protecting the data

@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/brain-in-go/brain/brain/internal/datadir"
 	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 var _ session.Secrets = (*Store)(nil)
@@ -51,7 +51,7 @@ func Open(dir string) (*Store, error) {
 		if _, err := rand.Read(key); err != nil {
 			return nil, fmt.Errorf("secrets: generate key: %w", err)
 		}
-		if err := datadir.WriteFileAtomic(keyPath, key, 0o600); err != nil {
+		if err := fsutil.WriteFileAtomic(keyPath, key, 0o600); err != nil {
 			return nil, fmt.Errorf("secrets: write key: %w", err)
 		}
 	} else if err != nil {
@@ -138,7 +138,7 @@ func (s *Store) Put(_ context.Context, session, name string, value []byte) error
 	out := append([]byte(magic), nonce...)
 	out = s.aead.Seal(out, nonce, plain, []byte(session))
 	p, _ := s.path(session)
-	if err := datadir.WriteFileAtomic(p, out, 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(p, out, 0o600); err != nil {
 		return fmt.Errorf("secrets: write %s: %w", session, err)
 	}
 	return nil
@@ -166,5 +166,5 @@ func (s *Store) DeleteAll(_ context.Context, session string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("secrets: delete %s: %w", session, err)
 	}
-	return datadir.SyncDir(filepath.Dir(p))
+	return fsutil.SyncDir(filepath.Dir(p))
 }

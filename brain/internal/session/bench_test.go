@@ -18,6 +18,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 const benchSessions = 64
@@ -151,7 +152,7 @@ func benchBaseline(b *testing.B) {
 						b.Error(err)
 						return
 					}
-					if err := fdatasync(f); err != nil {
+					if err := fsutil.Fdatasync(f); err != nil {
 						b.Error(err)
 						return
 					}

@@ -1,0 +1,292 @@
+package agentloop
+
+import (
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// appendString appends s as a JSON string exactly as json.Marshal writes
+// it: HTML-safe (<, > and & escaped), U+2028 and U+2029 escaped and
+// invalid UTF-8 replaced by U+FFFD.
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// MarshalString answers json.Marshal(s) without reflection.
+func marshalString(s string) []byte { return appendString(nil, s) }
+
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// str reads a string; null reads as "".
+func (d *decoder) str() string {
+	if d.null() {
+		return ""
+	}
+	if !d.expect('"') {
+		return ""
+	}
+	start := d.pos
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '"':
+			s := d.alias(start, d.pos)
+			d.pos++
+			return s
+		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
+			return d.slowStr(start)
+		}
+		d.pos++
+	}
+	d.fail("unexpected end of JSON input in string")
+	return ""
+}
+
+// alias answers data[start:end] as a string without copying: the
+// decoder's input is never modified while its values are in use (see
+// decoder).
+func (d *decoder) alias(start, end int) string {
+	if start == end {
+		return ""
+	}
+	return unsafe.String(&d.data[start], end-start)
+}
+
+// slowStr unquotes a string with escapes or non-ASCII bytes, as
+// encoding/json does: invalid UTF-8 and lone surrogates become U+FFFD.
+func (d *decoder) slowStr(start int) string {
+	b := make([]byte, 0, d.pos-start+16)
+	b = append(b, d.data[start:d.pos]...)
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '"':
+			d.pos++
+			return string(b)
+		case c < 0x20:
+			d.fail("invalid character in string literal")
+			return ""
+		case c == '\\':
+			if d.pos+1 >= len(d.data) {
+				d.fail("unexpected end of JSON input in string")
+				return ""
+			}
+			d.pos += 2
+			switch e := d.data[d.pos-1]; e {
+			case '"', '\\', '/':
+				b = append(b, e)
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r := d.hex4()
+				if r < 0 {
+					return ""
+				}
+				if utf16.IsSurrogate(r) {
+					r2 := rune(-1)
+					if d.pos+1 < len(d.data) && d.data[d.pos] == '\\' && d.data[d.pos+1] == 'u' {
+						save := d.pos
+						d.pos += 2
+						if r2 = d.hex4(); r2 < 0 {
+							return ""
+						}
+						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+							b = utf8.AppendRune(b, dec)
+							continue
+						}
+						d.pos = save
+					}
+					r = utf8.RuneError
+				}
+				b = utf8.AppendRune(b, r)
+			default:
+				d.fail("invalid escape in string literal")
+				return ""
+			}
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			d.pos++
+		default:
+			r, size := utf8.DecodeRune(d.data[d.pos:])
+			d.pos += size
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	d.fail("unexpected end of JSON input in string")
+	return ""
+}
+
+// skipStr reads over a string, checking its syntax, without answering
+// it.
+func (d *decoder) skipStr() {
+	if !d.expect('"') {
+		return
+	}
+	for d.pos < len(d.data) {
+		switch c := d.data[d.pos]; {
+		case c == '"':
+			d.pos++
+			return
+		case c < 0x20:
+			d.fail("invalid character in string literal")
+			return
+		case c == '\\':
+			if d.pos+1 >= len(d.data) {
+				d.fail("unexpected end of JSON input in string")
+				return
+			}
+			switch d.data[d.pos+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				d.pos += 2
+			case 'u':
+				d.pos += 2
+				if d.hex4() < 0 {
+					return
+				}
+			default:
+				d.fail("invalid escape in string literal")
+				return
+			}
+		default:
+			d.pos++
+		}
+	}
+	d.fail("unexpected end of JSON input in string")
+}
+
+func (d *decoder) hex4() rune {
+	if d.pos+4 > len(d.data) {
+		d.fail("unexpected end of JSON input in \\u escape")
+		return -1
+	}
+	var r rune
+	for _, c := range d.data[d.pos : d.pos+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			d.fail("invalid character in \\u escape")
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	d.pos += 4
+	return r
+}
+
+// number reads the bytes of a JSON number.
+func (d *decoder) number() []byte {
+	d.ws()
+	start := d.pos
+	p := d.pos
+	digits := func() bool {
+		n := p
+		for p < len(d.data) && '0' <= d.data[p] && d.data[p] <= '9' {
+			p++
+		}
+		return p > n
+	}
+	if p < len(d.data) && d.data[p] == '-' {
+		p++
+	}
+	switch {
+	case p < len(d.data) && d.data[p] == '0':
+		p++
+	case !digits():
+		d.fail("invalid number")
+		return nil
+	}
+	if p < len(d.data) && d.data[p] == '.' {
+		p++
+		if !digits() {
+			d.fail("invalid number")
+			return nil
+		}
+	}
+	if p < len(d.data) && (d.data[p] == 'e' || d.data[p] == 'E') {
+		p++
+		if p < len(d.data) && (d.data[p] == '+' || d.data[p] == '-') {
+			p++
+		}
+		if !digits() {
+			d.fail("invalid number")
+			return nil
+		}
+	}
+	d.pos = p
+	return d.data[start:p]
+}

@@ -1,8 +1,0 @@
-package session
-
-import (
-	"os"
-	"syscall"
-)
-
-func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }

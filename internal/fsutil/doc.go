@@ -1,0 +1,9 @@
+// Package fsutil holds the file-system durability primitives every package
+// of the module outside the standard-library-only ones uses (the journal,
+// brain/api and envapi keep their own): WriteFileAtomic replaces a file so
+// that a crash leaves its old or its new content (temporary file beside
+// the target, fsync, rename, directory fsync), WriteFileExclusive creates
+// one the same way but never replaces it, SyncDir makes a directory's
+// entries durable and Fdatasync a file's data. IsTemp recognises the
+// temporary files a crash may leave behind.
+package fsutil
