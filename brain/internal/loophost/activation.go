@@ -279,6 +279,12 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 		return out, fmt.Errorf("agentloop %s: turn input: %w", short(m.id), err)
 	}
 	a := &activation{svc: svc, stdout: newCapture(h.opts.MaxOutputBytes), stderr: newCapture(h.opts.MaxOutputBytes)}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if err := h.enter(a, func() { stop(ErrClosed) }); err != nil {
+		return out, fmt.Errorf("agentloop %s: %w", short(m.id), err)
+	}
+	defer h.leave(a)
 	ctx = context.WithValue(ctx, activationKey{}, a)
 	alloc, release := memoryAllocator()
 	defer release() // after the instance is closed (deferred below)
@@ -403,4 +409,28 @@ func (c *capture) head(n int) []byte {
 		return c.buf
 	}
 	return c.buf[:n]
+}
+
+// enter registers an activation so that Close can stop it and wait for it;
+// it fails once the host is closed.
+func (h *Host) enter(a *activation, stop context.CancelFunc) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return ErrClosed
+	}
+	if h.stops == nil {
+		h.stops = map[*activation]context.CancelFunc{}
+	}
+	h.stops[a] = stop
+	h.running.Add(1)
+	return nil
+}
+
+// leave ends what enter began.
+func (h *Host) leave(a *activation) {
+	h.mu.Lock()
+	delete(h.stops, a)
+	h.mu.Unlock()
+	h.running.Done()
 }

@@ -88,6 +88,12 @@ type Host struct {
 	rejects map[string]Admission
 	builtin *module
 	closed  bool
+	// running counts activations under way; Close cancels them through
+	// stops and waits for them before it closes the runtime, since
+	// wazero's runtime must not be closed under an instance still
+	// starting.
+	running sync.WaitGroup
+	stops   map[*activation]context.CancelFunc
 
 	compiles    atomic.Int64
 	activations atomic.Int64
@@ -217,7 +223,16 @@ func (h *Host) Close(ctx context.Context) error {
 		return nil
 	}
 	h.closed = true
+	for _, stop := range h.stops {
+		stop()
+	}
 	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() { h.running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 	return errors.Join(h.rt.Close(ctx), h.cache.Close(ctx))
 }
 
