@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,6 +96,42 @@ func wrongSequence(next http.Handler) http.Handler {
 	})
 }
 
+// runsRepeats hides a repeated execute from the handler's own refusal of
+// repeats by moving it to a sequence of its own, and answers with the
+// original sequence: the provider runs the repeat again.
+func runsRepeats(next http.Handler) http.Handler {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		cmd, err := envapi.DecodeCommand(body)
+		orig := cmd.Operation.Sequence
+		if err == nil && cmd.Operation.Request.Type == envapi.RequestExecute {
+			key := envsdk.BindingKey(cmd.Operation) + "/" + strconv.FormatUint(orig, 10)
+			mu.Lock()
+			n := seen[key]
+			seen[key]++
+			mu.Unlock()
+			if n > 0 {
+				cmd.Operation.Sequence += uint64(n) << 40
+				body, _ = json.Marshal(cmd)
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		rec := &buffered{header: http.Header{}, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		out := rec.body.Bytes()
+		if resp, err := envapi.DecodeResponse(out); err == nil && resp.Sequence != orig {
+			resp.Sequence = orig
+			out, _ = json.Marshal(resp)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rec.status)
+		_, _ = w.Write(out)
+	})
+}
+
 type buffered struct {
 	header http.Header
 	status int
@@ -128,7 +167,7 @@ func TestBrokenProviders(t *testing.T) {
 		{name: "deadline-ignored", wrap: rewriting(func(cmd *envapi.Command) *envapi.Response {
 			cmd.Operation.Request.DeadlineMs = nil
 			return nil
-		}), want: []string{"deadline/timeout"}},
+		}), want: []string{"deadline/timeout", "deadline/cleanup-evidence"}}, // both send deadlines
 		{name: "cancel-ignored", wrap: rewriting(func(cmd *envapi.Command) *envapi.Response {
 			if cmd.Operation.Request.Type != envapi.RequestCancel {
 				return nil
@@ -138,6 +177,13 @@ func TestBrokenProviders(t *testing.T) {
 		}), want: []string{"cancel/running"}},
 		{name: "shared-state", provider: func() *reference { p := newReference(); p.shared = true; return p },
 			want: []string{"concurrency/isolated-bindings"}},
+		{name: "runs-repeats", wrap: runsRepeats, want: []string{"exec/at-most-once"}},
+		{name: "progress-then-finish", provider: func() *reference { p := newReference(); p.finishAfterProgress = true; return p },
+			want: []string{"exec/progress-receipt"}},
+		{name: "evidence-dropped", provider: func() *reference { p := newReference(); p.noEvidence = true; return p },
+			want: []string{"deadline/cleanup-evidence"}},
+		{name: "allocates-per-caller", provider: func() *reference { p := newReference(); p.perCaller = true; return p },
+			want: []string{"lazy/first-use"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -181,4 +227,54 @@ func details(r conformance.Report) string {
 		}
 	}
 	return b.String()
+}
+
+// TestUnknownRequestAnswered400 runs the suite against a provider that
+// refuses an unknown request type with 400 instead of a failure receipt:
+// the protocol allows both, so it passes.
+func TestUnknownRequestAnswered400(t *testing.T) {
+	opts := testOptions
+	opts.Run = []string{"failure/unknown-request"}
+	refuse := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if _, err := envapi.DecodeCommand(body); errors.Is(err, envapi.ErrUnsupported) {
+				http.Error(w, `{"error":"unknown request type"}`, http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			next.ServeHTTP(w, r)
+		})
+	}
+	report := conformance.Check(t.Context(), func(ct conformance.T) conformance.Target {
+		return serveReference(ct, newReference, envsdk.Options{Token: refToken, StopGrace: time.Second}, refuse)
+	}, &opts)
+	if got := report.Passed(); !slices.Equal(got, opts.Run) {
+		t.Errorf("passed %v, want %v\n%s", got, opts.Run, details(report))
+	}
+	// A 500, or a receipt of another kind, still fails.
+	for name, answer := range map[string]func(w http.ResponseWriter, seq uint64){
+		"500": func(w http.ResponseWriter, _ uint64) { http.Error(w, "boom", http.StatusInternalServerError) },
+		"accepted": func(w http.ResponseWriter, seq uint64) {
+			_ = json.NewEncoder(w).Encode(envapi.NewResponse(seq, envapi.Accepted()))
+		},
+	} {
+		wrong := func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				if cmd, err := envapi.DecodeCommand(body); errors.Is(err, envapi.ErrUnsupported) {
+					answer(w, cmd.Operation.Sequence)
+					return
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				next.ServeHTTP(w, r)
+			})
+		}
+		report := conformance.Check(t.Context(), func(ct conformance.T) conformance.Target {
+			return serveReference(ct, newReference, envsdk.Options{Token: refToken, StopGrace: time.Second}, wrong)
+		}, &opts)
+		if got := report.Failed(); !slices.Equal(got, opts.Run) {
+			t.Errorf("%s: failed %v, want %v", name, got, opts.Run)
+		}
+	}
 }

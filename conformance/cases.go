@@ -2,12 +2,18 @@ package conformance
 
 import (
 	"context"
+	"fmt"
+	"path"
 	"slices"
+	"strings"
 )
 
 // testCase is one conformance case.
 type testCase struct {
 	id string
+	// rule is the main rule the case checks (its failures may cite
+	// others).
+	rule rule
 	// capability, when set, is the optional capability the case tests.
 	capability string
 	run        func(p *probe)
@@ -16,37 +22,92 @@ type testCase struct {
 // cases is the suite, in run order. Ids are stable: providers and CI
 // select and track cases by them.
 var cases = []testCase{
-	{id: "auth/missing-token", run: authMissingToken},
-	{id: "auth/wrong-token", run: authWrongToken},
-	{id: "transport/not-found", run: transportNotFound},
-	{id: "transport/body-too-large", run: transportBodyTooLarge},
-	{id: "transport/malformed-json", run: transportMalformed},
-	{id: "transport/unknown-field", run: transportUnknownField},
-	{id: "transport/bad-identifier", run: transportBadIdentifier},
-	{id: "transport/zero-sequence", run: transportZeroSequence},
-	{id: "contract/echo", run: contractEcho},
-	{id: "lifecycle/full", run: lifecycleFull},
-	{id: "lifecycle/teardown-repeatable", run: lifecycleTeardownRepeatable},
-	{id: "lifecycle/after-teardown", run: lifecycleAfterTeardown},
-	{id: "lifecycle/duplicate-setup", run: lifecycleDuplicateSetup},
-	{id: "exec/finish", run: execFinish},
-	{id: "exec/finish-once", run: execFinishOnce},
-	{id: "exec/lost-finish-ack", run: execLostFinishAck},
-	{id: "exec/ungranted-method", run: execUngranted},
-	{id: "deadline/timeout", run: deadlineTimeout},
-	{id: "cancel/running", capability: CapCancel, run: cancelRunning},
-	{id: "concurrency/shared-binding", run: concurrencyShared},
-	{id: "concurrency/isolated-bindings", run: concurrencyIsolated},
-	{id: "failure/unknown-request", run: failureUnknownRequest},
-	{id: "failure/unknown-descriptor", run: failureUnknownDescriptor},
-	{id: "failure/unknown-method", run: failureUnknownMethod},
-	{id: "failure/well-formed", run: failureWellFormed},
-	{id: "lazy/first-use", capability: CapLazyAllocation, run: lazyFirstUse},
-	{id: "turn-end/release", capability: CapTurnEndRelease, run: turnEndRelease},
-	{id: "methods/declared", capability: CapMethods, run: methodsDeclared},
-	{id: "reporter/observation", capability: CapReporter, run: reporterObservation},
-	{id: "restart/binding", capability: CapRestart, run: restartBinding},
-	{id: "capabilities/expected", run: capabilitiesExpected},
+	{id: "auth/missing-token", rule: ruleAuth, run: authMissingToken},
+	{id: "auth/wrong-token", rule: ruleAuth, run: authWrongToken},
+	{id: "transport/not-found", rule: ruleRoute, run: transportNotFound},
+	{id: "transport/body-too-large", rule: ruleBodyLimit, run: transportBodyTooLarge},
+	{id: "transport/malformed-json", rule: ruleStrict, run: transportMalformed},
+	{id: "transport/unknown-field", rule: ruleStrict, run: transportUnknownField},
+	{id: "transport/bad-identifier", rule: ruleStrict, run: transportBadIdentifier},
+	{id: "transport/zero-sequence", rule: ruleStrict, run: transportZeroSequence},
+	{id: "contract/echo", rule: ruleResponse, run: contractEcho},
+	{id: "lifecycle/full", rule: ruleLifecycle, run: lifecycleFull},
+	{id: "lifecycle/teardown-repeatable", rule: ruleTeardown, run: lifecycleTeardownRepeatable},
+	{id: "lifecycle/after-teardown", rule: ruleTeardown, run: lifecycleAfterTeardown},
+	{id: "lifecycle/duplicate-setup", rule: ruleDuplicate, run: lifecycleDuplicateSetup},
+	{id: "exec/finish", rule: ruleFinish, run: execFinish},
+	{id: "exec/finish-once", rule: ruleFinishOnce, run: execFinishOnce},
+	{id: "exec/lost-finish-ack", rule: ruleLostAck, run: execLostFinishAck},
+	{id: "exec/ungranted-method", rule: ruleGranted, run: execUngranted},
+	{id: "exec/at-most-once", rule: ruleOnce, run: execAtMostOnce},
+	{id: "exec/progress-receipt", rule: ruleReceipts, run: execProgressReceipt},
+	{id: "deadline/timeout", rule: ruleTimeout, run: deadlineTimeout},
+	{id: "deadline/cleanup-evidence", rule: ruleEvidence, run: deadlineCleanupEvidence},
+	{id: "cancel/running", rule: ruleCancel, capability: CapCancel, run: cancelRunning},
+	{id: "concurrency/shared-binding", rule: ruleShared, run: concurrencyShared},
+	{id: "concurrency/isolated-bindings", rule: ruleIsolation, run: concurrencyIsolated},
+	{id: "failure/unknown-request", rule: ruleUnknownReq, run: failureUnknownRequest},
+	{id: "failure/unknown-descriptor", rule: ruleUnsupport, run: failureUnknownDescriptor},
+	{id: "failure/unknown-method", rule: ruleUnsupport, run: failureUnknownMethod},
+	{id: "failure/well-formed", rule: ruleFailure, run: failureWellFormed},
+	{id: "lazy/first-use", rule: ruleShared, capability: CapLazyAllocation, run: lazyFirstUse},
+	{id: "turn-end/release", rule: ruleTurnEnd, capability: CapTurnEndRelease, run: turnEndRelease},
+	{id: "methods/declared", rule: ruleMethods, capability: CapMethods, run: methodsDeclared},
+	{id: "reporter/observation", rule: ruleReporter, capability: CapReporter, run: reporterObservation},
+	{id: "restart/binding", rule: ruleLoss, capability: CapRestart, run: restartBinding},
+	{id: "capabilities/expected", rule: ruleExpect, run: capabilitiesExpected},
+}
+
+// CaseInfo describes one case for listings.
+type CaseInfo struct {
+	// ID is the stable case id.
+	ID string
+	// Rule is the rule the case checks, stated in full.
+	Rule string
+	// Capability is the optional capability that gates the case; empty
+	// when every provider must pass it.
+	Capability string
+}
+
+// Cases describes every case, in run order.
+func Cases() []CaseInfo {
+	out := make([]CaseInfo, len(cases))
+	for i, c := range cases {
+		out[i] = CaseInfo{ID: c.id, Rule: string(c.rule), Capability: c.capability}
+	}
+	return out
+}
+
+// matchID reports whether case id matches pattern: the id itself, a glob
+// (path.Match: "auth/*", "*/timeout", "exec/[fl]*") or a group prefix
+// ending in "/" ("transport/").
+func matchID(pattern, id string) bool {
+	if pattern == id {
+		return true
+	}
+	if strings.HasSuffix(pattern, "/") {
+		return strings.HasPrefix(id, pattern)
+	}
+	ok, err := path.Match(pattern, id)
+	return err == nil && ok
+}
+
+// CheckPatterns returns an error naming the first pattern that is
+// malformed or matches no case.
+func CheckPatterns(patterns []string) error {
+	for _, p := range patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("conformance: case pattern %q: %w", p, err)
+		}
+		if !slices.ContainsFunc(cases, func(c testCase) bool { return matchID(p, c.id) }) {
+			return fmt.Errorf("conformance: case pattern %q matches no case", p)
+		}
+	}
+	return nil
+}
+
+func matchesAny(patterns []string, id string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool { return matchID(p, id) })
 }
 
 func runCase(t T, c testCase, newTarget func(T) Target, o Options) {

@@ -6,18 +6,38 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
+	"time"
+)
+
+// Exit statuses of RunCLI.
+const (
+	// ExitPass: every selected case passed or was skipped.
+	ExitPass = 0
+	// ExitFail: at least one case failed.
+	ExitFail = 1
+	// ExitUsage: the command line or the profile is invalid, or a report
+	// could not be written.
+	ExitUsage = 2
+	// ExitUnreachable: the provider did not answer HTTP at --url.
+	ExitUnreachable = 3
 )
 
 // RunCLI implements
 //
-//	brain conformance --url URL [--token TOKEN] --profile FILE [--junit FILE] [--run ID,...] [--serial] [--list]
+//	brain conformance --url URL [--token TOKEN] --profile FILE [--junit FILE]
+//	    [--run PATTERN,...] [--skip PATTERN,...] [--serial] [--wait DURATION]
+//	brain conformance --list
 //
 // It runs the suite against the provider at URL, prints a pass/fail/skip
 // table (with the full messages of failed cases) to stdout and optionally
-// writes JUnit XML. It answers 0 when no case failed, 1 when some did and 2
-// for a usage or setup error.
+// writes JUnit XML. --run and --skip take case ids, globs ("auth/*") or
+// group prefixes ending in "/" ("transport/"). --list prints every case id
+// with the capability that gates it ("-" for none) and the rule it checks,
+// tab-separated. The exit status is ExitPass, ExitFail, ExitUsage or
+// ExitUnreachable.
 func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -25,47 +45,50 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	token := fs.String("token", "", "bearer token of the provider (default: the profile's)")
 	profile := fs.String("profile", "", "JSON profile describing the provider's executes and capabilities")
 	junit := fs.String("junit", "", "write JUnit XML to this file")
-	run := fs.String("run", "", "comma-separated case ids to run (default: all)")
+	run := fs.String("run", "", "comma-separated case ids or patterns to run (default: all)")
+	skip := fs.String("skip", "", "comma-separated case ids or patterns to leave out")
 	serial := fs.Bool("serial", false, "run the cases one at a time")
-	list := fs.Bool("list", false, "list the case ids and exit")
+	wait := fs.Duration("wait", 10*time.Second, "how long to wait for the provider to answer HTTP before giving up")
+	list := fs.Bool("list", false, "list every case id with its gating capability and rule, and exit")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: brain conformance --url URL [--token TOKEN] --profile FILE [--junit FILE] [--run ID,...] [--serial] [--list]")
+		fmt.Fprintln(stderr, "usage: brain conformance --url URL [--token TOKEN] --profile FILE [--junit FILE] [--run PATTERN,...] [--skip PATTERN,...] [--serial] [--wait DURATION]")
+		fmt.Fprintln(stderr, "       brain conformance --list")
 		fs.PrintDefaults()
+		fmt.Fprintf(stderr, "exit status: %d all passed, %d a case failed, %d usage or invalid profile, %d provider unreachable\n",
+			ExitPass, ExitFail, ExitUsage, ExitUnreachable)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return ExitPass
 		}
-		return 2
+		return ExitUsage
 	}
 	if *list {
-		for _, id := range IDs() {
-			fmt.Fprintln(stdout, id)
-		}
-		return 0
+		printList(stdout)
+		return ExitPass
 	}
 	if *url == "" || *profile == "" || fs.NArg() > 0 {
 		fs.Usage()
-		return 2
+		return ExitUsage
 	}
 	p, err := LoadProfile(*profile)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return ExitUsage
 	}
 	tg := p.Target(*url, *token)
 	opts := p.RunOptions()
 	opts.Serial = opts.Serial || *serial
-	if *run != "" {
-		known := IDs()
-		for _, id := range strings.Split(*run, ",") {
-			id = strings.TrimSpace(id)
-			if !contains(known, id) {
-				fmt.Fprintf(stderr, "conformance: unknown case id %q (see --list)\n", id)
-				return 2
-			}
-			opts.Run = append(opts.Run, id)
+	opts.Run, opts.Skip = splitList(*run), splitList(*skip)
+	for _, patterns := range [][]string{opts.Run, opts.Skip} {
+		if err := CheckPatterns(patterns); err != nil {
+			fmt.Fprintf(stderr, "%v (see --list)\n", err)
+			return ExitUsage
 		}
+	}
+	if err := Reachable(ctx, tg.Client, *url, *wait); err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitUnreachable
 	}
 
 	report := Check(ctx, func(T) Target { return tg }, opts)
@@ -73,22 +96,62 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *junit != "" {
 		if err := writeJUnitFile(*junit, report); err != nil {
 			fmt.Fprintln(stderr, err)
-			return 2
+			return ExitUsage
 		}
 	}
 	if len(report.Failed()) > 0 {
-		return 1
+		return ExitFail
 	}
-	return 0
+	return ExitPass
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
+// Reachable waits up to wait for url to answer any HTTP response to a POST
+// of {url}/v1/operations without a token. It returns an error naming the
+// last connection failure when it never does.
+func Reachable(ctx context.Context, client *http.Client, url string, wait time.Duration) error {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	ctx, cancel := context.WithTimeout(ctx, max(wait, time.Second))
+	defer cancel()
+	target := strings.TrimSuffix(url, "/") + "/v1/operations"
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader("{}"))
+		if err != nil {
+			return fmt.Errorf("conformance: provider URL %q: %w", url, err)
+		}
+		res, err := client.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
+			res.Body.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("conformance: the provider at %s could not be reached within %v: %w", url, wait, err)
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return false
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func printList(w io.Writer) {
+	for _, c := range Cases() {
+		capability := c.Capability
+		if capability == "" {
+			capability = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", c.ID, capability, c.Rule)
+	}
 }
 
 func printTable(w io.Writer, r Report) {

@@ -22,10 +22,13 @@ func referenceProfile(t *testing.T) string {
 		"token":               refToken,
 		"setup_configuration": map[string]string{"label": "ci"},
 		"executes": map[string]any{
-			"echo":  map[string]any{"implementation": impl("echo"), "input": map[string]int{"n": 1}, "output": map[string]any{"echo": map[string]int{"n": 1}}},
-			"sleep": map[string]any{"implementation": impl("sleep"), "input": map[string]int{"ms": sleepMs}, "runs_ms": sleepMs},
-			"write": map[string]any{"implementation": impl("write"), "input": map[string]string{"key": "k", "value": "v1"}},
-			"read":  map[string]any{"implementation": impl("read"), "input": map[string]string{"key": "k"}, "output_contains": map[string]any{"found": true}},
+			"echo":       map[string]any{"implementation": impl("echo"), "input": map[string]int{"n": 1}, "output": map[string]any{"echo": map[string]int{"n": 1}}},
+			"sleep":      map[string]any{"implementation": impl("sleep"), "input": map[string]int{"ms": sleepMs}, "runs_ms": sleepMs},
+			"write":      map[string]any{"implementation": impl("write"), "input": map[string]string{"key": "k", "value": "v1"}},
+			"read":       map[string]any{"implementation": impl("read"), "input": map[string]string{"key": "k"}, "output_contains": map[string]any{"found": true}},
+			"allocation": map[string]any{"implementation": impl("allocation"), "input": map[string]any{}},
+			"stuck":      map[string]any{"implementation": impl("stuck"), "input": map[string]any{}},
+			"progress":   map[string]any{"implementation": impl("progress"), "input": map[string]any{}},
 		},
 		"capabilities": map[string]any{
 			"cancel": true, "lazy_allocation": true, "turn_end_release": "release",

@@ -1,14 +1,15 @@
 package conformance
 
 import (
+	"encoding/json"
 	"sync"
 
 	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
-// concurrentFirst runs n Tools of d at once on c and fails the case for
-// each that does not complete.
-func (p *probe) concurrentFirst(r rule, c *envtest.Commands, d Descriptor, role string) {
+// concurrentFirst runs n Tools of d at once on c, fails the case for each
+// that does not complete and returns the outputs.
+func (p *probe) concurrentFirst(r rule, c *envtest.Commands, d Descriptor, role string) []json.RawMessage {
 	p.t.Helper()
 	n := p.o.Concurrency
 	type failure struct {
@@ -17,12 +18,15 @@ func (p *probe) concurrentFirst(r rule, c *envtest.Commands, d Descriptor, role 
 		err error
 	}
 	errs := make(chan failure, n)
+	outs := make([]json.RawMessage, n)
 	var wg sync.WaitGroup
-	for range n {
+	for i := range n {
 		wg.Go(func() {
-			if _, ex, r, err := p.tool(c, d); err != nil {
+			out, ex, r, err := p.tool(c, d)
+			if err != nil {
 				errs <- failure{ex, r, err}
 			}
+			outs[i] = out
 		})
 	}
 	wg.Wait()
@@ -33,6 +37,7 @@ func (p *probe) concurrentFirst(r rule, c *envtest.Commands, d Descriptor, role 
 	if p.t.Failed() {
 		p.t.Fatalf("concurrent first executes failed; not checking further")
 	}
+	return outs
 }
 
 func concurrencyShared(p *probe) {
@@ -71,6 +76,9 @@ func lazyFirstUse(p *probe) {
 	unused := p.setup()
 	p.accepted(ruleShared, "teardown of a binding that never executed", unused.Teardown())
 
+	if alloc, ok := p.tg.Executes[RoleAllocation]; ok {
+		p.sameAllocation(alloc)
+	}
 	role := RoleWrite
 	d, ok := p.tg.Executes[role]
 	if !ok {
@@ -82,4 +90,30 @@ func lazyFirstUse(p *probe) {
 	if read, ok := p.tg.Executes[RoleRead]; ok && role == RoleWrite {
 		p.mustTool(c, read, "read after concurrent first writes")
 	}
+}
+
+// sameAllocation runs concurrent first allocation calls on a fresh binding
+// and fails the case unless they all name one allocation.
+func (p *probe) sameAllocation(d Descriptor) {
+	p.t.Helper()
+	c := p.setup()
+	p.teardownLater(c)
+	outs := p.concurrentFirst(ruleShared, c, d, RoleAllocation)
+	seen := map[string]int{}
+	for _, out := range outs {
+		seen[canonical(out)]++
+	}
+	if len(seen) != 1 {
+		p.fail(ruleShared, nil, "%d concurrent first calls on one binding saw %d allocations, want 1 (allocation output: number of calls): %v", len(outs), len(seen), seen)
+	}
+}
+
+// canonical is the compact JSON of raw, so that equal values compare equal.
+func canonical(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	data, _ := json.Marshal(v)
+	return string(data)
 }

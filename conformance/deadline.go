@@ -57,11 +57,42 @@ func deadlineTimeout(p *probe) {
 	defer cancel()
 	ex := p.sendRaw(ctx, p.tg.Token, cmd)
 	if err := valid(ex); err != nil {
-		p.fatal(ruleTimeout, ex, "an execute with deadline_ms %d was not answered within %v: %v", ms, bound, err)
+		p.fatal(ruleTimeout, ex, "an execute with deadline_ms %d (answer expected within %v): %v", ms, bound, err)
 	}
 	rc := ex.receipt()
 	if rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeTimeout {
 		p.fatal(ruleTimeout, ex, "an execute past its deadline_ms %d answered %q %s after %v, want failure %s", ms, rc.Type, rc.Code, ex.Answered.Sub(ex.Sent).Round(time.Millisecond), envapi.CodeTimeout)
 	}
 	p.watchLate(ruleTimeout, c, cmd.Operation.Sequence, d, ex, "after answering timeout")
+}
+
+func deadlineCleanupEvidence(p *probe) {
+	d := p.descriptor(RoleStuck)
+	c := p.setup()
+	p.teardownLater(c)
+	ms := p.o.Deadline.Milliseconds()
+	cmd := c.Execute(d.Implementation, d.Input, envtest.Millis(ms))
+	p.brain.Expire(cmd.Operation.Request.Callback.Token, time.Now().Add(p.o.Deadline))
+	bound := p.o.Deadline + p.o.Grace
+	ctx, cancel := context.WithTimeout(p.ctx, bound)
+	defer cancel()
+	ex := p.sendRaw(ctx, p.tg.Token, cmd)
+	if err := valid(ex); err != nil {
+		p.fatal(ruleTimeout, ex, "an execute whose cleanup fails, with deadline_ms %d (answer expected within %v): %v", ms, bound, err)
+	}
+	rc := ex.receipt()
+	if rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeTimeout {
+		p.fatal(ruleTimeout, ex, "an execute past its deadline_ms %d whose cleanup fails answered %q %s, want failure %s (the first stop cause)", ms, rc.Type, rc.Code, envapi.CodeTimeout)
+	}
+	switch s := strings.TrimSpace(string(rc.Details)); s {
+	case "", "null", "{}", "[]", `""`:
+		p.fail(ruleEvidence, ex, "the timeout of an execute whose cleanup failed has no evidence of that failure: details is %s", cmpOr(s, "absent"))
+	}
+}
+
+func cmpOr(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
 }

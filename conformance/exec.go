@@ -1,7 +1,9 @@
 package conformance
 
 import (
+	"context"
 	"slices"
+	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
@@ -93,5 +95,64 @@ func execUngranted(p *probe) {
 		if !slices.Contains(granted, call.Method) {
 			p.fail(ruleGranted, nil, "the execution used %q, which its grant (%v) does not list: %v", call.Method, granted, call)
 		}
+	}
+}
+
+func execAtMostOnce(p *probe) {
+	d := p.descriptor(RoleEcho)
+	c := p.setup()
+	cmd := c.Execute(d.Implementation, d.Input, nil)
+	seq := cmd.Operation.Sequence
+	if _, ex, r, err := p.toolCmd(cmd, d); err != nil {
+		p.fatal(r, ex, "echo: %v", err)
+	}
+	before := len(p.brain.CallsFor(p.session, seq))
+	ex := p.send(cmd) // the same command, as a retried delivery would repeat it
+	if err := valid(ex); err != nil {
+		p.fatal(ruleOnce, ex, "the repeated execute: %v", err)
+	}
+	p.quiesce(c, d)
+	if calls := p.brain.CallsFor(p.session, seq); len(calls) > before {
+		p.fail(ruleOnce, ex, "the execute at sequence %d was run again when repeated: it called back %d more times: %v", seq, len(calls)-before, calls[before:])
+	}
+	if rc := ex.receipt(); rc.Type == envapi.ReceiptAccepted || rc.Type == envapi.ReceiptProgress {
+		p.fail(ruleOnce, ex, "the repeated execute answered %q, as if it had been dispatched again; want unknown or the first answer", rc.Type)
+	}
+}
+
+// completing reports whether call completes or records a Tool outcome.
+func completing(call envtest.Call) bool {
+	switch call.Method {
+	case envapi.MethodFinish, envapi.MethodResult, envapi.MethodReturned:
+		return true
+	}
+	return false
+}
+
+func execProgressReceipt(p *probe) {
+	d := p.descriptor(RoleProgress)
+	c := p.setup()
+	p.teardownLater(c)
+	ex, seq := p.execute(c, d, nil)
+	if err := valid(ex); err != nil {
+		p.fatal(ruleReceipts, ex, "execute of the progress descriptor: %v", err)
+	}
+	switch rc := ex.receipt(); rc.Type {
+	case envapi.ReceiptAccepted:
+	case envapi.ReceiptProgress:
+		if len(rc.Data) == 0 {
+			p.fail(ruleReceipts, ex, "a progress receipt without data")
+		}
+	default:
+		p.fatal(ruleReceipts, ex, "the progress descriptor answered %q, want accepted or progress", rc.Type)
+	}
+	after := func(call envtest.Call) bool {
+		return call.Kind == envtest.KindExecution && call.Session == p.session && call.Sequence == seq && completing(call)
+	}
+	watch := max(d.Runs, p.o.Grace/2)
+	ctx, cancel := context.WithTimeout(p.ctx, watch)
+	defer cancel()
+	if call, err := p.brain.WaitFor(ctx, after); err == nil {
+		p.fail(ruleReceipts, ex, "the provider answered %q but also completed the Tool (%v after the answer): %v", ex.receipt().Type, call.Time.Sub(ex.Answered).Round(time.Millisecond), call)
 	}
 }

@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
@@ -24,7 +25,17 @@ func failureUnknownRequest(p *probe) {
 	c := p.setup()
 	p.teardownLater(c)
 	cmd := c.Next(envapi.Request{Type: "conformance_no_such_request"})
-	p.wantUnsupported(p.send(cmd), "a request of an unknown type")
+	ex := p.send(cmd)
+	if ex.Status == http.StatusBadRequest {
+		return // refused as malformed: allowed
+	}
+	if err := valid(ex); err != nil {
+		p.fail(ruleUnknownReq, ex, "a request of an unknown type: %v", err)
+		return
+	}
+	if rc := ex.receipt(); rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeUnsupported {
+		p.fail(ruleUnknownReq, ex, "a request of an unknown type answered %q %s, want 400 or failure %s", rc.Type, rc.Code, envapi.CodeUnsupported)
+	}
 }
 
 // unsupportedDescriptor is the target's unsupported descriptor or one no

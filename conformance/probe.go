@@ -135,9 +135,16 @@ func (p *probe) send(cmd any) *exchange { return p.sendRaw(p.ctx, p.tg.Token, cm
 
 // valid reports why ex is not a 200 answer with a well-formed response.
 func valid(ex *exchange) error {
+	elapsed := ex.Answered.Sub(ex.Sent).Round(time.Millisecond)
 	switch {
+	case ex.Err != nil && ex.Status == http.StatusOK:
+		return fmt.Errorf("answered 200 after %v, but the body is not a valid response: %w", elapsed, ex.Err)
+	case ex.Err != nil && ex.Status != 0:
+		return fmt.Errorf("answered %d after %v, and reading the body failed: %w", ex.Status, elapsed, ex.Err)
+	case ex.Err != nil && errors.Is(ex.Err, context.DeadlineExceeded):
+		return fmt.Errorf("no answer within %v: %w", elapsed, ex.Err)
 	case ex.Err != nil:
-		return ex.Err
+		return fmt.Errorf("no answer (after %v): %w", elapsed, ex.Err)
 	case ex.Status != http.StatusOK:
 		return fmt.Errorf("answered %d, want 200", ex.Status)
 	case ex.Resp == nil:
@@ -224,6 +231,9 @@ func (p *probe) toolCmd(cmd envapi.Command, d Descriptor) (json.RawMessage, *exc
 	rc := ex.receipt()
 	if rc.Type == envapi.ReceiptFailure {
 		return nil, ex, ruleFinish, fmt.Errorf("execute failed with %s: %s", rc.Code, rc.Message)
+	}
+	if rc.Type == envapi.ReceiptAccepted || rc.Type == envapi.ReceiptProgress {
+		return nil, ex, ruleFinish, fmt.Errorf("execute answered %q, which leaves the Tool's outcome unknown; this descriptor must answer result or returned", rc.Type)
 	}
 	if rc.Type != envapi.ReceiptResult && rc.Type != envapi.ReceiptReturned {
 		return nil, ex, ruleFinish, fmt.Errorf("execute answered %q, want result or returned", rc.Type)

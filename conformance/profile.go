@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -53,7 +54,19 @@ type ProfileOptions struct {
 	Serial       bool  `json:"serial,omitempty"`
 }
 
-var roles = []string{RoleEcho, RoleSleep, RoleWrite, RoleRead, RoleUnsupported}
+var roles = []string{RoleEcho, RoleSleep, RoleWrite, RoleRead, RoleUnsupported, RoleAllocation, RoleStuck, RoleProgress}
+
+// profileCapability is the profile spelling of a capability: the key it
+// has under "capabilities" (snake_case), used in "expect" too.
+func profileCapability(name string) string { return strings.ReplaceAll(name, "-", "_") }
+
+func profileCapabilities() []string {
+	out := make([]string, len(allCapabilities))
+	for i, c := range allCapabilities {
+		out[i] = profileCapability(c)
+	}
+	return out
+}
 
 // ParseProfile decodes a profile strictly: unknown fields, unknown roles or
 // capabilities and a missing echo are errors.
@@ -84,14 +97,15 @@ func ParseProfile(data []byte) (Profile, error) {
 		return Profile{}, fmt.Errorf("conformance: profile: duplicate_setup %q: want %q or %q", p.DuplicateSetup, DuplicateFails, DuplicateAccepted)
 	}
 	for _, name := range p.Expect {
-		if !slices.Contains(allCapabilities, name) {
-			return Profile{}, fmt.Errorf("conformance: profile: expect: unknown capability %q (known: %v)", name, allCapabilities)
+		if !slices.Contains(profileCapabilities(), name) {
+			return Profile{}, fmt.Errorf("conformance: profile: expect: unknown capability %q (known, spelled as under \"capabilities\": %v)", name, profileCapabilities())
 		}
 	}
 	return p, nil
 }
 
-// LoadProfile reads and parses a profile file.
+// LoadProfile reads and parses a profile file; a relative path is read
+// from the current directory.
 func LoadProfile(path string) (Profile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -139,8 +153,12 @@ func (p Profile) Target(url, token string) Target {
 // RunOptions are the profile's Options.
 func (p Profile) RunOptions() *Options {
 	o := p.Options
+	expect := make([]string, len(p.Expect))
+	for i, name := range p.Expect {
+		expect[i] = strings.ReplaceAll(name, "_", "-")
+	}
 	return &Options{
-		Expect:       p.Expect,
+		Expect:       expect,
 		Serial:       o.Serial,
 		Timeout:      time.Duration(o.TimeoutMs) * time.Millisecond,
 		Deadline:     time.Duration(o.DeadlineMs) * time.Millisecond,

@@ -22,6 +22,15 @@ type reference struct {
 	// shared makes every binding use one store (a deliberately broken
 	// variant).
 	shared bool
+	// perCaller makes every concurrent first caller allocate a store of
+	// its own, the last one kept (a deliberately broken variant).
+	perCaller bool
+	// noEvidence drops the cleanup failure of the stuck descriptor, and
+	// finishAfterProgress completes the progress descriptor's Tool after
+	// answering progress (deliberately broken variants).
+	noEvidence, finishAfterProgress bool
+	// allocations counts the stores allocated, naming each.
+	allocations atomic.Int64
 
 	mu       sync.Mutex
 	bindings map[string]*binding
@@ -30,9 +39,11 @@ type reference struct {
 
 type binding struct {
 	store envsdk.Lazy[*store]
+	racy  *store
 }
 
 type store struct {
+	id   int64
 	mu   sync.Mutex
 	data map[string]json.RawMessage
 }
@@ -76,9 +87,31 @@ func (p *reference) store(c *envsdk.Ctx) (*store, error) {
 	if p.shared {
 		lazy = &p.common
 	}
-	return lazy.Get(c.Context(), func(context.Context) (*store, error) {
-		return &store{data: map[string]json.RawMessage{}}, nil
-	})
+	alloc := func(context.Context) (*store, error) {
+		return &store{id: p.allocations.Add(1), data: map[string]json.RawMessage{}}, nil
+	}
+	if p.perCaller {
+		return p.racyStore(c, b, alloc)
+	}
+	return lazy.Get(c.Context(), alloc)
+}
+
+// racyStore checks for a store, allocates outside the lock and keeps the
+// last one: every concurrent first caller allocates.
+func (p *reference) racyStore(c *envsdk.Ctx, b *binding, alloc func(context.Context) (*store, error)) (*store, error) {
+	p.mu.Lock()
+	s := b.racy
+	p.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	s, _ = alloc(c.Context())
+	time.Sleep(time.Second) // long enough for every concurrent first caller to get here
+
+	p.mu.Lock()
+	b.racy = s
+	p.mu.Unlock()
+	return s, nil
 }
 
 type descriptor struct {
@@ -90,6 +123,17 @@ func (p *reference) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt,
 	var d descriptor
 	if err := json.Unmarshal(x.Implementation, &d); err != nil || d.Type != "reference" {
 		return envapi.Receipt{}, envsdk.Failf(envapi.CodeUnsupported, "unsupported descriptor %s", x.Implementation)
+	}
+	if d.Name == "stuck" {
+		// Work that outlives its deadline and whose cleanup then fails.
+		if _, err := p.binding(c); err != nil {
+			return envapi.Receipt{}, err
+		}
+		<-c.Context().Done()
+		if p.noEvidence {
+			return envapi.Receipt{}, c.Context().Err()
+		}
+		return envapi.Receipt{}, fmt.Errorf("cleanup of the stuck work failed: scratch directory %q is still in use", "/tmp/conformance-stuck")
 	}
 	s, err := p.store(c)
 	if err != nil {
@@ -118,6 +162,17 @@ func (p *reference) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt,
 		case <-c.Context().Done():
 			return envapi.Receipt{}, c.Context().Err()
 		}
+	case "allocation":
+		return envsdk.Output(map[string]int64{"allocation": s.id})
+	case "progress":
+		if p.finishAfterProgress {
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				out := envapi.OK(json.RawMessage(`{"late":true}`))
+				_, _ = x.Invocation.Finish(context.Background(), &out)
+			}()
+		}
+		return envapi.Progress(json.RawMessage(`{"step":1}`)), nil
 	case "write", "read":
 		var in struct {
 			Key   string          `json:"key"`
@@ -214,10 +269,13 @@ func referenceTarget(url string, restart func(t conformance.T)) conformance.Targ
 		Token:              refToken,
 		SetupConfiguration: json.RawMessage(`{"label":"conformance"}`),
 		Executes: map[string]conformance.Descriptor{
-			conformance.RoleEcho:  {Implementation: impl("echo"), Input: json.RawMessage(`{"n":1}`), Check: expectJSON(`{"echo":{"n":1}}`)},
-			conformance.RoleSleep: {Implementation: impl("sleep"), Input: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, sleepMs)), Runs: sleepMs * time.Millisecond},
-			conformance.RoleWrite: {Implementation: impl("write"), Input: json.RawMessage(`{"key":"k","value":"v1"}`)},
-			conformance.RoleRead:  {Implementation: impl("read"), Input: json.RawMessage(`{"key":"k"}`), Check: expectJSON(`{"found":true,"value":"v1"}`)},
+			conformance.RoleEcho:       {Implementation: impl("echo"), Input: json.RawMessage(`{"n":1}`), Check: expectJSON(`{"echo":{"n":1}}`)},
+			conformance.RoleSleep:      {Implementation: impl("sleep"), Input: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, sleepMs)), Runs: sleepMs * time.Millisecond},
+			conformance.RoleWrite:      {Implementation: impl("write"), Input: json.RawMessage(`{"key":"k","value":"v1"}`)},
+			conformance.RoleRead:       {Implementation: impl("read"), Input: json.RawMessage(`{"key":"k"}`), Check: expectJSON(`{"found":true,"value":"v1"}`)},
+			conformance.RoleAllocation: {Implementation: impl("allocation"), Input: json.RawMessage(`{}`)},
+			conformance.RoleStuck:      {Implementation: impl("stuck"), Input: json.RawMessage(`{}`)},
+			conformance.RoleProgress:   {Implementation: impl("progress"), Input: json.RawMessage(`{}`)},
 		},
 		Capabilities: conformance.Capabilities{
 			Cancel:         true,

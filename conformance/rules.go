@@ -1,33 +1,36 @@
 package conformance
 
-// rule names the protocol sentence or reference section a check enforces;
-// every failure message starts with one.
+// rule is the protocol rule a check enforces, stated in full so that a
+// failure explains itself; every failure message carries one.
 type rule string
 
-// Sentences of the environment protocol (the product definition) and
-// sections of the reference notes.
+// The rules of environment/v1 the cases check.
 const (
-	ruleAuth       rule = `"The service must authenticate requests." (environment protocol, Factory); the bearer check comes before routing (providers reference §1a)`
-	ruleRoute      rule = `Brain posts to {url}/v1/operations (environment protocol, Factory); any other path is 404 (providers reference §1a)`
-	ruleBodyLimit  rule = `a body over the provider's limit is answered 413 (providers reference §1a)`
-	ruleStrict     rule = `commands are decoded strictly: JSON syntax, unknown fields, identifiers ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$ and sequences ≥ 1 are checked, a violation is 400 (providers reference §1a; brain reference §3.1)`
-	ruleResponse   rule = `"The response carries the same contract and sequence and a receipt." (environment protocol, Operations)`
-	ruleLifecycle  rule = `"Automatic session creation calls setup, ending calls detach, and deletion calls teardown." (environment protocol, Lifecycle and delivery)`
-	ruleTeardown   rule = `teardown is repeatable and later operations on the binding fail with a failure receipt (providers reference §2, env-local; §3, lazy-environment)`
-	ruleDuplicate  rule = `a second setup of the same binding is answered as the provider documents: already_exists or accepted (providers reference §3, lazy-environment; §2, env-modal)`
-	ruleFinish     rule = `"For a Tool, result and returned end only the synchronous phase, optionally emitting output. Call the granted finish service to complete the Tool, either before returning or later." (environment protocol, Operations)`
-	ruleFinishOnce rule = `"Finish orders after earlier admitted emissions and closes further emission authority." (environment protocol, Invocation services): a Tool finishes exactly once`
-	ruleLostAck    rule = `"Use unknown only when dispatch may have happened but no reliable result is available." and "callbacks are not retried or replayed" (environment protocol, Operations; Lifecycle and delivery)`
-	ruleGranted    rule = `"Only listed methods are granted." (environment protocol, Invocation services)`
-	ruleTimeout    rule = `"For Tool invocations, return a failure with code timeout when its deadline expires" (environment protocol, Operations); the deadline stops the work (providers reference §5)`
-	ruleCancel     rule = `"For Tool invocations, return a failure with code ... cancelled for explicit cancellation." (environment protocol, Operations)`
-	ruleShared     rule = `"The lazy workspace example tests concurrent first allocation" (environment protocol, Lifecycle and delivery): concurrent first calls on one binding share one allocation (providers reference §3)`
-	ruleIsolation  rule = `bindings are isolated: another binding cannot read the first's state (providers reference §2, env-local and env-browser)`
-	ruleUnsupport  rule = `"Return an unsupported failure for an unsupported operation or descriptor." (environment protocol, Operations)`
-	ruleFailure    rule = `"Failure fields code, message, retryable, and optional JSON details reach Tool results unchanged." (environment protocol, Operations; brain reference §3.3)`
-	ruleReporter   rule = `"POST { type: "event", event_type, data } for diagnostics, or { type: "result", output: { observation, content? } } for actionable facts, to operation.reporter.url with its bearer token." (environment protocol, Controller services)`
-	ruleLoss       rule = `"Report resource loss explicitly, without silently allocating replacements." (environment protocol, Lifecycle and delivery)`
-	ruleTurnEnd    rule = `"Setup can return { type: "accepted", on_turn_end: "release" } ... Brain sends call { name: "release", input: { sequence } }" (environment protocol, Lifecycle and delivery)`
-	ruleMethods    rule = `call {name, input} runs an environment-specific method (brain reference §3.2)`
-	ruleExpect     rule = `Options.Expect: a capability the provider's CI pins must stay declared`
+	ruleAuth       rule = `a provider authenticates every request with its bearer token ("Authorization: Bearer <token>"), before routing: a missing or wrong token, or another scheme, is answered 401 whatever the path`
+	ruleRoute      rule = `Brain posts every command to {url}/v1/operations; an authenticated request to any other path is answered 404`
+	ruleBodyLimit  rule = `a command body larger than the provider's limit is answered 413`
+	ruleStrict     rule = `commands are decoded strictly: malformed JSON, unknown fields, identifiers not matching ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$ and sequences below 1 are answered 400`
+	ruleResponse   rule = `every answer to a command is 200 with {"contract":"environment/v1","sequence":<the command's sequence>,"receipt":{...}}`
+	ruleLifecycle  rule = `a binding's life is setup, then operations, then detach and teardown; each of these is answered with an accepted receipt when it succeeds`
+	ruleTeardown   rule = `teardown is repeatable (a second teardown is accepted) and any later execute or call on the torn-down binding answers a failure receipt without running anything`
+	ruleDuplicate  rule = `a second setup of a binding that is already set up answers failure already_exists, unless the provider documents (profile "duplicate_setup": "accepted") that it accepts it again`
+	ruleFinish     rule = `an execute of a Tool answers result or returned, which end only its synchronous phase; the Tool completes when the provider calls the finish service of the execute's callback grant (before answering or later), with an ok outcome whose value is the Tool's output`
+	ruleFinishOnce rule = `a Tool finishes exactly once: finish is called once per execution and no emission (emit, result, returned) follows it`
+	ruleLostAck    rule = `callbacks are never retried: when finish was sent but its acknowledgement was lost, the outcome may have been committed, so the execute answers unknown and finish is not sent again`
+	ruleGranted    rule = `an execution calls only the methods its callback grant lists`
+	ruleTimeout    rule = `an execute whose deadline_ms passes answers failure timeout within the grace the profile allows after the deadline, and its work stops: it never completes ok afterwards`
+	ruleCancel     rule = `a cancel {target_sequence} of a running execute makes that execute answer failure cancelled, and its work stops: it never completes ok afterwards`
+	ruleShared     rule = `concurrent first executes on one binding all succeed and share the binding's one allocation: the provider allocates once per binding, never once per caller`
+	ruleIsolation  rule = `bindings are isolated: an execute on one binding never observes state written on another`
+	ruleUnsupport  rule = `an execute of a descriptor, or a call of a method, the provider does not support answers failure unsupported without running anything`
+	ruleUnknownReq rule = `a request of a type the provider does not know is refused: either 400 or a failure receipt with code unsupported`
+	ruleFailure    rule = `a failure receipt is {"type":"failure","code":<identifier>,"message":<1..4096 bytes>,"retryable":<boolean>,"details"?:<JSON>} and nothing else; retryable is always present`
+	ruleReporter   rule = `a provider posts observations to the binding's reporter grant ({type:"event",event_type,data} or {type:"result",output:{observation,content?}}) with the grant's bearer token, and Brain accepts them`
+	ruleLoss       rule = `a binding whose resource was lost (for example by a provider restart) reports the loss with a failure; it never allocates a replacement silently`
+	ruleTurnEnd    rule = `a setup answering {"type":"accepted","on_turn_end":"<method>"} registers that method: after every turn Brain calls it with {"sequence":<turn_started>}, and it answers a non-failure receipt`
+	ruleMethods    rule = `a call {name,input} of a method the provider declares runs it and answers a result receipt`
+	ruleExpect     rule = `a capability the profile's "expect" list pins must stay declared`
+	ruleOnce       rule = `an execute is run at most once: a command repeated with the same session, environment and sequence is not executed again; it answers unknown (or the first answer) and makes no further callbacks`
+	ruleEvidence   rule = `when the work of a timed-out execute cannot be cleaned up, the timeout failure keeps the cleanup evidence in its details (the first cause stays the code)`
+	ruleReceipts   rule = `an execute may answer {"type":"accepted"} or {"type":"progress","data":<JSON>}; that leaves the Tool's outcome unknown, so the provider does not complete it afterwards: no finish, result or returned callback follows the answer`
 )

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,15 +108,17 @@ func Check(ctx context.Context, newTarget func(t T) Target, opts *Options) Repor
 	return Report{Results: results}
 }
 
+// selected is the cases Options.Run and Options.Skip select.
 func selected(o Options) []testCase {
-	if len(o.Run) == 0 {
-		return cases
-	}
 	var out []testCase
 	for _, c := range cases {
-		if slices.Contains(o.Run, c.id) {
-			out = append(out, c)
+		if len(o.Run) > 0 && !matchesAny(o.Run, c.id) {
+			continue
 		}
+		if matchesAny(o.Skip, c.id) {
+			continue
+		}
+		out = append(out, c)
 	}
 	return out
 }

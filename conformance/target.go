@@ -21,6 +21,20 @@ const (
 	// RoleUnsupported is a descriptor the provider does not support; when
 	// absent the suite invents one.
 	RoleUnsupported = "unsupported"
+	// RoleAllocation's output identifies the binding's allocation (a
+	// container id, a directory, a counter): equal outputs mean one
+	// allocation. lazy/first-use compares the outputs of concurrent first
+	// calls with it.
+	RoleAllocation = "allocation"
+	// RoleStuck runs past the deadline the suite sends and its cleanup
+	// then fails (a process that cannot be killed, a file that cannot be
+	// removed); deadline/cleanup-evidence checks the timeout keeps that
+	// evidence.
+	RoleStuck = "stuck"
+	// RoleProgress answers its execute with an accepted or progress
+	// receipt; exec/progress-receipt checks it is well formed and that the
+	// Tool is not completed afterwards.
+	RoleProgress = "progress"
 )
 
 // Optional capabilities. A case for a capability the Target does not
@@ -156,8 +170,11 @@ type Options struct {
 	// Concurrency is how many executes the concurrency cases send at once;
 	// default 4.
 	Concurrency int
-	// Run, when non-empty, runs only the case ids it lists.
+	// Run, when non-empty, runs only the cases it matches: case ids,
+	// globs ("auth/*") or group prefixes ending in "/" ("transport/").
 	Run []string
+	// Skip leaves out the cases it matches, in the same forms as Run.
+	Skip []string
 }
 
 func (o *Options) normalized() Options {

@@ -4,7 +4,7 @@
 // # Writing a provider
 //
 // Implement Provider (embed Base for the operations you do not need) and
-// serve it:
+// serve it; about twenty lines are enough:
 //
 //	type sandbox struct{ envsdk.Base }
 //
@@ -18,6 +18,16 @@
 //
 //	h := envsdk.NewHandler(&sandbox{}, &envsdk.Options{Token: token})
 //	err := envsdk.ListenAndServe(ctx, "127.0.0.1:8090", h)
+//
+// That is a whole provider: with one Execute it passes every conformance
+// case that applies to it, because the handler also tracks bindings
+// itself. A second setup of a binding that is set up answers the failure
+// already_exists, and an execute or call on a binding torn down through
+// this handler answers unavailable; neither reaches the provider. A
+// teardown is always passed on (it is repeatable). The record is in
+// memory, so after a restart every operation reaches the provider again.
+// A provider that tracks bindings itself (to accept a duplicate setup, or
+// to keep bindings across restarts) sets Options.UntrackedBindings.
 //
 // The handler authenticates the bearer token in constant time before
 // looking at the route (401), serves only POST /v1/operations (404, 405),

@@ -39,6 +39,12 @@ type Options struct {
 	// StopGrace is how long to wait for Execute to return after its
 	// deadline or cancellation before answering without it.
 	StopGrace time.Duration
+	// UntrackedBindings turns off the handler's own binding tracking
+	// (a second setup of a live binding answers already_exists; an execute
+	// or call on a torn-down binding answers unavailable without reaching
+	// the provider): every setup, execute and call then reaches the
+	// provider, which tracks bindings itself.
+	UntrackedBindings bool
 }
 
 // errDeadline and errCancelled are the causes the handler gives an
@@ -58,6 +64,7 @@ type handler struct {
 	grace     time.Duration
 	log       *slog.Logger
 	caller    *caller
+	bindings  *bindings // nil when the provider tracks bindings itself
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // by session/environment/sequence
@@ -100,6 +107,9 @@ func NewHandler(p Provider, opts *Options) http.Handler {
 	}
 	if mp, ok := p.(MethodProvider); ok {
 		h.methods = mp.Methods()
+	}
+	if !opts.UntrackedBindings {
+		h.bindings = newBindings()
 	}
 	return h
 }
@@ -212,18 +222,33 @@ func (h *handler) run(parent context.Context, op envapi.Operation) envapi.Receip
 	c := h.newCtx(ctx, op)
 	defer c.closed.Store(true)
 
+	key := c.BindingKey()
 	switch op.Request.Type {
 	case envapi.RequestSetup:
+		if h.bindings != nil {
+			if r, ok := h.bindings.beginSetup(key); !ok {
+				return r
+			}
+		}
 		var res SetupResult
 		err := h.guard(func() (err error) { res, err = h.p.Setup(c); return err })
+		if h.bindings != nil {
+			h.bindings.endSetup(key, err == nil)
+		}
 		if err != nil {
 			return h.failure(c, err)
 		}
 		return envapi.AcceptedOnTurnEnd(res.OnTurnEnd)
-	case envapi.RequestExecute:
+	case envapi.RequestExecute, envapi.RequestCall:
+		if h.bindings != nil {
+			if r, ok := h.bindings.usable(key); !ok {
+				return r
+			}
+		}
+		if op.Request.Type == envapi.RequestCall {
+			return h.call(c, op.Request)
+		}
 		return h.execute(c, cancel, op)
-	case envapi.RequestCall:
-		return h.call(c, op.Request)
 	case envapi.RequestCancel:
 		return h.cancel(c, op)
 	case envapi.RequestDetach:
@@ -234,6 +259,9 @@ func (h *handler) run(parent context.Context, op envapi.Operation) envapi.Receip
 	case envapi.RequestTeardown:
 		if err := h.guard(func() error { return h.p.Teardown(c) }); err != nil {
 			return h.failure(c, err)
+		}
+		if h.bindings != nil {
+			h.bindings.tornDown(key)
 		}
 		return envapi.Accepted()
 	}

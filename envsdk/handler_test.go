@@ -205,17 +205,19 @@ func TestUnsupported(t *testing.T) {
 
 func TestSetupAndMethods(t *testing.T) {
 	srv := serve(t, newTestProvider(), nil)
-	resp := send(t, srv, command(1, envapi.Setup(json.RawMessage(`{"label":"ok"}`))))
-	if resp.Receipt.Type != envapi.ReceiptAccepted || resp.Receipt.OnTurnEnd != "release" {
-		t.Errorf("setup answered %+v, want accepted with on_turn_end release", resp.Receipt)
-	}
-	resp = send(t, srv, command(2, envapi.Setup(json.RawMessage(`{"label":"much too long"}`))))
+	// Invalid setups first: a failed setup leaves the binding not set up,
+	// so the valid one after them is its first.
+	resp := send(t, srv, command(1, envapi.Setup(json.RawMessage(`{"label":"much too long"}`))))
 	if resp.Receipt.Code != envapi.CodeInvalidConfiguration || !strings.Contains(resp.Receipt.Message, "configuration.label") {
 		t.Errorf("invalid setup answered %+v, want invalid_configuration naming configuration.label", resp.Receipt)
 	}
-	resp = send(t, srv, command(3, envapi.Setup(json.RawMessage(`{"colour":"red"}`))))
+	resp = send(t, srv, command(2, envapi.Setup(json.RawMessage(`{"colour":"red"}`))))
 	if resp.Receipt.Code != envapi.CodeInvalidConfiguration || !strings.Contains(resp.Receipt.Message, "configuration.colour") {
 		t.Errorf("unknown setup field answered %+v, want invalid_configuration naming configuration.colour", resp.Receipt)
+	}
+	resp = send(t, srv, command(3, envapi.Setup(json.RawMessage(`{"label":"ok"}`))))
+	if resp.Receipt.Type != envapi.ReceiptAccepted || resp.Receipt.OnTurnEnd != "release" {
+		t.Errorf("setup answered %+v, want accepted with on_turn_end release", resp.Receipt)
 	}
 	resp = send(t, srv, command(4, envapi.Call("inspect", json.RawMessage(`{"deep":true}`))))
 	if resp.Receipt.Type != envapi.ReceiptResult || string(resp.Receipt.Output) != `{"in":{"deep":true}}` {

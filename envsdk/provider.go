@@ -58,7 +58,9 @@ type Method struct {
 }
 
 // Base gives a provider the default behaviour: setup accepts any
-// configuration, execute is unsupported, detach and teardown accept.
+// configuration, execute is unsupported, detach and teardown accept. The
+// handler's binding tracking (see Options.UntrackedBindings) refuses a
+// duplicate setup and operations after teardown before they get here.
 type Base struct{}
 
 // Setup accepts.
