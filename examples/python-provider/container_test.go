@@ -1,0 +1,161 @@
+package pythonprovider_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/brain-in-go/brain/conformance"
+)
+
+// docker finds a Docker Engine; without one the test skips, unless
+// BRAIN_REQUIRE_DOCKER=1.
+func docker(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("docker")
+	if err == nil {
+		err = exec.Command(path, "info").Run()
+	}
+	if err != nil {
+		if os.Getenv("BRAIN_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("a Docker Engine is required (BRAIN_REQUIRE_DOCKER=1): %v", err)
+		}
+		t.Skipf("no Docker Engine: %v", err)
+	}
+	return path
+}
+
+func run(t *testing.T, name string, args ...string) (string, int) {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if e, ok := err.(*exec.ExitError); ok {
+		return string(out), e.ExitCode()
+	}
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+	return string(out), 0
+}
+
+// TestContainerImage builds the brain image from examples/ci/Dockerfile
+// (scratch plus the static binary TestMain built; nothing is pulled) and
+// runs the suite from it against the Python provider on the host network.
+func TestContainerImage(t *testing.T) {
+	dockerBin := docker(t)
+	url := startProvider(t, "provider.py")
+
+	ctxDir := t.TempDir()
+	bin, err := os.ReadFile(brainBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ctxDir, "brain"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	image := "brain-conformance-test:" + hex.EncodeToString(b[:])
+	if out, code := run(t, dockerBin, "build", "-q", "-t", image, "-f", filepath.Join("..", "ci", "Dockerfile"), ctxDir); code != 0 {
+		t.Fatalf("docker build exited %d:\n%s", code, out)
+	}
+	t.Cleanup(func() { _, _ = run(t, dockerBin, "image", "rm", "-f", image) })
+
+	// The image is the binary alone: small, and no shell in it.
+	out, _ := run(t, dockerBin, "image", "inspect", "--format", "{{.Size}} {{len .RootFS.Layers}}", image)
+	if fields := strings.Fields(out); len(fields) != 2 || fields[1] != "1" {
+		t.Errorf("image size and layers %q, want one layer", out)
+	}
+
+	work := t.TempDir()
+	if err := os.Chmod(work, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	profile, err := os.ReadFile("profile.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "profile.json"), profile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := run(t, dockerBin, "run", "--rm", "--network", "host", "-v", work+":/work", image,
+		"conformance", "--url", url, "--token", token, "--profile", "/work/profile.json", "--junit", "/work/conformance.xml")
+	if code != conformance.ExitPass {
+		t.Fatalf("brain conformance in the container exited %d, want %d\n%s", code, conformance.ExitPass, out)
+	}
+	failed, skipped, total := junitResults(t, filepath.Join(work, "conformance.xml"))
+	if len(failed) > 0 || !slices.Equal(skipped, undeclared) || total != len(conformance.IDs()) {
+		t.Errorf("failed %v, skipped %v (want %v), %d cases\n%s", failed, skipped, undeclared, total, out)
+	}
+	// Without a shell or anything else in the image, other commands fail.
+	if _, code := run(t, dockerBin, "run", "--rm", "--entrypoint", "/bin/sh", image, "-c", "true"); code == 0 {
+		t.Errorf("the image has a shell; want the brain binary alone")
+	}
+}
+
+// TestCIExamplesUseRealFlags: every flag the CI examples and the
+// Dockerfile pass to brain conformance is one the command knows, so the
+// examples cannot drift from it.
+func TestCIExamplesUseRealFlags(t *testing.T) {
+	help, _ := brain(t, "conformance", "--help")
+	known := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+-([a-z][a-z-]*)`).FindAllStringSubmatch(help, -1) {
+		known[m[1]] = true
+	}
+	if !known["url"] || !known["junit"] {
+		t.Fatalf("no flags found in the help:\n%s", help)
+	}
+	flagRe := regexp.MustCompile(`(?:^|\s)--([a-z][a-z-]*)`)
+	for _, name := range []string{"github-actions.yml", "gitlab-ci.yml", "Dockerfile"} {
+		data, err := os.ReadFile(filepath.Join("..", "ci", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := 0
+		for _, cmd := range conformanceCommands(string(data)) {
+			found++
+			for _, m := range flagRe.FindAllStringSubmatch(cmd, -1) {
+				if !known[m[1]] {
+					t.Errorf("%s passes --%s to brain conformance, which does not know it:\n%s", name, m[1], cmd)
+				}
+			}
+		}
+		if found == 0 {
+			t.Errorf("%s runs no brain conformance command", name)
+		}
+	}
+}
+
+// conformanceCommands finds each "conformance --..." invocation in text
+// with its continuation lines (after a trailing backslash, or indented
+// lines starting with "--"), comment markers removed.
+func conformanceCommands(text string) []string {
+	lines := strings.Split(text, "\n")
+	clean := func(l string) string { return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "#")) }
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		l := clean(lines[i])
+		at := strings.Index(l, "conformance --")
+		if at < 0 {
+			if at = strings.Index(l, "conformance \\"); at < 0 {
+				continue
+			}
+		}
+		cmd := l[at+len("conformance"):]
+		for i+1 < len(lines) {
+			next := clean(lines[i+1])
+			if !strings.HasSuffix(strings.TrimSpace(cmd), "\\") && !strings.HasPrefix(next, "--") {
+				break
+			}
+			cmd += "\n" + next
+			i++
+		}
+		out = append(out, cmd)
+	}
+	return out
+}
