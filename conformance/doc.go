@@ -2,13 +2,13 @@
 // cases, run over real HTTP, that any environment provider must pass.
 //
 // Every case has a stable id ("auth/wrong-token", "exec/lost-finish-ack",
-// ...; see IDs) used as its subtest name, so a provider can select cases
-// with -run and CI can track them. Each failure names the rule it enforces
-// (a sentence of the environment protocol or a section of the reference)
-// and shows the exchange: the request, the status and an excerpt of the
-// body. The suite plays Brain: each case has a fake Brain (envtest) that
-// serves the callback and reporter grants it hands out and records every
-// call the provider makes.
+// ...; see IDs and Cases) used as its subtest name, so a provider can
+// select cases with -run and CI can track them. Each failure states the
+// rule it enforces in full and names what actually went wrong (no answer,
+// an answer that does not decode, a wrong receipt), with the exchange: the
+// request, the status and an excerpt of the body. The suite plays Brain:
+// each case has a fake Brain (envtest) that serves the callback and
+// reporter grants it hands out and records every call the provider makes.
 //
 // # A Go provider
 //
@@ -37,15 +37,21 @@
 //	    -conformance.url=http://127.0.0.1:8090 -conformance.token=$TOKEN \
 //	    -conformance.profile=profile.json
 //
-// or, with the brain binary, which prints a pass/fail/skip table and can
-// write JUnit XML for CI:
+// (a relative -conformance.profile is read from the directory go test was
+// run in) or, with the brain binary, which prints a pass/fail/skip table
+// and can write JUnit XML for CI:
 //
 //	brain conformance --url http://127.0.0.1:8090 --token $TOKEN \
 //	    --profile profile.json --junit conformance.xml
 //
-// The exit status is 0 only when no case failed. All cases then share the
-// one provider, each in a session of its own. The restart case needs an
-// in-process hook and is skipped remotely.
+// --run and --skip take case ids, globs ("auth/*") or group prefixes
+// ending in "/" ("transport/"); --list prints every case id with the
+// capability that gates it and its rule. The exit status is ExitPass (0)
+// when no case failed, ExitFail (1) when one did, ExitUsage (2) for a bad
+// command line or an invalid profile and ExitUnreachable (3) when nothing
+// answers at the URL within --wait. All cases then share the one provider,
+// each in a session of its own. The restart case needs an in-process hook
+// and is skipped remotely.
 //
 // # Roles and capabilities
 //
@@ -53,15 +59,22 @@
 // deterministic), "sleep" (runs past the deadline the suite sends; used by
 // the deadline and cancel cases), "write" and "read" (the read's check
 // passes only when it observes the write's state in the same binding; used
-// for sharing, isolation and restart), and optionally "unsupported" (a
-// descriptor the provider refuses; by default the suite invents one). A case
-// whose role is not described is skipped.
+// for sharing, isolation and restart), "allocation" (its output identifies
+// the binding's allocation, so lazy/first-use sees a provider that
+// allocates once per concurrent first caller), "stuck" (runs past the
+// deadline and its cleanup then fails; the timeout must keep that evidence
+// in details), "progress" (answers accepted or progress) and optionally
+// "unsupported" (a descriptor the provider refuses; by default the suite
+// invents one). A case whose role is not described is skipped.
 //
 // Optional capabilities are "cancel", "lazy-allocation", "turn-end-release",
 // "methods", "reporter" and "restart". A case for an undeclared capability is
 // skipped with the reason; a declared one must pass; Options.Expect (profile
 // "expect") lists capabilities that must stay declared, so one that
 // disappears fails.
+//
+// A provider written with envsdk gets binding tracking from the handler, so
+// the lifecycle and failure cases pass without state of its own.
 //
 // # The profile
 //
@@ -76,6 +89,9 @@
 //	    "sleep": {"implementation": {"name": "sleep"}, "input": {"ms": 3000}, "runs_ms": 3000},
 //	    "write": {"implementation": {"name": "write"}, "input": {"key": "k", "value": "v"}},
 //	    "read":  {"implementation": {"name": "read"}, "input": {"key": "k"}, "output_contains": {"value": "v"}},
+//	    "allocation": {"implementation": {"name": "allocation"}, "input": {}},
+//	    "stuck": {"implementation": {"name": "stuck"}, "input": {}},
+//	    "progress": {"implementation": {"name": "progress"}, "input": {}},
 //	    "unsupported": {"implementation": {"name": "nope"}, "input": {}}
 //	  },
 //	  "capabilities": {
@@ -85,12 +101,14 @@
 //	    "methods": {"inspect": {}},
 //	    "reporter": {"call": "report", "input": {}}
 //	  },
-//	  "expect": ["cancel", "reporter"],
+//	  "expect": ["cancel", "lazy_allocation", "reporter"],
 //	  "options": {"deadline_ms": 500, "grace_ms": 5000, "timeout_ms": 60000,
 //	              "max_body_bytes": 16777216, "concurrency": 4, "serial": false}
 //	}
 //
-// "token" is used when no token flag is given. "duplicate_setup" is
+// Every key is snake_case, and "expect" names capabilities as they are
+// keyed under "capabilities" (cancel, lazy_allocation, turn_end_release,
+// methods, reporter, restart). "token" is used when no token flag is given. "duplicate_setup" is
 // "already_exists" (the default: a second setup of one binding fails with
 // that code) or "accepted". Each execute gives the implementation and input
 // sent; "output" requires the Tool's output to equal the given JSON,

@@ -1,0 +1,145 @@
+package conformance_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/conformance"
+	"github.com/brain-in-go/brain/envsdk"
+)
+
+func TestRunCLIList(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := conformance.RunCLI(t.Context(), []string{"--list"}, &stdout, &stderr); code != conformance.ExitPass {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	ids := conformance.IDs()
+	if len(lines) != len(ids) {
+		t.Fatalf("%d lines for %d cases:\n%s", len(lines), len(ids), stdout.String())
+	}
+	gates := map[string]string{"cancel/running": "cancel", "lazy/first-use": "lazy-allocation", "contract/echo": "-", "exec/at-most-once": "-"}
+	for i, line := range lines {
+		f := strings.Split(line, "\t")
+		if len(f) != 3 || f[0] != ids[i] || len(f[2]) < 30 {
+			t.Errorf("line %d %q: want id, capability and rule", i, line)
+			continue
+		}
+		if want, ok := gates[f[0]]; ok && f[1] != want {
+			t.Errorf("%s is gated by %q, want %q", f[0], f[1], want)
+		}
+	}
+}
+
+// TestRulesStateThemselves: a rule is a sentence a provider author can act
+// on, not a pointer into documents the author may not have.
+func TestRulesStateThemselves(t *testing.T) {
+	for _, c := range conformance.Cases() {
+		for _, cite := range []string{"§", "reference", "(environment protocol"} {
+			if strings.Contains(c.Rule, cite) {
+				t.Errorf("%s: rule cites %q instead of stating itself: %s", c.ID, cite, c.Rule)
+			}
+		}
+	}
+}
+
+func TestRunCLIRunAndSkipPatterns(t *testing.T) {
+	tg := serveReference(t, newReference, envsdk.Options{Token: refToken, StopGrace: time.Second, MaxBodyBytes: 1 << 20}, nil)
+	profile := referenceProfile(t)
+	var stdout, stderr bytes.Buffer
+	code := conformance.RunCLI(t.Context(), []string{"--url", tg.BaseURL, "--profile", profile,
+		"--run", "auth/*,transport/", "--skip", "transport/body-*,transport/zero-sequence"}, &stdout, &stderr)
+	if code != conformance.ExitPass {
+		t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	var ran []string
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if id, ok := strings.CutPrefix(line, "PASS  "); ok {
+			ran = append(ran, strings.Fields(id)[0])
+		}
+	}
+	want := []string{"auth/missing-token", "auth/wrong-token", "transport/not-found", "transport/malformed-json", "transport/unknown-field", "transport/bad-identifier"}
+	if !slices.Equal(ran, want) {
+		t.Errorf("ran %v, want %v\n%s", ran, want, stdout.String())
+	}
+	for _, bad := range []string{"nothing/*", "[", "exec/no-such-case"} {
+		stdout.Reset()
+		stderr.Reset()
+		if code := conformance.RunCLI(t.Context(), []string{"--url", tg.BaseURL, "--profile", profile, "--skip", bad}, &stdout, &stderr); code != conformance.ExitUsage {
+			t.Errorf("--skip %q: exit %d, want %d", bad, code, conformance.ExitUsage)
+		}
+	}
+}
+
+func TestRunCLIUnreachable(t *testing.T) {
+	profile := referenceProfile(t)
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := conformance.RunCLI(t.Context(), []string{"--url", "http://127.0.0.1:1", "--profile", profile, "--wait", "1s"}, &stdout, &stderr)
+	if code != conformance.ExitUnreachable || !strings.Contains(stderr.String(), "could not be reached") {
+		t.Errorf("exit %d, want %d\n%s", code, conformance.ExitUnreachable, stderr.String())
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("gave up after %v, want about --wait", time.Since(start))
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("a table was printed for an unreachable provider:\n%s", stdout.String())
+	}
+}
+
+// TestProfileOneKeyStyle: "expect" names capabilities as "capabilities"
+// keys them, snake_case.
+func TestProfileOneKeyStyle(t *testing.T) {
+	base := `{"executes":{"echo":{"implementation":1,"input":1}},"capabilities":{"lazy_allocation":true,"turn_end_release":"release"},"expect":%s}`
+	p, err := conformance.ParseProfile([]byte(strings.Replace(base, "%s", `["lazy_allocation","turn_end_release","cancel"]`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.RunOptions().Expect; !slices.Equal(got, []string{conformance.CapLazyAllocation, conformance.CapTurnEndRelease, conformance.CapCancel}) {
+		t.Errorf("expect became %v", got)
+	}
+	if _, err := conformance.ParseProfile([]byte(strings.Replace(base, "%s", `["lazy-allocation"]`, 1))); err == nil || !strings.Contains(err.Error(), "lazy_allocation") {
+		t.Errorf("a kebab-case expect entry: %v, want an error naming lazy_allocation", err)
+	}
+}
+
+// TestFailureNamesRealCause: a timeout answered promptly but without
+// "retryable" is reported as an invalid answer, with its time, not as a
+// missing answer.
+func TestFailureNamesRealCause(t *testing.T) {
+	dropRetryable := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec := &buffered{header: http.Header{}, status: http.StatusOK}
+			next.ServeHTTP(rec, r)
+			var doc map[string]any
+			body := rec.body.Bytes()
+			if json.Unmarshal(body, &doc) == nil {
+				if rc, ok := doc["receipt"].(map[string]any); ok && rc["type"] == "failure" {
+					delete(rc, "retryable")
+					body, _ = json.Marshal(doc)
+				}
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(rec.status)
+			_, _ = io.Copy(w, bytes.NewReader(body))
+		})
+	}
+	opts := testOptions
+	opts.Run = []string{"deadline/timeout"}
+	report := conformance.Check(t.Context(), func(ct conformance.T) conformance.Target {
+		return serveReference(ct, newReference, envsdk.Options{Token: refToken, StopGrace: time.Second}, dropRetryable)
+	}, &opts)
+	if len(report.Results) != 1 || report.Results[0].Status != conformance.Fail {
+		t.Fatalf("want deadline/timeout to fail:\n%s", details(report))
+	}
+	msg := strings.Join(report.Results[0].Log, "\n")
+	if !strings.Contains(msg, "answered 200 after") || !strings.Contains(msg, "not a valid response") || !strings.Contains(msg, "retryable") || strings.Contains(msg, "no answer") || strings.Contains(msg, "not answered") {
+		t.Errorf("the failure does not name the real cause:\n%s", msg)
+	}
+}
