@@ -2,14 +2,14 @@ package braintest
 
 import (
 	"bufio"
-	"bytes"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
 // Serve builds the brain binary into dir and runs "brain serve" on a free
@@ -67,21 +67,6 @@ func WaitLine(t testing.TB, out *Buffer, prefix string) string {
 	return ""
 }
 
-// Buffer is a bytes.Buffer safe for one writer and concurrent readers.
-type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *Buffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String answers what was written so far.
-func (s *Buffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// Buffer is a bytes.Buffer safe for concurrent writers and readers (the
+// one of envtest).
+type Buffer = envtest.Buffer

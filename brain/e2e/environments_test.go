@@ -61,7 +61,7 @@ func TestEnvironmentProtocol(t *testing.T) {
 	t.Run("case45_setup", func(t *testing.T) {
 		p := newProvider(t)
 		id := builtinSession(s, p)
-		ops := p.received("", "")
+		ops := p.Received("", "")
 		if len(ops) != 1 {
 			t.Fatalf("provider received %d operations at create, want one setup", len(ops))
 		}
@@ -133,7 +133,7 @@ func TestEnvironmentProtocol(t *testing.T) {
 		if !found {
 			t.Errorf("transcript has no tool_result: %s", r.Body)
 		}
-		if n := len(p.received(envapi.RequestExecute, "box")); n != 1 {
+		if n := len(p.Received(envapi.RequestExecute, "box")); n != 1 {
 			t.Errorf("provider received %d executes, want 1 (no retry)", n)
 		}
 	})
@@ -141,7 +141,7 @@ func TestEnvironmentProtocol(t *testing.T) {
 	t.Run("case47_unreachable", func(t *testing.T) {
 		p := newProvider(t)
 		id := builtinSession(s, p, tool("echo", "box", "echo"))
-		p.down()
+		p.Down()
 		if r := s.send(id, toolTurn("echo")); r.Status != 200 {
 			t.Fatalf("send = %d %s", r.Status, r.Body)
 		}
@@ -160,7 +160,7 @@ func TestEnvironmentProtocol(t *testing.T) {
 		}
 		// The provider comes back: a later tool call reaches it, and the
 		// unknown one is never sent again.
-		p.up()
+		p.Up()
 		if r := s.send(id, toolTurn("echo")); r.Status != 200 {
 			t.Fatalf("send after the provider returned = %d %s", r.Status, r.Body)
 		}
@@ -172,7 +172,7 @@ func TestEnvironmentProtocol(t *testing.T) {
 		if o := toolOutcome(t, evs, started[1].Sequence); dataField[map[string]any](t, o, "outcome")["status"] != "ok" {
 			t.Errorf("second tool outcome %s", o.Data)
 		}
-		execs := p.received(envapi.RequestExecute, "")
+		execs := p.Received(envapi.RequestExecute, "")
 		if len(execs) != 1 || execs[0].Cmd.Operation.Sequence != started[1].Sequence {
 			var seqs []uint64
 			for _, e := range execs {
@@ -202,7 +202,7 @@ func TestEnvironmentProtocol(t *testing.T) {
 		if n := count(evs, api.KindToolCallEnded) + count(evs, api.KindToolCallFailed); n != 0 {
 			t.Fatalf("the returned tool closed before finish: %v", kinds(evs))
 		}
-		grant := p.received(envapi.RequestExecute, "box")[0].Cmd.Operation.Request.Callback
+		grant := p.Received(envapi.RequestExecute, "box")[0].Cmd.Operation.Request.Callback
 		if grant == nil {
 			t.Fatal("the tool execute carried no callback")
 		}
@@ -211,7 +211,7 @@ func TestEnvironmentProtocol(t *testing.T) {
 			t.Errorf("kv_put from a tool = %d %s, want 403 not_granted", status, code)
 		}
 
-		p.open("finish")
+		p.Open("finish")
 		if err := <-p.later; err != nil {
 			t.Fatalf("finish: %v", err)
 		}
@@ -234,7 +234,7 @@ func TestEnvironmentProtocol(t *testing.T) {
 		if count(wake, api.KindActivationStarted) != 1 || count(wake, api.KindTurnStarted) != 0 {
 			t.Errorf("after the finish: %v, want an activation and no turn", kinds(wake))
 		}
-		loops := p.waitFor(envapi.RequestExecute, "agent", 2)
+		loops := p.WaitFor(envapi.RequestExecute, "agent", 2)
 		var in api.TurnInput
 		json.Unmarshal(loops[1].Cmd.Operation.Request.Input, &in)
 		if in.Input != nil {
@@ -270,23 +270,21 @@ func TestEnvironmentProtocol(t *testing.T) {
 			t.Fatalf("send = %d %s", r.Status, r.Body)
 		}
 		turn1 := lastTurn(t, s.events(id))
-		calls := p.waitFor(envapi.RequestCall, "box", 1)
+		calls := p.WaitFor(envapi.RequestCall, "box", 1)
 		if req := calls[0].Cmd.Operation.Request; req.Name != "release" || !jsonEqual(req.Input, []byte(`{"sequence":`+strconv.FormatUint(turn1, 10)+`}`)) {
 			t.Errorf("turn-end call %s, want release {sequence:%d}", calls[0].Raw, turn1)
 		}
-		p.open("release")
+		p.Open("release")
 		waitEvent(t, s, id, func(ev api.Event) bool {
 			return ev.EventType == api.KindEnvironmentCallEnded && ev.Sequence > turn1
 		})
 		// A failing release changes nothing about the turn.
-		p.mu.Lock()
-		p.failRelease = true
-		p.mu.Unlock()
+		p.failRelease.Store(true)
 		if r := s.send(id, "two"); r.Status != 200 {
 			t.Fatalf("send = %d %s", r.Status, r.Body)
 		}
 		turn2 := lastTurn(t, s.events(id))
-		calls = p.waitFor(envapi.RequestCall, "box", 2)
+		calls = p.WaitFor(envapi.RequestCall, "box", 2)
 		if req := calls[1].Cmd.Operation.Request; req.Name != "release" || !jsonEqual(req.Input, []byte(`{"sequence":`+strconv.FormatUint(turn2, 10)+`}`)) {
 			t.Errorf("turn-end call %s, want release {sequence:%d}", calls[1].Raw, turn2)
 		}
@@ -297,7 +295,7 @@ func TestEnvironmentProtocol(t *testing.T) {
 		if count(evs, api.KindTurnEnded) != 2 || count(evs, api.KindTurnFailed) != 0 {
 			t.Errorf("events %v", kinds(evs))
 		}
-		if n := len(p.received(envapi.RequestCall, "")); n != 2 {
+		if n := len(p.Received(envapi.RequestCall, "")); n != 2 {
 			t.Errorf("provider received %d calls, want 2", n)
 		}
 	})
@@ -305,7 +303,7 @@ func TestEnvironmentProtocol(t *testing.T) {
 	t.Run("case52_reporter", func(t *testing.T) {
 		p := newProvider(t)
 		id := loopSession(s, p)
-		rep := p.received(envapi.RequestSetup, "box")[0].Cmd.Operation.Reporter
+		rep := p.Received(envapi.RequestSetup, "box")[0].Cmd.Operation.Reporter
 		if rep == nil {
 			t.Fatal("setup carried no reporter")
 		}
@@ -355,7 +353,7 @@ func TestEnvironmentProtocol(t *testing.T) {
 		if acts := ofKind(evs, api.KindActivationStarted); len(acts) != 1 || acts[0].Sequence < obs || count(evs, api.KindTurnStarted) != 0 {
 			t.Errorf("events %v, want one activation after %d and no turn", kinds(evs), obs)
 		}
-		loops := p.received(envapi.RequestExecute, "agent")
+		loops := p.Received(envapi.RequestExecute, "agent")
 		if len(loops) != 1 {
 			t.Fatalf("provider received %d loop executes", len(loops))
 		}
@@ -384,7 +382,7 @@ func TestEnvironmentCrash(t *testing.T) {
 	if r.Status != 202 {
 		t.Fatalf("submit = %d %s", r.Status, r.Body)
 	}
-	exec := p.waitFor(envapi.RequestExecute, "box", 1)[0].Cmd.Operation
+	exec := p.WaitFor(envapi.RequestExecute, "box", 1)[0].Cmd.Operation
 	s.kill()
 	if !killedBySIGKILL(s.waitErr) {
 		t.Fatalf("server ended with %v, want SIGKILL", s.waitErr)
@@ -416,7 +414,7 @@ func TestEnvironmentCrash(t *testing.T) {
 	if r := s2.send(id, "after the crash"); r.Status != 200 {
 		t.Fatalf("send after recovery = %d %s", r.Status, r.Body)
 	}
-	if n := len(p.received(envapi.RequestExecute, "")); n != 1 {
+	if n := len(p.Received(envapi.RequestExecute, "")); n != 1 {
 		t.Errorf("provider received %d executes, want exactly 1", n)
 	}
 	if n := len(ofKind(s2.events(id), api.KindToolCallEnded)); n != 0 {

@@ -77,10 +77,10 @@ func TestLifecycle(t *testing.T) {
 		if r := s.do("GET", "/v1/sessions/"+id+"/transcript", ""); r.Status != 200 {
 			t.Fatalf("transcript after end = %d", r.Status)
 		}
-		if d := p.received(envapi.RequestDetach, "box"); len(d) != 1 {
+		if d := p.Received(envapi.RequestDetach, "box"); len(d) != 1 {
 			t.Errorf("provider received %d detach", len(d))
 		}
-		if n := len(p.received(envapi.RequestTeardown, "")); n != 0 {
+		if n := len(p.Received(envapi.RequestTeardown, "")); n != 0 {
 			t.Errorf("provider received %d teardown at end", n)
 		}
 	})
@@ -94,7 +94,7 @@ func TestLifecycle(t *testing.T) {
 		if _, err := os.Stat(dir); err != nil || s.summary(id).Status != api.StatusIdle {
 			t.Fatalf("refused delete removed something: %v", err)
 		}
-		if n := len(p.received(envapi.RequestTeardown, "")); n != 0 {
+		if n := len(p.Received(envapi.RequestTeardown, "")); n != 0 {
 			t.Fatalf("a refused delete sent %d teardown", n)
 		}
 		s.do("POST", "/v1/sessions/"+id+"/end", "", "Idempotency-Key", key())
@@ -104,7 +104,7 @@ func TestLifecycle(t *testing.T) {
 		if r := s.do("GET", "/v1/sessions/"+id, ""); r.Status != 404 {
 			t.Fatalf("get after delete = %d", r.Status)
 		}
-		if n := len(p.received(envapi.RequestTeardown, "box")); n != 1 {
+		if n := len(p.Received(envapi.RequestTeardown, "box")); n != 1 {
 			t.Errorf("provider received %d teardown", n)
 		}
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -316,7 +316,7 @@ func testToolDeadline(t *testing.T) {
 	if took > 4*time.Second {
 		t.Errorf("the turn took %v: the tool deadline did not stop waiting for the provider", took)
 	}
-	execs := p.received(envapi.RequestExecute, "box")
+	execs := p.Received(envapi.RequestExecute, "box")
 	if len(execs) != 1 {
 		t.Fatalf("provider received %d executes, want 1", len(execs))
 	}
@@ -358,11 +358,11 @@ func testTurnDeadline(t *testing.T) {
 		!dataField[bool](t, outcome, "is_error") {
 		t.Errorf("tool outcome %s %s, want tool_call_ended {status:cancelled} is_error", outcome.EventType, outcome.Data)
 	}
-	cancels := p.waitFor(envapi.RequestCancel, "box", 1)
+	cancels := p.WaitFor(envapi.RequestCancel, "box", 1)
 	if len(cancels) != 1 || cancels[0].Cmd.Operation.Request.TargetSequence != seq {
 		t.Errorf("provider received cancels %v, want one for %d", cancels, seq)
 	}
-	if n := len(p.received(envapi.RequestExecute, "box")); n != 1 {
+	if n := len(p.Received(envapi.RequestExecute, "box")); n != 1 {
 		t.Errorf("provider received %d executes", n)
 	}
 	waitIdle(t, s, id)

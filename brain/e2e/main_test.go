@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/braintest"
 	"github.com/brain-in-go/brain/brain/client"
 )
 
@@ -62,26 +62,9 @@ type server struct {
 	URL     string
 	DataDir string
 	Token   string
-	stderr  *syncBuffer
+	stderr  *braintest.Buffer
 	done    chan struct{}
 	waitErr error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // start runs brain serve on a free port over dataDir (a fresh one when
@@ -108,7 +91,7 @@ func tryStart(t *testing.T, dataDir string, env ...string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{t: t, cmd: cmd, DataDir: dataDir, Token: token, stderr: &syncBuffer{}, done: make(chan struct{})}
+	s := &server{t: t, cmd: cmd, DataDir: dataDir, Token: token, stderr: &braintest.Buffer{}, done: make(chan struct{})}
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "BRAIN_API_TOKEN="); ok {
 			s.Token = v

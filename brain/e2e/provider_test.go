@@ -7,158 +7,38 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
 // providerCredential is the credential sessions declare for the provider.
 const providerCredential = "e2e-provider-credential"
 
-// op is one /v1/operations request as the provider received it.
-type op struct {
-	Raw  []byte
-	Cmd  envapi.Command
-	Auth string
-}
-
-// provider is an environment/v1 provider written with envsdk and served on
-// loopback. It logs every operation before envsdk sees it. What an execute
-// does is chosen by its implementation {"kind": K} (see Execute); a binding
-// configured {"release": true} registers the turn-end method "release".
+// provider is an environment/v1 provider written with envsdk, served on
+// loopback by envtest.Provider, which records every operation before
+// envsdk sees it. What an execute does is chosen by its implementation
+// {"kind": K} (see Execute); a binding configured {"release": true}
+// registers the turn-end method "release".
 type provider struct {
 	envsdk.Base
-	t    *testing.T
-	URL  string
-	addr string
-	h    http.Handler
-	done chan struct{} // closed at cleanup: every hold returns
-
-	mu          sync.Mutex
-	ops         []op
-	changed     chan struct{} // closed and replaced on every new operation
-	gates       map[string]chan struct{}
-	failRelease bool
-	srv         *http.Server
+	*envtest.Provider
+	failRelease atomic.Bool
 	later       chan error // errors of finishes made after return
 }
 
 func newProvider(t *testing.T) *provider {
 	t.Helper()
-	p := &provider{t: t, done: make(chan struct{}), changed: make(chan struct{}), gates: map[string]chan struct{}{}, later: make(chan error, 8)}
-	p.h = envsdk.NewHandler(p, &envsdk.Options{Token: providerCredential, StopGrace: 10 * time.Second})
-	p.addr = "127.0.0.1:0"
-	p.up()
-	p.URL = "http://" + p.addr
-	t.Cleanup(func() {
-		close(p.done)
-		p.down()
-	})
+	p := &provider{later: make(chan error, 8)}
+	p.Provider = envtest.NewProvider(t, envsdk.NewHandler(p, &envsdk.Options{Token: providerCredential, StopGrace: 10 * time.Second}))
 	return p
-}
-
-// up serves the provider on its address.
-func (p *provider) up() {
-	p.t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	srv := &http.Server{Handler: http.HandlerFunc(p.serve)}
-	go srv.Serve(ln)
-	p.mu.Lock()
-	p.srv = srv
-	p.mu.Unlock()
-}
-
-// down closes the listener and every connection: later connections to the
-// address are refused.
-func (p *provider) down() {
-	p.mu.Lock()
-	srv := p.srv
-	p.srv = nil
-	p.mu.Unlock()
-	if srv != nil {
-		srv.Close()
-	}
-}
-
-func (p *provider) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	if cmd, err := envapi.DecodeCommand(body); err == nil {
-		p.mu.Lock()
-		p.ops = append(p.ops, op{Raw: body, Cmd: cmd, Auth: r.Header.Get("Authorization")})
-		close(p.changed)
-		p.changed = make(chan struct{})
-		p.mu.Unlock()
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	p.h.ServeHTTP(w, r)
-}
-
-// received answers the logged operations of type typ ("" for all) on
-// environment env ("" for all).
-func (p *provider) received(typ envapi.RequestType, env string) []op {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []op
-	for _, o := range p.ops {
-		if (typ == "" || o.Cmd.Operation.Request.Type == typ) && (env == "" || o.Cmd.Operation.Environment == env) {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-// waitFor waits until at least n operations of typ on env arrived.
-func (p *provider) waitFor(typ envapi.RequestType, env string, n int) []op {
-	p.t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		p.mu.Lock()
-		ch := p.changed
-		p.mu.Unlock()
-		if got := p.received(typ, env); len(got) >= n {
-			return got
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			p.t.Fatalf("provider received %d %s operations on %q, want %d", len(p.received(typ, env)), typ, env, n)
-		}
-	}
-}
-
-// gate answers the channel the behaviours named name wait on.
-func (p *provider) gate(name string) chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	g, ok := p.gates[name]
-	if !ok {
-		g = make(chan struct{})
-		p.gates[name] = g
-	}
-	return g
-}
-
-// open releases whatever waits on gate name.
-func (p *provider) open(name string) {
-	g := p.gate(name)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-g:
-	default:
-		close(g)
-	}
 }
 
 // env declares the provider as an http environment.
@@ -190,14 +70,11 @@ func (p *provider) Methods() map[string]envsdk.Method {
 		"release": {Description: "turn end", InputSchema: json.RawMessage(`{"type":"object"}`),
 			Run: func(c *envsdk.Ctx, input json.RawMessage) (any, error) {
 				select {
-				case <-p.gate("release"):
+				case <-p.Gate("release"):
 				case <-c.Context().Done():
-				case <-p.done:
+				case <-p.Done():
 				}
-				p.mu.Lock()
-				fail := p.failRelease
-				p.mu.Unlock()
-				if fail {
+				if p.failRelease.Load() {
 					return nil, envsdk.Fail("release_refused", "release failed")
 				}
 				return map[string]any{"released": input}, nil
@@ -236,22 +113,22 @@ func (p *provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	case "hold":
 		select {
 		case <-time.After(5 * time.Second):
-		case <-p.done:
+		case <-p.Done():
 		}
 		return envsdk.Output("held")
 	case "hang":
 		select {
 		case <-c.Context().Done():
 			return envapi.Receipt{}, context.Cause(c.Context())
-		case <-p.done:
+		case <-p.Done():
 			return envsdk.Output("released")
 		}
 	case "returned":
-		inv, gate := x.Invocation, p.gate("finish")
+		inv, gate := x.Invocation, p.Gate("finish")
 		go func() {
 			select {
 			case <-gate:
-			case <-p.done:
+			case <-p.Done():
 				return
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -1,4 +1,5 @@
-// Package envtest is a fake Brain for environment/v1 provider authors.
+// Package envtest is the test kit of environment/v1: a fake Brain for
+// provider authors and a recording provider for Brain's tests.
 //
 // NewBrain starts an HTTP server on loopback that implements the Brain side
 // a provider talks to:
@@ -33,4 +34,11 @@
 //	cmds := envtest.NewCommands("s1", "workspace")
 //	cmds.Brain = b // execute commands carry a fresh tool grant
 //	status, body, resp, err := envtest.Post(ctx, nil, providerURL, token, cmds.Setup(nil))
+//
+// NewProvider serves any environment/v1 handler (usually an envsdk
+// provider's) on loopback and records every operation it receives
+// (Received, WaitFor), with named gates its behaviours wait on (Gate,
+// Open, Hold), injected failures (FailNext, ShouldFail) and a restartable
+// listener (Down, Up, NewProviderAt) for unreachable-provider cases.
+// Buffer collects a server's logs safely across goroutines.
 package envtest

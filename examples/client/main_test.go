@@ -8,17 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/braintest"
+	"github.com/brain-in-go/brain/providers/workspace"
 )
 
-// TestAgainstBrainServe runs the client against "brain serve", built here
-// and served on a free port over a temporary data directory.
+// TestAgainstBrainServe runs the client against a Brain embedded
+// in-process on a free port over a temporary data directory.
 func TestAgainstBrainServe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs brain serve")
-	}
-	url := startBrain(t, t.TempDir())
+	url := startBrain(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -84,8 +83,18 @@ func expectLines(t *testing.T, out string, want ...string) {
 
 const brainToken = "example-operator-token"
 
-// startBrain runs "brain serve" for the test (see braintest.Serve).
-func startBrain(t *testing.T, dir string, extra ...string) string {
+// startBrain embeds Brain in-process as "brain serve" runs it: the
+// scripted model, and the workspace environment as the default route;
+// edit may change the configuration.
+func startBrain(t *testing.T, edit func(*brain.Config)) string {
 	t.Helper()
-	return braintest.Serve(t, dir, brainToken, extra...)
+	ws, err := workspace.New(workspace.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wsToken = "example-workspace-token"
+	return braintest.Start(t, braintest.Options{Token: brainToken, Edit: edit,
+		Environments: map[string]braintest.Environment{
+			"workspace": {Handler: ws.Handler(wsToken), APIKey: wsToken, Default: true},
+		}}).URL
 }

@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/braintest"
 	"github.com/brain-in-go/brain/brain/client"
 	"github.com/brain-in-go/brain/conformance"
 	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/providers/workspace"
 )
 
 // TestConformance runs the environment/v1 conformance suite against the
@@ -94,14 +96,11 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// TestThroughBrain drives the environment through a real Brain: the
-// brain binary, built here, serves on a free port with a routes file that
-// names this environment "notes"; a session places put and get on it and
+// TestThroughBrain drives the environment through a real Brain, embedded
+// in-process on a free port with a routes file that names this
+// environment "notes"; a session places put and get on it and
 // the scripted model calls them.
 func TestThroughBrain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs brain serve")
-	}
 	const envToken = "notes-route-token"
 	h := envsdk.NewHandler(newNotes(nil), &envsdk.Options{Token: envToken})
 	envURL := conformance.ServeHandler(t, h)
@@ -110,7 +109,7 @@ func TestThroughBrain(t *testing.T) {
 	if err := os.WriteFile(routes, []byte(`{"notes":{"endpoint":"`+envURL+`","api_key":"`+envToken+`"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	brainURL := startBrain(t, dir, "--environment-routes-file", routes)
+	brainURL := startBrain(t, func(c *brain.Config) { c.Environments.RoutesFile = routes })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -177,8 +176,18 @@ func TestThroughBrain(t *testing.T) {
 
 const brainToken = "example-operator-token"
 
-// startBrain runs "brain serve" for the test (see braintest.Serve).
-func startBrain(t *testing.T, dir string, extra ...string) string {
+// startBrain embeds Brain in-process as "brain serve" runs it: the
+// scripted model, and the workspace environment as the default route;
+// edit may change the configuration.
+func startBrain(t *testing.T, edit func(*brain.Config)) string {
 	t.Helper()
-	return braintest.Serve(t, dir, brainToken, extra...)
+	ws, err := workspace.New(workspace.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wsToken = "example-workspace-token"
+	return braintest.Start(t, braintest.Options{Token: brainToken, Edit: edit,
+		Environments: map[string]braintest.Environment{
+			"workspace": {Handler: ws.Handler(wsToken), APIKey: wsToken, Default: true},
+		}}).URL
 }

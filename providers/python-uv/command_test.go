@@ -37,7 +37,7 @@ func TestCommandServesAndStopsGracefully(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	outR, outW := io.Pipe()
-	var stderr syncBuffer
+	var stderr envtest.Buffer
 	exit := make(chan int, 1)
 	go func() {
 		exit <- Command(ctx, []string{"--listen", "127.0.0.1:0", "--config", conf}, outW, &stderr)

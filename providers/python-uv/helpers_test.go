@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -96,24 +95,6 @@ func fixtureConfig(uv, root string) Config {
 	}
 }
 
-// syncBuffer collects logs; it is printed when the test fails.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // rig is a provider served over loopback HTTP, with a fake Brain for
 // callbacks.
 type rig struct {
@@ -122,7 +103,7 @@ type rig struct {
 	url   string
 	brain *envtest.Brain
 	root  string
-	logs  *syncBuffer
+	logs  *envtest.Buffer
 }
 
 func newRig(t testing.TB, mutate func(*Config)) *rig {
@@ -133,7 +114,7 @@ func newRig(t testing.TB, mutate func(*Config)) *rig {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	logs := &syncBuffer{}
+	logs := &envtest.Buffer{}
 	p, err := New(cfg, WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	if err != nil {
 		t.Fatalf("New: %v", err)

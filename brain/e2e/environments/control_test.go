@@ -54,7 +54,7 @@ func TestTurnEndRelease(t *testing.T) {
 	if started[0].Sequence != call.Cmd.Operation.Sequence {
 		t.Errorf("release operation %d, journal %d", call.Cmd.Operation.Sequence, started[0].Sequence)
 	}
-	f.open("release")
+	f.Open("release")
 	c.waitEvent(id, ofType(api.KindEnvironmentCallEnded))
 
 	// A failed turn is released too, and a failing release changes
@@ -72,9 +72,7 @@ func TestTurnEndRelease(t *testing.T) {
 	}
 
 	// Graceful drain waits for a pending release.
-	f.mu.Lock()
-	f.gates["release"] = make(chan struct{})
-	f.mu.Unlock()
+	f.Hold("release")
 	if status, body := c.send(id, "third"); status != http.StatusOK {
 		t.Fatalf("send: %d %s", status, body)
 	}
@@ -98,7 +96,7 @@ func TestTurnEndRelease(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	f.open("release")
+	f.Open("release")
 	if err := <-done; err != nil {
 		t.Fatalf("drain: %v", err)
 	}

@@ -125,7 +125,7 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("refused delete sent %d teardowns", n)
 		}
 		c.must(http.StatusOK, http.MethodPost, "/v1/sessions/"+id+"/end", nil, nil)
-		f.failNext("teardown", 1)
+		f.FailNext("teardown", 1)
 		status, body := c.do(http.MethodDelete, "/v1/sessions/"+id, nil, nil)
 		if status < 400 {
 			t.Fatalf("delete with a failing teardown answered %d", status)

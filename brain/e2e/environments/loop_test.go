@@ -32,10 +32,7 @@ func (f *fixture) runLoop(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, e
 		return envapi.Receipt{}, envsdk.Fail(envapi.CodeInvalidInput, err.Error())
 	}
 	if in.Input == nil {
-		f.mu.Lock()
-		f.eventRuns++
-		first := f.eventRuns == 1
-		f.mu.Unlock()
+		first := f.eventRuns.Add(1) == 1
 		if first {
 			return envapi.Receipt{}, envsdk.Fail("loop_refused", "the first event activation fails")
 		}

@@ -15,13 +15,13 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/braintest"
 )
 
 // Environment variables of the child mode: the test binary, re-executed
@@ -59,25 +59,7 @@ type brainServer struct {
 	Dir    string
 	srv    *brain.Server
 	served chan struct{} // closed when Serve returned
-	logs   *syncBuffer
-}
-
-// syncBuffer collects log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs   *braintest.Buffer
 }
 
 func start(dir string, limits brain.Limits, logTo io.Writer) (*brainServer, error) {
@@ -91,7 +73,7 @@ func startWith(dir string, limits brain.Limits, logTo io.Writer, edit func(*brai
 		return nil, err
 	}
 	pub := "http://" + ln.Addr().String()
-	logs := &syncBuffer{}
+	logs := &braintest.Buffer{}
 	var w io.Writer = logs
 	if logTo != nil {
 		w = io.MultiWriter(logs, logTo)

@@ -1,19 +1,16 @@
 package environments
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net"
-	"net/http"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
 // providerToken is the credential sessions declare for the fixture.
@@ -22,30 +19,16 @@ const providerToken = "env-credential-SECRET-5b1f"
 // modelKey is the model API key every test session is created with.
 const modelKey = "sk-model-SECRET-9c2e"
 
-// received is one operation as the fixture provider got it.
-type received struct {
-	Cmd  envapi.Command
-	Auth string
-}
-
-// fixture is an envsdk provider that logs every /v1/operations request
-// before the envsdk handler sees it. Behaviour is chosen by the
-// implementation {"kind": K} of an execute and by the configuration
-// {"setup"?, "detach"?, "teardown"?, "release"?} of the binding.
+// fixture is an envsdk provider served on loopback by envtest.Provider,
+// which records every operation before envsdk sees it. Behaviour is
+// chosen by the implementation {"kind": K} of an execute and by the
+// configuration {"setup"?, "detach"?, "teardown"?, "release"?} of the
+// binding.
 type fixture struct {
 	envsdk.Base
-	t   *testing.T
-	URL string
-
-	mu        sync.Mutex
-	ops       []received
-	changed   chan struct{} // closed and replaced on every new operation
-	gates     map[string]chan struct{}
-	fails     map[string]int // remaining failures per lifecycle kind
-	later     chan error     // results of finishes made after return
-	eventRuns int            // event-triggered activations of runLoop
-	tokens    []string       // callback tokens seen
-	stop      func()         // stops serving: later connections are refused
+	*envtest.Provider
+	later     chan error   // results of finishes made after return
+	eventRuns atomic.Int32 // event-triggered activations of runLoop
 }
 
 func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureAt(t, "127.0.0.1:0") }
@@ -53,122 +36,29 @@ func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureAt(t, "127
 // newFixtureAt serves a fixture on addr.
 func newFixtureAt(t *testing.T, addr string) *fixture {
 	t.Helper()
-	f := &fixture{t: t, changed: make(chan struct{}), gates: map[string]chan struct{}{}, fails: map[string]int{}, later: make(chan error, 16)}
-	h := envsdk.NewHandler(f, &envsdk.Options{Token: providerToken, StopGrace: 2 * time.Second})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if cmd, err := envapi.DecodeCommand(body); err == nil {
-			f.mu.Lock()
-			f.ops = append(f.ops, received{Cmd: cmd, Auth: r.Header.Get("Authorization")})
-			if g := cmd.Operation.Request.Callback; g != nil {
-				f.tokens = append(f.tokens, g.Token)
-			}
-			close(f.changed)
-			f.changed = make(chan struct{})
-			f.mu.Unlock()
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		h.ServeHTTP(w, r)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	f.stop = func() {
-		f.openAll()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}
-	t.Cleanup(f.stop)
-	f.URL = "http://" + ln.Addr().String()
+	f := &fixture{later: make(chan error, 16)}
+	f.Provider = envtest.NewProviderAt(t, envsdk.NewHandler(f, &envsdk.Options{Token: providerToken, StopGrace: 2 * time.Second}), addr)
 	return f
 }
 
-// gate answers the channel a "hold" behaviour named name waits on.
-func (f *fixture) gate(name string) chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	g, ok := f.gates[name]
-	if !ok {
-		g = make(chan struct{})
-		f.gates[name] = g
-	}
-	return g
-}
-
-// open releases everything waiting on gate name.
-func (f *fixture) open(name string) {
-	g := f.gate(name)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	select {
-	case <-g:
-	default:
-		close(g)
-	}
-}
-
-func (f *fixture) openAll() {
-	f.mu.Lock()
-	names := make([]string, 0, len(f.gates))
-	for n := range f.gates {
-		names = append(names, n)
-	}
-	f.mu.Unlock()
-	for _, n := range names {
-		f.open(n)
-	}
-}
-
-// failNext makes the next n operations of kind fail.
-func (f *fixture) failNext(kind string, n int) {
-	f.mu.Lock()
-	f.fails[kind] = n
-	f.mu.Unlock()
-}
-
-func (f *fixture) shouldFail(kind string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fails[kind] > 0 {
-		f.fails[kind]--
-		return true
-	}
-	return false
-}
-
-// received answers the logged operations of a request type ("" for all).
-func (f *fixture) received(t envapi.RequestType) []received {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []received
-	for _, r := range f.ops {
-		if t == "" || r.Cmd.Operation.Request.Type == t {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+// received answers the recorded operations of a request type ("" for
+// all).
+func (f *fixture) received(t envapi.RequestType) []envtest.Operation { return f.Received(t, "") }
 
 // waitFor waits until at least n operations of type t arrived.
-func (f *fixture) waitFor(t envapi.RequestType, n int) []received {
-	f.t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		f.mu.Lock()
-		ch := f.changed
-		f.mu.Unlock()
-		if got := f.received(t); len(got) >= n {
-			return got
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			f.t.Fatalf("provider received %d %s operations, want %d", len(f.received(t)), t, n)
+func (f *fixture) waitFor(t envapi.RequestType, n int) []envtest.Operation {
+	return f.WaitFor(t, "", n)
+}
+
+// callbackTokens answers the callback tokens of the executes received.
+func (f *fixture) callbackTokens() []string {
+	var toks []string
+	for _, o := range f.Received(envapi.RequestExecute, "") {
+		if g := o.Cmd.Operation.Request.Callback; g != nil {
+			toks = append(toks, g.Token)
 		}
 	}
+	return toks
 }
 
 type bindingConf struct {
@@ -190,7 +80,7 @@ func (f *fixture) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 		return envsdk.SetupResult{}, envsdk.Fail("setup_refused", "this binding cannot be set up")
 	case "hold":
 		select {
-		case <-f.gate("setup"):
+		case <-f.Gate("setup"):
 		case <-c.Context().Done():
 		}
 	case "release":
@@ -205,7 +95,7 @@ func (f *fixture) Detach(c *envsdk.Ctx) error {
 		return envsdk.Fail("detach_refused", "detach failed")
 	case "hold":
 		select {
-		case <-f.gate("detach"):
+		case <-f.Gate("detach"):
 		case <-c.Context().Done():
 		}
 	}
@@ -213,7 +103,7 @@ func (f *fixture) Detach(c *envsdk.Ctx) error {
 }
 
 func (f *fixture) Teardown(c *envsdk.Ctx) error {
-	if f.conf(c).Teardown == "fail_once" && f.shouldFail("teardown") {
+	if f.conf(c).Teardown == "fail_once" && f.ShouldFail("teardown") {
 		return envsdk.Fail("teardown_refused", "teardown failed")
 	}
 	return nil
@@ -229,7 +119,7 @@ func (f *fixture) Methods() map[string]envsdk.Method {
 					return nil, envsdk.Fail("release_refused", "release failed")
 				case "hold":
 					select {
-					case <-f.gate("release"):
+					case <-f.Gate("release"):
 					case <-c.Context().Done():
 					}
 				}
@@ -263,7 +153,7 @@ func (f *fixture) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, e
 		return envapi.Result(json.RawMessage(`{"count":"many"}`)), nil
 	case "returned":
 		inv := x.Invocation
-		gate := f.gate("finish")
+		gate := f.Gate("finish")
 		go func() {
 			<-gate
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

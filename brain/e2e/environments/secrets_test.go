@@ -33,7 +33,7 @@ func TestNoCredentialLeaks(t *testing.T) {
 	if status, body := c.send(id, toolCalls("echo", "emitter", "bad", "later")); status != http.StatusOK {
 		t.Fatalf("send: %d %s", status, body)
 	}
-	f.open("finish")
+	f.Open("finish")
 	c.waitEvent(id, ofType(api.KindActivationEnded))
 	rep := f.received(envapi.RequestSetup)[0].Cmd.Operation.Reporter
 	_, body := postGrant(t, rep.URL, rep.Token, map[string]any{"type": "event", "event_type": "diag", "data": map[string]string{"k": "v"}})
@@ -49,18 +49,17 @@ func TestNoCredentialLeaks(t *testing.T) {
 	}
 	f.waitFor(envapi.RequestCall, 1) // the turn-end release
 	c.must(http.StatusOK, http.MethodPost, "/v1/sessions/"+id+"/end", nil, nil)
-	f.failNext("teardown", 1)
+	f.FailNext("teardown", 1)
 	_, body = c.do(http.MethodDelete, "/v1/sessions/"+id, nil, nil)
 	bodies = append(bodies, body)
 
 	secrets := map[string]string{"model key": modelKey, "environment credential": providerToken, "reporter token": rep.Token}
-	f.mu.Lock()
-	for i, tok := range f.tokens {
+	tokens := f.callbackTokens()
+	for i, tok := range tokens {
 		secrets["callback token "+string(rune('a'+i))] = tok
 	}
-	f.mu.Unlock()
-	if len(f.tokens) != 4 {
-		t.Fatalf("provider saw %d callback tokens", len(f.tokens))
+	if len(tokens) != 4 {
+		t.Fatalf("provider saw %d callback tokens", len(tokens))
 	}
 	// The credential did reach the provider: the scan is not vacuous.
 	if got := f.received(envapi.RequestSetup)[0].Auth; got != "Bearer "+providerToken {

@@ -133,7 +133,7 @@ func TestTools(t *testing.T) {
 		f := newFixture(t)
 		id := c.create(api.CreateSessionRequest{Environments: []api.Environment{f.env("box", nil)}, Tools: []api.Tool{tool("echo", "box", "echo")}}).SessionID
 		addr := strings.TrimPrefix(f.URL, "http://")
-		f.stop()
+		f.Shutdown()
 		c.send(id, toolCalls("echo"))
 		evs := c.events(id)
 		start := find(evs, api.KindToolCallStarted)[0]
@@ -181,7 +181,7 @@ func TestTools(t *testing.T) {
 		if status != http.StatusUnprocessableEntity || !strings.Contains(string(body), `"reserved_name"`) {
 			t.Fatalf("reserved emit: %d %s", status, body)
 		}
-		f.open("finish")
+		f.Open("finish")
 		select {
 		case err := <-f.later:
 			if err != nil {
