@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,7 +56,9 @@ type Brain struct {
 	// Routes are the endpoints of Options.Environments by name.
 	Routes map[string]string
 
-	served chan error
+	served   chan struct{} // closed when Serve returned
+	envs     []*httptest.Server
+	stopOnce sync.Once
 }
 
 // Start runs a Brain in-process over a real loopback listener: it builds
@@ -63,31 +66,33 @@ type Brain struct {
 // ends Brain drains (bounded by 30 s), then the environments stop.
 func Start(t testing.TB, opts Options) *Brain {
 	t.Helper()
-	b, err := start(t, opts)
+	if opts.DataDir == "" {
+		opts.DataDir = filepath.Join(t.TempDir(), "data")
+	}
+	b, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(b.Stop)
 	return b
 }
 
-func start(t testing.TB, opts Options) (*Brain, error) {
-	dir := opts.DataDir
-	if dir == "" {
-		dir = filepath.Join(t.TempDir(), "data")
-	}
+// Open is Start for callers without a test, such as a child process of a
+// crash test: opts.DataDir is required and the caller calls Stop.
+func Open(opts Options) (*Brain, error) {
 	logs := opts.Logs
 	if logs == nil {
 		logs = io.Discard
 	}
 	cfg := brain.Config{
-		DataDir: dir,
+		DataDir: opts.DataDir,
 		Token:   opts.Token,
 		Logger:  slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
-	routes := map[string]string{}
+	b := &Brain{DataDir: opts.DataDir, Routes: map[string]string{}, served: make(chan struct{})}
 	for name, env := range opts.Environments {
 		srv := httptest.NewServer(env.Handler)
-		t.Cleanup(srv.Close)
+		b.envs = append(b.envs, srv)
 		if cfg.Environments.Routes == nil {
 			cfg.Environments.Routes = map[string]brain.EnvironmentRoute{}
 		}
@@ -95,35 +100,49 @@ func start(t testing.TB, opts Options) (*Brain, error) {
 		if env.Default {
 			cfg.Environments.BaseURL, cfg.Environments.APIKey = srv.URL, env.APIKey
 		}
-		routes[name] = srv.URL
+		b.Routes[name] = srv.URL
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		b.closeEnvs()
 		return nil, err
 	}
-	url := "http://" + ln.Addr().String()
-	cfg.PublicURL = url
+	b.URL = "http://" + ln.Addr().String()
+	cfg.PublicURL = b.URL
 	if opts.Edit != nil {
 		opts.Edit(&cfg)
 	}
 	srv, err := brain.New(context.Background(), cfg)
 	if err != nil {
 		ln.Close()
+		b.closeEnvs()
 		return nil, err
 	}
-	token, _ := srv.Token()
-	b := &Brain{URL: url, Token: token, DataDir: dir, Server: srv, Routes: routes, served: make(chan error, 1)}
-	go func() { b.served <- srv.Serve(context.Background(), ln) }()
-	t.Cleanup(b.stop)
+	b.Server = srv
+	b.Token, _ = srv.Token()
+	go func() {
+		_ = srv.Serve(context.Background(), ln)
+		close(b.served)
+	}()
 	return b, nil
 }
 
-// stop drains Brain while its routes still serve provider callbacks.
-func (b *Brain) stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_ = b.Server.Close(ctx)
-	<-b.served
+// Stop drains Brain (bounded by 30 s) while its routes still serve
+// provider callbacks, then stops the environments. It is idempotent.
+func (b *Brain) Stop() {
+	b.stopOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = b.Server.Close(ctx)
+		<-b.served
+		b.closeEnvs()
+	})
+}
+
+func (b *Brain) closeEnvs() {
+	for _, e := range b.envs {
+		e.Close()
+	}
 }
 
 // Client answers a Go client of the API with Brain's token, closed with

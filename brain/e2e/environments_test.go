@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,47 +58,6 @@ func toolTurn(name string) string {
 // and checks, for each case, Brain's events and what the provider got.
 func TestEnvironmentProtocol(t *testing.T) {
 	s := start(t, "")
-
-	t.Run("case45_setup", func(t *testing.T) {
-		p := newProvider(t)
-		id := builtinSession(s, p)
-		ops := p.Received("", "")
-		if len(ops) != 1 {
-			t.Fatalf("provider received %d operations at create, want one setup", len(ops))
-		}
-		var wire struct {
-			Contract  string `json:"contract"`
-			Operation struct {
-				SessionID   string `json:"session_id"`
-				Environment string `json:"environment"`
-				Sequence    uint64 `json:"sequence"`
-				Request     struct {
-					Type string `json:"type"`
-				} `json:"request"`
-			} `json:"operation"`
-		}
-		if err := json.Unmarshal(ops[0].Raw, &wire); err != nil {
-			t.Fatal(err)
-		}
-		evs := s.events(id)
-		started, ended := ofKind(evs, api.KindEnvironmentSetupStarted), ofKind(evs, api.KindEnvironmentSetupEnded)
-		if len(started) != 1 || len(ended) != 1 {
-			t.Fatalf("events %v", kinds(evs))
-		}
-		o := wire.Operation
-		if wire.Contract != "environment/v1" || o.Request.Type != "setup" || o.SessionID != id || o.Environment != "box" || o.Sequence != started[0].Sequence {
-			t.Errorf("setup command %s, want contract environment/v1, type setup, sequence %d", ops[0].Raw, started[0].Sequence)
-		}
-		if ops[0].Auth != "Bearer "+providerCredential {
-			t.Errorf("setup Authorization %q", ops[0].Auth)
-		}
-		if dataField[uint64](t, ended[0], "sequence") != started[0].Sequence || ended[0].Sequence < started[0].Sequence {
-			t.Errorf("environment_setup_ended %d %s for started %d", ended[0].Sequence, ended[0].Data, started[0].Sequence)
-		}
-		if ce := ofKind(evs, api.KindSessionCreationEnded); len(ce) != 1 || ce[0].Sequence < ended[0].Sequence {
-			t.Errorf("events %v", kinds(evs))
-		}
-	})
 
 	t.Run("case46_failure_fields", func(t *testing.T) {
 		p := newProvider(t)
@@ -209,6 +169,14 @@ func TestEnvironmentProtocol(t *testing.T) {
 		// case 49: a method the tool's grant does not list.
 		if status, code := callGrant(t, grant, "", "kv_put", map[string]any{"key": "a", "value": 1}); status != 403 || code != "not_granted" {
 			t.Errorf("kv_put from a tool = %d %s, want 403 not_granted", status, code)
+		}
+		wrong := *grant
+		wrong.Token = "wrong"
+		if status, code := callGrant(t, &wrong, "", "emit", map[string]any{"event_type": "x", "data": map[string]any{}}); status != 401 || code != "unauthorized" {
+			t.Errorf("emit with a wrong token = %d %s, want 401 unauthorized", status, code)
+		}
+		if status, code := callGrant(t, grant, "", "emit", map[string]any{"event_type": "turn_ended", "data": map[string]any{}}); status != 422 || code != "reserved_name" {
+			t.Errorf("emit of a reserved name = %d %s, want 422 reserved_name", status, code)
 		}
 
 		p.Open("finish")
@@ -365,6 +333,25 @@ func TestEnvironmentProtocol(t *testing.T) {
 		}
 		if in.Input != nil || !got {
 			t.Errorf("woken activation input %+v events %+v, want no input and event %d", in.Input, in.Events, obs)
+		}
+		// The binding's view shows the observation.
+		r := s.do("POST", "/v1/sessions/"+id+"/environments", `{"operation":"get","environment":{"name":"box","sequence":1}}`, "Idempotency-Key", key())
+		var view envapi.EnvironmentView
+		if err := json.Unmarshal(r.Body, &view); err != nil || r.Status != 200 || view.Observation == nil || view.Observation.Code != "lost" || view.ObservedAtMs == 0 {
+			t.Errorf("environment view %d %s, want the observation", r.Status, r.Body)
+		}
+		other := strings.Replace(rep.URL, "/box/1/", "/box/2/", 1)
+		if status, _ := postBearer(t, other, rep.Token, []byte(`{"type":"event","event_type":"x","data":null}`)); status != 401 {
+			t.Errorf("the token of binding 1 on binding 2 = %d, want 401", status)
+		}
+		if status, _ := report(rep.Token, map[string]any{"type": "event", "event_type": "turn_ended", "data": nil}); status != 422 {
+			t.Errorf("reserved diagnostic = %d, want 422", status)
+		}
+		if r := s.do("POST", "/v1/sessions/"+id+"/end", "", "Idempotency-Key", key()); r.Status != 200 {
+			t.Fatalf("end = %d %s", r.Status, r.Body)
+		}
+		if status, _ := report(rep.Token, map[string]any{"type": "event", "event_type": "late", "data": nil}); status != 404 {
+			t.Errorf("report on a closed binding = %d, want 404", status)
 		}
 	})
 }

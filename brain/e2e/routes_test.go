@@ -1,4 +1,4 @@
-package environments
+package e2e
 
 import (
 	"context"
@@ -83,7 +83,7 @@ func TestWorkspaceProvider(t *testing.T) {
 	evs := c.events(id)
 	starts := find(evs, api.KindToolCallStarted)
 	if len(starts) != 3 {
-		t.Fatalf("events %s", kinds(evs))
+		t.Fatalf("events %s", kindsLine(evs))
 	}
 	read, _ := outcome(t, evs, starts[1].Sequence)
 	cmd, _ := outcome(t, evs, starts[2].Sequence)
@@ -91,12 +91,12 @@ func TestWorkspaceProvider(t *testing.T) {
 		t.Fatalf("read %+v, command %+v", read, cmd)
 	}
 	if n := len(find(evs, api.KindEnvironmentCallFailed)); n != 0 {
-		t.Fatalf("release failed: %s", kinds(evs))
+		t.Fatalf("release failed: %s", kindsLine(evs))
 	}
 	var ended api.SessionSummary
 	c.must(http.StatusOK, http.MethodPost, "/v1/sessions/"+id+"/end", nil, &ended)
 	if len(find(c.events(id), api.KindEnvironmentDetachEnded)) != 1 {
-		t.Fatalf("detach: %s", kinds(c.events(id)))
+		t.Fatalf("detach: %s", kindsLine(c.events(id)))
 	}
 	c.must(http.StatusNoContent, http.MethodDelete, "/v1/sessions/"+id, nil, nil)
 	entries, _ := os.ReadDir(filepath.Join(root, "workspaces"))
@@ -121,7 +121,7 @@ func TestRoutes(t *testing.T) {
 	c := newClient(t, b.URL)
 	sum := c.create(api.CreateSessionRequest{Environments: []api.Environment{{Name: "r", Driver: api.DriverBrain, Configuration: json.RawMessage(`{"driver":"fixture"}`)}}})
 	if sum.Status != api.StatusIdle {
-		t.Fatalf("routed setup: %s %s", sum.Status, kinds(c.events(sum.SessionID)))
+		t.Fatalf("routed setup: %s %s", sum.Status, kindsLine(c.events(sum.SessionID)))
 	}
 	if got := f.received(envapi.RequestSetup)[0].Auth; got != "Bearer "+providerToken {
 		t.Fatalf("routed Authorization %q", got)
@@ -134,8 +134,8 @@ func TestRoutes(t *testing.T) {
 		t.Fatalf("session URL: %s, Authorization %q", sum.Status, setups[len(setups)-1].Auth)
 	}
 	evs := c.events(sum.SessionID)
-	if len(find(evs, api.KindEnvironmentUnreachable)) != 1 || !strings.Contains(kinds(evs), api.KindEnvironmentSetupFailed) {
-		t.Errorf("refused setup: %s", kinds(evs))
+	if len(find(evs, api.KindEnvironmentUnreachable)) != 1 || !strings.Contains(kindsLine(evs), api.KindEnvironmentSetupFailed) {
+		t.Errorf("refused setup: %s", kindsLine(evs))
 	}
 	// An endpoint that is neither HTTPS nor loopback is refused.
 	if srv, err := brain.New(context.Background(), brain.Config{DataDir: t.TempDir(), PublicURL: b.URL,

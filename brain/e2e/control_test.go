@@ -1,4 +1,4 @@
-package environments
+package e2e
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 func TestTurnEndRelease(t *testing.T) {
 	dir := t.TempDir()
-	b, err := start(dir, brain.Limits{}, nil)
+	b, err := startInProcess(dir, brain.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestTurnEndRelease(t *testing.T) {
 	id := c.create(api.CreateSessionRequest{Environments: []api.Environment{f.env("box", &bindingConf{Setup: "release", Release: "hold"})}}).SessionID
 	evs := c.events(id)
 	if ended := find(evs, api.KindEnvironmentSetupEnded); len(ended) != 1 || !strings.Contains(string(ended[0].Data), `"on_turn_end":"release"`) {
-		t.Fatalf("setup receipt not recorded: %s", kinds(evs))
+		t.Fatalf("setup receipt not recorded: %s", kindsLine(evs))
 	}
 
 	// case 51: the answer is saved and returned before the release call
@@ -49,7 +49,7 @@ func TestTurnEndRelease(t *testing.T) {
 	ended := find(evs, api.KindTurnEnded)
 	started := find(evs, api.KindEnvironmentCallStarted)
 	if len(ended) != 1 || len(started) != 1 || started[0].Sequence < ended[0].Sequence || len(find(evs, api.KindEnvironmentCallEnded)) != 0 {
-		t.Fatalf("release before the answer, or already answered: %s", kinds(evs))
+		t.Fatalf("release before the answer, or already answered: %s", kindsLine(evs))
 	}
 	if started[0].Sequence != call.Cmd.Operation.Sequence {
 		t.Errorf("release operation %d, journal %d", call.Cmd.Operation.Sequence, started[0].Sequence)
@@ -100,7 +100,7 @@ func TestTurnEndRelease(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("drain: %v", err)
 	}
-	<-b.served
+	b.close()
 	closed = true
 	b2 := openBrain(t, dir, brain.Limits{})
 	c2 := newClient(t, b2.URL)
@@ -167,7 +167,7 @@ func TestControl(t *testing.T) {
 		t.Fatalf("calls %+v", calls)
 	}
 	if len(find(c.events(id), api.KindEnvironmentCallEnded)) != 1 {
-		t.Fatalf("call not journaled: %s", kinds(c.events(id)))
+		t.Fatalf("call not journaled: %s", kindsLine(c.events(id)))
 	}
 	if status, body := c.do(http.MethodPost, "/v1/sessions/"+id+"/environments/inst/calls/nosuch", map[string]any{"input": nil}, nil); status < 400 {
 		t.Fatalf("undeclared method: %d %s", status, body)

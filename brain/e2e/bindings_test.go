@@ -1,4 +1,4 @@
-package environments
+package e2e
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
-func TestLifecycle(t *testing.T) {
+func TestBindingLifecycle(t *testing.T) {
 	b := newBrain(t, brain.Limits{})
 	c := newClient(t, b.URL)
 
@@ -27,14 +27,17 @@ func TestLifecycle(t *testing.T) {
 		started := find(evs, api.KindEnvironmentSetupStarted)
 		ended := find(evs, api.KindEnvironmentSetupEnded)
 		if len(started) != 1 || len(ended) != 1 || len(find(evs, api.KindSessionCreationEnded)) != 1 {
-			t.Fatalf("events %s", kinds(evs))
+			t.Fatalf("events %s", kindsLine(evs))
 		}
 		if field[uint64](t, ended[0], "sequence") != started[0].Sequence {
 			t.Errorf("setup_ended does not reference setup_started: %s", ended[0].Data)
 		}
+		if ce := find(evs, api.KindSessionCreationEnded); ce[0].Sequence < ended[0].Sequence {
+			t.Errorf("session_creation_ended before environment_setup_ended: %s", kindsLine(evs))
+		}
 		for i, ev := range evs {
 			if ev.Sequence != uint64(i+1) {
-				t.Fatalf("events not dense: %s", kinds(evs))
+				t.Fatalf("events not dense: %s", kindsLine(evs))
 			}
 		}
 		ops := f.received("")
@@ -71,7 +74,7 @@ func TestLifecycle(t *testing.T) {
 		evs := c.events(sum.SessionID)
 		fail := find(evs, api.KindEnvironmentSetupFailed)
 		if len(fail) != 1 || field[string](t, fail[0], "code") != "setup_refused" || len(find(evs, api.KindSessionCreationFailed)) != 1 {
-			t.Fatalf("events %s", kinds(evs))
+			t.Fatalf("events %s", kindsLine(evs))
 		}
 		// A failed session can be deleted; both bindings are torn down.
 		c.must(http.StatusNoContent, http.MethodDelete, "/v1/sessions/"+sum.SessionID, nil, nil)
@@ -91,15 +94,18 @@ func TestLifecycle(t *testing.T) {
 		}
 		evs := c.events(id)
 		if evs[len(evs)-1].EventType != api.KindSessionEnded {
-			t.Fatalf("events do not end with session_ended: %s", kinds(evs))
+			t.Fatalf("events do not end with session_ended: %s", kindsLine(evs))
 		}
 		endStarted := find(evs, api.KindSessionEndStarted)
 		detach := f.received(envapi.RequestDetach)
 		if len(detach) != 1 || len(endStarted) != 1 || detach[0].Cmd.Operation.Sequence <= endStarted[0].Sequence {
-			t.Fatalf("detach %v after end started %v: %s", detach, endStarted, kinds(evs))
+			t.Fatalf("detach %v after end started %v: %s", detach, endStarted, kindsLine(evs))
 		}
-		if status, body := c.send(id, "hello"); status != http.StatusConflict {
+		if status, body := c.send(id, "hello"); status != http.StatusConflict || !strings.Contains(string(body), `"conflict"`) {
 			t.Errorf("message after end: %d %s", status, body)
+		}
+		if n := len(f.received(envapi.RequestTeardown)); n != 0 {
+			t.Errorf("provider received %d teardown at end", n)
 		}
 		c.must(http.StatusOK, http.MethodGet, "/v1/sessions/"+id+"/transcript", nil, nil)
 	})
@@ -111,7 +117,7 @@ func TestLifecycle(t *testing.T) {
 		c.must(http.StatusOK, http.MethodPost, "/v1/sessions/"+id+"/end", nil, &ended)
 		evs := c.events(id)
 		if ended.Status != api.StatusEnded || len(find(evs, api.KindEnvironmentDetachFailed)) != 1 {
-			t.Fatalf("%s: %s", ended.Status, kinds(evs))
+			t.Fatalf("%s: %s", ended.Status, kindsLine(evs))
 		}
 	})
 
@@ -124,6 +130,9 @@ func TestLifecycle(t *testing.T) {
 		if n := len(f.received(envapi.RequestTeardown)); n != 0 {
 			t.Fatalf("refused delete sent %d teardowns", n)
 		}
+		if _, err := os.Stat(filepath.Join(b.Dir, "sessions", id)); err != nil {
+			t.Fatalf("a refused delete removed the session: %v", err)
+		}
 		c.must(http.StatusOK, http.MethodPost, "/v1/sessions/"+id+"/end", nil, nil)
 		f.FailNext("teardown", 1)
 		status, body := c.do(http.MethodDelete, "/v1/sessions/"+id, nil, nil)
@@ -135,7 +144,7 @@ func TestLifecycle(t *testing.T) {
 		}
 		evs := c.events(id)
 		if len(find(evs, api.KindEnvironmentTeardownFailed)) != 1 {
-			t.Fatalf("events %s", kinds(evs))
+			t.Fatalf("events %s", kindsLine(evs))
 		}
 		// The environment record remains; a new key tries again.
 		c.must(http.StatusNoContent, http.MethodDelete, "/v1/sessions/"+id, nil, nil)
@@ -147,6 +156,9 @@ func TestLifecycle(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(b.Dir, "sessions", id)); !os.IsNotExist(err) {
 			t.Errorf("session directory remains: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(b.Dir, "server-metadata", "sessions", id+".sealed")); !os.IsNotExist(err) {
+			t.Errorf("credentials of a deleted session remain: %v", err)
 		}
 	})
 
@@ -203,7 +215,7 @@ func TestLifecycle(t *testing.T) {
 		evs := c.events(id)
 		end := find(evs, api.KindToolCallEnded)
 		if len(end) != 1 || !strings.Contains(string(end[0].Data), `"code":"environment_not_ready"`) || !field[bool](t, end[0], "is_error") {
-			t.Fatalf("tool before setup: %s", kinds(evs))
+			t.Fatalf("tool before setup: %s", kindsLine(evs))
 		}
 		if n := len(f.received(envapi.RequestExecute)); n != 0 {
 			t.Fatalf("a tool on a declared environment executed %d times", n)
@@ -218,7 +230,7 @@ func TestLifecycle(t *testing.T) {
 		evs = c.events(id)
 		end = find(evs, api.KindToolCallEnded)
 		if len(end) != 2 || field[bool](t, end[1], "is_error") || len(f.received(envapi.RequestExecute)) != 1 {
-			t.Fatalf("tool after setup: %s / %s", kinds(evs), end[len(end)-1].Data)
+			t.Fatalf("tool after setup: %s / %s", kindsLine(evs), end[len(end)-1].Data)
 		}
 	})
 

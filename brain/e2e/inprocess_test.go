@@ -1,16 +1,11 @@
-package environments
+package e2e
 
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,20 +22,13 @@ import (
 // Environment variables of the child mode: the test binary, re-executed
 // with childDir set, runs only a Brain server and prints its URL.
 const (
-	childDir  = "ENVBIND_E2E_CHILD_DIR"
+	childDir  = "BRAIN_E2E_CHILD_DIR"
 	readyLine = "BRAIN-READY "
 )
 
-func TestMain(m *testing.M) {
-	if dir := os.Getenv(childDir); dir != "" {
-		os.Exit(runChild(dir))
-	}
-	os.Exit(m.Run())
-}
-
 // runChild serves Brain on dir until killed.
 func runChild(dir string) int {
-	b, err := start(dir, brain.Limits{}, io.Discard)
+	b, err := startInProcess(dir, brain.Limits{}, io.Discard)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 1
@@ -52,45 +40,36 @@ func runChild(dir string) int {
 // operatorToken is the server token of every test Brain.
 const operatorToken = "operator-token-e2e"
 
-// brainServer is one Brain assembled from its parts and served on
-// loopback.
+// brainServer is one Brain embedded in-process (braintest.Open) and
+// served on loopback, with its logs.
 type brainServer struct {
-	URL    string
-	Dir    string
-	srv    *brain.Server
-	served chan struct{} // closed when Serve returned
-	logs   *braintest.Buffer
+	*braintest.Brain
+	Dir  string
+	srv  *brain.Server
+	logs *braintest.Buffer
 }
 
-func start(dir string, limits brain.Limits, logTo io.Writer) (*brainServer, error) {
+func startInProcess(dir string, limits brain.Limits, logTo io.Writer) (*brainServer, error) {
 	return startWith(dir, limits, logTo, nil)
 }
 
 // startWith starts a Brain whose configuration edit may adjust.
 func startWith(dir string, limits brain.Limits, logTo io.Writer, edit func(*brain.Config)) (*brainServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	pub := "http://" + ln.Addr().String()
 	logs := &braintest.Buffer{}
 	var w io.Writer = logs
 	if logTo != nil {
 		w = io.MultiWriter(logs, logTo)
 	}
-	logger := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg := brain.Config{DataDir: dir, Token: operatorToken, PublicURL: pub, Limits: limits, Logger: logger}
-	if edit != nil {
-		edit(&cfg)
-	}
-	srv, err := brain.New(context.Background(), cfg)
+	b, err := braintest.Open(braintest.Options{DataDir: dir, Token: operatorToken, Logs: w, Edit: func(c *brain.Config) {
+		c.Limits = limits
+		if edit != nil {
+			edit(c)
+		}
+	}})
 	if err != nil {
-		ln.Close()
 		return nil, err
 	}
-	b := &brainServer{URL: pub, Dir: dir, srv: srv, logs: logs, served: make(chan struct{})}
-	go func() { _ = srv.Serve(context.Background(), ln); close(b.served) }()
-	return b, nil
+	return &brainServer{Brain: b, Dir: dir, srv: b.Server, logs: logs}, nil
 }
 
 // newBrain starts a Brain on a fresh data directory, closed with the test.
@@ -101,7 +80,7 @@ func newBrain(t *testing.T, limits brain.Limits) *brainServer {
 
 func openBrain(t *testing.T, dir string, limits brain.Limits) *brainServer {
 	t.Helper()
-	b, err := start(dir, limits, nil)
+	b, err := startInProcess(dir, limits, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,12 +90,7 @@ func openBrain(t *testing.T, dir string, limits brain.Limits) *brainServer {
 
 // close drains Brain while its routes still serve provider callbacks,
 // then stops serving.
-func (b *brainServer) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_ = b.srv.Close(ctx)
-	<-b.served
-}
+func (b *brainServer) close() { b.Stop() }
 
 // child is a Brain running in a child process.
 type child struct {
@@ -166,26 +140,20 @@ func (c *child) kill() {
 }
 
 // client drives a Brain's session API.
-type client struct {
+type apiClient struct {
 	t   *testing.T
 	url string
 	hc  *http.Client
 }
 
-func newClient(t *testing.T, url string) *client {
-	return &client{t: t, url: url, hc: &http.Client{Timeout: 60 * time.Second}}
-}
-
-func key() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+func newClient(t *testing.T, url string) *apiClient {
+	return &apiClient{t: t, url: url, hc: &http.Client{Timeout: 60 * time.Second}}
 }
 
 // do sends a request with the operator token (and a fresh
 // Idempotency-Key for POST and DELETE unless headers give one) and
 // answers the status and body.
-func (c *client) do(method, path string, body any, headers map[string]string) (int, []byte) {
+func (c *apiClient) do(method, path string, body any, headers map[string]string) (int, []byte) {
 	c.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -230,7 +198,7 @@ func (c *client) do(method, path string, body any, headers map[string]string) (i
 
 // must sends a request and requires status want, decoding the answer
 // into out when given.
-func (c *client) must(want int, method, path string, body any, out any) []byte {
+func (c *apiClient) must(want int, method, path string, body any, out any) []byte {
 	c.t.Helper()
 	status, b := c.do(method, path, body, nil)
 	if status != want {
@@ -244,7 +212,7 @@ func (c *client) must(want int, method, path string, body any, out any) []byte {
 	return b
 }
 
-func (c *client) create(req api.CreateSessionRequest) api.SessionSummary {
+func (c *apiClient) create(req api.CreateSessionRequest) api.SessionSummary {
 	c.t.Helper()
 	if req.Model.Provider == "" {
 		req.Model = api.ModelConfig{Provider: "scripted", Name: "e2e", APIKey: modelKey}
@@ -258,13 +226,13 @@ func (c *client) create(req api.CreateSessionRequest) api.SessionSummary {
 }
 
 // send posts a message synchronously and answers status and body.
-func (c *client) send(id, message string) (int, []byte) {
+func (c *apiClient) send(id, message string) (int, []byte) {
 	c.t.Helper()
 	return c.do(http.MethodPost, "/v1/sessions/"+id+"/messages", api.MessageRequest{Input: api.UserInput{Message: message}}, nil)
 }
 
 // submit posts a message asynchronously and answers turn_started.
-func (c *client) submit(id, message string) uint64 {
+func (c *apiClient) submit(id, message string) uint64 {
 	c.t.Helper()
 	status, b := c.do(http.MethodPost, "/v1/sessions/"+id+"/messages", api.MessageRequest{Input: api.UserInput{Message: message}},
 		map[string]string{"Prefer": "respond-async"})
@@ -279,7 +247,7 @@ func (c *client) submit(id, message string) uint64 {
 }
 
 // events answers every public event of a session.
-func (c *client) events(id string) []api.Event {
+func (c *apiClient) events(id string) []api.Event {
 	c.t.Helper()
 	var all []api.Event
 	after := uint64(0)
@@ -295,7 +263,7 @@ func (c *client) events(id string) []api.Event {
 }
 
 // waitEvent polls the events until one satisfies match and answers it.
-func (c *client) waitEvent(id string, match func(api.Event) bool) api.Event {
+func (c *apiClient) waitEvent(id string, match func(api.Event) bool) api.Event {
 	c.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -305,7 +273,7 @@ func (c *client) waitEvent(id string, match func(api.Event) bool) api.Event {
 			}
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("no matching event in %s", kinds(c.events(id)))
+			c.t.Fatalf("no matching event in %s", kindsLine(c.events(id)))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -331,7 +299,7 @@ func withData(kind, field string, want any) func(api.Event) bool {
 	}
 }
 
-func kinds(evs []api.Event) string {
+func kindsLine(evs []api.Event) string {
 	var b strings.Builder
 	for _, ev := range evs {
 		fmt.Fprintf(&b, "%d:%s ", ev.Sequence, ev.EventType)
@@ -363,12 +331,6 @@ func field[T any](t *testing.T, ev api.Event, name string) T {
 		}
 	}
 	return v
-}
-
-// script is a scripted-model message.
-func script(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // toolCalls scripts one model answer calling the named tools with input.

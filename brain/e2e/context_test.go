@@ -1,4 +1,4 @@
-package environments
+package e2e
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ func TestControllerContext(t *testing.T) {
 		setup.Reporter == nil || g.Token == setup.Reporter.Token {
 		t.Fatalf("setup context %+v", setup.Context)
 	}
-	if status, _ := callGrant(t, setup.Context, "emit", map[string]any{"event_type": "late", "data": nil}); status != http.StatusUnauthorized {
+	if status, _ := callGrantBody(t, setup.Context, "emit", map[string]any{"event_type": "late", "data": nil}); status != http.StatusUnauthorized {
 		t.Errorf("context of a returned setup: %d, want 401", status)
 	}
 
@@ -73,7 +73,7 @@ func TestControllerContext(t *testing.T) {
 	// The actionable observation wakes the loop.
 	c.waitEvent(id, func(ev api.Event) bool { return ev.EventType == api.KindActivationStarted && ev.Sequence > o.Observed })
 	call := f.received(envapi.RequestCall)[0].Cmd.Operation
-	if status, _ := callGrant(t, call.Context, "emit", map[string]any{"event_type": "late", "data": nil}); status != http.StatusUnauthorized {
+	if status, _ := callGrantBody(t, call.Context, "emit", map[string]any{"event_type": "late", "data": nil}); status != http.StatusUnauthorized {
 		t.Errorf("context of a returned call: %d, want 401", status)
 	}
 
@@ -100,14 +100,14 @@ func TestControllerContext(t *testing.T) {
 		t.Errorf("callback emit of an execute: %+v", ev)
 	}
 	for _, g := range []*envapi.Grant{exec.Context, exec.Request.Callback} {
-		if status, _ := callGrant(t, g, "emit", map[string]any{"event_type": "late", "data": nil}); status != http.StatusUnauthorized {
+		if status, _ := callGrantBody(t, g, "emit", map[string]any{"event_type": "late", "data": nil}); status != http.StatusUnauthorized {
 			t.Errorf("grant of a finished execute: %d, want 401", status)
 		}
 	}
 }
 
 // callGrant POSTs one service call to a grant.
-func callGrant(t *testing.T, g *envapi.Grant, method string, input any) (int, []byte) {
+func callGrantBody(t *testing.T, g *envapi.Grant, method string, input any) (int, []byte) {
 	t.Helper()
 	in, _ := json.Marshal(input)
 	body, _ := json.Marshal(envapi.ExecutionCall{Method: method, Input: in})

@@ -1,4 +1,4 @@
-package environments
+package e2e
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 
 // goDo runs a request that the crash will interrupt; its outcome is
 // irrelevant.
-func goDo(c *client, method, path string, body any) {
+func goDo(c *apiClient, method, path string, body any) {
 	go func() {
 		defer func() { _ = recover() }()
 		req, _ := json.Marshal(body)
@@ -50,11 +50,11 @@ func TestCrash(t *testing.T) {
 		tf := find(evs, api.KindToolCallFailed)
 		if len(tf) != 1 || field[string](t, tf[0], "code") != api.FailureInterrupted || !field[bool](t, tf[0], "ambiguous") ||
 			field[uint64](t, tf[0], "sequence") != x.Cmd.Operation.Sequence {
-			t.Fatalf("tool after restart: %s", kinds(evs))
+			t.Fatalf("tool after restart: %s", kindsLine(evs))
 		}
 		turn := find(evs, api.KindTurnFailed)
 		if len(find(evs, api.KindActivationFailed)) != 1 || len(turn) != 1 || field[string](t, turn[0], "code") != api.FailureInterrupted {
-			t.Fatalf("turn after restart: %s", kinds(evs))
+			t.Fatalf("turn after restart: %s", kindsLine(evs))
 		}
 		// A later finish with the old token is refused by the new process.
 		g := x.Cmd.Operation.Request.Callback
@@ -96,7 +96,7 @@ func TestCrash(t *testing.T) {
 		sf := find(evs, api.KindEnvironmentSetupFailed)
 		if sum.Status != api.StatusFailed || len(sf) != 1 || field[string](t, sf[0], "code") != api.FailureInterrupted ||
 			len(find(evs, api.KindSessionCreationFailed)) != 1 {
-			t.Fatalf("%s: %s", sum.Status, kinds(evs))
+			t.Fatalf("%s: %s", sum.Status, kindsLine(evs))
 		}
 		c.must(http.StatusNoContent, http.MethodDelete, "/v1/sessions/"+id, nil, nil)
 		if n := len(f.received(envapi.RequestSetup)); n != 1 {
@@ -121,7 +121,7 @@ func TestCrash(t *testing.T) {
 		evs := c.events(id)
 		if sum.Status != api.StatusEnded || len(find(evs, api.KindEnvironmentDetachFailed)) != 1 ||
 			len(find(evs, api.KindSessionEndFailed)) != 1 || evs[len(evs)-1].EventType != api.KindSessionEnded {
-			t.Fatalf("%s: %s", sum.Status, kinds(evs))
+			t.Fatalf("%s: %s", sum.Status, kindsLine(evs))
 		}
 		if n := len(f.received(envapi.RequestDetach)); n != 1 {
 			t.Errorf("detach sent %d times", n)

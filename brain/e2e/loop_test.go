@@ -1,4 +1,4 @@
-package environments
+package e2e
 
 import (
 	"context"
@@ -147,7 +147,7 @@ func TestRemoteAgentloop(t *testing.T) {
 		Reply string   `json:"reply"`
 	}
 	if len(ended) != 1 {
-		t.Fatalf("events %s", kinds(evs))
+		t.Fatalf("events %s", kindsLine(evs))
 	}
 	if err := json.Unmarshal(field[json.RawMessage](t, ended[0], "result"), &result); err != nil {
 		t.Fatal(err)
@@ -160,7 +160,7 @@ func TestRemoteAgentloop(t *testing.T) {
 		t.Errorf("%d model calls", n)
 	}
 	if started := find(evs, api.KindToolCallStarted); len(started) != 1 || execs[1].Cmd.Operation.Sequence != started[0].Sequence {
-		t.Errorf("tool dispatch: %s", kinds(evs))
+		t.Errorf("tool dispatch: %s", kindsLine(evs))
 	}
 	var tr api.SessionTranscript
 	c.must(http.StatusOK, http.MethodGet, "/v1/sessions/"+id+"/transcript", nil, &tr)
@@ -168,7 +168,7 @@ func TestRemoteAgentloop(t *testing.T) {
 		t.Errorf("saved transcript %+v", tr.Messages)
 	}
 	// The callback ended with its activation.
-	if status, _ := callGrant(t, req.Callback, "kv_read", "a"); status != http.StatusUnauthorized {
+	if status, _ := callGrantBody(t, req.Callback, "kv_read", "a"); status != http.StatusUnauthorized {
 		t.Errorf("callback after the activation: %d, want 401", status)
 	}
 
@@ -192,7 +192,7 @@ func TestRemoteAgentloop(t *testing.T) {
 	if code := field[string](t, tf, "code"); code != api.FailureCancelled {
 		t.Errorf("cancelled remote turn failed with %q", code)
 	}
-	if status, _ := callGrant(t, hang.Request.Callback, "kv_read", "a"); status != http.StatusUnauthorized {
+	if status, _ := callGrantBody(t, hang.Request.Callback, "kv_read", "a"); status != http.StatusUnauthorized {
 		t.Errorf("callback of a cancelled activation: %d, want 401", status)
 	}
 
@@ -218,7 +218,7 @@ func TestRemoteAgentloop(t *testing.T) {
 	}
 	evs = c.events(id)
 	if n := len(find(evs, api.KindActivationFailed)); n != 3 {
-		t.Errorf("%d activation_failed (fail, cancel, first event run), want 3: %s", n, kinds(evs))
+		t.Errorf("%d activation_failed (fail, cancel, first event run), want 3: %s", n, kindsLine(evs))
 	}
 
 	// case 50: the kv history stays in the journal.

@@ -1,4 +1,4 @@
-package environments
+package e2e
 
 import (
 	"context"
@@ -205,12 +205,6 @@ func (f *fixture) env(name string, conf *bindingConf) api.Environment {
 		raw, _ = json.Marshal(conf)
 	}
 	return api.Environment{Name: name, Driver: api.DriverHTTP, URL: f.URL, Credential: providerToken, Configuration: raw}
-}
-
-// tool places a tool of the given kind on env.
-func tool(name, env, kind string) api.Tool {
-	return api.Tool{Name: name, Description: name, InputSchema: json.RawMessage(`{"type":"object"}`),
-		Placements: map[string]api.Placement{env: {Implementation: json.RawMessage(`{"kind":"` + kind + `"}`)}}}
 }
 
 func errString(err error) string {

@@ -1,4 +1,4 @@
-package environments
+package e2e
 
 import (
 	"bytes"
@@ -78,7 +78,7 @@ func TestNoCredentialLeaks(t *testing.T) {
 	raw, _ := json.Marshal(evs)
 	check("events", raw)
 	if len(evs) < 30 {
-		t.Fatalf("only %d events: %s", len(evs), kinds(evs))
+		t.Fatalf("only %d events: %s", len(evs), kindsLine(evs))
 	}
 	check("SSE stream", sse(t, b.URL, id))
 	for i, body := range bodies {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package environments
+package e2e
 
 import "os"
 

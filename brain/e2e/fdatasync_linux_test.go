@@ -1,4 +1,4 @@
-package environments
+package e2e
 
 import (
 	"os"

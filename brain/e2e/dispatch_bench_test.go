@@ -1,4 +1,4 @@
-package environments
+package e2e
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -167,12 +166,6 @@ func benchSession(b *testing.B, e *session.Engine, url string) string {
 	return sum.SessionID
 }
 
-func pct(ds []time.Duration, p float64) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[int(float64(len(s)-1)*p)]
-}
-
 // BenchmarkToolDispatch (row 10) measures one tool call dispatched by an
 // agentloop to an HTTP echo environment: tool_call_started committed
 // durably, the execute POSTed, the result receipt decoded and the call
@@ -236,14 +229,14 @@ func BenchmarkToolDispatch(b *testing.B) {
 	if len(l.lats) < 20 {
 		return // too few samples to quote a median (b.N warm-up runs)
 	}
-	d50, r50, s50 := pct(l.lats, 0.5), pct(rtt, 0.5), pct(syncs, 0.5)
+	d50, r50, s50 := pct(l.lats, 50), pct(rtt, 50), pct(syncs, 50)
 	b.ReportMetric(float64(d50.Microseconds()), "dispatch-p50-µs")
 	b.ReportMetric(float64(r50.Microseconds()), "rtt-p50-µs")
 	b.ReportMetric(float64(s50.Microseconds()), "fsync-p50-µs")
 	b.ReportMetric(float64((d50 - r50).Microseconds()), "overhead-p50-µs")
 	if len(l.lats) >= 100 {
-		b.ReportMetric(float64(pct(l.lats, 0.99).Microseconds()), "dispatch-p99-µs")
-		b.ReportMetric(float64(pct(rtt, 0.99).Microseconds()), "rtt-p99-µs")
+		b.ReportMetric(float64(pct(l.lats, 99).Microseconds()), "dispatch-p99-µs")
+		b.ReportMetric(float64(pct(rtt, 99).Microseconds()), "rtt-p99-µs")
 	}
 }
 
