@@ -24,15 +24,15 @@ func TestBindingLifecycle(t *testing.T) {
 			t.Fatalf("status %s", sum.Status)
 		}
 		evs := c.events(sum.SessionID)
-		started := find(evs, api.KindEnvironmentSetupStarted)
-		ended := find(evs, api.KindEnvironmentSetupEnded)
-		if len(started) != 1 || len(ended) != 1 || len(find(evs, api.KindSessionCreationEnded)) != 1 {
+		started := ofKind(evs, api.KindEnvironmentSetupStarted)
+		ended := ofKind(evs, api.KindEnvironmentSetupEnded)
+		if len(started) != 1 || len(ended) != 1 || len(ofKind(evs, api.KindSessionCreationEnded)) != 1 {
 			t.Fatalf("events %s", kindsLine(evs))
 		}
-		if field[uint64](t, ended[0], "sequence") != started[0].Sequence {
+		if dataField[uint64](t, ended[0], "sequence") != started[0].Sequence {
 			t.Errorf("setup_ended does not reference setup_started: %s", ended[0].Data)
 		}
-		if ce := find(evs, api.KindSessionCreationEnded); ce[0].Sequence < ended[0].Sequence {
+		if ce := ofKind(evs, api.KindSessionCreationEnded); ce[0].Sequence < ended[0].Sequence {
 			t.Errorf("session_creation_ended before environment_setup_ended: %s", kindsLine(evs))
 		}
 		for i, ev := range evs {
@@ -72,8 +72,8 @@ func TestBindingLifecycle(t *testing.T) {
 			t.Fatalf("status %s, want failed", sum.Status)
 		}
 		evs := c.events(sum.SessionID)
-		fail := find(evs, api.KindEnvironmentSetupFailed)
-		if len(fail) != 1 || field[string](t, fail[0], "code") != "setup_refused" || len(find(evs, api.KindSessionCreationFailed)) != 1 {
+		fail := ofKind(evs, api.KindEnvironmentSetupFailed)
+		if len(fail) != 1 || dataField[string](t, fail[0], "code") != "setup_refused" || len(ofKind(evs, api.KindSessionCreationFailed)) != 1 {
 			t.Fatalf("events %s", kindsLine(evs))
 		}
 		// A failed session can be deleted; both bindings are torn down.
@@ -96,7 +96,7 @@ func TestBindingLifecycle(t *testing.T) {
 		if evs[len(evs)-1].EventType != api.KindSessionEnded {
 			t.Fatalf("events do not end with session_ended: %s", kindsLine(evs))
 		}
-		endStarted := find(evs, api.KindSessionEndStarted)
+		endStarted := ofKind(evs, api.KindSessionEndStarted)
 		detach := f.received(envapi.RequestDetach)
 		if len(detach) != 1 || len(endStarted) != 1 || detach[0].Cmd.Operation.Sequence <= endStarted[0].Sequence {
 			t.Fatalf("detach %v after end started %v: %s", detach, endStarted, kindsLine(evs))
@@ -116,7 +116,7 @@ func TestBindingLifecycle(t *testing.T) {
 		var ended api.SessionSummary
 		c.must(http.StatusOK, http.MethodPost, "/v1/sessions/"+id+"/end", nil, &ended)
 		evs := c.events(id)
-		if ended.Status != api.StatusEnded || len(find(evs, api.KindEnvironmentDetachFailed)) != 1 {
+		if ended.Status != api.StatusEnded || len(ofKind(evs, api.KindEnvironmentDetachFailed)) != 1 {
 			t.Fatalf("%s: %s", ended.Status, kindsLine(evs))
 		}
 	})
@@ -143,7 +143,7 @@ func TestBindingLifecycle(t *testing.T) {
 			t.Error("error body carries the credential")
 		}
 		evs := c.events(id)
-		if len(find(evs, api.KindEnvironmentTeardownFailed)) != 1 {
+		if len(ofKind(evs, api.KindEnvironmentTeardownFailed)) != 1 {
 			t.Fatalf("events %s", kindsLine(evs))
 		}
 		// The environment record remains; a new key tries again.
@@ -213,8 +213,8 @@ func TestBindingLifecycle(t *testing.T) {
 		}
 		c.send(id, toolCalls("echo"))
 		evs := c.events(id)
-		end := find(evs, api.KindToolCallEnded)
-		if len(end) != 1 || !strings.Contains(string(end[0].Data), `"code":"environment_not_ready"`) || !field[bool](t, end[0], "is_error") {
+		end := ofKind(evs, api.KindToolCallEnded)
+		if len(end) != 1 || !strings.Contains(string(end[0].Data), `"code":"environment_not_ready"`) || !dataField[bool](t, end[0], "is_error") {
 			t.Fatalf("tool before setup: %s", kindsLine(evs))
 		}
 		if n := len(f.received(envapi.RequestExecute)); n != 0 {
@@ -228,8 +228,8 @@ func TestBindingLifecycle(t *testing.T) {
 		}
 		c.send(id, toolCalls("echo"))
 		evs = c.events(id)
-		end = find(evs, api.KindToolCallEnded)
-		if len(end) != 2 || field[bool](t, end[1], "is_error") || len(f.received(envapi.RequestExecute)) != 1 {
+		end = ofKind(evs, api.KindToolCallEnded)
+		if len(end) != 2 || dataField[bool](t, end[1], "is_error") || len(f.received(envapi.RequestExecute)) != 1 {
 			t.Fatalf("tool after setup: %s / %s", kindsLine(evs), end[len(end)-1].Data)
 		}
 	})

@@ -93,10 +93,10 @@ func TestControllerContext(t *testing.T) {
 	}
 	evs = c.events(id)
 	toolOrigin := api.EventOrigin{Kind: api.OriginTool, Sequence: exec.Sequence}
-	if ev := find(evs, "ctrl_progress"); len(ev) != 2 || !sameOrigin(ev[1].Origin, wantOrigin) {
+	if ev := ofKind(evs, "ctrl_progress"); len(ev) != 2 || !sameOrigin(ev[1].Origin, wantOrigin) {
 		t.Errorf("context emit of an execute: %+v", ev)
 	}
-	if ev := find(evs, "tool_progress"); len(ev) != 1 || !sameOrigin(ev[0].Origin, toolOrigin) {
+	if ev := ofKind(evs, "tool_progress"); len(ev) != 1 || !sameOrigin(ev[0].Origin, toolOrigin) {
 		t.Errorf("callback emit of an execute: %+v", ev)
 	}
 	for _, g := range []*envapi.Grant{exec.Context, exec.Request.Callback} {
@@ -106,25 +106,11 @@ func TestControllerContext(t *testing.T) {
 	}
 }
 
-// callGrant POSTs one service call to a grant.
+// callGrantBody POSTs one service call to a grant.
 func callGrantBody(t *testing.T, g *envapi.Grant, method string, input any) (int, []byte) {
 	t.Helper()
 	in, _ := json.Marshal(input)
-	body, _ := json.Marshal(envapi.ExecutionCall{Method: method, Input: in})
-	req, err := http.NewRequest(http.MethodPost, g.URL, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+g.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	return resp.StatusCode, buf.Bytes()
+	return postGrant(t, g.URL, g.Token, envapi.ExecutionCall{Method: method, Input: in})
 }
 
 func sameOrigin(got *api.EventOrigin, want api.EventOrigin) bool {

@@ -29,7 +29,7 @@ func TestTurnEndRelease(t *testing.T) {
 	f := newFixture(t)
 	id := c.create(api.CreateSessionRequest{Environments: []api.Environment{f.env("box", &bindingConf{Setup: "release", Release: "hold"})}}).SessionID
 	evs := c.events(id)
-	if ended := find(evs, api.KindEnvironmentSetupEnded); len(ended) != 1 || !strings.Contains(string(ended[0].Data), `"on_turn_end":"release"`) {
+	if ended := ofKind(evs, api.KindEnvironmentSetupEnded); len(ended) != 1 || !strings.Contains(string(ended[0].Data), `"on_turn_end":"release"`) {
 		t.Fatalf("setup receipt not recorded: %s", kindsLine(evs))
 	}
 
@@ -40,15 +40,15 @@ func TestTurnEndRelease(t *testing.T) {
 		t.Fatalf("send: %d %s", status, body)
 	}
 	call := f.waitFor(envapi.RequestCall, 1)[0]
-	turn := find(c.events(id), api.KindTurnStarted)[0]
+	turn := ofKind(c.events(id), api.KindTurnStarted)[0]
 	req := call.Cmd.Operation.Request
 	if req.Name != "release" || string(req.Input) != `{"sequence":`+jsonNum(turn.Sequence)+`}` {
 		t.Fatalf("release call %+v", req)
 	}
 	evs = c.events(id)
-	ended := find(evs, api.KindTurnEnded)
-	started := find(evs, api.KindEnvironmentCallStarted)
-	if len(ended) != 1 || len(started) != 1 || started[0].Sequence < ended[0].Sequence || len(find(evs, api.KindEnvironmentCallEnded)) != 0 {
+	ended := ofKind(evs, api.KindTurnEnded)
+	started := ofKind(evs, api.KindEnvironmentCallStarted)
+	if len(ended) != 1 || len(started) != 1 || started[0].Sequence < ended[0].Sequence || len(ofKind(evs, api.KindEnvironmentCallEnded)) != 0 {
 		t.Fatalf("release before the answer, or already answered: %s", kindsLine(evs))
 	}
 	if started[0].Sequence != call.Cmd.Operation.Sequence {
@@ -67,7 +67,7 @@ func TestTurnEndRelease(t *testing.T) {
 	c.waitEvent(id, func(ev api.Event) bool {
 		return ev.EventType == api.KindEnvironmentCallEnded && ev.Sequence > started[0].Sequence+3
 	})
-	if n := len(find(c.events(id), api.KindTurnFailed)); n != 1 {
+	if n := len(ofKind(c.events(id), api.KindTurnFailed)); n != 1 {
 		t.Fatalf("turn_failed %d", n)
 	}
 
@@ -105,7 +105,7 @@ func TestTurnEndRelease(t *testing.T) {
 	b2 := openBrain(t, dir, brain.Limits{})
 	c2 := newClient(t, b2.URL)
 	c2.waitEvent(id, withData(api.KindEnvironmentCallEnded, "sequence", third.Cmd.Operation.Sequence))
-	if n := len(find(c2.events(id), api.KindEnvironmentCallFailed)); n != 0 {
+	if n := len(ofKind(c2.events(id), api.KindEnvironmentCallFailed)); n != 0 {
 		t.Errorf("release recorded as failed %d times", n)
 	}
 }
@@ -166,7 +166,7 @@ func TestControl(t *testing.T) {
 	if n := len(calls); n != 1 || calls[0].Cmd.Operation.Request.Name != "inspect" {
 		t.Fatalf("calls %+v", calls)
 	}
-	if len(find(c.events(id), api.KindEnvironmentCallEnded)) != 1 {
+	if len(ofKind(c.events(id), api.KindEnvironmentCallEnded)) != 1 {
 		t.Fatalf("call not journaled: %s", kindsLine(c.events(id)))
 	}
 	if status, body := c.do(http.MethodPost, "/v1/sessions/"+id+"/environments/inst/calls/nosuch", map[string]any{"input": nil}, nil); status < 400 {
@@ -192,7 +192,7 @@ func TestControl(t *testing.T) {
 		t.Fatalf("send: %d %s", status, body)
 	}
 	evs := c.events(id)
-	o, isErr := outcome(t, evs, find(evs, api.KindToolCallStarted)[0].Sequence)
+	o, isErr := outcome(t, evs, ofKind(evs, api.KindToolCallStarted)[0].Sequence)
 	if isErr {
 		t.Fatalf("control tool failed: %+v %+v", o, o.Error)
 	}

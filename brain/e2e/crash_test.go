@@ -47,13 +47,13 @@ func TestCrash(t *testing.T) {
 			t.Fatalf("status after restart %s", sum.Status)
 		}
 		evs := c.events(id)
-		tf := find(evs, api.KindToolCallFailed)
-		if len(tf) != 1 || field[string](t, tf[0], "code") != api.FailureInterrupted || !field[bool](t, tf[0], "ambiguous") ||
-			field[uint64](t, tf[0], "sequence") != x.Cmd.Operation.Sequence {
+		tf := ofKind(evs, api.KindToolCallFailed)
+		if len(tf) != 1 || dataField[string](t, tf[0], "code") != api.FailureInterrupted || !dataField[bool](t, tf[0], "ambiguous") ||
+			dataField[uint64](t, tf[0], "sequence") != x.Cmd.Operation.Sequence {
 			t.Fatalf("tool after restart: %s", kindsLine(evs))
 		}
-		turn := find(evs, api.KindTurnFailed)
-		if len(find(evs, api.KindActivationFailed)) != 1 || len(turn) != 1 || field[string](t, turn[0], "code") != api.FailureInterrupted {
+		turn := ofKind(evs, api.KindTurnFailed)
+		if len(ofKind(evs, api.KindActivationFailed)) != 1 || len(turn) != 1 || dataField[string](t, turn[0], "code") != api.FailureInterrupted {
 			t.Fatalf("turn after restart: %s", kindsLine(evs))
 		}
 		// A later finish with the old token is refused by the new process.
@@ -93,9 +93,9 @@ func TestCrash(t *testing.T) {
 		var sum api.SessionSummary
 		c.must(http.StatusOK, http.MethodGet, "/v1/sessions/"+id, nil, &sum)
 		evs := c.events(id)
-		sf := find(evs, api.KindEnvironmentSetupFailed)
-		if sum.Status != api.StatusFailed || len(sf) != 1 || field[string](t, sf[0], "code") != api.FailureInterrupted ||
-			len(find(evs, api.KindSessionCreationFailed)) != 1 {
+		sf := ofKind(evs, api.KindEnvironmentSetupFailed)
+		if sum.Status != api.StatusFailed || len(sf) != 1 || dataField[string](t, sf[0], "code") != api.FailureInterrupted ||
+			len(ofKind(evs, api.KindSessionCreationFailed)) != 1 {
 			t.Fatalf("%s: %s", sum.Status, kindsLine(evs))
 		}
 		c.must(http.StatusNoContent, http.MethodDelete, "/v1/sessions/"+id, nil, nil)
@@ -119,8 +119,8 @@ func TestCrash(t *testing.T) {
 		var sum api.SessionSummary
 		c.must(http.StatusOK, http.MethodGet, "/v1/sessions/"+id, nil, &sum)
 		evs := c.events(id)
-		if sum.Status != api.StatusEnded || len(find(evs, api.KindEnvironmentDetachFailed)) != 1 ||
-			len(find(evs, api.KindSessionEndFailed)) != 1 || evs[len(evs)-1].EventType != api.KindSessionEnded {
+		if sum.Status != api.StatusEnded || len(ofKind(evs, api.KindEnvironmentDetachFailed)) != 1 ||
+			len(ofKind(evs, api.KindSessionEndFailed)) != 1 || evs[len(evs)-1].EventType != api.KindSessionEnded {
 			t.Fatalf("%s: %s", sum.Status, kindsLine(evs))
 		}
 		if n := len(f.received(envapi.RequestDetach)); n != 1 {

@@ -16,19 +16,7 @@ import (
 // waitEvent polls a session's events until one satisfies match.
 func waitEvent(t *testing.T, s *server, id string, match func(api.Event) bool) api.Event {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		evs := s.events(id)
-		for _, ev := range evs {
-			if match(ev) {
-				return ev
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no matching event in %v", kinds(evs))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return pollEvent(t, func() []api.Event { return s.events(id) }, match)
 }
 
 // toolOutcome answers the terminal record of the tool call started at seq.

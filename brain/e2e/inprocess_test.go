@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/braintest"
+	"github.com/brain-in-go/brain/brain/client"
 )
 
 // Environment variables of the child mode: the test binary, re-executed
@@ -143,11 +145,17 @@ func (c *child) kill() {
 type apiClient struct {
 	t   *testing.T
 	url string
-	hc  *http.Client
+	hc  *http.Client   // raw requests, for checks of the wire
+	api *client.Client // everything else
 }
 
 func newClient(t *testing.T, url string) *apiClient {
-	return &apiClient{t: t, url: url, hc: &http.Client{Timeout: 60 * time.Second}}
+	api, err := client.New(url, &client.Options{Token: operatorToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api.Close() })
+	return &apiClient{t: t, url: url, hc: &http.Client{Timeout: 60 * time.Second}, api: api}
 }
 
 // do sends a request with the operator token (and a fresh
@@ -220,9 +228,11 @@ func (c *apiClient) create(req api.CreateSessionRequest) api.SessionSummary {
 	if req.Tools == nil {
 		req.Tools = []api.Tool{}
 	}
-	var sum api.SessionSummary
-	c.must(http.StatusOK, http.MethodPost, "/v1/sessions", req, &sum)
-	return sum
+	sess, err := c.api.Sessions.Create(context.Background(), req)
+	if err != nil {
+		c.t.Fatalf("create: %v", err)
+	}
+	return sess.Summary
 }
 
 // send posts a message synchronously and answers status and body.
@@ -234,49 +244,24 @@ func (c *apiClient) send(id, message string) (int, []byte) {
 // submit posts a message asynchronously and answers turn_started.
 func (c *apiClient) submit(id, message string) uint64 {
 	c.t.Helper()
-	status, b := c.do(http.MethodPost, "/v1/sessions/"+id+"/messages", api.MessageRequest{Input: api.UserInput{Message: message}},
-		map[string]string{"Prefer": "respond-async"})
-	if status != http.StatusAccepted {
-		c.t.Fatalf("async submit: %d %s", status, b)
+	r, err := c.api.Sessions.Open(id).Submit(context.Background(), api.UserInput{Message: message})
+	if err != nil {
+		c.t.Fatalf("async submit: %v", err)
 	}
-	var seq uint64
-	if err := json.Unmarshal(b, &seq); err != nil {
-		c.t.Fatal(err)
-	}
-	return seq
+	return r.Sequence
 }
 
-// events answers every public event of a session.
+// events answers every public event of a session, read through the Go
+// client.
 func (c *apiClient) events(id string) []api.Event {
 	c.t.Helper()
-	var all []api.Event
-	after := uint64(0)
-	for {
-		var page api.EventPage
-		c.must(http.StatusOK, http.MethodGet, fmt.Sprintf("/v1/sessions/%s/events?after=%d", id, after), nil, &page)
-		all = append(all, page.Events...)
-		if len(page.Events) == 0 {
-			return all
-		}
-		after = page.NextCursor
-	}
+	return sessionEvents(c.t, c.api, id)
 }
 
 // waitEvent polls the events until one satisfies match and answers it.
 func (c *apiClient) waitEvent(id string, match func(api.Event) bool) api.Event {
 	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		for _, ev := range c.events(id) {
-			if match(ev) {
-				return ev
-			}
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("no matching event in %s", kindsLine(c.events(id)))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return pollEvent(c.t, func() []api.Event { return c.events(id) }, match)
 }
 
 func ofType(kind string) func(api.Event) bool {
@@ -305,32 +290,6 @@ func kindsLine(evs []api.Event) string {
 		fmt.Fprintf(&b, "%d:%s ", ev.Sequence, ev.EventType)
 	}
 	return b.String()
-}
-
-// find answers the events of kind.
-func find(evs []api.Event, kind string) []api.Event {
-	var out []api.Event
-	for _, ev := range evs {
-		if ev.EventType == kind {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func field[T any](t *testing.T, ev api.Event, name string) T {
-	t.Helper()
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(ev.Data, &m); err != nil {
-		t.Fatal(err)
-	}
-	var v T
-	if raw, ok := m[name]; ok {
-		if err := json.Unmarshal(raw, &v); err != nil {
-			t.Fatalf("%s.%s = %s: %v", ev.EventType, name, raw, err)
-		}
-	}
-	return v
 }
 
 // toolCalls scripts one model answer calling the named tools with input.

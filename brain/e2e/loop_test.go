@@ -131,7 +131,7 @@ func TestRemoteAgentloop(t *testing.T) {
 	}
 	loop := execs[0].Cmd.Operation
 	evs := c.events(id)
-	act := find(evs, api.KindActivationStarted)[0]
+	act := ofKind(evs, api.KindActivationStarted)[0]
 	req := loop.Request
 	if loop.Environment != "agent" || loop.Sequence != act.Sequence || string(req.Implementation) != `{"kind":"agentloop"}` ||
 		req.Callback == nil || !reflect.DeepEqual(req.Callback.Methods, envapi.AgentloopMethods()) ||
@@ -141,7 +141,7 @@ func TestRemoteAgentloop(t *testing.T) {
 	if !strings.HasSuffix(req.Callback.URL, "/executions/"+jsonNum(act.Sequence)+"/call") {
 		t.Errorf("callback url %s", req.Callback.URL)
 	}
-	ended := find(evs, api.KindTurnEnded)
+	ended := ofKind(evs, api.KindTurnEnded)
 	var result struct {
 		Steps []string `json:"steps"`
 		Reply string   `json:"reply"`
@@ -149,17 +149,17 @@ func TestRemoteAgentloop(t *testing.T) {
 	if len(ended) != 1 {
 		t.Fatalf("events %s", kindsLine(evs))
 	}
-	if err := json.Unmarshal(field[json.RawMessage](t, ended[0], "result"), &result); err != nil {
+	if err := json.Unmarshal(dataField[json.RawMessage](t, ended[0], "result"), &result); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"read false ", "read true null", "tool call_1 finished true", "read false "}
 	if !reflect.DeepEqual(result.Steps, want) || result.Reply != "all done" {
 		t.Errorf("loop saw %q reply %q, want %q", result.Steps, result.Reply, want)
 	}
-	if n := len(find(evs, api.KindModelCallStarted)); n != 2 {
+	if n := len(ofKind(evs, api.KindModelCallStarted)); n != 2 {
 		t.Errorf("%d model calls", n)
 	}
-	if started := find(evs, api.KindToolCallStarted); len(started) != 1 || execs[1].Cmd.Operation.Sequence != started[0].Sequence {
+	if started := ofKind(evs, api.KindToolCallStarted); len(started) != 1 || execs[1].Cmd.Operation.Sequence != started[0].Sequence {
 		t.Errorf("tool dispatch: %s", kindsLine(evs))
 	}
 	var tr api.SessionTranscript
@@ -177,7 +177,7 @@ func TestRemoteAgentloop(t *testing.T) {
 	if status == http.StatusOK || !strings.Contains(string(body), api.FailureAgentloopFailed) {
 		t.Fatalf("failing loop: %d %s", status, body)
 	}
-	if tf := find(c.events(id), api.KindTurnFailed); len(tf) != 1 || field[string](t, tf[0], "code") != api.FailureAgentloopFailed {
+	if tf := ofKind(c.events(id), api.KindTurnFailed); len(tf) != 1 || dataField[string](t, tf[0], "code") != api.FailureAgentloopFailed {
 		t.Fatalf("turn_failed %+v", tf)
 	}
 
@@ -189,7 +189,7 @@ func TestRemoteAgentloop(t *testing.T) {
 	}
 	c.must(http.StatusNoContent, http.MethodPost, "/v1/sessions/"+id+"/cancel", nil, nil)
 	tf := c.waitEvent(id, withData(api.KindTurnFailed, "sequence", turn))
-	if code := field[string](t, tf, "code"); code != api.FailureCancelled {
+	if code := dataField[string](t, tf, "code"); code != api.FailureCancelled {
 		t.Errorf("cancelled remote turn failed with %q", code)
 	}
 	if status, _ := callGrantBody(t, hang.Request.Callback, "kv_read", "a"); status != http.StatusUnauthorized {
@@ -217,7 +217,7 @@ func TestRemoteAgentloop(t *testing.T) {
 		t.Fatalf("%d event activations, want a failed one and its retry", len(eventRuns))
 	}
 	evs = c.events(id)
-	if n := len(find(evs, api.KindActivationFailed)); n != 3 {
+	if n := len(ofKind(evs, api.KindActivationFailed)); n != 3 {
 		t.Errorf("%d activation_failed (fail, cancel, first event run), want 3: %s", n, kindsLine(evs))
 	}
 
@@ -246,23 +246,12 @@ func TestRemoteAgentloop(t *testing.T) {
 // reportGrant POSTs a report to a reporter grant and answers its sequence.
 func reportGrant(t *testing.T, g *envapi.Grant, body any) uint64 {
 	t.Helper()
-	raw, _ := json.Marshal(body)
-	req, err := http.NewRequest(http.MethodPost, g.URL, strings.NewReader(string(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+g.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	status, raw := postGrant(t, g.URL, g.Token, body)
 	var out struct {
 		Sequence uint64 `json:"sequence"`
 	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&out) != nil {
-		t.Fatalf("report: %d", resp.StatusCode)
+	if err := json.Unmarshal(raw, &out); status != http.StatusOK || err != nil {
+		t.Fatalf("report = %d %s", status, raw)
 	}
 	return out.Sequence
 }

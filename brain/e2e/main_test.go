@@ -68,6 +68,7 @@ type server struct {
 	stderr  *braintest.Buffer
 	done    chan struct{}
 	waitErr error
+	api     *client.Client // the Go client of events
 }
 
 // start runs brain serve on a free port over dataDir (a fresh one when
@@ -264,23 +265,45 @@ func (s *server) send(id, message string) reply {
 	return s.do("POST", "/v1/sessions/"+id+"/messages", string(b), "Idempotency-Key", key())
 }
 
-// events reads every public event of a session through the pages.
+// events reads every public event of a session through the Go client.
 func (s *server) events(id string) []api.Event {
 	s.t.Helper()
+	if s.api == nil {
+		s.api = s.client()
+	}
+	return sessionEvents(s.t, s.api, id)
+}
+
+// sessionEvents reads every public event of a session through c.
+func sessionEvents(t *testing.T, c *client.Client, id string) []api.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	var all []api.Event
-	var after uint64
+	for ev, err := range c.Sessions.Open(id).Events(ctx, 0) {
+		if err != nil {
+			t.Fatalf("events of %s: %v", id, err)
+		}
+		all = append(all, ev)
+	}
+	return all
+}
+
+// pollEvent polls list until an event satisfies match and answers it.
+func pollEvent(t *testing.T, list func() []api.Event, match func(api.Event) bool) api.Event {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		r := s.do("GET", fmt.Sprintf("/v1/sessions/%s/events?after=%d", id, after), "")
-		if r.Status != 200 {
-			s.t.Fatalf("events = %d %s", r.Status, r.Body)
+		evs := list()
+		for _, ev := range evs {
+			if match(ev) {
+				return ev
+			}
 		}
-		var p api.EventPage
-		json.Unmarshal(r.Body, &p)
-		if len(p.Events) == 0 {
-			return all
+		if time.Now().After(deadline) {
+			t.Fatalf("no matching event in %v", kinds(evs))
 		}
-		all = append(all, p.Events...)
-		after = p.NextCursor
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -248,14 +245,14 @@ func (s *server) createSession(req api.CreateSessionRequest) string {
 	if req.Environments == nil {
 		req.Environments = []api.Environment{}
 	}
-	b, _ := json.Marshal(req)
-	r := s.do("POST", "/v1/sessions", string(b), "Idempotency-Key", key())
-	if r.Status != 200 {
-		s.t.Fatalf("create = %d %s", r.Status, r.Body)
+	if s.api == nil {
+		s.api = s.client()
 	}
-	var sum api.SessionSummary
-	json.Unmarshal(r.Body, &sum)
-	return sum.SessionID
+	sess, err := s.api.Sessions.Create(context.Background(), req)
+	if err != nil {
+		s.t.Fatalf("create: %v", err)
+	}
+	return sess.ID
 }
 
 // script is a user message the scripted model or the remote loop follows.
@@ -344,21 +341,10 @@ func callGrant(t *testing.T, g *envapi.Grant, base, method string, input any) (i
 // status and the ApiError code, or the body when it is not an ApiError.
 func postBearer(t *testing.T, url, bearer string, body []byte) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+bearer)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	status, b := postGrant(t, url, bearer, json.RawMessage(body))
 	var e api.ApiError
 	if json.Unmarshal(b, &e) == nil && e.Code != "" {
-		return resp.StatusCode, e.Code
+		return status, e.Code
 	}
-	return resp.StatusCode, string(b)
+	return status, string(b)
 }

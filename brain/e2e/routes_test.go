@@ -72,7 +72,7 @@ func TestWorkspaceProvider(t *testing.T) {
 		t.Helper()
 		c.waitEvent(id, func(api.Event) bool {
 			evs := c.events(id)
-			return len(find(evs, api.KindEnvironmentCallEnded))+len(find(evs, api.KindEnvironmentCallFailed)) >= n
+			return len(ofKind(evs, api.KindEnvironmentCallEnded))+len(ofKind(evs, api.KindEnvironmentCallFailed)) >= n
 		})
 	}
 	released(1)
@@ -81,7 +81,7 @@ func TestWorkspaceProvider(t *testing.T) {
 	c.send(id, call("command", map[string]any{"argv": []string{"cat", "notes/a.txt"}}))
 	released(3)
 	evs := c.events(id)
-	starts := find(evs, api.KindToolCallStarted)
+	starts := ofKind(evs, api.KindToolCallStarted)
 	if len(starts) != 3 {
 		t.Fatalf("events %s", kindsLine(evs))
 	}
@@ -90,12 +90,12 @@ func TestWorkspaceProvider(t *testing.T) {
 	if !strings.Contains(string(read.Value), "hello workspace") || !strings.Contains(string(cmd.Value), "hello workspace") {
 		t.Fatalf("read %+v, command %+v", read, cmd)
 	}
-	if n := len(find(evs, api.KindEnvironmentCallFailed)); n != 0 {
+	if n := len(ofKind(evs, api.KindEnvironmentCallFailed)); n != 0 {
 		t.Fatalf("release failed: %s", kindsLine(evs))
 	}
 	var ended api.SessionSummary
 	c.must(http.StatusOK, http.MethodPost, "/v1/sessions/"+id+"/end", nil, &ended)
-	if len(find(c.events(id), api.KindEnvironmentDetachEnded)) != 1 {
+	if len(ofKind(c.events(id), api.KindEnvironmentDetachEnded)) != 1 {
 		t.Fatalf("detach: %s", kindsLine(c.events(id)))
 	}
 	c.must(http.StatusNoContent, http.MethodDelete, "/v1/sessions/"+id, nil, nil)
@@ -134,7 +134,7 @@ func TestRoutes(t *testing.T) {
 		t.Fatalf("session URL: %s, Authorization %q", sum.Status, setups[len(setups)-1].Auth)
 	}
 	evs := c.events(sum.SessionID)
-	if len(find(evs, api.KindEnvironmentUnreachable)) != 1 || !strings.Contains(kindsLine(evs), api.KindEnvironmentSetupFailed) {
+	if len(ofKind(evs, api.KindEnvironmentUnreachable)) != 1 || !strings.Contains(kindsLine(evs), api.KindEnvironmentSetupFailed) {
 		t.Errorf("refused setup: %s", kindsLine(evs))
 	}
 	// An endpoint that is neither HTTPS nor loopback is refused.

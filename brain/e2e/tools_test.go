@@ -37,9 +37,9 @@ func postGrant(t *testing.T, url, token string, body any) (int, []byte) {
 // outcome answers the outcome of the tool_call_ended closing tool seq.
 func outcome(t *testing.T, evs []api.Event, seq uint64) (api.Outcome, bool) {
 	t.Helper()
-	for _, ev := range find(evs, api.KindToolCallEnded) {
-		if field[uint64](t, ev, "sequence") == seq {
-			return field[api.Outcome](t, ev, "outcome"), field[bool](t, ev, "is_error")
+	for _, ev := range ofKind(evs, api.KindToolCallEnded) {
+		if dataField[uint64](t, ev, "sequence") == seq {
+			return dataField[api.Outcome](t, ev, "outcome"), dataField[bool](t, ev, "is_error")
 		}
 	}
 	t.Fatalf("tool %d has no tool_call_ended: %s", seq, kindsLine(evs))
@@ -58,7 +58,7 @@ func TestTools(t *testing.T) {
 			t.Fatalf("send: %d %s", status, body)
 		}
 		evs := c.events(id)
-		starts := find(evs, api.KindToolCallStarted)
+		starts := ofKind(evs, api.KindToolCallStarted)
 		execs := f.received(envapi.RequestExecute)
 		if len(starts) != 2 || len(execs) != 2 {
 			t.Fatalf("%d started, %d executes: %s", len(starts), len(execs), kindsLine(evs))
@@ -81,7 +81,7 @@ func TestTools(t *testing.T) {
 		if isErr || o.Status != api.OutcomeOK || string(o.Value) != `{"n":0}` {
 			t.Errorf("echo outcome %+v", o)
 		}
-		progress := find(evs, "progress")
+		progress := ofKind(evs, "progress")
 		if len(progress) != 1 || progress[0].Origin == nil || progress[0].Origin.Kind != api.OriginTool ||
 			progress[0].Origin.Sequence != starts[1].Sequence {
 			t.Fatalf("tool emit: %+v", progress)
@@ -108,8 +108,8 @@ func TestTools(t *testing.T) {
 		id := c.create(api.CreateSessionRequest{Environments: []api.Environment{f.env("box", nil)}, Tools: []api.Tool{tool("u", "box", "unknown")}}).SessionID
 		c.send(id, toolCalls("u"))
 		evs := c.events(id)
-		o, _ := outcome(t, evs, find(evs, api.KindToolCallStarted)[0].Sequence)
-		if o.Status != api.OutcomeUnknown || len(find(evs, api.KindEnvironmentUnreachable)) != 0 {
+		o, _ := outcome(t, evs, ofKind(evs, api.KindToolCallStarted)[0].Sequence)
+		if o.Status != api.OutcomeUnknown || len(ofKind(evs, api.KindEnvironmentUnreachable)) != 0 {
 			t.Fatalf("outcome %+v, events %s", o, kindsLine(evs))
 		}
 	})
@@ -123,7 +123,7 @@ func TestTools(t *testing.T) {
 		id := c.create(api.CreateSessionRequest{Environments: []api.Environment{f.env("box", nil)}, Tools: []api.Tool{strict, typed}}).SessionID
 		c.send(id, toolCalls("strict", "typed"))
 		evs := c.events(id)
-		starts := find(evs, api.KindToolCallStarted)
+		starts := ofKind(evs, api.KindToolCallStarted)
 		in, _ := outcome(t, evs, starts[0].Sequence)
 		out, _ := outcome(t, evs, starts[1].Sequence)
 		if in.Error == nil || in.Error.Code != envapi.CodeInvalidInput {
