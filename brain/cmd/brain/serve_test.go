@@ -133,7 +133,9 @@ func startServe(t *testing.T, extra ...string) string {
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--no-auth", "--log-level", "error"}, extra...)
 	go func() { done <- run(ctx, args, out, io.Discard) }()
 	var base string
-	timeout := time.After(60 * time.Second)
+	// Generous: under the race detector compiling the built-in Wasm loop
+	// alone takes minutes on a loaded machine.
+	timeout := time.After(5 * time.Minute)
 	for base == "" {
 		select {
 		case line := <-out.lines:
