@@ -29,10 +29,11 @@ func (g *gated) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 // logs each operation with its Authorization before the handler answers,
 // that gates hold a behaviour until opened, that FailNext fails exactly
 // the next n, and that Down refuses connections until Up serves the same
-// address again.
+// address again. The handler does not track bindings, so that one
+// binding can be set up again after each injected fault.
 func TestProviderRecordsGatesAndFaults(t *testing.T) {
 	g := &gated{}
-	g.Provider = envtest.NewProvider(t, envsdk.NewHandler(g, &envsdk.Options{Token: "tok"}))
+	g.Provider = envtest.NewProvider(t, envsdk.NewHandler(g, &envsdk.Options{Token: "tok", UntrackedBindings: true}))
 	cmds := envtest.NewCommands("ses_AAAAAAAAAAAAAAAAAAAA", "box")
 	type result struct {
 		resp *envapi.Response
