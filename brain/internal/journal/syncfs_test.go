@@ -27,8 +27,10 @@ func TestKernelAtLeast(t *testing.T) {
 
 // TestGroupCommitBarrier checks that with 128 sessions appending at once a
 // group commit takes one durability barrier (one fdatasync of the commit
-// log) for all of its sessions, so that there are at least 32 records per
-// barrier, and that the segments are made durable at the sync point.
+// log) for all of its sessions, so that rounds batch many records (at
+// least 8 per barrier: without group commit there would be one; on an idle
+// machine there are about 60, and a loaded one still gathers 20 or more),
+// and that the segments are made durable at the sync point.
 func TestGroupCommitBarrier(t *testing.T) {
 	const sessions, each = 128, 20
 	fs := openT(t, t.TempDir(), &Options{SyncPointInterval: time.Hour})
@@ -67,8 +69,8 @@ func TestGroupCommitBarrier(t *testing.T) {
 	if syncs != rounds {
 		t.Errorf("%d barriers in %d group commits, want one each", syncs, rounds)
 	}
-	if float64(recs)/float64(syncs) < 32 {
-		t.Errorf("%.1f records per barrier, want at least 32", float64(recs)/float64(syncs))
+	if float64(recs)/float64(syncs) < 8 {
+		t.Errorf("%.1f records per barrier, want at least 8", float64(recs)/float64(syncs))
 	}
 	for i := range sessions {
 		if rs, err := fs.Read(bg, fmt.Sprint("s", i), 0, 0, 0); err != nil || len(rs) != 1+each {
