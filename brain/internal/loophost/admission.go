@@ -50,6 +50,9 @@ func (h *Host) AdmitTool(ctx context.Context, module []byte) (Admission, error) 
 	return h.admit(ctx, h.tools, module)
 }
 
+// ToolsEnabled reports whether the host admits Tools (Options.ToolsDir).
+func (h *Host) ToolsEnabled() bool { return h.tools != nil }
+
 // ToolAdmission answers what is known of Tool module id.
 func (h *Host) ToolAdmission(id string) (Admission, bool) {
 	if h.tools == nil {

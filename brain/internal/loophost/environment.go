@@ -19,8 +19,8 @@ import (
 // of its admitted module, answers cancels of those executes itself, and
 // passes every other operation to Next.
 //
-// A brain environment that Next has no route for is the built-in
-// environment alone: its setup, detach and teardown succeed without a
+// A brain environment whose configuration names no route and that Next
+// does not route by default is the built-in environment alone: its setup, detach and teardown succeed without a
 // provider and it runs only brain_component Tools. A brain environment
 // that Next routes to an operator's provider keeps that route for its
 // lifecycle and its other Tools.
@@ -63,9 +63,20 @@ func (e *Environments) routed(env brainapi.Environment) bool {
 	return true
 }
 
-// builtinOnly reports whether env is the built-in environment alone.
+// builtinOnly reports whether env is the built-in environment alone: a
+// brain environment whose configuration names no route ("driver") and
+// that Next does not route by default.
 func (e *Environments) builtinOnly(env brainapi.Environment) bool {
-	return env.Driver == brainapi.DriverBrain && !e.routed(env)
+	if env.Driver != brainapi.DriverBrain {
+		return false
+	}
+	var conf struct {
+		Driver string `json:"driver"`
+	}
+	if len(env.Configuration) > 0 && json.Unmarshal(env.Configuration, &conf) == nil && conf.Driver != "" {
+		return false
+	}
+	return !e.routed(env)
 }
 
 // ValidateEnvironment accepts a brain environment without a route (the
