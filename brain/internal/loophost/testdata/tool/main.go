@@ -94,6 +94,16 @@ func run(ctx context.Context, svc tool.Services, inv tool.Invocation) (api.Outco
 		for {
 			n++
 		}
+	case "mark":
+		// Leave a mark, then run until stopped.
+		f, err := os.OpenFile(in.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return tool.Error("mark_failed", err.Error()), nil
+		}
+		_, _ = f.Write([]byte(in.Content + "\n"))
+		_ = f.Close()
+		for {
+		}
 	case "sleep":
 		deadline := time.Now().Add(time.Duration(in.Ms) * time.Millisecond)
 		for time.Now().Before(deadline) {
