@@ -267,3 +267,100 @@ func sha256hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// TestWasmToolInstanceCap: with BRAIN_MAX_CORE_INSTANCES=1 a second
+// invocation while one runs fails at once with overloaded instead of
+// waiting, and the slot is free again once the first ends.
+func TestWasmToolInstanceCap(t *testing.T) {
+	s := start(t, "", "BRAIN_NO_WORKSPACE=1", "BRAIN_MAX_TOOL_SECS=60", "BRAIN_MAX_CORE_INSTANCES=1")
+	_, a := admitTool(t, s, wasmTool(t))
+	id := a["id"].(string)
+	busy := mustSession(t, s, builtinEnv(), componentImpl(id, ""))
+	r := s.do("POST", "/v1/sessions/"+busy+"/messages", fmt.Sprintf(`{"input":{"message":%q}}`, callTool(`{"op":"loop"}`)), "Idempotency-Key", key(), "Prefer", "respond-async")
+	if r.Status != 202 {
+		t.Fatalf("submit = %d %s", r.Status, r.Body)
+	}
+	waitEvent(t, s, busy, func(ev api.Event) bool { return ev.EventType == api.KindToolCallStarted })
+	time.Sleep(200 * time.Millisecond) // the execute reaches the host
+	other := mustSession(t, s, builtinEnv(), componentImpl(id, ""))
+	startT := time.Now()
+	s.send(other, callTool(`{"op":"echo"}`))
+	o, _ := lastOutcome(t, s, other)
+	if o.Status != api.OutcomeFailed || o.Error.Code != api.CodeOverloaded || !strings.Contains(o.Error.Message, "BRAIN_MAX_CORE_INSTANCES") {
+		t.Fatalf("at the cap: %+v %+v", o, o.Error)
+	}
+	if d := time.Since(startT); d > 10*time.Second {
+		t.Fatalf("saturation waited %v", d)
+	}
+	if c := s.do("POST", "/v1/sessions/"+busy+"/cancel", "", "Idempotency-Key", key()); c.Status != 204 {
+		t.Fatalf("cancel = %d", c.Status)
+	}
+	waitEvent(t, s, busy, func(ev api.Event) bool { return ev.EventType == api.KindToolCallEnded })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s.send(other, callTool(`{"op":"echo"}`))
+		if o, _ := lastOutcome(t, s, other); o.Status == api.OutcomeOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slot was not given back")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestWasmToolRestart: a Wasm Tool running when the server is killed is
+// recorded as an ambiguous interrupted failure after the restart and is
+// never run again (it leaves one mark per run).
+func TestWasmToolRestart(t *testing.T) {
+	allowed := t.TempDir()
+	env := []string{"BRAIN_NO_WORKSPACE=1", "BRAIN_MAX_TOOL_SECS=600", "BRAIN_ENV_FILESYSTEM_ALLOW=" + allowed}
+	s := start(t, "", env...)
+	_, a := admitTool(t, s, wasmTool(t))
+	id := a["id"].(string)
+	sid := mustSession(t, s, builtinEnv(), componentImpl(id, `{"filesystem":{"workspace":{"path":"`+allowed+`","access":"write"}}}`))
+	r := s.do("POST", "/v1/sessions/"+sid+"/messages", fmt.Sprintf(`{"input":{"message":%q}}`, callTool(`{"op":"mark","path":"/workspace/runs","content":"run"}`)), "Idempotency-Key", key(), "Prefer", "respond-async")
+	if r.Status != 202 {
+		t.Fatalf("submit = %d %s", r.Status, r.Body)
+	}
+	started := waitEvent(t, s, sid, func(ev api.Event) bool { return ev.EventType == api.KindToolCallStarted })
+	marks := func() string {
+		b, _ := os.ReadFile(filepath.Join(allowed, "runs"))
+		return string(b)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for marks() == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the tool did not run")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.kill()
+	if !killedBySIGKILL(s.waitErr) {
+		t.Fatalf("server ended with %v", s.waitErr)
+	}
+	s2 := start(t, s.DataDir, env...)
+	if st := s2.summary(sid).Status; st != api.StatusIdle {
+		t.Fatalf("status after restart %s", st)
+	}
+	evs := s2.events(sid)
+	end := toolOutcome(t, evs, started.Sequence)
+	if f := failurePayload(end); end.EventType != api.KindToolCallFailed || f.Code != api.FailureInterrupted || !f.Ambiguous {
+		t.Fatalf("%s %+v", end.EventType, f)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if got := marks(); got != "run\n" {
+		t.Fatalf("marks %q: the tool ran again", got)
+	}
+	if n := count(s2.events(sid), api.KindToolCallStarted); n != 1 {
+		t.Fatalf("%d tool calls started", n)
+	}
+	// The restarted server still runs the admitted Tool.
+	if r := s2.do("GET", "/v1/tools/"+id, ""); r.Status != 200 || !strings.Contains(string(r.Body), `"admitted"`) {
+		t.Fatalf("admission after the restart: %d %s", r.Status, r.Body)
+	}
+	s2.send(sid, callTool(`{"op":"echo"}`))
+	if o, _ := lastOutcome(t, s2, sid); o.Status != api.OutcomeOK {
+		t.Fatalf("after restart %+v", o)
+	}
+}
