@@ -74,29 +74,21 @@ func seqCall(method string, fn func(unsafe.Pointer, uint32) uint64, raw []byte) 
 	return seq, nil
 }
 
-func optOutcome(o *api.Outcome) ([]byte, error) {
-	if o == nil {
-		return []byte("null"), nil
-	}
-	return json.Marshal(o)
-}
 
 // hostServices reaches the host's service table through the imports.
 type hostServices struct{}
 
 func (hostServices) Emit(_ context.Context, eventType string, data json.RawMessage) (uint64, error) {
-	if len(data) == 0 {
-		data = json.RawMessage("null")
-	}
-	raw, err := json.Marshal(api.EmitInput{EventType: eventType, Data: data})
+	b := appendString(append(make([]byte, 0, 32+len(eventType)+len(data)), `{"event_type":`...), eventType)
+	raw, err := appendRaw(append(b, `,"data":`...), data)
 	if err != nil {
-		return 0, fmt.Errorf("tool: emit: %w", err)
+		return 0, fmt.Errorf("tool: emit: data: %w", err)
 	}
-	return seqCall("emit", hostEmit, raw)
+	return seqCall("emit", hostEmit, append(raw, '}'))
 }
 
 func (hostServices) Result(_ context.Context, o api.Outcome) (uint64, error) {
-	raw, err := json.Marshal(o)
+	raw, err := encodeOutcome(&o)
 	if err != nil {
 		return 0, fmt.Errorf("tool: result: %w", err)
 	}
@@ -104,7 +96,7 @@ func (hostServices) Result(_ context.Context, o api.Outcome) (uint64, error) {
 }
 
 func (hostServices) Returned(_ context.Context, o *api.Outcome) (uint64, error) {
-	raw, err := optOutcome(o)
+	raw, err := encodeOutcome(o)
 	if err != nil {
 		return 0, fmt.Errorf("tool: returned: %w", err)
 	}
@@ -112,7 +104,7 @@ func (hostServices) Returned(_ context.Context, o *api.Outcome) (uint64, error) 
 }
 
 func (hostServices) Finish(_ context.Context, o *api.Outcome) (uint64, error) {
-	raw, err := optOutcome(o)
+	raw, err := encodeOutcome(o)
 	if err != nil {
 		return 0, fmt.Errorf("tool: finish: %w", err)
 	}

@@ -48,21 +48,68 @@ func TestAnswer(t *testing.T) {
 	}
 }
 
+// The hand decoder of the invocation agrees with encoding/json on every
+// document it accepts.
 func FuzzInvocation(f *testing.F) {
-	f.Add([]byte(`{"input":{"a":1},"configuration":null,"deadline_at_ms":12}`))
+	f.Add([]byte(`{"input":{"a":[1,"}"]},"configuration":null,"deadline_at_ms":12}`))
+	f.Add([]byte(`{"input":"x\"y","other":{"k":[]}}`))
 	f.Add([]byte(`{"input":"x"`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		inv, err := decodeInvocation(b)
 		if err != nil {
 			return
 		}
-		raw, err := json.Marshal(inv)
-		if err != nil {
-			t.Fatalf("decoded %q but cannot encode it: %v", b, err)
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", b, err)
 		}
-		again, err := decodeInvocation(raw)
-		if err != nil || again.DeadlineAtMs != inv.DeadlineAtMs {
-			t.Fatalf("round trip of %q: %+v %v", b, again, err)
+		var deadline int64
+		if d, ok := m["deadline_at_ms"]; ok {
+			if err := json.Unmarshal(d, &deadline); err != nil {
+				t.Fatalf("accepted deadline %s: %v", d, err)
+			}
+		}
+		if !sameJSON(inv.Input, m["input"]) || !sameJSON(inv.Configuration, m["configuration"]) || inv.DeadlineAtMs != deadline {
+			t.Fatalf("%q: decoded %+v, encoding/json %v", b, inv, m)
+		}
+	})
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b) || string(a)+string(b) == "null"
+	}
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
+}
+
+// Encoded strings and outcomes read back the same through encoding/json.
+func FuzzOutcome(f *testing.F) {
+	f.Add("ok", "a\"b\n\u2028", "code", []byte(`{"x":1}`))
+	f.Add("error", "\xff\x00", "", []byte(`nope`))
+	f.Fuzz(func(t *testing.T, status, text, code string, value []byte) {
+		o := api.Outcome{Status: status, Message: text, Value: value}
+		if code != "" {
+			o.Error = &api.OutcomeError{Code: code, Message: text, Retryable: len(text)%2 == 0}
+		}
+		b, err := encodeOutcome(&o)
+		if err != nil {
+			if json.Valid(value) {
+				t.Fatalf("refused valid value %q: %v", value, err)
+			}
+			return
+		}
+		var got api.Outcome
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%q encoded as invalid JSON %s: %v", text, b, err)
+		}
+		want, _ := json.Marshal(o)
+		var w api.Outcome
+		_ = json.Unmarshal(want, &w)
+		if got.Status != w.Status || got.Message != w.Message || !sameJSON(got.Value, w.Value) ||
+			(got.Error == nil) != (w.Error == nil) ||
+			(got.Error != nil && (got.Error.Code != w.Error.Code || got.Error.Message != w.Error.Message || got.Error.Retryable != w.Error.Retryable)) {
+			t.Fatalf("outcome %+v read back as %+v (encoding/json: %+v)", o, got, w)
 		}
 	})
 }
