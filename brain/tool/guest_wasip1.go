@@ -74,7 +74,6 @@ func seqCall(method string, fn func(unsafe.Pointer, uint32) uint64, raw []byte) 
 	return seq, nil
 }
 
-
 // hostServices reaches the host's service table through the imports.
 type hostServices struct{}
 
