@@ -272,16 +272,26 @@ func sha256hex(b []byte) string {
 // invocation while one runs fails at once with overloaded instead of
 // waiting, and the slot is free again once the first ends.
 func TestWasmToolInstanceCap(t *testing.T) {
-	s := start(t, "", "BRAIN_NO_WORKSPACE=1", "BRAIN_MAX_TOOL_SECS=60", "BRAIN_MAX_CORE_INSTANCES=1")
+	allowed := t.TempDir()
+	s := start(t, "", "BRAIN_NO_WORKSPACE=1", "BRAIN_MAX_TOOL_SECS=60", "BRAIN_MAX_CORE_INSTANCES=1", "BRAIN_ENV_FILESYSTEM_ALLOW="+allowed)
 	_, a := admitTool(t, s, wasmTool(t))
 	id := a["id"].(string)
-	busy := mustSession(t, s, builtinEnv(), componentImpl(id, ""))
-	r := s.do("POST", "/v1/sessions/"+busy+"/messages", fmt.Sprintf(`{"input":{"message":%q}}`, callTool(`{"op":"loop"}`)), "Idempotency-Key", key(), "Prefer", "respond-async")
+	busy := mustSession(t, s, builtinEnv(), componentImpl(id, `{"filesystem":{"workspace":{"path":"`+allowed+`","access":"write"}}}`))
+	// The busy tool leaves a mark once its instance runs, then spins.
+	r := s.do("POST", "/v1/sessions/"+busy+"/messages", fmt.Sprintf(`{"input":{"message":%q}}`, callTool(`{"op":"mark","path":"/workspace/busy","content":"x"}`)), "Idempotency-Key", key(), "Prefer", "respond-async")
 	if r.Status != 202 {
 		t.Fatalf("submit = %d %s", r.Status, r.Body)
 	}
-	waitEvent(t, s, busy, func(ev api.Event) bool { return ev.EventType == api.KindToolCallStarted })
-	time.Sleep(200 * time.Millisecond) // the execute reaches the host
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(allowed, "busy")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the busy tool did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	other := mustSession(t, s, builtinEnv(), componentImpl(id, ""))
 	startT := time.Now()
 	s.send(other, callTool(`{"op":"echo"}`))
@@ -296,7 +306,7 @@ func TestWasmToolInstanceCap(t *testing.T) {
 		t.Fatalf("cancel = %d", c.Status)
 	}
 	waitEvent(t, s, busy, func(ev api.Event) bool { return ev.EventType == api.KindToolCallEnded })
-	deadline := time.Now().Add(30 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for {
 		s.send(other, callTool(`{"op":"echo"}`))
 		if o, _ := lastOutcome(t, s, other); o.Status == api.OutcomeOK {
