@@ -20,8 +20,9 @@ import (
 // passes every other operation to Next.
 //
 // A brain environment whose configuration names no route and that Next
-// does not route by default is the built-in environment alone: its setup, detach and teardown succeed without a
-// provider and it runs only brain_component Tools. A brain environment
+// does not route by default is the built-in environment alone: its
+// setup, detach and teardown succeed without a provider and it runs only
+// brain_component Tools. A brain environment
 // that Next routes to an operator's provider keeps that route for its
 // lifecycle and its other Tools.
 //
