@@ -111,8 +111,12 @@ func TestWasmTools(t *testing.T) {
 	if err := os.WriteFile(routes, []byte(`{"fixture":{"endpoint":"http://127.0.0.1:9"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	secrets := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secrets, "token"), []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s := start(t, "", "BRAIN_NO_WORKSPACE=1", "BRAIN_MAX_TOOL_SECS=3", "BRAIN_ENV_FILESYSTEM_ALLOW="+allowed+",scratch",
-		"BRAIN_ENVIRONMENT_ROUTES_FILE="+routes)
+		"BRAIN_ENVIRONMENT_ROUTES_FILE="+routes, "BRAIN_ENV_SECRET_ALLOW=api="+secrets)
 	module := wasmTool(t)
 
 	// Admission: the id is the SHA-256; the same bytes answer the same
@@ -194,6 +198,29 @@ func TestWasmTools(t *testing.T) {
 		s.send(plain, callTool(`{"op":"read","path":"/workspace/note.txt"}`))
 		if o, _ := lastOutcome(t, s, plain); o.Status == api.OutcomeOK {
 			t.Fatalf("ungranted read %+v", o)
+		}
+	})
+
+	t.Run("secrets and scratch", func(t *testing.T) {
+		sid := mustSession(t, s, builtinEnv(), componentImpl(id, `{"secrets":["api"],"filesystem":{"scratch":true}}`))
+		s.send(sid, callTool(`{"op":"read","path":"/secrets/api/token"}`))
+		if o, _ := lastOutcome(t, s, sid); o.Status != api.OutcomeOK || string(o.Value) != `"s3cret"` {
+			t.Fatalf("secret %+v", o)
+		}
+		s.send(sid, callTool(`{"op":"write","path":"/secrets/api/token","content":"x"}`))
+		if o, _ := lastOutcome(t, s, sid); o.Status == api.OutcomeOK {
+			t.Fatal("a secret was written")
+		}
+		if b, _ := os.ReadFile(filepath.Join(secrets, "token")); string(b) != "s3cret" {
+			t.Fatalf("secret changed to %q", b)
+		}
+		s.send(sid, callTool(`{"op":"write","path":"/scratch/tmp","content":"x"}`))
+		if o, _ := lastOutcome(t, s, sid); o.Status != api.OutcomeOK {
+			t.Fatalf("scratch write %+v", o)
+		}
+		s.send(sid, callTool(`{"op":"list","path":"/scratch"}`))
+		if o, _ := lastOutcome(t, s, sid); o.Status != api.OutcomeOK || string(o.Value) != `""` {
+			t.Fatalf("scratch kept between calls: %+v", o)
 		}
 	})
 
