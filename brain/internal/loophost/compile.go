@@ -78,7 +78,10 @@ func (h *Host) validate(k kind, cm interface {
 	}
 	if err := want(entry, []api.ValueType{i32, i32}, []api.ValueType{i64}); err != nil {
 		if _, ok := exports[other]; ok {
-			return fmt.Errorf("the module exports %q: it is not a %s module (admit it as a %s)", other, k, kind(1-k))
+			if k == kindTool {
+				return fmt.Errorf("the module exports %q, not %q: it is an agentloop module (admit it with POST /v1/agentloops)", other, entry)
+			}
+			return fmt.Errorf("the module exports %q, not %q: it is a Tool module (admit it with POST /v1/tools)", other, entry)
 		}
 		return err
 	}

@@ -100,11 +100,11 @@ func TestToolAdmission(t *testing.T) {
 	}
 	// An agentloop module is rejected as a Tool and a Tool as an agentloop.
 	a, err := h.AdmitTool(context.Background(), guest)
-	if err != nil || a.Status != loophost.StatusRejected || !strings.Contains(a.Error.Message, "not a tool module") {
+	if err != nil || a.Status != loophost.StatusRejected || !strings.Contains(a.Error.Message, "it is an agentloop module") {
 		t.Fatalf("agentloop as tool: %+v %v", a, err)
 	}
 	a, err = h.Admit(context.Background(), toolModule(t))
-	if err != nil || a.Status != loophost.StatusRejected || !strings.Contains(a.Error.Message, "not a agentloop module") && !strings.Contains(a.Error.Message, "agentloop") {
+	if err != nil || a.Status != loophost.StatusRejected || !strings.Contains(a.Error.Message, "it is a Tool module") {
 		t.Fatalf("tool as agentloop: %+v %v", a, err)
 	}
 	if _, err := os.Stat(filepath.Join(tools, id+".wasm")); err != nil {
