@@ -178,7 +178,7 @@ func checkRules(all map[string]pkg) []string {
 			}
 			// The guest SDK is built for Wasm: the standard library and
 			// brain/api only (its test helpers are not part of it).
-			if under(path, "brain/agentloop") && !under(path, "brain/agentloop/agentlooptest") &&
+			if under(path, "brain/agentloop") && !under(path, "brain/agentlooptest") &&
 				!isStd(dep) && !under(dep, "brain/api") && !under(dep, "brain/agentloop") {
 				fail("%s depends on %s: the guest SDK may use the standard library and brain/api only", path, dep)
 			}
@@ -358,5 +358,20 @@ func TestGuestSDKImportsOnlyAPI(t *testing.T) {
 	got := guestSDKViolations(graph)
 	if want := module + "/brain/agentloop/x depends on " + module + "/brain/internal/journal"; len(got) != 1 || got[0] != want {
 		t.Errorf("on a synthetic graph: got %q, want [%q]", got, want)
+	}
+}
+
+// TestGuestSDKDependencies keeps the Tool guest SDK small: brain/tool,
+// like brain/agentloop, builds to Wasm against the standard library and
+// brain/api only.
+func TestGuestSDKDependencies(t *testing.T) {
+	p, ok := listPackages(t)[module+"/brain/tool"]
+	if !ok {
+		t.Fatal("brain/tool not found")
+	}
+	for _, dep := range p.Deps {
+		if !isStd(dep) && dep != module+"/brain/api" {
+			t.Errorf("brain/tool depends on %s: a guest SDK may use the standard library and brain/api only", dep)
+		}
 	}
 }

@@ -151,14 +151,27 @@ type Environments struct {
 	ConnectTimeout   time.Duration `validate:"gte=0s" env:"BRAIN_MAX_ENVIRONMENT_CONNECT_SECS"`
 }
 
-// Agentloops configures the Wasm agentloop host.
+// Agentloops configures the Wasm host of agentloops and of the Tools of
+// the built-in brain environment.
 type Agentloops struct {
 	// BuiltinWasm runs the built-in default loop as its embedded Wasm
 	// build instead of natively.
 	BuiltinWasm bool `env:"BRAIN_BUILTIN_WASM"`
-	// MaxLinearMemoryBytes bounds a Wasm agentloop's linear memory, from
-	// 64 KiB to 4 GiB (0: 128 MiB).
+	// MaxLinearMemoryBytes bounds a Wasm agentloop's or Tool's linear
+	// memory, from 64 KiB to 4 GiB (0: 128 MiB).
 	MaxLinearMemoryBytes int64 `validate:"omitempty,gte=65536,lte=4294967296" env:"BRAIN_MAX_LINEAR_MEMORY_BYTES"`
+	// MaxCoreInstances bounds the Wasm instances alive at once, agentloop
+	// activations and Tool invocations together (0: 8); one more fails at
+	// once with code overloaded.
+	MaxCoreInstances int `validate:"gte=0" env:"BRAIN_MAX_CORE_INSTANCES"`
+	// FilesystemAllow bounds the filesystem grants of Wasm Tools: absolute
+	// host directories a workspace grant may name (or lie under), and
+	// "scratch" to allow scratch directories. Empty denies them all.
+	FilesystemAllow []string `env:"BRAIN_ENV_FILESYSTEM_ALLOW"`
+	// SecretAllow maps the secret names a Wasm Tool may be granted to the
+	// host directories mounted read-only at /secrets/<name>. Empty denies
+	// them all.
+	SecretAllow map[string]string `env:"BRAIN_ENV_SECRET_ALLOW"`
 }
 
 // ConfigError is a configuration that failed validation. Each of its

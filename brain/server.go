@@ -84,8 +84,13 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	if s.loops, err = loophost.Open(ctx, loophost.Options{
 		Dir:                  filepath.Join(cfg.DataDir, "agentloops"),
+		ToolsDir:             filepath.Join(cfg.DataDir, "tools"),
+		CacheDir:             filepath.Join(cfg.DataDir, "agentloops", "cache"),
 		MaxLinearMemoryBytes: cfg.Agentloops.MaxLinearMemoryBytes,
 		BuiltinWasm:          cfg.Agentloops.BuiltinWasm,
+		MaxInstances:         cfg.Agentloops.MaxCoreInstances,
+		FilesystemAllow:      cfg.Agentloops.FilesystemAllow,
+		SecretAllow:          cfg.Agentloops.SecretAllow,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: Config.Agentloops: %w", err)
 	}
@@ -100,10 +105,12 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if idle < 0 {
 		idle = session.KeepIdle
 	}
+	// The built-in environment runs Wasm Tools in front of the bindings.
+	envs := s.loops.Environments(s.bindings)
 	if s.engine, err = session.New(session.Config{
 		Store:        s.store.Journal,
 		Models:       models,
-		Environments: s.bindings,
+		Environments: envs,
 		Secrets:      s.store.Secrets,
 		Loops:        s.loops.Resolve,
 		Limits:       cfg.Limits.engine(),
@@ -111,6 +118,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
+	envs.Attach(s.engine)
 	// The requests log opens after the engine: unanswered async
 	// submissions are settled from the journal before anything is served.
 	retention := cfg.RequestRetention

@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -66,6 +68,9 @@ type serveFlags struct {
 	maxJournalOpenFiles                  int64
 	maxLinearMemory                      int64
 	noWorkspace                          bool
+	maxCoreInstances                     int64
+	filesystemAllow                      string
+	secretAllow                          secretsValue
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool)) error {
@@ -129,6 +134,14 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	bw, _ := env("BRAIN_BUILTIN_WASM")
 	fs.BoolVar(&f.builtinWasm, "builtin-wasm", bw == "1" || bw == "true", "run the built-in default loop as its embedded Wasm build (BRAIN_BUILTIN_WASM=1)")
 	i64(&f.maxLinearMemory, "max-linear-memory-bytes", "BRAIN_MAX_LINEAR_MEMORY_BYTES", 128<<20, "linear memory bound of a Wasm agentloop in bytes")
+	i64(&f.maxCoreInstances, "max-core-instances", "BRAIN_MAX_CORE_INSTANCES", 8, "Wasm instances alive at once, agentloops and Tools together (one more fails as overloaded)")
+	str(&f.filesystemAllow, "env-filesystem-allow", "BRAIN_ENV_FILESYSTEM_ALLOW", "", `comma list of host directories Wasm Tools may be granted as a workspace, and "scratch" to allow scratch directories`)
+	if v, ok := env("BRAIN_ENV_SECRET_ALLOW"); ok {
+		if err := f.secretAllow.Set(v); err != nil {
+			errs = append(errs, fmt.Errorf("BRAIN_ENV_SECRET_ALLOW=%q: %w", v, err))
+		}
+	}
+	fs.Var(&f.secretAllow, "env-secret-allow", "comma list of name=directory secrets Wasm Tools may be granted, mounted read-only at /secrets/<name> (BRAIN_ENV_SECRET_ALLOW)")
 	noWS, _ := env("BRAIN_NO_WORKSPACE")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", noWS == "1" || noWS == "true", `do not run the built-in workspace environment (route "workspace") (BRAIN_NO_WORKSPACE=1)`)
 	return errors.Join(errs...)
@@ -226,6 +239,9 @@ func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 		Agentloops: brain.Agentloops{
 			BuiltinWasm:          f.builtinWasm,
 			MaxLinearMemoryBytes: f.maxLinearMemory,
+			MaxCoreInstances:     int(f.maxCoreInstances),
+			FilesystemAllow:      splitList(f.filesystemAllow),
+			SecretAllow:          f.secretAllow,
 		},
 		Limits: brain.Limits{
 			MaxModelCalls:   int(orNoLimit(int64(f.maxModelCalls))),
@@ -391,4 +407,41 @@ func printBanner(w io.Writer, url string, f *serveFlags, token string, generated
     -d '{"input":{"message":"hello"}}' %s/v1/sessions/$SID/messages
   curl -s%s %s/v1/sessions/$SID/transcript
 `, auth, url, auth, url, auth, url)
+}
+
+// splitList splits a comma list, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// secretsValue is the flag of BRAIN_ENV_SECRET_ALLOW: a comma list of
+// name=directory entries.
+type secretsValue map[string]string
+
+func (v *secretsValue) String() string {
+	var parts []string
+	for name, dir := range *v {
+		parts = append(parts, name+"="+dir)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+func (v *secretsValue) Set(s string) error {
+	out := secretsValue{}
+	for _, e := range splitList(s) {
+		name, dir, ok := strings.Cut(e, "=")
+		if !ok || name == "" || dir == "" {
+			return fmt.Errorf("entry %q: want name=directory", e)
+		}
+		out[name] = dir
+	}
+	*v = out
+	return nil
 }

@@ -29,6 +29,12 @@ func (s *Server) agentloopRoutes() {
 }
 
 func (s *Server) admitAgentloop(w http.ResponseWriter, r *http.Request) {
+	s.admitModule(w, r, ScopeAdmit, s.opts.Agentloops.Admit)
+}
+
+// admitModule reads a module body and admits it under the idempotency
+// scope.
+func (s *Server) admitModule(w http.ResponseWriter, r *http.Request, scope string, admit func(context.Context, []byte) (loophost.Admission, error)) {
 	h := s.opts.Agentloops
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/octet-stream" {
@@ -50,8 +56,8 @@ func (s *Server) admitAgentloop(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, badRequest("the body must be non-empty module bytes"))
 		return
 	}
-	s.Idempotent(w, r, ScopeAdmit, body, func(ctx context.Context) (int, any, error) {
-		a, err := h.Admit(ctx, body)
+	s.Idempotent(w, r, scope, body, func(ctx context.Context) (int, any, error) {
+		a, err := admit(ctx, body)
 		if err != nil {
 			return 0, nil, err
 		}

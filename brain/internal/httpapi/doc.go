@@ -24,6 +24,9 @@
 //	POST   /v1/agentloops                    key; octet-stream module;
 //	                                         200 AgentloopAdmission
 //	GET    /v1/agentloops/{id}               200 AgentloopAdmission
+//	POST   /v1/tools                         key; octet-stream module;
+//	                                         200 ToolAdmission
+//	GET    /v1/tools/{id}                    200 ToolAdmission
 //	POST   /v1/sessions/{id}/environments    key; EnvironmentControlRequest
 //	POST   /v1/sessions/{id}/environments/{env}/calls/{name}
 //	                                         key; {"input"} → {"output"}

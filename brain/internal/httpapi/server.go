@@ -58,8 +58,9 @@ type Options struct {
 	// AfterClaim, if set, runs after an idempotency claim is durable and
 	// before its operation runs (a fault-injection point for crash tests).
 	AfterClaim func(scope, key string)
-	// Agentloops admits Wasm agentloops (POST and GET /v1/agentloops);
-	// nil serves no admission routes.
+	// Agentloops admits Wasm agentloops (POST and GET /v1/agentloops)
+	// and, when it has a tools directory, Tools (POST and GET
+	// /v1/tools); nil serves no admission routes.
 	Agentloops *loophost.Host
 	// Bindings authorizes the invocation and reporter tokens of
 	// environment operations; with it the server serves the execution
@@ -139,6 +140,9 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sessions/{id}/end", http.HandlerFunc(s.end))
 	if s.opts.Agentloops != nil {
 		s.agentloopRoutes()
+		if s.opts.Agentloops.ToolsEnabled() {
+			s.toolRoutes()
+		}
 	}
 	if s.opts.Bindings != nil {
 		s.environmentRoutes()

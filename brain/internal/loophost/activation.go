@@ -19,12 +19,32 @@ import (
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
-// serviceMethods are the service functions of the host module.
+// serviceMethods are the service functions of the host module: the
+// agentloop services and the Tool services.
 var serviceMethods = []string{
 	envapi.MethodModel, envapi.MethodDispatch, envapi.MethodEmit, envapi.MethodTelemetry,
 	envapi.MethodEvents, envapi.MethodSetTranscript, envapi.MethodKVRead, envapi.MethodKVPut,
 	envapi.MethodKVDelete, envapi.MethodEnvironments,
+	envapi.MethodResult, envapi.MethodReturned, envapi.MethodFinish,
 }
+
+// kindMethods are the service functions each kind of module may import.
+var kindMethods = map[kind]map[string]bool{
+	kindLoop: methodSet(envapi.AgentloopMethods()),
+	kindTool: methodSet(envapi.ToolMethods()),
+}
+
+func methodSet(ms []string) map[string]bool {
+	set := map[string]bool{agentloop.HostAnswer: true}
+	for _, m := range ms {
+		set[m] = true
+	}
+	return set
+}
+
+// imports reports whether a module of kind k may import the host
+// function name.
+func (k kind) imports(name string) bool { return kindMethods[k][name] }
 
 // hostSignatures are the parameter and result types of the host module's
 // functions.
@@ -58,8 +78,10 @@ type activationKey struct{}
 // activation is the host side of one running activation.
 type activation struct {
 	svc     agentloop.Services
-	pending []byte  // the answer of the last service call
-	errs    []error // failed service calls; a failure's ref is index+1
+	tool    ToolServices // set for a tool invocation instead of svc
+	limit   int          // bounds a tool's service inputs (0: none)
+	pending []byte       // the answer of the last service call
+	errs    []error      // failed service calls; a failure's ref is index+1
 	stdout  *capture
 	stderr  *capture
 }
@@ -142,6 +164,9 @@ func hostError(err error, ref uint32) []byte {
 func (a *activation) call(ctx context.Context, method string, in []byte) (json.RawMessage, error) {
 	if len(in) == 0 {
 		in = []byte("null")
+	}
+	if a.tool != nil {
+		return a.toolCall(ctx, method, in)
 	}
 	decode := func(v any) error {
 		if err := json.Unmarshal(in, v); err != nil {
@@ -278,6 +303,11 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 	if err != nil {
 		return out, fmt.Errorf("agentloop %s: turn input: %w", short(m.id), err)
 	}
+	release, err := h.acquire()
+	if err != nil {
+		return out, &session.TurnError{Code: brainapi.CodeOverloaded, Message: err.Error(), Retryable: true, Err: err}
+	}
+	defer release()
 	a := &activation{svc: svc, stdout: newCapture(h.opts.MaxOutputBytes), stderr: newCapture(h.opts.MaxOutputBytes)}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -286,8 +316,8 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 	}
 	defer h.leave(a)
 	ctx = context.WithValue(ctx, activationKey{}, a)
-	alloc, release := memoryAllocator()
-	defer release() // after the instance is closed (deferred below)
+	alloc, unmap := memoryAllocator()
+	defer unmap() // after the instance is closed (deferred below)
 	ctx = experimental.WithMemoryAllocator(ctx, alloc)
 	var seed [32]byte
 	copy(seed[:], in.Runtime.DeterministicSeed)
@@ -349,7 +379,7 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 // fail describes an instance that trapped, exited or was closed.
 func (a *activation) fail(ctx context.Context, m *module, stage string, err error) error {
 	if cause := context.Cause(ctx); cause != nil {
-		return fmt.Errorf("agentloop %s: %s: %w", short(m.id), stage, cause)
+		return fmt.Errorf("%s %s: %s: %w", m.kind, short(m.id), stage, cause)
 	}
 	msg, _, _ := strings.Cut(err.Error(), "\n")
 	var exit *sys.ExitError
@@ -359,7 +389,7 @@ func (a *activation) fail(ctx context.Context, m *module, stage string, err erro
 	if s := strings.TrimSpace(string(a.stderr.head(maxStderrInError))); s != "" {
 		msg += "; stderr: " + s
 	}
-	return &TrapError{Message: fmt.Sprintf("agentloop %s: %s: %s", short(m.id), stage, msg), Err: err}
+	return &TrapError{Message: fmt.Sprintf("%s %s: %s: %s", m.kind, short(m.id), stage, msg), Err: err}
 }
 
 // TrapError is the error of an activation whose instance trapped, exited

@@ -107,7 +107,7 @@ const benchSessions = 64
 // is given for context.
 func BenchmarkTurns64(b *testing.B) {
 	b.Run("wasm-default-loop", func(b *testing.B) {
-		h := openHost(b, loophost.Options{})
+		h := openHost(b, loophost.Options{MaxInstances: benchSessions})
 		id := admit(b, h, builtin.DefaultWasm())
 		impl, _ := json.Marshal(map[string]string{"type": "brain_component", "entrypoint": "turn", "id": id})
 		compiles := h.Compiles()
@@ -117,7 +117,7 @@ func BenchmarkTurns64(b *testing.B) {
 		}
 	})
 	b.Run("native-default-loop", func(b *testing.B) {
-		h := openHost(b, loophost.Options{})
+		h := openHost(b, loophost.Options{MaxInstances: benchSessions})
 		benchTurns(b, h, json.RawMessage(`{"type":"brain_builtin","name":"default"}`))
 	})
 	for _, mapped := range []bool{false, true} {

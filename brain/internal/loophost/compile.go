@@ -10,6 +10,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/agentloop"
 	brainapi "github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/tool"
 )
 
 var (
@@ -19,17 +20,20 @@ var (
 
 // compile compiles and validates b, the module id. It is the only place
 // that compiles.
-func (h *Host) compile(ctx context.Context, id string, b []byte) (*module, error) {
+func (h *Host) compile(ctx context.Context, k kind, id string, b []byte) (*module, error) {
 	h.compiles.Add(1)
 	cm, err := h.rt.CompileModule(ctx, b)
 	if err != nil {
 		return nil, fmt.Errorf("invalid module: %w", err)
 	}
-	if err := h.validate(cm); err != nil {
+	if err := h.validate(k, cm); err != nil {
 		_ = cm.Close(ctx)
 		return nil, err
 	}
-	m := &module{id: id, cm: cm}
+	m := &module{id: id, kind: k, cm: cm}
+	if k == kindTool {
+		return m, nil
+	}
 	m.fn = func(ctx context.Context, svc agentloop.Services, in brainapi.TurnInput) (brainapi.TurnOutput, error) {
 		return h.run(ctx, m, svc, in)
 	}
@@ -38,7 +42,7 @@ func (h *Host) compile(ctx context.Context, id string, b []byte) (*module, error
 
 // validate checks the exports and imports of the ABI (see the package
 // doc), so that a module that cannot run is rejected at admission.
-func (h *Host) validate(cm interface {
+func (h *Host) validate(k kind, cm interface {
 	ExportedFunctions() map[string]api.FunctionDefinition
 	ExportedMemories() map[string]api.MemoryDefinition
 	ImportedFunctions() []api.FunctionDefinition
@@ -68,7 +72,17 @@ func (h *Host) validate(cm interface {
 			return err
 		}
 	}
-	if err := want(agentloop.ExportTurn, []api.ValueType{i32, i32}, []api.ValueType{i64}); err != nil {
+	entry, other := agentloop.ExportTurn, tool.ExportRun
+	if k == kindTool {
+		entry, other = other, entry
+	}
+	if err := want(entry, []api.ValueType{i32, i32}, []api.ValueType{i64}); err != nil {
+		if _, ok := exports[other]; ok {
+			if k == kindTool {
+				return fmt.Errorf("the module exports %q, not %q: it is an agentloop module (admit it with POST /v1/agentloops)", other, entry)
+			}
+			return fmt.Errorf("the module exports %q, not %q: it is a Tool module (admit it with POST /v1/tools)", other, entry)
+		}
 		return err
 	}
 	if err := want(agentloop.ExportAlloc, []api.ValueType{i32}, []api.ValueType{i32}); err != nil {
@@ -84,6 +98,9 @@ func (h *Host) validate(cm interface {
 		switch mod {
 		case agentloop.HostModule:
 			s, ok := hostSignatures[name]
+			if ok && !k.imports(name) {
+				return fmt.Errorf("the module imports %s.%s, which the host provides to %ss only", mod, name, kind(1-k))
+			}
 			if !ok {
 				return fmt.Errorf("the module imports %s.%s, which the host does not provide", mod, name)
 			}

@@ -1,4 +1,5 @@
-// Package loophost runs agentloops compiled to WebAssembly. It is the only
+// Package loophost runs agentloops and Tools compiled to WebAssembly: it
+// is the Wasm half of the built-in "brain" environment and the only
 // package of Brain that imports wazero.
 //
 // # Lifecycle
@@ -105,4 +106,54 @@
 // calls agentloop.Export(loop) from an init function and is built with
 // GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared; the loop runs
 // against the same agentloop.Services interface as a native loop.
+//
+// # Tools
+//
+// Tool modules are admitted like agentloops (Host.AdmitTool, POST
+// /v1/tools) into Options.ToolsDir (<data dir>/tools), with the same
+// layout, the same compilation cache and the same rules, and are kept
+// apart from agentloop modules: each kind is rejected as the other. A Tool
+// module has the agentloop ABI with these differences:
+//
+//   - It exports run(ptr i32, len i32) -> i64 instead of turn.
+//   - It may import, from the host module "brain", answer and the Tool
+//     services only: emit, result, returned, finish, model, environments,
+//     telemetry (result takes an Outcome, returned and finish an Outcome or
+//     null; each answers the committed sequence). An agentloop may not
+//     import result, returned or finish, nor a Tool dispatch, events,
+//     set_transcript or the kv functions.
+//   - The input is {"input":any,"configuration":any,"deadline_at_ms":int}
+//     (the tool input, the environment's configuration, the absolute
+//     deadline in Unix milliseconds or 0), and run answers
+//     {"outcome":ToolOutput} or {"error":{"message":string,"ref"?:uint32}}.
+//     An outcome finishes the call (unless the Tool finished it already);
+//     an error fails it with tool_error, or with the code of the failed
+//     service call its ref names.
+//
+// Environments is the built-in environment in front of the operator's
+// environments: it runs each execute of a
+// {"type":"brain_component","entrypoint":"run","id":...} Tool placed on a
+// brain environment in a fresh instance (Host.RunTool). The instance is
+// closed when the Tool's deadline passes (failure timeout) or the call is
+// cancelled (failure cancelled); a trap, proc_exit, a panic or exhausted
+// linear memory fails with tool_error; an answer over
+// Options.MaxToolOutputBytes with output_limit. Package brain/tool is the
+// Go guest SDK.
+//
+// Grants (ToolImplementation) are WASI preopens through an os.Root, so
+// that neither ".." nor a symbolic link leads outside a granted
+// directory, and a guest cannot create links: a workspace at /workspace
+// (read-only unless granted write) inside Options.FilesystemAllow, a
+// scratch directory at /scratch (a fresh one per invocation, removed
+// after it) when FilesystemAllow holds "scratch", and each secret of
+// Options.SecretAllow read-only at /secrets/<name>. Everything is denied
+// by default; WASI preview 1 has no sockets, so there is no network.
+// There is no fuel: a spinning guest is stopped by its deadline.
+//
+// # Instances
+//
+// Agentloop activations and Tool invocations share Options.MaxInstances
+// slots (BRAIN_MAX_CORE_INSTANCES, default 8). When every slot is taken
+// one more fails at once with code overloaded (retryable) and never
+// waits.
 package loophost

@@ -11,7 +11,10 @@ import (
 // mapped, the instance's memory comes from the host's allocator.
 func (h *Host) BareInstantiate(ctx context.Context, id string, mapped bool) error {
 	h.mu.RLock()
-	m := h.loaded[id]
+	m := h.loops.loaded[id]
+	if m == nil && h.tools != nil {
+		m = h.tools.loaded[id]
+	}
 	h.mu.RUnlock()
 	if mapped {
 		alloc, release := memoryAllocator()

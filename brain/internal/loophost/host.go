@@ -28,6 +28,8 @@ const (
 	DefaultMaxLinearMemoryBytes = 128 << 20
 	DefaultMaxOutputBytes       = 64 << 10
 	DefaultMaxModuleBytes       = 64 << 20
+	DefaultMaxInstances         = 8
+	DefaultMaxToolOutputBytes   = 32 << 20
 )
 
 const pageBytes = 1 << 16
@@ -69,8 +71,32 @@ type Options struct {
 	// agentloop.Default. The embedded module is compiled by Open.
 	BuiltinWasm bool
 	// Output, if set, receives the captured stdout and stderr of every
-	// activation after its instance is closed.
+	// activation and tool invocation after its instance is closed.
 	Output func(id string, stdout, stderr []byte)
+
+	// ToolsDir is the tools directory (<data dir>/tools): admitted Tool
+	// modules and remembered rejections, laid out as Dir. Empty disables
+	// Tools.
+	ToolsDir string
+	// MaxInstances bounds the Wasm instances alive at once, agentloop
+	// activations and tool invocations together
+	// (BRAIN_MAX_CORE_INSTANCES; 0: DefaultMaxInstances). One more fails
+	// at once with code overloaded; nothing queues.
+	MaxInstances int
+	// MaxToolOutputBytes bounds the answer of one tool invocation and
+	// the input of each of its service calls (0:
+	// DefaultMaxToolOutputBytes); a larger answer fails the call with
+	// output_limit.
+	MaxToolOutputBytes int
+	// FilesystemAllow bounds the filesystem grants of Tools
+	// (BRAIN_ENV_FILESYSTEM_ALLOW): absolute host directories under which
+	// a workspace grant may name its directory, and the entry "scratch",
+	// which allows scratch grants. Empty denies every filesystem grant.
+	FilesystemAllow []string
+	// SecretAllow maps the secret names a Tool may be granted to the host
+	// directories mounted read-only at /secrets/<name>
+	// (BRAIN_ENV_SECRET_ALLOW). Empty denies every secret grant.
+	SecretAllow map[string]string
 }
 
 // Host compiles, admits and runs Wasm agentloops. It is safe for
@@ -84,8 +110,8 @@ type Host struct {
 
 	admitMu sync.Mutex // serialises admissions
 	mu      sync.RWMutex
-	loaded  map[string]*module
-	rejects map[string]Admission
+	loops   *catalog
+	tools   *catalog
 	builtin *module
 	closed  bool
 	// running counts activations under way; Close cancels them through
@@ -95,15 +121,46 @@ type Host struct {
 	running sync.WaitGroup
 	stops   map[*activation]context.CancelFunc
 
+	slots   chan struct{} // one per live instance (Options.MaxInstances)
+	invokes *invocations  // running tool invocations
+
 	compiles    atomic.Int64
 	activations atomic.Int64
 }
 
 // module is a compiled, admitted module.
 type module struct {
-	id string
-	cm wazero.CompiledModule
-	fn agentloop.Func
+	id   string
+	kind kind
+	cm   wazero.CompiledModule
+	fn   agentloop.Func // agentloops only
+}
+
+// kind tells agentloop modules from Tool modules.
+type kind int
+
+const (
+	kindLoop kind = iota
+	kindTool
+)
+
+func (k kind) String() string {
+	if k == kindTool {
+		return "tool"
+	}
+	return "agentloop"
+}
+
+// catalog is the admitted and rejected modules of one kind, stored in dir.
+type catalog struct {
+	kind    kind
+	dir     string
+	loaded  map[string]*module
+	rejects map[string]Admission
+}
+
+func newCatalog(k kind, dir string) *catalog {
+	return &catalog{kind: k, dir: dir, loaded: map[string]*module{}, rejects: map[string]Admission{}}
 }
 
 // Open creates the host over opts.Dir and compiles every stored module
@@ -125,8 +182,18 @@ func Open(ctx context.Context, opts Options) (_ *Host, err error) {
 	if opts.MaxModuleBytes <= 0 {
 		opts.MaxModuleBytes = DefaultMaxModuleBytes
 	}
+	if opts.MaxInstances <= 0 {
+		opts.MaxInstances = DefaultMaxInstances
+	}
+	if opts.MaxToolOutputBytes <= 0 {
+		opts.MaxToolOutputBytes = DefaultMaxToolOutputBytes
+	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("loophost: %w", err)
+	}
+	allow, err := checkAllow(opts.FilesystemAllow, opts.SecretAllow)
+	if err != nil {
+		return nil, err
 	}
 	if opts.CacheDir == "" {
 		opts.CacheDir = filepath.Join(opts.Dir, "cache")
@@ -138,8 +205,21 @@ func Open(ctx context.Context, opts Options) (_ *Host, err error) {
 	h := &Host{
 		opts:    opts,
 		cache:   cache,
-		loaded:  map[string]*module{},
-		rejects: map[string]Admission{},
+		loops:   newCatalog(kindLoop, opts.Dir),
+		slots:   make(chan struct{}, opts.MaxInstances),
+		invokes: newInvocations(),
+	}
+	h.opts.FilesystemAllow = allow
+	if opts.ToolsDir != "" {
+		if err := os.MkdirAll(opts.ToolsDir, 0o700); err != nil {
+			_ = cache.Close(ctx)
+			return nil, fmt.Errorf("loophost: %w", err)
+		}
+		if err := os.RemoveAll(filepath.Join(opts.ToolsDir, scratchDirName)); err != nil {
+			_ = cache.Close(ctx)
+			return nil, fmt.Errorf("loophost: scratch: %w", err)
+		}
+		h.tools = newCatalog(kindTool, opts.ToolsDir)
 	}
 	h.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
 		WithCompilationCache(cache).
@@ -159,11 +239,16 @@ func Open(ctx context.Context, opts Options) (_ *Host, err error) {
 		return nil, err
 	}
 	h.base = wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize")
-	if err := h.load(ctx); err != nil {
-		return nil, err
+	for _, c := range []*catalog{h.loops, h.tools} {
+		if c == nil {
+			continue
+		}
+		if err := h.load(ctx, c); err != nil {
+			return nil, err
+		}
 	}
 	if opts.BuiltinWasm {
-		m, err := h.compile(ctx, builtin.DefaultID(), builtin.DefaultWasm())
+		m, err := h.compile(ctx, kindLoop, builtin.DefaultID(), builtin.DefaultWasm())
 		if err != nil {
 			return nil, fmt.Errorf("loophost: embedded default loop: %w", err)
 		}
@@ -172,9 +257,10 @@ func Open(ctx context.Context, opts Options) (_ *Host, err error) {
 	return h, nil
 }
 
-// load compiles the stored modules and reads the remembered rejections.
-func (h *Host) load(ctx context.Context) error {
-	entries, err := os.ReadDir(h.opts.Dir)
+// load compiles the stored modules of c and reads its remembered
+// rejections.
+func (h *Host) load(ctx context.Context, c *catalog) error {
+	entries, err := os.ReadDir(c.dir)
 	if err != nil {
 		return fmt.Errorf("loophost: %w", err)
 	}
@@ -182,25 +268,25 @@ func (h *Host) load(ctx context.Context) error {
 		name := e.Name()
 		switch {
 		case fsutil.IsTemp(name):
-			_ = os.Remove(filepath.Join(h.opts.Dir, name))
+			_ = os.Remove(filepath.Join(c.dir, name))
 		case strings.HasSuffix(name, ".wasm") && validID(strings.TrimSuffix(name, ".wasm")):
 			id := strings.TrimSuffix(name, ".wasm")
-			b, err := os.ReadFile(filepath.Join(h.opts.Dir, name))
+			b, err := os.ReadFile(filepath.Join(c.dir, name))
 			if err != nil {
 				return fmt.Errorf("loophost: %w", err)
 			}
 			if idOf(b) != id {
-				h.rejects[id] = rejected(id, fmt.Sprintf("stored module %s does not match its name", name))
+				c.rejects[id] = rejected(id, fmt.Sprintf("stored module %s does not match its name", name))
 				continue
 			}
-			m, err := h.compile(ctx, id, b)
+			m, err := h.compile(ctx, c.kind, id, b)
 			if err != nil {
-				h.rejects[id] = rejected(id, err.Error())
+				c.rejects[id] = rejected(id, err.Error())
 				continue
 			}
-			h.loaded[id] = m
+			c.loaded[id] = m
 		case strings.HasSuffix(name, ".rejected") && validID(strings.TrimSuffix(name, ".rejected")):
-			b, err := os.ReadFile(filepath.Join(h.opts.Dir, name))
+			b, err := os.ReadFile(filepath.Join(c.dir, name))
 			if err != nil {
 				return fmt.Errorf("loophost: %w", err)
 			}
@@ -208,7 +294,7 @@ func (h *Host) load(ctx context.Context) error {
 			if err := json.Unmarshal(b, &a); err != nil || a.ID != strings.TrimSuffix(name, ".rejected") {
 				continue // a damaged note: admitting the bytes again rewrites it
 			}
-			h.rejects[a.ID] = a
+			c.rejects[a.ID] = a
 		}
 	}
 	return nil
@@ -294,10 +380,10 @@ func (h *Host) Func(id string) (agentloop.Func, error) {
 	if h.closed {
 		return nil, ErrClosed
 	}
-	if m := h.loaded[id]; m != nil {
+	if m := h.loops.loaded[id]; m != nil {
 		return m.fn, nil
 	}
-	if a, ok := h.rejects[id]; ok && a.Error != nil {
+	if a, ok := h.loops.rejects[id]; ok && a.Error != nil {
 		return nil, fmt.Errorf("%w: %s was rejected: %s", ErrNotAdmitted, id, a.Error.Message)
 	}
 	return nil, fmt.Errorf("%w: %s", ErrNotAdmitted, id)

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -40,4 +41,12 @@ type Environments interface {
 // create as invalid before anything is journaled.
 type Validator interface {
 	ValidateEnvironment(env api.Environment) error
+}
+
+// PlacementValidator is implemented by an Environments that checks at
+// session create that each tool placement can run on the environment it
+// names; an error refuses the create as invalid before anything is
+// journaled.
+type PlacementValidator interface {
+	ValidatePlacement(env api.Environment, implementation json.RawMessage) error
 }

@@ -100,6 +100,15 @@ func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionReque
 				return bad("tool %q is placed on undeclared environment %q", t.Name, env)
 			}
 		}
+		if v, ok := e.cfg.Environments.(PlacementValidator); ok {
+			for _, env := range req.Environments {
+				if p, ok := t.Placements[env.Name]; ok {
+					if err := v.ValidatePlacement(env, p.Implementation); err != nil {
+						return bad("tool %q on environment %q: %v", t.Name, env.Name, err)
+					}
+				}
+			}
+		}
 	}
 	if req.IdleTTLMs != nil && *req.IdleTTLMs < 0 {
 		return bad("idle_ttl_ms must not be negative")

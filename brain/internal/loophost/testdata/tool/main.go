@@ -1,0 +1,123 @@
+// Command tool is the test Tool of the loophost tests: its input names
+// what it does.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/tool"
+)
+
+type input struct {
+	Op      string `json:"op"`
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	Bytes   int    `json:"bytes"`
+	Ms      int    `json:"ms"`
+}
+
+func init() { tool.Export(run) }
+
+func main() {}
+
+var keep [][]byte
+
+func run(ctx context.Context, svc tool.Services, inv tool.Invocation) (api.Outcome, error) {
+	var in input
+	if err := json.Unmarshal(inv.Input, &in); err != nil {
+		return api.Outcome{}, err
+	}
+	str := func(s string) api.Outcome {
+		b, _ := json.Marshal(s)
+		return tool.OK(b)
+	}
+	switch in.Op {
+	case "echo":
+		return tool.OK(inv.Input), nil
+	case "invocation":
+		b, _ := json.Marshal(map[string]any{"configuration": inv.Configuration, "deadline_at_ms": inv.DeadlineAtMs})
+		return tool.OK(b), nil
+	case "read":
+		b, err := os.ReadFile(in.Path)
+		if err != nil {
+			return tool.Error("read_failed", err.Error()), nil
+		}
+		return str(string(b)), nil
+	case "write":
+		if err := os.WriteFile(in.Path, []byte(in.Content), 0o600); err != nil {
+			return tool.Error("write_failed", err.Error()), nil
+		}
+		return str("written"), nil
+	case "list":
+		entries, err := os.ReadDir(in.Path)
+		if err != nil {
+			return tool.Error("list_failed", err.Error()), nil
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return str(strings.Join(names, ",")), nil
+	case "emit":
+		seq, err := svc.Emit(ctx, "test.note", json.RawMessage(`{"n":1}`))
+		if err != nil {
+			return api.Outcome{}, err
+		}
+		return tool.OK(json.RawMessage(fmt.Sprint(seq))), nil
+	case "forbidden":
+		// A reserved event name is refused by the engine.
+		_, err := svc.Emit(ctx, "tool_call_ended", json.RawMessage(`{}`))
+		return api.Outcome{}, err
+	case "finish":
+		o := str("finished")
+		if _, err := svc.Finish(ctx, &o); err != nil {
+			return api.Outcome{}, err
+		}
+		return str("ignored"), nil
+	case "fail":
+		return api.Outcome{}, errors.New("the tool failed")
+	case "panic":
+		panic("tool panic")
+	case "exit":
+		os.Exit(3)
+	case "deadlock":
+		select {}
+	case "loop":
+		n := 0
+		for {
+			n++
+		}
+	case "mark":
+		// Leave a mark, then run until stopped.
+		f, err := os.OpenFile(in.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return tool.Error("mark_failed", err.Error()), nil
+		}
+		_, _ = f.Write([]byte(in.Content + "\n"))
+		_ = f.Close()
+		for {
+		}
+	case "sleep":
+		deadline := time.Now().Add(time.Duration(in.Ms) * time.Millisecond)
+		for time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		return str("slept"), nil
+	case "large":
+		return str(strings.Repeat("x", in.Bytes)), nil
+	case "grow":
+		for {
+			keep = append(keep, make([]byte, 1<<20))
+		}
+	case "bad":
+		return api.Outcome{Status: "weird"}, nil
+	}
+	return tool.Error("unknown_op", in.Op), nil
+}

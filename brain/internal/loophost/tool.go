@@ -1,0 +1,320 @@
+package loophost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+
+	brainapi "github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/brain/tool"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// ErrNoTools is answered when the host was opened without a tools
+// directory.
+var ErrNoTools = errors.New("loophost: tools are not enabled")
+
+// ErrToolNotAdmitted is wrapped when an implementation names a Tool module
+// that is not admitted (unknown, rejected, or an agentloop module).
+var ErrToolNotAdmitted = errors.New("loophost: tool is not admitted")
+
+// errDeadline is the cause of an invocation's own deadline.
+var errDeadline = errors.New("loophost: tool deadline passed")
+
+// ToolServices is the service table of one tool invocation; the engine's
+// execution (session.Services) is one. Call takes and answers the JSON of
+// the callback API's ExecutionCall.
+type ToolServices interface {
+	Call(ctx context.Context, method string, input json.RawMessage) (json.RawMessage, error)
+}
+
+// ToolCall is one tool invocation.
+type ToolCall struct {
+	// ID is the admitted Tool module.
+	ID string
+	// Input is the tool input; Configuration the environment's.
+	Input         json.RawMessage
+	Configuration json.RawMessage
+	// Deadline ends the invocation with a timeout failure (zero: none).
+	Deadline time.Time
+	// Grants are the Tool's capabilities (nil: none).
+	Grants *Grants
+	// Services reaches the engine; nil refuses every service call.
+	Services ToolServices
+}
+
+func (h *Host) toolModule(id string) (*module, error) {
+	if h.tools == nil {
+		return nil, ErrNoTools
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	if m := h.tools.loaded[id]; m != nil {
+		return m, nil
+	}
+	if a, ok := h.tools.rejects[id]; ok && a.Error != nil {
+		return nil, fmt.Errorf("%w: %s was rejected: %s", ErrToolNotAdmitted, id, a.Error.Message)
+	}
+	if h.loops.loaded[id] != nil {
+		return nil, fmt.Errorf("%w: %s is an agentloop module", ErrToolNotAdmitted, id)
+	}
+	return nil, fmt.Errorf("%w: %s", ErrToolNotAdmitted, id)
+}
+
+// toolInvocation is the wire form of a run's invocation.
+type toolInvocation struct {
+	Input         json.RawMessage `json:"input"`
+	Configuration json.RawMessage `json:"configuration"`
+	DeadlineAtMs  int64           `json:"deadline_at_ms"`
+}
+
+// runAnswer is the JSON object run answers.
+type runAnswer struct {
+	Outcome json.RawMessage `json:"outcome,omitempty"`
+	Error   *struct {
+		Message string `json:"message"`
+		Ref     uint32 `json:"ref,omitempty"`
+	} `json:"error,omitempty"`
+}
+
+// RunTool runs one invocation of an admitted Tool module in a fresh
+// instance and answers its receipt: result with the ToolOutput the Tool
+// answered; failure timeout when its deadline passes and cancelled when
+// ctx ends first (the instance is closed either way); failure tool_error
+// for a trap, an exit, a panic or a returned error (or the code of the
+// refused service call the error carries); output_limit for an answer over
+// Options.MaxToolOutputBytes; overloaded when no instance slot is free.
+func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
+	m, err := h.toolModule(c.ID)
+	if err != nil {
+		return envapi.Failure(envapi.CodeUnsupported, err.Error(), false, nil)
+	}
+	release, err := h.acquire()
+	if err != nil {
+		return envapi.Failure(brainapi.CodeOverloaded, err.Error(), true, nil)
+	}
+	defer release()
+	var deadlineMs int64
+	if !c.Deadline.IsZero() {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, c.Deadline, errDeadline)
+		defer stop()
+		deadlineMs = c.Deadline.UnixMilli()
+	}
+	fsc, mnt, err := h.prepare(c.Grants)
+	defer mnt.release()
+	if err != nil {
+		return envapi.Failure(envapi.CodeExecutionFailed, "tool "+short(c.ID)+": grants: "+err.Error(), false, nil)
+	}
+	in := c.Input
+	if len(in) == 0 {
+		in = json.RawMessage("null")
+	}
+	conf := c.Configuration
+	if len(conf) == 0 {
+		conf = json.RawMessage("null")
+	}
+	raw, err := json.Marshal(toolInvocation{Input: in, Configuration: conf, DeadlineAtMs: deadlineMs})
+	if err != nil {
+		return envapi.Failure(envapi.CodeInvalidInput, err.Error(), false, nil)
+	}
+	svc := c.Services
+	if svc == nil {
+		svc = noServices{}
+	}
+	a := &activation{tool: svc, limit: h.opts.MaxToolOutputBytes,
+		stdout: newCapture(h.opts.MaxOutputBytes), stderr: newCapture(h.opts.MaxOutputBytes)}
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	if err := h.enter(a, func() { stopRun(ErrClosed) }); err != nil {
+		return envapi.Failure(envapi.CodeUnavailable, "tool "+short(c.ID)+": "+err.Error(), true, nil)
+	}
+	defer h.leave(a)
+	stopped := func() envapi.Receipt {
+		if errors.Is(context.Cause(ctx), errDeadline) || errors.Is(context.Cause(ctx), session.ErrTimeout) {
+			return envapi.Failure(envapi.CodeTimeout, "tool "+short(c.ID)+" exceeded its deadline", false, nil)
+		}
+		return envapi.Failure(envapi.CodeCancelled, "tool "+short(c.ID)+" was cancelled", false, nil)
+	}
+	doc, err := h.instance(ctx, m, a, raw, fsc)
+	if err != nil {
+		if ctx.Err() != nil {
+			return stopped()
+		}
+		var lim *limitError
+		if errors.As(err, &lim) {
+			return envapi.Failure(envapi.CodeOutputLimit, err.Error(), false, nil)
+		}
+		return envapi.Failure(brainapi.FailureToolError, err.Error(), false, nil)
+	}
+	var ans runAnswer
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ans); err != nil || dec.More() || (ans.Outcome == nil) == (ans.Error == nil) {
+		return envapi.Failure(envapi.CodeInvalidOutput, fmt.Sprintf("tool %s: invalid run answer", short(c.ID)), false, nil)
+	}
+	if e := ans.Error; e != nil {
+		code, retryable := brainapi.FailureToolError, false
+		var details json.RawMessage
+		if e.Ref > 0 && int(e.Ref) <= len(a.errs) {
+			ae := session.APIError(a.errs[e.Ref-1])
+			code, retryable, details = ae.Code, ae.Retryable, ae.Details
+		}
+		msg := e.Message
+		if msg == "" {
+			msg = "tool failed"
+		}
+		if len(msg) > maxErrorMessage {
+			msg = msg[:maxErrorMessage]
+		}
+		return envapi.Failure(code, msg, retryable, details)
+	}
+	return envapi.Result(bytes.Clone(ans.Outcome))
+}
+
+// limitError is an answer over the output bound.
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string { return e.msg }
+
+// instance runs one fresh instance of m: it writes raw through
+// brain_alloc, calls the entrypoint and answers the bytes it answered. The
+// instance is closed before instance returns.
+func (h *Host) instance(ctx context.Context, m *module, a *activation, raw []byte, fsc wazero.FSConfig) (doc []byte, err error) {
+	ctx = context.WithValue(ctx, activationKey{}, a)
+	alloc, unmap := memoryAllocator()
+	defer unmap()
+	ctx = experimental.WithMemoryAllocator(ctx, alloc)
+	cfg := h.base.WithStdout(a.stdout).WithStderr(a.stderr).WithRandSource(rand.NewChaCha8(seedOf(raw)))
+	if fsc != nil {
+		cfg = cfg.WithFSConfig(fsc)
+	}
+	h.activations.Add(1)
+	mod, err := h.rt.InstantiateModule(ctx, m.cm, cfg)
+	if err != nil {
+		return nil, a.fail(ctx, m, "instantiate", err)
+	}
+	defer func() {
+		_ = mod.Close(context.WithoutCancel(ctx))
+		if h.opts.Output != nil {
+			h.opts.Output(m.id, a.stdout.Bytes(), a.stderr.Bytes())
+		}
+	}()
+	res, err := mod.ExportedFunction(tool.ExportAlloc).Call(ctx, uint64(len(raw)))
+	if err != nil {
+		return nil, a.fail(ctx, m, tool.ExportAlloc, err)
+	}
+	ptr := uint32(res[0])
+	if !mod.Memory().Write(ptr, raw) {
+		return nil, fmt.Errorf("%s %s: %s answered %d, outside memory for %d bytes", m.kind, short(m.id), tool.ExportAlloc, ptr, len(raw))
+	}
+	res, err = mod.ExportedFunction(tool.ExportRun).Call(ctx, uint64(ptr), uint64(len(raw)))
+	if err != nil {
+		return nil, a.fail(ctx, m, tool.ExportRun, err)
+	}
+	optr, olen := uint32(res[0]>>32), uint32(res[0])
+	if a.limit > 0 && int(olen) > a.limit {
+		return nil, &limitError{fmt.Sprintf("tool %s answered %d bytes (limit %d)", short(m.id), olen, a.limit)}
+	}
+	out, ok := mod.Memory().Read(optr, olen)
+	if !ok {
+		return nil, fmt.Errorf("%s %s: %s answered %d+%d, outside memory", m.kind, short(m.id), tool.ExportRun, optr, olen)
+	}
+	return bytes.Clone(out), nil
+}
+
+func seedOf(b []byte) [32]byte {
+	var seed [32]byte
+	copy(seed[:], b)
+	return seed
+}
+
+// toolCall runs one service call of a tool invocation.
+func (a *activation) toolCall(ctx context.Context, method string, in []byte) (json.RawMessage, error) {
+	if !kindTool.imports(method) {
+		return nil, fmt.Errorf("%w: %q", session.ErrNotGranted, method)
+	}
+	if a.limit > 0 && len(in) > a.limit {
+		return nil, fmt.Errorf("%w: %s input of %d bytes exceeds %d", session.ErrInvalid, method, len(in), a.limit)
+	}
+	out, err := a.tool.Call(ctx, method, bytes.Clone(in))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		out = json.RawMessage("null")
+	}
+	return out, nil
+}
+
+// noServices refuses every service call.
+type noServices struct{}
+
+func (noServices) Call(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+	return nil, fmt.Errorf("%w: %q", session.ErrNotGranted, method)
+}
+
+// invocations tracks running tool invocations by session and sequence, and
+// remembers the last finished ones, so that a cancel names one the host
+// ran.
+type invocations struct {
+	mu     sync.Mutex
+	live   map[invocationKey]context.CancelCauseFunc
+	recent map[invocationKey]bool
+	order  []invocationKey
+}
+
+type invocationKey struct {
+	session string
+	seq     uint64
+}
+
+const recentInvocations = 4096
+
+func newInvocations() *invocations {
+	return &invocations{live: map[invocationKey]context.CancelCauseFunc{}, recent: map[invocationKey]bool{}}
+}
+
+func (v *invocations) start(k invocationKey, cancel context.CancelCauseFunc) {
+	v.mu.Lock()
+	v.live[k] = cancel
+	v.mu.Unlock()
+}
+
+func (v *invocations) end(k invocationKey) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.live, k)
+	if !v.recent[k] {
+		v.recent[k] = true
+		v.order = append(v.order, k)
+		if len(v.order) > recentInvocations {
+			delete(v.recent, v.order[0])
+			v.order = v.order[1:]
+		}
+	}
+}
+
+// cancel stops a running invocation and reports whether the host ran or
+// runs it.
+func (v *invocations) cancel(k invocationKey, cause error) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if c := v.live[k]; c != nil {
+		c(cause)
+		return true
+	}
+	return v.recent[k]
+}

@@ -1,0 +1,177 @@
+//go:build wasip1
+
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"unsafe"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// Service imports. Each takes the JSON input at ptr/len and answers
+// status<<32 | answer length; the answer is fetched with hostAnswer.
+
+//go:wasmimport brain emit
+func hostEmit(ptr unsafe.Pointer, n uint32) uint64
+
+//go:wasmimport brain result
+func hostResult(ptr unsafe.Pointer, n uint32) uint64
+
+//go:wasmimport brain returned
+func hostReturned(ptr unsafe.Pointer, n uint32) uint64
+
+//go:wasmimport brain finish
+func hostFinish(ptr unsafe.Pointer, n uint32) uint64
+
+//go:wasmimport brain model
+func hostModel(ptr unsafe.Pointer, n uint32) uint64
+
+//go:wasmimport brain environments
+func hostEnvironments(ptr unsafe.Pointer, n uint32) uint64
+
+//go:wasmimport brain telemetry
+func hostTelemetry(ptr unsafe.Pointer, n uint32) uint64
+
+//go:wasmimport brain answer
+func hostAnswer(ptr unsafe.Pointer, n uint32) uint32
+
+// call sends raw to a service import and answers its answer bytes.
+func call(method string, fn func(unsafe.Pointer, uint32) uint64, raw []byte) ([]byte, error) {
+	if len(raw) == 0 {
+		raw = []byte("null")
+	}
+	r := fn(unsafe.Pointer(unsafe.SliceData(raw)), uint32(len(raw)))
+	runtime.KeepAlive(raw)
+	status, n := uint32(r>>32), uint32(r)
+	answer := make([]byte, n)
+	if n > 0 {
+		if got := hostAnswer(unsafe.Pointer(unsafe.SliceData(answer)), n); got != n {
+			return nil, fmt.Errorf("tool: %s: host answered %d of %d bytes", method, got, n)
+		}
+	}
+	if status != 0 {
+		return nil, decodeHostError(method, answer)
+	}
+	return answer, nil
+}
+
+// seqCall sends v as JSON and reads the committed sequence answered.
+func seqCall(method string, fn func(unsafe.Pointer, uint32) uint64, raw []byte) (uint64, error) {
+	answer, err := call(method, fn, raw)
+	if err != nil {
+		return 0, err
+	}
+	seq, err := strconv.ParseUint(string(answer), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("tool: %s: answer %q is not a sequence", method, answer)
+	}
+	return seq, nil
+}
+
+// hostServices reaches the host's service table through the imports.
+type hostServices struct{}
+
+func (hostServices) Emit(_ context.Context, eventType string, data json.RawMessage) (uint64, error) {
+	b := appendString(append(make([]byte, 0, 32+len(eventType)+len(data)), `{"event_type":`...), eventType)
+	raw, err := appendRaw(append(b, `,"data":`...), data)
+	if err != nil {
+		return 0, fmt.Errorf("tool: emit: data: %w", err)
+	}
+	return seqCall("emit", hostEmit, append(raw, '}'))
+}
+
+func (hostServices) Result(_ context.Context, o api.Outcome) (uint64, error) {
+	raw, err := encodeOutcome(&o)
+	if err != nil {
+		return 0, fmt.Errorf("tool: result: %w", err)
+	}
+	return seqCall("result", hostResult, raw)
+}
+
+func (hostServices) Returned(_ context.Context, o *api.Outcome) (uint64, error) {
+	raw, err := encodeOutcome(o)
+	if err != nil {
+		return 0, fmt.Errorf("tool: returned: %w", err)
+	}
+	return seqCall("returned", hostReturned, raw)
+}
+
+func (hostServices) Finish(_ context.Context, o *api.Outcome) (uint64, error) {
+	raw, err := encodeOutcome(o)
+	if err != nil {
+		return 0, fmt.Errorf("tool: finish: %w", err)
+	}
+	return seqCall("finish", hostFinish, raw)
+}
+
+func (hostServices) Model(_ context.Context, req api.ModelRequest) (res api.ModelResult, err error) {
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return res, fmt.Errorf("tool: model: %w", err)
+	}
+	answer, err := call("model", hostModel, raw)
+	if err != nil {
+		return res, err
+	}
+	if err := json.Unmarshal(answer, &res); err != nil {
+		return res, fmt.Errorf("tool: model: answer: %w", err)
+	}
+	return res, nil
+}
+
+func (hostServices) Environments(_ context.Context, req json.RawMessage) (json.RawMessage, error) {
+	answer, err := call("environments", hostEnvironments, req)
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(answer), nil
+}
+
+func (hostServices) Telemetry(_ context.Context, record json.RawMessage) error {
+	_, err := call("telemetry", hostTelemetry, record)
+	return err
+}
+
+// input holds the buffer brain_alloc handed out for the invocation; out
+// holds run's answer until the host has read it.
+var input, out []byte
+
+//go:wasmexport brain_alloc
+func brainAlloc(size uint32) uint32 {
+	input = make([]byte, max(size, 1))
+	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(input))))
+}
+
+//go:wasmexport run
+func run(ptr, n uint32) uint64 {
+	o, err := runTool(ptr, n)
+	out = encodeAnswer(o, err)
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(out))))<<32 | uint64(len(out))
+}
+
+func runTool(ptr, n uint32) (o api.Outcome, err error) {
+	if input == nil || uint32(uintptr(unsafe.Pointer(unsafe.SliceData(input)))) != ptr || int(n) > len(input) {
+		return o, errors.New("tool: invocation is not in the buffer brain_alloc answered")
+	}
+	raw := input[:n]
+	input = nil
+	if exported == nil {
+		return o, errors.New("tool: the module exports no tool (call tool.Export in an init function)")
+	}
+	inv, err := decodeInvocation(raw)
+	if err != nil {
+		return o, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("tool panicked: %v", r)
+		}
+	}()
+	return exported(context.Background(), hostServices{}, inv)
+}

@@ -1,0 +1,115 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+func TestExport(t *testing.T) {
+	if Exported() != nil {
+		t.Fatal("a tool is exported before Export")
+	}
+	Export(func(context.Context, Services, Invocation) (api.Outcome, error) { return OK(nil), nil })
+	defer Export(nil)
+	o, err := Exported()(context.Background(), nil, Invocation{})
+	if err != nil || o.Status != api.OutcomeOK || string(o.Value) != "null" {
+		t.Fatalf("%+v %v", o, err)
+	}
+}
+
+// The run answer carries the outcome, or the error with the ref of the
+// refused service call it wraps.
+func TestAnswer(t *testing.T) {
+	if got := string(encodeAnswer(OK(json.RawMessage(`{"a":1}`)), nil)); got != `{"outcome":{"status":"ok","value":{"a":1}}}` {
+		t.Fatal(got)
+	}
+	if got := string(encodeAnswer(Error("nope", "no"), nil)); got != `{"outcome":{"status":"error","error":{"code":"nope","message":"no","retryable":false}}}` {
+		t.Fatal(got)
+	}
+	he := &HostError{Method: "emit", Code: api.CodeReservedName, Message: "reserved", Ref: 3}
+	var ans runAnswer
+	if err := json.Unmarshal(encodeAnswer(api.Outcome{}, fmt.Errorf("emitting: %w", he)), &ans); err != nil {
+		t.Fatal(err)
+	}
+	if ans.Outcome != nil || ans.Error == nil || ans.Error.Ref != 3 || ans.Error.Message != "emitting: tool: emit: reserved_name: reserved" {
+		t.Fatalf("%+v", ans.Error)
+	}
+	err := decodeHostError("emit", []byte(`{"code":"not_granted","message":"m","ref":2}`))
+	if !errors.As(err, &he) || he.Code != "not_granted" || he.Ref != 2 || he.Method != "emit" {
+		t.Fatalf("%v", err)
+	}
+	if err := decodeHostError("emit", []byte(`{`)); errors.As(err, &he) {
+		t.Fatal("garbage decoded as a host error")
+	}
+}
+
+// The hand decoder of the invocation agrees with encoding/json on every
+// document it accepts.
+func FuzzInvocation(f *testing.F) {
+	f.Add([]byte(`{"input":{"a":[1,"}"]},"configuration":null,"deadline_at_ms":12}`))
+	f.Add([]byte(`{"input":"x\"y","other":{"k":[]}}`))
+	f.Add([]byte(`{"input":"x"`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		inv, err := decodeInvocation(b)
+		if err != nil {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", b, err)
+		}
+		var deadline int64
+		if d, ok := m["deadline_at_ms"]; ok {
+			if err := json.Unmarshal(d, &deadline); err != nil {
+				t.Fatalf("accepted deadline %s: %v", d, err)
+			}
+		}
+		if !sameJSON(inv.Input, m["input"]) || !sameJSON(inv.Configuration, m["configuration"]) || inv.DeadlineAtMs != deadline {
+			t.Fatalf("%q: decoded %+v, encoding/json %v", b, inv, m)
+		}
+	})
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b) || string(a)+string(b) == "null"
+	}
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
+}
+
+// Encoded strings and outcomes read back the same through encoding/json.
+func FuzzOutcome(f *testing.F) {
+	f.Add("ok", "a\"b\n\u2028", "code", []byte(`{"x":1}`))
+	f.Add("error", "\xff\x00", "", []byte(`nope`))
+	f.Fuzz(func(t *testing.T, status, text, code string, value []byte) {
+		o := api.Outcome{Status: status, Message: text, Value: value}
+		if code != "" {
+			o.Error = &api.OutcomeError{Code: code, Message: text, Retryable: len(text)%2 == 0}
+		}
+		b, err := encodeOutcome(&o)
+		if err != nil {
+			if json.Valid(value) {
+				t.Fatalf("refused valid value %q: %v", value, err)
+			}
+			return
+		}
+		var got api.Outcome
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%q encoded as invalid JSON %s: %v", text, b, err)
+		}
+		want, _ := json.Marshal(o)
+		var w api.Outcome
+		_ = json.Unmarshal(want, &w)
+		if got.Status != w.Status || got.Message != w.Message || !sameJSON(got.Value, w.Value) ||
+			(got.Error == nil) != (w.Error == nil) ||
+			(got.Error != nil && (got.Error.Code != w.Error.Code || got.Error.Message != w.Error.Message || got.Error.Retryable != w.Error.Retryable)) {
+			t.Fatalf("outcome %+v read back as %+v (encoding/json: %+v)", o, got, w)
+		}
+	})
+}
