@@ -190,6 +190,9 @@ func checkRules(all map[string]pkg) []string {
 			if strings.HasPrefix(imp, "github.com/docker/docker") && !under(path, "providers/docker") {
 				fail("%s imports %s: the Docker client belongs to providers/docker only", path, imp)
 			}
+			if strings.HasPrefix(imp, "github.com/santhosh-tekuri/jsonschema") && path != module+"/brain/client" {
+				fail("%s imports %s: the JSON Schema validator belongs to brain/client only", path, imp)
+			}
 			if strings.HasPrefix(imp, "github.com/hashicorp/go-retryablehttp") && path != module+"/envsdk" {
 				fail("%s imports %s: go-retryablehttp belongs to envsdk only", path, imp)
 			}

@@ -40,9 +40,15 @@ type Client struct {
 	own     bool
 	retries int
 	closed  atomic.Bool
+	// life ends when the client closes: every request, stream and host
+	// connection of the client runs under it.
+	life context.Context
+	stop context.CancelFunc
 
 	// Sessions creates, lists and opens sessions.
 	Sessions *Sessions
+	// Agentloops uploads and looks up agentloop modules.
+	Agentloops *Agentloops
 }
 
 // New returns a client of the server at baseURL (e.g.
@@ -66,27 +72,53 @@ func New(baseURL string, opts *Options) (*Client, error) {
 	case c.retries < 0:
 		c.retries = 0
 	}
+	return c.init(), nil
+}
+
+func (c *Client) init() *Client {
+	c.life, c.stop = context.WithCancel(context.Background())
 	c.Sessions = &Sessions{c: c}
-	return c, nil
+	c.Agentloops = &Agentloops{c: c}
+	return c
 }
 
-// WithToken returns a client of the same server with another token and
-// its own lifetime.
+// WithToken returns a client of the same server with another token. It
+// shares this client's HTTP client and retry settings and has its own
+// lifetime: closing either client leaves the other usable.
 func (c *Client) WithToken(token string) *Client {
-	n, _ := New(c.base, &Options{Token: token, Retries: c.retries})
-	return n
+	n := &Client{base: c.base, token: token, hc: c.hc, retries: c.retries}
+	return n.init()
 }
 
-// Close releases the client's connections. It is idempotent; later calls
-// fail with ErrClosed. Sessions are not affected.
+// Close releases the client's connections and local handlers: open event
+// streams end, host connections close and the contexts of running host
+// handlers are cancelled (Close does not wait for handlers that ignore
+// theirs). It is idempotent; later calls fail with ErrClosed. Stored
+// sessions are not interrupted, ended or deleted.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.stop()
 	if c.own {
 		c.hc.CloseIdleConnections()
 	}
 	return nil
+}
+
+// bind derives a context that also ends when the client closes.
+func (c *Client) bind(ctx context.Context) (context.Context, func()) {
+	bctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.life, func() { cancel(ErrClosed) })
+	return bctx, func() { stop(); cancel(nil) }
+}
+
+// closedErr answers ErrClosed when the client closed while err happened.
+func (c *Client) closedErr(err error) error {
+	if c.closed.Load() && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w (%v)", ErrClosed, err)
+	}
+	return err
 }
 
 // CallOption adjusts one call.
@@ -95,6 +127,9 @@ type CallOption func(*call)
 type call struct {
 	key    string
 	header http.Header
+	// raw is sent as is with content type ctype instead of a JSON body.
+	raw   []byte
+	ctype string
 }
 
 // IdempotencyKey sets the call's Idempotency-Key (1..256 bytes). Reusing a
@@ -121,6 +156,16 @@ func (c *Client) do(ctx context.Context, method, path string, in any, idempotent
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
+	ctx, done := c.bind(ctx)
+	defer done()
+	resp, err := c.send(ctx, method, path, in, idempotent, opts)
+	if err != nil {
+		return nil, c.closedErr(err)
+	}
+	return resp, nil
+}
+
+func (c *Client) send(ctx context.Context, method, path string, in any, idempotent bool, opts []CallOption) (*response, error) {
 	var co call
 	for _, o := range opts {
 		o(&co)
@@ -128,7 +173,7 @@ func (c *Client) do(ctx context.Context, method, path string, in any, idempotent
 	if idempotent && co.key == "" {
 		co.key = newKey()
 	}
-	var body []byte
+	body := co.raw
 	if in != nil {
 		var err error
 		if body, err = json.Marshal(in); err != nil {
@@ -170,7 +215,10 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 	if err != nil {
 		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
-	if body != nil {
+	switch {
+	case co.ctype != "":
+		req.Header.Set("Content-Type", co.ctype)
+	case body != nil:
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if co.key != "" {

@@ -230,3 +230,15 @@ func TestTypedErrors(t *testing.T) {
 		t.Fatalf("failed turn = %v, want model_provider_failed", err)
 	}
 }
+
+// tokenTransport remembers the last Authorization header it sent.
+type tokenTransport struct {
+	last atomic.Pointer[string]
+	base http.RoundTripper
+}
+
+func (tt *tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	a := r.Header.Get("Authorization")
+	tt.last.Store(&a)
+	return tt.base.RoundTrip(r)
+}

@@ -17,7 +17,23 @@
 //
 // Errors the server answers are *api.ApiError values (use errors.As);
 // ErrClosed reports use after Close. Close releases the client's
-// connections only: it does not interrupt, end or delete sessions.
+// connections and local handlers: open event streams end, host
+// connections close and running host handlers see their ctx cancelled. It
+// does not interrupt, end or delete sessions. WithToken answers a client
+// with another token over the same HTTP client and retry settings, with
+// its own lifetime.
+//
+// Send with a cancellable ctx owns its turn: cancelling ctx waits for the
+// turn's admission, interrupts it and waits for the interrupt to be
+// accepted before Send returns, so a host tool can hand its handler's ctx
+// to a child session. SendStructured validates the final answer against
+// a JSON Schema and sends corrections on the same session.
+//
+// Beyond sessions the client covers environment control (ListEnvironments,
+// GetEnvironment, CreateEnvironment, SetupEnvironment, UpdateEnvironment,
+// DeleteEnvironment, CallEnvironment), environment method calls
+// (CallMethod) and agentloop modules (Agentloops.Upload and Get). Events
+// carry their Origin on pages and streams alike.
 //
 // Events iterates over committed events after a cursor, page by page until
 // none are left; with Follow it streams them (server-sent events), and

@@ -78,6 +78,12 @@ var errStreamEnded = errors.New("client: session ended")
 
 func (s *Session) follow(ctx context.Context, after uint64, live bool) iter.Seq2[api.Event, error] {
 	return func(yield func(api.Event, error) bool) {
+		if s.c.closed.Load() {
+			yield(api.Event{}, ErrClosed)
+			return
+		}
+		ctx, done := s.c.bind(ctx)
+		defer done()
 		cursor := after
 		failures := 0
 		for {
@@ -88,7 +94,7 @@ func (s *Session) follow(ctx context.Context, after uint64, live bool) iter.Seq2
 			case err != nil:
 				var ae *api.ApiError
 				if errors.As(err, &ae) || ctx.Err() != nil || errors.Is(err, ErrClosed) {
-					yield(api.Event{}, err)
+					yield(api.Event{}, s.c.closedErr(err))
 					return
 				}
 			}
@@ -101,7 +107,7 @@ func (s *Session) follow(ctx context.Context, after uint64, live bool) iter.Seq2
 			select {
 			case <-time.After(time.Duration(failures) * 50 * time.Millisecond):
 			case <-ctx.Done():
-				yield(api.Event{}, ctx.Err())
+				yield(api.Event{}, s.c.closedErr(ctx.Err()))
 				return
 			}
 		}

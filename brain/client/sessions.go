@@ -2,6 +2,9 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -77,7 +80,20 @@ func (s *Session) Refresh(ctx context.Context) (api.SessionSummary, error) {
 
 // Send runs a turn and waits for it to end. A failed turn answers an
 // *api.ApiError with the turn's failure code.
+//
+// When ctx can be cancelled, Send owns the turn it starts: it submits the
+// turn and follows the session's events until the turn ends. Cancelling
+// ctx never abandons a turn half-admitted: Send first waits for the
+// turn's admission, then interrupts the session and waits until the
+// interrupt is accepted, and only then returns ctx's error. From then on
+// the session's loop dispatches no further tool. Use a handle of its own
+// for a session owned this way (such as a child session of a host tool
+// that passes its handler's ctx), and do not send through other owners
+// concurrently. An IdempotencyKey then keys the submission.
 func (s *Session) Send(ctx context.Context, input api.UserInput, opts ...CallOption) (api.SessionSummary, error) {
+	if ctx.Done() != nil {
+		return s.sendOwned(ctx, input, opts)
+	}
 	r, err := s.c.do(ctx, http.MethodPost, s.path("/messages"), api.MessageRequest{Input: input}, true, opts)
 	if err != nil {
 		return api.SessionSummary{}, err
@@ -87,6 +103,62 @@ func (s *Session) Send(ctx context.Context, input api.UserInput, opts ...CallOpt
 		s.Summary = sum
 	}
 	return sum, err
+}
+
+func (s *Session) sendOwned(ctx context.Context, input api.UserInput, opts []CallOption) (api.SessionSummary, error) {
+	if err := ctx.Err(); err != nil {
+		return api.SessionSummary{}, context.Cause(ctx)
+	}
+	// The submission and the interrupt run to their answer even when ctx
+	// ends meanwhile; only closing the client stops them.
+	detached := context.WithoutCancel(ctx)
+	rec, err := s.Submit(detached, input, opts...)
+	if err != nil {
+		return api.SessionSummary{}, err
+	}
+	type ended struct {
+		ev  api.Event
+		err error
+	}
+	fctx, stop := context.WithCancel(detached)
+	defer stop()
+	done := make(chan ended, 1)
+	go func() {
+		for ev, err := range s.Events(fctx, rec.Sequence, Follow()) {
+			if err != nil {
+				done <- ended{err: err}
+				return
+			}
+			if ev.EventType == api.KindTurnEnded || ev.EventType == api.KindTurnFailed {
+				done <- ended{ev: ev}
+				return
+			}
+		}
+		done <- ended{err: fmt.Errorf("client: session %s ended before turn %d did: %w", s.ID, rec.Sequence, errStreamEnded)}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return api.SessionSummary{}, r.err
+		}
+		if r.ev.EventType == api.KindTurnFailed {
+			var f api.Failure
+			if err := json.Unmarshal(r.ev.Data, &f); err != nil || f.Code == "" {
+				return api.SessionSummary{}, fmt.Errorf("client: turn %d failed with an unreadable failure: %s", rec.Sequence, r.ev.Data)
+			}
+			msg := f.Message
+			if msg == "" {
+				msg = f.Code
+			}
+			return api.SessionSummary{}, &api.ApiError{Code: f.Code, Message: msg, Retryable: f.Retryable, Details: f.Details}
+		}
+		return s.Refresh(detached)
+	case <-ctx.Done():
+		if err := s.Interrupt(detached); err != nil {
+			return api.SessionSummary{}, errors.Join(context.Cause(ctx), fmt.Errorf("client: interrupting turn %d: %w", rec.Sequence, err))
+		}
+		return api.SessionSummary{}, context.Cause(ctx)
+	}
 }
 
 // Submit admits a turn without waiting for it: it answers once

@@ -1,0 +1,111 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// EnvironmentView describes one environment binding of a session.
+type EnvironmentView = envapi.EnvironmentView
+
+// Control runs an environment control request on the session and answers
+// its raw result. The typed methods below wrap each operation.
+func (s *Session) Control(ctx context.Context, req envapi.ControlRequest, opts ...CallOption) (json.RawMessage, error) {
+	r, err := s.c.do(ctx, http.MethodPost, s.path("/environments"), req, true, opts)
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(r.body), nil
+}
+
+func (s *Session) view(ctx context.Context, req envapi.ControlRequest, opts []CallOption) (EnvironmentView, error) {
+	raw, err := s.Control(ctx, req, opts...)
+	if err != nil {
+		return EnvironmentView{}, err
+	}
+	var v EnvironmentView
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return EnvironmentView{}, fmt.Errorf("client: decode environment view: %w", err)
+	}
+	return v, nil
+}
+
+func ref(r api.EnvironmentRef) *envapi.EnvironmentRef {
+	return &envapi.EnvironmentRef{Name: r.Name, Sequence: r.Sequence}
+}
+
+// ListEnvironments lists the session's environments.
+func (s *Session) ListEnvironments(ctx context.Context, opts ...CallOption) ([]EnvironmentView, error) {
+	raw, err := s.Control(ctx, envapi.ControlRequest{Operation: envapi.ControlList}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	var l struct {
+		Environments []EnvironmentView `json:"environments"`
+	}
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return nil, fmt.Errorf("client: decode environment list: %w", err)
+	}
+	return l.Environments, nil
+}
+
+// GetEnvironment describes one incarnation of an environment; an old
+// reference of a replaced incarnation is refused.
+func (s *Session) GetEnvironment(ctx context.Context, env api.EnvironmentRef, opts ...CallOption) (EnvironmentView, error) {
+	return s.view(ctx, envapi.ControlRequest{Operation: envapi.ControlGet, Environment: ref(env)}, opts)
+}
+
+// CreateEnvironment creates an instance of a template environment.
+func (s *Session) CreateEnvironment(ctx context.Context, template, name string, configuration json.RawMessage, opts ...CallOption) (EnvironmentView, error) {
+	return s.view(ctx, envapi.ControlRequest{Operation: envapi.ControlCreate, Template: template, Name: name, Configuration: configuration}, opts)
+}
+
+// SetupEnvironment sets up a declared (or failed) environment.
+func (s *Session) SetupEnvironment(ctx context.Context, env api.EnvironmentRef, opts ...CallOption) (EnvironmentView, error) {
+	return s.view(ctx, envapi.ControlRequest{Operation: envapi.ControlSetup, Environment: ref(env)}, opts)
+}
+
+// UpdateEnvironment replaces the configuration of an environment that was
+// never set up.
+func (s *Session) UpdateEnvironment(ctx context.Context, env api.EnvironmentRef, configuration json.RawMessage, opts ...CallOption) (EnvironmentView, error) {
+	if configuration == nil {
+		configuration = json.RawMessage("null")
+	}
+	return s.view(ctx, envapi.ControlRequest{Operation: envapi.ControlUpdate, Environment: ref(env), Configuration: configuration}, opts)
+}
+
+// DeleteEnvironment deletes an environment and answers the raw result.
+func (s *Session) DeleteEnvironment(ctx context.Context, env api.EnvironmentRef, opts ...CallOption) (json.RawMessage, error) {
+	return s.Control(ctx, envapi.ControlRequest{Operation: envapi.ControlDelete, Environment: ref(env)}, opts...)
+}
+
+// CallEnvironment calls a method of one incarnation of an environment
+// through environment control and answers its raw result.
+func (s *Session) CallEnvironment(ctx context.Context, env api.EnvironmentRef, method string, input json.RawMessage, opts ...CallOption) (json.RawMessage, error) {
+	return s.Control(ctx, envapi.ControlRequest{Operation: envapi.ControlCall, Environment: ref(env), Method: method, Input: input}, opts...)
+}
+
+// CallMethod calls method name on the current binding of environment env
+// (POST .../environments/{env}/calls/{name}) and answers its output.
+func (s *Session) CallMethod(ctx context.Context, env, name string, input json.RawMessage, opts ...CallOption) (json.RawMessage, error) {
+	if input == nil {
+		input = json.RawMessage("null")
+	}
+	body := struct {
+		Input json.RawMessage `json:"input"`
+	}{input}
+	r, err := s.c.do(ctx, http.MethodPost, s.path("/environments/"+url.PathEscape(env)+"/calls/"+url.PathEscape(name)), body, true, opts)
+	if err != nil {
+		return nil, err
+	}
+	out, err := decode[struct {
+		Output json.RawMessage `json:"output"`
+	}](r)
+	return out.Output, err
+}
