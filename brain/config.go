@@ -48,6 +48,8 @@ type Config struct {
 	Environments Environments
 	// Agentloops configures the Wasm agentloop host.
 	Agentloops Agentloops
+	// Hosts bounds host environments (tools served over /v1/hosts).
+	Hosts Hosts
 	// IdleTTL keeps idle sessions in memory that long after create and
 	// each turn; 0 releases them at once, NoLimit keeps them.
 	IdleTTL time.Duration `validate:"gte=-1ns" env:"BRAIN_SESSION_IDLE_TTL_SECS"`
@@ -172,6 +174,17 @@ type Agentloops struct {
 	// host directories mounted read-only at /secrets/<name>. Empty denies
 	// them all.
 	SecretAllow map[string]string `env:"BRAIN_ENV_SECRET_ALLOW"`
+}
+
+// Hosts bounds host environments. A zero field selects its default.
+type Hosts struct {
+	// MaxHosts bounds the registered hosts (0: 4096).
+	MaxHosts int `validate:"gte=0" env:"BRAIN_MAX_HOSTS"`
+	// MaxCommands bounds one host's outstanding commands (0: 128).
+	MaxCommands int `validate:"gte=0" env:"BRAIN_MAX_HOST_COMMANDS"`
+	// Unconnected is how long a registered host may stay without a
+	// commands connection before it is forgotten (0: 60 s).
+	Unconnected time.Duration `validate:"gte=0s" env:"BRAIN_HOST_UNCONNECTED_SECS"`
 }
 
 // ConfigError is a configuration that failed validation. Each of its

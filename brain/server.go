@@ -19,6 +19,7 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/backend"
 	"github.com/brain-in-go/brain/brain/internal/datadir"
 	"github.com/brain-in-go/brain/brain/internal/envbind"
+	"github.com/brain-in-go/brain/brain/internal/hosts"
 	"github.com/brain-in-go/brain/brain/internal/httpapi"
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/journal"
@@ -40,6 +41,7 @@ type Server struct {
 	store    *backend.Backend
 	loops    *loophost.Host
 	bindings *envbind.Binder
+	hosts    *hosts.Registry
 	engine   *session.Engine
 	requests *idem.Store
 	api      *httpapi.Server
@@ -101,6 +103,15 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.bindings, err = envbind.New(cfg.Environments.config(cfg, s.store.ReporterKey, s.log)); err != nil {
 		return nil, fmt.Errorf("brain: Config.Environments: %w", err)
 	}
+	if s.hosts, err = hosts.Open(hosts.Config{
+		Dir:         filepath.Join(cfg.DataDir, hosts.DirName),
+		MaxHosts:    cfg.Hosts.MaxHosts,
+		MaxCommands: cfg.Hosts.MaxCommands,
+		Unconnected: cfg.Hosts.Unconnected,
+		Logger:      s.log,
+	}); err != nil {
+		return nil, fmt.Errorf("brain: Config.Hosts: %w", err)
+	}
 	idle := cfg.IdleTTL
 	if idle < 0 {
 		idle = session.KeepIdle
@@ -110,7 +121,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.engine, err = session.New(session.Config{
 		Store:        s.store.Journal,
 		Models:       models,
-		Environments: envs,
+		Environments: hosts.Route(s.hosts, envs),
 		Secrets:      s.store.Secrets,
 		Loops:        s.loops.Resolve,
 		Limits:       cfg.Limits.engine(),
@@ -149,9 +160,11 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		NextSequence:    s.store.Journal.Next,
 		Agentloops:      s.loops,
 		Bindings:        s.bindings,
+		Hosts:           s.hosts,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
+	s.hosts.Attach(s.engine)
 	return s, nil
 }
 
@@ -295,6 +308,7 @@ func (s *Server) Close(ctx context.Context) error {
 			err = werr
 		}
 		s.api.CloseStreams()
+		s.hosts.Close()
 		s.mu.Lock()
 		https := s.https
 		s.closed = true
@@ -314,6 +328,9 @@ func (s *Server) Close(ctx context.Context) error {
 // release closes what New opened, in reverse order.
 func (s *Server) release() error {
 	var errs []error
+	if s.hosts != nil {
+		errs = append(errs, s.hosts.Close())
+	}
 	if s.bindings != nil {
 		errs = append(errs, s.bindings.Close())
 	}

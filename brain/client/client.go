@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,9 @@ type Client struct {
 	// connection of the client runs under it.
 	life context.Context
 	stop context.CancelFunc
+
+	hostMu sync.Mutex
+	host   *Host
 
 	// Sessions creates, lists and opens sessions.
 	Sessions *Sessions

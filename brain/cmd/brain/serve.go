@@ -71,6 +71,8 @@ type serveFlags struct {
 	maxCoreInstances                     int64
 	filesystemAllow                      string
 	secretAllow                          secretsValue
+	maxHosts, maxHostCommands            int64
+	hostUnconnectedSecs                  int64
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool)) error {
@@ -142,6 +144,9 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 		}
 	}
 	fs.Var(&f.secretAllow, "env-secret-allow", "comma list of name=directory secrets Wasm Tools may be granted, mounted read-only at /secrets/<name> (BRAIN_ENV_SECRET_ALLOW)")
+	i64(&f.maxHosts, "max-hosts", "BRAIN_MAX_HOSTS", 4096, "registered host environments, at least 1")
+	i64(&f.maxHostCommands, "max-host-commands", "BRAIN_MAX_HOST_COMMANDS", 128, "outstanding commands of one host, at least 1")
+	i64(&f.hostUnconnectedSecs, "host-unconnected-secs", "BRAIN_HOST_UNCONNECTED_SECS", 60, "seconds a registered host may stay without a commands connection before it is forgotten, at least 1")
 	noWS, _ := env("BRAIN_NO_WORKSPACE")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", noWS == "1" || noWS == "true", `do not run the built-in workspace environment (route "workspace") (BRAIN_NO_WORKSPACE=1)`)
 	return errors.Join(errs...)
@@ -184,6 +189,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if f.maxLiveBacklog < 1 {
 		fmt.Fprintln(stderr, "brain serve: --max-live-backlog must be at least 1")
+		return 2
+	}
+	if f.maxHosts < 1 || f.maxHostCommands < 1 || f.hostUnconnectedSecs < 1 {
+		fmt.Fprintln(stderr, "brain serve: --max-hosts, --max-host-commands and --host-unconnected-secs must be at least 1")
 		return 2
 	}
 	log, err := newLogger(stderr, f.logLevel)
@@ -242,6 +251,11 @@ func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 			MaxCoreInstances:     int(f.maxCoreInstances),
 			FilesystemAllow:      splitList(f.filesystemAllow),
 			SecretAllow:          f.secretAllow,
+		},
+		Hosts: brain.Hosts{
+			MaxHosts:    int(f.maxHosts),
+			MaxCommands: int(f.maxHostCommands),
+			Unconnected: time.Duration(f.hostUnconnectedSecs) * time.Second,
 		},
 		Limits: brain.Limits{
 			MaxModelCalls:   int(orNoLimit(int64(f.maxModelCalls))),

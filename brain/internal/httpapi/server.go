@@ -14,6 +14,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/envbind"
+	"github.com/brain-in-go/brain/brain/internal/hosts"
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/session"
@@ -66,6 +67,9 @@ type Options struct {
 	// environment operations; with it the server serves the execution
 	// callback, reporter and environment control routes.
 	Bindings *envbind.Binder
+	// Hosts serves host environments: registration (POST /v1/hosts) and
+	// the /v1/hosts/{host_id}/... routes of each host; nil serves none.
+	Hosts *hosts.Registry
 }
 
 // Server is the session API handler.
@@ -146,6 +150,9 @@ func (s *Server) routes() {
 	}
 	if s.opts.Bindings != nil {
 		s.environmentRoutes()
+	}
+	if s.opts.Hosts != nil {
+		s.hostRoutes(s.opts.Hosts)
 	}
 	s.mux.Handle("/", s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))

@@ -334,10 +334,11 @@ func (s *Server) attach(ctx context.Context, id string, st *stream) (*feed, erro
 		s.feeds[id] = f
 		go f.run(fctx, sub, next-1, backlog)
 	}
+	// st.f is set before the feed can see st: its pushes read it.
+	st.f = f
 	f.mu.Lock()
 	f.streams[st] = struct{}{}
 	f.mu.Unlock()
-	st.f = f
 	s.streamSet[st] = struct{}{}
 	return f, nil
 }

@@ -25,6 +25,9 @@ type Operation struct {
 	// is, is closed when the operation's controller context closes. A
 	// transport revokes the matching invocation token then.
 	CallbackDone, ContextDone <-chan struct{}
+	// Tool is the name of the tool an execute runs (empty for loops and
+	// other operations); host environments invoke tools by name.
+	Tool string
 }
 
 // Environments delivers environment operations. Deliver sends its

@@ -205,6 +205,7 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	op := s.operationLocked(tctx, decl, binding, seq,
 		envapi.Execute(placement.Implementation, c.Input, deadlineMs, grant), act.budget)
 	op.CallbackDone = t.x.done
+	op.Tool = tool.Name
 	t.executing = true
 	s.e.wg.Add(1)
 	go func() {

@@ -1,0 +1,397 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// ErrDisplaced reports that another connection of the same host replaced
+// this client's; the host does not reconnect.
+var ErrDisplaced = errors.New("client: host connection displaced by another connection")
+
+// ErrCancelTool is the cause of a handler's ctx when Brain cancels the
+// call (cancel_tool, as on an interrupt).
+var ErrCancelTool = errors.New("client: tool call cancelled")
+
+// ErrHostConnectionLost is the cause of a handler's ctx when the
+// connection that carried its call ended: Brain records the call's
+// outcome as unknown and takes no further update of it.
+var ErrHostConnectionLost = errors.New("client: host connection lost")
+
+// Handler serves one tool on a host. ctx ends at the call's deadline
+// (context.DeadlineExceeded), when Brain cancels the call (ErrCancelTool),
+// when the connection that carried it ends or when the client closes. The
+// returned outcome finishes the call; a returned error finishes it as an
+// error with code tool_error. Nothing is posted once ctx has ended, as
+// Brain has then closed the call already.
+type Handler func(ctx context.Context, call *ToolCall) (api.Outcome, error)
+
+// OK answers an ok outcome with value v (encoded as JSON).
+func OK(v any) api.Outcome {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Fail("invalid_output", "encoding the value: "+err.Error())
+	}
+	return api.Outcome{Status: api.OutcomeOK, Value: b}
+}
+
+// Fail answers an error outcome.
+func Fail(code, message string) api.Outcome {
+	return api.Outcome{Status: api.OutcomeFailed, Error: &api.OutcomeError{Code: code, Message: message}}
+}
+
+// ToolCall is one invocation of a host tool, with the services of the
+// call.
+type ToolCall struct {
+	h           *Host
+	SessionID   string
+	Sequence    uint64 // its tool_call_started
+	Environment string
+	Template    string
+	Name        string
+	Input       json.RawMessage
+	// Deadline is when the call times out (zero: none).
+	Deadline time.Time
+}
+
+type hostRef struct {
+	SessionID string `json:"session_id"`
+	Sequence  uint64 `json:"sequence"`
+}
+
+// Emit commits an extension event of the call and answers its sequence.
+func (tc *ToolCall) Emit(ctx context.Context, eventType string, data any) (uint64, error) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return 0, fmt.Errorf("client: encode event: %w", err)
+	}
+	return tc.h.postSeq(ctx, "/events", api.HostEvent{SessionID: tc.SessionID, Sequence: tc.Sequence, EventType: eventType, Data: b})
+}
+
+// Result commits a result of the call (tool_result_emitted); the call
+// stays open.
+func (tc *ToolCall) Result(ctx context.Context, o api.Outcome) (uint64, error) {
+	return tc.update(ctx, api.UpdateResult, &o)
+}
+
+// Returned ends the call's synchronous phase (the loop goes on) while the
+// handler keeps running; its return finishes the call later.
+func (tc *ToolCall) Returned(ctx context.Context, o *api.Outcome) (uint64, error) {
+	return tc.update(ctx, api.UpdateReturned, o)
+}
+
+func (tc *ToolCall) update(ctx context.Context, typ string, o *api.Outcome) (uint64, error) {
+	return tc.h.postSeq(ctx, "/results", api.HostResult{SessionID: tc.SessionID, Sequence: tc.Sequence, Update: api.ToolExecutionUpdate{Type: typ, Outcome: o}})
+}
+
+// Model calls the session's model with explicit messages.
+func (tc *ToolCall) Model(ctx context.Context, req api.ModelRequest) (api.ModelResult, error) {
+	r, err := tc.h.post(ctx, "/model", api.HostModelCall{SessionID: tc.SessionID, Sequence: tc.Sequence, Request: req})
+	if err != nil {
+		return api.ModelResult{}, err
+	}
+	return decode[api.ModelResult](r)
+}
+
+// Call calls a service method granted to the call (such as environments
+// or telemetry) and answers its raw result.
+func (tc *ToolCall) Call(ctx context.Context, method string, input json.RawMessage) (json.RawMessage, error) {
+	r, err := tc.h.post(ctx, "/call", api.HostServiceCall{SessionID: tc.SessionID, Sequence: tc.Sequence, Call: api.ServiceCall{Method: method, Input: input}})
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(r.body), nil
+}
+
+// Host serves tools from this process: Brain sends their calls over one
+// commands connection that the client keeps open (reconnecting with
+// backoff) until it closes.
+type Host struct {
+	c     *Client
+	ID    string
+	token string
+
+	mu       sync.Mutex
+	handlers map[string]Handler
+	running  map[uint64]*running
+	conn     string // the current connection's id
+	err      error  // why the host stopped
+	up       chan struct{}
+	upOnce   sync.Once
+	stopped  chan struct{}
+}
+
+type running struct {
+	sessionID string
+	cancel    context.CancelCauseFunc
+}
+
+// Host registers this client's host on first use and answers it; later
+// calls answer the same Host. The host keeps its connection until Close,
+// whatever happens to the sessions that use it.
+func (c *Client) Host(ctx context.Context) (*Host, error) {
+	c.hostMu.Lock()
+	defer c.hostMu.Unlock()
+	if c.host != nil {
+		return c.host, nil
+	}
+	r, err := c.do(ctx, http.MethodPost, "/v1/hosts", nil, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := decode[api.HostRegistration](r)
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{c: c, ID: reg.HostID, token: reg.Token, handlers: map[string]Handler{}, running: map[uint64]*running{},
+		up: make(chan struct{}), stopped: make(chan struct{})}
+	c.host = h
+	go h.serve()
+	return h, nil
+}
+
+// Handle serves tool name with fn; it replaces an earlier handler of that
+// name.
+func (h *Host) Handle(name string, fn Handler) {
+	h.mu.Lock()
+	h.handlers[name] = fn
+	h.mu.Unlock()
+}
+
+// Environment answers the declaration of an environment served by this
+// host.
+func (h *Host) Environment(name string) api.Environment {
+	return api.Environment{Name: name, Driver: api.DriverHost, HostID: h.ID}
+}
+
+// Connected waits until the commands connection is open.
+func (h *Host) Connected(ctx context.Context) error {
+	if h.c.closed.Load() {
+		return ErrClosed
+	}
+	select {
+	case <-h.up:
+		return nil
+	case <-h.stopped:
+		return h.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Err answers why the host stopped serving (nil while it serves).
+func (h *Host) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// serve keeps the commands connection open until the client closes.
+func (h *Host) serve() {
+	defer close(h.stopped)
+	backoff := 50 * time.Millisecond
+	for {
+		progressed, err := h.connectOnce()
+		if h.c.closed.Load() || errors.Is(err, ErrDisplaced) {
+			if err == nil || !errors.Is(err, ErrDisplaced) {
+				err = ErrClosed
+			}
+			h.mu.Lock()
+			h.err = err
+			h.mu.Unlock()
+			return
+		}
+		var ae *api.ApiError
+		if errors.As(err, &ae) && ae.Code == api.CodeUnauthorized {
+			h.mu.Lock()
+			h.err = fmt.Errorf("client: host %s is no longer registered: %w", h.ID, err)
+			h.mu.Unlock()
+			return
+		}
+		if progressed {
+			backoff = 50 * time.Millisecond
+		}
+		select {
+		case <-time.After(backoff):
+		case <-h.c.life.Done():
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// connectOnce reads one commands connection until it ends.
+func (h *Host) connectOnce() (bool, error) {
+	ctx := h.c.life
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.c.base+"/v1/hosts/"+h.ID+"/commands", nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	resp, err := h.c.hc.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return false, apiError(resp.StatusCode, b)
+	}
+	connID := resp.Header.Get("Brain-Host-Connection")
+	h.mu.Lock()
+	h.conn = connID
+	h.mu.Unlock()
+	h.upOnce.Do(func() { close(h.up) })
+	defer h.lost(connID)
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 80<<20)
+	var event, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			switch event {
+			case "command":
+				var cmd api.HostCommand
+				if err := json.Unmarshal([]byte(data), &cmd); err == nil {
+					h.dispatch(connID, cmd)
+				}
+			case "displaced":
+				return true, ErrDisplaced
+			}
+			event, data = "", ""
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(line[6:])
+		case strings.HasPrefix(line, "data:"):
+			data = strings.TrimPrefix(line[5:], " ")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return true, err
+	}
+	return true, io.ErrUnexpectedEOF
+}
+
+// lost cancels the handlers of calls a connection carried.
+func (h *Host) lost(connID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for seq, r := range h.running {
+		r.cancel(ErrHostConnectionLost)
+		delete(h.running, seq)
+	}
+}
+
+func (h *Host) dispatch(connID string, cmd api.HostCommand) {
+	switch cmd.Operation.Type {
+	case api.HostCancelTool:
+		h.mu.Lock()
+		if r := h.running[cmd.Operation.TargetSequence]; r != nil && r.sessionID == cmd.SessionID {
+			r.cancel(ErrCancelTool)
+		}
+		h.mu.Unlock()
+	case api.HostInvokeTool:
+		h.mu.Lock()
+		fn := h.handlers[cmd.Operation.Name]
+		ctx, cancel := context.WithCancelCause(h.c.life)
+		stop := func() {}
+		tc := &ToolCall{h: h, SessionID: cmd.SessionID, Sequence: cmd.Sequence, Environment: cmd.Environment,
+			Template: cmd.Template, Name: cmd.Operation.Name, Input: cmd.Operation.Input}
+		if cmd.DeadlineAtMs != nil {
+			tc.Deadline = time.UnixMilli(*cmd.DeadlineAtMs)
+			var dcancel context.CancelFunc
+			ctx, dcancel = context.WithDeadline(ctx, tc.Deadline)
+			stop = dcancel
+		}
+		h.running[cmd.Sequence] = &running{sessionID: cmd.SessionID, cancel: cancel}
+		h.mu.Unlock()
+		go h.run(ctx, func() { stop(); cancel(nil) }, fn, tc)
+	}
+}
+
+func (h *Host) run(ctx context.Context, done func(), fn Handler, tc *ToolCall) {
+	defer done()
+	defer func() {
+		h.mu.Lock()
+		delete(h.running, tc.Sequence)
+		h.mu.Unlock()
+	}()
+	var out api.Outcome
+	if fn == nil {
+		out = Fail("unknown_tool", "this host serves no tool "+tc.Name)
+	} else {
+		var err error
+		out, err = h.call(ctx, fn, tc)
+		if ctx.Err() != nil {
+			return // Brain closed the call (deadline, cancel) or the host stopped
+		}
+		if err != nil {
+			out = Fail("tool_error", err.Error())
+		}
+	}
+	// The finish outlives a cancellation that arrives meanwhile; only
+	// closing the client stops it.
+	_, _ = tc.update(context.WithoutCancel(ctx), api.UpdateFinish, &out)
+}
+
+func (h *Host) call(ctx context.Context, fn Handler, tc *ToolCall) (out api.Outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panicked: %v", r)
+		}
+	}()
+	return fn(ctx, tc)
+}
+
+// post sends a JSON body to a host route with the host's token.
+func (h *Host) post(ctx context.Context, suffix string, in any) (*response, error) {
+	if h.c.closed.Load() {
+		return nil, ErrClosed
+	}
+	ctx, done := h.c.bind(ctx)
+	defer done()
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("client: encode: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.c.base+"/v1/hosts/"+h.ID+suffix, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	resp, err := h.c.hc.Do(req)
+	if err != nil {
+		return nil, h.c.closedErr(fmt.Errorf("client: POST host %s: %w", suffix, err))
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, h.c.closedErr(err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("client: POST host %s: %w", suffix, apiError(resp.StatusCode, b))
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+func (h *Host) postSeq(ctx context.Context, suffix string, in any) (uint64, error) {
+	r, err := h.post(ctx, suffix, in)
+	if err != nil {
+		return 0, err
+	}
+	a, err := decode[api.SequenceAnswer](r)
+	return a.Sequence, err
+}

@@ -1,0 +1,103 @@
+package hosts
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Conn is a host's commands connection. The transport writes every frame
+// of Frames to the host, once, and calls Close when the connection ends.
+type Conn struct {
+	// ID names the connection (for HostSuspend).
+	ID     string
+	r      *Registry
+	h      *host
+	frames chan []byte
+	done   chan struct{}
+	once   sync.Once
+	// displaced is set (before done closes) when a newer connection
+	// replaced this one.
+	displaced bool
+}
+
+// Displaced reports, once Done is closed, whether a newer connection of
+// the same host replaced this one.
+func (c *Conn) Displaced() bool {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	return c.displaced
+}
+
+// Frames delivers the encoded HostCommand frames to write.
+func (c *Conn) Frames() <-chan []byte { return c.frames }
+
+// Done is closed when the connection ends: displaced by a newer one,
+// closed by its transport, suspended or by Registry.Close.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Connect opens host id's commands connection, displacing the current
+// one.
+func (r *Registry) Connect(id string) (*Conn, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	h := r.lookupLocked(id)
+	if h == nil {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("host %s: %w", id, ErrUnauthorized)
+	}
+	old := h.conn
+	if old != nil {
+		old.displaced = true
+	}
+	c := &Conn{ID: randomID("hconn_", 20), r: r, h: h, frames: make(chan []byte, r.cfg.MaxCommands*2+8), done: make(chan struct{})}
+	h.conn = c
+	r.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return c, nil
+}
+
+// Close ends the connection. Commands it carried whose calls are still
+// open lose their host: their outcome becomes unknown.
+func (c *Conn) Close() {
+	c.once.Do(func() {
+		r := c.r
+		r.mu.Lock()
+		close(c.done)
+		if c.h.conn == c {
+			c.h.conn = nil
+			c.h.since = r.cfg.Now()
+		}
+		for _, cmd := range c.h.outstanding {
+			if cmd.conn == c {
+				cmd.loseLocked()
+			}
+		}
+		for k, cmd := range c.h.stopped {
+			if cmd.conn == c {
+				delete(c.h.stopped, k)
+			}
+		}
+		r.mu.Unlock()
+	})
+}
+
+// send queues a frame; false when the connection ended or its queue is
+// full (the frame is then not sent at all).
+func (c *Conn) send(frame []byte) bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	select {
+	case c.frames <- frame:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,38 @@
+// Package hosts runs host environments: tools served by a caller's own
+// process over a connection it opens to Brain.
+//
+// A host registers (Registry.Register) and receives an id host_… and a
+// bearer token that is valid only on its own /v1/hosts/{host_id}/...
+// routes. It opens one commands stream (Registry.Connect); a newer
+// connection displaces the older one. A session declares an environment
+// {"name": …, "driver": "host", "host_id": …}; Route sends that
+// environment's operations here and every other one to the next
+// session.Environments.
+//
+// A tool call on a host environment is committed (tool_call_started) by
+// the session engine before Execute writes its HostCommand
+// (operation invoke_tool, absolute deadline_at_ms) to the connection open
+// at that moment. Commands are written once and never queued for a host
+// that is not connected: without a connection the tool ends at once with
+// the error code host_not_connected. The host reports through Update
+// (result, returned, finish), Emit, Model and Call, which reach the tool
+// call's session services with the same meaning as the HTTP callback
+// methods. When the connection that carried a command ends while the call
+// is open, the call's outcome is unknown; it is never resent. Cancelling
+// a call writes a cancel_tool command to the same connection.
+//
+// # Registrations on disk
+//
+// Registrations survive a restart in the data directory's resident-hosts/
+// directory, one file per host named <host_id>.json, written atomically:
+//
+//	{"host_id":"host_…","token_sha256":"<hex SHA-256 of the token>","registered_at_ms":N}
+//
+// Only the token's digest is stored. A file that does not decode is
+// skipped (and logged) and never stops the server. A host that stays
+// without a commands connection for Config.Unconnected after it
+// registered, after the server started or after its last connection ended
+// is forgotten and its file removed. Commands are never stored: after a
+// restart the engine records calls that were outstanding as ambiguous and
+// a reconnecting host receives nothing of them.
+package hosts

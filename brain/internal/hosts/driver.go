@@ -1,0 +1,231 @@
+package hosts
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// Failure codes of tool calls a host could not take.
+const (
+	CodeHostNotRegistered = "host_not_registered"
+	CodeHostNotConnected  = "host_not_connected"
+	CodeHostOverloaded    = "host_overloaded"
+	CodeUnsupported       = envapi.CodeUnsupported
+)
+
+// ErrHostLost reports that the connection carrying a command ended while
+// its call was open.
+var ErrHostLost = errors.New("hosts: the host's connection ended with the command outstanding")
+
+// command is one outstanding invoke_tool.
+type command struct {
+	conn *Conn
+	lost chan struct{}
+	once sync.Once
+}
+
+func (c *command) loseLocked() { c.once.Do(func() { close(c.lost) }) }
+
+// Route answers the session.Environments that delivers operations of host
+// environments to r and every other operation to next (which may be nil:
+// then only host environments can be declared).
+func Route(r *Registry, next session.Environments) session.Environments {
+	return &router{r: r, next: next}
+}
+
+type router struct {
+	r    *Registry
+	next session.Environments
+}
+
+var (
+	_ session.Environments = (*router)(nil)
+	_ session.Validator    = (*router)(nil)
+	_ session.Environments = (*Registry)(nil)
+)
+
+// Deliver runs one operation of a host environment.
+func (r *Registry) Deliver(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
+	switch op.Request.Type {
+	case envapi.RequestSetup:
+		return r.setup(op), nil
+	case envapi.RequestExecute:
+		return r.execute(ctx, op)
+	case envapi.RequestCancel:
+		return r.cancel(op), nil
+	case envapi.RequestCall:
+		return failure(CodeUnsupported, "host environments serve tools only, not method "+op.Request.Name, false), nil
+	}
+	// detach and teardown: a host holds nothing for the session.
+	return accepted, nil
+}
+
+// Deliver sends a host environment's operation to the registry and any
+// other to next.
+func (ro *router) Deliver(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
+	if op.Declaration.Driver == api.DriverHost {
+		return ro.r.Deliver(ctx, op)
+	}
+	if ro.next == nil {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: driver %q is not served by this server", op.Environment, op.Declaration.Driver)
+	}
+	return ro.next.Deliver(ctx, op)
+}
+
+// ValidateEnvironment checks a declaration at session create: a host
+// environment must name a registered host.
+func (ro *router) ValidateEnvironment(env api.Environment) error {
+	if env.Driver == api.DriverHost {
+		return ro.r.ValidateEnvironment(env)
+	}
+	if ro.next == nil {
+		return fmt.Errorf("driver %q is not served by this server", env.Driver)
+	}
+	if v, ok := ro.next.(session.Validator); ok {
+		return v.ValidateEnvironment(env)
+	}
+	return nil
+}
+
+// ValidateEnvironment checks that a host declaration names a registered
+// host and nothing a host cannot use.
+func (r *Registry) ValidateEnvironment(env api.Environment) error {
+	if env.URL != "" || env.Credential != "" {
+		return fmt.Errorf("driver %q takes no url or credential", api.DriverHost)
+	}
+	if !ValidHostID(env.HostID) || !r.Registered(env.HostID) {
+		return fmt.Errorf("host_id %q names no registered host", env.HostID)
+	}
+	return nil
+}
+
+func failure(code, msg string, retryable bool) envapi.Receipt {
+	return envapi.Receipt{Type: envapi.ReceiptFailure, Code: code, Message: msg, Retryable: retryable}
+}
+
+var accepted = envapi.Receipt{Type: envapi.ReceiptAccepted}
+
+// setup accepts a host environment whose host is registered: the host
+// connects when it likes, and a tool call finds out whether it is.
+func (r *Registry) setup(op session.Operation) envapi.Receipt {
+	if !r.Registered(op.Declaration.HostID) {
+		return failure(CodeHostNotRegistered, "host "+op.Declaration.HostID+" is not registered", false)
+	}
+	return accepted
+}
+
+// execute writes the call's invoke_tool command to the host's current
+// connection and waits until the call closes (the host finished it, it
+// timed out or it was cancelled) or the connection ends.
+func (r *Registry) execute(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
+	if op.Tool == "" {
+		return failure(CodeUnsupported, "host environments run tools only", false), nil
+	}
+	cmd := api.HostCommand{
+		SessionID: op.SessionID, Sequence: op.Sequence, Environment: op.Environment, Template: op.Template,
+		Operation: api.HostOperation{Type: api.HostInvokeTool, Name: op.Tool, Input: op.Request.Input},
+	}
+	if d := op.Request.DeadlineMs; d != nil {
+		at := r.cfg.Now().Add(time.Duration(*d) * time.Millisecond).UnixMilli()
+		cmd.DeadlineAtMs = &at
+	}
+	frame, err := json.Marshal(cmd)
+	if err != nil {
+		return envapi.Receipt{}, fmt.Errorf("hosts: encode command: %w", err)
+	}
+	k := key{op.SessionID, op.Sequence}
+	r.mu.Lock()
+	e := r.engine
+	h := r.lookupLocked(op.Declaration.HostID)
+	switch {
+	case e == nil || r.closed:
+		r.mu.Unlock()
+		return failure(CodeHostNotConnected, "the server is not serving hosts", true), nil
+	case h == nil:
+		r.mu.Unlock()
+		return failure(CodeHostNotRegistered, "host "+op.Declaration.HostID+" is not registered", false), nil
+	case h.conn == nil:
+		r.mu.Unlock()
+		return failure(CodeHostNotConnected, "host "+h.id+" has no commands connection; the call was not sent", true), nil
+	case len(h.outstanding) >= r.cfg.MaxCommands:
+		r.mu.Unlock()
+		return failure(CodeHostOverloaded, fmt.Sprintf("host %s has %d outstanding commands", h.id, len(h.outstanding)), true), nil
+	}
+	svc, err := e.Execution(op.SessionID, op.Sequence)
+	if err != nil {
+		r.mu.Unlock()
+		return envapi.Receipt{}, err
+	}
+	closer, _ := svc.(session.Closer)
+	c := &command{conn: h.conn, lost: make(chan struct{})}
+	h.outstanding[k] = c
+	r.mu.Unlock()
+	if !c.conn.send(frame) {
+		r.mu.Lock()
+		delete(h.outstanding, k)
+		r.mu.Unlock()
+		return failure(CodeHostNotConnected, "host "+h.id+" could not take the command; the call was not sent", true), nil
+	}
+	var closed <-chan struct{}
+	if closer != nil {
+		closed = closer.Done()
+	}
+	var lostErr error
+	select {
+	case <-closed:
+	case <-c.lost:
+		lostErr = fmt.Errorf("host %s: tool call %d: %w", h.id, op.Sequence, ErrHostLost)
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	delete(h.outstanding, k)
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), session.ErrTimeout) && lostErr == nil {
+		// A cancel operation follows; it needs the connection.
+		h.stopped[k] = c
+	}
+	r.mu.Unlock()
+	if lostErr != nil {
+		return envapi.Receipt{}, lostErr
+	}
+	if ctx.Err() != nil {
+		return envapi.Receipt{}, context.Cause(ctx)
+	}
+	return accepted, nil
+}
+
+// cancel writes a cancel_tool command to the connection that carried the
+// call.
+func (r *Registry) cancel(op session.Operation) envapi.Receipt {
+	target := op.Request.TargetSequence
+	k := key{op.SessionID, target}
+	r.mu.Lock()
+	h := r.lookupLocked(op.Declaration.HostID)
+	var c *command
+	if h != nil {
+		if c = h.stopped[k]; c != nil {
+			delete(h.stopped, k)
+		} else {
+			c = h.outstanding[k]
+		}
+	}
+	r.mu.Unlock()
+	if c == nil {
+		return failure(CodeHostNotConnected, fmt.Sprintf("the connection that carried tool call %d has ended", target), false)
+	}
+	frame, _ := json.Marshal(api.HostCommand{
+		SessionID: op.SessionID, Sequence: op.Sequence, Environment: op.Environment, Template: op.Template,
+		Operation: api.HostOperation{Type: api.HostCancelTool, TargetSequence: target},
+	})
+	if !c.conn.send(frame) {
+		return failure(CodeHostNotConnected, fmt.Sprintf("the connection that carried tool call %d has ended", target), false)
+	}
+	return accepted
+}

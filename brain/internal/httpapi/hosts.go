@@ -1,0 +1,201 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/hosts"
+)
+
+// Host route patterns.
+const (
+	PatternHosts        = "POST /v1/hosts"
+	PatternHostCommands = "GET /v1/hosts/{host_id}/commands"
+	PatternHostResults  = "POST /v1/hosts/{host_id}/results"
+	PatternHostEvents   = "POST /v1/hosts/{host_id}/events"
+	PatternHostModel    = "POST /v1/hosts/{host_id}/model"
+	PatternHostCall     = "POST /v1/hosts/{host_id}/call"
+	PatternHostSuspend  = "POST /v1/hosts/{host_id}/suspend"
+)
+
+// HeaderHostConnection names a host's commands connection in the stream's
+// response (the connection a HostSuspend names).
+const HeaderHostConnection = "Brain-Host-Connection"
+
+// hostRoutes serves the host routes over reg: registration behind the
+// server token, and every /v1/hosts/{host_id}/... route behind that
+// host's own token (the server token is not accepted there). A displaced
+// commands connection ends with one "event: displaced" frame, so that its
+// host knows not to reconnect.
+func (s *Server) hostRoutes(reg *hosts.Registry) {
+	s.handle(PatternHosts, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := s.readBody(w, r); err != nil {
+			WriteError(w, err)
+			return
+		}
+		if !s.admit() {
+			WriteError(w, errDraining)
+			return
+		}
+		defer s.done()
+		out, err := reg.Register(r.Context())
+		if err != nil {
+			WriteError(w, hostError(err))
+			return
+		}
+		WriteJSON(w, http.StatusOK, out)
+	}))
+	s.handleOpen(PatternHostCommands, s.hostAuth(reg, func(w http.ResponseWriter, r *http.Request, id string) {
+		s.hostCommands(w, r, reg, id)
+	}))
+	s.handleOpen(PatternHostResults, s.hostAuth(reg, func(w http.ResponseWriter, r *http.Request, id string) {
+		var in api.HostResult
+		if _, err := s.readJSON(w, r, &in); err != nil {
+			WriteError(w, err)
+			return
+		}
+		seq, err := reg.Update(r.Context(), id, in)
+		answerSequence(w, seq, err)
+	}))
+	s.handleOpen(PatternHostEvents, s.hostAuth(reg, func(w http.ResponseWriter, r *http.Request, id string) {
+		var in api.HostEvent
+		if _, err := s.readJSON(w, r, &in); err != nil {
+			WriteError(w, err)
+			return
+		}
+		seq, err := reg.Emit(r.Context(), id, in)
+		answerSequence(w, seq, err)
+	}))
+	s.handleOpen(PatternHostModel, s.hostAuth(reg, func(w http.ResponseWriter, r *http.Request, id string) {
+		var in api.HostModelCall
+		if _, err := s.readJSON(w, r, &in); err != nil {
+			WriteError(w, err)
+			return
+		}
+		out, err := reg.Model(r.Context(), id, in)
+		if err != nil {
+			WriteError(w, hostError(err))
+			return
+		}
+		WriteJSON(w, http.StatusOK, out)
+	}))
+	s.handleOpen(PatternHostCall, s.hostAuth(reg, func(w http.ResponseWriter, r *http.Request, id string) {
+		var in api.HostServiceCall
+		if _, err := s.readJSON(w, r, &in); err != nil {
+			WriteError(w, err)
+			return
+		}
+		out, err := reg.ServiceCall(r.Context(), id, in)
+		if err != nil {
+			WriteError(w, hostError(err))
+			return
+		}
+		writeRaw(w, http.StatusOK, out)
+	}))
+	s.handleOpen(PatternHostSuspend, s.hostAuth(reg, func(w http.ResponseWriter, r *http.Request, id string) {
+		var in api.HostSuspend
+		if _, err := s.readJSON(w, r, &in); err != nil {
+			WriteError(w, err)
+			return
+		}
+		ok, err := reg.Suspend(id, in.Connection)
+		if err != nil {
+			WriteError(w, hostError(err))
+			return
+		}
+		WriteJSON(w, http.StatusOK, api.HostSuspended{Suspended: ok})
+	}))
+}
+
+// hostAuth checks the host id and its token.
+func (s *Server) hostAuth(reg *hosts.Registry, h func(w http.ResponseWriter, r *http.Request, id string)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("host_id")
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || !hosts.ValidHostID(id) || reg.Authenticate(id, token) != nil {
+			WriteError(w, errUnauthorized)
+			return
+		}
+		h(w, r, id)
+	})
+}
+
+func answerSequence(w http.ResponseWriter, seq uint64, err error) {
+	if err != nil {
+		WriteError(w, hostError(err))
+		return
+	}
+	WriteJSON(w, http.StatusOK, api.SequenceAnswer{Sequence: seq})
+}
+
+func hostError(err error) error {
+	switch {
+	case errors.Is(err, hosts.ErrLimit), errors.Is(err, hosts.ErrClosed):
+		return newError(http.StatusServiceUnavailable, api.CodeOverloaded, err.Error())
+	case errors.Is(err, hosts.ErrUnauthorized):
+		return errUnauthorized
+	}
+	return err
+}
+
+// hostCommands streams a host's commands (event: command) until the host
+// goes away, a newer connection displaces this one or the server stops.
+func (s *Server) hostCommands(w http.ResponseWriter, r *http.Request, reg *hosts.Registry, id string) {
+	if s.draining.Load() {
+		WriteError(w, errDraining)
+		return
+	}
+	conn, err := reg.Connect(id)
+	if err != nil {
+		WriteError(w, hostError(err))
+		return
+	}
+	defer conn.Close()
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set(HeaderHostConnection, conn.ID)
+	w.WriteHeader(http.StatusOK)
+	if rc.Flush() != nil {
+		return
+	}
+	beat := time.NewTicker(s.opts.Heartbeat)
+	defer beat.Stop()
+	write := func(b []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	for {
+		select {
+		case f := <-conn.Frames():
+			b := make([]byte, 0, len(f)+24)
+			b = append(b, "event: command\ndata: "...)
+			b = append(b, f...)
+			b = append(b, "\n\n"...)
+			if !write(b) {
+				return
+			}
+		case <-beat.C:
+			if !write([]byte(": ping\n\n")) {
+				return
+			}
+		case <-conn.Done():
+			if conn.Displaced() {
+				write([]byte("event: displaced\ndata: {}\n\n"))
+			}
+			return
+		case <-r.Context().Done():
+			return
+		case <-s.stop.Done():
+			return
+		}
+	}
+}
