@@ -148,6 +148,9 @@ const (
 	FailureInvalidTranscript            = "invalid_transcript"
 	FailureDecisionLimit                = "decision_limit"
 	FailureEnvironmentNotReady          = "environment_not_ready"
+	// FailureEnvironmentIncarnationStale ends a tool call pinned by
+	// environment_sequence to an incarnation that is no longer current.
+	FailureEnvironmentIncarnationStale = "environment_incarnation_stale"
 )
 
 // FailureCodes lists the failure codes above.
@@ -155,6 +158,7 @@ var FailureCodes = []string{
 	FailureInterrupted, FailureCancelled, FailureTimeout, FailureUnknown, FailureModelCallLimit,
 	FailureEmitLimit, FailureAgentloopFailed, FailureToolError, FailureEnvironmentPreparationFailed,
 	FailureEnvironmentError, FailureInvalidTranscript, FailureDecisionLimit, FailureEnvironmentNotReady,
+	FailureEnvironmentIncarnationStale,
 }
 
 // Failure is the payload of *_failed records and failed turns.

@@ -53,7 +53,9 @@
 // that method (after the answer is saved, waited for by Close; deferred
 // while tools the turn started are unfinished). Tools on an
 // environment that is not ready close with environment_not_ready without
-// executing. Dispatched inputs are checked against the tool's input_schema
+// executing; a call pinned by environment_sequence to an incarnation that
+// is not the environment's current one closes with
+// environment_incarnation_stale and is sent nowhere. Dispatched inputs are checked against the tool's input_schema
 // (invalid_input, nothing sent) and ok outputs against its output_schema
 // (invalid_output), with the JSON Schema subset documented on Schema.
 // Engine.Control and the environments service run environment control

@@ -184,6 +184,13 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	s.tools[seq] = t
 	s.execs[seq] = t.x
 	decl, binding := s.declLocked(c.Environment)
+	if c.EnvironmentSequence != 0 && c.EnvironmentSequence != binding {
+		// The loop pinned the call to an incarnation that is gone: it runs
+		// nowhere rather than on the current one.
+		s.closeToolLocked(t, envapi.ErrorOutcome(api.FailureEnvironmentIncarnationStale,
+			fmt.Sprintf("environment %s incarnation %d is not the current one (%d); the call was not sent", c.Environment, c.EnvironmentSequence, binding), false, nil))
+		return t
+	}
 	if es := s.st.Envs[c.Environment]; es == nil || es.State != envReady {
 		s.closeToolLocked(t, envapi.ErrorOutcome(api.FailureEnvironmentNotReady,
 			"environment "+c.Environment+" is not set up", false, nil))
