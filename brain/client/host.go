@@ -141,6 +141,9 @@ type running struct {
 // calls answer the same Host. The host keeps its connection until Close,
 // whatever happens to the sessions that use it.
 func (c *Client) Host(ctx context.Context) (*Host, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
 	c.hostMu.Lock()
 	defer c.hostMu.Unlock()
 	if c.host != nil {
@@ -154,11 +157,36 @@ func (c *Client) Host(ctx context.Context) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.startHostLocked(reg), nil
+}
+
+// ResumeHost serves an existing registration (as a host process that
+// restarts does, with the id and token it saved) instead of registering
+// a new host. It fails when the client already has a host.
+func (c *Client) ResumeHost(reg api.HostRegistration) (*Host, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	c.hostMu.Lock()
+	defer c.hostMu.Unlock()
+	if c.host != nil {
+		return nil, fmt.Errorf("client: already serving host %s", c.host.ID)
+	}
+	return c.startHostLocked(reg), nil
+}
+
+func (c *Client) startHostLocked(reg api.HostRegistration) *Host {
 	h := &Host{c: c, ID: reg.HostID, token: reg.Token, handlers: map[string]Handler{}, running: map[uint64]*running{},
 		up: make(chan struct{}), stopped: make(chan struct{})}
 	c.host = h
 	go h.serve()
-	return h, nil
+	return h
+}
+
+// Registration answers the host's id and token, to be saved for
+// ResumeHost.
+func (h *Host) Registration() api.HostRegistration {
+	return api.HostRegistration{HostID: h.ID, Token: h.token}
 }
 
 // Handle serves tool name with fn; it replaces an earlier handler of that
