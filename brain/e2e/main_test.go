@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(childDir); dir != "" {
 		os.Exit(runChild(dir))
 	}
+	if os.Getenv(hostChildEnv) != "" {
+		os.Exit(runHostChild())
+	}
 	dir, err := os.MkdirTemp("", "brain-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

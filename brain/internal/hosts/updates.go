@@ -33,11 +33,16 @@ func (r *Registry) services(id, sessionID string, seq uint64) (session.Services,
 // Update applies a host's ToolExecutionUpdate and answers the committed
 // sequence.
 func (r *Registry) Update(ctx context.Context, id string, res api.HostResult) (uint64, error) {
+	u := res.Update
+	switch u.Type {
+	case api.UpdateResult, api.UpdateReturned, api.UpdateFinish:
+	default:
+		return 0, fmt.Errorf("%w: update type %q (want result, returned or finish)", session.ErrInvalid, u.Type)
+	}
 	svc, err := r.services(id, res.SessionID, res.Sequence)
 	if err != nil {
 		return 0, err
 	}
-	u := res.Update
 	switch u.Type {
 	case api.UpdateResult:
 		if u.Outcome == nil {
