@@ -397,3 +397,90 @@ func TestCloseCancelsHandlers(t *testing.T) {
 		t.Fatalf("session after Close = %+v, %v", sum, err)
 	}
 }
+
+// TestHostServicesAndLimits: a handler reaches granted services by name
+// (and is refused the others), a host beyond its outstanding-command
+// bound fails the extra call at once, a host that returned and then went
+// away leaves the call unknown, and the host outlives the sessions that
+// used it.
+func TestHostServicesAndLimits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, _ := start(t, brain.Config{Hosts: brain.Hosts{MaxCommands: 1}})
+	observer := c.WithToken("tok")
+	defer observer.Close()
+	h, _ := c.Host(ctx)
+	var granted, refused error
+	h.Handle("probe", func(ctx context.Context, call *client.ToolCall) (api.Outcome, error) {
+		_, granted = call.Call(ctx, "emit", json.RawMessage(`{"event_type":"probed","data":{"ok":true}}`))
+		_, refused = call.Call(ctx, "kv_put", json.RawMessage(`{"key":"k","value":1}`))
+		return client.OK("probed"), nil
+	})
+	release := make(chan struct{})
+	h.Handle("hold", func(ctx context.Context, call *client.ToolCall) (api.Outcome, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return client.OK("held"), nil
+	})
+	returned := make(chan struct{})
+	h.Handle("background", func(ctx context.Context, call *client.ToolCall) (api.Outcome, error) {
+		if _, err := call.Returned(ctx, nil); err != nil {
+			return api.Outcome{}, err
+		}
+		close(returned)
+		<-ctx.Done()
+		return client.OK("never posted"), nil
+	})
+	h.Connected(ctx)
+
+	s := hostSession(t, c, h, "probe")
+	if _, err := s.Send(context.Background(), api.UserInput{Message: toolScript("probe")}); err != nil {
+		t.Fatal(err)
+	}
+	var ae *api.ApiError
+	if granted != nil || !errors.As(refused, &ae) || ae.Code != api.CodeNotGranted {
+		t.Fatalf("emit = %v, kv_put = %v (want not_granted)", granted, refused)
+	}
+	if evs := ofKind(events(t, s), "probed"); len(evs) != 1 || evs[0].Origin == nil || evs[0].Origin.Kind != api.OriginTool {
+		t.Fatalf("probed events: %+v", evs)
+	}
+	if _, err := s.End(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// One outstanding command at most: the second call of the turn fails.
+	s2 := hostSession(t, c, h, "hold")
+	go func() {
+		waitFor(t, s2, api.KindToolCallEnded)
+		close(release)
+	}()
+	if _, err := s2.Send(context.Background(), api.UserInput{Message: toolScript("hold", "hold")}); err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for _, ev := range ofKind(events(t, s2), api.KindToolCallEnded) {
+		o := outcomeOf(t, ev)
+		if o.Error != nil {
+			codes = append(codes, o.Error.Code)
+		} else {
+			codes = append(codes, o.Status)
+		}
+	}
+	if strings.Join(codes, ",") != "host_overloaded,ok" {
+		t.Fatalf("outcomes %v, want host_overloaded then ok", codes)
+	}
+
+	// Returned, then the host goes away: the call is unknown.
+	s3 := hostSession(t, c, h, "background")
+	if _, err := s3.Send(context.Background(), api.UserInput{Message: toolScript("background")}); err != nil {
+		t.Fatal(err)
+	}
+	<-returned
+	c.Close()
+	o := outcomeOf(t, waitFor(t, observer.Sessions.Open(s3.ID), api.KindToolCallEnded))
+	if o.Status != api.OutcomeUnknown {
+		t.Fatalf("returned call after the host left = %+v, want unknown", o)
+	}
+}

@@ -30,9 +30,14 @@ type command struct {
 	conn *Conn
 	lost chan struct{}
 	once sync.Once
+	// returned is closed when the host ended the call's synchronous phase.
+	returned chan struct{}
+	retOnce  sync.Once
 }
 
 func (c *command) loseLocked() { c.once.Do(func() { close(c.lost) }) }
+
+func (c *command) markReturned() { c.retOnce.Do(func() { close(c.returned) }) }
 
 // Route answers the session.Environments that delivers operations of host
 // environments to r and every other operation to next (which may be nil:
@@ -165,7 +170,7 @@ func (r *Registry) execute(ctx context.Context, op session.Operation) (envapi.Re
 		return envapi.Receipt{}, err
 	}
 	closer, _ := svc.(session.Closer)
-	c := &command{conn: h.conn, lost: make(chan struct{})}
+	c := &command{conn: h.conn, lost: make(chan struct{}), returned: make(chan struct{})}
 	h.outstanding[k] = c
 	r.mu.Unlock()
 	if !c.conn.send(frame) {
@@ -178,11 +183,32 @@ func (r *Registry) execute(ctx context.Context, op session.Operation) (envapi.Re
 	if closer != nil {
 		closed = closer.Done()
 	}
+	finished := make(chan error, 1)
+	go func() { finished <- r.follow(ctx, h, k, c, closed, svc) }()
+	select {
+	case err := <-finished:
+		if err != nil {
+			return envapi.Receipt{}, err
+		}
+		return accepted, nil
+	case <-c.returned:
+		// The synchronous phase is over (the host posted returned): the
+		// delivery ends here as an HTTP execute's would, and follow keeps
+		// the call until it closes.
+		return envapi.Receipt{Type: envapi.ReceiptReturned}, nil
+	}
+}
+
+// follow waits until the call closes (finished, timed out, cancelled) or
+// the connection that carried it ends, and forgets the command. A call
+// whose connection ended answers ErrHostLost, unless it had returned:
+// then nobody waits for the delivery and the call is finished unknown here.
+func (r *Registry) follow(ctx context.Context, h *host, k key, c *command, closed <-chan struct{}, svc session.Services) error {
 	var lostErr error
 	select {
 	case <-closed:
 	case <-c.lost:
-		lostErr = fmt.Errorf("host %s: tool call %d: %w", h.id, op.Sequence, ErrHostLost)
+		lostErr = fmt.Errorf("host %s: tool call %d: %w", h.id, k.seq, ErrHostLost)
 	case <-ctx.Done():
 	}
 	r.mu.Lock()
@@ -193,12 +219,18 @@ func (r *Registry) execute(ctx context.Context, op session.Operation) (envapi.Re
 	}
 	r.mu.Unlock()
 	if lostErr != nil {
-		return envapi.Receipt{}, lostErr
+		select {
+		case <-c.returned:
+			_, _ = svc.Finish(context.WithoutCancel(ctx), &api.Outcome{Status: api.OutcomeUnknown, Message: lostErr.Error()})
+			return nil
+		default:
+		}
+		return lostErr
 	}
 	if ctx.Err() != nil {
-		return envapi.Receipt{}, context.Cause(ctx)
+		return context.Cause(ctx)
 	}
-	return accepted, nil
+	return nil
 }
 
 // cancel writes a cancel_tool command to the connection that carried the

@@ -50,7 +50,17 @@ func (r *Registry) Update(ctx context.Context, id string, res api.HostResult) (u
 		}
 		return svc.Result(ctx, *u.Outcome)
 	case api.UpdateReturned:
-		return svc.Returned(ctx, u.Outcome)
+		seq, err := svc.Returned(ctx, u.Outcome)
+		if err == nil {
+			r.mu.Lock()
+			if h := r.hosts[id]; h != nil {
+				if c := h.outstanding[key{res.SessionID, res.Sequence}]; c != nil {
+					c.markReturned()
+				}
+			}
+			r.mu.Unlock()
+		}
+		return seq, err
 	case api.UpdateFinish:
 		return svc.Finish(ctx, u.Outcome)
 	}

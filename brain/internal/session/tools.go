@@ -262,6 +262,9 @@ func (s *sess) onReceipt(t *toolCall, r envapi.Receipt, err error) {
 	case envapi.ReceiptResult:
 		s.closeToolLocked(t, decodeToolOutput(r.Output))
 	case envapi.ReceiptReturned:
+		if t.returned {
+			return // the synchronous phase already ended through the returned method
+		}
 		var out *api.Outcome
 		if len(r.Output) > 0 && string(r.Output) != "null" {
 			o := fromEnvOutcome(decodeToolOutput(r.Output))
