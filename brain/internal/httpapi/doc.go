@@ -34,6 +34,15 @@
 //	                                         invocation token; service call
 //	POST   /v1/sessions/{id}/environments/{env}/{sequence}/events
 //	                                         reporter token; report
+//	POST   /v1/hosts                         200 {host_id, token}
+//	GET    /v1/hosts/{host_id}/commands      host token; SSE of
+//	                                         event: command (HostCommand)
+//	POST   /v1/hosts/{host_id}/results       host token; HostResult → {sequence}
+//	POST   /v1/hosts/{host_id}/events        host token; HostEvent → {sequence}
+//	POST   /v1/hosts/{host_id}/model         host token; → ModelResult
+//	POST   /v1/hosts/{host_id}/call          host token; service call
+//	POST   /v1/hosts/{host_id}/suspend       host token; {connection} →
+//	                                         {suspended}
 //
 // Every application route needs "Authorization: Bearer <token>" when the
 // server has a token (compared in constant time); health routes are open.
@@ -41,7 +50,9 @@
 // the invocation and reporter tokens of the environment bindings
 // (Options.Bindings) instead; a missing, wrong or revoked one answers 401,
 // a method the grant does not list 403 not_granted. The agentloop routes
-// need Options.Agentloops, the environment routes Options.Bindings.
+// need Options.Agentloops, the environment routes Options.Bindings, the
+// host routes Options.Hosts. A host's routes take that host's token only:
+// the server token is refused there, and the host token everywhere else.
 //
 // # Errors
 //

@@ -85,3 +85,26 @@ func FuzzDecodeStrictOnePass(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeHostBodies feeds arbitrary bytes to the decoders of the host
+// routes: every refusal is a 400/422 invalid_request, never a panic.
+func FuzzDecodeHostBodies(f *testing.F) {
+	for _, s := range []string{
+		`{"session_id":"ses_x","sequence":3,"update":{"type":"finish","outcome":{"status":"ok","value":1}}}`,
+		`{"session_id":"ses_x","sequence":3,"event_type":"e","data":{}}`,
+		`{"session_id":"ses_x","sequence":3,"request":{"messages":[]}}`,
+		`{"session_id":"ses_x","sequence":3,"call":{"method":"emit","input":null}}`,
+		`{"connection":"hconn_x"}`, `{`, `[]`, `{"update":7}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, v := range []any{&api.HostResult{}, &api.HostEvent{}, &api.HostModelCall{}, &api.HostServiceCall{}, &api.HostSuspend{}} {
+			err := decodeStrict(b, v)
+			var he *Error
+			if err != nil && (!errors.As(err, &he) || (he.Status != http.StatusBadRequest && he.Status != http.StatusUnprocessableEntity)) {
+				t.Fatalf("%T refusal %v is not a 400/422", v, err)
+			}
+		}
+	})
+}
