@@ -7,12 +7,16 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 // EnvironmentView describes one environment binding of a session.
 type EnvironmentView = envapi.EnvironmentView
+
+// EnvironmentRef names one incarnation of an environment: a view's
+// Reference. Control requests with the reference of a replaced
+// incarnation are refused.
+type EnvironmentRef = envapi.EnvironmentRef
 
 // Control runs an environment control request on the session and answers
 // its raw result. The typed methods below wrap each operation.
@@ -36,9 +40,7 @@ func (s *Session) view(ctx context.Context, req envapi.ControlRequest, opts []Ca
 	return v, nil
 }
 
-func ref(r api.EnvironmentRef) *envapi.EnvironmentRef {
-	return &envapi.EnvironmentRef{Name: r.Name, Sequence: r.Sequence}
-}
+func ref(r EnvironmentRef) *envapi.EnvironmentRef { return &r }
 
 // ListEnvironments lists the session's environments.
 func (s *Session) ListEnvironments(ctx context.Context, opts ...CallOption) ([]EnvironmentView, error) {
@@ -57,7 +59,7 @@ func (s *Session) ListEnvironments(ctx context.Context, opts ...CallOption) ([]E
 
 // GetEnvironment describes one incarnation of an environment; an old
 // reference of a replaced incarnation is refused.
-func (s *Session) GetEnvironment(ctx context.Context, env api.EnvironmentRef, opts ...CallOption) (EnvironmentView, error) {
+func (s *Session) GetEnvironment(ctx context.Context, env EnvironmentRef, opts ...CallOption) (EnvironmentView, error) {
 	return s.view(ctx, envapi.ControlRequest{Operation: envapi.ControlGet, Environment: ref(env)}, opts)
 }
 
@@ -67,13 +69,13 @@ func (s *Session) CreateEnvironment(ctx context.Context, template, name string, 
 }
 
 // SetupEnvironment sets up a declared (or failed) environment.
-func (s *Session) SetupEnvironment(ctx context.Context, env api.EnvironmentRef, opts ...CallOption) (EnvironmentView, error) {
+func (s *Session) SetupEnvironment(ctx context.Context, env EnvironmentRef, opts ...CallOption) (EnvironmentView, error) {
 	return s.view(ctx, envapi.ControlRequest{Operation: envapi.ControlSetup, Environment: ref(env)}, opts)
 }
 
 // UpdateEnvironment replaces the configuration of an environment that was
 // never set up.
-func (s *Session) UpdateEnvironment(ctx context.Context, env api.EnvironmentRef, configuration json.RawMessage, opts ...CallOption) (EnvironmentView, error) {
+func (s *Session) UpdateEnvironment(ctx context.Context, env EnvironmentRef, configuration json.RawMessage, opts ...CallOption) (EnvironmentView, error) {
 	if configuration == nil {
 		configuration = json.RawMessage("null")
 	}
@@ -81,13 +83,13 @@ func (s *Session) UpdateEnvironment(ctx context.Context, env api.EnvironmentRef,
 }
 
 // DeleteEnvironment deletes an environment and answers the raw result.
-func (s *Session) DeleteEnvironment(ctx context.Context, env api.EnvironmentRef, opts ...CallOption) (json.RawMessage, error) {
+func (s *Session) DeleteEnvironment(ctx context.Context, env EnvironmentRef, opts ...CallOption) (json.RawMessage, error) {
 	return s.Control(ctx, envapi.ControlRequest{Operation: envapi.ControlDelete, Environment: ref(env)}, opts...)
 }
 
 // CallEnvironment calls a method of one incarnation of an environment
 // through environment control and answers its raw result.
-func (s *Session) CallEnvironment(ctx context.Context, env api.EnvironmentRef, method string, input json.RawMessage, opts ...CallOption) (json.RawMessage, error) {
+func (s *Session) CallEnvironment(ctx context.Context, env EnvironmentRef, method string, input json.RawMessage, opts ...CallOption) (json.RawMessage, error) {
 	return s.Control(ctx, envapi.ControlRequest{Operation: envapi.ControlCall, Environment: ref(env), Method: method, Input: input}, opts...)
 }
 

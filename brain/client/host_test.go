@@ -130,12 +130,12 @@ func TestHostTool(t *testing.T) {
 	if err != nil || len(views) != 1 || views[0].Reference.Name != "local" || views[0].State != "ready" {
 		t.Fatalf("ListEnvironments = %+v, %v", views, err)
 	}
-	v, err := s.GetEnvironment(ctx, api.EnvironmentRef{Name: "local", Sequence: views[0].Reference.Sequence})
+	v, err := s.GetEnvironment(ctx, client.EnvironmentRef{Name: "local", Sequence: views[0].Reference.Sequence})
 	if err != nil || v.Reference != views[0].Reference {
 		t.Fatalf("GetEnvironment = %+v, %v", v, err)
 	}
 	var ae *api.ApiError
-	if _, err := s.GetEnvironment(ctx, api.EnvironmentRef{Name: "local", Sequence: views[0].Reference.Sequence + 100}); !errors.As(err, &ae) {
+	if _, err := s.GetEnvironment(ctx, client.EnvironmentRef{Name: "local", Sequence: views[0].Reference.Sequence + 100}); !errors.As(err, &ae) {
 		t.Fatalf("GetEnvironment of a wrong incarnation = %v", err)
 	}
 	if _, err := s.CallMethod(ctx, "local", "inspect", nil); !errors.As(err, &ae) {
@@ -482,5 +482,61 @@ func TestHostServicesAndLimits(t *testing.T) {
 	o := outcomeOf(t, waitFor(t, observer.Sessions.Open(s3.ID), api.KindToolCallEnded))
 	if o.Status != api.OutcomeUnknown {
 		t.Fatalf("returned call after the host left = %+v, want unknown", o)
+	}
+}
+
+// TestEnvironmentControl drives every environment control operation
+// through the typed client on a manual host template: create an instance,
+// update it before its setup, set it up, call a method (refused by the
+// host, typed), delete it, and find the old reference refused.
+func TestEnvironmentControl(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _ := start(t, brain.Config{})
+	h, _ := c.Host(ctx)
+	tmpl := h.Environment("pool")
+	tmpl.Lifecycle = api.LifecycleManual
+	tmpl.Template = &api.EnvironmentTemplate{MaxInstances: 2, ConfigurationSchema: json.RawMessage(`{"type":"object","properties":{"size":{"type":"integer"}}}`)}
+	req := scripted
+	req.Environments = []api.Environment{tmpl}
+	s, err := c.Sessions.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := s.CreateEnvironment(ctx, "pool", "one", json.RawMessage(`{"size":1}`))
+	if err != nil || inst.Reference.Name != "one" || inst.Template != "pool" || inst.State != "declared" {
+		t.Fatalf("CreateEnvironment = %+v, %v", inst, err)
+	}
+	var ae *api.ApiError
+	if _, err := s.UpdateEnvironment(ctx, inst.Reference, json.RawMessage(`{"size":"big"}`)); !errors.As(err, &ae) || ae.Code != api.CodeInvalidRequest {
+		t.Fatalf("update against the template schema = %v", err)
+	}
+	up, err := s.UpdateEnvironment(ctx, inst.Reference, json.RawMessage(`{"size":2}`))
+	if err != nil || string(up.Configuration) != `{"size":2}` {
+		t.Fatalf("UpdateEnvironment = %+v, %v", up, err)
+	}
+	ready, err := s.SetupEnvironment(ctx, inst.Reference)
+	if err != nil || ready.State != "ready" {
+		t.Fatalf("SetupEnvironment = %+v, %v", ready, err)
+	}
+	if _, err := s.UpdateEnvironment(ctx, inst.Reference, json.RawMessage(`{"size":3}`)); !errors.As(err, &ae) || ae.Code != api.CodeConflict {
+		t.Fatalf("update after setup = %v, want conflict", err)
+	}
+	if _, err := s.CallEnvironment(ctx, inst.Reference, "inspect", nil); !errors.As(err, &ae) {
+		t.Fatalf("CallEnvironment = %v, want a typed refusal", err)
+	}
+	list, err := s.ListEnvironments(ctx)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("ListEnvironments = %+v, %v", list, err)
+	}
+	if _, err := s.DeleteEnvironment(ctx, inst.Reference); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.CreateEnvironment(ctx, "pool", "one", json.RawMessage(`{}`))
+	if err != nil || again.Reference.Sequence == inst.Reference.Sequence {
+		t.Fatalf("recreated instance = %+v, %v", again, err)
+	}
+	if _, err := s.GetEnvironment(ctx, inst.Reference); !errors.As(err, &ae) {
+		t.Fatalf("the old incarnation's reference = %v, want refused", err)
 	}
 }
