@@ -124,7 +124,7 @@ type Host struct {
 
 	mu       sync.Mutex
 	handlers map[string]Handler
-	running  map[uint64]*running
+	running  map[callKey]*running
 	conn     string // the current connection's id
 	err      error  // why the host stopped
 	up       chan struct{}
@@ -132,9 +132,14 @@ type Host struct {
 	stopped  chan struct{}
 }
 
+// callKey names a call: sequences are per session.
+type callKey struct {
+	session string
+	seq     uint64
+}
+
 type running struct {
-	sessionID string
-	cancel    context.CancelCauseFunc
+	cancel context.CancelCauseFunc
 }
 
 // Host registers this client's host on first use and answers it; later
@@ -176,7 +181,7 @@ func (c *Client) ResumeHost(reg api.HostRegistration) (*Host, error) {
 }
 
 func (c *Client) startHostLocked(reg api.HostRegistration) *Host {
-	h := &Host{c: c, ID: reg.HostID, token: reg.Token, handlers: map[string]Handler{}, running: map[uint64]*running{},
+	h := &Host{c: c, ID: reg.HostID, token: reg.Token, handlers: map[string]Handler{}, running: map[callKey]*running{},
 		up: make(chan struct{}), stopped: make(chan struct{})}
 	c.host = h
 	go h.serve()
@@ -316,9 +321,9 @@ func (h *Host) connectOnce() (bool, error) {
 func (h *Host) lost(connID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for seq, r := range h.running {
+	for k, r := range h.running {
 		r.cancel(ErrHostConnectionLost)
-		delete(h.running, seq)
+		delete(h.running, k)
 	}
 }
 
@@ -326,7 +331,7 @@ func (h *Host) dispatch(connID string, cmd api.HostCommand) {
 	switch cmd.Operation.Type {
 	case api.HostCancelTool:
 		h.mu.Lock()
-		if r := h.running[cmd.Operation.TargetSequence]; r != nil && r.sessionID == cmd.SessionID {
+		if r := h.running[callKey{cmd.SessionID, cmd.Operation.TargetSequence}]; r != nil {
 			r.cancel(ErrCancelTool)
 		}
 		h.mu.Unlock()
@@ -343,7 +348,7 @@ func (h *Host) dispatch(connID string, cmd api.HostCommand) {
 			ctx, dcancel = context.WithDeadline(ctx, tc.Deadline)
 			stop = dcancel
 		}
-		h.running[cmd.Sequence] = &running{sessionID: cmd.SessionID, cancel: cancel}
+		h.running[callKey{cmd.SessionID, cmd.Sequence}] = &running{cancel: cancel}
 		h.mu.Unlock()
 		go h.run(ctx, func() { stop(); cancel(nil) }, fn, tc)
 	}
@@ -353,7 +358,7 @@ func (h *Host) run(ctx context.Context, done func(), fn Handler, tc *ToolCall) {
 	defer done()
 	defer func() {
 		h.mu.Lock()
-		delete(h.running, tc.Sequence)
+		delete(h.running, callKey{tc.SessionID, tc.Sequence})
 		h.mu.Unlock()
 	}()
 	var out api.Outcome

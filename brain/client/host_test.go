@@ -540,3 +540,58 @@ func TestEnvironmentControl(t *testing.T) {
 		t.Fatalf("the old incarnation's reference = %v, want refused", err)
 	}
 }
+
+// TestHostCallsOfTwoSessions runs calls with the same sequence in two
+// sessions on one host: cancelling one leaves the other running.
+func TestHostCallsOfTwoSessions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _ := start(t, brain.Config{})
+	h, _ := c.Host(ctx)
+	type stop struct {
+		session string
+		seq     uint64
+		cause   error
+	}
+	stops := make(chan stop, 2)
+	entered := make(chan struct{}, 2)
+	release := make(chan struct{})
+	h.Handle("slow", func(ctx context.Context, call *client.ToolCall) (api.Outcome, error) {
+		entered <- struct{}{}
+		select {
+		case <-ctx.Done():
+			stops <- stop{call.SessionID, call.Sequence, context.Cause(ctx)}
+		case <-release:
+			stops <- stop{call.SessionID, call.Sequence, nil}
+		}
+		return client.OK("done"), nil
+	})
+	h.Connected(ctx)
+	a, b := hostSession(t, c, h, "slow"), hostSession(t, c, h, "slow")
+	for _, s := range []*client.Session{a, b} {
+		if _, err := s.Submit(ctx, api.UserInput{Message: toolScript("slow")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-entered
+	<-entered
+	sa, sb := waitFor(t, a, api.KindToolCallStarted), waitFor(t, b, api.KindToolCallStarted)
+	if sa.Sequence != sb.Sequence {
+		t.Fatalf("the calls have sequences %d and %d; the test needs equal ones", sa.Sequence, sb.Sequence)
+	}
+	if err := a.Interrupt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := <-stops
+	if first.session != a.ID || !errors.Is(first.cause, client.ErrCancelTool) {
+		t.Fatalf("first stop %+v, want session %s cancelled", first, a.ID)
+	}
+	close(release)
+	second := <-stops
+	if second.session != b.ID || second.cause != nil {
+		t.Fatalf("second stop %+v, want session %s released", second, b.ID)
+	}
+	if o := outcomeOf(t, waitFor(t, b, api.KindToolCallEnded)); o.Status != api.OutcomeOK {
+		t.Fatalf("the other session's call = %+v", o)
+	}
+}
