@@ -1,8 +1,9 @@
 // Package brain embeds the Brain session server. Config is plain data;
 // New validates it, opens the storage backend it selects (the data
 // directory by default: journal, idempotency log, sealed credentials),
-// builds the model clients, the environment bindings and the Wasm
-// agentloop host, and answers a Server whose Handler serves every route of
+// builds the model clients, the environment bindings, the host registry
+// (host environments, whose registrations live in the data directory's
+// resident-hosts/) and the Wasm agentloop host, and answers a Server whose Handler serves every route of
 // the session API. Serve serves it on a listener; Close drains it. The
 // brain command's "serve" maps its flags and BRAIN_* variables to a Config
 // and runs this package; tests and programs that host Brain in-process
