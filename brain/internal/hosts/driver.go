@@ -52,10 +52,23 @@ type router struct {
 }
 
 var (
-	_ session.Environments = (*router)(nil)
-	_ session.Validator    = (*router)(nil)
-	_ session.Environments = (*Registry)(nil)
+	_ session.Environments       = (*router)(nil)
+	_ session.Validator          = (*router)(nil)
+	_ session.PlacementValidator = (*router)(nil)
+	_ session.Environments       = (*Registry)(nil)
 )
+
+// ValidatePlacement accepts any placement on a host environment (the host
+// runs tools by name) and asks next about every other.
+func (ro *router) ValidatePlacement(env api.Environment, implementation json.RawMessage) error {
+	if env.Driver == api.DriverHost {
+		return nil
+	}
+	if v, ok := ro.next.(session.PlacementValidator); ok {
+		return v.ValidatePlacement(env, implementation)
+	}
+	return nil
+}
 
 // Deliver runs one operation of a host environment.
 func (r *Registry) Deliver(ctx context.Context, op session.Operation) (envapi.Receipt, error) {

@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 type clock struct {
@@ -172,4 +177,43 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("accepted a record of %q", h.id)
 		}
 	})
+}
+
+// recordingEnvs is a next Environments that records what it validates.
+type recordingEnvs struct{ placements int }
+
+func (n *recordingEnvs) Deliver(context.Context, session.Operation) (envapi.Receipt, error) {
+	return envapi.Receipt{Type: envapi.ReceiptAccepted}, nil
+}
+func (n *recordingEnvs) ValidateEnvironment(api.Environment) error { return errors.New("next refused") }
+func (n *recordingEnvs) ValidatePlacement(api.Environment, json.RawMessage) error {
+	n.placements++
+	return errors.New("next refused the placement")
+}
+
+// TestRouteKeepsTheNextValidators checks that Route answers host
+// declarations itself and leaves every other to next's validators.
+func TestRouteKeepsTheNextValidators(t *testing.T) {
+	r := open(t, Config{Dir: t.TempDir()})
+	reg, _ := r.Register(context.Background())
+	next := &recordingEnvs{}
+	ro := Route(r, next)
+	host := api.Environment{Name: "h", Driver: api.DriverHost, HostID: reg.HostID}
+	if err := ro.(session.Validator).ValidateEnvironment(host); err != nil {
+		t.Fatalf("registered host refused: %v", err)
+	}
+	if err := ro.(session.Validator).ValidateEnvironment(api.Environment{Name: "h", Driver: api.DriverHost, HostID: "host_nobodynobodynobodynob"}); err == nil {
+		t.Fatal("an unregistered host was accepted")
+	}
+	other := api.Environment{Name: "b", Driver: api.DriverBrain}
+	if err := ro.(session.Validator).ValidateEnvironment(other); err == nil {
+		t.Fatal("next's environment validator was skipped")
+	}
+	pv := ro.(session.PlacementValidator)
+	if err := pv.ValidatePlacement(host, nil); err != nil || next.placements != 0 {
+		t.Fatalf("host placement: %v, next asked %d times", err, next.placements)
+	}
+	if err := pv.ValidatePlacement(other, nil); err == nil || next.placements != 1 {
+		t.Fatalf("other placement: %v, next asked %d times", err, next.placements)
+	}
 }
