@@ -277,11 +277,16 @@
 // rules above, expecting sequence through+1, so a torn final write or
 // damage after the prefix is handled exactly as without a checkpoint (if
 // anything after the prefix is damage, the whole journal is scanned again
-// without the checkpoint before the session is refused). The sparse index
-// of the covered prefix is built, checking every frame, the first time a
-// Read starts inside it; a frame there that fails its checksum fails that
-// Read with a *DamagedError (the session stays open). A checkpoint that
-// does not match is ignored and every frame is read.
+// without the checkpoint before the session is refused). The covered
+// prefix is checked lazily, but always before anything is appended after
+// it: the first Append, the first Read that starts inside it, or Verify
+// reads every frame of it with the recovery rules (checksum, payload,
+// dense sequences, exactly through records) and builds its sparse index.
+// Damage there refuses the session as a whole, as damage found at open
+// does: that call and every later Next, Read, Append and Subscribe answer
+// the *DamagedError naming the file and offset, nothing is rewritten, and
+// the next open (which cannot trust the prefix either) refuses it again.
+// A checkpoint that does not match is ignored and every frame is read.
 //
 // # Compatibility
 //

@@ -376,6 +376,11 @@ func (fs *FileStore) Append(ctx context.Context, id string, expectedNext uint64,
 		return err
 	}
 	defer fs.release(s)
+	// Nothing is appended after a prefix that was never checked since open.
+	if err := fs.verifyCold(s); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	if expectedNext != s.reservedNext {
 		next := s.reservedNext
 		s.mu.Unlock()
@@ -462,7 +467,7 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 		return nil, nil
 	}
 	if s.cold.seq != 0 && after+1 < s.cold.seq {
-		if err := fs.indexCold(s); err != nil {
+		if err := fs.verifyCold(s); err != nil {
 			s.mu.Unlock()
 			return nil, err
 		}
@@ -655,6 +660,42 @@ func (s *session) seek(seq uint64) indexEntry {
 	return e
 }
 
+// verifyCold checks the prefix a checkpoint vouched for at open, when it
+// has not been read yet (indexCold). A damaged prefix refuses the whole
+// session from then on, exactly as damage found at open does: every
+// later call answers its *DamagedError and nothing is appended. s.mu is
+// held.
+func (fs *FileStore) verifyCold(s *session) error {
+	if s.cold.seq == 0 {
+		return nil
+	}
+	err := fs.indexCold(s)
+	var de *DamagedError
+	if errors.As(err, &de) {
+		s.resetIndex()
+		s.state, s.damage = stateDamaged, de
+		return de
+	}
+	return err
+}
+
+// Verify opens session id and checks every frame of its journal that was
+// not checked since the store opened (the prefix its checkpoint vouched
+// for), so that damage there is found before anything depends on it. It
+// answers the session's *DamagedError when the journal is damaged.
+func (fs *FileStore) Verify(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s, err := fs.readySession(id)
+	if err != nil {
+		return err
+	}
+	defer fs.release(s)
+	defer s.mu.Unlock()
+	return fs.verifyCold(s)
+}
+
 // indexCold reads the prefix a checkpoint vouched for at open, checking
 // every frame as recovery would, and completes the sparse index. s.mu is
 // held.
@@ -695,7 +736,10 @@ func (fs *FileStore) indexCold(s *session) error {
 		f.Close()
 	}
 	if expect != s.cold.seq {
-		return fmt.Errorf("journal: read %s: checkpoint prefix holds %d records, want %d: %w", s.id, expect-1, s.cold.seq-1, ErrDamaged)
+		seg := s.segs[s.cold.seg]
+		path := filepath.Join(s.dir, "journal", segmentName(seg.first))
+		return fmt.Errorf("journal: read %s: %w", path, &DamagedError{Session: s.id, File: path, Offset: s.cold.off,
+			Reason: fmt.Sprintf("the checkpoint's prefix holds %d records, want %d", expect-1, s.cold.seq-1)})
 	}
 	for _, e := range s.index {
 		if e.seq >= s.cold.seq {
