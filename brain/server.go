@@ -48,6 +48,9 @@ type Server struct {
 	https  []*http.Server
 	closed bool // Close stopped the listeners
 
+	stopVerify context.CancelFunc
+	verified   chan struct{}
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -152,7 +155,51 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
+	vctx, cancel := context.WithCancel(context.Background())
+	s.stopVerify, s.verified = cancel, make(chan struct{})
+	go s.verifyJournals(vctx)
 	return s, nil
+}
+
+// verifyJournals checks every session's journal once after start, the
+// prefixes checkpoints vouch for included, and logs each damaged session
+// with its file and offset, then one line listing them all. A damaged
+// session is refused by the journal from then on; until its check, it is
+// still checked before anything is appended to it. Backends whose journal
+// cannot verify (it checks every record on open) are skipped.
+func (s *Server) verifyJournals(ctx context.Context) {
+	defer close(s.verified)
+	v, ok := s.store.Journal.(interface {
+		Verify(ctx context.Context, id string) error
+	})
+	if !ok {
+		return
+	}
+	ids, err := s.store.Journal.Sessions(ctx)
+	if err != nil {
+		s.log.Warn("journal check: list sessions", "err", err)
+		return
+	}
+	var damaged []string
+	for _, id := range ids {
+		err := v.Verify(ctx, id)
+		if ctx.Err() != nil {
+			return
+		}
+		var de *journal.DamagedError
+		switch {
+		case errors.As(err, &de):
+			damaged = append(damaged, id)
+			s.log.Error("session journal damaged; the session is refused", "session", id, "file", de.File, "offset", de.Offset, "reason", de.Reason)
+		case err != nil && !errors.Is(err, journal.ErrNotFound):
+			s.log.Warn("journal check", "session", id, "err", err)
+		}
+	}
+	if len(damaged) > 0 {
+		s.log.Error("damaged sessions", "count", len(damaged), "sessions", strings.Join(damaged, " "))
+		return
+	}
+	s.log.Info("journals checked", "sessions", len(ids))
 }
 
 // operatorToken answers the token saved at path, or a new one saved there
@@ -289,6 +336,10 @@ func (s *Server) Drain() { s.api.Drain() }
 // outcome recorded. Close is idempotent.
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		if s.stopVerify != nil {
+			s.stopVerify()
+			<-s.verified
+		}
 		s.api.Drain()
 		err := s.engine.Close(ctx)
 		if werr := s.api.Wait(ctx); err == nil {

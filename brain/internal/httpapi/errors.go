@@ -3,7 +3,9 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -80,6 +82,13 @@ func ErrorOf(err error) *Error {
 	case errors.Is(err, journal.ErrOverloaded), errors.Is(err, idem.ErrClosed), errors.Is(err, session.ErrClosed):
 		return newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the server is overloaded or shutting down; retry later")
 	case errors.Is(err, journal.ErrDamaged):
+		var de *journal.DamagedError
+		if errors.As(err, &de) {
+			// The file's name, not its path: the log has the full path.
+			return newError(http.StatusInternalServerError, api.CodeInternal, fmt.Sprintf(
+				"the session's journal is damaged (%s, offset %d: %s); the session is refused until it is repaired",
+				filepath.Base(de.File), de.Offset, de.Reason))
+		}
 		return newError(http.StatusInternalServerError, api.CodeInternal, "the session's journal is damaged")
 	}
 	body := session.APIError(err)
@@ -101,6 +110,9 @@ func ErrorOf(err error) *Error {
 // WriteError answers err as an ApiError.
 func WriteError(w http.ResponseWriter, err error) {
 	e := ErrorOf(err)
+	if sw, ok := w.(*statusWriter); ok && errors.Is(err, journal.ErrDamaged) {
+		sw.err = err // logged with the request: it names the file and offset
+	}
 	b, _ := json.Marshal(e.Body)
 	writeRaw(w, e.Status, b)
 }

@@ -169,7 +169,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	s.mux.ServeHTTP(sw, r)
 	if sw.status >= 500 && sw.status != http.StatusServiceUnavailable {
-		s.log.Warn("request", "method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds())
+		args := []any{"method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds()}
+		if sw.err != nil {
+			args = append(args, "err", sw.err)
+		}
+		s.log.Warn("request", args...)
 	} else {
 		s.log.Debug("request", "method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds())
 	}
@@ -259,6 +263,7 @@ func (s *Server) CloseStreams() {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	err    error // what a 5xx answer reports, for the log
 }
 
 func (w *statusWriter) WriteHeader(code int) {
