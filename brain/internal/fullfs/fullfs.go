@@ -63,3 +63,16 @@ func mount(dir string, size int64) error {
 	}
 	return doMount(dir, size)
 }
+
+// Leave frees n bytes of the filler, so that small writes (a directory, an
+// empty file, a short frame) succeed while larger ones still fail.
+func (f *Filler) Leave(t testing.TB, n int64) {
+	t.Helper()
+	fi, err := os.Stat(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(f.path, max(fi.Size()-n, 0)); err != nil {
+		t.Fatal(err)
+	}
+}

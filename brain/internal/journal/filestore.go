@@ -122,6 +122,7 @@ type FileStore struct {
 	syncfsN     atomic.Int64
 	syncPointsN atomic.Int64
 	rounds      atomic.Int64
+	fault       atomic.Pointer[error] // the last failed round's error, until a round or probe succeeds
 	appended    atomic.Int64
 	openFiles   atomic.Int64
 
@@ -785,6 +786,43 @@ func (fs *FileStore) Subscribe(ctx context.Context, id string, after uint64, bac
 	sub := newSubscription(id, after, s.committedNext, backlog, read, unregister)
 	s.subs[sub] = struct{}{}
 	return sub, nil
+}
+
+// Healthy answers nil when the journal can write durably. After a failed
+// append it answers that failure until a later round commits, or until a
+// probe (a 64 KiB file written, fdatasync'd and removed in the commit log
+// directory, which Healthy tries then) succeeds.
+func (fs *FileStore) Healthy() error {
+	if fs.closed.Load() {
+		return ErrClosed
+	}
+	p := fs.fault.Load()
+	if p == nil {
+		return nil
+	}
+	if err := fs.probe(); err != nil {
+		return fmt.Errorf("%w: %w (probe: %w)", ErrWrite, *p, err)
+	}
+	fs.fault.CompareAndSwap(p, nil)
+	return nil
+}
+
+func (fs *FileStore) probe() error {
+	dir := filepath.Join(fs.dir, commitLogDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "probe.tmp")
+	defer os.Remove(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(make([]byte, 64<<10))
+	if err == nil {
+		err = fdatasync(f)
+	}
+	return errors.Join(err, f.Close())
 }
 
 // Sessions implements Store.
