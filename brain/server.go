@@ -152,6 +152,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		NextSequence:    s.store.Journal.Next,
 		Agentloops:      s.loops,
 		Bindings:        s.bindings,
+		Healthy:         s.healthy,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
@@ -159,6 +160,19 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.stopVerify, s.verified = cancel, make(chan struct{})
 	go s.verifyJournals(vctx)
 	return s, nil
+}
+
+// healthy answers why durable writes are failing, nil when they work:
+// /health/ready answers 503 while it is not nil.
+func (s *Server) healthy() error {
+	var errs []error
+	if h, ok := s.store.Journal.(interface{ Healthy() error }); ok {
+		errs = append(errs, h.Healthy())
+	}
+	if s.requests != nil {
+		errs = append(errs, s.requests.Healthy())
+	}
+	return errors.Join(errs...)
 }
 
 // verifyJournals checks every session's journal once after start, the

@@ -63,6 +63,8 @@ var (
 	errUnauthorized = newError(http.StatusUnauthorized, api.CodeUnauthorized, "a valid bearer token is required")
 	errDraining     = newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the server is shutting down and admits no new work")
 	errKey          = badRequest("idempotency-key must be between 1 and 256 bytes")
+	errStorage      = newError(http.StatusServiceUnavailable, api.CodeOverloaded,
+		"durable storage is failing (the disk may be full); the request was not carried out; retry later")
 )
 
 // ErrorOf converts any error to the Error answered for it.
@@ -79,6 +81,8 @@ func ErrorOf(err error) *Error {
 			"a request with this idempotency-key was accepted but its outcome was never recorded; inspect the session before choosing a new key")
 	case errors.Is(err, idem.ErrInvalidKey):
 		return errKey
+	case errors.Is(err, session.ErrUnavailable), errors.Is(err, idem.ErrWrite), errors.Is(err, journal.ErrWrite):
+		return errStorage
 	case errors.Is(err, journal.ErrOverloaded), errors.Is(err, idem.ErrClosed), errors.Is(err, session.ErrClosed):
 		return newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the server is overloaded or shutting down; retry later")
 	case errors.Is(err, journal.ErrDamaged):

@@ -43,6 +43,9 @@ type Options struct {
 	// Heartbeat is the interval of comment lines on idle streams; 0
 	// selects 15 s.
 	Heartbeat time.Duration
+	// Healthy, when set, answers why durable writes are failing (nil when
+	// they work); /health/ready answers 503 while it does.
+	Healthy func() error
 	// Logger receives request and error logs (nil: slog.Default()).
 	// Logs carry methods, routes, statuses and session ids, never
 	// headers or bodies.
@@ -126,6 +129,13 @@ func (s *Server) routes() {
 		if s.draining.Load() {
 			WriteError(w, errDraining)
 			return
+		}
+		if s.opts.Healthy != nil {
+			if err := s.opts.Healthy(); err != nil {
+				s.log.Warn("not ready: durable writes are failing", "err", err)
+				WriteError(w, errStorage)
+				return
+			}
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}))

@@ -561,7 +561,17 @@ func (c *Claim) finish(r *record, wait bool, answered func(*entry)) error {
 		}
 		r.AtMs = s.opts.Now().UnixMilli()
 		var n uint64
+		// A release that cannot be written still forgets the claim in
+		// memory: its request did not run, so a retry may run it, and the
+		// rewrite that recovers from the failure drops the claim from the
+		// file (until then, a restart finds it ambiguous).
+		forget := func() {
+			if answered == nil && s.entries[c.k] == e {
+				delete(s.entries, c.k)
+			}
+		}
 		if n, err = s.writeLocked(r); err != nil {
+			forget()
 			return
 		}
 		// The in-memory entry reflects every written record, so that a
@@ -579,6 +589,7 @@ func (c *Claim) finish(r *record, wait bool, answered func(*entry)) error {
 			s.mu.Lock()
 		}
 		if err != nil {
+			forget()
 			return
 		}
 		if e.released && s.entries[c.k] == e {
