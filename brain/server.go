@@ -144,6 +144,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Requests:        s.requests,
 		Token:           s.token,
 		MaxRequestBytes: cfg.MaxRequestBytes,
+		BodyReadTimeout: cfg.BodyReadTimeout,
 		MaxLiveBacklog:  cfg.MaxLiveBacklog,
 		Heartbeat:       cfg.Heartbeat,
 		Logger:          s.log,
@@ -309,10 +310,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("brain: %w", err)
 		}
 	}
+	// The connection bounds of httpapi/conn.go: headers, the whole
+	// request read, idle keep-alive, and open connections.
 	hs := &http.Server{
 		Handler:           s.api,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: httpapi.ReadHeaderTimeout,
+		ReadTimeout:       httpapi.ReadTimeout(s.cfg.BodyReadTimeout),
+		IdleTimeout:       httpapi.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
@@ -324,7 +328,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.https = append(s.https, hs)
 	s.mu.Unlock()
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(httpapi.LimitListener(ln, s.cfg.MaxConnections)) }()
 	select {
 	case err := <-served:
 		if errors.Is(err, http.ErrServerClosed) {

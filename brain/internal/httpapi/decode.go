@@ -14,28 +14,33 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/session"
 )
 
-// bodyReadTimeout bounds reading one request body.
-const bodyReadTimeout = 60 * time.Second
-
 // readBody reads the request body within the size limit. It answers 413
 // for a larger body.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	timeout := s.opts.BodyReadTimeout
+	if timeout <= 0 {
+		timeout = DefaultBodyTimeout
+	}
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
 	if r.ContentLength > s.opts.MaxRequestBytes {
+		closeUnread(w, r)
 		return nil, newError(http.StatusRequestEntityTooLarge, "invalid_request",
 			fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxRequestBytes))
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, newError(http.StatusRequestEntityTooLarge, "invalid_request",
-			fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxRequestBytes))
-	}
 	if err != nil {
+		// The rest of the body is not waited for: the answer goes out
+		// now and the connection is closed after it.
+		closeUnread(w, r)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, newError(http.StatusRequestEntityTooLarge, "invalid_request",
+				fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxRequestBytes))
+		}
 		return nil, badRequest("reading the request body failed")
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	return b, nil
 }
 

@@ -43,6 +43,15 @@
 // a method the grant does not list 403 not_granted. The agentloop routes
 // need Options.Agentloops, the environment routes Options.Bindings.
 //
+// # Connections
+//
+// conn.go states the connection bounds brain serve applies
+// (ReadHeaderTimeout, Options.BodyReadTimeout backed by ReadTimeout,
+// IdleTimeout, LimitListener): a body that does not arrive in time is
+// answered 400 at once and its connection closed, and a request that fails
+// authentication or goes to a health route is answered without reading
+// the body it announced, then its connection is closed.
+//
 // # Errors
 //
 // Every non-2xx answer is an api.ApiError, built by one function

@@ -43,6 +43,9 @@ type Options struct {
 	// Heartbeat is the interval of comment lines on idle streams; 0
 	// selects 15 s.
 	Heartbeat time.Duration
+	// BodyReadTimeout bounds reading a request body (0: 60 s); see
+	// ReadTimeout.
+	BodyReadTimeout time.Duration
 	// Healthy, when set, answers why durable writes are failing (nil when
 	// they work); /health/ready answers 503 while it does.
 	Healthy func() error
@@ -123,9 +126,15 @@ func New(opts Options) (*Server, error) {
 
 func (s *Server) routes() {
 	s.handleOpen("GET /health/live", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+			closeUnread(w, r)
+		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	s.handleOpen("GET /health/ready", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+			closeUnread(w, r)
+		}
 		if s.draining.Load() {
 			WriteError(w, errDraining)
 			return
@@ -198,6 +207,7 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		sum := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 {
+			closeUnread(w, r)
 			WriteError(w, errUnauthorized)
 			return
 		}
