@@ -289,6 +289,10 @@ func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 }
 
 func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *slog.Logger, stdout, stderr io.Writer) int {
+	if f.token != "" && strings.TrimSpace(f.token) == "" {
+		fmt.Fprintln(stderr, "brain serve: refusing a token of only white space (BRAIN_API_TOKEN / --token)")
+		return 2
+	}
 	if !loopback(f.listen) && (f.token == "" || f.noAuth) {
 		fmt.Fprintf(stderr, "brain serve: refusing to listen on non-loopback address %s without a token (set BRAIN_API_TOKEN; --no-auth is for loopback only)\n", f.listen)
 		return 1

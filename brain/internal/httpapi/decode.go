@@ -8,10 +8,12 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 // readBody reads the request body within the size limit. It answers 413
@@ -82,6 +84,13 @@ func decodeStrict(b []byte, v any) error {
 		}
 		return invalidField(err.Error())
 	}
+	// encoding/json keeps the last of duplicate members silently.
+	if at, key, dup := envapi.DuplicateKey(b); dup {
+		if at != "" {
+			key = at + "." + key
+		}
+		return badRequest(fmt.Sprintf("request body has the key %q twice", key))
+	}
 	return nil
 }
 
@@ -97,7 +106,12 @@ func sessionID(r *http.Request) (string, error) {
 // cursor answers the events cursor: the after query value, else
 // Last-Event-ID, else 0.
 func cursor(r *http.Request) (uint64, error) {
-	q := r.URL.Query()
+	// URL.Query drops what it cannot decode ("after=%zz" would read as
+	// no cursor); a malformed query is refused instead.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return 0, badRequest("the query string is malformed")
+	}
 	if q.Has("after") {
 		n, err := strconv.ParseUint(q.Get("after"), 10, 64)
 		if err != nil {
