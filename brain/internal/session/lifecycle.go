@@ -327,6 +327,12 @@ func (s *sess) operationLocked(ctx context.Context, decl api.Environment, bindin
 		s.creds[owner] = cred
 	}
 	grant, done := s.openControllerLocked(ctx, decl, binding, seq, b)
+	authorized := decl
+	for _, d := range s.st.Config.Environments {
+		if d.Name == owner {
+			authorized = d
+		}
+	}
 	return Operation{
 		Operation: envapi.Operation{
 			SessionID: s.id, Environment: decl.Name, Sequence: seq, Request: req,
@@ -336,6 +342,7 @@ func (s *sess) operationLocked(ctx context.Context, decl api.Environment, bindin
 			Context:       grant,
 		},
 		Declaration: decl,
+		Authorized:  authorized,
 		Credential:  cred,
 		ContextDone: done,
 	}
