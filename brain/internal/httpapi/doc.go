@@ -90,8 +90,12 @@
 // sends the committed events after the cursor (after=N, else Last-Event-ID,
 // else 0), then follows new commits. A recorded event is the frame
 // "id: <sequence>", "event: <event_type>", "data: <Event JSON>"; a live
-// model frame has no id line. The stream ends after session_ended or
-// session_creation_failed, when the subscriber lags more than
+// model frame has no id line. The live frames of a model call
+// (model_request, model_output, model_usage; best effort, dropped for a
+// slow reader) come after the model_call_started event they name in
+// model_call_sequence and before that call's model_call_ended or
+// model_call_failed (session.Subscription). The stream ends after
+// session_ended or session_creation_failed, when the subscriber lags more than
 // Options.MaxLiveBacklog records behind (it reconnects with its cursor), and
 // on drain. Comment lines keep idle streams open.
 //
