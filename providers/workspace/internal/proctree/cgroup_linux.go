@@ -19,9 +19,13 @@ import (
 // cgroup's cgroup.procs, so one write to cgroup.kill reaches processes
 // that left the process group, the parent chain and the environment.
 type cgroup struct {
-	dir string
-	fd  *os.File // open until the leader has started in it
+	dir    string
+	fd     *os.File // open until the leader has started in it
+	killed bool     // cgroup.kill was written: never reused (see remove)
 }
+
+// scanOnly turns cgroups off, for the benchmark that compares the two.
+var scanOnly bool
 
 // cgroupBase is the directory under which runs get their cgroups: the
 // cgroup v2 of this process, when the kernel offers cgroup.kill there and
@@ -39,8 +43,39 @@ var cgroupBase = sync.OnceValue(func() string {
 	if _, err := os.Stat(filepath.Join(probe, "cgroup.kill")); err != nil {
 		return ""
 	}
+	removeStale(base)
 	return base
 })
+
+// removeStale removes the empty cgroups of processes that are gone (a
+// provider killed with its pool of free cgroups).
+func removeStale(base string) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		var pid, n int
+		if _, err := fmt.Sscanf(e.Name(), "proctree-%d-%d", &pid, &n); err != nil || !e.IsDir() || pid == os.Getpid() {
+			continue
+		}
+		if syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
+			continue // still running
+		}
+		_ = syscall.Rmdir(filepath.Join(base, e.Name())) // EBUSY when not empty: left alone
+	}
+}
+
+// freeCgroups keeps the empty cgroups of finished runs for the next ones:
+// creating and removing a cgroup costs more than the run of a short
+// command.
+var freeCgroups struct {
+	sync.Mutex
+	dirs []string
+	n    int
+}
+
+const maxFreeCgroups = 16
 
 // ownCgroupDir finds this process's cgroup v2 directory from
 // /proc/self/cgroup ("0::/path") and the cgroup2 mount in
@@ -88,15 +123,27 @@ func ownCgroupDir() (string, error) {
 	return "", errors.New("no cgroup2 mount shows this process's cgroup")
 }
 
-// newCgroup creates the cgroup of run id, or returns nil when cgroups are
-// not available to this process.
-func newCgroup(id string) *cgroup {
+// newCgroup answers an empty cgroup for a run (a free one, else a new
+// one), or nil when cgroups are not available to this process.
+func newCgroup() *cgroup {
+	if scanOnly {
+		return nil
+	}
 	base := cgroupBase()
 	if base == "" {
 		return nil
 	}
-	dir := filepath.Join(base, "proctree-"+id)
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	f := &freeCgroups
+	f.Lock()
+	var dir string
+	if n := len(f.dirs); n > 0 {
+		dir, f.dirs = f.dirs[n-1], f.dirs[:n-1]
+	} else {
+		f.n++
+		dir = filepath.Join(base, fmt.Sprintf("proctree-%d-%d", os.Getpid(), f.n))
+	}
+	f.Unlock()
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil
 	}
 	fd, err := os.Open(dir)
@@ -123,7 +170,12 @@ func (c *cgroup) started() {
 }
 
 // kill kills every process of the cgroup and waits until it is empty.
+// An empty cgroup (the common end of a command) costs one read.
 func (c *cgroup) kill(ctx context.Context) error {
+	if populated, err := c.populated(); err == nil && !populated && !c.killed {
+		return nil
+	}
+	c.killed = true
 	if err := os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0); err != nil {
 		return fmt.Errorf("kill cgroup %s: %w", c.dir, err)
 	}
@@ -166,6 +218,24 @@ func (c *cgroup) populated() (bool, error) {
 // below it.
 func (c *cgroup) remove() error {
 	c.started()
+	// An empty cgroup without children is kept for the next run, unless
+	// it was killed: some kernels kill every process later started into
+	// a cgroup that was once killed (the fork compares the cgroup's kill
+	// count with the parent's).
+	if populated, err := c.populated(); err == nil && !populated && !c.killed {
+		if entries, err := os.ReadDir(c.dir); err == nil && !hasSubdir(entries) {
+			f := &freeCgroups
+			f.Lock()
+			keep := len(f.dirs) < maxFreeCgroups
+			if keep {
+				f.dirs = append(f.dirs, c.dir)
+			}
+			f.Unlock()
+			if keep {
+				return nil
+			}
+		}
+	}
 	var dirs []string
 	_ = filepath.WalkDir(c.dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
@@ -187,4 +257,13 @@ func (c *cgroup) remove() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func hasSubdir(entries []os.DirEntry) bool {
+	for _, e := range entries {
+		if e.IsDir() {
+			return true
+		}
+	}
+	return false
 }

@@ -10,7 +10,7 @@ import (
 // cgroup does not exist outside Linux; newCgroup always returns nil.
 type cgroup struct{}
 
-func newCgroup(string) *cgroup              { return nil }
+func newCgroup() *cgroup                    { return nil }
 func (*cgroup) attach(*syscall.SysProcAttr) {}
 func (*cgroup) started()                    {}
 func (*cgroup) kill(context.Context) error  { return nil }

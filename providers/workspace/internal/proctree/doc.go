@@ -7,7 +7,10 @@
 // a fresh cgroup of its own (clone3 with CLONE_INTO_CGROUP), so every
 // descendant is born in it and cannot leave it from user space without
 // write access to another cgroup. A kill writes cgroup.kill and waits until
-// the cgroup is empty; the cgroup is removed when Run returns. This catches
+// the cgroup is empty. When Run returns, an empty cgroup that was never
+// killed is kept for a later run (creating one costs more than a short
+// command), any other is removed; empty cgroups left by a process that
+// died are removed by the next one. This catches
 // a process that forked, called setsid, forked again and exec'd with an
 // empty environment after its parent exited.
 //

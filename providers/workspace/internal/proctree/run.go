@@ -99,7 +99,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	// The leader starts inside a fresh cgroup where the kernel offers one;
 	// when starting into it fails, it starts without (a failed start runs
 	// nothing, so the second attempt cannot run the program twice).
-	cg := newCgroup(hex.EncodeToString(id[:]))
+	cg := newCgroup()
 	cmd, p, err := start(s, marker, cg)
 	if err != nil && cg != nil {
 		_ = cg.remove()

@@ -271,3 +271,23 @@ func TestSetsidForkEmptyEnvEscapeIsKilled(t *testing.T) {
 		}
 	})
 }
+
+// A run stopped by a kill and the runs after it: cgroups are reused only
+// when they were never killed, so a later run is not killed at its start.
+func TestRunAfterKilledRunIsNotKilled(t *testing.T) {
+	for range 3 {
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		_, err := Run(ctx, sh(`sleep 30 & sleep 30`))
+		cancel()
+		var se *StoppedError
+		if !errors.As(err, &se) {
+			t.Fatalf("Run = %v, want *StoppedError", err)
+		}
+		for range 3 {
+			res, err := Run(t.Context(), sh(`exit 3`))
+			if err != nil || res.ExitCode != 3 {
+				t.Fatalf("run after a killed run = %+v, %v; want exit code 3", res, err)
+			}
+		}
+	}
+}
