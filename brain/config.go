@@ -58,6 +58,13 @@ type Config struct {
 	RequestRetention time.Duration `validate:"gte=-1ns" env:"BRAIN_REQUEST_RETENTION_SECS"`
 	// MaxRequestBytes bounds request bodies (0: 32 MiB).
 	MaxRequestBytes int64 `validate:"gte=0" env:"BRAIN_MAX_REQUEST_BYTES"`
+	// BodyReadTimeout bounds how long a request body may take to arrive
+	// (0: 60 s); then the request is answered 400 and its connection
+	// closed. Serve bounds the whole request read to match.
+	BodyReadTimeout time.Duration `validate:"gte=0s" env:"BRAIN_REQUEST_BODY_TIMEOUT_SECS"`
+	// MaxConnections bounds the connections Serve keeps open at once (0:
+	// 1024); further clients wait in the listen backlog.
+	MaxConnections int `validate:"gte=0" env:"BRAIN_MAX_CONNECTIONS"`
 	// MaxLiveBacklog is how far an event stream may lag before it ends
 	// (0: 1024 records).
 	MaxLiveBacklog int `validate:"gte=0" env:"BRAIN_MAX_LIVE_BACKLOG"`

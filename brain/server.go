@@ -50,6 +50,9 @@ type Server struct {
 	https  []*http.Server
 	closed bool // Close stopped the listeners
 
+	stopVerify context.CancelFunc
+	verified   chan struct{}
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -152,6 +155,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Requests:        s.requests,
 		Token:           s.token,
 		MaxRequestBytes: cfg.MaxRequestBytes,
+		BodyReadTimeout: cfg.BodyReadTimeout,
 		MaxLiveBacklog:  cfg.MaxLiveBacklog,
 		Heartbeat:       cfg.Heartbeat,
 		Logger:          s.log,
@@ -161,11 +165,69 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Agentloops:      s.loops,
 		Bindings:        s.bindings,
 		Hosts:           s.hosts,
+		Healthy:         s.healthy,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
 	s.hosts.Attach(s.engine)
+	vctx, cancel := context.WithCancel(context.Background())
+	s.stopVerify, s.verified = cancel, make(chan struct{})
+	go s.verifyJournals(vctx)
 	return s, nil
+}
+
+// healthy answers why durable writes are failing, nil when they work:
+// /health/ready answers 503 while it is not nil.
+func (s *Server) healthy() error {
+	var errs []error
+	if h, ok := s.store.Journal.(interface{ Healthy() error }); ok {
+		errs = append(errs, h.Healthy())
+	}
+	if s.requests != nil {
+		errs = append(errs, s.requests.Healthy())
+	}
+	return errors.Join(errs...)
+}
+
+// verifyJournals checks every session's journal once after start, the
+// prefixes checkpoints vouch for included, and logs each damaged session
+// with its file and offset, then one line listing them all. A damaged
+// session is refused by the journal from then on; until its check, it is
+// still checked before anything is appended to it. Backends whose journal
+// cannot verify (it checks every record on open) are skipped.
+func (s *Server) verifyJournals(ctx context.Context) {
+	defer close(s.verified)
+	v, ok := s.store.Journal.(interface {
+		Verify(ctx context.Context, id string) error
+	})
+	if !ok {
+		return
+	}
+	ids, err := s.store.Journal.Sessions(ctx)
+	if err != nil {
+		s.log.Warn("journal check: list sessions", "err", err)
+		return
+	}
+	var damaged []string
+	for _, id := range ids {
+		err := v.Verify(ctx, id)
+		if ctx.Err() != nil {
+			return
+		}
+		var de *journal.DamagedError
+		switch {
+		case errors.As(err, &de):
+			damaged = append(damaged, id)
+			s.log.Error("session journal damaged; the session is refused", "session", id, "file", de.File, "offset", de.Offset, "reason", de.Reason)
+		case err != nil && !errors.Is(err, journal.ErrNotFound):
+			s.log.Warn("journal check", "session", id, "err", err)
+		}
+	}
+	if len(damaged) > 0 {
+		s.log.Error("damaged sessions", "count", len(damaged), "sessions", strings.Join(damaged, " "))
+		return
+	}
+	s.log.Info("journals checked", "sessions", len(ids))
 }
 
 // operatorToken answers the token saved at path, or a new one saved there
@@ -261,10 +323,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("brain: %w", err)
 		}
 	}
+	// The connection bounds of httpapi/conn.go: headers, the whole
+	// request read, idle keep-alive, and open connections.
 	hs := &http.Server{
 		Handler:           s.api,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: httpapi.ReadHeaderTimeout,
+		ReadTimeout:       httpapi.ReadTimeout(s.cfg.BodyReadTimeout),
+		IdleTimeout:       httpapi.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
@@ -276,7 +341,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.https = append(s.https, hs)
 	s.mu.Unlock()
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(httpapi.LimitListener(ln, s.cfg.MaxConnections)) }()
 	select {
 	case err := <-served:
 		if errors.Is(err, http.ErrServerClosed) {
@@ -302,6 +367,10 @@ func (s *Server) Drain() { s.api.Drain() }
 // outcome recorded. Close is idempotent.
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		if s.stopVerify != nil {
+			s.stopVerify()
+			<-s.verified
+		}
 		s.api.Drain()
 		err := s.engine.Close(ctx)
 		if werr := s.api.Wait(ctx); err == nil {

@@ -403,3 +403,64 @@ func TestDrain(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckpointPrefixDamageRefusesSession flips a byte inside the journal
+// prefix a checkpoint vouches for (so the open does not read it): the
+// session is still refused as a whole. The startup check logs it with its
+// file and offset and lists it, reads answer an error naming the offset,
+// nothing is appended after the damage, and other sessions work.
+func TestCheckpointPrefixDamageRefusesSession(t *testing.T) {
+	s := start(t, "")
+	bad := s.create().SessionID
+	good := s.create().SessionID
+	ckpt := filepath.Join(s.DataDir, "sessions", bad, "checkpoint")
+	for i := 0; ; i++ {
+		if r := s.send(bad, "turn"); r.Status != 200 {
+			t.Fatalf("send = %d %s", r.Status, r.Body)
+		}
+		if _, err := os.Stat(ckpt); err == nil {
+			break
+		}
+		if i > 100 {
+			t.Fatalf("no checkpoint after %d turns", i)
+		}
+	}
+	s.send(good, "y")
+	s.stop()
+	seg := firstSegment(t, s.DataDir, bad)
+	b, _ := os.ReadFile(seg)
+	b[20] ^= 0xff // inside the first frame's payload, far before the checkpoint's end
+	os.WriteFile(seg, b, 0o600)
+
+	s2 := start(t, s.DataDir)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(s2.stderr.String(), "damaged sessions") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no startup line lists the damaged session:\n%s", s2.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	logs := s2.stderr.String()
+	if !strings.Contains(logs, bad) || !strings.Contains(logs, seg) || !strings.Contains(logs, "offset=0") {
+		t.Errorf("the log does not name %s, %s and its offset:\n%s", bad, seg, logs)
+	}
+	if r := s2.do("GET", "/v1/sessions/"+bad+"/events?after=0", ""); r.Status != 500 || !strings.Contains(string(r.Body), "offset 0") {
+		t.Errorf("events of the damaged session = %d %s", r.Status, r.Body)
+	}
+	if r := s2.send(bad, "more"); r.Status < 500 {
+		t.Errorf("send to the damaged session = %d %s", r.Status, r.Body)
+	}
+	if ids := listIDs(t, s2); len(ids) != 1 || ids[0] != good {
+		t.Errorf("list = %v, want only %s", ids, good)
+	}
+	if r := s2.send(good, "still works"); r.Status != 200 {
+		t.Fatalf("healthy session = %d %s", r.Status, r.Body)
+	}
+	for _, p := range segments(t, s2.DataDir, bad) {
+		if p == seg {
+			if after, _ := os.ReadFile(p); string(after) != string(b) {
+				t.Errorf("the damaged segment was rewritten or appended to")
+			}
+		}
+	}
+}

@@ -120,6 +120,9 @@ func strict(data []byte, v any, path string) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return &FieldError{Field: path, Reason: "unexpected data after the JSON value"}
 	}
+	if at, key, dup := DuplicateKey(data); dup {
+		return &FieldError{Field: join(path, at), Reason: "duplicate key " + strconv.Quote(key)}
+	}
 	return validateStruct(v, path)
 }
 

@@ -27,15 +27,16 @@ func (p *Provider) Handler(token string) http.Handler {
 
 // Command implements
 //
-//	brain env docker --listen 127.0.0.1:8093 --state DIR [--token T]
+//	brain env docker --listen 127.0.0.1:8093 --state DIR (--token T | --no-auth)
 //	                 (--profiles FILE | --image IMAGE [profile flags])
 //	                 [--gc-older-than D]
 //	brain env docker gc --state DIR --older-than D
 //
 // The first serves the provider until ctx ends, after a GC of the
 // instance's leftovers; the second removes leftovers and exits. The token
-// may also come from BRAIN_ENV_TOKEN; without one the provider serves
-// without authentication, which is refused on a non-loopback address.
+// may also come from BRAIN_ENV_TOKEN; without one the provider refuses to
+// start unless --no-auth asks to serve without authentication, which is
+// refused on a non-loopback address.
 // --image and its companion flags define the profile "default" when no
 // profiles file is given.
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {

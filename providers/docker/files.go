@@ -26,7 +26,8 @@ case "$r" in /workspace|/workspace/*) ;; *) exit 45;; esac; }
 `
 
 // readScript prints the size of $1 on stderr, then up to $3 bytes from
-// offset $2 on stdout.
+// offset $2 on stdout; anything but a regular file (a FIFO, a device) is
+// refused before it is opened.
 const readScript = scriptPrelude + `p=$1
 [ -e "$p" ] || exit 44
 inside "$p"
@@ -35,13 +36,15 @@ wc -c <"$r" >&2 || exit 1
 tail -c +"$(($2 + 1))" "$r" | head -c "$3"`
 
 // writeScript writes stdin to $1 (appending when $2 is 1), creating
-// parent directories after checking the deepest existing one.
+// parent directories after checking the deepest existing one. It refuses
+// an existing target that is not a regular file (a directory, a FIFO that
+// would block the open, a device), following links as the open would.
 const writeScript = scriptPrelude + `p=$1
 a=$(dirname "$p")
 while [ ! -e "$a" ] && [ ! -L "$a" ]; do a=$(dirname "$a"); done
 inside "$a"
 if [ -L "$p" ]; then inside "$p"; fi
-[ -d "$p" ] && exit 46
+if [ -e "$p" ] && [ ! -f "$p" ]; then exit 46; fi
 mkdir -p "$(dirname "$p")" || exit 1
 if [ "$2" = 1 ]; then cat >>"$p"; else cat >"$p"; fi`
 

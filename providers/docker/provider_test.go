@@ -338,3 +338,32 @@ func TestDetachKeepsWorkspaceTeardownRemovesAll(t *testing.T) {
 	failure(t, h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "true"}), nil)), envapi.CodeUnavailable)
 	failure(t, h.post(c.Detach()), envapi.CodeUnavailable)
 }
+
+// A FIFO or a link to one is refused at once by every file tool: none opens
+// it, so none waits for a peer.
+func TestFileToolsRefuseSpecialFiles(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "")
+	c := h.commands()
+	h.setup(c, "")
+	h.shell(c, "mkfifo p && ln -s p link")
+	deadline := int64(20_000)
+	cases := []struct {
+		name string
+		in   any
+	}{
+		{toolset.ToolRead, toolset.ReadInput{Path: "p"}},
+		{toolset.ToolRead, toolset.ReadInput{Path: "link"}},
+		{toolset.ToolWrite, toolset.WriteInput{Path: "p", Content: "x"}},
+		{toolset.ToolWrite, toolset.WriteInput{Path: "link", Content: "x", Append: true}},
+		{toolset.ToolEdit, toolset.EditInput{Path: "p", Old: "a", New: "b"}},
+		{toolset.ToolList, toolset.ListInput{Path: "p"}},
+	}
+	for _, tc := range cases {
+		start := time.Now()
+		failure(t, h.post(c.Execute(tool(tc.name), mustJSON(tc.in), &deadline)), envapi.CodeInvalidInput)
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s %+v refused after %v", tc.name, tc.in, d)
+		}
+	}
+}

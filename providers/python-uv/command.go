@@ -42,15 +42,16 @@ func (p projectFlags) Set(v string) error {
 
 // Command implements
 //
-//	brain env python-uv --listen 127.0.0.1:8092 --config FILE [--token T]
+//	brain env python-uv --listen 127.0.0.1:8092 --config FILE (--token T | --no-auth)
 //	                    [--project NAME=DIR:MODULE[:SETUP]]... [--uv PATH]
 //	                    [--python REQUEST] [--cache-dir DIR] [--prepare]
 //
 // Flags override the configuration file; --project adds or replaces a
 // project. It prints the URL it serves, serves until ctx ends, then stops
 // gracefully, and returns the process exit status. The token may also come
-// from BRAIN_ENV_TOKEN; without one it serves without authentication, which
-// is refused on an address that is not loopback. SIGHUP re-reads the
+// from BRAIN_ENV_TOKEN; without one it refuses to start unless --no-auth
+// asks to serve without authentication, which is refused on an address that
+// is not loopback. SIGHUP re-reads the
 // configuration (Provider.Reload). --prepare prepares every project at
 // start instead of on first use.
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -78,7 +78,7 @@
 //
 // Command implements
 //
-//	brain env python-uv --listen 127.0.0.1:8092 --config FILE [--token T]
+//	brain env python-uv --listen 127.0.0.1:8092 --config FILE (--token T | --no-auth)
 //
 // New, Reload, Prepare and Close are the programmatic surface; serve a
 // Provider with envsdk.NewHandler.

@@ -17,14 +17,16 @@ const TokenEnv = serve.TokenEnv
 
 // Command implements
 //
-//	brain env workspace --listen 127.0.0.1:8091 --root DIR [--token T]
+//	brain env workspace --listen 127.0.0.1:8091 --root DIR (--token T | --no-auth)
 //	                    [--allow any|prog,prog] [--output-limit N]
 //	                    [--max-bytes N] [--max-files N] [--timeout D] [--release keep|wipe]
 //
 // It serves the provider until ctx ends, then stops gracefully, and returns
-// the process exit status. The token may also come from BRAIN_ENV_TOKEN;
-// without one the provider serves without authentication, which is refused
-// on an address that is not loopback.
+// the process exit status. The token may also come from BRAIN_ENV_TOKEN.
+// Without one the provider refuses to start, since it would serve a shell
+// to anyone who can reach the address, unless --no-auth asks to serve
+// without authentication, which is refused on an address that is not
+// loopback and warned about on stderr.
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("brain env workspace", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -59,4 +60,64 @@ func TestCommandRejectsBadFlags(t *testing.T) {
 	if got := Command(t.Context(), []string{"--root", t.TempDir(), "--release", "burn", "--listen", "127.0.0.1:0"}, &out, &errb); got != 1 {
 		t.Errorf("bad release: exit %d", got)
 	}
+}
+
+func TestCommandRequiresTokenOrNoAuth(t *testing.T) {
+	t.Setenv(TokenEnv, "")
+	var out, errb bytes.Buffer
+	if got := Command(t.Context(), []string{"--listen", "127.0.0.1:0", "--root", t.TempDir()}, &out, &errb); got != 2 {
+		t.Fatalf("no token: exit %d, want 2 (stdout %q)", got, out.String())
+	}
+	if !strings.Contains(errb.String(), "--no-auth") || out.Len() != 0 {
+		t.Errorf("no token: stdout %q stderr %q", out.String(), errb.String())
+	}
+	errb.Reset()
+	if got := Command(t.Context(), []string{"--help"}, &out, &errb); got != 0 || !strings.Contains(errb.String(), "-no-auth") {
+		t.Errorf("--help: exit %d, %q", got, errb.String())
+	}
+	// --no-auth serves, with a warning, and accepts any request.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	var stderr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Command(ctx, []string{"--listen", "127.0.0.1:0", "--root", t.TempDir(), "--no-auth"}, pw, &stderr)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no start line: %v (stderr %s)", err, stderr.String())
+	}
+	_, rest, _ := strings.Cut(line, "http://")
+	url := "http://" + strings.Fields(rest)[0]
+	_, _, resp, err := envtest.Post(ctx, nil, url, "", envtest.NewCommands("s1", "workspace").Setup(nil))
+	if err != nil || resp.Receipt.Type != envapi.ReceiptAccepted {
+		t.Fatalf("setup without a token: %+v %v", resp, err)
+	}
+	if !strings.Contains(stderr.String(), "without authentication") {
+		t.Errorf("no warning: %q", stderr.String())
+	}
+	cancel()
+	if got := <-code; got != 0 {
+		t.Errorf("exit code %d", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -41,10 +41,14 @@
 //
 // # Stopping
 //
-// Every command runs in its own process group and is tracked by group,
-// parent chain and an inherited marker variable (see internal/proctree). At
-// the deadline, on cancel, and after the command exits, the whole tree is
-// killed with SIGKILL — including children that trap SIGTERM or call setsid.
+// Every command runs in its own process group and, where the kernel offers
+// cgroup v2 with cgroup.kill to the provider, in a cgroup of its own that
+// its descendants cannot leave; it is also tracked by group, parent chain
+// and an inherited marker variable (see internal/proctree). At the
+// deadline, on cancel, and after the command exits, the whole tree is
+// killed with SIGKILL — including children that trap SIGTERM, call setsid,
+// are reparented away and exec with an empty environment (the last only
+// with the cgroup).
 // A stopped command answers timeout or cancelled; if some process could not
 // be killed the first cause is kept with the evidence in
 // details.cleanup_error.

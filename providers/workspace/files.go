@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/toolset"
@@ -25,9 +26,9 @@ func runRead(k *call) (any, error) {
 	if fi.IsDir() {
 		return nil, invalidInput("%s is a directory; use the list tool", in.Path)
 	}
-	f, err := r.Open(p)
+	f, fi, err := openRegular(r, p, in.Path, os.O_RDONLY, 0)
 	if err != nil {
-		return nil, fsError(in.Path, err)
+		return nil, err
 	}
 	defer f.Close()
 	limit := int(in.Limited(int64(k.outputLimit())))
@@ -67,6 +68,9 @@ func runWrite(k *call) (any, error) {
 	defer r.Close()
 	grow, files := int64(len(data)), 1
 	if fi, err := r.Stat(p); err == nil {
+		if !fi.Mode().IsRegular() {
+			return nil, notRegular(in.Path, fi.Mode())
+		}
 		files = 0
 		if !in.Append {
 			grow -= fi.Size()
@@ -82,8 +86,8 @@ func runWrite(k *call) (any, error) {
 	if err := k.checkLimits(grow, files); err != nil {
 		return nil, err
 	}
-	if err := writeFile(r, p, data, in.Append); err != nil {
-		return nil, fsError(in.Path, err)
+	if err := writeFile(r, p, in.Path, data, in.Append); err != nil {
+		return nil, err
 	}
 	return toolset.WriteOutput{Bytes: len(data)}, nil
 }
@@ -108,31 +112,96 @@ func (k *call) open(in any, path *string) (*os.Root, string, fs.FileInfo, error)
 		r.Close()
 		return nil, "", nil, fsError(*path, err)
 	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() {
+		r.Close()
+		return nil, "", nil, notRegular(*path, fi.Mode())
+	}
 	return r, p, fi, nil
+}
+
+// notRegular refuses a tool on a FIFO, socket, device or other special file:
+// opening one can block forever or act on something outside the workspace.
+func notRegular(path string, mode fs.FileMode) error {
+	return invalidInput("%s is not a regular file or directory (%s)", path, kindOf(mode)).
+		WithDetails(map[string]string{"path": path, "type": kindOf(mode)})
+}
+
+func kindOf(mode fs.FileMode) string {
+	switch t := mode.Type(); {
+	case t&fs.ModeNamedPipe != 0:
+		return "fifo"
+	case t&fs.ModeSocket != 0:
+		return "socket"
+	case t&fs.ModeCharDevice != 0:
+		return "char_device"
+	case t&fs.ModeDevice != 0:
+		return "device"
+	case t&fs.ModeDir != 0:
+		return "dir"
+	case t == 0:
+		return "file"
+	}
+	return "other"
+}
+
+// openRegular opens p inside r (named name in failures) without ever
+// blocking in open: O_NONBLOCK makes a FIFO without a peer answer at once,
+// and the opened file is refused unless it is a regular file, so a file
+// swapped for a FIFO after a Stat is refused too. It returns the file and
+// its own Stat.
+func openRegular(r *os.Root, p, name string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
+	f, err := r.OpenFile(p, flag|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		if errors.Is(err, syscall.ENXIO) { // a FIFO opened for writing with no reader
+			return nil, nil, notRegular(name, fs.ModeNamedPipe)
+		}
+		return nil, nil, fsError(name, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fsError(name, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, notRegular(name, fi.Mode())
+	}
+	return f, fi, nil
 }
 
 func countSeparators(p string) int { return bytes.Count([]byte(p), []byte{filepath.Separator}) }
 
-// writeFile writes data to p inside r, creating parent directories.
-func writeFile(r *os.Root, p string, data []byte, appendTo bool) error {
+// writeFile writes data to p inside r (named name in failures), creating
+// parent directories; it refuses to write into anything but a regular file.
+func writeFile(r *os.Root, p, name string, data []byte, appendTo bool) error {
 	if dir := filepath.Dir(p); dir != "." {
 		if err := r.MkdirAll(dir, 0o755); err != nil {
-			return err
+			return fsError(name, err)
 		}
 	}
-	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	flag := os.O_WRONLY | os.O_CREATE
 	if appendTo {
-		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		flag |= os.O_APPEND
 	}
-	f, err := r.OpenFile(p, flag, 0o644)
+	f, _, err := openRegular(r, p, name, flag, 0o644)
 	if err != nil {
 		return err
 	}
+	if !appendTo {
+		// Truncate only once the file is known to be regular.
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return fsError(name, err)
+		}
+	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return err
+		return fsError(name, err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fsError(name, err)
+	}
+	return nil
 }
 
 func runList(k *call) (any, error) {
@@ -190,7 +259,12 @@ func runEdit(k *call) (any, error) {
 	if o := k.b.p.opts.MaxBytes; o >= 0 && fi.Size() > o {
 		return nil, envsdk.Failf(CodeLimitExceeded, "%s is larger than the workspace limit", in.Path)
 	}
-	data, err := r.ReadFile(p)
+	f, _, err := openRegular(r, p, in.Path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return nil, fsError(in.Path, err)
 	}
@@ -201,8 +275,8 @@ func runEdit(k *call) (any, error) {
 	if err := k.checkLimits(int64(len(edited)-len(data)), 0); err != nil {
 		return nil, err
 	}
-	if err := writeFile(r, p, edited, false); err != nil {
-		return nil, fsError(in.Path, err)
+	if err := writeFile(r, p, in.Path, edited, false); err != nil {
+		return nil, err
 	}
 	return toolset.EditOutput{Replacements: 1}, nil
 }

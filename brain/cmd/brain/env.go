@@ -18,6 +18,8 @@ providers:
   docker      hardened container environments on a Docker Engine ("brain env docker gc" reaps leftovers)
   python-uv   operator-selected Python projects prepared with uv
 
+Each provider requires the bearer token Brain presents (--token or
+BRAIN_ENV_TOKEN); --no-auth serves without authentication, on loopback only.
 Run "brain env <provider> --help" for the provider's flags.
 `
 

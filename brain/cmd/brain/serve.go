@@ -51,6 +51,7 @@ type serveFlags struct {
 	maxModelCalls, maxLiveBacklog               int
 	maxTurnSecs, maxToolSecs, idleTTLSecs       int64
 	retentionSecs, maxEmitted, maxRequestBytes  int64
+	bodyTimeoutSecs, maxConnections             int64
 	heartbeatSecs                               int64
 	idleTTLSet                                  bool
 
@@ -111,6 +112,8 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	i64(&f.idleTTLSecs, "session-idle-ttl-secs", "BRAIN_SESSION_IDLE_TTL_SECS", 0, "keep idle sessions in memory this long, 0 = forever; unset releases after each turn")
 	i64(&f.retentionSecs, "request-retention-secs", "BRAIN_REQUEST_RETENTION_SECS", 86400, "idempotency answer retention in seconds, 0 = forever")
 	i64(&f.maxRequestBytes, "max-request-bytes", "BRAIN_MAX_REQUEST_BYTES", 32<<20, "request body limit in bytes (413 above)")
+	i64(&f.bodyTimeoutSecs, "request-body-timeout-secs", "BRAIN_REQUEST_BODY_TIMEOUT_SECS", 60, "seconds a request body may take to arrive (400 and close after), at least 1")
+	i64(&f.maxConnections, "max-connections", "BRAIN_MAX_CONNECTIONS", 1024, "connections open at once; more wait in the listen backlog, at least 1")
 	i64(&backlog, "max-live-backlog", "BRAIN_MAX_LIVE_BACKLOG", 1024, "records an event stream may lag before it ends, at least 1")
 	i64(&f.heartbeatSecs, "heartbeat-secs", "BRAIN_SSE_HEARTBEAT_SECS", 15, "comment interval of idle event streams in seconds")
 	f.maxModelCalls, f.maxLiveBacklog = int(calls), int(backlog)
@@ -239,6 +242,8 @@ func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 		Token:                f.token,
 		Logger:               log,
 		MaxRequestBytes:      f.maxRequestBytes,
+		BodyReadTimeout:      time.Duration(max(f.bodyTimeoutSecs, 1)) * time.Second,
+		MaxConnections:       int(max(f.maxConnections, 1)),
 		MaxLiveBacklog:       f.maxLiveBacklog,
 		Heartbeat:            time.Duration(f.heartbeatSecs) * time.Second,
 		RequestRetention:     durationOrNoLimit(f.retentionSecs),
@@ -298,6 +303,10 @@ func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 }
 
 func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *slog.Logger, stdout, stderr io.Writer) int {
+	if f.token != "" && strings.TrimSpace(f.token) == "" {
+		fmt.Fprintln(stderr, "brain serve: refusing a token of only white space (BRAIN_API_TOKEN / --token)")
+		return 2
+	}
 	if !loopback(f.listen) && (f.token == "" || f.noAuth) {
 		fmt.Fprintf(stderr, "brain serve: refusing to listen on non-loopback address %s without a token (set BRAIN_API_TOKEN; --no-auth is for loopback only)\n", f.listen)
 		return 1

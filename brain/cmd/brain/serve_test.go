@@ -222,3 +222,17 @@ func TestServeRunsWasmAgentloops(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesWhiteSpaceToken: a token of only white space would let
+// any client that sends one through, so serve does not start with it.
+func TestServeRefusesWhiteSpaceToken(t *testing.T) {
+	for _, tok := range []string{" ", "\t \n"} {
+		t.Setenv("BRAIN_API_TOKEN", tok)
+		var stderr bytes.Buffer
+		out := &lineWriter{lines: make(chan string, 64)}
+		code := run(t.Context(), []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "data")}, out, &stderr)
+		if code == 0 || !strings.Contains(stderr.String(), "white space") {
+			t.Errorf("token %q: exit %d, stderr %q", tok, code, stderr.String())
+		}
+	}
+}

@@ -179,7 +179,13 @@ func firstNonEmpty(a, b string) string {
 
 // deliver sends one operation once and decodes its receipt.
 func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
-	endpoint, credential, err := b.target(op.Declaration, op.Credential)
+	// The route and credential come from the declaration as authorised,
+	// never from a configuration given later.
+	decl := op.Authorized
+	if decl.Name == "" && decl.Driver == "" {
+		decl = op.Declaration
+	}
+	endpoint, credential, err := b.target(decl, op.Credential)
 	if err != nil {
 		return envapi.Receipt{}, fmt.Errorf("environment %s: %w", op.Environment, err)
 	}

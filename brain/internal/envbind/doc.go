@@ -17,7 +17,11 @@
 // is a route: Config.Routes (usually loaded from
 // BRAIN_ENVIRONMENT_ROUTES_FILE, a JSON object {"<driver>": {"endpoint",
 // "api_key"?}}) maps it, or the string field "driver" of the
-// configuration, to an endpoint and the operator's key; endpoints must be
+// configuration, to an endpoint and the operator's key. Only the
+// declaration as the session's creator made it selects the route and the
+// credential (session.Operation.Authorized; for an instance, its
+// template's): a configuration given later, to a control create or
+// update, cannot name another route. Endpoints must be
 // HTTPS or loopback HTTP. When no route matches, Config.BaseURL and
 // Config.APIKey (BRAIN_ENVIRONMENT_BASE_URL, BRAIN_ENVIRONMENT_API_KEY) are
 // the default route. The credential is sent as "Authorization: Bearer".

@@ -242,3 +242,42 @@ func TestTokensRevokedWhenClosed(t *testing.T) {
 	close(callDone)
 	waitGrants(0)
 }
+
+// TestRouteIsPinnedAtDeclaration: an operation whose current configuration
+// names another route (an instance's or an update's "driver") still goes
+// to the route its authorised declaration names, with that route's key;
+// the other route's endpoint and key are never used.
+func TestRouteIsPinnedAtDeclaration(t *testing.T) {
+	serve := func(key string, hits *atomic.Int64) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			body, _ := io.ReadAll(r.Body)
+			cmd, err := envapi.DecodeCommand(body)
+			if err != nil || r.Header.Get("Authorization") != "Bearer "+key {
+				http.Error(w, "bad", http.StatusUnauthorized)
+				return
+			}
+			_ = json.NewEncoder(w).Encode(envapi.NewResponse(cmd.Operation.Sequence, envapi.Accepted()))
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	var hitsA, hitsB atomic.Int64
+	a, bsrv := serve("key-a", &hitsA), serve("key-b", &hitsB)
+	b := testBinder(t, Config{Routes: map[string]Route{"a": {Endpoint: a.URL, APIKey: "key-a"}, "b": {Endpoint: bsrv.URL, APIKey: "key-b"}}})
+	authorized := api.Environment{Name: "tmpl", Driver: api.DriverBrain, Configuration: json.RawMessage(`{"driver":"a"}`),
+		Template: &api.EnvironmentTemplate{MaxInstances: 2}}
+	o := session.Operation{
+		Operation: envapi.Operation{SessionID: "ses_AAAAAAAAAAAAAAAAAAAA", Environment: "i1", Sequence: 4,
+			Request: envapi.Setup(json.RawMessage(`{"driver":"b"}`)), Binding: &envapi.EnvironmentRef{Name: "i1", Sequence: 4},
+			Configuration: json.RawMessage(`{"driver":"b"}`), Template: "tmpl"},
+		Declaration: api.Environment{Name: "i1", Driver: api.DriverBrain, Configuration: json.RawMessage(`{"driver":"b"}`)},
+		Authorized:  authorized,
+	}
+	if r, err := b.Deliver(context.Background(), o); err != nil || r.Type != envapi.ReceiptAccepted {
+		t.Fatalf("setup: %+v %v", r, err)
+	}
+	if hitsA.Load() != 1 || hitsB.Load() != 0 {
+		t.Fatalf("route a got %d operations, route b %d; want 1 and 0", hitsA.Load(), hitsB.Load())
+	}
+}

@@ -8,34 +8,41 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/envsdk/envapi"
 )
-
-// bodyReadTimeout bounds reading one request body.
-const bodyReadTimeout = 60 * time.Second
 
 // readBody reads the request body within the size limit. It answers 413
 // for a larger body.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	timeout := s.opts.BodyReadTimeout
+	if timeout <= 0 {
+		timeout = DefaultBodyTimeout
+	}
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
 	if r.ContentLength > s.opts.MaxRequestBytes {
+		closeUnread(w, r)
 		return nil, newError(http.StatusRequestEntityTooLarge, "invalid_request",
 			fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxRequestBytes))
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, newError(http.StatusRequestEntityTooLarge, "invalid_request",
-			fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxRequestBytes))
-	}
 	if err != nil {
+		// The rest of the body is not waited for: the answer goes out
+		// now and the connection is closed after it.
+		closeUnread(w, r)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, newError(http.StatusRequestEntityTooLarge, "invalid_request",
+				fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxRequestBytes))
+		}
 		return nil, badRequest("reading the request body failed")
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	return b, nil
 }
 
@@ -77,6 +84,13 @@ func decodeStrict(b []byte, v any) error {
 		}
 		return invalidField(err.Error())
 	}
+	// encoding/json keeps the last of duplicate members silently.
+	if at, key, dup := envapi.DuplicateKey(b); dup {
+		if at != "" {
+			key = at + "." + key
+		}
+		return badRequest(fmt.Sprintf("request body has the key %q twice", key))
+	}
 	return nil
 }
 
@@ -92,7 +106,12 @@ func sessionID(r *http.Request) (string, error) {
 // cursor answers the events cursor: the after query value, else
 // Last-Event-ID, else 0.
 func cursor(r *http.Request) (uint64, error) {
-	q := r.URL.Query()
+	// URL.Query drops what it cannot decode ("after=%zz" would read as
+	// no cursor); a malformed query is refused instead.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return 0, badRequest("the query string is malformed")
+	}
 	if q.Has("after") {
 		n, err := strconv.ParseUint(q.Get("after"), 10, 64)
 		if err != nil {

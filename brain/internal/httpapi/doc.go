@@ -9,7 +9,7 @@
 // # Routes
 //
 //	GET    /health/live                      204
-//	GET    /health/ready                     204, 503 while draining
+//	GET    /health/ready                     204, 503 while draining or while durable writes fail
 //	POST   /v1/sessions                      key; 200 SessionSummary
 //	GET    /v1/sessions                      200 SessionList
 //	GET    /v1/sessions/{id}                 200 SessionSummary
@@ -54,6 +54,15 @@
 // host routes Options.Hosts. A host's routes take that host's token only:
 // the server token is refused there, and the host token everywhere else.
 //
+// # Connections
+//
+// conn.go states the connection bounds brain serve applies
+// (ReadHeaderTimeout, Options.BodyReadTimeout backed by ReadTimeout,
+// IdleTimeout, LimitListener): a body that does not arrive in time is
+// answered 400 at once and its connection closed, and a request that fails
+// authentication or goes to a health route is answered without reading
+// the body it announced, then its connection is closed.
+//
 // # Errors
 //
 // Every non-2xx answer is an api.ApiError, built by one function
@@ -92,8 +101,12 @@
 // sends the committed events after the cursor (after=N, else Last-Event-ID,
 // else 0), then follows new commits. A recorded event is the frame
 // "id: <sequence>", "event: <event_type>", "data: <Event JSON>"; a live
-// model frame has no id line. The stream ends after session_ended or
-// session_creation_failed, when the subscriber lags more than
+// model frame has no id line. The live frames of a model call
+// (model_request, model_output, model_usage; best effort, dropped for a
+// slow reader) come after the model_call_started event they name in
+// model_call_sequence and before that call's model_call_ended or
+// model_call_failed (session.Subscription). The stream ends after
+// session_ended or session_creation_failed, when the subscriber lags more than
 // Options.MaxLiveBacklog records behind (it reconnects with its cursor), and
 // on drain. Comment lines keep idle streams open.
 //

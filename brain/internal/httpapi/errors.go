@@ -3,7 +3,9 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -61,6 +63,8 @@ var (
 	errUnauthorized = newError(http.StatusUnauthorized, api.CodeUnauthorized, "a valid bearer token is required")
 	errDraining     = newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the server is shutting down and admits no new work")
 	errKey          = badRequest("idempotency-key must be between 1 and 256 bytes")
+	errStorage      = newError(http.StatusServiceUnavailable, api.CodeOverloaded,
+		"durable storage is failing (the disk may be full); the request was not carried out; retry later")
 )
 
 // ErrorOf converts any error to the Error answered for it.
@@ -77,9 +81,18 @@ func ErrorOf(err error) *Error {
 			"a request with this idempotency-key was accepted but its outcome was never recorded; inspect the session before choosing a new key")
 	case errors.Is(err, idem.ErrInvalidKey):
 		return errKey
+	case errors.Is(err, session.ErrUnavailable), errors.Is(err, idem.ErrWrite), errors.Is(err, journal.ErrWrite):
+		return errStorage
 	case errors.Is(err, journal.ErrOverloaded), errors.Is(err, idem.ErrClosed), errors.Is(err, session.ErrClosed):
 		return newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the server is overloaded or shutting down; retry later")
 	case errors.Is(err, journal.ErrDamaged):
+		var de *journal.DamagedError
+		if errors.As(err, &de) {
+			// The file's name, not its path: the log has the full path.
+			return newError(http.StatusInternalServerError, api.CodeInternal, fmt.Sprintf(
+				"the session's journal is damaged (%s, offset %d: %s); the session is refused until it is repaired",
+				filepath.Base(de.File), de.Offset, de.Reason))
+		}
 		return newError(http.StatusInternalServerError, api.CodeInternal, "the session's journal is damaged")
 	}
 	body := session.APIError(err)
@@ -101,6 +114,9 @@ func ErrorOf(err error) *Error {
 // WriteError answers err as an ApiError.
 func WriteError(w http.ResponseWriter, err error) {
 	e := ErrorOf(err)
+	if sw, ok := w.(*statusWriter); ok && errors.Is(err, journal.ErrDamaged) {
+		sw.err = err // logged with the request: it names the file and offset
+	}
 	b, _ := json.Marshal(e.Body)
 	writeRaw(w, e.Status, b)
 }

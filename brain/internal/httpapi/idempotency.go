@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/brain-in-go/brain/brain/internal/idem"
+	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/session"
 )
 
@@ -78,11 +79,21 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 	var raw []byte
 	derivable := false
 	if err != nil {
-		if errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) || errors.Is(err, session.ErrInvalid) {
+		if errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) || errors.Is(err, session.ErrInvalid) ||
+			errors.Is(err, session.ErrUnavailable) {
 			if rerr := claim.Release(); rerr != nil {
 				s.log.Error("idempotency release", "scope", scope, "err", rerr)
 			}
 			WriteError(w, err)
+			return
+		}
+		if errors.Is(err, journal.ErrWrite) {
+			// Durable storage failed after the operation may have had an
+			// effect: its outcome is unknown. That 500 is never recorded
+			// as the key's answer; the key stays ambiguous.
+			claim.Abandon()
+			s.log.Error("operation failed on a journal write; its idempotency key stays ambiguous", "scope", scope, "err", err)
+			WriteError(w, idem.ErrAmbiguous)
 			return
 		}
 		e := ErrorOf(err)

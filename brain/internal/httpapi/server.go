@@ -44,6 +44,12 @@ type Options struct {
 	// Heartbeat is the interval of comment lines on idle streams; 0
 	// selects 15 s.
 	Heartbeat time.Duration
+	// BodyReadTimeout bounds reading a request body (0: 60 s); see
+	// ReadTimeout.
+	BodyReadTimeout time.Duration
+	// Healthy, when set, answers why durable writes are failing (nil when
+	// they work); /health/ready answers 503 while it does.
+	Healthy func() error
 	// Logger receives request and error logs (nil: slog.Default()).
 	// Logs carry methods, routes, statuses and session ids, never
 	// headers or bodies.
@@ -124,12 +130,25 @@ func New(opts Options) (*Server, error) {
 
 func (s *Server) routes() {
 	s.handleOpen("GET /health/live", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+			closeUnread(w, r)
+		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	s.handleOpen("GET /health/ready", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+			closeUnread(w, r)
+		}
 		if s.draining.Load() {
 			WriteError(w, errDraining)
 			return
+		}
+		if s.opts.Healthy != nil {
+			if err := s.opts.Healthy(); err != nil {
+				s.log.Warn("not ready: durable writes are failing", "err", err)
+				WriteError(w, errStorage)
+				return
+			}
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
@@ -176,7 +195,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	s.mux.ServeHTTP(sw, r)
 	if sw.status >= 500 && sw.status != http.StatusServiceUnavailable {
-		s.log.Warn("request", "method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds())
+		args := []any{"method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds()}
+		if sw.err != nil {
+			args = append(args, "err", sw.err)
+		}
+		s.log.Warn("request", args...)
 	} else {
 		s.log.Debug("request", "method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds())
 	}
@@ -191,6 +214,7 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		sum := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 {
+			closeUnread(w, r)
 			WriteError(w, errUnauthorized)
 			return
 		}
@@ -266,6 +290,7 @@ func (s *Server) CloseStreams() {
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	err    error // what a 5xx answer reports, for the log
 }
 
 func (w *statusWriter) WriteHeader(code int) {

@@ -29,6 +29,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = validateCreate(&req)
 	}
+	if err == nil {
+		err = presentCredentials(body)
+	}
 	if err != nil {
 		WriteError(w, err)
 		return

@@ -16,6 +16,26 @@ const maxSecretBytes = 16384
 
 // validateCreate checks the fields of a create request beyond its JSON
 // shape; the engine checks the cross references.
+// presentCredentials checks what the decoded request cannot show: a
+// credential given as "" (the field is omitempty, so "" reads as absent),
+// which the reference refuses (1..16384 bytes).
+func presentCredentials(body []byte) error {
+	var shadow struct {
+		Environments []struct {
+			Credential *string `json:"credential"`
+		} `json:"environments"`
+	}
+	if err := json.Unmarshal(body, &shadow); err != nil {
+		return nil // the strict decoder has already judged the body
+	}
+	for i, env := range shadow.Environments {
+		if env.Credential != nil && *env.Credential == "" {
+			return invalidField(fmt.Sprintf("environments[%d].credential must be 1 to 16384 bytes; omit it for none", i))
+		}
+	}
+	return nil
+}
+
 func validateCreate(req *api.CreateSessionRequest) error {
 	m := req.Model
 	if m.Provider == "" || m.Name == "" || strings.ContainsAny(m.Name, " \t\r\n") {

@@ -78,6 +78,20 @@
 // naming the offset, and nothing is rewritten, because forgetting a claim
 // could run a request twice.
 //
+// # Write failures
+//
+// A failed write or fdatasync (a full or failing disk) fails its call
+// with ErrWrite and every call after it, but does not stick: the next
+// call (or Healthy) first rewrites the whole file from the entries in
+// memory, as a compaction does, and goes on once that succeeds. What the
+// failure left in the old file (a partial frame, pages a failed flush may
+// have dropped) is thereby replaced. The entries in memory hold only what
+// is safe to make durable: a claim whose write or flush failed is
+// forgotten (its request did not run, so its key runs anew), and an
+// answer whose write failed is not recorded, so its key stays ambiguous,
+// in this process and after a restart. Healthy answers the failure while
+// the rewrite does not succeed.
+//
 // # Derivable answers
 //
 // A durable answer normally costs a flush after the operation, on top of

@@ -22,6 +22,11 @@ var (
 	ErrInvalidKey = errors.New("idem: invalid idempotency key")
 	ErrDamaged    = errors.New("idem: requests log is damaged")
 	ErrClosed     = errors.New("idem: store is closed")
+	// ErrWrite wraps a failed write or flush of the requests log: the
+	// disk is full or failing. It does not stick: the next use after one
+	// rewrites the log from memory (see doc.go) and goes on once that
+	// succeeds.
+	ErrWrite = errors.New("idem: requests log write failed")
 )
 
 // compactMinBytes is the smallest file the running store compacts.
@@ -76,7 +81,7 @@ type Store struct {
 	written uint64
 	synced  uint64
 	syncing bool
-	err     error // sticky write/sync failure
+	err     error // write/sync failure not yet recovered (see recoverLocked)
 	closed  bool
 }
 
@@ -293,19 +298,56 @@ func (s *Store) claim(ctx context.Context, r *record) (*Claim, *Answer, error) {
 	}
 }
 
-// usableLocked reports why the store cannot be used, if it cannot.
+// usableLocked reports why the store cannot be used, if it cannot. After
+// a failed write or flush it first tries to recover.
 func (s *Store) usableLocked() error {
 	if s.closed {
 		return ErrClosed
 	}
+	if s.err != nil {
+		s.recoverLocked()
+	}
 	return s.err
+}
+
+// recoverLocked clears a write or flush failure by rewriting the file
+// from the entries in memory (compactLocked: temporary file, fsync,
+// rename, directory fsync), so that whatever the failure left in the old
+// file (a partial frame, pages a failed fdatasync dropped) no longer
+// matters. Entries reflect only what succeeded or is conservative: a claim
+// whose write or flush failed was forgotten (its request never ran); an
+// answer whose write failed was not recorded, so its claim stays
+// ambiguous. When the rewrite fails too, the store stays failed with the
+// new error.
+func (s *Store) recoverLocked() {
+	for s.syncing {
+		s.cond.Wait()
+	}
+	if s.err == nil || s.closed {
+		return
+	}
+	if err := s.compactLocked(); err != nil {
+		s.err = fmt.Errorf("%w: %w", ErrWrite, err)
+		return
+	}
+	s.err = nil
+	s.cond.Broadcast()
+}
+
+// Healthy answers nil when the store can write durably: after a failed
+// write or flush it tries to recover first, and answers the failure while
+// that does not succeed.
+func (s *Store) Healthy() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.usableLocked()
 }
 
 // writeLocked appends r's frame and answers the write's ticket for waitSync.
 func (s *Store) writeLocked(r *record) (uint64, error) {
 	b := appendFrame(nil, r)
 	if _, err := s.f.Write(b); err != nil {
-		s.err = fmt.Errorf("idem: write %s: %w", s.path, err)
+		s.err = fmt.Errorf("%w: %w", ErrWrite, err) // err names the file
 		return 0, s.err
 	}
 	s.size += int64(len(b))
@@ -333,7 +375,7 @@ func (s *Store) waitSync(n uint64) error {
 		s.mu.Lock()
 		s.syncing = false
 		if err != nil {
-			s.err = fmt.Errorf("idem: sync %s: %w", s.path, err)
+			s.err = fmt.Errorf("%w: sync %s: %w", ErrWrite, s.path, err)
 		} else if target > s.synced {
 			s.synced = target
 		}
@@ -379,7 +421,7 @@ func (s *Store) maybeCompactLocked() {
 		s.cond.Wait()
 	}
 	if err := s.compactLocked(); err != nil {
-		s.err = err
+		s.err = fmt.Errorf("%w: %w", ErrWrite, err)
 	}
 	s.cond.Broadcast()
 }
@@ -483,6 +525,20 @@ func (c *Claim) answer(status int, body []byte, wait bool) error {
 	})
 }
 
+// Abandon ends the claim without an answer, for a request whose outcome is
+// unknown (it failed after it may have had an effect, and its answer could
+// not be made durable): the key answers ErrAmbiguous from then on, in this
+// process and after a restart, and the request never runs again.
+func (c *Claim) Abandon() {
+	c.once.Do(func() {
+		s, e := c.s, c.e
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		close(e.done)
+		e.done = nil
+	})
+}
+
 // Release durably forgets the claim of a request that did not run, so its
 // key may be used again.
 func (c *Claim) Release() error {
@@ -505,7 +561,17 @@ func (c *Claim) finish(r *record, wait bool, answered func(*entry)) error {
 		}
 		r.AtMs = s.opts.Now().UnixMilli()
 		var n uint64
+		// A release that cannot be written still forgets the claim in
+		// memory: its request did not run, so a retry may run it, and the
+		// rewrite that recovers from the failure drops the claim from the
+		// file (until then, a restart finds it ambiguous).
+		forget := func() {
+			if answered == nil && s.entries[c.k] == e {
+				delete(s.entries, c.k)
+			}
+		}
 		if n, err = s.writeLocked(r); err != nil {
+			forget()
 			return
 		}
 		// The in-memory entry reflects every written record, so that a
@@ -523,6 +589,7 @@ func (c *Claim) finish(r *record, wait bool, answered func(*entry)) error {
 			s.mu.Lock()
 		}
 		if err != nil {
+			forget()
 			return
 		}
 		if e.released && s.entries[c.k] == e {

@@ -13,7 +13,8 @@ import (
 
 // TestCheckpointSkipsPrefix: with a matching checkpoint, open reads only
 // the frames after the covered prefix (a flipped byte inside the prefix is
-// not noticed at open), and the first Read of the prefix verifies it.
+// not noticed at open), and the first Read of the prefix verifies it and
+// refuses the session.
 func TestCheckpointSkipsPrefix(t *testing.T) {
 	dir := t.TempDir()
 	fs := openT(t, dir, nil)
@@ -44,10 +45,11 @@ func TestCheckpointSkipsPrefix(t *testing.T) {
 	if _, err := fs.Read(bg, "s", 0, 0, 0); !errors.As(err, &de) || de.Offset != offs[2] {
 		t.Fatalf("Read of the damaged prefix = %v, want a *DamagedError at %d", err, offs[2])
 	}
-	// Appends go on; a session without a usable checkpoint is scanned in
-	// full and refused.
-	if err := fs.Append(bg, "s", 16, numbered(16, 1)); err != nil {
-		t.Fatal(err)
+	// The session is refused as a whole from then on: nothing is appended
+	// after the damage. Without a usable checkpoint it is scanned in full
+	// and refused at open.
+	if err := fs.Append(bg, "s", 16, numbered(16, 1)); !errors.As(err, &de) {
+		t.Fatalf("Append after the damaged prefix = %v, want a *DamagedError", err)
 	}
 	fs.Close()
 	os.Remove(filepath.Join(dir, "s", checkpointName))

@@ -420,3 +420,60 @@ func TestPagingMatchesOneRead(t *testing.T) {
 		}
 	}
 }
+
+// TestDamageInCheckpointPrefixRefusesSession flips a byte inside the prefix
+// a checkpoint vouches for: the open does not read it, but the session is
+// refused as a whole before anything is appended after it, and from the
+// first Read in it, with the file and offset named.
+func TestDamageInCheckpointPrefixRefusesSession(t *testing.T) {
+	for _, first := range []string{"append", "read", "verify"} {
+		t.Run(first, func(t *testing.T) {
+			dir := t.TempDir()
+			fill(t, dir, "s", 50, nil)
+			fs := openT(t, dir, nil)
+			if err := fs.WriteCheckpoint(bg, "s", 40, []byte(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+			fs.Close()
+			path := segPath(dir, "s", 1)
+			offs := frameOffsets(t, path)
+			b, _ := os.ReadFile(path)
+			b[offs[10]+frameHeaderSize+3] ^= 0x10
+			os.WriteFile(path, b, 0o600)
+
+			fs = openT(t, dir, nil)
+			if n, err := fs.Next(bg, "s"); err != nil || n != 51 {
+				t.Fatalf("Next = %d, %v; the open should trust the checkpoint", n, err)
+			}
+			var err error
+			switch first {
+			case "append":
+				err = fs.Append(bg, "s", 51, numbered(51, 1))
+			case "read":
+				_, err = fs.Read(bg, "s", 5, 0, 0)
+			case "verify":
+				err = fs.Verify(bg, "s")
+			}
+			var de *DamagedError
+			if !errors.As(err, &de) || de.File != path || de.Offset != offs[10] {
+				t.Fatalf("%s = %v, want a *DamagedError at %s offset %d", first, err, path, offs[10])
+			}
+			wantDamaged(t, fs, "s", path, offs[10], "checksum")
+			if err := fs.Append(bg, "s", 51, numbered(51, 1)); !errors.As(err, &de) {
+				t.Fatalf("Append after the damage = %v, want a *DamagedError", err)
+			}
+			if _, err := fs.Read(bg, "s", 45, 0, 0); !errors.As(err, &de) {
+				t.Fatalf("Read after the damage = %v, want a *DamagedError", err)
+			}
+			fs.Close()
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, b) {
+				t.Fatal("the damaged segment was rewritten")
+			}
+			// Reopened, the session is still refused, without the checkpoint's help.
+			fs = openT(t, dir, nil)
+			if err := fs.Append(bg, "s", 51, numbered(51, 1)); !errors.As(err, &de) || de.Offset != offs[10] {
+				t.Fatalf("Append after reopening = %v", err)
+			}
+		})
+	}
+}

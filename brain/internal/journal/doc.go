@@ -20,6 +20,7 @@
 //	sessions/.commitlog/{n}.log.torn-{o}           bytes cut by replay
 //	sessions/.commitlog/syncpoint                  sync point marker
 //	sessions/.commitlog/syncpoint.tmp              marker being written
+//	sessions/.commitlog/probe.tmp                  Healthy's probe write, removed at once
 //
 // {first} is the sequence of the segment's first record as exactly 20
 // decimal digits ("00000000000000000001.segment"); {n} is a log file
@@ -114,6 +115,16 @@
 // file is retired only once the segments, as readers will see them, are
 // durable. Delete takes a sync point before it removes the session's
 // directory, so no retained log entry names a deleted session.
+//
+// Write failures. An append whose frames could not be written or made
+// durable (a full or failing disk) fails with an error wrapping ErrWrite
+// and the errno; nothing of it is acknowledged, its session is reloaded
+// from disk on next use, and later appends are tried again (after the
+// sync point described above). When the failed append was a session's
+// first and its directory holds nothing but empty segments, the directory
+// is removed. Healthy answers the last failure until a later round
+// commits or a probe write (64 KiB to .commitlog/probe.tmp, fdatasync'd,
+// removed) succeeds.
 //
 // A segment is rolled before a frame that would take it past
 // Options.SegmentBytes (64 MiB by default), unless the segment is empty: a
@@ -277,11 +288,16 @@
 // rules above, expecting sequence through+1, so a torn final write or
 // damage after the prefix is handled exactly as without a checkpoint (if
 // anything after the prefix is damage, the whole journal is scanned again
-// without the checkpoint before the session is refused). The sparse index
-// of the covered prefix is built, checking every frame, the first time a
-// Read starts inside it; a frame there that fails its checksum fails that
-// Read with a *DamagedError (the session stays open). A checkpoint that
-// does not match is ignored and every frame is read.
+// without the checkpoint before the session is refused). The covered
+// prefix is checked lazily, but always before anything is appended after
+// it: the first Append, the first Read that starts inside it, or Verify
+// reads every frame of it with the recovery rules (checksum, payload,
+// dense sequences, exactly through records) and builds its sparse index.
+// Damage there refuses the session as a whole, as damage found at open
+// does: that call and every later Next, Read, Append and Subscribe answer
+// the *DamagedError naming the file and offset, nothing is rewritten, and
+// the next open (which cannot trust the prefix either) refuses it again.
+// A checkpoint that does not match is ignored and every frame is read.
 //
 // # Compatibility
 //

@@ -122,6 +122,7 @@ type FileStore struct {
 	syncfsN     atomic.Int64
 	syncPointsN atomic.Int64
 	rounds      atomic.Int64
+	fault       atomic.Pointer[error] // the last failed round's error, until a round or probe succeeds
 	appended    atomic.Int64
 	openFiles   atomic.Int64
 
@@ -376,6 +377,11 @@ func (fs *FileStore) Append(ctx context.Context, id string, expectedNext uint64,
 		return err
 	}
 	defer fs.release(s)
+	// Nothing is appended after a prefix that was never checked since open.
+	if err := fs.verifyCold(s); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	if expectedNext != s.reservedNext {
 		next := s.reservedNext
 		s.mu.Unlock()
@@ -462,7 +468,7 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 		return nil, nil
 	}
 	if s.cold.seq != 0 && after+1 < s.cold.seq {
-		if err := fs.indexCold(s); err != nil {
+		if err := fs.verifyCold(s); err != nil {
 			s.mu.Unlock()
 			return nil, err
 		}
@@ -655,6 +661,42 @@ func (s *session) seek(seq uint64) indexEntry {
 	return e
 }
 
+// verifyCold checks the prefix a checkpoint vouched for at open, when it
+// has not been read yet (indexCold). A damaged prefix refuses the whole
+// session from then on, exactly as damage found at open does: every
+// later call answers its *DamagedError and nothing is appended. s.mu is
+// held.
+func (fs *FileStore) verifyCold(s *session) error {
+	if s.cold.seq == 0 {
+		return nil
+	}
+	err := fs.indexCold(s)
+	var de *DamagedError
+	if errors.As(err, &de) {
+		s.resetIndex()
+		s.state, s.damage = stateDamaged, de
+		return de
+	}
+	return err
+}
+
+// Verify opens session id and checks every frame of its journal that was
+// not checked since the store opened (the prefix its checkpoint vouched
+// for), so that damage there is found before anything depends on it. It
+// answers the session's *DamagedError when the journal is damaged.
+func (fs *FileStore) Verify(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s, err := fs.readySession(id)
+	if err != nil {
+		return err
+	}
+	defer fs.release(s)
+	defer s.mu.Unlock()
+	return fs.verifyCold(s)
+}
+
 // indexCold reads the prefix a checkpoint vouched for at open, checking
 // every frame as recovery would, and completes the sparse index. s.mu is
 // held.
@@ -695,7 +737,10 @@ func (fs *FileStore) indexCold(s *session) error {
 		f.Close()
 	}
 	if expect != s.cold.seq {
-		return fmt.Errorf("journal: read %s: checkpoint prefix holds %d records, want %d: %w", s.id, expect-1, s.cold.seq-1, ErrDamaged)
+		seg := s.segs[s.cold.seg]
+		path := filepath.Join(s.dir, "journal", segmentName(seg.first))
+		return fmt.Errorf("journal: read %s: %w", path, &DamagedError{Session: s.id, File: path, Offset: s.cold.off,
+			Reason: fmt.Sprintf("the checkpoint's prefix holds %d records, want %d", expect-1, s.cold.seq-1)})
 	}
 	for _, e := range s.index {
 		if e.seq >= s.cold.seq {
@@ -741,6 +786,43 @@ func (fs *FileStore) Subscribe(ctx context.Context, id string, after uint64, bac
 	sub := newSubscription(id, after, s.committedNext, backlog, read, unregister)
 	s.subs[sub] = struct{}{}
 	return sub, nil
+}
+
+// Healthy answers nil when the journal can write durably. After a failed
+// append it answers that failure until a later round commits, or until a
+// probe (a 64 KiB file written, fdatasync'd and removed in the commit log
+// directory, which Healthy tries then) succeeds.
+func (fs *FileStore) Healthy() error {
+	if fs.closed.Load() {
+		return ErrClosed
+	}
+	p := fs.fault.Load()
+	if p == nil {
+		return nil
+	}
+	if err := fs.probe(); err != nil {
+		return fmt.Errorf("%w: %w (probe: %w)", ErrWrite, *p, err)
+	}
+	fs.fault.CompareAndSwap(p, nil)
+	return nil
+}
+
+func (fs *FileStore) probe() error {
+	dir := filepath.Join(fs.dir, commitLogDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "probe.tmp")
+	defer os.Remove(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(make([]byte, 64<<10))
+	if err == nil {
+		err = fdatasync(f)
+	}
+	return errors.Join(err, f.Close())
 }
 
 // Sessions implements Store.

@@ -82,9 +82,13 @@ var (
 	ErrDamaged    = errors.New("journal: session is damaged")
 	ErrClosed     = errors.New("journal: store is closed")
 	ErrOverloaded = errors.New("journal: writer queue is full")
-	ErrLagged     = errors.New("journal: subscriber fell behind")
-	ErrTooLarge   = errors.New("journal: record too large")
-	ErrInvalid    = errors.New("journal: invalid argument")
+	// ErrWrite wraps an append that failed because its records could not
+	// be written or made durable (a full or failing disk). Nothing of
+	// that append is acknowledged; later appends are tried again.
+	ErrWrite    = errors.New("journal: write failed")
+	ErrLagged   = errors.New("journal: subscriber fell behind")
+	ErrTooLarge = errors.New("journal: record too large")
+	ErrInvalid  = errors.New("journal: invalid argument")
 )
 
 // DamagedError says where a session's journal is damaged.

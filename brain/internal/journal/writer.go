@@ -282,11 +282,19 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 	fs.openFiles.Store(int64(fs.openLRU.Len()))
 	fs.rounds.Add(1)
 	var released int64
+	faulted := false
 	for _, req := range reqs {
 		s := req.s
 		err := req.err
 		if err == nil {
 			err = syncErr
+		}
+		if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrWrite) {
+			err = fmt.Errorf("%w: %w", ErrWrite, err)
+		}
+		if errors.Is(err, ErrWrite) {
+			faulted = true
+			fs.fault.Store(&err)
 		}
 		s.mu.Lock()
 		if err == nil && req.gen != s.gen {
@@ -297,6 +305,9 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 		if err != nil {
 			if req.gen == s.gen {
 				fs.invalidate(s, err)
+				if req.first == 1 && errors.Is(err, ErrWrite) {
+					removeUnborn(s.dir)
+				}
 			}
 		} else {
 			s.publish(req)
@@ -309,6 +320,9 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 	fs.qmu.Lock()
 	fs.queued -= released
 	fs.qmu.Unlock()
+	if !faulted && len(rd.log) > 0 {
+		fs.fault.Store(nil)
+	}
 }
 
 // writeSegments writes the round's frames to their segments in order. A
@@ -462,4 +476,31 @@ func (fs *FileStore) deleteSession(req *appendReq) {
 	}
 	s.mu.Unlock()
 	req.done <- err
+}
+
+// removeUnborn removes the directory of a session whose first append
+// failed, when it holds nothing but empty segments, so that a create that
+// failed on a full disk leaves nothing behind. Best effort: what stays is
+// an empty session, which opens as not found.
+func removeUnborn(dir string) {
+	top, err := os.ReadDir(dir)
+	if err != nil || len(top) != 1 || top[0].Name() != "journal" {
+		return
+	}
+	jdir := filepath.Join(dir, "journal")
+	segs, err := os.ReadDir(jdir)
+	if err != nil {
+		return
+	}
+	for _, e := range segs {
+		fi, err := e.Info()
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+			return
+		}
+	}
+	for _, e := range segs {
+		_ = os.Remove(filepath.Join(jdir, e.Name()))
+	}
+	_ = os.Remove(jdir)
+	_ = os.Remove(dir)
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/agentloop"
@@ -35,7 +36,36 @@ type Engine struct {
 
 	hub      hub
 	schemas  schemaCache
-	released released // guarded by mu
+	released released          // guarded by mu
+	faults   map[string]string // guarded by mu: why a session's last commit failed in this process
+}
+
+// noteFault remembers that a commit of session id failed to be written
+// (journal.ErrWrite), so that the records closing what it left open say
+// so instead of blaming a restart. Other errors are not noted.
+func (e *Engine) noteFault(id string, err error) {
+	if !errors.Is(err, journal.ErrWrite) {
+		return
+	}
+	why := "the journal could not be written"
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		why += ": " + errno.Error()
+	}
+	e.mu.Lock()
+	e.faults[id] = why
+	e.mu.Unlock()
+}
+
+// fault answers the noted fault of session id, if any; clear forgets it.
+func (e *Engine) fault(id string, clear bool) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	why := e.faults[id]
+	if clear {
+		delete(e.faults, id)
+	}
+	return why
 }
 
 // sess is the in-memory state of an active session. mu guards everything
@@ -74,7 +104,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("%w: Config.Store is required", ErrInvalid)
 	}
-	e := &Engine{cfg: cfg, store: cfg.Store, models: cfg.Models, secrets: cfg.Secrets, now: cfg.Now, live: map[string]*sess{}}
+	e := &Engine{cfg: cfg, store: cfg.Store, models: cfg.Models, secrets: cfg.Secrets, now: cfg.Now, live: map[string]*sess{}, faults: map[string]string{}}
 	if e.models == nil {
 		e.models = model.Default()
 	}
@@ -292,6 +322,7 @@ func (s *sess) commitLocked(recs ...journal.Record) (uint64, error) {
 		from = s.pending[0].Sequence
 	}
 	if err := s.e.store.Append(context.WithoutCancel(s.e.base), s.id, from, batch); err != nil {
+		s.e.noteFault(s.id, err)
 		return 0, fmt.Errorf("session %s: commit %s: %w", s.id, recs[0].Kind, err)
 	}
 	s.clearPendingLocked()
@@ -356,6 +387,7 @@ func (s *sess) flushLocked() error {
 	}
 	batch := s.pending
 	if err := s.e.store.Append(context.WithoutCancel(s.e.base), s.id, batch[0].Sequence, batch); err != nil {
+		s.e.noteFault(s.id, err)
 		return fmt.Errorf("session %s: commit %s: %w", s.id, batch[0].Kind, err)
 	}
 	s.clearPendingLocked()

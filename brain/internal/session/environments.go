@@ -15,8 +15,15 @@ import (
 // Engine.Execution(session, sequence).
 type Operation struct {
 	envapi.Operation
-	// Declaration is the environment as declared (credential removed).
+	// Declaration is the environment as declared (credential removed),
+	// with its current configuration.
 	Declaration api.Environment
+	// Authorized is the declaration as the session's creator made it (for
+	// an instance, its template's), with the configuration given then:
+	// the driver, URL and route it names select where operations go and
+	// which operator credential they carry. A configuration given later
+	// (an instance's, an update's) cannot change them.
+	Authorized api.Environment
 	// Credential is the environment's credential from Secrets; never
 	// journalled.
 	Credential string

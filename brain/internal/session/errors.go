@@ -29,6 +29,10 @@ var (
 	// operation: the outcome is unknown, but the environment was reached,
 	// so no environment_unreachable is recorded.
 	ErrInvalidReceipt = errors.New("session: invalid environment response")
+	// ErrUnavailable wraps a journal write failure (journal.ErrWrite) that
+	// refused an operation before it committed anything: the disk is full
+	// or failing, nothing ran, and the same request may be sent again.
+	ErrUnavailable = errors.New("session: durable storage is failing; nothing was done")
 )
 
 // TurnError reports a turn or service failure with its failure code and,

@@ -193,6 +193,11 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 		if errors.Is(err, journal.ErrConflict) {
 			return api.SessionSummary{}, fmt.Errorf("%w: session %s exists", ErrWrongState, id)
 		}
+		if errors.Is(err, journal.ErrWrite) {
+			// Nothing of the session is durable: forget its secrets too.
+			_ = e.secrets.DeleteAll(context.WithoutCancel(ctx), id)
+			return api.SessionSummary{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 		return api.SessionSummary{}, err
 	}
 
@@ -322,6 +327,12 @@ func (s *sess) operationLocked(ctx context.Context, decl api.Environment, bindin
 		s.creds[owner] = cred
 	}
 	grant, done := s.openControllerLocked(ctx, decl, binding, seq, b)
+	authorized := decl
+	for _, d := range s.st.Config.Environments {
+		if d.Name == owner {
+			authorized = d
+		}
+	}
 	return Operation{
 		Operation: envapi.Operation{
 			SessionID: s.id, Environment: decl.Name, Sequence: seq, Request: req,
@@ -331,6 +342,7 @@ func (s *sess) operationLocked(ctx context.Context, decl api.Environment, bindin
 			Context:       grant,
 		},
 		Declaration: decl,
+		Authorized:  authorized,
 		Credential:  cred,
 		ContextDone: done,
 	}

@@ -17,6 +17,7 @@ import (
 type LiveFrame struct {
 	Type string          `json:"type"`
 	Data json.RawMessage `json:"data"`
+	call uint64          // the model_call_started sequence it belongs to
 }
 
 // Frame is one item of a subscription: a committed public event or a
@@ -79,7 +80,7 @@ func (h *hub) publishDelta(id string, seq uint64, d model.Delta) {
 		return
 	}
 	data, _ := json.Marshal(map[string]any{"model_call_sequence": seq, "delta": d.Text})
-	h.publish(id, LiveFrame{Type: api.LiveModelOutput, Data: data})
+	h.publish(id, LiveFrame{Type: api.LiveModelOutput, Data: data, call: seq})
 }
 
 // publishRequest sends the live model_request frame of a model call:
@@ -110,7 +111,7 @@ func (h *hub) publishRequest(id string, seq uint64, req api.ModelRequest) {
 		}
 	}
 	data, _ := json.Marshal(map[string]any{"model_call_sequence": seq, "input_bytes": len(raw), "media_inputs": media})
-	h.publish(id, LiveFrame{Type: api.LiveModelRequest, Data: data})
+	h.publish(id, LiveFrame{Type: api.LiveModelRequest, Data: data, call: seq})
 }
 
 // publishUsage sends the live model_usage frame {model_call_sequence,
@@ -120,13 +121,21 @@ func (h *hub) publishUsage(id string, seq uint64, usage api.Usage) {
 		return
 	}
 	data, _ := json.Marshal(map[string]any{"model_call_sequence": seq, "usage": usage})
-	h.publish(id, LiveFrame{Type: api.LiveModelUsage, Data: data})
+	h.publish(id, LiveFrame{Type: api.LiveModelUsage, Data: data, call: seq})
 }
 
 // Subscription follows a session's public events after a cursor (first
 // those already committed, then live ones) interleaved with live model
 // frames. It ends with an error wrapping journal.ErrLagged when the reader
 // falls more than the backlog behind; reconnect from the last sequence.
+//
+// Order: the live frames of a model call (model_request, model_output,
+// model_usage) come after the model_call_started event they name and
+// before that call's model_call_ended or model_call_failed. The engine
+// publishes them after the started record is committed and before the
+// terminal one is, and the subscription holds a frame until the record
+// it names has been delivered, and lets frames already published go
+// before any record received after them.
 type Subscription struct {
 	e      *Engine
 	id     string
@@ -136,6 +145,11 @@ type Subscription struct {
 	live   chan LiveFrame
 	cancel context.CancelFunc
 	once   sync.Once
+
+	// Owned by Next.
+	delivered uint64          // last record sequence handed out (or the cursor)
+	held      *journal.Record // received, not yet handed out
+	pending   []LiveFrame     // received, waiting for their started record
 }
 
 // Subscribe opens a subscription of session id after the cursor. backlog
@@ -150,7 +164,7 @@ func (e *Engine) Subscribe(ctx context.Context, id string, after uint64, backlog
 	}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &Subscription{e: e, id: id, jsub: jsub, recs: make(chan journal.Record), errc: make(chan error, 1),
-		live: make(chan LiveFrame, liveBuffer), cancel: cancel}
+		live: make(chan LiveFrame, liveBuffer), cancel: cancel, delivered: after}
 	e.hub.add(id, s)
 	go func() {
 		for {
@@ -170,16 +184,29 @@ func (e *Engine) Subscribe(ctx context.Context, id string, after uint64, backlog
 	return s, nil
 }
 
-// Next answers the next frame: a public event or a live frame.
+// Next answers the next frame: a public event or a live frame, in the
+// order the Subscription documents.
 func (s *Subscription) Next(ctx context.Context) (Frame, error) {
 	for {
-		select {
-		case r := <-s.recs:
-			if ev, ok := Project(r); ok {
+		// Frames published before the held record was committed are in
+		// s.live by now: they go first, once their started record is out.
+		s.drainLive()
+		if f, ok := s.takeReady(); ok {
+			return Frame{Live: &f}, nil
+		}
+		if r := s.held; r != nil {
+			s.held = nil
+			s.delivered = r.Sequence
+			if ev, ok := Project(*r); ok {
 				return Frame{Event: &ev}, nil
 			}
+			continue
+		}
+		select {
+		case r := <-s.recs:
+			s.held = &r
 		case f := <-s.live:
-			return Frame{Live: &f}, nil
+			s.hold(f)
 		case err := <-s.errc:
 			s.errc <- err
 			if errors.Is(err, journal.ErrNotFound) {
@@ -190,6 +217,39 @@ func (s *Subscription) Next(ctx context.Context) (Frame, error) {
 			return Frame{}, ctx.Err()
 		}
 	}
+}
+
+// drainLive moves the live frames already published to pending.
+func (s *Subscription) drainLive() {
+	for {
+		select {
+		case f := <-s.live:
+			s.hold(f)
+		default:
+			return
+		}
+	}
+}
+
+// hold queues a live frame; past liveBuffer the oldest is dropped (live
+// frames are best effort).
+func (s *Subscription) hold(f LiveFrame) {
+	if len(s.pending) == liveBuffer {
+		s.pending = s.pending[1:]
+	}
+	s.pending = append(s.pending, f)
+}
+
+// takeReady answers the oldest pending frame whose started record has
+// been delivered.
+func (s *Subscription) takeReady() (LiveFrame, bool) {
+	for i, f := range s.pending {
+		if f.call <= s.delivered {
+			s.pending = append(s.pending[:i], s.pending[i+1:]...)
+			return f, true
+		}
+	}
+	return LiveFrame{}, false
 }
 
 // Close ends the subscription.

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -85,5 +86,61 @@ func TestLiveModelFrames(t *testing.T) {
 		if r.Kind == api.LiveModelRequest || r.Kind == api.LiveModelUsage || r.Kind == api.LiveModelOutput {
 			t.Fatalf("live frame %s journalled", r.Kind)
 		}
+	}
+}
+
+// The live frames of a model call come after its model_call_started and
+// before its model_call_ended, also for a reader that lags behind: here
+// every turn has ended before the first frame is read.
+func TestLiveFramesOrderedAfterStartedBeforeEnded(t *testing.T) {
+	h := newHarness(t, Config{IdleTTL: KeepIdle}, nil)
+	id := h.create(api.CreateSessionRequest{})
+	ctx := context.Background()
+	sub, err := h.engine.Subscribe(ctx, id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	const turns = 5
+	for i := range turns {
+		if _, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{"stream": true, "reply": fmt.Sprintf("a b c d e f %d", i)})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	started, ended := map[uint64]bool{}, map[uint64]bool{}
+	frames, done := 0, 0
+	for done < turns {
+		f, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Event != nil {
+			switch f.Event.EventType {
+			case api.KindModelCallStarted:
+				started[f.Event.Sequence] = true
+			case api.KindModelCallEnded, api.KindModelCallFailed:
+				var ref struct {
+					Sequence uint64 `json:"sequence"`
+				}
+				_ = json.Unmarshal(f.Event.Data, &ref)
+				ended[ref.Sequence] = true
+			case api.KindTurnEnded:
+				done++
+			}
+			continue
+		}
+		frames++
+		var d struct {
+			Seq uint64 `json:"model_call_sequence"`
+		}
+		if err := json.Unmarshal(f.Live.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if !started[d.Seq] || ended[d.Seq] {
+			t.Fatalf("%s frame of model call %d: started seen %v, ended seen %v", f.Live.Type, d.Seq, started[d.Seq], ended[d.Seq])
+		}
+	}
+	if frames < 3*turns {
+		t.Fatalf("%d live frames for %d streamed calls", frames, turns)
 	}
 }

@@ -72,6 +72,12 @@ func (e *Engine) load(ctx context.Context, id string) (*state, error) {
 // fails and the session returns to idle; an interrupted ending ends it.
 func (s *sess) recoverLocked() error {
 	st := s.st
+	// What left the session open: a restart, or a commit of this process
+	// that could not be written.
+	restart, creation, ending := "interrupted by a restart", "creation interrupted by a restart", "ending interrupted by a restart"
+	if why := s.e.fault(s.id, false); why != "" {
+		restart, creation, ending = why, "creation: "+why, "ending: "+why
+	}
 	var recs []journal.Record
 	seqs := make([]uint64, 0, len(st.Open))
 	for seq := range st.Open {
@@ -80,27 +86,27 @@ func (s *sess) recoverLocked() error {
 	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
 	for _, seq := range seqs {
 		recs = append(recs, failed(st.Open[seq].Prefix+"_failed", api.Failure{
-			Code: api.FailureInterrupted, Message: "interrupted by a restart", Ambiguous: true, Sequence: seq,
+			Code: api.FailureInterrupted, Message: restart, Ambiguous: true, Sequence: seq,
 		}))
 	}
 	if st.Activation != 0 {
 		recs = append(recs, failed(api.KindActivationFailed, api.Failure{
-			Code: api.FailureInterrupted, Message: "interrupted by a restart", Ambiguous: true, Sequence: st.Activation,
+			Code: api.FailureInterrupted, Message: restart, Ambiguous: true, Sequence: st.Activation,
 		}))
 	}
 	if st.Turn != 0 {
 		recs = append(recs, failed(api.KindTurnFailed, api.Failure{
-			Code: api.FailureInterrupted, Message: "interrupted by a restart", Ambiguous: true, Sequence: st.Turn,
+			Code: api.FailureInterrupted, Message: restart, Ambiguous: true, Sequence: st.Turn,
 		}))
 	}
 	switch st.Status {
 	case api.StatusCreating:
 		recs = append(recs, failed(api.KindSessionCreationFailed, api.Failure{
-			Code: api.FailureInterrupted, Message: "creation interrupted by a restart", Ambiguous: true, Sequence: 1,
+			Code: api.FailureInterrupted, Message: creation, Ambiguous: true, Sequence: 1,
 		}))
 	case api.StatusEnding:
 		recs = append(recs,
-			failed(api.KindSessionEndFailed, api.Failure{Code: api.FailureInterrupted, Message: "ending interrupted by a restart", Ambiguous: true}),
+			failed(api.KindSessionEndFailed, api.Failure{Code: api.FailureInterrupted, Message: ending, Ambiguous: true}),
 			rec(api.KindSessionEnded, struct{}{}))
 	}
 	if len(recs) == 0 {
@@ -109,6 +115,9 @@ func (s *sess) recoverLocked() error {
 	// No automatic activation until the next explicit message.
 	s.noWake = true
 	_, err := s.commitLocked(recs...)
+	if err == nil {
+		s.e.fault(s.id, true)
+	}
 	return err
 }
 

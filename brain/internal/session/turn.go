@@ -121,6 +121,9 @@ func (s *sess) startLocked(input *api.UserInput) (uint64, error) {
 		a.seq = first
 	}
 	if _, err := s.commitLocked(recs...); err != nil {
+		if errors.Is(err, journal.ErrWrite) {
+			return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 		return 0, err
 	}
 	a.startedAt = s.st.LastAtMs
@@ -257,8 +260,13 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 		}
 		turnErr = &TurnError{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn, Err: loopErr}
 	}
+	faulted := false
 	if _, err := s.commitLocked(recs...); err != nil {
 		turnErr = err
+		// The turn's end is not durable: the session is reloaded from
+		// the journal on next use, which closes the turn as failed with
+		// the fault as its message.
+		faulted = true
 	}
 	a.cancel(nil)
 	s.act = nil
@@ -273,7 +281,7 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 		s.releaseAfterTurnLocked(a)
 	}
 	s.scheduleWakeLocked()
-	s.maybeEvictLocked(false)
+	s.maybeEvictLocked(faulted)
 	// The waiting caller is answered once the session is settled (and
 	// passivated when its policy says so).
 	if ch != nil {

@@ -1,8 +1,9 @@
 // Package serve holds what the reference provider commands share around
-// serving: the --listen and --token flags, the token taken from
+// serving: the --listen, --token and --no-auth flags, the token taken from
 // BRAIN_ENV_TOKEN when --token is not given, the refusal to serve without a
-// token on an address that is not loopback, the start line naming the URL,
-// and the graceful stop when the context ends.
+// token unless --no-auth says so (and never without one on an address that
+// is not loopback), the start line naming the URL, and the graceful stop
+// when the context ends.
 package serve
 
 import (
@@ -26,13 +27,16 @@ const TokenEnv = "BRAIN_ENV_TOKEN"
 // Flags are the serving flags of a provider command.
 type Flags struct {
 	listen, token *string
+	noAuth        *bool
 }
 
-// AddFlags defines --listen, defaulting to addr, and --token on fs.
+// AddFlags defines --listen, defaulting to addr, --token and --no-auth on
+// fs.
 func AddFlags(fs *flag.FlagSet, addr string) *Flags {
 	return &Flags{
 		listen: fs.String("listen", addr, "address to listen on"),
-		token:  fs.String("token", "", "bearer token Brain must present (default $"+TokenEnv+")"),
+		token:  fs.String("token", "", "bearer token Brain must present (default $"+TokenEnv+"); required unless --no-auth"),
+		noAuth: fs.Bool("no-auth", false, "serve without authentication: anyone who can reach the address may run operations (loopback only)"),
 	}
 }
 
@@ -54,23 +58,41 @@ func Parse(fs *flag.FlagSet, args []string) (int, bool) {
 }
 
 // Listen listens on the --listen address and returns the listener and the
-// token (--token, else $BRAIN_ENV_TOKEN). Without a token it refuses an
-// address that is not loopback. On failure it writes why to stderr and
-// returns a nil listener and the exit status.
+// token (--token, else $BRAIN_ENV_TOKEN). A token of only white space is
+// refused. Without a token it refuses to serve unless --no-auth was given,
+// and even then on an address that is not loopback; --no-auth with a token
+// is refused as contradictory. Serving without authentication writes a
+// warning to stderr. On failure it writes why to stderr and returns a nil
+// listener and the exit status.
 func (f *Flags) Listen(stderr io.Writer) (net.Listener, string, int) {
 	token := *f.token
 	if token == "" {
 		token = os.Getenv(TokenEnv)
+	}
+	if token != "" && strings.TrimSpace(token) == "" {
+		fmt.Fprintln(stderr, "refusing a token of only white space")
+		return nil, "", 2
+	}
+	if token != "" && *f.noAuth {
+		fmt.Fprintln(stderr, "--no-auth contradicts the token given (--token or $"+TokenEnv+")")
+		return nil, "", 2
+	}
+	if token == "" && !*f.noAuth {
+		fmt.Fprintf(stderr, "refusing to serve without a token; give --token or $%s, or --no-auth to serve unauthenticated on loopback\n", TokenEnv)
+		return nil, "", 2
 	}
 	ln, err := net.Listen("tcp", *f.listen)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return nil, "", 1
 	}
-	if token == "" && !isLoopback(ln.Addr()) {
-		ln.Close()
-		fmt.Fprintf(stderr, "refusing to serve without a token on %s; give --token or $%s\n", ln.Addr(), TokenEnv)
-		return nil, "", 2
+	if token == "" {
+		if !isLoopback(ln.Addr()) {
+			ln.Close()
+			fmt.Fprintf(stderr, "refusing to serve without a token on %s; --no-auth is for loopback only\n", ln.Addr())
+			return nil, "", 2
+		}
+		fmt.Fprintf(stderr, "warning: serving without authentication on %s (--no-auth): every local user and process may run operations\n", ln.Addr())
 	}
 	return ln, token, 0
 }

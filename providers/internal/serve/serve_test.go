@@ -55,12 +55,17 @@ func TestListen(t *testing.T) {
 		code      int
 		stderr    string
 	}{
-		{"loopback without token", "", nil, "", 0, ""},
+		{"loopback without token", "", nil, "", 2, "refusing to serve without a token"},
+		{"loopback with --no-auth", "", []string{"--no-auth"}, "", 0, "warning: serving without authentication"},
+		{"--no-auth with a token", "", []string{"--no-auth", "--token", "t"}, "", 2, "contradicts"},
+		{"--no-auth with a token from the environment", "env-token", []string{"--no-auth"}, "", 2, "contradicts"},
+		{"white space token", "", []string{"--token", " \t"}, "", 2, "white space"},
 		{"token from the environment", "env-token", nil, "env-token", 0, ""},
 		{"flag beats environment", "env-token", []string{"--token", "flag"}, "flag", 0, ""},
 		{"any address with a token", "", []string{"--listen", "0.0.0.0:0", "--token", "t"}, "t", 0, ""},
 		{"any address without a token", "", []string{"--listen", "0.0.0.0:0"}, "", 2, "refusing to serve without a token"},
-		{"bad address", "", []string{"--listen", "127.0.0.1:-1"}, "", 1, "invalid port"},
+		{"any address with --no-auth", "", []string{"--listen", "0.0.0.0:0", "--no-auth"}, "", 2, "loopback only"},
+		{"bad address", "", []string{"--listen", "127.0.0.1:-1", "--token", "t"}, "", 1, "invalid port"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(TokenEnv, tc.env)
@@ -80,7 +85,7 @@ func TestListen(t *testing.T) {
 }
 
 func TestRun(t *testing.T) {
-	ln, _, code := flags(t).Listen(io.Discard)
+	ln, _, code := flags(t, "--no-auth").Listen(io.Discard)
 	if ln == nil {
 		t.Fatalf("listen: %d", code)
 	}

@@ -96,23 +96,23 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	_, _ = rand.Read(id[:])
 	marker := markerName + "=" + hex.EncodeToString(id[:])
 
-	cmd := &exec.Cmd{
-		Path:        s.Path,
-		Args:        s.Args,
-		Dir:         s.Dir,
-		Env:         append(append(make([]string, 0, len(s.Env)+1), s.Env...), marker),
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	// The leader starts inside a fresh cgroup where the kernel offers one;
+	// when starting into it fails, it starts without (a failed start runs
+	// nothing, so the second attempt cannot run the program twice).
+	cg := newCgroup()
+	cmd, p, err := start(s, marker, cg)
+	if err != nil && cg != nil {
+		_ = cg.remove()
+		cg = nil
+		cmd, p, err = start(s, marker, nil)
 	}
-	p, err := newPipes(cmd, s)
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %w", ErrStart, err)
+		return Result{}, err
 	}
-	if err := cmd.Start(); err != nil {
-		p.abort()
-		return Result{}, fmt.Errorf("%w %s: %w", ErrStart, s.Args[0], err)
+	if cg != nil {
+		cg.started()
 	}
-	p.started()
-	t := &tree{leader: cmd.Process.Pid, marker: []byte(marker), self: os.Getpid(), born: time.Now()}
+	t := &tree{leader: cmd.Process.Pid, marker: []byte(marker), self: os.Getpid(), born: time.Now(), cg: cg}
 	// The leader is not reaped before Wait, so its stat is readable.
 	if t.start, err = startTime(t.leader); err != nil {
 		t.start = 0 // consider every process; slower, still correct
@@ -132,7 +132,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	case <-ctx.Done():
 		stopErr = &StoppedError{Cause: context.Cause(ctx)}
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
-		stopErr.Cleanup = t.kill(kctx)
+		stopErr.Cleanup = t.stop(kctx)
 		cancel()
 		if stopErr.Cleanup == nil {
 			waitErr = <-waited
@@ -146,8 +146,15 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	var sweepErr error
 	if stopErr == nil {
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
-		sweepErr = t.kill(kctx)
+		sweepErr = t.stop(kctx)
 		cancel()
+	}
+	if err := t.release(); err != nil {
+		if stopErr != nil {
+			stopErr.Cleanup = errors.Join(stopErr.Cleanup, err)
+		} else {
+			sweepErr = errors.Join(sweepErr, err)
+		}
 	}
 	grace := s.OutputGrace
 	if grace <= 0 {
@@ -173,4 +180,47 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return res, &CleanupError{Err: sweepErr}
 	}
 	return res, nil
+}
+
+// start starts the leader of s with marker in its environment, inside cg
+// when it is not nil.
+func start(s Spec, marker string, cg *cgroup) (*exec.Cmd, *pipes, error) {
+	cmd := &exec.Cmd{
+		Path:        s.Path,
+		Args:        s.Args,
+		Dir:         s.Dir,
+		Env:         append(append(make([]string, 0, len(s.Env)+1), s.Env...), marker),
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if cg != nil {
+		cg.attach(cmd.SysProcAttr)
+	}
+	p, err := newPipes(cmd, s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	if err := cmd.Start(); err != nil {
+		p.abort()
+		return nil, nil, fmt.Errorf("%w %s: %w", ErrStart, s.Args[0], err)
+	}
+	p.started()
+	return cmd, p, nil
+}
+
+// stop kills the run's cgroup, when it has one, then every member the
+// scan finds: a member that left the cgroup is still caught by the scan.
+func (t *tree) stop(ctx context.Context) error {
+	var cgErr error
+	if t.cg != nil {
+		cgErr = t.cg.kill(ctx)
+	}
+	return errors.Join(cgErr, t.kill(ctx))
+}
+
+// release removes the run's cgroup.
+func (t *tree) release() error {
+	if t.cg == nil {
+		return nil
+	}
+	return t.cg.remove()
 }

@@ -69,6 +69,7 @@ type tree struct {
 	marker []byte
 	self   int
 	born   time.Time
+	cg     *cgroup // nil without cgroup v2
 }
 
 // narrowWindow is how long after the leader's start a scan trusts pid

@@ -15,6 +15,7 @@ type tree struct {
 	marker []byte
 	self   int
 	born   time.Time
+	cg     *cgroup // nil without cgroup v2
 }
 
 func (t *tree) kill(context.Context) error {

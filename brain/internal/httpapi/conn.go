@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Connection bounds of the server that serves this API (brain serve):
+//
+//   - a request's headers must arrive within ReadHeaderTimeout of its
+//     first byte, and a kept-alive connection is closed after IdleTimeout
+//     without a request;
+//   - a request body must arrive within Options.BodyReadTimeout (60 s by
+//     default) of the handler starting to read it; when it does not, the
+//     400 is answered at once and the connection closed;
+//   - a request that fails authentication, and a request to a health
+//     route, is answered without reading the body it announced, and its
+//     connection is closed after the answer, so a client without a token
+//     cannot hold a connection open by sending a body slowly or never;
+//   - the whole read of a request whose handler does not read its body is
+//     bounded by ReadTimeout(body timeout), after which the connection is
+//     closed;
+//   - at most a fixed number of connections are open at once
+//     (LimitListener); further clients wait in the listen backlog.
+const (
+	ReadHeaderTimeout     = 10 * time.Second
+	IdleTimeout           = 120 * time.Second
+	DefaultBodyTimeout    = 60 * time.Second
+	DefaultMaxConnections = 1024
+)
+
+// ReadTimeout is the http.Server.ReadTimeout that backs the body timeout:
+// headers plus body, plus a second of slack.
+func ReadTimeout(body time.Duration) time.Duration {
+	if body <= 0 {
+		body = DefaultBodyTimeout
+	}
+	return ReadHeaderTimeout + body + time.Second
+}
+
+// closeUnread makes the server answer without waiting for a body the
+// handler will not read: the connection's read deadline is set to now, so
+// the server's attempt to drain the body fails at once, and the connection
+// is closed after the answer.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Connection", "close")
+	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+}
+
+// LimitListener answers a listener that keeps at most n accepted
+// connections open at once: Accept waits while n are open.
+func LimitListener(ln net.Listener, n int) net.Listener {
+	if n <= 0 {
+		n = DefaultMaxConnections
+	}
+	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limitListener struct {
+	net.Listener
+	sem       chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}

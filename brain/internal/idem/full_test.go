@@ -1,0 +1,93 @@
+package idem
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/brain-in-go/brain/brain/internal/fullfs"
+)
+
+// TestFullDiskDoesNotStick fills a real file system under the requests
+// log: claims and answers fail with ErrWrite (ENOSPC) while it is full,
+// the store recovers once space is back, a claim that failed runs anew,
+// an answer that failed leaves its key ambiguous, and everything is as
+// expected after a reopen.
+func TestFullDiskDoesNotStick(t *testing.T) {
+	dir := fullfs.Mount(t, 1<<20)
+	path := filepath.Join(dir, "requests", "requests.log")
+	s := open(t, path, nil)
+	ctx := t.Context()
+	d := Digest([]byte("req"))
+	done, _, err := s.Claim(ctx, "op", "done", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := done.Answer(200, []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	pending, _, err := s.Claim(ctx, "op", "pending", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	filler := fullfs.Fill(t, dir)
+	// The answer's frame needs new blocks: it fails, and the key whose
+	// request ran stays ambiguous rather than runnable or answered.
+	if err := pending.Answer(200, bytes.Repeat([]byte("x"), 64<<10)); !errors.Is(err, ErrWrite) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Answer on a full disk = %v, want ErrWrite wrapping ENOSPC", err)
+	}
+	if err := s.Healthy(); !errors.Is(err, ErrWrite) {
+		t.Fatalf("Healthy on a full disk = %v, want ErrWrite", err)
+	}
+	var failedKey string
+	for i := 0; i < 1000 && failedKey == ""; i++ {
+		k := fmt.Sprintf("k%d", i)
+		c, _, err := s.Claim(ctx, "op", k, d)
+		switch {
+		case err == nil:
+			t.Fatalf("Claim %s succeeded on a full disk that failed a write", k)
+			_ = c
+		case errors.Is(err, ErrWrite):
+			failedKey = k
+		default:
+			t.Fatalf("Claim %s = %v", k, err)
+		}
+	}
+	if _, _, err := s.Claim(ctx, "op", "pending", d); !errors.Is(err, ErrWrite) && !errors.Is(err, ErrAmbiguous) {
+		t.Fatalf("Claim of the unanswered key while full = %v", err)
+	}
+
+	filler.Free(t)
+	if err := s.Healthy(); err != nil {
+		t.Fatalf("Healthy after space came back = %v", err)
+	}
+	c, a, err := s.Claim(ctx, "op", failedKey, d)
+	if err != nil || a != nil {
+		t.Fatalf("Claim of the key whose claim failed = %v, %v; want a fresh claim", a, err)
+	}
+	if err := c.Answer(201, []byte(`{"n":2}`)); err != nil {
+		t.Fatalf("Answer after space came back = %v", err)
+	}
+	if _, _, err := s.Claim(ctx, "op", "pending", d); !errors.Is(err, ErrAmbiguous) {
+		t.Fatalf("Claim of the key whose answer failed = %v, want ErrAmbiguous", err)
+	}
+	if _, a, err := s.Claim(ctx, "op", "done", d); err != nil || a == nil || string(a.Body) != `{"n":1}` {
+		t.Fatalf("replay of an earlier answer = %+v, %v", a, err)
+	}
+	s.Close()
+
+	s = open(t, path, nil)
+	if _, a, err := s.Claim(ctx, "op", failedKey, d); err != nil || a == nil || a.Status != 201 {
+		t.Fatalf("after reopen, %s = %+v, %v; want its answer", failedKey, a, err)
+	}
+	if _, _, err := s.Claim(ctx, "op", "pending", d); !errors.Is(err, ErrAmbiguous) {
+		t.Fatalf("after reopen, pending = %v, want ErrAmbiguous", err)
+	}
+	if _, a, err := s.Claim(ctx, "op", "done", d); err != nil || a == nil {
+		t.Fatalf("after reopen, done = %+v, %v", a, err)
+	}
+}

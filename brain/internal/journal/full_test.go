@@ -1,0 +1,71 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/brain-in-go/brain/brain/internal/fullfs"
+)
+
+// TestFullDiskDoesNotStick fills the real file system under a store:
+// appends fail with ErrWrite (ENOSPC) and Healthy reports it; a new
+// session whose first append failed leaves no directory; once space is
+// back Healthy recovers and appends go on where the durable records end.
+func TestFullDiskDoesNotStick(t *testing.T) {
+	dir := fullfs.Mount(t, 4<<20)
+	sdir := filepath.Join(dir, "sessions")
+	fs := openT(t, sdir, nil)
+	if err := fs.Append(bg, "s", 1, numbered(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Healthy(); err != nil {
+		t.Fatalf("Healthy = %v", err)
+	}
+	filler := fullfs.Fill(t, dir)
+	big := []Record{{Kind: "k", Data: json.RawMessage(`"` + string(bytes.Repeat([]byte("x"), 256<<10)) + `"`)}}
+	err := fs.Append(bg, "s", 4, big)
+	if !errors.Is(err, ErrWrite) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Append on a full disk = %v, want ErrWrite wrapping ENOSPC", err)
+	}
+	if err := fs.Healthy(); !errors.Is(err, ErrWrite) {
+		t.Fatalf("Healthy on a full disk = %v, want ErrWrite", err)
+	}
+	// With a little room, the session's directory and segment can be
+	// created but its first records cannot be written.
+	filler.Leave(t, 16<<10)
+	if err := fs.Append(bg, "new", 1, big); !errors.Is(err, ErrWrite) {
+		t.Fatalf("first Append of a new session on a full disk = %v, want ErrWrite", err)
+	}
+	if _, err := os.Stat(filepath.Join(sdir, "new")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed first append left the session directory: %v", err)
+	}
+	if ids, _ := fs.Sessions(bg); len(ids) != 1 || ids[0] != "s" {
+		t.Errorf("Sessions = %v, want [s]", ids)
+	}
+
+	filler.Free(t)
+	if err := fs.Healthy(); err != nil {
+		t.Fatalf("Healthy after space came back = %v", err)
+	}
+	next, err := fs.Next(bg, "s")
+	if err != nil || next != 4 {
+		t.Fatalf("Next after the failure = %d, %v; want 4", next, err)
+	}
+	if err := fs.Append(bg, "s", 4, big); err != nil {
+		t.Fatalf("Append after space came back = %v", err)
+	}
+	if err := fs.Append(bg, "new", 1, numbered(1, 1)); err != nil {
+		t.Fatalf("first Append of the new session after space came back = %v", err)
+	}
+	fs.Close()
+	fs = openT(t, sdir, nil)
+	rs, err := fs.Read(bg, "s", 0, 0, 0)
+	if err != nil || len(rs) != 4 || len(rs[3].Data) != len(big[0].Data) {
+		t.Fatalf("after reopen: %d records, %v", len(rs), err)
+	}
+}

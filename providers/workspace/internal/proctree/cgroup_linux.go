@@ -1,0 +1,269 @@
+package proctree
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// cgroup is the cgroup v2 a run's leader is started in. Every descendant
+// is born in it and cannot leave it without write access to another
+// cgroup's cgroup.procs, so one write to cgroup.kill reaches processes
+// that left the process group, the parent chain and the environment.
+type cgroup struct {
+	dir    string
+	fd     *os.File // open until the leader has started in it
+	killed bool     // cgroup.kill was written: never reused (see remove)
+}
+
+// scanOnly turns cgroups off, for the benchmark that compares the two.
+var scanOnly bool
+
+// cgroupBase is the directory under which runs get their cgroups: the
+// cgroup v2 of this process, when the kernel offers cgroup.kill there and
+// the directory is writable; "" otherwise (runs then rely on the scan).
+var cgroupBase = sync.OnceValue(func() string {
+	base, err := ownCgroupDir()
+	if err != nil {
+		return ""
+	}
+	probe := filepath.Join(base, fmt.Sprintf("proctree-probe-%d", os.Getpid()))
+	if err := os.Mkdir(probe, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return ""
+	}
+	defer os.Remove(probe)
+	if _, err := os.Stat(filepath.Join(probe, "cgroup.kill")); err != nil {
+		return ""
+	}
+	removeStale(base)
+	return base
+})
+
+// removeStale removes the empty cgroups of processes that are gone (a
+// provider killed with its pool of free cgroups).
+func removeStale(base string) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		var pid, n int
+		if _, err := fmt.Sscanf(e.Name(), "proctree-%d-%d", &pid, &n); err != nil || !e.IsDir() || pid == os.Getpid() {
+			continue
+		}
+		if syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
+			continue // still running
+		}
+		_ = syscall.Rmdir(filepath.Join(base, e.Name())) // EBUSY when not empty: left alone
+	}
+}
+
+// freeCgroups keeps the empty cgroups of finished runs for the next ones:
+// creating and removing a cgroup costs more than the run of a short
+// command.
+var freeCgroups struct {
+	sync.Mutex
+	dirs []string
+	n    int
+}
+
+const maxFreeCgroups = 16
+
+// ownCgroupDir finds this process's cgroup v2 directory from
+// /proc/self/cgroup ("0::/path") and the cgroup2 mount in
+// /proc/self/mountinfo.
+func ownCgroupDir() (string, error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	rel, found := "", false
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			rel, found = p, true
+		}
+	}
+	if !found {
+		return "", errors.New("no cgroup v2 membership")
+	}
+	mi, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	defer mi.Close()
+	sc := bufio.NewScanner(mi)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options ... - fstype source superoptions
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
+			continue
+		}
+		f := strings.Fields(pre)
+		if len(f) < 5 {
+			continue
+		}
+		root, mount := f[3], f[4]
+		inner, ok := strings.CutPrefix(rel, root)
+		if !ok {
+			continue // this mount does not show our cgroup
+		}
+		return filepath.Join(mount, inner), nil
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", errors.New("no cgroup2 mount shows this process's cgroup")
+}
+
+// newCgroup answers an empty cgroup for a run (a free one, else a new
+// one), or nil when cgroups are not available to this process.
+func newCgroup() *cgroup {
+	if scanOnly {
+		return nil
+	}
+	base := cgroupBase()
+	if base == "" {
+		return nil
+	}
+	f := &freeCgroups
+	f.Lock()
+	var dir string
+	if n := len(f.dirs); n > 0 {
+		dir, f.dirs = f.dirs[n-1], f.dirs[:n-1]
+	} else {
+		f.n++
+		dir = filepath.Join(base, fmt.Sprintf("proctree-%d-%d", os.Getpid(), f.n))
+	}
+	f.Unlock()
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	fd, err := os.Open(dir)
+	if err != nil {
+		_ = os.Remove(dir)
+		return nil
+	}
+	return &cgroup{dir: dir, fd: fd}
+}
+
+// attach makes the leader start inside the cgroup (clone3 with
+// CLONE_INTO_CGROUP), so not even its first instruction runs outside.
+func (c *cgroup) attach(a *syscall.SysProcAttr) {
+	a.UseCgroupFD = true
+	a.CgroupFD = int(c.fd.Fd())
+}
+
+// started closes the directory handle once the leader runs.
+func (c *cgroup) started() {
+	if c.fd != nil {
+		c.fd.Close()
+		c.fd = nil
+	}
+}
+
+// kill kills every process of the cgroup and waits until it is empty.
+// An empty cgroup (the common end of a command) costs one read.
+func (c *cgroup) kill(ctx context.Context) error {
+	if populated, err := c.populated(); err == nil && !populated && !c.killed {
+		return nil
+	}
+	c.killed = true
+	if err := os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+		return fmt.Errorf("kill cgroup %s: %w", c.dir, err)
+	}
+	backoff := 200 * time.Microsecond
+	for {
+		populated, err := c.populated()
+		if err != nil {
+			return err
+		}
+		if !populated {
+			return nil
+		}
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("cgroup %s still populated: %w", c.dir, context.Cause(ctx))
+		case <-timer.C:
+		}
+		backoff = min(backoff*2, 20*time.Millisecond)
+	}
+}
+
+// populated reads cgroup.events: "populated 1" while a process of the
+// cgroup or of a descendant cgroup is alive.
+func (c *cgroup) populated() (bool, error) {
+	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.events"))
+	if err != nil {
+		return false, fmt.Errorf("read cgroup %s: %w", c.dir, err)
+	}
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("populated ")); ok {
+			return string(v) != "0", nil
+		}
+	}
+	return false, fmt.Errorf("read cgroup %s: no populated field", c.dir)
+}
+
+// remove deletes the (empty) cgroup, with the cgroups a member created
+// below it.
+func (c *cgroup) remove() error {
+	c.started()
+	// An empty cgroup without children is kept for the next run, unless
+	// it was killed: some kernels kill every process later started into
+	// a cgroup that was once killed (the fork compares the cgroup's kill
+	// count with the parent's).
+	if populated, err := c.populated(); err == nil && !populated && !c.killed {
+		if entries, err := os.ReadDir(c.dir); err == nil && !hasSubdir(entries) {
+			f := &freeCgroups
+			f.Lock()
+			keep := len(f.dirs) < maxFreeCgroups
+			if keep {
+				f.dirs = append(f.dirs, c.dir)
+			}
+			f.Unlock()
+			if keep {
+				return nil
+			}
+		}
+	}
+	var dirs []string
+	_ = filepath.WalkDir(c.dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	var errs []error
+	for i := len(dirs) - 1; i >= 0; i-- {
+		var err error
+		for range 50 { // an exiting process may hold it for a moment
+			if err = syscall.Rmdir(dirs[i]); err == nil || errors.Is(err, syscall.ENOENT) || !errors.Is(err, syscall.EBUSY) {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if err != nil && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", dirs[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func hasSubdir(entries []os.DirEntry) bool {
+	for _, e := range entries {
+		if e.IsDir() {
+			return true
+		}
+	}
+	return false
+}
