@@ -1,0 +1,93 @@
+// Package pgstore keeps Brain's durable state in PostgreSQL so that several
+// Brain nodes can share it: session journals, checkpoints, idempotency
+// claims and answers, admitted agentloop modules, the sealing key's
+// fingerprint, cluster membership and session leases. It is the only
+// package that imports the PostgreSQL driver (pgx). PostgreSQL's
+// transactions and unique keys are the only source of order and
+// ownership; there is no other consensus.
+//
+// Open connects, applies the schema migrations, checks the sealing key and
+// joins the membership. DB.Journal is a journal.Store (it passes
+// journaltest); DB.Requests mirrors package idem's Store.
+//
+// # Schema
+//
+// Migrations are numbered from 1 and applied in order at Open, each in its
+// own transaction together with the version it reaches, while holding a
+// session advisory lock (key 0x627261696e6d6967), so that of nodes starting
+// together one migrates and the others then find nothing to do. A database
+// whose brain_schema.version is above the binary's refuses Open with
+// ErrSchemaNewer. Version 1:
+//
+//	brain_schema      (version)                     one row
+//	brain_cluster     (key_fingerprint)             one row: HMAC-SHA256 of
+//	                                                "brain sealing key fingerprint v1"
+//	                                                under the sealing key
+//	brain_sessions    (session_id PK, next_seq, last_ms)
+//	brain_records     (session_id, sequence) PK, kind, recorded_at_ms,
+//	                  data, origin, frame_bytes
+//	brain_checkpoints (session_id PK, through, payload)
+//	brain_requests    (scope, key) PK, digest, hinted, claim_id, instance,
+//	                  status, body, claimed_at, at
+//	brain_modules     (id PK = SHA-256 hex of bytes, bytes, admitted_at)
+//	brain_nodes       (node_id PK, instance, public_url, joined_at, expires_at)
+//	brain_leases      (session_id PK, node_id, epoch, expires_at)
+//
+// Session ids, kinds, data and origins are bytea, stored byte for byte as
+// given (data and origin NULL when absent), so ids sort bytewise as in
+// FileStore. frame_bytes is the record's frame size in FileStore's format,
+// the measure of Read's byte bound.
+//
+// # Appends
+//
+// An append is one statement in its own transaction (one round trip, one
+// commit): it locks the session row only if its next_seq is the expected
+// one (the compare-and-set; the first append inserts the row instead),
+// numbers and stamps the records (recorded_at_ms zero becomes the
+// statement's time, and never goes below the session's last), inserts
+// them, moves next_seq, and sends a NOTIFY on channel brain_journal with
+// payload "<hex session id> <last sequence>" that other nodes receive at
+// commit. Delete removes the session row first (waiting for an append in
+// flight, making later ones fail), then its records and checkpoint, and
+// notifies "<hex session id> 0".
+//
+// With Options.Fenced, an append also needs this node's live lease on the
+// session: the statement share-locks the lease row only if it names this
+// node with the lease's epoch and has not expired. A takeover (an update
+// of that row) therefore waits for the append to commit, and an append
+// after a takeover finds another epoch and fails with ErrNotOwner: a node
+// that lost its lease can never commit, so it never sends an effect whose
+// *_started record it could not commit.
+//
+// # Subscriptions
+//
+// Local appends are pushed to local subscriptions at once. Another node's
+// commits arrive on a LISTENing connection as a wake-up, after which the
+// records are read from brain_records: the notification carries no data,
+// and a lost one (the listener reconnecting) is made up by reading every
+// followed session after the reconnection. Each record is pushed once, in
+// order; the backlog and lag rules are journal.Subscription's.
+//
+// # Leases and membership
+//
+// A lease row says which node runs a session's activations. AcquireLease
+// takes it when it is free, expired or already this node's, always
+// raising the epoch, with one conditional upsert: of nodes racing for an
+// expired lease exactly one wins. RenewLease extends it only while it is
+// live and unchanged; a node that cannot renew must stop the session at
+// once (the local deadline, measured from before the request was sent,
+// never outlasts the row's expires_at). ReleaseLease expires it at once
+// for a graceful drain. Times are the database's clock. Each node renews
+// its brain_nodes row every third of the lease length; a row past
+// expires_at is a dead node.
+//
+// # Faults
+//
+// An operation that could not reach the database, or that the server
+// refused for lack of resources or a shutdown, fails with ErrUnavailable:
+// nothing was committed. A write whose connection failed after it was
+// sent fails with ErrOutcomeUnknown: it may have committed, so the caller
+// acknowledges nothing and re-reads the state before acting again. Both
+// wrap journal.ErrOverloaded (HTTP 503 overloaded, retryable). Nothing
+// sticks: the pool reconnects on the next operation.
+package pgstore
