@@ -245,7 +245,7 @@ func (r *Requests) Len() int {
 	ctx, cancel := r.db.opCtx(context.Background())
 	defer cancel()
 	var n int
-	err := r.db.pool.QueryRow(ctx, `SELECT count(*) FROM brain_requests WHERE $1::bigint <= 0 OR at >= $2 - make_interval(secs => $1::bigint / 1000.0)`,
+	err := r.db.pool.QueryRow(ctx, `SELECT count(*) FROM brain_requests WHERE $1::bigint <= 0 OR at >= $2::timestamptz - make_interval(secs => $1::bigint / 1000.0)`,
 		r.opts.Retention.Milliseconds(), r.opts.Now()).Scan(&n)
 	if err != nil {
 		return -1
