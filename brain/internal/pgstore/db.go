@@ -90,6 +90,10 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("pgstore: database URL: %w", err)
 	}
 	cfg.MaxConns = opts.MaxConns
+	// Every statement here looks rows up by key: one generic plan per
+	// prepared statement serves all parameters, and saves planning the
+	// append on every call.
+	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}

@@ -55,16 +55,19 @@ func (j *Journal) usable() error {
 // appendNext (an existing session). One statement in its own implicit
 // transaction, so one round trip and one commit:
 //
-//   - old (appendNext) locks the session row if its next_seq is the
-//     expected one (the compare-and-set); appendCreate inserts it instead,
-//     doing nothing when it exists;
+//   - head (appendNext) moves next_seq and last_ms if next_seq is the
+//     expected one: the compare-and-set, re-checked on the newest row
+//     version if a concurrent append changed it, so of two racing appends
+//     one fails; old reads the session's last_ms from the same snapshot
+//     (when head succeeds, no append came between). appendCreate inserts
+//     the session row instead, doing nothing when it exists;
 //   - lease (fenced appends) takes a share lock on the node's lease row if
 //     it is live with the node's epoch, so a takeover waits for this
 //     commit and a takeover that committed first makes this append fail;
 //   - recs numbers and stamps the records: recorded_at_ms zero is the
 //     statement's time, and no value goes below the session's last one;
-//   - head moves next_seq and last_ms, ins writes the rows, and the NOTIFY
-//     reaches the other nodes at commit.
+//   - ins writes the rows if head succeeded, and the NOTIFY reaches the
+//     other nodes at commit.
 const (
 	appendRecs = `recs AS (
 		SELECT $1::bytea AS session_id, $2::bigint + u.o - 1 AS sequence, u.k AS kind,
@@ -87,11 +90,56 @@ const (
 		(SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode($1, 'hex') || ' ' || (next_seq - 1)) FROM head) n)`
 )
 
+// The one-record form (most appends): the record's stamp is the
+// session's new last_ms, which head returns, so it needs neither old nor
+// the arrays. Its parameters are $1 session, $2 expected next, $3 kind,
+// $4 recorded_at_ms (0: now), $5 data, $6 origin, $7 frame bytes, and for
+// fenced appends $8 node and $9 epoch.
+const (
+	oneStamp = `CASE WHEN $4::bigint = 0 THEN (extract(epoch FROM statement_timestamp()) * 1000)::bigint ELSE $4::bigint END`
+	oneTail  = `ins AS (
+		INSERT INTO brain_records (session_id, sequence, kind, recorded_at_ms, data, origin, frame_bytes)
+		SELECT $1, $2, $3, h.last_ms, $5, $6, $7 FROM head h
+		RETURNING recorded_at_ms
+	)
+	SELECT (SELECT count(*) FROM head), %s, (SELECT array_agg(recorded_at_ms) FROM ins),
+		(SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode($1, 'hex') || ' ' || $2::bigint) FROM head) n)`
+)
+
+func appendOneSQL(existing, fenced bool) string {
+	leaseOK, leaseCTE, leaseCond := "1::bigint", "", ""
+	if fenced {
+		leaseOK = "(SELECT count(*) FROM lease)"
+		leaseCTE = appendLease + ",\n"
+		leaseCond = " AND EXISTS (SELECT 1 FROM lease)"
+	}
+	if existing {
+		return "WITH " + leaseCTE + `head AS (
+		UPDATE brain_sessions SET next_seq = $2 + 1, last_ms = greatest(last_ms, ` + oneStamp + `)
+		WHERE session_id = $1 AND next_seq = $2` + leaseCond + `
+		RETURNING next_seq, last_ms
+	),
+	` + fmt.Sprintf(oneTail, leaseOK)
+	}
+	return "WITH " + leaseCTE + `head AS (
+		INSERT INTO brain_sessions (session_id, next_seq, last_ms)
+		SELECT $1, 2, ` + oneStamp + `
+		WHERE true` + leaseCond + `
+		ON CONFLICT (session_id) DO NOTHING
+		RETURNING next_seq, last_ms
+	),
+	` + fmt.Sprintf(oneTail, leaseOK)
+}
+
 var (
-	appendCreate       = appendSQL(false, false)
-	appendNext         = appendSQL(true, false)
-	appendCreateFenced = appendSQL(false, true)
-	appendNextFenced   = appendSQL(true, true)
+	appendOneCreate       = appendOneSQL(false, false)
+	appendOneNext         = appendOneSQL(true, false)
+	appendOneCreateFenced = appendOneSQL(false, true)
+	appendOneNextFenced   = appendOneSQL(true, true)
+	appendCreate          = appendSQL(false, false)
+	appendNext            = appendSQL(true, false)
+	appendCreateFenced    = appendSQL(false, true)
+	appendNextFenced      = appendSQL(true, true)
 )
 
 func appendSQL(existing, fenced bool) string {
@@ -104,11 +152,11 @@ func appendSQL(existing, fenced bool) string {
 		leaseCond = " AND EXISTS (SELECT 1 FROM lease)"
 	}
 	if existing {
-		return "WITH old AS (SELECT last_ms FROM brain_sessions WHERE session_id = $1 AND next_seq = $2 FOR UPDATE),\n" +
+		return "WITH old AS (SELECT last_ms FROM brain_sessions WHERE session_id = $1 AND next_seq = $2),\n" +
 			leaseCTE + fmt.Sprintf(appendRecs, "(SELECT last_ms FROM old)") + `,
 	head AS (
 		UPDATE brain_sessions SET next_seq = $2 + cardinality($3::bytea[]), last_ms = (SELECT max(recorded_at_ms) FROM recs)
-		WHERE session_id = $1 AND EXISTS (SELECT 1 FROM old)` + leaseCond + `
+		WHERE session_id = $1 AND next_seq = $2` + leaseCond + `
 		RETURNING next_seq
 	),
 	` + fmt.Sprintf(appendTail, leaseOK)
@@ -142,40 +190,52 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 		return fmt.Errorf("%w: session %s expected 0, next is at least 1", journal.ErrConflict, session)
 	}
 	n := len(records)
-	kinds := make([][]byte, n)
-	times := make([]int64, n)
-	data := make([][]byte, n)
-	origins := make([][]byte, n)
-	frames := make([]int32, n)
-	for i := range records {
-		kinds[i] = []byte(records[i].Kind)
-		times[i] = records[i].RecordedAtMs
-		if len(records[i].Data) > 0 {
-			data[i] = records[i].Data
+	var args []any
+	var forms [4]string // create, next, create fenced, next fenced
+	if n == 1 {
+		r := &records[0]
+		var data, origin []byte
+		if len(r.Data) > 0 {
+			data = r.Data
 		}
-		if records[i].Origin != nil {
-			origins[i] = records[i].Origin
+		if r.Origin != nil {
+			origin = r.Origin
 		}
-		frames[i] = int32(journal.FrameSize(&records[i]))
+		args = []any{[]byte(session), int64(expectedNext), []byte(r.Kind), r.RecordedAtMs, data, origin, int32(journal.FrameSize(r))}
+		forms = [4]string{appendOneCreate, appendOneNext, appendOneCreateFenced, appendOneNextFenced}
+	} else {
+		kinds := make([][]byte, n)
+		times := make([]int64, n)
+		data := make([][]byte, n)
+		origins := make([][]byte, n)
+		frames := make([]int32, n)
+		for i := range records {
+			kinds[i] = []byte(records[i].Kind)
+			times[i] = records[i].RecordedAtMs
+			if len(records[i].Data) > 0 {
+				data[i] = records[i].Data
+			}
+			if records[i].Origin != nil {
+				origins[i] = records[i].Origin
+			}
+			frames[i] = int32(journal.FrameSize(&records[i]))
+		}
+		args = []any{[]byte(session), int64(expectedNext), kinds, times, data, origins, frames}
+		forms = [4]string{appendCreate, appendNext, appendCreateFenced, appendNextFenced}
 	}
-	args := []any{[]byte(session), int64(expectedNext), kinds, times, data, origins, frames}
-	var sql string
+	form := 0
+	if expectedNext > 1 {
+		form = 1
+	}
 	if j.db.opts.Fenced {
 		l, ok := j.db.heldLease(session)
 		if !ok {
 			return fmt.Errorf("%w: session %s", ErrNotOwner, session)
 		}
 		args = append(args, j.db.opts.NodeID, l.Epoch)
-		sql = appendCreateFenced
-		if expectedNext > 1 {
-			sql = appendNextFenced
-		}
-	} else {
-		sql = appendCreate
-		if expectedNext > 1 {
-			sql = appendNext
-		}
+		form += 2
 	}
+	sql := forms[form]
 	octx, cancel := j.db.opCtx(ctx)
 	defer cancel()
 	var headRows, leaseRows int64

@@ -1,0 +1,130 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/pgstore"
+	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Every benchmark here runs against a real PostgreSQL with fsync and
+// synchronous_commit on: a commit returns after its WAL is flushed.
+
+var benchData = []byte(`{"text":"` + strings.Repeat("b", 80) + `"}`)
+
+// bareTable has the journal's shape, without anything Brain adds.
+const bareTable = `CREATE TABLE bare_records (session_id bytea, sequence bigint, kind bytea, recorded_at_ms bigint,
+	data bytea, frame_bytes integer, PRIMARY KEY (session_id, sequence))`
+
+const bareInsert = `INSERT INTO bare_records (session_id, sequence, kind, recorded_at_ms, data, frame_bytes)
+	VALUES ($1, $2, $3, $4, $5, $6)`
+
+func p50(lat []time.Duration) time.Duration {
+	slices.Sort(lat)
+	return lat[len(lat)/2]
+}
+
+func benchPool(b *testing.B, url string, conns int32) *pgxpool.Pool {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns, cfg.MinConns = conns, conns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	if _, err := pool.Exec(context.Background(), bareTable); err != nil {
+		b.Fatal(err)
+	}
+	return pool
+}
+
+// BenchmarkAppendP50 alternates, on one connection each, a durable
+// Append of one ~100 B record to one session and the bare baseline: one
+// INSERT of the same row in its own transaction (INSERT …; COMMIT). It
+// reports both p50s and their ratio.
+func BenchmarkAppendP50(b *testing.B) {
+	url := pgtest.Database(b)
+	db := openDB(b, url, func(o *pgstore.Options) { o.MaxConns = 1 })
+	pool := benchPool(b, url, 1)
+	ctx := context.Background()
+	j := db.Journal()
+	var app, bare []time.Duration
+	next := uint64(1)
+	kind := []byte("k")
+	frame := int32(journal.FrameSize(&journal.Record{Kind: "k", Data: benchData}))
+	for b.Loop() {
+		t0 := time.Now()
+		if err := j.Append(ctx, "s", next, []journal.Record{{Kind: "k", Data: benchData}}); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := pool.Exec(ctx, bareInsert, []byte("s"), int64(next), kind, t1.UnixMilli(), benchData, frame); err != nil {
+			b.Fatal(err)
+		}
+		app, bare = append(app, t1.Sub(t0)), append(bare, time.Since(t1))
+		next++
+	}
+	pa, pb := p50(app), p50(bare)
+	b.ReportMetric(float64(pa.Microseconds()), "append-p50-µs")
+	b.ReportMetric(float64(pb.Microseconds()), "bare-p50-µs")
+	b.ReportMetric(float64(pa)/float64(pb), "ratio")
+}
+
+// BenchmarkThroughput64 runs 64 sessions, one goroutine and one connection
+// each, appending one record at a time (b.N records in all), then the bare
+// baseline: 64 goroutines on 64 connections, each an INSERT+COMMIT loop
+// into the same shape of table. It reports both rates and their ratio.
+func BenchmarkThroughput64(b *testing.B) {
+	const sessions = 64
+	url := pgtest.Database(b)
+	db := openDB(b, url, func(o *pgstore.Options) { o.MaxConns = sessions })
+	pool := benchPool(b, url, sessions)
+	ctx := context.Background()
+	j := db.Journal()
+	kind := []byte("k")
+	frame := int32(journal.FrameSize(&journal.Record{Kind: "k", Data: benchData}))
+	run := func(op func(s string, seq uint64) error) float64 {
+		var left atomic.Int64
+		left.Store(int64(b.N))
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for w := range sessions {
+			wg.Go(func() {
+				s := fmt.Sprint("s", w)
+				for seq := uint64(1); left.Add(-1) >= 0; seq++ {
+					if err := op(s, seq); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return float64(b.N) / time.Since(t0).Seconds()
+	}
+	b.ResetTimer()
+	// Round numbers distinguish the phases' sessions across b.N runs.
+	round := fmt.Sprint(time.Now().UnixNano())
+	app := run(func(s string, seq uint64) error {
+		return j.Append(ctx, round+s, seq, []journal.Record{{Kind: "k", Data: benchData}})
+	})
+	bare := run(func(s string, seq uint64) error {
+		_, err := pool.Exec(ctx, bareInsert, []byte(round+s), int64(seq), kind, time.Now().UnixMilli(), benchData, frame)
+		return err
+	})
+	b.ReportMetric(app, "append-rec/s")
+	b.ReportMetric(bare, "bare-rec/s")
+	b.ReportMetric(app/bare, "ratio")
+}
