@@ -310,3 +310,29 @@ func TestMembership(t *testing.T) {
 		t.Fatalf("Members after b closed = %+v, %v", ms, err)
 	}
 }
+
+// TestSubscriptionWithoutWakeUp: a commit whose node died before sending
+// its wake-up (here: rows written directly) still reaches a subscriber on
+// another node, by polling.
+func TestSubscriptionWithoutWakeUp(t *testing.T) {
+	url := pgtest.Database(t)
+	a := openDB(t, url, nil)
+	ctx := context.Background()
+	if err := a.Journal().Append(ctx, "s", 1, []journal.Record{rec("k", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := a.Journal().Subscribe(ctx, "s", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	exec(t, url, `INSERT INTO brain_records (session_id, sequence, kind, recorded_at_ms, data, frame_bytes)
+		VALUES ('s', 2, 'k', 1, '{"n":2}', 40)`)
+	exec(t, url, `UPDATE brain_sessions SET next_seq = 3 WHERE session_id = 's'`)
+	nctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	r, err := sub.Next(nctx)
+	if err != nil || r.Sequence != 2 || string(r.Data) != `{"n":2}` {
+		t.Fatalf("Next = %+v, %v; want record 2", r, err)
+	}
+}

@@ -127,6 +127,8 @@ func (db *DB) start(ctx context.Context) error {
 	ready := make(chan struct{})
 	db.wg.Go(func() { db.journal.listen(bg, ready) })
 	db.wg.Go(func() { db.keepMembership(bg) })
+	db.wg.Go(func() { db.journal.notifier(bg) })
+	db.wg.Go(func() { db.journal.poller(bg) })
 	select {
 	case <-ready:
 		return nil

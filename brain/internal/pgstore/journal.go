@@ -21,6 +21,10 @@ const notifyChannel = "brain_journal"
 type Journal struct {
 	db *DB
 
+	notifyMu sync.Mutex
+	toNotify map[string]uint64 // session → last committed sequence, not yet notified
+	notifyCh chan struct{}
+
 	mu     sync.Mutex
 	closed bool
 	feeds  map[string]*sessionFeeds // sessions with local subscriptions
@@ -39,7 +43,7 @@ type sessionFeeds struct {
 }
 
 func newJournal(db *DB) *Journal {
-	return &Journal{db: db, feeds: map[string]*sessionFeeds{}}
+	return &Journal{db: db, feeds: map[string]*sessionFeeds{}, toNotify: map[string]uint64{}, notifyCh: make(chan struct{}, 1)}
 }
 
 func (j *Journal) usable() error {
@@ -66,8 +70,12 @@ func (j *Journal) usable() error {
 //     commit and a takeover that committed first makes this append fail;
 //   - recs numbers and stamps the records: recorded_at_ms zero is the
 //     statement's time, and no value goes below the session's last one;
-//   - ins writes the rows if head succeeded, and the NOTIFY reaches the
-//     other nodes at commit.
+//   - ins writes the rows if head succeeded.
+//
+// The NOTIFY for other nodes is sent after the commit, by notifyLater: a
+// NOTIFY inside the append would serialize every commit of the database
+// (PostgreSQL holds a database-wide lock from queueing notifications
+// until the commit is flushed), which defeats group commit.
 const (
 	appendRecs = `recs AS (
 		SELECT $1::bytea AS session_id, $2::bigint + u.o - 1 AS sequence, u.k AS kind,
@@ -86,8 +94,7 @@ const (
 		RETURNING sequence, recorded_at_ms
 	)
 	SELECT (SELECT count(*) FROM head), %s,
-		(SELECT array_agg(recorded_at_ms ORDER BY sequence) FROM ins),
-		(SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode($1, 'hex') || ' ' || (next_seq - 1)) FROM head) n)`
+		(SELECT array_agg(recorded_at_ms ORDER BY sequence) FROM ins)`
 )
 
 // The one-record form (most appends): the record's stamp is the
@@ -102,8 +109,7 @@ const (
 		SELECT $1, $2, $3, h.last_ms, $5, $6, $7 FROM head h
 		RETURNING recorded_at_ms
 	)
-	SELECT (SELECT count(*) FROM head), %s, (SELECT array_agg(recorded_at_ms) FROM ins),
-		(SELECT count(*) FROM (SELECT pg_notify('` + notifyChannel + `', encode($1, 'hex') || ' ' || $2::bigint) FROM head) n)`
+	SELECT (SELECT count(*) FROM head), %s, (SELECT array_agg(recorded_at_ms) FROM ins)`
 )
 
 func appendOneSQL(existing, fenced bool) string {
@@ -240,8 +246,7 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 	defer cancel()
 	var headRows, leaseRows int64
 	var stamps []int64
-	var notified int64
-	err := j.db.pool.QueryRow(octx, sql, args...).Scan(&headRows, &leaseRows, &stamps, &notified)
+	err := j.db.pool.QueryRow(octx, sql, args...).Scan(&headRows, &leaseRows, &stamps)
 	if err != nil {
 		return classify("append", err, true)
 	}
@@ -256,6 +261,7 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 		records[i].RecordedAtMs = stamps[i]
 	}
 	j.published(session, expectedNext, records)
+	j.notifyLater(session, expectedNext+uint64(n)-1)
 	return nil
 }
 

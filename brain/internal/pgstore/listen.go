@@ -2,6 +2,8 @@ package pgstore
 
 import (
 	"context"
+	"encoding/hex"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,5 +57,100 @@ func (j *Journal) listenOnce(ctx context.Context, ready *chan<- struct{}) error 
 			return err
 		}
 		j.notified(n.Payload)
+	}
+}
+
+// pollInterval is how often followed sessions are checked against the
+// journal, in case a wake-up was never sent (the committing node died
+// between its commit and its NOTIFY).
+const pollInterval = time.Second
+
+// notifyLater queues a wake-up for other nodes' subscribers of session.
+func (j *Journal) notifyLater(session string, last uint64) {
+	j.notifyMu.Lock()
+	if last > j.toNotify[session] {
+		j.toNotify[session] = last
+	}
+	j.notifyMu.Unlock()
+	select {
+	case j.notifyCh <- struct{}{}:
+	default:
+	}
+}
+
+// notifier sends the queued wake-ups, many per statement, until ctx ends.
+// The statement commits with synchronous_commit off: a notification is
+// delivered at commit and is worthless after a crash, so its transaction
+// need not wait for a WAL flush. A failed send is dropped: followers poll.
+func (j *Journal) notifier(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-j.notifyCh:
+		}
+		j.notifyMu.Lock()
+		batch := j.toNotify
+		j.toNotify = map[string]uint64{}
+		j.notifyMu.Unlock()
+		payloads := make([]string, 0, len(batch))
+		for s, last := range batch {
+			payloads = append(payloads, hex.EncodeToString([]byte(s))+" "+strconv.FormatUint(last, 10))
+		}
+		octx, cancel := j.db.opCtx(ctx)
+		j.db.pool.Exec(octx, `SELECT set_config('synchronous_commit', 'off', true),
+			(SELECT count(*) FROM (SELECT pg_notify('`+notifyChannel+`', p) FROM unnest($1::text[]) p) n)`, payloads)
+		cancel()
+	}
+}
+
+// poller catches followed sessions up every pollInterval, until ctx ends.
+func (j *Journal) poller(ctx context.Context) {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		j.mu.Lock()
+		ids := make([][]byte, 0, len(j.feeds))
+		for id := range j.feeds {
+			ids = append(ids, []byte(id))
+		}
+		j.mu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		octx, cancel := j.db.opCtx(ctx)
+		rows, err := j.db.pool.Query(octx, `SELECT session_id, next_seq FROM brain_sessions WHERE session_id = ANY($1)`, ids)
+		type head struct {
+			id   []byte
+			next int64
+		}
+		var heads []head
+		if err == nil {
+			heads, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (head, error) {
+				var h head
+				err := r.Scan(&h.id, &h.next)
+				return h, err
+			})
+		}
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, h := range heads {
+			sf := j.feedsOf(string(h.id))
+			if sf == nil {
+				continue
+			}
+			sf.mu.Lock()
+			if uint64(h.next-1) > sf.pushed {
+				j.catchUp(ctx, string(h.id), sf, uint64(h.next-1))
+			}
+			sf.mu.Unlock()
+		}
 	}
 }
