@@ -23,7 +23,7 @@
 //	brain_cluster     (key_fingerprint)             one row: HMAC-SHA256 of
 //	                                                "brain sealing key fingerprint v1"
 //	                                                under the sealing key
-//	brain_sessions    (session_id PK, next_seq, last_ms)
+//	brain_sessions    (session_id PK, next_seq, last_ms, epoch)
 //	brain_records     (session_id, sequence) PK, kind, recorded_at_ms,
 //	                  data, origin, frame_bytes
 //	brain_checkpoints (session_id PK, through, payload)
@@ -57,12 +57,19 @@
 // "<hex session id> 0" in the same transaction.
 //
 // With Options.Fenced, an append also needs this node's live lease on the
-// session: the statement share-locks the lease row only if it names this
-// node with the lease's epoch and has not expired. A takeover (an update
-// of that row) therefore waits for the append to commit, and an append
-// after a takeover finds another epoch and fails with ErrNotOwner: a node
-// that lost its lease can never commit, so it never sends an effect whose
-// *_started record it could not commit.
+// session. The session row carries the epoch of the lease it was last
+// taken under: AcquireLease raises the lease row's epoch and the session
+// row's in one statement, and an append's compare-and-set also requires
+// the session row's epoch to be the node's and the lease row (read, not
+// locked) to name this node with that epoch, unexpired. A takeover
+// therefore waits for an append in flight to commit (the session row is
+// locked by it), so the new owner's recovery reads that append; an append
+// after a takeover finds another epoch and fails with ErrNotOwner (or
+// with journal.ErrConflict when it read the lease row before the takeover
+// committed; a retry after re-reading finds ErrNotOwner). The first
+// append of a session, which has no session row yet, share-locks the
+// lease row instead. A node that lost its lease can never commit, so it
+// never sends an effect whose *_started record it could not commit.
 //
 // # Subscriptions
 //

@@ -84,7 +84,16 @@ const (
 			u.d AS data, u.og AS origin, u.fb AS frame_bytes
 		FROM unnest($3::bytea[], $4::bigint[], $5::bytea[], $6::bytea[], $7::integer[]) WITH ORDINALITY AS u(k, t, d, og, fb, o)
 	)`
+	// appendLease for an existing session reads the lease row without
+	// locking it: the fence is the session row's epoch (head's condition),
+	// which every takeover raises in the statement that takes the lease,
+	// after waiting for the row lock of an append in flight.
 	appendLease = `lease AS (
+		SELECT 1 FROM brain_leases WHERE session_id = $1 AND node_id = $8 AND epoch = $9 AND expires_at > statement_timestamp()
+	)`
+	// appendLeaseCreate: a session row does not exist yet to carry the
+	// epoch, so the lease row is share-locked instead.
+	appendLeaseCreate = `lease AS (
 		SELECT 1 FROM brain_leases WHERE session_id = $1 AND node_id = $8 AND epoch = $9 AND expires_at > statement_timestamp()
 		FOR SHARE
 	)`
@@ -112,13 +121,21 @@ const (
 	SELECT (SELECT count(*) FROM head), %s, (SELECT array_agg(recorded_at_ms) FROM ins)`
 )
 
-func appendOneSQL(existing, fenced bool) string {
-	leaseOK, leaseCTE, leaseCond := "1::bigint", "", ""
-	if fenced {
-		leaseOK = "(SELECT count(*) FROM lease)"
-		leaseCTE = appendLease + ",\n"
-		leaseCond = " AND EXISTS (SELECT 1 FROM lease)"
+// fence answers the parts of an append statement that check the lease:
+// the count it reports, the CTE, the condition on head, and the epoch a
+// new session row starts with.
+func fence(existing, fenced bool) (ok, cte, cond, epoch string) {
+	if !fenced {
+		return "1::bigint", "", "", "0"
 	}
+	if existing {
+		return "(SELECT count(*) FROM lease)", appendLease + ",\n", " AND epoch = $9 AND EXISTS (SELECT 1 FROM lease)", "$9"
+	}
+	return "(SELECT count(*) FROM lease)", appendLeaseCreate + ",\n", " AND EXISTS (SELECT 1 FROM lease)", "$9"
+}
+
+func appendOneSQL(existing, fenced bool) string {
+	leaseOK, leaseCTE, leaseCond, epoch := fence(existing, fenced)
 	if existing {
 		return "WITH " + leaseCTE + `head AS (
 		UPDATE brain_sessions SET next_seq = $2 + 1, last_ms = greatest(last_ms, ` + oneStamp + `)
@@ -128,8 +145,8 @@ func appendOneSQL(existing, fenced bool) string {
 	` + fmt.Sprintf(oneTail, leaseOK)
 	}
 	return "WITH " + leaseCTE + `head AS (
-		INSERT INTO brain_sessions (session_id, next_seq, last_ms)
-		SELECT $1, 2, ` + oneStamp + `
+		INSERT INTO brain_sessions (session_id, next_seq, last_ms, epoch)
+		SELECT $1, 2, ` + oneStamp + `, ` + epoch + `
 		WHERE true` + leaseCond + `
 		ON CONFLICT (session_id) DO NOTHING
 		RETURNING next_seq, last_ms
@@ -149,14 +166,7 @@ var (
 )
 
 func appendSQL(existing, fenced bool) string {
-	leaseOK := "1::bigint"
-	leaseCTE := ""
-	leaseCond := ""
-	if fenced {
-		leaseOK = "(SELECT count(*) FROM lease)"
-		leaseCTE = appendLease + ",\n"
-		leaseCond = " AND EXISTS (SELECT 1 FROM lease)"
-	}
+	leaseOK, leaseCTE, leaseCond, epoch := fence(existing, fenced)
 	if existing {
 		return "WITH old AS (SELECT last_ms FROM brain_sessions WHERE session_id = $1 AND next_seq = $2),\n" +
 			leaseCTE + fmt.Sprintf(appendRecs, "(SELECT last_ms FROM old)") + `,
@@ -169,8 +179,8 @@ func appendSQL(existing, fenced bool) string {
 	}
 	return "WITH " + leaseCTE + fmt.Sprintf(appendRecs, "0::bigint") + `,
 	head AS (
-		INSERT INTO brain_sessions (session_id, next_seq, last_ms)
-		SELECT $1, 1 + cardinality($3::bytea[]), (SELECT max(recorded_at_ms) FROM recs)
+		INSERT INTO brain_sessions (session_id, next_seq, last_ms, epoch)
+		SELECT $1, 1 + cardinality($3::bytea[]), (SELECT max(recorded_at_ms) FROM recs), ` + epoch + `
 		WHERE true` + leaseCond + `
 		ON CONFLICT (session_id) DO NOTHING
 		RETURNING next_seq

@@ -48,12 +48,21 @@ func (db *DB) AcquireLease(ctx context.Context, session string) (Lease, error) {
 	defer cancel()
 	sent := time.Now()
 	var epoch int64
-	err := db.pool.QueryRow(ctx, `INSERT INTO brain_leases AS l (session_id, node_id, epoch, expires_at)
-		VALUES ($1, $2, 1, now() + make_interval(secs => $3))
-		ON CONFLICT (session_id) DO UPDATE
-		SET node_id = EXCLUDED.node_id, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at
-		WHERE l.expires_at <= now() OR l.node_id = EXCLUDED.node_id
-		RETURNING epoch`, []byte(session), db.opts.NodeID, secs(db.opts.LeaseDuration)).Scan(&epoch)
+	// The session row carries the epoch too (appends are fenced on it):
+	// updating it waits for an append in flight to commit, so the new
+	// owner's recovery reads that append, and makes later appends of the
+	// old owner fail.
+	err := db.pool.QueryRow(ctx, `WITH l AS (
+			INSERT INTO brain_leases AS l (session_id, node_id, epoch, expires_at)
+			VALUES ($1, $2, 1, now() + make_interval(secs => $3))
+			ON CONFLICT (session_id) DO UPDATE
+			SET node_id = EXCLUDED.node_id, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at
+			WHERE l.expires_at <= now() OR l.node_id = EXCLUDED.node_id
+			RETURNING epoch
+		), s AS (
+			UPDATE brain_sessions SET epoch = (SELECT epoch FROM l) WHERE session_id = $1 AND EXISTS (SELECT 1 FROM l)
+		)
+		SELECT epoch FROM l`, []byte(session), db.opts.NodeID, secs(db.opts.LeaseDuration)).Scan(&epoch)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, fmt.Errorf("%w: session %s", ErrLeaseHeld, session)
 	}

@@ -23,7 +23,8 @@ var migrations = []string{
 	CREATE TABLE brain_sessions (
 		session_id bytea PRIMARY KEY,
 		next_seq bigint NOT NULL CHECK (next_seq > 1),
-		last_ms bigint NOT NULL
+		last_ms bigint NOT NULL,
+		epoch bigint NOT NULL
 	);
 	CREATE TABLE brain_records (
 		session_id bytea NOT NULL,
