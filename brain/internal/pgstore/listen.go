@@ -78,11 +78,19 @@ func (j *Journal) notifyLater(session string, last uint64) {
 	}
 }
 
-// notifier sends the queued wake-ups, many per statement, until ctx ends.
-// The statement commits with synchronous_commit off: a notification is
+// notifier sends the queued wake-ups, many per statement, until ctx ends,
+// on a connection of its own so that it never holds up an append. The
+// statement commits with synchronous_commit off: a notification is
 // delivered at commit and is worthless after a crash, so its transaction
-// need not wait for a WAL flush. A failed send is dropped: followers poll.
+// need not wait for a WAL flush. A failed send is dropped (followers
+// poll) and the connection is opened again for the next one.
 func (j *Journal) notifier(ctx context.Context) {
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close(context.WithoutCancel(ctx))
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -98,8 +106,20 @@ func (j *Journal) notifier(ctx context.Context) {
 			payloads = append(payloads, hex.EncodeToString([]byte(s))+" "+strconv.FormatUint(last, 10))
 		}
 		octx, cancel := j.db.opCtx(ctx)
-		j.db.pool.Exec(octx, `SELECT set_config('synchronous_commit', 'off', true),
-			(SELECT count(*) FROM (SELECT pg_notify('`+notifyChannel+`', p) FROM unnest($1::text[]) p) n)`, payloads)
+		var err error
+		if conn == nil {
+			conn, err = pgx.ConnectConfig(octx, j.db.pool.Config().ConnConfig.Copy())
+		}
+		if err == nil {
+			_, err = conn.Exec(octx, `SELECT set_config('synchronous_commit', 'off', true),
+				(SELECT count(*) FROM (SELECT pg_notify('`+notifyChannel+`', p) FROM unnest($1::text[]) p) n)`, payloads)
+			if err != nil {
+				conn.Close(octx)
+			}
+		}
+		if err != nil {
+			conn = nil
+		}
 		cancel()
 	}
 }
