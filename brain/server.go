@@ -25,6 +25,9 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/model"
 	"github.com/brain-in-go/brain/brain/internal/session"
+
+	// The PostgreSQL backend, selected by a postgres:// database URL.
+	_ "github.com/brain-in-go/brain/brain/internal/pgstore"
 )
 
 // shutdownGrace bounds closing idle HTTP connections after the drain.
@@ -71,8 +74,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 	if s.store, err = backend.Open(ctx, backend.Options{
-		DataDir:     cfg.DataDir,
-		DatabaseURL: cfg.Storage.DatabaseURL,
+		DataDir:        cfg.DataDir,
+		DatabaseURL:    cfg.Storage.DatabaseURL,
+		SealingKeyFile: cfg.Storage.SealingKeyFile,
+		PublicURL:      cfg.PublicURL,
 		Journal: journal.Options{
 			MaxQueueBytes:        cfg.MaxJournalQueueBytes,
 			MaxSessionQueueBytes: cfg.MaxSessionQueueBytes,
@@ -139,6 +144,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.api, err = httpapi.New(httpapi.Options{
 		Engine:          s.engine,
 		Requests:        s.requests,
+		Ready:           s.store.Ready,
 		Token:           s.token,
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		MaxLiveBacklog:  cfg.MaxLiveBacklog,

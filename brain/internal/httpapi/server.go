@@ -32,6 +32,9 @@ type Options struct {
 	Engine *session.Engine
 	// Requests keeps idempotency claims and answers. Required.
 	Requests *idem.Store
+	// Ready, if set, must succeed for /health/ready to answer 204 (the
+	// storage backend's database answers).
+	Ready func(ctx context.Context) error
 	// Token is the server bearer token; empty serves without
 	// authentication.
 	Token string
@@ -126,6 +129,12 @@ func (s *Server) routes() {
 		if s.draining.Load() {
 			WriteError(w, errDraining)
 			return
+		}
+		if s.opts.Ready != nil {
+			if err := s.opts.Ready(r.Context()); err != nil {
+				WriteError(w, newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the storage backend is unavailable; retry later"))
+				return
+			}
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}))

@@ -72,6 +72,13 @@ var migrations = []string{
 		epoch bigint NOT NULL,
 		expires_at timestamptz NOT NULL
 	);`,
+	// 2: sealed credentials.
+	`CREATE TABLE brain_secrets (
+		session_id bytea NOT NULL,
+		name text NOT NULL,
+		sealed bytea NOT NULL,
+		PRIMARY KEY (session_id, name)
+	);`,
 }
 
 // SchemaVersion is the schema version this binary writes.

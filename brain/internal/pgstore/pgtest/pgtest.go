@@ -149,7 +149,7 @@ type Server struct {
 
 // URL answers the URL of database on the server (over its Unix socket).
 func (s *Server) URL(database string) string {
-	return fmt.Sprintf("postgres://postgres@/%s?host=%s&sslmode=disable", database, url.QueryEscape(s.dir))
+	return fmt.Sprintf("postgres://postgres@localhost/%s?host=%s&sslmode=disable", database, url.QueryEscape(s.dir))
 }
 
 // Running reports whether the server was started and not stopped.
