@@ -13,6 +13,7 @@ import (
 	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/braintest"
+	"github.com/brain-in-go/brain/brain/client"
 	"github.com/brain-in-go/brain/brain/internal/pgstore"
 	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
 )
@@ -35,7 +36,7 @@ func readyStatus(t *testing.T, b *braintest.Brain) int {
 
 // TestTwoNodesShareSessions runs two Brains on one database: a session
 // created and run on node A is listed and read, transcript included, on
-// node B; the model key is sealed in the database under the shared key; /health/ready
+// node B, and B streams the turn's events live as A commits them; the model key is sealed in the database under the shared key; /health/ready
 // answers 503 on both while PostgreSQL is down and 204 once it is back; a
 // node with another sealing key refuses to start.
 func TestTwoNodesShareSessions(t *testing.T) {
@@ -51,8 +52,32 @@ func TestTwoNodesShareSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Node B streams the session's events while node A runs its turn.
+	sctx, stopStream := context.WithTimeout(ctx, 30*time.Second)
+	defer stopStream()
+	streamed := make(chan string, 64)
+	go func() {
+		defer close(streamed)
+		for ev, err := range b.Client(t).Sessions.Open(s.ID).Events(sctx, 0, client.Follow()) {
+			if err != nil {
+				return
+			}
+			streamed <- ev.EventType
+			if ev.EventType == api.KindTurnEnded {
+				return
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // let the stream reach its live part
 	if _, err := s.Send(ctx, api.UserInput{Message: "hello"}); err != nil {
 		t.Fatal(err)
+	}
+	var kinds []string
+	for k := range streamed {
+		kinds = append(kinds, k)
+	}
+	if len(kinds) == 0 || kinds[len(kinds)-1] != api.KindTurnEnded {
+		t.Fatalf("node B streamed %v, want the events of A's turn through turn_ended", kinds)
 	}
 	tr, err := b.Client(t).Sessions.Open(s.ID).Transcript(ctx)
 	if err != nil {
