@@ -610,18 +610,35 @@ func (j *Journal) deleted(session string) {
 	sf.pushed = 0
 }
 
+// wakePayload encodes a notification: "<hex session id> <sequence>".
+func wakePayload(session string, seq uint64) string {
+	return hex.EncodeToString([]byte(session)) + " " + strconv.FormatUint(seq, 10)
+}
+
+// parseWake decodes a notification payload; ok is false for anything
+// that wakePayload does not produce for a valid session id.
+func parseWake(payload string) (session string, seq uint64, ok bool) {
+	hexID, seqText, found := cut(payload)
+	if !found {
+		return "", 0, false
+	}
+	id, err := hex.DecodeString(hexID)
+	if err != nil || hex.EncodeToString(id) != hexID || journal.CheckSession(string(id)) != nil {
+		return "", 0, false
+	}
+	seq, err = strconv.ParseUint(seqText, 10, 64)
+	if err != nil || strconv.FormatUint(seq, 10) != seqText {
+		return "", 0, false
+	}
+	return string(id), seq, true
+}
+
 // notified handles a notification payload from any node.
 func (j *Journal) notified(payload string) {
-	hexID, seqText, ok := cut(payload)
+	session, seq, ok := parseWake(payload)
 	if !ok {
 		return
 	}
-	id, err := hex.DecodeString(hexID)
-	seq, err2 := strconv.ParseUint(seqText, 10, 64)
-	if err != nil || err2 != nil {
-		return
-	}
-	session := string(id)
 	if seq == 0 {
 		j.deleted(session)
 		return

@@ -2,8 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/hex"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -103,7 +101,7 @@ func (j *Journal) notifier(ctx context.Context) {
 		j.notifyMu.Unlock()
 		payloads := make([]string, 0, len(batch))
 		for s, last := range batch {
-			payloads = append(payloads, hex.EncodeToString([]byte(s))+" "+strconv.FormatUint(last, 10))
+			payloads = append(payloads, wakePayload(s, last))
 		}
 		octx, cancel := j.db.opCtx(ctx)
 		var err error
