@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func exec(t *testing.T, url, sql string, args ...any) {
+func sqlExec(t *testing.T, url, sql string, args ...any) {
 	t.Helper()
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, url)
@@ -67,7 +67,7 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 func TestNewerSchemaRefused(t *testing.T) {
 	url := pgtest.Database(t)
 	openDB(t, url, nil).Close()
-	exec(t, url, "UPDATE brain_schema SET version = version + 1")
+	sqlExec(t, url, "UPDATE brain_schema SET version = version + 1")
 	_, err := pgstore.Open(context.Background(), pgstore.Options{URL: url, SealingKey: testKey})
 	if !errors.Is(err, pgstore.ErrSchemaNewer) {
 		t.Fatalf("Open of a newer schema = %v, want ErrSchemaNewer", err)
@@ -167,7 +167,7 @@ func TestFencedAppendAfterTakeover(t *testing.T) {
 	}
 	// The lease expires in the database while a's clock says it is live
 	// (a stalled node, a skewed clock): b takes it over.
-	exec(t, url, "UPDATE brain_leases SET expires_at = now() - interval '1 second'")
+	sqlExec(t, url, "UPDATE brain_leases SET expires_at = now() - interval '1 second'")
 	lb, err := b.AcquireLease(ctx, "s")
 	if err != nil || lb.Epoch != la.Epoch+1 {
 		t.Fatalf("takeover = %+v, %v; want epoch %d", lb, err, la.Epoch+1)
@@ -289,7 +289,7 @@ func TestModules(t *testing.T) {
 	if _, err := b.Module(ctx, "00"); !errors.Is(err, pgstore.ErrModuleNotFound) {
 		t.Fatalf("unknown module = %v", err)
 	}
-	exec(t, url, "UPDATE brain_modules SET bytes = 'x'::bytea")
+	sqlExec(t, url, "UPDATE brain_modules SET bytes = 'x'::bytea")
 	if _, err := b.Module(ctx, id); !errors.Is(err, pgstore.ErrModuleDamaged) {
 		t.Fatalf("damaged module = %v, want ErrModuleDamaged", err)
 	}
@@ -326,9 +326,9 @@ func TestSubscriptionWithoutWakeUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	exec(t, url, `INSERT INTO brain_records (session_id, sequence, kind, recorded_at_ms, data, frame_bytes)
+	sqlExec(t, url, `INSERT INTO brain_records (session_id, sequence, kind, recorded_at_ms, data, frame_bytes)
 		VALUES ('s', 2, 'k', 1, '{"n":2}', 40)`)
-	exec(t, url, `UPDATE brain_sessions SET next_seq = 3 WHERE session_id = 's'`)
+	sqlExec(t, url, `UPDATE brain_sessions SET next_seq = 3 WHERE session_id = 's'`)
 	nctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	r, err := sub.Next(nctx)

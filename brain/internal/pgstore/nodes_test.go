@@ -95,7 +95,7 @@ func TestTwoNodesShareSessions(t *testing.T) {
 	if v, err := db.Secrets().Get(ctx, s.ID, "model.api_key"); err != nil || string(v) != "sk-secret" {
 		t.Fatalf("sealed model key = %q, %v", v, err)
 	}
-	exec(t, url, "UPDATE brain_secrets SET sealed = set_byte(sealed, 19, get_byte(sealed, 19) # 255)")
+	sqlExec(t, url, "UPDATE brain_secrets SET sealed = set_byte(sealed, 19, get_byte(sealed, 19) # 255)")
 	if _, err := db.Secrets().Get(ctx, s.ID, "model.api_key"); !errors.Is(err, pgstore.ErrSealed) {
 		t.Fatalf("damaged sealed key = %v, want ErrSealed", err)
 	}
