@@ -89,7 +89,7 @@ type Storage struct {
 	DatabaseURL string `validate:"omitempty,url" env:"BRAIN_DATABASE_URL"`
 	// SealingKeyFile is the key file every node sharing a database uses
 	// (required with DatabaseURL): 64 hex digits or 32+ raw bytes.
-	SealingKeyFile string `validate:"required_with=DatabaseURL" env:"BRAIN_SEALING_KEY_FILE"`
+	SealingKeyFile string `env:"BRAIN_SEALING_KEY_FILE"`
 }
 
 // Limits bound every turn. A zero field selects the server default

@@ -44,7 +44,7 @@ type Server struct {
 	loops    *loophost.Host
 	bindings *envbind.Binder
 	engine   *session.Engine
-	requests *idem.Store
+	requests idem.Requests
 	api      *httpapi.Server
 
 	mu     sync.Mutex

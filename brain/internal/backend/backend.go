@@ -46,7 +46,7 @@ type Backend struct {
 	ReporterKey []byte
 	// OpenRequests opens the idempotency store with opts (which carry the
 	// engine's Derive); it is called once, after the engine recovered.
-	OpenRequests func(opts *idem.Options) (*idem.Store, error)
+	OpenRequests func(opts *idem.Options) (idem.Requests, error)
 	// Ready, if set, reports whether the backend can serve now (a database
 	// backend: whether the database answers); /health/ready answers 503
 	// while it fails.

@@ -31,7 +31,7 @@ type Options struct {
 	// Engine runs the sessions. Required.
 	Engine *session.Engine
 	// Requests keeps idempotency claims and answers. Required.
-	Requests *idem.Store
+	Requests idem.Requests
 	// Ready, if set, must succeed for /health/ready to answer 204 (the
 	// storage backend's database answers).
 	Ready func(ctx context.Context) error

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/brain-in-go/brain/brain/internal/backend"
@@ -36,9 +35,9 @@ func ReadSealingKey(path string) ([]byte, error) {
 	return b, nil
 }
 
-// openBackend opens the PostgreSQL backend of brain.New. The journal,
-// sealed credentials and reporter key are the cluster's; idempotency
-// answers are still kept in the node's data directory.
+// openBackend opens the PostgreSQL backend of brain.New: the journal,
+// idempotency answers, sealed credentials and reporter key are the
+// cluster's.
 func openBackend(ctx context.Context, opts backend.Options) (*backend.Backend, error) {
 	if opts.SealingKeyFile == "" {
 		return nil, errors.New("pgstore: a database URL needs a sealing key file (BRAIN_SEALING_KEY_FILE)")
@@ -51,16 +50,14 @@ func openBackend(ctx context.Context, opts backend.Options) (*backend.Backend, e
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(opts.DataDir, "requests"), 0o700); err != nil {
-		db.Close()
-		return nil, err
-	}
 	return &backend.Backend{
 		Journal:     db.Journal(),
 		Secrets:     db.Secrets(),
 		ReporterKey: db.ReporterKey(),
-		OpenRequests: func(o *idem.Options) (*idem.Store, error) {
-			return idem.Open(filepath.Join(opts.DataDir, "requests", "requests.log"), o)
+		// Answers are the cluster's: a retry on any node replays them.
+		// Derive is not used (see Requests).
+		OpenRequests: func(o *idem.Options) (idem.Requests, error) {
+			return db.Requests(o), nil
 		},
 		Ready: db.Ping,
 		Close: db.Close,

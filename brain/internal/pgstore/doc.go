@@ -8,7 +8,8 @@
 //
 // Open connects, applies the schema migrations, checks the sealing key and
 // joins the membership. DB.Journal is a journal.Store (it passes
-// journaltest); DB.Requests mirrors package idem's Store.
+// journaltest); DB.Requests is an idem.Requests; DB.Secrets seals
+// credentials; the package registers the "postgres" backend of brain.New.
 //
 // # Schema
 //
@@ -17,7 +18,7 @@
 // session advisory lock (key 0x627261696e6d6967), so that of nodes starting
 // together one migrates and the others then find nothing to do. A database
 // whose brain_schema.version is above the binary's refuses Open with
-// ErrSchemaNewer. Version 1:
+// ErrSchemaNewer. Version 1 creates
 //
 //	brain_schema      (version)                     one row
 //	brain_cluster     (key_fingerprint)             one row: HMAC-SHA256 of
@@ -32,6 +33,10 @@
 //	brain_modules     (id PK = SHA-256 hex of bytes, bytes, admitted_at)
 //	brain_nodes       (node_id PK, instance, public_url, joined_at, expires_at)
 //	brain_leases      (session_id PK, node_id, epoch, expires_at)
+//
+// Version 2 adds
+//
+//	brain_secrets     (session_id, name) PK, sealed
 //
 // Session ids, kinds, data and origins are bytea, stored byte for byte as
 // given (data and origin NULL when absent), so ids sort bytewise as in

@@ -97,8 +97,9 @@ func (n *node) client(t *testing.T) *client.Client {
 }
 
 // TestThreeServeProcesses runs three brain serve processes on one
-// database: a session created and run on A is read on B and streamed on
-// C; after A is killed with SIGKILL, B serves the session's next message
+// database: a session created on A with an idempotency key is answered
+// again, not created twice, when the key is retried on C; it runs on A, is
+// read on B and streamed on C; after A is killed with SIGKILL, B serves the session's next message
 // and the transcript holds both turns.
 func TestThreeServeProcesses(t *testing.T) {
 	dbURL := pgtest.Database(t)
@@ -107,9 +108,18 @@ func TestThreeServeProcesses(t *testing.T) {
 	a, b, c := serveNode(t, dbURL, keyFile), serveNode(t, dbURL, keyFile), serveNode(t, dbURL, keyFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := a.client(t).Sessions.Create(ctx, api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"}})
+	req := api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"}}
+	s, err := a.client(t).Sessions.Create(ctx, req, client.IdempotencyKey("create-1"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The same key retried on C answers A's session, and creates nothing.
+	again, err := c.client(t).Sessions.Create(ctx, req, client.IdempotencyKey("create-1"))
+	if err != nil || again.ID != s.ID {
+		t.Fatalf("retry on C = %v, %v; want session %s", again, err, s.ID)
+	}
+	if list, err := b.client(t).Sessions.List(ctx); err != nil || len(list) != 1 {
+		t.Fatalf("sessions on B = %d, %v; want 1", len(list), err)
 	}
 	streamed := make(chan string, 64)
 	go func() {

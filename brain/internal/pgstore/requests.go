@@ -20,8 +20,8 @@ import (
 // ended without answering is idem.ErrAmbiguous, until retention expires.
 // Every Claim, Answer and Release is committed before it returns.
 //
-// Its methods mirror idem.Store and idem.Claim, with idem's Answer type and
-// errors, so a server can use either. The one difference: a hinted claim
+// It implements idem.Requests, with idem's Answer type and errors, so the
+// HTTP layer serves it as it serves the file store. The one difference: a hinted claim
 // left unanswered by a process that ended is ambiguous (as an idem.Store
 // opened without Derive), because AnswerDerivable here commits the answer
 // before it returns, so only a claim whose request never got that far is
@@ -35,6 +35,8 @@ type Requests struct {
 	running   map[reqKey]chan struct{} // claims this process is running
 	lastPurge time.Time
 }
+
+var _ idem.Requests = (*Requests)(nil)
 
 type reqKey struct{ scope, key string }
 
@@ -68,17 +70,17 @@ func checkClaim(scope, key string, hint []byte, hinted bool) error {
 }
 
 // Claim mirrors idem.Store.Claim.
-func (r *Requests) Claim(ctx context.Context, scope, key string, digest [32]byte) (*RequestClaim, *idem.Answer, error) {
+func (r *Requests) Claim(ctx context.Context, scope, key string, digest [32]byte) (idem.Claimed, *idem.Answer, error) {
 	return r.claim(ctx, scope, key, digest, nil, false)
 }
 
 // ClaimHinted mirrors idem.Store.ClaimHinted. The hint is checked but not
 // kept (see Requests).
-func (r *Requests) ClaimHinted(ctx context.Context, scope, key string, digest [32]byte, hint []byte) (*RequestClaim, *idem.Answer, error) {
+func (r *Requests) ClaimHinted(ctx context.Context, scope, key string, digest [32]byte, hint []byte) (idem.Claimed, *idem.Answer, error) {
 	return r.claim(ctx, scope, key, digest, hint, true)
 }
 
-func (r *Requests) claim(ctx context.Context, scope, key string, digest [32]byte, hint []byte, hinted bool) (*RequestClaim, *idem.Answer, error) {
+func (r *Requests) claim(ctx context.Context, scope, key string, digest [32]byte, hint []byte, hinted bool) (idem.Claimed, *idem.Answer, error) {
 	if err := checkClaim(scope, key, hint, hinted); err != nil {
 		return nil, nil, err
 	}
@@ -93,8 +95,11 @@ func (r *Requests) claim(ctx context.Context, scope, key string, digest [32]byte
 		}
 		r.maybePurge(ctx)
 		c, a, wait, err := r.try(ctx, k, digest, hinted)
-		if err != nil || c != nil || a != nil {
-			return c, a, err
+		switch {
+		case c != nil:
+			return c, nil, nil
+		case err != nil || a != nil:
+			return nil, a, err
 		}
 		if wait == nil { // another live process runs it: poll
 			t := time.NewTimer(pause)
