@@ -378,3 +378,15 @@ func TestGuestSDKDependencies(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresClientOwner keeps the PostgreSQL client in one package: only
+// brain/internal/pgstore (and its test helpers) import pgx.
+func TestPostgresClientOwner(t *testing.T) {
+	for path, p := range listPackages(t) {
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, "github.com/jackc/pgx") && !under(path, "brain/internal/pgstore") {
+				t.Errorf("%s imports %s: pgx belongs to brain/internal/pgstore only", path, imp)
+			}
+		}
+	}
+}

@@ -96,6 +96,9 @@ type Storage struct {
 	// DatabaseURL selects a database backend by its scheme; empty keeps
 	// everything in the data directory.
 	DatabaseURL string `validate:"omitempty,url" env:"BRAIN_DATABASE_URL"`
+	// SealingKeyFile is the key file every node sharing a database uses
+	// (required with DatabaseURL): 64 hex digits or 32+ raw bytes.
+	SealingKeyFile string `env:"BRAIN_SEALING_KEY_FILE"`
 }
 
 // Limits bound every turn. A zero field selects the server default

@@ -26,6 +26,9 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/model"
 	"github.com/brain-in-go/brain/brain/internal/session"
+
+	// The PostgreSQL backend, selected by a postgres:// database URL.
+	_ "github.com/brain-in-go/brain/brain/internal/pgstore"
 )
 
 // shutdownGrace bounds closing idle HTTP connections after the drain.
@@ -43,7 +46,7 @@ type Server struct {
 	bindings *envbind.Binder
 	hosts    *hosts.Registry
 	engine   *session.Engine
-	requests *idem.Store
+	requests idem.Requests
 	api      *httpapi.Server
 
 	mu     sync.Mutex
@@ -76,8 +79,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 	if s.store, err = backend.Open(ctx, backend.Options{
-		DataDir:     cfg.DataDir,
-		DatabaseURL: cfg.Storage.DatabaseURL,
+		DataDir:        cfg.DataDir,
+		DatabaseURL:    cfg.Storage.DatabaseURL,
+		SealingKeyFile: cfg.Storage.SealingKeyFile,
+		PublicURL:      cfg.PublicURL,
 		Journal: journal.Options{
 			MaxQueueBytes:        cfg.MaxJournalQueueBytes,
 			MaxSessionQueueBytes: cfg.MaxSessionQueueBytes,
@@ -153,6 +158,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.api, err = httpapi.New(httpapi.Options{
 		Engine:          s.engine,
 		Requests:        s.requests,
+		Ready:           s.store.Ready,
 		Token:           s.token,
 		MaxRequestBytes: cfg.MaxRequestBytes,
 		BodyReadTimeout: cfg.BodyReadTimeout,
@@ -183,8 +189,8 @@ func (s *Server) healthy() error {
 	if h, ok := s.store.Journal.(interface{ Healthy() error }); ok {
 		errs = append(errs, h.Healthy())
 	}
-	if s.requests != nil {
-		errs = append(errs, s.requests.Healthy())
+	if h, ok := s.requests.(interface{ Healthy() error }); ok {
+		errs = append(errs, h.Healthy())
 	}
 	return errors.Join(errs...)
 }

@@ -47,6 +47,7 @@ flags:
 // serveFlags are the settings of "brain serve".
 type serveFlags struct {
 	listen, dataDir, token, publicURL, logLevel string
+	databaseURL, sealingKeyFile                 string
 	noAuth                                      bool
 	maxModelCalls, maxLiveBacklog               int
 	maxTurnSecs, maxToolSecs, idleTTLSecs       int64
@@ -100,6 +101,8 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	str(&f.dataDir, "data-dir", "BRAIN_DATA_DIR", "brain-data", "data directory")
 	str(&f.token, "token", "BRAIN_API_TOKEN", "", "bearer token of every application route; generated when empty")
 	str(&f.publicURL, "public-url", "BRAIN_PUBLIC_URL", "", "base URL of callbacks and reporters (default http://<listen address>)")
+	str(&f.databaseURL, "database-url", "BRAIN_DATABASE_URL", "", "postgres:// URL of the database the nodes of a cluster share (default: the data directory)")
+	str(&f.sealingKeyFile, "sealing-key-file", "BRAIN_SEALING_KEY_FILE", "", "key file all nodes sharing the database use (required with --database-url)")
 	str(&f.logLevel, "log-level", "BRAIN_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	noAuth, _ := env("BRAIN_NO_AUTH")
 	fs.BoolVar(&f.noAuth, "no-auth", noAuth == "1" || noAuth == "true", "serve without authentication, loopback only (BRAIN_NO_AUTH=1)")
@@ -238,6 +241,7 @@ var afterClaim func(scope, key string)
 func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 	cfg := brain.Config{
 		DataDir:              f.dataDir,
+		Storage:              brain.Storage{DatabaseURL: f.databaseURL, SealingKeyFile: f.sealingKeyFile},
 		PublicURL:            publicURL,
 		Token:                f.token,
 		Logger:               log,

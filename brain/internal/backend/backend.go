@@ -23,6 +23,12 @@ type Options struct {
 	// DatabaseURL selects a registered backend by its scheme; empty
 	// selects the file backend.
 	DatabaseURL string
+	// SealingKeyFile holds the key every node of a database backend shares
+	// (sealed credentials, reporter tokens); the file backend keeps its own
+	// key in the data directory.
+	SealingKeyFile string
+	// PublicURL is this node's public URL, if known.
+	PublicURL string
 	// Journal bounds the journal writer's queues and open files.
 	Journal journal.Options
 	// Logger receives the backend's logs.
@@ -40,7 +46,11 @@ type Backend struct {
 	ReporterKey []byte
 	// OpenRequests opens the idempotency store with opts (which carry the
 	// engine's Derive); it is called once, after the engine recovered.
-	OpenRequests func(opts *idem.Options) (*idem.Store, error)
+	OpenRequests func(opts *idem.Options) (idem.Requests, error)
+	// Ready, if set, reports whether the backend can serve now (a database
+	// backend: whether the database answers); /health/ready answers 503
+	// while it fails.
+	Ready func(ctx context.Context) error
 	// Close releases what the backend holds; it is called after the
 	// engine and the idempotency store are closed.
 	Close func() error

@@ -48,8 +48,12 @@ func OpenFiles(_ context.Context, opts Options) (_ *Backend, err error) {
 		return nil, fmt.Errorf("reporter key: %w", err)
 	}
 	b := &Backend{Journal: store, Secrets: sealed, ReporterKey: key}
-	b.OpenRequests = func(o *idem.Options) (*idem.Store, error) {
-		return idem.Open(dir.Path("requests", "requests.log"), o)
+	b.OpenRequests = func(o *idem.Options) (idem.Requests, error) {
+		r, err := idem.Open(dir.Path("requests", "requests.log"), o)
+		if err != nil {
+			return nil, err
+		}
+		return idem.FileRequests(r), nil
 	}
 	b.Close = release
 	return b, nil

@@ -30,7 +30,7 @@ func TestAsyncAnswerDerivedFromJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Engine: eng, Requests: reqs, Token: testToken, NextSequence: store.Next})
+	srv, err := New(Options{Engine: eng, Requests: idem.FileRequests(reqs), Token: testToken, NextSequence: store.Next})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Engine, opts.Requests = eng, req
+	opts.Engine, opts.Requests = eng, idem.FileRequests(req)
 	if opts.Token == "" {
 		opts.Token = testToken
 	}

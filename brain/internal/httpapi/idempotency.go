@@ -57,7 +57,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 	}
 	defer s.done()
 	digest := idem.Digest([]byte(scope), []byte(r.Method), []byte(r.URL.Path), body)
-	var claim *idem.Claim
+	var claim idem.Claimed
 	var replay *idem.Answer
 	if h != nil {
 		claim, replay, err = s.opts.Requests.ClaimHinted(r.Context(), scope, key, digest, h.hint)

@@ -32,7 +32,10 @@ type Options struct {
 	// Engine runs the sessions. Required.
 	Engine *session.Engine
 	// Requests keeps idempotency claims and answers. Required.
-	Requests *idem.Store
+	Requests idem.Requests
+	// Ready, if set, must succeed for /health/ready to answer 204 (the
+	// storage backend's database answers).
+	Ready func(ctx context.Context) error
 	// Token is the server bearer token; empty serves without
 	// authentication.
 	Token string
@@ -147,6 +150,12 @@ func (s *Server) routes() {
 			if err := s.opts.Healthy(); err != nil {
 				s.log.Warn("not ready: durable writes are failing", "err", err)
 				WriteError(w, errStorage)
+				return
+			}
+		}
+		if s.opts.Ready != nil {
+			if err := s.opts.Ready(r.Context()); err != nil {
+				WriteError(w, newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the storage backend is unavailable; retry later"))
 				return
 			}
 		}

@@ -1,0 +1,202 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Defaults of Options.
+const (
+	DefaultLeaseDuration = 10 * time.Second
+	DefaultOpTimeout     = 10 * time.Second
+	DefaultMaxConns      = 32
+)
+
+// Options configures Open.
+type Options struct {
+	// URL is the database's connection string (postgres://…).
+	URL string
+	// SealingKey is the node's sealing key (required). Its fingerprint
+	// is stored by the first node; a node with another key is refused
+	// with ErrKeyMismatch.
+	SealingKey []byte
+	// NodeID names this node in the membership and lease rows (default: a
+	// random id). A node restarted under the same id takes its leases
+	// again with a new epoch.
+	NodeID string
+	// PublicURL is the URL other nodes reach this node at.
+	PublicURL string
+	// LeaseDuration is the length of session leases and of the
+	// membership heartbeat (default DefaultLeaseDuration).
+	LeaseDuration time.Duration
+	// Fenced makes every journal append require a live lease held by this
+	// node on the session (see AcquireLease); an append without one fails
+	// with ErrNotOwner before reaching the database.
+	Fenced bool
+	// OpTimeout bounds every database operation (default
+	// DefaultOpTimeout); an append that times out is ErrOutcomeUnknown.
+	OpTimeout time.Duration
+	// MaxConns bounds the connection pool (default DefaultMaxConns).
+	MaxConns int32
+}
+
+// DB is one node's handle on the cluster database: the journal, request
+// claims, modules, membership and leases. Its methods are safe for
+// concurrent use.
+type DB struct {
+	opts     Options
+	pool     *pgxpool.Pool
+	instance string // random per Open: tells this process's claims apart
+	journal  *Journal
+
+	leaseMu sync.Mutex
+	leases  map[string]Lease // live leases this node holds
+
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// Open connects to the database, migrates its schema, checks the sealing
+// key's fingerprint, registers this node as a member and starts listening
+// for commits made by other nodes.
+func Open(ctx context.Context, opts Options) (*DB, error) {
+	if len(opts.SealingKey) < 16 {
+		return nil, errors.New("pgstore: a sealing key of at least 16 bytes is required")
+	}
+	if opts.LeaseDuration <= 0 {
+		opts.LeaseDuration = DefaultLeaseDuration
+	}
+	if opts.OpTimeout <= 0 {
+		opts.OpTimeout = DefaultOpTimeout
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.NodeID == "" {
+		opts.NodeID = "node-" + randomHex(8)
+	}
+	cfg, err := pgxpool.ParseConfig(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: database URL: %w", err)
+	}
+	cfg.MaxConns = opts.MaxConns
+	// Every statement here looks rows up by key: one generic plan per
+	// prepared statement serves all parameters, and saves planning the
+	// append on every call.
+	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	db := &DB{opts: opts, pool: pool, instance: randomHex(16), leases: map[string]Lease{}}
+	if err := db.start(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *DB) start(ctx context.Context) error {
+	octx, cancel := context.WithTimeout(ctx, 2*db.opts.OpTimeout)
+	defer cancel()
+	if err := migrate(octx, db.pool, migrations); err != nil {
+		return err
+	}
+	if err := db.checkKey(octx); err != nil {
+		return err
+	}
+	if err := db.heartbeat(octx); err != nil {
+		return err
+	}
+	bg, stop := context.WithCancel(context.Background())
+	db.stop = stop
+	db.journal = newJournal(db)
+	ready := make(chan struct{})
+	db.wg.Go(func() { db.journal.listen(bg, ready) })
+	db.wg.Go(func() { db.keepMembership(bg) })
+	db.wg.Go(func() { db.journal.notifier(bg) })
+	db.wg.Go(func() { db.journal.poller(bg) })
+	select {
+	case <-ready:
+		return nil
+	case <-octx.Done():
+		stop()
+		db.wg.Wait()
+		return fmt.Errorf("pgstore: listen for commits: %w: %w", ErrUnavailable, octx.Err())
+	}
+}
+
+// keyFingerprint identifies a sealing key without revealing it.
+func keyFingerprint(key []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("brain sealing key fingerprint v1"))
+	return m.Sum(nil)
+}
+
+func (db *DB) checkKey(ctx context.Context) error {
+	fp := keyFingerprint(db.opts.SealingKey)
+	var stored []byte
+	err := db.pool.QueryRow(ctx, `INSERT INTO brain_cluster (key_fingerprint) VALUES ($1)
+		ON CONFLICT (singleton) DO UPDATE SET key_fingerprint = coalesce(brain_cluster.key_fingerprint, EXCLUDED.key_fingerprint)
+		RETURNING key_fingerprint`, fp).Scan(&stored)
+	if err != nil {
+		return classify("check sealing key", err, true)
+	}
+	if !hmac.Equal(stored, fp) {
+		return ErrKeyMismatch
+	}
+	return nil
+}
+
+// Journal answers the journal store backed by the database.
+func (db *DB) Journal() *Journal { return db.journal }
+
+// NodeID answers this node's id.
+func (db *DB) NodeID() string { return db.opts.NodeID }
+
+// Ping checks that the database answers (for readiness probes).
+func (db *DB) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, db.opts.OpTimeout)
+	defer cancel()
+	_, err := db.pool.Exec(ctx, "SELECT 1")
+	return classify("ping", err, false)
+}
+
+// Close leaves the membership, stops listening, ends subscriptions and
+// closes the pool. Leases still held are released.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), db.opts.OpTimeout)
+		defer cancel()
+		db.journal.Close()
+		db.releaseAll(ctx)
+		db.leave(ctx)
+		db.stop()
+		db.wg.Wait()
+		db.pool.Close()
+	})
+	return nil
+}
+
+func (db *DB) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, db.opts.OpTimeout)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

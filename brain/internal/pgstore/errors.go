@@ -1,0 +1,66 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Errors of this package. ErrUnavailable and ErrOutcomeUnknown wrap
+// journal.ErrOverloaded, so the HTTP layer answers them 503 overloaded
+// (retryable) like a full journal queue.
+var (
+	// ErrUnavailable: the database could not be reached or refused the
+	// work for lack of resources; nothing was committed.
+	ErrUnavailable = fmt.Errorf("pgstore: database unavailable: %w", journal.ErrOverloaded)
+	// ErrOutcomeUnknown: the connection failed after a write was sent, so
+	// it may or may not have committed. The caller must acknowledge
+	// nothing and re-read the state from the database before acting again.
+	ErrOutcomeUnknown = fmt.Errorf("pgstore: commit outcome unknown: %w", ErrUnavailable)
+	// ErrSchemaNewer: the database was migrated by a newer binary.
+	ErrSchemaNewer = errors.New("pgstore: database schema is newer than this binary")
+	// ErrKeyMismatch: the node's sealing key is not the cluster's.
+	ErrKeyMismatch = errors.New("pgstore: sealing key does not match the database's key fingerprint")
+	// ErrNotOwner: the node does not hold a live lease on the session
+	// (never took it, let it expire, or another node took it over), so it
+	// may not append to it.
+	ErrNotOwner = errors.New("pgstore: this node does not hold the session's lease")
+	// ErrLeaseHeld: another node holds a live lease on the session.
+	ErrLeaseHeld = errors.New("pgstore: another node holds the session's lease")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("pgstore: closed")
+)
+
+// classify maps a driver error of operation op to this package's errors.
+// write says whether op may have changed the database: then a failure
+// after the request was sent is ErrOutcomeUnknown, not ErrUnavailable.
+func classify(op string, err error, write bool) error {
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			strings.HasPrefix(pgErr.Code, "53"), // insufficient resources
+			strings.HasPrefix(pgErr.Code, "57"), // operator intervention (shutdown)
+			strings.HasPrefix(pgErr.Code, "40"): // serialization failure, deadlock
+			// The server reported the failure: the statement, and so its
+			// implicit transaction, did not commit.
+			return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+		}
+		return fmt.Errorf("pgstore: %s: %w", op, err)
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) || pgconn.SafeToRetry(err) || !write {
+		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return fmt.Errorf("%s: %w: %w", op, ErrOutcomeUnknown, err)
+	}
+	return fmt.Errorf("%s: %w: %w", op, ErrOutcomeUnknown, err)
+}

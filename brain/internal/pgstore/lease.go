@@ -1,0 +1,231 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/jackc/pgx/v5"
+)
+
+// Lease is this node's ownership of one session's activations.
+type Lease struct {
+	Session string
+	// Epoch grows by one at every change of owner; appends are fenced on
+	// it.
+	Epoch int64
+	// Deadline is the local time after which the node must consider the
+	// lease lost unless renewed. It is measured from before the request
+	// that took or renewed the lease was sent, so it never outlasts the
+	// database's expires_at.
+	Deadline time.Time
+}
+
+// Owner describes the holder of a session's lease.
+type Owner struct {
+	NodeID    string
+	PublicURL string // empty when the node left the membership
+	Epoch     int64
+	Live      bool // the lease has not expired
+}
+
+func secs(d time.Duration) float64 { return d.Seconds() }
+
+// AcquireLease takes the lease on session: when there is none, when it
+// expired or was released, or when this node holds it (a restarted node
+// under the same id). The epoch always grows, so appends prepared under an
+// earlier epoch (a previous life of this node included) are refused.
+// Another node's live lease answers an error wrapping ErrLeaseHeld. Of
+// nodes racing for one expired lease, exactly one wins: the conditional
+// upsert serializes on the lease row.
+func (db *DB) AcquireLease(ctx context.Context, session string) (Lease, error) {
+	if err := journal.CheckSession(session); err != nil {
+		return Lease{}, err
+	}
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	sent := time.Now()
+	var epoch int64
+	// The session row carries the epoch too (appends are fenced on it):
+	// updating it waits for an append in flight to commit, so the new
+	// owner's recovery reads that append, and makes later appends of the
+	// old owner fail.
+	err := db.pool.QueryRow(ctx, `WITH l AS (
+			INSERT INTO brain_leases AS l (session_id, node_id, epoch, expires_at)
+			VALUES ($1, $2, 1, now() + make_interval(secs => $3))
+			ON CONFLICT (session_id) DO UPDATE
+			SET node_id = EXCLUDED.node_id, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at
+			WHERE l.expires_at <= now() OR l.node_id = EXCLUDED.node_id
+			RETURNING epoch
+		), s AS (
+			UPDATE brain_sessions SET epoch = (SELECT epoch FROM l) WHERE session_id = $1 AND EXISTS (SELECT 1 FROM l)
+		)
+		SELECT epoch FROM l`, []byte(session), db.opts.NodeID, secs(db.opts.LeaseDuration)).Scan(&epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Lease{}, fmt.Errorf("%w: session %s", ErrLeaseHeld, session)
+	}
+	if err != nil {
+		return Lease{}, classify("acquire lease", err, true)
+	}
+	l := Lease{Session: session, Epoch: epoch, Deadline: sent.Add(db.opts.LeaseDuration)}
+	db.leaseMu.Lock()
+	db.leases[session] = l
+	db.leaseMu.Unlock()
+	return l, nil
+}
+
+// RenewLease extends a lease this node still holds. A lease that expired
+// or changed owner is not renewed (ErrNotOwner): the node must stop the
+// session's activations at once.
+func (db *DB) RenewLease(ctx context.Context, l Lease) (Lease, error) {
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	sent := time.Now()
+	tag, err := db.pool.Exec(ctx, `UPDATE brain_leases SET expires_at = now() + make_interval(secs => $4)
+		WHERE session_id = $1 AND node_id = $2 AND epoch = $3 AND expires_at > now()`,
+		[]byte(l.Session), db.opts.NodeID, l.Epoch, secs(db.opts.LeaseDuration))
+	if err != nil {
+		return l, classify("renew lease", err, true)
+	}
+	if tag.RowsAffected() == 0 {
+		db.forget(l)
+		return l, fmt.Errorf("%w: session %s epoch %d", ErrNotOwner, l.Session, l.Epoch)
+	}
+	l.Deadline = sent.Add(db.opts.LeaseDuration)
+	db.leaseMu.Lock()
+	if cur, ok := db.leases[l.Session]; ok && cur.Epoch == l.Epoch {
+		db.leases[l.Session] = l
+	}
+	db.leaseMu.Unlock()
+	return l, nil
+}
+
+// ReleaseLease gives the lease up at once (graceful drain), so another
+// node can take the session without waiting for it to expire.
+func (db *DB) ReleaseLease(ctx context.Context, l Lease) error {
+	db.forget(l)
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	_, err := db.pool.Exec(ctx, `UPDATE brain_leases SET expires_at = '-infinity'
+		WHERE session_id = $1 AND node_id = $2 AND epoch = $3`, []byte(l.Session), db.opts.NodeID, l.Epoch)
+	return classify("release lease", err, true)
+}
+
+func (db *DB) forget(l Lease) {
+	db.leaseMu.Lock()
+	if cur, ok := db.leases[l.Session]; ok && cur.Epoch == l.Epoch {
+		delete(db.leases, l.Session)
+	}
+	db.leaseMu.Unlock()
+}
+
+// heldLease answers the live lease this node holds on session.
+func (db *DB) heldLease(session string) (Lease, bool) {
+	db.leaseMu.Lock()
+	l, ok := db.leases[session]
+	db.leaseMu.Unlock()
+	if ok && time.Now().After(l.Deadline) {
+		return l, false
+	}
+	return l, ok
+}
+
+func (db *DB) releaseAll(ctx context.Context) {
+	db.leaseMu.Lock()
+	var held []Lease
+	for _, l := range db.leases {
+		held = append(held, l)
+	}
+	db.leaseMu.Unlock()
+	for _, l := range held {
+		db.ReleaseLease(ctx, l)
+	}
+}
+
+// LeaseOwner answers who holds session's lease, for forwarding a write to
+// the owner; pgx.ErrNoRows-free: a session never leased answers a zero
+// Owner.
+func (db *DB) LeaseOwner(ctx context.Context, session string) (Owner, error) {
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	var o Owner
+	var url *string
+	err := db.pool.QueryRow(ctx, `SELECT l.node_id, n.public_url, l.epoch, l.expires_at > now()
+		FROM brain_leases l LEFT JOIN brain_nodes n ON n.node_id = l.node_id AND n.expires_at > now()
+		WHERE l.session_id = $1`, []byte(session)).Scan(&o.NodeID, &url, &o.Epoch, &o.Live)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Owner{}, nil
+	}
+	if err != nil {
+		return Owner{}, classify("lease owner", err, false)
+	}
+	if url != nil {
+		o.PublicURL = *url
+	}
+	return o, nil
+}
+
+// Member is one live node of the cluster.
+type Member struct {
+	NodeID    string
+	PublicURL string
+}
+
+// Members lists the live nodes (those whose heartbeat has not expired).
+func (db *DB) Members(ctx context.Context) ([]Member, error) {
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT node_id, public_url FROM brain_nodes WHERE expires_at > now() ORDER BY node_id`)
+	if err != nil {
+		return nil, classify("members", err, false)
+	}
+	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Member, error) {
+		var m Member
+		err := r.Scan(&m.NodeID, &m.PublicURL)
+		return m, err
+	})
+	return ms, classify("members", err, false)
+}
+
+// heartbeat registers this node (and this process, by instance) as a
+// live member until now + LeaseDuration.
+func (db *DB) heartbeat(ctx context.Context) error {
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	_, err := db.pool.Exec(ctx, `INSERT INTO brain_nodes (node_id, instance, public_url, joined_at, expires_at)
+		VALUES ($1, $2, $3, now(), now() + make_interval(secs => $4))
+		ON CONFLICT (node_id) DO UPDATE SET instance = EXCLUDED.instance, public_url = EXCLUDED.public_url,
+			joined_at = CASE WHEN brain_nodes.instance = EXCLUDED.instance THEN brain_nodes.joined_at ELSE now() END,
+			expires_at = EXCLUDED.expires_at`,
+		db.opts.NodeID, db.instance, db.opts.PublicURL, secs(db.opts.LeaseDuration))
+	return classify("heartbeat", err, true)
+}
+
+func (db *DB) keepMembership(ctx context.Context) {
+	t := time.NewTicker(db.opts.LeaseDuration / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			db.heartbeat(ctx) // a failure is retried at the next tick
+		}
+	}
+}
+
+func (db *DB) leave(ctx context.Context) {
+	db.pool.Exec(ctx, `DELETE FROM brain_nodes WHERE node_id = $1 AND instance = $2`, db.opts.NodeID, db.instance)
+}
+
+// instanceLive reports whether the process instance is a live member.
+func (db *DB) instanceLive(ctx context.Context, instance string) (bool, error) {
+	if instance == db.instance {
+		return true, nil
+	}
+	var live bool
+	err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM brain_nodes WHERE instance = $1 AND expires_at > now())`, instance).Scan(&live)
+	return live, classify("membership", err, false)
+}

@@ -1,0 +1,174 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// listen holds one connection LISTENing to the journal channel and hands
+// each notification to the journal, until ctx ends. After the connection
+// is lost it reconnects (with a growing pause) and catches every followed
+// session up from the journal, since notifications sent meanwhile are
+// lost. The notification is only a wake-up: what is pushed is always read
+// from the journal.
+// ready is closed once the first LISTEN is in place.
+func (j *Journal) listen(ctx context.Context, ready chan<- struct{}) {
+	pause := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		err := j.listenOnce(ctx, &ready)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			pause = 50 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
+func (j *Journal) listenOnce(ctx context.Context, ready *chan<- struct{}) error {
+	cfg := j.db.pool.Config().ConnConfig.Copy()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return err
+	}
+	if *ready != nil {
+		close(*ready)
+		*ready = nil
+	} else {
+		j.catchUpAll(ctx)
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		j.notified(n.Payload)
+	}
+}
+
+// pollInterval is how often followed sessions are checked against the
+// journal, in case a wake-up was never sent (the committing node died
+// between its commit and its NOTIFY).
+const pollInterval = time.Second
+
+// notifyLater queues a wake-up for other nodes' subscribers of session.
+func (j *Journal) notifyLater(session string, last uint64) {
+	j.notifyMu.Lock()
+	if last > j.toNotify[session] {
+		j.toNotify[session] = last
+	}
+	j.notifyMu.Unlock()
+	select {
+	case j.notifyCh <- struct{}{}:
+	default:
+	}
+}
+
+// notifier sends the queued wake-ups, many per statement, until ctx ends,
+// on a connection of its own so that it never holds up an append. The
+// statement commits with synchronous_commit off: a notification is
+// delivered at commit and is worthless after a crash, so its transaction
+// need not wait for a WAL flush. A failed send is dropped (followers
+// poll) and the connection is opened again for the next one.
+func (j *Journal) notifier(ctx context.Context) {
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-j.notifyCh:
+		}
+		j.notifyMu.Lock()
+		batch := j.toNotify
+		j.toNotify = map[string]uint64{}
+		j.notifyMu.Unlock()
+		payloads := make([]string, 0, len(batch))
+		for s, last := range batch {
+			payloads = append(payloads, wakePayload(s, last))
+		}
+		octx, cancel := j.db.opCtx(ctx)
+		var err error
+		if conn == nil {
+			conn, err = pgx.ConnectConfig(octx, j.db.pool.Config().ConnConfig.Copy())
+		}
+		if err == nil {
+			_, err = conn.Exec(octx, `SELECT set_config('synchronous_commit', 'off', true),
+				(SELECT count(*) FROM (SELECT pg_notify('`+notifyChannel+`', p) FROM unnest($1::text[]) p) n)`, payloads)
+			if err != nil {
+				conn.Close(octx)
+			}
+		}
+		if err != nil {
+			conn = nil
+		}
+		cancel()
+	}
+}
+
+// poller catches followed sessions up every pollInterval, until ctx ends.
+func (j *Journal) poller(ctx context.Context) {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		j.mu.Lock()
+		ids := make([][]byte, 0, len(j.feeds))
+		for id := range j.feeds {
+			ids = append(ids, []byte(id))
+		}
+		j.mu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		octx, cancel := j.db.opCtx(ctx)
+		rows, err := j.db.pool.Query(octx, `SELECT session_id, next_seq FROM brain_sessions WHERE session_id = ANY($1)`, ids)
+		type head struct {
+			id   []byte
+			next int64
+		}
+		var heads []head
+		if err == nil {
+			heads, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (head, error) {
+				var h head
+				err := r.Scan(&h.id, &h.next)
+				return h, err
+			})
+		}
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, h := range heads {
+			sf := j.feedsOf(string(h.id))
+			if sf == nil {
+				continue
+			}
+			sf.mu.Lock()
+			if uint64(h.next-1) > sf.pushed {
+				j.catchUp(ctx, string(h.id), sf, uint64(h.next-1))
+			}
+			sf.mu.Unlock()
+		}
+	}
+}

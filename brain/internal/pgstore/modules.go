@@ -1,0 +1,62 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrModuleNotFound: no admitted module has the id.
+var ErrModuleNotFound = errors.New("pgstore: module not found")
+
+// ErrModuleDamaged: the stored bytes do not hash to their id.
+var ErrModuleDamaged = errors.New("pgstore: stored module does not match its id")
+
+// PutModule stores the bytes of an admitted agentloop module under their
+// SHA-256 (hex), which it answers. Storing the same bytes again is a no-op.
+// Each node compiles the bytes into its own local cache.
+func (db *DB) PutModule(ctx context.Context, b []byte) (string, error) {
+	sum := sha256.Sum256(b)
+	id := hex.EncodeToString(sum[:])
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	_, err := db.pool.Exec(ctx, `INSERT INTO brain_modules (id, bytes) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, id, b)
+	if err != nil {
+		return "", classify("put module", err, true)
+	}
+	return id, nil
+}
+
+// Module answers the bytes of an admitted module, checked against its id.
+func (db *DB) Module(ctx context.Context, id string) ([]byte, error) {
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	var b []byte
+	err := db.pool.QueryRow(ctx, `SELECT bytes FROM brain_modules WHERE id = $1`, id).Scan(&b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s", ErrModuleNotFound, id)
+	}
+	if err != nil {
+		return nil, classify("module", err, false)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != id {
+		return nil, fmt.Errorf("%w: %s", ErrModuleDamaged, id)
+	}
+	return b, nil
+}
+
+// ModuleIDs lists the admitted modules in id order.
+func (db *DB) ModuleIDs(ctx context.Context) ([]string, error) {
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT id FROM brain_modules ORDER BY id`)
+	if err != nil {
+		return nil, classify("module ids", err, false)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, classify("module ids", err, false)
+}

@@ -1,0 +1,336 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/internal/idem"
+	"github.com/jackc/pgx/v5"
+)
+
+// Requests keeps idempotency claims and answers in brain_requests with the
+// rules of package idem, shared by every node: a retry on any node of a
+// request answered on another replays the answer; a different request
+// under the same key is idem.ErrConflict; a claim still running in a live
+// process (this one or another node's) is awaited; a claim whose process
+// ended without answering is idem.ErrAmbiguous, until retention expires.
+// Every Claim, Answer and Release is committed before it returns.
+//
+// It implements idem.Requests, with idem's Answer type and errors, so the
+// HTTP layer serves it as it serves the file store. The one difference: a hinted claim
+// left unanswered by a process that ended is ambiguous (as an idem.Store
+// opened without Derive), because AnswerDerivable here commits the answer
+// before it returns, so only a claim whose request never got that far is
+// left unanswered.
+type Requests struct {
+	db   *DB
+	opts idem.Options
+
+	mu        sync.Mutex
+	closed    bool
+	running   map[reqKey]chan struct{} // claims this process is running
+	lastPurge time.Time
+}
+
+var _ idem.Requests = (*Requests)(nil)
+
+type reqKey struct{ scope, key string }
+
+// purgeEvery is how often expired entries are deleted.
+const purgeEvery = time.Hour
+
+// Requests answers the idempotency store. opts.Retention and opts.Now are
+// used as by idem.Open (opts.Derive is not: see Requests).
+func (db *DB) Requests(opts *idem.Options) *Requests {
+	r := &Requests{db: db, running: map[reqKey]chan struct{}{}}
+	if opts != nil {
+		r.opts = *opts
+	}
+	if r.opts.Now == nil {
+		r.opts.Now = time.Now
+	}
+	return r
+}
+
+func checkClaim(scope, key string, hint []byte, hinted bool) error {
+	if len(scope) == 0 || len(scope) > idem.MaxScopeBytes {
+		return fmt.Errorf("pgstore: scope must be 1..%d bytes", idem.MaxScopeBytes)
+	}
+	if len(key) == 0 || len(key) > idem.MaxKeyBytes {
+		return fmt.Errorf("%w: key must be 1..%d bytes", idem.ErrInvalidKey, idem.MaxKeyBytes)
+	}
+	if hinted && (len(hint) == 0 || len(hint) > idem.MaxHintBytes) {
+		return fmt.Errorf("pgstore: hint must be 1..%d bytes", idem.MaxHintBytes)
+	}
+	return nil
+}
+
+// Claim mirrors idem.Store.Claim.
+func (r *Requests) Claim(ctx context.Context, scope, key string, digest [32]byte) (idem.Claimed, *idem.Answer, error) {
+	return r.claim(ctx, scope, key, digest, nil, false)
+}
+
+// ClaimHinted mirrors idem.Store.ClaimHinted. The hint is checked but not
+// kept (see Requests).
+func (r *Requests) ClaimHinted(ctx context.Context, scope, key string, digest [32]byte, hint []byte) (idem.Claimed, *idem.Answer, error) {
+	return r.claim(ctx, scope, key, digest, hint, true)
+}
+
+func (r *Requests) claim(ctx context.Context, scope, key string, digest [32]byte, hint []byte, hinted bool) (idem.Claimed, *idem.Answer, error) {
+	if err := checkClaim(scope, key, hint, hinted); err != nil {
+		return nil, nil, err
+	}
+	k := reqKey{scope, key}
+	pause := 10 * time.Millisecond
+	for {
+		if err := r.usable(); err != nil {
+			return nil, nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		r.maybePurge(ctx)
+		c, a, wait, err := r.try(ctx, k, digest, hinted)
+		switch {
+		case c != nil:
+			return c, nil, nil
+		case err != nil || a != nil:
+			return nil, a, err
+		}
+		if wait == nil { // another live process runs it: poll
+			t := time.NewTimer(pause)
+			pause = min(2*pause, 250*time.Millisecond)
+			wait = t.C
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// try makes one attempt: a new claim, a recorded answer, an error, or
+// something to wait on (nil: poll) while another claim runs.
+func (r *Requests) try(ctx context.Context, k reqKey, digest [32]byte, hinted bool) (*RequestClaim, *idem.Answer, <-chan time.Time, error) {
+	octx, cancel := r.db.opCtx(ctx)
+	defer cancel()
+	now := r.opts.Now()
+	id := make([]byte, 16)
+	rand.Read(id)
+	// Register before committing, so that a same-process waiter that sees
+	// the row also finds the channel.
+	r.mu.Lock()
+	done, mine := r.running[k]
+	if !mine {
+		done = make(chan struct{})
+		r.running[k] = done
+	}
+	r.mu.Unlock()
+	if mine {
+		return nil, nil, r.waitChan(done), nil
+	}
+	registered := true
+	defer func() {
+		if registered {
+			r.finishLocal(k, done)
+		}
+	}()
+	var got []byte
+	err := r.db.pool.QueryRow(octx, `INSERT INTO brain_requests AS r (scope, key, digest, hinted, claim_id, instance, claimed_at, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+		ON CONFLICT (scope, key) DO UPDATE SET digest = EXCLUDED.digest, hinted = EXCLUDED.hinted,
+			claim_id = EXCLUDED.claim_id, instance = EXCLUDED.instance, status = NULL, body = NULL,
+			claimed_at = EXCLUDED.claimed_at, at = EXCLUDED.at
+		WHERE $8::bigint > 0 AND r.at < $7 - make_interval(secs => $8::bigint / 1000.0)
+		RETURNING claim_id`,
+		k.scope, []byte(k.key), digest[:], hinted, id, r.db.instance, now, r.opts.Retention.Milliseconds()).Scan(&got)
+	if err == nil {
+		registered = false
+		return &RequestClaim{r: r, k: k, id: id, done: done, hinted: hinted}, nil, nil, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, nil, classify("claim", err, true)
+	}
+	var stored []byte
+	var status *int32
+	var body []byte
+	var instance string
+	err = r.db.pool.QueryRow(octx, `SELECT digest, status, body, instance FROM brain_requests WHERE scope = $1 AND key = $2`,
+		k.scope, []byte(k.key)).Scan(&stored, &status, &body, &instance)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, closedChan(), nil // released meanwhile: try again
+	}
+	if err != nil {
+		return nil, nil, nil, classify("claim", err, false)
+	}
+	switch {
+	case string(stored) != string(digest[:]):
+		return nil, nil, nil, idem.ErrConflict
+	case status != nil:
+		if body == nil {
+			body = []byte{}
+		}
+		return nil, &idem.Answer{Status: int(*status), Body: body}, nil, nil
+	case instance == r.db.instance:
+		// This process claimed it and is no longer running it: its answer
+		// was never recorded.
+		return nil, nil, nil, idem.ErrAmbiguous
+	}
+	live, err := r.db.instanceLive(octx, instance)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !live {
+		return nil, nil, nil, idem.ErrAmbiguous
+	}
+	return nil, nil, nil, nil
+}
+
+func closedChan() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}
+
+func (r *Requests) waitChan(done chan struct{}) <-chan time.Time {
+	c := make(chan time.Time, 1)
+	go func() {
+		<-done
+		c <- time.Time{}
+	}()
+	return c
+}
+
+func (r *Requests) finishLocal(k reqKey, done chan struct{}) {
+	r.mu.Lock()
+	if r.running[k] == done {
+		delete(r.running, k)
+	}
+	r.mu.Unlock()
+	close(done)
+}
+
+func (r *Requests) usable() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return idem.ErrClosed
+	}
+	return nil
+}
+
+// maybePurge deletes expired entries, at most once per purgeEvery.
+func (r *Requests) maybePurge(ctx context.Context) {
+	if r.opts.Retention <= 0 {
+		return
+	}
+	now := r.opts.Now()
+	r.mu.Lock()
+	due := now.Sub(r.lastPurge) >= purgeEvery
+	if due {
+		r.lastPurge = now
+	}
+	r.mu.Unlock()
+	if !due {
+		return
+	}
+	octx, cancel := r.db.opCtx(ctx)
+	defer cancel()
+	r.db.pool.Exec(octx, `DELETE FROM brain_requests WHERE at < $1`, now.Add(-r.opts.Retention))
+}
+
+// Len mirrors idem.Store.Len: the entries (claimed or answered) within
+// retention; -1 when the database cannot be read.
+func (r *Requests) Len() int {
+	ctx, cancel := r.db.opCtx(context.Background())
+	defer cancel()
+	var n int
+	err := r.db.pool.QueryRow(ctx, `SELECT count(*) FROM brain_requests WHERE $1::bigint <= 0 OR at >= $2::timestamptz - make_interval(secs => $1::bigint / 1000.0)`,
+		r.opts.Retention.Milliseconds(), r.opts.Now()).Scan(&n)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// Close mirrors idem.Store.Close; the DB stays open.
+func (r *Requests) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	return nil
+}
+
+// RequestClaim mirrors idem.Claim: a committed claim this process runs.
+type RequestClaim struct {
+	r      *Requests
+	k      reqKey
+	id     []byte
+	done   chan struct{}
+	hinted bool
+	once   sync.Once
+}
+
+// Answer commits the request's answer and wakes requests waiting on the
+// same key.
+func (c *RequestClaim) Answer(status int, body []byte) error {
+	if status < 100 || status > 999 || len(body) > idem.MaxPayloadBytes-300 {
+		return fmt.Errorf("pgstore: answer status %d or body of %d bytes out of range", status, len(body))
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	return c.finish(`UPDATE brain_requests SET status = $4, body = $5, at = $6
+		WHERE scope = $1 AND key = $2 AND claim_id = $3 AND status IS NULL`, int32(status), body, c.r.opts.Now())
+}
+
+// AnswerDerivable mirrors idem.Claim.AnswerDerivable: for a hinted claim,
+// it commits the answer as Answer does.
+func (c *RequestClaim) AnswerDerivable(status int, body []byte) error {
+	if !c.hinted {
+		return errors.New("pgstore: AnswerDerivable needs a hinted claim")
+	}
+	return c.Answer(status, body)
+}
+
+// Release durably forgets the claim of a request that did not run, so its
+// key may be used again.
+func (c *RequestClaim) Release() error {
+	return c.finish(`DELETE FROM brain_requests WHERE scope = $1 AND key = $2 AND claim_id = $3`)
+}
+
+// Abandon mirrors idem.Claim.Abandon: the claim row stays unanswered
+// under this process's instance, so the key answers idem.ErrAmbiguous on
+// every node from then on.
+func (c *RequestClaim) Abandon() {
+	c.once.Do(func() { c.r.finishLocal(c.k, c.done) })
+}
+
+func (c *RequestClaim) finish(sql string, more ...any) error {
+	err := errors.New("pgstore: claim already finished")
+	c.once.Do(func() {
+		defer c.r.finishLocal(c.k, c.done)
+		if err = c.r.usable(); err != nil {
+			return
+		}
+		ctx, cancel := c.r.db.opCtx(context.Background())
+		defer cancel()
+		args := append([]any{c.k.scope, []byte(c.k.key), c.id}, more...)
+		tag, e := c.r.db.pool.Exec(ctx, sql, args...)
+		if e != nil {
+			err = classify("finish claim", e, true)
+			return
+		}
+		if tag.RowsAffected() == 0 {
+			err = fmt.Errorf("pgstore: claim of %s/%s is no longer held", c.k.scope, c.k.key)
+			return
+		}
+		err = nil
+	})
+	return err
+}

@@ -1,0 +1,103 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrSealed: a stored credential does not authenticate under the key.
+var ErrSealed = errors.New("pgstore: sealed credential does not authenticate")
+
+// deriveKey derives a 32-byte key for one purpose from the sealing key.
+func deriveKey(key []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+// ReporterKey answers the key environment reporter tokens are derived
+// from: the same on every node sharing the sealing key, so that a
+// reporter token verifies on any of them.
+func (db *DB) ReporterKey() []byte { return deriveKey(db.opts.SealingKey, "brain reporter key v1") }
+
+// Secrets keeps sessions' credentials in brain_secrets, one row per
+// secret, sealed with AES-256-GCM under a key derived from the sealing
+// key; the row's sealed value is a random 12-byte nonce followed by the
+// ciphertext and tag, with "<session id> NUL <name>" as additional data.
+// It implements the session engine's Secrets interface.
+type Secrets struct {
+	db   *DB
+	aead cipher.AEAD
+}
+
+// Secrets answers the sealed-credential store.
+func (db *DB) Secrets() *Secrets {
+	block, err := aes.NewCipher(deriveKey(db.opts.SealingKey, "brain secrets v1"))
+	if err != nil {
+		panic(err) // a 32-byte key always makes a cipher
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		panic(err)
+	}
+	return &Secrets{db: db, aead: aead}
+}
+
+func secretAD(session, name string) []byte {
+	return append(append([]byte(session), 0), name...)
+}
+
+// Put seals and stores one secret, replacing any earlier value.
+func (s *Secrets) Put(ctx context.Context, session, name string, value []byte) error {
+	nonce := make([]byte, s.aead.NonceSize())
+	rand.Read(nonce)
+	sealed := s.aead.Seal(nonce, nonce, value, secretAD(session, name))
+	ctx, cancel := s.db.opCtx(ctx)
+	defer cancel()
+	_, err := s.db.pool.Exec(ctx, `INSERT INTO brain_secrets (session_id, name, sealed) VALUES ($1, $2, $3)
+		ON CONFLICT (session_id, name) DO UPDATE SET sealed = EXCLUDED.sealed`, []byte(session), name, sealed)
+	return classify("put secret", err, true)
+}
+
+// Get answers the secret, or nil when there is none. A value that does
+// not authenticate is an error, never treated as absent.
+func (s *Secrets) Get(ctx context.Context, session, name string) ([]byte, error) {
+	ctx, cancel := s.db.opCtx(ctx)
+	defer cancel()
+	var sealed []byte
+	err := s.db.pool.QueryRow(ctx, `SELECT sealed FROM brain_secrets WHERE session_id = $1 AND name = $2`, []byte(session), name).Scan(&sealed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, classify("get secret", err, false)
+	}
+	n := s.aead.NonceSize()
+	if len(sealed) < n {
+		return nil, fmt.Errorf("%w: %s", ErrSealed, session)
+	}
+	plain, err := s.aead.Open(nil, sealed[:n], sealed[n:], secretAD(session, name))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrSealed, session)
+	}
+	if plain == nil {
+		plain = []byte{}
+	}
+	return plain, nil
+}
+
+// DeleteAll forgets every secret of session.
+func (s *Secrets) DeleteAll(ctx context.Context, session string) error {
+	ctx, cancel := s.db.opCtx(ctx)
+	defer cancel()
+	_, err := s.db.pool.Exec(ctx, `DELETE FROM brain_secrets WHERE session_id = $1`, []byte(session))
+	return classify("delete secrets", err, true)
+}
