@@ -211,6 +211,7 @@ func checkRules(all map[string]pkg) []string {
 	// library only (envapi may use the validator).
 	stdOnly := map[string][]string{
 		"brain/internal/journal": nil,
+		"brain/internal/commits": nil,
 		"brain/api":              nil,
 		"envsdk/envapi":          {"github.com/go-playground/", "github.com/gabriel-vasile/mimetype", "github.com/leodido/go-urn", "golang.org/x/"},
 	}

@@ -420,3 +420,30 @@ func (s *Server) release() error {
 	}
 	return errors.Join(errs...)
 }
+
+// CommitStats counts the durable commits of one request kind.
+type CommitStats struct {
+	// Requests is how many requests of the kind ran (replays and refused
+	// requests are not counted).
+	Requests int64
+	// BeforeAnswer sums the commits those requests waited on before
+	// their answers were sent.
+	BeforeAnswer int64
+	// Total adds the commits made for them after their answers (the turn
+	// of an async submission).
+	Total int64
+}
+
+// CommitStats answers, by request kind (idempotency scope, e.g.
+// "send_message" or "send_message.async"), how many requests ran and how
+// many durable commits (journal appends and idempotency-log flushes) they
+// waited on. The tests hold the server to the commit budget of
+// RATIONALE.md with it.
+func (s *Server) CommitStats() map[string]CommitStats {
+	in := s.api.CommitStats()
+	out := make(map[string]CommitStats, len(in))
+	for k, v := range in {
+		out[k] = CommitStats{Requests: v.Requests, BeforeAnswer: v.BeforeAnswer, Total: v.Total}
+	}
+	return out
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/brain-in-go/brain/brain/internal/commits"
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/session"
@@ -57,12 +58,14 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 	}
 	defer s.done()
 	digest := idem.Digest([]byte(scope), []byte(r.Method), []byte(r.URL.Path), body)
+	stats, tally := s.counter(scope)
+	ctx := commits.With(r.Context(), tally)
 	var claim idem.Claimed
 	var replay *idem.Answer
 	if h != nil {
-		claim, replay, err = s.opts.Requests.ClaimHinted(r.Context(), scope, key, digest, h.hint)
+		claim, replay, err = s.opts.Requests.ClaimHinted(ctx, scope, key, digest, h.hint)
 	} else {
-		claim, replay, err = s.opts.Requests.Claim(r.Context(), scope, key, digest)
+		claim, replay, err = s.opts.Requests.Claim(ctx, scope, key, digest)
 	}
 	if err != nil {
 		WriteError(w, err)
@@ -75,7 +78,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 	if s.opts.AfterClaim != nil {
 		s.opts.AfterClaim(scope, key)
 	}
-	status, v, err := op(context.WithoutCancel(r.Context()))
+	status, v, err := op(context.WithoutCancel(ctx))
 	var raw []byte
 	derivable := false
 	if err != nil {
@@ -119,6 +122,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 		WriteError(w, idem.ErrAmbiguous)
 		return
 	}
+	stats.answered(tally)
 	writeAnswer(w, status, raw)
 }
 

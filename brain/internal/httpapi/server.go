@@ -96,6 +96,9 @@ type Server struct {
 	stop     context.Context
 	stopAll  context.CancelFunc
 
+	statsMu sync.Mutex
+	stats   map[string]*kindStats // commit counts by request kind
+
 	gmu   sync.Mutex
 	gates map[string]*gate // sessions with a send or delete in flight
 
@@ -118,7 +121,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = DefaultHeartbeat
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux(), log: opts.Logger, gates: map[string]*gate{},
+	s := &Server{opts: opts, mux: http.NewServeMux(), log: opts.Logger, gates: map[string]*gate{}, stats: map[string]*kindStats{},
 		feeds: map[string]*feed{}, streamSet: map[*stream]struct{}{}}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brain-in-go/brain/brain/internal/commits"
 	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
@@ -294,7 +295,9 @@ func (s *Store) claim(ctx context.Context, r *record) (*Claim, *Answer, error) {
 			s.mu.Unlock()
 			return nil, nil, err
 		}
-		return &Claim{s: s, k: k, e: e, hinted: r.Type == typeHinted}, nil, nil
+		tally := commits.From(ctx)
+		tally.Add(1)
+		return &Claim{s: s, k: k, e: e, hinted: r.Type == typeHinted, tally: tally}, nil, nil
 	}
 }
 
@@ -491,6 +494,7 @@ type Claim struct {
 	e      *entry
 	hinted bool
 	once   sync.Once
+	tally  *commits.Counter // the claiming request's commit count
 }
 
 // Answer durably records the request's answer and wakes requests waiting
@@ -587,6 +591,7 @@ func (c *Claim) finish(r *record, wait bool, answered func(*entry)) error {
 			s.mu.Unlock()
 			err = s.waitSync(n)
 			s.mu.Lock()
+			c.tally.Add(1)
 		}
 		if err != nil {
 			forget()

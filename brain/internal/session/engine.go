@@ -14,6 +14,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/commits"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/model"
 )
@@ -97,6 +98,9 @@ type sess struct {
 	// on the next append (see deferLocked).
 	pending []journal.Record
 	flushT  *time.Timer
+	// tally counts the commits of the running turn for the request that
+	// started it (nil: none).
+	tally *commits.Counter
 }
 
 // New returns an engine over cfg.Store.
@@ -325,6 +329,7 @@ func (s *sess) commitLocked(recs ...journal.Record) (uint64, error) {
 		s.e.noteFault(s.id, err)
 		return 0, fmt.Errorf("session %s: commit %s: %w", s.id, recs[0].Kind, err)
 	}
+	s.tally.Add(1)
 	s.clearPendingLocked()
 	for _, r := range recs {
 		if err := s.st.apply(r); err != nil {
@@ -373,15 +378,30 @@ func (s *sess) deferLocked(recs ...journal.Record) (uint64, error) {
 		s.flushT = time.AfterFunc(CoalesceWindow, func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			_ = s.flushLocked()
+			_ = s.appendPendingLocked()
 			s.maybeEvictLocked(false)
 		})
 	}
 	return first, nil
 }
 
-// flushLocked appends the deferred records.
+// flushLocked appends the deferred records for a caller that waits on
+// them (the running turn's request counts the commit).
 func (s *sess) flushLocked() error {
+	if len(s.pending) == 0 || s.st == nil {
+		return nil
+	}
+	if err := s.appendPendingLocked(); err != nil {
+		return err
+	}
+	s.tally.Add(1)
+	return nil
+}
+
+// appendPendingLocked appends the deferred records. The coalescing timer
+// calls it directly: that flush runs beside the turn, which does not wait
+// on it, so no request counts it.
+func (s *sess) appendPendingLocked() error {
 	if len(s.pending) == 0 || s.st == nil {
 		return nil
 	}

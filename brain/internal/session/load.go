@@ -135,6 +135,7 @@ func (s *sess) checkpointLocked() {
 	}
 	through := s.st.last()
 	if s.e.store.WriteCheckpoint(context.WithoutCancel(s.e.base), s.id, through, payload) == nil {
+		s.tally.Add(1)
 		s.ckptAt = through
 	}
 }

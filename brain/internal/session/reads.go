@@ -20,7 +20,7 @@ func (e *Engine) Summary(ctx context.Context, id string) (api.SessionSummary, er
 	defer s.release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.flushLocked(); err != nil {
+	if err := s.appendPendingLocked(); err != nil { // the reader waits, not the turn
 		return api.SessionSummary{}, err
 	}
 	return s.summaryLocked(), nil
@@ -55,7 +55,7 @@ func (e *Engine) Transcript(ctx context.Context, id string) (api.SessionTranscri
 	defer s.release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.flushLocked(); err != nil {
+	if err := s.appendPendingLocked(); err != nil { // the reader waits, not the turn
 		return api.SessionTranscript{}, err
 	}
 	msgs := s.st.Transcript

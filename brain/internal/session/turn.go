@@ -13,6 +13,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/commits"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
@@ -88,14 +89,19 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 		s.wake = nil
 	}
 	s.noWake = false
+	s.tally = commits.From(ctx)
 	seq, err := s.startLocked(&input)
 	if err != nil {
+		s.tally = nil
 		return 0, nil, err
 	}
 	var done chan turnResult
 	if wait {
 		done = make(chan turnResult, 1)
 		s.waiters[seq] = done
+	} else {
+		// The caller is answered now; the turn's commits come after.
+		s.tally = s.tally.Detached()
 	}
 	return seq, done, nil
 }
@@ -282,6 +288,7 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 	}
 	s.scheduleWakeLocked()
 	s.maybeEvictLocked(faulted)
+	s.tally = nil
 	// The waiting caller is answered once the session is settled (and
 	// passivated when its policy says so).
 	if ch != nil {
@@ -417,6 +424,7 @@ func (s *sess) fireWake() {
 		s.maybeEvictLocked(false)
 		return
 	}
+	s.tally = nil
 	if _, err := s.startLocked(nil); err != nil {
 		s.maybeEvictLocked(false)
 	}

@@ -1,0 +1,11 @@
+// Package commits counts the serial durable commits a request waits on:
+// each journal append the session engine makes on the request's behalf
+// and each idempotency-log flush the request waits for. A Counter travels
+// in the request's context (With, From); the engine keeps the counter of
+// the turn it runs, so commits made after an async submission was
+// answered still reach it.
+//
+// The counts are what the tests assert (a change that adds a serial
+// commit to a request fails them) and what the commit budget in
+// RATIONALE.md is written against.
+package commits
