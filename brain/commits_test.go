@@ -61,8 +61,13 @@ func echoEnv() http.Handler {
 func commitBrain(t *testing.T) (*braintest.Brain, *client.Session) {
 	t.Helper()
 	b := braintest.Start(t, braintest.Options{Environments: map[string]braintest.Environment{"box": {Handler: echoEnv()}}})
-	c := b.Client(t)
-	sess, err := c.Sessions.Create(context.Background(), api.CreateSessionRequest{
+	return b, newSession(t, b)
+}
+
+// newSession creates a session with the tool echo in the environment box.
+func newSession(t testing.TB, b *braintest.Brain) *client.Session {
+	t.Helper()
+	sess, err := b.Client(t).Sessions.Create(context.Background(), api.CreateSessionRequest{
 		Model:        api.ModelConfig{Provider: "scripted", Name: "m"},
 		Environments: []api.Environment{{Name: "box", Driver: "box"}},
 		Tools: []api.Tool{{Name: "echo", Description: "echo", InputSchema: json.RawMessage(`{"type":"object"}`),
@@ -71,7 +76,7 @@ func commitBrain(t *testing.T) (*braintest.Brain, *client.Session) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, sess
+	return sess
 }
 
 // perRequest answers the commits per request of kind, before the answer

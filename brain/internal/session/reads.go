@@ -58,7 +58,7 @@ func (e *Engine) Transcript(ctx context.Context, id string) (api.SessionTranscri
 	if err := s.appendPendingLocked(); err != nil { // the reader waits, not the turn
 		return api.SessionTranscript{}, err
 	}
-	msgs := s.st.Transcript
+	msgs := s.st.Transcript[:len(s.st.Transcript):len(s.st.Transcript)] // callers cannot append into its spare capacity
 	if msgs == nil {
 		msgs = []api.Message{}
 	}

@@ -37,10 +37,13 @@ func (r *released) init(max int64) {
 }
 
 // put keeps st as id's projection, evicting the oldest entries beyond the
-// bound. A projection larger than a quarter of the bound is not kept.
+// bound. A projection larger than the bound is not kept. A long session
+// may push out every other projection: reloading it costs a pass over its
+// whole checkpoint each time it is activated, while a short one reloads
+// cheaply.
 func (r *released) put(id string, st *state, size int64) {
 	r.drop(id)
-	if r.max <= 0 || size > r.max/4 {
+	if r.max <= 0 || size > r.max {
 		return
 	}
 	r.byID[id] = r.order.PushFront(&releasedEntry{id: id, st: st, size: size})
@@ -91,19 +94,23 @@ func (st *state) heapBytes() int64 {
 		// The decoded configuration holds about twice its JSON size.
 		st.cfgBytes = 2*int64(len(b)) + 512
 	}
-	n := stateOverhead + st.cfgBytes
-	for i := range st.Transcript {
+	// The transcript's estimate is kept for the messages already counted:
+	// only the ones appended since are visited.
+	for i := st.heapMsgs; i < len(st.Transcript); i++ {
 		m := &st.Transcript[i]
-		n += messageBytes + int64(len(m.Role))
+		b := messageBytes + int64(len(m.Role))
 		for j := range m.Content {
 			c := &m.Content[j]
-			n += blockBytes + int64(len(c.Type)+len(c.Text)+len(c.URL)+len(c.MediaType)+len(c.Format)+
+			b += blockBytes + int64(len(c.Type)+len(c.Text)+len(c.URL)+len(c.MediaType)+len(c.Format)+
 				len(c.Data)+len(c.ID)+len(c.Name)+len(c.Input)+len(c.ToolUseID)+len(c.Content))
 			for _, md := range c.Media {
-				n += int64(unsafe.Sizeof(md)) + int64(len(md.Type)+len(md.URL)+len(md.MediaType))
+				b += int64(unsafe.Sizeof(md)) + int64(len(md.Type)+len(md.URL)+len(md.MediaType))
 			}
 		}
+		st.heapMsgBytes += b
 	}
+	st.heapMsgs = len(st.Transcript)
+	n := stateOverhead + st.cfgBytes + st.heapMsgBytes
 	for k, v := range st.KV {
 		n += mapEntryBytes + int64(len(k)+len(v))
 	}

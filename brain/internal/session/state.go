@@ -90,6 +90,10 @@ type state struct {
 	ckptThrough uint64
 	// cfgBytes caches the heap estimate of Config (see heapBytes).
 	cfgBytes int64
+	// heapMsgBytes caches the heap estimate of the first heapMsgs
+	// messages of the transcript (see heapBytes).
+	heapMsgs     int
+	heapMsgBytes int64
 }
 
 func newState() *state {
@@ -182,7 +186,18 @@ func (st *state) apply(r journal.Record) error {
 		if d.Keep > len(st.Transcript) {
 			return fmt.Errorf("session: record %d keeps %d of %d messages: %w", r.Sequence, d.Keep, len(st.Transcript), ErrInvalid)
 		}
-		st.Transcript = append(st.Transcript[:d.Keep:d.Keep], d.Append...)
+		if d.Keep == len(st.Transcript) {
+			// Appending grows the slice in place (amortised): earlier
+			// holders of the transcript see only their own length, and
+			// loops get it with its capacity clipped (prepare).
+			st.Transcript = append(st.Transcript, d.Append...)
+		} else {
+			// A rewrite must not change messages someone still holds.
+			st.Transcript = append(st.Transcript[:d.Keep:d.Keep], d.Append...)
+		}
+		if d.Keep < st.heapMsgs {
+			st.heapMsgs, st.heapMsgBytes = 0, 0
+		}
 		st.TranscriptSeq = r.Sequence
 	case api.KindKVSet:
 		st.KV[p.Key] = p.Value
@@ -358,6 +373,10 @@ func (st *state) clone() *state {
 // delta computes the transcript_delta that turns saved into next.
 func delta(saved, next []api.Message) transcriptDelta {
 	keep := 0
+	// A loop usually extends (a copy of) the transcript it was given:
+	// messages that share their blocks with the saved ones are equal
+	// without comparing the blocks (sameMessage), so the common prefix
+	// costs a pointer test per message.
 	for keep < len(saved) && keep < len(next) && sameMessage(saved[keep], next[keep]) {
 		keep++
 	}
@@ -367,6 +386,10 @@ func delta(saved, next []api.Message) transcriptDelta {
 func sameMessage(a, b api.Message) bool {
 	if a.Role != b.Role || len(a.Content) != len(b.Content) {
 		return false
+	}
+	if len(a.Content) > 0 && &a.Content[0] == &b.Content[0] {
+		// Copies of one message share its blocks.
+		return true
 	}
 	for i := range a.Content {
 		if !sameBlock(&a.Content[i], &b.Content[i]) {
