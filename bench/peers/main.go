@@ -170,7 +170,7 @@ func manyClients(ctx context.Context, p peer, w string, c int, d time.Duration) 
 	return float64(done.Load()) / time.Since(start).Seconds(), nil
 }
 
-// w2Tools is the scripted W2 message: 4 tool calls, then a reply.
+// w2Script is the scripted W2 message: 4 tool calls, then a reply.
 func w2Script() string {
 	calls := make([]map[string]any, 4)
 	for i := range calls {
