@@ -58,7 +58,7 @@ func echoEnv() http.Handler {
 	})
 }
 
-func commitBrain(t *testing.T) (*braintest.Brain, *client.Session) {
+func commitBrain(t testing.TB) (*braintest.Brain, *client.Session) {
 	t.Helper()
 	b := braintest.Start(t, braintest.Options{Environments: map[string]braintest.Environment{"box": {Handler: echoEnv()}}})
 	return b, newSession(t, b)
