@@ -375,3 +375,31 @@ func TestGuestSDKDependencies(t *testing.T) {
 		}
 	}
 }
+// TestBrowserDriver keeps chromedp out of the binary: only the inspector's
+// browser test imports it.
+func TestBrowserDriver(t *testing.T) {
+	out, err := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p struct {
+			ImportPath                         string
+			Imports, TestImports, XTestImports []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, "github.com/chromedp/") {
+				t.Errorf("%s imports %s: chromedp belongs to the tests of brain/internal/ui only", p.ImportPath, imp)
+			}
+		}
+		for _, imp := range append(p.TestImports, p.XTestImports...) {
+			if strings.HasPrefix(imp, "github.com/chromedp/") && p.ImportPath != module+"/brain/internal/ui" {
+				t.Errorf("tests of %s import %s: chromedp belongs to the tests of brain/internal/ui only", p.ImportPath, imp)
+			}
+		}
+	}
+}
