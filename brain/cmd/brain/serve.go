@@ -381,6 +381,7 @@ func durationOrNoLimit(secs int64) time.Duration {
 func printBanner(w io.Writer, url string, f *serveFlags, token string, generated bool, tokenPath string) {
 	fmt.Fprintf(w, "Brain is serving on %s\n", url)
 	fmt.Fprintf(w, "data directory: %s\n", f.dataDir)
+	fmt.Fprintf(w, "inspector: %s/ui/\n", url)
 	fmt.Fprintln(w, `models: scripted (offline), openai, openai_chat, anthropic`)
 	auth := ""
 	switch {

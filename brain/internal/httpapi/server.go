@@ -17,6 +17,7 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/brain/internal/ui"
 )
 
 // Defaults of Options.
@@ -147,6 +148,10 @@ func (s *Server) routes() {
 	if s.opts.Bindings != nil {
 		s.environmentRoutes()
 	}
+	// The inspector's files hold no data: the page sends the token with
+	// each API request it makes.
+	s.handleOpen("GET "+ui.Prefix, ui.Handler())
+	s.handleOpen("GET /ui", ui.Redirect())
 	s.mux.Handle("/", s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))
 	})))

@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +16,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/brain-in-go/brain/brain/braintest"
-	"github.com/brain-in-go/brain/brain/internal/ui"
 )
 
 // chromium answers the path of Debian's chromium, skipping the test when it
@@ -49,22 +45,6 @@ func artifacts(t *testing.T) string {
 		return dir
 	}
 	return t.TempDir()
-}
-
-// front serves the inspector at /ui/ and the Brain at brainURL for every
-// other path, from one origin, as "brain serve" does.
-func front(t *testing.T, brainURL string) string {
-	t.Helper()
-	target, err := url.Parse(brainURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /ui/", ui.Handler())
-	mux.Handle("/", httputil.NewSingleHostReverseProxy(target))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
 
 func call(t *testing.T, method, u, token, key, body string) []byte {
@@ -105,7 +85,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	exe := chromium(t)
 	const token = "inspector-test-token"
 	brainURL := braintest.Serve(t, t.TempDir(), token, "--no-workspace=false")
-	base := front(t, brainURL)
+	base := brainURL // "brain serve" serves the inspector at /ui/
 
 	var sum struct {
 		SessionID string `json:"session_id"`
