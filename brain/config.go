@@ -115,6 +115,10 @@ type Models struct {
 	// that bring none ("brain serve" reads OPENAI_API_KEY and
 	// ANTHROPIC_API_KEY).
 	APIKeys map[string]string `env:"OPENAI_API_KEY"`
+	// ProvidersFile is a JSON file of further providers (name, dialect,
+	// base URL, models) merged over the models catalogue; the format is
+	// documented in brain/internal/catalog.
+	ProvidersFile string `env:"BRAIN_PROVIDERS_FILE"`
 
 	MaxOutputBytes int64         `validate:"gte=0" env:"BRAIN_MAX_MODEL_OUTPUT_BYTES"`
 	MaxDeltaBytes  int64         `validate:"gte=0" env:"BRAIN_MAX_MODEL_DELTA_BYTES"`

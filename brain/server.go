@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/backend"
+	"github.com/brain-in-go/brain/brain/internal/catalog"
 	"github.com/brain-in-go/brain/brain/internal/datadir"
 	"github.com/brain-in-go/brain/brain/internal/envbind"
 	"github.com/brain-in-go/brain/brain/internal/httpapi"
@@ -94,7 +95,17 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("brain: Config.Agentloops: %w", err)
 	}
-	models, err := model.New(cfg.Models.config())
+	var providers *catalog.File
+	if cfg.Models.ProvidersFile != "" {
+		if providers, err = catalog.ReadFile(cfg.Models.ProvidersFile); err != nil {
+			return nil, fmt.Errorf("brain: Config.Models.ProvidersFile: %w", err)
+		}
+	}
+	models, err := model.New(cfg.Models.config(providers))
+	if err != nil {
+		return nil, fmt.Errorf("brain: Config.Models: %w", err)
+	}
+	modelList, err := catalog.New(providers)
 	if err != nil {
 		return nil, fmt.Errorf("brain: Config.Models: %w", err)
 	}
@@ -149,6 +160,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		NextSequence:    s.store.Journal.Next,
 		Agentloops:      s.loops,
 		Bindings:        s.bindings,
+		Models:          modelList,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
@@ -194,8 +206,15 @@ func (l Limits) engine() session.Limits {
 	}
 }
 
-func (m Models) config() model.Config {
+func (m Models) config(providers *catalog.File) model.Config {
+	var endpoints []model.Endpoint
+	if providers != nil {
+		for _, p := range providers.Providers {
+			endpoints = append(endpoints, model.Endpoint{Name: p.Name, Dialect: p.Dialect, BaseURL: p.BaseURL})
+		}
+	}
 	return model.Config{
+		Endpoints:        endpoints,
 		OpenAIBaseURL:    m.OpenAIBaseURL,
 		AnthropicBaseURL: m.AnthropicBaseURL,
 		DefaultAPIKeys:   m.APIKeys,

@@ -71,6 +71,7 @@ type serveFlags struct {
 	maxCoreInstances                     int64
 	filesystemAllow                      string
 	secretAllow                          secretsValue
+	providersFile                        string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool)) error {
@@ -142,6 +143,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 		}
 	}
 	fs.Var(&f.secretAllow, "env-secret-allow", "comma list of name=directory secrets Wasm Tools may be granted, mounted read-only at /secrets/<name> (BRAIN_ENV_SECRET_ALLOW)")
+	str(&f.providersFile, "providers-file", "BRAIN_PROVIDERS_FILE", "", `JSON file of further OpenAI-compatible or Anthropic providers: {"providers":[{"name","dialect","base_url","models":[{"id","context_window_tokens"}]}]}`)
 	noWS, _ := env("BRAIN_NO_WORKSPACE")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", noWS == "1" || noWS == "true", `do not run the built-in workspace environment (route "workspace") (BRAIN_NO_WORKSPACE=1)`)
 	return errors.Join(errs...)
@@ -252,6 +254,7 @@ func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 		Models: brain.Models{
 			OpenAIBaseURL:    f.openAIBaseURL,
 			AnthropicBaseURL: f.anthropicBaseURL,
+			ProvidersFile:    f.providersFile,
 			APIKeys: map[string]string{
 				"openai": os.Getenv("OPENAI_API_KEY"), "openai_chat": os.Getenv("OPENAI_API_KEY"),
 				"anthropic": os.Getenv("ANTHROPIC_API_KEY"),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/catalog"
 	"github.com/brain-in-go/brain/brain/internal/envbind"
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
@@ -67,6 +68,9 @@ type Options struct {
 	// environment operations; with it the server serves the execution
 	// callback, reporter and environment control routes.
 	Bindings *envbind.Binder
+	// Models is the models catalogue GET /v1/models answers; nil serves
+	// no such route.
+	Models *catalog.Catalog
 }
 
 // Server is the session API handler.
@@ -147,6 +151,9 @@ func (s *Server) routes() {
 	}
 	if s.opts.Bindings != nil {
 		s.environmentRoutes()
+	}
+	if s.opts.Models != nil {
+		s.handle("GET /v1/models", catalog.Handler(s.opts.Models))
 	}
 	// The inspector's files hold no data: the page sends the token with
 	// each API request it makes.
