@@ -80,6 +80,10 @@ type Config struct {
 	// AfterClaim runs after an idempotency claim is durable and before its
 	// operation runs: a fault-injection point for crash tests.
 	AfterClaim func(scope, key string)
+	// SeparateMetrics keeps GET /metrics off the API's routes (where it
+	// requires the token): the caller serves Server.MetricsHandler on an
+	// address of its own ("brain serve --metrics-listen").
+	SeparateMetrics bool `env:"BRAIN_METRICS_LISTEN"`
 }
 
 // Storage selects the storage backend.

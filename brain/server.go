@@ -24,6 +24,7 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
+	"github.com/brain-in-go/brain/brain/internal/metrics"
 	"github.com/brain-in-go/brain/brain/internal/model"
 	"github.com/brain-in-go/brain/brain/internal/session"
 )
@@ -44,6 +45,7 @@ type Server struct {
 	engine   *session.Engine
 	requests *idem.Store
 	api      *httpapi.Server
+	metrics  *metrics.Metrics
 
 	mu     sync.Mutex
 	https  []*http.Server
@@ -62,7 +64,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, token: cfg.Token}
+	s := &Server{cfg: cfg, log: cfg.Logger, token: cfg.Token, metrics: metrics.New()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -78,6 +80,8 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			MaxQueueBytes:        cfg.MaxJournalQueueBytes,
 			MaxSessionQueueBytes: cfg.MaxSessionQueueBytes,
 			MaxOpenFiles:         cfg.MaxJournalOpenFiles,
+			OnCommit:             s.metrics.JournalCommit,
+			OnDurable:            s.metrics.Durable,
 		},
 		Logger: s.log,
 	}); err != nil {
@@ -147,6 +151,17 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("brain: Config.TokenFile: %w", err)
 		}
 	}
+	s.metrics.Sessions(s.engine.Active, func() int {
+		ids, err := s.store.Journal.Sessions(context.Background())
+		if err != nil {
+			return 0
+		}
+		return len(ids)
+	})
+	var metricsRoute http.Handler
+	if !cfg.SeparateMetrics {
+		metricsRoute = s.metrics.Handler()
+	}
 	if s.api, err = httpapi.New(httpapi.Options{
 		Engine:          s.engine,
 		Requests:        s.requests,
@@ -161,6 +176,8 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Agentloops:      s.loops,
 		Bindings:        s.bindings,
 		Models:          modelList,
+		Metrics:         metricsRoute,
+		Observer:        s.metrics,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
@@ -249,6 +266,10 @@ func (e Environments) config(cfg Config, key []byte, log *slog.Logger) envbind.C
 // Handler answers the HTTP handler of the session API: the session,
 // agentloop and environment routes.
 func (s *Server) Handler() http.Handler { return s.api }
+
+// MetricsHandler serves Brain's metrics in the Prometheus text format,
+// without authentication (for Config.SeparateMetrics).
+func (s *Server) MetricsHandler() http.Handler { return s.metrics.Handler() }
 
 // Token answers the bearer token the server requires ("" for none) and
 // whether it was generated into Config.TokenFile by New.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -102,5 +103,35 @@ func TestServeRefusesBadProvidersFile(t *testing.T) {
 	code := serve(t.Context(), []string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "d"), "--no-auth", "--no-workspace", "--providers-file", file}, &out, &errb)
 	if code == 0 || !strings.Contains(errb.String(), "dialect") {
 		t.Errorf("serve = %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestServeMetricsListen serves /metrics on its own loopback address
+// without the token, and refuses a non-loopback one.
+func TestServeMetricsListen(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	base := startServe(t, "--no-workspace", "--metrics-listen", addr)
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "brain_journal_fsync_seconds") {
+		t.Errorf("GET %s/metrics = %d %.200s", addr, resp.StatusCode, b)
+	}
+	if resp, err := http.Get(base + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /metrics on the API = %v %v, want 404 when it has its own address", resp.StatusCode, err)
+	}
+
+	var out, errb strings.Builder
+	code := serve(t.Context(), []string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "d"), "--no-auth", "--no-workspace", "--metrics-listen", "0.0.0.0:0"}, &out, &errb)
+	if code == 0 || !strings.Contains(errb.String(), "loopback") {
+		t.Errorf("non-loopback metrics address: serve = %d, stderr %q", code, errb.String())
 	}
 }

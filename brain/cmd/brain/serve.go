@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -72,6 +73,7 @@ type serveFlags struct {
 	filesystemAllow                      string
 	secretAllow                          secretsValue
 	providersFile                        string
+	metricsListen                        string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool)) error {
@@ -143,6 +145,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 		}
 	}
 	fs.Var(&f.secretAllow, "env-secret-allow", "comma list of name=directory secrets Wasm Tools may be granted, mounted read-only at /secrets/<name> (BRAIN_ENV_SECRET_ALLOW)")
+	str(&f.metricsListen, "metrics-listen", "BRAIN_METRICS_LISTEN", "", "loopback address serving GET /metrics without the token (default: /metrics on the API, behind the token)")
 	str(&f.providersFile, "providers-file", "BRAIN_PROVIDERS_FILE", "", `JSON file of further OpenAI-compatible or Anthropic providers: {"providers":[{"name","dialect","base_url","models":[{"id","context_window_tokens"}]}]}`)
 	noWS, _ := env("BRAIN_NO_WORKSPACE")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", noWS == "1" || noWS == "true", `do not run the built-in workspace environment (route "workspace") (BRAIN_NO_WORKSPACE=1)`)
@@ -303,6 +306,19 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 		publicURL = url
 	}
 	cfg := f.config(log, publicURL)
+	var metricsLn net.Listener
+	if f.metricsListen != "" {
+		if !loopback(f.metricsListen) {
+			fmt.Fprintf(stderr, "brain serve: --metrics-listen %s: the unauthenticated metrics address must be a loopback address\n", f.metricsListen)
+			return 1
+		}
+		if metricsLn, err = net.Listen("tcp", f.metricsListen); err != nil {
+			fmt.Fprintf(stderr, "brain serve: metrics: %v\n", err)
+			return 1
+		}
+		defer metricsLn.Close()
+		cfg.SeparateMetrics = true
+	}
 	var ws *builtinWorkspace
 	if !f.noWorkspace {
 		if ws, err = openWorkspace(f, &cfg); err != nil {
@@ -334,7 +350,15 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 	defer stopServing()
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(serveCtx, ln) }()
+	if metricsLn != nil {
+		msrv := &http.Server{Handler: b.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = msrv.Serve(metricsLn) }()
+		defer msrv.Close()
+	}
 	printBanner(stdout, url, f, token, generated, cfg.TokenFile)
+	if metricsLn != nil {
+		fmt.Fprintf(stdout, "metrics: http://%s/metrics\n", metricsLn.Addr())
+	}
 	log.Info("serving", "url", url, "data_dir", f.dataDir, "auth", token != "")
 
 	signals := 0

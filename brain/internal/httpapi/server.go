@@ -71,6 +71,38 @@ type Options struct {
 	// Models is the models catalogue GET /v1/models answers; nil serves
 	// no such route.
 	Models *catalog.Catalog
+	// Metrics serves GET /metrics behind the token; nil serves no such
+	// route (the metrics may have an address of their own).
+	Metrics http.Handler
+	// Observer, if set, is told of requests, event streams and replayed
+	// idempotent answers (for metrics).
+	Observer Observer
+}
+
+// Observer is told what the server does; its methods must not block.
+type Observer interface {
+	// Request reports a request's route pattern, status and duration.
+	Request(route string, status int, d time.Duration)
+	// StreamOpened and StreamClosed bracket an event stream; lagged says
+	// it ended because its subscriber fell behind.
+	StreamOpened()
+	StreamClosed(lagged bool)
+	// IdempotencyHit reports a request answered from a stored answer.
+	IdempotencyHit()
+}
+
+type noObserver struct{}
+
+func (noObserver) Request(string, int, time.Duration) {}
+func (noObserver) StreamOpened()                      {}
+func (noObserver) StreamClosed(bool)                  {}
+func (noObserver) IdempotencyHit()                    {}
+
+func (s *Server) observer() Observer {
+	if s.opts.Observer == nil {
+		return noObserver{}
+	}
+	return s.opts.Observer
 }
 
 // Server is the session API handler.
@@ -152,6 +184,9 @@ func (s *Server) routes() {
 	if s.opts.Bindings != nil {
 		s.environmentRoutes()
 	}
+	if s.opts.Metrics != nil {
+		s.handle("GET /metrics", s.opts.Metrics)
+	}
 	if s.opts.Models != nil {
 		s.handle("GET /v1/models", catalog.Handler(s.opts.Models))
 	}
@@ -180,6 +215,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	s.mux.ServeHTTP(sw, r)
+	s.observer().Request(r.Pattern, sw.status, time.Since(start))
 	if sw.status >= 500 && sw.status != http.StatusServiceUnavailable {
 		s.log.Warn("request", "method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds())
 	} else {
