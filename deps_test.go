@@ -191,7 +191,7 @@ func checkRules(all map[string]pkg) []string {
 				fail("%s imports %s: the Docker client belongs to providers/docker only", path, imp)
 			}
 			if strings.HasPrefix(imp, "github.com/prometheus/") && path != module+"/brain/internal/metrics" {
-				t.Errorf("%s imports %s: the Prometheus client belongs to brain/internal/metrics only", path, imp)
+				fail("%s imports %s: the Prometheus client belongs to brain/internal/metrics only", path, imp)
 			}
 			if strings.HasPrefix(imp, "github.com/hashicorp/go-retryablehttp") && path != module+"/envsdk" {
 				fail("%s imports %s: go-retryablehttp belongs to envsdk only", path, imp)
