@@ -1,71 +1,12 @@
 package catalog
 
 import (
-	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-func get(t *testing.T, h http.Handler, target string) (int, ModelList, string) {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
-	var l ModelList
-	if rec.Code == 200 {
-		if err := json.Unmarshal(rec.Body.Bytes(), &l); err != nil {
-			t.Fatalf("GET %s: %v: %s", target, err, rec.Body)
-		}
-	}
-	return rec.Code, l, rec.Body.String()
-}
-
-// TestModels is acceptance case 57: the snapshot lists openai with the
-// Responses dialect and anthropic with Messages, and ?provider= filters.
-func TestModels(t *testing.T) {
-	c, err := New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := Handler(c)
-	code, l, body := get(t, h, "/v1/models")
-	if code != 200 || !strings.HasPrefix(l.SnapshotDigest, "sha256:") || len(l.SnapshotDigest) != 7+64 {
-		t.Fatalf("GET /v1/models = %d %s", code, body)
-	}
-	dialects := map[string]string{}
-	for _, p := range l.Providers {
-		dialects[p.ID] = p.Dialect
-		if p.MediaInputs == nil || p.Models == nil {
-			t.Errorf("provider %s has null arrays: %s", p.ID, body)
-		}
-	}
-	if dialects["openai"] != "openai_responses" || dialects["anthropic"] != "anthropic_messages" {
-		t.Errorf("dialects %v", dialects)
-	}
-	code, only, body := get(t, h, "/v1/models?provider=anthropic")
-	if code != 200 || len(only.Providers) != 1 || only.Providers[0].ID != "anthropic" || only.SnapshotDigest != l.SnapshotDigest {
-		t.Errorf("?provider=anthropic = %d %s", code, body)
-	}
-	for _, q := range []struct {
-		target string
-		code   int
-		ecode  string
-	}{
-		{"/v1/models?provider=nobody", 404, `"not_found"`},
-		{"/v1/models?provider=", 400, `"invalid_request"`},
-		{"/v1/models?provider=a%20b", 400, `"invalid_request"`},
-		{"/v1/models?provider=openai&provider=anthropic", 400, `"invalid_request"`},
-	} {
-		code, _, body := get(t, h, q.target)
-		if code != q.code || !strings.Contains(body, q.ecode) || !strings.Contains(body, `"retryable":false`) {
-			t.Errorf("GET %s = %d %s, want %d %s", q.target, code, body, q.code, q.ecode)
-		}
-	}
-}
 
 // TestProvidersFile merges a providers file over the snapshot: a new
 // provider appears, a same-named one supersedes, and the digest changes.

@@ -25,7 +25,7 @@
 //
 // # Wire shape
 //
-// GET /v1/models answers a ModelList:
+// GET /v1/models (served by httpapi) answers a ModelList:
 //
 //	{"snapshot_digest": "sha256:<hex>",
 //	 "providers": [{"id", "dialect", "media_inputs": ["image", "file"], "models": [{"id", "context_window_tokens"?}]}]}

@@ -188,12 +188,12 @@ func (s *Server) routes() {
 		s.handle("GET /metrics", s.opts.Metrics)
 	}
 	if s.opts.Models != nil {
-		s.handle("GET /v1/models", catalog.Handler(s.opts.Models))
+		s.handle("GET /v1/models", http.HandlerFunc(s.listModels))
 	}
 	// The inspector's files hold no data: the page sends the token with
 	// each API request it makes.
-	s.handleOpen("GET "+ui.Prefix, ui.Handler())
-	s.handleOpen("GET /ui", ui.Redirect())
+	s.handleOpen("GET "+ui.Prefix, inspector(ui.Files()))
+	s.handleOpen("GET /ui", http.RedirectHandler(ui.Prefix, http.StatusMovedPermanently))
 	s.mux.Handle("/", s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))
 	})))

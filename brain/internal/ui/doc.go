@@ -1,5 +1,5 @@
-// Package ui serves the session inspector: a static page, embedded in the
-// binary, that "brain serve" mounts at /ui/.
+// Package ui holds the session inspector: a static page, embedded in the
+// binary, that httpapi serves at /ui/.
 //
 // The page is plain HTML, CSS and JavaScript with no build step. It talks
 // to the session API of the same origin only: it asks the operator for the
@@ -16,7 +16,8 @@
 // with their bindings, and it can send a message (asynchronously, with a
 // fresh Idempotency-Key) and cancel the running turn.
 //
-// The files are served with a Content-Security-Policy that allows only
-// same-origin scripts, styles and requests; the page builds its DOM with
-// textContent and never interprets event data as markup.
+// httpapi serves the files with a Content-Security-Policy that allows only
+// same-origin scripts, styles and requests, so the page has no inline
+// script; it builds its DOM with textContent and never interprets event
+// data as markup.
 package ui
