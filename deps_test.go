@@ -378,12 +378,18 @@ func TestGuestSDKDependencies(t *testing.T) {
 		}
 	}
 }
-// TestBrowserDriver keeps chromedp out of the binary: only the inspector's
-// browser test imports it.
-func TestBrowserDriver(t *testing.T) {
+
+// TestTestOnlyDependencies keeps test drivers out of the binary: chromedp
+// is imported only by the inspector's browser test, the OpenAPI validator
+// only by httpapi's tests.
+func TestTestOnlyDependencies(t *testing.T) {
 	out, err := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports", "./...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
+	}
+	owners := map[string]string{
+		"github.com/chromedp/": module + "/brain/internal/ui",
+		"github.com/pb33f/":    module + "/brain/internal/httpapi",
 	}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
@@ -394,14 +400,16 @@ func TestBrowserDriver(t *testing.T) {
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
-		for _, imp := range p.Imports {
-			if strings.HasPrefix(imp, "github.com/chromedp/") {
-				t.Errorf("%s imports %s: chromedp belongs to the tests of brain/internal/ui only", p.ImportPath, imp)
+		for prefix, owner := range owners {
+			for _, imp := range p.Imports {
+				if strings.HasPrefix(imp, prefix) {
+					t.Errorf("%s imports %s: it belongs to the tests of %s only", p.ImportPath, imp, owner)
+				}
 			}
-		}
-		for _, imp := range append(p.TestImports, p.XTestImports...) {
-			if strings.HasPrefix(imp, "github.com/chromedp/") && p.ImportPath != module+"/brain/internal/ui" {
-				t.Errorf("tests of %s import %s: chromedp belongs to the tests of brain/internal/ui only", p.ImportPath, imp)
+			for _, imp := range append(p.TestImports, p.XTestImports...) {
+				if strings.HasPrefix(imp, prefix) && p.ImportPath != owner {
+					t.Errorf("tests of %s import %s: it belongs to the tests of %s only", p.ImportPath, imp, owner)
+				}
 			}
 		}
 	}

@@ -109,6 +109,7 @@ func (s *Server) observer() Observer {
 type Server struct {
 	opts     Options
 	mux      *http.ServeMux
+	patterns []string // mounted mux patterns
 	tokenSum [32]byte
 	log      *slog.Logger
 
@@ -190,6 +191,7 @@ func (s *Server) routes() {
 	if s.opts.Models != nil {
 		s.handle("GET /v1/models", http.HandlerFunc(s.listModels))
 	}
+	s.handleOpen("GET /v1/openapi.json", http.HandlerFunc(s.serveOpenAPI))
 	// The inspector's files hold no data: the page sends the token with
 	// each API request it makes.
 	s.handleOpen("GET "+ui.Prefix, inspector(ui.Files()))
@@ -201,12 +203,14 @@ func (s *Server) routes() {
 
 // handle mounts h at pattern (a ServeMux pattern) behind the server token.
 func (s *Server) handle(pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.Handle(pattern, s.authenticate(h))
 }
 
 // handleOpen mounts h at pattern without the server token; h
 // authenticates its callers itself (invocation and reporter tokens).
 func (s *Server) handleOpen(pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.Handle(pattern, h)
 }
 
