@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -59,8 +61,14 @@ func documented(pattern string) []string {
 func TestOpenAPICoversRoutes(t *testing.T) {
 	openAPIValidator(t)
 	c, _ := catalog.New(nil)
+	dir := t.TempDir()
+	host, err := loophost.Open(context.Background(), loophost.Options{Dir: filepath.Join(dir, "agentloops"), ToolsDir: filepath.Join(dir, "tools")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Close(context.Background()) })
 	f := newFixture(t, Options{Models: c, Metrics: metrics.New().Handler(),
-		Agentloops: &loophost.Host{}, Bindings: &envbind.Binder{}}) // mounted only, never called
+		Agentloops: host, Bindings: &envbind.Binder{}}) // the bindings are mounted only, never called
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
 	}
