@@ -193,6 +193,9 @@ func checkRules(all map[string]pkg) []string {
 			if strings.HasPrefix(imp, "github.com/santhosh-tekuri/jsonschema") && path != module+"/brain/client" {
 				fail("%s imports %s: the JSON Schema validator belongs to brain/client only", path, imp)
 			}
+			if strings.HasPrefix(imp, "github.com/prometheus/") && path != module+"/brain/internal/metrics" {
+				fail("%s imports %s: the Prometheus client belongs to brain/internal/metrics only", path, imp)
+			}
 			if strings.HasPrefix(imp, "github.com/hashicorp/go-retryablehttp") && path != module+"/envsdk" {
 				fail("%s imports %s: go-retryablehttp belongs to envsdk only", path, imp)
 			}
@@ -387,6 +390,42 @@ func TestPostgresClientOwner(t *testing.T) {
 		for _, imp := range p.Imports {
 			if strings.HasPrefix(imp, "github.com/jackc/pgx") && !under(path, "brain/internal/pgstore") {
 				t.Errorf("%s imports %s: pgx belongs to brain/internal/pgstore only", path, imp)
+			}
+		}
+	}
+}
+
+// TestTestOnlyDependencies keeps test drivers out of the binary: chromedp
+// is imported only by the inspector's browser test, the OpenAPI validator
+// only by httpapi's tests.
+func TestTestOnlyDependencies(t *testing.T) {
+	out, err := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	owners := map[string]string{
+		"github.com/chromedp/": module + "/brain/internal/ui",
+		"github.com/pb33f/":    module + "/brain/internal/httpapi",
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p struct {
+			ImportPath                         string
+			Imports, TestImports, XTestImports []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		for prefix, owner := range owners {
+			for _, imp := range p.Imports {
+				if strings.HasPrefix(imp, prefix) {
+					t.Errorf("%s imports %s: it belongs to the tests of %s only", p.ImportPath, imp, owner)
+				}
+			}
+			for _, imp := range append(p.TestImports, p.XTestImports...) {
+				if strings.HasPrefix(imp, prefix) && p.ImportPath != owner {
+					t.Errorf("tests of %s import %s: it belongs to the tests of %s only", p.ImportPath, imp, owner)
+				}
 			}
 		}
 	}

@@ -89,6 +89,10 @@ type Config struct {
 	// AfterClaim runs after an idempotency claim is durable and before its
 	// operation runs: a fault-injection point for crash tests.
 	AfterClaim func(scope, key string)
+	// SeparateMetrics keeps GET /metrics off the API's routes (where it
+	// requires the token): the caller serves Server.MetricsHandler on an
+	// address of its own ("brain serve --metrics-listen").
+	SeparateMetrics bool `env:"BRAIN_METRICS_LISTEN"`
 }
 
 // Storage selects the storage backend.
@@ -127,6 +131,10 @@ type Models struct {
 	// that bring none ("brain serve" reads OPENAI_API_KEY and
 	// ANTHROPIC_API_KEY).
 	APIKeys map[string]string `env:"OPENAI_API_KEY"`
+	// ProvidersFile is a JSON file of further providers (name, dialect,
+	// base URL, models) merged over the models catalogue; the format is
+	// documented in brain/internal/catalog.
+	ProvidersFile string `env:"BRAIN_PROVIDERS_FILE"`
 
 	MaxOutputBytes int64         `validate:"gte=0" env:"BRAIN_MAX_MODEL_OUTPUT_BYTES"`
 	MaxDeltaBytes  int64         `validate:"gte=0" env:"BRAIN_MAX_MODEL_DELTA_BYTES"`

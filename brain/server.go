@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/backend"
+	"github.com/brain-in-go/brain/brain/internal/catalog"
 	"github.com/brain-in-go/brain/brain/internal/datadir"
 	"github.com/brain-in-go/brain/brain/internal/envbind"
 	"github.com/brain-in-go/brain/brain/internal/hosts"
@@ -24,6 +25,7 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
+	"github.com/brain-in-go/brain/brain/internal/metrics"
 	"github.com/brain-in-go/brain/brain/internal/model"
 	"github.com/brain-in-go/brain/brain/internal/session"
 
@@ -48,6 +50,7 @@ type Server struct {
 	engine   *session.Engine
 	requests idem.Requests
 	api      *httpapi.Server
+	metrics  *metrics.Metrics
 
 	mu     sync.Mutex
 	https  []*http.Server
@@ -69,7 +72,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, token: cfg.Token}
+	s := &Server{cfg: cfg, log: cfg.Logger, token: cfg.Token, metrics: metrics.New()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -87,6 +90,8 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			MaxQueueBytes:        cfg.MaxJournalQueueBytes,
 			MaxSessionQueueBytes: cfg.MaxSessionQueueBytes,
 			MaxOpenFiles:         cfg.MaxJournalOpenFiles,
+			OnCommit:             s.metrics.JournalCommit,
+			OnDurable:            s.metrics.Durable,
 		},
 		Logger: s.log,
 	}); err != nil {
@@ -104,7 +109,17 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("brain: Config.Agentloops: %w", err)
 	}
-	models, err := model.New(cfg.Models.config())
+	var providers *catalog.File
+	if cfg.Models.ProvidersFile != "" {
+		if providers, err = catalog.ReadFile(cfg.Models.ProvidersFile); err != nil {
+			return nil, fmt.Errorf("brain: Config.Models.ProvidersFile: %w", err)
+		}
+	}
+	models, err := model.New(cfg.Models.config(providers))
+	if err != nil {
+		return nil, fmt.Errorf("brain: Config.Models: %w", err)
+	}
+	modelList, err := catalog.New(providers)
 	if err != nil {
 		return nil, fmt.Errorf("brain: Config.Models: %w", err)
 	}
@@ -155,6 +170,17 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("brain: Config.TokenFile: %w", err)
 		}
 	}
+	s.metrics.Sessions(s.engine.Active, func() int {
+		ids, err := s.store.Journal.Sessions(context.Background())
+		if err != nil {
+			return 0
+		}
+		return len(ids)
+	})
+	var metricsRoute http.Handler
+	if !cfg.SeparateMetrics {
+		metricsRoute = s.metrics.Handler()
+	}
 	if s.api, err = httpapi.New(httpapi.Options{
 		Engine:          s.engine,
 		Requests:        s.requests,
@@ -172,6 +198,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Bindings:        s.bindings,
 		Hosts:           s.hosts,
 		Healthy:         s.healthy,
+		Models:          modelList,
+		Metrics:         metricsRoute,
+		Observer:        s.metrics,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
@@ -275,8 +304,15 @@ func (l Limits) engine() session.Limits {
 	}
 }
 
-func (m Models) config() model.Config {
+func (m Models) config(providers *catalog.File) model.Config {
+	var endpoints []model.Endpoint
+	if providers != nil {
+		for _, p := range providers.Providers {
+			endpoints = append(endpoints, model.Endpoint{Name: p.Name, Dialect: p.Dialect, BaseURL: p.BaseURL})
+		}
+	}
 	return model.Config{
+		Endpoints:        endpoints,
 		OpenAIBaseURL:    m.OpenAIBaseURL,
 		AnthropicBaseURL: m.AnthropicBaseURL,
 		DefaultAPIKeys:   m.APIKeys,
@@ -311,6 +347,10 @@ func (e Environments) config(cfg Config, key []byte, log *slog.Logger) envbind.C
 // Handler answers the HTTP handler of the session API: the session,
 // agentloop and environment routes.
 func (s *Server) Handler() http.Handler { return s.api }
+
+// MetricsHandler serves Brain's metrics in the Prometheus text format,
+// without authentication (for Config.SeparateMetrics).
+func (s *Server) MetricsHandler() http.Handler { return s.metrics.Handler() }
 
 // Token answers the bearer token the server requires ("" for none) and
 // whether it was generated into Config.TokenFile by New.

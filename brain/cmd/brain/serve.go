@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -75,6 +76,8 @@ type serveFlags struct {
 	secretAllow                          secretsValue
 	maxHosts, maxHostCommands            int64
 	hostUnconnectedSecs                  int64
+	providersFile                        string
+	metricsListen                        string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool)) error {
@@ -153,6 +156,8 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	i64(&f.maxHosts, "max-hosts", "BRAIN_MAX_HOSTS", 4096, "registered host environments, at least 1")
 	i64(&f.maxHostCommands, "max-host-commands", "BRAIN_MAX_HOST_COMMANDS", 128, "outstanding commands of one host, at least 1")
 	i64(&f.hostUnconnectedSecs, "host-unconnected-secs", "BRAIN_HOST_UNCONNECTED_SECS", 60, "seconds a registered host may stay without a commands connection before it is forgotten, at least 1")
+	str(&f.metricsListen, "metrics-listen", "BRAIN_METRICS_LISTEN", "", "loopback address serving GET /metrics without the token (default: /metrics on the API, behind the token)")
+	str(&f.providersFile, "providers-file", "BRAIN_PROVIDERS_FILE", "", `JSON file of further OpenAI-compatible or Anthropic providers: {"providers":[{"name","dialect","base_url","models":[{"id","context_window_tokens"}]}]}`)
 	noWS, _ := env("BRAIN_NO_WORKSPACE")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", noWS == "1" || noWS == "true", `do not run the built-in workspace environment (route "workspace") (BRAIN_NO_WORKSPACE=1)`)
 	return errors.Join(errs...)
@@ -275,6 +280,7 @@ func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 		Models: brain.Models{
 			OpenAIBaseURL:    f.openAIBaseURL,
 			AnthropicBaseURL: f.anthropicBaseURL,
+			ProvidersFile:    f.providersFile,
 			APIKeys: map[string]string{
 				"openai": os.Getenv("OPENAI_API_KEY"), "openai_chat": os.Getenv("OPENAI_API_KEY"),
 				"anthropic": os.Getenv("ANTHROPIC_API_KEY"),
@@ -327,6 +333,19 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 		publicURL = url
 	}
 	cfg := f.config(log, publicURL)
+	var metricsLn net.Listener
+	if f.metricsListen != "" {
+		if !loopback(f.metricsListen) {
+			fmt.Fprintf(stderr, "brain serve: --metrics-listen %s: the unauthenticated metrics address must be a loopback address\n", f.metricsListen)
+			return 1
+		}
+		if metricsLn, err = net.Listen("tcp", f.metricsListen); err != nil {
+			fmt.Fprintf(stderr, "brain serve: metrics: %v\n", err)
+			return 1
+		}
+		defer metricsLn.Close()
+		cfg.SeparateMetrics = true
+	}
 	var ws *builtinWorkspace
 	if !f.noWorkspace {
 		if ws, err = openWorkspace(f, &cfg); err != nil {
@@ -358,7 +377,15 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 	defer stopServing()
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(serveCtx, ln) }()
+	if metricsLn != nil {
+		msrv := &http.Server{Handler: b.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = msrv.Serve(metricsLn) }()
+		defer msrv.Close()
+	}
 	printBanner(stdout, url, f, token, generated, cfg.TokenFile)
+	if metricsLn != nil {
+		fmt.Fprintf(stdout, "metrics: http://%s/metrics\n", metricsLn.Addr())
+	}
 	log.Info("serving", "url", url, "data_dir", f.dataDir, "auth", token != "")
 
 	signals := 0
@@ -408,6 +435,7 @@ func durationOrNoLimit(secs int64) time.Duration {
 func printBanner(w io.Writer, url string, f *serveFlags, token string, generated bool, tokenPath string) {
 	fmt.Fprintf(w, "Brain is serving on %s\n", url)
 	fmt.Fprintf(w, "data directory: %s\n", f.dataDir)
+	fmt.Fprintf(w, "inspector: %s/ui/\n", url)
 	fmt.Fprintln(w, `models: scripted (offline), openai, openai_chat, anthropic`)
 	auth := ""
 	switch {

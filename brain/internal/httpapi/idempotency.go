@@ -72,6 +72,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 		return
 	}
 	if replay != nil {
+		s.observer().IdempotencyHit()
 		writeAnswer(w, replay.Status, replay.Body)
 		return
 	}

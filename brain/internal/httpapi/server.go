@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/catalog"
 	"github.com/brain-in-go/brain/brain/internal/envbind"
 	"github.com/brain-in-go/brain/brain/internal/hosts"
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/brain/internal/ui"
 )
 
 // Defaults of Options.
@@ -79,12 +81,48 @@ type Options struct {
 	// Hosts serves host environments: registration (POST /v1/hosts) and
 	// the /v1/hosts/{host_id}/... routes of each host; nil serves none.
 	Hosts *hosts.Registry
+	// Models is the models catalogue GET /v1/models answers; nil serves
+	// no such route.
+	Models *catalog.Catalog
+	// Metrics serves GET /metrics behind the token; nil serves no such
+	// route (the metrics may have an address of their own).
+	Metrics http.Handler
+	// Observer, if set, is told of requests, event streams and replayed
+	// idempotent answers (for metrics).
+	Observer Observer
+}
+
+// Observer is told what the server does; its methods must not block.
+type Observer interface {
+	// Request reports a request's route pattern, status and duration.
+	Request(route string, status int, d time.Duration)
+	// StreamOpened and StreamClosed bracket an event stream; lagged says
+	// it ended because its subscriber fell behind.
+	StreamOpened()
+	StreamClosed(lagged bool)
+	// IdempotencyHit reports a request answered from a stored answer.
+	IdempotencyHit()
+}
+
+type noObserver struct{}
+
+func (noObserver) Request(string, int, time.Duration) {}
+func (noObserver) StreamOpened()                      {}
+func (noObserver) StreamClosed(bool)                  {}
+func (noObserver) IdempotencyHit()                    {}
+
+func (s *Server) observer() Observer {
+	if s.opts.Observer == nil {
+		return noObserver{}
+	}
+	return s.opts.Observer
 }
 
 // Server is the session API handler.
 type Server struct {
 	opts     Options
 	mux      *http.ServeMux
+	patterns []string // mounted mux patterns
 	tokenSum [32]byte
 	log      *slog.Logger
 
@@ -185,6 +223,17 @@ func (s *Server) routes() {
 	if s.opts.Hosts != nil {
 		s.hostRoutes(s.opts.Hosts)
 	}
+	if s.opts.Metrics != nil {
+		s.handle("GET /metrics", s.opts.Metrics)
+	}
+	if s.opts.Models != nil {
+		s.handle("GET /v1/models", http.HandlerFunc(s.listModels))
+	}
+	s.handleOpen("GET /v1/openapi.json", http.HandlerFunc(s.serveOpenAPI))
+	// The inspector's files hold no data: the page sends the token with
+	// each API request it makes.
+	s.handleOpen("GET "+ui.Prefix, inspector(ui.Files()))
+	s.handleOpen("GET /ui", http.RedirectHandler(ui.Prefix, http.StatusMovedPermanently))
 	s.mux.Handle("/", s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))
 	})))
@@ -192,12 +241,14 @@ func (s *Server) routes() {
 
 // handle mounts h at pattern (a ServeMux pattern) behind the server token.
 func (s *Server) handle(pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.Handle(pattern, s.authenticate(h))
 }
 
 // handleOpen mounts h at pattern without the server token; h
 // authenticates its callers itself (invocation and reporter tokens).
 func (s *Server) handleOpen(pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.Handle(pattern, h)
 }
 
@@ -206,6 +257,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	s.mux.ServeHTTP(sw, r)
+	s.observer().Request(r.Pattern, sw.status, time.Since(start))
 	if sw.status >= 500 && sw.status != http.StatusServiceUnavailable {
 		args := []any{"method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds()}
 		if sw.err != nil {

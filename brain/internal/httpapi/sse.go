@@ -83,6 +83,7 @@ type stream struct {
 	writing  bool
 	ended    bool // accepts no more frames; finish after the queue
 	closed   bool
+	lagged   bool      // ended because the subscriber fell behind
 	activity time.Time // last frame queued or written
 	lastSeq  uint64    // last recorded event written; owned by the writer
 	done     chan struct{}
@@ -144,6 +145,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 		}
 		st.sink = &writerSink{w: w, rc: rc}
 	}
+	s.observer().StreamOpened()
 	if !st.catchUp(ctx, id) {
 		st.end(false)
 	}
@@ -213,7 +215,7 @@ func (st *stream) push(fr *frame, backlog int) {
 		if st.events >= backlog {
 			st.s.log.Debug("stream subscriber lagged", "session", st.f.id)
 			st.queue, st.events, st.lives = nil, 0, 0
-			st.ended = true
+			st.ended, st.lagged = true, true
 			st.kickLocked()
 			return
 		}
@@ -307,7 +309,9 @@ func (st *stream) close() {
 	}
 	st.closed, st.ended = true, true
 	st.queue = nil
+	lagged := st.lagged
 	st.mu.Unlock()
+	st.s.observer().StreamClosed(lagged)
 	st.s.detach(st)
 	st.sink.finish()
 	close(st.done)

@@ -55,6 +55,15 @@ type Options struct {
 	// using it, none of its appends or deletes is queued, it has no
 	// subscription and the writer holds no handle of its segment.
 	MaxLoadedSessions int
+	// OnCommit, if set, is called by the writer after each durable group
+	// commit with the records it made durable and how long the commit
+	// log's flush took. It must not block.
+	OnCommit func(records int, sync time.Duration)
+	// OnDurable, if set, is called by the writer with each session's
+	// records once they are durable, before they are acknowledged. The
+	// records' Data aliases the writer's buffers: it must be copied to be
+	// kept. It must not block.
+	OnDurable func(session string, recs []Record)
 }
 
 func (o *Options) withDefaults() Options {

@@ -256,10 +256,12 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 		syncErr = fs.logWrite(rd.log)
 	}
 	var synced chan error
+	var syncStart time.Time
 	if syncErr == nil && len(rd.log) > 0 {
 		synced = make(chan error, 1)
 		f := fs.log
 		fs.syncs.Add(1)
+		syncStart = time.Now()
 		go func() { synced <- fdatasync(f) }()
 	}
 	if syncErr == nil {
@@ -268,6 +270,21 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 	if synced != nil {
 		if err := <-synced; err != nil {
 			syncErr = fs.logFailed(err)
+		}
+		if syncErr == nil && (fs.opts.OnCommit != nil || fs.opts.OnDurable != nil) {
+			d := time.Since(syncStart)
+			n := 0
+			for _, req := range reqs {
+				if req.err == nil {
+					n += len(req.recs)
+					if fs.opts.OnDurable != nil {
+						fs.opts.OnDurable(req.s.id, req.recs)
+					}
+				}
+			}
+			if fs.opts.OnCommit != nil {
+				fs.opts.OnCommit(n, d)
+			}
 		}
 	}
 	if cap(rd.log) <= 4<<20 {

@@ -20,6 +20,22 @@ const (
 	ProviderAnthropic = "anthropic"
 )
 
+// Dialects: the wire protocols a provider may speak.
+const (
+	DialectOpenAIResponses = "openai_responses"
+	DialectOpenAIChat      = "openai_chat_completions"
+	DialectAnthropic       = "anthropic_messages"
+)
+
+// Endpoint is a further provider: a name sessions pin, the dialect it
+// speaks and its base URL (from BRAIN_PROVIDERS_FILE). An endpoint named
+// like a built-in provider replaces it.
+type Endpoint struct {
+	Name    string
+	Dialect string
+	BaseURL string
+}
+
 // Default base URLs and protocol constants.
 const (
 	DefaultOpenAIBaseURL    = "https://api.openai.com/v1"
@@ -115,6 +131,9 @@ type Config struct {
 	// session pins no api_key of its own (e.g. from OPENAI_API_KEY or
 	// ANTHROPIC_API_KEY). Empty: such a session sends no credential.
 	DefaultAPIKeys map[string]string
+	// Endpoints add providers, or replace built-in ones of the same name.
+	// A session without an api_key uses DefaultAPIKeys[Name].
+	Endpoints []Endpoint
 	// HTTPClient sends the requests; nil builds one whose dialer honours
 	// Limits.ConnectTimeout. Its own Timeout should be zero: calls are
 	// bounded by Limits.Timeout and the caller's context.
@@ -164,6 +183,32 @@ func New(cfg Config) (Providers, error) {
 			return nil, err
 		}
 		return &anthropicMessages{t: tr(spec, anthropicBase), model: spec.Name}, nil
+	}
+	for _, e := range cfg.Endpoints {
+		if e.Name == "" || e.Name == ProviderScripted {
+			return nil, fmt.Errorf("model: endpoint name %q is reserved or empty", e.Name)
+		}
+		base, err := baseURL("Endpoints["+e.Name+"].BaseURL", e.BaseURL, "")
+		if err != nil {
+			return nil, err
+		}
+		var open func(t transport, name string) Client
+		switch e.Dialect {
+		case DialectOpenAIResponses:
+			open = func(t transport, name string) Client { return &openAIResponses{t: t, model: name} }
+		case DialectOpenAIChat:
+			open = func(t transport, name string) Client { return &openAIChat{t: t, model: name} }
+		case DialectAnthropic:
+			open = func(t transport, name string) Client { return &anthropicMessages{t: t, model: name} }
+		default:
+			return nil, fmt.Errorf("model: endpoint %q: unknown dialect %q", e.Name, e.Dialect)
+		}
+		p[e.Name] = func(spec Spec) (Client, error) {
+			if err := checkName(spec); err != nil {
+				return nil, err
+			}
+			return open(tr(spec, base), spec.Name), nil
+		}
 	}
 	return p, nil
 }

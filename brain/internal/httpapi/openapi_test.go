@@ -1,0 +1,210 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+
+	"github.com/brain-in-go/brain/brain/internal/catalog"
+	"github.com/brain-in-go/brain/brain/internal/envbind"
+	"github.com/brain-in-go/brain/brain/internal/loophost"
+	"github.com/brain-in-go/brain/brain/internal/metrics"
+)
+
+// openAPIValidator checks the document against the OpenAPI 3.1 schema and
+// answers a validator of requests and responses.
+func openAPIValidator(t *testing.T) validator.Validator {
+	t.Helper()
+	doc, err := libopenapi.NewDocument(OpenAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := doc.GetVersion(); v != "3.1.0" {
+		t.Errorf("openapi version %q, want 3.1.0", v)
+	}
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		t.Fatalf("validator: %v", errs)
+	}
+	if ok, verrs := v.ValidateDocument(); !ok {
+		for _, e := range verrs {
+			t.Errorf("document: %s: %s", e.Message, e.Reason)
+		}
+	}
+	return v
+}
+
+// documented maps a mux pattern to the documented operations it serves.
+func documented(pattern string) []string {
+	method, path, _ := strings.Cut(pattern, " ")
+	switch pattern {
+	case PatternBinding: // the reporter and environment call routes share it
+		return []string{"post /v1/sessions/{id}/environments/{env}/{sequence}/events", "post /v1/sessions/{id}/environments/{env}/calls/{name}"}
+	case patternCallsFwd:
+		path = strings.TrimSuffix(path, "/{$}")
+	}
+	return []string{strings.ToLower(method) + " " + path}
+}
+
+// TestOpenAPICoversRoutes: every route the server mounts is documented,
+// and every documented operation is mounted.
+func TestOpenAPICoversRoutes(t *testing.T) {
+	openAPIValidator(t)
+	c, _ := catalog.New(nil)
+	dir := t.TempDir()
+	host, err := loophost.Open(context.Background(), loophost.Options{Dir: filepath.Join(dir, "agentloops"), ToolsDir: filepath.Join(dir, "tools")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Close(context.Background()) })
+	f := newFixture(t, Options{Models: c, Metrics: metrics.New().Handler(),
+		Agentloops: host, Bindings: &envbind.Binder{}}) // the bindings are mounted only, never called
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	inDoc := map[string]bool{}
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			inDoc[method+" "+path] = true
+		}
+	}
+	mounted := map[string]bool{}
+	routes := f.srv.Routes()
+	if len(routes) < 20 {
+		t.Fatalf("only %d routes mounted: %v", len(routes), routes)
+	}
+	for _, p := range routes {
+		for _, op := range documented(p) {
+			mounted[op] = true
+			if !inDoc[op] {
+				t.Errorf("route %q (%s) is not in openapi.json", p, op)
+			}
+		}
+	}
+	for op := range inDoc {
+		if !mounted[op] {
+			t.Errorf("openapi.json documents %s, which no route serves", op)
+		}
+	}
+}
+
+// TestOpenAPIResponses sends real requests through the server, failures
+// included, and validates every response against the document.
+func TestOpenAPIResponses(t *testing.T) {
+	v := openAPIValidator(t)
+	c, _ := catalog.New(nil)
+	f := newFixture(t, Options{Models: c, Metrics: metrics.New().Handler()})
+	seen := map[string]bool{}
+	send := func(method, path, body string, headers ...string) (int, []byte) {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, _ := http.NewRequest(method, f.url+path, rd)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for i := 0; i+1 < len(headers); i += 2 {
+			if headers[i+1] == "" {
+				req.Header.Del(headers[i])
+			} else {
+				req.Header.Set(headers[i], headers[i+1])
+			}
+		}
+		noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		vreq, _ := http.NewRequest(method, f.url+path, nil)
+		if ok, errs := v.ValidateHttpResponse(vreq, resp); !ok {
+			for _, e := range errs {
+				t.Errorf("%s %s -> %d %.300s: %s: %s", method, path, resp.StatusCode, b, e.Message, e.Reason)
+			}
+		}
+		seen[fmt.Sprintf("%s %d", method, resp.StatusCode)] = true
+		return resp.StatusCode, b
+	}
+	want := func(code, got int, what string, body []byte) {
+		t.Helper()
+		if got != code {
+			t.Fatalf("%s = %d %s, want %d", what, got, body, code)
+		}
+	}
+	code, b := send("GET", "/health/live", "")
+	want(204, code, "live", b)
+	code, b = send("GET", "/health/ready", "")
+	want(204, code, "ready", b)
+	code, b = send("POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"}}`, "Idempotency-Key", "c1")
+	want(200, code, "create", b)
+	var sum struct {
+		SessionID string `json:"session_id"`
+	}
+	json.Unmarshal(b, &sum)
+	id := sum.SessionID
+	for _, c := range []struct {
+		method, path, body string
+		headers            []string
+		code               int
+	}{
+		{"POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"other"}}`, []string{"Idempotency-Key", "c1"}, 409},
+		{"POST", "/v1/sessions", `{"model":`, []string{"Idempotency-Key", "c2"}, 400},
+		{"POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"},"surprise":1}`, []string{"Idempotency-Key", "c3"}, 422},
+		{"POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"}}`, []string{"Idempotency-Key", "c4", "Content-Type", "text/plain"}, 415},
+		{"POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"}}`, []string{"Idempotency-Key", ""}, 400},
+		{"GET", "/v1/sessions", "", []string{"Authorization", ""}, 401},
+		{"GET", "/v1/sessions", "", nil, 200},
+		{"GET", "/v1/sessions/" + id, "", nil, 200},
+		{"GET", "/v1/sessions/ses_AAAAAAAAAAAAAAAAAAAAAAAA", "", nil, 404},
+		{"GET", "/v1/sessions/nope", "", nil, 400},
+		{"POST", "/v1/sessions/" + id + "/messages", `{"input":{"message":"hello"}}`, []string{"Idempotency-Key", "m1"}, 200},
+		{"POST", "/v1/sessions/" + id + "/messages", `{"input":{"message":"hello"}}`, []string{"Idempotency-Key", "m1"}, 200},
+		{"POST", "/v1/sessions/" + id + "/messages", `{"input":{"message":"{\"reply\":\"later\"}"}}`, []string{"Idempotency-Key", "m2", "Prefer", "respond-async"}, 202},
+		{"POST", "/v1/sessions/" + id + "/messages", `{"input":{"message":"x"}}`, []string{"Idempotency-Key", "m3", "Prefer", "wait"}, 400},
+		{"POST", "/v1/sessions/" + id + "/messages", `{"input":{"message":""}}`, []string{"Idempotency-Key", "m4"}, 422},
+		{"GET", "/v1/sessions/" + id + "/transcript", "", nil, 200},
+		{"GET", "/v1/sessions/" + id + "/events?after=0", "", nil, 200},
+		{"GET", "/v1/sessions/" + id + "/events?after=x", "", nil, 400},
+		{"POST", "/v1/sessions/" + id + "/cancel", "", []string{"Idempotency-Key", "x1"}, 204},
+		{"DELETE", "/v1/sessions/" + id, "", []string{"Idempotency-Key", "d0"}, 409},
+		{"POST", "/v1/sessions/" + id + "/end", "", []string{"Idempotency-Key", "e1"}, 200},
+		{"GET", "/v1/sessions/" + id + "/events?after=1000000", "", []string{"Accept", "text/event-stream"}, 200},
+		{"DELETE", "/v1/sessions/" + id, "", []string{"Idempotency-Key", "d1"}, 204},
+		{"GET", "/v1/models", "", nil, 200},
+		{"GET", "/v1/models?provider=anthropic", "", nil, 200},
+		{"GET", "/v1/models?provider=nobody", "", nil, 404},
+		{"GET", "/v1/openapi.json", "", []string{"Authorization", ""}, 200},
+		{"GET", "/metrics", "", nil, 200},
+		{"GET", "/metrics", "", []string{"Authorization", ""}, 401},
+		{"GET", "/ui/", "", []string{"Authorization", ""}, 200},
+	} {
+		code, b := send(c.method, c.path, c.body, c.headers...)
+		if code != c.code {
+			t.Errorf("%s %s = %d %.300s, want %d", c.method, c.path, code, b, c.code)
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	t.Logf("validated: %v", keys)
+}

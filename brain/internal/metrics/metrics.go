@@ -1,0 +1,285 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+)
+
+// maxOpen bounds the effects whose start time is remembered for a latency;
+// beyond it a start is not timed (its end is still counted).
+const maxOpen = 1 << 16
+
+// Metrics is a registry of Brain's metrics. Its methods are safe for
+// concurrent use; a nil *Metrics records nothing.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	fsync          prometheus.Histogram
+	groupRecords   prometheus.Histogram
+	turns          *prometheus.CounterVec
+	effects        *prometheus.CounterVec
+	modelSeconds   prometheus.Histogram
+	toolSeconds    prometheus.Histogram
+	envErrors      *prometheus.CounterVec
+	sseSubscribers prometheus.Gauge
+	sseLagCutoffs  prometheus.Counter
+	idemHits       prometheus.Counter
+	httpRequests   *prometheus.CounterVec
+	httpSeconds    *prometheus.HistogramVec
+
+	mu   sync.Mutex
+	open map[effectKey]int64 // started effects: recorded_at_ms
+}
+
+type effectKey struct {
+	session string
+	seq     uint64
+}
+
+var (
+	effectKinds  = map[string]bool{}
+	failureCodes = map[string]bool{}
+)
+
+func init() {
+	for _, p := range api.EffectPrefixes {
+		effectKinds[p] = true
+	}
+	for _, c := range api.FailureCodes {
+		failureCodes[c] = true
+	}
+}
+
+// New returns a registry with every metric at zero, plus the Go runtime
+// and process collectors.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), open: map[effectKey]int64{}}
+	latency := []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+	m.fsync = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "brain_journal_fsync_seconds",
+		Help:    "Time to flush the journal's commit log, per group commit.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)})
+	m.groupRecords = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "brain_journal_group_commit_records",
+		Help:    "Records made durable per group commit.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
+	m.turns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "brain_turns_total",
+		Help: "Turns ended, by outcome (ok or the failure code)."}, []string{"outcome"})
+	m.effects = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "brain_effects_total",
+		Help: "Effects ended, by kind and outcome (ok or the failure code)."}, []string{"kind", "outcome"})
+	m.modelSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "brain_model_call_seconds",
+		Help: "Model call latency, from model_call_started to its end.", Buckets: latency})
+	m.toolSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "brain_tool_call_seconds",
+		Help: "Tool call latency, from tool_call_started to its end.", Buckets: latency})
+	m.envErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "brain_environment_operation_errors_total",
+		Help: "Failed environment operations by failure code, and unreachable environments (code unreachable)."}, []string{"code"})
+	m.sseSubscribers = prometheus.NewGauge(prometheus.GaugeOpts{Name: "brain_sse_subscribers",
+		Help: "Open event streams."})
+	m.sseLagCutoffs = prometheus.NewCounter(prometheus.CounterOpts{Name: "brain_sse_lag_cutoffs_total",
+		Help: "Event streams ended because the subscriber lagged."})
+	m.idemHits = prometheus.NewCounter(prometheus.CounterOpts{Name: "brain_idempotency_hits_total",
+		Help: "Requests answered from a stored idempotent answer."})
+	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "brain_http_requests_total",
+		Help: "API requests by route pattern and status code."}, []string{"route", "code"})
+	m.httpSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "brain_http_request_seconds",
+		Help: "API request duration by route pattern.", Buckets: latency}, []string{"route"})
+	m.reg.MustRegister(m.fsync, m.groupRecords, m.turns, m.effects, m.modelSeconds, m.toolSeconds,
+		m.envErrors, m.sseSubscribers, m.sseLagCutoffs, m.idemHits, m.httpRequests, m.httpSeconds,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Sessions registers the session gauges: active answers the sessions held
+// in memory, total those on disk.
+func (m *Metrics) Sessions(active func() int, total func() int) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "brain_sessions_active", Help: "Sessions held in memory."},
+			func() float64 { return float64(active()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "brain_sessions_passivated", Help: "Sessions on disk not held in memory."},
+			func() float64 { return float64(max(total()-active(), 0)) }),
+	)
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// JournalCommit records one group commit; it fits journal.Options.OnCommit.
+func (m *Metrics) JournalCommit(records int, sync time.Duration) {
+	if m == nil {
+		return
+	}
+	m.fsync.Observe(sync.Seconds())
+	m.groupRecords.Observe(float64(records))
+}
+
+// Durable reads one session's durable records; it fits
+// journal.Options.OnDurable and keeps nothing of recs' Data.
+func (m *Metrics) Durable(session string, recs []journal.Record) {
+	if m == nil {
+		return
+	}
+	for i := range recs {
+		m.record(session, &recs[i])
+	}
+}
+
+func (m *Metrics) record(session string, r *journal.Record) {
+	kind := r.Kind
+	prefix, phase, ok := cutPhase(kind)
+	switch {
+	case kind == api.KindTurnEnded:
+		m.turns.WithLabelValues("ok").Inc()
+	case kind == api.KindTurnFailed:
+		m.turns.WithLabelValues(failureOf(r.Data).code()).Inc()
+	case kind == api.KindEnvironmentUnreachable:
+		m.envErrors.WithLabelValues("unreachable").Inc()
+	case ok && effectKinds[prefix]:
+		key := effectKey{session, r.Sequence}
+		if phase == "started" {
+			if prefix == "model_call" || prefix == "tool_call" {
+				m.mu.Lock()
+				if len(m.open) < maxOpen {
+					m.open[key] = r.RecordedAtMs
+				}
+				m.mu.Unlock()
+			}
+			return
+		}
+		outcome := "ok"
+		var start uint64
+		if phase == "failed" {
+			f := failureOf(r.Data)
+			outcome, start = f.code(), f.Sequence
+			if strings.HasPrefix(prefix, "environment_") {
+				m.envErrors.WithLabelValues(outcome).Inc()
+			}
+		} else {
+			start = startOf(r.Data)
+		}
+		m.effects.WithLabelValues(prefix, outcome).Inc()
+		if prefix == "model_call" || prefix == "tool_call" {
+			key.seq = start
+			m.mu.Lock()
+			at, found := m.open[key]
+			delete(m.open, key)
+			m.mu.Unlock()
+			if found {
+				secs := float64(max(r.RecordedAtMs-at, 0)) / 1000
+				if prefix == "model_call" {
+					m.modelSeconds.Observe(secs)
+				} else {
+					m.toolSeconds.Observe(secs)
+				}
+			}
+		}
+	}
+}
+
+// cutPhase splits "tool_call_ended" into "tool_call" and "ended".
+func cutPhase(kind string) (prefix, phase string, ok bool) {
+	i := strings.LastIndexByte(kind, '_')
+	if i < 0 {
+		return "", "", false
+	}
+	switch p := kind[i+1:]; p {
+	case "started", "ended", "failed":
+		return kind[:i], p, true
+	}
+	return "", "", false
+}
+
+type failure struct {
+	Code     string `json:"code"`
+	Sequence uint64 `json:"sequence"`
+}
+
+func (f failure) code() string {
+	if failureCodes[f.Code] {
+		return f.Code
+	}
+	return "other"
+}
+
+func failureOf(data []byte) failure {
+	var f failure
+	_ = json.Unmarshal(data, &f)
+	return f
+}
+
+// startOf answers the started sequence an *_ended record names. Brain
+// writes it first ({"sequence":N,...}), which is read without decoding a
+// possibly large result; anything else is decoded.
+func startOf(data []byte) uint64 {
+	if rest, ok := bytes.CutPrefix(data, []byte(`{"sequence":`)); ok {
+		n := 0
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		if n > 0 && n < len(rest) && (rest[n] == ',' || rest[n] == '}') {
+			if v, err := strconv.ParseUint(string(rest[:n]), 10, 64); err == nil {
+				return v
+			}
+		}
+	}
+	var v struct {
+		Sequence uint64 `json:"sequence"`
+	}
+	_ = json.Unmarshal(data, &v)
+	return v.Sequence
+}
+
+// StreamOpened counts an event stream that started.
+func (m *Metrics) StreamOpened() {
+	if m != nil {
+		m.sseSubscribers.Inc()
+	}
+}
+
+// StreamClosed counts an event stream that ended; lagged says it was cut
+// off because its subscriber fell behind.
+func (m *Metrics) StreamClosed(lagged bool) {
+	if m == nil {
+		return
+	}
+	m.sseSubscribers.Dec()
+	if lagged {
+		m.sseLagCutoffs.Inc()
+	}
+}
+
+// IdempotencyHit counts a request answered from a stored answer.
+func (m *Metrics) IdempotencyHit() {
+	if m != nil {
+		m.idemHits.Inc()
+	}
+}
+
+// Request counts one API request by its route pattern ("" for none).
+func (m *Metrics) Request(route string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	if route == "" {
+		route = "unmatched"
+	}
+	if status == 0 {
+		status = http.StatusOK // a hijacked event stream
+	}
+	m.httpRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	m.httpSeconds.WithLabelValues(route).Observe(d.Seconds())
+}

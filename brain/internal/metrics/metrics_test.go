@@ -1,0 +1,245 @@
+package metrics_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/brain-in-go/brain/brain/braintest"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/metrics"
+)
+
+// scrape parses the text exposition of url.
+func scrape(t *testing.T, url, token string) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s = %d %s", url, resp.StatusCode, b)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse %s: %v", url, err)
+	}
+	return fams
+}
+
+// value answers the value of the sample of family name whose labels
+// include want (a counter or gauge value, a histogram's count).
+func value(fams map[string]*dto.MetricFamily, name string, want ...string) float64 {
+	f, ok := fams[name]
+	if !ok {
+		return -1
+	}
+	sum := 0.0
+samples:
+	for _, m := range f.Metric {
+		labels := map[string]string{}
+		for _, l := range m.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		for i := 0; i+1 < len(want); i += 2 {
+			if labels[want[i]] != want[i+1] {
+				continue samples
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return sum
+}
+
+// TestRecordsFromTheJournal feeds records the way the journal hands them
+// over and reads the counters they move.
+func TestRecordsFromTheJournal(t *testing.T) {
+	m := metrics.New()
+	const s = "ses_aaaaaaaaaaaaaaaaaaaa"
+	m.Durable(s, []journal.Record{
+		{Sequence: 5, Kind: "turn_started", RecordedAtMs: 1000, Data: []byte(`{}`)},
+		{Sequence: 7, Kind: "model_call_started", RecordedAtMs: 1000, Data: []byte(`{}`)},
+		{Sequence: 8, Kind: "model_call_ended", RecordedAtMs: 1250, Data: []byte(`{"sequence":7,"result":{}}`)},
+		{Sequence: 9, Kind: "tool_call_started", RecordedAtMs: 1250, Data: []byte(`{}`)},
+		{Sequence: 10, Kind: "tool_call_failed", RecordedAtMs: 3250, Data: []byte(`{"code":"timeout","retryable":false,"ambiguous":false,"sequence":9}`)},
+		{Sequence: 11, Kind: "environment_call_failed", RecordedAtMs: 3250, Data: []byte(`{"code":"no such code","sequence":3}`)},
+		{Sequence: 12, Kind: "turn_failed", RecordedAtMs: 3300, Data: []byte(`{"code":"tool_error","sequence":5}`)},
+		{Sequence: 13, Kind: "environment_unreachable", RecordedAtMs: 3300, Data: []byte(`{}`)},
+		{Sequence: 14, Kind: "turn_ended", RecordedAtMs: 3300, Data: []byte(`{"sequence":5}`)},
+	})
+	m.JournalCommit(9, 2*time.Millisecond)
+	m.Request("POST /v1/sessions", 200, time.Millisecond)
+	m.IdempotencyHit()
+	m.StreamOpened()
+	m.StreamOpened()
+	m.StreamClosed(true)
+	m.Sessions(func() int { return 2 }, func() int { return 5 })
+
+	rec := &recorder{header: http.Header{}}
+	m.Handler().ServeHTTP(rec, httpRequest(t))
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(rec.body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"brain_turns_total", []string{"outcome", "ok"}, 1},
+		{"brain_turns_total", []string{"outcome", "tool_error"}, 1},
+		{"brain_effects_total", []string{"kind", "model_call", "outcome", "ok"}, 1},
+		{"brain_effects_total", []string{"kind", "tool_call", "outcome", "timeout"}, 1},
+		{"brain_effects_total", []string{"kind", "environment_call", "outcome", "other"}, 1},
+		{"brain_environment_operation_errors_total", []string{"code", "other"}, 1},
+		{"brain_environment_operation_errors_total", []string{"code", "unreachable"}, 1},
+		{"brain_model_call_seconds", nil, 1},
+		{"brain_tool_call_seconds", nil, 1},
+		{"brain_journal_fsync_seconds", nil, 1},
+		{"brain_journal_group_commit_records", nil, 1},
+		{"brain_http_requests_total", []string{"route", "POST /v1/sessions", "code", "200"}, 1},
+		{"brain_idempotency_hits_total", nil, 1},
+		{"brain_sse_subscribers", nil, 1},
+		{"brain_sse_lag_cutoffs_total", nil, 1},
+		{"brain_sessions_active", nil, 2},
+		{"brain_sessions_passivated", nil, 3},
+	} {
+		if got := value(fams, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	// Latencies come from the records' times: 250 ms and 2 s.
+	h := fams["brain_model_call_seconds"].Metric[0].Histogram
+	if h.GetSampleSum() != 0.25 {
+		t.Errorf("model call seconds sum %v, want 0.25", h.GetSampleSum())
+	}
+	if h := fams["brain_tool_call_seconds"].Metric[0].Histogram; h.GetSampleSum() != 2 {
+		t.Errorf("tool call seconds sum %v, want 2", h.GetSampleSum())
+	}
+}
+
+// TestMetricsOfARealTurn scrapes a real Brain's /metrics (behind its
+// token) before and after a tool turn and sees the counters move.
+func TestMetricsOfARealTurn(t *testing.T) {
+	const token = "metrics-test-token"
+	base := braintest.Serve(t, t.TempDir(), token, "--no-workspace=false")
+
+	if resp, err := http.Get(base + "/metrics"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET /metrics without the token = %v %v, want 401", resp.StatusCode, err)
+	}
+	do := func(method, path, key, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := do("POST", "/v1/sessions", "c1", `{"model":{"provider":"scripted","name":"demo"},
+	 "environments":[{"name":"ws","driver":"workspace"}],
+	 "tools":[{"name":"sh","description":"shell","input_schema":{"type":"object","properties":{"shell":{"type":"string"}},"required":["shell"]},
+	   "placements":{"ws":{"implementation":{"tool":"command"}}}}]}`)
+	var sum struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal([]byte(body), &sum); code != 200 {
+		t.Fatalf("create = %d %s", code, body)
+	}
+	before := scrape(t, base+"/metrics", token)
+
+	msg := `{"input":{"message":"{\"tool_calls\":[{\"name\":\"sh\",\"input\":{\"shell\":\"echo hi\"}}]}"}}`
+	if code, body := do("POST", "/v1/sessions/"+sum.SessionID+"/messages", "m1", msg); code != 200 {
+		t.Fatalf("send = %d %s", code, body)
+	}
+	if code, _ := do("POST", "/v1/sessions/"+sum.SessionID+"/messages", "m1", msg); code != 200 {
+		t.Fatalf("replayed send = %d", code)
+	}
+	if code, body := do("POST", "/v1/sessions/"+sum.SessionID+"/messages", "m2", `{"input":{"message":"{\"fail\":{\"code\":\"rate_limited\",\"message\":\"slow down\"}}"}}`); code/100 == 2 {
+		t.Logf("failing turn answered %d %s", code, body)
+	}
+	after := scrape(t, base+"/metrics", token)
+
+	moved := func(name string, want float64, labels ...string) {
+		t.Helper()
+		if d := value(after, name, labels...) - max(value(before, name, labels...), 0); d != want {
+			t.Errorf("%s%v moved by %v, want %v", name, labels, d, want)
+		}
+	}
+	moved("brain_turns_total", 1, "outcome", "ok")
+	moved("brain_effects_total", 1, "kind", "tool_call", "outcome", "ok")
+	moved("brain_effects_total", 2, "kind", "model_call", "outcome", "ok")
+	moved("brain_model_call_seconds", 3)
+	moved("brain_tool_call_seconds", 1)
+	moved("brain_idempotency_hits_total", 1)
+	moved("brain_http_requests_total", 2, "route", "POST /v1/sessions/{id}/messages", "code", "200")
+	if d := value(after, "brain_turns_total") - max(value(before, "brain_turns_total"), 0); d != 2 {
+		t.Errorf("turns moved by %v, want 2 (one ok, one failed)", d)
+	}
+	if value(after, "brain_effects_total", "kind", "model_call") == value(after, "brain_effects_total", "kind", "model_call", "outcome", "ok") {
+		t.Errorf("the failed model call is not counted apart: %v", fmtFamily(after["brain_effects_total"]))
+	}
+	if value(after, "brain_journal_fsync_seconds") <= value(before, "brain_journal_fsync_seconds") ||
+		value(after, "brain_journal_group_commit_records") <= value(before, "brain_journal_group_commit_records") {
+		t.Error("journal commit histograms did not move")
+	}
+	if a, p := value(after, "brain_sessions_active"), value(after, "brain_sessions_passivated"); a+p != 1 {
+		t.Errorf("sessions active %v + passivated %v, want 1", a, p)
+	}
+}
+
+func fmtFamily(f *dto.MetricFamily) string {
+	var b strings.Builder
+	for _, m := range f.Metric {
+		fmt.Fprintf(&b, "%v=%v ", m.Label, m.Counter.GetValue())
+	}
+	return b.String()
+}
+
+type recorder struct {
+	header http.Header
+	body   strings.Builder
+	code   int
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
+func (r *recorder) WriteHeader(code int)        { r.code = code }
+
+func httpRequest(t *testing.T) *http.Request {
+	req, err := http.NewRequest("GET", "/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}

@@ -1,0 +1,621 @@
+'use strict';
+
+// The Brain session inspector. It reads the session API of its own origin
+// with the operator token in the Authorization header; the token lives in
+// sessionStorage and never in a URL.
+
+const TOKEN_KEY = 'brain.inspector.token';
+const $ = (id) => document.getElementById(id);
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+function token() { return sessionStorage.getItem(TOKEN_KEY); }
+
+function authHeaders(extra) {
+  const h = Object.assign({}, extra);
+  const t = token();
+  if (t) h['Authorization'] = 'Bearer ' + t;
+  return h;
+}
+
+function newKey() {
+  const b = new Uint8Array(16);
+  crypto.getRandomValues(b);
+  return 'ui-' + Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super(body && body.message ? body.code + ': ' + body.message : 'HTTP ' + status);
+    this.status = status;
+    this.code = body && body.code;
+  }
+}
+
+async function api(method, path, opts) {
+  opts = opts || {};
+  const headers = authHeaders(opts.headers);
+  let body;
+  if (opts.body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    body = JSON.stringify(opts.body);
+  }
+  const r = await fetch(path, { method, headers, body, cache: 'no-store' });
+  if (r.status === 401) {
+    forget('The token was refused.');
+    throw new ApiError(401, { code: 'unauthorized', message: 'a valid bearer token is required' });
+  }
+  if (!r.ok) {
+    let e = null;
+    try { e = await r.json(); } catch (_) { /* not an ApiError body */ }
+    throw new ApiError(r.status, e);
+  }
+  if (r.status === 204) return null;
+  const text = await r.text();
+  return text ? JSON.parse(text) : null;
+}
+
+function short(v, n) {
+  let s = typeof v === 'string' ? v : JSON.stringify(v);
+  if (s === undefined) s = '';
+  n = n || 160;
+  return s.length > n ? s.slice(0, n - 1) + '\u2026' : s;
+}
+
+function fmtTime(ms) {
+  const d = new Date(ms);
+  return d.toLocaleTimeString(undefined, { hour12: false }) + '.' + String(d.getMilliseconds()).padStart(3, '0');
+}
+
+function originText(o) {
+  if (!o) return 'brain';
+  if (o.kind === 'environment' && o.environment) return 'environment ' + o.environment.name + ' #' + o.environment.sequence;
+  return o.kind + ' #' + o.sequence;
+}
+
+// ---------------------------------------------------------------- views
+
+let view = null; // the open view; stop() releases it
+
+function show(id) {
+  for (const s of ['login', 'list', 'session']) $(s).hidden = s !== id;
+  $('forget').hidden = token() === null;
+}
+
+function forget(why) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  if (view) view.stop();
+  view = null;
+  $('login-error').textContent = why || '';
+  show('login');
+  $('token').focus();
+}
+
+function route() {
+  if (view) view.stop();
+  view = null;
+  if (token() === null) {
+    show('login');
+    return;
+  }
+  const m = location.hash.match(/^#\/s\/([A-Za-z0-9_]+)$/);
+  view = m ? new SessionView(m[1]) : new ListView();
+}
+
+// ---------------------------------------------------------------- list
+
+class ListView {
+  constructor() {
+    show('list');
+    this.timer = null;
+    this.stopped = false;
+    this.refresh();
+  }
+  stop() { this.stopped = true; clearTimeout(this.timer); }
+  async refresh() {
+    try {
+      const list = await api('GET', '/v1/sessions');
+      if (this.stopped) return;
+      this.render(list.sessions || []);
+      $('list-error').textContent = '';
+    } catch (e) {
+      if (!this.stopped) $('list-error').textContent = e.message;
+    }
+    if (!this.stopped) this.timer = setTimeout(() => this.refresh(), 2000);
+  }
+  render(sessions) {
+    const tbody = $('sessions').tBodies[0];
+    tbody.replaceChildren();
+    for (const s of sessions) {
+      const tr = el('tr');
+      tr.dataset.session = s.session_id;
+      const a = el('a', 'mono', s.session_id);
+      a.href = '#/s/' + s.session_id;
+      const td = el('td');
+      td.append(a);
+      const st = el('td');
+      st.append(el('span', 'badge ' + s.status, s.status));
+      tr.append(td, st, el('td', 'mono', s.last_sequence));
+      tbody.append(tr);
+    }
+    $('no-sessions').hidden = sessions.length > 0;
+  }
+}
+
+// ---------------------------------------------------------------- session
+
+// Families whose *_started record opens an entry that a *_ended or
+// *_failed record naming its sequence closes.
+const depthOf = {
+  session_creation: 0, session_end: 0, turn: 0, activation: 1,
+  model_call: 2, tool_call: 2, tool_cancel: 2,
+};
+
+class SessionView {
+  constructor(id) {
+    this.id = id;
+    this.stopped = false;
+    this.finished = false;
+    this.last = 0;
+    this.events = [];
+    this.entries = new Map(); // started sequence -> entry
+    this.openTurn = null;
+    this.openActivation = null;
+    this.early = []; // live frames that arrived before their model call
+    this.envs = new Map(); // name -> environment row model
+    this.abort = new AbortController();
+    this.summaryTimer = null;
+    this.transcriptTimer = null;
+    show('session');
+    $('sid').textContent = id;
+    $('status').textContent = '';
+    $('status').className = 'badge';
+    $('timeline').replaceChildren();
+    $('events').tBodies[0].replaceChildren();
+    $('environments').tBodies[0].replaceChildren();
+    $('transcript').replaceChildren();
+    $('transcript-through').textContent = '';
+    $('action-error').textContent = '';
+    this.setLive('connecting');
+    this.summary();
+    this.transcript();
+    this.follow();
+  }
+
+  stop() {
+    this.stopped = true;
+    this.abort.abort();
+    clearTimeout(this.summaryTimer);
+    clearTimeout(this.transcriptTimer);
+  }
+
+  setLive(state) {
+    const l = $('live');
+    l.className = 'live' + (state === 'following' ? ' on' : '');
+    l.textContent = state;
+    l.dataset.state = state;
+  }
+
+  async summary() {
+    try {
+      const s = await api('GET', '/v1/sessions/' + this.id);
+      if (this.stopped) return;
+      const b = $('status');
+      b.textContent = s.status;
+      b.className = 'badge ' + s.status;
+      b.dataset.lastSequence = s.last_sequence;
+    } catch (e) {
+      if (!this.stopped) $('action-error').textContent = e.message;
+    }
+  }
+
+  later(what) {
+    const key = what + 'Timer';
+    clearTimeout(this[key]);
+    this[key] = setTimeout(() => this[what](), 150);
+  }
+
+  async transcript() {
+    try {
+      const t = await api('GET', '/v1/sessions/' + this.id + '/transcript');
+      if (this.stopped) return;
+      renderTranscript(t);
+    } catch (e) {
+      if (!this.stopped && e.status !== 404) $('action-error').textContent = e.message;
+    }
+  }
+
+  // follow reads the events stream with fetch (EventSource cannot send
+  // the Authorization header) and reconnects after the last sequence
+  // until the session has ended.
+  async follow() {
+    while (!this.stopped && !this.finished) {
+      try {
+        const r = await fetch('/v1/sessions/' + this.id + '/events?after=' + this.last, {
+          headers: authHeaders({ Accept: 'text/event-stream' }),
+          signal: this.abort.signal,
+          cache: 'no-store',
+        });
+        if (r.status === 401) { forget('The token was refused.'); return; }
+        if (!r.ok) {
+          let e = null;
+          try { e = await r.json(); } catch (_) { /* not an ApiError */ }
+          throw new ApiError(r.status, e);
+        }
+        this.setLive('following');
+        const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value.replace(/\r\n?/g, '\n');
+          let i;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            const frame = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            this.frame(frame);
+          }
+        }
+      } catch (e) {
+        if (this.stopped) return;
+        $('action-error').textContent = 'event stream: ' + e.message;
+      }
+      if (this.stopped) return;
+      if (this.finished) break;
+      this.setLive('reconnecting');
+      await new Promise((res) => setTimeout(res, 1000));
+    }
+    if (!this.stopped) this.setLive('ended');
+  }
+
+  frame(text) {
+    let id = null;
+    let type = 'message';
+    const data = [];
+    for (const line of text.split('\n')) {
+      if (line === '' || line.startsWith(':')) continue;
+      const c = line.indexOf(':');
+      const field = c < 0 ? line : line.slice(0, c);
+      let value = c < 0 ? '' : line.slice(c + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'id') id = value;
+      else if (field === 'event') type = value;
+      else if (field === 'data') data.push(value);
+    }
+    if (data.length === 0) return;
+    let payload;
+    try { payload = JSON.parse(data.join('\n')); } catch (_) { return; }
+    if (id !== null) {
+      if (payload.sequence <= this.last) return;
+      this.last = payload.sequence;
+      this.record(payload);
+    } else {
+      this.live(type, payload);
+    }
+  }
+
+  // live handles a live-only frame: streamed model output and its usage.
+  live(type, p) {
+    const entry = this.entries.get(p.model_call_sequence);
+    if (!entry) {
+      // A live frame may overtake the committed record of its model call;
+      // keep it until the call's row exists.
+      if (p.model_call_sequence > this.last && this.early.length < 10000) this.early.push([type, p]);
+      return;
+    }
+    if (type === 'model_output' && typeof p.delta === 'string') {
+      if (!entry.stream) {
+        entry.stream = el('pre', 'stream');
+        entry.stream.dataset.live = 'true';
+        entry.li.append(entry.stream);
+      }
+      entry.stream.textContent += p.delta;
+    } else if (type === 'model_usage' && p.usage) {
+      entry.detail.textContent = ' ' + p.usage.input_tokens + ' in / ' + p.usage.output_tokens + ' out tokens';
+    } else if (type === 'model_request') {
+      entry.detail.textContent = ' ' + p.input_bytes + ' input bytes';
+    }
+  }
+
+  record(ev) {
+    this.events.push(ev);
+    this.rawRow(ev);
+    const kind = ev.event_type;
+    const d = ev.data || {};
+    const m = kind.match(/^(.*)_(started|ended|failed)$/);
+    if (m && m[2] !== 'started' && d.sequence && this.entries.has(d.sequence)) {
+      this.close(this.entries.get(d.sequence), ev, m[2]);
+    } else if (m && m[2] === 'started' && kind !== 'session_end_started') {
+      this.open(m[1], ev);
+    } else if (kind === 'session_end_started') {
+      this.open('session_end', ev);
+    } else if (kind === 'session_ended' && this.endEntry) {
+      this.close(this.endEntry, ev, 'ended');
+    } else {
+      this.point(ev);
+    }
+    this.environment(ev);
+    if (kind === 'session_ended' || kind === 'session_creation_failed') this.finished = true;
+    if (/^(turn_|session_|activation_)/.test(kind)) this.later('summary');
+    if (/^(turn_ended|turn_failed|transcript_|session_creation_ended)/.test(kind)) this.later('transcript');
+  }
+
+  depth(family, ev) {
+    if (family in depthOf) {
+      let dep = depthOf[family];
+      if (dep === 2 && !this.openActivation) dep = this.openTurn ? 1 : 0;
+      return dep;
+    }
+    if (ev.origin && ev.origin.kind === 'tool') return 3;
+    if (this.openActivation) return 2;
+    return this.openTurn ? 1 : 0;
+  }
+
+  row(family, ev, kindLabel, summary) {
+    const li = el('li', 'entry ' + (family === 'turn' ? 'turn' : ''));
+    li.dataset.kind = family;
+    li.dataset.seq = ev.sequence;
+    const depth = this.depth(family, ev);
+    li.style.setProperty('--depth', depth);
+    const detail = el('span', 'detail');
+    const sum = el('span', 'summary', summary);
+    sum.append(detail);
+    const entry = {
+      family, start: ev, li, detail,
+      seq: el('span', 'seq', '#' + ev.sequence),
+      kind: el('span', 'kind', kindLabel),
+      summary: sum,
+      duration: el('span', 'duration'),
+      outcome: el('span', 'outcome'),
+      origin: el('span', 'origin', originText(ev.origin)),
+      stream: null,
+    };
+    li.append(entry.seq, entry.kind, entry.summary, entry.duration, entry.outcome, entry.origin);
+    $('timeline').append(li);
+    return entry;
+  }
+
+  open(family, ev) {
+    const entry = this.row(family, ev, family.replace(/_/g, ' '), startSummary(family, ev.data || {}));
+    entry.outcome.append(el('span', 'badge running', 'running'));
+    entry.li.dataset.outcome = 'running';
+    this.entries.set(ev.sequence, entry);
+    if (this.early.length) {
+      const early = this.early;
+      this.early = [];
+      for (const [type, p] of early) if (p.model_call_sequence >= ev.sequence) this.live(type, p);
+    }
+    if (family === 'turn') this.openTurn = entry;
+    if (family === 'activation') this.openActivation = entry;
+    if (family === 'session_end') this.endEntry = entry;
+  }
+
+  close(entry, ev, how) {
+    const d = ev.data || {};
+    let outcome = how === 'failed' ? 'failed' : 'ok';
+    if (how !== 'failed' && (d.is_error || (d.outcome && d.outcome.status && d.outcome.status !== 'ok'))) {
+      outcome = d.outcome && d.outcome.status && d.outcome.status !== 'ok' ? d.outcome.status : 'error';
+    }
+    entry.end = ev;
+    entry.li.dataset.outcome = outcome;
+    const ms = ev.recorded_at_ms - entry.start.recorded_at_ms;
+    entry.duration.textContent = ms + ' ms';
+    entry.li.dataset.durationMs = ms;
+    const label = how === 'failed' ? 'failed: ' + (d.code || 'failed') : outcome;
+    entry.outcome.replaceChildren(el('span', 'badge ' + (outcome === 'ok' ? 'ok' : 'error'), label));
+    if (entry.family === 'model_call') entry.detail.textContent = '';
+    const more = endSummary(entry.family, d);
+    if (more) entry.summary.append(el('span', 'detail', ' \u2192 ' + more));
+    if (how === 'failed' && d.message) entry.outcome.title = d.message;
+    if (entry === this.openTurn) this.openTurn = null;
+    if (entry === this.openActivation) this.openActivation = null;
+  }
+
+  point(ev) {
+    const kind = ev.event_type;
+    const o = ev.origin;
+    let family = 'record';
+    let label = kind;
+    if (o && o.kind === 'environment') { family = 'observation'; label = 'observation: ' + kind; }
+    else if (o) { family = 'extension'; }
+    const e = this.row(family, ev, label, pointSummary(kind, ev.data));
+    e.li.dataset.event = kind;
+  }
+
+  rawRow(ev) {
+    const tr = el('tr');
+    tr.dataset.seq = ev.sequence;
+    const pre = el('pre', null, JSON.stringify(ev.data, null, 1));
+    const td = el('td');
+    td.append(pre);
+    tr.append(el('td', 'mono', ev.sequence), el('td', 'mono', fmtTime(ev.recorded_at_ms)),
+      el('td', 'mono', ev.event_type), el('td', 'origin', originText(ev.origin)), td);
+    $('events').tBodies[0].append(tr);
+  }
+
+  // environment folds the records that describe environments and their
+  // bindings into the environments table.
+  environment(ev) {
+    const d = ev.data || {};
+    const kind = ev.event_type;
+    const get = (name) => {
+      if (!this.envs.has(name)) this.envs.set(name, { name, driver: '', binding: null, state: 'declared', tools: [], calls: 0, last: '' });
+      return this.envs.get(name);
+    };
+    if (kind === 'session_creation_started') {
+      for (const e of d.environments || []) get(e.name).driver = e.driver || '';
+      for (const t of d.tools || []) for (const env of Object.keys(t.placements || {})) get(env).tools.push(t.name);
+    } else if (kind === 'tool_call_started' && d.environment) {
+      get(d.environment).calls++;
+    } else {
+      const m = kind.match(/^environment_(setup|call|detach|teardown)_(started|ended|failed)$/);
+      if (m) {
+        let name = d.environment;
+        const start = m[2] === 'started' ? ev : (this.entries.get(d.sequence) || {}).start;
+        if (!name && start) name = (start.data || {}).environment;
+        if (!name) return;
+        const e = get(name);
+        if (m[2] === 'started' && d.binding) e.binding = d.binding;
+        e.last = m[1] + ' ' + m[2] + ' #' + ev.sequence;
+        const states = {
+          setup: { started: 'setting up', ended: 'ready', failed: 'failed' },
+          call: {},
+          detach: { started: 'detaching', ended: 'detached', failed: 'unknown' },
+          teardown: { started: 'tearing down', ended: 'closed', failed: 'unknown' },
+        };
+        if (states[m[1]][m[2]]) e.state = states[m[1]][m[2]];
+      } else if (kind === 'environment_closed' && d.environment) {
+        get(d.environment).state = 'closed';
+      } else if (kind === 'environment_unreachable' && d.environment) {
+        get(d.environment).state = 'unreachable';
+      } else {
+        return;
+      }
+    }
+    this.renderEnvironments();
+  }
+
+  renderEnvironments() {
+    const tbody = $('environments').tBodies[0];
+    tbody.replaceChildren();
+    for (const e of this.envs.values()) {
+      const tr = el('tr');
+      tr.dataset.env = e.name;
+      const st = el('td');
+      st.append(el('span', 'badge ' + e.state.replace(/ /g, '-'), e.state));
+      tr.append(el('td', 'mono', e.name), el('td', null, e.driver),
+        el('td', 'mono binding', e.binding ? e.binding.name + ' #' + e.binding.sequence : ''),
+        st, el('td', null, e.tools.join(', ')), el('td', 'mono calls', e.calls), el('td', 'muted', e.last));
+      tbody.append(tr);
+    }
+  }
+}
+
+function startSummary(family, d) {
+  switch (family) {
+    case 'session_creation':
+      return (d.model ? d.model.provider + '/' + d.model.name : '') + ', ' + (d.tools || []).length + ' tools, ' +
+        (d.environments || []).length + ' environments';
+    case 'turn': return d.input ? short(d.input.message, 200) : '';
+    case 'activation': return 'trigger ' + (d.trigger || '');
+    case 'model_call': return (d.messages || 0) + ' messages, ' + (d.tools || 0) + ' tools';
+    case 'tool_call': return (d.name || '') + ' on ' + (d.environment || '?') + ' ' + short(d.input, 120);
+    case 'tool_cancel': return 'tool call #' + (d.sequence || '');
+    default:
+      if (family.startsWith('environment_')) {
+        return (d.environment || (d.binding && d.binding.name) || '') + (d.request && d.request.type ? ' ' + d.request.type : '');
+      }
+      return short(d, 160);
+  }
+}
+
+function endSummary(family, d) {
+  if (d.code) return d.code + (d.message ? ' (' + short(d.message, 120) + ')' : '');
+  switch (family) {
+    case 'turn': return d.result !== undefined ? short(d.result, 160) : '';
+    case 'model_call': {
+      const r = d.result || {};
+      let s = r.stop_reason || '';
+      if (r.usage) s += ', ' + r.usage.input_tokens + ' in / ' + r.usage.output_tokens + ' out tokens';
+      return s;
+    }
+    case 'tool_call': return d.outcome ? short(d.outcome.value !== undefined ? d.outcome.value : d.outcome, 160) : '';
+    default:
+      if (d.receipt && d.receipt.type) return d.receipt.type;
+      return '';
+  }
+}
+
+function pointSummary(kind, d) {
+  if (kind === 'transcript_delta' && d && d.append) return 'appends ' + d.append.length + ' messages';
+  return short(d, 200);
+}
+
+function renderTranscript(t) {
+  const box = $('transcript');
+  box.replaceChildren();
+  for (const m of t.messages || []) {
+    const div = el('div', 'message');
+    div.dataset.role = m.role;
+    div.append(el('div', 'role', m.role));
+    for (const b of m.content || []) {
+      const blk = el('div', 'block');
+      blk.dataset.type = b.type;
+      if (b.type === 'text') {
+        blk.append(el('pre', null, b.text));
+      } else if (b.type === 'tool_use') {
+        blk.append(el('span', 'block-label', 'tool call ' + b.id + ': ' + b.name), el('pre', null, JSON.stringify(b.input)));
+      } else if (b.type === 'tool_result') {
+        blk.append(el('span', 'block-label', 'tool result ' + b.tool_use_id + (b.is_error ? ' (error)' : '')),
+          el('pre', null, typeof b.content === 'string' ? b.content : JSON.stringify(b.content, null, 1)));
+      } else if (b.type === 'image' || b.type === 'file') {
+        blk.append(el('span', 'block-label', b.type + ' ' + (b.media_type || '')), el('pre', null, b.url));
+      } else {
+        blk.append(el('span', 'block-label', b.type + (b.format ? ' ' + b.format : '')));
+      }
+      div.append(blk);
+    }
+    box.append(div);
+  }
+  $('transcript-through').textContent = 'through sequence ' + t.through_sequence;
+}
+
+// ---------------------------------------------------------------- wiring
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('login-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const t = $('token').value.trim();
+    sessionStorage.setItem(TOKEN_KEY, t);
+    $('token').value = '';
+    $('login-error').textContent = '';
+    try {
+      await api('GET', '/v1/sessions');
+    } catch (e) {
+      if (e.status !== 401) $('login-error').textContent = e.message;
+      return;
+    }
+    route();
+  });
+  $('forget').addEventListener('click', () => forget(''));
+  $('send-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    if (!(view instanceof SessionView)) return;
+    const input = $('message');
+    const text = input.value;
+    if (!text) return;
+    $('action-error').textContent = '';
+    try {
+      await api('POST', '/v1/sessions/' + view.id + '/messages', {
+        headers: { 'Idempotency-Key': newKey(), 'Prefer': 'respond-async' },
+        body: { input: { message: text } },
+      });
+      input.value = '';
+    } catch (e) {
+      $('action-error').textContent = 'send: ' + e.message;
+    }
+  });
+  $('cancel').addEventListener('click', async () => {
+    if (!(view instanceof SessionView)) return;
+    $('action-error').textContent = '';
+    try {
+      await api('POST', '/v1/sessions/' + view.id + '/cancel', { headers: { 'Idempotency-Key': newKey() } });
+    } catch (e) {
+      $('action-error').textContent = 'cancel: ' + e.message;
+    }
+  });
+  for (const b of document.querySelectorAll('.tabs button')) {
+    b.addEventListener('click', () => {
+      for (const o of document.querySelectorAll('.tabs button')) o.classList.toggle('active', o === b);
+      for (const t of document.querySelectorAll('.tab')) t.hidden = t.id !== 'tab-' + b.dataset.tab;
+      if (b.dataset.tab === 'transcript' && view instanceof SessionView) view.transcript();
+    });
+  }
+  window.addEventListener('hashchange', route);
+  route();
+});
