@@ -152,7 +152,6 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
-	envs.Attach(s.engine)
 	// The requests log opens after the engine: unanswered async
 	// submissions are settled from the journal before anything is served.
 	retention := cfg.RequestRetention
@@ -204,7 +203,6 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
-	s.hosts.Attach(s.engine)
 	vctx, cancel := context.WithCancel(context.Background())
 	s.stopVerify, s.verified = cancel, make(chan struct{})
 	go s.verifyJournals(vctx)

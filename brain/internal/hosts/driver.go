@@ -28,6 +28,9 @@ var ErrHostLost = errors.New("hosts: the host's connection ended with the comman
 // command is one outstanding invoke_tool.
 type command struct {
 	conn *Conn
+	// svc is the service table of the call's execution; the host's
+	// updates and service calls go through it.
+	svc  session.Services
 	lost chan struct{}
 	once sync.Once
 	// returned is closed when the host ended the call's synchronous phase.
@@ -160,11 +163,14 @@ func (r *Registry) execute(ctx context.Context, op session.Operation) (envapi.Re
 		return envapi.Receipt{}, fmt.Errorf("hosts: encode command: %w", err)
 	}
 	k := key{op.SessionID, op.Sequence}
+	svc := op.Execution
+	if svc == nil {
+		return envapi.Receipt{}, fmt.Errorf("hosts: tool call %s/%d carries no execution: %w", op.SessionID, op.Sequence, session.ErrExecutionClosed)
+	}
 	r.mu.Lock()
-	e := r.engine
 	h := r.lookupLocked(op.Declaration.HostID)
 	switch {
-	case e == nil || r.closed:
+	case r.closed:
 		r.mu.Unlock()
 		return failure(CodeHostNotConnected, "the server is not serving hosts", true), nil
 	case h == nil:
@@ -177,13 +183,8 @@ func (r *Registry) execute(ctx context.Context, op session.Operation) (envapi.Re
 		r.mu.Unlock()
 		return failure(CodeHostOverloaded, fmt.Sprintf("host %s has %d outstanding commands", h.id, len(h.outstanding)), true), nil
 	}
-	svc, err := e.Execution(op.SessionID, op.Sequence)
-	if err != nil {
-		r.mu.Unlock()
-		return envapi.Receipt{}, err
-	}
 	closer, _ := svc.(session.Closer)
-	c := &command{conn: h.conn, lost: make(chan struct{}), returned: make(chan struct{})}
+	c := &command{conn: h.conn, svc: svc, lost: make(chan struct{}), returned: make(chan struct{})}
 	h.outstanding[k] = c
 	r.mu.Unlock()
 	if !c.conn.send(frame) {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/datadir"
-	"github.com/brain-in-go/brain/brain/internal/session"
 )
 
 // Errors of the registry. Failures of a host's update wrap the session
@@ -75,7 +74,6 @@ type Registry struct {
 	mu     sync.Mutex
 	hosts  map[string]*host
 	closed bool
-	engine *session.Engine
 }
 
 // host is one registered host. Fields are guarded by Registry.mu.
@@ -178,13 +176,6 @@ func decodeRecord(b []byte, id string) (*host, error) {
 	h := &host{id: rec.HostID, outstanding: map[key]*command{}, stopped: map[key]*command{}}
 	copy(h.digest[:], sum)
 	return h, nil
-}
-
-// Attach gives the registry the engine whose tool calls the hosts serve.
-func (r *Registry) Attach(e *session.Engine) {
-	r.mu.Lock()
-	r.engine = e
-	r.mu.Unlock()
 }
 
 const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"

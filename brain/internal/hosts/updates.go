@@ -12,22 +12,19 @@ import (
 // services answers the session services of a call host id carries.
 func (r *Registry) services(id, sessionID string, seq uint64) (session.Services, error) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	h := r.lookupLocked(id)
-	e := r.engine
-	r.mu.Unlock()
 	if h == nil {
 		return nil, fmt.Errorf("host %s: %w", id, ErrUnauthorized)
 	}
-	if e == nil {
+	if r.closed {
 		return nil, ErrClosed
 	}
-	r.mu.Lock()
-	_, ok := h.outstanding[key{sessionID, seq}]
-	r.mu.Unlock()
+	c, ok := h.outstanding[key{sessionID, seq}]
 	if !ok {
 		return nil, fmt.Errorf("host %s has no open tool call %s/%d: %w", id, sessionID, seq, session.ErrExecutionClosed)
 	}
-	return e.Execution(sessionID, seq)
+	return c.svc, nil
 }
 
 // Update applies a host's ToolExecutionUpdate and answers the committed

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	brainapi "github.com/brain-in-go/brain/brain/api"
@@ -32,9 +31,8 @@ import (
 // operator does not allow are refused; nothing falls back to another
 // target.
 type Environments struct {
-	host   *Host
-	next   session.Environments
-	engine atomic.Pointer[session.Engine]
+	host *Host
+	next session.Environments
 }
 
 var (
@@ -44,14 +42,11 @@ var (
 )
 
 // Environments answers the built-in environment in front of next (nil:
-// only the built-in environment). Attach the engine before serving.
+// only the built-in environment). A Tool reaches its services through
+// the operation's Execution.
 func (h *Host) Environments(next session.Environments) *Environments {
 	return &Environments{host: h, next: next}
 }
-
-// Attach gives the environment the engine whose executions its Tools call
-// back into.
-func (e *Environments) Attach(eng *session.Engine) { e.engine.Store(eng) }
 
 // routed reports whether Next delivers the operations of env.
 func (e *Environments) routed(env brainapi.Environment) bool {
@@ -158,10 +153,8 @@ func (e *Environments) execute(ctx context.Context, op session.Operation) envapi
 		return envapi.Failure(code, err.Error(), false, nil)
 	}
 	var svc ToolServices
-	if eng := e.engine.Load(); eng != nil {
-		if x, err := eng.Execution(op.SessionID, op.Sequence); err == nil {
-			svc = x
-		}
+	if op.Execution != nil {
+		svc = op.Execution
 	}
 	var deadline time.Time
 	if ms := op.Request.DeadlineMs; ms != nil {

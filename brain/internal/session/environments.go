@@ -32,6 +32,11 @@ type Operation struct {
 	// is, is closed when the operation's controller context closes. A
 	// transport revokes the matching invocation token then.
 	CallbackDone, ContextDone <-chan struct{}
+	// Execution, set with CallbackDone, is the service table of the
+	// execution the callback serves: transports that carry the service
+	// calls themselves (host connections, the built-in Wasm Tools) serve
+	// them through it, so they need no way back to the engine.
+	Execution Services
 	// Tool is the name of the tool an execute runs (empty for loops and
 	// other operations); host environments invoke tools by name.
 	Tool string

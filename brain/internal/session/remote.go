@@ -60,7 +60,7 @@ func (s *sess) runRemote(a *activation, in api.TurnInput, name string) (api.Turn
 	impl := s.st.Config.Agentloop.Implementation
 	op := s.operationLocked(a.ctx, decl, binding, a.seq,
 		envapi.Execute(impl, input, deadlineMs, &envapi.Grant{Methods: envapi.AgentloopMethods()}), a.budget)
-	op.CallbackDone = a.exec.done
+	op.CallbackDone, op.Execution = a.exec.done, a.exec
 	s.mu.Unlock()
 
 	receipt, err := s.e.cfg.Environments.Deliver(a.ctx, op)

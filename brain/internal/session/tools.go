@@ -211,7 +211,7 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	placement, _ := s.placementLocked(tool, c.Environment)
 	op := s.operationLocked(tctx, decl, binding, seq,
 		envapi.Execute(placement.Implementation, c.Input, deadlineMs, grant), act.budget)
-	op.CallbackDone = t.x.done
+	op.CallbackDone, op.Execution = t.x.done, t.x
 	op.Tool = tool.Name
 	t.executing = true
 	s.e.wg.Add(1)
