@@ -98,4 +98,16 @@
 // the journal tail; it is used only while the journal still ends where it
 // does, and otherwise the session folds from the journal checkpoint and
 // the records after it. The bound is one per engine, not per session.
+//
+// # Large messages
+//
+// A pure-append transcript_delta (private) does not copy a message of 1 KiB
+// or more that a model_call_started or model_call_ended of the same
+// activation already holds: its "refs" name the position in the appended
+// tail, the record's sequence and the path in it ("context.delta.append.{i}"
+// or "result.message"), and the fold resolves them from the messages it
+// saw, or reads the record from the journal when it started after it. A
+// 4 MiB message is so written twice (turn_started and the model call that
+// sends it), not three times. A delta that replaces a tail is public
+// (transcript_replaced) and always holds its messages.
 package session

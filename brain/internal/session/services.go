@@ -364,7 +364,7 @@ func (x *execution) SetTranscript(ctx context.Context, messages []api.Message) (
 	s := x.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.deferLocked(rec(api.KindTranscriptDelta, delta(s.st.Transcript, messages)))
+	return s.deferLocked(rec(api.KindTranscriptDelta, s.st.deltaByRef(s.st.Transcript, messages)))
 }
 
 // KVRead answers the stored value and whether key is present.

@@ -90,6 +90,11 @@ type state struct {
 	ckptThrough uint64
 	// cfgBytes caches the heap estimate of Config (see heapBytes).
 	cfgBytes int64
+	// held are the large messages of this activation's model calls since
+	// the last transcript_delta; lookup reads a record the fold did not
+	// see (see messageRef).
+	held   []heldMessage
+	lookup func(uint64) (journal.Record, error)
 }
 
 func newState() *state {
@@ -149,10 +154,12 @@ func (st *state) apply(r journal.Record) error {
 		st.Status, st.Turn = api.StatusRunning, r.Sequence
 	case api.KindTurnEnded, api.KindTurnFailed:
 		st.Status, st.Turn = api.StatusIdle, 0
+		st.held = nil
 	case api.KindActivationStarted:
 		st.Activation = r.Sequence
 	case api.KindActivationEnded:
 		st.Activation = 0
+		st.held = nil
 		if p.DeliveredThrough > st.Delivered {
 			st.Delivered = p.DeliveredThrough
 		}
@@ -170,6 +177,7 @@ func (st *state) apply(r journal.Record) error {
 		}
 	case api.KindActivationFailed:
 		st.Activation = 0
+		st.held = nil
 	case api.KindSessionEndStarted:
 		st.Status = api.StatusEnding
 	case api.KindSessionEnded:
@@ -182,8 +190,15 @@ func (st *state) apply(r journal.Record) error {
 		if d.Keep > len(st.Transcript) {
 			return fmt.Errorf("session: record %d keeps %d of %d messages: %w", r.Sequence, d.Keep, len(st.Transcript), ErrInvalid)
 		}
-		st.Transcript = append(st.Transcript[:d.Keep:d.Keep], d.Append...)
+		app, err := st.appended(r.Sequence, d)
+		if err != nil {
+			return err
+		}
+		st.Transcript = append(st.Transcript[:d.Keep:d.Keep], app...)
 		st.TranscriptSeq = r.Sequence
+		st.held = nil
+	case api.KindModelCallStarted, api.KindModelCallEnded:
+		st.holdMessages(r)
 	case api.KindKVSet:
 		st.KV[p.Key] = p.Value
 	case api.KindKVDelete:
