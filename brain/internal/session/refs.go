@@ -17,12 +17,15 @@ import (
 // instead of as a copy.
 const refMinBytes = 1024
 
-// messageRef stands for one appended message of a pure-append
-// transcript_delta: the message at position At of the appended tail is
-// the one at Path of record Sequence, an earlier model_call_started
-// ("context.delta.append.{i}") or model_call_ended ("result.message") of
-// the same activation. A delta that replaces a tail (public as
-// transcript_replaced) never holds references.
+// messageRef stands for one appended message of a pure-append delta (a
+// transcript_delta or a model_call_started context): the message at
+// position At of the appended tail is the one at Path of record Sequence,
+// an earlier turn_started ("input", its user message),
+// model_call_started ("context.delta.append.{i}", of the resolved tail)
+// or model_call_ended ("result.message") of the same turn or activation.
+// A delta that replaces a tail (public as transcript_replaced) never holds
+// references; a model_call_started is projected with its references
+// resolved (see Engine.expand).
 type messageRef struct {
 	At       int    `json:"at"`
 	Sequence uint64 `json:"sequence"`
@@ -49,7 +52,11 @@ func (st *state) holdMessages(r journal.Record) {
 		if json.Unmarshal(r.Data, &m) != nil {
 			return
 		}
-		for i, msg := range m.Context.Delta.Append {
+		app, err := st.appended(r.Sequence, m.Context.Delta)
+		if err != nil {
+			return
+		}
+		for i, msg := range app {
 			st.hold(r.Sequence, "context.delta.append."+strconv.Itoa(i), msg)
 		}
 	case api.KindModelCallEnded:
@@ -149,6 +156,12 @@ func (st *state) resolve(r messageRef) (api.Message, error) {
 		return api.Message{}, fmt.Errorf("reference to record %d: %w", r.Sequence, err)
 	}
 	switch {
+	case rec.Kind == api.KindTurnStarted && r.Path == "input":
+		var t turnStarted
+		if err := json.Unmarshal(rec.Data, &t); err != nil {
+			return api.Message{}, fmt.Errorf("reference to record %d: %w", r.Sequence, err)
+		}
+		return api.UserMessage(t.Input), nil
 	case rec.Kind == api.KindModelCallEnded && r.Path == "result.message":
 		var m modelCallEnded
 		if err := json.Unmarshal(rec.Data, &m); err != nil {
@@ -161,10 +174,14 @@ func (st *state) resolve(r messageRef) (api.Message, error) {
 		if err == nil {
 			err = json.Unmarshal(rec.Data, &m)
 		}
-		if err != nil || i < 0 || i >= len(m.Context.Delta.Append) {
+		var app []api.Message
+		if err == nil {
+			app, err = (&state{lookup: st.lookup}).appended(rec.Sequence, m.Context.Delta)
+		}
+		if err != nil || i < 0 || i >= len(app) {
 			return api.Message{}, fmt.Errorf("reference %s of record %d: %w", r.Path, r.Sequence, ErrInvalid)
 		}
-		return m.Context.Delta.Append[i], nil
+		return app[i], nil
 	}
 	return api.Message{}, fmt.Errorf("reference %s of record %d (%s): %w", r.Path, r.Sequence, rec.Kind, ErrInvalid)
 }
@@ -181,4 +198,49 @@ func (e *Engine) journalLookup(id string) func(uint64) (journal.Record, error) {
 		}
 		return recs[0], nil
 	}
+}
+
+// holdInput notes the user message of a large turn_started.
+func (st *state) holdInput(r journal.Record) {
+	if len(r.Data) < refMinBytes {
+		return
+	}
+	var t turnStarted
+	if json.Unmarshal(r.Data, &t) == nil {
+		st.hold(r.Sequence, "input", api.UserMessage(t.Input))
+	}
+}
+
+// expand answers r with the references of its model_call_started context
+// resolved, as the record was before the references were written: the
+// public event of a model call always holds its whole request delta.
+func (e *Engine) expand(id string, r journal.Record) (journal.Record, error) {
+	if r.Kind != api.KindModelCallStarted || len(r.Data) == 0 || !strings.Contains(string(r.Data), `"refs":`) {
+		return r, nil
+	}
+	var m modelCallStarted
+	if err := json.Unmarshal(r.Data, &m); err != nil || len(m.Context.Delta.Refs) == 0 {
+		return r, nil
+	}
+	st := &state{lookup: e.journalLookup(id)}
+	app, err := st.appended(r.Sequence, m.Context.Delta)
+	if err != nil {
+		return r, err
+	}
+	m.Context.Delta.Append, m.Context.Delta.Refs = app, nil
+	b, err := json.Marshal(m)
+	if err != nil {
+		return r, fmt.Errorf("session: record %d: %w", r.Sequence, err)
+	}
+	r.Data = b
+	return r, nil
+}
+
+// project is Project after expand. A reference that cannot be resolved
+// projects the record as it is (its refs visible) rather than hiding it.
+func (e *Engine) project(id string, r journal.Record) (api.Event, bool) {
+	if x, err := e.expand(id, r); err == nil {
+		r = x
+	}
+	return Project(r)
 }

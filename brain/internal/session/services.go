@@ -179,9 +179,9 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 	started := modelCallStarted{Messages: len(req.Messages), Tools: len(req.Tools)}
 	started.Context.ThroughSequence = s.st.last()
 	if x.loop {
-		started.Context.Delta = delta(s.st.Transcript, req.Messages)
+		started.Context.Delta = s.st.deltaByRef(s.st.Transcript, req.Messages)
 	} else {
-		started.Context.Delta = delta(nil, req.Messages)
+		started.Context.Delta = s.st.deltaByRef(nil, req.Messages)
 		started.Tool = x.seq
 	}
 	seq, err := s.commitLocked(rec(api.KindModelCallStarted, started))

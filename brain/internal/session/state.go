@@ -152,6 +152,7 @@ func (st *state) apply(r journal.Record) error {
 		st.Status = api.StatusFailed
 	case api.KindTurnStarted:
 		st.Status, st.Turn = api.StatusRunning, r.Sequence
+		st.holdInput(r)
 	case api.KindTurnEnded, api.KindTurnFailed:
 		st.Status, st.Turn = api.StatusIdle, 0
 		st.held = nil
