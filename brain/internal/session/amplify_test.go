@@ -92,3 +92,47 @@ func TestLargeMessageIsJournalledOnce(t *testing.T) {
 		t.Fatalf("transcript after reopening differs: %d messages", len(got.Messages))
 	}
 }
+
+// A fold that starts after the record a reference names (as from a
+// checkpoint taken mid-turn) reads that record from the journal.
+func TestReferenceResolvedFromTheJournal(t *testing.T) {
+	h := newHarness(t, Config{}, nil)
+	id := h.create(api.CreateSessionRequest{System: "be brief"})
+	msg := script(map[string]any{"reply": "ok", "pad": strings.Repeat("y", 64<<10)})
+	if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: msg}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := h.engine.Transcript(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := h.records(id)
+	deltas := ofKind(recs, api.KindTranscriptDelta)
+	d := decode[transcriptDelta](t, deltas[len(deltas)-1].Data)
+	if len(d.Refs) == 0 {
+		t.Fatalf("the transcript_delta copies the message: %.200s", deltas[len(deltas)-1].Data)
+	}
+	st := newState()
+	st.lookup = h.engine.journalLookup(id)
+	for _, r := range recs {
+		if r.Kind == api.KindTranscriptDelta {
+			st.held = nil // as if folded from a checkpoint taken just before
+		}
+		if err := st.apply(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !reflect.DeepEqual(st.Transcript, want.Messages) {
+		t.Fatalf("transcript folded with the journal's records differs")
+	}
+	st = newState()
+	for _, r := range recs {
+		if r.Kind == api.KindTranscriptDelta {
+			st.held = nil
+		}
+		if err := st.apply(r); err != nil {
+			return // without the journal the reference cannot be resolved: refused, not guessed
+		}
+	}
+	t.Fatal("a reference folded without its record")
+}
