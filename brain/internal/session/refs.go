@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -215,7 +216,7 @@ func (st *state) holdInput(r journal.Record) {
 // resolved, as the record was before the references were written: the
 // public event of a model call always holds its whole request delta.
 func (e *Engine) expand(id string, r journal.Record) (journal.Record, error) {
-	if r.Kind != api.KindModelCallStarted || len(r.Data) == 0 || !strings.Contains(string(r.Data), `"refs":`) {
+	if r.Kind != api.KindModelCallStarted || len(r.Data) == 0 || !bytes.Contains(r.Data, []byte(`"refs":`)) {
 		return r, nil
 	}
 	var m modelCallStarted
