@@ -440,7 +440,8 @@ func (fs *FileStore) logFailed(err error) error {
 // syncPoint makes every segment file and directory written since the last
 // sync point durable, then records in the marker that every log file so
 // far is no longer needed and deletes them. A failure to make segments
-// durable is sticky: the log files stay (the next open replays them).
+// durable leaves the log files in place and marks the segments for a
+// rewrite from them (see rewriteFromLogs) before the next sync point flushes.
 func (fs *FileStore) syncPoint() error {
 	if fs.syncPointErr != nil {
 		return fs.syncPointErr
@@ -448,10 +449,39 @@ func (fs *FileStore) syncPoint() error {
 	if !fs.logsLive && len(fs.dirty) == 0 {
 		return nil
 	}
-	if err := fs.syncDirty(); err != nil {
-		fs.syncPointErr = fmt.Errorf("journal: sync point: %w", err)
-		return fs.syncPointErr
+	// A failed flush may have dropped dirty pages, which a later flush
+	// would not write: the segments are written again from the live log
+	// files first. A file's writeback error is also reported once to the
+	// next flush of the file that has not seen it, even after its pages
+	// were written again and flushed (by syncfs), so a failure is tried
+	// once more at once, with the rewrite.
+	for attempt := 0; ; attempt++ {
+		var again []rewrite
+		if fs.resync {
+			var err error
+			if again, err = fs.rewriteFromLogs(); err != nil {
+				return fmt.Errorf("journal: sync point: %w", err)
+			}
+		}
+		err := fs.syncDirty()
+		if err == nil {
+			// After a failed flush a reported success is checked: the
+			// frames are read back past the page cache.
+			if err = verifyRewrites(again); err == nil {
+				break
+			}
+		}
+		if !fs.logsLive {
+			// Nothing to write the segments again from.
+			fs.syncPointErr = fmt.Errorf("journal: sync point: %w", err)
+			return fs.syncPointErr
+		}
+		fs.resync = true
+		if attempt == 1 {
+			return fmt.Errorf("journal: sync point: %w", err)
+		}
 	}
+	fs.resync = false
 	if fs.log != nil {
 		fs.log.Close()
 		fs.log = nil
@@ -530,4 +560,117 @@ func (fs *FileStore) syncDirty() error {
 func (fs *FileStore) closeNoSync() {
 	fs.skipCloseSync.Store(true)
 	fs.Close()
+}
+
+// rewriteFromLogs writes the frames of every live log file into their
+// segments again, at their offsets, and marks those segments and their
+// directories dirty: after a failed flush the kernel may have dropped the
+// dirty pages (a later flush then succeeds without writing them), so the
+// segments are made durable from the log, which holds every acknowledged
+// frame since the last sync point. A segment that is gone (its session
+// deleted) or shorter than an entry's end is left alone: the session's
+// reads and appends see it as it is.
+func (fs *FileStore) rewriteFromLogs() ([]rewrite, error) {
+	ldir := fs.logDir()
+	first, err := readSyncPoint(ldir)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(ldir)
+	if err != nil {
+		return nil, fmt.Errorf("journal: rewrite from %s: %w", ldir, err)
+	}
+	var out []rewrite
+	var nums []uint64
+	for _, e := range entries {
+		if n, ok := parseLogName(e.Name()); ok && n >= first && e.Type().IsRegular() {
+			nums = append(nums, n)
+		}
+	}
+	slices.Sort(nums)
+	files := make(map[string]*os.File)
+	defer func() {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
+	for _, n := range nums {
+		path := filepath.Join(ldir, logName(n))
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("journal: rewrite from %s: %w", path, err)
+		}
+		for off := 0; off < len(b); {
+			e, k, err := decodeLogEntry(b[off:], fs.opts.MaxRecordBytes)
+			if err != nil {
+				break // a write cut short or truncated back: never acknowledged
+			}
+			off += k
+			sdir := filepath.Join(fs.dir, e.id)
+			jdir := filepath.Join(sdir, "journal")
+			seg := filepath.Join(jdir, segmentName(e.segFirst))
+			f, seen := files[seg]
+			if !seen {
+				f, err = os.OpenFile(seg, os.O_WRONLY, 0)
+				if errors.Is(err, os.ErrNotExist) {
+					f = nil
+				} else if err != nil {
+					return nil, fmt.Errorf("journal: rewrite %s: %w", seg, err)
+				}
+				files[seg] = f
+			}
+			if f == nil {
+				continue
+			}
+			fi, err := f.Stat()
+			if err != nil {
+				return nil, fmt.Errorf("journal: rewrite %s: %w", seg, err)
+			}
+			if fi.Size() < e.off+int64(len(e.frames)) {
+				continue
+			}
+			if _, err := f.WriteAt(e.frames, e.off); err != nil {
+				return nil, fmt.Errorf("journal: rewrite %s: %w", seg, err)
+			}
+			// fsync, not fdatasync: the inode (block map, size) may have
+			// been lost with the pages, and the write dirtied its times.
+			fs.dirty[seg] = true
+			fs.dirty[jdir] = true
+			fs.dirty[sdir] = true
+			fs.dirty[fs.dir] = true
+			out = append(out, rewrite{path: seg, off: e.off, frames: e.frames})
+		}
+	}
+	return out, nil
+}
+
+// rewrite is a run of frames rewriteFromLogs wrote into a segment.
+type rewrite struct {
+	path   string
+	off    int64
+	frames []byte
+}
+
+// verifyRewrites checks that the device holds every rewritten run. Where
+// the file system cannot read past its cache (no O_DIRECT) the flush's
+// success is trusted.
+func verifyRewrites(runs []rewrite) error {
+	for _, r := range runs {
+		have, err := readDevice(r.path, r.off, len(r.frames))
+		if errors.Is(err, errors.ErrUnsupported) || errors.Is(err, syscall.EINVAL) {
+			return nil
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("journal: read back %s: %w", r.path, err)
+		}
+		if !bytes.Equal(have, r.frames) {
+			return fmt.Errorf("journal: %s at %d: %w: the device does not hold the flushed frames", r.path, r.off, syscall.EIO)
+		}
+	}
+	return nil
 }

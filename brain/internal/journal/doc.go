@@ -107,9 +107,19 @@
 // Deleting a log file is safe because every frame it holds was written to
 // its segment before the log write, and step 1 made those segments (and
 // their directory entries) durable before step 2 retired the file. A
-// failure in step 1 is sticky: no later sync point retires a log file in
-// this process (the pages may have been dropped), so the next open
-// replays them. After a failed log write or fdatasync the writer
+// failure in step 1 retires nothing and does not stick: the failed flush
+// may have dropped dirty pages (a later flush then reports success without
+// writing them), so the next sync point (it is tried once more at once,
+// since a file's writeback error is also reported once to a later flush)
+// first writes every frame of the live log files into its segment again
+// at its offset, flushes every such segment (fsync) and its directories,
+// and reads those frames back past the page cache (O_DIRECT, where the
+// platform has it); only when they match are the log files retired.
+// Until then they stay, and the next open replays them. Where the failed
+// flush cannot be repaired from user space while the file system stays
+// mounted (ext4's dioread_nolock can leave the blocks marked unwritten),
+// the read-back keeps failing and the log files are kept for the next
+// open. After a failed log write or fdatasync the writer
 // truncates the log file back (best effort), moves to a new log file and
 // takes a sync point before the next round logs anything, so the failed
 // file is retired only once the segments, as readers will see them, are

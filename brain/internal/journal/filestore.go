@@ -146,6 +146,7 @@ type FileStore struct {
 	logBuf        []byte
 	needSyncPoint bool // a log write failed: take a sync point before the next commit
 	syncPointErr  error
+	resync        bool // a sync point's flush failed: rewrite the segments from the log first
 	lastSyncPoint time.Time
 	skipCloseSync atomic.Bool
 	// segWriteHook, when set by a test, returns the part of each segment

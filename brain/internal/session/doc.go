@@ -98,4 +98,22 @@
 // the journal tail; it is used only while the journal still ends where it
 // does, and otherwise the session folds from the journal checkpoint and
 // the records after it. The bound is one per engine, not per session.
+//
+// # Large messages
+//
+// A message of 1 KiB or more is journalled once per turn, by the first
+// record that holds it (turn_started's input, a model_call_started's
+// request delta, a model_call_ended's result). A later pure-append delta
+// of the same turn or activation — the context of a model_call_started,
+// or a private transcript_delta — that appends the same message writes a
+// reference in "refs" instead: the position in the appended tail, the
+// record's sequence and the path in it ("input",
+// "context.delta.append.{i}" or "result.message"). The fold resolves
+// references from the messages it saw, or reads the record from the
+// journal when it started after it; a model_call_started is projected
+// with its references resolved and re-encoded, so its public event holds
+// the whole request delta exactly as a copy would. A delta that replaces
+// a tail (public as transcript_replaced) always holds its messages. A
+// 4 MiB message so takes about 4 MiB of segments, plus as much in the
+// commit log until the next sync point.
 package session

@@ -140,7 +140,9 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 		e.mu.Unlock()
 		return api.SessionSummary{}, fmt.Errorf("%w: session %s exists", ErrWrongState, id)
 	}
-	s := &sess{e: e, id: id, st: newState(), activated: true, tools: map[uint64]*toolCall{}, execs: map[uint64]*execution{}, waiters: map[uint64]chan turnResult{}}
+	st := newState()
+	st.lookup = e.journalLookup(id)
+	s := &sess{e: e, id: id, st: st, activated: true, tools: map[uint64]*toolCall{}, execs: map[uint64]*execution{}, waiters: map[uint64]chan turnResult{}}
 	s.refs.Add(1)
 	s.mu.Lock()
 	e.live[id] = s

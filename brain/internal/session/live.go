@@ -197,7 +197,7 @@ func (s *Subscription) Next(ctx context.Context) (Frame, error) {
 		if r := s.held; r != nil {
 			s.held = nil
 			s.delivered = r.Sequence
-			if ev, ok := Project(*r); ok {
+			if ev, ok := s.e.project(s.id, *r); ok {
 				return Frame{Event: &ev}, nil
 			}
 			continue

@@ -46,6 +46,7 @@ func (e *Engine) load(ctx context.Context, id string) (*state, error) {
 			}
 		}
 	}
+	st.lookup = e.journalLookup(id)
 	for st.Next < next {
 		recs, err := e.store.Read(ctx, id, st.last(), 0, 0)
 		if err != nil {

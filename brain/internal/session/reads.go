@@ -99,7 +99,7 @@ func (e *Engine) readEvents(ctx context.Context, id string, after uint64) (api.E
 				return page, nil
 			}
 			cursor = r.Sequence
-			ev, ok := Project(r)
+			ev, ok := e.project(id, r)
 			if !ok {
 				continue
 			}

@@ -38,6 +38,9 @@ type (
 		// Saved is the transcript length before the delta; a delta with
 		// Keep < Saved replaces a tail.
 		Saved int `json:"saved"`
+		// Refs stand for appended messages an earlier record holds
+		// (see messageRef).
+		Refs []messageRef `json:"refs,omitempty"`
 	}
 	kvSet struct {
 		Key   string          `json:"key"`

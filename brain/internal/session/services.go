@@ -179,9 +179,9 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 	started := modelCallStarted{Messages: len(req.Messages), Tools: len(req.Tools)}
 	started.Context.ThroughSequence = s.st.last()
 	if x.loop {
-		started.Context.Delta = delta(s.st.Transcript, req.Messages)
+		started.Context.Delta = s.st.deltaByRef(s.st.Transcript, req.Messages)
 	} else {
-		started.Context.Delta = delta(nil, req.Messages)
+		started.Context.Delta = s.st.deltaByRef(nil, req.Messages)
 		started.Tool = x.seq
 	}
 	seq, err := s.commitLocked(rec(api.KindModelCallStarted, started))
@@ -364,7 +364,7 @@ func (x *execution) SetTranscript(ctx context.Context, messages []api.Message) (
 	s := x.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.deferLocked(rec(api.KindTranscriptDelta, delta(s.st.Transcript, messages)))
+	return s.deferLocked(rec(api.KindTranscriptDelta, s.st.deltaByRef(s.st.Transcript, messages)))
 }
 
 // KVRead answers the stored value and whether key is present.

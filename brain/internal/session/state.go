@@ -94,6 +94,11 @@ type state struct {
 	// messages of the transcript (see heapBytes).
 	heapMsgs     int
 	heapMsgBytes int64
+	// held are the large messages of this activation's model calls since
+	// the last transcript_delta; lookup reads a record the fold did not
+	// see (see messageRef).
+	held   []heldMessage
+	lookup func(uint64) (journal.Record, error)
 }
 
 func newState() *state {
@@ -151,12 +156,15 @@ func (st *state) apply(r journal.Record) error {
 		st.Status = api.StatusFailed
 	case api.KindTurnStarted:
 		st.Status, st.Turn = api.StatusRunning, r.Sequence
+		st.holdInput(r)
 	case api.KindTurnEnded, api.KindTurnFailed:
 		st.Status, st.Turn = api.StatusIdle, 0
+		st.held = nil
 	case api.KindActivationStarted:
 		st.Activation = r.Sequence
 	case api.KindActivationEnded:
 		st.Activation = 0
+		st.held = nil
 		if p.DeliveredThrough > st.Delivered {
 			st.Delivered = p.DeliveredThrough
 		}
@@ -174,6 +182,7 @@ func (st *state) apply(r journal.Record) error {
 		}
 	case api.KindActivationFailed:
 		st.Activation = 0
+		st.held = nil
 	case api.KindSessionEndStarted:
 		st.Status = api.StatusEnding
 	case api.KindSessionEnded:
@@ -186,19 +195,26 @@ func (st *state) apply(r journal.Record) error {
 		if d.Keep > len(st.Transcript) {
 			return fmt.Errorf("session: record %d keeps %d of %d messages: %w", r.Sequence, d.Keep, len(st.Transcript), ErrInvalid)
 		}
+		app, err := st.appended(r.Sequence, d)
+		if err != nil {
+			return err
+		}
 		if d.Keep == len(st.Transcript) {
 			// Appending grows the slice in place (amortised): earlier
 			// holders of the transcript see only their own length, and
 			// loops get it with its capacity clipped (prepare).
-			st.Transcript = append(st.Transcript, d.Append...)
+			st.Transcript = append(st.Transcript, app...)
 		} else {
 			// A rewrite must not change messages someone still holds.
-			st.Transcript = append(st.Transcript[:d.Keep:d.Keep], d.Append...)
+			st.Transcript = append(st.Transcript[:d.Keep:d.Keep], app...)
 		}
 		if d.Keep < st.heapMsgs {
 			st.heapMsgs, st.heapMsgBytes = 0, 0
 		}
 		st.TranscriptSeq = r.Sequence
+		st.held = nil
+	case api.KindModelCallStarted, api.KindModelCallEnded:
+		st.holdMessages(r)
 	case api.KindKVSet:
 		st.KV[p.Key] = p.Value
 	case api.KindKVDelete:

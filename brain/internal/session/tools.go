@@ -48,7 +48,7 @@ func (t *toolCall) noteLocked(r journal.Record) {
 	if t.syncOver() {
 		return
 	}
-	if ev, ok := Project(r); ok {
+	if ev, ok := t.x.s.e.project(t.x.s.id, r); ok {
 		t.events = append(t.events, ev)
 	}
 }

@@ -220,7 +220,7 @@ func (s *sess) prepare(a *activation) (api.TurnInput, agentloop.Func, string, er
 		if err != nil || len(recs) == 0 {
 			continue
 		}
-		if ev, ok := Project(recs[0]); ok {
+		if ev, ok := s.e.project(s.id, recs[0]); ok {
 			in.Events = append(in.Events, ev)
 		}
 	}
