@@ -60,6 +60,7 @@ type DB struct {
 
 	leaseMu sync.Mutex
 	leases  map[string]Lease // live leases this node holds
+	lost    func(id string, epoch int64)
 
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
@@ -127,6 +128,7 @@ func (db *DB) start(ctx context.Context) error {
 	ready := make(chan struct{})
 	db.wg.Go(func() { db.journal.listen(bg, ready) })
 	db.wg.Go(func() { db.keepMembership(bg) })
+	db.wg.Go(func() { db.keepLeases(bg) })
 	db.wg.Go(func() { db.journal.notifier(bg) })
 	db.wg.Go(func() { db.journal.poller(bg) })
 	select {

@@ -93,6 +93,7 @@ type sess struct {
 	client    model.Client
 	creds     map[string]string // environment credentials read from Secrets
 	evicted   bool
+	epoch     int64 // the lease this node runs the session under (Config.Ownership)
 	inflight  int // effects delivered outside the lock (tool cancels)
 	// pending are records folded into st but not yet appended: they ride
 	// on the next append (see deferLocked).
@@ -180,6 +181,19 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 	if !ValidSessionID(id) {
 		return nil, fmt.Errorf("%w: malformed session id %q", ErrInvalid, id)
 	}
+	if e.cfg.Ownership != nil && !write {
+		if s, ok := e.acquireActive(id); ok {
+			return s, nil
+		}
+		return e.readOnly(ctx, id)
+	}
+	var epoch int64
+	if write {
+		var err error
+		if epoch, err = e.own(ctx, id); err != nil {
+			return nil, err
+		}
+	}
 	for {
 		e.mu.Lock()
 		if e.closed && write {
@@ -200,6 +214,14 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 				}
 				continue
 			}
+			if write && s.epoch != epoch {
+				// The lease was lost and taken again: what is in memory
+				// may be stale; recover from the journal.
+				s.dropLocked(errLeaseLost)
+				s.mu.Unlock()
+				s.refs.Add(-1)
+				continue
+			}
 			if write {
 				s.activated = true
 			}
@@ -212,6 +234,7 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 		e.live[id] = s
 		kept := e.released.take(id)
 		e.mu.Unlock()
+		s.epoch = epoch
 		st, err := e.reactivate(ctx, id, kept)
 		if err == nil {
 			s.st = st
@@ -307,6 +330,7 @@ func (s *sess) maybeEvictLocked(expired bool) {
 	e.mu.Unlock()
 	if s.evicted {
 		s.st, s.client = nil, nil
+		s.releaseLeaseLocked()
 	}
 }
 
