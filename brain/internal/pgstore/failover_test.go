@@ -1,0 +1,280 @@
+package pgstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/client"
+	"github.com/jackc/pgx/v5"
+	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
+)
+
+const providerCredential = "pgstore-provider-credential"
+
+// hangProvider is an environment whose executes wait until Brain cancels
+// them (or the test ends); envtest.Provider records every execute it got.
+type hangProvider struct {
+	envsdk.Base
+	*envtest.Provider
+}
+
+func newHangProvider(t *testing.T) *hangProvider {
+	p := &hangProvider{}
+	p.Provider = envtest.NewProvider(t, envsdk.NewHandler(p, &envsdk.Options{Token: providerCredential}))
+	return p
+}
+
+func (p *hangProvider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
+	select {
+	case <-c.Context().Done():
+		return envapi.Receipt{}, context.Cause(c.Context())
+	case <-p.Done():
+		return envsdk.Output("released")
+	}
+}
+
+// freePort answers a loopback address nothing listens on now.
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// clusterNode runs brain serve on the database with a public URL (so that
+// other nodes can forward to it) and a lease of leaseSecs.
+func clusterNode(t *testing.T, dbURL, keyFile string, leaseSecs int) *node {
+	addr := freePort(t)
+	return serveNodeEnv(t, dbURL, keyFile, "BRAIN_LISTEN="+addr, "BRAIN_PUBLIC_URL=http://"+addr,
+		fmt.Sprintf("BRAIN_LEASE_SECS=%d", leaseSecs))
+}
+
+func sealingKey(t *testing.T) string {
+	keyFile := filepath.Join(t.TempDir(), "sealing.key")
+	os.WriteFile(keyFile, []byte(strings.Repeat("5a", 32)), 0o600)
+	return keyFile
+}
+
+// toolSession creates, on n, a session whose scripted model calls the
+// provider's hanging tool "wait" when told, kept in memory between turns.
+func toolSession(t *testing.T, ctx context.Context, n *node, p *hangProvider) *client.Session {
+	ttl := int64(0)
+	s, err := n.client(t).Sessions.Create(ctx, api.CreateSessionRequest{
+		Model:        api.ModelConfig{Provider: "scripted", Name: "m"},
+		IdleTTLMs:    &ttl,
+		Environments: []api.Environment{{Name: "box", Driver: api.DriverHTTP, URL: p.URL, Credential: providerCredential}},
+		Tools: []api.Tool{{Name: "wait", Description: "wait", InputSchema: json.RawMessage(`{"type":"object"}`),
+			Placements: map[string]api.Placement{"box": {Implementation: json.RawMessage(`{}`)}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func waitTurn() string {
+	b, _ := json.Marshal(map[string]any{"tool_calls": []map[string]any{{"name": "wait", "input": map[string]any{}}}})
+	return string(b)
+}
+
+// TestFailoverDuringToolCall kills the node running a session's turn with
+// SIGKILL while its tool call is in flight: a message sent to another node
+// succeeds within the lease time + 2 s; the interrupted turn is failed,
+// the tool call is ambiguous, and the provider got its execute only once.
+func TestFailoverDuringToolCall(t *testing.T) {
+	dbURL, keyFile := pgtest.Database(t), sealingKey(t)
+	const lease = 2
+	a, b := clusterNode(t, dbURL, keyFile, lease), clusterNode(t, dbURL, keyFile, lease)
+	p := newHangProvider(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	s := toolSession(t, ctx, a, p)
+	if _, err := s.Submit(ctx, api.UserInput{Message: waitTurn()}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(p.Received(envapi.RequestExecute, "box")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the tool's execute never reached the provider")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A write to B while A lives is forwarded to A, the owner: its turn is
+	// running, so the message is refused as busy there.
+	if _, err := b.client(t).Sessions.Open(s.ID).Send(ctx, api.UserInput{Message: "while busy"}); !isBusy(err) {
+		t.Fatalf("message to B while A runs the turn = %v, want A's busy refusal", err)
+	}
+	a.cmd.Process.Signal(syscall.SIGKILL)
+	<-a.done
+	killed := time.Now()
+	var err error
+	for {
+		_, err = b.client(t).Sessions.Open(s.ID).Send(ctx, api.UserInput{Message: "after"})
+		if err == nil || time.Since(killed) > (lease+2)*time.Second {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("message to B %v after A died = %v", time.Since(killed), err)
+	}
+	t.Logf("failover: first message on B succeeded %v after SIGKILL (lease %d s)", time.Since(killed), lease)
+	evs := allEvents(t, ctx, b, s.ID)
+	var turnFailed, toolAmbiguous, turnsEnded bool
+	for _, ev := range evs {
+		switch ev.EventType {
+		case api.KindTurnFailed:
+			turnFailed = strings.Contains(string(ev.Data), api.FailureInterrupted)
+		case api.KindToolCallFailed, api.KindToolCallEnded:
+			toolAmbiguous = toolAmbiguous || strings.Contains(string(ev.Data), "ambiguous") || strings.Contains(string(ev.Data), "unknown")
+		case api.KindTurnEnded:
+			turnsEnded = true
+		}
+	}
+	if !turnFailed || !toolAmbiguous || !turnsEnded {
+		t.Errorf("events after failover: turn failed %v, tool ambiguous %v, next turn ended %v:\n%s", turnFailed, toolAmbiguous, turnsEnded, kindsOf(evs))
+	}
+	if n := len(p.Received(envapi.RequestExecute, "box")); n != 1 {
+		t.Errorf("the provider got %d executes, want 1 (never resent)", n)
+	}
+}
+
+func isBusy(err error) bool {
+	var ae *api.ApiError
+	return errors.As(err, &ae) && ae.Code == api.CodeConflict
+}
+
+func allEvents(t *testing.T, ctx context.Context, n *node, id string) []api.Event {
+	var evs []api.Event
+	for ev, err := range n.client(t).Sessions.Open(id).Events(ctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func sqlScan(t *testing.T, url, sql string, dst any, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if err := c.QueryRow(ctx, sql, args...).Scan(dst); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func kindsOf(evs []api.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "%d %s %s\n", e.Sequence, e.EventType, e.Data)
+	}
+	return b.String()
+}
+
+// TestRacingNodesTakeExpiredLease lets the owner of a session die, then
+// sends a message to two other nodes at once: both succeed, one by taking
+// the lease and the other by forwarding to it (a single node ran both
+// turns: no turn failed as busy elsewhere, none ran twice).
+func TestRacingNodesTakeExpiredLease(t *testing.T) {
+	dbURL, keyFile := pgtest.Database(t), sealingKey(t)
+	const lease = 2
+	a, b, c := clusterNode(t, dbURL, keyFile, lease), clusterNode(t, dbURL, keyFile, lease), clusterNode(t, dbURL, keyFile, lease)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ttl := int64(0)
+	s, err := a.client(t).Sessions.Create(ctx, api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"}, IdleTTLMs: &ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, api.UserInput{Message: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	a.cmd.Process.Signal(syscall.SIGKILL)
+	<-a.done
+	time.Sleep((lease + 1) * time.Second)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, n := range []*node{b, c} {
+		wg.Go(func() {
+			// Sequential turns of one session: the second waits for the
+			// first (busy answers are retried), wherever it runs.
+			for {
+				_, errs[i] = n.client(t).Sessions.Open(s.ID).Send(ctx, api.UserInput{Message: fmt.Sprintf("from %d", i)})
+				if !isBusy(errs[i]) {
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("message %d = %v", i, err)
+		}
+	}
+	evs := allEvents(t, ctx, c, s.ID)
+	ended := 0
+	for _, ev := range evs {
+		if ev.EventType == api.KindTurnEnded {
+			ended++
+		}
+	}
+	if ended != 3 {
+		t.Errorf("%d turns ended, want 3:\n%s", ended, kindsOf(evs))
+	}
+	var owners int
+	sqlScan(t, dbURL, `SELECT count(*) FROM brain_leases WHERE session_id = $1 AND expires_at > now()`, &owners, []byte(s.ID))
+	if owners != 1 {
+		t.Errorf("%d live leases on the session, want 1", owners)
+	}
+}
+
+// TestDrainHandsOver stops the owner with SIGTERM: its lease is released,
+// so another node serves the session's next message at once, without
+// waiting for the lease to expire.
+func TestDrainHandsOver(t *testing.T) {
+	dbURL, keyFile := pgtest.Database(t), sealingKey(t)
+	const lease = 30
+	a, b := clusterNode(t, dbURL, keyFile, lease), clusterNode(t, dbURL, keyFile, lease)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ttl := int64(0)
+	s, err := a.client(t).Sessions.Create(ctx, api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"}, IdleTTLMs: &ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, api.UserInput{Message: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	<-a.done
+	stopped := time.Now()
+	if _, err := b.client(t).Sessions.Open(s.ID).Send(ctx, api.UserInput{Message: "two"}); err != nil {
+		t.Fatalf("message to B after A drained = %v", err)
+	}
+	if d := time.Since(stopped); d > lease*time.Second/2 {
+		t.Errorf("B served the session %v after A drained; the lease (%d s) was not released", d, lease)
+	}
+}
