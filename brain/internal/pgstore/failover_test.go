@@ -3,9 +3,9 @@ package pgstore_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,11 +16,11 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/client"
-	"github.com/jackc/pgx/v5"
 	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
+	"github.com/jackc/pgx/v5"
 )
 
 const providerCredential = "pgstore-provider-credential"

@@ -94,7 +94,7 @@ type sess struct {
 	creds     map[string]string // environment credentials read from Secrets
 	evicted   bool
 	epoch     int64 // the lease this node runs the session under (Config.Ownership)
-	inflight  int // effects delivered outside the lock (tool cancels)
+	inflight  int   // effects delivered outside the lock (tool cancels)
 	// pending are records folded into st but not yet appended: they ride
 	// on the next append (see deferLocked).
 	pending []journal.Record
