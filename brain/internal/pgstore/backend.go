@@ -46,7 +46,7 @@ func openBackend(ctx context.Context, opts backend.Options) (*backend.Backend, e
 	if err != nil {
 		return nil, err
 	}
-	db, err := Open(ctx, Options{URL: opts.DatabaseURL, SealingKey: key, PublicURL: opts.PublicURL, LeaseDuration: opts.Lease, Fenced: true})
+	db, err := Open(ctx, Options{URL: opts.DatabaseURL, SealingKey: key, PublicURL: opts.PublicURL, LeaseDuration: opts.Lease, Fenced: true, KeepLeases: true})
 	if err != nil {
 		return nil, err
 	}

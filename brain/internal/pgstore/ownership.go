@@ -27,19 +27,31 @@ func (db *DB) Own(ctx context.Context, id string) (int64, error) {
 	return l.Epoch, nil
 }
 
-// Release implements session.Ownership: the lease of epoch is released at
-// once (the session passivated). A failure is harmless: the lease
-// expires.
+// Held implements session.Ownership.
+func (db *DB) Held(id string) (int64, bool) {
+	l, ok := db.heldLease(id)
+	return l.Epoch, ok
+}
+
+// Release implements session.Ownership: the lease of epoch is forgotten
+// at once (the session passivated: no append may use it any more) and
+// released in the database in the background. A failure there is
+// harmless: the lease expires, and this node may take it again at once.
 func (db *DB) Release(id string, epoch int64) {
 	db.leaseMu.Lock()
 	l, ok := db.leases[id]
+	if ok && l.Epoch == epoch {
+		delete(db.leases, id)
+	}
 	db.leaseMu.Unlock()
 	if !ok || l.Epoch != epoch {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), db.opts.OpTimeout)
-	defer cancel()
-	_ = db.ReleaseLease(ctx, l)
+	db.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), db.opts.OpTimeout)
+		defer cancel()
+		_ = db.ReleaseLease(ctx, l)
+	})
 }
 
 // OnLeaseLost sets the function told when a lease this node holds could

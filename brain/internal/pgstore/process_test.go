@@ -24,7 +24,7 @@ var (
 )
 
 // brainBinary builds brain once per test binary.
-func brainBinary(t *testing.T) string {
+func brainBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "pgstore-brain-")
@@ -58,7 +58,7 @@ func serveNode(t *testing.T, dbURL, keyFile string) *node {
 
 // serveNodeEnv runs one brain serve process on the database with the
 // extra environment env.
-func serveNodeEnv(t *testing.T, dbURL, keyFile string, env ...string) *node {
+func serveNodeEnv(t testing.TB, dbURL, keyFile string, env ...string) *node {
 	t.Helper()
 	cmd := exec.Command(brainBinary(t), "serve")
 	cmd.Env = append(os.Environ(), "BRAIN_DATA_DIR="+filepath.Join(t.TempDir(), "data"),
@@ -95,7 +95,7 @@ func serveNodeEnv(t *testing.T, dbURL, keyFile string, env ...string) *node {
 	return n
 }
 
-func (n *node) client(t *testing.T) *client.Client {
+func (n *node) client(t testing.TB) *client.Client {
 	c, err := client.New(n.url, &client.Options{Token: "tok"})
 	if err != nil {
 		t.Fatal(err)

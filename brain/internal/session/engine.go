@@ -187,14 +187,14 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 		}
 		return e.readOnly(ctx, id)
 	}
-	var epoch int64
-	if write {
-		var err error
-		if epoch, err = e.own(ctx, id); err != nil {
-			return nil, err
-		}
-	}
 	for {
+		var epoch int64
+		if write {
+			var err error
+			if epoch, err = e.own(ctx, id); err != nil {
+				return nil, err
+			}
+		}
 		e.mu.Lock()
 		if e.closed && write {
 			e.mu.Unlock()
@@ -227,6 +227,11 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 			}
 			s.mu.Unlock()
 			return s, nil
+		}
+		if write && !e.holds(id, epoch) {
+			// Released by a passivation since it was confirmed.
+			e.mu.Unlock()
+			continue
 		}
 		s = &sess{e: e, id: id, tools: map[uint64]*toolCall{}, execs: map[uint64]*execution{}, waiters: map[uint64]chan turnResult{}}
 		s.refs.Add(1)
@@ -322,6 +327,9 @@ func (s *sess) maybeEvictLocked(expired bool) {
 	if e.live[s.id] == s && s.refs.Load() == 0 {
 		delete(e.live, s.id)
 		s.evicted = true
+		// Under e.mu, so that an acquire creating the session anew
+		// finds the lease gone and takes another.
+		s.releaseLeaseLocked()
 		if s.st != nil {
 			s.st.ckptThrough = s.ckptAt
 			e.released.put(s.id, s.st, size)
@@ -330,7 +338,6 @@ func (s *sess) maybeEvictLocked(expired bool) {
 	e.mu.Unlock()
 	if s.evicted {
 		s.st, s.client = nil, nil
-		s.releaseLeaseLocked()
 	}
 }
 

@@ -19,7 +19,22 @@ var ErrOwnedElsewhere = errors.New("session: owned by another node")
 // every append on the lease, so a node that lost it never commits.
 type Ownership interface {
 	Own(ctx context.Context, id string) (epoch int64, err error)
+	// Held answers the epoch of the live lease this node holds on id
+	// without asking the database.
+	Held(id string) (epoch int64, ok bool)
+	// Release must forget the lease at once (it may give it back to
+	// the database later): it is called under the engine's lock.
 	Release(id string, epoch int64)
+}
+
+// holds reports whether this node still holds the lease of epoch on id
+// (always, without Ownership).
+func (e *Engine) holds(id string, epoch int64) bool {
+	if e.cfg.Ownership == nil {
+		return true
+	}
+	ep, ok := e.cfg.Ownership.Held(id)
+	return ok && ep == epoch
 }
 
 // own takes or confirms this node's lease on id before a write; without
@@ -35,7 +50,7 @@ func (e *Engine) own(ctx context.Context, id string) (int64, error) {
 	return epoch, nil
 }
 
-// releaseLease gives up the lease of an evicted session.
+// releaseLeaseLocked gives up the lease of an evicted session.
 func (s *sess) releaseLeaseLocked() {
 	if s.e.cfg.Ownership != nil && s.epoch != 0 {
 		s.e.cfg.Ownership.Release(s.id, s.epoch)
