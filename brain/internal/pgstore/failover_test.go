@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ const providerCredential = "pgstore-provider-credential"
 type hangProvider struct {
 	envsdk.Base
 	*envtest.Provider
+	stopped atomic.Int32 // executes whose context Brain ended
 }
 
 func newHangProvider(t *testing.T) *hangProvider {
@@ -41,6 +43,7 @@ func newHangProvider(t *testing.T) *hangProvider {
 func (p *hangProvider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
 	select {
 	case <-c.Context().Done():
+		p.stopped.Add(1)
 		return envapi.Receipt{}, context.Cause(c.Context())
 	case <-p.Done():
 		return envsdk.Output("released")
@@ -317,4 +320,47 @@ func BenchmarkFailover(b *testing.B) {
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "failover-ms")
 	b.ReportMetric(lease*1000, "lease-ms")
+}
+
+// TestLostLeaseStopsActivation takes the lease of a session away from the
+// node running its turn (another node's epoch, written in the database):
+// at its next renewal the node stops the turn at once (the tool's execute
+// is cancelled), and commits nothing more for the session.
+func TestLostLeaseStopsActivation(t *testing.T) {
+	dbURL, keyFile := pgtest.Database(t), sealingKey(t)
+	const lease = 3
+	a := clusterNode(t, dbURL, keyFile, lease)
+	p := newHangProvider(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s := toolSession(t, ctx, a, p)
+	if _, err := s.Submit(ctx, api.UserInput{Message: waitTurn()}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(p.Received(envapi.RequestExecute, "box")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the tool's execute never reached the provider")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	var before int64
+	sqlScan(t, dbURL, `SELECT next_seq FROM brain_sessions WHERE session_id = $1`, &before, []byte(s.ID))
+	sqlExec(t, dbURL, `WITH l AS (UPDATE brain_leases SET node_id = 'elsewhere', epoch = epoch + 1, expires_at = now() + interval '1 hour'
+		WHERE session_id = $1 RETURNING epoch) UPDATE brain_sessions SET epoch = (SELECT epoch FROM l) WHERE session_id = $1`, []byte(s.ID))
+	stolen := time.Now()
+	for p.stopped.Load() == 0 {
+		if time.Since(stolen) > lease*time.Second {
+			t.Fatalf("the turn's tool was not stopped %v after the lease was lost", time.Since(stolen))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("tool stopped %v after the lease was taken away (lease %d s)", time.Since(stolen), lease)
+	time.Sleep(time.Second)
+	var after int64
+	sqlScan(t, dbURL, `SELECT next_seq FROM brain_sessions WHERE session_id = $1`, &after, []byte(s.ID))
+	if after != before {
+		t.Errorf("the node committed %d records after losing the lease", after-before)
+	}
 }
