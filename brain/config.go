@@ -103,6 +103,10 @@ type Storage struct {
 	// SealingKeyFile is the key file every node sharing a database uses
 	// (required with DatabaseURL): 64 hex digits or 32+ raw bytes.
 	SealingKeyFile string `env:"BRAIN_SEALING_KEY_FILE"`
+	// Lease is how long a node's lease on a session's activations lasts
+	// unless renewed (database backends; 0 selects 10 s): after a node
+	// dies, another takes its sessions over after at most this long.
+	Lease time.Duration `validate:"gte=0" env:"BRAIN_LEASE_SECS"`
 }
 
 // Limits bound every turn. A zero field selects the server default

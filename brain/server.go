@@ -86,6 +86,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		DatabaseURL:    cfg.Storage.DatabaseURL,
 		SealingKeyFile: cfg.Storage.SealingKeyFile,
 		PublicURL:      cfg.PublicURL,
+		Lease:          cfg.Storage.Lease,
 		Journal: journal.Options{
 			MaxQueueBytes:        cfg.MaxJournalQueueBytes,
 			MaxSessionQueueBytes: cfg.MaxSessionQueueBytes,
@@ -149,8 +150,12 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Loops:        s.loops.Resolve,
 		Limits:       cfg.Limits.engine(),
 		IdleTTL:      idle,
+		Ownership:    s.store.Ownership,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
+	}
+	if s.store.OnLeaseLost != nil {
+		s.store.OnLeaseLost(s.engine.Lost)
 	}
 	// The requests log opens after the engine: unanswered async
 	// submissions are settled from the journal before anything is served.
@@ -200,6 +205,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Models:          modelList,
 		Metrics:         metricsRoute,
 		Observer:        s.metrics,
+		Route:           s.store.Route,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}

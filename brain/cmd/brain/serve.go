@@ -49,6 +49,7 @@ flags:
 type serveFlags struct {
 	listen, dataDir, token, publicURL, logLevel string
 	databaseURL, sealingKeyFile                 string
+	leaseSecs                                   int64
 	noAuth                                      bool
 	maxModelCalls, maxLiveBacklog               int
 	maxTurnSecs, maxToolSecs, idleTTLSecs       int64
@@ -106,6 +107,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	str(&f.publicURL, "public-url", "BRAIN_PUBLIC_URL", "", "base URL of callbacks and reporters (default http://<listen address>)")
 	str(&f.databaseURL, "database-url", "BRAIN_DATABASE_URL", "", "postgres:// URL of the database the nodes of a cluster share (default: the data directory)")
 	str(&f.sealingKeyFile, "sealing-key-file", "BRAIN_SEALING_KEY_FILE", "", "key file all nodes sharing the database use (required with --database-url)")
+	i64(&f.leaseSecs, "lease-secs", "BRAIN_LEASE_SECS", 10, "with --database-url: seconds a node's lease on a session lasts unless renewed, at least 1")
 	str(&f.logLevel, "log-level", "BRAIN_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	noAuth, _ := env("BRAIN_NO_AUTH")
 	fs.BoolVar(&f.noAuth, "no-auth", noAuth == "1" || noAuth == "true", "serve without authentication, loopback only (BRAIN_NO_AUTH=1)")
@@ -246,7 +248,7 @@ var afterClaim func(scope, key string)
 func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 	cfg := brain.Config{
 		DataDir:              f.dataDir,
-		Storage:              brain.Storage{DatabaseURL: f.databaseURL, SealingKeyFile: f.sealingKeyFile},
+		Storage:              brain.Storage{DatabaseURL: f.databaseURL, SealingKeyFile: f.sealingKeyFile, Lease: time.Duration(f.leaseSecs) * time.Second},
 		PublicURL:            publicURL,
 		Token:                f.token,
 		Logger:               log,

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/journal"
@@ -29,6 +30,9 @@ type Options struct {
 	SealingKeyFile string
 	// PublicURL is this node's public URL, if known.
 	PublicURL string
+	// Lease is the length of a database backend's session leases (0: the
+	// backend's default).
+	Lease time.Duration
 	// Journal bounds the journal writer's queues and open files.
 	Journal journal.Options
 	// Logger receives the backend's logs.
@@ -54,6 +58,15 @@ type Backend struct {
 	// Close releases what the backend holds; it is called after the
 	// engine and the idempotency store are closed.
 	Close func() error
+
+	// The cluster (nil for the file backend). Ownership grants this
+	// node sessions' leases; OnLeaseLost registers the engine's stop of
+	// a session whose lease was lost; Route answers the public URL of the
+	// live node a session's writes belong to, "" when this node serves
+	// them.
+	Ownership   session.Ownership
+	OnLeaseLost func(lost func(id string, epoch int64))
+	Route       func(ctx context.Context, id string) (string, error)
 }
 
 // Opener opens a backend.

@@ -83,7 +83,7 @@ func ErrorOf(err error) *Error {
 		return errKey
 	case errors.Is(err, session.ErrUnavailable), errors.Is(err, idem.ErrWrite), errors.Is(err, journal.ErrWrite):
 		return errStorage
-	case errors.Is(err, journal.ErrOverloaded), errors.Is(err, idem.ErrClosed), errors.Is(err, session.ErrClosed):
+	case errors.Is(err, journal.ErrOverloaded), errors.Is(err, idem.ErrClosed), errors.Is(err, session.ErrClosed), errors.Is(err, session.ErrOwnedElsewhere):
 		return newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the server is overloaded or shutting down; retry later")
 	case errors.Is(err, journal.ErrDamaged):
 		var de *journal.DamagedError

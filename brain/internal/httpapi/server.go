@@ -90,6 +90,10 @@ type Options struct {
 	// Observer, if set, is told of requests, event streams and replayed
 	// idempotent answers (for metrics).
 	Observer Observer
+	// Route, when set (a cluster), answers the public URL of the live
+	// node that owns a session's writes, "" when this node serves them;
+	// writes to a session owned elsewhere are forwarded there.
+	Route func(ctx context.Context, id string) (string, error)
 }
 
 // Observer is told what the server does; its methods must not block.
@@ -256,7 +260,9 @@ func (s *Server) handleOpen(pattern string, h http.Handler) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
-	s.mux.ServeHTTP(sw, r)
+	if !s.forward(sw, r) {
+		s.mux.ServeHTTP(sw, r)
+	}
 	s.observer().Request(r.Pattern, sw.status, time.Since(start))
 	if sw.status >= 500 && sw.status != http.StatusServiceUnavailable {
 		args := []any{"method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds()}

@@ -46,7 +46,7 @@ func openBackend(ctx context.Context, opts backend.Options) (*backend.Backend, e
 	if err != nil {
 		return nil, err
 	}
-	db, err := Open(ctx, Options{URL: opts.DatabaseURL, SealingKey: key, PublicURL: opts.PublicURL})
+	db, err := Open(ctx, Options{URL: opts.DatabaseURL, SealingKey: key, PublicURL: opts.PublicURL, LeaseDuration: opts.Lease, Fenced: true, KeepLeases: true})
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,10 @@ func openBackend(ctx context.Context, opts backend.Options) (*backend.Backend, e
 		OpenRequests: func(o *idem.Options) (idem.Requests, error) {
 			return db.Requests(o), nil
 		},
-		Ready: db.Ping,
-		Close: db.Close,
+		Ready:       db.Ping,
+		Close:       db.Close,
+		Ownership:   db,
+		OnLeaseLost: db.OnLeaseLost,
+		Route:       db.Route,
 	}, nil
 }

@@ -42,6 +42,10 @@ type Options struct {
 	// node on the session (see AcquireLease); an append without one fails
 	// with ErrNotOwner before reaching the database.
 	Fenced bool
+	// KeepLeases renews every lease this node holds each third of
+	// LeaseDuration, and reports one it could not renew in time to the
+	// function set by OnLeaseLost.
+	KeepLeases bool
 	// OpTimeout bounds every database operation (default
 	// DefaultOpTimeout); an append that times out is ErrOutcomeUnknown.
 	OpTimeout time.Duration
@@ -60,6 +64,7 @@ type DB struct {
 
 	leaseMu sync.Mutex
 	leases  map[string]Lease // live leases this node holds
+	lost    func(id string, epoch int64)
 
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
@@ -127,6 +132,9 @@ func (db *DB) start(ctx context.Context) error {
 	ready := make(chan struct{})
 	db.wg.Go(func() { db.journal.listen(bg, ready) })
 	db.wg.Go(func() { db.keepMembership(bg) })
+	if db.opts.KeepLeases {
+		db.wg.Go(func() { db.keepLeases(bg) })
+	}
 	db.wg.Go(func() { db.journal.notifier(bg) })
 	db.wg.Go(func() { db.journal.poller(bg) })
 	select {

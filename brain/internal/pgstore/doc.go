@@ -96,7 +96,18 @@
 // live and unchanged; a node that cannot renew must stop the session at
 // once (the local deadline, measured from before the request was sent,
 // never outlasts the row's expires_at). ReleaseLease expires it at once
-// for a graceful drain. Times are the database's clock. Each node renews
+// for a graceful drain. Times are the database's clock.
+//
+// DB is the session engine's session.Ownership: Own answers the held
+// lease or takes one, Release forgets a passivated session's lease at
+// once and gives it back in the background. With Options.KeepLeases
+// (the backend of brain.New sets it) every held lease is renewed each
+// third of the lease length, and one that the database refused to renew,
+// or that ran out locally while renewals failed, is reported to the
+// OnLeaseLost function (the engine's Lost, which stops the session at
+// once). Route tells the HTTP layer where a session's write belongs: ""
+// when this node holds the lease or just took it (the owner's had
+// expired), else the live owner's public URL, to forward to. Each node renews
 // its brain_nodes row every third of the lease length; a row past
 // expires_at is a dead node.
 //

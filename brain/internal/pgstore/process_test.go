@@ -24,7 +24,7 @@ var (
 )
 
 // brainBinary builds brain once per test binary.
-func brainBinary(t *testing.T) string {
+func brainBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "pgstore-brain-")
@@ -53,10 +53,17 @@ type node struct {
 
 // serveNode runs one brain serve process on the database.
 func serveNode(t *testing.T, dbURL, keyFile string) *node {
+	return serveNodeEnv(t, dbURL, keyFile, "BRAIN_LISTEN=127.0.0.1:0")
+}
+
+// serveNodeEnv runs one brain serve process on the database with the
+// extra environment env.
+func serveNodeEnv(t testing.TB, dbURL, keyFile string, env ...string) *node {
 	t.Helper()
 	cmd := exec.Command(brainBinary(t), "serve")
-	cmd.Env = append(os.Environ(), "BRAIN_LISTEN=127.0.0.1:0", "BRAIN_DATA_DIR="+filepath.Join(t.TempDir(), "data"),
+	cmd.Env = append(os.Environ(), "BRAIN_DATA_DIR="+filepath.Join(t.TempDir(), "data"),
 		"BRAIN_API_TOKEN=tok", "BRAIN_LOG_LEVEL=warn", "BRAIN_DATABASE_URL="+dbURL, "BRAIN_SEALING_KEY_FILE="+keyFile)
+	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +95,7 @@ func serveNode(t *testing.T, dbURL, keyFile string) *node {
 	return n
 }
 
-func (n *node) client(t *testing.T) *client.Client {
+func (n *node) client(t testing.TB) *client.Client {
 	c, err := client.New(n.url, &client.Options{Token: "tok"})
 	if err != nil {
 		t.Fatal(err)

@@ -65,4 +65,9 @@ type Config struct {
 	ReleasedBytes int64
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Ownership, when set (a cluster's database backend), must grant this
+	// node the session's lease before anything of it runs or is
+	// committed here; reads of a session not active here are folded from
+	// the journal without recovering it.
+	Ownership Ownership
 }

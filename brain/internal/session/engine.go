@@ -93,7 +93,8 @@ type sess struct {
 	client    model.Client
 	creds     map[string]string // environment credentials read from Secrets
 	evicted   bool
-	inflight  int // effects delivered outside the lock (tool cancels)
+	epoch     int64 // the lease this node runs the session under (Config.Ownership)
+	inflight  int   // effects delivered outside the lock (tool cancels)
 	// pending are records folded into st but not yet appended: they ride
 	// on the next append (see deferLocked).
 	pending []journal.Record
@@ -180,7 +181,20 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 	if !ValidSessionID(id) {
 		return nil, fmt.Errorf("%w: malformed session id %q", ErrInvalid, id)
 	}
+	if e.cfg.Ownership != nil && !write {
+		if s, ok := e.acquireActive(id); ok {
+			return s, nil
+		}
+		return e.readOnly(ctx, id)
+	}
 	for {
+		var epoch int64
+		if write {
+			var err error
+			if epoch, err = e.own(ctx, id); err != nil {
+				return nil, err
+			}
+		}
 		e.mu.Lock()
 		if e.closed && write {
 			e.mu.Unlock()
@@ -200,11 +214,24 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 				}
 				continue
 			}
+			if write && s.epoch != epoch {
+				// The lease was lost and taken again: what is in memory
+				// may be stale; recover from the journal.
+				s.dropLocked(errLeaseLost)
+				s.mu.Unlock()
+				s.refs.Add(-1)
+				continue
+			}
 			if write {
 				s.activated = true
 			}
 			s.mu.Unlock()
 			return s, nil
+		}
+		if write && !e.holds(id, epoch) {
+			// Released by a passivation since it was confirmed.
+			e.mu.Unlock()
+			continue
 		}
 		s = &sess{e: e, id: id, tools: map[uint64]*toolCall{}, execs: map[uint64]*execution{}, waiters: map[uint64]chan turnResult{}}
 		s.refs.Add(1)
@@ -212,6 +239,7 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 		e.live[id] = s
 		kept := e.released.take(id)
 		e.mu.Unlock()
+		s.epoch = epoch
 		st, err := e.reactivate(ctx, id, kept)
 		if err == nil {
 			s.st = st
@@ -299,6 +327,9 @@ func (s *sess) maybeEvictLocked(expired bool) {
 	if e.live[s.id] == s && s.refs.Load() == 0 {
 		delete(e.live, s.id)
 		s.evicted = true
+		// Under e.mu, so that an acquire creating the session anew
+		// finds the lease gone and takes another.
+		s.releaseLeaseLocked()
 		if s.st != nil {
 			s.st.ckptThrough = s.ckptAt
 			e.released.put(s.id, s.st, size)

@@ -131,6 +131,10 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 	if !ValidSessionID(id) {
 		return api.SessionSummary{}, fmt.Errorf("%w: malformed session id %q", ErrInvalid, id)
 	}
+	epoch, err := e.own(ctx, id)
+	if err != nil {
+		return api.SessionSummary{}, err
+	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -142,7 +146,7 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 	}
 	st := newState()
 	st.lookup = e.journalLookup(id)
-	s := &sess{e: e, id: id, st: st, activated: true, tools: map[uint64]*toolCall{}, execs: map[uint64]*execution{}, waiters: map[uint64]chan turnResult{}}
+	s := &sess{e: e, id: id, epoch: epoch, st: st, activated: true, tools: map[uint64]*toolCall{}, execs: map[uint64]*execution{}, waiters: map[uint64]chan turnResult{}}
 	s.refs.Add(1)
 	s.mu.Lock()
 	e.live[id] = s

@@ -94,15 +94,18 @@ func (e *Engine) readEvents(ctx context.Context, id string, after uint64) (api.E
 			break
 		}
 		for _, r := range recs {
-			size := len(r.Data) + len(r.Origin) + len(r.Kind) + 32
+			// The bound is on the events as served: a record that refers
+			// to an earlier one's bytes is measured expanded.
+			ev, ok := e.project(id, r)
+			if !ok {
+				cursor = r.Sequence
+				continue
+			}
+			size := len(ev.Data) + len(r.Origin) + len(r.Kind) + 32
 			if len(page.Events) > 0 && bytes+size > api.MaxPageBytes {
 				return page, nil
 			}
 			cursor = r.Sequence
-			ev, ok := e.project(id, r)
-			if !ok {
-				continue
-			}
 			bytes += size
 			page.Events = append(page.Events, ev)
 			page.NextCursor = ev.Sequence

@@ -1,0 +1,77 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/session"
+)
+
+// forwardedHeader marks a request one node forwarded to another: the
+// receiver serves it itself (a second hop would only chase a lease that
+// moved again).
+const forwardedHeader = "Brain-Forwarded"
+
+// sessionWrite answers the session id of a write to one session (a POST or
+// DELETE under /v1/sessions/{id}), "" for anything else.
+func sessionWrite(r *http.Request) string {
+	if r.Method != http.MethodPost && r.Method != http.MethodDelete {
+		return ""
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/sessions/")
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	if !session.ValidSessionID(id) {
+		return ""
+	}
+	return id
+}
+
+// forward sends a write to the node whose live lease owns its session,
+// unchanged (method, path, query, body, Idempotency-Key and authorization
+// headers), and relays the answer; it answers false when this node serves
+// the request itself: it holds the session's lease or has just taken it
+// because the owner's lease had expired.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
+	if s.opts.Route == nil || r.Header.Get(forwardedHeader) != "" {
+		return false
+	}
+	id := sessionWrite(r)
+	if id == "" {
+		return false
+	}
+	owner, err := s.opts.Route(r.Context(), id)
+	if err != nil {
+		closeUnread(w, r)
+		WriteError(w, newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the storage backend is unavailable; retry later"))
+		return true
+	}
+	if owner == "" {
+		return false
+	}
+	target, err := url.Parse(owner)
+	if err != nil || target.Host == "" {
+		closeUnread(w, r)
+		WriteError(w, newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the session's node has no usable public URL; retry later"))
+		return true
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host
+			pr.Out.Header.Set(forwardedHeader, "1")
+		},
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.log.Warn("forward to the session's node failed", "session", id, "err", err)
+			WriteError(w, newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the session's node did not answer; retry later"))
+		},
+	}
+	proxy.ServeHTTP(w, r)
+	return true
+}

@@ -1,0 +1,142 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/internal/session"
+)
+
+// Own implements session.Ownership: it answers the epoch of this node's
+// live lease on id, or takes the lease (epoch + 1) when it is free,
+// expired or released. Another node's live lease answers an error wrapping
+// both ErrLeaseHeld and session.ErrOwnedElsewhere.
+func (db *DB) Own(ctx context.Context, id string) (int64, error) {
+	if l, ok := db.heldLease(id); ok {
+		return l.Epoch, nil
+	}
+	l, err := db.AcquireLease(ctx, id)
+	if errors.Is(err, ErrLeaseHeld) {
+		return 0, fmt.Errorf("%w: %w", session.ErrOwnedElsewhere, err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return l.Epoch, nil
+}
+
+// Held implements session.Ownership.
+func (db *DB) Held(id string) (int64, bool) {
+	l, ok := db.heldLease(id)
+	return l.Epoch, ok
+}
+
+// Release implements session.Ownership: the lease of epoch is forgotten
+// at once (the session passivated: no append may use it any more) and
+// released in the database in the background. A failure there is
+// harmless: the lease expires, and this node may take it again at once.
+func (db *DB) Release(id string, epoch int64) {
+	db.leaseMu.Lock()
+	l, ok := db.leases[id]
+	if ok && l.Epoch == epoch {
+		delete(db.leases, id)
+	}
+	db.leaseMu.Unlock()
+	if !ok || l.Epoch != epoch {
+		return
+	}
+	db.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), db.opts.OpTimeout)
+		defer cancel()
+		_ = db.ReleaseLease(ctx, l)
+	})
+}
+
+// OnLeaseLost sets the function told when a lease this node holds could
+// not be renewed before its local deadline (or was taken by another
+// node): the session's activations must stop at once.
+func (db *DB) OnLeaseLost(lost func(id string, epoch int64)) {
+	db.leaseMu.Lock()
+	db.lost = lost
+	db.leaseMu.Unlock()
+}
+
+// keepLeases renews every held lease each third of the lease length. A
+// lease that the database refused to renew, or whose local deadline
+// passed while renewals failed, is forgotten and reported lost.
+func (db *DB) keepLeases(ctx context.Context) {
+	t := time.NewTicker(db.opts.LeaseDuration / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		db.leaseMu.Lock()
+		held := make([]Lease, 0, len(db.leases))
+		for _, l := range db.leases {
+			held = append(held, l)
+		}
+		db.leaseMu.Unlock()
+		for _, l := range held {
+			if ctx.Err() != nil {
+				return
+			}
+			_, err := db.RenewLease(ctx, l)
+			switch {
+			case errors.Is(err, ErrNotOwner):
+				db.reportLost(l)
+			case err != nil && time.Now().After(l.Deadline):
+				db.forget(l)
+				db.reportLost(l)
+			}
+		}
+	}
+}
+
+func (db *DB) reportLost(l Lease) {
+	db.leaseMu.Lock()
+	lost := db.lost
+	db.leaseMu.Unlock()
+	if lost != nil {
+		lost(l.Session, l.Epoch)
+	}
+}
+
+// Route answers where a write to session id belongs: "" when this node
+// serves it (it holds the lease, or took it because the lease was free or
+// expired), else the public URL of the live node that holds it. Of nodes
+// racing for one expired lease one takes it and the others are routed to
+// it.
+func (db *DB) Route(ctx context.Context, id string) (string, error) {
+	if _, ok := db.heldLease(id); ok {
+		return "", nil
+	}
+	for range 3 {
+		o, err := db.LeaseOwner(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		if o.Live && o.NodeID != db.opts.NodeID && o.PublicURL != "" {
+			return o.PublicURL, nil
+		}
+		epoch, err := db.Own(ctx, id)
+		if err == nil {
+			// A lease taken for a session that does not exist would be
+			// renewed for nothing: give it back (the engine answers
+			// not found).
+			if next, nerr := db.journal.Next(ctx, id); nerr == nil && next <= 1 {
+				db.Release(id, epoch)
+			}
+			return "", nil
+		}
+		if !errors.Is(err, ErrLeaseHeld) {
+			return "", err
+		}
+		// Taken by another node since the lookup: route to it.
+	}
+	return "", fmt.Errorf("pgstore: route session %s: %w", id, ErrUnavailable)
+}
