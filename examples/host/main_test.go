@@ -7,20 +7,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/braintest"
 )
 
 const brainToken = "example-operator-token"
 
-// TestAgainstBrainServe runs the host program against "brain serve": both
+// TestAgainstBrainServe runs the host program against a Brain embedded
+// in the test (brain.New, as "brain serve" assembles it): both
 // tools run in this process and their results reach the transcript; a
 // countdown longer than the tool deadline is stopped by its context and
 // recorded as a timeout.
 func TestAgainstBrainServe(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs brain serve")
+		t.Skip("runs a whole Brain over loopback")
 	}
-	url := braintest.Serve(t, t.TempDir(), brainToken, "--max-tool-secs", "3")
+	url := braintest.Start(t, braintest.Options{Token: brainToken, Edit: func(c *brain.Config) {
+		c.Limits.MaxTool = 3 * time.Second
+	}}).URL
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 

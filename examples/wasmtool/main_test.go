@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/agentlooptest"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/braintest"
@@ -19,21 +20,23 @@ import (
 
 const brainToken = "wasmtool-example-token"
 
-// TestToolOnBrain builds this program to Wasm, admits it into "brain
-// serve" (built here) and has a session call it on the built-in brain
+// TestToolOnBrain builds this program to Wasm, admits it into a Brain
+// embedded in the test (brain.New) and has a session call it on the built-in brain
 // environment with a workspace grant: the counts come back as the tool
 // result, the .count file lands in the workspace, and the progress event
 // has the tool as its origin.
 func TestToolOnBrain(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs brain serve")
+		t.Skip("builds a Wasm module and runs a whole Brain over loopback")
 	}
 	module := agentlooptest.Build(t, ".")
 	docs := t.TempDir()
 	if err := os.WriteFile(filepath.Join(docs, "poem.txt"), []byte("two roads\ndiverged in a wood\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	url := braintest.Serve(t, t.TempDir(), brainToken, "--env-filesystem-allow", docs)
+	url := braintest.Start(t, braintest.Options{Token: brainToken, Edit: func(c *brain.Config) {
+		c.Agentloops.FilesystemAllow = []string{docs}
+	}}).URL
 	n := 0
 	do := func(method, p, ctype string, body []byte, out any) {
 		t.Helper()
