@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -49,6 +50,25 @@ func closeUnread(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
+}
+
+// Bounds of drainAndClose.
+const (
+	drainBytes   = 1 << 20
+	drainTimeout = time.Second
+)
+
+// drainAndClose closes the connection after the answer to an oversized
+// body, first reading and discarding up to drainBytes of what the client
+// is still sending, for at most drainTimeout: closing a socket with unread
+// data resets the connection, and the client, still writing, would lose
+// the 413 it is owed. A body beyond the bound is not waited for.
+func drainAndClose(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Connection", "close")
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(drainTimeout))
+	_, _ = io.CopyN(io.Discard, r.Body, drainBytes)
+	_ = rc.SetReadDeadline(time.Now())
 }
 
 // LimitListener answers a listener that keeps at most n accepted

@@ -26,20 +26,21 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	_ = rc.SetReadDeadline(time.Now().Add(timeout))
 	if r.ContentLength > s.opts.MaxRequestBytes {
-		closeUnread(w, r)
+		drainAndClose(w, r)
 		return nil, newError(http.StatusRequestEntityTooLarge, "invalid_request",
 			fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxRequestBytes))
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
 	if err != nil {
-		// The rest of the body is not waited for: the answer goes out
-		// now and the connection is closed after it.
-		closeUnread(w, r)
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
+			drainAndClose(w, r)
 			return nil, newError(http.StatusRequestEntityTooLarge, "invalid_request",
 				fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxRequestBytes))
 		}
+		// The rest of the body is not waited for: the answer goes out
+		// now and the connection is closed after it.
+		closeUnread(w, r)
 		return nil, badRequest("reading the request body failed")
 	}
 	_ = rc.SetReadDeadline(time.Time{})
