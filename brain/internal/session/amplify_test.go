@@ -62,15 +62,23 @@ func TestLargeMessageIsJournalledOnce(t *testing.T) {
 		t.Errorf("journal and commit log grew by %d bytes (%.2fx) before the sync point, want at most 2.5x", peak, float64(peak)/float64(len(msg)))
 	}
 	h = openHarness(t, h.dir, Config{}, nil)
-	page, err := h.engine.Events(context.Background(), id, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Pages are bounded by the events as served, so the expanded events
+	// of one large message take a page each.
 	var started *api.Event
-	for i := range page.Events {
-		if page.Events[i].EventType == api.KindModelCallStarted {
-			started = &page.Events[i]
+	for after := uint64(0); started == nil; {
+		page, err := h.engine.Events(context.Background(), id, after)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if len(page.Events) == 0 {
+			break
+		}
+		for i := range page.Events {
+			if page.Events[i].EventType == api.KindModelCallStarted {
+				started = &page.Events[i]
+			}
+		}
+		after = page.NextCursor
 	}
 	if started == nil {
 		t.Fatal("no model_call_started event")
