@@ -7,8 +7,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -176,10 +178,11 @@ func checkRules(all map[string]pkg) []string {
 				(under(dep, "brain/internal/loophost") || under(dep, "brain/internal/envbind") || under(dep, "brain/internal/httpapi")) {
 				fail("%s depends on %s: session imports neither loophost, envbind nor httpapi", path, dep)
 			}
-			// The guest SDK is built for Wasm: the standard library and
-			// brain/api only (its test helpers are not part of it).
+			// The guest SDK is built for Wasm: the standard library,
+			// brain/api and the shared guest packages only (its test
+			// helpers are not part of it).
 			if under(path, "brain/agentloop") && !under(path, "brain/agentlooptest") &&
-				!isStd(dep) && !under(dep, "brain/api") && !under(dep, "brain/agentloop") {
+				!guestDep(dep) && !under(dep, "brain/agentloop") {
 				fail("%s depends on %s: the guest SDK may use the standard library and brain/api only", path, dep)
 			}
 		}
@@ -331,10 +334,19 @@ func TestPackageDocs(t *testing.T) {
 	}
 }
 
+// guestDep reports whether a guest SDK may depend on dep: the standard
+// library, brain/api, and the codec and ABI glue the two guest SDKs share
+// (which, being their dependencies, are held to the same rule).
+func guestDep(dep string) bool {
+	return isStd(dep) || under(dep, "brain/api") ||
+		under(dep, "brain/internal/guestjson") || under(dep, "brain/internal/guestabi")
+}
+
 // guestSDKViolations answers the dependencies of the guest SDK
 // (brain/agentloop and the packages under it) outside the standard
-// library, brain/api and brain/agentloop itself: a loop compiled for
-// wasip1 must not pull the host into its module.
+// library, brain/api, the shared guest packages and brain/agentloop
+// itself: a loop compiled for wasip1 must not pull the host into its
+// module.
 func guestSDKViolations(all map[string]pkg) []string {
 	var bad []string
 	for path, p := range all {
@@ -342,7 +354,7 @@ func guestSDKViolations(all map[string]pkg) []string {
 			continue
 		}
 		for _, dep := range p.Deps {
-			if isStd(dep) || under(dep, "brain/api") || under(dep, "brain/agentloop") {
+			if guestDep(dep) || under(dep, "brain/agentloop") {
 				continue
 			}
 			bad = append(bad, path+" depends on "+dep)
@@ -357,7 +369,7 @@ func TestGuestSDKImportsOnlyAPI(t *testing.T) {
 	}
 	// The rule itself, on a graph with a back-edge into the host.
 	graph := map[string]pkg{
-		module + "/brain/agentloop":         {Deps: []string{"fmt", module + "/brain/api"}},
+		module + "/brain/agentloop":         {Deps: []string{"fmt", module + "/brain/api", module + "/brain/internal/guestjson"}},
 		module + "/brain/agentloop/builtin": {Deps: []string{"embed"}},
 		module + "/brain/agentloop/x":       {Deps: []string{module + "/brain/agentloop", module + "/brain/internal/journal"}},
 		module + "/brain/agentlooptest":     {Deps: []string{module + "/brain/internal/loophost"}},
@@ -369,15 +381,30 @@ func TestGuestSDKImportsOnlyAPI(t *testing.T) {
 }
 
 // TestGuestSDKDependencies keeps the Tool guest SDK small: brain/tool,
-// like brain/agentloop, builds to Wasm against the standard library and
-// brain/api only.
+// like brain/agentloop, builds to Wasm against the standard library,
+// brain/api and the shared guest packages only, for the host platform and
+// for wasip1.
 func TestGuestSDKDependencies(t *testing.T) {
 	p, ok := listPackages(t)[module+"/brain/tool"]
 	if !ok {
 		t.Fatal("brain/tool not found")
 	}
-	for _, dep := range p.Deps {
-		if !isStd(dep) && dep != module+"/brain/api" {
+	deps := p.Deps
+	cmd := exec.Command("go", "list", "-deps", "./brain/tool", "./brain/agentloop")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list for wasip1: %v", err)
+	}
+	wasm := strings.Fields(string(out))
+	if !slices.Contains(wasm, module+"/brain/internal/guestabi") {
+		t.Fatalf("the wasip1 build of the guest SDKs does not list guestabi: %q", wasm)
+	}
+	for _, dep := range append(deps, wasm...) {
+		if under(dep, "brain/tool") || under(dep, "brain/agentloop") {
+			continue
+		}
+		if !guestDep(dep) {
 			t.Errorf("brain/tool depends on %s: a guest SDK may use the standard library and brain/api only", dep)
 		}
 	}

@@ -155,8 +155,8 @@ func TestCodecEncodesEveryMember(t *testing.T) {
 	checkEncodeAll(t, func(e *encoder, v *api.EmitInput) { e.keyRaw("event_type", v.EventType, "data", v.Data) })
 	checkEncodeAll(t, func(e *encoder, v *api.KVPutInput) { e.keyRaw("key", v.Key, "value", v.Value) })
 	checkEncodeAll(t, func(e *encoder, v *api.TurnOutput) { e.turnOutput(v) })
-	checkEncodeAll(t, func(e *encoder, v *api.Outcome) { e.outcome(v) })
-	checkEncodeAll(t, func(e *encoder, v *[]json.RawMessage) { e.rawArray(*v) })
+	checkEncodeAll(t, func(e *encoder, v *api.Outcome) { e.Outcome(v) })
+	checkEncodeAll(t, func(e *encoder, v *[]json.RawMessage) { e.RawArray(*v) })
 	checkEncodeAll(t, func(e *encoder, v *struct {
 		Error turnFailure `json:"error"`
 	}) {

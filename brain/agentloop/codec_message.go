@@ -19,121 +19,121 @@ func sizeMessages(ms []api.Message) int {
 
 func (e *encoder) media(m api.Media) {
 	first := true
-	e.b = append(e.b, '{')
-	e.key("type", &first)
-	e.str(m.Type)
-	e.key("url", &first)
-	e.str(m.URL)
+	e.B = append(e.B, '{')
+	e.Key("type", &first)
+	e.Str(m.Type)
+	e.Key("url", &first)
+	e.Str(m.URL)
 	if m.MediaType != "" {
-		e.key("media_type", &first)
-		e.str(m.MediaType)
+		e.Key("media_type", &first)
+		e.Str(m.MediaType)
 	}
-	e.b = append(e.b, '}')
+	e.B = append(e.B, '}')
 }
 
 func (e *encoder) block(c *api.ContentBlock) {
 	first := true
-	e.b = append(e.b, '{')
-	e.key("type", &first)
-	e.str(c.Type)
+	e.B = append(e.B, '{')
+	e.Key("type", &first)
+	e.Str(c.Type)
 	for _, f := range [...]struct {
 		name, v string
 	}{{"text", c.Text}, {"url", c.URL}, {"media_type", c.MediaType}, {"format", c.Format}} {
 		if f.v != "" {
-			e.key(f.name, &first)
-			e.str(f.v)
+			e.Key(f.name, &first)
+			e.Str(f.v)
 		}
 	}
 	if len(c.Data) > 0 {
-		e.key("data", &first)
-		e.raw(c.Data)
+		e.Key("data", &first)
+		e.Raw(c.Data)
 	}
 	if c.ID != "" {
-		e.key("id", &first)
-		e.str(c.ID)
+		e.Key("id", &first)
+		e.Str(c.ID)
 	}
 	if c.Name != "" {
-		e.key("name", &first)
-		e.str(c.Name)
+		e.Key("name", &first)
+		e.Str(c.Name)
 	}
 	if len(c.Input) > 0 {
-		e.key("input", &first)
-		e.raw(c.Input)
+		e.Key("input", &first)
+		e.Raw(c.Input)
 	}
 	if c.ToolUseID != "" {
-		e.key("tool_use_id", &first)
-		e.str(c.ToolUseID)
+		e.Key("tool_use_id", &first)
+		e.Str(c.ToolUseID)
 	}
 	if len(c.Content) > 0 {
-		e.key("content", &first)
-		e.raw(c.Content)
+		e.Key("content", &first)
+		e.Raw(c.Content)
 	}
 	if c.IsError != nil {
-		e.key("is_error", &first)
-		e.bool(*c.IsError)
+		e.Key("is_error", &first)
+		e.Bool(*c.IsError)
 	}
 	if len(c.Media) > 0 {
-		e.key("media", &first)
-		e.b = append(e.b, '[')
+		e.Key("media", &first)
+		e.B = append(e.B, '[')
 		for i, m := range c.Media {
 			if i > 0 {
-				e.b = append(e.b, ',')
+				e.B = append(e.B, ',')
 			}
 			e.media(m)
 		}
-		e.b = append(e.b, ']')
+		e.B = append(e.B, ']')
 	}
-	e.b = append(e.b, '}')
+	e.B = append(e.B, '}')
 }
 
 func (e *encoder) message(m *api.Message) {
-	e.b = append(e.b, `{"role":`...)
-	e.str(m.Role)
-	e.b = append(e.b, `,"content":`...)
+	e.B = append(e.B, `{"role":`...)
+	e.Str(m.Role)
+	e.B = append(e.B, `,"content":`...)
 	if m.Content == nil {
-		e.b = append(e.b, "null"...)
+		e.B = append(e.B, "null"...)
 	} else {
-		e.b = append(e.b, '[')
+		e.B = append(e.B, '[')
 		for i := range m.Content {
 			if i > 0 {
-				e.b = append(e.b, ',')
+				e.B = append(e.B, ',')
 			}
 			e.block(&m.Content[i])
 		}
-		e.b = append(e.b, ']')
+		e.B = append(e.B, ']')
 	}
-	e.b = append(e.b, '}')
+	e.B = append(e.B, '}')
 }
 
 func (e *encoder) messages(ms []api.Message) {
 	if ms == nil {
-		e.b = append(e.b, "null"...)
+		e.B = append(e.B, "null"...)
 		return
 	}
-	e.b = append(e.b, '[')
+	e.B = append(e.B, '[')
 	for i := range ms {
 		if i > 0 {
-			e.b = append(e.b, ',')
+			e.B = append(e.B, ',')
 		}
 		e.message(&ms[i])
 	}
-	e.b = append(e.b, ']')
+	e.B = append(e.B, ']')
 }
 
 func (d *decoder) media() []api.Media {
 	var out []api.Media
-	if d.array(func() {
+	if d.Array(func() {
 		var m api.Media
-		d.object(func(name string) {
+		d.Object(func(name string) {
 			switch name {
 			case "type":
-				m.Type = d.str()
+				m.Type = d.Str()
 			case "url":
-				m.URL = d.str()
+				m.URL = d.Str()
 			case "media_type":
-				m.MediaType = d.str()
+				m.MediaType = d.Str()
 			default:
-				d.skip()
+				d.Skip()
 			}
 		})
 		out = append(out, m)
@@ -144,67 +144,67 @@ func (d *decoder) media() []api.Media {
 }
 
 func (d *decoder) block(c *api.ContentBlock) {
-	d.object(func(name string) {
+	d.Object(func(name string) {
 		switch name {
 		case "type":
-			c.Type = d.str()
+			c.Type = d.Str()
 		case "text":
-			c.Text = d.str()
+			c.Text = d.Str()
 		case "url":
-			c.URL = d.str()
+			c.URL = d.Str()
 		case "media_type":
-			c.MediaType = d.str()
+			c.MediaType = d.Str()
 		case "format":
-			c.Format = d.str()
+			c.Format = d.Str()
 		case "data":
-			c.Data = d.raw()
+			c.Data = d.Raw()
 		case "id":
-			c.ID = d.str()
+			c.ID = d.Str()
 		case "name":
-			c.Name = d.str()
+			c.Name = d.Str()
 		case "input":
-			c.Input = d.raw()
+			c.Input = d.Raw()
 		case "tool_use_id":
-			c.ToolUseID = d.str()
+			c.ToolUseID = d.Str()
 		case "content":
-			c.Content = d.raw()
+			c.Content = d.Raw()
 		case "is_error":
-			if d.null() {
+			if d.Null() {
 				c.IsError = nil
 			} else {
-				v := d.bool()
+				v := d.Bool()
 				c.IsError = &v
 			}
 		case "media":
 			c.Media = d.media()
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 }
 
 func (d *decoder) message(m *api.Message) {
-	d.object(func(name string) {
+	d.Object(func(name string) {
 		switch name {
 		case "role":
-			m.Role = d.str()
+			m.Role = d.Str()
 		case "content":
 			m.Content = nil
-			if d.array(func() {
+			if d.Array(func() {
 				m.Content = append(m.Content, api.ContentBlock{})
 				d.block(&m.Content[len(m.Content)-1])
 			}) && m.Content == nil {
 				m.Content = []api.ContentBlock{}
 			}
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 }
 
 func (d *decoder) messages() []api.Message {
 	var out []api.Message
-	if d.array(func() {
+	if d.Array(func() {
 		out = append(out, api.Message{})
 		d.message(&out[len(out)-1])
 	}) && out == nil {

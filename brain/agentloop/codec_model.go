@@ -5,78 +5,78 @@ import (
 )
 
 func (e *encoder) modelRequest(r *api.ModelRequest) {
-	e.b = append(e.b, `{"messages":`...)
+	e.B = append(e.B, `{"messages":`...)
 	e.messages(r.Messages)
 	if r.System != nil {
-		e.b = append(e.b, `,"system":`...)
-		e.str(*r.System)
+		e.B = append(e.B, `,"system":`...)
+		e.Str(*r.System)
 	}
 	if len(r.Tools) > 0 {
-		e.b = append(e.b, `,"tools":[`...)
+		e.B = append(e.B, `,"tools":[`...)
 		for i, t := range r.Tools {
 			if i > 0 {
-				e.b = append(e.b, ',')
+				e.B = append(e.B, ',')
 			}
-			e.b = append(e.b, `{"name":`...)
-			e.str(t.Name)
-			e.b = append(e.b, `,"description":`...)
-			e.str(t.Description)
-			e.b = append(e.b, `,"input_schema":`...)
-			e.raw(t.InputSchema)
+			e.B = append(e.B, `{"name":`...)
+			e.Str(t.Name)
+			e.B = append(e.B, `,"description":`...)
+			e.Str(t.Description)
+			e.B = append(e.B, `,"input_schema":`...)
+			e.Raw(t.InputSchema)
 			if len(t.OutputSchema) > 0 {
-				e.b = append(e.b, `,"output_schema":`...)
-				e.raw(t.OutputSchema)
+				e.B = append(e.B, `,"output_schema":`...)
+				e.Raw(t.OutputSchema)
 			}
-			e.b = append(e.b, '}')
+			e.B = append(e.B, '}')
 		}
-		e.b = append(e.b, ']')
+		e.B = append(e.B, ']')
 	}
 	if len(r.ResponseFormat) > 0 {
-		e.b = append(e.b, `,"response_format":`...)
-		e.raw(r.ResponseFormat)
+		e.B = append(e.B, `,"response_format":`...)
+		e.Raw(r.ResponseFormat)
 	}
 	if r.MaxOutputTokens != nil {
-		e.b = append(e.b, `,"max_output_tokens":`...)
-		e.int(*r.MaxOutputTokens)
+		e.B = append(e.B, `,"max_output_tokens":`...)
+		e.Int(*r.MaxOutputTokens)
 	}
 	if len(r.Options) > 0 {
-		e.b = append(e.b, `,"options":`...)
-		e.raw(r.Options)
+		e.B = append(e.B, `,"options":`...)
+		e.Raw(r.Options)
 	}
-	e.b = append(e.b, '}')
+	e.B = append(e.B, '}')
 }
 
 func (d *decoder) modelResult(r *api.ModelResult) {
-	d.object(func(name string) {
+	d.Object(func(name string) {
 		switch name {
 		case "message":
 			d.message(&r.Message)
 		case "stop_reason":
-			r.StopReason = api.StopReason(d.str())
+			r.StopReason = api.StopReason(d.Str())
 		case "usage":
 			u := &r.Usage
-			d.object(func(name string) {
+			d.Object(func(name string) {
 				switch name {
 				case "input_tokens":
-					u.InputTokens = d.intPtr()
+					u.InputTokens = d.IntPtr()
 				case "output_tokens":
-					u.OutputTokens = d.intPtr()
+					u.OutputTokens = d.IntPtr()
 				case "cache_creation_input_tokens":
-					u.CacheCreationInputTokens = d.intPtr()
+					u.CacheCreationInputTokens = d.IntPtr()
 				case "cache_read_input_tokens":
-					u.CacheReadInputTokens = d.intPtr()
+					u.CacheReadInputTokens = d.IntPtr()
 				case "reasoning_tokens":
-					u.ReasoningTokens = d.intPtr()
+					u.ReasoningTokens = d.IntPtr()
 				case "total_input_tokens":
-					u.TotalInputTokens = d.intPtr()
+					u.TotalInputTokens = d.IntPtr()
 				case "provider_cost_usd":
-					u.ProviderCostUSD = d.floatPtr()
+					u.ProviderCostUSD = d.FloatPtr()
 				default:
-					d.skip()
+					d.Skip()
 				}
 			})
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 }

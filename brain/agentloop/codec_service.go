@@ -6,36 +6,36 @@ import (
 
 // keyRaw encodes {"<k1>":s,"<k2>":raw}: EmitInput and KVPutInput.
 func (e *encoder) keyRaw(k1, s, k2 string, raw json.RawMessage) {
-	e.b = append(e.b, `{"`...)
-	e.b = append(e.b, k1...)
-	e.b = append(e.b, `":`...)
-	e.str(s)
-	e.b = append(e.b, `,"`...)
-	e.b = append(e.b, k2...)
-	e.b = append(e.b, `":`...)
-	e.raw(raw)
-	e.b = append(e.b, '}')
+	e.B = append(e.B, `{"`...)
+	e.B = append(e.B, k1...)
+	e.B = append(e.B, `":`...)
+	e.Str(s)
+	e.B = append(e.B, `,"`...)
+	e.B = append(e.B, k2...)
+	e.B = append(e.B, `":`...)
+	e.Raw(raw)
+	e.B = append(e.B, '}')
 }
 
 func (d *decoder) hostError(e *HostError) {
-	d.object(func(name string) {
+	d.Object(func(name string) {
 		switch name {
 		case "code":
-			e.Code = d.str()
+			e.Code = d.Str()
 		case "message":
-			e.Message = d.str()
+			e.Message = d.Str()
 		case "retryable":
-			e.Retryable = d.bool()
+			e.Retryable = d.Bool()
 		case "details":
-			e.Details = d.raw()
+			e.Details = d.Raw()
 		case "ref":
-			v := d.uint()
+			v := d.Uint()
 			if v > 1<<32-1 {
-				d.fail("ref out of range")
+				d.Fail("ref out of range")
 			}
 			e.Ref = uint32(v)
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 }
@@ -43,23 +43,23 @@ func (d *decoder) hostError(e *HostError) {
 // kvReadResult reads a KVReadResult: nil when the key is absent, the
 // literal null when null is stored.
 func (d *decoder) kvReadResult() (value json.RawMessage) {
-	d.object(func(name string) {
+	d.Object(func(name string) {
 		if name == "value" {
-			value = d.raw()
+			value = d.Raw()
 			return
 		}
-		d.skip()
+		d.Skip()
 	})
 	return value
 }
 
 // configuration reads the default loop's Configuration.
 func (d *decoder) configuration(c *Configuration) {
-	d.object(func(name string) {
+	d.Object(func(name string) {
 		if name == "max_steps" {
-			c.MaxSteps = int(d.int())
+			c.MaxSteps = int(d.Int())
 			return
 		}
-		d.skip()
+		d.Skip()
 	})
 }

@@ -6,47 +6,47 @@ import (
 
 func (e *encoder) invocations(calls []api.ToolInvocation) {
 	if calls == nil {
-		e.b = append(e.b, "null"...)
+		e.B = append(e.B, "null"...)
 		return
 	}
-	e.b = append(e.b, '[')
+	e.B = append(e.B, '[')
 	for i, c := range calls {
 		if i > 0 {
-			e.b = append(e.b, ',')
+			e.B = append(e.B, ',')
 		}
-		e.b = append(e.b, `{"call_id":`...)
-		e.str(c.CallID)
-		e.b = append(e.b, `,"name":`...)
-		e.str(c.Name)
-		e.b = append(e.b, `,"environment":`...)
-		e.str(c.Environment)
+		e.B = append(e.B, `{"call_id":`...)
+		e.Str(c.CallID)
+		e.B = append(e.B, `,"name":`...)
+		e.Str(c.Name)
+		e.B = append(e.B, `,"environment":`...)
+		e.Str(c.Environment)
 		if c.EnvironmentSequence != 0 {
-			e.b = append(e.b, `,"environment_sequence":`...)
-			e.uint(c.EnvironmentSequence)
+			e.B = append(e.B, `,"environment_sequence":`...)
+			e.Uint(c.EnvironmentSequence)
 		}
-		e.b = append(e.b, `,"input":`...)
-		e.raw(c.Input)
-		e.b = append(e.b, '}')
+		e.B = append(e.B, `,"input":`...)
+		e.Raw(c.Input)
+		e.B = append(e.B, '}')
 	}
-	e.b = append(e.b, ']')
+	e.B = append(e.B, ']')
 }
 
 func (d *decoder) toolReturns() []api.ToolReturn {
 	var out []api.ToolReturn
-	if d.array(func() {
+	if d.Array(func() {
 		var r api.ToolReturn
-		d.object(func(name string) {
+		d.Object(func(name string) {
 			switch name {
 			case "call_id":
-				r.CallID = d.str()
+				r.CallID = d.Str()
 			case "sequence":
-				r.Sequence = d.uint()
+				r.Sequence = d.Uint()
 			case "events":
 				r.Events = d.events()
 			case "finished":
-				r.Finished = d.bool()
+				r.Finished = d.Bool()
 			default:
-				d.skip()
+				d.Skip()
 			}
 		})
 		out = append(out, r)
@@ -58,85 +58,16 @@ func (d *decoder) toolReturns() []api.ToolReturn {
 
 // toolCallEnded reads the payload of tool_call_ended.
 func (d *decoder) toolCallEnded(t *api.ToolCallEnded) {
-	d.object(func(name string) {
+	d.Object(func(name string) {
 		switch name {
 		case "sequence":
-			t.Sequence = d.uint()
+			t.Sequence = d.Uint()
 		case "is_error":
-			t.IsError = d.bool()
+			t.IsError = d.Bool()
 		case "outcome":
-			o := &t.Outcome
-			d.object(func(name string) {
-				switch name {
-				case "status":
-					o.Status = d.str()
-				case "value":
-					o.Value = d.raw()
-				case "message":
-					o.Message = d.str()
-				case "content":
-					o.Content = d.raw()
-				case "error":
-					if d.null() {
-						o.Error = nil
-						return
-					}
-					if o.Error == nil {
-						o.Error = &api.OutcomeError{}
-					}
-					oe := o.Error
-					d.object(func(name string) {
-						switch name {
-						case "code":
-							oe.Code = d.str()
-						case "message":
-							oe.Message = d.str()
-						case "retryable":
-							oe.Retryable = d.bool()
-						case "details":
-							oe.Details = d.raw()
-						default:
-							d.skip()
-						}
-					})
-				default:
-					d.skip()
-				}
-			})
+			d.Outcome(&t.Outcome)
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
-}
-
-// outcome encodes a tool outcome envelope.
-func (e *encoder) outcome(o *api.Outcome) {
-	e.b = append(e.b, `{"status":`...)
-	e.str(o.Status)
-	if len(o.Value) > 0 {
-		e.b = append(e.b, `,"value":`...)
-		e.raw(o.Value)
-	}
-	if oe := o.Error; oe != nil {
-		e.b = append(e.b, `,"error":{"code":`...)
-		e.str(oe.Code)
-		e.b = append(e.b, `,"message":`...)
-		e.str(oe.Message)
-		e.b = append(e.b, `,"retryable":`...)
-		e.bool(oe.Retryable)
-		if len(oe.Details) > 0 {
-			e.b = append(e.b, `,"details":`...)
-			e.raw(oe.Details)
-		}
-		e.b = append(e.b, '}')
-	}
-	if o.Message != "" {
-		e.b = append(e.b, `,"message":`...)
-		e.str(o.Message)
-	}
-	if len(o.Content) > 0 {
-		e.b = append(e.b, `,"content":`...)
-		e.raw(o.Content)
-	}
-	e.b = append(e.b, '}')
 }

@@ -8,38 +8,38 @@ import (
 
 // turnOutput encodes a TurnOutput.
 func (e *encoder) turnOutput(o *api.TurnOutput) {
-	e.b = append(e.b, '{')
+	e.B = append(e.B, '{')
 	if len(o.Result) > 0 {
-		e.b = append(e.b, `"result":`...)
-		e.raw(o.Result)
+		e.B = append(e.B, `"result":`...)
+		e.Raw(o.Result)
 	}
-	e.b = append(e.b, '}')
+	e.B = append(e.B, '}')
 }
 
 // turnError encodes {"error":{"message":...,"ref"?:...}}.
 func (e *encoder) turnError(message string, ref uint32) {
-	e.b = append(e.b, `{"error":{"message":`...)
-	e.str(message)
+	e.B = append(e.B, `{"error":{"message":`...)
+	e.Str(message)
 	if ref != 0 {
-		e.b = append(e.b, `,"ref":`...)
-		e.uint(uint64(ref))
+		e.B = append(e.B, `,"ref":`...)
+		e.Uint(uint64(ref))
 	}
-	e.b = append(e.b, "}}"...)
+	e.B = append(e.B, "}}"...)
 }
 
 func (d *decoder) event(ev *api.Event) {
-	d.object(func(name string) {
+	d.Object(func(name string) {
 		switch name {
 		case "sequence":
-			ev.Sequence = d.uint()
+			ev.Sequence = d.Uint()
 		case "recorded_at_ms":
-			ev.RecordedAtMs = d.int()
+			ev.RecordedAtMs = d.Int()
 		case "event_type":
-			ev.EventType = d.str()
+			ev.EventType = d.Str()
 		case "data":
-			ev.Data = d.raw()
+			ev.Data = d.Raw()
 		case "origin":
-			if d.null() {
+			if d.Null() {
 				ev.Origin = nil
 				return
 			}
@@ -47,14 +47,14 @@ func (d *decoder) event(ev *api.Event) {
 				ev.Origin = &api.EventOrigin{}
 			}
 			o := ev.Origin
-			d.object(func(name string) {
+			d.Object(func(name string) {
 				switch name {
 				case "kind":
-					o.Kind = d.str()
+					o.Kind = d.Str()
 				case "sequence":
-					o.Sequence = d.uint()
+					o.Sequence = d.Uint()
 				case "environment":
-					if d.null() {
+					if d.Null() {
 						o.Environment = nil
 						return
 					}
@@ -62,29 +62,29 @@ func (d *decoder) event(ev *api.Event) {
 						o.Environment = &api.EnvironmentRef{}
 					}
 					r := o.Environment
-					d.object(func(name string) {
+					d.Object(func(name string) {
 						switch name {
 						case "name":
-							r.Name = d.str()
+							r.Name = d.Str()
 						case "sequence":
-							r.Sequence = d.uint()
+							r.Sequence = d.Uint()
 						default:
-							d.skip()
+							d.Skip()
 						}
 					})
 				default:
-					d.skip()
+					d.Skip()
 				}
 			})
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 }
 
 func (d *decoder) events() []api.Event {
 	var out []api.Event
-	if d.array(func() {
+	if d.Array(func() {
 		out = append(out, api.Event{})
 		d.event(&out[len(out)-1])
 	}) && out == nil {
@@ -94,10 +94,10 @@ func (d *decoder) events() []api.Event {
 }
 
 func (d *decoder) turnInput(in *api.TurnInput) {
-	d.object(func(name string) {
+	d.Object(func(name string) {
 		switch name {
 		case "input":
-			if d.null() {
+			if d.Null() {
 				in.Input = nil
 				return
 			}
@@ -105,70 +105,70 @@ func (d *decoder) turnInput(in *api.TurnInput) {
 				in.Input = &api.UserInput{}
 			}
 			u := in.Input
-			d.object(func(name string) {
+			d.Object(func(name string) {
 				switch name {
 				case "message":
-					u.Message = d.str()
+					u.Message = d.Str()
 				case "media":
 					u.Media = d.media()
 				default:
-					d.skip()
+					d.Skip()
 				}
 			})
 		case "transcript":
 			in.Transcript = d.messages()
 		case "kv":
-			if d.null() {
+			if d.Null() {
 				in.KV = nil
 				return
 			}
 			if in.KV == nil {
 				in.KV = map[string]json.RawMessage{}
 			}
-			d.members(func(key string) { in.KV[key] = d.raw() })
+			d.Members(func(key string) { in.KV[key] = d.Raw() })
 		case "events":
 			in.Events = d.events()
 		case "configuration":
-			in.Configuration = d.raw()
+			in.Configuration = d.Raw()
 		case "system":
-			in.System = d.str()
+			in.System = d.Str()
 		case "tools":
 			in.Tools = d.tools()
 		case "runtime":
-			d.object(func(name string) {
+			d.Object(func(name string) {
 				switch name {
 				case "logical_time_ms":
-					in.Runtime.LogicalTimeMs = d.int()
+					in.Runtime.LogicalTimeMs = d.Int()
 				case "deterministic_seed":
-					in.Runtime.DeterministicSeed = d.bytes()
+					in.Runtime.DeterministicSeed = d.Bytes()
 				default:
-					d.skip()
+					d.Skip()
 				}
 			})
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 }
 
 func (d *decoder) tools() []api.ActivationTool {
 	var out []api.ActivationTool
-	if d.array(func() {
+	if d.Array(func() {
 		var t api.ActivationTool
-		d.object(func(name string) {
+		d.Object(func(name string) {
 			switch name {
 			case "name":
-				t.Name = d.str()
+				t.Name = d.Str()
 			case "description":
-				t.Description = d.str()
+				t.Description = d.Str()
 			case "input_schema":
-				t.InputSchema = d.raw()
+				t.InputSchema = d.Raw()
 			case "output_schema":
-				t.OutputSchema = d.raw()
+				t.OutputSchema = d.Raw()
 			case "environments":
-				t.Environments = d.strings()
+				t.Environments = d.Strings()
 			default:
-				d.skip()
+				d.Skip()
 			}
 		})
 		out = append(out, t)
@@ -179,14 +179,14 @@ func (d *decoder) tools() []api.ActivationTool {
 }
 
 func (d *decoder) eventPage(p *api.EventPage) {
-	d.object(func(name string) {
+	d.Object(func(name string) {
 		switch name {
 		case "events":
 			p.Events = d.events()
 		case "next_cursor":
-			p.NextCursor = d.uint()
+			p.NextCursor = d.Uint()
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 }

@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"unsafe"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/guestabi"
 )
 
 // Service imports. Each takes the JSON input at ptr/len and answers
@@ -46,28 +46,17 @@ func hostKVDelete(ptr unsafe.Pointer, n uint32) uint64
 //go:wasmimport brain environments
 func hostEnvironments(ptr unsafe.Pointer, n uint32) uint64
 
-//go:wasmimport brain answer
-func hostAnswer(ptr unsafe.Pointer, n uint32) uint32
-
 // call sends raw to a service import and answers its answer bytes.
-func call(method string, fn func(unsafe.Pointer, uint32) uint64, raw []byte) ([]byte, error) {
-	if len(raw) == 0 {
-		raw = []byte("null")
-	}
-	r := fn(unsafe.Pointer(unsafe.SliceData(raw)), uint32(len(raw)))
-	runtime.KeepAlive(raw)
-	status, n := uint32(r>>32), uint32(r)
-	answer := make([]byte, n)
-	if n > 0 {
-		if got := hostAnswer(unsafe.Pointer(unsafe.SliceData(answer)), n); got != n {
-			return nil, fmt.Errorf("agentloop: %s: host answered %d of %d bytes", method, got, n)
-		}
+func call(method string, fn guestabi.Import, raw []byte) ([]byte, error) {
+	status, answer, err := guestabi.Call(fn, raw)
+	if err != nil {
+		return nil, fmt.Errorf("agentloop: %s: %w", method, err)
 	}
 	if status != 0 {
 		he := &HostError{Method: method}
-		d := decoder{data: answer}
+		d := newDecoder(answer)
 		d.hostError(he)
-		if err := d.end(); err != nil {
+		if err := d.End(); err != nil {
 			return nil, fmt.Errorf("agentloop: %s: unreadable host error: %w", method, err)
 		}
 		return nil, he
@@ -77,29 +66,29 @@ func call(method string, fn func(unsafe.Pointer, uint32) uint64, raw []byte) ([]
 
 // send calls a service with the input in e and answers a decoder of its
 // answer.
-func send(method string, fn func(unsafe.Pointer, uint32) uint64, e *encoder) (decoder, error) {
-	if e.err != nil {
-		return decoder{}, fmt.Errorf("agentloop: %s: %w", method, e.err)
+func send(method string, fn guestabi.Import, e *encoder) (decoder, error) {
+	if e.Err != nil {
+		return decoder{}, fmt.Errorf("agentloop: %s: %w", method, e.Err)
 	}
-	answer, err := call(method, fn, e.b)
-	return decoder{data: answer}, err
+	answer, err := call(method, fn, e.B)
+	return newDecoder(answer), err
 }
 
 // answered checks that d read its whole answer.
 func answered(method string, d *decoder) error {
-	if err := d.end(); err != nil {
+	if err := d.End(); err != nil {
 		return fmt.Errorf("agentloop: %s: answer: %w", method, err)
 	}
 	return nil
 }
 
 // seqCall sends the input in e and reads the committed sequence answered.
-func seqCall(method string, fn func(unsafe.Pointer, uint32) uint64, e *encoder) (uint64, error) {
+func seqCall(method string, fn guestabi.Import, e *encoder) (uint64, error) {
 	d, err := send(method, fn, e)
 	if err != nil {
 		return 0, err
 	}
-	seq := d.uint()
+	seq := d.Uint()
 	return seq, answered(method, &d)
 }
 
@@ -148,7 +137,7 @@ func (hostServices) Telemetry(_ context.Context, record json.RawMessage) error {
 
 func (hostServices) Events(_ context.Context, after uint64) (page api.EventPage, err error) {
 	e := newEncoder(20)
-	e.uint(after)
+	e.Uint(after)
 	d, err := send("events", hostEvents, &e)
 	if err != nil {
 		return page, err
@@ -168,7 +157,7 @@ func (hostServices) SetTranscript(_ context.Context, messages []api.Message) (ui
 
 func (hostServices) KVRead(_ context.Context, key string) (json.RawMessage, bool, error) {
 	e := newEncoder(len(key) + 8)
-	e.str(key)
+	e.Str(key)
 	d, err := send("kv_read", hostKVRead, &e)
 	if err != nil {
 		return nil, false, err
@@ -191,7 +180,7 @@ func (hostServices) KVPut(_ context.Context, key string, value json.RawMessage) 
 
 func (hostServices) KVDelete(_ context.Context, key string) (uint64, error) {
 	e := newEncoder(len(key) + 8)
-	e.str(key)
+	e.Str(key)
 	return seqCall("kv_delete", hostKVDelete, &e)
 }
 
@@ -203,16 +192,6 @@ func (hostServices) Environments(_ context.Context, req json.RawMessage) (json.R
 	return json.RawMessage(answer), nil
 }
 
-// input holds the buffer brain_alloc handed out for the turn input; out
-// holds the turn's answer until the host has read it.
-var input, out []byte
-
-//go:wasmexport brain_alloc
-func brainAlloc(size uint32) uint32 {
-	input = make([]byte, max(size, 1))
-	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(input))))
-}
-
 //go:wasmexport turn
 func turn(ptr, n uint32) uint64 {
 	o, err := runTurn(ptr, n)
@@ -220,8 +199,8 @@ func turn(ptr, n uint32) uint64 {
 	if err == nil {
 		e = newEncoder(len(o.Result) + 16)
 		e.turnOutput(&o)
-		if e.err != nil {
-			err = fmt.Errorf("agentloop: answer: %w", e.err)
+		if e.Err != nil {
+			err = fmt.Errorf("agentloop: answer: %w", e.Err)
 		}
 	}
 	if err != nil {
@@ -234,23 +213,21 @@ func turn(ptr, n uint32) uint64 {
 		e = newEncoder(len(msg) + 48)
 		e.turnError(msg, ref)
 	}
-	out = e.b
-	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(out))))<<32 | uint64(len(out))
+	return guestabi.Answer(e.B)
 }
 
 func runTurn(ptr, n uint32) (o api.TurnOutput, err error) {
-	if input == nil || uint32(uintptr(unsafe.Pointer(unsafe.SliceData(input)))) != ptr || int(n) > len(input) {
+	raw, ok := guestabi.Input(ptr, n)
+	if !ok {
 		return o, errors.New("agentloop: turn input is not in the buffer brain_alloc answered")
 	}
-	raw := input[:n]
-	input = nil
 	if exported == nil {
 		return o, errors.New("agentloop: the module exports no loop (call agentloop.Export in an init function)")
 	}
 	var in api.TurnInput
-	d := decoder{data: raw}
+	d := newDecoder(raw)
 	d.turnInput(&in)
-	if err := d.end(); err != nil {
+	if err := d.End(); err != nil {
 		return o, fmt.Errorf("agentloop: turn input: %w", err)
 	}
 	defer func() {

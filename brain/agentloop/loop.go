@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/guestjson"
 )
 
 // DefaultMaxSteps bounds the model calls of one activation of the default
@@ -36,9 +37,9 @@ type Configuration struct {
 func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutput, error) {
 	var conf Configuration
 	if len(in.Configuration) > 0 && string(in.Configuration) != "null" {
-		d := decoder{data: in.Configuration}
+		d := newDecoder(in.Configuration)
 		d.configuration(&conf)
-		if err := d.end(); err != nil {
+		if err := d.End(); err != nil {
 			return api.TurnOutput{}, fmt.Errorf("agentloop: configuration: %w", err)
 		}
 	}
@@ -87,7 +88,7 @@ func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutpu
 	if _, err := svc.SetTranscript(ctx, msgs); err != nil {
 		return api.TurnOutput{}, err
 	}
-	return api.TurnOutput{Result: marshalString(final.Text())}, nil
+	return api.TurnOutput{Result: guestjson.MarshalString(final.Text())}, nil
 }
 
 func toolUses(m api.Message) []api.ContentBlock {
@@ -137,9 +138,9 @@ func resultContent(r api.ToolReturn) (json.RawMessage, bool) {
 		}
 		var end api.ToolCallEnded
 		// A copy: the decoded values share the decoder's input.
-		d := decoder{data: bytes.Clone(ev.Data)}
+		d := newDecoder(bytes.Clone(ev.Data))
 		d.toolCallEnded(&end)
-		if err := d.end(); err != nil {
+		if err := d.End(); err != nil {
 			return json.RawMessage(`{"status":"unknown","message":"unreadable outcome"}`), true
 		}
 		if !end.Outcome.IsError() {
@@ -152,8 +153,8 @@ func resultContent(r api.ToolReturn) (json.RawMessage, bool) {
 			return end.Outcome.Value, false
 		}
 		e := newEncoder(len(end.Outcome.Value) + len(end.Outcome.Content) + len(end.Outcome.Message) + 64)
-		e.outcome(&end.Outcome)
-		return e.b, true
+		e.Outcome(&end.Outcome)
+		return e.B, true
 	}
 	if r.Sequence == 0 {
 		return json.RawMessage(`{"status":"error","error":{"code":"tool_error","message":"no return"}}`), true
@@ -179,9 +180,9 @@ func backgroundNote(events []api.Event) (string, bool) {
 		return "", false
 	}
 	e := newEncoder(0)
-	e.rawArray(parts)
-	if e.err != nil {
-		e.b = nil
+	e.RawArray(parts)
+	if e.Err != nil {
+		e.B = nil
 	}
-	return "Background results: " + string(e.b), true
+	return "Background results: " + string(e.B), true
 }

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/guestjson"
 )
 
 // runAnswer is the JSON object run answers (decoded by the tests): {"outcome":Outcome} when the
@@ -24,45 +24,51 @@ type runError struct {
 // encodeAnswer encodes the answer of a run that answered o and err.
 func encodeAnswer(o api.Outcome, err error) []byte {
 	if err == nil {
-		b, oerr := appendOutcome(append(make([]byte, 0, 80+len(o.Value)+len(o.Content)), `{"outcome":`...), &o)
-		if oerr == nil {
-			return append(b, '}')
+		e := guestjson.NewEncoder(80 + len(o.Value) + len(o.Content))
+		e.B = append(e.B, `{"outcome":`...)
+		e.Outcome(&o)
+		if e.Err == nil {
+			return append(e.B, '}')
 		}
-		err = fmt.Errorf("tool: outcome: %w", oerr)
+		err = fmt.Errorf("tool: outcome: %w", e.Err)
 	}
 	var ref uint32
 	var he *HostError
 	if errors.As(err, &he) {
 		ref = he.Ref
 	}
-	b := appendString(append(make([]byte, 0, 48+len(err.Error())), `{"error":{"message":`...), err.Error())
+	e := guestjson.NewEncoder(48 + len(err.Error()))
+	e.B = append(e.B, `{"error":{"message":`...)
+	e.Str(err.Error())
 	if ref > 0 {
-		b = strconv.AppendUint(append(b, `,"ref":`...), uint64(ref), 10)
+		e.B = append(e.B, `,"ref":`...)
+		e.Uint(uint64(ref))
 	}
-	return append(b, "}}"...)
+	return append(e.B, "}}"...)
 }
 
-// decodeInvocation decodes the invocation run receives; the values share
-// raw's bytes.
+// decodeInvocation decodes the invocation run receives as json.Unmarshal
+// would decode it into a map (member names exact); the values share raw's
+// bytes.
 func decodeInvocation(raw []byte) (Invocation, error) {
 	var inv Invocation
-	s := scanner{b: raw}
-	s.object(func(key string) {
-		v := s.value()
-		switch key {
+	d := guestjson.Decoder{Data: raw}
+	if d.Peek() != '{' {
+		d.Fail("want an object")
+	}
+	d.Members(func(name string) {
+		switch name {
 		case "input":
-			inv.Input = v
+			inv.Input = d.Raw()
 		case "configuration":
-			inv.Configuration = v
+			inv.Configuration = d.Raw()
 		case "deadline_at_ms":
-			n, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil && s.err == nil {
-				s.fail("deadline_at_ms is not an integer")
-			}
-			inv.DeadlineAtMs = n
+			inv.DeadlineAtMs = d.Int()
+		default:
+			d.Skip()
 		}
 	})
-	if err := s.end(); err != nil {
+	if err := d.End(); err != nil {
 		return Invocation{}, fmt.Errorf("tool: invocation: %w", err)
 	}
 	return inv, nil

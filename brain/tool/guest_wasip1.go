@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"strconv"
 	"unsafe"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/guestabi"
 )
 
 // Service imports. Each takes the JSON input at ptr/len and answers
@@ -38,22 +38,11 @@ func hostEnvironments(ptr unsafe.Pointer, n uint32) uint64
 //go:wasmimport brain telemetry
 func hostTelemetry(ptr unsafe.Pointer, n uint32) uint64
 
-//go:wasmimport brain answer
-func hostAnswer(ptr unsafe.Pointer, n uint32) uint32
-
 // call sends raw to a service import and answers its answer bytes.
-func call(method string, fn func(unsafe.Pointer, uint32) uint64, raw []byte) ([]byte, error) {
-	if len(raw) == 0 {
-		raw = []byte("null")
-	}
-	r := fn(unsafe.Pointer(unsafe.SliceData(raw)), uint32(len(raw)))
-	runtime.KeepAlive(raw)
-	status, n := uint32(r>>32), uint32(r)
-	answer := make([]byte, n)
-	if n > 0 {
-		if got := hostAnswer(unsafe.Pointer(unsafe.SliceData(answer)), n); got != n {
-			return nil, fmt.Errorf("tool: %s: host answered %d of %d bytes", method, got, n)
-		}
+func call(method string, fn guestabi.Import, raw []byte) ([]byte, error) {
+	status, answer, err := guestabi.Call(fn, raw)
+	if err != nil {
+		return nil, fmt.Errorf("tool: %s: %w", method, err)
 	}
 	if status != 0 {
 		return nil, decodeHostError(method, answer)
@@ -62,7 +51,7 @@ func call(method string, fn func(unsafe.Pointer, uint32) uint64, raw []byte) ([]
 }
 
 // seqCall sends v as JSON and reads the committed sequence answered.
-func seqCall(method string, fn func(unsafe.Pointer, uint32) uint64, raw []byte) (uint64, error) {
+func seqCall(method string, fn guestabi.Import, raw []byte) (uint64, error) {
 	answer, err := call(method, fn, raw)
 	if err != nil {
 		return 0, err
@@ -78,12 +67,11 @@ func seqCall(method string, fn func(unsafe.Pointer, uint32) uint64, raw []byte) 
 type hostServices struct{}
 
 func (hostServices) Emit(_ context.Context, eventType string, data json.RawMessage) (uint64, error) {
-	b := appendString(append(make([]byte, 0, 32+len(eventType)+len(data)), `{"event_type":`...), eventType)
-	raw, err := appendRaw(append(b, `,"data":`...), data)
+	raw, err := encodeEmit(eventType, data)
 	if err != nil {
-		return 0, fmt.Errorf("tool: emit: data: %w", err)
+		return 0, fmt.Errorf("tool: emit: %w", err)
 	}
-	return seqCall("emit", hostEmit, append(raw, '}'))
+	return seqCall("emit", hostEmit, raw)
 }
 
 func (hostServices) Result(_ context.Context, o api.Outcome) (uint64, error) {
@@ -138,29 +126,17 @@ func (hostServices) Telemetry(_ context.Context, record json.RawMessage) error {
 	return err
 }
 
-// input holds the buffer brain_alloc handed out for the invocation; out
-// holds run's answer until the host has read it.
-var input, out []byte
-
-//go:wasmexport brain_alloc
-func brainAlloc(size uint32) uint32 {
-	input = make([]byte, max(size, 1))
-	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(input))))
-}
-
 //go:wasmexport run
 func run(ptr, n uint32) uint64 {
 	o, err := runTool(ptr, n)
-	out = encodeAnswer(o, err)
-	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(out))))<<32 | uint64(len(out))
+	return guestabi.Answer(encodeAnswer(o, err))
 }
 
 func runTool(ptr, n uint32) (o api.Outcome, err error) {
-	if input == nil || uint32(uintptr(unsafe.Pointer(unsafe.SliceData(input)))) != ptr || int(n) > len(input) {
+	raw, ok := guestabi.Input(ptr, n)
+	if !ok {
 		return o, errors.New("tool: invocation is not in the buffer brain_alloc answered")
 	}
-	raw := input[:n]
-	input = nil
 	if exported == nil {
 		return o, errors.New("tool: the module exports no tool (call tool.Export in an init function)")
 	}

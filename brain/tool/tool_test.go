@@ -83,7 +83,8 @@ func sameJSON(a, b json.RawMessage) bool {
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
 }
 
-// Encoded strings and outcomes read back the same through encoding/json.
+// Outcomes encode to the bytes json.Marshal writes and read back the same
+// through encoding/json.
 func FuzzOutcome(f *testing.F) {
 	f.Add("ok", "a\"b\n\u2028", "code", []byte(`{"x":1}`))
 	f.Add("error", "\xff\x00", "", []byte(`nope`))
@@ -98,6 +99,9 @@ func FuzzOutcome(f *testing.F) {
 				t.Fatalf("refused valid value %q: %v", value, err)
 			}
 			return
+		}
+		if want, err := json.Marshal(o); err == nil && string(b) != string(want) {
+			t.Fatalf("encoded %s, json.Marshal writes %s", b, want)
 		}
 		var got api.Outcome
 		if err := json.Unmarshal(b, &got); err != nil {

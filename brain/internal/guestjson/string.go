@@ -1,4 +1,4 @@
-package agentloop
+package guestjson
 
 import (
 	"unicode/utf16"
@@ -6,10 +6,10 @@ import (
 	"unsafe"
 )
 
-// appendString appends s as a JSON string exactly as json.Marshal writes
+// AppendString appends s as a JSON string exactly as json.Marshal writes
 // it: HTML-safe (<, > and & escaped), U+2028 and U+2029 escaped and
 // invalid UTF-8 replaced by U+FFFD.
-func appendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0
@@ -62,9 +62,10 @@ func appendString(dst []byte, s string) []byte {
 }
 
 // MarshalString answers json.Marshal(s) without reflection.
-func marshalString(s string) []byte { return appendString(nil, s) }
+func MarshalString(s string) []byte { return AppendString(nil, s) }
 
-func lowerASCII(s string) string {
+// LowerASCII answers s with its ASCII letters lower-cased.
+func LowerASCII(s string) string {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; 'A' <= c && c <= 'Z' {
 			b := []byte(s)
@@ -79,62 +80,62 @@ func lowerASCII(s string) string {
 	return s
 }
 
-// str reads a string; null reads as "".
-func (d *decoder) str() string {
-	if d.null() {
+// Str reads a string; null reads as "".
+func (d *Decoder) Str() string {
+	if d.Null() {
 		return ""
 	}
-	if !d.expect('"') {
+	if !d.Expect('"') {
 		return ""
 	}
-	start := d.pos
-	for d.pos < len(d.data) {
-		c := d.data[d.pos]
+	start := d.Pos
+	for d.Pos < len(d.Data) {
+		c := d.Data[d.Pos]
 		switch {
 		case c == '"':
-			s := d.alias(start, d.pos)
-			d.pos++
+			s := d.alias(start, d.Pos)
+			d.Pos++
 			return s
 		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
 			return d.slowStr(start)
 		}
-		d.pos++
+		d.Pos++
 	}
-	d.fail("unexpected end of JSON input in string")
+	d.Fail("unexpected end of JSON input in string")
 	return ""
 }
 
 // alias answers data[start:end] as a string without copying: the
 // decoder's input is never modified while its values are in use (see
 // decoder).
-func (d *decoder) alias(start, end int) string {
+func (d *Decoder) alias(start, end int) string {
 	if start == end {
 		return ""
 	}
-	return unsafe.String(&d.data[start], end-start)
+	return unsafe.String(&d.Data[start], end-start)
 }
 
 // slowStr unquotes a string with escapes or non-ASCII bytes, as
 // encoding/json does: invalid UTF-8 and lone surrogates become U+FFFD.
-func (d *decoder) slowStr(start int) string {
-	b := make([]byte, 0, d.pos-start+16)
-	b = append(b, d.data[start:d.pos]...)
-	for d.pos < len(d.data) {
-		c := d.data[d.pos]
+func (d *Decoder) slowStr(start int) string {
+	b := make([]byte, 0, d.Pos-start+16)
+	b = append(b, d.Data[start:d.Pos]...)
+	for d.Pos < len(d.Data) {
+		c := d.Data[d.Pos]
 		switch {
 		case c == '"':
-			d.pos++
+			d.Pos++
 			return string(b)
 		case c < 0x20:
-			d.fail("invalid character in string literal")
+			d.Fail("invalid character in string literal")
 			return ""
 		case c == '\\':
-			if d.pos+1 >= len(d.data) {
-				d.fail("unexpected end of JSON input in string")
+			if d.Pos+1 >= len(d.Data) {
+				d.Fail("unexpected end of JSON input in string")
 				return ""
 			}
-			d.pos += 2
-			switch e := d.data[d.pos-1]; e {
+			d.Pos += 2
+			switch e := d.Data[d.Pos-1]; e {
 			case '"', '\\', '/':
 				b = append(b, e)
 			case 'b':
@@ -154,9 +155,9 @@ func (d *decoder) slowStr(start int) string {
 				}
 				if utf16.IsSurrogate(r) {
 					r2 := rune(-1)
-					if d.pos+1 < len(d.data) && d.data[d.pos] == '\\' && d.data[d.pos+1] == 'u' {
-						save := d.pos
-						d.pos += 2
+					if d.Pos+1 < len(d.Data) && d.Data[d.Pos] == '\\' && d.Data[d.Pos+1] == 'u' {
+						save := d.Pos
+						d.Pos += 2
 						if r2 = d.hex4(); r2 < 0 {
 							return ""
 						}
@@ -164,73 +165,73 @@ func (d *decoder) slowStr(start int) string {
 							b = utf8.AppendRune(b, dec)
 							continue
 						}
-						d.pos = save
+						d.Pos = save
 					}
 					r = utf8.RuneError
 				}
 				b = utf8.AppendRune(b, r)
 			default:
-				d.fail("invalid escape in string literal")
+				d.Fail("invalid escape in string literal")
 				return ""
 			}
 		case c < utf8.RuneSelf:
 			b = append(b, c)
-			d.pos++
+			d.Pos++
 		default:
-			r, size := utf8.DecodeRune(d.data[d.pos:])
-			d.pos += size
+			r, size := utf8.DecodeRune(d.Data[d.Pos:])
+			d.Pos += size
 			b = utf8.AppendRune(b, r)
 		}
 	}
-	d.fail("unexpected end of JSON input in string")
+	d.Fail("unexpected end of JSON input in string")
 	return ""
 }
 
-// skipStr reads over a string, checking its syntax, without answering
+// SkipStr reads over a string, checking its syntax, without answering
 // it.
-func (d *decoder) skipStr() {
-	if !d.expect('"') {
+func (d *Decoder) SkipStr() {
+	if !d.Expect('"') {
 		return
 	}
-	for d.pos < len(d.data) {
-		switch c := d.data[d.pos]; {
+	for d.Pos < len(d.Data) {
+		switch c := d.Data[d.Pos]; {
 		case c == '"':
-			d.pos++
+			d.Pos++
 			return
 		case c < 0x20:
-			d.fail("invalid character in string literal")
+			d.Fail("invalid character in string literal")
 			return
 		case c == '\\':
-			if d.pos+1 >= len(d.data) {
-				d.fail("unexpected end of JSON input in string")
+			if d.Pos+1 >= len(d.Data) {
+				d.Fail("unexpected end of JSON input in string")
 				return
 			}
-			switch d.data[d.pos+1] {
+			switch d.Data[d.Pos+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				d.pos += 2
+				d.Pos += 2
 			case 'u':
-				d.pos += 2
+				d.Pos += 2
 				if d.hex4() < 0 {
 					return
 				}
 			default:
-				d.fail("invalid escape in string literal")
+				d.Fail("invalid escape in string literal")
 				return
 			}
 		default:
-			d.pos++
+			d.Pos++
 		}
 	}
-	d.fail("unexpected end of JSON input in string")
+	d.Fail("unexpected end of JSON input in string")
 }
 
-func (d *decoder) hex4() rune {
-	if d.pos+4 > len(d.data) {
-		d.fail("unexpected end of JSON input in \\u escape")
+func (d *Decoder) hex4() rune {
+	if d.Pos+4 > len(d.Data) {
+		d.Fail("unexpected end of JSON input in \\u escape")
 		return -1
 	}
 	var r rune
-	for _, c := range d.data[d.pos : d.pos+4] {
+	for _, c := range d.Data[d.Pos : d.Pos+4] {
 		switch {
 		case '0' <= c && c <= '9':
 			c -= '0'
@@ -239,54 +240,54 @@ func (d *decoder) hex4() rune {
 		case 'A' <= c && c <= 'F':
 			c = c - 'A' + 10
 		default:
-			d.fail("invalid character in \\u escape")
+			d.Fail("invalid character in \\u escape")
 			return -1
 		}
 		r = r<<4 | rune(c)
 	}
-	d.pos += 4
+	d.Pos += 4
 	return r
 }
 
-// number reads the bytes of a JSON number.
-func (d *decoder) number() []byte {
-	d.ws()
-	start := d.pos
-	p := d.pos
+// Number reads the bytes of a JSON number.
+func (d *Decoder) Number() []byte {
+	d.Space()
+	start := d.Pos
+	p := d.Pos
 	digits := func() bool {
 		n := p
-		for p < len(d.data) && '0' <= d.data[p] && d.data[p] <= '9' {
+		for p < len(d.Data) && '0' <= d.Data[p] && d.Data[p] <= '9' {
 			p++
 		}
 		return p > n
 	}
-	if p < len(d.data) && d.data[p] == '-' {
+	if p < len(d.Data) && d.Data[p] == '-' {
 		p++
 	}
 	switch {
-	case p < len(d.data) && d.data[p] == '0':
+	case p < len(d.Data) && d.Data[p] == '0':
 		p++
 	case !digits():
-		d.fail("invalid number")
+		d.Fail("invalid number")
 		return nil
 	}
-	if p < len(d.data) && d.data[p] == '.' {
+	if p < len(d.Data) && d.Data[p] == '.' {
 		p++
 		if !digits() {
-			d.fail("invalid number")
+			d.Fail("invalid number")
 			return nil
 		}
 	}
-	if p < len(d.data) && (d.data[p] == 'e' || d.data[p] == 'E') {
+	if p < len(d.Data) && (d.Data[p] == 'e' || d.Data[p] == 'E') {
 		p++
-		if p < len(d.data) && (d.data[p] == '+' || d.data[p] == '-') {
+		if p < len(d.Data) && (d.Data[p] == '+' || d.Data[p] == '-') {
 			p++
 		}
 		if !digits() {
-			d.fail("invalid number")
+			d.Fail("invalid number")
 			return nil
 		}
 	}
-	d.pos = p
-	return d.data[start:p]
+	d.Pos = p
+	return d.Data[start:p]
 }

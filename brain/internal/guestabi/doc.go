@@ -1,0 +1,13 @@
+// Package guestabi is the guest side of the Wasm ABI shared by the
+// agentloop and Tool SDKs, built for wasip1 only: the brain_alloc export
+// through which the host hands the guest its input, the answer buffer
+// the guest's export answers, and the calling convention of the host's
+// service imports.
+//
+// A service import takes its JSON input at (ptr, len) and answers
+// status<<32 | answer length; the guest then copies the answer into a
+// buffer of that length with the host's answer import. Status 0 is
+// success; any other status means the answer is a host error document.
+// An export answers ptr<<32 | len of its answer, which stays valid until
+// the next export call.
+package guestabi
