@@ -45,45 +45,37 @@ func (p *probe) watchLate(r rule, c *envtest.Commands, seq uint64, d Descriptor,
 	}
 }
 
-func deadlineTimeout(p *probe) {
-	d := p.descriptor(RoleSleep)
-	c := p.setup()
+// executePastDeadline runs the role's implementation with the profile's
+// deadline and checks that it answers a timeout failure within the
+// deadline and its grace; what names the execute in failures.
+func executePastDeadline(p *probe, role, what string) (d Descriptor, c *envtest.Commands, cmd envapi.Command, ex *exchange, rc envapi.Receipt) {
+	d = p.descriptor(role)
+	c = p.setup()
 	p.teardownLater(c)
 	ms := p.o.Deadline.Milliseconds()
-	cmd := c.Execute(d.Implementation, d.Input, envtest.Millis(ms))
+	cmd = c.Execute(d.Implementation, d.Input, envtest.Millis(ms))
 	p.brain.Expire(cmd.Operation.Request.Callback.Token, time.Now().Add(p.o.Deadline))
 	bound := p.o.Deadline + p.o.Grace
 	ctx, cancel := context.WithTimeout(p.ctx, bound)
 	defer cancel()
-	ex := p.sendRaw(ctx, p.tg.Token, cmd)
+	ex = p.sendRaw(ctx, p.tg.Token, cmd)
 	if err := valid(ex); err != nil {
-		p.fatal(ruleTimeout, ex, "an execute with deadline_ms %d (answer expected within %v): %v", ms, bound, err)
+		p.fatal(ruleTimeout, ex, "%s, with deadline_ms %d (answer expected within %v): %v", what, ms, bound, err)
 	}
-	rc := ex.receipt()
+	rc = ex.receipt()
 	if rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeTimeout {
-		p.fatal(ruleTimeout, ex, "an execute past its deadline_ms %d answered %q %s after %v, want failure %s", ms, rc.Type, rc.Code, ex.Answered.Sub(ex.Sent).Round(time.Millisecond), envapi.CodeTimeout)
+		p.fatal(ruleTimeout, ex, "%s, past its deadline_ms %d, answered %q %s after %v, want failure %s (the first stop cause)", what, ms, rc.Type, rc.Code, ex.Answered.Sub(ex.Sent).Round(time.Millisecond), envapi.CodeTimeout)
 	}
+	return d, c, cmd, ex, rc
+}
+
+func deadlineTimeout(p *probe) {
+	d, c, cmd, ex, _ := executePastDeadline(p, RoleSleep, "an execute")
 	p.watchLate(ruleTimeout, c, cmd.Operation.Sequence, d, ex, "after answering timeout")
 }
 
 func deadlineCleanupEvidence(p *probe) {
-	d := p.descriptor(RoleStuck)
-	c := p.setup()
-	p.teardownLater(c)
-	ms := p.o.Deadline.Milliseconds()
-	cmd := c.Execute(d.Implementation, d.Input, envtest.Millis(ms))
-	p.brain.Expire(cmd.Operation.Request.Callback.Token, time.Now().Add(p.o.Deadline))
-	bound := p.o.Deadline + p.o.Grace
-	ctx, cancel := context.WithTimeout(p.ctx, bound)
-	defer cancel()
-	ex := p.sendRaw(ctx, p.tg.Token, cmd)
-	if err := valid(ex); err != nil {
-		p.fatal(ruleTimeout, ex, "an execute whose cleanup fails, with deadline_ms %d (answer expected within %v): %v", ms, bound, err)
-	}
-	rc := ex.receipt()
-	if rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeTimeout {
-		p.fatal(ruleTimeout, ex, "an execute past its deadline_ms %d whose cleanup fails answered %q %s, want failure %s (the first stop cause)", ms, rc.Type, rc.Code, envapi.CodeTimeout)
-	}
+	_, _, _, ex, rc := executePastDeadline(p, RoleStuck, "an execute whose cleanup fails")
 	switch s := strings.TrimSpace(string(rc.Details)); s {
 	case "", "null", "{}", "[]", `""`:
 		p.fail(ruleEvidence, ex, "the timeout of an execute whose cleanup failed has no evidence of that failure: details is %s", cmpOr(s, "absent"))
