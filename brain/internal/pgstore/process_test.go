@@ -3,6 +3,8 @@ package pgstore_test
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,18 +62,28 @@ func serveNode(t *testing.T, dbURL, keyFile string) *node {
 // extra environment env.
 func serveNodeEnv(t testing.TB, dbURL, keyFile string, env ...string) *node {
 	t.Helper()
+	n, err := launchNode(t, dbURL, keyFile, env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// launchNode is serveNodeEnv for any goroutine: it answers an error
+// instead of failing t. The process is killed when t ends.
+func launchNode(t testing.TB, dbURL, keyFile string, env ...string) (*node, error) {
 	cmd := exec.Command(brainBinary(t), "serve")
 	cmd.Env = append(os.Environ(), "BRAIN_DATA_DIR="+filepath.Join(t.TempDir(), "data"),
 		"BRAIN_API_TOKEN=tok", "BRAIN_LOG_LEVEL=warn", "BRAIN_DATABASE_URL="+dbURL, "BRAIN_SEALING_KEY_FILE="+keyFile)
 	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &lockedBuilder{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	n := &node{cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(n.done) }()
@@ -88,11 +100,30 @@ func serveNodeEnv(t testing.TB, dbURL, keyFile string, env ...string) *node {
 	select {
 	case n.url = <-urls:
 	case <-n.done:
-		t.Fatalf("brain serve exited: %s", stderr.String())
+		return nil, fmt.Errorf("brain serve exited: %s", stderr.String())
 	case <-time.After(60 * time.Second):
-		t.Fatal("brain serve did not start")
+		return nil, errors.New("brain serve did not start")
 	}
-	return n
+	return n, nil
+}
+
+// lockedBuilder collects a process's stderr while another goroutine may
+// read it.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (n *node) client(t testing.TB) *client.Client {
