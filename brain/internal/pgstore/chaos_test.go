@@ -318,3 +318,155 @@ func TestRandomNodeKillsUnderLoad(t *testing.T) {
 		t.Errorf("only %d turns were acknowledged; the load did not run through the kills", acked.Load())
 	}
 }
+
+func readyOf(hc *http.Client, n *node) int {
+	resp, err := hc.Get(n.url + "/health/ready")
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestDatabaseCrashUnderClusterLoad stops PostgreSQL with pg_ctl stop -m
+// immediate while 8 clients run turns through random nodes of three
+// (idempotency keys, retried with the same key), then starts it again on
+// the same data directory and port. While it is down, requests answer
+// 503 overloaded (retryable) and /health/ready answers 503 on every node;
+// once it is back, /health/ready answers 204 again and turns succeed;
+// every acknowledged turn is in the transcript, and none is there twice.
+func TestDatabaseCrashUnderClusterLoad(t *testing.T) {
+	dbURL, keyFile := pgtest.Database(t), sealingKey(t)
+	srv := pgtest.Control(t)
+	const (
+		nodes    = 3
+		lease    = 2
+		sessions = 8
+	)
+	c := newCluster(t, dbURL, keyFile, nodes, lease)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ttl := int64(0)
+	ids := make([]string, sessions)
+	for i := range ids {
+		s, err := c.slots[i%nodes].client(t).Sessions.Create(ctx, api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"}, IdleTTLMs: &ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = s.ID
+	}
+	type outcome struct {
+		key   string
+		acked bool
+	}
+	results := make([][]outcome, sessions)
+	var down, stop atomic.Bool
+	var overloadedWhileDown, ackedAfter, other atomic.Int64
+	var back atomic.Bool
+	var wg sync.WaitGroup
+	hc := &http.Client{Timeout: 30 * time.Second}
+	for w := range sessions {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				key := fmt.Sprintf("d%02d-%04d", w, i)
+				o := outcome{key: key}
+				for giveUp := time.Now().Add(90 * time.Second); time.Now().Before(giveUp); {
+					status, code, err := postMessage(ctx, hc, c.pick().url, ids[w], key, key)
+					if status == http.StatusOK {
+						o.acked = true
+						if back.Load() {
+							ackedAfter.Add(1)
+						}
+						break
+					}
+					if code == api.CodeOverloaded && status == http.StatusServiceUnavailable {
+						if down.Load() {
+							overloadedWhileDown.Add(1)
+						}
+					} else if err != nil || code != api.CodeConflict {
+						if code == api.CodeAmbiguous {
+							break // settled, not acknowledged
+						}
+						other.Add(1)
+						t.Logf("%s: answered %d %q %v", key, status, code, err)
+					}
+					time.Sleep(time.Duration(10+rand.IntN(40)) * time.Millisecond)
+				}
+				results[w] = append(results[w], o)
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	down.Store(true)
+	for i := range nodes {
+		n := c.slots[i]
+		for deadline := time.Now().Add(10 * time.Second); readyOf(hc, n) != http.StatusServiceUnavailable; {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: /health/ready does not answer 503 with the database down", i)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	time.Sleep(time.Duration(lease) * time.Second) // past the leases
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	down.Store(false)
+	back.Store(true)
+	for i := range nodes {
+		n := c.slots[i]
+		for deadline := time.Now().Add(30 * time.Second); readyOf(hc, n) != http.StatusNoContent; {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: /health/ready does not answer 204 after the database came back", i)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); ackedAfter.Load() < 3*sessions && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if overloadedWhileDown.Load() == 0 {
+		t.Error("no request answered 503 overloaded while the database was down")
+	}
+	if ackedAfter.Load() < 3*sessions {
+		t.Errorf("only %d turns succeeded after the database came back", ackedAfter.Load())
+	}
+	if other.Load() > 0 {
+		t.Errorf("%d answers were neither 200, 503 overloaded, busy nor ambiguous", other.Load())
+	}
+	total, acked := 0, 0
+	for w, id := range ids {
+		tr, err := c.pick().client(t).Sessions.Open(id).Transcript(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users, replies := map[string]int{}, map[string]int{}
+		for _, m := range tr.Messages {
+			for _, b := range m.Content {
+				if m.Role == "user" {
+					users[b.Text]++
+				} else if k, ok := strings.CutPrefix(b.Text, "echo: "); ok {
+					replies[k]++
+				}
+			}
+		}
+		for _, o := range results[w] {
+			total++
+			switch {
+			case users[o.key] > 1 || replies[o.key] > 1:
+				t.Errorf("%s ran twice: %d messages, %d replies", o.key, users[o.key], replies[o.key])
+			case o.acked && (users[o.key] != 1 || replies[o.key] != 1):
+				t.Errorf("acknowledged %s lost: %d messages, %d replies", o.key, users[o.key], replies[o.key])
+			}
+			if o.acked {
+				acked++
+			}
+		}
+	}
+	t.Logf("%d turns, %d acknowledged (%d after the restart), %d 503s while down", total, acked, ackedAfter.Load(), overloadedWhileDown.Load())
+}
