@@ -107,6 +107,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MaxInstances:         cfg.Agentloops.MaxCoreInstances,
 		FilesystemAllow:      cfg.Agentloops.FilesystemAllow,
 		SecretAllow:          cfg.Agentloops.SecretAllow,
+		Shared:               sharedModules(s.store.Modules),
 	}); err != nil {
 		return nil, fmt.Errorf("brain: Config.Agentloops: %w", err)
 	}
@@ -213,6 +214,15 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.stopVerify, s.verified = cancel, make(chan struct{})
 	go s.verifyJournals(vctx)
 	return s, nil
+}
+
+// sharedModules answers the backend's module store as the Wasm host's
+// (nil stays nil, not a nil-valued interface).
+func sharedModules(m backend.SharedModules) loophost.SharedModules {
+	if m == nil {
+		return nil
+	}
+	return m
 }
 
 // healthy answers why durable writes are failing, nil when they work:

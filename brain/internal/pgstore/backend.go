@@ -64,5 +64,6 @@ func openBackend(ctx context.Context, opts backend.Options) (*backend.Backend, e
 		Ownership:   db,
 		OnLeaseLost: db.OnLeaseLost,
 		Route:       db.Route,
+		Modules:     db,
 	}, nil
 }

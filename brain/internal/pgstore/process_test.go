@@ -50,6 +50,7 @@ func brainBinary(t testing.TB) string {
 type node struct {
 	cmd  *exec.Cmd
 	url  string
+	dir  string // data directory
 	done chan struct{}
 }
 
@@ -72,8 +73,9 @@ func serveNodeEnv(t testing.TB, dbURL, keyFile string, env ...string) *node {
 // launchNode is serveNodeEnv for any goroutine: it answers an error
 // instead of failing t. The process is killed when t ends.
 func launchNode(t testing.TB, dbURL, keyFile string, env ...string) (*node, error) {
+	dir := filepath.Join(t.TempDir(), "data")
 	cmd := exec.Command(brainBinary(t), "serve")
-	cmd.Env = append(os.Environ(), "BRAIN_DATA_DIR="+filepath.Join(t.TempDir(), "data"),
+	cmd.Env = append(os.Environ(), "BRAIN_DATA_DIR="+dir,
 		"BRAIN_API_TOKEN=tok", "BRAIN_LOG_LEVEL=warn", "BRAIN_DATABASE_URL="+dbURL, "BRAIN_SEALING_KEY_FILE="+keyFile)
 	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
@@ -85,7 +87,7 @@ func launchNode(t testing.TB, dbURL, keyFile string, env ...string) (*node, erro
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	n := &node{cmd: cmd, done: make(chan struct{})}
+	n := &node{cmd: cmd, dir: dir, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(n.done) }()
 	t.Cleanup(func() { n.cmd.Process.Signal(syscall.SIGKILL); <-n.done })
 	urls := make(chan string, 1)
