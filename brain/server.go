@@ -125,7 +125,11 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("brain: Config.Models: %w", err)
 	}
-	if s.bindings, err = envbind.New(cfg.Environments.config(cfg, s.store.ReporterKey, s.log)); err != nil {
+	bcfg := cfg.Environments.config(cfg, s.store.ReporterKey, s.log)
+	if s.store.Ownership != nil {
+		bcfg.Epoch = s.store.Ownership.Held
+	}
+	if s.bindings, err = envbind.New(bcfg); err != nil {
 		return nil, fmt.Errorf("brain: Config.Environments: %w", err)
 	}
 	if s.hosts, err = hosts.Open(hosts.Config{
@@ -207,6 +211,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Metrics:         metricsRoute,
 		Observer:        s.metrics,
 		Route:           s.store.Route,
+		LeaseEpoch:      s.store.LeaseEpoch,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
