@@ -190,8 +190,18 @@ func TestThreeServeProcesses(t *testing.T) {
 	}
 	a.cmd.Process.Signal(syscall.SIGKILL)
 	<-a.done
-	if _, err := b.client(t).Sessions.Open(s.ID).Send(ctx, api.UserInput{Message: "two"}); err != nil {
-		t.Fatalf("message to B after A died = %v", err)
+	// A gives the session's lease back in the background once the turn
+	// ended; if it died before that reached the database, B answers 503
+	// overloaded (retryable) until the lease (10 s) lapses.
+	for killed := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		_, err := b.client(t).Sessions.Open(s.ID).Send(ctx, api.UserInput{Message: "two"}, client.IdempotencyKey("two"))
+		var ae *api.ApiError
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &ae) || !ae.Retryable || time.Since(killed) > 12*time.Second {
+			t.Fatalf("message to B %v after A died = %v", time.Since(killed), err)
+		}
 	}
 	tr, err := c.client(t).Sessions.Open(s.ID).Transcript(ctx)
 	if err != nil {
