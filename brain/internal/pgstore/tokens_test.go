@@ -112,3 +112,45 @@ func TestTokensAcrossFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestInvocationTokenRefusedByOldOwner: the owner of a session stalls
+// past its lease (here: the lease is expired in the database while the
+// owner still runs a tool call) and node B takes the session over. Once
+// the old owner noticed (its tool call was stopped), the invocation token
+// it minted is refused with 401 unauthorized by it as well as by B.
+func TestInvocationTokenRefusedByOldOwner(t *testing.T) {
+	dbURL, keyFile := pgtest.Database(t), sealingKey(t)
+	const lease = 3
+	a, b := clusterNode(t, dbURL, keyFile, lease), clusterNode(t, dbURL, keyFile, lease)
+	p := newHangProvider(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	s := toolSession(t, ctx, a, p)
+	if _, err := s.Submit(ctx, api.UserInput{Message: waitTurn()}); err != nil {
+		t.Fatal(err)
+	}
+	x := p.WaitFor(envapi.RequestExecute, "box", 1)
+	if len(x) == 0 || x[0].Cmd.Operation.Request.Callback == nil {
+		t.Fatal("the tool's execute carried no callback")
+	}
+	cb := x[0].Cmd.Operation.Request.Callback
+	callPath := pathOf(t, cb.URL)
+	emit := `{"method":"emit","input":{"event_type":"probe","data":{}}}`
+	if st, code := postToken(t, a, callPath, cb.Token, emit); st != http.StatusOK {
+		t.Fatalf("emit on the owner = %d %s, want 200", st, code)
+	}
+	sqlExec(t, dbURL, `UPDATE brain_leases SET expires_at = now() - interval '1 second' WHERE session_id = $1`, []byte(s.ID))
+	if _, err := b.client(t).Sessions.Open(s.ID).Send(ctx, api.UserInput{Message: "after"}); err != nil {
+		t.Fatalf("message to B once A's lease expired = %v", err)
+	}
+	for deadline := time.Now().Add(lease * time.Second); p.stopped.Load() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the old owner did not stop its tool call after losing the lease")
+		}
+	}
+	for name, n := range map[string]*node{"the old owner": a, "the new owner": b} {
+		if st, code := postToken(t, n, callPath, cb.Token, emit); st != http.StatusUnauthorized || code != api.CodeUnauthorized {
+			t.Errorf("emit with the token minted before the takeover on %s = %d %s, want 401 unauthorized", name, st, code)
+		}
+	}
+}
