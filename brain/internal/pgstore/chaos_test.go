@@ -182,9 +182,10 @@ func countTurn(key string) string {
 // idempotency key, sent to a random node and retried there on any
 // retryable failure with the same key. Afterwards no acknowledged turn is
 // lost (its message and its reply are in the transcript), and no turn ran
-// twice: every key's message is in the transcript at most once (exactly
-// once when acknowledged) and the tool's provider got at most one execute
-// per key (exactly one when acknowledged).
+// twice: every key's message is in the transcript and its tool call in
+// the journal at most once (exactly once when acknowledged), and the
+// tool's provider got at most one execute per key (exactly one when
+// acknowledged).
 func TestRandomNodeKillsUnderLoad(t *testing.T) {
 	dbURL, keyFile := pgtest.Database(t), sealingKey(t)
 	const (
@@ -302,14 +303,29 @@ func TestRandomNodeKillsUnderLoad(t *testing.T) {
 				}
 			}
 		}
+		// The journal itself: each key's tool call was started at most once.
+		started := map[string]int{}
+		for _, ev := range allEvents(t, ctx, n, id) {
+			if ev.EventType != api.KindToolCallStarted {
+				continue
+			}
+			var d struct {
+				Input struct {
+					Key string `json:"key"`
+				} `json:"input"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil {
+				started[d.Input.Key]++
+			}
+		}
 		for _, o := range results[w] {
 			total++
-			ex := p.executes(o.key)
+			ex, st := p.executes(o.key), started[o.key]
 			switch {
-			case users[o.key] > 1 || replies[o.key] > 1 || ex > 1:
-				t.Errorf("%s ran twice: %d messages, %d replies, %d executes", o.key, users[o.key], replies[o.key], ex)
-			case o.acked && (users[o.key] != 1 || replies[o.key] != 1 || ex != 1):
-				t.Errorf("acknowledged %s lost: %d messages, %d replies, %d executes", o.key, users[o.key], replies[o.key], ex)
+			case users[o.key] > 1 || replies[o.key] > 1 || ex > 1 || st > 1:
+				t.Errorf("%s ran twice: %d messages, %d replies, %d tool calls started, %d executes", o.key, users[o.key], replies[o.key], st, ex)
+			case o.acked && (users[o.key] != 1 || replies[o.key] != 1 || ex != 1 || st != 1):
+				t.Errorf("acknowledged %s lost: %d messages, %d replies, %d tool calls started, %d executes", o.key, users[o.key], replies[o.key], st, ex)
 			}
 		}
 	}
