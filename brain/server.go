@@ -107,6 +107,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MaxInstances:         cfg.Agentloops.MaxCoreInstances,
 		FilesystemAllow:      cfg.Agentloops.FilesystemAllow,
 		SecretAllow:          cfg.Agentloops.SecretAllow,
+		Shared:               sharedModules(s.store.Modules),
 	}); err != nil {
 		return nil, fmt.Errorf("brain: Config.Agentloops: %w", err)
 	}
@@ -124,7 +125,11 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("brain: Config.Models: %w", err)
 	}
-	if s.bindings, err = envbind.New(cfg.Environments.config(cfg, s.store.ReporterKey, s.log)); err != nil {
+	bcfg := cfg.Environments.config(cfg, s.store.ReporterKey, s.log)
+	if s.store.Ownership != nil {
+		bcfg.Epoch = s.store.Ownership.Held
+	}
+	if s.bindings, err = envbind.New(bcfg); err != nil {
 		return nil, fmt.Errorf("brain: Config.Environments: %w", err)
 	}
 	if s.hosts, err = hosts.Open(hosts.Config{
@@ -206,6 +211,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Metrics:         metricsRoute,
 		Observer:        s.metrics,
 		Route:           s.store.Route,
+		LeaseEpoch:      s.store.LeaseEpoch,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
@@ -213,6 +219,15 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.stopVerify, s.verified = cancel, make(chan struct{})
 	go s.verifyJournals(vctx)
 	return s, nil
+}
+
+// sharedModules answers the backend's module store as the Wasm host's
+// (nil stays nil, not a nil-valued interface).
+func sharedModules(m backend.SharedModules) loophost.SharedModules {
+	if m == nil {
+		return nil
+	}
+	return m
 }
 
 // healthy answers why durable writes are failing, nil when they work:

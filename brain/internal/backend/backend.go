@@ -67,6 +67,20 @@ type Backend struct {
 	Ownership   session.Ownership
 	OnLeaseLost func(lost func(id string, epoch int64))
 	Route       func(ctx context.Context, id string) (string, error)
+	// LeaseEpoch answers the epoch of the live lease on a session,
+	// whichever node holds it (0: none).
+	LeaseEpoch func(ctx context.Context, id string) (int64, error)
+	// Modules keeps the bytes of admitted agentloop modules for every
+	// node (loophost.Options.Shared); nil keeps them in the data
+	// directory only.
+	Modules SharedModules
+}
+
+// SharedModules is the store of a cluster's admitted agentloop module
+// bytes (the method set of loophost.SharedModules).
+type SharedModules interface {
+	PutModule(ctx context.Context, b []byte) (string, error)
+	SharedModule(ctx context.Context, id string) ([]byte, bool, error)
 }
 
 // Opener opens a backend.

@@ -195,11 +195,21 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: Brain's public URL is not known yet", op.Environment, op.Sequence)
 	}
 	callURL := public + "/v1/sessions/" + url.PathEscape(op.SessionID) + "/executions/" + strconv.FormatUint(op.Sequence, 10) + "/call"
+	var key []byte
+	var epoch int64
+	if wire.Request.Callback != nil || wire.Context != nil {
+		if key, err = b.serverKey(); err != nil {
+			return envapi.Receipt{}, err
+		}
+		if b.cfg.Epoch != nil {
+			epoch, _ = b.cfg.Epoch(op.SessionID)
+		}
+	}
 	if cb := wire.Request.Callback; cb != nil {
 		g := *cb
 		k := grantKey{op.SessionID, op.Sequence, false}
 		g.URL = callURL
-		g.Token = b.grants.mint(k)
+		g.Token = b.grants.mint(k, key, epoch)
 		wire.Request.Callback = &g
 		b.watch(k, op.CallbackDone)
 	}
@@ -207,7 +217,7 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 		g := *cg
 		k := grantKey{op.SessionID, op.Sequence, true}
 		g.URL = callURL
-		g.Token = b.grants.mint(k)
+		g.Token = b.grants.mint(k, key, epoch)
 		wire.Context = &g
 		b.watch(k, op.ContextDone)
 	}

@@ -53,6 +53,10 @@ type Config struct {
 	// mode 0600 (usually <data dir>/server-metadata/reporter.key).
 	Key     []byte
 	KeyFile string
+	// Epoch, if set (a cluster), answers the lease epoch this node holds
+	// on a session: invocation tokens are minted under it and refused
+	// once it changed (after a failover). nil mints them under epoch 0.
+	Epoch func(session string) (int64, bool)
 	// MaxResponseBytes bounds a provider's answer
 	// (BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, 0: 32 MiB).
 	MaxResponseBytes int64

@@ -43,10 +43,18 @@
 //
 // # Credentials Brain hands out
 //
-// An execute's callback grant carries a fresh token (32 random bytes) for
-// that invocation only. It lives only in memory, is stored as a SHA-256
-// digest, is revoked when the execution completes or is cancelled, and
-// does not survive a restart: afterwards every call with it is 401. The
+// An execute's callback grant carries a fresh token for that invocation
+// only: the lease epoch the node holds on the session (Config.Epoch; 0
+// outside a cluster), 16 random bytes and an HMAC-SHA256 over them, the
+// session, the operation and its kind, keyed from the server key (the
+// format is in tokens.go). Any node sharing the server key can thus check
+// a token's origin and epoch (VerifyInvocation) before forwarding its
+// call to the session's owner; whether it is still live only the owner
+// knows: it lives only in memory there, is stored as a SHA-256 digest, is
+// revoked when the execution completes or is cancelled, is refused once
+// the node's lease epoch on the session changed (a failover interrupted
+// the execution), and does not survive a restart: afterwards every call
+// with it is 401. The
 // engine closes the channel op.CallbackDone (op.ContextDone for the
 // controller context) when the execution (context) closes; the token dies
 // then.

@@ -1,6 +1,7 @@
 package envbind
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,7 +124,7 @@ func TestKeyFileAndReporterTokens(t *testing.T) {
 func TestGrants(t *testing.T) {
 	g := newGrants()
 	k := grantKey{"s", 3, false}
-	tok := g.mint(k)
+	tok := g.mint(k, bytes.Repeat([]byte{7}, keySize), 1)
 	if len(tok) < 40 || !g.check(k, tok) || g.check(k, tok+"x") || g.check(grantKey{"s", 4, false}, tok) || g.check(grantKey{"s", 3, true}, tok) {
 		t.Fatal("token check")
 	}
@@ -280,4 +281,69 @@ func TestRouteIsPinnedAtDeclaration(t *testing.T) {
 	if hitsA.Load() != 1 || hitsB.Load() != 0 {
 		t.Fatalf("route a got %d operations, route b %d; want 1 and 0", hitsA.Load(), hitsB.Load())
 	}
+}
+
+// TestInvocationTokenEpoch: a token verifies on any Binder sharing the
+// server key, for its own execution only, naming the epoch it was minted
+// under; Authorize refuses it once the node's lease epoch changed.
+func TestInvocationTokenEpoch(t *testing.T) {
+	key := bytes.Repeat([]byte{9}, keySize)
+	epoch := int64(4)
+	owner, err := New(Config{Key: key, PublicURL: "http://127.0.0.1:1", Epoch: func(string) (int64, bool) { return epoch, true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := New(Config{Key: key, PublicURL: "http://127.0.0.1:2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := New(Config{Key: bytes.Repeat([]byte{8}, keySize), PublicURL: "http://127.0.0.1:3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := owner.grants.mint(grantKey{"s", 5, false}, key, epoch)
+	if ep, ok, err := other.VerifyInvocation("s", 5, tok); err != nil || !ok || ep != 4 {
+		t.Fatalf("VerifyInvocation on another node = %d, %v, %v; want epoch 4", ep, ok, err)
+	}
+	damaged := []byte(tok)
+	damaged[20] ^= 'A' ^ 'B'
+	for _, c := range []struct {
+		id  string
+		seq uint64
+		tok string
+	}{{"s", 6, tok}, {"t", 5, tok}, {"s", 5, string(damaged)}, {"s", 5, ""}, {"s", 5, tok + "A"}} {
+		if _, ok, _ := other.VerifyInvocation(c.id, c.seq, c.tok); ok {
+			t.Errorf("VerifyInvocation(%s, %d, %q) = ok; only the execution's own, intact token verifies", c.id, c.seq, c.tok)
+		}
+	}
+	if _, ok, _ := stranger.VerifyInvocation("s", 5, tok); ok {
+		t.Error("a Binder with another server key verified the token")
+	}
+	if _, ok := owner.Authorize("s", 5, tok); !ok {
+		t.Fatal("owner's Authorize of its live token failed")
+	}
+	if _, ok := other.Authorize("s", 5, tok); ok {
+		t.Error("a node that did not mint the token authorized it as live")
+	}
+	epoch = 5 // a failover: the lease moved on
+	if _, ok := owner.Authorize("s", 5, tok); ok {
+		t.Error("a token minted under an earlier epoch was authorized")
+	}
+}
+
+// FuzzInvocationToken: no input panics the token decoder, and only the
+// token minted for an execution verifies for it.
+func FuzzInvocationToken(f *testing.F) {
+	key := bytes.Repeat([]byte{3}, keySize)
+	k := grantKey{"s", 2, false}
+	good := invocationToken(key, k, 7, make([]byte, nonceSize))
+	f.Add(good)
+	f.Add("")
+	f.Add(good[:10])
+	f.Fuzz(func(t *testing.T, tok string) {
+		ep, ok := parseInvocation(key, k, tok)
+		if ok && (tok != good || ep != 7) {
+			t.Fatalf("parseInvocation(%q) = %d, true", tok, ep)
+		}
+	})
 }

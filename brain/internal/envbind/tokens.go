@@ -88,17 +88,82 @@ type grants struct {
 
 func newGrants() *grants { return &grants{m: map[grantKey][32]byte{}} }
 
-// mint makes a fresh token for an execution, replacing any earlier one.
-func (g *grants) mint(k grantKey) string {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
+// mint makes a fresh invocation token for an execution under the lease
+// epoch (see invocationToken), replacing any earlier one.
+func (g *grants) mint(k grantKey, key []byte, epoch int64) string {
+	var nonce [nonceSize]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
 		panic("envbind: no randomness: " + err.Error())
 	}
-	tok := base64.RawURLEncoding.EncodeToString(b[:])
+	tok := invocationToken(key, k, epoch, nonce[:])
 	g.mu.Lock()
 	g.m[k] = sha256.Sum256([]byte(tok))
 	g.mu.Unlock()
 	return tok
+}
+
+// Invocation tokens are the base64url (unpadded) encoding of
+//
+//	epoch (8 bytes, big-endian) | nonce (16 random bytes) | MAC (32 bytes)
+//
+// where MAC is HMAC-SHA256, under a key derived from the server key, over
+// "brain invocation v1\x00", the session id, 0, the operation's sequence
+// (8 bytes, big-endian), 1 for a controller context (else 0), the epoch and
+// the nonce. The epoch is the lease epoch the minting node held on the
+// session. Every node sharing the server key can thus check that a token
+// was minted for this execution and under which epoch; only the node that
+// minted it knows whether it is still live.
+const (
+	nonceSize      = 16
+	invocationSize = 8 + nonceSize + sha256.Size
+)
+
+func invocationKey(key []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("brain invocation key v1"))
+	return m.Sum(nil)
+}
+
+func invocationMAC(key []byte, k grantKey, head []byte) []byte {
+	m := hmac.New(sha256.New, invocationKey(key))
+	m.Write([]byte("brain invocation v1\x00"))
+	m.Write([]byte(k.session))
+	m.Write([]byte{0})
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], k.seq)
+	m.Write(n[:])
+	if k.ctrl {
+		m.Write([]byte{1})
+	} else {
+		m.Write([]byte{0})
+	}
+	m.Write(head)
+	return m.Sum(nil)
+}
+
+func invocationToken(key []byte, k grantKey, epoch int64, nonce []byte) string {
+	b := make([]byte, 0, invocationSize)
+	b = binary.BigEndian.AppendUint64(b, uint64(epoch))
+	b = append(b, nonce...)
+	b = append(b, invocationMAC(key, k, b)...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// parseInvocation answers the epoch of tok when it is an invocation token
+// minted under key for k; ok is false for anything else.
+func parseInvocation(key []byte, k grantKey, tok string) (epoch int64, ok bool) {
+	if base64.RawURLEncoding.DecodedLen(len(tok)) != invocationSize {
+		return 0, false
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(tok)
+	if err != nil || len(b) != invocationSize {
+		return 0, false
+	}
+	head := b[:8+nonceSize]
+	if !hmac.Equal(b[8+nonceSize:], invocationMAC(key, k, head)) {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(head[:8])), true
 }
 
 // check reports whether tok is the live token of the execution.
@@ -135,17 +200,47 @@ type Grant struct {
 
 // Authorize reports which live grant token authorizes at operation seq of
 // session id: the execution's callback token, else the operation's
-// context token.
+// context token. With Config.Epoch the token must also have been minted
+// under the lease epoch this node holds on the session now: a token of an
+// execution run before a failover is refused.
 func (b *Binder) Authorize(id string, seq uint64, token string) (Grant, bool) {
-	k := grantKey{id, seq, false}
-	if b.grants.check(k, token) {
-		return Grant{SessionID: id, Sequence: seq}, true
+	key, err := b.serverKey()
+	if err != nil {
+		return Grant{}, false
 	}
-	k.ctrl = true
-	if b.grants.check(k, token) {
-		return Grant{SessionID: id, Sequence: seq, Controller: true}, true
+	for _, ctrl := range []bool{false, true} {
+		k := grantKey{id, seq, ctrl}
+		epoch, ok := parseInvocation(key, k, token)
+		if !ok || !b.grants.check(k, token) {
+			continue
+		}
+		if b.cfg.Epoch != nil {
+			if held, ok := b.cfg.Epoch(id); !ok || held != epoch {
+				return Grant{}, false
+			}
+		}
+		return Grant{SessionID: id, Sequence: seq, Controller: ctrl}, true
 	}
 	return Grant{}, false
+}
+
+// VerifyInvocation reports whether token is an invocation token minted,
+// by any node sharing the server key, for operation seq of session id
+// (its execution or its controller context), and answers the lease epoch
+// it was minted under. It says nothing of whether the token is still
+// live: only the node that minted it knows (Authorize). It fails only
+// when the server key cannot be read.
+func (b *Binder) VerifyInvocation(id string, seq uint64, token string) (epoch int64, ok bool, err error) {
+	key, err := b.serverKey()
+	if err != nil {
+		return 0, false, err
+	}
+	for _, ctrl := range []bool{false, true} {
+		if epoch, ok := parseInvocation(key, grantKey{id, seq, ctrl}, token); ok {
+			return epoch, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // Revoke forgets the token of g, such as when its execution turns out to

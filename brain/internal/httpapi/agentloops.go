@@ -71,7 +71,11 @@ func (s *Server) getAgentloop(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, badRequest("an agentloop id is 64 lowercase hex digits"))
 		return
 	}
-	a, ok := s.opts.Agentloops.Admission(id)
+	a, ok, err := s.opts.Agentloops.Find(r.Context(), id)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
 	if !ok {
 		WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such agentloop"))
 		return

@@ -121,6 +121,16 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, errUnauthorized)
 		return
 	}
+	if s.opts.Route != nil && r.Header.Get(forwardedHeader) == "" {
+		if err := s.checkInvocation(r.Context(), id, seq, tok); err != nil {
+			closeUnread(w, r)
+			WriteError(w, err)
+			return
+		}
+		if s.forward(w, r) {
+			return
+		}
+	}
 	g, ok := s.opts.Bindings.Authorize(id, seq, tok)
 	if !ok {
 		WriteError(w, errUnauthorized)
@@ -164,6 +174,34 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// checkInvocation authenticates, on any node of a cluster, the invocation
+// token of a call before it is forwarded to the session's owner: the
+// token must have been minted by the cluster for this execution, under
+// the epoch of the session's live lease. A token minted before a
+// failover is refused (401): its execution was interrupted. Whether the
+// token is still live only its owner knows (Bindings.Authorize).
+func (s *Server) checkInvocation(ctx context.Context, id string, seq uint64, tok string) error {
+	epoch, ok, err := s.opts.Bindings.VerifyInvocation(id, seq, tok)
+	if err != nil {
+		s.log.Error("invocation key unavailable", "err", err)
+		return newError(http.StatusServiceUnavailable, api.CodeOverloaded, "invocation key unavailable")
+	}
+	if !ok {
+		return errUnauthorized
+	}
+	if s.opts.LeaseEpoch == nil {
+		return nil
+	}
+	live, err := s.opts.LeaseEpoch(ctx, id)
+	if err != nil {
+		return newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the storage backend is unavailable; retry later")
+	}
+	if live != epoch {
+		return errUnauthorized
+	}
+	return nil
+}
+
 // serveReport is POST /v1/sessions/{id}/environments/{env}/{sequence}/events:
 // an environment report authenticated by the binding's reporter token.
 func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, id, env string, bseq uint64) {
@@ -176,6 +214,9 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, id, env str
 	}
 	if !ok {
 		WriteError(w, errUnauthorized)
+		return
+	}
+	if s.forward(w, r) {
 		return
 	}
 	body, err := s.readEnvJSON(w, r)

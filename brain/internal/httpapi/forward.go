@@ -32,7 +32,9 @@ func sessionWrite(r *http.Request) string {
 	return id
 }
 
-// forward sends a write to the node whose live lease owns its session,
+// forward sends a write to the node whose live lease owns its session
+// (after the route authenticated it: a write this node would refuse is
+// never forwarded),
 // unchanged (method, path, query, body, Idempotency-Key and authorization
 // headers), and relays the answer; it answers false when this node serves
 // the request itself: it holds the session's lease or has just taken it

@@ -94,6 +94,11 @@ type Options struct {
 	// node that owns a session's writes, "" when this node serves them;
 	// writes to a session owned elsewhere are forwarded there.
 	Route func(ctx context.Context, id string) (string, error)
+	// LeaseEpoch, when set (a cluster), answers the epoch of the live
+	// lease on a session, whichever node holds it (0: none). A node that
+	// does not own a session checks an invocation token's epoch against
+	// it before forwarding the call.
+	LeaseEpoch func(ctx context.Context, id string) (int64, error)
 }
 
 // Observer is told what the server does; its methods must not block.
@@ -244,9 +249,15 @@ func (s *Server) routes() {
 }
 
 // handle mounts h at pattern (a ServeMux pattern) behind the server token.
+// A session write that passed the token check is forwarded to the
+// session's owner when that is another node.
 func (s *Server) handle(pattern string, h http.Handler) {
 	s.patterns = append(s.patterns, pattern)
-	s.mux.Handle(pattern, s.authenticate(h))
+	s.mux.Handle(pattern, s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.forward(w, r) {
+			h.ServeHTTP(w, r)
+		}
+	})))
 }
 
 // handleOpen mounts h at pattern without the server token; h
@@ -260,9 +271,7 @@ func (s *Server) handleOpen(pattern string, h http.Handler) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
-	if !s.forward(sw, r) {
-		s.mux.ServeHTTP(sw, r)
-	}
+	s.mux.ServeHTTP(sw, r)
 	s.observer().Request(r.Pattern, sw.status, time.Since(start))
 	if sw.status >= 500 && sw.status != http.StatusServiceUnavailable {
 		args := []any{"method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds()}

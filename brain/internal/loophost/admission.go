@@ -38,8 +38,19 @@ func (h *Host) Admit(ctx context.Context, module []byte) (Admission, error) {
 	return h.admit(ctx, h.loops, module)
 }
 
-// Admission answers what is known of agentloop module id.
+// Admission answers what is known of agentloop module id on this node.
 func (h *Host) Admission(id string) (Admission, bool) { return h.admission(h.loops, id) }
+
+// Find is Admission that also knows, with Options.Shared, the modules
+// admitted on other nodes of the cluster (fetching and compiling one it
+// finds). It fails only when the shared store cannot be read.
+func (h *Host) Find(ctx context.Context, id string) (Admission, bool, error) {
+	if err := h.fetchShared(ctx, id); err != nil {
+		return Admission{}, false, err
+	}
+	a, ok := h.admission(h.loops, id)
+	return a, ok, nil
+}
 
 // AdmitTool is Admit for Tool modules (the ToolAdmission of POST
 // /v1/tools); it answers ErrNoTools when Options.ToolsDir is empty.
@@ -95,16 +106,72 @@ func (h *Host) admit(ctx context.Context, c *catalog, module []byte) (Admission,
 		h.mu.Unlock()
 		return a, nil
 	}
+	if h.opts.Shared != nil && c.kind == kindLoop {
+		// Shared first: an admission answered is runnable on every node.
+		if _, err := h.opts.Shared.PutModule(ctx, module); err != nil {
+			_ = m.cm.Close(ctx)
+			return Admission{}, fmt.Errorf("loophost: admit %s: %w", id, err)
+		}
+	}
+	if err := h.store(ctx, c, id, module, m); err != nil {
+		return Admission{}, err
+	}
+	return Admission{ID: id, Status: StatusAdmitted}, nil
+}
+
+// store keeps an admitted, compiled module in c's directory and catalog.
+func (h *Host) store(ctx context.Context, c *catalog, id string, module []byte, m *module) error {
 	if err := fsutil.WriteFileAtomic(filepath.Join(c.dir, id+".wasm"), module, 0o600); err != nil {
 		_ = m.cm.Close(ctx)
-		return Admission{}, fmt.Errorf("loophost: admit %s: %w", id, err)
+		return fmt.Errorf("loophost: admit %s: %w", id, err)
 	}
 	_ = os.Remove(filepath.Join(c.dir, id+".rejected"))
 	h.mu.Lock()
 	c.loaded[id] = m
 	delete(c.rejects, id)
 	h.mu.Unlock()
-	return Admission{ID: id, Status: StatusAdmitted}, nil
+	return nil
+}
+
+// fetchShared makes agentloop module id, when this node does not know it
+// and Options.Shared holds it, admitted here too: its bytes are checked
+// against id, compiled into this node's cache and stored in Dir. Unknown
+// everywhere is not an error (the caller answers not admitted).
+func (h *Host) fetchShared(ctx context.Context, id string) error {
+	if h.opts.Shared == nil || !validID(id) {
+		return nil
+	}
+	if _, known := h.admission(h.loops, id); known {
+		return nil
+	}
+	h.admitMu.Lock()
+	defer h.admitMu.Unlock()
+	if _, known := h.admission(h.loops, id); known {
+		return nil
+	}
+	b, found, err := h.opts.Shared.SharedModule(ctx, id)
+	if err != nil {
+		return fmt.Errorf("loophost: fetch %s: %w", id, err)
+	}
+	if !found || idOf(b) != id {
+		return nil
+	}
+	h.mu.RLock()
+	closed := h.closed
+	h.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	m, err := h.compile(ctx, kindLoop, id, b)
+	if err != nil {
+		// Admitted elsewhere but not runnable here (such as a lower
+		// memory limit): remembered as rejected on this node.
+		h.mu.Lock()
+		h.loops.rejects[id] = rejected(id, err.Error())
+		h.mu.Unlock()
+		return nil
+	}
+	return h.store(ctx, h.loops, id, b, m)
 }
 
 func (h *Host) admission(c *catalog, id string) (Admission, bool) {

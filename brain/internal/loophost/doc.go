@@ -11,7 +11,11 @@
 // stored as <agentloops dir>/<sha256 hex>.wasm (written to a temporary
 // file, synced and renamed); a rejection is remembered as
 // <sha256 hex>.rejected (the AgentloopAdmission JSON) so that GET answers
-// it after a restart. Host.Resolve maps a session's implementation
+// it after a restart. With Options.Shared (a cluster's database) admitted
+// agentloop bytes are stored there too, before the admission is answered,
+// and a module another node admitted is fetched from there the first time
+// it is named here (Host.Find, Host.Resolve), checked against its id,
+// compiled and stored locally. Host.Resolve maps a session's implementation
 // {"type":"brain_component","entrypoint":"turn","id":<sha256 hex>} to an
 // agentloop.Func; {"type":"brain_builtin","name":"default"} maps to the
 // embedded Wasm build of the default loop when Options.BuiltinWasm is set

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -74,6 +75,13 @@ type Options struct {
 	// activation and tool invocation after its instance is closed.
 	Output func(id string, stdout, stderr []byte)
 
+	// Shared, if set, keeps the bytes of admitted agentloop modules where
+	// every node of a cluster reads them: admission stores them there
+	// before answering, and a module admitted on another node is fetched
+	// from there (checked against its id), compiled into this node's
+	// cache and stored in Dir when it is first named.
+	Shared SharedModules
+
 	// ToolsDir is the tools directory (<data dir>/tools): admitted Tool
 	// modules and remembered rejections, laid out as Dir. Empty disables
 	// Tools.
@@ -98,6 +106,21 @@ type Options struct {
 	// (BRAIN_ENV_SECRET_ALLOW). Empty denies every secret grant.
 	SecretAllow map[string]string
 }
+
+// SharedModules is a store of admitted module bytes every node of a
+// cluster shares (the PostgreSQL backend's).
+type SharedModules interface {
+	// PutModule stores the bytes of an admitted module under their
+	// SHA-256 (hex), which it answers; storing them again is a no-op.
+	PutModule(ctx context.Context, b []byte) (string, error)
+	// SharedModule answers the bytes stored under id, found false when
+	// there are none.
+	SharedModule(ctx context.Context, id string) (b []byte, found bool, err error)
+}
+
+// sharedFetchTimeout bounds fetching a module from Options.Shared when
+// Resolve, which has no context, names a module this node has not seen.
+const sharedFetchTimeout = 30 * time.Second
 
 // Host compiles, admits and runs Wasm agentloops. It is safe for
 // concurrent use.
@@ -373,8 +396,15 @@ func (h *Host) Resolve(impl []byte) (agentloop.Func, error) {
 // module: {"type":"brain_component","entrypoint":"turn","id":<sha256>}.
 const ImplementationComponent = "brain_component"
 
-// Func answers the loop of the admitted module id.
+// Func answers the loop of the admitted module id; a module admitted on
+// another node of the cluster (Options.Shared) is fetched and compiled
+// first.
 func (h *Host) Func(id string) (agentloop.Func, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), sharedFetchTimeout)
+	defer cancel()
+	if err := h.fetchShared(ctx, id); err != nil {
+		return nil, err
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.closed {

@@ -64,5 +64,7 @@ func openBackend(ctx context.Context, opts backend.Options) (*backend.Backend, e
 		Ownership:   db,
 		OnLeaseLost: db.OnLeaseLost,
 		Route:       db.Route,
+		LeaseEpoch:  db.LeaseEpoch,
+		Modules:     db,
 	}, nil
 }

@@ -107,7 +107,9 @@
 // OnLeaseLost function (the engine's Lost, which stops the session at
 // once). Route tells the HTTP layer where a session's write belongs: ""
 // when this node holds the lease or just took it (the owner's had
-// expired), else the live owner's public URL, to forward to. Each node renews
+// expired), else the live owner's public URL, to forward to; LeaseEpoch
+// answers the live lease's epoch, against which any node checks an
+// invocation token before forwarding its call. Each node renews
 // its brain_nodes row every third of the lease length; a row past
 // expires_at is a dead node.
 //

@@ -60,3 +60,16 @@ func (db *DB) ModuleIDs(ctx context.Context) ([]string, error) {
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return ids, classify("module ids", err, false)
 }
+
+// SharedModule is Module for loophost.Options.Shared: unknown is found
+// false, not an error; damaged bytes are an error.
+func (db *DB) SharedModule(ctx context.Context, id string) ([]byte, bool, error) {
+	b, err := db.Module(ctx, id)
+	if errors.Is(err, ErrModuleNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
+}

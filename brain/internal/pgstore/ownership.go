@@ -140,3 +140,18 @@ func (db *DB) Route(ctx context.Context, id string) (string, error) {
 	}
 	return "", fmt.Errorf("pgstore: route session %s: %w", id, ErrUnavailable)
 }
+
+// LeaseEpoch answers the epoch of the live lease on session id, whichever
+// node holds it (this node's without asking the database), 0 when no
+// live lease is held: an invocation token minted under another epoch
+// belongs to an execution that a failover interrupted.
+func (db *DB) LeaseEpoch(ctx context.Context, id string) (int64, error) {
+	if l, ok := db.heldLease(id); ok {
+		return l.Epoch, nil
+	}
+	o, err := db.LeaseOwner(ctx, id)
+	if err != nil || !o.Live {
+		return 0, err
+	}
+	return o.Epoch, nil
+}

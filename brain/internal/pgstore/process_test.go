@@ -3,6 +3,8 @@ package pgstore_test
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +50,7 @@ func brainBinary(t testing.TB) string {
 type node struct {
 	cmd  *exec.Cmd
 	url  string
+	dir  string // data directory
 	done chan struct{}
 }
 
@@ -60,20 +63,31 @@ func serveNode(t *testing.T, dbURL, keyFile string) *node {
 // extra environment env.
 func serveNodeEnv(t testing.TB, dbURL, keyFile string, env ...string) *node {
 	t.Helper()
+	n, err := launchNode(t, dbURL, keyFile, env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// launchNode is serveNodeEnv for any goroutine: it answers an error
+// instead of failing t. The process is killed when t ends.
+func launchNode(t testing.TB, dbURL, keyFile string, env ...string) (*node, error) {
+	dir := filepath.Join(t.TempDir(), "data")
 	cmd := exec.Command(brainBinary(t), "serve")
-	cmd.Env = append(os.Environ(), "BRAIN_DATA_DIR="+filepath.Join(t.TempDir(), "data"),
+	cmd.Env = append(os.Environ(), "BRAIN_DATA_DIR="+dir,
 		"BRAIN_API_TOKEN=tok", "BRAIN_LOG_LEVEL=warn", "BRAIN_DATABASE_URL="+dbURL, "BRAIN_SEALING_KEY_FILE="+keyFile)
 	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &lockedBuilder{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	n := &node{cmd: cmd, done: make(chan struct{})}
+	n := &node{cmd: cmd, dir: dir, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(n.done) }()
 	t.Cleanup(func() { n.cmd.Process.Signal(syscall.SIGKILL); <-n.done })
 	urls := make(chan string, 1)
@@ -88,11 +102,30 @@ func serveNodeEnv(t testing.TB, dbURL, keyFile string, env ...string) *node {
 	select {
 	case n.url = <-urls:
 	case <-n.done:
-		t.Fatalf("brain serve exited: %s", stderr.String())
+		return nil, fmt.Errorf("brain serve exited: %s", stderr.String())
 	case <-time.After(60 * time.Second):
-		t.Fatal("brain serve did not start")
+		return nil, errors.New("brain serve did not start")
 	}
-	return n
+	return n, nil
+}
+
+// lockedBuilder collects a process's stderr while another goroutine may
+// read it.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (n *node) client(t testing.TB) *client.Client {
@@ -157,8 +190,18 @@ func TestThreeServeProcesses(t *testing.T) {
 	}
 	a.cmd.Process.Signal(syscall.SIGKILL)
 	<-a.done
-	if _, err := b.client(t).Sessions.Open(s.ID).Send(ctx, api.UserInput{Message: "two"}); err != nil {
-		t.Fatalf("message to B after A died = %v", err)
+	// A gives the session's lease back in the background once the turn
+	// ended; if it died before that reached the database, B answers 503
+	// overloaded (retryable) until the lease (10 s) lapses.
+	for killed := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		_, err := b.client(t).Sessions.Open(s.ID).Send(ctx, api.UserInput{Message: "two"}, client.IdempotencyKey("two"))
+		var ae *api.ApiError
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &ae) || !ae.Retryable || time.Since(killed) > 12*time.Second {
+			t.Fatalf("message to B %v after A died = %v", time.Since(killed), err)
+		}
 	}
 	tr, err := c.client(t).Sessions.Open(s.ID).Transcript(ctx)
 	if err != nil {
