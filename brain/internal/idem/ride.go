@@ -236,4 +236,3 @@ func RecoverJournaled(path string, recs []JournaledRecord) error {
 	}
 	return s.f.Close()
 }
-
