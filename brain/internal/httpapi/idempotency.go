@@ -74,7 +74,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 			onDurable = func() { s.opts.AfterClaim(scope, key) }
 		}
 		riding, replay, err = rider.ClaimRiding(ctx, scope, key, digest, func(v any, err error) (int, []byte, bool) {
-			o := s.outcome(scope, http.StatusOK, v, err, nil)
+			o := s.outcome(scope, http.StatusOK, v, err, nil, false)
 			return o.status, o.raw, o.do == doAnswer
 		}, onDurable)
 		if riding != nil {
@@ -97,7 +97,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 		s.opts.AfterClaim(scope, key)
 	}
 	status, v, err := op(context.WithoutCancel(ctx))
-	o := s.outcome(scope, status, v, err, h)
+	o := s.outcome(scope, status, v, err, h, true)
 	if o.do == doAbandon && riding != nil && !riding.Durable() {
 		// Nothing durable holds the claim (the commit that would have
 		// carried it failed): nothing ran, and the key stays usable.
@@ -154,8 +154,8 @@ type outcome struct {
 // refusal (ErrBusy, ErrClosed, ErrInvalid, ErrUnavailable: the claim is
 // released) or a journal write failure after the operation may have had
 // an effect (the claim is abandoned; that 500 is never recorded as the
-// key's answer).
-func (s *Server) outcome(scope string, status int, v any, err error, h *claimHint) outcome {
+// key's answer). logged warns of a server-side failure.
+func (s *Server) outcome(scope string, status int, v any, err error, h *claimHint, logged bool) outcome {
 	if err != nil {
 		if errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) || errors.Is(err, session.ErrInvalid) ||
 			errors.Is(err, session.ErrUnavailable) {
@@ -165,7 +165,7 @@ func (s *Server) outcome(scope string, status int, v any, err error, h *claimHin
 			return outcome{do: doAbandon}
 		}
 		e := ErrorOf(err)
-		if e.Status >= 500 {
+		if e.Status >= 500 && logged {
 			s.log.Warn("operation failed", "scope", scope, "code", e.Body.Code, "err", err)
 		}
 		raw, _ := json.Marshal(e.Body)
