@@ -20,10 +20,11 @@ import (
 // a serial commit fails these tests; one that removes a commit lowers the
 // number here.
 const (
-	// W1, a synchronous text turn: idempotency claim, turn_started with
-	// activation_started, model_call_started, the turn's end (with the
-	// deferred model_call_ended), idempotency answer.
-	budgetSyncText = 5
+	// W1, a synchronous text turn: the idempotency claim with
+	// turn_started, activation_started and model_call_started; then the
+	// idempotency answer with the deferred model_call_ended, the
+	// transcript and the turn's end.
+	budgetSyncText = 2
 	// An async submission before its 202: the hinted claim, then
 	// turn_started with activation_started (the answer is derivable and
 	// rides the next flush).
@@ -32,10 +33,11 @@ const (
 	// end.
 	budgetAsyncTurn = 2
 	// W2, a synchronous tool turn (model step, 4 parallel tool calls,
-	// model step, answer): the W1 five plus tool_call_started of the four
-	// calls in one append, then the second model_call_started (with the
-	// deferred ends of the first call and of the tools).
-	budgetSyncTools = 7
+	// model step, answer): the W1 first commit; tool_call_started of the
+	// four calls in one append (with the deferred end of the first model
+	// call); the second model_call_started (with the deferred ends of the
+	// tools); the answer with the turn's end.
+	budgetSyncTools = 4
 )
 
 // echoEnv is an environment/v1 provider that accepts every setup and

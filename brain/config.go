@@ -87,7 +87,9 @@ type Config struct {
 	// a validated create request before it runs. It must be deterministic.
 	PrepareCreate func(ctx context.Context, req *api.CreateSessionRequest) error
 	// AfterClaim runs after an idempotency claim is durable and before its
-	// operation runs: a fault-injection point for crash tests.
+	// operation runs (for a synchronous send, whose claim rides its turn's
+	// first journal commit, once that commit is durable): a
+	// fault-injection point for crash tests.
 	AfterClaim func(scope, key string)
 	// SeparateMetrics keeps GET /metrics off the API's routes (where it
 	// requires the token): the caller serves Server.MetricsHandler on an

@@ -147,6 +147,56 @@ func TestIdempotencyDurability(t *testing.T) {
 			t.Fatalf("the claimed create ran: sessions %v", ids)
 		}
 	})
+	t.Run("sync_claim_rides_the_turn", func(t *testing.T) {
+		// A synchronous send's claim is durable only with its turn's
+		// first commit: the process kills itself right after that
+		// commit, before the model answered. The requests log is then
+		// cut back to what it held before the send, as if the claim's
+		// frame (written there without a flush of its own) had been
+		// lost with the page cache: the journal's commit log still holds
+		// the claim, and the restarted server must not run the request
+		// again.
+		k := key()
+		s := start(t, "", "BRAIN_TEST_KILL_AFTER_CLAIM="+k)
+		id := s.create().SessionID
+		reqLog := filepath.Join(s.DataDir, "requests", "requests.log")
+		fi, err := os.Stat(reqLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := `{"input":{"message":"runs once"}}`
+		if res, err := doRaw(s, "POST", "/v1/sessions/"+id+"/messages", req, "Idempotency-Key", k); err == nil {
+			t.Fatalf("the request was answered (%d) instead of killing the server", res)
+		}
+		<-s.done
+		if !killedBySIGKILL(s.waitErr) {
+			t.Fatalf("server ended with %v, want SIGKILL", s.waitErr)
+		}
+		if err := os.Truncate(reqLog, fi.Size()); err != nil {
+			t.Fatal(err)
+		}
+		s2 := start(t, s.DataDir)
+		r := s2.do("POST", "/v1/sessions/"+id+"/messages", req, "Idempotency-Key", k)
+		if r.Status != 500 || r.apiError(t).Code != "ambiguous" {
+			t.Fatalf("retry of the claimed send = %d %s, want 500 ambiguous", r.Status, r.Body)
+		}
+		evs := s2.events(id)
+		if n := count(evs, "turn_started"); n != 1 {
+			t.Fatalf("the claimed send started %d turns, want 1", n)
+		}
+		if n := count(evs, "turn_failed"); n != 1 {
+			t.Fatalf("the interrupted turn has %d turn_failed, want 1", n)
+		}
+		// A clean restart keeps the outcome.
+		s2.stop()
+		s3 := start(t, s.DataDir)
+		if r := s3.do("POST", "/v1/sessions/"+id+"/messages", req, "Idempotency-Key", k); r.Status != 500 {
+			t.Fatalf("retry after a clean restart = %d %s, want 500 ambiguous", r.Status, r.Body)
+		}
+		if r := s3.send(id, "after"); r.Status != 200 {
+			t.Fatalf("send after recovery = %d %s", r.Status, r.Body)
+		}
+	})
 	t.Run("case39_retention", func(t *testing.T) {
 		s := start(t, "", "BRAIN_REQUEST_RETENTION_SECS=1")
 		k := key()

@@ -1,10 +1,13 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
+	"github.com/brain-in-go/brain/brain/internal/commits"
 	"github.com/brain-in-go/brain/brain/internal/datadir"
 	"github.com/brain-in-go/brain/brain/internal/envbind"
 	"github.com/brain-in-go/brain/brain/internal/idem"
@@ -33,7 +36,46 @@ func OpenFiles(_ context.Context, opts Options) (_ *Backend, err error) {
 			_ = release()
 		}
 	}()
+	// Idempotency claims and answers that ride the journal's commits
+	// (idem.Store.ClaimRiding) reach the requests log from the journal:
+	// each durable one as it is acknowledged, those a crash may have kept
+	// from it when the open replays the commit log, and the requests log
+	// is durable before the log files holding them are retired.
+	requestsPath := dir.Path("requests", "requests.log")
+	var ridden atomic.Pointer[idem.Store]
 	jopts := opts.Journal
+	onDurable := jopts.OnDurable
+	jopts.OnDurable = func(session string, recs []journal.Record) {
+		if onDurable != nil {
+			onDurable(session, recs)
+		}
+		if r := ridden.Load(); r != nil {
+			for _, rec := range recs {
+				// A failure is kept by the store (ErrLost after Close,
+				// a failed write until its rewrite) and answered by
+				// SyncJournaled, so the log files stay.
+				_ = r.Journaled(rec.Kind, rec.Data)
+			}
+		}
+	}
+	var replayed []idem.JournaledRecord
+	jopts.OnReplay = func(_ string, recs []journal.Record) error {
+		for _, rec := range recs {
+			if rec.Kind == commits.ClaimKind || rec.Kind == commits.AnswerKind {
+				replayed = append(replayed, idem.JournaledRecord{Kind: rec.Kind, Data: bytes.Clone(rec.Data)})
+			}
+		}
+		return nil
+	}
+	jopts.BeforeRetire = func() error {
+		if r := ridden.Load(); r != nil {
+			return r.SyncJournaled()
+		}
+		// At open, before the requests log is: what the replay found.
+		err := idem.RecoverJournaled(requestsPath, replayed)
+		replayed = nil
+		return err
+	}
 	store, err := journal.OpenFileStore(dir.Path(datadir.SessionsName), &jopts)
 	if err != nil {
 		return nil, err
@@ -49,10 +91,11 @@ func OpenFiles(_ context.Context, opts Options) (_ *Backend, err error) {
 	}
 	b := &Backend{Journal: store, Secrets: sealed, ReporterKey: key}
 	b.OpenRequests = func(o *idem.Options) (idem.Requests, error) {
-		r, err := idem.Open(dir.Path("requests", "requests.log"), o)
+		r, err := idem.Open(requestsPath, o)
 		if err != nil {
 			return nil, err
 		}
+		ridden.Store(r)
 		return idem.FileRequests(r), nil
 	}
 	b.Close = release

@@ -5,6 +5,11 @@
 // the turn it runs, so commits made after an async submission was
 // answered still reach it.
 //
+// A Ride (WithRide, RideFrom) carries a request's idempotency claim and
+// answer as private journal records (ClaimKind, AnswerKind) that ride the
+// request's own journal commits instead of flushes of their own; the idem
+// package owns their format.
+//
 // The counts are what the tests assert (a change that adds a serial
 // commit to a request fails them) and what the commit budget in
 // RATIONALE.md is written against.

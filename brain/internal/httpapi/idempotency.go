@@ -61,10 +61,27 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 	stats, tally := s.counter(scope)
 	ctx := commits.With(r.Context(), tally)
 	var claim idem.Claimed
+	var riding idem.RidingClaim
 	var replay *idem.Answer
-	if h != nil {
+	rider, canRide := s.opts.Requests.(idem.Rider)
+	switch {
+	case h != nil:
 		claim, replay, err = s.opts.Requests.ClaimHinted(ctx, scope, key, digest, h.hint)
-	} else {
+	case canRide && scope == ScopeSendSync:
+		// The claim and the answer ride the turn's journal commits.
+		var onDurable func()
+		if s.opts.AfterClaim != nil {
+			onDurable = func() { s.opts.AfterClaim(scope, key) }
+		}
+		riding, replay, err = rider.ClaimRiding(ctx, scope, key, digest, func(v any, err error) (int, []byte, bool) {
+			o := s.outcome(scope, http.StatusOK, v, err, nil, false)
+			return o.status, o.raw, o.do == doAnswer
+		}, onDurable)
+		if riding != nil {
+			claim = riding
+			ctx = commits.WithRide(ctx, riding.Ride())
+		}
+	default:
 		claim, replay, err = s.opts.Requests.Claim(ctx, scope, key, digest)
 	}
 	if err != nil {
@@ -76,55 +93,93 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 		writeAnswer(w, replay.Status, replay.Body)
 		return
 	}
-	if s.opts.AfterClaim != nil {
+	if s.opts.AfterClaim != nil && riding == nil {
 		s.opts.AfterClaim(scope, key)
 	}
 	status, v, err := op(context.WithoutCancel(ctx))
-	var raw []byte
-	derivable := false
-	if err != nil {
-		if errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) || errors.Is(err, session.ErrInvalid) ||
-			errors.Is(err, session.ErrUnavailable) {
-			if rerr := claim.Release(); rerr != nil {
-				s.log.Error("idempotency release", "scope", scope, "err", rerr)
-			}
-			WriteError(w, err)
-			return
+	o := s.outcome(scope, status, v, err, h, true)
+	if o.do == doAbandon && riding != nil && !riding.Durable() {
+		// Nothing durable holds the claim (the commit that would have
+		// carried it failed): nothing ran, and the key stays usable.
+		o.do = doRelease
+	}
+	switch o.do {
+	case doRelease:
+		if rerr := claim.Release(); rerr != nil {
+			s.log.Error("idempotency release", "scope", scope, "err", rerr)
 		}
-		if errors.Is(err, journal.ErrWrite) {
-			// Durable storage failed after the operation may have had an
-			// effect: its outcome is unknown. That 500 is never recorded
-			// as the key's answer; the key stays ambiguous.
-			claim.Abandon()
-			s.log.Error("operation failed on a journal write; its idempotency key stays ambiguous", "scope", scope, "err", err)
-			WriteError(w, idem.ErrAmbiguous)
-			return
-		}
-		e := ErrorOf(err)
-		if e.Status >= 500 {
-			s.log.Warn("operation failed", "scope", scope, "code", e.Body.Code, "err", err)
-		}
-		status = e.Status
-		raw, _ = json.Marshal(e.Body)
-	} else if v != nil {
-		if raw, err = json.Marshal(v); err != nil {
-			raw, _ = json.Marshal(ErrorOf(err).Body)
-			status = http.StatusInternalServerError
-		} else {
-			derivable = h != nil && h.derivable(status, v)
+		WriteError(w, err)
+		return
+	case doAbandon:
+		claim.Abandon()
+		s.log.Error("operation failed on a journal write; its idempotency key stays ambiguous", "scope", scope, "err", err)
+		WriteError(w, idem.ErrAmbiguous)
+		return
+	}
+	if riding != nil {
+		if a, ok := riding.Recorded(); ok {
+			// The journal committed the answer with the turn's end: that
+			// is the answer, byte for byte.
+			o.status, o.raw = a.Status, a.Body
 		}
 	}
 	record := claim.Answer
-	if derivable {
+	if o.derivable {
 		record = claim.AnswerDerivable
 	}
-	if err := record(status, raw); err != nil {
+	if err := record(o.status, o.raw); err != nil {
 		s.log.Error("idempotency answer not recorded", "scope", scope, "err", err)
 		WriteError(w, idem.ErrAmbiguous)
 		return
 	}
 	stats.answered(tally)
-	writeAnswer(w, status, raw)
+	writeAnswer(w, o.status, o.raw)
+}
+
+// What an operation's outcome does with its claim.
+const (
+	doAnswer  = iota // record the answer and send it
+	doRelease        // the operation was refused before it ran
+	doAbandon        // its outcome is unknown: the key stays ambiguous
+)
+
+type outcome struct {
+	do        int
+	status    int
+	raw       []byte
+	derivable bool
+}
+
+// outcome classifies an operation's result: the answer to record, or a
+// refusal (ErrBusy, ErrClosed, ErrInvalid, ErrUnavailable: the claim is
+// released) or a journal write failure after the operation may have had
+// an effect (the claim is abandoned; that 500 is never recorded as the
+// key's answer). logged warns of a server-side failure.
+func (s *Server) outcome(scope string, status int, v any, err error, h *claimHint, logged bool) outcome {
+	if err != nil {
+		if errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) || errors.Is(err, session.ErrInvalid) ||
+			errors.Is(err, session.ErrUnavailable) {
+			return outcome{do: doRelease}
+		}
+		if errors.Is(err, journal.ErrWrite) {
+			return outcome{do: doAbandon}
+		}
+		e := ErrorOf(err)
+		if e.Status >= 500 && logged {
+			s.log.Warn("operation failed", "scope", scope, "code", e.Body.Code, "err", err)
+		}
+		raw, _ := json.Marshal(e.Body)
+		return outcome{status: e.Status, raw: raw}
+	}
+	if v == nil {
+		return outcome{status: status}
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		raw, _ = json.Marshal(ErrorOf(err).Body)
+		return outcome{status: http.StatusInternalServerError, raw: raw}
+	}
+	return outcome{status: status, raw: raw, derivable: h != nil && h.derivable(status, v)}
 }
 
 // writeAnswer writes a recorded or fresh answer; a 202 is an accepted

@@ -68,7 +68,10 @@ type Options struct {
 	// submissions' idempotency claims. nil asks Engine.Summary.
 	NextSequence func(ctx context.Context, id string) (uint64, error)
 	// AfterClaim, if set, runs after an idempotency claim is durable and
-	// before its operation runs (a fault-injection point for crash tests).
+	// before its operation runs (a fault-injection point for crash tests);
+	// for a claim that rides the journal (a synchronous send), once the
+	// journal commit carrying it is durable, before it is acknowledged.
+	// It must not block.
 	AfterClaim func(scope, key string)
 	// Agentloops admits Wasm agentloops (POST and GET /v1/agentloops)
 	// and, when it has a tools directory, Tools (POST and GET

@@ -25,6 +25,9 @@
 // Such a claim may be answered with Claim.AnswerDerivable, which writes the
 // answer without waiting for the flush; see "Derivable answers" below.
 //
+// Store.ClaimRiding makes a claim that rides the caller's journal commits
+// instead of flushing requests.log; see "Claims that ride the journal".
+//
 // Entries expire Options.Retention after their last record (zero keeps them
 // forever); an expired entry is forgotten and its key runs anew.
 //
@@ -131,6 +134,53 @@
 // record is written, and is itself claimed (flushed) after it. The
 // serial durable waits of an accepted async submission are thus two
 // (claim, journal commit) instead of three.
+//
+// # Claims that ride the journal
+//
+// Store.ClaimRiding claims a key without writing anything: the claim is
+// made durable by the caller's journal instead, in the same commit as the
+// first records of the request (for a synchronous message, with
+// turn_started, activation_started and model_call_started), and the answer
+// with the commit that ends the request (with turn_ended). Both are
+// private session journal records, never served as events:
+// "_request_claimed" and "_request_answered" (commits.ClaimKind,
+// commits.AnswerKind), whose data is one JSON object:
+//
+//	v       1
+//	scope   the scope (string)
+//	key     the Idempotency-Key bytes (base64)
+//	digest  the SHA-256 request digest (base64; claim only)
+//	at_ms   Unix milliseconds: the claim's claim time, the answer's time
+//	status  the HTTP status (answer only)
+//	body    the answer body (base64; answer only, absent when empty)
+//
+// The journal hands every durable record of these kinds to
+// Store.Journaled before it acknowledges them; Journaled folds the record
+// into the entries and appends the claim or answer frame it stands for to
+// requests.log without a flush (a claim frame of type 1 keeping the
+// claim's at_ms, an answer frame of type 2). The journal calls
+// Store.SyncJournaled before it retires commit log files, so a record is
+// always durable in the journal's commit log or in requests.log; when the
+// journal replays its commit log at open (a crash), it hands the replayed
+// records to RecoverJournaled, which appends to requests.log, durably,
+// those whose frames the file lacks, before the log files are retired.
+// A claim frame equal to the entry already held (same digest and at_ms)
+// is the same claim and changes nothing, so a record recovered twice is
+// harmless. An answer record folds only into the claim it follows.
+//
+// Rule 1 holds because the claim record is in the very commit that makes
+// anything of the request durable, and every effect's *_started record is
+// committed with it or after it; a crash after that commit leaves the
+// claim without an answer: ambiguous, as any unanswered claim. Rule 2
+// holds because the answer record commits with the request's end, before
+// the caller is answered. When the commit carrying the claim fails (a
+// full disk), nothing of the request is durable and nothing ran, so
+// Claim.Release forgets the claim in memory and the key stays usable. A
+// riding claim is never written by a compaction until the journal made it
+// durable. A riding claim answered or released after its claim record is
+// durable but without an answer record (an outcome its commits did not
+// carry) writes its answer or release frame and waits for its flush, as
+// any claim.
 //
 // # Compaction
 //

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 	"time"
+
+	"github.com/brain-in-go/brain/brain/internal/commits"
 )
 
 // FuzzDecode feeds arbitrary bytes to the requests.log decoder: it must
@@ -32,5 +34,30 @@ func FuzzDecode(f *testing.F) {
 		s := &Store{entries: map[entryKey]*entry{}}
 		s.opts.Now = time.Now
 		_, _ = s.load(b)
+	})
+}
+
+// FuzzJournaled feeds arbitrary data to the decoder of journaled claim
+// and answer records: it must never panic, and what it accepts is a
+// valid requests.log record.
+func FuzzJournaled(f *testing.F) {
+	f.Add(true, []byte(`{"v":1,"scope":"send_message","key":"aw==","digest":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","at_ms":1}`))
+	f.Add(false, []byte(`{"v":1,"scope":"send_message","key":"aw==","at_ms":2,"status":200,"body":"e30="}`))
+	f.Add(false, []byte(`{`))
+	f.Fuzz(func(t *testing.T, claim bool, data []byte) {
+		kind := commits.AnswerKind
+		if claim {
+			kind = commits.ClaimKind
+		}
+		r, err := decodeJournaled(kind, data)
+		if err != nil {
+			return
+		}
+		if err := checkRecord(&r); err != nil {
+			t.Fatalf("accepted record fails its check: %v", err)
+		}
+		s := &Store{entries: map[entryKey]*entry{}}
+		var ignored func()
+		s.foldJournaledLocked(&r, &ignored)
 	})
 }

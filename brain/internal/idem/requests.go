@@ -1,6 +1,10 @@
 package idem
 
-import "context"
+import (
+	"context"
+
+	"github.com/brain-in-go/brain/brain/internal/commits"
+)
 
 // Requests is an idempotency store with this package's rules, as the HTTP
 // layer uses it: Store (through FileRequests) or a database backend's
@@ -41,6 +45,31 @@ func (f fileRequests) Close() error { return f.s.Close() }
 
 // claimed keeps a nil *Claim a nil Claimed.
 func claimed(c *Claim, a *Answer, err error) (Claimed, *Answer, error) {
+	if c == nil {
+		return nil, a, err
+	}
+	return c, a, err
+}
+
+// Rider is a Requests whose claims can ride the journal's commits (see
+// Store.ClaimRiding): the file store.
+type Rider interface {
+	ClaimRiding(ctx context.Context, scope, key string, digest [32]byte,
+		answer func(v any, err error) (status int, body []byte, ok bool), onDurable func()) (RidingClaim, *Answer, error)
+}
+
+// RidingClaim is a claim granted by a Rider: Claimed and what the
+// journal's commits carry for it.
+type RidingClaim interface {
+	Claimed
+	Ride() *commits.Ride
+	Durable() bool
+	Recorded() (Answer, bool)
+}
+
+func (f fileRequests) ClaimRiding(ctx context.Context, scope, key string, digest [32]byte,
+	answer func(v any, err error) (int, []byte, bool), onDurable func()) (RidingClaim, *Answer, error) {
+	c, a, err := f.s.ClaimRiding(ctx, scope, key, digest, answer, onDurable)
 	if c == nil {
 		return nil, a, err
 	}

@@ -67,6 +67,12 @@ type entry struct {
 	released bool          // a release record is written
 	hint     []byte        // a hinted claim's hint (kept until answered)
 	done     chan struct{} // open while this process runs the claimed request
+	// riding: a ClaimRiding claim whose claim record the journal has not
+	// made durable yet (nothing of it is written here).
+	riding bool
+	// journaledAnswer: the answer was made durable by the journal.
+	journaledAnswer bool
+	onDurable       func() // run once a riding claim is durable
 }
 
 // Store is the durable idempotency store of one data directory.
@@ -84,6 +90,7 @@ type Store struct {
 	syncing bool
 	err     error // write/sync failure not yet recovered (see recoverLocked)
 	closed  bool
+	lost    bool // Journaled was called after Close
 }
 
 // Digest returns the SHA-256 digest of a request described by parts; each
@@ -104,6 +111,12 @@ func Digest(parts ...[]byte) [32]byte {
 // Open opens (creating if needed) the requests log at path, recovering and
 // compacting it as doc.go describes.
 func Open(path string, opts *Options) (*Store, error) {
+	return openStore(path, opts, true)
+}
+
+// openStore opens the log; settle resolves hinted claims and compacts, as Open
+// does (RecoverJournaled only appends).
+func openStore(path string, opts *Options, settle bool) (*Store, error) {
 	s := &Store{path: path, entries: map[entryKey]*entry{}}
 	if opts != nil {
 		s.opts = *opts
@@ -141,6 +154,9 @@ func Open(path string, opts *Options) (*Store, error) {
 		}
 	}
 	s.size = int64(good)
+	if !settle {
+		return s, nil
+	}
 	resolved := s.resolveHints()
 	if resolved || s.size != s.liveBytes() {
 		if err := s.compactLocked(); err != nil {
@@ -204,6 +220,9 @@ func (s *Store) apply(r record) {
 	k := entryKey{r.Scope, r.Key}
 	switch r.Type {
 	case typeClaim:
+		if e := s.entries[k]; e != nil && e.digest == r.Digest && e.claimAt == r.AtMs {
+			return // the same claim again (a journaled claim recovered twice)
+		}
 		s.entries[k] = &entry{digest: r.Digest, atMs: r.AtMs, claimAt: r.AtMs}
 	case typeHinted:
 		s.entries[k] = &entry{digest: r.Digest, atMs: r.AtMs, claimAt: r.AtMs, hint: r.Hint}
@@ -226,7 +245,7 @@ func (s *Store) expired(e *entry, nowMs int64) bool {
 // ErrAmbiguous for a claim an earlier process never answered. A claim the
 // same process is still running is awaited until ctx ends.
 func (s *Store) Claim(ctx context.Context, scope, key string, digest [32]byte) (*Claim, *Answer, error) {
-	return s.claim(ctx, &record{Type: typeClaim, Scope: scope, Key: key, Digest: digest})
+	return s.claim(ctx, &record{Type: typeClaim, Scope: scope, Key: key, Digest: digest}, false)
 }
 
 // ClaimHinted is Claim with a hint (1..MaxHintBytes bytes) recorded in
@@ -234,10 +253,11 @@ func (s *Store) Claim(ctx context.Context, scope, key string, digest [32]byte) (
 // state kept elsewhere if the process ends before the answer recorded by
 // Claim.AnswerDerivable is durable.
 func (s *Store) ClaimHinted(ctx context.Context, scope, key string, digest [32]byte, hint []byte) (*Claim, *Answer, error) {
-	return s.claim(ctx, &record{Type: typeHinted, Scope: scope, Key: key, Digest: digest, Hint: append([]byte(nil), hint...)})
+	return s.claim(ctx, &record{Type: typeHinted, Scope: scope, Key: key, Digest: digest, Hint: append([]byte(nil), hint...)}, false)
 }
 
-func (s *Store) claim(ctx context.Context, r *record) (*Claim, *Answer, error) {
+// claim claims r's key; a riding claim is not written (see ClaimRiding).
+func (s *Store) claim(ctx context.Context, r *record, riding bool) (*Claim, *Answer, error) {
 	scope, key, digest := r.Scope, r.Key, r.Digest
 	if err := checkRecord(r); err != nil {
 		return nil, nil, err
@@ -278,8 +298,12 @@ func (s *Store) claim(ctx context.Context, r *record) (*Claim, *Answer, error) {
 			return nil, nil, ErrAmbiguous
 		}
 		r.AtMs = now
-		e = &entry{digest: digest, atMs: now, claimAt: now, hint: r.Hint, done: make(chan struct{})}
+		e = &entry{digest: digest, atMs: now, claimAt: now, hint: r.Hint, done: make(chan struct{}), riding: riding}
 		s.entries[k] = e
+		if riding {
+			s.mu.Unlock()
+			return &Claim{s: s, k: k, e: e, tally: commits.From(ctx)}, nil, nil
+		}
 		n, err := s.writeLocked(r)
 		s.mu.Unlock()
 		if err == nil {
@@ -391,7 +415,7 @@ func (s *Store) waitSync(n uint64) error {
 func (s *Store) liveBytes() int64 {
 	var n int64
 	for k, e := range s.entries {
-		if e.released {
+		if e.released || e.riding {
 			continue
 		}
 		n += int64(frameHeader + fixedBytes + len(k.scope) + len(k.key) + digestBytes)
@@ -434,8 +458,8 @@ func (s *Store) maybeCompactLocked() {
 func (s *Store) compactLocked() error {
 	var b []byte
 	for k, e := range s.entries {
-		if e.released {
-			continue
+		if e.released || e.riding {
+			continue // a riding claim is not durable yet: see ClaimRiding
 		}
 		if e.hint != nil && !e.answered {
 			b = appendFrame(b, &record{Type: typeHinted, AtMs: e.claimAt, Scope: k.scope, Key: k.key, Digest: e.digest, Hint: e.hint})
@@ -475,6 +499,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.err != nil {
+		// Frames Journaled could not write reach the file by the
+		// rewrite that recovers from the failure.
+		s.recoverLocked()
+	}
 	for s.syncing {
 		s.cond.Wait()
 	}
@@ -495,6 +524,7 @@ type Claim struct {
 	hinted bool
 	once   sync.Once
 	tally  *commits.Counter // the claiming request's commit count
+	ride   *commits.Ride    // a ClaimRiding claim's records
 }
 
 // Answer durably records the request's answer and wakes requests waiting
@@ -560,10 +590,35 @@ func (c *Claim) finish(r *record, wait bool, answered func(*entry)) error {
 			close(e.done)
 			e.done = nil
 		}()
+		if e.riding && answered == nil {
+			// A release of a claim nothing durable holds: forget it.
+			if s.entries[c.k] == e {
+				delete(s.entries, c.k)
+			}
+			err = nil
+			return
+		}
+		if e.journaledAnswer && answered != nil {
+			// The journal made the answer durable with the request's
+			// last commit.
+			err = nil
+			return
+		}
 		if err = s.usableLocked(); err != nil {
 			return
 		}
 		r.AtMs = s.opts.Now().UnixMilli()
+		if e.riding {
+			// An answer the journal did not carry: the claim is written
+			// first, in the same flush.
+			e.riding = false
+			if _, err = s.writeLocked(&record{Type: typeClaim, AtMs: e.claimAt, Scope: c.k.scope, Key: c.k.key, Digest: e.digest}); err != nil {
+				if s.entries[c.k] == e {
+					delete(s.entries, c.k)
+				}
+				return
+			}
+		}
 		var n uint64
 		// A release that cannot be written still forgets the claim in
 		// memory: its request did not run, so a retry may run it, and the

@@ -295,9 +295,28 @@ func (fs *FileStore) replayFile(path string, files map[string]*replayFile) error
 		if err := fs.applyEntry(&e, path, int64(off), files); err != nil {
 			return err
 		}
+		if fs.opts.OnReplay != nil {
+			if err := fs.replayed(&e); err != nil {
+				return fmt.Errorf("journal: replay %s: %w", path, err)
+			}
+		}
 		off += n
 	}
 	return nil
+}
+
+// replayed hands the records of a replayed entry to Options.OnReplay.
+func (fs *FileStore) replayed(e *logEntry) error {
+	recs := make([]Record, 0, e.count)
+	for p := e.frames; len(p) > 0; {
+		r, n, err := decodeFrame(p, max(fs.opts.MaxRecordBytes, DefaultMaxRecordBytes))
+		if err != nil {
+			return err
+		}
+		recs = append(recs, r)
+		p = p[n:]
+	}
+	return fs.opts.OnReplay(e.id, recs)
 }
 
 func allZero(b []byte) bool {
@@ -490,6 +509,11 @@ func (fs *FileStore) syncPoint() error {
 	if !fs.logsLive {
 		fs.lastSyncPoint = time.Now()
 		return nil
+	}
+	if fs.opts.BeforeRetire != nil {
+		if err := fs.opts.BeforeRetire(); err != nil {
+			return fmt.Errorf("journal: sync point: %w", err)
+		}
 	}
 	fs.syncs.Add(2)
 	if err := writeFileAtomic(filepath.Join(ldir, syncPointName), encodeSyncPoint(fs.logNext)); err != nil {

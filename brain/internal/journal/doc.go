@@ -104,6 +104,13 @@
 //  3. those log files are deleted (no fsync needed: the marker already
 //     retires them, and replay deletes any left over).
 //
+// Between steps 1 and 2 the writer calls Options.BeforeRetire, if set:
+// a store that copies records elsewhere from Options.OnDurable without a
+// flush of its own (the idempotency log copies its claims and answers)
+// makes those copies durable there, since the log files stop holding the
+// records. A failure retires nothing and fails the sync point (and so the
+// round or Delete that needed it), without sticking.
+//
 // Deleting a log file is safe because every frame it holds was written to
 // its segment before the log write, and step 1 made those segments (and
 // their directory entries) durable before step 2 retired the file. A
@@ -199,7 +206,8 @@
 //     segment bytes before the entry were lost).
 //
 // Replay is idempotent: running it again after a crash during replay
-// writes nothing new. Then a sync point makes every segment an entry named
+// writes nothing new. Each entry's records are handed to
+// Options.OnReplay, if set, as they are replayed. Then a sync point makes every segment an entry named
 // durable (whether or not replay wrote to it: after a process crash the
 // frames may be in the page cache only) and retires the log files. The
 // per-session recovery rules below run afterwards, lazily, on segments

@@ -64,6 +64,19 @@ type Options struct {
 	// records' Data aliases the writer's buffers: it must be copied to be
 	// kept. It must not block.
 	OnDurable func(session string, recs []Record)
+	// OnReplay, if set, is called at open with each session's records
+	// that the open replays from the commit log (records appended after
+	// the last sync point), before the sync point that retires those log
+	// files. Records OnDurable copies elsewhere without a flush of their
+	// own are made durable there by this call (an error fails the open).
+	// The records' Data aliases the replay's buffers.
+	OnReplay func(session string, recs []Record) error
+	// BeforeRetire, if set, is called at every sync point after the
+	// segments are durable and before log files are retired: what
+	// OnDurable copied elsewhere must be durable when it returns, since
+	// the commit log stops holding it. An error fails the sync point and
+	// the log files stay.
+	BeforeRetire func() error
 }
 
 func (o *Options) withDefaults() Options {

@@ -20,6 +20,17 @@
 // first, and they are flushed at the latest CoalesceWindow later. A text
 // turn is three appends.
 //
+// A synchronous Send whose context carries a commits.Ride (its HTTP
+// idempotency claim rides the journal) defers its start as well:
+// turn_started, activation_started and the private claim record are
+// appended with the turn's first commit (its first *_started fence, the
+// flush before a remote loop's execute, or its end), and the private
+// answer record, from Ride.Answer, commits with the turn's end, before
+// activation_ended. Such a text turn is two appends. If the commit
+// carrying the start fails, nothing of the turn is durable and no effect
+// was sent: the session is dropped from memory (it reloads from its
+// journal) and Send answers the journal's write error.
+//
 // # Activations
 //
 // One activation runs at a time per session. A turn (Submit, Send) records

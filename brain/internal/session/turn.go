@@ -36,6 +36,11 @@ type activation struct {
 	exec      *execution
 	done      chan struct{}
 	startedAt int64
+	// ride is the idempotency bookkeeping of a synchronous send whose
+	// claim rides the turn's commits (commits.Ride): its start records
+	// are deferred to the turn's first commit, and its answer is
+	// committed with the turn's end.
+	ride *commits.Ride
 }
 
 // Submit durably commits turn_started for input and answers its sequence
@@ -90,7 +95,11 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 	}
 	s.noWake = false
 	s.tally = commits.From(ctx)
-	seq, err := s.startLocked(&input)
+	var ride *commits.Ride
+	if wait {
+		ride = commits.RideFrom(ctx)
+	}
+	seq, err := s.startLocked(&input, ride)
 	if err != nil {
 		s.tally = nil
 		return 0, nil, err
@@ -107,8 +116,12 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 }
 
 // startLocked commits the start of an activation (with turn_started when
-// input is given) in one append and runs it in the background.
-func (s *sess) startLocked(input *api.UserInput) (uint64, error) {
+// input is given) in one append and runs it in the background. With a
+// ride, the start and the ride's claim record are deferred instead
+// (deferLocked): they are appended together with the turn's first commit
+// (its first *_started fence, or its end), and nothing durable holds the
+// turn or its claim until then.
+func (s *sess) startLocked(input *api.UserInput, ride *commits.Ride) (uint64, error) {
 	batch := s.st.Actionable
 	if len(batch) > api.MaxPageEvents {
 		batch = batch[:api.MaxPageEvents]
@@ -126,7 +139,13 @@ func (s *sess) startLocked(input *api.UserInput) (uint64, error) {
 		recs = append(recs, rec(api.KindActivationStarted, activationStarted{Trigger: "events", Events: batch}))
 		a.seq = first
 	}
-	if _, err := s.commitLocked(recs...); err != nil {
+	if ride != nil && input != nil {
+		recs = append(recs, journal.Record{Kind: commits.ClaimKind, Data: ride.Claim})
+		if _, err := s.deferLocked(recs...); err != nil {
+			return 0, err
+		}
+		a.ride = ride
+	} else if _, err := s.commitLocked(recs...); err != nil {
 		if errors.Is(err, journal.ErrWrite) {
 			return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
@@ -161,7 +180,11 @@ func (s *sess) run(a *activation) {
 	switch {
 	case err != nil:
 	case remote != "":
-		out, err = s.runRemote(a, in, remote)
+		// The execute carries the turn to another party: its start is
+		// durable first.
+		if err = s.flush(); err == nil {
+			out, err = s.runRemote(a, in, remote)
+		}
 	default:
 		out, err = callLoop(a.ctx, loop, a.exec, in)
 	}
@@ -266,13 +289,28 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 		}
 		turnErr = &TurnError{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn, Err: loopErr}
 	}
-	faulted := false
+	if a.ride != nil && a.turn != 0 {
+		// The answer rides the turn's end, before it, so that the end
+		// stays the turn's last record: the answered summary is the
+		// session after this commit.
+		last := s.st.Next + uint64(len(recs))
+		sum := api.SessionSummary{SessionID: s.id, Status: api.StatusIdle, LastSequence: last}
+		if data := a.ride.Answer(sum, turnErr); data != nil {
+			recs = append([]journal.Record{{Kind: commits.AnswerKind, Data: data}}, recs...)
+		}
+	}
+	faulted, undone := false, false
 	if _, err := s.commitLocked(recs...); err != nil {
 		turnErr = err
 		// The turn's end is not durable: the session is reloaded from
 		// the journal on next use, which closes the turn as failed with
 		// the fault as its message.
 		faulted = true
+		// A riding turn whose deferred start never became durable left
+		// nothing durable (no effect was sent: each one's *_started
+		// commit would have carried the start): it is undone in
+		// memory, and its caller may release its claim.
+		undone = a.ride != nil && a.turn != 0 && len(s.pending) > 0 && s.pending[0].Sequence <= a.turn
 	}
 	a.cancel(nil)
 	s.act = nil
@@ -283,11 +321,16 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 	if ch != nil {
 		sum = s.summaryLocked()
 	}
-	if a.turn != 0 {
-		s.releaseAfterTurnLocked(a)
+	switch {
+	case undone:
+		s.dropLocked(turnErr)
+	default:
+		if a.turn != 0 {
+			s.releaseAfterTurnLocked(a)
+		}
+		s.scheduleWakeLocked()
+		s.maybeEvictLocked(faulted)
 	}
-	s.scheduleWakeLocked()
-	s.maybeEvictLocked(faulted)
 	s.tally = nil
 	// The waiting caller is answered once the session is settled (and
 	// passivated when its policy says so).
@@ -425,7 +468,7 @@ func (s *sess) fireWake() {
 		return
 	}
 	s.tally = nil
-	if _, err := s.startLocked(nil); err != nil {
+	if _, err := s.startLocked(nil, nil); err != nil {
 		s.maybeEvictLocked(false)
 	}
 }
