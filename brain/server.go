@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/brain-in-go/brain/brain/internal/backend"
 	"github.com/brain-in-go/brain/brain/internal/catalog"
 	"github.com/brain-in-go/brain/brain/internal/datadir"
@@ -28,6 +30,7 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/metrics"
 	"github.com/brain-in-go/brain/brain/internal/model"
 	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/brain/internal/tracing"
 
 	// The PostgreSQL backend, selected by a postgres:// database URL.
 	_ "github.com/brain-in-go/brain/brain/internal/pgstore"
@@ -61,6 +64,9 @@ type Server struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// stopTracing flushes and stops the span export.
+	stopTracing tracing.Shutdown
 }
 
 // New validates cfg, opens its storage backend (recovering the journal,
@@ -81,6 +87,15 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			_ = s.release()
 		}
 	}()
+	tp, stopTracing, err := tracing.NewTracerProvider(ctx, cfg.OTLP.settings())
+	if err != nil {
+		return nil, fmt.Errorf("brain: Config.OTLP: %w", err)
+	}
+	s.stopTracing = stopTracing
+	var tracer trace.Tracer
+	if tp != nil {
+		tracer = tp.Tracer(tracing.InstrumentationName)
+	}
 	if s.store, err = backend.Open(ctx, backend.Options{
 		DataDir:        cfg.DataDir,
 		DatabaseURL:    cfg.Storage.DatabaseURL,
@@ -116,7 +131,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("brain: Config.Models.ProvidersFile: %w", err)
 		}
 	}
-	models, err := model.New(cfg.Models.config(providers))
+	mcfg := cfg.Models.config(providers)
+	mcfg.Propagate = tracer != nil
+	models, err := model.New(mcfg)
 	if err != nil {
 		return nil, fmt.Errorf("brain: Config.Models: %w", err)
 	}
@@ -124,7 +141,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("brain: Config.Models: %w", err)
 	}
-	if s.bindings, err = envbind.New(cfg.Environments.config(cfg, s.store.ReporterKey, s.log)); err != nil {
+	ecfg := cfg.Environments.config(cfg, s.store.ReporterKey, s.log)
+	ecfg.Tracer = tracer
+	if s.bindings, err = envbind.New(ecfg); err != nil {
 		return nil, fmt.Errorf("brain: Config.Environments: %w", err)
 	}
 	if s.hosts, err = hosts.Open(hosts.Config{
@@ -151,6 +170,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Limits:       cfg.Limits.engine(),
 		IdleTTL:      idle,
 		Ownership:    s.store.Ownership,
+		Tracer:       tracer,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
@@ -206,6 +226,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Metrics:         metricsRoute,
 		Observer:        s.metrics,
 		Route:           s.store.Route,
+		Tracer:          tracer,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
@@ -461,6 +482,15 @@ func (s *Server) release() error {
 	}
 	if s.store != nil {
 		errs = append(errs, s.store.Close())
+	}
+	if s.stopTracing != nil {
+		// Spans still buffered are sent, within a bound: a collector
+		// that is down must not hold the shutdown.
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		if err := s.stopTracing(ctx); err != nil {
+			s.log.Warn("trace export at shutdown", "err", err)
+		}
+		cancel()
 	}
 	return errors.Join(errs...)
 }

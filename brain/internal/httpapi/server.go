@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/catalog"
 	"github.com/brain-in-go/brain/brain/internal/envbind"
@@ -94,6 +96,9 @@ type Options struct {
 	// node that owns a session's writes, "" when this node serves them;
 	// writes to a session owned elsewhere are forwarded there.
 	Route func(ctx context.Context, id string) (string, error)
+	// Tracer, when set, starts a server span for every request (see
+	// trace.go); nil reads no trace context and starts no span.
+	Tracer trace.Tracer
 }
 
 // Observer is told what the server does; its methods must not block.
@@ -260,6 +265,11 @@ func (s *Server) handleOpen(pattern string, h http.Handler) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
+	if s.opts.Tracer != nil {
+		var end func()
+		r, end = s.traceRequest(r, sw)
+		defer end()
+	}
 	if !s.forward(sw, r) {
 		s.mux.ServeHTTP(sw, r)
 	}

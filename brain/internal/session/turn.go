@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/commits"
@@ -36,6 +38,8 @@ type activation struct {
 	exec      *execution
 	done      chan struct{}
 	startedAt int64
+	turnSpan  trace.Span // nil when untraced
+	span      trace.Span
 }
 
 // Submit durably commits turn_started for input and answers its sequence
@@ -90,9 +94,11 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 	}
 	s.noWake = false
 	s.tally = commits.From(ctx)
+	s.parent = trace.SpanContextFromContext(ctx)
 	seq, err := s.startLocked(&input)
 	if err != nil {
 		s.tally = nil
+		s.parent = trace.SpanContext{}
 		return 0, nil, err
 	}
 	var done chan turnResult
@@ -138,6 +144,7 @@ func (s *sess) startLocked(input *api.UserInput) (uint64, error) {
 	if d := s.e.cfg.Limits.MaxTurn; d > 0 {
 		ctx, stopTimer = context.WithTimeoutCause(ctx, d, fmt.Errorf("turn exceeded %v: %w", d, ErrTimeout))
 	}
+	ctx = s.traceActivationLocked(ctx, a)
 	a.ctx = ctx
 	a.cancel = func(cause error) { cancel(cause); stopTimer() }
 	var grants []api.EnvironmentGrant
@@ -267,13 +274,16 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 		turnErr = &TurnError{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn, Err: loopErr}
 	}
 	faulted := false
-	if _, err := s.commitLocked(recs...); err != nil {
+	_, err := s.commitLocked(recs...)
+	if err != nil {
 		turnErr = err
 		// The turn's end is not durable: the session is reloaded from
 		// the journal on next use, which closes the turn as failed with
 		// the fault as its message.
 		faulted = true
 	}
+	endSpanErr(a.span, errors.Join(loopErr, err))
+	endSpanErr(a.turnSpan, errors.Join(loopErr, err))
 	a.cancel(nil)
 	s.act = nil
 	close(a.done)
