@@ -211,8 +211,8 @@ func checkRules(all map[string]pkg) []string {
 				path != module+"/brain/internal/tracing" {
 				fail("%s imports %s: the OpenTelemetry SDK and exporters belong to brain/internal/tracing only", path, imp)
 			}
-			if strings.HasPrefix(imp, "go.opentelemetry.io/proto/otlp") && path != module+"/brain/internal/tracing/otlptest" {
-				fail("%s imports %s: the OTLP wire types belong to brain/internal/tracing/otlptest only", path, imp)
+			if strings.HasPrefix(imp, "go.opentelemetry.io/proto/otlp") && path != module+"/internal/otlptest" {
+				fail("%s imports %s: the OTLP wire types belong to internal/otlptest only", path, imp)
 			}
 			if strings.HasPrefix(imp, "github.com/hashicorp/go-retryablehttp") && path != module+"/envsdk" {
 				fail("%s imports %s: go-retryablehttp belongs to envsdk only", path, imp)

@@ -19,9 +19,9 @@ import (
 	"github.com/brain-in-go/brain/brain/braintest"
 	"github.com/brain-in-go/brain/brain/client"
 	"github.com/brain-in-go/brain/brain/internal/tracing"
-	"github.com/brain-in-go/brain/brain/internal/tracing/otlptest"
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/internal/otlptest"
 )
 
 const (

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/tracing"
-	"github.com/brain-in-go/brain/brain/internal/tracing/otlptest"
+	"github.com/brain-in-go/brain/internal/otlptest"
 	"go.opentelemetry.io/otel/attribute"
 )
 
