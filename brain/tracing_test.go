@@ -42,9 +42,13 @@ type tracedProvider struct {
 }
 
 func (p *tracedProvider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
-	_, span := otel.Tracer("provider").Start(c.Context(), "provider.execute")
+	ctx, span := otel.Tracer("provider").Start(c.Context(), "provider.execute")
+	defer span.End()
 	span.SetAttributes(attribute.String("provider.input", string(x.Input)))
-	span.End()
+	// A callback under the provider's span continues the trace.
+	if _, err := x.Invocation.Emit(ctx, "tool_progress", map[string]int{"n": 1}); err != nil {
+		return envapi.Receipt{}, err
+	}
 	return envsdk.Output(json.RawMessage(x.Input))
 }
 
@@ -209,7 +213,11 @@ func TestToolTurnSpansJoinOneTrace(t *testing.T) {
 	if own.Service != "provider" || own.Attributes["provider.input"] != `{"n":1}` {
 		t.Errorf("provider span %+v", own)
 	}
-	for _, s := range []otlptest.Span{req, turn, act, model, tool, op, own} {
+	callback := find("POST /v1/sessions/{id}/executions/{sequence}/call", own)
+	if callback.Kind != "SPAN_KIND_SERVER" || callback.Attributes["http.response.status_code"] != int64(200) {
+		t.Errorf("callback span %+v", callback)
+	}
+	for _, s := range []otlptest.Span{req, turn, act, model, tool, op, own, callback} {
 		if s.TraceID != incomingTrace {
 			t.Errorf("span %s is in trace %s, want the caller's %s", s.Name, s.TraceID, incomingTrace)
 		}

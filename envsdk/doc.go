@@ -85,8 +85,10 @@
 // puts it into c.Context(), so spans a provider starts from that context
 // with the OpenTelemetry API (otel.Tracer(...).Start(c.Context(), ...))
 // join Brain's trace, exported by whatever TracerProvider the provider
-// installs. envsdk itself uses only the OpenTelemetry API and propagation
-// packages, never an SDK; without a trace context nothing changes.
+// installs. Invocation and Reporter calls made with such a context send it
+// back, so Brain's spans of them join too. envsdk itself uses only the
+// OpenTelemetry API and propagation packages, never an SDK; without a trace
+// context nothing changes.
 //
 // # Helpers
 //
