@@ -8,7 +8,6 @@ import (
 	"sort"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -182,8 +181,7 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 		tctx, stopTimer = context.WithTimeoutCause(tctx, d, fmt.Errorf("tool exceeded %v: %w", d, ErrTimeout))
 	}
 	t := &toolCall{seq: seq, callID: c.CallID, env: c.Environment, syncDone: make(chan struct{}), settled: make(chan struct{})}
-	t.span = s.e.startSpan(act.ctx, "brain.tool_call", s.id, seq,
-		attribute.String("brain.tool", c.Name), attribute.String("brain.environment", c.Environment))
+	t.span = s.e.startToolSpan(act.ctx, s.id, seq, c.Name, c.Environment)
 	tctx = s.e.withSpan(tctx, t.span)
 	t.cancel = func(cause error) { cancel(cause); stopTimer() }
 	t.x = &execution{s: s, seq: seq, act: act, tool: t, budget: act.budget, ctx: tctx, done: make(chan struct{}), grants: tool.Environments,

@@ -32,6 +32,15 @@ func (e *Engine) startSpan(parent context.Context, name, id string, seq uint64, 
 	return span
 }
 
+// startToolSpan starts the span of tool call seq (its attributes are
+// built only when tracing).
+func (e *Engine) startToolSpan(parent context.Context, id string, seq uint64, tool, env string) trace.Span {
+	if e.cfg.Tracer == nil {
+		return noSpan
+	}
+	return e.startSpan(parent, "brain.tool_call", id, seq, attribute.String("brain.tool", tool), attribute.String("brain.environment", env))
+}
+
 // withSpan answers ctx carrying span, so that the work under it (and the
 // requests it sends) continues its trace.
 func (e *Engine) withSpan(ctx context.Context, span trace.Span) context.Context {
