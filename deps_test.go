@@ -115,6 +115,8 @@ func TestRulesCatchBackEdges(t *testing.T) {
 		{"envsdk", "brain/api"},
 		{"brain/internal/httpapi", "providers/workspace"},
 		{"brain/internal/envbind", "github.com/tetratelabs/wazero"},
+		{"brain/internal/session", "go.opentelemetry.io/otel/sdk/trace"},
+		{"envsdk", "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"},
 	} {
 		g := graph()
 		from, to := m(edge[0]), edge[1]
@@ -168,6 +170,12 @@ func checkRules(all map[string]pkg) []string {
 			if (under(path, "envsdk") || under(path, "conformance")) && under(dep, "brain") {
 				fail("%s depends on %s: envsdk and conformance must not import brain/", path, dep)
 			}
+			// Providers join Brain's traces through the OpenTelemetry API
+			// and W3C propagation; the SDK is the provider's choice.
+			if under(path, "envsdk") && (strings.HasPrefix(dep, "go.opentelemetry.io/otel/sdk") ||
+				strings.HasPrefix(dep, "go.opentelemetry.io/otel/exporters") || strings.HasPrefix(dep, "go.opentelemetry.io/proto")) {
+				fail("%s depends on %s: envsdk may use the OpenTelemetry API and propagation only", path, dep)
+			}
 			if under(path, "brain") && !under(path, "brain/cmd/brain") &&
 				(under(dep, "providers") || under(dep, "examples")) {
 				fail("%s depends on %s: only brain/cmd/brain may import providers/ or examples/", path, dep)
@@ -198,6 +206,16 @@ func checkRules(all map[string]pkg) []string {
 			}
 			if strings.HasPrefix(imp, "github.com/prometheus/") && path != module+"/brain/internal/metrics" {
 				fail("%s imports %s: the Prometheus client belongs to brain/internal/metrics only", path, imp)
+			}
+			// The OpenTelemetry SDK and its OTLP exporters belong to the
+			// package that builds the export; the others instrument against
+			// the API. The OTLP wire types serve its test receiver only.
+			if (strings.HasPrefix(imp, "go.opentelemetry.io/otel/sdk") || strings.HasPrefix(imp, "go.opentelemetry.io/otel/exporters")) &&
+				path != module+"/brain/internal/tracing" {
+				fail("%s imports %s: the OpenTelemetry SDK and exporters belong to brain/internal/tracing only", path, imp)
+			}
+			if strings.HasPrefix(imp, "go.opentelemetry.io/proto/otlp") && path != module+"/internal/otlptest" {
+				fail("%s imports %s: the OTLP wire types belong to internal/otlptest only", path, imp)
 			}
 			if strings.HasPrefix(imp, "github.com/hashicorp/go-retryablehttp") && path != module+"/envsdk" {
 				fail("%s imports %s: go-retryablehttp belongs to envsdk only", path, imp)

@@ -95,6 +95,39 @@ type Config struct {
 	// requires the token): the caller serves Server.MetricsHandler on an
 	// address of its own ("brain serve --metrics-listen").
 	SeparateMetrics bool `env:"BRAIN_METRICS_LISTEN"`
+	// OTLP configures OpenTelemetry export over OTLP (the standard
+	// OTEL_EXPORTER_OTLP_* variables). With no endpoint nothing is traced
+	// or exported and no trace context is read or sent.
+	OTLP OTLP
+}
+
+// OTLP are the OpenTelemetry exporter settings: the general ones and
+// those of the traces and logs signals, which win. An endpoint given for
+// all signals gets /v1/traces or /v1/logs appended (http/protobuf); a
+// signal's endpoint is its full URL. Header values are credentials: they
+// are sent to the collector only, never logged or quoted in errors.
+type OTLP struct {
+	Endpoint string            `validate:"omitempty,http_url" env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+	Protocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_PROTOCOL"`
+	Headers  map[string]string `env:"OTEL_EXPORTER_OTLP_HEADERS"`
+	Insecure bool              `env:"OTEL_EXPORTER_OTLP_INSECURE"`
+	Timeout  time.Duration     `validate:"gte=0s" env:"OTEL_EXPORTER_OTLP_TIMEOUT"`
+
+	TracesEndpoint string            `validate:"omitempty,http_url" env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
+	TracesProtocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"`
+	TracesHeaders  map[string]string `env:"OTEL_EXPORTER_OTLP_TRACES_HEADERS"`
+	TracesInsecure bool              `env:"OTEL_EXPORTER_OTLP_TRACES_INSECURE"`
+	TracesTimeout  time.Duration     `validate:"gte=0s" env:"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"`
+
+	LogsEndpoint string            `validate:"omitempty,http_url" env:"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"`
+	LogsProtocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"`
+	LogsHeaders  map[string]string `env:"OTEL_EXPORTER_OTLP_LOGS_HEADERS"`
+	LogsInsecure bool              `env:"OTEL_EXPORTER_OTLP_LOGS_INSECURE"`
+	LogsTimeout  time.Duration     `validate:"gte=0s" env:"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT"`
+
+	// ServiceName is the service.name of Brain's resource (default
+	// "brain").
+	ServiceName string `env:"OTEL_SERVICE_NAME"`
 }
 
 // Storage selects the storage backend.
@@ -298,6 +331,8 @@ func problem(fe validator.FieldError) string {
 		return fmt.Sprintf("must be at least %s, not %v", fe.Param(), fe.Value())
 	case "lte":
 		return fmt.Sprintf("must be at most %s, not %v", fe.Param(), fe.Value())
+	case "oneof":
+		return fmt.Sprintf("must be one of %s, not %q", strings.Join(strings.Fields(fe.Param()), ", "), fe.Value())
 	}
 	return fmt.Sprintf("fails %q", fe.Tag())
 }

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/brain-in-go/brain/brain/internal/backend"
 	"github.com/brain-in-go/brain/brain/internal/catalog"
 	"github.com/brain-in-go/brain/brain/internal/datadir"
@@ -28,6 +30,7 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/metrics"
 	"github.com/brain-in-go/brain/brain/internal/model"
 	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/brain/internal/tracing"
 
 	// The PostgreSQL backend, selected by a postgres:// database URL.
 	_ "github.com/brain-in-go/brain/brain/internal/pgstore"
@@ -61,6 +64,9 @@ type Server struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// stopTracing flushes and stops the span export.
+	stopTracing tracing.Shutdown
 }
 
 // New validates cfg, opens its storage backend (recovering the journal,
@@ -81,6 +87,15 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			_ = s.release()
 		}
 	}()
+	tp, stopTracing, err := tracing.NewTracerProvider(ctx, cfg.OTLP.settings())
+	if err != nil {
+		return nil, fmt.Errorf("brain: Config.OTLP: %w", err)
+	}
+	s.stopTracing = stopTracing
+	var tracer trace.Tracer
+	if tp != nil {
+		tracer = tp.Tracer(tracing.InstrumentationName)
+	}
 	if s.store, err = backend.Open(ctx, backend.Options{
 		DataDir:        cfg.DataDir,
 		DatabaseURL:    cfg.Storage.DatabaseURL,
@@ -117,7 +132,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("brain: Config.Models.ProvidersFile: %w", err)
 		}
 	}
-	models, err := model.New(cfg.Models.config(providers))
+	mcfg := cfg.Models.config(providers)
+	mcfg.Propagate = tracer != nil
+	models, err := model.New(mcfg)
 	if err != nil {
 		return nil, fmt.Errorf("brain: Config.Models: %w", err)
 	}
@@ -129,6 +146,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.store.Ownership != nil {
 		bcfg.Epoch = s.store.Ownership.Held
 	}
+	bcfg.Tracer = tracer
 	if s.bindings, err = envbind.New(bcfg); err != nil {
 		return nil, fmt.Errorf("brain: Config.Environments: %w", err)
 	}
@@ -156,6 +174,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Limits:       cfg.Limits.engine(),
 		IdleTTL:      idle,
 		Ownership:    s.store.Ownership,
+		Tracer:       tracer,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
@@ -212,6 +231,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Observer:        s.metrics,
 		Route:           s.store.Route,
 		LeaseEpoch:      s.store.LeaseEpoch,
+		Tracer:          tracer,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
@@ -476,6 +496,15 @@ func (s *Server) release() error {
 	}
 	if s.store != nil {
 		errs = append(errs, s.store.Close())
+	}
+	if s.stopTracing != nil {
+		// Spans still buffered are sent, within a bound: a collector
+		// that is down must not hold the shutdown.
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		if err := s.stopTracing(ctx); err != nil {
+			s.log.Warn("trace export at shutdown", "err", err)
+		}
+		cancel()
 	}
 	return errors.Join(errs...)
 }

@@ -78,6 +78,18 @@
 // call is repeated only when the connection was refused before anything was
 // sent; any other failure is returned as is.
 //
+// # Tracing
+//
+// When Brain traces (OTLP configured), each operation it sends carries
+// the W3C trace context of its span (traceparent, tracestate); the handler
+// puts it into c.Context(), so spans a provider starts from that context
+// with the OpenTelemetry API (otel.Tracer(...).Start(c.Context(), ...))
+// join Brain's trace, exported by whatever TracerProvider the provider
+// installs. Invocation and Reporter calls made with such a context send it
+// back, so Brain's spans of them join too. envsdk itself uses only the
+// OpenTelemetry API and propagation packages, never an SDK; without a trace
+// context nothing changes.
+//
 // # Helpers
 //
 // Lazy allocates a binding's resource on first use, shares one allocation

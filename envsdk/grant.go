@@ -14,6 +14,7 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/hashicorp/go-retryablehttp"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // maxGrantResponse bounds what a grant call reads back.
@@ -86,6 +87,8 @@ func (c *caller) post(ctx context.Context, url, token, method string, body any) 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
+	// A call made under the operation's context continues its trace.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("envsdk: %s: %w", method, err)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
@@ -180,7 +182,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := cmd.Operation
-	receipt := h.run(r.Context(), op)
+	// The operation's context continues Brain's trace: a provider's spans
+	// started from c.Context() join it.
+	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	receipt := h.run(ctx, op)
 	h.log.Info("operation", "session", op.SessionID, "environment", op.Environment,
 		"sequence", op.Sequence, "request", op.Request.Type, "receipt", receipt.Type, "code", receipt.Code)
 	writeJSON(w, http.StatusOK, envapi.NewResponse(op.Sequence, receipt))

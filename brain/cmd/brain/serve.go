@@ -39,6 +39,13 @@ Authentication: without BRAIN_API_TOKEN a token is generated, saved to
 authentication and, like a missing token, is refused on a non-loopback
 address.
 
+Tracing: OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+exports spans of requests, turns, model and tool calls and environment
+operations over OTLP, with W3C trace context sent to environments and
+models; OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf or grpc), _HEADERS,
+_INSECURE, _TIMEOUT (ms) and OTEL_SERVICE_NAME as usual. Unset: nothing is
+traced.
+
 Signals: SIGTERM or SIGINT drains (new work answers 503, admitted turns
 finish and commit, streams close, exit 0); a second signal exits at once.
 
@@ -79,6 +86,7 @@ type serveFlags struct {
 	hostUnconnectedSecs                  int64
 	providersFile                        string
 	metricsListen                        string
+	otlp                                 brain.OTLP
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool)) error {
@@ -160,6 +168,9 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	i64(&f.hostUnconnectedSecs, "host-unconnected-secs", "BRAIN_HOST_UNCONNECTED_SECS", 60, "seconds a registered host may stay without a commands connection before it is forgotten, at least 1")
 	str(&f.metricsListen, "metrics-listen", "BRAIN_METRICS_LISTEN", "", "loopback address serving GET /metrics without the token (default: /metrics on the API, behind the token)")
 	str(&f.providersFile, "providers-file", "BRAIN_PROVIDERS_FILE", "", `JSON file of further OpenAI-compatible or Anthropic providers: {"providers":[{"name","dialect","base_url","models":[{"id","context_window_tokens"}]}]}`)
+	otlp, err := otlpFromEnv(env)
+	errs = append(errs, err)
+	f.otlp = otlp
 	noWS, _ := env("BRAIN_NO_WORKSPACE")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", noWS == "1" || noWS == "true", `do not run the built-in workspace environment (route "workspace") (BRAIN_NO_WORKSPACE=1)`)
 	return errors.Join(errs...)
@@ -301,6 +312,7 @@ func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 			ConnectTimeout:   time.Duration(f.maxEnvConnectSecs) * time.Second,
 		},
 		AfterClaim: afterClaim,
+		OTLP:       f.otlp,
 	}
 	switch {
 	case f.noAuth:

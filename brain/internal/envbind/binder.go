@@ -240,7 +240,10 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 	if err != nil {
 		return envapi.Receipt{}, fmt.Errorf("environment %s: encode operation %d: %w", op.Environment, op.Sequence, err)
 	}
-	return b.post(ctx, endpoint, credential, op, body)
+	ctx, end := b.traceOperation(ctx, op)
+	receipt, err := b.post(ctx, endpoint, credential, op, body)
+	end(receipt, err)
+	return receipt, err
 }
 
 // post sends the command and reads the response.
@@ -263,6 +266,7 @@ func (b *Binder) post(ctx context.Context, endpoint, credential string, op sessi
 	if credential != "" {
 		req.Header.Set("Authorization", "Bearer "+credential)
 	}
+	b.injectTrace(ctx, req.Header)
 	resp, err := b.client.Do(req)
 	if err != nil {
 		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: %w", op.Environment, op.Sequence, scrub(err))

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of Config.
@@ -72,6 +74,10 @@ type Config struct {
 	// Logger receives warnings (nil: slog.Default()). Nothing logged
 	// carries a token, a credential or a request body.
 	Logger *slog.Logger
+	// Tracer, when set, starts a client span for every operation sent and
+	// sends its W3C trace context (traceparent, tracestate) with it; nil
+	// sends no trace context at all.
+	Tracer trace.Tracer
 }
 
 func (c *Config) withDefaults() (Config, error) {

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/catalog"
 	"github.com/brain-in-go/brain/brain/internal/envbind"
@@ -102,6 +104,9 @@ type Options struct {
 	// does not own a session checks an invocation token's epoch against
 	// it before forwarding the call.
 	LeaseEpoch func(ctx context.Context, id string) (int64, error)
+	// Tracer, when set, starts a server span for every request (see
+	// trace.go); nil reads no trace context and starts no span.
+	Tracer trace.Tracer
 }
 
 // Observer is told what the server does; its methods must not block.
@@ -274,6 +279,11 @@ func (s *Server) handleOpen(pattern string, h http.Handler) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
+	if s.opts.Tracer != nil {
+		var end func()
+		r, end = s.traceRequest(r, sw)
+		defer end()
+	}
 	s.mux.ServeHTTP(sw, r)
 	s.observer().Request(r.Pattern, sw.status, time.Since(start))
 	if sw.status >= 500 && sw.status != http.StatusServiceUnavailable {

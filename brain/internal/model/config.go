@@ -138,6 +138,9 @@ type Config struct {
 	// Limits.ConnectTimeout. Its own Timeout should be zero: calls are
 	// bounded by Limits.Timeout and the caller's context.
 	HTTPClient *http.Client
+	// Propagate sends the W3C trace context of each call's context
+	// (traceparent, tracestate) with its request; false sends none.
+	Propagate bool
 }
 
 // New returns the providers of cfg: scripted, openai, openai_chat and
@@ -163,7 +166,7 @@ func New(cfg Config) (Providers, error) {
 		if key == "" {
 			key = cfg.DefaultAPIKeys[spec.Provider]
 		}
-		return transport{http: hc, base: base, key: key, limits: limits}
+		return transport{http: hc, base: base, key: key, limits: limits, propagate: cfg.Propagate}
 	}
 	p := Default()
 	p[ProviderOpenAI] = func(spec Spec) (Client, error) {

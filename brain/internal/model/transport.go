@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Provider error codes this package reports itself (the provider's own
@@ -30,10 +32,11 @@ var errCallTimeout = fmt.Errorf("model: call exceeded its time bound: %w", conte
 // transport posts one streaming request and reads its server-sent events
 // within the limits. It never retries.
 type transport struct {
-	http   *http.Client
-	base   string
-	key    string
-	limits Limits
+	http      *http.Client
+	base      string
+	key       string
+	limits    Limits
+	propagate bool // send the trace context of ctx
 }
 
 // redact removes the API key from s.
@@ -66,6 +69,9 @@ func (t transport) stream(ctx context.Context, path string, header http.Header, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	if t.propagate {
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	}
 	resp, err := t.http.Do(req)
 	if err != nil {
 		return false, t.transportError(ctx, err)

@@ -3,6 +3,8 @@ package session
 import (
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/model"
@@ -70,4 +72,7 @@ type Config struct {
 	// committed here; reads of a session not active here are folded from
 	// the journal without recovering it.
 	Ownership Ownership
+	// Tracer, when set, starts the spans of turns, activations, model
+	// calls and tool calls (see trace.go); nil traces nothing.
+	Tracer trace.Tracer
 }

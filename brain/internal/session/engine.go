@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/commits"
@@ -102,6 +104,8 @@ type sess struct {
 	// tally counts the commits of the running turn for the request that
 	// started it (nil: none).
 	tally *commits.Counter
+	// parent is the span of the request submitting the next turn.
+	parent trace.SpanContext
 }
 
 // New returns an engine over cfg.Store.

@@ -189,6 +189,7 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 		s.mu.Unlock()
 		return api.ModelResult{}, err
 	}
+	span := s.e.startSpan(x.ctx, "brain.model_call", s.id, seq)
 	client, err := s.modelLocked(ctx)
 	s.mu.Unlock()
 	var res api.ModelResult
@@ -206,7 +207,7 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 			s.e.hub.publishDelta(s.id, seq, d)
 		}
 		cctx, done := x.callCtx(ctx)
-		res, err = client.Call(cctx, req, onDelta)
+		res, err = client.Call(s.e.withSpan(cctx, span), req, onDelta)
 		if err == nil && streamed.Load() {
 			s.e.hub.publishUsage(s.id, seq, res.Usage)
 		}
@@ -232,11 +233,13 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 			f.Retryable = pe.Retryable
 			f.Details, _ = json.Marshal(map[string]string{"provider_code": pe.Code})
 		}
+		endSpan(span, f.Code, f.Message)
 		if _, cerr := s.deferLocked(failed(api.KindModelCallFailed, f)); cerr != nil {
 			return api.ModelResult{}, cerr
 		}
 		return api.ModelResult{}, &TurnError{Code: f.Code, Message: f.Message, Retryable: f.Retryable, Err: err}
 	}
+	endSpan(span, "", "")
 	// The terminal record is folded before the caller sees the result and
 	// rides on the session's next append (see deferLocked).
 	if _, err := s.deferLocked(rec(api.KindModelCallEnded, modelCallEnded{Sequence: seq, Result: res})); err != nil {

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -32,6 +34,7 @@ type toolCall struct {
 	events    []api.Event   // public events of the synchronous phase
 	last      *api.Outcome  // the last emitted result
 	output    *Schema       // the tool's output_schema, checked on ok outcomes
+	span      trace.Span    // nil when untraced
 }
 
 func (t *toolCall) syncOver() bool {
@@ -178,6 +181,8 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 		tctx, stopTimer = context.WithTimeoutCause(tctx, d, fmt.Errorf("tool exceeded %v: %w", d, ErrTimeout))
 	}
 	t := &toolCall{seq: seq, callID: c.CallID, env: c.Environment, syncDone: make(chan struct{}), settled: make(chan struct{})}
+	t.span = s.e.startToolSpan(act.ctx, s.id, seq, c.Name, c.Environment)
+	tctx = s.e.withSpan(tctx, t.span)
 	t.cancel = func(cause error) { cancel(cause); stopTimer() }
 	t.x = &execution{s: s, seq: seq, act: act, tool: t, budget: act.budget, ctx: tctx, done: make(chan struct{}), grants: tool.Environments,
 		origin: &api.EventOrigin{Kind: api.OriginTool, Sequence: seq}}
@@ -380,6 +385,7 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 			o = envapi.ErrorOutcome(envapi.CodeInvalidOutput, "tool output does not match its output_schema: "+err.Error(), false, nil)
 		}
 	}
+	endToolSpan(t.span, o)
 	out := fromEnvOutcome(o)
 	recs := append([]journal.Record{rec(api.KindToolCallEnded, api.ToolCallEnded{Sequence: t.seq, Outcome: out, IsError: out.IsError()})}, extra...)
 	cancelling := len(extra) > 0 && extra[0].Kind == api.KindToolCancelStarted

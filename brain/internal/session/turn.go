@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/commits"
@@ -36,6 +38,8 @@ type activation struct {
 	exec      *execution
 	done      chan struct{}
 	startedAt int64
+	turnSpan  trace.Span // nil when untraced
+	span      trace.Span
 	// ride is the idempotency bookkeeping of a synchronous send whose
 	// claim rides the turn's commits (commits.Ride): its start records
 	// are deferred to the turn's first commit, and its answer is
@@ -99,9 +103,11 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 	if wait {
 		ride = commits.RideFrom(ctx)
 	}
+	s.parent = trace.SpanContextFromContext(ctx)
 	seq, err := s.startLocked(&input, ride)
 	if err != nil {
 		s.tally = nil
+		s.parent = trace.SpanContext{}
 		return 0, nil, err
 	}
 	var done chan turnResult
@@ -157,6 +163,7 @@ func (s *sess) startLocked(input *api.UserInput, ride *commits.Ride) (uint64, er
 	if d := s.e.cfg.Limits.MaxTurn; d > 0 {
 		ctx, stopTimer = context.WithTimeoutCause(ctx, d, fmt.Errorf("turn exceeded %v: %w", d, ErrTimeout))
 	}
+	ctx = s.traceActivationLocked(ctx, a)
 	a.ctx = ctx
 	a.cancel = func(cause error) { cancel(cause); stopTimer() }
 	var grants []api.EnvironmentGrant
@@ -300,7 +307,8 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 		}
 	}
 	faulted, undone := false, false
-	if _, err := s.commitLocked(recs...); err != nil {
+	_, err := s.commitLocked(recs...)
+	if err != nil {
 		turnErr = err
 		// The turn's end is not durable: the session is reloaded from
 		// the journal on next use, which closes the turn as failed with
@@ -312,6 +320,8 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 		// memory, and its caller may release its claim.
 		undone = a.ride != nil && a.turn != 0 && len(s.pending) > 0 && s.pending[0].Sequence <= a.turn
 	}
+	endSpanErr(a.span, errors.Join(loopErr, err))
+	endSpanErr(a.turnSpan, errors.Join(loopErr, err))
 	a.cancel(nil)
 	s.act = nil
 	close(a.done)

@@ -1,0 +1,43 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/brain-in-go/brain/brain/internal/session"
+)
+
+// traceRequest starts the server span of r, continuing the W3C trace
+// context the request carries (traceparent, tracestate), and answers the
+// request carrying the span with the function that ends it once the
+// request is served: named by the route pattern it matched, with its
+// status and session id. Headers other than the trace context are never
+// read into the span.
+func (s *Server) traceRequest(r *http.Request, sw *statusWriter) (*http.Request, func()) {
+	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx, span := s.opts.Tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("http.request.method", r.Method)))
+	r = r.WithContext(ctx)
+	return r, func() {
+		if r.Pattern != "" {
+			span.SetName(r.Pattern)
+			span.SetAttributes(attribute.String("http.route", r.Pattern))
+		}
+		if id := r.PathValue("id"); id != "" {
+			span.SetAttributes(attribute.String(session.AttrSessionID, id))
+		}
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		span.SetAttributes(attribute.Int("http.response.status_code", status))
+		if status >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(status))
+		}
+		span.End()
+	}
+}

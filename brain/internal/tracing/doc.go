@@ -1,0 +1,63 @@
+// Package tracing builds Brain's OpenTelemetry export: the TracerProvider
+// whose spans the engine, the HTTP API and the environment and model
+// transports start, and the OTLP log sink telemetry records go to. It is
+// the only package that imports the OpenTelemetry SDK and the OTLP
+// exporters; everything else instruments against the API
+// (go.opentelemetry.io/otel/trace), so a Brain without OTLP settings links
+// the exporters but never runs them.
+//
+// # Settings
+//
+// Settings carry the standard OTLP exporter variables as data (the
+// library reads no environment; "brain serve" maps them):
+//
+//	OTEL_EXPORTER_OTLP_ENDPOINT           base URL of every signal; /v1/traces
+//	                                      and /v1/logs are appended (http/protobuf)
+//	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT    URL of the traces export, used as is
+//	OTEL_EXPORTER_OTLP_LOGS_ENDPOINT      URL of the logs export, used as is
+//	OTEL_EXPORTER_OTLP_PROTOCOL           http/protobuf (default) or grpc
+//	OTEL_EXPORTER_OTLP_{TRACES,LOGS}_PROTOCOL
+//	OTEL_EXPORTER_OTLP_HEADERS            k=v,k2=v2 (values URL-encoded), sent
+//	                                      with every export (e.g. an API key)
+//	OTEL_EXPORTER_OTLP_{TRACES,LOGS}_HEADERS  merged over the general ones
+//	OTEL_EXPORTER_OTLP_INSECURE           true: no TLS for grpc endpoints
+//	OTEL_EXPORTER_OTLP_{TRACES,LOGS}_INSECURE
+//	OTEL_EXPORTER_OTLP_TIMEOUT            milliseconds per export (default 10000)
+//	OTEL_EXPORTER_OTLP_{TRACES,LOGS}_TIMEOUT
+//	OTEL_SERVICE_NAME                     service.name of the resource (default brain)
+//
+// A signal is exported only when an endpoint names where to: with no
+// endpoint NewTracerProvider answers a nil provider and NewLogSink a nil
+// emitter, and the callers then start no spans and send no trace context
+// at all (not even one that arrived with a request).
+//
+// # Spans
+//
+// Brain's spans (names and the attributes every one carries):
+//
+//	HTTP request   server span named by the route pattern ("POST
+//	               /v1/sessions/{id}/messages"), http.request.method,
+//	               http.response.status_code, brain.session_id when the
+//	               route names one; W3C traceparent/tracestate of the
+//	               request are its parent
+//	brain.turn     brain.session_id, brain.sequence (turn_started)
+//	brain.activation  brain.session_id, brain.sequence (activation_started)
+//	brain.model_call  brain.session_id, brain.sequence (model_call_started)
+//	brain.tool_call   brain.session_id, brain.sequence (tool_call_started),
+//	               brain.tool, brain.environment
+//	environment operation  client span "environment <type>" of each
+//	               POST /v1/operations, brain.session_id, brain.sequence
+//	               (the record that started the operation),
+//	               brain.environment, http.response.status_code
+//
+// Parents: request → turn → activation → model call or tool call →
+// environment operation → the provider's own spans (envsdk starts an
+// operation's context from the traceparent Brain sends). An error or a
+// failed outcome sets the span's status to Error with the failure code.
+// Credentials and tokens never become attributes.
+//
+// # Logs
+//
+// NewLogSink exports records over OTLP logs: a LogEmitter's Emit sends one
+// record with an event name, attributes, a body and a timestamp.
+package tracing

@@ -1,0 +1,156 @@
+package tracing
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	"go.opentelemetry.io/otel/log"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+)
+
+// LogEmitter sends log records. Emit never blocks on the network: records
+// are batched, and dropped when the batch queue is full.
+type LogEmitter interface {
+	// Emit sends one record: name is its event name, attrs its attributes
+	// (strings, booleans, integers, floats, json.Number, []byte, and maps
+	// and slices of them; anything else is formatted with %v), body its
+	// body (kept as a string when it is UTF-8, as bytes otherwise), at its
+	// timestamp. The span of ctx, if any, becomes the record's trace
+	// context.
+	Emit(ctx context.Context, name string, attrs map[string]any, body []byte, at time.Time)
+}
+
+// NewLogSink answers a LogEmitter exporting over OTLP logs as s says,
+// and its Shutdown, which flushes. With no logs endpoint it answers a nil
+// emitter.
+func NewLogSink(ctx context.Context, s Settings) (LogEmitter, Shutdown, error) {
+	sig, err := s.signal("logs")
+	if err != nil || sig.Endpoint == "" {
+		return nil, noShutdown, err
+	}
+	var exp sdklog.Exporter
+	if sig.Protocol == ProtocolGRPC {
+		opts := []otlploggrpc.Option{otlploggrpc.WithEndpointURL(sig.Endpoint), otlploggrpc.WithHeaders(sig.Headers)}
+		if sig.Insecure {
+			opts = append(opts, otlploggrpc.WithInsecure())
+		}
+		if sig.Timeout > 0 {
+			opts = append(opts, otlploggrpc.WithTimeout(sig.Timeout))
+		}
+		exp, err = otlploggrpc.New(ctx, opts...)
+	} else {
+		opts := []otlploghttp.Option{otlploghttp.WithEndpointURL(sig.Endpoint), otlploghttp.WithHeaders(sig.Headers)}
+		if sig.Insecure {
+			opts = append(opts, otlploghttp.WithInsecure())
+		}
+		if sig.Timeout > 0 {
+			opts = append(opts, otlploghttp.WithTimeout(sig.Timeout))
+		}
+		exp, err = otlploghttp.New(ctx, opts...)
+	}
+	if err != nil {
+		return nil, noShutdown, fmt.Errorf("tracing: logs exporter: %w", err)
+	}
+	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewBatchProcessor(exp)), sdklog.WithResource(newResource(s)))
+	return &emitter{l: lp.Logger(InstrumentationName)}, lp.Shutdown, nil
+}
+
+type emitter struct{ l log.Logger }
+
+func (e *emitter) Emit(ctx context.Context, name string, attrs map[string]any, body []byte, at time.Time) {
+	var r log.Record
+	r.SetEventName(name)
+	r.SetTimestamp(at)
+	r.SetObservedTimestamp(time.Now())
+	r.SetSeverity(log.SeverityInfo)
+	if utf8.Valid(body) {
+		r.SetBody(attribute.StringValue(string(body)))
+	} else {
+		r.SetBody(attribute.ByteSliceValue(body))
+	}
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		r.AddAttributes(attribute.KeyValue{Key: attribute.Key(k), Value: value(attrs[k], 0)})
+	}
+	e.l.Emit(ctx, r)
+}
+
+// maxDepth bounds the nesting of attribute values converted.
+const maxDepth = 8
+
+// value converts v into an attribute value.
+func value(v any, depth int) attribute.Value {
+	switch v := v.(type) {
+	case string:
+		return attribute.StringValue(v)
+	case bool:
+		return attribute.BoolValue(v)
+	case int:
+		return attribute.IntValue(v)
+	case int64:
+		return attribute.Int64Value(v)
+	case int32:
+		return attribute.Int64Value(int64(v))
+	case uint32:
+		return attribute.Int64Value(int64(v))
+	case uint64:
+		if v > 1<<63-1 {
+			return attribute.StringValue(fmt.Sprint(v))
+		}
+		return attribute.Int64Value(int64(v))
+	case float64:
+		return attribute.Float64Value(v)
+	case json.Number:
+		if n, err := v.Int64(); err == nil {
+			return attribute.Int64Value(n)
+		}
+		if f, err := v.Float64(); err == nil {
+			return attribute.Float64Value(f)
+		}
+		return attribute.StringValue(v.String())
+	case []byte:
+		return attribute.ByteSliceValue(v)
+	case json.RawMessage:
+		return attribute.StringValue(string(v))
+	case nil:
+		return attribute.Value{}
+	}
+	if depth < maxDepth {
+		switch v := v.(type) {
+		case map[string]any:
+			kvs := make([]attribute.KeyValue, 0, len(v))
+			for k, x := range v {
+				kvs = append(kvs, attribute.KeyValue{Key: attribute.Key(k), Value: value(x, depth+1)})
+			}
+			slices.SortFunc(kvs, func(a, b attribute.KeyValue) int {
+				if a.Key < b.Key {
+					return -1
+				}
+				if a.Key > b.Key {
+					return 1
+				}
+				return 0
+			})
+			return attribute.MapValue(kvs...)
+		case []any:
+			vals := make([]attribute.Value, len(v))
+			for i, x := range v {
+				vals[i] = value(x, depth+1)
+			}
+			return attribute.SliceValue(vals...)
+		}
+	}
+	return attribute.StringValue(fmt.Sprint(v))
+}

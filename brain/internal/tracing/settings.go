@@ -1,0 +1,122 @@
+package tracing
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Protocols of the OTLP exporters.
+const (
+	ProtocolHTTP = "http/protobuf"
+	ProtocolGRPC = "grpc"
+)
+
+// DefaultServiceName is service.name when Settings.ServiceName is empty.
+const DefaultServiceName = "brain"
+
+// Settings are the OTLP export settings: the general ones
+// (OTEL_EXPORTER_OTLP_*) and those of each signal
+// (OTEL_EXPORTER_OTLP_TRACES_*, OTEL_EXPORTER_OTLP_LOGS_*), which win.
+type Settings struct {
+	Endpoint string
+	Protocol string
+	Headers  map[string]string
+	Insecure bool
+	Timeout  time.Duration
+
+	Traces Signal
+	Logs   Signal
+
+	// ServiceName is the resource's service.name (OTEL_SERVICE_NAME).
+	ServiceName string
+}
+
+// Signal are the settings of one signal. Endpoint is its full URL.
+type Signal struct {
+	Endpoint string
+	Protocol string
+	Headers  map[string]string
+	Insecure bool
+	Timeout  time.Duration
+}
+
+// resolved is one signal's effective settings.
+type resolved struct {
+	Signal
+	path string // the URL path appended to a general endpoint
+}
+
+// signal answers the effective settings of the traces ("traces") or logs
+// ("logs") signal; an empty Endpoint means the signal is not exported.
+func (s Settings) signal(name string) (resolved, error) {
+	sig := s.Traces
+	if name == "logs" {
+		sig = s.Logs
+	}
+	r := resolved{path: "/v1/" + name}
+	r.Protocol = first(sig.Protocol, s.Protocol, ProtocolHTTP)
+	if r.Protocol != ProtocolHTTP && r.Protocol != ProtocolGRPC {
+		return resolved{}, fmt.Errorf("tracing: %s protocol %q: want %s or %s", name, r.Protocol, ProtocolHTTP, ProtocolGRPC)
+	}
+	switch {
+	case sig.Endpoint != "":
+		r.Endpoint = sig.Endpoint
+	case s.Endpoint != "" && r.Protocol == ProtocolHTTP:
+		r.Endpoint = strings.TrimRight(s.Endpoint, "/") + r.path
+	default:
+		r.Endpoint = s.Endpoint
+	}
+	if r.Endpoint != "" {
+		u, err := url.Parse(r.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			// Not quoted: the URL may carry credentials.
+			return resolved{}, fmt.Errorf("tracing: %s endpoint: want an absolute http or https URL", name)
+		}
+	}
+	r.Headers = maps.Clone(s.Headers)
+	if r.Headers == nil {
+		r.Headers = map[string]string{}
+	}
+	maps.Copy(r.Headers, sig.Headers)
+	r.Insecure = s.Insecure || sig.Insecure
+	r.Timeout = sig.Timeout
+	if r.Timeout <= 0 {
+		r.Timeout = s.Timeout
+	}
+	return r, nil
+}
+
+func first(v ...string) string {
+	for _, s := range v {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// ParseHeaders parses the value of OTEL_EXPORTER_OTLP_HEADERS: comma
+// separated key=value pairs whose values are URL-encoded. The error never
+// quotes a value (headers carry credentials).
+func ParseHeaders(v string) (map[string]string, error) {
+	out := map[string]string{}
+	for i, pair := range strings.Split(v, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(pair, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("entry %d is not key=value", i+1)
+		}
+		dec, err := url.PathUnescape(strings.TrimSpace(val))
+		if err != nil {
+			return nil, fmt.Errorf("entry %d (%s): the value is not URL-encoded", i+1, k)
+		}
+		out[k] = dec
+	}
+	return out, nil
+}

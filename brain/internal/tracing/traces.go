@@ -1,0 +1,63 @@
+package tracing
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// InstrumentationName names Brain's tracer and logger.
+const InstrumentationName = "github.com/brain-in-go/brain"
+
+// Shutdown flushes what is buffered and stops an exporter; it is safe to
+// call more than once.
+type Shutdown func(ctx context.Context) error
+
+func noShutdown(context.Context) error { return nil }
+
+// NewTracerProvider answers the TracerProvider exporting spans as s
+// says, batched, and its Shutdown. With no traces endpoint it answers a
+// nil provider: the caller starts no spans.
+func NewTracerProvider(ctx context.Context, s Settings) (trace.TracerProvider, Shutdown, error) {
+	sig, err := s.signal("traces")
+	if err != nil || sig.Endpoint == "" {
+		return nil, noShutdown, err
+	}
+	var exp sdktrace.SpanExporter
+	if sig.Protocol == ProtocolGRPC {
+		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(sig.Endpoint), otlptracegrpc.WithHeaders(sig.Headers)}
+		if sig.Insecure {
+			opts = append(opts, otlptracegrpc.WithInsecure())
+		}
+		if sig.Timeout > 0 {
+			opts = append(opts, otlptracegrpc.WithTimeout(sig.Timeout))
+		}
+		exp, err = otlptracegrpc.New(ctx, opts...)
+	} else {
+		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(sig.Endpoint), otlptracehttp.WithHeaders(sig.Headers)}
+		if sig.Insecure {
+			opts = append(opts, otlptracehttp.WithInsecure())
+		}
+		if sig.Timeout > 0 {
+			opts = append(opts, otlptracehttp.WithTimeout(sig.Timeout))
+		}
+		exp, err = otlptracehttp.New(ctx, opts...)
+	}
+	if err != nil {
+		return nil, noShutdown, fmt.Errorf("tracing: traces exporter: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(newResource(s)))
+	return tp, tp.Shutdown, nil
+}
+
+// newResource describes the process: service.name only (the library
+// reads no OTEL_RESOURCE_ATTRIBUTES).
+func newResource(s Settings) *resource.Resource {
+	return resource.NewSchemaless(attribute.String("service.name", first(s.ServiceName, DefaultServiceName)))
+}

@@ -1,0 +1,173 @@
+package tracing_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/internal/tracing"
+	"github.com/brain-in-go/brain/internal/otlptest"
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// TestTracerProviderExportsOverHTTP exports one span to the in-process
+// receiver with the configured headers and service name.
+func TestTracerProviderExportsOverHTTP(t *testing.T) {
+	rcv := otlptest.Start()
+	defer rcv.Close()
+	ctx := context.Background()
+	tp, shutdown, err := tracing.NewTracerProvider(ctx, tracing.Settings{
+		Endpoint: rcv.URL(), Headers: map[string]string{"x-collector-key": "general", "x-other": "o"},
+		Traces:      tracing.Signal{Headers: map[string]string{"x-collector-key": "traces"}},
+		ServiceName: "brain-test",
+	})
+	if err != nil || tp == nil {
+		t.Fatalf("NewTracerProvider = %v, %v", tp, err)
+	}
+	_, span := tp.Tracer(tracing.InstrumentationName).Start(ctx, "work")
+	span.SetAttributes(attribute.Int64("brain.sequence", 7))
+	span.End()
+	if err := shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spans := rcv.Spans()
+	if len(spans) != 1 || spans[0].Name != "work" || spans[0].Service != "brain-test" || spans[0].Attributes["brain.sequence"] != int64(7) {
+		t.Fatalf("received %+v, want the span work of brain-test with brain.sequence 7", spans)
+	}
+	h := rcv.Headers()
+	if len(h) == 0 || h[0].Get("X-Collector-Key") != "traces" || h[0].Get("X-Other") != "o" {
+		t.Errorf("export headers %v: want the traces header over the general one, and the general one", h)
+	}
+}
+
+// TestSignalEndpointIsUsedAsIs: a traces endpoint is the full URL; a
+// general one gets /v1/traces appended. A wrong path reaches nothing.
+func TestSignalEndpointIsUsedAsIs(t *testing.T) {
+	rcv := otlptest.Start()
+	defer rcv.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		s    tracing.Settings
+		want int
+	}{
+		{tracing.Settings{Endpoint: "http://127.0.0.1:1", Traces: tracing.Signal{Endpoint: rcv.URL() + "/v1/traces"}}, 1},
+		{tracing.Settings{Endpoint: rcv.URL() + "/"}, 1},
+		{tracing.Settings{Traces: tracing.Signal{Endpoint: rcv.URL() + "/elsewhere"}, Timeout: time.Second}, 0},
+	} {
+		before := len(rcv.Spans())
+		tp, shutdown, err := tracing.NewTracerProvider(ctx, tc.s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, span := tp.Tracer("t").Start(ctx, "s")
+		span.End()
+		_ = shutdown(ctx)
+		if got := len(rcv.Spans()) - before; got != tc.want {
+			t.Errorf("%+v: %d spans received, want %d", tc.s, got, tc.want)
+		}
+	}
+}
+
+// TestNothingConfiguredExportsNothing: without an endpoint there is no
+// provider and no log sink.
+func TestNothingConfiguredExportsNothing(t *testing.T) {
+	ctx := context.Background()
+	tp, shutdown, err := tracing.NewTracerProvider(ctx, tracing.Settings{Headers: map[string]string{"a": "b"}, Protocol: "grpc"})
+	if err != nil || tp != nil || shutdown(ctx) != nil {
+		t.Fatalf("NewTracerProvider without endpoint = %v, %v", tp, err)
+	}
+	// Only the other signal is configured.
+	le, _, err := tracing.NewLogSink(ctx, tracing.Settings{Traces: tracing.Signal{Endpoint: "http://127.0.0.1:4318/v1/traces"}})
+	if err != nil || le != nil {
+		t.Fatalf("NewLogSink with a traces endpoint only = %v, %v", le, err)
+	}
+}
+
+func TestSettingsRefused(t *testing.T) {
+	ctx := context.Background()
+	for _, s := range []tracing.Settings{
+		{Endpoint: "http://127.0.0.1:4318", Protocol: "http/json"},
+		{Traces: tracing.Signal{Endpoint: "http://127.0.0.1:4318", Protocol: "thrift"}},
+		{Endpoint: "ftp://user:sekrit@collector"},
+		{Traces: tracing.Signal{Endpoint: "collector:4317"}},
+	} {
+		_, _, err := tracing.NewTracerProvider(ctx, s)
+		if err == nil {
+			t.Errorf("%+v accepted", s)
+			continue
+		}
+		if strings.Contains(err.Error(), "sekrit") {
+			t.Errorf("the error quotes the URL: %v", err)
+		}
+	}
+}
+
+// TestLogSinkExports sends one record through the OTLP logs exporter.
+func TestLogSinkExports(t *testing.T) {
+	rcv := otlptest.Start()
+	defer rcv.Close()
+	ctx := context.Background()
+	le, shutdown, err := tracing.NewLogSink(ctx, tracing.Settings{Logs: tracing.Signal{Endpoint: rcv.URL() + "/v1/logs"}})
+	if err != nil || le == nil {
+		t.Fatalf("NewLogSink = %v, %v", le, err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	le.Emit(ctx, "telemetry", map[string]any{
+		"brain.session_id": "s1", "brain.sequence": uint64(12), "ok": true, "ratio": 0.5,
+		"origin": map[string]any{"kind": "tool", "sequence": 9}, "tags": []any{"a", int64(2)},
+	}, []byte(`{"step":1}`), at)
+	le.Emit(ctx, "binary", nil, []byte{0xff, 0x00}, at)
+	if err := shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	logs := rcv.Logs()
+	if len(logs) != 2 {
+		t.Fatalf("received %d records, want 2: %+v", len(logs), logs)
+	}
+	l := logs[0]
+	if l.EventName != "telemetry" || l.Body != `{"step":1}` || !l.Time.Equal(at) || l.Service != tracing.DefaultServiceName {
+		t.Errorf("record %+v", l)
+	}
+	a := l.Attributes
+	origin, _ := a["origin"].(map[string]any)
+	tags, _ := a["tags"].([]any)
+	if a["brain.session_id"] != "s1" || a["brain.sequence"] != int64(12) || a["ok"] != true || a["ratio"] != 0.5 ||
+		origin["kind"] != "tool" || origin["sequence"] != int64(9) || len(tags) != 2 || tags[1] != int64(2) {
+		t.Errorf("attributes %#v", a)
+	}
+	if b, ok := logs[1].Body.([]byte); !ok || len(b) != 2 {
+		t.Errorf("a non-UTF-8 body arrived as %#v, want its bytes", logs[1].Body)
+	}
+}
+
+func TestParseHeaders(t *testing.T) {
+	h, err := tracing.ParseHeaders("api-key=abc%3D1, x-tenant = t1 ,,")
+	if err != nil || len(h) != 2 || h["api-key"] != "abc=1" || h["x-tenant"] != "t1" {
+		t.Fatalf("ParseHeaders = %v, %v", h, err)
+	}
+	for _, bad := range []string{"novalue", "=v", "k=sekrit%zz"} {
+		_, err := tracing.ParseHeaders(bad)
+		if err == nil {
+			t.Errorf("ParseHeaders(%q) accepted", bad)
+		} else if strings.Contains(err.Error(), "sekrit") {
+			t.Errorf("ParseHeaders(%q) quotes the value: %v", bad, err)
+		}
+	}
+}
+
+func FuzzParseHeaders(f *testing.F) {
+	f.Add("a=b,c=d%20e")
+	f.Add("=,=")
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := tracing.ParseHeaders(s)
+		if err != nil {
+			return
+		}
+		for k := range h {
+			if k == "" || strings.ContainsAny(k, ",=") {
+				t.Fatalf("key %q from %q", k, s)
+			}
+		}
+	})
+}
