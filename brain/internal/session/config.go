@@ -6,6 +6,7 @@ import (
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/model"
+	"github.com/brain-in-go/brain/brain/internal/telemetry"
 )
 
 // Limits bound a turn. Zero means no bound.
@@ -70,4 +71,7 @@ type Config struct {
 	// committed here; reads of a session not active here are folded from
 	// the journal without recovering it.
 	Ownership Ownership
+	// Telemetry takes the records of the telemetry service (nil: they are
+	// checked and dropped). It is never journalled.
+	Telemetry *telemetry.Pipeline
 }

@@ -20,6 +20,7 @@ const cancelDeliveryTimeout = 10 * time.Second
 type toolCall struct {
 	seq       uint64
 	callID    string
+	name      string
 	env       string
 	x         *execution
 	cancel    context.CancelCauseFunc
@@ -177,7 +178,7 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	if d := s.e.cfg.Limits.MaxTool; d > 0 {
 		tctx, stopTimer = context.WithTimeoutCause(tctx, d, fmt.Errorf("tool exceeded %v: %w", d, ErrTimeout))
 	}
-	t := &toolCall{seq: seq, callID: c.CallID, env: c.Environment, syncDone: make(chan struct{}), settled: make(chan struct{})}
+	t := &toolCall{seq: seq, callID: c.CallID, name: c.Name, env: c.Environment, syncDone: make(chan struct{}), settled: make(chan struct{})}
 	t.cancel = func(cause error) { cancel(cause); stopTimer() }
 	t.x = &execution{s: s, seq: seq, act: act, tool: t, budget: act.budget, ctx: tctx, done: make(chan struct{}), grants: tool.Environments,
 		origin: &api.EventOrigin{Kind: api.OriginTool, Sequence: seq}}
