@@ -441,8 +441,8 @@ func TestPostgresClientOwner(t *testing.T) {
 }
 
 // TestTestOnlyDependencies keeps test drivers out of the binary: chromedp
-// is imported only by the inspector's browser test, the OpenAPI validator
-// only by httpapi's tests.
+// is imported only by the inspector's browser test; the OpenAPI validator
+// only by brain/internal/openapicheck, which only tests import.
 func TestTestOnlyDependencies(t *testing.T) {
 	out, err := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,TestImports,XTestImports", "./...").Output()
 	if err != nil {
@@ -450,8 +450,8 @@ func TestTestOnlyDependencies(t *testing.T) {
 	}
 	owners := map[string]string{
 		"github.com/chromedp/": module + "/brain/internal/ui",
-		"github.com/pb33f/":    module + "/brain/internal/httpapi",
 	}
+	const checker = module + "/brain/internal/openapicheck"
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for dec.More() {
 		var p struct {
@@ -460,6 +460,16 @@ func TestTestOnlyDependencies(t *testing.T) {
 		}
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
+		}
+		for _, imp := range append(append(p.Imports, p.TestImports...), p.XTestImports...) {
+			if strings.HasPrefix(imp, "github.com/pb33f/") && p.ImportPath != checker {
+				t.Errorf("%s (or its tests) imports %s: the OpenAPI validator belongs to %s only", p.ImportPath, imp, checker)
+			}
+		}
+		for _, imp := range p.Imports {
+			if imp == checker {
+				t.Errorf("%s imports %s: only tests may use it", p.ImportPath, imp)
+			}
 		}
 		for prefix, owner := range owners {
 			for _, imp := range p.Imports {

@@ -50,6 +50,8 @@ type Config struct {
 	Agentloops Agentloops
 	// Hosts bounds host environments (tools served over /v1/hosts).
 	Hosts Hosts
+	// Telemetry configures the sink of the telemetry service's records.
+	Telemetry Telemetry
 	// IdleTTL keeps idle sessions in memory that long after create and
 	// each turn; 0 releases them at once, NoLimit keeps them.
 	IdleTTL time.Duration `validate:"gte=-1ns" env:"BRAIN_SESSION_IDLE_TTL_SECS"`
@@ -231,6 +233,28 @@ type Agentloops struct {
 	// host directories mounted read-only at /secrets/<name>. Empty denies
 	// them all.
 	SecretAllow map[string]string `env:"BRAIN_ENV_SECRET_ALLOW"`
+}
+
+// Telemetry configures where the records that agentloops and tools send
+// to the telemetry service go. They are never journalled; each is written
+// with the origin Brain assigns (session, turn, activation, tool). Without
+// a sink they are dropped. Records beyond a bound are dropped too, and
+// every drop is counted (brain_telemetry_dropped_total in /metrics). Zero
+// bounds select the defaults: 64 KiB per record, 64 MiB per file, 50
+// records per second per session and 1000 in all.
+type Telemetry struct {
+	// File is a JSON-lines file the records are appended to (created with
+	// mode 0600), renamed to File+".1" when it reaches MaxFileBytes; the
+	// format is documented in brain/internal/telemetry.
+	File string `env:"BRAIN_TELEMETRY_FILE"`
+	// MaxRecordBytes bounds one record as sent, up to 16 MiB.
+	MaxRecordBytes int `validate:"gte=0,lte=16777216" env:"BRAIN_TELEMETRY_MAX_RECORD_BYTES"`
+	// MaxFileBytes bounds the file, at least 64 KiB.
+	MaxFileBytes int64 `validate:"omitempty,gte=65536" env:"BRAIN_TELEMETRY_MAX_FILE_BYTES"`
+	// SessionRate and Rate bound the records per second of one session
+	// and of the server; a burst of two seconds' worth is allowed.
+	SessionRate float64 `validate:"gte=0" env:"BRAIN_TELEMETRY_SESSION_RATE"`
+	Rate        float64 `validate:"gte=0" env:"BRAIN_TELEMETRY_RATE"`
 }
 
 // Hosts bounds host environments. A zero field selects its default.

@@ -30,6 +30,7 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/metrics"
 	"github.com/brain-in-go/brain/brain/internal/model"
 	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/brain/internal/telemetry"
 	"github.com/brain-in-go/brain/brain/internal/tracing"
 
 	// The PostgreSQL backend, selected by a postgres:// database URL.
@@ -54,6 +55,7 @@ type Server struct {
 	requests idem.Requests
 	api      *httpapi.Server
 	metrics  *metrics.Metrics
+	telem    *telemetry.Pipeline
 
 	mu     sync.Mutex
 	https  []*http.Server
@@ -159,6 +161,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("brain: Config.Hosts: %w", err)
 	}
+	if s.telem, err = openTelemetry(cfg.Telemetry, s.log); err != nil {
+		return nil, err
+	}
+	s.metrics.Telemetry(s.telem.Stats)
 	idle := cfg.IdleTTL
 	if idle < 0 {
 		idle = session.KeepIdle
@@ -175,6 +181,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		IdleTTL:      idle,
 		Ownership:    s.store.Ownership,
 		Tracer:       tracer,
+		Telemetry:    s.telem,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)
 	}
@@ -493,6 +500,11 @@ func (s *Server) release() error {
 	}
 	if s.loops != nil {
 		errs = append(errs, s.loops.Close(context.Background()))
+	}
+	if s.telem != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		errs = append(errs, s.telem.Close(ctx))
+		cancel()
 	}
 	if s.store != nil {
 		errs = append(errs, s.store.Close())

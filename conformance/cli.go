@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/brain-in-go/brain/internal/progress"
 )
 
 // Exit statuses of RunCLI.
@@ -91,7 +93,23 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUnreachable
 	}
 
+	// Each case on stderr as it ends; on a terminal a status line shows
+	// the cases still running.
+	prog := progress.For(stderr, "conformance")
+	live := progress.IsTerminal(stderr)
+	opts.OnStart = func(id string) {
+		if live {
+			prog.Report(progress.Event{Subject: id, Step: "case", Status: progress.Started})
+		}
+	}
+	opts.OnResult = func(r Result) {
+		fmt.Fprintf(prog, "%-4s  %-36s %8s\n", strings.ToUpper(string(r.Status)), r.ID, r.Duration.Round(time.Millisecond))
+		if live {
+			prog.Report(progress.Event{Subject: r.ID, Step: "case", Status: progress.Finished, Elapsed: r.Duration})
+		}
+	}
 	report := Check(ctx, func(T) Target { return tg }, opts)
+	prog.Done()
 	printTable(stdout, report)
 	if *junit != "" {
 		if err := writeJUnitFile(*junit, report); err != nil {

@@ -155,3 +155,45 @@ func referenceProfileFile(t *testing.T, body string) string {
 	}
 	return path
 }
+
+// TestRunCLIPrintsCasesAsTheyRun: stderr gets one line per case as it
+// ends (status, id, duration), in run order with --serial, before the
+// summary table on stdout.
+func TestRunCLIPrintsCasesAsTheyRun(t *testing.T) {
+	noAuth := envsdk.Options{StopGrace: time.Second}
+	tg := serveReference(t, newReference, noAuth, nil)
+	profile := referenceProfile(t)
+	var stdout, stderr bytes.Buffer
+	code := conformance.RunCLI(t.Context(), []string{"--url", tg.BaseURL, "--profile", profile, "--serial",
+		"--run", "auth/missing-token,contract/echo,auth/wrong-token"}, &stdout, &stderr)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, stdout.String(), stderr.String())
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			t.Fatalf("stderr line %q is not STATUS ID DURATION:\n%s", l, stderr.String())
+		}
+		if _, err := time.ParseDuration(f[2]); err != nil {
+			t.Errorf("duration %q: %v", f[2], err)
+		}
+		got = append(got, f[0]+" "+f[1])
+	}
+	// Serial runs follow the suite's case order.
+	var want []string
+	for _, id := range conformance.IDs() {
+		switch id {
+		case "auth/missing-token", "auth/wrong-token":
+			want = append(want, "FAIL "+id)
+		case "contract/echo":
+			want = append(want, "PASS "+id)
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("live lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.Contains(stdout.String(), "1 passed, 2 failed, 0 skipped") {
+		t.Errorf("summary:\n%s", stdout.String())
+	}
+}

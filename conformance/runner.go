@@ -95,7 +95,13 @@ func Check(ctx context.Context, newTarget func(t T) Target, opts *Options) Repor
 	for i, c := range cases {
 		run := func() {
 			defer wg.Done()
+			if o.OnStart != nil {
+				o.OnStart(c.id)
+			}
 			results[i] = record(ctx, c.id, func(t T) { runCase(t, c, newTarget, o) })
+			if o.OnResult != nil {
+				o.OnResult(results[i])
+			}
 		}
 		wg.Add(1)
 		if o.Serial {

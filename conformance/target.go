@@ -175,6 +175,11 @@ type Options struct {
 	Run []string
 	// Skip leaves out the cases it matches, in the same forms as Run.
 	Skip []string
+	// OnStart and OnResult, when set, are told of each case as it starts
+	// and as it ends (Check only; from the cases' goroutines, so
+	// concurrently unless Serial).
+	OnStart  func(id string)
+	OnResult func(Result)
 }
 
 func (o *Options) normalized() Options {

@@ -150,12 +150,14 @@ type apiClient struct {
 }
 
 func newClient(t *testing.T, url string) *apiClient {
-	api, err := client.New(url, &client.Options{Token: operatorToken})
+	hc := &http.Client{Timeout: 60 * time.Second, Transport: httpClient.Transport}
+	api, err := client.New(url, &client.Options{Token: operatorToken, HTTPClient: &http.Client{Transport: httpClient.Transport}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { api.Close() })
-	return &apiClient{t: t, url: url, hc: &http.Client{Timeout: 60 * time.Second}, api: api}
+	watchAPI(t, url)
+	return &apiClient{t: t, url: url, hc: hc, api: api}
 }
 
 // do sends a request with the operator token (and a fresh

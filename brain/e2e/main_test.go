@@ -54,7 +54,12 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	if err := checkAPI(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := reportAPI(m.Run())
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -127,6 +132,7 @@ func tryStart(t *testing.T, dataDir string, env ...string) (*server, error) {
 	}()
 	select {
 	case s.URL = <-urls:
+		watchAPI(t, s.URL)
 	case <-s.done:
 		return nil, fmt.Errorf("brain serve exited before serving: %v\n%s", s.waitErr, s.stderr)
 	case <-time.After(30 * time.Second):
@@ -178,7 +184,8 @@ func (r reply) apiError(t *testing.T) api.ApiError {
 	return e
 }
 
-// httpClient sends the tests' requests.
+// httpClient sends the tests' requests; TestMain makes it check every
+// response against the OpenAPI document.
 var httpClient = &http.Client{}
 
 // newRequest builds a request with the server token; headers alternate
@@ -226,7 +233,7 @@ func (s *server) do(method, path, body string, headers ...string) reply {
 
 // client answers a Go client of the server.
 func (s *server) client() *client.Client {
-	c, err := client.New(s.URL, &client.Options{Token: s.Token})
+	c, err := client.New(s.URL, &client.Options{Token: s.Token, HTTPClient: httpClient})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -348,7 +355,7 @@ func (s *server) stream(ctx context.Context, id, query string, headers ...string
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
 	}

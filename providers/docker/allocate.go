@@ -29,6 +29,8 @@ type plan struct {
 	// Chown: the image's /workspace is not owned by the profile's user, so
 	// the volume root must be given to it (see chownVolume).
 	Chown bool
+	// Step reports a step starting; the answered func reports its end.
+	Step func(step string) func(error)
 }
 
 // createResources creates the binding's volume and container and starts
@@ -37,18 +39,43 @@ type plan struct {
 // not leave the volume owned by the profile's user, a one-shot container
 // chowns it. Nothing is retried: the caller records the outcome.
 func createResources(ctx context.Context, cli *client.Client, pl plan) (*allocation, error) {
-	if _, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: pl.Name, Labels: pl.Labels}); err != nil {
-		return nil, fmt.Errorf("create volume %s: %w", pl.Name, err)
+	step := pl.Step
+	if step == nil {
+		step = func(string) func(error) { return func(error) {} }
+	}
+	do := func(name string, f func() error) error {
+		done := step(name)
+		err := f()
+		done(err)
+		return err
+	}
+	if err := do("create volume", func() error {
+		if _, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: pl.Name, Labels: pl.Labels}); err != nil {
+			return fmt.Errorf("create volume %s: %w", pl.Name, err)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	cfg, hc := hardenedConfig(pl.Profile, pl.ImageID, pl.Name, pl.Labels)
-	if _, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, pl.Name); err != nil {
-		return nil, fmt.Errorf("create container %s: %w", pl.Name, err)
+	if err := do("create container", func() error {
+		if _, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, pl.Name); err != nil {
+			return fmt.Errorf("create container %s: %w", pl.Name, err)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	if err := cli.ContainerStart(ctx, pl.Name, container.StartOptions{}); err != nil {
-		return nil, fmt.Errorf("start container %s: %w", pl.Name, err)
+	if err := do("start container", func() error {
+		if err := cli.ContainerStart(ctx, pl.Name, container.StartOptions{}); err != nil {
+			return fmt.Errorf("start container %s: %w", pl.Name, err)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	if pl.Chown && pl.Profile.Workspace == WorkspaceWrite {
-		if err := chownVolume(ctx, cli, pl); err != nil {
+		if err := do("chown workspace", func() error { return chownVolume(ctx, cli, pl) }); err != nil {
 			return nil, err
 		}
 	}

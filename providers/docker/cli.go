@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/internal/progress"
 	"github.com/brain-in-go/brain/providers/internal/serve"
 )
 
@@ -87,8 +88,12 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "give --profiles FILE or --image IMAGE")
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	p, err := New(Config{Profiles: profiles, StateDir: *state, Logger: log})
+	// Setup and allocation progress: a status line on a terminal, lines
+	// otherwise; logs go above the status line.
+	prog := progress.For(stderr, "docker")
+	defer prog.Done()
+	log := slog.New(slog.NewTextHandler(prog, nil))
+	p, err := New(Config{Profiles: profiles, StateDir: *state, Logger: log, Progress: prog.Report})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

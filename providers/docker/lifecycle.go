@@ -92,7 +92,9 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 
 	ctx, cancel := context.WithTimeout(c.Context(), lifecycleTimeout)
 	defer cancel()
+	done := p.stepper("binding " + key)("image " + prof.Image)
 	imageID, chown, err := p.pinImage(ctx, st, prof)
+	done(err)
 	if err != nil {
 		if rerr := p.store.remove(key); rerr != nil {
 			p.log.Error("forget binding after a failed setup", "binding", key, "error", rerr)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/internal/progress"
 )
 
 // Config configures a Provider.
@@ -28,6 +29,10 @@ type Config struct {
 	Client *client.Client
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
+	// Progress, when set, is told of each step of a binding's setup and
+	// allocation (image, volume, container) as it starts and ends; it
+	// must not block.
+	Progress progress.Func
 }
 
 // Provider is the Docker environment provider. It is safe for concurrent
@@ -38,6 +43,7 @@ type Provider struct {
 	store    *stateStore
 	instance string
 	log      *slog.Logger
+	progress progress.Func
 	now      func() time.Time // GC's clock; a test moves it
 
 	mu       sync.Mutex
@@ -141,6 +147,7 @@ func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
 		cli:      cli,
 		store:    store,
 		instance: hex.EncodeToString(sum[:8]),
+		progress: cfg.Progress,
 		log:      log,
 		now:      time.Now,
 		bindings: map[string]*binding{},
@@ -282,6 +289,7 @@ func (p *Provider) allocate(b *binding) func(context.Context) (*allocation, erro
 			return nil, err
 		}
 		a, err := createResources(ctx, p.cli, plan{
+			Step:    p.stepper("binding " + b.key),
 			Profile: b.profile,
 			ImageID: st.ImageID,
 			Name:    st.resourceName(),

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/internal/progress"
 	"github.com/brain-in-go/brain/providers/internal/serve"
 )
 
@@ -102,8 +103,12 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	p, err := New(cfg, WithLogger(log))
+	// Preparation progress: a status line on a terminal, lines otherwise;
+	// logs go above the status line.
+	prog := progress.For(stderr, "python-uv")
+	defer prog.Done()
+	log := slog.New(slog.NewTextHandler(prog, nil))
+	p, err := New(cfg, WithLogger(log), WithProgress(prog.Report))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

@@ -76,6 +76,12 @@ func TestCommandServesAndStopsGracefully(t *testing.T) {
 	if rc := post(s.Execute(impl("plain"), json.RawMessage(`[1,2]`), nil)); rc.Type != envapi.ReceiptResult || !jsonEqual(rc.Output, `{"echo":[1,2]}`) {
 		t.Fatalf("execute: %s", describe(rc))
 	}
+	// stderr is no terminal: the preparation's progress is plain lines,
+	// in order.
+	progressRE := regexp.MustCompile(`(?m)^python-uv: project plain: uv sync --locked (started|finished in \S+)$`)
+	if got := progressRE.FindAllStringSubmatch(stderr.String(), -1); len(got) != 2 || got[0][1] != "started" || got[1][1] == "started" {
+		t.Errorf("progress lines %q in stderr:\n%s", got, stderr.String())
+	}
 
 	// An invocation still running when the command stops is cancelled and
 	// its processes are killed: nothing outlives the provider.

@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/brain-in-go/brain/internal/progress"
 )
 
 // PreparationEventType is the event type of preparation progress emitted
@@ -57,6 +59,8 @@ type preparation struct {
 	project string // the project whose first use started it
 	done    chan struct{}
 	failure *PreparationFailure // set before done closes
+	// progress, when set, is told of each phase as it starts and ends.
+	progress progress.Func
 
 	mu      sync.Mutex
 	events  []PreparationEvent
@@ -68,6 +72,17 @@ func newPreparation(proj project, r recipe) *preparation {
 }
 
 func (pr *preparation) record(ev PreparationEvent) {
+	if pr.progress != nil {
+		step := "uv sync --locked"
+		if ev.Phase == PhaseSetup {
+			step = "setup"
+		}
+		e := progress.Event{Subject: "project " + ev.Project, Step: step, Status: ev.Status, Elapsed: time.Duration(ev.ElapsedMS) * time.Millisecond}
+		if ev.Status == StatusFailed && ev.ExitCode != nil {
+			e.Detail = fmt.Sprintf("exit status %d", *ev.ExitCode)
+		}
+		pr.progress(e)
+	}
 	pr.mu.Lock()
 	pr.events = append(pr.events, ev)
 	close(pr.changed)

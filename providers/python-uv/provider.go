@@ -10,6 +10,7 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/internal/progress"
 )
 
 // Provider serves the operator's Python projects as an environment/v1
@@ -18,6 +19,7 @@ type Provider struct {
 	envsdk.Base
 
 	log      *slog.Logger
+	progress progress.Func
 	lookPath func(string) (string, error)
 	base     context.Context // parent of every preparation; ends with Close
 	stop     context.CancelFunc
@@ -38,11 +40,16 @@ type Option func(*options)
 type options struct {
 	log      *slog.Logger
 	lookPath func(string) (string, error)
+	progress progress.Func
 }
 
 // WithLogger sends the provider's logs (preparation phases among them) to
 // l; by default they are discarded.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithProgress reports each preparation phase of a project as it starts
+// and ends (for a command's progress display); f must not block.
+func WithProgress(f progress.Func) Option { return func(o *options) { o.progress = f } }
 
 // New validates cfg and returns a provider. Nothing is prepared until the
 // first execute of a project.
@@ -61,6 +68,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	base, stop := context.WithCancel(context.Background())
 	return &Provider{
 		log:      o.log,
+		progress: o.progress,
 		lookPath: o.lookPath,
 		base:     base,
 		stop:     stop,
@@ -198,6 +206,7 @@ func (p *Provider) preparation(proj project) *preparation {
 	}
 	s := p.s
 	pr := newPreparation(proj, s.recipeFor(proj))
+	pr.progress = p.progress
 	prev := p.retired[proj.dir]
 	delete(p.retired, proj.dir)
 	p.preps[proj.dir] = pr

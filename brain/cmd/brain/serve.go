@@ -87,6 +87,9 @@ type serveFlags struct {
 	providersFile                        string
 	metricsListen                        string
 	otlp                                 brain.OTLP
+	telemetryFile                        string
+	telemetryMaxRecord, telemetryMaxFile int64
+	telemetrySessionRate, telemetryRate  int64
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool)) error {
@@ -171,6 +174,11 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	otlp, err := otlpFromEnv(env)
 	errs = append(errs, err)
 	f.otlp = otlp
+	str(&f.telemetryFile, "telemetry-file", "BRAIN_TELEMETRY_FILE", "", "JSON-lines file the telemetry service's records are appended to, with their origin (default: records are dropped)")
+	i64(&f.telemetryMaxRecord, "telemetry-max-record-bytes", "BRAIN_TELEMETRY_MAX_RECORD_BYTES", 64<<10, "largest telemetry record in bytes; larger ones are dropped")
+	i64(&f.telemetryMaxFile, "telemetry-max-file-bytes", "BRAIN_TELEMETRY_MAX_FILE_BYTES", 64<<20, "size at which the telemetry file is renamed to <file>.1 and restarted")
+	i64(&f.telemetrySessionRate, "telemetry-session-rate", "BRAIN_TELEMETRY_SESSION_RATE", 50, "telemetry records per second of one session; more are dropped")
+	i64(&f.telemetryRate, "telemetry-rate", "BRAIN_TELEMETRY_RATE", 1000, "telemetry records per second of the server; more are dropped")
 	noWS, _ := env("BRAIN_NO_WORKSPACE")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", noWS == "1" || noWS == "true", `do not run the built-in workspace environment (route "workspace") (BRAIN_NO_WORKSPACE=1)`)
 	return errors.Join(errs...)
@@ -310,6 +318,13 @@ func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 			MaxResponseBytes: f.maxEnvResponseBytes,
 			Timeout:          time.Duration(f.maxEnvSecs) * time.Second,
 			ConnectTimeout:   time.Duration(f.maxEnvConnectSecs) * time.Second,
+		},
+		Telemetry: brain.Telemetry{
+			File:           f.telemetryFile,
+			MaxRecordBytes: int(min(f.telemetryMaxRecord, 1<<30)),
+			MaxFileBytes:   f.telemetryMaxFile,
+			SessionRate:    float64(f.telemetrySessionRate),
+			Rate:           float64(f.telemetryRate),
 		},
 		AfterClaim: afterClaim,
 		OTLP:       f.otlp,

@@ -22,6 +22,8 @@
 //	brain_idempotency_hits_total                 counter    requests answered from a stored answer
 //	brain_http_requests_total{route,code}        counter    API requests by route pattern and status
 //	brain_http_request_seconds{route}            histogram  API request duration (streams until they end)
+//	brain_telemetry_records_total                counter    telemetry records written to the sink
+//	brain_telemetry_dropped_total{reason}        counter    telemetry records dropped: oversized, invalid, rate_session, rate_global, queue_full, write_error, no_sink, closed
 //
 // Labels are bounded: outcomes and codes come from closed sets (anything
 // else is "other") and routes are the mux's patterns. Session ids never

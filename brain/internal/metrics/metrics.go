@@ -15,6 +15,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/telemetry"
 )
 
 // maxOpen bounds the effects whose start time is remembered for a latency;
@@ -282,4 +283,34 @@ func (m *Metrics) Request(route string, status int, d time.Duration) {
 	}
 	m.httpRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	m.httpSeconds.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// Telemetry registers the telemetry counters, read from stats at each
+// scrape: brain_telemetry_records_total (records written to the sink) and
+// brain_telemetry_dropped_total{reason}.
+func (m *Metrics) Telemetry(stats func() telemetry.Stats) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(&telemetryCollector{stats: stats,
+		written: prometheus.NewDesc("brain_telemetry_records_total", "Telemetry records written to the sink.", nil, nil),
+		dropped: prometheus.NewDesc("brain_telemetry_dropped_total", "Telemetry records dropped, by reason.", []string{"reason"}, nil)})
+}
+
+type telemetryCollector struct {
+	stats            func() telemetry.Stats
+	written, dropped *prometheus.Desc
+}
+
+func (c *telemetryCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.written
+	ch <- c.dropped
+}
+
+func (c *telemetryCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	ch <- prometheus.MustNewConstMetric(c.written, prometheus.CounterValue, float64(s.Written))
+	for _, r := range telemetry.Reasons() {
+		ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.Dropped[r]), r)
+	}
 }

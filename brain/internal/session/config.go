@@ -8,6 +8,7 @@ import (
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/model"
+	"github.com/brain-in-go/brain/brain/internal/telemetry"
 )
 
 // Limits bound a turn. Zero means no bound.
@@ -75,4 +76,7 @@ type Config struct {
 	// Tracer, when set, starts the spans of turns, activations, model
 	// calls and tool calls (see trace.go); nil traces nothing.
 	Tracer trace.Tracer
+	// Telemetry takes the records of the telemetry service (nil: they are
+	// checked and dropped). It is never journalled.
+	Telemetry *telemetry.Pipeline
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/model"
+	"github.com/brain-in-go/brain/brain/internal/telemetry"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
@@ -338,9 +339,35 @@ func compactJSON(data json.RawMessage) (json.RawMessage, error) {
 	return out.Bytes(), nil
 }
 
-// Telemetry accepts a diagnostic record; it is never journalled.
+// Telemetry hands a diagnostic record, with the origin Brain assigns, to
+// the telemetry pipeline; it is never journalled and never blocks. Only a
+// record that is not JSON is refused.
 func (x *execution) Telemetry(ctx context.Context, record json.RawMessage) error {
-	return x.check(envapi.MethodTelemetry)
+	if err := x.check(envapi.MethodTelemetry); err != nil {
+		return err
+	}
+	if err := x.s.e.cfg.Telemetry.Accept(x.telemetryOrigin(), record); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+// telemetryOrigin is who sends the execution's telemetry.
+func (x *execution) telemetryOrigin() telemetry.Origin {
+	o := telemetry.Origin{SessionID: x.s.id}
+	if x.origin != nil {
+		o.Origin = *x.origin
+	}
+	if x.act != nil {
+		o.Turn, o.Activation = x.act.turn, x.act.seq
+	}
+	if x.tool != nil {
+		o.Tool, o.Environment = x.tool.name, x.tool.env
+	}
+	if x.ctrl != nil {
+		o.Environment = x.ctrl.Name
+	}
+	return o
 }
 
 // Events reads a page of public events after the cursor.

@@ -22,6 +22,7 @@ const cancelDeliveryTimeout = 10 * time.Second
 type toolCall struct {
 	seq       uint64
 	callID    string
+	name      string
 	env       string
 	x         *execution
 	cancel    context.CancelCauseFunc
@@ -180,7 +181,7 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	if d := s.e.cfg.Limits.MaxTool; d > 0 {
 		tctx, stopTimer = context.WithTimeoutCause(tctx, d, fmt.Errorf("tool exceeded %v: %w", d, ErrTimeout))
 	}
-	t := &toolCall{seq: seq, callID: c.CallID, env: c.Environment, syncDone: make(chan struct{}), settled: make(chan struct{})}
+	t := &toolCall{seq: seq, callID: c.CallID, name: c.Name, env: c.Environment, syncDone: make(chan struct{}), settled: make(chan struct{})}
 	t.span = s.e.startToolSpan(act.ctx, s.id, seq, c.Name, c.Environment)
 	tctx = s.e.withSpan(tctx, t.span)
 	t.cancel = func(cause error) { cancel(cause); stopTimer() }

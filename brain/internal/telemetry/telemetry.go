@@ -1,0 +1,280 @@
+package telemetry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// ErrInvalid is the error Accept answers for a record that is not JSON.
+var ErrInvalid = errors.New("telemetry record is not JSON")
+
+// Origin is what Brain knows about the sender of a record. The sender
+// cannot set any of it.
+type Origin struct {
+	SessionID string
+	// Turn is the turn_started sequence (0 for an event-triggered
+	// activation).
+	Turn uint64
+	// Activation is the activation_started sequence (0 outside one).
+	Activation uint64
+	// Origin is the sender: an agentloop activation, a tool call or an
+	// environment's controller context.
+	Origin api.EventOrigin
+	// Tool and Environment name a tool call and its environment.
+	Tool        string
+	Environment string
+}
+
+// Entry is one accepted record with its origin.
+type Entry struct {
+	RecordedAtMs int64           `json:"recorded_at_ms"`
+	SessionID    string          `json:"session_id"`
+	Turn         uint64          `json:"turn,omitempty"`
+	Activation   uint64          `json:"activation,omitempty"`
+	Origin       api.EventOrigin `json:"origin"`
+	Tool         string          `json:"tool,omitempty"`
+	Environment  string          `json:"environment,omitempty"`
+	// Record is the record as sent, compacted JSON.
+	Record json.RawMessage `json:"record"`
+}
+
+// Sink receives accepted entries. Write is called from one goroutine at a
+// time and should not hold on to e.Record after it returns; an error
+// counts the entry as dropped (write_error). Close is called once, after
+// the last Write.
+type Sink interface {
+	Write(ctx context.Context, e Entry) error
+	Close(ctx context.Context) error
+}
+
+// Drop reasons, the label values of the dropped counter.
+const (
+	DropOversized   = "oversized"
+	DropInvalid     = "invalid"
+	DropRateSession = "rate_session"
+	DropRateGlobal  = "rate_global"
+	DropQueueFull   = "queue_full"
+	DropWriteError  = "write_error"
+	DropNoSink      = "no_sink"
+	DropClosed      = "closed"
+)
+
+// Reasons answers every drop reason.
+func Reasons() []string { return slices.Clone(reasonsArr[:]) }
+
+// Defaults of Options.
+const (
+	DefaultMaxRecordBytes = 64 << 10
+	DefaultSessionRate    = 50
+	DefaultGlobalRate     = 1000
+	DefaultQueue          = 1024
+)
+
+// Options configure a Pipeline. Zero fields select the defaults.
+type Options struct {
+	// Sink receives the entries; nil drops every record (no_sink).
+	Sink Sink
+	// MaxRecordBytes bounds one record as sent (0: 64 KiB).
+	MaxRecordBytes int
+	// SessionRate and GlobalRate are token-bucket rates in records per
+	// second, per session and for the whole server; a bucket holds two
+	// seconds' worth (0: 50 and 1000).
+	SessionRate float64
+	GlobalRate  float64
+	// Queue is how many entries may wait for the writer (0: 1024).
+	Queue int
+	// Logger is told of sink failures, at most once per failure spell
+	// (nil: slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Pipeline bounds, queues and writes records. Its methods are safe for
+// concurrent use; a nil *Pipeline checks records and drops them.
+type Pipeline struct {
+	opts    Options
+	limits  *limiter
+	queue   chan Entry
+	done    chan struct{}
+	mu      sync.RWMutex // guards closed against sends on queue
+	closed  bool
+	written atomic.Uint64
+	dropped [len(reasonsArr)]atomic.Uint64
+	failing bool // only the writer goroutine touches it
+}
+
+var reasonsArr = [...]string{DropOversized, DropInvalid, DropRateSession, DropRateGlobal, DropQueueFull, DropWriteError, DropNoSink, DropClosed}
+
+func reasonIndex(r string) int {
+	for i, x := range reasonsArr {
+		if x == r {
+			return i
+		}
+	}
+	panic("telemetry: unknown drop reason " + r)
+}
+
+// New starts a pipeline and its writer goroutine; Close stops it.
+func New(opts Options) *Pipeline {
+	if opts.MaxRecordBytes <= 0 {
+		opts.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	if opts.SessionRate <= 0 {
+		opts.SessionRate = DefaultSessionRate
+	}
+	if opts.GlobalRate <= 0 {
+		opts.GlobalRate = DefaultGlobalRate
+	}
+	if opts.Queue <= 0 {
+		opts.Queue = DefaultQueue
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	p := &Pipeline{opts: opts, limits: newLimiter(opts.SessionRate, opts.GlobalRate, opts.Now),
+		queue: make(chan Entry, opts.Queue), done: make(chan struct{})}
+	go p.write()
+	return p
+}
+
+// Accept takes one record from the sender at o. It never blocks on the
+// sink: a record beyond a bound, or one the writer has no room for, is
+// dropped and counted. Only a record that is not JSON is refused, with an
+// error wrapping ErrInvalid.
+func (p *Pipeline) Accept(o Origin, record []byte) error {
+	max := DefaultMaxRecordBytes
+	if p != nil {
+		max = p.opts.MaxRecordBytes
+	}
+	if len(record) > max {
+		p.drop(DropOversized)
+		return nil
+	}
+	if len(record) == 0 {
+		record = []byte("null")
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(record))
+	if err := json.Compact(&buf, record); err != nil {
+		p.drop(DropInvalid)
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if p == nil || p.opts.Sink == nil {
+		p.drop(DropNoSink)
+		return nil
+	}
+	if reason := p.limits.allow(o.SessionID); reason != "" {
+		p.drop(reason)
+		return nil
+	}
+	e := Entry{RecordedAtMs: p.opts.Now().UnixMilli(), SessionID: o.SessionID, Turn: o.Turn, Activation: o.Activation,
+		Origin: o.Origin, Tool: o.Tool, Environment: o.Environment, Record: buf.Bytes()}
+	if e.Origin.Environment != nil {
+		ref := *e.Origin.Environment
+		e.Origin.Environment = &ref
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		p.drop(DropClosed)
+		return nil
+	}
+	select {
+	case p.queue <- e:
+	default:
+		p.drop(DropQueueFull)
+	}
+	return nil
+}
+
+func (p *Pipeline) drop(reason string) {
+	if p != nil {
+		p.dropped[reasonIndex(reason)].Add(1)
+	}
+}
+
+func (p *Pipeline) write() {
+	defer close(p.done)
+	ctx := context.Background()
+	for e := range p.queue {
+		if p.opts.Sink == nil {
+			continue
+		}
+		if err := p.opts.Sink.Write(ctx, e); err != nil {
+			p.drop(DropWriteError)
+			if !p.failing {
+				p.failing = true
+				p.opts.Logger.Warn("telemetry sink failed; records are dropped until it recovers", "error", err)
+			}
+			continue
+		}
+		if p.failing {
+			p.failing = false
+			p.opts.Logger.Info("telemetry sink recovered")
+		}
+		p.written.Add(1)
+	}
+}
+
+// Close stops taking records, writes those queued (until ctx ends) and
+// closes the sink.
+func (p *Pipeline) Close(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	close(p.queue)
+	p.mu.Unlock()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return fmt.Errorf("telemetry: close: %w", ctx.Err())
+	}
+	if p.opts.Sink == nil {
+		return nil
+	}
+	return p.opts.Sink.Close(ctx)
+}
+
+// Stats are the pipeline's counters since it started.
+type Stats struct {
+	// Written counts the entries the sink took.
+	Written uint64
+	// Dropped counts the records dropped, by reason.
+	Dropped map[string]uint64
+}
+
+// Stats answers the counters.
+func (p *Pipeline) Stats() Stats {
+	s := Stats{Dropped: make(map[string]uint64, len(reasonsArr))}
+	for i, r := range reasonsArr {
+		if p != nil {
+			s.Dropped[r] = p.dropped[i].Load()
+		} else {
+			s.Dropped[r] = 0
+		}
+	}
+	if p != nil {
+		s.Written = p.written.Load()
+	}
+	return s
+}
