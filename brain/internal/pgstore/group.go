@@ -38,12 +38,16 @@ type groupOp struct {
 	key  string // what the statement locks: a batch runs in key order
 	sql  string
 	args []any
-	exec bool                    // run as Exec (tag) rather than QueryRow (scan)
-	scan func(row pgx.Row) error // reads the row of a QueryRow
-	tag  pgconn.CommandTag
-	err  error
-	sent bool
-	done chan struct{}
+	exec bool      // run as Exec (tag) rather than QueryRow (scan)
+	app  *appendOp // an append to an existing session, which may share one statement with others
+	// combined: the append went in a statement shared with others, whose
+	// results are in app, not through scan.
+	combined bool
+	scan     func(row pgx.Row) error // reads the row of a QueryRow
+	tag      pgconn.CommandTag
+	err      error
+	sent     bool
+	done     chan struct{}
 }
 
 // grouper gathers groupOps into batches.
@@ -133,12 +137,32 @@ func (g *grouper) run(batch []*groupOp) {
 	slices.SortStableFunc(live, func(a, b *groupOp) int { return strings.Compare(a.key, b.key) })
 	ctx, cancel := context.WithTimeout(context.Background(), g.db.opts.OpTimeout)
 	defer cancel()
+	// The appends to existing sessions, the first of each session, go in
+	// one statement; the rest, each in its own, after it.
+	var apps, rest []*groupOp
+	for i, op := range live {
+		if op.app != nil && (i == 0 || live[i-1].key != op.key) {
+			apps = append(apps, op)
+		} else {
+			rest = append(rest, op)
+		}
+	}
+	if len(apps) < 2 {
+		apps, rest = nil, live
+	}
 	b := &pgx.Batch{}
-	for _, op := range live {
+	if apps != nil {
+		sql, args := combinedAppend(apps, g.db.opts.Fenced, g.db.opts.NodeID)
+		b.Queue(sql, args...)
+	}
+	for _, op := range rest {
 		b.Queue(op.sql, op.args...)
 	}
 	br := g.db.pool.SendBatch(ctx, b)
-	for _, op := range live {
+	if apps != nil {
+		readCombined(br, apps)
+	}
+	for _, op := range rest {
 		if op.exec {
 			op.tag, op.err = br.Exec()
 		} else {
@@ -157,7 +181,7 @@ func (g *grouper) run(batch []*groupOp) {
 		// The server refused a statement or the commit: the transaction
 		// was rolled back, so each statement runs again on its own.
 		for _, op := range live {
-			op.tag, op.err = pgconn.CommandTag{}, nil
+			op.tag, op.err, op.combined = pgconn.CommandTag{}, nil, false
 			g.runOne(op)
 		}
 	default:

@@ -250,7 +250,7 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 		if r.Origin != nil {
 			origin = r.Origin
 		}
-		args = []any{[]byte(session), int64(expectedNext), []byte(r.Kind), encodeTimes(records)[0], data, origin, int32(journal.FrameSize(r))}
+		args = []any{[]byte(session), int64(expectedNext), []byte(r.Kind), encodeTimes(records[:1])[0], data, origin, int32(journal.FrameSize(r))}
 		forms = [4]string{appendOneCreate, appendOneNext, appendOneCreateFenced, appendOneNextFenced}
 	} else {
 		kinds := make([][]byte, n)
@@ -274,25 +274,48 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 	if expectedNext > 1 {
 		form = 1
 	}
+	var epoch int64
 	if j.db.opts.Fenced {
 		l, ok := j.db.heldLease(session)
 		if !ok {
 			return fmt.Errorf("%w: session %s", ErrNotOwner, session)
 		}
-		args = append(args, j.db.opts.NodeID, l.Epoch)
+		epoch = l.Epoch
+		args = append(args, j.db.opts.NodeID, epoch)
 		form += 2
 	}
 	// last is the session's new last_ms (one record) or its previous one
 	// (many records); now is the statement's time (many records).
 	var headRows, leaseRows, now int64
 	var last *int64
-	sent, err := j.db.group.do(&groupOp{ctx: ctx, key: "s" + session, sql: forms[form], args: args,
-		scan: func(row pgx.Row) error { return row.Scan(&headRows, &leaseRows, &last, &now) }})
+	op := &groupOp{ctx: ctx, key: "s" + session, sql: forms[form], args: args,
+		scan: func(row pgx.Row) error { return row.Scan(&headRows, &leaseRows, &last, &now) }}
+	times := encodeTimes(records)
+	if expectedNext > 1 {
+		op.app = &appendOp{session: session, expected: int64(expectedNext), epoch: epoch, records: records, times: times}
+	}
+	sent, err := j.db.group.do(op)
 	if !sent {
 		return err
 	}
 	if err != nil {
 		return classify("append", err, true)
+	}
+	if op.combined {
+		a := op.app
+		if !a.lease {
+			return fmt.Errorf("%w: session %s (lease lost)", ErrNotOwner, session)
+		}
+		if !a.head || a.old == nil {
+			return fmt.Errorf("%w: session %s expected %d", journal.ErrConflict, session, expectedNext)
+		}
+		for i := range records {
+			records[i].Sequence = expectedNext + uint64(i)
+			records[i].RecordedAtMs = decodeStamp(*a.old, times[i], a.now)
+		}
+		j.published(session, expectedNext, records)
+		j.notifyLater(session, expectedNext+uint64(n)-1)
+		return nil
 	}
 	if leaseRows == 0 {
 		return fmt.Errorf("%w: session %s (lease lost)", ErrNotOwner, session)
@@ -303,7 +326,6 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 	if n == 1 {
 		records[0].Sequence, records[0].RecordedAtMs = expectedNext, *last
 	} else {
-		times := args[3].([]int64)
 		for i := range records {
 			records[i].Sequence = expectedNext + uint64(i)
 			records[i].RecordedAtMs = decodeStamp(*last, times[i], now)
