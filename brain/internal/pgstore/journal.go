@@ -67,7 +67,7 @@ func (j *Journal) usable() error {
 //     succeeds, no append came between). create inserts the session row
 //     instead, doing nothing when it exists;
 //   - lease (fenced appends) checks the node's lease row: live, with the
-//     node's epoch (see appendLease);
+//     node's epoch (see leaseRow);
 //   - ins writes the rows if head succeeded, each stamped as stamp says.
 //
 // Stamps: a record's recorded_at_ms is the largest of the session's last
@@ -86,13 +86,11 @@ func (j *Journal) usable() error {
 // until the commit is flushed), which defeats group commit.
 const (
 	nowMs = `(extract(epoch FROM statement_timestamp()) * 1000)::bigint`
-	// appendLease for an existing session reads the lease row without
+	// leaseRow, for an existing session, reads the lease row without
 	// locking it: the fence is the session row's epoch (head's condition),
 	// which every takeover raises in the statement that takes the lease,
 	// after waiting for the row lock of an append in flight.
-	appendLease = `lease AS (
-		SELECT 1 FROM brain_leases WHERE session_id = $1 AND node_id = $8 AND epoch = $9 AND expires_at > statement_timestamp()
-	)`
+	leaseRow = `SELECT 1 FROM brain_leases WHERE session_id = $1 AND node_id = $8 AND epoch = $9 AND expires_at > statement_timestamp()`
 	// appendLeaseCreate: a session row does not exist yet to carry the
 	// epoch, so the lease row is share-locked instead.
 	appendLeaseCreate = `lease AS (
@@ -114,7 +112,11 @@ func fence(existing, fenced bool) (ok, cte, cond, epoch string) {
 		return "1::bigint", "", "", "0"
 	}
 	if existing {
-		return "(SELECT count(*) FROM lease)", appendLease + ",\n", " AND epoch = $9 AND EXISTS (SELECT 1 FROM lease)", "$9"
+		// No CTE: the lease row is read once, in head's condition, and
+		// again only to tell a lost lease from a conflict when head
+		// failed (an init plan in a CASE runs only when reached).
+		return "CASE WHEN EXISTS (SELECT 1 FROM head) THEN 1::bigint ELSE (SELECT count(*) FROM (" + leaseRow + ") l) END", "",
+			" AND epoch = $9 AND EXISTS (" + leaseRow + ")", "$9"
 	}
 	return "(SELECT count(*) FROM lease)", appendLeaseCreate + ",\n", " AND EXISTS (SELECT 1 FROM lease)", "$9"
 }
