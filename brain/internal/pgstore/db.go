@@ -61,6 +61,7 @@ type DB struct {
 	pool     *pgxpool.Pool
 	instance string // random per Open: tells this process's claims apart
 	journal  *Journal
+	group    grouper // group commit of one-statement writes
 
 	leaseMu sync.Mutex
 	leases  map[string]Lease // live leases this node holds
@@ -107,6 +108,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
 	db := &DB{opts: opts, pool: pool, instance: randomHex(16), leases: map[string]Lease{}}
+	db.group.db = db
 	if err := db.start(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -45,12 +45,28 @@
 //
 // # Appends
 //
-// An append is one statement in its own transaction (one round trip, one
-// commit): it moves the session row's next_seq only if it is the expected
-// one (the compare-and-set; the first append inserts the row instead),
-// numbers and stamps the records (recorded_at_ms zero becomes the
-// statement's time, and never goes below the session's last) and inserts
-// them. After the commit, a notifier sends NOTIFY on channel
+// An append is one statement: it moves the session row's next_seq only if
+// it is the expected one (the compare-and-set; the first append inserts
+// the row instead), numbers and stamps the records (recorded_at_ms zero
+// becomes the statement's time, and never goes below the session's last)
+// and inserts them.
+//
+// Group commit: the appends, idempotency claims and answers of one node
+// that wait at the same moment go to the database as one pipelined batch,
+// which PostgreSQL runs as one implicit transaction (one round trip, one
+// commit and WAL flush for all). The appends to distinct existing
+// sessions in a batch share one statement, in which every session keeps
+// its own compare-and-set and fence and answers its own result row, so a
+// session in conflict or fenced out fails alone. The statements of a
+// batch take their row locks in key order. When the server refuses any
+// statement of a batch, the transaction is rolled back and each statement
+// is run again in a transaction of its own; when the connection fails
+// during a batch, every write in it is ErrOutcomeUnknown. At most two
+// batches run at once; a lone write runs at once in its own transaction.
+// synchronous_commit stays on: nothing returns before its commit is
+// flushed.
+//
+// After the commit, a notifier sends NOTIFY on channel
 // brain_journal with payload "<hex session id> <last sequence>", batching
 // sessions, in a transaction with synchronous_commit off. It is not part
 // of the append because PostgreSQL holds a database-wide lock from

@@ -55,71 +55,54 @@ func (j *Journal) usable() error {
 	return nil
 }
 
-// The append statement, in two forms: appendCreate (expectedNext 1) and
-// appendNext (an existing session). One statement in its own implicit
-// transaction, so one round trip and one commit:
+// The append statement, in two forms: create (expectedNext 1) and next
+// (an existing session), each for one record or many, plain or fenced.
+// One statement in its own implicit transaction, or in the group
+// commit's (see group.go), so one round trip and one commit:
 //
-//   - head (appendNext) moves next_seq and last_ms if next_seq is the
-//     expected one: the compare-and-set, re-checked on the newest row
-//     version if a concurrent append changed it, so of two racing appends
-//     one fails; old reads the session's last_ms from the same snapshot
-//     (when head succeeds, no append came between). appendCreate inserts
-//     the session row instead, doing nothing when it exists;
-//   - lease (fenced appends) takes a share lock on the node's lease row if
-//     it is live with the node's epoch, so a takeover waits for this
-//     commit and a takeover that committed first makes this append fail;
-//   - recs numbers and stamps the records: recorded_at_ms zero is the
-//     statement's time, and no value goes below the session's last one;
-//   - ins writes the rows if head succeeded.
+//   - head (next) moves next_seq and last_ms if next_seq is the expected
+//     one: the compare-and-set, re-checked on the newest row version if a
+//     concurrent append changed it, so of two racing appends one fails;
+//     old reads the session's last_ms from the same snapshot (when head
+//     succeeds, no append came between). create inserts the session row
+//     instead, doing nothing when it exists;
+//   - lease (fenced appends) checks the node's lease row: live, with the
+//     node's epoch (see leaseRow);
+//   - ins writes the rows if head succeeded, each stamped as stamp says.
+//
+// Stamps: a record's recorded_at_ms is the largest of the session's last
+// one and of the records' own times up to it, a zero time meaning the
+// statement's time. The caller computes, for each record, the largest
+// non-zero time up to it (at least 0) and marks whether a zero time came
+// before it by sending -m-1 instead of m; stamp turns that into the time,
+// and the statement answers the session's previous last_ms and its own
+// time, from which the caller computes the same stamps. The statement
+// does no per-record aggregation, so it costs little more than the
+// inserts.
 //
 // The NOTIFY for other nodes is sent after the commit, by notifyLater: a
 // NOTIFY inside the append would serialize every commit of the database
 // (PostgreSQL holds a database-wide lock from queueing notifications
 // until the commit is flushed), which defeats group commit.
 const (
-	appendRecs = `recs AS (
-		SELECT $1::bytea AS session_id, $2::bigint + u.o - 1 AS sequence, u.k AS kind,
-			greatest(%s, max(CASE WHEN u.t = 0 THEN (extract(epoch FROM statement_timestamp()) * 1000)::bigint ELSE u.t END)
-				OVER (ORDER BY u.o)) AS recorded_at_ms,
-			u.d AS data, u.og AS origin, u.fb AS frame_bytes
-		FROM unnest($3::bytea[], $4::bigint[], $5::bytea[], $6::bytea[], $7::integer[]) WITH ORDINALITY AS u(k, t, d, og, fb, o)
-	)`
-	// appendLease for an existing session reads the lease row without
+	nowMs = `(extract(epoch FROM statement_timestamp()) * 1000)::bigint`
+	// leaseRow, for an existing session, reads the lease row without
 	// locking it: the fence is the session row's epoch (head's condition),
 	// which every takeover raises in the statement that takes the lease,
 	// after waiting for the row lock of an append in flight.
-	appendLease = `lease AS (
-		SELECT 1 FROM brain_leases WHERE session_id = $1 AND node_id = $8 AND epoch = $9 AND expires_at > statement_timestamp()
-	)`
+	leaseRow = `SELECT 1 FROM brain_leases WHERE session_id = $1 AND node_id = $8 AND epoch = $9 AND expires_at > statement_timestamp()`
 	// appendLeaseCreate: a session row does not exist yet to carry the
 	// epoch, so the lease row is share-locked instead.
 	appendLeaseCreate = `lease AS (
 		SELECT 1 FROM brain_leases WHERE session_id = $1 AND node_id = $8 AND epoch = $9 AND expires_at > statement_timestamp()
 		FOR SHARE
 	)`
-	appendTail = `ins AS (
-		INSERT INTO brain_records (session_id, sequence, kind, recorded_at_ms, data, origin, frame_bytes)
-		SELECT * FROM recs WHERE EXISTS (SELECT 1 FROM head)
-		RETURNING sequence, recorded_at_ms
-	)
-	SELECT (SELECT count(*) FROM head), %s,
-		(SELECT array_agg(recorded_at_ms ORDER BY sequence) FROM ins)`
 )
 
-// The one-record form (most appends): the record's stamp is the
-// session's new last_ms, which head returns, so it needs neither old nor
-// the arrays. Its parameters are $1 session, $2 expected next, $3 kind,
-// $4 recorded_at_ms (0: now), $5 data, $6 origin, $7 frame bytes, and for
-// fenced appends $8 node and $9 epoch.
-const (
-	oneStamp = `CASE WHEN $4::bigint = 0 THEN (extract(epoch FROM statement_timestamp()) * 1000)::bigint ELSE $4::bigint END`
-	oneTail  = `ins AS (
-		INSERT INTO brain_records (session_id, sequence, kind, recorded_at_ms, data, origin, frame_bytes)
-		SELECT $1, $2, $3, h.last_ms, $5, $6, $7 FROM head h
-		RETURNING recorded_at_ms
-	)
-	SELECT (SELECT count(*) FROM head), %s, (SELECT array_agg(recorded_at_ms) FROM ins)`
-)
+// stamp is the SQL of the time of an encoded record time m (see above).
+func stamp(m string) string {
+	return `CASE WHEN ` + m + ` < 0 THEN greatest(-` + m + ` - 1, ` + nowMs + `) ELSE ` + m + ` END`
+}
 
 // fence answers the parts of an append statement that check the lease:
 // the count it reports, the CTE, the condition on head, and the epoch a
@@ -129,29 +112,73 @@ func fence(existing, fenced bool) (ok, cte, cond, epoch string) {
 		return "1::bigint", "", "", "0"
 	}
 	if existing {
-		return "(SELECT count(*) FROM lease)", appendLease + ",\n", " AND epoch = $9 AND EXISTS (SELECT 1 FROM lease)", "$9"
+		// No CTE: the lease row is read once, in head's condition, and
+		// again only to tell a lost lease from a conflict when head
+		// failed (an init plan in a CASE runs only when reached).
+		return "CASE WHEN EXISTS (SELECT 1 FROM head) THEN 1::bigint ELSE (SELECT count(*) FROM (" + leaseRow + ") l) END", "",
+			" AND epoch = $9 AND EXISTS (" + leaseRow + ")", "$9"
 	}
 	return "(SELECT count(*) FROM lease)", appendLeaseCreate + ",\n", " AND EXISTS (SELECT 1 FROM lease)", "$9"
 }
 
+// appendOneSQL is the one-record form (most appends): $1 session, $2
+// expected next, $3 kind, $4 encoded time, $5 data, $6 origin, $7 frame
+// bytes, and for fenced appends $8 node and $9 epoch. The record's stamp
+// is the session's new last_ms, which head returns.
 func appendOneSQL(existing, fenced bool) string {
 	leaseOK, leaseCTE, leaseCond, epoch := fence(existing, fenced)
+	tail := `,
+	ins AS (
+		INSERT INTO brain_records (session_id, sequence, kind, recorded_at_ms, data, origin, frame_bytes)
+		SELECT $1, $2, $3, h.last_ms, $5, $6, $7 FROM head h
+	)
+	SELECT (SELECT count(*) FROM head), ` + leaseOK + `, (SELECT last_ms FROM head), 0::bigint`
 	if existing {
 		return "WITH " + leaseCTE + `head AS (
-		UPDATE brain_sessions SET next_seq = $2 + 1, last_ms = greatest(last_ms, ` + oneStamp + `)
+		UPDATE brain_sessions SET next_seq = $2 + 1, last_ms = greatest(last_ms, ` + stamp("$4::bigint") + `)
 		WHERE session_id = $1 AND next_seq = $2` + leaseCond + `
-		RETURNING next_seq, last_ms
-	),
-	` + fmt.Sprintf(oneTail, leaseOK)
+		RETURNING last_ms
+	)` + tail
 	}
 	return "WITH " + leaseCTE + `head AS (
 		INSERT INTO brain_sessions (session_id, next_seq, last_ms, epoch)
-		SELECT $1, 2, ` + oneStamp + `, ` + epoch + `
+		SELECT $1, 2, greatest(0, ` + stamp("$4::bigint") + `), ` + epoch + `
 		WHERE true` + leaseCond + `
 		ON CONFLICT (session_id) DO NOTHING
-		RETURNING next_seq, last_ms
-	),
-	` + fmt.Sprintf(oneTail, leaseOK)
+		RETURNING last_ms
+	)` + tail
+}
+
+// appendSQL is the form for many records, with arrays: $3 kinds, $4
+// encoded times, $5 data, $6 origins, $7 frame bytes.
+func appendSQL(existing, fenced bool) string {
+	leaseOK, leaseCTE, leaseCond, epoch := fence(existing, fenced)
+	last := stamp("($4::bigint[])[cardinality($4::bigint[])]")
+	ins := func(old, from string) string {
+		return `,
+	ins AS (
+		INSERT INTO brain_records (session_id, sequence, kind, recorded_at_ms, data, origin, frame_bytes)
+		SELECT $1, $2 + u.o - 1, u.k, greatest(` + old + `, ` + stamp("u.m") + `), u.d, u.og, u.fb
+		FROM ` + from + `unnest($3::bytea[], $4::bigint[], $5::bytea[], $6::bytea[], $7::integer[]) WITH ORDINALITY AS u(k, m, d, og, fb, o)
+		WHERE EXISTS (SELECT 1 FROM head)
+	)`
+	}
+	if existing {
+		return "WITH old AS (SELECT last_ms FROM brain_sessions WHERE session_id = $1 AND next_seq = $2),\n" + leaseCTE + `head AS (
+		UPDATE brain_sessions SET next_seq = $2 + cardinality($3::bytea[]), last_ms = greatest(last_ms, ` + last + `)
+		WHERE session_id = $1 AND next_seq = $2` + leaseCond + `
+		RETURNING 1
+	)` + ins("old.last_ms", "old, ") + `
+	SELECT (SELECT count(*) FROM head), ` + leaseOK + `, (SELECT last_ms FROM old), ` + nowMs
+	}
+	return "WITH " + leaseCTE + `head AS (
+		INSERT INTO brain_sessions (session_id, next_seq, last_ms, epoch)
+		SELECT $1, 1 + cardinality($3::bytea[]), greatest(0, ` + last + `), ` + epoch + `
+		WHERE true` + leaseCond + `
+		ON CONFLICT (session_id) DO NOTHING
+		RETURNING 1
+	)` + ins("0", "") + `
+	SELECT (SELECT count(*) FROM head), ` + leaseOK + `, 0::bigint, ` + nowMs
 }
 
 var (
@@ -165,27 +192,35 @@ var (
 	appendNextFenced      = appendSQL(true, true)
 )
 
-func appendSQL(existing, fenced bool) string {
-	leaseOK, leaseCTE, leaseCond, epoch := fence(existing, fenced)
-	if existing {
-		return "WITH old AS (SELECT last_ms FROM brain_sessions WHERE session_id = $1 AND next_seq = $2),\n" +
-			leaseCTE + fmt.Sprintf(appendRecs, "(SELECT last_ms FROM old)") + `,
-	head AS (
-		UPDATE brain_sessions SET next_seq = $2 + cardinality($3::bytea[]), last_ms = (SELECT max(recorded_at_ms) FROM recs)
-		WHERE session_id = $1 AND next_seq = $2` + leaseCond + `
-		RETURNING next_seq
-	),
-	` + fmt.Sprintf(appendTail, leaseOK)
+// encodeTimes answers the encoded times of records (see the append
+// statement): for each, the largest non-zero time up to it, at least 0,
+// as -m-1 once a zero time came.
+func encodeTimes(records []journal.Record) []int64 {
+	out := make([]int64, len(records))
+	var m int64
+	zero := false
+	for i := range records {
+		t := records[i].RecordedAtMs
+		if t == 0 {
+			zero = true
+		} else if t > m {
+			m = t
+		}
+		out[i] = m
+		if zero {
+			out[i] = -m - 1
+		}
 	}
-	return "WITH " + leaseCTE + fmt.Sprintf(appendRecs, "0::bigint") + `,
-	head AS (
-		INSERT INTO brain_sessions (session_id, next_seq, last_ms, epoch)
-		SELECT $1, 1 + cardinality($3::bytea[]), (SELECT max(recorded_at_ms) FROM recs), ` + epoch + `
-		WHERE true` + leaseCond + `
-		ON CONFLICT (session_id) DO NOTHING
-		RETURNING next_seq
-	),
-	` + fmt.Sprintf(appendTail, leaseOK)
+	return out
+}
+
+// decodeStamp is the Go side of stamp: the time of encoded time m in a
+// statement whose time was now, not below old.
+func decodeStamp(old, m, now int64) int64 {
+	if m < 0 {
+		m = max(-m-1, now)
+	}
+	return max(old, m)
 }
 
 // Append implements journal.Store. When the DB is Fenced, the append also
@@ -217,17 +252,15 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 		if r.Origin != nil {
 			origin = r.Origin
 		}
-		args = []any{[]byte(session), int64(expectedNext), []byte(r.Kind), r.RecordedAtMs, data, origin, int32(journal.FrameSize(r))}
+		args = []any{[]byte(session), int64(expectedNext), []byte(r.Kind), encodeTimes(records[:1])[0], data, origin, int32(journal.FrameSize(r))}
 		forms = [4]string{appendOneCreate, appendOneNext, appendOneCreateFenced, appendOneNextFenced}
 	} else {
 		kinds := make([][]byte, n)
-		times := make([]int64, n)
 		data := make([][]byte, n)
 		origins := make([][]byte, n)
 		frames := make([]int32, n)
 		for i := range records {
 			kinds[i] = []byte(records[i].Kind)
-			times[i] = records[i].RecordedAtMs
 			if len(records[i].Data) > 0 {
 				data[i] = records[i].Data
 			}
@@ -236,39 +269,69 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 			}
 			frames[i] = int32(journal.FrameSize(&records[i]))
 		}
-		args = []any{[]byte(session), int64(expectedNext), kinds, times, data, origins, frames}
+		args = []any{[]byte(session), int64(expectedNext), kinds, encodeTimes(records), data, origins, frames}
 		forms = [4]string{appendCreate, appendNext, appendCreateFenced, appendNextFenced}
 	}
 	form := 0
 	if expectedNext > 1 {
 		form = 1
 	}
+	var epoch int64
 	if j.db.opts.Fenced {
 		l, ok := j.db.heldLease(session)
 		if !ok {
 			return fmt.Errorf("%w: session %s", ErrNotOwner, session)
 		}
-		args = append(args, j.db.opts.NodeID, l.Epoch)
+		epoch = l.Epoch
+		args = append(args, j.db.opts.NodeID, epoch)
 		form += 2
 	}
-	sql := forms[form]
-	octx, cancel := j.db.opCtx(ctx)
-	defer cancel()
-	var headRows, leaseRows int64
-	var stamps []int64
-	err := j.db.pool.QueryRow(octx, sql, args...).Scan(&headRows, &leaseRows, &stamps)
+	// last is the session's new last_ms (one record) or its previous one
+	// (many records); now is the statement's time (many records).
+	var headRows, leaseRows, now int64
+	var last *int64
+	op := &groupOp{ctx: ctx, key: "s" + session, sql: forms[form], args: args,
+		scan: func(row pgx.Row) error { return row.Scan(&headRows, &leaseRows, &last, &now) }}
+	times := encodeTimes(records)
+	if expectedNext > 1 {
+		op.app = &appendOp{session: session, expected: int64(expectedNext), epoch: epoch, records: records, times: times}
+	}
+	sent, err := j.db.group.do(op)
+	if !sent {
+		return err
+	}
 	if err != nil {
 		return classify("append", err, true)
+	}
+	if op.combined {
+		a := op.app
+		if !a.lease {
+			return fmt.Errorf("%w: session %s (lease lost)", ErrNotOwner, session)
+		}
+		if !a.head || a.old == nil {
+			return fmt.Errorf("%w: session %s expected %d", journal.ErrConflict, session, expectedNext)
+		}
+		for i := range records {
+			records[i].Sequence = expectedNext + uint64(i)
+			records[i].RecordedAtMs = decodeStamp(*a.old, times[i], a.now)
+		}
+		j.published(session, expectedNext, records)
+		j.notifyLater(session, expectedNext+uint64(n)-1)
+		return nil
 	}
 	if leaseRows == 0 {
 		return fmt.Errorf("%w: session %s (lease lost)", ErrNotOwner, session)
 	}
-	if headRows == 0 || len(stamps) != n {
+	if headRows == 0 || last == nil {
 		return fmt.Errorf("%w: session %s expected %d", journal.ErrConflict, session, expectedNext)
 	}
-	for i := range records {
-		records[i].Sequence = expectedNext + uint64(i)
-		records[i].RecordedAtMs = stamps[i]
+	if n == 1 {
+		records[0].Sequence, records[0].RecordedAtMs = expectedNext, *last
+	} else {
+		for i := range records {
+			records[i].Sequence = expectedNext + uint64(i)
+			records[i].RecordedAtMs = decodeStamp(*last, times[i], now)
+		}
 	}
 	j.published(session, expectedNext, records)
 	j.notifyLater(session, expectedNext+uint64(n)-1)

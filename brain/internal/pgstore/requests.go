@@ -141,14 +141,18 @@ func (r *Requests) try(ctx context.Context, k reqKey, digest [32]byte, hinted bo
 		}
 	}()
 	var got []byte
-	err := r.db.pool.QueryRow(octx, `INSERT INTO brain_requests AS r (scope, key, digest, hinted, claim_id, instance, claimed_at, at)
+	sent, err := r.db.group.do(&groupOp{ctx: octx, key: "r" + k.scope + "\x00" + k.key, sql: `INSERT INTO brain_requests AS r (scope, key, digest, hinted, claim_id, instance, claimed_at, at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
 		ON CONFLICT (scope, key) DO UPDATE SET digest = EXCLUDED.digest, hinted = EXCLUDED.hinted,
 			claim_id = EXCLUDED.claim_id, instance = EXCLUDED.instance, status = NULL, body = NULL,
 			claimed_at = EXCLUDED.claimed_at, at = EXCLUDED.at
 		WHERE $8::bigint > 0 AND r.at < $7 - make_interval(secs => $8::bigint / 1000.0)
 		RETURNING claim_id`,
-		k.scope, []byte(k.key), digest[:], hinted, id, r.db.instance, now, r.opts.Retention.Milliseconds()).Scan(&got)
+		args: []any{k.scope, []byte(k.key), digest[:], hinted, id, r.db.instance, now, r.opts.Retention.Milliseconds()},
+		scan: func(row pgx.Row) error { return row.Scan(&got) }})
+	if !sent {
+		return nil, nil, nil, err
+	}
 	if err == nil {
 		registered = false
 		return &RequestClaim{r: r, k: k, id: id, done: done, hinted: hinted}, nil, nil, nil
@@ -321,7 +325,13 @@ func (c *RequestClaim) finish(sql string, more ...any) error {
 		ctx, cancel := c.r.db.opCtx(context.Background())
 		defer cancel()
 		args := append([]any{c.k.scope, []byte(c.k.key), c.id}, more...)
-		tag, e := c.r.db.pool.Exec(ctx, sql, args...)
+		op := &groupOp{ctx: ctx, key: "r" + c.k.scope + "\x00" + c.k.key, sql: sql, args: args, exec: true}
+		sent, e := c.r.db.group.do(op)
+		tag := op.tag
+		if !sent {
+			err = e
+			return
+		}
 		if e != nil {
 			err = classify("finish claim", e, true)
 			return

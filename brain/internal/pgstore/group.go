@@ -1,0 +1,210 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Group commit: the one-statement writes of many sessions (appends,
+// idempotency claims and answers) that are waiting at the same moment are
+// sent as one pipelined batch, which PostgreSQL runs as one implicit
+// transaction: one round trip and one commit (one WAL flush) for all of
+// them. Each statement keeps its own result, so a session fenced out or
+// in conflict fails alone while the others commit. A statement that
+// fails on the server aborts the whole transaction, nothing of it is
+// committed, and every statement of the batch is then run again on its
+// own, as without grouping. A connection lost during the batch leaves
+// every statement's outcome unknown. synchronous_commit is untouched:
+// each statement returns only after the commit that carries it is
+// flushed.
+
+// Bounds of group commit. groupInFlight batches run at once, each on a
+// pooled connection; while they run, new writes queue and go together in
+// the next batch. groupMax bounds one batch.
+const (
+	groupInFlight = 2
+	groupMax      = 128
+)
+
+// groupOp is one statement to commit in a group.
+type groupOp struct {
+	ctx  context.Context
+	key  string // what the statement locks: a batch runs in key order
+	sql  string
+	args []any
+	exec bool      // run as Exec (tag) rather than QueryRow (scan)
+	app  *appendOp // an append to an existing session, which may share one statement with others
+	// combined: the append went in a statement shared with others, whose
+	// results are in app, not through scan.
+	combined bool
+	scan     func(row pgx.Row) error // reads the row of a QueryRow
+	tag      pgconn.CommandTag
+	err      error
+	sent     bool
+	done     chan struct{}
+}
+
+// grouper gathers groupOps into batches.
+type grouper struct {
+	db      *DB
+	mu      sync.Mutex
+	pending []*groupOp
+	running int
+}
+
+// do commits op, alone or in a batch with others, and answers whether it
+// was sent (false: op.ctx ended first, nothing was sent) and the
+// statement's error: the scan's or the tag's error when the transaction
+// committed, else the driver's.
+func (g *grouper) do(op *groupOp) (bool, error) {
+	op.done = make(chan struct{})
+	g.mu.Lock()
+	g.pending = append(g.pending, op)
+	lead := g.running < groupInFlight
+	if lead {
+		g.running++
+	}
+	g.mu.Unlock()
+	if lead {
+		g.lead(op)
+	}
+	<-op.done
+	return op.sent, op.err
+}
+
+// lead runs batches of what is pending until own is done, then hands its
+// place over to a goroutine if more is pending.
+func (g *grouper) lead(own *groupOp) {
+	for {
+		g.mu.Lock()
+		n := min(len(g.pending), groupMax)
+		if n == 0 {
+			g.running--
+			g.mu.Unlock()
+			return
+		}
+		batch := slices.Clone(g.pending[:n])
+		clear(g.pending[:n])
+		g.pending = g.pending[n:]
+		if len(g.pending) == 0 {
+			g.pending = nil
+		}
+		g.mu.Unlock()
+		g.run(batch)
+		if own != nil && isDone(own) {
+			go g.lead(nil) // keeps this place; ends at once when nothing is pending
+			return
+		}
+	}
+}
+
+func isDone(op *groupOp) bool {
+	select {
+	case <-op.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// run commits one batch.
+func (g *grouper) run(batch []*groupOp) {
+	live := batch[:0]
+	for _, op := range batch {
+		if op.ctx.Err() != nil {
+			op.err = op.ctx.Err()
+			close(op.done)
+			continue
+		}
+		live = append(live, op)
+	}
+	switch len(live) {
+	case 0:
+		return
+	case 1:
+		g.runOne(live[0])
+		return
+	}
+	// Key order: two batches running at once take their row locks in the
+	// same order, so they never deadlock; one key's statements keep the
+	// order they came in.
+	slices.SortStableFunc(live, func(a, b *groupOp) int { return strings.Compare(a.key, b.key) })
+	ctx, cancel := context.WithTimeout(context.Background(), g.db.opts.OpTimeout)
+	defer cancel()
+	// The appends to existing sessions, the first of each session, go in
+	// one statement; the rest, each in its own, after it.
+	var apps, rest []*groupOp
+	for i, op := range live {
+		if op.app != nil && (i == 0 || live[i-1].key != op.key) {
+			apps = append(apps, op)
+		} else {
+			rest = append(rest, op)
+		}
+	}
+	if len(apps) < 2 {
+		apps, rest = nil, live
+	}
+	b := &pgx.Batch{}
+	if apps != nil {
+		sql, args := combinedAppend(apps, g.db.opts.Fenced, g.db.opts.NodeID)
+		b.Queue(sql, args...)
+	}
+	for _, op := range rest {
+		b.Queue(op.sql, op.args...)
+	}
+	br := g.db.pool.SendBatch(ctx, b)
+	if apps != nil {
+		readCombined(br, apps)
+	}
+	for _, op := range rest {
+		if op.exec {
+			op.tag, op.err = br.Exec()
+		} else {
+			op.err = op.scan(br.QueryRow())
+		}
+	}
+	err := br.Close()
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		for _, op := range live {
+			op.sent = true
+			close(op.done)
+		}
+	case errors.As(err, &pgErr):
+		// The server refused a statement or the commit: the transaction
+		// was rolled back, so each statement runs again on its own.
+		for _, op := range live {
+			op.tag, op.err, op.combined = pgconn.CommandTag{}, nil, false
+			g.runOne(op)
+		}
+	default:
+		for _, op := range live {
+			op.sent, op.err = true, err
+			close(op.done)
+		}
+	}
+}
+
+// runOne commits op in a transaction of its own.
+func (g *grouper) runOne(op *groupOp) {
+	defer close(op.done)
+	if err := op.ctx.Err(); err != nil {
+		op.err = err
+		return
+	}
+	op.sent = true
+	ctx, cancel := context.WithTimeout(op.ctx, g.db.opts.OpTimeout)
+	defer cancel()
+	if op.exec {
+		op.tag, op.err = g.db.pool.Exec(ctx, op.sql, op.args...)
+		return
+	}
+	op.err = op.scan(g.db.pool.QueryRow(ctx, op.sql, op.args...))
+}
