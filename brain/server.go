@@ -161,7 +161,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("brain: Config.Hosts: %w", err)
 	}
-	if s.telem, err = openTelemetry(cfg.Telemetry, s.log); err != nil {
+	if s.telem, err = openTelemetry(ctx, cfg.Telemetry, cfg.OTLP, s.log); err != nil {
 		return nil, err
 	}
 	s.metrics.Telemetry(s.telem.Stats)

@@ -56,14 +56,21 @@ func (telemetryTool) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt
 // and the telemetry file path, and answers a session using it.
 func startTelemetry(t *testing.T, path string, edit func(*brain.Telemetry)) (*braintest.Brain, string) {
 	t.Helper()
+	return startTelemetryWith(t, func(c *brain.Config) {
+		c.Telemetry.File = path
+		if edit != nil {
+			edit(&c.Telemetry)
+		}
+	})
+}
+
+// startTelemetryWith is startTelemetry with the whole configuration
+// edited.
+func startTelemetryWith(t *testing.T, edit func(*brain.Config)) (*braintest.Brain, string) {
+	t.Helper()
 	b := braintest.Start(t, braintest.Options{
 		Environments: map[string]braintest.Environment{"box": {Handler: envsdk.NewHandler(telemetryTool{}, nil)}},
-		Edit: func(c *brain.Config) {
-			c.Telemetry.File = path
-			if edit != nil {
-				edit(&c.Telemetry)
-			}
-		},
+		Edit:         edit,
 	})
 	sess, err := b.Client(t).Sessions.Create(context.Background(), api.CreateSessionRequest{
 		Model:        api.ModelConfig{Provider: "scripted", Name: "m"},

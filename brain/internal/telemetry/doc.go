@@ -12,8 +12,10 @@
 // it can change the origin.
 //
 // A Sink receives entries one at a time from the writer goroutine. File is
-// the JSON-lines sink (BRAIN_TELEMETRY_FILE); an OpenTelemetry logs
-// exporter is another Sink.
+// the JSON-lines sink (BRAIN_TELEMETRY_FILE); the server adds an
+// OpenTelemetry logs exporter as another Sink when a logs endpoint is
+// configured (the record as the log body, the origin as attributes), and
+// writes to both when both are.
 //
 // # The JSON-lines file
 //
