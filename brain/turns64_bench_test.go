@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,9 +46,12 @@ func BenchmarkTurns64HTTP(b *testing.B) {
 		}
 	}
 	in := api.UserInput{Message: "hello"}
-	run := func(n int, turn func(*client.Session) error) time.Duration {
+	// run answers the wall time of n turns and adds the process's CPU
+	// time (server and client) to *cpu.
+	run := func(n int, turn func(*client.Session) error, cpu *time.Duration) time.Duration {
 		var next atomic.Int64
 		var wg sync.WaitGroup
+		cpu0 := processCPU()
 		start := time.Now()
 		for _, s := range sess {
 			wg.Add(1)
@@ -62,27 +66,42 @@ func BenchmarkTurns64HTTP(b *testing.B) {
 			}()
 		}
 		wg.Wait()
-		return time.Since(start)
+		wall := time.Since(start)
+		*cpu += processCPU() - cpu0
+		return wall
 	}
 	engine := func(s *client.Session) error { _, err := brn.Server.EngineSend(ctx, s.ID, in); return err }
 	overHTTP := func(s *client.Session) error { _, err := s.Send(ctx, in); return err }
 	// Warm both paths (connections, released projections).
-	run(2*sessions, overHTTP)
-	run(2*sessions, engine)
+	var ce, ch time.Duration
+	run(2*sessions, overHTTP, &ch)
+	run(2*sessions, engine, &ce)
+	ce, ch = 0, 0
 	b.ResetTimer()
 	var te, th time.Duration
 	for r := 0; r < rounds; r++ {
 		n := b.N / rounds
 		if r%2 == 0 {
-			te += run(n, engine)
-			th += run(n, overHTTP)
+			te += run(n, engine, &ce)
+			th += run(n, overHTTP, &ch)
 		} else {
-			th += run(n, overHTTP)
-			te += run(n, engine)
+			th += run(n, overHTTP, &ch)
+			te += run(n, engine, &ce)
 		}
 	}
 	n := float64(b.N / rounds * rounds)
 	b.ReportMetric(n/te.Seconds(), "engine-turns/s")
 	b.ReportMetric(n/th.Seconds(), "http-turns/s")
 	b.ReportMetric(te.Seconds()/th.Seconds(), "http/engine")
+	b.ReportMetric(float64(ce.Microseconds())/n, "engine-cpu-µs/turn")
+	b.ReportMetric(float64(ch.Microseconds())/n, "http-cpu-µs/turn")
+}
+
+// processCPU answers the user and system CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
