@@ -303,6 +303,12 @@
 // it: the first Append, the first Read that starts inside it, or Verify
 // reads every frame of it with the recovery rules (checksum, payload,
 // dense sequences, exactly through records) and builds its sparse index.
+// When a Read starts it, the prefix is read with one read per segment and
+// the checked bytes are kept (within 16 MiB for the whole store) for the
+// pages that follow: they are served from memory without a second read or
+// checksum, their records' byte fields are slices of the kept bytes, and
+// the bytes are given back once a page passes the end of the prefix (or
+// the session leaves memory).
 // Damage there refuses the session as a whole, as damage found at open
 // does: that call and every later Next, Read, Append and Subscribe answer
 // the *DamagedError naming the file and offset, nothing is rewritten, and
