@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,7 +18,7 @@ import (
 
 // BenchmarkTurns64HTTP compares unpaced synchronous text turns from 64
 // concurrent sessions over HTTP (POST /v1/sessions/{id}/messages through
-// the Go client, one connection per session) with the same turns on the
+// one Go client with its default transport) with the same turns on the
 // session engine of the same server, past the HTTP layer: journal fsync
 // on, scripted model, built-in loop, default passivation. The two run in
 // alternating rounds on the same sessions, so that both see the same
@@ -31,9 +30,7 @@ func BenchmarkTurns64HTTP(b *testing.B) {
 	brn := braintest.Start(b, braintest.Options{Edit: func(c *brain.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}})
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = sessions
-	c, err := client.New(brn.URL, &client.Options{Token: brn.Token, HTTPClient: &http.Client{Transport: tr}})
+	c, err := client.New(brn.URL, &client.Options{Token: brn.Token})
 	if err != nil {
 		b.Fatal(err)
 	}
