@@ -253,6 +253,12 @@
 // created by a roll whose records never became durable (acknowledged ones
 // are restored by replay), so it holds nothing.
 //
+// When the first use of a session is a Read from its start (sequence 1)
+// and recovery reads the journal from its start (no matching checkpoint),
+// each segment is read with one read and checked in memory with the same
+// rules, and the checked bytes are kept (within the store's 16 MiB, see
+// Checkpoint) for the pages that follow, as for a checkpoint's prefix.
+//
 // # Checkpoint
 //
 // sessions/{id}/checkpoint holds an opaque payload the caller derived from

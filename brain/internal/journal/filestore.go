@@ -320,13 +320,20 @@ func (fs *FileStore) evict(s *session) bool {
 // readySession returns id's session loaded, with s.mu held and a
 // reference the caller gives back with release after unlocking.
 func (fs *FileStore) readySession(id string) (*session, error) {
+	return fs.readySessionKeep(id, false)
+}
+
+// readySessionKeep is readySession; with keep, a recovery that reads the
+// journal from its start keeps the bytes it checked (s.warm) for the
+// Reads that follow.
+func (fs *FileStore) readySessionKeep(id string, keep bool) (*session, error) {
 	s, err := fs.session(id)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	if s.state == stateUnloaded {
-		if err := fs.recover(s); err != nil {
+		if err := fs.recover(s, keep); err != nil {
 			s.mu.Unlock()
 			fs.release(s)
 			return nil, err
@@ -470,7 +477,7 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 		return nil, err
 	}
 	maxRecords, maxBytes = pageLimits(maxRecords, maxBytes)
-	s, err := fs.readySession(id)
+	s, err := fs.readySessionKeep(id, after == 0)
 	if err != nil {
 		return nil, err
 	}

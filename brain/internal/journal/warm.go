@@ -43,6 +43,20 @@ func (fs *FileStore) reserveWarm(n int64) *warmSet {
 	return &warmSet{bytes: n, budget: &fs.warmBytes}
 }
 
+// growWarm takes n more bytes of the budget for w; it answers false when
+// they do not fit (or w is nil).
+func (fs *FileStore) growWarm(w *warmSet, n int64) bool {
+	if w == nil || w.budget == nil || n <= 0 {
+		return false
+	}
+	if fs.warmBytes.Add(n) > maxWarmBytes {
+		fs.warmBytes.Add(-n)
+		return false
+	}
+	w.bytes += n
+	return true
+}
+
 // release gives the set's bytes back to the budget.
 func (w *warmSet) release() {
 	if w != nil && w.budget != nil {
