@@ -67,7 +67,12 @@ func New(baseURL string, opts *Options) (*Client, error) {
 	}
 	c := &Client{base: strings.TrimRight(baseURL, "/"), token: o.Token, hc: o.HTTPClient, retries: o.Retries}
 	if c.hc == nil {
-		c.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// A client talks to one server: keep a connection per concurrent
+		// caller instead of the default two, so that concurrent calls do
+		// not open (and leave in TIME_WAIT) a connection each.
+		tr.MaxIdleConnsPerHost = maxIdleConns
+		c.hc = &http.Client{Transport: tr}
 		c.own = true
 	}
 	switch {
@@ -109,6 +114,10 @@ func (c *Client) Close() error {
 	}
 	return nil
 }
+
+// maxIdleConns bounds the idle connections the client's own transport
+// keeps to the server.
+const maxIdleConns = 256
 
 // bind derives a context that also ends when the client closes.
 func (c *Client) bind(ctx context.Context) (context.Context, func()) {

@@ -292,7 +292,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			args = append(args, "err", sw.err)
 		}
 		s.log.Warn("request", args...)
-	} else {
+	} else if s.log.Enabled(r.Context(), slog.LevelDebug) {
 		s.log.Debug("request", "method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds())
 	}
 }

@@ -30,7 +30,9 @@ import (
 // through the ResponseWriter.
 
 // streamWriteTimeout bounds one write to a stream subscriber; a reader
-// that stalls longer loses its stream.
+// that stalls longer loses its stream (on a hijacked connection the
+// deadline is moved only once it is less than half of this away, so the
+// bound there is between half of it and all of it).
 const streamWriteTimeout = 30 * time.Second
 
 // stopGrace is how long a stream waits for a further frame, and for a
@@ -48,7 +50,7 @@ type frame struct {
 	last bool // session_ended or session_creation_failed
 }
 
-var keepAlive = &frame{b: []byte(": keep-alive\n\n")}
+var keepAliveBatch = []*frame{{b: []byte(": keep-alive\n\n")}}
 
 // feed is the shared subscription of one session's streams.
 type feed struct {
@@ -204,30 +206,35 @@ func (st *stream) deadline() time.Time {
 	return time.Now().Add(streamWriteTimeout)
 }
 
-// push queues a frame; it never blocks.
-func (st *stream) push(fr *frame, backlog int) {
+// push queues frames; it never blocks.
+func (st *stream) push(frames []*frame, backlog int) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.ended {
-		return
-	}
-	if fr.seq != 0 {
-		if st.events >= backlog {
-			st.s.log.Debug("stream subscriber lagged", "session", st.f.id)
-			st.queue, st.events, st.lives = nil, 0, 0
-			st.ended, st.lagged = true, true
-			st.kickLocked()
-			return
+	queued := false
+	for _, fr := range frames {
+		if st.ended {
+			break
 		}
-		st.events++
-	} else {
-		if st.lives >= maxQueuedLive {
-			return
+		if fr.seq != 0 {
+			if st.events >= backlog {
+				st.s.log.Debug("stream subscriber lagged", "session", st.f.id)
+				st.queue, st.events, st.lives = nil, 0, 0
+				st.ended, st.lagged = true, true
+				break
+			}
+			st.events++
+		} else {
+			if st.lives >= maxQueuedLive {
+				continue
+			}
+			st.lives++
 		}
-		st.lives++
+		st.queue = append(st.queue, fr)
+		queued = true
 	}
-	st.queue = append(st.queue, fr)
-	st.activity = time.Now()
+	if queued {
+		st.activity = time.Now()
+	}
 	st.kickLocked()
 }
 
@@ -377,9 +384,12 @@ func (f *feed) run(ctx context.Context, sub *session.Subscription, last uint64, 
 		fr  session.Frame
 		err error
 	}
-	items := make(chan item)
 	// The subscription is read on its own goroutine so that heartbeats
-	// and cancellation are served without a per-Next timer.
+	// and cancellation are served without a per-Next timer. The frames
+	// it has read meanwhile (a commit publishes its records together)
+	// are fanned out as one batch: one queue lock and at most one write
+	// per stream for all of them.
+	items := make(chan item, feedBatch)
 	pump := func(sub *session.Subscription) {
 		for {
 			fr, err := sub.Next(ctx)
@@ -394,6 +404,7 @@ func (f *feed) run(ctx context.Context, sub *session.Subscription, last uint64, 
 		}
 	}
 	go pump(sub)
+	var batch []*frame
 	for {
 		select {
 		case <-ctx.Done():
@@ -402,8 +413,38 @@ func (f *feed) run(ctx context.Context, sub *session.Subscription, last uint64, 
 			f.heartbeat()
 			continue
 		case it := <-items:
-			if it.err != nil {
-				if errors.Is(it.err, journal.ErrLagged) && ctx.Err() == nil {
+			batch = batch[:0]
+			var err error
+			for {
+				if err = it.err; err != nil {
+					break
+				}
+				var fr *frame
+				switch {
+				case it.fr.Event != nil:
+					fr = eventFrame(it.fr.Event)
+					last = it.fr.Event.Sequence
+				case it.fr.Live != nil:
+					fr = liveFrame(it.fr.Live.Type, it.fr.Live.Data)
+				}
+				if fr != nil {
+					batch = append(batch, fr)
+				}
+				if len(batch) == feedBatch || len(items) == 0 {
+					break
+				}
+				it = <-items
+			}
+			if len(batch) > 0 {
+				f.mu.Lock()
+				for st := range f.streams {
+					st.push(batch, f.s.opts.MaxLiveBacklog)
+				}
+				f.mu.Unlock()
+				clear(batch)
+			}
+			if err != nil {
+				if errors.Is(err, journal.ErrLagged) && ctx.Err() == nil {
 					// The feed fell behind (the machine is starved): follow
 					// again from the last frame; streams dedupe by sequence.
 					sub.Close()
@@ -417,24 +458,12 @@ func (f *feed) run(ctx context.Context, sub *session.Subscription, last uint64, 
 				f.endAll()
 				return
 			}
-			var fr *frame
-			switch {
-			case it.fr.Event != nil:
-				fr = eventFrame(it.fr.Event)
-				last = it.fr.Event.Sequence
-			case it.fr.Live != nil:
-				fr = liveFrame(it.fr.Live.Type, it.fr.Live.Data)
-			}
-			if fr != nil {
-				f.mu.Lock()
-				for st := range f.streams {
-					st.push(fr, f.s.opts.MaxLiveBacklog)
-				}
-				f.mu.Unlock()
-			}
 		}
 	}
 }
+
+// feedBatch bounds the frames a feed fans out at once.
+const feedBatch = 64
 
 // heartbeat queues a comment for every stream idle for a heartbeat.
 func (f *feed) heartbeat() {
@@ -446,7 +475,7 @@ func (f *feed) heartbeat() {
 		idle := !st.catching && !st.writing && st.activity.Before(cut)
 		st.mu.Unlock()
 		if idle {
-			st.push(keepAlive, f.s.opts.MaxLiveBacklog)
+			st.push(keepAliveBatch, f.s.opts.MaxLiveBacklog)
 		}
 	}
 }
@@ -543,7 +572,8 @@ func (ws *writerSink) finish() {}
 
 // connSink writes the chunked body of a hijacked HTTP/1.1 connection.
 type connSink struct {
-	c net.Conn
+	c        net.Conn
+	deadline time.Time // the write deadline set on c
 }
 
 // hijack takes the connection over and writes the response head.
@@ -563,12 +593,13 @@ func hijack(w http.ResponseWriter) (sink, bool) {
 		"Date: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n" +
 		"Transfer-Encoding: chunked\r\n" +
 		"X-Accel-Buffering: no\r\n\r\n"
-	_ = c.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	deadline := time.Now().Add(streamWriteTimeout)
+	_ = c.SetWriteDeadline(deadline)
 	if _, err := c.Write([]byte(head)); err != nil {
 		c.Close()
-		return &connSink{c: c}, true // the first write fails and ends it
+		return &connSink{c: c, deadline: deadline}, true // the first write fails and ends it
 	}
-	return &connSink{c: c}, true
+	return &connSink{c: c, deadline: deadline}, true
 }
 
 var crlf = []byte("\r\n")
@@ -587,7 +618,14 @@ func (cs *connSink) write(frames []*frame, deadline time.Time) error {
 		bufs = append(bufs, fr.b)
 	}
 	bufs = append(bufs, crlf)
-	_ = cs.c.SetWriteDeadline(deadline)
+	// Moving the deadline costs a timer update; a deadline still at least
+	// half the write timeout away is kept (a stalled reader is then cut
+	// off between half and all of streamWriteTimeout), an earlier one
+	// (the server stopping) is always set.
+	if deadline.Before(cs.deadline) || cs.deadline.Sub(time.Now()) < streamWriteTimeout/2 {
+		_ = cs.c.SetWriteDeadline(deadline)
+		cs.deadline = deadline
+	}
 	_, err := bufs.WriteTo(cs.c)
 	return err
 }

@@ -186,7 +186,9 @@
 //
 // When Open finds expired or released entries, and while running whenever
 // the file has grown past twice the bytes of its live entries (and at least
-// 1 MiB), the file is rewritten with only the live entries (a claim frame,
+// 1 MiB; the running store weighs this again each time the file has grown
+// by a quarter of its live bytes, so the walk over the entries costs a
+// constant per byte written), the file is rewritten with only the live entries (a claim frame,
 // then its answer frame if any, keeping their at_ms) through a temporary
 // file, fsync, rename and directory fsync, so a crash leaves the old or the
 // new file.

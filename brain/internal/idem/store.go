@@ -85,6 +85,7 @@ type Store struct {
 	f       *os.File
 	entries map[entryKey]*entry
 	size    int64 // bytes in the file
+	checkAt int64 // the size at which the running store next weighs a compaction
 	written uint64
 	synced  uint64
 	syncing bool
@@ -432,7 +433,7 @@ func (s *Store) liveBytes() int64 {
 // maybeCompactLocked compacts the running store when the file has grown
 // past twice its live bytes; it waits for an in-flight flush first.
 func (s *Store) maybeCompactLocked() {
-	if s.size < compactMinBytes || s.err != nil {
+	if s.size < max(compactMinBytes, s.checkAt) || s.err != nil {
 		return
 	}
 	now := s.opts.Now().UnixMilli()
@@ -441,7 +442,12 @@ func (s *Store) maybeCompactLocked() {
 			delete(s.entries, k)
 		}
 	}
-	if s.size <= 2*s.liveBytes() {
+	// Weighing walks every entry: it runs again only after the file has
+	// grown by a quarter of its live bytes, so that its cost per byte
+	// written stays constant however many entries are retained.
+	live := s.liveBytes()
+	s.checkAt = s.size + live/4
+	if s.size <= 2*live {
 		return
 	}
 	for s.syncing {
@@ -449,6 +455,8 @@ func (s *Store) maybeCompactLocked() {
 	}
 	if err := s.compactLocked(); err != nil {
 		s.err = fmt.Errorf("%w: %w", ErrWrite, err)
+	} else {
+		s.checkAt = s.size + s.size/4
 	}
 	s.cond.Broadcast()
 }

@@ -270,6 +270,37 @@ func BenchmarkReopen(b *testing.B) {
 			fs.Close()
 		}
 	})
+	// The same journal with no checkpoint file at all: recovery at the
+	// first Read checks every frame.
+	bare := b.TempDir()
+	if err := os.CopyFS(bare, os.DirFS(dir)); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(bare, "s", checkpointName)); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("no-checkpoint-file", func(b *testing.B) {
+		for b.Loop() {
+			fs, _ := OpenFileStore(bare, nil)
+			n := 0
+			after := uint64(0)
+			for {
+				page, err := fs.Read(bg, "s", after, 0, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(page) == 0 {
+					break
+				}
+				n += len(page)
+				after = page[len(page)-1].Sequence
+			}
+			if n != reopenRecords {
+				b.Fatalf("read %d records", n)
+			}
+			fs.Close()
+		}
+	})
 	b.Run("checkpoint", func(b *testing.B) {
 		for b.Loop() {
 			fs, _ := OpenFileStore(dir, nil)

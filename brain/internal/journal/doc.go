@@ -261,6 +261,12 @@
 // created by a roll whose records never became durable (acknowledged ones
 // are restored by replay), so it holds nothing.
 //
+// When the first use of a session is a Read from its start (sequence 1)
+// and recovery reads the journal from its start (no matching checkpoint),
+// each segment is read with one read and checked in memory with the same
+// rules, and the checked bytes are kept (within the store's 16 MiB, see
+// Checkpoint) for the pages that follow, as for a checkpoint's prefix.
+//
 // # Checkpoint
 //
 // sessions/{id}/checkpoint holds an opaque payload the caller derived from
@@ -311,6 +317,12 @@
 // it: the first Append, the first Read that starts inside it, or Verify
 // reads every frame of it with the recovery rules (checksum, payload,
 // dense sequences, exactly through records) and builds its sparse index.
+// When a Read starts it, the prefix is read with one read per segment and
+// the checked bytes are kept (within 16 MiB for the whole store) for the
+// pages that follow: they are served from memory without a second read or
+// checksum, their records' byte fields are slices of the kept bytes, and
+// the bytes are given back once a page passes the end of the prefix (or
+// the session leaves memory).
 // Damage there refuses the session as a whole, as damage found at open
 // does: that call and every later Next, Read, Append and Subscribe answer
 // the *DamagedError naming the file and offset, nothing is rewritten, and

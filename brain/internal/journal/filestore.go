@@ -3,6 +3,7 @@ package journal
 import (
 	"container/list"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -147,6 +148,7 @@ type FileStore struct {
 	fault       atomic.Pointer[error] // the last failed round's error, until a round or probe succeeds
 	appended    atomic.Int64
 	openFiles   atomic.Int64
+	warmBytes   atomic.Int64 // bytes held by the sessions' warm sets
 
 	// The shared commit log, owned by the writer goroutine (by
 	// OpenFileStore before it starts and by Close after it ends).
@@ -213,6 +215,7 @@ type session struct {
 	index         []indexEntry
 	hint          indexEntry // where the last page read stopped (seq 0: none)
 	cold          indexEntry // end of a checkpoint's prefix not indexed yet (seq 0: none)
+	warm          *warmSet   // the prefix a Read verified, kept for the pages after it
 	epoch         uint64     // bumped by resetIndex
 	subs          map[*Subscription]struct{}
 	ckMu          sync.Mutex // serialises checkpoint writes
@@ -330,13 +333,20 @@ func (fs *FileStore) evict(s *session) bool {
 // readySession returns id's session loaded, with s.mu held and a
 // reference the caller gives back with release after unlocking.
 func (fs *FileStore) readySession(id string) (*session, error) {
+	return fs.readySessionKeep(id, false)
+}
+
+// readySessionKeep is readySession; with keep, a recovery that reads the
+// journal from its start keeps the bytes it checked (s.warm) for the
+// Reads that follow.
+func (fs *FileStore) readySessionKeep(id string, keep bool) (*session, error) {
 	s, err := fs.session(id)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	if s.state == stateUnloaded {
-		if err := fs.recover(s); err != nil {
+		if err := fs.recover(s, keep); err != nil {
 			s.mu.Unlock()
 			fs.release(s)
 			return nil, err
@@ -480,7 +490,7 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 		return nil, err
 	}
 	maxRecords, maxBytes = pageLimits(maxRecords, maxBytes)
-	s, err := fs.readySession(id)
+	s, err := fs.readySessionKeep(id, after == 0)
 	if err != nil {
 		return nil, err
 	}
@@ -491,12 +501,13 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 		return nil, nil
 	}
 	if s.cold.seq != 0 && after+1 < s.cold.seq {
-		if err := fs.verifyCold(s); err != nil {
+		if err := fs.verifyColdKeep(s, true); err != nil {
 			s.mu.Unlock()
 			return nil, err
 		}
 	}
 	segs := slices.Clone(s.segs)
+	warm := s.warm
 	start := s.seek(after + 1)
 	epoch := s.epoch
 	s.mu.Unlock()
@@ -507,7 +518,8 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 		if si == start.seg {
 			off = start.off
 		}
-		done, err := fs.readSegment(s, segs[si], off, after, last, func(at int64, p []byte, n int) (bool, error) {
+		wb := warm.seg(segs[si].first)
+		done, err := fs.readSegment(s, segs[si], wb, off, after, last, func(at int64, p []byte, n int) (bool, error) {
 			// Where the next page starts is remembered so that paging
 			// through a session does not rescan from an index point.
 			hint := func(seq uint64, off int64) {
@@ -521,7 +533,8 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 				hint(leUint64(p[2:]), at)
 				return true, nil
 			}
-			seq, err := pg.add(p, n)
+			// Kept bytes are never written again: records alias them.
+			seq, err := pg.add(p, n, at < int64(len(wb)))
 			if err != nil {
 				return true, err
 			}
@@ -540,6 +553,16 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 		if done {
 			break
 		}
+	}
+	if warm != nil && len(pg.out) > 0 {
+		// A page past the warm prefix drops it: the reader has moved on.
+		end := pg.out[len(pg.out)-1].Sequence
+		s.mu.Lock()
+		if s.warm == warm && s.epoch == epoch && end+1 >= warm.next {
+			s.warm = nil
+			warm.release()
+		}
+		s.mu.Unlock()
 	}
 	return pg.out, nil
 }
@@ -561,22 +584,32 @@ func newPage(records uint64) *page {
 	return &page{out: make([]Record, 0, records)}
 }
 
-// add decodes payload p (a frame of n bytes) into the page.
-func (pg *page) add(p []byte, n int) (uint64, error) {
+// add decodes payload p (a frame of n bytes) into the page; with alias,
+// the record's byte fields are slices of p (capacity capped) instead of
+// copies.
+func (pg *page) add(p []byte, n int, alias bool) (uint64, error) {
 	v, err := parsePayload(p)
 	if err != nil {
 		return 0, err
 	}
 	r := Record{Sequence: v.seq, RecordedAtMs: v.ms, Kind: pg.kind(v.kind)}
 	if v.data != nil {
-		r.Data = pg.copy(v.data)
+		r.Data = pg.keep(v.data, alias)
 	}
 	if v.hasOrigin {
-		r.Origin = pg.copy(v.origin)
+		r.Origin = pg.keep(v.origin, alias)
 	}
 	pg.bytes += n
 	pg.out = append(pg.out, r)
 	return v.seq, nil
+}
+
+// keep returns b with its capacity capped when alias, else a copy.
+func (pg *page) keep(b []byte, alias bool) []byte {
+	if alias {
+		return b[:len(b):len(b)]
+	}
+	return pg.copy(b)
 }
 
 // copy returns a copy of b (non-nil, capacity capped) from the arena.
@@ -610,9 +643,32 @@ func (pg *page) kind(b []byte) string {
 
 // readSegment calls fn with each frame of seg from off whose sequence is
 // after `after`, until fn reports done or the committed end is reached.
-func (fs *FileStore) readSegment(s *session, seg segInfo, off int64, after, last uint64,
+func (fs *FileStore) readSegment(s *session, seg segInfo, warm []byte, off int64, after, last uint64,
 	fn func(at int64, p []byte, n int) (bool, error)) (bool, error) {
 	path := filepath.Join(s.dir, "journal", segmentName(seg.first))
+	// Frames kept by a verification are already checked.
+	for off < int64(len(warm)) {
+		n := int(binary.LittleEndian.Uint32(warm[off:]))
+		p := warm[off+frameHeaderSize : off+frameHeaderSize+int64(n)]
+		size := frameHeaderSize + n
+		seq := leUint64(p[2:])
+		if seq > last {
+			return true, nil
+		}
+		if seq > after {
+			done, err := fn(off, p, size)
+			if err != nil {
+				return false, fs.readDamage(s, path, off, err)
+			}
+			if done {
+				return true, nil
+			}
+		}
+		off += int64(size)
+	}
+	if off >= seg.size && seg.size > 0 && warm != nil {
+		return false, nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return false, fmt.Errorf("journal: read %s: %w", path, err)
@@ -689,11 +745,15 @@ func (s *session) seek(seq uint64) indexEntry {
 // session from then on, exactly as damage found at open does: every
 // later call answers its *DamagedError and nothing is appended. s.mu is
 // held.
-func (fs *FileStore) verifyCold(s *session) error {
+func (fs *FileStore) verifyCold(s *session) error { return fs.verifyColdKeep(s, false) }
+
+// verifyColdKeep is verifyCold; with keep, the bytes read are kept in
+// s.warm (within the store's budget) for the Reads that follow.
+func (fs *FileStore) verifyColdKeep(s *session, keep bool) error {
 	if s.cold.seq == 0 {
 		return nil
 	}
-	err := fs.indexCold(s)
+	err := fs.indexCold(s, keep)
 	var de *DamagedError
 	if errors.As(err, &de) {
 		s.resetIndex()
@@ -723,19 +783,65 @@ func (fs *FileStore) Verify(ctx context.Context, id string) error {
 // indexCold reads the prefix a checkpoint vouched for at open, checking
 // every frame as recovery would, and completes the sparse index. s.mu is
 // held.
-func (fs *FileStore) indexCold(s *session) error {
+func (fs *FileStore) indexCold(s *session, keep bool) error {
 	var idx []indexEntry
 	expect := uint64(1)
+	limitOf := func(si int) int64 {
+		if si == s.cold.seg {
+			return s.cold.off
+		}
+		return s.segs[si].size
+	}
+	var warm *warmSet
+	if keep {
+		var total int64
+		for si := 0; si <= s.cold.seg; si++ {
+			total += limitOf(si)
+		}
+		warm = fs.reserveWarm(total)
+	}
 	for si := 0; si <= s.cold.seg; si++ {
 		seg := s.segs[si]
-		limit := seg.size
-		if si == s.cold.seg {
-			limit = s.cold.off
-		}
+		limit := limitOf(si)
 		path := filepath.Join(s.dir, "journal", segmentName(seg.first))
 		f, err := os.Open(path)
 		if err != nil {
+			warm.release()
 			return fmt.Errorf("journal: read %s: %w", path, err)
+		}
+		if warm != nil {
+			// One read of the whole prefix of the segment, checked in
+			// memory and kept.
+			b := make([]byte, limit)
+			n, rerr := f.ReadAt(b, 0)
+			f.Close()
+			var at int64
+			if int64(n) < limit {
+				rerr = readErr(rerr)
+			} else {
+				rerr = nil
+			}
+			for rerr == nil && at < limit {
+				p, size, err := checkWarmFrame(b[at:], fs.opts.MaxRecordBytes)
+				if err == nil && (len(p) < payloadFixed || leUint64(p[2:]) != expect) {
+					err = fmt.Errorf("%w: sequence is not %d", errBadPayload, expect)
+				}
+				if err != nil {
+					rerr = err
+					break
+				}
+				if n := len(idx); at == 0 || n == 0 || idx[n-1].seg != si || at-idx[n-1].off >= indexEveryBytes {
+					idx = append(idx, indexEntry{seq: expect, seg: si, off: at})
+				}
+				expect++
+				at += int64(size)
+			}
+			if rerr != nil {
+				warm.release()
+				return fs.readDamage(s, path, at, rerr)
+			}
+			warm.segs = append(warm.segs, warmSeg{first: seg.first, b: b})
+			continue
 		}
 		sc := newFrameScanner(f, 0, limit, fs.opts.MaxRecordBytes)
 		for {
@@ -760,6 +866,7 @@ func (fs *FileStore) indexCold(s *session) error {
 		f.Close()
 	}
 	if expect != s.cold.seq {
+		warm.release()
 		seg := s.segs[s.cold.seg]
 		path := filepath.Join(s.dir, "journal", segmentName(seg.first))
 		return fmt.Errorf("journal: read %s: %w", path, &DamagedError{Session: s.id, File: path, Offset: s.cold.off,
@@ -771,12 +878,19 @@ func (fs *FileStore) indexCold(s *session) error {
 		}
 	}
 	s.index = idx
+	if warm != nil {
+		warm.next = s.cold.seq
+		s.warm.release()
+		s.warm = warm
+	}
 	s.cold = indexEntry{}
 	return nil
 }
 
 // resetIndex forgets s's segments and index. s.mu is held.
 func (s *session) resetIndex() {
+	s.warm.release()
+	s.warm = nil
 	s.segs, s.index = nil, nil
 	s.hint, s.cold = indexEntry{}, indexEntry{}
 	s.epoch++

@@ -13,7 +13,7 @@ import (
 // incomplete final frame (keeping the cut bytes beside the segment) and
 // builds the sparse index. A damaged journal leaves s in stateDamaged with
 // nothing rewritten. s.mu is held.
-func (fs *FileStore) recover(s *session) error {
+func (fs *FileStore) recover(s *session, keep bool) error {
 	jdir := filepath.Join(s.dir, "journal")
 	entries, err := os.ReadDir(jdir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -28,13 +28,13 @@ func (fs *FileStore) recover(s *session) error {
 	slices.Sort(firsts)
 
 	if start, ok := fs.checkpointStart(s, jdir, firsts); ok {
-		if err := fs.recoverFrom(s, jdir, firsts, start); err != nil || s.state == stateReady {
+		if err := fs.recoverFrom(s, jdir, firsts, start, false); err != nil || s.state == stateReady {
 			return err
 		}
 		// Damage after the checkpoint's prefix: judge the whole journal
 		// without trusting the checkpoint.
 	}
-	return fs.recoverFrom(s, jdir, firsts, nil)
+	return fs.recoverFrom(s, jdir, firsts, nil, keep)
 }
 
 // coverage is the journal prefix a matching checkpoint vouches for.
@@ -98,10 +98,24 @@ func (fs *FileStore) checkpointStart(s *session, jdir string, firsts []uint64) (
 }
 
 // recoverFrom checks s's segments, from the end of the covered prefix when
-// cov is set (its frames are not read) or from the start. s.mu is held.
-func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *coverage) error {
+// cov is set (its frames are not read) or from the start. With keep (and
+// no cov), each segment is read with one read and checked in memory, and
+// the checked bytes are kept in s.warm within the store's budget. s.mu is
+// held.
+func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *coverage, keep bool) (err error) {
 	s.resetIndex()
 	s.lastMs = 0
+	var warm *warmSet
+	if keep && cov == nil {
+		warm = &warmSet{budget: &fs.warmBytes}
+		defer func() {
+			if err != nil || s.state != stateReady || len(warm.segs) == 0 {
+				warm.release()
+				return
+			}
+			s.warm = warm
+		}()
+	}
 	damaged := func(path string, off int64, format string, args ...any) error {
 		s.resetIndex()
 		s.state = stateDamaged
@@ -151,7 +165,12 @@ func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *
 			return damaged(path, 0, "segment starts at sequence %d, want %d (sequences are not dense)", first, expect)
 		}
 		s.segs = append(s.segs, segInfo{first: first})
-		end, next, cut, err := fs.scanSegment(s, path, start, expect)
+		var kept []byte
+		var keepInto *[]byte
+		if warm != nil && (len(warm.segs) == len(s.segs)-1) {
+			keepInto = &kept
+		}
+		end, next, cut, err := fs.scanSegment(s, path, start, expect, warm, keepInto)
 		if err != nil {
 			var de *DamagedError
 			if errors.As(err, &de) {
@@ -172,6 +191,10 @@ func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *
 		}
 		s.segs[len(s.segs)-1].size = end
 		expect = next
+		if kept != nil {
+			warm.segs = append(warm.segs, warmSeg{first: first, b: kept})
+			warm.next = next
+		}
 	}
 	s.state = stateReady
 	s.damage = nil
@@ -183,7 +206,7 @@ func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *
 // from expect on. It returns the end of the last complete frame, the next
 // expected sequence and, when the file ends inside a frame, the offset of
 // that frame as cut (else -1). Damage is reported as *DamagedError.
-func (fs *FileStore) scanSegment(s *session, path string, start int64, expect uint64) (end int64, next uint64, cut int64, err error) {
+func (fs *FileStore) scanSegment(s *session, path string, start int64, expect uint64, warm *warmSet, keep *[]byte) (end int64, next uint64, cut int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, 0, -1, err
@@ -196,13 +219,41 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 	if fi.Size() < start {
 		return 0, 0, -1, io.ErrUnexpectedEOF
 	}
-	sc := newFrameScanner(f, start, fi.Size(), fs.opts.MaxRecordBytes)
-	defer sc.release()
 	damage := func(off int64, format string, args ...any) error {
 		return &DamagedError{Session: s.id, File: path, Offset: off, Reason: fmt.Sprintf(format, args...)}
 	}
+	var nextFrame func() (int64, []byte, int, error)
+	if keep != nil && start == 0 && fs.growWarm(warm, fi.Size()) {
+		// One read of the whole segment, checked in memory; the checked
+		// prefix is kept for the Reads that follow.
+		b := make([]byte, fi.Size())
+		if n, err := f.ReadAt(b, 0); int64(n) < fi.Size() {
+			return 0, 0, -1, readErr(err)
+		}
+		var off int64
+		nextFrame = func() (int64, []byte, int, error) {
+			at := off
+			if at == int64(len(b)) {
+				*keep = b
+				return at, nil, 0, io.EOF
+			}
+			p, size, err := checkWarmFrame(b[at:], fs.opts.MaxRecordBytes)
+			if errors.Is(err, errShortFrame) {
+				*keep = b[:at:at]
+			}
+			if err != nil {
+				return at, nil, 0, err
+			}
+			off += int64(size)
+			return at, p, size, nil
+		}
+	} else {
+		sc := newFrameScanner(f, start, fi.Size(), fs.opts.MaxRecordBytes)
+		defer sc.release()
+		nextFrame = sc.next
+	}
 	for {
-		at, p, _, err := sc.next()
+		at, p, _, err := nextFrame()
 		switch {
 		case err == io.EOF:
 			return at, expect, -1, nil

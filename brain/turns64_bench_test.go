@@ -1,0 +1,104 @@
+package brain_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain"
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/braintest"
+	"github.com/brain-in-go/brain/brain/client"
+)
+
+// BenchmarkTurns64HTTP compares unpaced synchronous text turns from 64
+// concurrent sessions over HTTP (POST /v1/sessions/{id}/messages through
+// one Go client with its default transport) with the same turns on the
+// session engine of the same server, past the HTTP layer: journal fsync
+// on, scripted model, built-in loop, default passivation. The two run in
+// alternating rounds on the same sessions, so that both see the same
+// machine load; each op is one turn of each kind.
+//
+//	go test ./brain -run '^$' -bench Turns64HTTP -benchtime 4000x -count 3
+func BenchmarkTurns64HTTP(b *testing.B) {
+	const sessions, rounds = 64, 4
+	brn := braintest.Start(b, braintest.Options{Edit: func(c *brain.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}})
+	c, err := client.New(brn.URL, &client.Options{Token: brn.Token})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	sess := make([]*client.Session, sessions)
+	for i := range sess {
+		if sess[i], err = c.Sessions.Create(ctx, api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	in := api.UserInput{Message: "hello"}
+	// run answers the wall time of n turns and adds the process's CPU
+	// time (server and client) to *cpu.
+	run := func(n int, turn func(*client.Session) error, cpu *time.Duration) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		cpu0 := processCPU()
+		start := time.Now()
+		for _, s := range sess {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for next.Add(1) <= int64(n) {
+					if err := turn(s); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		wall := time.Since(start)
+		*cpu += processCPU() - cpu0
+		return wall
+	}
+	engine := func(s *client.Session) error { _, err := brn.Server.EngineSend(ctx, s.ID, in); return err }
+	overHTTP := func(s *client.Session) error { _, err := s.Send(ctx, in); return err }
+	// Warm both paths (connections, released projections).
+	var ce, ch time.Duration
+	run(2*sessions, overHTTP, &ch)
+	run(2*sessions, engine, &ce)
+	ce, ch = 0, 0
+	b.ResetTimer()
+	var te, th time.Duration
+	for r := 0; r < rounds; r++ {
+		n := b.N / rounds
+		if r%2 == 0 {
+			te += run(n, engine, &ce)
+			th += run(n, overHTTP, &ch)
+		} else {
+			th += run(n, overHTTP, &ch)
+			te += run(n, engine, &ce)
+		}
+	}
+	n := float64(b.N / rounds * rounds)
+	b.ReportMetric(n/te.Seconds(), "engine-turns/s")
+	b.ReportMetric(n/th.Seconds(), "http-turns/s")
+	b.ReportMetric(te.Seconds()/th.Seconds(), "http/engine")
+	b.ReportMetric(float64(ce.Microseconds())/n, "engine-cpu-µs/turn")
+	b.ReportMetric(float64(ch.Microseconds())/n, "http-cpu-µs/turn")
+}
+
+// processCPU answers the user and system CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
