@@ -126,6 +126,10 @@ func TestEvents(t *testing.T) {
 		}
 	})
 	t.Run("case22_live_model_frames", func(t *testing.T) {
+		// Its own server, with the default live backlog: on the shared one
+		// (a backlog of 4 records, for case24) a reader starved for a moment
+		// is rightly ended as lagged before any delta reaches it.
+		s := start(t, "")
 		id := s.create().SessionID
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
@@ -133,6 +137,7 @@ func TestEvents(t *testing.T) {
 		go s.send(id, `{"reply":"a streamed reply in several parts","stream":true}`)
 		deltas := 0
 		var before string // id of the last recorded frame before the first delta
+		var last string
 		frames(resp.Body, func(f frame) bool {
 			if !f.HasID {
 				if f.Event == "model_request" || f.Event == "model_usage" {
@@ -151,9 +156,13 @@ func TestEvents(t *testing.T) {
 			if deltas == 0 {
 				before = f.ID
 			}
+			last = f.Event
 			return f.Event != "turn_ended"
 		})
 		resp.Body.Close()
+		if last != "turn_ended" {
+			t.Fatalf("the stream ended at %q, before turn_ended", last)
+		}
 		if deltas < 2 {
 			t.Fatalf("%d model_output frames", deltas)
 		}

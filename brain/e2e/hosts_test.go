@@ -379,6 +379,23 @@ func TestHostKilled(t *testing.T) {
 	}
 }
 
+// terminal answers the terminal record of the tool call started at seq,
+// or nil while it has none.
+func terminal(evs []api.Event, seq uint64) *api.Event {
+	for _, ev := range evs {
+		if ev.EventType != api.KindToolCallEnded && ev.EventType != api.KindToolCallFailed {
+			continue
+		}
+		var d struct {
+			Sequence uint64 `json:"sequence"`
+		}
+		if json.Unmarshal(ev.Data, &d) == nil && d.Sequence == seq {
+			return &ev
+		}
+	}
+	return nil
+}
+
 // waitAll waits until a session has an event of kind and answers all its
 // events.
 func waitAll(t *testing.T, s *server, id, kind string) []api.Event {
@@ -422,30 +439,45 @@ func TestHostBrainKilled(t *testing.T) {
 		t.Fatalf("after the restart the call ended with %s %s, want an ambiguous failure", end.EventType, end.Data)
 	}
 	// The same host process reconnects; it gets the next call and never
-	// the old one.
+	// the old one. Until it has reconnected a call fails at once for want
+	// of the host, so each attempt follows its own call, by its sequence,
+	// to whichever comes first: the host starting it or its terminal record.
 	var next []string
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		waitIdle(t, s2, id)
-		s2.submit(t, id, toolTurn("slow"))
-		evs := waitAll(t, s2, id, api.KindToolCallStarted)
-		if n := count(evs, api.KindToolCallStarted); n < 2 {
-			continue
-		}
-		select {
-		case l := <-p.lines:
-			if strings.HasPrefix(l, "started ") {
-				next = strings.Fields(l)
-			}
-		case <-time.After(300 * time.Millisecond):
-		}
-		if next != nil {
-			break
-		}
-		// The host had not reconnected yet: that call ended at once.
-		last := evs[len(evs)-1]
-		waitEvent(t, s2, id, func(ev api.Event) bool { return ev.EventType == api.KindTurnEnded && ev.Sequence > last.Sequence })
+	for deadline := time.Now().Add(20 * time.Second); next == nil; {
 		if time.Now().After(deadline) {
 			t.Fatal("the host never reconnected after the restart")
+		}
+		waitIdle(t, s2, id)
+		evs := s2.events(id)
+		before := evs[len(evs)-1].Sequence
+		s2.submit(t, id, toolTurn("slow"))
+		call := waitEvent(t, s2, id, func(ev api.Event) bool {
+			return ev.EventType == api.KindToolCallStarted && ev.Sequence > before
+		}).Sequence
+		for wait := time.Now().Add(30 * time.Second); next == nil; {
+			select {
+			case l, ok := <-p.lines:
+				if !ok {
+					t.Fatal("the host process ended")
+				}
+				if f := strings.Fields(l); len(f) == 3 && f[0] == "started" {
+					if f[2] != fmt.Sprint(call) {
+						t.Fatalf("host ran call %s, the session's new call is %d (the outstanding one was %s)", f[2], call, first[2])
+					}
+					next = f
+				}
+				continue
+			case <-time.After(20 * time.Millisecond):
+			}
+			if ended := terminal(s2.events(id), call); ended != nil {
+				if !strings.Contains(string(ended.Data), "host_not_connected") {
+					t.Fatalf("call %d ended with %s before reaching the host", call, ended.Data)
+				}
+				break
+			}
+			if time.Now().After(wait) {
+				t.Fatalf("call %d neither reached the host nor ended", call)
+			}
 		}
 	}
 	if next[2] == first[2] {
