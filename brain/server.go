@@ -125,6 +125,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		FilesystemAllow:      cfg.Agentloops.FilesystemAllow,
 		SecretAllow:          cfg.Agentloops.SecretAllow,
 		Shared:               sharedModules(s.store.Modules),
+		Tracer:               tracer,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: Config.Agentloops: %w", err)
 	}
@@ -158,6 +159,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MaxCommands: cfg.Hosts.MaxCommands,
 		Unconnected: cfg.Hosts.Unconnected,
 		Logger:      s.log,
+		Tracer:      tracer,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: Config.Hosts: %w", err)
 	}

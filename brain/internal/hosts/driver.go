@@ -93,7 +93,10 @@ func (r *Registry) Deliver(ctx context.Context, op session.Operation) (envapi.Re
 // other to next.
 func (ro *router) Deliver(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
 	if op.Declaration.Driver == api.DriverHost {
-		return ro.r.Deliver(ctx, op)
+		ctx, end := session.TraceOperation(ctx, ro.r.cfg.Tracer, op)
+		rc, err := ro.r.Deliver(ctx, op)
+		end(rc, err)
+		return rc, err
 	}
 	if ro.next == nil {
 		return envapi.Receipt{}, fmt.Errorf("environment %s: driver %q is not served by this server", op.Environment, op.Declaration.Driver)

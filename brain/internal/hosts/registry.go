@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/datadir"
 )
@@ -63,6 +65,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now reads the clock (nil: time.Now).
 	Now func() time.Time
+	// Tracer, when set, starts a span for every operation of a host
+	// environment (nil: none).
+	Tracer trace.Tracer
 }
 
 // Registry holds the registered hosts, their connections and their

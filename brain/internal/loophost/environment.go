@@ -109,8 +109,27 @@ func (e *Environments) local(op session.Operation) bool { return e.builtinOnly(o
 
 // Deliver runs a brain_component execute in a fresh instance, answers a
 // cancel of one of them, answers the lifecycle and calls of the built-in
-// environment alone, and passes every other operation to Next.
+// environment alone, and passes every other operation to Next. The
+// operations it answers itself are traced here; Next traces its own.
 func (e *Environments) Deliver(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
+	if e.host.opts.Tracer == nil || !e.answersItself(op) {
+		return e.deliver(ctx, op)
+	}
+	ctx, end := session.TraceOperation(ctx, e.host.opts.Tracer, op)
+	rc, err := e.deliver(ctx, op)
+	end(rc, err)
+	return rc, err
+}
+
+// answersItself reports whether Deliver answers op without Next.
+func (e *Environments) answersItself(op session.Operation) bool {
+	if e.local(op) || e.next == nil {
+		return true
+	}
+	return op.Request.Type == envapi.RequestExecute && op.Declaration.Driver == brainapi.DriverBrain && IsComponent(op.Request.Implementation)
+}
+
+func (e *Environments) deliver(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
 	local := e.local(op) || e.next == nil
 	switch op.Request.Type {
 	case envapi.RequestExecute:

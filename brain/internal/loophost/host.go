@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/agentloop/builtin"
@@ -105,6 +106,9 @@ type Options struct {
 	// directories mounted read-only at /secrets/<name>
 	// (BRAIN_ENV_SECRET_ALLOW). Empty denies every secret grant.
 	SecretAllow map[string]string
+	// Tracer, when set, starts a span for every environment operation the
+	// built-in environment answers itself (nil: none).
+	Tracer trace.Tracer
 }
 
 // SharedModules is a store of admitted module bytes every node of a

@@ -113,3 +113,34 @@ func (s *sess) traceActivationLocked(ctx context.Context, a *activation) context
 	a.span = s.e.startSpan(parent, "brain.activation", s.id, a.seq, attribute.String("brain.trigger", trigger))
 	return trace.ContextWithSpan(ctx, a.span)
 }
+
+// TraceOperation starts the client span of one environment operation, a
+// child of ctx's span, whatever serves it (a provider over HTTP, a host
+// connection, a Wasm Tool), and answers ctx carrying it with the function
+// that ends it with the receipt. With a nil tracer it does nothing.
+func TraceOperation(ctx context.Context, tracer trace.Tracer, op Operation) (context.Context, func(envapi.Receipt, error)) {
+	if tracer == nil {
+		return ctx, func(envapi.Receipt, error) {}
+	}
+	ctx, span := tracer.Start(ctx, "environment "+string(op.Request.Type), trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			attribute.String(AttrSessionID, op.SessionID),
+			attribute.Int64(AttrSequence, int64(op.Sequence)),
+			attribute.String("brain.environment", op.Environment),
+			attribute.String("brain.driver", op.Declaration.Driver),
+			attribute.String("brain.request", string(op.Request.Type)),
+		))
+	return ctx, func(r envapi.Receipt, err error) {
+		switch {
+		case err != nil:
+			span.SetStatus(codes.Error, err.Error())
+		case r.Type == envapi.ReceiptFailure:
+			span.SetAttributes(attribute.String("brain.receipt", string(r.Type)), attribute.String("brain.failure_code", r.Code))
+			span.SetStatus(codes.Error, r.Code)
+		default:
+			span.SetAttributes(attribute.String("brain.receipt", string(r.Type)))
+			span.SetStatus(codes.Ok, "")
+		}
+		span.End()
+	}
+}

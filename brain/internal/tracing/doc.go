@@ -46,9 +46,12 @@
 //	brain.tool_call   brain.session_id, brain.sequence (tool_call_started),
 //	               brain.tool, brain.environment
 //	environment operation  client span "environment <type>" of each
-//	               POST /v1/operations, brain.session_id, brain.sequence
+//	               operation, whatever serves it (a POST /v1/operations,
+//	               a host connection's command, a Wasm Tool run by the
+//	               built-in environment), brain.session_id, brain.sequence
 //	               (the record that started the operation),
-//	               brain.environment, http.response.status_code
+//	               brain.environment, brain.driver, brain.receipt, and
+//	               http.response.status_code over HTTP
 //
 // Parents: request → turn → activation → model call or tool call →
 // environment operation → the provider's own spans (envsdk starts an
