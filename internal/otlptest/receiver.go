@@ -44,7 +44,8 @@ type Log struct {
 
 // Receiver collects what exporters send it. Create it with Start.
 type Receiver struct {
-	srv *httptest.Server
+	srv  *httptest.Server
+	grpc *grpcReceiver
 
 	mu      sync.Mutex
 	spans   []Span
@@ -61,10 +62,21 @@ func Start() *Receiver {
 }
 
 // URL is the receiver's base URL (OTEL_EXPORTER_OTLP_ENDPOINT).
-func (r *Receiver) URL() string { return r.srv.URL }
+func (r *Receiver) URL() string {
+	if r.grpc != nil {
+		return r.grpc.url
+	}
+	return r.srv.URL
+}
 
 // Close stops the receiver.
-func (r *Receiver) Close() { r.srv.Close() }
+func (r *Receiver) Close() {
+	if r.grpc != nil {
+		r.grpc.srv.Stop()
+		return
+	}
+	r.srv.Close()
+}
 
 // Spans answers the spans received so far.
 func (r *Receiver) Spans() []Span {
