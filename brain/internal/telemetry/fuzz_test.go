@@ -61,13 +61,14 @@ func FuzzRecord(f *testing.F) {
 		if back.SessionID != o.SessionID || back.Origin != o.Origin || back.Turn != o.Turn || back.Tool != o.Tool || back.RecordedAtMs != 5 {
 			t.Fatalf("origin changed: %+v", back)
 		}
-		var want, got any
 		in := record
 		if len(bytes.TrimSpace(in)) == 0 {
 			in = []byte("null")
 		}
-		if json.Unmarshal(in, &want) != nil || json.Unmarshal(back.Record, &got) != nil {
-			t.Fatalf("record %q / %q does not decode", in, back.Record)
+		want, werr := decodeAny(in)
+		got, gerr := decodeAny(back.Record)
+		if werr != nil || gerr != nil {
+			t.Fatalf("record %q / %q does not decode: %v, %v", in, back.Record, werr, gerr)
 		}
 		wb, _ := json.Marshal(want)
 		gb, _ := json.Marshal(got)
@@ -75,4 +76,16 @@ func FuzzRecord(f *testing.F) {
 			t.Fatalf("record %s came back as %s", wb, gb)
 		}
 	})
+}
+
+// decodeAny decodes one JSON value keeping numbers as written (a number
+// beyond float64, such as 1E700, is valid JSON and must come back as is).
+func decodeAny(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
