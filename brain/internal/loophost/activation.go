@@ -333,22 +333,9 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 			h.opts.Output(m.id, a.stdout.Bytes(), a.stderr.Bytes())
 		}
 	}()
-	res, err := mod.ExportedFunction(agentloop.ExportAlloc).Call(ctx, uint64(len(raw)))
+	doc, err := a.exchange(ctx, m, mod, agentloop.ExportTurn, raw)
 	if err != nil {
-		return out, a.fail(ctx, m, agentloop.ExportAlloc, err)
-	}
-	ptr := uint32(res[0])
-	if !mod.Memory().Write(ptr, raw) {
-		return out, fmt.Errorf("agentloop %s: %s answered %d, outside memory for %d bytes", short(m.id), agentloop.ExportAlloc, ptr, len(raw))
-	}
-	res, err = mod.ExportedFunction(agentloop.ExportTurn).Call(ctx, uint64(ptr), uint64(len(raw)))
-	if err != nil {
-		return out, a.fail(ctx, m, agentloop.ExportTurn, err)
-	}
-	optr, olen := uint32(res[0]>>32), uint32(res[0])
-	doc, ok := mod.Memory().Read(optr, olen)
-	if !ok {
-		return out, fmt.Errorf("agentloop %s: turn answered %d+%d, outside memory", short(m.id), optr, olen)
+		return out, err
 	}
 	var ans turnAnswer
 	dec := json.NewDecoder(bytes.NewReader(doc))
@@ -377,6 +364,34 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 }
 
 // fail describes an instance that trapped, exited or was closed.
+// exchange writes raw into the buffer the instance's brain_alloc hands
+// out, calls export with it, and answers the bytes at the pointer and
+// length export answers; they are valid until the instance is closed. An
+// answer beyond a.limit (when set) fails with a limitError.
+func (a *activation) exchange(ctx context.Context, m *module, mod api.Module, export string, raw []byte) ([]byte, error) {
+	res, err := mod.ExportedFunction(agentloop.ExportAlloc).Call(ctx, uint64(len(raw)))
+	if err != nil {
+		return nil, a.fail(ctx, m, agentloop.ExportAlloc, err)
+	}
+	ptr := uint32(res[0])
+	if !mod.Memory().Write(ptr, raw) {
+		return nil, fmt.Errorf("%s %s: %s answered %d, outside memory for %d bytes", m.kind, short(m.id), agentloop.ExportAlloc, ptr, len(raw))
+	}
+	res, err = mod.ExportedFunction(export).Call(ctx, uint64(ptr), uint64(len(raw)))
+	if err != nil {
+		return nil, a.fail(ctx, m, export, err)
+	}
+	optr, olen := uint32(res[0]>>32), uint32(res[0])
+	if a.limit > 0 && int(olen) > a.limit {
+		return nil, &limitError{fmt.Sprintf("%s %s answered %d bytes (limit %d)", m.kind, short(m.id), olen, a.limit)}
+	}
+	out, ok := mod.Memory().Read(optr, olen)
+	if !ok {
+		return nil, fmt.Errorf("%s %s: %s answered %d+%d, outside memory", m.kind, short(m.id), export, optr, olen)
+	}
+	return out, nil
+}
+
 func (a *activation) fail(ctx context.Context, m *module, stage string, err error) error {
 	if cause := context.Cause(ctx); cause != nil {
 		return fmt.Errorf("%s %s: %s: %w", m.kind, short(m.id), stage, cause)

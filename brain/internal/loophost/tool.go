@@ -212,25 +212,9 @@ func (h *Host) instance(ctx context.Context, m *module, a *activation, raw []byt
 			h.opts.Output(m.id, a.stdout.Bytes(), a.stderr.Bytes())
 		}
 	}()
-	res, err := mod.ExportedFunction(tool.ExportAlloc).Call(ctx, uint64(len(raw)))
+	out, err := a.exchange(ctx, m, mod, tool.ExportRun, raw)
 	if err != nil {
-		return nil, a.fail(ctx, m, tool.ExportAlloc, err)
-	}
-	ptr := uint32(res[0])
-	if !mod.Memory().Write(ptr, raw) {
-		return nil, fmt.Errorf("%s %s: %s answered %d, outside memory for %d bytes", m.kind, short(m.id), tool.ExportAlloc, ptr, len(raw))
-	}
-	res, err = mod.ExportedFunction(tool.ExportRun).Call(ctx, uint64(ptr), uint64(len(raw)))
-	if err != nil {
-		return nil, a.fail(ctx, m, tool.ExportRun, err)
-	}
-	optr, olen := uint32(res[0]>>32), uint32(res[0])
-	if a.limit > 0 && int(olen) > a.limit {
-		return nil, &limitError{fmt.Sprintf("tool %s answered %d bytes (limit %d)", short(m.id), olen, a.limit)}
-	}
-	out, ok := mod.Memory().Read(optr, olen)
-	if !ok {
-		return nil, fmt.Errorf("%s %s: %s answered %d+%d, outside memory", m.kind, short(m.id), tool.ExportRun, optr, olen)
+		return nil, err
 	}
 	return bytes.Clone(out), nil
 }
