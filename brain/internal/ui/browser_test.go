@@ -123,11 +123,19 @@ func TestInspectorInBrowser(t *testing.T) {
 	}
 	text := func(sel string) string {
 		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel), chromedp.NodeVisible))
-		if err != nil {
-			fail("read "+sel, err)
+		// A view re-renders when new data arrives, which can replace the
+		// node between its lookup and its read ("No node with given id
+		// found"): the selector is then looked up again.
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel), chromedp.NodeVisible))
+			if err == nil {
+				return strings.TrimSpace(s)
+			}
+			if !strings.Contains(err.Error(), "No node with given id found") || time.Now().After(deadline) {
+				fail("read "+sel, err)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		return strings.TrimSpace(s)
 	}
 	eval := func(expr string, v any) {
 		t.Helper()
