@@ -114,22 +114,40 @@ type OTLP struct {
 	Headers  map[string]string `env:"OTEL_EXPORTER_OTLP_HEADERS"`
 	Insecure bool              `env:"OTEL_EXPORTER_OTLP_INSECURE"`
 	Timeout  time.Duration     `validate:"gte=0s" env:"OTEL_EXPORTER_OTLP_TIMEOUT"`
+	// Compression of every signal's exports: gzip or none (default).
+	Compression string `validate:"omitempty,oneof=gzip none" env:"OTEL_EXPORTER_OTLP_COMPRESSION"`
 
 	TracesEndpoint string            `validate:"omitempty,http_url" env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
 	TracesProtocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"`
 	TracesHeaders  map[string]string `env:"OTEL_EXPORTER_OTLP_TRACES_HEADERS"`
 	TracesInsecure bool              `env:"OTEL_EXPORTER_OTLP_TRACES_INSECURE"`
 	TracesTimeout  time.Duration     `validate:"gte=0s" env:"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"`
+	// TracesCompression wins over Compression for traces.
+	TracesCompression string `validate:"omitempty,oneof=gzip none" env:"OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"`
+	// TracesExporter is otlp (default) or none: none exports no spans
+	// whatever the endpoints say.
+	TracesExporter string `validate:"omitempty,oneof=otlp none" env:"OTEL_TRACES_EXPORTER"`
 
 	LogsEndpoint string            `validate:"omitempty,http_url" env:"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"`
 	LogsProtocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"`
 	LogsHeaders  map[string]string `env:"OTEL_EXPORTER_OTLP_LOGS_HEADERS"`
 	LogsInsecure bool              `env:"OTEL_EXPORTER_OTLP_LOGS_INSECURE"`
 	LogsTimeout  time.Duration     `validate:"gte=0s" env:"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT"`
+	// LogsCompression wins over Compression for logs.
+	LogsCompression string `validate:"omitempty,oneof=gzip none" env:"OTEL_EXPORTER_OTLP_LOGS_COMPRESSION"`
+	// LogsExporter is otlp (default) or none: none exports no telemetry
+	// records over OTLP whatever the endpoints say.
+	LogsExporter string `validate:"omitempty,oneof=otlp none" env:"OTEL_LOGS_EXPORTER"`
 
 	// ServiceName is the service.name of Brain's resource (default
 	// "brain").
 	ServiceName string `env:"OTEL_SERVICE_NAME"`
+	// ResourceAttributes are more attributes of Brain's resource
+	// (key=value pairs); ServiceName wins over a service.name among them.
+	ResourceAttributes map[string]string `env:"OTEL_RESOURCE_ATTRIBUTES"`
+	// Disabled exports nothing and reads or sends no trace context,
+	// whatever else is set.
+	Disabled bool `env:"OTEL_SDK_DISABLED"`
 }
 
 // Storage selects the storage backend.

@@ -12,10 +12,11 @@ func ParseOTLPHeaders(v string) (map[string]string, error) { return tracing.Pars
 func (o OTLP) settings() tracing.Settings {
 	return tracing.Settings{
 		Endpoint: o.Endpoint, Protocol: o.Protocol, Headers: o.Headers, Insecure: o.Insecure, Timeout: o.Timeout,
-		Traces: tracing.Signal{Endpoint: o.TracesEndpoint, Protocol: o.TracesProtocol, Headers: o.TracesHeaders,
-			Insecure: o.TracesInsecure, Timeout: o.TracesTimeout},
-		Logs: tracing.Signal{Endpoint: o.LogsEndpoint, Protocol: o.LogsProtocol, Headers: o.LogsHeaders,
-			Insecure: o.LogsInsecure, Timeout: o.LogsTimeout},
-		ServiceName: o.ServiceName,
+		Compression: o.Compression,
+		Traces: tracing.Signal{Exporter: o.TracesExporter, Endpoint: o.TracesEndpoint, Protocol: o.TracesProtocol,
+			Headers: o.TracesHeaders, Insecure: o.TracesInsecure, Timeout: o.TracesTimeout, Compression: o.TracesCompression},
+		Logs: tracing.Signal{Exporter: o.LogsExporter, Endpoint: o.LogsEndpoint, Protocol: o.LogsProtocol,
+			Headers: o.LogsHeaders, Insecure: o.LogsInsecure, Timeout: o.LogsTimeout, Compression: o.LogsCompression},
+		ServiceName: o.ServiceName, Resource: o.ResourceAttributes, Disabled: o.Disabled,
 	}
 }

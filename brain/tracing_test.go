@@ -261,6 +261,21 @@ func TestNoOTLPNoTraceContext(t *testing.T) {
 	// A collector in the process environment is not consulted: the
 	// configuration is the only source.
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL())
+	for _, tc := range []struct {
+		name string
+		otlp brain.OTLP
+	}{
+		{"unset", brain.OTLP{}},
+		// OTEL_SDK_DISABLED wins over an endpoint, and so does
+		// OTEL_TRACES_EXPORTER=none for spans and trace context.
+		{"disabled", brain.OTLP{Endpoint: rcv.URL(), Disabled: true}},
+		{"traces_exporter_none", brain.OTLP{Endpoint: rcv.URL(), TracesExporter: "none", LogsExporter: "none"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { noTraceContext(t, rcv, tc.otlp) })
+	}
+}
+
+func noTraceContext(t *testing.T, rcv *otlptest.Receiver, otlp brain.OTLP) {
 	var mu sync.Mutex
 	var modelParents []string
 	chat := chatServer(func(r *http.Request) {
@@ -270,7 +285,7 @@ func TestNoOTLPNoTraceContext(t *testing.T) {
 	})
 	defer chat.Close()
 	p := &tracedProvider{}
-	b, _, _ := toolTurn(t, p, func(cfg *brain.Config) { cfg.Models.OpenAIBaseURL = chat.URL + "/v1" })
+	b, _, _ := toolTurn(t, p, func(cfg *brain.Config) { cfg.Models.OpenAIBaseURL = chat.URL + "/v1"; cfg.OTLP = otlp })
 	chatTurn(t, b)
 	b.Stop()
 	if n := len(rcv.Spans()); n != 0 {

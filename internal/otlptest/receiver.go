@@ -29,6 +29,8 @@ type Span struct {
 	Attributes   map[string]any
 	StatusCode   string
 	StatusText   string
+	// Resource are the attributes of the span's resource.
+	Resource map[string]any
 }
 
 // Log is one received log record.
@@ -164,7 +166,8 @@ func (r *Receiver) addSpans(in *coltrace.ExportTraceServiceRequest, h http.Heade
 	defer r.mu.Unlock()
 	r.headers = append(r.headers, h.Clone())
 	for _, rs := range in.GetResourceSpans() {
-		service, _ := attrs(rs.GetResource().GetAttributes())["service.name"].(string)
+		res := attrs(rs.GetResource().GetAttributes())
+		service, _ := res["service.name"].(string)
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
 				r.spans = append(r.spans, Span{
@@ -177,6 +180,7 @@ func (r *Receiver) addSpans(in *coltrace.ExportTraceServiceRequest, h http.Heade
 					Attributes:   attrs(s.GetAttributes()),
 					StatusCode:   s.GetStatus().GetCode().String(),
 					StatusText:   s.GetStatus().GetMessage(),
+					Resource:     res,
 				})
 			}
 		}

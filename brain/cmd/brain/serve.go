@@ -43,8 +43,9 @@ Tracing: OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
 exports spans of requests, turns, model and tool calls and environment
 operations over OTLP, with W3C trace context sent to environments and
 models; OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf or grpc), _HEADERS,
-_INSECURE, _TIMEOUT (ms) and OTEL_SERVICE_NAME as usual. Unset: nothing is
-traced.
+_INSECURE, _TIMEOUT (ms), _COMPRESSION (gzip or none), OTEL_SERVICE_NAME,
+OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_EXPORTER and OTEL_LOGS_EXPORTER (otlp or
+none) and OTEL_SDK_DISABLED as usual. Unset: nothing is traced.
 
 Signals: SIGTERM or SIGINT drains (new work answers 503, admitted turns
 finish and commit, streams close, exit 0); a second signal exits at once.

@@ -24,11 +24,17 @@
 //	OTEL_EXPORTER_OTLP_{TRACES,LOGS}_INSECURE
 //	OTEL_EXPORTER_OTLP_TIMEOUT            milliseconds per export (default 10000)
 //	OTEL_EXPORTER_OTLP_{TRACES,LOGS}_TIMEOUT
+//	OTEL_EXPORTER_OTLP_COMPRESSION        gzip or none (default)
+//	OTEL_EXPORTER_OTLP_{TRACES,LOGS}_COMPRESSION
+//	OTEL_TRACES_EXPORTER, OTEL_LOGS_EXPORTER  otlp (default) or none: none
+//	                                      exports nothing of that signal
 //	OTEL_SERVICE_NAME                     service.name of the resource (default brain)
+//	OTEL_RESOURCE_ATTRIBUTES              k=v,k2=v2: more resource attributes
+//	OTEL_SDK_DISABLED                     true: nothing is exported at all
 //
-// A signal is exported only when an endpoint names where to: with no
-// endpoint NewTracerProvider answers a nil provider and NewLogSink a nil
-// emitter, and the callers then start no spans and send no trace context
+// A signal is exported only when an endpoint names where to, its exporter
+// is not none and the SDK is not disabled. Otherwise NewTracerProvider
+// answers a nil provider and NewLogSink a nil emitter, and the callers then start no spans and send no trace context
 // at all (not even one that arrived with a request).
 //
 // # Spans

@@ -45,6 +45,9 @@ func NewLogSink(ctx context.Context, s Settings) (LogEmitter, Shutdown, error) {
 		if sig.Timeout > 0 {
 			opts = append(opts, otlploggrpc.WithTimeout(sig.Timeout))
 		}
+		if sig.Compression == CompressionGzip {
+			opts = append(opts, otlploggrpc.WithCompressor(CompressionGzip))
+		}
 		exp, err = otlploggrpc.New(ctx, opts...)
 	} else {
 		opts := []otlploghttp.Option{otlploghttp.WithEndpointURL(sig.Endpoint), otlploghttp.WithHeaders(sig.Headers)}
@@ -53,6 +56,9 @@ func NewLogSink(ctx context.Context, s Settings) (LogEmitter, Shutdown, error) {
 		}
 		if sig.Timeout > 0 {
 			opts = append(opts, otlploghttp.WithTimeout(sig.Timeout))
+		}
+		if sig.Compression == CompressionGzip {
+			opts = append(opts, otlploghttp.WithCompression(otlploghttp.GzipCompression))
 		}
 		exp, err = otlploghttp.New(ctx, opts...)
 	}

@@ -17,6 +17,18 @@ const (
 // DefaultServiceName is service.name when Settings.ServiceName is empty.
 const DefaultServiceName = "brain"
 
+// Exporters a signal may name (OTEL_TRACES_EXPORTER, OTEL_LOGS_EXPORTER).
+const (
+	ExporterOTLP = "otlp"
+	ExporterNone = "none"
+)
+
+// Compressions of an OTLP export (OTEL_EXPORTER_OTLP_*COMPRESSION).
+const (
+	CompressionGzip = "gzip"
+	CompressionNone = "none"
+)
+
 // Settings are the OTLP export settings: the general ones
 // (OTEL_EXPORTER_OTLP_*) and those of each signal
 // (OTEL_EXPORTER_OTLP_TRACES_*, OTEL_EXPORTER_OTLP_LOGS_*), which win.
@@ -26,21 +38,33 @@ type Settings struct {
 	Headers  map[string]string
 	Insecure bool
 	Timeout  time.Duration
+	// Compression is gzip or none (the default).
+	Compression string
 
 	Traces Signal
 	Logs   Signal
 
 	// ServiceName is the resource's service.name (OTEL_SERVICE_NAME).
 	ServiceName string
+	// Resource are more attributes of the resource
+	// (OTEL_RESOURCE_ATTRIBUTES); ServiceName wins over a service.name
+	// among them only when it is set.
+	Resource map[string]string
+	// Disabled exports nothing whatever else is set (OTEL_SDK_DISABLED).
+	Disabled bool
 }
 
 // Signal are the settings of one signal. Endpoint is its full URL.
 type Signal struct {
-	Endpoint string
-	Protocol string
-	Headers  map[string]string
-	Insecure bool
-	Timeout  time.Duration
+	// Exporter is otlp (the default) or none, which exports nothing of
+	// this signal (OTEL_TRACES_EXPORTER, OTEL_LOGS_EXPORTER).
+	Exporter    string
+	Endpoint    string
+	Protocol    string
+	Headers     map[string]string
+	Insecure    bool
+	Timeout     time.Duration
+	Compression string
 }
 
 // resolved is one signal's effective settings.
@@ -57,6 +81,20 @@ func (s Settings) signal(name string) (resolved, error) {
 		sig = s.Logs
 	}
 	r := resolved{path: "/v1/" + name}
+	switch sig.Exporter {
+	case "", ExporterOTLP:
+	case ExporterNone:
+		return r, nil
+	default:
+		return resolved{}, fmt.Errorf("tracing: %s exporter %q: want %s or %s", name, sig.Exporter, ExporterOTLP, ExporterNone)
+	}
+	r.Compression = first(sig.Compression, s.Compression, CompressionNone)
+	if r.Compression != CompressionGzip && r.Compression != CompressionNone {
+		return resolved{}, fmt.Errorf("tracing: %s compression %q: want %s or %s", name, r.Compression, CompressionGzip, CompressionNone)
+	}
+	if s.Disabled {
+		return r, nil
+	}
 	r.Protocol = first(sig.Protocol, s.Protocol, ProtocolHTTP)
 	if r.Protocol != ProtocolHTTP && r.Protocol != ProtocolGRPC {
 		return resolved{}, fmt.Errorf("tracing: %s protocol %q: want %s or %s", name, r.Protocol, ProtocolHTTP, ProtocolGRPC)

@@ -3,6 +3,8 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -38,6 +40,9 @@ func NewTracerProvider(ctx context.Context, s Settings) (trace.TracerProvider, S
 		if sig.Timeout > 0 {
 			opts = append(opts, otlptracegrpc.WithTimeout(sig.Timeout))
 		}
+		if sig.Compression == CompressionGzip {
+			opts = append(opts, otlptracegrpc.WithCompressor(CompressionGzip))
+		}
 		exp, err = otlptracegrpc.New(ctx, opts...)
 	} else {
 		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(sig.Endpoint), otlptracehttp.WithHeaders(sig.Headers)}
@@ -46,6 +51,9 @@ func NewTracerProvider(ctx context.Context, s Settings) (trace.TracerProvider, S
 		}
 		if sig.Timeout > 0 {
 			opts = append(opts, otlptracehttp.WithTimeout(sig.Timeout))
+		}
+		if sig.Compression == CompressionGzip {
+			opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
 		}
 		exp, err = otlptracehttp.New(ctx, opts...)
 	}
@@ -56,8 +64,16 @@ func NewTracerProvider(ctx context.Context, s Settings) (trace.TracerProvider, S
 	return tp, tp.Shutdown, nil
 }
 
-// newResource describes the process: service.name only (the library
-// reads no OTEL_RESOURCE_ATTRIBUTES).
+// newResource describes the process: the attributes of s.Resource and
+// service.name (s.ServiceName, else the one among them, else brain). The
+// library itself reads no environment.
 func newResource(s Settings) *resource.Resource {
-	return resource.NewSchemaless(attribute.String("service.name", first(s.ServiceName, DefaultServiceName)))
+	kvs := make([]attribute.KeyValue, 0, len(s.Resource)+1)
+	for _, k := range slices.Sorted(maps.Keys(s.Resource)) {
+		if k != "service.name" {
+			kvs = append(kvs, attribute.String(k, s.Resource[k]))
+		}
+	}
+	kvs = append(kvs, attribute.String("service.name", first(s.ServiceName, s.Resource["service.name"], DefaultServiceName)))
+	return resource.NewSchemaless(kvs...)
 }

@@ -171,3 +171,86 @@ func FuzzParseHeaders(f *testing.F) {
 		}
 	})
 }
+
+// TestExporterNoneAndDisabledExportNothing: OTEL_TRACES_EXPORTER=none,
+// OTEL_LOGS_EXPORTER=none and OTEL_SDK_DISABLED leave no provider and no
+// sink although an endpoint is set, and nothing reaches the receiver.
+func TestExporterNoneAndDisabledExportNothing(t *testing.T) {
+	rcv := otlptest.Start()
+	defer rcv.Close()
+	ctx := context.Background()
+	for _, s := range []tracing.Settings{
+		{Endpoint: rcv.URL(), Traces: tracing.Signal{Exporter: tracing.ExporterNone}, Logs: tracing.Signal{Exporter: tracing.ExporterNone}},
+		{Endpoint: rcv.URL(), Disabled: true},
+		{Traces: tracing.Signal{Endpoint: rcv.URL() + "/v1/traces"}, Logs: tracing.Signal{Endpoint: rcv.URL() + "/v1/logs"}, Disabled: true},
+	} {
+		tp, stop, err := tracing.NewTracerProvider(ctx, s)
+		if err != nil || tp != nil || stop(ctx) != nil {
+			t.Errorf("%+v: NewTracerProvider = %v, %v; want none", s, tp, err)
+		}
+		le, stop, err := tracing.NewLogSink(ctx, s)
+		if err != nil || le != nil || stop(ctx) != nil {
+			t.Errorf("%+v: NewLogSink = %v, %v; want none", s, le, err)
+		}
+	}
+	// One signal off leaves the other on.
+	s := tracing.Settings{Endpoint: rcv.URL(), Traces: tracing.Signal{Exporter: tracing.ExporterNone}, Logs: tracing.Signal{Exporter: tracing.ExporterOTLP}}
+	le, stop, err := tracing.NewLogSink(ctx, s)
+	if err != nil || le == nil {
+		t.Fatalf("NewLogSink with traces off = %v, %v; want a sink", le, err)
+	}
+	le.Emit(ctx, "brain.telemetry", nil, []byte("on"), time.Now())
+	if err := stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rcv.Logs()); n != 1 || len(rcv.Spans()) != 0 {
+		t.Errorf("received %d logs and %d spans, want 1 log and no span", n, len(rcv.Spans()))
+	}
+	for _, bad := range []tracing.Settings{
+		{Endpoint: rcv.URL(), Traces: tracing.Signal{Exporter: "jaeger"}},
+		{Endpoint: rcv.URL(), Compression: "zstd"},
+		{Endpoint: rcv.URL(), Traces: tracing.Signal{Compression: "br"}},
+	} {
+		if _, _, err := tracing.NewTracerProvider(ctx, bad); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// TestResourceAttributesAndGzip: the resource carries the configured
+// attributes, OTEL_SERVICE_NAME wins over a service.name among them, and
+// a gzip-compressed export arrives compressed and intact.
+func TestResourceAttributesAndGzip(t *testing.T) {
+	rcv := otlptest.Start()
+	defer rcv.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		s           tracing.Settings
+		service     string
+		compression string
+	}{
+		{tracing.Settings{Endpoint: rcv.URL(), Compression: tracing.CompressionGzip,
+			Resource: map[string]string{"deployment.environment": "eu-1", "service.name": "from-attributes"}}, "from-attributes", "gzip"},
+		{tracing.Settings{Endpoint: rcv.URL(), ServiceName: "named", Traces: tracing.Signal{Compression: tracing.CompressionNone},
+			Compression: tracing.CompressionGzip, Resource: map[string]string{"deployment.environment": "eu-1", "service.name": "from-attributes"}}, "named", ""},
+	} {
+		before := len(rcv.Spans())
+		nh := len(rcv.Headers())
+		tp, stop, err := tracing.NewTracerProvider(ctx, tc.s)
+		if err != nil || tp == nil {
+			t.Fatalf("NewTracerProvider = %v, %v", tp, err)
+		}
+		_, span := tp.Tracer("t").Start(ctx, "s")
+		span.End()
+		if err := stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		spans := rcv.Spans()[before:]
+		if len(spans) != 1 || spans[0].Service != tc.service || spans[0].Resource["deployment.environment"] != "eu-1" {
+			t.Errorf("%+v: received %+v, want one span of %s with deployment.environment eu-1", tc.s, spans, tc.service)
+		}
+		if h := rcv.Headers()[nh:]; len(h) != 1 || h[0].Get("Content-Encoding") != tc.compression {
+			t.Errorf("%+v: export headers %v, want Content-Encoding %q", tc.s, h, tc.compression)
+		}
+	}
+}
