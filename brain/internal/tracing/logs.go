@@ -38,29 +38,13 @@ func NewLogSink(ctx context.Context, s Settings) (LogEmitter, Shutdown, error) {
 	}
 	var exp sdklog.Exporter
 	if sig.Protocol == ProtocolGRPC {
-		opts := []otlploggrpc.Option{otlploggrpc.WithEndpointURL(sig.Endpoint), otlploggrpc.WithHeaders(sig.Headers)}
-		if sig.Insecure {
-			opts = append(opts, otlploggrpc.WithInsecure())
-		}
-		if sig.Timeout > 0 {
-			opts = append(opts, otlploggrpc.WithTimeout(sig.Timeout))
-		}
-		if sig.Compression == CompressionGzip {
-			opts = append(opts, otlploggrpc.WithCompressor(CompressionGzip))
-		}
-		exp, err = otlploggrpc.New(ctx, opts...)
+		exp, err = otlploggrpc.New(ctx, exporterOptions(sig, optionSet[otlploggrpc.Option]{
+			otlploggrpc.WithEndpointURL, otlploggrpc.WithHeaders, otlploggrpc.WithInsecure,
+			otlploggrpc.WithTimeout, otlploggrpc.WithCompressor(CompressionGzip)})...)
 	} else {
-		opts := []otlploghttp.Option{otlploghttp.WithEndpointURL(sig.Endpoint), otlploghttp.WithHeaders(sig.Headers)}
-		if sig.Insecure {
-			opts = append(opts, otlploghttp.WithInsecure())
-		}
-		if sig.Timeout > 0 {
-			opts = append(opts, otlploghttp.WithTimeout(sig.Timeout))
-		}
-		if sig.Compression == CompressionGzip {
-			opts = append(opts, otlploghttp.WithCompression(otlploghttp.GzipCompression))
-		}
-		exp, err = otlploghttp.New(ctx, opts...)
+		exp, err = otlploghttp.New(ctx, exporterOptions(sig, optionSet[otlploghttp.Option]{
+			otlploghttp.WithEndpointURL, otlploghttp.WithHeaders, otlploghttp.WithInsecure,
+			otlploghttp.WithTimeout, otlploghttp.WithCompression(otlploghttp.GzipCompression)})...)
 	}
 	if err != nil {
 		return nil, noShutdown, fmt.Errorf("tracing: logs exporter: %w", err)

@@ -127,6 +127,31 @@ func (s Settings) signal(name string) (resolved, error) {
 	return r, nil
 }
 
+// optionSet are one OTLP exporter package's option constructors.
+type optionSet[O any] struct {
+	endpoint func(string) O
+	headers  func(map[string]string) O
+	insecure func() O
+	timeout  func(time.Duration) O
+	gzip     O
+}
+
+// exporterOptions answers the options of an exporter of the signal sig,
+// the same decisions for every exporter package.
+func exporterOptions[O any](sig resolved, o optionSet[O]) []O {
+	opts := []O{o.endpoint(sig.Endpoint), o.headers(sig.Headers)}
+	if sig.Insecure {
+		opts = append(opts, o.insecure())
+	}
+	if sig.Timeout > 0 {
+		opts = append(opts, o.timeout(sig.Timeout))
+	}
+	if sig.Compression == CompressionGzip {
+		opts = append(opts, o.gzip)
+	}
+	return opts
+}
+
 func first(v ...string) string {
 	for _, s := range v {
 		if s != "" {

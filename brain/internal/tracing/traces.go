@@ -33,29 +33,13 @@ func NewTracerProvider(ctx context.Context, s Settings) (trace.TracerProvider, S
 	}
 	var exp sdktrace.SpanExporter
 	if sig.Protocol == ProtocolGRPC {
-		opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(sig.Endpoint), otlptracegrpc.WithHeaders(sig.Headers)}
-		if sig.Insecure {
-			opts = append(opts, otlptracegrpc.WithInsecure())
-		}
-		if sig.Timeout > 0 {
-			opts = append(opts, otlptracegrpc.WithTimeout(sig.Timeout))
-		}
-		if sig.Compression == CompressionGzip {
-			opts = append(opts, otlptracegrpc.WithCompressor(CompressionGzip))
-		}
-		exp, err = otlptracegrpc.New(ctx, opts...)
+		exp, err = otlptracegrpc.New(ctx, exporterOptions(sig, optionSet[otlptracegrpc.Option]{
+			otlptracegrpc.WithEndpointURL, otlptracegrpc.WithHeaders, otlptracegrpc.WithInsecure,
+			otlptracegrpc.WithTimeout, otlptracegrpc.WithCompressor(CompressionGzip)})...)
 	} else {
-		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(sig.Endpoint), otlptracehttp.WithHeaders(sig.Headers)}
-		if sig.Insecure {
-			opts = append(opts, otlptracehttp.WithInsecure())
-		}
-		if sig.Timeout > 0 {
-			opts = append(opts, otlptracehttp.WithTimeout(sig.Timeout))
-		}
-		if sig.Compression == CompressionGzip {
-			opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
-		}
-		exp, err = otlptracehttp.New(ctx, opts...)
+		exp, err = otlptracehttp.New(ctx, exporterOptions(sig, optionSet[otlptracehttp.Option]{
+			otlptracehttp.WithEndpointURL, otlptracehttp.WithHeaders, otlptracehttp.WithInsecure,
+			otlptracehttp.WithTimeout, otlptracehttp.WithCompression(otlptracehttp.GzipCompression)})...)
 	}
 	if err != nil {
 		return nil, noShutdown, fmt.Errorf("tracing: traces exporter: %w", err)
