@@ -156,6 +156,11 @@ func (r *Requests) try(ctx context.Context, k reqKey, digest [32]byte, hinted bo
 		args: []any{k.scope, []byte(k.key), digest[:], hinted, id, r.db.instance, now, r.opts.Retention.Milliseconds()},
 		scan: func(row pgx.Row) error { return row.Scan(&got) }})
 	if !sent {
+		if ctx.Err() == nil {
+			// The operation's own deadline ran out in the group commit's
+			// queue: the database is slow, and nothing was sent.
+			err = fmt.Errorf("claim: %w: %w", ErrUnavailable, err)
+		}
 		return nil, nil, nil, err
 	}
 	if err == nil {
