@@ -68,7 +68,8 @@ func TestRequestsWhileDatabaseHangs(t *testing.T) {
 	}
 	for i := range keys {
 		check(fmt.Sprint("claim ", i), func(ctx context.Context) error {
-			_, _, err := r.Claim(ctx, "s", fmt.Sprint("k", i), idem.Digest([]byte("x")))
+			k := fmt.Sprint("k", i)
+			_, _, err := r.Claim(ctx, "s", k, idem.Digest([]byte(k)))
 			return err
 		})
 	}
@@ -81,9 +82,7 @@ func TestRequestsWhileDatabaseHangs(t *testing.T) {
 	wg.Wait()
 	thaw()
 	for i := range keys {
-		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		c, _, err := r.Claim(ctx, "s", fmt.Sprint("k", i), idem.Digest([]byte("x")))
-		cancel()
+		c, err, _ := claimRetrying(r, fmt.Sprint("k", i), 20*time.Second)
 		if err != nil {
 			t.Fatalf("claim k%d after the database resumed = %v, want a claim", i, err)
 		}
