@@ -67,6 +67,7 @@ type DB struct {
 	leases  map[string]Lease // live leases this node holds
 	lost    func(id string, epoch int64)
 
+	bg        context.Context // ends on Close: background work derives from it
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -129,7 +130,7 @@ func (db *DB) start(ctx context.Context) error {
 		return err
 	}
 	bg, stop := context.WithCancel(context.Background())
-	db.stop = stop
+	db.bg, db.stop = bg, stop
 	db.journal = newJournal(db)
 	ready := make(chan struct{})
 	db.wg.Go(func() { db.journal.listen(bg, ready) })

@@ -138,4 +138,15 @@
 // acknowledges nothing and re-reads the state before acting again. Both
 // wrap journal.ErrOverloaded (HTTP 503 overloaded, retryable). Nothing
 // sticks: the pool reconnects on the next operation.
+//
+// Another node awaits an unanswered idempotency claim for as long as the
+// process instance named in its row is a live member. So a claim that
+// this process stops running without committing its end (the claim's
+// own commit was lost with its connection, its answer or release failed,
+// or it was abandoned) is settled as soon as the database answers: its
+// row is deleted when the request did not run (a retry runs it), or
+// handed to no instance (an empty instance) when it ran (every node answers
+// ambiguous). Both statements match the claim's id and an unanswered
+// row only. Until then a claim of that key on this node first tries to
+// settle it and answers ErrUnavailable when it cannot.
 package pgstore

@@ -33,6 +33,8 @@ type Requests struct {
 	mu        sync.Mutex
 	closed    bool
 	running   map[reqKey]chan struct{} // claims this process is running
+	pending   map[reqKey]unsettled     // claims it no longer runs, whose end is not committed (requests_settle.go)
+	settling  bool                     // a settler commits them
 	lastPurge time.Time
 }
 
@@ -117,6 +119,9 @@ func (r *Requests) claim(ctx context.Context, scope, key string, digest [32]byte
 // try makes one attempt: a new claim, a recorded answer, an error, or
 // something to wait on (nil: poll) while another claim runs.
 func (r *Requests) try(ctx context.Context, k reqKey, digest [32]byte, hinted bool) (*RequestClaim, *idem.Answer, <-chan time.Time, error) {
+	if err := r.settle(ctx, k); err != nil {
+		return nil, nil, nil, err
+	}
 	octx, cancel := r.db.opCtx(ctx)
 	defer cancel()
 	now := r.opts.Now()
@@ -151,6 +156,11 @@ func (r *Requests) try(ctx context.Context, k reqKey, digest [32]byte, hinted bo
 		args: []any{k.scope, []byte(k.key), digest[:], hinted, id, r.db.instance, now, r.opts.Retention.Milliseconds()},
 		scan: func(row pgx.Row) error { return row.Scan(&got) }})
 	if !sent {
+		if ctx.Err() == nil {
+			// The operation's own deadline ran out in the group commit's
+			// queue: the database is slow, and nothing was sent.
+			err = fmt.Errorf("claim: %w: %w", ErrUnavailable, err)
+		}
 		return nil, nil, nil, err
 	}
 	if err == nil {
@@ -158,7 +168,12 @@ func (r *Requests) try(ctx context.Context, k reqKey, digest [32]byte, hinted bo
 		return &RequestClaim{r: r, k: k, id: id, done: done, hinted: hinted}, nil, nil, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, nil, classify("claim", err, true)
+		err = classify("claim", err, true)
+		if errors.Is(err, ErrOutcomeUnknown) {
+			// The claim may have committed, and its request does not run.
+			r.unsettle(k, id, true)
+		}
+		return nil, nil, nil, err
 	}
 	var stored []byte
 	var status *int32
@@ -289,7 +304,7 @@ func (c *RequestClaim) Answer(status int, body []byte) error {
 	if body == nil {
 		body = []byte{}
 	}
-	return c.finish(`UPDATE brain_requests SET status = $4, body = $5, at = $6
+	return c.finish(false, `UPDATE brain_requests SET status = $4, body = $5, at = $6
 		WHERE scope = $1 AND key = $2 AND claim_id = $3 AND status IS NULL`, int32(status), body, c.r.opts.Now())
 }
 
@@ -305,20 +320,31 @@ func (c *RequestClaim) AnswerDerivable(status int, body []byte) error {
 // Release durably forgets the claim of a request that did not run, so its
 // key may be used again.
 func (c *RequestClaim) Release() error {
-	return c.finish(`DELETE FROM brain_requests WHERE scope = $1 AND key = $2 AND claim_id = $3`)
+	return c.finish(true, `DELETE FROM brain_requests WHERE scope = $1 AND key = $2 AND claim_id = $3`)
 }
 
-// Abandon mirrors idem.Claim.Abandon: the claim row stays unanswered
-// under this process's instance, so the key answers idem.ErrAmbiguous on
-// every node from then on.
+// Abandon mirrors idem.Claim.Abandon: the claim row stays unanswered and
+// is handed to no instance as soon as the database answers, so the key
+// answers idem.ErrAmbiguous on every node from then on.
 func (c *RequestClaim) Abandon() {
-	c.once.Do(func() { c.r.finishLocal(c.k, c.done) })
+	c.once.Do(func() {
+		c.r.unsettle(c.k, c.id, false)
+		c.r.finishLocal(c.k, c.done)
+	})
 }
 
-func (c *RequestClaim) finish(sql string, more ...any) error {
+// finish commits the claim's end, its answer or (release) its deletion.
+// When that fails, the end is committed later (see unsettle).
+func (c *RequestClaim) finish(release bool, sql string, more ...any) error {
 	err := errors.New("pgstore: claim already finished")
 	c.once.Do(func() {
 		defer c.r.finishLocal(c.k, c.done)
+		held := true
+		defer func() {
+			if err != nil && held {
+				c.r.unsettle(c.k, c.id, release)
+			}
+		}()
 		if err = c.r.usable(); err != nil {
 			return
 		}
@@ -337,6 +363,7 @@ func (c *RequestClaim) finish(sql string, more ...any) error {
 			return
 		}
 		if tag.RowsAffected() == 0 {
+			held = false
 			err = fmt.Errorf("pgstore: claim of %s/%s is no longer held", c.k.scope, c.k.key)
 			return
 		}

@@ -18,6 +18,8 @@
 // BRAIN_REQUIRE_POSTGRES=1.
 //
 // A private server can be stopped and started again (Stop, Start) so that
-// tests can cut the database away under load; tests that need that call
-// Control, which skips when the server is not private.
+// tests can cut the database away under load, or frozen (Freeze, Thaw:
+// SIGSTOP and SIGCONT of all its processes) so that every statement hangs
+// unanswered; tests that need that call Control, which skips when the
+// server is not private.
 package pgtest

@@ -178,6 +178,54 @@ func (s *Server) Start() error {
 
 func (s *Server) data() string { return filepath.Join(s.dir, "data") }
 
+// Freeze stops every process of the server (the postmaster first, so
+// that it forks no more, then its children) with SIGSTOP: connections stay
+// open and every statement hangs unanswered, as on a stalled host, until
+// Thaw resumes them with SIGCONT.
+func (s *Server) Freeze() error { return s.signalAll(syscall.SIGSTOP) }
+
+// Thaw resumes a server that Freeze stopped.
+func (s *Server) Thaw() error { return s.signalAll(syscall.SIGCONT) }
+
+func (s *Server) signalAll(sig syscall.Signal) error {
+	b, err := os.ReadFile(filepath.Join(s.data(), "postmaster.pid"))
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return fmt.Errorf("pgtest: postmaster.pid: %w", err)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("pgtest: signal the postmaster: %w", err)
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	for _, p := range procs {
+		child, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			syscall.Kill(child, sig)
+		}
+	}
+	return nil
+}
+
 func start(bin string) (*Server, error) {
 	for _, b := range []string{"initdb", "pg_ctl", "postgres"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
