@@ -113,6 +113,13 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 	case doAbandon:
 		claim.Abandon()
 		s.log.Error("operation failed on a journal write; its idempotency key stays ambiguous", "scope", scope, "err", err)
+		if errors.Is(err, journal.ErrOverloaded) {
+			// Storage stopped answering (a commit of unknown outcome):
+			// this answer is 503, and the key answers ambiguous from now
+			// on, as the 503 is not recorded.
+			WriteError(w, err)
+			return
+		}
 		WriteError(w, idem.ErrAmbiguous)
 		return
 	}
@@ -152,16 +159,20 @@ type outcome struct {
 
 // outcome classifies an operation's result: the answer to record, or a
 // refusal (ErrBusy, ErrClosed, ErrInvalid, ErrUnavailable: the claim is
-// released) or a journal write failure after the operation may have had
-// an effect (the claim is abandoned; that 500 is never recorded as the
-// key's answer). logged warns of a server-side failure.
+// released) or a journal failure after the operation may have had an
+// effect (journal.ErrWrite, journal.ErrOverloaded: the claim is
+// abandoned; that 500 or 503 is never recorded as the key's answer).
+// logged warns of a server-side failure.
 func (s *Server) outcome(scope string, status int, v any, err error, h *claimHint, logged bool) outcome {
 	if err != nil {
 		if errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) || errors.Is(err, session.ErrInvalid) ||
 			errors.Is(err, session.ErrUnavailable) {
 			return outcome{do: doRelease}
 		}
-		if errors.Is(err, journal.ErrWrite) {
+		if errors.Is(err, journal.ErrWrite) || errors.Is(err, journal.ErrOverloaded) {
+			// A retryable failure of durable storage after the
+			// operation began: it may have had an effect, and a 503
+			// recorded as the key's answer would outlive the fault.
 			return outcome{do: doAbandon}
 		}
 		e := ErrorOf(err)

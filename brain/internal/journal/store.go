@@ -85,10 +85,17 @@ var (
 	// ErrWrite wraps an append that failed because its records could not
 	// be written or made durable (a full or failing disk). Nothing of
 	// that append is acknowledged; later appends are tried again.
-	ErrWrite    = errors.New("journal: write failed")
-	ErrLagged   = errors.New("journal: subscriber fell behind")
-	ErrTooLarge = errors.New("journal: record too large")
-	ErrInvalid  = errors.New("journal: invalid argument")
+	ErrWrite = errors.New("journal: write failed")
+	// ErrOutcomeUnknown wraps an append that was handed to durable
+	// storage which failed before answering (a database connection lost
+	// after the commit was sent): it may or may not have committed. Such
+	// an error also wraps ErrOverloaded, since the caller may try again
+	// once it has read the session back; any other ErrOverloaded means
+	// the append was turned away and nothing of it was committed.
+	ErrOutcomeUnknown = errors.New("journal: append outcome unknown")
+	ErrLagged         = errors.New("journal: subscriber fell behind")
+	ErrTooLarge       = errors.New("journal: record too large")
+	ErrInvalid        = errors.New("journal: invalid argument")
 )
 
 // DamagedError says where a session's journal is damaged.

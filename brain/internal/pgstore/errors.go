@@ -20,7 +20,7 @@ var (
 	// ErrOutcomeUnknown: the connection failed after a write was sent, so
 	// it may or may not have committed. The caller must acknowledge
 	// nothing and re-read the state from the database before acting again.
-	ErrOutcomeUnknown = fmt.Errorf("pgstore: commit outcome unknown: %w", ErrUnavailable)
+	ErrOutcomeUnknown = fmt.Errorf("pgstore: commit outcome unknown: %w: %w", journal.ErrOutcomeUnknown, ErrUnavailable)
 	// ErrSchemaNewer: the database was migrated by a newer binary.
 	ErrSchemaNewer = errors.New("pgstore: database schema is newer than this binary")
 	// ErrKeyMismatch: the node's sealing key is not the cluster's.

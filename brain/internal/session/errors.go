@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
 )
 
 // Sentinel errors. Each maps to an API error code through Code.
@@ -29,11 +30,21 @@ var (
 	// operation: the outcome is unknown, but the environment was reached,
 	// so no environment_unreachable is recorded.
 	ErrInvalidReceipt = errors.New("session: invalid environment response")
-	// ErrUnavailable wraps a journal write failure (journal.ErrWrite) that
-	// refused an operation before it committed anything: the disk is full
-	// or failing, nothing ran, and the same request may be sent again.
+	// ErrUnavailable wraps a journal failure that refused an operation
+	// before it committed anything (see refused): the disk is full or
+	// failing, or the store turned the append away, nothing ran, and the
+	// same request may be sent again.
 	ErrUnavailable = errors.New("session: durable storage is failing; nothing was done")
 )
+
+// refused reports whether a failed append surely committed nothing: the
+// disk failed it (journal.ErrWrite), or the store turned it away
+// (journal.ErrOverloaded) without handing it to storage whose answer was
+// lost (journal.ErrOutcomeUnknown).
+func refused(err error) bool {
+	return errors.Is(err, journal.ErrWrite) ||
+		errors.Is(err, journal.ErrOverloaded) && !errors.Is(err, journal.ErrOutcomeUnknown)
+}
 
 // TurnError reports a turn or service failure with its failure code and,
 // for a failed turn, the sequence of its turn_started record.

@@ -199,7 +199,7 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 		if errors.Is(err, journal.ErrConflict) {
 			return api.SessionSummary{}, fmt.Errorf("%w: session %s exists", ErrWrongState, id)
 		}
-		if errors.Is(err, journal.ErrWrite) {
+		if refused(err) {
 			// Nothing of the session is durable: forget its secrets too.
 			_ = e.secrets.DeleteAll(context.WithoutCancel(ctx), id)
 			return api.SessionSummary{}, fmt.Errorf("%w: %w", ErrUnavailable, err)

@@ -152,7 +152,7 @@ func (s *sess) startLocked(input *api.UserInput, ride *commits.Ride) (uint64, er
 		}
 		a.ride = ride
 	} else if _, err := s.commitLocked(recs...); err != nil {
-		if errors.Is(err, journal.ErrWrite) {
+		if refused(err) {
 			return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return 0, err
