@@ -17,6 +17,12 @@ import (
 // and model_call_started in one append; the answer with the turn's end.
 const budgetSyncText = 2
 
+// budgetAsyncAcceptPostgres is what an async submission waits on before
+// its 202 on PostgreSQL: the hinted claim, turn_started with
+// activation_started, and the answer (which PostgreSQL does not derive;
+// see Requests).
+const budgetAsyncAcceptPostgres = 3
+
 // TestCommitBudgetSyncTextTurnPostgres counts what a synchronous text turn
 // waits on when the node keeps its state in PostgreSQL (the session kept
 // in memory under its lease): two commits, the claim and the answer
@@ -53,5 +59,11 @@ func TestCommitBudgetSyncTextTurnPostgres(t *testing.T) {
 	sqlScan(t, url, `SELECT count(*) FROM brain_requests WHERE scope = 'send_message' AND status = 200`, &answered)
 	if answered != turns {
 		t.Fatalf("%d answered send_message rows, want %d", answered, turns)
+	}
+	if _, err := sess.Submit(ctx, api.UserInput{Message: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Server.CommitStats()["send_message.async"]; st.Requests != 1 || st.BeforeAnswer != budgetAsyncAcceptPostgres {
+		t.Errorf("an async submission waited on %d durable commits before its 202 (%+v), want %d", st.BeforeAnswer, st, budgetAsyncAcceptPostgres)
 	}
 }
