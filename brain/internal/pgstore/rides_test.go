@@ -341,3 +341,57 @@ func TestRidingClaimsAcrossNodeKill(t *testing.T) {
 		t.Fatalf("%d turns started, want 2: a key ran again", turns)
 	}
 }
+
+// TestRidingClaimLeaseLostOverHTTP: a synchronous send whose turn's first
+// commit is fenced out (another node took the session's lease) answers
+// 503 with nothing durable, neither its turn nor its claim, and the same
+// key runs once the lease can be taken again.
+func TestRidingClaimLeaseLostOverHTTP(t *testing.T) {
+	url := pgtest.Database(t)
+	keyFile := sealingKey(t)
+	n := startNode(t, url, keyFile)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ttl := int64(0)
+	s, err := n.Client(t).Sessions.Create(ctx, api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"}, IdleTTLMs: &ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	if status, body, err := sendRaw(ctx, hc, n.URL, s.ID, "k0", "hello"); err != nil || status != 200 {
+		t.Fatalf("first send = %d %s, %v", status, body, err)
+	}
+	// Another node takes the lease over while this one still holds it
+	// locally.
+	sqlExec(t, url, `UPDATE brain_leases SET node_id = 'thief', epoch = epoch + 1, expires_at = now() + interval '1 hour'`)
+	sqlExec(t, url, `UPDATE brain_sessions SET epoch = epoch + 1`)
+	status, body, err := sendRaw(ctx, hc, n.URL, s.ID, "k1", "again")
+	if err != nil || status != 503 {
+		t.Fatalf("send under a lost lease = %d %s, %v; want 503", status, body, err)
+	}
+	if ok, _ := requestRow(t, url, "k1"); ok {
+		t.Fatal("a fenced send left its claim row")
+	}
+	var turns int
+	sqlScan(t, url, `SELECT count(*) FROM brain_records WHERE kind = 'turn_started'::bytea`, &turns)
+	if turns != 1 {
+		t.Fatalf("%d turns started, want 1: the fenced turn committed", turns)
+	}
+	// The thief's lease lapses: the key is usable and runs once.
+	sqlExec(t, url, `UPDATE brain_leases SET expires_at = now() - interval '1 second'`)
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		status, body, err = sendRaw(ctx, hc, n.URL, s.ID, "k1", "again")
+		if err == nil && status == 200 {
+			break
+		}
+		if (err == nil && status != 503) || time.Now().After(deadline) {
+			t.Fatalf("retry of the fenced send = %d %s, %v; want 200", status, body, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sqlScan(t, url, `SELECT count(*) FROM brain_records WHERE kind = 'turn_started'::bytea`, &turns)
+	if ok, status := requestRow(t, url, "k1"); !ok || status != 200 || turns != 2 {
+		t.Fatalf("after the retry: row %v status %d, %d turns; want answered 200 and 2 turns", ok, status, turns)
+	}
+}
