@@ -31,7 +31,9 @@ var (
 	ErrInvalidReceipt = errors.New("session: invalid environment response")
 	// ErrUnavailable wraps a journal write failure (journal.ErrWrite) that
 	// refused an operation before it committed anything: the disk is full
-	// or failing, nothing ran, and the same request may be sent again.
+	// or failing, nothing ran, and the same request may be sent again. It
+	// also wraps any refused commit of a synchronous turn whose claim rides
+	// the journal and that was undone because nothing of it was durable.
 	ErrUnavailable = errors.New("session: durable storage is failing; nothing was done")
 )
 
