@@ -98,9 +98,10 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 	}
 	status, v, err := op(context.WithoutCancel(ctx))
 	o := s.outcome(scope, status, v, err, h, true)
-	if o.do == doAbandon && riding != nil && !riding.Durable() {
+	if riding != nil && !riding.Durable() && (o.do == doAbandon || errors.Is(err, journal.ErrOverloaded)) {
 		// Nothing durable holds the claim (the commit that would have
-		// carried it failed): nothing ran, and the key stays usable.
+		// carried it failed, or was refused for lack of resources):
+		// nothing ran, and the key stays usable.
 		o.do = doRelease
 	}
 	switch o.do {

@@ -52,7 +52,9 @@ func claimed(c *Claim, a *Answer, err error) (Claimed, *Answer, error) {
 }
 
 // Rider is a Requests whose claims can ride the journal's commits (see
-// Store.ClaimRiding): the file store.
+// Store.ClaimRiding): the file store, and the PostgreSQL backend's
+// store, which writes the claim and answer rows in the transactions of
+// the journal appends that carry their records.
 type Rider interface {
 	ClaimRiding(ctx context.Context, scope, key string, digest [32]byte,
 		answer func(v any, err error) (status int, body []byte, ok bool), onDurable func()) (RidingClaim, *Answer, error)

@@ -66,16 +66,30 @@ func (s *Store) ClaimRiding(ctx context.Context, scope, key string, digest [32]b
 		return nil, a, err
 	}
 	c.e.onDurable = onDurable
-	claim, _ := json.Marshal(journaled{V: 1, Scope: scope, Key: []byte(key), Digest: digest[:], AtMs: c.e.claimAt})
-	c.ride = &commits.Ride{Claim: claim, Answer: func(v any, err error) json.RawMessage {
+	c.ride = &commits.Ride{Claim: ClaimRecord(scope, key, digest, c.e.claimAt), Answer: func(v any, err error) json.RawMessage {
 		status, body, ok := answer(v, err)
 		if !ok {
 			return nil
 		}
-		b, _ := json.Marshal(journaled{V: 1, Scope: scope, Key: []byte(key), AtMs: s.opts.Now().UnixMilli(), Status: status, Body: body})
-		return b
+		return AnswerRecord(scope, key, s.opts.Now().UnixMilli(), status, body)
 	}}
 	return c, nil, nil
+}
+
+// ClaimRecord answers the data of the commits.ClaimKind record of a claim
+// of (scope, key) with digest made at atMs (Unix milliseconds), and
+// AnswerRecord that of the commits.AnswerKind record of its answer: the
+// format of "Claims that ride the journal" in doc.go, which another
+// Requests whose claims ride the journal (a database backend's) writes too.
+func ClaimRecord(scope, key string, digest [32]byte, atMs int64) json.RawMessage {
+	b, _ := json.Marshal(journaled{V: 1, Scope: scope, Key: []byte(key), Digest: digest[:], AtMs: atMs})
+	return b
+}
+
+// AnswerRecord: see ClaimRecord.
+func AnswerRecord(scope, key string, atMs int64, status int, body []byte) json.RawMessage {
+	b, _ := json.Marshal(journaled{V: 1, Scope: scope, Key: []byte(key), AtMs: atMs, Status: status, Body: body})
+	return b
 }
 
 // Ride answers what the journal commits of a ClaimRiding claim carry (nil

@@ -77,6 +77,34 @@
 // making later ones fail), then its records and checkpoint, and notifies
 // "<hex session id> 0" in the same transaction.
 //
+// # Claims that ride the journal
+//
+// A synchronous send's idempotency claim and answer are written by the
+// journal appends that carry their private records (commits.ClaimKind,
+// commits.AnswerKind; see package idem, "Claims that ride the
+// journal"), not by writes of their own: Requests.ClaimRiding reads the
+// key's row (replaying an answer, refusing a conflict, waiting for a
+// live claim or answering ambiguous, as Claim does) and, when the key is
+// free, claims it in this process only. The append that carries the
+// claim record, the turn's first commit, inserts the claim row in its
+// own statement, and only for a session whose compare-and-set and fence
+// passed; the append that carries the answer record, the turn's end,
+// writes the answer the same way (in the claim's row when both ride one
+// append). The group commit's combined statement carries them, an append
+// with rides going through it even alone. So the claim is durable
+// exactly when the turn's first records are: a fenced or conflicting
+// append commits neither, and the claim is released without a write (the
+// key runs anew); a crash after that commit leaves the claim row without
+// an answer under the dead process's instance: ambiguous on every node.
+// The claim row is inserted without ON CONFLICT, so a node that claimed
+// the key between the read and the append (another request under the
+// same key) makes the whole statement fail, nothing committed
+// (ErrUnavailable; the claim is released and the retry finds the other
+// claim). When an append carrying a claim ends with ErrOutcomeUnknown,
+// the claim may be durable: it is neither released nor answered by this
+// process, so the key stays ambiguous unless a later append carrying it
+// commits.
+//
 // With Options.Fenced, an append also needs this node's live lease on the
 // session. The session row carries the epoch of the lease it was last
 // taken under: AcquireLease raises the lease row's epoch and the session

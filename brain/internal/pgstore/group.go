@@ -151,8 +151,11 @@ func (g *grouper) run(batch []*groupOp) {
 		apps, rest = nil, live
 	}
 	b := &pgx.Batch{}
+	rides := false
 	if apps != nil {
-		sql, args := combinedAppend(apps, g.db.opts.Fenced, g.db.opts.NodeID)
+		var sql string
+		var args []any
+		sql, args, rides = combinedAppend(apps, g.db.opts.Fenced, g.db.opts.NodeID, g.db.instance)
 		b.Queue(sql, args...)
 	}
 	for _, op := range rest {
@@ -160,7 +163,7 @@ func (g *grouper) run(batch []*groupOp) {
 	}
 	br := g.db.pool.SendBatch(ctx, b)
 	if apps != nil {
-		readCombined(br, apps)
+		readCombined(br, apps, rides)
 	}
 	for _, op := range rest {
 		if op.exec {

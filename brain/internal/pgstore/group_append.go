@@ -2,6 +2,8 @@ package pgstore
 
 import (
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/jackc/pgx/v5"
@@ -18,10 +20,20 @@ type appendOp struct {
 	epoch    int64
 	records  []journal.Record
 	times    []int64 // encoded (see encodeTimes)
+	// rides are the idempotency claims and answers whose records the
+	// append carries: their rows are written by the same statement.
+	rides []rideWrite
 
 	head, lease bool
 	old         *int64
 	now         int64
+	answered    bool // the rides' answers to existing claims were written
+}
+
+// rideWrite is a riding claim's claim or answer record in an append.
+type rideWrite struct {
+	c      *RequestClaim
+	answer bool
 }
 
 // combinedSQL is the append statement for many sessions at once, each
@@ -31,7 +43,17 @@ type appendOp struct {
 // of all of them in arrays (r, $6–$12: the append's index and the
 // record's position in it, then as appendSQL), $13 the node when fenced.
 // The sessions are distinct, so each session row is joined once.
-func combinedSQL(fenced bool) string {
+//
+// With rides, the statement also writes the idempotency rows whose
+// records the appends carry, each only if its append's head (the
+// compare-and-set and the fence) passed: claims inserts the claim rows
+// (with their answer when the same append carries it), a plain INSERT,
+// so that a key another request claimed meanwhile fails the whole
+// statement (unique violation) and nothing of it commits; answers writes
+// the answers of claims committed before, and the result row says
+// whether it did. Their arrays follow the node's parameter (see
+// rideArgs).
+func combinedSQL(fenced, rides bool) string {
 	leaseCTE, leaseCond, leaseOK := "", "", "true"
 	if fenced {
 		leaseCTE = `lease AS (
@@ -41,6 +63,30 @@ func combinedSQL(fenced bool) string {
 	`
 		leaseCond = ` AND s.epoch = a.epoch AND a.i IN (SELECT i FROM lease)`
 		leaseOK = `a.i IN (SELECT i FROM lease)`
+	}
+	rideCTE, rideOK := "", ""
+	if rides {
+		p := 13
+		if fenced {
+			p = 14
+		}
+		n := func(k int) string { return "$" + strconv.Itoa(p+k) }
+		rideCTE = `,
+	claims AS (
+		INSERT INTO brain_requests (scope, key, digest, hinted, claim_id, instance, status, body, claimed_at, at)
+		SELECT c.s, c.k, c.d, false, c.id, ` + n(9) + `::text, c.st, c.b, c.ca, c.at
+		FROM unnest(` + n(0) + `::integer[], ` + n(1) + `::text[], ` + n(2) + `::bytea[], ` + n(3) + `::bytea[], ` + n(4) + `::bytea[], ` +
+			n(5) + `::integer[], ` + n(6) + `::bytea[], ` + n(7) + `::timestamptz[], ` + n(8) + `::timestamptz[]) AS c(ai, s, k, d, id, st, b, ca, at)
+		WHERE c.ai IN (SELECT i FROM head)
+	),
+	answers AS (
+		UPDATE brain_requests q SET status = w.st, body = w.b, at = w.at
+		FROM unnest(` + n(10) + `::integer[], ` + n(11) + `::text[], ` + n(12) + `::bytea[], ` + n(13) + `::bytea[], ` +
+			n(14) + `::integer[], ` + n(15) + `::bytea[], ` + n(16) + `::timestamptz[]) AS w(ai, s, k, id, st, b, at)
+		WHERE q.scope = w.s AND q.key = w.k AND q.claim_id = w.id AND q.status IS NULL AND w.ai IN (SELECT i FROM head)
+		RETURNING w.ai
+	)`
+		rideOK = `, a.i IN (SELECT ai FROM answers)`
 	}
 	return `WITH a AS (
 		SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::integer[], $4::bigint[], $5::bigint[])
@@ -61,19 +107,76 @@ func combinedSQL(fenced bool) string {
 			AS r(ai, o, k, m, d, og, fb)
 		JOIN a ON a.i = r.ai JOIN old ON old.i = r.ai
 		WHERE r.ai IN (SELECT i FROM head)
-	)
-	SELECT a.i, a.i IN (SELECT i FROM head), ` + leaseOK + `, old.last_ms, ` + nowMs + `
+	)` + rideCTE + `
+	SELECT a.i, a.i IN (SELECT i FROM head), ` + leaseOK + `, old.last_ms, ` + nowMs + rideOK + `
 	FROM a LEFT JOIN old ON old.i = a.i ORDER BY a.i`
 }
 
 var (
-	combinedPlain  = combinedSQL(false)
-	combinedFenced = combinedSQL(true)
+	combinedPlain       = combinedSQL(false, false)
+	combinedFenced      = combinedSQL(true, false)
+	combinedPlainRides  = combinedSQL(false, true)
+	combinedFencedRides = combinedSQL(true, true)
 )
 
+// rideArgs answers the arguments of the rides of ops (see combinedSQL):
+// the claims (append index, scope, key, digest, claim id, status and
+// body when the append carries the answer too, claim time, time), the
+// node's instance, and the answers (append index, scope, key, claim id,
+// status, body, time).
+func rideArgs(ops []*groupOp, instance string) []any {
+	var cai, aai []int32
+	var cs, as []string
+	var ck, cd, cid, cb, ak, aid, ab [][]byte
+	var cst []*int32
+	var ast []int32
+	var cca, cat, aat []time.Time
+	for i, op := range ops {
+		for _, w := range op.app.rides {
+			c := w.c
+			if w.answer {
+				if op.app.carriesClaim(c) {
+					continue // folded into the claim's row
+				}
+				aai, as, ak, aid = append(aai, int32(i+1)), append(as, c.k.scope), append(ak, []byte(c.k.key)), append(aid, c.id)
+				ast, ab, aat = append(ast, int32(c.ride.answer.Status)), append(ab, c.ride.answer.Body), append(aat, c.ride.answerAt)
+				continue
+			}
+			cai, cs, ck, cd, cid = append(cai, int32(i+1)), append(cs, c.k.scope), append(ck, []byte(c.k.key)), append(cd, c.digest[:]), append(cid, c.id)
+			cca = append(cca, c.ride.claimAt)
+			if op.app.carriesAnswer(c) {
+				st := int32(c.ride.answer.Status)
+				cst, cb, cat = append(cst, &st), append(cb, c.ride.answer.Body), append(cat, c.ride.answerAt)
+			} else {
+				cst, cb, cat = append(cst, nil), append(cb, nil), append(cat, c.ride.claimAt)
+			}
+		}
+	}
+	return []any{cai, cs, ck, cd, cid, cst, cb, cca, cat, instance, aai, as, ak, aid, ast, ab, aat}
+}
+
+func (a *appendOp) carriesClaim(c *RequestClaim) bool {
+	for _, w := range a.rides {
+		if w.c == c && !w.answer {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *appendOp) carriesAnswer(c *RequestClaim) bool {
+	for _, w := range a.rides {
+		if w.c == c && w.answer {
+			return true
+		}
+	}
+	return false
+}
+
 // combinedAppend answers the statement and arguments of one append
-// statement for ops (distinct sessions, each op.app set).
-func combinedAppend(ops []*groupOp, fenced bool, node string) (string, []any) {
+// statement for ops (distinct sessions, each op.app set), and whether
+// the statement writes rides.
+func combinedAppend(ops []*groupOp, fenced bool, node, instance string) (string, []any, bool) {
 	n := len(ops)
 	sessions := make([][]byte, n)
 	expected := make([]int64, n)
@@ -102,34 +205,37 @@ func combinedAppend(ops []*groupOp, fenced bool, node string) (string, []any) {
 		}
 	}
 	args := []any{sessions, expected, counts, epochs, lasts, ai, pos, kinds, times, data, origins, frames}
-	if fenced {
-		return combinedFenced, append(args, node)
+	rides := false
+	for _, op := range ops {
+		rides = rides || len(op.app.rides) > 0
 	}
-	return combinedPlain, args
+	sql := combinedPlain
+	if fenced {
+		sql = combinedFenced
+		args = append(args, node)
+	}
+	if rides {
+		sql = combinedPlainRides
+		if fenced {
+			sql = combinedFencedRides
+		}
+		args = append(args, rideArgs(ops, instance)...)
+	}
+	return sql, args, rides
 }
 
 // readCombined reads the combined statement's rows into ops' results. A
 // failure is left to the batch's Close, which reports it.
-func readCombined(br pgx.BatchResults, ops []*groupOp) {
+func readCombined(br pgx.BatchResults, ops []*groupOp, rides bool) {
 	rows, err := br.Query()
 	if err != nil {
 		return
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var i int64
-		var head, lease bool
-		var old *int64
-		var now int64
-		if err := rows.Scan(&i, &head, &lease, &old, &now); err != nil {
+		if err := scanCombined(rows, ops, rides); err != nil {
 			return
 		}
-		if i < 1 || int(i) > len(ops) {
-			continue
-		}
-		a := ops[i-1].app
-		a.head, a.lease, a.old, a.now = head, lease, old, now
-		ops[i-1].combined = true
 	}
 	if rows.Err() == nil && len(ops) > 0 {
 		for _, op := range ops {
@@ -138,4 +244,27 @@ func readCombined(br pgx.BatchResults, ops []*groupOp) {
 			}
 		}
 	}
+}
+
+// scanCombined reads one result row of the combined statement into its
+// op's results.
+func scanCombined(row pgx.Row, ops []*groupOp, rides bool) error {
+	var i int64
+	var head, lease, answered bool
+	var old *int64
+	var now int64
+	dst := []any{&i, &head, &lease, &old, &now}
+	if rides {
+		dst = append(dst, &answered)
+	}
+	if err := row.Scan(dst...); err != nil {
+		return err
+	}
+	if i < 1 || int(i) > len(ops) {
+		return nil
+	}
+	a := ops[i-1].app
+	a.head, a.lease, a.old, a.now, a.answered = head, lease, old, now, answered
+	ops[i-1].combined = true
+	return nil
 }

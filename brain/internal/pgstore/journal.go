@@ -3,13 +3,18 @@ package pgstore
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
+	"github.com/brain-in-go/brain/brain/internal/commits"
+	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // notifyChannel carries "<hex session id> <last sequence>" after every
@@ -28,6 +33,11 @@ type Journal struct {
 	mu     sync.Mutex
 	closed bool
 	feeds  map[string]*sessionFeeds // sessions with local subscriptions
+
+	// rides are the riding claims of this process (Requests.ClaimRiding)
+	// by the data of their claim and answer records, which appends carry.
+	ridesMu sync.Mutex
+	rides   map[string]*RequestClaim
 }
 
 var _ journal.Store = (*Journal)(nil)
@@ -43,7 +53,8 @@ type sessionFeeds struct {
 }
 
 func newJournal(db *DB) *Journal {
-	return &Journal{db: db, feeds: map[string]*sessionFeeds{}, toNotify: map[string]uint64{}, notifyCh: make(chan struct{}, 1)}
+	return &Journal{db: db, feeds: map[string]*sessionFeeds{}, toNotify: map[string]uint64{}, notifyCh: make(chan struct{}, 1),
+		rides: map[string]*RequestClaim{}}
 }
 
 func (j *Journal) usable() error {
@@ -223,6 +234,89 @@ func decodeStamp(old, m, now int64) int64 {
 	return max(old, m)
 }
 
+// rideClaim registers a riding claim's claim record.
+func (j *Journal) rideClaim(c *RequestClaim) {
+	j.ridesMu.Lock()
+	defer j.ridesMu.Unlock()
+	j.rides[string(c.ride.claimData)] = c
+}
+
+// rideAnswer registers the answer record data of riding claim c, for
+// answer a made at at.
+func (j *Journal) rideAnswer(c *RequestClaim, data []byte, a idem.Answer, at time.Time) {
+	j.ridesMu.Lock()
+	defer j.ridesMu.Unlock()
+	if c.ride.answerData != nil {
+		delete(j.rides, string(c.ride.answerData))
+	}
+	c.ride.answerData, c.ride.answer, c.ride.answerAt = data, a, at
+	j.rides[string(data)] = c
+}
+
+// rideDone forgets a finished riding claim's records.
+func (j *Journal) rideDone(c *RequestClaim) {
+	j.ridesMu.Lock()
+	defer j.ridesMu.Unlock()
+	for _, d := range []json.RawMessage{c.ride.claimData, c.ride.answerData} {
+		if d != nil && j.rides[string(d)] == c {
+			delete(j.rides, string(d))
+		}
+	}
+}
+
+// ridesOf answers the riding claims and answers whose records are among
+// records.
+func (j *Journal) ridesOf(records []journal.Record) ([]rideWrite, error) {
+	var out []rideWrite
+	for i := range records {
+		k := records[i].Kind
+		if k != commits.ClaimKind && k != commits.AnswerKind {
+			continue
+		}
+		j.ridesMu.Lock()
+		c := j.rides[string(records[i].Data)]
+		j.ridesMu.Unlock()
+		if c == nil {
+			// Its row could not be written with it.
+			return nil, fmt.Errorf("%w: a %s record of no running claim of this process", journal.ErrInvalid, k)
+		}
+		out = append(out, rideWrite{c: c, answer: k == commits.AnswerKind})
+	}
+	return out, nil
+}
+
+// rode moves the riding claims of an append on: committed (ok) or its
+// outcome unknown.
+func (j *Journal) rode(a *appendOp, ok bool) {
+	j.ridesMu.Lock()
+	var durable []func()
+	for _, w := range a.rides {
+		r := w.c.ride
+		switch {
+		case !ok:
+			if !w.answer && r.state == rideNew {
+				r.state = rideUnknown
+			}
+		case w.answer:
+			r.answered = a.answered || a.carriesClaim(w.c)
+		default:
+			if r.state != rideDurable && r.onDurable != nil {
+				durable = append(durable, r.onDurable)
+			}
+			r.state = rideDurable
+		}
+	}
+	j.ridesMu.Unlock()
+	for _, f := range durable {
+		f()
+	}
+}
+
+// errKeyTaken: a riding claim's row could not be inserted because another
+// request claimed the key after this one read it free; nothing of the
+// append committed.
+var errKeyTaken = fmt.Errorf("pgstore: the idempotency key was claimed by another request meanwhile: %w", ErrUnavailable)
+
 // Append implements journal.Store. When the DB is Fenced, the append also
 // requires this node's live lease on the session (ErrNotOwner otherwise).
 // A failure reaching the database is ErrUnavailable (nothing committed),
@@ -293,15 +387,36 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 	op := &groupOp{ctx: ctx, key: "s" + session, sql: forms[form], args: args,
 		scan: func(row pgx.Row) error { return row.Scan(&headRows, &leaseRows, &last, &now) }}
 	times := encodeTimes(records)
+	rides, err := j.ridesOf(records)
+	if err != nil {
+		return err
+	}
+	if len(rides) > 0 && expectedNext == 1 {
+		return fmt.Errorf("%w: a request's claim rides only an existing session's append", journal.ErrInvalid)
+	}
 	if expectedNext > 1 {
-		op.app = &appendOp{session: session, expected: int64(expectedNext), epoch: epoch, records: records, times: times}
+		op.app = &appendOp{session: session, expected: int64(expectedNext), epoch: epoch, records: records, times: times, rides: rides}
+	}
+	if len(rides) > 0 {
+		// The rows go in the combined statement, even alone.
+		ops := []*groupOp{op}
+		op.sql, op.args, _ = combinedAppend(ops, j.db.opts.Fenced, j.db.opts.NodeID, j.db.instance)
+		op.scan = func(row pgx.Row) error { return scanCombined(row, ops, true) }
 	}
 	sent, err := j.db.group.do(op)
 	if !sent {
 		return err
 	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.TableName == "brain_requests" {
+		return fmt.Errorf("append: %w: %w", errKeyTaken, err)
+	}
 	if err != nil {
-		return classify("append", err, true)
+		err = classify("append", err, true)
+		if op.app != nil && errors.Is(err, ErrOutcomeUnknown) {
+			j.rode(op.app, false)
+		}
+		return err
 	}
 	if op.combined {
 		a := op.app
@@ -314,6 +429,9 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 		for i := range records {
 			records[i].Sequence = expectedNext + uint64(i)
 			records[i].RecordedAtMs = decodeStamp(*a.old, times[i], a.now)
+		}
+		if len(a.rides) > 0 {
+			j.rode(a, true)
 		}
 		j.published(session, expectedNext, records)
 		j.notifyLater(session, expectedNext+uint64(n)-1)

@@ -3,11 +3,13 @@ package pgstore
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/brain-in-go/brain/brain/internal/commits"
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/jackc/pgx/v5"
 )
@@ -26,6 +28,13 @@ import (
 // opened without Derive), because AnswerDerivable here commits the answer
 // before it returns, so only a claim whose request never got that far is
 // left unanswered.
+//
+// A synchronous send's claim rides the session's journal (ClaimRiding):
+// its row is inserted by the append that carries the turn's first
+// records, and its answer written by the append that carries the turn's
+// end, each in the append's own statement and only if the append's
+// compare-and-set and fence pass (see the package doc, "Claims that ride
+// the journal").
 type Requests struct {
 	db   *DB
 	opts idem.Options
@@ -38,7 +47,10 @@ type Requests struct {
 	lastPurge time.Time
 }
 
-var _ idem.Requests = (*Requests)(nil)
+var (
+	_ idem.Requests = (*Requests)(nil)
+	_ idem.Rider    = (*Requests)(nil)
+)
 
 type reqKey struct{ scope, key string }
 
@@ -99,6 +111,8 @@ func (r *Requests) claim(ctx context.Context, scope, key string, digest [32]byte
 		c, a, wait, err := r.try(ctx, k, digest, hinted)
 		switch {
 		case c != nil:
+			c.tally = commits.From(ctx)
+			c.tally.Add(1)
 			return c, nil, nil
 		case err != nil || a != nil:
 			return nil, a, err
@@ -225,6 +239,140 @@ func (r *Requests) waitChan(done chan struct{}) <-chan time.Time {
 	return c
 }
 
+// ClaimRiding mirrors idem.Store.ClaimRiding: it claims (scope, key) in
+// this process and writes nothing. The claim's row is inserted by the
+// journal append that carries the claim record (Ride().Claim), in the
+// same statement and only if that append commits; the answer's by the
+// append that carries the answer record. Two nodes that race for one key
+// both pass this check; the second append to insert the row fails with
+// nothing committed (ErrUnavailable), its claim released.
+func (r *Requests) ClaimRiding(ctx context.Context, scope, key string, digest [32]byte,
+	answer func(v any, err error) (status int, body []byte, ok bool), onDurable func()) (idem.RidingClaim, *idem.Answer, error) {
+	if err := checkClaim(scope, key, nil, false); err != nil {
+		return nil, nil, err
+	}
+	k := reqKey{scope, key}
+	pause := 10 * time.Millisecond
+	for {
+		if err := r.usable(); err != nil {
+			return nil, nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		r.maybePurge(ctx)
+		c, a, wait, err := r.tryRiding(ctx, k, digest)
+		switch {
+		case c != nil:
+			c.tally = commits.From(ctx)
+			c.ride.onDurable = onDurable
+			c.ride.claimData = idem.ClaimRecord(scope, key, digest, c.ride.claimAt.UnixMilli())
+			c.ride.commits = &commits.Ride{Claim: c.ride.claimData, Answer: func(v any, err error) json.RawMessage {
+				status, body, ok := answer(v, err)
+				if !ok {
+					return nil
+				}
+				at := r.opts.Now()
+				data := idem.AnswerRecord(scope, key, at.UnixMilli(), status, body)
+				if body == nil {
+					body = []byte{}
+				}
+				r.db.journal.rideAnswer(c, data, idem.Answer{Status: status, Body: body}, at)
+				return data
+			}}
+			r.db.journal.rideClaim(c)
+			return c, nil, nil
+		case err != nil || a != nil:
+			return nil, a, err
+		}
+		if wait == nil {
+			t := time.NewTimer(pause)
+			pause = min(2*pause, 250*time.Millisecond)
+			wait = t.C
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// tryRiding is try for a riding claim: it reads the key's row and claims
+// the key in this process when there is none (an expired one is deleted
+// first).
+func (r *Requests) tryRiding(ctx context.Context, k reqKey, digest [32]byte) (*RequestClaim, *idem.Answer, <-chan time.Time, error) {
+	if err := r.settle(ctx, k); err != nil {
+		return nil, nil, nil, err
+	}
+	octx, cancel := r.db.opCtx(ctx)
+	defer cancel()
+	r.mu.Lock()
+	done, mine := r.running[k]
+	if !mine {
+		done = make(chan struct{})
+		r.running[k] = done
+	}
+	r.mu.Unlock()
+	if mine {
+		return nil, nil, r.waitChan(done), nil
+	}
+	registered := true
+	defer func() {
+		if registered {
+			r.finishLocal(k, done)
+		}
+	}()
+	now := r.opts.Now()
+	var stored []byte
+	var status *int32
+	var body []byte
+	var instance string
+	var expired bool
+	err := r.db.pool.QueryRow(octx, `SELECT digest, status, body, instance,
+			$3::bigint > 0 AND at < $4::timestamptz - make_interval(secs => $3::bigint / 1000.0)
+		FROM brain_requests WHERE scope = $1 AND key = $2`,
+		k.scope, []byte(k.key), r.opts.Retention.Milliseconds(), now).Scan(&stored, &status, &body, &instance, &expired)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return nil, nil, nil, classify("claim", err, false)
+	case expired:
+		// Forgotten, as an expired entry is: the key runs anew.
+		_, err := r.db.pool.Exec(octx, `DELETE FROM brain_requests WHERE scope = $1 AND key = $2
+			AND at < $4::timestamptz - make_interval(secs => $3::bigint / 1000.0)`,
+			k.scope, []byte(k.key), r.opts.Retention.Milliseconds(), now)
+		if err != nil {
+			return nil, nil, nil, classify("claim", err, true)
+		}
+		commits.From(ctx).Add(1)
+		return nil, nil, closedChan(), nil
+	case string(stored) != string(digest[:]):
+		return nil, nil, nil, idem.ErrConflict
+	case status != nil:
+		if body == nil {
+			body = []byte{}
+		}
+		return nil, &idem.Answer{Status: int(*status), Body: body}, nil, nil
+	case instance == r.db.instance:
+		return nil, nil, nil, idem.ErrAmbiguous
+	default:
+		live, err := r.db.instanceLive(octx, instance)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if !live {
+			return nil, nil, nil, idem.ErrAmbiguous
+		}
+		return nil, nil, nil, nil
+	}
+	id := make([]byte, 16)
+	rand.Read(id)
+	registered = false
+	return &RequestClaim{r: r, k: k, id: id, done: done, digest: digest,
+		ride: &ride{claimAt: time.UnixMilli(now.UnixMilli())}}, nil, nil, nil
+}
+
 func (r *Requests) finishLocal(k reqKey, done chan struct{}) {
 	r.mu.Lock()
 	if r.running[k] == done {
@@ -285,14 +433,86 @@ func (r *Requests) Close() error {
 	return nil
 }
 
-// RequestClaim mirrors idem.Claim: a committed claim this process runs.
+// RequestClaim mirrors idem.Claim: a claim this process runs, committed
+// (Claim, ClaimHinted) or riding the journal (ClaimRiding).
 type RequestClaim struct {
 	r      *Requests
 	k      reqKey
 	id     []byte
 	done   chan struct{}
 	hinted bool
+	digest [32]byte
 	once   sync.Once
+	tally  *commits.Counter // the claiming request's commit count
+	ride   *ride            // a riding claim's state
+}
+
+// ride is the state of a riding claim, which the journal's appends move
+// on (under Journal.ridesMu).
+type ride struct {
+	claimAt    time.Time
+	claimData  json.RawMessage // its commits.ClaimKind record's data
+	answerData json.RawMessage // its commits.AnswerKind record's data, once made
+	answer     idem.Answer     // ... and the answer it stands for
+	answerAt   time.Time
+	commits    *commits.Ride
+	onDurable  func()
+	// state: rideNew until an append carrying the claim record commits
+	// (rideDurable) or ends with its outcome unknown (rideUnknown: it may
+	// have committed).
+	state    int
+	answered bool // an append carrying the answer record committed it
+}
+
+const (
+	rideNew = iota
+	rideUnknown
+	rideDurable
+)
+
+// Ride answers what the journal commits of a riding claim carry (nil for
+// another claim).
+func (c *RequestClaim) Ride() *commits.Ride {
+	if c.ride == nil {
+		return nil
+	}
+	return c.ride.commits
+}
+
+// Durable reports whether the claim may be durable: a riding claim once
+// an append carrying its record committed or may have committed.
+func (c *RequestClaim) Durable() bool {
+	if c.ride == nil {
+		return true
+	}
+	j := c.r.db.journal
+	j.ridesMu.Lock()
+	defer j.ridesMu.Unlock()
+	return c.ride.state != rideNew
+}
+
+// Recorded answers the answer the journal committed for a riding claim,
+// if it did.
+func (c *RequestClaim) Recorded() (idem.Answer, bool) {
+	if c.ride == nil {
+		return idem.Answer{}, false
+	}
+	j := c.r.db.journal
+	j.ridesMu.Lock()
+	defer j.ridesMu.Unlock()
+	if !c.ride.answered {
+		return idem.Answer{}, false
+	}
+	return c.ride.answer, true
+}
+
+// rideState answers a riding claim's state and whether its answer was
+// committed.
+func (c *RequestClaim) rideState() (int, bool) {
+	j := c.r.db.journal
+	j.ridesMu.Lock()
+	defer j.ridesMu.Unlock()
+	return c.ride.state, c.ride.answered
 }
 
 // Answer commits the request's answer and wakes requests waiting on the
@@ -303,6 +523,27 @@ func (c *RequestClaim) Answer(status int, body []byte) error {
 	}
 	if body == nil {
 		body = []byte{}
+	}
+	if c.ride != nil {
+		switch state, answered := c.rideState(); {
+		case answered:
+			// The journal committed the answer with the turn's end.
+			c.once.Do(c.finishRide)
+			return nil
+		case state == rideUnknown:
+			// The claim may be durable without the turn's outcome: the
+			// key stays ambiguous, on every node once the database
+			// answers.
+			c.once.Do(c.giveUp)
+			return fmt.Errorf("pgstore: claim of %s/%s: %w", c.k.scope, c.k.key, ErrOutcomeUnknown)
+		case state == rideNew:
+			// No append carried the claim (the request ended before its
+			// first commit): the claim row is written with its answer.
+			return c.finish(true, `INSERT INTO brain_requests (scope, key, digest, hinted, claim_id, instance, status, body, claimed_at, at)
+				VALUES ($1, $2, $7, false, $3, $8, $4, $5, $9, $6)
+				ON CONFLICT (scope, key) DO NOTHING`,
+				int32(status), body, c.r.opts.Now(), c.digest[:], c.r.db.instance, c.ride.claimAt)
+		}
 	}
 	return c.finish(false, `UPDATE brain_requests SET status = $4, body = $5, at = $6
 		WHERE scope = $1 AND key = $2 AND claim_id = $3 AND status IS NULL`, int32(status), body, c.r.opts.Now())
@@ -319,7 +560,20 @@ func (c *RequestClaim) AnswerDerivable(status int, body []byte) error {
 
 // Release durably forgets the claim of a request that did not run, so its
 // key may be used again.
+// A riding claim that no append carried is forgotten without a write; one
+// that an append may have carried (its outcome unknown) is not released:
+// the key stays ambiguous.
 func (c *RequestClaim) Release() error {
+	if c.ride != nil {
+		switch state, _ := c.rideState(); state {
+		case rideNew:
+			c.once.Do(c.finishRide)
+			return nil
+		case rideUnknown:
+			c.once.Do(c.giveUp)
+			return fmt.Errorf("pgstore: claim of %s/%s not released: %w", c.k.scope, c.k.key, ErrOutcomeUnknown)
+		}
+	}
 	return c.finish(true, `DELETE FROM brain_requests WHERE scope = $1 AND key = $2 AND claim_id = $3`)
 }
 
@@ -327,10 +581,22 @@ func (c *RequestClaim) Release() error {
 // is handed to no instance as soon as the database answers, so the key
 // answers idem.ErrAmbiguous on every node from then on.
 func (c *RequestClaim) Abandon() {
-	c.once.Do(func() {
-		c.r.unsettle(c.k, c.id, false)
-		c.r.finishLocal(c.k, c.done)
-	})
+	c.once.Do(c.giveUp)
+}
+
+// giveUp ends the claim in this process, its row (if any) to be handed
+// to no instance once the database answers.
+func (c *RequestClaim) giveUp() {
+	c.r.unsettle(c.k, c.id, false)
+	c.finishRide()
+}
+
+// finishRide ends the claim in this process without a write.
+func (c *RequestClaim) finishRide() {
+	if c.ride != nil {
+		c.r.db.journal.rideDone(c)
+	}
+	c.r.finishLocal(c.k, c.done)
 }
 
 // finish commits the claim's end, its answer or (release) its deletion.
@@ -338,7 +604,7 @@ func (c *RequestClaim) Abandon() {
 func (c *RequestClaim) finish(release bool, sql string, more ...any) error {
 	err := errors.New("pgstore: claim already finished")
 	c.once.Do(func() {
-		defer c.r.finishLocal(c.k, c.done)
+		defer c.finishRide()
 		held := true
 		defer func() {
 			if err != nil && held {
@@ -362,6 +628,7 @@ func (c *RequestClaim) finish(release bool, sql string, more ...any) error {
 			err = classify("finish claim", e, true)
 			return
 		}
+		c.tally.Add(1)
 		if tag.RowsAffected() == 0 {
 			held = false
 			err = fmt.Errorf("pgstore: claim of %s/%s is no longer held", c.k.scope, c.k.key)

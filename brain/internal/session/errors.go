@@ -33,7 +33,9 @@ var (
 	// ErrUnavailable wraps a journal failure that refused an operation
 	// before it committed anything (see refused): the disk is full or
 	// failing, or the store turned the append away, nothing ran, and the
-	// same request may be sent again.
+	// same request may be sent again. It also wraps any refused commit of
+	// a synchronous turn whose claim rides the journal and that was undone
+	// because nothing of it was durable.
 	ErrUnavailable = errors.New("session: durable storage is failing; nothing was done")
 )
 

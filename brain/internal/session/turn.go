@@ -319,6 +319,11 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 		// commit would have carried the start): it is undone in
 		// memory, and its caller may release its claim.
 		undone = a.ride != nil && a.turn != 0 && len(s.pending) > 0 && s.pending[0].Sequence <= a.turn
+		if undone {
+			// Whatever refused the commit (a full disk, a database that
+			// is down, a lease lost to another node), nothing was done.
+			turnErr = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 	}
 	endSpanErr(a.span, errors.Join(loopErr, err))
 	endSpanErr(a.turnSpan, errors.Join(loopErr, err))
