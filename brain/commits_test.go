@@ -25,10 +25,10 @@ const (
 	// idempotency answer with the deferred model_call_ended, the
 	// transcript and the turn's end.
 	budgetSyncText = 2
-	// An async submission before its 202: the hinted claim, then
-	// turn_started with activation_started (the answer is derivable and
-	// rides the next flush).
-	budgetAsyncAccept = 2
+	// An async submission before its 202: the idempotency claim and its
+	// answer (the turn_started sequence) with turn_started and
+	// activation_started, one commit.
+	budgetAsyncAccept = 1
 	// ... and its turn after the 202: model_call_started and the turn's
 	// end.
 	budgetAsyncTurn = 2

@@ -106,12 +106,20 @@ func TestIdempotencyDurability(t *testing.T) {
 		}
 	})
 	t.Run("case38_claim_without_answer_is_ambiguous", func(t *testing.T) {
+		// Reference case 38: the process dies after a key is claimed
+		// and before its answer is recorded; the key is ambiguous and
+		// the operation is not executed again. A synchronous send's
+		// claim is durable with its turn's first commit and its answer
+		// only with the turn's end; a create's claim is flushed before
+		// the create runs. (An async submission's claim is never
+		// durable without its answer: see
+		// case38_async_claim_carries_its_answer.)
 		k := key()
 		s := start(t, "", "BRAIN_TEST_KILL_AFTER_CLAIM="+k)
 		id := s.create().SessionID
 		// The process kills itself right after the claim is durable.
-		req := `{"input":{"message":"never runs"}}`
-		res, err := doRaw(s, "POST", "/v1/sessions/"+id+"/messages", req, "Idempotency-Key", k, "Prefer", "respond-async")
+		req := `{"input":{"message":"runs once"}}`
+		res, err := doRaw(s, "POST", "/v1/sessions/"+id+"/messages", req, "Idempotency-Key", k)
 		if err == nil {
 			t.Fatalf("the request was answered (%d) instead of killing the server", res)
 		}
@@ -127,24 +135,110 @@ func TestIdempotencyDurability(t *testing.T) {
 		<-s2.done
 
 		s3 := start(t, s.DataDir)
-		for _, c := range []struct{ path, body, prefer, key string }{
-			{"/v1/sessions/" + id + "/messages", req, "respond-async", k},
-			{"/v1/sessions", createBody, "", ck},
+		for _, c := range []struct{ path, body, key string }{
+			{"/v1/sessions/" + id + "/messages", req, k},
+			{"/v1/sessions", createBody, ck},
 		} {
-			h := []string{"Idempotency-Key", c.key}
-			if c.prefer != "" {
-				h = append(h, "Prefer", c.prefer)
-			}
-			r := s3.do("POST", c.path, c.body, h...)
+			r := s3.do("POST", c.path, c.body, "Idempotency-Key", c.key)
 			if r.Status != 500 || r.apiError(t).Code != "ambiguous" {
 				t.Fatalf("reuse of %s = %d %s, want 500 ambiguous", c.path, r.Status, r.Body)
 			}
 		}
-		if n := count(s3.events(id), "turn_started"); n != 0 {
-			t.Fatalf("the claimed submission ran: %d turn_started", n)
+		evs := s3.events(id)
+		if n := count(evs, "turn_started"); n != 1 {
+			t.Fatalf("the claimed send started %d turns, want 1", n)
+		}
+		if n := count(evs, "model_call_ended"); n != 0 {
+			t.Fatalf("the claimed send's model call ended %d times, want never", n)
+		}
+		for _, ev := range evs {
+			if ev.EventType == "turn_failed" && failurePayload(ev).Code != "interrupted" {
+				t.Fatalf("turn_failed %+v, want interrupted", failurePayload(ev))
+			}
+		}
+		if n := count(evs, "turn_failed"); n != 1 {
+			t.Fatalf("the interrupted turn has %d turn_failed, want 1", n)
 		}
 		if ids := listIDs(t, s3); len(ids) != 1 || ids[0] != id {
 			t.Fatalf("the claimed create ran: sessions %v", ids)
+		}
+	})
+	t.Run("case38_async_claim_carries_its_answer", func(t *testing.T) {
+		// An async submission's claim and its answer (the sequence of
+		// its turn_started record) ride the one journal commit of
+		// turn_started, so there is no instant at which its claim is
+		// durable without its answer. The process kills itself right
+		// after that commit, before the 202 is sent. The requests log
+		// is then cut back to what it held before the submission, as
+		// if the frames written there without a flush of their own had
+		// been lost with the page cache: the journal's commit log holds
+		// the claim and the answer. After the restart the key answers
+		// the 202 the submission would have had, the turn closes as
+		// interrupted, and nothing runs again.
+		k := key()
+		s := start(t, "", "BRAIN_TEST_KILL_AFTER_CLAIM="+k)
+		id := s.create().SessionID
+		reqLog := filepath.Join(s.DataDir, "requests", "requests.log")
+		fi, err := os.Stat(reqLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := `{"input":{"message":"never runs"}}`
+		if res, err := doRaw(s, "POST", "/v1/sessions/"+id+"/messages", req, "Idempotency-Key", k, "Prefer", "respond-async"); err == nil {
+			t.Fatalf("the request was answered (%d) instead of killing the server", res)
+		}
+		<-s.done
+		if !killedBySIGKILL(s.waitErr) {
+			t.Fatalf("server ended with %v, want SIGKILL", s.waitErr)
+		}
+		if err := os.Truncate(reqLog, fi.Size()); err != nil {
+			t.Fatal(err)
+		}
+		s2 := start(t, s.DataDir)
+		r := s2.do("POST", "/v1/sessions/"+id+"/messages", req, "Idempotency-Key", k, "Prefer", "respond-async")
+		var seq uint64
+		if r.Status != 202 || json.Unmarshal(r.Body, &seq) != nil || seq == 0 {
+			t.Fatalf("retry of the submission = %d %s, want its 202", r.Status, r.Body)
+		}
+		if got := r.Header.Get("Preference-Applied"); got != "respond-async" {
+			t.Fatalf("Preference-Applied = %q", got)
+		}
+		evs := s2.events(id)
+		var turns []uint64
+		for _, ev := range evs {
+			switch ev.EventType {
+			case "turn_started":
+				turns = append(turns, ev.Sequence)
+			case "turn_failed":
+				if f := failurePayload(ev); f.Code != "interrupted" || f.Sequence != seq {
+					t.Fatalf("turn_failed %+v, want interrupted for turn %d", f, seq)
+				}
+			}
+		}
+		if len(turns) != 1 || turns[0] != seq {
+			t.Fatalf("turn_started at %v, want only the submission's at %d (its answer)", turns, seq)
+		}
+		if n := count(evs, "turn_failed"); n != 1 {
+			t.Fatalf("the interrupted turn has %d turn_failed, want 1", n)
+		}
+		if n := count(evs, "model_call_started"); n != 0 {
+			t.Fatalf("the killed submission's turn called the model %d times, want never", n)
+		}
+		// The answer is the key's from now on: replayed again, also
+		// after a clean restart, and nothing runs.
+		if again := s2.do("POST", "/v1/sessions/"+id+"/messages", req, "Idempotency-Key", k, "Prefer", "respond-async"); again.Status != 202 || string(again.Body) != string(r.Body) {
+			t.Fatalf("second retry = %d %s, want 202 %s", again.Status, again.Body, r.Body)
+		}
+		s2.stop()
+		s3 := start(t, s.DataDir)
+		if again := s3.do("POST", "/v1/sessions/"+id+"/messages", req, "Idempotency-Key", k, "Prefer", "respond-async"); again.Status != 202 || string(again.Body) != string(r.Body) {
+			t.Fatalf("retry after a clean restart = %d %s, want 202 %s", again.Status, again.Body, r.Body)
+		}
+		if n := count(s3.events(id), "turn_started"); n != 1 {
+			t.Fatalf("%d turns after the retries, want 1", n)
+		}
+		if r := s3.send(id, "after"); r.Status != 200 {
+			t.Fatalf("send after recovery = %d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("sync_claim_rides_the_turn", func(t *testing.T) {

@@ -93,6 +93,57 @@ func TestFullDiskDoesNotStick(t *testing.T) {
 	}
 }
 
+// An async submission's claim and answer ride the commit of its
+// turn_started record: on a full disk that commit fails, nothing of the
+// submission is durable, so it is refused 503 (never ambiguous, never a
+// stored answer); once space is back the same key runs exactly once and
+// its 202 is replayed, also after a restart.
+func TestFullDiskAsyncSubmission(t *testing.T) {
+	mnt := fullfs.Mount(t, 32<<20)
+	s := start(t, filepath.Join(mnt, "data"))
+	id := s.create().SessionID
+	filler := fullfs.Fill(t, mnt)
+	big := strings.Repeat("y", 512<<10)
+	body, _ := json.Marshal(api.MessageRequest{Input: api.UserInput{Message: big}})
+	const k = "full-disk-async-key"
+	submit := func(s *server) reply {
+		return s.do("POST", "/v1/sessions/"+id+"/messages", string(body), "Idempotency-Key", k, "Prefer", "respond-async")
+	}
+	if r := submit(s); r.Status != 503 || r.apiError(t).Code != api.CodeOverloaded {
+		t.Fatalf("async submission on a full disk = %d %s, want 503 overloaded", r.Status, r.Body)
+	}
+	filler.Free(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.do("GET", "/health/ready", "").Status != 204 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after space came back\n%s", s.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r := submit(s)
+	var seq uint64
+	if r.Status != 202 || json.Unmarshal(r.Body, &seq) != nil || seq == 0 {
+		t.Fatalf("retry of the refused key after space came back = %d %s, want 202", r.Status, r.Body)
+	}
+	if again := submit(s); again.Status != 202 || string(again.Body) != string(r.Body) {
+		t.Fatalf("second retry = %d %s, want 202 %s", again.Status, again.Body, r.Body)
+	}
+	s.stop()
+	s2 := start(t, s.DataDir)
+	if again := submit(s2); again.Status != 202 || string(again.Body) != string(r.Body) {
+		t.Fatalf("retry after a restart = %d %s, want 202 %s", again.Status, again.Body, r.Body)
+	}
+	var turns []uint64
+	for _, ev := range s2.events(id) {
+		if ev.EventType == "turn_started" && strings.Contains(string(ev.Data), big[:64]) {
+			turns = append(turns, ev.Sequence)
+		}
+	}
+	if len(turns) != 1 || turns[0] != seq {
+		t.Fatalf("the message started turns at %v, want one at %d", turns, seq)
+	}
+}
+
 func sessionDirs(t *testing.T, dir string) []string {
 	t.Helper()
 	entries, err := os.ReadDir(dir)

@@ -87,13 +87,20 @@
 // claim, so the key is not consumed. Async (Prefer: respond-async) and
 // synchronous sends are separate operations.
 //
-// An async submission on a session with no other send or delete in flight
-// claims with a hint (the session id and its next journal sequence) and
-// sends its 202 as soon as turn_started is committed, without waiting for
-// its answer record to be flushed: the answer is derivable from the hinted
-// claim and the journal (Derive, called when the requests log is opened).
-// Sends and deletes of the session wait while such a submission is
-// unsettled. The idem package documentation gives the argument.
+// On the file store (an idem.Rider) the claims of sends ride the session
+// journal (idem.Store.ClaimRiding): a synchronous send's claim is carried
+// by its turn's first commit and its answer by the turn's end; an async
+// submission's claim and its answer, the turn_started sequence, are
+// carried by the one commit of turn_started and activation_started, and
+// the 202 is sent once that commit returned. On a store that cannot ride
+// (a database's), an async submission on a session with no other send or
+// delete in flight claims with a hint (the session id and its next
+// journal sequence) and sends its 202 as soon as turn_started is
+// committed, without waiting for its answer record to be flushed: the
+// answer is derivable from the hinted claim and the journal (Derive,
+// called when the requests log is opened). Either way, sends and deletes
+// of the session wait while an async submission is unsettled. The idem
+// package documentation gives the argument.
 //
 // # Event streams
 //

@@ -11,8 +11,10 @@ import (
 )
 
 // gate orders the requests of one session that can commit a turn_started
-// record or remove the session's records (sends and deletes) around a
-// hinted async submission; see the idem package documentation for why.
+// record or remove the session's records (sends and deletes) around an
+// async submission while its claim is unsettled; see the idem package
+// documentation for why a hinted one needs it. (A submission whose claim
+// and answer ride the journal takes the same place in the gate.)
 type gate struct {
 	refs     int
 	inEngine int           // sends and deletes between entering and leaving

@@ -40,7 +40,8 @@ func (s *Server) Idempotent(w http.ResponseWriter, r *http.Request, scope string
 
 // claimHint makes a claim hinted (idem.Store.ClaimHinted): when derivable
 // accepts an operation's answer, that answer is the one Derive finds from
-// the hint, so it is recorded with AnswerDerivable and sent at once.
+// the hint, so it is recorded with AnswerDerivable and sent at once. Only
+// a store that cannot ride the journal (not an idem.Rider) needs it.
 type claimHint struct {
 	hint      []byte
 	derivable func(status int, v any) bool
@@ -65,22 +66,29 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 	var replay *idem.Answer
 	rider, canRide := s.opts.Requests.(idem.Rider)
 	switch {
-	case h != nil:
-		claim, replay, err = s.opts.Requests.ClaimHinted(ctx, scope, key, digest, h.hint)
-	case canRide && scope == ScopeSendSync:
-		// The claim and the answer ride the turn's journal commits.
+	case canRide && (scope == ScopeSendSync || scope == ScopeSendAsync):
+		// The claim and the answer ride the turn's journal commits: a
+		// synchronous send's claim its first commit and its answer its
+		// end; an async submission's claim and answer (the turn_started
+		// sequence) the commit of turn_started.
 		var onDurable func()
 		if s.opts.AfterClaim != nil {
 			onDurable = func() { s.opts.AfterClaim(scope, key) }
 		}
+		ok := http.StatusOK
+		if scope == ScopeSendAsync {
+			ok = http.StatusAccepted
+		}
 		riding, replay, err = rider.ClaimRiding(ctx, scope, key, digest, func(v any, err error) (int, []byte, bool) {
-			o := s.outcome(scope, http.StatusOK, v, err, nil, false)
+			o := s.outcome(scope, ok, v, err, nil, false)
 			return o.status, o.raw, o.do == doAnswer
 		}, onDurable)
 		if riding != nil {
 			claim = riding
 			ctx = commits.WithRide(ctx, riding.Ride())
 		}
+	case h != nil:
+		claim, replay, err = s.opts.Requests.ClaimHinted(ctx, scope, key, digest, h.hint)
 	default:
 		claim, replay, err = s.opts.Requests.Claim(ctx, scope, key, digest)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/idem"
 )
 
 // Operation scopes of the idempotent session routes.
@@ -158,7 +159,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	if async {
 		s.gated(w, r, id, true, func(hinted bool) {
 			var h *claimHint
-			if hinted {
+			if _, rides := s.opts.Requests.(idem.Rider); hinted && !rides {
 				if next, err := s.nextSequence(r.Context(), id); err == nil && next > 0 {
 					h = &claimHint{hint: submitHint(id, next), derivable: func(status int, v any) bool {
 						seq, ok := v.(uint64)

@@ -112,9 +112,11 @@
 // different answer from state that changed meanwhile; a store opened
 // without Derive treats every hinted claim as ambiguous, durably.
 //
-// Brain uses this for async message submission (package httpapi), where
-// the answer is the sequence of the turn_started record the journal
-// commits. Rule 1, a claim is durable before its request executes: the
+// Brain uses this for async message submission (package httpapi) on a
+// store that cannot ride the journal (see "Claims that ride the journal"
+// for the file store, where the claim and the answer ride the commit of
+// turn_started instead), where the answer is the sequence of the
+// turn_started record the journal commits. Rule 1, a claim is durable before its request executes: the
 // hinted claim is flushed by ClaimHinted like any claim, before the
 // journal commit starts. Rule 2, an answer is durable before it is sent:
 // the 202 is sent after the journal commit returned, so the hinted claim
@@ -141,7 +143,11 @@
 // made durable by the caller's journal instead, in the same commit as the
 // first records of the request (for a synchronous message, with
 // turn_started, activation_started and model_call_started), and the answer
-// with the commit that ends the request (with turn_ended). Both are
+// with the commit that ends the request (with turn_ended). An async
+// message submission is answered as soon as its turn_started record is
+// durable, with that record's sequence: its claim and its answer both
+// ride that one commit (claim record first), so its claim is never
+// durable without its answer. Both are
 // private session journal records, never served as events:
 // "_request_claimed" and "_request_answered" (commits.ClaimKind,
 // commits.AnswerKind), whose data is one JSON object:
@@ -171,7 +177,9 @@
 // Rule 1 holds because the claim record is in the very commit that makes
 // anything of the request durable, and every effect's *_started record is
 // committed with it or after it; a crash after that commit leaves the
-// claim without an answer: ambiguous, as any unanswered claim. Rule 2
+// claim without an answer: ambiguous, as any unanswered claim (for an
+// async submission, whose answer is in the same commit, the key replays
+// that answer, and the turn, never resumed, closes as interrupted). Rule 2
 // holds because the answer record commits with the request's end, before
 // the caller is answered. When the commit carrying the claim fails (a
 // full disk), nothing of the request is durable and nothing ran, so

@@ -31,6 +31,13 @@
 // was sent: the session is dropped from memory (it reloads from its
 // journal) and Send answers the journal's write error.
 //
+// A Submit whose context carries a Ride (an async submission, answered
+// with the turn_started sequence before the turn runs) commits its claim
+// record and its answer record, Ride.Answer of that sequence, in the one
+// append that makes turn_started and activation_started durable; the
+// turn's end carries no answer. If that append fails, nothing of the
+// submission is durable and Submit answers ErrUnavailable.
+//
 // # Activations
 //
 // One activation runs at a time per session. A turn (Submit, Send) records

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -102,6 +103,108 @@ func TestRideStartOnFullDiskLeavesNothing(t *testing.T) {
 	for _, r := range h.records(id) {
 		if r.Kind == commits.ClaimKind || (r.Kind == api.KindTurnStarted && strings.Contains(string(r.Data), big[:64])) {
 			t.Fatalf("the refused send left %s durable", r.Kind)
+		}
+	}
+}
+
+// batchStore records the kinds of each append.
+type batchStore struct {
+	journal.Store
+	mu      sync.Mutex
+	batches [][]string
+}
+
+func (b *batchStore) Append(ctx context.Context, session string, expectedNext uint64, records []journal.Record) error {
+	err := b.Store.Append(ctx, session, expectedNext, records)
+	if err == nil {
+		b.mu.Lock()
+		b.batches = append(b.batches, kinds(records))
+		b.mu.Unlock()
+	}
+	return err
+}
+
+func (b *batchStore) since(n int) [][]string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([][]string(nil), b.batches[n:]...)
+}
+
+// An async submission carrying a Ride costs one append before Submit
+// answers: turn_started, activation_started, the claim record and the
+// answer record, which is the turn_started sequence Submit answers. The
+// turn's own commits carry no answer.
+func TestRideSubmitCommitsClaimAndAnswerWithTheStart(t *testing.T) {
+	fs, err := journal.OpenFileStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &batchStore{Store: fs}
+	h := &harness{t: t, store: store, envs: newFakeEnvs(nil), secret: NewMemSecrets()}
+	if h.engine, err = New(Config{Store: store, Secrets: h.secret}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.close)
+	id := h.create(api.CreateSessionRequest{})
+	before := len(store.since(0))
+	var tally commits.Counter
+	ctx := commits.WithRide(commits.With(context.Background(), &tally), testRide())
+	seq, err := h.engine.Submit(ctx, id, api.UserInput{Message: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tally.Load() != 1 {
+		t.Errorf("Submit waited on %d commits, want 1", tally.Load())
+	}
+	h.waitEvent(id, seq, api.KindTurnEnded)
+	batches := store.since(before)
+	want := []string{api.KindTurnStarted, api.KindActivationStarted, commits.ClaimKind, commits.AnswerKind}
+	if len(batches) == 0 || strings.Join(batches[0], " ") != strings.Join(want, " ") {
+		t.Fatalf("first append %v, want %v", batches, want)
+	}
+	recs := h.records(id)
+	var start []journal.Record
+	for i, r := range recs {
+		if r.Kind == api.KindTurnStarted && r.Sequence == seq {
+			start = recs[i : i+4]
+		}
+	}
+	if start == nil {
+		t.Fatalf("no turn_started at %d in %v", seq, kinds(recs))
+	}
+	if got := decode[uint64](t, start[3].Data); got != seq {
+		t.Fatalf("recorded answer %d, Submit answered %d", got, seq)
+	}
+	if n := len(ofKind(recs, commits.AnswerKind)); n != 1 {
+		t.Fatalf("%d answer records, want 1 (the turn's end carries none)", n)
+	}
+	if n := len(ofKind(recs, commits.ClaimKind)); n != 1 {
+		t.Fatalf("%d claim records, want 1", n)
+	}
+}
+
+// An async submission whose only commit fails (a full disk) leaves
+// nothing durable, neither its turn nor its claim nor its answer, and is
+// refused as unavailable, so the caller may release the key.
+func TestRideSubmitOnFullDiskLeavesNothing(t *testing.T) {
+	mnt := fullfs.Mount(t, 64<<20)
+	h := openHarness(t, filepath.Join(mnt, "sessions"), Config{}, nil)
+	id := h.create(api.CreateSessionRequest{})
+	ctx := context.Background()
+	filler := fullfs.Fill(t, mnt)
+	big := strings.Repeat("m", 1<<20)
+	_, err := h.engine.Submit(commits.WithRide(ctx, testRide()), id, api.UserInput{Message: big})
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, journal.ErrWrite) {
+		t.Fatalf("Submit on a full disk = %v, want ErrUnavailable wrapping journal.ErrWrite", err)
+	}
+	filler.Free(t)
+	if sum, err := h.engine.Send(ctx, id, api.UserInput{Message: "after"}); err != nil || sum.Status != api.StatusIdle {
+		t.Fatalf("Send after space came back = %+v, %v", sum, err)
+	}
+	for _, r := range h.records(id) {
+		if r.Kind == commits.ClaimKind || r.Kind == commits.AnswerKind ||
+			(r.Kind == api.KindTurnStarted && strings.Contains(string(r.Data), big[:64])) {
+			t.Fatalf("the refused submission left %s durable", r.Kind)
 		}
 	}
 }

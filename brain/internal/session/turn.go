@@ -43,12 +43,14 @@ type activation struct {
 	// ride is the idempotency bookkeeping of a synchronous send whose
 	// claim rides the turn's commits (commits.Ride): its start records
 	// are deferred to the turn's first commit, and its answer is
-	// committed with the turn's end.
+	// committed with the turn's end. (An async submission's ride is
+	// committed whole with the start and is not kept here.)
 	ride *commits.Ride
 }
 
 // Submit durably commits turn_started for input and answers its sequence
-// before the turn runs. A session that is running an activation answers an
+// before the turn runs. With a commits.Ride in ctx, the ride's claim and
+// its answer (Ride.Answer of that sequence) are in the same commit. A session that is running an activation answers an
 // error wrapping ErrBusy (details {"admission":"rejected"}).
 func (e *Engine) Submit(ctx context.Context, id string, input api.UserInput) (uint64, error) {
 	seq, _, err := e.submit(ctx, id, input, false)
@@ -99,12 +101,9 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 	}
 	s.noWake = false
 	s.tally = commits.From(ctx)
-	var ride *commits.Ride
-	if wait {
-		ride = commits.RideFrom(ctx)
-	}
+	ride := commits.RideFrom(ctx)
 	s.parent = trace.SpanContextFromContext(ctx)
-	seq, err := s.startLocked(&input, ride)
+	seq, err := s.startLocked(&input, ride, !wait)
 	if err != nil {
 		s.tally = nil
 		s.parent = trace.SpanContext{}
@@ -123,11 +122,14 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 
 // startLocked commits the start of an activation (with turn_started when
 // input is given) in one append and runs it in the background. With a
-// ride, the start and the ride's claim record are deferred instead
-// (deferLocked): they are appended together with the turn's first commit
-// (its first *_started fence, or its end), and nothing durable holds the
-// turn or its claim until then.
-func (s *sess) startLocked(input *api.UserInput, ride *commits.Ride) (uint64, error) {
+// ride, the ride's claim record goes with the start. For a turn whose
+// caller is answered now (answered: Submit), the start commits at once
+// with the claim and the ride's answer record, the turn_started sequence:
+// one commit holds the claim and its answer. Otherwise (Send) the start
+// and the claim are deferred (deferLocked): they are appended together
+// with the turn's first commit (its first *_started fence, or its end),
+// and nothing durable holds the turn or its claim until then.
+func (s *sess) startLocked(input *api.UserInput, ride *commits.Ride, answered bool) (uint64, error) {
 	batch := s.st.Actionable
 	if len(batch) > api.MaxPageEvents {
 		batch = batch[:api.MaxPageEvents]
@@ -147,6 +149,17 @@ func (s *sess) startLocked(input *api.UserInput, ride *commits.Ride) (uint64, er
 	}
 	if ride != nil && input != nil {
 		recs = append(recs, journal.Record{Kind: commits.ClaimKind, Data: ride.Claim})
+		if answered {
+			// The claim and its answer precede nothing of the turn but
+			// its start, so the caller's answer is the turn_started
+			// sequence; the turn's end carries no answer.
+			if data := ride.Answer(first, nil); data != nil {
+				recs = append(recs, journal.Record{Kind: commits.AnswerKind, Data: data})
+			}
+			ride = nil
+		}
+	}
+	if ride != nil && input != nil {
 		if _, err := s.deferLocked(recs...); err != nil {
 			return 0, err
 		}
@@ -483,7 +496,7 @@ func (s *sess) fireWake() {
 		return
 	}
 	s.tally = nil
-	if _, err := s.startLocked(nil, nil); err != nil {
+	if _, err := s.startLocked(nil, nil, false); err != nil {
 		s.maybeEvictLocked(false)
 	}
 }
