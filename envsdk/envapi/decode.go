@@ -111,7 +111,13 @@ func describe(fe validator.FieldError) string {
 
 // strict decodes data into v rejecting unknown fields, trailing data and
 // wrong types, then validates v's struct rules. Errors name fields below path.
-func strict(data []byte, v any, path string) error {
+func strict(data []byte, v any, path string) error { return strictDecode(data, v, path, true) }
+
+// strictNoDup is strict without the duplicate key check, for a part of a
+// document strict checked as a whole.
+func strictNoDup(data []byte, v any, path string) error { return strictDecode(data, v, path, false) }
+
+func strictDecode(data []byte, v any, path string, dupCheck bool) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -120,8 +126,10 @@ func strict(data []byte, v any, path string) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return &FieldError{Field: path, Reason: "unexpected data after the JSON value"}
 	}
-	if at, key, dup := DuplicateKey(data); dup {
-		return &FieldError{Field: join(path, at), Reason: "duplicate key " + strconv.Quote(key)}
+	if dupCheck {
+		if at, key, dup := DuplicateKey(data); dup {
+			return &FieldError{Field: join(path, at), Reason: "duplicate key " + strconv.Quote(key)}
+		}
 	}
 	return validateStruct(v, path)
 }

@@ -1,77 +1,162 @@
 package envapi
 
 import (
-	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // DuplicateKey reports the first object member name that appears twice in
 // the same object of the JSON text data, with the dotted path of that
 // object ("" for the top level). encoding/json keeps the last of
 // duplicate members silently, so a document where two readers could see
-// different values is refused by the strict decoders instead. Malformed
-// JSON answers false: the decoder reports it.
+// different values is refused by the strict decoders instead. Names are
+// compared as encoding/json decodes them (escapes resolved, invalid UTF-8
+// replaced). Malformed JSON answers false: the decoder reports it.
 func DuplicateKey(data []byte) (path, key string, found bool) {
-	type level struct {
-		object    bool
-		expectKey bool
-		keys      map[string]struct{}
-		path, key string // the path of this level and its last key
+	if !json.Valid(data) {
+		return "", "", false
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var stack []*level
-	valueDone := func() {
-		if n := len(stack); n > 0 && stack[n-1].object {
-			stack[n-1].expectKey = true
+	d := dupScanner{data: data}
+	d.value("", "", false)
+	return d.path, d.key, d.found
+}
+
+// dupScanner walks a valid JSON text once, without decoding its values.
+type dupScanner struct {
+	data      []byte
+	i         int
+	found     bool
+	path, key string
+}
+
+func (d *dupScanner) space() {
+	for d.i < len(d.data) {
+		switch d.data[d.i] {
+		case ' ', '\t', '\r', '\n':
+			d.i++
+		default:
+			return
 		}
 	}
-	childPath := func() string {
-		n := len(stack)
-		if n == 0 {
-			return ""
+}
+
+// str skips the string at d.i and answers its raw bytes (quotes included)
+// and whether it holds no escape.
+func (d *dupScanner) str() ([]byte, bool) {
+	start := d.i
+	plain := true
+	for d.i++; ; d.i++ {
+		switch d.data[d.i] {
+		case '\\':
+			plain = false
+			d.i++
+		case '"':
+			d.i++
+			return d.data[start:d.i], plain
 		}
-		top := stack[n-1]
-		if !top.object {
-			return top.path
-		}
-		if top.path == "" {
-			return top.key
-		}
-		return top.path + "." + top.key
 	}
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", "", false
+}
+
+// name answers how encoding/json decodes the member name raw.
+func name(raw []byte, plain bool) string {
+	inner := raw[1 : len(raw)-1]
+	if plain && utf8.Valid(inner) {
+		return string(inner)
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// value skips the value at d.i (after white space), checking the objects
+// in it. The value is the member named key of the object at path (with
+// member), or an element of the array at path (or the top level).
+func (d *dupScanner) value(path, key string, member bool) {
+	d.space()
+	switch c := d.data[d.i]; c {
+	case '{', '[':
+		if member && path != "" {
+			path += "." + key
+		} else if member {
+			path = key
 		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				l := &level{object: d == '{', expectKey: d == '{', path: childPath()}
-				if l.object {
-					l.keys = map[string]struct{}{}
-				}
-				if n := len(stack); n > 0 && stack[n-1].object {
-					stack[n-1].expectKey = false
-				}
-				stack = append(stack, l)
-			default:
-				stack = stack[:len(stack)-1]
-				valueDone()
+		if c == '{' {
+			d.object(path)
+		} else {
+			d.array(path)
+		}
+	case '"':
+		d.str()
+	default: // number, true, false, null
+		for d.i < len(d.data) {
+			switch d.data[d.i] {
+			case ',', ']', '}', ' ', '\t', '\r', '\n':
+				return
 			}
-			continue
+			d.i++
 		}
-		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {
-			top := stack[n-1]
-			k, _ := tok.(string)
-			if _, dup := top.keys[k]; dup {
-				return top.path, k, true
+	}
+}
+
+func (d *dupScanner) array(path string) {
+	d.i++ // '['
+	for !d.found {
+		d.space()
+		switch d.data[d.i] {
+		case ']':
+			d.i++
+			return
+		case ',':
+			d.i++
+		}
+		d.space()
+		if d.data[d.i] == ']' { // an empty array
+			d.i++
+			return
+		}
+		d.value(path, "", false)
+	}
+}
+
+// object checks the member names of the object at d.i (and of the
+// objects in its values); path is its own path.
+func (d *dupScanner) object(path string) {
+	d.i++ // '{'
+	var names []string
+	var seen map[string]struct{} // for objects with many members
+	for !d.found {
+		d.space()
+		switch d.data[d.i] {
+		case '}':
+			d.i++
+			return
+		case ',':
+			d.i++
+			d.space()
+		}
+		raw, plain := d.str()
+		k := name(raw, plain)
+		dup := false
+		if seen != nil {
+			_, dup = seen[k]
+			seen[k] = struct{}{}
+		} else {
+			for _, n := range names {
+				dup = dup || n == k
 			}
-			top.keys[k] = struct{}{}
-			top.key, top.expectKey = k, false
-			continue
+			if names = append(names, k); len(names) > 16 {
+				seen = make(map[string]struct{}, 2*len(names))
+				for _, n := range names {
+					seen[n] = struct{}{}
+				}
+			}
 		}
-		valueDone()
+		if dup {
+			d.found, d.path, d.key = true, path, k
+			return
+		}
+		d.space()
+		d.i++ // ':'
+		d.value(path, k, true)
 	}
 }

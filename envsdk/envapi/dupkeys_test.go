@@ -1,8 +1,10 @@
 package envapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -57,4 +59,112 @@ func FuzzDuplicateKey(f *testing.F) {
 			t.Fatalf("re-encoded %s has a duplicate key", again)
 		}
 	})
+}
+
+// duplicateKeyByTokens is the reference DuplicateKey is checked against: a
+// walk of encoding/json's tokens (the implementation before the scanner).
+func duplicateKeyByTokens(data []byte) (path, key string, found bool) {
+	type level struct {
+		object    bool
+		expectKey bool
+		keys      map[string]struct{}
+		path, key string // the path of this level and its last key
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var stack []*level
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].expectKey = true
+		}
+	}
+	childPath := func() string {
+		n := len(stack)
+		if n == 0 {
+			return ""
+		}
+		top := stack[n-1]
+		if !top.object {
+			return top.path
+		}
+		if top.path == "" {
+			return top.key
+		}
+		return top.path + "." + top.key
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", "", false
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				l := &level{object: d == '{', expectKey: d == '{', path: childPath()}
+				if l.object {
+					l.keys = map[string]struct{}{}
+				}
+				if n := len(stack); n > 0 && stack[n-1].object {
+					stack[n-1].expectKey = false
+				}
+				stack = append(stack, l)
+			default:
+				stack = stack[:len(stack)-1]
+				valueDone()
+			}
+			continue
+		}
+		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {
+			top := stack[n-1]
+			k, _ := tok.(string)
+			if _, dup := top.keys[k]; dup {
+				return top.path, k, true
+			}
+			top.keys[k] = struct{}{}
+			top.key, top.expectKey = k, false
+			continue
+		}
+		valueDone()
+	}
+}
+
+// FuzzDuplicateKeyMatchesTokens: on valid JSON the scanner answers exactly
+// what a walk of encoding/json's tokens answers (the same first duplicate,
+// path and name, escapes and invalid UTF-8 in names decoded as the decoder
+// does); malformed JSON answers false.
+func FuzzDuplicateKeyMatchesTokens(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":[1,{"c":1,"c":2}]}}`, `[]`, `"x"`, `{"a":`,
+		`{"a":1,"\u0061":2}`, `{"":{"":{"x":1,"x":2}}}`, `[[{"k":[{"k":1}],"k":2}]]`, "{\"\xff\":1,\"\xfe\":2}",
+		`{"a":{"b":{}},"a":0}`, ` { "s" : "a\\\"" , "t" : [ "a" , { } ] , "s" : 1 } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, k, d := DuplicateKey(data)
+		if !json.Valid(data) {
+			if d {
+				t.Fatalf("DuplicateKey(%q) = %q %q on malformed JSON", data, p, k)
+			}
+			return
+		}
+		if wp, wk, wd := duplicateKeyByTokens(data); p != wp || k != wk || d != wd {
+			t.Fatalf("DuplicateKey(%q) = %q, %q, %v; the token walk answers %q, %q, %v", data, p, k, d, wp, wk, wd)
+		}
+	})
+}
+
+// TestDuplicateKeyManyMembers: objects past the linear search find
+// duplicates too.
+func TestDuplicateKeyManyMembers(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`{"o":{`)
+	for i := range 40 {
+		fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+	}
+	b.WriteString(`"k33":0}}`)
+	if p, k, d := DuplicateKey(b.Bytes()); !d || p != "o" || k != "k33" {
+		t.Fatalf("DuplicateKey = %q %q %v, want o k33", p, k, d)
+	}
+	if _, _, d := DuplicateKey(bytes.Replace(b.Bytes(), []byte(`"k33":0`), []byte(`"k40":0`), 1)); d {
+		t.Fatal("a duplicate reported among distinct names")
+	}
 }

@@ -138,6 +138,12 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 func DecodeReceipt(data []byte) (Receipt, error) { return decodeReceipt(data, "receipt") }
 
 func decodeReceipt(data []byte, path string) (Receipt, error) {
+	return decodeReceiptIn(data, path, strict)
+}
+
+// decodeReceiptIn decodes a receipt with decode (strict, or strictNoDup
+// for a receipt inside a document already checked for duplicate keys).
+func decodeReceiptIn(data []byte, path string, strict func([]byte, any, string) error) (Receipt, error) {
 	var head struct {
 		Type *ReceiptType `json:"type"`
 	}
@@ -215,7 +221,8 @@ func DecodeResponse(data []byte) (Response, error) {
 	if *w.Contract != Contract {
 		return Response{}, &FieldError{Field: "contract", Reason: "must be " + quote(Contract) + ", got " + quote(*w.Contract)}
 	}
-	r, err := decodeReceipt(w.Receipt, "receipt")
+	// strict checked the whole document for duplicate keys already.
+	r, err := decodeReceiptIn(w.Receipt, "receipt", strictNoDup)
 	if err != nil {
 		return Response{}, err
 	}

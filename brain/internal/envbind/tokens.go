@@ -1,6 +1,7 @@
 package envbind
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/brain-in-go/brain/internal/fsutil"
 )
@@ -118,10 +120,22 @@ const (
 	invocationSize = 8 + nonceSize + sha256.Size
 )
 
+// derivedKey is an invocation key and the server key it was derived from.
+type derivedKey struct{ server, invocation []byte }
+
+// lastInvocationKey spares a mint or check the derivation when the server
+// key is the one seen last (a process has one).
+var lastInvocationKey atomic.Pointer[derivedKey]
+
 func invocationKey(key []byte) []byte {
+	if d := lastInvocationKey.Load(); d != nil && bytes.Equal(d.server, key) {
+		return d.invocation
+	}
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte("brain invocation key v1"))
-	return m.Sum(nil)
+	inv := m.Sum(nil)
+	lastInvocationKey.Store(&derivedKey{server: bytes.Clone(key), invocation: inv})
+	return inv
 }
 
 func invocationMAC(key []byte, k grantKey, head []byte) []byte {

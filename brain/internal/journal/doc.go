@@ -266,6 +266,11 @@
 // each segment is read with one read and checked in memory with the same
 // rules, and the checked bytes are kept (within the store's 16 MiB, see
 // Checkpoint) for the pages that follow, as for a checkpoint's prefix.
+// That check reads each byte once: frames are delimited three at a time
+// and their checksums computed side by side (the CRC32 instruction's
+// chains interleaved, on amd64), then each frame is judged in order, so
+// the damage reported is always the first, exactly as a frame-by-frame
+// scan reports it.
 //
 // # Checkpoint
 //
@@ -319,9 +324,10 @@
 // dense sequences, exactly through records) and builds its sparse index.
 // When a Read starts it, the prefix is read with one read per segment and
 // the checked bytes are kept (within 16 MiB for the whole store) for the
-// pages that follow: they are served from memory without a second read or
-// checksum, their records' byte fields are slices of the kept bytes, and
-// the bytes are given back once a page passes the end of the prefix (or
+// pages that follow: they are served from memory without a second read,
+// checksum or payload check (a page's records are decoded straight from
+// the frames checked then), their records' byte fields are slices of the
+// kept bytes, and the bytes are given back once a page passes the end of the prefix (or
 // the session leaves memory).
 // Damage there refuses the session as a whole, as damage found at open
 // does: that call and every later Next, Read, Append and Subscribe answer

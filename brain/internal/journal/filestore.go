@@ -513,46 +513,28 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 	s.mu.Unlock()
 
 	pg := newPage(min(uint64(maxRecords), last-after))
+	pg.after, pg.last, pg.maxRecords, pg.maxBytes = after, last, maxRecords, maxBytes
 	for si := start.seg; si < len(segs); si++ {
 		off := int64(0)
 		if si == start.seg {
 			off = start.off
 		}
-		wb := warm.seg(segs[si].first)
-		done, err := fs.readSegment(s, segs[si], wb, off, after, last, func(at int64, p []byte, n int) (bool, error) {
-			// Where the next page starts is remembered so that paging
-			// through a session does not rescan from an index point.
-			hint := func(seq uint64, off int64) {
-				s.mu.Lock()
-				if s.epoch == epoch {
-					s.hint = indexEntry{seq: seq, seg: si, off: off}
-				}
-				s.mu.Unlock()
-			}
-			if len(pg.out) > 0 && pg.bytes+n > maxBytes {
-				hint(leUint64(p[2:]), at)
-				return true, nil
-			}
-			// Kept bytes are never written again: records alias them.
-			seq, err := pg.add(p, n, at < int64(len(wb)))
-			if err != nil {
-				return true, err
-			}
-			if seq >= last {
-				return true, nil
-			}
-			if len(pg.out) >= maxRecords {
-				hint(seq+1, at+int64(n))
-				return true, nil
-			}
-			return false, nil
-		})
+		done, err := fs.readSegment(s, si, segs[si], warm.seg(segs[si].first), off, pg)
 		if err != nil {
 			return nil, err
 		}
 		if done {
 			break
 		}
+	}
+	if pg.hint.seq != 0 {
+		// Where the next page starts is remembered so that paging through
+		// a session does not rescan from an index point.
+		s.mu.Lock()
+		if s.epoch == epoch {
+			s.hint = pg.hint
+		}
+		s.mu.Unlock()
 	}
 	if warm != nil && len(pg.out) > 0 {
 		// A page past the warm prefix drops it: the reader has moved on.
@@ -568,14 +550,19 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 }
 
 // page builds the records of one Read: the byte fields of its records are
-// copied into shared arenas and equal kinds share one string, so a page
-// costs a few allocations rather than several per record.
+// copied into shared arenas (or are slices of kept bytes) and equal kinds
+// share one string, so a page costs a few allocations rather than several
+// per record.
 type page struct {
 	out      []Record
 	bytes    int
 	arena    []byte
 	kinds    map[string]string
 	lastKind string
+
+	after, last          uint64 // the Read's records are after..last
+	maxRecords, maxBytes int
+	hint                 indexEntry // where the next page starts, when a bound stopped this one
 }
 
 const pageArenaBytes = 32 << 10
@@ -584,32 +571,77 @@ func newPage(records uint64) *page {
 	return &page{out: make([]Record, 0, records)}
 }
 
-// add decodes payload p (a frame of n bytes) into the page; with alias,
-// the record's byte fields are slices of p (capacity capped) instead of
-// copies.
-func (pg *page) add(p []byte, n int, alias bool) (uint64, error) {
+// take adds the record of the frame at `at` of segment si (payload p, n
+// bytes) unless the page is full, and reports whether the page is done.
+// kept says p lies in bytes a verification checked and kept: they are
+// never written again, so p is not checked a second time and the record's
+// byte fields are slices of it.
+func (pg *page) take(si int, at int64, p []byte, n int, kept bool) (bool, error) {
+	if len(pg.out) > 0 && pg.bytes+n > pg.maxBytes {
+		pg.hint = indexEntry{seq: leUint64(p[2:]), seg: si, off: at}
+		return true, nil
+	}
+	var seq uint64
+	if kept {
+		seq = pg.addKept(p, n)
+	} else {
+		var err error
+		if seq, err = pg.add(p, n); err != nil {
+			return true, err
+		}
+	}
+	if seq >= pg.last {
+		return true, nil
+	}
+	if len(pg.out) >= pg.maxRecords {
+		pg.hint = indexEntry{seq: seq + 1, seg: si, off: at + int64(n)}
+		return true, nil
+	}
+	return false, nil
+}
+
+// add decodes payload p (a frame of n bytes) into the page, copying its
+// byte fields.
+func (pg *page) add(p []byte, n int) (uint64, error) {
 	v, err := parsePayload(p)
 	if err != nil {
 		return 0, err
 	}
 	r := Record{Sequence: v.seq, RecordedAtMs: v.ms, Kind: pg.kind(v.kind)}
 	if v.data != nil {
-		r.Data = pg.keep(v.data, alias)
+		r.Data = pg.copy(v.data)
 	}
 	if v.hasOrigin {
-		r.Origin = pg.keep(v.origin, alias)
+		r.Origin = pg.copy(v.origin)
 	}
 	pg.bytes += n
 	pg.out = append(pg.out, r)
 	return v.seq, nil
 }
 
-// keep returns b with its capacity capped when alias, else a copy.
-func (pg *page) keep(b []byte, alias bool) []byte {
-	if alias {
-		return b[:len(b):len(b)]
+// addKept is add for a payload checkKept accepted: it reads the fields
+// where that check found them, straight into the page's next record.
+func (pg *page) addKept(p []byte, n int) uint64 {
+	kindEnd := payloadFixed + int(binary.LittleEndian.Uint16(p[18:]))
+	dataEnd := kindEnd + int(binary.LittleEndian.Uint32(p[20:]))
+	if len(pg.out) == cap(pg.out) {
+		pg.out = append(pg.out, Record{})
+	} else {
+		pg.out = pg.out[:len(pg.out)+1]
 	}
-	return pg.copy(b)
+	// The slot was never written: Data and Origin are nil already.
+	r := &pg.out[len(pg.out)-1]
+	r.Sequence = binary.LittleEndian.Uint64(p[2:])
+	r.RecordedAtMs = int64(binary.LittleEndian.Uint64(p[10:]))
+	r.Kind = pg.kind(p[payloadFixed:kindEnd])
+	if dataEnd > kindEnd {
+		r.Data = p[kindEnd:dataEnd:dataEnd]
+	}
+	if p[1]&flagOrigin != 0 {
+		r.Origin = p[dataEnd+4 : len(p) : len(p)]
+	}
+	pg.bytes += n
+	return r.Sequence
 }
 
 // copy returns a copy of b (non-nil, capacity capped) from the arena.
@@ -641,26 +673,22 @@ func (pg *page) kind(b []byte) string {
 	return k
 }
 
-// readSegment calls fn with each frame of seg from off whose sequence is
-// after `after`, until fn reports done or the committed end is reached.
-func (fs *FileStore) readSegment(s *session, seg segInfo, warm []byte, off int64, after, last uint64,
-	fn func(at int64, p []byte, n int) (bool, error)) (bool, error) {
-	path := filepath.Join(s.dir, "journal", segmentName(seg.first))
+// readSegment adds to pg the frames of seg (the si-th segment) from off on
+// whose sequence is after pg.after, until the page is done or the
+// committed end is reached. warm holds the segment's kept bytes, if any.
+func (fs *FileStore) readSegment(s *session, si int, seg segInfo, warm []byte, off int64, pg *page) (bool, error) {
+	path := func() string { return filepath.Join(s.dir, "journal", segmentName(seg.first)) }
 	// Frames kept by a verification are already checked.
 	for off < int64(len(warm)) {
 		n := int(binary.LittleEndian.Uint32(warm[off:]))
-		p := warm[off+frameHeaderSize : off+frameHeaderSize+int64(n)]
 		size := frameHeaderSize + n
+		p := warm[off+frameHeaderSize : off+int64(size)]
 		seq := leUint64(p[2:])
-		if seq > last {
+		if seq > pg.last {
 			return true, nil
 		}
-		if seq > after {
-			done, err := fn(off, p, size)
-			if err != nil {
-				return false, fs.readDamage(s, path, off, err)
-			}
-			if done {
+		if seq > pg.after {
+			if done, _ := pg.take(si, off, p, size, true); done {
 				return true, nil
 			}
 		}
@@ -669,9 +697,9 @@ func (fs *FileStore) readSegment(s *session, seg segInfo, warm []byte, off int64
 	if off >= seg.size && seg.size > 0 && warm != nil {
 		return false, nil
 	}
-	f, err := os.Open(path)
+	f, err := os.Open(path())
 	if err != nil {
-		return false, fmt.Errorf("journal: read %s: %w", path, err)
+		return false, fmt.Errorf("journal: read %s: %w", path(), err)
 	}
 	defer f.Close()
 	sc := newFrameScanner(f, off, seg.size, fs.opts.MaxRecordBytes)
@@ -682,21 +710,21 @@ func (fs *FileStore) readSegment(s *session, seg segInfo, warm []byte, off int64
 			return false, nil
 		}
 		if err != nil {
-			return false, fs.readDamage(s, path, at, err)
+			return false, fs.readDamage(s, path(), at, err)
 		}
 		if len(p) < payloadFixed {
-			return false, fs.readDamage(s, path, at, errBadPayload)
+			return false, fs.readDamage(s, path(), at, errBadPayload)
 		}
 		seq := leUint64(p[2:])
-		if seq <= after {
+		if seq <= pg.after {
 			continue
 		}
-		if seq > last {
+		if seq > pg.last {
 			return true, nil
 		}
-		done, err := fn(at, p, n)
+		done, err := pg.take(si, at, p, n, false)
 		if err != nil {
-			return false, fs.readDamage(s, path, at, err)
+			return false, fs.readDamage(s, path(), at, err)
 		}
 		if done {
 			return true, nil
@@ -815,30 +843,19 @@ func (fs *FileStore) indexCold(s *session, keep bool) error {
 			b := make([]byte, limit)
 			n, rerr := f.ReadAt(b, 0)
 			f.Close()
-			var at int64
 			if int64(n) < limit {
-				rerr = readErr(rerr)
-			} else {
-				rerr = nil
-			}
-			for rerr == nil && at < limit {
-				p, size, err := checkWarmFrame(b[at:], fs.opts.MaxRecordBytes)
-				if err == nil && (len(p) < payloadFixed || leUint64(p[2:]) != expect) {
-					err = fmt.Errorf("%w: sequence is not %d", errBadPayload, expect)
-				}
-				if err != nil {
-					rerr = err
-					break
-				}
-				if n := len(idx); at == 0 || n == 0 || idx[n-1].seg != si || at-idx[n-1].off >= indexEveryBytes {
-					idx = append(idx, indexEntry{seq: expect, seg: si, off: at})
-				}
-				expect++
-				at += int64(size)
-			}
-			if rerr != nil {
 				warm.release()
-				return fs.readDamage(s, path, at, rerr)
+				return fs.readDamage(s, path, 0, readErr(rerr))
+			}
+			c, err := checkKept(b, expect, fs.opts.MaxRecordBytes, si, 0, idx)
+			idx, expect = c.index, c.next
+			if err != nil {
+				var se *seqError
+				if errors.As(err, &se) {
+					err = fmt.Errorf("%w: sequence is not %d", errBadPayload, se.want)
+				}
+				warm.release()
+				return fs.readDamage(s, path, c.end, err)
 			}
 			warm.segs = append(warm.segs, warmSeg{first: seg.first, b: b})
 			continue
@@ -849,7 +866,10 @@ func (fs *FileStore) indexCold(s *session, keep bool) error {
 			if err == io.EOF {
 				break
 			}
-			if err == nil && (len(p) < payloadFixed || leUint64(p[2:]) != expect) {
+			if err == nil && !payloadOK(p) {
+				_, err = parsePayload(p)
+			}
+			if err == nil && leUint64(p[2:]) != expect {
 				err = fmt.Errorf("%w: sequence is not %d", errBadPayload, expect)
 			}
 			if err != nil {

@@ -135,6 +135,24 @@ func parsePayload(p []byte) (payloadView, error) {
 	return v, nil
 }
 
+// payloadOK reports whether parsePayload accepts p, without building the
+// view: the hot loops check with it and call parsePayload only to name
+// what is wrong.
+func payloadOK(p []byte) bool {
+	if len(p) < payloadFixed || p[0] != payloadVersion || p[1]&^flagOrigin != 0 {
+		return false
+	}
+	kindLen := uint64(binary.LittleEndian.Uint16(p[18:]))
+	end := payloadFixed + kindLen + uint64(binary.LittleEndian.Uint32(p[20:]))
+	if kindLen == 0 || end > uint64(len(p)) {
+		return false
+	}
+	if p[1]&flagOrigin == 0 {
+		return end == uint64(len(p))
+	}
+	return end+4 <= uint64(len(p)) && end+4+uint64(binary.LittleEndian.Uint32(p[end:])) == uint64(len(p))
+}
+
 // decodePayload decodes a checksummed payload. The returned record's Data
 // and Origin alias p unless copyBytes is set.
 func decodePayload(p []byte, copyBytes bool) (Record, error) {

@@ -219,10 +219,18 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 	if fi.Size() < start {
 		return 0, 0, -1, io.ErrUnexpectedEOF
 	}
-	damage := func(off int64, format string, args ...any) error {
-		return &DamagedError{Session: s.id, File: path, Offset: off, Reason: fmt.Sprintf(format, args...)}
+	// frameDamage reports the frame at off that did not check out as
+	// damage; other errors (I/O) are returned as they are.
+	frameDamage := func(off int64, err error) error {
+		var se *seqError
+		switch {
+		case errors.Is(err, errChecksum):
+			return &DamagedError{Session: s.id, File: path, Offset: off, Reason: "complete frame with a bad checksum"}
+		case errors.Is(err, errFrameSize), errors.Is(err, errBadPayload), errors.As(err, &se):
+			return &DamagedError{Session: s.id, File: path, Offset: off, Reason: err.Error()}
+		}
+		return err
 	}
-	var nextFrame func() (int64, []byte, int, error)
 	if keep != nil && start == 0 && fs.growWarm(warm, fi.Size()) {
 		// One read of the whole segment, checked in memory; the checked
 		// prefix is kept for the Reads that follow.
@@ -230,51 +238,39 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 		if n, err := f.ReadAt(b, 0); int64(n) < fi.Size() {
 			return 0, 0, -1, readErr(err)
 		}
-		var off int64
-		nextFrame = func() (int64, []byte, int, error) {
-			at := off
-			if at == int64(len(b)) {
-				*keep = b
-				return at, nil, 0, io.EOF
-			}
-			p, size, err := checkWarmFrame(b[at:], fs.opts.MaxRecordBytes)
-			if errors.Is(err, errShortFrame) {
-				*keep = b[:at:at]
-			}
-			if err != nil {
-				return at, nil, 0, err
-			}
-			off += int64(size)
-			return at, p, size, nil
+		c, err := checkKept(b, expect, fs.opts.MaxRecordBytes, len(s.segs)-1, s.lastMs, s.index)
+		s.index, s.lastMs = c.index, c.lastMs
+		switch {
+		case err == nil:
+			*keep = b
+			return c.end, c.next, -1, nil
+		case errors.Is(err, errShortFrame):
+			*keep = b[:c.end:c.end]
+			return c.end, c.next, c.end, nil
 		}
-	} else {
-		sc := newFrameScanner(f, start, fi.Size(), fs.opts.MaxRecordBytes)
-		defer sc.release()
-		nextFrame = sc.next
+		return 0, 0, -1, frameDamage(c.end, err)
 	}
+	sc := newFrameScanner(f, start, fi.Size(), fs.opts.MaxRecordBytes)
+	defer sc.release()
 	for {
-		at, p, _, err := nextFrame()
+		at, p, _, err := sc.next()
 		switch {
 		case err == io.EOF:
 			return at, expect, -1, nil
 		case errors.Is(err, errShortFrame):
 			return at, expect, at, nil
-		case errors.Is(err, errChecksum):
-			return 0, 0, -1, damage(at, "complete frame with a bad checksum")
-		case errors.Is(err, errFrameSize):
-			return 0, 0, -1, damage(at, "%v", err)
 		case err != nil:
-			return 0, 0, -1, err
+			return 0, 0, -1, frameDamage(at, err)
 		}
-		v, err := parsePayload(p)
-		if err != nil {
-			return 0, 0, -1, damage(at, "%v", err)
+		if !payloadOK(p) {
+			_, err := parsePayload(p)
+			return 0, 0, -1, frameDamage(at, err)
 		}
-		if v.seq != expect {
-			return 0, 0, -1, damage(at, "record has sequence %d, want %d (sequences are not dense)", v.seq, expect)
+		if seq := leUint64(p[2:]); seq != expect {
+			return 0, 0, -1, frameDamage(at, &seqError{got: seq, want: expect})
 		}
 		s.addIndex(expect, at)
-		s.lastMs = max(s.lastMs, v.ms)
+		s.lastMs = max(s.lastMs, int64(leUint64(p[10:])))
 		expect++
 	}
 }

@@ -64,9 +64,7 @@ type frameScanner struct {
 }
 
 func newFrameScanner(f *os.File, off, limit int64, maxPayload int) *frameScanner {
-	pb := readBufs.Get().(*[]byte)
-	return &frameScanner{f: f, off: off, limit: limit, maxPayload: maxPayload,
-		pooled: pb, buf: (*pb)[:0], base: off, chunk: minReadChunk}
+	return &frameScanner{f: f, off: off, limit: limit, maxPayload: maxPayload, base: off, chunk: minReadChunk}
 }
 
 // release returns the buffer; payloads returned before are invalid after.
@@ -78,8 +76,20 @@ func (sc *frameScanner) release() {
 	sc.pooled, sc.buf = nil, nil
 }
 
-// fill makes at least need bytes from sc.off available in sc.buf.
+// fill makes at least need bytes from sc.off available in sc.buf. The
+// first fill takes a pooled buffer, or when no more than minReadChunk
+// bytes are left to read (one frame at a checkpoint's end, a short
+// tail), a buffer of just that size: a pooled one is 1 MiB, and the pool
+// is emptied by every garbage collection.
 func (sc *frameScanner) fill(need int) error {
+	if sc.buf == nil {
+		if rem := sc.limit - sc.off; rem <= minReadChunk {
+			sc.buf = make([]byte, 0, max(int(rem), need))
+		} else {
+			sc.pooled = readBufs.Get().(*[]byte)
+			sc.buf = (*sc.pooled)[:0]
+		}
+	}
 	rel := int(sc.off - sc.base)
 	if len(sc.buf)-rel >= need {
 		return nil

@@ -78,23 +78,96 @@ func (w *warmSet) seg(first uint64) []byte {
 	return nil
 }
 
-// checkWarmFrame checks the frame at the start of b as frameScanner.next does
-// and answers its payload and size.
-func checkWarmFrame(b []byte, maxPayload int) ([]byte, int, error) {
-	if len(b) < frameHeaderSize {
-		return nil, 0, errShortFrame
+// seqError says a frame that checks out holds the wrong sequence.
+type seqError struct{ got, want uint64 }
+
+func (e *seqError) Error() string {
+	return fmt.Sprintf("record has sequence %d, want %d (sequences are not dense)", e.got, e.want)
+}
+
+// keptCheck is what checkKept found.
+type keptCheck struct {
+	end    int64        // offset just past the last frame that checked out
+	next   uint64       // the sequence after that frame
+	lastMs int64        // the largest recorded_at_ms seen, or the one given
+	index  []indexEntry // the index given, with entries for the frames checked
+}
+
+// checkKept checks the frames of b, which holds bytes [0, len(b)) of
+// segment si, in order with the recovery rules (length, checksum,
+// payload, sequences dense from expect on), each byte read once, and adds
+// sparse index entries for them as session.addIndex would. It stops at the
+// first frame that does not check out (c.end is its offset) and answers
+// why: errShortFrame when b ends inside it, errFrameSize, errChecksum,
+// errBadPayload (wrapped) or a *seqError.
+func checkKept(b []byte, expect uint64, maxPayload int, si int, lastMs int64, index []indexEntry) (c keptCheck, err error) {
+	c = keptCheck{next: expect, lastMs: lastMs, index: index}
+	lastIdx := int64(-1) // offset of the last index entry in segment si
+	if n := len(index); n > 0 && index[n-1].seg == si {
+		lastIdx = index[n-1].off
 	}
-	n := int64(binary.LittleEndian.Uint32(b))
-	if n > int64(maxPayload) {
-		return nil, 0, fmt.Errorf("%w: %d bytes", errFrameSize, n)
+	// Frames are taken three at a time so that their checksums run side by
+	// side (checksum3); each is then judged in order, so the first frame
+	// that does not check out is the one reported.
+	var at [3]int
+	var p [3][]byte
+	var sum [3]uint32
+	off := 0
+	defer func() { c.end = int64(off) }()
+	for off < len(b) {
+		// Delimit up to three frames; stop at one whose header is wrong
+		// and judge it after those before it.
+		var stop error
+		k := 0
+		for next := off; k < 3 && next < len(b); k++ {
+			rest := b[next:]
+			if len(rest) < frameHeaderSize {
+				stop = errShortFrame
+				break
+			}
+			n := uint64(binary.LittleEndian.Uint32(rest))
+			if n > uint64(maxPayload) {
+				stop = fmt.Errorf("%w: %d bytes", errFrameSize, n)
+				break
+			}
+			if n > uint64(len(rest)-frameHeaderSize) {
+				stop = errShortFrame
+				break
+			}
+			at[k], p[k] = next, rest[frameHeaderSize:frameHeaderSize+int(n)]
+			next += frameHeaderSize + int(n)
+		}
+		switch k {
+		case 3:
+			sum[0], sum[1], sum[2] = checksum3(p[0], p[1], p[2])
+		case 2:
+			sum[0], sum[1] = crc32.Checksum(p[0], castagnoli), crc32.Checksum(p[1], castagnoli)
+		case 1:
+			sum[0] = crc32.Checksum(p[0], castagnoli)
+		}
+		for i := range k {
+			pl := p[i]
+			if sum[i] != binary.LittleEndian.Uint32(b[at[i]+4:]) {
+				return c, errChecksum
+			}
+			if !payloadOK(pl) {
+				_, err := parsePayload(pl)
+				return c, err
+			}
+			if seq := binary.LittleEndian.Uint64(pl[2:]); seq != c.next {
+				return c, &seqError{got: seq, want: c.next}
+			}
+			if o := int64(off); o == 0 || lastIdx < 0 || o-lastIdx >= indexEveryBytes {
+				c.index = append(c.index, indexEntry{seq: c.next, seg: si, off: o})
+				lastIdx = o
+			}
+			c.lastMs = max(c.lastMs, int64(binary.LittleEndian.Uint64(pl[10:])))
+			c.next++
+			off += frameHeaderSize + len(pl)
+		}
+		if stop != nil {
+			return c, stop
+		}
 	}
-	if n > int64(len(b)-frameHeaderSize) {
-		return nil, 0, errShortFrame
-	}
-	size := frameHeaderSize + int(n)
-	p := b[frameHeaderSize:size]
-	if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
-		return nil, 0, errChecksum
-	}
-	return p, size, nil
+	return c, nil
 }

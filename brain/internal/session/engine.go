@@ -29,6 +29,8 @@ type Engine struct {
 	secrets Secrets
 	now     func() time.Time
 
+	toolTimeout error // the cause a tool's MaxTool deadline ends it with
+
 	base context.Context // ends on Close; commits and effects derive from it
 	stop context.CancelFunc
 	wg   sync.WaitGroup // activations, tools, timers in flight
@@ -114,6 +116,9 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w: Config.Store is required", ErrInvalid)
 	}
 	e := &Engine{cfg: cfg, store: cfg.Store, models: cfg.Models, secrets: cfg.Secrets, now: cfg.Now, live: map[string]*sess{}, faults: map[string]string{}}
+	if d := cfg.Limits.MaxTool; d > 0 {
+		e.toolTimeout = fmt.Errorf("tool exceeded %v: %w", d, ErrTimeout)
+	}
 	if e.models == nil {
 		e.models = model.Default()
 	}

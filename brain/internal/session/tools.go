@@ -179,7 +179,7 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	tctx, cancel := context.WithCancelCause(s.e.base)
 	stopTimer := func() {}
 	if d := s.e.cfg.Limits.MaxTool; d > 0 {
-		tctx, stopTimer = context.WithTimeoutCause(tctx, d, fmt.Errorf("tool exceeded %v: %w", d, ErrTimeout))
+		tctx, stopTimer = context.WithTimeoutCause(tctx, d, s.e.toolTimeout)
 	}
 	t := &toolCall{seq: seq, callID: c.CallID, name: c.Name, env: c.Environment, syncDone: make(chan struct{}), settled: make(chan struct{})}
 	t.span = s.e.startToolSpan(act.ctx, s.id, seq, c.Name, c.Environment)

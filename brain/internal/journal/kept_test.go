@@ -1,0 +1,250 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// recoveryOutcome is everything a recovery decides that a user can see:
+// the damage it reports, or the records it serves, the next sequence, the
+// segment bytes it leaves and the torn tails it keeps aside.
+type recoveryOutcome struct {
+	damage  *DamagedError
+	next    uint64
+	records []Record
+	files   map[string]string
+}
+
+// recoverVia writes segs (segment first sequence -> bytes) as session s
+// and opens it, first with Next (frames checked by the scanner) or first
+// with a Read from the start (each segment read once, checked in memory
+// and kept for the pages).
+func recoverVia(t *testing.T, segs map[uint64][]byte, byRead bool, opts *Options) recoveryOutcome {
+	t.Helper()
+	dir := t.TempDir()
+	jdir := filepath.Join(dir, "s", "journal")
+	if err := os.MkdirAll(jdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for first, b := range segs {
+		if err := os.WriteFile(filepath.Join(jdir, segmentName(first)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, err := OpenFileStore(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	var out recoveryOutcome
+	var de *DamagedError
+	var rs []Record
+	if byRead {
+		rs, err = fs.Read(bg, "s", 0, 7, 0)
+	} else {
+		_, err = fs.Next(bg, "s")
+		if err == nil {
+			rs, err = fs.Read(bg, "s", 0, 7, 0)
+		}
+	}
+	if err != nil {
+		if !errors.As(err, &de) {
+			t.Fatalf("first use = %v, want success or a *DamagedError", err)
+		}
+		d := *de // its file relative to the data directory, to compare
+		d.File = strings.TrimPrefix(d.File, dir)
+		out.damage = &d
+		return out
+	}
+	for len(rs) > 0 {
+		out.records = append(out.records, rs...)
+		if rs, err = fs.Read(bg, "s", rs[len(rs)-1].Sequence, 7, 0); err != nil {
+			t.Fatalf("Read = %v", err)
+		}
+	}
+	if out.next, err = fs.Next(bg, "s"); err != nil {
+		t.Fatal(err)
+	}
+	out.files = map[string]string{}
+	entries, _ := os.ReadDir(jdir)
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(jdir, e.Name()))
+		out.files[e.Name()] = string(b)
+	}
+	return out
+}
+
+// sameOutcome fails unless a recovery started by a Read from the start
+// judged segs exactly as one started by Next.
+func sameOutcome(t *testing.T, name string, segs map[uint64][]byte, opts *Options) {
+	t.Helper()
+	scan, kept := recoverVia(t, segs, false, opts), recoverVia(t, segs, true, opts)
+	if (scan.damage == nil) != (kept.damage == nil) || scan.damage != nil && *scan.damage != *kept.damage {
+		t.Fatalf("%s: damage by Next %+v, by Read %+v", name, scan.damage, kept.damage)
+	}
+	if scan.damage != nil {
+		return
+	}
+	if scan.next != kept.next || len(scan.records) != len(kept.records) || len(scan.records) != int(scan.next-1) {
+		t.Fatalf("%s: Next %d / %d, records %d / %d", name, scan.next, kept.next, len(scan.records), len(kept.records))
+	}
+	for i, a := range scan.records {
+		b := kept.records[i]
+		if a.Sequence != b.Sequence || a.Kind != b.Kind || a.RecordedAtMs != b.RecordedAtMs ||
+			!bytes.Equal(a.Data, b.Data) || (a.Data == nil) != (b.Data == nil) ||
+			!bytes.Equal(a.Origin, b.Origin) || (a.Origin == nil) != (b.Origin == nil) {
+			t.Fatalf("%s: record %d by Next %+v, by Read %+v", name, i+1, a, b)
+		}
+	}
+	if !maps2Equal(scan.files, kept.files) {
+		t.Fatalf("%s: files left by Next %v, by Read %v", name, keys(scan.files), keys(kept.files))
+	}
+}
+
+func maps2Equal(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func keys(m map[string]string) []string {
+	var ks []string
+	for k, v := range m {
+		ks = append(ks, fmt.Sprintf("%s(%d)", k, len(v)))
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// mixedFrames encodes records from..from+n-1 of every shape: data, no
+// data, origin, an origin with no data, kinds of several lengths.
+func mixedFrames(from, n int) ([]byte, []int) {
+	var b []byte
+	var offs []int
+	for i := range n {
+		r := Record{Sequence: uint64(from + i), RecordedAtMs: int64(1000 + i), Kind: "k" + string(make([]byte, i%5))}
+		switch i % 4 {
+		case 0:
+			r.Data = json.RawMessage(fmt.Sprintf(`{"n":%d}`, from+i))
+		case 1:
+			r.Origin = json.RawMessage(`{"o":1}`)
+		case 2:
+			r.Data, r.Origin = json.RawMessage(`[1,2,3]`), json.RawMessage(`"x"`)
+		}
+		offs = append(offs, len(b))
+		b = appendFrame(b, &r)
+	}
+	return b, offs
+}
+
+// reframe replaces the frame at off of b with one holding payload p under
+// a matching checksum.
+func reframe(b []byte, off int, p []byte) []byte {
+	n := int(binary.LittleEndian.Uint32(b[off:]))
+	f := binary.LittleEndian.AppendUint32(nil, uint32(len(p)))
+	f = binary.LittleEndian.AppendUint32(f, crc32.Checksum(p, castagnoli))
+	f = append(f, p...)
+	return slices.Concat(b[:off], f, b[off+frameHeaderSize+n:])
+}
+
+// TestKeptRecoveryJudgesLikeScan: a session whose first use is a Read from
+// its start is recovered from one read of each segment, checked in memory
+// (three frames' checksums at a time). Whatever the damage — a flipped bit
+// in any header or payload byte, a frame whose checksum matches a payload
+// that does not decode, a sequence gap, a length above the limit, a torn
+// tail at any byte of a first, middle or last frame, across segments — it must report the same damage (file,
+// offset, reason) as a recovery started by Next, or serve the same records
+// and leave the same files.
+func TestKeptRecoveryJudgesLikeScan(t *testing.T) {
+	opts := &Options{MaxRecordBytes: 4 << 10}
+	seg, offs := mixedFrames(1, 11)
+	sameOutcome(t, "intact", map[uint64][]byte{1: seg}, opts)
+	for f, off := range offs {
+		end := len(seg)
+		if f+1 < len(offs) {
+			end = offs[f+1]
+		}
+		for i := off; i < end; i++ {
+			b := slices.Clone(seg)
+			b[i] ^= 1 << (i % 8)
+			sameOutcome(t, fmt.Sprintf("frame %d byte %d", f, i-off), map[uint64][]byte{1: b}, opts)
+		}
+		p := slices.Clone(seg[off+frameHeaderSize : end])
+		bad := map[string][]byte{
+			"version":  append([]byte{2}, p[1:]...),
+			"flags":    append([]byte{p[0], p[1] | 2}, p[2:]...),
+			"trailing": append(slices.Clone(p), 0),
+			"short":    p[:payloadFixed-1],
+			"kind 0":   append(slices.Concat(p[:18], []byte{0, 0}), p[20:]...),
+			"sequence": append(slices.Concat(p[:2], binary.LittleEndian.AppendUint64(nil, uint64(f+5))), p[10:]...),
+		}
+		for what, q := range bad {
+			sameOutcome(t, fmt.Sprintf("frame %d %s", f, what), map[uint64][]byte{1: reframe(seg, off, q)}, opts)
+		}
+		for cut := off; cut < end && f%5 == 0; cut++ {
+			sameOutcome(t, fmt.Sprintf("cut at %d", cut), map[uint64][]byte{1: seg[:cut]}, opts)
+		}
+	}
+	huge := slices.Clone(seg)
+	binary.LittleEndian.PutUint32(huge[offs[4]:], 5<<10)
+	sameOutcome(t, "length above the limit", map[uint64][]byte{1: huge}, opts)
+
+	// Across segments: damage in a middle segment, a torn final segment,
+	// a gap between segments, an empty final segment past the records.
+	s2, _ := mixedFrames(12, 9)
+	s3, _ := mixedFrames(21, 5)
+	sameOutcome(t, "three segments", map[uint64][]byte{1: seg, 12: s2, 21: s3}, opts)
+	flipped := slices.Clone(s2)
+	flipped[40] ^= 4
+	sameOutcome(t, "middle segment", map[uint64][]byte{1: seg, 12: flipped, 21: s3}, opts)
+	sameOutcome(t, "torn middle segment", map[uint64][]byte{1: seg, 12: s2[:len(s2)-2], 21: s3}, opts)
+	sameOutcome(t, "torn final segment", map[uint64][]byte{1: seg, 12: s2, 21: s3[:len(s3)-9]}, opts)
+	sameOutcome(t, "gap between segments", map[uint64][]byte{1: seg, 13: s2}, opts)
+	sameOutcome(t, "empty final segment", map[uint64][]byte{1: seg, 12: s2, 40: nil}, opts)
+	sameOutcome(t, "empty middle segment", map[uint64][]byte{1: seg, 12: nil, 21: s3}, opts)
+}
+
+// FuzzKeptRecovery writes arbitrary bytes after two valid frames as a
+// session's segment and checks that a recovery started by a Read from the
+// start judges them exactly as one started by Next.
+func FuzzKeptRecovery(f *testing.F) {
+	for _, s := range seedFrames() {
+		f.Add(s)
+	}
+	head, _ := mixedFrames(1, 2)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sameOutcome(t, "fuzz", map[uint64][]byte{1: b}, &Options{MaxRecordBytes: 1 << 20})
+		sameOutcome(t, "fuzz after two frames", map[uint64][]byte{1: slices.Concat(head, b)}, &Options{MaxRecordBytes: 1 << 20})
+	})
+}
+
+// FuzzPayloadOK: the fast payload check the recovery loops use accepts
+// exactly what parsePayload accepts.
+func FuzzPayloadOK(f *testing.F) {
+	for _, s := range seedFrames() {
+		if len(s) > frameHeaderSize {
+			f.Add(s[frameHeaderSize:])
+		}
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		_, err := parsePayload(p)
+		if ok := payloadOK(p); ok != (err == nil) {
+			t.Fatalf("payloadOK(%x) = %v, parsePayload: %v", p, ok, err)
+		}
+	})
+}
