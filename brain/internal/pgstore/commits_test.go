@@ -18,10 +18,9 @@ import (
 const budgetSyncText = 2
 
 // budgetAsyncAcceptPostgres is what an async submission waits on before
-// its 202 on PostgreSQL: the hinted claim, turn_started with
-// activation_started, and the answer (which PostgreSQL does not derive;
-// see Requests).
-const budgetAsyncAcceptPostgres = 3
+// its 202 on PostgreSQL: one append of turn_started and
+// activation_started that inserts the claim row already answered.
+const budgetAsyncAcceptPostgres = 1
 
 // TestCommitBudgetSyncTextTurnPostgres counts what a synchronous text turn
 // waits on when the node keeps its state in PostgreSQL (the session kept
@@ -65,5 +64,9 @@ func TestCommitBudgetSyncTextTurnPostgres(t *testing.T) {
 	}
 	if st := b.Server.CommitStats()["send_message.async"]; st.Requests != 1 || st.BeforeAnswer != budgetAsyncAcceptPostgres {
 		t.Errorf("an async submission waited on %d durable commits before its 202 (%+v), want %d", st.BeforeAnswer, st, budgetAsyncAcceptPostgres)
+	}
+	sqlScan(t, url, `SELECT count(*) FROM brain_requests WHERE scope = 'send_message.async' AND status = 202`, &answered)
+	if answered != 1 {
+		t.Fatalf("%d answered send_message.async rows, want 1: the 202 must be durable before it is sent", answered)
 	}
 }

@@ -255,6 +255,11 @@ func TestRidingClaimsRacingInOneBatch(t *testing.T) {
 // sendRaw posts one synchronous message with an idempotency key and
 // answers the status and body (err: no answer).
 func sendRaw(ctx context.Context, hc *http.Client, base, id, key, msg string) (int, []byte, error) {
+	return postRaw(ctx, hc, base, id, key, msg, false)
+}
+
+// postRaw posts a message, asking for an async answer when async is set.
+func postRaw(ctx context.Context, hc *http.Client, base, id, key, msg string, async bool) (int, []byte, error) {
 	body, _ := json.Marshal(api.MessageRequest{Input: api.UserInput{Message: msg}})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/sessions/"+id+"/messages", bytes.NewReader(body))
 	if err != nil {
@@ -263,6 +268,9 @@ func sendRaw(ctx context.Context, hc *http.Client, base, id, key, msg string) (i
 	req.Header.Set("Authorization", "Bearer tok")
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
+	if async {
+		req.Header.Set("Prefer", "respond-async")
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -339,6 +347,60 @@ func TestRidingClaimsAcrossNodeKill(t *testing.T) {
 	sqlScan(t, dbURL, `SELECT count(*) FROM brain_records WHERE kind = 'turn_started'::bytea`, &turns)
 	if turns != 2 {
 		t.Fatalf("%d turns started, want 2: a key ran again", turns)
+	}
+}
+
+// TestAsyncRidingAcrossNodeKill: an async submission's claim and its 202
+// ride the append of its turn_started, so the row is answered when the
+// 202 is sent; another node replays that 202 byte for byte, before and
+// after the submitting node is killed with the turn still running, and
+// the turn never runs twice.
+func TestAsyncRidingAcrossNodeKill(t *testing.T) {
+	dbURL, keyFile := pgtest.Database(t), sealingKey(t)
+	a, b := clusterNode(t, dbURL, keyFile, 1), clusterNode(t, dbURL, keyFile, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	ttl := int64(0)
+	s, err := a.client(t).Sessions.Create(ctx, api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"}, IdleTTLMs: &ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	hang := `{"delay_ms":600000,"reply":"late"}`
+	status, first, err := postRaw(ctx, hc, a.url, s.ID, "a1", hang, true)
+	if err != nil || status != http.StatusAccepted {
+		t.Fatalf("async submission on A = %d %s, %v", status, first, err)
+	}
+	var answered int
+	sqlScan(t, dbURL, `SELECT count(*) FROM brain_requests WHERE scope = 'send_message.async' AND key = $1 AND status = 202`, &answered, []byte("a1"))
+	if answered != 1 {
+		t.Fatal("after the 202 the claim row is not answered 202")
+	}
+	if status, again, err := postRaw(ctx, hc, b.url, s.ID, "a1", hang, true); err != nil || status != http.StatusAccepted || !bytes.Equal(again, first) {
+		t.Fatalf("retry on B = %d %s, %v; want 202 %s", status, again, err, first)
+	}
+	a.cmd.Process.Signal(syscall.SIGKILL)
+	<-a.done
+	c := clusterNode(t, dbURL, keyFile, 1)
+	for _, n := range []*node{b, c} {
+		// 503 while the dead node's lease (1 s) runs out, as writes to
+		// a session are served by its owner.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			status, again, err := postRaw(ctx, hc, n.url, s.ID, "a1", hang, true)
+			if err == nil && status == http.StatusAccepted && bytes.Equal(again, first) {
+				break
+			}
+			if (err == nil && status != http.StatusServiceUnavailable) || time.Now().After(deadline) {
+				t.Fatalf("retry on %s after the kill = %d %s, %v; want 202 %s", n.url, status, again, err, first)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	var turns int
+	sqlScan(t, dbURL, `SELECT count(*) FROM brain_records WHERE kind = 'turn_started'::bytea`, &turns)
+	if turns != 1 {
+		t.Fatalf("%d turns started, want 1: the key ran again", turns)
 	}
 }
 
