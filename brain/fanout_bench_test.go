@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,17 +21,21 @@ import (
 	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/braintest"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
+
+// fanOutSubs is the number of subscribers of the fan-out benchmarks.
+const fanOutSubs = 1000
 
 // BenchmarkFanOut (PERFORMANCE.md row 13, in-process) subscribes 1,000
 // event streams to one session of an in-process Brain over loopback HTTP,
 // then runs b.N text turns on it and reports the spread of each record's
 // delivery: its arrival at a subscriber minus its earliest arrival at any
 // subscriber. The readers run in the same process as the server.
+// BenchmarkFanOutFloor is its baseline.
 //
 //	go test ./brain -run '^$' -bench FanOut -benchtime 20x -count 3
 func BenchmarkFanOut(b *testing.B) {
-	const subs = 1000
 	brn := braintest.Start(b, braintest.Options{Edit: func(c *brain.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}})
@@ -37,20 +45,167 @@ func BenchmarkFanOut(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	last := sess.Summary.LastSequence
-	type arrival struct {
-		seq uint64
-		at  time.Time
+	url := fmt.Sprintf("%s/v1/sessions/%s/events?after=%d", brn.URL, sess.ID, sess.Summary.LastSequence)
+	r := subscribe(ctx, url, fanOutSubs)
+	time.Sleep(500 * time.Millisecond)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := sess.Send(ctx, api.UserInput{Message: "fan out"}); err != nil {
+			b.Fatal(err)
+		}
 	}
-	got := make([][]arrival, subs)
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: subs}}
-	var ready, wg sync.WaitGroup
-	for i := range subs {
+	final, err := sess.Refresh(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.waitFor(final.LastSequence - 1)
+	b.StopTimer()
+	cancel()
+	r.report(b, b.N)
+}
+
+// BenchmarkFanOutFloor is the floor of BenchmarkFanOut, measured by the
+// same readers: a bare server holding 1,000 hijacked connections that, for
+// each turn, twice does one write+fdatasync of 100 bytes (a commit) and
+// then writes the frames of that commit (the sizes of a text turn's
+// events: turn_started, then the five others) to every connection as one
+// chunk, with one write per connection from GOMAXPROCS goroutines.
+//
+//	go test ./brain -run '^$' -bench FanOut -benchtime 20x -count 3
+func BenchmarkFanOutFloor(b *testing.B) {
+	dir := b.TempDir()
+	f, err := os.Create(filepath.Join(dir, "fdatasync"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	fl := &floor{}
+	srv := &http.Server{Handler: fl}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	defer fl.close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := subscribe(ctx, "http://"+ln.Addr().String()+"/events", fanOutSubs)
+	for fl.count() < fanOutSubs {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	rec := make([]byte, 100)
+	seq := uint64(2)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, batch := range turnFrames(&seq) {
+			if _, err := f.Write(rec); err != nil {
+				b.Fatal(err)
+			}
+			if err := fsutil.Fdatasync(f); err != nil {
+				b.Fatal(err)
+			}
+			fl.publish(batch)
+		}
+	}
+	r.waitFor(seq - 1)
+	b.StopTimer()
+	cancel()
+	r.report(b, b.N)
+}
+
+// turnEventSizes are the JSON sizes of the events of a text turn of the
+// scripted model (turn_started … turn_ended), in its two commits.
+var turnEventSizes = [][]int{{112}, {118, 235, 262, 122, 119}}
+
+// turnFrames answers the frames of one turn's commits, numbered after
+// *seq.
+func turnFrames(seq *uint64) [][]byte {
+	var out [][]byte
+	for _, sizes := range turnEventSizes {
+		var b []byte
+		for _, n := range sizes {
+			*seq++
+			b = fmt.Appendf(b, "id: %d\nevent: e\ndata: {\"x\":\"%s\"}\n\n", *seq, strings.Repeat("x", n-8))
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// floor is the bare server of BenchmarkFanOutFloor.
+type floor struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (fl *floor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"))
+	fl.mu.Lock()
+	fl.conns = append(fl.conns, c)
+	fl.mu.Unlock()
+}
+
+func (fl *floor) close() {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	for _, c := range fl.conns {
+		c.Close()
+	}
+}
+
+func (fl *floor) count() int {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return len(fl.conns)
+}
+
+// publish writes frames to every connection as one chunk.
+func (fl *floor) publish(frames []byte) {
+	chunk := fmt.Appendf(nil, "%x\r\n%s\r\n", len(frames), frames)
+	fl.mu.Lock()
+	conns := fl.conns
+	fl.mu.Unlock()
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(conns); i += workers {
+				_, _ = conns[i].Write(chunk)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// arrival is one frame's arrival at a subscriber.
+type arrival struct {
+	seq uint64
+	at  time.Time
+}
+
+// readers are the subscribers of a fan-out benchmark.
+type readers struct {
+	got []([]arrival)
+	wg  sync.WaitGroup
+}
+
+// subscribe opens n event streams of url, each read by a goroutine that
+// notes when each recorded event arrives, and answers once every request
+// has its response head.
+func subscribe(ctx context.Context, url string, n int) *readers {
+	r := &readers{got: make([][]arrival, n)}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	var ready sync.WaitGroup
+	for i := range n {
 		ready.Add(1)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/v1/sessions/%s/events?after=%d", brn.URL, sess.ID, last), nil)
+		r.wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 			req.Header.Set("Accept", "text/event-stream")
 			resp, err := hc.Do(req)
 			ready.Done()
@@ -66,50 +221,47 @@ func BenchmarkFanOut(b *testing.B) {
 				}
 				if v, ok := strings.CutPrefix(line, "id: "); ok {
 					seq, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-					got[i] = append(got[i], arrival{seq, time.Now()})
+					r.got[i] = append(r.got[i], arrival{seq, time.Now()})
 				}
 			}
-		}()
+		})
 	}
 	ready.Wait()
-	time.Sleep(500 * time.Millisecond)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := sess.Send(ctx, api.UserInput{Message: "fan out"}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	final, err := sess.Refresh(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	return r
+}
+
+// waitFor waits (30 s at most) until every subscriber has seq.
+func (r *readers) waitFor(seq uint64) {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		done := 0
-		for i := range subs {
-			if n := len(got[i]); n > 0 && got[i][n-1].seq >= final.LastSequence-1 {
+		for i := range r.got {
+			if n := len(r.got[i]); n > 0 && r.got[i][n-1].seq >= seq {
 				done++
 			}
 		}
-		if done == subs {
-			break
+		if done == len(r.got) {
+			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	b.StopTimer()
-	cancel()
-	wg.Wait()
+}
+
+// report waits for the readers to end (cancel their context first) and
+// reports the spread of the deliveries of turns turns.
+func (r *readers) report(b *testing.B, turns int) {
+	r.wg.Wait()
 	first := map[uint64]time.Time{}
-	for i := range subs {
-		for _, a := range got[i] {
+	for i := range r.got {
+		for _, a := range r.got[i] {
 			if f, ok := first[a.seq]; !ok || a.at.Before(f) {
 				first[a.seq] = a.at
 			}
 		}
 	}
 	var lat []time.Duration
-	for i := range subs {
-		for _, a := range got[i] {
+	for i := range r.got {
+		for _, a := range r.got[i] {
 			lat = append(lat, a.at.Sub(first[a.seq]))
 		}
 	}
@@ -119,5 +271,5 @@ func BenchmarkFanOut(b *testing.B) {
 	}
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "spread-ms/p50")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "spread-ms/p99")
-	b.ReportMetric(float64(len(lat))/float64(b.N*subs), "frames/turn/subscriber")
+	b.ReportMetric(float64(len(lat))/float64(turns*len(r.got)), "frames/turn/subscriber")
 }

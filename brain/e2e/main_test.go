@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(childDir); dir != "" {
 		os.Exit(runChild(dir))
 	}
+	if dir := os.Getenv(fanOutFloorEnv); dir != "" {
+		os.Exit(runFanOutFloor(dir))
+	}
 	if os.Getenv(hostChildEnv) != "" {
 		os.Exit(runHostChild())
 	}

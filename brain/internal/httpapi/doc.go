@@ -118,10 +118,14 @@
 // on drain. Comment lines keep idle streams open.
 //
 // The streams of a session share one engine subscription: each frame is
-// encoded once and its bytes queued to every stream without blocking, so a
-// stalled reader slows neither commits nor other readers. On HTTP/1.1 the
-// connection is taken over after the response head ("Connection: close",
-// chunked body), so an idle stream holds no goroutine and no buffers; a
-// writer goroutine runs only while a stream has frames queued, and writes
-// all of them as one chunk.
+// encoded once, and the frames received together (a commit's records) are
+// encoded once more as one chunk, handed to every stream without blocking,
+// so a stalled reader slows neither commits nor other readers. On HTTP/1.1
+// the connection is taken over after the response head ("Connection:
+// close", chunked body), so an idle stream holds no goroutine and no
+// buffers. The fan-out writes the shared chunk to each idle stream's
+// socket itself, with one non-blocking write (the streams split among
+// GOMAXPROCS workers); a writer goroutine runs only for a stream whose
+// socket buffer is full or that is still catching up, and writes the
+// frames queued meanwhile as one chunk.
 package httpapi

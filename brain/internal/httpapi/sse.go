@@ -6,8 +6,11 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"runtime"
+	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -18,16 +21,24 @@ import (
 // Event streams.
 //
 // Every stream of a session shares one feed: a single engine subscription
-// whose frames are encoded once and handed, as the same immutable bytes, to
-// each stream's queue. Pushing never blocks, so a stalled reader never
-// slows the feed or commits; a stream whose queue holds more than
-// Options.MaxLiveBacklog records ends (lagged). A stream has no goroutine
-// of its own while idle: an HTTP/1.1 connection is taken over (hijacked)
-// once the response head is written, and a short-lived writer goroutine
-// drains a stream's queue whenever frames arrive, writing everything
-// queued (coalesced into one chunk and one writev) with one deadline.
-// Other connections (HTTP/2) keep their handler goroutine and write
-// through the ResponseWriter.
+// whose frames are encoded once. The frames a feed has received together
+// (a commit publishes its records together) form a batch, encoded once
+// more as one chunk of the chunked body; the feed hands the batch to
+// every stream, the streams split among GOMAXPROCS workers. Pushing never
+// blocks, so a stalled reader never slows the feed or commits.
+//
+// A stream has no goroutine of its own while idle: an HTTP/1.1
+// connection is taken over (hijacked) once the response head is written.
+// A push to an idle stream on a TCP or Unix connection writes the shared
+// chunk itself with one non-blocking write(2) (syscall.RawConn.Write, one
+// attempt): when the socket takes it all, which is the common case, the
+// push is done. Only a stream whose socket buffer is full (or that is
+// still catching up) gets a writer goroutine, which finishes that write
+// with a deadline and then drains the frames queued meanwhile, written as
+// one chunk with one write; a stream whose queue holds more than
+// Options.MaxLiveBacklog records ends (lagged). Other connections (TLS,
+// HTTP/2) write every batch from such a goroutine; HTTP/2 ones keep their
+// handler goroutine and write through the ResponseWriter.
 
 // streamWriteTimeout bounds one write to a stream subscriber; a reader
 // that stalls longer loses its stream (on a hijacked connection the
@@ -50,7 +61,36 @@ type frame struct {
 	last bool // session_ended or session_creation_failed
 }
 
-var keepAliveBatch = []*frame{{b: []byte(": keep-alive\n\n")}}
+// batch is the frames a feed fans out at once, and their encoding as one
+// chunk of a chunked body.
+type batch struct {
+	frames []*frame
+	chunk  []byte
+}
+
+func newBatch(frames []*frame) *batch {
+	return &batch{frames: frames, chunk: appendChunk(nil, frames)}
+}
+
+var keepAliveBatch = newBatch([]*frame{{b: []byte(": keep-alive\n\n")}})
+
+// appendChunk appends frames to dst as one chunk of a chunked body.
+func appendChunk(dst []byte, frames []*frame) []byte {
+	n := 0
+	for _, fr := range frames {
+		n += len(fr.b)
+	}
+	if n == 0 {
+		return dst
+	}
+	dst = slices.Grow(dst, n+12)
+	dst = strconv.AppendInt(dst, int64(n), 16)
+	dst = append(dst, '\r', '\n')
+	for _, fr := range frames {
+		dst = append(dst, fr.b...)
+	}
+	return append(dst, '\r', '\n')
+}
 
 // feed is the shared subscription of one session's streams.
 type feed struct {
@@ -61,6 +101,8 @@ type feed struct {
 	mu      sync.Mutex
 	streams map[*stream]struct{}
 	closed  bool
+
+	list []*stream // the streams of one fan-out; owned by run
 }
 
 // sink is where a stream's bytes go.
@@ -73,16 +115,17 @@ type sink interface {
 
 // stream is one subscriber.
 type stream struct {
-	s    *Server
-	f    *feed
-	sink sink
+	s      *Server
+	f      *feed
+	sink   sink
+	direct *connSink // the sink when it takes non-blocking writes, else nil
 
 	mu       sync.Mutex
 	queue    []*frame
 	events   int // recorded events in queue
 	lives    int // other frames in queue
 	catching bool
-	writing  bool
+	writing  bool // a push or the writer goroutine is writing
 	ended    bool // accepts no more frames; finish after the queue
 	closed   bool
 	lagged   bool      // ended because the subscriber fell behind
@@ -130,7 +173,17 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 
 	hijacked := false
 	if !finished && r.ProtoAtLeast(1, 1) {
-		st.sink, hijacked = hijack(w)
+		var cs *connSink
+		if cs, hijacked = hijack(w); hijacked {
+			// The feed may see st already: the sink is published under
+			// st.mu, and used only once catching is over.
+			st.mu.Lock()
+			st.sink = cs
+			if cs.raw != nil {
+				st.direct = cs
+			}
+			st.mu.Unlock()
+		}
 	}
 	if !hijacked {
 		rc := http.NewResponseController(w)
@@ -145,7 +198,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 			s.streams.Done()
 			return
 		}
+		st.mu.Lock()
 		st.sink = &writerSink{w: w, rc: rc}
+		st.mu.Unlock()
 	}
 	s.observer().StreamOpened()
 	if !st.catchUp(ctx, id) {
@@ -206,10 +261,97 @@ func (st *stream) deadline() time.Time {
 	return time.Now().Add(streamWriteTimeout)
 }
 
-// push queues frames; it never blocks.
-func (st *stream) push(frames []*frame, backlog int) {
+// push hands a batch to the stream; it never blocks. An idle stream with
+// a direct sink writes it at once, without waiting; otherwise the frames
+// are queued for the writer goroutine.
+func (st *stream) push(b *batch, backlog int) {
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	if st.ended {
+		st.mu.Unlock()
+		return
+	}
+	if st.catching || st.writing || len(st.queue) > 0 || st.direct == nil {
+		st.queueLocked(b.frames, backlog)
+		st.kickLocked()
+		st.mu.Unlock()
+		return
+	}
+	st.writing = true
+	st.activity = time.Now()
+	st.mu.Unlock()
+
+	// The writer owns lastSeq while writing is set.
+	chunk, last, seq := b.chunk, false, st.lastSeq
+	if out, shared := st.fresh(b.frames); !shared {
+		chunk = appendChunk(nil, out)
+		last = len(out) > 0 && out[len(out)-1].last
+		if len(out) > 0 {
+			seq = lastSeqOf(out, seq)
+		}
+	} else {
+		last = b.frames[len(b.frames)-1].last
+		seq = lastSeqOf(b.frames, seq)
+	}
+	n, err := 0, error(nil)
+	if len(chunk) > 0 {
+		n, err = st.direct.tryWrite(chunk)
+	}
+	if err != nil {
+		go st.close()
+		return
+	}
+	st.lastSeq = seq
+	if n < len(chunk) {
+		// The socket buffer is full: a goroutine finishes the write.
+		go st.complete(chunk[n:], last)
+		return
+	}
+	if last {
+		go st.close()
+		return
+	}
+	st.mu.Lock()
+	st.writing = false
+	st.kickLocked() // ended meanwhile
+	st.mu.Unlock()
+}
+
+// fresh answers the frames of a batch this stream has to write: those not
+// already written by the catch-up, up to the end of the session; shared
+// reports that they are all of the batch.
+func (st *stream) fresh(frames []*frame) (out []*frame, shared bool) {
+	for i, fr := range frames {
+		if (fr.seq != 0 && fr.seq <= st.lastSeq) || (fr.last && i < len(frames)-1) {
+			out = make([]*frame, 0, len(frames))
+			for _, fr := range frames {
+				if fr.seq != 0 && fr.seq <= st.lastSeq {
+					continue
+				}
+				out = append(out, fr)
+				if fr.last {
+					break
+				}
+			}
+			return out, false
+		}
+	}
+	return frames, true
+}
+
+// lastSeqOf answers the sequence of the last recorded event of frames, or
+// seq when there is none.
+func lastSeqOf(frames []*frame, seq uint64) uint64 {
+	for i := len(frames) - 1; i >= 0; i-- {
+		if frames[i].seq != 0 {
+			return frames[i].seq
+		}
+	}
+	return seq
+}
+
+// queueLocked queues frames for the writer goroutine; a stream that would
+// hold more than backlog records ends (lagged).
+func (st *stream) queueLocked(frames []*frame, backlog int) {
 	queued := false
 	for _, fr := range frames {
 		if st.ended {
@@ -235,7 +377,19 @@ func (st *stream) push(frames []*frame, backlog int) {
 	if queued {
 		st.activity = time.Now()
 	}
-	st.kickLocked()
+}
+
+// complete finishes, on the writer goroutine, a write the socket did not
+// take at once, then drains the queue.
+func (st *stream) complete(rest []byte, last bool) {
+	if err := st.direct.writeBytes(rest, st.deadline()); err != nil || last {
+		st.close()
+		return
+	}
+	st.mu.Lock()
+	st.activity = time.Now()
+	st.mu.Unlock()
+	st.drain()
 }
 
 // end stops accepting frames; the stream finishes after its queue, or at
@@ -436,11 +590,7 @@ func (f *feed) run(ctx context.Context, sub *session.Subscription, last uint64, 
 				it = <-items
 			}
 			if len(batch) > 0 {
-				f.mu.Lock()
-				for st := range f.streams {
-					st.push(batch, f.s.opts.MaxLiveBacklog)
-				}
-				f.mu.Unlock()
+				f.fanOut(newBatch(batch))
 				clear(batch)
 			}
 			if err != nil {
@@ -465,19 +615,66 @@ func (f *feed) run(ctx context.Context, sub *session.Subscription, last uint64, 
 // feedBatch bounds the frames a feed fans out at once.
 const feedBatch = 64
 
+// fanOutShare is the least number of streams worth a fan-out worker of
+// their own.
+const fanOutShare = 64
+
+// fanOut pushes b to every stream, the streams split among up to
+// GOMAXPROCS workers (the feed's goroutine is one of them). It works on a
+// copy of the stream set, so that streams attach and detach meanwhile; a
+// stream attached after the copy reads b's records in its catch-up.
+func (f *feed) fanOut(b *batch) {
+	f.mu.Lock()
+	list := f.list[:0]
+	for st := range f.streams {
+		list = append(list, st)
+	}
+	f.mu.Unlock()
+	backlog := f.s.opts.MaxLiveBacklog
+	workers := min(runtime.GOMAXPROCS(0), (len(list)+fanOutShare-1)/fanOutShare)
+	if workers > 1 {
+		var wg sync.WaitGroup
+		per := (len(list) + workers - 1) / workers
+		for w := 1; w < workers; w++ {
+			part := list[min(w*per, len(list)):min((w+1)*per, len(list))]
+			wg.Go(func() {
+				for _, st := range part {
+					st.push(b, backlog)
+				}
+			})
+		}
+		for _, st := range list[:per] {
+			st.push(b, backlog)
+		}
+		wg.Wait()
+	} else {
+		for _, st := range list {
+			st.push(b, backlog)
+		}
+	}
+	clear(list)
+	f.list = list
+}
+
 // heartbeat queues a comment for every stream idle for a heartbeat.
 func (f *feed) heartbeat() {
 	cut := time.Now().Add(-f.s.opts.Heartbeat + f.s.opts.Heartbeat/8)
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	list := f.list[:0]
 	for st := range f.streams {
 		st.mu.Lock()
 		idle := !st.catching && !st.writing && st.activity.Before(cut)
 		st.mu.Unlock()
 		if idle {
-			st.push(keepAliveBatch, f.s.opts.MaxLiveBacklog)
+			list = append(list, st)
 		}
 	}
+	f.mu.Unlock()
+	for _, st := range list {
+		st.push(keepAliveBatch, f.s.opts.MaxLiveBacklog)
+	}
+	clear(list)
+	f.list = list
 }
 
 // endAll ends every stream after its queue: the session is gone or the
@@ -573,11 +770,12 @@ func (ws *writerSink) finish() {}
 // connSink writes the chunked body of a hijacked HTTP/1.1 connection.
 type connSink struct {
 	c        net.Conn
-	deadline time.Time // the write deadline set on c
+	raw      syscall.RawConn // the socket, for non-blocking writes; nil for other connections (TLS)
+	deadline time.Time       // the write deadline set on c; zero for none
 }
 
 // hijack takes the connection over and writes the response head.
-func hijack(w http.ResponseWriter) (sink, bool) {
+func hijack(w http.ResponseWriter) (*connSink, bool) {
 	c, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return nil, false
@@ -586,48 +784,86 @@ func hijack(w http.ResponseWriter) (sink, bool) {
 	if brw != nil && brw.Writer.Buffered() > 0 {
 		_ = brw.Flush()
 	}
-	head := "HTTP/1.1 200 OK\r\n" +
-		"Cache-Control: no-store\r\n" +
-		"Connection: close\r\n" +
-		"Content-Type: text/event-stream\r\n" +
-		"Date: " + time.Now().UTC().Format(http.TimeFormat) + "\r\n" +
-		"Transfer-Encoding: chunked\r\n" +
-		"X-Accel-Buffering: no\r\n\r\n"
-	deadline := time.Now().Add(streamWriteTimeout)
-	_ = c.SetWriteDeadline(deadline)
-	if _, err := c.Write([]byte(head)); err != nil {
-		c.Close()
-		return &connSink{c: c, deadline: deadline}, true // the first write fails and ends it
+	cs := &connSink{c: c}
+	inner := c
+	if lc, ok := c.(*limitConn); ok {
+		inner = lc.Conn
 	}
-	return &connSink{c: c, deadline: deadline}, true
+	// Only a plain socket: bytes written to it go to the client as they are.
+	switch sc := inner.(type) {
+	case *net.TCPConn:
+		cs.raw, _ = sc.SyscallConn()
+	case *net.UnixConn:
+		cs.raw, _ = sc.SyscallConn()
+	}
+	head := make([]byte, 0, 200)
+	head = append(head, "HTTP/1.1 200 OK\r\n"+
+		"Cache-Control: no-store\r\n"+
+		"Connection: close\r\n"+
+		"Content-Type: text/event-stream\r\n"+
+		"Date: "...)
+	head = time.Now().UTC().AppendFormat(head, http.TimeFormat)
+	head = append(head, "\r\n"+
+		"Transfer-Encoding: chunked\r\n"+
+		"X-Accel-Buffering: no\r\n\r\n"...)
+	if err := cs.writeBytes(head, time.Now().Add(streamWriteTimeout)); err != nil {
+		c.Close() // the first write fails and ends the stream
+	}
+	return cs, true
 }
 
-var crlf = []byte("\r\n")
-
 func (cs *connSink) write(frames []*frame, deadline time.Time) error {
-	n := 0
-	for _, fr := range frames {
-		n += len(fr.b)
-	}
-	if n == 0 {
+	return cs.writeBytes(appendChunk(nil, frames), deadline)
+}
+
+// writeBytes writes b within the deadline.
+func (cs *connSink) writeBytes(b []byte, deadline time.Time) error {
+	if len(b) == 0 {
 		return nil
 	}
-	bufs := make(net.Buffers, 0, len(frames)+2)
-	bufs = append(bufs, append(strconv.AppendInt(make([]byte, 0, 20), int64(n), 16), '\r', '\n'))
-	for _, fr := range frames {
-		bufs = append(bufs, fr.b)
-	}
-	bufs = append(bufs, crlf)
 	// Moving the deadline costs a timer update; a deadline still at least
 	// half the write timeout away is kept (a stalled reader is then cut
 	// off between half and all of streamWriteTimeout), an earlier one
 	// (the server stopping) is always set.
-	if deadline.Before(cs.deadline) || cs.deadline.Sub(time.Now()) < streamWriteTimeout/2 {
+	if cs.deadline.IsZero() || deadline.Before(cs.deadline) || time.Until(cs.deadline) < streamWriteTimeout/2 {
 		_ = cs.c.SetWriteDeadline(deadline)
 		cs.deadline = deadline
 	}
-	_, err := bufs.WriteTo(cs.c)
+	_, err := cs.c.Write(b)
 	return err
+}
+
+// tryWrite writes what the socket takes of b now, with one write(2) that
+// never waits, and answers how much that was.
+func (cs *connSink) tryWrite(b []byte) (int, error) {
+	if !cs.deadline.IsZero() && !time.Now().Before(cs.deadline) {
+		// A deadline left by an earlier write has passed while the stream
+		// was idle; this write does not wait, so needs none.
+		_ = cs.c.SetWriteDeadline(time.Time{})
+		cs.deadline = time.Time{}
+	}
+	var (
+		n    int
+		werr error
+	)
+	err := cs.raw.Write(func(fd uintptr) bool {
+		for {
+			n, werr = syscall.Write(int(fd), b)
+			if werr != syscall.EINTR {
+				return true
+			}
+		}
+	})
+	if n < 0 {
+		n = 0
+	}
+	if err != nil {
+		return n, err
+	}
+	if werr != nil && !errors.Is(werr, syscall.EAGAIN) {
+		return n, werr
+	}
+	return n, nil
 }
 
 func (cs *connSink) finish() {
