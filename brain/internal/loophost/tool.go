@@ -52,9 +52,14 @@ type ToolCall struct {
 	Services ToolServices
 }
 
-func (h *Host) toolModule(id string) (*module, error) {
+// toolModule answers the compiled Tool module id, fetching one admitted
+// on another node of the cluster first (Options.SharedTools).
+func (h *Host) toolModule(ctx context.Context, id string) (*module, error) {
 	if h.tools == nil {
 		return nil, ErrNoTools
+	}
+	if err := h.fetchShared(ctx, h.tools, id); err != nil {
+		return nil, err
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -97,7 +102,7 @@ type runAnswer struct {
 // refused service call the error carries); output_limit for an answer over
 // Options.MaxToolOutputBytes; overloaded when no instance slot is free.
 func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
-	m, err := h.toolModule(c.ID)
+	m, err := h.toolModule(ctx, c.ID)
 	if err != nil {
 		return envapi.Failure(envapi.CodeUnsupported, err.Error(), false, nil)
 	}

@@ -1,0 +1,156 @@
+package pgstore_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/agentlooptest"
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
+)
+
+// testTool is the loophost test Tool (its input names what it does).
+func testTool(t *testing.T) []byte {
+	t.Helper()
+	return agentlooptest.Build(t, "../loophost/testdata/tool")
+}
+
+// toolSessionBody is a session create whose Tool "t" runs the admitted
+// Tool module id on the built-in brain environment.
+func toolSessionBody(id string) []byte {
+	return []byte(`{"model":{"provider":"scripted","name":"m"},` +
+		`"environments":[{"name":"brain","driver":"brain"}],` +
+		`"tools":[{"name":"t","description":"test tool","input_schema":{"type":"object"},` +
+		`"placements":{"brain":{"implementation":{"type":"brain_component","entrypoint":"run","id":"` + id + `"}}}}]}`)
+}
+
+// admitToolOn posts module to POST /v1/tools on n and answers its id.
+func admitToolOn(t *testing.T, n *node, module []byte) string {
+	t.Helper()
+	status, body := request(t, n, "POST", "/v1/tools", "application/octet-stream", "admit-tool", module)
+	var adm struct{ ID, Status string }
+	if json.Unmarshal(body, &adm); status != http.StatusOK || adm.Status != "admitted" || len(adm.ID) != 64 {
+		t.Fatalf("tool admission = %d %s", status, body)
+	}
+	return adm.ID
+}
+
+// TestToolAdmittedOnOneNodeRunsOnAnother admits a Wasm Tool on node A:
+// node B, which never saw the upload, answers GET /v1/tools/{id} with
+// A's metadata, runs the Tool in a session it owns, and keeps the module
+// in its own tools directory; the Tool is not an agentloop there, and an
+// id admitted nowhere stays unknown.
+func TestToolAdmittedOnOneNodeRunsOnAnother(t *testing.T) {
+	dbURL, keyFile := pgtest.Database(t), sealingKey(t)
+	a, b := clusterNode(t, dbURL, keyFile, 10), clusterNode(t, dbURL, keyFile, 10)
+	module := testTool(t)
+	id := admitToolOn(t, a, module)
+	local := filepath.Join(b.dir, "tools", id+".wasm")
+	if _, err := os.Stat(local); err == nil {
+		t.Fatal("B holds the Tool before it was named there")
+	}
+	_, onA := request(t, a, "GET", "/v1/tools/"+id, "", "", nil)
+	if status, onB := request(t, b, "GET", "/v1/tools/"+id, "", "", nil); status != http.StatusOK || !bytes.Equal(onB, onA) {
+		t.Fatalf("GET on B = %d %s, want 200 %s as on A", status, onB, onA)
+	}
+	if status, _ := request(t, b, "GET", "/v1/tools/"+strings.Repeat("0", 64), "", "", nil); status != http.StatusNotFound {
+		t.Errorf("a Tool admitted nowhere = %d on B, want 404", status)
+	}
+	if status, body := request(t, b, "GET", "/v1/agentloops/"+id, "", "", nil); status != http.StatusNotFound {
+		t.Errorf("A's Tool is an agentloop on B: %d %s", status, body)
+	}
+	if got, err := os.ReadFile(local); err != nil || !bytes.Equal(got, module) {
+		t.Errorf("B's local copy of the Tool = %d bytes, %v", len(got), err)
+	}
+
+	// A session created on B (so owned by B) runs A's Tool there.
+	status, body := request(t, b, "POST", "/v1/sessions", "application/json", "create", toolSessionBody(id))
+	var sum struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal(body, &sum); status != http.StatusOK {
+		t.Fatalf("create on B with A's Tool = %d %s", status, body)
+	}
+	call, _ := json.Marshal(map[string]any{"input": map[string]any{"message": `{"tool_calls":[{"name":"t","input":{"op":"echo","n":7}}]}`}})
+	if status, body := request(t, b, "POST", "/v1/sessions/"+sum.SessionID+"/messages", "application/json", "m1", call); status != http.StatusOK {
+		t.Fatalf("turn on B = %d %s", status, body)
+	}
+	o, kind := lastToolOutcome(t, b, sum.SessionID)
+	if kind != api.KindToolCallEnded || o.Status != api.OutcomeOK || !jsonSame(o.Value, `{"op":"echo","n":7}`) {
+		t.Fatalf("the Tool call on B = %s %+v, want ended ok with the echo", kind, o)
+	}
+}
+
+// TestAlteredToolIsRefused admits a Tool on node A and alters its stored
+// bytes: node B, fetching it, refuses it (no admission, no session with
+// it, no local copy) and runs nothing, while A, which compiled it at
+// admission, still answers it.
+func TestAlteredToolIsRefused(t *testing.T) {
+	dbURL, keyFile := pgtest.Database(t), sealingKey(t)
+	a, b := clusterNode(t, dbURL, keyFile, 10), clusterNode(t, dbURL, keyFile, 10)
+	id := admitToolOn(t, a, testTool(t))
+	// Still a valid module, but not the one admitted: a custom section
+	// appended changes the hash and nothing the module does.
+	sqlExec(t, dbURL, `UPDATE brain_tool_modules SET bytes = bytes || '\x000403616263'::bytea WHERE id = $1`, id)
+	if status, body := request(t, b, "GET", "/v1/tools/"+id, "", "", nil); status == http.StatusOK {
+		t.Errorf("GET of an altered Tool on B = %d %s, want refused", status, body)
+	}
+	if status, body := request(t, b, "POST", "/v1/sessions", "application/json", "create", toolSessionBody(id)); status == http.StatusOK {
+		t.Errorf("a session with an altered Tool was created on B: %s", body)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "tools", id+".wasm")); err == nil {
+		t.Error("B stored the altered Tool")
+	}
+	if status, _ := request(t, a, "GET", "/v1/tools/"+id, "", "", nil); status != http.StatusOK {
+		t.Errorf("GET on A = %d, want 200 (A compiled the Tool at admission)", status)
+	}
+}
+
+// lastToolOutcome answers the outcome of the session's last tool call on
+// n and its terminal record kind.
+func lastToolOutcome(t *testing.T, n *node, id string) (api.Outcome, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var started uint64
+	var end api.Event
+	for ev, err := range n.client(t).Sessions.Open(id).Events(ctx, 0) {
+		if err != nil {
+			t.Fatalf("events of %s: %v", id, err)
+		}
+		switch ev.EventType {
+		case api.KindToolCallStarted:
+			started = ev.Sequence
+		case api.KindToolCallEnded, api.KindToolCallFailed:
+			end = ev
+		}
+	}
+	if started == 0 || end.EventType == "" {
+		t.Fatalf("no finished tool call in session %s", id)
+	}
+	var d struct {
+		Outcome api.Outcome `json:"outcome"`
+	}
+	if err := json.Unmarshal(end.Data, &d); err != nil {
+		t.Fatalf("%s data: %v", end.EventType, err)
+	}
+	return d.Outcome, end.EventType
+}
+
+func jsonSame(a json.RawMessage, b string) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal([]byte(b), &y) == nil && sameJSON(x, y)
+}
+
+func sameJSON(x, y any) bool {
+	bx, _ := json.Marshal(x)
+	by, _ := json.Marshal(y)
+	return bytes.Equal(bx, by)
+}
