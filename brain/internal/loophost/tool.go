@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	brainapi "github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/brain/tool"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -103,6 +104,10 @@ type runAnswer struct {
 // Options.MaxToolOutputBytes; overloaded when no instance slot is free.
 func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 	m, err := h.toolModule(ctx, c.ID)
+	if errors.Is(err, journal.ErrOverloaded) {
+		// The cluster's module store could not be read: nothing ran.
+		return envapi.Failure(brainapi.CodeOverloaded, err.Error(), true, nil)
+	}
 	if err != nil {
 		return envapi.Failure(envapi.CodeUnsupported, err.Error(), false, nil)
 	}
