@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/agentlooptest"
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/pgstore"
 	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
 )
 
@@ -153,4 +155,56 @@ func sameJSON(x, y any) bool {
 	bx, _ := json.Marshal(x)
 	by, _ := json.Marshal(y)
 	return bytes.Equal(bx, by)
+}
+
+// TestToolModules: Tool module bytes put on one node are read on another,
+// apart from the agentloop modules; damaged bytes are refused.
+func TestToolModules(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := openDB(t, url, nil), openDB(t, url, nil)
+	ctx := context.Background()
+	wasm := []byte("\x00asm\x01\x00\x00\x00 tool bytes")
+	id, err := a.Tools().PutModule(ctx, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := b.Tools().PutModule(ctx, wasm); err != nil || again != id {
+		t.Fatalf("second PutModule = %s, %v", again, err)
+	}
+	if got, found, err := b.Tools().SharedModule(ctx, id); err != nil || !found || !bytes.Equal(got, wasm) {
+		t.Fatalf("Tool module on another node = %q %v %v", got, found, err)
+	}
+	if _, found, err := b.SharedModule(ctx, id); found || err != nil {
+		t.Fatalf("a Tool module is an agentloop module: %v %v", found, err)
+	}
+	if _, found, err := b.Tools().SharedModule(ctx, strings.Repeat("0", 64)); found || err != nil {
+		t.Fatalf("unknown Tool module = %v %v", found, err)
+	}
+	sqlExec(t, url, "UPDATE brain_tool_modules SET bytes = 'x'::bytea")
+	if _, _, err := b.Tools().SharedModule(ctx, id); !errors.Is(err, pgstore.ErrModuleDamaged) {
+		t.Fatalf("damaged Tool module = %v, want ErrModuleDamaged", err)
+	}
+}
+
+// TestVersion2DatabaseMigrates: a database at schema version 2 (before
+// Tool modules were shared) is brought to this binary's version at Open,
+// keeping what it held.
+func TestVersion2DatabaseMigrates(t *testing.T) {
+	url := pgtest.Database(t)
+	ctx := context.Background()
+	db := openDB(t, url, nil)
+	id, err := db.PutModule(ctx, []byte("agentloop bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	sqlExec(t, url, "DROP TABLE brain_tool_modules")
+	sqlExec(t, url, "UPDATE brain_schema SET version = 2")
+	db = openDB(t, url, nil)
+	if got, err := db.Module(ctx, id); err != nil || string(got) != "agentloop bytes" {
+		t.Fatalf("agentloop module after the migration = %q, %v", got, err)
+	}
+	if _, err := db.Tools().PutModule(ctx, []byte("tool bytes")); err != nil {
+		t.Fatalf("Tool module after the migration: %v", err)
+	}
 }
