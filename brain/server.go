@@ -125,6 +125,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		FilesystemAllow:      cfg.Agentloops.FilesystemAllow,
 		SecretAllow:          cfg.Agentloops.SecretAllow,
 		Shared:               sharedModules(s.store.Modules),
+		SharedTools:          sharedModules(s.store.Tools),
 		Tracer:               tracer,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: Config.Agentloops: %w", err)

@@ -74,10 +74,14 @@ type Backend struct {
 	// node (loophost.Options.Shared); nil keeps them in the data
 	// directory only.
 	Modules SharedModules
+	// Tools keeps the bytes of admitted Tool modules for every node
+	// (loophost.Options.SharedTools), apart from Modules; nil keeps them
+	// in the data directory only.
+	Tools SharedModules
 }
 
-// SharedModules is the store of a cluster's admitted agentloop module
-// bytes (the method set of loophost.SharedModules).
+// SharedModules is the store of a cluster's admitted agentloop or Tool
+// module bytes (the method set of loophost.SharedModules).
 type SharedModules interface {
 	PutModule(ctx context.Context, b []byte) (string, error)
 	SharedModule(ctx context.Context, id string) ([]byte, bool, error)

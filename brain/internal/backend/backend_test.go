@@ -46,6 +46,9 @@ func TestFileBackendKeepsKeyAcrossOpens(t *testing.T) {
 	if len(b.ReporterKey) != 32 {
 		t.Fatalf("reporter key of %d bytes", len(b.ReporterKey))
 	}
+	if b.Modules != nil || b.Tools != nil {
+		t.Error("the file backend shares module stores; it keeps modules in the data directory only")
+	}
 	if _, err := Open(context.Background(), Options{DataDir: dir}); err == nil {
 		t.Error("a second opener of a locked data directory was accepted")
 	}

@@ -29,7 +29,11 @@ func (s *Server) getTool(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, badRequest("a tool id is 64 lowercase hex digits"))
 		return
 	}
-	a, ok := s.opts.Agentloops.ToolAdmission(id)
+	a, ok, err := s.opts.Agentloops.FindTool(r.Context(), id)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
 	if !ok {
 		WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such tool"))
 		return

@@ -3,6 +3,7 @@ package loophost
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,10 @@ const (
 	StatusAdmitted = "admitted"
 	StatusRejected = "rejected"
 )
+
+// ErrDamaged is wrapped when a module fetched from a cluster's shared
+// store does not hash to its id: it is neither compiled nor run.
+var ErrDamaged = errors.New("loophost: shared module does not match its id")
 
 // Admission is the AgentloopAdmission answered by POST and GET
 // /v1/agentloops.
@@ -45,10 +50,23 @@ func (h *Host) Admission(id string) (Admission, bool) { return h.admission(h.loo
 // admitted on other nodes of the cluster (fetching and compiling one it
 // finds). It fails only when the shared store cannot be read.
 func (h *Host) Find(ctx context.Context, id string) (Admission, bool, error) {
-	if err := h.fetchShared(ctx, id); err != nil {
+	if err := h.fetchShared(ctx, h.loops, id); err != nil {
 		return Admission{}, false, err
 	}
 	a, ok := h.admission(h.loops, id)
+	return a, ok, nil
+}
+
+// FindTool is Find for Tool modules (GET /v1/tools/{id}): with
+// Options.SharedTools it also knows the Tools admitted on other nodes.
+func (h *Host) FindTool(ctx context.Context, id string) (Admission, bool, error) {
+	if h.tools == nil {
+		return Admission{}, false, nil
+	}
+	if err := h.fetchShared(ctx, h.tools, id); err != nil {
+		return Admission{}, false, err
+	}
+	a, ok := h.admission(h.tools, id)
 	return a, ok, nil
 }
 
@@ -106,9 +124,9 @@ func (h *Host) admit(ctx context.Context, c *catalog, module []byte) (Admission,
 		h.mu.Unlock()
 		return a, nil
 	}
-	if h.opts.Shared != nil && c.kind == kindLoop {
+	if c.shared != nil {
 		// Shared first: an admission answered is runnable on every node.
-		if _, err := h.opts.Shared.PutModule(ctx, module); err != nil {
+		if _, err := c.shared.PutModule(ctx, module); err != nil {
 			_ = m.cm.Close(ctx)
 			return Admission{}, fmt.Errorf("loophost: admit %s: %w", id, err)
 		}
@@ -133,28 +151,33 @@ func (h *Host) store(ctx context.Context, c *catalog, id string, module []byte, 
 	return nil
 }
 
-// fetchShared makes agentloop module id, when this node does not know it
-// and Options.Shared holds it, admitted here too: its bytes are checked
-// against id, compiled into this node's cache and stored in Dir. Unknown
-// everywhere is not an error (the caller answers not admitted).
-func (h *Host) fetchShared(ctx context.Context, id string) error {
-	if h.opts.Shared == nil || !validID(id) {
+// fetchShared makes module id of catalog c, when this node does not know
+// it and c's shared store (Options.Shared, Options.SharedTools) holds it,
+// admitted here too: its bytes are checked against id, compiled into this
+// node's cache and stored in c's directory. Unknown everywhere is not an
+// error (the caller answers not admitted); bytes that do not match id are
+// never compiled.
+func (h *Host) fetchShared(ctx context.Context, c *catalog, id string) error {
+	if c.shared == nil || !validID(id) {
 		return nil
 	}
-	if _, known := h.admission(h.loops, id); known {
+	if _, known := h.admission(c, id); known {
 		return nil
 	}
 	h.admitMu.Lock()
 	defer h.admitMu.Unlock()
-	if _, known := h.admission(h.loops, id); known {
+	if _, known := h.admission(c, id); known {
 		return nil
 	}
-	b, found, err := h.opts.Shared.SharedModule(ctx, id)
+	b, found, err := c.shared.SharedModule(ctx, id)
 	if err != nil {
 		return fmt.Errorf("loophost: fetch %s: %w", id, err)
 	}
-	if !found || idOf(b) != id {
+	if !found {
 		return nil
+	}
+	if idOf(b) != id {
+		return fmt.Errorf("loophost: fetch %s: %w", id, ErrDamaged)
 	}
 	h.mu.RLock()
 	closed := h.closed
@@ -162,16 +185,16 @@ func (h *Host) fetchShared(ctx context.Context, id string) error {
 	if closed {
 		return ErrClosed
 	}
-	m, err := h.compile(ctx, kindLoop, id, b)
+	m, err := h.compile(ctx, c.kind, id, b)
 	if err != nil {
 		// Admitted elsewhere but not runnable here (such as a lower
 		// memory limit): remembered as rejected on this node.
 		h.mu.Lock()
-		h.loops.rejects[id] = rejected(id, err.Error())
+		c.rejects[id] = rejected(id, err.Error())
 		h.mu.Unlock()
 		return nil
 	}
-	return h.store(ctx, h.loops, id, b, m)
+	return h.store(ctx, c, id, b, m)
 }
 
 func (h *Host) admission(c *catalog, id string) (Admission, bool) {

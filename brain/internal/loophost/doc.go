@@ -15,7 +15,10 @@
 // agentloop bytes are stored there too, before the admission is answered,
 // and a module another node admitted is fetched from there the first time
 // it is named here (Host.Find, Host.Resolve), checked against its id,
-// compiled and stored locally. Host.Resolve maps a session's implementation
+// compiled and stored locally; bytes that do not hash to the id are
+// refused (ErrDamaged). Options.SharedTools does the same for Tool modules
+// (Host.FindTool, and any placement or run of a Tool), in a store of its
+// own. Host.Resolve maps a session's implementation
 // {"type":"brain_component","entrypoint":"turn","id":<sha256 hex>} to an
 // agentloop.Func; {"type":"brain_builtin","name":"default"} maps to the
 // embedded Wasm build of the default loop when Options.BuiltinWasm is set

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	brainapi "github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
@@ -163,8 +164,13 @@ func (e *Environments) deliver(ctx context.Context, op session.Operation) (envap
 
 // execute runs a brain_component Tool in a fresh instance.
 func (e *Environments) execute(ctx context.Context, op session.Operation) envapi.Receipt {
-	impl, err := e.host.ParseToolImplementation(op.Request.Implementation)
+	impl, err := e.host.parseToolImplementation(ctx, op.Request.Implementation)
 	if err != nil {
+		if errors.Is(err, journal.ErrOverloaded) {
+			// The cluster's module store could not be read: nothing
+			// ran, a retry may find it.
+			return envapi.Failure(brainapi.CodeOverloaded, err.Error(), true, nil)
+		}
 		code := envapi.CodeUnsupported
 		if errors.Is(err, ErrNotAllowed) {
 			code = envapi.CodeExecutionFailed

@@ -1,6 +1,7 @@
 package loophost
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,7 +90,15 @@ func IsComponent(impl json.RawMessage) bool {
 // ParseToolImplementation decodes and checks a Tool implementation: its
 // shape, that it names an admitted Tool module, and that its grants are
 // allowed. It is what a session create checks for a Wasm placement.
+// A Tool admitted on another node of the cluster is fetched first
+// (Options.SharedTools), within sharedFetchTimeout.
 func (h *Host) ParseToolImplementation(impl json.RawMessage) (ToolImplementation, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), sharedFetchTimeout)
+	defer cancel()
+	return h.parseToolImplementation(ctx, impl)
+}
+
+func (h *Host) parseToolImplementation(ctx context.Context, impl json.RawMessage) (ToolImplementation, error) {
 	var d ToolImplementation
 	dec := json.NewDecoder(strings.NewReader(string(impl)))
 	dec.DisallowUnknownFields()
@@ -102,7 +111,7 @@ func (h *Host) ParseToolImplementation(impl json.RawMessage) (ToolImplementation
 	if d.Entrypoint != tool.ExportRun {
 		return d, fmt.Errorf("%w: entrypoint %q (want %q)", ErrUnsupported, d.Entrypoint, tool.ExportRun)
 	}
-	if _, err := h.toolModule(d.ID); err != nil {
+	if _, err := h.toolModule(ctx, d.ID); err != nil {
 		return d, err
 	}
 	if err := h.checkGrants(d.Grants); err != nil {

@@ -82,6 +82,10 @@ type Options struct {
 	// from there (checked against its id), compiled into this node's
 	// cache and stored in Dir when it is first named.
 	Shared SharedModules
+	// SharedTools is Shared for Tool modules (a store of its own: an id
+	// admitted as a Tool is not an agentloop, nor the reverse); a Tool
+	// fetched from it is stored in ToolsDir.
+	SharedTools SharedModules
 
 	// ToolsDir is the tools directory (<data dir>/tools): admitted Tool
 	// modules and remembered rejections, laid out as Dir. Empty disables
@@ -182,12 +186,13 @@ func (k kind) String() string {
 type catalog struct {
 	kind    kind
 	dir     string
+	shared  SharedModules // nil: this node's modules only
 	loaded  map[string]*module
 	rejects map[string]Admission
 }
 
-func newCatalog(k kind, dir string) *catalog {
-	return &catalog{kind: k, dir: dir, loaded: map[string]*module{}, rejects: map[string]Admission{}}
+func newCatalog(k kind, dir string, shared SharedModules) *catalog {
+	return &catalog{kind: k, dir: dir, shared: shared, loaded: map[string]*module{}, rejects: map[string]Admission{}}
 }
 
 // Open creates the host over opts.Dir and compiles every stored module
@@ -232,7 +237,7 @@ func Open(ctx context.Context, opts Options) (_ *Host, err error) {
 	h := &Host{
 		opts:    opts,
 		cache:   cache,
-		loops:   newCatalog(kindLoop, opts.Dir),
+		loops:   newCatalog(kindLoop, opts.Dir, opts.Shared),
 		slots:   make(chan struct{}, opts.MaxInstances),
 		invokes: newInvocations(),
 	}
@@ -246,7 +251,7 @@ func Open(ctx context.Context, opts Options) (_ *Host, err error) {
 			_ = cache.Close(ctx)
 			return nil, fmt.Errorf("loophost: scratch: %w", err)
 		}
-		h.tools = newCatalog(kindTool, opts.ToolsDir)
+		h.tools = newCatalog(kindTool, opts.ToolsDir, opts.SharedTools)
 	}
 	h.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
 		WithCompilationCache(cache).
@@ -406,7 +411,7 @@ const ImplementationComponent = "brain_component"
 func (h *Host) Func(id string) (agentloop.Func, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedFetchTimeout)
 	defer cancel()
-	if err := h.fetchShared(ctx, id); err != nil {
+	if err := h.fetchShared(ctx, h.loops, id); err != nil {
 		return nil, err
 	}
 	h.mu.RLock()

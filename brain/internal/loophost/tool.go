@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	brainapi "github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/brain/tool"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -52,9 +53,14 @@ type ToolCall struct {
 	Services ToolServices
 }
 
-func (h *Host) toolModule(id string) (*module, error) {
+// toolModule answers the compiled Tool module id, fetching one admitted
+// on another node of the cluster first (Options.SharedTools).
+func (h *Host) toolModule(ctx context.Context, id string) (*module, error) {
 	if h.tools == nil {
 		return nil, ErrNoTools
+	}
+	if err := h.fetchShared(ctx, h.tools, id); err != nil {
+		return nil, err
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -97,7 +103,11 @@ type runAnswer struct {
 // refused service call the error carries); output_limit for an answer over
 // Options.MaxToolOutputBytes; overloaded when no instance slot is free.
 func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
-	m, err := h.toolModule(c.ID)
+	m, err := h.toolModule(ctx, c.ID)
+	if errors.Is(err, journal.ErrOverloaded) {
+		// The cluster's module store could not be read: nothing ran.
+		return envapi.Failure(brainapi.CodeOverloaded, err.Error(), true, nil)
+	}
 	if err != nil {
 		return envapi.Failure(envapi.CodeUnsupported, err.Error(), false, nil)
 	}

@@ -66,5 +66,6 @@ func openBackend(ctx context.Context, opts backend.Options) (*backend.Backend, e
 		Route:       db.Route,
 		LeaseEpoch:  db.LeaseEpoch,
 		Modules:     db,
+		Tools:       db.Tools(),
 	}, nil
 }

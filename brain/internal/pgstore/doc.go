@@ -1,6 +1,6 @@
 // Package pgstore keeps Brain's durable state in PostgreSQL so that several
 // Brain nodes can share it: session journals, checkpoints, idempotency
-// claims and answers, admitted agentloop modules, the sealing key's
+// claims and answers, admitted agentloop and Tool modules, the sealing key's
 // fingerprint, cluster membership and session leases. It is the only
 // package that imports the PostgreSQL driver (pgx). PostgreSQL's
 // transactions and unique keys are the only source of order and
@@ -37,6 +37,17 @@
 // Version 2 adds
 //
 //	brain_secrets     (session_id, name) PK, sealed
+//
+// Version 3 adds
+//
+//	brain_tool_modules (id PK = SHA-256 hex of bytes, bytes, admitted_at)
+//
+// which holds admitted Tool modules as brain_modules holds agentloop
+// modules (DB.Tools), apart so that an id admitted as one kind is never
+// the other. Every node stores a module's bytes before answering its
+// admission; a node that does not know an id reads the bytes, refuses
+// them unless they hash to it (ErrModuleDamaged), and compiles them into
+// its own local cache.
 //
 // Session ids, kinds, data and origins are bytea, stored byte for byte as
 // given (data and origin NULL when absent), so ids sort bytewise as in

@@ -79,6 +79,13 @@ var migrations = []string{
 		sealed bytea NOT NULL,
 		PRIMARY KEY (session_id, name)
 	);`,
+	// 3: admitted Tool modules, apart from the agentloop modules (one
+	// id may be admitted as both, and each node compiles it as either).
+	`CREATE TABLE brain_tool_modules (
+		id text PRIMARY KEY,
+		bytes bytea NOT NULL,
+		admitted_at timestamptz NOT NULL DEFAULT now()
+	);`,
 }
 
 // SchemaVersion is the schema version this binary writes.
