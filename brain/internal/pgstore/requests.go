@@ -143,13 +143,7 @@ func (r *Requests) try(ctx context.Context, k reqKey, digest [32]byte, hinted bo
 	rand.Read(id)
 	// Register before committing, so that a same-process waiter that sees
 	// the row also finds the channel.
-	r.mu.Lock()
-	done, mine := r.running[k]
-	if !mine {
-		done = make(chan struct{})
-		r.running[k] = done
-	}
-	r.mu.Unlock()
+	done, mine := r.register(k)
 	if mine {
 		return nil, nil, r.waitChan(done), nil
 	}
@@ -298,6 +292,19 @@ func (r *Requests) ClaimRiding(ctx context.Context, scope, key string, digest [3
 	}
 }
 
+// register records that this process runs a claim of k, closing done
+// when it ends; mine reports instead that a claim of k this process
+// already runs holds it (wait on done).
+func (r *Requests) register(k reqKey) (done chan struct{}, mine bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if done, mine = r.running[k]; !mine {
+		done = make(chan struct{})
+		r.running[k] = done
+	}
+	return done, mine
+}
+
 // tryRiding is try for a riding claim: it reads the key's row and claims
 // the key in this process when there is none (an expired one is deleted
 // first).
@@ -307,13 +314,7 @@ func (r *Requests) tryRiding(ctx context.Context, k reqKey, digest [32]byte) (*R
 	}
 	octx, cancel := r.db.opCtx(ctx)
 	defer cancel()
-	r.mu.Lock()
-	done, mine := r.running[k]
-	if !mine {
-		done = make(chan struct{})
-		r.running[k] = done
-	}
-	r.mu.Unlock()
+	done, mine := r.register(k)
 	if mine {
 		return nil, nil, r.waitChan(done), nil
 	}
