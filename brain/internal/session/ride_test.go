@@ -49,8 +49,12 @@ func TestRideTextTurnAppends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := store.appends.Load() - before; n != 2 || tally.Load() != 2 {
-		t.Errorf("a riding text turn made %d appends (%d counted), want 2", n, tally.Load())
+	// The request waits on two commits. The store sees a third append
+	// only when the coalescing timer flushed the deferred start before
+	// model_call_started came (a loaded machine: more than CoalesceWindow
+	// between them), a flush the turn does not wait on.
+	if n := store.appends.Load() - before; n < 2 || n > 3 || tally.Load() != 2 {
+		t.Errorf("a riding text turn made %d appends (%d counted), want 2 counted (and 2 appends, 3 with a timer flush)", n, tally.Load())
 	}
 	recs := h.records(id)
 	want := []string{api.KindTurnStarted, api.KindActivationStarted, commits.ClaimKind, api.KindModelCallStarted,
