@@ -99,6 +99,21 @@ func (r *Requests) claim(ctx context.Context, scope, key string, digest [32]byte
 		return nil, nil, err
 	}
 	k := reqKey{scope, key}
+	c, a, err := r.attempt(ctx, func() (*RequestClaim, *idem.Answer, <-chan time.Time, error) {
+		return r.try(ctx, k, digest, hinted)
+	})
+	if c == nil {
+		return nil, a, err
+	}
+	c.tally = commits.From(ctx)
+	c.tally.Add(1)
+	return c, nil, nil
+}
+
+// attempt calls try until it claims the key, answers or fails, waiting
+// between calls on what try names, or polling with a growing pause while
+// another live process runs the key (a nil wait).
+func (r *Requests) attempt(ctx context.Context, try func() (*RequestClaim, *idem.Answer, <-chan time.Time, error)) (*RequestClaim, *idem.Answer, error) {
 	pause := 10 * time.Millisecond
 	for {
 		if err := r.usable(); err != nil {
@@ -108,16 +123,11 @@ func (r *Requests) claim(ctx context.Context, scope, key string, digest [32]byte
 			return nil, nil, err
 		}
 		r.maybePurge(ctx)
-		c, a, wait, err := r.try(ctx, k, digest, hinted)
-		switch {
-		case c != nil:
-			c.tally = commits.From(ctx)
-			c.tally.Add(1)
-			return c, nil, nil
-		case err != nil || a != nil:
-			return nil, a, err
+		c, a, wait, err := try()
+		if c != nil || a != nil || err != nil {
+			return c, a, err
 		}
-		if wait == nil { // another live process runs it: poll
+		if wait == nil {
 			t := time.NewTimer(pause)
 			pause = min(2*pause, 250*time.Millisecond)
 			wait = t.C
@@ -246,50 +256,30 @@ func (r *Requests) ClaimRiding(ctx context.Context, scope, key string, digest [3
 		return nil, nil, err
 	}
 	k := reqKey{scope, key}
-	pause := 10 * time.Millisecond
-	for {
-		if err := r.usable(); err != nil {
-			return nil, nil, err
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		r.maybePurge(ctx)
-		c, a, wait, err := r.tryRiding(ctx, k, digest)
-		switch {
-		case c != nil:
-			c.tally = commits.From(ctx)
-			c.ride.onDurable = onDurable
-			c.ride.claimData = idem.ClaimRecord(scope, key, digest, c.ride.claimAt.UnixMilli())
-			c.ride.commits = &commits.Ride{Claim: c.ride.claimData, Answer: func(v any, err error) json.RawMessage {
-				status, body, ok := answer(v, err)
-				if !ok {
-					return nil
-				}
-				at := r.opts.Now()
-				data := idem.AnswerRecord(scope, key, at.UnixMilli(), status, body)
-				if body == nil {
-					body = []byte{}
-				}
-				r.db.journal.rideAnswer(c, data, idem.Answer{Status: status, Body: body}, at)
-				return data
-			}}
-			r.db.journal.rideClaim(c)
-			return c, nil, nil
-		case err != nil || a != nil:
-			return nil, a, err
-		}
-		if wait == nil {
-			t := time.NewTimer(pause)
-			pause = min(2*pause, 250*time.Millisecond)
-			wait = t.C
-		}
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		}
+	c, a, err := r.attempt(ctx, func() (*RequestClaim, *idem.Answer, <-chan time.Time, error) {
+		return r.tryRiding(ctx, k, digest)
+	})
+	if c == nil {
+		return nil, a, err
 	}
+	c.tally = commits.From(ctx)
+	c.ride.onDurable = onDurable
+	c.ride.claimData = idem.ClaimRecord(scope, key, digest, c.ride.claimAt.UnixMilli())
+	c.ride.commits = &commits.Ride{Claim: c.ride.claimData, Answer: func(v any, err error) json.RawMessage {
+		status, body, ok := answer(v, err)
+		if !ok {
+			return nil
+		}
+		at := r.opts.Now()
+		data := idem.AnswerRecord(scope, key, at.UnixMilli(), status, body)
+		if body == nil {
+			body = []byte{}
+		}
+		r.db.journal.rideAnswer(c, data, idem.Answer{Status: status, Body: body}, at)
+		return data
+	}}
+	r.db.journal.rideClaim(c)
+	return c, nil, nil
 }
 
 // register records that this process runs a claim of k, closing done
