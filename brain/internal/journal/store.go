@@ -111,3 +111,15 @@ func (e *DamagedError) Error() string {
 }
 
 func (e *DamagedError) Unwrap() error { return ErrDamaged }
+
+// Refusal answers an error reading msg that wraps ErrOverloaded (an
+// append turned away, nothing of it committed, the caller may try again)
+// without ErrOverloaded's own text, for stores and callers whose refusal
+// is not a full queue: a lease lost to another node, for one.
+func Refusal(msg string) error { return refusal(msg) }
+
+type refusal string
+
+func (r refusal) Error() string { return string(r) }
+
+func (r refusal) Unwrap() error { return ErrOverloaded }

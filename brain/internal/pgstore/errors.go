@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Errors of this package. ErrUnavailable and ErrOutcomeUnknown wrap
+// Errors of this package. ErrUnavailable, ErrOutcomeUnknown and ErrNotOwner wrap
 // journal.ErrOverloaded, so the HTTP layer answers them 503 overloaded
 // (retryable) like a full journal queue.
 var (
@@ -27,8 +27,10 @@ var (
 	ErrKeyMismatch = errors.New("pgstore: sealing key does not match the database's key fingerprint")
 	// ErrNotOwner: the node does not hold a live lease on the session
 	// (never took it, let it expire, or another node took it over), so it
-	// may not append to it.
-	ErrNotOwner = errors.New("pgstore: this node does not hold the session's lease")
+	// may not append to it. Nothing was committed; it wraps
+	// journal.ErrOverloaded, so a request that met it is answered 503
+	// (retryable), and its retry goes to the session's owner.
+	ErrNotOwner = journal.Refusal("pgstore: this node does not hold the session's lease")
 	// ErrLeaseHeld: another node holds a live lease on the session.
 	ErrLeaseHeld = errors.New("pgstore: another node holds the session's lease")
 	// ErrClosed: the store was closed.

@@ -52,6 +52,8 @@ type node struct {
 	url  string
 	dir  string // data directory
 	done chan struct{}
+	// stderr is the process's log, shown when the test fails.
+	stderr *lockedBuilder
 }
 
 // serveNode runs one brain serve process on the database.
@@ -87,9 +89,15 @@ func launchNode(t testing.TB, dbURL, keyFile string, env ...string) (*node, erro
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	n := &node{cmd: cmd, dir: dir, done: make(chan struct{})}
+	n := &node{cmd: cmd, dir: dir, done: make(chan struct{}), stderr: stderr}
 	go func() { cmd.Wait(); close(n.done) }()
-	t.Cleanup(func() { n.cmd.Process.Signal(syscall.SIGKILL); <-n.done })
+	t.Cleanup(func() {
+		n.cmd.Process.Signal(syscall.SIGKILL)
+		<-n.done
+		if log := stderr.String(); t.Failed() && log != "" {
+			t.Logf("log of the node started at %s:\n%s", n.url, log)
+		}
+	})
 	urls := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)

@@ -365,6 +365,9 @@ func (s *sess) commitLocked(recs ...journal.Record) (uint64, error) {
 		batch = append(s.pending[:len(s.pending):len(s.pending)], recs...)
 		from = s.pending[0].Sequence
 	}
+	if err := s.leasedLocked(); err != nil {
+		return 0, fmt.Errorf("session %s: commit %s: %w", s.id, recs[0].Kind, err)
+	}
 	if err := s.e.store.Append(context.WithoutCancel(s.e.base), s.id, from, batch); err != nil {
 		s.e.noteFault(s.id, err)
 		return 0, fmt.Errorf("session %s: commit %s: %w", s.id, recs[0].Kind, err)
@@ -446,6 +449,9 @@ func (s *sess) appendPendingLocked() error {
 		return nil
 	}
 	batch := s.pending
+	if err := s.leasedLocked(); err != nil {
+		return fmt.Errorf("session %s: commit %s: %w", s.id, batch[0].Kind, err)
+	}
 	if err := s.e.store.Append(context.WithoutCancel(s.e.base), s.id, batch[0].Sequence, batch); err != nil {
 		s.e.noteFault(s.id, err)
 		return fmt.Errorf("session %s: commit %s: %w", s.id, batch[0].Kind, err)

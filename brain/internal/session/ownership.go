@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/brain-in-go/brain/brain/internal/journal"
 )
 
 // ErrOwnedElsewhere is wrapped when another live node holds the lease on a
@@ -78,7 +80,22 @@ func (e *Engine) Lost(id string, epoch int64) {
 	s.dropLocked(errLeaseLost)
 }
 
-var errLeaseLost = errors.New("session: the lease on the session was lost")
+// errLeaseLost stops what a node runs of a session whose lease it lost,
+// and refuses its commits: the request that waited on them is answered
+// 503 overloaded (retryable), as its outcome belongs to the next owner.
+var errLeaseLost = journal.Refusal("session: the lease on the session was lost")
+
+// leasedLocked refuses a commit of a session whose lease this node no
+// longer holds under the epoch it runs it with: the in-memory state of a
+// dropped session, or of one whose lease was taken by another node and
+// then again by this one, must never reach the journal (the store's fence
+// checks only that this node holds some live lease on the session).
+func (s *sess) leasedLocked() error {
+	if s.e.cfg.Ownership == nil || s.e.holds(s.id, s.epoch) {
+		return nil
+	}
+	return errLeaseLost
+}
 
 // dropLocked forgets the session's in-memory state without committing
 // anything: activations and tools are cancelled (their commits are fenced

@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/commits"
 	"github.com/brain-in-go/brain/brain/internal/fullfs"
 	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 // testRide is a Ride whose answer records the summary it is given.
@@ -210,5 +214,68 @@ func TestRideSubmitOnFullDiskLeavesNothing(t *testing.T) {
 			(r.Kind == api.KindTurnStarted && strings.Contains(string(r.Data), big[:64])) {
 			t.Fatalf("the refused submission left %s durable", r.Kind)
 		}
+	}
+}
+
+// failingStore fails every append with journal.ErrWrite while failing is
+// set, as a disk that has just filled up.
+type failingStore struct {
+	journal.Store
+	failing atomic.Bool
+}
+
+func (f *failingStore) Append(ctx context.Context, session string, expectedNext uint64, records []journal.Record) error {
+	if f.failing.Load() {
+		return fmt.Errorf("%w: no space left on device", journal.ErrWrite)
+	}
+	return f.Store.Append(ctx, session, expectedNext, records)
+}
+
+// A turn stopped while its tool call is in flight and its writes failing
+// cannot commit the cancel's start: no cancel is sent, and the turn still
+// ends (its caller is answered with the write failure) instead of waiting
+// for a cancel that never went out. Once writes succeed again the session
+// runs turns again.
+func TestStoppedToolOnFailingWritesSettles(t *testing.T) {
+	fs, err := journal.OpenFileStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failingStore{Store: fs}
+	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "hang"}), secret: NewMemSecrets()}
+	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs,
+		Limits: Limits{MaxTurn: time.Second, MaxTool: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	h.envs.engine = h.engine
+	t.Cleanup(h.close)
+	id := h.create(toolSession("hang"))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.engine.Send(context.Background(), id, api.UserInput{Message: script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})})
+		errc <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.envs.opsOf(envapi.RequestExecute)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the execute was never sent")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	store.failing.Store(true)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, journal.ErrWrite) {
+			t.Fatalf("turn stopped while writes fail = %v, want journal.ErrWrite", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the turn never ended: its stopped tool call waited on a cancel that was never sent")
+	}
+	if n := len(h.envs.opsOf(envapi.RequestCancel)); n != 0 {
+		t.Fatalf("%d cancels sent though their start was not durable", n)
+	}
+	store.failing.Store(false)
+	if sum, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "after"}); err != nil || sum.Status != api.StatusIdle {
+		t.Fatalf("Send after writes came back = %+v, %v", sum, err)
 	}
 }

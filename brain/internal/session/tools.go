@@ -425,6 +425,12 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 		close(t.settled)
 	}
 	if err != nil {
+		if cancelling {
+			// The cancel's start is not durable, so no cancel is sent:
+			// the call is settled now.
+			s.toolReleasedLocked(t.seq)
+			close(t.settled)
+		}
 		return 0, false
 	}
 	s.scheduleWakeLocked()
