@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -26,6 +27,14 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts Options) *fixture {
 	t.Helper()
+	return newFixtureSndbuf(t, opts, 0)
+}
+
+// newFixtureSndbuf is newFixture whose server sockets have a send buffer
+// of sndbuf bytes (the kernel's autotuned default when 0), so that a test
+// can fill one with little data.
+func newFixtureSndbuf(t *testing.T, opts Options, sndbuf int) *fixture {
+	t.Helper()
 	eng, err := session.New(session.Config{Store: journal.NewMemStore()})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +51,11 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewUnstartedServer(srv)
+	if sndbuf > 0 {
+		hs.Listener = sndbufListener{hs.Listener.(*net.TCPListener), sndbuf}
+	}
+	hs.Start()
 	t.Cleanup(func() {
 		srv.Drain()
 		srv.CloseStreams()
@@ -50,6 +63,24 @@ func newFixture(t *testing.T, opts Options) *fixture {
 		req.Close()
 	})
 	return &fixture{t: t, srv: srv, url: hs.URL}
+}
+
+// sndbufListener sets the send buffer of each accepted connection.
+type sndbufListener struct {
+	*net.TCPListener
+	size int
+}
+
+func (l sndbufListener) Accept() (net.Conn, error) {
+	c, err := l.AcceptTCP()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.SetWriteBuffer(l.size); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // do sends a request; headers alternate name, value.

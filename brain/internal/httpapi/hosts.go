@@ -167,7 +167,7 @@ func (s *Server) hostCommands(w http.ResponseWriter, r *http.Request, reg *hosts
 	beat := time.NewTicker(s.opts.Heartbeat)
 	defer beat.Stop()
 	write := func(b []byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 		if _, err := w.Write(b); err != nil {
 			return false
 		}

@@ -51,6 +51,10 @@ type Options struct {
 	// Heartbeat is the interval of comment lines on idle streams; 0
 	// selects 15 s.
 	Heartbeat time.Duration
+	// StreamWriteTimeout bounds one write to an event stream subscriber:
+	// a reader that stalls longer loses its stream, cut off; 0 selects
+	// 30 s.
+	StreamWriteTimeout time.Duration
 	// BodyReadTimeout bounds reading a request body (0: 60 s); see
 	// ReadTimeout.
 	BodyReadTimeout time.Duration
@@ -160,6 +164,8 @@ type Server struct {
 	feedsMu   sync.Mutex
 	feeds     map[string]*feed     // sessions with event streams
 	streamSet map[*stream]struct{} // open event streams
+	// fullWrites counts stream writes a socket did not take at once.
+	fullWrites atomic.Int64
 }
 
 // New returns a Server with the session routes mounted.
@@ -172,6 +178,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxLiveBacklog <= 0 {
 		opts.MaxLiveBacklog = DefaultMaxLiveBacklog
+	}
+	if opts.StreamWriteTimeout <= 0 {
+		opts.StreamWriteTimeout = streamWriteTimeout
 	}
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = DefaultHeartbeat

@@ -40,10 +40,11 @@ import (
 // HTTP/2) write every batch from such a goroutine; HTTP/2 ones keep their
 // handler goroutine and write through the ResponseWriter.
 
-// streamWriteTimeout bounds one write to a stream subscriber; a reader
-// that stalls longer loses its stream (on a hijacked connection the
-// deadline is moved only once it is less than half of this away, so the
-// bound there is between half of it and all of it).
+// streamWriteTimeout is the default of Options.StreamWriteTimeout, which
+// bounds one write to a stream subscriber; a reader that stalls longer
+// loses its stream (on a hijacked connection the deadline is moved only
+// once it is less than half of this away, so the bound there is between
+// half of it and all of it).
 const streamWriteTimeout = 30 * time.Second
 
 // stopGrace is how long a stream waits for a further frame, and for a
@@ -109,8 +110,10 @@ type feed struct {
 type sink interface {
 	// write writes frames within the deadline.
 	write(frames []*frame, deadline time.Time) error
-	// finish ends the response and releases the connection.
-	finish()
+	// finish ends the response and releases the connection; after a
+	// failed write (broken) it closes the connection without ending the
+	// body, so that the client sees the stream cut off, not complete.
+	finish(broken bool)
 }
 
 // stream is one subscriber.
@@ -129,6 +132,7 @@ type stream struct {
 	ended    bool // accepts no more frames; finish after the queue
 	closed   bool
 	lagged   bool      // ended because the subscriber fell behind
+	broken   bool      // a write failed: the body is cut off, not ended
 	activity time.Time // last frame queued or written
 	lastSeq  uint64    // last recorded event written; owned by the writer
 	done     chan struct{}
@@ -174,7 +178,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 	hijacked := false
 	if !finished && r.ProtoAtLeast(1, 1) {
 		var cs *connSink
-		if cs, hijacked = hijack(w); hijacked {
+		if cs, hijacked = hijack(w, s.opts.StreamWriteTimeout); hijacked {
 			// The feed may see st already: the sink is published under
 			// st.mu, and used only once catching is over.
 			st.mu.Lock()
@@ -219,6 +223,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 		st.end(true)
 		<-st.done
 	}
+	st.mu.Lock()
+	broken := st.broken
+	st.mu.Unlock()
+	if broken {
+		// A write failed part way: end the connection without the
+		// body's last chunk.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // catchUp writes the committed events after the cursor; it answers false
@@ -239,6 +251,7 @@ func (st *stream) catchUp(ctx context.Context, id string) bool {
 			}
 		}
 		if err := st.sink.write(frames, st.deadline()); err != nil {
+			st.markBroken()
 			return false
 		}
 		st.lastSeq = page.Events[len(page.Events)-1].Sequence
@@ -258,7 +271,7 @@ func (st *stream) deadline() time.Time {
 	if st.s.stop.Err() != nil {
 		return time.Now().Add(stopGrace)
 	}
-	return time.Now().Add(streamWriteTimeout)
+	return time.Now().Add(st.s.opts.StreamWriteTimeout)
 }
 
 // push hands a batch to the stream; it never blocks. An idle stream with
@@ -297,12 +310,14 @@ func (st *stream) push(b *batch, backlog int) {
 		n, err = st.direct.tryWrite(chunk)
 	}
 	if err != nil {
+		st.markBroken()
 		go st.close()
 		return
 	}
 	st.lastSeq = seq
 	if n < len(chunk) {
 		// The socket buffer is full: a goroutine finishes the write.
+		st.s.fullWrites.Add(1)
 		go st.complete(chunk[n:], last)
 		return
 	}
@@ -383,6 +398,9 @@ func (st *stream) queueLocked(frames []*frame, backlog int) {
 // take at once, then drains the queue.
 func (st *stream) complete(rest []byte, last bool) {
 	if err := st.direct.writeBytes(rest, st.deadline()); err != nil || last {
+		if err != nil {
+			st.markBroken()
+		}
 		st.close()
 		return
 	}
@@ -447,6 +465,7 @@ func (st *stream) drain() {
 		}
 		if len(out) > 0 {
 			if err := st.sink.write(out, st.deadline()); err != nil {
+				st.markBroken()
 				st.close()
 				return
 			}
@@ -461,6 +480,13 @@ func (st *stream) drain() {
 	}
 }
 
+// markBroken records that a write to the stream failed.
+func (st *stream) markBroken() {
+	st.mu.Lock()
+	st.broken = true
+	st.mu.Unlock()
+}
+
 // close finishes the response and unregisters the stream, once.
 func (st *stream) close() {
 	st.mu.Lock()
@@ -470,11 +496,11 @@ func (st *stream) close() {
 	}
 	st.closed, st.ended = true, true
 	st.queue = nil
-	lagged := st.lagged
+	lagged, broken := st.lagged, st.broken
 	st.mu.Unlock()
 	st.s.observer().StreamClosed(lagged)
 	st.s.detach(st)
-	st.sink.finish()
+	st.sink.finish(broken)
 	close(st.done)
 	st.s.streams.Done()
 }
@@ -765,17 +791,20 @@ func (ws *writerSink) write(frames []*frame, deadline time.Time) error {
 	return ws.rc.Flush()
 }
 
-func (ws *writerSink) finish() {}
+// finish leaves the end of the response to the handler, which aborts it
+// when the stream broke.
+func (ws *writerSink) finish(bool) {}
 
 // connSink writes the chunked body of a hijacked HTTP/1.1 connection.
 type connSink struct {
 	c        net.Conn
 	raw      syscall.RawConn // the socket, for non-blocking writes; nil for other connections (TLS)
 	deadline time.Time       // the write deadline set on c; zero for none
+	timeout  time.Duration   // Options.StreamWriteTimeout
 }
 
 // hijack takes the connection over and writes the response head.
-func hijack(w http.ResponseWriter) (*connSink, bool) {
+func hijack(w http.ResponseWriter, timeout time.Duration) (*connSink, bool) {
 	c, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return nil, false
@@ -784,7 +813,7 @@ func hijack(w http.ResponseWriter) (*connSink, bool) {
 	if brw != nil && brw.Writer.Buffered() > 0 {
 		_ = brw.Flush()
 	}
-	cs := &connSink{c: c}
+	cs := &connSink{c: c, timeout: timeout}
 	inner := c
 	if lc, ok := c.(*limitConn); ok {
 		inner = lc.Conn
@@ -806,7 +835,7 @@ func hijack(w http.ResponseWriter) (*connSink, bool) {
 	head = append(head, "\r\n"+
 		"Transfer-Encoding: chunked\r\n"+
 		"X-Accel-Buffering: no\r\n\r\n"...)
-	if err := cs.writeBytes(head, time.Now().Add(streamWriteTimeout)); err != nil {
+	if err := cs.writeBytes(head, time.Now().Add(timeout)); err != nil {
 		c.Close() // the first write fails and ends the stream
 	}
 	return cs, true
@@ -823,9 +852,9 @@ func (cs *connSink) writeBytes(b []byte, deadline time.Time) error {
 	}
 	// Moving the deadline costs a timer update; a deadline still at least
 	// half the write timeout away is kept (a stalled reader is then cut
-	// off between half and all of streamWriteTimeout), an earlier one
-	// (the server stopping) is always set.
-	if cs.deadline.IsZero() || deadline.Before(cs.deadline) || time.Until(cs.deadline) < streamWriteTimeout/2 {
+	// off between half and all of the timeout), an earlier one (the
+	// server stopping) is always set.
+	if cs.deadline.IsZero() || deadline.Before(cs.deadline) || time.Until(cs.deadline) < cs.timeout/2 {
 		_ = cs.c.SetWriteDeadline(deadline)
 		cs.deadline = deadline
 	}
@@ -866,8 +895,10 @@ func (cs *connSink) tryWrite(b []byte) (int, error) {
 	return n, nil
 }
 
-func (cs *connSink) finish() {
-	_ = cs.c.SetWriteDeadline(time.Now().Add(stopGrace))
-	_, _ = cs.c.Write([]byte("0\r\n\r\n"))
+func (cs *connSink) finish(broken bool) {
+	if !broken {
+		_ = cs.c.SetWriteDeadline(time.Now().Add(stopGrace))
+		_, _ = cs.c.Write([]byte("0\r\n\r\n"))
+	}
 	cs.c.Close()
 }

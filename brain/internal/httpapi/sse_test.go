@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -125,16 +128,12 @@ func TestStreamsShareOneFeed(t *testing.T) {
 // meanwhile written after it: once the reader reads again it gets every
 // event once, in order, in a well-formed chunked body.
 func TestStreamFinishesWritesAfterAFullSocket(t *testing.T) {
-	if raceEnabled {
-		// Under the race detector the 8 MiB of turns take longer than
-		// streamWriteTimeout, which then cuts the paused reader off.
-		t.Skip("too slow under the race detector")
-	}
-	f := newFixture(t, Options{MaxLiveBacklog: 1000})
+	// Socket buffers of a few KiB on both ends (the kernel doubles the
+	// figure): 8 turns of 256 KiB messages fill them many times over.
+	f := newFixtureSndbuf(t, Options{MaxLiveBacklog: 1000}, 8<<10)
 	sid := f.create("c").SessionID
 	_, br := openRaw(t, f, sid, 4<<10)
-	// More than the largest socket send buffer (tcp_wmem's 4 MiB).
-	big := strings.Repeat("z", 1<<20)
+	big := strings.Repeat("z", 256<<10)
 	for i := range 8 {
 		if st, _, b := f.do("POST", "/v1/sessions/"+sid+"/messages", `{"input":{"message":"`+big+`"}}`, "Idempotency-Key", fmt.Sprint("m", i)); st != 200 {
 			t.Fatalf("send = %d %s", st, b)
@@ -177,5 +176,41 @@ func TestStreamFinishesWritesAfterAFullSocket(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+	if f.srv.fullWrites.Load() == 0 {
+		t.Fatal("no write met a full socket: the test did not pause the reader long enough")
+	}
+}
+
+// A reader that stalls longer than the write timeout loses its stream cut
+// off: the server closes the connection without the chunked body's last
+// chunk, so the client sees a broken stream (and resumes from its last
+// event id), never a body that looks complete.
+func TestStalledStreamIsCutOff(t *testing.T) {
+	f := newFixtureSndbuf(t, Options{MaxLiveBacklog: 1000, StreamWriteTimeout: 300 * time.Millisecond}, 8<<10)
+	sid := f.create("c").SessionID
+	_, br := openRaw(t, f, sid, 4<<10)
+	big := strings.Repeat("z", 256<<10)
+	for i := range 2 {
+		if st, _, b := f.do("POST", "/v1/sessions/"+sid+"/messages", `{"input":{"message":"`+big+`"}}`, "Idempotency-Key", fmt.Sprint("m", i)); st != 200 {
+			t.Fatalf("send = %d %s", st, b)
+		}
+	}
+	open := func() int {
+		f.srv.feedsMu.Lock()
+		defer f.srv.feedsMu.Unlock()
+		return len(f.srv.streamSet)
+	}
+	for deadline := time.Now().Add(20 * time.Second); open() > 0; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled stream was never cut off")
+		}
+	}
+	body, err := io.ReadAll(br)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("reading the cut-off stream ended with %v after %d bytes, want an unexpected EOF", err, len(body))
+	}
+	if bytes.HasSuffix(body, []byte("0\r\n\r\n")) {
+		t.Fatal("the body's last chunk was written into the middle of a cut-off chunk")
 	}
 }
