@@ -123,22 +123,30 @@ func TestStreamsShareOneFeed(t *testing.T) {
 	}
 }
 
+// pausedReader opens a stream on a new session with socket buffers of a
+// few KiB on both ends (the kernel doubles the figure), which the stream
+// does not read, then runs turns of 256 KiB messages: they fill those
+// buffers many times over. It answers the message text.
+func pausedReader(t *testing.T, opts Options, turns int) (f *fixture, sid string, br *bufio.Reader, big string) {
+	t.Helper()
+	f = newFixtureSndbuf(t, opts, 8<<10)
+	sid = f.create("c").SessionID
+	_, br = openRaw(t, f, sid, 4<<10)
+	big = strings.Repeat("z", 256<<10)
+	for i := range turns {
+		if st, _, b := f.do("POST", "/v1/sessions/"+sid+"/messages", `{"input":{"message":"`+big+`"}}`, "Idempotency-Key", fmt.Sprint("m", i)); st != 200 {
+			t.Fatalf("send = %d %s", st, b)
+		}
+	}
+	return f, sid, br, big
+}
+
 // A stream whose socket buffer fills while its reader pauses has the rest
 // of each write finished by a writer goroutine and the frames queued
 // meanwhile written after it: once the reader reads again it gets every
 // event once, in order, in a well-formed chunked body.
 func TestStreamFinishesWritesAfterAFullSocket(t *testing.T) {
-	// Socket buffers of a few KiB on both ends (the kernel doubles the
-	// figure): 8 turns of 256 KiB messages fill them many times over.
-	f := newFixtureSndbuf(t, Options{MaxLiveBacklog: 1000}, 8<<10)
-	sid := f.create("c").SessionID
-	_, br := openRaw(t, f, sid, 4<<10)
-	big := strings.Repeat("z", 256<<10)
-	for i := range 8 {
-		if st, _, b := f.do("POST", "/v1/sessions/"+sid+"/messages", `{"input":{"message":"`+big+`"}}`, "Idempotency-Key", fmt.Sprint("m", i)); st != 200 {
-			t.Fatalf("send = %d %s", st, b)
-		}
-	}
+	f, sid, br, big := pausedReader(t, Options{MaxLiveBacklog: 1000}, 8)
 	if st, _, b := f.do("POST", "/v1/sessions/"+sid+"/end", "", "Idempotency-Key", "e"); st != 200 {
 		t.Fatalf("end = %d %s", st, b)
 	}
@@ -187,15 +195,7 @@ func TestStreamFinishesWritesAfterAFullSocket(t *testing.T) {
 // chunk, so the client sees a broken stream (and resumes from its last
 // event id), never a body that looks complete.
 func TestStalledStreamIsCutOff(t *testing.T) {
-	f := newFixtureSndbuf(t, Options{MaxLiveBacklog: 1000, StreamWriteTimeout: 300 * time.Millisecond}, 8<<10)
-	sid := f.create("c").SessionID
-	_, br := openRaw(t, f, sid, 4<<10)
-	big := strings.Repeat("z", 256<<10)
-	for i := range 2 {
-		if st, _, b := f.do("POST", "/v1/sessions/"+sid+"/messages", `{"input":{"message":"`+big+`"}}`, "Idempotency-Key", fmt.Sprint("m", i)); st != 200 {
-			t.Fatalf("send = %d %s", st, b)
-		}
-	}
+	f, _, br, _ := pausedReader(t, Options{MaxLiveBacklog: 1000, StreamWriteTimeout: 300 * time.Millisecond}, 2)
 	open := func() int {
 		f.srv.feedsMu.Lock()
 		defer f.srv.feedsMu.Unlock()
