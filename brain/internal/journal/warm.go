@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sync/atomic"
+	"unsafe"
 )
 
 // maxWarmBytes bounds the bytes all sessions of a store keep from the
@@ -19,15 +20,116 @@ const maxWarmBytes = 16 << 20
 type warmSet struct {
 	segs   []warmSeg
 	next   uint64 // the sequence after the kept prefix
+	shared uint64 // the last sequence handed out as a slice of segs[].recs
 	bytes  int64
 	budget *atomic.Int64
 }
 
 // warmSeg holds bytes [0, len(b)) of the segment whose first record is
-// first, every frame in them checked.
+// first, every frame in them checked, and, when the budget had room, the
+// records of those frames decoded once (recs[i] has sequence first+i).
 type warmSeg struct {
 	first uint64
 	b     []byte
+	recs  []Record
+}
+
+// recordSize is what one decoded record takes of the warm budget.
+const recordSize = int64(unsafe.Sizeof(Record{}))
+
+// keepRecords answers the n records of the frames of b (bytes a
+// verification checked and keeps) decoded once, or nil when they do not
+// fit w's budget.
+func (fs *FileStore) keepRecords(w *warmSet, b []byte, n uint64) []Record {
+	if n == 0 || !fs.growWarm(w, int64(n)*recordSize) {
+		return nil
+	}
+	recs := make([]Record, n)
+	off := 0
+	for i := range recs {
+		size := frameHeaderSize + int(binary.LittleEndian.Uint32(b[off:]))
+		setKept(&recs[i], b[off+frameHeaderSize:off+size])
+		off += size
+	}
+	return recs
+}
+
+// setKept decodes payload p, which checkKept accepted in bytes that are
+// never written again, into r (zero): Kind, Data and Origin are slices of
+// p, not copies.
+func setKept(r *Record, p []byte) {
+	kindEnd := payloadFixed + int(binary.LittleEndian.Uint16(p[18:]))
+	dataEnd := kindEnd + int(binary.LittleEndian.Uint32(p[20:]))
+	r.Sequence = binary.LittleEndian.Uint64(p[2:])
+	r.RecordedAtMs = int64(binary.LittleEndian.Uint64(p[10:]))
+	// A checked payload's kind is never empty.
+	r.Kind = unsafe.String(&p[payloadFixed], kindEnd-payloadFixed)
+	if dataEnd > kindEnd {
+		r.Data = p[kindEnd:dataEnd:dataEnd]
+	}
+	if p[1]&flagOrigin != 0 {
+		r.Origin = p[dataEnd+4 : len(p) : len(p)]
+	}
+}
+
+// warmPage answers the page of records after `after` that Read would build
+// (at most maxRecords, at most maxBytes of frames unless the first frame
+// alone is larger, none past last) from the decoded records of s.warm,
+// and whether they hold it: the page must end within one segment's
+// decoded records, and must start after the last record handed out from
+// them (each is handed out once). A page through the end of the kept
+// prefix drops it. s.mu is held.
+func (s *session) warmPage(after, last uint64, maxRecords, maxBytes int) ([]Record, bool) {
+	w := s.warm
+	if w == nil {
+		return nil, false
+	}
+	si := len(w.segs) - 1
+	for si >= 0 && w.segs[si].first > after+1 {
+		si--
+	}
+	if si < 0 || after >= last || after < w.shared {
+		// Records handed out already may have been changed by their
+		// caller: they are decoded again from the kept bytes.
+		return nil, false
+	}
+	ws := &w.segs[si]
+	i := int(after + 1 - ws.first)
+	if i >= len(ws.recs) {
+		return nil, false
+	}
+	j := i + min(len(ws.recs)-i, maxRecords)
+	if last-ws.first < uint64(j) {
+		j = int(last - ws.first + 1)
+	}
+	if int64(len(ws.b)) > int64(maxBytes) {
+		// Only a page whose segment holds more than maxBytes counts its
+		// frames.
+		bytes := 0
+		for k := i; k < j; k++ {
+			size := frameSize(&ws.recs[k])
+			if k > i && bytes+size > maxBytes {
+				j = k
+				break
+			}
+			bytes += size
+		}
+	}
+	end := ws.first + uint64(j) - 1
+	if j == len(ws.recs) && end < last && uint64(j-i) < uint64(maxRecords) {
+		// The page goes on past these records.
+		return nil, false
+	}
+	out := ws.recs[i:j:j]
+	w.shared = end
+	if j == len(ws.recs) && end < last {
+		s.hint = indexEntry{seq: end + 1, seg: si, off: int64(len(ws.b))}
+	}
+	if end+1 >= w.next {
+		s.warm = nil
+		w.release()
+	}
+	return out, true
 }
 
 // reserveWarm takes n bytes of the store's warm budget; it answers nil
