@@ -852,7 +852,7 @@ func (fs *FileStore) indexCold(s *session, keep bool) error {
 				warm.release()
 				return fs.readDamage(s, path, c.end, err)
 			}
-			warm.segs = append(warm.segs, warmSeg{first: seg.first, b: b, recs: fs.keepRecords(warm, b, c.next-first)})
+			warm.segs = append(warm.segs, warmSeg{first: seg.first, n: c.next - first, b: b})
 			continue
 		}
 		sc := newFrameScanner(f, 0, limit, fs.opts.MaxRecordBytes)

@@ -243,12 +243,10 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 		s.index, s.lastMs = c.index, c.lastMs
 		switch {
 		case err == nil:
-			keep.b = b
-			keep.recs = fs.keepRecords(warm, keep.b, c.next-expect)
+			keep.b, keep.n = b, c.next-expect
 			return c.end, c.next, -1, nil
 		case errors.Is(err, errShortFrame):
-			keep.b = b[:c.end:c.end]
-			keep.recs = fs.keepRecords(warm, keep.b, c.next-expect)
+			keep.b, keep.n = b[:c.end:c.end], c.next-expect
 			return c.end, c.next, c.end, nil
 		}
 		return 0, 0, -1, frameDamage(c.end, err)

@@ -19,39 +19,18 @@ const maxWarmBytes = 16 << 20
 // once a Read passed its end, and with the session's index. s.mu guards it.
 type warmSet struct {
 	segs   []warmSeg
-	next   uint64 // the sequence after the kept prefix
-	shared uint64 // the last sequence handed out as a slice of segs[].recs
+	next   uint64     // the sequence after the kept prefix
+	at     indexEntry // where the page after the last one served from segs starts
 	bytes  int64
 	budget *atomic.Int64
 }
 
 // warmSeg holds bytes [0, len(b)) of the segment whose first record is
-// first, every frame in them checked, and, when the budget had room, the
-// records of those frames decoded once (recs[i] has sequence first+i).
+// first: the n frames in them are checked.
 type warmSeg struct {
 	first uint64
+	n     uint64
 	b     []byte
-	recs  []Record
-}
-
-// recordSize is what one decoded record takes of the warm budget.
-const recordSize = int64(unsafe.Sizeof(Record{}))
-
-// keepRecords answers the n records of the frames of b (bytes a
-// verification checked and keeps) decoded once, or nil when they do not
-// fit w's budget.
-func (fs *FileStore) keepRecords(w *warmSet, b []byte, n uint64) []Record {
-	if n == 0 || !fs.growWarm(w, int64(n)*recordSize) {
-		return nil
-	}
-	recs := make([]Record, n)
-	off := 0
-	for i := range recs {
-		size := frameHeaderSize + int(binary.LittleEndian.Uint32(b[off:]))
-		setKept(&recs[i], b[off+frameHeaderSize:off+size])
-		off += size
-	}
-	return recs
 }
 
 // setKept decodes payload p, which checkKept accepted in bytes that are
@@ -74,56 +53,59 @@ func setKept(r *Record, p []byte) {
 
 // warmPage answers the page of records after `after` that Read would build
 // (at most maxRecords, at most maxBytes of frames unless the first frame
-// alone is larger, none past last) from the decoded records of s.warm,
-// and whether they hold it: the page must end within one segment's
-// decoded records, and must start after the last record handed out from
-// them (each is handed out once). A page through the end of the kept
-// prefix drops it. s.mu is held.
+// alone is larger, none past last) from the kept bytes of s.warm, and
+// whether they hold it: the page must start where one of their segments
+// or the page served before it ends, and end within that segment's kept
+// frames. The page's records are decoded straight into one slice of
+// exactly their number. A page through the end of the kept prefix drops
+// it. s.mu is held.
 func (s *session) warmPage(after, last uint64, maxRecords, maxBytes int) ([]Record, bool) {
 	w := s.warm
-	if w == nil {
+	if w == nil || after >= last {
 		return nil, false
 	}
 	si := len(w.segs) - 1
 	for si >= 0 && w.segs[si].first > after+1 {
 		si--
 	}
-	if si < 0 || after >= last || after < w.shared {
-		// Records handed out already may have been changed by their
-		// caller: they are decoded again from the kept bytes.
+	if si < 0 {
 		return nil, false
 	}
 	ws := &w.segs[si]
-	i := int(after + 1 - ws.first)
-	if i >= len(ws.recs) {
+	var off int
+	switch {
+	case after+1 == ws.first:
+	case w.at.seq == after+1 && w.at.seg == si:
+		off = int(w.at.off)
+	default:
 		return nil, false
 	}
-	j := i + min(len(ws.recs)-i, maxRecords)
-	if last-ws.first < uint64(j) {
-		j = int(last - ws.first + 1)
+	i := after + 1 - ws.first
+	if i >= ws.n {
+		return nil, false
 	}
-	if int64(len(ws.b)) > int64(maxBytes) {
-		// Only a page whose segment holds more than maxBytes counts its
-		// frames.
-		bytes := 0
-		for k := i; k < j; k++ {
-			size := frameSize(&ws.recs[k])
-			if k > i && bytes+size > maxBytes {
-				j = k
-				break
-			}
-			bytes += size
+	n := min(ws.n-i, uint64(maxRecords), last-after)
+	if i+n == ws.n && after+n < last && n < uint64(maxRecords) {
+		// The page goes on past these frames.
+		return nil, false
+	}
+	out := make([]Record, n)
+	b := ws.b
+	bytes := 0
+	for k := range out {
+		size := frameHeaderSize + int(binary.LittleEndian.Uint32(b[off:]))
+		if k > 0 && bytes+size > maxBytes {
+			out = out[:k:k]
+			break
 		}
+		bytes += size
+		setKept(&out[k], b[off+frameHeaderSize:off+size])
+		off += size
 	}
-	end := ws.first + uint64(j) - 1
-	if j == len(ws.recs) && end < last && uint64(j-i) < uint64(maxRecords) {
-		// The page goes on past these records.
-		return nil, false
-	}
-	out := ws.recs[i:j:j]
-	w.shared = end
-	if j == len(ws.recs) && end < last {
-		s.hint = indexEntry{seq: end + 1, seg: si, off: int64(len(ws.b))}
+	end := after + uint64(len(out))
+	w.at = indexEntry{seq: end + 1, seg: si, off: int64(off)}
+	if end < last {
+		s.hint = w.at
 	}
 	if end+1 >= w.next {
 		s.warm = nil
