@@ -37,18 +37,27 @@ TEXT ·crc32cTail(SB), NOSPLIT, $0-28
 	MOVL s+16(FP), AX
 words:
 	CMPQ CX, $8
-	JL bytes
+	JL four
 	CRC32Q (SI), AX
 	ADDQ $8, SI
 	SUBQ $8, CX
 	JMP words
-bytes:
-	TESTQ CX, CX
+four:
+	// At most 7 bytes are left: one instruction each for 4, 2 and 1 of
+	// them.
+	TESTQ $4, CX
+	JZ two
+	CRC32L (SI), AX
+	ADDQ $4, SI
+two:
+	TESTQ $2, CX
+	JZ one
+	CRC32W (SI), AX
+	ADDQ $2, SI
+one:
+	TESTQ $1, CX
 	JZ end
 	CRC32B (SI), AX
-	INCQ SI
-	DECQ CX
-	JMP bytes
 end:
 	MOVL AX, ret+24(FP)
 	RET

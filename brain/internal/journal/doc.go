@@ -326,8 +326,9 @@
 // the checked bytes are kept (within 16 MiB for the whole store) for the
 // pages that follow: they are served from memory without a second read,
 // checksum or payload check (a page's records are decoded straight from
-// the frames checked then), their records' byte fields are slices of the
-// kept bytes, and the bytes are given back once a page passes the end of the prefix (or
+// the frames checked then into one slice of exactly the page's length),
+// their records' kinds and byte fields are slices of the kept bytes, and
+// the bytes are given back once a page passes the end of the prefix (or
 // the session leaves memory).
 // Damage there refuses the session as a whole, as damage found at open
 // does: that call and every later Next, Read, Append and Subscribe answer
@@ -364,7 +365,7 @@
 // buffer (64 KiB, doubling up to 1 MiB per read), checking each frame in
 // place without per-frame allocations. Read verifies the checksum of
 // every frame it passes again; a committed frame that no longer checks out
-// fails the Read with an error wrapping a *DamagedError. A page copies
-// its records' data into a few shared buffers and shares equal kind
-// strings.
+// fails the Read with an error wrapping a *DamagedError. A page read from
+// disk copies its records' data into a few shared buffers and shares equal
+// kind strings.
 package journal

@@ -506,6 +506,10 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 			return nil, err
 		}
 	}
+	if out, ok := s.warmPage(after, last, maxRecords, maxBytes); ok {
+		s.mu.Unlock()
+		return out, nil
+	}
 	segs := slices.Clone(s.segs)
 	warm := s.warm
 	start := s.seek(after + 1)
@@ -622,24 +626,14 @@ func (pg *page) add(p []byte, n int) (uint64, error) {
 // addKept is add for a payload checkKept accepted: it reads the fields
 // where that check found them, straight into the page's next record.
 func (pg *page) addKept(p []byte, n int) uint64 {
-	kindEnd := payloadFixed + int(binary.LittleEndian.Uint16(p[18:]))
-	dataEnd := kindEnd + int(binary.LittleEndian.Uint32(p[20:]))
 	if len(pg.out) == cap(pg.out) {
 		pg.out = append(pg.out, Record{})
 	} else {
 		pg.out = pg.out[:len(pg.out)+1]
 	}
-	// The slot was never written: Data and Origin are nil already.
+	// The slot was never written: it is zero already.
 	r := &pg.out[len(pg.out)-1]
-	r.Sequence = binary.LittleEndian.Uint64(p[2:])
-	r.RecordedAtMs = int64(binary.LittleEndian.Uint64(p[10:]))
-	r.Kind = pg.kind(p[payloadFixed:kindEnd])
-	if dataEnd > kindEnd {
-		r.Data = p[kindEnd:dataEnd:dataEnd]
-	}
-	if p[1]&flagOrigin != 0 {
-		r.Origin = p[dataEnd+4 : len(p) : len(p)]
-	}
+	setKept(r, p)
 	pg.bytes += n
 	return r.Sequence
 }
@@ -847,6 +841,7 @@ func (fs *FileStore) indexCold(s *session, keep bool) error {
 				warm.release()
 				return fs.readDamage(s, path, 0, readErr(rerr))
 			}
+			first := expect
 			c, err := checkKept(b, expect, fs.opts.MaxRecordBytes, si, 0, idx)
 			idx, expect = c.index, c.next
 			if err != nil {
@@ -857,7 +852,7 @@ func (fs *FileStore) indexCold(s *session, keep bool) error {
 				warm.release()
 				return fs.readDamage(s, path, c.end, err)
 			}
-			warm.segs = append(warm.segs, warmSeg{first: seg.first, b: b})
+			warm.segs = append(warm.segs, warmSeg{first: seg.first, n: c.next - first, b: b})
 			continue
 		}
 		sc := newFrameScanner(f, 0, limit, fs.opts.MaxRecordBytes)

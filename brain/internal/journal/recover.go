@@ -165,8 +165,8 @@ func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *
 			return damaged(path, 0, "segment starts at sequence %d, want %d (sequences are not dense)", first, expect)
 		}
 		s.segs = append(s.segs, segInfo{first: first})
-		var kept []byte
-		var keepInto *[]byte
+		var kept warmSeg
+		var keepInto *warmSeg
 		if warm != nil && (len(warm.segs) == len(s.segs)-1) {
 			keepInto = &kept
 		}
@@ -191,8 +191,9 @@ func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *
 		}
 		s.segs[len(s.segs)-1].size = end
 		expect = next
-		if kept != nil {
-			warm.segs = append(warm.segs, warmSeg{first: first, b: kept})
+		if kept.b != nil {
+			kept.first = first
+			warm.segs = append(warm.segs, kept)
 			warm.next = next
 		}
 	}
@@ -206,7 +207,7 @@ func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *
 // from expect on. It returns the end of the last complete frame, the next
 // expected sequence and, when the file ends inside a frame, the offset of
 // that frame as cut (else -1). Damage is reported as *DamagedError.
-func (fs *FileStore) scanSegment(s *session, path string, start int64, expect uint64, warm *warmSet, keep *[]byte) (end int64, next uint64, cut int64, err error) {
+func (fs *FileStore) scanSegment(s *session, path string, start int64, expect uint64, warm *warmSet, keep *warmSeg) (end int64, next uint64, cut int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, 0, -1, err
@@ -242,10 +243,10 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 		s.index, s.lastMs = c.index, c.lastMs
 		switch {
 		case err == nil:
-			*keep = b
+			keep.b, keep.n = b, c.next-expect
 			return c.end, c.next, -1, nil
 		case errors.Is(err, errShortFrame):
-			*keep = b[:c.end:c.end]
+			keep.b, keep.n = b[:c.end:c.end], c.next-expect
 			return c.end, c.next, c.end, nil
 		}
 		return 0, 0, -1, frameDamage(c.end, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sync/atomic"
+	"unsafe"
 )
 
 // maxWarmBytes bounds the bytes all sessions of a store keep from the
@@ -18,16 +19,99 @@ const maxWarmBytes = 16 << 20
 // once a Read passed its end, and with the session's index. s.mu guards it.
 type warmSet struct {
 	segs   []warmSeg
-	next   uint64 // the sequence after the kept prefix
+	next   uint64     // the sequence after the kept prefix
+	at     indexEntry // where the page after the last one served from segs starts
 	bytes  int64
 	budget *atomic.Int64
 }
 
 // warmSeg holds bytes [0, len(b)) of the segment whose first record is
-// first, every frame in them checked.
+// first: the n frames in them are checked.
 type warmSeg struct {
 	first uint64
+	n     uint64
 	b     []byte
+}
+
+// setKept decodes payload p, which checkKept accepted in bytes that are
+// never written again, into r (zero): Kind, Data and Origin are slices of
+// p, not copies.
+func setKept(r *Record, p []byte) {
+	kindEnd := payloadFixed + int(binary.LittleEndian.Uint16(p[18:]))
+	dataEnd := kindEnd + int(binary.LittleEndian.Uint32(p[20:]))
+	r.Sequence = binary.LittleEndian.Uint64(p[2:])
+	r.RecordedAtMs = int64(binary.LittleEndian.Uint64(p[10:]))
+	// A checked payload's kind is never empty.
+	r.Kind = unsafe.String(&p[payloadFixed], kindEnd-payloadFixed)
+	if dataEnd > kindEnd {
+		r.Data = p[kindEnd:dataEnd:dataEnd]
+	}
+	if p[1]&flagOrigin != 0 {
+		r.Origin = p[dataEnd+4 : len(p) : len(p)]
+	}
+}
+
+// warmPage answers the page of records after `after` that Read would build
+// (at most maxRecords, at most maxBytes of frames unless the first frame
+// alone is larger, none past last) from the kept bytes of s.warm, and
+// whether they hold it: the page must start where one of their segments
+// or the page served before it ends, and end within that segment's kept
+// frames. The page's records are decoded straight into one slice of
+// exactly their number. A page through the end of the kept prefix drops
+// it. s.mu is held.
+func (s *session) warmPage(after, last uint64, maxRecords, maxBytes int) ([]Record, bool) {
+	w := s.warm
+	if w == nil || after >= last {
+		return nil, false
+	}
+	si := len(w.segs) - 1
+	for si >= 0 && w.segs[si].first > after+1 {
+		si--
+	}
+	if si < 0 {
+		return nil, false
+	}
+	ws := &w.segs[si]
+	var off int
+	switch {
+	case after+1 == ws.first:
+	case w.at.seq == after+1 && w.at.seg == si:
+		off = int(w.at.off)
+	default:
+		return nil, false
+	}
+	i := after + 1 - ws.first
+	if i >= ws.n {
+		return nil, false
+	}
+	n := min(ws.n-i, uint64(maxRecords), last-after)
+	if i+n == ws.n && after+n < last && n < uint64(maxRecords) {
+		// The page goes on past these frames.
+		return nil, false
+	}
+	out := make([]Record, n)
+	b := ws.b
+	bytes := 0
+	for k := range out {
+		size := frameHeaderSize + int(binary.LittleEndian.Uint32(b[off:]))
+		if k > 0 && bytes+size > maxBytes {
+			out = out[:k:k]
+			break
+		}
+		bytes += size
+		setKept(&out[k], b[off+frameHeaderSize:off+size])
+		off += size
+	}
+	end := after + uint64(len(out))
+	w.at = indexEntry{seq: end + 1, seg: si, off: int64(off)}
+	if end < last {
+		s.hint = w.at
+	}
+	if end+1 >= w.next {
+		s.warm = nil
+		w.release()
+	}
+	return out, true
 }
 
 // reserveWarm takes n bytes of the store's warm budget; it answers nil
