@@ -61,7 +61,8 @@ type DB struct {
 	pool     *pgxpool.Pool
 	instance string // random per Open: tells this process's claims apart
 	journal  *Journal
-	group    grouper // group commit of one-statement writes
+	group    grouper   // group commit of one-statement writes
+	reads    keyReader // grouped reads of idempotency keys
 
 	leaseMu sync.Mutex
 	leases  map[string]Lease // live leases this node holds
@@ -110,6 +111,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	}
 	db := &DB{opts: opts, pool: pool, instance: randomHex(16), leases: map[string]Lease{}}
 	db.group.db = db
+	db.reads.db = db
 	if err := db.start(ctx); err != nil {
 		pool.Close()
 		return nil, err

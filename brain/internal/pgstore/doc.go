@@ -96,7 +96,9 @@
 // journal"), not by writes of their own: Requests.ClaimRiding reads the
 // key's row (replaying an answer, refusing a conflict, waiting for a
 // live claim or answering ambiguous, as Claim does) and, when the key is
-// free, claims it in this process only. The append that carries the
+// free, claims it in this process only. The reads of the sends waiting
+// at the same moment share one statement, which looks each key up by
+// its primary key. The append that carries the
 // claim record, the turn's first commit, inserts the claim row in its
 // own statement, and only for a session whose compare-and-set and fence
 // passed; the append that carries the answer record, the turn's end,

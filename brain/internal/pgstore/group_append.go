@@ -44,6 +44,17 @@ type rideWrite struct {
 // record's position in it, then as appendSQL), $13 the node when fenced.
 // The sessions are distinct, so each session row is joined once.
 //
+// head moves each session row whose next_seq is the expected one, in the
+// statement's snapshot (o, whose last_ms it answers: no append came
+// between) and in the newest row version (the compare-and-set), and,
+// when fenced, whose epoch is the append's and whose lease row (read,
+// not locked) names this node with that epoch, unexpired. The records
+// are joined to head alone, which answers everything their rows need.
+// The lease row is read again only for an append whose head failed, to
+// tell a lost lease from a conflict (a subquery in a CASE runs only when
+// reached). Every lookup is by primary key, so the statement's cost
+// does not grow with the number of sessions or leases.
+//
 // With rides, the statement also writes the idempotency rows whose
 // records the appends carry, each only if its append's head (the
 // compare-and-set and the fence) passed: claims inserts the claim rows
@@ -54,15 +65,12 @@ type rideWrite struct {
 // whether it did. Their arrays follow the node's parameter (see
 // rideArgs).
 func combinedSQL(fenced, rides bool) string {
-	leaseCTE, leaseCond, leaseOK := "", "", "true"
+	lease := `(SELECT l.epoch FROM brain_leases l WHERE l.session_id = a.session_id AND l.node_id = $13
+			AND l.expires_at > statement_timestamp()) = a.epoch`
+	leaseCond, leaseOK := "", "true"
 	if fenced {
-		leaseCTE = `lease AS (
-		SELECT a.i FROM a JOIN brain_leases l ON l.session_id = a.session_id AND l.node_id = $13 AND l.epoch = a.epoch
-			AND l.expires_at > statement_timestamp()
-	),
-	`
-		leaseCond = ` AND s.epoch = a.epoch AND a.i IN (SELECT i FROM lease)`
-		leaseOK = `a.i IN (SELECT i FROM lease)`
+		leaseCond = ` AND s.epoch = a.epoch AND ` + lease
+		leaseOK = `CASE WHEN h.i IS NOT NULL THEN true ELSE coalesce(` + lease + `, false) END`
 	}
 	rideCTE, rideOK := "", ""
 	if rides {
@@ -92,24 +100,21 @@ func combinedSQL(fenced, rides bool) string {
 		SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::integer[], $4::bigint[], $5::bigint[])
 			WITH ORDINALITY AS a(session_id, expected, n, epoch, m, i)
 	),
-	` + leaseCTE + `old AS (
-		SELECT a.i, s.last_ms FROM a JOIN brain_sessions s ON s.session_id = a.session_id AND s.next_seq = a.expected
-	),
 	head AS (
 		UPDATE brain_sessions s SET next_seq = a.expected + a.n, last_ms = greatest(s.last_ms, ` + stamp("a.m") + `)
-		FROM a WHERE s.session_id = a.session_id AND s.next_seq = a.expected` + leaseCond + `
-		RETURNING a.i
+		FROM a JOIN brain_sessions o ON o.session_id = a.session_id AND o.next_seq = a.expected
+		WHERE s.session_id = a.session_id AND s.next_seq = a.expected` + leaseCond + `
+		RETURNING a.i, a.session_id, a.expected, o.last_ms AS old
 	),
 	ins AS (
 		INSERT INTO brain_records (session_id, sequence, kind, recorded_at_ms, data, origin, frame_bytes)
-		SELECT a.session_id, a.expected + r.o - 1, r.k, greatest(old.last_ms, ` + stamp("r.m") + `), r.d, r.og, r.fb
+		SELECT h.session_id, h.expected + r.o - 1, r.k, greatest(h.old, ` + stamp("r.m") + `), r.d, r.og, r.fb
 		FROM unnest($6::integer[], $7::integer[], $8::bytea[], $9::bigint[], $10::bytea[], $11::bytea[], $12::integer[])
 			AS r(ai, o, k, m, d, og, fb)
-		JOIN a ON a.i = r.ai JOIN old ON old.i = r.ai
-		WHERE r.ai IN (SELECT i FROM head)
+		JOIN head h ON h.i = r.ai
 	)` + rideCTE + `
-	SELECT a.i, a.i IN (SELECT i FROM head), ` + leaseOK + `, old.last_ms, ` + nowMs + rideOK + `
-	FROM a LEFT JOIN old ON old.i = a.i ORDER BY a.i`
+	SELECT a.i, h.i IS NOT NULL, ` + leaseOK + `, h.old, ` + nowMs + rideOK + `
+	FROM a LEFT JOIN head h ON h.i = a.i ORDER BY a.i`
 }
 
 var (

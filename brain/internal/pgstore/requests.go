@@ -315,17 +315,10 @@ func (r *Requests) tryRiding(ctx context.Context, k reqKey, digest [32]byte) (*R
 		}
 	}()
 	now := r.opts.Now()
-	var stored []byte
-	var status *int32
-	var body []byte
-	var instance string
-	var expired bool
-	err := r.db.pool.QueryRow(octx, `SELECT digest, status, body, instance,
-			$3::bigint > 0 AND at < $4::timestamptz - make_interval(secs => $3::bigint / 1000.0)
-		FROM brain_requests WHERE scope = $1 AND key = $2`,
-		k.scope, []byte(k.key), r.opts.Retention.Milliseconds(), now).Scan(&stored, &status, &body, &instance, &expired)
+	row, found, err := r.db.reads.read(&keyRead{ctx: octx, scope: k.scope, key: []byte(k.key), retention: r.opts.Retention.Milliseconds(), now: now})
+	stored, status, body, instance, expired := row.digest, row.status, row.body, row.instance, row.expired
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case err == nil && !found:
 	case err != nil:
 		return nil, nil, nil, classify("claim", err, false)
 	case expired:

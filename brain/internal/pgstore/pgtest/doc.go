@@ -11,7 +11,10 @@
 // directory and no TCP listener. PostgreSQL refuses to run as root, so
 // under root the binaries run with the uid and gid of the postgres user
 // and the directory is given to that user. Main stops the server and
-// removes the directory when the tests end.
+// removes the directory when the tests end. The environment variable
+// BRAIN_PGTEST_CONF, when set, is appended to the private server's
+// postgresql.conf, e.g. to load pg_stat_statements or auto_explain while
+// looking into a benchmark.
 //
 // When neither is possible (binaries missing, no postgres user), tests
 // calling Database skip with the reason, or fail when

@@ -265,6 +265,7 @@ func start(bin string) (*Server, error) {
 		"fsync = on",
 		"synchronous_commit = on",
 		"log_min_messages = warning",
+		os.Getenv("BRAIN_PGTEST_CONF"),
 		"",
 	}, "\n")
 	f, err := os.OpenFile(filepath.Join(s.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
