@@ -111,7 +111,11 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	}
 	db := &DB{opts: opts, pool: pool, instance: randomHex(16), leases: map[string]Lease{}}
 	db.group.db = db
+	db.group.batches = batches[*groupOp]{inFlight: groupInFlight, max: groupMax, run: db.group.run,
+		done: func(op *groupOp) bool { return closed(op.done) }}
 	db.reads.db = db
+	db.reads.batches = batches[*keyRead]{inFlight: readInFlight, max: readMax, run: db.reads.run,
+		done: func(op *keyRead) bool { return closed(op.done) }}
 	if err := db.start(ctx); err != nil {
 		pool.Close()
 		return nil, err

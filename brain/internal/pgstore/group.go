@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -53,9 +52,7 @@ type groupOp struct {
 // grouper gathers groupOps into batches.
 type grouper struct {
 	db      *DB
-	mu      sync.Mutex
-	pending []*groupOp
-	running int
+	batches batches[*groupOp]
 }
 
 // do commits op, alone or in a batch with others, and answers whether it
@@ -64,53 +61,9 @@ type grouper struct {
 // committed, else the driver's.
 func (g *grouper) do(op *groupOp) (bool, error) {
 	op.done = make(chan struct{})
-	g.mu.Lock()
-	g.pending = append(g.pending, op)
-	lead := g.running < groupInFlight
-	if lead {
-		g.running++
-	}
-	g.mu.Unlock()
-	if lead {
-		g.lead(op)
-	}
+	g.batches.add(op)
 	<-op.done
 	return op.sent, op.err
-}
-
-// lead runs batches of what is pending until own is done, then hands its
-// place over to a goroutine if more is pending.
-func (g *grouper) lead(own *groupOp) {
-	for {
-		g.mu.Lock()
-		n := min(len(g.pending), groupMax)
-		if n == 0 {
-			g.running--
-			g.mu.Unlock()
-			return
-		}
-		batch := slices.Clone(g.pending[:n])
-		clear(g.pending[:n])
-		g.pending = g.pending[n:]
-		if len(g.pending) == 0 {
-			g.pending = nil
-		}
-		g.mu.Unlock()
-		g.run(batch)
-		if own != nil && isDone(own) {
-			go g.lead(nil) // keeps this place; ends at once when nothing is pending
-			return
-		}
-	}
-}
-
-func isDone(op *groupOp) bool {
-	select {
-	case <-op.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // run commits one batch.

@@ -3,8 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,9 +48,7 @@ type keyRead struct {
 // keyReader gathers keyReads into batches.
 type keyReader struct {
 	db      *DB
-	mu      sync.Mutex
-	pending []*keyRead
-	running int
+	batches batches[*keyRead]
 }
 
 const readKeySQL = `SELECT digest, status, body, instance,
@@ -71,53 +67,9 @@ const readKeysSQL = `SELECT r.i, q.digest, q.status, q.body, q.instance,
 // the error of the read.
 func (kr *keyReader) read(op *keyRead) (keyRow, bool, error) {
 	op.done = make(chan struct{})
-	kr.mu.Lock()
-	kr.pending = append(kr.pending, op)
-	lead := kr.running < readInFlight
-	if lead {
-		kr.running++
-	}
-	kr.mu.Unlock()
-	if lead {
-		kr.lead(op)
-	}
+	kr.batches.add(op)
 	<-op.done
 	return op.row, op.found, op.err
-}
-
-// lead runs batches of what is pending until own is done, then hands its
-// place over to a goroutine if more is pending.
-func (kr *keyReader) lead(own *keyRead) {
-	for {
-		kr.mu.Lock()
-		n := min(len(kr.pending), readMax)
-		if n == 0 {
-			kr.running--
-			kr.mu.Unlock()
-			return
-		}
-		batch := slices.Clone(kr.pending[:n])
-		clear(kr.pending[:n])
-		kr.pending = kr.pending[n:]
-		if len(kr.pending) == 0 {
-			kr.pending = nil
-		}
-		kr.mu.Unlock()
-		kr.run(batch)
-		if own != nil && readDone(own) {
-			go kr.lead(nil)
-			return
-		}
-	}
-}
-
-func readDone(op *keyRead) bool {
-	select {
-	case <-op.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // run reads one batch; when the server refuses the batch's statement,
