@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/braintest"
+	"github.com/brain-in-go/brain/internal/fanoutfloor"
 	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
@@ -79,7 +79,7 @@ func BenchmarkFanOutFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	fl := &floor{}
+	fl := &fanoutfloor.Floor{}
 	srv := &http.Server{Handler: fl}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -87,11 +87,11 @@ func BenchmarkFanOutFloor(b *testing.B) {
 	}
 	go srv.Serve(ln)
 	defer srv.Close()
-	defer fl.close()
+	defer fl.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := subscribe(ctx, "http://"+ln.Addr().String()+"/events", fanOutSubs)
-	for fl.count() < fanOutSubs {
+	for fl.Count() < fanOutSubs {
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -99,88 +99,20 @@ func BenchmarkFanOutFloor(b *testing.B) {
 	seq := uint64(2)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		for _, batch := range turnFrames(&seq) {
+		for _, batch := range fanoutfloor.TurnFrames(&seq) {
 			if _, err := f.Write(rec); err != nil {
 				b.Fatal(err)
 			}
 			if err := fsutil.Fdatasync(f); err != nil {
 				b.Fatal(err)
 			}
-			fl.publish(batch)
+			fl.Publish(batch)
 		}
 	}
 	r.waitFor(seq - 1)
 	b.StopTimer()
 	cancel()
 	r.report(b, b.N)
-}
-
-// turnEventSizes are the JSON sizes of the events of a text turn of the
-// scripted model (turn_started … turn_ended), in its two commits.
-var turnEventSizes = [][]int{{112}, {118, 235, 262, 122, 119}}
-
-// turnFrames answers the frames of one turn's commits, numbered after
-// *seq.
-func turnFrames(seq *uint64) [][]byte {
-	var out [][]byte
-	for _, sizes := range turnEventSizes {
-		var b []byte
-		for _, n := range sizes {
-			*seq++
-			b = fmt.Appendf(b, "id: %d\nevent: e\ndata: {\"x\":\"%s\"}\n\n", *seq, strings.Repeat("x", n-8))
-		}
-		out = append(out, b)
-	}
-	return out
-}
-
-// floor is the bare server of BenchmarkFanOutFloor.
-type floor struct {
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func (fl *floor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		return
-	}
-	_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"))
-	fl.mu.Lock()
-	fl.conns = append(fl.conns, c)
-	fl.mu.Unlock()
-}
-
-func (fl *floor) close() {
-	fl.mu.Lock()
-	defer fl.mu.Unlock()
-	for _, c := range fl.conns {
-		c.Close()
-	}
-}
-
-func (fl *floor) count() int {
-	fl.mu.Lock()
-	defer fl.mu.Unlock()
-	return len(fl.conns)
-}
-
-// publish writes frames to every connection as one chunk.
-func (fl *floor) publish(frames []byte) {
-	chunk := fmt.Appendf(nil, "%x\r\n%s\r\n", len(frames), frames)
-	fl.mu.Lock()
-	conns := fl.conns
-	fl.mu.Unlock()
-	workers := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < len(conns); i += workers {
-				_, _ = conns[i].Write(chunk)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // arrival is one frame's arrival at a subscriber.

@@ -10,13 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/brain-in-go/brain/internal/fanoutfloor"
 )
 
 // fanOutFloorEnv makes the test binary the bare fan-out server of
@@ -96,7 +97,7 @@ func fanOutFloor(t *testing.T, fl *floorServer) fanOutResult {
 	return measureFanOut(t, fl.cmd.Process.Pid, fl.URL+"/events", "", func() uint64 {
 		seq := uint64(2)
 		for range fanOutTurns {
-			for _, b := range turnFrames(&seq) {
+			for _, b := range fanoutfloor.TurnFrames(&seq) {
 				resp, err := http.Post(fl.URL+"/publish", "text/event-stream", strings.NewReader(string(b)))
 				if err != nil {
 					t.Fatal(err)
@@ -214,25 +215,6 @@ func processCPU(t *testing.T, pid int) time.Duration {
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
-// turnEventSizes are the JSON sizes of the events of a text turn of the
-// scripted model (turn_started … turn_ended), in its two commits.
-var turnEventSizes = [][]int{{112}, {118, 235, 262, 122, 119}}
-
-// turnFrames answers the frames of one turn's commits, numbered after
-// *seq.
-func turnFrames(seq *uint64) [][]byte {
-	var out [][]byte
-	for _, sizes := range turnEventSizes {
-		var b []byte
-		for _, n := range sizes {
-			*seq++
-			b = fmt.Appendf(b, "id: %d\nevent: e\ndata: {\"x\":\"%s\"}\n\n", *seq, strings.Repeat("x", n-8))
-		}
-		out = append(out, b)
-	}
-	return out
-}
-
 // floorServer is the bare fan-out server in a child process.
 type floorServer struct {
 	URL string
@@ -290,45 +272,21 @@ func runFanOutFloor(dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-	)
+	var fl fanoutfloor.Floor
 	batches := make(chan []byte, 1024)
 	go func() {
-		workers := runtime.GOMAXPROCS(0)
-		for chunk := range batches {
-			mu.Lock()
-			cs := conns
-			mu.Unlock()
-			var wg sync.WaitGroup
-			for w := range workers {
-				wg.Go(func() {
-					for i := w; i < len(cs); i += workers {
-						_, _ = cs[i].Write(chunk)
-					}
-				})
-			}
-			wg.Wait()
+		for frames := range batches {
+			fl.Publish(frames)
 		}
 	}()
 	rec := make([]byte, 100)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
-		c, _, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"))
-		mu.Lock()
-		conns = append(conns, c)
-		mu.Unlock()
-	})
+	mux.Handle("GET /events", &fl)
 	mux.HandleFunc("POST /publish", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		_, _ = f.Write(rec)
 		_ = syscall.Fdatasync(int(f.Fd()))
-		batches <- fmt.Appendf(nil, "%x\r\n%s\r\n", len(body), body)
+		batches <- body
 		w.WriteHeader(http.StatusNoContent)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
