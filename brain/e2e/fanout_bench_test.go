@@ -265,7 +265,10 @@ func (fl *floorServer) kill() {
 // response head; POST /publish does one write+fdatasync of 100 bytes in
 // dir (a commit), answers, and then writes its body as one chunk to
 // every connection, one write each from GOMAXPROCS goroutines, batches in
-// order.
+// order. It is also the floor of row 3 (TestBenchHTTPAPI): POST /admit
+// reads the request, does one write+fdatasync of 100 bytes and answers
+// 202 with a small JSON body, a raw fdatasync behind a loopback HTTP echo
+// in a process of its own, as Brain's admission is; GET /ping answers 204.
 func runFanOutFloor(dir string) int {
 	f, err := os.Create(filepath.Join(dir, "fdatasync"))
 	if err != nil {
@@ -288,6 +291,17 @@ func runFanOutFloor(dir string) int {
 		_ = syscall.Fdatasync(int(f.Fd()))
 		batches <- body
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /ping", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /admit", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		_, _ = f.Write(rec)
+		_ = syscall.Fdatasync(int(f.Fd()))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write(body)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
