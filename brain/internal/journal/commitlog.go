@@ -272,10 +272,11 @@ func (fs *FileStore) replayLog() error {
 	return fs.syncPoint()
 }
 
-// replayFile applies the entries of one log file in order. A log file ends
-// inside an entry only when a write was cut short (a crash, or a failed
-// write after which the writer moved to a new file): that tail is cut and
-// kept beside the file.
+// replayFile applies the entries of one log file in order. Zero bytes
+// after the last entry are the unused part of a preallocated file. A log
+// file ends inside an entry only when a write was cut short (a crash, or
+// a failed write after which the writer moved to a new file): that tail
+// (without the zeros after it) is cut and kept beside the file.
 func (fs *FileStore) replayFile(path string, files map[string]*replayFile) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -283,11 +284,17 @@ func (fs *FileStore) replayFile(path string, files map[string]*replayFile) error
 	}
 	for off := 0; off < len(b); {
 		e, n, err := decodeLogEntry(b[off:], fs.opts.MaxRecordBytes)
-		if errors.Is(err, errLogShort) || (err != nil && allZero(b[off:])) {
-			if err := keepTorn(path, int64(off)); err != nil {
-				return fmt.Errorf("journal: replay %s: cut incomplete entry at %d: %w", path, off, err)
+		if err != nil {
+			end, torn := logTail(b, off, err)
+			if end == off {
+				return nil // nothing was written here
 			}
-			return nil
+			if torn {
+				if err := cutTorn(path, int64(off), int64(keptEnd(len(b), end)), len(b)); err != nil {
+					return fmt.Errorf("journal: replay %s: cut incomplete entry at %d: %w", path, off, err)
+				}
+				return nil
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("journal: replay: %w", &LogDamagedError{File: path, Offset: int64(off), Reason: err.Error()})
@@ -317,6 +324,71 @@ func (fs *FileStore) replayed(e *logEntry) error {
 		p = p[n:]
 	}
 	return fs.opts.OnReplay(e.id, recs)
+}
+
+// tornSector is the unit a write cut short leaves unwritten: a block of
+// the file a crash did not reach reads as zero, from a boundary of this
+// alignment (or from where the write began) to one.
+const tornSector = 512
+
+// logTail judges the bytes of a log file b from off, where an entry failed
+// to decode with err. It answers end, where the bytes that are not zero
+// end (end == off: nothing but zeros follow, the unused part of a
+// preallocated file), and whether b[off:end] is a write cut short rather
+// than damage: the entry runs past the end of the file or into the zeros
+// after the last byte written, or a block of it reads as zero (an aligned
+// sector, or the part of the sector it starts in that follows it). A
+// complete entry with none of these signs that does not check out is
+// damage: a record's bytes never hold a sector of zeros.
+func logTail(b []byte, off int, err error) (end int, torn bool) {
+	end = off + zeroTrimmed(b[off:])
+	if end == off || errors.Is(err, errLogShort) {
+		return end, true
+	}
+	if n := int(binary.LittleEndian.Uint32(b[off:])); off+logEntryHeader+n > end {
+		return end, true
+	}
+	first := min((off/tornSector+1)*tornSector, end)
+	if allZero(b[off:first]) {
+		return end, true
+	}
+	for s := first; s+tornSector <= end; s += tornSector {
+		if allZero(b[s : s+tornSector]) {
+			return end, true
+		}
+	}
+	return end, false
+}
+
+// zeroTrimmed answers the length of b without its trailing zero bytes.
+func zeroTrimmed(b []byte) int {
+	n := len(b)
+	for n >= len(zeroPage) && bytes.Equal(b[n-len(zeroPage):n], zeroPage[:]) {
+		n -= len(zeroPage)
+	}
+	for n > 0 && b[n-1] == 0 {
+		n--
+	}
+	return n
+}
+
+// keptEnd answers where the bytes kept of a torn tail end, for a file of
+// size bytes whose bytes that are not zero end at end: at the end of the
+// sector that byte is in (zeros after it are a preallocated file's unused
+// part), or the file's end.
+func keptEnd(size, end int) int {
+	return min(size, (end+tornSector-1)/tornSector*tornSector)
+}
+
+// cutTorn cuts a log file of size bytes at off, keeping its bytes
+// [off, end) beside it (the rest are zeros).
+func cutTorn(path string, off, end int64, size int) error {
+	if end < int64(size) {
+		if err := os.Truncate(path, end); err != nil {
+			return err
+		}
+	}
+	return keepTorn(path, off)
 }
 
 func allZero(b []byte) bool {
@@ -405,7 +477,7 @@ func (fs *FileStore) createLog() error {
 	for {
 		path := filepath.Join(ldir, logName(fs.logNext))
 		fs.logNext++
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
@@ -413,6 +485,10 @@ func (fs *FileStore) createLog() error {
 			return fmt.Errorf("journal: create %s: %w", path, err)
 		}
 		fs.logsLive = true
+		// The file's size and blocks become durable with the first
+		// round's fdatasync; from then on a round's fdatasync writes its
+		// bytes into blocks the file already has, with no size to update.
+		preallocate(f, min(fs.opts.CommitLogBytes, maxLogPrealloc))
 		fs.syncs.Add(1)
 		if err := syncDir(ldir); err != nil {
 			f.Close()
@@ -423,8 +499,12 @@ func (fs *FileStore) createLog() error {
 	}
 }
 
+// maxLogPrealloc bounds the space a new log file reserves.
+const maxLogPrealloc = 16 << 20
+
 // logWrite appends a group commit's entries to the commit log with one
-// write; the caller then makes them durable with one fdatasync.
+// write at the end of what it holds (pwrite: the file may be longer,
+// preallocated); the caller then makes them durable with one fdatasync.
 func (fs *FileStore) logWrite(buf []byte) error {
 	if len(buf) == 0 {
 		return nil
@@ -435,7 +515,7 @@ func (fs *FileStore) logWrite(buf []byte) error {
 			return err
 		}
 	}
-	n, err := fs.log.Write(buf)
+	n, err := fs.log.WriteAt(buf, fs.logSize)
 	if err != nil {
 		return fs.logFailed(err)
 	}

@@ -131,7 +131,7 @@ func TestLogTornTailTruncatedAndKept(t *testing.T) {
 	crashedStore(t, dir, []string{"a"}, 5, func([]byte) []byte { return nil })
 	logs := logFiles(t, dir)
 	path := logs[len(logs)-1]
-	orig, _ := os.ReadFile(path)
+	orig := logBytes(t, path)
 	entry := appendLogEntry(nil, "a", 1, int64(len(orig)), appendFrame(nil, &Record{Sequence: 6, Kind: "k"}))
 	for _, cut := range []int{3, logEntryHeader, len(entry) - 1} {
 		t.Run(fmt.Sprint(cut), func(t *testing.T) {
@@ -147,20 +147,36 @@ func TestLogTornTailTruncatedAndKept(t *testing.T) {
 			}
 		})
 	}
-	// A zero-filled tail (a size update that outran the data) is cut too.
+	// A zero-filled tail (a size update that outran the data, or the
+	// unused part of a preallocated file) holds nothing: nothing is kept.
 	d := t.TempDir()
 	os.MkdirAll(filepath.Join(d, commitLogDir), 0o700)
 	p := filepath.Join(d, commitLogDir, filepath.Base(path))
 	os.WriteFile(p, append(slices.Clone(orig), make([]byte, 100)...), 0o600)
 	fs := openT(t, d, noSyncPoints)
 	readAll(t, fs, "a", 5)
+	if kept, _ := filepath.Glob(p + ".torn-*"); len(kept) != 0 {
+		t.Errorf("a zero tail was kept as %v", kept)
+	}
+}
+
+// logBytes reads a log file without the zeros after its last entry (a
+// preallocated file's unused part).
+func logBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b[:zeroTrimmed(b)]
 }
 
 func TestLogCorruptEntryRefused(t *testing.T) {
 	dir := t.TempDir()
 	crashedStore(t, dir, []string{"a", "b"}, 3, func([]byte) []byte { return nil })
 	path := logFiles(t, dir)[0]
-	b, _ := os.ReadFile(path)
+	whole, _ := os.ReadFile(path)
+	b := logBytes(t, path)
 	var offs []int
 	for off := 0; off < len(b); {
 		_, n, err := decodeLogEntry(b[off:], DefaultMaxRecordBytes)
@@ -173,11 +189,12 @@ func TestLogCorruptEntryRefused(t *testing.T) {
 	if len(offs) < 3 {
 		t.Fatalf("%d entries", len(offs))
 	}
-	// A flipped byte in an entry's frames, then in the last entry: a
-	// complete entry that does not check out is never cut as a torn tail.
+	// A flipped byte in an entry's frames, then in the last entry (with
+	// the file's zero tail, if it was preallocated, after it): a complete
+	// entry that does not check out is never cut as a torn tail.
 	for _, i := range []int{1, len(offs) - 1} {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			bad := slices.Clone(b)
+			bad := slices.Clone(whole)
 			bad[offs[i]+logEntryHeader+logEntryFixed+3] ^= 0x10
 			os.WriteFile(path, bad, 0o600)
 			fs, err := OpenFileStore(dir, noSyncPoints)
@@ -193,7 +210,7 @@ func TestLogCorruptEntryRefused(t *testing.T) {
 			}
 		})
 	}
-	os.WriteFile(path, b, 0o600)
+	os.WriteFile(path, whole, 0o600)
 	fs := openT(t, dir, noSyncPoints)
 	readAll(t, fs, "a", 3)
 	readAll(t, fs, "b", 3)

@@ -157,8 +157,13 @@
 //
 // # Commit log
 //
-// A log file is a concatenation of entries, nothing else (no header, no
-// padding). All integers are little-endian.
+// A log file is a concatenation of entries (no header, no padding between
+// them), followed by zero bytes when it was preallocated: on Linux a new
+// log file reserves min(Options.CommitLogBytes, 16 MiB) bytes up front
+// (fallocate(2); where that fails it grows with its writes), and each
+// round writes its entries at the end of the ones before it (pwrite), so
+// that a round's fdatasync writes into blocks the file already has,
+// with no file size to update. All integers are little-endian.
 //
 //	offset  size  field
 //	0       4     entry length L: bytes from offset 8 to the end of the entry
@@ -215,15 +220,27 @@
 // entry (written before a log write that never completed) are judged by
 // those rules like any other.
 //
-// Damage in the log. If a log file ends inside an entry (fewer than 8
-// bytes left, L past the end of the file, or nothing but zero bytes from
-// the entry on — a size update that outran the data), that incomplete
-// write is cut: the bytes from the entry's offset to the end are written
-// to "{log}.torn-{o}" (".{n}" appended when taken) and fsynced, the log is
-// truncated and fsynced, and the directory fsynced. This is accepted at
-// the end of any log file, since the writer moves to a new file after a
-// failed write. A complete entry that does not check out (checksum,
-// type, lengths, session id, or its frames: checksum, payload, sequences)
+// Zero bytes after the last entry are the unused part of a preallocated
+// file (or a size update that outran the data): where an entry would
+// start, nothing but zero bytes to the end of the file ends the log, and
+// nothing is cut or kept.
+//
+// Damage in the log. An entry that does not decode is an incomplete
+// write, cut short by a crash (or a failed write, after which the writer
+// moved to a new file), when it shows how such a write looks: fewer than
+// 8 bytes left, L past the end of the file or past its last byte that is
+// not zero (the blocks a write did not reach read as zero in a
+// preallocated file), or a run of zeros where a block of the write is
+// missing: a whole 512-byte sector at a multiple of 512 in the file, or
+// the entry's bytes from its offset to the next such boundary. (A record
+// never holds zero bytes that long: its kind, data and origin are UTF-8
+// and JSON.) Such a write is cut: its bytes from the entry's offset to the
+// end of the 512-byte sector holding the last byte that is not zero (or
+// the end of the file) are written to "{log}.torn-{o}" (".{n}" appended
+// when taken) and fsynced, the log is truncated at the offset and
+// fsynced, and the directory fsynced. This is accepted at the end of any
+// log file. Any other entry that does not check out (checksum, type,
+// lengths, session id, or its frames: checksum, payload, sequences)
 // refuses the whole store: OpenFileStore returns a *LogDamagedError
 // (wrapping ErrLogDamaged) with the log file and the entry's offset, and
 // nothing after it is replayed or rewritten. The store cannot tell which
