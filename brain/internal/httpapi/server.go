@@ -166,6 +166,8 @@ type Server struct {
 	streamSet map[*stream]struct{} // open event streams
 	// fullWrites counts stream writes a socket did not take at once.
 	fullWrites atomic.Int64
+	// handshakes releases the memory of a burst of stream openings.
+	handshakes *burst
 }
 
 // New returns a Server with the session routes mounted.
@@ -186,7 +188,7 @@ func New(opts Options) (*Server, error) {
 		opts.Heartbeat = DefaultHeartbeat
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), log: opts.Logger, gates: map[string]*gate{}, stats: map[string]*kindStats{},
-		feeds: map[string]*feed{}, streamSet: map[*stream]struct{}{}}
+		feeds: map[string]*feed{}, streamSet: map[*stream]struct{}{}, handshakes: newBurst()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -39,6 +39,10 @@ import (
 // Options.MaxLiveBacklog records ends (lagged). Other connections (TLS,
 // HTTP/2) write every batch from such a goroutine; HTTP/2 ones keep their
 // handler goroutine and write through the ResponseWriter.
+//
+// An idle stream keeps about 1 KiB; its handshake leaves many times that
+// as garbage, which the server returns to the operating system once a
+// burst of stream openings is over (burst.go).
 
 // streamWriteTimeout is the default of Options.StreamWriteTimeout, which
 // bounds one write to a stream subscriber; a reader that stalls longer
@@ -157,6 +161,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 		WriteError(w, errDraining)
 		return
 	}
+	s.handshakes.begin()
+	handshake := true
+	defer func() {
+		if handshake {
+			s.handshakes.end()
+		}
+	}()
 	ctx := r.Context()
 	st := &stream{s: s, catching: true, lastSeq: after, done: make(chan struct{}), activity: time.Now()}
 	_, err := s.attach(ctx, id, st)
@@ -217,6 +228,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 	if hijacked {
 		return
 	}
+	handshake = false
+	s.handshakes.end()
 	select {
 	case <-st.done:
 	case <-ctx.Done():
