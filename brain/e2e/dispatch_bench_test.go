@@ -190,57 +190,48 @@ func BenchmarkToolDispatch(b *testing.B) {
 	l.lats = nil
 	l.mu.Unlock()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
-	rtt := make([]time.Duration, 0, b.N)
-	for i := 0; i < max(b.N, 200); i++ {
-		start := time.Now()
+	post := func() {
 		resp, err := hc.Post(url+"/v1/operations", "application/json", bytes.NewReader(cmd))
 		if err != nil {
 			b.Fatal(err)
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		rtt = append(rtt, time.Since(start))
 	}
-	// Baseline 2: one raw durable commit (write + fdatasync).
 	f, err := os.Create(filepath.Join(dir, "raw"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
 	frame := bytes.Repeat([]byte("r"), 160)
-	var syncs []time.Duration
-	for i := 0; i < max(b.N, 200); i++ {
-		start := time.Now()
+	commit := func() {
 		if _, err := f.Write(frame); err != nil {
 			b.Fatal(err)
 		}
 		if err := fdatasync(f); err != nil {
 			b.Fatal(err)
 		}
-		syncs = append(syncs, time.Since(start))
 	}
+	timed := func(steps ...func()) []time.Duration {
+		out := make([]time.Duration, 0, max(b.N, 200))
+		for i := 0; i < max(b.N, 200); i++ {
+			start := time.Now()
+			for _, step := range steps {
+				step()
+			}
+			out = append(out, time.Since(start))
+		}
+		return out
+	}
+	rtt := timed(post)
+	// Baseline 2: one raw durable commit (write + fdatasync).
+	syncs := timed(commit)
 	// Baseline 3: the two in sequence, as a dispatch must do them (the
 	// effect is sent only once its start is durable): write+fdatasync,
 	// then at once the raw round trip, timed together. A round trip that
 	// follows an fdatasync finds the CPUs idle and costs more than one
 	// sent back to back (baseline 1).
-	var seqs []time.Duration
-	for i := 0; i < max(b.N, 200); i++ {
-		start := time.Now()
-		if _, err := f.Write(frame); err != nil {
-			b.Fatal(err)
-		}
-		if err := fdatasync(f); err != nil {
-			b.Fatal(err)
-		}
-		resp, err := hc.Post(url+"/v1/operations", "application/json", bytes.NewReader(cmd))
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		seqs = append(seqs, time.Since(start))
-	}
+	seqs := timed(commit, post)
 
 	b.ResetTimer()
 	appends0 := store.appends.Load()
