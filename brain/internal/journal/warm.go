@@ -41,7 +41,7 @@ type warmSeg struct {
 
 // setKept decodes payload p, which checkKept accepted in bytes that are
 // never written again, into r (zero): Kind, Data and Origin are slices of
-// p, not copies.
+// p, not copies. p's capacity is its length, so that Origin's is too.
 func setKept(r *Record, p []byte) {
 	kindEnd := payloadFixed + int(binary.LittleEndian.Uint16(p[18:]))
 	dataEnd := kindEnd + int(binary.LittleEndian.Uint32(p[20:]))
@@ -52,8 +52,8 @@ func setKept(r *Record, p []byte) {
 	if dataEnd > kindEnd {
 		r.Data = p[kindEnd:dataEnd:dataEnd]
 	}
-	if p[1]&flagOrigin != 0 {
-		r.Origin = p[dataEnd+4 : len(p) : len(p)]
+	if p[1] != 0 { // flagOrigin, the only flag
+		r.Origin = p[dataEnd+4:]
 	}
 }
 
@@ -105,7 +105,7 @@ func (s *session) warmPage(after, last uint64, maxRecords, maxBytes int) ([]Reco
 			break
 		}
 		bytes += size
-		setKept(&out[k], b[off+frameHeaderSize:off+size])
+		setKept(&out[k], b[off+frameHeaderSize:off+size:off+size])
 		off += size
 	}
 	end := after + uint64(len(out))
