@@ -263,12 +263,9 @@
 //
 // When the first use of a session is a Read from its start (sequence 1)
 // and recovery reads the journal from its start (no matching checkpoint),
-// each segment is read into one buffer and checked in memory with the
-// same rules, and the checked bytes are kept (within the store's 16 MiB,
-// see Checkpoint) for the pages that follow, as for a checkpoint's prefix.
-// The buffer is filled by reads of at most 256 KiB, and the frames each
-// read completes are checked right after it, while they are in the
-// processor's cache; a frame that does not check out ends the reading.
+// each segment is read with one read and checked in memory with the same
+// rules, and the checked bytes are kept (within the store's 16 MiB, see
+// Checkpoint) for the pages that follow, as for a checkpoint's prefix.
 // That check reads each byte once: frames are delimited three at a time
 // and their checksums computed side by side (the CRC32 instruction's
 // chains interleaved, on amd64), then each frame is judged in order, so
@@ -325,9 +322,8 @@
 // it: the first Append, the first Read that starts inside it, or Verify
 // reads every frame of it with the recovery rules (checksum, payload,
 // dense sequences, exactly through records) and builds its sparse index.
-// When a Read starts it, each segment of the prefix is read into one
-// buffer as recovery reads a segment it keeps, and the checked bytes are
-// kept (within 16 MiB for the whole store) for the
+// When a Read starts it, the prefix is read with one read per segment and
+// the checked bytes are kept (within 16 MiB for the whole store) for the
 // pages that follow: they are served from memory without a second read,
 // checksum or payload check (a page's records are decoded straight from
 // the frames checked then into one slice of exactly the page's length),

@@ -78,10 +78,6 @@ type Options struct {
 	// the commit log stops holding it. An error fails the sync point and
 	// the log files stay.
 	BeforeRetire func() error
-
-	// keptChunk is the largest read of a segment whose bytes are kept
-	// (default keptChunkBytes); tests make it small.
-	keptChunk int
 }
 
 func (o *Options) withDefaults() Options {
@@ -118,9 +114,6 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.MaxLoadedSessions <= 0 {
 		v.MaxLoadedSessions = 4096
-	}
-	if v.keptChunk <= 0 {
-		v.keptChunk = keptChunkBytes
 	}
 	return v
 }
@@ -842,15 +835,14 @@ func (fs *FileStore) indexCold(s *session, keep bool) error {
 			// One read of the whole prefix of the segment, checked in
 			// memory and kept.
 			b := make([]byte, limit)
-			first := expect
-			k := newKeptChecker(expect, fs.opts.MaxRecordBytes, si, 0, idx)
-			rerr, err := k.readKept(f, b, fs.opts.keptChunk)
+			n, rerr := f.ReadAt(b, 0)
 			f.Close()
-			if rerr != nil {
+			if int64(n) < limit {
 				warm.release()
 				return fs.readDamage(s, path, 0, readErr(rerr))
 			}
-			c := k.keptCheck
+			first := expect
+			c, err := checkKept(b, expect, fs.opts.MaxRecordBytes, si, 0, idx)
 			idx, expect = c.index, c.next
 			if err != nil {
 				var se *seqError

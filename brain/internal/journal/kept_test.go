@@ -171,14 +171,7 @@ func reframe(b []byte, off int, p []byte) []byte {
 // offset, reason) as a recovery started by Next, or serve the same records
 // and leave the same files.
 func TestKeptRecoveryJudgesLikeScan(t *testing.T) {
-	t.Run("one read", func(t *testing.T) { keptRecoveryJudgesLikeScan(t, &Options{MaxRecordBytes: 4 << 10}) })
-	// Reads of 13 bytes: frames and headers span reads.
-	t.Run("reads of 13 bytes", func(t *testing.T) {
-		keptRecoveryJudgesLikeScan(t, &Options{MaxRecordBytes: 4 << 10, keptChunk: 13})
-	})
-}
-
-func keptRecoveryJudgesLikeScan(t *testing.T, opts *Options) {
+	opts := &Options{MaxRecordBytes: 4 << 10}
 	seg, offs := mixedFrames(1, 11)
 	sameOutcome(t, "intact", map[uint64][]byte{1: seg}, opts)
 	for f, off := range offs {
@@ -237,7 +230,6 @@ func FuzzKeptRecovery(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sameOutcome(t, "fuzz", map[uint64][]byte{1: b}, &Options{MaxRecordBytes: 1 << 20})
 		sameOutcome(t, "fuzz after two frames", map[uint64][]byte{1: slices.Concat(head, b)}, &Options{MaxRecordBytes: 1 << 20})
-		sameOutcome(t, "fuzz after two frames, reads of 5 bytes", map[uint64][]byte{1: slices.Concat(head, b)}, &Options{MaxRecordBytes: 1 << 20, keptChunk: 5})
 	})
 }
 
@@ -254,81 +246,5 @@ func FuzzPayloadOK(f *testing.F) {
 		if ok := payloadOK(p); ok != (err == nil) {
 			t.Fatalf("payloadOK(%x) = %v, parsePayload: %v", p, ok, err)
 		}
-	})
-}
-
-// readKeptLikeWhole fails unless reading seg in reads of chunk bytes and
-// checking each read's frames as it comes finds exactly what checkKept
-// finds over the whole of it: the same stop, reason, next sequence, last
-// recorded_at_ms and index, and every byte of seg read unless a frame
-// did not check out.
-func readKeptLikeWhole(t *testing.T, seg []byte, chunk int) {
-	t.Helper()
-	index := []indexEntry{{seq: 1, seg: 0, off: 0}}
-	want, werr := checkKept(seg, 4, 4<<10, 1, 7, slices.Clone(index))
-	k := newKeptChecker(4, 4<<10, 1, 7, slices.Clone(index))
-	b := make([]byte, len(seg))
-	ioErr, err := k.readKept(bytes.NewReader(seg), b, chunk)
-	if ioErr != nil {
-		t.Fatalf("chunk %d: read: %v", chunk, ioErr)
-	}
-	got := k.keptCheck
-	if n := int(got.end); !bytes.Equal(b[:n], seg[:n]) || (err == nil || err == errShortFrame) && !bytes.Equal(b, seg) {
-		t.Fatalf("chunk %d: the bytes read differ from the segment (checked through %d, %v)", chunk, n, err)
-	}
-	if fmt.Sprint(err) != fmt.Sprint(werr) || got.end != want.end || got.next != want.next || got.lastMs != want.lastMs || !slices.Equal(got.index, want.index) {
-		t.Fatalf("chunk %d: read in chunks: end %d next %d lastMs %d index %v err %v; whole: end %d next %d lastMs %d index %v err %v",
-			chunk, got.end, got.next, got.lastMs, got.index, err, want.end, want.next, want.lastMs, want.index, werr)
-	}
-}
-
-// TestReadKeptInChunks: a kept segment read in reads of any size, each
-// checked as it comes, is judged exactly as one read of the whole of it —
-// intact, damaged in any byte, cut at any byte — and a read that comes up
-// short is reported as a read failure, not as damage.
-func TestReadKeptInChunks(t *testing.T) {
-	seg, _ := mixedFrames(4, 40) // frames of several sizes, index entries every 64 KiB: none past the first
-	big := slices.Concat(seg, seg, seg)
-	for _, s := range [][]byte{seg, nil, big[:len(seg)+3]} {
-		for chunk := 1; chunk <= len(s)+1; chunk += 1 + chunk/8 {
-			readKeptLikeWhole(t, s, chunk)
-		}
-	}
-	for i := 0; i < len(seg); i += 3 {
-		b := slices.Clone(seg)
-		b[i] ^= 1 << (i % 8)
-		for _, chunk := range []int{1, 8, 13, 100, len(seg)} {
-			readKeptLikeWhole(t, b, chunk)
-			readKeptLikeWhole(t, b[:i], chunk)
-		}
-	}
-	// Index entries every 64 KiB, across reads.
-	var long []byte
-	for i := 0; len(long) < 3*indexEveryBytes; i++ {
-		r := Record{Sequence: uint64(4 + i), RecordedAtMs: int64(i), Kind: "k", Data: json.RawMessage(`"` + strings.Repeat("x", 300+i%200) + `"`)}
-		long = appendFrame(long, &r)
-	}
-	for _, chunk := range []int{4096, 7919, 64 << 10, keptChunkBytes} {
-		readKeptLikeWhole(t, long, chunk)
-	}
-
-	// A file shorter than the buffer: the frames read are checked, the
-	// short read is a read failure.
-	k := newKeptChecker(4, 4<<10, 0, 0, nil)
-	ioErr, err := k.readKept(bytes.NewReader(seg[:100]), make([]byte, len(seg)), 64)
-	if ioErr == nil || err != nil {
-		t.Fatalf("short file: read error %v, check error %v; want a read error only", ioErr, err)
-	}
-}
-
-// FuzzReadKept compares a check in reads of any size with one over the
-// whole segment, on arbitrary bytes after two valid frames.
-func FuzzReadKept(f *testing.F) {
-	for _, s := range seedFrames() {
-		f.Add(s, uint16(3))
-	}
-	head, _ := mixedFrames(4, 2)
-	f.Fuzz(func(t *testing.T, b []byte, chunk uint16) {
-		readKeptLikeWhole(t, slices.Concat(head, b), 1+int(chunk))
 	})
 }

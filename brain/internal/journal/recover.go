@@ -233,15 +233,13 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 		return err
 	}
 	if keep != nil && start == 0 && fs.growWarm(warm, fi.Size()) {
-		// The whole segment read into one buffer and checked in memory as
-		// it is read; the checked prefix is kept for the Reads that follow.
+		// One read of the whole segment, checked in memory; the checked
+		// prefix is kept for the Reads that follow.
 		b := make([]byte, fi.Size())
-		k := newKeptChecker(expect, fs.opts.MaxRecordBytes, len(s.segs)-1, s.lastMs, s.index)
-		rerr, err := k.readKept(f, b, fs.opts.keptChunk)
-		if rerr != nil {
-			return 0, 0, -1, readErr(rerr)
+		if n, err := f.ReadAt(b, 0); int64(n) < fi.Size() {
+			return 0, 0, -1, readErr(err)
 		}
-		c := k.keptCheck
+		c, err := checkKept(b, expect, fs.opts.MaxRecordBytes, len(s.segs)-1, s.lastMs, s.index)
 		s.index, s.lastMs = c.index, c.lastMs
 		switch {
 		case err == nil:

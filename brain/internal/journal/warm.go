@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"sync/atomic"
 	"unsafe"
 )
@@ -12,11 +11,6 @@ import (
 // maxWarmBytes bounds the bytes all sessions of a store keep from the
 // verification of a checkpoint's prefix for the Reads that follow it.
 const maxWarmBytes = 16 << 20
-
-// keptChunkBytes is the largest read of a segment whose bytes are kept:
-// each read's frames are checked while they are still in the processor's
-// cache.
-const keptChunkBytes = 256 << 10
 
 // warmSet is the prefix of a session's journal that a Read had to verify
 // in full (the prefix a checkpoint vouched for at open): the segment bytes
@@ -183,26 +177,6 @@ type keptCheck struct {
 	index  []indexEntry // the index given, with entries for the frames checked
 }
 
-// keptChecker checks the frames of one segment held in memory, in one
-// call or in several as more of the segment is read: each call goes on
-// from where the one before it stopped.
-type keptChecker struct {
-	keptCheck
-	si         int   // the segment's position in the session
-	maxPayload int   // the record limit
-	lastIdx    int64 // offset of the last index entry in segment si, or -1
-}
-
-// newKeptChecker starts the check of segment si, whose first frame must
-// hold sequence expect, adding to lastMs and index.
-func newKeptChecker(expect uint64, maxPayload int, si int, lastMs int64, index []indexEntry) *keptChecker {
-	k := &keptChecker{keptCheck: keptCheck{next: expect, lastMs: lastMs, index: index}, si: si, maxPayload: maxPayload, lastIdx: -1}
-	if n := len(index); n > 0 && index[n-1].seg == si {
-		k.lastIdx = index[n-1].off
-	}
-	return k
-}
-
 // checkKept checks the frames of b, which holds bytes [0, len(b)) of
 // segment si, in order with the recovery rules (length, checksum,
 // payload, sequences dense from expect on), each byte read once, and adds
@@ -210,74 +184,44 @@ func newKeptChecker(expect uint64, maxPayload int, si int, lastMs int64, index [
 // first frame that does not check out (c.end is its offset) and answers
 // why: errShortFrame when b ends inside it, errFrameSize, errChecksum,
 // errBadPayload (wrapped) or a *seqError.
-func checkKept(b []byte, expect uint64, maxPayload int, si int, lastMs int64, index []indexEntry) (keptCheck, error) {
-	k := newKeptChecker(expect, maxPayload, si, lastMs, index)
-	err := k.check(b)
-	return k.keptCheck, err
-}
-
-// readKept fills b with bytes [0, len(b)) of f, at most chunk bytes a
-// read, and checks the frames of each read right after it, while they are
-// in the processor's cache: the outcome is checkKept's over all of b. A
-// read that fails or comes up short ends it with ioErr, with the frames
-// before it checked; a frame that does not check out ends it without
-// reading further.
-func (k *keptChecker) readKept(f io.ReaderAt, b []byte, chunk int) (ioErr, err error) {
-	filled := 0
-	for {
-		if n := min(chunk, len(b)-filled); n > 0 {
-			m, err := f.ReadAt(b[filled:filled+n], int64(filled))
-			filled += m
-			if m < n {
-				if err == nil {
-					err = io.ErrUnexpectedEOF
-				}
-				return err, nil
-			}
-		}
-		err := k.check(b[:filled])
-		if filled < len(b) && (err == nil || err == errShortFrame) {
-			continue
-		}
-		return nil, err
+func checkKept(b []byte, expect uint64, maxPayload int, si int, lastMs int64, index []indexEntry) (c keptCheck, err error) {
+	c = keptCheck{next: expect, lastMs: lastMs, index: index}
+	lastIdx := int64(-1) // offset of the last index entry in segment si
+	if n := len(index); n > 0 && index[n-1].seg == si {
+		lastIdx = index[n-1].off
 	}
-}
-
-// check goes on checking the frames of b (bytes [0, len(b)) of the
-// segment) from k.end, as checkKept does.
-func (k *keptChecker) check(b []byte) (err error) {
 	// Frames are taken three at a time so that their checksums run side by
 	// side (checksum3); each is then judged in order, so the first frame
 	// that does not check out is the one reported.
 	var at [3]int
 	var p [3][]byte
 	var sum [3]uint32
-	off := int(k.end)
-	defer func() { k.end = int64(off) }()
+	off := 0
+	defer func() { c.end = int64(off) }()
 	for off < len(b) {
 		// Delimit up to three frames; stop at one whose header is wrong
 		// and judge it after those before it.
 		var stop error
-		n := 0
-		for next := off; n < 3 && next < len(b); n++ {
+		k := 0
+		for next := off; k < 3 && next < len(b); k++ {
 			rest := b[next:]
 			if len(rest) < frameHeaderSize {
 				stop = errShortFrame
 				break
 			}
-			size := uint64(binary.LittleEndian.Uint32(rest))
-			if size > uint64(k.maxPayload) {
-				stop = fmt.Errorf("%w: %d bytes", errFrameSize, size)
+			n := uint64(binary.LittleEndian.Uint32(rest))
+			if n > uint64(maxPayload) {
+				stop = fmt.Errorf("%w: %d bytes", errFrameSize, n)
 				break
 			}
-			if size > uint64(len(rest)-frameHeaderSize) {
+			if n > uint64(len(rest)-frameHeaderSize) {
 				stop = errShortFrame
 				break
 			}
-			at[n], p[n] = next, rest[frameHeaderSize:frameHeaderSize+int(size)]
-			next += frameHeaderSize + int(size)
+			at[k], p[k] = next, rest[frameHeaderSize:frameHeaderSize+int(n)]
+			next += frameHeaderSize + int(n)
 		}
-		switch n {
+		switch k {
 		case 3:
 			sum[0], sum[1], sum[2] = checksum3(p[0], p[1], p[2])
 		case 2:
@@ -285,29 +229,29 @@ func (k *keptChecker) check(b []byte) (err error) {
 		case 1:
 			sum[0] = crc32.Checksum(p[0], castagnoli)
 		}
-		for i := range n {
+		for i := range k {
 			pl := p[i]
 			if sum[i] != binary.LittleEndian.Uint32(b[at[i]+4:]) {
-				return errChecksum
+				return c, errChecksum
 			}
 			if !payloadOK(pl) {
 				_, err := parsePayload(pl)
-				return err
+				return c, err
 			}
-			if seq := binary.LittleEndian.Uint64(pl[2:]); seq != k.next {
-				return &seqError{got: seq, want: k.next}
+			if seq := binary.LittleEndian.Uint64(pl[2:]); seq != c.next {
+				return c, &seqError{got: seq, want: c.next}
 			}
-			if o := int64(off); o == 0 || k.lastIdx < 0 || o-k.lastIdx >= indexEveryBytes {
-				k.index = append(k.index, indexEntry{seq: k.next, seg: k.si, off: o})
-				k.lastIdx = o
+			if o := int64(off); o == 0 || lastIdx < 0 || o-lastIdx >= indexEveryBytes {
+				c.index = append(c.index, indexEntry{seq: c.next, seg: si, off: o})
+				lastIdx = o
 			}
-			k.lastMs = max(k.lastMs, int64(binary.LittleEndian.Uint64(pl[10:])))
-			k.next++
+			c.lastMs = max(c.lastMs, int64(binary.LittleEndian.Uint64(pl[10:])))
+			c.next++
 			off += frameHeaderSize + len(pl)
 		}
 		if stop != nil {
-			return stop
+			return c, stop
 		}
 	}
-	return nil
+	return c, nil
 }
