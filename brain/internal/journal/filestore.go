@@ -676,7 +676,7 @@ func (fs *FileStore) readSegment(s *session, si int, seg segInfo, warm []byte, o
 	for off < int64(len(warm)) {
 		n := int(binary.LittleEndian.Uint32(warm[off:]))
 		size := frameHeaderSize + n
-		p := warm[off+frameHeaderSize : off+int64(size)]
+		p := warm[off+frameHeaderSize : off+int64(size) : off+int64(size)]
 		seq := leUint64(p[2:])
 		if seq > pg.last {
 			return true, nil

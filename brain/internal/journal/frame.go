@@ -139,7 +139,8 @@ func parsePayload(p []byte) (payloadView, error) {
 // view: the hot loops check with it and call parsePayload only to name
 // what is wrong.
 func payloadOK(p []byte) bool {
-	if len(p) < payloadFixed || p[0] != payloadVersion || p[1]&^flagOrigin != 0 {
+	// Version and flags: 1, then 0 or flagOrigin.
+	if len(p) < payloadFixed || binary.LittleEndian.Uint16(p)&^(flagOrigin<<8) != payloadVersion {
 		return false
 	}
 	kindLen := uint64(binary.LittleEndian.Uint16(p[18:]))
@@ -147,10 +148,11 @@ func payloadOK(p []byte) bool {
 	if kindLen == 0 || end > uint64(len(p)) {
 		return false
 	}
-	if p[1]&flagOrigin == 0 {
-		return end == uint64(len(p))
+	rest := uint64(len(p)) - end
+	if p[1] == 0 {
+		return rest == 0
 	}
-	return end+4 <= uint64(len(p)) && end+4+uint64(binary.LittleEndian.Uint32(p[end:])) == uint64(len(p))
+	return rest >= 4 && uint64(binary.LittleEndian.Uint32(p[end:])) == rest-4
 }
 
 // decodePayload decodes a checksummed payload. The returned record's Data

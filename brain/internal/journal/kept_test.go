@@ -248,3 +248,128 @@ func FuzzPayloadOK(f *testing.F) {
 		}
 	})
 }
+
+// checkFrameByFrame is checkKept's rules applied one frame at a time,
+// with hash/crc32: the reference the three-frame check must agree with.
+func checkFrameByFrame(b []byte, expect uint64, maxPayload int, si int, lastMs int64, index []indexEntry) (keptCheck, error) {
+	c := keptCheck{next: expect, lastMs: lastMs, index: index}
+	lastIdx := int64(-1)
+	if n := len(index); n > 0 && index[n-1].seg == si {
+		lastIdx = index[n-1].off
+	}
+	for off := 0; off < len(b); {
+		c.end = int64(off)
+		rest := b[off:]
+		if len(rest) < frameHeaderSize {
+			return c, errShortFrame
+		}
+		n := uint64(binary.LittleEndian.Uint32(rest))
+		if n > uint64(maxPayload) {
+			return c, fmt.Errorf("%w: %d bytes", errFrameSize, n)
+		}
+		if n > uint64(len(rest)-frameHeaderSize) {
+			return c, errShortFrame
+		}
+		p := rest[frameHeaderSize : frameHeaderSize+int(n)]
+		if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(rest[4:]) {
+			return c, errChecksum
+		}
+		v, err := parsePayload(p)
+		if err != nil {
+			return c, err
+		}
+		if v.seq != c.next {
+			return c, &seqError{got: v.seq, want: c.next}
+		}
+		if o := int64(off); o == 0 || lastIdx < 0 || o-lastIdx >= indexEveryBytes {
+			c.index = append(c.index, indexEntry{seq: c.next, seg: si, off: o})
+			lastIdx = o
+		}
+		c.lastMs = max(c.lastMs, v.ms)
+		c.next++
+		off += frameHeaderSize + int(n)
+		c.end = int64(off)
+	}
+	return c, nil
+}
+
+// checkLikeFrameByFrame fails unless checkKept judges seg exactly as
+// checkFrameByFrame does.
+func checkLikeFrameByFrame(t *testing.T, name string, seg []byte) {
+	t.Helper()
+	index := []indexEntry{{seq: 1, seg: 0, off: 0}}
+	got, gerr := checkKept(seg, 4, 4<<10, 1, 7, slices.Clone(index))
+	want, werr := checkFrameByFrame(seg, 4, 4<<10, 1, 7, slices.Clone(index))
+	if fmt.Sprint(gerr) != fmt.Sprint(werr) || got.end != want.end || got.next != want.next || got.lastMs != want.lastMs || !slices.Equal(got.index, want.index) {
+		t.Fatalf("%s: end %d next %d lastMs %d index %v err %v; frame by frame: end %d next %d lastMs %d index %v err %v",
+			name, got.end, got.next, got.lastMs, got.index, gerr, want.end, want.next, want.lastMs, want.index, werr)
+	}
+}
+
+// TestCheckKeptLikeFrameByFrame: the check of kept bytes, which takes
+// three frames at a time (and runs on at once while three in a row check
+// out), stops at the same frame for the same reason, with the same next
+// sequence, last recorded_at_ms and index entries, as a check of one
+// frame at a time — whichever frame of a run of three is damaged (a
+// flipped bit in any byte, a payload that does not decode under a
+// matching checksum, a sequence out of place, a length above the limit)
+// or cut, and across index entries every 64 KiB.
+func TestCheckKeptLikeFrameByFrame(t *testing.T) {
+	seg, offs := mixedFrames(4, 14)
+	checkLikeFrameByFrame(t, "intact", seg)
+	for f, off := range offs {
+		end := len(seg)
+		if f+1 < len(offs) {
+			end = offs[f+1]
+		}
+		for i := off; i < end; i++ {
+			b := slices.Clone(seg)
+			b[i] ^= 1 << (i % 8)
+			checkLikeFrameByFrame(t, fmt.Sprintf("frame %d byte %d flipped", f, i-off), b)
+			checkLikeFrameByFrame(t, fmt.Sprintf("cut in frame %d at byte %d", f, i-off), seg[:i])
+		}
+		p := slices.Clone(seg[off+frameHeaderSize : end])
+		bad := map[string][]byte{
+			"version":  append([]byte{2}, p[1:]...),
+			"flags":    append([]byte{p[0], p[1] | 2}, p[2:]...),
+			"trailing": append(slices.Clone(p), 0),
+			"short":    p[:payloadFixed-1],
+			"kind 0":   append(slices.Concat(p[:18], []byte{0, 0}), p[20:]...),
+			"sequence": append(slices.Concat(p[:2], binary.LittleEndian.AppendUint64(nil, uint64(f+5))), p[10:]...),
+		}
+		for what, q := range bad {
+			checkLikeFrameByFrame(t, fmt.Sprintf("frame %d %s", f, what), reframe(seg, off, q))
+		}
+		huge := slices.Clone(seg)
+		binary.LittleEndian.PutUint32(huge[off:], 5<<10)
+		checkLikeFrameByFrame(t, fmt.Sprintf("frame %d above the limit", f), huge)
+	}
+	var long []byte
+	for i := 0; len(long) < 3*indexEveryBytes; i++ {
+		r := Record{Sequence: uint64(4 + i), RecordedAtMs: int64(i * 7919 % 1000), Kind: "k", Data: json.RawMessage(`"` + strings.Repeat("x", 300+i%200) + `"`)}
+		long = appendFrame(long, &r)
+	}
+	checkLikeFrameByFrame(t, "index entries", long)
+	flipped := slices.Clone(long)
+	flipped[2*indexEveryBytes] ^= 1
+	checkLikeFrameByFrame(t, "index entries, then damage", flipped)
+}
+
+// FuzzCheckKept compares the check of kept bytes with a check of one
+// frame at a time on arbitrary bytes after valid frames.
+func FuzzCheckKept(f *testing.F) {
+	for _, s := range seedFrames() {
+		f.Add(s, uint8(0))
+	}
+	head, _ := mixedFrames(4, 7)
+	f.Fuzz(func(t *testing.T, b []byte, skip uint8) {
+		// After 0..7 valid frames, so that the arbitrary bytes fall in
+		// every place of a run of three.
+		cut := len(head)
+		if n := int(skip % 8); n < 7 {
+			_, offs := mixedFrames(4, 7)
+			cut = offs[n]
+		}
+		checkLikeFrameByFrame(t, "fuzz", slices.Concat(head[:cut], b))
+	})
+}

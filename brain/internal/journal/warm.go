@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 )
@@ -35,7 +36,7 @@ type warmSeg struct {
 
 // setKept decodes payload p, which checkKept accepted in bytes that are
 // never written again, into r (zero): Kind, Data and Origin are slices of
-// p, not copies.
+// p, not copies. p's capacity is its length, so that Origin's is too.
 func setKept(r *Record, p []byte) {
 	kindEnd := payloadFixed + int(binary.LittleEndian.Uint16(p[18:]))
 	dataEnd := kindEnd + int(binary.LittleEndian.Uint32(p[20:]))
@@ -46,8 +47,8 @@ func setKept(r *Record, p []byte) {
 	if dataEnd > kindEnd {
 		r.Data = p[kindEnd:dataEnd:dataEnd]
 	}
-	if p[1]&flagOrigin != 0 {
-		r.Origin = p[dataEnd+4 : len(p) : len(p)]
+	if p[1] != 0 { // flagOrigin, the only flag
+		r.Origin = p[dataEnd+4:]
 	}
 }
 
@@ -99,7 +100,7 @@ func (s *session) warmPage(after, last uint64, maxRecords, maxBytes int) ([]Reco
 			break
 		}
 		bytes += size
-		setKept(&out[k], b[off+frameHeaderSize:off+size])
+		setKept(&out[k], b[off+frameHeaderSize:off+size:off+size])
 		off += size
 	}
 	end := after + uint64(len(out))
@@ -185,7 +186,7 @@ type keptCheck struct {
 // why: errShortFrame when b ends inside it, errFrameSize, errChecksum,
 // errBadPayload (wrapped) or a *seqError.
 func checkKept(b []byte, expect uint64, maxPayload int, si int, lastMs int64, index []indexEntry) (c keptCheck, err error) {
-	c = keptCheck{next: expect, lastMs: lastMs, index: index}
+	c = keptCheck{next: expect, lastMs: lastMs, index: slices.Grow(index, len(b)/indexEveryBytes+1)}
 	lastIdx := int64(-1) // offset of the last index entry in segment si
 	if n := len(index); n > 0 && index[n-1].seg == si {
 		lastIdx = index[n-1].off
@@ -198,6 +199,44 @@ func checkKept(b []byte, expect uint64, maxPayload int, si int, lastMs int64, in
 	var sum [3]uint32
 	off := 0
 	defer func() { c.end = int64(off) }()
+	// The common case first: three complete frames that check out. At
+	// anything else the general loop below takes over at the first of
+	// them and judges it frame by frame.
+	next, ms := c.next, c.lastMs
+	for {
+		n0 := uint64(u32At(b, off))
+		o1 := off + frameHeaderSize + int(n0)
+		if n0 > uint64(maxPayload) || o1 < off || o1+frameHeaderSize > len(b) {
+			break
+		}
+		n1 := uint64(u32At(b, o1))
+		o2 := o1 + frameHeaderSize + int(n1)
+		if n1 > uint64(maxPayload) || o2 < o1 || o2+frameHeaderSize > len(b) {
+			break
+		}
+		n2 := uint64(u32At(b, o2))
+		end := o2 + frameHeaderSize + int(n2)
+		if n2 > uint64(maxPayload) || end < o2 || end > len(b) {
+			break
+		}
+		p0, p1, p2 := b[off+frameHeaderSize:o1], b[o1+frameHeaderSize:o2], b[o2+frameHeaderSize:end]
+		s0, s1, s2 := checksum3(p0, p1, p2)
+		if s0 != u32At(b, off+4) || s1 != u32At(b, o1+4) || s2 != u32At(b, o2+4) ||
+			!payloadOK(p0) || !payloadOK(p1) || !payloadOK(p2) ||
+			binary.LittleEndian.Uint64(p0[2:]) != next || binary.LittleEndian.Uint64(p1[2:]) != next+1 || binary.LittleEndian.Uint64(p2[2:]) != next+2 {
+			break
+		}
+		for _, o := range [3]int{off, o1, o2} {
+			if o == 0 || lastIdx < 0 || int64(o)-lastIdx >= indexEveryBytes {
+				c.index = append(c.index, indexEntry{seq: next, seg: si, off: int64(o)})
+				lastIdx = int64(o)
+			}
+			next++
+		}
+		ms = max(ms, int64(binary.LittleEndian.Uint64(p0[10:])), int64(binary.LittleEndian.Uint64(p1[10:])), int64(binary.LittleEndian.Uint64(p2[10:])))
+		off = end
+	}
+	c.next, c.lastMs = next, ms
 	for off < len(b) {
 		// Delimit up to three frames; stop at one whose header is wrong
 		// and judge it after those before it.
@@ -254,4 +293,13 @@ func checkKept(b []byte, expect uint64, maxPayload int, si int, lastMs int64, in
 		}
 	}
 	return c, nil
+}
+
+// u32At answers the little-endian uint32 at b[i:], or 0 when fewer
+// than 4 bytes are left there.
+func u32At(b []byte, i int) uint32 {
+	if i < 0 || i > len(b)-4 {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(b[i:])
 }
