@@ -184,16 +184,7 @@ func TestKeptRecoveryJudgesLikeScan(t *testing.T) {
 			b[i] ^= 1 << (i % 8)
 			sameOutcome(t, fmt.Sprintf("frame %d byte %d", f, i-off), map[uint64][]byte{1: b}, opts)
 		}
-		p := slices.Clone(seg[off+frameHeaderSize : end])
-		bad := map[string][]byte{
-			"version":  append([]byte{2}, p[1:]...),
-			"flags":    append([]byte{p[0], p[1] | 2}, p[2:]...),
-			"trailing": append(slices.Clone(p), 0),
-			"short":    p[:payloadFixed-1],
-			"kind 0":   append(slices.Concat(p[:18], []byte{0, 0}), p[20:]...),
-			"sequence": append(slices.Concat(p[:2], binary.LittleEndian.AppendUint64(nil, uint64(f+5))), p[10:]...),
-		}
-		for what, q := range bad {
+		for what, q := range badPayloads(seg[off+frameHeaderSize:end], f+5) {
 			sameOutcome(t, fmt.Sprintf("frame %d %s", f, what), map[uint64][]byte{1: reframe(seg, off, q)}, opts)
 		}
 		for cut := off; cut < end && f%5 == 0; cut++ {
@@ -328,16 +319,7 @@ func TestCheckKeptLikeFrameByFrame(t *testing.T) {
 			checkLikeFrameByFrame(t, fmt.Sprintf("frame %d byte %d flipped", f, i-off), b)
 			checkLikeFrameByFrame(t, fmt.Sprintf("cut in frame %d at byte %d", f, i-off), seg[:i])
 		}
-		p := slices.Clone(seg[off+frameHeaderSize : end])
-		bad := map[string][]byte{
-			"version":  append([]byte{2}, p[1:]...),
-			"flags":    append([]byte{p[0], p[1] | 2}, p[2:]...),
-			"trailing": append(slices.Clone(p), 0),
-			"short":    p[:payloadFixed-1],
-			"kind 0":   append(slices.Concat(p[:18], []byte{0, 0}), p[20:]...),
-			"sequence": append(slices.Concat(p[:2], binary.LittleEndian.AppendUint64(nil, uint64(f+5))), p[10:]...),
-		}
-		for what, q := range bad {
+		for what, q := range badPayloads(seg[off+frameHeaderSize:end], f+5) {
 			checkLikeFrameByFrame(t, fmt.Sprintf("frame %d %s", f, what), reframe(seg, off, q))
 		}
 		huge := slices.Clone(seg)
@@ -372,4 +354,18 @@ func FuzzCheckKept(f *testing.F) {
 		}
 		checkLikeFrameByFrame(t, "fuzz", slices.Concat(head[:cut], b))
 	})
+}
+
+// badPayloads answers payloads made from the good payload p that a check
+// must refuse, by what is wrong with them; "sequence" carries seq.
+func badPayloads(good []byte, seq int) map[string][]byte {
+	p := slices.Clone(good)
+	return map[string][]byte{
+		"version":  append([]byte{2}, p[1:]...),
+		"flags":    append([]byte{p[0], p[1] | 2}, p[2:]...),
+		"trailing": append(slices.Clone(p), 0),
+		"short":    p[:payloadFixed-1],
+		"kind 0":   append(slices.Concat(p[:18], []byte{0, 0}), p[20:]...),
+		"sequence": append(slices.Concat(p[:2], binary.LittleEndian.AppendUint64(nil, uint64(seq))), p[10:]...),
+	}
 }
