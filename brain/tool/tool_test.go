@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,8 +80,22 @@ func sameJSON(a, b json.RawMessage) bool {
 	if len(a) == 0 || len(b) == 0 {
 		return len(a) == len(b) || string(a)+string(b) == "null"
 	}
-	var x, y any
-	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
+	if string(a) == string(b) {
+		return true
+	}
+	x, errA := decodeAny(a)
+	y, errB := decodeAny(b)
+	return errA == nil && errB == nil && fmt.Sprint(x) == fmt.Sprint(y)
+}
+
+// decodeAny reads JSON keeping numbers as written, so that a number too
+// large for a float64 still compares equal to itself.
+func decodeAny(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	err := d.Decode(&v)
+	return v, err
 }
 
 // Outcomes encode to the bytes json.Marshal writes and read back the same
