@@ -4,7 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"debug/elf"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -67,6 +69,9 @@ func buildTestImage(ctx context.Context, cli *client.Client) (string, error) {
 	bb, err := os.ReadFile(busyboxPath)
 	if err != nil {
 		return "", fmt.Errorf("static busybox for the test image: %w", err)
+	}
+	if err := checkStatic(bb); err != nil {
+		return "", fmt.Errorf("%s for the test image (install busybox-static): %w", busyboxPath, err)
 	}
 	dockerfile := "FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n" +
 		"RUN mkdir /workspace && chown 1000:1000 /workspace\n"
@@ -168,4 +173,19 @@ func countLabelled(t testing.TB, cli *client.Client, f filters.Args) (containers
 		t.Fatalf("list volumes: %v", err)
 	}
 	return len(cs), len(vs.Volumes)
+}
+
+// checkStatic refuses an executable that needs a program interpreter: a
+// FROM scratch image has no dynamic loader to run it.
+func checkStatic(exe []byte) error {
+	f, err := elf.NewFile(bytes.NewReader(exe))
+	if err != nil {
+		return fmt.Errorf("not an ELF executable: %w", err)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return errors.New("dynamically linked")
+		}
+	}
+	return nil
 }
