@@ -834,15 +834,13 @@ func (fs *FileStore) indexCold(s *session, keep bool) error {
 		if warm != nil {
 			// One read of the whole prefix of the segment, checked in
 			// memory and kept.
-			b := make([]byte, limit)
-			n, rerr := f.ReadAt(b, 0)
+			b, c, err, rerr := readChecked(f, limit, expect, fs.opts.MaxRecordBytes, si, 0, idx)
 			f.Close()
-			if int64(n) < limit {
+			if rerr != nil {
 				warm.release()
-				return fs.readDamage(s, path, 0, readErr(rerr))
+				return fs.readDamage(s, path, 0, rerr)
 			}
 			first := expect
-			c, err := checkKept(b, expect, fs.opts.MaxRecordBytes, si, 0, idx)
 			idx, expect = c.index, c.next
 			if err != nil {
 				var se *seqError

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -174,26 +175,14 @@ func TestKeptRecoveryJudgesLikeScan(t *testing.T) {
 	opts := &Options{MaxRecordBytes: 4 << 10}
 	seg, offs := mixedFrames(1, 11)
 	sameOutcome(t, "intact", map[uint64][]byte{1: seg}, opts)
-	for f, off := range offs {
-		end := len(seg)
-		if f+1 < len(offs) {
-			end = offs[f+1]
-		}
-		for i := off; i < end; i++ {
-			b := slices.Clone(seg)
-			b[i] ^= 1 << (i % 8)
-			sameOutcome(t, fmt.Sprintf("frame %d byte %d", f, i-off), map[uint64][]byte{1: b}, opts)
-		}
-		for what, q := range badPayloads(seg[off+frameHeaderSize:end], f+5) {
-			sameOutcome(t, fmt.Sprintf("frame %d %s", f, what), map[uint64][]byte{1: reframe(seg, off, q)}, opts)
-		}
-		for cut := off; cut < end && f%5 == 0; cut++ {
+	eachFrameDamage(seg, offs, 5<<10, func(name string, b []byte) {
+		sameOutcome(t, name, map[uint64][]byte{1: b}, opts)
+	})
+	for f := 0; f < len(offs); f += 5 {
+		for cut := offs[f]; cut < frameEnd(seg, offs, f); cut++ {
 			sameOutcome(t, fmt.Sprintf("cut at %d", cut), map[uint64][]byte{1: seg[:cut]}, opts)
 		}
 	}
-	huge := slices.Clone(seg)
-	binary.LittleEndian.PutUint32(huge[offs[4]:], 5<<10)
-	sameOutcome(t, "length above the limit", map[uint64][]byte{1: huge}, opts)
 
 	// Across segments: damage in a middle segment, a torn final segment,
 	// a gap between segments, an empty final segment past the records.
@@ -295,6 +284,15 @@ func checkLikeFrameByFrame(t *testing.T, name string, seg []byte) {
 		t.Fatalf("%s: end %d next %d lastMs %d index %v err %v; frame by frame: end %d next %d lastMs %d index %v err %v",
 			name, got.end, got.next, got.lastMs, got.index, gerr, want.end, want.next, want.lastMs, want.index, werr)
 	}
+	// Read and checked chunk by chunk, with chunk boundaries falling in
+	// headers, in payloads and between frames.
+	for _, chunk := range []int64{1, 5, 64, 131} {
+		b, got, gerr, rerr := readCheckedBy(chunk, bytes.NewReader(seg), int64(len(seg)), 4, 4<<10, 1, 7, slices.Clone(index))
+		if rerr != nil || !bytes.Equal(b[:got.end], seg[:got.end]) || fmt.Sprint(gerr) != fmt.Sprint(werr) || got.end != want.end || got.next != want.next || got.lastMs != want.lastMs || !slices.Equal(got.index, want.index) {
+			t.Fatalf("%s, read in chunks of %d: end %d next %d lastMs %d index %v err %v (read: %v); frame by frame: end %d next %d lastMs %d index %v err %v",
+				name, chunk, got.end, got.next, got.lastMs, got.index, gerr, rerr, want.end, want.next, want.lastMs, want.index, werr)
+		}
+	}
 }
 
 // TestCheckKeptLikeFrameByFrame: the check of kept bytes, which takes
@@ -308,23 +306,11 @@ func checkLikeFrameByFrame(t *testing.T, name string, seg []byte) {
 func TestCheckKeptLikeFrameByFrame(t *testing.T) {
 	seg, offs := mixedFrames(4, 14)
 	checkLikeFrameByFrame(t, "intact", seg)
-	for f, off := range offs {
-		end := len(seg)
-		if f+1 < len(offs) {
-			end = offs[f+1]
-		}
-		for i := off; i < end; i++ {
-			b := slices.Clone(seg)
-			b[i] ^= 1 << (i % 8)
-			checkLikeFrameByFrame(t, fmt.Sprintf("frame %d byte %d flipped", f, i-off), b)
-			checkLikeFrameByFrame(t, fmt.Sprintf("cut in frame %d at byte %d", f, i-off), seg[:i])
-		}
-		for what, q := range badPayloads(seg[off+frameHeaderSize:end], f+5) {
-			checkLikeFrameByFrame(t, fmt.Sprintf("frame %d %s", f, what), reframe(seg, off, q))
-		}
-		huge := slices.Clone(seg)
-		binary.LittleEndian.PutUint32(huge[off:], 5<<10)
-		checkLikeFrameByFrame(t, fmt.Sprintf("frame %d above the limit", f), huge)
+	eachFrameDamage(seg, offs, 5<<10, func(name string, b []byte) {
+		checkLikeFrameByFrame(t, name, b)
+	})
+	for i := range seg {
+		checkLikeFrameByFrame(t, fmt.Sprintf("cut at byte %d", i), seg[:i])
 	}
 	var long []byte
 	for i := 0; len(long) < 3*indexEveryBytes; i++ {
@@ -356,6 +342,35 @@ func FuzzCheckKept(f *testing.F) {
 	})
 }
 
+// frameEnd answers where frame f of seg, whose frames start at offs, ends.
+func frameEnd(seg []byte, offs []int, f int) int {
+	if f+1 < len(offs) {
+		return offs[f+1]
+	}
+	return len(seg)
+}
+
+// eachFrameDamage calls fn with a copy of seg, whose frames start at offs,
+// damaged in each way a check must refuse, one frame at a time: one bit
+// flipped in each of the frame's bytes, each of badPayloads under a
+// matching checksum, and a length above limit.
+func eachFrameDamage(seg []byte, offs []int, limit uint32, fn func(name string, b []byte)) {
+	for f, off := range offs {
+		end := frameEnd(seg, offs, f)
+		for i := off; i < end; i++ {
+			b := slices.Clone(seg)
+			b[i] ^= 1 << (i % 8)
+			fn(fmt.Sprintf("frame %d byte %d flipped", f, i-off), b)
+		}
+		for what, q := range badPayloads(seg[off+frameHeaderSize:end], f+5) {
+			fn(fmt.Sprintf("frame %d %s", f, what), reframe(seg, off, q))
+		}
+		huge := slices.Clone(seg)
+		binary.LittleEndian.PutUint32(huge[off:], limit)
+		fn(fmt.Sprintf("frame %d above the limit", f), huge)
+	}
+}
+
 // badPayloads answers payloads made from the good payload p that a check
 // must refuse, by what is wrong with them; "sequence" carries seq.
 func badPayloads(good []byte, seq int) map[string][]byte {
@@ -367,5 +382,44 @@ func badPayloads(good []byte, seq int) map[string][]byte {
 		"short":    p[:payloadFixed-1],
 		"kind 0":   append(slices.Concat(p[:18], []byte{0, 0}), p[20:]...),
 		"sequence": append(slices.Concat(p[:2], binary.LittleEndian.AppendUint64(nil, uint64(seq))), p[10:]...),
+	}
+}
+
+// failingReader reads like its bytes until off, then fails with err.
+type failingReader struct {
+	b   []byte
+	off int64
+	err error
+}
+
+func (r failingReader) ReadAt(p []byte, at int64) (int, error) {
+	if at+int64(len(p)) <= r.off {
+		return copy(p, r.b[at:]), nil
+	}
+	n := 0
+	if at < r.off {
+		n = copy(p, r.b[at:r.off])
+	}
+	return n, r.err
+}
+
+// TestReadCheckedReadError: a segment that cannot be read through its size
+// — an I/O error or a file that shrank — is a read error, whichever chunk
+// fails, never a torn tail or damage; the intact frames before it do not
+// hide it.
+func TestReadCheckedReadError(t *testing.T) {
+	seg, _ := mixedFrames(4, 14)
+	eio := errors.New("input/output error")
+	for _, chunk := range []int64{5, 64, int64(len(seg))} {
+		for _, at := range []int64{0, 3, int64(len(seg)) / 2, int64(len(seg)) - 1} {
+			_, _, err, rerr := readCheckedBy(chunk, failingReader{seg, at, eio}, int64(len(seg)), 4, 4<<10, 1, 7, nil)
+			if !errors.Is(rerr, eio) || err != nil {
+				t.Fatalf("chunks of %d, failing at %d: read error %v, check %v; want %v", chunk, at, rerr, err, eio)
+			}
+			_, _, err, rerr = readCheckedBy(chunk, bytes.NewReader(seg[:at]), int64(len(seg)), 4, 4<<10, 1, 7, nil)
+			if !errors.Is(rerr, io.ErrUnexpectedEOF) || err != nil {
+				t.Fatalf("chunks of %d, file cut at %d: read error %v, check %v; want %v", chunk, at, rerr, err, io.ErrUnexpectedEOF)
+			}
+		}
 	}
 }

@@ -235,11 +235,10 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 	if keep != nil && start == 0 && fs.growWarm(warm, fi.Size()) {
 		// One read of the whole segment, checked in memory; the checked
 		// prefix is kept for the Reads that follow.
-		b := make([]byte, fi.Size())
-		if n, err := f.ReadAt(b, 0); int64(n) < fi.Size() {
-			return 0, 0, -1, readErr(err)
+		b, c, err, rerr := readChecked(f, fi.Size(), expect, fs.opts.MaxRecordBytes, len(s.segs)-1, s.lastMs, s.index)
+		if rerr != nil {
+			return 0, 0, -1, rerr
 		}
-		c, err := checkKept(b, expect, fs.opts.MaxRecordBytes, len(s.segs)-1, s.lastMs, s.index)
 		s.index, s.lastMs = c.index, c.lastMs
 		switch {
 		case err == nil:

@@ -186,7 +186,14 @@ type keptCheck struct {
 // why: errShortFrame when b ends inside it, errFrameSize, errChecksum,
 // errBadPayload (wrapped) or a *seqError.
 func checkKept(b []byte, expect uint64, maxPayload int, si int, lastMs int64, index []indexEntry) (c keptCheck, err error) {
-	c = keptCheck{next: expect, lastMs: lastMs, index: slices.Grow(index, len(b)/indexEveryBytes+1)}
+	return checkKeptAt(b, 0, expect, maxPayload, si, lastMs, index)
+}
+
+// checkKeptAt is checkKept for the frames of b from offset from on, the
+// bytes before it having checked out, with expect the sequence of the
+// frame at from.
+func checkKeptAt(b []byte, from int, expect uint64, maxPayload int, si int, lastMs int64, index []indexEntry) (c keptCheck, err error) {
+	c = keptCheck{next: expect, lastMs: lastMs, index: slices.Grow(index, (len(b)-from)/indexEveryBytes+1)}
 	lastIdx := int64(-1) // offset of the last index entry in segment si
 	if n := len(index); n > 0 && index[n-1].seg == si {
 		lastIdx = index[n-1].off
@@ -197,7 +204,7 @@ func checkKept(b []byte, expect uint64, maxPayload int, si int, lastMs int64, in
 	var at [3]int
 	var p [3][]byte
 	var sum [3]uint32
-	off := 0
+	off := from
 	defer func() { c.end = int64(off) }()
 	// The common case first: three complete frames that check out. At
 	// anything else the general loop below takes over at the first of
