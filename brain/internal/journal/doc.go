@@ -280,10 +280,14 @@
 //
 // When the first use of a session is a Read from its start (sequence 1)
 // and recovery reads the journal from its start (no matching checkpoint),
-// each segment is read with one read and checked in memory with the same
+// each segment is read into one buffer and checked in memory with the same
 // rules, and the checked bytes are kept (within the store's 16 MiB, see
-// Checkpoint) for the pages that follow, as for a checkpoint's prefix.
-// That check reads each byte once: frames are delimited three at a time
+// Checkpoint) for the pages that follow, as for a checkpoint's prefix. A
+// segment of 512 KiB or more is read in 256 KiB chunks by a goroutine of
+// its own while the reopen checks each chunk as it comes in, so the check
+// runs beside the copy from the page cache, on bytes still in the CPU's
+// cache; a read error ends it as a read error, never as damage. That check
+// reads each byte once: frames are delimited three at a time
 // and their checksums computed side by side (the CRC32 instruction's
 // chains interleaved, on amd64), then each frame is judged in order, so
 // the damage reported is always the first, exactly as a frame-by-frame
@@ -339,8 +343,8 @@
 // it: the first Append, the first Read that starts inside it, or Verify
 // reads every frame of it with the recovery rules (checksum, payload,
 // dense sequences, exactly through records) and builds its sparse index.
-// When a Read starts it, the prefix is read with one read per segment and
-// the checked bytes are kept (within 16 MiB for the whole store) for the
+// When a Read starts it, the prefix is read into one buffer per segment
+// (in chunks checked as they come in, as above) and the checked bytes are kept (within 16 MiB for the whole store) for the
 // pages that follow: they are served from memory without a second read,
 // checksum or payload check (a page's records are decoded straight from
 // the frames checked then into one slice of exactly the page's length),
