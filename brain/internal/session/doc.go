@@ -111,7 +111,9 @@
 // unless an idle TTL keeps it; reads (Summary, Transcript, Events) never
 // keep a session in memory. The projection of a released session (its
 // folded state, no goroutine, no timer) may be kept in a cache bounded by
-// Config.ReleasedBytes, least recently released first out, so that the
+// Config.ReleasedBytes (64 MiB by default; past it, projections chosen at
+// random go, so that sessions taking turns in a cycle longer than the
+// bound holds still find a share of theirs kept), so that the
 // next message reactivates it without reading the checkpoint or folding
 // the journal tail; it is used only while the journal still ends where it
 // does, and otherwise the session folds from the journal checkpoint and

@@ -1,28 +1,40 @@
 package session
 
 import (
-	"container/list"
 	"encoding/json"
+	"math/rand/v2"
 	"unsafe"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
 
 // DefaultReleasedBytes is the default bound of Config.ReleasedBytes.
-const DefaultReleasedBytes = 8 << 20
+const DefaultReleasedBytes = 64 << 20
 
 // released keeps the projections of recently released sessions, bounded
-// by an estimate of their heap bytes, least recently released first out.
-// A projection is handed back (and removed) when its session is activated
-// again and its journal still ends where the projection does; otherwise
-// the session is folded from its checkpoint and journal as usual. It holds
-// no goroutine, and its bytes do not grow with the number of sessions.
+// by an estimate of their heap bytes. A projection is handed back (and
+// removed) when its session is activated again and its journal still ends
+// where the projection does; otherwise the session is folded from its
+// checkpoint and journal as usual. It holds no goroutine, and its bytes do
+// not grow with the number of sessions.
+//
+// Past the bound, a projection chosen at random (never the one just kept)
+// goes. Not the least recently released: sessions that take turns in a
+// cycle longer than the bound holds — the usual shape of many concurrent
+// conversations — would then each be pushed out just before its next
+// message, so that every message reloaded its session from the checkpoint
+// (a pass over the whole transcript) however much the bound held. Chosen
+// at random, a share of them in proportion to the bound is still kept when
+// their next message comes, and a workload that reuses a few sessions
+// while many others pass still finds those few most of the time.
+//
 // Guarded by Engine.mu.
 type released struct {
-	max   int64
-	used  int64
-	order list.List // of *releasedEntry, most recent at the front
-	byID  map[string]*list.Element
+	max     int64
+	used    int64
+	entries []releasedEntry // in no order
+	byID    map[string]int  // index in entries
+	rnd     *rand.Rand
 }
 
 type releasedEntry struct {
@@ -33,44 +45,54 @@ type releasedEntry struct {
 
 func (r *released) init(max int64) {
 	r.max = max
-	r.byID = map[string]*list.Element{}
+	r.byID = map[string]int{}
+	r.rnd = rand.New(rand.NewPCG(uint64(max), 0x62726169))
 }
 
-// put keeps st as id's projection, evicting the oldest entries beyond the
-// bound. A projection larger than the bound is not kept. A long session
-// may push out every other projection: reloading it costs a pass over its
-// whole checkpoint each time it is activated, while a short one reloads
-// cheaply.
+// put keeps st as id's projection, dropping others chosen at random
+// beyond the bound. A projection larger than the bound is not kept.
 func (r *released) put(id string, st *state, size int64) {
 	r.drop(id)
 	if r.max <= 0 || size > r.max {
 		return
 	}
-	r.byID[id] = r.order.PushFront(&releasedEntry{id: id, st: st, size: size})
+	r.byID[id] = len(r.entries)
+	r.entries = append(r.entries, releasedEntry{id: id, st: st, size: size})
 	r.used += size
 	for r.used > r.max {
-		r.drop(r.order.Back().Value.(*releasedEntry).id)
+		keep := r.byID[id]
+		i := r.rnd.IntN(len(r.entries) - 1)
+		if i >= keep {
+			i++
+		}
+		r.drop(r.entries[i].id)
 	}
 }
 
 // take removes and answers id's projection, or nil.
 func (r *released) take(id string) *state {
-	el := r.byID[id]
-	if el == nil {
+	i, ok := r.byID[id]
+	if !ok {
 		return nil
 	}
-	st := el.Value.(*releasedEntry).st
+	st := r.entries[i].st
 	r.drop(id)
 	return st
 }
 
 func (r *released) drop(id string) {
-	el := r.byID[id]
-	if el == nil {
+	i, ok := r.byID[id]
+	if !ok {
 		return
 	}
-	r.used -= el.Value.(*releasedEntry).size
-	r.order.Remove(el)
+	r.used -= r.entries[i].size
+	last := len(r.entries) - 1
+	if i != last {
+		r.entries[i] = r.entries[last]
+		r.byID[r.entries[i].id] = i
+	}
+	r.entries[last] = releasedEntry{}
+	r.entries = r.entries[:last]
 	delete(r.byID, id)
 }
 

@@ -163,3 +163,52 @@ func TestCheckpointNotRewrittenOnReload(t *testing.T) {
 		t.Fatalf("%d checkpoints written for %d records (at most %d expected)", n, 7*turns, max)
 	}
 }
+
+// Sessions that take turns in a cycle longer than the bound holds still
+// find a share of their projections kept: a full cycle does not push out
+// each one just before its next message (as least-recently-released-first
+// would, so that every message reloaded its session from the checkpoint).
+func TestReleasedCycleKeepsAShare(t *testing.T) {
+	ctx := context.Background()
+	const sessions, rounds = 16, 4
+	// The bound: what the sessions take after their first turn, which
+	// they outgrow from their second on.
+	probe, _ := countingHarness(t, Config{})
+	pid := probe.create(api.CreateSessionRequest{})
+	if _, err := probe.engine.Send(ctx, pid, api.UserInput{Message: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	probe.engine.mu.Lock()
+	one := probe.engine.released.used
+	probe.engine.mu.Unlock()
+	bound := one * sessions
+
+	h, rc := countingHarness(t, Config{ReleasedBytes: bound})
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = h.create(api.CreateSessionRequest{})
+		if _, err := h.engine.Send(ctx, ids[i], api.UserInput{Message: "m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reloads := rc.ckptReads.Load()
+	for r := 0; r < rounds; r++ {
+		for _, id := range ids {
+			if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "m"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	turns := int64(sessions * rounds)
+	reloads = rc.ckptReads.Load() - reloads
+	if kept := turns - reloads; kept < turns/8 {
+		t.Fatalf("%d of %d turns found their projection kept (bound %d B, %d B a session)", kept, turns, bound, one)
+	}
+	h.engine.mu.Lock()
+	used := h.engine.released.used
+	h.engine.mu.Unlock()
+	if used > bound {
+		t.Fatalf("%d bytes kept, bound %d", used, bound)
+	}
+	t.Logf("%d of %d turns found their projection kept", turns-reloads, turns)
+}
