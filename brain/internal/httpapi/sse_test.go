@@ -132,6 +132,9 @@ func pausedReader(t *testing.T, opts Options, turns int) (f *fixture, sid string
 	f = newFixtureSndbuf(t, opts, 8<<10)
 	sid = f.create("c").SessionID
 	_, br = openRaw(t, f, sid, 4<<10)
+	// The turns' frames must go out live, not in the catch-up, which a
+	// loaded machine may still be running after the head is read.
+	waitLive(t, f)
 	big = strings.Repeat("z", 256<<10)
 	for i := range turns {
 		if st, _, b := f.do("POST", "/v1/sessions/"+sid+"/messages", `{"input":{"message":"`+big+`"}}`, "Idempotency-Key", fmt.Sprint("m", i)); st != 200 {
@@ -139,6 +142,34 @@ func pausedReader(t *testing.T, opts Options, turns int) (f *fixture, sid string
 		}
 	}
 	return f, sid, br, big
+}
+
+// waitLive waits until every open stream of f has caught up and takes
+// live frames.
+func waitLive(t *testing.T, f *fixture) {
+	t.Helper()
+	catching := func() bool {
+		f.srv.feedsMu.Lock()
+		streams := make([]*stream, 0, len(f.srv.streamSet))
+		for st := range f.srv.streamSet {
+			streams = append(streams, st)
+		}
+		f.srv.feedsMu.Unlock()
+		for _, st := range streams {
+			st.mu.Lock()
+			c := st.catching
+			st.mu.Unlock()
+			if c {
+				return true
+			}
+		}
+		return len(streams) == 0
+	}
+	for deadline := time.Now().Add(20 * time.Second); catching(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream never caught up")
+		}
+	}
 }
 
 // A stream whose socket buffer fills while its reader pauses has the rest
