@@ -237,42 +237,12 @@ func reopenFixture(b *testing.B) string {
 // BenchmarkReopen opens a store and a 20k-record session from disk, then
 // either reads every record (no checkpoint) or reads the checkpoint and the
 // records after it; raw reads the segment files sequentially, nothing else.
+// "paired" runs raw, no-checkpoint and no-checkpoint-file back to back in
+// each iteration and reports the medians of their per-iteration ratios, so
+// that a machine whose speed drifts between sub-benchmarks does not sway
+// the comparison.
 func BenchmarkReopen(b *testing.B) {
 	dir := reopenFixture(b)
-	b.Run("raw-read", func(b *testing.B) {
-		defer reportCPU(b)()
-		for b.Loop() {
-			segs, _ := filepath.Glob(filepath.Join(dir, "s", "journal", "*.segment"))
-			for _, p := range segs {
-				if _, err := os.ReadFile(p); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
-	b.Run("no-checkpoint", func(b *testing.B) {
-		defer reportCPU(b)()
-		for b.Loop() {
-			fs, _ := OpenFileStore(dir, nil)
-			n := 0
-			after := uint64(0)
-			for {
-				page, err := fs.Read(bg, "s", after, 0, 0)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(page) == 0 {
-					break
-				}
-				n += len(page)
-				after = page[len(page)-1].Sequence
-			}
-			if n != reopenRecords {
-				b.Fatalf("read %d records", n)
-			}
-			fs.Close()
-		}
-	})
 	// The same journal with no checkpoint file at all: recovery at the
 	// first Read checks every frame.
 	bare := b.TempDir()
@@ -282,27 +252,22 @@ func BenchmarkReopen(b *testing.B) {
 	if err := os.Remove(filepath.Join(bare, "s", checkpointName)); err != nil {
 		b.Fatal(err)
 	}
+	b.Run("raw-read", func(b *testing.B) {
+		defer reportCPU(b)()
+		for b.Loop() {
+			rawReadSession(b, dir)
+		}
+	})
+	b.Run("no-checkpoint", func(b *testing.B) {
+		defer reportCPU(b)()
+		for b.Loop() {
+			reopenAll(b, dir)
+		}
+	})
 	b.Run("no-checkpoint-file", func(b *testing.B) {
 		defer reportCPU(b)()
 		for b.Loop() {
-			fs, _ := OpenFileStore(bare, nil)
-			n := 0
-			after := uint64(0)
-			for {
-				page, err := fs.Read(bg, "s", after, 0, 0)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(page) == 0 {
-					break
-				}
-				n += len(page)
-				after = page[len(page)-1].Sequence
-			}
-			if n != reopenRecords {
-				b.Fatalf("read %d records", n)
-			}
-			fs.Close()
+			reopenAll(b, bare)
 		}
 	})
 	b.Run("checkpoint", func(b *testing.B) {
@@ -319,6 +284,67 @@ func BenchmarkReopen(b *testing.B) {
 			fs.Close()
 		}
 	})
+	b.Run("paired", func(b *testing.B) {
+		var raw, nc, ncf, rnc, rncf []float64
+		for b.Loop() {
+			t0 := time.Now()
+			rawReadSession(b, dir)
+			t1 := time.Now()
+			reopenAll(b, dir)
+			t2 := time.Now()
+			reopenAll(b, bare)
+			r := float64(t1.Sub(t0))
+			raw, nc, ncf = append(raw, r), append(nc, float64(t2.Sub(t1))), append(ncf, float64(time.Since(t2)))
+			rnc, rncf = append(rnc, nc[len(nc)-1]/r), append(rncf, ncf[len(ncf)-1]/r)
+		}
+		b.ReportMetric(median(raw)/1e3, "raw-µs")
+		b.ReportMetric(median(nc)/1e3, "no-checkpoint-µs")
+		b.ReportMetric(median(ncf)/1e3, "no-checkpoint-file-µs")
+		b.ReportMetric(median(rnc), "no-checkpoint/raw")
+		b.ReportMetric(median(rncf), "no-checkpoint-file/raw")
+	})
+}
+
+// rawReadSession reads the segment files of session "s" under dir.
+func rawReadSession(b *testing.B, dir string) {
+	segs, _ := filepath.Glob(filepath.Join(dir, "s", "journal", "*.segment"))
+	for _, p := range segs {
+		if _, err := os.ReadFile(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// reopenAll opens the store under dir and reads all of session "s" page
+// by page.
+func reopenAll(b *testing.B, dir string) {
+	fs, _ := OpenFileStore(dir, nil)
+	defer fs.Close()
+	n := 0
+	after := uint64(0)
+	for {
+		page, err := fs.Read(bg, "s", after, 0, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		n += len(page)
+		after = page[len(page)-1].Sequence
+	}
+	if n != reopenRecords {
+		b.Fatalf("read %d records", n)
+	}
+}
+
+// median answers the median of xs (which it sorts).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
 
 // reportCPU starts counting the process's CPU time (user and system, every
