@@ -162,9 +162,12 @@
 //
 // The journal hands every durable record of these kinds to
 // Store.Journaled before it acknowledges them; Journaled folds the record
-// into the entries and appends the claim or answer frame it stands for to
-// requests.log without a flush (a claim frame of type 1 keeping the
-// claim's at_ms, an answer frame of type 2). The journal calls
+// into the entries and holds the claim or answer frame it stands for (a
+// claim frame of type 1 keeping the claim's at_ms, an answer frame of type
+// 2) for requests.log: held frames are appended together, without a
+// flush, ahead of the next frame written for another reason, once 64 KiB
+// are held, at SyncJournaled and at Close, so that a commit's claims and
+// answers cost no write of their own. The journal calls
 // Store.SyncJournaled before it retires commit log files, so a record is
 // always durable in the journal's commit log or in requests.log; when the
 // journal replays its commit log at open (a crash), it hands the replayed

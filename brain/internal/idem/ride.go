@@ -140,9 +140,15 @@ func (s *Store) Journaled(kind string, data []byte) error {
 		return nil
 	}
 	if s.err == nil {
-		// A failed write leaves the entry in memory: the rewrite that
-		// recovers from the failure writes it.
-		_, _ = s.writeLocked(&r)
+		// The frame is held and written with others (writeLocked,
+		// SyncJournaled, Close): the journal's commit log holds the
+		// record durably until SyncJournaled. A failed write leaves the
+		// entry in memory: the rewrite that recovers from the failure
+		// writes it.
+		s.pend = appendFrame(s.pend, &r)
+		if len(s.pend) >= pendFlushBytes {
+			_, _ = s.flushPendLocked()
+		}
 	}
 	if onDurable != nil {
 		onDurable()
@@ -183,7 +189,8 @@ func (s *Store) foldJournaledLocked(r *record, onDurable *func()) bool {
 	return false
 }
 
-// SyncJournaled makes every frame Journaled wrote durable; the journal
+// SyncJournaled writes the frames Journaled holds and makes every frame
+// it folded durable; the journal
 // calls it before it retires log files. After a failed write it recovers
 // first (see "Write failures" in doc.go) and answers the failure while
 // that does not succeed; after Close it answers ErrLost if records
@@ -201,8 +208,11 @@ func (s *Store) SyncJournaled() error {
 		s.mu.Unlock()
 		return err
 	}
-	n := s.written
+	n, err := s.flushPendLocked()
 	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	return s.waitSync(n)
 }
 
@@ -216,7 +226,8 @@ type JournaledRecord struct {
 // in the requests log at path (which need not be open, and must not be
 // open elsewhere): the journal hands them over when it replays its commit
 // log at open, before it retires the log files, so that records whose
-// frames Journaled wrote but a crash lost are not lost with the logs.
+// frames Journaled held or wrote but a crash lost are not lost with the
+// logs.
 // Records the file already holds are left alone. Hinted claims are not
 // settled here (Open does that).
 func RecoverJournaled(path string, recs []JournaledRecord) error {

@@ -69,7 +69,7 @@ func TestRidingClaimWritesNothingUntilJournaled(t *testing.T) {
 }
 
 // The journal reports the claim and the answer records: the store folds
-// them, writes their frames without a flush, makes them durable in
+// them, holds their frames for requests.log, makes them durable in
 // SyncJournaled, and the answer costs the request no flush of its own.
 func TestRidingClaimAnsweredByTheJournal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "requests.log")
@@ -216,5 +216,69 @@ func TestRidingClaimAnsweredOutsideTheJournal(t *testing.T) {
 	s = open(t, path, nil)
 	if _, a, err := s.Claim(ctx, "send_message", "k", Digest()); err != nil || a == nil || a.Status != 404 {
 		t.Fatalf("replay = %+v, %v", a, err)
+	}
+}
+
+// The frames of journaled records cost no write of their own: they are
+// held and written together, ahead of the next frame written for another
+// reason (so the file keeps their order), and at Close.
+func TestJournaledFramesWrittenTogether(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "requests.log")
+	s := open(t, path, nil)
+	ctx := context.Background()
+	d := Digest([]byte("send"))
+	keys := []string{"a", "b", "c"}
+	rides := map[string]*commits.Ride{}
+	for _, k := range keys {
+		c, _, err := s.ClaimRiding(ctx, "send_message", k, d, answerAll, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rides[k] = c.Ride()
+		if err := s.Journaled(commits.ClaimKind, c.Ride().Claim); err != nil {
+			t.Fatal(err)
+		}
+		if !c.Durable() {
+			t.Fatalf("claim %s is not durable once journaled", k)
+		}
+	}
+	if n := fileSize(t, path); n != 0 {
+		t.Fatalf("journaled claims wrote %d bytes of their own", n)
+	}
+	// A claim and answer outside the journal write the held frames first.
+	c, _, err := s.Claim(ctx, "send_message", "plain", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Answer(200, []byte(`"plain"`)); err != nil {
+		t.Fatal(err)
+	}
+	after := open(t, crashCopy(t, path, fileSize(t, path)), nil)
+	for _, k := range keys {
+		if _, _, err := after.Claim(ctx, "send_message", k, d); !errors.Is(err, ErrAmbiguous) {
+			t.Fatalf("journaled claim %s after the next write and a crash = %v, want it held (ErrAmbiguous)", k, err)
+		}
+	}
+	if _, a, err := after.Claim(ctx, "send_message", "plain", d); err != nil || a == nil || string(a.Body) != `"plain"` {
+		t.Fatalf("plain answer after a crash = %+v, %v", a, err)
+	}
+	// Answers held at Close reach the file.
+	size := fileSize(t, path)
+	for _, k := range keys {
+		if err := s.Journaled(commits.AnswerKind, rides[k].Answer(`"`+k+`"`, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := fileSize(t, path); n != size {
+		t.Fatalf("journaled answers wrote %d bytes of their own", n-size)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path, nil)
+	for _, k := range keys {
+		if _, a, err := s.Claim(ctx, "send_message", k, d); err != nil || a == nil || string(a.Body) != `"`+k+`"` {
+			t.Fatalf("answer %s after Close and reopen = %+v, %v", k, a, err)
+		}
 	}
 }

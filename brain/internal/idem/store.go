@@ -92,7 +92,14 @@ type Store struct {
 	err     error // write/sync failure not yet recovered (see recoverLocked)
 	closed  bool
 	lost    bool // Journaled was called after Close
+	// pend holds frames Journaled folded but has not written yet: they
+	// go out together, ahead of any other frame (see writeLocked).
+	pend []byte
 }
+
+// pendFlushBytes is how many bytes of Journaled frames are held before
+// they are written without waiting for another reason to write.
+const pendFlushBytes = 64 << 10
 
 // Digest returns the SHA-256 digest of a request described by parts; each
 // part is length-prefixed so that no two part lists collide.
@@ -372,8 +379,30 @@ func (s *Store) Healthy() error {
 }
 
 // writeLocked appends r's frame and answers the write's ticket for waitSync.
+// The frames Journaled holds go first, in the same write, so that the
+// file keeps the order in which frames were folded.
 func (s *Store) writeLocked(r *record) (uint64, error) {
-	b := appendFrame(nil, r)
+	return s.writeFramesLocked(appendFrame(s.pend, r))
+}
+
+// flushPendLocked writes the frames Journaled holds, if any, and answers
+// the write's ticket for waitSync.
+func (s *Store) flushPendLocked() (uint64, error) {
+	if len(s.pend) == 0 {
+		return s.written, s.err
+	}
+	return s.writeFramesLocked(s.pend)
+}
+
+// writeFramesLocked appends b, which begins with the held frames, and
+// answers the write's ticket. After a failed write the held frames are
+// dropped with the rest: the rewrite that recovers from the failure
+// writes what the entries hold.
+func (s *Store) writeFramesLocked(b []byte) (uint64, error) {
+	s.pend = b[:0]
+	if cap(s.pend) > 4*pendFlushBytes {
+		s.pend = nil
+	}
 	if _, err := s.f.Write(b); err != nil {
 		s.err = fmt.Errorf("%w: %w", ErrWrite, err) // err names the file
 		return 0, s.err
@@ -489,6 +518,7 @@ func (s *Store) compactLocked() error {
 	s.f = f
 	s.size = int64(len(b))
 	s.synced = s.written
+	s.pend = s.pend[:0] // the entries hold them: written above
 	return nil
 }
 
@@ -516,6 +546,11 @@ func (s *Store) Close() error {
 		s.cond.Wait()
 	}
 	s.cond.Broadcast()
+	if s.err == nil {
+		// Held frames: the journal may retire the log files that
+		// hold them once this store is closed.
+		_, _ = s.flushPendLocked()
+	}
 	var err error
 	if s.synced < s.written && s.err == nil {
 		// Answers recorded by AnswerDerivable and not yet flushed.
