@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -525,7 +526,12 @@ func isNotFound(err error) bool {
 var builtinImplementation = []byte(`{"type":"brain_builtin","name":"default"}`)
 
 // isBuiltin reports whether an implementation names the built-in loop.
+// The form sessions are created with is recognised without decoding: it is
+// asked on every turn.
 func isBuiltin(impl []byte) bool {
+	if bytes.Equal(impl, builtinImplementation) {
+		return true
+	}
 	var d struct {
 		Type string `json:"type"`
 		Name string `json:"name"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,7 +26,7 @@ func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionReque
 		req.Agentloop = &api.Agentloop{}
 	}
 	if len(req.Agentloop.Implementation) == 0 {
-		req.Agentloop.Implementation = json.RawMessage(`{"type":"brain_builtin","name":"default"}`)
+		req.Agentloop.Implementation = slices.Clone(builtinImplementation)
 	}
 	// A remote loop's implementation is opaque to Brain; any other is
 	// resolved now.

@@ -296,3 +296,22 @@ func TestOnTurnEndReleaseWaitsForTools(t *testing.T) {
 		t.Fatalf("release calls %+v", calls)
 	}
 }
+
+// The built-in loop is recognised in every spelling of its implementation
+// (the form sessions are created with, spaced JSON, no name) and nothing
+// else is taken for it.
+func TestIsBuiltin(t *testing.T) {
+	for impl, want := range map[string]bool{
+		string(builtinImplementation):                      true,
+		`{ "name" : "default", "type" : "brain_builtin" }`: true,
+		`{"type":"brain_builtin"}`:                         true,
+		`{"type":"brain_builtin","name":"other"}`:          false,
+		`{"type":"wasm","name":"default"}`:                 false,
+		`{"type":"brain_builtin","name":"default"`:         false,
+		``: false,
+	} {
+		if got := isBuiltin([]byte(impl)); got != want {
+			t.Errorf("isBuiltin(%s) = %v, want %v", impl, got, want)
+		}
+	}
+}
