@@ -31,6 +31,9 @@ type Configuration struct {
 // parallel dispatch, appends tool_use and tool_result blocks, feeds the
 // results back, and stops on a final answer or its step budget. It saves the
 // transcript with set_transcript and returns the final text as result.
+// It appends to in.Transcript as append does: a caller that passes spare
+// capacity lends it to the loop for the call, and gets the turn's messages
+// there without a copy of the transcript.
 //
 // An event-triggered activation (no input) turns finished background tools
 // in its event batch into a user note and asks the model again.
@@ -46,7 +49,7 @@ func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutpu
 	if conf.MaxSteps <= 0 {
 		conf.MaxSteps = DefaultMaxSteps
 	}
-	msgs := append([]api.Message(nil), in.Transcript...)
+	msgs := in.Transcript
 	switch {
 	case in.Input != nil:
 		msgs = append(msgs, api.UserMessage(*in.Input))

@@ -99,6 +99,9 @@ type state struct {
 	// see (see messageRef).
 	held   []heldMessage
 	lookup func(uint64) (journal.Record, error)
+	// lent says the transcript's spare capacity was lent to a loop
+	// (lend): the state no longer writes into it (extend).
+	lent bool
 }
 
 func newState() *state {
@@ -200,13 +203,11 @@ func (st *state) apply(r journal.Record) error {
 			return err
 		}
 		if d.Keep == len(st.Transcript) {
-			// Appending grows the slice in place (amortised): earlier
-			// holders of the transcript see only their own length, and
-			// loops get it with its capacity clipped (prepare).
-			st.Transcript = append(st.Transcript, app...)
+			st.Transcript = st.extend(app)
 		} else {
 			// A rewrite must not change messages someone still holds.
 			st.Transcript = append(st.Transcript[:d.Keep:d.Keep], app...)
+			st.lent = false
 		}
 		if d.Keep < st.heapMsgs {
 			st.heapMsgs, st.heapMsgBytes = 0, 0
@@ -389,6 +390,11 @@ func (st *state) clone() *state {
 // delta computes the transcript_delta that turns saved into next.
 func delta(saved, next []api.Message) transcriptDelta {
 	keep := 0
+	if n := len(saved); n > 0 && len(next) >= n && &saved[0] == &next[0] {
+		// next extends the very array saved is (a lent transcript): its
+		// first n messages are saved's, whatever the length.
+		keep = n
+	}
 	// A loop usually extends (a copy of) the transcript it was given:
 	// messages that share their blocks with the saved ones are equal
 	// without comparing the blocks (sameMessage), so the common prefix

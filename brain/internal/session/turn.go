@@ -251,7 +251,7 @@ func (s *sess) prepare(a *activation) (api.TurnInput, agentloop.Func, string, er
 	seed.Write([]byte(s.id))
 	_ = binary.Write(seed, binary.BigEndian, a.seq)
 	in := api.TurnInput{
-		Input: a.input, Transcript: s.st.Transcript[:len(s.st.Transcript):len(s.st.Transcript)], KV: kv, Events: []api.Event{},
+		Input: a.input, Transcript: s.st.lend(), KV: kv, Events: []api.Event{},
 		Configuration: conf.Agentloop.Configuration, System: conf.System, Tools: activationTools(conf.Tools),
 		Runtime: api.Runtime{LogicalTimeMs: a.startedAt, DeterministicSeed: seed.Sum(nil)},
 	}
