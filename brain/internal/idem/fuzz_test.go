@@ -2,6 +2,8 @@ package idem
 
 import (
 	"bytes"
+	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -59,5 +61,60 @@ func FuzzJournaled(f *testing.F) {
 		s := &Store{entries: map[entryKey]*entry{}}
 		var ignored func()
 		s.foldJournaledLocked(&r, &ignored)
+	})
+}
+
+// FuzzJournaledParse holds parseJournaled to encoding/json: what it
+// accepts, json.Unmarshal decodes to the same value.
+func FuzzJournaledParse(f *testing.F) {
+	f.Add([]byte(`{"v":1,"scope":"send_message","key":"aw==","digest":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=","at_ms":1}`))
+	f.Add([]byte(`{"v":1,"scope":"send_message","key":"aw==","at_ms":-2,"status":200,"body":"e30="}`))
+	f.Add([]byte(`{"v":1,"scope":"é\u2028","key":"","at_ms":0}`))
+	f.Add([]byte(`{"v":01,"scope":"s","key":"aw==","at_ms":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := parseJournaled(data)
+		if !ok {
+			return
+		}
+		var want journaled
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("parseJournaled accepts %q, which json.Unmarshal refuses: %v", data, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("parseJournaled(%q) = %+v, json.Unmarshal gives %+v", data, got, want)
+		}
+	})
+}
+
+// FuzzJournaledAppend holds appendJournaled to json.Marshal: the bytes
+// are the same, and parseJournaled reads them back.
+func FuzzJournaledAppend(f *testing.F) {
+	f.Add("send_message", []byte("k"), make([]byte, 32), int64(1), 0, []byte(nil))
+	f.Add("send_message_async", []byte("k2"), []byte(nil), int64(-5), 202, []byte(`{"a":1}`))
+	f.Add("<&>\u2028\x01é\xff", []byte{}, []byte{1}, int64(0), -1, []byte{0})
+	f.Fuzz(func(t *testing.T, scope string, key, digest []byte, at int64, status int, body []byte) {
+		j := journaled{V: 1, Scope: scope, Key: key, Digest: digest, AtMs: at, Status: status, Body: body}
+		want, err := json.Marshal(&j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := marshalJournaled(&j); !bytes.Equal(got, want) {
+			t.Fatalf("marshalJournaled = %s, json.Marshal gives %s", got, want)
+		}
+		got, ok := appendJournaled(nil, &j)
+		if !ok {
+			return
+		}
+		back, ok := parseJournaled(got)
+		if !ok {
+			if status == int(int32(status)) {
+				t.Fatalf("parseJournaled refuses %s", got)
+			}
+			return
+		}
+		var viaJSON journaled
+		if err := json.Unmarshal(got, &viaJSON); err != nil || !reflect.DeepEqual(back, viaJSON) {
+			t.Fatalf("read back %+v, json.Unmarshal gives %+v (%v)", back, viaJSON, err)
+		}
 	})
 }

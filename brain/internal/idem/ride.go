@@ -29,9 +29,11 @@ type journaled struct {
 // decodeJournaled decodes the data of a journal record of kind into the
 // requests.log record it stands for.
 func decodeJournaled(kind string, data []byte) (record, error) {
-	var j journaled
-	if err := json.Unmarshal(data, &j); err != nil {
-		return record{}, fmt.Errorf("%w: %s: %w", errPayload, kind, err)
+	j, ok := parseJournaled(data)
+	if !ok {
+		if err := json.Unmarshal(data, &j); err != nil {
+			return record{}, fmt.Errorf("%w: %s: %w", errPayload, kind, err)
+		}
 	}
 	r := record{AtMs: j.AtMs, Scope: j.Scope, Key: string(j.Key)}
 	switch {
@@ -82,14 +84,12 @@ func (s *Store) ClaimRiding(ctx context.Context, scope, key string, digest [32]b
 // format of "Claims that ride the journal" in doc.go, which another
 // Requests whose claims ride the journal (a database backend's) writes too.
 func ClaimRecord(scope, key string, digest [32]byte, atMs int64) json.RawMessage {
-	b, _ := json.Marshal(journaled{V: 1, Scope: scope, Key: []byte(key), Digest: digest[:], AtMs: atMs})
-	return b
+	return marshalJournaled(&journaled{V: 1, Scope: scope, Key: []byte(key), Digest: digest[:], AtMs: atMs})
 }
 
 // AnswerRecord: see ClaimRecord.
 func AnswerRecord(scope, key string, atMs int64, status int, body []byte) json.RawMessage {
-	b, _ := json.Marshal(journaled{V: 1, Scope: scope, Key: []byte(key), AtMs: atMs, Status: status, Body: body})
-	return b
+	return marshalJournaled(&journaled{V: 1, Scope: scope, Key: []byte(key), AtMs: atMs, Status: status, Body: body})
 }
 
 // Ride answers what the journal commits of a ClaimRiding claim carry (nil
