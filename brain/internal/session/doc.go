@@ -136,4 +136,15 @@
 // a tail (public as transcript_replaced) always holds its messages. A
 // 4 MiB message so takes about 4 MiB of segments, plus as much in the
 // commit log until the next sync point.
+//
+// # A turn's cost and the session's length
+//
+// Nothing a turn does copies or compares the whole transcript: the loop
+// gets the saved transcript with spare capacity (lend) and appends into
+// it, a delta of an array that extends the saved one keeps the saved
+// messages without comparing them, and the fold takes the messages the
+// loop appended where they are (extend). While capacity is lent the
+// fold writes none of it; other messages go to a new array. Checkpoints
+// are written at intervals that grow with what they cover, so their cost
+// per record is flat too.
 package session
