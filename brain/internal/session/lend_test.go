@@ -2,10 +2,13 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 
+	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
 )
 
@@ -108,5 +111,38 @@ func applyDelta(t *testing.T, st *state, seq *uint64, d transcriptDelta) {
 	*seq++
 	if err := st.apply(r); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A loop's set_transcript is refused when a message it adds has a role
+// outside user, assistant and developer, at whatever position, and the
+// saved transcript is left as it was.
+func TestSetTranscriptRefusesAnAddedMessagesRole(t *testing.T) {
+	var got []error
+	loops := map[string]agentloop.Func{"roles": func(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.TurnOutput, error) {
+		bad := api.Message{Role: "system", Content: []api.ContentBlock{api.TextBlock("x")}}
+		_, err1 := svc.SetTranscript(ctx, append(in.Transcript, api.UserMessage(*in.Input), bad))
+		_, err2 := svc.SetTranscript(ctx, []api.Message{bad})
+		_, err3 := svc.SetTranscript(ctx, append(in.Transcript, api.UserMessage(*in.Input)))
+		got = []error{err1, err2, err3}
+		return api.TurnOutput{}, nil
+	}}
+	h := newHarness(t, Config{Loops: testLoops(loops)}, nil)
+	id := h.create(api.CreateSessionRequest{Agentloop: testLoop("roles"), Transcript: manyMessages(3)})
+	if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(got[0], ErrInvalid) || !strings.Contains(got[0].Error(), "message 4 has role \"system\"") {
+		t.Fatalf("appended bad role: %v", got[0])
+	}
+	if !errors.Is(got[1], ErrInvalid) || !strings.Contains(got[1].Error(), "message 0") {
+		t.Fatalf("rewrite with a bad role: %v", got[1])
+	}
+	if got[2] != nil {
+		t.Fatalf("a valid append was refused: %v", got[2])
+	}
+	tr, _ := h.engine.Transcript(context.Background(), id)
+	if len(tr.Messages) != 4 || tr.Messages[3].Text() != "hi" {
+		t.Fatalf("transcript = %+v", tr.Messages)
 	}
 }

@@ -386,15 +386,18 @@ func (x *execution) SetTranscript(ctx context.Context, messages []api.Message) (
 	if err := x.check(envapi.MethodSetTranscript); err != nil {
 		return 0, err
 	}
-	for i, m := range messages {
-		if m.Role != api.RoleUser && m.Role != api.RoleAssistant && m.Role != api.RoleDeveloper {
-			return 0, fmt.Errorf("%w: message %d has role %q", ErrInvalid, i, m.Role)
-		}
-	}
 	s := x.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.deferLocked(rec(api.KindTranscriptDelta, s.st.deltaByRef(s.st.Transcript, messages)))
+	d := s.st.deltaByRef(s.st.Transcript, messages)
+	// The messages kept are the saved ones, checked when they were saved:
+	// only those the delta appends are checked here.
+	for i := d.Keep; i < len(messages); i++ {
+		if m := messages[i]; m.Role != api.RoleUser && m.Role != api.RoleAssistant && m.Role != api.RoleDeveloper {
+			return 0, fmt.Errorf("%w: message %d has role %q", ErrInvalid, i, m.Role)
+		}
+	}
+	return s.deferLocked(rec(api.KindTranscriptDelta, d))
 }
 
 // KVRead answers the stored value and whether key is present.
