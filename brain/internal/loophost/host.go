@@ -1,6 +1,7 @@
 package loophost
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -379,6 +380,11 @@ type implementation struct {
 // Resolve maps an agentloop implementation to the loop that runs it; it is
 // session.Config.Loops. It compiles nothing.
 func (h *Host) Resolve(impl []byte) (agentloop.Func, error) {
+	if bytes.Equal(impl, builtinDefault) {
+		// The engine asks for the built-in loop in these bytes on every
+		// turn of a session that names no loop.
+		return h.builtinFunc(), nil
+	}
 	var d implementation
 	if err := json.Unmarshal(impl, &d); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
@@ -388,10 +394,7 @@ func (h *Host) Resolve(impl []byte) (agentloop.Func, error) {
 		if d.Name != brainapi.BuiltinDefaultLoop && d.Name != "" {
 			return nil, fmt.Errorf("%w: no built-in loop %q", ErrUnsupported, d.Name)
 		}
-		if h.builtin != nil {
-			return h.builtin.fn, nil
-		}
-		return agentloop.Default, nil
+		return h.builtinFunc(), nil
 	case ImplementationComponent:
 		if d.Entrypoint != agentloop.ExportTurn {
 			return nil, fmt.Errorf("%w: entrypoint %q (want %q)", ErrUnsupported, d.Entrypoint, agentloop.ExportTurn)
@@ -399,6 +402,19 @@ func (h *Host) Resolve(impl []byte) (agentloop.Func, error) {
 		return h.Func(d.ID)
 	}
 	return nil, fmt.Errorf("%w: type %q", ErrUnsupported, d.Type)
+}
+
+// builtinDefault is the built-in loop's implementation as the engine
+// writes it.
+var builtinDefault = []byte(`{"type":"` + brainapi.ImplementationBuiltin + `","name":"` + brainapi.BuiltinDefaultLoop + `"}`)
+
+// builtinFunc answers the built-in loop: its Wasm build when the host has
+// one, agentloop.Default otherwise.
+func (h *Host) builtinFunc() agentloop.Func {
+	if h.builtin != nil {
+		return h.builtin.fn
+	}
+	return agentloop.Default
 }
 
 // ImplementationComponent is the implementation type of an admitted

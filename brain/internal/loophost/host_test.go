@@ -289,6 +289,12 @@ func TestResolve(t *testing.T) {
 	if err != nil || reflect.ValueOf(f).Pointer() != reflect.ValueOf(agentloop.Default).Pointer() {
 		t.Fatalf("builtin without BuiltinWasm: %v", err)
 	}
+	// The same implementation written otherwise resolves the same.
+	for _, impl := range []string{`{"name":"default","type":"brain_builtin"}`, `{ "type": "brain_builtin" }`} {
+		if f, err := h.Resolve([]byte(impl)); err != nil || reflect.ValueOf(f).Pointer() != reflect.ValueOf(agentloop.Default).Pointer() {
+			t.Fatalf("%s: %v", impl, err)
+		}
+	}
 	if _, err := h.Resolve([]byte(`{"type":"brain_component","entrypoint":"turn","id":"` + id + `"}`)); err != nil {
 		t.Fatal(err)
 	}
