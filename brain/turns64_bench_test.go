@@ -1,9 +1,15 @@
 package brain_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -69,19 +75,23 @@ func BenchmarkTurns64HTTP(b *testing.B) {
 	}
 	engine := func(s *client.Session) error { _, err := brn.Server.EngineSend(ctx, s.ID, in); return err }
 	overHTTP := func(s *client.Session) error { _, err := s.Send(ctx, in); return err }
-	// Warm both paths (connections, released projections).
-	var ce, ch time.Duration
+	floor := bareJSONFloor(b)
+	// Warm every path (connections, released projections).
+	var ce, ch, cf time.Duration
 	run(2*sessions, overHTTP, &ch)
 	run(2*sessions, engine, &ce)
-	ce, ch = 0, 0
+	run(2*sessions, floor, &cf)
+	ce, ch, cf = 0, 0, 0
 	b.ResetTimer()
-	var te, th time.Duration
+	var te, th, tf time.Duration
 	for r := 0; r < rounds; r++ {
 		n := b.N / rounds
 		if r%2 == 0 {
 			te += run(n, engine, &ce)
 			th += run(n, overHTTP, &ch)
+			tf += run(n, floor, &cf)
 		} else {
+			tf += run(n, floor, &cf)
 			th += run(n, overHTTP, &ch)
 			te += run(n, engine, &ce)
 		}
@@ -92,6 +102,65 @@ func BenchmarkTurns64HTTP(b *testing.B) {
 	b.ReportMetric(te.Seconds()/th.Seconds(), "http/engine")
 	b.ReportMetric(float64(ce.Microseconds())/n, "engine-cpu-µs/turn")
 	b.ReportMetric(float64(ch.Microseconds())/n, "http-cpu-µs/turn")
+	b.ReportMetric(float64(cf.Microseconds())/n, "floor-cpu-µs/req")
+	b.ReportMetric(float64((ch-ce).Microseconds())/float64(cf.Microseconds()), "http-overhead/floor")
+}
+
+// bareJSONFloor starts a bare net/http server on loopback whose one
+// handler reads and decodes a message request and answers a session
+// summary, as the server's route does but with nothing behind it (no
+// engine, no idempotency, no authentication), and answers a function that
+// POSTs the same request to it through a client configured as
+// brain/client configures its own. Its CPU per request is what
+// net/http, loopback TCP and the JSON of the request and answer cost
+// both ends: the floor under the HTTP path's cost above the engine.
+func bareJSONFloor(b *testing.B) func(*client.Session) error {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req api.MessageRequest
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+		if err == nil {
+			err = json.Unmarshal(body, &req)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		out, _ := json.Marshal(api.SessionSummary{SessionID: r.URL.Path, Status: api.StatusIdle, LastSequence: 7})
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Close() })
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 256
+	hc := &http.Client{Transport: tr}
+	b.Cleanup(tr.CloseIdleConnections)
+	base := "http://" + ln.Addr().String() + "/v1/sessions/"
+	var keys atomic.Int64
+	return func(s *client.Session) error {
+		body, _ := json.Marshal(api.MessageRequest{Input: api.UserInput{Message: "hello"}})
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, base+s.ID+"/messages", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer token")
+		req.Header.Set("Idempotency-Key", strconv.FormatInt(keys.Add(1), 10))
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var sum api.SessionSummary
+		if err := json.NewDecoder(resp.Body).Decode(&sum); err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("floor answered %d: %v", resp.StatusCode, err)
+		}
+		return nil
+	}
 }
 
 // processCPU answers the user and system CPU time the process has used.
