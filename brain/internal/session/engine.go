@@ -247,12 +247,17 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 		s.refs.Add(1)
 		s.mu.Lock()
 		e.live[id] = s
-		kept := e.released.take(id)
+		kept, client := e.released.take(id)
 		e.mu.Unlock()
 		s.epoch = epoch
 		st, err := e.reactivate(ctx, id, kept)
 		if err == nil {
 			s.st = st
+			if st == kept {
+				// The kept projection comes with the model client: no
+				// read of the session's sealed key on its next turn.
+				s.client = client
+			}
 			s.ckptAt = st.ckptThrough
 			err = s.recoverLocked()
 		}
@@ -342,7 +347,7 @@ func (s *sess) maybeEvictLocked(expired bool) {
 		s.releaseLeaseLocked()
 		if s.st != nil {
 			s.st.ckptThrough = s.ckptAt
-			e.released.put(s.id, s.st, size)
+			e.released.put(s.id, s.st, s.client, size)
 		}
 	}
 	e.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/model"
 )
 
 // DefaultReleasedBytes is the default bound of Config.ReleasedBytes.
@@ -15,8 +16,10 @@ const DefaultReleasedBytes = 64 << 20
 // by an estimate of their heap bytes. A projection is handed back (and
 // removed) when its session is activated again and its journal still ends
 // where the projection does; otherwise the session is folded from its
-// checkpoint and journal as usual. It holds no goroutine, and its bytes do
-// not grow with the number of sessions.
+// checkpoint and journal as usual. The session's model client is kept with
+// its projection, so that a session taken back does not read and unseal
+// its model key again. It holds no goroutine, and its bytes do not grow
+// with the number of sessions.
 //
 // Past the bound, a projection chosen at random (never the one just kept)
 // goes. Not the least recently released: sessions that take turns in a
@@ -38,9 +41,10 @@ type released struct {
 }
 
 type releasedEntry struct {
-	id   string
-	st   *state
-	size int64
+	id     string
+	st     *state
+	client model.Client // the session's model client, opened with its key
+	size   int64
 }
 
 func (r *released) init(max int64) {
@@ -49,15 +53,16 @@ func (r *released) init(max int64) {
 	r.rnd = rand.New(rand.NewPCG(uint64(max), 0x62726169))
 }
 
-// put keeps st as id's projection, dropping others chosen at random
-// beyond the bound. A projection larger than the bound is not kept.
-func (r *released) put(id string, st *state, size int64) {
+// put keeps st as id's projection, with the model client the session had
+// opened (or nil), dropping others chosen at random beyond the bound. A
+// projection larger than the bound is not kept.
+func (r *released) put(id string, st *state, client model.Client, size int64) {
 	r.drop(id)
 	if r.max <= 0 || size > r.max {
 		return
 	}
 	r.byID[id] = len(r.entries)
-	r.entries = append(r.entries, releasedEntry{id: id, st: st, size: size})
+	r.entries = append(r.entries, releasedEntry{id: id, st: st, client: client, size: size})
 	r.used += size
 	for r.used > r.max {
 		keep := r.byID[id]
@@ -69,15 +74,15 @@ func (r *released) put(id string, st *state, size int64) {
 	}
 }
 
-// take removes and answers id's projection, or nil.
-func (r *released) take(id string) *state {
+// take removes and answers id's projection and model client, or nils.
+func (r *released) take(id string) (*state, model.Client) {
 	i, ok := r.byID[id]
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	st := r.entries[i].st
+	st, client := r.entries[i].st, r.entries[i].client
 	r.drop(id)
-	return st
+	return st, client
 }
 
 func (r *released) drop(id string) {

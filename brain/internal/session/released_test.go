@@ -212,3 +212,39 @@ func TestReleasedCycleKeepsAShare(t *testing.T) {
 	}
 	t.Logf("%d of %d turns found their projection kept", turns-reloads, turns)
 }
+
+// countingSecrets counts the reads of model keys.
+type countingSecrets struct {
+	*MemSecrets
+	gets atomic.Int64
+}
+
+func (c *countingSecrets) Get(ctx context.Context, session, name string) ([]byte, error) {
+	c.gets.Add(1)
+	return c.MemSecrets.Get(ctx, session, name)
+}
+
+// A session whose projection was kept when it was released takes its
+// model client back with it: its turns read the sealed model key once,
+// not once a turn. With no projection kept, every turn reads it.
+func TestReleasedKeepsTheModelClient(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		bytes int64
+		want  int64
+	}{{"kept", 0, 1}, {"none kept", -1, 4}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sec := &countingSecrets{MemSecrets: NewMemSecrets()}
+			h := newHarness(t, Config{Secrets: sec, ReleasedBytes: tc.bytes}, nil)
+			id := h.create(api.CreateSessionRequest{})
+			for range 4 {
+				if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "hi"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := sec.gets.Load(); got != tc.want {
+				t.Fatalf("the model key was read %d times in 4 turns, want %d", got, tc.want)
+			}
+		})
+	}
+}
