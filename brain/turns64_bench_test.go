@@ -32,55 +32,21 @@ import (
 //
 //	go test ./brain -run '^$' -bench Turns64HTTP -benchtime 4000x -count 3
 func BenchmarkTurns64HTTP(b *testing.B) {
-	const sessions, rounds = 64, 4
-	brn := braintest.Start(b, braintest.Options{Edit: func(c *brain.Config) {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}})
-	c, err := client.New(brn.URL, &client.Options{Token: brn.Token})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	const rounds = 4
+	brn, sess := turnSessions(b, 64)
 	ctx := context.Background()
-	sess := make([]*client.Session, sessions)
-	for i := range sess {
-		if sess[i], err = c.Sessions.Create(ctx, api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"}}); err != nil {
-			b.Fatal(err)
-		}
-	}
 	in := api.UserInput{Message: "hello"}
-	// run answers the wall time of n turns and adds the process's CPU
-	// time (server and client) to *cpu.
 	run := func(n int, turn func(*client.Session) error, cpu *time.Duration) time.Duration {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		cpu0 := processCPU()
-		start := time.Now()
-		for _, s := range sess {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for next.Add(1) <= int64(n) {
-					if err := turn(s); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		wall := time.Since(start)
-		*cpu += processCPU() - cpu0
-		return wall
+		return runTurns(b, sess, n, turn, cpu)
 	}
 	engine := func(s *client.Session) error { _, err := brn.Server.EngineSend(ctx, s.ID, in); return err }
 	overHTTP := func(s *client.Session) error { _, err := s.Send(ctx, in); return err }
 	floor := bareJSONFloor(b)
 	// Warm every path (connections, released projections).
 	var ce, ch, cf time.Duration
-	run(2*sessions, overHTTP, &ch)
-	run(2*sessions, engine, &ce)
-	run(2*sessions, floor, &cf)
+	run(2*len(sess), overHTTP, &ch)
+	run(2*len(sess), engine, &ce)
+	run(2*len(sess), floor, &cf)
 	ce, ch, cf = 0, 0, 0
 	b.ResetTimer()
 	var te, th, tf time.Duration
@@ -161,6 +127,80 @@ func bareJSONFloor(b *testing.B) func(*client.Session) error {
 		}
 		return nil
 	}
+}
+
+// BenchmarkEngineTurnsBySessions runs the engine path of
+// BenchmarkTurns64HTTP alone with 64, 24 and 12 sessions taking turns: the
+// fewer turns in flight, the fewer records each group commit carries, and
+// the more CPU a turn costs the engine. It prices the engine's share of an
+// HTTP turn at the throughput HTTP reaches.
+//
+//	go test ./brain -run '^$' -bench EngineTurnsBySessions -benchtime 16000x
+func BenchmarkEngineTurnsBySessions(b *testing.B) {
+	for _, n := range []int{64, 24, 12} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			brn, sess := turnSessions(b, n)
+			in := api.UserInput{Message: "hello"}
+			turn := func(s *client.Session) error {
+				_, err := brn.Server.EngineSend(context.Background(), s.ID, in)
+				return err
+			}
+			var cpu time.Duration
+			runTurns(b, sess, 2*n, turn, &cpu)
+			cpu = 0
+			b.ResetTimer()
+			wall := runTurns(b, sess, b.N, turn, &cpu)
+			b.ReportMetric(float64(b.N)/wall.Seconds(), "turns/s")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/turn")
+		})
+	}
+}
+
+// turnSessions starts Brain in-process (journal fsync on, default
+// passivation, logs discarded) and creates n sessions on the scripted
+// model through a Go client.
+func turnSessions(b *testing.B, n int) (*braintest.Brain, []*client.Session) {
+	brn := braintest.Start(b, braintest.Options{Edit: func(c *brain.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}})
+	c, err := client.New(brn.URL, &client.Options{Token: brn.Token})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	sess := make([]*client.Session, n)
+	for i := range sess {
+		if sess[i], err = c.Sessions.Create(context.Background(), api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return brn, sess
+}
+
+// runTurns runs n turns from all of sess at once, each session taking
+// the next turn as soon as its last one ended, and answers their wall
+// time; it adds the process's CPU time (server and client) to *cpu.
+func runTurns(b *testing.B, sess []*client.Session, n int, turn func(*client.Session) error, cpu *time.Duration) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	cpu0 := processCPU()
+	start := time.Now()
+	for _, s := range sess {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				if err := turn(s); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	*cpu += processCPU() - cpu0
+	return wall
 }
 
 // processCPU answers the user and system CPU time the process has used.
