@@ -45,6 +45,9 @@ type Implementation = json.RawMessage
 const (
 	ImplementationBuiltin = "brain_builtin"
 	BuiltinDefaultLoop    = "default"
+	// BuiltinDefaultImplementation is the implementation Brain gives a
+	// session that names no loop: the built-in default loop.
+	BuiltinDefaultImplementation = `{"type":"` + ImplementationBuiltin + `","name":"` + BuiltinDefaultLoop + `"}`
 )
 
 // Agentloop selects the session's loop.

@@ -11,8 +11,8 @@ import (
 // per request. appendJournaled and parseJournaled handle the form
 // json.Marshal gives a journaled value whose scope needs no escaping, which
 // is the form every record this package writes has, without reflection;
-// anything else goes to encoding/json, which decides (FuzzJournaledForm
-// holds the two to the same answers).
+// anything else goes to encoding/json, which decides (FuzzJournaledParse
+// and FuzzJournaledAppend hold the two to the same answers).
 
 // marshalJournaled answers j's JSON exactly as json.Marshal writes it.
 func marshalJournaled(j *journaled) json.RawMessage {

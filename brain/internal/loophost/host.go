@@ -1,7 +1,6 @@
 package loophost
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -380,7 +379,7 @@ type implementation struct {
 // Resolve maps an agentloop implementation to the loop that runs it; it is
 // session.Config.Loops. It compiles nothing.
 func (h *Host) Resolve(impl []byte) (agentloop.Func, error) {
-	if bytes.Equal(impl, builtinDefault) {
+	if string(impl) == brainapi.BuiltinDefaultImplementation {
 		// The engine asks for the built-in loop in these bytes on every
 		// turn of a session that names no loop.
 		return h.builtinFunc(), nil
@@ -403,10 +402,6 @@ func (h *Host) Resolve(impl []byte) (agentloop.Func, error) {
 	}
 	return nil, fmt.Errorf("%w: type %q", ErrUnsupported, d.Type)
 }
-
-// builtinDefault is the built-in loop's implementation as the engine
-// writes it.
-var builtinDefault = []byte(`{"type":"` + brainapi.ImplementationBuiltin + `","name":"` + brainapi.BuiltinDefaultLoop + `"}`)
 
 // builtinFunc answers the built-in loop: its Wasm build when the host has
 // one, agentloop.Default otherwise.

@@ -538,7 +538,7 @@ func isNotFound(err error) bool {
 }
 
 // builtinImplementation names the built-in default loop.
-var builtinImplementation = []byte(`{"type":"brain_builtin","name":"default"}`)
+var builtinImplementation = []byte(api.BuiltinDefaultImplementation)
 
 // isBuiltin reports whether an implementation names the built-in loop.
 // The form sessions are created with is recognised without decoding: it is
