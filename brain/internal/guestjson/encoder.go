@@ -53,6 +53,10 @@ func AppendCompact(dst, m []byte) []byte {
 	const hex = "0123456789abcdef"
 	start, inStr := 0, false
 	for i := 0; i < len(m); i++ {
+		if inStr && i+8 <= len(m) && plainCompact(wordAt(m, i)) {
+			i += 7
+			continue
+		}
 		c := m[i]
 		if inStr {
 			switch {

@@ -14,6 +14,10 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plainOut(word(s, i)) {
+			i += 8
+			continue
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
 				i++
@@ -90,6 +94,10 @@ func (d *Decoder) Str() string {
 	}
 	start := d.Pos
 	for d.Pos < len(d.Data) {
+		if d.Pos+8 <= len(d.Data) && plainIn(wordAt(d.Data, d.Pos)) {
+			d.Pos += 8
+			continue
+		}
 		c := d.Data[d.Pos]
 		switch {
 		case c == '"':
@@ -121,6 +129,11 @@ func (d *Decoder) slowStr(start int) string {
 	b := make([]byte, 0, d.Pos-start+16)
 	b = append(b, d.Data[start:d.Pos]...)
 	for d.Pos < len(d.Data) {
+		if d.Pos+8 <= len(d.Data) && plainIn(wordAt(d.Data, d.Pos)) {
+			b = append(b, d.Data[d.Pos:d.Pos+8]...)
+			d.Pos += 8
+			continue
+		}
 		c := d.Data[d.Pos]
 		switch {
 		case c == '"':
@@ -194,6 +207,10 @@ func (d *Decoder) SkipStr() {
 		return
 	}
 	for d.Pos < len(d.Data) {
+		if d.Pos+8 <= len(d.Data) && plainSkip(wordAt(d.Data, d.Pos)) {
+			d.Pos += 8
+			continue
+		}
 		switch c := d.Data[d.Pos]; {
 		case c == '"':
 			d.Pos++
