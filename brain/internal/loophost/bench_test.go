@@ -22,8 +22,9 @@ import (
 // Wasm default loop (fresh instance, TurnInput in, a model call and
 // set_transcript through the host functions, TurnOutput out, close)
 // against an in-memory service table, beside the bare instantiation and
-// close of the same compiled module. It fails if anything is compiled
-// while it runs.
+// close of the same compiled module, and an activation with a long
+// transcript beside the bare instantiation. It fails if anything is
+// compiled while it runs.
 func BenchmarkActivation(b *testing.B) {
 	h := openHost(b, loophost.Options{})
 	id := admit(b, h, builtin.DefaultWasm())
@@ -139,8 +140,8 @@ const benchSessions = 64
 // concurrent sessions (scripted model, file journal with fsync, sessions
 // kept in memory) with the default loop as a Wasm module, beside the CPU
 // bound of bare instantiation: 64 goroutines instantiating and closing
-// the same compiled module. The native default loop in the same harness
-// is given for context.
+// the same compiled module, each alone and all three interleaved. The
+// native default loop in the same harness is given for context.
 func BenchmarkTurns64(b *testing.B) {
 	b.Run("wasm-default-loop", func(b *testing.B) {
 		h := openHost(b, loophost.Options{MaxInstances: benchSessions})
