@@ -53,9 +53,11 @@ func AppendCompact(dst, m []byte) []byte {
 	const hex = "0123456789abcdef"
 	start, inStr := 0, false
 	for i := 0; i < len(m); i++ {
-		if inStr && i+8 <= len(m) && plainCompact(wordAt(m, i)) {
-			i += 7
-			continue
+		if inStr {
+			if n := plainCompact(m, i); n > 0 {
+				i += n - 1
+				continue
+			}
 		}
 		c := m[i]
 		if inStr {

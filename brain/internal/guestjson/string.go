@@ -14,8 +14,8 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) && plainOut(word(s, i)) {
-			i += 8
+		if n := plainOut(s, i); n > 0 {
+			i += n
 			continue
 		}
 		if c := s[i]; c < utf8.RuneSelf {
@@ -94,8 +94,8 @@ func (d *Decoder) Str() string {
 	}
 	start := d.Pos
 	for d.Pos < len(d.Data) {
-		if d.Pos+8 <= len(d.Data) && plainIn(wordAt(d.Data, d.Pos)) {
-			d.Pos += 8
+		if n := plainIn(d.Data, d.Pos); n > 0 {
+			d.Pos += n
 			continue
 		}
 		c := d.Data[d.Pos]
@@ -129,9 +129,9 @@ func (d *Decoder) slowStr(start int) string {
 	b := make([]byte, 0, d.Pos-start+16)
 	b = append(b, d.Data[start:d.Pos]...)
 	for d.Pos < len(d.Data) {
-		if d.Pos+8 <= len(d.Data) && plainIn(wordAt(d.Data, d.Pos)) {
-			b = append(b, d.Data[d.Pos:d.Pos+8]...)
-			d.Pos += 8
+		if n := plainIn(d.Data, d.Pos); n > 0 {
+			b = append(b, d.Data[d.Pos:d.Pos+n]...)
+			d.Pos += n
 			continue
 		}
 		c := d.Data[d.Pos]
@@ -207,8 +207,8 @@ func (d *Decoder) SkipStr() {
 		return
 	}
 	for d.Pos < len(d.Data) {
-		if d.Pos+8 <= len(d.Data) && plainSkip(wordAt(d.Data, d.Pos)) {
-			d.Pos += 8
+		if n := plainSkip(d.Data, d.Pos); n > 0 {
+			d.Pos += n
 			continue
 		}
 		switch c := d.Data[d.Pos]; {
