@@ -62,17 +62,22 @@ func BenchmarkActivation(b *testing.B) {
 			}
 		})
 	}
-	// The same comparison with the three alternating in one loop, so that
-	// a change of machine load during the run affects all of them alike:
-	// it reports each one's mean time and the ratios.
+	// The same comparison with the three, and the bare instantiation of
+	// the module as given (its data segments not merged), alternating in
+	// one loop, so that a change of machine load during the run affects
+	// all of them alike: it reports each one's mean time and the ratios.
 	b.Run("interleaved", func(b *testing.B) {
 		f, err := h.Func(id)
 		if err != nil {
 			b.Fatal(err)
 		}
 		in := input("hello")
+		given, err := h.BareAsGiven(ctx, builtin.DefaultWasm())
+		if err != nil {
+			b.Fatal(err)
+		}
 		compiles := h.Compiles()
-		var act, bare, mapped time.Duration
+		var act, bare, mapped, asGiven time.Duration
 		for i := 0; i < b.N; i++ {
 			t0 := time.Now()
 			if _, err := f(ctx, newFake(), in); err != nil {
@@ -86,7 +91,11 @@ func BenchmarkActivation(b *testing.B) {
 			if err := h.BareInstantiate(ctx, id, true); err != nil {
 				b.Fatal(err)
 			}
-			act, bare, mapped = act+t1.Sub(t0), bare+t2.Sub(t1), mapped+time.Since(t2)
+			t3 := time.Now()
+			if err := given(ctx); err != nil {
+				b.Fatal(err)
+			}
+			act, bare, mapped, asGiven = act+t1.Sub(t0), bare+t2.Sub(t1), mapped+t3.Sub(t2), asGiven+time.Since(t3)
 		}
 		if h.Compiles() != compiles {
 			b.Fatalf("%d compiles on the turn path", h.Compiles()-compiles)
@@ -97,6 +106,8 @@ func BenchmarkActivation(b *testing.B) {
 		b.ReportMetric(ms(mapped), "bare-mapped-ms")
 		b.ReportMetric(float64(act)/float64(bare), "ratio-vs-bare")
 		b.ReportMetric(float64(act)/float64(mapped), "ratio-vs-mapped")
+		b.ReportMetric(ms(asGiven), "as-given-ms")
+		b.ReportMetric(float64(act)/float64(asGiven), "ratio-vs-as-given")
 	})
 	// An activation whose transcript holds 40 messages of 2 KiB of text
 	// beside a bare instantiation with mapped memory, alternating: the
@@ -157,24 +168,31 @@ func BenchmarkTurns64(b *testing.B) {
 		h := openHost(b, loophost.Options{MaxInstances: benchSessions})
 		benchTurns(b, h, json.RawMessage(`{"type":"brain_builtin","name":"default"}`))
 	})
-	// The same three in alternating slices of 64 operations, so that a
-	// change of machine load during the run affects them alike (the
-	// sessions are the same 64 as above, 16 turns each in 1,024): it
-	// reports each one's rate and the Wasm loop's turns/s as a ratio to
-	// each bare rate (row 5b's target is at least 0.8).
+	// The same three, and the bare instantiation of the module as given
+	// (its data segments not merged, as wazero alone would run it), in
+	// alternating slices of 64 operations, so that a change of machine
+	// load during the run affects them alike (the sessions are the same 64
+	// as above, 16 turns each in 1,024): it reports each one's rate and
+	// the Wasm loop's turns/s as a ratio to each bare rate (row 5b's
+	// target is at least 0.8).
 	b.Run("interleaved", func(b *testing.B) {
 		h := openHost(b, loophost.Options{MaxInstances: benchSessions})
 		id := admit(b, h, builtin.DefaultWasm())
 		impl, _ := json.Marshal(map[string]string{"type": "brain_component", "entrypoint": "turn", "id": id})
 		ctx := context.Background()
+		given, err := h.BareAsGiven(ctx, builtin.DefaultWasm())
+		if err != nil {
+			b.Fatal(err)
+		}
 		ops := []func() error{
 			turner(b, h, impl),
 			func() error { return h.BareInstantiate(ctx, id, false) },
 			func() error { return h.BareInstantiate(ctx, id, true) },
+			func() error { return given(ctx) },
 		}
 		compiles := h.Compiles()
-		var spent, cpu [3]time.Duration
-		var done [3]int
+		var spent, cpu [4]time.Duration
+		var done [4]int
 		b.ResetTimer()
 		for r, left := 0, b.N; left > 0; r, left = r+1, left-benchSessions {
 			n := min(left, benchSessions)
@@ -193,16 +211,18 @@ func BenchmarkTurns64(b *testing.B) {
 		if h.Compiles() != compiles {
 			b.Fatalf("%d compiles on the turn path", h.Compiles()-compiles)
 		}
-		var rate [3]float64
+		var rate [4]float64
 		for i := range rate {
 			rate[i] = float64(done[i]) / spent[i].Seconds()
 		}
 		b.ReportMetric(rate[0], "turns/s")
 		b.ReportMetric(rate[1], "bare/s")
 		b.ReportMetric(rate[2], "bare-mapped/s")
+		b.ReportMetric(rate[3], "as-given/s")
 		b.ReportMetric(rate[0]/rate[1], "ratio-vs-bare")
 		b.ReportMetric(rate[0]/rate[2], "ratio-vs-mapped")
-		for i, name := range []string{"turn", "bare", "bare-mapped"} {
+		b.ReportMetric(rate[0]/rate[3], "ratio-vs-as-given")
+		for i, name := range []string{"turn", "bare", "bare-mapped", "as-given"} {
 			b.ReportMetric(float64(cpu[i])/float64(done[i])/1e6, "cpu-ms/"+name)
 		}
 	})

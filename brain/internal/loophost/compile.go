@@ -22,7 +22,10 @@ var (
 // that compiles.
 func (h *Host) compile(ctx context.Context, k kind, id string, b []byte) (*module, error) {
 	h.compiles.Add(1)
-	cm, err := h.rt.CompileModule(ctx, b)
+	// The module is compiled with its data segments merged; its id and
+	// the bytes kept are the module as given.
+	prepared, _ := coalesceData(b)
+	cm, err := h.rt.CompileModule(ctx, prepared)
 	if err != nil {
 		return nil, fmt.Errorf("invalid module: %w", err)
 	}

@@ -7,7 +7,15 @@
 // A module is validated and compiled once, at admission (Host.Admit, or
 // Host.Open for the modules already stored), into wazero's on-disk
 // compilation cache under <agentloops dir>/cache, and the compiled module
-// is kept in memory keyed by the SHA-256 of its bytes. Admitted bytes are
+// is kept in memory keyed by the SHA-256 of its bytes. What is compiled
+// has its data segments merged: a Go guest's linker writes its initial
+// memory as tens of thousands of segments of a few bytes, and an instance
+// evaluates and copies each one on its own. Across gaps of under 1 KiB
+// they become a handful that leave linear memory byte for byte as the
+// originals do; a module whose segments are not all active, constant,
+// within the initial memory and disjoint, or that has a data count
+// section, is compiled as it is (dataseg.go). The id and the stored
+// bytes are always the module as given. Admitted bytes are
 // stored as <agentloops dir>/<sha256 hex>.wasm (written to a temporary
 // file, synced and renamed); a rejection is remembered as
 // <sha256 hex>.rejected (the AgentloopAdmission JSON) so that GET answers

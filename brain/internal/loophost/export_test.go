@@ -1,6 +1,7 @@
 package loophost
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -26,4 +27,47 @@ func (h *Host) BareInstantiate(ctx context.Context, id string, mapped bool) erro
 		return err
 	}
 	return mod.Close(ctx)
+}
+
+// InitialMemory compiles module b as it is, instantiates it without
+// running any start function and answers a copy of its linear memory: what
+// its data segments leave there.
+func (h *Host) InitialMemory(ctx context.Context, b []byte) ([]byte, error) {
+	cm, err := h.rt.CompileModule(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	defer cm.Close(ctx)
+	mod, err := h.rt.InstantiateModule(ctx, cm, h.base.WithStartFunctions())
+	if err != nil {
+		return nil, err
+	}
+	defer mod.Close(ctx)
+	mem := mod.Memory()
+	if mem == nil {
+		return nil, nil
+	}
+	buf, _ := mem.Read(0, mem.Size())
+	return bytes.Clone(buf), nil
+}
+
+// CoalesceData is coalesceData.
+func CoalesceData(b []byte) ([]byte, bool) { return coalesceData(b) }
+
+// BareAsGiven compiles module b exactly as given (its data segments not
+// merged) and answers a function that instantiates it with nothing but the
+// start function and closes it: the baseline of the module as wazero
+// alone would run it.
+func (h *Host) BareAsGiven(ctx context.Context, b []byte) (func(context.Context) error, error) {
+	cm, err := h.rt.CompileModule(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		mod, err := h.rt.InstantiateModule(ctx, cm, h.base)
+		if err != nil {
+			return err
+		}
+		return mod.Close(ctx)
+	}, nil
 }

@@ -1,0 +1,186 @@
+package loophost_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"testing"
+
+	"github.com/brain-in-go/brain/brain/agentloop/builtin"
+	"github.com/brain-in-go/brain/brain/internal/loophost"
+)
+
+// dataSegments counts the data segments of module b (-1 without a data
+// section).
+func dataSegments(t testing.TB, b []byte) int {
+	t.Helper()
+	for i := 8; i < len(b); {
+		id := b[i]
+		size, n := binary.Uvarint(b[i+1:])
+		body := i + 1 + n
+		if id == 11 {
+			count, _ := binary.Uvarint(b[body:])
+			return int(count)
+		}
+		i = body + int(size)
+	}
+	return -1
+}
+
+// TestCoalescedDefaultLoopKeepsItsMemory: the default loop's tens of
+// thousands of data segments become a handful, and an instance of the
+// rewritten module starts with the same linear memory, byte for byte, as
+// one of the module as built.
+func TestCoalescedDefaultLoopKeepsItsMemory(t *testing.T) {
+	orig := builtin.DefaultWasm()
+	before := bytes.Clone(orig)
+	out, ok := loophost.CoalesceData(orig)
+	if !ok {
+		t.Fatal("the default loop's data section was not rewritten")
+	}
+	if !bytes.Equal(orig, before) {
+		t.Fatal("coalescing modified its input")
+	}
+	if n, m := dataSegments(t, orig), dataSegments(t, out); n < 10000 || m > 16 {
+		t.Fatalf("segments: %d before, %d after", n, m)
+	}
+	h := openHost(t, loophost.Options{})
+	ctx := context.Background()
+	want, err := h.InitialMemory(ctx, orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.InitialMemory(ctx, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) == 0 || !bytes.Equal(got, want) {
+		t.Fatalf("initial memory differs: %d bytes against %d", len(got), len(want))
+	}
+}
+
+// wasmModule assembles a module with one memory of the given pages
+// (exported as "memory") and the given raw data section body; extra
+// sections are appended as they are.
+func wasmModule(pages int, dataBody []byte, extra ...[]byte) []byte {
+	b := []byte("\x00asm\x01\x00\x00\x00")
+	section := func(id byte, body []byte) {
+		b = append(b, id)
+		b = binary.AppendUvarint(b, uint64(len(body)))
+		b = append(b, body...)
+	}
+	section(5, binary.AppendUvarint([]byte{1, 0}, uint64(pages)))
+	section(7, []byte{1, 6, 'm', 'e', 'm', 'o', 'r', 'y', 2, 0})
+	for _, e := range extra {
+		b = append(b, e...)
+	}
+	if dataBody != nil {
+		section(11, dataBody)
+	}
+	return b
+}
+
+// active is the encoding of an active segment at an i32.const offset.
+func active(off int32, init string) []byte {
+	b := []byte{0, 0x41}
+	for {
+		c := byte(off & 0x7f)
+		off >>= 7
+		if (off == 0 && c&0x40 == 0) || (off == -1 && c&0x40 != 0) {
+			b = append(b, c)
+			break
+		}
+		b = append(b, c|0x80)
+	}
+	b = append(b, 0x0b)
+	b = binary.AppendUvarint(b, uint64(len(init)))
+	return append(b, init...)
+}
+
+func dataBody(segs ...[]byte) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(segs)))
+	for _, s := range segs {
+		b = append(b, s...)
+	}
+	return b
+}
+
+func TestCoalesceData(t *testing.T) {
+	h := openHost(t, loophost.Options{})
+	ctx := context.Background()
+	far := 3 * 65536
+	cases := []struct {
+		name    string
+		module  []byte
+		rewrite bool
+	}{
+		{"small gaps, out of order", wasmModule(4, dataBody(active(100, "late"), active(0, "ab"), active(10, "cd"), active(1024+12, "ef"), active(int32(far), "far"))), true},
+		{"a gap of a page is kept", wasmModule(4, dataBody(active(0, "a"), active(8192, "b"))), false},
+		{"overlapping segments", wasmModule(1, dataBody(active(0, "abcd"), active(2, "XY"))), false},
+		{"out of bounds", wasmModule(1, dataBody(active(0, "a"), active(65535, "bc"))), false},
+		{"negative offset", wasmModule(1, dataBody(active(0, "a"), active(-1, "b"))), false},
+		{"passive segment", wasmModule(1, dataBody(active(0, "a"), append([]byte{1, 1}, 'p'))), false},
+		{"global offset", wasmModule(1, dataBody(active(0, "a"), []byte{0, 0x23, 0, 0x0b, 1, 'g'})), false},
+		{"data count section", wasmModule(1, dataBody(active(0, "a"), active(4, "b")), []byte{12, 1, 2}), false},
+		{"trailing bytes", wasmModule(1, append(dataBody(active(0, "a"), active(4, "b")), 0)), false},
+		{"one segment", wasmModule(1, dataBody(active(0, "a"))), false},
+		{"no data", wasmModule(1, nil), false},
+		{"truncated", wasmModule(1, dataBody(active(0, "a"), active(4, "b")))[:30], false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, ok := loophost.CoalesceData(c.module)
+			if ok != c.rewrite {
+				t.Fatalf("rewritten = %v, want %v", ok, c.rewrite)
+			}
+			if !ok {
+				if !bytes.Equal(out, c.module) {
+					t.Fatal("a module left alone came back changed")
+				}
+				return
+			}
+			if dataSegments(t, out) >= dataSegments(t, c.module) {
+				t.Fatalf("segments: %d before, %d after", dataSegments(t, c.module), dataSegments(t, out))
+			}
+			want, err := h.InitialMemory(ctx, c.module)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := h.InitialMemory(ctx, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatal("initial memory differs")
+			}
+		})
+	}
+}
+
+// FuzzCoalesceData: whatever the bytes, a rewritten module compiles and
+// instantiates exactly when the module as given does, and then starts
+// with the same linear memory.
+func FuzzCoalesceData(f *testing.F) {
+	f.Add(wasmModule(2, dataBody(active(0, "ab"), active(10, "cd"), active(70000, "e"))))
+	f.Add(wasmModule(1, dataBody(active(5, "x"), active(0, "abcd"))))
+	f.Add(wasmModule(1, dataBody(active(0, "a"), active(65535, "b"))))
+	h := openHost(f, loophost.Options{})
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, ok := loophost.CoalesceData(b)
+		if !ok {
+			if !bytes.Equal(out, b) {
+				t.Fatal("a module left alone came back changed")
+			}
+			return
+		}
+		want, werr := h.InitialMemory(ctx, b)
+		got, gerr := h.InitialMemory(ctx, out)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("as given: %v; rewritten: %v", werr, gerr)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatal("initial memory differs")
+		}
+	})
+}
