@@ -22,6 +22,9 @@ var (
 // that compiles.
 func (h *Host) compile(ctx context.Context, k kind, id string, b []byte) (*module, error) {
 	h.compiles.Add(1)
+	if err := checkCounts(b); err != nil {
+		return nil, fmt.Errorf("invalid module: %w", err)
+	}
 	// The module is compiled with its data segments merged; its id and
 	// the bytes kept are the module as given.
 	prepared, _ := coalesceData(b)

@@ -18,6 +18,9 @@ const (
 	// merged segment fills with zeros: less than a page, so that no page
 	// that no segment writes is written.
 	dataGapFill = 1024
+	// maxDataFill bounds the zeros merging may add, beyond the size of
+	// the data section itself.
+	maxDataFill = 1 << 20
 )
 
 // coalesceData answers module b with its data section rewritten into
@@ -34,8 +37,9 @@ const (
 // The rewrite is made only when every segment is active for memory 0
 // with an i32.const offset, the module declares its one memory itself,
 // every segment lies within that memory's initial size, no two segments
-// overlap (so their order does not matter), and there is no data count
-// section (so no instruction names a segment by its index). Anything
+// overlap (so their order does not matter), there is no data count
+// section (so no instruction names a segment by its index), and the zeros
+// merging adds come to at most the data section's size plus 1 MiB. Anything
 // else, malformed bytes included, leaves the module as it is for the
 // compiler to judge; every other section is kept byte for byte.
 func coalesceData(b []byte) ([]byte, bool) {
@@ -88,6 +92,17 @@ func coalesceData(b []byte) ([]byte, bool) {
 		if segs[k].off < segs[k-1].off+uint64(len(segs[k-1].init)) {
 			return b, false
 		}
+	}
+	// The zeros that merging writes are bounded, so that a small module
+	// cannot make the host build an image far larger than itself.
+	var filled uint64
+	for k := 1; k < len(segs); k++ {
+		if gap := segs[k].off - (segs[k-1].off + uint64(len(segs[k-1].init))); gap <= dataGapFill {
+			filled += gap
+		}
+	}
+	if filled > uint64(dataEnd-dataBody)+maxDataFill {
+		return b, false
 	}
 	var merged []segment
 	for _, s := range segs {

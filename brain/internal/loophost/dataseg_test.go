@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/brain-in-go/brain/brain/agentloop/builtin"
@@ -97,6 +99,15 @@ func active(off int32, init string) []byte {
 	return append(b, init...)
 }
 
+// sparse answers n one-byte segments every step bytes.
+func sparse(n, step int) [][]byte {
+	var segs [][]byte
+	for i := range n {
+		segs = append(segs, active(int32(i*step), "x"))
+	}
+	return segs
+}
+
 func dataBody(segs ...[]byte) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(segs)))
 	for _, s := range segs {
@@ -124,6 +135,7 @@ func TestCoalesceData(t *testing.T) {
 		{"data count section", wasmModule(1, dataBody(active(0, "a"), active(4, "b")), []byte{12, 1, 2}), false},
 		{"trailing bytes", wasmModule(1, append(dataBody(active(0, "a"), active(4, "b")), 0)), false},
 		{"one segment", wasmModule(1, dataBody(active(0, "a"))), false},
+		{"zeros far beyond the section", wasmModule(64, dataBody(sparse(2500, 1000)...)), false},
 		{"no data", wasmModule(1, nil), false},
 		{"truncated", wasmModule(1, dataBody(active(0, "a"), active(4, "b")))[:30], false},
 	}
@@ -157,16 +169,30 @@ func TestCoalesceData(t *testing.T) {
 	}
 }
 
-// FuzzCoalesceData: whatever the bytes, a rewritten module compiles and
-// instantiates exactly when the module as given does, and then starts
-// with the same linear memory.
+// FuzzCoalesceData: whatever the bytes, coalesceData never fails and
+// answers a module it leaves alone unchanged. Modules built from fuzzed
+// segments (offsets, sizes, order, memory size) are also compiled and
+// instantiated as given and rewritten: both do, or both do not, and the
+// linear memory they start with is the same. (Arbitrary bytes are not
+// compiled: wazero sizes its allocations by the counts a module declares.)
 func FuzzCoalesceData(f *testing.F) {
-	f.Add(wasmModule(2, dataBody(active(0, "ab"), active(10, "cd"), active(70000, "e"))))
-	f.Add(wasmModule(1, dataBody(active(5, "x"), active(0, "abcd"))))
-	f.Add(wasmModule(1, dataBody(active(0, "a"), active(65535, "b"))))
+	f.Add([]byte("\x00asm\x01\x00\x00\x00"), uint8(1), []byte{0, 1, 'a', 8, 2, 'b', 3})
+	f.Add([]byte{}, uint8(2), []byte{200, 2, 'x', 4, 1, 'y', 9, 30, 'z'})
+	f.Add([]byte{}, uint8(1), []byte{255, 255, 'a', 0, 0, 'b'})
 	h := openHost(f, loophost.Options{})
 	ctx := context.Background()
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Fuzz(func(t *testing.T, raw []byte, pages uint8, spec []byte) {
+		if out, ok := loophost.CoalesceData(raw); !ok && !bytes.Equal(out, raw) {
+			t.Fatal("a module left alone came back changed")
+		}
+		// spec: groups of four bytes, each a segment: its offset (two
+		// bytes), its size and the byte it repeats.
+		var segs [][]byte
+		for i := 0; i+3 < len(spec) && len(segs) < 64; i += 4 {
+			off := int32(spec[i])<<10 | int32(spec[i+1])<<2
+			segs = append(segs, active(off, strings.Repeat(string(spec[i+3]), int(spec[i+2]%40))))
+		}
+		b := wasmModule(int(pages%4), dataBody(segs...))
 		out, ok := loophost.CoalesceData(b)
 		if !ok {
 			if !bytes.Equal(out, b) {
@@ -183,4 +209,25 @@ func FuzzCoalesceData(f *testing.F) {
 			t.Fatal("initial memory differs")
 		}
 	})
+}
+
+// TestAdmissionRefusesDeclaredCountsBeyondTheBytes: a module of a few
+// dozen bytes whose export section declares a hundred million exports is
+// refused as invalid without the compiler allocating for them.
+func TestAdmissionRefusesDeclaredCountsBeyondTheBytes(t *testing.T) {
+	bomb := []byte("\x00asm\x01\x00\x00\x00\x05\x03\x01\x000\a\n\xff\xff\x800\xe800000")
+	h := openHost(t, loophost.Options{})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	a, err := h.Admit(context.Background(), bomb)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Status == loophost.StatusAdmitted || a.Error == nil || !strings.Contains(a.Error.Message, "declares") {
+		t.Fatalf("admission: %+v %+v", a, a.Error)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Fatalf("refusing it allocated %d MiB", grew>>20)
+	}
 }
