@@ -1,13 +1,22 @@
 package loophost
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
-// checkCounts refuses a module whose top-level sections declare more
-// entries than they have bytes. Every entry of a section's vector takes at
-// least one byte, so such a module is malformed; it is refused before the
-// compiler sees it because wazero sizes its allocations by the declared
-// counts, and a few bytes declaring a hundred million exports would
-// otherwise cost gigabytes.
+// maxLocals bounds the locals one function declares (as browsers do).
+const maxLocals = 50000
+
+// checkCounts refuses a module that declares more of something than it
+// has bytes for: more entries in a section's vector, a longer name or
+// data segment, more elements, or more than maxLocals locals in one
+// function. Such a module is malformed (or, for locals, past a limit no
+// compiler reaches); it is refused before the compiler sees it because
+// wazero sizes its allocations by the declared counts, and a few bytes
+// declaring a hundred million exports would otherwise cost gigabytes.
+// Where the bytes stop making sense to this check it stops and leaves the
+// module to the compiler, which fails at that point before it allocates.
 func checkCounts(b []byte) error {
 	if len(b) < 8 {
 		return nil // the compiler says what is wrong
@@ -19,17 +28,323 @@ func checkCounts(b []byte) error {
 		if n == 0 || body+int(size) > len(b) || body+int(size) < body {
 			return nil
 		}
+		r := &reader{b: b[body : body+int(size)]}
+		var err error
 		switch id {
-		case 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 13: // sections that are vectors
-			if count, m := uleb32(b[body : body+int(size)]); m > 0 && uint64(count) > uint64(size) {
-				return fmt.Errorf("section %d declares %d entries in %d bytes", id, count, size)
+		case 3, 4, 5, 6, 13: // vectors of entries of at least one byte
+			err = r.count("section", 1)
+		case 1:
+			err = checkTypes(r)
+		case 2:
+			err = checkImports(r)
+		case 7:
+			err = checkExports(r)
+		case 9:
+			err = checkElements(r)
+		case 10:
+			err = checkCode(r)
+		case 11:
+			err = checkData(r)
+		case 12:
+			if count, ok := r.u32(); ok && uint64(count) > uint64(len(b)) {
+				err = fmt.Errorf("the data count section declares %d segments in a module of %d bytes", count, len(b))
 			}
-		case 12: // the data count: the data section's entries
-			if count, m := uleb32(b[body : body+int(size)]); m > 0 && uint64(count) > uint64(len(b)) {
-				return fmt.Errorf("the data count section declares %d segments in a module of %d bytes", count, len(b))
-			}
+		}
+		if err != nil && !errors.Is(err, errStop) {
+			return fmt.Errorf("section %d: %w", id, err)
 		}
 		i = body + int(size)
 	}
 	return nil
+}
+
+// errStop ends a check where the bytes stop making sense to it.
+var errStop = errors.New("stop")
+
+// reader reads a section's body; ok is false past its end.
+type reader struct {
+	b  []byte
+	at int
+	n  uint32 // the count read last
+}
+
+func (r *reader) left() int { return len(r.b) - r.at }
+
+func (r *reader) u32() (uint32, bool) {
+	if r.at >= len(r.b) {
+		return 0, false
+	}
+	v, n := uleb32(r.b[r.at:])
+	r.at += n
+	return v, n > 0
+}
+
+func (r *reader) byte() (byte, bool) {
+	if r.at >= len(r.b) {
+		return 0, false
+	}
+	r.at++
+	return r.b[r.at-1], true
+}
+
+// count reads a vector's length and refuses it if its entries, each at
+// least min bytes, cannot fit in what is left.
+func (r *reader) count(what string, min int) error {
+	n, ok := r.u32()
+	if !ok {
+		return errStop
+	}
+	if uint64(n)*uint64(min) > uint64(r.left()) {
+		return fmt.Errorf("%s declares %d entries in %d bytes", what, n, r.left())
+	}
+	r.n = n
+	return nil
+}
+
+// skip reads a declared length and passes over that many bytes.
+func (r *reader) skip(what string) error {
+	n, ok := r.u32()
+	if !ok {
+		return errStop
+	}
+	if uint64(n) > uint64(r.left()) {
+		return fmt.Errorf("%s declares %d bytes with %d left", what, n, r.left())
+	}
+	r.at += int(n)
+	return nil
+}
+
+// limits passes over a table's or memory's limits.
+func (r *reader) limits() bool {
+	flags, ok := r.byte()
+	if !ok || flags > 7 {
+		return false
+	}
+	if _, ok := r.u32(); !ok {
+		return false
+	}
+	if flags&1 != 0 {
+		_, ok = r.u32()
+	}
+	return ok
+}
+
+// constExpr passes over a constant expression of the operators the
+// compiler accepts there; false at anything else.
+func (r *reader) constExpr() bool {
+	for {
+		op, ok := r.byte()
+		if !ok {
+			return false
+		}
+		switch op {
+		case 0x0b: // end
+			return true
+		case 0x41, 0x42, 0x23, 0xd2: // i32.const, i64.const, global.get, ref.func
+			n := lebLen(r.b[r.at:])
+			if n == 0 {
+				return false
+			}
+			r.at += n
+		case 0x43: // f32.const
+			r.at += 4
+		case 0x44: // f64.const
+			r.at += 8
+		case 0xd0: // ref.null
+			r.at++
+		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e: // extended constant arithmetic
+		case 0xfd: // v128.const
+			if _, ok := r.u32(); !ok {
+				return false
+			}
+			r.at += 16
+		default:
+			return false
+		}
+		if r.at > len(r.b) {
+			return false
+		}
+	}
+}
+
+func checkTypes(r *reader) error {
+	if err := r.count("types", 3); err != nil {
+		return err
+	}
+	for range r.n {
+		if form, ok := r.byte(); !ok || form != 0x60 {
+			return nil
+		}
+		for range 2 { // parameters, then results
+			if err := r.skip("a function type"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkImports(r *reader) error {
+	if err := r.count("imports", 4); err != nil {
+		return err
+	}
+	for range r.n {
+		if err := r.skip("an import's module name"); err != nil {
+			return err
+		}
+		if err := r.skip("an import's name"); err != nil {
+			return err
+		}
+		kind, ok := r.byte()
+		if !ok {
+			return nil
+		}
+		switch kind {
+		case 0x00: // function
+			ok = r.skipU32()
+		case 0x01: // table
+			r.at++
+			ok = r.limits()
+		case 0x02: // memory
+			ok = r.limits()
+		case 0x03: // global
+			r.at += 2
+			ok = r.at <= len(r.b)
+		case 0x04: // tag
+			r.at++
+			ok = r.skipU32()
+		default:
+			ok = false
+		}
+		if !ok {
+			return nil
+		}
+	}
+	return nil
+}
+
+func checkExports(r *reader) error {
+	if err := r.count("exports", 3); err != nil {
+		return err
+	}
+	for range r.n {
+		if err := r.skip("an export's name"); err != nil {
+			return err
+		}
+		r.at++ // kind
+		if !r.skipU32() {
+			return nil
+		}
+	}
+	return nil
+}
+
+func checkElements(r *reader) error {
+	if err := r.count("elements", 1); err != nil {
+		return err
+	}
+	for range r.n {
+		flags, ok := r.u32()
+		if !ok || flags > 7 {
+			return nil
+		}
+		if flags&2 != 0 && flags&1 == 0 && !r.skipU32() { // table index
+			return nil
+		}
+		if flags&1 == 0 && !r.constExpr() { // active: offset
+			return nil
+		}
+		if flags&3 != 0 { // element kind or reference type
+			r.at++
+		}
+		if flags&4 == 0 {
+			err := r.count("an element segment", 1)
+			if err != nil {
+				return err
+			}
+			for range r.n {
+				if !r.skipU32() {
+					return nil
+				}
+			}
+			continue
+		}
+		if err := r.count("an element segment", 2); err != nil {
+			return err
+		}
+		for range r.n {
+			if !r.constExpr() {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+func checkCode(r *reader) error {
+	if err := r.count("function bodies", 2); err != nil {
+		return err
+	}
+	for range r.n {
+		size, ok := r.u32()
+		if !ok || uint64(size) > uint64(r.left()) {
+			return nil
+		}
+		end := r.at + int(size)
+		body := &reader{b: r.b[r.at:end]}
+		groups, ok := body.u32()
+		if ok {
+			var sum uint64
+			for range min(groups, uint32(body.left())) {
+				n, ok := body.u32()
+				if !ok {
+					break
+				}
+				body.at++ // type
+				if sum += uint64(n); sum > maxLocals {
+					return fmt.Errorf("a function declares more than %d locals", maxLocals)
+				}
+			}
+		}
+		r.at = end
+	}
+	return nil
+}
+
+func checkData(r *reader) error {
+	if err := r.count("data segments", 2); err != nil {
+		return err
+	}
+	for range r.n {
+		flags, ok := r.u32()
+		if !ok || flags > 2 {
+			return nil
+		}
+		if flags == 2 && !r.skipU32() { // memory index
+			return nil
+		}
+		if flags != 1 && !r.constExpr() { // active: offset
+			return nil
+		}
+		if err := r.skip("a data segment"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *reader) skipU32() bool {
+	_, ok := r.u32()
+	return ok
+}
+
+// lebLen answers the length of the LEB128 number b starts with (at most
+// 10 bytes), or 0.
+func lebLen(b []byte) int {
+	for i := 0; i < 10 && i < len(b); i++ {
+		if b[i] < 0x80 {
+			return i + 1
+		}
+	}
+	return 0
 }

@@ -231,3 +231,60 @@ func TestAdmissionRefusesDeclaredCountsBeyondTheBytes(t *testing.T) {
 		t.Fatalf("refusing it allocated %d MiB", grew>>20)
 	}
 }
+
+// TestAdmissionRefusesDeclaredSizesInsideSections: the same for sizes
+// declared inside a section's entries, each in a module of a few bytes.
+func TestAdmissionRefusesDeclaredSizesInsideSections(t *testing.T) {
+	section := func(id byte, body ...byte) []byte {
+		return append([]byte{id, byte(len(body))}, body...)
+	}
+	big := []byte{0xff, 0xff, 0xff, 0xff, 0x0f} // 2^32-1
+	header := []byte("\x00asm\x01\x00\x00\x00")
+	cases := map[string][]byte{
+		"a function type's parameters": section(1, append(append([]byte{1, 0x60}, big...), 0)...),
+		"an export's name":             section(7, append([]byte{1}, big...)...),
+		"an import's name":             section(2, append([]byte{1, 1, 'm'}, big...)...),
+		"a data segment":               section(11, append([]byte{1, 1}, big...)...),
+		"an element segment":           section(9, append([]byte{1, 0, 0x41, 0, 0x0b}, big...)...),
+		"a function's locals":          section(10, 1, 7, 1, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x7f),
+	}
+	h := openHost(t, loophost.Options{})
+	for name, sec := range cases {
+		t.Run(name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			a, err := h.Admit(context.Background(), append(bytes.Clone(header), sec...))
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Status == loophost.StatusAdmitted || a.Error == nil || !strings.Contains(a.Error.Message, "declares") {
+				t.Fatalf("admission: %+v %+v", a, a.Error)
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+				t.Fatalf("refusing it allocated %d MiB", grew>>20)
+			}
+		})
+	}
+}
+
+// FuzzCheckCounts: whatever the bytes, the check answers without failing;
+// it never refuses the default loop, and it never refuses a module built
+// from fuzzed segments.
+func FuzzCheckCounts(f *testing.F) {
+	f.Add([]byte("\x00asm\x01\x00\x00\x00\x05\x03\x01\x000\a\n\xff\xff\x800\xe800000"), []byte{0, 1, 'a', 8})
+	f.Add(builtin.DefaultWasm()[:4096], []byte{})
+	if err := loophost.CheckCounts(builtin.DefaultWasm()); err != nil {
+		f.Fatalf("the default loop: %v", err)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, spec []byte) {
+		_ = loophost.CheckCounts(raw)
+		var segs [][]byte
+		for i := 0; i+3 < len(spec) && len(segs) < 64; i += 4 {
+			segs = append(segs, active(int32(spec[i])<<8|int32(spec[i+1]), strings.Repeat(string(spec[i+3]), int(spec[i+2]))))
+		}
+		if err := loophost.CheckCounts(wasmModule(4, dataBody(segs...))); err != nil {
+			t.Fatalf("a well-formed module was refused: %v", err)
+		}
+	})
+}

@@ -15,7 +15,11 @@
 // originals do; a module whose segments are not all active, constant,
 // within the initial memory and disjoint, or that has a data count
 // section, is compiled as it is (dataseg.go). The id and the stored
-// bytes are always the module as given. Admitted bytes are
+// bytes are always the module as given. Before compiling, a module that
+// declares more entries, names, segment bytes or elements than it has
+// bytes for, or more than 50,000 locals in a function, is refused as
+// invalid (counts.go): the compiler sizes its allocations by what a module
+// declares. Admitted bytes are
 // stored as <agentloops dir>/<sha256 hex>.wasm (written to a temporary
 // file, synced and renamed); a rejection is remembered as
 // <sha256 hex>.rejected (the AgentloopAdmission JSON) so that GET answers

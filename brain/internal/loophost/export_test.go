@@ -71,3 +71,6 @@ func (h *Host) BareAsGiven(ctx context.Context, b []byte) (func(context.Context)
 		return mod.Close(ctx)
 	}, nil
 }
+
+// CheckCounts is checkCounts.
+func CheckCounts(b []byte) error { return checkCounts(b) }
