@@ -5,8 +5,13 @@ import (
 	"fmt"
 )
 
-// maxLocals bounds the locals one function declares (as browsers do).
-const maxLocals = 50000
+const (
+	// maxLocals bounds the locals one function declares (as browsers do).
+	maxLocals = 50000
+	// maxTableEntries bounds a table's initial size: every instance
+	// allocates eight bytes per entry.
+	maxTableEntries = 1 << 20
+)
 
 // checkCounts refuses a module that declares more of something than it
 // has bytes for: more entries in a section's vector, a longer name or
@@ -31,8 +36,12 @@ func checkCounts(b []byte) error {
 		r := &reader{b: b[body : body+int(size)]}
 		var err error
 		switch id {
-		case 3, 4, 5, 6, 13: // vectors of entries of at least one byte
+		case 0:
+			err = checkCustom(r)
+		case 3, 5, 6, 13: // vectors of entries of at least one byte
 			err = r.count("section", 1)
+		case 4:
+			err = checkTables(r)
 		case 1:
 			err = checkTypes(r)
 		case 2:
@@ -167,6 +176,116 @@ func (r *reader) constExpr() bool {
 	}
 }
 
+// tableLimits reads a table's limits and refuses an initial size past
+// maxTableEntries.
+func (r *reader) tableLimits() error {
+	flags, ok := r.byte()
+	if !ok || flags > 7 {
+		return errStop
+	}
+	min, ok := r.u32()
+	if !ok {
+		return errStop
+	}
+	if min > maxTableEntries {
+		return fmt.Errorf("a table declares %d entries (limit %d)", min, maxTableEntries)
+	}
+	if flags&1 != 0 && !r.skipU32() {
+		return errStop
+	}
+	return nil
+}
+
+func checkTables(r *reader) error {
+	if err := r.count("tables", 3); err != nil {
+		return err
+	}
+	for range r.n {
+		b, ok := r.byte()
+		withInit := ok && b == 0x40
+		if withInit {
+			r.at++ // reserved
+			b, ok = r.byte()
+		}
+		if !ok || b == 0x63 || b == 0x64 { // typed references: left to the compiler
+			return nil
+		}
+		if err := r.tableLimits(); err != nil {
+			return err
+		}
+		if withInit && !r.constExpr() {
+			return nil
+		}
+	}
+	return nil
+}
+
+// checkCustom checks the "name" section, which the compiler decodes:
+// its module name, and the counts and names of its function and local
+// names.
+func checkCustom(r *reader) error {
+	n, ok := r.u32()
+	if !ok || uint64(n) > uint64(r.left()) {
+		return errStop
+	}
+	name := string(r.b[r.at : r.at+int(n)])
+	r.at += int(n)
+	if name != "name" {
+		return nil
+	}
+	for r.left() > 0 {
+		id, ok := r.byte()
+		if !ok {
+			return nil
+		}
+		size, ok := r.u32()
+		if !ok || uint64(size) > uint64(r.left()) {
+			return errStop
+		}
+		sub := &reader{b: r.b[r.at : r.at+int(size)]}
+		r.at += int(size)
+		var err error
+		switch id {
+		case 0:
+			err = sub.skip("the module name")
+		case 1:
+			err = sub.nameMap()
+		case 2:
+			if err = sub.count("local names", 2); err != nil {
+				break
+			}
+			for range sub.n {
+				if !sub.skipU32() {
+					break
+				}
+				if err = sub.nameMap(); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nameMap checks a vector of (index, name).
+func (r *reader) nameMap() error {
+	if err := r.count("names", 2); err != nil {
+		return err
+	}
+	for range r.n {
+		if !r.skipU32() {
+			return errStop
+		}
+		if err := r.skip("a name"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func checkTypes(r *reader) error {
 	if err := r.count("types", 3); err != nil {
 		return err
@@ -204,7 +323,9 @@ func checkImports(r *reader) error {
 			ok = r.skipU32()
 		case 0x01: // table
 			r.at++
-			ok = r.limits()
+			if err := r.tableLimits(); err != nil {
+				return err
+			}
 		case 0x02: // memory
 			ok = r.limits()
 		case 0x03: // global

@@ -247,6 +247,10 @@ func TestAdmissionRefusesDeclaredSizesInsideSections(t *testing.T) {
 		"a data segment":               section(11, append([]byte{1, 1}, big...)...),
 		"an element segment":           section(9, append([]byte{1, 0, 0x41, 0, 0x0b}, big...)...),
 		"a function's locals":          section(10, 1, 7, 1, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x7f),
+		"a table's initial size":       section(4, 1, 0x70, 0, 0x80, 0x80, 0x80, 0x08),
+		"an imported table's size":     section(2, 1, 1, 'm', 1, 't', 1, 0x70, 0, 0x80, 0x80, 0x80, 0x08),
+		"function names":               section(0, append([]byte{4, 'n', 'a', 'm', 'e', 1, 5}, big...)...),
+		"local names":                  section(0, append([]byte{4, 'n', 'a', 'm', 'e', 2, 7, 1, 0}, big...)...),
 	}
 	h := openHost(t, loophost.Options{})
 	for name, sec := range cases {

@@ -17,9 +17,10 @@
 // section, is compiled as it is (dataseg.go). The id and the stored
 // bytes are always the module as given. Before compiling, a module that
 // declares more entries, names, segment bytes or elements than it has
-// bytes for, or more than 50,000 locals in a function, is refused as
-// invalid (counts.go): the compiler sizes its allocations by what a module
-// declares. Admitted bytes are
+// bytes for (the "name" section included), more than 50,000 locals in a
+// function or a table of more than 2^20 entries, is refused as invalid
+// (counts.go): the compiler and each instance size their allocations by
+// what a module declares. Admitted bytes are
 // stored as <agentloops dir>/<sha256 hex>.wasm (written to a temporary
 // file, synced and renamed); a rejection is remembered as
 // <sha256 hex>.rejected (the AgentloopAdmission JSON) so that GET answers
