@@ -77,7 +77,7 @@ type reader struct {
 	n  uint32 // the count read last
 }
 
-func (r *reader) left() int { return len(r.b) - r.at }
+func (r *reader) left() int { return max(len(r.b)-r.at, 0) }
 
 func (r *reader) u32() (uint32, bool) {
 	if r.at >= len(r.b) {
