@@ -26,14 +26,10 @@ func checkCounts(b []byte) error {
 	if len(b) < 8 {
 		return nil // the compiler says what is wrong
 	}
-	for i := 8; i < len(b); {
-		id := b[i]
-		size, n := uleb32(b[i+1:])
-		body := i + 1 + n
-		if n == 0 || body+int(size) > len(b) || body+int(size) < body {
-			return nil
-		}
-		r := &reader{b: b[body : body+int(size)]}
+	secs, _ := sections(b) // past a malformed one, the compiler says what is wrong
+	for _, sec := range secs {
+		id := sec.id
+		r := &reader{b: b[sec.body:sec.end]}
 		var err error
 		switch id {
 		case 0:
@@ -62,7 +58,6 @@ func checkCounts(b []byte) error {
 		if err != nil && !errors.Is(err, errStop) {
 			return fmt.Errorf("section %d: %w", id, err)
 		}
-		i = body + int(size)
 	}
 	return nil
 }

@@ -51,14 +51,13 @@ func coalesceData(b []byte) ([]byte, bool) {
 		dataAt, dataBody int // the data section's header and body
 		dataEnd          int
 	)
-	for i := 8; i < len(b); {
-		id := b[i]
-		size, n := uleb32(b[i+1:])
-		body := i + 1 + n
-		if n == 0 || body+int(size) > len(b) || body+int(size) < body {
-			return b, false
-		}
-		switch id {
+	secs, ok := sections(b)
+	if !ok {
+		return b, false
+	}
+	for _, sec := range secs {
+		body := sec.body
+		switch sec.id {
 		case sectionMemory:
 			count, m := uleb32(b[body:])
 			if m == 0 || count != 1 || body+m >= len(b) {
@@ -76,9 +75,8 @@ func coalesceData(b []byte) ([]byte, bool) {
 		case sectionDataCount:
 			return b, false
 		case sectionData:
-			dataAt, dataBody, dataEnd = i, body, body+int(size)
+			dataAt, dataBody, dataEnd = sec.at, sec.body, sec.end
 		}
-		i = body + int(size)
 	}
 	if memPages < 0 || dataAt == 0 {
 		return b, false
@@ -134,6 +132,31 @@ func coalesceData(b []byte) ([]byte, bool) {
 	out = binary.AppendUvarint(out, uint64(len(sec)))
 	out = append(out, sec...)
 	out = append(out, b[dataEnd:]...)
+	return out, true
+}
+
+// section is one top-level section of a module: its id, where its header
+// starts, and its body b[body:end].
+type section struct {
+	id            byte
+	at, body, end int
+}
+
+// sections answers the top-level sections of module b after its 8-byte
+// header, up to the first whose header or size runs past the end, and
+// whether there was none such.
+func sections(b []byte) ([]section, bool) {
+	var out []section
+	for i := 8; i < len(b); {
+		size, n := uleb32(b[i+1:])
+		body := i + 1 + n
+		end := body + int(size)
+		if n == 0 || end > len(b) || end < body {
+			return out, false
+		}
+		out = append(out, section{id: b[i], at: i, body: body, end: end})
+		i = end
+	}
 	return out, true
 }
 
