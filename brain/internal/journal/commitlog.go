@@ -533,6 +533,7 @@ func (fs *FileStore) logFailed(err error) error {
 	fs.log.Close()
 	fs.log = nil
 	fs.needSyncPoint = true
+	fs.suspect.Store(true)
 	return fmt.Errorf("journal: commit log %s: %w", name, err)
 }
 
@@ -547,6 +548,9 @@ func (fs *FileStore) syncPoint() error {
 	}
 	if !fs.logsLive && len(fs.dirty) == 0 {
 		return nil
+	}
+	if fs.repaired.Swap(false) && fs.logsLive {
+		fs.resync = true
 	}
 	// A failed flush may have dropped dirty pages, which a later flush
 	// would not write: the segments are written again from the live log
@@ -570,6 +574,7 @@ func (fs *FileStore) syncPoint() error {
 				break
 			}
 		}
+		fs.suspect.Store(true)
 		if !fs.logsLive {
 			// Nothing to write the segments again from.
 			fs.syncPointErr = fmt.Errorf("journal: sync point: %w", err)
@@ -607,6 +612,7 @@ func (fs *FileStore) syncPoint() error {
 		}
 	}
 	fs.logsLive = false
+	fs.suspect.Store(false)
 	fs.needSyncPoint = false
 	fs.syncPointsN.Add(1)
 	fs.lastSyncPoint = time.Now()

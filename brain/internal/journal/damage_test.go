@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var bg = context.Background()
@@ -357,13 +358,15 @@ func TestOpenFileBound(t *testing.T) {
 }
 
 // TestReadChecksDamage: a committed frame that no longer checks out when
-// read back is reported as damage.
+// read back is reported as damage (once a sync point retired the commit
+// log: before that the log repairs it, see TestLoggedDamageIsRepaired).
 func TestReadChecksDamage(t *testing.T) {
 	dir := t.TempDir()
-	fs := openT(t, dir, nil)
+	fs := openT(t, dir, &Options{SyncPointInterval: time.Nanosecond})
 	if err := fs.Append(bg, "s", 1, numbered(1, 50)); err != nil {
 		t.Fatal(err)
 	}
+	waitRetired(t, fs, dir)
 	path := segPath(dir, "s", 1)
 	offs := frameOffsets(t, path)
 	b, _ := os.ReadFile(path)
@@ -377,6 +380,18 @@ func TestReadChecksDamage(t *testing.T) {
 	var de *DamagedError
 	if !errors.As(err, &de) || de.Offset != offs[30] || de.File != path {
 		t.Fatalf("Read of a damaged frame = %v, want a *DamagedError at %d", err, offs[30])
+	}
+}
+
+// waitRetired waits for the sync point that follows every commit under
+// a zero SyncPointInterval to retire the commit log.
+func waitRetired(t *testing.T, fs *FileStore, dir string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(logFiles(t, dir)) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the commit log was not retired")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -161,7 +161,9 @@ type FileStore struct {
 	logBuf        []byte
 	needSyncPoint bool // a log write failed: take a sync point before the next commit
 	syncPointErr  error
-	resync        bool // a sync point's flush failed: rewrite the segments from the log first
+	resync        bool        // a sync point's flush failed: rewrite the segments from the log first
+	repaired      atomic.Bool // a reader repaired a segment from the log: resync at the next sync point
+	suspect       atomic.Bool // a write or flush failed since the last sync point retired the log
 	lastSyncPoint time.Time
 	skipCloseSync atomic.Bool
 	// segWriteHook, when set by a test, returns the part of each segment
@@ -489,6 +491,38 @@ func (fs *FileStore) Read(ctx context.Context, id string, after uint64, maxRecor
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	out, err := fs.read(id, after, maxRecords, maxBytes)
+	var de *DamagedError
+	if errors.As(err, &de) && fs.repairForRead(id) {
+		return fs.read(id, after, maxRecords, maxBytes)
+	}
+	return out, err
+}
+
+// repairForRead repairs id's segments from the commit log when no append
+// of it is queued (see repairFromLogs), and reports whether it rewrote
+// anything.
+func (fs *FileStore) repairForRead(id string) bool {
+	s, err := fs.readySession(id)
+	if err != nil {
+		return false
+	}
+	defer fs.release(s)
+	defer s.mu.Unlock()
+	if s.inflight > 0 {
+		return false
+	}
+	n, err := fs.repairFromLogs(id)
+	if err != nil || n == 0 {
+		return false
+	}
+	// Bytes kept from before the repair are the acknowledged ones (they
+	// checked out); the index is rebuilt on the next read all the same.
+	return true
+}
+
+// read is one attempt of Read.
+func (fs *FileStore) read(id string, after uint64, maxRecords, maxBytes int) ([]Record, error) {
 	maxRecords, maxBytes = pageLimits(maxRecords, maxBytes)
 	s, err := fs.readySessionKeep(id, after == 0)
 	if err != nil {

@@ -14,6 +14,27 @@ import (
 // builds the sparse index. A damaged journal leaves s in stateDamaged with
 // nothing rewritten. s.mu is held.
 func (fs *FileStore) recover(s *session, keep bool) error {
+	// Damage the live commit log covers is pages the kernel dropped after
+	// a failed writeback (see repairFromLogs). After a failure the
+	// segments are repaired before they are read, so that a frame whose
+	// header was lost is not taken for a torn tail and cut.
+	repaired := fs.suspect.Load()
+	if repaired {
+		if _, err := fs.repairFromLogs(s.id); err != nil {
+			return err
+		}
+	}
+	if err := fs.recoverOnce(s, keep); err != nil || s.state != stateDamaged || repaired {
+		return err
+	}
+	if n, err := fs.repairFromLogs(s.id); err != nil || n == 0 {
+		return err
+	}
+	return fs.recoverOnce(s, keep)
+}
+
+// recoverOnce is recover without the repair from the commit log.
+func (fs *FileStore) recoverOnce(s *session, keep bool) error {
 	jdir := filepath.Join(s.dir, "journal")
 	entries, err := os.ReadDir(jdir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -271,6 +271,12 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 		if err := <-synced; err != nil {
 			syncErr = fs.logFailed(err)
 		}
+	}
+	if syncErr != nil {
+		fs.cutRound(rd)
+	}
+	clear(rd.pending)
+	if synced != nil {
 		if syncErr == nil && (fs.opts.OnCommit != nil || fs.opts.OnDurable != nil) {
 			d := time.Since(syncStart)
 			n := 0
@@ -366,9 +372,22 @@ func (fs *FileStore) writeSegments(rd *round) {
 			}
 			failed[pw.s] = err
 			fs.needSyncPoint = true
+			fs.suspect.Store(true)
 		}
 	}
-	clear(rd.pending)
+}
+
+// cutRound cuts every segment the round wrote back to its size before the
+// round (best effort), latest write first: the round's log write or
+// fdatasync failed, so none of its appends is acknowledged, and none of
+// their frames may be found in a segment later (by a reader, or by a sync
+// point, which writes logged frames again only into segments that hold
+// their whole range).
+func (fs *FileStore) cutRound(rd *round) {
+	for i := len(rd.pending) - 1; i >= 0; i-- {
+		pw := rd.pending[i]
+		pw.f.Truncate(pw.start)
+	}
 }
 
 // invalidate forgets s's state after a failed write so that the next use
