@@ -149,7 +149,8 @@
 // first writes that session's logged frames into its segments again where
 // the bytes differ, then tries once more; after a write or flush failure
 // (until a sync point retires the log) a load does so before it reads, so
-// that a frame whose header was lost is not cut as a torn tail. The next
+// that a frame whose header was lost is not cut as a torn tail; each such
+// load reads the live log files once (about Options.CommitLogBytes). The next
 // sync point then rewrites, flushes and reads back every logged frame as
 // after a failed flush. Damage the live log files do not cover is damage. When the failed append was a session's
 // first and its directory holds nothing but empty segments, the directory
