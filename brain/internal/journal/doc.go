@@ -144,8 +144,10 @@
 // Pages dropped after a failed writeback. A page whose writeback failed is
 // clean, and the kernel may drop it under memory pressure; a read then
 // answers what the device holds, not the acknowledged frames. While log
-// files are live, a session whose load finds damage, or a Read that meets
-// a frame that does not check out (with no append of the session queued),
+// files are live, a session whose load finds damage or a torn final frame
+// (frames are written whole and a failed round is cut back, so outside a
+// crash a torn tail is lost pages), or a Read that meets a frame that does
+// not check out (with no append of the session queued),
 // first writes that session's logged frames into its segments again where
 // the bytes differ, then tries once more; after a write or flush failure
 // (until a sync point retires the log) a load does so before it reads, so

@@ -13,28 +13,43 @@ import (
 // incomplete final frame (keeping the cut bytes beside the segment) and
 // builds the sparse index. A damaged journal leaves s in stateDamaged with
 // nothing rewritten. s.mu is held.
+//
+// Damage, or a torn tail, that the live commit log covers is pages the
+// kernel dropped after a failed writeback (see repairFromLogs): the
+// segments are repaired from the log and read again. After a write or
+// flush failure they are repaired before they are read at all.
 func (fs *FileStore) recover(s *session, keep bool) error {
-	// Damage the live commit log covers is pages the kernel dropped after
-	// a failed writeback (see repairFromLogs). After a failure the
-	// segments are repaired before they are read, so that a frame whose
-	// header was lost is not taken for a torn tail and cut.
 	repaired := fs.suspect.Load()
 	if repaired {
 		if _, err := fs.repairFromLogs(s.id); err != nil {
 			return err
 		}
 	}
-	if err := fs.recoverOnce(s, keep); err != nil || s.state != stateDamaged || repaired {
+	err := fs.recoverOnce(s, keep, repaired)
+	if errors.Is(err, errTornTail) {
+		// Frames are written whole and a failed write is cut back, so a
+		// torn tail outside a crash is lost pages, unless no live log
+		// names them.
+		if _, err := fs.repairFromLogs(s.id); err != nil {
+			return err
+		}
+		return fs.recoverOnce(s, keep, true)
+	}
+	if err != nil || s.state != stateDamaged || repaired {
 		return err
 	}
 	if n, err := fs.repairFromLogs(s.id); err != nil || n == 0 {
 		return err
 	}
-	return fs.recoverOnce(s, keep)
+	return fs.recoverOnce(s, keep, true)
 }
 
-// recoverOnce is recover without the repair from the commit log.
-func (fs *FileStore) recoverOnce(s *session, keep bool) error {
+// errTornTail stops a recovery that may not cut a torn tail.
+var errTornTail = errors.New("journal: torn final frame")
+
+// recoverOnce is recover without the repair from the commit log; unless
+// cut, it answers errTornTail rather than cut an incomplete final frame.
+func (fs *FileStore) recoverOnce(s *session, keep, cut bool) error {
 	jdir := filepath.Join(s.dir, "journal")
 	entries, err := os.ReadDir(jdir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -49,13 +64,13 @@ func (fs *FileStore) recoverOnce(s *session, keep bool) error {
 	slices.Sort(firsts)
 
 	if start, ok := fs.checkpointStart(s, jdir, firsts); ok {
-		if err := fs.recoverFrom(s, jdir, firsts, start, false); err != nil || s.state == stateReady {
+		if err := fs.recoverFrom(s, jdir, firsts, start, false, cut); err != nil || s.state == stateReady {
 			return err
 		}
 		// Damage after the checkpoint's prefix: judge the whole journal
 		// without trusting the checkpoint.
 	}
-	return fs.recoverFrom(s, jdir, firsts, nil, keep)
+	return fs.recoverFrom(s, jdir, firsts, nil, keep, cut)
 }
 
 // coverage is the journal prefix a matching checkpoint vouches for.
@@ -121,9 +136,10 @@ func (fs *FileStore) checkpointStart(s *session, jdir string, firsts []uint64) (
 // recoverFrom checks s's segments, from the end of the covered prefix when
 // cov is set (its frames are not read) or from the start. With keep (and
 // no cov), each segment is read with one read and checked in memory, and
-// the checked bytes are kept in s.warm within the store's budget. s.mu is
-// held.
-func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *coverage, keep bool) (err error) {
+// the checked bytes are kept in s.warm within the store's budget. Unless
+// mayCut, an incomplete final frame answers errTornTail, with nothing cut.
+// s.mu is held.
+func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *coverage, keep, mayCut bool) (err error) {
 	s.resetIndex()
 	s.lastMs = 0
 	var warm *warmSet
@@ -202,6 +218,9 @@ func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *
 		if cut >= 0 {
 			if !final {
 				return damaged(path, end, "incomplete frame in a non-final segment")
+			}
+			if !mayCut {
+				return errTornTail
 			}
 			if err := keepTorn(path, end); err != nil {
 				return fmt.Errorf("journal: open session %s: %w", s.id, err)

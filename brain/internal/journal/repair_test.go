@@ -86,6 +86,25 @@ func TestLoggedDamageIsRepaired(t *testing.T) {
 	}
 	check("reloaded session")
 
+	// A lost page that leaves the last frame looking torn (its length
+	// runs past the end of the segment) is not cut as a crash's tail.
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteAt([]byte{0, 0, 1, 0}, offs[79]) // 65,536 bytes
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Append(bg, "t", 2, numbered(2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if next, err := fs.Next(bg, "s"); err != nil || next != 81 {
+		t.Fatalf("Next after a load over a logged frame that looks torn = %d, %v; want 81", next, err)
+	}
+	check("reloaded over a torn-looking tail")
+
 	// The repair is durable: reopened, with the log retired and no replay.
 	if err := fs.Close(); err != nil {
 		t.Fatal(err)
