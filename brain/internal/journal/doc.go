@@ -140,6 +140,10 @@
 // sync point described above). A round whose log write or fdatasync
 // failed cuts every segment it wrote back to its size before the round
 // (best effort), so that no frame of a failed append is found later.
+// When the failed append was a session's first and its directory holds
+// nothing but empty segments, the directory is removed. Healthy answers
+// the last failure until a later round commits or a probe write (64 KiB
+// to .commitlog/probe.tmp, fdatasync'd, removed) succeeds.
 //
 // Pages dropped after a failed writeback. A page whose writeback failed is
 // clean, and the kernel may drop it under memory pressure; a read then
@@ -147,18 +151,14 @@
 // files are live, a session whose load finds damage or a torn final frame
 // (frames are written whole and a failed round is cut back, so outside a
 // crash a torn tail is lost pages), or a Read that meets a frame that does
-// not check out (with no append of the session queued),
-// first writes that session's logged frames into its segments again where
-// the bytes differ, then tries once more; after a write or flush failure
-// (until a sync point retires the log) a load does so before it reads, so
-// that a frame whose header was lost is not cut as a torn tail; each such
-// load reads the live log files once (about Options.CommitLogBytes). The next
-// sync point then rewrites, flushes and reads back every logged frame as
-// after a failed flush. Damage the live log files do not cover is damage. When the failed append was a session's
-// first and its directory holds nothing but empty segments, the directory
-// is removed. Healthy answers the last failure until a later round
-// commits or a probe write (64 KiB to .commitlog/probe.tmp, fdatasync'd,
-// removed) succeeds.
+// not check out (with no append of the session queued), first writes that
+// session's logged frames into its segments again where the bytes differ,
+// then tries once more. After a write or flush failure, until a sync point
+// retires the log, a load does so before it reads, so that a frame whose
+// header was lost is not cut as a torn tail; each such load reads the live
+// log files once (about Options.CommitLogBytes). The next sync point then
+// rewrites, flushes and reads back every logged frame as after a failed
+// flush. Damage the live log files do not cover is damage.
 //
 // A segment is rolled before a frame that would take it past
 // Options.SegmentBytes (64 MiB by default), unless the segment is empty: a
