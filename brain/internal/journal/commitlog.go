@@ -592,6 +592,7 @@ func (fs *FileStore) syncPoint() error {
 	}
 	ldir := fs.logDir()
 	if !fs.logsLive {
+		fs.suspect.Store(false) // nothing to repair from
 		fs.lastSyncPoint = time.Now()
 		return nil
 	}

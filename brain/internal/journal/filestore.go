@@ -516,8 +516,8 @@ func (fs *FileStore) repairForRead(id string) bool {
 	if err != nil || n == 0 {
 		return false
 	}
-	// Bytes kept from before the repair are the acknowledged ones (they
-	// checked out); the index is rebuilt on the next read all the same.
+	// The index and any kept bytes stay valid: the repair wrote the
+	// acknowledged frames back where they were.
 	return true
 }
 
