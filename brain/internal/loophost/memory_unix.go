@@ -74,7 +74,12 @@ func (m *mapped) Free() {}
 // another instance, or unmaps it. Nothing of one guest's memory is ever
 // seen by the next.
 func (m *mapped) release() {
-	if m.used <= keptBytes {
+	kept.Lock()
+	room := len(kept.free) < keptMappings
+	kept.Unlock()
+	// Zeroing is skipped when no mapping could be kept (checked again
+	// after it: another release may have taken the last place).
+	if room && m.used <= keptBytes {
 		zeroUsed(m.mem[:m.used])
 		m.used = 0
 		kept.Lock()
