@@ -85,7 +85,8 @@ func TestRulesCatchBackEdges(t *testing.T) {
 		}
 		add("brain/api", "encoding/json")
 		add("brain/agentloop", "brain/api")
-		add("brain/internal/journal", "os")
+		add("brain/internal/uring", "syscall")
+		add("brain/internal/journal", "os", "brain/internal/uring")
 		add("brain/internal/session", "brain/internal/journal", "brain/api")
 		add("brain/internal/loophost", "brain/agentloop", "github.com/tetratelabs/wazero")
 		add("brain/internal/envbind", "brain/internal/session", "net/http")
@@ -111,6 +112,8 @@ func TestRulesCatchBackEdges(t *testing.T) {
 		{"brain/internal/session", "brain/internal/loophost"},
 		{"brain/agentloop", "brain/internal/journal"},
 		{"brain/internal/journal", "brain/api"},
+		{"brain/internal/uring", "brain/api"},
+		{"brain/internal/session", "brain/internal/uring"},
 		{"brain/cmd/brain", "brain/internal/session"},
 		{"envsdk", "brain/api"},
 		{"brain/internal/httpapi", "providers/workspace"},
@@ -220,6 +223,10 @@ func checkRules(all map[string]pkg) []string {
 			if strings.HasPrefix(imp, "github.com/hashicorp/go-retryablehttp") && path != module+"/envsdk" {
 				fail("%s imports %s: go-retryablehttp belongs to envsdk only", path, imp)
 			}
+			// io_uring is set up in one place, for the journal's flushes.
+			if under(imp, "brain/internal/uring") && !under(path, "brain/internal/journal") {
+				fail("%s imports %s: brain/internal/uring serves brain/internal/journal only", path, imp)
+			}
 			// Routes flow one way: every route lives in httpapi, which
 			// depends on the packages whose methods it serves.
 			if under(imp, "brain/internal/httpapi") && under(path, "brain/internal") && !under(path, "brain/internal/httpapi") {
@@ -234,7 +241,8 @@ func checkRules(all map[string]pkg) []string {
 	// Packages that own a wire or disk format depend on the standard
 	// library only (envapi may use the validator).
 	stdOnly := map[string][]string{
-		"brain/internal/journal": nil,
+		"brain/internal/journal": {module + "/brain/internal/uring"},
+		"brain/internal/uring":   nil,
 		"brain/internal/commits": nil,
 		"brain/api":              nil,
 		"envsdk/envapi":          {"github.com/go-playground/", "github.com/gabriel-vasile/mimetype", "github.com/leodido/go-urn", "golang.org/x/"},

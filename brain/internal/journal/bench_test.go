@@ -115,6 +115,7 @@ func BenchmarkThroughput(b *testing.B) {
 			b.ReportMetric(recs/el.Seconds(), "records/s")
 			b.ReportMetric(recs/float64(after.Syncs-before.Syncs), "records/fsync")
 			b.ReportMetric(recs/float64(after.Rounds-before.Rounds), "records/round")
+			b.ReportMetric(float64(after.RingFlushes-before.RingFlushes)/float64(after.Rounds-before.Rounds), "ring-flushes/round")
 		})
 	}
 }

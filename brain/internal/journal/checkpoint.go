@@ -111,6 +111,12 @@ func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uin
 	if through > 0 {
 		start = s.seek(through)
 	}
+	// A checkpoint through the last record published needs no read: its
+	// frame starts at s.tail and ends where the segment does.
+	tail := s.tail
+	if tail.seq != through || through+1 != s.committedNext || tail.seg != len(segs)-1 {
+		tail = indexEntry{}
+	}
 	s.mu.Unlock()
 
 	var stamps []stamp
@@ -128,9 +134,12 @@ func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uin
 		if start.seg == i {
 			off = start.off
 		}
-		at, end, err := fs.frameOf(s, seg, off, through)
-		if err != nil {
-			return err
+		at, end := tail.off, seg.size
+		if tail.seq == 0 || tail.seg != i {
+			at, end, err = fs.frameOf(s, seg, off, through)
+			if err != nil {
+				return err
+			}
 		}
 		lastOff = at
 		stamps[len(stamps)-1].size = end

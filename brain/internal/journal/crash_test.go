@@ -22,6 +22,9 @@ const (
 	// files and no sync point is taken, as if every segment page written
 	// since the last sync point were lost; only the commit log has them.
 	crashModeEnv = "BRAIN_JOURNAL_CRASH_MODE"
+	// crashRingEnv "1": the child flushes the commit log through io_uring
+	// (FlushRing) instead of the default FlushAuto.
+	crashRingEnv = "BRAIN_JOURNAL_CRASH_RING"
 )
 
 // TestMain lets the test binary run as the crash test's child process.
@@ -47,6 +50,9 @@ type crashData struct {
 // "<session> <last sequence>" after every acknowledged append.
 func crashChild(dir string) {
 	opts := *crashOpts
+	if os.Getenv(crashRingEnv) == "1" {
+		opts.Flush = FlushRing
+	}
 	logOnly := os.Getenv(crashModeEnv) == "log-only"
 	if logOnly {
 		opts.SyncPointInterval, opts.CommitLogBytes = time.Hour, 1<<40
@@ -90,8 +96,9 @@ func crashChild(dir string) {
 }
 
 // TestCrashKill SIGKILLs a child process that appends in a loop, at random
-// points, 200 times in total (4 directories in parallel), and checks after
-// each kill that every acknowledged record survived.
+// points, 200 times in total (4 directories in parallel, two of them
+// flushing through io_uring), and checks after each kill that every
+// acknowledged record survived.
 func TestCrashKill(t *testing.T) {
 	const workers = 4
 	iterations := 200 / workers
@@ -101,7 +108,7 @@ func TestCrashKill(t *testing.T) {
 	for w := range workers {
 		t.Run(fmt.Sprint("dir", w), func(t *testing.T) {
 			t.Parallel()
-			crashLoop(t, t.TempDir(), iterations, "")
+			crashLoop(t, t.TempDir(), iterations, "", w%2 == 0)
 		})
 	}
 }
@@ -119,16 +126,19 @@ func TestCrashKillBeforeSegmentSync(t *testing.T) {
 	for w := range workers {
 		t.Run(fmt.Sprint("dir", w), func(t *testing.T) {
 			t.Parallel()
-			crashLoop(t, t.TempDir(), iterations, "log-only")
+			crashLoop(t, t.TempDir(), iterations, "log-only", w%2 == 0)
 		})
 	}
 }
 
-func crashLoop(t *testing.T, dir string, iterations int, mode string) {
+func crashLoop(t *testing.T, dir string, iterations int, mode string, ring bool) {
 	acked := make(map[string]uint64)
 	for it := range iterations {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashModeEnv+"="+mode)
+		if ring {
+			cmd.Env = append(cmd.Env, crashRingEnv+"=1")
+		}
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.StdoutPipe()

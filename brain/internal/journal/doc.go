@@ -81,6 +81,19 @@
 // may still be only in the page cache, but replay (below) rebuilds the
 // segment from the log after any crash.
 //
+// Flushing without holding a P. A goroutine inside fdatasync(2) keeps its
+// P (one of GOMAXPROCS) until the runtime's monitor notices the call has
+// lasted longer than one of its ticks; a flush of a few hundred
+// microseconds mostly ends before that, so back-to-back group commits
+// leave the rest of the process one P short. While goroutines wait for a
+// P (the runtime's scheduling latency, sampled every 50 ms, averaged at
+// least 100 µs), the writer therefore submits the log's fdatasync to
+// io_uring (package uring) and waits for its completion through the
+// runtime's poller, holding no P; otherwise, and where io_uring is
+// unavailable, it calls fdatasync(2) on a goroutine of its own, which
+// answers sooner on an idle process. Both are the same flush with the same
+// result. Options.Flush forces either.
+//
 // Sync points. The segments are made durable later, at a sync point,
 // taken by the writer when the current log file holds
 // Options.CommitLogBytes (16 MiB), at the first round

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/brain-in-go/brain/brain/internal/uring"
 )
 
 // Options configures a FileStore. The zero value (or nil) selects the
@@ -78,6 +80,10 @@ type Options struct {
 	// the commit log stops holding it. An error fails the sync point and
 	// the log files stay.
 	BeforeRetire func() error
+	// Flush selects how the writer waits for the commit log's flush
+	// (doc.go, "Flushing without holding a P"); the zero value is
+	// FlushAuto.
+	Flush FlushMode
 }
 
 func (o *Options) withDefaults() Options {
@@ -169,6 +175,12 @@ type FileStore struct {
 	// segWriteHook, when set by a test, returns the part of each segment
 	// write that reaches the file (simulating lost page-cache writes).
 	segWriteHook func([]byte) []byte
+	// ring flushes the commit log when io_uring is available and the
+	// flush mode allows it (nil: fdatasync on a goroutine); sched tells
+	// the writer when to use it (FlushAuto).
+	ring        *uring.Ring
+	sched       schedWatch
+	ringFlushes atomic.Int64
 }
 
 var _ Store = (*FileStore)(nil)
@@ -216,6 +228,7 @@ type session struct {
 	segs          []segInfo
 	index         []indexEntry
 	hint          indexEntry // where the last page read stopped (seq 0: none)
+	tail          indexEntry // where the last frame published since the index was built starts (seq 0: none)
 	cold          indexEntry // end of a checkpoint's prefix not indexed yet (seq 0: none)
 	warm          *warmSet   // the prefix a Read verified, kept for the pages after it
 	epoch         uint64     // bumped by resetIndex
@@ -261,6 +274,11 @@ func OpenFileStore(dir string, opts *Options) (*FileStore, error) {
 			fs.root.Close()
 		}
 		return nil, err
+	}
+	if fs.opts.Flush != FlushPlain {
+		// Where io_uring is missing or refused, flushes go through
+		// fdatasync(2) on a goroutine.
+		fs.ring, _ = uring.New()
 	}
 	fs.qcond = sync.NewCond(&fs.qmu)
 	go fs.writeLoop()
@@ -939,7 +957,7 @@ func (s *session) resetIndex() {
 	s.warm.release()
 	s.warm = nil
 	s.segs, s.index = nil, nil
-	s.hint, s.cold = indexEntry{}, indexEntry{}
+	s.hint, s.cold, s.tail = indexEntry{}, indexEntry{}, indexEntry{}
 	s.epoch++
 }
 
@@ -1088,6 +1106,10 @@ func (fs *FileStore) Close() error {
 	if fs.root != nil {
 		errs = append(errs, fs.root.Close())
 	}
+	if fs.ring != nil {
+		errs = append(errs, fs.ring.Close())
+	}
+
 	for _, s := range fs.sessions {
 		s.mu.Lock()
 		for sub := range s.subs {
@@ -1107,6 +1129,9 @@ type Stats struct {
 	SyncFS  int64 // the syncfs calls among Syncs
 	// SyncPoints counts the sync points that retired commit log files.
 	SyncPoints int64
+	// RingFlushes counts the commit log flushes that went through
+	// io_uring (see FlushMode).
+	RingFlushes int64
 }
 
 // Stats reports the writer's counters.
@@ -1114,5 +1139,5 @@ func (fs *FileStore) Stats() Stats {
 	fs.mu.Lock()
 	loaded := int64(len(fs.sessions))
 	fs.mu.Unlock()
-	return Stats{Loaded: loaded, Records: fs.appended.Load(), Rounds: fs.rounds.Load(), Syncs: fs.syncs.Load(), SyncFS: fs.syncfsN.Load(), SyncPoints: fs.syncPointsN.Load()}
+	return Stats{Loaded: loaded, Records: fs.appended.Load(), Rounds: fs.rounds.Load(), Syncs: fs.syncs.Load(), SyncFS: fs.syncfsN.Load(), SyncPoints: fs.syncPointsN.Load(), RingFlushes: fs.ringFlushes.Load()}
 }

@@ -16,10 +16,18 @@ import (
 // appends fail with ErrWrite (ENOSPC) and Healthy reports it; a new
 // session whose first append failed leaves no directory; once space is
 // back Healthy recovers and appends go on where the durable records end.
+//
+// It runs with the commit log flushed by fdatasync(2) and through io_uring.
 func TestFullDiskDoesNotStick(t *testing.T) {
+	for _, mode := range []FlushMode{FlushPlain, FlushRing} {
+		t.Run(mode.String(), func(t *testing.T) { fullDiskDoesNotStick(t, mode) })
+	}
+}
+
+func fullDiskDoesNotStick(t *testing.T, mode FlushMode) {
 	dir := fullfs.Mount(t, 4<<20)
 	sdir := filepath.Join(dir, "sessions")
-	fs := openT(t, sdir, nil)
+	fs := openT(t, sdir, &Options{Flush: mode})
 	if err := fs.Append(bg, "s", 1, numbered(1, 3)); err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +69,9 @@ func TestFullDiskDoesNotStick(t *testing.T) {
 	}
 	if err := fs.Append(bg, "new", 1, numbered(1, 1)); err != nil {
 		t.Fatalf("first Append of the new session after space came back = %v", err)
+	}
+	if mode == FlushRing && ringAvailable() && fs.Stats().RingFlushes == 0 {
+		t.Error("no flush went through io_uring")
 	}
 	fs.Close()
 	fs = openT(t, sdir, nil)

@@ -255,20 +255,18 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 	if syncErr == nil {
 		syncErr = fs.logWrite(rd.log)
 	}
-	var synced chan error
+	var synced func() error
 	var syncStart time.Time
 	if syncErr == nil && len(rd.log) > 0 {
-		synced = make(chan error, 1)
-		f := fs.log
 		fs.syncs.Add(1)
 		syncStart = time.Now()
-		go func() { synced <- fdatasync(f) }()
+		synced = fs.startFlush(fs.log)
 	}
 	if syncErr == nil {
 		fs.writeSegments(rd)
 	}
 	if synced != nil {
-		if err := <-synced; err != nil {
+		if err := synced(); err != nil {
 			syncErr = fs.logFailed(err)
 		}
 	}
@@ -412,6 +410,7 @@ func (s *session) publish(req *appendReq) {
 		off := p.off
 		for k := p.i; k < p.j; k++ {
 			s.addIndex(req.first+uint64(k), off)
+			s.tail = indexEntry{seq: req.first + uint64(k), seg: len(s.segs) - 1, off: off}
 			off += int64(frameLen(req, k))
 		}
 		s.segs[len(s.segs)-1].size = off

@@ -1,0 +1,294 @@
+//go:build linux && (amd64 || arm64)
+
+package uring
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// System call numbers (the same in every architecture's generic table).
+const (
+	sysSetup    = 425
+	sysEnter    = 426
+	sysRegister = 427
+)
+
+// recheck bounds how long a waiter may miss a posted completion.
+var recheck = 500 * time.Microsecond
+
+const (
+	entries = 8 // submission queue entries; a Ring has at most this many flushes in flight
+
+	offSQRing = 0
+	offCQRing = 0x8000000
+	offSQEs   = 0x10000000
+
+	featSingleMmap  = 1 << 0
+	registerEventFD = 4
+	opFsync         = 3
+	fsyncDatasync   = 1
+	sqeSize         = 64
+	cqeSize         = 16
+)
+
+type sqOffsets struct {
+	head, tail, ringMask, ringEntries, flags, dropped, array, resv1 uint32
+	userAddr                                                        uint64
+}
+
+type cqOffsets struct {
+	head, tail, ringMask, ringEntries, overflow, cqes, flags, resv1 uint32
+	userAddr                                                        uint64
+}
+
+// params is struct io_uring_params.
+type params struct {
+	sqEntries, cqEntries, flags, sqThreadCPU, sqThreadIdle, features, wqFD uint32
+	resv                                                                   [3]uint32
+	sq                                                                     sqOffsets
+	cq                                                                     cqOffsets
+}
+
+// Ring is an io_uring instance with an eventfd for its completions. Its
+// methods are safe for concurrent use.
+type Ring struct {
+	mu       sync.Mutex // guards submission, the completion queue and done
+	fd       int
+	rings    []byte // the submission and completion rings (one mapping, or the submission ring)
+	cqRing   []byte // the completion ring when it is mapped on its own
+	sqes     []byte
+	sqHead   *uint32
+	sqTail   *uint32
+	sqMask   uint32
+	sqArray  unsafe.Pointer
+	cqHead   *uint32
+	cqTail   *uint32
+	cqMask   uint32
+	cqes     unsafe.Pointer
+	next     uint64           // the user_data of the next submission
+	inflight int              // submitted, not yet waited for
+	done     map[uint64]int32 // reaped completions, by user_data
+	broken   error            // set when a submission failed: the ring is not used again
+	closed   bool
+
+	wmu sync.Mutex // one waiter reads the eventfd at a time
+	ev  *os.File   // the eventfd, read through the runtime's poller
+}
+
+// New sets up a ring. It answers an error wrapping errors.ErrUnsupported
+// when the kernel lacks io_uring or refuses it.
+func New() (*Ring, error) {
+	var p params
+	fd, _, errno := syscall.Syscall(sysSetup, entries, uintptr(unsafe.Pointer(&p)), 0)
+	if errno != 0 {
+		return nil, fmt.Errorf("uring: io_uring_setup: %w (%w)", errno, errors.ErrUnsupported)
+	}
+	syscall.CloseOnExec(int(fd))
+	r := &Ring{fd: int(fd), done: make(map[uint64]int32)}
+	if err := r.mapRings(&p); err != nil {
+		r.release()
+		return nil, err
+	}
+	efd, _, errno := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errno != 0 {
+		r.release()
+		return nil, fmt.Errorf("uring: eventfd: %w", errno)
+	}
+	fd32 := int32(efd)
+	if _, _, errno := syscall.Syscall6(sysRegister, uintptr(r.fd), registerEventFD, uintptr(unsafe.Pointer(&fd32)), 1, 0, 0); errno != 0 {
+		syscall.Close(int(efd))
+		r.release()
+		return nil, fmt.Errorf("uring: register eventfd: %w (%w)", errno, errors.ErrUnsupported)
+	}
+	// A non-blocking descriptor makes a File the runtime polls.
+	r.ev = os.NewFile(efd, "io_uring eventfd")
+	return r, nil
+}
+
+// mapRings maps the rings and the submission entries.
+func (r *Ring) mapRings(p *params) error {
+	sqSize := int(p.sq.array) + int(p.sqEntries)*4
+	cqSize := int(p.cq.cqes) + int(p.cqEntries)*cqeSize
+	single := p.features&featSingleMmap != 0
+	if single {
+		sqSize = max(sqSize, cqSize)
+	}
+	prot, flags := syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED|syscall.MAP_POPULATE
+	var err error
+	if r.rings, err = syscall.Mmap(r.fd, offSQRing, sqSize, prot, flags); err != nil {
+		return fmt.Errorf("uring: map rings: %w", err)
+	}
+	cq := r.rings
+	if !single {
+		if r.cqRing, err = syscall.Mmap(r.fd, offCQRing, cqSize, prot, flags); err != nil {
+			return fmt.Errorf("uring: map completion ring: %w", err)
+		}
+		cq = r.cqRing
+	}
+	if r.sqes, err = syscall.Mmap(r.fd, offSQEs, int(p.sqEntries)*sqeSize, prot, flags); err != nil {
+		return fmt.Errorf("uring: map submission entries: %w", err)
+	}
+	sq := unsafe.Pointer(&r.rings[0])
+	r.sqHead = (*uint32)(unsafe.Add(sq, p.sq.head))
+	r.sqTail = (*uint32)(unsafe.Add(sq, p.sq.tail))
+	r.sqMask = *(*uint32)(unsafe.Add(sq, p.sq.ringMask))
+	r.sqArray = unsafe.Add(sq, p.sq.array)
+	c := unsafe.Pointer(&cq[0])
+	r.cqHead = (*uint32)(unsafe.Add(c, p.cq.head))
+	r.cqTail = (*uint32)(unsafe.Add(c, p.cq.tail))
+	r.cqMask = *(*uint32)(unsafe.Add(c, p.cq.ringMask))
+	r.cqes = unsafe.Add(c, p.cq.cqes)
+	return nil
+}
+
+// release unmaps the rings and closes the ring's descriptor.
+func (r *Ring) release() {
+	for _, m := range [][]byte{r.sqes, r.cqRing, r.rings} {
+		if m != nil {
+			_ = syscall.Munmap(m)
+		}
+	}
+	r.sqes, r.cqRing, r.rings = nil, nil, nil
+	syscall.Close(r.fd)
+}
+
+// Close releases the ring. No flush may be in flight.
+func (r *Ring) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	if r.inflight > 0 {
+		return errors.New("uring: close with a flush in flight")
+	}
+	r.closed = true
+	err := r.ev.Close()
+	r.release()
+	return err
+}
+
+// Flush is a submitted fdatasync.
+type Flush struct {
+	r  *Ring
+	id uint64
+	f  *os.File
+}
+
+// Fdatasync submits fdatasync(2) of f and answers it without waiting.
+// f must stay open until Wait returns. An error means nothing was
+// submitted: the caller flushes f itself.
+func (r *Ring) Fdatasync(f *os.File) (*Flush, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var fl *Flush
+	var serr error
+	if err := rc.Control(func(fd uintptr) { fl, serr = r.submit(f, int32(fd)) }); err != nil {
+		return nil, err
+	}
+	return fl, serr
+}
+
+// submit queues one IORING_OP_FSYNC and enters the kernel to start it.
+func (r *Ring) submit(f *os.File, fd int32) (*Flush, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closed:
+		return nil, os.ErrClosed
+	case r.broken != nil:
+		return nil, r.broken
+	case r.inflight >= entries:
+		return nil, errors.New("uring: too many flushes in flight")
+	}
+	tail := *r.sqTail // only this side writes it
+	if tail-atomic.LoadUint32(r.sqHead) >= entries {
+		return nil, errors.New("uring: submission queue full")
+	}
+	idx := tail & r.sqMask
+	sqe := (*[sqeSize]byte)(unsafe.Pointer(&r.sqes[int(idx)*sqeSize]))
+	*sqe = [sqeSize]byte{}
+	r.next++
+	id := r.next
+	sqe[0] = opFsync
+	*(*int32)(unsafe.Pointer(&sqe[4])) = fd
+	*(*uint32)(unsafe.Pointer(&sqe[28])) = fsyncDatasync
+	*(*uint64)(unsafe.Pointer(&sqe[32])) = id
+	*(*uint32)(unsafe.Add(r.sqArray, uintptr(idx)*4)) = idx
+	atomic.StoreUint32(r.sqTail, tail+1)
+	for {
+		n, _, errno := syscall.Syscall6(sysEnter, uintptr(r.fd), 1, 0, 0, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 || n != 1 {
+			// The entry may still sit in the queue: the ring is not
+			// entered again.
+			r.broken = fmt.Errorf("uring: io_uring_enter submitted %d: %w", n, errno)
+			return nil, r.broken
+		}
+		break
+	}
+	r.inflight++
+	return &Flush{r: r, id: id, f: f}, nil
+}
+
+// reap moves every posted completion into r.done. r.mu is held.
+func (r *Ring) reap() {
+	head := *r.cqHead
+	tail := atomic.LoadUint32(r.cqTail)
+	for ; head != tail; head++ {
+		cqe := unsafe.Add(r.cqes, uintptr(head&r.cqMask)*cqeSize)
+		r.done[*(*uint64)(cqe)] = *(*int32)(unsafe.Add(cqe, 8))
+	}
+	atomic.StoreUint32(r.cqHead, head)
+}
+
+// Wait blocks until the flush completed and answers its result: nil, or
+// the error fdatasync(2) would have answered. The waiting goroutine is
+// parked in the runtime's poller, holding no P.
+func (fl *Flush) Wait() error {
+	r := fl.r
+	defer runtime.KeepAlive(fl.f)
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	var b [8]byte
+	for {
+		r.mu.Lock()
+		r.reap()
+		res, ok := r.done[fl.id]
+		if ok {
+			delete(r.done, fl.id)
+			r.inflight--
+		}
+		r.mu.Unlock()
+		if ok {
+			if res < 0 {
+				return syscall.Errno(-res)
+			}
+			return nil
+		}
+		// The kernel signals the eventfd after posting a completion, so
+		// one posted after the reap above makes this read return. The
+		// runtime polls the eventfd when a P runs out of work, or every
+		// 10 ms: on a process whose Ps are all busy, the deadline (a
+		// timer, which every P checks as it schedules) makes the wait
+		// look at the completion queue again at least every recheck.
+		if err := r.ev.SetReadDeadline(time.Now().Add(recheck)); err != nil {
+			return fmt.Errorf("uring: wait for a flush: %w", err)
+		}
+		if _, err := r.ev.Read(b[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("uring: wait for a flush: %w", err)
+		}
+	}
+}
