@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -224,10 +225,13 @@ func TestInspectorInBrowser(t *testing.T) {
 	run("transcript",
 		chromedp.Click(chromedp.CSS(`.tabs button[data-tab="transcript"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#transcript .block[data-type="tool_result"]`)))
-	if s := text(`#transcript .block[data-type="tool_result"] pre`); !strings.Contains(s, "hello from the shell") {
-		t.Errorf("transcript tool result %q", s)
-	}
-	if s := text(`#transcript .message[data-role="assistant"]:last-child pre`); s != reply {
+	// The tab re-renders whenever a transcript event arrives, so its text
+	// is awaited, not read once.
+	run("transcript tool result", poll(`Array.from(document.querySelectorAll('#transcript .block[data-type="tool_result"] pre')).some(e => e.textContent.includes('hello from the shell'))`))
+	lastAssistant := `(document.querySelector('#transcript .message[data-role="assistant"]:last-child pre')||{}).textContent`
+	if err := chromedp.Do(ctx, poll(lastAssistant+` === `+strconv.Quote(reply))); err != nil {
+		var s string
+		eval(lastAssistant+` || ''`, &s)
 		t.Errorf("transcript's last assistant message %q, want %q", s, reply)
 	}
 
