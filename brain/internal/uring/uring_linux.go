@@ -21,10 +21,10 @@ const (
 	sysRegister = 427
 )
 
-// recheck bounds how long a waiter may miss a posted completion.
-var recheck = 500 * time.Microsecond
-
 const (
+	// recheck bounds how long a waiter may miss a posted completion.
+	recheck = 500 * time.Microsecond
+
 	entries = 8 // submission queue entries; a Ring has at most this many flushes in flight
 
 	offSQRing = 0
