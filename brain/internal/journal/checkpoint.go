@@ -149,7 +149,7 @@ func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uin
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("journal: checkpoint %s: %w", id, err)
 	}
-	return writeFileAtomic(filepath.Join(s.dir, checkpointName), encodeCheckpoint(through, stamps, lastOff, payload))
+	return replaceFile(filepath.Join(s.dir, checkpointName), encodeCheckpoint(through, stamps, lastOff, payload))
 }
 
 // frameOf finds where record seq starts and ends within seg, scanning from
@@ -234,7 +234,19 @@ func staleReason(through uint64, stamps []stamp, segs []segInfo, committed uint6
 
 // writeFileAtomic replaces path with data via a temporary file, fsync,
 // rename and directory fsync.
-func writeFileAtomic(path string, data []byte) (err error) {
+func writeFileAtomic(path string, data []byte) error {
+	return writeRenamed(path, data, true)
+}
+
+// replaceFile writes data to path through a temporary file renamed over
+// it, flushing neither: a reader sees the old bytes or the new, and a
+// crash may leave the old file, no file, or the new name with bytes that
+// did not all reach the disk (a checkpoint's checksum tells).
+func replaceFile(path string, data []byte) error {
+	return writeRenamed(path, data, false)
+}
+
+func writeRenamed(path string, data []byte, flush bool) (err error) {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -249,14 +261,19 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	if _, err = f.Write(data); err != nil {
 		return fmt.Errorf("journal: write %s: %w", path, err)
 	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("journal: write %s: %w", path, err)
+	if flush {
+		if err = f.Sync(); err != nil {
+			return fmt.Errorf("journal: write %s: %w", path, err)
+		}
 	}
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("journal: write %s: %w", path, err)
 	}
 	if err = os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("journal: write %s: %w", path, err)
+	}
+	if !flush {
+		return nil
 	}
 	return syncDir(filepath.Dir(path))
 }

@@ -326,8 +326,13 @@
 // # Checkpoint
 //
 // sessions/{id}/checkpoint holds an opaque payload the caller derived from
-// records 1..through. It is written to checkpoint.tmp, fsynced, renamed and
-// the directory fsynced. Layout (little-endian):
+// records 1..through. It is written to checkpoint.tmp and renamed over the
+// previous one, with no flush of either: a checkpoint only speeds opens,
+// and it reaches the disk with the file system's own writeback or the next
+// sync point's syncfs. After a crash before that, open finds the previous
+// checkpoint, none, or one whose bytes did not all reach the disk, which
+// its checksum refuses; the session is then read from its journal. Layout
+// (little-endian):
 //
 //	offset  size  field
 //	0       8     magic "BRAINCK2"
