@@ -83,7 +83,13 @@ func TestFailedSegmentSyncDoesNotStick(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("loop mounts need root")
 	}
-	failSegmentSync(t, "errors=continue,nodioread_nolock", false)
+	// With the commit log flushed by fdatasync(2) and through io_uring:
+	// a failed flush of the log reports its error either way.
+	for _, mode := range []FlushMode{FlushPlain, FlushRing} {
+		t.Run(mode.String(), func(t *testing.T) {
+			failSegmentSync(t, "errors=continue,nodioread_nolock", false, mode)
+		})
+	}
 }
 
 // dropSegmentPages drops the clean pages of every segment under dir from
@@ -107,11 +113,12 @@ func dropSegmentPages(t *testing.T, dir string) {
 }
 
 // failSegmentSync runs the scenario of TestFailedSegmentSyncDoesNotStick;
-// with evict, the segments' pages are dropped after every failed append.
-func failSegmentSync(t *testing.T, mountOpts string, evict bool) {
+// with evict, the segments' pages are dropped after every failed append;
+// flush selects how the writer flushes the commit log.
+func failSegmentSync(t *testing.T, mountOpts string, evict bool, flush FlushMode) {
 	mnt, fill, remount := mountLoopExt4(t, mountOpts)
 	sdir := filepath.Join(mnt, "sessions")
-	opts := &Options{CommitLogBytes: 1 << 20, SyncPointInterval: 1 << 40}
+	opts := &Options{CommitLogBytes: 1 << 20, SyncPointInterval: 1 << 40, Flush: flush}
 	fs := openT(t, sdir, opts)
 	payload := func(c byte) json.RawMessage {
 		return json.RawMessage(`"` + string(bytes.Repeat([]byte{c}, 600<<10)) + `"`)
@@ -195,5 +202,5 @@ func TestFailedSegmentSyncSurvivesEvictedPages(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("loop mounts need root")
 	}
-	failSegmentSync(t, "errors=continue,nodioread_nolock", true)
+	failSegmentSync(t, "errors=continue,nodioread_nolock", true, FlushAuto)
 }
