@@ -1109,7 +1109,6 @@ func (fs *FileStore) Close() error {
 	if fs.ring != nil {
 		errs = append(errs, fs.ring.Close())
 	}
-
 	for _, s := range fs.sessions {
 		s.mu.Lock()
 		for sub := range s.subs {
