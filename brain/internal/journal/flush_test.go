@@ -124,3 +124,57 @@ func TestSchedWatchSeesContention(t *testing.T) {
 		t.Error("the watch sampled again within schedSample")
 	}
 }
+
+// TestAutoFlushUsesTheRingUnderContention: with far more runnable
+// goroutines than Ps, FlushAuto flushes the commit log through io_uring
+// (where the kernel has it), and every acknowledged record reads back.
+func TestAutoFlushUsesTheRingUnderContention(t *testing.T) {
+	if !ringAvailable() {
+		t.Skip("io_uring unavailable: FlushAuto always calls fdatasync here")
+	}
+	dir := t.TempDir()
+	fs := openT(t, dir, nil)
+	var stop atomic.Bool
+	var busy sync.WaitGroup
+	for range 16 * runtime.GOMAXPROCS(0) {
+		busy.Go(func() {
+			x := 0
+			for !stop.Load() {
+				for i := range 200_000 {
+					x += i
+				}
+				runtime.Gosched()
+			}
+			_ = x
+		})
+	}
+	defer func() { stop.Store(true); busy.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			id := fmt.Sprint("s", i)
+			for n := uint64(1); fs.Stats().RingFlushes < 5 && time.Now().Before(deadline); n++ {
+				if err := fs.Append(bg, id, n, numbered(int(n), 1)); err != nil {
+					t.Errorf("Append(%s, %d) = %v", id, n, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := fs.Stats().RingFlushes; n < 5 {
+		t.Fatalf("%d flushes through io_uring in 10 s of contention, want at least 5", n)
+	}
+	for i := range 4 {
+		id := fmt.Sprint("s", i)
+		next, err := fs.Next(bg, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := fs.Read(bg, id, 0, 0, 0)
+		if err != nil || uint64(len(rs)) != next-1 {
+			t.Fatalf("Read(%s) = %d records, %v; Next is %d", id, len(rs), err, next)
+		}
+	}
+}
