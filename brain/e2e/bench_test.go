@@ -10,11 +10,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
+
 	"testing"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // TestBenchHTTPAPI measures the HTTP API against baselines taken in the
@@ -150,7 +151,7 @@ func fdatasyncLatencies(t *testing.T, dir string, n int) []time.Duration {
 	for range n {
 		t0 := time.Now()
 		f.Write(buf)
-		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+		if err := fsutil.Fdatasync(f); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, time.Since(t0))

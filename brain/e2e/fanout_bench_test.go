@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/internal/fanoutfloor"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // fanOutFloorEnv makes the test binary the bare fan-out server of
@@ -288,7 +289,7 @@ func runFanOutFloor(dir string) int {
 	mux.HandleFunc("POST /publish", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		_, _ = f.Write(rec)
-		_ = syscall.Fdatasync(int(f.Fd()))
+		_ = fsutil.Fdatasync(f)
 		batches <- body
 		w.WriteHeader(http.StatusNoContent)
 	})
@@ -298,7 +299,7 @@ func runFanOutFloor(dir string) int {
 	mux.HandleFunc("POST /admit", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		_, _ = f.Write(rec)
-		_ = syscall.Fdatasync(int(f.Fd()))
+		_ = fsutil.Fdatasync(f)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusAccepted)
 		_, _ = w.Write(body)

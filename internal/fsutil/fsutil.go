@@ -93,7 +93,7 @@ func Fdatasync(f *os.File) error {
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
 		for {
-			if serr = syscall.Fdatasync(int(fd)); serr != syscall.EINTR {
+			if serr = datasync(f, int(fd)); serr != syscall.EINTR {
 				return
 			}
 		}

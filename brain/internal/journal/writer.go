@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -450,25 +449,6 @@ func parallel[T any](items []T, n int, fn func(T) error) error {
 	close(next)
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-func fdatasync(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			serr = syscall.Fdatasync(int(fd))
-			if serr != syscall.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return serr
 }
 
 // syncDir fsyncs a directory so that its new entries are durable.
