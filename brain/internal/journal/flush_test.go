@@ -98,24 +98,10 @@ func TestSchedWatchSeesContention(t *testing.T) {
 	var w schedWatch
 	now := time.Now()
 	w.contended(now)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range 16 * runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			x := 0
-			for !stop.Load() {
-				for i := range 200_000 {
-					x += i
-				}
-				runtime.Gosched()
-			}
-			_ = x
-		})
-	}
+	stop := keepPsBusy()
 	time.Sleep(200 * time.Millisecond)
 	busy := w.contended(now.Add(schedSample))
-	stop.Store(true)
-	wg.Wait()
+	stop()
 	if !busy {
 		t.Error("the watch did not see goroutines waiting for a P")
 	}
@@ -134,21 +120,7 @@ func TestAutoFlushUsesTheRingUnderContention(t *testing.T) {
 	}
 	dir := t.TempDir()
 	fs := openT(t, dir, nil)
-	var stop atomic.Bool
-	var busy sync.WaitGroup
-	for range 16 * runtime.GOMAXPROCS(0) {
-		busy.Go(func() {
-			x := 0
-			for !stop.Load() {
-				for i := range 200_000 {
-					x += i
-				}
-				runtime.Gosched()
-			}
-			_ = x
-		})
-	}
-	defer func() { stop.Store(true); busy.Wait() }()
+	defer keepPsBusy()()
 	deadline := time.Now().Add(10 * time.Second)
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -177,4 +149,25 @@ func TestAutoFlushUsesTheRingUnderContention(t *testing.T) {
 			t.Fatalf("Read(%s) = %d records, %v; Next is %d", id, len(rs), err, next)
 		}
 	}
+}
+
+// keepPsBusy starts 16 goroutines per P that compute in slices of about
+// 100 µs and yield in between, so that runnable goroutines always wait
+// for a P; the function it answers stops them.
+func keepPsBusy() (stop func()) {
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range 16 * runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			x := 0
+			for !done.Load() {
+				for i := range 200_000 {
+					x += i
+				}
+				runtime.Gosched()
+			}
+			_ = x
+		})
+	}
+	return func() { done.Store(true); wg.Wait() }
 }

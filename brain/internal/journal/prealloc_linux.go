@@ -13,19 +13,7 @@ import (
 // without fallocate, too little space) f is left empty and grows with its
 // writes.
 func preallocate(f *os.File, n int64) bool {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			ferr = syscall.Fallocate(int(fd), 0, 0, n)
-			if ferr != syscall.EINTR {
-				return
-			}
-		}
-	}); err != nil || ferr != nil {
+	if err := onFD(f, func(fd int) error { return syscall.Fallocate(fd, 0, 0, n) }); err != nil {
 		_ = f.Truncate(0) // a failure may have reserved part of the range
 		return false
 	}

@@ -53,26 +53,14 @@ func kernelAtLeast(release string, major, minor int) bool {
 // syncfs flushes the whole file system holding f: the data and metadata
 // of every file written through it, then the device cache.
 func syncfs(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			_, _, e := syscall.Syscall(sysSyncfs, fd, 0, 0)
-			if e != syscall.EINTR {
-				if e != 0 {
-					serr = e
-				}
-				return
-			}
+	err := onFD(f, func(fd int) error {
+		if _, _, e := syscall.Syscall(sysSyncfs, uintptr(fd), 0, 0); e != 0 {
+			return e
 		}
-	}); err != nil {
-		return err
-	}
-	if serr != nil {
-		return fmt.Errorf("syncfs: %w", serr)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("syncfs: %w", err)
 	}
 	return nil
 }
