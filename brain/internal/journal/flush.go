@@ -48,10 +48,11 @@ const (
 )
 
 // startFlush starts the fdatasync of f and answers the wait for its
-// result: through the ring, where the waiting writer holds no P, or on a
+// result (now is the round's clock, for the scheduling sample): through
+// the ring, where the waiting writer holds no P, or on a
 // goroutine of its own (which holds one for as long as the call lasts).
-func (fs *FileStore) startFlush(f *os.File) func() error {
-	if fs.ring != nil && (fs.opts.Flush == FlushRing || fs.sched.contended(time.Now())) {
+func (fs *FileStore) startFlush(f *os.File, now time.Time) func() error {
+	if fs.ring != nil && (fs.opts.Flush == FlushRing || fs.sched.contended(now)) {
 		if fl, err := fs.ring.Fdatasync(f); err == nil {
 			fs.ringFlushes.Add(1)
 			return fl.Wait

@@ -259,7 +259,7 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 	if syncErr == nil && len(rd.log) > 0 {
 		fs.syncs.Add(1)
 		syncStart = time.Now()
-		synced = fs.startFlush(fs.log)
+		synced = fs.startFlush(fs.log, syncStart)
 	}
 	if syncErr == nil {
 		fs.writeSegments(rd)
