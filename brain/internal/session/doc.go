@@ -146,5 +146,9 @@
 // loop appended where they are (extend). While capacity is lent the
 // fold writes none of it; other messages go to a new array. Checkpoints
 // are written at intervals that grow with what they cover, so their cost
-// per record is flat too.
+// per record is flat too, and each encodes only the messages appended
+// since the one before: the projection keeps the JSON of the transcript
+// it encoded last (about the transcript's size again, counted in the
+// released projection's size) and copies it; a delta that replaces
+// messages it holds drops it.
 package session

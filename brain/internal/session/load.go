@@ -137,7 +137,7 @@ func (s *sess) checkpointLocked() {
 	if s.st.last() < s.ckptAt+max(uint64(every), s.ckptAt/8) {
 		return
 	}
-	payload, err := json.Marshal(s.st)
+	payload, err := s.st.encode()
 	if err != nil {
 		return
 	}

@@ -113,8 +113,9 @@ const (
 )
 
 // heapBytes estimates the heap the projection holds: fixed overheads plus
-// every variable-length field of the transcript, the KV, the environment
-// bindings and the configuration (measured once as its JSON size).
+// every variable-length field of the transcript, the checkpoint's
+// encoding of it, the KV, the environment bindings and the configuration
+// (measured once as its JSON size).
 func (st *state) heapBytes() int64 {
 	if st.cfgBytes == 0 && st.Config != nil {
 		b, _ := json.Marshal(st.Config)
@@ -137,7 +138,7 @@ func (st *state) heapBytes() int64 {
 		st.heapMsgBytes += b
 	}
 	st.heapMsgs = len(st.Transcript)
-	n := stateOverhead + st.cfgBytes + st.heapMsgBytes
+	n := stateOverhead + st.cfgBytes + st.heapMsgBytes + int64(cap(st.enc))
 	for k, v := range st.KV {
 		n += mapEntryBytes + int64(len(k)+len(v))
 	}

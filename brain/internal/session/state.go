@@ -66,26 +66,20 @@ const (
 
 // state is the projection of one session's journal. It is what the
 // checkpoint stores.
+//
+// Its JSON is the fields of stateHead, "transcript", then the fields of
+// stateTail, as if they were declared in that order in one struct (the
+// embedded structs' fields are promoted). The split lets a checkpoint
+// reuse the encoding of the transcript's earlier messages (see encode).
 type state struct {
-	Status        api.Status                 `json:"status"`
-	Next          uint64                     `json:"next"`
-	LastAtMs      int64                      `json:"last_at_ms"`
-	Config        *api.CreateSessionRequest  `json:"config,omitempty"`
-	Transcript    []api.Message              `json:"transcript"`
-	TranscriptSeq uint64                     `json:"transcript_seq"`
-	KV            map[string]json.RawMessage `json:"kv"`
-	Open          map[uint64]openEffect      `json:"open"`
-	Turn          uint64                     `json:"turn"`
-	Activation    uint64                     `json:"activation"`
-	Envs          map[string]*envState       `json:"envs"`
-	Returned      map[uint64]bool            `json:"returned"`
-	Actionable    []uint64                   `json:"actionable"`
-	Delivered     uint64                     `json:"delivered"`
-	// Observed holds the size of each pending actionable observation
-	// (output_emitted), by sequence: together they share the emission
-	// budget until an activation completes their delivery.
-	Observed map[uint64]int64 `json:"observed,omitempty"`
+	stateHead
+	Transcript []api.Message `json:"transcript"`
+	stateTail
 
+	// enc is the JSON of the transcript's first encMsgs messages, joined
+	// by commas: what the last checkpoint encoded of it (see encode).
+	enc     []byte
+	encMsgs int
 	// ckptThrough is the sequence the loaded checkpoint covered.
 	ckptThrough uint64
 	// cfgBytes caches the heap estimate of Config (see heapBytes).
@@ -104,10 +98,40 @@ type state struct {
 	lent bool
 }
 
+// stateHead holds the fields of the projection encoded before its
+// transcript.
+type stateHead struct {
+	Status   api.Status                `json:"status"`
+	Next     uint64                    `json:"next"`
+	LastAtMs int64                     `json:"last_at_ms"`
+	Config   *api.CreateSessionRequest `json:"config,omitempty"`
+}
+
+// stateTail holds the fields of the projection encoded after its
+// transcript.
+type stateTail struct {
+	TranscriptSeq uint64                     `json:"transcript_seq"`
+	KV            map[string]json.RawMessage `json:"kv"`
+	Open          map[uint64]openEffect      `json:"open"`
+	Turn          uint64                     `json:"turn"`
+	Activation    uint64                     `json:"activation"`
+	Envs          map[string]*envState       `json:"envs"`
+	Returned      map[uint64]bool            `json:"returned"`
+	Actionable    []uint64                   `json:"actionable"`
+	Delivered     uint64                     `json:"delivered"`
+	// Observed holds the size of each pending actionable observation
+	// (output_emitted), by sequence: together they share the emission
+	// budget until an activation completes their delivery.
+	Observed map[uint64]int64 `json:"observed,omitempty"`
+}
+
 func newState() *state {
 	return &state{
-		Next: 1, KV: map[string]json.RawMessage{}, Open: map[uint64]openEffect{},
-		Envs: map[string]*envState{}, Returned: map[uint64]bool{},
+		stateHead: stateHead{Next: 1},
+		stateTail: stateTail{
+			KV: map[string]json.RawMessage{}, Open: map[uint64]openEffect{},
+			Envs: map[string]*envState{}, Returned: map[uint64]bool{},
+		},
 	}
 }
 
@@ -212,6 +236,7 @@ func (st *state) apply(r journal.Record) error {
 		if d.Keep < st.heapMsgs {
 			st.heapMsgs, st.heapMsgBytes = 0, 0
 		}
+		st.forget(d.Keep)
 		st.TranscriptSeq = r.Sequence
 		st.held = nil
 	case api.KindModelCallStarted, api.KindModelCallEnded:
@@ -371,20 +396,6 @@ func (st *state) observe(r journal.Record) {
 		}
 		e.Pending = 0
 	}
-}
-
-// clone deep-copies the state so a read can fold further without touching
-// the owner's copy.
-func (st *state) clone() *state {
-	b, err := json.Marshal(st)
-	if err != nil {
-		panic(err)
-	}
-	c := newState()
-	if err := json.Unmarshal(b, c); err != nil {
-		panic(err)
-	}
-	return c
 }
 
 // delta computes the transcript_delta that turns saved into next.
