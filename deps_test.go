@@ -201,8 +201,8 @@ func checkRules(all map[string]pkg) []string {
 			if strings.HasPrefix(imp, "github.com/tetratelabs/wazero") && !under(path, "brain/internal/loophost") {
 				fail("%s imports %s: wazero belongs to brain/internal/loophost only", path, imp)
 			}
-			if strings.HasPrefix(imp, "github.com/docker/docker") && !under(path, "providers/docker") {
-				fail("%s imports %s: the Docker client belongs to providers/docker only", path, imp)
+			if (strings.HasPrefix(imp, "github.com/docker/docker") || strings.HasPrefix(imp, "github.com/containerd/")) && !under(path, "providers/docker") {
+				fail("%s imports %s: the Docker client and its error kinds belong to providers/docker only", path, imp)
 			}
 			if strings.HasPrefix(imp, "github.com/santhosh-tekuri/jsonschema") && path != module+"/brain/client" {
 				fail("%s imports %s: the JSON Schema validator belongs to brain/client only", path, imp)

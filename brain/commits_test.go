@@ -133,13 +133,13 @@ func TestCommitBudgetAsyncSubmission(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	before, total := perRequest(t, b.Server, "send_message.async", turns)
+	before, _ := perRequest(t, b.Server, "send_message.async", turns)
 	if before != budgetAsyncAccept {
 		t.Errorf("an async submission waited on %d durable commits before its 202, want %d", before, budgetAsyncAccept)
 	}
 	// Settle: nothing else is committed for the turns afterwards.
 	time.Sleep(50 * time.Millisecond)
-	if _, total = perRequest(t, b.Server, "send_message.async", turns); total != budgetAsyncAccept+budgetAsyncTurn {
+	if _, total := perRequest(t, b.Server, "send_message.async", turns); total != budgetAsyncAccept+budgetAsyncTurn {
 		t.Errorf("an async submission and its turn made %d durable commits, want %d", total, budgetAsyncAccept+budgetAsyncTurn)
 	}
 }

@@ -275,8 +275,8 @@ func TestTelemetryFloodIsDroppedAndCounted(t *testing.T) {
 	b, id := startTelemetry(t, path, func(c *brain.Telemetry) { c.MaxRecordBytes = 1024; c.SessionRate = 1 })
 	big := json.RawMessage(`"` + strings.Repeat("x", 2000) + `"`)
 	start := time.Now()
-	evs := probeTurn(t, b, id, map[string]any{"records": []json.RawMessage{big}})
-	evs = probeTurn(t, b, id, map[string]any{"records": []json.RawMessage{json.RawMessage(`{"flood":1}`)}, "repeat": 60})
+	probeTurn(t, b, id, map[string]any{"records": []json.RawMessage{big}})
+	evs := probeTurn(t, b, id, map[string]any{"records": []json.RawMessage{json.RawMessage(`{"flood":1}`)}, "repeat": 60})
 	elapsed := time.Since(start)
 	ended := lastOf(evs, "tool_call_ended")
 	if !bytes.Contains(ended.Data, []byte(`"failed":0`)) {

@@ -4,19 +4,6 @@ import (
 	"github.com/brain-in-go/brain/brain/api"
 )
 
-// sizeMessages estimates the encoded size of ms.
-func sizeMessages(ms []api.Message) int {
-	n := 2
-	for _, m := range ms {
-		n += 32 + len(m.Role)
-		for _, c := range m.Content {
-			n += 48 + len(c.Type) + len(c.Text) + len(c.URL) + len(c.MediaType) + len(c.Format) + len(c.Data) +
-				len(c.ID) + len(c.Name) + len(c.Input) + len(c.ToolUseID) + len(c.Content) + 64*len(c.Media)
-		}
-	}
-	return n
-}
-
 func (e *encoder) media(m api.Media) {
 	first := true
 	e.B = append(e.B, '{')

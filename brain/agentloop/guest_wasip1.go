@@ -237,3 +237,16 @@ func runTurn(ptr, n uint32) (o api.TurnOutput, err error) {
 	}()
 	return exported(context.Background(), hostServices{}, in)
 }
+
+// sizeMessages estimates the encoded size of ms.
+func sizeMessages(ms []api.Message) int {
+	n := 2
+	for _, m := range ms {
+		n += 32 + len(m.Role)
+		for _, c := range m.Content {
+			n += 48 + len(c.Type) + len(c.Text) + len(c.URL) + len(c.MediaType) + len(c.Format) + len(c.Data) +
+				len(c.ID) + len(c.Name) + len(c.Input) + len(c.ToolUseID) + len(c.Content) + 64*len(c.Media)
+		}
+	}
+	return n
+}

@@ -65,11 +65,6 @@ type ToolCall struct {
 	Deadline time.Time
 }
 
-type hostRef struct {
-	SessionID string `json:"session_id"`
-	Sequence  uint64 `json:"sequence"`
-}
-
 // Emit commits an extension event of the call and answers its sequence.
 func (tc *ToolCall) Emit(ctx context.Context, eventType string, data any) (uint64, error) {
 	b, err := json.Marshal(data)

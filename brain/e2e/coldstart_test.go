@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -150,7 +149,7 @@ func startReady(b *testing.B, dataDir string) time.Duration {
 			}
 		}
 		if time.Since(start) > 60*time.Second {
-			b.Fatal(fmt.Sprintf("brain serve over %s did not become ready", dataDir))
+			b.Fatalf("brain serve over %s did not become ready", dataDir)
 		}
 		time.Sleep(500 * time.Microsecond)
 	}

@@ -132,3 +132,37 @@ func FuzzOutcome(f *testing.F) {
 		}
 	})
 }
+
+// The emit service's input encodes to the bytes json.Marshal writes for
+// the same event, and an invalid data document is refused.
+func FuzzEmit(f *testing.F) {
+	f.Add("progress", []byte(`{"done": 3, "of": 4}`))
+	f.Add("a\"b\n\u2028<", []byte(``))
+	f.Add("x", []byte(`{"unterminated`))
+	f.Fuzz(func(t *testing.T, eventType string, data []byte) {
+		b, err := encodeEmit(eventType, data)
+		if err != nil {
+			if len(data) == 0 || json.Valid(data) {
+				t.Fatalf("refused valid data %q: %v", data, err)
+			}
+			return
+		}
+		if len(data) > 0 && !json.Valid(data) {
+			t.Fatalf("accepted invalid data %q as %s", data, b)
+		}
+		in := struct {
+			EventType string          `json:"event_type"`
+			Data      json.RawMessage `json:"data"`
+		}{eventType, data}
+		if len(data) == 0 {
+			in.Data = nil
+		}
+		want, err := json.Marshal(in)
+		if err == nil && string(b) != string(want) {
+			t.Fatalf("encoded %s, json.Marshal writes %s", b, want)
+		}
+		if !json.Valid(b) {
+			t.Fatalf("encoded invalid JSON %s", b)
+		}
+	})
+}

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/errdefs"
 )
 
 // allocation is what a binding's lazy allocation produced: the names of
@@ -155,7 +155,7 @@ func workspaceOwner(ctx context.Context, cli *client.Client, imageID, name strin
 		}
 	}()
 	rc, _, err := cli.CopyFromContainer(ctx, name, workspaceDir)
-	if errdefs.IsNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		return 0, 0, false, nil
 	}
 	if err != nil {

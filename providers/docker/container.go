@@ -7,11 +7,11 @@ import (
 	"strconv"
 	"strings"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/errdefs"
 )
 
 // Paths inside every container.
@@ -98,7 +98,7 @@ var errLost = errors.New("resource lost")
 // re-created.
 func ensureRunning(ctx context.Context, cli *client.Client, a *allocation) error {
 	info, err := cli.ContainerInspect(ctx, a.Container)
-	if errdefs.IsNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("%w: container %s no longer exists", errLost, a.Container)
 	}
 	if err != nil {
@@ -107,11 +107,11 @@ func ensureRunning(ctx context.Context, cli *client.Client, a *allocation) error
 	if info.State != nil && info.State.Running && !info.State.Paused {
 		return nil
 	}
-	if _, err := cli.VolumeInspect(ctx, a.Volume); errdefs.IsNotFound(err) {
+	if _, err := cli.VolumeInspect(ctx, a.Volume); cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("%w: volume %s no longer exists", errLost, a.Volume)
 	}
 	if err := cli.ContainerStart(ctx, a.Container, container.StartOptions{}); err != nil {
-		if errdefs.IsNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("%w: container %s: %v", errLost, a.Container, err)
 		}
 		return fmt.Errorf("start container %s: %w", a.Container, err)
@@ -147,7 +147,7 @@ func removeBinding(ctx context.Context, cli *client.Client, instance, key string
 
 func removeContainer(ctx context.Context, cli *client.Client, id string) error {
 	err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: false})
-	if err != nil && !errdefs.IsNotFound(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("remove container %s: %w", id, err)
 	}
 	return nil
@@ -155,7 +155,7 @@ func removeContainer(ctx context.Context, cli *client.Client, id string) error {
 
 func removeVolume(ctx context.Context, cli *client.Client, name string) error {
 	err := cli.VolumeRemove(ctx, name, true)
-	if err != nil && !errdefs.IsNotFound(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("remove volume %s: %w", name, err)
 	}
 	return nil
@@ -165,7 +165,7 @@ func removeVolume(ctx context.Context, cli *client.Client, name string) error {
 func stopContainer(ctx context.Context, cli *client.Client, name string) error {
 	timeout := 2
 	err := cli.ContainerStop(ctx, name, container.StopOptions{Timeout: &timeout})
-	if err != nil && !errdefs.IsNotFound(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("stop container %s: %w", name, err)
 	}
 	return nil

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/errdefs"
 )
 
 // newClient connects to the Engine named by the DOCKER_* environment
@@ -29,7 +29,7 @@ func (e *errImageMissing) Error() string {
 // resolveImage returns the immutable ID of a local image reference.
 func resolveImage(ctx context.Context, cli *client.Client, ref string) (string, error) {
 	info, err := cli.ImageInspect(ctx, ref)
-	if errdefs.IsNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		return "", &errImageMissing{ref: ref}
 	}
 	if err != nil {

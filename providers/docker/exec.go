@@ -7,9 +7,9 @@ import (
 	"io"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/errdefs"
 	"github.com/docker/docker/pkg/stdcopy"
 )
 
@@ -211,9 +211,9 @@ func execError(ctx context.Context, ctr string, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return &stopError{Cause: ctx.Err()}
-	case errdefs.IsNotFound(err):
+	case cerrdefs.IsNotFound(err):
 		return fmt.Errorf("%w: container %s: %v", errLost, ctr, err)
-	case errdefs.IsConflict(err):
+	case cerrdefs.IsConflict(err):
 		return fmt.Errorf("%w: container %s: %w", errNotRunning, ctr, err)
 	}
 	return fmt.Errorf("exec in %s: %w", ctr, err)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/errdefs"
+	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -143,7 +143,7 @@ func (k *call) exec(s execSpec, stdout, stderr io.Writer) (int, error) {
 		}
 		code, err = runExec(k.ctx, k.p.cli, k.a.Container, s, stdout, stderr)
 	}
-	if err != nil && errdefs.IsNotFound(err) && !errors.Is(err, errLost) {
+	if err != nil && cerrdefs.IsNotFound(err) && !errors.Is(err, errLost) {
 		err = fmt.Errorf("%w: %v", errLost, err)
 	}
 	return code, err

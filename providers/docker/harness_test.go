@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
 	"github.com/brain-in-go/brain/envsdk/toolset"
@@ -159,14 +156,4 @@ func (h *harness) runningExecs(c *envtest.Commands) int {
 		}
 	}
 	return n
-}
-
-// labelledContainers lists every container carrying f.
-func labelledContainers(t *testing.T, h *harness, f filters.Args) []container.Summary {
-	t.Helper()
-	cs, err := h.p.cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
 }

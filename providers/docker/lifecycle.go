@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/errdefs"
+	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -234,7 +234,7 @@ func (p *Provider) Cancel(c *envsdk.Ctx, target uint64) error {
 	ctx, cancel := context.WithTimeout(c.Context(), killBudget)
 	defer cancel()
 	err = killGroup(ctx, p.cli, st.resourceName(), b.profile.User, strconv.FormatUint(target, 10))
-	if err != nil && !errdefs.IsNotFound(err) && !errdefs.IsConflict(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
 		return fmt.Errorf("cancel %d: %w", target, err)
 	}
 	return nil

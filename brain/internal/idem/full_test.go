@@ -46,11 +46,10 @@ func TestFullDiskDoesNotStick(t *testing.T) {
 	var failedKey string
 	for i := 0; i < 1000 && failedKey == ""; i++ {
 		k := fmt.Sprintf("k%d", i)
-		c, _, err := s.Claim(ctx, "op", k, d)
+		_, _, err := s.Claim(ctx, "op", k, d)
 		switch {
 		case err == nil:
 			t.Fatalf("Claim %s succeeded on a full disk that failed a write", k)
-			_ = c
 		case errors.Is(err, ErrWrite):
 			failedKey = k
 		default:

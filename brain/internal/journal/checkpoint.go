@@ -125,7 +125,7 @@ func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uin
 		if seg.first > through {
 			break
 		}
-		stamps = append(stamps, stamp{first: seg.first, size: seg.size})
+		stamps = append(stamps, stamp(seg))
 		if i+1 < len(segs) && segs[i+1].first <= through {
 			continue
 		}

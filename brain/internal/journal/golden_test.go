@@ -147,7 +147,7 @@ func TestGoldenCommitLog(t *testing.T) {
 		if err != nil {
 			t.Fatalf("entry %d: %v", len(got)+1, err)
 		}
-		got = append(got, entry{e.id, e.segFirst, e.off, e.frames, e.first, e.count})
+		got = append(got, entry(e))
 		rest = rest[n:]
 	}
 	wantEntries := []entry{

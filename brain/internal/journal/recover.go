@@ -110,7 +110,7 @@ func (fs *FileStore) checkpointStart(s *session, jdir string, firsts []uint64) (
 		if (!last && fi.Size() != st.size) || (last && fi.Size() < st.size) {
 			return nil, false
 		}
-		cov.segs = append(cov.segs, segInfo{first: st.first, size: st.size})
+		cov.segs = append(cov.segs, segInfo(st))
 	}
 	// Record `through` must end exactly where the last stamp says.
 	last := cov.segs[len(cov.segs)-1]

@@ -214,7 +214,7 @@ func TestWarmPagesIndependent(t *testing.T) {
 	for i := range a {
 		a[i] = Record{Kind: "changed", Sequence: 7}
 	}
-	a = append(a[:0], Record{Kind: "appended"})
+	_ = append(a[:0], Record{Kind: "appended"})
 	for i, r := range b {
 		if r.Sequence != uint64(i+6) || r.Kind != "k" || string(r.Data) != fmt.Sprintf(`{"n":%d}`, i+6) {
 			t.Fatalf("record %d of the second Read is %+v", i+6, r)

@@ -35,8 +35,6 @@ var weatherTool = api.ToolDefinition{
 	InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
 }
 
-func strp(s string) *string { return &s }
-
 func usageOf(in, cacheRead, total, out int64) Usage {
 	return Usage{InputTokens: &in, CacheReadInputTokens: &cacheRead, TotalInputTokens: &total, OutputTokens: &out}
 }

@@ -82,7 +82,7 @@ func TestRequestsWhileDatabaseHangs(t *testing.T) {
 	wg.Wait()
 	thaw()
 	for i := range keys {
-		c, err, _ := claimRetrying(r, fmt.Sprint("k", i), 20*time.Second)
+		c, _, err := claimRetrying(r, fmt.Sprint("k", i), 20*time.Second)
 		if err != nil {
 			t.Fatalf("claim k%d after the database resumed = %v, want a claim", i, err)
 		}

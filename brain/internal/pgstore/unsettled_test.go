@@ -32,26 +32,26 @@ import (
 func longLease(o *pgstore.Options) { o.LeaseDuration = time.Minute }
 
 // claimWithin claims k on r with a deadline and answers what Claim
-// answered and how long it took.
-func claimWithin(r *pgstore.Requests, k string, d time.Duration) (idem.Claimed, error, time.Duration) {
+// answered, how long it took, and Claim's error.
+func claimWithin(r *pgstore.Requests, k string, d time.Duration) (idem.Claimed, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	start := time.Now()
 	c, _, err := r.Claim(ctx, "s", k, idem.Digest([]byte(k)))
-	return c, err, time.Since(start)
+	return c, time.Since(start), err
 }
 
 // claimRetrying is claimWithin retried, as a client retries, while Claim
 // answers 503 overloaded (a connection of the pool that died with the
 // server fails its first use).
-func claimRetrying(r *pgstore.Requests, k string, d time.Duration) (idem.Claimed, error, time.Duration) {
+func claimRetrying(r *pgstore.Requests, k string, d time.Duration) (idem.Claimed, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	start := time.Now()
 	for {
 		c, _, err := r.Claim(ctx, "s", k, idem.Digest([]byte(k)))
 		if !errors.Is(err, journal.ErrOverloaded) || ctx.Err() != nil {
-			return c, err, time.Since(start)
+			return c, time.Since(start), err
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -63,15 +63,15 @@ func claimRetrying(r *pgstore.Requests, k string, d time.Duration) (idem.Claimed
 func TestAbandonedClaimIsAmbiguousOnEveryNode(t *testing.T) {
 	url := pgtest.Database(t)
 	a, b := openDB(t, url, longLease).Requests(nil), openDB(t, url, longLease).Requests(nil)
-	c, err, _ := claimWithin(a, "k", 5*time.Second)
+	c, _, err := claimWithin(a, "k", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Abandon()
-	if _, err, took := claimWithin(b, "k", 10*time.Second); !errors.Is(err, idem.ErrAmbiguous) || took > 5*time.Second {
+	if _, took, err := claimWithin(b, "k", 10*time.Second); !errors.Is(err, idem.ErrAmbiguous) || took > 5*time.Second {
 		t.Fatalf("Claim on another node after an abandon = %v after %v, want ErrAmbiguous at once", err, took)
 	}
-	if _, err, _ := claimWithin(a, "k", 10*time.Second); !errors.Is(err, idem.ErrAmbiguous) {
+	if _, _, err := claimWithin(a, "k", 10*time.Second); !errors.Is(err, idem.ErrAmbiguous) {
 		t.Fatalf("Claim on the abandoning node = %v, want ErrAmbiguous", err)
 	}
 }
@@ -86,11 +86,11 @@ func TestClaimEndsCommittedAfterOutage(t *testing.T) {
 	srv := pgtest.Control(t)
 	// Both nodes stay live members through the outage.
 	a, b := openDB(t, url, longLease).Requests(nil), openDB(t, url, longLease).Requests(nil)
-	ran, err, _ := claimWithin(a, "ran", 5*time.Second)
+	ran, _, err := claimWithin(a, "ran", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	notRun, err, _ := claimWithin(a, "not-run", 5*time.Second)
+	notRun, _, err := claimWithin(a, "not-run", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,21 +103,21 @@ func TestClaimEndsCommittedAfterOutage(t *testing.T) {
 	if err := notRun.Release(); !errors.Is(err, journal.ErrOverloaded) {
 		t.Fatalf("Release with the database down = %v, want 503 overloaded", err)
 	}
-	if _, err, took := claimWithin(a, "not-run", 10*time.Second); !errors.Is(err, journal.ErrOverloaded) || took > 7*time.Second {
+	if _, took, err := claimWithin(a, "not-run", 10*time.Second); !errors.Is(err, journal.ErrOverloaded) || took > 7*time.Second {
 		t.Fatalf("Claim with the database down = %v after %v, want 503 overloaded", err, took)
 	}
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err, took := claimRetrying(b, "ran", 15*time.Second); !errors.Is(err, idem.ErrAmbiguous) || took > 10*time.Second {
+	if _, took, err := claimRetrying(b, "ran", 15*time.Second); !errors.Is(err, idem.ErrAmbiguous) || took > 10*time.Second {
 		t.Fatalf("Claim on another node of a key whose answer was lost = %v after %v, want ErrAmbiguous", err, took)
 	}
-	c, err, took := claimRetrying(b, "not-run", 15*time.Second)
+	c, took, err := claimRetrying(b, "not-run", 15*time.Second)
 	if err != nil || took > 10*time.Second {
 		t.Fatalf("Claim on another node of a key whose release was lost = %v after %v, want a claim", err, took)
 	}
 	c.Answer(200, nil)
-	if _, err, _ := claimRetrying(a, "ran", 10*time.Second); !errors.Is(err, idem.ErrAmbiguous) {
+	if _, _, err := claimRetrying(a, "ran", 10*time.Second); !errors.Is(err, idem.ErrAmbiguous) {
 		t.Fatalf("Claim on the first node of a key whose answer was lost = %v, want ErrAmbiguous", err)
 	}
 }
@@ -133,14 +133,14 @@ func TestLostClaimCommitIsReleased(t *testing.T) {
 	a := openDB(t, p.url, longLease).Requests(nil)
 	b := openDB(t, dbURL, nil).Requests(nil)
 	p.arm()
-	_, err, _ := claimWithin(a, "k", 10*time.Second)
+	_, _, err := claimWithin(a, "k", 10*time.Second)
 	if !p.cut.Load() {
 		t.Fatalf("the proxy did not cut a committed claim (Claim = %v)", err)
 	}
 	if !errors.Is(err, pgstore.ErrOutcomeUnknown) || !errors.Is(err, journal.ErrOverloaded) {
 		t.Fatalf("Claim whose commit was lost = %v, want ErrOutcomeUnknown (503 overloaded)", err)
 	}
-	c, err, took := claimWithin(b, "k", 10*time.Second)
+	c, took, err := claimWithin(b, "k", 10*time.Second)
 	if err != nil || took > 5*time.Second {
 		t.Fatalf("Claim on another node = %v after %v, want a claim at once", err, took)
 	}

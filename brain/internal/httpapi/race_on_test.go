@@ -1,5 +1,0 @@
-//go:build race
-
-package httpapi
-
-const raceEnabled = true
