@@ -109,7 +109,9 @@
 //
 // Between turns a session holds no goroutine and no activation state
 // unless an idle TTL keeps it; reads (Summary, Transcript, Events) never
-// keep a session in memory. The projection of a released session (its
+// keep a session in memory. The engine keeps up to 64 goroutines that ran
+// an activation or a tool delivery, for a second each, to run the next
+// one with the stack they grew (see runners); they belong to no session. The projection of a released session (its
 // folded state, no goroutine, no timer) may be kept in a cache bounded by
 // Config.ReleasedBytes (64 MiB by default; past it, projections chosen at
 // random go, so that sessions taking turns in a cycle longer than the

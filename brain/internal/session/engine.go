@@ -35,6 +35,8 @@ type Engine struct {
 	base context.Context // ends on Close; commits and effects derive from it
 	stop context.CancelFunc
 	wg   sync.WaitGroup // activations, tools, timers in flight
+	// runners runs activations and tool deliveries (see runners).
+	runners runners
 
 	mu     sync.Mutex
 	live   map[string]*sess
@@ -137,6 +139,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.released.init(e.cfg.ReleasedBytes)
 	e.base, e.stop = context.WithCancel(context.Background())
+	e.runners.init(e.base.Done(), maxIdleRunners, runnerIdle)
 	e.hub.init()
 	return e, nil
 }

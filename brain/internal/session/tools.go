@@ -221,11 +221,11 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	op.Tool = tool.Name
 	t.executing = true
 	s.e.wg.Add(1)
-	go func() {
+	s.e.runners.run(func() {
 		defer s.e.wg.Done()
 		receipt, err := s.e.cfg.Environments.Deliver(tctx, op)
 		s.onReceipt(t, receipt, err)
-	}()
+	})
 	return t
 }
 

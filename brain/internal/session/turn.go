@@ -188,7 +188,7 @@ func (s *sess) startLocked(input *api.UserInput, ride *commits.Ride, answered bo
 	s.execs[a.seq] = a.exec
 	s.act = a
 	s.e.wg.Add(1)
-	go s.run(a)
+	s.e.runners.run(func() { s.run(a) })
 	return first, nil
 }
 

@@ -1,0 +1,118 @@
+package session
+
+import (
+	"bytes"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// goid answers the calling goroutine's id, from its stack header.
+func goid() uint64 {
+	b := make([]byte, 64)
+	b = b[:runtime.Stack(b, false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	id, _ := strconv.ParseUint(string(b[:bytes.IndexByte(b, ' ')]), 10, 64)
+	return id
+}
+
+// runnerGoroutines counts the goroutines in runners.loop.
+func runnerGoroutines() int {
+	b := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(b, true)
+		if n < len(b) {
+			return bytes.Count(b[:n], []byte("session.(*runners).loop("))
+		}
+		b = make([]byte, 2*len(b))
+	}
+}
+
+// waitIdle waits until n runners wait.
+func waitIdle(t *testing.T, r *runners, n int32) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); r.idle.Load() != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d runners wait, want %d", r.idle.Load(), n)
+		}
+	}
+}
+
+// A run after another has ended goes to the goroutine that ran the
+// first (and so to the stack it grew); runs at once each get a goroutine.
+func TestRunnersReuseAWaitingGoroutine(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	var r runners
+	r.init(done, 4, time.Minute)
+	ids := make(chan uint64, 1)
+	r.run(func() { ids <- goid() })
+	first := <-ids
+	waitIdle(t, &r, 1)
+	r.run(func() { ids <- goid() })
+	if second := <-ids; second != first {
+		t.Fatalf("the second run went to goroutine %d, not to the waiting %d", second, first)
+	}
+	// Two runs at once: one waiting runner, one new goroutine.
+	waitIdle(t, &r, 1)
+	var wg sync.WaitGroup
+	block := make(chan struct{})
+	got := make(chan uint64, 2)
+	for range 2 {
+		wg.Add(1)
+		r.run(func() { defer wg.Done(); got <- goid(); <-block })
+	}
+	a, b := <-got, <-got
+	close(block)
+	wg.Wait()
+	if a == b {
+		t.Fatalf("two runs at once shared goroutine %d", a)
+	}
+}
+
+// At most maxIdle runners wait; the others end, as do those that waited
+// idleFor, and all of them when the engine ends.
+func TestRunnersBoundedAndEnding(t *testing.T) {
+	done := make(chan struct{})
+	var r runners
+	r.init(done, 3, 200*time.Millisecond)
+	settle := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); runnerGoroutines() != want; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d runner goroutines left, want %d", runnerGoroutines(), want)
+			}
+		}
+	}
+	// Other tests' engines end theirs within a second.
+	settle(0)
+	block := make(chan struct{})
+	var started sync.WaitGroup
+	for range 10 {
+		started.Add(1)
+		r.run(func() { started.Done(); <-block })
+	}
+	started.Wait()
+	if g := runnerGoroutines(); g != 10 {
+		t.Fatalf("%d goroutines run 10 blocked functions", g)
+	}
+	close(block)
+	waitIdle(t, &r, 3)
+	settle(3)
+	// Waiting longer than idleFor ends them.
+	waitIdle(t, &r, 0)
+	settle(0)
+	// The engine's end ends the waiting ones at once.
+	r.init(done, 3, time.Hour)
+	var both sync.WaitGroup
+	both.Add(2)
+	for range 2 {
+		r.run(func() { both.Done(); both.Wait() })
+	}
+	waitIdle(t, &r, 2)
+	close(done)
+	waitIdle(t, &r, 0)
+	settle(0)
+}
