@@ -32,8 +32,16 @@ type checkpointFile struct {
 	payload []byte
 }
 
+// encodeCheckpoint answers the bytes of a checkpoint file.
 func encodeCheckpoint(through uint64, stamps []stamp, lastOff int64, payload []byte) []byte {
-	b := make([]byte, 0, checkpointFixed+16*len(stamps)+8+4+len(payload))
+	return append(checkpointHeader(through, stamps, lastOff, payload), payload...)
+}
+
+// checkpointHeader answers the bytes of a checkpoint before its payload,
+// their checksum covering the payload too: the payload is written after
+// them as it is, not copied behind them.
+func checkpointHeader(through uint64, stamps []stamp, lastOff int64, payload []byte) []byte {
+	b := make([]byte, 0, checkpointFixed+16*len(stamps)+8+4)
 	b = append(b, checkpointMagic...)
 	b = binary.LittleEndian.AppendUint32(b, 0)
 	b = binary.LittleEndian.AppendUint64(b, through)
@@ -44,8 +52,8 @@ func encodeCheckpoint(through uint64, stamps []stamp, lastOff int64, payload []b
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(lastOff))
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(payload)))
-	b = append(b, payload...)
-	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b[12:], castagnoli))
+	sum := crc32.Update(crc32.Checksum(b[12:], castagnoli), castagnoli, payload)
+	binary.LittleEndian.PutUint32(b[8:], sum)
 	return b
 }
 
@@ -149,7 +157,7 @@ func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uin
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("journal: checkpoint %s: %w", id, err)
 	}
-	return replaceFile(filepath.Join(s.dir, checkpointName), encodeCheckpoint(through, stamps, lastOff, payload))
+	return replaceFile(filepath.Join(s.dir, checkpointName), checkpointHeader(through, stamps, lastOff, payload), payload)
 }
 
 // frameOf finds where record seq starts and ends within seg, scanning from
@@ -235,18 +243,19 @@ func staleReason(through uint64, stamps []stamp, segs []segInfo, committed uint6
 // writeFileAtomic replaces path with data via a temporary file, fsync,
 // rename and directory fsync.
 func writeFileAtomic(path string, data []byte) error {
-	return writeRenamed(path, data, true)
+	return writeRenamed(path, true, data)
 }
 
-// replaceFile writes data to path through a temporary file renamed over
-// it, flushing neither: a reader sees the old bytes or the new, and a
-// crash may leave the old file, no file, or the new name with bytes that
-// did not all reach the disk (a checkpoint's checksum tells).
-func replaceFile(path string, data []byte) error {
-	return writeRenamed(path, data, false)
+// replaceFile writes parts, one after the other, to path through a
+// temporary file renamed over it, flushing neither: a reader sees the old
+// bytes or the new, and a crash may leave the old file, no file, or the
+// new name with bytes that did not all reach the disk (a checkpoint's
+// checksum tells).
+func replaceFile(path string, parts ...[]byte) error {
+	return writeRenamed(path, false, parts...)
 }
 
-func writeRenamed(path string, data []byte, flush bool) (err error) {
+func writeRenamed(path string, flush bool, parts ...[]byte) (err error) {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -258,8 +267,10 @@ func writeRenamed(path string, data []byte, flush bool) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("journal: write %s: %w", path, err)
+	for _, data := range parts {
+		if _, err = f.Write(data); err != nil {
+			return fmt.Errorf("journal: write %s: %w", path, err)
+		}
 	}
 	if flush {
 		if err = f.Sync(); err != nil {
