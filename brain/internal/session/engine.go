@@ -31,6 +31,7 @@ type Engine struct {
 	now     func() time.Time
 
 	toolTimeout error // the cause a tool's MaxTool deadline ends it with
+	turnTimeout error // the cause a turn's MaxTurn deadline ends it with
 
 	base context.Context // ends on Close; commits and effects derive from it
 	stop context.CancelFunc
@@ -121,6 +122,9 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, store: cfg.Store, models: cfg.Models, secrets: cfg.Secrets, now: cfg.Now, live: map[string]*sess{}, faults: map[string]string{}}
 	if d := cfg.Limits.MaxTool; d > 0 {
 		e.toolTimeout = fmt.Errorf("tool exceeded %v: %w", d, ErrTimeout)
+	}
+	if d := cfg.Limits.MaxTurn; d > 0 {
+		e.turnTimeout = fmt.Errorf("turn exceeded %v: %w", d, ErrTimeout)
 	}
 	if e.models == nil {
 		e.models = model.Default()

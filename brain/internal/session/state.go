@@ -473,10 +473,16 @@ func needsPayload(kind string) bool {
 	return false
 }
 
-// hasRef reports kinds whose fold reads only the referenced sequence.
+// hasRef reports kinds whose fold reads only the referenced sequence: an
+// effect's end and a tool's return. The ends of anything else (a turn, an
+// activation, the session's creation) fold without reading their payload.
 func hasRef(kind string) bool {
 	if kind == api.KindToolCallReturned {
 		return true
 	}
-	return strings.HasSuffix(kind, "_ended") || strings.HasSuffix(kind, "_failed")
+	prefix, ok := strings.CutSuffix(kind, "_ended")
+	if !ok {
+		prefix, ok = strings.CutSuffix(kind, "_failed")
+	}
+	return ok && isEffect(prefix)
 }

@@ -174,7 +174,7 @@ func (s *sess) startLocked(input *api.UserInput, ride *commits.Ride, answered bo
 	ctx, cancel := context.WithCancelCause(s.e.base)
 	stopTimer := func() {}
 	if d := s.e.cfg.Limits.MaxTurn; d > 0 {
-		ctx, stopTimer = context.WithTimeoutCause(ctx, d, fmt.Errorf("turn exceeded %v: %w", d, ErrTimeout))
+		ctx, stopTimer = context.WithTimeoutCause(ctx, d, s.e.turnTimeout)
 	}
 	ctx = s.traceActivationLocked(ctx, a)
 	a.ctx = ctx
