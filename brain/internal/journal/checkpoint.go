@@ -157,7 +157,7 @@ func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uin
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("journal: checkpoint %s: %w", id, err)
 	}
-	return replaceFile(filepath.Join(s.dir, checkpointName), checkpointHeader(through, stamps, lastOff, payload), payload)
+	return overwriteFile(filepath.Join(s.dir, checkpointName), checkpointHeader(through, stamps, lastOff, payload), payload)
 }
 
 // frameOf finds where record seq starts and ends within seg, scanning from
@@ -195,8 +195,7 @@ func (fs *FileStore) ReadCheckpoint(ctx context.Context, id string) (uint64, []b
 	segs := slices.Clone(s.segs)
 	committed := s.committedNext
 	s.mu.Unlock()
-	path := filepath.Join(s.dir, checkpointName)
-	b, err := os.ReadFile(path)
+	b, err := readCheckpointFile(s)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return 0, nil, fmt.Errorf("journal: checkpoint of %s: %w", id, ErrNotFound)
@@ -240,22 +239,56 @@ func staleReason(through uint64, stamps []stamp, segs []segInfo, committed uint6
 	return ""
 }
 
+// readCheckpointFile reads s's checkpoint file whole. s.ckMu is taken, so
+// that no checkpoint is being written over it meanwhile.
+func readCheckpointFile(s *session) ([]byte, error) {
+	s.ckMu.Lock()
+	defer s.ckMu.Unlock()
+	return os.ReadFile(filepath.Join(s.dir, checkpointName))
+}
+
+// overwriteFile writes parts, one after the other, over path's bytes from
+// its start, cuts the file to their length and flushes nothing; it creates
+// path when missing. The file keeps its inode: there is no temporary file
+// to create, no rename and no old inode to free, which on ext4 also starts
+// the new file's writeback at once (auto_da_alloc). A reader in this
+// process waits for the write (s.ckMu). A crash, or a kill in the middle of
+// the write, may leave a file with old and new bytes mixed, as it may
+// leave new bytes that did not all reach the disk: a checkpoint's checksum
+// refuses either, and the session is read from its journal.
+func overwriteFile(path string, parts ...[]byte) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal: write %s: %w", path, err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("journal: write %s: %w", path, cerr)
+		}
+	}()
+	var off int64
+	for _, data := range parts {
+		n, err := f.WriteAt(data, off)
+		off += int64(n)
+		if err != nil {
+			return fmt.Errorf("journal: write %s: %w", path, err)
+		}
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("journal: write %s: %w", path, err)
+	}
+	if fi.Size() > off {
+		if err := f.Truncate(off); err != nil {
+			return fmt.Errorf("journal: write %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
 // writeFileAtomic replaces path with data via a temporary file, fsync,
 // rename and directory fsync.
-func writeFileAtomic(path string, data []byte) error {
-	return writeRenamed(path, true, data)
-}
-
-// replaceFile writes parts, one after the other, to path through a
-// temporary file renamed over it, flushing neither: a reader sees the old
-// bytes or the new, and a crash may leave the old file, no file, or the
-// new name with bytes that did not all reach the disk (a checkpoint's
-// checksum tells).
-func replaceFile(path string, parts ...[]byte) error {
-	return writeRenamed(path, false, parts...)
-}
-
-func writeRenamed(path string, flush bool, parts ...[]byte) (err error) {
+func writeFileAtomic(path string, data []byte) (err error) {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -267,24 +300,17 @@ func writeRenamed(path string, flush bool, parts ...[]byte) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	for _, data := range parts {
-		if _, err = f.Write(data); err != nil {
-			return fmt.Errorf("journal: write %s: %w", path, err)
-		}
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("journal: write %s: %w", path, err)
 	}
-	if flush {
-		if err = f.Sync(); err != nil {
-			return fmt.Errorf("journal: write %s: %w", path, err)
-		}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("journal: write %s: %w", path, err)
 	}
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("journal: write %s: %w", path, err)
 	}
 	if err = os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("journal: write %s: %w", path, err)
-	}
-	if !flush {
-		return nil
 	}
 	return syncDir(filepath.Dir(path))
 }

@@ -246,8 +246,14 @@ func TestCheckpointCorruptOrStale(t *testing.T) {
 			os.WriteFile(cp, b, 0o600)
 		}},
 		{"truncated", func() { os.WriteFile(cp, good[:len(good)-3], 0o600) }},
-		// What a crash can leave of a checkpoint renamed before its bytes
-		// reached the disk (checkpoints are not flushed).
+		// What a kill in the middle of a checkpoint written over another
+		// can leave: one checkpoint's header, another's payload.
+		{"old and new bytes mixed", func() {
+			b := append(slices.Clone(good[:len(good)-len(`{"state":1}`)]), `{"state":2}`...)
+			os.WriteFile(cp, b, 0o600)
+		}},
+		// What a crash can leave of a checkpoint whose bytes did not reach
+		// the disk (checkpoints are not flushed).
 		{"empty", func() { os.WriteFile(cp, nil, 0o600) }},
 		{"zeroed", func() { os.WriteFile(cp, make([]byte, len(good)), 0o600) }},
 		{"journal lost its tail", func() { os.WriteFile(seg, segBytes[:offs[6]], 0o600) }},

@@ -15,7 +15,7 @@
 //	sessions/{id}/journal/{first}.segment          frames, see below
 //	sessions/{id}/journal/{first}.segment.torn-{o}  bytes cut by recovery or replay
 //	sessions/{id}/checkpoint                       optional, see below
-//	sessions/{id}/checkpoint.tmp                   checkpoint being written
+//	sessions/{id}/checkpoint.tmp                   left by earlier releases; never read
 //	sessions/.commitlog/{n}.log                    shared commit log, see below
 //	sessions/.commitlog/{n}.log.torn-{o}           bytes cut by replay
 //	sessions/.commitlog/syncpoint                  sync point marker
@@ -326,11 +326,17 @@
 // # Checkpoint
 //
 // sessions/{id}/checkpoint holds an opaque payload the caller derived from
-// records 1..through. It is written to checkpoint.tmp and renamed over the
-// previous one, with no flush of either: a checkpoint only speeds opens,
-// and it reaches the disk with the file system's own writeback or the next
-// sync point's syncfs. After a crash before that, open finds the previous
-// checkpoint, none, or one whose bytes did not all reach the disk, which
+// records 1..through. It is written over the previous one in place (the
+// file is cut to the new length when that is shorter), with no flush: a
+// checkpoint only speeds opens, and it reaches the disk with the file
+// system's own writeback or the next sync point's syncfs. Writing in place
+// keeps the file's inode: a temporary file renamed over the old one costs a
+// file creation, a rename and the old inode's release, and on ext4 starts
+// the new file's writeback at once (auto_da_alloc): many times the cost of
+// the write itself (BENCHMARKS.md, "Checkpoints written in place"). Within the process, a read of the checkpoint waits
+// for a write in progress. After a crash, or a kill in the middle of a
+// write, open finds the previous checkpoint, the new one, none, or a file
+// whose bytes are old and new mixed or did not all reach the disk, which
 // its checksum refuses; the session is then read from its journal. Layout
 // (little-endian):
 //

@@ -86,7 +86,7 @@ type coverage struct {
 // every stamped segment but the last, which may have grown, and record
 // `through` found intact where the checkpoint says it ends. s.mu is held.
 func (fs *FileStore) checkpointStart(s *session, jdir string, firsts []uint64) (*coverage, bool) {
-	b, err := os.ReadFile(filepath.Join(s.dir, checkpointName))
+	b, err := readCheckpointFile(s)
 	if err != nil {
 		return nil, false
 	}
