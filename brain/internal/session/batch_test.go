@@ -11,9 +11,10 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/journal"
 )
 
-// A text turn costs three durable appends: turn_started+activation_started
-// (the admission fence), model_call_started (the model fence), and the
-// model result, transcript and turn end together.
+// A synchronous text turn costs two durable appends: turn_started,
+// activation_started and model_call_started together (the model fence;
+// the turn's start waits for it, as nobody is answered before the turn
+// ends), and the model result, transcript and turn end together.
 func TestTextTurnAppends(t *testing.T) {
 	fs, err := journal.OpenFileStore(t.TempDir(), nil)
 	if err != nil {
@@ -31,8 +32,8 @@ func TestTextTurnAppends(t *testing.T) {
 	if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	if n := store.appends.Load() - before; n != 3 {
-		t.Errorf("a text turn made %d appends, want 3", n)
+	if n := store.appends.Load() - before; n != 2 {
+		t.Errorf("a text turn made %d appends, want 2", n)
 	}
 	recs := h.records(id)
 	want := []string{api.KindTurnStarted, api.KindActivationStarted, api.KindModelCallStarted, api.KindModelCallEnded,

@@ -125,10 +125,12 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 // ride, the ride's claim record goes with the start. For a turn whose
 // caller is answered now (answered: Submit), the start commits at once
 // with the claim and the ride's answer record, the turn_started sequence:
-// one commit holds the claim and its answer. Otherwise (Send) the start
-// and the claim are deferred (deferLocked): they are appended together
-// with the turn's first commit (its first *_started fence, or its end),
-// and nothing durable holds the turn or its claim until then.
+// one commit holds the claim and its answer. Otherwise (Send, with a ride
+// or without) the start and any claim are deferred (deferLocked): they are
+// appended together with the turn's first commit (its first *_started
+// fence, or its end), and nothing durable holds the turn or its claim
+// until then; nobody is answered before the turn ends. An activation on
+// events commits its start at once.
 func (s *sess) startLocked(input *api.UserInput, ride *commits.Ride, answered bool) (uint64, error) {
 	batch := s.st.Actionable
 	if len(batch) > api.MaxPageEvents {
@@ -159,7 +161,7 @@ func (s *sess) startLocked(input *api.UserInput, ride *commits.Ride, answered bo
 			ride = nil
 		}
 	}
-	if ride != nil && input != nil {
+	if input != nil && !answered {
 		if _, err := s.deferLocked(recs...); err != nil {
 			return 0, err
 		}
