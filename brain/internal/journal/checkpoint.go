@@ -252,10 +252,11 @@ func readCheckpointFile(s *session) ([]byte, error) {
 // path when missing. The file keeps its inode: there is no temporary file
 // to create, no rename and no old inode to free, which on ext4 also starts
 // the new file's writeback at once (auto_da_alloc). A reader in this
-// process waits for the write (s.ckMu). A crash, or a kill in the middle of
-// the write, may leave a file with old and new bytes mixed, as it may
-// leave new bytes that did not all reach the disk: a checkpoint's checksum
-// refuses either, and the session is read from its journal.
+// process waits for the write (s.ckMu). A crash, a kill in the middle of
+// the write or a write that fails (a full disk) may leave a file with old
+// and new bytes mixed, as a crash may leave new bytes that did not all
+// reach the disk: a checkpoint's checksum refuses either, and the session
+// is read from its journal.
 func overwriteFile(path string, parts ...[]byte) (err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {

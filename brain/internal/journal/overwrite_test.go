@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/brain-in-go/brain/brain/internal/fullfs"
 )
 
 // TestCheckpointWrittenInPlace: each checkpoint is written over the last
@@ -109,5 +111,50 @@ func TestCheckpointReadWaitsForWrite(t *testing.T) {
 	}
 	if reads < 10 {
 		t.Fatalf("only %d reads ran beside the writes", reads)
+	}
+}
+
+// TestCheckpointOnFullDisk: a checkpoint that cannot be written whole for
+// want of space answers the error, and the file it leaves is never taken
+// for a checkpoint (the old one whole, or refused by its checksum); the
+// session still opens and reads from its journal, and the next checkpoint
+// once space is back is read again.
+func TestCheckpointOnFullDisk(t *testing.T) {
+	dir := fullfs.Mount(t, 4<<20)
+	sdir := filepath.Join(dir, "sessions")
+	fs := openT(t, sdir, nil)
+	if err := fs.Append(bg, "s", 1, numbered(1, 20)); err != nil {
+		t.Fatal(err)
+	}
+	small := []byte(`"` + strings.Repeat("s", 1000) + `"`)
+	if err := fs.WriteCheckpoint(bg, "s", 10, small); err != nil {
+		t.Fatal(err)
+	}
+	filler := fullfs.Fill(t, dir)
+	big := []byte(`"` + strings.Repeat("b", 256<<10) + `"`)
+	if err := fs.WriteCheckpoint(bg, "s", 20, big); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("WriteCheckpoint on a full disk = %v, want ENOSPC", err)
+	}
+	through, payload, err := fs.ReadCheckpoint(bg, "s")
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err == nil && through == 10 && bytes.Equal(payload, small):
+	default:
+		t.Fatalf("ReadCheckpoint after a failed write = %d, %d bytes, %v; want the old checkpoint or ErrNotFound", through, len(payload), err)
+	}
+	// Space comes back; what the failed write left is still the file.
+	filler.Free(t)
+	fs.Close()
+	fs = openT(t, sdir, nil)
+	if rs, err := fs.Read(bg, "s", 0, 0, 0); err != nil || len(rs) != 20 {
+		t.Fatalf("Read after a failed checkpoint = %d records, %v", len(rs), err)
+	}
+	if err := fs.WriteCheckpoint(bg, "s", 20, big); err != nil {
+		t.Fatalf("WriteCheckpoint once space is back = %v", err)
+	}
+	fs.Close()
+	fs = openT(t, sdir, nil)
+	if through, payload, err := fs.ReadCheckpoint(bg, "s"); err != nil || through != 20 || !bytes.Equal(payload, big) {
+		t.Fatalf("ReadCheckpoint once space is back = %d, %d bytes, %v", through, len(payload), err)
 	}
 }
