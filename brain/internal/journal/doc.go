@@ -330,16 +330,16 @@
 // file is cut to the new length when that is shorter), with no flush: a
 // checkpoint only speeds opens, and it reaches the disk with the file
 // system's own writeback or the next sync point's syncfs. Writing in place
-// keeps the file's inode: a temporary file renamed over the old one costs a
-// file creation, a rename and the old inode's release, and on ext4 starts
-// the new file's writeback at once (auto_da_alloc): many times the cost of
-// the write itself (BENCHMARKS.md, "Checkpoints written in place"). Within the process, a read of the checkpoint waits
-// for a write in progress. After a crash, a kill in the middle of a write
-// or a write that failed (a full disk), open finds the previous
-// checkpoint, the new one, none, or a file whose bytes are old and new
-// mixed or did not all reach the disk, which its checksum refuses; the
-// session is then read from its journal, and its next checkpoint replaces
-// the file. Layout
+// keeps the file's inode: a temporary file renamed over the old one costs
+// a file creation, a rename and the old inode's release, and on ext4
+// starts the new file's writeback at once (auto_da_alloc): many times the
+// cost of the write itself (BENCHMARKS.md, "Checkpoints written in
+// place"). Within the process, a read of the checkpoint waits for a write
+// in progress. After a crash, a kill in the middle of a write or a write
+// that failed (a full disk), open finds the previous checkpoint, the new
+// one, none, or a file whose bytes are old and new mixed or did not all
+// reach the disk, which its checksum refuses; the session is then read
+// from its journal, and its next checkpoint replaces the file. Layout
 // (little-endian):
 //
 //	offset  size  field
