@@ -430,12 +430,25 @@ func (s *sess) stampLocked(recs []journal.Record) uint64 {
 // (turn end, callbacks over Call) and every read of the session flushes
 // them first, so nothing outside observes a record before it is durable.
 func (s *sess) deferLocked(recs ...journal.Record) (uint64, error) {
+	return s.deferFoldLocked(recs, nil)
+}
+
+// deferRefLocked is deferLocked for one record the engine built
+// referencing record ref (an effect's end): its fold takes ref as given
+// (state.applyRef).
+func (s *sess) deferRefLocked(r journal.Record, ref uint64) (uint64, error) {
+	return s.deferFoldLocked([]journal.Record{r}, &ref)
+}
+
+// deferFoldLocked defers recs, folding each with the reference known
+// when it is not nil.
+func (s *sess) deferFoldLocked(recs []journal.Record, known *uint64) (uint64, error) {
 	if s.st == nil {
 		return 0, fmt.Errorf("session %s: %w", s.id, ErrClosed)
 	}
 	first := s.stampLocked(recs)
 	for _, r := range recs {
-		if err := s.st.apply(r); err != nil {
+		if err := s.st.fold(r, known); err != nil {
 			return 0, err
 		}
 		s.pending = append(s.pending, r)

@@ -1,8 +1,10 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -246,5 +248,54 @@ func TestReleasedKeepsTheModelClient(t *testing.T) {
 				t.Fatalf("the model key was read %d times in 4 turns, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// The projection the engine folds as a turn runs (with the references of
+// effects' ends taken as the engine built them, and the start of a
+// synchronous send deferred to its first fence) is the projection a fold
+// of the journal gives, field for field: text turns, a long reply that is
+// held by reference, and a turn whose model call fails.
+func TestLiveFoldIsTheJournalFold(t *testing.T) {
+	h, _ := countingHarness(t, Config{})
+	ctx := context.Background()
+	id := h.create(api.CreateSessionRequest{})
+	inputs := []string{
+		"hello",
+		`{"reply":"` + strings.Repeat("long reply ", 40) + `"}`,
+		`{"fail":{"code":"rate_limited","message":"slow down"}}`,
+		"after the failure",
+	}
+	for _, in := range inputs {
+		_, err := h.engine.Send(ctx, id, api.UserInput{Message: in})
+		if err != nil && !strings.Contains(in, "fail") {
+			t.Fatalf("Send(%q) = %v", in, err)
+		}
+	}
+	h.engine.mu.Lock()
+	kept, _ := h.engine.released.take(id)
+	h.engine.mu.Unlock()
+	if kept == nil {
+		t.Fatal("no kept projection after the turns")
+	}
+	live, err := kept.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newState()
+	for _, r := range h.records(id) {
+		if err := st.apply(r); err != nil {
+			t.Fatalf("fold of record %d (%s): %v", r.Sequence, r.Kind, err)
+		}
+	}
+	folded, err := st.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(live, folded) {
+		t.Fatalf("the live projection differs from the journal's fold:\nlive   %s\nfolded %s", live, folded)
+	}
+	if len(kept.Open) != 0 {
+		t.Fatalf("effects left open after the turns: %v", kept.Open)
 	}
 }

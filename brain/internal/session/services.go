@@ -243,7 +243,7 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 	endSpan(span, "", "")
 	// The terminal record is folded before the caller sees the result and
 	// rides on the session's next append (see deferLocked).
-	if _, err := s.deferLocked(rec(api.KindModelCallEnded, modelCallEnded{Sequence: seq, Result: res})); err != nil {
+	if _, err := s.deferRefLocked(rec(api.KindModelCallEnded, modelCallEnded{Sequence: seq, Result: res}), seq); err != nil {
 		return api.ModelResult{}, err
 	}
 	return res, nil

@@ -148,7 +148,13 @@ func (st *state) observedBytes() int64 {
 func (st *state) last() uint64 { return st.Next - 1 }
 
 // apply folds one committed record into the state.
-func (st *state) apply(r journal.Record) error {
+func (st *state) apply(r journal.Record) error { return st.fold(r, nil) }
+
+// fold is apply; a record the engine built referencing another (an
+// effect's end) may come with that reference known, which is then taken
+// as given instead of decoded from the record's data, where it is the
+// same number.
+func (st *state) fold(r journal.Record, known *uint64) error {
 	if r.Sequence != st.Next {
 		return fmt.Errorf("session: record %d folded at %d: %w", r.Sequence, st.Next, ErrInvalid)
 	}
@@ -159,6 +165,8 @@ func (st *state) apply(r journal.Record) error {
 		if err := json.Unmarshal(r.Data, &p); err != nil {
 			return fmt.Errorf("session: record %d (%s): %w", r.Sequence, r.Kind, err)
 		}
+	} else if known != nil {
+		p.Sequence = *known
 	} else if hasRef(r.Kind) {
 		var rf ref
 		if err := json.Unmarshal(r.Data, &rf); err != nil {
