@@ -255,22 +255,30 @@ func TestReleasedKeepsTheModelClient(t *testing.T) {
 // effects' ends taken as the engine built them, and the start of a
 // synchronous send deferred to its first fence) is the projection a fold
 // of the journal gives, field for field: text turns, a long reply that is
-// held by reference, and a turn whose model call fails.
+// held by reference, a turn whose model call fails, and a turn of four
+// parallel tool calls.
 func TestLiveFoldIsTheJournalFold(t *testing.T) {
 	h, _ := countingHarness(t, Config{})
 	ctx := context.Background()
-	id := h.create(api.CreateSessionRequest{})
+	id := h.create(toolSession("echo"))
 	inputs := []string{
 		"hello",
 		`{"reply":"` + strings.Repeat("long reply ", 40) + `"}`,
 		`{"fail":{"code":"rate_limited","message":"slow down"}}`,
-		"after the failure",
+		script(map[string]any{"tool_calls": []map[string]any{
+			{"name": "echo", "input": map[string]int{"n": 1}}, {"name": "echo", "input": map[string]int{"n": 2}},
+			{"name": "echo", "input": map[string]int{"n": 3}}, {"name": "echo", "input": map[string]int{"n": 4}},
+		}, "reply": "done"}),
+		"after the tools",
 	}
 	for _, in := range inputs {
 		_, err := h.engine.Send(ctx, id, api.UserInput{Message: in})
-		if err != nil && !strings.Contains(in, "fail") {
+		if err != nil && !strings.Contains(in, `"fail"`) {
 			t.Fatalf("Send(%q) = %v", in, err)
 		}
+	}
+	if n := len(h.records(id)); n < 30 {
+		t.Fatalf("only %d records after the turns", n)
 	}
 	h.engine.mu.Lock()
 	kept, _ := h.engine.released.take(id)
