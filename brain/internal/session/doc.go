@@ -146,7 +146,13 @@
 // it, a delta of an array that extends the saved one keeps the saved
 // messages without comparing them, and the fold takes the messages the
 // loop appended where they are (extend). While capacity is lent the
-// fold writes none of it; other messages go to a new array. Checkpoints
+// fold writes none of it; other messages go to a new array. The live
+// fold of a delta the engine has just built takes the delta as built
+// instead of decoding its record, when its messages are what decoding
+// would answer (canonicalMessages: valid UTF-8, raw JSON already compact
+// and escaped as Marshal writes it); otherwise it decodes the record, as
+// the fold of the journal does, so that the two folds agree value for
+// value. Checkpoints
 // are written at intervals that grow with what they cover, so their cost
 // per record is flat too, and each encodes only the messages appended
 // since the one before: the projection keeps the JSON of the transcript

@@ -434,21 +434,32 @@ func (s *sess) deferLocked(recs ...journal.Record) (uint64, error) {
 }
 
 // deferRefLocked is deferLocked for one record the engine built
-// referencing record ref (an effect's end): its fold takes ref as given
-// (state.applyRef).
+// referencing record ref (an effect's end): its fold takes ref as given.
 func (s *sess) deferRefLocked(r journal.Record, ref uint64) (uint64, error) {
-	return s.deferFoldLocked([]journal.Record{r}, &ref)
+	return s.deferFoldLocked([]journal.Record{r}, &known{ref: ref, hasRef: true})
 }
 
-// deferFoldLocked defers recs, folding each with the reference known
-// when it is not nil.
-func (s *sess) deferFoldLocked(recs []journal.Record, known *uint64) (uint64, error) {
+// deferDeltaLocked is deferLocked for the transcript_delta the engine
+// built from d: its fold takes d as given when d's appended messages are
+// what the journal's fold would decode (knownDelta).
+func (s *sess) deferDeltaLocked(d transcriptDelta) (uint64, error) {
+	r := rec(api.KindTranscriptDelta, d)
+	if !canonicalMessages(d.Append) {
+		return s.deferFoldLocked([]journal.Record{r}, nil)
+	}
+	d.Append = cloneBlocks(d.Append)
+	return s.deferFoldLocked([]journal.Record{r}, &known{delta: &d})
+}
+
+// deferFoldLocked defers recs, folding each with what is known of them
+// when k is not nil.
+func (s *sess) deferFoldLocked(recs []journal.Record, k *known) (uint64, error) {
 	if s.st == nil {
 		return 0, fmt.Errorf("session %s: %w", s.id, ErrClosed)
 	}
 	first := s.stampLocked(recs)
 	for _, r := range recs {
-		if err := s.st.fold(r, known); err != nil {
+		if err := s.st.fold(r, k); err != nil {
 			return 0, err
 		}
 		s.pending = append(s.pending, r)

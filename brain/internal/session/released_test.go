@@ -303,6 +303,9 @@ func TestLiveFoldIsTheJournalFold(t *testing.T) {
 	if !bytes.Equal(live, folded) {
 		t.Fatalf("the live projection differs from the journal's fold:\nlive   %s\nfolded %s", live, folded)
 	}
+	if !reflect.DeepEqual(kept.Transcript, st.Transcript) {
+		t.Fatalf("the live transcript differs from the journal's fold:\nlive   %#v\nfolded %#v", kept.Transcript, st.Transcript)
+	}
 	if len(kept.Open) != 0 {
 		t.Fatalf("effects left open after the turns: %v", kept.Open)
 	}

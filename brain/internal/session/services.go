@@ -397,7 +397,7 @@ func (x *execution) SetTranscript(ctx context.Context, messages []api.Message) (
 			return 0, fmt.Errorf("%w: message %d has role %q", ErrInvalid, i, m.Role)
 		}
 	}
-	return s.deferLocked(rec(api.KindTranscriptDelta, d))
+	return s.deferDeltaLocked(d)
 }
 
 // KVRead answers the stored value and whether key is present.

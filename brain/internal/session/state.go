@@ -150,11 +150,10 @@ func (st *state) last() uint64 { return st.Next - 1 }
 // apply folds one committed record into the state.
 func (st *state) apply(r journal.Record) error { return st.fold(r, nil) }
 
-// fold is apply; a record the engine built referencing another (an
-// effect's end) may come with that reference known, which is then taken
-// as given instead of decoded from the record's data, where it is the
-// same number.
-func (st *state) fold(r journal.Record, known *uint64) error {
+// fold is apply for a record the engine has just built: what it knows of
+// the record (k, when not nil) is taken as given instead of decoded back
+// out of the record's data, where it is the same (see known).
+func (st *state) fold(r journal.Record, k *known) error {
 	if r.Sequence != st.Next {
 		return fmt.Errorf("session: record %d folded at %d: %w", r.Sequence, st.Next, ErrInvalid)
 	}
@@ -165,8 +164,8 @@ func (st *state) fold(r journal.Record, known *uint64) error {
 		if err := json.Unmarshal(r.Data, &p); err != nil {
 			return fmt.Errorf("session: record %d (%s): %w", r.Sequence, r.Kind, err)
 		}
-	} else if known != nil {
-		p.Sequence = *known
+	} else if k != nil && k.hasRef {
+		p.Sequence = k.ref
 	} else if hasRef(r.Kind) {
 		var rf ref
 		if err := json.Unmarshal(r.Data, &rf); err != nil {
@@ -224,7 +223,9 @@ func (st *state) fold(r journal.Record, known *uint64) error {
 		st.Status = api.StatusEnded
 	case api.KindTranscriptDelta:
 		var d transcriptDelta
-		if err := json.Unmarshal(r.Data, &d); err != nil {
+		if k != nil && k.delta != nil {
+			d = *k.delta
+		} else if err := json.Unmarshal(r.Data, &d); err != nil {
 			return fmt.Errorf("session: record %d: %w", r.Sequence, err)
 		}
 		if d.Keep > len(st.Transcript) {
