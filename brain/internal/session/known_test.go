@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"reflect"
@@ -141,33 +140,8 @@ func TestLiveFoldKeepsWhatTheJournalHolds(t *testing.T) {
 			}
 		}
 	}
-	h.engine.mu.Lock()
-	kept, _ := h.engine.released.take(id)
-	h.engine.mu.Unlock()
-	if kept == nil {
-		t.Fatal("no kept projection after the turns")
-	}
-	st := newState()
-	for _, r := range h.records(id) {
-		if err := st.apply(r); err != nil {
-			t.Fatalf("fold of record %d (%s): %v", r.Sequence, r.Kind, err)
-		}
-	}
+	_, st := liveAndFolded(t, h, id)
 	if n := 2 * len(turns); len(st.Transcript) != n {
 		t.Fatalf("the journal's fold holds %d messages, want %d", len(st.Transcript), n)
-	}
-	if !reflect.DeepEqual(kept.Transcript, st.Transcript) {
-		t.Fatalf("the live transcript differs from the journal's fold:\nlive   %#v\nfolded %#v", kept.Transcript, st.Transcript)
-	}
-	live, err := kept.encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	folded, err := st.encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(live, folded) {
-		t.Fatalf("the live projection differs from the journal's fold:\nlive   %s\nfolded %s", live, folded)
 	}
 }

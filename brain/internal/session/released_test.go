@@ -280,33 +280,42 @@ func TestLiveFoldIsTheJournalFold(t *testing.T) {
 	if n := len(h.records(id)); n < 30 {
 		t.Fatalf("only %d records after the turns", n)
 	}
+	kept, _ := liveAndFolded(t, h, id)
+	if len(kept.Open) != 0 {
+		t.Fatalf("effects left open after the turns: %v", kept.Open)
+	}
+}
+
+// liveAndFolded takes session id's kept projection and folds its journal
+// afresh, and fails unless the two are one: the same encoding, and the
+// same transcript value for value.
+func liveAndFolded(t *testing.T, h *harness, id string) (kept, folded *state) {
+	t.Helper()
 	h.engine.mu.Lock()
-	kept, _ := h.engine.released.take(id)
+	kept, _ = h.engine.released.take(id)
 	h.engine.mu.Unlock()
 	if kept == nil {
 		t.Fatal("no kept projection after the turns")
 	}
-	live, err := kept.encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := newState()
+	folded = newState()
 	for _, r := range h.records(id) {
-		if err := st.apply(r); err != nil {
+		if err := folded.apply(r); err != nil {
 			t.Fatalf("fold of record %d (%s): %v", r.Sequence, r.Kind, err)
 		}
 	}
-	folded, err := st.encode()
+	a, err := kept.encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(live, folded) {
-		t.Fatalf("the live projection differs from the journal's fold:\nlive   %s\nfolded %s", live, folded)
+	b, err := folded.encode()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(kept.Transcript, st.Transcript) {
-		t.Fatalf("the live transcript differs from the journal's fold:\nlive   %#v\nfolded %#v", kept.Transcript, st.Transcript)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("the live projection differs from the journal's fold:\nlive   %s\nfolded %s", a, b)
 	}
-	if len(kept.Open) != 0 {
-		t.Fatalf("effects left open after the turns: %v", kept.Open)
+	if !reflect.DeepEqual(kept.Transcript, folded.Transcript) {
+		t.Fatalf("the live transcript differs from the journal's fold:\nlive   %#v\nfolded %#v", kept.Transcript, folded.Transcript)
 	}
+	return kept, folded
 }
