@@ -17,19 +17,18 @@
 // and KV changes) are folded at once and appended with the session's next
 // append: every *_started fence, every answer to a caller (a turn's end,
 // any service call through Services.Call) and every read flushes them
-// first, and they are flushed at the latest CoalesceWindow later. A text
-// turn is three appends.
+// first, and they are flushed at the latest CoalesceWindow later.
 //
-// A synchronous Send whose context carries a commits.Ride (its HTTP
-// idempotency claim rides the journal) defers its start as well:
-// turn_started, activation_started and the private claim record are
-// appended with the turn's first commit (its first *_started fence, the
-// flush before a remote loop's execute, or its end), and the private
-// answer record, from Ride.Answer, commits with the turn's end, before
-// activation_ended. Such a text turn is two appends. If the commit
-// carrying the start fails, nothing of the turn is durable and no effect
-// was sent: the session is dropped from memory (it reloads from its
-// journal) and Send answers the journal's write error.
+// A synchronous Send defers its start as well: turn_started and
+// activation_started are appended with the turn's first commit (its first
+// *_started fence, the flush before a remote loop's execute, or its end).
+// When its context carries a commits.Ride (its HTTP idempotency claim
+// rides the journal), the private claim record goes with them, and the
+// private answer record, from Ride.Answer, commits with the turn's end,
+// before activation_ended. A text turn is two appends, with a ride or
+// without. If the commit carrying the start fails, nothing of the turn is
+// durable and no effect was sent: the session is dropped from memory (it
+// reloads from its journal) and Send answers the journal's write error.
 //
 // A Submit whose context carries a Ride (an async submission, answered
 // with the turn_started sequence before the turn runs) commits its claim
