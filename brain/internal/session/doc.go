@@ -110,8 +110,9 @@
 // unless an idle TTL keeps it; reads (Summary, Transcript, Events) never
 // keep a session in memory. The engine keeps up to 64 goroutines that ran
 // an activation or a tool delivery, for a second each, to run the next
-// one with the stack they grew (see runners); they belong to no session. The projection of a released session (its
-// folded state, no goroutine, no timer) may be kept in a cache bounded by
+// one with the stack they grew (see runners); they belong to no session.
+// The projection of a released session (its folded state, no goroutine,
+// no timer) may be kept in a cache bounded by
 // Config.ReleasedBytes (64 MiB by default; past it, projections chosen at
 // random go, so that sessions taking turns in a cycle longer than the
 // bound holds still find a share of theirs kept), so that the
@@ -119,6 +120,16 @@
 // the journal tail; it is used only while the journal still ends where it
 // does, and otherwise the session folds from the journal checkpoint and
 // the records after it. The bound is one per engine, not per session.
+//
+// A checkpoint's projection is taken only when the engine can go on from
+// it (fromCheckpoint: it covers exactly the checkpoint's records, holds the
+// configuration, names no environment without its state; maps it names
+// null are empty); otherwise the whole journal is folded. A record whose
+// frame checked out but which does not fold (a transcript_delta keeping a
+// negative number of messages, say) makes the session damaged
+// (journal.ErrDamaged) rather than loaded. FuzzFold and
+// FuzzCheckpointProjection hold the fold to that for any record and any
+// checkpoint payload.
 //
 // # Large messages
 //

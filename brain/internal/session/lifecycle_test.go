@@ -9,10 +9,12 @@ import (
 	"reflect"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
@@ -313,5 +315,87 @@ func TestIsBuiltin(t *testing.T) {
 		if got := isBuiltin([]byte(impl)); got != want {
 			t.Errorf("isBuiltin(%s) = %v, want %v", impl, got, want)
 		}
+	}
+}
+
+// A checkpoint whose frame checks out but whose projection the engine
+// cannot go on from (an environment named without its state) is not
+// taken: the session is folded from its journal. One whose maps are null
+// is taken with them empty. Either way the session's turns go on.
+func TestCheckpointProjectionNotTaken(t *testing.T) {
+	for name, edit := range map[string]func(map[string]any){
+		"environment without its state": func(p map[string]any) { p["envs"] = map[string]any{"ghost": nil} },
+		"null maps": func(p map[string]any) {
+			p["kv"], p["open"], p["envs"], p["returned"] = nil, nil, nil, nil
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := openHarness(t, dir, Config{CheckpointEvery: 8}, nil)
+			id := h.create(api.CreateSessionRequest{})
+			for i := 0; i < 3; i++ {
+				if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "m"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, _ := h.engine.Transcript(context.Background(), id)
+			through, payload, err := h.store.ReadCheckpoint(context.Background(), id)
+			if err != nil || through < 8 {
+				t.Fatalf("checkpoint through %d: %v", through, err)
+			}
+			var p map[string]any
+			if err := json.Unmarshal(payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			edit(p)
+			payload, _ = json.Marshal(p)
+			if err := h.store.WriteCheckpoint(context.Background(), id, through, payload); err != nil {
+				t.Fatal(err)
+			}
+			h.close()
+			h2 := openHarness(t, dir, Config{CheckpointEvery: 8}, nil)
+			got, err := h2.engine.Transcript(context.Background(), id)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("reopened transcript differs: %v", err)
+			}
+			if _, err := h2.engine.Send(context.Background(), id, api.UserInput{Message: "more"}); err != nil {
+				t.Fatal(err)
+			}
+			got, _ = h2.engine.Transcript(context.Background(), id)
+			if len(got.Messages) != len(want.Messages)+2 {
+				t.Fatalf("%d messages after one more turn, want %d", len(got.Messages), len(want.Messages)+2)
+			}
+		})
+	}
+}
+
+// A transcript_delta in the journal that keeps a negative number of
+// messages is refused as damage when the session is folded, instead of
+// taking the process down.
+func TestNegativeKeepRefused(t *testing.T) {
+	dir := t.TempDir()
+	h := openHarness(t, dir, Config{}, nil)
+	id := h.create(api.CreateSessionRequest{})
+	if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	h.close()
+	store, err := journal.OpenFileStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := store.Next(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := journal.Record{Kind: api.KindTranscriptDelta, Data: json.RawMessage(`{"keep":-1,"append":[],"saved":2}`)}
+	if err := store.Append(context.Background(), id, next, []journal.Record{bad}); err != nil {
+		t.Fatal(err)
+	}
+	_ = store.Close()
+	h2 := openHarness(t, dir, Config{}, nil)
+	_, err = h2.engine.Send(context.Background(), id, api.UserInput{Message: "more"})
+	if !errors.Is(err, journal.ErrDamaged) || !strings.Contains(err.Error(), "keeps -1") {
+		t.Fatalf("Send on a journal keeping -1 messages = %v, want the journal damaged", err)
 	}
 }

@@ -39,9 +39,7 @@ func (e *Engine) load(ctx context.Context, id string) (*state, error) {
 	st := newState()
 	if e.cfg.CheckpointEvery > 0 {
 		if through, payload, err := e.store.ReadCheckpoint(ctx, id); err == nil && through < next {
-			c := newState()
-			if json.Unmarshal(payload, c) == nil && c.Next == through+1 && c.Config != nil {
-				c.ckptThrough = through
+			if c := fromCheckpoint(payload, through); c != nil {
 				st = c
 			}
 		}
@@ -57,7 +55,9 @@ func (e *Engine) load(ctx context.Context, id string) (*state, error) {
 		}
 		for _, r := range recs {
 			if err := st.apply(r); err != nil {
-				return nil, err
+				// A record whose frame checked out but which does not
+				// fold is damage, not the caller's invalid request.
+				return nil, fmt.Errorf("session %s: %w: %w", id, journal.ErrDamaged, err)
 			}
 		}
 	}
@@ -146,4 +146,36 @@ func (s *sess) checkpointLocked() {
 		s.tally.Add(1)
 		s.ckptAt = through
 	}
+}
+
+// fromCheckpoint answers the projection a checkpoint through `through`
+// holds, or nil when its payload is not one this engine can start from
+// (then the journal is folded from its start): it must decode, cover
+// exactly through, hold the session's configuration, and name no
+// environment without its state.
+func fromCheckpoint(payload []byte, through uint64) *state {
+	c := newState()
+	if json.Unmarshal(payload, c) != nil || c.Next != through+1 || c.Config == nil {
+		return nil
+	}
+	for _, e := range c.Envs {
+		if e == nil {
+			return nil
+		}
+	}
+	// Maps the payload named null are empty, as a fresh projection's.
+	if c.KV == nil {
+		c.KV = map[string]json.RawMessage{}
+	}
+	if c.Open == nil {
+		c.Open = map[uint64]openEffect{}
+	}
+	if c.Envs == nil {
+		c.Envs = map[string]*envState{}
+	}
+	if c.Returned == nil {
+		c.Returned = map[uint64]bool{}
+	}
+	c.ckptThrough = through
+	return c
 }

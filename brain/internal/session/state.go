@@ -228,7 +228,7 @@ func (st *state) fold(r journal.Record, k *known) error {
 		} else if err := json.Unmarshal(r.Data, &d); err != nil {
 			return fmt.Errorf("session: record %d: %w", r.Sequence, err)
 		}
-		if d.Keep > len(st.Transcript) {
+		if d.Keep < 0 || d.Keep > len(st.Transcript) {
 			return fmt.Errorf("session: record %d keeps %d of %d messages: %w", r.Sequence, d.Keep, len(st.Transcript), ErrInvalid)
 		}
 		app, err := st.appended(r.Sequence, d)
