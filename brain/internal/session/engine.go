@@ -441,7 +441,7 @@ func (s *sess) deferRefLocked(r journal.Record, ref uint64) (uint64, error) {
 
 // deferDeltaLocked is deferLocked for the transcript_delta the engine
 // built from d: its fold takes d as given when d's appended messages are
-// what the journal's fold would decode (knownDelta).
+// what the journal's fold would decode (canonicalMessages).
 func (s *sess) deferDeltaLocked(d transcriptDelta) (uint64, error) {
 	r := rec(api.KindTranscriptDelta, d)
 	if !canonicalMessages(d.Append) {
