@@ -148,20 +148,28 @@ func TestPassivation(t *testing.T) {
 	}
 }
 
-func TestCheckpointReopen(t *testing.T) {
-	dir := t.TempDir()
-	h := openHarness(t, dir, Config{CheckpointEvery: 8}, nil)
-	id := h.create(api.CreateSessionRequest{})
-	for i := 0; i < 5; i++ {
+// checkpointed answers a session of turns text turns in a store under dir
+// that checkpoints every 8 records, its transcript, and its checkpoint.
+func checkpointed(t *testing.T, dir string, turns int) (h *harness, id string, want api.SessionTranscript, through uint64, payload []byte) {
+	t.Helper()
+	h = openHarness(t, dir, Config{CheckpointEvery: 8}, nil)
+	id = h.create(api.CreateSessionRequest{})
+	for i := 0; i < turns; i++ {
 		if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "m"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want, _ := h.engine.Transcript(context.Background(), id)
-	through, _, err := h.store.ReadCheckpoint(context.Background(), id)
+	want, _ = h.engine.Transcript(context.Background(), id)
+	through, payload, err := h.store.ReadCheckpoint(context.Background(), id)
 	if err != nil || through < 8 {
 		t.Fatalf("checkpoint through %d: %v", through, err)
 	}
+	return h, id, want, through, payload
+}
+
+func TestCheckpointReopen(t *testing.T) {
+	dir := t.TempDir()
+	h, id, want, _, _ := checkpointed(t, dir, 5)
 	h.close()
 	h2 := openHarness(t, dir, Config{CheckpointEvery: 8}, nil)
 	got, err := h2.engine.Transcript(context.Background(), id)
@@ -331,18 +339,7 @@ func TestCheckpointProjectionNotTaken(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			h := openHarness(t, dir, Config{CheckpointEvery: 8}, nil)
-			id := h.create(api.CreateSessionRequest{})
-			for i := 0; i < 3; i++ {
-				if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "m"}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, _ := h.engine.Transcript(context.Background(), id)
-			through, payload, err := h.store.ReadCheckpoint(context.Background(), id)
-			if err != nil || through < 8 {
-				t.Fatalf("checkpoint through %d: %v", through, err)
-			}
+			h, id, want, through, payload := checkpointed(t, dir, 3)
 			var p map[string]any
 			if err := json.Unmarshal(payload, &p); err != nil {
 				t.Fatal(err)
