@@ -171,13 +171,24 @@ func TestCheckpointReopen(t *testing.T) {
 	dir := t.TempDir()
 	h, id, want, _, _ := checkpointed(t, dir, 5)
 	h.close()
-	h2 := openHarness(t, dir, Config{CheckpointEvery: 8}, nil)
-	got, err := h2.engine.Transcript(context.Background(), id)
+	reopenGoesOn(t, dir, id, want)
+}
+
+// reopenGoesOn reopens the store under dir and fails unless session id's
+// transcript is want and one more text turn adds its two messages.
+func reopenGoesOn(t *testing.T, dir, id string, want api.SessionTranscript) {
+	t.Helper()
+	h := openHarness(t, dir, Config{CheckpointEvery: 8}, nil)
+	got, err := h.engine.Transcript(context.Background(), id)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("reopened transcript differs: %v", err)
 	}
-	if _, err := h2.engine.Send(context.Background(), id, api.UserInput{Message: "more"}); err != nil {
+	if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "more"}); err != nil {
 		t.Fatal(err)
+	}
+	got, _ = h.engine.Transcript(context.Background(), id)
+	if len(got.Messages) != len(want.Messages)+2 {
+		t.Fatalf("%d messages after one more turn, want %d", len(got.Messages), len(want.Messages)+2)
 	}
 }
 
@@ -350,18 +361,7 @@ func TestCheckpointProjectionNotTaken(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.close()
-			h2 := openHarness(t, dir, Config{CheckpointEvery: 8}, nil)
-			got, err := h2.engine.Transcript(context.Background(), id)
-			if err != nil || !reflect.DeepEqual(got, want) {
-				t.Fatalf("reopened transcript differs: %v", err)
-			}
-			if _, err := h2.engine.Send(context.Background(), id, api.UserInput{Message: "more"}); err != nil {
-				t.Fatal(err)
-			}
-			got, _ = h2.engine.Transcript(context.Background(), id)
-			if len(got.Messages) != len(want.Messages)+2 {
-				t.Fatalf("%d messages after one more turn, want %d", len(got.Messages), len(want.Messages)+2)
-			}
+			reopenGoesOn(t, dir, id, want)
 		})
 	}
 }
