@@ -41,6 +41,11 @@ const (
 // time per subscriber and turn. It runs only with BRAIN_BENCH=1:
 //
 //	BRAIN_BENCH=1 BRAIN_BENCH_ROUNDS=6 go test -count=1 -run TestBenchFanOut -v ./brain/e2e
+//
+// The turns go back to back unless BRAIN_BENCH_PACE (a duration, such as
+// 50ms) spaces them: unpaced, a turn is answered long before its frames
+// have reached 1,000 subscribers, so the spread also measures the frames
+// of earlier turns still queued.
 func TestBenchFanOut(t *testing.T) {
 	if os.Getenv("BRAIN_BENCH") != "1" {
 		t.Skip("set BRAIN_BENCH=1 to run the HTTP API benchmarks")
@@ -85,6 +90,7 @@ func fanOut(t *testing.T, s *server) fanOutResult {
 	url := fmt.Sprintf("%s/v1/sessions/%s/events?after=%d", s.URL, id, last)
 	return measureFanOut(t, s.cmd.Process.Pid, url, s.Token, func() uint64 {
 		for range fanOutTurns {
+			time.Sleep(fanOutPace())
 			if r := s.send(id, "fan out"); r.Status != 200 {
 				t.Fatalf("send = %d", r.Status)
 			}
@@ -98,6 +104,7 @@ func fanOutFloor(t *testing.T, fl *floorServer) fanOutResult {
 	return measureFanOut(t, fl.cmd.Process.Pid, fl.URL+"/events", "", func() uint64 {
 		seq := uint64(2)
 		for range fanOutTurns {
+			time.Sleep(fanOutPace())
 			for _, b := range fanoutfloor.TurnFrames(&seq) {
 				resp, err := http.Post(fl.URL+"/publish", "text/event-stream", strings.NewReader(string(b)))
 				if err != nil {
@@ -312,4 +319,10 @@ func runFanOutFloor(dir string) int {
 	fmt.Printf("%shttp://%s\n", readyLine, ln.Addr())
 	_ = http.Serve(ln, mux)
 	return 0
+}
+
+// fanOutPace answers the pause before each turn (BRAIN_BENCH_PACE).
+func fanOutPace() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("BRAIN_BENCH_PACE"))
+	return d
 }

@@ -423,7 +423,11 @@
 // session is idle when no call is using it, none of its appends or
 // deletes is queued, it has no subscription and the writer holds no handle
 // of its segment, so only the writer's up to Options.MaxOpenFiles open
-// segments may keep a few more sessions loaded.
+// segments and sessions with subscriptions may keep more sessions loaded.
+// When every other idle session is held that way, the session a call has
+// just used stays too, so that a reader paging through it does not open
+// it from disk again for every page; it goes when another session is
+// used. Stats.Recoveries counts the sessions opened from disk.
 //
 // Recovery and Read scan a segment with positional reads into one pooled
 // buffer (64 KiB, doubling up to 1 MiB per read), checking each frame in

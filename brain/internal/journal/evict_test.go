@@ -134,3 +134,57 @@ func TestEvictConcurrent(t *testing.T) {
 		t.Fatalf("%d sessions loaded, bound is 3 (+2 open handles)", l)
 	}
 }
+
+// TestPagingKeepsSessionLoaded: a reader paging through a session is not
+// made to open it from disk again for every page when every other loaded
+// session is held (here by a subscription), and the session still goes
+// once another one is used.
+func TestPagingKeepsSessionLoaded(t *testing.T) {
+	dir := t.TempDir()
+	fill(t, dir, "long", 500, nil)
+	fs := openT(t, dir, &Options{MaxLoadedSessions: 1})
+	if err := fs.Append(bg, "held", 1, numbered(1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := fs.Subscribe(bg, "held", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	before := fs.Stats().Recoveries
+	after, pages := uint64(0), 0
+	for {
+		page, err := fs.Read(bg, "long", after, 10, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for i, r := range page {
+			if r.Sequence != after+uint64(i)+1 {
+				t.Fatalf("page %d: record %d has sequence %d", pages, i, r.Sequence)
+			}
+		}
+		after = page[len(page)-1].Sequence
+		pages++
+	}
+	if after != 500 || pages != 50 {
+		t.Fatalf("read through %d in %d pages, want 500 in 50", after, pages)
+	}
+	if n := fs.Stats().Recoveries - before; n != 1 {
+		t.Fatalf("%d recoveries of a session read in 50 pages, want 1", n)
+	}
+	// The bound still holds once another session is used: "long" goes,
+	// and its next read opens it from disk.
+	if err := fs.Append(bg, "other", 1, numbered(1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	before = fs.Stats().Recoveries
+	if page, err := fs.Read(bg, "long", 499, 0, 0); err != nil || len(page) != 1 {
+		t.Fatalf("Read after another session = %d records, %v", len(page), err)
+	}
+	if n := fs.Stats().Recoveries - before; n != 1 {
+		t.Fatalf("%d recoveries of an evicted session, want 1", n)
+	}
+}

@@ -153,6 +153,7 @@ type FileStore struct {
 	rounds      atomic.Int64
 	fault       atomic.Pointer[error] // the last failed round's error, until a round or probe succeeds
 	appended    atomic.Int64
+	recoveries  atomic.Int64 // sessions opened from disk
 	openFiles   atomic.Int64
 	warmBytes   atomic.Int64 // bytes held by the sessions' warm sets
 
@@ -325,6 +326,12 @@ func (fs *FileStore) release(s *session) {
 			return
 		}
 		v := e.Value.(*session)
+		if v == s {
+			// Every other idle session is held: the one just used
+			// stays, or a reader paging through it would open it
+			// from disk again for each page.
+			return
+		}
 		if !fs.evict(v) {
 			fs.idle.MoveToFront(e)
 			continue
@@ -1131,6 +1138,9 @@ type Stats struct {
 	// RingFlushes counts the commit log flushes that went through
 	// io_uring (see FlushMode).
 	RingFlushes int64
+	// Recoveries counts the sessions opened from disk: on their first use,
+	// and again after they were dropped from memory (MaxLoadedSessions).
+	Recoveries int64
 }
 
 // Stats reports the writer's counters.
@@ -1138,5 +1148,5 @@ func (fs *FileStore) Stats() Stats {
 	fs.mu.Lock()
 	loaded := int64(len(fs.sessions))
 	fs.mu.Unlock()
-	return Stats{Loaded: loaded, Records: fs.appended.Load(), Rounds: fs.rounds.Load(), Syncs: fs.syncs.Load(), SyncFS: fs.syncfsN.Load(), SyncPoints: fs.syncPointsN.Load(), RingFlushes: fs.ringFlushes.Load()}
+	return Stats{Loaded: loaded, Records: fs.appended.Load(), Rounds: fs.rounds.Load(), Syncs: fs.syncs.Load(), SyncFS: fs.syncfsN.Load(), SyncPoints: fs.syncPointsN.Load(), RingFlushes: fs.ringFlushes.Load(), Recoveries: fs.recoveries.Load()}
 }

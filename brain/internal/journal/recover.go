@@ -19,6 +19,7 @@ import (
 // segments are repaired from the log and read again. After a write or
 // flush failure they are repaired before they are read at all.
 func (fs *FileStore) recover(s *session, keep bool) error {
+	fs.recoveries.Add(1)
 	repaired := fs.suspect.Load()
 	if repaired {
 		if _, err := fs.repairFromLogs(s.id); err != nil {
