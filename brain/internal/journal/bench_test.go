@@ -3,6 +3,7 @@ package journal
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -259,6 +260,15 @@ func BenchmarkReopen(b *testing.B) {
 			rawReadSession(b, dir)
 		}
 	})
+	b.Run("raw-read-reused", func(b *testing.B) {
+		// The same reads into one buffer allocated once: the copy from
+		// the page cache alone, without a fresh buffer's page faults.
+		var buf []byte
+		defer reportCPU(b)()
+		for b.Loop() {
+			buf = rawReadInto(b, dir, buf)
+		}
+	})
 	b.Run("no-checkpoint", func(b *testing.B) {
 		defer reportCPU(b)()
 		for b.Loop() {
@@ -270,6 +280,23 @@ func BenchmarkReopen(b *testing.B) {
 		for b.Loop() {
 			reopenAll(b, bare)
 		}
+	})
+	// The session of bare reopened in a store that stays open, as a
+	// server reopens a session it dropped from memory: reading another
+	// session ("t") evicts it (MaxLoadedSessions 1) before each reopen.
+	open, reopenSession := openEvicting(b, bare)
+	defer open.Close()
+	b.Run("session", func(b *testing.B) {
+		var cpu time.Duration
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			evictS(b, open)
+			b.StartTimer()
+			c0 := processCPU(b)
+			reopenSession()
+			cpu += processCPU(b) - c0
+		}
+		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 	})
 	b.Run("checkpoint", func(b *testing.B) {
 		defer reportCPU(b)()
@@ -286,24 +313,95 @@ func BenchmarkReopen(b *testing.B) {
 		}
 	})
 	b.Run("paired", func(b *testing.B) {
-		var raw, nc, ncf, rnc, rncf []float64
+		var raw, nc, ncf, ses, rnc, rncf, rses []float64
 		for b.Loop() {
+			evictS(b, open)
 			t0 := time.Now()
 			rawReadSession(b, dir)
 			t1 := time.Now()
 			reopenAll(b, dir)
 			t2 := time.Now()
 			reopenAll(b, bare)
+			t3 := time.Now()
+			reopenSession()
 			r := float64(t1.Sub(t0))
-			raw, nc, ncf = append(raw, r), append(nc, float64(t2.Sub(t1))), append(ncf, float64(time.Since(t2)))
+			raw, nc, ncf = append(raw, r), append(nc, float64(t2.Sub(t1))), append(ncf, float64(t3.Sub(t2)))
+			ses = append(ses, float64(time.Since(t3)))
 			rnc, rncf = append(rnc, nc[len(nc)-1]/r), append(rncf, ncf[len(ncf)-1]/r)
+			rses = append(rses, ses[len(ses)-1]/r)
 		}
 		b.ReportMetric(median(raw)/1e3, "raw-µs")
 		b.ReportMetric(median(nc)/1e3, "no-checkpoint-µs")
 		b.ReportMetric(median(ncf)/1e3, "no-checkpoint-file-µs")
+		b.ReportMetric(median(ses)/1e3, "session-µs")
 		b.ReportMetric(median(rnc), "no-checkpoint/raw")
 		b.ReportMetric(median(rncf), "no-checkpoint-file/raw")
+		b.ReportMetric(median(rses), "session/raw")
 	})
+}
+
+// rawReadInto reads the segment files of session "s" under dir into buf,
+// grown as needed, and answers it.
+func rawReadInto(b *testing.B, dir string, buf []byte) []byte {
+	segs, _ := filepath.Glob(filepath.Join(dir, "s", "journal", "*.segment"))
+	for _, p := range segs {
+		f, err := os.Open(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if int64(cap(buf)) < fi.Size() {
+			buf = make([]byte, fi.Size())
+		}
+		if _, err := io.ReadFull(f, buf[:fi.Size()]); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+	return buf
+}
+
+// openEvicting copies dir, adds a one-record session "t" to the copy and
+// opens it in a store that keeps one session loaded. It answers the
+// store and a function that reads all of session "s" page by page.
+func openEvicting(b *testing.B, dir string) (*FileStore, func()) {
+	cp := b.TempDir()
+	if err := os.CopyFS(cp, os.DirFS(dir)); err != nil {
+		b.Fatal(err)
+	}
+	fs, err := OpenFileStore(cp, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := fs.Append(bg, "t", 1, []Record{{Kind: "k", Data: benchData}}); err != nil {
+		b.Fatal(err)
+	}
+	fs.Close()
+	if fs, err = OpenFileStore(cp, &Options{MaxLoadedSessions: 1}); err != nil {
+		b.Fatal(err)
+	}
+	return fs, func() { readSessionS(b, fs) }
+}
+
+// evictS reads session "t" of a store from openEvicting, which drops
+// session "s" from memory.
+func evictS(b *testing.B, fs *FileStore) {
+	before := fs.Stats().Recoveries
+	if page, err := fs.Read(bg, "t", 0, 0, 0); err != nil || len(page) != 1 {
+		b.Fatalf("Read t = %d, %v", len(page), err)
+	}
+	if _, err := fs.Read(bg, "s", reopenRecords-1, 0, 0); err != nil {
+		b.Fatal(err)
+	}
+	if fs.Stats().Recoveries-before != 2 {
+		b.Fatal("s was not dropped from memory")
+	}
+	if _, err := fs.Read(bg, "t", 0, 0, 0); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // rawReadSession reads the segment files of session "s" under dir.
@@ -321,6 +419,11 @@ func rawReadSession(b *testing.B, dir string) {
 func reopenAll(b *testing.B, dir string) {
 	fs, _ := OpenFileStore(dir, nil)
 	defer fs.Close()
+	readSessionS(b, fs)
+}
+
+// readSessionS reads all of session "s" page by page.
+func readSessionS(b *testing.B, fs *FileStore) {
 	n := 0
 	after := uint64(0)
 	for {
