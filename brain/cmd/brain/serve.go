@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -462,7 +463,11 @@ func durationOrNoLimit(secs int64) time.Duration {
 	return time.Duration(secs) * time.Second
 }
 
-func printBanner(w io.Writer, url string, f *serveFlags, token string, generated bool, tokenPath string) {
+// printBanner writes the start banner to out with one write, so that a
+// log line written meanwhile (to the same terminal) cannot split it.
+func printBanner(out io.Writer, url string, f *serveFlags, token string, generated bool, tokenPath string) {
+	w := new(bytes.Buffer)
+	defer func() { _, _ = out.Write(w.Bytes()) }()
 	fmt.Fprintf(w, "Brain is serving on %s\n", url)
 	fmt.Fprintf(w, "data directory: %s\n", f.dataDir)
 	fmt.Fprintf(w, "inspector: %s/ui/\n", url)

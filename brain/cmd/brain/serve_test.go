@@ -236,3 +236,30 @@ func TestServeRefusesWhiteSpaceToken(t *testing.T) {
 		}
 	}
 }
+
+// writeCounter records each write made to it.
+type writeCounter struct{ writes []string }
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+// TestBannerOneWrite: the start banner reaches its writer in one write, so
+// that a log line written to the same terminal while it is printed comes
+// before or after it, never inside the example commands.
+func TestBannerOneWrite(t *testing.T) {
+	for _, generated := range []bool{true, false} {
+		var w writeCounter
+		printBanner(&w, "http://127.0.0.1:9", &serveFlags{dataDir: "d"}, "brain_tok", generated, "d/operator.token")
+		if len(w.writes) != 1 {
+			t.Fatalf("generated=%v: banner in %d writes, want 1", generated, len(w.writes))
+		}
+		b := w.writes[0]
+		for _, want := range []string{"Brain is serving on http://127.0.0.1:9\n", "Try it:", "export BRAIN_TOKEN=brain_tok", "http://127.0.0.1:9/v1/sessions/$SID/transcript\n"} {
+			if !strings.Contains(b, want) {
+				t.Fatalf("generated=%v: banner lacks %q:\n%s", generated, want, b)
+			}
+		}
+	}
+}
