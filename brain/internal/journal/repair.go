@@ -2,8 +2,12 @@ package journal
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
+	"syscall"
 )
 
 // repairFromLogs writes the frames of session id that the live commit log
@@ -55,4 +59,153 @@ func (fs *FileStore) repairFromLogs(id string) (int, error) {
 		fs.repaired.Store(true)
 	}
 	return repaired, err
+}
+
+// rewriteFromLogs writes the frames of every live log file into their
+// segments again, at their offsets, and marks those segments and their
+// directories dirty: after a failed flush the kernel may have dropped the
+// dirty pages (a later flush then succeeds without writing them), so the
+// segments are made durable from the log, which holds every acknowledged
+// frame since the last sync point. A segment that is gone (its session
+// deleted) or shorter than an entry's end is left alone: the session's
+// reads and appends see it as it is.
+func (fs *FileStore) rewriteFromLogs() ([]rewrite, error) {
+	segs := segmentFiles{}
+	defer segs.close()
+	var out []rewrite
+	err := fs.liveEntries(func(e *logEntry) error {
+		sdir := filepath.Join(fs.dir, e.id)
+		jdir := filepath.Join(sdir, "journal")
+		seg := filepath.Join(jdir, segmentName(e.segFirst))
+		f, err := segs.holding(seg, e)
+		if f == nil || err != nil {
+			return err
+		}
+		if _, err := f.WriteAt(e.frames, e.off); err != nil {
+			return fmt.Errorf("journal: rewrite %s: %w", seg, err)
+		}
+		// fsync, not fdatasync: the inode (block map, size) may have
+		// been lost with the pages, and the write dirtied its times.
+		fs.dirty[seg] = true
+		fs.dirty[jdir] = true
+		fs.dirty[sdir] = true
+		fs.dirty[fs.dir] = true
+		out = append(out, rewrite{path: seg, off: e.off, frames: e.frames})
+		return nil
+	})
+	return out, err
+}
+
+// liveEntries calls fn with every entry of the live log files (those no
+// sync point retired), oldest first. A file ends at its first entry that
+// does not decode (a write cut short: never acknowledged); a file retired
+// and removed meanwhile is skipped (its frames are durable).
+func (fs *FileStore) liveEntries(fn func(e *logEntry) error) error {
+	ldir := fs.logDir()
+	entries, err := os.ReadDir(ldir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("journal: read %s: %w", ldir, err)
+	}
+	first, err := readSyncPoint(ldir)
+	if err != nil {
+		return err
+	}
+	var nums []uint64
+	for _, e := range entries {
+		if n, ok := parseLogName(e.Name()); ok && n >= first && e.Type().IsRegular() {
+			nums = append(nums, n)
+		}
+	}
+	slices.Sort(nums)
+	for _, n := range nums {
+		path := filepath.Join(ldir, logName(n))
+		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("journal: read %s: %w", path, err)
+		}
+		for off := 0; off < len(b); {
+			e, k, err := decodeLogEntry(b[off:], fs.opts.MaxRecordBytes)
+			if err != nil {
+				break
+			}
+			off += k
+			if err := fn(&e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// segmentFiles keeps the segment files a walk over log entries opened.
+type segmentFiles map[string]*os.File
+
+// holding answers the segment file at path, opened for reading and
+// writing, when it exists and holds e's whole range; else nil.
+func (sf segmentFiles) holding(path string, e *logEntry) (*os.File, error) {
+	f, seen := sf[path]
+	if !seen {
+		var err error
+		f, err = os.OpenFile(path, os.O_RDWR, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			f = nil
+		} else if err != nil {
+			return nil, fmt.Errorf("journal: open %s: %w", path, err)
+		}
+		sf[path] = f
+	}
+	if f == nil {
+		return nil, nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("journal: stat %s: %w", path, err)
+	}
+	if fi.Size() < e.off+int64(len(e.frames)) {
+		return nil, nil // cut back after a failed round: never acknowledged
+	}
+	return f, nil
+}
+
+func (sf segmentFiles) close() {
+	for _, f := range sf {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// rewrite is a run of frames rewriteFromLogs wrote into a segment.
+type rewrite struct {
+	path   string
+	off    int64
+	frames []byte
+}
+
+// verifyRewrites checks that the device holds every rewritten run. Where
+// the file system cannot read past its cache (no O_DIRECT) the flush's
+// success is trusted.
+func verifyRewrites(runs []rewrite) error {
+	for _, r := range runs {
+		have, err := readDevice(r.path, r.off, len(r.frames))
+		if errors.Is(err, errors.ErrUnsupported) || errors.Is(err, syscall.EINVAL) {
+			return nil
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("journal: read back %s: %w", r.path, err)
+		}
+		if !bytes.Equal(have, r.frames) {
+			return fmt.Errorf("journal: %s at %d: %w: the device does not hold the flushed frames", r.path, r.off, syscall.EIO)
+		}
+	}
+	return nil
 }
