@@ -40,6 +40,33 @@ func waitIdle(t *testing.T, r *runners, n int32) {
 	}
 }
 
+// waitParked waits until n runners wait and the goroutine with id g is
+// parked in the runners' select: a runner counts itself idle just before
+// it starts waiting for work, and a run handed over in between goes to a
+// new goroutine.
+func waitParked(t *testing.T, r *runners, n int32, g uint64) {
+	t.Helper()
+	header := []byte("goroutine " + strconv.FormatUint(g, 10) + " [select")
+	b := make([]byte, 1<<20)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if r.idle.Load() == n {
+			k := runtime.Stack(b, true)
+			if i := bytes.Index(b[:k], header); i >= 0 {
+				rest := b[i:k]
+				if end := bytes.Index(rest, []byte("\n\n")); end >= 0 {
+					rest = rest[:end]
+				}
+				if bytes.Contains(rest, []byte("session.(*runners).loop(")) {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d runners wait, want %d with goroutine %d among them", r.idle.Load(), n, g)
+		}
+	}
+}
+
 // A run after another has ended goes to the goroutine that ran the
 // first (and so to the stack it grew); runs at once each get a goroutine.
 func TestRunnersReuseAWaitingGoroutine(t *testing.T) {
@@ -50,13 +77,13 @@ func TestRunnersReuseAWaitingGoroutine(t *testing.T) {
 	ids := make(chan uint64, 1)
 	r.run(func() { ids <- goid() })
 	first := <-ids
-	waitIdle(t, &r, 1)
+	waitParked(t, &r, 1, first)
 	r.run(func() { ids <- goid() })
 	if second := <-ids; second != first {
 		t.Fatalf("the second run went to goroutine %d, not to the waiting %d", second, first)
 	}
 	// Two runs at once: one waiting runner, one new goroutine.
-	waitIdle(t, &r, 1)
+	waitParked(t, &r, 1, first)
 	var wg sync.WaitGroup
 	block := make(chan struct{})
 	got := make(chan uint64, 2)
