@@ -13,6 +13,11 @@ import (
 func TestRegisteredSchemeSelectsBackend(t *testing.T) {
 	var got Options
 	want := &Backend{}
+	t.Cleanup(func() {
+		mu.Lock()
+		delete(openers, "memtest")
+		mu.Unlock()
+	})
 	Register("memtest", func(_ context.Context, o Options) (*Backend, error) {
 		got = o
 		return want, nil
