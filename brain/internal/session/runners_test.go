@@ -18,16 +18,21 @@ func goid() uint64 {
 	return id
 }
 
-// runnerGoroutines counts the goroutines in runners.loop.
-func runnerGoroutines() int {
+// allStacks answers the stacks of every goroutine.
+func allStacks() []byte {
 	b := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(b, true)
 		if n < len(b) {
-			return bytes.Count(b[:n], []byte("session.(*runners).loop("))
+			return b[:n]
 		}
 		b = make([]byte, 2*len(b))
 	}
+}
+
+// runnerGoroutines counts the goroutines in runners.loop.
+func runnerGoroutines() int {
+	return bytes.Count(allStacks(), []byte("session.(*runners).loop("))
 }
 
 // waitIdle waits until n runners wait.
@@ -47,12 +52,11 @@ func waitIdle(t *testing.T, r *runners, n int32) {
 func waitParked(t *testing.T, r *runners, n int32, g uint64) {
 	t.Helper()
 	header := []byte("goroutine " + strconv.FormatUint(g, 10) + " [select")
-	b := make([]byte, 1<<20)
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		if r.idle.Load() == n {
-			k := runtime.Stack(b, true)
-			if i := bytes.Index(b[:k], header); i >= 0 {
-				rest := b[i:k]
+			b := allStacks()
+			if i := bytes.Index(b, header); i >= 0 {
+				rest := b[i:]
 				if end := bytes.Index(rest, []byte("\n\n")); end >= 0 {
 					rest = rest[:end]
 				}
