@@ -26,9 +26,12 @@ import (
 // concurrent sessions over HTTP (POST /v1/sessions/{id}/messages through
 // one Go client with its default transport) with the same turns on the
 // session engine of the same server, past the HTTP layer: journal fsync
-// on, scripted model, built-in loop, default passivation. The two run in
-// alternating rounds on the same sessions, so that both see the same
-// machine load; each op is one turn of each kind.
+// on, scripted model, built-in loop, default passivation. The same turns
+// also go over HTTP from a lean load generator (leanClient: one
+// connection per session, no Transport), which prices the server's share
+// of an HTTP turn, and a bare net/http server answers the same requests
+// (bareJSONFloor). All run in alternating rounds on the same sessions, so
+// that all see the same machine load; each op is one turn of each kind.
 //
 //	go test ./brain -run '^$' -bench Turns64HTTP -benchtime 4000x -count 3
 func BenchmarkTurns64HTTP(b *testing.B) {
@@ -41,23 +44,31 @@ func BenchmarkTurns64HTTP(b *testing.B) {
 	}
 	engine := func(s *client.Session) error { _, err := brn.Server.EngineSend(ctx, s.ID, in); return err }
 	overHTTP := func(s *client.Session) error { _, err := s.Send(ctx, in); return err }
-	floor := bareJSONFloor(b)
+	floor, floorURL := bareJSONFloor(b)
+	lean := leanClient(b, brn.URL, brn.Token)
+	leanFloor := leanClient(b, floorURL, "token")
 	// Warm every path (connections, released projections).
-	var ce, ch, cf time.Duration
+	var ce, ch, cf, cl, clf time.Duration
 	run(2*len(sess), overHTTP, &ch)
 	run(2*len(sess), engine, &ce)
 	run(2*len(sess), floor, &cf)
-	ce, ch, cf = 0, 0, 0
+	run(2*len(sess), lean, &cl)
+	run(2*len(sess), leanFloor, &clf)
+	ce, ch, cf, cl, clf = 0, 0, 0, 0, 0
 	b.ResetTimer()
-	var te, th, tf time.Duration
+	var te, th, tl time.Duration
 	for r := 0; r < rounds; r++ {
 		n := b.N / rounds
 		if r%2 == 0 {
 			te += run(n, engine, &ce)
 			th += run(n, overHTTP, &ch)
-			tf += run(n, floor, &cf)
+			run(n, floor, &cf)
+			tl += run(n, lean, &cl)
+			run(n, leanFloor, &clf)
 		} else {
-			tf += run(n, floor, &cf)
+			run(n, leanFloor, &clf)
+			tl += run(n, lean, &cl)
+			run(n, floor, &cf)
 			th += run(n, overHTTP, &ch)
 			te += run(n, engine, &ce)
 		}
@@ -70,6 +81,10 @@ func BenchmarkTurns64HTTP(b *testing.B) {
 	b.ReportMetric(float64(ch.Microseconds())/n, "http-cpu-µs/turn")
 	b.ReportMetric(float64(cf.Microseconds())/n, "floor-cpu-µs/req")
 	b.ReportMetric(float64((ch-ce).Microseconds())/float64(cf.Microseconds()), "http-overhead/floor")
+	b.ReportMetric(n/tl.Seconds(), "lean-turns/s")
+	b.ReportMetric(te.Seconds()/tl.Seconds(), "lean/engine")
+	b.ReportMetric(float64(cl.Microseconds())/n, "lean-cpu-µs/turn")
+	b.ReportMetric(float64(clf.Microseconds())/n, "lean-floor-cpu-µs/req")
 }
 
 // bareJSONFloor starts a bare net/http server on loopback whose one
@@ -77,10 +92,11 @@ func BenchmarkTurns64HTTP(b *testing.B) {
 // summary, as the server's route does but with nothing behind it (no
 // engine, no idempotency, no authentication), and answers a function that
 // POSTs the same request to it through a client configured as
-// brain/client configures its own. Its CPU per request is what
-// net/http, loopback TCP and the JSON of the request and answer cost
-// both ends: the floor under the HTTP path's cost above the engine.
-func bareJSONFloor(b *testing.B) func(*client.Session) error {
+// brain/client configures its own, and the server's base URL (for the
+// lean load generator). Its CPU per request is what net/http, loopback
+// TCP and the JSON of the request and answer cost both ends: the floor
+// under the HTTP path's cost above the engine.
+func bareJSONFloor(b *testing.B) (func(*client.Session) error, string) {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req api.MessageRequest
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
@@ -105,7 +121,8 @@ func bareJSONFloor(b *testing.B) func(*client.Session) error {
 	tr.MaxIdleConnsPerHost = 256
 	hc := &http.Client{Transport: tr}
 	b.Cleanup(tr.CloseIdleConnections)
-	base := "http://" + ln.Addr().String() + "/v1/sessions/"
+	url := "http://" + ln.Addr().String()
+	base := url + "/v1/sessions/"
 	var keys atomic.Int64
 	return func(s *client.Session) error {
 		body, _ := json.Marshal(api.MessageRequest{Input: api.UserInput{Message: "hello"}})
@@ -126,7 +143,7 @@ func bareJSONFloor(b *testing.B) func(*client.Session) error {
 			return fmt.Errorf("floor answered %d: %v", resp.StatusCode, err)
 		}
 		return nil
-	}
+	}, url
 }
 
 // BenchmarkEngineTurnsBySessions runs the engine path of
