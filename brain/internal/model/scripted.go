@@ -46,6 +46,9 @@ type ScriptFailure struct {
 // ParseScript reports the script of text, if text is a JSON object with at
 // least one script key.
 func ParseScript(text string) (Script, bool) {
+	if t := strings.TrimLeft(text, " \t\r\n"); t == "" || t[0] != '{' {
+		return Script{}, false // not a JSON object: plain text
+	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(text), &keys); err != nil || keys == nil {
 		return Script{}, false

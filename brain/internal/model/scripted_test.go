@@ -33,6 +33,32 @@ func TestScriptedEcho(t *testing.T) {
 	}
 }
 
+func TestParseScript(t *testing.T) {
+	for _, c := range []struct {
+		text  string
+		reply string // "" when the text is not a script
+	}{
+		{`{"reply":"r"}`, "r"},
+		{" \t\r\n{\"reply\":\"ws\"}", "ws"}, // JSON's own leading whitespace
+		{`{"a":1}`, ""},                     // an object without script keys
+		{`[{"reply":"r"}]`, ""},             // not an object
+		{`"{\"reply\":\"r\"}"`, ""},         // a string
+		{"\u00a0{\"reply\":\"r\"}", ""},     // not JSON whitespace
+		{"hello", ""},
+		{"", ""},
+		{`{"reply":`, ""},
+	} {
+		s, ok := ParseScript(c.text)
+		got := ""
+		if s.Reply != nil {
+			got = *s.Reply
+		}
+		if ok != (c.reply != "") || got != c.reply {
+			t.Errorf("ParseScript(%q) = reply %q, %v; want reply %q", c.text, got, ok, c.reply)
+		}
+	}
+}
+
 func TestScriptedToolCallsThenResults(t *testing.T) {
 	script := `{"tool_calls":[{"name":"echo","input":{"x":1}},{"name":"echo","input":{"x":2}}]}`
 	msgs := []api.Message{user(script)}
