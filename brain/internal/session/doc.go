@@ -131,6 +131,21 @@
 // FuzzCheckpointProjection hold the fold to that for any record and any
 // checkpoint payload.
 //
+// # A model call's request
+//
+// A model call's model_call_started holds its request without copying the
+// conversation: "messages" counts its messages, "context" holds
+// through_sequence and a delta (keep, append) over the saved transcript at
+// that sequence, and "request", present only when the caller set any of
+// them, holds the system prompt, tools, response_format, max_output_tokens
+// and options as the caller set them (tools null when not set, so that an
+// empty list stays one; response_format null when set to null, the
+// format's reset). A field the caller left out came from the session's
+// configuration at through_sequence for a loop's call, and was absent for
+// a tool's call ("tool" names its tool_call_started). The request the
+// model received is so rebuilt exactly from the journal
+// (TestModelRequestRebuiltFromJournal).
+//
 // # Large messages
 //
 // A message of 1 KiB or more is journalled once per turn, by the first

@@ -55,6 +55,22 @@ type (
 		Tools    int          `json:"tools,omitempty"`
 		// Tool is the tool_call_started of a tool-originated call.
 		Tool uint64 `json:"tool,omitempty"`
+		// Request is what the caller set beyond the messages, when it
+		// set anything (see modelOverrides).
+		Request *modelOverrides `json:"request,omitempty"`
+	}
+	// modelOverrides holds the fields of a model request its caller set,
+	// as it set them: a field it left out is null or absent here, and the
+	// request took it from the session's configuration at the record's
+	// sequence (a loop's call) or went without it (a tool's call). Tools
+	// is null when not set, so that an empty list stays distinct;
+	// ResponseFormat is null when set to null (the format reset).
+	modelOverrides struct {
+		System          *string              `json:"system,omitempty"`
+		Tools           []api.ToolDefinition `json:"tools"`
+		ResponseFormat  json.RawMessage      `json:"response_format,omitempty"`
+		MaxOutputTokens *int64               `json:"max_output_tokens,omitempty"`
+		Options         json.RawMessage      `json:"options,omitempty"`
 	}
 	modelContext struct {
 		ThroughSequence uint64          `json:"through_sequence"`

@@ -154,6 +154,14 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 	if max := x.s.e.cfg.Limits.MaxModelCalls; max > 0 && x.budget.modelCalls.Add(1) > int64(max) {
 		return api.ModelResult{}, fmt.Errorf("%w: %d calls per turn", ErrModelCallLimit, max)
 	}
+	// JSON never decodes to an empty raw value; an empty one is left out.
+	if len(req.ResponseFormat) == 0 {
+		req.ResponseFormat = nil
+	}
+	if len(req.Options) == 0 {
+		req.Options = nil
+	}
+	over := overridesOf(req)
 	s := x.s
 	s.mu.Lock()
 	conf := s.st.Config
@@ -177,7 +185,7 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 			return api.ModelResult{}, fmt.Errorf("%w: tool %q is not a session tool", ErrInvalid, offered.Name)
 		}
 	}
-	started := modelCallStarted{Messages: len(req.Messages), Tools: len(req.Tools)}
+	started := modelCallStarted{Messages: len(req.Messages), Tools: len(req.Tools), Request: over}
 	started.Context.ThroughSequence = s.st.last()
 	if x.loop {
 		started.Context.Delta = s.st.deltaByRef(s.st.Transcript, req.Messages)
@@ -247,6 +255,16 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 		return api.ModelResult{}, err
 	}
 	return res, nil
+}
+
+// overridesOf answers what req sets beyond its messages, or nil when it
+// sets nothing else.
+func overridesOf(req api.ModelRequest) *modelOverrides {
+	if req.System == nil && req.Tools == nil && req.ResponseFormat == nil && req.MaxOutputTokens == nil && req.Options == nil {
+		return nil
+	}
+	return &modelOverrides{System: req.System, Tools: req.Tools, ResponseFormat: req.ResponseFormat,
+		MaxOutputTokens: req.MaxOutputTokens, Options: req.Options}
 }
 
 func hasTool(tools []api.Tool, name string) bool {
