@@ -146,7 +146,10 @@ type call struct {
 }
 
 // IdempotencyKey sets the call's Idempotency-Key (1..256 bytes). Reusing a
-// key with the same request replays the first answer.
+// key with the same request replays the first answer. Keys are scoped by
+// the kind of request: a submission (Submit, or Send with a ctx that can
+// be cancelled) and a synchronous send do not share them, so a retry keeps
+// both the key and the kind.
 func IdempotencyKey(key string) CallOption { return func(c *call) { c.key = key } }
 
 func newKey() string {

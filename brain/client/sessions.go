@@ -90,6 +90,11 @@ func (s *Session) Refresh(ctx context.Context) (api.SessionSummary, error) {
 // for a session owned this way (such as a child session of a host tool
 // that passes its handler's ctx), and do not send through other owners
 // concurrently. An IdempotencyKey then keys the submission.
+//
+// A submission and a synchronous send have separate idempotency scopes:
+// retry an uncertain Send with the same key and a ctx of the same kind
+// (one that can be cancelled, or one that cannot). The same key through
+// the other kind is a new request and starts another turn.
 func (s *Session) Send(ctx context.Context, input api.UserInput, opts ...CallOption) (api.SessionSummary, error) {
 	if ctx.Done() != nil {
 		return s.sendOwned(ctx, input, opts)
