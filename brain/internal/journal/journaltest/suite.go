@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ReadBounds", testReadBounds},
 		{"SubscribeBacklogThenLive", testSubscribe},
 		{"SubscribeLagged", testSubscribeLagged},
+		{"SubscribeLagPerSession", testSubscribeLagPerSession},
 		{"SubscribeClose", testSubscribeClose},
 		{"Delete", testDelete},
 		{"Sessions", testSessions},
@@ -373,6 +374,75 @@ func testSubscribeLagged(t *testing.T, s journal.Store) {
 		}
 		if err != nil || i > 4 {
 			t.Fatalf("Next after overflow = %v (after %d records), want ErrLagged", err, i)
+		}
+	}
+}
+
+// testSubscribeLagPerSession: each session has its own live backlog, so
+// records committed to another session never count against a subscriber.
+func testSubscribeLagPerSession(t *testing.T, s journal.Store) {
+	ctx := context.Background()
+	const backlog = 1 // the smallest Subscribe accepts (zero selects the default)
+	const other = 100
+	mustAppend(t, s, "a", 1, recs("a", 1, 1))
+	sub, err := s.Subscribe(ctx, "a", 1, backlog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	subB, err := s.Subscribe(ctx, "b", 0, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer subB.Close()
+	// Nobody reads a's subscription while b commits far more than its
+	// backlog, in several appends.
+	for n := 1; n <= other; n += 10 {
+		mustAppend(t, s, "b", uint64(n), recs("b", n, 10))
+	}
+	mustAppend(t, s, "a", 2, recs("a", 2, 1))
+	nextA := func(want uint64) {
+		t.Helper()
+		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		r, err := sub.Next(nctx)
+		if errors.Is(err, journal.ErrLagged) {
+			t.Fatalf("subscription to a lagged on another session's records: %v", err)
+		}
+		if err != nil {
+			t.Fatalf("Next on a = %v, want record %d", err, want)
+		}
+		if r.Sequence != want || r.Kind != "a" || string(r.Data) != fmt.Sprintf(`{"n":%d}`, want) {
+			t.Fatalf("subscription to a delivered seq %d %s %s, want seq %d a {\"n\":%d}", r.Sequence, r.Kind, r.Data, want, want)
+		}
+	}
+	nextA(2)
+	// Still live: a later record of a arrives too.
+	mustAppend(t, s, "a", 3, recs("a", 3, 1))
+	nextA(3)
+	// b's own subscriber saw all of b, in order.
+	for want := uint64(1); want <= other; want++ {
+		r := next(t, subB)
+		if r.Sequence != want || r.Kind != "b" || string(r.Data) != fmt.Sprintf(`{"n":%d}`, want) {
+			t.Fatalf("subscription to b delivered seq %d %s %s, want seq %d", r.Sequence, r.Kind, r.Data, want)
+		}
+	}
+	// Control: many more than the backlog of a's own records, unread, do
+	// lag (a backend that delivers after the commit may have handed over
+	// a few before the reader starts).
+	const own = 10
+	for n := 4; n < 4+own; n++ {
+		mustAppend(t, s, "a", uint64(n), recs("a", n, 1))
+	}
+	for i := 0; ; i++ {
+		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := sub.Next(nctx)
+		cancel()
+		if errors.Is(err, journal.ErrLagged) {
+			break
+		}
+		if err != nil || i >= own {
+			t.Fatalf("Next after a's own overflow = %v (after %d records), want ErrLagged", err, i)
 		}
 	}
 }
