@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -60,12 +61,13 @@ type serveFlags struct {
 	databaseURL, sealingKeyFile                 string
 	leaseSecs                                   int64
 	noAuth                                      bool
-	maxModelCalls, maxLiveBacklog               int
+	maxModelCalls, maxLiveBacklog               int64
 	maxTurnSecs, maxToolSecs, idleTTLSecs       int64
 	retentionSecs, maxEmitted, maxRequestBytes  int64
 	bodyTimeoutSecs, maxConnections             int64
 	heartbeatSecs                               int64
 	idleTTLSet                                  bool
+	ints                                        []intFlag
 
 	openAIBaseURL, anthropicBaseURL               string
 	maxModelOutput, maxModelDelta, maxModelStream int64
@@ -103,16 +105,27 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 		}
 		fs.StringVar(p, name, v, fmt.Sprintf("%s (%s)", help, envName))
 	}
-	i64 := func(p *int64, name, envName string, def int64, help string) {
+	num := func(p *int64, name, envName string, def, least, most int64, help string) {
 		v := def
 		if s, ok := env(envName); ok {
 			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil || n < 0 {
-				errs = append(errs, fmt.Errorf("%s=%q: want a non-negative integer", envName, s))
+			if err != nil || n < least || n > most {
+				errs = append(errs, fmt.Errorf("%s=%q: %s", envName, s, inRange(least, most)))
 			}
 			v = n
 		}
 		fs.Int64Var(p, name, v, fmt.Sprintf("%s (%s)", help, envName))
+		f.ints = append(f.ints, intFlag{p, name, envName, least, most})
+	}
+	i64 := func(p *int64, name, envName string, def int64, help string) {
+		num(p, name, envName, def, 0, math.MaxInt64, help)
+	}
+	// atLeast1 refuses 0; secs refuses seconds beyond a time.Duration.
+	atLeast1 := func(p *int64, name, envName string, def int64, help string) {
+		num(p, name, envName, def, 1, math.MaxInt64, help)
+	}
+	secs := func(p *int64, name, envName string, def int64, help string) {
+		num(p, name, envName, def, 0, maxSecs, help)
 	}
 	str(&f.listen, "listen", "BRAIN_LISTEN", "127.0.0.1:8080", "address to listen on")
 	str(&f.dataDir, "data-dir", "BRAIN_DATA_DIR", "brain-data", "data directory")
@@ -120,47 +133,45 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	str(&f.publicURL, "public-url", "BRAIN_PUBLIC_URL", "", "base URL of callbacks and reporters (default http://<listen address>)")
 	str(&f.databaseURL, "database-url", "BRAIN_DATABASE_URL", "", "postgres:// URL of the database the nodes of a cluster share (default: the data directory)")
 	str(&f.sealingKeyFile, "sealing-key-file", "BRAIN_SEALING_KEY_FILE", "", "key file all nodes sharing the database use (required with --database-url)")
-	i64(&f.leaseSecs, "lease-secs", "BRAIN_LEASE_SECS", 10, "with --database-url: seconds a node's lease on a session lasts unless renewed, at least 1")
+	secs(&f.leaseSecs, "lease-secs", "BRAIN_LEASE_SECS", 10, "with --database-url: seconds a node's lease on a session lasts unless renewed, at least 1")
 	str(&f.logLevel, "log-level", "BRAIN_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	noAuth, _ := env("BRAIN_NO_AUTH")
 	fs.BoolVar(&f.noAuth, "no-auth", noAuth == "1" || noAuth == "true", "serve without authentication, loopback only (BRAIN_NO_AUTH=1)")
-	var calls, backlog int64
-	i64(&calls, "max-model-calls", "BRAIN_MAX_MODEL_CALLS", 128, "model calls per turn, 0 = no bound")
-	i64(&f.maxTurnSecs, "max-turn-secs", "BRAIN_MAX_TURN_SECS", 1800, "turn wall time in seconds, 0 = no bound")
-	i64(&f.maxToolSecs, "max-tool-secs", "BRAIN_MAX_TOOL_SECS", 120, "deadline of every tool call in seconds, 0 = no bound")
+	i64(&f.maxModelCalls, "max-model-calls", "BRAIN_MAX_MODEL_CALLS", 128, "model calls per turn, 0 = no bound")
+	secs(&f.maxTurnSecs, "max-turn-secs", "BRAIN_MAX_TURN_SECS", 1800, "turn wall time in seconds, 0 = no bound")
+	secs(&f.maxToolSecs, "max-tool-secs", "BRAIN_MAX_TOOL_SECS", 120, "deadline of every tool call in seconds, 0 = no bound")
 	i64(&f.maxEmitted, "max-emitted-bytes", "BRAIN_MAX_EMITTED_BYTES", 1<<20, "extension event bytes per turn, 0 = no bound")
 	_, f.idleTTLSet = env("BRAIN_SESSION_IDLE_TTL_SECS")
-	i64(&f.idleTTLSecs, "session-idle-ttl-secs", "BRAIN_SESSION_IDLE_TTL_SECS", 0, "keep idle sessions in memory this long, 0 = forever; unset releases after each turn")
-	i64(&f.retentionSecs, "request-retention-secs", "BRAIN_REQUEST_RETENTION_SECS", 86400, "idempotency answer retention in seconds, 0 = forever")
-	i64(&f.maxRequestBytes, "max-request-bytes", "BRAIN_MAX_REQUEST_BYTES", 32<<20, "request body limit in bytes (413 above)")
-	i64(&f.bodyTimeoutSecs, "request-body-timeout-secs", "BRAIN_REQUEST_BODY_TIMEOUT_SECS", 60, "seconds a request body may take to arrive (400 and close after), at least 1")
-	i64(&f.maxConnections, "max-connections", "BRAIN_MAX_CONNECTIONS", 1024, "connections open at once; more wait in the listen backlog, at least 1")
-	i64(&backlog, "max-live-backlog", "BRAIN_MAX_LIVE_BACKLOG", 1024, "records an event stream may lag before it ends, at least 1")
-	i64(&f.heartbeatSecs, "heartbeat-secs", "BRAIN_SSE_HEARTBEAT_SECS", 15, "comment interval of idle event streams in seconds")
-	f.maxModelCalls, f.maxLiveBacklog = int(calls), int(backlog)
+	secs(&f.idleTTLSecs, "session-idle-ttl-secs", "BRAIN_SESSION_IDLE_TTL_SECS", 0, "keep idle sessions in memory this long, 0 = forever; unset releases after each turn")
+	secs(&f.retentionSecs, "request-retention-secs", "BRAIN_REQUEST_RETENTION_SECS", 86400, "idempotency answer retention in seconds, 0 = forever")
+	atLeast1(&f.maxRequestBytes, "max-request-bytes", "BRAIN_MAX_REQUEST_BYTES", 32<<20, "request body limit in bytes (413 above), at least 1")
+	secs(&f.bodyTimeoutSecs, "request-body-timeout-secs", "BRAIN_REQUEST_BODY_TIMEOUT_SECS", 60, "seconds a request body may take to arrive (400 and close after), at least 1")
+	atLeast1(&f.maxConnections, "max-connections", "BRAIN_MAX_CONNECTIONS", 1024, "connections open at once; more wait in the listen backlog, at least 1")
+	atLeast1(&f.maxLiveBacklog, "max-live-backlog", "BRAIN_MAX_LIVE_BACKLOG", 1024, "records an event stream may lag before it ends, at least 1")
+	secs(&f.heartbeatSecs, "heartbeat-secs", "BRAIN_SSE_HEARTBEAT_SECS", 15, "comment interval of idle event streams in seconds")
 	str(&f.openAIBaseURL, "openai-base-url", "BRAIN_OPENAI_BASE_URL", "", "base URL of the openai and openai_chat providers (default the hosted API)")
 	str(&f.anthropicBaseURL, "anthropic-base-url", "BRAIN_ANTHROPIC_BASE_URL", "", "base URL of the anthropic provider (default the hosted API)")
-	i64(&f.maxModelOutput, "max-model-output-bytes", "BRAIN_MAX_MODEL_OUTPUT_BYTES", 4<<20, "largest assembled model answer in bytes")
-	i64(&f.maxModelDelta, "max-model-delta-bytes", "BRAIN_MAX_MODEL_DELTA_BYTES", 64<<10, "largest live model delta in bytes")
-	i64(&f.maxModelStream, "max-model-stream-bytes", "BRAIN_MAX_MODEL_STREAM_BYTES", 32<<20, "largest model response stream in bytes")
-	i64(&f.maxModelFrame, "max-model-frame-bytes", "BRAIN_MAX_MODEL_FRAME_BYTES", 256<<10, "largest model stream event in bytes")
-	i64(&f.maxModelError, "max-model-error-bytes", "BRAIN_MAX_MODEL_ERROR_BYTES", 16<<10, "largest model error body read in bytes")
-	i64(&f.maxModelSecs, "max-model-secs", "BRAIN_MAX_MODEL_SECS", 120, "longest model call in seconds")
-	i64(&f.maxModelConnectSecs, "max-model-connect-secs", "BRAIN_MAX_MODEL_CONNECT_SECS", 10, "longest connect to a model provider in seconds")
+	atLeast1(&f.maxModelOutput, "max-model-output-bytes", "BRAIN_MAX_MODEL_OUTPUT_BYTES", 4<<20, "largest assembled model answer in bytes, at least 1")
+	atLeast1(&f.maxModelDelta, "max-model-delta-bytes", "BRAIN_MAX_MODEL_DELTA_BYTES", 64<<10, "largest live model delta in bytes, at least 1")
+	atLeast1(&f.maxModelStream, "max-model-stream-bytes", "BRAIN_MAX_MODEL_STREAM_BYTES", 32<<20, "largest model response stream in bytes, at least 1")
+	atLeast1(&f.maxModelFrame, "max-model-frame-bytes", "BRAIN_MAX_MODEL_FRAME_BYTES", 256<<10, "largest model stream event in bytes, at least 1")
+	atLeast1(&f.maxModelError, "max-model-error-bytes", "BRAIN_MAX_MODEL_ERROR_BYTES", 16<<10, "largest model error body read in bytes, at least 1")
+	num(&f.maxModelSecs, "max-model-secs", "BRAIN_MAX_MODEL_SECS", 120, 1, maxSecs, "longest model call in seconds, at least 1")
+	num(&f.maxModelConnectSecs, "max-model-connect-secs", "BRAIN_MAX_MODEL_CONNECT_SECS", 10, 1, maxSecs, "longest connect to a model provider in seconds, at least 1")
 	str(&f.envBaseURL, "environment-base-url", "BRAIN_ENVIRONMENT_BASE_URL", "", "default environment route: provider base URL (default: the built-in workspace)")
 	str(&f.envAPIKey, "environment-api-key", "BRAIN_ENVIRONMENT_API_KEY", "", "credential of the default environment route")
 	str(&f.envRoutesFile, "environment-routes-file", "BRAIN_ENVIRONMENT_ROUTES_FILE", "", `JSON file mapping driver names to {"endpoint", "api_key"?}`)
-	i64(&f.maxEnvResponseBytes, "max-environment-response-bytes", "BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES", 32<<20, "largest environment answer in bytes")
-	i64(&f.maxEnvSecs, "max-environment-secs", "BRAIN_MAX_ENVIRONMENT_SECS", 120, "longest environment operation round trip in seconds")
-	i64(&f.maxEnvConnectSecs, "max-environment-connect-secs", "BRAIN_MAX_ENVIRONMENT_CONNECT_SECS", 5, "longest connect to an environment in seconds")
+	atLeast1(&f.maxEnvResponseBytes, "max-environment-response-bytes", "BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES", 32<<20, "largest environment answer in bytes, at least 1")
+	num(&f.maxEnvSecs, "max-environment-secs", "BRAIN_MAX_ENVIRONMENT_SECS", 120, 1, maxSecs, "longest environment operation round trip in seconds, at least 1")
+	num(&f.maxEnvConnectSecs, "max-environment-connect-secs", "BRAIN_MAX_ENVIRONMENT_CONNECT_SECS", 5, 1, maxSecs, "longest connect to an environment in seconds, at least 1")
 	str(&f.workspaceRoot, "workspace-root", "BRAIN_WORKSPACE_ROOT", "", "directory of the built-in workspace environment (default <data dir>/native-workspaces)")
-	i64(&f.maxJournalQueue, "max-journal-queue-bytes", "BRAIN_MAX_JOURNAL_QUEUE_BYTES", 64<<20, "bytes queued for the journal writer across sessions before appends are refused")
-	i64(&f.maxSessionQueue, "max-session-queue-bytes", "BRAIN_MAX_SESSION_QUEUE_BYTES", 8<<20, "bytes queued for the journal writer per session before appends are refused")
-	i64(&f.maxJournalOpenFiles, "max-journal-open-files", "BRAIN_MAX_JOURNAL_OPEN_FILES", 256, "journal segment files kept open")
+	atLeast1(&f.maxJournalQueue, "max-journal-queue-bytes", "BRAIN_MAX_JOURNAL_QUEUE_BYTES", 64<<20, "bytes queued for the journal writer across sessions before appends are refused, at least 1")
+	atLeast1(&f.maxSessionQueue, "max-session-queue-bytes", "BRAIN_MAX_SESSION_QUEUE_BYTES", 8<<20, "bytes queued for the journal writer per session before appends are refused, at least 1")
+	atLeast1(&f.maxJournalOpenFiles, "max-journal-open-files", "BRAIN_MAX_JOURNAL_OPEN_FILES", 256, "journal segment files kept open, at least 1")
 	bw, _ := env("BRAIN_BUILTIN_WASM")
 	fs.BoolVar(&f.builtinWasm, "builtin-wasm", bw == "1" || bw == "true", "run the built-in default loop as its embedded Wasm build (BRAIN_BUILTIN_WASM=1)")
-	i64(&f.maxLinearMemory, "max-linear-memory-bytes", "BRAIN_MAX_LINEAR_MEMORY_BYTES", 128<<20, "linear memory bound of a Wasm agentloop in bytes")
-	i64(&f.maxCoreInstances, "max-core-instances", "BRAIN_MAX_CORE_INSTANCES", 8, "Wasm instances alive at once, agentloops and Tools together (one more fails as overloaded)")
+	atLeast1(&f.maxLinearMemory, "max-linear-memory-bytes", "BRAIN_MAX_LINEAR_MEMORY_BYTES", 128<<20, "linear memory bound of a Wasm agentloop in bytes, at least 1")
+	atLeast1(&f.maxCoreInstances, "max-core-instances", "BRAIN_MAX_CORE_INSTANCES", 8, "Wasm instances alive at once, agentloops and Tools together (one more fails as overloaded), at least 1")
 	str(&f.filesystemAllow, "env-filesystem-allow", "BRAIN_ENV_FILESYSTEM_ALLOW", "", `comma list of host directories Wasm Tools may be granted as a workspace, and "scratch" to allow scratch directories`)
 	if v, ok := env("BRAIN_ENV_SECRET_ALLOW"); ok {
 		if err := f.secretAllow.Set(v); err != nil {
@@ -168,9 +179,9 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 		}
 	}
 	fs.Var(&f.secretAllow, "env-secret-allow", "comma list of name=directory secrets Wasm Tools may be granted, mounted read-only at /secrets/<name> (BRAIN_ENV_SECRET_ALLOW)")
-	i64(&f.maxHosts, "max-hosts", "BRAIN_MAX_HOSTS", 4096, "registered host environments, at least 1")
-	i64(&f.maxHostCommands, "max-host-commands", "BRAIN_MAX_HOST_COMMANDS", 128, "outstanding commands of one host, at least 1")
-	i64(&f.hostUnconnectedSecs, "host-unconnected-secs", "BRAIN_HOST_UNCONNECTED_SECS", 60, "seconds a registered host may stay without a commands connection before it is forgotten, at least 1")
+	atLeast1(&f.maxHosts, "max-hosts", "BRAIN_MAX_HOSTS", 4096, "registered host environments, at least 1")
+	atLeast1(&f.maxHostCommands, "max-host-commands", "BRAIN_MAX_HOST_COMMANDS", 128, "outstanding commands of one host, at least 1")
+	num(&f.hostUnconnectedSecs, "host-unconnected-secs", "BRAIN_HOST_UNCONNECTED_SECS", 60, 1, maxSecs, "seconds a registered host may stay without a commands connection before it is forgotten, at least 1")
 	str(&f.metricsListen, "metrics-listen", "BRAIN_METRICS_LISTEN", "", "loopback address serving GET /metrics without the token (default: /metrics on the API, behind the token)")
 	str(&f.providersFile, "providers-file", "BRAIN_PROVIDERS_FILE", "", `JSON file of further OpenAI-compatible or Anthropic providers: {"providers":[{"name","dialect","base_url","models":[{"id","context_window_tokens"}]}]}`)
 	otlp, err := otlpFromEnv(env)
@@ -183,6 +194,42 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	i64(&f.telemetryRate, "telemetry-rate", "BRAIN_TELEMETRY_RATE", 1000, "telemetry records per second of the server; more are dropped")
 	noWS, _ := env("BRAIN_NO_WORKSPACE")
 	fs.BoolVar(&f.noWorkspace, "no-workspace", noWS == "1" || noWS == "true", `do not run the built-in workspace environment (route "workspace") (BRAIN_NO_WORKSPACE=1)`)
+	return errors.Join(errs...)
+}
+
+// maxSecs is the most seconds a time.Duration holds.
+const maxSecs = math.MaxInt64 / int64(time.Second)
+
+// intFlag is an integer setting and its accepted range.
+type intFlag struct {
+	p             *int64
+	name, envName string
+	least, most   int64
+}
+
+// inRange says which integers are wanted.
+func inRange(least, most int64) string {
+	switch {
+	case most != math.MaxInt64:
+		return fmt.Sprintf("want an integer from %d to %d", least, most)
+	case least == 0:
+		return "want a non-negative integer"
+	}
+	return fmt.Sprintf("want an integer of at least %d", least)
+}
+
+// checkParsed refuses integer flags given out of their range and notes a
+// given --session-idle-ttl-secs.
+func (f *serveFlags) checkParsed(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	f.idleTTLSet = f.idleTTLSet || given["session-idle-ttl-secs"]
+	var errs []error
+	for _, i := range f.ints {
+		if given[i.name] && (*i.p < i.least || *i.p > i.most) {
+			errs = append(errs, fmt.Errorf("--%s %d (%s): %s", i.name, *i.p, i.envName, inRange(i.least, i.most)))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -213,20 +260,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if err := f.checkParsed(fs); err != nil {
+		fmt.Fprintf(stderr, "brain serve: %v\n", err)
+		return 2
+	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "brain serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
 	if envErr != nil {
 		fmt.Fprintf(stderr, "brain serve: %v\n", envErr)
-		return 2
-	}
-	if f.maxLiveBacklog < 1 {
-		fmt.Fprintln(stderr, "brain serve: --max-live-backlog must be at least 1")
-		return 2
-	}
-	if f.maxHosts < 1 || f.maxHostCommands < 1 || f.hostUnconnectedSecs < 1 {
-		fmt.Fprintln(stderr, "brain serve: --max-hosts, --max-host-commands and --host-unconnected-secs must be at least 1")
 		return 2
 	}
 	log, err := newLogger(stderr, f.logLevel)
@@ -275,8 +318,8 @@ func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 		Logger:               log,
 		MaxRequestBytes:      f.maxRequestBytes,
 		BodyReadTimeout:      time.Duration(max(f.bodyTimeoutSecs, 1)) * time.Second,
-		MaxConnections:       int(max(f.maxConnections, 1)),
-		MaxLiveBacklog:       f.maxLiveBacklog,
+		MaxConnections:       int(f.maxConnections),
+		MaxLiveBacklog:       int(f.maxLiveBacklog),
 		Heartbeat:            time.Duration(f.heartbeatSecs) * time.Second,
 		RequestRetention:     durationOrNoLimit(f.retentionSecs),
 		MaxJournalQueueBytes: f.maxJournalQueue,
@@ -295,7 +338,7 @@ func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 			Unconnected: time.Duration(f.hostUnconnectedSecs) * time.Second,
 		},
 		Limits: brain.Limits{
-			MaxModelCalls:   int(orNoLimit(int64(f.maxModelCalls))),
+			MaxModelCalls:   int(orNoLimit(f.maxModelCalls)),
 			MaxTurn:         durationOrNoLimit(f.maxTurnSecs),
 			MaxTool:         durationOrNoLimit(f.maxToolSecs),
 			MaxEmittedBytes: orNoLimit(f.maxEmitted),
