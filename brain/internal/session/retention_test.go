@@ -1,0 +1,110 @@
+package session
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// A positive idle_ttl_ms keeps the session in memory after its turn and
+// releases it once that interval has passed without work.
+func TestPositiveIdleTTLRetainsThenReleases(t *testing.T) {
+	h := newHarness(t, Config{}, nil)
+	ctx := context.Background()
+	const ttl = time.Second
+	ms := ttl.Milliseconds()
+	id := h.create(api.CreateSessionRequest{IdleTTLMs: &ms})
+	// Creation arms the same retention; wait until it lets go so that the
+	// turn below is what holds the session.
+	waitActive(t, h.engine, 0)
+	sent := time.Now()
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	n := h.engine.Active()
+	if elapsed := time.Since(sent); n != 1 && elapsed < ttl {
+		t.Fatalf("%d sessions in memory %v after a turn with idle_ttl_ms %d", n, elapsed, ms)
+	}
+	waitActive(t, h.engine, 0)
+}
+
+// waitActive polls until the engine holds n sessions in memory.
+func waitActive(t *testing.T, e *Engine, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for e.Active() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions in memory, want %d", e.Active(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Reading a released session (summary, transcript, event pages, a live
+// subscription that has caught up) does not activate it, even when its
+// idle policy would keep an activated session; a message does.
+func TestReadsAndSubscriptionsDoNotActivate(t *testing.T) {
+	dir := t.TempDir()
+	h := openHarness(t, dir, Config{}, nil)
+	keep := int64(0)
+	id := h.create(api.CreateSessionRequest{IdleTTLMs: &keep})
+	ctx := context.Background()
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	last := uint64(len(h.records(id)))
+	h.close()
+
+	h = openHarness(t, dir, Config{}, nil)
+	if n := h.engine.Active(); n != 0 {
+		t.Fatalf("%d sessions in memory after reopening", n)
+	}
+	if _, err := h.engine.Summary(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if tr, err := h.engine.Transcript(ctx, id); err != nil || len(tr.Messages) != 2 {
+		t.Fatalf("transcript %+v: %v", tr, err)
+	}
+	if page, err := h.engine.Events(ctx, id, 0); err != nil || len(page.Events) == 0 {
+		t.Fatalf("events %+v: %v", page, err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	sub, err := h.engine.Subscribe(sctx, id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var seen uint64
+	for seen < last {
+		f, err := sub.Next(sctx)
+		if err != nil {
+			t.Fatalf("catching up: %v", err)
+		}
+		if f.Event != nil {
+			seen = f.Event.Sequence
+		}
+	}
+	if n := h.engine.Active(); n != 0 {
+		t.Fatalf("reads and an open subscription activated %d sessions", n)
+	}
+	// A message activates it, and its idle policy keeps it; the open
+	// subscription follows the new commits.
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.engine.Active(); n != 1 {
+		t.Fatalf("a message left %d sessions in memory, want 1", n)
+	}
+	for {
+		f, err := sub.Next(sctx)
+		if err != nil {
+			t.Fatalf("following: %v", err)
+		}
+		if f.Event != nil && f.Event.EventType == api.KindTurnEnded {
+			break
+		}
+	}
+}
