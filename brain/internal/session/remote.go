@@ -35,8 +35,9 @@ func remoteLoop(conf *api.CreateSessionRequest) string {
 // activation ends), the deadline is the turn's remaining time, and the
 // result receipt's output is the TurnOutput {result?}. Cancelling the
 // activation abandons the execute (the provider's request ends and the
-// callback is revoked); a failure, an unknown outcome or a cancel leaves
-// the activation's event batch pending.
+// callback is revoked) and forwards a cancel to the environment
+// (forwardCancel); a failure, an unknown outcome or a cancel leaves the
+// activation's event batch pending.
 func (s *sess) runRemote(a *activation, in api.TurnInput, name string) (api.TurnOutput, error) {
 	input, err := json.Marshal(in)
 	if err != nil {
@@ -73,7 +74,9 @@ func (s *sess) runRemote(a *activation, in api.TurnInput, name string) (api.Turn
 	s.mu.Unlock()
 	if err != nil {
 		if a.ctx.Err() != nil {
-			return api.TurnOutput{}, context.Cause(a.ctx)
+			cause := context.Cause(a.ctx)
+			s.forwardCancel(a.seq, name, cause)
+			return api.TurnOutput{}, cause
 		}
 		return api.TurnOutput{}, &TurnError{Code: api.FailureUnknown, Message: "agentloop execute: " + err.Error(), Err: err}
 	}
@@ -100,4 +103,40 @@ func (s *sess) runRemote(a *activation, in api.TurnInput, name string) (api.Turn
 	}
 	return api.TurnOutput{}, &TurnError{Code: api.FailureAgentloopFailed,
 		Message: "agentloop execute answered " + string(receipt.Type) + " without a result", Err: ErrInvalid}
+}
+
+// forwardCancel forwards the cancel of the remote execute started at seq
+// to its environment, as a tool's cancel is forwarded: tool_cancel_started
+// (target_sequence seq) is committed, then one cancel operation is sent
+// in the background, bounded by cancelDeliveryTimeout and never resent,
+// and its outcome committed. The turn does not wait for it. An execute
+// stopped by its own deadline is not cancelled: the environment was given
+// that deadline.
+func (s *sess) forwardCancel(seq uint64, env string, cause error) {
+	if errors.Is(cause, ErrTimeout) {
+		return
+	}
+	s.mu.Lock()
+	if s.st == nil || s.st.Envs[env] == nil {
+		s.mu.Unlock()
+		return
+	}
+	cancelSeq, err := s.commitLocked(rec(api.KindToolCancelStarted, toolCancelStarted{TargetSequence: seq, Environment: env}))
+	if err != nil {
+		s.mu.Unlock()
+		return
+	}
+	decl, binding := s.declLocked(env)
+	op := s.operationLocked(s.e.base, decl, binding, cancelSeq, envapi.Cancel(seq), nil)
+	s.e.wg.Add(1)
+	s.inflight++
+	s.mu.Unlock()
+	go func() {
+		defer s.e.wg.Done()
+		s.deliverCancel(op)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.inflight--
+		s.maybeEvictLocked(false)
+	}()
 }

@@ -350,9 +350,23 @@ func (s *sess) toolStopped(t *toolCall) {
 	s.mu.Unlock()
 	defer s.e.wg.Done()
 
+	s.deliverCancel(op)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(t.settled)
+	s.toolReleasedLocked(t.seq)
+	s.inflight--
+	s.maybeEvictLocked(false)
+}
+
+// deliverCancel sends a cancel operation, whose tool_cancel_started is
+// committed, to its environment (bounded by cancelDeliveryTimeout, never
+// resent) and commits its terminal record.
+func (s *sess) deliverCancel(op Operation) {
 	ctx, stop := context.WithTimeout(context.WithoutCancel(s.e.base), cancelDeliveryTimeout)
 	receipt, err := s.e.cfg.Environments.Deliver(ctx, op)
 	stop()
+	cancelSeq := op.Sequence
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closeControllerLocked(cancelSeq)
@@ -361,17 +375,13 @@ func (s *sess) toolStopped(t *toolCall) {
 		_, _ = s.commitLocked(failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: err.Error(), Ambiguous: true, Sequence: cancelSeq}))
 	case err != nil:
 		_, _ = s.commitLocked(
-			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: t.env, Sequence: cancelSeq, Message: err.Error()}),
+			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: op.Environment, Sequence: cancelSeq, Message: err.Error()}),
 			failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: err.Error(), Ambiguous: true, Sequence: cancelSeq}))
 	case receipt.Type == envapi.ReceiptFailure:
 		_, _ = s.commitLocked(failed(api.KindToolCancelFailed, api.Failure{Code: receipt.Code, Message: receipt.Message, Retryable: receipt.Retryable, Details: receipt.Details, Sequence: cancelSeq}))
 	default:
 		_, _ = s.commitLocked(rec(api.KindToolCancelEnded, envEnded{Sequence: cancelSeq, Receipt: receipt}))
 	}
-	close(t.settled)
-	s.toolReleasedLocked(t.seq)
-	s.inflight--
-	s.maybeEvictLocked(false)
 }
 
 // closeToolLocked commits the one terminal record of a tool call (after
