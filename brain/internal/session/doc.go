@@ -43,6 +43,10 @@
 // turn_started, activation_started ... activation_ended, turn_ended. Results
 // of tools that returned without finishing wake the loop later through an
 // event-triggered activation (activation_* only), coalesced for 5 ms.
+// An activation that fails or is cancelled leaves the events it was handed
+// pending and starts nothing itself (no automatic retry): the next
+// activation, woken by a newer actionable record or started by a message,
+// is handed them again.
 // The loop and tools reach Brain through one service table (Services); the
 // HTTP callback endpoint and the Wasm host expose the same table. An
 // agentloop whose environment names an environment delivered over

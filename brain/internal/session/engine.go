@@ -98,11 +98,15 @@ type sess struct {
 	wake      *time.Timer
 	idle      *time.Timer
 	noWake    bool // interrupted: no automatic activation until a message
-	client    model.Client
-	creds     map[string]string // environment credentials read from Secrets
-	evicted   bool
-	epoch     int64 // the lease this node runs the session under (Config.Ownership)
-	inflight  int   // effects delivered outside the lock (tool cancels)
+	// heldThrough is the newest actionable record a failed activation
+	// was handed: the batch it left pending wakes no activation of its
+	// own, only a newer actionable record or a message does.
+	heldThrough uint64
+	client      model.Client
+	creds       map[string]string // environment credentials read from Secrets
+	evicted     bool
+	epoch       int64 // the lease this node runs the session under (Config.Ownership)
+	inflight    int   // effects delivered outside the lock (tool cancels)
 	// pending are records folded into st but not yet appended: they ride
 	// on the next append (see deferLocked).
 	pending []journal.Record

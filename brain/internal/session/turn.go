@@ -310,6 +310,9 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 			recs = append(recs, failed(api.KindTurnFailed, api.Failure{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn}))
 		}
 		turnErr = &TurnError{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn, Err: loopErr}
+		for _, seq := range a.batch {
+			s.heldThrough = max(s.heldThrough, seq)
+		}
 	}
 	if a.ride != nil && a.turn != 0 {
 		// The answer rides the turn's end, before it, so that the end
@@ -477,7 +480,7 @@ func (e *Engine) Interrupt(ctx context.Context, id string) error {
 // scheduleWakeLocked arms the coalescing timer of an event-triggered
 // activation when committed results are pending and nothing runs.
 func (s *sess) scheduleWakeLocked() {
-	if s.wake != nil || s.noWake || s.act != nil || s.st == nil || s.st.Status != api.StatusIdle || len(s.st.Actionable) == 0 {
+	if s.wake != nil || s.noWake || s.act != nil || s.st == nil || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
 		return
 	}
 	s.e.mu.Lock()
@@ -489,11 +492,20 @@ func (s *sess) scheduleWakeLocked() {
 	s.wake = time.AfterFunc(CoalesceWindow, s.fireWake)
 }
 
+// wakeDueLocked reports whether an actionable record is pending that no
+// failed activation has already been handed: a failure or cancel leaves
+// its batch pending for the next activation, which it does not start
+// itself (no automatic retry).
+func (s *sess) wakeDueLocked() bool {
+	n := len(s.st.Actionable)
+	return n > 0 && s.st.Actionable[n-1] > s.heldThrough
+}
+
 func (s *sess) fireWake() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.wake = nil
-	if s.evicted || s.noWake || s.act != nil || s.st.Status != api.StatusIdle || len(s.st.Actionable) == 0 {
+	if s.evicted || s.noWake || s.act != nil || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
 		s.maybeEvictLocked(false)
 		return
 	}
