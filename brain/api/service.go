@@ -104,6 +104,11 @@ type ToolCallEnded struct {
 	Sequence uint64  `json:"sequence"`
 	Outcome  Outcome `json:"outcome"`
 	IsError  bool    `json:"is_error"`
+	// Failure is the environment's failure receipt when it stopped the
+	// call itself with code timeout or cancelled: its code, message,
+	// retryable flag and details as it sent them (cleanup evidence, say),
+	// which the bare timeout and cancelled outcomes have no room for.
+	Failure *Failure `json:"failure,omitempty"`
 }
 
 // EmitInput is the input of the emit service.

@@ -17,6 +17,8 @@ import (
 //	hang     execute blocks until its context ends (never answers itself)
 //	fail     every operation fails at the transport
 //	refuse   execute answers a failure receipt
+//	selftimeout / selfcancel  execute answers a timeout / cancelled
+//	         failure receipt with a message (and details)
 //	returner execute answers returned; the tool finishes when the test
 //	         calls Finish through Engine.Execution
 //	emitter  execute emits an event through its callback, then results
@@ -105,6 +107,10 @@ func (f *fakeEnvs) execute(ctx context.Context, op Operation) (envapi.Receipt, e
 		return envapi.Receipt{}, errTransport
 	case "refuse":
 		return envapi.Failure("unsupported", "m", true, json.RawMessage(`{"x":1}`)), nil
+	case "selftimeout":
+		return envapi.Failure(envapi.CodeTimeout, "deadline expired", false, json.RawMessage(`{"cleanup_error":"pid 7 survived"}`)), nil
+	case "selfcancel":
+		return envapi.Failure(envapi.CodeCancelled, "cancelled by the operator", true, nil), nil
 	case "returner", "releasereturner":
 		return envapi.Returned(nil), nil
 	case "emitter":

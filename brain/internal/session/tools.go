@@ -36,6 +36,9 @@ type toolCall struct {
 	last      *api.Outcome  // the last emitted result
 	output    *Schema       // the tool's output_schema, checked on ok outcomes
 	span      trace.Span    // nil when untraced
+	// stop is the environment's own timeout or cancelled failure, kept
+	// beside the bare outcome in tool_call_ended.
+	stop *api.Failure
 }
 
 func (t *toolCall) syncOver() bool {
@@ -279,10 +282,13 @@ func (s *sess) onReceipt(t *toolCall, r envapi.Receipt, err error) {
 		s.returnLocked(t, out)
 	case envapi.ReceiptFailure:
 		switch r.Code {
-		case envapi.CodeTimeout:
-			s.closeToolLocked(t, envapi.Outcome{Status: envapi.StatusTimeout})
-		case envapi.CodeCancelled:
-			s.closeToolLocked(t, envapi.Outcome{Status: envapi.StatusCancelled})
+		case envapi.CodeTimeout, envapi.CodeCancelled:
+			status := envapi.StatusTimeout
+			if r.Code == envapi.CodeCancelled {
+				status = envapi.StatusCancelled
+			}
+			t.stop = &api.Failure{Code: r.Code, Message: r.Message, Retryable: r.Retryable, Details: r.Details}
+			s.closeToolLocked(t, envapi.Outcome{Status: status})
 		default:
 			s.closeToolLocked(t, envapi.ErrorOutcome(r.Code, r.Message, r.Retryable, r.Details))
 		}
@@ -398,7 +404,7 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 	}
 	endToolSpan(t.span, o)
 	out := fromEnvOutcome(o)
-	recs := append([]journal.Record{rec(api.KindToolCallEnded, api.ToolCallEnded{Sequence: t.seq, Outcome: out, IsError: out.IsError()})}, extra...)
+	recs := append([]journal.Record{rec(api.KindToolCallEnded, api.ToolCallEnded{Sequence: t.seq, Outcome: out, IsError: out.IsError(), Failure: t.stop})}, extra...)
 	cancelling := len(extra) > 0 && extra[0].Kind == api.KindToolCancelStarted
 	if !cancelling && len(extra) > 0 {
 		recs = append(extra, recs[0])

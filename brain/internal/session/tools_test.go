@@ -87,6 +87,35 @@ func TestToolFailureReceiptReachesResultUnchanged(t *testing.T) {
 	}
 }
 
+// A failure receipt with code timeout or cancelled closes the call with
+// that bare outcome, and its message, retryable flag and details reach the
+// tool's terminal record unchanged beside it.
+func TestStopReceiptKeepsItsEvidence(t *testing.T) {
+	for _, c := range []struct {
+		behaviour string
+		status    string
+		want      api.Failure
+	}{
+		{"selftimeout", api.OutcomeTimeout, api.Failure{Code: envapi.CodeTimeout, Message: "deadline expired", Details: json.RawMessage(`{"cleanup_error":"pid 7 survived"}`)}},
+		{"selfcancel", api.OutcomeCancelled, api.Failure{Code: envapi.CodeCancelled, Message: "cancelled by the operator", Retryable: true}},
+	} {
+		t.Run(c.behaviour, func(t *testing.T) {
+			h := newHarness(t, Config{}, map[string]string{"box": c.behaviour})
+			id := h.create(toolSession(c.behaviour))
+			if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})}); err != nil {
+				t.Fatal(err)
+			}
+			e := decode[api.ToolCallEnded](t, ofKind(h.records(id), api.KindToolCallEnded)[0].Data)
+			if !e.IsError || e.Outcome.Status != c.status || e.Outcome.Error != nil || e.Failure == nil || !reflect.DeepEqual(*e.Failure, c.want) {
+				t.Fatalf("tool_call_ended = %+v (failure %+v), want outcome %s and failure %+v", e, e.Failure, c.status, c.want)
+			}
+			if n := len(h.envs.opsOf(envapi.RequestExecute)); n != 1 {
+				t.Fatalf("%d executes", n)
+			}
+		})
+	}
+}
+
 func TestUnreachableEnvironmentGivesUnknown(t *testing.T) {
 	h := newHarness(t, Config{}, map[string]string{"box": "echo"})
 	id := h.create(toolSession("x"))
