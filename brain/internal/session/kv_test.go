@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/brain-in-go/brain/brain/agentloop"
@@ -105,5 +106,44 @@ func TestTranscriptReplacedIsPublic(t *testing.T) {
 	tr, _ := h.engine.Transcript(context.Background(), id)
 	if len(tr.Messages) != 2 || tr.Messages[0].Text() != "summary" || tr.Messages[1].Text() != "two" {
 		t.Fatalf("transcript = %+v", tr.Messages)
+	}
+}
+
+// KV keys are identifiers (^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$): any other
+// key is refused as invalid by every KV method, and nothing is appended.
+func TestKVKeysAreIdentifiers(t *testing.T) {
+	var steps []string
+	loops := map[string]agentloop.Func{"keys": func(ctx context.Context, a agentloop.Services, in api.TurnInput) (api.TurnOutput, error) {
+		svc := a.(Services)
+		call := func(method, input string) {
+			_, err := svc.Call(ctx, method, json.RawMessage(input))
+			steps = append(steps, method+" "+input+" "+Code(err))
+		}
+		for _, bad := range []string{`""`, `"a b"`, `"-a"`, `"a/b"`, `"ké"`, `"` + strings.Repeat("k", 129) + `"`} {
+			call("kv_read", bad)
+			call("kv_put", `{"key":`+bad+`,"value":1}`)
+			call("kv_delete", bad)
+		}
+		good := `"` + strings.Repeat("k", 120) + `A.b:c-_9"` // 128 bytes, every kind of character
+		call("kv_put", `{"key":`+good+`,"value":1}`)
+		call("kv_read", good)
+		call("kv_delete", good)
+		return api.TurnOutput{}, nil
+	}}
+	h := newHarness(t, Config{Loops: testLoops(loops)}, nil)
+	id := h.create(api.CreateSessionRequest{Agentloop: testLoop("keys")})
+	before := len(h.records(id))
+	if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, step := range steps {
+		valid := i >= len(steps)-3
+		if got := strings.HasSuffix(step, " "+api.CodeInvalidRequest); got == valid {
+			t.Errorf("step %q: invalid_request %v, want %v", step, got, !valid)
+		}
+	}
+	recs := h.records(id)[before:]
+	if n, d := len(ofKind(recs, api.KindKVSet)), len(ofKind(recs, api.KindKVDelete)); n != 1 || d != 1 {
+		t.Fatalf("%d kv_set and %d kv_delete for one valid key: %v", n, d, kinds(recs))
 	}
 }

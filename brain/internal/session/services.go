@@ -423,6 +423,9 @@ func (x *execution) KVRead(ctx context.Context, key string) (json.RawMessage, bo
 	if err := x.check(envapi.MethodKVRead); err != nil {
 		return nil, false, err
 	}
+	if err := checkKVKey(key); err != nil {
+		return nil, false, err
+	}
 	s := x.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -430,13 +433,22 @@ func (x *execution) KVRead(ctx context.Context, key string) (json.RawMessage, bo
 	return v, ok, nil
 }
 
+// checkKVKey refuses a key that is not an identifier
+// (^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$).
+func checkKVKey(key string) error {
+	if !envapi.ValidIdentifier(key) {
+		return fmt.Errorf("%w: kv key %q is not an identifier", ErrInvalid, key)
+	}
+	return nil
+}
+
 // KVPut commits kv_set.
 func (x *execution) KVPut(ctx context.Context, key string, value json.RawMessage) (uint64, error) {
 	if err := x.check(envapi.MethodKVPut); err != nil {
 		return 0, err
 	}
-	if key == "" {
-		return 0, fmt.Errorf("%w: empty key", ErrInvalid)
+	if err := checkKVKey(key); err != nil {
+		return 0, err
 	}
 	v, err := compactJSON(value)
 	if err != nil {
@@ -452,6 +464,9 @@ func (x *execution) KVPut(ctx context.Context, key string, value json.RawMessage
 // answers the last committed sequence.
 func (x *execution) KVDelete(ctx context.Context, key string) (uint64, error) {
 	if err := x.check(envapi.MethodKVDelete); err != nil {
+		return 0, err
+	}
+	if err := checkKVKey(key); err != nil {
 		return 0, err
 	}
 	s := x.s
