@@ -1,0 +1,95 @@
+// Command remote-agentloop serves agentloops remotely over environment/v1,
+// written with envsdk: Brain runs each activation of a session whose
+// agentloop names this environment as one execute here, and the loop
+// reaches Brain only through the services its callback grant lists
+// (model, set_transcript, kv_read, kv_put, kv_delete, dispatch, events,
+// emit, telemetry, environments).
+//
+// The execute's implementation names the loop, {"loop": NAME}, resolved
+// from a registry of Go functions (loops.go): "memo" answers every message
+// through the session's model, keeps the transcript and counts its turns
+// in the session's KV. An implementation it does not know is refused as
+// unsupported. Its TurnOutput is {"result": ...}.
+//
+// Run it beside Brain (it binds loopback only: an authoring example, not a
+// sandbox for untrusted code):
+//
+//	go run ./examples/remote-agentloop --listen 127.0.0.1:8091 --token s3cret
+//	go run ./brain/cmd/brain serve
+//
+// then create a session with
+//
+//	"environments": [{"name":"loops","driver":"http","url":"http://127.0.0.1:8091","credential":"s3cret"}],
+//	"agentloop": {"implementation": {"loop":"memo"}, "environment":"loops"}
+//
+// (see main_test.go). The token may also come from LOOPS_TOKEN.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/brain-in-go/brain/envsdk"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "remote-agentloop:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves the loops until ctx ends.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("remote-agentloop", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:8091", "loopback address to listen on")
+	token := fs.String("token", os.Getenv("LOOPS_TOKEN"), "bearer token Brain must present (LOOPS_TOKEN)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *token == "" {
+		return errors.New("a token is required (--token or LOOPS_TOKEN)")
+	}
+	if err := loopbackOnly(*listen); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	h := envsdk.NewHandler(loops{}, &envsdk.Options{Token: *token, Logger: log})
+	fmt.Fprintf(stdout, "agentloops serving on http://%s\n", ln.Addr())
+	if err := envsdk.Serve(ctx, ln, h); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// loopbackOnly refuses a listen address whose host is not a loopback IP
+// or "localhost".
+func loopbackOnly(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--listen %q: this example binds loopback only", addr)
+	}
+	return nil
+}
