@@ -25,6 +25,11 @@ import (
 //	unknownteardown  teardown answers unknown
 //	release  setup registers the turn-end method release
 //	releasereturner  both release and returner
+//	accepted execute answers accepted (no result)
+//	progress execute answers a progress receipt (no result)
+//	resultreturner  execute commits result ok {"rows":3} and returned
+//	         with JSON null through its callback, then answers returned;
+//	         the tool finishes when the test calls Finish
 type fakeEnvs struct {
 	mu        sync.Mutex
 	behaviour map[string]string
@@ -112,6 +117,22 @@ func (f *fakeEnvs) execute(ctx context.Context, op Operation) (envapi.Receipt, e
 	case "selfcancel":
 		return envapi.Failure(envapi.CodeCancelled, "cancelled by the operator", true, nil), nil
 	case "returner", "releasereturner":
+		return envapi.Returned(nil), nil
+	case "accepted":
+		return envapi.Accepted(), nil
+	case "progress":
+		return envapi.Progress(json.RawMessage(`{"done":1,"of":2}`)), nil
+	case "resultreturner":
+		svc, err := f.engine.Execution(op.SessionID, op.Sequence)
+		if err != nil {
+			return envapi.Receipt{}, err
+		}
+		if _, err := svc.Call(ctx, envapi.MethodResult, json.RawMessage(`{"status":"ok","value":{"rows":3}}`)); err != nil {
+			return envapi.Failure("result_failed", err.Error(), false, nil), nil
+		}
+		if _, err := svc.Call(ctx, envapi.MethodReturned, json.RawMessage(`null`)); err != nil {
+			return envapi.Failure("returned_failed", err.Error(), false, nil), nil
+		}
 		return envapi.Returned(nil), nil
 	case "emitter":
 		svc, err := f.engine.Execution(op.SessionID, op.Sequence)
