@@ -17,6 +17,8 @@ import (
 //	hang     execute blocks until its context ends (never answers itself)
 //	fail     every operation fails at the transport
 //	refuse   execute answers a failure receipt
+//	loopresult / loopsnapshot  execute answers a TurnOutput {result} / one
+//	         that also carries transcript and kv snapshots
 //	selftimeout / selfcancel  execute answers a timeout / cancelled
 //	         failure receipt with a message (and details)
 //	returner execute answers returned; the tool finishes when the test
@@ -112,6 +114,10 @@ func (f *fakeEnvs) execute(ctx context.Context, op Operation) (envapi.Receipt, e
 		return envapi.Receipt{}, errTransport
 	case "refuse":
 		return envapi.Failure("unsupported", "m", true, json.RawMessage(`{"x":1}`)), nil
+	case "loopresult":
+		return envapi.Result(json.RawMessage(`{"result":"fine"}`)), nil
+	case "loopsnapshot":
+		return envapi.Result(json.RawMessage(`{"result":1,"transcript":[],"kv":{}}`)), nil
 	case "selftimeout":
 		return envapi.Failure(envapi.CodeTimeout, "deadline expired", false, json.RawMessage(`{"cleanup_error":"pid 7 survived"}`)), nil
 	case "selfcancel":

@@ -109,3 +109,39 @@ func TestRemoteLoopTimeoutSendsNoCancel(t *testing.T) {
 		t.Fatalf("%d tool_cancel_started after the turn's own deadline", n)
 	}
 }
+
+// A remote agentloop's output is {result?} and nothing else: an output
+// that also carries transcript or KV snapshots fails the turn as
+// agentloop_failed and changes neither; a plain one ends the turn with its
+// result.
+func TestRemoteLoopOutputIsResultOnly(t *testing.T) {
+	h := newHarness(t, Config{}, map[string]string{"box": "loopresult"})
+	id := h.create(remoteLoopSession())
+	ctx := context.Background()
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	if te := decode[turnEnded](t, ofKind(h.records(id), api.KindTurnEnded)[0].Data); string(te.Result) != `"fine"` {
+		t.Fatalf("turn_ended result %s", te.Result)
+	}
+	before, err := h.engine.Transcript(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.envs.mu.Lock()
+	h.envs.behaviour["box"] = "loopsnapshot"
+	h.envs.mu.Unlock()
+	_, err = h.engine.Send(ctx, id, api.UserInput{Message: "again"})
+	if Code(err) != api.FailureAgentloopFailed {
+		t.Fatalf("send with a snapshot in the output = %v, want agentloop_failed", err)
+	}
+	after, err := h.engine.Transcript(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := h.records(id)
+	if len(after.Messages) != len(before.Messages) || len(ofKind(recs, api.KindKVSet)) != 0 ||
+		len(ofKind(recs, api.KindTranscriptDelta))+len(ofKind(recs, api.KindTranscriptReplaced)) != 0 {
+		t.Fatalf("the snapshot changed state: %d → %d messages, records %v", len(before.Messages), len(after.Messages), kinds(recs))
+	}
+}
