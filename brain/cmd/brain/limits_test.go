@@ -233,3 +233,31 @@ func TestIdleTTLVariableReachesConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestRetentionReachesConfig: completed idempotency answers are kept
+// 24 hours unless BRAIN_REQUEST_RETENTION_SECS says otherwise; 0 keeps them
+// for ever.
+func TestRequestRetentionReachesConfig(t *testing.T) {
+	const name, fl = "BRAIN_REQUEST_RETENTION_SECS", "request-retention-secs"
+	for _, c := range []struct {
+		what string
+		env  map[string]string
+		args []string
+		want time.Duration
+	}{
+		{"unset", nil, nil, 24 * time.Hour},
+		{name + "=0", map[string]string{name: "0"}, nil, brain.NoLimit},
+		{name + "=60", map[string]string{name: "60"}, nil, time.Minute},
+		{"--" + fl + " 90 over " + name, map[string]string{name: "60"}, []string{"--" + fl, "90"}, 90 * time.Second},
+	} {
+		cfg, err := serveConfig(c.env, c.args...)
+		if err != nil {
+			t.Errorf("%s: %v", c.what, err)
+		} else if cfg.RequestRetention != c.want {
+			t.Errorf("%s: Config.RequestRetention = %v, want %v", c.what, cfg.RequestRetention, c.want)
+		}
+	}
+	if _, err := serveConfig(map[string]string{name: "-1"}); err == nil || !strings.Contains(err.Error(), name) {
+		t.Errorf("%s=-1: error %v, want one naming %s", name, err, name)
+	}
+}
