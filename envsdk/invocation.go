@@ -181,7 +181,9 @@ func (i *Invocation) SetTranscript(ctx context.Context, messages any) (uint64, e
 }
 
 // KVRead reads key; found is false when the key is absent, and a stored
-// JSON null is found with value "null".
+// JSON null is found with value "null". Keys are identifiers
+// (^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$): Brain refuses any other key in
+// the three KV methods.
 func (i *Invocation) KVRead(ctx context.Context, key string) (value json.RawMessage, found bool, err error) {
 	raw, err := i.raw(ctx, envapi.MethodKVRead, key)
 	if err != nil {

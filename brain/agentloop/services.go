@@ -23,6 +23,8 @@ type Services interface {
 	// sequence.
 	SetTranscript(ctx context.Context, messages []api.Message) (uint64, error)
 	// KVRead answers the stored value and whether the key is present.
+	// Keys are identifiers (^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$); any
+	// other key fails as invalid_request in all three KV methods.
 	KVRead(ctx context.Context, key string) (json.RawMessage, bool, error)
 	// KVPut stores a value and answers the committed sequence.
 	KVPut(ctx context.Context, key string, value json.RawMessage) (uint64, error)
