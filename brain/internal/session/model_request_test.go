@@ -162,7 +162,7 @@ func TestModelRequestRebuiltFromJournal(t *testing.T) {
 	}
 	// The calls that set their own fields are told apart from the
 	// session's defaults, and an empty tool list from none.
-	if got[1].System == nil || *got[1].System != "another system prompt" || got[1].Tools != nil && len(got[1].Tools) != 0 ||
+	if got[1].System == nil || *got[1].System != "another system prompt" || len(got[1].Tools) != 0 ||
 		string(got[1].ResponseFormat) != "" && string(got[1].ResponseFormat) != "null" || got[1].MaxOutputTokens == nil || *got[1].MaxOutputTokens != 5 {
 		t.Errorf("second call received %+v", got[1])
 	}
