@@ -62,12 +62,17 @@
 //   - When the deadline passed the answer is the failure timeout; when Brain
 //     cancelled, cancelled. A provider *Error whose code is timeout or
 //     cancelled is kept as it is, so a provider that adds cleanup evidence
-//     with KeepFirst keeps it. If Execute does not return within
+//     with KeepFirst keeps it. A result (or any receipt but a failure or
+//     unknown) that Execute answers after the stop is not the answer and
+//     is never finished: the stop is. If Execute does not return within
 //     Options.StopGrace of the stop, the handler answers without it.
 //   - Any other error, or a panic, is the failure environment_failed; the
 //     server keeps serving.
 //   - An execute whose (session, environment, sequence) was already
 //     dispatched to this handler is answered unknown and not run again.
+//   - A cancel that overtakes its execute (Brain sends each once, and two
+//     requests may arrive in either order) is kept: the execute, when it
+//     comes, answers cancelled without running.
 //
 // # Callbacks
 //

@@ -54,6 +54,7 @@ type Options struct {
 var (
 	errDeadline  = errors.New("envsdk: deadline expired")
 	errCancelled = errors.New("envsdk: cancelled by Brain")
+	errRepeat    = errors.New("envsdk: execute already dispatched")
 	errReturned  = errors.New("envsdk: operation returned")
 )
 
@@ -70,7 +71,7 @@ type handler struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // by session/environment/sequence
-	seen    map[string]struct{}                // executes already dispatched
+	seen    map[string]bool                    // executes already dispatched (true: cancelled before they came)
 	order   []string                           // seen, oldest first
 }
 
@@ -95,7 +96,7 @@ func NewHandler(p Provider, opts *Options) http.Handler {
 		log:     opts.Logger,
 		caller:  newCaller(opts.Client),
 		running: map[string]context.CancelCauseFunc{},
-		seen:    map[string]struct{}{},
+		seen:    map[string]bool{},
 	}
 	h.tokenHash = sha256.Sum256([]byte(opts.Token))
 	if h.maxBody <= 0 {
@@ -340,6 +341,11 @@ func (h *handler) cancel(c *Ctx, op envapi.Operation) envapi.Receipt {
 	key := opKey(op.SessionID, op.Environment, op.Request.TargetSequence)
 	h.mu.Lock()
 	stop := h.running[key]
+	if _, seen := h.seen[key]; stop == nil && !seen {
+		// The cancel overtook its execute (Brain sends both once): the
+		// execute, when it comes, answers cancelled without running.
+		h.rememberLocked(key, true)
+	}
 	h.mu.Unlock()
 	if stop != nil {
 		stop(errCancelled)
@@ -352,21 +358,31 @@ func (h *handler) cancel(c *Ctx, op envapi.Operation) envapi.Receipt {
 	return envapi.Accepted()
 }
 
-// claim records an execute as dispatched; a repeat answers false.
-func (h *handler) claim(key string, stop context.CancelCauseFunc) bool {
+// claim records an execute as dispatched. It answers errRepeat for a
+// repeat, and errCancelled for an execute whose cancel came first.
+func (h *handler) claim(key string, stop context.CancelCauseFunc) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, dup := h.seen[key]; dup {
-		return false
+	if cancelled, dup := h.seen[key]; dup {
+		if cancelled {
+			return errCancelled // it never runs
+		}
+		return errRepeat
 	}
-	h.seen[key] = struct{}{}
+	h.rememberLocked(key, false)
+	h.running[key] = stop
+	return nil
+}
+
+// rememberLocked notes key among the executes dispatched (or cancelled
+// before they came), forgetting the oldest past maxSeen.
+func (h *handler) rememberLocked(key string, cancelled bool) {
+	h.seen[key] = cancelled
 	h.order = append(h.order, key)
 	if len(h.order) > maxSeen {
 		delete(h.seen, h.order[0])
 		h.order = h.order[1:]
 	}
-	h.running[key] = stop
-	return true
 }
 
 func (h *handler) release(key string) {
@@ -383,7 +399,10 @@ func (h *handler) execute(c *Ctx, stop context.CancelCauseFunc, op envapi.Operat
 		Invocation:     newInvocation(req.Callback, h.caller),
 	}
 	key := opKey(op.SessionID, op.Environment, op.Sequence)
-	if !h.claim(key, stop) {
+	switch err := h.claim(key, stop); {
+	case errors.Is(err, errCancelled):
+		return envapi.Failure(envapi.CodeCancelled, "the invocation was cancelled before it arrived", false, nil)
+	case err != nil:
 		return envapi.Unknown(fmt.Sprintf("sequence %d was already dispatched to this provider; it is never run twice", op.Sequence))
 	}
 	defer h.release(key)
@@ -423,6 +442,11 @@ func (h *handler) execute(c *Ctx, stop context.CancelCauseFunc, op envapi.Operat
 	}
 	if a.err != nil {
 		return h.failure(c, a.err)
+	}
+	if c.ctx.Err() != nil && a.r.Type != envapi.ReceiptFailure && a.r.Type != envapi.ReceiptUnknown {
+		// The deadline or a cancel came first: the stop is the answer, and
+		// a result the provider reached afterwards is never finished.
+		return h.failure(c, nil)
 	}
 	return h.complete(x, a.r)
 }

@@ -1,0 +1,94 @@
+package envsdk_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// lateProvider ignores its context: it answers a result once release is
+// closed, and counts its executes.
+type lateProvider struct {
+	envsdk.Base
+	started chan struct{}
+	release chan struct{}
+	runs    atomic.Int64
+}
+
+func (p *lateProvider) Execute(*envsdk.Ctx, *envsdk.Execution) (envapi.Receipt, error) {
+	p.runs.Add(1)
+	p.started <- struct{}{}
+	<-p.release
+	return envapi.Result([]byte(`"done late"`)), nil
+}
+
+// A result the provider reaches after its deadline, within the stop
+// grace, is not the answer: the execute answers timeout and the result is
+// never finished.
+func TestResultAfterDeadlineIsNotFinished(t *testing.T) {
+	b := newFakeBrain(t)
+	p := &lateProvider{started: make(chan struct{}, 1), release: make(chan struct{})}
+	srv := serve(t, p, &envsdk.Options{Token: token, StopGrace: 10 * time.Second})
+	ms := int64(50)
+	result := make(chan envapi.Receipt, 1)
+	go func() { result <- send(t, srv, execute(1, "x", &ms, b.grant(envapi.ToolMethods()...))).Receipt }()
+	<-p.started
+	time.Sleep(100 * time.Millisecond) // past the deadline, well within the grace
+	close(p.release)
+	if r := <-result; r.Type != envapi.ReceiptFailure || r.Code != envapi.CodeTimeout {
+		t.Fatalf("a result after the deadline answered %+v, want timeout", r)
+	}
+	if n := b.count(envapi.MethodFinish); n != 0 {
+		t.Fatalf("finish sent %d times after the deadline", n)
+	}
+}
+
+// A result the provider reaches after Brain cancelled the execute answers
+// cancelled and is never finished.
+func TestResultAfterCancelIsNotFinished(t *testing.T) {
+	b := newFakeBrain(t)
+	p := &lateProvider{started: make(chan struct{}, 1), release: make(chan struct{})}
+	srv := serve(t, p, &envsdk.Options{Token: token, StopGrace: 10 * time.Second})
+	result := make(chan envapi.Receipt, 1)
+	go func() { result <- send(t, srv, execute(5, "x", nil, b.grant(envapi.ToolMethods()...))).Receipt }()
+	<-p.started
+	if r := send(t, srv, command(6, envapi.Cancel(5))).Receipt; r.Type != envapi.ReceiptAccepted {
+		t.Fatalf("cancel answered %+v", r)
+	}
+	close(p.release)
+	if r := <-result; r.Type != envapi.ReceiptFailure || r.Code != envapi.CodeCancelled {
+		t.Fatalf("a result after the cancel answered %+v, want cancelled", r)
+	}
+	if n := b.count(envapi.MethodFinish); n != 0 {
+		t.Fatalf("finish sent %d times after the cancel", n)
+	}
+}
+
+// A cancel that overtakes its execute is kept: the execute, when it
+// comes, answers cancelled without running, and so does a repeat of it.
+func TestCancelBeforeExecute(t *testing.T) {
+	p := &lateProvider{started: make(chan struct{}, 1), release: make(chan struct{})}
+	close(p.release)
+	srv := serve(t, p, nil)
+	if r := send(t, srv, command(8, envapi.Cancel(7))).Receipt; r.Type != envapi.ReceiptAccepted {
+		t.Fatalf("cancel answered %+v", r)
+	}
+	for range 2 {
+		if r := send(t, srv, execute(7, "x", nil, nil)).Receipt; r.Type != envapi.ReceiptFailure || r.Code != envapi.CodeCancelled {
+			t.Fatalf("execute after its cancel answered %+v, want cancelled", r)
+		}
+	}
+	if n := p.runs.Load(); n != 0 {
+		t.Fatalf("the cancelled execute ran %d times", n)
+	}
+	// Another sequence runs as usual.
+	if r := send(t, srv, execute(9, "x", nil, nil)).Receipt; r.Type != envapi.ReceiptResult {
+		t.Fatalf("an execute nobody cancelled answered %+v", r)
+	}
+	if n := p.runs.Load(); n != 1 {
+		t.Fatalf("%d runs, want 1", n)
+	}
+}
