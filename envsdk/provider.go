@@ -46,11 +46,20 @@ type MethodProvider interface {
 }
 
 // Method is one provider method.
+//
+// Description, Effect and the schemas describe the method; the handler
+// neither sends nor checks them. Brain learns a method from the session's
+// environment declaration ("methods": name, description, effect,
+// input_schema, output_schema), checks a call's input against it before
+// it sends the call and the output when it comes back, so the declaration
+// is where they take effect.
+// Run must still check its own input: the handler hands it the call's
+// input as it came.
 type Method struct {
 	Description string
-	// Effect is "" (none) or "replace".
+	// Effect is "" (none) or "replace", as declared to Brain.
 	Effect string
-	// InputSchema and OutputSchema are published JSON Schemas.
+	// InputSchema and OutputSchema are the JSON Schemas declared to Brain.
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
 	// Run computes the output; its JSON is the result receipt's output.
