@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"runtime/debug"
 	"sync"
@@ -406,7 +407,9 @@ func (h *handler) execute(c *Ctx, stop context.CancelCauseFunc, op envapi.Operat
 		return envapi.Unknown(fmt.Sprintf("sequence %d was already dispatched to this provider; it is never run twice", op.Sequence))
 	}
 	defer h.release(key)
-	if req.DeadlineMs != nil {
+	// A deadline beyond what a time.Duration holds (about 292 years) is
+	// no deadline.
+	if req.DeadlineMs != nil && *req.DeadlineMs <= int64(math.MaxInt64/time.Millisecond) {
 		x.Deadline = time.Now().Add(time.Duration(*req.DeadlineMs) * time.Millisecond)
 		var cancelDeadline context.CancelFunc
 		c.ctx, cancelDeadline = context.WithDeadlineCause(c.ctx, x.Deadline, errDeadline)

@@ -92,3 +92,17 @@ func TestCancelBeforeExecute(t *testing.T) {
 		t.Fatalf("%d runs, want 1", n)
 	}
 }
+
+// A deadline_ms too large for a time.Duration (the protocol sets no cap)
+// is no deadline, not one already past.
+func TestHugeDeadlineIsNoDeadline(t *testing.T) {
+	p := &lateProvider{started: make(chan struct{}, 1), release: make(chan struct{})}
+	close(p.release)
+	srv := serve(t, p, nil)
+	for _, ms := range []int64{9_300_000_000_000, 1<<63 - 1} {
+		if r := send(t, srv, execute(uint64(ms%1000)+1, "x", &ms, nil)).Receipt; r.Type != envapi.ReceiptResult {
+			t.Fatalf("deadline_ms %d answered %+v, want the result", ms, r)
+		}
+		<-p.started
+	}
+}
