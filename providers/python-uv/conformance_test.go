@@ -20,8 +20,9 @@ func TestConformance(t *testing.T) {
 	root := fixtures(t)
 	plain := filepath.Join(root, "plain")
 	cfg := Config{UV: uv, Projects: map[string]Project{
-		"echo": {Directory: plain, Module: "echo"},
-		"nap":  {Directory: plain, Module: "nap"},
+		"echo":  {Directory: plain, Module: "echo"},
+		"nap":   {Directory: plain, Module: "nap"},
+		"stuck": {Directory: plain, Module: "stuck"},
 	}}
 	// Sync once up front, so each case's fresh provider finds the
 	// installation current and its own preparation is quick.
@@ -44,6 +45,9 @@ func TestConformance(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = p.Close() })
 		url := conformance.ServeHandler(t, envsdk.NewHandler(p, &envsdk.Options{Token: token}))
+		holders := t.TempDir()
+		t.Cleanup(func() { killHolders(holders) })
+		stuck, _ := json.Marshal(map[string]string{"pid_file": filepath.Join(holders, "holder")})
 		return conformance.Target{
 			BaseURL: url,
 			Token:   token,
@@ -56,6 +60,7 @@ func TestConformance(t *testing.T) {
 				}},
 				conformance.RoleSleep:       {Implementation: impl("nap"), Input: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, napMs)), Runs: napMs * time.Millisecond},
 				conformance.RoleUnsupported: {Implementation: impl("not-configured"), Input: json.RawMessage(`{}`)},
+				conformance.RoleStuck:       {Implementation: impl("stuck"), Input: stuck},
 			},
 			Capabilities: conformance.Capabilities{
 				Cancel:         true,

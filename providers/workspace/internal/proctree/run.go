@@ -35,7 +35,10 @@ type Spec struct {
 	// processes; empty means DefaultMarker.
 	Marker string
 	// KillTimeout bounds how long a kill may take before Run gives up and
-	// reports the survivors; zero means 5 s.
+	// reports the survivors; zero means 2.5 s. With the short wait for a
+	// surviving leader and OutputGrace it keeps a stopped command's answer
+	// within envsdk's default stop grace (5 s), so that the answer carries
+	// this evidence rather than the SDK's own.
 	KillTimeout time.Duration
 	// OutputGrace bounds how long Run waits for output pipes held open by
 	// processes it could not find once the tree is gone; zero means 1 s.
@@ -123,7 +126,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 
 	killTimeout := s.KillTimeout
 	if killTimeout <= 0 {
-		killTimeout = 5 * time.Second
+		killTimeout = 2500 * time.Millisecond
 	}
 	var stopErr *StoppedError
 	var waitErr error
@@ -139,7 +142,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		} else {
 			select { // the leader may be one of the survivors
 			case waitErr = <-waited:
-			case <-time.After(killTimeout):
+			case <-time.After(min(killTimeout, 500*time.Millisecond)):
 			}
 		}
 	}

@@ -1,0 +1,71 @@
+package pythonuv
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
+)
+
+// killHolders kills the processes whose pids the stuck module recorded in
+// the files of dir.
+func killHolders(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// An invocation that passes its deadline while a process out of reach of
+// the group kill keeps its output open answers timeout (the first cause)
+// with the project's details and the cleanup failure in
+// details.cleanup_error, once the output drain bound has passed.
+func TestDeadlineKeepsCleanupEvidence(t *testing.T) {
+	r := newRig(t, func(cfg *Config) {
+		cfg.Projects["stuck"] = Project{Directory: cfg.Projects["plain"].Directory, Module: "stuck"}
+	})
+	s := r.attach("s")
+	warm(t, r, s)
+	pids := t.TempDir()
+	t.Cleanup(func() { killHolders(pids) })
+	pidFile := filepath.Join(pids, "holder")
+	input, _ := json.Marshal(map[string]string{"pid_file": pidFile})
+
+	const deadline = 3000
+	start := time.Now()
+	rc := r.post(s.Execute(impl("stuck"), input, envtest.Millis(deadline)))
+	took := time.Since(start)
+	d := wantFailure(t, rc, envapi.CodeTimeout)
+	if _, err := os.Stat(pidFile); err != nil {
+		t.Fatalf("the holder process was not started before the deadline: %v", err)
+	}
+	ce, _ := d["cleanup_error"].(string)
+	if ce == "" {
+		t.Fatalf("timeout details %v: no cleanup_error", d)
+	}
+	if !strings.Contains(ce, "held open") {
+		t.Fatalf("cleanup_error %q does not report the output held open", ce)
+	}
+	if d["project"] != "stuck" {
+		t.Fatalf("timeout details %v lost the project's details", d)
+	}
+	if !strings.Contains(rc.Message, "deadline") {
+		t.Fatalf("message %q does not name the deadline", rc.Message)
+	}
+	if took < deadline*time.Millisecond || took > deadline*time.Millisecond+drainGrace+3*time.Second {
+		t.Fatalf("answered after %s for a %d ms deadline", took, deadline)
+	}
+}
