@@ -67,20 +67,24 @@
 //
 // The Engine cannot kill an exec. Each command therefore runs under a
 // wrapper shell that starts it with setsid (a new process group), writes
-// the group id to /tmp/.brain-exec-<sequence> and waits; when the command's
-// main process ends the wrapper kills what is left of the group, so a
+// the group id to /tmp/.brain-exec-<sequence> and waits. Every process of
+// the command carries BRAIN_EXEC_TAG=<sequence> in its environment, which
+// its children inherit, those that leave the group with a setsid of their
+// own included. When the command's main process ends the wrapper kills
+// what is left of the group and every other process carrying the tag, so a
 // background child never outlives the call. At the deadline (deadline_ms,
 // the input's timeout_ms or the profile's timeout) or on cancel, the
-// provider execs kill -KILL -<group> until the output stream closes, which
-// proves that no process of the group holds it any longer, and answers
-// timeout or cancelled; if the group could not be confirmed dead within 4
-// seconds the first cause is kept and the evidence is in
-// details.cleanup_error. A process that leaves the group on purpose (its
-// own setsid) and closes its output is not found by this; teardown removes
-// it with the container. A result never needs cleanup in this design, so
-// cleanup_failed is answered only by teardown when the Engine refuses a
-// removal. A cancel that arrives after a provider restart finds the group
-// by the target's sequence.
+// provider execs a kill of the group and of the tagged processes until
+// the output stream has closed and a kill finds no tagged process left
+// (the stream closing alone proves nothing: the Engine closes it soon
+// after the wrapper exits, even while an escaped process holds it), and
+// answers timeout or cancelled; if that is not confirmed within 4 seconds
+// the first cause is kept and the evidence is in details.cleanup_error. A
+// process that both leaves the group and clears its environment is not
+// found by this; teardown removes it with the container. A result never
+// needs cleanup in this design, so cleanup_failed is answered only by
+// teardown when the Engine refuses a removal. A cancel that arrives after
+// a provider restart finds the group by the target's sequence.
 //
 // # Lifecycle and state
 //

@@ -1,10 +1,12 @@
 package docker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -17,13 +19,15 @@ import (
 // wrapper. It starts the command through setsid, which makes it the leader
 // of a new process group, records that group in a file under /tmp and waits
 // for it. When the command's main process ends the wrapper kills whatever
-// is left in its group, so a background child never outlives its call and
-// never holds the output stream open. To stop a command early, killScript
-// reads the file and kills the group (see runExec).
+// is left in its group, and every other process that carries the command's
+// tag in its environment (BRAIN_EXEC_TAG, which every process the command
+// starts inherits: a child that made a session of its own with setsid
+// too), so a background child never outlives its call. To stop a command
+// early, killScript does the same from outside (see runExec).
 //
 // The file is /tmp/.brain-exec-<tag>; the tag is the execute's sequence,
 // so a restarted provider can still cancel a command it started.
-const wrapperScript = `f=$1; shift
+const wrapperScript = `f=$1; shift; t=$BRAIN_EXEC_TAG
 exec 3<&0
 setsid "$@" <&3 3<&- &
 c=$!
@@ -31,17 +35,32 @@ exec 3<&-
 echo "$c" >"$f"
 wait "$c"; r=$?
 kill -KILL -"$c" 2>/dev/null
+{
+` + killTagged + `
+} >/dev/null 2>&1
 rm -f "$f"
 exit "$r"`
 
-// killScript exits 3 when the group file does not exist (the wrapper has
-// not started the command yet, or it already finished).
-const killScript = `f=$1
-[ -s "$f" ] || exit 3
-read -r g <"$f" && kill -KILL -"$g" 2>/dev/null
+// killTagged kills every process but the running shell whose environment
+// holds BRAIN_EXEC_TAG=$t, and prints the pid of each it found.
+const killTagged = `for e in /proc/[0-9]*/environ; do
+p=${e#/proc/}; p=${p%/environ}
+[ "$p" = "$$" ] && continue
+if tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "BRAIN_EXEC_TAG=$t"; then kill -KILL "$p" 2>/dev/null; echo "$p"; fi
+done`
+
+// killScript kills the command's process group, when its file exists,
+// and every process carrying its tag; it prints the pids of the tagged
+// processes it found, so an empty output means none was left.
+const killScript = `f=$1; t=$2
+[ -s "$f" ] && read -r g <"$f" && kill -KILL -"$g" 2>/dev/null
+` + killTagged + `
 exit 0`
 
 func groupFile(tag string) string { return tmpDir + "/.brain-exec-" + tag }
+
+// tagEnv marks every process of the command tagged tag.
+func tagEnv(tag string) string { return "BRAIN_EXEC_TAG=" + tag }
 
 // execSpec is one command to run in a binding's container.
 type execSpec struct {
@@ -77,14 +96,15 @@ const killBudget = 4 * time.Second
 
 // runExec runs s in the container ctr, demultiplexing its output into
 // stdout and stderr, and returns its exit code. When ctx ends first it
-// kills the command's process group, waits until the output stream closes
-// (every process holding it is gone) and returns a *stopError.
+// kills the command's process group and tagged processes until none is
+// left and the output stream has closed (killUntilClosed), and returns a
+// *stopError.
 func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, stdout, stderr io.Writer) (int, error) {
 	cmd := append([]string{"/bin/sh", "-c", wrapperScript, "brain-exec", groupFile(s.Tag)}, s.Argv...)
 	created, err := cli.ContainerExecCreate(ctx, ctr, container.ExecOptions{
 		User:         s.User,
 		Cmd:          cmd,
-		Env:          append(append([]string(nil), baseEnv...), s.Env...),
+		Env:          append(append(append([]string(nil), baseEnv...), s.Env...), tagEnv(s.Tag)),
 		WorkingDir:   s.Dir,
 		AttachStdin:  s.Stdin != nil,
 		AttachStdout: true,
@@ -130,20 +150,33 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 	return 0, stop
 }
 
-// killUntilClosed kills the command's process group until its output
-// stream closes, which happens once no process holds it any longer.
+// killUntilClosed kills the command's process group and every process
+// carrying its tag until the output stream has closed and a kill finds no
+// tagged process left. The stream closing alone proves nothing: the Engine
+// closes it soon after the wrapper exits, even while an escaped process
+// still holds it.
 func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag string, done <-chan error) error {
 	wait := 20 * time.Millisecond
 	var lastErr error
+	closed := false
 	for {
-		if err := killGroup(ctx, cli, ctr, user, tag); err != nil {
+		left, err := killGroup(ctx, cli, ctr, user, tag)
+		switch {
+		case err != nil:
 			lastErr = err
+		case left != "":
+			lastErr = fmt.Errorf("processes %s of the command were still running", left)
+		case closed:
+			return nil
+		default:
+			lastErr = nil
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-done:
 			t.Stop()
-			return nil
+			closed, done = true, nil
+			continue // confirm with one more kill that nothing is left
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
@@ -158,31 +191,34 @@ func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag str
 	}
 }
 
-// killGroup runs killScript once in the container and waits for it.
-func killGroup(ctx context.Context, cli *client.Client, ctr, user, tag string) error {
+// killGroup runs killScript once in the container and waits for it; it
+// answers the pids of the tagged processes it found (and killed), "" when
+// none was left.
+func killGroup(ctx context.Context, cli *client.Client, ctr, user, tag string) (string, error) {
 	created, err := cli.ContainerExecCreate(ctx, ctr, container.ExecOptions{
 		User:         user,
-		Cmd:          []string{"/bin/sh", "-c", killScript, "brain-kill", groupFile(tag)},
+		Cmd:          []string{"/bin/sh", "-c", killScript, "brain-kill", groupFile(tag), tag},
 		Env:          baseEnv,
 		AttachStdout: true,
 		AttachStderr: true,
 	})
 	if err != nil {
-		return fmt.Errorf("create kill exec: %w", err)
+		return "", fmt.Errorf("create kill exec: %w", err)
 	}
 	att, err := cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
 	if err != nil {
-		return fmt.Errorf("start kill exec: %w", err)
+		return "", fmt.Errorf("start kill exec: %w", err)
 	}
 	defer att.Close()
 	go func() {
 		<-ctx.Done()
 		att.Close()
 	}()
-	if _, err := io.Copy(io.Discard, att.Reader); err != nil && ctx.Err() != nil {
-		return fmt.Errorf("kill exec: %w", ctx.Err())
+	var out bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, io.Discard, att.Reader); err != nil && ctx.Err() != nil {
+		return "", fmt.Errorf("kill exec: %w", ctx.Err())
 	}
-	return nil
+	return strings.Join(strings.Fields(out.String()), ", "), nil
 }
 
 // exitCode reads the exit code of a finished exec. The stream can close a

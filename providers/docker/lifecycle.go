@@ -233,7 +233,7 @@ func (p *Provider) Cancel(c *envsdk.Ctx, target uint64) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context(), killBudget)
 	defer cancel()
-	err = killGroup(ctx, p.cli, st.resourceName(), b.profile.User, strconv.FormatUint(target, 10))
+	_, err = killGroup(ctx, p.cli, st.resourceName(), b.profile.User, strconv.FormatUint(target, 10))
 	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
 		return fmt.Errorf("cancel %d: %w", target, err)
 	}
