@@ -66,6 +66,37 @@ func (d *decoder) toolCallEnded(t *api.ToolCallEnded) {
 			t.IsError = d.Bool()
 		case "outcome":
 			d.Outcome(&t.Outcome)
+		case "failure":
+			if d.Null() {
+				t.Failure = nil
+				return
+			}
+			if t.Failure == nil {
+				t.Failure = &api.Failure{}
+			}
+			d.failure(t.Failure)
+		default:
+			d.Skip()
+		}
+	})
+}
+
+// failure reads a Failure object into f.
+func (d *decoder) failure(f *api.Failure) {
+	d.Object(func(name string) {
+		switch name {
+		case "code":
+			f.Code = d.Str()
+		case "message":
+			f.Message = d.Str()
+		case "retryable":
+			f.Retryable = d.Bool()
+		case "ambiguous":
+			f.Ambiguous = d.Bool()
+		case "sequence":
+			f.Sequence = d.Uint()
+		case "details":
+			f.Details = d.Raw()
 		default:
 			d.Skip()
 		}
