@@ -79,4 +79,8 @@ type Config struct {
 	// Telemetry takes the records of the telemetry service (nil: they are
 	// checked and dropped). It is never journalled.
 	Telemetry *telemetry.Pipeline
+	// CancelDelivery bounds the delivery of a cancel operation to an
+	// executor (0 selects 10 s); past it the cancel is recorded failed,
+	// with an unknown outcome, and never resent.
+	CancelDelivery time.Duration
 }

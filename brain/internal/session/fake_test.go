@@ -15,6 +15,7 @@ import (
 //
 //	echo     execute answers result ok(input)
 //	hang     execute blocks until its context ends (never answers itself)
+//	hangcancel  as hang, and a cancel blocks until its context ends too
 //	fail     every operation fails at the transport
 //	refuse   execute answers a failure receipt
 //	loopresult / loopsnapshot  execute answers a TurnOutput {result} / one
@@ -97,7 +98,10 @@ func (f *fakeEnvs) Deliver(ctx context.Context, op Operation) (envapi.Receipt, e
 	case envapi.RequestExecute:
 		return f.execute(ctx, op)
 	case envapi.RequestCancel:
-		f.record(op)
+		if f.record(op) == "hangcancel" {
+			<-ctx.Done()
+			return envapi.Receipt{}, ctx.Err()
+		}
 		return envapi.Accepted(), nil
 	}
 	return f.lifecycle(ctx, op)
@@ -107,7 +111,7 @@ func (f *fakeEnvs) execute(ctx context.Context, op Operation) (envapi.Receipt, e
 	switch f.record(op) {
 	case "echo", "release":
 		return envapi.Result(mustJSON(envapi.OK(op.Request.Input))), nil
-	case "hang":
+	case "hang", "hangcancel":
 		<-ctx.Done()
 		return envapi.Receipt{}, ctx.Err()
 	case "fail":

@@ -108,7 +108,7 @@ func (s *sess) runRemote(a *activation, in api.TurnInput, name string) (api.Turn
 // forwardCancel forwards the cancel of the remote execute started at seq
 // to its environment, as a tool's cancel is forwarded: tool_cancel_started
 // (target_sequence seq) is committed, then one cancel operation is sent
-// in the background, bounded by cancelDeliveryTimeout and never resent,
+// in the background, bounded by Config.CancelDelivery and never resent,
 // and its outcome committed. The turn does not wait for it. An execute
 // stopped by its own deadline is not cancelled: the environment was given
 // that deadline.

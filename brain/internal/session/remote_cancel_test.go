@@ -145,3 +145,44 @@ func TestRemoteLoopOutputIsResultOnly(t *testing.T) {
 		t.Fatalf("the snapshot changed state: %d → %d messages, records %v", len(before.Messages), len(after.Messages), kinds(recs))
 	}
 }
+
+// A cancel whose delivery hangs is bounded (Config.CancelDelivery): it is
+// recorded failed with an unknown, ambiguous outcome, never resent, and
+// the session goes on.
+func TestCancelDeliveryIsBounded(t *testing.T) {
+	const bound = 300 * time.Millisecond
+	h := newHarness(t, Config{CancelDelivery: bound}, map[string]string{"box": "hangcancel"})
+	id := h.create(toolSession("hangcancel"))
+	ctx := context.Background()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})})
+		errc <- err
+	}()
+	waitOps(t, h.envs, envapi.RequestExecute, 1)
+	interrupted := time.Now()
+	if err := h.engine.Interrupt(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; Code(err) != api.CodeCancelled {
+		t.Fatalf("send after interrupt: %v", err)
+	}
+	ev := h.waitEvent(id, 0, api.KindToolCancelFailed)
+	took := time.Since(interrupted)
+	var f api.Failure
+	if err := json.Unmarshal(ev.Data, &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.Code != api.FailureUnknown || !f.Ambiguous {
+		t.Fatalf("tool_cancel_failed = %+v, want unknown and ambiguous", f)
+	}
+	if took < bound || took > bound+5*time.Second {
+		t.Fatalf("the cancel was given up after %s, bound %s", took, bound)
+	}
+	if n := len(h.envs.opsOf(envapi.RequestCancel)); n != 1 {
+		t.Fatalf("%d cancel operations, want 1 (never resent)", n)
+	}
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "next"}); err != nil {
+		t.Fatalf("next turn: %v", err)
+	}
+}

@@ -15,8 +15,8 @@ import (
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
-// cancelDeliveryTimeout bounds the delivery of a tool cancel operation.
-const cancelDeliveryTimeout = 10 * time.Second
+// defaultCancelDelivery is Config.CancelDelivery's default.
+const defaultCancelDelivery = 10 * time.Second
 
 // toolCall is one open tool call. Fields are guarded by sess.mu.
 type toolCall struct {
@@ -366,10 +366,14 @@ func (s *sess) toolStopped(t *toolCall) {
 }
 
 // deliverCancel sends a cancel operation, whose tool_cancel_started is
-// committed, to its environment (bounded by cancelDeliveryTimeout, never
+// committed, to its environment (bounded by Config.CancelDelivery, never
 // resent) and commits its terminal record.
 func (s *sess) deliverCancel(op Operation) {
-	ctx, stop := context.WithTimeout(context.WithoutCancel(s.e.base), cancelDeliveryTimeout)
+	bound := s.e.cfg.CancelDelivery
+	if bound <= 0 {
+		bound = defaultCancelDelivery
+	}
+	ctx, stop := context.WithTimeout(context.WithoutCancel(s.e.base), bound)
 	receipt, err := s.e.cfg.Environments.Deliver(ctx, op)
 	stop()
 	cancelSeq := op.Sequence
