@@ -93,7 +93,11 @@ func (e *Engine) Control(ctx context.Context, id string, req envapi.ControlReque
 	if err != nil {
 		return nil, err
 	}
-	defer s.release()
+	if write {
+		defer s.releaseWrite()
+	} else {
+		defer s.release()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.controlLocked(ctx, controller{}, req)
@@ -108,7 +112,7 @@ func (e *Engine) CallEnvironment(ctx context.Context, id, env, method string, in
 	if err != nil {
 		return nil, err
 	}
-	defer s.release()
+	defer s.releaseWrite()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	es := s.st.Envs[env]

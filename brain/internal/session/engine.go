@@ -231,6 +231,11 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 			e.mu.Unlock()
 			return nil, ErrClosed
 		}
+		if write {
+			// Admitted: Close waits for it until releaseWrite, so that the
+			// work it starts is counted before Close can stop waiting.
+			e.wg.Add(1)
+		}
 		s := e.live[id]
 		if s != nil {
 			s.refs.Add(1)
@@ -240,6 +245,7 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 				err := s.loadErr
 				s.mu.Unlock()
 				s.refs.Add(-1)
+				e.unadmit(write)
 				if err != nil {
 					return nil, err
 				}
@@ -251,6 +257,7 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 				s.dropLocked(errLeaseLost)
 				s.mu.Unlock()
 				s.refs.Add(-1)
+				e.unadmit(write)
 				continue
 			}
 			if write {
@@ -262,6 +269,7 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 		if write && !e.holds(id, epoch) {
 			// Released by a passivation since it was confirmed.
 			e.mu.Unlock()
+			e.unadmit(write)
 			continue
 		}
 		s = &sess{e: e, id: id, tools: map[uint64]*toolCall{}, execs: map[uint64]*execution{}, waiters: map[uint64]chan turnResult{}}
@@ -289,12 +297,39 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 			e.mu.Unlock()
 			s.mu.Unlock()
 			s.refs.Add(-1)
+			e.unadmit(write)
 			return nil, err
 		}
 		s.activated = write
 		s.mu.Unlock()
 		return s, nil
 	}
+}
+
+// unadmit undoes the admission of a write acquisition that did not
+// return its session.
+func (e *Engine) unadmit(write bool) {
+	if write {
+		e.wg.Done()
+	}
+}
+
+// admit counts background work that Close waits for, unless Close has
+// begun: it is done under e.mu, ordered with Close's start.
+func (e *Engine) admit() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.wg.Add(1)
+	return true
+}
+
+// releaseWrite ends a write acquisition: the hold and its admission.
+func (s *sess) releaseWrite() {
+	s.release()
+	s.e.wg.Done()
 }
 
 // release drops an operation's hold and passivates the session when it is

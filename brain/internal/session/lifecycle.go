@@ -364,7 +364,7 @@ func (e *Engine) End(ctx context.Context, id string) (api.SessionSummary, error)
 	if err != nil {
 		return api.SessionSummary{}, err
 	}
-	defer s.release()
+	defer s.releaseWrite()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for s.act != nil {
@@ -436,7 +436,7 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	defer s.release()
+	defer s.releaseWrite()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st := s.st.Status; st != api.StatusEnded && st != api.StatusFailed {

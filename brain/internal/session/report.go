@@ -34,7 +34,7 @@ func (e *Engine) Report(ctx context.Context, id string, binding api.EnvironmentR
 	if err != nil {
 		return 0, err
 	}
-	defer s.release()
+	defer s.releaseWrite()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	es := s.st.Envs[binding.Name]

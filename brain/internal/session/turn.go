@@ -86,7 +86,7 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 	if err != nil {
 		return 0, nil, err
 	}
-	defer s.release()
+	defer s.releaseWrite()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -502,6 +502,13 @@ func (s *sess) wakeDueLocked() bool {
 }
 
 func (s *sess) fireWake() {
+	if !s.e.admit() { // Close has begun: no new activation
+		s.mu.Lock()
+		s.wake = nil
+		s.mu.Unlock()
+		return
+	}
+	defer s.e.wg.Done()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.wake = nil
