@@ -449,7 +449,7 @@ func (h *handler) execute(c *Ctx, stop context.CancelCauseFunc, op envapi.Operat
 	if c.ctx.Err() != nil && a.r.Type != envapi.ReceiptFailure && a.r.Type != envapi.ReceiptUnknown {
 		// The deadline or a cancel came first: the stop is the answer, and
 		// a result the provider reached afterwards is never finished.
-		return h.failure(c, nil)
+		return h.failure(c, c.ctx.Err())
 	}
 	return h.complete(x, a.r)
 }
