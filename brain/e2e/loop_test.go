@@ -181,21 +181,6 @@ func TestRemoteAgentloop(t *testing.T) {
 		t.Fatalf("turn_failed %+v", tf)
 	}
 
-	// Cancel abandons the execute and revokes its callback.
-	turn := c.submit(id, "hang")
-	hang := f.waitFor(envapi.RequestExecute, 4)[3].Cmd.Operation
-	if hang.Request.Callback.Token == req.Callback.Token {
-		t.Error("a callback token was reused")
-	}
-	c.must(http.StatusNoContent, http.MethodPost, "/v1/sessions/"+id+"/cancel", nil, nil)
-	tf := c.waitEvent(id, withData(api.KindTurnFailed, "sequence", turn))
-	if code := dataField[string](t, tf, "code"); code != api.FailureCancelled {
-		t.Errorf("cancelled remote turn failed with %q", code)
-	}
-	if status, _ := callGrantBody(t, hang.Request.Callback, "kv_read", "a"); status != http.StatusUnauthorized {
-		t.Errorf("callback of a cancelled activation: %d, want 401", status)
-	}
-
 	// An actionable observation wakes the loop; the failed activation
 	// leaves the batch pending without a retry of its own, and the next
 	// activation, woken by a newer observation, gets it again.
@@ -229,6 +214,23 @@ func TestRemoteAgentloop(t *testing.T) {
 	if runs, want := eventRuns(), [][]uint64{{obs}, {obs, obs2}}; !reflect.DeepEqual(runs, want) {
 		t.Fatalf("event activations were handed %v, want %v", runs, want)
 	}
+	// Cancel abandons the execute and revokes its callback (after the
+	// observations: an interrupt holds automatic activations back until
+	// the next message).
+	turn := c.submit(id, "hang")
+	hang := f.waitFor(envapi.RequestExecute, 6)[5].Cmd.Operation // after the loop's, the tool's, the failed one and two event runs
+	if hang.Request.Callback.Token == req.Callback.Token {
+		t.Error("a callback token was reused")
+	}
+	c.must(http.StatusNoContent, http.MethodPost, "/v1/sessions/"+id+"/cancel", nil, nil)
+	tf := c.waitEvent(id, withData(api.KindTurnFailed, "sequence", turn))
+	if code := dataField[string](t, tf, "code"); code != api.FailureCancelled {
+		t.Errorf("cancelled remote turn failed with %q", code)
+	}
+	if status, _ := callGrantBody(t, hang.Request.Callback, "kv_read", "a"); status != http.StatusUnauthorized {
+		t.Errorf("callback of a cancelled activation: %d, want 401", status)
+	}
+
 	evs = c.events(id)
 	if n := len(ofKind(evs, api.KindActivationFailed)); n != 3 {
 		t.Errorf("%d activation_failed (fail, cancel, first event run), want 3: %s", n, kindsLine(evs))
