@@ -3,6 +3,7 @@ package session
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -173,6 +174,17 @@ func TestCrashDuringToolCall(t *testing.T) {
 	}
 	if len(h.envs.ops) != 0 {
 		t.Fatalf("operations resent after restart: %+v", h.envs.ops)
+	}
+	// The restart interrupted the turn: an observation reported to the
+	// passivated session starts no activation; the next message does.
+	seq, err := h.engine.Report(context.Background(), id, api.EnvironmentRef{Name: "box", Sequence: 1}, Report{Type: ReportResult,
+		Output: json.RawMessage(`{"content":"after the restart"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.noActivationAfter(id, seq-1, "after recovery")
+	if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "after"}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -46,7 +46,10 @@
 // An activation that fails or is cancelled leaves the events it was handed
 // pending and starts nothing itself (no automatic retry): the next
 // activation, woken by a newer actionable record or started by a message,
-// is handed them again.
+// is handed them again. Engine.Interrupt records a private
+// _session_interrupted (so does a restart that closed open work): from it
+// until the next turn_started no activation starts without a message, also
+// after the session is passivated or the process restarts.
 // The loop and tools reach Brain through one service table (Services); the
 // HTTP callback endpoint and the Wasm host expose the same table. An
 // agentloop whose environment names an environment delivered over

@@ -97,7 +97,6 @@ type sess struct {
 	waiters   map[uint64]chan turnResult
 	wake      *time.Timer
 	idle      *time.Timer
-	noWake    bool // interrupted: no automatic activation until a message
 	// heldThrough is the newest actionable record a failed activation
 	// was handed: the batch it left pending wakes no activation of its
 	// own, only a newer actionable record or a message does.

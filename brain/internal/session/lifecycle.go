@@ -389,7 +389,6 @@ func (e *Engine) End(ctx context.Context, id string) (api.SessionSummary, error)
 		s.wake.Stop()
 		s.wake = nil
 	}
-	s.noWake = true
 	if _, err := s.commitLocked(rec(api.KindSessionEndStarted, struct{}{})); err != nil {
 		return api.SessionSummary{}, err
 	}

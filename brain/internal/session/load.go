@@ -113,8 +113,12 @@ func (s *sess) recoverLocked() error {
 	if len(recs) == 0 {
 		return nil
 	}
-	// No automatic activation until the next explicit message.
-	s.noWake = true
+	// A restart interrupts: no automatic activation until the next
+	// explicit message (a session that fails or ends here has none
+	// anyway). The rule goes first, before what it closes.
+	if st.Status != api.StatusCreating && st.Status != api.StatusEnding && !st.Interrupted {
+		recs = append([]journal.Record{rec(kindSessionInterrupted, struct{}{})}, recs...)
+	}
 	_, err := s.commitLocked(recs...)
 	if err == nil {
 		s.e.fault(s.id, true)

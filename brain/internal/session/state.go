@@ -53,6 +53,12 @@ const (
 	kindEnvironmentReplaced = "_environment_replaced"
 )
 
+// kindSessionInterrupted is the private record of an interrupt (and of a
+// restart's recovery): no automatic activation starts until the next
+// turn_started. It is a record, not engine memory, so that the rule
+// outlives passivation and restarts.
+const kindSessionInterrupted = "_session_interrupted"
+
 // Environment binding states.
 const (
 	envDeclared = "declared"
@@ -123,6 +129,9 @@ type stateTail struct {
 	// (output_emitted), by sequence: together they share the emission
 	// budget until an activation completes their delivery.
 	Observed map[uint64]int64 `json:"observed,omitempty"`
+	// Interrupted holds automatic activations back until the next
+	// message: set by _session_interrupted, cleared by turn_started.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 func newState() *state {
@@ -190,6 +199,7 @@ func (st *state) fold(r journal.Record, k *known) error {
 		st.Status = api.StatusFailed
 	case api.KindTurnStarted:
 		st.Status, st.Turn = api.StatusRunning, r.Sequence
+		st.Interrupted = false
 		st.holdInput(r)
 	case api.KindTurnEnded, api.KindTurnFailed:
 		st.Status, st.Turn = api.StatusIdle, 0
@@ -261,6 +271,8 @@ func (st *state) fold(r journal.Record, k *known) error {
 		}
 		st.Observed[r.Sequence] = int64(len(r.Data))
 		st.observe(r)
+	case kindSessionInterrupted:
+		st.Interrupted = true
 	case kindEnvironmentCreated:
 		var c envCreated
 		if err := json.Unmarshal(r.Data, &c); err != nil {

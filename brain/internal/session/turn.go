@@ -99,7 +99,6 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 		s.wake.Stop()
 		s.wake = nil
 	}
-	s.noWake = false
 	s.tally = commits.From(ctx)
 	ride := commits.RideFrom(ctx)
 	s.parent = trace.SpanContextFromContext(ctx)
@@ -450,7 +449,10 @@ func (s *sess) sendReleaseLocked(r *turnRelease) {
 // Interrupt cancels the running activation and every unfinished tool of
 // the session (their outcomes are recorded as cancelled and a cancel is
 // sent to each tool's environment). The session stays usable; no
-// automatic activation starts until the next message.
+// automatic activation starts until the next message. That rule is
+// recorded (a private _session_interrupted record) before anything is
+// cancelled, so that it holds after passivation and restarts; a
+// passivated session is loaded to record it.
 func (e *Engine) Interrupt(ctx context.Context, id string) error {
 	if !ValidSessionID(id) {
 		return fmt.Errorf("%w: malformed session id %q", ErrInvalid, id)
@@ -458,29 +460,51 @@ func (e *Engine) Interrupt(ctx context.Context, id string) error {
 	e.mu.Lock()
 	s := e.live[id]
 	e.mu.Unlock()
-	if s == nil {
-		// Nothing runs for a passivated session; make sure it exists.
-		_, err := e.Summary(ctx, id)
+	if s != nil {
+		// A live session is interrupted without an admission: an
+		// interrupt still reaches the work a drain waits for.
+		s.mu.Lock()
+		if !s.evicted && s.st != nil {
+			defer s.mu.Unlock()
+			return s.interruptLocked()
+		}
+		s.mu.Unlock()
+	}
+	s, err := e.acquire(ctx, id, true)
+	if err != nil {
 		return err
 	}
+	defer s.releaseWrite()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.noWake = true
+	return s.interruptLocked()
+}
+
+// interruptLocked records the interrupt, when the session could activate
+// again and no earlier one holds, then cancels what runs. Work is
+// cancelled even when the record fails: the caller asked for it to stop.
+func (s *sess) interruptLocked() error {
 	if s.wake != nil {
 		s.wake.Stop()
 		s.wake = nil
+	}
+	var err error
+	if st := s.st.Status; (st == api.StatusIdle || st == api.StatusRunning) && !s.st.Interrupted {
+		if _, cerr := s.commitLocked(rec(kindSessionInterrupted, struct{}{})); cerr != nil {
+			err = fmt.Errorf("session %s: recording the interrupt: %w", s.id, cerr)
+		}
 	}
 	if s.act != nil {
 		s.act.cancel(fmt.Errorf("interrupted: %w", ErrCancelled))
 	}
 	s.cancelToolsLocked(fmt.Errorf("interrupted: %w", ErrCancelled))
-	return nil
+	return err
 }
 
 // scheduleWakeLocked arms the coalescing timer of an event-triggered
 // activation when committed results are pending and nothing runs.
 func (s *sess) scheduleWakeLocked() {
-	if s.wake != nil || s.noWake || s.act != nil || s.st == nil || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
+	if s.wake != nil || s.act != nil || s.st == nil || s.st.Interrupted || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
 		return
 	}
 	s.e.mu.Lock()
@@ -512,7 +536,7 @@ func (s *sess) fireWake() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.wake = nil
-	if s.evicted || s.noWake || s.act != nil || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
+	if s.evicted || s.act != nil || s.st.Interrupted || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
 		s.maybeEvictLocked(false)
 		return
 	}
