@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -143,19 +141,7 @@ func TestDrainKeepsCallbacks(t *testing.T) {
 		t.Fatalf("execute %+v, want the tool call %d with a callback grant", x, toolSeq)
 	}
 
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	for {
-		st, err := doRaw(s, "GET", "/health/ready", "")
-		if err != nil {
-			t.Fatalf("the server stopped before refusing new work: %v", err)
-		}
-		if st == 503 {
-			break
-		}
-	}
-	if r := s.do("POST", "/v1/sessions", createBody, "Idempotency-Key", key()); r.Status != 503 || r.apiError(t).Code != "overloaded" {
-		t.Fatalf("create while draining = %d %s", r.Status, r.Body)
-	}
+	s.beginDrain(t)
 	select {
 	case a := <-sent:
 		t.Fatalf("the turn answered before its tool finished: %d %s %v", a.reply.Status, a.reply.Body, a.err)
@@ -213,24 +199,11 @@ func TestDrainKeepsCallbacks(t *testing.T) {
 		t.Errorf("the turn's answer does not carry the tool's outcome: %s", turn[len(turn)-1].Data)
 	}
 
-	select {
-	case <-s.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no exit after the drain\n%s", s.stderr)
-	}
-	if s.waitErr != nil {
-		t.Fatalf("exit after drain: %v\n%s", s.waitErr, s.stderr)
-	}
+	s.waitDrained(t)
 
 	// The journal holds the emitted event, the finished outcome and the
 	// turn's end; nothing was interrupted.
-	s2 := start(t, s.DataDir)
-	evs := s2.events(id)
-	for _, ev := range evs {
-		if strings.Contains(string(ev.Data), "interrupted") || ev.EventType == api.KindToolCallFailed || ev.EventType == api.KindTurnFailed {
-			t.Fatalf("drained turn left %s %s", ev.EventType, ev.Data)
-		}
-	}
+	evs := start(t, s.DataDir).drainedEvents(t, id)
 	var emitted, end *api.Event
 	for i := range evs {
 		switch ev := &evs[i]; ev.Sequence {
@@ -246,9 +219,6 @@ func TestDrainKeepsCallbacks(t *testing.T) {
 	if end == nil || end.EventType != api.KindToolCallEnded || dataField[uint64](t, *end, "sequence") != toolSeq || dataField[bool](t, *end, "is_error") ||
 		!jsonEqual(dataField[json.RawMessage](t, *end, "outcome"), []byte(`{"status":"ok","value":`+drainOutput+`}`)) {
 		t.Errorf("record at the finish's sequence %d: %+v", calls.finished, end)
-	}
-	if k := kinds(evs); k[len(k)-1] != api.KindTurnEnded {
-		t.Fatalf("events end with %v", k[len(k)-2:])
 	}
 	if turn := ofKind(evs, api.KindTurnEnded); len(turn) != 1 || turn[0].Sequence <= calls.finished || dataField[string](t, turn[0], "result") != "["+drainOutput+"]" {
 		t.Fatalf("turn_ended %+v, want one after the finish at %d answering the tool's outcome", turn, calls.finished)

@@ -473,6 +473,56 @@ func lastSegment(t *testing.T, dataDir, id string) string {
 	return m[len(m)-1]
 }
 
+// beginDrain sends SIGTERM and waits until the server refuses new work:
+// readiness answers 503 and a create is refused as overloaded.
+func (s *server) beginDrain(t *testing.T) {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	for {
+		st, err := doRaw(s, "GET", "/health/ready", "")
+		if err != nil {
+			t.Fatalf("the server stopped before refusing new work: %v", err)
+		}
+		if st == 503 {
+			break
+		}
+	}
+	if r := s.do("POST", "/v1/sessions", createBody, "Idempotency-Key", key()); r.Status != 503 || r.apiError(t).Code != "overloaded" {
+		t.Fatalf("create while draining = %d %s", r.Status, r.Body)
+	}
+}
+
+// waitDrained waits for the draining process to exit, and requires exit
+// status 0.
+func (s *server) waitDrained(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no exit after the drain\n%s", s.stderr)
+	}
+	if s.waitErr != nil {
+		t.Fatalf("exit after drain: %v\n%s", s.waitErr, s.stderr)
+	}
+}
+
+// drainedEvents reads session id's events after a drain (on a restarted
+// server) and requires that nothing was interrupted or failed and that
+// the last event is turn_ended.
+func (s *server) drainedEvents(t *testing.T, id string) []api.Event {
+	t.Helper()
+	evs := s.events(id)
+	for _, ev := range evs {
+		if strings.Contains(string(ev.Data), "interrupted") || ev.EventType == api.KindToolCallFailed || ev.EventType == api.KindTurnFailed {
+			t.Fatalf("drained turn left %s %s", ev.EventType, ev.Data)
+		}
+	}
+	if k := kinds(evs); k[len(k)-1] != api.KindTurnEnded {
+		t.Fatalf("events end with %v", k[max(0, len(k)-2):])
+	}
+	return evs
+}
+
 func TestDrain(t *testing.T) {
 	t.Run("case59_sigterm_during_turn", func(t *testing.T) {
 		s := start(t, "")
@@ -485,42 +535,15 @@ func TestDrain(t *testing.T) {
 			t.Fatalf("submit = %d", r.Status)
 		}
 		frames(resp.Body, func(f frame) bool { return f.Event != "model_call_started" })
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		for {
-			st, err := doRaw(s, "GET", "/health/ready", "")
-			if err != nil {
-				t.Fatalf("the server stopped before refusing new work: %v", err)
-			}
-			if st == 503 {
-				break
-			}
-		}
-		if r := s.do("POST", "/v1/sessions", createBody, "Idempotency-Key", key()); r.Status != 503 || r.apiError(t).Code != "overloaded" {
-			t.Fatalf("create while draining = %d %s", r.Status, r.Body)
-		}
+		s.beginDrain(t)
 		// The open stream sees the turn finish, then is closed.
 		var tail []string
 		frames(resp.Body, func(f frame) bool { tail = append(tail, f.Event); return true })
 		if !slices.Contains(tail, "turn_ended") {
 			t.Fatalf("stream during drain saw %v", tail)
 		}
-		select {
-		case <-s.done:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no exit after the drain")
-		}
-		if s.waitErr != nil {
-			t.Fatalf("exit after drain: %v\n%s", s.waitErr, s.stderr)
-		}
-		s2 := start(t, s.DataDir)
-		for _, ev := range s2.events(id) {
-			if strings.Contains(string(ev.Data), "interrupted") {
-				t.Fatalf("drained turn left %s %s", ev.EventType, ev.Data)
-			}
-		}
-		if k := kinds(s2.events(id)); k[len(k)-1] != "turn_ended" {
-			t.Fatalf("events end with %v", k[len(k)-2:])
-		}
+		s.waitDrained(t)
+		start(t, s.DataDir).drainedEvents(t, id)
 	})
 	t.Run("second_signal_forces_exit", func(t *testing.T) {
 		s := start(t, "")
