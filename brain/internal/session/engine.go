@@ -35,7 +35,7 @@ type Engine struct {
 
 	base context.Context // ends on Close; commits and effects derive from it
 	stop context.CancelFunc
-	wg   sync.WaitGroup // activations, tools, timers in flight
+	wg   inflight // activations, tools, timers in flight (Close waits)
 	// runners runs activations and tool deliveries (see runners).
 	runners runners
 
@@ -158,8 +158,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
-	done := make(chan struct{})
-	go func() { e.wg.Wait(); close(done) }()
+	done := e.wg.Idle()
 	select {
 	case <-done:
 		e.stop()
