@@ -70,18 +70,22 @@
 // the group id to /tmp/.brain-exec-<sequence> and waits. Every process of
 // the command carries BRAIN_EXEC_TAG=<sequence> in its environment, which
 // its children inherit, those that leave the group with a setsid of their
-// own included. When the command's main process ends the wrapper kills
-// what is left of the group and every other process carrying the tag, so a
-// background child never outlives the call. At the deadline (deadline_ms,
-// the input's timeout_ms or the profile's timeout) or on cancel, the
-// provider execs a kill of the group and of the tagged processes until
-// the output stream has closed and a kill finds no tagged process left
-// (the stream closing alone proves nothing: the Engine closes it soon
-// after the wrapper exits, even while an escaped process holds it), and
-// answers timeout or cancelled; if that is not confirmed within 4 seconds
-// the first cause is kept and the evidence is in details.cleanup_error. A
-// process that both leaves the group and clears its environment is not
-// found by this; teardown removes it with the container. A result never
+// own included. A process that also clears its environment carries no
+// tag; once its parent ends it is an orphan, adopted by the container's
+// init (PID 1). When the command's main process ends the wrapper kills
+// what is left of the group, every other process carrying the tag, and
+// every orphan without a tag that started after the command did, so a
+// background child never outlives the call. An orphan that carries
+// another command's tag is left to that command; an untagged orphan of a
+// command that started after this one is not told apart from this
+// command's own and is killed too. At the deadline (deadline_ms, the
+// input's timeout_ms or the profile's timeout) or on cancel, the provider
+// execs the same kill until the output stream has closed and a kill finds
+// nothing left (the stream closing alone proves nothing: the Engine
+// closes it soon after the wrapper exits, even while an escaped process
+// holds it), and answers timeout or cancelled; if that is not confirmed
+// within 4 seconds the first cause is kept and the evidence is in
+// details.cleanup_error. A result never
 // needs cleanup in this design, so cleanup_failed is answered only by
 // teardown when the Engine refuses a removal. A cancel that arrives after
 // a provider restart finds the group by the target's sequence.
