@@ -18,31 +18,71 @@ const escapeLine = "setsid sleep 300 & " + escaped + "; echo started"
 // sleep: it has left the group (and cleared its environment) by then.
 const escaped = `until [ "$(cat /proc/$!/comm)" = sleep ]; do sleep 0.01; done`
 
-// A command that passes its deadline while a process it started in a
-// session of its own holds the output stream answers timeout, and that
-// process, found by the tag it inherited, is killed with the rest.
-func TestDeadlineKillsEscapedProcesses(t *testing.T) {
-	t.Parallel()
+// untaggedLine starts a process that leaves its command's process group
+// and clears its environment (it carries no tag), then ends its parent:
+// the process is an orphan adopted by the container's init.
+const untaggedLine = "env -i /bin/setsid /bin/sleep 301 & " + escaped + "; echo started"
+
+// escapes are the ways a background child leaves its command's group: one
+// that keeps the command's tag, and one that clears its environment too.
+var escapes = []struct{ name, line, proc string }{
+	{"tagged", escapeLine, "sleep 300"},
+	{"untagged", untaggedLine, "sleep 301"},
+}
+
+// noneLeft fails the test if a process whose arguments hold one of
+// procs runs in c's container, and unless the container still runs
+// commands (its keep-alive, an orphan of no call, is left alone).
+func (h *harness) noneLeft(c *envtest.Commands, why string, procs ...string) {
+	h.t.Helper()
+	ps := h.processes(c)
+	for _, p := range procs {
+		if strings.Contains(ps, p) {
+			h.t.Fatalf("%s:\n%s", why, ps)
+		}
+	}
+	if out := h.shell(c, "echo alive"); out.Stdout != "alive\n" {
+		h.t.Fatalf("the container no longer runs commands: %+v", out)
+	}
+}
+
+// allocated answers a harness with a binding set up whose container is
+// allocated (its first command ran).
+func allocated(t *testing.T) (*harness, *envtest.Commands) {
+	t.Helper()
 	h := newHarness(t, "")
 	c := h.commands()
 	h.setup(c, "")
-	// Allocated first, so that the deadline runs on the command alone.
 	if out := h.shell(c, "true"); out.ExitCode != 0 {
 		t.Fatalf("first execute = %+v", out)
 	}
-	const deadline = 1500
-	start := time.Now()
-	r := h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: escapeLine + "; sleep 300"}), envtest.Millis(deadline)))
-	took := time.Since(start)
-	failure(t, r, envapi.CodeTimeout)
-	if len(r.Details) > 0 && strings.Contains(string(r.Details), "cleanup_error") {
-		t.Fatalf("timeout with a failed cleanup: %s", r.Details)
-	}
-	if ps := h.processes(c); strings.Contains(ps, "sleep 300") {
-		t.Fatalf("a process of the stopped command still runs:\n%s", ps)
-	}
-	if took < deadline*time.Millisecond || took > deadline*time.Millisecond+killBudget+time.Second {
-		t.Fatalf("answered after %s for a %d ms deadline", took, deadline)
+	return h, c
+}
+
+// A command that passes its deadline while a process it started in a
+// session of its own holds the output stream answers timeout, and that
+// process, found by the tag it inherited or as an orphan without one, is
+// killed with the rest.
+func TestDeadlineKillsEscapedProcesses(t *testing.T) {
+	t.Parallel()
+	for _, e := range escapes {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			// Allocated first, so that the deadline runs on the command alone.
+			h, c := allocated(t)
+			const deadline = 1500
+			start := time.Now()
+			r := h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: e.line + "; sleep 299"}), envtest.Millis(deadline)))
+			took := time.Since(start)
+			failure(t, r, envapi.CodeTimeout)
+			if len(r.Details) > 0 && strings.Contains(string(r.Details), "cleanup_error") {
+				t.Fatalf("timeout with a failed cleanup: %s", r.Details)
+			}
+			h.noneLeft(c, "a process of the stopped command still runs", e.proc, "sleep 299")
+			if took < deadline*time.Millisecond || took > deadline*time.Millisecond+killBudget+time.Second {
+				t.Fatalf("answered after %s for a %d ms deadline", took, deadline)
+			}
+		})
 	}
 }
 
@@ -51,49 +91,18 @@ func TestDeadlineKillsEscapedProcesses(t *testing.T) {
 // call.
 func TestEscapedChildDoesNotOutliveItsCall(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "")
-	c := h.commands()
-	h.setup(c, "")
-	out := h.shell(c, escapeLine)
-	if out.ExitCode != 0 || out.Stdout != "started\n" {
-		t.Fatalf("command = %+v", out)
-	}
-	if ps := h.processes(c); strings.Contains(ps, "sleep 300") {
-		t.Fatalf("a child outlived its call:\n%s", ps)
-	}
-}
-
-// untaggedLine starts a process that leaves its command's process group
-// and clears its environment (it carries no tag), then ends its parent:
-// the process is an orphan adopted by the container's init.
-const untaggedLine = "env -i /bin/setsid /bin/sleep 301 & " + escaped + "; echo started"
-
-// A process that escaped its command's group and cleared its environment
-// does not outlive the call either: neither when the command ends with a
-// result nor when the call is stopped at its deadline. The container's
-// keep-alive, an orphan of no call, is left alone: later calls still run.
-func TestUntaggedOrphanDoesNotOutliveItsCall(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, "")
-	c := h.commands()
-	h.setup(c, "")
-	out := h.shell(c, untaggedLine)
-	if out.ExitCode != 0 || out.Stdout != "started\n" {
-		t.Fatalf("command = %+v", out)
-	}
-	if ps := h.processes(c); strings.Contains(ps, "sleep 301") {
-		t.Fatalf("an untagged orphan outlived its call:\n%s", ps)
-	}
-	r := h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: untaggedLine + "; sleep 300"}), envtest.Millis(1500)))
-	failure(t, r, envapi.CodeTimeout)
-	if len(r.Details) > 0 && strings.Contains(string(r.Details), "cleanup_error") {
-		t.Fatalf("timeout with a failed cleanup: %s", r.Details)
-	}
-	if ps := h.processes(c); strings.Contains(ps, "sleep 301") || strings.Contains(ps, "sleep 300") {
-		t.Fatalf("a process of the stopped command still runs:\n%s", ps)
-	}
-	if out := h.shell(c, "echo alive"); out.Stdout != "alive\n" {
-		t.Fatalf("the container no longer runs commands: %+v", out)
+	for _, e := range escapes {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, "")
+			c := h.commands()
+			h.setup(c, "")
+			out := h.shell(c, e.line)
+			if out.ExitCode != 0 || out.Stdout != "started\n" {
+				t.Fatalf("command = %+v", out)
+			}
+			h.noneLeft(c, "a child outlived its call", e.proc)
+		})
 	}
 }
 
@@ -103,12 +112,7 @@ func TestUntaggedOrphanDoesNotOutliveItsCall(t *testing.T) {
 // call ends.
 func TestCallEndSparesAnotherCallsOrphan(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "")
-	c := h.commands()
-	h.setup(c, "")
-	if out := h.shell(c, "true"); out.ExitCode != 0 {
-		t.Fatalf("first execute = %+v", out)
-	}
+	h, c := allocated(t)
 	first := make(chan envapi.Receipt, 1)
 	go func() {
 		first <- h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{
