@@ -195,7 +195,10 @@ func (s *Session) Transcript(ctx context.Context) (api.SessionTranscript, error)
 	return decode[api.SessionTranscript](r)
 }
 
-// Interrupt cancels work in flight; the session stays usable.
+// Interrupt cancels work in flight; the session stays usable. No
+// automatic activation (a background tool's result, an environment's
+// observation) starts until the next message, also after the session is
+// passivated or the server restarts.
 func (s *Session) Interrupt(ctx context.Context, opts ...CallOption) error {
 	_, err := s.c.do(ctx, http.MethodPost, s.path("/cancel"), nil, true, opts)
 	return err
