@@ -466,7 +466,10 @@ func (e *Engine) Interrupt(ctx context.Context, id string) error {
 		s.mu.Lock()
 		if !s.evicted && s.st != nil {
 			defer s.mu.Unlock()
-			return s.interruptLocked()
+			err := s.interruptLocked()
+			// A stopped wake-up may have been all that kept it.
+			s.maybeEvictLocked(false)
+			return err
 		}
 		s.mu.Unlock()
 	}
