@@ -230,6 +230,27 @@ func TestRemoteAgentloop(t *testing.T) {
 	if status, _ := callGrantBody(t, hang.Request.Callback, "kv_read", "a"); status != http.StatusUnauthorized {
 		t.Errorf("callback of a cancelled activation: %d, want 401", status)
 	}
+	// The interrupt holds automatic activations back until the next
+	// message, also once the session is passivated (it is, once the
+	// cancel's delivery settled): an observation now wakes no loop, and
+	// the next message's activation gets it.
+	c.waitEvent(id, func(ev api.Event) bool { return ev.EventType == api.KindToolCancelEnded && ev.Sequence > turn })
+	obs3 := observe()
+	time.Sleep(300 * time.Millisecond)
+	if runs := eventRuns(); len(runs) != 2 {
+		t.Fatalf("event activations %v after the interrupt, want none new", runs)
+	}
+	if status, body := c.send(id, script(map[string]any{"reply": "back"})); status != http.StatusOK {
+		t.Fatalf("send after the interrupt: %d %s", status, body)
+	}
+	all := f.received(envapi.RequestExecute)
+	var next api.TurnInput
+	if err := json.Unmarshal(all[len(all)-1].Cmd.Operation.Request.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Input == nil || len(next.Events) != 1 || next.Events[0].Sequence != obs3 {
+		t.Fatalf("the message's activation got input %+v and events %+v, want the observation at %d", next.Input, next.Events, obs3)
+	}
 
 	evs = c.events(id)
 	if n := len(ofKind(evs, api.KindActivationFailed)); n != 3 {
@@ -253,7 +274,9 @@ func TestRemoteAgentloop(t *testing.T) {
 			kv = append(kv, r.Kind+" "+string(r.Data))
 		}
 	}
-	if want := []string{`kv_set {"key":"a","value":null}`, `kv_delete {"key":"a"}`}; !reflect.DeepEqual(kv, want) {
+	// Each of the two turns that ran to their end wrote it once.
+	once := []string{`kv_set {"key":"a","value":null}`, `kv_delete {"key":"a"}`}
+	if want := append(once, once...); !reflect.DeepEqual(kv, want) {
 		t.Errorf("kv history %q, want %q", kv, want)
 	}
 }
