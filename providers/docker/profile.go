@@ -133,6 +133,9 @@ func (p Profile) withDefaults() Profile {
 	if p.OutputBytes == 0 {
 		p.OutputBytes = DefaultOutputBytes
 	}
+	if len(p.EnvAllow) == 0 {
+		p.EnvAllow = nil // one form for "none"
+	}
 	return p
 }
 

@@ -142,12 +142,19 @@ func (s *stateStore) get(key string) (*bindingState, bool, error) {
 		return nil, false, fmt.Errorf("docker: read state: %w", err)
 	}
 	st, err := decodeState(data)
+	if err == nil && st.Key != key {
+		err = fmt.Errorf("the file holds the state of %q", st.Key)
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("docker: state of %q: %w", key, err)
 	}
 	return st, true, nil
 }
 
+// decodeState decodes a state file and checks what the provider acts on:
+// a resource id of the form newResourceID makes (it names the container
+// the provider stops and execs in), a known phase, and a binding key. A
+// damaged or foreign file is refused, never acted on.
 func decodeState(data []byte) (*bindingState, error) {
 	var st bindingState
 	if err := json.Unmarshal(data, &st); err != nil {
@@ -156,10 +163,32 @@ func decodeState(data []byte) (*bindingState, error) {
 	if st.Version != stateVersion {
 		return nil, fmt.Errorf("state version %d, want %d", st.Version, stateVersion)
 	}
-	if st.Key == "" || st.Resource == "" {
-		return nil, errors.New("state without key or resource")
+	if st.Key == "" {
+		return nil, errors.New("state without a binding key")
+	}
+	if !validResourceID(st.Resource) {
+		return nil, fmt.Errorf("state resource %q is not a resource id", st.Resource)
+	}
+	switch st.Phase {
+	case phaseNew, phaseAllocating, phaseReady, phaseFailed, phaseDeleted:
+	default:
+		return nil, fmt.Errorf("state phase %q is unknown", st.Phase)
 	}
 	return &st, nil
+}
+
+// validResourceID reports whether id is 16 lowercase hex digits, as
+// newResourceID makes.
+func validResourceID(id string) bool {
+	if len(id) != 16 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // remove deletes the state of key; a missing file is not an error.
@@ -190,6 +219,9 @@ func (s *stateStore) list() ([]*bindingState, error) {
 			continue
 		}
 		st, err := decodeState(data)
+		if err == nil && s.path(st.Key) != filepath.Join(s.dir, name) {
+			err = fmt.Errorf("key %q does not match the file name", st.Key)
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
