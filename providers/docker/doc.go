@@ -99,7 +99,9 @@
 // the phase new → allocating → ready (or failed) → deleted. The phase
 // allocating is committed before the Engine is asked for anything, so a
 // restart that finds it answers allocation_unknown and never repeats it.
-// detach stops the container and keeps the volume (the next execute starts
+// A file that does not decode, or whose resource id (16 hex digits), phase
+// or key (the file's name) is not one the provider writes, is refused with
+// an error and never acted on. detach stops the container and keeps the volume (the next execute starts
 // the container again); teardown force-removes every container and volume
 // labelled with the binding, whatever the recorded phase, then records a
 // tombstone; it is repeatable and works for a provider restarted after a
