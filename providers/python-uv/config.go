@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -97,18 +98,28 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("pythonuv: read config: %w", err)
 	}
+	base, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return Config{}, fmt.Errorf("pythonuv: config %s: %w", path, err)
+	}
+	cfg, err := parseConfig(data, base)
+	if err != nil {
+		return Config{}, fmt.Errorf("pythonuv: config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// parseConfig decodes a configuration strictly and resolves its relative
+// paths against base.
+func parseConfig(data []byte, base string) (Config, error) {
 	var cfg Config
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return Config{}, fmt.Errorf("pythonuv: config %s: %w", path, err)
+		return Config{}, err
 	}
 	if dec.More() {
-		return Config{}, fmt.Errorf("pythonuv: config %s: trailing data after the JSON object", path)
-	}
-	base, err := filepath.Abs(filepath.Dir(path))
-	if err != nil {
-		return Config{}, fmt.Errorf("pythonuv: config %s: %w", path, err)
+		return Config{}, errors.New("trailing data after the JSON object")
 	}
 	for name, p := range cfg.Projects {
 		if p.Directory != "" && !filepath.IsAbs(p.Directory) {
@@ -121,6 +132,10 @@ func LoadConfig(path string) (Config, error) {
 	}
 	return cfg, nil
 }
+
+// maxTimeoutMS is the largest timeout in milliseconds a time.Duration
+// holds.
+const maxTimeoutMS = math.MaxInt64 / int64(time.Millisecond)
 
 // settings is a validated Config with defaults applied and paths resolved.
 type settings struct {
@@ -168,6 +183,11 @@ func resolve(cfg Config, lookPath func(string) (string, error)) (*settings, erro
 	var errs []error
 	if s.outputLimit < 0 || s.stderrLimit < 0 || cfg.DefaultTimeoutMS < 0 || cfg.PreparationTimeoutMS < 0 {
 		errs = append(errs, errors.New("limits and timeouts must not be negative"))
+	}
+	// A time.Duration holds about 292 years; more milliseconds would wrap.
+	if cfg.DefaultTimeoutMS > maxTimeoutMS || cfg.PreparationTimeoutMS > maxTimeoutMS {
+		errs = append(errs, fmt.Errorf("timeouts must not exceed %d ms", maxTimeoutMS))
+		s.defaultTimeout, s.preparationTimeout = 0, 0
 	}
 	if s.outputLimit == 0 {
 		s.outputLimit = DefaultOutputLimitBytes

@@ -66,6 +66,9 @@ func TestResolveValidates(t *testing.T) {
 			"p": {Directory: ok, Module: "m", Setup: "a"}, "q": {Directory: ok, Module: "m", Setup: "b"}}}, "different setup module"},
 		{"negative", Config{OutputLimitBytes: -1, Projects: map[string]Project{"p": {Directory: ok, Module: "m"}}}, "negative"},
 		{"env name", Config{EnvAllow: []string{"A=B"}, Projects: map[string]Project{"p": {Directory: ok, Module: "m"}}}, "env_allow"},
+		// 10^13 ms would wrap to a negative time.Duration.
+		{"huge timeout", Config{DefaultTimeoutMS: 1 << 62, Projects: map[string]Project{"p": {Directory: ok, Module: "m"}}}, "must not exceed"},
+		{"huge preparation timeout", Config{PreparationTimeoutMS: maxTimeoutMS + 1, Projects: map[string]Project{"p": {Directory: ok, Module: "m"}}}, "must not exceed"},
 	} {
 		_, err := resolve(tc.cfg, fakeLookPath)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -85,4 +88,45 @@ func TestResolveValidates(t *testing.T) {
 	if s.uv != "/usr/bin/uv" || s.outputLimit != DefaultOutputLimitBytes || s.defaultTimeout != DefaultTimeout || s.projects["p"].dir != s.projects["q"].dir {
 		t.Fatalf("settings %+v", s)
 	}
+}
+
+// FuzzParseConfig: any configuration file gives settings or an error,
+// never a panic; settings have positive limits and timeouts, and every
+// project a valid name and module and a directory holding its lock.
+func FuzzParseConfig(f *testing.F) {
+	base := f.TempDir()
+	proj := filepath.Join(base, "proj")
+	if err := os.Mkdir(proj, 0o700); err != nil {
+		f.Fatal(err)
+	}
+	for _, name := range []string{"pyproject.toml", "uv.lock"} {
+		if err := os.WriteFile(filepath.Join(proj, name), nil, 0o600); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Add([]byte(`{"projects":{"p":{"directory":"proj","module":"m"}}}`))
+	f.Add([]byte(`{"uv":"uv","cache_dir":"cache","default_timeout_ms":5000,"env_allow":["LANG","LC_*"],"projects":{"p":{"directory":"proj","module":"a.b","setup":"s"}}}`))
+	f.Add([]byte(`{"default_timeout_ms":9223372036854775807,"projects":{"p":{"directory":"proj","module":"m"}}}`))
+	f.Add([]byte(`{"output_limit_bytes":-1,"projects":{"p":{"directory":"../proj","module":"m"}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := parseConfig(data, base)
+		if err != nil {
+			return
+		}
+		s, err := resolve(cfg, fakeLookPath)
+		if err != nil {
+			return
+		}
+		if s.outputLimit <= 0 || s.stderrLimit <= 0 || s.defaultTimeout <= 0 || s.preparationTimeout <= 0 {
+			t.Fatalf("settings with a limit or timeout not positive: %+v", s)
+		}
+		for name, p := range s.projects {
+			if !projectNameRE.MatchString(name) || !moduleRE.MatchString(p.module) || (p.setup != "" && !moduleRE.MatchString(p.setup)) {
+				t.Fatalf("project %q resolved with %+v", name, p)
+			}
+			if _, err := os.Stat(filepath.Join(p.dir, "uv.lock")); err != nil {
+				t.Fatalf("project %q in %s: %v", name, p.dir, err)
+			}
+		}
+	})
 }

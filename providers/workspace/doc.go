@@ -16,7 +16,11 @@
 //
 // Each binding's state is one JSON file under <root>/bindings, written
 // atomically (temporary file, fsync, rename, directory fsync), so a provider
-// restarted on the same root finds its workspaces. A workspace directory that
+// restarted on the same root finds its workspaces. A file that does not
+// decode, is not named by its key, holds an unknown phase or names a
+// workspace directory the provider does not make (32 hex digits directly
+// under <root>/workspaces) stops the provider from starting, with the file
+// named; nothing is removed on its word. A workspace directory that
 // was removed or replaced behind the provider's back is reported as
 // resource_lost — as a failure and, when the binding has a reporter, as a
 // resource observation — and is never silently re-created; reset allocates a

@@ -93,14 +93,50 @@ func (s store) load() ([]*record, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read binding state %s: %w", name, err)
 		}
-		var rec record
-		if err := json.Unmarshal(data, &rec); err != nil {
-			return nil, fmt.Errorf("decode binding state %s: %w", name, err)
+		rec, err := s.decode(name, data)
+		if err != nil {
+			return nil, fmt.Errorf("binding state %s: %w", filepath.Join(s.dir, name), err)
 		}
-		if rec.Key == "" || s.path(rec.Key) != filepath.Join(s.dir, name) {
-			return nil, fmt.Errorf("binding state %s: key %q does not match the file name", name, rec.Key)
-		}
-		out = append(out, &rec)
+		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// decode decodes the state file called name and checks what the provider
+// acts on: the key the file is named by, a phase it writes, and a
+// workspace directory of the form newDirName makes (the directory it
+// removes on reset and teardown: an empty or relative name would reach
+// the workspaces root or outside it). A damaged or foreign file is
+// refused, never acted on.
+func (s store) decode(name string, data []byte) (*record, error) {
+	var rec record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if rec.Key == "" || s.path(rec.Key) != filepath.Join(s.dir, name) {
+		return nil, fmt.Errorf("key %q does not match the file name", rec.Key)
+	}
+	switch rec.Phase {
+	case phaseNew, phaseReady, phaseFailed, phaseLost:
+	default:
+		return nil, fmt.Errorf("unknown phase %q", rec.Phase)
+	}
+	if !validDirName(rec.Dir) {
+		return nil, fmt.Errorf("workspace directory %q is not a name the provider makes", rec.Dir)
+	}
+	return &rec, nil
+}
+
+// validDirName reports whether name is 32 lowercase hex digits, as
+// newDirName makes.
+func validDirName(name string) bool {
+	if len(name) != 32 {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

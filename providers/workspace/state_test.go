@@ -1,0 +1,89 @@
+package workspace
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A state file whose workspace directory is empty or leaves the
+// workspaces root (it names what reset and teardown remove), whose phase
+// is unknown or whose key is not its name stops the provider from
+// starting, with the file named, and nothing on disk is touched.
+func TestDamagedStateIsRefused(t *testing.T) {
+	for name, edit := range map[string]func(map[string]any){
+		"empty directory":     func(r map[string]any) { r["dir"] = "" },
+		"parent directory":    func(r map[string]any) { r["dir"] = ".." },
+		"path outside":        func(r map[string]any) { r["dir"] = "../bindings" },
+		"another name":        func(r map[string]any) { r["dir"] = "notes" },
+		"unknown phase":       func(r map[string]any) { r["phase"] = "allocating" },
+		"key of another file": func(r map[string]any) { r["key"] = "s9/workspace" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			c := f.commands("s1")
+			accepted(t, f.post(c.Setup(nil)))
+			ok(t, f.exec(c, "write", map[string]string{"path": "a.txt", "content": "kept"}, nil), nil)
+			files, err := filepath.Glob(filepath.Join(f.root, "bindings", "*.json"))
+			if err != nil || len(files) != 1 {
+				t.Fatalf("state files %v %v", files, err)
+			}
+			data, err := os.ReadFile(files[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec map[string]any
+			if err := json.Unmarshal(data, &rec); err != nil {
+				t.Fatal(err)
+			}
+			edit(rec)
+			data, _ = json.Marshal(rec)
+			if err := os.WriteFile(files[0], data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err = New(Options{Root: f.root})
+			if err == nil || !strings.Contains(err.Error(), files[0]) {
+				t.Fatalf("New with a damaged state: %v, want an error naming %s", err, files[0])
+			}
+			dirs := workspaceDirs(t, f.root)
+			if len(dirs) != 1 {
+				t.Fatalf("workspaces after the refused start: %v", dirs)
+			}
+			if b, err := os.ReadFile(filepath.Join(f.root, "workspaces", dirs[0], "a.txt")); err != nil || string(b) != "kept" {
+				t.Fatalf("the workspace's file after the refused start: %q %v", b, err)
+			}
+			if _, err := os.Stat(files[0]); err != nil {
+				t.Fatalf("the state file after the refused start: %v", err)
+			}
+		})
+	}
+}
+
+// FuzzDecodeRecord: any state file decodes to a record whose workspace
+// directory lies directly under the workspaces root, or to an error; never
+// a panic.
+func FuzzDecodeRecord(f *testing.F) {
+	s := store{dir: "/state/bindings"}
+	good, _ := json.Marshal(record{Key: "s/workspace", SessionID: "s", Environment: "workspace", Binding: 1,
+		Config: json.RawMessage(`{"label":"x"}`), Dir: newDirName(), Phase: phaseReady, Dev: 1, Ino: 2})
+	name := filepath.Base(s.path("s/workspace"))
+	f.Add(name, good)
+	f.Add(name, []byte(`{"key":"s/workspace","dir":"","phase":"new"}`))
+	f.Add(name, []byte(`{"key":"s/workspace","dir":"../x","phase":"ready"}`))
+	f.Add("x.json", good)
+	f.Fuzz(func(t *testing.T, name string, data []byte) {
+		rec, err := s.decode(name, data)
+		if err != nil {
+			return
+		}
+		root := "/state/workspaces"
+		if dir := filepath.Join(root, rec.Dir); filepath.Dir(dir) != root || dir == root {
+			t.Fatalf("record %+v names %s, not a directory of %s", rec, dir, root)
+		}
+		if s.path(rec.Key) != filepath.Join(s.dir, name) {
+			t.Fatalf("record of %q decoded from %q", rec.Key, name)
+		}
+	})
+}
