@@ -77,6 +77,9 @@ func ParseProfile(data []byte) (Profile, error) {
 	if err := dec.Decode(&p); err != nil {
 		return Profile{}, fmt.Errorf("conformance: profile: %w", err)
 	}
+	if dec.More() {
+		return Profile{}, fmt.Errorf("conformance: profile: trailing data after the JSON object")
+	}
 	if _, ok := p.Executes[RoleEcho]; !ok {
 		return Profile{}, fmt.Errorf("conformance: profile: executes.%s is required", RoleEcho)
 	}
