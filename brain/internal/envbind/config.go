@@ -1,6 +1,7 @@
 package envbind
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,13 +139,28 @@ func LoadRoutes(path string) (map[string]Route, error) {
 	if err != nil {
 		return nil, fmt.Errorf("envbind: routes file: %w", err)
 	}
+	routes, err := parseRoutes(b)
+	if err != nil {
+		return nil, fmt.Errorf("envbind: routes file %s is not a JSON object of {endpoint, api_key}: %w", path, err)
+	}
+	return routes, nil
+}
+
+// parseRoutes decodes the routes of a routes file strictly: one JSON
+// object, no unknown fields, nothing after it. The decoder's messages
+// never quote values, so an api_key cannot leak through them.
+func parseRoutes(b []byte) (map[string]Route, error) {
 	var routes map[string]Route
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&routes); err != nil {
-		// The decoder's message never quotes values, so an api_key
-		// cannot leak through it.
-		return nil, fmt.Errorf("envbind: routes file %s is not a JSON object of {endpoint, api_key}: %w", path, err)
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	if routes == nil {
+		return nil, errors.New("null is not a routes object")
 	}
 	return routes, nil
 }

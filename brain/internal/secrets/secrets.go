@@ -103,6 +103,13 @@ func (s *Store) read(session string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("secrets: read %s: %w", session, err)
 	}
+	return s.unseal(session, b)
+}
+
+// unseal decodes the sealed file b of session: magic, nonce, then the
+// JSON object of its secrets sealed with the session id as additional
+// data. Anything that does not authenticate is ErrSealed.
+func (s *Store) unseal(session string, b []byte) (map[string][]byte, error) {
 	ns := s.aead.NonceSize()
 	if len(b) < len(magic)+ns || string(b[:len(magic)]) != magic {
 		return nil, fmt.Errorf("%w: %s", ErrSealed, session)
