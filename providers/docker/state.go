@@ -180,15 +180,8 @@ func decodeState(data []byte) (*bindingState, error) {
 // validResourceID reports whether id is 16 lowercase hex digits, as
 // newResourceID makes.
 func validResourceID(id string) bool {
-	if len(id) != 16 {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+	b, err := hex.DecodeString(id)
+	return err == nil && len(b) == 8 && hex.EncodeToString(b) == id
 }
 
 // remove deletes the state of key; a missing file is not an error.

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,13 +131,6 @@ func (s store) decode(name string, data []byte) (*record, error) {
 // validDirName reports whether name is 32 lowercase hex digits, as
 // newDirName makes.
 func validDirName(name string) bool {
-	if len(name) != 32 {
-		return false
-	}
-	for _, c := range []byte(name) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+	b, err := hex.DecodeString(name)
+	return err == nil && len(b) == 16 && hex.EncodeToString(b) == name
 }
