@@ -34,6 +34,20 @@ func rejected(id, msg string) Admission {
 	return Admission{ID: id, Status: StatusRejected, Error: &brainapi.ApiError{Code: brainapi.CodeInvalidRequest, Message: msg}}
 }
 
+// decodeNote decodes the stored rejection note of module id. Only a note
+// as rejected writes it is one: the module's id, status rejected and an
+// error with a code and a message. Anything else is damage, ignored, so
+// that admitting the module again compiles it and rewrites the note,
+// instead of answering a status no module stands behind.
+func decodeNote(id string, b []byte) (Admission, bool) {
+	var a Admission
+	if err := json.Unmarshal(b, &a); err != nil || a.ID != id || a.Status != StatusRejected ||
+		a.Error == nil || a.Error.Code == "" || a.Error.Message == "" {
+		return Admission{}, false
+	}
+	return a, true
+}
+
 // Admit validates and compiles an agentloop module and, when it can run,
 // stores it as <id>.wasm. A module that cannot run answers a rejected
 // Admission (and is remembered as rejected); an error is answered only for

@@ -322,8 +322,8 @@ func (h *Host) load(ctx context.Context, c *catalog) error {
 			if err != nil {
 				return fmt.Errorf("loophost: %w", err)
 			}
-			var a Admission
-			if err := json.Unmarshal(b, &a); err != nil || a.ID != strings.TrimSuffix(name, ".rejected") {
+			a, ok := decodeNote(strings.TrimSuffix(name, ".rejected"), b)
+			if !ok {
 				continue // a damaged note: admitting the bytes again rewrites it
 			}
 			c.rejects[a.ID] = a

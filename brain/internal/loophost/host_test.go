@@ -360,3 +360,33 @@ func TestCloseDuringAnActivation(t *testing.T) {
 		t.Fatal("the guest kept running after Close")
 	}
 }
+
+// A rejection note damaged into one that claims the module admitted (no
+// module stands behind it) is ignored after a restart: the module is not
+// reported admitted, and admitting its bytes again compiles them and
+// rewrites the note.
+func TestDamagedRejectionNoteIsIgnored(t *testing.T) {
+	dir := t.TempDir()
+	h := openHost(t, loophost.Options{Dir: dir})
+	a, err := h.Admit(context.Background(), emptyModule)
+	if err != nil || a.Status != loophost.StatusRejected {
+		t.Fatalf("admit = %+v %v", a, err)
+	}
+	_ = h.Close(context.Background())
+	note := filepath.Join(dir, a.ID+".rejected")
+	if err := os.WriteFile(note, []byte(`{"id":"`+a.ID+`","status":"admitted"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h2 := openHost(t, loophost.Options{Dir: dir})
+	if got, ok := h2.Admission(a.ID); ok {
+		t.Fatalf("after restart the damaged note answers %+v", got)
+	}
+	again, err := h2.Admit(context.Background(), emptyModule)
+	if err != nil || again.Status != loophost.StatusRejected || again.Error == nil || !strings.Contains(again.Error.Message, "exports no memory") {
+		t.Fatalf("admitted again: %+v %v", again, err)
+	}
+	b, err := os.ReadFile(note)
+	if err != nil || !strings.Contains(string(b), `"status":"rejected"`) {
+		t.Fatalf("the note after admitting again: %s %v", b, err)
+	}
+}
