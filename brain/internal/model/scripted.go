@@ -3,7 +3,9 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -74,7 +76,13 @@ func (Scripted) Call(ctx context.Context, req Request, onDelta func(Delta)) (Res
 	userIdx, text := latestUserText(req.Messages)
 	script, scripted := ParseScript(text)
 	if script.DelayMs > 0 {
-		t := time.NewTimer(time.Duration(script.DelayMs) * time.Millisecond)
+		// Beyond a time.Duration's range the delay is for ever (until ctx
+		// ends), not a wrapped one.
+		d := time.Duration(math.MaxInt64)
+		if script.DelayMs < int64(d/time.Millisecond) {
+			d = time.Duration(script.DelayMs) * time.Millisecond
+		}
+		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -99,6 +107,14 @@ func (Scripted) Call(ctx context.Context, req Request, onDelta func(Delta)) (Res
 			input := c.Input
 			if len(input) == 0 {
 				input = json.RawMessage(`{}`)
+			}
+			// As from a provider: a tool input is a JSON object.
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(input, &obj); err != nil || obj == nil {
+				if err == nil {
+					err = errors.New("null")
+				}
+				return Result{}, invalidToolInput(c.Name, err)
 			}
 			msg.Content = append(msg.Content, api.ContentBlock{
 				Type: api.BlockToolUse, ID: fmt.Sprintf("call_%d", i+1), Name: c.Name, Input: input,

@@ -153,3 +153,54 @@ func TestProvidersOpen(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A scripted tool call whose input is not a JSON object fails the call as
+// model_output_invalid, as a provider's would; nothing reaches a tool.
+func TestScriptedToolInputMustBeObject(t *testing.T) {
+	for _, input := range []string{`[1]`, `"x"`, `null`, `7`} {
+		_, err := Scripted{}.Call(context.Background(), Request{Messages: []api.Message{
+			user(`{"tool_calls":[{"name":"echo","input":` + input + `}]}`)}}, nil)
+		var oe *OutputError
+		if !errors.As(err, &oe) || oe.Code != api.CodeModelOutputInvalid {
+			t.Errorf("input %s: %v, want model_output_invalid", input, err)
+		}
+	}
+	// A delay beyond a time.Duration's range waits for the context.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if _, err := (Scripted{}).Call(ctx, Request{Messages: []api.Message{user(`{"delay_ms":9223372036854775807,"reply":"late"}`)}}, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("huge delay: %v, want the context's deadline", err)
+	}
+}
+
+// FuzzScripted: any user message gives the scripted model's answer or an
+// error, never a panic; tool calls carry JSON object inputs, and a delay
+// never outlasts the call's context.
+func FuzzScripted(f *testing.F) {
+	f.Add(`hello`)
+	f.Add(`{"tool_calls":[{"name":"echo","input":{"n":7}}],"reply":"done","stream":true}`)
+	f.Add(`{"fail":{"code":"rate_limit","message":"slow"}}`)
+	f.Add(`{"delay_ms":-5,"reply":""}`)
+	f.Add(`{"tool_calls":[{"name":"x","input":[1]}]}`)
+	f.Fuzz(func(t *testing.T, text string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		res, err := Scripted{}.Call(ctx, Request{Messages: []api.Message{user(text)}}, func(Delta) {})
+		if el := time.Since(start); el > 2*time.Second {
+			t.Fatalf("the call took %v", el)
+		}
+		if err != nil {
+			return
+		}
+		for _, c := range res.Message.Content {
+			if c.Type != api.BlockToolUse {
+				continue
+			}
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(c.Input, &obj); err != nil || obj == nil {
+				t.Fatalf("tool call %q with input %s", c.Name, c.Input)
+			}
+		}
+	})
+}
