@@ -1,7 +1,7 @@
 package client
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +10,6 @@ import (
 	"iter"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -93,7 +92,7 @@ func (s *Session) follow(ctx context.Context, after uint64, live bool) iter.Seq2
 				return
 			case err != nil:
 				var ae *api.ApiError
-				if errors.As(err, &ae) || ctx.Err() != nil || errors.Is(err, ErrClosed) {
+				if errors.As(err, &ae) || ctx.Err() != nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrMalformedEvent) {
 					yield(api.Event{}, s.c.closedErr(err))
 					return
 				}
@@ -115,6 +114,11 @@ func (s *Session) follow(ctx context.Context, after uint64, live bool) iter.Seq2
 }
 
 var errStopped = errors.New("client: consumer stopped")
+
+// ErrMalformedEvent reports an event or live frame on a followed stream
+// whose data does not decode: the stream ends with it, without a
+// reconnection (the server would send the same bytes again).
+var ErrMalformedEvent = errors.New("client: malformed event")
 
 // streamOnce reads one SSE connection, advancing *cursor past every event
 // it yields. It answers whether any event arrived, and why it stopped.
@@ -138,50 +142,35 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 		return false, apiError(resp.StatusCode, b)
 	}
 	progressed := false
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 80<<20)
-	var id, event, data string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if event == "" && data == "" {
-				continue
+	err = scanSSE(resp.Body, func(id, event string, data []byte) error {
+		if id == "" {
+			if !live {
+				return nil
 			}
-			if id == "" {
-				if live {
-					if !yield(api.Event{EventType: event, Data: json.RawMessage(data)}, nil) {
-						return progressed, errStopped
-					}
-				}
-			} else {
-				var ev api.Event
-				if err := json.Unmarshal([]byte(data), &ev); err != nil {
-					return progressed, fmt.Errorf("client: event %s: %w", id, err)
-				}
-				if ev.Sequence > *cursor {
-					*cursor = ev.Sequence
-					progressed = true
-					if !yield(ev, nil) {
-						return progressed, errStopped
-					}
-					if ev.EventType == api.KindSessionEnded || ev.EventType == api.KindSessionCreationFailed {
-						return progressed, errStreamEnded
-					}
-				}
+			if !json.Valid(data) {
+				return fmt.Errorf("%w: live frame %s: data is not JSON", ErrMalformedEvent, event)
 			}
-			id, event, data = "", "", ""
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "id:"):
-			id = strings.TrimSpace(line[3:])
-		case strings.HasPrefix(line, "event:"):
-			event = strings.TrimSpace(line[6:])
-		case strings.HasPrefix(line, "data:"):
-			data = strings.TrimPrefix(line[5:], " ")
+			if !yield(api.Event{EventType: event, Data: json.RawMessage(bytes.Clone(data))}, nil) {
+				return errStopped
+			}
+			return nil
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return progressed, err
-	}
-	return progressed, io.ErrUnexpectedEOF
+		var ev api.Event
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return fmt.Errorf("%w: event %s: %w", ErrMalformedEvent, id, err)
+		}
+		if ev.Sequence <= *cursor {
+			return nil
+		}
+		*cursor = ev.Sequence
+		progressed = true
+		if !yield(ev, nil) {
+			return errStopped
+		}
+		if ev.EventType == api.KindSessionEnded || ev.EventType == api.KindSessionCreationFailed {
+			return errStreamEnded
+		}
+		return nil
+	})
+	return progressed, err
 }

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -282,34 +280,18 @@ func (h *Host) connectOnce() (bool, error) {
 	h.mu.Unlock()
 	h.upOnce.Do(func() { close(h.up) })
 	defer h.lost(connID)
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 80<<20)
-	var event, data string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			switch event {
-			case "command":
-				var cmd api.HostCommand
-				if err := json.Unmarshal([]byte(data), &cmd); err == nil {
-					h.dispatch(connID, cmd)
-				}
-			case "displaced":
-				return true, ErrDisplaced
+	return true, scanSSE(resp.Body, func(_, event string, data []byte) error {
+		switch event {
+		case "command":
+			var cmd api.HostCommand
+			if err := json.Unmarshal(data, &cmd); err == nil {
+				h.dispatch(connID, cmd)
 			}
-			event, data = "", ""
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "event:"):
-			event = strings.TrimSpace(line[6:])
-		case strings.HasPrefix(line, "data:"):
-			data = strings.TrimPrefix(line[5:], " ")
+		case "displaced":
+			return ErrDisplaced
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return true, err
-	}
-	return true, io.ErrUnexpectedEOF
+		return nil
+	})
 }
 
 // lost cancels the handlers of calls a connection carried.

@@ -1,0 +1,109 @@
+package client
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+type sseEvent struct{ id, event, data string }
+
+func scanAll(body string) ([]sseEvent, error) {
+	var out []sseEvent
+	err := scanSSE(strings.NewReader(body), func(id, event string, data []byte) error {
+		out = append(out, sseEvent{id, event, string(data)})
+		return nil
+	})
+	return out, err
+}
+
+// The stream format as the SSE standard has it: data lines joined, one
+// leading space dropped, comments and unknown fields skipped, CRLF line
+// ends, no dispatch without data; an id holds for its own event only.
+func TestScanSSE(t *testing.T) {
+	body := ": keep-alive\r\n\r\n" +
+		"id: 7\r\nevent: turn_ended\r\ndata: {\"sequence\":7}\r\n\r\n" +
+		"event: model_output\ndata:{\"text\":\ndata:  \"hi\"}\nretry: 10\n\n" +
+		"event: no_data\n\n" +
+		"id: 8\nevent: x\ndata\n\n" +
+		"event: cr\rdata: 1\r\r" +
+		"data: tail-without-blank-line"
+	got, err := scanAll(body)
+	want := []sseEvent{
+		{"7", "turn_ended", `{"sequence":7}`},
+		{"", "model_output", "{\"text\":\n \"hi\"}"},
+		{"8", "x", ""},
+		{"", "cr", "1"},
+	}
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("end of stream: %v, want io.ErrUnexpectedEOF", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("event %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := scanSSE(strings.NewReader(body), func(string, string, []byte) error { n++; return stop }); err != stop || n != 1 {
+		t.Errorf("a handler's error: %v after %d events, want it at once", err, n)
+	}
+}
+
+// FuzzScanSSE: any stream is read to its end or to an error, never a
+// panic; an event's data never holds a line break the stream did not
+// have between two data lines, and an id or a name never holds one.
+func FuzzScanSSE(f *testing.F) {
+	f.Add("id: 1\nevent: turn_started\ndata: {\"sequence\":1}\n\n")
+	f.Add(": c\r\n\r\nevent: model_output\ndata: {}\ndata: x\n\n")
+	f.Add("data\n\nid\n\nevent:\n\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		_ = scanSSE(strings.NewReader(body), func(id, event string, data []byte) error {
+			if strings.ContainsAny(id, "\r\n") || strings.ContainsAny(event, "\r\n") {
+				t.Fatalf("id %q event %q hold a line end", id, event)
+			}
+			if strings.Count(string(data), "\n") > strings.Count(body, "data") {
+				t.Fatalf("data %q holds more lines than the stream has data fields", data)
+			}
+			return nil
+		})
+	})
+}
+
+// A followed stream yields a live frame's JSON as it came, and answers a
+// live frame whose data is not JSON with ErrMalformedEvent instead of
+// handing it on, at once: no reconnection fetches the same bytes again.
+func TestFollowRefusesLiveFrameThatIsNotJSON(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "event: model_output\ndata: {\"text\":\"hi\"}\n\n"+
+			"event: model_output\ndata: {\"text\":\n\n")
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL, &Options{Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var frames []string
+	var failed error
+	for ev, err := range c.Sessions.Open("ses_x").Events(t.Context(), 0, Follow(), LiveFrames()) {
+		if err != nil {
+			failed = err
+			break
+		}
+		frames = append(frames, string(ev.Data))
+	}
+	if len(frames) != 1 || frames[0] != `{"text":"hi"}` {
+		t.Errorf("frames %q, want the first alone", frames)
+	}
+	if !errors.Is(failed, ErrMalformedEvent) || !strings.Contains(failed.Error(), "not JSON") {
+		t.Errorf("error %v, want the second frame refused", failed)
+	}
+}
