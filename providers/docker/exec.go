@@ -17,47 +17,45 @@ import (
 
 // The Engine has no API to kill an exec, so every command runs under this
 // wrapper. It starts the command through setsid, which makes it the leader
-// of a new process group, records that group and its own start time in a
-// file under /tmp and waits for it. When the command's main process ends
-// the wrapper kills whatever is left in its group, every other process
-// that carries the command's tag in its environment (BRAIN_EXEC_TAG,
-// which every process the command starts inherits: a child that made a
-// session of its own with setsid too), and every orphan (a process whose
-// parent ended, adopted by the container's init) that started after the
-// wrapper and carries no tag at all (one that also cleared its
-// environment), so a background child never outlives its call. To stop a
-// command early, killScript does the same from outside (see runExec).
+// of a new process group, records that group and its own pid in a file
+// under /tmp and waits for it. When the command's main process ends the
+// wrapper kills whatever is left in its group, every other process that
+// carries the command's tag in its environment (BRAIN_EXEC_TAG, which
+// every process the command starts inherits: a child that made a session
+// of its own with setsid too), and every orphan (a process whose parent
+// ended, adopted by the container's init) that started after the wrapper
+// and carries no tag at all (one that also cleared its environment), so a
+// background child never outlives its call. To stop a command early,
+// killScript does the same from outside (see runExec).
 //
 // The file is /tmp/.brain-exec-<tag>; the tag is the execute's sequence,
 // so a restarted provider can still cancel a command it started.
 const wrapperScript = `f=$1; shift; t=$BRAIN_EXEC_TAG
 ` + procFuncs + `
-since=$(started $$)
 exec 3<&0
 setsid "$@" <&3 3<&- &
 c=$!
 exec 3<&-
-echo "$c $since" >"$f"
+echo "$c $$" >"$f"
 wait "$c"; r=$?
 kill -KILL -"$c" 2>/dev/null
+since=; started $$
 killall_ "$since" >/dev/null 2>&1
 rm -f "$f"
 exit "$r"`
 
-// procFuncs are the shell functions of the wrapper and the kill:
-// started prints a process's start time (clock ticks since boot, field 22
-// of /proc/<pid>/stat, read after the command name, which may hold spaces
-// and parentheses); tag prints a process's BRAIN_EXEC_TAG line, empty
-// when its environment holds none; orphan $pid $since succeeds for a live
-// process adopted by the init that started at or after $since; killall_
-// kills, until a round finds none, every process but the running shell
-// that carries tag $t, and every orphan started at or after $1 that
-// carries no tag, and prints the pid of each it found. The init's own child (the
-// container's keep-alive) started before any command, so it is never an
-// orphan of one. An orphan of another command that carries its tag is
-// left to that command.
-const procFuncs = `started() { read -r l <"/proc/$1/stat" || return 1; l=${l##*) }; set -- $l; echo "${20}"; }
-tag() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep '^BRAIN_EXEC_TAG='; }
+// procFuncs are the shell functions of the wrapper and the kill; none
+// forks but for the tag checks. started sets since to a process's start
+// time (clock ticks since boot, field 22 of /proc/<pid>/stat, read after
+// the command name, which may hold spaces and parentheses). orphan $pid
+// $since succeeds for a live process adopted by the init that started at
+// or after $since. killall_ kills, until a round finds none, every
+// process but the running shell that carries tag $t, and every orphan
+// started at or after $1 that carries no tag, and prints the pid of each
+// it found. The init's own child (the container's keep-alive) started
+// before any command, so it is never an orphan of one. An orphan of
+// another command that carries its tag is left to that command.
+const procFuncs = `started() { read -r l <"/proc/$1/stat" || return 1; l=${l##*) }; set -- $l; since=${20}; }
 orphan() { o=$2; read -r l <"/proc/$1/stat" 2>/dev/null || return 1; l=${l##*) }; set -- $l; [ "$1" != Z ] && [ "$2" = 1 ] && [ "${20}" -ge "$o" ]; }
 killall_() {
 for round in 1 2 3 4 5 6 7 8; do
@@ -65,8 +63,8 @@ found=
 for e in /proc/[0-9]*/environ; do
 p=${e#/proc/}; p=${p%/environ}
 [ "$p" = "$$" ] || [ "$p" = 1 ] && continue
-g=$(tag "$p")
-if [ "$g" = "BRAIN_EXEC_TAG=$t" ] || { [ -z "$g" ] && [ -r "$e" ] && [ -n "$1" ] && orphan "$p" "$1"; }; then
+if tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "BRAIN_EXEC_TAG=$t" ||
+{ [ -n "$1" ] && orphan "$p" "$1" && [ -r "$e" ] && ! tr '\0' '\n' <"$e" 2>/dev/null | grep -q '^BRAIN_EXEC_TAG='; }; then
 kill -KILL "$p" 2>/dev/null && { echo "$p"; found=1; }
 fi
 done
@@ -76,12 +74,13 @@ done
 
 // killScript kills the command's process group, when its file exists,
 // and every process carrying its tag or orphaned without a tag since the
-// command started; it prints the pids of the processes it found, so an
+// wrapper started; it prints the pids of the processes it found, so an
 // empty output means none was left.
 const killScript = `f=$1; t=$2
 ` + procFuncs + `
-g= since=
-[ -s "$f" ] && read -r g since <"$f" && kill -KILL -"$g" 2>/dev/null
+g= w= since=
+[ -s "$f" ] && read -r g w <"$f" && kill -KILL -"$g" 2>/dev/null
+[ -n "$w" ] && started "$w" 2>/dev/null
 killall_ "$since"
 exit 0`
 
