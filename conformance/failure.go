@@ -72,16 +72,16 @@ func wellFormed(body []byte) error {
 		Receipt map[string]json.RawMessage `json:"receipt"`
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return fmt.Errorf("body is not JSON: %w", err)
+		return fmt.Errorf("body is not JSON: %s", excerpt([]byte(err.Error()), 160))
 	}
 	r := doc.Receipt
 	var typ, code, message string
 	var retryable bool
 	if err := json.Unmarshal(r["type"], &typ); err != nil || typ != "failure" {
-		return fmt.Errorf("receipt type is %s, want \"failure\"", r["type"])
+		return fmt.Errorf("receipt type is %s, want \"failure\"", excerpt(r["type"], 80))
 	}
 	if err := json.Unmarshal(r["code"], &code); err != nil || !envapi.ValidIdentifier(code) {
-		return fmt.Errorf("code %s is not an identifier string", r["code"])
+		return fmt.Errorf("code %s is not an identifier string", excerpt(r["code"], 80))
 	}
 	if err := json.Unmarshal(r["message"], &message); err != nil || message == "" || len(message) > envapi.MaxMessageLen {
 		return fmt.Errorf("message %s is not a string of 1..%d bytes", excerpt(r["message"], 80), envapi.MaxMessageLen)
@@ -91,13 +91,13 @@ func wellFormed(body []byte) error {
 		return fmt.Errorf("retryable is missing")
 	}
 	if err := json.Unmarshal(raw, &retryable); err != nil {
-		return fmt.Errorf("retryable %s is not a boolean", raw)
+		return fmt.Errorf("retryable %s is not a boolean", excerpt(raw, 80))
 	}
 	for k := range r {
 		switch k {
 		case "type", "code", "message", "retryable", "details":
 		default:
-			return fmt.Errorf("unexpected field %q", k)
+			return fmt.Errorf("unexpected field %q", excerpt([]byte(k), 80))
 		}
 	}
 	return nil

@@ -186,7 +186,7 @@ func jsonMatch(got, want json.RawMessage, subset bool) error {
 		if subset {
 			verb = "contain"
 		}
-		return fmt.Errorf("output %s does not %s %s", got, verb, want)
+		return fmt.Errorf("output %s does not %s %s", excerpt(got, 200), verb, excerpt(want, 200))
 	}
 	return nil
 }
