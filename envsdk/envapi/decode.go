@@ -26,9 +26,27 @@ type FieldError struct {
 
 func (e *FieldError) Error() string {
 	if e.Field == "" {
-		return "envapi: " + e.Reason
+		return "envapi: " + clip(e.Reason)
 	}
-	return "envapi: " + e.Field + ": " + e.Reason
+	return "envapi: " + clip(e.Field) + ": " + clip(e.Reason)
+}
+
+// maxErrorPart bounds the field path and the reason an error message
+// prints: both may quote the document (a key, a value), which is the
+// sender's, and the message may be answered, logged or journaled.
+const maxErrorPart = 256
+
+// clip cuts s to maxErrorPart bytes on a rune boundary, saying how long it
+// was.
+func clip(s string) string {
+	if len(s) <= maxErrorPart {
+		return s
+	}
+	cut := maxErrorPart
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "… (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // ErrUnsupported matches a *FieldError with Unsupported set.

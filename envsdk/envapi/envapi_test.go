@@ -244,6 +244,7 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := DecodeCommand(data)
 		if err != nil {
+			boundedError(t, err)
 			return
 		}
 		out, err := json.Marshal(cmd)
@@ -273,6 +274,7 @@ func FuzzDecodeResponse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := DecodeResponse(data)
 		if err != nil {
+			boundedError(t, err)
 			return
 		}
 		out, err := json.Marshal(r)
@@ -283,4 +285,35 @@ func FuzzDecodeResponse(f *testing.F) {
 			t.Fatalf("re-decode of %s: %v", out, err)
 		}
 	})
+}
+
+// boundedError fails the test when a decode error's message is longer
+// than its two clipped parts allow.
+func boundedError(t *testing.T, err error) {
+	t.Helper()
+	if n := len(err.Error()); n > 2*maxErrorPart+64 {
+		t.Fatalf("a decode error of %d bytes", n)
+	}
+}
+
+// A decode error quotes the sender's keys and values clipped: a
+// megabyte-long code, contract, type or key makes a message of a few
+// hundred bytes, which names the field and how long the value was.
+func TestDecodeErrorsQuoteClipped(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	for _, b := range []string{
+		`{"contract":"environment/v1","sequence":1,"receipt":{"type":"failure","code":"` + long + `","message":"m","retryable":false}}`,
+		`{"contract":"` + long + `","sequence":1,"receipt":{"type":"result"}}`,
+		`{"contract":"environment/v1","sequence":1,"receipt":{"type":"` + long + `"}}`,
+		`{"contract":"environment/v1","sequence":1,"receipt":{"type":"result"},"` + long + `":1}`,
+	} {
+		_, err := DecodeResponse([]byte(b))
+		if err == nil {
+			t.Fatal("decoded")
+		}
+		boundedError(t, err)
+		if !strings.Contains(err.Error(), "bytes)") {
+			t.Errorf("%.120s... does not say how long the value was", err)
+		}
+	}
 }
