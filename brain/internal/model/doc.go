@@ -45,7 +45,8 @@
 // server errors are retryable; other 4xx are not). Nothing is ever retried
 // here. Tool calls in a length-limited, refused or unknown-stop response are
 // an *OutputError model_output_incomplete; tool input that is not a JSON
-// object in an otherwise complete response is model_output_invalid. Every
+// object in an otherwise complete response is model_output_invalid (the
+// scripted model answers a scripted one so too). Every
 // call is bounded by Limits: output bytes, delta bytes (longer fragments
 // are split), stream bytes, event bytes, error-body bytes, connect time and
 // total time.
