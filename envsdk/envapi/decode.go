@@ -42,11 +42,7 @@ func clip(s string) string {
 	if len(s) <= maxErrorPart {
 		return s
 	}
-	cut := maxErrorPart
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+	return cutRunes(s, maxErrorPart) + "… (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // ErrUnsupported matches a *FieldError with Unsupported set.

@@ -19,11 +19,15 @@ func ValidIdentifier(s string) bool { return identifierRE.MatchString(s) }
 
 // Truncate shortens s to at most MaxMessageLen bytes without splitting a
 // UTF-8 sequence.
-func Truncate(s string) string {
-	if len(s) <= MaxMessageLen {
+func Truncate(s string) string { return cutRunes(s, MaxMessageLen) }
+
+// cutRunes shortens s to at most n bytes without splitting a UTF-8
+// sequence.
+func cutRunes(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := MaxMessageLen
+	cut := n
 	for cut > 0 && s[cut]&0xC0 == 0x80 {
 		cut--
 	}
