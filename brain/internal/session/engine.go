@@ -35,7 +35,7 @@ type Engine struct {
 
 	base context.Context // ends on Close; commits and effects derive from it
 	stop context.CancelFunc
-	wg   inflight // activations, tools, timers in flight (Close waits)
+	work inflight // activations, tools, timers in flight (Close waits)
 	// runners runs activations and tool deliveries (see runners).
 	runners runners
 
@@ -158,7 +158,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
-	done := e.wg.Idle()
+	done := e.work.Idle()
 	select {
 	case <-done:
 		e.stop()
@@ -232,7 +232,7 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 		if write {
 			// Admitted: Close waits for it until releaseWrite, so that the
 			// work it starts is counted before Close can stop waiting.
-			e.wg.Add(1)
+			e.work.Add(1)
 		}
 		s := e.live[id]
 		if s != nil {
@@ -308,7 +308,7 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 // return its session.
 func (e *Engine) unadmit(write bool) {
 	if write {
-		e.wg.Done()
+		e.work.Done()
 	}
 }
 
@@ -320,14 +320,14 @@ func (e *Engine) admit() bool {
 	if e.closed {
 		return false
 	}
-	e.wg.Add(1)
+	e.work.Add(1)
 	return true
 }
 
 // releaseWrite ends a write acquisition: the hold and its admission.
 func (s *sess) releaseWrite() {
 	s.release()
-	s.e.wg.Done()
+	s.e.work.Done()
 }
 
 // release drops an operation's hold and passivates the session when it is

@@ -128,11 +128,11 @@ func (s *sess) forwardCancel(seq uint64, env string, cause error) {
 	}
 	decl, binding := s.declLocked(env)
 	op := s.operationLocked(s.e.base, decl, binding, cancelSeq, envapi.Cancel(seq), nil)
-	s.e.wg.Add(1)
+	s.e.work.Add(1)
 	s.inflight++
 	s.mu.Unlock()
 	go func() {
-		defer s.e.wg.Done()
+		defer s.e.work.Done()
 		s.deliverCancel(op)
 		s.mu.Lock()
 		defer s.mu.Unlock()

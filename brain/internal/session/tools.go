@@ -223,9 +223,9 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	op.CallbackDone, op.Execution = t.x.done, t.x
 	op.Tool = tool.Name
 	t.executing = true
-	s.e.wg.Add(1)
+	s.e.work.Add(1)
 	s.e.runners.run(func() {
-		defer s.e.wg.Done()
+		defer s.e.work.Done()
 		receipt, err := s.e.cfg.Environments.Deliver(tctx, op)
 		s.onReceipt(t, receipt, err)
 	})
@@ -351,10 +351,10 @@ func (s *sess) toolStopped(t *toolCall) {
 		return
 	}
 	op := s.operationLocked(s.e.base, decl, binding, cancelSeq, envapi.Cancel(t.seq), nil)
-	s.e.wg.Add(1)
+	s.e.work.Add(1)
 	s.inflight++
 	s.mu.Unlock()
-	defer s.e.wg.Done()
+	defer s.e.work.Done()
 
 	s.deliverCancel(op)
 	s.mu.Lock()

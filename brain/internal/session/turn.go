@@ -188,14 +188,14 @@ func (s *sess) startLocked(input *api.UserInput, ride *commits.Ride, answered bo
 		origin: &api.EventOrigin{Kind: api.OriginAgentloop, Sequence: a.seq}}
 	s.execs[a.seq] = a.exec
 	s.act = a
-	s.e.wg.Add(1)
+	s.e.work.Add(1)
 	s.e.runners.run(func() { s.run(a) })
 	return first, nil
 }
 
 // run executes an activation and commits its end.
 func (s *sess) run(a *activation) {
-	defer s.e.wg.Done()
+	defer s.e.work.Done()
 	in, loop, remote, err := s.prepare(a)
 	var out api.TurnOutput
 	switch {
@@ -403,7 +403,7 @@ func (s *sess) releaseAfterTurnLocked(a *activation) {
 		}
 	}
 	s.inflight++
-	s.e.wg.Add(1)
+	s.e.work.Add(1)
 	if len(r.waiting) == 0 {
 		s.sendReleaseLocked(r)
 		return
@@ -430,7 +430,7 @@ func (s *sess) toolReleasedLocked(seq uint64) {
 // caller took s.inflight and one count of the engine's wait group.
 func (s *sess) sendReleaseLocked(r *turnRelease) {
 	go func() {
-		defer s.e.wg.Done()
+		defer s.e.work.Done()
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		// An ending session detaches its environments instead.
@@ -535,7 +535,7 @@ func (s *sess) fireWake() {
 		s.mu.Unlock()
 		return
 	}
-	defer s.e.wg.Done()
+	defer s.e.work.Done()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.wake = nil
