@@ -1,6 +1,7 @@
 package envsdk_test
 
 import (
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,45 +26,43 @@ func (p *lateProvider) Execute(*envsdk.Ctx, *envsdk.Execution) (envapi.Receipt, 
 	return envapi.Result([]byte(`"done late"`)), nil
 }
 
-// A result the provider reaches after its deadline, within the stop
-// grace, is not the answer: the execute answers timeout and the result is
-// never finished.
-func TestResultAfterDeadlineIsNotFinished(t *testing.T) {
-	b := newFakeBrain(t)
-	p := &lateProvider{started: make(chan struct{}, 1), release: make(chan struct{})}
-	srv := serve(t, p, &envsdk.Options{Token: token, StopGrace: 10 * time.Second})
+// A result the provider reaches after its execute was stopped, within the
+// stop grace, is not the answer: past its deadline the execute answers
+// timeout, after Brain's cancel cancelled, and the result is never
+// finished.
+func TestLateResultIsNotFinished(t *testing.T) {
 	ms := int64(50)
-	result := make(chan envapi.Receipt, 1)
-	go func() { result <- send(t, srv, execute(1, "x", &ms, b.grant(envapi.ToolMethods()...))).Receipt }()
-	<-p.started
-	time.Sleep(100 * time.Millisecond) // past the deadline, well within the grace
-	close(p.release)
-	if r := <-result; r.Type != envapi.ReceiptFailure || r.Code != envapi.CodeTimeout {
-		t.Fatalf("a result after the deadline answered %+v, want timeout", r)
-	}
-	if n := b.count(envapi.MethodFinish); n != 0 {
-		t.Fatalf("finish sent %d times after the deadline", n)
-	}
-}
-
-// A result the provider reaches after Brain cancelled the execute answers
-// cancelled and is never finished.
-func TestResultAfterCancelIsNotFinished(t *testing.T) {
-	b := newFakeBrain(t)
-	p := &lateProvider{started: make(chan struct{}, 1), release: make(chan struct{})}
-	srv := serve(t, p, &envsdk.Options{Token: token, StopGrace: 10 * time.Second})
-	result := make(chan envapi.Receipt, 1)
-	go func() { result <- send(t, srv, execute(5, "x", nil, b.grant(envapi.ToolMethods()...))).Receipt }()
-	<-p.started
-	if r := send(t, srv, command(6, envapi.Cancel(5))).Receipt; r.Type != envapi.ReceiptAccepted {
-		t.Fatalf("cancel answered %+v", r)
-	}
-	close(p.release)
-	if r := <-result; r.Type != envapi.ReceiptFailure || r.Code != envapi.CodeCancelled {
-		t.Fatalf("a result after the cancel answered %+v, want cancelled", r)
-	}
-	if n := b.count(envapi.MethodFinish); n != 0 {
-		t.Fatalf("finish sent %d times after the cancel", n)
+	for _, tc := range []struct {
+		name     string
+		deadline *int64
+		stop     func(t *testing.T, srv *httptest.Server)
+		want     string
+	}{
+		{"after the deadline", &ms, func(*testing.T, *httptest.Server) {
+			time.Sleep(100 * time.Millisecond) // past the deadline, well within the grace
+		}, envapi.CodeTimeout},
+		{"after a cancel", nil, func(t *testing.T, srv *httptest.Server) {
+			if r := send(t, srv, command(6, envapi.Cancel(5))).Receipt; r.Type != envapi.ReceiptAccepted {
+				t.Fatalf("cancel answered %+v", r)
+			}
+		}, envapi.CodeCancelled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newFakeBrain(t)
+			p := &lateProvider{started: make(chan struct{}, 1), release: make(chan struct{})}
+			srv := serve(t, p, &envsdk.Options{Token: token, StopGrace: 10 * time.Second})
+			result := make(chan envapi.Receipt, 1)
+			go func() { result <- send(t, srv, execute(5, "x", tc.deadline, b.grant(envapi.ToolMethods()...))).Receipt }()
+			<-p.started
+			tc.stop(t, srv)
+			close(p.release)
+			if r := <-result; r.Type != envapi.ReceiptFailure || r.Code != tc.want {
+				t.Fatalf("a result %s answered %+v, want %s", tc.name, r, tc.want)
+			}
+			if n := b.count(envapi.MethodFinish); n != 0 {
+				t.Fatalf("finish sent %d times %s", n, tc.name)
+			}
+		})
 	}
 }
 
