@@ -14,8 +14,8 @@
 //   - while the first is still running in this process waits for it and then
 //     gets its answer;
 //   - when the claim has no answer and was made by an earlier process (it
-//     crashed mid-request) is refused with ErrAmbiguous, forever (until
-//     retention expires): the request is never run twice.
+//     crashed mid-request) is refused with ErrAmbiguous, forever (such a
+//     claim does not expire): the request is never run twice.
 //
 // Claim.Release durably forgets a claim whose operation did not run (a busy
 // session refused it), so the key is not consumed.
@@ -28,8 +28,9 @@
 // Store.ClaimRiding makes a claim that rides the caller's journal commits
 // instead of flushing requests.log; see "Claims that ride the journal".
 //
-// Entries expire Options.Retention after their last record (zero keeps them
-// forever); an expired entry is forgotten and its key runs anew.
+// Answered entries expire Options.Retention after their last record (zero
+// keeps them forever); an expired entry is forgotten and its key runs anew.
+// A claim without an answer never expires.
 //
 // # File format
 //

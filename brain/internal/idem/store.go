@@ -33,8 +33,9 @@ const compactMinBytes = 1 << 20
 
 // Options configures a Store. The zero value keeps answers forever.
 type Options struct {
-	// Retention is how long an entry is kept after its last record; zero
-	// keeps entries forever.
+	// Retention is how long an answered entry is kept after its last
+	// record; zero keeps entries forever. Claims without an answer are
+	// kept forever.
 	Retention time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
@@ -241,8 +242,11 @@ func (s *Store) apply(r record) {
 	}
 }
 
+// expired reports whether an answered entry is past the retention. A
+// claim without an answer never expires: its request may have had an
+// effect, so its key stays ambiguous and the request never runs again.
 func (s *Store) expired(e *entry, nowMs int64) bool {
-	return s.opts.Retention > 0 && e.done == nil && nowMs-e.atMs > s.opts.Retention.Milliseconds()
+	return s.opts.Retention > 0 && e.done == nil && e.answered && nowMs-e.atMs > s.opts.Retention.Milliseconds()
 }
 
 // usableLocked reports why the store cannot be used, if it cannot. After

@@ -28,7 +28,7 @@ type keyRow struct {
 	status   *int32
 	body     []byte
 	instance string
-	expired  bool // older than the retention, as of the read's now
+	expired  bool // answered and older than the retention, as of the read's now
 }
 
 // keyRead is one read of a key's row.
@@ -52,13 +52,13 @@ type keyReader struct {
 }
 
 const readKeySQL = `SELECT digest, status, body, instance,
-		$3::bigint > 0 AND at < $4::timestamptz - make_interval(secs => $3::bigint / 1000.0)
+		$3::bigint > 0 AND status IS NOT NULL AND at < $4::timestamptz - make_interval(secs => $3::bigint / 1000.0)
 	FROM brain_requests WHERE scope = $1 AND key = $2`
 
 // readKeysSQL looks each key up by its primary key (OFFSET 0 keeps the
 // lookup a per-key index scan rather than a join over the table).
 const readKeysSQL = `SELECT r.i, q.digest, q.status, q.body, q.instance,
-		r.rt > 0 AND q.at < r.now - make_interval(secs => r.rt / 1000.0)
+		r.rt > 0 AND q.status IS NOT NULL AND q.at < r.now - make_interval(secs => r.rt / 1000.0)
 	FROM unnest($1::text[], $2::bytea[], $3::bigint[], $4::timestamptz[]) WITH ORDINALITY AS r(s, k, rt, now, i)
 	CROSS JOIN LATERAL (SELECT digest, status, body, instance, at FROM brain_requests
 		WHERE scope = r.s AND key = r.k OFFSET 0) q`

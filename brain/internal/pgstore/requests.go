@@ -19,7 +19,8 @@ import (
 // request answered on another replays the answer; a different request
 // under the same key is idem.ErrConflict; a claim still running in a live
 // process (this one or another node's) is awaited; a claim whose process
-// ended without answering is idem.ErrAmbiguous, until retention expires.
+// ended without answering is idem.ErrAmbiguous, for good (retention
+// forgets answered entries only).
 // Every Claim, Answer and Release is committed before it returns.
 //
 // It implements idem.Requests, with idem's Answer type and errors, so the
@@ -169,7 +170,7 @@ func (r *Requests) try(ctx context.Context, k reqKey, digest [32]byte, hinted bo
 		ON CONFLICT (scope, key) DO UPDATE SET digest = EXCLUDED.digest, hinted = EXCLUDED.hinted,
 			claim_id = EXCLUDED.claim_id, instance = EXCLUDED.instance, status = NULL, body = NULL,
 			claimed_at = EXCLUDED.claimed_at, at = EXCLUDED.at
-		WHERE $8::bigint > 0 AND r.at < $7 - make_interval(secs => $8::bigint / 1000.0)
+		WHERE $8::bigint > 0 AND r.status IS NOT NULL AND r.at < $7 - make_interval(secs => $8::bigint / 1000.0)
 		RETURNING claim_id`,
 		args: []any{k.scope, []byte(k.key), digest[:], hinted, id, r.db.instance, now, r.opts.Retention.Milliseconds()},
 		scan: func(row pgx.Row) error { return row.Scan(&got) }})
@@ -324,7 +325,7 @@ func (r *Requests) tryRiding(ctx context.Context, k reqKey, digest [32]byte) (*R
 	case expired:
 		// Forgotten, as an expired entry is: the key runs anew.
 		_, err := r.db.pool.Exec(octx, `DELETE FROM brain_requests WHERE scope = $1 AND key = $2
-			AND at < $4::timestamptz - make_interval(secs => $3::bigint / 1000.0)`,
+			AND status IS NOT NULL AND at < $4::timestamptz - make_interval(secs => $3::bigint / 1000.0)`,
 			k.scope, []byte(k.key), r.opts.Retention.Milliseconds(), now)
 		if err != nil {
 			return nil, nil, nil, classify("claim", err, true)
@@ -392,7 +393,7 @@ func (r *Requests) maybePurge(ctx context.Context) {
 	}
 	octx, cancel := r.db.opCtx(ctx)
 	defer cancel()
-	r.db.pool.Exec(octx, `DELETE FROM brain_requests WHERE at < $1`, now.Add(-r.opts.Retention))
+	r.db.pool.Exec(octx, `DELETE FROM brain_requests WHERE status IS NOT NULL AND at < $1`, now.Add(-r.opts.Retention))
 }
 
 // Len mirrors idem.Store.Len: the entries (claimed or answered) within
@@ -401,7 +402,7 @@ func (r *Requests) Len() int {
 	ctx, cancel := r.db.opCtx(context.Background())
 	defer cancel()
 	var n int
-	err := r.db.pool.QueryRow(ctx, `SELECT count(*) FROM brain_requests WHERE $1::bigint <= 0 OR at >= $2::timestamptz - make_interval(secs => $1::bigint / 1000.0)`,
+	err := r.db.pool.QueryRow(ctx, `SELECT count(*) FROM brain_requests WHERE $1::bigint <= 0 OR status IS NULL OR at >= $2::timestamptz - make_interval(secs => $1::bigint / 1000.0)`,
 		r.opts.Retention.Milliseconds(), r.opts.Now()).Scan(&n)
 	if err != nil {
 		return -1
