@@ -98,7 +98,9 @@ func (e *Engine) Control(ctx context.Context, id string, req envapi.ControlReque
 	} else {
 		defer s.release()
 	}
-	s.mu.Lock()
+	if err := s.lockLive(); err != nil {
+		return nil, err
+	}
 	defer s.mu.Unlock()
 	return s.controlLocked(ctx, controller{}, req)
 }
@@ -113,7 +115,9 @@ func (e *Engine) CallEnvironment(ctx context.Context, id, env, method string, in
 		return nil, err
 	}
 	defer s.releaseWrite()
-	s.mu.Lock()
+	if err := s.lockLive(); err != nil {
+		return nil, err
+	}
 	defer s.mu.Unlock()
 	es := s.st.Envs[env]
 	if es == nil {

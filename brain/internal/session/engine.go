@@ -624,3 +624,15 @@ func isBuiltin(impl []byte) bool {
 	}
 	return d.Type == api.ImplementationBuiltin && (d.Name == api.BuiltinDefaultLoop || d.Name == "")
 }
+
+// lockLive locks an acquired session for an operation. Delete drops the
+// state of a session that other callers may hold already: their operation
+// then finds the session gone (ErrNotFound), as if it had come later.
+func (s *sess) lockLive() error {
+	s.mu.Lock()
+	if s.st == nil {
+		s.mu.Unlock()
+		return fmt.Errorf("session %s: %w", s.id, ErrNotFound)
+	}
+	return nil
+}

@@ -365,7 +365,9 @@ func (e *Engine) End(ctx context.Context, id string) (api.SessionSummary, error)
 		return api.SessionSummary{}, err
 	}
 	defer s.releaseWrite()
-	s.mu.Lock()
+	if err := s.lockLive(); err != nil {
+		return api.SessionSummary{}, err
+	}
 	defer s.mu.Unlock()
 	for s.act != nil {
 		done := s.act.done
@@ -436,7 +438,9 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	defer s.releaseWrite()
-	s.mu.Lock()
+	if err := s.lockLive(); err != nil {
+		return err
+	}
 	defer s.mu.Unlock()
 	if st := s.st.Status; st != api.StatusEnded && st != api.StatusFailed {
 		return fmt.Errorf("%w: session %s is %s, not ended or failed", ErrWrongState, id, st)

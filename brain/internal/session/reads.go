@@ -18,7 +18,9 @@ func (e *Engine) Summary(ctx context.Context, id string) (api.SessionSummary, er
 		return api.SessionSummary{}, err
 	}
 	defer s.release()
-	s.mu.Lock()
+	if err := s.lockLive(); err != nil {
+		return api.SessionSummary{}, err
+	}
 	defer s.mu.Unlock()
 	if err := s.appendPendingLocked(); err != nil { // the reader waits, not the turn
 		return api.SessionSummary{}, err
@@ -53,7 +55,9 @@ func (e *Engine) Transcript(ctx context.Context, id string) (api.SessionTranscri
 		return api.SessionTranscript{}, err
 	}
 	defer s.release()
-	s.mu.Lock()
+	if err := s.lockLive(); err != nil {
+		return api.SessionTranscript{}, err
+	}
 	defer s.mu.Unlock()
 	if err := s.appendPendingLocked(); err != nil { // the reader waits, not the turn
 		return api.SessionTranscript{}, err

@@ -35,7 +35,9 @@ func (e *Engine) Report(ctx context.Context, id string, binding api.EnvironmentR
 		return 0, err
 	}
 	defer s.releaseWrite()
-	s.mu.Lock()
+	if err := s.lockLive(); err != nil {
+		return 0, err
+	}
 	defer s.mu.Unlock()
 	es := s.st.Envs[binding.Name]
 	if es == nil || es.Binding != binding.Sequence || es.State == envDeleted || es.State == envDetached ||

@@ -87,7 +87,9 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 		return 0, nil, err
 	}
 	defer s.releaseWrite()
-	s.mu.Lock()
+	if err := s.lockLive(); err != nil {
+		return 0, nil, err
+	}
 	defer s.mu.Unlock()
 	switch {
 	case s.act != nil || s.st.Status == api.StatusRunning || s.st.Status == api.StatusCreating:
@@ -478,7 +480,9 @@ func (e *Engine) Interrupt(ctx context.Context, id string) error {
 		return err
 	}
 	defer s.releaseWrite()
-	s.mu.Lock()
+	if err := s.lockLive(); err != nil {
+		return err
+	}
 	defer s.mu.Unlock()
 	return s.interruptLocked()
 }
