@@ -99,6 +99,11 @@ func (s *Session) follow(ctx context.Context, after uint64, live bool) iter.Seq2
 			}
 			if progressed {
 				failures = 0
+			} else if s.finishedAt(ctx, cursor) {
+				// The session ended at or before the cursor: the server
+				// closes such a stream at once, and there is nothing more
+				// to follow.
+				return
 			} else if failures++; failures > 5 {
 				yield(api.Event{}, fmt.Errorf("client: event stream keeps failing: %w", err))
 				return
@@ -114,6 +119,17 @@ func (s *Session) follow(ctx context.Context, after uint64, live bool) iter.Seq2
 }
 
 var errStopped = errors.New("client: consumer stopped")
+
+// finishedAt reports whether the session has ended (or failed) with no
+// event after cursor.
+func (s *Session) finishedAt(ctx context.Context, cursor uint64) bool {
+	r, err := s.c.do(ctx, http.MethodGet, s.path(""), nil, false, nil)
+	if err != nil {
+		return false
+	}
+	sum, err := decode[api.SessionSummary](r)
+	return err == nil && (sum.Status == api.StatusEnded || sum.Status == api.StatusFailed) && cursor >= sum.LastSequence
+}
 
 // ErrMalformedEvent reports an event or live frame on a followed stream
 // whose data does not decode: the stream ends with it, without a
