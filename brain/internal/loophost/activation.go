@@ -168,12 +168,7 @@ func (a *activation) call(ctx context.Context, method string, in []byte) (json.R
 	if a.tool != nil {
 		return a.toolCall(ctx, method, in)
 	}
-	decode := func(v any) error {
-		if err := json.Unmarshal(in, v); err != nil {
-			return fmt.Errorf("%w: %s input: %v", session.ErrInvalid, method, err)
-		}
-		return nil
-	}
+	decode := func(v any) error { return session.DecodeInput(method, in, v) }
 	seqOut := func(seq uint64, err error) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
@@ -252,9 +247,6 @@ func (a *activation) call(ctx context.Context, method string, in []byte) (json.R
 		var p brainapi.KVPutInput
 		if err := decode(&p); err != nil {
 			return nil, err
-		}
-		if p.Value == nil {
-			p.Value = json.RawMessage("null")
 		}
 		return seqOut(svc.KVPut(ctx, p.Key, p.Value))
 	case envapi.MethodKVDelete:

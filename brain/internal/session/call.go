@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,15 +33,7 @@ func (x *execution) call(ctx context.Context, method string, input json.RawMessa
 		}
 		return nil, err
 	}
-	decode := func(v any) error {
-		if len(input) == 0 {
-			input = json.RawMessage("null")
-		}
-		if err := json.Unmarshal(input, v); err != nil {
-			return fmt.Errorf("%w: %s input: %v", ErrInvalid, method, err)
-		}
-		return nil
-	}
+	decode := func(v any) error { return DecodeInput(method, input, v) }
 	seqOut := func(seq uint64, err error) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
@@ -120,9 +113,6 @@ func (x *execution) call(ctx context.Context, method string, input json.RawMessa
 		if err := decode(&in); err != nil {
 			return nil, err
 		}
-		if in.Value == nil {
-			in.Value = json.RawMessage("null")
-		}
 		return seqOut(x.KVPut(ctx, in.Key, in.Value))
 	case envapi.MethodKVDelete:
 		var key string
@@ -155,6 +145,32 @@ func (x *execution) call(ctx context.Context, method string, input json.RawMessa
 		return seqOut(x.Finish(ctx, o))
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownMethod, method)
+}
+
+// DecodeInput decodes the JSON input of a service call into v. Every
+// method decoded so takes a value (a message array, a ModelRequest with
+// its messages, a cursor, a key, an object): a missing or null input is
+// refused as invalid rather than read as an empty value, and so are a
+// ModelRequest without messages and a kv_put without its value.
+func DecodeInput(method string, input json.RawMessage, v any) error {
+	if t := bytes.TrimSpace(input); len(t) == 0 || string(t) == "null" {
+		return fmt.Errorf("%w: %s input is required", ErrInvalid, method)
+	}
+	if err := json.Unmarshal(input, v); err != nil {
+		return fmt.Errorf("%w: %s input: %v", ErrInvalid, method, err)
+	}
+	switch in := v.(type) {
+	case *api.ModelRequest:
+		if in.Messages == nil {
+			return fmt.Errorf("%w: %s input: messages are required", ErrInvalid, method)
+		}
+	case *api.KVPutInput:
+		// {key, value}: a stored JSON null is sent as "value": null.
+		if in.Value == nil {
+			return fmt.Errorf("%w: %s input: value is required", ErrInvalid, method)
+		}
+	}
+	return nil
 }
 
 func isMethod(m string) bool {

@@ -19,7 +19,8 @@ type Limits struct {
 	MaxTurn time.Duration
 	// MaxTool is the deadline handed to every tool call (timeout).
 	MaxTool time.Duration
-	// MaxEmittedBytes bounds extension event bytes per turn (emit_limit).
+	// MaxEmittedBytes bounds extension event bytes per turn (emit_limit):
+	// the serialized kinds and payloads of its events and tool results.
 	MaxEmittedBytes int64
 }
 

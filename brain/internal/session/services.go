@@ -164,6 +164,10 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 	over := overridesOf(req)
 	s := x.s
 	s.mu.Lock()
+	if err := x.liveLocked(envapi.MethodModel); err != nil {
+		s.mu.Unlock()
+		return api.ModelResult{}, err
+	}
 	conf := s.st.Config
 	if x.loop {
 		if req.System == nil {
@@ -290,7 +294,7 @@ func (x *execution) Emit(ctx context.Context, eventType string, data json.RawMes
 	if api.IsReserved(eventType) {
 		return 0, fmt.Errorf("%w: %q", ErrReservedName, eventType)
 	}
-	payload, err := compactJSON(data)
+	payload, err := storedJSON(data)
 	if err != nil {
 		return 0, err
 	}
@@ -324,6 +328,24 @@ func (x *execution) charge(n int64) error {
 	}
 }
 
+// liveLocked refuses, under the session's lock, a call of an execution
+// that completed (or, for a loop, was cancelled) after the call was
+// admitted: nothing is committed on its behalf once its authority ended.
+func (x *execution) liveLocked(method string) error {
+	x.mu.Lock()
+	closed := x.closed
+	x.mu.Unlock()
+	if closed {
+		return fmt.Errorf("%s: %w", method, ErrExecutionClosed)
+	}
+	if x.loop {
+		if err := context.Cause(x.ctx); err != nil {
+			return fmt.Errorf("%s: %w", method, err)
+		}
+	}
+	return nil
+}
+
 // commitTool commits a record on behalf of the execution; for a tool it
 // refuses once the tool is closed and records the event for its return.
 func (x *execution) commitTool(r journal.Record) (uint64, error) {
@@ -332,6 +354,9 @@ func (x *execution) commitTool(r journal.Record) (uint64, error) {
 	defer s.mu.Unlock()
 	if x.tool != nil && x.tool.closed {
 		return 0, fmt.Errorf("%w: tool %d finished", ErrExecutionClosed, x.seq)
+	}
+	if err := x.liveLocked(r.Kind); err != nil {
+		return 0, err
 	}
 	if err := x.openLocked(); err != nil {
 		return 0, err
@@ -344,6 +369,21 @@ func (x *execution) commitTool(r journal.Record) (uint64, error) {
 		x.tool.noteLocked(r)
 	}
 	return seq, nil
+}
+
+// storedJSON answers data as the journal stores and serves it: compact,
+// with the characters JSON encoding escapes (<, >, &, U+2028, U+2029)
+// escaped, so that what the emission budget counts is what is written.
+func storedJSON(data json.RawMessage) (json.RawMessage, error) {
+	c, err := compactJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: data is not JSON: %v", ErrInvalid, err)
+	}
+	return out, nil
 }
 
 func compactJSON(data json.RawMessage) (json.RawMessage, error) {
@@ -407,6 +447,9 @@ func (x *execution) SetTranscript(ctx context.Context, messages []api.Message) (
 	s := x.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := x.liveLocked(envapi.MethodSetTranscript); err != nil {
+		return 0, err
+	}
 	d := s.st.deltaByRef(s.st.Transcript, messages)
 	// The messages kept are the saved ones, checked when they were saved:
 	// only those the delta appends are checked here.
@@ -457,6 +500,9 @@ func (x *execution) KVPut(ctx context.Context, key string, value json.RawMessage
 	s := x.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := x.liveLocked(envapi.MethodKVPut); err != nil {
+		return 0, err
+	}
 	return s.deferLocked(rec(api.KindKVSet, kvSet{Key: key, Value: v}))
 }
 
@@ -472,6 +518,9 @@ func (x *execution) KVDelete(ctx context.Context, key string) (uint64, error) {
 	s := x.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := x.liveLocked(envapi.MethodKVDelete); err != nil {
+		return 0, err
+	}
 	if _, ok := s.st.KV[key]; !ok {
 		return s.st.last(), nil
 	}

@@ -72,6 +72,10 @@ func (x *execution) Dispatch(ctx context.Context, calls []api.ToolInvocation) ([
 	}
 	s := x.s
 	s.mu.Lock()
+	if err := x.liveLocked(envapi.MethodDispatch); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
 	conf := s.st.Config
 	var deadlineMs *int64
 	if d := s.e.cfg.Limits.MaxTool; d > 0 {
@@ -512,9 +516,15 @@ func (x *execution) Result(ctx context.Context, outcome api.Outcome) (uint64, er
 	if err := validOutcome(outcome); err != nil {
 		return 0, err
 	}
+	// A result is an emission of the turn: its serialized kind and
+	// payload count in the emission budget as an event's do.
+	r := rec(api.KindToolResultEmitted, toolResultEmitted{Sequence: x.seq, Result: outcome})
+	if err := x.charge(int64(len(r.Kind) + len(r.Data))); err != nil {
+		return 0, err
+	}
 	x.emitMu.Lock()
 	defer x.emitMu.Unlock()
-	seq, err := x.commitTool(rec(api.KindToolResultEmitted, toolResultEmitted{Sequence: x.seq, Result: outcome}))
+	seq, err := x.commitTool(r)
 	if err == nil {
 		x.s.mu.Lock()
 		x.tool.last = &outcome
