@@ -151,3 +151,48 @@ func TestEndingSessionRefusesMessages(t *testing.T) {
 		t.Fatalf("end records = %v", got)
 	}
 }
+
+// A delete that arrives while another delete's teardown is in flight is
+// refused as a conflict: the provider is sent one teardown, not two, and
+// the first delete completes.
+func TestDeleteDuringTeardownIsRefused(t *testing.T) {
+	h := newHarness(t, Config{}, map[string]string{"box": "echo"})
+	id := h.create(toolSession("echo"))
+	ctx := context.Background()
+	if _, err := h.engine.End(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	tearing := make(chan struct{}, 2)
+	h.envs.mu.Lock()
+	h.envs.behaviour["box"] = "hangops"
+	h.envs.hold = make(chan struct{})
+	h.envs.onOp = func(op Operation) {
+		if op.Request.Type == envapi.RequestTeardown {
+			tearing <- struct{}{}
+		}
+	}
+	h.envs.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- h.engine.Delete(ctx, id) }()
+	<-tearing
+	second := make(chan error, 1)
+	go func() { second <- h.engine.Delete(ctx, id) }()
+	select {
+	case err := <-second:
+		if !errors.Is(err, ErrWrongState) || Code(err) != api.CodeConflict {
+			t.Errorf("delete during another delete's teardown = %v, want a conflict", err)
+		}
+	case <-tearing:
+		t.Error("a delete during another delete's teardown sent a second teardown")
+	}
+	close(h.envs.hold)
+	if err := <-done; err != nil {
+		t.Fatalf("first delete: %v", err)
+	}
+	if n := len(h.envs.opsOf(envapi.RequestTeardown)); n != 1 {
+		t.Fatalf("%d teardowns sent, want 1", n)
+	}
+	if _, err := h.engine.Summary(ctx, id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("summary after delete: %v", err)
+	}
+}

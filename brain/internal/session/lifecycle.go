@@ -445,6 +445,13 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 	if st := s.st.Status; st != api.StatusEnded && st != api.StatusFailed {
 		return fmt.Errorf("%w: session %s is %s, not ended or failed", ErrWrongState, id, st)
 	}
+	if s.deleting {
+		// Its teardowns are in flight (the lock is released while each is
+		// delivered): another one would send each a second time.
+		return fmt.Errorf("%w: session %s is being deleted", ErrWrongState, id)
+	}
+	s.deleting = true
+	defer func() { s.deleting = false }()
 	var failedEnvs []string
 	for _, name := range s.envNamesLocked(envReady, envStarting, envUnknown, envDetached, envFailed) {
 		if ok, _ := s.envOpLocked(ctx, name, envapi.Teardown(), nil); !ok {
