@@ -74,8 +74,10 @@
 // automatic environment up, End detaches after session_end_started, Delete
 // tears down as separate journaled operations; a setup receipt with
 // on_turn_end makes every turn end with a journaled environment_call of
-// that method (after the answer is saved, waited for by Close; deferred
-// while tools the turn started are unfinished). Tools on an
+// that method (after the answer is saved, waited for by Close and, once
+// sent, by End before it detaches; deferred until every tool the turn
+// started is closed, its cancel answered and its execute returned, and
+// not sent once the session is ending). Tools on an
 // environment that is not ready close with environment_not_ready without
 // executing; a call pinned by environment_sequence to an incarnation that
 // is not the environment's current one closes with

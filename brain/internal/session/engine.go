@@ -94,9 +94,15 @@ type sess struct {
 	execs     map[uint64]*execution
 	ctrls     map[uint64]*execution // controller contexts of environment operations
 	releases  []*turnRelease        // turn-end cleanups waiting for tools
-	waiters   map[uint64]chan turnResult
-	wake      *time.Timer
-	idle      *time.Timer
+	// holding are the tools whose execution resources are not released
+	// yet: open, or closed with their cancel or execute still in flight
+	// (whose controller context is still open).
+	holding     map[uint64]*toolCall
+	releasing   int           // turn-end cleanups sent and not yet answered
+	releaseIdle chan struct{} // closed when releasing drops to 0
+	waiters     map[uint64]chan turnResult
+	wake        *time.Timer
+	idle        *time.Timer
 	// heldThrough is the newest actionable record a failed activation
 	// was handed: the batch it left pending wakes no activation of its
 	// own, only a newer actionable record or a message does.
@@ -342,7 +348,7 @@ func (s *sess) release() {
 
 // quiescentLocked reports whether nothing runs for the session.
 func (s *sess) quiescentLocked() bool {
-	return s.act == nil && len(s.tools) == 0 && s.wake == nil && s.inflight == 0 && s.refs.Load() == 0
+	return s.act == nil && len(s.tools) == 0 && len(s.holding) == 0 && s.wake == nil && s.inflight == 0 && s.refs.Load() == 0
 }
 
 // ttlLocked is the session's idle retention: 0 release now, <0 keep.

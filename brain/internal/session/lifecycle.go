@@ -228,6 +228,9 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 	if err != nil {
 		return api.SessionSummary{}, err
 	}
+	// Actionable observations reported while the environments were set
+	// up wake the loop now that the session is idle.
+	s.scheduleWakeLocked()
 	return s.summaryLocked(), nil
 }
 
@@ -403,6 +406,14 @@ func (e *Engine) End(ctx context.Context, id string) (api.SessionSummary, error)
 		}
 		s.mu.Unlock()
 		<-settled
+		s.mu.Lock()
+	}
+	// A turn-end cleanup being delivered is answered before anything is
+	// detached; none is sent from now on.
+	for s.releasing > 0 {
+		done := s.releaseIdle
+		s.mu.Unlock()
+		<-done
 		s.mu.Lock()
 	}
 	for _, name := range s.envNamesLocked(envReady, envStarting, envUnknown) {

@@ -32,6 +32,8 @@ type toolCall struct {
 	executing bool
 	syncDone  chan struct{} // closed when the synchronous phase ends
 	settled   chan struct{} // closed when closed and any cancel op is done
+	isSettled bool          // settled is closed
+	freed     bool          // closed, settled and no execute in flight
 	events    []api.Event   // public events of the synchronous phase
 	last      *api.Outcome  // the last emitted result
 	output    *Schema       // the tool's output_schema, checked on ok outcomes
@@ -196,6 +198,10 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 		origin: &api.EventOrigin{Kind: api.OriginTool, Sequence: seq}}
 	s.tools[seq] = t
 	s.execs[seq] = t.x
+	if s.holding == nil {
+		s.holding = map[uint64]*toolCall{}
+	}
+	s.holding[seq] = t
 	decl, binding := s.declLocked(c.Environment)
 	if c.EnvironmentSequence != 0 && c.EnvironmentSequence != binding {
 		// The loop pinned the call to an incarnation that is gone: it runs
@@ -257,6 +263,8 @@ func (s *sess) onReceipt(t *toolCall, r envapi.Receipt, err error) {
 	t.executing = false
 	if t.closed {
 		t.cancel(nil)
+		s.freeToolLocked(t)
+		s.maybeEvictLocked(false)
 		return
 	}
 	if err != nil {
@@ -363,8 +371,7 @@ func (s *sess) toolStopped(t *toolCall) {
 	s.deliverCancel(op)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	close(t.settled)
-	s.toolReleasedLocked(t.seq)
+	s.settleLocked(t)
 	s.inflight--
 	s.maybeEvictLocked(false)
 }
@@ -439,21 +446,17 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 	}
 	delete(s.tools, t.seq)
 	delete(s.execs, t.seq)
-	if !cancelling {
-		s.toolReleasedLocked(t.seq)
-	}
 	if !t.syncOver() {
 		close(t.syncDone)
 	}
 	if !cancelling {
-		close(t.settled)
+		s.settleLocked(t)
 	}
 	if err != nil {
 		if cancelling {
 			// The cancel's start is not durable, so no cancel is sent:
 			// the call is settled now.
-			s.toolReleasedLocked(t.seq)
-			close(t.settled)
+			s.settleLocked(t)
 		}
 		return 0, false
 	}
@@ -465,6 +468,29 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 		return first + 1, true
 	}
 	return first, true
+}
+
+// settleLocked notes that a closed tool's cancel, if any, is done.
+func (s *sess) settleLocked(t *toolCall) {
+	if t.isSettled {
+		return
+	}
+	t.isSettled = true
+	close(t.settled)
+	s.freeToolLocked(t)
+}
+
+// freeToolLocked notes that a tool's execution resources are released
+// once it is closed, its cancel (if any) is answered and its execute is no
+// longer in flight, and sends the turn-end cleanups that waited only for
+// it.
+func (s *sess) freeToolLocked(t *toolCall) {
+	if t.freed || !t.closed || !t.isSettled || t.executing {
+		return
+	}
+	t.freed = true
+	delete(s.holding, t.seq)
+	s.toolReleasedLocked(t.seq)
 }
 
 // returnLocked ends a tool's synchronous phase without finishing it.

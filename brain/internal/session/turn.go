@@ -374,10 +374,11 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 }
 
 // turnRelease is the turn-end cleanup of one turn, waiting for the tools
-// the turn started and left unfinished.
+// the turn started whose execution resources are not yet released (see
+// freeToolLocked).
 type turnRelease struct {
 	turn    uint64
-	waiting map[uint64]bool // open tool calls of the turn
+	waiting map[uint64]bool // tool calls of the turn still holding resources
 }
 
 // releaseAfterTurnLocked arranges call {name: on_turn_end, input:
@@ -399,8 +400,8 @@ func (s *sess) releaseAfterTurnLocked(a *activation) {
 		return
 	}
 	r := &turnRelease{turn: a.turn, waiting: map[uint64]bool{}}
-	for seq, t := range s.tools {
-		if t.x.act == a && !t.closed {
+	for seq, t := range s.holding {
+		if t.x.act == a {
 			r.waiting[seq] = true
 		}
 	}
@@ -413,8 +414,8 @@ func (s *sess) releaseAfterTurnLocked(a *activation) {
 	s.releases = append(s.releases, r)
 }
 
-// toolReleasedLocked notes that tool seq is closed and sends the turn-end
-// cleanups that waited only for it.
+// toolReleasedLocked notes that the execution resources of tool seq are
+// released and sends the turn-end cleanups that waited only for it.
 func (s *sess) toolReleasedLocked(seq uint64) {
 	kept := s.releases[:0]
 	for _, r := range s.releases {
@@ -430,18 +431,36 @@ func (s *sess) toolReleasedLocked(seq uint64) {
 
 // sendReleaseLocked sends a turn's cleanup calls in the background; the
 // caller took s.inflight and one count of the engine's wait group.
+// End waits for the cleanups sent (s.releasing) before it detaches.
 func (s *sess) sendReleaseLocked(r *turnRelease) {
+	if s.releasing == 0 {
+		s.releaseIdle = make(chan struct{})
+	}
+	s.releasing++
 	go func() {
 		defer s.e.work.Done()
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		// An ending session detaches its environments instead.
-		if s.st != nil && s.st.Status != api.StatusEnding && s.st.Status != api.StatusEnded {
-			for _, name := range s.envNamesLocked(envReady) {
-				if method := s.st.Envs[name].OnTurnEnd; method != "" {
-					s.envOpLocked(s.e.base, name, envapi.Call(method, mustJSON(ref{Sequence: r.turn})), nil)
-				}
+		var names []string
+		if s.st != nil {
+			names = s.envNamesLocked(envReady)
+		}
+		for _, name := range names {
+			// Each call releases the lock while it is delivered: an
+			// ending (or deleted) session detaches its environments
+			// instead, and an environment no longer ready is not called.
+			if s.st == nil || s.st.Status == api.StatusEnding || s.st.Status == api.StatusEnded {
+				break
 			}
+			es := s.st.Envs[name]
+			if es == nil || es.State != envReady || es.OnTurnEnd == "" {
+				continue
+			}
+			s.envOpLocked(s.e.base, name, envapi.Call(es.OnTurnEnd, mustJSON(ref{Sequence: r.turn})), nil)
+		}
+		s.releasing--
+		if s.releasing == 0 {
+			close(s.releaseIdle)
 		}
 		s.inflight--
 		s.maybeEvictLocked(false)
