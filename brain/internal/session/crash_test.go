@@ -63,6 +63,14 @@ func TestCrashChild(t *testing.T) {
 		if _, err := h.engine.Submit(ctx, id, api.UserInput{Message: msg}); err != nil {
 			t.Fatal(err)
 		}
+	case "release":
+		h.envs.behaviour["box"] = "releasehang"
+		if _, err := h.engine.Create(ctx, id, req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "hi"}); err != nil {
+			t.Fatal(err)
+		}
 	case "create":
 		h.envs.behaviour["box"] = "hangops"
 		_, _ = h.engine.Create(ctx, id, req)
@@ -186,6 +194,33 @@ func TestCrashDuringToolCall(t *testing.T) {
 	if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "after"}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A restart during a turn-end release interrupts no turn: the release is
+// closed as an ambiguous failure, and an observation reported after the
+// restart wakes the loop as before it.
+func TestCrashDuringRelease(t *testing.T) {
+	dir, id := t.TempDir(), NewSessionID()
+	crash(t, dir, "release", id, "call")
+	h := openHarness(t, dir, Config{}, map[string]string{"box": "echo"})
+	sum, err := h.engine.Summary(context.Background(), id)
+	if err != nil || sum.Status != api.StatusIdle {
+		t.Fatalf("summary %+v %v", sum, err)
+	}
+	recs := h.records(id)
+	k := kinds(recs)
+	if k[len(k)-1] != api.KindEnvironmentCallFailed || strings.Contains(strings.Join(k, ","), kindSessionInterrupted) {
+		t.Fatalf("records = %v, want the release closed and no interruption", k)
+	}
+	if f := decode[api.Failure](t, recs[len(recs)-1].Data); f.Code != api.FailureInterrupted || !f.Ambiguous {
+		t.Fatalf("environment_call_failed = %+v", f)
+	}
+	seq, err := h.engine.Report(context.Background(), id, api.EnvironmentRef{Name: "box", Sequence: 1}, Report{Type: ReportResult,
+		Output: json.RawMessage(`{"content":"after the restart"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitEvent(id, seq, api.KindActivationStarted)
 }
 
 func TestCrashDuringCreateAndEnd(t *testing.T) {

@@ -47,7 +47,9 @@
 // pending and starts nothing itself (no automatic retry): the next
 // activation, woken by a newer actionable record or started by a message,
 // is handed them again. Engine.Interrupt records a private
-// _session_interrupted (so does a restart that closed open work): from it
+// _session_interrupted (so does a restart that closed a turn or a tool
+// call; one that closed only environment operations, such as a turn-end
+// release, does not): from it
 // until the next turn_started no activation starts without a message, also
 // after the session is passivated or the process restarts.
 // The loop and tools reach Brain through one service table (Services); the

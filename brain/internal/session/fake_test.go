@@ -83,6 +83,15 @@ func (f *fakeEnvs) lifecycle(ctx context.Context, op Operation) (envapi.Receipt,
 		if op.Request.Type == envapi.RequestSetup {
 			return envapi.AcceptedOnTurnEnd("release"), nil
 		}
+	case "releasehang":
+		// Setup asks for a turn-end release, which never answers.
+		if op.Request.Type == envapi.RequestSetup {
+			return envapi.AcceptedOnTurnEnd("release"), nil
+		}
+		if op.Request.Type == envapi.RequestCall {
+			<-ctx.Done()
+			return envapi.Receipt{}, ctx.Err()
+		}
 	case "hangops":
 		select {
 		case <-f.hold:

@@ -113,10 +113,17 @@ func (s *sess) recoverLocked() error {
 	if len(recs) == 0 {
 		return nil
 	}
-	// A restart interrupts: no automatic activation until the next
-	// explicit message (a session that fails or ends here has none
-	// anyway). The rule goes first, before what it closes.
-	if st.Status != api.StatusCreating && st.Status != api.StatusEnding && !st.Interrupted {
+	// A restart that interrupts the loop's work (its turn, or a tool it
+	// started) stops automatic activations until the next explicit
+	// message (a session that fails or ends here has none anyway); one
+	// that closes only environment operations, such as a turn-end
+	// release, interrupts nothing of the loop's. The rule goes first,
+	// before what it closes.
+	interrupts := st.Turn != 0 || st.Activation != 0
+	for _, o := range st.Open {
+		interrupts = interrupts || o.Prefix == "tool_call"
+	}
+	if interrupts && st.Status != api.StatusCreating && st.Status != api.StatusEnding && !st.Interrupted {
 		recs = append([]journal.Record{rec(kindSessionInterrupted, struct{}{})}, recs...)
 	}
 	_, err := s.commitLocked(recs...)
