@@ -133,7 +133,10 @@ func (c *Ctx) Environments(ctx context.Context, req envapi.ControlRequest) (json
 }
 
 func (c *Ctx) contextCall(ctx context.Context, method string, input any) (json.RawMessage, error) {
-	if c.closed.Load() {
+	// The context closes when the operation returns, and as soon as it is
+	// stopped (cancelled, past its deadline), even while the provider's
+	// code is still running.
+	if c.closed.Load() || c.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
 	if c.opGrant == nil {

@@ -44,7 +44,9 @@
 // type (DecodeConfiguration: strict JSON plus validator tags, failing with
 // invalid_configuration), calls the operation's controller services
 // (Environments, Emit, EmitResult) and hands out the binding's Reporter,
-// which may be kept after the operation returns.
+// which may be kept after the operation returns. Those controller services
+// close when the operation returns or is stopped (cancelled, past its
+// deadline): after that they fail with ErrClosed and send nothing.
 //
 // # How Execute is answered
 //
@@ -68,6 +70,9 @@
 //     Options.StopGrace of the stop, the handler answers without it.
 //   - Any other error, or a panic, is the failure environment_failed; the
 //     server keeps serving.
+//   - A receipt that does not encode as one Brain decodes (an output that is
+//     not JSON, a failure code that is not an identifier) is answered as the
+//     failure invalid_output, and is never finished.
 //   - An execute whose (session, environment, sequence) was already
 //     dispatched to this handler is answered unknown and not run again.
 //   - A cancel that overtakes its execute (Brain sends each once, and two

@@ -187,7 +187,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The operation's context continues Brain's trace: a provider's spans
 	// started from c.Context() join it.
 	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	receipt := h.run(ctx, op)
+	receipt := wellFormed(h.run(ctx, op))
 	h.log.Info("operation", "session", op.SessionID, "environment", op.Environment,
 		"sequence", op.Sequence, "request", op.Request.Type, "receipt", receipt.Type, "code", receipt.Code)
 	writeJSON(w, http.StatusOK, envapi.NewResponse(op.Sequence, receipt))
@@ -463,6 +463,9 @@ func (h *handler) complete(x *Execution, r envapi.Receipt) envapi.Receipt {
 	default:
 		return envapi.Failure(envapi.CodeEnvironmentFailed, fmt.Sprintf("provider answered an invalid receipt type %q", r.Type), false, nil)
 	}
+	if r = wellFormed(r); r.Type == envapi.ReceiptFailure {
+		return r
+	}
 	if r.Type != envapi.ReceiptResult || !x.Invocation.Granted(envapi.MethodFinish) || x.Invocation.Finished() {
 		return r
 	}
@@ -482,4 +485,19 @@ func finishContext(deadline time.Time) (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), time.Minute)
 	}
 	return context.WithDeadline(context.Background(), deadline)
+}
+
+// wellFormed answers r when it encodes to a receipt Brain decodes, and
+// otherwise a failure naming what is wrong with it, so that a receipt the
+// provider built wrong (an output that is not JSON, a code that is not an
+// identifier) never becomes an empty or undecodable answer.
+func wellFormed(r envapi.Receipt) envapi.Receipt {
+	data, err := json.Marshal(r)
+	if err == nil {
+		_, err = envapi.DecodeReceipt(data)
+	}
+	if err != nil {
+		return envapi.Failure(envapi.CodeInvalidOutput, fmt.Sprintf("the provider answered a malformed %s receipt: %v", r.Type, err), false, nil)
+	}
+	return r
 }

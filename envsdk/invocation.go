@@ -99,10 +99,18 @@ func (i *Invocation) Returned(ctx context.Context, o *envapi.Outcome) (uint64, e
 // Finish completes the Tool with o (nil: no new result). It is attempted
 // exactly once: a second call fails with ErrFinished, and when the
 // acknowledgement does not arrive the error wraps ErrAckLost — the outcome
-// may or may not be committed, and it must not be sent again.
+// may or may not be committed, and it must not be sent again. An outcome
+// that does not encode as JSON fails before anything is sent, and Finish
+// may then be called again.
 func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, error) {
 	if i == nil || !i.grant.Allows(envapi.MethodFinish) {
 		_, err := i.raw(ctx, envapi.MethodFinish, nil)
+		return 0, err
+	}
+	// An outcome that does not encode is refused before anything is sent:
+	// that is no lost acknowledgement, and finish stays available.
+	in, err := marshalInput(optionalOutcome(o))
+	if err != nil {
 		return 0, err
 	}
 	i.mu.Lock()
@@ -112,7 +120,7 @@ func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, err
 	}
 	i.finished = true
 	i.mu.Unlock()
-	raw, err := i.raw(ctx, envapi.MethodFinish, optionalOutcome(o))
+	raw, err := i.raw(ctx, envapi.MethodFinish, in)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrAckLost, err)
 	}

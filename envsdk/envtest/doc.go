@@ -19,7 +19,8 @@
 //     {"sequence": N};
 //   - an operation's controller context,
 //     POST /v1/sessions/{sid}/environments/{env}/operations/{seq}/context,
-//     with the methods environments, emit and result.
+//     with the methods environments, emit and result (which takes an
+//     observation {observation, content?}, as on the reporter).
 //
 // Every request is recorded, in arrival order, as a Call (see Calls,
 // CallsFor and WaitFor), rejected ones included. Faults can be injected per

@@ -49,6 +49,18 @@ func (b *Brain) process(c Call) answer {
 		}
 		return b.commit()
 	case envapi.MethodResult:
+		if c.Kind == KindContext {
+			// A controller context's result is an actionable observation
+			// {observation, content?}, as on the reporter.
+			var out envapi.ReporterOutput
+			if err := envapi.Strict(c.Input, &out); err != nil {
+				return invalid(http.StatusUnprocessableEntity, "invalid_request", err)
+			}
+			if err := envapi.ValidateObservation(&out.Observation); err != nil {
+				return invalid(http.StatusUnprocessableEntity, "invalid_request", err)
+			}
+			return b.commit()
+		}
 		if _, err := envapi.DecodeOutcome(c.Input); err != nil {
 			return invalid(http.StatusUnprocessableEntity, "invalid_request", err)
 		}
