@@ -66,10 +66,29 @@ func executePastDeadline(p *probe, role, what string) (d Descriptor, c *envtest.
 	if rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeTimeout {
 		p.fatal(ruleTimeout, ex, "%s, past its deadline_ms %d, answered %q %s after %v, want failure %s (the first stop cause)", what, ms, rc.Type, rc.Code, ex.Answered.Sub(ex.Sent).Round(time.Millisecond), envapi.CodeTimeout)
 	}
+	// The provider received the command after it was sent, so its
+	// deadline cannot have passed before Sent + deadline_ms.
+	if elapsed := ex.Answered.Sub(ex.Sent); elapsed < p.o.Deadline {
+		p.fail(ruleRemaining, ex, "%s answered timeout after %v, before its deadline_ms %d had passed", what, elapsed.Round(time.Millisecond), ms)
+	}
 	return d, c, cmd, ex, rc
 }
 
+// withinDeadline runs the echo with a deadline_ms far longer than it
+// needs (the case's own time bound) and fails the case unless it
+// completes.
+func withinDeadline(p *probe) {
+	d := p.descriptor(RoleEcho)
+	c := p.setup()
+	p.teardownLater(c)
+	ms := p.o.Timeout.Milliseconds()
+	if _, ex, _, err := p.toolCmd(c.Execute(d.Implementation, d.Input, envtest.Millis(ms)), d); err != nil {
+		p.fatal(ruleRemaining, ex, "an echo with deadline_ms %d, far more than it needs: %v", ms, err)
+	}
+}
+
 func deadlineTimeout(p *probe) {
+	withinDeadline(p)
 	d, c, cmd, ex, _ := executePastDeadline(p, RoleSleep, "an execute")
 	p.watchLate(ruleTimeout, c, cmd.Operation.Sequence, d, ex, "after answering timeout")
 }

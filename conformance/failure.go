@@ -24,17 +24,21 @@ func (p *probe) wantUnsupported(ex *exchange, what string) {
 func failureUnknownRequest(p *probe) {
 	c := p.setup()
 	p.teardownLater(c)
-	cmd := c.Next(envapi.Request{Type: "conformance_no_such_request"})
-	ex := p.send(cmd)
-	if ex.Status == http.StatusBadRequest {
-		return // refused as malformed: allowed
-	}
-	if err := valid(ex); err != nil {
-		p.fail(ruleUnknownReq, ex, "a request of an unknown type: %v", err)
-		return
-	}
-	if rc := ex.receipt(); rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeUnsupported {
-		p.fail(ruleUnknownReq, ex, "a request of an unknown type answered %q %s, want 400 or failure %s", rc.Type, rc.Code, envapi.CodeUnsupported)
+	// turn and invoke were operations of older protocols; they are not
+	// environment operations.
+	for _, typ := range []envapi.RequestType{"conformance_no_such_request", "turn", "invoke"} {
+		cmd := c.Next(envapi.Request{Type: typ})
+		ex := p.send(cmd)
+		if ex.Status == http.StatusBadRequest {
+			continue // refused as malformed: allowed
+		}
+		if err := valid(ex); err != nil {
+			p.fail(ruleUnknownReq, ex, "a request of type %q: %v", typ, err)
+			continue
+		}
+		if rc := ex.receipt(); rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeUnsupported {
+			p.fail(ruleUnknownReq, ex, "a request of type %q answered %q %s, want 400 or failure %s", typ, rc.Type, rc.Code, envapi.CodeUnsupported)
+		}
 	}
 }
 

@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
@@ -91,14 +94,36 @@ func (e *exchange) receipt() envapi.Receipt {
 
 func (p *probe) report(fatal bool, r rule, ex *exchange, format string, args ...any) {
 	p.t.Helper()
-	msg := fmt.Sprintf(format, args...) + "\n  rule: " + string(r)
+	msg := printable(fmt.Sprintf(format, args...)) + "\n  rule: " + string(r)
 	if ex != nil {
-		msg += "\n  exchange: " + ex.String()
+		msg += "\n  exchange: " + printable(ex.String())
 	}
 	if fatal {
 		p.t.Fatalf("%s", msg)
 	}
 	p.t.Errorf("%s", msg)
+}
+
+// printable escapes what a provider's answer could use to rewrite a
+// terminal or a log viewer (control characters other than newline and tab,
+// and bytes that are not UTF-8), so that a report shows the answer as it
+// was without acting on it.
+func printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n' || r == '\t' || !unicode.IsControl(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 func (p *probe) fail(r rule, ex *exchange, format string, args ...any) {

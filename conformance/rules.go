@@ -19,11 +19,12 @@ const (
 	ruleLostAck    rule = `callbacks are never retried: when finish was sent but its acknowledgement was lost, the outcome may have been committed, so the execute answers unknown and finish is not sent again`
 	ruleGranted    rule = `an execution calls only the methods its callback grant lists`
 	ruleTimeout    rule = `an execute whose deadline_ms passes answers failure timeout within the grace the profile allows after the deadline, and its work stops: it never completes ok afterwards`
+	ruleRemaining  rule = `deadline_ms is the time that remains, in milliseconds, not a timestamp: an execute whose work ends well within its deadline_ms completes as it would without one, and timeout is answered only once deadline_ms has passed`
 	ruleCancel     rule = `a cancel {target_sequence} of a running execute makes that execute answer failure cancelled, and its work stops: it never completes ok afterwards`
 	ruleShared     rule = `concurrent first executes on one binding all succeed and share the binding's one allocation: the provider allocates once per binding, never once per caller`
 	ruleIsolation  rule = `bindings are isolated: an execute on one binding never observes state written on another`
 	ruleUnsupport  rule = `an execute of a descriptor, or a call of a method, the provider does not support answers failure unsupported without running anything`
-	ruleUnknownReq rule = `a request of a type the provider does not know is refused: either 400 or a failure receipt with code unsupported`
+	ruleUnknownReq rule = `a request of a type the provider does not know is refused: either 400 or a failure receipt with code unsupported; turn and invoke are not environment operations and are refused the same way`
 	ruleFailure    rule = `a failure receipt is {"type":"failure","code":<identifier>,"message":<1..4096 bytes>,"retryable":<boolean>,"details"?:<JSON>} and nothing else; retryable is always present`
 	ruleReporter   rule = `a provider posts observations to the binding's reporter grant ({type:"event",event_type,data} or {type:"result",output:{observation,content?}}) with the grant's bearer token, and Brain accepts them`
 	ruleLoss       rule = `a binding whose resource was lost (for example by a provider restart) reports the loss with a failure; it never allocates a replacement silently`
