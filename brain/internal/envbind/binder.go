@@ -240,8 +240,21 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 	if err != nil {
 		return envapi.Receipt{}, fmt.Errorf("environment %s: encode operation %d: %w", op.Environment, op.Sequence, err)
 	}
+	// What the provider answers is journaled: the credential and the
+	// tokens it was sent never come back through it.
+	hide := redactor{credential}
+	if g := wire.Request.Callback; g != nil {
+		hide = append(hide, g.Token)
+	}
+	if g := wire.Context; g != nil {
+		hide = append(hide, g.Token)
+	}
+	if g := wire.Reporter; g != nil {
+		hide = append(hide, g.Token)
+	}
 	ctx, end := b.traceOperation(ctx, op)
 	receipt, err := b.post(ctx, endpoint, credential, op, body)
+	receipt, err = hide.receipt(receipt), hide.error(err)
 	end(receipt, err)
 	return receipt, err
 }

@@ -25,6 +25,10 @@
 // HTTPS or loopback HTTP. When no route matches, Config.BaseURL and
 // Config.APIKey (BRAIN_ENVIRONMENT_BASE_URL, BRAIN_ENVIRONMENT_API_KEY) are
 // the default route. The credential is sent as "Authorization: Bearer".
+// What the provider answers (a receipt's message, details, data and
+// output, or a delivery error) is journaled, so the credential and the
+// tokens the operation carried are replaced by "[redacted]" wherever the
+// answer quotes them.
 //
 // # Delivery
 //

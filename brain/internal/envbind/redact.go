@@ -1,0 +1,144 @@
+package envbind
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// redacted replaces a secret found in what a provider answered.
+const redacted = "[redacted]"
+
+// redactor removes secrets an operation carried (the credential, the
+// invocation, context and reporter tokens) from the provider's answer and
+// from delivery errors, which are journaled, logged and answered.
+type redactor []string
+
+func (r redactor) string(s string) string {
+	for _, v := range r {
+		if v != "" {
+			s = strings.ReplaceAll(s, v, redacted)
+		}
+	}
+	return s
+}
+
+func (r redactor) contains(s string) bool {
+	for _, v := range r {
+		if v != "" && strings.Contains(s, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// json answers raw with the secrets removed from its strings (keys and
+// values); raw is returned unchanged when it holds none.
+func (r redactor) json(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || !r.mayQuote(raw) {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return raw
+	}
+	v, changed := r.value(v)
+	if !changed {
+		return raw
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`null`)
+	}
+	return out
+}
+
+// mayQuote reports whether raw may hold a secret: as its bytes, or, when
+// raw has escapes, written with escapes (a secret of characters a JSON
+// encoder may escape). Answers without secrets, nearly all, are then not
+// decoded.
+func (r redactor) mayQuote(raw []byte) bool {
+	escapes := bytes.IndexByte(raw, '\\') >= 0
+	for _, v := range r {
+		if v == "" {
+			continue
+		}
+		if bytes.Contains(raw, []byte(v)) || escapes && !plain(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// plain reports whether no JSON encoder escapes any character of s:
+// printable ASCII other than the quote, the backslash, the slash and the
+// characters escaped for HTML.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || strings.IndexByte(`"\/<>&`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (r redactor) value(v any) (any, bool) {
+	switch x := v.(type) {
+	case string:
+		if r.contains(x) {
+			return r.string(x), true
+		}
+	case []any:
+		changed := false
+		for i, e := range x {
+			var c bool
+			if x[i], c = r.value(e); c {
+				changed = true
+			}
+		}
+		return x, changed
+	case map[string]any:
+		changed := false
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			e, c := r.value(e)
+			if r.contains(k) {
+				k, c = r.string(k), true
+			}
+			changed = changed || c
+			out[k] = e
+		}
+		return out, changed
+	}
+	return v, false
+}
+
+func (r redactor) receipt(rc envapi.Receipt) envapi.Receipt {
+	rc.Message = r.string(rc.Message)
+	rc.Details = r.json(rc.Details)
+	rc.Data = r.json(rc.Data)
+	rc.Output = r.json(rc.Output)
+	return rc
+}
+
+// redactedError is a delivery error whose message had secrets removed;
+// it still matches what it wraps (errors.Is).
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func (r redactor) error(err error) error {
+	if err == nil || !r.contains(err.Error()) {
+		return err
+	}
+	return &redactedError{msg: r.string(err.Error()), err: err}
+}

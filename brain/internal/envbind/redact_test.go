@@ -1,0 +1,47 @@
+package envbind
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestRedactorJSON: a secret is removed wherever an answer quotes it, as
+// its bytes or written with JSON escapes; an answer without one comes back
+// byte for byte.
+func TestRedactorJSON(t *testing.T) {
+	r := redactor{"tok_0123456789abcdef", "p<a>ss&\"w/rd"}
+	for _, c := range []struct {
+		name, raw string
+		changed   bool
+	}{
+		{"no secret, escapes", `{"out":"line\nnext","n":1.50}`, false},
+		{"no secret, plain", `{"out":"hello"}`, false},
+		{"token as a value", `{"echo":"Bearer tok_0123456789abcdef"}`, true},
+		{"token as a key", `{"tok_0123456789abcdef":1}`, true},
+		{"credential escaped for HTML", `["p\u003ca\u003ess\u0026\"w/rd"]`, true},
+		{"credential with an escaped slash", `"p<a>ss&\"w\/rd"`, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := r.json(json.RawMessage(c.raw))
+			if !c.changed {
+				if string(out) != c.raw {
+					t.Fatalf("answer without a secret = %s, want %s unchanged", out, c.raw)
+				}
+				return
+			}
+			if !json.Valid(out) || !strings.Contains(string(out), redacted) {
+				t.Fatalf("redacted %s = %s", c.raw, out)
+			}
+			var v any
+			_ = json.Unmarshal(out, &v)
+			decoded := fmt.Sprint(v)
+			for _, s := range r {
+				if strings.Contains(string(out), s) || strings.Contains(decoded, s) {
+					t.Fatalf("%s still holds %q: %s", c.raw, s, out)
+				}
+			}
+		})
+	}
+}
