@@ -142,6 +142,15 @@ func (x *execution) Environments(ctx context.Context, raw json.RawMessage) (json
 	if s.st == nil {
 		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
 	}
+	// The execution's authority is checked where its request runs: it
+	// may have completed, or (a controller context) its binding may have
+	// been replaced, since the call was admitted.
+	if err := x.liveLocked(envapi.MethodEnvironments); err != nil {
+		return nil, err
+	}
+	if err := x.openLocked(); err != nil {
+		return nil, err
+	}
 	return s.controlLocked(ctx, controller{bounded: true, grants: x.grants, own: x.ownEnvLocked()}, req)
 }
 
@@ -322,6 +331,19 @@ func (s *sess) createEnvLocked(ctx context.Context, c controller, req envapi.Con
 	if es := s.st.Envs[req.Name]; es != nil && es.State != envDeleted {
 		return nil, fmt.Errorf("%w: environment %s exists", ErrWrongState, req.Name)
 	}
+	// A name keeps what it named: a declared environment's name (deleted
+	// or not) is never taken over, and a deleted instance's name only by a
+	// new instance of the same template. Tools placed on the name, grants
+	// naming it and the agentloop's environment would otherwise reach
+	// another provider under the old name.
+	for _, d := range s.st.Config.Environments {
+		if d.Name == req.Name {
+			return nil, fmt.Errorf("%w: environment %s is declared by the session", ErrWrongState, req.Name)
+		}
+	}
+	if es := s.st.Envs[req.Name]; es != nil && es.Template != tmpl.Name {
+		return nil, fmt.Errorf("%w: environment name %s was used by an instance of template %s", ErrWrongState, req.Name, es.Template)
+	}
 	instances := 1 // the template itself counts
 	for _, es := range s.st.Envs {
 		if es.Template == tmpl.Name && es.State != envDeleted {
@@ -361,6 +383,12 @@ func (s *sess) deleteEnvLocked(ctx context.Context, c controller, ref *envapi.En
 	if err := c.require(s, ref.Name, PermDelete, ""); err != nil {
 		return nil, err
 	}
+	if seq := s.lifecycleOpenLocked(ref.Name); seq != 0 {
+		// A teardown now would race the operation in flight (a setup
+		// ending after it would bring the binding back as ready), or
+		// be a second teardown.
+		return nil, fmt.Errorf("%w: environment %s has operation %d in flight", ErrWrongState, ref.Name, seq)
+	}
 	switch {
 	case es.State == envDeleted:
 	case !es.SetUp:
@@ -380,6 +408,20 @@ func (s *sess) deleteEnvLocked(ctx context.Context, c controller, ref *envapi.En
 		}
 	}
 	return json.Marshal(s.viewLocked(ref.Name))
+}
+
+// lifecycleOpenLocked answers the started sequence of a setup, detach or
+// teardown of environment name that has not ended yet, or 0.
+func (s *sess) lifecycleOpenLocked(name string) uint64 {
+	for seq, eff := range s.st.Open {
+		switch eff.Prefix {
+		case "environment_setup", "environment_detach", "environment_teardown":
+			if eff.Environment == name {
+				return seq
+			}
+		}
+	}
+	return 0
 }
 
 // callLocked runs a journaled environment call on the binding ref.
@@ -414,6 +456,12 @@ func (s *sess) callLocked(ctx context.Context, c controller, ref api.Environment
 			if err := s.canReplaceLocked(c, ref.Name, method); err != nil {
 				return nil, err
 			}
+			// Execution stays idle until the replacement is recorded.
+			s.replacing++
+			defer func() {
+				s.replacing--
+				s.scheduleWakeLocked()
+			}()
 		}
 		if schema, err := s.e.schemas.get(m.InputSchema); err == nil {
 			if err := schema.Validate(input); err != nil {
@@ -471,8 +519,8 @@ func (s *sess) canReplaceLocked(c controller, env, method string) error {
 			return fmt.Errorf("%w: %s replaces environment %s, which an extension cannot replace from inside it (its own or the agentloop's)", ErrNotGranted, method, env)
 		}
 	}
-	if s.act != nil || len(s.tools) > 0 {
-		return fmt.Errorf("%w: %s replaces environment %s and needs idle execution (an activation or a tool is running)", ErrWrongState, method, env)
+	if s.act != nil || len(s.tools) > 0 || s.replacing > 0 {
+		return fmt.Errorf("%w: %s replaces environment %s and needs idle execution (an activation, a tool or another replacement is running)", ErrWrongState, method, env)
 	}
 	return nil
 }

@@ -111,6 +111,7 @@ type sess struct {
 	creds       map[string]string // environment credentials read from Secrets
 	evicted     bool
 	deleting    bool  // a Delete is tearing the session's environments down
+	replacing   int   // calls of methods with effect "replace" in flight: no activation starts
 	epoch       int64 // the lease this node runs the session under (Config.Ownership)
 	inflight    int   // effects delivered outside the lock (tool cancels)
 	// pending are records folded into st but not yet appended: they ride

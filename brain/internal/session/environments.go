@@ -40,6 +40,10 @@ type Operation struct {
 	// Tool is the name of the tool an execute runs (empty for loops and
 	// other operations); host environments invoke tools by name.
 	Tool string
+
+	// credErr is why the credential could not be read; the operation is
+	// then not delivered.
+	credErr error
 }
 
 // Environments delivers environment operations. Deliver sends its

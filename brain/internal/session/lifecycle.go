@@ -262,7 +262,7 @@ func (s *sess) envOpErrLocked(ctx context.Context, name string, req envapi.Reque
 	}
 	op := s.operationLocked(ctx, decl, binding, seq, req, nil)
 	s.mu.Unlock()
-	receipt, derr := s.e.cfg.Environments.Deliver(context.WithoutCancel(ctx), op)
+	receipt, derr := s.e.deliver(context.WithoutCancel(ctx), op)
 	s.mu.Lock()
 	s.closeControllerLocked(seq)
 	if derr != nil {
@@ -328,13 +328,19 @@ func (s *sess) operationLocked(ctx context.Context, decl api.Environment, bindin
 		owner, template = es.Template, es.Template
 	}
 	cred, ok := s.creds[owner]
+	var credErr error
 	if !ok {
-		b, _ := s.e.secrets.Get(ctx, s.id, SecretEnvironmentCredential(owner))
-		cred = string(b)
-		if s.creds == nil {
-			s.creds = map[string]string{}
+		b, err := s.e.secrets.Get(ctx, s.id, SecretEnvironmentCredential(owner))
+		if err != nil {
+			// Never sent without it, nor remembered as absent.
+			credErr = err
+		} else {
+			cred = string(b)
+			if s.creds == nil {
+				s.creds = map[string]string{}
+			}
+			s.creds[owner] = cred
 		}
-		s.creds[owner] = cred
 	}
 	grant, done := s.openControllerLocked(ctx, decl, binding, seq, b)
 	authorized := decl
@@ -355,7 +361,23 @@ func (s *sess) operationLocked(ctx context.Context, decl api.Environment, bindin
 		Authorized:  authorized,
 		Credential:  cred,
 		ContextDone: done,
+		credErr:     credErr,
 	}
+}
+
+// codeCredentialUnavailable is the failure of an operation that was not
+// sent because its environment's credential could not be read.
+const codeCredentialUnavailable = "credential_unavailable"
+
+// deliver sends op through the configured Environments, unless its
+// credential could not be read: then nothing is sent and the operation
+// fails (retryable) as if the provider had refused it.
+func (e *Engine) deliver(ctx context.Context, op Operation) (envapi.Receipt, error) {
+	if op.credErr != nil {
+		return envapi.Failure(codeCredentialUnavailable,
+			"the credential of environment "+op.Environment+" could not be read; the operation was not sent", true, nil), nil
+	}
+	return e.cfg.Environments.Deliver(ctx, op)
 }
 
 // End ends a session: it records session_end_started (no new messages are

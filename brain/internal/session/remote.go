@@ -64,7 +64,7 @@ func (s *sess) runRemote(a *activation, in api.TurnInput, name string) (api.Turn
 	op.CallbackDone, op.Execution = a.exec.done, a.exec
 	s.mu.Unlock()
 
-	receipt, err := s.e.cfg.Environments.Deliver(a.ctx, op)
+	receipt, err := s.e.deliver(a.ctx, op)
 
 	s.mu.Lock()
 	s.closeControllerLocked(a.seq)

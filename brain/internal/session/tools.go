@@ -236,7 +236,7 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	s.e.work.Add(1)
 	s.e.runners.run(func() {
 		defer s.e.work.Done()
-		receipt, err := s.e.cfg.Environments.Deliver(tctx, op)
+		receipt, err := s.e.deliver(tctx, op)
 		s.onReceipt(t, receipt, err)
 	})
 	return t
@@ -385,7 +385,7 @@ func (s *sess) deliverCancel(op Operation) {
 		bound = defaultCancelDelivery
 	}
 	ctx, stop := context.WithTimeout(context.WithoutCancel(s.e.base), bound)
-	receipt, err := s.e.cfg.Environments.Deliver(ctx, op)
+	receipt, err := s.e.deliver(ctx, op)
 	stop()
 	cancelSeq := op.Sequence
 	s.mu.Lock()

@@ -92,7 +92,7 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 	}
 	defer s.mu.Unlock()
 	switch {
-	case s.act != nil || s.st.Status == api.StatusRunning || s.st.Status == api.StatusCreating:
+	case s.act != nil || s.replacing > 0 || s.st.Status == api.StatusRunning || s.st.Status == api.StatusCreating:
 		return 0, nil, fmt.Errorf("session %s: %w", id, ErrBusy)
 	case s.st.Status != api.StatusIdle:
 		return 0, nil, fmt.Errorf("%w: session %s is %s", ErrWrongState, id, s.st.Status)
@@ -530,7 +530,7 @@ func (s *sess) interruptLocked() error {
 // scheduleWakeLocked arms the coalescing timer of an event-triggered
 // activation when committed results are pending and nothing runs.
 func (s *sess) scheduleWakeLocked() {
-	if s.wake != nil || s.act != nil || s.st == nil || s.st.Interrupted || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
+	if s.wake != nil || s.act != nil || s.replacing > 0 || s.st == nil || s.st.Interrupted || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
 		return
 	}
 	s.e.mu.Lock()
@@ -562,7 +562,7 @@ func (s *sess) fireWake() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.wake = nil
-	if s.evicted || s.act != nil || s.st.Interrupted || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
+	if s.evicted || s.act != nil || s.replacing > 0 || s.st.Interrupted || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
 		s.maybeEvictLocked(false)
 		return
 	}

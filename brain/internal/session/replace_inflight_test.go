@@ -1,0 +1,84 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// slowReset is an Environments whose call "reset" waits for gate; it
+// records every execute it receives and answers it at once.
+type slowReset struct {
+	started chan struct{}
+	gate    chan struct{}
+	mu      sync.Mutex
+	execs   []Operation
+}
+
+func (f *slowReset) Deliver(ctx context.Context, op Operation) (envapi.Receipt, error) {
+	switch op.Request.Type {
+	case envapi.RequestCall:
+		if op.Request.Name == "reset" {
+			close(f.started)
+			<-f.gate
+		}
+		return envapi.Result(json.RawMessage(`{}`)), nil
+	case envapi.RequestExecute:
+		f.mu.Lock()
+		f.execs = append(f.execs, op)
+		f.mu.Unlock()
+		return envapi.Result(mustJSON(envapi.OK(op.Request.Input))), nil
+	}
+	return envapi.Accepted(), nil
+}
+
+func (f *slowReset) executes() []Operation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Operation(nil), f.execs...)
+}
+
+// A method with effect "replace" needs idle execution for as long as it
+// runs: a message that arrives while the replace is in flight is refused
+// as busy, and nothing is executed on the incarnation being replaced.
+func TestReplaceKeepsExecutionIdleWhileInFlight(t *testing.T) {
+	ctx := context.Background()
+	envs := &slowReset{started: make(chan struct{}), gate: make(chan struct{})}
+	h := newHarness(t, Config{Environments: envs}, nil)
+	req := toolSession("echo")
+	req.Environments[0].Methods = replaceMethods
+	id := h.create(req)
+	reset := make(chan error, 1)
+	go func() {
+		_, err := h.engine.CallEnvironment(ctx, id, "box", "reset", json.RawMessage(`{}`))
+		reset <- err
+	}()
+	<-envs.started
+	sendCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := h.engine.Send(sendCtx, id, api.UserInput{Message: script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})})
+	close(envs.gate)
+	if err := <-reset; err != nil {
+		t.Fatalf("reset: %v", err)
+	}
+	if ops := envs.executes(); len(ops) != 0 {
+		t.Fatalf("a tool executed on box (binding %d) while box was being replaced", ops[0].Binding.Sequence)
+	}
+	if Code(err) != api.CodeConflict {
+		t.Fatalf("message while a replace runs = %v, want it refused as busy", err)
+	}
+	// Once the replace is over the session takes messages again, and the
+	// tool runs on the new incarnation.
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})}); err != nil {
+		t.Fatal(err)
+	}
+	replaced := ofKind(h.records(id), kindEnvironmentReplaced)
+	if ops := envs.executes(); len(replaced) != 1 || len(ops) != 1 || ops[0].Binding.Sequence != replaced[0].Sequence {
+		t.Fatalf("after the replace: %d executes, %d replacements", len(ops), len(replaced))
+	}
+}
