@@ -451,11 +451,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // Drain stops admitting work: mutations, new event streams and
-// /health/ready answer 503 from now on.
+// /health/ready answer 503 from now on. An interrupt is still accepted:
+// it stops work that the drain waits for.
 func (s *Server) Drain() { s.api.Drain() }
 
 // Close drains the server: it stops admitting work, waits until ctx ends
-// for admitted turns to finish and commit and for their answers to be
+// for admitted turns, tools still running after they returned and
+// turn-end cleanups to finish and commit and for their answers to be
 // recorded, then ends event streams, stops the listeners of Serve and
 // releases the storage. Environments keep reaching the routes while work
 // drains. When ctx ends first, remaining work is cancelled and its

@@ -84,8 +84,10 @@
 // answers 409; a claim an earlier process never answered answers 500
 // ambiguous. A refused busy submission, a refusal while draining and a
 // request the engine refuses as invalid before running it release the
-// claim, so the key is not consumed. Async (Prefer: respond-async) and
-// synchronous sends are separate operations.
+// claim, so the key is not consumed. While draining every mutation but an
+// interrupt (POST /v1/sessions/{id}/cancel) is refused with 503: an
+// interrupt stops work the drain waits for. Async (Prefer: respond-async)
+// and synchronous sends are separate operations.
 //
 // On the file store (an idem.Rider) the claims of sends ride the session
 // journal (idem.Store.ClaimRiding): a synchronous send's claim is carried

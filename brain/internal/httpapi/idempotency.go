@@ -53,7 +53,13 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 		WriteError(w, err)
 		return
 	}
-	if !s.admit() {
+	admitted := s.admit()
+	if !admitted && scope == ScopeCancel {
+		// An interrupt stops work rather than adding any: it still
+		// reaches the turns a drain waits for.
+		admitted = s.admitStop()
+	}
+	if !admitted {
 		WriteError(w, errDraining)
 		return
 	}

@@ -337,6 +337,19 @@ func (s *Server) admit() bool {
 	return true
 }
 
+// admitStop registers a request that only stops work (an interrupt). It
+// is admitted while draining, until the drain ends the streams
+// (CloseStreams); each true answer must be followed by one call of done.
+func (s *Server) admitStop() bool {
+	s.opsMu.Lock()
+	defer s.opsMu.Unlock()
+	if s.stop.Err() != nil {
+		return false
+	}
+	s.ops++
+	return true
+}
+
 func (s *Server) done() {
 	s.opsMu.Lock()
 	defer s.opsMu.Unlock()
@@ -347,8 +360,8 @@ func (s *Server) done() {
 	}
 }
 
-// Drain stops admitting work: from now on mutations, new streams and
-// /health/ready answer 503.
+// Drain stops admitting work: from now on mutations other than
+// interrupts, new streams and /health/ready answer 503.
 func (s *Server) Drain() {
 	s.opsMu.Lock()
 	defer s.opsMu.Unlock()

@@ -96,7 +96,7 @@ func (e *Engine) Control(ctx context.Context, id string, req envapi.ControlReque
 	if write {
 		defer s.releaseWrite()
 	} else {
-		defer s.release()
+		defer s.releaseRead()
 	}
 	if err := s.lockLive(); err != nil {
 		return nil, err

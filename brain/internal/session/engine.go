@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -160,7 +161,8 @@ func New(cfg Config) (*Engine, error) {
 }
 
 // Close stops admitting work and waits for running activations and tools
-// until ctx ends; then it cancels what remains and waits for its records.
+// (also tools that returned and have not finished) until ctx ends; then
+// it cancels what remains and waits for its records.
 // It does not close the store.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
@@ -347,6 +349,18 @@ func (s *sess) release() {
 	s.mu.Unlock()
 }
 
+// releaseRead drops a read's hold. A read leaves an armed idle timer as
+// it is: the retention counts from the session's last work, and reads do
+// not keep a session in memory.
+func (s *sess) releaseRead() {
+	s.mu.Lock()
+	s.refs.Add(-1)
+	if s.idle == nil {
+		s.maybeEvictLocked(false)
+	}
+	s.mu.Unlock()
+}
+
 // quiescentLocked reports whether nothing runs for the session.
 func (s *sess) quiescentLocked() bool {
 	return s.act == nil && len(s.tools) == 0 && len(s.holding) == 0 && s.wake == nil && s.inflight == 0 && s.refs.Load() == 0
@@ -355,10 +369,13 @@ func (s *sess) quiescentLocked() bool {
 // ttlLocked is the session's idle retention: 0 release now, <0 keep.
 func (s *sess) ttlLocked() time.Duration {
 	if s.st != nil && s.st.Config != nil && s.st.Config.IdleTTLMs != nil {
-		if *s.st.Config.IdleTTLMs == 0 {
+		ms := *s.st.Config.IdleTTLMs
+		if ms == 0 || ms > int64(math.MaxInt64/time.Millisecond) {
+			// Zero keeps the session; so does an interval longer than a
+			// Duration holds.
 			return KeepIdle
 		}
-		return time.Duration(*s.st.Config.IdleTTLMs) * time.Millisecond
+		return time.Duration(ms) * time.Millisecond
 	}
 	return s.e.cfg.IdleTTL
 }

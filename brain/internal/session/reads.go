@@ -17,7 +17,7 @@ func (e *Engine) Summary(ctx context.Context, id string) (api.SessionSummary, er
 	if err != nil {
 		return api.SessionSummary{}, err
 	}
-	defer s.release()
+	defer s.releaseRead()
 	if err := s.lockLive(); err != nil {
 		return api.SessionSummary{}, err
 	}
@@ -54,7 +54,7 @@ func (e *Engine) Transcript(ctx context.Context, id string) (api.SessionTranscri
 	if err != nil {
 		return api.SessionTranscript{}, err
 	}
-	defer s.release()
+	defer s.releaseRead()
 	if err := s.lockLive(); err != nil {
 		return api.SessionTranscript{}, err
 	}
@@ -78,7 +78,7 @@ func (e *Engine) Events(ctx context.Context, id string, after uint64) (api.Event
 	if err != nil {
 		return api.EventPage{}, err
 	}
-	s.release()
+	s.releaseRead()
 	return e.readEvents(ctx, id, after)
 }
 

@@ -108,3 +108,50 @@ func TestReadsAndSubscriptionsDoNotActivate(t *testing.T) {
 		}
 	}
 }
+
+// Reads do not extend a session's idle retention: a session polled for
+// its summary, transcript and events more often than its idle_ttl_ms is
+// still released once that interval has passed after its turn.
+func TestReadsDoNotExtendIdleTTL(t *testing.T) {
+	h := newHarness(t, Config{}, nil)
+	ctx := context.Background()
+	const ttl = 400 * time.Millisecond
+	ms := ttl.Milliseconds()
+	id := h.create(api.CreateSessionRequest{IdleTTLMs: &ms})
+	waitActive(t, h.engine, 0)
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	for h.engine.Active() != 0 {
+		if since := time.Since(ended); since > 5*ttl {
+			t.Fatalf("session still in memory %v after its turn with idle_ttl_ms %d while being read", since, ms)
+		}
+		if _, err := h.engine.Summary(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.engine.Transcript(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.engine.Events(ctx, id, 0); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(ttl / 8)
+	}
+}
+
+// An idle_ttl_ms longer than a time.Duration can hold (here about 585
+// years) retains the session like any long interval; it does not wrap
+// around to a release after a fraction of a millisecond.
+func TestVeryLongIdleTTLRetains(t *testing.T) {
+	h := newHarness(t, Config{}, nil)
+	ms := int64(18446744073710)
+	id := h.create(api.CreateSessionRequest{IdleTTLMs: &ms})
+	if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := h.engine.Active(); n != 1 {
+		t.Fatalf("%d sessions in memory 100ms after a turn with idle_ttl_ms %d, want 1", n, ms)
+	}
+}

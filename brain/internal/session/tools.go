@@ -78,6 +78,18 @@ func (x *execution) Dispatch(ctx context.Context, calls []api.ToolInvocation) ([
 		s.mu.Unlock()
 		return nil, err
 	}
+	// The activation does not close while the dispatch runs (see
+	// activation.dispatchesDone).
+	x.act.dispatches++
+	defer func() {
+		s.mu.Lock()
+		x.act.dispatches--
+		if x.act.dispatches == 0 && x.act.dispatchIdle != nil {
+			close(x.act.dispatchIdle)
+			x.act.dispatchIdle = nil
+		}
+		s.mu.Unlock()
+	}()
 	conf := s.st.Config
 	var deadlineMs *int64
 	if d := s.e.cfg.Limits.MaxTool; d > 0 {
@@ -202,6 +214,9 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 		s.holding = map[uint64]*toolCall{}
 	}
 	s.holding[seq] = t
+	// An open tool is admitted work until its resources are released
+	// (freeToolLocked), also after it returned: Close drains it.
+	s.e.work.Add(1)
 	decl, binding := s.declLocked(c.Environment)
 	if c.EnvironmentSequence != 0 && c.EnvironmentSequence != binding {
 		// The loop pinned the call to an incarnation that is gone: it runs
@@ -491,6 +506,7 @@ func (s *sess) freeToolLocked(t *toolCall) {
 	t.freed = true
 	delete(s.holding, t.seq)
 	s.toolReleasedLocked(t.seq)
+	s.e.work.Done()
 }
 
 // returnLocked ends a tool's synchronous phase without finishing it.

@@ -40,6 +40,11 @@ type activation struct {
 	startedAt int64
 	turnSpan  trace.Span // nil when untraced
 	span      trace.Span
+	// dispatches counts the loop's Dispatch calls in flight (a remote
+	// loop's come through its callback, beside the execute); dispatchIdle
+	// is closed when it drops to zero. Guarded by sess.mu.
+	dispatches   int
+	dispatchIdle chan struct{}
 	// ride is the idempotency bookkeeping of a synchronous send whose
 	// claim rides the turn's commits (commits.Ride): its start records
 	// are deferred to the turn's first commit, and its answer is
@@ -214,12 +219,33 @@ func (s *sess) run(a *activation) {
 	if err == nil && a.ctx.Err() != nil {
 		err = context.Cause(a.ctx)
 	}
+	if a.ctx.Err() != nil {
+		// A stopped activation closes after the outcomes of the tools it
+		// was dispatching are recorded and their cancels answered.
+		<-s.dispatchesDone(a)
+	}
 	if cause := context.Cause(a.ctx); err != nil && cause != nil && !errors.Is(err, cause) {
 		// The loop failed because its activation was cancelled or timed
 		// out; record that cause.
 		err = fmt.Errorf("%w (%v)", cause, err)
 	}
 	s.finish(a, out, err)
+}
+
+// dispatchesDone answers a channel closed once no Dispatch of activation
+// a is in flight.
+func (s *sess) dispatchesDone(a *activation) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a.dispatches == 0 {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	if a.dispatchIdle == nil {
+		a.dispatchIdle = make(chan struct{})
+	}
+	return a.dispatchIdle
 }
 
 // callLoop runs the loop and turns a panic into an error.
