@@ -141,29 +141,35 @@ func (s *Session) sendOwned(ctx context.Context, input api.UserInput, opts []Cal
 		}
 		done <- ended{err: fmt.Errorf("client: session %s ended before turn %d did: %w", s.ID, rec.Sequence, errStreamEnded)}
 	}()
+	var r ended
 	select {
-	case r := <-done:
-		if r.err != nil {
-			return api.SessionSummary{}, r.err
-		}
-		if r.ev.EventType == api.KindTurnFailed {
-			var f api.Failure
-			if err := json.Unmarshal(r.ev.Data, &f); err != nil || f.Code == "" {
-				return api.SessionSummary{}, fmt.Errorf("client: turn %d failed with an unreadable failure: %s", rec.Sequence, r.ev.Data)
-			}
-			msg := f.Message
-			if msg == "" {
-				msg = f.Code
-			}
-			return api.SessionSummary{}, &api.ApiError{Code: f.Code, Message: msg, Retryable: f.Retryable, Details: f.Details}
-		}
-		return s.Refresh(detached)
+	case r = <-done:
 	case <-ctx.Done():
-		if err := s.Interrupt(detached); err != nil {
-			return api.SessionSummary{}, errors.Join(context.Cause(ctx), fmt.Errorf("client: interrupting turn %d: %w", rec.Sequence, err))
+		select {
+		case r = <-done:
+			// The turn ended as ctx did: it is answered, not interrupted.
+		default:
+			if err := s.Interrupt(detached); err != nil {
+				return api.SessionSummary{}, errors.Join(context.Cause(ctx), fmt.Errorf("client: interrupting turn %d: %w", rec.Sequence, err))
+			}
+			return api.SessionSummary{}, context.Cause(ctx)
 		}
-		return api.SessionSummary{}, context.Cause(ctx)
 	}
+	if r.err != nil {
+		return api.SessionSummary{}, r.err
+	}
+	if r.ev.EventType == api.KindTurnFailed {
+		var f api.Failure
+		if err := json.Unmarshal(r.ev.Data, &f); err != nil || f.Code == "" {
+			return api.SessionSummary{}, fmt.Errorf("client: turn %d failed with an unreadable failure: %s", rec.Sequence, r.ev.Data)
+		}
+		msg := f.Message
+		if msg == "" {
+			msg = f.Code
+		}
+		return api.SessionSummary{}, &api.ApiError{Code: f.Code, Message: msg, Retryable: f.Retryable, Details: f.Details}
+	}
+	return s.Refresh(detached)
 }
 
 // Submit admits a turn without waiting for it: it answers once
