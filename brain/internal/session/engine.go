@@ -98,12 +98,15 @@ type sess struct {
 	// holding are the tools whose execution resources are not released
 	// yet: open, or closed with their cancel or execute still in flight
 	// (whose controller context is still open).
-	holding     map[uint64]*toolCall
-	releasing   int           // turn-end cleanups sent and not yet answered
-	releaseIdle chan struct{} // closed when releasing drops to 0
-	waiters     map[uint64]chan turnResult
-	wake        *time.Timer
-	idle        *time.Timer
+	holding map[uint64]*toolCall
+	// envBusy counts environment operations being delivered outside the
+	// lock (and turn-end cleanups sent, across their calls); envIdle is
+	// closed when it drops to zero. End waits for it before it detaches.
+	envBusy int
+	envIdle chan struct{}
+	waiters map[uint64]chan turnResult
+	wake    *time.Timer
+	idle    *time.Timer
 	// heldThrough is the newest actionable record a failed activation
 	// was handed: the batch it left pending wakes no activation of its
 	// own, only a newer actionable record or a message does.

@@ -261,9 +261,11 @@ func (s *sess) envOpErrLocked(ctx context.Context, name string, req envapi.Reque
 		return envapi.Receipt{}, 0, err
 	}
 	op := s.operationLocked(ctx, decl, binding, seq, req, nil)
+	s.envBusyLocked()
 	s.mu.Unlock()
 	receipt, derr := s.e.deliver(context.WithoutCancel(ctx), op)
 	s.mu.Lock()
+	s.envDoneLocked()
 	s.closeControllerLocked(seq)
 	if derr != nil {
 		f := failed(prefix+"_failed", api.Failure{Code: api.FailureUnknown, Message: derr.Error(), Ambiguous: true, Sequence: seq})
@@ -288,6 +290,22 @@ func (s *sess) envOpErrLocked(ctx context.Context, name string, req envapi.Reque
 	}
 	_, _ = s.commitLocked(rec(prefix+"_ended", envEnded{Sequence: seq, Receipt: receipt}))
 	return receipt, seq, nil
+}
+
+// envBusyLocked counts an environment operation delivered outside the
+// lock; envDoneLocked ends it.
+func (s *sess) envBusyLocked() {
+	if s.envBusy == 0 {
+		s.envIdle = make(chan struct{})
+	}
+	s.envBusy++
+}
+
+func (s *sess) envDoneLocked() {
+	s.envBusy--
+	if s.envBusy == 0 {
+		close(s.envIdle)
+	}
 }
 
 // declLocked returns an environment's current declaration (an instance's
@@ -430,10 +448,12 @@ func (e *Engine) End(ctx context.Context, id string) (api.SessionSummary, error)
 		<-settled
 		s.mu.Lock()
 	}
-	// A turn-end cleanup being delivered is answered before anything is
-	// detached; none is sent from now on.
-	for s.releasing > 0 {
-		done := s.releaseIdle
+	// Environment operations being delivered (a turn-end cleanup, a call
+	// made before the session was ending) are answered before anything is
+	// detached, so that nothing of theirs is recorded after
+	// session_ended; none starts from now on.
+	for s.envBusy > 0 {
+		done := s.envIdle
 		s.mu.Unlock()
 		<-done
 		s.mu.Lock()

@@ -82,3 +82,46 @@ func TestReplaceKeepsExecutionIdleWhileInFlight(t *testing.T) {
 		t.Fatalf("after the replace: %d executes, %d replacements", len(ops), len(replaced))
 	}
 }
+
+// An end that arrives while an environment call made before it is being
+// delivered waits for the call's answer before it detaches: the call's
+// records (here a replacement) come before session_ended, never after.
+func TestEndWaitsForEnvironmentCallInFlight(t *testing.T) {
+	ctx := context.Background()
+	envs := &slowReset{started: make(chan struct{}), gate: make(chan struct{})}
+	h := newHarness(t, Config{Environments: envs}, nil)
+	req := toolSession("echo")
+	req.Environments[0].Methods = replaceMethods
+	id := h.create(req)
+	reset := make(chan error, 1)
+	go func() {
+		_, err := h.engine.CallEnvironment(ctx, id, "box", "reset", json.RawMessage(`{}`))
+		reset <- err
+	}()
+	<-envs.started
+	ended := make(chan error, 1)
+	go func() {
+		_, err := h.engine.End(ctx, id)
+		ended <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // End has run as far as it does alone
+	close(envs.gate)
+	if err := <-reset; err != nil {
+		t.Fatalf("reset: %v", err)
+	}
+	if err := <-ended; err != nil {
+		t.Fatalf("end: %v", err)
+	}
+	recs := h.records(id)
+	if last := recs[len(recs)-1]; last.Kind != api.KindSessionEnded {
+		t.Fatalf("records after session_ended: %v", kinds(recs))
+	}
+	replaced := ofKind(recs, kindEnvironmentReplaced)
+	detach := ofKind(recs, api.KindEnvironmentDetachStarted)
+	if len(replaced) != 1 || len(detach) != 1 {
+		t.Fatalf("records = %v", kinds(recs))
+	}
+	if op := decode[envStarted](t, detach[0].Data); op.Binding.Sequence != replaced[0].Sequence {
+		t.Fatalf("detached binding %d, want the replacement %d", op.Binding.Sequence, replaced[0].Sequence)
+	}
+}

@@ -457,12 +457,9 @@ func (s *sess) toolReleasedLocked(seq uint64) {
 
 // sendReleaseLocked sends a turn's cleanup calls in the background; the
 // caller took s.inflight and one count of the engine's wait group.
-// End waits for the cleanups sent (s.releasing) before it detaches.
+// End waits for the cleanups sent (s.envBusy) before it detaches.
 func (s *sess) sendReleaseLocked(r *turnRelease) {
-	if s.releasing == 0 {
-		s.releaseIdle = make(chan struct{})
-	}
-	s.releasing++
+	s.envBusyLocked()
 	go func() {
 		defer s.e.work.Done()
 		s.mu.Lock()
@@ -484,10 +481,7 @@ func (s *sess) sendReleaseLocked(r *turnRelease) {
 			}
 			s.envOpLocked(s.e.base, name, envapi.Call(es.OnTurnEnd, mustJSON(ref{Sequence: r.turn})), nil)
 		}
-		s.releasing--
-		if s.releasing == 0 {
-			close(s.releaseIdle)
-		}
+		s.envDoneLocked()
 		s.inflight--
 		s.maybeEvictLocked(false)
 	}()
