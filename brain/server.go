@@ -451,8 +451,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // Drain stops admitting work: mutations, new event streams and
-// /health/ready answer 503 from now on. An interrupt is still accepted:
-// it stops work that the drain waits for.
+// /health/ready answer 503 from now on. An interrupt is still accepted
+// (it stops work that the drain waits for), and so is a registered host's
+// commands stream (the callback of the host tools of admitted turns).
 func (s *Server) Drain() { s.api.Drain() }
 
 // Close drains the server: it stops admitting work, waits until ctx ends

@@ -491,3 +491,67 @@ func TestHostBrainKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestHostReconnectsDuringDrain: a drain serves its admitted turns with
+// their callbacks available, and a host's commands stream is the host's
+// callback. A host whose connection drops during the drain connects again
+// and receives the admitted turn's tool call; its finish is taken and the
+// turn ends before the process exits.
+func TestHostReconnectsDuringDrain(t *testing.T) {
+	s := start(t, "")
+	code, body := hostDo(t, s, "POST", "/v1/hosts", s.Token, "")
+	var reg api.HostRegistration
+	if json.Unmarshal([]byte(body), &reg); code != 200 {
+		t.Fatalf("register = %d %s", code, body)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmds := "/v1/hosts/" + reg.HostID + "/commands"
+	open := func() (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.URL+cmds, nil)
+		req.Header.Set("Authorization", "Bearer "+reg.Token)
+		return httpClient.Do(req)
+	}
+	first, err := open()
+	if err != nil || first.StatusCode != 200 {
+		t.Fatalf("commands stream = %v %v", first, err)
+	}
+	id := s.hostSession(t, reg.HostID)
+	s.submit(t, id, script(map[string]any{"delay_ms": 1500, "tool_calls": []map[string]any{{"name": "slow", "input": map[string]any{}}}}))
+	waitEvent(t, s, id, func(ev api.Event) bool { return ev.EventType == api.KindModelCallStarted })
+	s.beginDrain(t)
+	first.Body.Close() // the host's connection drops while the turn's model call runs
+	second, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Body.Close()
+	if second.StatusCode != 200 {
+		b, _ := io.ReadAll(second.Body)
+		t.Fatalf("the host's commands stream during the drain = %d %s", second.StatusCode, b)
+	}
+	var cmd api.HostCommand
+	frames(second.Body, func(f frame) bool {
+		if f.Event == "command" {
+			json.Unmarshal([]byte(f.Data), &cmd)
+			return false
+		}
+		return true
+	})
+	if cmd.SessionID != id || cmd.Operation.Name != "slow" {
+		t.Fatalf("command after reconnecting = %+v", cmd)
+	}
+	finish := fmt.Sprintf(`{"session_id":%q,"sequence":%d,"update":{"type":"finish","outcome":{"status":"ok","value":"done"}}}`, id, cmd.Sequence)
+	if code, body := hostDo(t, s, "POST", "/v1/hosts/"+reg.HostID+"/results", reg.Token, finish); code != 200 {
+		t.Fatalf("finish during the drain = %d %s", code, body)
+	}
+	s.waitDrained(t)
+	evs := start(t, s.DataDir).drainedEvents(t, id)
+	var ended bool
+	for _, ev := range evs {
+		ended = ended || ev.EventType == api.KindToolCallEnded && strings.Contains(string(ev.Data), `"value":"done"`)
+	}
+	if !ended {
+		t.Fatalf("the host's outcome is not the tool's: %v", kinds(evs))
+	}
+}

@@ -86,7 +86,8 @@
 // request the engine refuses as invalid before running it release the
 // claim, so the key is not consumed. While draining every mutation but an
 // interrupt (POST /v1/sessions/{id}/cancel) is refused with 503: an
-// interrupt stops work the drain waits for. Async (Prefer: respond-async)
+// interrupt stops work the drain waits for; so is a registered host's
+// commands stream, its callback. Async (Prefer: respond-async)
 // and synchronous sends are separate operations.
 //
 // On the file store (an idem.Rider) the claims of sends ride the session

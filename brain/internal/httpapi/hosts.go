@@ -144,7 +144,10 @@ func hostError(err error) error {
 // hostCommands streams a host's commands (event: command) until the host
 // goes away, a newer connection displaces this one or the server stops.
 func (s *Server) hostCommands(w http.ResponseWriter, r *http.Request, reg *hosts.Registry, id string) {
-	if s.draining.Load() {
+	// A drain serves its admitted turns with their callbacks, and a host's
+	// commands stream is its callback: a registered host may connect
+	// again until the drain closes the streams.
+	if s.stop.Err() != nil {
 		WriteError(w, errDraining)
 		return
 	}
