@@ -312,11 +312,25 @@ func (h *handler) failure(c *Ctx, err error) envapi.Receipt {
 }
 
 // stopFailure answers a stop cause; a provider error other than the bare
-// context error is kept as evidence in details.
+// context error is kept as evidence in details: {"error": message}, with
+// the code and details of a typed failure ({"error", "code", "details"}).
 func stopFailure(code, message string, err error) envapi.Receipt {
 	var details json.RawMessage
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		details, _ = json.Marshal(map[string]string{"error": err.Error()})
+		type evidence struct {
+			Error   string          `json:"error"`
+			Code    string          `json:"code,omitempty"`
+			Details json.RawMessage `json:"details,omitempty"`
+		}
+		ev := evidence{Error: err.Error()}
+		if e, ok := errors.AsType[*Error](err); ok {
+			ev = evidence{Error: e.Message, Code: e.Code, Details: e.Details}
+		}
+		var merr error
+		if details, merr = json.Marshal(ev); merr != nil {
+			// Details that are not JSON: the message is the evidence.
+			details, _ = json.Marshal(evidence{Error: err.Error()})
+		}
 	}
 	return envapi.Failure(code, message, false, details)
 }

@@ -72,6 +72,9 @@ func (p *testProvider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Recei
 			p.later <- err
 		}()
 		return envapi.Returned(nil), nil
+	case "cleanupfails":
+		<-c.Context().Done()
+		return envapi.Receipt{}, envsdk.Fail("cleanup_failed", "pid 7 survived").WithDetails(map[string][]int{"pids": {7}})
 	case "fail":
 		return envapi.Receipt{}, envsdk.Fail("busy", "try later").WithRetryable(true).WithDetails(map[string]int{"running": 2})
 	case "unknown":
@@ -263,6 +266,26 @@ func TestDeadlineTimesOut(t *testing.T) {
 	}
 	if cause := <-p.stopped; !strings.Contains(cause.Error(), "deadline") {
 		t.Errorf("provider context cause = %v, want the deadline", cause)
+	}
+}
+
+// A provider whose cleanup fails after the deadline answers the first
+// stop cause, timeout, and its typed failure (code and structured
+// details) is the cleanup evidence in the failure's details.
+func TestDeadlineKeepsTypedCleanupEvidence(t *testing.T) {
+	srv := serve(t, newTestProvider(), nil)
+	ms := int64(20)
+	r := send(t, srv, execute(1, "cleanupfails", &ms, nil)).Receipt
+	if r.Type != envapi.ReceiptFailure || r.Code != envapi.CodeTimeout {
+		t.Fatalf("answered %+v, want timeout", r)
+	}
+	var ev struct {
+		Error   string          `json:"error"`
+		Code    string          `json:"code"`
+		Details json.RawMessage `json:"details"`
+	}
+	if err := json.Unmarshal(r.Details, &ev); err != nil || ev.Code != "cleanup_failed" || ev.Error != "pid 7 survived" || string(ev.Details) != `{"pids":[7]}` {
+		t.Fatalf("cleanup evidence = %s (%v), want the provider's code, message and details", r.Details, err)
 	}
 }
 
