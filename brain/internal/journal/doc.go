@@ -299,8 +299,12 @@
 //     *DamagedError naming the file and offset: a complete frame with a bad
 //     checksum or an undecodable payload, a sequence that is not dense, a
 //     length above the record limit, an incomplete frame in a non-final
-//     segment, or an empty non-final segment. Nothing is rewritten and
-//     other sessions are not affected.
+//     segment, or an empty non-final segment. So is a final frame whose
+//     length says it ends past the file while its payload, taken at the
+//     length its own fields (kind, data, origin) give, ends within the file
+//     and passes the frame's checksum: a complete frame whose length field
+//     was damaged, which an incomplete write cannot look like. Nothing is
+//     rewritten and other sessions are not affected.
 //
 // An empty final segment is valid (a crash after rolling); the next
 // append goes into it. An empty final segment (not the first) named past

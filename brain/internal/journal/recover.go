@@ -1,8 +1,10 @@
 package journal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -223,6 +225,11 @@ func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *
 			if !mayCut {
 				return errTornTail
 			}
+			if n, ok, err := lengthDamaged(path, end); err != nil {
+				return fmt.Errorf("journal: open session %s: %w", s.id, err)
+			} else if ok {
+				return damaged(path, end, "complete frame whose length field says more bytes than its %d-byte payload", n)
+			}
 			if err := keepTorn(path, end); err != nil {
 				return fmt.Errorf("journal: open session %s: %w", s.id, err)
 			}
@@ -314,6 +321,46 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 		s.lastMs = max(s.lastMs, int64(leUint64(p[10:])))
 		expect++
 	}
+}
+
+// lengthDamaged reports whether the frame at off in path, which says it
+// ends past the end of the file, is a complete frame all the same: a
+// payload whose own fields (kind, data and origin lengths) end within the
+// file and that passes the frame's checksum, whose length field was
+// damaged. An incomplete write cannot look like that: the payload of a
+// frame ends exactly where its length says, so a prefix of one ends past
+// the file by its own fields too. It answers the payload's length.
+func lengthDamaged(path string, off int64) (int, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	if fi.Size()-off < frameHeaderSize+payloadFixed {
+		return 0, false, nil
+	}
+	// The frame says it is longer than the rest of the file, and no frame
+	// is longer than the record limit: the rest is bounded by that.
+	b := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return 0, false, err
+	}
+	sum, p := binary.LittleEndian.Uint32(b[4:]), b[frameHeaderSize:]
+	end := uint64(payloadFixed) + uint64(binary.LittleEndian.Uint16(p[18:])) + uint64(binary.LittleEndian.Uint32(p[20:]))
+	if p[1]&flagOrigin != 0 {
+		if end+4 > uint64(len(p)) {
+			return 0, false, nil
+		}
+		end += 4 + uint64(binary.LittleEndian.Uint32(p[end:]))
+	}
+	if end > uint64(len(p)) || crc32.Checksum(p[:end], castagnoli) != sum || !payloadOK(p[:end]) {
+		return 0, false, nil
+	}
+	return int(end), true, nil
 }
 
 // keepTorn moves the incomplete tail of path (from off) into
