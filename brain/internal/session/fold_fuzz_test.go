@@ -122,13 +122,14 @@ func FuzzCheckpointProjection(f *testing.F) {
 	create, _ := json.Marshal(api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"},
 		Environments: []api.Environment{{Name: "box", Driver: api.DriverHTTP, URL: "http://127.0.0.1:1"}}})
 	_ = base.apply(journal.Record{Sequence: 1, Kind: api.KindSessionCreationStarted, Data: create})
+	base.Session = "s"
 	good, _ := base.encode()
 	f.Add(good, uint64(1))
-	f.Add([]byte(`{"status":"idle","next":2,"config":{},"kv":null,"open":null,"envs":null,"returned":null}`), uint64(1))
-	f.Add([]byte(`{"status":"idle","next":2,"config":{},"envs":{"box":null}}`), uint64(1))
-	f.Add([]byte(`{"status":"running","next":5,"config":{},"transcript":[{"role":"user"}],"turn":3,"activation":4,"open":{"4":{"prefix":"tool_call","environment":"box"}},"actionable":[1,2],"observed":{"1":5}}`), uint64(4))
+	f.Add([]byte(`{"session":"s","status":"idle","next":2,"config":{},"kv":null,"open":null,"envs":null,"returned":null}`), uint64(1))
+	f.Add([]byte(`{"session":"s","status":"idle","next":2,"config":{},"envs":{"box":null}}`), uint64(1))
+	f.Add([]byte(`{"session":"s","status":"running","next":5,"config":{},"transcript":[{"role":"user"}],"turn":3,"activation":4,"open":{"4":{"prefix":"tool_call","environment":"box"}},"actionable":[1,2],"observed":{"1":5}}`), uint64(4))
 	f.Fuzz(func(t *testing.T, payload []byte, through uint64) {
-		st := fromCheckpoint(payload, through)
+		st := fromCheckpoint(payload, "s", through)
 		if st == nil {
 			return
 		}

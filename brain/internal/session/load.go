@@ -39,7 +39,7 @@ func (e *Engine) load(ctx context.Context, id string) (*state, error) {
 	st := newState()
 	if e.cfg.CheckpointEvery > 0 {
 		if through, payload, err := e.store.ReadCheckpoint(ctx, id); err == nil && through < next {
-			if c := fromCheckpoint(payload, through); c != nil {
+			if c := fromCheckpoint(payload, id, through); c != nil {
 				st = c
 			}
 		}
@@ -148,6 +148,7 @@ func (s *sess) checkpointLocked() {
 	if s.st.last() < s.ckptAt+max(uint64(every), s.ckptAt/8) {
 		return
 	}
+	s.st.Session = s.id
 	payload, err := s.st.encode()
 	if err != nil {
 		return
@@ -161,12 +162,13 @@ func (s *sess) checkpointLocked() {
 
 // fromCheckpoint answers the projection a checkpoint through `through`
 // holds, or nil when its payload is not one this engine can start from
-// (then the journal is folded from its start): it must decode, cover
-// exactly through, hold the session's configuration, and name no
-// environment without its state.
-func fromCheckpoint(payload []byte, through uint64) *state {
+// (then the journal is folded from its start): it must decode, be session
+// id's (a checkpoint copied from another session may match this one's
+// segment sizes), cover exactly through, hold the session's
+// configuration, and name no environment without its state.
+func fromCheckpoint(payload []byte, id string, through uint64) *state {
 	c := newState()
-	if json.Unmarshal(payload, c) != nil || c.Next != through+1 || c.Config == nil {
+	if json.Unmarshal(payload, c) != nil || c.Session != id || c.Next != through+1 || c.Config == nil {
 		return nil
 	}
 	for _, e := range c.Envs {

@@ -107,6 +107,10 @@ type state struct {
 // stateHead holds the fields of the projection encoded before its
 // transcript.
 type stateHead struct {
+	// Session is the id of the session the projection belongs to, set
+	// when a checkpoint is written: a checkpoint of another session is
+	// not started from (see fromCheckpoint).
+	Session  string                    `json:"session,omitempty"`
 	Status   api.Status                `json:"status"`
 	Next     uint64                    `json:"next"`
 	LastAtMs int64                     `json:"last_at_ms"`
