@@ -171,7 +171,13 @@
 // after it) when FilesystemAllow holds "scratch", and each secret of
 // Options.SecretAllow read-only at /secrets/<name>. Everything is denied
 // by default; WASI preview 1 has no sockets, so there is no network.
-// There is no fuel: a spinning guest is stopped by its deadline.
+// There is no fuel: a spinning guest is stopped by its deadline. A Tool
+// reads the real clock and gets unpredictable random bytes. A loop's
+// random bytes come from its activation's deterministic_seed and its clock
+// is the runtime's fixed one: the time it acts on is logical_time_ms
+// (runtime in TurnInput). Neither sleeps for real: a sleep returns at
+// once, so that no instance outlives its deadline or a cancel in a host
+// call.
 //
 // # Instances
 //

@@ -3,10 +3,10 @@ package loophost
 import (
 	"bytes"
 	"context"
+	cryptorand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -207,7 +207,12 @@ func (h *Host) instance(ctx context.Context, m *module, a *activation, raw []byt
 	alloc, unmap := memoryAllocator()
 	defer unmap()
 	ctx = experimental.WithMemoryAllocator(ctx, alloc)
-	cfg := h.base.WithStdout(a.stdout).WithStderr(a.stderr).WithRandSource(rand.NewChaCha8(seedOf(raw)))
+	// A Tool sees the real clock and unpredictable random bytes (a loop's
+	// are its activation's logical time and deterministic seed). Sleeps
+	// stay the runtime's, which return at once: a real one would block
+	// the instance past its deadline and cancellation.
+	cfg := h.base.WithStdout(a.stdout).WithStderr(a.stderr).WithRandSource(cryptorand.Reader).
+		WithSysWalltime().WithSysNanotime()
 	if fsc != nil {
 		cfg = cfg.WithFSConfig(fsc)
 	}
@@ -227,12 +232,6 @@ func (h *Host) instance(ctx context.Context, m *module, a *activation, raw []byt
 		return nil, err
 	}
 	return bytes.Clone(out), nil
-}
-
-func seedOf(b []byte) [32]byte {
-	var seed [32]byte
-	copy(seed[:], b)
-	return seed
 }
 
 // toolCall runs one service call of a tool invocation.

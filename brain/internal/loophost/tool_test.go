@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -233,4 +234,21 @@ func TestInstanceCap(t *testing.T) {
 func sha(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// A Tool's random bytes differ from one invocation to the next, the same
+// input or not (they were seeded by the invocation's first bytes), and its
+// clock is the real one.
+func TestToolRandomnessAndClock(t *testing.T) {
+	h, id := toolHost(t, loophost.Options{})
+	c := loophost.ToolCall{Services: &toolServices{}, Deadline: time.Now().Add(time.Minute)}
+	a, b := okValue(t, runOp(t, h, id, c, `{"op":"random"}`)), okValue(t, runOp(t, h, id, c, `{"op":"random"}`))
+	if a == b {
+		t.Fatalf("two invocations with the same input got the same random bytes %s", a)
+	}
+	before := time.Now().UnixMilli()
+	now, err := strconv.ParseInt(okValue(t, runOp(t, h, id, c, `{"op":"now"}`)), 10, 64)
+	if after := time.Now().UnixMilli(); err != nil || now < before || now > after {
+		t.Fatalf("the Tool's clock read %d (%v), want between %d and %d", now, err, before, after)
+	}
 }

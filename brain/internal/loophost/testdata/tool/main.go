@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -116,6 +118,13 @@ func run(ctx context.Context, svc tool.Services, inv tool.Invocation) (api.Outco
 		for {
 			keep = append(keep, make([]byte, 1<<20))
 		}
+	case "random":
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		return str(hex.EncodeToString(b)), nil
+	case "now":
+		b, _ := json.Marshal(time.Now().UnixMilli())
+		return tool.OK(b), nil
 	case "bad":
 		return api.Outcome{Status: "weird"}, nil
 	}
