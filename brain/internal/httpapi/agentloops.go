@@ -21,8 +21,8 @@ const ScopeAdmit = "agentloops.admit"
 //	                          Idempotency-Key; 200 AgentloopAdmission
 //	GET  /v1/agentloops/{id}  200 AgentloopAdmission, 404 when unknown
 //
-// An empty body answers 400 and an oversize one 413, before the key is
-// claimed; another Content-Type than application/octet-stream answers 415.
+// An empty body answers 400 and one over the module bound or
+// Options.MaxRequestBytes 413, before the key is claimed; another Content-Type than application/octet-stream answers 415.
 func (s *Server) agentloopRoutes() {
 	s.handle("POST /v1/agentloops", http.HandlerFunc(s.admitAgentloop))
 	s.handle("GET /v1/agentloops/{id}", http.HandlerFunc(s.getAgentloop))
@@ -42,7 +42,9 @@ func (s *Server) admitModule(w http.ResponseWriter, r *http.Request, scope strin
 			return
 		}
 	}
-	limit := h.MaxModuleBytes()
+	// A module is a request body: the smaller of the module bound and
+	// the request bound applies.
+	limit := min(h.MaxModuleBytes(), s.opts.MaxRequestBytes)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	switch {

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -96,4 +98,30 @@ func TestAdmissionRoutes(t *testing.T) {
 	if code, _ := f.admission("GET", "/v1/agentloops/xyz", "", "", nil); code != 400 {
 		t.Fatalf("bad id: %d", code)
 	}
+}
+
+// A module body is a request body: over BRAIN_MAX_REQUEST_BYTES it answers
+// 413, for agentloops and Tools alike, and nothing is admitted.
+func TestAdmissionHonoursTheRequestLimit(t *testing.T) {
+	h, err := loophost.Open(context.Background(), loophost.Options{Dir: t.TempDir(), ToolsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	f := newFixture(t, Options{Agentloops: h, MaxRequestBytes: 1 << 10})
+	body := bytes.Repeat([]byte("m"), 4<<10)
+	for _, path := range []string{"/v1/agentloops", "/v1/tools"} {
+		code, got := f.admission("POST", path, "k-"+path, "application/octet-stream", body)
+		if code != http.StatusRequestEntityTooLarge || !strings.Contains(got, "invalid_request") {
+			t.Errorf("POST %s with %d bytes over a limit of %d: %d %s, want 413", path, len(body), 1<<10, code, got)
+		}
+	}
+	if _, ok := h.Admission(sha256Hex(body)); ok {
+		t.Error("the oversize agentloop module was judged")
+	}
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

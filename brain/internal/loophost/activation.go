@@ -349,6 +349,11 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 		if ge.Message == "" {
 			ge.Message = "agentloop failed"
 		}
+		if len(ge.Message) > maxErrorMessage {
+			// The message is the guest's: bounded as a tool's is, so that
+			// the failure records stay small enough to commit.
+			ge.Message = ge.Message[:maxErrorMessage]
+		}
 		return out, ge
 	}
 	out.Result = bytes.Clone(ans.Result)

@@ -34,6 +34,14 @@ func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionReque
 		if _, err := e.loop(req.Agentloop); err != nil {
 			return bad("agentloop: %v", err)
 		}
+		// A loop that runs in Brain's process placed on a host
+		// environment (which runs Tools only) is refused: it is not run
+		// here in the host's place.
+		for _, env := range req.Environments {
+			if env.Name == req.Agentloop.Environment && env.Driver == api.DriverHost {
+				return bad("agentloop: environment %q has driver %q, which runs Tools, not agentloops", env.Name, env.Driver)
+			}
+		}
 	}
 	if req.Tools == nil {
 		req.Tools = []api.Tool{}
