@@ -2,12 +2,18 @@ package loophost
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/brain-in-go/brain/brain/agentloop"
 	brainapi "github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/internal/fsutil"
 )
@@ -34,18 +40,43 @@ func rejected(id, msg string) Admission {
 	return Admission{ID: id, Status: StatusRejected, Error: &brainapi.ApiError{Code: brainapi.CodeInvalidRequest, Message: msg}}
 }
 
+// note is a stored rejection: the Admission answered, and the terms it
+// was judged under (Host.judged).
+type note struct {
+	Admission
+	Judged string `json:"judged"`
+}
+
 // decodeNote decodes the stored rejection note of module id. Only a note
-// as rejected writes it is one: the module's id, status rejected and an
-// error with a code and a message. Anything else is damage, ignored, so
-// that admitting the module again compiles it and rewrites the note,
-// instead of answering a status no module stands behind.
-func decodeNote(id string, b []byte) (Admission, bool) {
-	var a Admission
-	if err := json.Unmarshal(b, &a); err != nil || a.ID != id || a.Status != StatusRejected ||
-		a.Error == nil || a.Error.Code == "" || a.Error.Message == "" {
+// as rejected writes it is one: the module's id, status rejected, an
+// error with a code and a message, and the terms judged it was judged
+// under. Anything else is damage, or a judgement under another linear
+// memory limit or other host functions, and is ignored, so that admitting
+// the module again compiles it and rewrites the note, instead of answering
+// a status no module stands behind or one the node's terms no longer give.
+func decodeNote(id string, b []byte, judged string) (Admission, bool) {
+	var n note
+	if err := json.Unmarshal(b, &n); err != nil || n.ID != id || n.Status != StatusRejected ||
+		n.Error == nil || n.Error.Code == "" || n.Error.Message == "" || n.Judged != judged {
 		return Admission{}, false
 	}
-	return a, true
+	return n.Admission, true
+}
+
+// judgedUnder names the terms a module is judged under: the linear memory
+// limit in pages and the host functions provided (the host module's and
+// WASI's, with their types).
+func judgedUnder(pages int64, wasi api.Module) string {
+	var fns []string
+	for name, s := range hostSignatures {
+		fns = append(fns, agentloop.HostModule+"."+name+signature(s[0], s[1]))
+	}
+	for name, d := range wasi.ExportedFunctionDefinitions() {
+		fns = append(fns, "wasi."+name+signature(d.ParamTypes(), d.ResultTypes()))
+	}
+	slices.Sort(fns)
+	sum := sha256.Sum256([]byte(strings.Join(fns, "\n")))
+	return fmt.Sprintf("memory_pages=%d host=%x", pages, sum[:8])
 }
 
 // Admit validates and compiles an agentloop module and, when it can run,
@@ -129,8 +160,8 @@ func (h *Host) admit(ctx context.Context, c *catalog, module []byte) (Admission,
 			return Admission{}, fmt.Errorf("loophost: admit %s: %w", id, err)
 		}
 		a := rejected(id, err.Error())
-		note, _ := json.Marshal(a)
-		if err := fsutil.WriteFileAtomic(filepath.Join(c.dir, id+".rejected"), note, 0o600); err != nil {
+		b, _ := json.Marshal(note{Admission: a, Judged: h.judged})
+		if err := fsutil.WriteFileAtomic(filepath.Join(c.dir, id+".rejected"), b, 0o600); err != nil {
 			return Admission{}, fmt.Errorf("loophost: admit %s: %w", id, err)
 		}
 		h.mu.Lock()

@@ -23,8 +23,10 @@
 // what a module declares. Admitted bytes are
 // stored as <agentloops dir>/<sha256 hex>.wasm (written to a temporary
 // file, synced and renamed); a rejection is remembered as
-// <sha256 hex>.rejected (the AgentloopAdmission JSON) so that GET answers
-// it after a restart. With Options.Shared (a cluster's database) admitted
+// <sha256 hex>.rejected (the AgentloopAdmission JSON and "judged", the
+// linear memory limit and host functions it was judged under) so that GET
+// answers it after a restart; under other terms the note is not taken and
+// the next admission judges the bytes anew. With Options.Shared (a cluster's database) admitted
 // agentloop bytes are stored there too, before the admission is answered,
 // and a module another node admitted is fetched from there the first time
 // it is named here (Host.Find, Host.Resolve), checked against its id,

@@ -138,6 +138,10 @@ type Host struct {
 	cache wazero.CompilationCache
 	base  wazero.ModuleConfig
 	wasi  api.Module
+	// judged names what a rejection depends on besides the module: the
+	// linear memory limit and the host functions provided. A rejection
+	// note written under other terms is not taken (see decodeNote).
+	judged string
 
 	admitMu sync.Mutex // serialises admissions
 	mu      sync.RWMutex
@@ -271,6 +275,7 @@ func Open(ctx context.Context, opts Options) (_ *Host, err error) {
 		return nil, err
 	}
 	h.base = wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize")
+	h.judged = judgedUnder(pages, h.wasi)
 	for _, c := range []*catalog{h.loops, h.tools} {
 		if c == nil {
 			continue
@@ -322,9 +327,12 @@ func (h *Host) load(ctx context.Context, c *catalog) error {
 			if err != nil {
 				return fmt.Errorf("loophost: %w", err)
 			}
-			a, ok := decodeNote(strings.TrimSuffix(name, ".rejected"), b)
+			a, ok := decodeNote(strings.TrimSuffix(name, ".rejected"), b, h.judged)
 			if !ok {
-				continue // a damaged note: admitting the bytes again rewrites it
+				// A damaged note, or one written under other limits or
+				// host functions: admitting the bytes again judges them
+				// anew and rewrites it.
+				continue
 			}
 			c.rejects[a.ID] = a
 		}

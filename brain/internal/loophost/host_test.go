@@ -390,3 +390,29 @@ func TestDamagedRejectionNoteIsIgnored(t *testing.T) {
 		t.Fatalf("the note after admitting again: %s %v", b, err)
 	}
 }
+
+// A rejection is remembered under the terms it was judged by: a module
+// rejected for the node's linear memory limit is judged anew once the
+// operator raises the limit, not answered "rejected" from the old note.
+func TestRejectionUnderOtherLimitsIsJudgedAgain(t *testing.T) {
+	dir := t.TempDir()
+	h := openHost(t, loophost.Options{Dir: dir, MaxLinearMemoryBytes: 64 << 10})
+	a, err := h.Admit(context.Background(), guest)
+	if err != nil || a.Status != loophost.StatusRejected {
+		t.Fatalf("admit under a one-page limit = %+v %v", a, err)
+	}
+	_ = h.Close(context.Background())
+	// Under the same terms the note stands, answered without a compile.
+	same := openHost(t, loophost.Options{Dir: dir, MaxLinearMemoryBytes: 64 << 10})
+	if got, ok := same.Admission(a.ID); !ok || got.Status != loophost.StatusRejected || same.Compiles() != 0 {
+		t.Fatalf("under the same limit: %+v %v after %d compiles", got, ok, same.Compiles())
+	}
+	_ = same.Close(context.Background())
+	h2 := openHost(t, loophost.Options{Dir: dir})
+	if got, ok := h2.Admission(a.ID); ok {
+		t.Fatalf("under the default limit the old rejection answers %+v", got)
+	}
+	if again, err := h2.Admit(context.Background(), guest); err != nil || again.Status != loophost.StatusAdmitted {
+		t.Fatalf("admitted again under the default limit: %+v %v", again, err)
+	}
+}

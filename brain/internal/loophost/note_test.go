@@ -10,14 +10,14 @@ import (
 // panic, never another status.
 func FuzzDecodeNote(f *testing.F) {
 	id := idOf([]byte("module"))
-	good, _ := json.Marshal(rejected(id, "exports no memory"))
+	good, _ := json.Marshal(note{Admission: rejected(id, "exports no memory"), Judged: "j"})
 	f.Add(id, good)
 	f.Add(id, []byte(`{"id":"`+id+`","status":"admitted"}`))
 	f.Add(id, []byte(`{"id":"`+id+`","status":"rejected","error":{"code":"","message":"m"}}`))
 	f.Add(id, []byte(`{"id":"other","status":"rejected","error":{"code":"invalid_request","message":"m"}}`))
 	f.Add(id, []byte(`null`))
 	f.Fuzz(func(t *testing.T, id string, b []byte) {
-		a, ok := decodeNote(id, b)
+		a, ok := decodeNote(id, b, "j")
 		if !ok {
 			return
 		}
