@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,8 +59,9 @@ func otlpFromEnv(env func(string) (string, bool)) (brain.OTLP, error) {
 	millis := func(p *time.Duration, name string) {
 		if v, ok := env(name); ok && v != "" {
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil || n < 0 {
-				errs = append(errs, fmt.Errorf("%s=%q: want a non-negative number of milliseconds", name, v))
+			if err != nil || n < 0 || n > math.MaxInt64/int64(time.Millisecond) {
+				errs = append(errs, fmt.Errorf("%s=%q: want a number of milliseconds from 0 to %d", name, v, math.MaxInt64/int64(time.Millisecond)))
+				return
 			}
 			*p = time.Duration(n) * time.Millisecond
 		}

@@ -105,6 +105,24 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 		}
 		fs.StringVar(p, name, v, fmt.Sprintf("%s (%s)", help, envName))
 	}
+	// secret is str for credentials: the usage never shows their value.
+	secret := func(p *string, name, envName, help string) {
+		*p, _ = env(envName)
+		fs.Var(secretValue{p}, name, fmt.Sprintf("%s (%s)", help, envName))
+	}
+	// boolean reads a switch: a value strconv.ParseBool refuses stops
+	// start-up.
+	boolean := func(p *bool, name, envName, help string) {
+		v := false
+		if s, ok := env(envName); ok && s != "" {
+			b, err := strconv.ParseBool(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: want 1, true, 0 or false", envName, s))
+			}
+			v = b
+		}
+		fs.BoolVar(p, name, v, fmt.Sprintf("%s (%s=1)", help, envName))
+	}
 	num := func(p *int64, name, envName string, def, least, most int64, help string) {
 		v := def
 		if s, ok := env(envName); ok {
@@ -129,14 +147,13 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	}
 	str(&f.listen, "listen", "BRAIN_LISTEN", "127.0.0.1:8080", "address to listen on")
 	str(&f.dataDir, "data-dir", "BRAIN_DATA_DIR", "brain-data", "data directory")
-	str(&f.token, "token", "BRAIN_API_TOKEN", "", "bearer token of every application route; generated when empty")
+	secret(&f.token, "token", "BRAIN_API_TOKEN", "bearer token of every application route; generated when empty")
 	str(&f.publicURL, "public-url", "BRAIN_PUBLIC_URL", "", "base URL of callbacks and reporters (default http://<listen address>)")
-	str(&f.databaseURL, "database-url", "BRAIN_DATABASE_URL", "", "postgres:// URL of the database the nodes of a cluster share (default: the data directory)")
+	secret(&f.databaseURL, "database-url", "BRAIN_DATABASE_URL", "postgres:// URL of the database the nodes of a cluster share (default: the data directory)")
 	str(&f.sealingKeyFile, "sealing-key-file", "BRAIN_SEALING_KEY_FILE", "", "key file all nodes sharing the database use (required with --database-url)")
-	secs(&f.leaseSecs, "lease-secs", "BRAIN_LEASE_SECS", 10, "with --database-url: seconds a node's lease on a session lasts unless renewed, at least 1")
+	num(&f.leaseSecs, "lease-secs", "BRAIN_LEASE_SECS", 10, 1, maxSecs, "with --database-url: seconds a node's lease on a session lasts unless renewed, at least 1")
 	str(&f.logLevel, "log-level", "BRAIN_LOG_LEVEL", "info", "log level: debug, info, warn or error")
-	noAuth, _ := env("BRAIN_NO_AUTH")
-	fs.BoolVar(&f.noAuth, "no-auth", noAuth == "1" || noAuth == "true", "serve without authentication, loopback only (BRAIN_NO_AUTH=1)")
+	boolean(&f.noAuth, "no-auth", "BRAIN_NO_AUTH", "serve without authentication, loopback only")
 	i64(&f.maxModelCalls, "max-model-calls", "BRAIN_MAX_MODEL_CALLS", 128, "model calls per turn, 0 = no bound")
 	secs(&f.maxTurnSecs, "max-turn-secs", "BRAIN_MAX_TURN_SECS", 1800, "turn wall time in seconds, 0 = no bound")
 	secs(&f.maxToolSecs, "max-tool-secs", "BRAIN_MAX_TOOL_SECS", 120, "deadline of every tool call in seconds, 0 = no bound")
@@ -145,10 +162,10 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	secs(&f.idleTTLSecs, "session-idle-ttl-secs", "BRAIN_SESSION_IDLE_TTL_SECS", 0, "keep idle sessions in memory this long, 0 = forever; unset releases after each turn")
 	secs(&f.retentionSecs, "request-retention-secs", "BRAIN_REQUEST_RETENTION_SECS", 86400, "idempotency answer retention in seconds, 0 = forever")
 	atLeast1(&f.maxRequestBytes, "max-request-bytes", "BRAIN_MAX_REQUEST_BYTES", 32<<20, "request body limit in bytes (413 above), at least 1")
-	secs(&f.bodyTimeoutSecs, "request-body-timeout-secs", "BRAIN_REQUEST_BODY_TIMEOUT_SECS", 60, "seconds a request body may take to arrive (400 and close after), at least 1")
+	num(&f.bodyTimeoutSecs, "request-body-timeout-secs", "BRAIN_REQUEST_BODY_TIMEOUT_SECS", 60, 1, maxSecs, "seconds a request body may take to arrive (400 and close after), at least 1")
 	atLeast1(&f.maxConnections, "max-connections", "BRAIN_MAX_CONNECTIONS", 1024, "connections open at once; more wait in the listen backlog, at least 1")
 	atLeast1(&f.maxLiveBacklog, "max-live-backlog", "BRAIN_MAX_LIVE_BACKLOG", 1024, "records an event stream may lag before it ends, at least 1")
-	secs(&f.heartbeatSecs, "heartbeat-secs", "BRAIN_SSE_HEARTBEAT_SECS", 15, "comment interval of idle event streams in seconds")
+	num(&f.heartbeatSecs, "heartbeat-secs", "BRAIN_SSE_HEARTBEAT_SECS", 15, 1, maxSecs, "comment interval of idle event streams in seconds, at least 1")
 	str(&f.openAIBaseURL, "openai-base-url", "BRAIN_OPENAI_BASE_URL", "", "base URL of the openai and openai_chat providers (default the hosted API)")
 	str(&f.anthropicBaseURL, "anthropic-base-url", "BRAIN_ANTHROPIC_BASE_URL", "", "base URL of the anthropic provider (default the hosted API)")
 	atLeast1(&f.maxModelOutput, "max-model-output-bytes", "BRAIN_MAX_MODEL_OUTPUT_BYTES", 4<<20, "largest assembled model answer in bytes, at least 1")
@@ -159,7 +176,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	num(&f.maxModelSecs, "max-model-secs", "BRAIN_MAX_MODEL_SECS", 120, 1, maxSecs, "longest model call in seconds, at least 1")
 	num(&f.maxModelConnectSecs, "max-model-connect-secs", "BRAIN_MAX_MODEL_CONNECT_SECS", 10, 1, maxSecs, "longest connect to a model provider in seconds, at least 1")
 	str(&f.envBaseURL, "environment-base-url", "BRAIN_ENVIRONMENT_BASE_URL", "", "default environment route: provider base URL (default: the built-in workspace)")
-	str(&f.envAPIKey, "environment-api-key", "BRAIN_ENVIRONMENT_API_KEY", "", "credential of the default environment route")
+	secret(&f.envAPIKey, "environment-api-key", "BRAIN_ENVIRONMENT_API_KEY", "credential of the default environment route")
 	str(&f.envRoutesFile, "environment-routes-file", "BRAIN_ENVIRONMENT_ROUTES_FILE", "", `JSON file mapping driver names to {"endpoint", "api_key"?}`)
 	atLeast1(&f.maxEnvResponseBytes, "max-environment-response-bytes", "BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES", 32<<20, "largest environment answer in bytes, at least 1")
 	num(&f.maxEnvSecs, "max-environment-secs", "BRAIN_MAX_ENVIRONMENT_SECS", 120, 1, maxSecs, "longest environment operation round trip in seconds, at least 1")
@@ -168,8 +185,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	atLeast1(&f.maxJournalQueue, "max-journal-queue-bytes", "BRAIN_MAX_JOURNAL_QUEUE_BYTES", 64<<20, "bytes queued for the journal writer across sessions before appends are refused, at least 1")
 	atLeast1(&f.maxSessionQueue, "max-session-queue-bytes", "BRAIN_MAX_SESSION_QUEUE_BYTES", 8<<20, "bytes queued for the journal writer per session before appends are refused, at least 1")
 	atLeast1(&f.maxJournalOpenFiles, "max-journal-open-files", "BRAIN_MAX_JOURNAL_OPEN_FILES", 256, "journal segment files kept open, at least 1")
-	bw, _ := env("BRAIN_BUILTIN_WASM")
-	fs.BoolVar(&f.builtinWasm, "builtin-wasm", bw == "1" || bw == "true", "run the built-in default loop as its embedded Wasm build (BRAIN_BUILTIN_WASM=1)")
+	boolean(&f.builtinWasm, "builtin-wasm", "BRAIN_BUILTIN_WASM", "run the built-in default loop as its embedded Wasm build")
 	atLeast1(&f.maxLinearMemory, "max-linear-memory-bytes", "BRAIN_MAX_LINEAR_MEMORY_BYTES", 128<<20, "linear memory bound of a Wasm agentloop in bytes, at least 1")
 	atLeast1(&f.maxCoreInstances, "max-core-instances", "BRAIN_MAX_CORE_INSTANCES", 8, "Wasm instances alive at once, agentloops and Tools together (one more fails as overloaded), at least 1")
 	str(&f.filesystemAllow, "env-filesystem-allow", "BRAIN_ENV_FILESYSTEM_ALLOW", "", `comma list of host directories Wasm Tools may be granted as a workspace, and "scratch" to allow scratch directories`)
@@ -188,12 +204,11 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	errs = append(errs, err)
 	f.otlp = otlp
 	str(&f.telemetryFile, "telemetry-file", "BRAIN_TELEMETRY_FILE", "", "JSON-lines file the telemetry service's records are appended to, with their origin (default: records are dropped)")
-	i64(&f.telemetryMaxRecord, "telemetry-max-record-bytes", "BRAIN_TELEMETRY_MAX_RECORD_BYTES", 64<<10, "largest telemetry record in bytes; larger ones are dropped")
-	i64(&f.telemetryMaxFile, "telemetry-max-file-bytes", "BRAIN_TELEMETRY_MAX_FILE_BYTES", 64<<20, "size at which the telemetry file is renamed to <file>.1 and restarted")
-	i64(&f.telemetrySessionRate, "telemetry-session-rate", "BRAIN_TELEMETRY_SESSION_RATE", 50, "telemetry records per second of one session; more are dropped")
-	i64(&f.telemetryRate, "telemetry-rate", "BRAIN_TELEMETRY_RATE", 1000, "telemetry records per second of the server; more are dropped")
-	noWS, _ := env("BRAIN_NO_WORKSPACE")
-	fs.BoolVar(&f.noWorkspace, "no-workspace", noWS == "1" || noWS == "true", `do not run the built-in workspace environment (route "workspace") (BRAIN_NO_WORKSPACE=1)`)
+	atLeast1(&f.telemetryMaxRecord, "telemetry-max-record-bytes", "BRAIN_TELEMETRY_MAX_RECORD_BYTES", 64<<10, "largest telemetry record in bytes; larger ones are dropped, at least 1")
+	atLeast1(&f.telemetryMaxFile, "telemetry-max-file-bytes", "BRAIN_TELEMETRY_MAX_FILE_BYTES", 64<<20, "size at which the telemetry file is renamed to <file>.1 and restarted, at least 1")
+	atLeast1(&f.telemetrySessionRate, "telemetry-session-rate", "BRAIN_TELEMETRY_SESSION_RATE", 50, "telemetry records per second of one session; more are dropped, at least 1")
+	atLeast1(&f.telemetryRate, "telemetry-rate", "BRAIN_TELEMETRY_RATE", 1000, "telemetry records per second of the server; more are dropped, at least 1")
+	boolean(&f.noWorkspace, "no-workspace", "BRAIN_NO_WORKSPACE", `do not run the built-in workspace environment (route "workspace")`)
 	return errors.Join(errs...)
 }
 
@@ -286,7 +301,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+		return nil, fmt.Errorf("--log-level %q (BRAIN_LOG_LEVEL): %w", level, err)
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
@@ -317,7 +332,7 @@ func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 		Token:                f.token,
 		Logger:               log,
 		MaxRequestBytes:      f.maxRequestBytes,
-		BodyReadTimeout:      time.Duration(max(f.bodyTimeoutSecs, 1)) * time.Second,
+		BodyReadTimeout:      time.Duration(f.bodyTimeoutSecs) * time.Second,
 		MaxConnections:       int(f.maxConnections),
 		MaxLiveBacklog:       int(f.maxLiveBacklog),
 		Heartbeat:            time.Duration(f.heartbeatSecs) * time.Second,
@@ -540,6 +555,17 @@ func printBanner(out io.Writer, url string, f *serveFlags, token string, generat
     -d '{"input":{"message":"hello"}}' %s/v1/sessions/$SID/messages
   curl -s%s %s/v1/sessions/$SID/transcript
 `, auth, url, auth, url, auth, url)
+}
+
+// secretValue is the flag of a credential: its value is never shown as
+// the flag's default in the usage.
+type secretValue struct{ p *string }
+
+func (v secretValue) String() string { return "" }
+
+func (v secretValue) Set(s string) error {
+	*v.p = s
+	return nil
 }
 
 // splitList splits a comma list, dropping empty entries.

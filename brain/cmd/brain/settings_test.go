@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestUsageNeverShowsCredentials: "brain serve --help", and the usage
+// printed after a mistyped flag, list every flag with its default; the
+// defaults come from the environment, but the values of the token, the
+// environment credential and the database URL (which holds a password)
+// are credentials and must not be printed to a terminal or a log.
+func TestUsageNeverShowsCredentials(t *testing.T) {
+	secrets := map[string]string{
+		"BRAIN_API_TOKEN":           "sekrit-api-token-1",
+		"BRAIN_ENVIRONMENT_API_KEY": "sekrit-environment-key-2",
+		"BRAIN_DATABASE_URL":        "postgres://brain:sekrit-db-password-3@db.example/brain",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	for _, args := range [][]string{{"--help"}, {"--no-such-flag"}} {
+		var stdout, stderr bytes.Buffer
+		serve(t.Context(), args, &stdout, &stderr)
+		out := stdout.String() + stderr.String()
+		if !strings.Contains(out, "BRAIN_API_TOKEN") {
+			t.Fatalf("%v: no usage printed:\n%s", args, out)
+		}
+		for k, v := range secrets {
+			if strings.Contains(out, v) || strings.Contains(out, "sekrit") {
+				t.Errorf("%v: the usage shows the value of %s", args, k)
+			}
+		}
+	}
+	// The variables still take effect.
+	cfg, err := serveConfig(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Token != secrets["BRAIN_API_TOKEN"] || cfg.Environments.APIKey != secrets["BRAIN_ENVIRONMENT_API_KEY"] ||
+		cfg.Storage.DatabaseURL != secrets["BRAIN_DATABASE_URL"] {
+		t.Errorf("the credentials did not reach the Config")
+	}
+	cfg, err = serveConfig(secrets, "--token", "from-the-flag")
+	if err != nil || cfg.Token != "from-the-flag" {
+		t.Errorf("--token over BRAIN_API_TOKEN: token %q, err %v", cfg.Token, err)
+	}
+}
+
+// TestOTLPTimeoutBeyondDurationRefused: an exporter timeout in
+// milliseconds that does not fit a time.Duration is refused naming its
+// variable, not wrapped around to a tiny or negative timeout.
+func TestOTLPTimeoutBeyondDurationRefused(t *testing.T) {
+	// 18446744073710 ms is 2^64 ns plus 448384 ns: it would wrap to
+	// less than half a millisecond.
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT"} {
+		for _, v := range []string{"18446744073710", "9223372036855", "9223372036854775807"} {
+			o, err := otlpFromEnv(func(k string) (string, bool) {
+				if k == name {
+					return v, true
+				}
+				return "", false
+			})
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s=%s: accepted as %+v (err %v), want an error naming %s", name, v, o, err, name)
+			}
+		}
+	}
+	// The largest timeout that fits is accepted.
+	o, err := otlpFromEnv(func(k string) (string, bool) {
+		if k == "OTEL_EXPORTER_OTLP_TIMEOUT" {
+			return "9223372036854", true
+		}
+		return "", false
+	})
+	if err != nil || o.Timeout <= 0 {
+		t.Errorf("OTEL_EXPORTER_OTLP_TIMEOUT=9223372036854: %v, %v", o.Timeout, err)
+	}
+}
+
+// TestZeroIsNotSilentlyReplaced: for the settings that have no unbounded
+// form, 0 stops start-up naming the variable or flag, as for the
+// BRAIN_MAX_* bounds, instead of silently running with another value (the
+// request body timeout became 1 s, the lease 10 s, the heartbeat 15 s and
+// the telemetry bounds their defaults).
+func TestZeroIsNotSilentlyReplaced(t *testing.T) {
+	for _, c := range []struct{ env, flag string }{
+		{"BRAIN_REQUEST_BODY_TIMEOUT_SECS", "request-body-timeout-secs"},
+		{"BRAIN_LEASE_SECS", "lease-secs"},
+		{"BRAIN_SSE_HEARTBEAT_SECS", "heartbeat-secs"},
+		{"BRAIN_TELEMETRY_MAX_RECORD_BYTES", "telemetry-max-record-bytes"},
+		{"BRAIN_TELEMETRY_MAX_FILE_BYTES", "telemetry-max-file-bytes"},
+		{"BRAIN_TELEMETRY_SESSION_RATE", "telemetry-session-rate"},
+		{"BRAIN_TELEMETRY_RATE", "telemetry-rate"},
+	} {
+		if _, err := serveConfig(map[string]string{c.env: "0"}); err == nil || !strings.Contains(err.Error(), c.env) {
+			t.Errorf("%s=0: error %v, want one naming %s", c.env, err, c.env)
+		}
+		if _, err := serveConfig(nil, "--"+c.flag, "0"); err == nil || !strings.Contains(err.Error(), "-"+c.flag) {
+			t.Errorf("--%s 0: error %v, want one naming --%s", c.flag, err, c.flag)
+		}
+		if _, err := serveConfig(map[string]string{c.env: "3"}); err != nil && !strings.Contains(err.Error(), "TELEMETRY_MAX") {
+			t.Errorf("%s=3: %v", c.env, err)
+		}
+	}
+}
+
+// TestMalformedSwitchesRefused: BRAIN_NO_AUTH, BRAIN_BUILTIN_WASM and
+// BRAIN_NO_WORKSPACE take a boolean; any other value stops start-up naming
+// the variable instead of being read as false.
+func TestMalformedSwitchesRefused(t *testing.T) {
+	for _, name := range []string{"BRAIN_NO_AUTH", "BRAIN_BUILTIN_WASM", "BRAIN_NO_WORKSPACE"} {
+		for _, v := range []string{"yes", "on", "2", "tru"} {
+			if _, err := serveConfig(map[string]string{name: v}); err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s=%s: error %v, want one naming %s", name, v, err, name)
+			}
+		}
+	}
+	for _, c := range []struct {
+		v    string
+		want bool
+	}{{"1", true}, {"true", true}, {"TRUE", true}, {"0", false}, {"false", false}, {"", false}} {
+		cfg, err := serveConfig(map[string]string{"BRAIN_BUILTIN_WASM": c.v})
+		if err != nil || cfg.Agentloops.BuiltinWasm != c.want {
+			t.Errorf("BRAIN_BUILTIN_WASM=%q: %v, %v; want %v", c.v, cfg.Agentloops.BuiltinWasm, err, c.want)
+		}
+	}
+}
+
+// TestLogLevelErrorNamesVariable: a bad BRAIN_LOG_LEVEL stops start-up
+// with an error naming the variable it came from.
+func TestLogLevelErrorNamesVariable(t *testing.T) {
+	t.Setenv("BRAIN_LOG_LEVEL", "loud")
+	var stdout, stderr bytes.Buffer
+	if code := serve(t.Context(), nil, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "BRAIN_LOG_LEVEL") {
+		t.Errorf("BRAIN_LOG_LEVEL=loud: exit %d, stderr %q", code, stderr.String())
+	}
+}
