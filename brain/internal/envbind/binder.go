@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -285,7 +286,9 @@ func (b *Binder) post(ctx context.Context, endpoint, credential string, op sessi
 		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: %w", op.Environment, op.Sequence, scrub(err))
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, b.cfg.MaxResponseBytes+1))
+	// One byte past the bound tells a larger answer apart; the largest
+	// bound has no byte past it.
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, min(b.cfg.MaxResponseBytes, math.MaxInt64-1)+1))
 	if err != nil {
 		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: reading the response: %w", op.Environment, op.Sequence, scrub(err))
 	}
