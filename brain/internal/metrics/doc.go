@@ -9,6 +9,7 @@
 //	brain_journal_group_commit_records           histogram  records made durable per group commit
 //	brain_turns_total{outcome}                   counter    turns ended: ok, or the failure code
 //	brain_effects_total{kind,outcome}            counter    effects (model_call, tool_call, environment_setup, ...) ended: ok or the failure code
+//	                                                        (a tool call's outcome status: timeout, cancelled, unknown, or tool_error for an error)
 //	brain_model_call_seconds                     histogram  model_call_started to its end, by the records' times
 //	brain_tool_call_seconds                      histogram  tool_call_started to its end
 //	brain_environment_operation_errors_total{code} counter  failed environment operations by failure code, and unreachable environments

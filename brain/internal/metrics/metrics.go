@@ -171,6 +171,9 @@ func (m *Metrics) record(session string, r *journal.Record) {
 			}
 		} else {
 			start = startOf(r.Data)
+			if kind == api.KindToolCallEnded {
+				outcome = toolOutcomeOf(r.Data)
+			}
 		}
 		m.effects.WithLabelValues(prefix, outcome).Inc()
 		if prefix == "model_call" || prefix == "tool_call" {
@@ -242,6 +245,42 @@ func startOf(data []byte) uint64 {
 	}
 	_ = json.Unmarshal(data, &v)
 	return v.Sequence
+}
+
+// toolOutcomeOf answers the outcome label of a tool_call_ended record:
+// ok, or the failure code its outcome status stands for (an error outcome
+// is tool_error: the environment's own code is not a label). Brain writes
+// the status first in the outcome after the sequence, which is read
+// without decoding a possibly large value; anything else is decoded.
+func toolOutcomeOf(data []byte) string {
+	status := ""
+	if rest, ok := bytes.CutPrefix(data, []byte(`{"sequence":`)); ok {
+		rest = bytes.TrimLeft(rest, "0123456789")
+		if rest, ok = bytes.CutPrefix(rest, []byte(`,"outcome":{"status":"`)); ok {
+			if i := bytes.IndexByte(rest, '"'); i > 0 {
+				status = string(rest[:i])
+			}
+		}
+	}
+	if status == "" {
+		var v struct {
+			Outcome struct {
+				Status string `json:"status"`
+			} `json:"outcome"`
+		}
+		_ = json.Unmarshal(data, &v)
+		status = v.Outcome.Status
+	}
+	switch status {
+	case "ok", "":
+		return "ok"
+	case "error":
+		return api.FailureToolError
+	}
+	if failureCodes[status] {
+		return status
+	}
+	return "other"
 }
 
 // StreamOpened counts an event stream that started.

@@ -243,3 +243,95 @@ func httpRequest(t *testing.T) *http.Request {
 	}
 	return req
 }
+
+// TestToolOutcomesCounted: a tool call that Brain closes with an outcome
+// other than ok (tool_call_ended with is_error, the way every timed-out,
+// cancelled, failed or unknown tool call ends) is counted under that
+// outcome, not as ok.
+func TestToolOutcomesCounted(t *testing.T) {
+	m := metrics.New()
+	const s = "ses_aaaaaaaaaaaaaaaaaaaa"
+	ended := func(seq, start uint64, outcome string) []journal.Record {
+		return []journal.Record{
+			{Sequence: start, Kind: "tool_call_started", RecordedAtMs: 1000, Data: []byte(`{"name":"sh"}`)},
+			{Sequence: seq, Kind: "tool_call_ended", RecordedAtMs: 1500, Data: []byte(outcome)},
+		}
+	}
+	var recs []journal.Record
+	recs = append(recs, ended(2, 1, `{"sequence":1,"outcome":{"status":"ok","value":{"is_error":true}},"is_error":false}`)...)
+	recs = append(recs, ended(4, 3, `{"sequence":3,"outcome":{"status":"timeout"},"is_error":true}`)...)
+	recs = append(recs, ended(6, 5, `{"sequence":5,"outcome":{"status":"cancelled"},"is_error":true,"failure":{"code":"cancelled","retryable":false,"ambiguous":false}}`)...)
+	recs = append(recs, ended(8, 7, `{"sequence":7,"outcome":{"status":"error","error":{"code":"session-ab12cd","message":"boom","retryable":false}},"is_error":true}`)...)
+	recs = append(recs, ended(10, 9, `{"sequence":9,"outcome":{"status":"unknown","message":"lost"},"is_error":true}`)...)
+	// A field order other than Brain's is read too.
+	recs = append(recs, ended(12, 11, `{"is_error":true,"outcome":{"message":"late","status":"timeout"},"sequence":11}`)...)
+	m.Durable(s, recs)
+
+	rec := &recorder{header: http.Header{}}
+	m.Handler().ServeHTTP(rec, httpRequest(t))
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(rec.body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for outcome, want := range map[string]float64{"ok": 1, "timeout": 2, "cancelled": 1, "tool_error": 1, "unknown": 1} {
+		if got := value(fams, "brain_effects_total", "kind", "tool_call", "outcome", outcome); got != want {
+			t.Errorf("brain_effects_total{kind=tool_call,outcome=%s} = %v, want %v (%s)", outcome, got, want, fmtFamily(fams["brain_effects_total"]))
+		}
+	}
+	// The error code a provider chose is not a label.
+	if value(fams, "brain_effects_total", "outcome", "session-ab12cd") > 0 {
+		t.Errorf("a provider's error code became a label")
+	}
+	if got := value(fams, "brain_tool_call_seconds"); got != 6 {
+		t.Errorf("tool call latencies observed %v, want 6", got)
+	}
+}
+
+// TestMetricsCountToolTimeouts runs a real tool call past its deadline
+// (--max-tool-secs 1) and sees brain_effects_total count it as a timeout.
+func TestMetricsCountToolTimeouts(t *testing.T) {
+	const token = "metrics-test-token"
+	base := braintest.Serve(t, t.TempDir(), token, "--no-workspace=false", "--max-tool-secs", "1")
+	do := func(method, path, key, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := do("POST", "/v1/sessions", "c1", `{"model":{"provider":"scripted","name":"demo"},
+	 "environments":[{"name":"ws","driver":"workspace"}],
+	 "tools":[{"name":"sh","description":"shell","input_schema":{"type":"object","properties":{"shell":{"type":"string"}},"required":["shell"]},
+	   "placements":{"ws":{"implementation":{"tool":"command"}}}}]}`)
+	var sum struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal([]byte(body), &sum); code != 200 {
+		t.Fatalf("create = %d %s", code, body)
+	}
+	msg := `{"input":{"message":"{\"tool_calls\":[{\"name\":\"sh\",\"input\":{\"shell\":\"sleep 30\"}}],\"reply\":\"done\"}"}}`
+	if code, body := do("POST", "/v1/sessions/"+sum.SessionID+"/messages", "m1", msg); code != 200 {
+		t.Fatalf("send = %d %s", code, body)
+	}
+	_, events := do("GET", "/v1/sessions/"+sum.SessionID+"/events", "", "")
+	if !strings.Contains(events, `"outcome":{"status":"timeout"}`) {
+		t.Fatalf("the tool call did not time out: %s", events)
+	}
+	after := scrape(t, base+"/metrics", token)
+	if got := value(after, "brain_effects_total", "kind", "tool_call", "outcome", "timeout"); got != 1 {
+		t.Errorf("brain_effects_total{kind=tool_call,outcome=timeout} = %v, want 1 (%s)", got, fmtFamily(after["brain_effects_total"]))
+	}
+	if got := value(after, "brain_effects_total", "kind", "tool_call", "outcome", "ok"); got > 0 {
+		t.Errorf("the timed-out tool call counted as ok (%s)", fmtFamily(after["brain_effects_total"]))
+	}
+}
