@@ -37,7 +37,9 @@ type Config struct {
 	// is empty and TokenFile is set, the token saved in TokenFile is used,
 	// or a new one is generated and saved there (mode 0600); when both
 	// are empty Brain serves without authentication (the caller decides
-	// whether that is safe for its listener).
+	// whether that is safe for its listener) and answers only requests
+	// naming a loopback host, so that a web page cannot reach it through
+	// DNS rebinding.
 	Token     string `env:"BRAIN_API_TOKEN"`
 	TokenFile string `env:"BRAIN_API_TOKEN"`
 	// Limits bound every turn.

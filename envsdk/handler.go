@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/internal/netutil"
 )
 
 // DefaultMaxBodyBytes bounds a command body unless Options says otherwise.
@@ -28,10 +29,12 @@ const DefaultMaxBodyBytes = 16 << 20
 const DefaultStopGrace = 5 * time.Second
 
 // Options configure a handler. The zero value (or nil) serves without
-// authentication, which is only for loopback tests.
+// authentication, which is only for loopback: it then answers only
+// requests naming a loopback host (localhost, 127.0.0.1, [::1]).
 type Options struct {
 	// Token is the bearer token Brain must present. Empty disables
-	// authentication.
+	// authentication, and then only requests naming a loopback host are
+	// served (no web page reaches the provider by DNS rebinding).
 	Token string
 	// MaxBodyBytes bounds a command body (413 beyond it).
 	MaxBodyBytes int64
@@ -120,7 +123,9 @@ func NewHandler(p Provider, opts *Options) http.Handler {
 
 func (h *handler) authorized(r *http.Request) bool {
 	if !h.auth {
-		return true
+		// Without a token only requests naming a loopback host are
+		// served: not a web page reaching the provider by DNS rebinding.
+		return netutil.LoopbackHost(r.Host)
 	}
 	const prefix = "Bearer "
 	v := r.Header.Get("Authorization")

@@ -421,3 +421,29 @@ func TestInvocationKVAndNilSafety(t *testing.T) {
 		t.Errorf("nil invocation Emit = %v, want ErrNotGranted", err)
 	}
 }
+
+// Without a token the handler serves only requests naming a loopback
+// host: a web page that reaches it by DNS rebinding names its own host and
+// is refused before anything runs.
+func TestNoTokenServesLoopbackHostsOnly(t *testing.T) {
+	p := newTestProvider()
+	srv := serve(t, p, &envsdk.Options{})
+	port := srv.URL[strings.LastIndex(srv.URL, ":"):]
+	seq := uint64(0)
+	for host, want := range map[string]int{"127.0.0.1" + port: 200, "localhost" + port: 200, "rebound.example" + port: 401} {
+		seq++
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/operations", bytes.NewReader(execute(seq, "echo", nil, nil)))
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+	if n := p.calls.Load(); n != 2 {
+		t.Fatalf("%d executes ran, want the 2 from loopback hosts", n)
+	}
+}

@@ -61,6 +61,7 @@ func invalidField(message string) *Error {
 
 var (
 	errUnauthorized = newError(http.StatusUnauthorized, api.CodeUnauthorized, "a valid bearer token is required")
+	errForeignHost  = newError(http.StatusUnauthorized, api.CodeUnauthorized, "without a token the server answers only requests naming a loopback host (localhost, 127.0.0.1, [::1])")
 	errDraining     = newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the server is shutting down and admits no new work")
 	errKey          = badRequest("idempotency-key must be between 1 and 256 bytes")
 	errStorage      = newError(http.StatusServiceUnavailable, api.CodeOverloaded,

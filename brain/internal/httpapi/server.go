@@ -22,6 +22,7 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/brain/internal/ui"
+	"github.com/brain-in-go/brain/internal/netutil"
 )
 
 // Defaults of Options.
@@ -308,10 +309,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// authenticate requires the bearer token when one is configured.
+// authenticate requires the bearer token when one is configured. Without
+// one it answers only requests that name a loopback host: a web page the
+// browser loaded from a name that an attacker's DNS then points at the
+// loopback address (DNS rebinding) names that host, not a loopback one.
 func (s *Server) authenticate(h http.Handler) http.Handler {
 	if s.opts.Token == "" {
-		return h
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !netutil.LoopbackHost(r.Host) {
+				closeUnread(w, r)
+				WriteError(w, errForeignHost)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

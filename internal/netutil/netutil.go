@@ -1,0 +1,27 @@
+// Package netutil holds the network checks Brain's server and the
+// environment SDK share.
+package netutil
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+)
+
+// LoopbackHost reports whether host, the Host header of a request (a name
+// or an address, with or without a port), names the loopback interface:
+// localhost, a name under .localhost, or a loopback address. A server
+// without authentication answers only such requests: a web page that a
+// browser loaded from a name an attacker's DNS then points at the loopback
+// address (DNS rebinding) names that host, not a loopback one.
+func LoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && ip.IsLoopback()
+}
