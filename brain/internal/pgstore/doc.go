@@ -121,7 +121,10 @@
 // With Options.Fenced, an append also needs this node's live lease on the
 // session. The session row carries the epoch of the lease it was last
 // taken under: AcquireLease raises the lease row's epoch and the session
-// row's in one statement, and an append's compare-and-set also requires
+// row's in one transaction (one round trip; the session row in a
+// statement of its own, after the lease row's, so that it also finds a
+// session row that a first append committed while the lease row waited
+// for it), and an append's compare-and-set also requires
 // the session row's epoch to be the node's and the lease row (read, not
 // locked) to name this node with that epoch, unexpired. A takeover
 // therefore waits for an append in flight to commit (the session row is
@@ -141,7 +144,9 @@
 // A lost wake-up is made up by reading: every followed session after the
 // listener reconnects, and every second the heads of all followed
 // sessions are compared with what was pushed (a node that died between
-// its commit and its NOTIFY). Each record is pushed once, in order; the
+// its commit and its NOTIFY); a followed session whose row is gone was
+// deleted, and its subscriptions end as with the delete's wake-up. Each
+// record is pushed once, in order; the
 // backlog and lag rules are journal.Subscription's.
 //
 // # Leases and membership

@@ -51,18 +51,29 @@ func (db *DB) AcquireLease(ctx context.Context, session string) (Lease, error) {
 	// The session row carries the epoch too (appends are fenced on it):
 	// updating it waits for an append in flight to commit, so the new
 	// owner's recovery reads that append, and makes later appends of the
-	// old owner fail.
-	err := db.pool.QueryRow(ctx, `WITH l AS (
-			INSERT INTO brain_leases AS l (session_id, node_id, epoch, expires_at)
+	// old owner fail. It is a second statement of the same (implicit)
+	// transaction, sent in the same round trip, because it must see the
+	// session row that a session's first append committed while the
+	// first statement waited for it (that append share-locks the lease
+	// row): a statement sees only what was committed when it started.
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO brain_leases AS l (session_id, node_id, epoch, expires_at)
 			VALUES ($1, $2, 1, now() + make_interval(secs => $3))
 			ON CONFLICT (session_id) DO UPDATE
 			SET node_id = EXCLUDED.node_id, epoch = l.epoch + 1, expires_at = EXCLUDED.expires_at
 			WHERE l.expires_at <= now() OR l.node_id = EXCLUDED.node_id
-			RETURNING epoch
-		), s AS (
-			UPDATE brain_sessions SET epoch = (SELECT epoch FROM l) WHERE session_id = $1 AND EXISTS (SELECT 1 FROM l)
-		)
-		SELECT epoch FROM l`, []byte(session), db.opts.NodeID, secs(db.opts.LeaseDuration)).Scan(&epoch)
+			RETURNING epoch`, []byte(session), db.opts.NodeID, secs(db.opts.LeaseDuration))
+	b.Queue(`UPDATE brain_sessions s SET epoch = l.epoch FROM brain_leases l
+			WHERE s.session_id = $1 AND l.session_id = $1 AND l.node_id = $2 AND l.epoch > s.epoch`,
+		[]byte(session), db.opts.NodeID)
+	br := db.pool.SendBatch(ctx, b)
+	err := br.QueryRow().Scan(&epoch)
+	if _, uerr := br.Exec(); err == nil {
+		err = uerr
+	}
+	if cerr := br.Close(); err == nil || errors.Is(err, pgx.ErrNoRows) && cerr != nil {
+		err = cerr
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, fmt.Errorf("%w: session %s", ErrLeaseHeld, session)
 	}

@@ -122,7 +122,8 @@ func (j *Journal) notifier(ctx context.Context) {
 	}
 }
 
-// poller catches followed sessions up every pollInterval, until ctx ends.
+// poller catches followed sessions up every pollInterval, until ctx ends,
+// and ends the subscriptions of followed sessions that were deleted.
 func (j *Journal) poller(ctx context.Context) {
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
@@ -134,12 +135,23 @@ func (j *Journal) poller(ctx context.Context) {
 		}
 		j.mu.Lock()
 		ids := make([][]byte, 0, len(j.feeds))
-		for id := range j.feeds {
+		followed := make(map[string]*sessionFeeds, len(j.feeds))
+		for id, sf := range j.feeds {
 			ids = append(ids, []byte(id))
+			followed[id] = sf
 		}
 		j.mu.Unlock()
 		if len(ids) == 0 {
 			continue
+		}
+		// Sessions whose records were pushed before the heads are read:
+		// their rows existed, so a missing row means a delete whose
+		// wake-up was lost.
+		seen := make(map[string]bool, len(followed))
+		for id, sf := range followed {
+			sf.mu.Lock()
+			seen[id] = sf.pushed > 0
+			sf.mu.Unlock()
 		}
 		octx, cancel := j.db.opCtx(ctx)
 		rows, err := j.db.pool.Query(octx, `SELECT session_id, next_seq FROM brain_sessions WHERE session_id = ANY($1)`, ids)
@@ -158,6 +170,14 @@ func (j *Journal) poller(ctx context.Context) {
 		cancel()
 		if err != nil {
 			continue
+		}
+		for _, h := range heads {
+			delete(seen, string(h.id))
+		}
+		for id, pushed := range seen {
+			if pushed && j.feedsOf(id) == followed[id] {
+				j.deleted(id)
+			}
 		}
 		for _, h := range heads {
 			sf := j.feedsOf(string(h.id))

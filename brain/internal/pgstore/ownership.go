@@ -65,7 +65,8 @@ func (db *DB) OnLeaseLost(lost func(id string, epoch int64)) {
 
 // keepLeases renews every held lease each third of the lease length. A
 // lease that the database refused to renew, or whose local deadline
-// passed while renewals failed, is forgotten and reported lost.
+// passed while renewals failed, is forgotten and reported lost; a
+// renewal waits on the database no longer than the lease's deadline.
 func (db *DB) keepLeases(ctx context.Context) {
 	t := time.NewTicker(db.opts.LeaseDuration / 3)
 	defer t.Stop()
@@ -85,7 +86,18 @@ func (db *DB) keepLeases(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			_, err := db.RenewLease(ctx, l)
+			if time.Now().After(l.Deadline) {
+				// Ran out while earlier renewals waited on the database.
+				db.forget(l)
+				db.reportLost(l)
+				continue
+			}
+			// A renewal that has not answered by the lease's local
+			// deadline is too late to keep it: waiting longer would only
+			// hold up the report, and every lease after this one.
+			rctx, cancel := context.WithDeadline(ctx, l.Deadline)
+			_, err := db.RenewLease(rctx, l)
+			cancel()
 			switch {
 			case errors.Is(err, ErrNotOwner):
 				db.reportLost(l)

@@ -305,6 +305,9 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 			s.loadErr = err
 			e.mu.Lock()
 			delete(e.live, id)
+			// Nothing runs the session here: the lease taken for it (the
+			// session may not exist) is given back, not renewed.
+			s.releaseLeaseLocked()
 			e.mu.Unlock()
 			s.mu.Unlock()
 			s.refs.Add(-1)

@@ -170,6 +170,7 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 		s.evicted = true
 		e.mu.Lock()
 		delete(e.live, id)
+		s.releaseLeaseLocked()
 		e.mu.Unlock()
 		return api.SessionSummary{}, fmt.Errorf("%w: session %s exists", ErrWrongState, id)
 	}
@@ -204,6 +205,7 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 		s.evicted = true
 		e.mu.Lock()
 		delete(e.live, id)
+		s.releaseLeaseLocked()
 		e.mu.Unlock()
 		if errors.Is(err, journal.ErrConflict) {
 			return api.SessionSummary{}, fmt.Errorf("%w: session %s exists", ErrWrongState, id)
@@ -534,6 +536,8 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 		delete(e.live, id)
 	}
 	e.released.drop(id)
+	// A deleted session has nothing left to run: its lease goes too.
+	s.releaseLeaseLocked()
 	e.mu.Unlock()
 	s.evicted, s.st = true, nil
 	return nil
