@@ -13,7 +13,9 @@
 // configuration invalid_configuration naming the field. Setup resolves the
 // profile's image to its immutable ID and pins it for the binding; the
 // provider never pulls, so a missing image fails setup with not_found.
-// A second setup of a live binding fails with already_exists.
+// A second setup of a live binding fails with already_exists. A binding
+// whose profile a restarted provider no longer offers runs nothing: its
+// executes fail with unavailable until it is torn down.
 //
 // # One long-lived container per binding
 //
@@ -56,7 +58,9 @@
 // profile's env_allow. Paths are relative to /workspace: absolute
 // paths and ".." escapes fail with path_escape before anything runs, and a
 // symbolic link whose target resolves outside /workspace fails the same
-// way in the container. write and edit on a read profile fail with
+// way in the container; a command's cwd is checked the same way, and one
+// that does not exist or is not a directory fails with not_found or
+// invalid_input before the command runs. write and edit on a read profile fail with
 // read_only. stdout and stderr are demultiplexed, share the profile's
 // output_bytes cap (the head is kept, the rest drained, truncated set) and
 // are streamed while the command runs as "docker.output" events
@@ -89,6 +93,10 @@
 // needs cleanup in this design, so cleanup_failed is answered only by
 // teardown when the Engine refuses a removal. A cancel that arrives after
 // a provider restart finds the group by the target's sequence.
+// A command whose exit status never comes back (the Engine connection
+// broke, or the Engine kept reporting it running after its output closed)
+// answers unknown, since it ran and may have had effects; what is left of
+// it is killed first, so it does not outlive its call either.
 //
 // # Lifecycle and state
 //

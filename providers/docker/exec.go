@@ -13,6 +13,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/brain-in-go/brain/envsdk"
 )
 
 // The Engine has no API to kill an exec, so every command runs under this
@@ -142,7 +144,13 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 	}
 	att, err := cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
 	if err != nil {
-		return 0, execError(ctx, ctr, err)
+		err = execError(ctx, ctr, err)
+		var stop *stopError
+		if errors.As(err, &stop) || errors.Is(err, errLost) || errors.Is(err, errNotRunning) {
+			return 0, err
+		}
+		// The start may have reached the Engine: the command may run.
+		return 0, lostOutcome(ctx, cli, ctr, s, err)
 	}
 	defer att.Close()
 
@@ -161,9 +169,13 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 	select {
 	case err := <-done:
 		if err != nil {
-			return 0, fmt.Errorf("read command output: %w", err)
+			return 0, lostOutcome(ctx, cli, ctr, s, fmt.Errorf("read command output: %w", err))
 		}
-		return exitCode(ctx, cli, created.ID)
+		code, err := exitCode(ctx, cli, created.ID)
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			return 0, lostOutcome(ctx, cli, ctr, s, err)
+		}
+		return code, err
 	case <-ctx.Done():
 	}
 	stop := &stopError{Cause: ctx.Err()}
@@ -175,6 +187,22 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 		<-done
 	}
 	return 0, stop
+}
+
+// lostOutcome answers a command whose exit status never came back (the
+// Engine connection broke, or the Engine kept reporting it running): it
+// ran and may still run, so its outcome is unknown. What is left of it is
+// killed, so that it does not outlive its call; a failure to confirm that
+// is kept as evidence.
+func lostOutcome(ctx context.Context, cli *client.Client, ctr string, s execSpec, cause error) error {
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killBudget)
+	defer cancel()
+	closed := make(chan error)
+	close(closed)
+	if err := killUntilClosed(kctx, cli, ctr, s.User, s.Tag, closed); err != nil {
+		return fmt.Errorf("%w: %v (cleanup: %v)", envsdk.ErrUnknown, cause, err)
+	}
+	return fmt.Errorf("%w: %v; what was left of the command was killed", envsdk.ErrUnknown, cause)
 }
 
 // killUntilClosed kills the command's process group and every process

@@ -158,6 +158,16 @@ func runCommand(k *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if dir != workspaceDir {
+		// Checked in the container like the file tools' paths: a link
+		// may lead outside, and the Engine's own refusal of a missing
+		// directory would pass for the command's output.
+		real, _, _, err := k.script(cwdScript, []string{dir}, nil, 64<<10)
+		if err != nil {
+			return nil, err
+		}
+		dir = string(real)
+	}
 	env, err := k.env(in.Env)
 	if err != nil {
 		return nil, err

@@ -70,6 +70,14 @@ done
 }
 walk "" "$2"`
 
+// cwdScript prints the resolved directory $1 for a command's working
+// directory; it must exist, resolve inside /workspace and be a directory.
+const cwdScript = scriptPrelude + `p=$1
+[ -e "$p" ] || exit 44
+inside "$p"
+[ -d "$r" ] || exit 46
+printf '%s' "$r"`
+
 // codeReadOnly answers a write to a workspace the profile mounts read-only.
 const codeReadOnly = "read_only"
 

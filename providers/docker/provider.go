@@ -60,7 +60,10 @@ var (
 type binding struct {
 	key     string
 	profile Profile
-	lazy    envsdk.Lazy[*allocation]
+	// withdrawn: the binding's profile is no longer offered (a restart
+	// with other profiles); nothing runs without its user and limits.
+	withdrawn bool
+	lazy      envsdk.Lazy[*allocation]
 
 	mu       sync.Mutex
 	st       *bindingState
@@ -162,7 +165,7 @@ func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
 		if !ok && requireProfiles && st.Phase != phaseDeleted {
 			log.Warn("binding names a profile that is no longer offered", "binding", st.Key, "profile", st.Profile)
 		}
-		p.bindings[st.Key] = &binding{key: st.Key, profile: prof, st: st, active: map[uint64]struct{}{}}
+		p.bindings[st.Key] = &binding{key: st.Key, profile: prof, withdrawn: !ok, st: st, active: map[uint64]struct{}{}}
 	}
 	return p, nil
 }
@@ -199,6 +202,9 @@ func (b *binding) begin(seq uint64) error {
 		return envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", b.key)
 	case b.settling:
 		return envsdk.Failf(envapi.CodeBusy, "binding %s is being detached or torn down", b.key)
+	case b.withdrawn:
+		return envsdk.Failf(envapi.CodeUnavailable,
+			"binding %s uses profile %q, which this provider no longer offers; tear it down", b.key, b.st.Profile)
 	}
 	if _, dup := b.active[seq]; dup {
 		return envsdk.Failf(envapi.CodeBusy, "sequence %d is already running", seq)
