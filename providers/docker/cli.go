@@ -65,6 +65,10 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := parse(fs, args, state); !ok {
 		return code
 	}
+	if *gcOlder < 0 {
+		fmt.Fprintln(stderr, "--gc-older-than must not be negative")
+		return 2
+	}
 	var profiles Profiles
 	switch {
 	case *profilesFile != "" && prof.Image != "":

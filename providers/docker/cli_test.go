@@ -95,3 +95,12 @@ func TestCommandShowsProgress(t *testing.T) {
 		t.Error("plain output carries carriage returns")
 	}
 }
+
+// A negative --gc-older-than is refused at start, as gc's --older-than is.
+func TestCommandRefusesNegativeGCAge(t *testing.T) {
+	var out, errb strings.Builder
+	args := []string{"--listen", "127.0.0.1:0", "--state", t.TempDir(), "--image", "x", "--no-auth", "--gc-older-than", "-1h"}
+	if got := Command(t.Context(), args, &out, &errb); got != 2 || !strings.Contains(errb.String(), "--gc-older-than") {
+		t.Fatalf("exit %d, %q", got, errb.String())
+	}
+}

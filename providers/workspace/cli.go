@@ -45,6 +45,18 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "--root is required")
 		return 2
 	}
+	// Zero is no bound and not the default either: the operator who
+	// wrote it asked for neither, so it is refused.
+	for name, v := range map[string]int64{"--output-limit": int64(*outputLimit), "--max-bytes": *maxBytes, "--max-files": int64(*maxFiles)} {
+		if v == 0 {
+			fmt.Fprintf(stderr, "%s 0: give a positive bound (--max-bytes and --max-files: negative for none)\n", name)
+			return 2
+		}
+	}
+	if *outputLimit < 0 {
+		fmt.Fprintf(stderr, "--output-limit %d: give a positive bound\n", *outputLimit)
+		return 2
+	}
 	var commands []string
 	if *allow != AnyCommand {
 		for _, name := range strings.Split(*allow, ",") {

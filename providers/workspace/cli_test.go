@@ -60,6 +60,14 @@ func TestCommandRejectsBadFlags(t *testing.T) {
 	if got := Command(t.Context(), []string{"--root", t.TempDir(), "--release", "burn", "--listen", "127.0.0.1:0"}, &out, &errb); got != 1 {
 		t.Errorf("bad release: exit %d", got)
 	}
+	// Zero bounds are refused by name, not read as the defaults.
+	for _, f := range [][]string{{"--output-limit", "0"}, {"--output-limit", "-1"}, {"--max-bytes", "0"}, {"--max-files", "0"}} {
+		errb.Reset()
+		args := append([]string{"--root", t.TempDir(), "--listen", "127.0.0.1:0", "--no-auth"}, f...)
+		if got := Command(t.Context(), args, &out, &errb); got != 2 || !strings.Contains(errb.String(), f[0]) {
+			t.Errorf("%s %s: exit %d, %q", f[0], f[1], got, errb.String())
+		}
+	}
 }
 
 func TestCommandRequiresTokenOrNoAuth(t *testing.T) {
