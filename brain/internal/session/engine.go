@@ -114,10 +114,14 @@ type sess struct {
 	client      model.Client
 	creds       map[string]string // environment credentials read from Secrets
 	evicted     bool
-	deleting    bool  // a Delete is tearing the session's environments down
-	replacing   int   // calls of methods with effect "replace" in flight: no activation starts
-	epoch       int64 // the lease this node runs the session under (Config.Ownership)
-	inflight    int   // effects delivered outside the lock (tool cancels)
+	// faulted: a commit failed, so the state in memory is ahead of the
+	// journal; the session is evicted as soon as nothing runs, whatever
+	// its retention, and reloaded from the journal on next use.
+	faulted   bool
+	deleting  bool  // a Delete is tearing the session's environments down
+	replacing int   // calls of methods with effect "replace" in flight: no activation starts
+	epoch     int64 // the lease this node runs the session under (Config.Ownership)
+	inflight  int   // effects delivered outside the lock (tool cancels)
 	// pending are records folded into st but not yet appended: they ride
 	// on the next append (see deferLocked).
 	pending []journal.Record
@@ -392,7 +396,8 @@ func (s *sess) maybeEvictLocked(expired bool) {
 	if s.evicted || !s.quiescentLocked() {
 		return
 	}
-	if s.flushLocked() != nil {
+	expired = expired || s.faulted
+	if s.flushLocked() != nil && !s.faulted {
 		return
 	}
 	ttl := s.ttlLocked()

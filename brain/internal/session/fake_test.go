@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
@@ -122,6 +123,11 @@ func (f *fakeEnvs) execute(ctx context.Context, op Operation) (envapi.Receipt, e
 		return envapi.Result(mustJSON(envapi.OK(op.Request.Input))), nil
 	case "hang", "hangcancel":
 		<-ctx.Done()
+		return envapi.Receipt{}, ctx.Err()
+	case "slowstop":
+		// Stops a while after it is told to.
+		<-ctx.Done()
+		time.Sleep(300 * time.Millisecond)
 		return envapi.Receipt{}, ctx.Err()
 	case "fail":
 		return envapi.Receipt{}, errTransport

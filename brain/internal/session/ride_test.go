@@ -279,3 +279,48 @@ func TestStoppedToolOnFailingWritesSettles(t *testing.T) {
 		t.Fatalf("Send after writes came back = %+v, %v", sum, err)
 	}
 }
+
+// A session kept in memory between turns (idle_ttl_ms 0) whose turn ended
+// with a write failure while its stopped tool was still executing is
+// dropped from memory once the tool is done, not kept with a turn the
+// journal never closed: when writes succeed again it is reloaded and runs
+// the next turn.
+func TestFaultedSessionLeavesMemoryAfterItsTools(t *testing.T) {
+	fs, err := journal.OpenFileStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failingStore{Store: fs}
+	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "slowstop"}), secret: NewMemSecrets()}
+	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs,
+		Limits: Limits{MaxTurn: time.Second, MaxTool: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	h.envs.engine = h.engine
+	t.Cleanup(h.close)
+	keep := int64(0)
+	req := toolSession("slowstop")
+	req.IdleTTLMs = &keep
+	id := h.create(req)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.engine.Send(context.Background(), id, api.UserInput{Message: script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})})
+		errc <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.envs.opsOf(envapi.RequestExecute)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the execute was never sent")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	store.failing.Store(true)
+	if err := <-errc; !errors.Is(err, journal.ErrWrite) {
+		t.Fatalf("turn stopped while writes fail = %v, want journal.ErrWrite", err)
+	}
+	time.Sleep(600 * time.Millisecond) // the execute has returned
+	store.failing.Store(false)
+	if sum, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "after"}); err != nil || sum.Status != api.StatusIdle {
+		t.Fatalf("Send after writes came back = %+v, %v", sum, err)
+	}
+}

@@ -473,6 +473,10 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 			// the call is settled now.
 			s.settleLocked(t)
 		}
+		// What is in memory is ahead of the journal: once nothing runs,
+		// the session goes, to be reloaded from the journal.
+		s.faulted = true
+		s.maybeEvictLocked(false)
 		return 0, false
 	}
 	s.scheduleWakeLocked()

@@ -359,6 +359,7 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 		// the journal on next use, which closes the turn as failed with
 		// the fault as its message.
 		faulted = true
+		s.faulted = true
 		// A riding turn whose deferred start never became durable left
 		// nothing durable (no effect was sent: each one's *_started
 		// commit would have carried the start): it is undone in
