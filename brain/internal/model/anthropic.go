@@ -173,7 +173,7 @@ func (c *anthropicMessages) Call(ctx context.Context, req Request, onDelta func(
 		case "error":
 			code, msg := parseErrorObject(ev.Error)
 			code = orDefault(code, "stream_error")
-			return false, &ProviderError{Code: code, Message: c.t.redact(msg), Retryable: retryableCode(code)}
+			return false, &ProviderError{Code: c.t.redact(code), Message: c.t.redact(msg), Retryable: retryableCode(code)}
 		}
 		return false, nil
 	})
@@ -263,7 +263,22 @@ func (c *anthropicMessages) body(req Request) (map[string]any, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: anthropic takes only a json_schema response_format", ErrInvalidRequest)
 		}
-		body["output_config"] = map[string]any{"format": map[string]any{"type": "json_schema", "schema": schema}}
+		oc := map[string]any{"format": map[string]any{"type": "json_schema", "schema": schema}}
+		// output_config also carries options (effort): they join the format.
+		if raw, ok := opts["output_config"]; ok {
+			var more map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &more); err != nil || more == nil {
+				return nil, fmt.Errorf("%w: anthropic option output_config is not an object", ErrInvalidRequest)
+			}
+			if _, ok := more["format"]; ok {
+				return nil, fmt.Errorf("%w: anthropic output_config.format given both as an option and by response_format", ErrInvalidRequest)
+			}
+			for k, v := range more {
+				oc[k] = v
+			}
+			delete(opts, "output_config")
+		}
+		body["output_config"] = oc
 	}
 	for k, v := range opts {
 		body[k] = v

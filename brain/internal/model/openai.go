@@ -48,6 +48,7 @@ func (c *openAIResponses) Call(ctx context.Context, req Request, onDelta func(De
 			Response *responsesObject `json:"response"`
 			Code     json.RawMessage  `json:"code"`
 			Message  string           `json:"message"`
+			Error    json.RawMessage  `json:"error"`
 		}
 		if err := json.Unmarshal(data, &ev); err != nil {
 			return false, invalid(dialectResponses, "event", err)
@@ -70,13 +71,20 @@ func (c *openAIResponses) Call(ctx context.Context, req Request, onDelta func(De
 					code, msg = orDefault(c2, code), orDefault(m, msg)
 				}
 			}
-			return false, &ProviderError{Code: code, Message: t.redact(msg), Retryable: retryableCode(code)}
+			return false, &ProviderError{Code: t.redact(code), Message: t.redact(msg), Retryable: retryableCode(code)}
 		case "error":
-			code := ""
-			if json.Unmarshal(ev.Code, &code) != nil || code == "" {
-				code = "stream_error"
+			// The reference documents the fields flat; the live API nests
+			// them in an "error" object. Either may be present.
+			code, msg := "", ev.Message
+			if json.Unmarshal(ev.Code, &code) != nil {
+				code = ""
 			}
-			return false, &ProviderError{Code: code, Message: t.redact(ev.Message), Retryable: retryableCode(code)}
+			if len(ev.Error) > 0 && string(ev.Error) != "null" {
+				c2, m := parseErrorObject(ev.Error)
+				code, msg = orDefault(code, c2), orDefault(msg, m)
+			}
+			code = orDefault(code, "stream_error")
+			return false, &ProviderError{Code: t.redact(code), Message: t.redact(msg), Retryable: retryableCode(code)}
 		}
 		return false, nil
 	})

@@ -88,7 +88,7 @@ func (c *openAIChat) Call(ctx context.Context, req Request, onDelta func(Delta))
 		if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
 			code, msg := parseErrorObject(chunk.Error)
 			code = orDefault(code, "stream_error")
-			return false, &ProviderError{Code: code, Message: c.t.redact(msg), Retryable: retryableCode(code)}
+			return false, &ProviderError{Code: c.t.redact(code), Message: c.t.redact(msg), Retryable: retryableCode(code)}
 		}
 		if chunk.Usage != nil {
 			usage = chunk.Usage

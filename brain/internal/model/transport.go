@@ -132,7 +132,7 @@ func (t transport) statusError(resp *http.Response) error {
 		}
 	}
 	return &ProviderError{
-		Code:      code,
+		Code:      t.redact(code),
 		Message:   t.redact(fmt.Sprintf("status %d: %s", resp.StatusCode, msg)),
 		Retryable: retryableStatus(resp.StatusCode),
 	}
@@ -179,7 +179,7 @@ func parseErrorObject(raw json.RawMessage) (code, message string) {
 // there is no status: overload, rate limits and server errors.
 func retryableCode(code string) bool {
 	switch code {
-	case "overloaded_error", "api_error", "rate_limit_error", "rate_limit_exceeded",
+	case "overloaded_error", "api_error", "rate_limit_error", "rate_limit_exceeded", "too_many_requests",
 		"server_error", "internal_error", "service_unavailable", "timeout_error":
 		return true
 	}
@@ -232,7 +232,9 @@ func (s *sseReader) next() (event string, data []byte, err error) {
 			if hasData {
 				return event, buf, nil
 			}
-			event = ""
+			// Nothing to dispatch (a keep-alive comment, say): the next
+			// event's bound starts afresh.
+			event, size = "", 0
 			continue
 		}
 		field, value, _ := bytes.Cut(line, []byte(":"))
