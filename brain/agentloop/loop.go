@@ -35,8 +35,9 @@ type Configuration struct {
 // capacity lends it to the loop for the call, and gets the turn's messages
 // there without a copy of the transcript.
 //
-// An event-triggered activation (no input) turns finished background tools
-// in its event batch into a user note and asks the model again.
+// Finished background tools in the activation's event batch become a user
+// note ahead of the user's message; an event-triggered activation (no
+// input) sends that note alone and asks the model again.
 func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutput, error) {
 	var conf Configuration
 	if len(in.Configuration) > 0 && string(in.Configuration) != "null" {
@@ -50,15 +51,17 @@ func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutpu
 		conf.MaxSteps = DefaultMaxSteps
 	}
 	msgs := in.Transcript
+	// Background results in the event batch come first: a successful
+	// return completes the batch, also in a turn started by a message.
+	note, ok := backgroundNote(in.Events)
+	if ok {
+		msgs = append(msgs, api.Message{Role: api.RoleUser, Content: []api.ContentBlock{api.TextBlock(note)}})
+	}
 	switch {
 	case in.Input != nil:
 		msgs = append(msgs, api.UserMessage(*in.Input))
-	default:
-		note, ok := backgroundNote(in.Events)
-		if !ok {
-			return api.TurnOutput{}, nil
-		}
-		msgs = append(msgs, api.Message{Role: api.RoleUser, Content: []api.ContentBlock{api.TextBlock(note)}})
+	case !ok:
+		return api.TurnOutput{}, nil
 	}
 	envOf := map[string]string{}
 	for _, t := range in.Tools {
