@@ -69,15 +69,29 @@ func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutpu
 			envOf[t.Name] = t.Environments[0]
 		}
 	}
+	// A turn that fails after it dispatched tools still saves what they
+	// did (without the background note: the batch stays pending and comes
+	// again), so that the next turn's model sees the calls made, not a
+	// conversation in which they never happened.
+	noteAt := -1
+	if ok {
+		noteAt = len(in.Transcript)
+	}
+	dispatched := false
+	failed := func(err error) (api.TurnOutput, error) {
+		if dispatched {
+			_, _ = svc.SetTranscript(ctx, withoutNote(msgs, noteAt))
+		}
+		return api.TurnOutput{}, err
+	}
 	var final api.Message
 	for step := 0; ; step++ {
 		if step == conf.MaxSteps {
-			_, _ = svc.SetTranscript(ctx, msgs)
-			return api.TurnOutput{}, ErrStepBudget
+			return failed(ErrStepBudget)
 		}
 		res, err := svc.Model(ctx, api.ModelRequest{Messages: msgs})
 		if err != nil {
-			return api.TurnOutput{}, err
+			return failed(err)
 		}
 		msgs = append(msgs, res.Message)
 		final = res.Message
@@ -86,8 +100,12 @@ func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutpu
 			break
 		}
 		results, err := runTools(ctx, svc, uses, envOf)
+		dispatched = true
 		if err != nil {
-			return api.TurnOutput{}, err
+			// The calls may have run: each is answered with the
+			// failure, so that the saved transcript stays well formed.
+			msgs = append(msgs, api.Message{Role: api.RoleUser, Content: dispatchFailed(uses, err)})
+			return failed(err)
 		}
 		msgs = append(msgs, api.Message{Role: api.RoleUser, Content: results})
 	}
@@ -95,6 +113,30 @@ func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutpu
 		return api.TurnOutput{}, err
 	}
 	return api.TurnOutput{Result: guestjson.MarshalString(final.Text())}, nil
+}
+
+// withoutNote answers msgs without the message at i (none when i < 0), in
+// a slice of its own.
+func withoutNote(msgs []api.Message, i int) []api.Message {
+	if i < 0 {
+		return msgs
+	}
+	out := make([]api.Message, 0, len(msgs)-1)
+	return append(append(out, msgs[:i]...), msgs[i+1:]...)
+}
+
+// dispatchFailed answers each tool_use of a dispatch that failed with an
+// error result: its outcome is unknown.
+func dispatchFailed(uses []api.ContentBlock, err error) []api.ContentBlock {
+	e := newEncoder(64)
+	e.B = append(e.B, `{"status":"unknown","message":`...)
+	e.Str("the dispatch failed: " + err.Error())
+	e.B = append(e.B, '}')
+	blocks := make([]api.ContentBlock, len(uses))
+	for i, u := range uses {
+		blocks[i] = api.ToolResultBlock(u.ID, e.B, true)
+	}
+	return blocks
 }
 
 func toolUses(m api.Message) []api.ContentBlock {

@@ -3,6 +3,7 @@ package agentloop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -50,5 +51,51 @@ func TestDefaultTurnCarriesPendingResults(t *testing.T) {
 	}
 	if !saved {
 		t.Fatalf("the pending result is not in the saved transcript: %+v", f.saved)
+	}
+}
+
+// failingDispatch is fakeServices whose dispatch fails.
+type failingDispatch struct{ fakeServices }
+
+func (f *failingDispatch) Dispatch(context.Context, []api.ToolInvocation) ([]api.ToolReturn, error) {
+	return nil, errors.New("dispatch refused")
+}
+
+// A turn that fails after it dispatched tools saves the calls and their
+// results (without the background note, whose batch stays pending), so
+// that the next turn's model knows they ran; a turn that fails before any
+// dispatch saves nothing.
+func TestDefaultFailureKeepsDispatchedCalls(t *testing.T) {
+	uses := api.Message{Role: api.RoleAssistant, Content: []api.ContentBlock{{Type: api.BlockToolUse, ID: "call_1", Name: "echo", Input: json.RawMessage(`{"n":1}`)}}}
+	ended := json.RawMessage(`{"sequence":5,"outcome":{"status":"ok","value":"x"},"is_error":false}`)
+	prior := []api.Message{text("user", "before"), text("assistant", "ok")}
+	in := func() api.TurnInput {
+		return api.TurnInput{Input: &api.UserInput{Message: "go"}, Transcript: prior,
+			Events: []api.Event{{Sequence: 9, EventType: api.KindToolCallEnded, Data: ended}}}
+	}
+
+	// The model fails after a round of tools.
+	f := &fakeServices{answers: []api.ModelResult{{Message: uses, StopReason: api.StopToolUse}}}
+	if _, err := Default(context.Background(), f, in()); err == nil {
+		t.Fatal("the turn succeeded without a second answer")
+	}
+	if len(f.saved) != 5 || f.saved[2].Text() != "go" || f.saved[3].Content[0].ID != "call_1" || f.saved[4].Content[0].ToolUseID != "call_1" {
+		t.Fatalf("saved after the model failed = %+v", f.saved)
+	}
+
+	// The dispatch fails: the call is answered as unknown.
+	g := &failingDispatch{fakeServices{answers: []api.ModelResult{{Message: uses, StopReason: api.StopToolUse}}}}
+	if _, err := Default(context.Background(), g, in()); err == nil {
+		t.Fatal("the turn succeeded though its dispatch failed")
+	}
+	if n := len(g.saved); n != 5 || g.saved[4].Content[0].IsError == nil || !*g.saved[4].Content[0].IsError ||
+		!strings.Contains(string(g.saved[4].Content[0].Content), "dispatch refused") {
+		t.Fatalf("saved after the dispatch failed = %+v", g.saved)
+	}
+
+	// The first model call fails: nothing ran, nothing is saved.
+	h := &fakeServices{}
+	if _, err := Default(context.Background(), h, in()); err == nil || h.saved != nil {
+		t.Fatalf("first call failed: err %v, saved %+v", err, h.saved)
 	}
 }
