@@ -29,17 +29,40 @@ type Agentloops struct{ c *Client }
 // Upload admits a Wasm agentloop module. Uploading the same bytes again
 // answers the same admission.
 func (a *Agentloops) Upload(ctx context.Context, module []byte, opts ...CallOption) (Admission, error) {
-	opts = append(opts, func(c *call) { c.raw, c.ctype = module, "application/octet-stream" })
-	r, err := a.c.do(ctx, http.MethodPost, "/v1/agentloops", nil, true, opts)
+	return a.c.admit(ctx, "/v1/agentloops", module, opts)
+}
+
+// Get answers the admission of module id.
+func (a *Agentloops) Get(ctx context.Context, id string) (Admission, error) {
+	return a.c.admission(ctx, "/v1/agentloops/", id)
+}
+
+// Tools uploads and looks up Tool modules (Wasm Tools run by the built-in
+// environment).
+type Tools struct{ c *Client }
+
+// Upload admits a Wasm Tool module. Uploading the same bytes again answers
+// the same admission.
+func (t *Tools) Upload(ctx context.Context, module []byte, opts ...CallOption) (Admission, error) {
+	return t.c.admit(ctx, "/v1/tools", module, opts)
+}
+
+// Get answers the admission of Tool module id.
+func (t *Tools) Get(ctx context.Context, id string) (Admission, error) {
+	return t.c.admission(ctx, "/v1/tools/", id)
+}
+
+func (c *Client) admit(ctx context.Context, path string, module []byte, opts []CallOption) (Admission, error) {
+	opts = append(opts[:len(opts):len(opts)], func(c *call) { c.raw, c.ctype = module, "application/octet-stream" })
+	r, err := c.do(ctx, http.MethodPost, path, nil, true, opts)
 	if err != nil {
 		return Admission{}, err
 	}
 	return decode[Admission](r)
 }
 
-// Get answers the admission of module id.
-func (a *Agentloops) Get(ctx context.Context, id string) (Admission, error) {
-	r, err := a.c.do(ctx, http.MethodGet, "/v1/agentloops/"+url.PathEscape(id), nil, false, nil)
+func (c *Client) admission(ctx context.Context, prefix, id string) (Admission, error) {
+	r, err := c.do(ctx, http.MethodGet, prefix+url.PathEscape(id), nil, false, nil)
 	if err != nil {
 		return Admission{}, err
 	}

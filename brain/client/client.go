@@ -53,6 +53,10 @@ type Client struct {
 	Sessions *Sessions
 	// Agentloops uploads and looks up agentloop modules.
 	Agentloops *Agentloops
+	// Tools uploads and looks up Tool modules.
+	Tools *Tools
+	// Models lists the server's model catalogue.
+	Models *Models
 }
 
 // New returns a client of the server at baseURL (e.g.
@@ -88,6 +92,8 @@ func (c *Client) init() *Client {
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.Sessions = &Sessions{c: c}
 	c.Agentloops = &Agentloops{c: c}
+	c.Tools = &Tools{c: c}
+	c.Models = &Models{c: c}
 	return c
 }
 
@@ -95,15 +101,18 @@ func (c *Client) init() *Client {
 // shares this client's HTTP client and retry settings and has its own
 // lifetime: closing either client leaves the other usable.
 func (c *Client) WithToken(token string) *Client {
-	n := &Client{base: c.base, token: token, hc: c.hc, retries: c.retries}
+	n := &Client{base: c.base, token: token, hc: c.hc, own: c.own, retries: c.retries}
 	return n.init()
 }
 
 // Close releases the client's connections and local handlers: open event
 // streams end, host connections close and the contexts of running host
 // handlers are cancelled (Close does not wait for handlers that ignore
-// theirs). It is idempotent; later calls fail with ErrClosed. Stored
-// sessions are not interrupted, ended or deleted.
+// theirs). When the client made its own HTTP client, closing it (or any
+// client WithToken derived from it) closes that HTTP client's idle
+// connections; requests of other clients sharing it are not affected.
+// It is idempotent; later calls fail with ErrClosed. Stored sessions are
+// not interrupted, ended or deleted.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
@@ -288,10 +297,96 @@ func apiError(status int, b []byte) *api.ApiError {
 	return &api.ApiError{Code: code, Message: fmt.Sprintf("HTTP %d: %s", status, bytes.TrimSpace(b)), Retryable: api.DefaultRetryable(code)}
 }
 
-func decode[T any](r *response) (T, error) {
+// decode decodes a 2xx answer. An answer that is JSON null, one of the
+// API's object types without a field every such answer holds, or an
+// object without (or with null in) a field named in extra is malformed: it
+// is an error, not a zero value. A field named in extra with a trailing
+// "?" must be present but may be null. The API's types are checked on
+// the decoded value, so that their answers are decoded once.
+func decode[T any](r *response, extra ...string) (T, error) {
 	var v T
-	if err := json.Unmarshal(r.body, &v); err != nil {
+	body := bytes.TrimSpace(r.body)
+	if string(body) == "null" {
+		return v, fmt.Errorf("client: malformed answer: null where %T was expected", v)
+	}
+	if len(extra) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(body, &obj); err != nil {
+			return v, fmt.Errorf("client: decode answer: %w", err)
+		}
+		for _, f := range extra {
+			name, nullable := strings.CutSuffix(f, "?")
+			raw, ok := obj[name]
+			if !ok || (!nullable && string(bytes.TrimSpace(raw)) == "null") {
+				return v, fmt.Errorf("client: malformed answer: %T without %s", v, name)
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
 		return v, fmt.Errorf("client: decode answer: %w", err)
 	}
+	if missing := lacks(&v); missing != "" {
+		return v, fmt.Errorf("client: malformed answer: %T without %s: %.200s", v, missing, body)
+	}
 	return v, nil
+}
+
+// lacks names a field every answer of v's type holds that the decoded v
+// lacks (absent, or null where a value is required), or "".
+func lacks(v any) string {
+	switch x := v.(type) {
+	case *api.SessionSummary:
+		switch {
+		case x.SessionID == "":
+			return "session_id"
+		case x.Status == "":
+			return "status"
+		case x.LastSequence == 0:
+			return "last_sequence"
+		}
+	case *api.SessionList:
+		if x.Sessions == nil {
+			return "sessions"
+		}
+	case *api.SessionTranscript:
+		if x.Messages == nil {
+			return "messages"
+		}
+	case *api.EventPage:
+		if x.Events == nil {
+			return "events"
+		}
+	case *api.HostRegistration:
+		switch {
+		case x.HostID == "":
+			return "host_id"
+		case x.Token == "":
+			return "token"
+		}
+	case *api.SequenceAnswer:
+		if x.Sequence == 0 {
+			return "sequence"
+		}
+	case *api.ModelResult:
+		if x.StopReason == "" {
+			return "stop_reason"
+		}
+	case *Admission:
+		switch {
+		case x.ID == "":
+			return "id"
+		case x.Status == "":
+			return "status"
+		}
+	case *ModelList:
+		if x.Providers == nil {
+			return "providers"
+		}
+	}
+	return ""
+}
+
+// decodeSummary decodes a SessionSummary answer.
+func decodeSummary(r *response) (api.SessionSummary, error) {
+	return decode[api.SessionSummary](r)
 }

@@ -32,8 +32,11 @@
 // Beyond sessions the client covers environment control (ListEnvironments,
 // GetEnvironment, CreateEnvironment, SetupEnvironment, UpdateEnvironment,
 // DeleteEnvironment, CallEnvironment), environment method calls
-// (CallMethod) and agentloop modules (Agentloops.Upload and Get). Events
-// carry their Origin on pages and streams alike.
+// (CallMethod), agentloop and Tool modules (Agentloops and Tools, Upload
+// and Get) and the model catalogue (Models.List and Provider). Events
+// carry their Origin on pages and streams alike. A 2xx answer that lacks
+// what its route answers (JSON null, a missing required field) is an
+// error, never a zero value.
 //
 // Events iterates over committed events after a cursor, page by page until
 // none are left; with Follow it streams them (server-sent events), and

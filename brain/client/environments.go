@@ -33,8 +33,8 @@ func (s *Session) view(ctx context.Context, req envapi.ControlRequest, opts []Ca
 	if err != nil {
 		return EnvironmentView{}, err
 	}
-	var v EnvironmentView
-	if err := json.Unmarshal(raw, &v); err != nil {
+	v, err := decode[EnvironmentView](&response{body: raw}, "reference", "state")
+	if err != nil {
 		return EnvironmentView{}, fmt.Errorf("client: decode environment view: %w", err)
 	}
 	return v, nil
@@ -48,10 +48,10 @@ func (s *Session) ListEnvironments(ctx context.Context, opts ...CallOption) ([]E
 	if err != nil {
 		return nil, err
 	}
-	var l struct {
+	l, err := decode[struct {
 		Environments []EnvironmentView `json:"environments"`
-	}
-	if err := json.Unmarshal(raw, &l); err != nil {
+	}](&response{body: raw}, "environments")
+	if err != nil {
 		return nil, fmt.Errorf("client: decode environment list: %w", err)
 	}
 	return l.Environments, nil
@@ -108,6 +108,6 @@ func (s *Session) CallMethod(ctx context.Context, env, name string, input json.R
 	}
 	out, err := decode[struct {
 		Output json.RawMessage `json:"output"`
-	}](r)
+	}](r, "output?")
 	return out.Output, err
 }

@@ -127,7 +127,7 @@ func (s *Session) finishedAt(ctx context.Context, cursor uint64) bool {
 	if err != nil {
 		return false
 	}
-	sum, err := decode[api.SessionSummary](r)
+	sum, err := decodeSummary(r)
 	return err == nil && (sum.Status == api.StatusEnded || sum.Status == api.StatusFailed) && cursor >= sum.LastSequence
 }
 

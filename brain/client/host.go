@@ -152,6 +152,9 @@ func (c *Client) Host(ctx context.Context) (*Host, error) {
 		return nil, err
 	}
 	reg, err := decode[api.HostRegistration](r)
+	if err == nil && (reg.HostID == "" || reg.Token == "") {
+		err = fmt.Errorf("client: malformed answer: host registration without an id or token")
+	}
 	if err != nil {
 		return nil, err
 	}

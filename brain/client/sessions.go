@@ -19,7 +19,7 @@ func (ss *Sessions) Create(ctx context.Context, req api.CreateSessionRequest, op
 	if err != nil {
 		return nil, err
 	}
-	sum, err := decode[api.SessionSummary](r)
+	sum, err := decodeSummary(r)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func (s *Session) Refresh(ctx context.Context) (api.SessionSummary, error) {
 	if err != nil {
 		return api.SessionSummary{}, err
 	}
-	sum, err := decode[api.SessionSummary](r)
+	sum, err := decodeSummary(r)
 	if err == nil {
 		s.Summary = sum
 	}
@@ -103,7 +103,7 @@ func (s *Session) Send(ctx context.Context, input api.UserInput, opts ...CallOpt
 	if err != nil {
 		return api.SessionSummary{}, err
 	}
-	sum, err := decode[api.SessionSummary](r)
+	sum, err := decodeSummary(r)
 	if err == nil {
 		s.Summary = sum
 	}
@@ -177,7 +177,7 @@ func (s *Session) sendOwned(ctx context.Context, input api.UserInput, opts []Cal
 // code conflict and details {"admission":"rejected"}; the key is not
 // consumed and may be retried.
 func (s *Session) Submit(ctx context.Context, input api.UserInput, opts ...CallOption) (Receipt, error) {
-	opts = append(opts, func(c *call) {
+	opts = append(opts[:len(opts):len(opts)], func(c *call) {
 		if c.header == nil {
 			c.header = http.Header{}
 		}
@@ -188,7 +188,13 @@ func (s *Session) Submit(ctx context.Context, input api.UserInput, opts ...CallO
 		return Receipt{}, err
 	}
 	seq, err := decode[uint64](r)
-	return Receipt{SessionID: s.ID, Sequence: seq}, err
+	if err == nil && seq == 0 {
+		err = fmt.Errorf("client: malformed answer: submission admitted at sequence 0")
+	}
+	if err != nil {
+		return Receipt{}, err
+	}
+	return Receipt{SessionID: s.ID, Sequence: seq}, nil
 }
 
 // Transcript reads the saved messages; it works while the session is
@@ -217,7 +223,7 @@ func (s *Session) End(ctx context.Context, opts ...CallOption) (api.SessionSumma
 	if err != nil {
 		return api.SessionSummary{}, err
 	}
-	sum, err := decode[api.SessionSummary](r)
+	sum, err := decodeSummary(r)
 	if err == nil {
 		s.Summary = sum
 	}
