@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -87,5 +88,36 @@ func TestCallsLeaveCallerOptionsAlone(t *testing.T) {
 	}
 	if opts[:1][0] != nil {
 		t.Error("Submit wrote into the caller's option slice")
+	}
+}
+
+// A session id is one path segment: an id holding "/", "?" or ".." (one
+// taken from untrusted input and opened) reaches no other route.
+func TestSessionIDIsOneSegment(t *testing.T) {
+	var paths []string
+	var mu sync.Mutex
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.EscapedPath())
+		mu.Unlock()
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"code":"not_found","message":"no session"}`))
+	}))
+	defer hs.Close()
+	c, err := New(hs.URL, &Options{Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, id := range []string{"../hosts", "x/../../v1/hosts", "x?after=1", "a/b"} {
+		paths = nil
+		if _, err := c.Sessions.Open(id).Refresh(context.Background()); err == nil {
+			t.Fatalf("Refresh of %q succeeded", id)
+		}
+		for _, p := range paths {
+			if rest, ok := strings.CutPrefix(p, "/v1/sessions/"); !ok || strings.Contains(rest, "/") {
+				t.Fatalf("id %q reached %s", id, p)
+			}
+		}
 	}
 }

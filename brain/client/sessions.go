@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
@@ -63,7 +64,11 @@ type Receipt struct {
 	Sequence  uint64
 }
 
-func (s *Session) path(suffix string) string { return "/v1/sessions/" + s.ID + suffix }
+// path is the session's route with suffix; the id is escaped, so that an
+// id holding "/", "?" or ".." names no other route.
+func (s *Session) path(suffix string) string {
+	return "/v1/sessions/" + url.PathEscape(s.ID) + suffix
+}
 
 // Refresh fetches the session's summary.
 func (s *Session) Refresh(ctx context.Context) (api.SessionSummary, error) {
