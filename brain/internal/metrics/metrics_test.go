@@ -150,32 +150,8 @@ func TestMetricsOfARealTurn(t *testing.T) {
 	if resp, err := http.Get(base + "/metrics"); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("GET /metrics without the token = %v %v, want 401", resp.StatusCode, err)
 	}
-	do := func(method, path, key, body string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	code, body := do("POST", "/v1/sessions", "c1", `{"model":{"provider":"scripted","name":"demo"},
-	 "environments":[{"name":"ws","driver":"workspace"}],
-	 "tools":[{"name":"sh","description":"shell","input_schema":{"type":"object","properties":{"shell":{"type":"string"}},"required":["shell"]},
-	   "placements":{"ws":{"implementation":{"tool":"command"}}}}]}`)
-	var sum struct {
-		SessionID string `json:"session_id"`
-	}
-	if json.Unmarshal([]byte(body), &sum); code != 200 {
-		t.Fatalf("create = %d %s", code, body)
-	}
+	do := requester(t, base, token)
+	sum := createShellSession(t, do)
 	before := scrape(t, base+"/metrics", token)
 
 	msg := `{"input":{"message":"{\"tool_calls\":[{\"name\":\"sh\",\"input\":{\"shell\":\"echo hi\"}}]}"}}`
@@ -293,32 +269,8 @@ func TestToolOutcomesCounted(t *testing.T) {
 func TestMetricsCountToolTimeouts(t *testing.T) {
 	const token = "metrics-test-token"
 	base := braintest.Serve(t, t.TempDir(), token, "--no-workspace=false", "--max-tool-secs", "1")
-	do := func(method, path, key, body string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	code, body := do("POST", "/v1/sessions", "c1", `{"model":{"provider":"scripted","name":"demo"},
-	 "environments":[{"name":"ws","driver":"workspace"}],
-	 "tools":[{"name":"sh","description":"shell","input_schema":{"type":"object","properties":{"shell":{"type":"string"}},"required":["shell"]},
-	   "placements":{"ws":{"implementation":{"tool":"command"}}}}]}`)
-	var sum struct {
-		SessionID string `json:"session_id"`
-	}
-	if json.Unmarshal([]byte(body), &sum); code != 200 {
-		t.Fatalf("create = %d %s", code, body)
-	}
+	do := requester(t, base, token)
+	sum := createShellSession(t, do)
 	msg := `{"input":{"message":"{\"tool_calls\":[{\"name\":\"sh\",\"input\":{\"shell\":\"sleep 30\"}}],\"reply\":\"done\"}"}}`
 	if code, body := do("POST", "/v1/sessions/"+sum.SessionID+"/messages", "m1", msg); code != 200 {
 		t.Fatalf("send = %d %s", code, body)
@@ -334,4 +286,42 @@ func TestMetricsCountToolTimeouts(t *testing.T) {
 	if got := value(after, "brain_effects_total", "kind", "tool_call", "outcome", "ok"); got > 0 {
 		t.Errorf("the timed-out tool call counted as ok (%s)", fmtFamily(after["brain_effects_total"]))
 	}
+}
+
+// requester answers a function that sends an authenticated JSON request
+// to base (with an Idempotency-Key when key is not empty) and answers its
+// status and body.
+func requester(t *testing.T, base, token string) func(method, path, key, body string) (int, string) {
+	return func(method, path, key, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+}
+
+// createShellSession creates a session of the scripted model with the
+// built-in workspace's command tool as "sh".
+func createShellSession(t *testing.T, do func(method, path, key, body string) (int, string)) (sum struct {
+	SessionID string `json:"session_id"`
+}) {
+	t.Helper()
+	code, body := do("POST", "/v1/sessions", "c1", `{"model":{"provider":"scripted","name":"demo"},
+	 "environments":[{"name":"ws","driver":"workspace"}],
+	 "tools":[{"name":"sh","description":"shell","input_schema":{"type":"object","properties":{"shell":{"type":"string"}},"required":["shell"]},
+	   "placements":{"ws":{"implementation":{"tool":"command"}}}}]}`)
+	if json.Unmarshal([]byte(body), &sum); code != 200 {
+		t.Fatalf("create = %d %s", code, body)
+	}
+	return sum
 }

@@ -47,19 +47,8 @@ func (g *gatedReleases) sent() []Operation {
 // sends no release after it started ending: no environment is called
 // once it is detached, and nothing is recorded after session_ended.
 func TestEndDuringTurnEndRelease(t *testing.T) {
-	envs := &gatedReleases{held: "a", entered: make(chan struct{}, 1), gate: make(chan struct{})}
-	var open sync.Once
-	release := func() { open.Do(func() { close(envs.gate) }) }
-	t.Cleanup(release)
-	h := newHarness(t, Config{Environments: envs}, nil)
-	id := h.create(api.CreateSessionRequest{Environments: []api.Environment{
-		{Name: "a", Driver: api.DriverHTTP, URL: "http://127.0.0.1:1"},
-		{Name: "b", Driver: api.DriverHTTP, URL: "http://127.0.0.1:1"},
-	}})
+	h, envs, id, release := releaseInFlight(t)
 	ctx := context.Background()
-	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "hi"}); err != nil {
-		t.Fatal(err)
-	}
 	<-envs.entered // the release of a is being delivered
 	ended := make(chan error, 1)
 	go func() {
@@ -125,19 +114,8 @@ func TestEndDuringTurnEndRelease(t *testing.T) {
 // stays deleted when the release answers: the engine does not go on to
 // call the session's other environments, and keeps running.
 func TestDeleteDuringTurnEndRelease(t *testing.T) {
-	envs := &gatedReleases{held: "a", entered: make(chan struct{}, 1), gate: make(chan struct{})}
-	var open sync.Once
-	release := func() { open.Do(func() { close(envs.gate) }) }
-	t.Cleanup(release)
-	h := newHarness(t, Config{Environments: envs}, nil)
-	id := h.create(api.CreateSessionRequest{Environments: []api.Environment{
-		{Name: "a", Driver: api.DriverHTTP, URL: "http://127.0.0.1:1"},
-		{Name: "b", Driver: api.DriverHTTP, URL: "http://127.0.0.1:1"},
-	}})
+	h, envs, id, release := releaseInFlight(t)
 	ctx := context.Background()
-	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "hi"}); err != nil {
-		t.Fatal(err)
-	}
 	<-envs.entered
 	ended := make(chan error, 1)
 	go func() {
@@ -181,4 +159,24 @@ func TestDeleteDuringTurnEndRelease(t *testing.T) {
 	if n, err := h.store.Next(ctx, id); err == nil && n > 1 {
 		t.Errorf("the deleted session's journal holds records again (next %d)", n)
 	}
+}
+
+// releaseInFlight creates a session with environments a and b and runs a
+// turn; the turn-end release of a is held until release is called (the
+// caller waits on envs.entered for its delivery).
+func releaseInFlight(t *testing.T) (*harness, *gatedReleases, string, func()) {
+	t.Helper()
+	envs := &gatedReleases{held: "a", entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	var open sync.Once
+	release := func() { open.Do(func() { close(envs.gate) }) }
+	t.Cleanup(release)
+	h := newHarness(t, Config{Environments: envs}, nil)
+	id := h.create(api.CreateSessionRequest{Environments: []api.Environment{
+		{Name: "a", Driver: api.DriverHTTP, URL: "http://127.0.0.1:1"},
+		{Name: "b", Driver: api.DriverHTTP, URL: "http://127.0.0.1:1"},
+	}})
+	if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	return h, envs, id, release
 }

@@ -48,17 +48,7 @@ func (f *slowReset) executes() []Operation {
 // as busy, and nothing is executed on the incarnation being replaced.
 func TestReplaceKeepsExecutionIdleWhileInFlight(t *testing.T) {
 	ctx := context.Background()
-	envs := &slowReset{started: make(chan struct{}), gate: make(chan struct{})}
-	h := newHarness(t, Config{Environments: envs}, nil)
-	req := toolSession("echo")
-	req.Environments[0].Methods = replaceMethods
-	id := h.create(req)
-	reset := make(chan error, 1)
-	go func() {
-		_, err := h.engine.CallEnvironment(ctx, id, "box", "reset", json.RawMessage(`{}`))
-		reset <- err
-	}()
-	<-envs.started
+	h, envs, id, reset := resetInFlight(t)
 	sendCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_, err := h.engine.Send(sendCtx, id, api.UserInput{Message: script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})})
@@ -88,17 +78,7 @@ func TestReplaceKeepsExecutionIdleWhileInFlight(t *testing.T) {
 // records (here a replacement) come before session_ended, never after.
 func TestEndWaitsForEnvironmentCallInFlight(t *testing.T) {
 	ctx := context.Background()
-	envs := &slowReset{started: make(chan struct{}), gate: make(chan struct{})}
-	h := newHarness(t, Config{Environments: envs}, nil)
-	req := toolSession("echo")
-	req.Environments[0].Methods = replaceMethods
-	id := h.create(req)
-	reset := make(chan error, 1)
-	go func() {
-		_, err := h.engine.CallEnvironment(ctx, id, "box", "reset", json.RawMessage(`{}`))
-		reset <- err
-	}()
-	<-envs.started
+	h, envs, id, reset := resetInFlight(t)
 	ended := make(chan error, 1)
 	go func() {
 		_, err := h.engine.End(ctx, id)
@@ -124,4 +104,23 @@ func TestEndWaitsForEnvironmentCallInFlight(t *testing.T) {
 	if op := decode[envStarted](t, detach[0].Data); op.Binding.Sequence != replaced[0].Sequence {
 		t.Fatalf("detached binding %d, want the replacement %d", op.Binding.Sequence, replaced[0].Sequence)
 	}
+}
+
+// resetInFlight creates a session whose environment box has the replace
+// method reset, calls it, and answers once the call is being delivered
+// (held until envs.gate closes), with the channel of its answer.
+func resetInFlight(t *testing.T) (*harness, *slowReset, string, <-chan error) {
+	t.Helper()
+	envs := &slowReset{started: make(chan struct{}), gate: make(chan struct{})}
+	h := newHarness(t, Config{Environments: envs}, nil)
+	req := toolSession("echo")
+	req.Environments[0].Methods = replaceMethods
+	id := h.create(req)
+	reset := make(chan error, 1)
+	go func() {
+		_, err := h.engine.CallEnvironment(context.Background(), id, "box", "reset", json.RawMessage(`{}`))
+		reset <- err
+	}()
+	<-envs.started
+	return h, envs, id, reset
 }

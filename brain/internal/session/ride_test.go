@@ -237,32 +237,9 @@ func (f *failingStore) Append(ctx context.Context, session string, expectedNext 
 // for a cancel that never went out. Once writes succeed again the session
 // runs turns again.
 func TestStoppedToolOnFailingWritesSettles(t *testing.T) {
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &failingStore{Store: fs}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "hang"}), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs,
-		Limits: Limits{MaxTurn: time.Second, MaxTool: time.Minute}}); err != nil {
-		t.Fatal(err)
-	}
-	h.envs.engine = h.engine
-	t.Cleanup(h.close)
+	h, store := failingToolHarness(t, "hang")
 	id := h.create(toolSession("hang"))
-	errc := make(chan error, 1)
-	go func() {
-		_, err := h.engine.Send(context.Background(), id, api.UserInput{Message: script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})})
-		errc <- err
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(h.envs.opsOf(envapi.RequestExecute)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the execute was never sent")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	store.failing.Store(true)
+	errc := h.toolTurnThenFailWrites(store, id)
 	select {
 	case err := <-errc:
 		if !errors.Is(err, journal.ErrWrite) {
@@ -286,35 +263,12 @@ func TestStoppedToolOnFailingWritesSettles(t *testing.T) {
 // journal never closed: when writes succeed again it is reloaded and runs
 // the next turn.
 func TestFaultedSessionLeavesMemoryAfterItsTools(t *testing.T) {
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &failingStore{Store: fs}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "slowstop"}), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs,
-		Limits: Limits{MaxTurn: time.Second, MaxTool: time.Minute}}); err != nil {
-		t.Fatal(err)
-	}
-	h.envs.engine = h.engine
-	t.Cleanup(h.close)
+	h, store := failingToolHarness(t, "slowstop")
 	keep := int64(0)
 	req := toolSession("slowstop")
 	req.IdleTTLMs = &keep
 	id := h.create(req)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := h.engine.Send(context.Background(), id, api.UserInput{Message: script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})})
-		errc <- err
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(h.envs.opsOf(envapi.RequestExecute)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the execute was never sent")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	store.failing.Store(true)
+	errc := h.toolTurnThenFailWrites(store, id)
 	if err := <-errc; !errors.Is(err, journal.ErrWrite) {
 		t.Fatalf("turn stopped while writes fail = %v, want journal.ErrWrite", err)
 	}
@@ -323,4 +277,44 @@ func TestFaultedSessionLeavesMemoryAfterItsTools(t *testing.T) {
 	if sum, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "after"}); err != nil || sum.Status != api.StatusIdle {
 		t.Fatalf("Send after writes came back = %+v, %v", sum, err)
 	}
+}
+
+// failingToolHarness is a harness over a file store whose writes can be
+// made to fail, its environment "box" behaving as behaviour, with a turn
+// bound of a second.
+func failingToolHarness(t *testing.T, behaviour string) (*harness, *failingStore) {
+	t.Helper()
+	fs, err := journal.OpenFileStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failingStore{Store: fs}
+	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": behaviour}), secret: NewMemSecrets()}
+	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs,
+		Limits: Limits{MaxTurn: time.Second, MaxTool: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	h.envs.engine = h.engine
+	t.Cleanup(h.close)
+	return h, store
+}
+
+// toolTurnThenFailWrites sends a turn that calls a tool and, once the
+// tool's execute is sent, makes writes fail; it answers the turn's error.
+func (h *harness) toolTurnThenFailWrites(store *failingStore, id string) <-chan error {
+	h.t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.engine.Send(context.Background(), id, api.UserInput{Message: script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})})
+		errc <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.envs.opsOf(envapi.RequestExecute)) == 0 {
+		if time.Now().After(deadline) {
+			h.t.Fatal("the execute was never sent")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	store.failing.Store(true)
+	return errc
 }
