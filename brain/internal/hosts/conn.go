@@ -1,8 +1,11 @@
 package hosts
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
+
+	"github.com/brain-in-go/brain/brain/api"
 )
 
 // Conn is a host's commands connection. The transport writes every frame
@@ -62,7 +65,9 @@ func (r *Registry) Connect(id string) (*Conn, error) {
 }
 
 // Close ends the connection. Commands it carried whose calls are still
-// open lose their host: their outcome becomes unknown.
+// open lose their host: their outcome becomes unknown. Commands still
+// queued (the transport never took them from Frames) were not sent: they
+// are dropped and their calls fail host_not_connected.
 func (c *Conn) Close() {
 	c.once.Do(func() {
 		r := c.r
@@ -72,8 +77,10 @@ func (c *Conn) Close() {
 			c.h.conn = nil
 			c.h.since = r.cfg.Now()
 		}
-		for _, cmd := range c.h.outstanding {
+		unsent := c.dropQueuedLocked()
+		for k, cmd := range c.h.outstanding {
 			if cmd.conn == c {
+				cmd.unsent = unsent[k]
 				cmd.loseLocked()
 			}
 		}
@@ -86,9 +93,29 @@ func (c *Conn) Close() {
 	})
 }
 
+// dropQueuedLocked empties the queue of an ended connection and answers
+// the tool calls whose invoke_tool was still in it.
+func (c *Conn) dropQueuedLocked() map[key]bool {
+	unsent := map[key]bool{}
+	for {
+		select {
+		case f := <-c.frames:
+			var cmd api.HostCommand
+			if json.Unmarshal(f, &cmd) == nil && cmd.Operation.Type == api.HostInvokeTool {
+				unsent[key{cmd.SessionID, cmd.Sequence}] = true
+			}
+		default:
+			return unsent
+		}
+	}
+}
+
 // send queues a frame; false when the connection ended or its queue is
-// full (the frame is then not sent at all).
+// full (the frame is then not sent at all). It holds the registry's lock
+// so that a frame is never queued on a connection Close has emptied.
 func (c *Conn) send(frame []byte) bool {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
 	select {
 	case <-c.done:
 		return false

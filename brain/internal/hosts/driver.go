@@ -36,6 +36,9 @@ type command struct {
 	// returned is closed when the host ended the call's synchronous phase.
 	returned chan struct{}
 	retOnce  sync.Once
+	// unsent is set (before lost closes) when the connection ended with
+	// the command still queued: it never reached the host.
+	unsent bool
 }
 
 func (c *command) loseLocked() { c.once.Do(func() { close(c.lost) }) }
@@ -200,14 +203,18 @@ func (r *Registry) execute(ctx context.Context, op session.Operation) (envapi.Re
 	if closer != nil {
 		closed = closer.Done()
 	}
-	finished := make(chan error, 1)
-	go func() { finished <- r.follow(ctx, h, k, c, closed, svc) }()
+	type answer struct {
+		rc  envapi.Receipt
+		err error
+	}
+	finished := make(chan answer, 1)
+	go func() {
+		rc, err := r.follow(ctx, h, k, c, closed, svc)
+		finished <- answer{rc, err}
+	}()
 	select {
-	case err := <-finished:
-		if err != nil {
-			return envapi.Receipt{}, err
-		}
-		return accepted, nil
+	case a := <-finished:
+		return a.rc, a.err
 	case <-c.returned:
 		// The synchronous phase is over (the host posted returned): the
 		// delivery ends here as an HTTP execute's would, and follow keeps
@@ -218,9 +225,11 @@ func (r *Registry) execute(ctx context.Context, op session.Operation) (envapi.Re
 
 // follow waits until the call closes (finished, timed out, cancelled) or
 // the connection that carried it ends, and forgets the command. A call
-// whose connection ended answers ErrHostLost, unless it had returned:
-// then nobody waits for the delivery and the call is finished unknown here.
-func (r *Registry) follow(ctx context.Context, h *host, k key, c *command, closed <-chan struct{}, svc session.Services) error {
+// whose connection ended before its command was written fails
+// host_not_connected; one whose command was written answers ErrHostLost,
+// unless it had returned: then nobody waits for the delivery and the call
+// is finished unknown here.
+func (r *Registry) follow(ctx context.Context, h *host, k key, c *command, closed <-chan struct{}, svc session.Services) (envapi.Receipt, error) {
 	var lostErr error
 	select {
 	case <-closed:
@@ -230,6 +239,10 @@ func (r *Registry) follow(ctx context.Context, h *host, k key, c *command, close
 	}
 	r.mu.Lock()
 	delete(h.outstanding, k)
+	if lostErr != nil && c.unsent {
+		r.mu.Unlock()
+		return failure(CodeHostNotConnected, "the commands connection of host "+h.id+" ended before the command was written; the call was not sent", true), nil
+	}
 	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), session.ErrTimeout) && lostErr == nil {
 		// A cancel operation follows; it needs the connection.
 		h.stopped[k] = c
@@ -239,15 +252,15 @@ func (r *Registry) follow(ctx context.Context, h *host, k key, c *command, close
 		select {
 		case <-c.returned:
 			_, _ = svc.Finish(context.WithoutCancel(ctx), &api.Outcome{Status: api.OutcomeUnknown, Message: lostErr.Error()})
-			return nil
+			return accepted, nil
 		default:
 		}
-		return lostErr
+		return envapi.Receipt{}, lostErr
 	}
 	if ctx.Err() != nil {
-		return context.Cause(ctx)
+		return envapi.Receipt{}, context.Cause(ctx)
 	}
-	return nil
+	return accepted, nil
 }
 
 // cancel writes a cancel_tool command to the connection that carried the
