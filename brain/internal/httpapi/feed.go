@@ -222,9 +222,16 @@ func (f *feed) heartbeat() {
 	f.list = list
 }
 
-// endAll ends every stream after its queue: the session is gone or the
-// engine closed.
+// endAll ends every stream after its queue: the session is gone, the
+// engine closed or the subscription failed. The feed stops serving the
+// session at once, so that a stream opened meanwhile starts a feed of its
+// own instead of joining one that no longer follows.
 func (f *feed) endAll() {
+	f.s.feedsMu.Lock()
+	if f.s.feeds[f.id] == f {
+		delete(f.s.feeds, f.id)
+	}
+	f.s.feedsMu.Unlock()
 	f.mu.Lock()
 	streams := make([]*stream, 0, len(f.streams))
 	for st := range f.streams {
