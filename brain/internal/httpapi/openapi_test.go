@@ -14,6 +14,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/internal/catalog"
 	"github.com/brain-in-go/brain/brain/internal/envbind"
+	"github.com/brain-in-go/brain/brain/internal/hosts"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/metrics"
 	"github.com/brain-in-go/brain/brain/internal/openapicheck"
@@ -59,8 +60,13 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { host.Close(context.Background()) })
+	reg, err := hosts.Open(hosts.Config{Dir: filepath.Join(dir, hosts.DirName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
 	f := newFixture(t, Options{Models: c, Metrics: metrics.New().Handler(),
-		Agentloops: host, Bindings: &envbind.Binder{}}) // the bindings are mounted only, never called
+		Agentloops: host, Hosts: reg, Bindings: &envbind.Binder{}}) // the bindings are mounted only, never called
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
 	}
@@ -98,7 +104,12 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 func TestOpenAPIResponses(t *testing.T) {
 	v := openAPIValidator(t)
 	c, _ := catalog.New(nil)
-	f := newFixture(t, Options{Models: c, Metrics: metrics.New().Handler()})
+	reg, err := hosts.Open(hosts.Config{Dir: filepath.Join(t.TempDir(), hosts.DirName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	f := newFixture(t, Options{Models: c, Metrics: metrics.New().Handler(), Hosts: reg})
 	seen := map[string]bool{}
 	send := func(method, path, body string, headers ...string) (int, []byte) {
 		t.Helper()
@@ -185,6 +196,39 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"GET", "/metrics", "", nil, 200},
 		{"GET", "/metrics", "", []string{"Authorization", ""}, 401},
 		{"GET", "/ui/", "", []string{"Authorization", ""}, 200},
+	} {
+		code, b := send(c.method, c.path, c.body, c.headers...)
+		if code != c.code {
+			t.Errorf("%s %s = %d %.300s, want %d", c.method, c.path, code, b, c.code)
+		}
+	}
+	// The host routes (the commands stream is checked end to end).
+	code, b = send("POST", "/v1/hosts", "")
+	want(200, code, "register host", b)
+	var host struct {
+		HostID string `json:"host_id"`
+		Token  string `json:"token"`
+	}
+	json.Unmarshal(b, &host)
+	hostToken := []string{"Authorization", "Bearer " + host.Token}
+	hp := "/v1/hosts/" + host.HostID
+	call := `"session_id":"ses_AAAAAAAAAAAAAAAAAAAAAAAA","sequence":1`
+	for _, c := range []struct {
+		method, path, body string
+		headers            []string
+		code               int
+	}{
+		{"POST", "/v1/hosts", "", []string{"Authorization", ""}, 401},
+		{"GET", hp + "/commands", "", nil, 401},
+		{"POST", hp + "/results", `{` + call + `,"update":{"type":"finish"}}`, nil, 401},
+		{"POST", hp + "/results", `{` + call + `,"update":{"type":"finish"}}`, hostToken, 403},
+		{"POST", hp + "/results", `{"session_id":`, hostToken, 400},
+		{"POST", hp + "/results", `{` + call + `,"update":{"type":"finish"},"extra":1}`, hostToken, 422},
+		{"POST", hp + "/results", `{` + call + `,"update":{"type":"finish"}}`, append([]string{"Content-Type", "text/plain"}, hostToken...), 415},
+		{"POST", hp + "/events", `{` + call + `,"event_type":"x.progress","data":{}}`, hostToken, 403},
+		{"POST", hp + "/model", `{` + call + `,"request":{"messages":[]}}`, hostToken, 403},
+		{"POST", hp + "/call", `{` + call + `,"call":{"method":"emit","input":{}}}`, hostToken, 403},
+		{"POST", hp + "/suspend", `{"connection":"hconn_none"}`, hostToken, 200},
 	} {
 		code, b := send(c.method, c.path, c.body, c.headers...)
 		if code != c.code {
