@@ -33,7 +33,11 @@
 // GetEnvironment, CreateEnvironment, SetupEnvironment, UpdateEnvironment,
 // DeleteEnvironment, CallEnvironment), environment method calls
 // (CallMethod), agentloop and Tool modules (Agentloops and Tools, Upload
-// and Get) and the model catalogue (Models.List and Provider). Events
+// and Get), the model catalogue (Models.List and Provider), the server's
+// health (Live, Ready) and host environments: Host registers this process
+// as a host whose handlers serve tool calls over one commands connection,
+// ResumeHost serves a saved registration, and Suspend closes an idle
+// host's connection until Resume (a host that scales to zero). Events
 // carry their Origin on pages and streams alike. A 2xx answer that lacks
 // what its route answers (JSON null, a missing required field) is an
 // error, never a zero value.

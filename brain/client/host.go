@@ -18,6 +18,11 @@ import (
 // this client's; the host does not reconnect.
 var ErrDisplaced = errors.New("client: host connection displaced by another connection")
 
+// ErrSuspended reports that the host stopped serving because Brain
+// suspended its commands connection at its request (Host.Suspend);
+// Host.Resume serves it again.
+var ErrSuspended = errors.New("client: host suspended")
+
 // ErrCancelTool is the cause of a handler's ctx when Brain cancels the
 // call (cancel_tool, as on an interrupt).
 var ErrCancelTool = errors.New("client: tool call cancelled")
@@ -121,8 +126,12 @@ type Host struct {
 	conn     string // the current connection's id
 	err      error  // why the host stopped
 	up       chan struct{}
-	upOnce   sync.Once
+	upOnce   *sync.Once
 	stopped  chan struct{}
+	// suspending is open while a Suspend is being answered: a connection
+	// that ends meanwhile is not reopened before the answer is known.
+	suspending chan struct{}
+	suspended  bool
 }
 
 // callKey names a call: sequences are per session.
@@ -178,9 +187,9 @@ func (c *Client) ResumeHost(reg api.HostRegistration) (*Host, error) {
 
 func (c *Client) startHostLocked(reg api.HostRegistration) *Host {
 	h := &Host{c: c, ID: reg.HostID, token: reg.Token, handlers: map[string]Handler{}, running: map[callKey]*running{},
-		up: make(chan struct{}), stopped: make(chan struct{})}
+		up: make(chan struct{}), upOnce: new(sync.Once), stopped: make(chan struct{})}
 	c.host = h
-	go h.serve()
+	go h.serve(h.up, h.upOnce, h.stopped)
 	return h
 }
 
@@ -209,14 +218,92 @@ func (h *Host) Connected(ctx context.Context) error {
 	if h.c.closed.Load() {
 		return ErrClosed
 	}
+	h.mu.Lock()
+	up, stopped := h.up, h.stopped
+	h.mu.Unlock()
 	select {
-	case <-h.up:
+	case <-up:
 		return nil
-	case <-h.stopped:
+	case <-stopped:
 		return h.Err()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Suspend asks Brain to close the host's commands connection if it
+// carries no command (no call outstanding, none queued), as a host that
+// scales to zero does, and reports whether it did. A suspended host stops
+// serving (Err answers ErrSuspended): Brain fails calls for it with
+// host_not_connected, retryable, until Resume (or ResumeHost in another
+// process) connects it again. When Brain answers false the host goes on
+// serving on the same connection.
+func (h *Host) Suspend(ctx context.Context) (bool, error) {
+	h.mu.Lock()
+	if h.suspending != nil || h.suspended {
+		h.mu.Unlock()
+		return false, fmt.Errorf("client: host %s: a suspend is already under way", h.ID)
+	}
+	select {
+	case <-h.stopped:
+		err := h.err
+		h.mu.Unlock()
+		return false, fmt.Errorf("client: host %s is not serving: %w", h.ID, err)
+	default:
+	}
+	conn, stopped := h.conn, h.stopped
+	if conn == "" {
+		h.mu.Unlock()
+		return false, fmt.Errorf("client: host %s has no commands connection yet", h.ID)
+	}
+	wait := make(chan struct{})
+	h.suspending = wait
+	h.mu.Unlock()
+
+	suspended := false
+	r, err := h.post(ctx, "/suspend", api.HostSuspend{Connection: conn})
+	if err == nil {
+		var a api.HostSuspended
+		if a, err = decode[api.HostSuspended](r); err == nil {
+			suspended = a.Suspended
+		}
+	}
+	h.mu.Lock()
+	h.suspended = suspended
+	h.suspending = nil
+	h.mu.Unlock()
+	close(wait)
+	if suspended {
+		// The serve loop sees the connection end and stops.
+		select {
+		case <-stopped:
+		case <-ctx.Done():
+		}
+	}
+	return suspended, err
+}
+
+// Resume serves a suspended host again: it opens a new commands
+// connection (Connected waits for it), with the same handlers. It fails
+// unless the host stopped because it was suspended.
+func (h *Host) Resume() error {
+	if h.c.closed.Load() {
+		return ErrClosed
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.suspended {
+		return fmt.Errorf("client: host %s is not suspended", h.ID)
+	}
+	select {
+	case <-h.stopped:
+	default:
+		return fmt.Errorf("client: host %s is still stopping", h.ID)
+	}
+	h.suspended, h.err, h.conn = false, nil, ""
+	h.up, h.upOnce, h.stopped = make(chan struct{}), new(sync.Once), make(chan struct{})
+	go h.serve(h.up, h.upOnce, h.stopped)
+	return nil
 }
 
 // Err answers why the host stopped serving (nil while it serves).
@@ -226,12 +313,20 @@ func (h *Host) Err() error {
 	return h.err
 }
 
-// serve keeps the commands connection open until the client closes.
-func (h *Host) serve() {
-	defer close(h.stopped)
+// serve keeps the commands connection open until the client closes or
+// the host is suspended; up closes when a connection opens, stopped when
+// serve returns.
+func (h *Host) serve(up chan struct{}, upOnce *sync.Once, stopped chan struct{}) {
+	defer close(stopped)
 	backoff := 50 * time.Millisecond
 	for {
-		progressed, err := h.connectOnce()
+		progressed, err := h.connectOnce(up, upOnce)
+		if h.parked() {
+			h.mu.Lock()
+			h.err = ErrSuspended
+			h.mu.Unlock()
+			return
+		}
 		if h.c.closed.Load() || errors.Is(err, ErrDisplaced) {
 			if err == nil || !errors.Is(err, ErrDisplaced) {
 				err = ErrClosed
@@ -259,8 +354,25 @@ func (h *Host) serve() {
 	}
 }
 
+// parked waits for the answer of a suspend under way and reports whether
+// it suspended the host.
+func (h *Host) parked() bool {
+	h.mu.Lock()
+	wait := h.suspending
+	h.mu.Unlock()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-h.c.life.Done():
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.suspended
+}
+
 // connectOnce reads one commands connection until it ends.
-func (h *Host) connectOnce() (bool, error) {
+func (h *Host) connectOnce(up chan struct{}, upOnce *sync.Once) (bool, error) {
 	ctx := h.c.life
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.c.base+"/v1/hosts/"+h.ID+"/commands", nil)
 	if err != nil {
@@ -281,7 +393,7 @@ func (h *Host) connectOnce() (bool, error) {
 	h.mu.Lock()
 	h.conn = connID
 	h.mu.Unlock()
-	h.upOnce.Do(func() { close(h.up) })
+	upOnce.Do(func() { close(up) })
 	defer h.lost(connID)
 	return true, scanSSE(resp.Body, func(_, event string, data []byte) error {
 		switch event {

@@ -3,7 +3,6 @@ package hosts
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
@@ -17,7 +16,8 @@ type Conn struct {
 	h      *host
 	frames chan []byte
 	done   chan struct{}
-	once   sync.Once
+	// ended is set (under the registry's lock) when the connection ends.
+	ended bool
 	// displaced is set (before done closes) when a newer connection
 	// replaced this one.
 	displaced bool
@@ -69,28 +69,34 @@ func (r *Registry) Connect(id string) (*Conn, error) {
 // queued (the transport never took them from Frames) were not sent: they
 // are dropped and their calls fail host_not_connected.
 func (c *Conn) Close() {
-	c.once.Do(func() {
-		r := c.r
-		r.mu.Lock()
-		close(c.done)
-		if c.h.conn == c {
-			c.h.conn = nil
-			c.h.since = r.cfg.Now()
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	c.endLocked()
+}
+
+// endLocked ends the connection; the registry's lock is held.
+func (c *Conn) endLocked() {
+	if c.ended {
+		return
+	}
+	c.ended = true
+	close(c.done)
+	if c.h.conn == c {
+		c.h.conn = nil
+		c.h.since = c.r.cfg.Now()
+	}
+	unsent := c.dropQueuedLocked()
+	for k, cmd := range c.h.outstanding {
+		if cmd.conn == c {
+			cmd.unsent = unsent[k]
+			cmd.loseLocked()
 		}
-		unsent := c.dropQueuedLocked()
-		for k, cmd := range c.h.outstanding {
-			if cmd.conn == c {
-				cmd.unsent = unsent[k]
-				cmd.loseLocked()
-			}
+	}
+	for k, cmd := range c.h.stopped {
+		if cmd.conn == c {
+			delete(c.h.stopped, k)
 		}
-		for k, cmd := range c.h.stopped {
-			if cmd.conn == c {
-				delete(c.h.stopped, k)
-			}
-		}
-		r.mu.Unlock()
-	})
+	}
 }
 
 // dropQueuedLocked empties the queue of an ended connection and answers

@@ -119,7 +119,9 @@ func (r *Registry) Suspend(id, connection string) (bool, error) {
 			return false, nil
 		}
 	}
+	// Ended under the same hold of the lock, so that no command is
+	// delivered to the connection between the check and its end.
+	c.endLocked()
 	r.mu.Unlock()
-	c.Close()
 	return true, nil
 }
