@@ -51,6 +51,15 @@
 // status, stderr tail) until the operator changes that project's
 // configuration (Provider.Reload) or restarts the provider.
 //
+// A prepared installation is final too. When its project directory or
+// virtual environment was removed or replaced since it was prepared, every
+// execute of that directory answers resource_lost, and each binding that
+// meets the loss is told once through its reporter, as a resource
+// observation ({"resource": "python_project:NAME", "code":
+// "resource_lost"}). The installation is not prepared again, which would
+// silently replace it, until the operator changes the configuration
+// (Provider.Reload forgets a lost preparation) or restarts the provider.
+//
 // Each execute then runs
 //
 //	uv run --no-sync --project DIR python -m MODULE
@@ -63,9 +72,13 @@
 // Brain cancels the execution (cancelled), when output passes the cap, and
 // after the module exits, so children it left behind never outlive the
 // invocation. A process that leaves the group (setsid) escapes this.
+// Every process carries BRAIN_PYTHON_UV_RUN, naming the provider that
+// started it: a provider started after one that was killed (SIGKILL, a
+// crash) kills what the killed one left running, where /proc is readable,
+// so no invocation outlives its deadline by outliving its provider.
 //
 // uv and Python see only the variables of DefaultEnvAllow plus
-// Config.EnvAllow, with UV_PYTHON_DOWNLOADS=never forced: the machine's
+// Config.EnvAllow (and BRAIN_PYTHON_UV_RUN), with UV_PYTHON_DOWNLOADS=never forced: the machine's
 // interpreter is used, never a downloaded one.
 //
 // # Bindings

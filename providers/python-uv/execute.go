@@ -86,6 +86,10 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 		}
 	}
 
+	if err := p.checkInstallation(c, pr, proj); err != nil {
+		return envapi.Receipt{}, err
+	}
+
 	input := x.Input
 	if len(input) == 0 {
 		input = json.RawMessage("null")
@@ -100,6 +104,9 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 		StderrKeep:  s.stderrLimit,
 	})
 	if err != nil {
+		if lerr := p.checkInstallation(c, pr, proj); lerr != nil {
+			return envapi.Receipt{}, lerr
+		}
 		return envapi.Receipt{}, envsdk.Failf(envapi.CodeExecutionFailed, "project %s: %v", proj.name, err)
 	}
 	if res.CleanupErr != nil {
@@ -118,6 +125,11 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 		return envapi.Receipt{}, envsdk.KeepFirst(envsdk.Failf(envapi.CodeOutputLimit,
 			"project %s wrote more than %d bytes to stdout; its process group was killed", proj.name, s.outputLimit).WithDetails(details), res.CleanupErr)
 	case res.ExitCode != 0:
+		// uv re-creates a virtual environment removed under it, so the
+		// failure may be the loss's doing.
+		if lerr := p.checkInstallation(c, pr, proj); lerr != nil {
+			return envapi.Receipt{}, lerr
+		}
 		msg := "project %s exited with status %d"
 		if res.Signal != "" {
 			msg = "project %s was killed by a signal (status %d)"
@@ -178,3 +190,38 @@ func (p *Provider) emitter(ctx context.Context, c *envsdk.Ctx, x *envsdk.Executi
 		}
 	}
 }
+
+// checkInstallation answers resource_lost when the prepared installation
+// (the project directory or its virtual environment) was removed or
+// replaced since it was prepared, and reports the loss once to each
+// binding that meets it, as a resource observation. The loss is final: the
+// installation is not prepared again (which would silently replace it)
+// until the operator changes the project's configuration (Reload) or
+// restarts the provider.
+func (p *Provider) checkInstallation(c *envsdk.Ctx, pr *preparation, proj project) error {
+	why, tell := pr.checkLost(c.BindingKey())
+	if why == "" {
+		return nil
+	}
+	if tell {
+		p.log.Error("installation lost; it is not prepared again until the configuration of this project changes",
+			"project", proj.name, "directory", proj.dir, "reason", why)
+		if r := c.Reporter(); r != nil {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), reportTimeout)
+			_, err := r.Result(ctx, envapi.Observation{
+				Scope: envapi.ScopeResource, Resource: "python_project:" + proj.name,
+				Code: envapi.CodeResourceLost, Message: envapi.Truncate("the installation of project " + proj.name + " was lost: " + why),
+			}, nil)
+			cancel()
+			if err != nil {
+				p.log.Warn("installation loss not reported", "project", proj.name, "session", c.SessionID, "error", err)
+			}
+		}
+	}
+	return envsdk.Failf(envapi.CodeResourceLost,
+		"the installation of project %s was lost: %s; it is not prepared again until the operator changes the configuration or restarts the provider",
+		proj.name, why).WithDetails(map[string]string{"project": proj.name, "reason": why})
+}
+
+// reportTimeout bounds one report to the binding's reporter.
+const reportTimeout = 10 * time.Second

@@ -59,12 +59,53 @@ type preparation struct {
 	project string // the project whose first use started it
 	done    chan struct{}
 	failure *PreparationFailure // set before done closes
+	// installed is the installation a successful preparation left, set
+	// before done closes.
+	installed installation
 	// progress, when set, is told of each phase as it starts and ends.
 	progress progress.Func
 
 	mu      sync.Mutex
 	events  []PreparationEvent
 	changed chan struct{} // closed and replaced on each new event
+	// lost says how the installation was lost after it was prepared;
+	// like a failure it is final.
+	lost string
+	// reported holds the bindings the loss was reported to.
+	reported map[string]bool
+}
+
+// checkLost answers how the installation was lost, checking it again
+// unless a loss was already recorded, and whether the binding key has yet
+// to hear of it (each binding is told once).
+func (pr *preparation) checkLost(key string) (why string, tell bool) {
+	pr.mu.Lock()
+	why = pr.lost
+	pr.mu.Unlock()
+	if why == "" {
+		why = pr.installed.check()
+		if why == "" {
+			return "", false
+		}
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.lost == "" {
+		pr.lost = why
+	}
+	if pr.reported == nil {
+		pr.reported = map[string]bool{}
+	}
+	tell = !pr.reported[key]
+	pr.reported[key] = true
+	return pr.lost, tell
+}
+
+// isLost reports whether a loss was recorded.
+func (pr *preparation) isLost() bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.lost != ""
 }
 
 func newPreparation(proj project, r recipe) *preparation {
@@ -184,6 +225,15 @@ func (pr *preparation) run(ctx context.Context, s *settings, proj project, prev 
 		pr.record(ev)
 		log.Info("preparation phase finished", "project", proj.name, "directory", proj.dir, "phase", ph.name, "elapsed", res.Elapsed)
 	}
+	in, err := identifyInstallation(proj.dir, env)
+	if err != nil {
+		pr.failure = &PreparationFailure{Project: proj.name, Phase: phases[len(phases)-1].name, ExitCode: 0,
+			Reason: fmt.Sprintf("the installation is not there after preparing it: %v", err), ElapsedMS: time.Since(start).Milliseconds()}
+		log.Error("preparation failed; it stays failed until the configuration of this project changes",
+			"project", proj.name, "directory", proj.dir, "reason", pr.failure.Reason)
+		return
+	}
+	pr.installed = in
 	log.Info("project prepared", "project", proj.name, "directory", proj.dir, "elapsed", time.Since(start))
 }
 

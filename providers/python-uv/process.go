@@ -3,6 +3,8 @@ package pythonuv
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/brain-in-go/brain/providers/internal/proctree"
 )
 
 // procSpec describes one child process. It runs in its own process group,
@@ -73,7 +77,7 @@ func runProcess(ctx context.Context, s procSpec) (procResult, error) {
 	}
 	cmd := exec.Command(s.Path, s.Args...)
 	cmd.Dir = s.Dir
-	cmd.Env = s.Env
+	cmd.Env = append(append(make([]string, 0, len(s.Env)+1), s.Env...), runMarker())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -184,6 +188,19 @@ func runProcess(ctx context.Context, s procSpec) (procResult, error) {
 	res.Elapsed = time.Since(start)
 	res.CleanupErr = errors.Join(cleanup...)
 	return res, nil
+}
+
+// RunMarkerEnv marks every process the provider starts, and the
+// processes they start in turn, with the provider's pid and start time:
+// a provider started after one that was killed stops what the killed one
+// left running (see New).
+const RunMarkerEnv = "BRAIN_PYTHON_UV_RUN"
+
+// runMarker is the RunMarkerEnv entry of one run: OWNER.RANDOM.
+func runMarker() string {
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	return RunMarkerEnv + "=" + proctree.OwnerMark() + "." + hex.EncodeToString(id[:])
 }
 
 var errOverflow = errors.New("output limit exceeded")

@@ -11,6 +11,7 @@ import (
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/internal/progress"
+	"github.com/brain-in-go/brain/providers/internal/proctree"
 )
 
 // Provider serves the operator's Python projects as an environment/v1
@@ -65,6 +66,14 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Invocations and preparations of a provider that was killed before
+	// it could stop them run on with nobody to enforce their deadlines:
+	// stop them now.
+	rctx, cancel := context.WithTimeout(context.Background(), reapTimeout)
+	defer cancel()
+	if err := proctree.ReapOrphans(rctx, RunMarkerEnv); err != nil {
+		o.log.Warn("stop the processes of a provider that is gone", "error", err)
+	}
 	base, stop := context.WithCancel(context.Background())
 	return &Provider{
 		log:      o.log,
@@ -83,9 +92,10 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 // forgotten when no project names it any more or when what it depends on
 // changed (the setup module, uv, the interpreter request, the cache or the
 // environment allow-list); a forgotten preparation, failed or not, runs
-// again on next use. Every other preparation, including a failed one, is
-// kept: a failure stays failed until its configuration changes. Bindings
-// are kept.
+// again on next use. A preparation whose installation was lost is
+// forgotten too, so a reload prepares it again. Every other preparation,
+// including a failed one, is kept: a failure stays failed until its
+// configuration changes. Bindings are kept.
 func (p *Provider) Reload(cfg Config) error {
 	s, err := resolve(cfg, p.lookPath)
 	if err != nil {
@@ -99,7 +109,7 @@ func (p *Provider) Reload(cfg Config) error {
 	}
 	for dir, pr := range p.preps {
 		proj, ok := byDir[dir]
-		if ok && s.recipeFor(proj) == pr.recipe {
+		if ok && s.recipeFor(proj) == pr.recipe && !pr.isLost() {
 			continue
 		}
 		delete(p.preps, dir)
@@ -111,6 +121,10 @@ func (p *Provider) Reload(cfg Config) error {
 	p.s = s
 	return nil
 }
+
+// reapTimeout bounds how long New waits for the processes of a provider
+// that is gone to die.
+const reapTimeout = 5 * time.Second
 
 // closeWait bounds how long Close waits for stopped invocations to clean
 // up.
@@ -190,7 +204,7 @@ func (p *Provider) begin(key string) (*settings, func(), error) {
 		return nil, nil, envsdk.Fail(envapi.CodeUnavailable, "the provider is stopping")
 	}
 	if _, ok := p.bindings[key]; !ok {
-		return nil, nil, envsdk.Failf(envapi.CodeUnavailable, "binding %s is not attached: set it up first", key)
+		return nil, nil, envsdk.Failf(envapi.CodeUnavailable, "binding %s is not attached (never set up, detached, torn down, or set up before the provider restarted): set it up", key)
 	}
 	p.running.Add(1)
 	return p.s, p.running.Done, nil
@@ -231,6 +245,9 @@ func (p *Provider) Prepare(ctx context.Context, name string) error {
 	}
 	if f != nil {
 		return preparationFailed(f)
+	}
+	if pr := p.preparation(proj); pr.isLost() {
+		return envsdk.Failf(envapi.CodeResourceLost, "the installation of project %s was lost; reload the configuration to prepare it again", name)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,10 +13,10 @@ import (
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/toolset"
-	"github.com/brain-in-go/brain/providers/workspace/internal/proctree"
+	"github.com/brain-in-go/brain/providers/internal/proctree"
 )
 
-// MarkerEnv marks every process of a command (see internal/proctree).
+// MarkerEnv marks every process of a command (see providers/internal/proctree).
 const MarkerEnv = "BRAIN_WORKSPACE_RUN"
 
 var errCommandTimeout = errors.New("workspace: command timeout")
@@ -50,12 +51,17 @@ func runCommand(k *call) (any, error) {
 
 	ctx := k.c.Context()
 	var cancel context.CancelFunc = func() {}
-	timeout := time.Duration(in.TimeoutMs) * time.Millisecond
-	if timeout == 0 && k.x.Deadline.IsZero() {
+	// A command without a deadline is bounded by the binding's timeout, or
+	// else the operator's; the input's own timeout only shortens a bound.
+	var timeout time.Duration
+	if k.x.Deadline.IsZero() {
 		timeout = opts.CommandTimeout
 		if k.cfg.TimeoutMs > 0 {
-			timeout = time.Duration(k.cfg.TimeoutMs) * time.Millisecond
+			timeout = millis(k.cfg.TimeoutMs)
 		}
+	}
+	if in.TimeoutMs > 0 && (timeout <= 0 || millis(in.TimeoutMs) < timeout) {
+		timeout = millis(in.TimeoutMs)
 	}
 	if timeout > 0 {
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errCommandTimeout)
@@ -104,6 +110,15 @@ func runCommand(k *call) (any, error) {
 		return nil, envsdk.Failf(envapi.CodeExecutionFailed, "%v", runErr)
 	}
 	return nil, fmt.Errorf("run command: %w", runErr)
+}
+
+// millis converts a positive count of milliseconds to a duration, the
+// longest one for a count a duration cannot hold.
+func millis(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // environment builds a command's environment: the operator's allow-list

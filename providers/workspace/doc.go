@@ -48,11 +48,16 @@
 // Every command runs in its own process group and, where the kernel offers
 // cgroup v2 with cgroup.kill to the provider, in a cgroup of its own that
 // its descendants cannot leave; it is also tracked by group, parent chain
-// and an inherited marker variable (see internal/proctree). At the
+// and an inherited marker variable (see providers/internal/proctree). At the
 // deadline, on cancel, and after the command exits, the whole tree is
 // killed with SIGKILL — including children that trap SIGTERM, call setsid,
 // are reparented away and exec with an empty environment (the last only
 // with the cgroup).
+// A provider killed before it could stop its commands (SIGKILL, a crash)
+// leaves them running with nobody to enforce their deadlines: a provider
+// started afterwards, on any root, kills them (their cgroups, and the
+// processes whose marker names a provider that is gone), so a command never
+// outlives its provider's next start.
 // A stopped command answers timeout or cancelled; if some process could not
 // be killed the first cause is kept with the evidence in
 // details.cleanup_error.

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -10,10 +11,16 @@ import (
 	"regexp"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/providers/internal/proctree"
 )
+
+// reapTimeout bounds how long New waits for the commands of a provider
+// that is gone to die.
+const reapTimeout = 5 * time.Second
 
 // Provider is the workspace environment provider. Create it with New and
 // serve it with Handler.
@@ -62,6 +69,13 @@ func New(opts Options) (*Provider, error) {
 			return nil, fmt.Errorf("workspace: binding %s: %w", rec.Key, err)
 		}
 		p.bindings[rec.Key] = b
+	}
+	// Commands of a provider that was killed before it could stop them run
+	// on with nobody to enforce their deadlines: stop them now.
+	ctx, cancel := context.WithTimeout(context.Background(), reapTimeout)
+	defer cancel()
+	if err := proctree.ReapOrphans(ctx, MarkerEnv); err != nil {
+		o.Logger.Warn("stop the commands of a provider that is gone", "error", err)
 	}
 	return p, nil
 }

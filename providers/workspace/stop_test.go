@@ -179,3 +179,32 @@ func TestBackgroundChildSweptAfterExit(t *testing.T) {
 		t.Errorf("background child %v (output %+v) not swept", pids, out)
 	}
 }
+
+// TestInputTimeoutCannotLiftTheBound checks that a command's own
+// timeout_ms only shortens the bound of a command without a deadline: a
+// long or overflowing one does not lift the operator's or the binding's.
+func TestInputTimeoutCannotLiftTheBound(t *testing.T) {
+	f := newFixture(t, Options{CommandTimeout: 300 * time.Millisecond})
+	c := f.commands("s1")
+	accepted(t, f.post(c.Setup(nil)))
+	bound := f.commands("s2")
+	accepted(t, f.post(bound.Setup(json.RawMessage(`{"timeout_ms": 300}`))))
+	for _, tc := range []struct {
+		name string
+		c    *envtest.Commands
+		in   map[string]any
+	}{
+		{"long", c, map[string]any{"shell": "sleep 20", "timeout_ms": 3_600_000}},
+		{"overflowing", c, map[string]any{"shell": "sleep 20", "timeout_ms": int64(9223372036854775807)}},
+		{"binding bound", bound, map[string]any{"shell": "sleep 20", "timeout_ms": 3_600_000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			r := f.exec(tc.c, "command", tc.in, nil)
+			fails(t, r, envapi.CodeTimeout)
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("the command ran %s", d)
+			}
+		})
+	}
+}

@@ -9,8 +9,8 @@
 // write access to another cgroup. A kill writes cgroup.kill and waits until
 // the cgroup is empty. When Run returns, an empty cgroup that was never
 // killed is kept for a later run (creating one costs more than a short
-// command), any other is removed; empty cgroups left by a process that
-// died are removed by the next one. This catches
+// command), any other is removed; the cgroups left by a process that
+// died are killed and removed by ReapOrphans. This catches
 // a process that forked, called setsid, forked again and exec'd with an
 // empty environment after its parent exited.
 //
@@ -24,6 +24,11 @@
 // process forking during the kill is caught on the next pass. Only
 // processes started after the leader are considered, and only processes of
 // the same owner can be read and signalled.
+//
+// The marker's value and the cgroup's name begin with the owner's pid and
+// start time, so ReapOrphans can kill, in a later process, the runs of an
+// owner that died before it could stop them, and leave those of live
+// owners alone.
 //
 // The tree is also swept after the leader exits on its own: a background
 // child left behind by a finished command is killed, so a run owns no

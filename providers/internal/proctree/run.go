@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -97,7 +98,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	var id [12]byte
 	_, _ = rand.Read(id[:])
-	marker := markerName + "=" + hex.EncodeToString(id[:])
+	marker := markerName + "=" + OwnerMark() + "." + hex.EncodeToString(id[:])
 
 	// The leader starts inside a fresh cgroup where the kernel offers one;
 	// when starting into it fails, it starts without (a failed start runs
@@ -184,6 +185,17 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	return res, nil
 }
+
+// OwnerMark names this process as the owner of its runs: its pid and
+// start time ("PID.START"). A run's marker value begins with it and its
+// cgroup is named by it, so that a later process can tell the runs of a
+// process that died from those of one that still runs (see ReapOrphans).
+// Callers that start processes of their own mark them
+// NAME=OwnerMark().RANDOM for ReapOrphans(ctx, NAME).
+var OwnerMark = sync.OnceValue(func() string {
+	start, _ := startTime(os.Getpid())
+	return fmt.Sprintf("%d.%d", os.Getpid(), start)
+})
 
 // start starts the leader of s with marker in its environment, inside cg
 // when it is not nil.

@@ -43,27 +43,34 @@ var cgroupBase = sync.OnceValue(func() string {
 	if _, err := os.Stat(filepath.Join(probe, "cgroup.kill")); err != nil {
 		return ""
 	}
-	removeStale(base)
 	return base
 })
 
-// removeStale removes the empty cgroups of processes that are gone (a
-// provider killed with its pool of free cgroups).
-func removeStale(base string) {
+// reapCgroups kills the processes left in the cgroups of runs whose owner
+// is gone (a process killed before it could stop its runs) and removes
+// those cgroups, with the empty ones such a process kept for reuse.
+func reapCgroups(ctx context.Context, base string) error {
 	entries, err := os.ReadDir(base)
 	if err != nil {
-		return
+		return fmt.Errorf("read cgroups: %w", err)
 	}
+	var errs []error
 	for _, e := range entries {
-		var pid, n int
-		if _, err := fmt.Sscanf(e.Name(), "proctree-%d-%d", &pid, &n); err != nil || !e.IsDir() || pid == os.Getpid() {
+		rest, ok := strings.CutPrefix(e.Name(), "proctree-")
+		i := strings.LastIndexByte(rest, '-')
+		if !ok || !e.IsDir() || i <= 0 || !ownerGone(rest[:i]) {
 			continue
 		}
-		if syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
-			continue // still running
+		c := &cgroup{dir: filepath.Join(base, e.Name()), killed: true}
+		if err := c.kill(ctx); err != nil {
+			errs = append(errs, err)
+			continue
 		}
-		_ = syscall.Rmdir(filepath.Join(base, e.Name())) // EBUSY when not empty: left alone
+		if err := c.remove(); err != nil {
+			errs = append(errs, err)
+		}
 	}
+	return errors.Join(errs...)
 }
 
 // freeCgroups keeps the empty cgroups of finished runs for the next ones:
@@ -140,7 +147,7 @@ func newCgroup() *cgroup {
 		dir, f.dirs = f.dirs[n-1], f.dirs[:n-1]
 	} else {
 		f.n++
-		dir = filepath.Join(base, fmt.Sprintf("proctree-%d-%d", os.Getpid(), f.n))
+		dir = filepath.Join(base, fmt.Sprintf("proctree-%s-%d", OwnerMark(), f.n))
 	}
 	f.Unlock()
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {

@@ -1,0 +1,88 @@
+package pythonuv
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
+)
+
+// reports returns the resource observations reported for binding.
+func reports(t *testing.T, r *rig) []envapi.Observation {
+	t.Helper()
+	var out []envapi.Observation
+	for _, cl := range r.brain.Filter(func(cl envtest.Call) bool { return cl.Kind == envtest.KindReporter }) {
+		var ev envapi.ReporterEvent
+		if err := json.Unmarshal(cl.Input, &ev); err != nil || ev.Output == nil {
+			t.Fatalf("reporter body %s: %v", cl.Input, err)
+		}
+		out = append(out, ev.Output.Observation)
+	}
+	return out
+}
+
+func TestRemovedVirtualEnvironmentIsALoss(t *testing.T) {
+	r := newRig(t, nil)
+	c := r.attach("s1")
+	if rc := r.post(c.Execute(impl("locked"), json.RawMessage(`{"n":1}`), envtest.Millis(120_000))); rc.Type != envapi.ReceiptResult {
+		t.Fatalf("first execute: %s", describe(rc))
+	}
+	venv := filepath.Join(r.root, "locked", ".venv")
+	if err := os.RemoveAll(venv); err != nil {
+		t.Fatal(err)
+	}
+	rc := r.post(c.Execute(impl("locked"), json.RawMessage(`{"n":2}`), envtest.Millis(120_000)))
+	details := wantFailure(t, rc, envapi.CodeResourceLost)
+	if details["project"] != "locked" || !strings.Contains(rc.Message, "removed") {
+		t.Errorf("loss %s", describe(rc))
+	}
+	// Nothing replaced the installation behind the operator's back.
+	if _, err := os.Stat(venv); !os.IsNotExist(err) {
+		t.Errorf("the virtual environment was re-created: %v", err)
+	}
+	// The loss stays, and is reported once per binding as a resource
+	// observation.
+	wantFailure(t, r.post(c.Execute(impl("locked"), nil, envtest.Millis(120_000))), envapi.CodeResourceLost)
+	other := r.attach("s2")
+	wantFailure(t, r.post(other.Execute(impl("locked"), nil, envtest.Millis(120_000))), envapi.CodeResourceLost)
+	obs := reports(t, r)
+	if len(obs) != 2 {
+		t.Fatalf("%d observations, want one per binding: %+v", len(obs), obs)
+	}
+	for _, o := range obs {
+		if o.Scope != envapi.ScopeResource || o.Code != envapi.CodeResourceLost || o.Resource != "python_project:locked" {
+			t.Errorf("observation %+v", o)
+		}
+	}
+	// Another project is unaffected.
+	if rc := r.post(c.Execute(impl("plain"), json.RawMessage(`{"n":3}`), envtest.Millis(120_000))); rc.Type != envapi.ReceiptResult {
+		t.Fatalf("plain: %s", describe(rc))
+	}
+	// A reload prepares it again.
+	if err := r.p.Reload(fixtureConfig(uvPath(t), r.root)); err != nil {
+		t.Fatal(err)
+	}
+	if rc := r.post(c.Execute(impl("locked"), json.RawMessage(`{"n":4}`), envtest.Millis(120_000))); rc.Type != envapi.ReceiptResult {
+		t.Fatalf("after reload: %s", describe(rc))
+	}
+}
+
+func TestRemovedProjectDirectoryIsALoss(t *testing.T) {
+	r := newRig(t, nil)
+	c := r.attach("s1")
+	if rc := r.post(c.Execute(impl("plain"), json.RawMessage(`{"n":1}`), envtest.Millis(120_000))); rc.Type != envapi.ReceiptResult {
+		t.Fatalf("first execute: %s", describe(rc))
+	}
+	if err := os.RemoveAll(filepath.Join(r.root, "plain")); err != nil {
+		t.Fatal(err)
+	}
+	rc := r.post(c.Execute(impl("plain"), json.RawMessage(`{"n":2}`), envtest.Millis(120_000)))
+	wantFailure(t, rc, envapi.CodeResourceLost)
+	if !strings.Contains(rc.Message, "project directory") {
+		t.Errorf("loss %s", describe(rc))
+	}
+}
