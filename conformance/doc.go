@@ -37,9 +37,12 @@
 //	    -conformance.url=http://127.0.0.1:8090 -conformance.token=$TOKEN \
 //	    -conformance.profile=profile.json
 //
-// (a relative -conformance.profile is read from the directory go test was
-// run in) or, with the brain binary, which prints a pass/fail/skip table
-// and can write JUnit XML for CI:
+// from a checkout of this module or from a module that requires it (outside
+// any module go test finds no package to run; use the brain binary there).
+// On Linux a relative -conformance.profile is read from the directory go
+// test was run in; elsewhere give an absolute path ($PWD/profile.json).
+// Or, with the brain binary, which prints a pass/fail/skip table and can
+// write JUnit XML for CI:
 //
 //	brain conformance --url http://127.0.0.1:8090 --token $TOKEN \
 //	    --profile profile.json --junit conformance.xml
@@ -48,10 +51,10 @@
 // ending in "/" ("transport/"); --list prints every case id with the
 // capability that gates it and its rule. The exit status is ExitPass (0)
 // when no case failed, ExitFail (1) when one did, ExitUsage (2) for a bad
-// command line or an invalid profile and ExitUnreachable (3) when nothing
-// answers at the URL within --wait. All cases then share the one provider,
-// each in a session of its own. The restart case needs an in-process hook
-// and is skipped remotely.
+// command line, an invalid profile or a --junit file it cannot write, and
+// ExitUnreachable (3) when nothing answers at the URL within --wait. All
+// cases then share the one provider, each in a session of its own. The
+// restart case needs an in-process hook and is skipped remotely.
 //
 // # Roles and capabilities
 //

@@ -14,7 +14,7 @@ import (
 var (
 	remoteURL     = flag.String("conformance.url", "", "base URL of a provider to run the suite against (TestRemote)")
 	remoteToken   = flag.String("conformance.token", "", "bearer token of that provider (default: the profile's)")
-	remoteProfile = flag.String("conformance.profile", "", "JSON profile describing that provider (see the package documentation); a relative path is read from the directory go test was run in")
+	remoteProfile = flag.String("conformance.profile", "", "JSON profile describing that provider (see the package documentation); a relative path is read from the directory go test was run in (on Linux; elsewhere give an absolute path)")
 )
 
 // TestRemote runs the suite against a provider in any language:

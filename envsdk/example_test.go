@@ -2,11 +2,15 @@ package envsdk_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"time"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -44,4 +48,76 @@ func Example() {
 	data, _ := io.ReadAll(resp.Body)
 	fmt.Println(resp.StatusCode, string(bytes.TrimSpace(data)))
 	// Output: 200 {"contract":"environment/v1","sequence":4,"receipt":{"type":"result","output":{"greeting":"hello, Ada"}}}
+}
+
+// sandbox is the provider of the package documentation.
+type sandbox struct{ envsdk.Base }
+
+func (s *sandbox) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
+	var in struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(x.Input, &in); err != nil {
+		return envapi.Receipt{}, envsdk.Fail(envapi.CodeInvalidInput, err.Error())
+	}
+	return envsdk.Output(map[string]string{"echo": in.Text})
+}
+
+// The provider of the package documentation, served with ListenAndServe
+// until its context ends.
+func ExampleListenAndServe() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the example
+	if err != nil {
+		panic(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	ctx, stop := context.WithCancel(context.Background())
+	token := "secret"
+	done := make(chan error, 1)
+	go func() {
+		h := envsdk.NewHandler(&sandbox{}, &envsdk.Options{Token: token})
+		err := envsdk.ListenAndServe(ctx, addr, h)
+		done <- err
+	}()
+
+	cmds := []string{
+		`{"contract":"environment/v1","operation":{"session_id":"s1","environment":"box","sequence":1,"request":{"type":"setup","configuration":{}}}}`,
+		`{"contract":"environment/v1","operation":{"session_id":"s1","environment":"box","sequence":2,"request":{"type":"execute","implementation":"echo","input":{"text":"hi"}}}}`,
+		`{"contract":"environment/v1","operation":{"session_id":"s1","environment":"box","sequence":3,"request":{"type":"execute","implementation":"echo","input":"not an object"}}}`,
+		`{"contract":"environment/v1","operation":{"session_id":"s1","environment":"box","sequence":4,"request":{"type":"setup","configuration":{}}}}`,
+	}
+	for _, cmd := range cmds {
+		var resp *http.Response
+		for range 100 { // until the server listens
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/operations", strings.NewReader(cmd))
+			req.Header.Set("Authorization", "Bearer "+token)
+			if resp, err = http.DefaultClient.Do(req); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err != nil {
+			panic(err)
+		}
+		var answer struct {
+			Receipt struct {
+				Type   string          `json:"type"`
+				Output json.RawMessage `json:"output"`
+				Code   string          `json:"code"`
+			} `json:"receipt"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&answer)
+		resp.Body.Close()
+		fmt.Println(strings.Join(strings.Fields(answer.Receipt.Type+" "+string(answer.Receipt.Output)+" "+answer.Receipt.Code), " "))
+	}
+	stop()
+	fmt.Println("served:", <-done)
+	// Output:
+	// accepted
+	// result {"echo":"hi"}
+	// failure invalid_input
+	// failure already_exists
+	// served: <nil>
 }

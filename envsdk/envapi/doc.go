@@ -45,7 +45,7 @@
 //
 // # Strictness
 //
-// Decode, DecodeResponse and the other Decode functions reject unknown
+// DecodeCommand, DecodeResponse and the other Decode functions reject unknown
 // fields, wrong JSON types, bad identifiers, sequences below 1 and missing
 // required fields. Every such error is a *FieldError that names the field by
 // its JSON path (for example "operation.request.target_sequence"), so a

@@ -7,7 +7,7 @@
 // Build it and admit it:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o loop.wasm .
-//	curl -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: $(uuidgen)" \
+//	curl -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: admit-loop-1" \
 //	  -H "Content-Type: application/octet-stream" --data-binary @loop.wasm \
 //	  http://127.0.0.1:8080/v1/agentloops
 //

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -72,8 +73,11 @@ func TestContainerImage(t *testing.T) {
 		t.Errorf("image size and layers %q, want one layer", out)
 	}
 
+	// The work directory is the test's own (0755, as a checkout is), so
+	// the report is written only because the container runs as this user,
+	// as README.md and the Dockerfile say to run it.
 	work := t.TempDir()
-	if err := os.Chmod(work, 0o777); err != nil {
+	if err := os.Chmod(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	profile, err := os.ReadFile("profile.json")
@@ -83,7 +87,8 @@ func TestContainerImage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(work, "profile.json"), profile, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, code := run(t, dockerBin, "run", "--rm", "--network", "host", "-v", work+":/work", image,
+	user := strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
+	out, code := run(t, dockerBin, "run", "--rm", "--network", "host", "--user", user, "-v", work+":/work", image,
 		"conformance", "--url", url, "--token", token, "--profile", "/work/profile.json", "--junit", "/work/conformance.xml")
 	if code != conformance.ExitPass {
 		t.Fatalf("brain conformance in the container exited %d, want %d\n%s", code, conformance.ExitPass, out)
@@ -127,6 +132,32 @@ func TestCIExamplesUseRealFlags(t *testing.T) {
 		}
 		if found == 0 {
 			t.Errorf("%s runs no brain conformance command", name)
+		}
+	}
+}
+
+// TestContainerRunsAsCaller: every documented docker run of the brain
+// image runs it as the caller's user. The image's own user (65532) may not
+// write into the mounted directory, so without --user a passing run writes
+// no report and exits 2.
+func TestContainerRunsAsCaller(t *testing.T) {
+	for _, name := range []string{"../../README.md", "../ci/Dockerfile", "../ci/github-actions.yml"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := 0
+		for _, line := range strings.Split(string(data), "\n") {
+			if !strings.Contains(line, "docker run") || strings.Contains(line, "--entrypoint") {
+				continue
+			}
+			found++
+			if !strings.Contains(line, "--user") {
+				t.Errorf("%s runs the image without --user:\n%s", name, strings.TrimSpace(line))
+			}
+		}
+		if found == 0 {
+			t.Errorf("%s has no docker run of the image", name)
 		}
 	}
 }

@@ -7,7 +7,7 @@
 // Build it and admit it:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o wc.wasm .
-//	curl -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: $(uuidgen)" \
+//	curl -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: admit-wc-1" \
 //	  -H "Content-Type: application/octet-stream" --data-binary @wc.wasm \
 //	  http://127.0.0.1:8080/v1/tools
 //
