@@ -92,6 +92,9 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return ExitUnreachable
 	}
+	if tg.Token != "" && tokenRefused(ctx, tg.Client, *url, tg.Token) {
+		fmt.Fprintf(stderr, "conformance: the provider at %s refused the token (401 to a request that carries it): check --token or the profile's token; the cases run anyway\n", *url)
+	}
 
 	// Each case on stderr as it ends; on a terminal a status line shows
 	// the cases still running.
@@ -150,6 +153,30 @@ func Reachable(ctx context.Context, client *http.Client, url string, wait time.D
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// tokenRefused reports whether the provider answers 401 to a request that
+// carries token (a malformed command, which a provider that takes the
+// token refuses for its body instead).
+func tokenRefused(ctx context.Context, client *http.Client, url, token string) bool {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(url, "/")+"/v1/operations", strings.NewReader("{}"))
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
+	res.Body.Close()
+	return res.StatusCode == http.StatusUnauthorized
 }
 
 func splitList(s string) []string {

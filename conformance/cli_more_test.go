@@ -143,3 +143,30 @@ func TestFailureNamesRealCause(t *testing.T) {
 		t.Errorf("the failure does not name the real cause:\n%s", msg)
 	}
 }
+
+// TestRunCLIHintsAtARefusedToken: when the provider answers 401 to the
+// token the run was given, stderr says so before the cases fail, so the
+// user checks --token instead of reading every auth failure; with the
+// right token there is no such line.
+func TestRunCLIHintsAtARefusedToken(t *testing.T) {
+	sdk := envsdk.Options{Token: refToken, StopGrace: time.Second}
+	tg := serveReference(t, newReference, sdk, nil)
+	profile := referenceProfile(t)
+	var stdout, stderr bytes.Buffer
+	code := conformance.RunCLI(t.Context(), []string{"--url", tg.BaseURL, "--profile", profile, "--token", "not-" + refToken,
+		"--run", "contract/echo"}, &stdout, &stderr)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "refused the token") || !strings.Contains(stderr.String(), "--token") {
+		t.Fatalf("stderr gives no hint at the refused token:\n%s", stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := conformance.RunCLI(t.Context(), []string{"--url", tg.BaseURL, "--profile", profile, "--run", "contract/echo"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d with the right token\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if strings.Contains(stderr.String(), "refused the token") {
+		t.Fatalf("a hint at a refused token with the right one:\n%s", stderr.String())
+	}
+}
