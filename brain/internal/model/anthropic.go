@@ -177,11 +177,16 @@ func (c *anthropicMessages) Call(ctx context.Context, req Request, onDelta func(
 		}
 		return false, nil
 	})
-	if err != nil {
-		return Result{}, err
+	if err == nil && (!done || !started) {
+		err = &ProviderError{Code: CodeStreamTruncated, Message: "anthropic messages: the stream ended before message_stop", Retryable: true}
 	}
-	if !done || !started {
-		return Result{}, &ProviderError{Code: CodeStreamTruncated, Message: "anthropic messages: the stream ended before message_stop", Retryable: true}
+	if err != nil {
+		if !started {
+			return Result{}, err
+		}
+		// message_start counted the input; output counts only what
+		// message_delta reported before the stream broke off.
+		return Result{}, withPartial(err, Partial{StopReason: anthropicStop(stopReason), Usage: usage.usage()})
 	}
 	var a assembled
 	for _, b := range blocks {
@@ -198,34 +203,48 @@ func (c *anthropicMessages) Call(ctx context.Context, req Request, onDelta func(
 			a.addNative(NativeAnthropicMessages, b.Start)
 		}
 	}
-	var stop StopReason
-	switch stopReason {
-	case "end_turn":
-		stop = api.StopEndTurn
-	case "tool_use":
-		stop = api.StopToolUse
-	case "max_tokens", "model_context_window_exceeded":
-		stop = api.StopMaxTokens
-	case "stop_sequence":
-		stop = api.StopStopSequence
-	case "refusal":
-		stop = api.StopRefusal
-	default:
+	stop := anthropicStop(stopReason)
+	if stop == "" {
 		stop = api.StopUnknown
 	}
-	u := Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens,
-		CacheCreationInputTokens: usage.CacheCreationInputTokens, CacheReadInputTokens: usage.CacheReadInputTokens}
-	if usage.InputTokens != nil {
-		total := *usage.InputTokens
-		if usage.CacheCreationInputTokens != nil {
-			total += *usage.CacheCreationInputTokens
-		}
-		if usage.CacheReadInputTokens != nil {
-			total += *usage.CacheReadInputTokens
-		}
-		u.TotalInputTokens = &total
+	return a.result(stop, usage.usage(), c.t.limits)
+}
+
+// anthropicStop maps a stop_reason; none is an empty stop reason.
+func anthropicStop(reason string) StopReason {
+	switch reason {
+	case "":
+		return ""
+	case "end_turn":
+		return api.StopEndTurn
+	case "tool_use":
+		return api.StopToolUse
+	case "max_tokens", "model_context_window_exceeded":
+		return api.StopMaxTokens
+	case "stop_sequence":
+		return api.StopStopSequence
+	case "refusal":
+		return api.StopRefusal
 	}
-	return a.result(stop, u, c.t.limits)
+	return api.StopUnknown
+}
+
+// usage maps the usage reported so far; total input counts cached input
+// too.
+func (u anthropicUsage) usage() Usage {
+	out := Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens, CacheReadInputTokens: u.CacheReadInputTokens}
+	if u.InputTokens != nil {
+		total := *u.InputTokens
+		if u.CacheCreationInputTokens != nil {
+			total += *u.CacheCreationInputTokens
+		}
+		if u.CacheReadInputTokens != nil {
+			total += *u.CacheReadInputTokens
+		}
+		out.TotalInputTokens = &total
+	}
+	return out
 }
 
 // body builds the request body.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
@@ -76,6 +77,11 @@ type ProviderError struct {
 	Code      string
 	Message   string
 	Retryable bool
+	// RetryAfter is how long the provider asked callers to wait before
+	// trying again (its Retry-After or retry-after-ms header on a 429 or
+	// 5xx answer); zero when it did not say. Nothing here waits or retries:
+	// it is reported to whoever decides.
+	RetryAfter time.Duration
 }
 
 func (e *ProviderError) Error() string {

@@ -179,7 +179,7 @@ func New(cfg Config) (Providers, error) {
 		if err := checkName(spec); err != nil {
 			return nil, err
 		}
-		return &openAIChat{t: tr(spec, openaiBase), model: spec.Name}, nil
+		return &openAIChat{t: tr(spec, openaiBase), model: spec.Name, maxTokens: chatMaxTokensField(openaiBase)}, nil
 	}
 	p[ProviderAnthropic] = func(spec Spec) (Client, error) {
 		if err := checkName(spec); err != nil {
@@ -200,7 +200,8 @@ func New(cfg Config) (Providers, error) {
 		case DialectOpenAIResponses:
 			open = func(t transport, name string) Client { return &openAIResponses{t: t, model: name} }
 		case DialectOpenAIChat:
-			open = func(t transport, name string) Client { return &openAIChat{t: t, model: name} }
+			field := chatMaxTokensField(base)
+			open = func(t transport, name string) Client { return &openAIChat{t: t, model: name, maxTokens: field} }
 		case DialectAnthropic:
 			open = func(t transport, name string) Client { return &anthropicMessages{t: t, model: name} }
 		default:
@@ -214,6 +215,21 @@ func New(cfg Config) (Providers, error) {
 		}
 	}
 	return p, nil
+}
+
+// chatMaxTokensField names the Chat Completions field that bounds the
+// output. OpenAI (and Azure OpenAI) deprecated max_tokens for
+// max_completion_tokens, and their reasoning models refuse max_tokens;
+// compatible servers (llama.cpp, vLLM, Ollama, gateways) take max_tokens.
+func chatMaxTokensField(base string) string {
+	u, err := url.Parse(base)
+	if err == nil {
+		host := strings.ToLower(u.Hostname())
+		if host == "api.openai.com" || strings.HasSuffix(host, ".openai.azure.com") {
+			return "max_completion_tokens"
+		}
+	}
+	return "max_tokens"
 }
 
 func checkName(spec Spec) error {

@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -115,6 +116,13 @@ func (a *assembled) addText(s string) {
 func (a *assembled) addToolUse(id, name, args string) {
 	a.toolCalls++
 	a.outputSize += len(args) + len(name) + len(id)
+	if strings.TrimSpace(name) == "" {
+		if a.badTool == nil {
+			a.badTool = &OutputError{Code: api.CodeModelOutputInvalid, StopReason: api.StopToolUse,
+				Message: fmt.Sprintf("tool call %q names no tool", id)}
+		}
+		return
+	}
 	input, err := toolInput(name, args)
 	if err != nil {
 		if a.badTool == nil {
@@ -134,18 +142,29 @@ func (a *assembled) addNative(format string, data json.RawMessage) {
 // calls in an unfinished response (model_output_incomplete), invalid tool
 // input (model_output_invalid), and tool_use as the stop reason of a
 // finished response that calls tools.
+//
+// A failure carries the stop reason and the usage as complete (see
+// PartialError): the provider answered in full.
 func (a *assembled) result(stop StopReason, usage Usage, limits Limits) (Result, error) {
+	fail := func(err error) (Result, error) {
+		p := Partial{StopReason: stop, Usage: usage, UsageComplete: true}
+		var oe *OutputError
+		if errors.As(err, &oe) {
+			p.StopReason = oe.StopReason
+		}
+		return Result{}, withPartial(err, p)
+	}
 	if limits.MaxOutputBytes > 0 && int64(a.outputSize) > limits.MaxOutputBytes {
-		return Result{}, &ProviderError{Code: CodeResponseTooLarge, Message: fmt.Sprintf("model output exceeds %d bytes", limits.MaxOutputBytes)}
+		return fail(&ProviderError{Code: CodeResponseTooLarge, Message: fmt.Sprintf("model output exceeds %d bytes", limits.MaxOutputBytes)})
 	}
 	switch stop {
 	case api.StopMaxTokens, api.StopRefusal, api.StopUnknown:
 		if a.toolCalls > 0 {
-			return Result{}, incomplete(stop, a.toolCalls)
+			return fail(incomplete(stop, a.toolCalls))
 		}
 	default:
 		if a.badTool != nil {
-			return Result{}, a.badTool
+			return fail(a.badTool)
 		}
 		if a.toolCalls > 0 {
 			stop = api.StopToolUse

@@ -11,10 +11,14 @@
 //     that every engine path can be exercised without a network;
 //   - "openai": the OpenAI Responses API ({base}/responses), stateless
 //     (store:false) with encrypted reasoning replayed as native blocks of
-//     format "openai.responses.v1";
+//     format "openai.responses.v1"; the option operation "compact" posts
+//     the conversation to {base}/responses/compact instead (model, input
+//     and instructions only) and answers the compacted items verbatim as
+//     native blocks;
 //   - "openai_chat": OpenAI Chat Completions ({base}/chat/completions), the
 //     dialect of local servers (llama.cpp, vLLM, Ollama); it shares the
-//     openai base URL;
+//     openai base URL. max_output_tokens is sent as max_tokens, except to
+//     OpenAI and Azure OpenAI hosts, which take max_completion_tokens;
 //   - "anthropic": the Anthropic Messages API ({base}/messages, header
 //     anthropic-version), thinking blocks kept as native blocks of format
 //     "anthropic.messages.v1".
@@ -34,20 +38,24 @@
 // or unknown; usage maps to input (uncached), cache read/creation, total
 // input, output and reasoning tokens. Options are checked per dialect
 // (Anthropic: thinking, output_config, temperature, top_p, top_k,
-// stop_sequences; Responses: reasoning, temperature, top_p; Chat: temperature,
-// top_p, stop, seed, frequency_penalty, presence_penalty, reasoning_effort)
+// stop_sequences; Responses: operation, reasoning, temperature, top_p;
+// Chat: temperature, top_p, stop, seed, frequency_penalty, presence_penalty, reasoning_effort)
 // and never override the model, destination or credentials.
 //
 // # Errors and bounds
 //
 // A non-2xx answer or an error event is a *ProviderError carrying the
 // provider's code and its retryable verdict (429, 408 and 5xx, overload and
-// server errors are retryable; other 4xx are not). Nothing is ever retried
-// here. Tool calls in a length-limited, refused or unknown-stop response are
-// an *OutputError model_output_incomplete; tool input that is not a JSON
-// object in an otherwise complete response is model_output_invalid (the
-// scripted model answers a scripted one so too). Every
-// call is bounded by Limits: output bytes, delta bytes (longer fragments
-// are split), stream bytes, event bytes, error-body bytes, connect time and
-// total time.
+// server errors are retryable; other 4xx are not) and, for a retryable
+// answer, the wait its Retry-After (or retry-after-ms) header asked for.
+// Nothing is ever retried here. A call that fails after the provider began
+// to answer is a *PartialError around that failure, holding the stop
+// reason and the usage counted so far (complete only for a whole answer
+// that could not be used). Tool calls in a length-limited, refused or
+// unknown-stop response are an *OutputError model_output_incomplete; tool
+// input that is not a JSON object, or a tool call naming no tool, in an
+// otherwise complete response is model_output_invalid (the scripted model
+// answers a scripted one so too). Every call is bounded by Limits: output
+// bytes, delta bytes (longer fragments are split), stream bytes, event
+// bytes, error-body bytes, connect time and total time.
 package model

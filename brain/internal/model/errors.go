@@ -18,8 +18,9 @@ var (
 
 // OutputError reports a provider answer Brain cannot use. Code is
 // api.CodeModelOutputIncomplete (tool calls in a length-limited, refused or
-// otherwise unfinished response) or api.CodeModelOutputInvalid (tool input
-// that is not a JSON object in an otherwise complete response). It is never
+// otherwise unfinished response) or api.CodeModelOutputInvalid (a tool call
+// that names no tool, or whose input is not a JSON object, in an otherwise
+// complete response). It is never
 // retryable: the same request may answer the same way.
 type OutputError struct {
 	Code       string
@@ -39,4 +40,35 @@ func incomplete(stop StopReason, n int) *OutputError {
 func invalidToolInput(name string, err error) *OutputError {
 	return &OutputError{Code: api.CodeModelOutputInvalid, StopReason: api.StopToolUse,
 		Message: fmt.Sprintf("tool call %q: input is not a JSON object: %v", name, err)}
+}
+
+// Partial is what a failed call had received from the provider before it
+// failed: the stop reason it reported (empty when none arrived) and the
+// usage counted so far. UsageComplete is true only when the provider had
+// reported its final usage (an unusable but complete answer); a stream that
+// broke off, or a call that was cancelled, leaves it false.
+type Partial struct {
+	StopReason    StopReason
+	Usage         Usage
+	UsageComplete bool
+}
+
+// PartialError is a call's failure together with what the provider had
+// reported before it (see Partial). The underlying error is reached with
+// errors.Is and errors.As as usual.
+type PartialError struct {
+	Partial Partial
+	Err     error
+}
+
+func (e *PartialError) Error() string { return e.Err.Error() }
+
+func (e *PartialError) Unwrap() error { return e.Err }
+
+// withPartial wraps err with what the provider had reported.
+func withPartial(err error, p Partial) error {
+	if err == nil {
+		return nil
+	}
+	return &PartialError{Partial: p, Err: err}
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -21,18 +22,28 @@ type openAIResponses struct {
 
 const dialectResponses = "openai responses"
 
-// Call sends req as one streaming Responses request.
+// Call sends req as one streaming Responses request, or, with the option
+// operation "compact", as one compaction request.
 func (c *openAIResponses) Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error) {
-	body, err := c.body(req)
-	if err != nil {
-		return Result{}, err
-	}
 	h := http.Header{}
 	if c.t.key != "" {
 		h.Set("Authorization", "Bearer "+c.t.key)
 	}
+	if compact, err := isCompact(req.Options); err != nil {
+		return Result{}, err
+	} else if compact {
+		return c.compact(ctx, req, h)
+	}
+	body, err := c.body(req)
+	if err != nil {
+		return Result{}, err
+	}
 	live := newOutput(c.t.limits, onDelta)
 	var final *responsesObject
+	// seen is the latest response object the stream carried; its usage is
+	// what a failed call records.
+	var seen *responsesObject
+	answered := false
 	// The terminal event repeats the whole output, so its frame may be as
 	// large as the output itself.
 	t := c.t
@@ -52,6 +63,10 @@ func (c *openAIResponses) Call(ctx context.Context, req Request, onDelta func(De
 		}
 		if err := json.Unmarshal(data, &ev); err != nil {
 			return false, invalid(dialectResponses, "event", err)
+		}
+		answered = true
+		if ev.Response != nil {
+			seen = ev.Response
 		}
 		switch ev.Type {
 		case "response.output_text.delta", "response.refusal.delta":
@@ -88,13 +103,26 @@ func (c *openAIResponses) Call(ctx context.Context, req Request, onDelta func(De
 		}
 		return false, nil
 	})
+	if err == nil && (!done || final == nil) {
+		err = &ProviderError{Code: CodeStreamTruncated, Message: "openai responses: the stream ended before response.completed", Retryable: true}
+	}
 	if err != nil {
-		return Result{}, err
+		if !answered {
+			return Result{}, err
+		}
+		var p Partial
+		if seen != nil && seen.Usage != nil {
+			// A failed response reports the usage it incurred in full.
+			p.Usage, p.UsageComplete = seen.usage(), seen.Status == "failed"
+		}
+		return Result{}, withPartial(err, p)
 	}
-	if !done || final == nil {
-		return Result{}, &ProviderError{Code: CodeStreamTruncated, Message: "openai responses: the stream ended before response.completed", Retryable: true}
+	res, err := final.result(c.t.limits)
+	var pe *PartialError
+	if err != nil && !errors.As(err, &pe) {
+		err = withPartial(err, Partial{StopReason: final.stopReason(), Usage: final.usage(), UsageComplete: final.Usage != nil})
 	}
-	return final.result(c.t.limits)
+	return res, err
 }
 
 func orDefault(s, d string) string {
@@ -106,10 +134,11 @@ func orDefault(s, d string) string {
 
 // body builds the request body.
 func (c *openAIResponses) body(req Request) (map[string]any, error) {
-	opts, err := options(dialectResponses, req.Options, "reasoning", "temperature", "top_p")
+	opts, err := options(dialectResponses, req.Options, "operation", "reasoning", "temperature", "top_p")
 	if err != nil {
 		return nil, err
 	}
+	delete(opts, "operation") // only "compact" selects another request
 	input, err := responsesInput(req.Messages)
 	if err != nil {
 		return nil, err
@@ -307,40 +336,115 @@ func (r *responsesObject) result(limits Limits) (Result, error) {
 			a.addNative(NativeOpenAIResponses, raw)
 		}
 	}
-	var stop StopReason
+	stop := r.stopReason()
+	if stop == api.StopEndTurn && a.refused {
+		stop = api.StopRefusal
+	}
+	return a.result(stop, r.usage(), limits)
+}
+
+// stopReason maps the response's status; a refusal in a completed
+// response is decided by the caller, which sees its content.
+func (r *responsesObject) stopReason() StopReason {
 	switch r.Status {
 	case "completed":
-		stop = api.StopEndTurn
-		if a.refused {
-			stop = api.StopRefusal
-		}
+		return api.StopEndTurn
 	case "incomplete":
-		stop = api.StopUnknown
 		if r.IncompleteDetails != nil {
 			switch r.IncompleteDetails.Reason {
 			case "max_output_tokens":
-				stop = api.StopMaxTokens
+				return api.StopMaxTokens
 			case "content_filter":
-				stop = api.StopRefusal
+				return api.StopRefusal
 			}
 		}
-	default:
-		stop = api.StopUnknown
 	}
+	return api.StopUnknown
+}
+
+// usage maps the response's usage (zero when it reports none).
+func (r *responsesObject) usage() Usage {
 	var u Usage
-	if r.Usage != nil {
-		u.TotalInputTokens = r.Usage.InputTokens
-		u.OutputTokens = r.Usage.OutputTokens
-		u.InputTokens = r.Usage.InputTokens
-		if d := r.Usage.InputTokensDetails; d != nil && d.CachedTokens != nil {
-			u.CacheReadInputTokens = d.CachedTokens
-			if r.Usage.InputTokens != nil {
-				u.InputTokens = i64(*r.Usage.InputTokens - *d.CachedTokens)
-			}
-		}
-		if d := r.Usage.OutputTokensDetails; d != nil {
-			u.ReasoningTokens = d.ReasoningTokens
+	if r.Usage == nil {
+		return u
+	}
+	u.TotalInputTokens = r.Usage.InputTokens
+	u.OutputTokens = r.Usage.OutputTokens
+	u.InputTokens = r.Usage.InputTokens
+	if d := r.Usage.InputTokensDetails; d != nil && d.CachedTokens != nil {
+		u.CacheReadInputTokens = d.CachedTokens
+		if r.Usage.InputTokens != nil {
+			u.InputTokens = i64(*r.Usage.InputTokens - *d.CachedTokens)
 		}
 	}
-	return a.result(stop, u, limits)
+	if d := r.Usage.OutputTokensDetails; d != nil {
+		u.ReasoningTokens = d.ReasoningTokens
+	}
+	return u
+}
+
+// OperationCompact is the Responses option operation that compacts the
+// conversation (POST {base}/responses/compact) instead of answering it.
+const OperationCompact = "compact"
+
+// isCompact reads the option operation: absent or "create" answers the
+// conversation, "compact" compacts it.
+func isCompact(raw json.RawMessage) (bool, error) {
+	opts, err := options(dialectResponses, raw, "operation", "reasoning", "temperature", "top_p")
+	if err != nil {
+		return false, err
+	}
+	op, ok := opts["operation"]
+	if !ok {
+		return false, nil
+	}
+	var s string
+	if json.Unmarshal(op, &s) != nil || (s != OperationCompact && s != "create") {
+		return false, fmt.Errorf("%w: %s option operation %s: want %q or \"create\"", ErrInvalidRequest, dialectResponses, op, OperationCompact)
+	}
+	return s == OperationCompact, nil
+}
+
+// compact sends the conversation to {base}/responses/compact, which
+// answers it in one JSON object whose output items (the compacted
+// conversation, an encrypted compaction item among them) replace the
+// input. The result is one assistant message holding every output item
+// verbatim as a native block, replayed as is by later requests. The
+// endpoint takes the model, input and instructions only: tools and the
+// response format are left out, and sampling options, reasoning or an
+// output bound are refused.
+func (c *openAIResponses) compact(ctx context.Context, req Request, h http.Header) (Result, error) {
+	opts, _ := options(dialectResponses, req.Options, "operation", "reasoning", "temperature", "top_p")
+	for k := range opts {
+		if k != "operation" {
+			return Result{}, fmt.Errorf("%w: %s compact does not take the option %q", ErrInvalidRequest, dialectResponses, k)
+		}
+	}
+	if req.MaxOutputTokens != nil {
+		return Result{}, fmt.Errorf("%w: %s compact does not take max_output_tokens", ErrInvalidRequest, dialectResponses)
+	}
+	input, err := responsesInput(req.Messages)
+	if err != nil {
+		return Result{}, err
+	}
+	body := map[string]any{"model": c.model, "input": input}
+	if req.System != nil && *req.System != "" {
+		body["instructions"] = *req.System
+	}
+	var answer responsesObject
+	if err := c.t.post(ctx, "/responses/compact", h, body, &answer); err != nil {
+		return Result{}, err
+	}
+	var a assembled
+	for _, raw := range answer.Output {
+		var item struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(raw, &item) != nil || item.Type == "" {
+			return Result{}, withPartial(invalid(dialectResponses, "compacted output item without a type", nil),
+				Partial{Usage: answer.usage(), UsageComplete: answer.Usage != nil})
+		}
+		a.addNative(NativeOpenAIResponses, raw)
+	}
+	return a.result(api.StopEndTurn, answer.usage(), c.t.limits)
 }

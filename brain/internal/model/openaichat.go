@@ -13,11 +13,14 @@ import (
 // openAIChat is the client of OpenAI Chat Completions
 // (POST {base}/chat/completions), the dialect local servers speak. It uses
 // only the widely implemented subset: system/user/assistant/tool roles
-// (developer messages are sent as system), max_tokens, function tools and
-// stream_options.include_usage.
+// (developer messages are sent as system), max_tokens (max_completion_tokens
+// to OpenAI itself), function tools and stream_options.include_usage.
 type openAIChat struct {
 	t     transport
 	model string
+	// maxTokens is the field max_output_tokens is sent as (see
+	// chatMaxTokensField).
+	maxTokens string
 }
 
 const dialectChat = "openai chat completions"
@@ -58,6 +61,7 @@ func (c *openAIChat) Call(ctx context.Context, req Request, onDelta func(Delta))
 		calls         []*chatToolCall
 		finish        string
 		usage         *chatUsage
+		answered      bool
 	)
 	done, err := c.t.stream(ctx, "/chat/completions", h, body, func(_ string, data []byte) (bool, error) {
 		if strings.TrimSpace(string(data)) == "[DONE]" {
@@ -85,6 +89,7 @@ func (c *openAIChat) Call(ctx context.Context, req Request, onDelta func(Delta))
 		if err := json.Unmarshal(data, &chunk); err != nil {
 			return false, invalid(dialectChat, "chunk", err)
 		}
+		answered = true
 		if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
 			code, msg := parseErrorObject(chunk.Error)
 			code = orDefault(code, "stream_error")
@@ -132,11 +137,14 @@ func (c *openAIChat) Call(ctx context.Context, req Request, onDelta func(Delta))
 		}
 		return false, nil
 	})
-	if err != nil {
-		return Result{}, err
+	if err == nil && !done && finish == "" {
+		err = &ProviderError{Code: CodeStreamTruncated, Message: "openai chat completions: the stream ended before a finish_reason", Retryable: true}
 	}
-	if !done && finish == "" {
-		return Result{}, &ProviderError{Code: CodeStreamTruncated, Message: "openai chat completions: the stream ended before a finish_reason", Retryable: true}
+	if err != nil {
+		if !answered {
+			return Result{}, err
+		}
+		return Result{}, withPartial(err, Partial{StopReason: chatStop(finish), Usage: usage.usage()})
 	}
 	var a assembled
 	a.addText(text.String())
@@ -151,36 +159,50 @@ func (c *openAIChat) Call(ctx context.Context, req Request, onDelta func(Delta))
 		}
 		a.addToolUse(id, call.Function.Name, call.Function.Arguments)
 	}
-	var stop StopReason
-	switch finish {
-	case "stop":
-		stop = api.StopEndTurn
-	case "tool_calls", "function_call":
-		stop = api.StopToolUse
-	case "length":
-		stop = api.StopMaxTokens
-	case "content_filter":
-		stop = api.StopRefusal
-	default:
+	stop := chatStop(finish)
+	if stop == "" {
 		stop = api.StopUnknown
 	}
 	if a.refused && stop == api.StopEndTurn {
 		stop = api.StopRefusal
 	}
+	return a.result(stop, usage.usage(), c.t.limits)
+}
+
+// chatStop maps a finish_reason; none is an empty stop reason.
+func chatStop(finish string) StopReason {
+	switch finish {
+	case "":
+		return ""
+	case "stop":
+		return api.StopEndTurn
+	case "tool_calls", "function_call":
+		return api.StopToolUse
+	case "length":
+		return api.StopMaxTokens
+	case "content_filter":
+		return api.StopRefusal
+	}
+	return api.StopUnknown
+}
+
+// usage maps the usage chunk (zero when none arrived).
+func (c *chatUsage) usage() Usage {
 	var u Usage
-	if usage != nil {
-		u.InputTokens, u.TotalInputTokens, u.OutputTokens = usage.PromptTokens, usage.PromptTokens, usage.CompletionTokens
-		if d := usage.PromptTokensDetails; d != nil && d.CachedTokens != nil {
-			u.CacheReadInputTokens = d.CachedTokens
-			if usage.PromptTokens != nil {
-				u.InputTokens = i64(*usage.PromptTokens - *d.CachedTokens)
-			}
-		}
-		if d := usage.CompletionTokensDetails; d != nil {
-			u.ReasoningTokens = d.ReasoningTokens
+	if c == nil {
+		return u
+	}
+	u.InputTokens, u.TotalInputTokens, u.OutputTokens = c.PromptTokens, c.PromptTokens, c.CompletionTokens
+	if d := c.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+		u.CacheReadInputTokens = d.CachedTokens
+		if c.PromptTokens != nil {
+			u.InputTokens = i64(*c.PromptTokens - *d.CachedTokens)
 		}
 	}
-	return a.result(stop, u, c.t.limits)
+	if d := c.CompletionTokensDetails; d != nil {
+		u.ReasoningTokens = d.ReasoningTokens
+	}
+	return u
 }
 
 // body builds the request body.
@@ -216,7 +238,7 @@ func (c *openAIChat) body(req Request) (map[string]any, error) {
 		body["tools"] = tools
 	}
 	if req.MaxOutputTokens != nil {
-		body["max_tokens"] = *req.MaxOutputTokens
+		body[orDefault(c.maxTokens, "max_tokens")] = *req.MaxOutputTokens
 	}
 	if hasResponseFormat(req.ResponseFormat) {
 		rf := req.ResponseFormat

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -47,42 +48,59 @@ func (t transport) redact(s string) string {
 	return strings.ReplaceAll(s, t.key, "[redacted]")
 }
 
-// stream posts body to path and hands every event to onEvent until it
-// reports done. It answers whether onEvent reported done before the stream
-// ended.
-func (t transport) stream(ctx context.Context, path string, header http.Header, body any, onEvent func(event string, data []byte) (done bool, err error)) (bool, error) {
+// send posts body to path with the given Accept header and answers the
+// 2xx response; its body must be closed, then release called.
+func (t transport) send(ctx context.Context, path string, header http.Header, body any, accept string) (_ context.Context, _ *http.Response, _ func(), err error) {
+	cancel := func() {}
 	if t.limits.Timeout > 0 {
-		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, t.limits.Timeout, errCallTimeout)
-		defer cancel()
 	}
+	defer func() {
+		if err != nil {
+			cancel()
+		}
+	}()
 	payload, err := json.Marshal(body)
 	if err != nil {
-		return false, fmt.Errorf("model: encode request: %w", err)
+		return nil, nil, nil, fmt.Errorf("model: encode request: %w", err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.base+path, bytes.NewReader(payload))
 	if err != nil {
-		return false, fmt.Errorf("model: %s", t.redact(err.Error()))
+		return nil, nil, nil, fmt.Errorf("model: %s", t.redact(err.Error()))
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Accept", accept)
 	if t.propagate {
 		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	}
 	resp, err := t.http.Do(req)
 	if err != nil {
-		return false, t.transportError(ctx, err)
+		return nil, nil, nil, t.transportError(ctx, err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return false, t.statusError(resp)
+		defer resp.Body.Close()
+		return nil, nil, nil, t.statusError(resp)
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		return false, &ProviderError{Code: CodeInvalidResponse, Message: fmt.Sprintf("status %d with Content-Type %q, want text/event-stream", resp.StatusCode, mt)}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != accept {
+		resp.Body.Close()
+		return nil, nil, nil, &ProviderError{Code: CodeInvalidResponse, Message: fmt.Sprintf("status %d with Content-Type %q, want %s", resp.StatusCode, mt, accept)}
 	}
+	return ctx, resp, cancel, nil
+}
+
+// stream posts body to path and hands every event to onEvent until it
+// reports done. It answers whether onEvent reported done before the stream
+// ended.
+func (t transport) stream(ctx context.Context, path string, header http.Header, body any, onEvent func(event string, data []byte) (done bool, err error)) (bool, error) {
+	ctx, resp, release, err := t.send(ctx, path, header, body, "text/event-stream")
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	defer resp.Body.Close()
 	r := &sseReader{r: bufio.NewReaderSize(&boundedReader{r: resp.Body, max: t.limits.MaxStreamBytes}, 32<<10), maxFrame: t.limits.MaxFrameBytes}
 	for {
 		ev, data, err := r.next()
@@ -97,6 +115,25 @@ func (t transport) stream(ctx context.Context, path string, header http.Header, 
 			return done, err
 		}
 	}
+}
+
+// post posts body to path and decodes its JSON answer, read within
+// MaxStreamBytes, into out.
+func (t transport) post(ctx context.Context, path string, header http.Header, body, out any) error {
+	ctx, resp, release, err := t.send(ctx, path, header, body, "application/json")
+	if err != nil {
+		return err
+	}
+	defer release()
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(&boundedReader{r: resp.Body, max: t.limits.MaxStreamBytes})
+	if err != nil {
+		return t.transportError(ctx, err)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return &ProviderError{Code: CodeInvalidResponse, Message: "the answer is not the JSON object expected: " + err.Error()}
+	}
+	return nil
 }
 
 // transportError maps a failure to send or read: the context's cause when
@@ -131,11 +168,43 @@ func (t transport) statusError(resp *http.Response) error {
 			msg = http.StatusText(resp.StatusCode)
 		}
 	}
-	return &ProviderError{
+	pe := &ProviderError{
 		Code:      t.redact(code),
 		Message:   t.redact(fmt.Sprintf("status %d: %s", resp.StatusCode, msg)),
 		Retryable: retryableStatus(resp.StatusCode),
 	}
+	if pe.Retryable {
+		pe.RetryAfter = retryAfter(resp.Header, time.Now())
+	}
+	return pe
+}
+
+// maxRetryAfter caps the wait a provider may ask for.
+const maxRetryAfter = 24 * time.Hour
+
+// retryAfter reads how long a provider asked to wait: OpenAI's
+// retry-after-ms (milliseconds), else Retry-After in seconds or as an HTTP
+// date. Anything unreadable, negative or past is zero.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	var d time.Duration
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < float64(maxRetryAfter/time.Millisecond) {
+			d = time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After")); d == 0 && v != "" {
+		if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+			if secs > 0 && secs < int64(maxRetryAfter/time.Second) {
+				d = time.Duration(secs) * time.Second
+			}
+		} else if at, err := http.ParseTime(v); err == nil {
+			d = at.Sub(now)
+		}
+	}
+	if d <= 0 {
+		return 0
+	}
+	return min(d, maxRetryAfter)
 }
 
 // retryableStatus is the provider's verdict: rate limits, timeouts and

@@ -157,6 +157,14 @@
 // model received is so rebuilt exactly from the journal
 // (TestModelRequestRebuiltFromJournal).
 //
+// A model_call_failed holds the failure (code, message, retryable; a
+// provider's failure has details {provider_code, retry_after_ms when the
+// provider asked for a wait}) and, when the provider had begun to answer,
+// "response" {stop_reason, usage, usage_complete}: the tokens counted
+// before the stream broke off or the call was cancelled (usage_complete
+// false), or the whole usage of a complete answer that could not be used
+// (true). Brain never retries the call.
+//
 // # Large messages
 //
 // A message of 1 KiB or more is journalled once per turn, by the first

@@ -80,6 +80,20 @@ type (
 		Sequence uint64          `json:"sequence"`
 		Result   api.ModelResult `json:"result"`
 	}
+	// modelCallFailed is the failure of a model call with what the
+	// provider had answered before it failed, when it answered at all.
+	modelCallFailed struct {
+		api.Failure
+		Response *modelResponse `json:"response,omitempty"`
+	}
+	// modelResponse is the part of a failed call's answer that is kept:
+	// the stop reason (empty when none arrived) and the usage, complete
+	// only when the provider had reported its final count.
+	modelResponse struct {
+		StopReason    api.StopReason `json:"stop_reason,omitempty"`
+		Usage         api.Usage      `json:"usage"`
+		UsageComplete bool           `json:"usage_complete"`
+	}
 	toolCallStarted struct {
 		CallID      string          `json:"call_id"`
 		Name        string          `json:"name"`

@@ -206,6 +206,7 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 	client, err := s.modelLocked(ctx)
 	s.mu.Unlock()
 	var res api.ModelResult
+	var partial *model.Partial // what a failed call had received
 	if err == nil {
 		// A streamed call is announced live (model_request) with its first
 		// delta and closed live with its usage (model_usage); none of
@@ -223,6 +224,10 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 		res, err = client.Call(s.e.withSpan(cctx, span), req, onDelta)
 		if err == nil && streamed.Load() {
 			s.e.hub.publishUsage(s.id, seq, res.Usage)
+		}
+		var pe *model.PartialError
+		if errors.As(err, &pe) {
+			partial = &pe.Partial
 		}
 		if err != nil && cctx.Err() != nil {
 			err = fmt.Errorf("model call: %w", context.Cause(cctx))
@@ -244,10 +249,19 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 			f.Code = oe.Code
 		case errors.As(err, &pe):
 			f.Retryable = pe.Retryable
-			f.Details, _ = json.Marshal(map[string]string{"provider_code": pe.Code})
+			details := map[string]any{"provider_code": pe.Code}
+			if pe.RetryAfter > 0 {
+				// Reported only: Brain never retries a model call.
+				details["retry_after_ms"] = pe.RetryAfter.Milliseconds()
+			}
+			f.Details, _ = json.Marshal(details)
 		}
 		endSpan(span, f.Code, f.Message)
-		if _, cerr := s.deferLocked(failed(api.KindModelCallFailed, f)); cerr != nil {
+		r := modelCallFailed{Failure: f}
+		if partial != nil {
+			r.Response = &modelResponse{StopReason: partial.StopReason, Usage: partial.Usage, UsageComplete: partial.UsageComplete}
+		}
+		if _, cerr := s.deferLocked(rec(api.KindModelCallFailed, r)); cerr != nil {
 			return api.ModelResult{}, cerr
 		}
 		return api.ModelResult{}, &TurnError{Code: f.Code, Message: f.Message, Retryable: f.Retryable, Err: err}
