@@ -23,6 +23,10 @@ type space struct {
 	dev, ino uint64
 	birth    int64  // creation time in ns where the file system records it
 	dir      string // record.Dir it was allocated for
+	// grow serializes the writes and edits that measure the workspace
+	// against its limits, so that writes arriving together cannot each
+	// fit alone and together go beyond them.
+	grow sync.Mutex
 }
 
 // binding is one set-up binding.

@@ -66,6 +66,8 @@ func runWrite(k *call) (any, error) {
 		return nil, err
 	}
 	defer r.Close()
+	k.sp.grow.Lock()
+	defer k.sp.grow.Unlock()
 	grow, files := int64(len(data)), 1
 	if fi, err := r.Stat(p); err == nil {
 		if !fi.Mode().IsRegular() {
@@ -248,6 +250,8 @@ func runList(k *call) (any, error) {
 
 func runEdit(k *call) (any, error) {
 	var in toolset.EditInput
+	k.sp.grow.Lock()
+	defer k.sp.grow.Unlock()
 	r, p, fi, err := k.open(&in, &in.Path)
 	if err != nil {
 		return nil, err
