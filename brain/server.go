@@ -241,6 +241,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Observer:        s.metrics,
 		Route:           s.store.Route,
 		LeaseEpoch:      s.store.LeaseEpoch,
+		OwnerGone:       s.store.NodeGone,
 		Tracer:          tracer,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: %w", err)

@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
@@ -159,6 +162,40 @@ func TestBindingLifecycle(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(b.Dir, "server-metadata", "sessions", id+".sealed")); !os.IsNotExist(err) {
 			t.Errorf("credentials of a deleted session remain: %v", err)
+		}
+	})
+
+	t.Run("stream_after_session_ended_closes", func(t *testing.T) {
+		// A delete whose teardown failed leaves records after
+		// session_ended. A stream resuming after session_ended gets them
+		// and then ends, as every stream of an ended session does.
+		f := newFixture(t)
+		id := c.create(api.CreateSessionRequest{Environments: []api.Environment{f.env("box", &bindingConf{Teardown: "fail_once"})}}).SessionID
+		c.must(http.StatusOK, http.MethodPost, "/v1/sessions/"+id+"/end", nil, nil)
+		f.FailNext("teardown", 1)
+		if status, _ := c.do(http.MethodDelete, "/v1/sessions/"+id, nil, nil); status < 400 {
+			t.Fatalf("delete with a failing teardown answered %d", status)
+		}
+		evs := c.events(id)
+		ended := ofKind(evs, api.KindSessionEnded)
+		if len(ended) != 1 || evs[len(evs)-1].EventType != api.KindEnvironmentTeardownFailed {
+			t.Fatalf("events %s", kindsLine(evs))
+		}
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprint(c.url, "/v1/sessions/", id, "/events?after=", ended[0].Sequence), nil)
+		req.Header.Set("Authorization", "Bearer "+operatorToken)
+		req.Header.Set("Accept", "text/event-stream")
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: httpClient.Transport}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("the stream of an ended session stayed open: %v after %q", err, body)
+		}
+		if !strings.Contains(string(body), "event: "+api.KindEnvironmentTeardownFailed) {
+			t.Fatalf("stream %q lacks the records after session_ended", body)
 		}
 	})
 

@@ -70,6 +70,9 @@ type Backend struct {
 	// LeaseEpoch answers the epoch of the live lease on a session,
 	// whichever node holds it (0: none).
 	LeaseEpoch func(ctx context.Context, id string) (int64, error)
+	// NodeGone waits until the node with a public URL that Route
+	// answered is no longer a live member (nil), or ctx ends.
+	NodeGone func(ctx context.Context, url string) error
 	// Modules keeps the bytes of admitted agentloop modules for every
 	// node (loophost.Options.Shared); nil keeps them in the data
 	// directory only.

@@ -116,9 +116,13 @@
 // slow reader) come after the model_call_started event they name in
 // model_call_sequence and before that call's model_call_ended or
 // model_call_failed (session.Subscription). The stream ends after
-// session_ended or session_creation_failed, when the subscriber lags more than
-// Options.MaxLiveBacklog records behind (it reconnects with its cursor), and
-// on drain. Comment lines keep idle streams open.
+// session_ended or session_creation_failed (a stream of a session that has
+// already ended, after the records its cursor has not seen: a failed
+// delete's teardown records follow session_ended), when the subscriber
+// lags more than Options.MaxLiveBacklog records behind (it reconnects with
+// its cursor; a stream still reading history is not behind: what is
+// committed meanwhile it reads from the journal after the history), and on
+// drain. Comment lines keep idle streams open.
 //
 // The streams of a session share one engine subscription: each frame is
 // encoded once, and the frames received together (a commit's records) are

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -62,6 +64,19 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 		WriteError(w, newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the session's node has no usable public URL; retry later"))
 		return true
 	}
+	// A node that stops answering (frozen, its host hung) holds the
+	// request until its heartbeat runs out, and no longer: then its
+	// leases expire too, and a retry is served by whichever node takes
+	// the session over.
+	fctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	if s.opts.OwnerGone != nil {
+		go func() {
+			if s.opts.OwnerGone(fctx, owner) == nil {
+				cancel(errOwnerGone)
+			}
+		}()
+	}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -70,10 +85,26 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 		},
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			s.log.Warn("forward to the session's node failed", "session", id, "err", err)
+			if errors.Is(context.Cause(fctx), errOwnerGone) {
+				s.log.Warn("forward to the session's node failed", "session", id, "node", owner, "err", errOwnerGone)
+				// The node had the request and may have carried it out
+				// before it stopped: the same key, sent again, is served
+				// by the node that takes the session over, which answers
+				// its outcome or runs it.
+				e := newError(http.StatusInternalServerError, api.CodeAmbiguous,
+					"the session's node left the cluster without answering; the request may have been carried out: send it again with the same Idempotency-Key")
+				e.Body.Retryable = true
+				WriteError(w, e)
+				return
+			}
+			s.log.Warn("forward to the session's node failed", "session", id, "node", owner, "err", err)
 			WriteError(w, newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the session's node did not answer; retry later"))
 		},
 	}
-	proxy.ServeHTTP(w, r)
+	proxy.ServeHTTP(w, r.WithContext(fctx))
 	return true
 }
+
+// errOwnerGone ends a forwarded write whose node left the cluster
+// without answering it.
+var errOwnerGone = errors.New("the session's node left the cluster without answering")

@@ -93,7 +93,9 @@ func lastSeqOf(frames []*frame, seq uint64) uint64 {
 }
 
 // queueLocked queues frames for the writer goroutine; a stream that would
-// hold more than backlog records ends (lagged).
+// hold more than backlog records ends (lagged). A stream still catching
+// up is not lagging: it drops its queue instead and reads those records
+// from the journal when its catch-up reaches them (behind).
 func (st *stream) queueLocked(frames []*frame, backlog int) {
 	queued := false
 	for _, fr := range frames {
@@ -101,7 +103,12 @@ func (st *stream) queueLocked(frames []*frame, backlog int) {
 			break
 		}
 		if fr.seq != 0 {
-			if st.events >= backlog {
+			if st.events >= backlog && st.catching {
+				// The live frames go too: queued after the records
+				// the catch-up writes, they would come out of order.
+				st.queue, st.events, st.lives = nil, 0, 0
+				st.behind = true
+			} else if st.events >= backlog {
 				st.s.log.Debug("stream subscriber lagged", "session", st.f.id)
 				st.queue, st.events, st.lives = nil, 0, 0
 				st.ended, st.lagged = true, true

@@ -109,6 +109,12 @@ type Options struct {
 	// does not own a session checks an invocation token's epoch against
 	// it before forwarding the call.
 	LeaseEpoch func(ctx context.Context, id string) (int64, error)
+	// OwnerGone, when set (a cluster), waits until the node at a public
+	// URL that Route answered is no longer a live member (answering nil)
+	// or ctx ends. A write forwarded to a node that stops (SIGSTOP, a
+	// hung host) is given up then, instead of waiting for an answer
+	// that will not come.
+	OwnerGone func(ctx context.Context, owner string) error
 	// Tracer, when set, starts a server span for every request (see
 	// trace.go); nil reads no trace context and starts no span.
 	Tracer trace.Tracer

@@ -107,6 +107,7 @@ type stream struct {
 	events   int // recorded events in queue
 	lives    int // other frames in queue
 	catching bool
+	behind   bool // records pushed while catching up were dropped
 	writing  bool // a push or the writer goroutine is writing
 	ended    bool // accepts no more frames; finish after the queue
 	closed   bool
@@ -151,7 +152,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 		WriteError(w, err)
 		return
 	}
-	// A stream past the end of a finished session would never get a frame.
+	// The stream of a finished session ends after its catch-up: past
+	// session_ended (a failed delete's teardown records) nothing is
+	// followed live, and past the end it would never get a frame.
 	sum, err := s.opts.Engine.Summary(ctx, id)
 	if err != nil {
 		s.detach(st)
@@ -159,7 +162,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 		WriteError(w, err)
 		return
 	}
-	finished := (sum.Status == api.StatusEnded || sum.Status == api.StatusFailed) && after >= sum.LastSequence
+	terminal := sum.Status == api.StatusEnded || sum.Status == api.StatusFailed
+	finished := terminal && after >= sum.LastSequence
 
 	hijacked := false
 	if !finished && r.ProtoAtLeast(1, 1) {
@@ -193,13 +197,25 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 		st.mu.Unlock()
 	}
 	s.observer().StreamOpened()
-	if !st.catchUp(ctx, id) {
-		st.end(false)
+	for {
+		caught := st.catchUp(ctx, id)
+		st.mu.Lock()
+		if caught && st.behind {
+			// Records committed meanwhile overran the queue: the
+			// journal has them.
+			st.behind = false
+			st.mu.Unlock()
+			continue
+		}
+		if !caught || terminal {
+			st.ended = true
+		}
+		st.dropWrittenLocked()
+		st.catching = false
+		st.kickLocked()
+		st.mu.Unlock()
+		break
 	}
-	st.mu.Lock()
-	st.catching = false
-	st.kickLocked()
-	st.mu.Unlock()
 	if hijacked {
 		return
 	}
@@ -250,6 +266,31 @@ func (st *stream) catchUp(ctx context.Context, id string) bool {
 			if fr.last {
 				return false
 			}
+		}
+	}
+}
+
+// dropWrittenLocked drops, as the catch-up ends, the queued frames up to
+// the last record that the catch-up has already written: the records
+// among them are written, and the live frames, written after those
+// records, would come out of their model call (after its end).
+func (st *stream) dropWrittenLocked() {
+	cut := -1
+	for i, fr := range st.queue {
+		if fr.seq != 0 && fr.seq <= st.lastSeq {
+			cut = i
+		}
+	}
+	if cut < 0 {
+		return
+	}
+	st.queue = slices.Clone(st.queue[cut+1:])
+	st.events, st.lives = 0, 0
+	for _, fr := range st.queue {
+		if fr.seq != 0 {
+			st.events++
+		} else {
+			st.lives++
 		}
 	}
 }

@@ -65,6 +65,7 @@ func openBackend(ctx context.Context, opts backend.Options) (*backend.Backend, e
 		OnLeaseLost: db.OnLeaseLost,
 		Route:       db.Route,
 		LeaseEpoch:  db.LeaseEpoch,
+		NodeGone:    db.NodeGone,
 		Modules:     db,
 		Tools:       db.Tools(),
 	}, nil

@@ -173,7 +173,11 @@
 // answers the live lease's epoch, against which any node checks an
 // invocation token before forwarding its call. Each node renews
 // its brain_nodes row every third of the lease length; a row past
-// expires_at is a dead node.
+// expires_at is a dead node. NodeGone waits for that of the node a write
+// was forwarded to, so that the forwarding node gives up a write that a
+// stopped or hung owner will never answer (500 ambiguous, retryable with
+// the same Idempotency-Key: the owner may have carried it out)
+// instead of holding its caller.
 //
 // # Faults
 //

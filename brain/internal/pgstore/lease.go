@@ -178,6 +178,29 @@ func (db *DB) LeaseOwner(ctx context.Context, session string) (Owner, error) {
 	return o, nil
 }
 
+// NodeGone waits until no live member of the cluster has the public URL
+// url (its heartbeat ran out: the node stopped or died) and answers nil,
+// or answers ctx's error. It asks the database each third of the lease
+// length; a failed query is asked again at the next tick.
+func (db *DB) NodeGone(ctx context.Context, url string) error {
+	t := time.NewTicker(db.opts.LeaseDuration / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		qctx, cancel := db.opCtx(ctx)
+		var live bool
+		err := db.pool.QueryRow(qctx, `SELECT EXISTS (SELECT 1 FROM brain_nodes WHERE public_url = $1 AND expires_at > now())`, url).Scan(&live)
+		cancel()
+		if err == nil && !live {
+			return nil
+		}
+	}
+}
+
 // Member is one live node of the cluster.
 type Member struct {
 	NodeID    string
