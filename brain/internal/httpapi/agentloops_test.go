@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -124,4 +126,71 @@ func TestAdmissionHonoursTheRequestLimit(t *testing.T) {
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// When the module cannot be stored, or compiled into the compilation
+// cache (a full disk; here a directory that is gone), the admission
+// answers 503 overloaded, as every mutation does when durable writes fail:
+// the module is not judged, and its Idempotency-Key stays usable, so that
+// once storage works again the same request admits it.
+func TestAdmissionWhenStorageFails(t *testing.T) {
+	dir, tools, cache := t.TempDir(), t.TempDir(), t.TempDir()
+	h, err := loophost.Open(context.Background(), loophost.Options{Dir: dir, ToolsDir: tools, CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	f := newFixture(t, Options{Agentloops: h})
+	// withSection answers the default loop with a custom section: a module
+	// of its own, compiled anew.
+	withSection := func(name string) []byte {
+		b := append([]byte(nil), builtin.DefaultWasm()...)
+		b = append(b, 0, byte(2+len(name)), byte(len(name)))
+		return append(append(b, name...), 0)
+	}
+	for _, c := range []struct {
+		name, path, blocked, want string
+		module                    []byte
+	}{
+		{"agentloop, modules directory", "/v1/agentloops", dir, loophost.StatusAdmitted, builtin.DefaultWasm()},
+		{"invalid agentloop, modules directory", "/v1/agentloops", dir, loophost.StatusRejected, []byte("not a module")},
+		{"agentloop, compilation cache", "/v1/agentloops", cache, loophost.StatusAdmitted, withSection("a")},
+		{"invalid tool, tools directory", "/v1/tools", tools, loophost.StatusRejected, []byte("not a tool")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.blocked == cache {
+				// wazero keeps its files in a directory of the cache
+				// named by its version.
+				sub, _ := filepath.Glob(filepath.Join(cache, "wazero-*"))
+				if len(sub) != 1 {
+					t.Fatalf("compilation cache holds %q", sub)
+				}
+				c.blocked = sub[0]
+			}
+			if err := os.RemoveAll(c.blocked); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(c.blocked, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, body := f.admission("POST", c.path, "k "+c.name, "application/octet-stream", c.module)
+			if code != http.StatusServiceUnavailable || !strings.Contains(body, "overloaded") {
+				t.Errorf("POST %s with storage failing: %d %s, want 503 overloaded", c.path, code, body)
+			}
+			if err := os.Remove(c.blocked); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(c.blocked, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			code, body = f.admission("POST", c.path, "k "+c.name, "application/octet-stream", c.module)
+			var a loophost.Admission
+			if err := json.Unmarshal([]byte(body), &a); code != http.StatusOK || err != nil || a.Status != c.want {
+				t.Errorf("POST %s again with the same key once storage works: %d %s, want 200 %s", c.path, code, body, c.want)
+			}
+			if code, again := f.admission("POST", c.path, "other k "+c.name, "application/octet-stream", c.module); code != http.StatusOK || again != body {
+				t.Errorf("POST %s with another key: %d %s, want %s", c.path, code, again, body)
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -67,6 +68,12 @@ const (
 // maxErrorMessage bounds the message of a failure answered to the guest.
 const maxErrorMessage = 4096
 
+// maxTurnAnswerBytes bounds the answer of turn, as
+// Options.MaxToolOutputBytes bounds a Tool's by default: the result is
+// committed in one turn_ended record, which the journal refuses past 64
+// MiB.
+const maxTurnAnswerBytes = DefaultMaxToolOutputBytes
+
 // maxStderrInError bounds the stderr head added to a failed activation's
 // error.
 const maxStderrInError = 2048
@@ -79,7 +86,7 @@ type activationKey struct{}
 type activation struct {
 	svc     agentloop.Services
 	tool    ToolServices // set for a tool invocation instead of svc
-	limit   int          // bounds a tool's service inputs (0: none)
+	limit   int          // bounds the entrypoint's answer and a tool's service inputs (0: none)
 	pending []byte       // the answer of the last service call
 	errs    []error      // failed service calls; a failure's ref is index+1
 	stdout  *capture
@@ -148,10 +155,7 @@ func answerFunc(ctx context.Context, mod api.Module, stack []uint64) {
 // hostError encodes a failed service call for the guest.
 func hostError(err error, ref uint32) []byte {
 	e := session.APIError(err)
-	msg := e.Message
-	if len(msg) > maxErrorMessage {
-		msg = msg[:maxErrorMessage]
-	}
+	msg := clip(e.Message, maxErrorMessage)
 	b, merr := json.Marshal(agentloop.HostError{Code: e.Code, Message: msg, Retryable: e.Retryable, Details: e.Details, Ref: ref})
 	if merr != nil {
 		b, _ = json.Marshal(agentloop.HostError{Code: brainapi.CodeInternal, Message: merr.Error(), Ref: ref})
@@ -164,6 +168,11 @@ func hostError(err error, ref uint32) []byte {
 func (a *activation) call(ctx context.Context, method string, in []byte) (json.RawMessage, error) {
 	if len(in) == 0 {
 		in = []byte("null")
+	}
+	if !utf8.Valid(in) {
+		// encoding/json would take the bytes into raw values as they are,
+		// and the journal would keep JSON no client can read.
+		return nil, fmt.Errorf("%w: %s input is not valid UTF-8", session.ErrInvalid, method)
 	}
 	if a.tool != nil {
 		return a.toolCall(ctx, method, in)
@@ -300,7 +309,8 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 		return out, &session.TurnError{Code: brainapi.CodeOverloaded, Message: err.Error(), Retryable: true, Err: err}
 	}
 	defer release()
-	a := &activation{svc: svc, stdout: newCapture(h.opts.MaxOutputBytes), stderr: newCapture(h.opts.MaxOutputBytes)}
+	a := &activation{svc: svc, limit: maxTurnAnswerBytes,
+		stdout: newCapture(h.opts.MaxOutputBytes), stderr: newCapture(h.opts.MaxOutputBytes)}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	if err := h.enter(a, func() { stop(ErrClosed) }); err != nil {
@@ -329,6 +339,9 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 	if err != nil {
 		return out, err
 	}
+	if !utf8.Valid(doc) {
+		return out, fmt.Errorf("agentloop %s: invalid turn answer: not valid UTF-8", short(m.id))
+	}
 	var ans turnAnswer
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
@@ -349,11 +362,9 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 		if ge.Message == "" {
 			ge.Message = "agentloop failed"
 		}
-		if len(ge.Message) > maxErrorMessage {
-			// The message is the guest's: bounded as a tool's is, so that
-			// the failure records stay small enough to commit.
-			ge.Message = ge.Message[:maxErrorMessage]
-		}
+		// The message is the guest's: bounded as a tool's is, so that
+		// the failure records stay small enough to commit.
+		ge.Message = clip(ge.Message, maxErrorMessage)
 		return out, ge
 	}
 	out.Result = bytes.Clone(ans.Result)
@@ -416,6 +427,20 @@ type TrapError struct {
 func (e *TrapError) Error() string { return e.Message }
 
 func (e *TrapError) Unwrap() error { return e.Err }
+
+// clip answers the longest prefix of s of at most n bytes that does not
+// end inside a UTF-8 sequence.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for i := n; i > 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			return s[:i]
+		}
+	}
+	return s[:n]
+}
 
 func short(id string) string {
 	if len(id) > 12 {

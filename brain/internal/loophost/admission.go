@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/agentloop"
 	brainapi "github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
@@ -23,6 +25,22 @@ const (
 	StatusAdmitted = "admitted"
 	StatusRejected = "rejected"
 )
+
+// ErrStorage is wrapped when a module could not be stored, or compiled
+// into or read from the compilation cache (a full disk): the module was
+// not judged, nothing is remembered of it, and admitting it again once
+// storage works judges it. It wraps session.ErrUnavailable, which the API
+// answers 503 without consuming the request's Idempotency-Key.
+var ErrStorage = fmt.Errorf("loophost: module storage failed: %w", session.ErrUnavailable)
+
+// storageError reports whether err, from compiling a module, is a failure
+// to read or write the compilation cache rather than a judgement of the
+// module.
+func storageError(err error) bool {
+	var pe *fs.PathError
+	var le *os.LinkError
+	return errors.As(err, &pe) || errors.As(err, &le)
+}
 
 // ErrDamaged is wrapped when a module fetched from a cluster's shared
 // store does not hash to its id: it is neither compiled nor run.
@@ -156,13 +174,13 @@ func (h *Host) admit(ctx context.Context, c *catalog, module []byte) (Admission,
 	}
 	m, err := h.compile(ctx, c.kind, id, module)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, ErrStorage) {
 			return Admission{}, fmt.Errorf("loophost: admit %s: %w", id, err)
 		}
 		a := rejected(id, err.Error())
 		b, _ := json.Marshal(note{Admission: a, Judged: h.judged})
 		if err := fsutil.WriteFileAtomic(filepath.Join(c.dir, id+".rejected"), b, 0o600); err != nil {
-			return Admission{}, fmt.Errorf("loophost: admit %s: %w", id, err)
+			return Admission{}, fmt.Errorf("loophost: admit %s: %w: %w", id, ErrStorage, err)
 		}
 		h.mu.Lock()
 		c.rejects[id] = a
@@ -186,7 +204,7 @@ func (h *Host) admit(ctx context.Context, c *catalog, module []byte) (Admission,
 func (h *Host) store(ctx context.Context, c *catalog, id string, module []byte, m *module) error {
 	if err := fsutil.WriteFileAtomic(filepath.Join(c.dir, id+".wasm"), module, 0o600); err != nil {
 		_ = m.cm.Close(ctx)
-		return fmt.Errorf("loophost: admit %s: %w", id, err)
+		return fmt.Errorf("loophost: admit %s: %w: %w", id, ErrStorage, err)
 	}
 	_ = os.Remove(filepath.Join(c.dir, id+".rejected"))
 	h.mu.Lock()
@@ -231,6 +249,9 @@ func (h *Host) fetchShared(ctx context.Context, c *catalog, id string) error {
 		return ErrClosed
 	}
 	m, err := h.compile(ctx, c.kind, id, b)
+	if errors.Is(err, ErrStorage) {
+		return fmt.Errorf("loophost: fetch %s: %w", id, err)
+	}
 	if err != nil {
 		// Admitted elsewhere but not runnable here (such as a lower
 		// memory limit): remembered as rejected on this node.

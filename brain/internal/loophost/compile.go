@@ -29,10 +29,17 @@ func (h *Host) compile(ctx context.Context, k kind, id string, b []byte) (*modul
 	// the bytes kept are the module as given.
 	prepared, _ := coalesceData(b)
 	cm, err := h.rt.CompileModule(ctx, prepared)
+	if err != nil && storageError(err) {
+		return nil, fmt.Errorf("compilation cache: %w: %w", ErrStorage, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("invalid module: %w", err)
 	}
 	if err := h.validate(k, cm); err != nil {
+		_ = cm.Close(ctx)
+		return nil, err
+	}
+	if err := importsFunctionsOnly(b); err != nil {
 		_ = cm.Close(ctx)
 		return nil, err
 	}
@@ -122,6 +129,46 @@ func (h *Host) validate(k kind, cm interface {
 		}
 		if !slices.Equal(f.ParamTypes(), params) || !slices.Equal(f.ResultTypes(), results) {
 			return fmt.Errorf("import %s.%s has type %s, want %s", mod, name, signature(f.ParamTypes(), f.ResultTypes()), signature(params, results))
+		}
+	}
+	return nil
+}
+
+// importKinds names the kinds of import other than a function.
+var importKinds = map[byte]string{0x01: "table", 0x02: "memory", 0x03: "global", 0x04: "tag"}
+
+// importsFunctionsOnly refuses a module that imports a table, a global or
+// a tag: the host modules export functions only, so such a module
+// compiles but no instance of it can be created. b has compiled, so its
+// import section is well formed.
+func importsFunctionsOnly(b []byte) error {
+	secs, _ := sections(b)
+	for _, sec := range secs {
+		if sec.id != 2 {
+			continue
+		}
+		r := &reader{b: b[sec.body:sec.end]}
+		n, ok := r.u32()
+		for i := uint32(0); ok && i < n; i++ {
+			var mod, name string
+			if mod, ok = r.name(); !ok {
+				break
+			}
+			if name, ok = r.name(); !ok {
+				break
+			}
+			var kind byte
+			if kind, ok = r.byte(); !ok {
+				break
+			}
+			if kind != 0x00 {
+				what := importKinds[kind]
+				if what == "" {
+					what = fmt.Sprintf("an import of kind %#x", kind)
+				}
+				return fmt.Errorf("the module imports the %s %s.%s; the host provides functions only", what, mod, name)
+			}
+			ok = r.skipU32()
 		}
 	}
 	return nil

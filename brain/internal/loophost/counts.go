@@ -105,6 +105,17 @@ func (r *reader) count(what string, min int) error {
 	return nil
 }
 
+// name reads a name (a length and its bytes).
+func (r *reader) name() (string, bool) {
+	n, ok := r.u32()
+	if !ok || uint64(n) > uint64(r.left()) {
+		return "", false
+	}
+	s := string(r.b[r.at : r.at+int(n)])
+	r.at += int(n)
+	return s, true
+}
+
 // skip reads a declared length and passes over that many bytes.
 func (r *reader) skip(what string) error {
 	n, ok := r.u32()

@@ -26,7 +26,10 @@
 // <sha256 hex>.rejected (the AgentloopAdmission JSON and "judged", the
 // linear memory limit and host functions it was judged under) so that GET
 // answers it after a restart; under other terms the note is not taken and
-// the next admission judges the bytes anew. With Options.Shared (a cluster's database) admitted
+// the next admission judges the bytes anew. A module that cannot be
+// stored, or compiled into or read from the compilation cache (a full
+// disk), is not judged (ErrStorage, which the API answers 503): nothing is
+// remembered of it. With Options.Shared (a cluster's database) admitted
 // agentloop bytes are stored there too, before the admission is answered,
 // and a module another node admitted is fetched from there the first time
 // it is named here (Host.Find, Host.Resolve), checked against its id,
@@ -123,7 +126,8 @@
 //     ref of a failed service call the activation fails with that service
 //     call's error (so it is recorded with the same failure code as for a
 //     native loop); otherwise it fails with agentloop_failed. Any other
-//     member, invalid JSON or a pointer outside memory fail the activation.
+//     member, invalid JSON, bytes that are not UTF-8, an answer over 32 MiB
+//     or a pointer outside memory fail the activation.
 //  6. The host closes the instance. A trap, proc_exit or a panic of the
 //     guest fails the activation with the head of its stderr.
 //
@@ -162,7 +166,8 @@
 // closed when the Tool's deadline passes (failure timeout) or the call is
 // cancelled (failure cancelled); a trap, proc_exit, a panic or exhausted
 // linear memory fails with tool_error; an answer over
-// Options.MaxToolOutputBytes with output_limit. Package brain/tool is the
+// Options.MaxToolOutputBytes with output_limit, and a run answer that is
+// not UTF-8 with invalid_output. Package brain/tool is the
 // Go guest SDK.
 //
 // Grants (ToolImplementation) are WASI preopens through an os.Root, so

@@ -166,9 +166,9 @@ func (e *Environments) deliver(ctx context.Context, op session.Operation) (envap
 func (e *Environments) execute(ctx context.Context, op session.Operation) envapi.Receipt {
 	impl, err := e.host.parseToolImplementation(ctx, op.Request.Implementation)
 	if err != nil {
-		if errors.Is(err, journal.ErrOverloaded) {
-			// The cluster's module store could not be read: nothing
-			// ran, a retry may find it.
+		if errors.Is(err, journal.ErrOverloaded) || errors.Is(err, ErrStorage) {
+			// The cluster's module store could not be read, or the
+			// module not stored here: nothing ran, a retry may find it.
 			return envapi.Failure(brainapi.CodeOverloaded, err.Error(), true, nil)
 		}
 		code := envapi.CodeUnsupported

@@ -317,6 +317,10 @@ func (h *Host) load(ctx context.Context, c *catalog) error {
 				continue
 			}
 			m, err := h.compile(ctx, c.kind, id, b)
+			if errors.Is(err, ErrStorage) {
+				// Not judged: admitting the module again compiles it.
+				continue
+			}
 			if err != nil {
 				c.rejects[id] = rejected(id, err.Error())
 				continue

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
@@ -104,8 +105,9 @@ type runAnswer struct {
 // Options.MaxToolOutputBytes; overloaded when no instance slot is free.
 func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 	m, err := h.toolModule(ctx, c.ID)
-	if errors.Is(err, journal.ErrOverloaded) {
-		// The cluster's module store could not be read: nothing ran.
+	if errors.Is(err, journal.ErrOverloaded) || errors.Is(err, ErrStorage) {
+		// The cluster's module store could not be read, or the module
+		// not stored here: nothing ran.
 		return envapi.Failure(brainapi.CodeOverloaded, err.Error(), true, nil)
 	}
 	if err != nil {
@@ -169,6 +171,9 @@ func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 		}
 		return envapi.Failure(brainapi.FailureToolError, err.Error(), false, nil)
 	}
+	if !utf8.Valid(doc) {
+		return envapi.Failure(envapi.CodeInvalidOutput, fmt.Sprintf("tool %s: invalid run answer: not valid UTF-8", short(c.ID)), false, nil)
+	}
 	var ans runAnswer
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
@@ -186,9 +191,7 @@ func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 		if msg == "" {
 			msg = "tool failed"
 		}
-		if len(msg) > maxErrorMessage {
-			msg = msg[:maxErrorMessage]
-		}
+		msg = clip(msg, maxErrorMessage)
 		return envapi.Failure(code, msg, retryable, details)
 	}
 	return envapi.Result(bytes.Clone(ans.Outcome))
