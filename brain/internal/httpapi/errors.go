@@ -74,6 +74,11 @@ func ErrorOf(err error) *Error {
 	if errors.As(err, &he) {
 		return he
 	}
+	if session.TurnFailed(err) {
+		// A turn that ran is answered by its failure's code, whatever
+		// its cause wraps.
+		return turnError(err)
+	}
 	switch {
 	case errors.Is(err, idem.ErrConflict):
 		return newError(http.StatusConflict, api.CodeConflict, "idempotency-key was already used with a different request")
@@ -96,6 +101,17 @@ func ErrorOf(err error) *Error {
 		}
 		return newError(http.StatusInternalServerError, api.CodeInternal, "the session's journal is damaged")
 	}
+	e := turnError(err)
+	if errors.Is(err, session.ErrInvalid) {
+		// Paths and queries are checked before the engine runs, so what the
+		// engine refuses as invalid is a field of the body.
+		e.Status = http.StatusUnprocessableEntity
+	}
+	return e
+}
+
+// turnError answers the engine's error err with the status of its code.
+func turnError(err error) *Error {
 	body := session.APIError(err)
 	if len(body.Message) > maxMessageBytes {
 		body.Message = body.Message[:maxMessageBytes]
@@ -103,13 +119,7 @@ func ErrorOf(err error) *Error {
 	if body.Message == "" {
 		body.Message = body.Code
 	}
-	status := StatusOf(body.Code)
-	if errors.Is(err, session.ErrInvalid) {
-		// Paths and queries are checked before the engine runs, so what the
-		// engine refuses as invalid is a field of the body.
-		status = http.StatusUnprocessableEntity
-	}
-	return &Error{Status: status, Body: *body}
+	return &Error{Status: StatusOf(body.Code), Body: *body}
 }
 
 // WriteError answers err as an ApiError.

@@ -112,7 +112,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, scope string
 	}
 	status, v, err := op(context.WithoutCancel(ctx))
 	o := s.outcome(scope, status, v, err, h, true)
-	if riding != nil && !riding.Durable() && (o.do == doAbandon || errors.Is(err, journal.ErrOverloaded)) {
+	if riding != nil && !riding.Durable() && (o.do == doAbandon || errors.Is(err, journal.ErrOverloaded) && !session.TurnFailed(err)) {
 		// Nothing durable holds the claim (the commit that would have
 		// carried it failed, or was refused for lack of resources):
 		// nothing ran, and the key stays usable.
@@ -179,7 +179,10 @@ type outcome struct {
 // abandoned; that 500 or 503 is never recorded as the key's answer).
 // logged warns of a server-side failure.
 func (s *Server) outcome(scope string, status int, v any, err error, h *claimHint, logged bool) outcome {
-	if err != nil {
+	// A turn that ran and failed (its turn_failed committed) is answered,
+	// whatever refusal or fault its cause wraps: the loop's service call
+	// that was refused is no refusal of the request.
+	if err != nil && !session.TurnFailed(err) {
 		if errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) || errors.Is(err, session.ErrInvalid) ||
 			errors.Is(err, session.ErrUnavailable) {
 			return outcome{do: doRelease}
@@ -190,6 +193,8 @@ func (s *Server) outcome(scope string, status int, v any, err error, h *claimHin
 			// recorded as the key's answer would outlive the fault.
 			return outcome{do: doAbandon}
 		}
+	}
+	if err != nil {
 		e := ErrorOf(err)
 		if e.Status >= 500 && logged {
 			s.log.Warn("operation failed", "scope", scope, "code", e.Body.Code, "err", err)

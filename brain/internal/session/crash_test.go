@@ -15,6 +15,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/model"
+	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 const crashToken = "CRASHTOKEN "
@@ -71,6 +72,17 @@ func TestCrashChild(t *testing.T) {
 		if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "hi"}); err != nil {
 			t.Fatal(err)
 		}
+	case "background":
+		// A turn ends with its tool returned but not finished.
+		h.envs.behaviour["box"] = "returner"
+		if _, err := h.engine.Create(ctx, id, req); err != nil {
+			t.Fatal(err)
+		}
+		msg := script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}, "reply": "waiting"})
+		if _, err := h.engine.Send(ctx, id, api.UserInput{Message: msg}); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(os.Stdout, crashToken+"answered")
 	case "create":
 		h.envs.behaviour["box"] = "hangops"
 		_, _ = h.engine.Create(ctx, id, req)
@@ -246,5 +258,47 @@ func TestCrashDuringCreateAndEnd(t *testing.T) {
 	k = kinds(h2.records(id2))
 	if strings.Join(k[len(k)-3:], ",") != "environment_detach_failed,session_end_failed,session_ended" {
 		t.Fatalf("records = %v", k)
+	}
+}
+
+// A restart while a tool the last turn left running is open closes it as
+// an ambiguous interrupted failure, sends it nowhere again and starts no
+// activation; the next message's activation is handed that failure.
+func TestCrashDuringBackgroundTool(t *testing.T) {
+	dir, id := t.TempDir(), NewSessionID()
+	counts := crash(t, dir, "background", id, "answered")
+	if counts["execute"] != 1 {
+		t.Fatalf("tokens before crash = %v", counts)
+	}
+	h := openHarness(t, dir, Config{}, map[string]string{"box": "echo"})
+	ctx := context.Background()
+	sum, err := h.engine.Summary(ctx, id)
+	if err != nil || sum.Status != api.StatusIdle {
+		t.Fatalf("summary %+v %v", sum, err)
+	}
+	recs := h.records(id)
+	k := kinds(recs)
+	if strings.Join(k[len(k)-3:], ",") != "turn_ended,"+kindSessionInterrupted+",tool_call_failed" {
+		t.Fatalf("records = %v", k)
+	}
+	toolSeq := ofKind(recs, api.KindToolCallStarted)[0].Sequence
+	failed := recs[len(recs)-1]
+	if f := decode[api.Failure](t, failed.Data); f.Code != api.FailureInterrupted || !f.Ambiguous || f.Sequence != toolSeq {
+		t.Fatalf("tool_call_failed = %+v", f)
+	}
+	h.noActivationAfter(id, failed.Sequence, "after recovery")
+	if len(h.envs.ops) != 0 {
+		t.Fatalf("operations sent after restart: %+v", h.envs.ops)
+	}
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	recs = h.records(id)
+	as := decode[activationStarted](t, ofKind(recs, api.KindActivationStarted)[1].Data)
+	if len(as.Events) != 1 || as.Events[0] != failed.Sequence {
+		t.Fatalf("activation_started = %+v, want the tool's failure handed over", as)
+	}
+	if n := len(h.envs.opsOf(envapi.RequestExecute)); n != 0 {
+		t.Fatalf("%d executes after the restart", n)
 	}
 }

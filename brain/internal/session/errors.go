@@ -64,6 +64,16 @@ func (e *TurnError) Error() string {
 
 func (e *TurnError) Unwrap() error { return e.Err }
 
+// TurnFailed reports whether err is the failure of a turn that ran: a
+// *TurnError naming its turn_started, answered after its turn_failed was
+// committed. It is the answer to the request that started the turn,
+// whatever refusal of a service call its cause wraps (an invalid
+// request the loop made, a busy session it tried to control).
+func TurnFailed(err error) bool {
+	var te *TurnError
+	return errors.As(err, &te) && te.Sequence != 0
+}
+
 // Code maps an error of this package to its API error code.
 func Code(err error) string {
 	var te *TurnError

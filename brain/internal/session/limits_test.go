@@ -207,3 +207,31 @@ func TestOriginAndReservedNames(t *testing.T) {
 	}
 	t.Fatal("no progress event")
 }
+
+// A model call refused before it is sent (here it offers a tool that is
+// not the session's) is no model call: it leaves the turn's budget for
+// the calls that reach the model.
+func TestRefusedModelCallLeavesTheBudget(t *testing.T) {
+	var errs []error
+	loops := map[string]agentloop.Func{"refused": func(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.TurnOutput, error) {
+		msgs := []api.Message{api.UserMessage(*in.Input)}
+		_, err := svc.Model(ctx, api.ModelRequest{Messages: msgs, Tools: []api.ToolDefinition{{Name: "absent", InputSchema: []byte(`{}`)}}})
+		errs = append(errs, err)
+		_, err = svc.Model(ctx, api.ModelRequest{Messages: msgs})
+		errs = append(errs, err)
+		_, err = svc.Model(ctx, api.ModelRequest{Messages: msgs})
+		errs = append(errs, err)
+		return api.TurnOutput{}, nil
+	}}
+	h := newHarness(t, Config{Loops: testLoops(loops), Limits: Limits{MaxModelCalls: 1}}, nil)
+	id := h.create(api.CreateSessionRequest{Agentloop: testLoop("refused")})
+	if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(errs) != 3 || Code(errs[0]) != api.CodeInvalidRequest || errs[1] != nil || Code(errs[2]) != api.CodeModelCallLimit {
+		t.Fatalf("model calls answered %v, want invalid_request, success, model_call_limit", errs)
+	}
+	if n := len(ofKind(h.records(id), api.KindModelCallStarted)); n != 1 {
+		t.Fatalf("%d model_call_started, want 1", n)
+	}
+}

@@ -151,9 +151,6 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 	if err := x.check(envapi.MethodModel); err != nil {
 		return api.ModelResult{}, err
 	}
-	if max := x.s.e.cfg.Limits.MaxModelCalls; max > 0 && x.budget.modelCalls.Add(1) > int64(max) {
-		return api.ModelResult{}, fmt.Errorf("%w: %d calls per turn", ErrModelCallLimit, max)
-	}
 	// JSON never decodes to an empty raw value; an empty one is left out.
 	if len(req.ResponseFormat) == 0 {
 		req.ResponseFormat = nil
@@ -197,8 +194,20 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 		started.Context.Delta = s.st.deltaByRef(nil, req.Messages)
 		started.Tool = x.seq
 	}
+	// Only a call that is sent counts in the turn's budget: one refused
+	// before its model_call_started (an invalid request, a closed
+	// execution, a failed commit) is not a model call.
+	max := int64(s.e.cfg.Limits.MaxModelCalls)
+	if max > 0 && x.budget.modelCalls.Add(1) > max {
+		x.budget.modelCalls.Add(-1)
+		s.mu.Unlock()
+		return api.ModelResult{}, fmt.Errorf("%w: %d calls per turn", ErrModelCallLimit, max)
+	}
 	seq, err := s.commitLocked(rec(api.KindModelCallStarted, started))
 	if err != nil {
+		if max > 0 {
+			x.budget.modelCalls.Add(-1)
+		}
 		s.mu.Unlock()
 		return api.ModelResult{}, err
 	}
