@@ -43,6 +43,9 @@
 // turn_started, activation_started ... activation_ended, turn_ended. Results
 // of tools that returned without finishing wake the loop later through an
 // event-triggered activation (activation_* only), coalesced for 5 ms.
+// A turn whose result is larger than a journal record may be fails with
+// agentloop_failed, as a loop that failed does (nothing was written of
+// it; the store notes no fault).
 // An activation that fails or is cancelled leaves the events it was handed
 // pending and starts nothing itself (no automatic retry): the next
 // activation, woken by a newer actionable record or started by a message,

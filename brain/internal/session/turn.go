@@ -318,41 +318,17 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 	defer s.mu.Unlock()
 	a.exec.close()
 	delete(s.execs, a.seq)
-	var recs []journal.Record
-	var turnErr error
-	if loopErr == nil {
-		delivered := s.st.Delivered
-		for _, seq := range a.batch {
-			delivered = max(delivered, seq)
-		}
-		recs = append(recs, rec(api.KindActivationEnded, activationEnded{Sequence: a.seq, DeliveredThrough: delivered}))
-		if a.turn != 0 {
-			recs = append(recs, rec(api.KindTurnEnded, turnEnded{Sequence: a.turn, Result: out.Result}))
-		}
-	} else {
-		code, retryable := failureCode(loopErr)
-		msg := loopErr.Error()
-		recs = append(recs, failed(api.KindActivationFailed, api.Failure{Code: code, Message: msg, Retryable: retryable, Sequence: a.seq}))
-		if a.turn != 0 {
-			recs = append(recs, failed(api.KindTurnFailed, api.Failure{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn}))
-		}
-		turnErr = &TurnError{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn, Err: loopErr}
-		for _, seq := range a.batch {
-			s.heldThrough = max(s.heldThrough, seq)
-		}
-	}
-	if a.ride != nil && a.turn != 0 {
-		// The answer rides the turn's end, before it, so that the end
-		// stays the turn's last record: the answered summary is the
-		// session after this commit.
-		last := s.st.Next + uint64(len(recs))
-		sum := api.SessionSummary{SessionID: s.id, Status: api.StatusIdle, LastSequence: last}
-		if data := a.ride.Answer(sum, turnErr); data != nil {
-			recs = append([]journal.Record{{Kind: commits.AnswerKind, Data: data}}, recs...)
-		}
-	}
+	recs, turnErr := s.endRecordsLocked(a, out, loopErr)
 	faulted, undone := false, false
 	_, err := s.commitLocked(recs...)
+	if errors.Is(err, journal.ErrTooLarge) && loopErr == nil {
+		// The result cannot be journalled (it is larger than a record
+		// may be): nothing was written, and the turn fails as a loop
+		// that failed does.
+		loopErr = fmt.Errorf("the turn's result of %d bytes is larger than a journal record may be: %w", len(out.Result), err)
+		recs, turnErr = s.endRecordsLocked(a, api.TurnOutput{}, loopErr)
+		_, err = s.commitLocked(recs...)
+	}
 	if err != nil {
 		turnErr = err
 		// The turn's end is not durable: the session is reloaded from
@@ -398,6 +374,44 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 	if ch != nil {
 		ch <- turnResult{summary: sum, err: turnErr}
 	}
+}
+
+// endRecordsLocked builds the records that end activation a (and its
+// turn) with out or, when loopErr is set, with that failure, the answer
+// of a riding turn first; turnErr is what the turn's caller is answered.
+func (s *sess) endRecordsLocked(a *activation, out api.TurnOutput, loopErr error) (recs []journal.Record, turnErr error) {
+	if loopErr == nil {
+		delivered := s.st.Delivered
+		for _, seq := range a.batch {
+			delivered = max(delivered, seq)
+		}
+		recs = append(recs, rec(api.KindActivationEnded, activationEnded{Sequence: a.seq, DeliveredThrough: delivered}))
+		if a.turn != 0 {
+			recs = append(recs, rec(api.KindTurnEnded, turnEnded{Sequence: a.turn, Result: out.Result}))
+		}
+	} else {
+		code, retryable := failureCode(loopErr)
+		msg := loopErr.Error()
+		recs = append(recs, failed(api.KindActivationFailed, api.Failure{Code: code, Message: msg, Retryable: retryable, Sequence: a.seq}))
+		if a.turn != 0 {
+			recs = append(recs, failed(api.KindTurnFailed, api.Failure{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn}))
+		}
+		turnErr = &TurnError{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn, Err: loopErr}
+		for _, seq := range a.batch {
+			s.heldThrough = max(s.heldThrough, seq)
+		}
+	}
+	if a.ride != nil && a.turn != 0 {
+		// The answer rides the turn's end, before it, so that the end
+		// stays the turn's last record: the answered summary is the
+		// session after this commit.
+		last := s.st.Next + uint64(len(recs))
+		sum := api.SessionSummary{SessionID: s.id, Status: api.StatusIdle, LastSequence: last}
+		if data := a.ride.Answer(sum, turnErr); data != nil {
+			recs = append([]journal.Record{{Kind: commits.AnswerKind, Data: data}}, recs...)
+		}
+	}
+	return recs, turnErr
 }
 
 // turnRelease is the turn-end cleanup of one turn, waiting for the tools
