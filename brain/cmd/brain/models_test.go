@@ -128,6 +128,19 @@ func TestServeMetricsListen(t *testing.T) {
 	if resp, err := http.Get(base + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /metrics on the API = %v %v, want 404 when it has its own address", resp.StatusCode, err)
 	}
+	// A page of another site whose name now resolves to the loopback
+	// address (DNS rebinding) names its own host: it reads nothing.
+	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	req.Host = "rebound.example:" + strings.Split(addr, ":")[1]
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Error(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || strings.Contains(string(b), "brain_") {
+			t.Errorf("GET /metrics naming host %s = %d %.200s, want 403", req.Host, resp.StatusCode, b)
+		}
+	}
 
 	var out, errb strings.Builder
 	code := serve(t.Context(), []string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "d"), "--no-auth", "--no-workspace", "--metrics-listen", "0.0.0.0:0"}, &out, &errb)

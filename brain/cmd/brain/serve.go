@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain"
+	"github.com/brain-in-go/brain/internal/netutil"
 )
 
 const serveUsage = `usage: brain serve [flags]
@@ -319,6 +320,20 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// loopbackOnly answers only requests that name a loopback host: the
+// metrics address has no token, and a page of another site whose name
+// an attacker's DNS then points at the loopback address (DNS rebinding)
+// names that site's host.
+func loopbackOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !netutil.LoopbackHost(r.Host) {
+			http.Error(w, "the metrics address answers only requests naming a loopback host (localhost, 127.0.0.1, [::1])", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // afterClaim, when set (see faults.go), runs after each idempotency claim
 // is durable.
 var afterClaim func(scope, key string)
@@ -467,7 +482,7 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(serveCtx, ln) }()
 	if metricsLn != nil {
-		msrv := &http.Server{Handler: b.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+		msrv := &http.Server{Handler: loopbackOnly(b.MetricsHandler()), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(metricsLn) }()
 		defer msrv.Close()
 	}

@@ -232,10 +232,15 @@ func (st *stream) close() {
 	st.closed, st.ended = true, true
 	st.queue = nil
 	lagged, broken := st.lagged, st.broken
+	onClosed := st.onClosed
+	st.onClosed = nil
 	st.mu.Unlock()
 	st.s.observer().StreamClosed(lagged)
 	st.s.detach(st)
 	st.sink.finish(broken)
 	close(st.done)
+	if onClosed != nil {
+		onClosed()
+	}
 	st.s.streams.Done()
 }

@@ -297,21 +297,46 @@ func (s *Server) handleOpen(pattern string, h http.Handler) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
+	var endSpan func()
 	if s.opts.Tracer != nil {
-		var end func()
-		r, end = s.traceRequest(r, sw)
-		defer end()
+		r, endSpan = s.traceRequest(r, sw)
 	}
 	s.mux.ServeHTTP(sw, r)
-	s.observer().Request(r.Pattern, sw.status, time.Since(start))
-	if sw.status >= 500 && sw.status != http.StatusServiceUnavailable {
-		args := []any{"method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds()}
-		if sw.err != nil {
-			args = append(args, "err", sw.err)
+	done := served{method: r.Method, pattern: r.Pattern, status: sw.status, err: sw.err, start: start, endSpan: endSpan}
+	if st := sw.stream; st != nil {
+		// An event stream served from its hijacked connection goes on
+		// after its handler returned: it is counted when it ends. Only
+		// what the count needs is kept meanwhile, not the request.
+		st.whenClosed(func() { s.finishRequest(done) })
+		return
+	}
+	s.finishRequest(done)
+}
+
+// served is what is counted and logged of a request once it ended.
+type served struct {
+	method, pattern string
+	status          int
+	err             error
+	start           time.Time
+	endSpan         func() // ends the request's span (nil: none)
+}
+
+// finishRequest counts, logs and ends the span of a request that ended.
+func (s *Server) finishRequest(d served) {
+	if d.endSpan != nil {
+		defer d.endSpan()
+	}
+	elapsed := time.Since(d.start)
+	s.observer().Request(d.pattern, d.status, elapsed)
+	if d.status >= 500 && d.status != http.StatusServiceUnavailable {
+		args := []any{"method", d.method, "route", d.pattern, "status", d.status, "ms", elapsed.Milliseconds()}
+		if d.err != nil {
+			args = append(args, "err", d.err)
 		}
 		s.log.Warn("request", args...)
-	} else if s.log.Enabled(r.Context(), slog.LevelDebug) {
-		s.log.Debug("request", "method", r.Method, "route", r.Pattern, "status", sw.status, "ms", time.Since(start).Milliseconds())
+	} else if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.Debug("request", "method", d.method, "route", d.pattern, "status", d.status, "ms", elapsed.Milliseconds())
 	}
 }
 
@@ -424,6 +449,25 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	err    error // what a 5xx answer reports, for the log
+	// stream is the event stream that took the connection over and goes
+	// on after the handler returned (see detachedTo).
+	stream *stream
+}
+
+// detachedTo records that st serves the rest of the response of w (a
+// hijacked connection), if w is or wraps a *statusWriter.
+func detachedTo(w http.ResponseWriter, st *stream) {
+	for {
+		switch x := w.(type) {
+		case *statusWriter:
+			x.stream = st
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
+		}
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {

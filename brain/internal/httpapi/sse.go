@@ -116,6 +116,19 @@ type stream struct {
 	activity time.Time // last frame queued or written
 	lastSeq  uint64    // last recorded event written; owned by the writer
 	done     chan struct{}
+	onClosed func() // called once the stream closed (whenClosed)
+}
+
+// whenClosed calls f once the stream has closed: now if it has.
+func (st *stream) whenClosed(f func()) {
+	st.mu.Lock()
+	if st.closed {
+		st.mu.Unlock()
+		f()
+		return
+	}
+	st.onClosed = f
+	st.mu.Unlock()
 }
 
 // openStream registers a stream; it answers false while draining.
@@ -217,6 +230,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 		break
 	}
 	if hijacked {
+		detachedTo(w, st)
 		return
 	}
 	handshake = false

@@ -3,7 +3,9 @@
 //
 // Most metrics are read off the journal as records become durable
 // (journal.Options.OnDurable and OnCommit), so that they count what was
-// committed, not what was attempted:
+// committed, not what was attempted. With PostgreSQL each node counts the
+// records it committed (pgstore.Options.OnDurable), and the two journal_*
+// histograms, which time the data directory's commit log, stay empty:
 //
 //	brain_journal_fsync_seconds                  histogram  commit log flush per group commit
 //	brain_journal_group_commit_records           histogram  records made durable per group commit

@@ -19,8 +19,14 @@ import (
 )
 
 // maxOpen bounds the effects whose start time is remembered for a latency;
-// beyond it a start is not timed (its end is still counted).
-const maxOpen = 1 << 16
+// beyond it a start is not timed (its end is still counted). When the
+// bound is reached, starts older than staleOpen are forgotten first: their
+// ends may never be committed here (a session whose lease another node
+// took, an append whose outcome is unknown).
+const (
+	maxOpen   = 1 << 16
+	staleOpen = time.Hour
+)
 
 // Metrics is a registry of Brain's metrics. Its methods are safe for
 // concurrent use; a nil *Metrics records nothing.
@@ -40,8 +46,9 @@ type Metrics struct {
 	httpRequests   *prometheus.CounterVec
 	httpSeconds    *prometheus.HistogramVec
 
-	mu   sync.Mutex
-	open map[effectKey]int64 // started effects: recorded_at_ms
+	mu    sync.Mutex
+	open  map[effectKey]int64 // started effects: recorded_at_ms
+	swept int64               // recorded_at_ms of the last forgetStaleLocked scan
 }
 
 type effectKey struct {
@@ -154,6 +161,9 @@ func (m *Metrics) record(session string, r *journal.Record) {
 		if phase == "started" {
 			if prefix == "model_call" || prefix == "tool_call" {
 				m.mu.Lock()
+				if len(m.open) >= maxOpen {
+					m.forgetStaleLocked(r.RecordedAtMs)
+				}
 				if len(m.open) < maxOpen {
 					m.open[key] = r.RecordedAtMs
 				}
@@ -190,6 +200,22 @@ func (m *Metrics) record(session string, r *journal.Record) {
 					m.toolSeconds.Observe(secs)
 				}
 			}
+		}
+	}
+}
+
+// forgetStaleLocked drops the starts remembered for longer than
+// staleOpen before nowMs. It looks at most once a minute (of the records'
+// time): a full map of live starts is not scanned at every start.
+func (m *Metrics) forgetStaleLocked(nowMs int64) {
+	if nowMs-m.swept < time.Minute.Milliseconds() {
+		return
+	}
+	m.swept = nowMs
+	cutoff := nowMs - staleOpen.Milliseconds()
+	for k, at := range m.open {
+		if at < cutoff {
+			delete(m.open, k)
 		}
 	}
 }

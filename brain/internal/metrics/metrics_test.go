@@ -325,3 +325,87 @@ func createShellSession(t *testing.T, do func(method, path, key, body string) (i
 	}
 	return sum
 }
+
+// TestEventStreamMetrics follows a session's events for a while, then
+// goes away: the open stream is counted while it is open and no longer
+// once the client left, and its request lasted as long as the stream.
+func TestEventStreamMetrics(t *testing.T) {
+	const token = "metrics-stream-token"
+	base := braintest.Serve(t, t.TempDir(), token, "--heartbeat-secs", "1")
+	do := requester(t, base, token)
+	code, body := do("POST", "/v1/sessions", "c1", `{"model":{"provider":"scripted","name":"demo"}}`)
+	var sum struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal([]byte(body), &sum); code != 200 {
+		t.Fatalf("create = %d %s", code, body)
+	}
+	req, _ := http.NewRequest("GET", base+"/v1/sessions/"+sum.SessionID+"/events?after=0", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 1)
+	if _, err := resp.Body.Read(first); err != nil {
+		t.Fatal(err)
+	}
+	opened := time.Now()
+	if got := value(scrape(t, base+"/metrics", token), "brain_sse_subscribers"); got != 1 {
+		t.Errorf("brain_sse_subscribers = %v with one stream open, want 1", got)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	resp.Body.Close()
+	open := time.Since(opened).Seconds()
+	const route = "GET /v1/sessions/{id}/events"
+	var fams map[string]*dto.MetricFamily
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		fams = scrape(t, base+"/metrics", token)
+		if value(fams, "brain_sse_subscribers") == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if got := value(fams, "brain_sse_subscribers"); got != 0 {
+		t.Errorf("brain_sse_subscribers = %v after the client left, want 0", got)
+	}
+	var secs float64
+	for _, m := range fams["brain_http_request_seconds"].GetMetric() {
+		for _, l := range m.Label {
+			if l.GetName() == "route" && l.GetValue() == route {
+				secs = m.Histogram.GetSampleSum()
+			}
+		}
+	}
+	if secs < open {
+		t.Errorf("brain_http_request_seconds{route=%q} sum = %.3f, want the %.3f s the stream was open", route, secs, open)
+	}
+}
+
+// TestLatenciesAfterAbandonedEffects: effects whose end this node never
+// commits (a session whose lease another node took over) do not stop the
+// latencies of later calls from being measured.
+func TestLatenciesAfterAbandonedEffects(t *testing.T) {
+	m := metrics.New()
+	const abandoned = 1 << 16
+	recs := make([]journal.Record, abandoned)
+	for i := range recs {
+		recs[i] = journal.Record{Sequence: uint64(i + 1), Kind: "model_call_started", RecordedAtMs: 1000, Data: []byte(`{}`)}
+	}
+	m.Durable("ses_aaaaaaaaaaaaaaaaaaaa", recs)
+	later := int64(1000 + 2*time.Hour/time.Millisecond)
+	m.Durable("ses_bbbbbbbbbbbbbbbbbbbb", []journal.Record{
+		{Sequence: 3, Kind: "model_call_started", RecordedAtMs: later, Data: []byte(`{}`)},
+		{Sequence: 4, Kind: "model_call_ended", RecordedAtMs: later + 500, Data: []byte(`{"sequence":3,"result":{}}`)},
+	})
+	rec := &recorder{header: http.Header{}}
+	m.Handler().ServeHTTP(rec, httpRequest(t))
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(rec.body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := value(fams, "brain_model_call_seconds"); got != 1 {
+		t.Errorf("brain_model_call_seconds counts %v calls, want 1 (the later call)", got)
+	}
+}

@@ -46,7 +46,8 @@ func openBackend(ctx context.Context, opts backend.Options) (*backend.Backend, e
 	if err != nil {
 		return nil, err
 	}
-	db, err := Open(ctx, Options{URL: opts.DatabaseURL, SealingKey: key, PublicURL: opts.PublicURL, LeaseDuration: opts.Lease, Fenced: true, KeepLeases: true})
+	db, err := Open(ctx, Options{URL: opts.DatabaseURL, SealingKey: key, PublicURL: opts.PublicURL, LeaseDuration: opts.Lease, Fenced: true, KeepLeases: true,
+		OnDurable: opts.Journal.OnDurable})
 	if err != nil {
 		return nil, err
 	}

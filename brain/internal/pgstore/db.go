@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/brain-in-go/brain/brain/internal/journal"
 )
 
 // Defaults of Options.
@@ -51,6 +53,12 @@ type Options struct {
 	OpTimeout time.Duration
 	// MaxConns bounds the connection pool (default DefaultMaxConns).
 	MaxConns int32
+	// OnDurable, if set, is called with the records of each append this
+	// node committed, once committed, with their sequences and stamps
+	// (the metrics read them as journal.Options.OnDurable). The records'
+	// Data belongs to the caller of Append: it must be copied to be
+	// kept. It must not block.
+	OnDurable func(session string, recs []journal.Record)
 }
 
 // DB is one node's handle on the cluster database: the journal, request

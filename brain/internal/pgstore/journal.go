@@ -166,8 +166,7 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 		if len(a.rides) > 0 {
 			j.rode(a, true)
 		}
-		j.published(session, expectedNext, records)
-		j.notifyLater(session, expectedNext+uint64(n)-1)
+		j.committed(session, expectedNext, records)
 		return nil
 	}
 	if leaseRows == 0 {
@@ -184,9 +183,18 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 			records[i].RecordedAtMs = decodeStamp(*last, times[i], now)
 		}
 	}
-	j.published(session, expectedNext, records)
-	j.notifyLater(session, expectedNext+uint64(n)-1)
+	j.committed(session, expectedNext, records)
 	return nil
+}
+
+// committed hands the records an append committed to Options.OnDurable,
+// the local subscriptions and the other nodes.
+func (j *Journal) committed(session string, first uint64, records []journal.Record) {
+	if f := j.db.opts.OnDurable; f != nil {
+		f(session, records)
+	}
+	j.published(session, first, records)
+	j.notifyLater(session, first+uint64(len(records))-1)
 }
 
 // Next implements journal.Store.

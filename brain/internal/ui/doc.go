@@ -12,7 +12,10 @@
 // including the live model deltas. The stream is read with fetch rather
 // than EventSource, which cannot send headers; when the stream ends before
 // the session does (a lag cut-off, a drain) the page reconnects after the
-// last sequence it saw. It also shows the transcript and the environments
+// last sequence it saw; a session that does not exist (or was deleted) is
+// reported as such and not followed. The session list is refreshed in
+// place, so that the keyboard focus stays where it was. It also shows the
+// transcript and the environments
 // with their bindings, and it can send a message (asynchronously, with a
 // fresh Idempotency-Key) and cancel the running turn.
 //

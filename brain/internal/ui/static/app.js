@@ -128,21 +128,38 @@ class ListView {
     }
     if (!this.stopped) this.timer = setTimeout(() => this.refresh(), 2000);
   }
+  // render updates the rows in place, so that a refresh keeps the focus
+  // (and a screen reader's place) on the link it was on.
   render(sessions) {
     const tbody = $('sessions').tBodies[0];
-    tbody.replaceChildren();
+    const rows = new Map();
+    for (const tr of tbody.rows) rows.set(tr.dataset.session, tr);
+    let at = tbody.firstElementChild;
     for (const s of sessions) {
-      const tr = el('tr');
-      tr.dataset.session = s.session_id;
-      const a = el('a', 'mono', s.session_id);
-      a.href = '#/s/' + s.session_id;
-      const td = el('td');
-      td.append(a);
-      const st = el('td');
-      st.append(el('span', 'badge ' + s.status, s.status));
-      tr.append(td, st, el('td', 'mono', s.last_sequence));
-      tbody.append(tr);
+      let tr = rows.get(s.session_id);
+      rows.delete(s.session_id);
+      if (!tr) {
+        tr = el('tr');
+        tr.dataset.session = s.session_id;
+        const a = el('a', 'mono', s.session_id);
+        a.href = '#/s/' + s.session_id;
+        const td = el('td');
+        td.append(a);
+        const st = el('td');
+        st.append(el('span', 'badge'));
+        tr.append(td, st, el('td', 'mono'));
+      }
+      const badge = tr.cells[1].firstElementChild;
+      if (badge.textContent !== s.status) {
+        badge.textContent = s.status;
+        badge.className = 'badge ' + s.status;
+      }
+      const last = String(s.last_sequence);
+      if (tr.cells[2].textContent !== last) tr.cells[2].textContent = last;
+      if (tr !== at) tbody.insertBefore(tr, at);
+      else at = at.nextElementSibling;
     }
+    for (const tr of rows.values()) tr.remove();
     $('no-sessions').hidden = sessions.length > 0;
   }
 }
@@ -161,6 +178,7 @@ class SessionView {
     this.id = id;
     this.stopped = false;
     this.finished = false;
+    this.gone = false; // the session does not exist
     this.last = 0;
     this.events = [];
     this.entries = new Map(); // started sequence -> entry
@@ -195,6 +213,7 @@ class SessionView {
   }
 
   setLive(state) {
+    if (this.gone && state !== 'not found') return;
     const l = $('live');
     l.className = 'live' + (state === 'following' ? ' on' : '');
     l.textContent = state;
@@ -210,8 +229,25 @@ class SessionView {
       b.className = 'badge ' + s.status;
       b.dataset.lastSequence = s.last_sequence;
     } catch (e) {
-      if (!this.stopped) $('action-error').textContent = e.message;
+      if (this.stopped) return;
+      if (e.status === 404 || e.status === 400) this.missing();
+      else $('action-error').textContent = e.message;
     }
+  }
+
+  // missing stops following a session that does not exist (or no longer
+  // does) and says so: there is nothing to reconnect to.
+  missing() {
+    if (this.stopped || this.gone) return;
+    this.gone = true;
+    this.finished = true;
+    this.abort.abort();
+    clearTimeout(this.summaryTimer);
+    clearTimeout(this.transcriptTimer);
+    this.setLive('not found');
+    $('status').textContent = '';
+    $('status').className = 'badge';
+    $('action-error').textContent = 'Session ' + this.id + ' does not exist (it may have been deleted).';
   }
 
   later(what) {
@@ -226,7 +262,7 @@ class SessionView {
       if (this.stopped) return;
       renderTranscript(t);
     } catch (e) {
-      if (!this.stopped && e.status !== 404) $('action-error').textContent = e.message;
+      if (!this.stopped && !this.gone && e.status !== 404 && e.status !== 400) $('action-error').textContent = e.message;
     }
   }
 
@@ -242,6 +278,8 @@ class SessionView {
           cache: 'no-store',
         });
         if (r.status === 401) { forget('The token was refused.'); return; }
+        // A session that does not exist, or an id no session can have.
+        if (r.status === 404 || r.status === 400) { this.missing(); return; }
         if (!r.ok) {
           let e = null;
           try { e = await r.json(); } catch (_) { /* not an ApiError */ }
@@ -262,7 +300,7 @@ class SessionView {
           }
         }
       } catch (e) {
-        if (this.stopped) return;
+        if (this.stopped || this.gone) return;
         $('action-error').textContent = 'event stream: ' + e.message;
       }
       if (this.stopped) return;
@@ -577,7 +615,13 @@ document.addEventListener('DOMContentLoaded', () => {
     try {
       await api('GET', '/v1/sessions');
     } catch (e) {
-      if (e.status !== 401) $('login-error').textContent = e.message;
+      if (e.status !== 401) {
+        // Not kept: a token that cannot be sent (a character a header
+        // cannot carry) or that was not checked would fail every request.
+        sessionStorage.removeItem(TOKEN_KEY);
+        $('forget').hidden = true;
+        $('login-error').textContent = e instanceof ApiError ? e.message : 'The token could not be checked: ' + e.message;
+      }
       return;
     }
     route();
@@ -611,7 +655,10 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   for (const b of document.querySelectorAll('.tabs button')) {
     b.addEventListener('click', () => {
-      for (const o of document.querySelectorAll('.tabs button')) o.classList.toggle('active', o === b);
+      for (const o of document.querySelectorAll('.tabs button')) {
+        o.classList.toggle('active', o === b);
+        o.setAttribute('aria-selected', String(o === b));
+      }
       for (const t of document.querySelectorAll('.tab')) t.hidden = t.id !== 'tab-' + b.dataset.tab;
       if (b.dataset.tab === 'transcript' && view instanceof SessionView) view.transcript();
     });
