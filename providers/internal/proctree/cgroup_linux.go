@@ -195,14 +195,9 @@ func (c *cgroup) kill(ctx context.Context) error {
 		if !populated {
 			return nil
 		}
-		timer := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return fmt.Errorf("cgroup %s still populated: %w", c.dir, context.Cause(ctx))
-		case <-timer.C:
+		if err := pause(ctx, &backoff); err != nil {
+			return fmt.Errorf("cgroup %s still populated: %w", c.dir, err)
 		}
-		backoff = min(backoff*2, 20*time.Millisecond)
 	}
 }
 

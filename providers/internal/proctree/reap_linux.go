@@ -68,14 +68,9 @@ func reapMarked(ctx context.Context, prefix []byte) error {
 		if len(live) == 0 {
 			return nil
 		}
-		timer := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return fmt.Errorf("processes %v of a gone owner still alive: %w", live, context.Cause(ctx))
-		case <-timer.C:
+		if err := pause(ctx, &backoff); err != nil {
+			return fmt.Errorf("processes %v of a gone owner still alive: %w", live, err)
 		}
-		backoff = min(backoff*2, 20*time.Millisecond)
 	}
 }
 

@@ -193,15 +193,24 @@ func (t *tree) kill(ctx context.Context) error {
 		}
 		// Killed processes take a moment to become zombies; poll the
 		// kernel's view with a short, growing interval.
-		timer := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return fmt.Errorf("processes %v still alive: %w", live, context.Cause(ctx))
-		case <-timer.C:
+		if err := pause(ctx, &backoff); err != nil {
+			return fmt.Errorf("processes %v still alive: %w", live, err)
 		}
-		backoff = min(backoff*2, 20*time.Millisecond)
 	}
+}
+
+// pause waits *backoff, then doubles it up to 20 ms, or answers the cause
+// of ctx's end.
+func pause(ctx context.Context, backoff *time.Duration) error {
+	timer := time.NewTimer(*backoff)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-timer.C:
+	}
+	*backoff = min(*backoff*2, 20*time.Millisecond)
+	return nil
 }
 
 // startTime returns the start time of pid in clock ticks after boot.
