@@ -208,13 +208,22 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, fmt.Errorf("brain: Config.TokenFile: %w", err)
 		}
 	}
-	s.metrics.Sessions(s.engine.Active, func() int {
+	passivated := func() int {
 		ids, err := s.store.Journal.Sessions(context.Background())
 		if err != nil {
 			return 0
 		}
-		return len(ids)
-	})
+		return max(len(ids)-s.engine.Active(), 0)
+	}
+	if s.store.Passivated != nil {
+		// A cluster's: the sessions no node holds, counted by the
+		// database (the last count while it does not answer).
+		passivated = func() int {
+			n, _ := s.store.Passivated(context.Background())
+			return n
+		}
+	}
+	s.metrics.Sessions(s.engine.Active, passivated)
 	var metricsRoute http.Handler
 	if !cfg.SeparateMetrics {
 		metricsRoute = s.metrics.Handler()

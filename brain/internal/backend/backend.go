@@ -77,6 +77,13 @@ type Backend struct {
 	// node (loophost.Options.Shared); nil keeps them in the data
 	// directory only.
 	Modules SharedModules
+	// Passivated, if set, answers how many sessions of the cluster are
+	// held in memory by no node (brain_sessions_passivated), the same on
+	// every node, at a cost that does not grow with the number of
+	// sessions on the node's side; on an error it answers the last count
+	// it had. When nil (the file backend), the sessions on disk less
+	// those the engine holds are reported.
+	Passivated func(ctx context.Context) (int, error)
 	// Tools keeps the bytes of admitted Tool modules for every node
 	// (loophost.Options.SharedTools), apart from Modules; nil keeps them
 	// in the data directory only.

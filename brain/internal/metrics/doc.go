@@ -4,8 +4,8 @@
 // Most metrics are read off the journal as records become durable
 // (journal.Options.OnDurable and OnCommit), so that they count what was
 // committed, not what was attempted. With PostgreSQL each node counts the
-// records it committed (pgstore.Options.OnDurable), and the two journal_*
-// histograms, which time the data directory's commit log, stay empty:
+// records it committed (pgstore.Options.OnDurable and OnCommit; see "On a
+// cluster"):
 //
 //	brain_journal_fsync_seconds                  histogram  commit log flush per group commit
 //	brain_journal_group_commit_records           histogram  records made durable per group commit
@@ -18,8 +18,8 @@
 //
 // and the rest from the parts that know them:
 //
-//	brain_sessions_active                        gauge      sessions held in memory
-//	brain_sessions_passivated                    gauge      sessions on disk not held in memory
+//	brain_sessions_active                        gauge      sessions this node holds in memory
+//	brain_sessions_passivated                    gauge      stored sessions held in memory by no node
 //	brain_sse_subscribers                        gauge      open event streams
 //	brain_sse_lag_cutoffs_total                  counter    event streams ended because the subscriber lagged
 //	brain_idempotency_hits_total                 counter    requests answered from a stored answer
@@ -27,6 +27,37 @@
 //	brain_http_request_seconds{route}            histogram  API request duration (streams until they end)
 //	brain_telemetry_records_total                counter    telemetry records written to the sink
 //	brain_telemetry_dropped_total{reason}        counter    telemetry records dropped: oversized, invalid, rate_session, rate_global, queue_full, write_error, no_sink, closed
+//
+// # On a cluster (PostgreSQL backend)
+//
+// Every node serves its own /metrics. The counters and histograms count
+// what that node did: the journal metrics, turns and effects the records
+// this node committed (a group commit's "fsync" is its transaction, from
+// send to commit), the HTTP, stream, idempotency and telemetry metrics the
+// requests, streams and records this node served. Summed over the nodes
+// they count the cluster's, with one exception: a write forwarded to its
+// session's owner is counted in brain_http_requests_total and
+// brain_http_request_seconds by both the node that received it and the
+// owner. A latency is timed only when the node that committed an effect's
+// start also commits its end (an effect ended by another node after a
+// failover is counted, not timed).
+//
+// brain_sessions_active is per node: the sessions it holds in memory,
+// each under its lease; summed over the nodes it is the sessions active in
+// the cluster. brain_sessions_passivated is the cluster's: the sessions in
+// the database that no node holds a live lease on (passivated, or left by
+// a node that died until another takes them over). Every node reports the
+// same number, so aggregate it with max, not sum:
+//
+//	sum(brain_sessions_active) + max(brain_sessions_passivated)
+//
+// is the number of sessions in the database. It is counted by the database
+// in one aggregate query, kept for pgstore.PassivatedEvery (5 s), so a
+// scrape costs the node the same whatever the number of sessions, and the
+// database at most one count per node every 5 s; it can lag the leases by
+// that much, and while the database does not answer it keeps its last
+// count. With the file backend it is the sessions on disk less those held
+// in memory.
 //
 // Labels are bounded: outcomes and codes come from closed sets (anything
 // else is "other") and routes are the mux's patterns. Session ids never

@@ -107,17 +107,19 @@ func New() *Metrics {
 	return m
 }
 
-// Sessions registers the session gauges: active answers the sessions held
-// in memory, total those on disk.
-func (m *Metrics) Sessions(active func() int, total func() int) {
+// Sessions registers the session gauges: active answers the sessions this
+// node holds in memory, passivated the stored sessions held in memory by
+// no node (see the package documentation for a cluster).
+func (m *Metrics) Sessions(active func() int, passivated func() int) {
 	if m == nil {
 		return
 	}
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "brain_sessions_active", Help: "Sessions held in memory."},
 			func() float64 { return float64(active()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "brain_sessions_passivated", Help: "Sessions on disk not held in memory."},
-			func() float64 { return float64(max(total()-active(), 0)) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "brain_sessions_passivated",
+			Help: "Stored sessions held in memory by no node (on a cluster, the same on every node)."},
+			func() float64 { return float64(max(passivated(), 0)) }),
 	)
 }
 

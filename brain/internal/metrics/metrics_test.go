@@ -95,7 +95,7 @@ func TestRecordsFromTheJournal(t *testing.T) {
 	m.StreamOpened()
 	m.StreamOpened()
 	m.StreamClosed(true)
-	m.Sessions(func() int { return 2 }, func() int { return 5 })
+	m.Sessions(func() int { return 2 }, func() int { return 3 })
 
 	rec := &recorder{header: http.Header{}}
 	m.Handler().ServeHTTP(rec, httpRequest(t))

@@ -47,7 +47,7 @@ func openBackend(ctx context.Context, opts backend.Options) (*backend.Backend, e
 		return nil, err
 	}
 	db, err := Open(ctx, Options{URL: opts.DatabaseURL, SealingKey: key, PublicURL: opts.PublicURL, LeaseDuration: opts.Lease, Fenced: true, KeepLeases: true,
-		OnDurable: opts.Journal.OnDurable})
+		OnCommit: opts.Journal.OnCommit, OnDurable: opts.Journal.OnDurable})
 	if err != nil {
 		return nil, err
 	}
@@ -69,5 +69,6 @@ func openBackend(ctx context.Context, opts backend.Options) (*backend.Backend, e
 		NodeGone:    db.NodeGone,
 		Modules:     db,
 		Tools:       db.Tools(),
+		Passivated:  db.Passivated,
 	}, nil
 }

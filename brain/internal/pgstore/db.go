@@ -53,11 +53,16 @@ type Options struct {
 	OpTimeout time.Duration
 	// MaxConns bounds the connection pool (default DefaultMaxConns).
 	MaxConns int32
-	// OnDurable, if set, is called with the records of each append this
-	// node committed, once committed, with their sequences and stamps
-	// (the metrics read them as journal.Options.OnDurable). The records'
-	// Data belongs to the caller of Append: it must be copied to be
-	// kept. It must not block.
+	// OnCommit, if set, is called after each committed transaction that
+	// appended journal records, with how many it appended and how long
+	// the transaction took from its send to its commit's answer (as
+	// journal.Options.OnCommit). It must not block.
+	OnCommit func(records int, d time.Duration)
+	// OnDurable, if set, is called with each append's records once they
+	// are committed, before the append returns (as
+	// journal.Options.OnDurable): only the appends this node commits. The
+	// records' Data belongs to the caller of Append: it must be copied to
+	// be kept. It must not block.
 	OnDurable func(session string, recs []journal.Record)
 }
 
@@ -75,6 +80,13 @@ type DB struct {
 	leaseMu sync.Mutex
 	leases  map[string]Lease // live leases this node holds
 	lost    func(id string, epoch int64)
+
+	// census is the last count of passivated sessions (Passivated).
+	census struct {
+		sync.Mutex
+		n  int
+		at time.Time
+	}
 
 	bg        context.Context // ends on Close: background work derives from it
 	stop      context.CancelFunc

@@ -179,6 +179,18 @@
 // the same Idempotency-Key: the owner may have carried it out)
 // instead of holding its caller.
 //
+// # Metrics
+//
+// Options.OnDurable is called with the records of each append this node
+// commits, before the append returns, and Options.OnCommit once per
+// committed transaction that appended records, with their number and the
+// transaction's time (the file journal's hooks of the same names, which
+// the metrics read): each node reports what it committed. DB.Passivated
+// counts the sessions no node holds a live lease on with one aggregate
+// statement (the session rows less those with a live lease, in one
+// snapshot), at most once per PassivatedEvery per node; every node
+// answers the same number.
+//
 // # Faults
 //
 // An operation that could not reach the database, or that the server

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -43,6 +44,11 @@ type groupOp struct {
 	// results are in app, not through scan.
 	combined bool
 	scan     func(row pgx.Row) error // reads the row of a QueryRow
+	// records is the number of journal records an append carries, and
+	// appended answers, once the statement ran, whether it wrote them
+	// (its compare-and-set and fence held).
+	records  int
+	appended func() bool
 	tag      pgconn.CommandTag
 	err      error
 	sent     bool
@@ -114,6 +120,7 @@ func (g *grouper) run(batch []*groupOp) {
 	for _, op := range rest {
 		b.Queue(op.sql, op.args...)
 	}
+	start := time.Now()
 	br := g.db.pool.SendBatch(ctx, b)
 	if apps != nil {
 		readCombined(br, apps, rides)
@@ -129,6 +136,7 @@ func (g *grouper) run(batch []*groupOp) {
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
+		g.committed(live, time.Since(start))
 		for _, op := range live {
 			op.sent = true
 			close(op.done)
@@ -158,9 +166,30 @@ func (g *grouper) runOne(op *groupOp) {
 	op.sent = true
 	ctx, cancel := context.WithTimeout(op.ctx, g.db.opts.OpTimeout)
 	defer cancel()
+	start := time.Now()
 	if op.exec {
 		op.tag, op.err = g.db.pool.Exec(ctx, op.sql, op.args...)
+	} else {
+		op.err = op.scan(g.db.pool.QueryRow(ctx, op.sql, op.args...))
+	}
+	if op.err == nil {
+		g.committed([]*groupOp{op}, time.Since(start))
+	}
+}
+
+// committed reports a committed transaction that took d to
+// Options.OnCommit with the journal records its appends wrote, if any.
+func (g *grouper) committed(ops []*groupOp, d time.Duration) {
+	if g.db.opts.OnCommit == nil {
 		return
 	}
-	op.err = op.scan(g.db.pool.QueryRow(ctx, op.sql, op.args...))
+	n := 0
+	for _, op := range ops {
+		if op.records > 0 && op.err == nil && op.appended != nil && op.appended() {
+			n += op.records
+		}
+	}
+	if n > 0 {
+		g.db.opts.OnCommit(n, d)
+	}
 }

@@ -117,8 +117,14 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 	// (many records); now is the statement's time (many records).
 	var headRows, leaseRows, now int64
 	var last *int64
-	op := &groupOp{ctx: ctx, key: "s" + session, sql: forms[form], args: args,
+	op := &groupOp{ctx: ctx, key: "s" + session, sql: forms[form], args: args, records: n,
 		scan: func(row pgx.Row) error { return row.Scan(&headRows, &leaseRows, &last, &now) }}
+	op.appended = func() bool {
+		if op.combined {
+			return op.app.lease && op.app.head && op.app.old != nil
+		}
+		return leaseRows != 0 && headRows != 0 && last != nil
+	}
 	times := encodeTimes(records)
 	rides, err := j.ridesOf(records)
 	if err != nil {
