@@ -122,7 +122,11 @@
 // lags more than Options.MaxLiveBacklog records behind (it reconnects with
 // its cursor; a stream still reading history is not behind: what is
 // committed meanwhile it reads from the journal after the history), and on
-// drain. Comment lines keep idle streams open.
+// drain. Comment lines keep idle streams open: one at least every
+// Options.Heartbeat, which the response names in milliseconds in its
+// Brain-Heartbeat-Ms header, so that a client can tell a connection
+// dropped on the way (no frame and no comment for a few intervals) and
+// reconnect with its cursor.
 //
 // The streams of a session share one engine subscription: each frame is
 // encoded once, and the frames received together (a commit's records) are

@@ -47,8 +47,9 @@ type connSink struct {
 	timeout  time.Duration   // Options.StreamWriteTimeout
 }
 
-// hijack takes the connection over and writes the response head.
-func hijack(w http.ResponseWriter, timeout time.Duration) (*connSink, bool) {
+// hijack takes the connection over and writes the response head, which
+// names the heartbeat interval in milliseconds.
+func hijack(w http.ResponseWriter, timeout time.Duration, heartbeatMs string) (*connSink, bool) {
 	c, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return nil, false
@@ -69,8 +70,11 @@ func hijack(w http.ResponseWriter, timeout time.Duration) (*connSink, bool) {
 	case *net.UnixConn:
 		cs.raw, _ = sc.SyscallConn()
 	}
-	head := make([]byte, 0, 200)
+	head := make([]byte, 0, 240)
 	head = append(head, "HTTP/1.1 200 OK\r\n"+
+		heartbeatHeader+": "...)
+	head = append(head, heartbeatMs...)
+	head = append(head, "\r\n"+
 		"Cache-Control: no-store\r\n"+
 		"Connection: close\r\n"+
 		"Content-Type: text/event-stream\r\n"+

@@ -131,6 +131,16 @@ func (st *stream) whenClosed(f func()) {
 	st.mu.Unlock()
 }
 
+// heartbeatHeader names, on an event stream's response, the interval of
+// its heartbeat comments in milliseconds: a client that receives nothing
+// for a few of them may take the connection for dead and reconnect.
+const heartbeatHeader = "Brain-Heartbeat-Ms"
+
+// heartbeatMs is the heartbeat interval in milliseconds, in decimal.
+func (s *Server) heartbeatMs() string {
+	return strconv.FormatInt(s.opts.Heartbeat.Milliseconds(), 10)
+}
+
 // openStream registers a stream; it answers false while draining.
 func (s *Server) openStream() bool {
 	s.opsMu.Lock()
@@ -181,7 +191,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 	hijacked := false
 	if !finished && r.ProtoAtLeast(1, 1) {
 		var cs *connSink
-		if cs, hijacked = hijack(w, s.opts.StreamWriteTimeout); hijacked {
+		if cs, hijacked = hijack(w, s.opts.StreamWriteTimeout, s.heartbeatMs()); hijacked {
 			// The feed may see st already: the sink is published under
 			// st.mu, and used only once catching is over.
 			st.mu.Lock()
@@ -199,6 +209,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Accel-Buffering", "no")
+		h.Set(heartbeatHeader, s.heartbeatMs())
 		w.WriteHeader(http.StatusOK)
 		if rc.Flush() != nil || finished {
 			s.detach(st)

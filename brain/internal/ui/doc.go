@@ -11,13 +11,21 @@
 // their origin), following the events stream while the session runs,
 // including the live model deltas. The stream is read with fetch rather
 // than EventSource, which cannot send headers; when the stream ends before
-// the session does (a lag cut-off, a drain) the page reconnects after the
-// last sequence it saw; a session that does not exist (or was deleted) is
-// reported as such and not followed. The session list is refreshed in
-// place, so that the keyboard focus stays where it was. It also shows the
-// transcript and the environments
-// with their bindings, and it can send a message (asynchronously, with a
-// fresh Idempotency-Key) and cancel the running turn.
+// the session does (a lag cut-off, a drain), or sends nothing, not even a
+// heartbeat comment, for three of the heartbeat intervals the server names
+// in its Brain-Heartbeat-Ms header (a proxy dropped the connection without
+// closing it), the page reconnects after the last sequence it saw and says
+// so; a session that does not exist (or was deleted) is reported as such
+// and not followed. The session list is refreshed in place, so that the
+// keyboard focus stays where it was. The timeline and the events table
+// show a window of the events: a session opens at its newest 500 (its
+// stream starts there), the window holds at most 1000 while it follows,
+// and older and newer pages are read from the events API on demand, so a
+// session of any length opens and follows in bounded time and memory; the
+// environments are folded from the earlier records the first time their
+// tab shows. It also shows the transcript and the environments with their
+// bindings, and it can send a message (asynchronously, with a fresh
+// Idempotency-Key) and cancel the running turn.
 //
 // httpapi serves the files with a Content-Security-Policy that allows only
 // same-origin scripts, styles and requests, so the page has no inline

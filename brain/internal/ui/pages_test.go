@@ -110,8 +110,8 @@ func TestInspectorMissingSession(t *testing.T) {
 		}
 		p.eval(`({live: document.getElementById('live').dataset.state, streams: window.streamsOpened,
 		  error: document.getElementById('action-error').textContent})`, &state)
-		if state.Live != "not found" || state.Streams != 1 {
-			t.Errorf("%s: after 2.5 s the page is %q having opened %d event streams, want not found after 1", id, state.Live, state.Streams)
+		if state.Live != "not found" || state.Streams > 1 {
+			t.Errorf("%s: after 2.5 s the page is %q having opened %d event streams, want not found after at most 1", id, state.Live, state.Streams)
 		}
 		if !strings.Contains(state.Error, id+" does not exist") {
 			t.Errorf("%s: the page says %q, want that there is no such session", id, state.Error)

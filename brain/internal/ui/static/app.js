@@ -173,22 +173,50 @@ const depthOf = {
   model_call: 2, tool_call: 2, tool_cancel: 2,
 };
 
+// The timeline and the events table show a window of a session's events:
+// a session opens at its newest PAGE events, and while it follows new
+// ones the window holds at most MAX_SHOWN; older and newer pages are read
+// from the events API on demand.
+const PAGE = 500;
+const MAX_SHOWN = 1000;
+
+// A stream that has sent nothing, not even a heartbeat comment, for
+// SILENT_BEATS heartbeat intervals is taken for dead (a proxy may drop a
+// connection without closing it) and opened again from the cursor. The
+// server names its interval in the Brain-Heartbeat-Ms header.
+const DEFAULT_HEARTBEAT_MS = 15000;
+const SILENT_BEATS = 3;
+
+// Records the environments table is folded from.
+const envKinds = /^(session_creation_started$|tool_call_started$|environment_)/;
+
 class SessionView {
   constructor(id) {
     this.id = id;
     this.stopped = false;
     this.finished = false;
     this.gone = false; // the session does not exist
-    this.last = 0;
-    this.events = [];
-    this.entries = new Map(); // started sequence -> entry
+    this.last = 0; // the stream's cursor: the last sequence received
+    this.lo = 1; // the window shown: sequences lo..hi
+    this.hi = 0;
+    this.following = true; // the window ends at the newest event
+    this.loads = 0; // window loads started; a later one supersedes
+    this.pending = null; // events received while the newest window loads
+    this.entries = new Map(); // started sequence -> entry, in sequence order
     this.openTurn = null;
     this.openActivation = null;
+    this.endEntry = null;
     this.early = []; // live frames that arrived before their model call
     this.envs = new Map(); // name -> environment row model
-    this.abort = new AbortController();
+    this.envStarts = new Map(); // environment_*_started sequence -> environment name
+    this.envFrom = 0; // the environments are folded from the records after this
+    this.envQueue = []; // records to fold once the ones before envFrom are
+    this.envScan = null;
+    this.heartbeatMs = DEFAULT_HEARTBEAT_MS;
+    this.attempt = null; // the AbortController of the open stream
     this.summaryTimer = null;
     this.transcriptTimer = null;
+    this.pagerTimer = null;
     show('session');
     $('sid').textContent = id;
     $('status').textContent = '';
@@ -199,17 +227,32 @@ class SessionView {
     $('transcript').replaceChildren();
     $('transcript-through').textContent = '';
     $('action-error').textContent = '';
+    $('stream-note').textContent = '';
+    $('pager').hidden = true;
     this.setLive('connecting');
-    this.summary();
-    this.transcript();
-    this.follow();
+    this.begin();
   }
 
   stop() {
     this.stopped = true;
-    this.abort.abort();
+    if (this.attempt) this.attempt.abort();
     clearTimeout(this.summaryTimer);
     clearTimeout(this.transcriptTimer);
+    clearTimeout(this.pagerTimer);
+  }
+
+  // begin starts the stream at the newest page of the session.
+  async begin() {
+    const s = await this.summary();
+    if (this.stopped || this.gone) return;
+    const start = s && s.last_sequence > PAGE ? s.last_sequence - PAGE : 0;
+    this.last = start;
+    this.lo = start + 1;
+    this.hi = start;
+    this.envFrom = start;
+    this.pager();
+    this.transcript();
+    this.follow();
   }
 
   setLive(state) {
@@ -223,15 +266,17 @@ class SessionView {
   async summary() {
     try {
       const s = await api('GET', '/v1/sessions/' + this.id);
-      if (this.stopped) return;
+      if (this.stopped) return null;
       const b = $('status');
       b.textContent = s.status;
       b.className = 'badge ' + s.status;
       b.dataset.lastSequence = s.last_sequence;
+      return s;
     } catch (e) {
-      if (this.stopped) return;
+      if (this.stopped) return null;
       if (e.status === 404 || e.status === 400) this.missing();
       else $('action-error').textContent = e.message;
+      return null;
     }
   }
 
@@ -241,9 +286,10 @@ class SessionView {
     if (this.stopped || this.gone) return;
     this.gone = true;
     this.finished = true;
-    this.abort.abort();
+    if (this.attempt) this.attempt.abort();
     clearTimeout(this.summaryTimer);
     clearTimeout(this.transcriptTimer);
+    clearTimeout(this.pagerTimer);
     this.setLive('not found');
     $('status').textContent = '';
     $('status').className = 'badge';
@@ -268,13 +314,24 @@ class SessionView {
 
   // follow reads the events stream with fetch (EventSource cannot send
   // the Authorization header) and reconnects after the last sequence
-  // until the session has ended.
+  // until the session has ended: when the stream ends, fails, or stays
+  // silent for SILENT_BEATS heartbeats.
   async follow() {
+    let silentSince = 0;
     while (!this.stopped && !this.finished) {
+      const ctl = new AbortController();
+      this.attempt = ctl;
+      let silent = false;
+      let timer = null;
+      const arm = () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => { silent = true; ctl.abort(); }, SILENT_BEATS * this.heartbeatMs);
+      };
       try {
+        arm();
         const r = await fetch('/v1/sessions/' + this.id + '/events?after=' + this.last, {
           headers: authHeaders({ Accept: 'text/event-stream' }),
-          signal: this.abort.signal,
+          signal: ctl.signal,
           cache: 'no-store',
         });
         if (r.status === 401) { forget('The token was refused.'); return; }
@@ -285,12 +342,21 @@ class SessionView {
           try { e = await r.json(); } catch (_) { /* not an ApiError */ }
           throw new ApiError(r.status, e);
         }
+        const hb = parseInt(r.headers.get('Brain-Heartbeat-Ms'), 10);
+        if (hb > 0) this.heartbeatMs = hb;
+        arm();
         this.setLive('following');
+        if (silentSince) {
+          $('stream-note').textContent = 'The event stream went silent at ' + fmtTime(silentSince) +
+            '; reconnected at ' + fmtTime(Date.now()) + ' after #' + this.last + '.';
+          silentSince = 0;
+        }
         const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
         let buf = '';
         for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
+          arm();
           buf += value.replace(/\r\n?/g, '\n');
           let i;
           while ((i = buf.indexOf('\n\n')) >= 0) {
@@ -298,14 +364,23 @@ class SessionView {
             buf = buf.slice(i + 2);
             this.frame(frame);
           }
+          arm();
         }
       } catch (e) {
         if (this.stopped || this.gone) return;
-        $('action-error').textContent = 'event stream: ' + e.message;
+        if (!silent) $('action-error').textContent = 'event stream: ' + e.message;
+      } finally {
+        clearTimeout(timer);
       }
       if (this.stopped) return;
       if (this.finished) break;
       this.setLive('reconnecting');
+      if (silent) {
+        if (!silentSince) silentSince = Date.now() - SILENT_BEATS * this.heartbeatMs;
+        $('stream-note').textContent = 'The event stream has been silent since ' + fmtTime(silentSince) +
+          '; reconnecting after #' + this.last + '.';
+        continue;
+      }
       await new Promise((res) => setTimeout(res, 1000));
     }
     if (!this.stopped) this.setLive('ended');
@@ -360,8 +435,47 @@ class SessionView {
     }
   }
 
+  // record takes a recorded event from the stream.
   record(ev) {
-    this.events.push(ev);
+    const kind = ev.event_type;
+    if (this.following) {
+      if (this.pending) this.pending.push(ev);
+      else this.append(ev);
+    }
+    if (envKinds.test(kind)) {
+      if (this.envFrom > 0 && this.envScan !== true) this.envQueue.push(ev);
+      else if (this.environment(ev)) this.renderEnvironments();
+    }
+    if (kind === 'session_ended' || kind === 'session_creation_failed') this.finished = true;
+    if (/^(turn_|session_|activation_)/.test(kind)) this.later('summary');
+    if (/^(turn_ended|turn_failed|transcript_|session_creation_ended)/.test(kind)) this.later('transcript');
+    this.later('pager');
+  }
+
+  // append shows the next event at the end of the window, dropping the
+  // oldest shown beyond MAX_SHOWN.
+  append(ev) {
+    this.hi = ev.sequence;
+    this.render(ev);
+    if (this.hi - this.lo + 1 > MAX_SHOWN) this.trim(this.hi - MAX_SHOWN + 1);
+  }
+
+  // trim drops the rows of the events before lo.
+  trim(lo) {
+    const rows = $('events').tBodies[0];
+    while (rows.firstChild && Number(rows.firstChild.dataset.seq) < lo) rows.firstChild.remove();
+    const tl = $('timeline');
+    while (tl.firstChild && Number(tl.firstChild.dataset.seq) < lo) tl.firstChild.remove();
+    for (const seq of this.entries.keys()) {
+      if (seq >= lo) break;
+      this.entries.delete(seq);
+    }
+    this.lo = lo;
+  }
+
+  // render adds an event's rows: one in the events table, and in the
+  // timeline a row of its own or the closing of the row it ends.
+  render(ev) {
     this.rawRow(ev);
     const kind = ev.event_type;
     const d = ev.data || {};
@@ -375,12 +489,102 @@ class SessionView {
     } else if (kind === 'session_ended' && this.endEntry) {
       this.close(this.endEntry, ev, 'ended');
     } else {
+      // The end of an entry whose start is outside the window shows as
+      // a row of its own.
+      for (const k of ['openTurn', 'openActivation', 'endEntry']) {
+        if (m && this[k] && this[k].start.sequence === d.sequence) this[k] = null;
+      }
       this.point(ev);
     }
-    this.environment(ev);
-    if (kind === 'session_ended' || kind === 'session_creation_failed') this.finished = true;
-    if (/^(turn_|session_|activation_)/.test(kind)) this.later('summary');
-    if (/^(turn_ended|turn_failed|transcript_|session_creation_ended)/.test(kind)) this.later('transcript');
+  }
+
+  // showWindow shows the events from lo on: PAGE of them, or with
+  // following, all up to the newest and then new ones as they arrive.
+  async showWindow(lo, following) {
+    const load = ++this.loads;
+    lo = Math.max(1, lo);
+    const hi = following ? this.last : Math.min(lo + PAGE - 1, this.last);
+    this.following = following;
+    this.pending = following ? [] : null;
+    $('page-status').textContent = 'loading events #' + lo + '\u2013#' + hi + '\u2026';
+    const evs = [];
+    try {
+      for (let after = lo - 1; after < hi;) {
+        const page = await api('GET', '/v1/sessions/' + this.id + '/events?after=' + after);
+        if (this.stopped || load !== this.loads) return;
+        if (!page.events || page.events.length === 0) break;
+        for (const ev of page.events) if (ev.sequence <= hi) evs.push(ev);
+        after = page.next_cursor;
+      }
+    } catch (e) {
+      if (this.stopped || load !== this.loads) return;
+      $('action-error').textContent = 'events: ' + e.message;
+    }
+    if (this.stopped || load !== this.loads) return;
+    $('timeline').replaceChildren();
+    $('events').tBodies[0].replaceChildren();
+    this.entries = new Map();
+    this.openTurn = this.openActivation = this.endEntry = null;
+    this.early = [];
+    this.lo = lo;
+    this.hi = lo - 1;
+    for (const ev of evs) {
+      this.hi = ev.sequence;
+      this.render(ev);
+    }
+    const pending = this.pending || [];
+    this.pending = null;
+    for (const ev of pending) if (ev.sequence > this.hi) this.append(ev);
+    this.pager();
+  }
+
+  page(which) {
+    let lo;
+    switch (which) {
+      case 'oldest': lo = 1; break;
+      case 'older': lo = this.lo - PAGE; break;
+      case 'newer': lo = this.hi + 1; break;
+      default: lo = this.last - PAGE + 1;
+    }
+    lo = Math.max(1, lo);
+    this.showWindow(lo, which === 'newest' || lo + PAGE - 1 >= this.last);
+  }
+
+  // pager shows which events the window holds and which pages are near.
+  pager() {
+    const whole = this.lo <= 1 && this.following;
+    $('pager').hidden = whole;
+    if (whole) return;
+    $('page-oldest').disabled = $('page-older').disabled = this.lo <= 1;
+    $('page-newer').disabled = $('page-newest').disabled = this.following;
+    let s = this.hi >= this.lo ? 'events #' + this.lo + '\u2013#' + this.hi : 'no events';
+    s += ' of ' + this.last;
+    if (!this.following && this.last > this.hi) s += ' (' + (this.last - this.hi) + ' newer)';
+    $('page-status').textContent = s;
+  }
+
+  // environmentsShown folds, the first time the environments tab shows,
+  // the records before the first one streamed.
+  async environmentsShown() {
+    if (this.envFrom === 0 || this.envScan) return;
+    this.envScan = 'scanning';
+    try {
+      for (let after = 0; after < this.envFrom;) {
+        const page = await api('GET', '/v1/sessions/' + this.id + '/events?after=' + after);
+        if (this.stopped) return;
+        if (!page.events || page.events.length === 0) break;
+        for (const ev of page.events) if (ev.sequence <= this.envFrom && envKinds.test(ev.event_type)) this.environment(ev);
+        after = page.next_cursor;
+      }
+    } catch (e) {
+      if (!this.stopped) $('action-error').textContent = 'environments: ' + e.message;
+      this.envScan = null;
+      return;
+    }
+    for (const ev of this.envQueue) this.environment(ev);
+    this.envQueue = [];
+    this.envScan = true;
+    this.renderEnvironments();
   }
 
   depth(family, ev) {
@@ -476,8 +680,9 @@ class SessionView {
     $('events').tBodies[0].append(tr);
   }
 
-  // environment folds the records that describe environments and their
-  // bindings into the environments table.
+  // environment folds a record that describes environments and their
+  // bindings into the environments table's model; it answers whether it
+  // changed.
   environment(ev) {
     const d = ev.data || {};
     const kind = ev.event_type;
@@ -494,9 +699,13 @@ class SessionView {
       const m = kind.match(/^environment_(setup|call|detach|teardown)_(started|ended|failed)$/);
       if (m) {
         let name = d.environment;
-        const start = m[2] === 'started' ? ev : (this.entries.get(d.sequence) || {}).start;
-        if (!name && start) name = (start.data || {}).environment;
-        if (!name) return;
+        if (m[2] === 'started') {
+          if (name) this.envStarts.set(ev.sequence, name);
+        } else {
+          if (!name) name = this.envStarts.get(d.sequence);
+          this.envStarts.delete(d.sequence);
+        }
+        if (!name) return false;
         const e = get(name);
         if (m[2] === 'started' && d.binding) e.binding = d.binding;
         e.last = m[1] + ' ' + m[2] + ' #' + ev.sequence;
@@ -512,10 +721,10 @@ class SessionView {
       } else if (kind === 'environment_unreachable' && d.environment) {
         get(d.environment).state = 'unreachable';
       } else {
-        return;
+        return false;
       }
     }
-    this.renderEnvironments();
+    return true;
   }
 
   renderEnvironments() {
@@ -661,6 +870,12 @@ document.addEventListener('DOMContentLoaded', () => {
       }
       for (const t of document.querySelectorAll('.tab')) t.hidden = t.id !== 'tab-' + b.dataset.tab;
       if (b.dataset.tab === 'transcript' && view instanceof SessionView) view.transcript();
+      if (b.dataset.tab === 'environments' && view instanceof SessionView) view.environmentsShown();
+    });
+  }
+  for (const which of ['oldest', 'older', 'newer', 'newest']) {
+    $('page-' + which).addEventListener('click', () => {
+      if (view instanceof SessionView) view.page(which);
     });
   }
   window.addEventListener('hashchange', route);

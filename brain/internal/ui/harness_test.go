@@ -1,0 +1,197 @@
+package ui_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/brain-in-go/brain/brain/agentloop"
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/httpapi"
+	"github.com/brain-in-go/brain/brain/internal/idem"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/session"
+)
+
+// emitLoop is an agentloop that commits as many extension events as its
+// message says (a number), each {"i": n}, and answers "done".
+func emitLoop(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.TurnOutput, error) {
+	n := 0
+	if in.Input != nil {
+		n, _ = strconv.Atoi(in.Input.Message)
+	}
+	for i := range n {
+		if _, err := svc.Emit(ctx, "progress", json.RawMessage(`{"i":`+strconv.Itoa(i)+`}`)); err != nil {
+			return api.TurnOutput{}, err
+		}
+	}
+	return api.TurnOutput{Result: json.RawMessage(`"done"`)}, nil
+}
+
+// inProcess is a Brain served from the test process over a memory
+// journal: its sessions run emitLoop.
+type inProcess struct {
+	url    string
+	engine *session.Engine
+}
+
+// serveInProcess starts an in-process Brain with the token and the
+// heartbeat of idle event streams.
+func serveInProcess(t *testing.T, token string, heartbeat time.Duration) *inProcess {
+	t.Helper()
+	eng, err := session.New(session.Config{
+		Store:   journal.NewMemStore(),
+		IdleTTL: session.KeepIdle,
+		Loops: func(impl []byte) (agentloop.Func, error) {
+			if string(impl) != `{"type":"emit"}` {
+				return nil, errors.New("unknown loop")
+			}
+			return emitLoop, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := idem.Open(filepath.Join(t.TempDir(), "requests.log"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := httpapi.New(httpapi.Options{Engine: eng, Requests: idem.FileRequests(req), Token: token, Heartbeat: heartbeat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.Drain()
+		srv.CloseStreams()
+		hs.Close()
+		_ = eng.Close(context.Background())
+		req.Close()
+	})
+	return &inProcess{url: hs.URL, engine: eng}
+}
+
+// session creates a session that runs emitLoop and answers its id.
+func (b *inProcess) session(t *testing.T) string {
+	t.Helper()
+	id := session.NewSessionID()
+	_, err := b.engine.Create(context.Background(), id, api.CreateSessionRequest{
+		Agentloop: &api.Agentloop{Implementation: json.RawMessage(`{"type":"emit"}`)},
+		Model:     api.ModelConfig{Provider: "scripted", Name: "m"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// emit runs one turn of session id that commits n extension events and
+// answers the session's last sequence.
+func (b *inProcess) emit(t *testing.T, id string, n int) uint64 {
+	t.Helper()
+	sum, err := b.engine.Send(context.Background(), id, api.UserInput{Message: strconv.Itoa(n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum.LastSequence
+}
+
+// lastOf answers the sequence of the last event of the kind among the
+// newest events of session id.
+func (b *inProcess) lastOf(t *testing.T, id, kind string) uint64 {
+	t.Helper()
+	sum, err := b.engine.Summary(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := b.engine.Events(context.Background(), id, sum.LastSequence-min(sum.LastSequence, 50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq uint64
+	for _, ev := range page.Events {
+		if ev.EventType == kind {
+			seq = ev.Sequence
+		}
+	}
+	if seq == 0 {
+		t.Fatalf("no %s event among the newest of %s", kind, id)
+	}
+	return seq
+}
+
+// browser is a headless Chromium tab.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func newBrowser(t *testing.T, timeout time.Duration) *browser {
+	t.Helper()
+	exe := chromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-component-update", true),
+		chromedp.WindowSize(1280, 900),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	t.Cleanup(cancelCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	t.Cleanup(cancelTimeout)
+	return &browser{t: t, ctx: ctx}
+}
+
+func (b *browser) fail(what string, err error) {
+	b.t.Helper()
+	var page string
+	if raw, e := chromedp.Run(b.ctx, chromedp.Evaluate[json.RawMessage](`(() => { const m = document.querySelector('main').cloneNode(true);
+		for (const id of ['timeline', 'events']) { const e = m.querySelector('#' + id); if (e && e.textContent.length > 4000) e.textContent = '(' + e.textContent.length + ' characters)'; }
+		return m.outerHTML; })()`)); e == nil {
+		_ = json.Unmarshal(raw, &page)
+	}
+	b.t.Fatalf("%s: %v\npage:\n%s", what, err, page)
+}
+
+func (b *browser) run(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.fail(what, err)
+	}
+}
+
+func (b *browser) eval(expr string, v any) {
+	b.t.Helper()
+	raw, err := chromedp.Run(b.ctx, chromedp.Evaluate[json.RawMessage](expr))
+	if err == nil {
+		err = json.Unmarshal(raw, v)
+	}
+	if err != nil {
+		b.fail("evaluate "+expr, err)
+	}
+}
+
+// wait polls expr until it is true or the timeout passes.
+func (b *browser) wait(what, expr string, timeout time.Duration) {
+	b.t.Helper()
+	b.run(what, void(chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(10*time.Millisecond))))
+}
+
+// login opens the inspector at base with the token stored for the tab.
+func (b *browser) login(base, token string) {
+	b.t.Helper()
+	b.run("open the page", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#login-form")))
+	var ok bool
+	b.eval(`sessionStorage.setItem('brain.inspector.token', `+strconv.Quote(token)+`), true`, &ok)
+}
