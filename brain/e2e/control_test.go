@@ -169,6 +169,13 @@ func TestControl(t *testing.T) {
 	if len(ofKind(c.events(id), api.KindEnvironmentCallEnded)) != 1 {
 		t.Fatalf("call not journaled: %s", kindsLine(c.events(id)))
 	}
+	// An input that is not UTF-8 is refused before anything is sent.
+	if status, body := c.do(http.MethodPost, "/v1/sessions/"+id+"/environments/inst/calls/inspect", []byte(`{"input":{"a":"`+"\xff"+`"}}`), nil); status != http.StatusBadRequest {
+		t.Fatalf("a call whose input is not UTF-8: %d %s, want 400", status, body)
+	}
+	if n := len(f.received(envapi.RequestCall)); n != 1 {
+		t.Fatalf("%d calls reached the provider, want 1: the one whose input is not UTF-8 was sent", n)
+	}
 	if status, body := c.do(http.MethodPost, "/v1/sessions/"+id+"/environments/inst/calls/nosuch", map[string]any{"input": nil}, nil); status < 400 {
 		t.Fatalf("undeclared method: %d %s", status, body)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
 )
@@ -132,6 +133,11 @@ func strict(data []byte, v any, path string) error { return strictDecode(data, v
 func strictNoDup(data []byte, v any, path string) error { return strictDecode(data, v, path, false) }
 
 func strictDecode(data []byte, v any, path string, dupCheck bool) error {
+	if dupCheck && !utf8.Valid(data) {
+		// encoding/json would keep the bytes in raw values as they are and
+		// replace them in strings: JSON between systems is UTF-8 (RFC 8259).
+		return &FieldError{Field: path, Reason: "malformed JSON: not valid UTF-8"}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -45,9 +45,10 @@
 //
 // # Strictness
 //
-// DecodeCommand, DecodeResponse and the other Decode functions reject unknown
-// fields, wrong JSON types, bad identifiers, sequences below 1 and missing
-// required fields. Every such error is a *FieldError that names the field by
+// DecodeCommand, DecodeResponse and the other Decode functions reject a
+// document that is not UTF-8 (encoding/json would pass its bytes on in raw
+// values and replace them in strings), unknown fields, wrong JSON types,
+// bad identifiers, sequences below 1 and missing required fields. Every such error is a *FieldError that names the field by
 // its JSON path (for example "operation.request.target_sequence"), so a
 // provider can answer 400 with a reason a person can act on.
 package envapi

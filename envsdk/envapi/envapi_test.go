@@ -317,3 +317,23 @@ func TestDecodeErrorsQuoteClipped(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodersRefuseBytesThatAreNotUTF8: a document with a byte that is
+// not UTF-8 is malformed JSON (RFC 8259) for every decoder, in a string
+// (which encoding/json would replace) as in a raw value (which it would
+// pass on as it is).
+func TestDecodersRefuseBytesThatAreNotUTF8(t *testing.T) {
+	for kind, doc := range map[string]string{
+		"Response":       `{"contract":"environment/v1","sequence":1,"receipt":{"type":"result","output":{"text":"` + "\xff" + `"}}}`,
+		"Outcome":        `{"status":"error","error":{"code":"x","message":"` + "\xc3" + `"}}`,
+		"ReporterEvent":  `{"type":"event","event_type":"progress","data":{"a":"` + "\xed\xa0\x80" + `"}}`,
+		"ControlRequest": `{"operation":"list","note":"` + "\xff" + `"}`,
+		"ExecutionCall":  `{"method":"emit","input":"` + "\xfe" + `"}`,
+	} {
+		_, err := decodeByName(kind, []byte(doc))
+		var fe *FieldError
+		if !errors.As(err, &fe) || !strings.Contains(fe.Reason, "UTF-8") {
+			t.Errorf("%s with a byte that is not UTF-8: %v, want a FieldError saying so", kind, err)
+		}
+	}
+}

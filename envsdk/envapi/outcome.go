@@ -1,6 +1,9 @@
 package envapi
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
 
 // OutcomeStatus discriminates outcomes.
 type OutcomeStatus string
@@ -114,6 +117,9 @@ func (o *Outcome) UnmarshalJSON(data []byte) error {
 func DecodeOutcome(data []byte) (Outcome, error) { return decodeOutcome(data, "") }
 
 func decodeOutcome(data []byte, path string) (Outcome, error) {
+	if path == "" && !utf8.Valid(data) {
+		return Outcome{}, &FieldError{Field: path, Reason: "malformed JSON: not valid UTF-8"}
+	}
 	var head struct {
 		Status *OutcomeStatus `json:"status"`
 	}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -89,9 +90,17 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) ([]byte
 	return b, nil
 }
 
+// errNotUTF8 refuses a JSON body that is not UTF-8 (RFC 8259):
+// encoding/json would keep its bytes in raw values, to be journalled as
+// JSON no client can read, and replace them in strings.
+var errNotUTF8 = badRequest("request body is not valid JSON: it is not UTF-8")
+
 // decodeStrict decodes exactly one JSON value into v, refusing unknown
-// fields.
+// fields and a body that is not UTF-8.
 func decodeStrict(b []byte, v any) error {
+	if !utf8.Valid(b) {
+		return errNotUTF8
+	}
 	// One pass: the decoder scans the whole value before it decodes any of
 	// it, so malformed JSON is reported first, as is anything but
 	// whitespace after the value.

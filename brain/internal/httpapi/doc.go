@@ -66,7 +66,8 @@
 // # Errors
 //
 // Every non-2xx answer is an api.ApiError, built by one function
-// (ErrorOf) from engine, idempotency and request errors. Malformed JSON, a bad path or
+// (ErrorOf) from engine, idempotency and request errors. Malformed JSON
+// (a body that is not UTF-8 included), a bad path or
 // query value, a missing or oversize Idempotency-Key and an unsupported
 // Prefer answer 400 invalid_request; a well-formed body with an invalid or
 // unknown field 422; a wrong Content-Type 415; a body over

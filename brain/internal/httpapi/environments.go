@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/session"
@@ -94,6 +95,9 @@ func (s *Server) readEnvJSON(w http.ResponseWriter, r *http.Request) ([]byte, er
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return nil, err
+	}
+	if !utf8.Valid(body) {
+		return nil, errNotUTF8
 	}
 	if !json.Valid(body) {
 		return nil, badRequest("request body is not valid JSON")

@@ -69,6 +69,12 @@ func TestMalformedInput(t *testing.T) {
 		{"auth/wrong-token", "GET", "/v1/sessions", "", []string{"Authorization", "Bearer nope"}, 401, "unauthorized"},
 		{"auth/no-token", "GET", "/v1/sessions", "", []string{"Authorization", ""}, 401, "unauthorized"},
 		{"route/unknown", "GET", "/v1/nothing", "", nil, 404, "not_found"},
+		// JSON between systems is UTF-8: a byte that is not is refused,
+		// not replaced (in strings) nor kept (in raw values, to be
+		// journalled as JSON no client reads).
+		{"create/not-utf8", "POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"},"system":"a` + "\xff" + `b"}`, []string{"Idempotency-Key", "a"}, 400, "invalid_request"},
+		{"create/not-utf8-raw", "POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"},"agentloop":{"implementation":{"type":"brain_builtin","name":"default"},"configuration":{"x":"` + "\xc3" + `"}}}`, []string{"Idempotency-Key", "a"}, 400, "invalid_request"},
+		{"message/not-utf8", "POST", sp + "/messages", `{"input":{"message":"` + "\xed\xa0\x80" + `"}}`, []string{"Idempotency-Key", "a"}, 400, "invalid_request"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
