@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
@@ -72,6 +73,9 @@ func failureUnknownMethod(p *probe) {
 
 // wellFormed checks the raw JSON of a failure receipt field by field.
 func wellFormed(body []byte) error {
+	if !utf8.Valid(body) {
+		return fmt.Errorf("body is not UTF-8 (JSON between systems is, RFC 8259)")
+	}
 	var doc struct {
 		Receipt map[string]json.RawMessage `json:"receipt"`
 	}

@@ -18,6 +18,7 @@ func FuzzWellFormed(f *testing.F) {
 	f.Add([]byte(`{"receipt":{"type":"failure","code":"busy","message":"m","retryable":true,"details":{"a":1}}}`))
 	f.Add([]byte(`{"receipt":{"type":"result","output":1}}`))
 	f.Add([]byte(`{"receipt":{"type":"failure","code":"x","message":"m","retryable":"yes"}}`))
+	f.Add([]byte(`{"receipt":{"type":"failure","code":"x","message":"` + "\xb0" + `","retryable":false}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		err := wellFormed(body)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
@@ -49,10 +50,10 @@ func FuzzDecodeRequests(f *testing.F) {
 	})
 }
 
-// decodeStrictTwoPass is the earlier decodeStrict: a validity check, then
+// decodeStrictTwoPass is the earlier decodeStrict: UTF-8 and validity checks, then
 // a decode. The one-pass decodeStrict must classify every body the same.
 func decodeStrictTwoPass(b []byte, v any) error {
-	if !json.Valid(b) {
+	if !utf8.Valid(b) || !json.Valid(b) {
 		return badRequest("request body is not valid JSON")
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
