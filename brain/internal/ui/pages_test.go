@@ -1,7 +1,6 @@
 package ui_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -15,32 +14,16 @@ import (
 // page is a headless Chromium tab on a real Brain's inspector, logged in
 // with the operator token.
 type page struct {
-	t     *testing.T
-	ctx   context.Context
+	*browser
 	base  string
 	token string
 }
 
 func openPage(t *testing.T) *page {
 	t.Helper()
-	exe := chromium(t)
 	const token = "inspector-page-token"
 	base := braintest.Serve(t, t.TempDir(), token)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-component-update", true),
-		chromedp.WindowSize(1280, 900),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	t.Cleanup(cancelCtx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(cancelTimeout)
-	p := &page{t: t, ctx: ctx, base: base, token: token}
+	p := &page{browser: newBrowser(t, 90*time.Second), base: base, token: token}
 	p.run("log in",
 		chromedp.Navigate(base+"/ui/"),
 		chromedp.WaitVisible(chromedp.CSS("#login-form")),
@@ -48,30 +31,6 @@ func openPage(t *testing.T) *page {
 		chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#list")))
 	return p
-}
-
-func (p *page) fail(what string, err error) {
-	p.t.Helper()
-	html, _ := chromedp.Run(p.ctx, chromedp.OuterHTML(chromedp.CSS("main")))
-	p.t.Fatalf("%s: %v\npage:\n%s", what, err, html)
-}
-
-func (p *page) run(what string, actions ...chromedp.Action[chromedp.Void]) {
-	p.t.Helper()
-	if err := chromedp.Do(p.ctx, actions...); err != nil {
-		p.fail(what, err)
-	}
-}
-
-func (p *page) eval(expr string, v any) {
-	p.t.Helper()
-	raw, err := chromedp.Run(p.ctx, chromedp.Evaluate[json.RawMessage](expr))
-	if err == nil {
-		err = json.Unmarshal(raw, v)
-	}
-	if err != nil {
-		p.fail("evaluate "+expr, err)
-	}
 }
 
 func (p *page) poll(what, expr string) {
