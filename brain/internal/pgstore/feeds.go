@@ -111,8 +111,10 @@ func (j *Journal) published(session string, first uint64, recs []journal.Record)
 }
 
 // catchUp reads and pushes the records after sf.pushed through at least
-// upTo (0: whatever is committed). It holds sf.mu. A read failure leaves
-// sf.pushed where it was: the next commit or notification retries.
+// upTo (0: whatever is committed, read until a page comes back empty: a
+// page cut by its bytes holds fewer records than a full one, yet more may
+// follow). It holds sf.mu. A read failure leaves sf.pushed where it was:
+// the next commit or notification retries.
 func (j *Journal) catchUp(ctx context.Context, session string, sf *sessionFeeds, upTo uint64) {
 	for upTo == 0 || sf.pushed < upTo {
 		page, err := j.Read(ctx, session, sf.pushed, 0, 0)
@@ -120,9 +122,6 @@ func (j *Journal) catchUp(ctx context.Context, session string, sf *sessionFeeds,
 			return
 		}
 		sf.push(page)
-		if upTo == 0 && len(page) < journal.DefaultPageRecords {
-			return
-		}
 	}
 }
 
