@@ -17,12 +17,20 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/httpapi"
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/model"
 	"github.com/brain-in-go/brain/brain/internal/session"
 )
 
 // emitLoop is an agentloop that commits as many extension events as its
-// message says (a number), each {"i": n}, and answers "done".
+// message says (a number), each {"i": n}, and answers "done". The message
+// "model" makes it call the session's model once instead.
 func emitLoop(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.TurnOutput, error) {
+	if in.Input != nil && in.Input.Message == "model" {
+		if _, err := svc.Model(ctx, api.ModelRequest{Messages: []api.Message{api.UserMessage(*in.Input)}}); err != nil {
+			return api.TurnOutput{}, err
+		}
+		return api.TurnOutput{Result: json.RawMessage(`"done"`)}, nil
+	}
 	n := 0
 	if in.Input != nil {
 		n, _ = strconv.Atoi(in.Input.Message)
@@ -46,9 +54,17 @@ type inProcess struct {
 // heartbeat of idle event streams.
 func serveInProcess(t *testing.T, token string, heartbeat time.Duration) *inProcess {
 	t.Helper()
+	return serveWithModels(t, token, heartbeat, nil)
+}
+
+// serveWithModels is serveInProcess with the sessions' models opened by
+// models (nil: the scripted model).
+func serveWithModels(t *testing.T, token string, heartbeat time.Duration, models model.Opener) *inProcess {
+	t.Helper()
 	eng, err := session.New(session.Config{
 		Store:   journal.NewMemStore(),
 		IdleTTL: session.KeepIdle,
+		Models:  models,
 		Loops: func(impl []byte) (agentloop.Func, error) {
 			if string(impl) != `{"type":"emit"}` {
 				return nil, errors.New("unknown loop")

@@ -187,6 +187,13 @@ const MAX_SHOWN = 1000;
 const DEFAULT_HEARTBEAT_MS = 15000;
 const SILENT_BEATS = 3;
 
+// The live state of model calls still running is kept apart from the
+// window, so that a call's row shows all its streamed text when it is
+// shown again (after paging back to the newest events). At most
+// LIVE_CALLS calls are kept, each with at most LIVE_TEXT characters.
+const LIVE_CALLS = 16;
+const LIVE_TEXT = 1 << 20;
+
 // Records the environments table is folded from.
 const envKinds = /^(session_creation_started$|tool_call_started$|environment_)/;
 
@@ -207,6 +214,7 @@ class SessionView {
     this.openActivation = null;
     this.endEntry = null;
     this.early = []; // live frames that arrived before their model call
+    this.liveCalls = new Map(); // running model call's sequence -> {text, detail}
     this.envs = new Map(); // name -> environment row model
     this.envStarts = new Map(); // environment_*_started sequence -> environment name
     this.envFrom = 0; // the environments are folded from the records after this
@@ -414,30 +422,54 @@ class SessionView {
 
   // live handles a live-only frame: streamed model output and its usage.
   live(type, p) {
-    const entry = this.entries.get(p.model_call_sequence);
-    if (!entry) {
+    const seq = p.model_call_sequence;
+    if (seq > this.last) {
       // A live frame may overtake the committed record of its model call;
       // keep it until the call's row exists.
-      if (p.model_call_sequence > this.last && this.early.length < 10000) this.early.push([type, p]);
+      if (this.early.length < 10000) this.early.push([type, p]);
       return;
     }
-    if (type === 'model_output' && typeof p.delta === 'string') {
-      if (!entry.stream) {
-        entry.stream = el('pre', 'stream');
-        entry.stream.dataset.live = 'true';
-        entry.li.append(entry.stream);
-      }
-      entry.stream.textContent += p.delta;
-    } else if (type === 'model_usage' && p.usage) {
-      entry.detail.textContent = ' ' + p.usage.input_tokens + ' in / ' + p.usage.output_tokens + ' out tokens';
-    } else if (type === 'model_request') {
-      entry.detail.textContent = ' ' + p.input_bytes + ' input bytes';
+    let state = this.liveCalls.get(seq);
+    if (!state) {
+      if (this.liveCalls.size >= LIVE_CALLS) this.liveCalls.delete(this.liveCalls.keys().next().value);
+      state = { text: '', detail: null };
+      this.liveCalls.set(seq, state);
     }
+    let delta = '';
+    if (type === 'model_output' && typeof p.delta === 'string') {
+      delta = p.delta.slice(0, Math.max(0, LIVE_TEXT - state.text.length));
+      state.text += delta;
+    } else if (type === 'model_usage' && p.usage) {
+      state.detail = ' ' + p.usage.input_tokens + ' in / ' + p.usage.output_tokens + ' out tokens';
+    } else if (type === 'model_request') {
+      state.detail = ' ' + p.input_bytes + ' input bytes';
+    }
+    const entry = this.entries.get(seq);
+    if (!entry) return; // not in the window: shown when its row is
+    if (delta) {
+      if (!entry.stream) this.liveText(entry, '');
+      entry.stream.textContent += delta;
+    } else if (state.detail !== null) {
+      entry.detail.textContent = state.detail;
+    }
+  }
+
+  // liveText adds under a model call's row the text it streams.
+  liveText(entry, text) {
+    entry.stream = el('pre', 'stream', text);
+    entry.stream.dataset.live = 'true';
+    entry.li.append(entry.stream);
   }
 
   // record takes a recorded event from the stream.
   record(ev) {
     const kind = ev.event_type;
+    if (kind === 'model_call_started' && this.early.length) {
+      // Live frames that overtook this call's record are its own now.
+      const early = this.early;
+      this.early = [];
+      for (const [type, p] of early) this.live(type, p);
+    }
     if (this.following) {
       if (this.pending) this.pending.push(ev);
       else this.append(ev);
@@ -447,6 +479,7 @@ class SessionView {
       else if (this.environment(ev)) this.renderEnvironments();
     }
     if (kind === 'session_ended' || kind === 'session_creation_failed') this.finished = true;
+    if (/^model_call_(ended|failed)$/.test(kind) && ev.data) this.liveCalls.delete(ev.data.sequence);
     if (/^(turn_|session_|activation_)/.test(kind)) this.later('summary');
     if (/^(turn_ended|turn_failed|transcript_|session_creation_ended)/.test(kind)) this.later('transcript');
     this.later('pager');
@@ -525,7 +558,6 @@ class SessionView {
     $('events').tBodies[0].replaceChildren();
     this.entries = new Map();
     this.openTurn = this.openActivation = this.endEntry = null;
-    this.early = [];
     this.lo = lo;
     this.hi = lo - 1;
     for (const ev of evs) {
@@ -627,11 +659,10 @@ class SessionView {
     entry.outcome.append(el('span', 'badge running', 'running'));
     entry.li.dataset.outcome = 'running';
     this.entries.set(ev.sequence, entry);
-    if (this.early.length) {
-      const early = this.early;
-      this.early = [];
-      for (const [type, p] of early) if (p.model_call_sequence >= ev.sequence) this.live(type, p);
-    }
+    // What the call streamed before its row was shown.
+    const state = family === 'model_call' && this.liveCalls.get(ev.sequence);
+    if (state && state.text !== '') this.liveText(entry, state.text);
+    if (state && state.detail !== null) entry.detail.textContent = state.detail;
     if (family === 'turn') this.openTurn = entry;
     if (family === 'activation') this.openActivation = entry;
     if (family === 'session_end') this.endEntry = entry;
