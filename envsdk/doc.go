@@ -58,7 +58,9 @@
 //     again.
 //   - To complete later, return envapi.Returned(nil) and call
 //     x.Invocation.Finish when done, with a context of your own bounded by
-//     x.Deadline: the callback stays valid after return until the deadline.
+//     x.Deadline when it is not zero (zero: no deadline), not one derived
+//     from c.Context(), which ends when Execute returns: the callback stays
+//     valid after return until the deadline.
 //   - An *Error is answered as a failure with its code, message, retryable
 //     flag and details. An error wrapping ErrUnknown is answered unknown.
 //   - When the deadline passed the answer is the failure timeout; when Brain

@@ -100,8 +100,8 @@ func (i *Invocation) Returned(ctx context.Context, o *envapi.Outcome) (uint64, e
 // exactly once: a second call fails with ErrFinished, and when the
 // acknowledgement does not arrive the error wraps ErrAckLost — the outcome
 // may or may not be committed, and it must not be sent again. An outcome
-// that does not encode as JSON fails before anything is sent, and Finish
-// may then be called again.
+// that does not encode as JSON, or a ctx that has already ended, fails
+// before anything is sent, and Finish may then be called again.
 func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, error) {
 	if i == nil || !i.grant.Allows(envapi.MethodFinish) {
 		_, err := i.raw(ctx, envapi.MethodFinish, nil)
@@ -112,6 +112,10 @@ func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, err
 	in, err := marshalInput(optionalOutcome(o))
 	if err != nil {
 		return 0, err
+	}
+	// So is a context that has already ended: nothing would be sent.
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("envsdk: %s not sent: %w", envapi.MethodFinish, err)
 	}
 	i.mu.Lock()
 	if i.finished {

@@ -3,13 +3,20 @@ package envsdk
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
 )
 
+// shutdownGrace is how long Serve lets running operations finish once its
+// context ended.
+var shutdownGrace = 30 * time.Second
+
 // ListenAndServe serves h on addr until ctx ends, then shuts down
-// gracefully, letting running operations finish for up to 30 seconds.
+// gracefully, letting running operations finish for up to 30 seconds;
+// the operations still running then are stopped (their contexts end) and
+// the error says so.
 func ListenAndServe(ctx context.Context, addr string, h http.Handler) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -32,9 +39,16 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	err := srv.Shutdown(sctx)
+	if err != nil {
+		// Operations still running past the grace are stopped: closing
+		// their connections ends their contexts, so none is left running
+		// with a live context after Serve returns.
+		_ = srv.Close()
+		err = fmt.Errorf("envsdk: operations still running %s after shutdown began were stopped: %w", shutdownGrace, err)
+	}
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		return serr
 	}
