@@ -91,7 +91,8 @@ func (p *Provider) Down() {
 }
 
 // Shutdown opens every gate and stops serving once the operations in
-// flight answered (bounded by 10 s).
+// flight answered (bounded by 10 s; the ones still running then are
+// stopped: their contexts end).
 func (p *Provider) Shutdown() {
 	p.OpenAll()
 	p.mu.Lock()
@@ -101,7 +102,9 @@ func (p *Provider) Shutdown() {
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(ctx)
+		if srv.Shutdown(ctx) != nil {
+			_ = srv.Close()
+		}
 	}
 }
 
