@@ -44,6 +44,9 @@
 //
 // Events iterates over committed events after a cursor, page by page until
 // none are left; with Follow it streams them (server-sent events), and
-// reconnects from the last sequence it yielded whenever the stream breaks
-// or the subscriber lagged, until the session ends or ctx ends.
+// reconnects from the last sequence it yielded whenever the stream breaks,
+// goes silent (nothing, not even a heartbeat comment, for three of the
+// heartbeat intervals the server names) or the subscriber lagged, until
+// the session ends or ctx ends. A host's commands connection that goes
+// silent likewise is connected again.
 package client

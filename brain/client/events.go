@@ -35,7 +35,8 @@ func LiveFrames() EventsOption { return func(o *eventsOpts) { o.live = true } }
 
 // Events iterates over the session's public events after the cursor. By
 // default it reads pages until none are left; with Follow it streams and
-// reconnects from the last yielded sequence until the session ends
+// reconnects from the last yielded sequence (also when the stream goes
+// silent for three of its heartbeat intervals) until the session ends
 // (session_ended or session_creation_failed) or ctx ends. An error is
 // yielded once, and ends the iteration.
 func (s *Session) Events(ctx context.Context, after uint64, opts ...EventsOption) iter.Seq2[api.Event, error] {
@@ -142,7 +143,11 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 	if s.c.closed.Load() {
 		return false, ErrClosed
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.c.base+s.path("/events?after="+strconv.FormatUint(*cursor, 10)), nil)
+	// The connection has a context of its own, cancelled when the stream
+	// goes silent: the caller's ctx goes on.
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	req, err := http.NewRequestWithContext(sctx, http.MethodGet, s.c.base+s.path("/events?after="+strconv.FormatUint(*cursor, 10)), nil)
 	if err != nil {
 		return false, err
 	}
@@ -157,8 +162,10 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 		b, _ := io.ReadAll(resp.Body)
 		return false, apiError(resp.StatusCode, b)
 	}
+	body, unwatch := watchHeartbeat(sctx, cancel, resp.Header, resp.Body)
+	defer unwatch()
 	progressed := false
-	err = scanSSE(resp.Body, func(id, event string, data []byte) error {
+	err = scanSSE(body, func(id, event string, data []byte) error {
 		if id == "" {
 			if !live {
 				return nil

@@ -373,7 +373,10 @@ func (h *Host) parked() bool {
 
 // connectOnce reads one commands connection until it ends.
 func (h *Host) connectOnce(up chan struct{}, upOnce *sync.Once) (bool, error) {
-	ctx := h.c.life
+	// The connection has a context of its own, cancelled when it goes
+	// silent.
+	ctx, cancel := context.WithCancelCause(h.c.life)
+	defer cancel(nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.c.base+"/v1/hosts/"+h.ID+"/commands", nil)
 	if err != nil {
 		return false, err
@@ -395,7 +398,9 @@ func (h *Host) connectOnce(up chan struct{}, upOnce *sync.Once) (bool, error) {
 	h.mu.Unlock()
 	upOnce.Do(func() { close(up) })
 	defer h.lost(connID)
-	return true, scanSSE(resp.Body, func(_, event string, data []byte) error {
+	body, unwatch := watchHeartbeat(ctx, cancel, resp.Header, resp.Body)
+	defer unwatch()
+	return true, scanSSE(body, func(_, event string, data []byte) error {
 		switch event {
 		case "command":
 			var cmd api.HostCommand

@@ -143,6 +143,9 @@ func hostError(err error) error {
 
 // hostCommands streams a host's commands (event: command) until the host
 // goes away, a newer connection displaces this one or the server stops.
+// A comment every Options.Heartbeat, named in the Brain-Heartbeat-Ms
+// header as on event streams, lets the host tell a connection dropped on
+// the way and connect again.
 func (s *Server) hostCommands(w http.ResponseWriter, r *http.Request, reg *hosts.Registry, id string) {
 	// A drain serves its admitted turns with their callbacks, and a host's
 	// commands stream is its callback: a registered host may connect
@@ -163,6 +166,7 @@ func (s *Server) hostCommands(w http.ResponseWriter, r *http.Request, reg *hosts
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	h.Set(HeaderHostConnection, conn.ID)
+	h.Set(heartbeatHeader, s.heartbeatMs())
 	w.WriteHeader(http.StatusOK)
 	if rc.Flush() != nil {
 		return

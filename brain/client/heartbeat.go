@@ -1,0 +1,59 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// heartbeatHeader names, on a stream's response, the interval in
+// milliseconds of the comments Brain sends while the stream is idle.
+const heartbeatHeader = "Brain-Heartbeat-Ms"
+
+// silentBeats is how many heartbeat intervals a stream may stay silent
+// before it is taken for a connection dropped on the way.
+const silentBeats = 3
+
+// maxHeartbeatMs bounds the intervals watched: a longer one (a day) is
+// taken for no heartbeat at all.
+const maxHeartbeatMs = 24 * 60 * 60 * 1000
+
+// errSilent reports a stream on which nothing arrived, not even a
+// heartbeat comment, for silentBeats heartbeat intervals.
+var errSilent = errors.New("client: stream went silent")
+
+// watchHeartbeat answers a reader of body that fails with errSilent once
+// nothing arrived for silentBeats of the heartbeat intervals header names,
+// by cancelling cancel (the stream's request context, which unblocks a
+// pending read). A response without the header is not watched. stop ends
+// the watch.
+func watchHeartbeat(ctx context.Context, cancel context.CancelCauseFunc, header http.Header, body io.Reader) (r io.Reader, stop func()) {
+	ms, err := strconv.ParseInt(header.Get(heartbeatHeader), 10, 64)
+	if err != nil || ms <= 0 || ms > maxHeartbeatMs {
+		return body, func() {}
+	}
+	d := silentBeats * time.Duration(ms) * time.Millisecond
+	w := &watchdog{ctx: ctx, body: body, d: d, t: time.AfterFunc(d, func() { cancel(errSilent) })}
+	return w, func() { w.t.Stop() }
+}
+
+type watchdog struct {
+	ctx  context.Context
+	body io.Reader
+	d    time.Duration
+	t    *time.Timer
+}
+
+func (w *watchdog) Read(p []byte) (int, error) {
+	n, err := w.body.Read(p)
+	if n > 0 {
+		w.t.Reset(w.d)
+	}
+	if err != nil && errors.Is(context.Cause(w.ctx), errSilent) {
+		err = errSilent
+	}
+	return n, err
+}

@@ -1,0 +1,171 @@
+package client_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain"
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/braintest"
+	"github.com/brain-in-go/brain/brain/client"
+)
+
+// freezer relays connections to a server; freeze makes the connections
+// relayed so far go silent without closing, as a connection a proxy or a
+// NAT dropped on the way does. Later connections are relayed as usual.
+type freezer struct {
+	URL    string
+	mu     sync.Mutex
+	frozen []chan struct{}
+	open   []chan struct{}
+}
+
+func newFreezer(t *testing.T, target string) *freezer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{URL: "http://" + ln.Addr().String()}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", strings.TrimPrefix(target, "http://"))
+			if err != nil {
+				c.Close()
+				continue
+			}
+			stop := make(chan struct{})
+			f.mu.Lock()
+			f.open = append(f.open, stop)
+			f.mu.Unlock()
+			relay := func(dst, src net.Conn) {
+				defer dst.Close()
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := src.Read(buf)
+					select {
+					case <-stop:
+						<-done // silent: read and drop, never close
+						return
+					default:
+					}
+					if n > 0 {
+						if _, err := dst.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}
+			go relay(u, c)
+			go relay(c, u)
+		}
+	}()
+	return f
+}
+
+func (f *freezer) freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.open {
+		close(c)
+	}
+	f.open = nil
+}
+
+// TestFollowReconnectsSilentStream follows a session over a connection
+// that goes silent without closing: the stream's heartbeat comments stop
+// arriving, and Follow reconnects from its cursor after a few heartbeat
+// intervals instead of waiting forever, so the next turn's events arrive.
+func TestFollowReconnectsSilentStream(t *testing.T) {
+	b := braintest.Start(t, braintest.Options{Token: "tok", Edit: func(c *brain.Config) { c.Heartbeat = 100 * time.Millisecond }})
+	f := newFreezer(t, b.URL)
+	c, err := client.New(f.URL, &client.Options{Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := c.Sessions.Create(ctx, scripted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := b.Client(t).Sessions.Open(s.ID)
+	var seqs []uint64
+	for ev, err := range s.Events(ctx, 0, client.Follow()) {
+		if err != nil {
+			t.Fatalf("after events %v: %v", seqs, err)
+		}
+		if len(seqs) > 0 && ev.Sequence <= seqs[len(seqs)-1] {
+			t.Fatalf("event %d after %v", ev.Sequence, seqs)
+		}
+		seqs = append(seqs, ev.Sequence)
+		if ev.Sequence == s.Summary.LastSequence {
+			f.freeze()
+			if _, err := direct.Send(context.Background(), api.UserInput{Message: "hello"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ev.EventType == api.KindTurnEnded {
+			return
+		}
+	}
+	t.Fatalf("the stream ended after %v", seqs)
+}
+
+// TestHostReconnectsSilentConnection serves a host tool over a commands
+// connection that goes silent without closing: the host takes it for
+// dropped after a few heartbeat intervals and connects again, so that
+// later calls reach its handler instead of a connection nobody reads.
+func TestHostReconnectsSilentConnection(t *testing.T) {
+	b := braintest.Start(t, braintest.Options{Token: "tok", Edit: func(c *brain.Config) {
+		c.Heartbeat = 100 * time.Millisecond
+		c.Limits.MaxTool = time.Second
+	}})
+	f := newFreezer(t, b.URL)
+	c, err := client.New(f.URL, &client.Options{Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	h, err := c.Host(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Handle("ping", func(context.Context, *client.ToolCall) (api.Outcome, error) { return client.OK("pong"), nil })
+	if err := h.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	direct := b.Client(t)
+	s := hostSession(t, direct, h, "ping")
+	f.freeze()
+	var last api.Outcome
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		if _, err := s.Send(ctx, api.UserInput{Message: toolScript("ping")}); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+		ended := ofKind(events(t, s), api.KindToolCallEnded)
+		if last = outcomeOf(t, ended[len(ended)-1]); last.Status == api.OutcomeOK {
+			return
+		}
+	}
+	t.Fatalf("the host's calls still end %+v", last)
+}
