@@ -23,6 +23,9 @@ type Options struct {
 	DataDir string
 	// Token is the bearer token the API requires (empty: none).
 	Token string
+	// Addr is the loopback address to listen on, such as the address of
+	// a Brain an earlier part of the test stopped (default: a free port).
+	Addr string
 	// Environments are providers served on loopback next to Brain and
 	// routed under their names.
 	Environments map[string]Environment
@@ -102,7 +105,11 @@ func Open(opts Options) (*Brain, error) {
 		}
 		b.Routes[name] = srv.URL
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := opts.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		b.closeEnvs()
 		return nil, err

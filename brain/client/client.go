@@ -138,7 +138,7 @@ func (c *Client) bind(ctx context.Context) (context.Context, func()) {
 // closedErr answers ErrClosed when the client closed while err happened.
 func (c *Client) closedErr(err error) error {
 	if c.closed.Load() && !errors.Is(err, ErrClosed) {
-		return fmt.Errorf("%w (%v)", ErrClosed, err)
+		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return err
 }

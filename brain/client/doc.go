@@ -47,6 +47,9 @@
 // reconnects from the last sequence it yielded whenever the stream breaks,
 // goes silent (nothing, not even a heartbeat comment, for three of the
 // heartbeat intervals the server names) or the subscriber lagged, until
-// the session ends or ctx ends. A host's commands connection that goes
-// silent likewise is connected again.
+// the session ends or ctx ends. It outlives a server's restart: a
+// connection refused, or answered with a retryable error while the server
+// drains, is tried again with growing pauses for FollowGiveUp before the
+// error is yielded. A host's commands connection that goes silent likewise
+// is connected again.
 package client

@@ -37,8 +37,11 @@ func LiveFrames() EventsOption { return func(o *eventsOpts) { o.live = true } }
 // default it reads pages until none are left; with Follow it streams and
 // reconnects from the last yielded sequence (also when the stream goes
 // silent for three of its heartbeat intervals) until the session ends
-// (session_ended or session_creation_failed) or ctx ends. An error is
-// yielded once, and ends the iteration.
+// (session_ended or session_creation_failed) or ctx ends. A connection
+// that cannot be made, or is answered with a retryable error (a server
+// draining or restarting), is tried again with pauses growing to 2 s;
+// after FollowGiveUp without a connection the error is yielded. An error
+// is yielded once, and ends the iteration.
 func (s *Session) Events(ctx context.Context, after uint64, opts ...EventsOption) iter.Seq2[api.Event, error] {
 	var o eventsOpts
 	for _, fn := range opts {
@@ -73,6 +76,17 @@ func (s *Session) Events(ctx context.Context, after uint64, opts ...EventsOption
 	}
 }
 
+// FollowGiveUp is how long a followed stream keeps trying to connect
+// again before it yields the error: long enough for a server to restart.
+const FollowGiveUp = 30 * time.Second
+
+// followPause is the first pause before a stream connects again, and
+// followMaxPause the longest.
+const (
+	followPause    = 50 * time.Millisecond
+	followMaxPause = 2 * time.Second
+)
+
 // errStreamEnded says a stream reached a terminal event.
 var errStreamEnded = errors.New("client: session ended")
 
@@ -85,32 +99,45 @@ func (s *Session) follow(ctx context.Context, after uint64, live bool) iter.Seq2
 		ctx, done := s.c.bind(ctx)
 		defer done()
 		cursor := after
-		failures := 0
+		pause := time.Duration(0)
+		var failingSince time.Time // the first of the connections failing in a row
 		for {
-			progressed, err := s.streamOnce(ctx, &cursor, live, yield)
+			established, progressed, err := s.streamOnce(ctx, &cursor, live, yield)
 			switch {
 			case errors.Is(err, errStreamEnded), errors.Is(err, errStopped):
 				return
 			case err != nil:
 				var ae *api.ApiError
-				if errors.As(err, &ae) || ctx.Err() != nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrMalformedEvent) {
+				if (errors.As(err, &ae) && !ae.Retryable) || ctx.Err() != nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrMalformedEvent) {
 					yield(api.Event{}, s.c.closedErr(err))
 					return
 				}
 			}
-			if progressed {
-				failures = 0
-			} else if s.finishedAt(ctx, cursor) {
+			if !progressed && s.finishedAt(ctx, cursor) {
 				// The session ended at or before the cursor: the server
 				// closes such a stream at once, and there is nothing more
 				// to follow.
 				return
-			} else if failures++; failures > 5 {
-				yield(api.Event{}, fmt.Errorf("client: event stream keeps failing: %w", err))
-				return
+			}
+			switch {
+			case progressed:
+				pause, failingSince = 0, time.Time{}
+			case established:
+				// A stream that ended with nothing (a proxy's bound on a
+				// connection's life): connect again, soon.
+				failingSince = time.Time{}
+				pause = min(max(2*pause, followPause), followMaxPause)
+			default:
+				if failingSince.IsZero() {
+					failingSince = time.Now()
+				} else if time.Since(failingSince) >= FollowGiveUp {
+					yield(api.Event{}, s.c.closedErr(fmt.Errorf("client: event stream: no connection for %v: %w", FollowGiveUp, err)))
+					return
+				}
+				pause = min(max(2*pause, followPause), followMaxPause)
 			}
 			select {
-			case <-time.After(time.Duration(failures) * 50 * time.Millisecond):
+			case <-time.After(pause):
 			case <-ctx.Done():
 				yield(api.Event{}, s.c.closedErr(ctx.Err()))
 				return
@@ -138,10 +165,11 @@ func (s *Session) finishedAt(ctx context.Context, cursor uint64) bool {
 var ErrMalformedEvent = errors.New("client: malformed event")
 
 // streamOnce reads one SSE connection, advancing *cursor past every event
-// it yields. It answers whether any event arrived, and why it stopped.
-func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yield func(api.Event, error) bool) (bool, error) {
+// it yields. It answers whether the stream was established (answered 200),
+// whether any event arrived, and why it stopped.
+func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yield func(api.Event, error) bool) (established, progressed bool, err error) {
 	if s.c.closed.Load() {
-		return false, ErrClosed
+		return false, false, ErrClosed
 	}
 	// The connection has a context of its own, cancelled when the stream
 	// goes silent: the caller's ctx goes on.
@@ -149,22 +177,21 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 	defer cancel(nil)
 	req, err := http.NewRequestWithContext(sctx, http.MethodGet, s.c.base+s.path("/events?after="+strconv.FormatUint(*cursor, 10)), nil)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	s.c.authorize(req)
 	resp, err := s.c.hc.Do(req)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		return false, apiError(resp.StatusCode, b)
+		return false, false, apiError(resp.StatusCode, b)
 	}
 	body, unwatch := watchHeartbeat(sctx, cancel, resp.Header, resp.Body)
 	defer unwatch()
-	progressed := false
 	err = scanSSE(body, func(id, event string, data []byte) error {
 		if id == "" {
 			if !live {
@@ -195,5 +222,5 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 		}
 		return nil
 	})
-	return progressed, err
+	return true, progressed, err
 }
