@@ -13,14 +13,17 @@ import (
 
 // goDo runs a request that the crash will interrupt; its outcome is
 // irrelevant.
-func goDo(c *apiClient, method, path string, body any) {
+func goDo(c *apiClient, method, path string, body any) { goDoKeyed(c, method, path, key(), body) }
+
+// goDoKeyed is goDo with the Idempotency-Key k.
+func goDoKeyed(c *apiClient, method, path, k string, body any) {
 	go func() {
 		defer func() { _ = recover() }()
 		req, _ := json.Marshal(body)
 		hr, _ := http.NewRequest(method, c.url+path, strings.NewReader(string(req)))
 		hr.Header.Set("Authorization", "Bearer "+operatorToken)
 		hr.Header.Set("Content-Type", "application/json")
-		hr.Header.Set("Idempotency-Key", key())
+		hr.Header.Set("Idempotency-Key", k)
 		if resp, err := c.hc.Do(hr); err == nil {
 			resp.Body.Close()
 		}
@@ -126,5 +129,45 @@ func TestCrash(t *testing.T) {
 		if n := len(f.received(envapi.RequestDetach)); n != 1 {
 			t.Errorf("detach sent %d times", n)
 		}
+	})
+
+	t.Run("kill_during_teardown", func(t *testing.T) {
+		// A delete killed while its teardown runs: after the restart the
+		// teardown is an ambiguous failure and the session and its
+		// environment record remain; the delete's key answers ambiguous
+		// and runs nothing, and a delete with a new key tears down again.
+		dir := t.TempDir()
+		f := newFixture(t)
+		ch := startChild(t, dir)
+		c := newClient(t, ch.URL)
+		id := c.create(api.CreateSessionRequest{Environments: []api.Environment{f.env("box", &bindingConf{Teardown: "hold"})}}).SessionID
+		c.must(http.StatusOK, http.MethodPost, "/v1/sessions/"+id+"/end", nil, nil)
+		k := key()
+		goDoKeyed(c, http.MethodDelete, "/v1/sessions/"+id, k, nil)
+		f.waitFor(envapi.RequestTeardown, 1)
+		ch.kill()
+
+		b := openBrain(t, dir, brain.Limits{})
+		c = newClient(t, b.URL)
+		var sum api.SessionSummary
+		c.must(http.StatusOK, http.MethodGet, "/v1/sessions/"+id, nil, &sum)
+		evs := c.events(id)
+		tf := ofKind(evs, api.KindEnvironmentTeardownFailed)
+		if sum.Status != api.StatusEnded || len(tf) != 1 || dataField[string](t, tf[0], "code") != api.FailureInterrupted || !dataField[bool](t, tf[0], "ambiguous") {
+			t.Fatalf("%s: %s", sum.Status, kindsLine(evs))
+		}
+		status, body := c.do(http.MethodDelete, "/v1/sessions/"+id, nil, map[string]string{"Idempotency-Key": k})
+		if status != http.StatusInternalServerError || !strings.Contains(string(body), `"ambiguous"`) {
+			t.Fatalf("the killed delete's key = %d %s, want 500 ambiguous", status, body)
+		}
+		if n := len(f.received(envapi.RequestTeardown)); n != 1 {
+			t.Fatalf("teardown sent %d times before a new delete, want 1", n)
+		}
+		f.Open("teardown")
+		c.must(http.StatusNoContent, http.MethodDelete, "/v1/sessions/"+id, nil, nil)
+		if n := len(f.received(envapi.RequestTeardown)); n != 2 {
+			t.Errorf("teardown sent %d times after a delete with a new key, want 2", n)
+		}
+		c.must(http.StatusNotFound, http.MethodGet, "/v1/sessions/"+id, nil, nil)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,9 +20,10 @@ import (
 const drainOutput = `"finished during drain"`
 
 // drainFixture is the fixture with one more tool behaviour, "gated": its
-// execute waits for gate "drain", then emits "drain_progress" and
-// finishes with drainOutput through its callback grant, reports both calls
-// on calls and answers. The turn that dispatched it stays in flight until
+// execute waits for gate "drain", then reports "drain_report" and a lost
+// resource through the binding's reporter, emits "drain_progress" and
+// finishes with drainOutput through its callback grant, reports those
+// calls on calls and answers. The turn that dispatched it stays in flight until
 // the finish.
 type drainFixture struct {
 	*fixture
@@ -30,8 +32,10 @@ type drainFixture struct {
 
 // drainCalls is what the gated tool's callback calls answered.
 type drainCalls struct {
-	emitted, finished  uint64
-	emitErr, finishErr error
+	reported, observed    uint64
+	reportErr, observeErr error
+	emitted, finished     uint64
+	emitErr, finishErr    error
 }
 
 func newDrainFixture(t *testing.T) *drainFixture {
@@ -57,6 +61,8 @@ func (d *drainFixture) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Recei
 		return envapi.Receipt{}, context.Cause(ctx)
 	}
 	var r drainCalls
+	r.reported, r.reportErr = c.Reporter().Event(ctx, "drain_report", map[string]string{"step": "after the signal"})
+	r.observed, r.observeErr = c.Reporter().Result(ctx, envapi.Observation{Scope: envapi.ScopeResource, Resource: "disk", Code: envapi.CodeResourceLost, Message: "lost during the drain"}, nil)
 	r.emitted, r.emitErr = x.Invocation.Emit(ctx, "drain_progress", map[string]string{"step": "after the signal"})
 	out := envapi.OK(json.RawMessage(drainOutput))
 	if r.emitErr == nil {
@@ -103,11 +109,12 @@ type sendAnswer struct {
 }
 
 // TestDrainKeepsCallbacks: SIGTERM while a synchronous turn waits on a
-// tool of an http environment. New work is refused, yet the tool's emit
+// tool of an http environment. New work is refused, yet the reports the
+// environment makes through its binding's reporter and the tool's emit
 // and finish through its callback grant, made after the signal, succeed;
 // the turn completes and its caller gets the answer; the process exits 0
-// only after that, and the journal holds the emitted event, the finished
-// outcome and turn_ended, with nothing interrupted.
+// only after that, and the journal holds the reports, the emitted event,
+// the finished outcome and turn_ended, with nothing interrupted.
 func TestDrainKeepsCallbacks(t *testing.T) {
 	s := start(t, "")
 	f := newDrainFixture(t)
@@ -158,6 +165,9 @@ func TestDrainKeepsCallbacks(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the tool did not call back\n%s", s.stderr)
 	}
+	if calls.reportErr != nil || calls.observeErr != nil || calls.reported == 0 || calls.observed <= calls.reported {
+		t.Fatalf("reports after SIGTERM: event %d %v, observation %d %v\n%s", calls.reported, calls.reportErr, calls.observed, calls.observeErr, s.stderr)
+	}
 	if calls.emitErr != nil || calls.finishErr != nil || calls.emitted == 0 || calls.finished <= calls.emitted {
 		t.Fatalf("callbacks after SIGTERM: emit %d %v, finish %d %v\n%s", calls.emitted, calls.emitErr, calls.finished, calls.finishErr, s.stderr)
 	}
@@ -204,14 +214,24 @@ func TestDrainKeepsCallbacks(t *testing.T) {
 	// The journal holds the emitted event, the finished outcome and the
 	// turn's end; nothing was interrupted.
 	evs := start(t, s.DataDir).drainedEvents(t, id)
-	var emitted, end *api.Event
+	var reported, observed, emitted, end *api.Event
 	for i := range evs {
 		switch ev := &evs[i]; ev.Sequence {
+		case calls.reported:
+			reported = ev
+		case calls.observed:
+			observed = ev
 		case calls.emitted:
 			emitted = ev
 		case calls.finished:
 			end = ev
 		}
+	}
+	if reported == nil || reported.EventType != "drain_report" || reported.Origin == nil || reported.Origin.Kind != api.OriginEnvironment {
+		t.Errorf("reported event at %d: %+v", calls.reported, reported)
+	}
+	if observed == nil || observed.EventType != api.KindOutputEmitted || !strings.Contains(string(observed.Data), "lost during the drain") {
+		t.Errorf("observation at %d: %+v", calls.observed, observed)
 	}
 	if emitted == nil || emitted.EventType != "drain_progress" || emitted.Origin == nil || emitted.Origin.Kind != api.OriginTool || emitted.Origin.Sequence != toolSeq {
 		t.Errorf("emitted event at %d: %+v", calls.emitted, emitted)

@@ -64,7 +64,7 @@ func (f *fixture) callbackTokens() []string {
 type bindingConf struct {
 	Setup    string `json:"setup,omitempty"`    // fail | hold | release
 	Detach   string `json:"detach,omitempty"`   // fail | hold
-	Teardown string `json:"teardown,omitempty"` // fail_once
+	Teardown string `json:"teardown,omitempty"` // fail_once | hold
 	Release  string `json:"release,omitempty"`  // fail | hold
 }
 
@@ -103,8 +103,16 @@ func (f *fixture) Detach(c *envsdk.Ctx) error {
 }
 
 func (f *fixture) Teardown(c *envsdk.Ctx) error {
-	if f.conf(c).Teardown == "fail_once" && f.ShouldFail("teardown") {
-		return envsdk.Fail("teardown_refused", "teardown failed")
+	switch f.conf(c).Teardown {
+	case "fail_once":
+		if f.ShouldFail("teardown") {
+			return envsdk.Fail("teardown_refused", "teardown failed")
+		}
+	case "hold":
+		select {
+		case <-f.Gate("teardown"):
+		case <-c.Context().Done():
+		}
 	}
 	return nil
 }

@@ -401,7 +401,9 @@ func (s *sess) maybeEvictLocked(expired bool) {
 		return
 	}
 	ttl := s.ttlLocked()
-	if s.activated && !expired && s.st != nil && s.st.Status != api.StatusEnded {
+	// An ended session, or one whose creation failed, never runs again:
+	// there is no execution to retain.
+	if s.activated && !expired && s.st != nil && s.st.Status != api.StatusEnded && s.st.Status != api.StatusFailed {
 		switch {
 		case ttl < 0:
 			return

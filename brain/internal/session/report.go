@@ -29,7 +29,28 @@ type Report struct {
 // wakes the loop (coalesced) unless the session was interrupted. A binding
 // that is not the environment's current one is refused
 // (ErrExecutionClosed).
+//
+// Once Close has begun, a session still in memory (its work is what the
+// drain waits for) keeps taking reports without an admission, as its
+// callbacks do: a provider reporting a resource it lost during a drained
+// tool call is heard. A session not in memory is refused (ErrClosed).
 func (e *Engine) Report(ctx context.Context, id string, binding api.EnvironmentRef, r Report) (uint64, error) {
+	if !ValidSessionID(id) {
+		return 0, fmt.Errorf("%w: malformed session id %q", ErrInvalid, id)
+	}
+	e.mu.Lock()
+	s, closed := e.live[id], e.closed
+	e.mu.Unlock()
+	if s != nil && closed {
+		s.mu.Lock()
+		if !s.evicted && s.st != nil {
+			defer s.mu.Unlock()
+			seq, err := s.reportLocked(binding, r)
+			s.maybeEvictLocked(false)
+			return seq, err
+		}
+		s.mu.Unlock()
+	}
 	s, err := e.acquire(ctx, id, true)
 	if err != nil {
 		return 0, err
@@ -39,6 +60,11 @@ func (e *Engine) Report(ctx context.Context, id string, binding api.EnvironmentR
 		return 0, err
 	}
 	defer s.mu.Unlock()
+	return s.reportLocked(binding, r)
+}
+
+// reportLocked commits report r of binding (see Engine.Report).
+func (s *sess) reportLocked(binding api.EnvironmentRef, r Report) (uint64, error) {
 	es := s.st.Envs[binding.Name]
 	if es == nil || es.Binding != binding.Sequence || es.State == envDeleted || es.State == envDetached ||
 		s.st.Status == api.StatusEnded || s.st.Status == api.StatusFailed {

@@ -155,3 +155,24 @@ func TestVeryLongIdleTTLRetains(t *testing.T) {
 		t.Fatalf("%d sessions in memory 100ms after a turn with idle_ttl_ms %d, want 1", n, ms)
 	}
 }
+
+// A session whose creation failed is released at once whatever its
+// idle_ttl_ms: it can never run again (only a delete is accepted), so
+// there is no execution to retain.
+func TestFailedCreationIsNotRetained(t *testing.T) {
+	h := newHarness(t, Config{}, map[string]string{"box": "fail"})
+	keep := int64(0)
+	req := toolSession("echo")
+	req.Model = api.ModelConfig{Provider: "scripted", Name: "test"}
+	req.IdleTTLMs = &keep
+	sum, err := h.engine.Create(context.Background(), "", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != api.StatusFailed {
+		t.Fatalf("created session is %s, want failed", sum.Status)
+	}
+	if n := h.engine.Active(); n != 0 {
+		t.Fatalf("%d sessions in memory after a failed creation with idle_ttl_ms 0", n)
+	}
+}
