@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -59,7 +60,9 @@ func (noLoader) Load(url string) (any, error) {
 }
 
 // SendStructured sends input and validates the turn's final answer (the
-// text of the last assistant message, parsed as JSON) against schema.
+// text of the last assistant message of the transcript the turn saved,
+// parsed as JSON) against schema. A turn that saved no transcript gave no
+// answer.
 // While it does not match, and at most maxRetries times, it sends a
 // correction message on the same session and validates the new answer.
 // It answers the first matching value; after the last failed attempt an
@@ -76,6 +79,12 @@ func (s *Session) SendStructured(ctx context.Context, input api.UserInput, schem
 		fn(&o)
 	}
 	msg := input
+	// The answer is the turn's only if the turn saved the transcript: a
+	// loop that saved nothing left the last turn's answer there.
+	before, err := s.Transcript(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		if _, err := s.Send(ctx, msg); err != nil {
 			return nil, err
@@ -85,6 +94,10 @@ func (s *Session) SendStructured(ctx context.Context, input api.UserInput, schem
 			return nil, err
 		}
 		answer, problem := check(sch, tr)
+		if reflect.DeepEqual(tr.Messages, before.Messages) {
+			answer, problem = nil, errors.New("the turn gave no answer: it saved no transcript")
+		}
+		before = tr
 		if problem == nil {
 			return answer, nil
 		}
