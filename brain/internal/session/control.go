@@ -506,9 +506,10 @@ func (s *sess) callLocked(ctx context.Context, c controller, ref api.Environment
 }
 
 // canReplaceLocked refuses a method with effect "replace" unless the
-// session's execution is idle (no activation, no tool) and, for an
-// extension, the environment is neither its own nor the agentloop's
-// bootstrap environment.
+// session's execution is idle (no activation, and no tool still holding
+// execution resources: one closed as cancelled runs until its cancel is
+// answered) and, for an extension, the environment is neither its own
+// nor the agentloop's bootstrap environment.
 func (s *sess) canReplaceLocked(c controller, env, method string) error {
 	if c.bounded {
 		boot := ""
@@ -519,7 +520,7 @@ func (s *sess) canReplaceLocked(c controller, env, method string) error {
 			return fmt.Errorf("%w: %s replaces environment %s, which an extension cannot replace from inside it (its own or the agentloop's)", ErrNotGranted, method, env)
 		}
 	}
-	if s.act != nil || len(s.tools) > 0 || s.replacing > 0 {
+	if s.act != nil || len(s.tools) > 0 || len(s.holding) > 0 || s.replacing > 0 {
 		return fmt.Errorf("%w: %s replaces environment %s and needs idle execution (an activation, a tool or another replacement is running)", ErrWrongState, method, env)
 	}
 	return nil
@@ -579,14 +580,23 @@ func (s *sess) viewLocked(name string) envapi.EnvironmentView {
 			}
 		}
 	}
-	var pending uint64
+	// The pending operation is the oldest one open on the environment,
+	// unless a teardown is open: then the binding is deleting, whatever
+	// call started before it is still being answered.
+	var pending, teardown uint64
 	for seq, eff := range s.st.Open {
-		if eff.Environment == name && strings.HasPrefix(eff.Prefix, "environment_") && (pending == 0 || seq < pending) {
-			pending = seq
-			if eff.Prefix == "environment_teardown" {
-				v.State = envapi.StateDeleting
-			}
+		if eff.Environment != name || !strings.HasPrefix(eff.Prefix, "environment_") {
+			continue
 		}
+		if pending == 0 || seq < pending {
+			pending = seq
+		}
+		if eff.Prefix == "environment_teardown" {
+			teardown = seq
+		}
+	}
+	if teardown != 0 {
+		v.State, pending = envapi.StateDeleting, teardown
 	}
 	if pending == 0 && es != nil && es.Pending != 0 {
 		// An unknown lifecycle operation stays pending until the
