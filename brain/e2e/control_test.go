@@ -123,6 +123,16 @@ func TestControl(t *testing.T) {
 		ConfigurationSchema: json.RawMessage(`{"type":"object","properties":{"size":{"type":"integer","minimum":1}},"additionalProperties":false}`)}
 	ctl := tool("ctl", "box", "control")
 	ctl.Environments = []api.EnvironmentGrant{{Environment: "box", Permissions: []string{"read", "call"}, Methods: []string{"inspect"}}}
+	// A template whose own configuration does not match its schema is
+	// refused with the create, not with every later instance.
+	bad := tmpl
+	bad.Configuration = json.RawMessage(`{"size":0}`)
+	var refused api.ApiError
+	c.must(http.StatusUnprocessableEntity, http.MethodPost, "/v1/sessions",
+		api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "e2e"}, Environments: []api.Environment{bad}, Tools: []api.Tool{}}, &refused)
+	if refused.Code != api.CodeInvalidRequest || !strings.Contains(refused.Message, "configuration_schema") {
+		t.Errorf("create with a template configuration its schema refuses = %+v, want invalid_request naming the schema", refused)
+	}
 	id := c.create(api.CreateSessionRequest{Environments: []api.Environment{f.env("box", nil), tmpl}, Tools: []api.Tool{ctl}}).SessionID
 	control := func(want int, req map[string]any, out any) []byte {
 		t.Helper()

@@ -61,8 +61,17 @@ func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionReque
 			if t.MaxInstances < 1 {
 				return bad("environment %q: template.max_instances must be at least 1", env.Name)
 			}
-			if _, err := e.schemas.get(t.ConfigurationSchema); err != nil {
+			schema, err := e.schemas.get(t.ConfigurationSchema)
+			if err != nil {
 				return bad("environment %q: template.configuration_schema: %v", env.Name, err)
+			}
+			// The template's own binding is its first instance: a
+			// configuration it declares is held to the schema as every
+			// other instance's is.
+			if len(env.Configuration) > 0 {
+				if err := schema.Validate(env.Configuration); err != nil {
+					return bad("environment %q: configuration does not match its template.configuration_schema: %v", env.Name, err)
+				}
 			}
 		}
 		for name, m := range env.Methods {

@@ -252,8 +252,19 @@ func TestStoppedToolOnFailingWritesSettles(t *testing.T) {
 		t.Fatalf("%d cancels sent though their start was not durable", n)
 	}
 	store.failing.Store(false)
-	if sum, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "after"}); err != nil || sum.Status != api.StatusIdle {
-		t.Fatalf("Send after writes came back = %+v, %v", sum, err)
+	// The stopped tool's execute returns once its request is abandoned;
+	// until then the session is busy with it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sum, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "after"})
+		if errors.Is(err, ErrBusy) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if err != nil || sum.Status != api.StatusIdle {
+			t.Fatalf("Send after writes came back = %+v, %v", sum, err)
+		}
+		break
 	}
 }
 
