@@ -33,5 +33,6 @@ const (
 	ruleExpect     rule = `a capability the profile's "expect" list pins must stay declared`
 	ruleOnce       rule = `an execute is run at most once: a command repeated with the same session, environment and sequence is not executed again; it answers unknown (or the first answer) and makes no further callbacks`
 	ruleEvidence   rule = `when the work of a timed-out execute cannot be cleaned up, the timeout failure keeps the cleanup evidence in its details (the first cause stays the code)`
+	ruleReturns    rule = `a provider answers every request, or stops serving it once the request's connection is gone: no request holds the provider forever`
 	ruleReceipts   rule = `an execute may answer {"type":"accepted"} or {"type":"progress","data":<JSON>}; that leaves the Tool's outcome unknown, so the provider does not complete it afterwards: no finish, result or returned callback follows the answer`
 )

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"time"
 )
 
@@ -206,9 +207,38 @@ func (o *Options) normalized() Options {
 }
 
 // ServeHandler serves h on a loopback test server closed when t ends and
-// returns its URL.
+// returns its URL. Closing waits for the requests h is still serving; when
+// one has not returned a while after its client went away (a provider
+// that ignores its request's context and never answers), the case fails
+// saying so and the server is left behind, so that the run goes on.
 func ServeHandler(t T, h http.Handler) string {
 	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			srv.CloseClientConnections()
+			srv.Close()
+		}()
+		wait := time.Duration(serveCloseWait.Load())
+		if wait <= 0 {
+			wait = defaultServeCloseWait
+		}
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-closed:
+		case <-timer.C:
+			t.Errorf("a request to the provider never returned: its handler was still running %v after the case ended and its client had gone\n  rule: %s", wait, ruleReturns)
+		}
+	})
 	return srv.URL
 }
+
+// defaultServeCloseWait is how long ServeHandler's cleanup waits for the
+// handler's requests to end: longer than a provider takes to stop an
+// operation whose client went away (envsdk.DefaultStopGrace).
+const defaultServeCloseWait = 30 * time.Second
+
+// serveCloseWait, when positive, replaces defaultServeCloseWait.
+var serveCloseWait atomic.Int64

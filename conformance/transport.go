@@ -32,6 +32,11 @@ func (p *probe) setupBody() []byte {
 func (p *probe) wantStatus(r rule, ex *exchange, want int, what string) bool {
 	p.t.Helper()
 	if ex.Status != want {
+		if ex.Status == 0 && ex.Err != nil {
+			// No status came back at all: say so, and why.
+			p.fail(r, ex, "%s: want %d, %v", what, want, valid(ex))
+			return false
+		}
 		p.fail(r, ex, "%s: answered %d, want %d", what, ex.Status, want)
 		return false
 	}
@@ -86,6 +91,7 @@ func (p *probe) rawHeader(path, authorization string, body []byte) *exchange {
 		req.Header.Set("Authorization", authorization)
 	}
 	res, err := p.tg.Client.Do(req)
+	ex.Answered = time.Now()
 	if err != nil {
 		ex.Err = err
 		return ex

@@ -64,7 +64,8 @@
 // read_only. stdout and stderr are demultiplexed, share the profile's
 // output_bytes cap (the head is kept, the rest drained, truncated set) and
 // are streamed while the command runs as "docker.output" events
-// ({"stream", "data"}, at most 16 KiB each) through the execution's emit
+// ({"stream", "data"}, at most 16 KiB each, cut between characters, so
+// that a stream's events join into its output) through the execution's emit
 // service when granted; all events precede the finish.
 //
 // # Stopping a call

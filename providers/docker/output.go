@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/toolset"
@@ -27,12 +28,16 @@ func capture(limit int64, s *streamer) (stdout, stderr *toolset.Head) {
 // service. It coalesces what arrives while an emit is in flight, so a fast
 // producer never waits for Brain; flush waits until everything added was
 // emitted (or emission failed), so that every event precedes the finish.
+// Events are cut at UTF-8 boundaries: a character split across two writes
+// of the command (or two frames of the Engine) is held back until it is
+// whole, so that the events of a stream join into its output.
 type streamer struct {
 	inv *envsdk.Invocation
 	ctx context.Context
 
 	mu      sync.Mutex
 	pending []chunk
+	carry   map[string][]byte // an unfinished UTF-8 sequence ending each stream
 	failed  bool
 	wake    chan struct{}
 	done    chan struct{}
@@ -49,7 +54,7 @@ func newStreamer(ctx context.Context, inv *envsdk.Invocation) *streamer {
 	if !inv.Granted("emit") {
 		return nil
 	}
-	s := &streamer{inv: inv, ctx: ctx, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &streamer{inv: inv, ctx: ctx, carry: map[string][]byte{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go s.loop()
 	return s
 }
@@ -63,20 +68,63 @@ func (s *streamer) add(stream string, p []byte) {
 		s.mu.Unlock()
 		return
 	}
-	if n := len(s.pending); n > 0 && s.pending[n-1].Stream == stream && len(s.pending[n-1].Data)+len(p) <= maxChunk {
-		s.pending[n-1].Data += string(p)
-	} else {
-		for len(p) > maxChunk {
-			s.pending = append(s.pending, chunk{stream, string(p[:maxChunk])})
-			p = p[maxChunk:]
-		}
-		s.pending = append(s.pending, chunk{stream, string(p)})
-	}
+	data := append(s.carry[stream], p...)
+	cut := incompleteTail(data)
+	s.carry[stream] = append([]byte(nil), data[len(data)-cut:]...)
+	s.queue(stream, data[:len(data)-cut])
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// queue appends data to the pending chunks of stream, joining the last one
+// while it has room, in chunks of at most maxChunk bytes cut between
+// characters. Callers hold s.mu.
+func (s *streamer) queue(stream string, data []byte) {
+	for len(data) > 0 {
+		if n := len(s.pending); n > 0 && s.pending[n-1].Stream == stream {
+			if k := runeCut(data, maxChunk-len(s.pending[n-1].Data)); k > 0 {
+				s.pending[n-1].Data += string(data[:k])
+				data = data[k:]
+				continue
+			}
+		}
+		k := runeCut(data, maxChunk)
+		s.pending = append(s.pending, chunk{stream, string(data[:k])})
+		data = data[k:]
+	}
+}
+
+// runeCut is how many bytes of data, at most limit, to take without
+// splitting a UTF-8 sequence: 0 when limit is too small for the next one.
+func runeCut(data []byte, limit int) int {
+	if len(data) <= limit {
+		return len(data)
+	}
+	for n := limit; n > 0 && n > limit-utf8.UTFMax; n-- {
+		if utf8.RuneStart(data[n]) {
+			return n
+		}
+	}
+	if limit < utf8.UTFMax {
+		return 0
+	}
+	return limit // not UTF-8 there: any cut will do
+}
+
+// incompleteTail is the length of an unfinished UTF-8 sequence ending data.
+func incompleteTail(data []byte) int {
+	for i := 1; i <= utf8.UTFMax && i <= len(data); i++ {
+		if utf8.RuneStart(data[len(data)-i]) {
+			if utf8.FullRune(data[len(data)-i:]) {
+				return 0
+			}
+			return i
+		}
+	}
+	return 0
 }
 
 func (s *streamer) loop() {
@@ -112,6 +160,13 @@ func (s *streamer) flush() {
 		return
 	}
 	s.mu.Lock()
+	if !s.failed && !s.closed {
+		// What never became whole is sent as it is (as in the output).
+		for _, stream := range []string{"stdout", "stderr"} {
+			s.queue(stream, s.carry[stream])
+		}
+		s.carry = nil
+	}
 	s.closed = true
 	s.mu.Unlock()
 	select {
