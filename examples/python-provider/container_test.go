@@ -3,6 +3,10 @@ package pythonprovider_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/pem"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,7 +54,81 @@ func run(t *testing.T, name string, args ...string) (string, int) {
 func TestContainerImage(t *testing.T) {
 	dockerBin := docker(t)
 	url := startProvider(t, "provider.py")
+	image := buildImage(t, dockerBin)
 
+	// The image is the binary alone: small, and no shell in it.
+	out, _ := run(t, dockerBin, "image", "inspect", "--format", "{{.Size}} {{len .RootFS.Layers}}", image)
+	if fields := strings.Fields(out); len(fields) != 2 || fields[1] != "1" {
+		t.Errorf("image size and layers %q, want one layer", out)
+	}
+
+	// The work directory is the test's own (0755, as a checkout is), so
+	// the report is written only because the container runs as this user,
+	// as README.md and the Dockerfile say to run it.
+	work := workDir(t)
+	user := strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
+	out, code := run(t, dockerBin, "run", "--rm", "--network", "host", "--user", user, "-v", work+":/work", image,
+		"conformance", "--url", url, "--token", token, "--profile", "/work/profile.json", "--junit", "/work/conformance.xml")
+	if code != conformance.ExitPass {
+		t.Fatalf("brain conformance in the container exited %d, want %d\n%s", code, conformance.ExitPass, out)
+	}
+	failed, skipped, total := junitResults(t, filepath.Join(work, "conformance.xml"))
+	if len(failed) > 0 || !slices.Equal(skipped, undeclared) || total != len(conformance.IDs()) {
+		t.Errorf("failed %v, skipped %v (want %v), %d cases\n%s", failed, skipped, undeclared, total, out)
+	}
+	// Without a shell or anything else in the image, other commands fail.
+	if _, code := run(t, dockerBin, "run", "--rm", "--entrypoint", "/bin/sh", image, "-c", "true"); code == 0 {
+		t.Errorf("the image has a shell; want the brain binary alone")
+	}
+}
+
+// TestContainerImageOverHTTPS: the image holds no file but the binary, so
+// it trusts no certificate authority of its own; with the host's
+// authorities mounted at /etc/ssl/certs, as README.md and the Dockerfile
+// say, it checks a provider served over HTTPS.
+func TestContainerImageOverHTTPS(t *testing.T) {
+	dockerBin := docker(t)
+	target, err := url.Parse(startProvider(t, "provider.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsProxy := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(target))
+	t.Cleanup(tlsProxy.Close)
+	image := buildImage(t, dockerBin)
+	work := workDir(t)
+	// The host's authorities, here the one that signed the proxy's
+	// certificate.
+	certs := t.TempDir()
+	if err := os.Chmod(certs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsProxy.Certificate().Raw})
+	if err := os.WriteFile(filepath.Join(certs, "ca-certificates.crt"), ca, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	user := strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
+	check := func(mounts ...string) (string, int) {
+		args := []string{"run", "--rm", "--network", "host", "--user", user, "-v", work + ":/work"}
+		for _, m := range mounts {
+			args = append(args, "-v", m)
+		}
+		args = append(args, image, "conformance", "--url", tlsProxy.URL, "--token", token,
+			"--profile", "/work/profile.json", "--run", "auth/missing-token", "--wait", "3s")
+		return run(t, dockerBin, args...)
+	}
+	if out, code := check(); code != conformance.ExitUnreachable || !strings.Contains(out, "certificate") {
+		t.Errorf("without authorities: exit %d, want %d naming the certificate\n%s", code, conformance.ExitUnreachable, out)
+	}
+	if out, code := check(certs + ":/etc/ssl/certs:ro"); code != conformance.ExitPass {
+		t.Errorf("with the host's authorities mounted: exit %d, want %d\n%s", code, conformance.ExitPass, out)
+	}
+}
+
+// buildImage builds the brain image from examples/ci/Dockerfile (scratch
+// plus the static binary TestMain built; nothing is pulled), removed when
+// the test ends.
+func buildImage(t *testing.T, dockerBin string) string {
+	t.Helper()
 	ctxDir := t.TempDir()
 	bin, err := os.ReadFile(brainBin)
 	if err != nil {
@@ -66,16 +144,13 @@ func TestContainerImage(t *testing.T) {
 		t.Fatalf("docker build exited %d:\n%s", code, out)
 	}
 	t.Cleanup(func() { _, _ = run(t, dockerBin, "image", "rm", "-f", image) })
+	return image
+}
 
-	// The image is the binary alone: small, and no shell in it.
-	out, _ := run(t, dockerBin, "image", "inspect", "--format", "{{.Size}} {{len .RootFS.Layers}}", image)
-	if fields := strings.Fields(out); len(fields) != 2 || fields[1] != "1" {
-		t.Errorf("image size and layers %q, want one layer", out)
-	}
-
-	// The work directory is the test's own (0755, as a checkout is), so
-	// the report is written only because the container runs as this user,
-	// as README.md and the Dockerfile say to run it.
+// workDir is a directory holding the provider's profile, to mount in the
+// container: the test's own, 0755 as a checkout is.
+func workDir(t *testing.T) string {
+	t.Helper()
 	work := t.TempDir()
 	if err := os.Chmod(work, 0o755); err != nil {
 		t.Fatal(err)
@@ -87,20 +162,7 @@ func TestContainerImage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(work, "profile.json"), profile, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	user := strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
-	out, code := run(t, dockerBin, "run", "--rm", "--network", "host", "--user", user, "-v", work+":/work", image,
-		"conformance", "--url", url, "--token", token, "--profile", "/work/profile.json", "--junit", "/work/conformance.xml")
-	if code != conformance.ExitPass {
-		t.Fatalf("brain conformance in the container exited %d, want %d\n%s", code, conformance.ExitPass, out)
-	}
-	failed, skipped, total := junitResults(t, filepath.Join(work, "conformance.xml"))
-	if len(failed) > 0 || !slices.Equal(skipped, undeclared) || total != len(conformance.IDs()) {
-		t.Errorf("failed %v, skipped %v (want %v), %d cases\n%s", failed, skipped, undeclared, total, out)
-	}
-	// Without a shell or anything else in the image, other commands fail.
-	if _, code := run(t, dockerBin, "run", "--rm", "--entrypoint", "/bin/sh", image, "-c", "true"); code == 0 {
-		t.Errorf("the image has a shell; want the brain binary alone")
-	}
+	return work
 }
 
 // TestCIExamplesUseRealFlags: every flag the CI examples and the
