@@ -18,10 +18,9 @@ import (
 // relayed so far go silent without closing, as a connection a proxy or a
 // NAT dropped on the way does. Later connections are relayed as usual.
 type freezer struct {
-	URL    string
-	mu     sync.Mutex
-	frozen []chan struct{}
-	open   []chan struct{}
+	URL  string
+	mu   sync.Mutex
+	open []chan struct{}
 }
 
 func newFreezer(t *testing.T, target string) *freezer {
