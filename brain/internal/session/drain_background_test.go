@@ -13,24 +13,8 @@ import (
 // is admitted work. A graceful Close waits for it while its callback stays
 // usable, and the tool's own finish, not a cancel, closes it.
 func TestCloseWaitsForBackgroundTool(t *testing.T) {
-	h := newHarness(t, Config{}, map[string]string{"box": "returner"})
-	id := h.create(toolSession("returner"))
+	h, id, svc, done := closingWithBackgroundTool(t)
 	ctx := context.Background()
-	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{
-		"tool_calls": []map[string]any{{"name": "echo"}}, "reply": "waiting"})}); err != nil {
-		t.Fatal(err)
-	}
-	toolSeq := ofKind(h.records(id), api.KindToolCallStarted)[0].Sequence
-	svc, err := h.engine.Execution(id, toolSeq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		done <- h.engine.Close(cctx)
-	}()
 	select {
 	case err := <-done:
 		t.Fatalf("Close returned (%v) while a background tool was open", err)
@@ -51,4 +35,31 @@ func TestCloseWaitsForBackgroundTool(t *testing.T) {
 	if e := decode[api.ToolCallEnded](t, ended[0].Data); e.Outcome.Status != api.OutcomeOK || string(e.Outcome.Value) != `"late"` {
 		t.Fatalf("background tool closed with %+v, want its own finish", e.Outcome)
 	}
+}
+
+// closingWithBackgroundTool runs a turn whose tool returned without
+// finishing, then starts a graceful Close (bounded by 20 s) that waits for
+// it. It answers the session, the tool's execution services and Close's
+// result.
+func closingWithBackgroundTool(t *testing.T) (*harness, string, Services, <-chan error) {
+	t.Helper()
+	h := newHarness(t, Config{}, map[string]string{"box": "returner"})
+	id := h.create(toolSession("returner"))
+	ctx := context.Background()
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{
+		"tool_calls": []map[string]any{{"name": "echo"}}, "reply": "waiting"})}); err != nil {
+		t.Fatal(err)
+	}
+	toolSeq := ofKind(h.records(id), api.KindToolCallStarted)[0].Sequence
+	svc, err := h.engine.Execution(id, toolSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		done <- h.engine.Close(cctx)
+	}()
+	return h, id, svc, done
 }

@@ -15,24 +15,8 @@ import (
 // provider that lost the tool's resource reports it so) are recorded, as
 // the tool's callbacks are.
 func TestCloseKeepsReporter(t *testing.T) {
-	h := newHarness(t, Config{}, map[string]string{"box": "returner"})
-	id := h.create(toolSession("returner"))
+	h, id, svc, done := closingWithBackgroundTool(t)
 	ctx := context.Background()
-	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{
-		"tool_calls": []map[string]any{{"name": "echo"}}, "reply": "waiting"})}); err != nil {
-		t.Fatal(err)
-	}
-	toolSeq := ofKind(h.records(id), api.KindToolCallStarted)[0].Sequence
-	svc, err := h.engine.Execution(id, toolSeq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		done <- h.engine.Close(cctx)
-	}()
 	// Close has begun once new work is refused.
 	for {
 		if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "refused"}); err != nil {
