@@ -59,7 +59,11 @@ func createResources(ctx context.Context, cli *client.Client, pl plan) (*allocat
 	}
 	cfg, hc := hardenedConfig(pl.Profile, pl.ImageID, pl.Name, pl.Labels)
 	if err := do("create container", func() error {
-		if _, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, pl.Name); err != nil {
+		_, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, pl.Name)
+		if cerrdefs.IsNotFound(err) && imageGone(ctx, cli, pl.ImageID) {
+			return fmt.Errorf("create container %s: the binding's image %s is no longer on the Engine (the provider never pulls; tear the binding down and set it up again): %w", pl.Name, pl.ImageID, err)
+		}
+		if err != nil {
 			return fmt.Errorf("create container %s: %w", pl.Name, err)
 		}
 		return nil
@@ -80,6 +84,13 @@ func createResources(ctx context.Context, cli *client.Client, pl plan) (*allocat
 		}
 	}
 	return &allocation{Container: pl.Name, Volume: pl.Name}, nil
+}
+
+// imageGone reports whether the Engine says it has no image id (the
+// Engine answers not found for a missing network too).
+func imageGone(ctx context.Context, cli *client.Client, id string) bool {
+	_, err := cli.ImageInspect(ctx, id)
+	return cerrdefs.IsNotFound(err)
 }
 
 // chownVolume runs a one-shot container that gives the volume root to the
@@ -144,7 +155,15 @@ func workspaceOwner(ctx context.Context, cli *client.Client, imageID, name strin
 		Labels: labels, NetworkDisabled: true,
 	}
 	hc := &container.HostConfig{NetworkMode: "none", ReadonlyRootfs: true, CapDrop: []string{"ALL"}, LogConfig: container.LogConfig{Type: "none"}}
-	if _, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, name); err != nil {
+	_, err = cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	if cerrdefs.IsConflict(err) {
+		// Left by a provider killed while it probed: it never runs.
+		if err := removeContainer(ctx, cli, name); err != nil {
+			return 0, 0, false, err
+		}
+		_, err = cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	}
+	if err != nil {
 		return 0, 0, false, fmt.Errorf("create probe container: %w", err)
 	}
 	defer func() {

@@ -62,9 +62,7 @@ func hardenedConfig(p Profile, imageID, volumeName string, labels map[string]str
 			PidsLimit:  &pids,
 			NanoCPUs:   int64(p.CPUs * 1e9),
 		},
-		Tmpfs: map[string]string{
-			tmpDir: "rw,nosuid,nodev,mode=1777,size=" + strconv.FormatInt(p.TmpfsMB, 10) + "m",
-		},
+		Tmpfs: map[string]string{tmpDir: tmpfsOptions(p)},
 		Mounts: []mount.Mount{{
 			Type:     mount.TypeVolume,
 			Source:   volumeName,
@@ -73,6 +71,19 @@ func hardenedConfig(p Profile, imageID, volumeName string, labels map[string]str
 		}},
 	}
 	return cfg, hc
+}
+
+// tmpfsOptions are the options of the container's /tmp. It belongs to
+// the profile's user: an Engine that starts a stopped container again
+// (after a detach or its own restart) may mount it with mode 0755 instead
+// of 1777 when the image has no /tmp, and /tmp must stay writable for the
+// commands (it is their HOME) and the wrapper's process-group file.
+func tmpfsOptions(p Profile) string {
+	opts := "rw,nosuid,nodev,mode=1777,size=" + strconv.FormatInt(p.TmpfsMB, 10) + "m"
+	if uid, gid, err := splitUser(p.User); err == nil {
+		opts += ",uid=" + strconv.Itoa(uid) + ",gid=" + strconv.Itoa(gid)
+	}
+	return opts
 }
 
 func splitUser(user string) (uid, gid int, err error) {
@@ -93,9 +104,9 @@ func splitUser(user string) (uid, gid int, err error) {
 var errLost = errors.New("resource lost")
 
 // ensureRunning checks that the binding's container and volume exist and
-// starts the container if it is stopped (after a detach, or a crash of its
-// keep-alive). A missing container or volume wraps errLost: it is never
-// re-created.
+// starts the container if it is stopped (after a detach, an Engine restart
+// or a crash of its keep-alive), or resumes it if it was paused. A missing
+// container or volume wraps errLost: it is never re-created.
 func ensureRunning(ctx context.Context, cli *client.Client, a *allocation) error {
 	info, err := cli.ContainerInspect(ctx, a.Container)
 	if cerrdefs.IsNotFound(err) {
@@ -104,7 +115,17 @@ func ensureRunning(ctx context.Context, cli *client.Client, a *allocation) error
 	if err != nil {
 		return fmt.Errorf("inspect container %s: %w", a.Container, err)
 	}
-	if info.State != nil && info.State.Running && !info.State.Paused {
+	if info.State != nil && info.State.Paused {
+		err := cli.ContainerUnpause(ctx, a.Container)
+		switch {
+		case cerrdefs.IsNotFound(err):
+			return fmt.Errorf("%w: container %s: %v", errLost, a.Container, err)
+		case err != nil && !cerrdefs.IsConflict(err): // conflict: no longer paused
+			return fmt.Errorf("unpause container %s: %w", a.Container, err)
+		}
+		return nil
+	}
+	if info.State != nil && info.State.Running {
 		return nil
 	}
 	if _, err := cli.VolumeInspect(ctx, a.Volume); cerrdefs.IsNotFound(err) {

@@ -29,7 +29,8 @@
 // so the container is per binding. Every container is created with: no
 // network unless the profile names one, CapDrop ALL, no-new-privileges, a
 // read-only root filesystem, the profile's non-root user, memory (and
-// swap) and pids limits, optional CPU limit, a tmpfs /tmp, logging off,
+// swap) and pids limits, optional CPU limit, a tmpfs /tmp owned by the
+// profile's user, logging off,
 // and the volume read-only for "read" profiles. On its first start the
 // Engine copies the image's /workspace, content and ownership, into the
 // empty volume; an image whose /workspace belongs to the profile's user
@@ -108,10 +109,15 @@
 // the phase new → allocating → ready (or failed) → deleted. The phase
 // allocating is committed before the Engine is asked for anything, so a
 // restart that finds it answers allocation_unknown and never repeats it.
+// A binding still new without an image ID is a setup cut short (the
+// provider was killed while it pinned the image): nothing was allocated,
+// so the first execute pins the profile's image then, and allocates; if
+// the image is gone by then, it fails with allocation_failed, which stays.
 // A file that does not decode, or whose resource id (16 hex digits), phase
 // or key (the file's name) is not one the provider writes, is refused with
 // an error and never acted on. detach stops the container and keeps the volume (the next execute starts
-// the container again); teardown force-removes every container and volume
+// the container again, as it does one stopped by an Engine restart, and
+// resumes one paused out of band); teardown force-removes every container and volume
 // labelled with the binding, whatever the recorded phase, then records a
 // tombstone; it is repeatable and works for a provider restarted after a
 // crash. detach and teardown fail with busy while executes run. A

@@ -128,8 +128,8 @@ func (k *call) reportLoss(why string) {
 }
 
 // exec runs one command in the binding's container as the profile's user.
-// A container found stopped (after a detach) is started again once; a
-// missing one is errLost.
+// A container found stopped (after a detach or an Engine restart) is
+// started again once, and a paused one resumed; a missing one is errLost.
 func (k *call) exec(s execSpec, stdout, stderr io.Writer) (int, error) {
 	s.User = k.b.profile.User
 	s.Tag = k.tag

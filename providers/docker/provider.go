@@ -246,10 +246,15 @@ func (b *binding) state() bindingState {
 
 // setPhase records a new phase durably, then in memory.
 func (p *Provider) setPhase(b *binding, phase string) error {
+	return p.update(b, func(st *bindingState) { st.Phase = phase })
+}
+
+// update records a change of the binding's state durably, then in memory.
+func (p *Provider) update(b *binding, change func(*bindingState)) error {
 	b.mu.Lock()
 	next := *b.st
 	b.mu.Unlock()
-	next.Phase = phase
+	change(&next)
 	next.UpdatedAt = time.Now().UTC()
 	if err := p.store.put(&next); err != nil {
 		return err
@@ -291,6 +296,21 @@ func (p *Provider) allocate(b *binding) func(context.Context) (*allocation, erro
 		case phaseDeleted:
 			return nil, envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", b.key)
 		}
+		if st.ImageID == "" {
+			// A setup interrupted (the provider was killed) before it
+			// pinned the image: nothing was allocated, so it is finished
+			// here, before the allocation is committed.
+			done := p.stepper("binding " + b.key)("image " + b.profile.Image)
+			imageID, chown, err := p.pinImage(ctx, &st, b.profile)
+			done(err)
+			if err != nil {
+				return nil, p.failAllocation(ctx, b, fmt.Errorf("the setup was interrupted before its image was pinned, and pinning it failed: %w", err))
+			}
+			st.ImageID, st.Chown = imageID, chown
+			if err := p.update(b, func(s *bindingState) { s.ImageID, s.Chown = imageID, chown }); err != nil {
+				return nil, err
+			}
+		}
 		if err := p.setPhase(b, phaseAllocating); err != nil {
 			return nil, err
 		}
@@ -303,22 +323,25 @@ func (p *Provider) allocate(b *binding) func(context.Context) (*allocation, erro
 			Chown:   st.Chown,
 		})
 		if err != nil {
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer rcancel()
-			cleanup := removeBinding(rctx, p.cli, p.instance, b.key)
-			b.mu.Lock()
-			b.st.Error = err.Error()
-			b.mu.Unlock()
-			if perr := p.setPhase(b, phaseFailed); perr != nil {
-				p.log.Error("record failed allocation", "binding", b.key, "error", perr)
-			}
-			return nil, envsdk.KeepFirst(envsdk.Failf(envapi.CodeAllocationFailed, "allocate %s: %v", b.key, err), cleanup)
+			return nil, p.failAllocation(ctx, b, err)
 		}
 		if err := p.setPhase(b, phaseReady); err != nil {
 			return nil, err
 		}
 		return a, nil
 	}
+}
+
+// failAllocation records a failed allocation (it stays failed), removes
+// what it may have created and answers allocation_failed.
+func (p *Provider) failAllocation(ctx context.Context, b *binding, err error) error {
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer rcancel()
+	cleanup := removeBinding(rctx, p.cli, p.instance, b.key)
+	if perr := p.update(b, func(st *bindingState) { st.Phase, st.Error = phaseFailed, err.Error() }); perr != nil {
+		p.log.Error("record failed allocation", "binding", b.key, "error", perr)
+	}
+	return envsdk.KeepFirst(envsdk.Failf(envapi.CodeAllocationFailed, "allocate %s: %v", b.key, err), cleanup)
 }
 
 // codeAllocationUnknown answers an execute on a binding whose allocation

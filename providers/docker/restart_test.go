@@ -18,21 +18,22 @@ import (
 	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
-// TestChildProvider is not a test: it is the provider process that
-// TestRestartAfterKill starts and kills.
+// TestChildProvider is not a test: it is the provider process that the
+// restart tests start and kill.
 func TestChildProvider(t *testing.T) {
 	args := os.Getenv("BRAIN_DOCKER_CHILD_ARGS")
 	if args == "" {
-		t.Skip("runs only as a child of TestRestartAfterKill")
+		t.Skip("runs only as a child of a restart test")
 	}
 	os.Exit(Command(context.Background(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
 }
 
-// startChild runs the provider in a child process and returns its URL.
-func startChild(t *testing.T, stateDir, profiles string) (*exec.Cmd, string) {
+// startChild runs the provider in a child process and returns its URL;
+// env is added to the child's environment.
+func startChild(t *testing.T, stateDir, profiles string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProvider$")
-	cmd.Env = append(os.Environ(), "BRAIN_DOCKER_CHILD_ARGS="+strings.Join([]string{
+	cmd.Env = append(append(os.Environ(), env...), "BRAIN_DOCKER_CHILD_ARGS="+strings.Join([]string{
 		"--listen", "127.0.0.1:0", "--state", stateDir, "--profiles", profiles, "--token", testToken,
 	}, "\x1f"))
 	var logs bytes.Buffer
