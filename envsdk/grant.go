@@ -20,6 +20,12 @@ import (
 // maxGrantResponse bounds what a grant call reads back.
 const maxGrantResponse = 32 << 20
 
+// grantTimeout bounds a grant call made with the default client under a
+// context without a deadline. A call under a deadline (an execution's
+// context carries the execution's) is bounded by that deadline alone: a
+// model call or a dispatch may rightly take longer.
+var grantTimeout = 2 * time.Minute
+
 // CallError is a non-2xx answer of a grant call, with the service's
 // ApiError fields when it sent them.
 type CallError struct {
@@ -45,11 +51,15 @@ func (e *CallError) Error() string {
 // delivery and is returned to the caller as is, never repeated.
 type caller struct {
 	client *retryablehttp.Client
+	// bound is the timeout of a call whose context has no deadline (0:
+	// none beyond the client's own).
+	bound time.Duration
 }
 
 func newCaller(hc *http.Client) *caller {
+	var bound time.Duration
 	if hc == nil {
-		hc = &http.Client{Timeout: 2 * time.Minute}
+		hc, bound = &http.Client{}, grantTimeout
 	}
 	rc := retryablehttp.NewClient()
 	rc.HTTPClient = hc
@@ -64,7 +74,7 @@ func newCaller(hc *http.Client) *caller {
 		return err != nil && notSent(err), nil
 	}
 	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
-	return &caller{client: rc}
+	return &caller{client: rc, bound: bound}
 }
 
 // notSent reports whether err is a failure to connect, which happens before
@@ -80,6 +90,11 @@ func (c *caller) post(ctx context.Context, url, token, method string, body any) 
 	data, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("envsdk: encode %s: %w", method, err)
+	}
+	if _, ok := ctx.Deadline(); !ok && c.bound > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.bound)
+		defer cancel()
 	}
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(data))
 	if err != nil {

@@ -40,7 +40,10 @@ type Options struct {
 	MaxBodyBytes int64
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
-	// Client sends callback, context and reporter calls.
+	// Client sends callback, context and reporter calls. nil selects a
+	// client that bounds a call by its context's deadline (an execution's
+	// context carries the execution's), or by two minutes when the
+	// context has none.
 	Client *http.Client
 	// StopGrace is how long to wait for Execute to return after its
 	// deadline or cancellation before answering without it.

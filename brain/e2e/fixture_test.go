@@ -202,6 +202,14 @@ func (f *fixture) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, e
 			return envapi.Receipt{}, err
 		}
 		return envsdk.Output("emitted")
+	case "report":
+		if _, err := x.Invocation.Result(c.Context(), envapi.OK(json.RawMessage(`"partial"`))); err != nil {
+			return envapi.Receipt{}, err
+		}
+		if _, err := x.Invocation.Emit(c.Context(), "progress", map[string]int{"step": 1}); err != nil {
+			return envapi.Receipt{}, err
+		}
+		return envsdk.Output("reported")
 	}
 	return envapi.Receipt{}, envsdk.Fail(envapi.CodeUnsupported, "no such kind "+impl.Kind)
 }

@@ -151,13 +151,23 @@ func (x *execution) call(ctx context.Context, method string, input json.RawMessa
 // method decoded so takes a value (a message array, a ModelRequest with
 // its messages, a cursor, a key, an object): a missing or null input is
 // refused as invalid rather than read as an empty value, and so are a
-// ModelRequest without messages and a kv_put without its value.
+// ModelRequest without messages and a kv_put without its value. The
+// closed envelopes (an Outcome, emit's {event_type, data}, kv_put's
+// {key, value}) are decoded strictly: a field they do not have is refused
+// rather than dropped.
 func DecodeInput(method string, input json.RawMessage, v any) error {
 	if t := bytes.TrimSpace(input); len(t) == 0 || string(t) == "null" {
 		return fmt.Errorf("%w: %s input is required", ErrInvalid, method)
 	}
-	if err := json.Unmarshal(input, v); err != nil {
-		return fmt.Errorf("%w: %s input: %v", ErrInvalid, method, err)
+	switch v.(type) {
+	case *api.Outcome, *api.EmitInput, *api.KVPutInput:
+		if err := envapi.Strict(input, v); err != nil {
+			return fmt.Errorf("%w: %s input: %w", ErrInvalid, method, err)
+		}
+	default:
+		if err := json.Unmarshal(input, v); err != nil {
+			return fmt.Errorf("%w: %s input: %v", ErrInvalid, method, err)
+		}
 	}
 	switch in := v.(type) {
 	case *api.ModelRequest:

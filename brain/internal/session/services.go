@@ -384,12 +384,15 @@ func (x *execution) commitTool(r journal.Record) (uint64, error) {
 	if err := x.openLocked(); err != nil {
 		return 0, err
 	}
-	seq, err := s.commitLocked(r)
+	// The record is stamped in place: what the tool's return reports is
+	// the record as committed, with its sequence and recording time.
+	recs := []journal.Record{r}
+	seq, err := s.commitLocked(recs...)
 	if err != nil {
 		return 0, err
 	}
 	if x.tool != nil {
-		x.tool.noteLocked(r)
+		x.tool.noteLocked(recs[0])
 	}
 	return seq, nil
 }
