@@ -142,3 +142,12 @@ func (r redactor) error(err error) error {
 	}
 	return &redactedError{msg: r.string(err.Error()), err: err}
 }
+
+// RedactJSON answers raw with every secret removed from its strings (keys
+// and values), as what a provider answers is journaled: a provider that
+// writes the token of its grant or reporter into what it sends Brain (an
+// event's data, a result, a stored value) does not put it in the journal.
+// raw is returned unchanged when it holds none.
+func RedactJSON(raw json.RawMessage, secrets ...string) json.RawMessage {
+	return redactor(secrets).json(raw)
+}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/envbind"
 	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
@@ -161,7 +162,9 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, invalidField(err.Error()))
 		return
 	}
-	out, err := svc.Call(r.Context(), call.Method, call.Input)
+	// The grant's token never reaches the journal, even when the caller
+	// writes it into what it sends.
+	out, err := svc.Call(r.Context(), call.Method, envbind.RedactJSON(call.Input, tok))
 	switch {
 	case err == nil:
 		if len(out) == 0 {
@@ -233,9 +236,11 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, id, env str
 		WriteError(w, invalidField(err.Error()))
 		return
 	}
-	rep := session.Report{Type: ev.Type, EventType: ev.EventType, Data: ev.Data}
+	// Neither does the reporter's token.
+	rep := session.Report{Type: ev.Type, EventType: ev.EventType, Data: envbind.RedactJSON(ev.Data, tok)}
 	if ev.Output != nil {
-		rep.Output, _ = json.Marshal(ev.Output)
+		out, _ := json.Marshal(ev.Output)
+		rep.Output = envbind.RedactJSON(out, tok)
 	}
 	seq, err := s.opts.Engine.Report(r.Context(), id, api.EnvironmentRef{Name: env, Sequence: bseq}, rep)
 	switch {
