@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
@@ -99,10 +100,22 @@ func TestControllerContext(t *testing.T) {
 	if ev := ofKind(evs, "tool_progress"); len(ev) != 1 || !sameOrigin(ev[0].Origin, toolOrigin) {
 		t.Errorf("callback emit of an execute: %+v", ev)
 	}
-	for _, g := range []*envapi.Grant{exec.Context, exec.Request.Callback} {
-		if status, _ := callGrantBody(t, g, "emit", map[string]any{"event_type": "late", "data": nil}); status != http.StatusUnauthorized {
-			t.Errorf("grant of a finished execute: %d, want 401", status)
+	// The tool finished through its callback, which closed with it; the
+	// execute's context closes when the execute answers, which may come
+	// just after the turn that the finish let go on.
+	if status, _ := callGrantBody(t, exec.Request.Callback, "emit", map[string]any{"event_type": "late", "data": nil}); status != http.StatusUnauthorized {
+		t.Errorf("callback of a finished execute: %d, want 401", status)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, _ := callGrantBody(t, exec.Context, "emit", map[string]any{"event_type": "late", "data": nil})
+		if status == http.StatusUnauthorized {
+			break
 		}
+		if status != http.StatusOK || time.Now().After(deadline) {
+			t.Fatalf("context of an execute that answered: %d, want 401", status)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

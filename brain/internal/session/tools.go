@@ -98,7 +98,15 @@ func (x *execution) Dispatch(ctx context.Context, calls []api.ToolInvocation) ([
 	}
 	recs := make([]journal.Record, len(calls))
 	tools := make([]*api.Tool, len(calls))
+	ids := make(map[string]bool, len(calls))
 	for i, c := range calls {
+		// A call's result is matched to it by its call_id (a tool_result's
+		// tool_use_id): one the loop cannot tell apart is refused.
+		if c.CallID == "" || ids[c.CallID] {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w: call %d: call_id %q is empty or repeated in the dispatch", ErrInvalid, i, c.CallID)
+		}
+		ids[c.CallID] = true
 		var tool *api.Tool
 		for j := range conf.Tools {
 			if conf.Tools[j].Name == c.Name {
