@@ -14,6 +14,12 @@ import (
 // maxCallBody bounds a callback or reporter body.
 const maxCallBody = 32 << 20
 
+// optionalInput reports whether method may be called without an input,
+// as Brain allows: returned and finish (no outcome), telemetry.
+func optionalInput(method string) bool {
+	return method == envapi.MethodReturned || method == envapi.MethodFinish || method == envapi.MethodTelemetry
+}
+
 // answer is what a method produced.
 type answer struct {
 	status    int
@@ -44,20 +50,26 @@ func (b *Brain) serveCall(w http.ResponseWriter, r *http.Request, kind Kind, ses
 	call := Call{Kind: kind, Session: session, Environment: env, Sequence: seq, Token: token, Time: now}
 	body, readErr := io.ReadAll(io.LimitReader(r.Body, maxCallBody+1))
 
-	// The method names the call for faults and records.
+	// The method names the call for faults and records. A body refused
+	// is answered as Brain answers it: 413 past the bound, 400 when it is
+	// not JSON, 422 when the envelope is not an ExecutionCall; returned,
+	// finish and telemetry may omit their input.
 	var ec envapi.ExecutionCall
 	var decodeErr error
+	decodeStatus := http.StatusUnprocessableEntity
 	switch {
 	case readErr != nil:
-		decodeErr = readErr
+		decodeErr, decodeStatus = readErr, http.StatusBadRequest
 	case len(body) > maxCallBody:
-		decodeErr = errors.New("body too large")
+		decodeErr, decodeStatus = errors.New("body too large"), http.StatusRequestEntityTooLarge
+	case !json.Valid(body):
+		decodeErr, decodeStatus = errors.New("request body is not valid JSON"), http.StatusBadRequest
 	case kind == KindReporter:
 		call.Method, call.Input = MethodReporter, body
 	default:
 		decodeErr = envapi.Strict(body, &ec)
 		call.Method, call.Input = ec.Method, ec.Input
-		if decodeErr == nil && ec.Input == nil {
+		if decodeErr == nil && ec.Input == nil && !optionalInput(ec.Method) {
 			decodeErr = errors.New("input: is required")
 		}
 	}
@@ -78,7 +90,7 @@ func (b *Brain) serveCall(w http.ResponseWriter, r *http.Request, kind Kind, ses
 	case g == nil:
 		a = answer{status: http.StatusUnauthorized, body: errorBody("unauthorized", why)}
 	case decodeErr != nil:
-		a = answer{status: http.StatusBadRequest, body: errorBody("invalid_request", decodeErr.Error())}
+		a = answer{status: decodeStatus, body: errorBody("invalid_request", decodeErr.Error())}
 	case kind != KindReporter && !contains(g.methods, call.Method):
 		a = answer{status: http.StatusForbidden, body: errorBody("not_granted", "the grant does not list "+strconv.Quote(call.Method))}
 	case fault != nil && fault.Kind == ServerError:
