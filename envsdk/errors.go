@@ -14,7 +14,8 @@ var (
 	// is answered with an unknown receipt.
 	ErrUnknown = errors.New("envsdk: outcome unknown")
 	// ErrNotGranted is returned, without any request, for a callback method
-	// the grant does not list.
+	// the grant does not list; a *CallError of Brain's refusal (403
+	// not_granted) matches it too.
 	ErrNotGranted = errors.New("envsdk: method not granted")
 	// ErrFinished is returned by a second Finish, and by emissions after
 	// Finish.

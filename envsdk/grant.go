@@ -35,6 +35,12 @@ type CallError struct {
 	Message string
 }
 
+// Is reports a refusal of a method the grant does not hold (403
+// not_granted) as ErrNotGranted, as a refusal made without a request is.
+func (e *CallError) Is(target error) bool {
+	return target == ErrNotGranted && e.Status == http.StatusForbidden && e.Code == "not_granted"
+}
+
 func (e *CallError) Error() string {
 	if e.Code != "" {
 		return fmt.Sprintf("envsdk: %s answered %d %s: %s", e.Method, e.Status, e.Code, e.Message)
