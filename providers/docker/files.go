@@ -182,18 +182,26 @@ func runList(k *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return toolset.ListOutput{Entries: listEntries(raw, relPath(abs)), Truncated: truncated}, nil
+}
+
+// listEntries decodes listScript's output: entries of three fields (type,
+// size, path), each field ending with a NUL, paths relative to base. What
+// follows the last NUL is an entry the output cap cut, and is left out
+// rather than answered with a cut path.
+func listEntries(raw []byte, base string) []toolset.Entry {
 	fields := bytes.Split(raw, []byte{0})
-	out := toolset.ListOutput{Entries: []toolset.Entry{}, Truncated: truncated}
-	base := relPath(abs)
+	fields = fields[:len(fields)-1]
+	entries := []toolset.Entry{}
 	for i := 0; i+2 < len(fields); i += 3 {
 		size, _ := strconv.ParseInt(string(fields[i+1]), 10, 64)
 		p := toolset.Text(fields[i+2])
 		if base != "." {
 			p = base + "/" + p
 		}
-		out.Entries = append(out.Entries, toolset.Entry{Path: p, Type: string(fields[i]), Size: size})
+		entries = append(entries, toolset.Entry{Path: p, Type: string(fields[i]), Size: size})
 	}
-	return out, nil
+	return entries
 }
 
 func runEdit(k *call) (any, error) {
