@@ -124,7 +124,7 @@ func (b *binding) allocate(context.Context) (*space, error) {
 	sp.dir = dir
 	b.rec.Phase, b.rec.Dev, b.rec.Ino, b.rec.Birth, b.rec.Error = phaseReady, sp.dev, sp.ino, sp.birth, ""
 	if err := b.p.store.save(&b.rec); err != nil {
-		_ = os.RemoveAll(path)
+		_ = removeTree(path)
 		b.rec.Phase, b.rec.Error = phaseFailed, err.Error()
 		return nil, envsdk.Failf(envapi.CodeAllocationFailed, "record workspace: %v", err)
 	}
@@ -135,7 +135,7 @@ func (b *binding) allocate(context.Context) (*space, error) {
 func (b *binding) mkdir(path string) (*space, error) {
 	// A directory left by an allocation interrupted before its state was
 	// saved carries this binding's private name: it is ours to replace.
-	if err := os.RemoveAll(path); err != nil {
+	if err := removeTree(path); err != nil {
 		return nil, err
 	}
 	if err := os.Mkdir(path, 0o700); err != nil {
@@ -218,7 +218,7 @@ func (b *binding) drop() (previous string, err error) {
 		return "", envsdk.Failf(envapi.CodeBusy, "%d executes are running", b.active)
 	}
 	previous = b.rec.Phase
-	if err := os.RemoveAll(b.dirPath()); err != nil {
+	if err := removeTree(b.dirPath()); err != nil {
 		return previous, envsdk.Failf(envapi.CodeCleanupFailed, "remove workspace: %v", err)
 	}
 	b.rec.Dir, b.rec.Phase, b.rec.Dev, b.rec.Ino, b.rec.Error = newDirName(), phaseNew, 0, 0, ""

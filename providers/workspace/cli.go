@@ -53,6 +53,10 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if *timeout == 0 {
+		fmt.Fprintln(stderr, "--timeout 0: give a positive duration (negative for none)")
+		return 2
+	}
 	if *outputLimit < 0 {
 		fmt.Fprintf(stderr, "--output-limit %d: give a positive bound\n", *outputLimit)
 		return 2

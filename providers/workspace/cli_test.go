@@ -60,11 +60,15 @@ func TestCommandRejectsBadFlags(t *testing.T) {
 	if got := Command(t.Context(), []string{"--root", t.TempDir(), "--release", "burn", "--listen", "127.0.0.1:0"}, &out, &errb); got != 1 {
 		t.Errorf("bad release: exit %d", got)
 	}
-	// Zero bounds are refused by name, not read as the defaults.
-	for _, f := range [][]string{{"--output-limit", "0"}, {"--output-limit", "-1"}, {"--max-bytes", "0"}, {"--max-files", "0"}} {
+	// Zero bounds are refused by name, not read as the defaults (a
+	// --timeout 0 is not "no timeout" either). A flag that is not refused
+	// serves until the context ends: it has ended already.
+	stopped, stop := context.WithCancel(t.Context())
+	stop()
+	for _, f := range [][]string{{"--output-limit", "0"}, {"--output-limit", "-1"}, {"--max-bytes", "0"}, {"--max-files", "0"}, {"--timeout", "0s"}} {
 		errb.Reset()
 		args := append([]string{"--root", t.TempDir(), "--listen", "127.0.0.1:0", "--no-auth"}, f...)
-		if got := Command(t.Context(), args, &out, &errb); got != 2 || !strings.Contains(errb.String(), f[0]) {
+		if got := Command(stopped, args, &out, &errb); got != 2 || !strings.Contains(errb.String(), f[0]) {
 			t.Errorf("%s %s: exit %d, %q", f[0], f[1], got, errb.String())
 		}
 	}

@@ -9,9 +9,10 @@
 // that is still set up fails with already_exists. The first execute creates
 // the workspace directory; concurrent first executes share that one
 // allocation, and a failed allocation stays failed (allocation_failed) until
-// the method reset. detach keeps the directory. teardown removes it and
-// forgets the binding; it is repeatable and answers accepted again. Any other
-// operation on an unknown or torn-down binding fails with unavailable.
+// the method reset. detach keeps the directory. teardown removes it (with
+// the directories in it a command made read-only) and forgets the binding;
+// it is repeatable and answers accepted again. Any other operation on an
+// unknown or torn-down binding fails with unavailable.
 // detach and teardown while executes run fail with busy.
 //
 // Each binding's state is one JSON file under <root>/bindings, written
@@ -34,9 +35,12 @@
 // unsupported. A command's output names the signal that killed it, if
 // any. File tools resolve paths with os.Root inside
 // the workspace: absolute paths, ".." and symbolic links that lead outside
-// fail with path_escape. A command runs with its working directory inside
-// the workspace, an environment built from the operator's allow-list plus
-// the input's variables, and only programs the operator allows. Its output
+// fail with path_escape. A read cut by its limit inside a multi-byte
+// character ends before that character, so that text is returned as text;
+// the caller continues from the offset plus the bytes returned. A command
+// runs with its working directory inside the workspace, an environment
+// built from the operator's allow-list plus the input's variables, and only
+// programs the operator allows. Its output
 // is streamed while it runs as "workspace.output" events through the
 // execution's emit service ({"stream", "data"}, chunks of at most 16 KiB)
 // and returned with each stream capped at the output limit: the head is

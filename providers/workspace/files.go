@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/toolset"
@@ -42,7 +43,25 @@ func runRead(k *call) (any, error) {
 	if len(data) > limit {
 		data, truncated = data[:limit], true
 	}
+	if truncated {
+		data = cutAtRune(data)
+	}
 	return toolset.NewReadOutput(data, fi.Size(), truncated), nil
+}
+
+// cutAtRune drops the unfinished character a read's limit cut off at the
+// end of data, when the rest is text: the content is then returned as text,
+// not as base64, and the caller continues from the offset plus the bytes
+// returned. Data that is not text, or is only the start of one character,
+// is kept as it is.
+func cutAtRune(data []byte) []byte {
+	if utf8.Valid(data) {
+		return data
+	}
+	if cut := incompleteTail(data); cut > 0 && cut < len(data) && utf8.Valid(data[:len(data)-cut]) {
+		return data[:len(data)-cut]
+	}
+	return data
 }
 
 func runWrite(k *call) (any, error) {
@@ -70,6 +89,9 @@ func runWrite(k *call) (any, error) {
 	defer k.sp.grow.Unlock()
 	grow, files := int64(len(data)), 1
 	if fi, err := r.Stat(p); err == nil {
+		if fi.IsDir() {
+			return nil, invalidInput("%s is a directory", in.Path)
+		}
 		if !fi.Mode().IsRegular() {
 			return nil, notRegular(in.Path, fi.Mode())
 		}

@@ -75,3 +75,62 @@ func TestFileToolsRefuseSpecialFiles(t *testing.T) {
 	ok(t, f.post(c.Call("reset", nil)), nil)
 	accepted(t, f.post(c.Teardown()))
 }
+
+// A read cut by its limit inside a multi-byte character ends before that
+// character, so that text stays text: the caller continues from the offset
+// plus the bytes returned. Content that is not text stays base64.
+func TestReadCutKeepsTextAsText(t *testing.T) {
+	f := newFixture(t, Options{OutputLimit: 9})
+	c := f.commands("s1")
+	accepted(t, f.post(c.Setup(nil)))
+	text := "héllo wörld ✓ done"
+	ok(t, f.exec(c, "write", map[string]any{"path": "t.txt", "content": text}, nil), nil)
+	var got string
+	for offset := 0; offset < len(text); {
+		var rd toolset.ReadOutput
+		ok(t, f.exec(c, "read", map[string]any{"path": "t.txt", "offset": offset, "limit": 5}, nil), &rd)
+		if rd.Encoding != toolset.EncodingUTF8 || rd.Content == "" {
+			t.Fatalf("read at %d: %+v, want text", offset, rd)
+		}
+		if rd.Truncated != (offset+len(rd.Content) < len(text)) {
+			t.Errorf("read at %d: %+v, truncated wrong", offset, rd)
+		}
+		got += rd.Content
+		offset += len(rd.Content)
+	}
+	if got != text {
+		t.Errorf("reassembled %q, want %q", got, text)
+	}
+	// The output limit cuts the same way.
+	var rd toolset.ReadOutput
+	ok(t, f.exec(c, "read", map[string]any{"path": "t.txt"}, nil), &rd)
+	if rd.Content != "héllo w" || rd.Encoding != toolset.EncodingUTF8 || !rd.Truncated {
+		t.Errorf("read at the output limit: %+v", rd)
+	}
+	// Binary content, and a limit too small for one character, stay base64.
+	ok(t, f.exec(c, "write", map[string]any{"path": "b", "content": "/wD+/wD+", "encoding": "base64"}, nil), nil)
+	ok(t, f.exec(c, "read", map[string]any{"path": "b", "limit": 4}, nil), &rd)
+	if rd.Content != "/wD+/w==" || rd.Encoding != toolset.EncodingBase64 || !rd.Truncated {
+		t.Errorf("binary read %+v", rd)
+	}
+	ok(t, f.exec(c, "read", map[string]any{"path": "t.txt", "offset": 14, "limit": 1}, nil), &rd)
+	if rd.Encoding != toolset.EncodingBase64 || rd.Content != "4g==" || !rd.Truncated {
+		t.Errorf("one byte of a character: %+v", rd)
+	}
+}
+
+// A write to a directory says so; it does not claim the directory is
+// neither a file nor a directory.
+func TestWriteToDirectorySaysSo(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.commands("s1")
+	accepted(t, f.post(c.Setup(nil)))
+	ok(t, f.exec(c, "write", map[string]any{"path": "d/f", "content": "x"}, nil), nil)
+	for _, p := range []string{"d", "d/"} {
+		r := f.exec(c, "write", map[string]any{"path": p, "content": "x"}, nil)
+		fails(t, r, envapi.CodeInvalidInput)
+		if r.Message != p+" is a directory" {
+			t.Errorf("write %s: %q", p, r.Message)
+		}
+	}
+}

@@ -174,7 +174,7 @@ func (p *Provider) Teardown(c *envsdk.Ctx) error {
 	if b.active > 0 {
 		return envsdk.Failf(envapi.CodeBusy, "%d executes are running", b.active)
 	}
-	if err := os.RemoveAll(b.dirPath()); err != nil {
+	if err := removeTree(b.dirPath()); err != nil {
 		return envsdk.Failf(envapi.CodeCleanupFailed, "remove workspace: %v", err)
 	}
 	if err := p.store.remove(key); err != nil {
