@@ -35,7 +35,8 @@
 // unsupported. A command's output names the signal that killed it, if
 // any. File tools resolve paths with os.Root inside
 // the workspace: absolute paths, ".." and symbolic links that lead outside
-// fail with path_escape. A read cut by its limit inside a multi-byte
+// fail with path_escape, and so do absolute symbolic links even when they
+// name a place inside (os.Root follows relative links only). A read cut by its limit inside a multi-byte
 // character ends before that character, so that text is returned as text;
 // the caller continues from the offset plus the bytes returned. A command
 // runs with its working directory inside the workspace, an environment

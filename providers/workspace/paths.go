@@ -43,7 +43,7 @@ func fsError(path string, err error) error {
 	case errors.As(err, &e):
 		return e
 	case isEscape(err):
-		return envsdk.Failf(envapi.CodePathEscape, "path %q leaves the workspace through a symbolic link", path).
+		return envsdk.Failf(envapi.CodePathEscape, "path %q leaves the workspace through a symbolic link (one that leads outside, or any absolute one: only relative links inside the workspace are followed)", path).
 			WithDetails(map[string]string{"path": path})
 	case errors.Is(err, fs.ErrNotExist):
 		return envsdk.Failf(envapi.CodeNotFound, "%s does not exist", path).WithDetails(map[string]string{"path": path})
