@@ -66,12 +66,15 @@
 //
 // in DIR, with the execute's input as JSON on stdin; stdout must be one
 // JSON value, which becomes the result. A non-zero exit is execution_failed
-// with the stderr tail in details; other stdout is invalid_output; stdout
-// beyond the cap is output_limit. The process runs in its own process
-// group, which is killed (SIGKILL) when the deadline passes (timeout), when
-// Brain cancels the execution (cancelled), when output passes the cap, and
-// after the module exits, so children it left behind never outlive the
-// invocation. A process that leaves the group (setsid) escapes this.
+// with the stderr tail in details; other stdout is invalid_output, whose
+// message says what is wrong with it: bytes that are not UTF-8, NaN or
+// Infinity (which Python's json module writes for such floats), an object
+// naming a member twice (a dict holding both 1 and "1"), anything after the
+// value. Stdout beyond the cap is output_limit. The process runs in its
+// own process group, which is killed (SIGKILL) when the deadline passes
+// (timeout), when Brain cancels the execution (cancelled), when output
+// passes the cap, and after the module exits, so children it left behind
+// never outlive the invocation. A process that leaves the group (setsid) escapes this.
 // Every process carries BRAIN_PYTHON_UV_RUN, naming the provider that
 // started it: a provider started after one that was killed (SIGKILL, a
 // crash) kills what the killed one left running, where /proc is readable,

@@ -137,9 +137,9 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 		return envapi.Receipt{}, envsdk.Failf(envapi.CodeExecutionFailed, msg, proj.name, res.ExitCode).WithDetails(details)
 	}
 	out := bytes.TrimSpace(res.Stdout)
-	if len(out) == 0 || !json.Valid(out) {
+	if problem := outputProblem(out); problem != "" {
 		details.Stdout = string(bytes.ToValidUTF8(out[:min(len(out), stdoutExcerpt)], []byte("\uFFFD")))
-		return envapi.Receipt{}, envsdk.Failf(envapi.CodeInvalidOutput, "project %s did not write one JSON value to stdout", proj.name).WithDetails(details)
+		return envapi.Receipt{}, envsdk.Failf(envapi.CodeInvalidOutput, "project %s did not write one JSON value to stdout: %s", proj.name, problem).WithDetails(details)
 	}
 	p.log.Debug("invocation finished", "project", proj.name, "session", c.SessionID, "sequence", c.Sequence, "elapsed", res.Elapsed)
 	return envapi.Result(json.RawMessage(out)), nil

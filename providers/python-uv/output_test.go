@@ -1,0 +1,47 @@
+package pythonuv
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// TestOutputBrainWouldRefuseIsTheProjectsInvalidOutput checks that stdout
+// that parses as JSON in Python's eyes but is not a JSON text Brain
+// accepts (bytes that are not UTF-8, an object with a repeated member,
+// which Python writes for a dict holding both 1 and "1") is answered as
+// the project's invalid_output, with the evidence of the invocation and
+// what is wrong with the output.
+func TestOutputBrainWouldRefuseIsTheProjectsInvalidOutput(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.Projects["emit"] = Project{Directory: c.Projects["plain"].Directory, Module: "emit"}
+	})
+	s := r.attach("s")
+	long := strings.Repeat("x", 3000)
+	for _, tc := range []struct {
+		name, stdout, problem string
+	}{
+		{"not UTF-8", "\"caf\xe9\"", "not valid UTF-8"},
+		{"repeated member", `{"1": "x", "1": "y"}`, `duplicate key "1"`},
+		{"NaN past the excerpt", `{"pad": "` + long + `", "v": NaN}`, "after 3018 bytes"},
+		{"two values", `{"a": 1} {"b": 2}`, "after top-level value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, _ := json.Marshal(map[string]string{"stdout_hex": hex.EncodeToString([]byte(tc.stdout)), "stderr": "evidence on stderr"})
+			rc := r.post(s.Execute(impl("emit"), in, nil))
+			d := wantFailure(t, rc, envapi.CodeInvalidOutput)
+			if !strings.Contains(rc.Message, "project emit") || !strings.Contains(rc.Message, tc.problem) {
+				t.Fatalf("message %q does not name the project and %q", rc.Message, tc.problem)
+			}
+			if d["project"] != "emit" || d["exit_code"] != float64(0) || !strings.Contains(d["stderr"].(string), "evidence on stderr") {
+				t.Fatalf("details %v", d)
+			}
+			if stdout, _ := d["stdout"].(string); stdout == "" {
+				t.Fatalf("details quote no stdout: %v", d)
+			}
+		})
+	}
+}
