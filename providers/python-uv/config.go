@@ -78,7 +78,9 @@ type Project struct {
 	// New against the working directory.
 	Directory string `json:"directory"`
 	// Setup optionally names a module run once per installation, after
-	// uv sync and before the first invocation.
+	// uv sync and before the first invocation. That it ran is recorded in
+	// the virtual environment (.brain-setup): a provider started again
+	// does not run it again, and a virtual environment made afresh does.
 	Setup string `json:"setup,omitempty"`
 	// Module is the module run for each execute.
 	Module string `json:"module"`

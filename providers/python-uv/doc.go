@@ -42,8 +42,11 @@
 //	uv sync --locked --project DIR                       (interpreter and dependencies)
 //	uv run --no-sync --project DIR python -m SETUP       (only when a setup module is configured)
 //
-// One preparation per directory is shared by every concurrent caller and by
-// every session. Its phases are logged and, when the execution's grant
+// The setup module runs once per installation: the virtual environment
+// records that it ran (.brain-setup), so a provider started again syncs the
+// installation but does not run its setup again, while a virtual
+// environment made afresh does. One preparation per directory is shared by
+// every concurrent caller and by every session. Its phases are logged and, when the execution's grant
 // lists emit, emitted as "python_uv.preparation" events ({project, phase,
 // status, elapsed_ms, exit_code}). A failed preparation stays failed: no
 // request retries it, and every execute of that directory answers

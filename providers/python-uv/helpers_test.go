@@ -108,8 +108,14 @@ type rig struct {
 
 func newRig(t testing.TB, mutate func(*Config)) *rig {
 	t.Helper()
+	return newRigOn(t, fixtures(t), mutate)
+}
+
+// newRigOn is newRig over the fixture projects under root, such as those
+// of a provider an earlier part of the test stopped.
+func newRigOn(t testing.TB, root string, mutate func(*Config)) *rig {
+	t.Helper()
 	uv := uvPath(t)
-	root := fixtures(t)
 	cfg := fixtureConfig(uv, root)
 	if mutate != nil {
 		mutate(&cfg)

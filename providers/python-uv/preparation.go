@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -201,6 +202,11 @@ func (pr *preparation) run(ctx context.Context, s *settings, proj project, prev 
 	}
 	env := s.env()
 	for _, ph := range phases {
+		if ph.name == PhaseSetup && setupRan(venvPath(proj.dir, env), proj.setup) {
+			// An earlier provider ran it on this installation.
+			log.Info("setup already ran on this installation", "project", proj.name, "directory", proj.dir, "setup", proj.setup)
+			continue
+		}
 		pr.record(PreparationEvent{Project: proj.name, Phase: ph.name, Status: StatusStarted})
 		log.Info("preparation phase started", "project", proj.name, "directory", proj.dir, "phase", ph.name)
 		res, err := runProcess(ctx, procSpec{Path: s.uv, Args: ph.args, Dir: proj.dir, Env: env, StderrKeep: s.stderrLimit})
@@ -224,6 +230,12 @@ func (pr *preparation) run(ctx context.Context, s *settings, proj project, prev 
 		}
 		pr.record(ev)
 		log.Info("preparation phase finished", "project", proj.name, "directory", proj.dir, "phase", ph.name, "elapsed", res.Elapsed)
+		if ph.name == PhaseSetup {
+			if err := markSetupRan(venvPath(proj.dir, env), proj.setup); err != nil {
+				log.Warn("setup ran, but recording it failed: a provider started again will run it again",
+					"project", proj.name, "directory", proj.dir, "error", err)
+			}
+		}
 	}
 	in, err := identifyInstallation(proj.dir, env)
 	if err != nil {
@@ -262,4 +274,41 @@ func phaseFailure(ctx context.Context, projectName, phase, uv string, res procRe
 // env is the reduced process environment of uv and Python.
 func (s *settings) env() []string {
 	return childEnv(os.Environ(), s.envAllow, map[string]string{"UV_PYTHON": s.python, "UV_CACHE_DIR": s.cacheDir})
+}
+
+// setupMarker is the file, in an installation's virtual environment, that
+// records the setup module that ran on it: the setup runs once per
+// installation, not once per provider process. A virtual environment made
+// afresh has none, and runs it again.
+const setupMarker = ".brain-setup"
+
+// setupRan reports whether module's setup ran on the virtual environment
+// venv.
+func setupRan(venv, module string) bool {
+	data, err := os.ReadFile(filepath.Join(venv, setupMarker))
+	return err == nil && string(data) == module+"\n"
+}
+
+// markSetupRan records that module's setup ran on venv, durably.
+func markSetupRan(venv, module string) error {
+	path := filepath.Join(venv, setupMarker)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(module + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
 }
