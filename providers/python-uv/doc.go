@@ -23,8 +23,10 @@
 // with LoadConfig or built by flags): the projects, each a directory with
 // pyproject.toml and uv.lock, an optional setup module and the module to
 // run; the uv executable; the interpreter request; the uv cache; output
-// and stderr bounds; the default timeout; the environment allow-list.
-// Sessions only name a project. A binding's setup configuration must be {}
+// and stderr bounds; the default timeout; the environment allow-list (uv
+// and Python see only the variables it names, plus UV_PYTHON, UV_CACHE_DIR
+// and PYTHONIOENCODING=utf-8: the JSON on Python's standard streams is
+// UTF-8 whatever the locale). Sessions only name a project. A binding's setup configuration must be {}
 // (or null); anything else is invalid_configuration.
 //
 // # Executing

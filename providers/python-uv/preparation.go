@@ -271,9 +271,11 @@ func phaseFailure(ctx context.Context, projectName, phase, uv string, res procRe
 	return f
 }
 
-// env is the reduced process environment of uv and Python.
+// env is the reduced process environment of uv and Python. Python's
+// standard streams are UTF-8, the encoding of the JSON they carry,
+// whatever the operator's environment says.
 func (s *settings) env() []string {
-	return childEnv(os.Environ(), s.envAllow, map[string]string{"UV_PYTHON": s.python, "UV_CACHE_DIR": s.cacheDir})
+	return childEnv(os.Environ(), s.envAllow, map[string]string{"UV_PYTHON": s.python, "UV_CACHE_DIR": s.cacheDir, "PYTHONIOENCODING": "utf-8"})
 }
 
 // setupMarker is the file, in an installation's virtual environment, that

@@ -276,6 +276,27 @@ func TestProcessEnvironmentIsReduced(t *testing.T) {
 	}
 }
 
+// TestModulesSpeakUTF8: a module reads its input and writes its result in
+// UTF-8, the encoding of the protocol's JSON, whatever encoding the
+// operator's environment would give Python.
+func TestModulesSpeakUTF8(t *testing.T) {
+	t.Setenv("PYTHONIOENCODING", "latin-1")
+	r := newRig(t, func(c *Config) { c.EnvAllow = []string{"PYTHONIOENCODING"} })
+	rc := r.post(r.attach("s").Execute(impl("environ"), json.RawMessage(`{}`), nil))
+	if rc.Type != envapi.ReceiptResult {
+		t.Fatalf("environ: %s", describe(rc))
+	}
+	var out struct {
+		Stdio []string `json:"stdio"`
+	}
+	if err := json.Unmarshal(rc.Output, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(out.Stdio, " ") != "utf-8 utf-8" {
+		t.Fatalf("the module's stdin and stdout encodings are %q, want utf-8", out.Stdio)
+	}
+}
+
 func TestCallerGivingUpDoesNotStopSharedPreparation(t *testing.T) {
 	r := newRig(t, nil)
 	s := r.attach("s")
