@@ -172,7 +172,9 @@
 //
 // Grants (ToolImplementation) are WASI preopens through an os.Root, so
 // that neither ".." nor a symbolic link leads outside a granted
-// directory, and a guest cannot create links: a workspace at /workspace
+// directory, a guest cannot create links and opens regular files and
+// directories only (a named pipe or a device could hold it in the host
+// past its deadline): a workspace at /workspace
 // (read-only unless granted write) inside Options.FilesystemAllow, a
 // scratch directory at /scratch (a fresh one per invocation, removed
 // after it) when FilesystemAllow holds "scratch", and each secret of
@@ -182,9 +184,10 @@
 // reads the real clock and gets unpredictable random bytes. A loop's
 // random bytes come from its activation's deterministic_seed and its clock
 // is the runtime's fixed one: the time it acts on is logical_time_ms
-// (runtime in TurnInput). Neither sleeps for real: a sleep returns at
-// once, so that no instance outlives its deadline or a cancel in a host
-// call.
+// (runtime in TurnInput), and its sleeps return at once. A Tool's sleep
+// waits in the host, for its time or until the invocation's deadline or
+// a cancel, whichever comes first (returning at once, the guest's
+// scheduler would spin on the real clock until the time had passed).
 //
 // # Instances
 //

@@ -16,7 +16,9 @@ import (
 // rootFS is a guest directory over an os.Root: every path resolves inside
 // the root, so neither ".." nor a symbolic link reaches outside it (the
 // host answers EPERM for such a path). A read-only rootFS refuses every
-// change with EROFS. The guest may not create links or symbolic links.
+// change with EROFS. The guest may not create links or symbolic links, and
+// opens regular files and directories only (EPERM for a named pipe, a
+// socket or a device, whose I/O could wait in the host past the deadline).
 type rootFS struct {
 	esys.UnimplementedFS
 	root     *os.Root
@@ -108,16 +110,47 @@ type opener struct {
 }
 
 func (o *opener) Open(name string) (fs.File, error) {
-	f, err := o.root.OpenFile(name, o.flag, o.perm)
+	// With O_NONBLOCK the open of a named pipe answers at once (ENXIO
+	// for writing with no reader) instead of waiting for its other end,
+	// which would hold the instance in the host past its deadline and a
+	// cancel; plainFile then refuses it.
+	f, err := o.root.OpenFile(name, o.flag|syscall.O_NONBLOCK, o.perm)
 	if err != nil {
-		if e := errno(err); e == esys.EPERM {
+		if e := errno(err); e == esys.EPERM || errors.Is(err, syscall.ENXIO) {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
 		}
 		return nil, err
 	}
+	if err := plainFile(f); err != nil {
+		_ = f.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
 	o.flag &^= os.O_CREATE | os.O_EXCL | os.O_TRUNC
 	o.last = f
 	return f, nil
+}
+
+// plainFile refuses a file opened through a rootFS that is neither a
+// regular file nor a directory (a named pipe, a socket, a device), whose
+// reads and writes could wait in the host for as long as they liked, and
+// puts the others back into blocking mode.
+func plainFile(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() {
+		return fs.ErrPermission
+	}
+	c, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := c.Control(func(fd uintptr) { serr = syscall.SetNonblock(int(fd), false) }); err != nil {
+		return err
+	}
+	return serr
 }
 
 func (r *rootFS) Lstat(p string) (sys.Stat_t, esys.Errno) {

@@ -211,11 +211,13 @@ func (h *Host) instance(ctx context.Context, m *module, a *activation, raw []byt
 	defer unmap()
 	ctx = experimental.WithMemoryAllocator(ctx, alloc)
 	// A Tool sees the real clock and unpredictable random bytes (a loop's
-	// are its activation's logical time and deterministic seed). Sleeps
-	// stay the runtime's, which return at once: a real one would block
-	// the instance past its deadline and cancellation.
+	// are its activation's logical time and deterministic seed). On the
+	// real clock a sleep that returned at once would only be taken again
+	// until its time had passed, spinning a core, so it waits for real,
+	// and no longer than the invocation's context, so that neither the
+	// deadline nor a cancel waits for it.
 	cfg := h.base.WithStdout(a.stdout).WithStderr(a.stderr).WithRandSource(cryptorand.Reader).
-		WithSysWalltime().WithSysNanotime()
+		WithSysWalltime().WithSysNanotime().WithNanosleep(sleeper(ctx))
 	if fsc != nil {
 		cfg = cfg.WithFSConfig(fsc)
 	}
@@ -235,6 +237,19 @@ func (h *Host) instance(ctx context.Context, m *module, a *activation, raw []byt
 		return nil, err
 	}
 	return bytes.Clone(out), nil
+}
+
+// sleeper answers the guest's sleep: it waits ns nanoseconds or until ctx
+// ends.
+func sleeper(ctx context.Context) func(ns int64) {
+	return func(ns int64) {
+		t := time.NewTimer(time.Duration(ns))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // toolCall runs one service call of a tool invocation.
