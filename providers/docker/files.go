@@ -132,7 +132,11 @@ func runRead(k *call) (any, error) {
 	if perr != nil {
 		return nil, envsdk.Failf(envapi.CodeExecutionFailed, "read %s: unexpected size %q", in.Path, errOut)
 	}
-	return toolset.NewReadOutput(data, size, size-in.Offset > int64(len(data))), nil
+	truncated := size-in.Offset > int64(len(data))
+	if truncated {
+		data = toolset.TrimCutRune(data)
+	}
+	return toolset.NewReadOutput(data, size, truncated), nil
 }
 
 func (k *call) writable() error {

@@ -69,7 +69,7 @@ func (s *streamer) add(stream string, p []byte) {
 		return
 	}
 	data := append(s.carry[stream], p...)
-	cut := incompleteTail(data)
+	cut := toolset.IncompleteTail(data)
 	s.carry[stream] = append([]byte(nil), data[len(data)-cut:]...)
 	s.queue(stream, data[:len(data)-cut])
 	s.mu.Unlock()
@@ -112,19 +112,6 @@ func runeCut(data []byte, limit int) int {
 		return 0
 	}
 	return limit // not UTF-8 there: any cut will do
-}
-
-// incompleteTail is the length of an unfinished UTF-8 sequence ending data.
-func incompleteTail(data []byte) int {
-	for i := 1; i <= utf8.UTFMax && i <= len(data); i++ {
-		if utf8.RuneStart(data[len(data)-i]) {
-			if utf8.FullRune(data[len(data)-i:]) {
-				return 0
-			}
-			return i
-		}
-	}
-	return 0
 }
 
 func (s *streamer) loop() {

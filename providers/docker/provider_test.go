@@ -151,6 +151,12 @@ func TestFileTools(t *testing.T) {
 	if rd.Content != "doc" || !rd.Truncated {
 		t.Fatalf("read with offset and limit = %+v", rd)
 	}
+	// A limit that ends inside a character: the text before it, as text.
+	decode(exec(toolset.ToolWrite, toolset.WriteInput{Path: "accents.txt", Content: "café crème"}), &w)
+	decode(exec(toolset.ToolRead, toolset.ReadInput{Path: "accents.txt", Limit: 4}), &rd)
+	if rd.Content != "caf" || rd.Encoding != "utf8" || !rd.Truncated {
+		t.Fatalf("read cut inside a character = %+v, want the text before it", rd)
+	}
 	var ls toolset.ListOutput
 	decode(exec(toolset.ToolList, toolset.ListInput{Recursive: true}), &ls)
 	got := map[string]string{}

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 // OutputEvent is the event type of streamed command output; its data is
@@ -142,7 +143,7 @@ func coalesce(batch []chunk, carry map[string][]byte, final bool) []outputEvent 
 		data = append(carry[stream], data...)
 		carry[stream] = nil
 		if !last {
-			if cut := incompleteTail(data); cut > 0 {
+			if cut := toolset.IncompleteTail(data); cut > 0 {
 				carry[stream] = append([]byte(nil), data[len(data)-cut:]...)
 				data = data[:len(data)-cut]
 			}
@@ -177,18 +178,4 @@ func coalesce(batch []chunk, carry map[string][]byte, final bool) []outputEvent 
 		}
 	}
 	return out
-}
-
-// incompleteTail is the length of an unfinished UTF-8 sequence ending data.
-func incompleteTail(data []byte) int {
-	for i := 1; i <= utf8.UTFMax && i <= len(data); i++ {
-		b := data[len(data)-i]
-		if utf8.RuneStart(b) {
-			if utf8.FullRune(data[len(data)-i:]) {
-				return 0
-			}
-			return i
-		}
-	}
-	return 0
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/toolset"
@@ -44,24 +43,9 @@ func runRead(k *call) (any, error) {
 		data, truncated = data[:limit], true
 	}
 	if truncated {
-		data = cutAtRune(data)
+		data = toolset.TrimCutRune(data)
 	}
 	return toolset.NewReadOutput(data, fi.Size(), truncated), nil
-}
-
-// cutAtRune drops the unfinished character a read's limit cut off at the
-// end of data, when the rest is text: the content is then returned as text,
-// not as base64, and the caller continues from the offset plus the bytes
-// returned. Data that is not text, or is only the start of one character,
-// is kept as it is.
-func cutAtRune(data []byte) []byte {
-	if utf8.Valid(data) {
-		return data
-	}
-	if cut := incompleteTail(data); cut > 0 && cut < len(data) && utf8.Valid(data[:len(data)-cut]) {
-		return data[:len(data)-cut]
-	}
-	return data
 }
 
 func runWrite(k *call) (any, error) {
