@@ -24,7 +24,9 @@
 //	edit     {"path", "old", "new"} → {"replacements": 1}
 //
 // (CommandInput, CommandOutput, ReadInput, ReadOutput, and so on.) Content
-// is text when it is valid UTF-8 (encoding "utf8"), base64 otherwise. An
+// is text when it is valid UTF-8 (encoding "utf8"), base64 otherwise; a
+// read cut by its limit inside a character ends before it (TrimCutRune),
+// so that text stays text and the next read starts at that character. An
 // entry's type is file, dir, symlink or other. A descriptor that is not
 // {"tool": NAME}, or a tool the provider does not implement, is answered
 // unsupported.
