@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,31 +57,8 @@ func stallingEngine(t *testing.T, engineHost, stall string) (host string, held <
 // finishes it on first use: executes work, and teardown leaves nothing.
 func TestSetupInterruptedByKillIsCompletedOnFirstUse(t *testing.T) {
 	t.Parallel()
-	cli, image := testEngine(t)
-	dir := t.TempDir()
-	stateDir := filepath.Join(dir, "state")
-	profiles := filepath.Join(dir, "profiles.json")
-	if err := os.WriteFile(profiles, mustJSON(Profiles{"default": {Image: image}}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	probe, err := newProvider(Config{StateDir: stateDir, Client: cli}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanupInstance(t, cli, probe.Instance())
-	brain := envtest.NewBrain(t)
-	c := envtest.NewCommands("interrupted-setup", "box")
-	c.Brain = brain
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	post := func(url string, cmd envapi.Command) envapi.Receipt {
-		t.Helper()
-		status, body, resp, err := envtest.Post(ctx, nil, url, testToken, cmd)
-		if err != nil || status != http.StatusOK {
-			t.Fatalf("POST %s: %d %v %s", cmd.Operation.Request.Type, status, err, body)
-		}
-		return resp.Receipt
-	}
+	r := newKillRig(t, "interrupted-setup")
+	ctx, cli, image, stateDir, profiles, c, post, probe := r.ctx, r.cli, r.image, r.stateDir, r.profiles, r.c, r.post, r.probe
 
 	// The setup is held while it reads the image's /workspace from a
 	// probe container, and the provider is killed there.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
 	"github.com/brain-in-go/brain/envsdk/toolset"
+	"github.com/docker/docker/client"
 )
 
 // TestChildProvider is not a test: it is the provider process that the
@@ -69,32 +71,8 @@ func startChild(t *testing.T, stateDir, profiles string, env ...string) (*exec.C
 // group and tears down everything it created.
 func TestRestartAfterKill(t *testing.T) {
 	t.Parallel()
-	cli, image := testEngine(t)
-	dir := t.TempDir()
-	stateDir := filepath.Join(dir, "state")
-	profiles := filepath.Join(dir, "profiles.json")
-	if err := os.WriteFile(profiles, mustJSON(Profiles{"default": {Image: image}}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	probe, err := newProvider(Config{StateDir: stateDir, Client: cli}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanupInstance(t, cli, probe.Instance())
-	brain := envtest.NewBrain(t)
-	c := envtest.NewCommands("restart", "box")
-	c.Brain = brain
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	post := func(url string, cmd envapi.Command) envapi.Receipt {
-		t.Helper()
-		status, body, resp, err := envtest.Post(ctx, nil, url, testToken, cmd)
-		if err != nil || status != 200 {
-			t.Fatalf("POST %s: %d %v %s", cmd.Operation.Request.Type, status, err, body)
-		}
-		return resp.Receipt
-	}
-
+	r := newKillRig(t, "restart")
+	ctx, cli, stateDir, profiles, brain, c, post, probe := r.ctx, r.cli, r.stateDir, r.profiles, r.brain, r.c, r.post, r.probe
 	child, url := startChild(t, stateDir, profiles)
 	if r := post(url, c.Setup(nil)); r.Type != envapi.ReceiptAccepted {
 		t.Fatalf("setup = %+v", r)
@@ -158,4 +136,50 @@ func TestRestartAfterKill(t *testing.T) {
 	if err := json.Unmarshal(data, &parsed); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// killRig is what a test of a provider killed and started again uses: the
+// Engine with the test image, a state directory and profiles file for the
+// provider's child processes, a fake Brain and the commands of one
+// binding, and post, which sends a command and fails the test unless it
+// is answered 200.
+type killRig struct {
+	ctx                       context.Context
+	cli                       *client.Client
+	image, stateDir, profiles string
+	probe                     *Provider // on the state directory, for its instance and store
+	brain                     *envtest.Brain
+	c                         *envtest.Commands
+	post                      func(url string, cmd envapi.Command) envapi.Receipt
+}
+
+func newKillRig(t *testing.T, session string) *killRig {
+	t.Helper()
+	cli, image := testEngine(t)
+	dir := t.TempDir()
+	r := &killRig{cli: cli, image: image, stateDir: filepath.Join(dir, "state"), profiles: filepath.Join(dir, "profiles.json")}
+	if err := os.WriteFile(r.profiles, mustJSON(Profiles{"default": {Image: image}}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	probe, err := newProvider(Config{StateDir: r.stateDir, Client: cli}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.probe = probe
+	cleanupInstance(t, cli, probe.Instance())
+	r.brain = envtest.NewBrain(t)
+	r.c = envtest.NewCommands(session, "box")
+	r.c.Brain = r.brain
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	r.ctx = ctx
+	r.post = func(url string, cmd envapi.Command) envapi.Receipt {
+		t.Helper()
+		status, body, resp, err := envtest.Post(ctx, nil, url, testToken, cmd)
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("POST %s: %d %v %s", cmd.Operation.Request.Type, status, err, body)
+		}
+		return resp.Receipt
+	}
+	return r
 }
