@@ -15,9 +15,10 @@ import (
 )
 
 // parkedLoop creates a session whose remote agentloop (on "agent") parks
-// its turn, with the tools given on "box", and answers the session and
-// the loop's callback grant. The turn is cancelled when the test ends.
-func parkedLoop(t *testing.T, tools ...api.Tool) (*apiClient, *fixture, string, *envapi.Grant) {
+// its turn, with the tools given on "box", and answers the Brain, the
+// session and the loop's callback grant. The turn is cancelled when the
+// test ends.
+func parkedLoop(t *testing.T, tools ...api.Tool) (*brainServer, *apiClient, *fixture, string, *envapi.Grant) {
 	t.Helper()
 	b := newBrain(t, brain.Limits{MaxTurn: time.Minute})
 	c := newClient(t, b.URL)
@@ -36,7 +37,7 @@ func parkedLoop(t *testing.T, tools ...api.Tool) (*apiClient, *fixture, string, 
 		c.must(http.StatusNoContent, http.MethodPost, "/v1/sessions/"+id+"/cancel", nil, nil)
 		c.waitEvent(id, withData(api.KindTurnFailed, "sequence", turn))
 	})
-	return c, f, id, g
+	return b, c, f, id, g
 }
 
 // TestDispatchReturnsCommittedEvents: the events of a ToolReturn are the
@@ -44,7 +45,7 @@ func parkedLoop(t *testing.T, tools ...api.Tool) (*apiClient, *fixture, string, 
 // them, with their sequences and recording times, including a result and
 // an extension event the tool committed through its own callback.
 func TestDispatchReturnsCommittedEvents(t *testing.T) {
-	c, _, id, g := parkedLoop(t, tool("reporter", "box", "report"))
+	_, c, _, id, g := parkedLoop(t, tool("reporter", "box", "report"))
 	status, body := callGrantBody(t, g, "dispatch", []envapi.ToolInvocation{{CallID: "c1", Name: "reporter", Environment: "box", Input: json.RawMessage(`{}`)}})
 	if status != http.StatusOK {
 		t.Fatalf("dispatch: %d %s", status, body)
@@ -80,7 +81,7 @@ func TestDispatchReturnsCommittedEvents(t *testing.T) {
 // sent as "output") is refused as invalid_request naming the field, and
 // nothing is recorded, instead of the field being dropped.
 func TestCallbackInputsAreStrict(t *testing.T) {
-	c, f, id, loop := parkedLoop(t, tool("later", "box", "returned"))
+	_, c, f, id, loop := parkedLoop(t, tool("later", "box", "returned"))
 	t.Cleanup(func() { f.Open("finish") })
 	status, body := callGrantBody(t, loop, "dispatch", []envapi.ToolInvocation{{CallID: "c1", Name: "later", Environment: "box", Input: json.RawMessage(`{}`)}})
 	if status != http.StatusOK {
