@@ -322,7 +322,10 @@ func anthropicMessagesOf(msgs []api.Message) ([]map[string]any, error) {
 		for _, b := range m.Content {
 			switch b.Type {
 			case api.BlockText:
-				if b.Text != "" {
+				// The API refuses empty text, and a message whose text is
+				// all whitespace; the model's own whitespace (before a
+				// tool call, say) is left out rather than refused.
+				if b.Text != "" && (role != "assistant" || strings.TrimSpace(b.Text) != "") {
 					content = append(content, map[string]any{"type": "text", "text": b.Text})
 				}
 			case api.BlockImage:
@@ -376,5 +379,34 @@ func anthropicMessagesOf(msgs []api.Message) ([]map[string]any, error) {
 	if out == nil {
 		out = []map[string]any{}
 	}
+	// The tool_result blocks of a user turn come first: the API refuses a
+	// turn after tool calls that begins with anything else (a developer
+	// note merged in ahead of the results, say).
+	for _, m := range out {
+		if m["role"] == "user" {
+			m["content"] = toolResultsFirst(m["content"].([]any))
+		}
+	}
 	return out, nil
+}
+
+// toolResultsFirst orders a user turn's tool_result blocks before its other
+// blocks, each kind in its own order.
+func toolResultsFirst(content []any) []any {
+	isResult := func(b any) bool {
+		m, ok := b.(map[string]any)
+		return ok && m["type"] == "tool_result"
+	}
+	ordered := make([]any, 0, len(content))
+	for _, b := range content {
+		if isResult(b) {
+			ordered = append(ordered, b)
+		}
+	}
+	for _, b := range content {
+		if !isResult(b) {
+			ordered = append(ordered, b)
+		}
+	}
+	return ordered
 }

@@ -33,7 +33,13 @@
 // Brain messages map to the dialect's turns: text, image and file blocks
 // (by URL), tool_use blocks to function calls, tool_result blocks to
 // function outputs (a JSON string content is sent as its value, other JSON
-// as text). Native blocks go back only to the dialect that produced them.
+// as text). Native blocks go back only to the dialect that produced them
+// (a Responses reasoning item without its id, as the message and function
+// calls after it go back without theirs). Anthropic user turns lead with
+// their tool_result blocks, and whitespace-only assistant text is left out,
+// as the Messages API requires. A Chat Completions tool call is told apart
+// by its index, or by a new id at an index already in use (Ollama numbers
+// every streamed call 0).
 // Stop reasons map to end_turn, tool_use, max_tokens, stop_sequence, refusal
 // or unknown; usage maps to input (uncached), cache read/creation, total
 // input, output and reasoning tokens. Options are checked per dialect

@@ -211,7 +211,7 @@ func responsesInput(msgs []api.Message) ([]any, error) {
 				case api.BlockNative:
 					if replayable(b) {
 						flush()
-						items = append(items, b.Data)
+						items = append(items, replayItem(b.Data))
 					}
 				}
 			}
@@ -250,7 +250,7 @@ func responsesInput(msgs []api.Message) ([]any, error) {
 				case api.BlockNative:
 					if replayable(b) {
 						flush()
-						items = append(items, b.Data)
+						items = append(items, replayItem(b.Data))
 					}
 				case api.BlockToolUse:
 					return nil, fmt.Errorf("%w: tool_use in a %s message", ErrInvalidRequest, m.Role)
@@ -279,6 +279,27 @@ func replayable(b api.ContentBlock) bool {
 		return false
 	}
 	return item.Type != "reasoning" || item.EncryptedContent != ""
+}
+
+// replayItem is a native item as a stateless request sends it back: a
+// reasoning item without its id, like the message and function calls that
+// followed it (which go back as plain input, without theirs). An item that
+// names its id is paired by the API with a following item naming its own,
+// and refused without one.
+func replayItem(data json.RawMessage) json.RawMessage {
+	var item map[string]json.RawMessage
+	if json.Unmarshal(data, &item) != nil || string(item["type"]) != `"reasoning"` {
+		return data
+	}
+	if _, ok := item["id"]; !ok {
+		return data
+	}
+	delete(item, "id")
+	out, err := json.Marshal(item)
+	if err != nil {
+		return data
+	}
+	return out
 }
 
 // responsesObject is the response of a terminal event.

@@ -59,6 +59,8 @@ func (c *openAIChat) Call(ctx context.Context, req Request, onDelta func(Delta))
 	var (
 		text, refusal strings.Builder
 		calls         []*chatToolCall
+		slot          = map[int]int{}  // wire index → the call it writes to
+		claimed       = map[int]bool{} // calls some wire index wrote to
 		finish        string
 		usage         *chatUsage
 		answered      bool
@@ -116,10 +118,25 @@ func (c *openAIChat) Call(ctx context.Context, req Request, onDelta func(Delta))
 				if tc.Index < 0 || tc.Index > 1024 {
 					return false, invalid(dialectChat, fmt.Sprintf("tool call index %d", tc.Index), nil)
 				}
-				for len(calls) <= tc.Index {
+				// A delta names its call by index; a new id at an index
+				// already in use is another call (Ollama numbers every
+				// tool call of a stream 0).
+				at, ok := slot[tc.Index]
+				switch {
+				case !ok && (tc.Index >= len(calls) || !claimed[tc.Index]):
+					for len(calls) <= tc.Index {
+						calls = append(calls, &chatToolCall{})
+					}
+					at = tc.Index
+				case !ok || (tc.ID != "" && calls[at].ID != "" && calls[at].ID != tc.ID):
+					if len(calls) > 1024 {
+						return false, invalid(dialectChat, "too many tool calls", nil)
+					}
 					calls = append(calls, &chatToolCall{})
+					at = len(calls) - 1
 				}
-				call := calls[tc.Index]
+				slot[tc.Index], claimed[at] = at, true
+				call := calls[at]
 				if tc.ID != "" {
 					call.ID = tc.ID
 				}

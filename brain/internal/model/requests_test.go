@@ -242,7 +242,8 @@ func TestAnthropicThinkingRoundTrip(t *testing.T) {
 }
 
 // TestResponsesReasoningRoundTrip: reasoning items are kept verbatim and
-// replayed with their encrypted content; one without it is not sent.
+// replayed with their encrypted content (without their id); one without
+// it is not sent.
 func TestResponsesReasoningRoundTrip(t *testing.T) {
 	f, c := open(t, responsesDialect, Limits{})
 	reasoning := map[string]any{"id": "rs_6820f383d7c08191846711c5df8233bc", "type": "reasoning", "summary": []any{}, "encrypted_content": "gAAAAABoISQ24OyVRYbkYfukE"}
@@ -277,7 +278,7 @@ func TestResponsesReasoningRoundTrip(t *testing.T) {
 	got, _ := json.Marshal(f.last(t).Body["input"])
 	sameJSON(t, got, `[
 	 {"role":"user","content":[{"type":"input_text","text":"Capital of France?"}]},
-	 {"id":"rs_6820f383d7c08191846711c5df8233bc","type":"reasoning","summary":[],"encrypted_content":"gAAAAABoISQ24OyVRYbkYfukE"},
+	 {"type":"reasoning","summary":[],"encrypted_content":"gAAAAABoISQ24OyVRYbkYfukE"},
 	 {"role":"assistant","content":"Paris."},
 	 {"role":"user","content":[{"type":"input_text","text":"And Italy?"}]}]`)
 }
