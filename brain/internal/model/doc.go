@@ -11,7 +11,9 @@
 //     that every engine path can be exercised without a network;
 //   - "openai": the OpenAI Responses API ({base}/responses), stateless
 //     (store:false) with encrypted reasoning replayed as native blocks of
-//     format "openai.responses.v1"; the option operation "compact" posts
+//     format "openai.responses.v1" (asked for from every model but the
+//     families that do not reason and refuse it: gpt-4*, gpt-3.5*,
+//     chatgpt-*, gpt-5-chat*); the option operation "compact" posts
 //     the conversation to {base}/responses/compact instead (model, input
 //     and instructions only) and answers the compacted items verbatim as
 //     native blocks;

@@ -144,11 +144,13 @@ func (c *openAIResponses) body(req Request) (map[string]any, error) {
 		return nil, err
 	}
 	body := map[string]any{
-		"model":   c.model,
-		"input":   input,
-		"store":   false,
-		"stream":  true,
-		"include": []string{"reasoning.encrypted_content"},
+		"model":  c.model,
+		"input":  input,
+		"store":  false,
+		"stream": true,
+	}
+	if reasons(c.model) {
+		body["include"] = []string{"reasoning.encrypted_content"}
 	}
 	if req.System != nil && *req.System != "" {
 		body["instructions"] = *req.System
@@ -182,6 +184,23 @@ func (c *openAIResponses) body(req Request) (map[string]any, error) {
 		body[k] = v
 	}
 	return body, nil
+}
+
+// nonReasoning are the prefixes of the model families that do not reason
+// and for which OpenAI refuses include ["reasoning.encrypted_content"]
+// ("Encrypted content is not supported with this model").
+var nonReasoning = []string{"gpt-4", "gpt-3.5", "chatgpt-", "gpt-5-chat"}
+
+// reasons reports whether model may reason, so that its reasoning is asked
+// for encrypted, to be replayed in a stateless conversation. A model of
+// an unknown family is taken to reason.
+func reasons(model string) bool {
+	for _, p := range nonReasoning {
+		if strings.HasPrefix(model, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // responsesInput maps Brain messages to Responses input items.
