@@ -83,7 +83,7 @@ func reporterObservation(p *probe) {
 }
 
 func restartBinding(p *probe) {
-	write, read := p.descriptor(RoleWrite), p.descriptor(RoleRead)
+	write, read := p.descriptor(RoleWrite), p.readDescriptor()
 	c := p.setup()
 	p.teardownLater(c)
 	p.mustTool(c, write, "write before the restart")
@@ -95,7 +95,7 @@ func restartBinding(p *probe) {
 		return // the provider kept its resource
 	case ex.Resp != nil && ex.receipt().Type == envapi.ReceiptFailure:
 		return // loss reported explicitly
-	case finishedWithError(p.brain.Filter(envtest.Execution(p.session, cmd.Operation.Sequence, envapi.MethodFinish))):
+	case p.finishedWithError(cmd.Operation.Sequence, ex.receipt()):
 		return // loss reported through the Tool's outcome
 	case ex.Resp != nil && slices.Contains([]envapi.ReceiptType{envapi.ReceiptResult, envapi.ReceiptReturned}, ex.receipt().Type) && out != nil:
 		p.fail(ruleLoss, ex, "after a restart the binding answered a read that does not see the earlier write (%v): a replacement was allocated silently instead of reporting the loss", err)
@@ -104,11 +104,12 @@ func restartBinding(p *probe) {
 	}
 }
 
-func finishedWithError(calls []envtest.Call) bool {
-	for _, call := range calls {
-		if o, err := envapi.DecodeOutcome(call.Input); err == nil && o.Status == envapi.StatusError {
-			return true
-		}
+// finishedWithError reports whether execution seq, answered rc, finished
+// with an error outcome.
+func (p *probe) finishedWithError(seq uint64, rc envapi.Receipt) bool {
+	if p.brain.Count(envtest.Execution(p.session, seq, envapi.MethodFinish)) == 0 {
+		return false
 	}
-	return false
+	o, err := p.toolOutcome(seq, rc)
+	return err == nil && o.Status == envapi.StatusError
 }

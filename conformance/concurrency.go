@@ -57,7 +57,7 @@ func concurrencyShared(p *probe) {
 }
 
 func concurrencyIsolated(p *probe) {
-	write, read := p.descriptor(RoleWrite), p.descriptor(RoleRead)
+	write, read := p.descriptor(RoleWrite), p.readDescriptor()
 	a, b := p.setup(), p.setup()
 	p.teardownLater(a)
 	p.teardownLater(b)

@@ -116,7 +116,9 @@
 // that code) or "accepted". Each execute gives the implementation and input
 // sent; "output" requires the Tool's output to equal the given JSON,
 // "output_contains" requires every given field (recursively) to be present
-// with that value, and with neither any output passes. "runs_ms" is how long
+// with that value, and with neither any output passes (except for "read",
+// which must give one: it is what tells a binding that saw the write from
+// one that did not). "runs_ms" is how long
 // the execution runs when nothing stops it; the deadline and cancel cases
 // watch that long for a late completion. "methods" maps each call method to
 // a sample input that must answer a result. "reporter" names a call that

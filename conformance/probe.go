@@ -221,6 +221,18 @@ func (p *probe) descriptor(role string) Descriptor {
 	return d
 }
 
+// readDescriptor returns the target's read descriptor for a case that
+// tells bindings' states apart by its check, failing the case when the
+// read checks nothing (it would pass on any binding).
+func (p *probe) readDescriptor() Descriptor {
+	p.t.Helper()
+	d := p.descriptor(RoleRead)
+	if d.Check == nil {
+		p.t.Fatalf("the target's read descriptor has no check: this case needs one that passes only when the read observes the write's state (Descriptor.Check; in a profile, \"output\" or \"output_contains\")")
+	}
+	return d
+}
+
 // execute sends an execute of d with a tool grant; it never fails the case.
 func (p *probe) execute(c *envtest.Commands, d Descriptor, deadlineMs *int64) (*exchange, uint64) {
 	cmd := c.Execute(d.Implementation, d.Input, deadlineMs)
@@ -270,30 +282,78 @@ func (p *probe) toolCmd(cmd envapi.Command, d Descriptor) (json.RawMessage, *exc
 	if !fin.Accepted() {
 		return nil, ex, ruleFinish, fmt.Errorf("the finish call was refused: %v", fin)
 	}
-	out := rc.Output
-	for _, call := range p.brain.CallsFor(p.session, seq) {
-		if call.Method == envapi.MethodResult && call.Accepted() {
-			if o, err := envapi.DecodeOutcome(call.Input); err == nil && o.Status == envapi.StatusOK {
-				out = o.Value
-			}
-		}
+	o, err := p.toolOutcome(seq, rc)
+	if err != nil {
+		return nil, ex, ruleFinish, err
 	}
-	if s := strings.TrimSpace(string(fin.Input)); s != "null" {
-		o, err := envapi.DecodeOutcome(fin.Input)
-		if err != nil {
-			return nil, ex, ruleFinish, fmt.Errorf("finish input is not an Outcome: %w", err)
-		}
-		if o.Status != envapi.StatusOK {
-			return nil, ex, ruleFinish, fmt.Errorf("finished with status %q: %s", o.Status, excerpt(fin.Input, 300))
-		}
-		out = o.Value
+	if o.Status != envapi.StatusOK {
+		return nil, ex, ruleFinish, fmt.Errorf("the Tool finished with status %q, want ok: %s", o.Status, excerpt(mustMarshal(o), 300))
 	}
+	out := o.Value
 	if d.Check != nil {
 		if err := d.Check(out); err != nil {
 			return out, ex, ruleFinish, fmt.Errorf("output %s does not pass the descriptor's check: %w", excerpt(out, 300), err)
 		}
 	}
 	return out, ex, "", nil
+}
+
+// toolOutcome is the outcome execution seq finished with, as the protocol
+// defines it: the outcome given to finish, or, when finish gives none (its
+// input is null or absent), the last outcome given before it to the result
+// or returned service, else the output of the execute's receipt rc.
+func (p *probe) toolOutcome(seq uint64, rc envapi.Receipt) (envapi.Outcome, error) {
+	last := receiptOutcome(rc.Output)
+	for _, call := range p.brain.CallsFor(p.session, seq) {
+		if !call.Accepted() {
+			continue
+		}
+		switch call.Method {
+		case envapi.MethodResult, envapi.MethodReturned:
+			if isNull(call.Input) {
+				continue
+			}
+			if o, err := envapi.DecodeOutcome(call.Input); err == nil {
+				last = o
+			}
+		case envapi.MethodFinish:
+			if isNull(call.Input) {
+				return last, nil
+			}
+			o, err := envapi.DecodeOutcome(call.Input)
+			if err != nil {
+				return envapi.Outcome{}, fmt.Errorf("finish input is not an Outcome: %w", err)
+			}
+			return o, nil
+		}
+	}
+	return last, nil
+}
+
+// receiptOutcome reads the output of a result or returned receipt as Brain
+// does: an object with a top-level "status" is an Outcome envelope (a
+// malformed one an invalid_output error), any other value (none: null) is
+// an ok value.
+func receiptOutcome(output json.RawMessage) envapi.Outcome {
+	var head map[string]json.RawMessage
+	if json.Unmarshal(output, &head) != nil || head["status"] == nil {
+		return envapi.OK(output)
+	}
+	o, err := envapi.DecodeOutcome(output)
+	if err != nil {
+		return envapi.ErrorOutcome(envapi.CodeInvalidOutput, "malformed tool output: "+err.Error(), false, nil)
+	}
+	return o
+}
+
+func isNull(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return s == "" || s == "null"
+}
+
+func mustMarshal(v any) []byte {
+	data, _ := json.Marshal(v)
+	return data
 }
 
 // mustTool runs d as a Tool and fails the case unless it completes and

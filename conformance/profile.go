@@ -93,6 +93,9 @@ func ParseProfile(data []byte) (Profile, error) {
 		if e.Output != nil && e.OutputContains != nil {
 			return Profile{}, fmt.Errorf("conformance: profile: executes.%s: give output or output_contains, not both", role)
 		}
+		if role == RoleRead && e.Output == nil && e.OutputContains == nil {
+			return Profile{}, fmt.Errorf("conformance: profile: executes.%s: give output or output_contains, what the read sees only after the write (without it a read passes on any binding)", role)
+		}
 	}
 	switch p.DuplicateSetup {
 	case "", DuplicateFails, DuplicateAccepted:

@@ -8,7 +8,7 @@ type rule string
 const (
 	ruleAuth       rule = `a provider authenticates every request with its bearer token ("Authorization: Bearer <token>"), before routing: a missing or wrong token, or another scheme, is answered 401 whatever the path`
 	ruleRoute      rule = `Brain posts every command to {url}/v1/operations; an authenticated request to any other path is answered 404`
-	ruleBodyLimit  rule = `a command body larger than the provider's limit is answered 413`
+	ruleBodyLimit  rule = `a command body larger than the provider's limit is answered 413; one of exactly the limit is served`
 	ruleStrict     rule = `commands are decoded strictly: malformed JSON, unknown fields, identifiers not matching ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$ and sequences below 1 are answered 400`
 	ruleResponse   rule = `every answer to a command is 200 with {"contract":"environment/v1","sequence":<the command's sequence>,"receipt":{...}}`
 	ruleLifecycle  rule = `a binding's life is setup, then operations, then detach and teardown; each of these is answered with an accepted receipt when it succeeds`

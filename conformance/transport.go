@@ -110,6 +110,7 @@ func transportNotFound(p *probe) {
 
 func transportBodyTooLarge(p *probe) {
 	limit := p.o.MaxBodyBytes
+	p.bodyAtLimit(limit)
 	prefix := []byte(`{"contract":"environment/v1","operation":{"session_id":"` + p.session + `","pad":"`)
 	suffix := []byte(`"}}`)
 	pad := int(limit) + 1 - len(prefix) - len(suffix)
@@ -132,6 +133,30 @@ func transportBodyTooLarge(p *probe) {
 	}
 	ex.Request = append(append([]byte{}, body[:200]...), []byte("…")...)
 	p.wantStatus(ruleBodyLimit, ex, http.StatusRequestEntityTooLarge, fmt.Sprintf("a body of %d bytes (limit %d)", len(body), limit))
+}
+
+// bodyAtLimit sends a setup of a fresh binding padded with whitespace to
+// exactly limit bytes: a command within the limit is served, not refused.
+func (p *probe) bodyAtLimit(limit int64) {
+	p.t.Helper()
+	c := p.binding()
+	setup, _ := json.Marshal(c.Setup(p.tg.SetupConfiguration))
+	pad := int(limit) - len(setup)
+	if pad < 0 {
+		return // the declared limit is smaller than any setup command
+	}
+	body := make([]byte, 0, limit)
+	body = append(body, setup[0])
+	body = append(body, bytes.Repeat([]byte(" "), pad)...)
+	body = append(body, setup[1:]...)
+	ex := p.raw("/v1/operations", p.tg.Token, body)
+	ex.Request = append(append(append([]byte{}, setup[:1]...), fmt.Sprintf("<%d spaces>", pad)...), setup[1:]...)
+	if ex.Status == http.StatusRequestEntityTooLarge {
+		p.fail(ruleBodyLimit, ex, "a setup of exactly %d bytes, the declared limit, answered 413: the provider's limit is lower than the declared one (Options.MaxBodyBytes, profile \"max_body_bytes\"), or it refuses a body that is exactly at its limit", limit)
+		return
+	}
+	p.teardownLater(c)
+	p.wantStatus(ruleBodyLimit, ex, http.StatusOK, fmt.Sprintf("a setup of exactly %d bytes, the declared limit", limit))
 }
 
 func transportMalformed(p *probe) {
