@@ -81,3 +81,25 @@ func TestBrokenProvidersUnnoticedElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// TestEarlyTimerWithinSlackPasses: a provider whose timer fires a few
+// milliseconds before deadline_ms (as a JavaScript timer may) passes
+// deadline/timeout; one that reads the deadline as a timestamp does not
+// (TestBrokenProvidersUnnoticedElsewhere).
+func TestEarlyTimerWithinSlackPasses(t *testing.T) {
+	opts := testOptions
+	opts.Run = []string{"deadline/timeout"}
+	sdk := envsdk.Options{Token: refToken, StopGrace: time.Second}
+	early := rewriting(func(cmd *envapi.Command) *envapi.Response {
+		if d := cmd.Operation.Request.DeadlineMs; d != nil && *d > 5 {
+			*d -= 5
+		}
+		return nil
+	})
+	report := conformance.Check(t.Context(), func(ct conformance.T) conformance.Target {
+		return serveReference(ct, newReference, sdk, early)
+	}, &opts)
+	if failed := report.Failed(); len(failed) != 0 {
+		t.Fatalf("a timer 5 ms early failed %v\n%s", failed, details(report))
+	}
+}

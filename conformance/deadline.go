@@ -67,12 +67,19 @@ func executePastDeadline(p *probe, role, what string) (d Descriptor, c *envtest.
 		p.fatal(ruleTimeout, ex, "%s, past its deadline_ms %d, answered %q %s after %v, want failure %s (the first stop cause)", what, ms, rc.Type, rc.Code, ex.Answered.Sub(ex.Sent).Round(time.Millisecond), envapi.CodeTimeout)
 	}
 	// The provider received the command after it was sent, so its
-	// deadline cannot have passed before Sent + deadline_ms.
-	if elapsed := ex.Answered.Sub(ex.Sent); elapsed < p.o.Deadline {
+	// deadline cannot have passed before Sent + deadline_ms, less the
+	// granularity of a timer (a JavaScript timer may fire a few
+	// milliseconds early).
+	if elapsed := ex.Answered.Sub(ex.Sent); elapsed < p.o.Deadline-timerSlack {
 		p.fail(ruleRemaining, ex, "%s answered timeout after %v, before its deadline_ms %d had passed", what, elapsed.Round(time.Millisecond), ms)
 	}
 	return d, c, cmd, ex, rc
 }
+
+// timerSlack is how much earlier than its deadline_ms a provider may
+// answer timeout: the granularity of its timers, not a misreading of the
+// deadline.
+const timerSlack = 10 * time.Millisecond
 
 // withinDeadline runs the echo with a deadline_ms far longer than it
 // needs (the case's own time bound) and fails the case unless it

@@ -19,7 +19,7 @@ const (
 	ruleLostAck    rule = `callbacks are never retried: when finish was sent but its acknowledgement was lost, the outcome may have been committed, so the execute answers unknown and finish is not sent again`
 	ruleGranted    rule = `an execution calls only the methods its callback grant lists`
 	ruleTimeout    rule = `an execute whose deadline_ms passes answers failure timeout within the grace the profile allows after the deadline, and its work stops: it never completes ok afterwards`
-	ruleRemaining  rule = `deadline_ms is the time that remains, in milliseconds, not a timestamp: an execute whose work ends well within its deadline_ms completes as it would without one, and timeout is answered only once deadline_ms has passed`
+	ruleRemaining  rule = `deadline_ms is the time that remains, in milliseconds, not a timestamp: an execute whose work ends well within its deadline_ms completes as it would without one, and timeout is answered only once deadline_ms has passed (within a timer's granularity of 10 ms)`
 	ruleCancel     rule = `a cancel {target_sequence} of a running execute makes that execute answer failure cancelled, and its work stops: it never completes ok afterwards`
 	ruleShared     rule = `concurrent first executes on one binding all succeed and share the binding's one allocation: the provider allocates once per binding, never once per caller`
 	ruleIsolation  rule = `bindings are isolated: an execute on one binding never observes state written on another`
