@@ -91,8 +91,8 @@ func wellFormed(body []byte) error {
 	if err := json.Unmarshal(r["code"], &code); err != nil || !envapi.ValidIdentifier(code) {
 		return fmt.Errorf("code %s is not an identifier string", excerpt(r["code"], 80))
 	}
-	if err := json.Unmarshal(r["message"], &message); err != nil || message == "" || len(message) > envapi.MaxMessageLen {
-		return fmt.Errorf("message %s is not a string of 1..%d bytes", excerpt(r["message"], 80), envapi.MaxMessageLen)
+	if err := json.Unmarshal(r["message"], &message); err != nil || message == "" || utf8.RuneCountInString(message) > envapi.MaxMessageLen {
+		return fmt.Errorf("message %s is not a string of 1..%d characters", excerpt(r["message"], 80), envapi.MaxMessageLen)
 	}
 	raw, ok := r["retryable"]
 	if !ok {

@@ -66,3 +66,21 @@ func TestOutputMismatchQuotesExcerpts(t *testing.T) {
 		t.Fatalf("report of %d bytes", len(fmt.Sprint(err)))
 	}
 }
+
+// A failure message is bounded in characters, as Brain's decoder bounds
+// it: 4096 of them pass even when they take more bytes, 4097 do not.
+func TestWellFormedCountsMessageCharacters(t *testing.T) {
+	receipt := func(message string) []byte {
+		m, _ := json.Marshal(message)
+		return []byte(`{"receipt":{"type":"failure","code":"busy","message":` + string(m) + `,"retryable":true}}`)
+	}
+	if err := wellFormed(receipt(strings.Repeat("é", envapi.MaxMessageLen))); err != nil {
+		t.Errorf("a message of %d two-byte characters: %v", envapi.MaxMessageLen, err)
+	}
+	if _, err := envapi.DecodeReceipt(json.RawMessage(`{"type":"failure","code":"busy","message":"` + strings.Repeat("é", envapi.MaxMessageLen) + `","retryable":true}`)); err != nil {
+		t.Fatalf("Brain's decoder refuses it: %v", err)
+	}
+	if err := wellFormed(receipt(strings.Repeat("é", envapi.MaxMessageLen+1))); err == nil {
+		t.Errorf("a message of %d characters passed", envapi.MaxMessageLen+1)
+	}
+}

@@ -5,7 +5,9 @@ import "regexp"
 // Contract is the only contract name of this protocol version.
 const Contract = "environment/v1"
 
-// MaxMessageLen bounds failure and unknown messages, in bytes.
+// MaxMessageLen bounds failure and unknown messages, in characters, as
+// the decoders check them; Truncate cuts to that many bytes, which is
+// within the bound whatever the characters.
 const MaxMessageLen = 4096
 
 // MaxTokenLen bounds a grant token.
