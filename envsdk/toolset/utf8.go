@@ -32,3 +32,22 @@ func TrimCutRune(data []byte) []byte {
 	}
 	return data
 }
+
+// RuneCut is how many bytes of data, at most limit, to take without
+// splitting a UTF-8 sequence (to cut output into events of a bounded
+// size): 0 when limit is too small for the next character. Where data is
+// not UTF-8 any cut will do, and limit is answered.
+func RuneCut(data []byte, limit int) int {
+	if len(data) <= limit {
+		return len(data)
+	}
+	for n := limit; n > 0 && n > limit-utf8.UTFMax; n-- {
+		if utf8.RuneStart(data[n]) {
+			return n
+		}
+	}
+	if limit < utf8.UTFMax {
+		return 0
+	}
+	return limit
+}

@@ -28,3 +28,22 @@ func TestTrimCutRune(t *testing.T) {
 		}
 	}
 }
+
+func TestRuneCut(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		limit int
+		want  int
+	}{
+		{"abc", 5, 3},                      // all of it
+		{"abcdef", 4, 4},                   // ASCII: the limit
+		{"ab\xc3\xa9cd", 3, 2},             // é would be split: before it
+		{"ab\xc3\xa9cd", 4, 4},             // é whole
+		{"\xf0\x9f\x98\x80x", 2, 0},        // too small for the first character
+		{"\xff\xff\xff\xff\xff\xff", 5, 5}, // not UTF-8: any cut
+	} {
+		if got := toolset.RuneCut([]byte(c.in), c.limit); got != c.want {
+			t.Errorf("RuneCut(%q, %d) = %d, want %d", c.in, c.limit, got, c.want)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package docker
 import (
 	"context"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/toolset"
@@ -85,33 +84,16 @@ func (s *streamer) add(stream string, p []byte) {
 func (s *streamer) queue(stream string, data []byte) {
 	for len(data) > 0 {
 		if n := len(s.pending); n > 0 && s.pending[n-1].Stream == stream {
-			if k := runeCut(data, maxChunk-len(s.pending[n-1].Data)); k > 0 {
+			if k := toolset.RuneCut(data, maxChunk-len(s.pending[n-1].Data)); k > 0 {
 				s.pending[n-1].Data += string(data[:k])
 				data = data[k:]
 				continue
 			}
 		}
-		k := runeCut(data, maxChunk)
+		k := toolset.RuneCut(data, maxChunk)
 		s.pending = append(s.pending, chunk{stream, string(data[:k])})
 		data = data[k:]
 	}
-}
-
-// runeCut is how many bytes of data, at most limit, to take without
-// splitting a UTF-8 sequence: 0 when limit is too small for the next one.
-func runeCut(data []byte, limit int) int {
-	if len(data) <= limit {
-		return len(data)
-	}
-	for n := limit; n > 0 && n > limit-utf8.UTFMax; n-- {
-		if utf8.RuneStart(data[n]) {
-			return n
-		}
-	}
-	if limit < utf8.UTFMax {
-		return 0
-	}
-	return limit // not UTF-8 there: any cut will do
 }
 
 func (s *streamer) loop() {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brain-in-go/brain/internal/fsutil"
 	"github.com/brain-in-go/brain/internal/progress"
 )
 
@@ -293,24 +294,5 @@ func setupRan(venv, module string) bool {
 
 // markSetupRan records that module's setup ran on venv, durably.
 func markSetupRan(venv, module string) error {
-	path := filepath.Join(venv, setupMarker)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(module + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
+	return fsutil.WriteFileAtomic(filepath.Join(venv, setupMarker), []byte(module+"\n"), 0o644)
 }

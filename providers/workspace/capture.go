@@ -3,7 +3,6 @@ package workspace
 import (
 	"context"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/toolset"
@@ -149,10 +148,7 @@ func coalesce(batch []chunk, carry map[string][]byte, final bool) []outputEvent 
 			}
 		}
 		for len(data) > 0 {
-			n := min(len(data), maxEventBytes)
-			for n < len(data) && n > maxEventBytes-utf8.UTFMax && !utf8.RuneStart(data[n]) {
-				n--
-			}
+			n := toolset.RuneCut(data, maxEventBytes)
 			out = append(out, outputEvent{Stream: stream, Data: string(data[:n])})
 			data = data[n:]
 		}
