@@ -46,6 +46,7 @@ func (p projectFlags) Set(v string) error {
 //	brain env python-uv --listen 127.0.0.1:8092 --config FILE (--token T | --no-auth)
 //	                    [--project NAME=DIR:MODULE[:SETUP]]... [--uv PATH]
 //	                    [--python REQUEST] [--cache-dir DIR] [--prepare]
+//	                    [--state DIR]
 //
 // Flags override the configuration file; --project adds or replaces a
 // project. It prints the URL it serves, serves until ctx ends, then stops
@@ -54,7 +55,8 @@ func (p projectFlags) Set(v string) error {
 // asks to serve without authentication, which is refused on an address that
 // is not loopback. SIGHUP re-reads the
 // configuration (Provider.Reload). --prepare prepares every project at
-// start instead of on first use.
+// start instead of on first use. --state keeps the attached bindings in DIR
+// (WithStateDir), so that the provider started again serves them.
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("brain env python-uv", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -64,6 +66,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	python := fs.String("python", "", "interpreter request passed as UV_PYTHON (default: the machine's Python)")
 	cacheDir := fs.String("cache-dir", "", "uv cache directory (UV_CACHE_DIR)")
 	prepare := fs.Bool("prepare", false, "prepare every project at start")
+	state := fs.String("state", "", "directory keeping the attached bindings across restarts (default: in memory)")
 	projects := projectFlags{}
 	fs.Var(projects, "project", "a project NAME=DIR:MODULE[:SETUP] (repeatable)")
 	if code, ok := serve.Parse(fs, args); !ok {
@@ -108,7 +111,11 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	prog := progress.For(stderr, "python-uv")
 	defer prog.Done()
 	log := slog.New(slog.NewTextHandler(prog, nil))
-	p, err := New(cfg, WithLogger(log), WithProgress(prog.Report))
+	popts := []Option{WithLogger(log), WithProgress(prog.Report)}
+	if *state != "" {
+		popts = append(popts, WithStateDir(*state))
+	}
+	p, err := New(cfg, popts...)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -160,7 +167,11 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Once ctx ends no new operation is accepted; invocations still running
 	// are stopped (cancelled) rather than left to outlive the provider.
 	defer context.AfterFunc(ctx, func() { _ = p.Close() })()
-	return serve.Run(ctx, ln, h, stdout, stderr, "python-uv provider", fmt.Sprintf("%d projects", len(cfg.Projects)))
+	bindings := "bindings in memory (--state keeps them across restarts)"
+	if p.state != nil {
+		bindings = "bindings kept in " + p.state.dir
+	}
+	return serve.Run(ctx, ln, h, stdout, stderr, "python-uv provider", fmt.Sprintf("%d projects, %s", len(cfg.Projects), bindings))
 }
 
 func (p *Provider) preparationTimeout() time.Duration {

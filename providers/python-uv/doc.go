@@ -56,6 +56,20 @@
 // status, stderr tail) until the operator changes that project's
 // configuration (Provider.Reload) or restarts the provider.
 //
+// # Bindings across restarts
+//
+// A binding holds nothing but its attachment. With a state directory
+// (WithStateDir, --state) each attached binding is one file there
+// ({"version": 1, "key": "<binding key>"}, named by a digest of the key),
+// written whole and synced before its setup is answered and removed
+// before its detach or teardown is answered, so that a provider killed
+// and started again serves the bindings set up before, still refuses a
+// second setup of them (already_exists) and still answers unavailable for
+// those detached or torn down. A file there that is not such a record
+// stops New with an error naming it. Without a state directory bindings
+// are kept in memory: after a restart every binding set up before answers
+// unavailable until Brain sets it up again.
+//
 // A prepared installation is final too. When its project directory or
 // virtual environment was removed or replaced since it was prepared, every
 // execute of that directory answers resource_lost, and each binding that

@@ -33,6 +33,7 @@ type Provider struct {
 	preps    map[string]*preparation // by installation directory
 	retired  map[string]*preparation // replaced by Reload, maybe still running
 	bindings map[string]struct{}     // attached bindings, by binding key
+	state    *stateStore             // nil: bindings are kept in memory only
 }
 
 // Option adjusts a Provider.
@@ -42,6 +43,7 @@ type options struct {
 	log      *slog.Logger
 	lookPath func(string) (string, error)
 	progress progress.Func
+	stateDir string
 }
 
 // WithLogger sends the provider's logs (preparation phases among them) to
@@ -51,6 +53,13 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // WithProgress reports each preparation phase of a project as it starts
 // and ends (for a command's progress display); f must not block.
 func WithProgress(f progress.Func) Option { return func(o *options) { o.progress = f } }
+
+// WithStateDir keeps the attached bindings in dir, one file per binding,
+// so that a provider started again (after a crash, an upgrade or a
+// restart) serves the bindings set up before. Without it bindings are
+// kept in memory, and a restarted provider answers unavailable for every
+// binding set up before it, until that binding is set up again.
+func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = dir } }
 
 // New validates cfg and returns a provider. Nothing is prepared until the
 // first execute of a project.
@@ -74,6 +83,13 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if err := proctree.ReapOrphans(rctx, RunMarkerEnv); err != nil {
 		o.log.Warn("stop the processes of a provider that is gone", "error", err)
 	}
+	bindings := map[string]struct{}{}
+	var state *stateStore
+	if o.stateDir != "" {
+		if state, bindings, err = openState(o.stateDir); err != nil {
+			return nil, err
+		}
+	}
 	base, stop := context.WithCancel(context.Background())
 	return &Provider{
 		log:      o.log,
@@ -84,7 +100,8 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		s:        s,
 		preps:    map[string]*preparation{},
 		retired:  map[string]*preparation{},
-		bindings: map[string]struct{}{},
+		bindings: bindings,
+		state:    state,
 	}, nil
 }
 
@@ -155,7 +172,8 @@ func (p *Provider) Close() error {
 // {} (or null) is invalid_configuration.
 type SetupConfiguration struct{}
 
-// Setup validates the binding's configuration and attaches the binding.
+// Setup validates the binding's configuration and attaches the binding,
+// recorded in the state directory (when there is one) before it answers.
 // A second setup of an attached binding fails with already_exists.
 func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 	var conf SetupConfiguration
@@ -167,6 +185,12 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 	defer p.mu.Unlock()
 	if _, ok := p.bindings[key]; ok {
 		return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeAlreadyExists, "binding %s is already set up", key)
+	}
+	if p.state != nil {
+		if err := p.state.attach(key); err != nil {
+			p.log.Error("binding not recorded", "binding", key, "error", err)
+			return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeEnvironmentFailed, "the binding could not be recorded in the state directory: %v", err)
+		}
 	}
 	p.bindings[key] = struct{}{}
 	return envsdk.SetupResult{}, nil
@@ -181,6 +205,9 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 	if _, ok := p.bindings[key]; !ok {
 		return envsdk.Failf(envapi.CodeUnavailable, "binding %s is not attached", key)
 	}
+	if err := p.release(key); err != nil {
+		return err
+	}
 	delete(p.bindings, key)
 	return nil
 }
@@ -188,9 +215,28 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 // Teardown releases the session's attachment, like Detach, and accepts a
 // binding that is already gone.
 func (p *Provider) Teardown(c *envsdk.Ctx) error {
+	key := c.BindingKey()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.bindings, c.BindingKey())
+	if err := p.release(key); err != nil {
+		return err
+	}
+	delete(p.bindings, key)
+	return nil
+}
+
+// release removes key's record from the state directory, if there is one;
+// the caller holds p.mu. A record that cannot be removed fails the
+// operation, so that the binding is not served again after a restart
+// though its detach or teardown was answered.
+func (p *Provider) release(key string) error {
+	if p.state == nil {
+		return nil
+	}
+	if err := p.state.release(key); err != nil {
+		p.log.Error("binding record not removed", "binding", key, "error", err)
+		return envsdk.Failf(envapi.CodeCleanupFailed, "the binding's record could not be removed from the state directory: %v", err)
+	}
 	return nil
 }
 
