@@ -164,7 +164,9 @@
 // lease or takes one, Release forgets a passivated session's lease at
 // once and gives it back in the background. With Options.KeepLeases
 // (the backend of brain.New sets it) every held lease is renewed each
-// third of the lease length, and one that the database refused to renew,
+// third of the lease length, up to 512 leases per statement in the
+// order of their sessions (so a node holding many sessions renews them
+// in a few round trips, not one each), and one that the database refused to renew,
 // or that ran out locally while renewals failed, is reported to the
 // OnLeaseLost function (the engine's Lost, which stops the session at
 // once). Route tells the HTTP layer where a session's write belongs: ""

@@ -113,6 +113,68 @@ func (db *DB) RenewLease(ctx context.Context, l Lease) (Lease, error) {
 	return l, nil
 }
 
+// renewBatch bounds how many leases one renewal statement extends.
+const renewBatch = 512
+
+// renewLeases extends the leases ls, which this node holds, in one
+// statement, taking their rows' locks in the order of ls. It answers the
+// leases the database refused to renew (expired, or changed owner), which
+// it forgets: their sessions must stop at once. On an error nothing was
+// renewed.
+func (db *DB) renewLeases(ctx context.Context, ls []Lease) (refused []Lease, err error) {
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	sent := time.Now()
+	ids := make([][]byte, len(ls))
+	epochs := make([]int64, len(ls))
+	for i, l := range ls {
+		ids[i], epochs[i] = []byte(l.Session), l.Epoch
+	}
+	rows, err := db.pool.Query(ctx, `WITH held AS (
+			SELECT l.session_id FROM brain_leases l
+			JOIN unnest($1::bytea[], $2::bigint[]) AS h(session_id, epoch)
+				ON l.session_id = h.session_id AND l.epoch = h.epoch
+			WHERE l.node_id = $3 AND l.expires_at > now()
+			ORDER BY l.session_id
+			FOR NO KEY UPDATE OF l)
+		UPDATE brain_leases l SET expires_at = now() + make_interval(secs => $4)
+		FROM held WHERE l.session_id = held.session_id
+		RETURNING l.session_id`, ids, epochs, db.opts.NodeID, secs(db.opts.LeaseDuration))
+	if err != nil {
+		return nil, classify("renew leases", err, true)
+	}
+	renewed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		var id []byte
+		err := r.Scan(&id)
+		return string(id), err
+	})
+	if err != nil {
+		return nil, classify("renew leases", err, true)
+	}
+	kept := make(map[string]bool, len(renewed))
+	for _, id := range renewed {
+		kept[id] = true
+	}
+	deadline := sent.Add(db.opts.LeaseDuration)
+	db.leaseMu.Lock()
+	for _, l := range ls {
+		cur, ok := db.leases[l.Session]
+		mine := ok && cur.Epoch == l.Epoch
+		switch {
+		case kept[l.Session] && mine:
+			cur.Deadline = deadline
+			db.leases[l.Session] = cur
+		case !kept[l.Session]:
+			if mine {
+				delete(db.leases, l.Session)
+			}
+			refused = append(refused, l)
+		}
+	}
+	db.leaseMu.Unlock()
+	return refused, nil
+}
+
 // ReleaseLease gives the lease up at once (graceful drain), so another
 // node can take the session without waiting for it to expire.
 func (db *DB) ReleaseLease(ctx context.Context, l Lease) error {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/session"
@@ -63,10 +65,12 @@ func (db *DB) OnLeaseLost(lost func(id string, epoch int64)) {
 	db.leaseMu.Unlock()
 }
 
-// keepLeases renews every held lease each third of the lease length. A
-// lease that the database refused to renew, or whose local deadline
-// passed while renewals failed, is forgotten and reported lost; a
-// renewal waits on the database no longer than the lease's deadline.
+// keepLeases renews every held lease each third of the lease length, up
+// to renewBatch leases per statement (so a node holding many sessions
+// renews them all in a few round trips, not one each). A lease that the
+// database refused to renew, or whose local deadline passed while
+// renewals failed, is forgotten and reported lost; a renewal waits on the
+// database no longer than the earliest deadline of the leases it carries.
 func (db *DB) keepLeases(ctx context.Context) {
 	t := time.NewTicker(db.opts.LeaseDuration / 3)
 	defer t.Stop()
@@ -82,26 +86,50 @@ func (db *DB) keepLeases(ctx context.Context) {
 			held = append(held, l)
 		}
 		db.leaseMu.Unlock()
-		for _, l := range held {
+		// Session order: the statements lock the lease rows in it.
+		slices.SortFunc(held, func(a, b Lease) int { return strings.Compare(a.Session, b.Session) })
+		for len(held) > 0 {
 			if ctx.Err() != nil {
 				return
 			}
+			n := min(len(held), renewBatch)
+			db.keepBatch(ctx, held[:n])
+			held = held[n:]
+		}
+	}
+}
+
+// keepBatch renews the leases ls in one statement and reports those lost.
+func (db *DB) keepBatch(ctx context.Context, ls []Lease) {
+	live := make([]Lease, 0, len(ls))
+	var deadline time.Time
+	for _, l := range ls {
+		if time.Now().After(l.Deadline) {
+			// Ran out while earlier renewals waited on the database.
+			db.forget(l)
+			db.reportLost(l)
+			continue
+		}
+		live = append(live, l)
+		if deadline.IsZero() || l.Deadline.Before(deadline) {
+			deadline = l.Deadline
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	// A renewal that has not answered by a lease's local deadline is too
+	// late to keep it: waiting longer would only hold up the report, and
+	// every lease after these.
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	refused, err := db.renewLeases(rctx, live)
+	cancel()
+	for _, l := range refused {
+		db.reportLost(l)
+	}
+	if err != nil {
+		for _, l := range live {
 			if time.Now().After(l.Deadline) {
-				// Ran out while earlier renewals waited on the database.
-				db.forget(l)
-				db.reportLost(l)
-				continue
-			}
-			// A renewal that has not answered by the lease's local
-			// deadline is too late to keep it: waiting longer would only
-			// hold up the report, and every lease after this one.
-			rctx, cancel := context.WithDeadline(ctx, l.Deadline)
-			_, err := db.RenewLease(rctx, l)
-			cancel()
-			switch {
-			case errors.Is(err, ErrNotOwner):
-				db.reportLost(l)
-			case err != nil && time.Now().After(l.Deadline):
 				db.forget(l)
 				db.reportLost(l)
 			}
