@@ -12,7 +12,9 @@ import (
 
 // Ctx is what a provider sees of one operation.
 type Ctx struct {
-	SessionID   string
+	// SessionID is the session the operation belongs to.
+	SessionID string
+	// Environment is the environment's name in the session.
 	Environment string
 	// Sequence is the journal record that started this operation.
 	Sequence uint64

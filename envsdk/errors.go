@@ -31,12 +31,20 @@ var (
 // Error is a typed provider failure, answered as
 // {"type":"failure", code, message, retryable, details}.
 type Error struct {
-	Code      string
-	Message   string
+	// Code is the failure code, an identifier (envapi.Code* or one of the
+	// provider's own); one that is not an identifier is answered as
+	// environment_error.
+	Code string
+	// Message explains the failure; it is cut to envapi.MaxMessageLen on
+	// the wire.
+	Message string
+	// Retryable is advisory: Brain never repeats an operation.
 	Retryable bool
-	Details   json.RawMessage
+	// Details is evidence as a JSON value (see WithDetails and KeepFirst).
+	Details json.RawMessage
 }
 
+// Error answers "code: message".
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // Fail builds a failure with code and message.

@@ -121,3 +121,35 @@ func ExampleListenAndServe() {
 	// failure already_exists
 	// served: <nil>
 }
+
+// A binding's resource allocated on first use: concurrent first callers
+// share one allocation, and a failed allocation stays failed until Reset.
+func ExampleLazy() {
+	var box envsdk.Lazy[string]
+	allocations := 0
+	alloc := func(context.Context) (string, error) {
+		allocations++
+		if allocations == 1 {
+			return "", envsdk.Fail("allocation_failed", "no capacity")
+		}
+		return fmt.Sprintf("box-%d", allocations), nil
+	}
+	ctx := context.Background()
+
+	_, err := box.Get(ctx, alloc)
+	fmt.Println(err)
+	_, err = box.Get(ctx, alloc) // sticky: alloc does not run again
+	fmt.Println(err, allocations)
+
+	box.Reset()
+	v, err := box.Get(ctx, alloc)
+	fmt.Println(v, err)
+	v, _ = box.Get(ctx, alloc)
+	_, _, done := box.Peek()
+	fmt.Println(v, allocations, done)
+	// Output:
+	// allocation_failed: no capacity
+	// allocation_failed: no capacity 1
+	// box-2 <nil>
+	// box-2 2 true
+}

@@ -29,8 +29,11 @@ var grantTimeout = 2 * time.Minute
 // CallError is a non-2xx answer of a grant call, with the service's
 // ApiError fields when it sent them.
 type CallError struct {
-	Method  string
-	Status  int
+	// Method is the grant method called ("reporter" for a reporter post).
+	Method string
+	// Status is the HTTP status of the answer.
+	Status int
+	// Code and Message are the ApiError's, empty when the body was not one.
 	Code    string
 	Message string
 }
@@ -41,6 +44,7 @@ func (e *CallError) Is(target error) bool {
 	return target == ErrNotGranted && e.Status == http.StatusForbidden && e.Code == "not_granted"
 }
 
+// Error names the method, the status and the service's code and message.
 func (e *CallError) Error() string {
 	if e.Code != "" {
 		return fmt.Sprintf("envsdk: %s answered %d %s: %s", e.Method, e.Status, e.Code, e.Message)

@@ -25,6 +25,7 @@ type FieldError struct {
 	Unsupported bool
 }
 
+// Error names the field and the reason.
 func (e *FieldError) Error() string {
 	if e.Field == "" {
 		return "envapi: " + clip(e.Reason)

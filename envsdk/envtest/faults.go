@@ -23,6 +23,7 @@ const (
 	RevokedToken
 )
 
+// String names the fault kind in words.
 func (k FaultKind) String() string {
 	switch k {
 	case LoseAck:

@@ -37,6 +37,7 @@ func (c Call) Accepted() bool {
 	return (c.Status >= 200 && c.Status < 300) || (c.Status == 0 && c.Fault != nil && c.Fault.Kind == LoseAck)
 }
 
+// String describes the call on one line, with an excerpt of its answer.
 func (c Call) String() string {
 	return fmt.Sprintf("%s %s/%s seq %d method %s → %d %s", c.Kind, c.Session, c.Environment, c.Sequence, c.Method, c.Status, excerpt(c.Answer))
 }

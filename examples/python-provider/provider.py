@@ -15,8 +15,9 @@ descriptors, named by {"name": ...} in the execute's implementation:
 
 It tracks bindings (a second setup answers already_exists, anything after
 teardown answers unavailable), runs an execute at most once per (session,
-environment, sequence), and completes a Tool by calling the finish service
-of its callback grant. Run it with
+environment, sequence), keeps a cancel that arrives before its execute (the
+execute then answers cancelled without running), and completes a Tool by
+calling the finish service of its callback grant. Run it with
 
   python3 provider.py --listen 127.0.0.1:8090 --token "$PROVIDER_TOKEN"
 
@@ -192,7 +193,8 @@ class Provider:
         self.lock = threading.Lock()
         self.live = {}       # binding key -> Binding
         self.gone = set()    # torn-down binding keys
-        self.seen = set()    # executes already dispatched
+        self.seen = set()    # executes already dispatched (or cancelled before they came)
+        self.cancelled = set()  # executes whose cancel came first
         self.running = {}    # execute key -> threading.Event (set on cancel)
         self.allocations = 0
 
@@ -203,7 +205,15 @@ class Provider:
         if kind == "setup":
             return self.setup(key, req.get("configuration"))
         if kind == "cancel":
-            ev = self.running.get(f"{op['session_id']}/{op['environment']}/{req['target_sequence']}")
+            target = f"{op['session_id']}/{op['environment']}/{req['target_sequence']}"
+            with self.lock:
+                ev = self.running.get(target)
+                if ev is None and target not in self.seen:
+                    # The cancel overtook its execute (Brain sends each
+                    # once, on connections of their own): keep it, so the
+                    # execute answers cancelled without running.
+                    self.seen.add(target)
+                    self.cancelled.add(target)
             if ev is not None:
                 ev.set()
             return {"type": "accepted"}
@@ -257,6 +267,9 @@ class Provider:
         req = op["request"]
         exec_key = f"{op['session_id']}/{op['environment']}/{op['sequence']}"
         with self.lock:
+            if exec_key in self.cancelled:
+                self.cancelled.discard(exec_key)
+                return failure("cancelled", "the invocation was cancelled before it arrived")
             if exec_key in self.seen:
                 return {"type": "unknown", "message": f"sequence {op['sequence']} was already dispatched; it is never run twice"}
             self.seen.add(exec_key)
@@ -314,7 +327,10 @@ class Provider:
 
     @staticmethod
     def finish(grant, output, deadline):
-        """Calls finish once; an error means the acknowledgement was lost."""
+        """Calls finish once; an error means the acknowledgement was lost.
+
+        The acknowledgement is the committed sequence, a positive integer;
+        any other answer is none."""
         body = json.dumps({"method": "finish", "input": {"status": "ok", "value": output}}).encode()
         req = urllib.request.Request(grant["url"], data=body, method="POST", headers={
             "Content-Type": "application/json", "Authorization": "Bearer " + grant["token"]})
@@ -322,7 +338,9 @@ class Provider:
         if deadline is not None:
             timeout = max(1.0, deadline - time.monotonic())
         with urllib.request.urlopen(req, timeout=timeout) as res:
-            json.loads(res.read())
+            ack = json.loads(res.read())
+        if isinstance(ack, bool) or not isinstance(ack, int) or ack < 1:
+            raise ValueError(f"finish answered {ack!r}, not a committed sequence")
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -1,0 +1,52 @@
+package pythonprovider_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
+)
+
+// TestCancelBeforeExecute: Brain sends an execute and its cancel once
+// each, on connections of their own, so the cancel may arrive first. The
+// provider keeps it: the execute, when it comes, answers cancelled
+// without running, so its write never lands and nothing is finished.
+func TestCancelBeforeExecute(t *testing.T) {
+	url := startProvider(t, "provider.py")
+	b := envtest.NewBrain(t)
+	cmds := envtest.NewCommands("s1", "box")
+	cmds.Brain = b
+	ctx := context.Background()
+	post := func(cmd envapi.Command) envapi.Receipt {
+		t.Helper()
+		status, body, resp, err := envtest.Post(ctx, nil, url, token, cmd)
+		if err != nil || status != 200 {
+			t.Fatalf("%s: %d %s %v", cmd.Operation.Request.Type, status, body, err)
+		}
+		return resp.Receipt
+	}
+	if r := post(cmds.Setup(nil)); r.Type != envapi.ReceiptAccepted {
+		t.Fatalf("setup: %+v", r)
+	}
+	write := cmds.Reserve()
+	if r := post(cmds.Cancel(write)); r.Type != envapi.ReceiptAccepted {
+		t.Fatalf("cancel: %+v", r)
+	}
+	g := b.ToolGrant(cmds.Session, write)
+	r := post(cmds.At(write, envapi.Execute(json.RawMessage(`{"name":"write"}`), json.RawMessage(`{"key":"k","value":"v"}`), nil, &g)))
+	if r.Type != envapi.ReceiptFailure || r.Code != envapi.CodeCancelled {
+		t.Fatalf("execute after its cancel answered %+v, want the failure cancelled", r)
+	}
+	if calls := b.CallsFor(cmds.Session, write); len(calls) != 0 {
+		t.Errorf("the cancelled execute called its grant: %+v", calls)
+	}
+	r = post(cmds.Execute(json.RawMessage(`{"name":"read"}`), json.RawMessage(`{"key":"k"}`), nil))
+	var read struct {
+		Found bool `json:"found"`
+	}
+	if r.Type != envapi.ReceiptResult || json.Unmarshal(r.Output, &read) != nil || read.Found {
+		t.Fatalf("read after the cancelled write answered %+v %s, want found false", r, r.Output)
+	}
+}
