@@ -114,8 +114,11 @@ type OTLP struct {
 	Endpoint string            `validate:"omitempty,http_url" env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
 	Protocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_PROTOCOL"`
 	Headers  map[string]string `env:"OTEL_EXPORTER_OTLP_HEADERS"`
-	Insecure bool              `env:"OTEL_EXPORTER_OTLP_INSECURE"`
-	Timeout  time.Duration     `validate:"gte=0s" env:"OTEL_EXPORTER_OTLP_TIMEOUT"`
+	// Insecure (and TracesInsecure, LogsInsecure) never drops TLS from
+	// an https endpoint: an endpoint's scheme decides (the OpenTelemetry
+	// specification applies the variable to endpoints without a scheme).
+	Insecure bool          `env:"OTEL_EXPORTER_OTLP_INSECURE"`
+	Timeout  time.Duration `validate:"gte=0s" env:"OTEL_EXPORTER_OTLP_TIMEOUT"`
 	// Compression of every signal's exports: gzip or none (default).
 	Compression string `validate:"omitempty,oneof=gzip none" env:"OTEL_EXPORTER_OTLP_COMPRESSION"`
 

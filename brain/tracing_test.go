@@ -206,8 +206,9 @@ func TestToolTurnSpansJoinOneTrace(t *testing.T) {
 	}
 	op := find("environment execute", tool)
 	attrs(op, sequenceOf(t, events, api.KindToolCallStarted))
-	if op.Kind != "SPAN_KIND_CLIENT" || op.Attributes["brain.receipt"] != "result" {
-		t.Errorf("environment span %+v: want a client span with the result receipt", op)
+	if op.Kind != "SPAN_KIND_CLIENT" || op.Attributes["brain.receipt"] != "result" ||
+		op.Attributes["http.response.status_code"] != int64(200) || op.Attributes["brain.driver"] != "box" {
+		t.Errorf("environment span %+v: want a client span of driver box with the result receipt and HTTP status 200", op)
 	}
 	own := find("provider.execute", op)
 	if own.Service != "provider" || own.Attributes["provider.input"] != `{"n":1}` {

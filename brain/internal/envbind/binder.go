@@ -286,6 +286,7 @@ func (b *Binder) post(ctx context.Context, endpoint, credential string, op sessi
 		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: %w", op.Environment, op.Sequence, scrub(err))
 	}
 	defer resp.Body.Close()
+	b.traceStatus(ctx, resp.StatusCode)
 	// One byte past the bound tells a larger answer apart; the largest
 	// bound has no byte past it.
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, min(b.cfg.MaxResponseBytes, math.MaxInt64-1)+1))

@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/http"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -25,5 +27,13 @@ func (b *Binder) traceOperation(ctx context.Context, op session.Operation) (cont
 func (b *Binder) injectTrace(ctx context.Context, h http.Header) {
 	if b.cfg.Tracer != nil {
 		traceContext.Inject(ctx, propagation.HeaderCarrier(h))
+	}
+}
+
+// traceStatus records on the operation's span (that of ctx) the HTTP
+// status the provider answered, when tracing is on.
+func (b *Binder) traceStatus(ctx context.Context, status int) {
+	if b.cfg.Tracer != nil {
+		trace.SpanFromContext(ctx).SetAttributes(attribute.Int("http.response.status_code", status))
 	}
 }

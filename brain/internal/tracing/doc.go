@@ -20,7 +20,8 @@
 //	OTEL_EXPORTER_OTLP_HEADERS            k=v,k2=v2 (values URL-encoded), sent
 //	                                      with every export (e.g. an API key)
 //	OTEL_EXPORTER_OTLP_{TRACES,LOGS}_HEADERS  merged over the general ones
-//	OTEL_EXPORTER_OTLP_INSECURE           true: no TLS for grpc endpoints
+//	OTEL_EXPORTER_OTLP_INSECURE           true: no TLS for grpc endpoints; the
+//	                                      scheme wins: https keeps TLS whatever it says
 //	OTEL_EXPORTER_OTLP_{TRACES,LOGS}_INSECURE
 //	OTEL_EXPORTER_OTLP_TIMEOUT            milliseconds per export (default 10000)
 //	OTEL_EXPORTER_OTLP_{TRACES,LOGS}_TIMEOUT

@@ -107,19 +107,24 @@ func (s Settings) signal(name string) (resolved, error) {
 	default:
 		r.Endpoint = s.Endpoint
 	}
+	secure := false
 	if r.Endpoint != "" {
 		u, err := url.Parse(r.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			// Not quoted: the URL may carry credentials.
 			return resolved{}, fmt.Errorf("tracing: %s endpoint: want an absolute http or https URL", name)
 		}
+		secure = u.Scheme == "https"
 	}
 	r.Headers = maps.Clone(s.Headers)
 	if r.Headers == nil {
 		r.Headers = map[string]string{}
 	}
 	maps.Copy(r.Headers, sig.Headers)
-	r.Insecure = s.Insecure || sig.Insecure
+	// An https endpoint is spoken to with TLS whatever Insecure says: the
+	// scheme of an endpoint wins over OTEL_EXPORTER_OTLP_INSECURE, so an
+	// export and its headers never go in clear text to it.
+	r.Insecure = (s.Insecure || sig.Insecure) && !secure
 	r.Timeout = sig.Timeout
 	if r.Timeout <= 0 {
 		r.Timeout = s.Timeout

@@ -254,3 +254,38 @@ func TestResourceAttributesAndGzip(t *testing.T) {
 		}
 	}
 }
+
+// TestInsecureKeepsTLSOfHTTPSEndpoints: OTEL_EXPORTER_OTLP_INSECURE
+// concerns gRPC endpoints; an https endpoint over http/protobuf is still
+// spoken to with TLS, so the export and its headers (an API key) never go
+// in clear text to it. The plain-HTTP receiver here answers on the https
+// URL's port and must receive nothing.
+func TestInsecureKeepsTLSOfHTTPSEndpoints(t *testing.T) {
+	rcv := otlptest.Start()
+	defer rcv.Close()
+	ctx := context.Background()
+	https := "https://" + strings.TrimPrefix(rcv.URL(), "http://")
+	for _, s := range []tracing.Settings{
+		{Endpoint: https, Insecure: true, Headers: map[string]string{"x-api-key": "sekrit"}, Timeout: time.Second},
+		{Traces: tracing.Signal{Endpoint: https + "/v1/traces", Insecure: true}, Headers: map[string]string{"x-api-key": "sekrit"}, Timeout: time.Second},
+	} {
+		tp, shutdown, err := tracing.NewTracerProvider(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, span := tp.Tracer("t").Start(ctx, "s")
+		span.End()
+		_ = shutdown(ctx)
+		le, stopLogs, err := tracing.NewLogSink(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if le != nil {
+			le.Emit(ctx, "telemetry", nil, []byte(`{}`), time.Now())
+			_ = stopLogs(ctx)
+		}
+	}
+	if n, h := len(rcv.Spans())+len(rcv.Logs()), rcv.Headers(); n != 0 || len(h) != 0 {
+		t.Errorf("an https endpoint received %d records in clear text, with headers %v", n, h)
+	}
+}

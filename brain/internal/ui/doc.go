@@ -8,7 +8,7 @@
 // sessions with their status and shows one session's timeline (turns,
 // activations, model calls, tool calls and environment operations with
 // their durations and outcomes, extension events and observations with
-// their origin), following the events stream while the session runs,
+// their origin, each a row of its own whatever its name), following the events stream while the session runs,
 // including the live model deltas. The stream is read with fetch rather
 // than EventSource, which cannot send headers; when the stream ends before
 // the session does (a lag cut-off, a drain), or sends nothing, not even a
@@ -21,7 +21,9 @@
 // show a window of the events: a session opens at its newest 500 (its
 // stream starts there), the window holds at most 1000 while it follows,
 // and older and newer pages are read from the events API on demand, so a
-// session of any length opens and follows in bounded time and memory; the
+// session of any length opens and follows in bounded time and memory (an
+// entry an older page leaves open says that it continues past the page,
+// not that it runs); the
 // environments are folded from the earlier records the first time their
 // tab shows. It also shows the transcript and the environments with their
 // bindings, and it can send a message (asynchronously, with a fresh

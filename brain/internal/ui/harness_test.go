@@ -23,10 +23,18 @@ import (
 
 // emitLoop is an agentloop that commits as many extension events as its
 // message says (a number), each {"i": n}, and answers "done". The message
-// "model" makes it call the session's model once instead.
+// "model" makes it call the session's model once instead, and "phases"
+// makes it emit extension events named like Brain's own records (see
+// emitPhases).
 func emitLoop(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.TurnOutput, error) {
 	if in.Input != nil && in.Input.Message == "model" {
 		if _, err := svc.Model(ctx, api.ModelRequest{Messages: []api.Message{api.UserMessage(*in.Input)}}); err != nil {
+			return api.TurnOutput{}, err
+		}
+		return api.TurnOutput{Result: json.RawMessage(`"done"`)}, nil
+	}
+	if in.Input != nil && in.Input.Message == "phases" {
+		if err := emitPhases(ctx, svc); err != nil {
 			return api.TurnOutput{}, err
 		}
 		return api.TurnOutput{Result: json.RawMessage(`"done"`)}, nil
@@ -41,6 +49,37 @@ func emitLoop(ctx context.Context, svc agentloop.Services, in api.TurnInput) (ap
 		}
 	}
 	return api.TurnOutput{Result: json.RawMessage(`"done"`)}, nil
+}
+
+// emitPhases emits extension events whose names end like the records
+// that open and close Brain's own entries: upload_started, never ended,
+// and step_failed naming the running turn's turn_started sequence.
+func emitPhases(ctx context.Context, svc agentloop.Services) error {
+	if _, err := svc.Emit(ctx, "upload_started", json.RawMessage(`{"file":"a.txt"}`)); err != nil {
+		return err
+	}
+	var turn uint64
+	for after := uint64(0); ; {
+		page, err := svc.Events(ctx, after)
+		if err != nil {
+			return err
+		}
+		if len(page.Events) == 0 {
+			break
+		}
+		for _, ev := range page.Events {
+			if ev.EventType == api.KindTurnStarted {
+				turn = ev.Sequence
+			}
+		}
+		after = page.NextCursor
+	}
+	data, err := json.Marshal(map[string]any{"sequence": turn, "code": "step_broke", "message": "a step of the loop's own"})
+	if err != nil {
+		return err
+	}
+	_, err = svc.Emit(ctx, "step_failed", data)
+	return err
 }
 
 // inProcess is a Brain served from the test process over a memory

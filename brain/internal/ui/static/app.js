@@ -507,12 +507,14 @@ class SessionView {
   }
 
   // render adds an event's rows: one in the events table, and in the
-  // timeline a row of its own or the closing of the row it ends.
+  // timeline a row of its own or the closing of the row it ends. Only
+  // Brain's own records (those without an origin) open and close rows: an
+  // extension event or observation named like one is a row of its own.
   render(ev) {
     this.rawRow(ev);
     const kind = ev.event_type;
     const d = ev.data || {};
-    const m = kind.match(/^(.*)_(started|ended|failed)$/);
+    const m = ev.origin ? null : kind.match(/^(.*)_(started|ended|failed)$/);
     if (m && m[2] !== 'started' && d.sequence && this.entries.has(d.sequence)) {
       this.close(this.entries.get(d.sequence), ev, m[2]);
     } else if (m && m[2] === 'started' && kind !== 'session_end_started') {
@@ -564,10 +566,22 @@ class SessionView {
       this.hi = ev.sequence;
       this.render(ev);
     }
+    if (!following) this.continuing();
     const pending = this.pending || [];
     this.pending = null;
     for (const ev of pending) if (ev.sequence > this.hi) this.append(ev);
     this.pager();
+  }
+
+  // continuing marks the entries an older page leaves open: they end
+  // after the page's last event (or have not ended yet), which the page
+  // does not show, so they are not said to be running.
+  continuing() {
+    for (const entry of this.entries.values()) {
+      if (entry.li.dataset.outcome !== 'running') continue;
+      entry.li.dataset.outcome = 'continues';
+      entry.outcome.replaceChildren(el('span', 'badge continues', 'continues after #' + this.hi));
+    }
   }
 
   page(which) {
