@@ -147,10 +147,12 @@ func strictDecode(data []byte, v any, path string, dupCheck bool) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return &FieldError{Field: path, Reason: "unexpected data after the JSON value"}
 	}
-	if dupCheck {
-		if at, key, dup := DuplicateKey(data); dup {
-			return &FieldError{Field: join(path, at), Reason: "duplicate key " + strconv.Quote(key)}
-		}
+	at, key, dup, misnamed := StrictMembers(data, v)
+	if dup && dupCheck {
+		return &FieldError{Field: join(path, at), Reason: "duplicate key " + strconv.Quote(key)}
+	}
+	if misnamed {
+		return &FieldError{Field: join(path, join(at, key)), Reason: "unknown field (names are case-sensitive)"}
 	}
 	return validateStruct(v, path)
 }

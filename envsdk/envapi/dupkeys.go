@@ -21,12 +21,53 @@ func DuplicateKey(data []byte) (path, key string, found bool) {
 	return d.path, d.key, d.found
 }
 
+// StrictMembers checks the member names of the JSON text data, which
+// decodes into v, as the strict decoders do: it reports the first name
+// repeated in one object (duplicate, as DuplicateKey) or else the first
+// that matches a field of v only without regard to case (misnamed, as
+// MisnamedField). The names are scanned once; v's fields are looked at
+// only when a name holds an upper-case letter, an escape or a byte beyond
+// ASCII, since the names of the protocol and of the API are lower-case.
+func StrictMembers(data []byte, v any) (path, key string, duplicate, misnamed bool) {
+	if !json.Valid(data) {
+		return "", "", false, false
+	}
+	d := dupScanner{data: data}
+	d.value("", "", false)
+	if d.found {
+		return d.path, d.key, true, false
+	}
+	if !d.foldable {
+		return "", "", false, false
+	}
+	path, key, misnamed = MisnamedField(data, v)
+	return path, key, false, misnamed
+}
+
 // dupScanner walks a valid JSON text once, without decoding its values.
 type dupScanner struct {
 	data      []byte
 	i         int
 	found     bool
 	path, key string
+	// foldable: some member name holds an escape, an upper-case ASCII
+	// letter or a byte beyond ASCII, so encoding/json may match it to a
+	// field whose name differs from it.
+	foldable bool
+}
+
+// mayFold tells whether a member name's raw bytes could match a
+// lower-case field name other than itself.
+func mayFold(raw []byte, plain bool) bool {
+	if !plain {
+		return true
+	}
+	for _, c := range raw {
+		if ('A' <= c && c <= 'Z') || c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *dupScanner) space() {
@@ -135,6 +176,7 @@ func (d *dupScanner) object(path string) {
 			d.space()
 		}
 		raw, plain := d.str()
+		d.foldable = d.foldable || mayFold(raw, plain)
 		k := name(raw, plain)
 		dup := false
 		if seen != nil {

@@ -119,12 +119,18 @@ func decodeStrict(b []byte, v any) error {
 		}
 		return invalidField(err.Error())
 	}
-	// encoding/json keeps the last of duplicate members silently.
-	if at, key, dup := envapi.DuplicateKey(b); dup {
-		if at != "" {
-			key = at + "." + key
-		}
+	// encoding/json keeps the last of duplicate members silently, and
+	// matches names without regard to case; the API's objects are closed
+	// and their names exact.
+	at, key, dup, misnamed := envapi.StrictMembers(b, v)
+	if at != "" {
+		key = at + "." + key
+	}
+	switch {
+	case dup:
 		return badRequest(fmt.Sprintf("request body has the key %q twice", key))
+	case misnamed:
+		return invalidField(fmt.Sprintf("unknown field %q (field names are case-sensitive)", key))
 	}
 	return nil
 }
@@ -149,8 +155,8 @@ func cursor(r *http.Request) (uint64, error) {
 	}
 	if q.Has("after") {
 		n, err := strconv.ParseUint(q.Get("after"), 10, 64)
-		if err != nil {
-			return 0, badRequest("after must be a non-negative integer")
+		if err != nil || len(q["after"]) != 1 {
+			return 0, badRequest("after must be one non-negative integer")
 		}
 		return n, nil
 	}

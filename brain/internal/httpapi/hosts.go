@@ -154,6 +154,16 @@ func (s *Server) hostCommands(w http.ResponseWriter, r *http.Request, reg *hosts
 		WriteError(w, errDraining)
 		return
 	}
+	if r.Method == http.MethodHead {
+		// A HEAD opens no connection: connecting would displace the
+		// host's live one.
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-store")
+		h.Set(heartbeatHeader, s.heartbeatMs())
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	conn, err := reg.Connect(id)
 	if err != nil {
 		WriteError(w, hostError(err))

@@ -56,6 +56,7 @@ func TestMalformedInput(t *testing.T) {
 		{"transcript/bad-id", "GET", "/v1/sessions/ses_/transcript", "", nil, 400, "invalid_request"},
 		{"events/bad-after", "GET", sp + "/events?after=-1", "", nil, 400, "invalid_request"},
 		{"events/malformed-query", "GET", sp + "/events?after=%zz", "", nil, 400, "invalid_request"},
+		{"events/repeated-after", "GET", sp + "/events?after=1&after=2", "", nil, 400, "invalid_request"},
 		{"create/duplicate-key", "POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"},"model":{"provider":"scripted","name":"n"}}`, []string{"Idempotency-Key", "a"}, 400, "invalid_request"},
 		{"create/nested-duplicate-key", "POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m","name":"n"}}`, []string{"Idempotency-Key", "a"}, 400, "invalid_request"},
 		{"create/empty-credential", "POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"},"environments":[{"name":"e","driver":"http","url":"http://127.0.0.1:1","credential":""}]}`, []string{"Idempotency-Key", "a"}, 422, "invalid_request"},

@@ -269,9 +269,7 @@ func (s *Server) routes() {
 	// each API request it makes.
 	s.handleOpen("GET "+ui.Prefix, inspector(ui.Files()))
 	s.handleOpen("GET /ui", http.RedirectHandler(ui.Prefix, http.StatusMovedPermanently))
-	s.mux.Handle("/", s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))
-	})))
+	s.mux.Handle("/", s.authenticate(http.HandlerFunc(s.notRouted)))
 }
 
 // handle mounts h at pattern (a ServeMux pattern) behind the server token.

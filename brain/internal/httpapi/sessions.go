@@ -208,6 +208,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wantsStream(r) {
+		if r.Method == http.MethodHead {
+			s.streamHead(w, r, id)
+			return
+		}
 		s.stream(w, r, id, after)
 		return
 	}

@@ -262,6 +262,21 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after
 	}
 }
 
+// streamHead answers HEAD of session id's event stream: the head a GET
+// would get, and no body (a stream's body is written past the
+// ResponseWriter, which drops a HEAD's body on its own).
+func (s *Server) streamHead(w http.ResponseWriter, r *http.Request, id string) {
+	if _, err := s.opts.Engine.Summary(r.Context(), id); err != nil {
+		WriteError(w, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set(heartbeatHeader, s.heartbeatMs())
+	w.WriteHeader(http.StatusOK)
+}
+
 // catchUp writes the committed events after the cursor; it answers false
 // when the stream should end.
 func (st *stream) catchUp(ctx context.Context, id string) bool {

@@ -1,0 +1,49 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// routeMethods are the methods a route may serve; HEAD is served where GET
+// is.
+var routeMethods = []string{http.MethodDelete, http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch}
+
+// allowed answers the methods some route other than the catch-all serves
+// at r's path, sorted (HEAD with GET), or nil when no route serves it.
+func (s *Server) allowed(r *http.Request) []string {
+	var out []string
+	for _, m := range routeMethods {
+		probe := *r
+		probe.Method = m
+		if _, pattern := s.mux.Handler(&probe); pattern != "" && pattern != "/" {
+			out = append(out, m)
+			if m == http.MethodGet {
+				out = append(out, http.MethodHead)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// notRouted answers a request no route took: 204 with Allow for OPTIONS
+// of a served path, 405 with Allow for another method of one, else 404.
+func (s *Server) notRouted(w http.ResponseWriter, r *http.Request) {
+	allow := s.allowed(r)
+	if len(allow) == 0 {
+		WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	if r.Method == http.MethodOptions {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	WriteError(w, newError(http.StatusMethodNotAllowed, api.CodeInvalidRequest,
+		fmt.Sprintf("method %s is not allowed on this route; it allows %s", r.Method, strings.Join(allow, ", "))))
+}
