@@ -280,7 +280,16 @@ class Provider:
             deadline = None
             if req.get("deadline_ms") is not None:
                 deadline = time.monotonic() + req["deadline_ms"] / 1000
+                if req["deadline_ms"] <= 0:
+                    # The time ran out on the way: nothing runs.
+                    raise Failure("timeout", "the invocation's deadline had passed when it arrived")
             output = self.run(name, req["input"], b, deadline, cancel)
+            if cancel.is_set():
+                raise Failure("cancelled", "the invocation was cancelled")
+            if deadline is not None and time.monotonic() >= deadline:
+                # The deadline came first: the stop is the answer, and a
+                # result reached afterwards is never finished.
+                raise Failure("timeout", "the invocation's deadline expired")
             if name == "progress":
                 return {"type": "progress", "data": output}
         finally:
