@@ -161,8 +161,9 @@ type Storage struct {
 	// everything in the data directory.
 	DatabaseURL string `validate:"omitempty,url" env:"BRAIN_DATABASE_URL"`
 	// SealingKeyFile is the key file every node sharing a database uses
-	// (required with DatabaseURL): 64 hex digits or 32+ raw bytes.
-	SealingKeyFile string `env:"BRAIN_SEALING_KEY_FILE"`
+	// (required with DatabaseURL, refused without it): 64 hex digits or
+	// 32+ raw bytes.
+	SealingKeyFile string `validate:"excluded_without=DatabaseURL" env:"BRAIN_SEALING_KEY_FILE"`
 	// Lease is how long a node's lease on a session's activations lasts
 	// unless renewed (database backends; 0 selects 10 s): after a node
 	// dies, another takes its sessions over after at most this long.
@@ -365,6 +366,16 @@ func envOf(path string) string {
 	return env
 }
 
+// parentPath answers the path of the struct holding fe's field, with a
+// trailing dot ("" for Config itself).
+func parentPath(fe validator.FieldError) string {
+	_, path, _ := strings.Cut(fe.StructNamespace(), ".")
+	if i := strings.LastIndex(path, "."); i >= 0 {
+		return path[:i+1]
+	}
+	return ""
+}
+
 func problem(fe validator.FieldError) string {
 	switch fe.Tag() {
 	case "required":
@@ -378,6 +389,9 @@ func problem(fe validator.FieldError) string {
 		return fmt.Sprintf("must be at least %s, not %v", fe.Param(), fe.Value())
 	case "lte":
 		return fmt.Sprintf("must be at most %s, not %v", fe.Param(), fe.Value())
+	case "excluded_without":
+		other := parentPath(fe) + fe.Param()
+		return fmt.Sprintf("is only read with %s (%s), which is not set", other, envOf(other))
 	case "oneof":
 		return fmt.Sprintf("must be one of %s, not %q", strings.Join(strings.Fields(fe.Param()), ", "), fe.Value())
 	}

@@ -3,6 +3,8 @@ package brain_test
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +79,74 @@ func TestUnknownStorageBackendRefused(t *testing.T) {
 	}
 	if err := srv.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSealingKeyFileNeedsDatabase: the sealing key file is the key of the
+// nodes sharing a database; given without a database URL (a cluster node
+// whose database setting is missing or misspelled) it would be ignored
+// and the node would run alone on its data directory, so New refuses it,
+// naming the field and its variable, before touching the data directory.
+func TestSealingKeyFileNeedsDatabase(t *testing.T) {
+	dir := t.TempDir() + "/data"
+	_, err := brain.New(context.Background(), brain.Config{DataDir: dir,
+		Storage: brain.Storage{SealingKeyFile: t.TempDir() + "/key"}})
+	var ce *brain.ConfigError
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != "Storage.SealingKeyFile" ||
+		ce.Problems[0].Env != "BRAIN_SEALING_KEY_FILE" || !strings.Contains(err.Error(), "BRAIN_DATABASE_URL") {
+		t.Fatalf("New = %v, want a ConfigError naming Storage.SealingKeyFile and BRAIN_DATABASE_URL", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the data directory was created: %v", err)
+	}
+}
+
+// TestBadSettingFilesRefusedBeforeDataDirectory: a providers file or an
+// environment routes file that cannot be used, or a route Brain would not
+// call, stops New before it creates the data directory, so that a
+// mistyped setting leaves nothing behind.
+func TestBadSettingFilesRefusedBeforeDataDirectory(t *testing.T) {
+	missing := t.TempDir() + "/missing.json"
+	for name, cfg := range map[string]brain.Config{
+		"providers file": {Models: brain.Models{ProvidersFile: missing}},
+		"routes file":    {Environments: brain.Environments{RoutesFile: missing}},
+		"plain http route": {Environments: brain.Environments{
+			Routes: map[string]brain.EnvironmentRoute{"box": {Endpoint: "http://box.example"}}}},
+	} {
+		cfg.DataDir = t.TempDir() + "/data"
+		srv, err := brain.New(context.Background(), cfg)
+		if err == nil {
+			srv.Close(context.Background())
+			t.Errorf("%s: New succeeded", name)
+			continue
+		}
+		if _, serr := os.Stat(cfg.DataDir); !errors.Is(serr, os.ErrNotExist) {
+			t.Errorf("%s: New = %v and left the data directory (%v)", name, err, serr)
+		}
+	}
+}
+
+// TestUnreachableDatabaseRefusedClearly: a database that cannot be
+// reached stops New with an error that says so, without quoting the
+// password of the URL and without blaming a full journal queue.
+func TestUnreachableDatabaseRefusedClearly(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	key := t.TempDir() + "/sealing.key"
+	if err := os.WriteFile(key, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = brain.New(context.Background(), brain.Config{DataDir: t.TempDir(),
+		Storage: brain.Storage{DatabaseURL: "postgres://brain:sekrit@" + addr + "/brain?connect_timeout=5", SealingKeyFile: key}})
+	if err == nil {
+		t.Fatal("New succeeded without a database")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "database unavailable") || strings.Contains(msg, "queue") || strings.Contains(msg, "sekrit") {
+		t.Errorf("New = %v, want an unavailable database named, no queue, no password", err)
 	}
 }

@@ -98,6 +98,28 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if tp != nil {
 		tracer = tp.Tracer(tracing.InstrumentationName)
 	}
+	// The settings read from files, and the environment routes, are
+	// checked before the data directory is touched.
+	var providers *catalog.File
+	if cfg.Models.ProvidersFile != "" {
+		if providers, err = catalog.ReadFile(cfg.Models.ProvidersFile); err != nil {
+			return nil, fmt.Errorf("brain: Config.Models.ProvidersFile: %w", err)
+		}
+	}
+	mcfg := cfg.Models.config(providers)
+	mcfg.Propagate = tracer != nil
+	models, err := model.New(mcfg)
+	if err != nil {
+		return nil, fmt.Errorf("brain: Config.Models: %w", err)
+	}
+	modelList, err := catalog.New(providers)
+	if err != nil {
+		return nil, fmt.Errorf("brain: Config.Models: %w", err)
+	}
+	envCheck := cfg.Environments.config(cfg, nil, s.log)
+	if err := envCheck.Check(); err != nil {
+		return nil, fmt.Errorf("brain: Config.Environments: %w", err)
+	}
 	if s.store, err = backend.Open(ctx, backend.Options{
 		DataDir:        cfg.DataDir,
 		DatabaseURL:    cfg.Storage.DatabaseURL,
@@ -129,22 +151,6 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Tracer:               tracer,
 	}); err != nil {
 		return nil, fmt.Errorf("brain: Config.Agentloops: %w", err)
-	}
-	var providers *catalog.File
-	if cfg.Models.ProvidersFile != "" {
-		if providers, err = catalog.ReadFile(cfg.Models.ProvidersFile); err != nil {
-			return nil, fmt.Errorf("brain: Config.Models.ProvidersFile: %w", err)
-		}
-	}
-	mcfg := cfg.Models.config(providers)
-	mcfg.Propagate = tracer != nil
-	models, err := model.New(mcfg)
-	if err != nil {
-		return nil, fmt.Errorf("brain: Config.Models: %w", err)
-	}
-	modelList, err := catalog.New(providers)
-	if err != nil {
-		return nil, fmt.Errorf("brain: Config.Models: %w", err)
 	}
 	bcfg := cfg.Environments.config(cfg, s.store.ReporterKey, s.log)
 	if s.store.Ownership != nil {

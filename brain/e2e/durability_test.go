@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -569,6 +570,80 @@ func TestDrain(t *testing.T) {
 			t.Fatalf("forced exit reported success")
 		}
 	})
+	t.Run("second_signal_stops_a_running_workspace_command", func(t *testing.T) {
+		s := start(t, "")
+		create := `{"model":{"provider":"scripted","name":"demo"},
+		 "environments":[{"name":"ws","driver":"workspace"}],
+		 "tools":[{"name":"sh","description":"run a shell line","input_schema":{"type":"object","properties":{"shell":{"type":"string"}},"required":["shell"]},
+		   "placements":{"ws":{"implementation":{"tool":"command"}}}}]}`
+		r := s.do("POST", "/v1/sessions", create, "Idempotency-Key", key())
+		if r.Status != 200 {
+			t.Fatalf("create = %d %s", r.Status, r.Body)
+		}
+		var sum api.SessionSummary
+		json.Unmarshal(r.Body, &sum)
+		script, _ := json.Marshal(map[string]any{"input": map[string]string{
+			"message": `{"tool_calls":[{"name":"sh","input":{"shell":"echo $$ > sleeper.pid; exec sleep 300"}}]}`,
+		}})
+		if r := s.do("POST", "/v1/sessions/"+sum.SessionID+"/messages", string(script), "Idempotency-Key", key(), "Prefer", "respond-async"); r.Status != 202 {
+			t.Fatalf("submit = %d %s", r.Status, r.Body)
+		}
+		pid := waitPIDFile(t, filepath.Join(s.DataDir, "native-workspaces"), "sleeper.pid")
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		s.beginDrain(t)
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		// The drain would wait for the command (300 s); the second signal
+		// ends the process well before the workspace's 30 s stop grace.
+		select {
+		case <-s.done:
+		case <-time.After(15 * time.Second):
+			t.Fatalf("the second signal did not end the process while a workspace command ran\n%s", s.stderr)
+		}
+		if s.waitErr == nil {
+			t.Fatalf("forced exit reported success")
+		}
+		if running(pid) {
+			t.Fatalf("the workspace command %d outlived brain serve", pid)
+		}
+	})
+}
+
+// running reports whether process pid exists and, where /proc tells, is
+// not a zombie.
+func running(pid int) bool {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// waitPIDFile waits for a file named name under dir holding a process id
+// and answers it.
+func waitPIDFile(t *testing.T, dir, name string) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		pid := 0
+		filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.Name() == name {
+				if b, err := os.ReadFile(path); err == nil {
+					pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+				}
+			}
+			return nil
+		})
+		if pid > 0 {
+			return pid
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %s under %s", name, dir)
+	return 0
 }
 
 // TestCheckpointPrefixDamageRefusesSession flips a byte inside the journal

@@ -151,7 +151,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	secret(&f.token, "token", "BRAIN_API_TOKEN", "bearer token of every application route; generated when empty")
 	str(&f.publicURL, "public-url", "BRAIN_PUBLIC_URL", "", "base URL of callbacks and reporters (default http://<listen address>)")
 	secret(&f.databaseURL, "database-url", "BRAIN_DATABASE_URL", "postgres:// URL of the database the nodes of a cluster share (default: the data directory)")
-	str(&f.sealingKeyFile, "sealing-key-file", "BRAIN_SEALING_KEY_FILE", "", "key file all nodes sharing the database use (required with --database-url)")
+	str(&f.sealingKeyFile, "sealing-key-file", "BRAIN_SEALING_KEY_FILE", "", "key file all nodes sharing the database use (required with --database-url, refused without it)")
 	num(&f.leaseSecs, "lease-secs", "BRAIN_LEASE_SECS", 10, 1, maxSecs, "with --database-url: seconds a node's lease on a session lasts unless renewed, at least 1")
 	str(&f.logLevel, "log-level", "BRAIN_LOG_LEVEL", "info", "log level: debug, info, warn or error")
 	boolean(&f.noAuth, "no-auth", "BRAIN_NO_AUTH", "serve without authentication, loopback only")
@@ -421,6 +421,15 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 		fmt.Fprintln(stderr, "brain serve: refusing a token of only white space (BRAIN_API_TOKEN / --token)")
 		return 2
 	}
+	for _, a := range []struct{ flag, env, addr string }{
+		{"listen", "BRAIN_LISTEN", f.listen},
+		{"metrics-listen", "BRAIN_METRICS_LISTEN", f.metricsListen},
+	} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil && (a.addr != "" || a.flag == "listen") {
+			fmt.Fprintf(stderr, "brain serve: --%s %q (%s): want host:port: %v\n", a.flag, a.addr, a.env, err)
+			return 2
+		}
+	}
 	if !loopback(f.listen) && (f.token == "" || f.noAuth) {
 		fmt.Fprintf(stderr, "brain serve: refusing to listen on non-loopback address %s without a token (set BRAIN_API_TOKEN; --no-auth is for loopback only)\n", f.listen)
 		return 1
@@ -516,6 +525,7 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 		case <-sigs:
 			if signals++; signals >= 2 {
 				fmt.Fprintln(stderr, "brain serve: second signal, exiting without finishing the drain")
+				ws.abortOperations()
 				return 1
 			}
 		}

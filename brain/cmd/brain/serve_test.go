@@ -263,3 +263,18 @@ func TestBannerOneWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesAddressWithoutPort: a listen address that is not
+// host:port (a bare port, say) is refused naming the setting and what is
+// wrong, rather than as a non-loopback address wanting a token.
+func TestServeRefusesAddressWithoutPort(t *testing.T) {
+	for _, args := range [][]string{{"--listen", "8080"}, {"--metrics-listen", "9090", "--listen", "127.0.0.1:0"}} {
+		var stdout, stderr bytes.Buffer
+		args = append(args, "--data-dir", filepath.Join(t.TempDir(), "data"), "--no-workspace")
+		code := serve(t.Context(), args, &stdout, &stderr)
+		if code == 0 || !strings.Contains(stderr.String(), args[0]) || !strings.Contains(stderr.String(), "missing port") ||
+			strings.Contains(stderr.String(), "non-loopback") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr.String())
+		}
+	}
+}

@@ -28,6 +28,8 @@ type builtinWorkspace struct {
 	root  string
 	done  chan error
 	stop  context.CancelFunc
+	// abort ends the context of every operation, running or to come.
+	abort context.CancelFunc
 }
 
 // openWorkspace opens the provider's listener and routes it in cfg; the
@@ -60,9 +62,30 @@ func (w *builtinWorkspace) start(log *slog.Logger) error {
 		return fmt.Errorf("workspace environment: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	w.stop, w.done = stop, make(chan error, 1)
-	go func() { w.done <- envsdk.Serve(ctx, w.ln, p.Handler(w.token)) }()
+	aborted, abort := context.WithCancel(context.Background())
+	w.stop, w.abort, w.done = stop, abort, make(chan error, 1)
+	go func() { w.done <- envsdk.Serve(ctx, w.ln, abortable(aborted, p.Handler(w.token))) }()
 	return nil
+}
+
+// abortable serves h with request contexts that also end when aborted
+// does.
+func abortable(aborted context.Context, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		defer context.AfterFunc(aborted, cancel)()
+		h.ServeHTTP(rw, r.WithContext(ctx))
+	})
+}
+
+// abortOperations ends the provider's operations at once, running ones
+// (their commands are killed) and any still to come, for a forced exit:
+// close then need not wait for them.
+func (w *builtinWorkspace) abortOperations() {
+	if w != nil && w.abort != nil {
+		w.abort()
+	}
 }
 
 // close stops the provider; call it after Brain drained, since providers

@@ -81,6 +81,14 @@ type Config struct {
 	Tracer trace.Tracer
 }
 
+// Check answers the error New would answer for c's public URL, routes
+// file and endpoints, without building anything, so that a caller can
+// refuse them before it opens anything else.
+func (c *Config) Check() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 func (c *Config) withDefaults() (Config, error) {
 	out := *c
 	if out.MaxResponseBytes <= 0 {

@@ -16,7 +16,7 @@ import (
 var (
 	// ErrUnavailable: the database could not be reached or refused the
 	// work for lack of resources; nothing was committed.
-	ErrUnavailable = fmt.Errorf("pgstore: database unavailable: %w", journal.ErrOverloaded)
+	ErrUnavailable = journal.Refusal("pgstore: database unavailable")
 	// ErrOutcomeUnknown: the connection failed after a write was sent, so
 	// it may or may not have committed. The caller must acknowledge
 	// nothing and re-read the state from the database before acting again.
