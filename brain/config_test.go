@@ -112,6 +112,9 @@ func TestBadSettingFilesRefusedBeforeDataDirectory(t *testing.T) {
 		"routes file":    {Environments: brain.Environments{RoutesFile: missing}},
 		"plain http route": {Environments: brain.Environments{
 			Routes: map[string]brain.EnvironmentRoute{"box": {Endpoint: "http://box.example"}}}},
+		"telemetry file in a missing directory": {Telemetry: brain.Telemetry{File: missing + "/telemetry.jsonl"}},
+		"filesystem allow list":                 {Agentloops: brain.Agentloops{FilesystemAllow: []string{"relative/dir"}}},
+		"secret allow list":                     {Agentloops: brain.Agentloops{SecretAllow: map[string]string{"k": "relative/file"}}},
 	} {
 		cfg.DataDir = t.TempDir() + "/data"
 		srv, err := brain.New(context.Background(), cfg)

@@ -120,6 +120,13 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := envCheck.Check(); err != nil {
 		return nil, fmt.Errorf("brain: Config.Environments: %w", err)
 	}
+	if err := loophost.CheckGrants(cfg.Agentloops.FilesystemAllow, cfg.Agentloops.SecretAllow); err != nil {
+		return nil, fmt.Errorf("brain: Config.Agentloops: %w", err)
+	}
+	if s.telem, err = openTelemetry(ctx, cfg.Telemetry, cfg.OTLP, s.log); err != nil {
+		return nil, err
+	}
+	s.metrics.Telemetry(s.telem.Stats)
 	if s.store, err = backend.Open(ctx, backend.Options{
 		DataDir:        cfg.DataDir,
 		DatabaseURL:    cfg.Storage.DatabaseURL,
@@ -170,10 +177,6 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("brain: Config.Hosts: %w", err)
 	}
-	if s.telem, err = openTelemetry(ctx, cfg.Telemetry, cfg.OTLP, s.log); err != nil {
-		return nil, err
-	}
-	s.metrics.Telemetry(s.telem.Stats)
 	idle := cfg.IdleTTL
 	if idle < 0 {
 		idle = session.KeepIdle

@@ -170,6 +170,14 @@ func (h *Host) allowedDir(p string) (string, error) {
 	return "", fmt.Errorf("%w: workspace path %q is outside BRAIN_ENV_FILESYSTEM_ALLOW", ErrNotAllowed, p)
 }
 
+// CheckGrants checks the allow lists of Options.FilesystemAllow and
+// Options.SecretAllow as Open does, without opening anything: a server
+// refuses them before it touches its data directory.
+func CheckGrants(fsAllow []string, secrets map[string]string) error {
+	_, err := checkAllow(fsAllow, secrets)
+	return err
+}
+
 // checkAllow normalises the allow lists: absolute directories with
 // symbolic links resolved, and the scratch entry.
 func checkAllow(fsAllow []string, secrets map[string]string) ([]string, error) {
