@@ -19,4 +19,23 @@
 // with the API error code. The ABI is specified in the host's package doc
 // (brain/internal/loophost). The package depends on the standard library
 // and the stdlib-only brain/api wire types.
+//
+// # Determinism
+//
+// What a loop decides is replayable from its session's journal, so a Wasm
+// loop sees no real time and no unpredictable randomness: its random
+// source (crypto/rand, and the runtime's seed of math/rand) is a stream
+// drawn from its activation's in.Runtime.DeterministicSeed (32 bytes,
+// different for every activation), time.Now answers a fixed instant
+// (2022-01-01T00:00:00Z), not the real time, and time.Sleep returns at
+// once. The time a loop acts on is in.Runtime.LogicalTimeMs, when its
+// activation started. Everything else it learns (model answers, tool
+// returns, events, KV) comes through Services and is journalled. Each
+// activation runs in a fresh instance: package variables do not survive
+// from one turn to the next; save state with SetTranscript and KVPut.
+//
+// In Wasm, ctx is never cancelled: when the turn is interrupted or its
+// wall time ends the host stops the instance, and a service called after
+// the cancel answers a *HostError with code cancelled or timeout. A loop
+// run natively gets the engine's context.
 package agentloop

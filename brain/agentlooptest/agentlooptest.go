@@ -1,14 +1,17 @@
 // Package agentlooptest builds Go agentloops to WebAssembly and runs them
 // in tests: it admits a module into the same Wasm host the server uses and
 // runs turns through a real session engine with a file journal in a
-// temporary directory and the scripted model.
+// temporary directory and the scripted model. Every turn is bounded by the
+// limits the server ships with (128 model calls, 1800 s of wall time,
+// 120 s per tool call, 1 MiB of emitted events), so a loop that passes
+// here is not refused by a server with the default configuration.
 //
 //	module := agentlooptest.Build(t, ".")      // GOOS=wasip1, cached per test binary
 //	e := agentlooptest.Start(t)
 //	id := e.Admit(t, module)
 //	sid := e.Create(t, id, nil)
-//	e.Send(t, sid, "hello")
-//	e.Transcript(t, sid) // the saved conversation
+//	_, err := e.Send(ctx, sid, "hello") // a failed turn: *api.ApiError
+//	e.Transcript(t, sid)                // the saved conversation
 package agentlooptest
 
 import (
@@ -134,7 +137,7 @@ func (e *Engine) open(t testing.TB) {
 		_ = host.Close(ctx)
 		t.Fatal(err)
 	}
-	eng, err := session.New(session.Config{Store: store, Loops: host.Resolve})
+	eng, err := session.New(session.Config{Store: store, Loops: host.Resolve, Limits: session.DefaultLimits()})
 	if err != nil {
 		_ = store.Close()
 		_ = host.Close(ctx)
@@ -199,10 +202,16 @@ func (e *Engine) Create(t testing.TB, id string, configuration json.RawMessage) 
 	return sum.SessionID
 }
 
-// Send runs a turn and answers its summary, or the *session.TurnError of
-// a failed turn.
+// Send runs a turn and answers its summary. A failed turn, or a send
+// refused, answers the *api.ApiError (use errors.As) a client of the
+// server gets: its Code is the turn's failure code (agentloop_failed,
+// model_call_limit, emit_limit, timeout, ...) or the refusal's.
 func (e *Engine) Send(ctx context.Context, sessionID, message string) (api.SessionSummary, error) {
-	return e.engine.Send(ctx, sessionID, api.UserInput{Message: message})
+	sum, err := e.engine.Send(ctx, sessionID, api.UserInput{Message: message})
+	if err != nil {
+		return sum, session.APIError(err)
+	}
+	return sum, nil
 }
 
 // Transcript answers the saved conversation of a session.
