@@ -2,9 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"mime"
 	"net/http"
 
@@ -44,15 +41,10 @@ func (s *Server) admitModule(w http.ResponseWriter, r *http.Request, scope strin
 	}
 	// A module is a request body: the smaller of the module bound and
 	// the request bound applies.
-	limit := min(h.MaxModuleBytes(), s.opts.MaxRequestBytes)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var tooBig *http.MaxBytesError
+	body, err := s.readBodyWithin(w, r, min(h.MaxModuleBytes(), s.opts.MaxRequestBytes), "the module")
 	switch {
-	case errors.As(err, &tooBig):
-		WriteError(w, newError(http.StatusRequestEntityTooLarge, api.CodeInvalidRequest, fmt.Sprintf("the module exceeds %d bytes", limit)))
-		return
 	case err != nil:
-		WriteError(w, badRequest("reading the body: "+err.Error()))
+		WriteError(w, err)
 		return
 	case len(body) == 0:
 		WriteError(w, badRequest("the body must be non-empty module bytes"))

@@ -1,17 +1,21 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/brain-in-go/brain/brain/agentloop/builtin"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
@@ -192,5 +196,43 @@ func TestAdmissionWhenStorageFails(t *testing.T) {
 				t.Errorf("POST %s with another key: %d %s, want %s", c.path, code, again, body)
 			}
 		})
+	}
+}
+
+// TestAdmissionOfAnOversizeModuleAnswersAtOnce checks that a module whose
+// declared length is over the bound is answered 413 without waiting for
+// its bytes, and the connection is closed after the answer, as for any
+// other request body.
+func TestAdmissionOfAnOversizeModuleAnswersAtOnce(t *testing.T) {
+	h, err := loophost.Open(context.Background(), loophost.Options{Dir: t.TempDir(), ToolsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	f := newFixture(t, Options{Agentloops: h, MaxRequestBytes: 1 << 10})
+	for _, path := range []string{"/v1/agentloops", "/v1/tools"} {
+		c, err := net.Dial("tcp", strings.TrimPrefix(f.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(4 * time.Second))
+		// The client declares 1 MiB and sends only its start.
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nIdempotency-Key: k\r\n"+
+			"Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n%s", path, testToken, 1<<20, strings.Repeat("m", 100))
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Errorf("POST %s declaring 1 MiB over a bound of 1 KiB: no answer: %v", path, err)
+			c.Close()
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close || !strings.Contains(string(b), "invalid_request") {
+			t.Errorf("POST %s = %d close %v %s, want 413 closing the connection", path, resp.StatusCode, resp.Close, b)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("POST %s: after the 413 the connection was not closed: %v", path, err)
+		}
+		c.Close()
 	}
 }

@@ -20,32 +20,42 @@ import (
 // readBody reads the request body within the size limit. It answers 413
 // for a larger body.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return s.readBodyWithin(w, r, s.opts.MaxRequestBytes, "request body")
+}
+
+// readBodyWithin reads the request body, named what in the 413 it answers
+// for one larger than limit bytes, within Options.BodyReadTimeout. After a
+// 413 the connection is closed once what the client is still sending
+// was drained (drainAndClose); after a failed read, at once.
+func (s *Server) readBodyWithin(w http.ResponseWriter, r *http.Request, limit int64, what string) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	timeout := s.opts.BodyReadTimeout
 	if timeout <= 0 {
 		timeout = DefaultBodyTimeout
 	}
 	_ = rc.SetReadDeadline(time.Now().Add(timeout))
-	if r.ContentLength > s.opts.MaxRequestBytes {
+	if r.ContentLength > limit {
 		drainAndClose(w, r)
-		return nil, newError(http.StatusRequestEntityTooLarge, "invalid_request",
-			fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxRequestBytes))
+		return nil, tooLarge(what, limit)
 	}
-	b, err := readAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes), r.ContentLength)
+	b, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			drainAndClose(w, r)
-			return nil, newError(http.StatusRequestEntityTooLarge, "invalid_request",
-				fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxRequestBytes))
+			return nil, tooLarge(what, limit)
 		}
 		// The rest of the body is not waited for: the answer goes out
 		// now and the connection is closed after it.
 		closeUnread(w, r)
-		return nil, badRequest("reading the request body failed")
+		return nil, badRequest("reading the " + what + " failed")
 	}
 	_ = rc.SetReadDeadline(time.Time{})
 	return b, nil
+}
+
+func tooLarge(what string, limit int64) error {
+	return newError(http.StatusRequestEntityTooLarge, "invalid_request", fmt.Sprintf("%s is larger than %d bytes", what, limit))
 }
 
 // readAll reads r to its end into one buffer sized by the declared
@@ -117,22 +127,33 @@ func decodeStrict(b []byte, v any) error {
 		if errors.As(err, &te) {
 			return invalidField(fmt.Sprintf("field %q must be %s", te.Field, te.Type))
 		}
-		return invalidField(err.Error())
+		return invalidField(cleanMessage(err.Error()))
 	}
 	// encoding/json keeps the last of duplicate members silently, and
 	// matches names without regard to case; the API's objects are closed
 	// and their names exact.
 	at, key, dup, misnamed := envapi.StrictMembers(b, v)
-	if at != "" {
-		key = at + "." + key
-	}
 	switch {
 	case dup:
-		return badRequest(fmt.Sprintf("request body has the key %q twice", key))
+		return duplicateKey(at, key)
 	case misnamed:
-		return invalidField(fmt.Sprintf("unknown field %q (field names are case-sensitive)", key))
+		return invalidField(fmt.Sprintf("unknown field %q (field names are case-sensitive)", joinPath(at, key)))
 	}
 	return nil
+}
+
+// duplicateKey is the 400 for a body whose object at the dotted path at
+// ("" for the top level) has the member key twice: encoding/json would
+// keep one of them silently, so the body is malformed.
+func duplicateKey(at, key string) error {
+	return badRequest(fmt.Sprintf("request body has the key %q twice", joinPath(at, key)))
+}
+
+func joinPath(at, key string) string {
+	if at == "" {
+		return key
+	}
+	return at + "." + key
 }
 
 // sessionID answers the {id} path value, or 400 when it is malformed.

@@ -67,14 +67,18 @@
 //
 // Every non-2xx answer is an api.ApiError, built by one function
 // (ErrorOf) from engine, idempotency and request errors. Malformed JSON
-// (a body that is not UTF-8 included), a bad path or
-// query value, a missing or oversize Idempotency-Key and an unsupported
-// Prefer answer 400 invalid_request; a well-formed body with an invalid or
-// unknown field 422; a wrong Content-Type 415; a body over
-// Options.MaxRequestBytes 413. Engine errors map through StatusOf: 401
+// (a body that is not UTF-8 or gives an object member twice included), a
+// bad path or query value, a missing, oversize or repeated
+// Idempotency-Key and an unsupported Prefer answer 400 invalid_request; a
+// well-formed body with an invalid or unknown field 422; a wrong
+// Content-Type 415; a body over Options.MaxRequestBytes 413; a method a
+// served path does not serve 405 with Allow (OPTIONS: 204 with Allow).
+// Engine errors map through StatusOf: 401
 // unauthorized, 403 not_granted, 404 not_found, 409 conflict and emit_limit,
 // 422 reserved_name, 503 overloaded, 500 for the rest (ambiguous,
-// executor_failed, model and turn failures, internal).
+// executor_failed, model and turn failures, internal). A message built
+// from an error's text loses the package prefixes its wrapping added
+// (cleanMessage).
 //
 // # Idempotency
 //

@@ -24,28 +24,33 @@ const (
 
 // Route patterns of the environment routes.
 const (
-	PatternCall     = "POST /v1/sessions/{id}/executions/{sequence}/call"
-	PatternControl  = "POST /v1/sessions/{id}/environments"
-	PatternBinding  = "POST /v1/sessions/{id}/environments/{env}/{seg}/{last}"
-	patternCallsFwd = "POST /v1/sessions/{id}/environments/{env}/calls/{name}/{$}"
+	PatternCall    = "POST /v1/sessions/{id}/executions/{sequence}/call"
+	PatternControl = "POST /v1/sessions/{id}/environments"
+	PatternBinding = "POST /v1/sessions/{id}/environments/{env}/{seg}/{last}"
+	// PatternEnvCall names the environment call route, served under
+	// PatternBinding, in metrics and traces.
+	PatternEnvCall = "POST /v1/sessions/{id}/environments/{env}/calls/{name}"
 )
 
 // environmentRoutes mounts the environment routes. The reporter route
 // (.../environments/{env}/{sequence}/events) and the environment call
 // route (.../environments/{env}/calls/{name}) share one mux pattern; the
-// call branch is forwarded to an authenticated pattern (the same path with
-// a trailing slash), so it needs the server token like every other
-// control route.
+// call branch is handed to the call route's handler, which needs the
+// server token like every other control route, and is counted, logged
+// and traced as PatternEnvCall.
 func (s *Server) environmentRoutes() {
 	s.handleOpen(PatternCall, http.HandlerFunc(s.serveCall))
 	s.handle(PatternControl, http.HandlerFunc(s.serveControl))
-	s.handle(patternCallsFwd, http.HandlerFunc(s.serveEnvCall))
+	envCall := s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.forward(w, r) {
+			s.serveEnvCall(w, r)
+		}
+	}))
 	s.handleOpen(PatternBinding, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.PathValue("seg") == "calls" {
-			fwd := r.Clone(r.Context())
-			fwd.URL.Path += "/"
-			fwd.URL.RawPath = ""
-			s.ServeHTTP(w, fwd)
+		seg, last := r.PathValue("seg"), r.PathValue("last")
+		if seg == "calls" {
+			r.Pattern = PatternEnvCall
+			envCall.ServeHTTP(w, r)
 			return
 		}
 		id, err := envSession(r)
@@ -54,13 +59,31 @@ func (s *Server) environmentRoutes() {
 			return
 		}
 		env := r.PathValue("env")
-		bseq, err := pathSequence(r, "seg")
-		if err != nil || r.PathValue("last") != "events" || !envapi.ValidIdentifier(env) {
+		bseq, ok := reportPath(seg, last)
+		if !ok || !envapi.ValidIdentifier(env) {
 			WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))
 			return
 		}
 		s.serveReport(w, r, id, env, bseq)
 	}))
+}
+
+// bindingServed reports whether POST serves a path of PatternBinding's
+// shape whose last three segments are env, seg and last: an environment
+// call or a report.
+func bindingServed(env, seg, last string) bool {
+	if seg == "calls" {
+		return true
+	}
+	_, ok := reportPath(seg, last)
+	return ok && envapi.ValidIdentifier(env)
+}
+
+// reportPath answers the binding sequence of a reporter path's last two
+// segments ({sequence}/events).
+func reportPath(seg, last string) (uint64, bool) {
+	n, err := strconv.ParseUint(seg, 10, 64)
+	return n, err == nil && n != 0 && last == "events"
 }
 
 // envSession answers the {id} path value of an environment route.
@@ -87,7 +110,8 @@ func bearer(r *http.Request) (string, bool) {
 }
 
 // readEnvJSON checks the Content-Type and reads a bounded body that must
-// be valid JSON; the route decodes it strictly (422 naming the field).
+// be valid JSON with no member given twice (400, as for every route); the
+// route decodes it strictly (422 naming the field).
 func (s *Server) readEnvJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
@@ -102,6 +126,9 @@ func (s *Server) readEnvJSON(w http.ResponseWriter, r *http.Request) ([]byte, er
 	}
 	if !json.Valid(body) {
 		return nil, badRequest("request body is not valid JSON")
+	}
+	if at, key, dup := envapi.DuplicateKey(body); dup {
+		return nil, duplicateKey(at, key)
 	}
 	return body, nil
 }
@@ -159,7 +186,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	}
 	var call envapi.ExecutionCall
 	if err := envapi.Strict(body, &call); err != nil {
-		WriteError(w, invalidField(err.Error()))
+		WriteError(w, invalidField(cleanMessage(err.Error())))
 		return
 	}
 	// The grant's token never reaches the journal, even when the caller
@@ -233,7 +260,7 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, id, env str
 	}
 	ev, err := envapi.DecodeReporterEvent(body)
 	if err != nil {
-		WriteError(w, invalidField(err.Error()))
+		WriteError(w, invalidField(cleanMessage(err.Error())))
 		return
 	}
 	// Neither does the reporter's token.
@@ -274,7 +301,7 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := envapi.DecodeControlRequest(body)
 	if err != nil {
-		WriteError(w, invalidField(err.Error()))
+		WriteError(w, invalidField(cleanMessage(err.Error())))
 		return
 	}
 	s.Idempotent(w, r, ScopeControl, body, func(ctx context.Context) (int, any, error) {
@@ -284,7 +311,8 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveEnvCall is POST /v1/sessions/{id}/environments/{env}/calls/{name}
-// with {"input": ANY}, answering {"output": ANY}.
+// with {"input": ANY}, answering {"output": ANY}; it is served under
+// PatternBinding, whose {last} is the {name}.
 func (s *Server) serveEnvCall(w http.ResponseWriter, r *http.Request) {
 	if _, err := idempotencyKey(r); err != nil {
 		WriteError(w, err)
@@ -295,7 +323,7 @@ func (s *Server) serveEnvCall(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	env, name := r.PathValue("env"), r.PathValue("name")
+	env, name := r.PathValue("env"), r.PathValue("last")
 	if !envapi.ValidIdentifier(env) || !envapi.ValidIdentifier(name) {
 		WriteError(w, badRequest("malformed environment or method name"))
 		return
@@ -309,13 +337,10 @@ func (s *Server) serveEnvCall(w http.ResponseWriter, r *http.Request) {
 		Input json.RawMessage `json:"input"`
 	}
 	if err := envapi.Strict(body, &in); err != nil {
-		WriteError(w, invalidField(err.Error()))
+		WriteError(w, invalidField(cleanMessage(err.Error())))
 		return
 	}
-	// The digest covers the path without the forwarding slash.
-	orig := r.Clone(r.Context())
-	orig.URL.Path = r.URL.Path[:len(r.URL.Path)-1]
-	s.Idempotent(w, orig, ScopeCall, body, func(ctx context.Context) (int, any, error) {
+	s.Idempotent(w, r, ScopeCall, body, func(ctx context.Context) (int, any, error) {
 		out, err := s.opts.Engine.CallEnvironment(ctx, id, env, name, in.Input)
 		if err != nil {
 			return 0, nil, err

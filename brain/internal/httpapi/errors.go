@@ -64,6 +64,7 @@ var (
 	errForeignHost  = newError(http.StatusUnauthorized, api.CodeUnauthorized, "without a token the server answers only requests naming a loopback host (localhost, 127.0.0.1, [::1])")
 	errDraining     = newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the server is shutting down and admits no new work")
 	errKey          = badRequest("idempotency-key must be between 1 and 256 bytes")
+	errKeyTwice     = badRequest("idempotency-key must be given once")
 	errStorage      = newError(http.StatusServiceUnavailable, api.CodeOverloaded,
 		"durable storage is failing (the disk may be full); the request was not carried out; retry later")
 )
@@ -111,8 +112,16 @@ func ErrorOf(err error) *Error {
 }
 
 // turnError answers the engine's error err with the status of its code.
+// A message built from err's text (neither a turn's failure nor an
+// environment's error, whose messages are recorded as they are) loses the
+// prefixes of the code that wrapped it.
 func turnError(err error) *Error {
 	body := session.APIError(err)
+	var te *session.TurnError
+	var ee *session.EnvironmentError
+	if !errors.As(err, &te) && !errors.As(err, &ee) {
+		body.Message = cleanMessage(body.Message)
+	}
 	if len(body.Message) > maxMessageBytes {
 		body.Message = body.Message[:maxMessageBytes]
 	}

@@ -134,7 +134,7 @@ func answerSequence(w http.ResponseWriter, seq uint64, err error) {
 func hostError(err error) error {
 	switch {
 	case errors.Is(err, hosts.ErrLimit), errors.Is(err, hosts.ErrClosed):
-		return newError(http.StatusServiceUnavailable, api.CodeOverloaded, err.Error())
+		return newError(http.StatusServiceUnavailable, api.CodeOverloaded, cleanMessage(err.Error()))
 	case errors.Is(err, hosts.ErrUnauthorized):
 		return errUnauthorized
 	}

@@ -20,13 +20,17 @@ import (
 type Operation func(ctx context.Context) (status int, body any, err error)
 
 // idempotencyKey answers the request's Idempotency-Key or the 400 for a
-// missing or oversize one.
+// missing, oversize or repeated one: of two keys, neither may be chosen
+// silently.
 func idempotencyKey(r *http.Request) (string, error) {
-	k := r.Header.Get("Idempotency-Key")
-	if len(k) == 0 || len(k) > idem.MaxKeyBytes {
+	ks := r.Header["Idempotency-Key"]
+	if len(ks) > 1 {
+		return "", errKeyTwice
+	}
+	if len(ks) == 0 || len(ks[0]) == 0 || len(ks[0]) > idem.MaxKeyBytes {
 		return "", errKey
 	}
-	return k, nil
+	return ks[0], nil
 }
 
 // Idempotent runs op under the Idempotency-Key protocol for operation scope:

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -20,7 +21,7 @@ func (s *Server) allowed(r *http.Request) []string {
 	for _, m := range routeMethods {
 		probe := *r
 		probe.Method = m
-		if _, pattern := s.mux.Handler(&probe); pattern != "" && pattern != "/" {
+		if _, pattern := s.mux.Handler(&probe); pattern != "" && pattern != "/" && (pattern != PatternBinding || bindingPath(r)) {
 			out = append(out, m)
 			if m == http.MethodGet {
 				out = append(out, http.MethodHead)
@@ -29,6 +30,25 @@ func (s *Server) allowed(r *http.Request) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// bindingPath reports whether r's path, which PatternBinding matches, is
+// one POST serves there (an environment call or a report), not merely of
+// its shape.
+func bindingPath(r *http.Request) bool {
+	segs := strings.Split(r.URL.EscapedPath(), "/") // "", v1, sessions, {id}, environments, {env}, {seg}, {last}
+	if len(segs) != 8 {
+		return false
+	}
+	var vals [3]string
+	for i, raw := range segs[5:] {
+		v, err := url.PathUnescape(raw)
+		if err != nil {
+			return false
+		}
+		vals[i] = v
+	}
+	return bindingServed(vals[0], vals[1], vals[2])
 }
 
 // notRouted answers a request no route took: 204 with Allow for OPTIONS

@@ -40,11 +40,8 @@ func openAPIValidator(t *testing.T) *openapicheck.Checker {
 // documented maps a mux pattern to the documented operations it serves.
 func documented(pattern string) []string {
 	method, path, _ := strings.Cut(pattern, " ")
-	switch pattern {
-	case PatternBinding: // the reporter and environment call routes share it
+	if pattern == PatternBinding { // the reporter and environment call routes share it
 		return []string{"post /v1/sessions/{id}/environments/{env}/{sequence}/events", "post /v1/sessions/{id}/environments/{env}/calls/{name}"}
-	case patternCallsFwd:
-		path = strings.TrimSuffix(path, "/{$}")
 	}
 	return []string{strings.ToLower(method) + " " + path}
 }
@@ -76,7 +73,9 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	inDoc := map[string]bool{}
 	for path, ops := range doc.Paths {
 		for method := range ops {
-			inDoc[method+" "+path] = true
+			if method != "options" { // answered for every path (TestOpenAPIDocumentsMethodAnswers)
+				inDoc[method+" "+path] = true
+			}
 		}
 	}
 	mounted := map[string]bool{}
@@ -173,6 +172,8 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"}}`, []string{"Idempotency-Key", ""}, 400},
 		{"GET", "/v1/sessions", "", []string{"Authorization", ""}, 401},
 		{"GET", "/v1/sessions", "", nil, 200},
+		{"OPTIONS", "/v1/sessions", "", nil, 204},
+		{"OPTIONS", "/v1/sessions", "", []string{"Authorization", ""}, 401},
 		{"GET", "/v1/sessions/" + id, "", nil, 200},
 		{"GET", "/v1/sessions/ses_AAAAAAAAAAAAAAAAAAAAAAAA", "", nil, 404},
 		{"GET", "/v1/sessions/nope", "", nil, 400},
@@ -241,4 +242,87 @@ func TestOpenAPIResponses(t *testing.T) {
 	}
 	slices.Sort(keys)
 	t.Logf("validated: %v", keys)
+}
+
+// TestOpenAPIDocumentsMethodAnswers checks that the document describes
+// what the server answers for the methods a path does not serve: OPTIONS
+// of every documented path answers 204 with an Allow header listing the
+// documented methods, as the document says, and another method 405 with
+// that Allow header and an ApiError, the response the document defines.
+func TestOpenAPIDocumentsMethodAnswers(t *testing.T) {
+	v := openAPIValidator(t)
+	c, _ := catalog.New(nil)
+	dir := t.TempDir()
+	host, err := loophost.Open(context.Background(), loophost.Options{Dir: filepath.Join(dir, "agentloops"), ToolsDir: filepath.Join(dir, "tools")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Close(context.Background()) })
+	reg, err := hosts.Open(hosts.Config{Dir: filepath.Join(dir, hosts.DirName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	f := newFixture(t, Options{Models: c, Metrics: metrics.New().Handler(),
+		Agentloops: host, Hosts: reg, Bindings: &envbind.Binder{}}) // the bindings are mounted only, never called
+	var doc struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Responses map[string]struct {
+				Headers map[string]json.RawMessage `json:"headers"`
+				Content map[string]json.RawMessage `json:"content"`
+			} `json:"responses"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := doc.Components.Responses["MethodNotAllowed"]; !ok || r.Headers["Allow"] == nil || r.Content["application/json"] == nil {
+		t.Errorf("components.responses.MethodNotAllowed is missing or lacks the Allow header and an ApiError body: %+v", r)
+	}
+	values := strings.NewReplacer("{id}", "ses_AAAAAAAAAAAAAAAAAAAAAAAA", "{env}", "box", "{name}", "inspect",
+		"{sequence}", "3", "{host_id}", "host_AAAAAAAAAAAAAAAAAAAA")
+	for path, ops := range doc.Paths {
+		var methods []string
+		for m := range ops {
+			switch m {
+			case "options", "parameters", "summary", "description":
+				continue
+			case "get":
+				methods = append(methods, "HEAD")
+			}
+			methods = append(methods, strings.ToUpper(m))
+		}
+		slices.Sort(methods)
+		allow := strings.Join(methods, ", ")
+		url := f.url + values.Replace(path)
+		if _, ok := ops["options"]; !ok {
+			t.Errorf("openapi.json documents no options operation of %s", path)
+		}
+		for _, m := range []string{"OPTIONS", "PATCH"} {
+			req, _ := http.NewRequest(m, url, nil)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := http.StatusNoContent
+			if m != "OPTIONS" {
+				want = http.StatusMethodNotAllowed
+			}
+			if resp.StatusCode != want || resp.Header.Get("Allow") != allow {
+				t.Errorf("%s %s = %d Allow %q %s, want %d Allow %q (the documented methods)", m, path, resp.StatusCode, resp.Header.Get("Allow"), b, want, allow)
+				continue
+			}
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+			before := v.Checked()
+			if err := v.Check(req, resp); err != nil {
+				t.Error(err)
+			} else if m == "OPTIONS" && v.Checked() == before {
+				t.Errorf("OPTIONS %s: the answer is not documented", path)
+			}
+		}
+	}
 }
