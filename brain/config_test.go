@@ -25,7 +25,7 @@ func TestConfigErrorsNameFieldAndVariable(t *testing.T) {
 			Routes:         map[string]brain.EnvironmentRoute{"box": {}},
 			ConnectTimeout: -1,
 		},
-		Agentloops:     brain.Agentloops{MaxLinearMemoryBytes: 100},
+		Agentloops:     brain.Agentloops{MaxLinearMemoryBytes: 100, MaxScratchBytes: -1},
 		MaxLiveBacklog: -1,
 		Storage:        brain.Storage{DatabaseURL: "::"},
 	})
@@ -43,6 +43,7 @@ func TestConfigErrorsNameFieldAndVariable(t *testing.T) {
 		"Environments.Routes[box].Endpoint": "BRAIN_ENVIRONMENT_ROUTES_FILE",
 		"Environments.ConnectTimeout":       "BRAIN_MAX_ENVIRONMENT_CONNECT_SECS",
 		"Agentloops.MaxLinearMemoryBytes":   "BRAIN_MAX_LINEAR_MEMORY_BYTES",
+		"Agentloops.MaxScratchBytes":        "BRAIN_MAX_SCRATCH_BYTES",
 		"MaxLiveBacklog":                    "BRAIN_MAX_LIVE_BACKLOG",
 		"Storage.DatabaseURL":               "BRAIN_DATABASE_URL",
 	}

@@ -151,6 +151,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MaxLinearMemoryBytes: cfg.Agentloops.MaxLinearMemoryBytes,
 		BuiltinWasm:          cfg.Agentloops.BuiltinWasm,
 		MaxInstances:         cfg.Agentloops.MaxCoreInstances,
+		MaxScratchBytes:      cfg.Agentloops.MaxScratchBytes,
 		FilesystemAllow:      cfg.Agentloops.FilesystemAllow,
 		SecretAllow:          cfg.Agentloops.SecretAllow,
 		Shared:               sharedModules(s.store.Modules),

@@ -91,6 +91,7 @@ var limitVars = []limitVar{
 	// Wasm.
 	{"BRAIN_MAX_LINEAR_MEMORY_BYTES", "max-linear-memory-bytes", 128 << 20, unitCount, 0, true, func(c brain.Config) int64 { return c.Agentloops.MaxLinearMemoryBytes }},
 	{"BRAIN_MAX_CORE_INSTANCES", "max-core-instances", 8, unitCount, 0, true, func(c brain.Config) int64 { return int64(c.Agentloops.MaxCoreInstances) }},
+	{"BRAIN_MAX_SCRATCH_BYTES", "max-scratch-bytes", 64 << 20, unitCount, 0, true, func(c brain.Config) int64 { return c.Agentloops.MaxScratchBytes }},
 
 	// Hosts.
 	{"BRAIN_MAX_HOSTS", "max-hosts", 4096, unitCount, 0, true, func(c brain.Config) int64 { return int64(c.Hosts.MaxHosts) }},

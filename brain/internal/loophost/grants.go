@@ -214,6 +214,7 @@ func checkAllow(fsAllow []string, secrets map[string]string) ([]string, error) {
 type mounts struct {
 	fs      []*rootFS
 	scratch string
+	budget  *budget // of the scratch directory
 }
 
 func (m *mounts) release() {
@@ -237,11 +238,12 @@ func (h *Host) prepare(g *Grants) (wazero.FSConfig, *mounts, error) {
 	if err := h.checkGrants(g); err != nil {
 		return nil, m, err
 	}
-	mount := func(dir, guest string, readOnly bool) error {
+	mount := func(dir, guest string, readOnly bool, b *budget) error {
 		r, err := newRootFS(dir, readOnly)
 		if err != nil {
 			return err
 		}
+		r.budget = b
 		m.fs = append(m.fs, r)
 		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(r, guest)
 		return nil
@@ -252,7 +254,7 @@ func (h *Host) prepare(g *Grants) (wazero.FSConfig, *mounts, error) {
 			if err != nil {
 				return nil, m, err
 			}
-			if err := mount(dir, WorkspacePath, w.Access != AccessWrite); err != nil {
+			if err := mount(dir, WorkspacePath, w.Access != AccessWrite, nil); err != nil {
 				m.release()
 				return nil, m, err
 			}
@@ -269,14 +271,15 @@ func (h *Host) prepare(g *Grants) (wazero.FSConfig, *mounts, error) {
 				return nil, m, err
 			}
 			m.scratch = dir
-			if err := mount(dir, ScratchPath, false); err != nil {
+			m.budget = newBudget(h.opts.MaxScratchBytes)
+			if err := mount(dir, ScratchPath, false, m.budget); err != nil {
 				m.release()
 				return nil, m, err
 			}
 		}
 	}
 	for _, name := range g.Secrets {
-		if err := mount(h.opts.SecretAllow[name], SecretsPath+"/"+name, true); err != nil {
+		if err := mount(h.opts.SecretAllow[name], SecretsPath+"/"+name, true, nil); err != nil {
 			m.release()
 			return nil, m, err
 		}

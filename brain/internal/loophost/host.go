@@ -32,6 +32,7 @@ const (
 	DefaultMaxModuleBytes       = 64 << 20
 	DefaultMaxInstances         = 8
 	DefaultMaxToolOutputBytes   = 32 << 20
+	DefaultMaxScratchBytes      = 64 << 20
 )
 
 const pageBytes = 1 << 16
@@ -106,6 +107,11 @@ type Options struct {
 	// a workspace grant may name its directory, and the entry "scratch",
 	// which allows scratch grants. Empty denies every filesystem grant.
 	FilesystemAllow []string
+	// MaxScratchBytes bounds the bytes the files of one invocation's
+	// scratch directory hold (BRAIN_MAX_SCRATCH_BYTES; 0:
+	// DefaultMaxScratchBytes, negative is refused): a write, a pwrite or
+	// a truncate that would grow them past it fails with ENOSPC.
+	MaxScratchBytes int64
 	// SecretAllow maps the secret names a Tool may be granted to the host
 	// directories mounted read-only at /secrets/<name>
 	// (BRAIN_ENV_SECRET_ALLOW). Empty denies every secret grant.
@@ -224,6 +230,12 @@ func Open(ctx context.Context, opts Options) (_ *Host, err error) {
 	if opts.MaxToolOutputBytes <= 0 {
 		opts.MaxToolOutputBytes = DefaultMaxToolOutputBytes
 	}
+	switch {
+	case opts.MaxScratchBytes < 0:
+		return nil, fmt.Errorf("loophost: MaxScratchBytes %d (BRAIN_MAX_SCRATCH_BYTES) is negative", opts.MaxScratchBytes)
+	case opts.MaxScratchBytes == 0:
+		opts.MaxScratchBytes = DefaultMaxScratchBytes
+	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("loophost: %w", err)
 	}
@@ -267,7 +279,7 @@ func Open(ctx context.Context, opts Options) (_ *Host, err error) {
 			_ = cache.Close(ctx)
 		}
 	}()
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, h.rt); err != nil {
+	if err := instantiateWASI(ctx, h.rt); err != nil {
 		return nil, fmt.Errorf("loophost: wasi: %w", err)
 	}
 	h.wasi = h.rt.Module(wasi_snapshot_preview1.ModuleName)

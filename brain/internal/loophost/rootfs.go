@@ -19,10 +19,13 @@ import (
 // change with EROFS. The guest may not create links or symbolic links, and
 // opens regular files and directories only (EPERM for a named pipe, a
 // socket or a device, whose I/O could wait in the host past the deadline).
+// A rootFS with a budget (a scratch directory) bounds the bytes its files
+// hold.
 type rootFS struct {
 	esys.UnimplementedFS
 	root     *os.Root
 	readOnly bool
+	budget   *budget // nil: unbounded
 }
 
 func newRootFS(dir string, readOnly bool) (*rootFS, error) {
@@ -92,11 +95,21 @@ func (r *rootFS) OpenFile(p string, flag esys.Oflag, perm fs.FileMode) (esys.Fil
 		return nil, esys.EISDIR
 	}
 	op := &opener{root: r.root, flag: osflag, perm: perm}
-	f, e := (&sysfs.AdaptFS{FS: op}).OpenFile(rel(p), flag, perm)
+	open := func() (*rootFile, esys.Errno) {
+		f, e := (&sysfs.AdaptFS{FS: op}).OpenFile(rel(p), flag, perm)
+		if e != 0 {
+			return nil, e
+		}
+		return &rootFile{File: f, op: op, path: rel(p), readOnly: r.readOnly}, 0
+	}
+	if r.budget != nil {
+		return r.budget.opened(r.root, rel(p), osflag&os.O_TRUNC != 0, open)
+	}
+	f, e := open()
 	if e != 0 {
 		return nil, e
 	}
-	return &rootFile{File: f, op: op, path: rel(p), readOnly: r.readOnly}, 0
+	return f, 0
 }
 
 // opener is the fs.FS of one open file: it opens through the root with the
@@ -198,7 +211,11 @@ func (r *rootFS) Rename(from, to string) esys.Errno {
 	if r.readOnly {
 		return esys.EROFS
 	}
-	return errno(r.root.Rename(rel(from), rel(to)))
+	rename := func() esys.Errno { return errno(r.root.Rename(rel(from), rel(to))) }
+	if r.budget != nil {
+		return r.budget.remove(r.root, rel(to), rel(from), rename)
+	}
+	return rename()
 }
 
 func (r *rootFS) Rmdir(p string) esys.Errno {
@@ -226,7 +243,11 @@ func (r *rootFS) Unlink(p string) esys.Errno {
 	if fi.IsDir() {
 		return esys.EISDIR
 	}
-	return errno(r.root.Remove(rel(p)))
+	remove := func() esys.Errno { return errno(r.root.Remove(rel(p))) }
+	if r.budget != nil {
+		return r.budget.remove(r.root, rel(p), "", remove)
+	}
+	return remove()
 }
 
 // Link and Symlink are refused: a guest-made link could name a file
@@ -265,13 +286,19 @@ type rootFile struct {
 	op       *opener
 	path     string
 	readOnly bool
+	budget   *budget   // the scratch budget of a regular file, or nil
+	ino      sys.Inode // with budget
 }
 
 func (f *rootFile) Truncate(size int64) esys.Errno {
 	if f.readOnly {
 		return esys.EBADF
 	}
-	return errno(f.op.last.Truncate(size))
+	truncate := func() esys.Errno { return errno(f.op.last.Truncate(size)) }
+	if f.budget != nil {
+		return f.budget.grow(f.op.last, func(int64) (int64, error) { return size, nil }, truncate)
+	}
+	return truncate()
 }
 
 func (f *rootFile) Sync() esys.Errno { return errno(f.op.last.Sync()) }

@@ -130,6 +130,9 @@ func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 	if err != nil {
 		return envapi.Failure(envapi.CodeExecutionFailed, "tool "+short(c.ID)+": grants: "+err.Error(), false, nil)
 	}
+	if mnt.budget != nil {
+		ctx = context.WithValue(ctx, budgetKey{}, mnt.budget)
+	}
 	in := c.Input
 	if len(in) == 0 {
 		in = json.RawMessage("null")

@@ -23,6 +23,9 @@ type input struct {
 	Content string `json:"content"`
 	Bytes   int    `json:"bytes"`
 	Ms      int    `json:"ms"`
+	// Wait makes fill create <path>.filled once it has written and then
+	// wait for <path>.go before it answers.
+	Wait bool `json:"wait"`
 }
 
 func init() { tool.Export(run) }
@@ -118,6 +121,84 @@ func run(ctx context.Context, svc tool.Services, inv tool.Invocation) (api.Outco
 		for {
 			keep = append(keep, make([]byte, 1<<20))
 		}
+	case "fill":
+		// Write bytes to path in chunks of 64 KiB.
+		err := fill(in.Path, in.Bytes)
+		if in.Wait {
+			if err := os.WriteFile(in.Path+".filled", nil, 0o600); err != nil {
+				return tool.Error("wait_failed", err.Error()), nil
+			}
+			for {
+				if _, err := os.Stat(in.Path + ".go"); err == nil {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if err != nil {
+			return tool.Error("write_failed", err.Error()), nil
+		}
+		return str("filled"), nil
+	case "refill":
+		// Fill path, remove it and fill it again.
+		if err := fill(in.Path, in.Bytes); err != nil {
+			return tool.Error("write_failed", err.Error()), nil
+		}
+		if err := os.Remove(in.Path); err != nil {
+			return tool.Error("remove_failed", err.Error()), nil
+		}
+		if err := fill(in.Path, in.Bytes); err != nil {
+			return tool.Error("write_failed", err.Error()), nil
+		}
+		return str("refilled"), nil
+	case "rewrite":
+		// Fill path twice: the second fill truncates the first.
+		for range 2 {
+			if err := fill(in.Path, in.Bytes); err != nil {
+				return tool.Error("write_failed", err.Error()), nil
+			}
+		}
+		return str("rewritten"), nil
+	case "orphan":
+		// Write bytes to path, remove it and write bytes more through the
+		// same open file; then close it and fill <path>2.
+		f, err := os.Create(in.Path)
+		if err != nil {
+			return tool.Error("write_failed", err.Error()), nil
+		}
+		chunk := make([]byte, in.Bytes)
+		if _, err := f.Write(chunk); err != nil {
+			return tool.Error("write_failed", err.Error()), nil
+		}
+		if err := os.Remove(in.Path); err != nil {
+			return tool.Error("remove_failed", err.Error()), nil
+		}
+		_, open := f.Write(chunk)
+		_ = f.Close()
+		closed := fill(in.Path+"2", in.Bytes)
+		return str(fmt.Sprintf("open: %v; closed: %v", open, closed)), nil
+	case "truncate":
+		// Create path and set its size to bytes.
+		f, err := os.Create(in.Path)
+		if err == nil {
+			err = f.Truncate(int64(in.Bytes))
+			_ = f.Close()
+		}
+		if err != nil {
+			return tool.Error("write_failed", err.Error()), nil
+		}
+		return str("truncated"), nil
+	case "pwrite":
+		// Create path and write one byte at offset bytes.
+		f, err := os.Create(in.Path)
+		if err == nil {
+			_, err = f.WriteAt([]byte("x"), int64(in.Bytes))
+			_ = f.Close()
+		}
+		if err != nil {
+			return tool.Error("write_failed", err.Error()), nil
+		}
+		return str("written"), nil
 	case "random":
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
@@ -129,4 +210,22 @@ func run(ctx context.Context, svc tool.Services, inv tool.Invocation) (api.Outco
 		return api.Outcome{Status: "weird"}, nil
 	}
 	return tool.Error("unknown_op", in.Op), nil
+}
+
+// fill writes n bytes to a new file at path, 64 KiB at a time.
+func fill(path string, n int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	chunk := make([]byte, 64<<10)
+	for n > 0 {
+		c := chunk[:min(n, len(chunk))]
+		if _, err := f.Write(c); err != nil {
+			_ = f.Close()
+			return err
+		}
+		n -= len(c)
+	}
+	return f.Close()
 }
