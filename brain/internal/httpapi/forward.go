@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/session"
@@ -77,6 +79,17 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 			}
 		}()
 	}
+	// sent is set once the whole request was written to the owner (by
+	// any attempt of the transport): from then on the owner may have
+	// carried it out, whatever happens to the connection.
+	var sent atomic.Bool
+	tctx := httptrace.WithClientTrace(fctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				sent.Store(true)
+			}
+		},
+	})
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -98,10 +111,23 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 				return
 			}
 			s.log.Warn("forward to the session's node failed", "session", id, "node", owner, "err", err)
+			if sent.Load() {
+				// The node had the whole request when the connection
+				// failed: its answer, not the request, may be what was
+				// lost. The same key, sent again, is answered by the node
+				// that owns the session then: the outcome, or a run.
+				e := newError(http.StatusInternalServerError, api.CodeAmbiguous,
+					"the session's node received the request but its answer was lost; the request may have been carried out: send it again with the same Idempotency-Key")
+				e.Body.Retryable = true
+				WriteError(w, e)
+				return
+			}
+			// Nothing reached the node (it refused the connection, or it
+			// broke before the request was written): nothing was done.
 			WriteError(w, newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the session's node did not answer; retry later"))
 		},
 	}
-	proxy.ServeHTTP(w, r.WithContext(fctx))
+	proxy.ServeHTTP(w, r.WithContext(tctx))
 	return true
 }
 

@@ -336,3 +336,50 @@ func TestSubscriptionWithoutWakeUp(t *testing.T) {
 		t.Fatalf("Next = %+v, %v; want record 2", r, err)
 	}
 }
+
+// TestFencedDeleteAfterTakeover: once another node took a session's lease
+// over, the old owner cannot delete the session, even while it still
+// believes its lease is live: the new owner's journal stays whole. The
+// owner deletes it.
+func TestFencedDeleteAfterTakeover(t *testing.T) {
+	url := pgtest.Database(t)
+	fenced := func(id string) func(*pgstore.Options) {
+		return func(o *pgstore.Options) { o.Fenced, o.NodeID, o.LeaseDuration = true, id, 30*time.Second }
+	}
+	a := openDB(t, url, fenced("a"))
+	b := openDB(t, url, fenced("b"))
+	ctx := context.Background()
+	if _, err := a.AcquireLease(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Journal().Append(ctx, "s", 1, []journal.Record{rec("k", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Journal().Delete(ctx, "s"); !errors.Is(err, pgstore.ErrNotOwner) {
+		t.Fatalf("Delete by a node without the lease = %v, want ErrNotOwner", err)
+	}
+	// The lease expires in the database while a's clock says it is live
+	// (a stalled node): b takes it over and appends.
+	sqlExec(t, url, "UPDATE brain_leases SET expires_at = now() - interval '1 second'")
+	if _, err := b.AcquireLease(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Journal().Append(ctx, "s", 2, []journal.Record{rec("new", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Journal().Delete(ctx, "s"); !errors.Is(err, pgstore.ErrNotOwner) {
+		t.Fatalf("Delete by the old owner = %v, want ErrNotOwner", err)
+	}
+	if recs, err := b.Journal().Read(ctx, "s", 0, 0, 0); err != nil || len(recs) != 2 {
+		t.Fatalf("journal after the old owner's delete = %+v, %v; want both records", recs, err)
+	}
+	if err := b.Journal().Append(ctx, "s", 3, []journal.Record{rec("more", 3)}); err != nil {
+		t.Fatalf("new owner's Append after the old owner's delete = %v", err)
+	}
+	if err := b.Journal().Delete(ctx, "s"); err != nil {
+		t.Fatalf("owner's Delete = %v", err)
+	}
+	if n, err := b.Journal().Next(ctx, "s"); err != nil || n != 1 {
+		t.Fatalf("Next after the owner's delete = %d, %v; want 1", n, err)
+	}
+}

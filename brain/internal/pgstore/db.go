@@ -212,15 +212,19 @@ func (db *DB) Ping(ctx context.Context) error {
 	return classify("ping", err, false)
 }
 
-// Close leaves the membership, stops listening, ends subscriptions and
-// closes the pool. Leases still held are released.
+// Close releases the leases still held, leaves the membership, stops
+// listening, ends subscriptions and closes the pool. Releasing and
+// leaving take at most OpTimeout each: leaving is not held up by
+// releasing many leases, so other nodes stop forwarding to this one.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), db.opts.OpTimeout)
-		defer cancel()
 		db.journal.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), db.opts.OpTimeout)
 		db.releaseAll(ctx)
+		cancel()
+		ctx, cancel = context.WithTimeout(context.Background(), db.opts.OpTimeout)
 		db.leave(ctx)
+		cancel()
 		db.stop()
 		db.wg.Wait()
 		db.pool.Close()

@@ -133,7 +133,9 @@
 // with journal.ErrConflict when it read the lease row before the takeover
 // committed; a retry after re-reading finds ErrNotOwner). The first
 // append of a session, which has no session row yet, share-locks the
-// lease row instead. A node that lost its lease can never commit, so it
+// lease row instead. A fenced Delete deletes the session row under the
+// same two conditions, or nothing (ErrNotOwner). A node that lost its
+// lease can never commit, nor delete what the new owner runs, so it
 // never sends an effect whose *_started record it could not commit.
 //
 // # Subscriptions
@@ -158,7 +160,9 @@
 // live and unchanged; a node that cannot renew must stop the session at
 // once (the local deadline, measured from before the request was sent,
 // never outlasts the row's expires_at). ReleaseLease expires it at once
-// for a graceful drain. Times are the database's clock.
+// for a graceful drain; Close expires every lease still held, 512 per
+// statement in session order, then leaves the membership, each under its
+// own budget of OpTimeout. Times are the database's clock.
 //
 // DB is the session engine's session.Ownership: Own answers the held
 // lease or takes one, Release forgets a passivated session's lease at

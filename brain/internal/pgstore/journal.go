@@ -355,7 +355,10 @@ func (j *Journal) ReadCheckpoint(ctx context.Context, session string) (uint64, [
 
 // Delete implements journal.Store. Deleting the session row first waits
 // for an append in flight and makes later ones fail their compare-and-set,
-// so the records deleted next are all there are.
+// so the records deleted next are all there are. When the DB is Fenced,
+// the delete, like an append, requires this node's live lease on the
+// session (ErrNotOwner otherwise, nothing deleted): a node that lost the
+// lease never deletes what the new owner runs.
 func (j *Journal) Delete(ctx context.Context, session string) error {
 	if err := journal.CheckSession(session); err != nil {
 		return err
@@ -363,12 +366,26 @@ func (j *Journal) Delete(ctx context.Context, session string) error {
 	if err := j.usable(); err != nil {
 		return err
 	}
+	var epoch int64
+	if j.db.opts.Fenced {
+		l, ok := j.db.heldLease(session)
+		if !ok {
+			return fmt.Errorf("%w: session %s", ErrNotOwner, session)
+		}
+		epoch = l.Epoch
+	}
 	octx, cancel := j.db.opCtx(ctx)
 	defer cancel()
 	id := []byte(session)
 	err := pgx.BeginFunc(octx, j.db.pool, func(tx pgx.Tx) error {
+		if j.db.opts.Fenced {
+			if err := j.deleteFenced(octx, tx, id, epoch); err != nil {
+				return err
+			}
+		} else if _, err := tx.Exec(octx, `DELETE FROM brain_sessions WHERE session_id = $1`, id); err != nil {
+			return err
+		}
 		for _, q := range []string{
-			`DELETE FROM brain_sessions WHERE session_id = $1`,
 			`DELETE FROM brain_records WHERE session_id = $1`,
 			`DELETE FROM brain_checkpoints WHERE session_id = $1`,
 			`SELECT pg_notify('` + notifyChannel + `', encode($1, 'hex') || ' 0')`,
@@ -379,10 +396,36 @@ func (j *Journal) Delete(ctx context.Context, session string) error {
 		}
 		return nil
 	})
+	if errors.Is(err, ErrNotOwner) {
+		return err
+	}
 	if err != nil {
 		return classify("delete", err, true)
 	}
 	j.deleted(session)
+	return nil
+}
+
+// deleteFenced deletes the session row under the lease of epoch, as a
+// fenced append's compare-and-set checks it: the row's epoch is the
+// lease's (a takeover raises it after waiting for this row lock) and the
+// lease row names this node with that epoch, unexpired. A session row
+// that exists but fails the check answers ErrNotOwner; a session without
+// one has nothing to fence.
+func (j *Journal) deleteFenced(ctx context.Context, tx pgx.Tx, id []byte, epoch int64) error {
+	var deleted, existed bool
+	err := tx.QueryRow(ctx, `WITH del AS (
+			DELETE FROM brain_sessions WHERE session_id = $1 AND epoch = $3
+				AND EXISTS (SELECT 1 FROM brain_leases WHERE session_id = $1 AND node_id = $2 AND epoch = $3 AND expires_at > statement_timestamp())
+			RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM del), EXISTS (SELECT 1 FROM brain_sessions WHERE session_id = $1)`,
+		id, j.db.opts.NodeID, epoch).Scan(&deleted, &existed)
+	if err != nil {
+		return err
+	}
+	if existed && !deleted {
+		return fmt.Errorf("%w: session %s epoch %d", ErrNotOwner, string(id), epoch)
+	}
 	return nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/journal"
@@ -205,16 +207,46 @@ func (db *DB) heldLease(session string) (Lease, bool) {
 	return l, ok
 }
 
+// releaseAll gives every lease this node holds back at once (Close), up
+// to renewBatch leases per statement in the order of their sessions, as
+// they are renewed. It stops when ctx ends; a lease left unreleased then
+// expires.
 func (db *DB) releaseAll(ctx context.Context) {
 	db.leaseMu.Lock()
-	var held []Lease
+	held := make([]Lease, 0, len(db.leases))
 	for _, l := range db.leases {
 		held = append(held, l)
 	}
+	clear(db.leases)
 	db.leaseMu.Unlock()
-	for _, l := range held {
-		db.ReleaseLease(ctx, l)
+	slices.SortFunc(held, func(a, b Lease) int { return strings.Compare(a.Session, b.Session) })
+	for len(held) > 0 && ctx.Err() == nil {
+		n := min(len(held), renewBatch)
+		_ = db.releaseLeases(ctx, held[:n]) // an unreleased lease expires
+		held = held[n:]
 	}
+}
+
+// releaseLeases expires the leases ls, which this node held, in one
+// statement, taking their rows' locks in the order of ls.
+func (db *DB) releaseLeases(ctx context.Context, ls []Lease) error {
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	ids := make([][]byte, len(ls))
+	epochs := make([]int64, len(ls))
+	for i, l := range ls {
+		ids[i], epochs[i] = []byte(l.Session), l.Epoch
+	}
+	_, err := db.pool.Exec(ctx, `WITH held AS (
+			SELECT l.session_id FROM brain_leases l
+			JOIN unnest($1::bytea[], $2::bigint[]) AS h(session_id, epoch)
+				ON l.session_id = h.session_id AND l.epoch = h.epoch
+			WHERE l.node_id = $3
+			ORDER BY l.session_id
+			FOR NO KEY UPDATE OF l)
+		UPDATE brain_leases l SET expires_at = '-infinity'
+		FROM held WHERE l.session_id = held.session_id`, ids, epochs, db.opts.NodeID)
+	return classify("release leases", err, true)
 }
 
 // LeaseOwner answers who holds session's lease, for forwarding a write to
