@@ -100,9 +100,13 @@ func TestLeaseRaceOneWinner(t *testing.T) {
 		if _, err := old.AcquireLease(ctx, fmt.Sprint("s", i)); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if _, err := a.AcquireLease(ctx, "s0"); !errors.Is(err, pgstore.ErrLeaseHeld) {
-		t.Fatalf("Acquire of a live lease = %v, want ErrLeaseHeld", err)
+		if i == 0 {
+			// Asked at once: on a loaded machine the 40 acquisitions may
+			// take longer than the lease.
+			if _, err := a.AcquireLease(ctx, "s0"); !errors.Is(err, pgstore.ErrLeaseHeld) {
+				t.Fatalf("Acquire of a live lease = %v, want ErrLeaseHeld", err)
+			}
+		}
 	}
 	time.Sleep(400 * time.Millisecond) // every lease expires
 	for i := range sessions {
