@@ -253,6 +253,13 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 	if g := wire.Reporter; g != nil {
 		hide = append(hide, g.Token)
 	}
+	// Nor through what it sends with the operation's grants.
+	if wire.Request.Callback != nil {
+		b.grants.hide(grantKey{op.SessionID, op.Sequence, false}, hide)
+	}
+	if wire.Context != nil {
+		b.grants.hide(grantKey{op.SessionID, op.Sequence, true}, hide)
+	}
 	ctx, end := b.traceOperation(ctx, op)
 	receipt, err := b.post(ctx, endpoint, credential, op, body)
 	receipt, err = hide.receipt(receipt), hide.error(err)

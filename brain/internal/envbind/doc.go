@@ -77,7 +77,9 @@
 // A report for a binding that was closed or replaced is refused with 404.
 //
 // Tokens, environment credentials and the server key never appear in the
-// journal, in events, in logs or in error bodies.
+// journal, in events, in logs or in error bodies. A call made with an
+// operation's grant has that operation's credential and tokens removed
+// from its input (Grant.Redact), as a receipt has.
 //
 // # Service call errors
 //

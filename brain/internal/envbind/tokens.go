@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -85,10 +86,17 @@ type grantKey struct {
 // grants holds the digests of live invocation tokens.
 type grants struct {
 	mu sync.Mutex
-	m  map[grantKey][32]byte
+	m  map[grantKey]liveGrant
 }
 
-func newGrants() *grants { return &grants{m: map[grantKey][32]byte{}} }
+// liveGrant is a live invocation token's digest and the secrets its
+// operation carried, which calls made with it never journal.
+type liveGrant struct {
+	digest [32]byte
+	hide   redactor
+}
+
+func newGrants() *grants { return &grants{m: map[grantKey]liveGrant{}} }
 
 // mint makes a fresh invocation token for an execution under the lease
 // epoch (see invocationToken), replacing any earlier one.
@@ -99,9 +107,21 @@ func (g *grants) mint(k grantKey, key []byte, epoch int64) string {
 	}
 	tok := invocationToken(key, k, epoch, nonce[:])
 	g.mu.Lock()
-	g.m[k] = sha256.Sum256([]byte(tok))
+	g.m[k] = liveGrant{digest: sha256.Sum256([]byte(tok))}
 	g.mu.Unlock()
 	return tok
+}
+
+// hide records the secrets of the operation k belongs to (its credential
+// and every token it carried), so that calls authorized by k's token have
+// them removed too.
+func (g *grants) hide(k grantKey, secrets redactor) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if l, ok := g.m[k]; ok {
+		l.hide = secrets
+		g.m[k] = l
+	}
 }
 
 // Invocation tokens are the base64url (unpadded) encoding of
@@ -182,11 +202,21 @@ func parseInvocation(key []byte, k grantKey, tok string) (epoch int64, ok bool) 
 
 // check reports whether tok is the live token of the execution.
 func (g *grants) check(k grantKey, tok string) bool {
+	_, ok := g.lookup(k, tok)
+	return ok
+}
+
+// lookup reports whether tok is the live token of the execution, and
+// answers the secrets of its operation.
+func (g *grants) lookup(k grantKey, tok string) (redactor, bool) {
 	sum := sha256.Sum256([]byte(tok))
 	g.mu.Lock()
 	want, ok := g.m[k]
 	g.mu.Unlock()
-	return ok && subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+	if !ok || subtle.ConstantTimeCompare(sum[:], want.digest[:]) != 1 {
+		return nil, false
+	}
+	return want.hide, true
 }
 
 // revoke forgets the execution's token.
@@ -210,6 +240,18 @@ type Grant struct {
 	SessionID  string
 	Sequence   uint64
 	Controller bool
+
+	hide redactor // the operation's credential and tokens
+}
+
+// Redact answers raw, the input of a call the grant authorized, with the
+// secrets of its operation removed from its strings: the environment's
+// credential and every token the operation carried, token (the one that
+// authenticated the call) included. What a provider sends is journaled,
+// and a provider may quote what it was sent.
+func (g Grant) Redact(raw json.RawMessage, token string) json.RawMessage {
+	hide := make(redactor, 0, len(g.hide)+1)
+	return append(append(hide, g.hide...), token).json(raw)
 }
 
 // Authorize reports which live grant token authorizes at operation seq of
@@ -225,7 +267,11 @@ func (b *Binder) Authorize(id string, seq uint64, token string) (Grant, bool) {
 	for _, ctrl := range []bool{false, true} {
 		k := grantKey{id, seq, ctrl}
 		epoch, ok := parseInvocation(key, k, token)
-		if !ok || !b.grants.check(k, token) {
+		if !ok {
+			continue
+		}
+		hide, live := b.grants.lookup(k, token)
+		if !live {
 			continue
 		}
 		if b.cfg.Epoch != nil {
@@ -233,7 +279,7 @@ func (b *Binder) Authorize(id string, seq uint64, token string) (Grant, bool) {
 				return Grant{}, false
 			}
 		}
-		return Grant{SessionID: id, Sequence: seq, Controller: ctrl}, true
+		return Grant{SessionID: id, Sequence: seq, Controller: ctrl, hide: hide}, true
 	}
 	return Grant{}, false
 }

@@ -189,9 +189,10 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, invalidField(cleanMessage(err.Error())))
 		return
 	}
-	// The grant's token never reaches the journal, even when the caller
-	// writes it into what it sends.
-	out, err := svc.Call(r.Context(), call.Method, envbind.RedactJSON(call.Input, tok))
+	// Neither the grant's token nor the other secrets of its operation
+	// (the environment's credential, its other tokens) reach the journal,
+	// even when the caller writes them into what it sends.
+	out, err := svc.Call(r.Context(), call.Method, g.Redact(call.Input, tok))
 	switch {
 	case err == nil:
 		if len(out) == 0 {

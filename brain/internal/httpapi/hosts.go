@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/envbind"
 	"github.com/brain-in-go/brain/brain/internal/hosts"
 )
 
@@ -51,27 +54,27 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 	s.handleOpen(PatternHostCommands, s.hostAuth(reg, func(w http.ResponseWriter, r *http.Request, id string) {
 		s.hostCommands(w, r, reg, id)
 	}))
-	s.handleOpen(PatternHostResults, s.hostAuth(reg, func(w http.ResponseWriter, r *http.Request, id string) {
+	s.handleOpen(PatternHostResults, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostResult
-		if _, err := s.readJSON(w, r, &in); err != nil {
+		if err := s.readHostJSON(w, r, token, &in); err != nil {
 			WriteError(w, err)
 			return
 		}
 		seq, err := reg.Update(r.Context(), id, in)
 		answerSequence(w, seq, err)
 	}))
-	s.handleOpen(PatternHostEvents, s.hostAuth(reg, func(w http.ResponseWriter, r *http.Request, id string) {
+	s.handleOpen(PatternHostEvents, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostEvent
-		if _, err := s.readJSON(w, r, &in); err != nil {
+		if err := s.readHostJSON(w, r, token, &in); err != nil {
 			WriteError(w, err)
 			return
 		}
 		seq, err := reg.Emit(r.Context(), id, in)
 		answerSequence(w, seq, err)
 	}))
-	s.handleOpen(PatternHostModel, s.hostAuth(reg, func(w http.ResponseWriter, r *http.Request, id string) {
+	s.handleOpen(PatternHostModel, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostModelCall
-		if _, err := s.readJSON(w, r, &in); err != nil {
+		if err := s.readHostJSON(w, r, token, &in); err != nil {
 			WriteError(w, err)
 			return
 		}
@@ -82,9 +85,9 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 		}
 		WriteJSON(w, http.StatusOK, out)
 	}))
-	s.handleOpen(PatternHostCall, s.hostAuth(reg, func(w http.ResponseWriter, r *http.Request, id string) {
+	s.handleOpen(PatternHostCall, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostServiceCall
-		if _, err := s.readJSON(w, r, &in); err != nil {
+		if err := s.readHostJSON(w, r, token, &in); err != nil {
 			WriteError(w, err)
 			return
 		}
@@ -112,6 +115,11 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 
 // hostAuth checks the host id and its token.
 func (s *Server) hostAuth(reg *hosts.Registry, h func(w http.ResponseWriter, r *http.Request, id string)) http.Handler {
+	return s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, _ string) { h(w, r, id) })
+}
+
+// hostAuthToken is hostAuth for handlers that need the host's token.
+func (s *Server) hostAuthToken(reg *hosts.Registry, h func(w http.ResponseWriter, r *http.Request, id, token string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("host_id")
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -119,8 +127,23 @@ func (s *Server) hostAuth(reg *hosts.Registry, h func(w http.ResponseWriter, r *
 			WriteError(w, errUnauthorized)
 			return
 		}
-		h(w, r, id)
+		h(w, r, id, token)
 	})
+}
+
+// readHostJSON is readJSON for what a host sends: a result, an event, a
+// model or service call is journaled, so the host's token is removed from
+// its strings, even when the host writes it into what it sends.
+func (s *Server) readHostJSON(w http.ResponseWriter, r *http.Request, token string, v any) error {
+	b, err := s.readJSON(w, r, v)
+	if err != nil {
+		return err
+	}
+	if red := envbind.RedactJSON(b, token); !bytes.Equal(red, b) {
+		reflect.ValueOf(v).Elem().SetZero()
+		return decodeStrict(red, v)
+	}
+	return nil
 }
 
 func answerSequence(w http.ResponseWriter, seq uint64, err error) {
