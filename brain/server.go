@@ -477,8 +477,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) Drain() { s.api.Drain() }
 
 // Close drains the server: it stops admitting work, waits until ctx ends
-// for admitted turns, tools still running after they returned and
-// turn-end cleanups to finish and commit and for their answers to be
+// for admitted turns, tools still running after they returned (and the
+// activations their results wake) and turn-end cleanups to finish and
+// commit and for their answers to be
 // recorded, then ends event streams, stops the listeners of Serve and
 // releases the storage. Environments keep reaching the routes while work
 // drains. When ctx ends first, remaining work is cancelled and its

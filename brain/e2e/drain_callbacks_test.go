@@ -112,9 +112,11 @@ type sendAnswer struct {
 // tool of an http environment. New work is refused, yet the reports the
 // environment makes through its binding's reporter and the tool's emit
 // and finish through its callback grant, made after the signal, succeed;
-// the turn completes and its caller gets the answer; the process exits 0
-// only after that, and the journal holds the reports, the emitted event,
-// the finished outcome and turn_ended, with nothing interrupted.
+// the turn completes and its caller gets the answer, and the observation
+// wakes the loop after it; the process exits 0 only after that, and the
+// journal holds the reports, the emitted event, the finished outcome,
+// turn_ended and the activation handed the observation, with nothing
+// interrupted.
 func TestDrainKeepsCallbacks(t *testing.T) {
 	s := start(t, "")
 	f := newDrainFixture(t)
@@ -242,5 +244,14 @@ func TestDrainKeepsCallbacks(t *testing.T) {
 	}
 	if turn := ofKind(evs, api.KindTurnEnded); len(turn) != 1 || turn[0].Sequence <= calls.finished || dataField[string](t, turn[0], "result") != "["+drainOutput+"]" {
 		t.Fatalf("turn_ended %+v, want one after the finish at %d answering the tool's outcome", turn, calls.finished)
+	}
+	// The observation woke the loop after the turn, and the drain waited
+	// for that activation.
+	woke := false
+	for _, ev := range ofKind(evs, api.KindActivationStarted) {
+		woke = woke || slices.Contains(dataField[[]uint64](t, ev, "events"), calls.observed)
+	}
+	if !woke {
+		t.Fatalf("no activation was handed the observation at %d: %v", calls.observed, kinds(evs))
 	}
 }

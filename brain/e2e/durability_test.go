@@ -509,16 +509,26 @@ func (s *server) waitDrained(t *testing.T) {
 
 // drainedEvents reads session id's events after a drain (on a restarted
 // server) and requires that nothing was interrupted or failed and that
-// the last event is turn_ended.
+// the last event is turn_ended, or the activation_ended of an activation
+// after it (one that results the turn left pending woke).
 func (s *server) drainedEvents(t *testing.T, id string) []api.Event {
 	t.Helper()
 	evs := s.events(id)
 	for _, ev := range evs {
-		if strings.Contains(string(ev.Data), "interrupted") || ev.EventType == api.KindToolCallFailed || ev.EventType == api.KindTurnFailed {
+		if strings.Contains(string(ev.Data), "interrupted") || ev.EventType == api.KindToolCallFailed || ev.EventType == api.KindTurnFailed || ev.EventType == api.KindActivationFailed {
 			t.Fatalf("drained turn left %s %s", ev.EventType, ev.Data)
 		}
 	}
-	if k := kinds(evs); k[len(k)-1] != api.KindTurnEnded {
+	k := kinds(evs)
+	last := k[len(k)-1]
+	if last == api.KindActivationEnded {
+		if woke := ofKind(evs, api.KindActivationStarted); dataField[uint64](t, evs[len(evs)-1], "sequence") != woke[len(woke)-1].Sequence ||
+			woke[len(woke)-1].Sequence < ofKind(evs, api.KindTurnEnded)[0].Sequence {
+			t.Fatalf("events end with %v", k[max(0, len(k)-2):])
+		}
+		return evs
+	}
+	if last != api.KindTurnEnded {
 		t.Fatalf("events end with %v", k[max(0, len(k)-2):])
 	}
 	return evs

@@ -42,7 +42,8 @@
 // One activation runs at a time per session. A turn (Submit, Send) records
 // turn_started, activation_started ... activation_ended, turn_ended. Results
 // of tools that returned without finishing wake the loop later through an
-// event-triggered activation (activation_* only), coalesced for 5 ms.
+// event-triggered activation (activation_* only), coalesced for 5 ms,
+// also while Close drains: the drain waits for that activation too.
 // A turn whose result is larger than a journal record may be fails with
 // agentloop_failed, as a loop that failed does (nothing was written of
 // it; the store notes no fault).

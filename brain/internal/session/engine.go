@@ -106,6 +106,7 @@ type sess struct {
 	envIdle chan struct{}
 	waiters map[uint64]chan turnResult
 	wake    *time.Timer
+	wakeGen uint64 // arming count of wake, told to its callback
 	idle    *time.Timer
 	// heldThrough is the newest actionable record a failed activation
 	// was handed: the batch it left pending wakes no activation of its
@@ -168,8 +169,9 @@ func New(cfg Config) (*Engine, error) {
 }
 
 // Close stops admitting work and waits for running activations and tools
-// (also tools that returned and have not finished) until ctx ends; then
-// it cancels what remains and waits for its records.
+// (also tools that returned and have not finished, and the activations
+// their results wake) until ctx ends; then it cancels what remains and
+// waits for its records.
 // It does not close the store.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
@@ -330,18 +332,6 @@ func (e *Engine) unadmit(write bool) {
 	if write {
 		e.work.Done()
 	}
-}
-
-// admit counts background work that Close waits for, unless Close has
-// begun: it is done under e.mu, ordered with Close's start.
-func (e *Engine) admit() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return false
-	}
-	e.work.Add(1)
-	return true
 }
 
 // releaseWrite ends a write acquisition: the hold and its admission.

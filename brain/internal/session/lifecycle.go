@@ -449,10 +449,7 @@ func (e *Engine) End(ctx context.Context, id string) (api.SessionSummary, error)
 	default:
 		return api.SessionSummary{}, fmt.Errorf("%w: session %s is %s", ErrWrongState, id, s.st.Status)
 	}
-	if s.wake != nil {
-		s.wake.Stop()
-		s.wake = nil
-	}
+	s.stopWakeLocked()
 	if _, err := s.commitLocked(rec(api.KindSessionEndStarted, struct{}{})); err != nil {
 		return api.SessionSummary{}, err
 	}

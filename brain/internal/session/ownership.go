@@ -118,10 +118,7 @@ func (s *sess) dropLocked(cause error) {
 			t.cancel(cause)
 		}
 	}
-	if s.wake != nil {
-		s.wake.Stop()
-		s.wake = nil
-	}
+	s.stopWakeLocked()
 	if s.idle != nil {
 		s.idle.Stop()
 		s.idle = nil

@@ -472,6 +472,11 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 	if !t.syncOver() {
 		close(t.syncDone)
 	}
+	if err == nil {
+		// Armed before the tool's own work is done, so that a drain
+		// waiting for the tool waits for the activation its result wakes.
+		s.scheduleWakeLocked()
+	}
 	if !cancelling {
 		s.settleLocked(t)
 	}
@@ -487,7 +492,6 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 		s.maybeEvictLocked(false)
 		return 0, false
 	}
-	s.scheduleWakeLocked()
 	if !cancelling {
 		s.maybeEvictLocked(false)
 	}

@@ -102,10 +102,7 @@ func (e *Engine) submit(ctx context.Context, id string, input api.UserInput, wai
 	case s.st.Status != api.StatusIdle:
 		return 0, nil, fmt.Errorf("%w: session %s is %s", ErrWrongState, id, s.st.Status)
 	}
-	if s.wake != nil {
-		s.wake.Stop()
-		s.wake = nil
-	}
+	s.stopWakeLocked()
 	s.tally = commits.From(ctx)
 	ride := commits.RideFrom(ctx)
 	s.parent = trace.SpanContextFromContext(ctx)
@@ -545,10 +542,7 @@ func (e *Engine) Interrupt(ctx context.Context, id string) error {
 // again and no earlier one holds, then cancels what runs. Work is
 // cancelled even when the record fails: the caller asked for it to stop.
 func (s *sess) interruptLocked() error {
-	if s.wake != nil {
-		s.wake.Stop()
-		s.wake = nil
-	}
+	s.stopWakeLocked()
 	var err error
 	if st := s.st.Status; (st == api.StatusIdle || st == api.StatusRunning) && !s.st.Interrupted {
 		if _, cerr := s.commitLocked(rec(kindSessionInterrupted, struct{}{})); cerr != nil {
@@ -563,18 +557,34 @@ func (s *sess) interruptLocked() error {
 }
 
 // scheduleWakeLocked arms the coalescing timer of an event-triggered
-// activation when committed results are pending and nothing runs.
+// activation when committed results are pending and nothing runs. An
+// armed timer is work Close waits for: a result that arrives while the
+// engine drains (a tool admitted before it finishing) still wakes the
+// loop, and the drain waits for that activation. Once Close has stopped
+// waiting nothing is armed.
 func (s *sess) scheduleWakeLocked() {
 	if s.wake != nil || s.act != nil || s.replacing > 0 || s.st == nil || s.st.Interrupted || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
 		return
 	}
-	s.e.mu.Lock()
-	closed := s.e.closed
-	s.e.mu.Unlock()
-	if closed {
+	if s.e.base.Err() != nil {
 		return
 	}
-	s.wake = time.AfterFunc(CoalesceWindow, s.fireWake)
+	s.e.work.Add(1)
+	s.wakeGen++
+	gen := s.wakeGen
+	s.wake = time.AfterFunc(CoalesceWindow, func() { s.fireWake(gen) })
+}
+
+// stopWakeLocked disarms the wake-up timer, if armed; the work it held
+// is done unless the timer already fired (then fireWake does it).
+func (s *sess) stopWakeLocked() {
+	if s.wake == nil {
+		return
+	}
+	if s.wake.Stop() {
+		s.e.work.Done()
+	}
+	s.wake = nil
 }
 
 // wakeDueLocked reports whether an actionable record is pending that no
@@ -586,18 +596,19 @@ func (s *sess) wakeDueLocked() bool {
 	return n > 0 && s.st.Actionable[n-1] > s.heldThrough
 }
 
-func (s *sess) fireWake() {
-	if !s.e.admit() { // Close has begun: no new activation
-		s.mu.Lock()
-		s.wake = nil
-		s.mu.Unlock()
-		return
-	}
+// fireWake starts the event-triggered activation the timer armed as
+// generation gen was for, unless something started or stopped it
+// meanwhile or the engine stopped.
+func (s *sess) fireWake(gen uint64) {
 	defer s.e.work.Done()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.wake == nil || s.wakeGen != gen {
+		// Disarmed after it fired; another timer may be armed since.
+		return
+	}
 	s.wake = nil
-	if s.evicted || s.act != nil || s.replacing > 0 || s.st.Interrupted || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
+	if s.e.base.Err() != nil || s.evicted || s.act != nil || s.replacing > 0 || s.st.Interrupted || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
 		s.maybeEvictLocked(false)
 		return
 	}
