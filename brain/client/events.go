@@ -193,21 +193,18 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 	body, unwatch := watchHeartbeat(sctx, cancel, resp.Header, resp.Body)
 	defer unwatch()
 	err = scanSSE(body, func(id, event string, data []byte) error {
-		if id == "" {
-			if !live {
-				return nil
-			}
-			if !json.Valid(data) {
-				return fmt.Errorf("%w: live frame %s: data is not JSON", ErrMalformedEvent, event)
-			}
-			if !yield(api.Event{EventType: event, Data: json.RawMessage(bytes.Clone(data))}, nil) {
+		if id == "" && !live {
+			return nil
+		}
+		ev, journaled, err := decodeFrame(id, event, data)
+		if err != nil {
+			return err
+		}
+		if !journaled {
+			if !yield(ev, nil) {
 				return errStopped
 			}
 			return nil
-		}
-		var ev api.Event
-		if err := json.Unmarshal(data, &ev); err != nil {
-			return fmt.Errorf("%w: event %s: %w", ErrMalformedEvent, id, err)
 		}
 		if ev.Sequence <= *cursor {
 			return nil
@@ -223,4 +220,21 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 		return nil
 	})
 	return true, progressed, err
+}
+
+// decodeFrame decodes one frame of an event stream: an event when the
+// frame has an id (journaled is true), else a live frame, whose data is
+// kept as it came. Data that is not JSON, or an event that does not
+// decode, is ErrMalformedEvent.
+func decodeFrame(id, event string, data []byte) (ev api.Event, journaled bool, err error) {
+	if id == "" {
+		if !json.Valid(data) {
+			return api.Event{}, false, fmt.Errorf("%w: live frame %s: data is not JSON", ErrMalformedEvent, event)
+		}
+		return api.Event{EventType: event, Data: json.RawMessage(bytes.Clone(data))}, false, nil
+	}
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return api.Event{}, true, fmt.Errorf("%w: event %s: %w", ErrMalformedEvent, id, err)
+	}
+	return ev, true, nil
 }

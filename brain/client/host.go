@@ -401,17 +401,28 @@ func (h *Host) connectOnce(up chan struct{}, upOnce *sync.Once) (bool, error) {
 	body, unwatch := watchHeartbeat(ctx, cancel, resp.Header, resp.Body)
 	defer unwatch()
 	return true, scanSSE(body, func(_, event string, data []byte) error {
-		switch event {
-		case "command":
-			var cmd api.HostCommand
-			if err := json.Unmarshal(data, &cmd); err == nil {
-				h.dispatch(connID, cmd)
-			}
-		case "displaced":
-			return ErrDisplaced
+		cmd, ok, err := commandFrame(event, data)
+		if ok {
+			h.dispatch(connID, cmd)
 		}
-		return nil
+		return err
 	})
+}
+
+// commandFrame decodes one frame of the commands stream: ok with the
+// command of a command frame whose data decodes, ErrDisplaced for a
+// displaced frame. Any other frame, and a command that does not decode,
+// is passed over.
+func commandFrame(event string, data []byte) (cmd api.HostCommand, ok bool, err error) {
+	switch event {
+	case "command":
+		if err := json.Unmarshal(data, &cmd); err == nil {
+			return cmd, true, nil
+		}
+	case "displaced":
+		return api.HostCommand{}, false, ErrDisplaced
+	}
+	return api.HostCommand{}, false, nil
 }
 
 // lost cancels the handlers of calls a connection carried.

@@ -62,13 +62,27 @@ func openState(dir string) (*stateStore, map[string]struct{}, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("pythonuv: state: %w", err)
 		}
-		var bf bindingFile
-		if err := json.Unmarshal(data, &bf); err != nil || bf.Version != bindingFileVersion || bf.Key == "" || bindingFileName(bf.Key) != name {
-			return nil, nil, fmt.Errorf("pythonuv: state: %s is not a binding file of version %d (damaged?)", path, bindingFileVersion)
+		key, err := decodeBindingFile(name, data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("pythonuv: state: %s: %w", path, err)
 		}
-		bindings[bf.Key] = struct{}{}
+		bindings[key] = struct{}{}
 	}
 	return &stateStore{dir: abs}, bindings, nil
+}
+
+// errNotBindingFile reports a state file that is not the record of a
+// binding: damaged, of another version, or not named after its key.
+var errNotBindingFile = fmt.Errorf("not a binding file of version %d (damaged?)", bindingFileVersion)
+
+// decodeBindingFile answers the binding key that data, the content of the
+// state file called name, records, or errNotBindingFile.
+func decodeBindingFile(name string, data []byte) (string, error) {
+	var bf bindingFile
+	if err := json.Unmarshal(data, &bf); err != nil || bf.Version != bindingFileVersion || bf.Key == "" || bindingFileName(bf.Key) != name {
+		return "", errNotBindingFile
+	}
+	return bf.Key, nil
 }
 
 // bindingFileName is the file name of binding key: a digest, since a key

@@ -121,16 +121,25 @@ func (s *Server) readEnvJSON(w http.ResponseWriter, r *http.Request) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	if !utf8.Valid(body) {
-		return nil, errNotUTF8
-	}
-	if !json.Valid(body) {
-		return nil, badRequest("request body is not valid JSON")
-	}
-	if at, key, dup := envapi.DuplicateKey(body); dup {
-		return nil, duplicateKey(at, key)
+	if err := checkEnvBody(body); err != nil {
+		return nil, err
 	}
 	return body, nil
+}
+
+// checkEnvBody refuses, with a 400, a body that is not UTF-8, not JSON or
+// gives a member twice.
+func checkEnvBody(body []byte) error {
+	if !utf8.Valid(body) {
+		return errNotUTF8
+	}
+	if !json.Valid(body) {
+		return badRequest("request body is not valid JSON")
+	}
+	if at, key, dup := envapi.DuplicateKey(body); dup {
+		return duplicateKey(at, key)
+	}
+	return nil
 }
 
 // serveCall is POST /v1/sessions/{id}/executions/{sequence}/call: a
