@@ -2,6 +2,7 @@ package envapi
 
 import (
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -17,7 +18,7 @@ func DuplicateKey(data []byte) (path, key string, found bool) {
 		return "", "", false
 	}
 	d := dupScanner{data: data}
-	d.value("", "", false)
+	d.value("", false)
 	return d.path, d.key, d.found
 }
 
@@ -33,7 +34,7 @@ func StrictMembers(data []byte, v any) (path, key string, duplicate, misnamed bo
 		return "", "", false, false
 	}
 	d := dupScanner{data: data}
-	d.value("", "", false)
+	d.value("", false)
 	if d.found {
 		return d.path, d.key, true, false
 	}
@@ -50,6 +51,10 @@ type dupScanner struct {
 	i         int
 	found     bool
 	path, key string
+	// keys are the member names from the top level down to the object
+	// or array being scanned; the dotted path is built from them only for
+	// a finding, so that deep nesting costs no more than its bytes.
+	keys []string
 	// foldable: some member name holds an escape, an upper-case ASCII
 	// letter or a byte beyond ASCII, so encoding/json may match it to a
 	// field whose name differs from it.
@@ -109,22 +114,34 @@ func name(raw []byte, plain bool) string {
 	return s
 }
 
+// dottedPath joins member names with dots, as paths are written
+// elsewhere: a name after an empty path starts it afresh.
+func dottedPath(keys []string) string {
+	var b strings.Builder
+	for _, k := range keys {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(k)
+	}
+	return b.String()
+}
+
 // value skips the value at d.i (after white space), checking the objects
-// in it. The value is the member named key of the object at path (with
-// member), or an element of the array at path (or the top level).
-func (d *dupScanner) value(path, key string, member bool) {
+// in it. The value is the member named key of the object being scanned
+// (with member), or an element of an array (or the top level).
+func (d *dupScanner) value(key string, member bool) {
 	d.space()
 	switch c := d.data[d.i]; c {
 	case '{', '[':
-		if member && path != "" {
-			path += "." + key
-		} else if member {
-			path = key
+		if member {
+			d.keys = append(d.keys, key)
+			defer func() { d.keys = d.keys[:len(d.keys)-1] }()
 		}
 		if c == '{' {
-			d.object(path)
+			d.object()
 		} else {
-			d.array(path)
+			d.array()
 		}
 	case '"':
 		d.str()
@@ -139,7 +156,7 @@ func (d *dupScanner) value(path, key string, member bool) {
 	}
 }
 
-func (d *dupScanner) array(path string) {
+func (d *dupScanner) array() {
 	d.i++ // '['
 	for !d.found {
 		d.space()
@@ -155,13 +172,13 @@ func (d *dupScanner) array(path string) {
 			d.i++
 			return
 		}
-		d.value(path, "", false)
+		d.value("", false)
 	}
 }
 
 // object checks the member names of the object at d.i (and of the
-// objects in its values); path is its own path.
-func (d *dupScanner) object(path string) {
+// objects in its values); d.keys lead to it.
+func (d *dupScanner) object() {
 	d.i++ // '{'
 	var names []string
 	var seen map[string]struct{} // for objects with many members
@@ -194,11 +211,11 @@ func (d *dupScanner) object(path string) {
 			}
 		}
 		if dup {
-			d.found, d.path, d.key = true, path, k
+			d.found, d.path, d.key = true, dottedPath(d.keys), k
 			return
 		}
 		d.space()
 		d.i++ // ':'
-		d.value(path, k, true)
+		d.value(k, true)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -166,5 +168,24 @@ func TestDuplicateKeyManyMembers(t *testing.T) {
 	}
 	if _, _, d := DuplicateKey(bytes.Replace(b.Bytes(), []byte(`"k33":0`), []byte(`"k40":0`), 1)); d {
 		t.Fatal("a duplicate reported among distinct names")
+	}
+}
+
+// TestDuplicateKeyDeepNestingIsLinear: the dotted path of a finding is
+// built only for the finding, so a document nested 10,000 deep (what the
+// decoders allow) is scanned without building a path per level, which
+// cost quadratic time and memory (about 100 MB here).
+func TestDuplicateKeyDeepNestingIsLinear(t *testing.T) {
+	const depth = 9990
+	doc := []byte(strings.Repeat(`{"a":`, depth) + `{"k":1,"k":2}` + strings.Repeat("}", depth))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	path, key, found := DuplicateKey(doc)
+	runtime.ReadMemStats(&after)
+	if !found || key != "k" || len(path) != 2*depth-1 || !strings.HasPrefix(path, "a.a.") {
+		t.Fatalf("DuplicateKey = %d-byte path, %q, %v", len(path), key, found)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 4<<20 {
+		t.Errorf("scanning %d bytes nested %d deep allocated %d bytes", len(doc), depth, n)
 	}
 }
