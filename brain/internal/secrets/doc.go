@@ -26,5 +26,12 @@
 // Files are replaced atomically (temporary file, fsync, rename, directory
 // fsync). A file that fails authentication is an error, never treated as
 // empty. The key file is the only thing that unseals; protecting the data
-// directory (and its backups) protects the credentials.
+// directory (and its backups) protects the credentials. Open refuses a key
+// file that is not a regular file or whose mode lets other users read or
+// write it (ErrKey, naming the chmod that fixes it), as a copy restored
+// with a default mode would. The key cannot be rotated in place: a
+// replaced or lost key file leaves every sealed file unreadable, and the
+// sessions that hold credentials answer credential_unavailable on their
+// next model call or environment operation; back the key file up with
+// the data directory.
 package secrets

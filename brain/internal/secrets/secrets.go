@@ -56,6 +56,8 @@ func Open(dir string) (*Store, error) {
 		}
 	} else if err != nil {
 		return nil, fmt.Errorf("secrets: read key: %w", err)
+	} else if err := privateKeyFile(keyPath); err != nil {
+		return nil, err
 	}
 	if len(key) != keySize {
 		return nil, fmt.Errorf("%w: %s holds %d bytes, want %d", ErrKey, keyPath, len(key), keySize)
@@ -69,6 +71,21 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("%w: %v", ErrKey, err)
 	}
 	return &Store{dir: dir, aead: aead}, nil
+}
+
+// privateKeyFile refuses a key file other users may read or write (a copy
+// restored with the wrong mode, say): whoever reads it can unseal every
+// credential. As PostgreSQL does with its data directory, the server does
+// not start until the operator fixes the mode.
+func privateKeyFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("secrets: key: %w", err)
+	}
+	if m := fi.Mode(); !m.IsRegular() || m.Perm()&0o077 != 0 {
+		return fmt.Errorf("%w: %s has mode %v; it must be a file only its owner can read and write (chmod 600 %s)", ErrKey, path, m, path)
+	}
+	return nil
 }
 
 func (s *Store) path(session string) (string, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -74,5 +75,40 @@ func TestTamperedAndMovedFilesDoNotUnseal(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, keyName), []byte("short"), 0o600)
 	if _, err := Open(dir); !errors.Is(err, ErrKey) {
 		t.Fatalf("bad key: %v, want ErrKey", err)
+	}
+}
+
+// TestKeyFileOthersMayReadIsRefused: a key file whose mode lets other
+// users read or write it (a copy restored with the wrong mode) stops Open
+// with ErrKey naming the file and the fix; once chmod 600 it opens again
+// and still unseals what was sealed.
+func TestKeyFileOthersMayReadIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "ses_a", "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, keyName)
+	for _, mode := range []os.FileMode{0o644, 0o640, 0o602} {
+		if err := os.Chmod(key, mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(dir); !errors.Is(err, ErrKey) || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "chmod 600") {
+			t.Errorf("Open with the key file at %v = %v, want ErrKey naming %s and chmod 600", mode, err, key)
+		}
+	}
+	if err := os.Chmod(key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Get(ctx, "ses_a", "k"); err != nil || string(v) != "v" {
+		t.Fatalf("Get after the mode was fixed = %q, %v", v, err)
 	}
 }
