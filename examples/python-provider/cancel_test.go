@@ -9,19 +9,18 @@ import (
 	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
-// TestCancelBeforeExecute: Brain sends an execute and its cancel once
-// each, on connections of their own, so the cancel may arrive first. The
-// provider keeps it: the execute, when it comes, answers cancelled
-// without running, so its write never lands and nothing is finished.
-func TestCancelBeforeExecute(t *testing.T) {
+// boundProvider starts provider.py with one binding set up, and answers
+// the fake Brain of its grants, the binding's commands and a function
+// that posts a command and answers its receipt.
+func boundProvider(t *testing.T) (*envtest.Brain, *envtest.Commands, func(envapi.Command) envapi.Receipt) {
+	t.Helper()
 	url := startProvider(t, "provider.py")
 	b := envtest.NewBrain(t)
 	cmds := envtest.NewCommands("s1", "box")
 	cmds.Brain = b
-	ctx := context.Background()
 	post := func(cmd envapi.Command) envapi.Receipt {
 		t.Helper()
-		status, body, resp, err := envtest.Post(ctx, nil, url, token, cmd)
+		status, body, resp, err := envtest.Post(context.Background(), nil, url, token, cmd)
 		if err != nil || status != 200 {
 			t.Fatalf("%s: %d %s %v", cmd.Operation.Request.Type, status, body, err)
 		}
@@ -30,6 +29,15 @@ func TestCancelBeforeExecute(t *testing.T) {
 	if r := post(cmds.Setup(nil)); r.Type != envapi.ReceiptAccepted {
 		t.Fatalf("setup: %+v", r)
 	}
+	return b, cmds, post
+}
+
+// TestCancelBeforeExecute: Brain sends an execute and its cancel once
+// each, on connections of their own, so the cancel may arrive first. The
+// provider keeps it: the execute, when it comes, answers cancelled
+// without running, so its write never lands and nothing is finished.
+func TestCancelBeforeExecute(t *testing.T) {
+	b, cmds, post := boundProvider(t)
 	write := cmds.Reserve()
 	if r := post(cmds.Cancel(write)); r.Type != envapi.ReceiptAccepted {
 		t.Fatalf("cancel: %+v", r)

@@ -1,7 +1,6 @@
 package pythonprovider_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
@@ -13,22 +12,7 @@ import (
 // time ran out on the way) answers timeout without running, whatever its
 // descriptor: its write never lands and nothing is finished.
 func TestDeadlinePassedBeforeExecute(t *testing.T) {
-	url := startProvider(t, "provider.py")
-	b := envtest.NewBrain(t)
-	cmds := envtest.NewCommands("s1", "box")
-	cmds.Brain = b
-	ctx := context.Background()
-	post := func(cmd envapi.Command) envapi.Receipt {
-		t.Helper()
-		status, body, resp, err := envtest.Post(ctx, nil, url, token, cmd)
-		if err != nil || status != 200 {
-			t.Fatalf("%s: %d %s %v", cmd.Operation.Request.Type, status, body, err)
-		}
-		return resp.Receipt
-	}
-	if r := post(cmds.Setup(nil)); r.Type != envapi.ReceiptAccepted {
-		t.Fatalf("setup: %+v", r)
-	}
+	b, cmds, post := boundProvider(t)
 	write := cmds.Execute(json.RawMessage(`{"name":"write"}`), json.RawMessage(`{"key":"k","value":"v"}`), envtest.Millis(0))
 	if r := post(write); r.Type != envapi.ReceiptFailure || r.Code != envapi.CodeTimeout {
 		t.Fatalf("execute past its deadline answered %+v, want the failure timeout", r)

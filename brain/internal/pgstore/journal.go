@@ -103,13 +103,11 @@ func (j *Journal) Append(ctx context.Context, session string, expectedNext uint6
 	if expectedNext > 1 {
 		form = 1
 	}
-	var epoch int64
+	epoch, err := j.fence(session)
+	if err != nil {
+		return err
+	}
 	if j.db.opts.Fenced {
-		l, ok := j.db.heldLease(session)
-		if !ok {
-			return fmt.Errorf("%w: session %s", ErrNotOwner, session)
-		}
-		epoch = l.Epoch
 		args = append(args, j.db.opts.NodeID, epoch)
 		form += 2
 	}
@@ -353,6 +351,19 @@ func (j *Journal) ReadCheckpoint(ctx context.Context, session string) (uint64, [
 	return uint64(through), payload, nil
 }
 
+// fence answers the epoch of this node's live lease on session when
+// leases are enforced (ErrNotOwner without one), 0 when they are not.
+func (j *Journal) fence(session string) (int64, error) {
+	if !j.db.opts.Fenced {
+		return 0, nil
+	}
+	l, ok := j.db.heldLease(session)
+	if !ok {
+		return 0, fmt.Errorf("%w: session %s", ErrNotOwner, session)
+	}
+	return l.Epoch, nil
+}
+
 // Delete implements journal.Store. Deleting the session row first waits
 // for an append in flight and makes later ones fail their compare-and-set,
 // so the records deleted next are all there are. When the DB is Fenced,
@@ -366,18 +377,14 @@ func (j *Journal) Delete(ctx context.Context, session string) error {
 	if err := j.usable(); err != nil {
 		return err
 	}
-	var epoch int64
-	if j.db.opts.Fenced {
-		l, ok := j.db.heldLease(session)
-		if !ok {
-			return fmt.Errorf("%w: session %s", ErrNotOwner, session)
-		}
-		epoch = l.Epoch
+	epoch, err := j.fence(session)
+	if err != nil {
+		return err
 	}
 	octx, cancel := j.db.opCtx(ctx)
 	defer cancel()
 	id := []byte(session)
-	err := pgx.BeginFunc(octx, j.db.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(octx, j.db.pool, func(tx pgx.Tx) error {
 		if j.db.opts.Fenced {
 			if err := j.deleteFenced(octx, tx, id, epoch); err != nil {
 				return err

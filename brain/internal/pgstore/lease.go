@@ -127,11 +127,7 @@ func (db *DB) renewLeases(ctx context.Context, ls []Lease) (refused []Lease, err
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	sent := time.Now()
-	ids := make([][]byte, len(ls))
-	epochs := make([]int64, len(ls))
-	for i, l := range ls {
-		ids[i], epochs[i] = []byte(l.Session), l.Epoch
-	}
+	ids, epochs := leaseColumns(ls)
 	rows, err := db.pool.Query(ctx, `WITH held AS (
 			SELECT l.session_id FROM brain_leases l
 			JOIN unnest($1::bytea[], $2::bigint[]) AS h(session_id, epoch)
@@ -227,16 +223,23 @@ func (db *DB) releaseAll(ctx context.Context) {
 	}
 }
 
+// leaseColumns answers the session ids and epochs of ls, as the arrays a
+// statement over many leases takes.
+func leaseColumns(ls []Lease) (ids [][]byte, epochs []int64) {
+	ids = make([][]byte, len(ls))
+	epochs = make([]int64, len(ls))
+	for i, l := range ls {
+		ids[i], epochs[i] = []byte(l.Session), l.Epoch
+	}
+	return ids, epochs
+}
+
 // releaseLeases expires the leases ls, which this node held, in one
 // statement, taking their rows' locks in the order of ls.
 func (db *DB) releaseLeases(ctx context.Context, ls []Lease) error {
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
-	ids := make([][]byte, len(ls))
-	epochs := make([]int64, len(ls))
-	for i, l := range ls {
-		ids[i], epochs[i] = []byte(l.Session), l.Epoch
-	}
+	ids, epochs := leaseColumns(ls)
 	_, err := db.pool.Exec(ctx, `WITH held AS (
 			SELECT l.session_id FROM brain_leases l
 			JOIN unnest($1::bytea[], $2::bigint[]) AS h(session_id, epoch)
