@@ -178,15 +178,32 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-// deliver sends one operation once and decodes its receipt.
-func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
-	// The route and credential come from the declaration as authorised,
-	// never from a configuration given later.
+// route answers where op goes and with which credential. They come from
+// the declaration as authorised, never from a configuration given later.
+func (b *Binder) route(op session.Operation) (endpoint, credential string, err error) {
 	decl := op.Authorized
 	if decl.Name == "" && decl.Driver == "" {
 		decl = op.Declaration
 	}
-	endpoint, credential, err := b.target(decl, op.Credential)
+	return b.target(decl, op.Credential)
+}
+
+// RedactReport answers raw, the data or output of a report made with
+// reporter token of the binding op names (see session.Report.Redact),
+// with the binding's secrets removed from its strings: the token, the
+// credential op's operations are sent with (a route's api_key, the
+// default route's key or the session's credential) and the session's
+// credential of the environment. A reporter outlives the operations of
+// its binding, so its report is redacted from what the binding's
+// operations would carry, not from a live grant.
+func (b *Binder) RedactReport(op session.Operation, raw json.RawMessage, token string) json.RawMessage {
+	_, credential, _ := b.route(op)
+	return redactor{token, credential, op.Credential}.json(raw)
+}
+
+// deliver sends one operation once and decodes its receipt.
+func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
+	endpoint, credential, err := b.route(op)
 	if err != nil {
 		return envapi.Receipt{}, fmt.Errorf("environment %s: %w", op.Environment, err)
 	}

@@ -79,7 +79,13 @@
 // Tokens, environment credentials and the server key never appear in the
 // journal, in events, in logs or in error bodies. A call made with an
 // operation's grant has that operation's credential and tokens removed
-// from its input (Grant.Redact), as a receipt has.
+// from its input (Grant.Redact), as a receipt has. A report has its
+// reporter token and the credential its binding's operations carry (the
+// session's credential, a route's or the default route's key) removed
+// from its data and output (RedactReport): the engine reads that
+// credential from its Secrets when the report arrives
+// (session.Report.Redact), so a reporter used after a restart is
+// redacted too.
 //
 // # Service call errors
 //

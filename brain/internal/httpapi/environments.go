@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/envbind"
 	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
@@ -273,11 +272,15 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, id, env str
 		WriteError(w, invalidField(cleanMessage(err.Error())))
 		return
 	}
-	// Neither does the reporter's token.
-	rep := session.Report{Type: ev.Type, EventType: ev.EventType, Data: envbind.RedactJSON(ev.Data, tok)}
+	// Neither the reporter's token nor the credential the binding's
+	// operations carry reaches the journal, even when the provider
+	// writes them into its report.
+	rep := session.Report{Type: ev.Type, EventType: ev.EventType, Data: ev.Data,
+		Redact: func(op session.Operation, raw json.RawMessage) json.RawMessage {
+			return s.opts.Bindings.RedactReport(op, raw, tok)
+		}}
 	if ev.Output != nil {
-		out, _ := json.Marshal(ev.Output)
-		rep.Output = envbind.RedactJSON(out, tok)
+		rep.Output, _ = json.Marshal(ev.Output)
 	}
 	seq, err := s.opts.Engine.Report(r.Context(), id, api.EnvironmentRef{Name: env, Sequence: bseq}, rep)
 	switch {

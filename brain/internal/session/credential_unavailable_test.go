@@ -2,7 +2,9 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -64,6 +66,46 @@ func TestCredentialUnavailableIsNotDroppedSilently(t *testing.T) {
 	for _, op := range ops {
 		if op.Credential != "env-secret-cred" {
 			t.Errorf("%s operation %d delivered with credential %q", op.Request.Type, op.Sequence, op.Credential)
+		}
+	}
+}
+
+// A report is recorded as its Redact answers, given its binding's
+// credential read from Secrets; when that credential cannot be read the
+// report is refused (ErrUnavailable) and nothing is recorded.
+func TestReportRedactedWithTheBindingCredential(t *testing.T) {
+	ctx := context.Background()
+	sec := &flakySecrets{MemSecrets: NewMemSecrets()}
+	h := newHarness(t, Config{Secrets: sec, IdleTTL: KeepIdle}, map[string]string{"box": "echo"})
+	req := toolSession("echo")
+	req.Environments[0].Lifecycle = api.LifecycleManual
+	id := h.create(req)
+	var seen []string
+	report := func() (uint64, error) {
+		return h.engine.Report(ctx, id, api.EnvironmentRef{Name: "box", Sequence: 1}, Report{Type: ReportEvent, EventType: "quoted",
+			Data: json.RawMessage(`{"key":"env-secret-cred"}`),
+			Redact: func(op Operation, raw json.RawMessage) json.RawMessage {
+				seen = append(seen, op.Environment+" "+op.Credential+" "+op.Authorized.URL)
+				return json.RawMessage(strings.ReplaceAll(string(raw), op.Credential, "[redacted]"))
+			}})
+	}
+	before := len(h.records(id))
+	if _, err := report(); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("report without a readable credential: %v, want ErrUnavailable", err)
+	}
+	if n := len(h.records(id)); n != before || len(seen) != 0 {
+		t.Fatalf("a refused report recorded %d records and was redacted %d times", n-before, len(seen))
+	}
+	seq, err := report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "box env-secret-cred http://127.0.0.1:1"; len(seen) != 1 || seen[0] != want {
+		t.Fatalf("Redact saw %q, want %q", seen, want)
+	}
+	for _, r := range h.records(id) {
+		if r.Sequence == seq && !strings.Contains(string(r.Data), `{"key":"[redacted]"}`) {
+			t.Fatalf("recorded %s", r.Data)
 		}
 	}
 }

@@ -35,7 +35,8 @@ var (
 	// failing, or the store turned the append away, nothing ran, and the
 	// same request may be sent again. It also wraps any refused commit of
 	// a synchronous turn whose claim rides the journal and that was undone
-	// because nothing of it was durable.
+	// because nothing of it was durable, and a report refused because the
+	// credential of its binding could not be read from Secrets.
 	ErrUnavailable = errors.New("session: durable storage is failing; nothing was done")
 )
 

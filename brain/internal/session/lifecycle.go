@@ -358,8 +358,18 @@ func (s *sess) declLocked(name string) (api.Environment, uint64) {
 // opens its controller context (charging b, or a budget of its own); the
 // caller closes the context when the operation returns or is cancelled.
 func (s *sess) operationLocked(ctx context.Context, decl api.Environment, binding, seq uint64, req envapi.Request, b *budget) Operation {
-	// An instance uses the credential its template was authorised with;
-	// it can never bring its own.
+	op := s.targetLocked(ctx, decl, binding)
+	grant, done := s.openControllerLocked(ctx, decl, binding, seq, b)
+	op.Sequence, op.Request, op.Context, op.ContextDone = seq, req, grant, done
+	return op
+}
+
+// targetLocked answers the operation of binding of environment decl as
+// far as where it goes and with which credential: its declaration, the
+// declaration as authorised and the credential from Secrets (credErr
+// when it could not be read). An instance uses the credential its
+// template was authorised with; it can never bring its own.
+func (s *sess) targetLocked(ctx context.Context, decl api.Environment, binding uint64) Operation {
 	owner, template := decl.Name, ""
 	if es := s.st.Envs[decl.Name]; es != nil && es.Template != "" {
 		owner, template = es.Template, es.Template
@@ -379,7 +389,6 @@ func (s *sess) operationLocked(ctx context.Context, decl api.Environment, bindin
 			s.creds[owner] = cred
 		}
 	}
-	grant, done := s.openControllerLocked(ctx, decl, binding, seq, b)
 	authorized := decl
 	for _, d := range s.st.Config.Environments {
 		if d.Name == owner {
@@ -388,16 +397,14 @@ func (s *sess) operationLocked(ctx context.Context, decl api.Environment, bindin
 	}
 	return Operation{
 		Operation: envapi.Operation{
-			SessionID: s.id, Environment: decl.Name, Sequence: seq, Request: req,
+			SessionID: s.id, Environment: decl.Name,
 			Binding:       &envapi.EnvironmentRef{Name: decl.Name, Sequence: binding},
 			Configuration: decl.Configuration,
 			Template:      template,
-			Context:       grant,
 		},
 		Declaration: decl,
 		Authorized:  authorized,
 		Credential:  cred,
-		ContextDone: done,
 		credErr:     credErr,
 	}
 }

@@ -21,6 +21,15 @@ type Report struct {
 	EventType string          `json:"event_type,omitempty"`
 	Data      json.RawMessage `json:"data,omitempty"`
 	Output    json.RawMessage `json:"output,omitempty"`
+	// Redact, if set, answers what Data or Output is recorded as, given
+	// the binding's operation as far as where it goes and with which
+	// credential (Declaration, Authorized, Credential; see Operation): a
+	// transport removes the credentials its operations carry to the
+	// binding's provider, which the provider may quote in a report. The
+	// credential is read from Secrets, so this holds for a reporter used
+	// after a restart; when it cannot be read the report is refused
+	// (ErrUnavailable).
+	Redact func(op Operation, raw json.RawMessage) json.RawMessage `json:"-"`
 }
 
 // Report commits an environment's report with origin {kind:"environment",
@@ -45,7 +54,7 @@ func (e *Engine) Report(ctx context.Context, id string, binding api.EnvironmentR
 		s.mu.Lock()
 		if !s.evicted && s.st != nil {
 			defer s.mu.Unlock()
-			seq, err := s.reportLocked(binding, r)
+			seq, err := s.reportLocked(ctx, binding, r)
 			s.maybeEvictLocked(false)
 			return seq, err
 		}
@@ -60,15 +69,28 @@ func (e *Engine) Report(ctx context.Context, id string, binding api.EnvironmentR
 		return 0, err
 	}
 	defer s.mu.Unlock()
-	return s.reportLocked(binding, r)
+	return s.reportLocked(ctx, binding, r)
 }
 
 // reportLocked commits report r of binding (see Engine.Report).
-func (s *sess) reportLocked(binding api.EnvironmentRef, r Report) (uint64, error) {
+func (s *sess) reportLocked(ctx context.Context, binding api.EnvironmentRef, r Report) (uint64, error) {
 	es := s.st.Envs[binding.Name]
 	if es == nil || es.Binding != binding.Sequence || es.State == envDeleted || es.State == envDetached ||
 		s.st.Status == api.StatusEnded || s.st.Status == api.StatusFailed {
 		return 0, fmt.Errorf("%w: binding %s/%d", ErrExecutionClosed, binding.Name, binding.Sequence)
+	}
+	if r.Redact != nil {
+		decl, _ := s.declLocked(binding.Name)
+		op := s.targetLocked(ctx, decl, binding.Sequence)
+		if op.credErr != nil {
+			return 0, fmt.Errorf("%w: the credential of environment %s could not be read: %w", ErrUnavailable, binding.Name, op.credErr)
+		}
+		if len(r.Data) > 0 {
+			r.Data = r.Redact(op, r.Data)
+		}
+		if len(r.Output) > 0 {
+			r.Output = r.Redact(op, r.Output)
+		}
 	}
 	origin, _ := json.Marshal(api.EventOrigin{Kind: api.OriginEnvironment, Environment: &binding})
 	switch r.Type {
