@@ -88,7 +88,11 @@
 // Dispatch, SetTranscript and KVRead/KVPut/KVDelete for Agentloops. A method
 // the grant does not list fails with ErrNotGranted and sends nothing. A grant
 // call is repeated only when the connection was refused before anything was
-// sent; any other failure is returned as is.
+// sent; any other failure is returned as is. An answer that is not what
+// the method answers (not one UTF-8 JSON value, a committed sequence that
+// is not a positive JSON integer, a kv_read answer that is not an object,
+// a dispatch answer that is not one ToolReturn per call in call order) is
+// an error, never a value read from it; for Finish it wraps ErrAckLost.
 //
 // # Tracing
 //

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -149,7 +148,11 @@ func (c *caller) call(ctx context.Context, g *envapi.Grant, method string, input
 	if err != nil {
 		return nil, err
 	}
-	return c.post(ctx, g.URL, g.Token, method, envapi.ExecutionCall{Method: method, Input: in})
+	raw, err := c.post(ctx, g.URL, g.Token, method, envapi.ExecutionCall{Method: method, Input: in})
+	if err != nil {
+		return nil, err
+	}
+	return checkJSON(method, raw)
 }
 
 func marshalInput(input any) (json.RawMessage, error) {
@@ -167,13 +170,4 @@ func marshalInput(input any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("envsdk: encode input: %w", err)
 	}
 	return raw, nil
-}
-
-// parseSequence reads a committed sequence: a positive JSON integer.
-func parseSequence(method string, raw json.RawMessage) (uint64, error) {
-	n, err := strconv.ParseUint(string(bytes.TrimSpace(raw)), 10, 64)
-	if err != nil || n == 0 {
-		return 0, fmt.Errorf("envsdk: %s answered %.64q, want a committed sequence", method, raw)
-	}
-	return n, nil
 }

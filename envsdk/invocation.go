@@ -175,16 +175,14 @@ func (i *Invocation) Events(ctx context.Context, after uint64) (json.RawMessage,
 }
 
 // Dispatch starts Tool calls and returns their ToolReturns in call order.
+// An answer that is not one ToolReturn per call, in call order (by
+// call_id), is an error.
 func (i *Invocation) Dispatch(ctx context.Context, calls []envapi.ToolInvocation) ([]envapi.ToolReturn, error) {
 	raw, err := i.raw(ctx, envapi.MethodDispatch, calls)
 	if err != nil {
 		return nil, err
 	}
-	var out []envapi.ToolReturn
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("envsdk: dispatch answer: %w", err)
-	}
-	return out, nil
+	return decodeToolReturns(raw, calls)
 }
 
 // SetTranscript saves the transcript (a message array).
@@ -201,12 +199,7 @@ func (i *Invocation) KVRead(ctx context.Context, key string) (value json.RawMess
 	if err != nil {
 		return nil, false, err
 	}
-	var v map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, false, fmt.Errorf("envsdk: kv_read answer: %w", err)
-	}
-	value, found = v["value"]
-	return value, found, nil
+	return decodeKVRead(raw)
 }
 
 // KVPut stores value under key.

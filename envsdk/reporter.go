@@ -2,7 +2,6 @@ package envsdk
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -50,11 +49,5 @@ func (r *Reporter) post(ctx context.Context, body envapi.ReporterEvent) (uint64,
 	if err != nil {
 		return 0, err
 	}
-	var ans struct {
-		Sequence uint64 `json:"sequence"`
-	}
-	if err := json.Unmarshal(raw, &ans); err != nil || ans.Sequence == 0 {
-		return 0, fmt.Errorf("envsdk: reporter answered %.64q, want {\"sequence\": N}", raw)
-	}
-	return ans.Sequence, nil
+	return decodeReporterAnswer(raw)
 }

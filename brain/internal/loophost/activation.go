@@ -289,15 +289,6 @@ func (e *GuestError) Error() string { return e.Message }
 
 func (e *GuestError) Unwrap() error { return e.Err }
 
-// turnAnswer is the JSON object turn answers.
-type turnAnswer struct {
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *struct {
-		Message string `json:"message"`
-		Ref     uint32 `json:"ref,omitempty"`
-	} `json:"error,omitempty"`
-}
-
 // run is one activation of m: a fresh instance, one turn, closed.
 func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in brainapi.TurnInput) (out brainapi.TurnOutput, err error) {
 	raw, err := json.Marshal(in)
@@ -339,36 +330,7 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 	if err != nil {
 		return out, err
 	}
-	if !utf8.Valid(doc) {
-		return out, fmt.Errorf("agentloop %s: invalid turn answer: not valid UTF-8", short(m.id))
-	}
-	var ans turnAnswer
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ans); err != nil || dec.More() {
-		if err == nil {
-			err = errors.New("trailing data")
-		}
-		return out, fmt.Errorf("agentloop %s: invalid turn answer: %w", short(m.id), err)
-	}
-	if e := ans.Error; e != nil {
-		if ans.Result != nil {
-			return out, fmt.Errorf("agentloop %s: invalid turn answer: both result and error", short(m.id))
-		}
-		ge := &GuestError{Message: e.Message}
-		if e.Ref > 0 && int(e.Ref) <= len(a.errs) {
-			ge.Err = a.errs[e.Ref-1]
-		}
-		if ge.Message == "" {
-			ge.Message = "agentloop failed"
-		}
-		// The message is the guest's: bounded as a tool's is, so that
-		// the failure records stay small enough to commit.
-		ge.Message = clip(ge.Message, maxErrorMessage)
-		return out, ge
-	}
-	out.Result = bytes.Clone(ans.Result)
-	return out, nil
+	return decodeTurnAnswer(m.id, doc, a.errs)
 }
 
 // fail describes an instance that trapped, exited or was closed.

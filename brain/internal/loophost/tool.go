@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
@@ -85,15 +84,6 @@ type toolInvocation struct {
 	Input         json.RawMessage `json:"input"`
 	Configuration json.RawMessage `json:"configuration"`
 	DeadlineAtMs  int64           `json:"deadline_at_ms"`
-}
-
-// runAnswer is the JSON object run answers.
-type runAnswer struct {
-	Outcome json.RawMessage `json:"outcome,omitempty"`
-	Error   *struct {
-		Message string `json:"message"`
-		Ref     uint32 `json:"ref,omitempty"`
-	} `json:"error,omitempty"`
 }
 
 // RunTool runs one invocation of an admitted Tool module in a fresh
@@ -174,30 +164,7 @@ func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 		}
 		return envapi.Failure(brainapi.FailureToolError, err.Error(), false, nil)
 	}
-	if !utf8.Valid(doc) {
-		return envapi.Failure(envapi.CodeInvalidOutput, fmt.Sprintf("tool %s: invalid run answer: not valid UTF-8", short(c.ID)), false, nil)
-	}
-	var ans runAnswer
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ans); err != nil || dec.More() || (ans.Outcome == nil) == (ans.Error == nil) {
-		return envapi.Failure(envapi.CodeInvalidOutput, fmt.Sprintf("tool %s: invalid run answer", short(c.ID)), false, nil)
-	}
-	if e := ans.Error; e != nil {
-		code, retryable := brainapi.FailureToolError, false
-		var details json.RawMessage
-		if e.Ref > 0 && int(e.Ref) <= len(a.errs) {
-			ae := session.APIError(a.errs[e.Ref-1])
-			code, retryable, details = ae.Code, ae.Retryable, ae.Details
-		}
-		msg := e.Message
-		if msg == "" {
-			msg = "tool failed"
-		}
-		msg = clip(msg, maxErrorMessage)
-		return envapi.Failure(code, msg, retryable, details)
-	}
-	return envapi.Result(bytes.Clone(ans.Outcome))
+	return decodeRunAnswer(c.ID, doc, a.errs)
 }
 
 // limitError is an answer over the output bound.
