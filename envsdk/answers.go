@@ -38,7 +38,13 @@ func (e *answerError) Error() string {
 	return s
 }
 
-func (e *answerError) Unwrap() error { return e.err }
+// Unwrap answers ErrMalformedAnswer and the decoder's error, if any.
+func (e *answerError) Unwrap() []error {
+	if e.err == nil {
+		return []error{ErrMalformedAnswer}
+	}
+	return []error{ErrMalformedAnswer, e.err}
+}
 
 // cutCause cuts s to maxCauseLen bytes on a rune boundary, saying how long
 // it was.

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -16,8 +17,15 @@ import (
 // answering is a callback endpoint that answers every call 200 with body.
 func answering(t *testing.T, body string) *envsdk.Invocation {
 	t.Helper()
+	return refusing(t, http.StatusOK, body)
+}
+
+// refusing is answering with status.
+func refusing(t *testing.T, status int, body string) *envsdk.Invocation {
+	t.Helper()
 	brain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
 		w.Write([]byte(body))
 	}))
 	t.Cleanup(brain.Close)
@@ -40,17 +48,17 @@ func TestMalformedCallbackAnswersAreErrors(t *testing.T) {
 	calls := []envapi.ToolInvocation{{CallID: "a", Name: "t", Input: json.RawMessage(`{}`)}, {CallID: "b", Name: "t", Input: json.RawMessage(`{}`)}}
 	for _, body := range []string{`null`, `[]`, `[{"call_id":"a","sequence":7,"events":[],"finished":true}]`,
 		`[{"call_id":"b","sequence":7,"events":[],"finished":true},{"call_id":"a","sequence":8,"events":[],"finished":true}]`} {
-		if out, err := answering(t, body).Dispatch(ctx, calls); err == nil {
-			t.Errorf("dispatch of 2 calls answered %s = %+v, want an error", body, out)
+		if out, err := answering(t, body).Dispatch(ctx, calls); !errors.Is(err, envsdk.ErrMalformedAnswer) {
+			t.Errorf("dispatch of 2 calls answered %s = %+v, %v; want ErrMalformedAnswer", body, out, err)
 		}
 	}
-	if v, found, err := answering(t, `null`).KVRead(ctx, "k"); err == nil {
-		t.Errorf("kv_read answered null = %q, %v, want an error", v, found)
+	if v, found, err := answering(t, `null`).KVRead(ctx, "k"); !errors.Is(err, envsdk.ErrMalformedAnswer) {
+		t.Errorf("kv_read answered null = %q, %v, %v; want ErrMalformedAnswer", v, found, err)
 	}
 	for _, body := range []string{`{"message":`, ``, "\"\xff\""} {
 		inv := answering(t, body)
-		if out, err := inv.Model(ctx, json.RawMessage(`{"messages":[]}`)); err == nil {
-			t.Errorf("model answered %q = %q, want an error", body, out)
+		if out, err := inv.Model(ctx, json.RawMessage(`{"messages":[]}`)); !errors.Is(err, envsdk.ErrMalformedAnswer) {
+			t.Errorf("model answered %q = %q, %v; want ErrMalformedAnswer", body, out, err)
 		}
 		if out, err := inv.Events(ctx, 0); err == nil {
 			t.Errorf("events answered %q = %q, want an error", body, out)
@@ -61,8 +69,8 @@ func TestMalformedCallbackAnswersAreErrors(t *testing.T) {
 	}
 	for _, body := range []string{`007`, "\u00a05", `+5`, `5.0`} {
 		inv := answering(t, body)
-		if seq, err := inv.Emit(ctx, "x", nil); err == nil {
-			t.Errorf("emit answered %q = %d, want an error", body, seq)
+		if seq, err := inv.Emit(ctx, "x", nil); !errors.Is(err, envsdk.ErrMalformedAnswer) {
+			t.Errorf("emit answered %q = %d, %v; want ErrMalformedAnswer", body, seq, err)
 		}
 		if seq, err := inv.Finish(ctx, nil); !errors.Is(err, envsdk.ErrAckLost) {
 			t.Errorf("finish answered %q = %d, %v; want ErrAckLost", body, seq, err)
@@ -79,4 +87,20 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestCallErrorIsBounded: the code and message of a refusal come from the
+// answering server's body; they are cut to envapi.MaxMessageLen, as a
+// failure receipt's message is, before they reach an error or a log.
+func TestCallErrorIsBounded(t *testing.T) {
+	long := strings.Repeat("é", 20000)
+	g := refusing(t, http.StatusConflict, `{"code":"`+long+`","message":"`+long+`"}`)
+	_, err := g.Emit(context.Background(), "x", nil)
+	var ce *envsdk.CallError
+	if !errors.As(err, &ce) || ce.Status != http.StatusConflict {
+		t.Fatalf("emit refused with 409 = %v, want a *CallError", err)
+	}
+	if len(ce.Code) > envapi.MaxMessageLen || len(ce.Message) > envapi.MaxMessageLen || !utf8.ValidString(ce.Message) || !strings.HasPrefix(long, ce.Message) {
+		t.Errorf("CallError holds a %d-byte code and a %d-byte message, want at most %d valid bytes each", len(ce.Code), len(ce.Message), envapi.MaxMessageLen)
+	}
 }

@@ -26,6 +26,11 @@ var (
 	// ErrClosed is returned by an operation context used after its
 	// operation returned.
 	ErrClosed = errors.New("envsdk: operation context closed")
+	// ErrMalformedAnswer is matched by the error of a callback call whose
+	// answer is not what its method answers (not JSON, a dispatch whose
+	// returns do not match its calls, a sequence that is not a positive
+	// integer): nothing was read from it.
+	ErrMalformedAnswer = errors.New("envsdk: malformed answer")
 )
 
 // Error is a typed provider failure, answered as

@@ -32,7 +32,8 @@ type CallError struct {
 	Method string
 	// Status is the HTTP status of the answer.
 	Status int
-	// Code and Message are the ApiError's, empty when the body was not one.
+	// Code and Message are the ApiError's, empty when the body was not
+	// one, each cut to envapi.MaxMessageLen.
 	Code    string
 	Message string
 }
@@ -132,7 +133,9 @@ func (c *caller) post(ctx context.Context, url, token, method string, body any) 
 			Message string `json:"message"`
 		}
 		if json.Unmarshal(raw, &body) == nil {
-			ce.Code, ce.Message = body.Code, body.Message
+			// Bounded as a failure receipt's message is: the body is the
+			// answering server's, and an error goes to logs.
+			ce.Code, ce.Message = envapi.Truncate(body.Code), envapi.Truncate(body.Message)
 		}
 		return nil, ce
 	}
