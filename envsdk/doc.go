@@ -92,7 +92,9 @@
 // the method answers (not one UTF-8 JSON value, a committed sequence that
 // is not a positive JSON integer, a kv_read answer that is not an object,
 // a dispatch answer that is not one ToolReturn per call in call order) is
-// an error, never a value read from it; for Finish it wraps ErrAckLost.
+// an error matching ErrMalformedAnswer, never a value read from it; for
+// Finish it also wraps ErrAckLost. A refusal (a non-2xx answer) is a
+// *CallError, its code and message cut to envapi.MaxMessageLen.
 //
 // # Tracing
 //
