@@ -40,8 +40,8 @@ const maxAnswerErrorPart = 256
 // errNotUTF8 refuses an answer that is not UTF-8.
 var errNotUTF8 = errors.New("not valid UTF-8")
 
-// decodeAnswer decodes doc, a whole UTF-8 JSON object without unknown
-// members, into v.
+// decodeAnswer decodes doc, a whole UTF-8 JSON object without unknown,
+// repeated or differently cased members, into v.
 func decodeAnswer(doc []byte, v any) error {
 	if !utf8.Valid(doc) {
 		return errNotUTF8
@@ -54,6 +54,11 @@ func decodeAnswer(doc []byte, v any) error {
 	// More would take a stray closing bracket for the end of the input.
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("trailing data")
+	}
+	// encoding/json keeps the last of repeated members and matches names
+	// without regard to case: an answer is read exactly as written.
+	if _, key, dup, misnamed := envapi.StrictMembers(doc, v); dup || misnamed {
+		return &answerError{fmt.Errorf("member %.64q repeated or not named exactly", key)}
 	}
 	return nil
 }
