@@ -46,10 +46,10 @@ func documented(pattern string) []string {
 	return []string{strings.ToLower(method) + " " + path}
 }
 
-// TestOpenAPICoversRoutes: every route the server mounts is documented,
-// and every documented operation is mounted.
-func TestOpenAPICoversRoutes(t *testing.T) {
-	openAPIValidator(t)
+// everyRoute answers a fixture whose server mounts every route: models,
+// metrics, agentloops and tools, hosts and the environment routes.
+func everyRoute(t *testing.T) *fixture {
+	t.Helper()
 	c, _ := catalog.New(nil)
 	dir := t.TempDir()
 	host, err := loophost.Open(context.Background(), loophost.Options{Dir: filepath.Join(dir, "agentloops"), ToolsDir: filepath.Join(dir, "tools")})
@@ -62,8 +62,15 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Close() })
-	f := newFixture(t, Options{Models: c, Metrics: metrics.New().Handler(),
+	return newFixture(t, Options{Models: c, Metrics: metrics.New().Handler(),
 		Agentloops: host, Hosts: reg, Bindings: &envbind.Binder{}}) // the bindings are mounted only, never called
+}
+
+// TestOpenAPICoversRoutes: every route the server mounts is documented,
+// and every documented operation is mounted.
+func TestOpenAPICoversRoutes(t *testing.T) {
+	openAPIValidator(t)
+	f := everyRoute(t)
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
 	}
@@ -251,20 +258,7 @@ func TestOpenAPIResponses(t *testing.T) {
 // that Allow header and an ApiError, the response the document defines.
 func TestOpenAPIDocumentsMethodAnswers(t *testing.T) {
 	v := openAPIValidator(t)
-	c, _ := catalog.New(nil)
-	dir := t.TempDir()
-	host, err := loophost.Open(context.Background(), loophost.Options{Dir: filepath.Join(dir, "agentloops"), ToolsDir: filepath.Join(dir, "tools")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { host.Close(context.Background()) })
-	reg, err := hosts.Open(hosts.Config{Dir: filepath.Join(dir, hosts.DirName)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	f := newFixture(t, Options{Models: c, Metrics: metrics.New().Handler(),
-		Agentloops: host, Hosts: reg, Bindings: &envbind.Binder{}}) // the bindings are mounted only, never called
+	f := everyRoute(t)
 	var doc struct {
 		Paths      map[string]map[string]json.RawMessage `json:"paths"`
 		Components struct {
