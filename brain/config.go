@@ -249,9 +249,10 @@ type Agentloops struct {
 	// activations and Tool invocations together (0: 8); one more fails at
 	// once with code overloaded.
 	MaxCoreInstances int `validate:"gte=0" env:"BRAIN_MAX_CORE_INSTANCES"`
-	// MaxScratchBytes bounds the bytes the files of one Wasm Tool
-	// invocation's scratch directory hold (0: 64 MiB); a write that would
-	// grow them past it fails with ENOSPC.
+	// MaxScratchBytes bounds the bytes one Wasm Tool invocation's scratch
+	// directory holds, each file or directory counting 4096 besides the
+	// bytes of the files (0: 64 MiB); a write or a create that would grow
+	// it past it fails with ENOSPC.
 	MaxScratchBytes int64 `validate:"gte=0" env:"BRAIN_MAX_SCRATCH_BYTES"`
 	// FilesystemAllow bounds the filesystem grants of Wasm Tools: absolute
 	// host directories a workspace grant may name (or lie under), and

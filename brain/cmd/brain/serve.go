@@ -190,7 +190,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	boolean(&f.builtinWasm, "builtin-wasm", "BRAIN_BUILTIN_WASM", "run the built-in default loop as its embedded Wasm build")
 	atLeast1(&f.maxLinearMemory, "max-linear-memory-bytes", "BRAIN_MAX_LINEAR_MEMORY_BYTES", 128<<20, "linear memory bound of a Wasm agentloop in bytes, 65536 to 4294967296")
 	atLeast1(&f.maxCoreInstances, "max-core-instances", "BRAIN_MAX_CORE_INSTANCES", 8, "Wasm instances alive at once, agentloops and Tools together (one more fails as overloaded), at least 1")
-	atLeast1(&f.maxScratch, "max-scratch-bytes", "BRAIN_MAX_SCRATCH_BYTES", 64<<20, "bytes the files of one Wasm Tool invocation's scratch directory may hold (a write past them fails with ENOSPC), at least 1")
+	atLeast1(&f.maxScratch, "max-scratch-bytes", "BRAIN_MAX_SCRATCH_BYTES", 64<<20, "bytes one Wasm Tool invocation's scratch directory may hold, each file or directory counting 4096 besides the bytes of the files (a write or a create past them fails with ENOSPC), at least 1")
 	str(&f.filesystemAllow, "env-filesystem-allow", "BRAIN_ENV_FILESYSTEM_ALLOW", "", `comma list of host directories Wasm Tools may be granted as a workspace, and "scratch" to allow scratch directories`)
 	if v, ok := env("BRAIN_ENV_SECRET_ALLOW"); ok {
 		if err := f.secretAllow.Set(v); err != nil {

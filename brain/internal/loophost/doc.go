@@ -178,17 +178,20 @@
 // (read-only unless granted write) inside Options.FilesystemAllow, a
 // scratch directory at /scratch (a fresh one per invocation, removed
 // after it) when FilesystemAllow holds "scratch", and each secret of
-// Options.SecretAllow read-only at /secrets/<name>. The files of a
-// scratch directory hold at most Options.MaxScratchBytes
-// (BRAIN_MAX_SCRATCH_BYTES, default 64 MiB) in all: a write, pwrite,
-// truncate or allocate that would grow them past it fails with ENOSPC
-// and writes nothing (scratch.go; wazero's file system answers EIO for
-// an errno it lacks, so wasi.go answers ENOSPC for the functions that
-// grow files when the budget refused them). Growth is counted in apparent
-// size (a hole counts as written); a file's bytes come back when it
-// shrinks, or is removed or replaced and no open file holds it.
-// Directories and file names are not counted, and a workspace is not
-// bounded. Everything is denied
+// Options.SecretAllow read-only at /secrets/<name>. A scratch directory
+// holds at most Options.MaxScratchBytes (BRAIN_MAX_SCRATCH_BYTES, default
+// 64 MiB) in all, each of its files and directories counting 4096 bytes
+// (one block) besides the bytes of the files, so that empty entries
+// cannot exhaust the inodes of the host's file system: a write, pwrite,
+// truncate or allocate that would grow it past the budget fails with
+// ENOSPC and writes nothing, and so does the creation of a file
+// (path_open) or a directory, creating nothing (scratch.go; wazero's
+// file system answers EIO for an errno it lacks, so wasi.go answers
+// ENOSPC for those functions when the budget refused them). Growth is
+// counted in apparent size (a hole counts as written); a directory's
+// 4096 bytes come back when it is removed, a file's bytes and 4096 when
+// it is removed or replaced by a rename and no open file holds it, and
+// its bytes when it shrinks. A workspace is not bounded. Everything is denied
 // by default; WASI preview 1 has no sockets, so there is no network.
 // There is no fuel: a spinning guest is stopped by its deadline. A Tool
 // reads the real clock and gets unpredictable random bytes. A loop's

@@ -7,6 +7,10 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 )
 
+// ScratchEntryBytes is what each entry of a scratch directory counts
+// against its budget.
+const ScratchEntryBytes = scratchEntryBytes
+
 // BareInstantiate instantiates the admitted module id with nothing but the
 // start function and closes it: the baseline of an activation. With
 // mapped, the instance's memory comes from the host's allocator.

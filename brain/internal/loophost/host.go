@@ -107,10 +107,11 @@ type Options struct {
 	// a workspace grant may name its directory, and the entry "scratch",
 	// which allows scratch grants. Empty denies every filesystem grant.
 	FilesystemAllow []string
-	// MaxScratchBytes bounds the bytes the files of one invocation's
-	// scratch directory hold (BRAIN_MAX_SCRATCH_BYTES; 0:
-	// DefaultMaxScratchBytes, negative is refused): a write, a pwrite or
-	// a truncate that would grow them past it fails with ENOSPC.
+	// MaxScratchBytes bounds the bytes one invocation's scratch
+	// directory holds, each file or directory counting 4096 besides the
+	// bytes of the files (BRAIN_MAX_SCRATCH_BYTES; 0:
+	// DefaultMaxScratchBytes, negative is refused): a write, a pwrite, a
+	// truncate or a create that would grow it past it fails with ENOSPC.
 	MaxScratchBytes int64
 	// SecretAllow maps the secret names a Tool may be granted to the host
 	// directories mounted read-only at /secrets/<name>

@@ -20,7 +20,7 @@ import (
 // opens regular files and directories only (EPERM for a named pipe, a
 // socket or a device, whose I/O could wait in the host past the deadline).
 // A rootFS with a budget (a scratch directory) bounds the bytes its files
-// hold.
+// hold and the files and directories it holds.
 type rootFS struct {
 	esys.UnimplementedFS
 	root     *os.Root
@@ -103,7 +103,7 @@ func (r *rootFS) OpenFile(p string, flag esys.Oflag, perm fs.FileMode) (esys.Fil
 		return &rootFile{File: f, op: op, path: rel(p), readOnly: r.readOnly}, 0
 	}
 	if r.budget != nil {
-		return r.budget.opened(r.root, rel(p), osflag&os.O_TRUNC != 0, open)
+		return r.budget.opened(r.root, rel(p), osflag&os.O_TRUNC != 0, osflag&os.O_CREATE != 0, open)
 	}
 	f, e := open()
 	if e != 0 {
@@ -194,10 +194,16 @@ func (r *rootFS) Mkdir(p string, perm fs.FileMode) esys.Errno {
 	if r.readOnly {
 		return esys.EROFS
 	}
-	if e := errno(r.root.Mkdir(rel(p), perm)); e != esys.ENOTDIR {
-		return e
+	mkdir := func() esys.Errno {
+		if e := errno(r.root.Mkdir(rel(p), perm)); e != esys.ENOTDIR {
+			return e
+		}
+		return esys.ENOENT
 	}
-	return esys.ENOENT
+	if r.budget != nil {
+		return r.budget.made(r.root, rel(p), mkdir)
+	}
+	return mkdir()
 }
 
 func (r *rootFS) Chmod(p string, perm fs.FileMode) esys.Errno {
@@ -229,7 +235,11 @@ func (r *rootFS) Rmdir(p string) esys.Errno {
 	if !fi.IsDir() {
 		return esys.ENOTDIR
 	}
-	return errno(r.root.Remove(rel(p)))
+	remove := func() esys.Errno { return errno(r.root.Remove(rel(p))) }
+	if r.budget != nil {
+		return r.budget.remove(r.root, rel(p), "", remove)
+	}
+	return remove()
 }
 
 func (r *rootFS) Unlink(p string) esys.Errno {

@@ -1,23 +1,35 @@
 package loophost
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"sync"
 
 	esys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// budget bounds the bytes of the files of one scratch directory
-// (Options.MaxScratchBytes). It counts the size of every regular file
-// the directory holds, and of every removed one an open file still holds:
-// a write, a pwrite or a truncate that would extend a file by more than
-// is left is refused (the guest sees ENOSPC, see wasi.go) before anything
-// is written. Bytes come back when a file shrinks, or when it is removed
-// or replaced by a rename and no open file holds it any more. Sizes are
-// apparent sizes (a hole left by writing past the end counts as
-// written); directories and the names they hold are not counted.
+// scratchEntryBytes is what each file or directory of a scratch directory
+// counts against its budget besides its bytes: one block of a common file
+// system, so that a budget bounds the entries (and inodes) a guest can
+// make as well as their bytes.
+const scratchEntryBytes = 4096
+
+// budget bounds what one scratch directory holds
+// (Options.MaxScratchBytes): scratchEntryBytes for each of its files and
+// directories, and the bytes of its regular files, counting every removed
+// file an open file still holds as one of them. A write, a pwrite or a
+// truncate that would extend a file by more than is left, and the
+// creation of a file or a directory when less than scratchEntryBytes is
+// left, are refused (the guest sees ENOSPC, see wasi.go) before anything
+// is written or created. Bytes come back when a file shrinks, when a
+// directory is removed, or when a file is removed or replaced by a rename
+// and no open file holds it any more. Sizes are apparent sizes (a hole
+// left by writing past the end counts as written); the names a directory
+// holds are not counted beyond their entries.
 type budget struct {
 	mu      sync.Mutex
 	limit   int64
@@ -75,9 +87,31 @@ func (b *budget) takeRefused() bool {
 	return r
 }
 
-// opened runs open, which opens name in root (truncating it with trunc),
-// and tracks the regular file it opened.
-func (b *budget) opened(root *os.Root, name string, trunc bool, open func() (*rootFile, esys.Errno)) (esys.File, esys.Errno) {
+// admits reports whether a new entry at name fits in the budget, noting
+// a refusal for takeRefused. An entry whose parent is no directory is
+// admitted: creating it fails for that reason.
+func (b *budget) admits(root *os.Root, name string) bool {
+	if scratchEntryBytes <= b.limit-b.used {
+		return true
+	}
+	if fi, err := root.Stat(path.Dir(name)); err != nil || !fi.IsDir() {
+		return true
+	}
+	b.refused = true
+	return false
+}
+
+// missing reports whether name is not in root.
+func missing(root *os.Root, name string) bool {
+	_, err := root.Lstat(name)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// opened runs open, which opens name in root (truncating it with trunc,
+// creating it with create), and tracks the regular file it opened. A
+// file it would create is refused as EIO, noted for takeRefused, when
+// the budget has no room for its entry.
+func (b *budget) opened(root *os.Root, name string, trunc, create bool, open func() (*rootFile, esys.Errno)) (esys.File, esys.Errno) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var before int64
@@ -86,7 +120,14 @@ func (b *budget) opened(root *os.Root, name string, trunc bool, open func() (*ro
 			before = fi.Size()
 		}
 	}
+	creates := create && missing(root, name)
+	if creates && !b.admits(root, name) {
+		return nil, esys.EIO
+	}
 	f, e := open()
+	if creates && !missing(root, name) {
+		b.used += scratchEntryBytes
+	}
 	if e != 0 {
 		return nil, e
 	}
@@ -100,8 +141,27 @@ func (b *budget) opened(root *os.Root, name string, trunc bool, open func() (*ro
 	return f, 0
 }
 
+// made runs op, which creates the directory name in root, when the
+// budget has room for its entry, and charges it. A refusal is answered
+// as EIO and noted for takeRefused.
+func (b *budget) made(root *os.Root, name string, op func() esys.Errno) esys.Errno {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if missing(root, name) && !b.admits(root, name) {
+		return esys.EIO
+	}
+	e := op()
+	if e == 0 {
+		b.used += scratchEntryBytes
+	}
+	return e
+}
+
+// free gives n bytes back.
+func (b *budget) free(n int64) { b.used = max(b.used-n, 0) }
+
 // closing notes that f, a tracked file, is about to be closed; a removed
-// file's bytes come back with its last close.
+// file's bytes and entry come back with its last close.
 func (b *budget) closing(f *os.File, ino sys.Inode) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -111,20 +171,23 @@ func (b *budget) closing(f *os.File, ino sys.Inode) {
 	delete(b.open, ino)
 	if b.removed[ino] {
 		delete(b.removed, ino)
+		var size int64
 		if fi, err := f.Stat(); err == nil {
-			b.used = max(b.used-fi.Size(), 0)
+			size = fi.Size()
 		}
+		b.free(size + scratchEntryBytes)
 	}
 }
 
 // remove runs op, which removes name from root or replaces it (a rename
-// onto it from from, unless from is empty), and frees the file it
-// removed.
+// onto it from from, unless from is empty), and frees the entry it
+// removed: a directory at once, a regular file once no open file holds
+// it.
 func (b *budget) remove(root *os.Root, name, from string, op func() esys.Errno) esys.Errno {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	old, err := root.Lstat(name)
-	if err != nil || !old.Mode().IsRegular() {
+	if err != nil {
 		return op()
 	}
 	if from != "" {
@@ -132,14 +195,16 @@ func (b *budget) remove(root *os.Root, name, from string, op func() esys.Errno) 
 			return op()
 		}
 	}
-	e := op()
-	if e != 0 {
+	if e := op(); e != 0 {
 		return e
 	}
-	if ino := inode(old); b.open[ino] > 0 {
+	switch ino := inode(old); {
+	case !old.Mode().IsRegular():
+		b.free(scratchEntryBytes)
+	case b.open[ino] > 0:
 		b.removed[ino] = true
-	} else {
-		b.used = max(b.used-old.Size(), 0)
+	default:
+		b.free(old.Size() + scratchEntryBytes)
 	}
 	return 0
 }

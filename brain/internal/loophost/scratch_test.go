@@ -18,13 +18,16 @@ import (
 // noSpace is how a Go guest on wasip1 spells ENOSPC.
 const noSpace = "No space left on device"
 
-// A Tool's scratch directory holds at most Options.MaxScratchBytes: a
-// write, a pwrite or a truncate that would grow it past that fails with
-// ENOSPC, and nothing beyond the budget reaches the disk. Writes within
-// the budget succeed, and a removed file gives its bytes back once no
-// open file holds it.
+// A Tool's scratch directory holds at most Options.MaxScratchBytes (each
+// file counting ScratchEntryBytes besides its bytes): a write, a pwrite
+// or a truncate that would grow it past that fails with ENOSPC, and
+// nothing beyond the budget reaches the disk. Writes within the budget
+// succeed, and a removed file gives its bytes back once no open file
+// holds it.
 func TestToolScratchBudget(t *testing.T) {
 	const budget = 1 << 20
+	// room is what a single file of the scratch directory may hold.
+	const room = budget - loophost.ScratchEntryBytes
 	tools := t.TempDir()
 	ws := t.TempDir()
 	h, id := toolHost(t, loophost.Options{ToolsDir: tools, MaxScratchBytes: budget,
@@ -75,7 +78,7 @@ func TestToolScratchBudget(t *testing.T) {
 	}
 
 	// Within the budget.
-	if v := value(fmt.Sprintf(`{"op":"fill","path":"/scratch/a","bytes":%d}`, budget)); v != "filled" {
+	if v := value(fmt.Sprintf(`{"op":"fill","path":"/scratch/a","bytes":%d}`, room)); v != "filled" {
 		t.Fatal(v)
 	}
 	// A removed or truncated file frees its bytes.
@@ -92,12 +95,12 @@ func TestToolScratchBudget(t *testing.T) {
 	}
 	// Extending a file by truncate or by a write past its end counts
 	// what it extends.
-	full(fmt.Sprintf(`{"op":"truncate","path":"/scratch/a","bytes":%d}`, budget+1))
-	full(fmt.Sprintf(`{"op":"pwrite","path":"/scratch/a","bytes":%d}`, budget))
-	if v := value(fmt.Sprintf(`{"op":"truncate","path":"/scratch/a","bytes":%d}`, budget)); v != "truncated" {
+	full(fmt.Sprintf(`{"op":"truncate","path":"/scratch/a","bytes":%d}`, room+1))
+	full(fmt.Sprintf(`{"op":"pwrite","path":"/scratch/a","bytes":%d}`, room))
+	if v := value(fmt.Sprintf(`{"op":"truncate","path":"/scratch/a","bytes":%d}`, room)); v != "truncated" {
 		t.Fatal(v)
 	}
-	if v := value(fmt.Sprintf(`{"op":"pwrite","path":"/scratch/a","bytes":%d}`, budget-1)); v != "written" {
+	if v := value(fmt.Sprintf(`{"op":"pwrite","path":"/scratch/a","bytes":%d}`, room-1)); v != "written" {
 		t.Fatal(v)
 	}
 	// The budget is per invocation, and bounds the scratch directory
@@ -152,5 +155,56 @@ func TestScratchBudgetNegativeRefused(t *testing.T) {
 	_, err := loophost.Open(context.Background(), loophost.Options{Dir: t.TempDir(), ToolsDir: t.TempDir(), MaxScratchBytes: -1})
 	if err == nil || !strings.Contains(err.Error(), "MaxScratchBytes") {
 		t.Fatalf("Open = %v, want a refusal naming MaxScratchBytes", err)
+	}
+}
+
+// Each file or directory of a Tool's scratch directory counts
+// ScratchEntryBytes against Options.MaxScratchBytes, empty or not: once
+// they fill the budget, creating one more fails with ENOSPC and creates
+// nothing, and removing some (or replacing one by a rename) makes room
+// for as many again.
+func TestToolScratchEntries(t *testing.T) {
+	const budget = 16 * loophost.ScratchEntryBytes
+	const entries = budget / loophost.ScratchEntryBytes
+	tools := t.TempDir()
+	h, id := toolHost(t, loophost.Options{ToolsDir: tools, MaxScratchBytes: budget,
+		FilesystemAllow: []string{loophost.AllowScratch}})
+	d, err := h.ParseToolImplementation(impl(id, `{"filesystem":{"scratch":true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"file", "dir"} {
+		t.Run(kind, func(t *testing.T) {
+			done := make(chan envapi.Receipt, 1)
+			go func() {
+				done <- h.RunTool(context.Background(), loophost.ToolCall{ID: id, Grants: d.Grants,
+					Input: json.RawMessage(fmt.Sprintf(`{"op":"entries","path":"/scratch/e","content":%q,"bytes":%d,"remove":4,"wait":true}`, kind, 4*entries))})
+			}()
+			// The marker <path>.filled is one of the entries.
+			dir := runningScratch(t, tools, "e.filled", done)
+			held, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(held) > entries {
+				t.Errorf("the scratch directory holds %d entries, over the budget's %d", len(held), entries)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "e.go"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			o := outcomeOf(t, <-done)
+			if o.Status != envapi.StatusOK {
+				t.Fatalf("outcome %+v %+v", o, o.Error)
+			}
+			var v string
+			_ = json.Unmarshal(o.Value, &v)
+			first, again, _ := strings.Cut(v, "; ")
+			if want := fmt.Sprintf("created %d: ", entries-1); !strings.HasPrefix(first, want) || !strings.HasSuffix(first, noSpace) {
+				t.Errorf("first creates: %q, want %q... %s", first, want, noSpace)
+			}
+			if !strings.HasPrefix(again, "created 4: ") || !strings.HasSuffix(again, noSpace) {
+				t.Errorf("creates after removing 4: %q, want 4 and then %s", again, noSpace)
+			}
+		})
 	}
 }

@@ -19,15 +19,16 @@ const (
 // invocation.
 type budgetKey struct{}
 
-// growers are the WASI functions that may extend a file.
-var growers = []string{"fd_write", "fd_pwrite", "fd_filestat_set_size", "fd_allocate"}
+// budgeted are the WASI functions that may extend a file or create a
+// file or a directory: those a scratch budget may refuse.
+var budgeted = []string{"fd_write", "fd_pwrite", "fd_filestat_set_size", "fd_allocate", "path_open", "path_create_directory"}
 
 // instantiateWASI instantiates wazero's WASI preview 1 with the functions
-// that may extend a file answering ENOSPC when the invocation's scratch
-// budget refused them: wazero's file system interface has no such error
-// (it answers EIO for what it does not know), so a refusal is noted by
-// the budget and the errno replaced here. The functions and their types
-// are wazero's own.
+// that may extend or create a file, or create a directory, answering
+// ENOSPC when the invocation's scratch budget refused them: wazero's file
+// system interface has no such error (it answers EIO for what it does not
+// know), so a refusal is noted by the budget and the errno replaced here.
+// The functions and their types are wazero's own.
 func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 	std := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(std)
@@ -39,7 +40,7 @@ func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 	defs := cm.ExportedFunctions()
 	b := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
-	for _, name := range growers {
+	for _, name := range budgeted {
 		d := defs[name]
 		if d == nil {
 			return fmt.Errorf("no function %s", name)

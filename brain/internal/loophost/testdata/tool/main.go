@@ -23,9 +23,12 @@ type input struct {
 	Content string `json:"content"`
 	Bytes   int    `json:"bytes"`
 	Ms      int    `json:"ms"`
-	// Wait makes fill create <path>.filled once it has written and then
-	// wait for <path>.go before it answers.
+	// Wait makes fill and entries create <path>.filling first, rename it
+	// to <path>.filled once they have written and then wait for <path>.go
+	// before they answer.
 	Wait bool `json:"wait"`
+	// Remove is how many entries entries removes before it creates more.
+	Remove int `json:"remove"`
 }
 
 func init() { tool.Export(run) }
@@ -123,16 +126,15 @@ func run(ctx context.Context, svc tool.Services, inv tool.Invocation) (api.Outco
 		}
 	case "fill":
 		// Write bytes to path in chunks of 64 KiB.
-		err := fill(in.Path, in.Bytes)
 		if in.Wait {
-			if err := os.WriteFile(in.Path+".filled", nil, 0o600); err != nil {
+			if err := os.WriteFile(in.Path+".filling", nil, 0o600); err != nil {
 				return tool.Error("wait_failed", err.Error()), nil
 			}
-			for {
-				if _, err := os.Stat(in.Path + ".go"); err == nil {
-					break
-				}
-				time.Sleep(time.Millisecond)
+		}
+		err := fill(in.Path, in.Bytes)
+		if in.Wait {
+			if err := await(in.Path); err != nil {
+				return tool.Error("wait_failed", err.Error()), nil
 			}
 		}
 		if err != nil {
@@ -199,6 +201,59 @@ func run(ctx context.Context, svc tool.Services, inv tool.Invocation) (api.Outco
 			return tool.Error("write_failed", err.Error()), nil
 		}
 		return str("written"), nil
+	case "entries":
+		// Create the entries <path>0, <path>1, ... (directories when
+		// content is "dir", empty files otherwise) until one fails or
+		// bytes of them exist; then remove remove of them (of files every
+		// other one by renaming it onto the last one created), and create
+		// more the same way.
+		if in.Wait {
+			if err := os.WriteFile(in.Path+".filling", nil, 0o600); err != nil {
+				return tool.Error("wait_failed", err.Error()), nil
+			}
+		}
+		create := func(i int) error {
+			name := fmt.Sprint(in.Path, i)
+			if in.Content == "dir" {
+				return os.Mkdir(name, 0o700)
+			}
+			f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o600)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		}
+		var first error
+		n := 0
+		for ; n < in.Bytes; n++ {
+			if first = create(n); first != nil {
+				break
+			}
+		}
+		created := n
+		if in.Wait {
+			if err := await(in.Path); err != nil {
+				return tool.Error("wait_failed", err.Error()), nil
+			}
+		}
+		for i := range in.Remove {
+			var err error
+			if i%2 == 0 || in.Content == "dir" {
+				err = os.Remove(fmt.Sprint(in.Path, i))
+			} else {
+				err = os.Rename(fmt.Sprint(in.Path, i), fmt.Sprint(in.Path, created-1))
+			}
+			if err != nil {
+				return tool.Error("remove_failed", err.Error()), nil
+			}
+		}
+		var again error
+		for ; n < created+in.Bytes; n++ {
+			if again = create(n); again != nil {
+				break
+			}
+		}
+		return str(fmt.Sprintf("created %d: %v; created %d: %v", created, first, n-created, again)), nil
 	case "random":
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
@@ -210,6 +265,19 @@ func run(ctx context.Context, svc tool.Services, inv tool.Invocation) (api.Outco
 		return api.Outcome{Status: "weird"}, nil
 	}
 	return tool.Error("unknown_op", in.Op), nil
+}
+
+// await renames <path>.filling to <path>.filled and waits for <path>.go.
+func await(path string) error {
+	if err := os.Rename(path+".filling", path+".filled"); err != nil {
+		return err
+	}
+	for {
+		if _, err := os.Stat(path + ".go"); err == nil {
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // fill writes n bytes to a new file at path, 64 KiB at a time.
