@@ -57,8 +57,8 @@ func checkTurnAnswer(t *testing.T, doc []byte, errs []error) {
 		if out.Result != nil && (!json.Valid(out.Result) || !utf8.Valid(out.Result)) {
 			t.Fatalf("turn answer %q accepted with result %q", doc, out.Result)
 		}
-		again, _ := json.Marshal(turnAnswer{Result: out.Result})
-		if o, err := decodeTurnAnswer("loop", again, errs); err != nil || !bytes.Equal(o.Result, out.Result) {
+		again := marshalAsIs(t, turnAnswer{Result: out.Result})
+		if o, err := decodeTurnAnswer("loop", again, errs); err != nil || !sameJSON(o.Result, out.Result) {
 			t.Fatalf("turn answer %q: result %q encoded again as %s answers %q, %v", doc, out.Result, again, o.Result, err)
 		}
 	case errors.As(err, &ge):
@@ -91,6 +91,32 @@ func checkTurnAnswer(t *testing.T, doc []byte, errs []error) {
 	}
 }
 
+// marshalAsIs encodes v as a guest would, without escaping <, > and &
+// (encoding/json's HTML escaping is a choice of the encoder, not of JSON).
+func marshalAsIs(t *testing.T, v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// sameJSON reports whether a and b are the same JSON text but for white
+// space between tokens (an answer's values are kept as written; encoding
+// one again compacts it).
+func sameJSON(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return false
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
 func checkRunAnswer(t *testing.T, doc []byte, errs []error) {
 	r := decodeRunAnswer("tool", doc, errs)
 	switch r.Type {
@@ -98,8 +124,8 @@ func checkRunAnswer(t *testing.T, doc []byte, errs []error) {
 		if !json.Valid(r.Output) || !utf8.Valid(r.Output) {
 			t.Fatalf("run answer %q accepted with output %q", doc, r.Output)
 		}
-		again, _ := json.Marshal(runAnswer{Outcome: r.Output})
-		if r2 := decodeRunAnswer("tool", again, errs); r2.Type != envapi.ReceiptResult || !bytes.Equal(r2.Output, r.Output) {
+		again := marshalAsIs(t, runAnswer{Outcome: r.Output})
+		if r2 := decodeRunAnswer("tool", again, errs); r2.Type != envapi.ReceiptResult || !sameJSON(r2.Output, r.Output) {
 			t.Fatalf("run answer %q: output %q encoded again as %s answers %+v", doc, r.Output, again, r2)
 		}
 	case envapi.ReceiptFailure:
