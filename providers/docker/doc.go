@@ -95,6 +95,13 @@
 // needs cleanup in this design, so cleanup_failed is answered only by
 // teardown when the Engine refuses a removal. A cancel that arrives after
 // a provider restart finds the group by the target's sequence.
+// Before it starts the command the wrapper writes a mark on stdout, which
+// the provider takes off; a stream without it is the Engine's refusal to
+// start the exec (its container stopped after the exec was created: the
+// Engine may still open the stream, write its error there and give exit
+// code 126), never the command's output. Nothing of the command ran, so
+// the container is started again once and the command run in it, as for
+// a container found stopped; one that is gone is resource_lost.
 // A command whose exit status never comes back (the Engine connection
 // broke, or the Engine kept reporting it running after its output closed)
 // answers unknown, since it ran and may have had effects; what is left of

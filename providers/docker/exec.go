@@ -30,10 +30,15 @@ import (
 // background child never outlives its call. To stop a command early,
 // killScript does the same from outside (see runExec).
 //
+// Before it starts the command the wrapper writes startMark on stdout,
+// which runExec takes off: a stream without it is the Engine's refusal to
+// start the exec, never the command's output (see startGate).
+//
 // The file is /tmp/.brain-exec-<tag>; the tag is the execute's sequence,
 // so a restarted provider can still cancel a command it started.
 const wrapperScript = `f=$1; shift; t=$BRAIN_EXEC_TAG
 ` + procFuncs + `
+` + startMarkShell + `
 exec 3<&0
 setsid "$@" <&3 3<&- &
 c=$!
@@ -124,7 +129,11 @@ func (e *stopError) Unwrap() error { return e.Cause }
 const killBudget = 4 * time.Second
 
 // runExec runs s in the container ctr, demultiplexing its output into
-// stdout and stderr, and returns its exit code. When ctx ends first it
+// stdout and stderr, and returns its exit code. An exec the Engine did not
+// start, because the container stopped after the exec was created, is
+// errNotRunning (nothing of the command ran) whether the Engine refused
+// the start or said so on the exec's stream; a container gone is errLost.
+// When ctx ends first it
 // kills the command's process group and tagged processes until none is
 // left and the output stream has closed (killUntilClosed), and returns a
 // *stopError.
@@ -149,6 +158,9 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 		if errors.As(err, &stop) || errors.Is(err, errLost) || errors.Is(err, errNotRunning) {
 			return 0, err
 		}
+		if refused := startRefused(ctx, cli, ctr, created.ID); refused != nil {
+			return 0, fmt.Errorf("%w (%v)", refused, err)
+		}
 		// The start may have reached the Engine: the command may run.
 		return 0, lostOutcome(ctx, cli, ctr, s, err)
 	}
@@ -160,9 +172,10 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 			_ = att.CloseWrite()
 		}()
 	}
+	gate := newStartGate(stdout, stderr)
 	done := make(chan error, 1)
 	go func() {
-		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
+		_, err := stdcopy.StdCopy(gate.Stdout(), gate.Stderr(), att.Reader)
 		done <- err
 	}()
 
@@ -170,6 +183,9 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 	case err := <-done:
 		if err != nil {
 			return 0, lostOutcome(ctx, cli, ctr, s, fmt.Errorf("read command output: %w", err))
+		}
+		if !gate.Started() {
+			return 0, notStarted(ctx, cli, ctr, gate.Refusal())
 		}
 		code, err := exitCode(ctx, cli, created.ID)
 		if err != nil && !cerrdefs.IsNotFound(err) {
@@ -181,8 +197,9 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 	stop := &stopError{Cause: ctx.Err()}
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killBudget)
 	defer cancel()
-	stop.Cleanup = killUntilClosed(kctx, cli, ctr, s.User, s.Tag, done)
-	if stop.Cleanup != nil {
+	var closed bool
+	closed, stop.Cleanup = killUntilClosed(kctx, cli, ctr, s.User, s.Tag, done)
+	if !closed {
 		att.Close() // unblock the reader; the command may still run
 		<-done
 	}
@@ -199,7 +216,7 @@ func lostOutcome(ctx context.Context, cli *client.Client, ctr string, s execSpec
 	defer cancel()
 	closed := make(chan error)
 	close(closed)
-	if err := killUntilClosed(kctx, cli, ctr, s.User, s.Tag, closed); err != nil {
+	if _, err := killUntilClosed(kctx, cli, ctr, s.User, s.Tag, closed); err != nil {
 		return fmt.Errorf("%w: %v (cleanup: %v)", envsdk.ErrUnknown, cause, err)
 	}
 	return fmt.Errorf("%w: %v; what was left of the command was killed", envsdk.ErrUnknown, cause)
@@ -209,11 +226,12 @@ func lostOutcome(ctx context.Context, cli *client.Client, ctr string, s execSpec
 // carrying its tag until the output stream has closed and a kill finds no
 // tagged process left. The stream closing alone proves nothing: the Engine
 // closes it soon after the wrapper exits, even while an escaped process
-// still holds it.
-func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag string, done <-chan error) error {
+// still holds it. It answers whether it saw the stream close (it took
+// the stream's end from done, which the caller must then not wait for)
+// and, when a kill did not confirm that nothing is left, why.
+func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag string, done <-chan error) (closed bool, _ error) {
 	wait := 20 * time.Millisecond
 	var lastErr error
-	closed := false
 	for {
 		left, err := killGroup(ctx, cli, ctr, user, tag)
 		switch {
@@ -222,7 +240,7 @@ func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag str
 		case left != "":
 			lastErr = fmt.Errorf("processes %s of the command were still running", left)
 		case closed:
-			return nil
+			return true, nil
 		default:
 			lastErr = nil
 		}
@@ -238,7 +256,7 @@ func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag str
 			if lastErr == nil {
 				lastErr = errors.New("the process group did not exit")
 			}
-			return fmt.Errorf("kill process group of %s: %w", tag, lastErr)
+			return closed, fmt.Errorf("kill process group of %s: %w", tag, lastErr)
 		}
 		if wait < 320*time.Millisecond {
 			wait *= 2
@@ -308,6 +326,55 @@ func execError(ctx context.Context, ctr string, err error) error {
 		return fmt.Errorf("%w: container %s: %w", errNotRunning, ctr, err)
 	}
 	return fmt.Errorf("exec in %s: %w", ctr, err)
+}
+
+// notStarted answers an exec whose stream closed without the wrapper's
+// start mark: the Engine did not start the command, and said why (what).
+// The container stopped (errNotRunning) or is gone (errLost). The Engine
+// may learn of a stop a moment after its runtime refused the exec, so a
+// container still reported running is asked again a few times before the
+// refusal is answered as it is.
+func notStarted(ctx context.Context, cli *client.Client, ctr, what string) error {
+	wait := 10 * time.Millisecond
+	for i := 0; ; i++ {
+		info, err := cli.ContainerInspect(ctx, ctr)
+		switch {
+		case ctx.Err() != nil:
+			return &stopError{Cause: ctx.Err()}
+		case cerrdefs.IsNotFound(err):
+			return fmt.Errorf("%w: container %s: %v", errLost, ctr, err)
+		case err != nil:
+			return fmt.Errorf("the Engine did not start the command in %s (%s); inspect container: %w", ctr, what, err)
+		case info.State == nil || !info.State.Running:
+			return fmt.Errorf("%w: container %s: the Engine did not start the command: %s", errNotRunning, ctr, what)
+		case i == 6:
+			return fmt.Errorf("the Engine did not start the command in %s: %s", ctr, what)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		wait *= 2
+	}
+}
+
+// startRefused answers, for an exec whose start failed without a stream,
+// errNotRunning when its container is stopped and the exec never started
+// (the Engine forgot it, as it does the execs of a stopped container, or
+// kept it without a process); nil when the start may have reached a
+// running command.
+func startRefused(ctx context.Context, cli *client.Client, ctr, id string) error {
+	info, err := cli.ContainerInspect(ctx, ctr)
+	if err != nil || info.State == nil || info.State.Running || info.State.Paused {
+		return nil
+	}
+	x, err := cli.ContainerExecInspect(ctx, id)
+	if err == nil && (x.Running || x.Pid != 0) || err != nil && !cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	return fmt.Errorf("%w: container %s stopped before the command started", errNotRunning, ctr)
 }
 
 // errNotRunning reports an exec refused because the container is stopped.

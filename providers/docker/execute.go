@@ -128,8 +128,10 @@ func (k *call) reportLoss(why string) {
 }
 
 // exec runs one command in the binding's container as the profile's user.
-// A container found stopped (after a detach or an Engine restart) is
-// started again once, and a paused one resumed; a missing one is errLost.
+// A container found stopped (after a detach or an Engine restart, or
+// stopped between the exec's creation and its start, so that the Engine
+// did not start the command) is started again once and the command run
+// there, and a paused one resumed; a missing one is errLost.
 func (k *call) exec(s execSpec, stdout, stderr io.Writer) (int, error) {
 	s.User = k.b.profile.User
 	s.Tag = k.tag
