@@ -2,11 +2,8 @@ package docker
 
 import (
 	"bufio"
-	"crypto/tls"
 	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -14,10 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/client"
-
 	"github.com/brain-in-go/brain/envsdk/envapi"
-	"github.com/brain-in-go/brain/envsdk/envtest"
 	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
@@ -43,20 +37,22 @@ func newCuttingProxy(t *testing.T, engine string) *cuttingProxy {
 	}
 	p := &cuttingProxy{ln: ln, engine: u.Path, cutAfter: 500 * time.Millisecond}
 	p.wg.Add(1)
-	go p.serve()
+	go acceptEach(ln, &p.wg, p.relay)
 	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
 	return p
 }
 
-func (p *cuttingProxy) serve() {
-	defer p.wg.Done()
+// acceptEach serves every connection ln accepts with relay, each counted
+// in wg, until ln is closed.
+func acceptEach(ln net.Listener, wg *sync.WaitGroup, relay func(net.Conn)) {
+	defer wg.Done()
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		p.wg.Add(1)
-		go func() { defer p.wg.Done(); p.relay(c) }()
+		wg.Add(1)
+		go func() { defer wg.Done(); relay(c) }()
 	}
 }
 
@@ -98,30 +94,9 @@ func (p *cuttingProxy) relay(c net.Conn) {
 // does not outlive its call.
 func TestEngineStreamLostMidCommandIsUnknown(t *testing.T) {
 	t.Parallel()
-	real, image := testEngine(t)
+	real, _ := testEngine(t)
 	proxy := newCuttingProxy(t, real.DaemonHost())
-	cli, err := client.NewClientWithOpts(
-		client.WithHost("tcp://"+proxy.ln.Addr().String()),
-		client.WithHTTPClient(&http.Client{Transport: &http.Transport{
-			DisableKeepAlives: true,
-			DialContext:       (&net.Dialer{}).DialContext,
-			// No HTTP/2: it would give the transport a TLS configuration,
-			// and the client would then dial exec streams with TLS.
-			TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
-		}}),
-		client.WithAPIVersionNegotiation(),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := New(Config{Profiles: testProfiles(image), StateDir: t.TempDir(), Client: cli})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanupInstance(t, real, p.Instance())
-	srv := httptest.NewServer(p.Handler(testToken))
-	t.Cleanup(srv.Close)
-	h := &harness{t: t, p: p, url: srv.URL, brain: envtest.NewBrain(t)}
+	h := proxiedHarness(t, proxy.ln.Addr().String())
 	c := h.commands()
 	h.setup(c, "")
 	h.shell(c, "true") // allocate

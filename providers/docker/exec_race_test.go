@@ -57,21 +57,9 @@ func newStoppingProxy(t *testing.T, cli *client.Client, answer string) *stopping
 	}
 	p := &stoppingProxy{ln: ln, engine: u.Path, cli: cli, answer: answer}
 	p.wg.Add(1)
-	go p.serve()
+	go acceptEach(ln, &p.wg, p.relay)
 	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
 	return p
-}
-
-func (p *stoppingProxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.wg.Add(1)
-		go func() { defer p.wg.Done(); p.relay(c) }()
-	}
 }
 
 // relay forwards one connection (keep-alives are off, so one request).
