@@ -84,7 +84,9 @@
 // background child never outlives the call. An orphan that carries
 // another command's tag is left to that command; an untagged orphan of a
 // command that started after this one is not told apart from this
-// command's own and is killed too. At the deadline (deadline_ms, the
+// command's own and is killed too. The container's keep-alive, the init's
+// own child, is never taken for an orphan: it stays in the init's
+// session, which no command's process can join. At the deadline (deadline_ms, the
 // input's timeout_ms or the profile's timeout) or on cancel, the provider
 // execs the same kill until the output stream has closed and a kill finds
 // nothing left (the stream closing alone proves nothing: the Engine

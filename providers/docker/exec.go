@@ -59,11 +59,14 @@ exit "$r"`
 // or after $since. killall_ kills, until a round finds none, every
 // process but the running shell that carries tag $t, and every orphan
 // started at or after $1 that carries no tag, and prints the pid of each
-// it found. The init's own child (the container's keep-alive) started
-// before any command, so it is never an orphan of one. An orphan of
-// another command that carries its tag is left to that command.
+// it found. The init's own child (the container's keep-alive) is in the
+// init's session (field 6, session 1), which no exec can join (the Engine
+// starts each in a session of its own), so it is never taken for an
+// orphan, though it may have started in the same clock tick as a command.
+// An orphan of another command that carries its tag is left to that
+// command.
 const procFuncs = `started() { read -r l <"/proc/$1/stat" || return 1; l=${l##*) }; set -- $l; since=${20}; }
-orphan() { o=$2; read -r l <"/proc/$1/stat" 2>/dev/null || return 1; l=${l##*) }; set -- $l; [ "$1" != Z ] && [ "$2" = 1 ] && [ "${20}" -ge "$o" ]; }
+orphan() { o=$2; read -r l <"/proc/$1/stat" 2>/dev/null || return 1; l=${l##*) }; set -- $l; [ "$1" != Z ] && [ "$2" = 1 ] && [ "$4" != 1 ] && [ "${20}" -ge "$o" ]; }
 killall_() {
 for round in 1 2 3 4 5 6 7 8; do
 found=

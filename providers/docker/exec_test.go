@@ -112,3 +112,39 @@ func TestExecStopKillsProcessGroup(t *testing.T) {
 		t.Fatalf("a process of the stopped command survived:\n%s", ps)
 	}
 }
+
+// The container's keep-alive is the init's child and carries no tag, and it
+// may start in the same clock tick as the first command (a process's start
+// time counts in ticks of 10 ms): the kill spares it whatever its start
+// time, so a kill never stops the container. The group file here names the
+// init as the wrapper, so every process of the container started at or
+// after the wrapper.
+func TestKillSparesKeepAlive(t *testing.T) {
+	t.Parallel()
+	cli, _ := testEngine(t)
+	ctr := testContainer(t, Profile{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if code, out, errOut, err := run(t, ctx, ctr, execSpec{
+		Argv: []string{"sh", "-c", "echo '999999 1' > /tmp/.brain-exec-early"},
+	}); err != nil || code != 0 {
+		t.Fatalf("write group file = %d, %q, %q, %v", code, out, errOut, err)
+	}
+	left, err := killGroup(ctx, cli, ctr, DefaultUser, "early")
+	if err != nil {
+		t.Fatalf("killGroup: %v", err)
+	}
+	if left != "" {
+		t.Errorf("the kill found processes %s; want none", left)
+	}
+	info, err := cli.ContainerInspect(ctx, ctr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.State.Running {
+		t.Fatalf("the kill stopped the container: %+v", info.State)
+	}
+	if code, out, _, err := run(t, ctx, ctr, execSpec{Argv: []string{"ps", "-o", "pid,args"}}); err != nil || code != 0 || !strings.Contains(out, "sleep "+keepAliveSeconds) {
+		t.Fatalf("after the kill: %d %v\n%s", code, err, out)
+	}
+}
