@@ -40,7 +40,7 @@ ANTHROPIC_API_KEY from Brain's environment.
 Authentication: without BRAIN_API_TOKEN a token is generated, saved to
 <data dir>/operator.token (mode 0600) and required. --no-auth serves without
 authentication and, like a missing token, is refused on a non-loopback
-address.
+address; it is refused beside a token too.
 
 Tracing: OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
 exports spans of requests, turns, model and tool calls and environment
@@ -236,13 +236,18 @@ func inRange(least, most int64) string {
 	return fmt.Sprintf("want an integer of at least %d", least)
 }
 
-// checkParsed refuses integer flags given out of their range and notes a
-// given --session-idle-ttl-secs.
+// checkParsed refuses integer flags given out of their range and
+// --no-auth beside a token, and notes a given --session-idle-ttl-secs.
 func (f *serveFlags) checkParsed(fs *flag.FlagSet) error {
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	f.idleTTLSet = f.idleTTLSet || given["session-idle-ttl-secs"]
 	var errs []error
+	if f.noAuth && f.token != "" {
+		// Which one the operator meant cannot be told: serving without
+		// the token they set would open what they meant to close.
+		errs = append(errs, errors.New("--no-auth (BRAIN_NO_AUTH) contradicts the token given (--token or BRAIN_API_TOKEN)"))
+	}
 	for _, i := range f.ints {
 		if given[i.name] && (*i.p < i.least || *i.p > i.most) {
 			errs = append(errs, fmt.Errorf("--%s %d (%s): %s", i.name, *i.p, i.envName, inRange(i.least, i.most)))

@@ -137,3 +137,25 @@ func TestLogLevelErrorNamesVariable(t *testing.T) {
 		t.Errorf("BRAIN_LOG_LEVEL=loud: exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestNoAuthWithTokenRefused: --no-auth beside a token, from the flag or
+// the environment, stops start-up instead of silently serving without
+// the token the operator set (as the reference providers do).
+func TestNoAuthWithTokenRefused(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		args []string
+	}{
+		{nil, []string{"--no-auth", "--token", "t0ken"}},
+		{map[string]string{"BRAIN_API_TOKEN": "t0ken"}, []string{"--no-auth"}},
+		{map[string]string{"BRAIN_API_TOKEN": "t0ken", "BRAIN_NO_AUTH": "1"}, nil},
+	} {
+		_, err := serveConfig(c.env, c.args...)
+		if err == nil || !strings.Contains(err.Error(), "contradicts") || strings.Contains(err.Error(), "t0ken") {
+			t.Errorf("env %v args %v: error %v, want one saying --no-auth contradicts the token, without the token", c.env, c.args, err)
+		}
+	}
+	if cfg, err := serveConfig(nil, "--no-auth"); err != nil || cfg.Token != "" || cfg.TokenFile != "" {
+		t.Errorf("--no-auth alone: token %q file %q, %v; want no token", cfg.Token, cfg.TokenFile, err)
+	}
+}
