@@ -162,7 +162,7 @@ type Storage struct {
 	DatabaseURL string `validate:"omitempty,url" env:"BRAIN_DATABASE_URL"`
 	// SealingKeyFile is the key file every node sharing a database uses
 	// (required with DatabaseURL, refused without it): 64 hex digits or
-	// 32+ raw bytes.
+	// 32+ raw bytes, in a file only its owner may read or write.
 	SealingKeyFile string `validate:"excluded_without=DatabaseURL" env:"BRAIN_SEALING_KEY_FILE"`
 	// Lease is how long a node's lease on a session's activations lasts
 	// unless renewed (database backends; 0 selects 10 s): after a node

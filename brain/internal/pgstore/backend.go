@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -17,12 +18,36 @@ func init() {
 	backend.Register("postgresql", openBackend)
 }
 
+// maxSealingKeyFile bounds a sealing key file: a key is 32 to a few
+// hundred bytes, never a file the server should read whole.
+const maxSealingKeyFile = 4 << 10
+
+// ErrSealingKey reports a sealing key file that cannot be used.
+var ErrSealingKey = errors.New("pgstore: sealing key")
+
 // ReadSealingKey reads a sealing key file: 64 hexadecimal digits (a
-// trailing newline allowed), or at least 32 raw bytes.
+// trailing newline allowed), or at least 32 raw bytes. A file other users
+// may read or write is refused (whoever reads it unseals every credential
+// of the cluster), naming the file and the fix.
 func ReadSealingKey(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: sealing key: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrSealingKey, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSealingKey, err)
+	}
+	if m := fi.Mode(); !m.IsRegular() || m.Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%w: %s has mode %v; it must be a file only its owner can read and write (chmod 600 %s)", ErrSealingKey, path, m, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSealingKeyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSealingKey, err)
+	}
+	if len(b) > maxSealingKeyFile {
+		return nil, fmt.Errorf("%w: %s holds more than %d bytes", ErrSealingKey, path, maxSealingKeyFile)
 	}
 	if t := strings.TrimSpace(string(b)); len(t) == 64 {
 		if k, err := hex.DecodeString(t); err == nil {
@@ -30,7 +55,7 @@ func ReadSealingKey(path string) ([]byte, error) {
 		}
 	}
 	if len(b) < 32 {
-		return nil, errors.New("pgstore: sealing key file must hold 64 hex digits or at least 32 bytes")
+		return nil, fmt.Errorf("%w: %s must hold 64 hex digits or at least 32 bytes", ErrSealingKey, path)
 	}
 	return b, nil
 }
