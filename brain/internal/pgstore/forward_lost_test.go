@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,38 @@ func (r *relay) pipe(c net.Conn) {
 	io.Copy(c, up)
 }
 
+// reservePort answers a loopback address on which a connection is
+// refused, because a socket is bound to it but does not listen, until
+// unreserve closes that socket: no other listener of the tests running
+// meanwhile can take the port.
+func reservePort(t *testing.T) (addr string, unreserve func()) {
+	t.Helper()
+	// Not inherited by the nodes the test starts, which would keep the
+	// port bound after unreserve.
+	syscall.ForkLock.RLock()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		syscall.Close(fd)
+		t.Fatal(err)
+	}
+	var once sync.Once
+	unreserve = func() { once.Do(func() { syscall.Close(fd) }) }
+	t.Cleanup(unreserve)
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port)), unreserve
+}
+
 // postJSON posts a message to session id on base with an idempotency key
 // and answers the status and the decoded error, if any.
 func postJSON(t *testing.T, ctx context.Context, base, id, key, msg string) (int, api.ApiError, string) {
@@ -106,7 +139,8 @@ func postJSON(t *testing.T, ctx context.Context, base, id, key, msg string) (int
 // 503 overloaded, and the owner never ran it.
 func TestForwardAnswerLost(t *testing.T) {
 	dbURL, keyFile := pgtest.Database(t), sealingKey(t)
-	addr, public := freePort(t), freePort(t)
+	addr := freePort(t)
+	public, unreserve := reservePort(t)
 	a := serveNodeEnv(t, dbURL, keyFile, "BRAIN_LISTEN="+addr, "BRAIN_PUBLIC_URL=http://"+public, "BRAIN_LEASE_SECS=10")
 	b := clusterNode(t, dbURL, keyFile, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -126,6 +160,7 @@ func TestForwardAnswerLost(t *testing.T) {
 		t.Fatalf("message the owner could not be reached for = %d %s, want 503 %s", status, body, api.CodeOverloaded)
 	}
 
+	unreserve()
 	rl := newRelay(t, public, addr)
 	rl.cut.Store(true)
 	status, ae, body = postJSON(t, ctx, b.url, s.ID, "two", "two")
