@@ -107,10 +107,15 @@ func (b *binding) workspace(c *envsdk.Ctx) (*space, error) {
 }
 
 // allocate creates the workspace directory. It runs once per binding
-// generation, shared by concurrent first executes.
+// generation, shared by concurrent first executes. It may run after the
+// executes that started it gave up, and so after a teardown: then it
+// creates nothing.
 func (b *binding) allocate(context.Context) (*space, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.gone {
+		return nil, envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", b.key)
+	}
 	dir := b.rec.Dir
 	path := b.dirPath()
 	sp, err := b.mkdir(path)

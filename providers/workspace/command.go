@@ -39,6 +39,16 @@ func runCommand(k *call) (any, error) {
 		if !envName.MatchString(name) || name == MarkerEnv {
 			return nil, invalidInput("input.env: %q is not an allowed variable name", name)
 		}
+		if !opts.allowsVariable(name) {
+			return nil, notAllowedVariable("input.env", name)
+		}
+	}
+	// The binding's variables were checked at setup, perhaps under other
+	// options.
+	for name := range k.cfg.Env {
+		if !opts.allowsVariable(name) {
+			return nil, notAllowedVariable("configuration.env", name)
+		}
 	}
 	if err := k.checkLimits(0, 0); err != nil {
 		return nil, err
@@ -110,6 +120,13 @@ func runCommand(k *call) (any, error) {
 		return nil, envsdk.Failf(envapi.CodeExecutionFailed, "%v", runErr)
 	}
 	return nil, fmt.Errorf("run command: %w", runErr)
+}
+
+// notAllowedVariable refuses a variable that would make an allowed program
+// load code of the session's choosing.
+func notAllowedVariable(field, name string) error {
+	return envsdk.Failf("not_allowed", "%s: %s is not allowed while the operator restricts the programs commands may run", field, name).
+		WithDetails(map[string]string{"field": field, "variable": name})
 }
 
 // millis converts a positive count of milliseconds to a duration, the

@@ -15,7 +15,9 @@
 // unknown or torn-down binding fails with unavailable.
 // detach and teardown while executes run fail with busy.
 //
-// Each binding's state is one JSON file under <root>/bindings, written
+// Each binding's state is one JSON file under <root>/bindings, named by
+// the binding key in base64url (by "sha256." and the key's SHA-256 in hex
+// when that name would be too long for the file system), written
 // atomically (temporary file, fsync, rename, directory fsync), so a provider
 // restarted on the same root finds its workspaces. A file that does not
 // decode, is not named by its key, holds an unknown phase or names a
@@ -38,10 +40,16 @@
 // fail with path_escape, and so do absolute symbolic links even when they
 // name a place inside (os.Root follows relative links only). A read cut by its limit inside a multi-byte
 // character ends before that character, so that text is returned as text;
-// the caller continues from the offset plus the bytes returned. A command
+// the caller continues from the offset plus the bytes returned. A list
+// shows a subdirectory it cannot read (or that is removed meanwhile)
+// without its contents, and so does the measure of the workspace against
+// its limits. A command
 // runs with its working directory inside the workspace, an environment
 // built from the operator's allow-list plus the input's variables, and only
-// programs the operator allows. Its output
+// programs the operator allows; while the operator restricts the programs,
+// a session may not set the variables through which an allowed program
+// would load a library of the session's choosing (LD_* and GCONV_PATH:
+// not_allowed in an input, invalid_configuration at setup). Its output
 // is streamed while it runs as "workspace.output" events through the
 // execution's emit service ({"stream", "data"}, chunks of at most 16 KiB)
 // and returned with each stream capped at the output limit: the head is

@@ -227,7 +227,12 @@ func runList(k *call) (any, error) {
 	fsys := r.FS()
 	walk := func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			if path == p {
+				return err
+			}
+			// A subdirectory that cannot be read, or that went away
+			// meanwhile, is listed without its contents.
+			return nil
 		}
 		if path == p {
 			return nil

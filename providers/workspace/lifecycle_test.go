@@ -305,3 +305,40 @@ func TestMethodsDeclared(t *testing.T) {
 		}
 	}
 }
+
+// With the programs restricted, a session cannot make an allowed program
+// load code of its choosing through the dynamic loader's variables, from
+// the input nor from the binding's configuration; without a restriction
+// they pass as any other variable.
+func TestAllowListRefusesLoaderVariables(t *testing.T) {
+	f := newFixture(t, Options{Commands: []string{"printenv"}})
+	c := f.commands("s1")
+	accepted(t, f.post(c.Setup(nil)))
+	ok(t, f.exec(c, "write", map[string]string{"path": "lib.so", "content": "not really a library"}, nil), nil)
+	for _, name := range []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GCONV_PATH"} {
+		in := map[string]any{"argv": []string{"printenv", name}, "env": map[string]string{name: "lib.so"}}
+		r := f.exec(c, "command", in, nil)
+		fails(t, r, "not_allowed")
+		if !strings.Contains(r.Message, name) {
+			t.Errorf("message %q does not name %s", r.Message, name)
+		}
+	}
+	var out toolset.CommandOutput
+	ok(t, f.exec(c, "command", map[string]any{"argv": []string{"printenv", "GREETING"}, "env": map[string]string{"GREETING": "hi"}}, nil), &out)
+	if out.Stdout != "hi\n" {
+		t.Errorf("an ordinary variable: %+v", out)
+	}
+	r := f.post(f.commands("s2").Setup(json.RawMessage(`{"env": {"LD_PRELOAD": "lib.so"}}`)))
+	fails(t, r, envapi.CodeInvalidConfiguration)
+	if !strings.Contains(r.Message, "LD_PRELOAD") {
+		t.Errorf("message %q does not name LD_PRELOAD", r.Message)
+	}
+
+	g := newFixture(t, Options{})
+	d := g.commands("s1")
+	accepted(t, g.post(d.Setup(json.RawMessage(`{"env": {"LD_LIBRARY_PATH": "/opt/lib"}}`))))
+	ok(t, g.exec(d, "command", map[string]any{"argv": []string{"printenv", "LD_LIBRARY_PATH"}}, nil), &out)
+	if out.Stdout != "/opt/lib\n" {
+		t.Errorf("without a restriction: %+v", out)
+	}
+}

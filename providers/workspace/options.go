@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -39,7 +40,8 @@ type Options struct {
 	// MaxBytes and MaxFiles bound a workspace's total size and number of
 	// entries. The file tools refuse a write beyond them and a command does
 	// not start in a workspace already beyond them (limit_exceeded); a
-	// running command is not stopped by them. Zero means the default,
+	// running command is not stopped by them. The contents of a directory
+	// the provider cannot read are not counted. Zero means the default,
 	// negative means unlimited.
 	MaxBytes int64
 	MaxFiles int
@@ -49,7 +51,8 @@ type Options struct {
 	OutputLimit int
 	// Commands is the allow-list of program names (the base name of argv[0];
 	// "sh" allows shell lines). Nil, or a list holding AnyCommand, allows
-	// every program.
+	// every program. A list that restricts the programs also keeps a
+	// session from setting the loader's variables (LD_*, GCONV_PATH).
 	Commands []string
 	// CommandTimeout bounds a command whose execute has no deadline; zero
 	// means DefaultCommandTimeout, negative means none.
@@ -108,9 +111,24 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// restricted reports whether the operator allows only some programs.
+func (o *Options) restricted() bool {
+	return o.Commands != nil && !slices.Contains(o.Commands, AnyCommand)
+}
+
 // allowsProgram reports whether the operator allows running name.
 func (o *Options) allowsProgram(name string) bool {
-	return o.Commands == nil || slices.Contains(o.Commands, AnyCommand) || slices.Contains(o.Commands, filepath.Base(name))
+	return !o.restricted() || slices.Contains(o.Commands, filepath.Base(name))
+}
+
+// allowsVariable reports whether a session may give its commands the
+// variable name (in a command's input or the binding's configuration).
+// When the programs are restricted it may not set the variables through
+// which the dynamic loader and the C library load code into a program
+// (LD_PRELOAD and every other LD_ variable, GCONV_PATH): with them an
+// allowed program would run a library the session wrote.
+func (o *Options) allowsVariable(name string) bool {
+	return !o.restricted() || !(strings.HasPrefix(name, "LD_") || name == "GCONV_PATH")
 }
 
 // BindingConfig is a binding's setup configuration:

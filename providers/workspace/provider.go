@@ -119,6 +119,11 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 				"configuration.env: %q is not a variable name", name).
 				WithDetails(map[string]string{"field": "configuration.env"})
 		}
+		if !p.opts.allowsVariable(name) {
+			return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeInvalidConfiguration,
+				"configuration.env: %s is not allowed while the operator restricts the programs commands may run", name).
+				WithDetails(map[string]string{"field": "configuration.env"})
+		}
 	}
 	raw := c.RawConfiguration
 	if len(raw) == 0 {

@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 // A state file whose workspace directory is empty or leaves the
@@ -86,4 +90,29 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("record of %q decoded from %q", rec.Key, name)
 		}
 	})
+}
+
+// Session ids and environment names are identifiers of up to 128
+// characters, and a binding's key joins them with its sequence: a binding
+// of the longest of them is set up, survives a restart and is torn down
+// like any other.
+func TestLongBindingKeys(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := envtest.NewCommands("s"+strings.Repeat("a", 127), "w"+strings.Repeat("b", 127))
+	c.Brain = f.brain
+	c.BindingSequence = 1<<53 - 1 // the largest sequence the protocol allows
+	accepted(t, f.post(c.Setup(nil)))
+	ok(t, f.exec(c, "write", map[string]string{"path": "a.txt", "content": "kept"}, nil), nil)
+
+	g := f.restart(Options{})
+	var rd toolset.ReadOutput
+	ok(t, g.exec(c, "read", map[string]string{"path": "a.txt"}, nil), &rd)
+	if rd.Content != "kept" {
+		t.Errorf("read after restart %+v", rd)
+	}
+	fails(t, g.post(c.Setup(nil)), envapi.CodeAlreadyExists)
+	accepted(t, g.post(c.Teardown()))
+	if files, _ := filepath.Glob(filepath.Join(f.root, "bindings", "*")); len(files) != 0 {
+		t.Errorf("teardown left state files %v", files)
+	}
 }

@@ -18,11 +18,19 @@ type usage struct {
 	Files int   `json:"files"`
 }
 
+// measure sums the usage of the workspace dir. A directory below it that
+// cannot be read (a command made it unreadable) or that went away while it
+// was walked (a command removing files as it runs) is counted without its
+// contents: were it a failure, one such directory would stop every
+// command, write and edit, including the command that would put it right.
 func measure(dir string) (usage, error) {
 	var u usage
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			if path == dir {
+				return err
+			}
+			return nil
 		}
 		if path == dir {
 			return nil
