@@ -112,7 +112,8 @@
 // # Lifecycle and state
 //
 // Each binding is one JSON file in the state directory, named by the
-// base64url binding key and written atomically (temporary file, fsync,
+// base64url binding key (by "sha256." and the key's SHA-256 in hex when
+// that name would be too long for the file system) and written atomically (temporary file, fsync,
 // rename or exclusive link, directory fsync): key, session, environment,
 // resource id, profile, pinned image ID, whether a chown is needed, and
 // the phase new → allocating → ready (or failed) → deleted. The phase

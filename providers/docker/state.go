@@ -2,7 +2,6 @@ package docker
 
 import (
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -84,8 +83,10 @@ func openStateStore(dir string) (*stateStore, error) {
 
 const stateSuffix = ".json"
 
+// path is the state file of key (see fsutil.KeyFileName: identifiers of
+// 128 characters make a key too long to name a file by in base64url).
 func (s *stateStore) path(key string) string {
-	return filepath.Join(s.dir, base64.RawURLEncoding.EncodeToString([]byte(key))+stateSuffix)
+	return filepath.Join(s.dir, fsutil.KeyFileName(key, stateSuffix))
 }
 
 // errStateExists reports an exclusive create of a binding that has a file.

@@ -99,3 +99,37 @@ func FuzzDecodeState(f *testing.F) {
 		}
 	})
 }
+
+// The longest identifiers environment/v1 allows (128 characters each)
+// make a binding key whose base64url name is longer than a file name may
+// be: its state is still created, read, listed and removed.
+func TestLongBindingKeyState(t *testing.T) {
+	s, err := openStateStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.Repeat("s", 128) + "/" + strings.Repeat("e", 128)
+	st := goodState(key)
+	if err := s.create(st); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if err := s.create(goodState(key)); err != errStateExists {
+		t.Fatalf("second create = %v, want errStateExists", err)
+	}
+	st.Phase = phaseDeleted
+	if err := s.put(st); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	if got, ok, err := s.get(key); err != nil || !ok || got.Phase != phaseDeleted {
+		t.Fatalf("get = %+v %v %v", got, ok, err)
+	}
+	if all, err := s.list(); err != nil || len(all) != 1 || all[0].Key != key {
+		t.Fatalf("list = %v %v", all, err)
+	}
+	if err := s.remove(key); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.get(key); ok || err != nil {
+		t.Fatalf("get after remove = %v %v", ok, err)
+	}
+}

@@ -1,8 +1,6 @@
 package workspace
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -48,27 +46,10 @@ type store struct{ dir string }
 
 const stateSuffix = ".json"
 
-// maxEncodedKey is the longest base64url key a state file is named by: the
-// temporary file WriteFileAtomic writes beside it adds 21 bytes (".tmp-",
-// "-" and up to 10 digits) to the name, which must stay within the 255
-// bytes a file name may have.
-const maxEncodedKey = 255 - len(stateSuffix) - 21
-
-// hashedPrefix starts the name of the state file of a longer key, named by
-// the key's SHA-256 instead; base64url has no '.', so the two kinds of
-// names never meet.
-const hashedPrefix = "sha256."
-
-// path is the state file of key: named by the key in base64url, or by its
-// SHA-256 when that name would be too long (identifiers of 128 characters
-// make a key of nearly 300 bytes).
+// path is the state file of key (see fsutil.KeyFileName: identifiers of
+// 128 characters make a key too long to name a file by in base64url).
 func (s store) path(key string) string {
-	name := base64.RawURLEncoding.EncodeToString([]byte(key))
-	if len(name) > maxEncodedKey {
-		sum := sha256.Sum256([]byte(key))
-		name = hashedPrefix + hex.EncodeToString(sum[:])
-	}
-	return filepath.Join(s.dir, name+stateSuffix)
+	return filepath.Join(s.dir, fsutil.KeyFileName(key, stateSuffix))
 }
 
 // save writes rec atomically: temporary file, fsync, rename, directory fsync.
