@@ -5,5 +5,5 @@
 // the target, fsync, rename, directory fsync), WriteFileExclusive creates
 // one the same way but never replaces it, SyncDir makes a directory's
 // entries durable and Fdatasync a file's data. IsTemp recognises the
-// temporary files a crash may leave behind.
+// temporary files a crash may leave behind, IsTempOf those of one target.
 package fsutil

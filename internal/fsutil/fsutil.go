@@ -20,6 +20,13 @@ func IsTemp(name string) bool {
 		(strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"))
 }
 
+// IsTempOf tells whether name (a base name) is a temporary file that
+// WriteFileAtomic or WriteFileExclusive may have left behind in a crash
+// while writing target (a base name).
+func IsTempOf(name, target string) bool {
+	return strings.HasPrefix(name, tempPrefix+target+"-") || strings.HasPrefix(name, "."+target+".tmp-")
+}
+
 // WriteFileAtomic replaces path with data: it writes a temporary file in the
 // same directory, fsyncs it, renames it over path and fsyncs the directory.
 // After a crash path holds either its old content or data, never a mix.

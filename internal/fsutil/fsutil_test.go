@@ -150,3 +150,24 @@ func TestWriteFileExclusive(t *testing.T) {
 		t.Errorf("directory holds %d entries, want only the target (no temporary file)", len(entries))
 	}
 }
+
+func TestIsTempOf(t *testing.T) {
+	dir := t.TempDir()
+	tmp, err := os.CreateTemp(dir, tempPrefix+"format-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp.Close()
+	for name, want := range map[string]bool{
+		filepath.Base(tmp.Name()): true,
+		".format.tmp-123":         true,
+		".tmp-format.old-1":       false,
+		".tmp-formats-1":          false,
+		"format":                  false,
+		".tmp-other-1":            false,
+	} {
+		if got := IsTempOf(name, "format"); got != want {
+			t.Errorf("IsTempOf(%q, format) = %v, want %v", name, got, want)
+		}
+	}
+}

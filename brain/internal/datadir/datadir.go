@@ -6,9 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // FormatMarker is the content of the format file this version writes and
@@ -83,8 +86,17 @@ func (d *Dir) check() error {
 	if err != nil {
 		return err
 	}
-	if len(others) > 0 {
+	// A first Open cut short (a kill or crash before the marker was
+	// renamed into place) leaves the marker's temporary file: it is this
+	// Open's to remove, once nothing else is found.
+	foreign := slices.DeleteFunc(slices.Clone(others), func(n string) bool { return fsutil.IsTempOf(n, FormatName) })
+	if len(foreign) > 0 {
 		return fmt.Errorf("%w: %s holds %s", ErrNotEmpty, d.path, describe(others))
+	}
+	for _, n := range others {
+		if err := os.Remove(filepath.Join(d.path, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("datadir: remove %s: %w", filepath.Join(d.path, n), err)
+		}
 	}
 	if err := WriteFileAtomic(filepath.Join(d.path, FormatName), []byte(FormatMarker), 0o600); err != nil {
 		return err

@@ -26,7 +26,9 @@
 //
 //   - a directory holding nothing but .lock is initialised: format is
 //     written atomically (temporary file, fsync, rename, directory fsync)
-//     and sessions/ is created;
+//     and sessions/ is created; temporary files of format that an Open
+//     cut short (killed before the rename) left beside .lock are removed
+//     first, and the directory is initialised as if they were not there;
 //   - a directory without format that holds anything else is refused,
 //     naming what was found, and nothing is touched;
 //   - a format file holding any value other than "brain-data/1\n" is

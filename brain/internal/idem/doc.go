@@ -80,7 +80,11 @@
 // truncated and fsynced). A complete frame whose checksum does not match or
 // whose payload does not decode is damage: Open refuses with ErrDamaged
 // naming the offset, and nothing is rewritten, because forgetting a claim
-// could run a request twice.
+// could run a request twice. So is a frame whose length says it ends past
+// the file while its payload, taken at the length its own fields (scope,
+// key and the type's fields) give, ends within the file, passes the
+// frame's checksum and decodes: a complete frame whose length field was
+// damaged, which an incomplete write cannot look like.
 //
 // # Write failures
 //
@@ -203,5 +207,9 @@
 // constant per byte written), the file is rewritten with only the live entries (a claim frame,
 // then its answer frame if any, keeping their at_ms) through a temporary
 // file, fsync, rename and directory fsync, so a crash leaves the old or the
-// new file.
+// new file (and perhaps the temporary file, which the next Open removes).
+// When Open's compaction fails (a full disk), Open goes on with
+// the file as it is, which holds the same live entries, unless it settled
+// hinted claims (see "Derivable answers"): their outcome must be durable
+// before Open returns, so Open fails.
 package idem

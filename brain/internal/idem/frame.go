@@ -110,6 +110,9 @@ func nextFrame(b []byte) (record, int, frameStatus) {
 		return record{}, 0, frameDamaged
 	}
 	if uint64(len(b)-frameHeader) < uint64(n) {
+		if lengthDamaged(b) {
+			return record{}, 0, frameDamaged
+		}
 		return record{}, 0, frameIncomplete
 	}
 	payload := b[frameHeader : frameHeader+int(n)]
@@ -121,6 +124,60 @@ func nextFrame(b []byte) (record, int, frameStatus) {
 		return record{}, 0, frameDamaged
 	}
 	return r, frameHeader + int(n), frameOK
+}
+
+// lengthDamaged reports whether b, whose frame says it ends past the end
+// of b, holds a complete frame all the same: a payload whose own fields
+// end within b, pass the frame's checksum and decode. Its length field was
+// damaged; an incomplete write cannot look like that, because a payload
+// ends exactly where its frame's length says, so a prefix of one ends past
+// b by its own fields too.
+func lengthDamaged(b []byte) bool {
+	p := b[frameHeader:]
+	end, ok := payloadEnd(p)
+	if !ok || end > len(p) {
+		return false
+	}
+	if crc32.Checksum(p[:end], castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
+		return false
+	}
+	_, err := decodePayload(p[:end])
+	return err == nil
+}
+
+// payloadEnd answers the length of the payload at the start of p as its
+// own fields give it, when p holds those fields.
+func payloadEnd(p []byte) (int, bool) {
+	if len(p) < fixedBytes-2 {
+		return 0, false
+	}
+	at := fixedBytes - 2 + int(p[10])
+	if len(p) < at+2 {
+		return 0, false
+	}
+	at += 2 + int(binary.LittleEndian.Uint16(p[at:]))
+	switch p[1] {
+	case typeClaim:
+		return at + digestBytes, true
+	case typeHinted:
+		at += digestBytes
+		if len(p) < at+2 {
+			return 0, false
+		}
+		return at + 2 + int(binary.LittleEndian.Uint16(p[at:])), true
+	case typeAnswer:
+		if len(p) < at+6 {
+			return 0, false
+		}
+		end := uint64(at) + 6 + uint64(binary.LittleEndian.Uint32(p[at+2:]))
+		if end > uint64(len(p)) {
+			return 0, false
+		}
+		return int(end), true
+	case typeRelease:
+		return at, true
+	}
+	return 0, false
 }
 
 // decodePayload decodes one record payload exactly.

@@ -135,6 +135,7 @@ func openStore(path string, opts *Options, settle bool) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("idem: open %s: %w", path, err)
 	}
+	removeTemps(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("idem: open %s: %w", path, err)
@@ -166,7 +167,11 @@ func openStore(path string, opts *Options, settle bool) (*Store, error) {
 	}
 	resolved := s.resolveHints()
 	if resolved || s.size != s.liveBytes() {
-		if err := s.compactLocked(); err != nil {
+		// Settled hints must be durable before Open returns. Otherwise
+		// the compaction only drops entries the file already says are
+		// gone: when it fails (a full disk), the file is used as it is
+		// and the next Open compacts it.
+		if err := s.compactLocked(); err != nil && resolved {
 			s.f.Close()
 			return nil, err
 		}
@@ -176,6 +181,18 @@ func openStore(path string, opts *Options, settle bool) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// removeTemps removes the temporary files a compaction of path cut short
+// by a crash left beside it (best effort: they are never read).
+func removeTemps(path string) {
+	dir, base := filepath.Split(path)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if fsutil.IsTempOf(e.Name(), base) {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // load folds the records of data and answers how many bytes hold complete

@@ -374,3 +374,40 @@ func TestCompactionKeepsRunningHint(t *testing.T) {
 		t.Fatalf("replay = %+v, %v; the compaction lost the hint", a, err)
 	}
 }
+
+// A compaction cut short by a crash (after its temporary file was written,
+// before the rename) leaves the old log, which opens as before, and a
+// temporary file as large as the live entries, which Open removes.
+func TestCompactionCutShortLeavesNoTemporaryFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "requests.log")
+	s := open(t, path, nil)
+	ctx := context.Background()
+	c, _, err := s.Claim(ctx, "s", "k", Digest([]byte("x")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Answer(200, []byte("answer")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	log, _ := os.ReadFile(path)
+	other := filepath.Join(dir, ".tmp-other.log-1")
+	os.WriteFile(other, []byte("x"), 0o600)
+	tmp, err := os.CreateTemp(dir, ".tmp-requests.log-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp.Write(log[:len(log)/2])
+	tmp.Close()
+	s = open(t, path, nil)
+	if _, a, err := s.Claim(ctx, "s", "k", Digest([]byte("x"))); err != nil || a == nil || string(a.Body) != "answer" {
+		t.Fatalf("replay after a compaction cut short = %+v, %v", a, err)
+	}
+	if _, err := os.Stat(tmp.Name()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the compaction's temporary file is still there: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another file's temporary file was removed: %v", err)
+	}
+}

@@ -290,6 +290,11 @@ func (fs *FileStore) logFailed(err error) error {
 	return fmt.Errorf("journal: commit log %s: %w", name, err)
 }
 
+// errNotRetired says a sync point made the segments durable (and ran
+// Options.BeforeRetire) but could not write the marker that retires the
+// log files: they stay live, and the next sync point retires them.
+var errNotRetired = errors.New("log files not retired")
+
 // syncPoint makes every segment file and directory written since the last
 // sync point durable, then records in the marker that every log file so
 // far is no longer needed and deletes them. A failure to make segments
@@ -356,7 +361,7 @@ func (fs *FileStore) syncPoint() error {
 	}
 	fs.syncs.Add(2)
 	if err := writeFileAtomic(filepath.Join(ldir, syncPointName), encodeSyncPoint(fs.logNext)); err != nil {
-		return fmt.Errorf("journal: sync point: %w", err)
+		return fmt.Errorf("journal: sync point: %w: %w", errNotRetired, err)
 	}
 	if entries, err := os.ReadDir(ldir); err == nil {
 		for _, e := range entries {

@@ -33,6 +33,10 @@ func TestMain(m *testing.M) {
 		crashChild(dir)
 		return
 	}
+	if dir := os.Getenv(deleteChildEnv); dir != "" {
+		deleteChild(dir)
+		return
+	}
 	os.Exit(m.Run())
 }
 

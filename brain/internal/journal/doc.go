@@ -21,12 +21,13 @@
 //	sessions/.commitlog/syncpoint                  sync point marker
 //	sessions/.commitlog/syncpoint.tmp              marker being written
 //	sessions/.commitlog/probe.tmp                  Healthy's probe write, removed at once
+//	sessions/.trash/{id}/                          a deleted session being removed, see Sync points
 //
 // {first} is the sequence of the segment's first record as exactly 20
 // decimal digits ("00000000000000000001.segment"); {n} is a log file
 // number (from 1) in the same form. Other names in the journal and
-// commit log directories are ignored. ".commitlog" is never a session id
-// (ids cannot start with '.').
+// commit log directories are ignored. ".commitlog" and ".trash" are never
+// session ids (ids cannot start with '.').
 //
 // # Frames
 //
@@ -144,7 +145,12 @@
 // takes a sync point before the next round logs anything, so the failed
 // file is retired only once the segments, as readers will see them, are
 // durable. Delete takes a sync point before it removes the session's
-// directory, so no retained log entry names a deleted session.
+// directory, so no retained log entry names a deleted session. It then
+// renames the directory to sessions/.trash/{id}, fsyncs sessions/, and
+// only then removes the files: a crash during a delete leaves the session
+// whole or gone, never a journal missing some of its segments. Open
+// removes whatever a delete cut short left in .trash/. (Where .trash/
+// cannot be created, on a full disk, the directory is removed in place.)
 //
 // Write failures. An append whose frames could not be written or made
 // durable (a full or failing disk) fails with an error wrapping ErrWrite
@@ -244,7 +250,10 @@
 // writes nothing new. Each entry's records are handed to
 // Options.OnReplay, if set, as they are replayed. Then a sync point makes every segment an entry named
 // durable (whether or not replay wrote to it: after a process crash the
-// frames may be in the page cache only) and retires the log files. The
+// frames may be in the page cache only) and retires the log files. When
+// only the marker cannot be written (a full disk), the store opens all the
+// same with the log files still live: the segments are durable, and a
+// later sync point retires them. The
 // per-session recovery rules below run afterwards, lazily, on segments
 // that hold every acknowledged record; frames in a segment past the last
 // entry (written before a log write that never completed) are judged by

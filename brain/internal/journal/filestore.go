@@ -147,6 +147,7 @@ func OpenFileStore(dir string, opts *Options) (*FileStore, error) {
 		}
 		fs.root = root
 	}
+	fs.removeTrash()
 	fs.logNext = 1
 	fs.dirty = make(map[string]bool)
 	fs.lastSyncPoint = time.Now()

@@ -80,3 +80,51 @@ func fullDiskDoesNotStick(t *testing.T, mode FlushMode) {
 		t.Fatalf("after reopen: %d records, %v", len(rs), err)
 	}
 }
+
+// A store closed, or stopped by a crash, while the disk is full keeps its
+// commit log files (the sync point cannot write its marker). It opens
+// again on the still full disk: replay makes the segments durable, the log
+// files stay live, and the acknowledged records read back. Once space is
+// back a sync point retires the log files.
+func TestReopenOnFullDisk(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run(map[bool]string{false: "close", true: "crash"}[crash], func(t *testing.T) {
+			dir := fullfs.Mount(t, 4<<20)
+			sdir := filepath.Join(dir, "sessions")
+			fs, err := OpenFileStore(sdir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.Append(bg, "s", 1, numbered(1, 3)); err != nil {
+				t.Fatal(err)
+			}
+			filler := fullfs.Fill(t, dir)
+			if crash {
+				fs.closeNoSync()
+			} else if err := fs.Close(); err == nil {
+				t.Fatal("Close took a sync point on a full disk")
+			}
+			if len(logFiles(t, sdir)) == 0 {
+				t.Fatal("no commit log file left")
+			}
+
+			fs, err = OpenFileStore(sdir, nil)
+			if err != nil {
+				t.Fatalf("OpenFileStore on a full disk = %v", err)
+			}
+			readAll(t, fs, "s", 3)
+			filler.Free(t)
+			if err := fs.Append(bg, "s", 4, numbered(4, 1)); err != nil {
+				t.Fatalf("Append after space came back = %v", err)
+			}
+			if err := fs.Close(); err != nil {
+				t.Fatalf("Close after space came back = %v", err)
+			}
+			if logs := logFiles(t, sdir); len(logs) != 0 {
+				t.Errorf("log files %v left after a sync point with space", logs)
+			}
+			fs = openT(t, sdir, nil)
+			readAll(t, fs, "s", 4)
+		})
+	}
+}

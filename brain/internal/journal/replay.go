@@ -63,7 +63,13 @@ func (fs *FileStore) replayLog() error {
 	if !fs.logsLive {
 		return nil
 	}
-	return fs.syncPoint()
+	if err := fs.syncPoint(); err != nil && !errors.Is(err, errNotRetired) {
+		return err
+	}
+	// Every segment replay wrote is durable; when only the marker could
+	// not be written (a full disk), the log files stay live until the
+	// next sync point, and the store opens.
+	return nil
 }
 
 // replayFile applies the entries of one log file in order. Zero bytes

@@ -474,10 +474,7 @@ func (fs *FileStore) deleteSession(req *appendReq) {
 	s.mu.Lock()
 	err := spErr
 	if err == nil {
-		err = os.RemoveAll(s.dir)
-	}
-	if err == nil {
-		err = syncDir(fs.dir)
+		err = fs.removeSessionDir(s.dir)
 	}
 	s.resetIndex()
 	s.committedNext = 1
