@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,8 +29,9 @@ type Options struct {
 	// HTTPClient sends the requests (nil: a client of its own, whose
 	// connections Close releases).
 	HTTPClient *http.Client
-	// Retries is how often a call that got no answer is retried with the
-	// same idempotency key (0 selects 2; negative disables).
+	// Retries is how often a mutation that got no answer (see
+	// UncertainError) is retried with the same idempotency key (0 selects
+	// 2; negative disables).
 	Retries int
 }
 
@@ -209,36 +211,74 @@ func (c *Client) send(ctx context.Context, method, path string, in any, idempote
 	if idempotent {
 		attempts += c.retries
 	}
+	// uncertain says an attempt may have reached the server and its
+	// answer did not arrive: the call may have been carried out.
+	uncertain := false
 	var lastErr error
-	for attempt := range attempts {
-		if attempt > 0 {
+retry:
+	for i := range attempts {
+		if i > 0 {
 			select {
-			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			case <-time.After(time.Duration(i) * 100 * time.Millisecond):
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				lastErr = ctx.Err()
+				break retry
 			}
 		}
-		resp, err := c.roundTrip(ctx, method, path, body, co)
-		if err == nil {
-			return resp, nil
+		a := c.roundTrip(ctx, method, path, body, co)
+		if a.err == nil {
+			return a.resp, nil
 		}
-		lastErr = err
-		var ae *api.ApiError
-		if errors.As(err, &ae) || ctx.Err() != nil || c.closed.Load() {
-			return nil, err
+		lastErr = a.err
+		if a.answered {
+			var ae *api.ApiError
+			if !uncertain || !errors.As(a.err, &ae) || ae.Code != api.CodeOverloaded {
+				// The server's answer of the key: the outcome of the
+				// call, or a refusal of a call an earlier attempt did
+				// not carry out either.
+				return nil, a.err
+			}
+			// Refused before its key was looked up (a drain): it
+			// says nothing of the earlier attempt.
+			break
 		}
+		uncertain = uncertain || a.reached
+		if ctx.Err() != nil || c.closed.Load() {
+			break
+		}
+	}
+	if idempotent && uncertain {
+		return nil, &UncertainError{Key: co.key, Err: lastErr}
 	}
 	return nil, lastErr
 }
 
-func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte, co call) (*response, error) {
+// attempt is the outcome of one request.
+type attempt struct {
+	resp *response
+	err  error
+	// answered says the server answered the request itself: its
+	// answer is the outcome, or a refusal. A lost connection, a proxy's
+	// answer in the server's stead and a retryable ambiguous answer (a
+	// node of a cluster lost the answer of the node it forwarded the
+	// request to) are no answer: the request may be sent again with its
+	// key.
+	answered bool
+	// reached says the request may have reached the server: its head
+	// was written.
+	reached bool
+}
+
+func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte, co call) attempt {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }})
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
+		return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, err)}
 	}
 	switch {
 	case co.ctype != "":
@@ -255,17 +295,19 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 	c.authorize(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
+		return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, err), reached: wrote.Load()}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("client: %s %s: read answer: %w", method, path, err)
+		return attempt{err: fmt.Errorf("client: %s %s: read answer: %w", method, path, err), reached: true}
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("client: %s %s: %w", method, path, apiError(resp.StatusCode, b))
+		ae := apiError(resp.StatusCode, b)
+		answered := !fromProxy(resp.StatusCode, b) && (ae.Code != api.CodeAmbiguous || !ae.Retryable)
+		return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, ae), answered: answered, reached: true}
 	}
-	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	return attempt{resp: &response{status: resp.StatusCode, header: resp.Header, body: b}, answered: true, reached: true}
 }
 
 func (c *Client) authorize(req *http.Request) {
@@ -275,7 +317,8 @@ func (c *Client) authorize(req *http.Request) {
 }
 
 // apiError decodes an error answer; a body that is not an ApiError becomes
-// one with the status's code.
+// one with the status's code. A proxy's 502, 503 or 504 (fromProxy) is
+// retryable: the server did not answer.
 func apiError(status int, b []byte) *api.ApiError {
 	var e api.ApiError
 	if json.Unmarshal(b, &e) == nil && e.Code != "" {
@@ -294,7 +337,21 @@ func apiError(status int, b []byte) *api.ApiError {
 	case http.StatusServiceUnavailable:
 		code = api.CodeOverloaded
 	}
-	return &api.ApiError{Code: code, Message: fmt.Sprintf("HTTP %d: %s", status, bytes.TrimSpace(b)), Retryable: api.DefaultRetryable(code)}
+	return &api.ApiError{Code: code, Message: fmt.Sprintf("HTTP %d: %s", status, bytes.TrimSpace(b)),
+		Retryable: api.DefaultRetryable(code) || fromProxy(status, b)}
+}
+
+// fromProxy reports whether an error answer is a proxy's in the server's
+// stead (a load balancer's whose upstream is down, restarting or did not
+// answer in time): a 502, 503 or 504 whose body is not an ApiError (the
+// server answers every error with one).
+func fromProxy(status int, b []byte) bool {
+	switch status {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		var e api.ApiError
+		return json.Unmarshal(b, &e) != nil || e.Code == ""
+	}
+	return false
 }
 
 // decode decodes a 2xx answer. An answer that is JSON null, one of the

@@ -10,18 +10,28 @@
 //	for ev, err := range s.Events(ctx, 0, client.Follow()) { ... }
 //
 // Every mutation carries an Idempotency-Key: IdempotencyKey sets it, and
-// otherwise the client makes a random one per call. A call that fails
-// before any answer arrives (a lost connection) is retried with the same
-// key, so it runs at most once. Submit and Send are separate operations on
-// the server: retry an uncertain Submit with Submit and the same key.
+// otherwise the client makes a random one per call. A mutation is sent
+// again only with its key, so it runs at most once: a call whose answer
+// does not arrive (a lost connection; a 502, 503 or 504 of a proxy in
+// front of the server in its stead; an ambiguous answer marked retryable,
+// which a node of a cluster gives when the answer of the node it
+// forwarded the call to was lost) is retried with the same key
+// (Options.Retries). A call whose outcome is still unknown then, or when
+// ctx ends or the client closes while it is under way, fails with an
+// *UncertainError that carries the key: send it again with
+// IdempotencyKey(Key). The same call sent without that key is a new
+// request and may run a second time. Submit and Send are separate
+// operations on the server: retry an uncertain Submit with Submit and the
+// same key.
 //
-// Errors the server answers are *api.ApiError values (use errors.As);
-// ErrClosed reports use after Close. Close releases the client's
-// connections and local handlers: open event streams end, host
-// connections close and running host handlers see their ctx cancelled. It
-// does not interrupt, end or delete sessions. WithToken answers a client
-// with another token over the same HTTP client and retry settings, with
-// its own lifetime.
+// Errors the server answers are *api.ApiError values (use errors.As); a
+// proxy's error answer without one becomes one with the code of its
+// status (retryable for a 502, 503 or 504). ErrClosed reports use after
+// Close. Close releases the client's connections and local handlers: open
+// event streams end, host connections close and running host handlers see
+// their ctx cancelled. It does not interrupt, end or delete sessions.
+// WithToken answers a client with another token over the same HTTP client
+// and retry settings, with its own lifetime.
 //
 // Send with a cancellable ctx owns its turn: cancelling ctx waits for the
 // turn's admission, interrupts it and waits for the interrupt to be
@@ -49,7 +59,8 @@
 // heartbeat intervals the server names) or the subscriber lagged, until
 // the session ends or ctx ends. It outlives a server's restart: a
 // connection refused, or answered with a retryable error while the server
-// drains, is tried again with growing pauses for FollowGiveUp before the
-// error is yielded. A host's commands connection that goes silent likewise
-// is connected again.
+// drains or a proxy in front of it answers 502, 503 or 504, is tried
+// again with growing pauses for FollowGiveUp before the error is yielded.
+// A host's commands connection that goes silent likewise is connected
+// again.
 package client

@@ -27,10 +27,11 @@ type eventsOpts struct {
 // of reading the pages that exist.
 func Follow() EventsOption { return func(o *eventsOpts) { o.follow = true } }
 
-// LiveFrames also yields live-only frames of a followed stream (model
-// output deltas): events with Sequence 0, EventType model_output and the
-// frame payload as Data. They are never journalled and never move the
-// cursor.
+// LiveFrames also yields live-only frames of a followed stream (the
+// request, output deltas and usage of a model call): events with Sequence
+// 0, EventType api.LiveModelRequest, api.LiveModelOutput or
+// api.LiveModelUsage and the frame payload as Data. They are never
+// journalled and never move the cursor.
 func LiveFrames() EventsOption { return func(o *eventsOpts) { o.live = true } }
 
 // Events iterates over the session's public events after the cursor. By

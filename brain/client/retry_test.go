@@ -124,3 +124,51 @@ func TestRetryKeepsKeyModeAndBody(t *testing.T) {
 		t.Fatalf("host registration (no key) was sent %d times", n)
 	}
 }
+
+// TestUncertainAfterALostAttempt: a mutation whose first attempt reached
+// the server and lost its connection, and whose retry is refused before
+// its key is looked up (503 overloaded: the server drains), fails with an
+// UncertainError carrying the key it was sent with, as the first attempt
+// may have been carried out; a retry answered with the key's outcome
+// (here a conflict) is that answer alone. A call that never reached the
+// server (nothing listens) is no UncertainError.
+func TestUncertainAfterALostAttempt(t *testing.T) {
+	ds := &dropServer{}
+	srv := httptest.NewServer(ds)
+	defer srv.Close()
+	c, err := New(srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	s := c.Sessions.Open("ses_aaaaaaaaaaaaaaaaaaaa")
+
+	ds.reset(1, http.StatusServiceUnavailable, `{"code":"overloaded","message":"the server is shutting down","retryable":true}`)
+	err = s.Interrupt(ctx)
+	var ue *UncertainError
+	var ae *api.ApiError
+	if !errors.As(err, &ue) || !errors.As(err, &ae) || ae.Code != api.CodeOverloaded {
+		t.Fatalf("interrupt whose first attempt was lost, then refused = %v, want an UncertainError wrapping overloaded", err)
+	}
+	if got := ds.seen(); len(got) != 2 || got[0].key != ue.Key || got[1].key != ue.Key {
+		t.Fatalf("arrivals %+v, UncertainError key %q", got, ue.Key)
+	}
+
+	ds.reset(1, http.StatusConflict, `{"code":"conflict","message":"m","retryable":false}`)
+	err = s.Interrupt(ctx)
+	if errors.As(err, &ue) || !errors.As(err, &ae) || ae.Code != api.CodeConflict {
+		t.Fatalf("interrupt whose retry was answered conflict = %v, want the conflict alone", err)
+	}
+
+	srv.Close()
+	fresh, err := New(srv.URL, nil) // no connection kept from before
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	_, err = fresh.Sessions.Create(ctx, api.CreateSessionRequest{})
+	if err == nil || errors.As(err, &ue) {
+		t.Fatalf("create with nothing listening = %v, want an error that is no UncertainError", err)
+	}
+}

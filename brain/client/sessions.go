@@ -94,7 +94,10 @@ func (s *Session) Refresh(ctx context.Context) (api.SessionSummary, error) {
 // the session's loop dispatches no further tool. Use a handle of its own
 // for a session owned this way (such as a child session of a host tool
 // that passes its handler's ctx), and do not send through other owners
-// concurrently. An IdempotencyKey then keys the submission.
+// concurrently. An IdempotencyKey then keys the submission; when the turn
+// was admitted and its end cannot be learnt (its events or the summary
+// cannot be read), Send fails with an *UncertainError carrying the
+// submission's key, and Send again with that key follows the same turn.
 //
 // A submission and a synchronous send have separate idempotency scopes:
 // retry an uncertain Send with the same key and a ctx of the same kind
@@ -118,6 +121,25 @@ func (s *Session) Send(ctx context.Context, input api.UserInput, opts ...CallOpt
 func (s *Session) sendOwned(ctx context.Context, input api.UserInput, opts []CallOption) (api.SessionSummary, error) {
 	if err := ctx.Err(); err != nil {
 		return api.SessionSummary{}, context.Cause(ctx)
+	}
+	// The submission has a key of its own choosing or the caller's: once
+	// it is admitted, a turn whose end cannot be learnt fails with an
+	// UncertainError carrying it.
+	var co call
+	for _, o := range opts {
+		o(&co)
+	}
+	key := co.key
+	if key == "" {
+		key = newKey()
+		opts = append(opts[:len(opts):len(opts)], IdempotencyKey(key))
+	}
+	unknown := func(err error) error {
+		var ue *UncertainError
+		if errors.As(err, &ue) {
+			return err
+		}
+		return &UncertainError{Key: key, Err: err}
 	}
 	// The submission and the interrupt run to their answer even when ctx
 	// ends meanwhile; only closing the client stops them.
@@ -161,7 +183,7 @@ func (s *Session) sendOwned(ctx context.Context, input api.UserInput, opts []Cal
 		}
 	}
 	if r.err != nil {
-		return api.SessionSummary{}, r.err
+		return api.SessionSummary{}, unknown(r.err)
 	}
 	if r.ev.EventType == api.KindTurnFailed {
 		var f api.Failure
@@ -174,7 +196,11 @@ func (s *Session) sendOwned(ctx context.Context, input api.UserInput, opts []Cal
 		}
 		return api.SessionSummary{}, &api.ApiError{Code: f.Code, Message: msg, Retryable: f.Retryable, Details: f.Details}
 	}
-	return s.Refresh(detached)
+	sum, err := s.Refresh(detached)
+	if err != nil {
+		return api.SessionSummary{}, unknown(err)
+	}
+	return sum, nil
 }
 
 // Submit admits a turn without waiting for it: it answers once

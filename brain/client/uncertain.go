@@ -1,0 +1,32 @@
+package client
+
+import "fmt"
+
+// UncertainError reports a call that may have been carried out although
+// no answer of the server's arrived: an attempt may have reached the
+// server before its connection was lost, a proxy in front of the server
+// answered in its stead (a 502, 503 or 504 without an ApiError), a node
+// of a cluster answered that the answer of the node it forwarded the
+// call to was lost (ambiguous, retryable), or ctx ended or the client
+// closed while the call was under way; the retries the client made with
+// the same key did not get the answer either.
+//
+// Key is the call's Idempotency-Key, the one the client chose when the
+// call set none. Sending the call again with IdempotencyKey(Key) (a
+// message through the same kind of call: Submit, or Send with the same
+// kind of ctx) is answered with the first call's outcome, or carries the
+// call out if it never ran; the call sent without that key is another
+// request and may be carried out a second time.
+//
+// Err is the last attempt's error: errors.As finds the *api.ApiError of a
+// proxy's or the server's answer, errors.Is the ctx's error.
+type UncertainError struct {
+	Key string
+	Err error
+}
+
+func (e *UncertainError) Error() string {
+	return fmt.Sprintf("client: outcome unknown, send the call again with the same idempotency key: %v", e.Err)
+}
+
+func (e *UncertainError) Unwrap() error { return e.Err }
