@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -275,4 +276,55 @@ func TestEmptyRolledSegmentRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	readAll(t, fs, "a", 4)
+}
+
+// An entry whose length field was damaged to run past the file (or past
+// the bound) looks like a write cut short, but its frames pass its
+// checksum: it is damage, refused, never cut with the acknowledged
+// entries after it (whose segment writes the crash lost here). The last
+// entry's too.
+func TestLogEntryWithDamagedLengthRefused(t *testing.T) {
+	dir := t.TempDir()
+	crashedStore(t, dir, []string{"a", "b"}, 3, func([]byte) []byte { return nil })
+	path := logFiles(t, dir)[0]
+	whole, _ := os.ReadFile(path)
+	b := logBytes(t, path)
+	var offs []int
+	for off := 0; off < len(b); {
+		_, n, err := decodeLogEntry(b[off:], DefaultMaxRecordBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, off)
+		off += n
+	}
+	for _, c := range []struct {
+		entry  int
+		length uint32
+	}{
+		{1, uint32(len(whole))},
+		{1, 1<<32 - 1},
+		{len(offs) - 1, uint32(len(whole))},
+	} {
+		t.Run(fmt.Sprint(c.entry, "-", c.length), func(t *testing.T) {
+			bad := slices.Clone(whole)
+			binary.LittleEndian.PutUint32(bad[offs[c.entry]:], c.length)
+			os.WriteFile(path, bad, 0o600)
+			fs, err := OpenFileStore(dir, noSyncPoints)
+			var le *LogDamagedError
+			if err == nil {
+				fs.Close()
+			}
+			if !errors.As(err, &le) || le.File != path || le.Offset != int64(offs[c.entry]) {
+				t.Fatalf("OpenFileStore = %v, want damage at %s offset %d", err, path, offs[c.entry])
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, bad) {
+				t.Errorf("damaged log was rewritten")
+			}
+		})
+	}
+	os.WriteFile(path, whole, 0o600)
+	fs := openT(t, dir, noSyncPoints)
+	readAll(t, fs, "a", 3)
+	readAll(t, fs, "b", 3)
 }

@@ -278,7 +278,11 @@
 // the end of the file) are written to "{log}.torn-{o}" (".{n}" appended
 // when taken) and fsynced, the log is truncated at the offset and
 // fsynced, and the directory fsynced. This is accepted at the end of any
-// log file. Any other entry that does not check out (checksum, type,
+// log file. An entry whose L runs past those bytes while a run of its own
+// frames from its start ends within them, passes the entry's checksum
+// and decodes as an entry of that length is no such write (the checksum
+// covers the whole entry, so a part of one never passes it): its length
+// field was damaged, and it is damage like the rest. Any other entry that does not check out (checksum, type,
 // lengths, session id, or its frames: checksum, payload, sequences)
 // refuses the whole store: OpenFileStore returns a *LogDamagedError
 // (wrapping ErrLogDamaged) with the log file and the entry's offset, and

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,7 +86,7 @@ func (fs *FileStore) replayFile(path string, files map[string]*replayFile) error
 	for off := 0; off < len(b); {
 		e, n, err := decodeLogEntry(b[off:], fs.opts.MaxRecordBytes)
 		if err != nil {
-			end, torn := logTail(b, off, err)
+			end, torn := logTail(b, off, err, fs.opts.MaxRecordBytes)
 			if end == off {
 				return nil // nothing was written here
 			}
@@ -139,14 +140,18 @@ const tornSector = 512
 // after the last byte written, or a block of it reads as zero (an aligned
 // sector, or the part of the sector it starts in that follows it). A
 // complete entry with none of these signs that does not check out is
-// damage: a record's bytes never hold a sector of zeros.
-func logTail(b []byte, off int, err error) (end int, torn bool) {
+// damage: a record's bytes never hold a sector of zeros. So is an entry
+// whose length runs past those bytes while a run of its own frames, from
+// its start, ends within them and passes the entry's checksum
+// (logLengthDamaged): its length field was damaged, and cutting it as torn
+// would drop the acknowledged entries after it.
+func logTail(b []byte, off int, err error, maxPayload int) (end int, torn bool) {
 	end = off + zeroTrimmed(b[off:])
-	if end == off || errors.Is(err, errLogShort) {
+	if end == off || (errors.Is(err, errLogShort) && off+logEntryHeader > end) {
 		return end, true
 	}
-	if n := int(binary.LittleEndian.Uint32(b[off:])); off+logEntryHeader+n > end {
-		return end, true
+	if n := uint64(binary.LittleEndian.Uint32(b[off:])); uint64(off+logEntryHeader)+n > uint64(end) {
+		return end, !logLengthDamaged(b[off:end], maxPayload)
 	}
 	first := min((off/tornSector+1)*tornSector, end)
 	if allZero(b[off:first]) {
@@ -158,6 +163,43 @@ func logTail(b []byte, off int, err error) (end int, torn bool) {
 		}
 	}
 	return end, false
+}
+
+// logLengthDamaged reports whether b, holding an entry whose length field
+// says it runs past the end of b, holds a complete entry all the same: a
+// run of whole frames from the entry's start whose bytes pass the entry's
+// checksum and decode as an entry of that length. A write cut short
+// cannot look like that: the checksum covers the entry's whole body, so
+// no shorter run of its frames passes it (but by a chance of 2^-32).
+func logLengthDamaged(b []byte, maxPayload int) bool {
+	if len(b) < logEntryHeader+logEntryFixed {
+		return false
+	}
+	body := b[logEntryHeader:]
+	at := logEntryFixed + int(body[1])
+	if at > len(body) {
+		return false
+	}
+	want := binary.LittleEndian.Uint32(b[4:])
+	sum := crc32.Update(0, castagnoli, body[:at])
+	fixed := make([]byte, 0, logEntryHeader)
+	for at < len(body) {
+		_, n, err := checkFrame(body[at:], max(maxPayload, DefaultMaxRecordBytes))
+		if err != nil {
+			return false
+		}
+		sum = crc32.Update(sum, castagnoli, body[at:at+n])
+		at += n
+		if sum != want {
+			continue
+		}
+		fixed = binary.LittleEndian.AppendUint32(fixed[:0], uint32(at))
+		fixed = append(fixed, b[4:logEntryHeader]...)
+		if _, _, err := decodeLogEntry(append(fixed, body[:at]...), maxPayload); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // zeroTrimmed answers the length of b without its trailing zero bytes.
