@@ -37,8 +37,10 @@
 // value its validate tag refuses fails — and answers invalid_input naming
 // the field in the message and in details {"field": "input.NAME"}. An
 // absent or null input is {}. A command needs exactly one of argv and
-// shell; an edit's old text must be non-empty and occur exactly once in the
-// file (EditInput.Apply), else invalid_input with details {"matches": N}.
+// shell, and no NUL byte in an argument, the shell line or a variable (no
+// program can be given one: invalid_input naming the field); an edit's old
+// text must be non-empty and occur exactly once in the file
+// (EditInput.Apply), else invalid_input with details {"matches": N}.
 //
 // # Paths
 //

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -31,7 +32,9 @@ type CommandInput struct {
 	TimeoutMs int64 `json:"timeout_ms,omitempty" validate:"omitempty,min=1"`
 }
 
-// Validate checks that exactly one of Argv and Shell is given.
+// Validate checks that exactly one of Argv and Shell is given and that no
+// argument, shell line, variable name or value holds a NUL byte, which no
+// program can be given (invalid_input with details {"field"}).
 func (in CommandInput) Validate() error {
 	switch {
 	case len(in.Argv) > 0 && in.Shell != "":
@@ -39,8 +42,26 @@ func (in CommandInput) Validate() error {
 	case len(in.Argv) == 0 && in.Shell == "":
 		return invalid("input: argv or shell is required")
 	}
+	for i, a := range in.Argv {
+		if hasNUL(a) {
+			return invalidField("input.argv", fmt.Sprintf("input.argv: argument %d contains a NUL byte", i))
+		}
+	}
+	if hasNUL(in.Shell) {
+		return invalidField("input.shell", "input.shell: the line contains a NUL byte")
+	}
+	for name, v := range in.Env {
+		if hasNUL(name) {
+			return invalidField("input.env", fmt.Sprintf("input.env: the name %q contains a NUL byte", name))
+		}
+		if hasNUL(v) {
+			return invalidField("input.env", fmt.Sprintf("input.env: the value of %s contains a NUL byte", name))
+		}
+	}
 	return nil
 }
+
+func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 
 // Args returns the program and arguments to run: Argv, or /bin/sh -c Shell.
 func (in CommandInput) Args() []string {
@@ -194,3 +215,8 @@ func Decode(raw json.RawMessage, v any) error {
 }
 
 func invalid(msg string) *envsdk.Error { return envsdk.Fail(envapi.CodeInvalidInput, msg) }
+
+// invalidField is invalid_input about field, named in details {"field"}.
+func invalidField(field, msg string) *envsdk.Error {
+	return invalid(msg).WithDetails(map[string]string{"field": field})
+}

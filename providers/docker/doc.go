@@ -41,7 +41,8 @@
 // which costs one more container start.
 //
 // The image needs a POSIX shell at /bin/sh with setsid, kill, sleep, cat,
-// head, tail, wc, mkdir, dirname and realpath (busybox suffices).
+// head, tail, wc, mkdir, dirname, realpath, chmod, stat, sync, mv and rm
+// (busybox suffices).
 //
 // Every container and volume carries the labels brain.provider=docker,
 // brain.instance (a digest of the state directory, so instances sharing an
@@ -62,7 +63,9 @@
 // way in the container; a command's cwd is checked the same way, and one
 // that does not exist or is not a directory fails with not_found or
 // invalid_input before the command runs. write and edit on a read profile fail with
-// read_only. stdout and stderr are demultiplexed, share the profile's
+// read_only. A write (without append) or an edit replaces the file whole
+// or leaves it as it was (see writeScript); a read from an offset at or
+// past the end answers empty content. stdout and stderr are demultiplexed, share the profile's
 // output_bytes cap (the head is kept, the rest drained, truncated set) and
 // are streamed while the command runs as "docker.output" events
 // ({"stream", "data"}, at most 16 KiB each, cut between characters, so

@@ -26,19 +26,29 @@ case "$r" in /workspace|/workspace/*) ;; *) exit 45;; esac; }
 `
 
 // readScript prints the size of $1 on stderr, then up to $3 bytes from
-// offset $2 on stdout; anything but a regular file (a FIFO, a device) is
-// refused before it is opened.
+// offset $2 on stdout, nothing from an offset at or past the end (tail
+// could not take it: $2 + 1 may overflow, and busybox's tail refuses
+// counts of 2^32 and more); anything but a regular file (a FIFO, a device)
+// is refused before it is opened.
 const readScript = scriptPrelude + `p=$1
 [ -e "$p" ] || exit 44
 inside "$p"
 [ -f "$r" ] || exit 46
-wc -c <"$r" >&2 || exit 1
+s=$(wc -c <"$r") || exit 1
+echo $s >&2
+[ "$2" -lt $s ] || exit 0
 tail -c +"$(($2 + 1))" "$r" | head -c "$3"`
 
 // writeScript writes stdin to $1 (appending when $2 is 1), creating
 // parent directories after checking the deepest existing one. It refuses
 // an existing target that is not a regular file (a directory, a FIFO that
 // would block the open, a device), following links as the open would.
+// Without append it replaces the file whole or leaves it as it was: once
+// opening the file for appending (which changes nothing) shows that the
+// user may write it, stdin goes to a temporary file beside the file the
+// links lead to (.tmp-brain-write-PID, which a container killed part-way
+// may leave behind), which is given the old file's permissions, synced
+// and renamed over it; the links stay.
 const writeScript = scriptPrelude + `p=$1
 a=$(dirname "$p")
 while [ ! -e "$a" ] && [ ! -L "$a" ]; do a=$(dirname "$a"); done
@@ -46,7 +56,18 @@ inside "$a"
 if [ -L "$p" ]; then inside "$p"; fi
 if [ -e "$p" ] && [ ! -f "$p" ]; then exit 46; fi
 mkdir -p "$(dirname "$p")" || exit 1
-if [ "$2" = 1 ]; then cat >>"$p"; else cat >"$p"; fi`
+if [ "$2" = 1 ]; then cat >>"$p"; exit; fi
+t=$p
+if [ -e "$p" ]; then
+inside "$p"; t=$r
+: >>"$t" || exit 1
+fi
+n=$(dirname "$t")/.tmp-brain-write-$$
+trap 'rm -f "$n"' EXIT
+cat >"$n" || exit 1
+if [ -e "$t" ]; then chmod "$(stat -c %a "$t")" "$n" || exit 1; fi
+sync "$n" 2>/dev/null || sync
+mv -f "$n" "$t"`
 
 // listScript prints type, size and path of each entry under $1 (recursing
 // when $2 is 1), NUL-separated, paths relative to $1.

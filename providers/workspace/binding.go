@@ -211,25 +211,41 @@ func (b *binding) reportLoss(c *envsdk.Ctx, why string) {
 	}
 }
 
-// drop removes the workspace and starts a new generation: the next execute
-// allocates a fresh directory. It fails with busy while executes run.
+// drop removes the workspace, and a failed allocation or a loss, and
+// starts a new generation: the next execute allocates a fresh directory.
+// It fails with busy while executes run.
 func (b *binding) drop() (previous string, err error) {
+	previous, _, err = b.clear(false)
+	return previous, err
+}
+
+// wipe is drop for a workspace that is new or allocated: a failed
+// allocation or a loss stays until reset, and wipe answers false.
+func (b *binding) wipe() (wiped bool, err error) {
+	_, wiped, err = b.clear(true)
+	return wiped, err
+}
+
+func (b *binding) clear(keepFailure bool) (previous string, cleared bool, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.gone {
-		return "", envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", b.key)
+		return "", false, envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", b.key)
 	}
 	if b.active > 0 {
-		return "", envsdk.Failf(envapi.CodeBusy, "%d executes are running", b.active)
+		return "", false, envsdk.Failf(envapi.CodeBusy, "%d executes are running", b.active)
 	}
 	previous = b.rec.Phase
+	if keepFailure && (previous == phaseFailed || previous == phaseLost) {
+		return previous, false, nil
+	}
 	if err := removeTree(b.dirPath()); err != nil {
-		return previous, envsdk.Failf(envapi.CodeCleanupFailed, "remove workspace: %v", err)
+		return previous, false, envsdk.Failf(envapi.CodeCleanupFailed, "remove workspace: %v", err)
 	}
 	b.rec.Dir, b.rec.Phase, b.rec.Dev, b.rec.Ino, b.rec.Error = newDirName(), phaseNew, 0, 0, ""
 	if err := b.p.store.save(&b.rec); err != nil {
-		return previous, err
+		return previous, false, err
 	}
 	b.lazy.Reset()
-	return previous, nil
+	return previous, true, nil
 }

@@ -50,7 +50,12 @@ func runCommand(k *call) (any, error) {
 			return nil, notAllowedVariable("configuration.env", name)
 		}
 	}
-	if err := k.checkLimits(0, 0); err != nil {
+	// Measured while no write or edit runs: one holds the file it
+	// replaces and the replacement at once.
+	k.sp.grow.Lock()
+	err = k.checkLimits(0, 0)
+	k.sp.grow.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	env := k.environment(in.Env)

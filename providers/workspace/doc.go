@@ -40,7 +40,17 @@
 // fail with path_escape, and so do absolute symbolic links even when they
 // name a place inside (os.Root follows relative links only). A read cut by its limit inside a multi-byte
 // character ends before that character, so that text is returned as text;
-// the caller continues from the offset plus the bytes returned. A list
+// the caller continues from the offset plus the bytes returned; a read
+// from an offset at or past the end answers empty content. A write
+// (without append) or an edit replaces the file whole or leaves it as it
+// was: the new content goes to a temporary file beside it (".tmp-NAME-"
+// and random hex, which a provider killed part-way may leave behind),
+// which is synced, given the old file's permissions and owner and renamed
+// over it; a write through a symbolic link replaces the file the link
+// leads to and keeps the link. Replacing a file needs room for the old
+// and the new content at once. A failed append is cut back to the file's
+// old size. An edit holds the file in memory and so works only on a file
+// within the operator's output limit (output_limit beyond it). A list
 // shows a subdirectory it cannot read (or that is removed meanwhile)
 // without its contents, and so does the measure of the workspace against
 // its limits. A command
@@ -80,7 +90,9 @@
 // reset drops the workspace (and a sticky allocation failure or loss) so the
 // next execute allocates afresh; release is the turn-end hook (registered by
 // setup when the binding sets release_on_turn_end) and keeps or wipes the
-// workspace per Options.Release; inspect reports whether the workspace is
+// workspace per Options.Release (a wipe does not clear a failed
+// allocation or a loss, nor one it finds, which it records and reports:
+// it answers released false and leaves them for reset); inspect reports whether the workspace is
 // allocated, its size and file count. reset and release fail with busy while
 // executes run.
 package workspace

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
@@ -31,8 +32,13 @@ func runRead(k *call) (any, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if in.Offset >= fi.Size() {
+		// Nothing to read; an offset near the largest one would make the
+		// system refuse the read as reaching past any possible file.
+		return toolset.NewReadOutput(nil, fi.Size(), false), nil
+	}
 	limit := int(in.Limited(int64(k.outputLimit())))
-	buf := make([]byte, min(int64(limit), max(fi.Size()-in.Offset, 0)+1))
+	buf := make([]byte, min(int64(limit), fi.Size()-in.Offset+1))
 	n, err := f.ReadAt(buf, in.Offset)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fsError(in.Path, err)
@@ -179,39 +185,6 @@ func openRegular(r *os.Root, p, name string, flag int, perm fs.FileMode) (*os.Fi
 
 func countSeparators(p string) int { return bytes.Count([]byte(p), []byte{filepath.Separator}) }
 
-// writeFile writes data to p inside r (named name in failures), creating
-// parent directories; it refuses to write into anything but a regular file.
-func writeFile(r *os.Root, p, name string, data []byte, appendTo bool) error {
-	if dir := filepath.Dir(p); dir != "." {
-		if err := r.MkdirAll(dir, 0o755); err != nil {
-			return fsError(name, err)
-		}
-	}
-	flag := os.O_WRONLY | os.O_CREATE
-	if appendTo {
-		flag |= os.O_APPEND
-	}
-	f, _, err := openRegular(r, p, name, flag, 0o644)
-	if err != nil {
-		return err
-	}
-	if !appendTo {
-		// Truncate only once the file is known to be regular.
-		if err := f.Truncate(0); err != nil {
-			f.Close()
-			return fsError(name, err)
-		}
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fsError(name, err)
-	}
-	if err := f.Close(); err != nil {
-		return fsError(name, err)
-	}
-	return nil
-}
-
 func runList(k *call) (any, error) {
 	var in toolset.ListInput
 	r, p, fi, err := k.open(&in, &in.Path)
@@ -271,17 +244,27 @@ func runEdit(k *call) (any, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, invalidInput("%s is not a regular file", in.Path)
 	}
-	if o := k.b.p.opts.MaxBytes; o >= 0 && fi.Size() > o {
-		return nil, envsdk.Failf(CodeLimitExceeded, "%s is larger than the workspace limit", in.Path)
+	// The file is held in memory, twice with its edited copy: the
+	// operator's output limit bounds it, as it bounds what a read holds.
+	limit := int64(k.b.p.opts.OutputLimit)
+	tooLarge := func() error {
+		return envsdk.Failf(envapi.CodeOutputLimit, "%s is larger than the %d bytes an edit works on; change it with a command", in.Path, limit).
+			WithDetails(map[string]any{"path": in.Path, "max_bytes": limit})
+	}
+	if fi.Size() > limit {
+		return nil, tooLarge()
 	}
 	f, _, err := openRegular(r, p, in.Path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(f)
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	f.Close()
 	if err != nil {
 		return nil, fsError(in.Path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, tooLarge() // it grew meanwhile
 	}
 	edited, err := in.Apply(data)
 	if err != nil {

@@ -36,7 +36,7 @@ func (p *Provider) Methods() map[string]envsdk.Method {
 			Run:          p.reset,
 		},
 		"release": {
-			Description:  "Turn-end hook: keeps or wipes the workspace per the operator's release policy. Fails with busy while executes run.",
+			Description:  "Turn-end hook: keeps or wipes the workspace per the operator's release policy; a wipe leaves a failed allocation or a loss for reset. Fails with busy while executes run.",
 			InputSchema:  json.RawMessage(releaseInputSchema),
 			OutputSchema: json.RawMessage(releaseOutputSchema),
 			Run:          p.release,
@@ -95,10 +95,23 @@ func (p *Provider) release(c *envsdk.Ctx, input json.RawMessage) (any, error) {
 		}
 		return map[string]any{"released": false, "policy": ReleaseKeep}, nil
 	}
-	if _, err := b.drop(); err != nil {
+	// A workspace lost since the last execute is recorded and reported as
+	// lost, not wiped and replaced by an empty one.
+	b.mu.Lock()
+	active, phase := b.active, b.rec.Phase
+	sp := &space{path: b.dirPath(), dev: b.rec.Dev, ino: b.rec.Ino, birth: b.rec.Birth, dir: b.rec.Dir}
+	b.mu.Unlock()
+	if active > 0 {
+		return nil, envsdk.Failf(envapi.CodeBusy, "%d executes are running", active)
+	}
+	if phase == phaseReady && b.verify(c, sp) != nil {
+		return map[string]any{"released": false, "policy": ReleaseWipe}, nil
+	}
+	released, err := b.wipe()
+	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"released": true, "policy": ReleaseWipe}, nil
+	return map[string]any{"released": released, "policy": ReleaseWipe}, nil
 }
 
 // InspectOutput is the output of the method inspect.

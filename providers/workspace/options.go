@@ -46,8 +46,9 @@ type Options struct {
 	MaxBytes int64
 	MaxFiles int
 	// OutputLimit caps each of a command's stdout and stderr, and the
-	// content a read returns, in bytes. Zero means DefaultOutputLimit. A
-	// binding may lower it.
+	// content a read returns, in bytes; an edit works only on a file no
+	// larger (output_limit). Zero means DefaultOutputLimit. A binding may
+	// lower it for its streams and reads.
 	OutputLimit int
 	// Commands is the allow-list of program names (the base name of argv[0];
 	// "sh" allows shell lines). Nil, or a list holding AnyCommand, allows

@@ -43,8 +43,7 @@ func fsError(path string, err error) error {
 	case errors.As(err, &e):
 		return e
 	case isEscape(err):
-		return envsdk.Failf(envapi.CodePathEscape, "path %q leaves the workspace through a symbolic link (one that leads outside, or any absolute one: only relative links inside the workspace are followed)", path).
-			WithDetails(map[string]string{"path": path})
+		return escaped(path)
 	case errors.Is(err, fs.ErrNotExist):
 		return envsdk.Failf(envapi.CodeNotFound, "%s does not exist", path).WithDetails(map[string]string{"path": path})
 	case errors.Is(err, syscall.EISDIR):
@@ -55,6 +54,12 @@ func fsError(path string, err error) error {
 		return envsdk.Failf(envapi.CodeAlreadyExists, "%s already exists", path)
 	}
 	return envsdk.Failf(envapi.CodeExecutionFailed, "%s: %v", path, err)
+}
+
+// escaped refuses a path that leaves the workspace through a symbolic link.
+func escaped(path string) error {
+	return envsdk.Failf(envapi.CodePathEscape, "path %q leaves the workspace through a symbolic link (one that leads outside, or any absolute one: only relative links inside the workspace are followed)", path).
+		WithDetails(map[string]string{"path": path})
 }
 
 // root opens the workspace as an os.Root.

@@ -1,0 +1,226 @@
+package workspace
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// maxLinks bounds the symbolic links followed in resolving one path, as
+// the kernel's own limit does.
+const maxLinks = 40
+
+// tempPrefix starts the name of the temporary file a replace writes beside
+// its target: ".tmp-<target>-<random>", as package internal/fsutil names
+// its own.
+const tempPrefix = ".tmp-"
+
+// writeFile writes data to p inside r (named name in failures), creating
+// parent directories. Without appendTo it replaces the file whole
+// (replaceFile); with appendTo it adds data to the file's end in place,
+// and a failed append is cut back to the file's old size.
+func writeFile(r *os.Root, p, name string, data []byte, appendTo bool) error {
+	if dir := filepath.Dir(p); dir != "." {
+		if err := r.MkdirAll(dir, 0o755); err != nil {
+			return fsError(name, err)
+		}
+	}
+	if appendTo {
+		return appendFile(r, p, name, data)
+	}
+	return replaceFile(r, p, name, data)
+}
+
+func appendFile(r *os.Root, p, name string, data []byte) error {
+	f, fi, err := openRegular(r, p, name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Truncate(fi.Size())
+		f.Close()
+		return fsError(name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fsError(name, err)
+	}
+	return nil
+}
+
+// replaceFile replaces the regular file p inside r (named name in
+// failures) with data, or creates it: data is written to a temporary file
+// in the file's directory, synced, given the old file's permissions (and,
+// where the provider may, its owner) and renamed over it, and the
+// directory is synced. A failure at any point — a full disk, the provider
+// killed — leaves the old file as it was; a provider killed part-way may
+// leave the temporary file behind. The symbolic links of p are followed,
+// inside the workspace only, and the file they lead to is replaced: the
+// links stay. Other hard links to the old file keep its old content.
+func replaceFile(r *os.Root, p, name string, data []byte) (err error) {
+	target, err := resolve(r, p, name)
+	if err != nil {
+		return err
+	}
+	perm, fresh := fs.FileMode(0o644), true
+	var owner *syscall.Stat_t
+	switch fi, err := r.Lstat(target); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fsError(name, err)
+	case fi.IsDir():
+		return invalidInput("%s is a directory", name)
+	case !fi.Mode().IsRegular():
+		return notRegular(name, fi.Mode())
+	default:
+		// Opening the old file for writing checks, without changing it,
+		// that the provider may write it and that it is still a regular
+		// file.
+		old, ofi, err := openRegular(r, target, name, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		old.Close()
+		perm, fresh = ofi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky), false
+		owner, _ = ofi.Sys().(*syscall.Stat_t)
+	}
+
+	tmp := filepath.Join(filepath.Dir(target), tempName(filepath.Base(target)))
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fsError(name, err)
+	}
+	closed := false
+	defer func() {
+		if err != nil {
+			if !closed {
+				f.Close()
+			}
+			_ = r.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fsError(name, err)
+	}
+	if !fresh {
+		if err = keepOwner(f, owner); err != nil {
+			return fsError(name, err)
+		}
+		// After the owner: changing it clears the set-id bits.
+		if err = f.Chmod(perm); err != nil {
+			return fsError(name, err)
+		}
+	}
+	if err = f.Sync(); err != nil {
+		return fsError(name, err)
+	}
+	closed = true
+	if err = f.Close(); err != nil {
+		return fsError(name, err)
+	}
+	if err = r.Rename(tmp, target); err != nil {
+		return fsError(name, err)
+	}
+	if err := syncDir(r, filepath.Dir(target)); err != nil {
+		return fsError(name, err)
+	}
+	return nil
+}
+
+// keepOwner gives f the owner and group of the file it replaces where they
+// differ and the provider may change them; where it may not, f keeps the
+// provider's, as a file the provider creates would.
+func keepOwner(f *os.File, owner *syscall.Stat_t) error {
+	if owner == nil {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || (st.Uid == owner.Uid && st.Gid == owner.Gid) {
+		return nil
+	}
+	if err := f.Chown(int(owner.Uid), int(owner.Gid)); err != nil && !errors.Is(err, syscall.EPERM) {
+		return err
+	}
+	return nil
+}
+
+// tempName names the temporary file of a replace of the file base.
+func tempName(base string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	// Room for the prefix and the random part within the 255 bytes a
+	// file name may have.
+	if len(base) > 200 {
+		base = base[:200]
+	}
+	return tempPrefix + base + "-" + hex.EncodeToString(b[:])
+}
+
+func syncDir(r *os.Root, dir string) error {
+	d, err := r.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// resolve follows the symbolic links in p inside r as opening p would and
+// returns the path, free of links, of the file they lead to, which need
+// not exist. A link that is absolute or leads outside the workspace is
+// path_escape, as os.Root answers it (name is p in failures).
+func resolve(r *os.Root, p, name string) (string, error) {
+	var done []string
+	todo := strings.Split(filepath.ToSlash(p), "/")
+	links := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) == 0 {
+				return "", escaped(name)
+			}
+			done = done[:len(done)-1]
+			continue
+		}
+		next := filepath.Join(filepath.Join(done...), c)
+		fi, err := r.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) && !slices.Contains(todo, "..") {
+			return filepath.Join(next, filepath.Join(todo...)), nil
+		}
+		if err != nil {
+			return "", fsError(name, err)
+		}
+		if fi.Mode().Type() != fs.ModeSymlink {
+			done = append(done, c)
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", fsError(name, syscall.ELOOP)
+		}
+		dest, err := r.Readlink(next)
+		if err != nil {
+			return "", fsError(name, err)
+		}
+		if filepath.IsAbs(dest) {
+			return "", escaped(name)
+		}
+		todo = append(strings.Split(dest, "/"), todo...)
+	}
+	if len(done) == 0 {
+		return ".", nil
+	}
+	return filepath.Join(done...), nil
+}
