@@ -40,6 +40,20 @@ type gateway struct {
 	streamRefused chan struct{}
 }
 
+// gatewayClient starts Brain with token "tok" behind a gateway and
+// answers a client of the gateway, closed when the test ends.
+func gatewayClient(t *testing.T) (*client.Client, *gateway) {
+	t.Helper()
+	b := braintest.Start(t, braintest.Options{Token: "tok"})
+	g := newGateway(t, b.URL)
+	c, err := client.New(g.URL, &client.Options{Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, g
+}
+
 func newGateway(t *testing.T, upstream string) *gateway {
 	t.Helper()
 	u, err := url.Parse(upstream)
@@ -192,13 +206,7 @@ func TestFollowAcrossARestartBehindAProxy(t *testing.T) {
 func TestLostAnswerIsAskedForAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b := braintest.Start(t, braintest.Options{Token: "tok"})
-	g := newGateway(t, b.URL)
-	c, err := client.New(g.URL, &client.Options{Token: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, g := gatewayClient(t)
 	answers := []struct {
 		name   string
 		status int

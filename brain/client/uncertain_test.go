@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/braintest"
 	"github.com/brain-in-go/brain/brain/client"
 )
 
@@ -20,13 +19,7 @@ import (
 func TestUncertainErrorCarriesTheKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b := braintest.Start(t, braintest.Options{Token: "tok"})
-	g := newGateway(t, b.URL)
-	c, err := client.New(g.URL, &client.Options{Token: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, g := gatewayClient(t)
 
 	count := func() int {
 		l, err := c.Sessions.List(ctx)
@@ -60,7 +53,7 @@ func TestUncertainErrorCarriesTheKey(t *testing.T) {
 
 	// Every answer lost: the error wraps the proxy's last answer.
 	g.losing(keyed(http.MethodPost, "/v1/sessions", http.StatusBadGateway, ""))
-	_, err = c.Sessions.Create(ctx, scripted)
+	_, err := c.Sessions.Create(ctx, scripted)
 	var ae *api.ApiError
 	if !errors.As(err, &ae) {
 		t.Fatalf("create whose answers were lost: %v, want the proxy's answer as an ApiError", err)
@@ -98,13 +91,7 @@ func TestUncertainErrorCarriesTheKey(t *testing.T) {
 func TestOwnedSendUncertainAfterAdmission(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b := braintest.Start(t, braintest.Options{Token: "tok"})
-	g := newGateway(t, b.URL)
-	c, err := client.New(g.URL, &client.Options{Token: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, g := gatewayClient(t)
 	s, err := c.Sessions.Create(ctx, scripted)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/fullfs"
+	"github.com/brain-in-go/brain/internal/fullfs"
 )
 
 // TestFullDiskDoesNotStick runs the server on a real, small tmpfs and fills

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/brain-in-go/brain/internal/fullfs"
 )
 
 // scriptShell is the shell the file-tool scripts run with here: the static
@@ -78,30 +80,11 @@ func TestReadScriptPastTheEnd(t *testing.T) {
 	}
 }
 
-// smallDisk mounts a tmpfs of size on a fresh directory; the test is
-// skipped where mounting is not permitted.
-func smallDisk(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
-			t.Skipf("mount tmpfs: %v", err)
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
 // A write (and so an edit, which writes its result with the same script)
 // that fails part-way because the disk is full leaves the file as it was,
 // and no temporary file behind.
 func TestWriteScriptOnFullDiskKeepsOldContent(t *testing.T) {
-	dir := smallDisk(t, "1m")
+	dir := fullfs.Mount(t, 1<<20)
 	old := bytes.Repeat([]byte("a"), 600<<10)
 	if _, errOut, code := runScript(t, dir, writeScript, old, "/workspace/f", "0"); code != 0 {
 		t.Fatalf("first write: exit %d: %s", code, errOut)

@@ -12,34 +12,15 @@ import (
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/toolset"
+	"github.com/brain-in-go/brain/internal/fullfs"
 )
-
-// smallDisk mounts a tmpfs of size (as mount's size= option) on a fresh
-// directory and returns it; the test is skipped where mounting is not
-// permitted.
-func smallDisk(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
-			t.Skipf("mount tmpfs: %v", err)
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
 
 // A write that fails part-way because the disk is full leaves the file as
 // it was: the new content is written beside it and renamed over it only
 // once complete. No temporary file is left behind, and the space is free
 // again for the next write.
 func TestWriteOnFullDiskKeepsOldContent(t *testing.T) {
-	f := newFixture(t, Options{Root: smallDisk(t, "1m"), MaxBytes: -1})
+	f := newFixture(t, Options{Root: fullfs.Mount(t, 1<<20), MaxBytes: -1})
 	c := f.commands("s1")
 	accepted(t, f.post(c.Setup(nil)))
 	old := strings.Repeat("a", 600<<10)
@@ -71,7 +52,7 @@ func TestWriteOnFullDiskKeepsOldContent(t *testing.T) {
 
 // The same holds for an edit whose result does not fit on the disk.
 func TestEditOnFullDiskKeepsOldContent(t *testing.T) {
-	f := newFixture(t, Options{Root: smallDisk(t, "1m"), MaxBytes: -1})
+	f := newFixture(t, Options{Root: fullfs.Mount(t, 1<<20), MaxBytes: -1})
 	c := f.commands("s1")
 	accepted(t, f.post(c.Setup(nil)))
 	old := strings.Repeat("x", 400<<10) + "MARK\n"

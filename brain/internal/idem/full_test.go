@@ -8,8 +8,30 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/brain-in-go/brain/brain/internal/fullfs"
+	"github.com/brain-in-go/brain/internal/fullfs"
 )
+
+// fullDiskStore opens a store on a tmpfs of 1 MiB (dir, and path in it)
+// that holds the claim "done" of scope "op" answered 200 {"n":1} and the
+// claim "pending", unanswered, both of digest d.
+func fullDiskStore(t *testing.T) (dir, path string, s *Store, d [32]byte, pending *Claim) {
+	t.Helper()
+	dir = fullfs.Mount(t, 1<<20)
+	path = filepath.Join(dir, "requests", "requests.log")
+	s = open(t, path, nil)
+	d = Digest([]byte("req"))
+	done, _, err := s.Claim(t.Context(), "op", "done", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := done.Answer(200, []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if pending, _, err = s.Claim(t.Context(), "op", "pending", d); err != nil {
+		t.Fatal(err)
+	}
+	return dir, path, s, d, pending
+}
 
 // TestFullDiskDoesNotStick fills a real file system under the requests
 // log: claims and answers fail with ErrWrite (ENOSPC) while it is full,
@@ -17,22 +39,8 @@ import (
 // an answer that failed leaves its key ambiguous, and everything is as
 // expected after a reopen.
 func TestFullDiskDoesNotStick(t *testing.T) {
-	dir := fullfs.Mount(t, 1<<20)
-	path := filepath.Join(dir, "requests", "requests.log")
-	s := open(t, path, nil)
+	dir, path, s, d, pending := fullDiskStore(t)
 	ctx := t.Context()
-	d := Digest([]byte("req"))
-	done, _, err := s.Claim(ctx, "op", "done", d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := done.Answer(200, []byte(`{"n":1}`)); err != nil {
-		t.Fatal(err)
-	}
-	pending, _, err := s.Claim(ctx, "op", "pending", d)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	filler := fullfs.Fill(t, dir)
 	// The answer's frame needs new blocks: it fails, and the key whose

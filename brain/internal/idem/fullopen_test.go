@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/brain-in-go/brain/brain/internal/fullfs"
+	"github.com/brain-in-go/brain/internal/fullfs"
 )
 
 // A restart on a full disk opens the requests log even when it holds
@@ -16,21 +16,8 @@ import (
 // again and the next Open compacts. (Brain could not start otherwise, and
 // so could not delete sessions to free the space.)
 func TestOpenOnFullDiskLeavesCompactionForLater(t *testing.T) {
-	dir := fullfs.Mount(t, 1<<20)
-	path := filepath.Join(dir, "requests", "requests.log")
-	s := open(t, path, nil)
+	dir, path, s, d, _ := fullDiskStore(t)
 	ctx := t.Context()
-	d := Digest([]byte("req"))
-	done, _, err := s.Claim(ctx, "op", "done", d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := done.Answer(200, []byte(`{"n":1}`)); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.Claim(ctx, "op", "pending", d); err != nil {
-		t.Fatal(err)
-	}
 	busy, _, err := s.Claim(ctx, "op", "busy", d)
 	if err != nil {
 		t.Fatal(err)

@@ -161,6 +161,21 @@ func TestLogTornTailTruncatedAndKept(t *testing.T) {
 	}
 }
 
+// entryOffsets answers the offset of each entry of the log bytes b.
+func entryOffsets(t *testing.T, b []byte) []int {
+	t.Helper()
+	var offs []int
+	for off := 0; off < len(b); {
+		_, n, err := decodeLogEntry(b[off:], DefaultMaxRecordBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, off)
+		off += n
+	}
+	return offs
+}
+
 // logBytes reads a log file without the zeros after its last entry (a
 // preallocated file's unused part).
 func logBytes(t *testing.T, path string) []byte {
@@ -178,15 +193,7 @@ func TestLogCorruptEntryRefused(t *testing.T) {
 	path := logFiles(t, dir)[0]
 	whole, _ := os.ReadFile(path)
 	b := logBytes(t, path)
-	var offs []int
-	for off := 0; off < len(b); {
-		_, n, err := decodeLogEntry(b[off:], DefaultMaxRecordBytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		offs = append(offs, off)
-		off += n
-	}
+	offs := entryOffsets(t, b)
 	if len(offs) < 3 {
 		t.Fatalf("%d entries", len(offs))
 	}
@@ -289,15 +296,7 @@ func TestLogEntryWithDamagedLengthRefused(t *testing.T) {
 	path := logFiles(t, dir)[0]
 	whole, _ := os.ReadFile(path)
 	b := logBytes(t, path)
-	var offs []int
-	for off := 0; off < len(b); {
-		_, n, err := decodeLogEntry(b[off:], DefaultMaxRecordBytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		offs = append(offs, off)
-		off += n
-	}
+	offs := entryOffsets(t, b)
 	for _, c := range []struct {
 		entry  int
 		length uint32

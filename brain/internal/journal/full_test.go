@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/brain-in-go/brain/brain/internal/fullfs"
+	"github.com/brain-in-go/brain/internal/fullfs"
 )
 
 // TestFullDiskDoesNotStick fills the real file system under a store:

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/brain-in-go/brain/brain/internal/fullfs"
+	"github.com/brain-in-go/brain/internal/fullfs"
 )
 
 // TestCheckpointWrittenInPlace: each checkpoint is written over the last

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/brain-in-go/brain/brain/internal/fullfs"
+	"github.com/brain-in-go/brain/internal/fullfs"
 )
 
 // mountLoopExt4 makes an ext4 file system whose blocks live in a sparse

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/fullfs"
+	"github.com/brain-in-go/brain/internal/fullfs"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/commits"
-	"github.com/brain-in-go/brain/brain/internal/fullfs"
+	"github.com/brain-in-go/brain/internal/fullfs"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
