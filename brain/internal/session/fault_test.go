@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/internal/fullfs"
 	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/internal/fullfs"
 )
 
 // A turn whose end cannot be written because the disk filled up while it

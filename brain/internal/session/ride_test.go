@@ -14,9 +14,9 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/commits"
-	"github.com/brain-in-go/brain/internal/fullfs"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/internal/fullfs"
 )
 
 // testRide is a Ride whose answer records the summary it is given.
