@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,8 +37,10 @@ var ErrHostConnectionLost = errors.New("client: host connection lost")
 // (context.DeadlineExceeded), when Brain cancels the call (ErrCancelTool),
 // when the connection that carried it ends or when the client closes. The
 // returned outcome finishes the call; a returned error finishes it as an
-// error with code tool_error. Nothing is posted once ctx has ended, as
-// Brain has then closed the call already.
+// error with code tool_error, and an outcome Brain refuses (malformed, or
+// larger than a request may be) as an error with code invalid_output that
+// quotes the refusal. Nothing is posted once ctx has ended, as Brain has
+// then closed the call already.
 type Handler func(ctx context.Context, call *ToolCall) (api.Outcome, error)
 
 // OK answers an ok outcome with value v (encoded as JSON).
@@ -484,7 +487,28 @@ func (h *Host) run(ctx context.Context, done func(), fn Handler, tc *ToolCall) {
 	}
 	// The finish outlives a cancellation that arrives meanwhile; only
 	// closing the client stops it.
-	_, _ = tc.update(context.WithoutCancel(ctx), api.UpdateFinish, &out)
+	fctx := context.WithoutCancel(ctx)
+	_, err := tc.update(fctx, api.UpdateFinish, &out)
+	var ae *api.ApiError
+	if errors.As(err, &ae) && ae.Code == api.CodeInvalidRequest {
+		// Brain refused the outcome itself (malformed, or larger than a
+		// request may be): the call fails now rather than staying open
+		// until its deadline.
+		refused := Fail("invalid_output", "Brain refused the handler's outcome: "+clip(ae.Message, maxRefusalBytes))
+		_, _ = tc.update(fctx, api.UpdateFinish, &refused)
+	}
+}
+
+// maxRefusalBytes bounds the part of Brain's answer quoted when it
+// refused a handler's outcome.
+const maxRefusalBytes = 1024
+
+// clip shortens s to at most n bytes without splitting a character.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
 }
 
 func (h *Host) call(ctx context.Context, fn Handler, tc *ToolCall) (out api.Outcome, err error) {

@@ -32,7 +32,9 @@
 // skipped (and logged) and never stops the server. A host that stays
 // without a commands connection for Config.Unconnected after it
 // registered, after the server started or after its last connection ended
-// is forgotten and its file removed. Commands are never stored: after a
+// is forgotten and its file removed, whether or not a request names it
+// (the registry looks every quarter of that window, and when it closes),
+// so a restart does not bring it back. Commands are never stored: after a
 // restart the engine records calls that were outstanding as ambiguous and
 // a reconnecting host receives nothing of them.
 package hosts

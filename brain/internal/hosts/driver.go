@@ -39,6 +39,11 @@ type command struct {
 	// unsent is set (before lost closes) when the connection ended with
 	// the command still queued: it never reached the host.
 	unsent bool
+	// settled is set (under the registry's lock) once no cancel operation
+	// is to come for the command: the host finished the call, or the
+	// cancel operation named it already. A settled command is not kept in
+	// host.stopped.
+	settled bool
 }
 
 func (c *command) loseLocked() { c.once.Do(func() { close(c.lost) }) }
@@ -243,7 +248,7 @@ func (r *Registry) follow(ctx context.Context, h *host, k key, c *command, close
 		r.mu.Unlock()
 		return failure(CodeHostNotConnected, "the commands connection of host "+h.id+" ended before the command was written; the call was not sent", true), nil
 	}
-	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), session.ErrTimeout) && lostErr == nil {
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), session.ErrTimeout) && lostErr == nil && !c.settled {
 		// A cancel operation follows; it needs the connection.
 		h.stopped[k] = c
 	}
@@ -263,6 +268,17 @@ func (r *Registry) follow(ctx context.Context, h *host, k key, c *command, close
 	return accepted, nil
 }
 
+// settle notes that no cancel operation will name command c of host id
+// and forgets it if follow kept it for one.
+func (r *Registry) settle(id string, k key, c *command) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c.settled = true
+	if h := r.hosts[id]; h != nil && h.stopped[k] == c {
+		delete(h.stopped, k)
+	}
+}
+
 // cancel writes a cancel_tool command to the connection that carried the
 // call.
 func (r *Registry) cancel(op session.Operation) envapi.Receipt {
@@ -274,8 +290,10 @@ func (r *Registry) cancel(op session.Operation) envapi.Receipt {
 	if h != nil {
 		if c = h.stopped[k]; c != nil {
 			delete(h.stopped, k)
-		} else {
-			c = h.outstanding[k]
+		} else if c = h.outstanding[k]; c != nil {
+			// Named before follow let the command go: follow must not
+			// keep it for this cancel.
+			c.settled = true
 		}
 	}
 	r.mu.Unlock()

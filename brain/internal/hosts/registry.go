@@ -79,6 +79,10 @@ type Registry struct {
 	mu     sync.Mutex
 	hosts  map[string]*host
 	closed bool
+	// stopSweep ends the goroutine that forgets expired hosts; swept is
+	// closed when it returned.
+	stopSweep chan struct{}
+	swept     chan struct{}
 }
 
 // host is one registered host. Fields are guarded by Registry.mu.
@@ -149,7 +153,31 @@ func Open(cfg Config) (*Registry, error) {
 		h.since = now
 		r.hosts[h.id] = h
 	}
+	r.stopSweep, r.swept = make(chan struct{}), make(chan struct{})
+	go r.sweep()
 	return r, nil
+}
+
+// sweepsPerWindow is how often per Config.Unconnected the registry looks
+// for hosts to forget.
+const sweepsPerWindow = 4
+
+// sweep forgets expired hosts as their windows pass, so that one no
+// request names is forgotten too and a restart does not find it again.
+func (r *Registry) sweep() {
+	defer close(r.swept)
+	t := time.NewTicker(max(r.cfg.Unconnected/sweepsPerWindow, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			r.mu.Lock()
+			r.expireLocked()
+			r.mu.Unlock()
+		case <-r.stopSweep:
+			return
+		}
+	}
 }
 
 func load(path string) (*host, error) {
@@ -290,8 +318,13 @@ func (r *Registry) Len() int {
 }
 
 // Close ends every connection; outstanding commands become unknown.
+// Hosts whose window has passed are forgotten first.
 func (r *Registry) Close() error {
 	r.mu.Lock()
+	if !r.closed {
+		close(r.stopSweep)
+		r.expireLocked()
+	}
 	r.closed = true
 	var conns []*Conn
 	for _, h := range r.hosts {
@@ -303,5 +336,6 @@ func (r *Registry) Close() error {
 	for _, c := range conns {
 		c.Close()
 	}
+	<-r.swept
 	return nil
 }

@@ -7,10 +7,20 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 // services answers the session services of a call host id carries.
 func (r *Registry) services(id, sessionID string, seq uint64) (session.Services, error) {
+	c, err := r.outstanding(id, sessionID, seq)
+	if err != nil {
+		return nil, err
+	}
+	return c.svc, nil
+}
+
+// outstanding answers the command of a call host id carries.
+func (r *Registry) outstanding(id, sessionID string, seq uint64) (*command, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h := r.lookupLocked(id)
@@ -24,7 +34,7 @@ func (r *Registry) services(id, sessionID string, seq uint64) (session.Services,
 	if !ok {
 		return nil, fmt.Errorf("host %s has no open tool call %s/%d: %w", id, sessionID, seq, session.ErrExecutionClosed)
 	}
-	return c.svc, nil
+	return c, nil
 }
 
 // Update applies a host's ToolExecutionUpdate and answers the committed
@@ -36,10 +46,11 @@ func (r *Registry) Update(ctx context.Context, id string, res api.HostResult) (u
 	default:
 		return 0, fmt.Errorf("%w: update type %q (want result, returned or finish)", session.ErrInvalid, u.Type)
 	}
-	svc, err := r.services(id, res.SessionID, res.Sequence)
+	c, err := r.outstanding(id, res.SessionID, res.Sequence)
 	if err != nil {
 		return 0, err
 	}
+	svc := c.svc
 	switch u.Type {
 	case api.UpdateResult:
 		if u.Outcome == nil {
@@ -49,19 +60,34 @@ func (r *Registry) Update(ctx context.Context, id string, res api.HostResult) (u
 	case api.UpdateReturned:
 		seq, err := svc.Returned(ctx, u.Outcome)
 		if err == nil {
-			r.mu.Lock()
-			if h := r.hosts[id]; h != nil {
-				if c := h.outstanding[key{res.SessionID, res.Sequence}]; c != nil {
-					c.markReturned()
-				}
-			}
-			r.mu.Unlock()
+			r.updated(id, key{res.SessionID, res.Sequence}, c, envapi.MethodReturned)
 		}
 		return seq, err
 	case api.UpdateFinish:
-		return svc.Finish(ctx, u.Outcome)
+		seq, err := svc.Finish(ctx, u.Outcome)
+		if err == nil {
+			r.updated(id, key{res.SessionID, res.Sequence}, c, envapi.MethodFinish)
+		}
+		return seq, err
 	}
 	return 0, fmt.Errorf("%w: update type %q (want result, returned or finish)", session.ErrInvalid, u.Type)
+}
+
+// updated notes a returned or finish that host id's command c took,
+// whether it came as an update or as a service call: a returned ends the
+// delivery's wait while the command is still outstanding, and a finish
+// means no cancel operation follows.
+func (r *Registry) updated(id string, k key, c *command, method string) {
+	switch method {
+	case envapi.MethodReturned:
+		r.mu.Lock()
+		if h := r.hosts[id]; h != nil && h.outstanding[k] == c {
+			c.markReturned()
+		}
+		r.mu.Unlock()
+	case envapi.MethodFinish:
+		r.settle(id, k, c)
+	}
 }
 
 // Emit commits an extension event of a host's tool call.
@@ -88,7 +114,7 @@ func (r *Registry) Model(ctx context.Context, id string, m api.HostModelCall) (a
 
 // ServiceCall calls any service method granted to a host's tool call.
 func (r *Registry) ServiceCall(ctx context.Context, id string, c api.HostServiceCall) (json.RawMessage, error) {
-	svc, err := r.services(id, c.SessionID, c.Sequence)
+	cmd, err := r.outstanding(id, c.SessionID, c.Sequence)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +122,11 @@ func (r *Registry) ServiceCall(ctx context.Context, id string, c api.HostService
 	if in == nil {
 		in = json.RawMessage("null")
 	}
-	return svc.Call(ctx, c.Call.Method, in)
+	out, err := cmd.svc.Call(ctx, c.Call.Method, in)
+	if err == nil {
+		r.updated(id, key{c.SessionID, c.Sequence}, cmd, c.Call.Method)
+	}
+	return out, err
 }
 
 // Suspend closes host id's connection named connection when it carries no

@@ -1,0 +1,54 @@
+package client_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain"
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/client"
+)
+
+// TestHostRefusedOutcomeFails: a handler whose outcome Brain refuses (a
+// zero Outcome, an error code that is not an identifier, a value larger
+// than a request may be) ends its call at once as failed invalid_output,
+// naming why, instead of leaving it open until its deadline.
+func TestHostRefusedOutcomeFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const maxTool = 10 * time.Second
+	c, _ := start(t, brain.Config{MaxRequestBytes: 64 << 10, Limits: brain.Limits{MaxTool: maxTool}})
+	h, err := c.Host(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := map[string]api.Outcome{
+		"zero":    {},
+		"badcode": client.Fail("not an identifier", "the code has spaces"),
+		"huge":    client.OK(strings.Repeat("x", 128<<10)),
+	}
+	for name, o := range outcomes {
+		h.Handle(name, func(context.Context, *client.ToolCall) (api.Outcome, error) { return o, nil })
+	}
+	if err := h.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name := range outcomes {
+		t.Run(name, func(t *testing.T) {
+			s := hostSession(t, c, h, name)
+			began := time.Now()
+			if _, err := s.Send(ctx, api.UserInput{Message: toolScript(name)}); err != nil {
+				t.Fatal(err)
+			}
+			o := outcomeOf(t, ofKind(events(t, s), api.KindToolCallEnded)[0])
+			if o.Status != api.OutcomeFailed || o.Error == nil || o.Error.Code != "invalid_output" || !strings.Contains(o.Error.Message, "refused") {
+				t.Fatalf("outcome %+v (error %+v) after %v, want failed invalid_output", o, o.Error, time.Since(began))
+			}
+			if d := time.Since(began); d > maxTool/2 {
+				t.Fatalf("the call took %v to end", d)
+			}
+		})
+	}
+}
