@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/session"
 )
@@ -40,7 +42,8 @@ func sessionWrite(r *http.Request) string {
 // (after the route authenticated it: a write this node would refuse is
 // never forwarded),
 // unchanged (method, path, query, body, Idempotency-Key and authorization
-// headers), and relays the answer; it answers false when this node serves
+// headers; the trace context is that of this node's request span when
+// tracing, none otherwise), and relays the answer; it answers false when this node serves
 // the request itself: it holds the session's lease or has just taken it
 // because the owner's lease had expired.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
@@ -95,6 +98,14 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) bool {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
 			pr.Out.Header.Set(forwardedHeader, "1")
+			// The owner's spans continue this node's request span (the
+			// client's trace context is its parent); without tracing no
+			// trace context is sent on.
+			pr.Out.Header.Del("traceparent")
+			pr.Out.Header.Del("tracestate")
+			if s.opts.Tracer != nil {
+				propagation.TraceContext{}.Inject(pr.Out.Context(), propagation.HeaderCarrier(pr.Out.Header))
+			}
 		},
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {

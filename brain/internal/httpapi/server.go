@@ -295,10 +295,24 @@ func (s *Server) handleOpen(pattern string, h http.Handler) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
-	var endSpan func()
+	var endSpan func(aborted bool)
 	if s.opts.Tracer != nil {
 		r, endSpan = s.traceRequest(r, sw)
 	}
+	defer func() {
+		// A handler that aborts its response (http.ErrAbortHandler: a
+		// relayed answer or an event stream cut off half way) is still
+		// counted, and its span ended, before the server drops the
+		// connection.
+		if p := recover(); p != nil {
+			if sw.status == 0 {
+				sw.status = http.StatusInternalServerError // no answer was sent
+			}
+			s.finishRequest(served{method: r.Method, pattern: r.Pattern, status: sw.status, err: sw.err, start: start,
+				endSpan: endSpan, aborted: true})
+			panic(p)
+		}
+	}()
 	s.mux.ServeHTTP(sw, r)
 	done := served{method: r.Method, pattern: r.Pattern, status: sw.status, err: sw.err, start: start, endSpan: endSpan}
 	if st := sw.stream; st != nil {
@@ -317,13 +331,14 @@ type served struct {
 	status          int
 	err             error
 	start           time.Time
-	endSpan         func() // ends the request's span (nil: none)
+	endSpan         func(aborted bool) // ends the request's span (nil: none)
+	aborted         bool               // the response was cut off (the handler aborted it)
 }
 
 // finishRequest counts, logs and ends the span of a request that ended.
 func (s *Server) finishRequest(d served) {
 	if d.endSpan != nil {
-		defer d.endSpan()
+		defer d.endSpan(d.aborted)
 	}
 	elapsed := time.Since(d.start)
 	s.observer().Request(d.pattern, d.status, elapsed)
@@ -332,9 +347,12 @@ func (s *Server) finishRequest(d served) {
 		if d.err != nil {
 			args = append(args, "err", d.err)
 		}
+		if d.aborted {
+			args = append(args, "aborted", true)
+		}
 		s.log.Warn("request", args...)
 	} else if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		s.log.Debug("request", "method", d.method, "route", d.pattern, "status", d.status, "ms", elapsed.Milliseconds())
+		s.log.Debug("request", "method", d.method, "route", d.pattern, "status", d.status, "ms", elapsed.Milliseconds(), "aborted", d.aborted)
 	}
 }
 

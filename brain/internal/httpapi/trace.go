@@ -15,14 +15,15 @@ import (
 // context the request carries (traceparent, tracestate), and answers the
 // request carrying the span with the function that ends it once the
 // request is served: named by the route pattern it matched, with its
-// status and session id. Headers other than the trace context are never
-// read into the span.
-func (s *Server) traceRequest(r *http.Request, sw *statusWriter) (*http.Request, func()) {
+// status and session id, failed when the status is 5xx or the response
+// was aborted (cut off) part way. Headers other than the trace context
+// are never read into the span.
+func (s *Server) traceRequest(r *http.Request, sw *statusWriter) (*http.Request, func(aborted bool)) {
 	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	ctx, span := s.opts.Tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("http.request.method", r.Method)))
 	r = r.WithContext(ctx)
-	return r, func() {
+	return r, func(aborted bool) {
 		if r.Pattern != "" {
 			span.SetName(r.Pattern)
 			span.SetAttributes(attribute.String("http.route", r.Pattern))
@@ -35,7 +36,10 @@ func (s *Server) traceRequest(r *http.Request, sw *statusWriter) (*http.Request,
 			status = http.StatusOK
 		}
 		span.SetAttributes(attribute.Int("http.response.status_code", status))
-		if status >= 500 {
+		switch {
+		case aborted:
+			span.SetStatus(codes.Error, "response aborted")
+		case status >= 500:
 			span.SetStatus(codes.Error, http.StatusText(status))
 		}
 		span.End()

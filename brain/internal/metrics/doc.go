@@ -60,6 +60,10 @@
 // in memory.
 //
 // Labels are bounded: outcomes and codes come from closed sets (anything
-// else is "other") and routes are the mux's patterns. Session ids never
-// become labels.
+// else is "other") and routes are the mux's patterns. A failure's code is
+// its label when it is one of Brain's failure codes (api.FailureCodes),
+// API error codes (api.ErrorCodes: a model call that the provider failed
+// is model_provider_failed) or the codes the environment protocol names
+// (envapi: invalid_configuration, environment_failed, ...). Session ids
+// never become labels.
 package metrics

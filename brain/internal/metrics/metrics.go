@@ -16,6 +16,7 @@ import (
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/telemetry"
+	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 // maxOpen bounds the effects whose start time is remembered for a latency;
@@ -61,12 +62,29 @@ var (
 	failureCodes = map[string]bool{}
 )
 
+// envCodes are the failure codes the environment protocol names, which an
+// environment operation's failure carries (a provider may answer others,
+// counted as "other").
+var envCodes = []string{
+	envapi.CodeUnsupported, envapi.CodeEnvironmentFailed, envapi.CodeEnvironmentError,
+	envapi.CodeInvalidConfiguration, envapi.CodeInvalidInput, envapi.CodeInvalidOutput, envapi.CodeTimeout,
+	envapi.CodeCancelled, envapi.CodeUnavailable, envapi.CodeResourceLost, envapi.CodeBusy,
+	envapi.CodeAlreadyExists, envapi.CodeAllocationFailed, envapi.CodePreparationFailed,
+	envapi.CodeExecutionFailed, envapi.CodeOutputLimit, envapi.CodeCleanupFailed, envapi.CodeNoCallback,
+	envapi.CodePathEscape, envapi.CodeNotFound,
+}
+
 func init() {
 	for _, p := range api.EffectPrefixes {
 		effectKinds[p] = true
 	}
-	for _, c := range api.FailureCodes {
-		failureCodes[c] = true
+	// The codes a failure may carry: the failure codes, the API's error
+	// codes (a model call fails with model_provider_failed, a turn may
+	// with overloaded) and the environment protocol's.
+	for _, list := range [][]string{api.FailureCodes, api.ErrorCodes, envCodes} {
+		for _, c := range list {
+			failureCodes[c] = true
+		}
 	}
 }
 

@@ -185,6 +185,10 @@ func TestMetricsOfARealTurn(t *testing.T) {
 	if value(after, "brain_effects_total", "kind", "model_call") == value(after, "brain_effects_total", "kind", "model_call", "outcome", "ok") {
 		t.Errorf("the failed model call is not counted apart: %v", fmtFamily(after["brain_effects_total"]))
 	}
+	// The provider's failure is counted under the code the turn and the
+	// model call failed with, the one the API answered.
+	moved("brain_turns_total", 1, "outcome", "model_provider_failed")
+	moved("brain_effects_total", 1, "kind", "model_call", "outcome", "model_provider_failed")
 	if value(after, "brain_journal_fsync_seconds") <= value(before, "brain_journal_fsync_seconds") ||
 		value(after, "brain_journal_group_commit_records") <= value(before, "brain_journal_group_commit_records") {
 		t.Error("journal commit histograms did not move")
@@ -218,6 +222,51 @@ func httpRequest(t *testing.T) *http.Request {
 		t.Fatal(err)
 	}
 	return req
+}
+
+// TestFailureCodesAreLabels: every code Brain itself writes into a
+// failure (the failure codes, the API's error codes a turn or a model call
+// fails with, the environment protocol's named codes) is its own label;
+// only a code outside those sets is "other".
+func TestFailureCodesAreLabels(t *testing.T) {
+	m := metrics.New()
+	m.Durable("ses_aaaaaaaaaaaaaaaaaaaa", []journal.Record{
+		{Sequence: 5, Kind: "turn_started", RecordedAtMs: 1000, Data: []byte(`{}`)},
+		{Sequence: 7, Kind: "model_call_started", RecordedAtMs: 1000, Data: []byte(`{}`)},
+		{Sequence: 8, Kind: "model_call_failed", RecordedAtMs: 1100, Data: []byte(`{"code":"model_provider_failed","sequence":7}`)},
+		{Sequence: 9, Kind: "turn_failed", RecordedAtMs: 1100, Data: []byte(`{"code":"model_provider_failed","sequence":5}`)},
+		{Sequence: 10, Kind: "model_call_failed", RecordedAtMs: 1100, Data: []byte(`{"code":"model_output_incomplete","sequence":7}`)},
+		{Sequence: 11, Kind: "turn_failed", RecordedAtMs: 1100, Data: []byte(`{"code":"overloaded","sequence":5}`)},
+		{Sequence: 12, Kind: "environment_setup_failed", RecordedAtMs: 1100, Data: []byte(`{"code":"invalid_configuration","sequence":2}`)},
+		{Sequence: 13, Kind: "environment_call_failed", RecordedAtMs: 1100, Data: []byte(`{"code":"environment_failed","sequence":3}`)},
+		{Sequence: 14, Kind: "environment_call_failed", RecordedAtMs: 1100, Data: []byte(`{"code":"session-ab12cd","sequence":4}`)},
+	})
+	rec := &recorder{header: http.Header{}}
+	m.Handler().ServeHTTP(rec, httpRequest(t))
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(rec.body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+	}{
+		{"brain_turns_total", []string{"outcome", "model_provider_failed"}},
+		{"brain_turns_total", []string{"outcome", "overloaded"}},
+		{"brain_effects_total", []string{"kind", "model_call", "outcome", "model_provider_failed"}},
+		{"brain_effects_total", []string{"kind", "model_call", "outcome", "model_output_incomplete"}},
+		{"brain_effects_total", []string{"kind", "environment_setup", "outcome", "invalid_configuration"}},
+		{"brain_effects_total", []string{"kind", "environment_call", "outcome", "environment_failed"}},
+		{"brain_effects_total", []string{"kind", "environment_call", "outcome", "other"}},
+		{"brain_environment_operation_errors_total", []string{"code", "invalid_configuration"}},
+		{"brain_environment_operation_errors_total", []string{"code", "environment_failed"}},
+		{"brain_environment_operation_errors_total", []string{"code", "other"}},
+	} {
+		if got := value(fams, c.name, c.labels...); got != 1 {
+			t.Errorf("%s%v = %v, want 1 (%s)", c.name, c.labels, got, fmtFamily(fams[c.name]))
+		}
+	}
 }
 
 // TestToolOutcomesCounted: a tool call that Brain closes with an outcome

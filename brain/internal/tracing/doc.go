@@ -62,8 +62,12 @@
 //
 // Parents: request → turn → activation → model call or tool call →
 // environment operation → the provider's own spans (envsdk starts an
-// operation's context from the traceparent Brain sends). An error or a
-// failed outcome sets the span's status to Error with the failure code.
+// operation's context from the traceparent Brain sends). On a cluster, a
+// write forwarded to its session's owner carries the receiving node's
+// request span as its traceparent, so the owner's request span is that
+// span's child. An error or a failed outcome sets the span's status to
+// Error with the failure code; a request whose response was cut off part
+// way (a relayed answer or an event stream aborted) is an Error too.
 // Credentials and tokens never become attributes.
 //
 // # Logs

@@ -16,8 +16,10 @@
 // in its Brain-Heartbeat-Ms header (a proxy dropped the connection without
 // closing it), the page reconnects after the last sequence it saw and says
 // so; a session that does not exist (or was deleted) is reported as such
-// and not followed. The session list is refreshed in place, so that the
-// keyboard focus stays where it was. The timeline and the events table
+// and not followed. The session's status and transcript are read again
+// as its records arrive; an answer that a later read overtook is not
+// shown over the newer one. The session list is refreshed in place, so
+// that the keyboard focus stays where it was. The timeline and the events table
 // show a window of the events: a session opens at its newest 500 (its
 // stream starts there), the window holds at most 1000 while it follows,
 // and older and newer pages are read from the events API on demand, so a

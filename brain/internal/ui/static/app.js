@@ -224,6 +224,11 @@ class SessionView {
     this.attempt = null; // the AbortController of the open stream
     this.summaryTimer = null;
     this.transcriptTimer = null;
+    // Reads of the summary and of the transcript are numbered as they
+    // are sent; an answer older than the one shown (a slow request that
+    // a later one overtook) is not shown over it.
+    this.reads = { summary: 0, transcript: 0 };
+    this.shown = { summary: 0, transcript: 0 };
     this.pagerTimer = null;
     show('session');
     $('sid').textContent = id;
@@ -271,10 +276,20 @@ class SessionView {
     l.dataset.state = state;
   }
 
+  // fresh reports whether the answer to read n of what is newer than the
+  // one shown, and then counts it as shown.
+  fresh(what, n) {
+    if (n < this.shown[what]) return false;
+    this.shown[what] = n;
+    return true;
+  }
+
   async summary() {
+    const n = ++this.reads.summary;
     try {
       const s = await api('GET', '/v1/sessions/' + this.id);
       if (this.stopped) return null;
+      if (!this.fresh('summary', n)) return s;
       const b = $('status');
       b.textContent = s.status;
       b.className = 'badge ' + s.status;
@@ -311,9 +326,10 @@ class SessionView {
   }
 
   async transcript() {
+    const n = ++this.reads.transcript;
     try {
       const t = await api('GET', '/v1/sessions/' + this.id + '/transcript');
-      if (this.stopped) return;
+      if (this.stopped || !this.fresh('transcript', n)) return;
       renderTranscript(t);
     } catch (e) {
       if (!this.stopped && !this.gone && e.status !== 404 && e.status !== 400) $('action-error').textContent = e.message;

@@ -1,0 +1,104 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/brain-in-go/brain/brain/internal/envbind"
+)
+
+// statusLog is an Observer that keeps the route and status of the
+// requests it is told of.
+type statusLog struct {
+	noObserver
+	mu   sync.Mutex
+	seen []string
+}
+
+func (l *statusLog) Request(route string, status int, _ time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, route+" "+http.StatusText(status))
+}
+
+func (l *statusLog) requests() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.seen...)
+}
+
+// TestAbortedForwardIsCountedAndTraced forwards a write to an owner that
+// dies half way through its answer: the relayed response is cut off, and
+// the request is still counted once and its span ended, as failed.
+func TestAbortedForwardIsCountedAndTraced(t *testing.T) {
+	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte(`{"status":`))
+		rc := http.NewResponseController(w)
+		if err := rc.Flush(); err != nil {
+			t.Error(err)
+			return
+		}
+		// The head and the start of the body went out; then nothing.
+		c, _, err := rc.Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		c.Close()
+	}))
+	defer owner.Close()
+	b, err := envbind.New(envbind.Config{Key: bytes.Repeat([]byte{1}, 32), PublicURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	log := &statusLog{}
+	var routed bool
+	var mu sync.Mutex
+	f := newFixture(t, Options{Bindings: b, Observer: log, Tracer: tp.Tracer("test"),
+		Route: func(context.Context, string) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if routed {
+				return owner.URL, nil
+			}
+			return "", nil
+		},
+	})
+	id := f.create("c").SessionID
+	mu.Lock()
+	routed = true
+	mu.Unlock()
+	before, spans := len(log.requests()), len(rec.Ended())
+	const route = "POST /v1/sessions/{id}/messages"
+	f.do("POST", "/v1/sessions/"+id+"/messages", `{"input":{"message":"hi"}}`, "Idempotency-Key", "k1")
+
+	if got := log.requests()[before:]; len(got) != 1 || got[0] != route+" OK" {
+		t.Errorf("the cut-off request was counted as %q, want once as %q", got, route+" OK")
+	}
+	var found bool
+	for _, s := range rec.Ended()[spans:] {
+		if s.Name() == route {
+			found = true
+			if s.Status().Code != codes.Error {
+				t.Errorf("span of the cut-off request has status %v, want Error", s.Status())
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the cut-off request's span %q never ended", route)
+	}
+}
