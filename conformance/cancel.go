@@ -1,17 +1,65 @@
 package conformance
 
 import (
+	"fmt"
+	"net/http/httptrace"
+	"sync"
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
+// bystander is an execute running while another is cancelled.
+type bystander struct {
+	what     string
+	cmd      envapi.Command
+	sent     time.Time
+	answered chan *exchange
+}
+
+// startBystander sends cmd and returns once the request is written; its
+// answer arrives on answered.
+func (p *probe) startBystander(what string, cmd envapi.Command) *bystander {
+	b := &bystander{what: what, cmd: cmd, sent: time.Now(), answered: make(chan *exchange, 1)}
+	wrote, done := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ctx := httptrace.WithClientTrace(p.ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(wrote) }) },
+	})
+	go func() {
+		defer close(done)
+		b.answered <- p.sendRaw(ctx, p.tg.Token, cmd)
+	}()
+	select {
+	case <-wrote:
+	case <-done:
+	}
+	return b
+}
+
 func cancelRunning(p *probe) {
 	d := p.descriptor(RoleSleep)
+	echo := p.descriptor(RoleEcho)
 	c := p.setup()
 	p.teardownLater(c)
-	cmd := c.Execute(d.Implementation, d.Input, nil)
-	seq := cmd.Operation.Sequence
+	tw := p.twin(c)
+	p.accepted(ruleIsolation, fmt.Sprintf("setup of binding %s/%s, of another session with the same environment name", tw.Session, tw.Environment), tw.Setup(p.tg.SetupConfiguration))
+	p.teardownLater(tw)
+
+	// Two executes run while the target is cancelled: one on the same
+	// binding, and one of another session at the target's sequence on a
+	// binding of the same name. An echo after each, once its request is
+	// written, gives it the time to start.
+	same := p.startBystander("an execute on the same binding", c.Execute(d.Implementation, d.Input, nil))
+	p.mustTool(c, echo, "an echo while a sleep runs")
+	seq := c.Reserve()
+	for tw.Last() < seq-1 {
+		tw.Reserve()
+	}
+	other := p.startBystander("an execute of another session at the same sequence", tw.Execute(d.Implementation, d.Input, nil))
+	p.mustTool(tw, echo, "an echo on the other session's binding while a sleep runs")
+
+	cmd := c.At(seq, envapi.Execute(d.Implementation, d.Input, nil, p.toolGrant(c.Session, seq)))
 	answered := make(chan *exchange, 1)
 	go func() { answered <- p.send(cmd) }()
 
@@ -43,5 +91,42 @@ func cancelRunning(p *probe) {
 	if rc := ex.receipt(); rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeCancelled {
 		p.fatal(ruleCancel, ex, "a cancelled execute answered %q %s %v after the first cancel, want failure %s", rc.Type, rc.Code, ex.Answered.Sub(first).Round(time.Millisecond), envapi.CodeCancelled)
 	}
+	p.notCancelled(d, ex, same, other)
 	p.watchLate(ruleCancel, c, seq, d, ex, "after answering cancelled")
+}
+
+// toolGrant is a tool grant for execution seq of session.
+func (p *probe) toolGrant(session string, seq uint64) *envapi.Grant {
+	g := p.brain.ToolGrant(session, seq)
+	return &g
+}
+
+// notCancelled fails the case when a bystander answers cancelled: the
+// cancel answered in ex named another execute. It watches each until it
+// has had the time to run to its end (the descriptor's Runs and the
+// grace), or, when the descriptor runs until stopped, for half the grace
+// after ex.
+func (p *probe) notCancelled(d Descriptor, ex *exchange, bystanders ...*bystander) {
+	p.t.Helper()
+	for _, b := range bystanders {
+		until := ex.Answered.Add(p.o.Grace / 2)
+		if d.Runs > 0 {
+			until = b.sent.Add(d.Runs + p.o.Grace)
+		}
+		var bx *exchange
+		timer := time.NewTimer(time.Until(until))
+		select {
+		case bx = <-b.answered:
+		case <-timer.C:
+		case <-p.ctx.Done():
+		}
+		timer.Stop()
+		if bx == nil {
+			continue // still running, or answering late: not this rule's concern
+		}
+		op := b.cmd.Operation
+		if rc := bx.receipt(); rc.Type == envapi.ReceiptFailure && rc.Code == envapi.CodeCancelled {
+			p.fail(ruleCancel, bx, "a cancel of sequence %d of session %s also stopped %s (session %s, environment %s, sequence %d): it answered failure %s", ex.Resp.Sequence, p.session, b.what, op.SessionID, op.Environment, op.Sequence, rc.Code)
+		}
+	}
 }

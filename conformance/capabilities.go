@@ -110,6 +110,6 @@ func (p *probe) finishedWithError(seq uint64, rc envapi.Receipt) bool {
 	if p.brain.Count(envtest.Execution(p.session, seq, envapi.MethodFinish)) == 0 {
 		return false
 	}
-	o, err := p.toolOutcome(seq, rc)
+	o, err := p.toolOutcome(p.session, seq, rc)
 	return err == nil && o.Status == envapi.StatusError
 }

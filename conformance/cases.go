@@ -30,6 +30,8 @@ var cases = []testCase{
 	{id: "transport/unknown-field", rule: ruleStrict, run: transportUnknownField},
 	{id: "transport/bad-identifier", rule: ruleStrict, run: transportBadIdentifier},
 	{id: "transport/zero-sequence", rule: ruleStrict, run: transportZeroSequence},
+	{id: "transport/duplicate-key", rule: ruleStrict, run: transportDuplicateKey},
+	{id: "transport/wrong-contract", rule: ruleStrict, run: transportWrongContract},
 	{id: "contract/echo", rule: ruleResponse, run: contractEcho},
 	{id: "lifecycle/full", rule: ruleLifecycle, run: lifecycleFull},
 	{id: "lifecycle/teardown-repeatable", rule: ruleTeardown, run: lifecycleTeardownRepeatable},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"strings"
 	"time"
@@ -38,7 +39,8 @@ const (
 // writes JUnit XML. --run and --skip take case ids, globs ("auth/*") or
 // group prefixes ending in "/" ("transport/"). --list prints every case id
 // with the capability that gates it ("-" for none) and the rule it checks,
-// tab-separated. The exit status is ExitPass, ExitFail, ExitUsage or
+// tab-separated. URL is an absolute http or https URL, with at most a path
+// prefix. The exit status is ExitPass, ExitFail, ExitUsage or
 // ExitUnreachable.
 func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
@@ -71,6 +73,10 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *url == "" || *profile == "" || fs.NArg() > 0 {
 		fs.Usage()
+		return ExitUsage
+	}
+	if err := checkBaseURL(*url); err != nil {
+		fmt.Fprintln(stderr, err)
 		return ExitUsage
 	}
 	p, err := LoadProfile(*profile)
@@ -124,6 +130,24 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitFail
 	}
 	return ExitPass
+}
+
+// checkBaseURL reports why raw is not a base URL the suite can post to:
+// an absolute http or https URL with a host, and a path prefix at most
+// ({url}/v1/operations is appended to it), without query or fragment.
+func checkBaseURL(raw string) error {
+	u, err := neturl.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Errorf("conformance: --url %q: %w", raw, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("conformance: --url %q: want an absolute http:// or https:// URL, such as http://127.0.0.1:8090", raw)
+	case u.Host == "" || u.Opaque != "":
+		return fmt.Errorf("conformance: --url %q: the URL names no host", raw)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return fmt.Errorf("conformance: --url %q: the provider's base URL takes no query or fragment ({url}/v1/operations is posted to)", raw)
+	}
+	return nil
 }
 
 // Reachable waits up to wait for url to answer any HTTP response to a POST

@@ -64,7 +64,7 @@ func TestRunCLIRunAndSkipPatterns(t *testing.T) {
 			ran = append(ran, strings.Fields(id)[0])
 		}
 	}
-	want := []string{"auth/missing-token", "auth/wrong-token", "transport/not-found", "transport/malformed-json", "transport/unknown-field", "transport/bad-identifier"}
+	want := []string{"auth/missing-token", "auth/wrong-token", "transport/not-found", "transport/malformed-json", "transport/unknown-field", "transport/bad-identifier", "transport/duplicate-key", "transport/wrong-contract"}
 	if !slices.Equal(ran, want) {
 		t.Errorf("ran %v, want %v\n%s", ran, want, stdout.String())
 	}
@@ -168,5 +168,32 @@ func TestRunCLIHintsAtARefusedToken(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "refused the token") {
 		t.Fatalf("a hint at a refused token with the right one:\n%s", stderr.String())
+	}
+}
+
+// TestRunCLIMalformedURL: a --url that is not an absolute http(s) URL
+// Brain could post to is a usage error, reported at once, not a provider
+// that could not be reached after --wait.
+func TestRunCLIMalformedURL(t *testing.T) {
+	profile := referenceProfile(t)
+	for _, url := range []string{
+		"127.0.0.1:8090",
+		"provider:8090",
+		"ftp://127.0.0.1:1",
+		"http//127.0.0.1:1",
+		"http://",
+		"/v1/operations",
+		"http://127.0.0.1:1/base?token=x",
+		"http://127.0.0.1:1/base#frag",
+	} {
+		var stdout, stderr bytes.Buffer
+		start := time.Now()
+		code := conformance.RunCLI(t.Context(), []string{"--url", url, "--profile", profile, "--wait", "20s"}, &stdout, &stderr)
+		if code != conformance.ExitUsage || !strings.Contains(stderr.String(), "--url") {
+			t.Errorf("--url %q: exit %d, want %d naming --url\n%s", url, code, conformance.ExitUsage, stderr.String())
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("--url %q: gave up after %v, want at once", url, d)
+		}
 	}
 }

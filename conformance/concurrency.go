@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/brain-in-go/brain/envsdk/envtest"
@@ -69,6 +70,15 @@ func concurrencyIsolated(p *probe) {
 	}
 	if _, ex, r, err := p.tool(a, read); err != nil {
 		p.fail(r, ex, "a read on the binding that wrote: %v", err)
+	}
+	// A binding is its session's: another session's binding of the same
+	// name is another binding.
+	tw := p.twin(a)
+	p.accepted(ruleIsolation, fmt.Sprintf("setup of binding %s/%s, of another session with the same environment name as the binding that wrote", tw.Session, tw.Environment), tw.Setup(p.tg.SetupConfiguration))
+	p.teardownLater(tw)
+	p.mustTool(tw, p.descriptor(RoleEcho), "echo on the other session's binding")
+	if out, ex, _, err := p.tool(tw, read); err == nil {
+		p.fail(ruleIsolation, ex, "a read on binding %s/%s observed the write on %s/%s, a binding of another session with the same environment name: output %s passes the read check", tw.Session, tw.Environment, a.Session, a.Environment, excerpt(out, 300))
 	}
 }
 

@@ -51,10 +51,13 @@
 // ending in "/" ("transport/"); --list prints every case id with the
 // capability that gates it and its rule. The exit status is ExitPass (0)
 // when no case failed, ExitFail (1) when one did, ExitUsage (2) for a bad
-// command line, an invalid profile or a --junit file it cannot write, and
-// ExitUnreachable (3) when nothing answers at the URL within --wait. All
-// cases then share the one provider, each in a session of its own. The
-// restart case needs an in-process hook and is skipped remotely.
+// command line (a --url that is not an absolute http or https URL, or that
+// has a query or fragment, among them), an invalid profile or a --junit
+// file it cannot write, and ExitUnreachable (3) when nothing answers at the
+// URL within --wait. The URL may end in a path prefix: the suite posts to
+// {url}/v1/operations. All cases then share the one provider, each in
+// sessions of its own. The restart case needs an in-process hook and is
+// skipped remotely.
 //
 // # Roles and capabilities
 //

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
@@ -30,6 +32,7 @@ type probe struct {
 	brain   *envtest.Brain
 	session string
 	envs    atomic.Int64
+	twins   atomic.Int64
 	root    *envtest.Commands // the session's sequence source
 }
 
@@ -59,6 +62,9 @@ type exchange struct {
 	Err      error
 	Sent     time.Time
 	Answered time.Time
+	// FirstByte is when the first byte of the answer arrived (zero when
+	// none did): the answer was written by then, whatever its length.
+	FirstByte time.Time
 }
 
 func excerpt(b []byte, n int) string {
@@ -141,6 +147,16 @@ func (p *probe) binding() *envtest.Commands {
 	return p.root.For(fmt.Sprintf("env%d", p.envs.Add(1)))
 }
 
+// twin starts commands for a binding of another session with c's
+// environment name, numbered from 1 as every session is: one provider sees
+// the same names and sequences from many sessions, each a binding and a
+// command of its own.
+func (p *probe) twin(c *envtest.Commands) *envtest.Commands {
+	tw := envtest.NewCommands(fmt.Sprintf("%s-%d", p.session, p.twins.Add(1)), c.Environment)
+	tw.Brain = p.brain
+	return tw
+}
+
 // sendRaw posts body with token; it never fails the case.
 func (p *probe) sendRaw(ctx context.Context, token string, body any) *exchange {
 	ex := &exchange{Sent: time.Now()}
@@ -150,7 +166,18 @@ func (p *probe) sendRaw(ctx context.Context, token string, body any) *exchange {
 	default:
 		ex.Request, _ = json.Marshal(v)
 	}
-	ex.Status, ex.Body, ex.Resp, ex.Err = envtest.Post(ctx, p.tg.Client, p.tg.BaseURL, token, body)
+	var mu sync.Mutex
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if ex.FirstByte.IsZero() {
+			ex.FirstByte = time.Now()
+		}
+	}})
+	status, respBody, resp, err := envtest.Post(ctx, p.tg.Client, p.tg.BaseURL, token, body)
+	mu.Lock()
+	defer mu.Unlock()
+	ex.Status, ex.Body, ex.Resp, ex.Err = status, respBody, resp, err
 	ex.Answered = time.Now()
 	return ex
 }
@@ -243,12 +270,12 @@ func (p *probe) execute(c *envtest.Commands, d Descriptor, deadlineMs *int64) (*
 // finish before the suite gives up on it.
 func (p *probe) finishWait() time.Duration { return p.o.Grace }
 
-// waitCall waits for a callback of execution seq with method, for at most
-// d after now.
-func (p *probe) waitCall(seq uint64, method string, d time.Duration) (envtest.Call, error) {
+// waitCall waits for a callback of execution seq of session with method,
+// for at most d after now.
+func (p *probe) waitCall(session string, seq uint64, method string, d time.Duration) (envtest.Call, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, d)
 	defer cancel()
-	return p.brain.WaitFor(ctx, envtest.Execution(p.session, seq, method))
+	return p.brain.WaitFor(ctx, envtest.Execution(session, seq, method))
 }
 
 // tool runs d as a Tool on c and returns its output: the value of an ok
@@ -260,7 +287,7 @@ func (p *probe) tool(c *envtest.Commands, d Descriptor) (json.RawMessage, *excha
 
 // toolCmd is tool with a prepared execute command.
 func (p *probe) toolCmd(cmd envapi.Command, d Descriptor) (json.RawMessage, *exchange, rule, error) {
-	seq := cmd.Operation.Sequence
+	session, seq := cmd.Operation.SessionID, cmd.Operation.Sequence
 	ex := p.send(cmd)
 	if err := valid(ex); err != nil {
 		return nil, ex, ruleResponse, err
@@ -275,14 +302,14 @@ func (p *probe) toolCmd(cmd envapi.Command, d Descriptor) (json.RawMessage, *exc
 	if rc.Type != envapi.ReceiptResult && rc.Type != envapi.ReceiptReturned {
 		return nil, ex, ruleFinish, fmt.Errorf("execute answered %q, want result or returned", rc.Type)
 	}
-	fin, err := p.waitCall(seq, envapi.MethodFinish, p.finishWait())
+	fin, err := p.waitCall(session, seq, envapi.MethodFinish, p.finishWait())
 	if err != nil {
 		return nil, ex, ruleFinish, fmt.Errorf("no finish call within %v of the receipt: %w", p.finishWait(), err)
 	}
 	if !fin.Accepted() {
 		return nil, ex, ruleFinish, fmt.Errorf("the finish call was refused: %v", fin)
 	}
-	o, err := p.toolOutcome(seq, rc)
+	o, err := p.toolOutcome(session, seq, rc)
 	if err != nil {
 		return nil, ex, ruleFinish, err
 	}
@@ -298,13 +325,14 @@ func (p *probe) toolCmd(cmd envapi.Command, d Descriptor) (json.RawMessage, *exc
 	return out, ex, "", nil
 }
 
-// toolOutcome is the outcome execution seq finished with, as the protocol
-// defines it: the outcome given to finish, or, when finish gives none (its
-// input is null or absent), the last outcome given before it to the result
-// or returned service, else the output of the execute's receipt rc.
-func (p *probe) toolOutcome(seq uint64, rc envapi.Receipt) (envapi.Outcome, error) {
+// toolOutcome is the outcome execution seq of session finished with, as
+// the protocol defines it: the outcome given to finish, or, when finish
+// gives none (its input is null or absent), the last outcome given before
+// it to the result or returned service, else the output of the execute's
+// receipt rc.
+func (p *probe) toolOutcome(session string, seq uint64, rc envapi.Receipt) (envapi.Outcome, error) {
 	last := receiptOutcome(rc.Output)
-	for _, call := range p.brain.CallsFor(p.session, seq) {
+	for _, call := range p.brain.CallsFor(session, seq) {
 		if !call.Accepted() {
 			continue
 		}

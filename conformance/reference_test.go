@@ -29,6 +29,10 @@ type reference struct {
 	// finishAfterProgress completes the progress descriptor's Tool after
 	// answering progress (deliberately broken variants).
 	noEvidence, finishAfterProgress bool
+	// byName keys bindings by environment name alone, so that the bindings
+	// of two sessions with one name share a store (a deliberately broken
+	// variant).
+	byName bool
 	// allocations counts the stores allocated, naming each.
 	allocations atomic.Int64
 
@@ -61,19 +65,27 @@ func (p *reference) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.bindings[c.BindingKey()]; ok {
-		return envsdk.SetupResult{}, envsdk.Fail(envapi.CodeAlreadyExists, "binding "+c.BindingKey()+" is already set up")
+	if _, ok := p.bindings[p.key(c)]; ok {
+		return envsdk.SetupResult{}, envsdk.Fail(envapi.CodeAlreadyExists, "binding "+p.key(c)+" is already set up")
 	}
-	p.bindings[c.BindingKey()] = &binding{}
+	p.bindings[p.key(c)] = &binding{}
 	return envsdk.SetupResult{OnTurnEnd: "release"}, nil
+}
+
+// key is the key of c's binding.
+func (p *reference) key(c *envsdk.Ctx) string {
+	if p.byName {
+		return c.Environment
+	}
+	return c.BindingKey()
 }
 
 func (p *reference) binding(c *envsdk.Ctx) (*binding, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	b, ok := p.bindings[c.BindingKey()]
+	b, ok := p.bindings[p.key(c)]
 	if !ok {
-		return nil, envsdk.Fail(envapi.CodeUnavailable, "binding "+c.BindingKey()+" is not set up here; its resource is not restored")
+		return nil, envsdk.Fail(envapi.CodeUnavailable, "binding "+p.key(c)+" is not set up here; its resource is not restored")
 	}
 	return b, nil
 }
@@ -196,7 +208,7 @@ func (p *reference) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt,
 func (p *reference) Teardown(c *envsdk.Ctx) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.bindings, c.BindingKey())
+	delete(p.bindings, p.key(c))
 	return nil
 }
 

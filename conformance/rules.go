@@ -9,7 +9,7 @@ const (
 	ruleAuth       rule = `a provider authenticates every request with its bearer token ("Authorization: Bearer <token>"), before routing: a missing or wrong token, or another scheme, is answered 401 whatever the path`
 	ruleRoute      rule = `Brain posts every command to {url}/v1/operations; an authenticated request to any other path is answered 404`
 	ruleBodyLimit  rule = `a command body larger than the provider's limit is answered 413; one of exactly the limit is served`
-	ruleStrict     rule = `commands are decoded strictly: malformed JSON, unknown fields, identifiers not matching ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$ and sequences below 1 are answered 400`
+	ruleStrict     rule = `commands are decoded strictly: malformed JSON (anything after the command's object included), unknown fields (names are case-sensitive: "Sequence" is not "sequence"), a name repeated in one object, a contract other than "environment/v1", identifiers not matching ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$ and sequences below 1 are answered 400`
 	ruleResponse   rule = `every answer to a command is 200 with {"contract":"environment/v1","sequence":<the command's sequence>,"receipt":{...}}`
 	ruleLifecycle  rule = `a binding's life is setup, then operations, then detach and teardown; each of these is answered with an accepted receipt when it succeeds`
 	ruleTeardown   rule = `teardown is repeatable (a second teardown is accepted) and any later execute or call on the torn-down binding answers a failure receipt without running anything`
@@ -20,9 +20,9 @@ const (
 	ruleGranted    rule = `an execution calls only the methods its callback grant lists`
 	ruleTimeout    rule = `an execute whose deadline_ms passes answers failure timeout within the grace the profile allows after the deadline, and its work stops: it never completes ok afterwards`
 	ruleRemaining  rule = `deadline_ms is the time that remains, in milliseconds, not a timestamp: an execute whose work ends well within its deadline_ms completes as it would without one, and timeout is answered only once deadline_ms has passed (within a timer's granularity of 10 ms)`
-	ruleCancel     rule = `a cancel {target_sequence} of a running execute makes that execute answer failure cancelled, and its work stops: it never completes ok afterwards`
+	ruleCancel     rule = `a cancel {target_sequence} of a running execute makes that execute answer failure cancelled, and its work stops: it never completes ok afterwards. It stops only the execute it names (session, environment and target_sequence): other executes of the binding, and another session's execute at the same sequence, run on`
 	ruleShared     rule = `concurrent first executes on one binding all succeed and share the binding's one allocation: the provider allocates once per binding, never once per caller`
-	ruleIsolation  rule = `bindings are isolated: an execute on one binding never observes state written on another`
+	ruleIsolation  rule = `bindings are isolated: an execute on one binding never observes state written on another; a binding is named by its session and its environment together, so bindings of two sessions with the same environment name are two bindings`
 	ruleUnsupport  rule = `an execute of a descriptor, or a call of a method, the provider does not support answers failure unsupported without running anything`
 	ruleUnknownReq rule = `a request of a type the provider does not know is refused: either 400 or a failure receipt with code unsupported; turn and invoke are not environment operations and are refused the same way`
 	ruleFailure    rule = `a failure receipt is {"type":"failure","code":<identifier>,"message":<1..4096 bytes>,"retryable":<boolean>,"details"?:<JSON>} and nothing else; retryable is always present`
@@ -31,7 +31,7 @@ const (
 	ruleTurnEnd    rule = `a setup answering {"type":"accepted","on_turn_end":"<method>"} registers that method: after every turn Brain calls it with {"sequence":<turn_started>}, and it answers a non-failure receipt`
 	ruleMethods    rule = `a call {name,input} of a method the provider declares runs it and answers a result receipt`
 	ruleExpect     rule = `a capability the profile's "expect" list pins must stay declared`
-	ruleOnce       rule = `an execute is run at most once: a command repeated with the same session, environment and sequence is not executed again; it answers unknown (or the first answer) and makes no further callbacks`
+	ruleOnce       rule = `an execute is run at most once: a command repeated with the same session, environment and sequence is not executed again; it answers unknown (or the first answer) and makes no further callbacks. Every session numbers its sequences from 1, so an execute of another session at the same sequence is another command and runs`
 	ruleEvidence   rule = `when the work of a timed-out execute cannot be cleaned up, the timeout failure keeps the cleanup evidence in its details (the first cause stays the code)`
 	ruleReturns    rule = `a provider answers every request, or stops serving it once the request's connection is gone: no request holds the provider forever`
 	ruleReceipts   rule = `an execute may answer {"type":"accepted"} or {"type":"progress","data":<JSON>}; that leaves the Tool's outcome unknown, so the provider does not complete it afterwards: no finish, result or returned callback follows the answer`

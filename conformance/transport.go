@@ -162,6 +162,11 @@ func (p *probe) bodyAtLimit(limit int64) {
 func transportMalformed(p *probe) {
 	ex := p.raw("/v1/operations", p.tg.Token, []byte(`{"contract":"environment/v1","operation":`))
 	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "truncated JSON")
+	// A reader that stops after the first value (a json.Decoder's Decode)
+	// serves this setup and never sees the rest.
+	body := append(p.setupBody(), []byte(` {"contract":"environment/v1"}`)...)
+	ex = p.raw("/v1/operations", p.tg.Token, body)
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "a setup followed by a second JSON value")
 }
 
 // mutated is a valid setup command with f applied to its operation.
@@ -180,6 +185,44 @@ func transportUnknownField(p *probe) {
 		op["request"].(map[string]any)["conformance_unknown_field"] = 1
 	}))
 	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "an unknown field in a setup request")
+	// Member names are case-sensitive: "Sequence" is not "sequence",
+	// though encoding/json matches it to the same field.
+	ex = p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) {
+		op["Sequence"] = op["sequence"]
+		delete(op, "sequence")
+	}))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, `"Sequence" in place of "sequence" (names are case-sensitive)`)
+	ex = p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) {
+		req := op["request"].(map[string]any)
+		req["Configuration"] = req["configuration"]
+		delete(req, "configuration")
+	}))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, `"Configuration" in place of "configuration" in a setup request (names are case-sensitive)`)
+}
+
+// transportDuplicateKey sends a setup whose operation names its
+// environment twice: readers that keep the first and the last member would
+// serve different bindings, so the command is refused.
+func transportDuplicateKey(p *probe) {
+	body := p.setupBody()
+	shadowed := bytes.Replace(body, []byte(`"operation":{`), []byte(`"operation":{"environment":"conformance-shadow",`), 1)
+	ex := p.raw("/v1/operations", p.tg.Token, shadowed)
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, `an operation with "environment" twice`)
+}
+
+// transportWrongContract sends setups of another contract and of none.
+func transportWrongContract(p *probe) {
+	var doc map[string]json.RawMessage
+	_ = json.Unmarshal(p.setupBody(), &doc)
+	doc["contract"] = json.RawMessage(`"environment/v2"`)
+	body, _ := json.Marshal(doc)
+	ex := p.raw("/v1/operations", p.tg.Token, body)
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, `a setup of contract "environment/v2"`)
+	_ = json.Unmarshal(p.setupBody(), &doc)
+	delete(doc, "contract")
+	body, _ = json.Marshal(doc)
+	ex = p.raw("/v1/operations", p.tg.Token, body)
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "a setup without contract")
 }
 
 func transportBadIdentifier(p *probe) {

@@ -265,3 +265,37 @@ func TestWaitFor(t *testing.T) {
 		t.Errorf("WaitFor on a cancelled context: %v", err)
 	}
 }
+
+// TestLoseAckHeld: a lost acknowledgement with a Delay is recorded when the
+// call is processed and keeps the caller waiting that long before its
+// connection closes.
+func TestLoseAckHeld(t *testing.T) {
+	b := envtest.NewBrain(t)
+	g := b.ToolGrant("s1", 1)
+	const hold = 150 * time.Millisecond
+	b.Inject("finish", envtest.Fault{Kind: envtest.LoseAck, Token: g.Token, Delay: hold})
+	in := envapi.ExecutionCall{Method: "finish", Input: json.RawMessage(`{"status":"ok","value":1}`)}
+	start := time.Now()
+	recorded := make(chan time.Duration, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := b.WaitFor(ctx, envtest.Execution("s1", 1, "finish")); err == nil {
+			recorded <- time.Since(start)
+		}
+	}()
+	if _, _, err := post(t, g.URL, g.Token, in); err == nil {
+		t.Fatal("lost acknowledgement answered")
+	}
+	if d := time.Since(start); d < hold {
+		t.Errorf("the connection closed after %v, want at least %v", d, hold)
+	}
+	select {
+	case d := <-recorded:
+		if d >= hold {
+			t.Errorf("the call was seen %v after it was sent, want while it was held (%v)", d, hold)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call was not recorded")
+	}
+}

@@ -25,8 +25,8 @@
 // Every request is recorded, in arrival order, as a Call (see Calls,
 // CallsFor and WaitFor), rejected ones included. Faults can be injected per
 // method with Inject: a lost acknowledgement (the call is processed, then the
-// connection is closed without an answer), a 5xx, a slow reply or a revoked
-// token.
+// connection is closed without an answer, at once or after a hold), a 5xx, a
+// slow reply or a revoked token.
 //
 // Commands builds environment/v1 commands with increasing sequences, and
 // Post sends one to a provider's {url}/v1/operations:

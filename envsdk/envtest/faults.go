@@ -11,7 +11,8 @@ type FaultKind int
 // Fault kinds.
 const (
 	// LoseAck processes the call (its effect is committed and recorded),
-	// then closes the connection without answering.
+	// then, after Delay when set, closes the connection without
+	// answering.
 	LoseAck FaultKind = iota + 1
 	// ServerError answers Status (default 503) without processing.
 	ServerError
@@ -42,7 +43,7 @@ func (k FaultKind) String() string {
 type Fault struct {
 	Kind   FaultKind
 	Status int           // ServerError: the status, default 503
-	Delay  time.Duration // SlowReply: how long to wait
+	Delay  time.Duration // SlowReply: how long to wait; LoseAck: how long to hold the call before closing
 	// Token limits the fault to calls with this token; "" matches all.
 	Token string
 	// Times is how many calls the fault affects; 0 means every one.

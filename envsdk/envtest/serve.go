@@ -109,6 +109,7 @@ func (b *Brain) serveCall(w http.ResponseWriter, r *http.Request, kind Kind, ses
 
 	if fault != nil && fault.Kind == LoseAck && a.status == http.StatusOK {
 		b.record(call) // Status 0: processed, never answered
+		b.hold(r, fault.Delay)
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
 				_ = conn.Close()
@@ -119,16 +120,25 @@ func (b *Brain) serveCall(w http.ResponseWriter, r *http.Request, kind Kind, ses
 	}
 	call.Status, call.Answer = a.status, a.body
 	b.record(call)
-	if fault != nil && fault.Kind == SlowReply && fault.Delay > 0 {
-		timer := time.NewTimer(fault.Delay)
-		select {
-		case <-timer.C:
-		case <-r.Context().Done():
-		case <-b.closed:
-		}
-		timer.Stop()
+	if fault != nil && fault.Kind == SlowReply {
+		b.hold(r, fault.Delay)
 	}
 	writeRaw(w, a.status, a.body)
+}
+
+// hold waits d (none when d is not positive), or until the caller gives
+// up or the Brain closes.
+func (b *Brain) hold(r *http.Request, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-r.Context().Done():
+	case <-b.closed:
+	}
 }
 
 func contains(list []string, s string) bool {
