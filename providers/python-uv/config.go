@@ -2,6 +2,8 @@ package pythonuv
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,7 +65,9 @@ type Config struct {
 	PreparationTimeoutMS int64 `json:"preparation_timeout_ms,omitempty"`
 	// EnvAllow names further environment variables passed to uv and the
 	// Python processes; an entry ending in "*" is a prefix. See
-	// DefaultEnvAllow for the ones always passed.
+	// DefaultEnvAllow for the ones always passed. The provider's token
+	// (BRAIN_ENV_TOKEN) is never passed: naming it is an error, and a
+	// prefix does not reach it.
 	EnvAllow []string `json:"env_allow,omitempty"`
 	// Projects maps a project name (what an execute descriptor names) to
 	// its installation.
@@ -158,6 +162,9 @@ type project struct {
 	dir    string // absolute, cleaned, symlinks resolved
 	setup  string
 	module string
+	// locked is the digest of the project's pyproject.toml and uv.lock
+	// (lockedDigest) when the configuration was loaded.
+	locked string
 }
 
 // recipe is what a preparation of one directory depends on; a Reload that
@@ -165,10 +172,11 @@ type project struct {
 type recipe struct {
 	uv, python, cacheDir, setup string
 	envAllow                    string
+	locked                      string
 }
 
 func (s *settings) recipeFor(p project) recipe {
-	return recipe{uv: s.uv, python: s.python, cacheDir: s.cacheDir, setup: p.setup, envAllow: fmt.Sprint(s.envAllow)}
+	return recipe{uv: s.uv, python: s.python, cacheDir: s.cacheDir, setup: p.setup, envAllow: fmt.Sprint(s.envAllow), locked: p.locked}
 }
 
 // resolve validates cfg, applies defaults and resolves paths. lookPath
@@ -224,6 +232,8 @@ func resolve(cfg Config, lookPath func(string) (string, error)) (*settings, erro
 	for _, e := range cfg.EnvAllow {
 		if !envNameRE.MatchString(e) {
 			errs = append(errs, fmt.Errorf("env_allow: %q is not a variable name (or a prefix ending in *)", e))
+		} else if withheldEnv[e] {
+			errs = append(errs, fmt.Errorf("env_allow: %s holds the provider's own token and is never passed", e))
 		}
 	}
 	s.envAllow = append(append([]string(nil), DefaultEnvAllow...), cfg.EnvAllow...)
@@ -249,7 +259,7 @@ func resolve(cfg Config, lookPath func(string) (string, error)) (*settings, erro
 		if p.Setup != "" && !moduleRE.MatchString(p.Setup) {
 			errs = append(errs, fmt.Errorf("projects.%s.setup: %q is not a Python module name", name, p.Setup))
 		}
-		dir, err := projectDir(p.Directory)
+		dir, locked, err := projectDir(p.Directory)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("projects.%s.directory: %w", name, err))
 			continue
@@ -258,7 +268,7 @@ func resolve(cfg Config, lookPath func(string) (string, error)) (*settings, erro
 			errs = append(errs, fmt.Errorf("projects.%s: shares directory %s with %s but names a different setup module", name, dir, ownerByDir[dir]))
 		}
 		setupByDir[dir], ownerByDir[dir] = p.Setup, name
-		s.projects[name] = project{name: name, dir: dir, setup: p.Setup, module: p.Module}
+		s.projects[name] = project{name: name, dir: dir, setup: p.Setup, module: p.Module, locked: locked}
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("pythonuv: invalid configuration: %w", errors.Join(errs...))
@@ -266,24 +276,40 @@ func resolve(cfg Config, lookPath func(string) (string, error)) (*settings, erro
 	return s, nil
 }
 
-// projectDir resolves a project directory and checks that it holds a
-// pyproject.toml and a uv.lock (preparation runs uv sync --locked).
-func projectDir(dir string) (string, error) {
+// projectDir resolves a project directory, checks that it holds a
+// pyproject.toml and a uv.lock (preparation runs uv sync --locked) and
+// answers a digest of their content.
+func projectDir(dir string) (real, locked string, err error) {
 	if dir == "" {
-		return "", errors.New("is required")
+		return "", "", errors.New("is required")
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", err
+	if real, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", "", err
 	}
-	for _, f := range []string{"pyproject.toml", "uv.lock"} {
-		if _, err := os.Stat(filepath.Join(real, f)); err != nil {
+	if locked, err = lockedDigest(real); err != nil {
+		return "", "", err
+	}
+	return real, locked, nil
+}
+
+// lockedFiles are the files of a project directory that uv sync --locked
+// installs from: a preparation depends on their content.
+var lockedFiles = []string{"pyproject.toml", "uv.lock"}
+
+// lockedDigest is a digest of the content of dir's lockedFiles.
+func lockedDigest(dir string) (string, error) {
+	h := sha256.New()
+	for _, f := range lockedFiles {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
 			return "", fmt.Errorf("%s: %w", f, err)
 		}
+		fmt.Fprintf(h, "%s %d\n", f, len(data))
+		h.Write(data)
 	}
-	return real, nil
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

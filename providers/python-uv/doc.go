@@ -54,7 +54,16 @@
 // request retries it, and every execute of that directory answers
 // preparation_failed with the evidence of the one attempt (phase, exit
 // status, stderr tail) until the operator changes that project's
-// configuration (Provider.Reload) or restarts the provider.
+// configuration (Provider.Reload) or restarts the provider. The project's
+// pyproject.toml and uv.lock count as its configuration: a reload after
+// either changed (a lock fixed, a dependency added) prepares the
+// directory again, syncing it to the new lock, while a reload that changes
+// nothing keeps the outcome, failed or not. A reload that replaces a
+// preparation still running stops its sync (a hanging uv does not hold
+// up the new configuration) but lets a setup module already running end;
+// the executes waiting for it are served by the preparation that replaces
+// it. A preparation that passes its timeout (preparation_timeout_ms) fails
+// like any other, its reason naming the timeout.
 //
 // # Bindings across restarts
 //
@@ -101,7 +110,8 @@
 //
 // uv and Python see only the variables of DefaultEnvAllow plus
 // Config.EnvAllow (and BRAIN_PYTHON_UV_RUN), with UV_PYTHON_DOWNLOADS=never forced: the machine's
-// interpreter is used, never a downloaded one.
+// interpreter is used, never a downloaded one. The provider's token
+// (BRAIN_ENV_TOKEN) is withheld whatever the allow-list says.
 //
 // # Bindings
 //

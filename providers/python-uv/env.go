@@ -17,6 +17,11 @@ var DefaultEnvAllow = []string{
 	"UV_NATIVE_TLS", "UV_OFFLINE", "UV_PYTHON", "UV_HTTP_TIMEOUT", "UV_CONCURRENT_DOWNLOADS",
 }
 
+// withheldEnv are never passed, whatever the allow-list says: the
+// provider's bearer token lets whoever holds it run operations on the
+// provider, a capability executed code must not get.
+var withheldEnv = map[string]bool{TokenEnv: true}
+
 // forcedEnv is always set, whatever the provider's environment says.
 var forcedEnv = map[string]string{
 	// Never download an interpreter: the machine's Python is used.
@@ -26,8 +31,8 @@ var forcedEnv = map[string]string{
 	"NO_COLOR":       "1",
 }
 
-// childEnv reduces parent (KEY=VALUE entries) to the allowed variables and
-// adds forced and set. set wins over parent; forcedEnv wins over both.
+// childEnv reduces parent (KEY=VALUE entries) to the allowed variables,
+// less the withheld ones, and adds forced and set. set wins over parent; forcedEnv wins over both.
 func childEnv(parent, allow []string, set map[string]string) []string {
 	allowed := func(name string) bool {
 		for _, a := range allow {
@@ -51,7 +56,7 @@ func childEnv(parent, allow []string, set map[string]string) []string {
 	}
 	for _, kv := range parent {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || !allowed(k) {
+		if !ok || k == "" || withheldEnv[k] || !allowed(k) {
 			continue
 		}
 		put(k, v)

@@ -71,19 +71,12 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	}
 	start := time.Now()
 
-	pr := p.preparation(proj)
-	if ended, f := pr.ready(); ended {
-		if f != nil {
-			return envapi.Receipt{}, preparationFailed(f)
-		}
-	} else {
-		f, err := pr.wait(ctx, p.emitter(ctx, c, x, proj))
-		if err != nil {
-			return envapi.Receipt{}, stopFailure(ctx, &ExecutionFailure{Project: proj.name, Phase: "preparation", ElapsedMS: time.Since(start).Milliseconds()}, nil)
-		}
-		if f != nil {
-			return envapi.Receipt{}, preparationFailed(f)
-		}
+	s, proj, pr, err := p.prepared(ctx, s, proj, func(proj project) func(PreparationEvent) { return p.emitter(ctx, c, x, proj) })
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return envapi.Receipt{}, stopFailure(ctx, &ExecutionFailure{Project: proj.name, Phase: "preparation", ElapsedMS: time.Since(start).Milliseconds()}, nil)
+	case err != nil:
+		return envapi.Receipt{}, err
 	}
 
 	if err := p.checkInstallation(c, pr, proj); err != nil {
@@ -143,6 +136,42 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	}
 	p.log.Debug("invocation finished", "project", proj.name, "session", c.SessionID, "sequence", c.Sequence, "elapsed", res.Elapsed)
 	return envapi.Result(json.RawMessage(out)), nil
+}
+
+// prepared waits for the preparation of proj's directory and answers it
+// once it succeeded, with the settings and project it prepared. When a
+// reload replaced the preparation while it ran, the wait goes on with the
+// one that replaced it and the project as configured now (unsupported
+// when it no longer is). deliver gives the progress of a project's
+// preparation to the caller. The error is a *envsdk.Error, or ctx's error.
+func (p *Provider) prepared(ctx context.Context, s *settings, proj project, deliver func(project) func(PreparationEvent)) (*settings, project, *preparation, error) {
+	for {
+		pr := p.preparation(proj)
+		if pr == nil {
+			return nil, proj, nil, errStopping()
+		}
+		ended, f := pr.ready()
+		if !ended {
+			var err error
+			if f, err = pr.wait(ctx, deliver(proj)); err != nil {
+				return nil, proj, nil, err
+			}
+		}
+		if f == nil {
+			return s, proj, pr, nil
+		}
+		if !pr.isSuperseded() {
+			return nil, proj, nil, preparationFailed(f)
+		}
+		p.mu.Lock()
+		s = p.s
+		next, ok := s.projects[proj.name]
+		p.mu.Unlock()
+		if !ok {
+			return nil, proj, nil, envsdk.Failf(envapi.CodeUnsupported, "no project %q is configured since the configuration was reloaded", proj.name)
+		}
+		proj = next
+	}
 }
 
 // lookup resolves an implementation descriptor to a configured project;

@@ -2,6 +2,7 @@ package pythonuv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -75,6 +76,31 @@ type preparation struct {
 	lost string
 	// reported holds the bindings the loss was reported to.
 	reported map[string]bool
+	// superseded says that a Reload replaced the preparation while it
+	// ran; supersede (set before it runs) stops its sync.
+	superseded bool
+	supersede  context.CancelCauseFunc
+}
+
+// errSuperseded stops the sync of a preparation a Reload replaced.
+var errSuperseded = errors.New("the configuration was reloaded")
+
+// markSuperseded records that a Reload replaced the preparation and stops
+// its sync, or its wait for the preparation before it.
+func (pr *preparation) markSuperseded() {
+	pr.mu.Lock()
+	pr.superseded = true
+	pr.mu.Unlock()
+	if pr.supersede != nil {
+		pr.supersede(errSuperseded)
+	}
+}
+
+// isSuperseded reports whether a Reload replaced the preparation.
+func (pr *preparation) isSuperseded() bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.superseded
 }
 
 // checkLost answers how the installation was lost, checking it again
@@ -174,20 +200,27 @@ func (pr *preparation) wait(ctx context.Context, deliver func(PreparationEvent))
 	}
 }
 
-// run performs the preparation once and closes done. prev, when not nil,
-// is a preparation of the same directory that a Reload retired; it must end
-// before this one touches the directory.
-func (pr *preparation) run(ctx context.Context, s *settings, proj project, prev *preparation, log *slog.Logger) {
+// run performs the preparation once and closes done. ctx bounds the
+// whole preparation; syncCtx, derived from it, ends too when a Reload
+// replaces the preparation, which stops the sync but never a setup module
+// already running. prev, when not nil, is a preparation of the same
+// directory that a Reload retired; it must end before this one touches
+// the directory.
+func (pr *preparation) run(ctx, syncCtx context.Context, s *settings, proj project, prev *preparation, log *slog.Logger) {
 	defer close(pr.done)
-	ctx, cancel := context.WithTimeout(ctx, s.preparationTimeout)
+	deadline := time.Now().Add(s.preparationTimeout)
+	timedOut := fmt.Errorf("the preparation passed its timeout of %s (preparation_timeout_ms)", s.preparationTimeout)
+	ctx, cancel := context.WithDeadlineCause(ctx, deadline, timedOut)
 	defer cancel()
+	syncCtx, cancelSync := context.WithDeadlineCause(syncCtx, deadline, timedOut)
+	defer cancelSync()
 	start := time.Now()
 	if prev != nil {
 		select {
 		case <-prev.done:
-		case <-ctx.Done():
+		case <-syncCtx.Done():
 			pr.failure = &PreparationFailure{Project: proj.name, Phase: PhaseSync, ExitCode: -1,
-				Reason: fmt.Sprintf("stopped while waiting for the previous preparation: %v", context.Cause(ctx))}
+				Reason: fmt.Sprintf("stopped while waiting for the previous preparation: %v", context.Cause(syncCtx))}
 			return
 		}
 	}
@@ -203,15 +236,25 @@ func (pr *preparation) run(ctx context.Context, s *settings, proj project, prev 
 	}
 	env := s.env()
 	for _, ph := range phases {
-		if ph.name == PhaseSetup && setupRan(venvPath(proj.dir, env), proj.setup) {
-			// An earlier provider ran it on this installation.
-			log.Info("setup already ran on this installation", "project", proj.name, "directory", proj.dir, "setup", proj.setup)
-			continue
+		phaseCtx := syncCtx
+		if ph.name == PhaseSetup {
+			if setupRan(venvPath(proj.dir, env), proj.setup) {
+				// An earlier provider ran it on this installation.
+				log.Info("setup already ran on this installation", "project", proj.name, "directory", proj.dir, "setup", proj.setup)
+				continue
+			}
+			if syncCtx.Err() != nil {
+				pr.failure = &PreparationFailure{Project: proj.name, Phase: PhaseSetup, ExitCode: -1,
+					Reason: fmt.Sprintf("stopped before the setup: %v", context.Cause(syncCtx)), ElapsedMS: time.Since(start).Milliseconds()}
+				log.Info("preparation stopped before its setup", "project", proj.name, "directory", proj.dir, "reason", pr.failure.Reason)
+				return
+			}
+			phaseCtx = ctx
 		}
 		pr.record(PreparationEvent{Project: proj.name, Phase: ph.name, Status: StatusStarted})
 		log.Info("preparation phase started", "project", proj.name, "directory", proj.dir, "phase", ph.name)
-		res, err := runProcess(ctx, procSpec{Path: s.uv, Args: ph.args, Dir: proj.dir, Env: env, StderrKeep: s.stderrLimit})
-		f := phaseFailure(ctx, proj.name, ph.name, s.uv, res, err)
+		res, err := runProcess(phaseCtx, procSpec{Path: s.uv, Args: ph.args, Dir: proj.dir, Env: env, StderrKeep: s.stderrLimit})
+		f := phaseFailure(phaseCtx, proj.name, ph.name, s.uv, res, err)
 		ev := PreparationEvent{Project: proj.name, Phase: ph.name, Status: StatusFinished, ElapsedMS: res.Elapsed.Milliseconds()}
 		if err == nil {
 			code := res.ExitCode
@@ -223,10 +266,14 @@ func (pr *preparation) run(ctx context.Context, s *settings, proj project, prev 
 		if f != nil {
 			ev.Status = StatusFailed
 			pr.record(ev)
+			pr.failure = f
+			if errors.Is(context.Cause(phaseCtx), errSuperseded) {
+				log.Info("preparation stopped: the configuration was reloaded while it ran", "project", proj.name, "directory", proj.dir, "phase", ph.name)
+				return
+			}
 			log.Error("preparation failed; it stays failed until the configuration of this project changes",
 				"project", proj.name, "directory", proj.dir, "phase", ph.name, "reason", f.Reason,
 				"elapsed", res.Elapsed, "stderr", f.Stderr)
-			pr.failure = f
 			return
 		}
 		pr.record(ev)

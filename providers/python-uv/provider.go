@@ -2,6 +2,7 @@ package pythonuv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os/exec"
@@ -23,10 +24,11 @@ type Provider struct {
 	progress progress.Func
 	lookPath func(string) (string, error)
 	base     context.Context // parent of every preparation; ends with Close
-	stop     context.CancelFunc
+	stop     context.CancelCauseFunc
 
-	running sync.WaitGroup // executes in progress; Add only under mu while !closed
-	closed  bool
+	running   sync.WaitGroup // executes in progress; Add only under mu while !closed
+	preparing sync.WaitGroup // preparations in progress; Add only under mu while !closed
+	closed    bool
 
 	mu       sync.Mutex
 	s        *settings
@@ -90,7 +92,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 			return nil, err
 		}
 	}
-	base, stop := context.WithCancel(context.Background())
+	base, stop := context.WithCancelCause(context.Background())
 	return &Provider{
 		log:      o.log,
 		progress: o.progress,
@@ -107,12 +109,16 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 
 // Reload replaces the configuration. The preparation of a directory is
 // forgotten when no project names it any more or when what it depends on
-// changed (the setup module, uv, the interpreter request, the cache or the
-// environment allow-list); a forgotten preparation, failed or not, runs
-// again on next use. A preparation whose installation was lost is
-// forgotten too, so a reload prepares it again. Every other preparation,
-// including a failed one, is kept: a failure stays failed until its
-// configuration changes. Bindings are kept.
+// changed (the setup module, uv, the interpreter request, the cache, the
+// environment allow-list, or the content of the directory's pyproject.toml
+// and uv.lock since the preparation started); a forgotten preparation,
+// failed or not, runs again on next use. A forgotten preparation still
+// running is stopped while it syncs (a setup module already running is
+// left to end), and the executes waiting for it wait for the preparation
+// that replaces it, with the project as configured now. A preparation
+// whose installation was lost is forgotten too, so a reload prepares it
+// again. Every other preparation, including a failed one, is kept: a
+// failure stays failed until its configuration changes. Bindings are kept.
 func (p *Provider) Reload(cfg Config) error {
 	s, err := resolve(cfg, p.lookPath)
 	if err != nil {
@@ -131,6 +137,9 @@ func (p *Provider) Reload(cfg Config) error {
 		}
 		delete(p.preps, dir)
 		if ended, _ := pr.ready(); !ended {
+			// A sync still running serves a configuration that is gone:
+			// it is stopped (a setup already running is left to end).
+			pr.markSuperseded()
 			p.retired[dir] = pr
 		}
 		p.log.Info("preparation forgotten after a configuration change", "directory", dir)
@@ -154,9 +163,9 @@ func (p *Provider) Close() error {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	p.stop()
+	p.stop(errors.New("the provider is stopping"))
 	done := make(chan struct{})
-	go func() { p.running.Wait(); close(done) }()
+	go func() { p.running.Wait(); p.preparing.Wait(); close(done) }()
 	t := time.NewTimer(closeWait)
 	defer t.Stop()
 	select {
@@ -240,6 +249,11 @@ func (p *Provider) release(key string) error {
 	return nil
 }
 
+// errStopping answers what arrives once Close was called.
+func errStopping() *envsdk.Error {
+	return envsdk.Fail(envapi.CodeUnavailable, "the provider is stopping")
+}
+
 // begin admits an execute on binding key: it returns the settings in force
 // and a function to call when the execute ends, or an error when the
 // binding is not attached or the provider is closed.
@@ -247,7 +261,7 @@ func (p *Provider) begin(key string) (*settings, func(), error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, nil, envsdk.Fail(envapi.CodeUnavailable, "the provider is stopping")
+		return nil, nil, errStopping()
 	}
 	if _, ok := p.bindings[key]; !ok {
 		return nil, nil, envsdk.Failf(envapi.CodeUnavailable, "binding %s is not attached (never set up, detached, torn down, or set up before the provider restarted): set it up", key)
@@ -257,27 +271,51 @@ func (p *Provider) begin(key string) (*settings, func(), error) {
 }
 
 // preparation returns the preparation of proj's directory, starting it on
-// first use.
+// first use, or nil when the provider is closed.
 func (p *Provider) preparation(proj project) *preparation {
+	p.mu.Lock()
+	pr, ok := p.preps[proj.dir]
+	p.mu.Unlock()
+	if ok {
+		return pr
+	}
+	// The preparation depends on the lock it syncs, which may have changed
+	// since the configuration was loaded. A lock that cannot be read fails
+	// the sync, which says why.
+	locked, _ := lockedDigest(proj.dir)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pr, ok := p.preps[proj.dir]; ok {
 		return pr
 	}
+	if p.closed {
+		return nil
+	}
 	s := p.s
-	pr := newPreparation(proj, s.recipeFor(proj))
+	r := s.recipeFor(proj)
+	r.locked = locked
+	pr = newPreparation(proj, r)
 	pr.progress = p.progress
+	syncBase, supersede := context.WithCancelCause(p.base)
+	pr.supersede = supersede
 	prev := p.retired[proj.dir]
 	delete(p.retired, proj.dir)
 	p.preps[proj.dir] = pr
-	go pr.run(p.base, s, proj, prev, p.log)
+	p.preparing.Add(1)
+	go func() {
+		defer p.preparing.Done()
+		defer supersede(nil)
+		pr.run(p.base, syncBase, s, proj, prev, p.log)
+	}()
 	return pr
 }
 
 // Prepare runs (or joins, or reports) the preparation of the named project
 // without a session: an operator can warm installations at start. The
 // error is a *envsdk.Error: unsupported for an unknown project,
-// preparation_failed when the preparation failed, or ctx's error.
+// preparation_failed when the preparation failed, resource_lost when its
+// installation was lost, unavailable once the provider is closed; or it
+// wraps ctx's error.
 func (p *Provider) Prepare(ctx context.Context, name string) error {
 	p.mu.Lock()
 	proj, ok := p.s.projects[name]
@@ -285,14 +323,14 @@ func (p *Provider) Prepare(ctx context.Context, name string) error {
 	if !ok {
 		return envsdk.Failf(envapi.CodeUnsupported, "no project %q is configured", name)
 	}
-	f, err := p.preparation(proj).wait(ctx, func(PreparationEvent) {})
-	if err != nil {
+	_, _, pr, err := p.prepared(ctx, nil, proj, func(project) func(PreparationEvent) { return func(PreparationEvent) {} })
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("pythonuv: prepare %s: %w", name, err)
+	case err != nil:
+		return err
 	}
-	if f != nil {
-		return preparationFailed(f)
-	}
-	if pr := p.preparation(proj); pr.isLost() {
+	if pr.isLost() {
 		return envsdk.Failf(envapi.CodeResourceLost, "the installation of project %s was lost; reload the configuration to prepare it again", name)
 	}
 	return nil

@@ -276,6 +276,35 @@ func TestProcessEnvironmentIsReduced(t *testing.T) {
 	}
 }
 
+// TestProviderTokenNeverReachesPython: the bearer token the provider
+// serves with is a controller capability; a module never sees it, even
+// when the operator's allow-list passes every variable of its prefix.
+func TestProviderTokenNeverReachesPython(t *testing.T) {
+	t.Setenv(TokenEnv, "provider-token")
+	t.Setenv("BRAIN_PYTHON_UV_TEST_SETTING", "pass")
+	r := newRig(t, func(c *Config) { c.EnvAllow = []string{"BRAIN_*"} })
+	rc := r.post(r.attach("s").Execute(impl("environ"), json.RawMessage(`{}`), nil))
+	if rc.Type != envapi.ReceiptResult {
+		t.Fatalf("environ: %s", describe(rc))
+	}
+	var out struct {
+		Names []string `json:"names"`
+	}
+	if err := json.Unmarshal(rc.Output, &out); err != nil {
+		t.Fatal(err)
+	}
+	names := " " + strings.Join(out.Names, " ") + " "
+	if strings.Contains(names, " "+TokenEnv+" ") || !strings.Contains(names, " BRAIN_PYTHON_UV_TEST_SETTING ") {
+		t.Fatalf("environment names%s", names)
+	}
+	// Naming the token outright is a configuration error.
+	cfg := fixtureConfig(uvPath(t), r.root)
+	cfg.EnvAllow = []string{TokenEnv}
+	if err := r.p.Reload(cfg); err == nil || !strings.Contains(err.Error(), TokenEnv) {
+		t.Fatalf("reload with %s allowed: %v, want an error naming it", TokenEnv, err)
+	}
+}
+
 // TestModulesSpeakUTF8: a module reads its input and writes its result in
 // UTF-8, the encoding of the protocol's JSON, whatever encoding the
 // operator's environment would give Python.

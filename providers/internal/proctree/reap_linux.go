@@ -18,8 +18,11 @@ import (
 // A run is recognised by its cgroup, where there is one (whichever marker
 // its owner used), and by the marker variable markerName (empty:
 // DefaultMarker), whose value names the owner ("PID.START.RANDOM", see
-// OwnerMark); the runs of owners that still run are never touched. It returns when
-// none is left, or with an error naming the survivors when ctx ends.
+// OwnerMark); the runs of owners that still run are never touched. A
+// process caught starting a program, whose environment cannot be read
+// yet, is looked at again. It returns when none is left and every process
+// it killed has exited (an exiting process may still hold files and
+// locks), or with an error naming the survivors when ctx ends.
 func ReapOrphans(ctx context.Context, markerName string) error {
 	if markerName == "" {
 		markerName = DefaultMarker
@@ -33,10 +36,12 @@ func ReapOrphans(ctx context.Context, markerName string) error {
 }
 
 // reapMarked sends SIGKILL to every process whose marker names a gone
-// owner, until a scan finds none alive.
+// owner, until a scan finds none alive and every process it killed has
+// exited.
 func reapMarked(ctx context.Context, prefix []byte) error {
 	self := os.Getpid()
 	backoff := time.Millisecond
+	killed := map[int]uint64{} // pid → start time of each process sent SIGKILL
 	for {
 		d, err := os.Open("/proc")
 		if err != nil {
@@ -47,40 +52,64 @@ func reapMarked(ctx context.Context, prefix []byte) error {
 		if err != nil {
 			return fmt.Errorf("scan processes: %w", err)
 		}
-		var live []int
+		var starting []int
 		for _, n := range names {
 			pid, err := strconv.Atoi(n)
 			if err != nil || pid == self || pid == 1 {
 				continue
 			}
-			mark, ok := markerOwner(pid, prefix)
+			env, err := procFile(pid, "environ")
+			if err != nil {
+				continue // gone, or another user's
+			}
+			if len(env) == 0 {
+				// A process starting a program shows its environment,
+				// and maybe a marker, only once the program is set up:
+				// look again rather than miss it.
+				if s, err := readStat(pid); err == nil && s.startingProgram() {
+					starting = append(starting, pid)
+				}
+				continue
+			}
+			mark, ok := markerOwner(env, prefix)
 			if !ok || !ownerGone(mark) {
 				continue
 			}
-			if s, err := readStat(pid); err != nil || s.dead() {
+			s, err := readStat(pid)
+			if err != nil || s.dead() {
 				continue
 			}
-			live = append(live, pid)
+			killed[pid] = s.start
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 				return fmt.Errorf("kill process %d: %w", pid, err)
 			}
 		}
-		if len(live) == 0 {
+		// A killed process is not gone before it has exited: while it
+		// exits, its environment already reads as empty, but it may
+		// still hold files and locks.
+		var dying []int
+		for pid, start := range killed {
+			if s, err := readStat(pid); err != nil || s.dead() || s.start != start {
+				delete(killed, pid)
+			} else {
+				dying = append(dying, pid)
+			}
+		}
+		if len(dying) == 0 && len(starting) == 0 {
 			return nil
 		}
 		if err := pause(ctx, &backoff); err != nil {
-			return fmt.Errorf("processes %v of a gone owner still alive: %w", live, err)
+			if len(dying) == 0 {
+				return fmt.Errorf("processes %v were still starting a program, their owner unknown: %w", starting, err)
+			}
+			return fmt.Errorf("processes %v of a gone owner still alive: %w", dying, err)
 		}
 	}
 }
 
 // markerOwner returns the owner part ("PID.START") of the marker that the
-// environment of pid holds, if any.
-func markerOwner(pid int, prefix []byte) (string, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return "", false
-	}
+// environment b (NUL-separated, as /proc/<pid>/environ) holds, if any.
+func markerOwner(b, prefix []byte) (string, bool) {
 	for len(b) > 0 {
 		var kv []byte
 		kv, b, _ = bytes.Cut(b, []byte{0})

@@ -2,10 +2,12 @@ package proctree
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -101,5 +103,132 @@ func TestRunsOfAKilledOwnerAreReaped(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOrphanStartingAProgramIsReaped: while a process is in execve,
+// between the switch to the new program's memory and the setup of its
+// stack, its environment reads as empty and its marker cannot be seen
+// (a busy machine can hold it there for milliseconds). An orphan caught
+// there is looked at again, not left running. The window is simulated for
+// the orphan's first looks: its environment reads as empty and its stat
+// shows no environment yet, as the kernel's do then.
+func TestOrphanStartingAProgramIsReaped(t *testing.T) {
+	// The owner is gone: a child of ours that exited and was reaped.
+	owner := exec.Command("true")
+	if err := owner.Run(); err != nil {
+		t.Fatal(err)
+	}
+	const name = "PROCTREE_TEST_REAPED"
+	orphan := exec.Command("sleep", "300")
+	orphan.Env = []string{name + "=" + strconv.Itoa(owner.Process.Pid) + ".1.0123456789ab"}
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := orphan.Process.Pid
+	t.Cleanup(func() { _ = orphan.Process.Kill(); _ = orphan.Wait() })
+	// Once the orphan runs sleep its marker is readable.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if env, _ := procFile(pid, "environ"); bytes.Contains(env, []byte(name+"=")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the orphan did not start")
+		}
+	}
+
+	real := procFile
+	t.Cleanup(func() { procFile = real })
+	looks, starting := 0, false
+	procFile = func(p int, file string) ([]byte, error) {
+		b, err := real(p, file)
+		if p != pid || err != nil {
+			return b, err
+		}
+		switch file {
+		case "environ":
+			looks++
+			if starting = looks <= 3; starting {
+				return nil, nil
+			}
+		case "stat":
+			if starting {
+				return statWithoutEnvironment(t, b), nil
+			}
+		}
+		return b, err
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := ReapOrphans(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if looks == 0 {
+		t.Fatal("ReapOrphans never looked at the orphan")
+	}
+	if alive(pid) {
+		t.Fatalf("the orphan %d, caught starting a program, is alive after ReapOrphans", pid)
+	}
+}
+
+// statWithoutEnvironment is the stat line b with env_start and env_end
+// (fields 50 and 51) zero.
+func statWithoutEnvironment(t *testing.T, b []byte) []byte {
+	t.Helper()
+	i := bytes.LastIndexByte(b, ')')
+	f := bytes.Fields(b[i+2:])
+	if len(f) < 49 {
+		t.Skipf("the kernel's stat has %d fields; env_end needs 49", len(f))
+	}
+	f[47], f[48] = []byte("0"), []byte("0")
+	return append(append(append([]byte(nil), b[:i+2]...), bytes.Join(f, []byte(" "))...), '\n')
+}
+
+// TestReapWaitsForTheKilledToExit: ReapOrphans returns once the processes
+// it killed have exited, not while they are still exiting (their
+// environment already gone, their files and locks still held). An orphan
+// holding much memory takes a while to exit: dd with a large block size,
+// stuck writing it to a pipe nobody reads.
+func TestReapWaitsForTheKilledToExit(t *testing.T) {
+	owner := exec.Command("true")
+	if err := owner.Run(); err != nil {
+		t.Fatal(err)
+	}
+	const name = "PROCTREE_TEST_REAPED"
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	orphan := exec.Command("dd", "if=/dev/zero", "bs=256M", "count=1", "status=none")
+	orphan.Env = []string{name + "=" + strconv.Itoa(owner.Process.Pid) + ".1.0123456789ab"}
+	orphan.Stdout = w
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	pid := orphan.Process.Pid
+	t.Cleanup(func() { _ = orphan.Process.Kill(); _ = orphan.Wait() })
+	// Wait until dd holds its block (resident pages, field 24 of stat).
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		b, err := procFile(pid, "stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+2:])
+		if rss, _ := strconv.Atoi(string(f[21])); rss*os.Getpagesize() >= 250<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("dd did not fill its block")
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := ReapOrphans(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := readStat(pid); err == nil && !s.dead() {
+		t.Fatalf("ReapOrphans returned while the orphan it killed was still exiting (state %c)", s.state)
 	}
 }

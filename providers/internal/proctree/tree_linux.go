@@ -16,12 +16,28 @@ type procStat struct {
 	pid, ppid, pgrp int
 	state           byte
 	start           uint64 // clock ticks after boot
+	flags           uint64 // PF_* of <linux/sched.h>
+	// envEnd is the end address of the environment (0 while there is
+	// none); hasEnvEnd says the kernel shows it (3.5 and later).
+	envEnd    uint64
+	hasEnvEnd bool
+}
+
+// Process flags (PF_* of <linux/sched.h>).
+const (
+	pfExiting = 0x00000004
+	pfKthread = 0x00200000
+)
+
+// procFile reads /proc/<pid>/<name>.
+var procFile = func(pid int, name string) ([]byte, error) {
+	return os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + name)
 }
 
 // readStat parses /proc/<pid>/stat. The command name may hold spaces and
 // parentheses, so the fields are read after the last ')'.
 func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := procFile(pid, "stat")
 	if err != nil {
 		return procStat{}, err
 	}
@@ -30,25 +46,45 @@ func readStat(pid int) (procStat, error) {
 		return procStat{}, fmt.Errorf("parse /proc/%d/stat: no command end", pid)
 	}
 	f := bytes.Fields(b[i+2:])
-	// f[0]=state f[1]=ppid f[2]=pgrp ... f[19]=starttime
+	// f[0]=state f[1]=ppid f[2]=pgrp f[6]=flags ... f[19]=starttime ...
+	// f[48]=env_end
 	if len(f) < 20 {
 		return procStat{}, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(f))
 	}
 	ppid, err1 := strconv.Atoi(string(f[1]))
 	pgrp, err2 := strconv.Atoi(string(f[2]))
-	start, err3 := strconv.ParseUint(string(f[19]), 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	flags, err3 := strconv.ParseUint(string(f[6]), 10, 64)
+	start, err4 := strconv.ParseUint(string(f[19]), 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return procStat{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
 	}
-	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0], start: start}, nil
+	s := procStat{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0], start: start, flags: flags}
+	if len(f) > 48 {
+		if s.envEnd, err = strconv.ParseUint(string(f[48]), 10, 64); err != nil {
+			return procStat{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+		}
+		s.hasEnvEnd = true
+	}
+	return s, nil
 }
 
 func (s procStat) dead() bool { return s.state == 'Z' || s.state == 'X' || s.state == 'x' }
 
+// startingProgram reports whether the process is in execve, between the
+// switch to the new program's memory and the setup of its stack: until
+// then its environment reads as empty, so its marker cannot be seen. A
+// kernel thread or an exiting process has no environment either and is
+// starting nothing. (The kernel shows env_end as 0, too, to a reader that
+// may not read the process's environment; callers ask only about
+// processes whose environment they could read.)
+func (s procStat) startingProgram() bool {
+	return s.hasEnvEnd && s.envEnd == 0 && s.flags&(pfExiting|pfKthread) == 0 && !s.dead()
+}
+
 // hasMarker reports whether the environment of pid holds marker
 // ("NAME=value"). Unreadable environments (other owners, zombies) do not.
 func hasMarker(pid int, marker []byte) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	b, err := procFile(pid, "environ")
 	if err != nil {
 		return false
 	}
