@@ -117,7 +117,8 @@
 //
 // Setup attaches a binding; detach and teardown release the session's
 // attachment and never touch the shared installation, which the operator
-// owns. Executing on a binding that is not attached is unavailable.
+// owns; while executes run on the binding they fail with busy. Executing
+// on a binding that is not attached is unavailable.
 //
 // # Serving
 //

@@ -35,6 +35,7 @@ type Provider struct {
 	preps    map[string]*preparation // by installation directory
 	retired  map[string]*preparation // replaced by Reload, maybe still running
 	bindings map[string]struct{}     // attached bindings, by binding key
+	active   map[string]int          // executes in progress, by binding key
 	state    *stateStore             // nil: bindings are kept in memory only
 }
 
@@ -103,6 +104,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		preps:    map[string]*preparation{},
 		retired:  map[string]*preparation{},
 		bindings: bindings,
+		active:   map[string]int{},
 		state:    state,
 	}, nil
 }
@@ -214,6 +216,9 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 	if _, ok := p.bindings[key]; !ok {
 		return envsdk.Failf(envapi.CodeUnavailable, "binding %s is not attached", key)
 	}
+	if err := p.idle(key); err != nil {
+		return err
+	}
 	if err := p.release(key); err != nil {
 		return err
 	}
@@ -222,15 +227,29 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 }
 
 // Teardown releases the session's attachment, like Detach, and accepts a
-// binding that is already gone.
+// binding that is already gone. Both fail with busy while executes run on
+// the binding.
 func (p *Provider) Teardown(c *envsdk.Ctx) error {
 	key := c.BindingKey()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := p.idle(key); err != nil {
+		return err
+	}
 	if err := p.release(key); err != nil {
 		return err
 	}
 	delete(p.bindings, key)
+	return nil
+}
+
+// idle refuses to release binding key while executes run on it (busy):
+// released, the binding would still run code its session let go of. The
+// caller holds p.mu.
+func (p *Provider) idle(key string) error {
+	if n := p.active[key]; n > 0 {
+		return envsdk.Failf(envapi.CodeBusy, "binding %s has %d execute(s) running; cancel them or wait for them to end", key, n)
+	}
 	return nil
 }
 
@@ -267,7 +286,15 @@ func (p *Provider) begin(key string) (*settings, func(), error) {
 		return nil, nil, envsdk.Failf(envapi.CodeUnavailable, "binding %s is not attached (never set up, detached, torn down, or set up before the provider restarted): set it up", key)
 	}
 	p.running.Add(1)
-	return p.s, p.running.Done, nil
+	p.active[key]++
+	return p.s, func() {
+		p.mu.Lock()
+		if p.active[key]--; p.active[key] == 0 {
+			delete(p.active, key)
+		}
+		p.mu.Unlock()
+		p.running.Done()
+	}, nil
 }
 
 // preparation returns the preparation of proj's directory, starting it on

@@ -142,3 +142,44 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 		t.Fatalf("%d finish calls for a cancelled execute", n)
 	}
 }
+
+// Detach and teardown while an execute runs on the binding fail with busy
+// and leave it attached: released, the binding would still run code its
+// session let go of. Once the execute ended (cancelled here) both are
+// accepted. Another binding's execute does not hold them back.
+func TestReleaseWhileExecuteRunsIsBusy(t *testing.T) {
+	r := newRig(t, nil)
+	s := r.attach("s")
+	other := r.attach("o")
+	warm(t, r, s)
+	pidFile := filepath.Join(t.TempDir(), "pids.json")
+	input, _ := json.Marshal(map[string]string{"pid_file": pidFile})
+	cmd := s.Execute(impl("sleeper"), input, nil)
+	done := make(chan envapi.Receipt, 1)
+	go func() { done <- r.post(cmd) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := waitForFile(ctx, pidFile); err != nil {
+		t.Fatalf("sleeper did not start: %v", err)
+	}
+	wantFailure(t, r.post(s.Detach()), envapi.CodeBusy)
+	wantFailure(t, r.post(s.Teardown()), envapi.CodeBusy)
+	if rc := r.post(other.Teardown()); rc.Type != envapi.ReceiptAccepted {
+		t.Fatalf("teardown of another binding: %s", describe(rc))
+	}
+	if rc := r.post(s.Execute(impl("plain"), json.RawMessage(`{}`), nil)); rc.Type != envapi.ReceiptResult {
+		t.Fatalf("execute on the binding a busy detach left attached: %s", describe(rc))
+	}
+	if rc := r.post(s.Cancel(cmd.Operation.Sequence)); rc.Type != envapi.ReceiptAccepted {
+		t.Fatalf("cancel: %s", describe(rc))
+	}
+	select {
+	case rc := <-done:
+		wantFailure(t, rc, envapi.CodeCancelled)
+	case <-ctx.Done():
+		t.Fatal("the cancelled execute did not answer")
+	}
+	if rc := r.post(s.Teardown()); rc.Type != envapi.ReceiptAccepted {
+		t.Fatalf("teardown once idle: %s", describe(rc))
+	}
+}
