@@ -125,6 +125,7 @@ type Host struct {
 
 	mu       sync.Mutex
 	handlers map[string]Handler
+	handled  chan struct{} // closed and replaced by each Handle
 	running  map[callKey]*running
 	conn     string // the current connection's id
 	err      error  // why the host stopped
@@ -189,7 +190,7 @@ func (c *Client) ResumeHost(reg api.HostRegistration) (*Host, error) {
 }
 
 func (c *Client) startHostLocked(reg api.HostRegistration) *Host {
-	h := &Host{c: c, ID: reg.HostID, token: reg.Token, handlers: map[string]Handler{}, running: map[callKey]*running{},
+	h := &Host{c: c, ID: reg.HostID, token: reg.Token, handlers: map[string]Handler{}, handled: make(chan struct{}), running: map[callKey]*running{},
 		up: make(chan struct{}), upOnce: new(sync.Once), stopped: make(chan struct{})}
 	c.host = h
 	go h.serve(h.up, h.upOnce, h.stopped)
@@ -203,11 +204,43 @@ func (h *Host) Registration() api.HostRegistration {
 }
 
 // Handle serves tool name with fn; it replaces an earlier handler of that
-// name.
+// name. Host and ResumeHost connect at once, so a call may arrive before
+// the program gave any handler: such a call waits for a Handle of its
+// tool up to HandlerGrace. A call for a tool without a handler fails with
+// code unknown_tool (at once once the host has handlers).
 func (h *Host) Handle(name string, fn Handler) {
 	h.mu.Lock()
 	h.handlers[name] = fn
+	close(h.handled)
+	h.handled = make(chan struct{})
 	h.mu.Unlock()
+}
+
+// HandlerGrace is how long a call that arrives before the host has any
+// handler waits for Handle to give its tool one.
+const HandlerGrace = 5 * time.Second
+
+// awaitHandler answers the handler of tool name once Handle gives one.
+// It waits only while the host has no handler at all, and answers nil
+// when HandlerGrace passes or ctx ends first.
+func (h *Host) awaitHandler(ctx context.Context, name string) Handler {
+	t := time.NewTimer(HandlerGrace)
+	defer t.Stop()
+	for waited := false; ; waited = true {
+		h.mu.Lock()
+		fn, handled, some := h.handlers[name], h.handled, len(h.handlers) > 0
+		h.mu.Unlock()
+		if fn != nil || (some && !waited) {
+			return fn
+		}
+		select {
+		case <-handled:
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
 }
 
 // Environment answers the declaration of an environment served by this
@@ -473,6 +506,12 @@ func (h *Host) run(ctx context.Context, done func(), fn Handler, tc *ToolCall) {
 		h.mu.Unlock()
 	}()
 	var out api.Outcome
+	if fn == nil {
+		fn = h.awaitHandler(ctx, tc.Name)
+		if ctx.Err() != nil {
+			return // Brain closed the call (deadline, cancel) or the host stopped
+		}
+	}
 	if fn == nil {
 		out = Fail("unknown_tool", "this host serves no tool "+tc.Name)
 	} else {

@@ -52,3 +52,45 @@ func TestHostRefusedOutcomeFails(t *testing.T) {
 		})
 	}
 }
+
+// TestHostCallBeforeHandle: Host connects at once, so a call can arrive
+// before the program gave its handler (a host process that resumes while
+// sessions are busy). The call waits for Handle and is served, instead of
+// failing unknown_tool.
+func TestHostCallBeforeHandle(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, _ := start(t, brain.Config{})
+	h, err := c.Host(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := hostSession(t, c, h, "late")
+	if _, err := s.Submit(ctx, api.UserInput{Message: toolScript("late")}); err != nil {
+		t.Fatal(err)
+	}
+	// The call has reached the host's connection; its handler comes a
+	// moment later.
+	for len(ofKind(events(t, s), api.KindToolCallStarted)) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the tool call never started")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	h.Handle("late", func(context.Context, *client.ToolCall) (api.Outcome, error) { return client.OK("served"), nil })
+	for len(ofKind(events(t, s), api.KindToolCallEnded)) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the tool call never ended")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if o := outcomeOf(t, ofKind(events(t, s), api.KindToolCallEnded)[0]); o.Status != api.OutcomeOK || string(o.Value) != `"served"` {
+		t.Fatalf("outcome %+v (error %+v), want ok \"served\"", o, o.Error)
+	}
+}
