@@ -33,6 +33,9 @@ type gateway struct {
 
 	mu   sync.Mutex
 	lose func(r *http.Request) (status int, body string, ok bool)
+	// refuse takes the requests the gateway answers 502 without relaying
+	// them (its upstream was unreachable for a moment).
+	refuse func(r *http.Request) bool
 	// held, when set, holds the answers it drops until it is closed.
 	held chan struct{}
 	// streamRefused is closed when the gateway first answered an event
@@ -74,6 +77,14 @@ func newGateway(t *testing.T, upstream string) *gateway {
 	return g
 }
 
+// refusing makes the gateway answer 502 to the requests fn takes without
+// relaying them.
+func (g *gateway) refusing(fn func(r *http.Request) bool) {
+	g.mu.Lock()
+	g.refuse = fn
+	g.mu.Unlock()
+}
+
 // losing makes the gateway drop Brain's answers of the requests fn takes.
 func (g *gateway) losing(fn func(r *http.Request) (int, string, bool)) {
 	g.mu.Lock()
@@ -83,8 +94,12 @@ func (g *gateway) losing(fn func(r *http.Request) (int, string, bool)) {
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
-	lose, held := g.lose, g.held
+	lose, held, refuse := g.lose, g.held, g.refuse
 	g.mu.Unlock()
+	if refuse != nil && refuse(r) {
+		w.WriteHeader(http.StatusBadGateway)
+		return
+	}
 	var status int
 	var body string
 	ok := false

@@ -527,7 +527,7 @@ func (h *Host) run(ctx context.Context, done func(), fn Handler, tc *ToolCall) {
 	// The finish outlives a cancellation that arrives meanwhile; only
 	// closing the client stops it.
 	fctx := context.WithoutCancel(ctx)
-	_, err := tc.update(fctx, api.UpdateFinish, &out)
+	err := h.finish(fctx, tc, &out)
 	var ae *api.ApiError
 	if errors.As(err, &ae) && ae.Code == api.CodeInvalidRequest {
 		// Brain refused the outcome itself (malformed, or larger than a
@@ -535,6 +535,39 @@ func (h *Host) run(ctx context.Context, done func(), fn Handler, tc *ToolCall) {
 		// until its deadline.
 		refused := Fail("invalid_output", "Brain refused the handler's outcome: "+clip(ae.Message, maxRefusalBytes))
 		_, _ = tc.update(fctx, api.UpdateFinish, &refused)
+	}
+}
+
+// finishGiveUp bounds how long a finish Brain did not answer is posted
+// again when the call has no deadline.
+const finishGiveUp = 30 * time.Second
+
+// finish posts the call's outcome. A finish Brain did not answer (a lost
+// connection, a proxy's 502, 503 or 504, a drain's 503) is posted again
+// with growing pauses until Brain answers it, the call's deadline (or
+// finishGiveUp) passes or the client closes: the call would otherwise
+// stay open until its deadline. Posting it again is safe: a finish that
+// did land closed the call, and Brain refuses the second.
+func (h *Host) finish(ctx context.Context, tc *ToolCall, out *api.Outcome) error {
+	until := tc.Deadline
+	if until.IsZero() {
+		until = time.Now().Add(finishGiveUp)
+	}
+	pause := 50 * time.Millisecond
+	for {
+		_, err := tc.update(ctx, api.UpdateFinish, out)
+		var ae *api.ApiError
+		if err == nil || errors.Is(err, ErrClosed) || (errors.As(err, &ae) && !ae.Retryable) || time.Now().Add(pause).After(until) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-h.c.life.Done():
+			t.Stop()
+			return err
+		}
+		pause = min(2*pause, 2*time.Second)
 	}
 }
 

@@ -1,8 +1,12 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,5 +96,42 @@ func TestHostCallBeforeHandle(t *testing.T) {
 	}
 	if o := outcomeOf(t, ofKind(events(t, s), api.KindToolCallEnded)[0]); o.Status != api.OutcomeOK || string(o.Value) != `"served"` {
 		t.Fatalf("outcome %+v (error %+v), want ok \"served\"", o, o.Error)
+	}
+}
+
+// TestHostFinishNotAnsweredIsPostedAgain: a handler's finish that a proxy
+// in front of Brain answered 502 without relaying it (its upstream was
+// unreachable for a moment) is posted again, so the call ends with the
+// handler's outcome instead of staying open until its deadline.
+func TestHostFinishNotAnsweredIsPostedAgain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, g := gatewayClient(t)
+	var refused atomic.Int32
+	g.refusing(func(r *http.Request) bool {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/results") {
+			return false
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		return bytes.Contains(b, []byte(`"finish"`)) && refused.Add(1) <= 2
+	})
+	h, err := c.Host(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Handle("echo", func(context.Context, *client.ToolCall) (api.Outcome, error) { return client.OK("done"), nil })
+	if err := h.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := hostSession(t, c, h, "echo")
+	if _, err := s.Send(ctx, api.UserInput{Message: toolScript("echo")}); err != nil {
+		t.Fatal(err)
+	}
+	if o := outcomeOf(t, ofKind(events(t, s), api.KindToolCallEnded)[0]); o.Status != api.OutcomeOK || string(o.Value) != `"done"` {
+		t.Fatalf("outcome %+v (error %+v), want ok \"done\"", o, o.Error)
+	}
+	if n := refused.Load(); n < 3 {
+		t.Fatalf("the finish was posted %d times, want the two refused and one more", n)
 	}
 }
