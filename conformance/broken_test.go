@@ -132,6 +132,18 @@ func runsRepeats(next http.Handler) http.Handler {
 	})
 }
 
+// prefixToken lets a bearer token through when it is a prefix of the
+// real one, as a provider that compares only as many bytes as it was
+// sent does.
+func prefixToken(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && tok != "" && strings.HasPrefix(refToken, tok) {
+			r.Header.Set("Authorization", "Bearer "+refToken)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 type buffered struct {
 	header http.Header
 	status int
@@ -166,6 +178,7 @@ func TestBrokenProviders(t *testing.T) {
 		want     []string
 	}{
 		{name: "no-auth", sdk: noAuth, want: []string{"auth/missing-token", "auth/wrong-token"}},
+		{name: "prefix-token", wrap: prefixToken, want: []string{"auth/wrong-token"}},
 		{name: "wrong-sequence", wrap: wrongSequence, want: []string{"contract/echo"}},
 		{name: "finish-twice", execute: func(p *reference) envsdk.Provider { return finishTwice{p} },
 			want: []string{"exec/finish-once", "exec/lost-finish-ack"}},

@@ -72,6 +72,18 @@ func authWrongToken(p *probe) {
 	p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "a wrong token on an unknown path (authentication comes before routing)")
 	ex = p.rawHeader("/v1/operations", "Basic "+p.tg.Token, p.setupBody())
 	p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "the token under another scheme than Bearer")
+	if tok := p.tg.Token; len(tok) >= 2 {
+		// A provider that compares only as much as it was sent, or only
+		// the length, lets these through.
+		ex = p.rawHeader("/v1/operations", "Bearer "+tok[:len(tok)-1], p.setupBody())
+		p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "the token without its last character")
+		last := byte('a')
+		if tok[len(tok)-1] == 'a' {
+			last = 'b'
+		}
+		ex = p.rawHeader("/v1/operations", "Bearer "+tok[:len(tok)-1]+string(last), p.setupBody())
+		p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "a token of the same length that differs in its last character")
+	}
 }
 
 // rawHeader sends body to path with an Authorization header (none when
