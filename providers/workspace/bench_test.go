@@ -6,11 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
 	"github.com/brain-in-go/brain/envsdk/toolset"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // BenchmarkExecuteTrue runs the command tool with argv ["true"] through
@@ -45,6 +48,67 @@ func BenchmarkExecuteTrue(b *testing.B) {
 	for b.Loop() {
 		if r := post(c.Execute(impl, input, nil)); r.Type != envapi.ReceiptResult {
 			b.Fatalf("execute %+v", r)
+		}
+	}
+}
+
+// BenchmarkWriteTool replaces a 4 KiB file through the write tool: the
+// HTTP round trip, decode, limit walk, and the replace (temporary file,
+// fsync, rename, directory fsync).
+func BenchmarkWriteTool(b *testing.B) {
+	input, _ := json.Marshal(map[string]string{"path": "f.txt", "content": strings.Repeat("x", 4096)})
+	benchTool(b, toolset.ToolWrite, input)
+}
+
+// BenchmarkReadTool reads the same 4 KiB file through the read tool: the
+// execute path without the replace, the floor of BenchmarkWriteTool.
+func BenchmarkReadTool(b *testing.B) {
+	benchTool(b, toolset.ToolRead, json.RawMessage(`{"path":"f.txt"}`))
+}
+
+// benchTool posts executes of tool name with input to a provider whose
+// workspace holds f.txt (4 KiB).
+func benchTool(b *testing.B, name string, input json.RawMessage) {
+	p, err := New(Options{Root: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(p.Handler("bench"))
+	defer srv.Close()
+	client := srv.Client()
+	c := envtest.NewCommands("bench", "workspace")
+	ctx := context.Background()
+	post := func(cmd envapi.Command) envapi.Receipt {
+		_, body, resp, err := envtest.Post(ctx, client, srv.URL, "bench", cmd)
+		if err != nil || resp == nil {
+			b.Fatalf("post: %v %s", err, body)
+		}
+		return resp.Receipt
+	}
+	if r := post(c.Setup(nil)); r.Type != envapi.ReceiptAccepted {
+		b.Fatalf("setup %+v", r)
+	}
+	seed, _ := json.Marshal(map[string]string{"path": "f.txt", "content": strings.Repeat("x", 4096)})
+	if r := post(c.Execute(tool(toolset.ToolWrite), seed, nil)); r.Type != envapi.ReceiptResult {
+		b.Fatalf("write %+v", r)
+	}
+	impl := tool(name)
+	for b.Loop() {
+		if r := post(c.Execute(impl, input, nil)); r.Type != envapi.ReceiptResult {
+			b.Fatalf("%s %+v", name, r)
+		}
+	}
+}
+
+// BenchmarkRawAtomicWrite is the write tool's baseline: the same 4 KiB
+// replaced with fsutil.WriteFileAtomic (temporary file, fsync, rename,
+// directory fsync), without HTTP.
+func BenchmarkRawAtomicWrite(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "f.txt")
+	data := []byte(strings.Repeat("x", 4096))
+	for b.Loop() {
+		if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
