@@ -136,7 +136,8 @@ type Config struct {
 	Endpoints []Endpoint
 	// HTTPClient sends the requests; nil builds one whose dialer honours
 	// Limits.ConnectTimeout. Its own Timeout should be zero: calls are
-	// bounded by Limits.Timeout and the caller's context.
+	// bounded by Limits.Timeout and the caller's context. Its redirect
+	// policy is replaced: a redirect is never followed.
 	HTTPClient *http.Client
 	// Propagate sends the W3C trace context of each call's context
 	// (traceparent, tracestate) with its request; false sends none.
@@ -146,7 +147,8 @@ type Config struct {
 // New returns the providers of cfg: scripted, openai, openai_chat and
 // anthropic. Each client uses the session's API key (spec.APIKey, else
 // Config.DefaultAPIKeys) and model name (spec.Name); no key sends no
-// credential, which suits local servers. A base URL must be http or https without user information.
+// credential, which suits local servers; a key holding a control character
+// is refused (ErrInvalidSpec). A base URL must be http or https without user information.
 func New(cfg Config) (Providers, error) {
 	openaiBase, err := baseURL("OpenAIBaseURL", cfg.OpenAIBaseURL, DefaultOpenAIBaseURL)
 	if err != nil {
@@ -160,32 +162,45 @@ func New(cfg Config) (Providers, error) {
 	hc := cfg.HTTPClient
 	if hc == nil {
 		hc = newHTTPClient(limits.ConnectTimeout)
+	} else {
+		c := *hc
+		hc = &c
 	}
-	tr := func(spec Spec, base string) transport {
+	hc.CheckRedirect = noRedirects
+	tr := func(spec Spec, base string) (transport, error) {
+		if err := checkName(spec); err != nil {
+			return transport{}, err
+		}
 		key := spec.APIKey
 		if key == "" {
 			key = cfg.DefaultAPIKeys[spec.Provider]
 		}
-		return transport{http: hc, base: base, key: key, limits: limits, propagate: cfg.Propagate}
+		if err := checkKey(key); err != nil {
+			return transport{}, err
+		}
+		return transport{http: hc, base: base, key: key, limits: limits, propagate: cfg.Propagate}, nil
 	}
 	p := Default()
 	p[ProviderOpenAI] = func(spec Spec) (Client, error) {
-		if err := checkName(spec); err != nil {
+		t, err := tr(spec, openaiBase)
+		if err != nil {
 			return nil, err
 		}
-		return &openAIResponses{t: tr(spec, openaiBase), model: spec.Name}, nil
+		return &openAIResponses{t: t, model: spec.Name}, nil
 	}
 	p[ProviderOpenAIChat] = func(spec Spec) (Client, error) {
-		if err := checkName(spec); err != nil {
+		t, err := tr(spec, openaiBase)
+		if err != nil {
 			return nil, err
 		}
-		return &openAIChat{t: tr(spec, openaiBase), model: spec.Name, maxTokens: chatMaxTokensField(openaiBase)}, nil
+		return &openAIChat{t: t, model: spec.Name, maxTokens: chatMaxTokensField(openaiBase)}, nil
 	}
 	p[ProviderAnthropic] = func(spec Spec) (Client, error) {
-		if err := checkName(spec); err != nil {
+		t, err := tr(spec, anthropicBase)
+		if err != nil {
 			return nil, err
 		}
-		return &anthropicMessages{t: tr(spec, anthropicBase), model: spec.Name}, nil
+		return &anthropicMessages{t: t, model: spec.Name}, nil
 	}
 	for _, e := range cfg.Endpoints {
 		if e.Name == "" || e.Name == ProviderScripted {
@@ -208,10 +223,11 @@ func New(cfg Config) (Providers, error) {
 			return nil, fmt.Errorf("model: endpoint %q: unknown dialect %q", e.Name, e.Dialect)
 		}
 		p[e.Name] = func(spec Spec) (Client, error) {
-			if err := checkName(spec); err != nil {
+			t, err := tr(spec, base)
+			if err != nil {
 				return nil, err
 			}
-			return open(tr(spec, base), spec.Name), nil
+			return open(t, spec.Name), nil
 		}
 	}
 	return p, nil
@@ -239,6 +255,18 @@ func checkName(spec Spec) error {
 	return nil
 }
 
+// checkKey refuses an API key that no HTTP header can carry: one holding
+// a control character other than a tab (a line break read with the key
+// from a file, say). The error does not name the key.
+func checkKey(key string) error {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return fmt.Errorf("%w: the API key holds a control character (byte %d of %d), which no HTTP header can carry", ErrInvalidSpec, i+1, len(key))
+		}
+	}
+	return nil
+}
+
 func baseURL(field, v, def string) (string, error) {
 	if v == "" {
 		v = def
@@ -252,6 +280,12 @@ func baseURL(field, v, def string) (string, error) {
 	}
 	return strings.TrimRight(v, "/"), nil
 }
+
+// noRedirects keeps a redirect as the answer. Following it would post the
+// conversation again, with the credential (Go drops only Authorization and
+// cookies on a redirect to another host, not x-api-key), to wherever the
+// answer points.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 func newHTTPClient(connect time.Duration) *http.Client {
 	d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}

@@ -118,8 +118,7 @@ func (a *assembled) addToolUse(id, name, args string) {
 	a.outputSize += len(args) + len(name) + len(id)
 	if strings.TrimSpace(name) == "" {
 		if a.badTool == nil {
-			a.badTool = &OutputError{Code: api.CodeModelOutputInvalid, StopReason: api.StopToolUse,
-				Message: fmt.Sprintf("tool call %q names no tool", id)}
+			a.badTool = namesNoTool(id)
 		}
 		return
 	}

@@ -13,7 +13,9 @@
 //     (store:false) with encrypted reasoning replayed as native blocks of
 //     format "openai.responses.v1" (asked for from every model but the
 //     families that do not reason and refuse it: gpt-4*, gpt-3.5*,
-//     chatgpt-*, gpt-5-chat*); the option operation "compact" posts
+//     chatgpt-*, gpt-5-chat*, a fine-tune ("ft:") or a gateway's
+//     namespaced name ("openai/") judged by its base model); the option
+//     operation "compact" posts
 //     the conversation to {base}/responses/compact instead (model, input
 //     and instructions only) and answers the compacted items verbatim as
 //     native blocks;
@@ -28,7 +30,11 @@
 // Every hosted call streams (server-sent events): text fragments reach the
 // caller's delta callback as they arrive, and the result is assembled from
 // the stream. The session's API key is the credential (Bearer for OpenAI,
-// x-api-key for Anthropic); it is removed from every error message.
+// x-api-key for Anthropic); it is removed from every error message, and a
+// key holding a control character (which no header can carry) is refused
+// when the client is opened. A redirect is never followed: it would send
+// the conversation and the key elsewhere; it fails the call, naming where
+// it pointed.
 //
 // # Mapping
 //
@@ -54,8 +60,11 @@
 //
 // A non-2xx answer or an error event is a *ProviderError carrying the
 // provider's code and its retryable verdict (429, 408 and 5xx, overload and
-// server errors are retryable; other 4xx are not) and, for a retryable
+// server errors are retryable, except a 429 for an exhausted quota or spend
+// limit, error type insufficient_quota; other 4xx are not) and, for a retryable
 // answer, the wait its Retry-After (or retry-after-ms) header asked for.
+// A stream that ends before its final event, or inside an event that
+// then cannot be read, is stream_truncated (retryable).
 // Nothing is ever retried here. A call that fails after the provider began
 // to answer is a *PartialError around that failure, holding the stop
 // reason and the usage counted so far (complete only for a whole answer

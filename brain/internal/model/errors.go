@@ -37,6 +37,11 @@ func incomplete(stop StopReason, n int) *OutputError {
 		Message: fmt.Sprintf("%d tool call(s) in a response that stopped with %s", n, stop)}
 }
 
+func namesNoTool(id string) *OutputError {
+	return &OutputError{Code: api.CodeModelOutputInvalid, StopReason: api.StopToolUse,
+		Message: fmt.Sprintf("tool call %q names no tool", id)}
+}
+
 func invalidToolInput(name string, err error) *OutputError {
 	return &OutputError{Code: api.CodeModelOutputInvalid, StopReason: api.StopToolUse,
 		Message: fmt.Sprintf("tool call %q: input is not a JSON object: %v", name, err)}

@@ -193,8 +193,14 @@ var nonReasoning = []string{"gpt-4", "gpt-3.5", "chatgpt-", "gpt-5-chat"}
 
 // reasons reports whether model may reason, so that its reasoning is asked
 // for encrypted, to be replayed in a stateless conversation. A model of
-// an unknown family is taken to reason.
+// an unknown family is taken to reason. A gateway's namespace
+// ("openai/gpt-4.1") and a fine-tune's prefix ("ft:gpt-4o-mini-...:org::id")
+// leave the family of the base model.
 func reasons(model string) bool {
+	if i := strings.LastIndexByte(model, '/'); i >= 0 {
+		model = model[i+1:]
+	}
+	model = strings.TrimPrefix(model, "ft:")
 	for _, p := range nonReasoning {
 		if strings.HasPrefix(model, p) {
 			return false

@@ -104,6 +104,10 @@ func (Scripted) Call(ctx context.Context, req Request, onDelta func(Delta)) (Res
 	case len(script.ToolCalls) > 0 && results == nil:
 		msg := api.Message{Role: api.RoleAssistant}
 		for i, c := range script.ToolCalls {
+			// As from a provider: a tool call names a tool.
+			if strings.TrimSpace(c.Name) == "" {
+				return Result{}, namesNoTool(fmt.Sprintf("call_%d", i+1))
+			}
 			input := c.Input
 			if len(input) == 0 {
 				input = json.RawMessage(`{}`)

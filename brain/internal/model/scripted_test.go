@@ -204,3 +204,16 @@ func FuzzScripted(f *testing.F) {
 		}
 	})
 }
+
+// A scripted tool call that names no tool fails the call as
+// model_output_invalid, as a provider's would.
+func TestScriptedToolCallMustNameATool(t *testing.T) {
+	for _, call := range []string{`{"input":{}}`, `{"name":"","input":{}}`, `{"name":"  "}`} {
+		res, err := Scripted{}.Call(context.Background(), Request{Messages: []api.Message{
+			user(`{"tool_calls":[` + call + `]}`)}}, nil)
+		var oe *OutputError
+		if !errors.As(err, &oe) || oe.Code != api.CodeModelOutputInvalid {
+			t.Errorf("call %s: %+v, %v; want model_output_invalid", call, res, err)
+		}
+	}
+}

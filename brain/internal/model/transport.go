@@ -111,6 +111,13 @@ func (t transport) stream(ctx context.Context, path string, header http.Header, 
 			return false, t.transportError(ctx, err)
 		}
 		done, err := onEvent(ev, data)
+		var pe *ProviderError
+		if err != nil && r.atEOF && errors.As(err, &pe) && pe.Code == CodeInvalidResponse {
+			// The stream ended inside this event (no blank line closed
+			// it) and what came of it cannot be read: the event was cut
+			// short, as if it never came.
+			return false, nil
+		}
 		if err != nil || done {
 			return done, err
 		}
@@ -168,10 +175,15 @@ func (t transport) statusError(resp *http.Response) error {
 			msg = http.StatusText(resp.StatusCode)
 		}
 	}
+	if loc, err := resp.Location(); err == nil && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// A redirect is not followed (see noRedirects): the base URL is
+		// to be corrected.
+		msg = fmt.Sprintf("redirected to %s, which is not followed: check the base URL", loc.Redacted())
+	}
 	pe := &ProviderError{
 		Code:      t.redact(code),
 		Message:   t.redact(fmt.Sprintf("status %d: %s", resp.StatusCode, msg)),
-		Retryable: retryableStatus(resp.StatusCode),
+		Retryable: retryableStatus(resp.StatusCode) && !quotaExhausted(raw),
 	}
 	if pe.Retryable {
 		pe.RetryAfter = retryAfter(resp.Header, time.Now())
@@ -208,9 +220,35 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 }
 
 // retryableStatus is the provider's verdict: rate limits, timeouts and
-// server errors (Anthropic's 529 overloaded included) may succeed later.
+// server errors (Anthropic's 529 overloaded included) may succeed later;
+// statusError also reads the body of a 429 for an exhausted quota.
 func retryableStatus(status int) bool {
 	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500
+}
+
+// quotaCodes are OpenAI's codes of a 429 that waiting does not cure: no
+// credit left, or a spend or usage limit reached (error type
+// insufficient_quota).
+var quotaCodes = map[string]bool{
+	"insufficient_quota": true, "credit_balance_exhausted": true, "organization_spend_limit_exceeded": true,
+	"project_spend_limit_exceeded": true, "organization_usage_limit_exceeded": true,
+}
+
+// quotaExhausted reports whether an error body says the account's quota
+// or spend limit is used up, which a later attempt does not change.
+func quotaExhausted(raw []byte) bool {
+	var body struct {
+		Error struct {
+			Type string          `json:"type"`
+			Code json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &body) != nil {
+		return false
+	}
+	var code string
+	_ = json.Unmarshal(body.Error.Code, &code)
+	return quotaCodes[body.Error.Type] || quotaCodes[code]
 }
 
 // parseErrorBody extracts the code and message of an error object.
@@ -280,10 +318,14 @@ func (b *boundedReader) err() error {
 }
 
 // sseReader parses server-sent events: "event:" and "data:" fields, data
-// lines joined with "\n", comments ignored, a blank line dispatching.
+// lines joined with "\n", comments ignored, a blank line dispatching. An
+// event the stream's end interrupted is dispatched too, with atEOF set.
 type sseReader struct {
 	r        *bufio.Reader
 	maxFrame int64
+	// atEOF is set when the event last answered was closed by the end of
+	// the stream rather than by a blank line: it may be cut short.
+	atEOF bool
 }
 
 func (s *sseReader) next() (event string, data []byte, err error) {
@@ -293,6 +335,7 @@ func (s *sseReader) next() (event string, data []byte, err error) {
 		line, err := s.line(&size)
 		if err != nil {
 			if errors.Is(err, io.EOF) && hasData {
+				s.atEOF = true
 				return event, buf, nil
 			}
 			return "", nil, err

@@ -1,0 +1,56 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// TestQuotaNotRetryable: OpenAI answers 429 both for a rate limit, which
+// passes, and for an exhausted quota or spend limit (error type
+// insufficient_quota), which waiting does not cure. Only the first is
+// retryable, and only it reports a wait.
+func TestQuotaNotRetryable(t *testing.T) {
+	cases := []struct {
+		name      string
+		body      string
+		code      string
+		retryable bool
+	}{
+		{"rate-limit", `{"error":{"message":"Rate limit reached for gpt-4o in organization org-x on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
+			"rate_limit_exceeded", true},
+		{"insufficient-quota", `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
+			"insufficient_quota", false},
+		{"quota-code-null", `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":null}}`,
+			"insufficient_quota", false},
+		{"spend-limit", `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"project_spend_limit_exceeded"}}`,
+			"project_spend_limit_exceeded", false},
+		{"credits", `{"error":{"message":"You have no credits remaining.","type":"insufficient_quota","param":null,"code":"credit_balance_exhausted"}}`,
+			"credit_balance_exhausted", false},
+	}
+	for _, d := range []dialect{responsesDialect, chatDialect} {
+		for _, tc := range cases {
+			t.Run(d.provider+"/"+tc.name, func(t *testing.T) {
+				f, c := open(t, d, Limits{})
+				f.set(func(w http.ResponseWriter, _ *recorded) {
+					w.Header().Set("Content-Type", "application/json")
+					w.Header().Set("Retry-After", "20")
+					w.WriteHeader(http.StatusTooManyRequests)
+					_, _ = io.WriteString(w, tc.body)
+				})
+				_, err := c.Call(context.Background(), Request{Messages: []api.Message{api.UserMessage(api.UserInput{Message: "x"})}}, nil)
+				var pe *ProviderError
+				if !errors.As(err, &pe) {
+					t.Fatalf("err = %v", err)
+				}
+				if pe.Code != tc.code || pe.Retryable != tc.retryable || (pe.RetryAfter > 0) != tc.retryable {
+					t.Errorf("code %q retryable %v retry after %v, want %q retryable %v", pe.Code, pe.Retryable, pe.RetryAfter, tc.code, tc.retryable)
+				}
+			})
+		}
+	}
+}
