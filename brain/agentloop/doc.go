@@ -16,7 +16,9 @@
 // Built that way (files tagged wasip1) the package exports turn and
 // brain_alloc and reaches the host's services through the imports of the
 // host module "brain"; a service the host refuses answers a *HostError
-// with the API error code. The ABI is specified in the host's package doc
+// with the API error code. An error the loop returns fails its activation
+// with the first 4096 bytes of its message, and with the code of the
+// *HostError it wraps, if any. The ABI is specified in the host's package doc
 // (brain/internal/loophost). The package depends on the standard library
 // and the stdlib-only brain/api wire types.
 //
@@ -26,9 +28,10 @@
 // loop sees no real time and no unpredictable randomness: its random
 // source (crypto/rand, and the runtime's seed of math/rand) is a stream
 // drawn from its activation's in.Runtime.DeterministicSeed (32 bytes,
-// different for every activation), time.Now answers a fixed instant
-// (2022-01-01T00:00:00Z), not the real time, and time.Sleep returns at
-// once. The time a loop acts on is in.Runtime.LogicalTimeMs, when its
+// different for every activation), the clock is not the real time: it
+// reads 2022-01-01T00:00:00Z when an activation starts and moves on by a
+// millisecond each time it is read (the Go runtime reads it too), the
+// same in every run, and time.Sleep returns at once. The time a loop acts on is in.Runtime.LogicalTimeMs, when its
 // activation started. Everything else it learns (model answers, tool
 // returns, events, KV) comes through Services and is journalled. Each
 // activation runs in a fresh instance: package variables do not survive

@@ -209,7 +209,10 @@ func turn(ptr, n uint32) uint64 {
 		if errors.As(err, &he) {
 			ref = he.Ref
 		}
-		msg := err.Error()
+		// The host records no more of the message than this; a longer
+		// one would cost the memory to encode it and could push the
+		// answer past what the host reads, losing the error's code.
+		msg := guestabi.ClipMessage(err.Error())
 		e = newEncoder(len(msg) + 48)
 		e.turnError(msg, ref)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/guestabi"
 	"github.com/brain-in-go/brain/brain/internal/guestjson"
 )
 
@@ -37,9 +38,12 @@ func encodeAnswer(o api.Outcome, err error) []byte {
 	if errors.As(err, &he) {
 		ref = he.Ref
 	}
-	e := guestjson.NewEncoder(48 + len(err.Error()))
+	// The host records no more of the message than this; a longer one
+	// could push the answer past what the host reads, losing its code.
+	msg := guestabi.ClipMessage(err.Error())
+	e := guestjson.NewEncoder(48 + len(msg))
 	e.B = append(e.B, `{"error":{"message":`...)
-	e.Str(err.Error())
+	e.Str(msg)
 	if ref > 0 {
 		e.B = append(e.B, `,"ref":`...)
 		e.Uint(uint64(ref))

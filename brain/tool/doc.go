@@ -16,7 +16,9 @@
 // Built that way (files tagged wasip1) the package exports run and
 // brain_alloc and imports the service functions of the host module
 // "brain"; a service the host refuses answers a *HostError with the API
-// error code. The ABI is the agentloop ABI with run in place of turn and
+// error code. An error the Tool returns fails its call with the first
+// 4096 bytes of its message, and with the code of the *HostError it
+// wraps (tool_error otherwise). The ABI is the agentloop ABI with run in place of turn and
 // the Tool services in place of the agentloop services; it is specified
 // byte for byte in the host's package doc (brain/internal/loophost).
 // Outside Wasm, Export only records the function (see Exported), so a

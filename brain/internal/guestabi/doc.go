@@ -2,7 +2,9 @@
 // agentloop and Tool SDKs, built for wasip1 only: the brain_alloc export
 // through which the host hands the guest its input, the answer buffer
 // the guest's export answers, and the calling convention of the host's
-// service imports.
+// service imports. MaxMessage and ClipMessage, the bound on the message
+// of an export's error answer, are built everywhere: the host records
+// that much of a message and the SDKs send no more.
 //
 // A service import takes its JSON input at (ptr, len) and answers
 // status<<32 | answer length; the guest then copies the answer into a

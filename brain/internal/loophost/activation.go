@@ -16,6 +16,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/agentloop"
 	brainapi "github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/guestabi"
 	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
@@ -65,8 +66,9 @@ const (
 	statusFailed = 1
 )
 
-// maxErrorMessage bounds the message of a failure answered to the guest.
-const maxErrorMessage = 4096
+// maxErrorMessage bounds the message of a failure answered to the guest,
+// and what is recorded of the message of a guest's error answer.
+const maxErrorMessage = guestabi.MaxMessage
 
 // maxTurnAnswerBytes bounds the answer of turn, as
 // Options.MaxToolOutputBytes bounds a Tool's by default: the result is
@@ -371,7 +373,8 @@ func (a *activation) fail(ctx context.Context, m *module, stage string, err erro
 	if errors.As(err, &exit) {
 		msg = fmt.Sprintf("exited with code %d", exit.ExitCode())
 	}
-	if s := strings.TrimSpace(string(a.stderr.head(maxStderrInError))); s != "" {
+	// Cut between characters: clip looks at the byte after the cut.
+	if s := strings.TrimSpace(clip(string(a.stderr.head(maxStderrInError+1)), maxStderrInError)); s != "" {
 		msg += "; stderr: " + s
 	}
 	return &TrapError{Message: fmt.Sprintf("%s %s: %s: %s", m.kind, short(m.id), stage, msg), Err: err}

@@ -43,6 +43,10 @@ func (h *Host) compile(ctx context.Context, k kind, id string, b []byte) (*modul
 		_ = cm.Close(ctx)
 		return nil, err
 	}
+	if err := dataWithinMemory(b); err != nil {
+		_ = cm.Close(ctx)
+		return nil, err
+	}
 	m := &module{id: id, kind: k, cm: cm}
 	if k == kindTool {
 		return m, nil
@@ -172,6 +176,75 @@ func importsFunctionsOnly(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// dataWithinMemory refuses a module with an active data segment, at a
+// constant offset, that does not lie within the initial size of its
+// memory: such a module compiles, but creating an instance of it fails.
+// b has compiled, so its memory and data sections are well formed; a
+// segment whose offset is not a lone i32.const is left to the runtime.
+func dataWithinMemory(b []byte) error {
+	secs, _ := sections(b)
+	size := uint64(0)
+	for _, sec := range secs {
+		r := &reader{b: b[sec.body:sec.end]}
+		switch sec.id {
+		case sectionMemory:
+			if n, ok := r.u32(); !ok || n != 1 {
+				return nil
+			}
+			if _, ok := r.byte(); !ok { // flags
+				return nil
+			}
+			pages, ok := r.u32()
+			if !ok {
+				return nil
+			}
+			size = uint64(pages) * wasmPage
+		case sectionData:
+			n, ok := r.u32()
+			for i := uint32(0); ok && i < n; i++ {
+				var flags uint32
+				if flags, ok = r.u32(); !ok || flags > 2 {
+					return nil
+				}
+				if flags == 2 && !r.skipU32() { // memory 0, the only one
+					return nil
+				}
+				off, constant := uint32(0), false
+				if flags != 1 { // active
+					start := r.at
+					if !r.constExpr() {
+						return nil
+					}
+					off, constant = i32Const(r.b[start:r.at])
+				}
+				var length uint32
+				if length, ok = r.u32(); !ok || uint64(length) > uint64(r.left()) {
+					return nil
+				}
+				r.at += int(length)
+				if constant && uint64(off)+uint64(length) > size {
+					return fmt.Errorf("data segment %d writes %d bytes at offset %d, outside the initial memory of %d bytes: no instance of the module can be created", i, length, off, size)
+				}
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// i32Const answers the value, as an unsigned offset, of a constant
+// expression that is a lone i32.const; ok is false for any other.
+func i32Const(expr []byte) (v uint32, ok bool) {
+	if len(expr) < 3 || expr[0] != opI32Const || expr[len(expr)-1] != opEnd {
+		return 0, false
+	}
+	x, n := sleb32(expr[1:])
+	if n != len(expr)-2 {
+		return 0, false
+	}
+	return uint32(x), true
 }
 
 func signature(params, results []api.ValueType) string {

@@ -274,3 +274,29 @@ func FuzzCheckCounts(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDataWithinMemory: for a module built from fuzzed segments (offsets,
+// negative ones included, sizes and memory size), the admission check
+// refuses it exactly when no instance of it can be created.
+func FuzzDataWithinMemory(f *testing.F) {
+	f.Add(uint8(1), []byte{0, 0, 2, 'a', 0x1f, 0xff, 8, 'b'})
+	f.Add(uint8(0), []byte{0, 0, 0, 'a'})
+	f.Add(uint8(1), []byte{0x20, 0, 0, 'a', 0xff, 0xff, 1, 'b'})
+	h := openHost(f, loophost.Options{})
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, pages uint8, spec []byte) {
+		// spec: groups of four bytes, each a segment: its offset (two
+		// bytes, signed, in units of 8 bytes: within four pages on
+		// either side of 0), its size and the byte it repeats.
+		var segs [][]byte
+		for i := 0; i+3 < len(spec) && len(segs) < 64; i += 4 {
+			off := int32(int16(uint16(spec[i])<<8|uint16(spec[i+1]))) * 8
+			segs = append(segs, active(off, strings.Repeat(string(spec[i+3]), int(spec[i+2]))))
+		}
+		b := wasmModule(int(pages%4), dataBody(segs...))
+		_, ierr := h.InitialMemory(ctx, b)
+		if cerr := loophost.DataWithinMemory(b); (cerr == nil) != (ierr == nil) {
+			t.Fatalf("the check answered %v; instantiating answered %v", cerr, ierr)
+		}
+	})
+}

@@ -20,7 +20,11 @@
 // bytes for (the "name" section included), more than 50,000 locals in a
 // function or a table of more than 2^20 entries, is refused as invalid
 // (counts.go): the compiler and each instance size their allocations by
-// what a module declares. Admitted bytes are
+// what a module declares. A module that compiles but of which no instance
+// could be created is refused as well: one that imports a table, a global
+// or a tag (the host modules export functions only), or one with an
+// active data segment, at a constant offset, that does not lie within its
+// memory's initial size (compile.go). Admitted bytes are
 // stored as <agentloops dir>/<sha256 hex>.wasm (written to a temporary
 // file, synced and renamed); a rejection is remembered as
 // <sha256 hex>.rejected (the AgentloopAdmission JSON and "judged", the
@@ -122,7 +126,9 @@
 //     answers the count. A service call replaces an unfetched answer.
 //  5. turn answers r (i64) = ptr<<32 | len of a UTF-8 JSON object in guest
 //     memory: {"result"?:any} (TurnOutput) when the activation succeeds, or
-//     {"error":{"message":string,"ref"?:uint32}} when it fails. With the
+//     {"error":{"message":string,"ref"?:uint32}} when it fails (of the
+//     message, the first 4096 bytes are recorded, cut between
+//     characters; the Go SDKs send no more). With the
 //     ref of a failed service call the activation fails with that service
 //     call's error (so it is recorded with the same failure code as for a
 //     native loop); otherwise it fails with agentloop_failed. Any other
@@ -196,8 +202,9 @@
 // There is no fuel: a spinning guest is stopped by its deadline. A Tool
 // reads the real clock and gets unpredictable random bytes. A loop's
 // random bytes come from its activation's deterministic_seed and its clock
-// is the runtime's fixed one: the time it acts on is logical_time_ms
-// (runtime in TurnInput), and its sleeps return at once. A Tool's sleep
+// is wazero's deterministic one (2022-01-01T00:00:00Z at instantiation,
+// a millisecond more at each reading): the time it acts on is
+// logical_time_ms (runtime in TurnInput), and its sleeps return at once. A Tool's sleep
 // waits in the host, for its time or until the invocation's deadline or
 // a cancel, whichever comes first (returning at once, the guest's
 // scheduler would spin on the real clock until the time had passed).

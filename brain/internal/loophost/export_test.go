@@ -78,3 +78,6 @@ func (h *Host) BareAsGiven(ctx context.Context, b []byte) (func(context.Context)
 
 // CheckCounts is checkCounts.
 func CheckCounts(b []byte) error { return checkCounts(b) }
+
+// DataWithinMemory is dataWithinMemory.
+func DataWithinMemory(b []byte) error { return dataWithinMemory(b) }

@@ -358,7 +358,7 @@ func (h *Host) load(ctx context.Context, c *catalog) error {
 }
 
 // Close releases the runtime and the compiled modules. Activations still
-// running are closed.
+// running are closed; an admission compiling a module is waited for.
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
@@ -376,6 +376,12 @@ func (h *Host) Close(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 	}
+	// An admission or a fetch from the shared store compiles into the
+	// runtime while it holds admitMu: closing the runtime under it would
+	// judge the module by a closed runtime, or crash the compiler. It is
+	// waited for; those that follow see closed.
+	h.admitMu.Lock()
+	defer h.admitMu.Unlock()
 	return errors.Join(h.rt.Close(ctx), h.cache.Close(ctx))
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/agentloop/builtin"
@@ -414,5 +415,56 @@ func TestRejectionUnderOtherLimitsIsJudgedAgain(t *testing.T) {
 	}
 	if again, err := h2.Admit(context.Background(), guest); err != nil || again.Status != loophost.StatusAdmitted {
 		t.Fatalf("admitted again under the default limit: %+v %v", again, err)
+	}
+}
+
+// The head of stderr a failure quotes is cut between characters: the
+// failure's message is valid UTF-8, never a character cut in two (which
+// JSON would carry as U+FFFD).
+func TestStderrInAFailureIsCutBetweenCharacters(t *testing.T) {
+	h := openHost(t, loophost.Options{})
+	_, err := run(t, h, admit(t, h, guest), newFake(), "exit-long")
+	if err == nil {
+		t.Fatal("the turn succeeded")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "stderr: €€€") || !utf8.ValidString(msg) || !strings.HasSuffix(msg, "€") {
+		t.Fatalf("failure message of %d bytes ending %q, want it to quote whole characters of stderr", len(msg), msg[max(len(msg)-8, 0):])
+	}
+}
+
+// Closing the host while an admission compiles waits for it: the process
+// does not crash, and the module is not judged by a runtime closed under
+// it (answered or remembered as rejected).
+func TestCloseDuringAnAdmission(t *testing.T) {
+	dir := t.TempDir()
+	// A cache of its own: compiling the guest takes a while.
+	h, err := loophost.Open(context.Background(), loophost.Options{Dir: dir, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := h.Compiles()
+	type result struct {
+		a   loophost.Admission
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		a, err := h.Admit(context.Background(), guest)
+		done <- result{a, err}
+	}()
+	for h.Compiles() == before {
+		time.Sleep(time.Millisecond)
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err == nil && r.a.Status != loophost.StatusAdmitted || r.err != nil && !errors.Is(r.err, loophost.ErrClosed) {
+		t.Fatalf("admission during Close answered %+v %+v, %v; want admitted or ErrClosed", r.a, r.a.Error, r.err)
+	}
+	h = openHost(t, loophost.Options{Dir: dir})
+	if a, err := h.Admit(context.Background(), guest); err != nil || a.Status != loophost.StatusAdmitted {
+		t.Fatalf("after a reopen the module is %+v %+v, %v; want admitted", a, a.Error, err)
 	}
 }

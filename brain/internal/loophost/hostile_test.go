@@ -438,3 +438,56 @@ func TestGuestWithAHugeResult(t *testing.T) {
 		}
 	}
 }
+
+// A module whose data segment lies past the end of its initial memory
+// compiles, but every instantiation of it fails: it is rejected at
+// admission, as an agentloop and as a Tool, naming the segment, instead of
+// being admitted and then failing every turn. A segment that ends exactly
+// at the end of the initial memory is admitted and runs.
+func TestAdmissionRefusesDataOutsideTheInitialMemory(t *testing.T) {
+	h := openHost(t, loophost.Options{ToolsDir: t.TempDir()})
+	// Memory index 0 given explicitly (segment flags 2).
+	explicit := append([]byte{2, 0}, active(65530, "0123456789")[1:]...)
+	for _, c := range []struct {
+		name string
+		data [][]byte
+		want string
+	}{
+		{"crossing the end", [][]byte{active(0, "{}"), active(65530, "0123456789")}, "data segment 1"},
+		{"negative offset", [][]byte{active(-1, "x")}, "data segment 0"},
+		{"explicit memory index", [][]byte{explicit}, "data segment 0"},
+		{"past a second page", [][]byte{active(3*65536, "x")}, "data segment 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, export := range []string{"turn", "run"} {
+				m := rawModule{pages: 1, alloc: i32c(0), entry: i64c(2), export: export, data: c.data}
+				admit := h.Admit
+				if export == "run" {
+					admit = h.AdmitTool
+				}
+				a, err := admit(context.Background(), m.bytes())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.Status != loophost.StatusRejected || a.Error == nil || a.Error.Code != api.CodeInvalidRequest || !strings.Contains(a.Error.Message, c.want) {
+					msg := ""
+					if a.Status == loophost.StatusAdmitted && export == "turn" {
+						f, _ := h.Func(a.ID)
+						_, err := f(context.Background(), newFake(), input("hi"))
+						msg = fmt.Sprintf("; a turn then failed with %v", err)
+					}
+					t.Errorf("%s module: admission %s %+v, want rejected as invalid_request naming %q%s", export, a.Status, a.Error, c.want, msg)
+				}
+			}
+		})
+	}
+
+	m := rawModule{pages: 1, alloc: i32c(1024), entry: i64c(2), data: [][]byte{active(0, "{}"), active(65534, "ab")}}
+	f, err := h.Func(admit(t, h, m.bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f(context.Background(), newFake(), input("hi")); err != nil {
+		t.Errorf("a module whose data ends at the end of its memory: turn failed with %v", err)
+	}
+}

@@ -101,3 +101,19 @@ func TestSessionTurnWithTheWasmDefaultLoop(t *testing.T) {
 		t.Fatalf("transcript %+v", tr.Messages)
 	}
 }
+
+// A loop that returns a service call's error wrapped with a message of
+// 34 MiB fails its turn with that call's code and the head of its own
+// message: the guest sends the host no more of the message than the host
+// records, so it neither runs out of memory building the answer nor
+// answers more than the host reads.
+func TestLongGuestFailureKeepsItsCode(t *testing.T) {
+	h := openHost(t, loophost.Options{})
+	e := engine(t, h, session.Limits{MaxModelCalls: 1})
+	sid := create(t, e, admit(t, h, guest))
+	_, err := e.Send(context.Background(), sid, api.UserInput{Message: "fail-long"})
+	var te *session.TurnError
+	if !errors.As(err, &te) || te.Code != api.FailureModelCallLimit || !strings.HasPrefix(te.Message, "giving up xxxx") || len(te.Message) > 4096 {
+		t.Fatalf("send answered %.300v, want the turn failed with %s and a message of at most 4096 bytes starting with the loop's", err, api.FailureModelCallLimit)
+	}
+}

@@ -252,3 +252,15 @@ func TestToolRandomnessAndClock(t *testing.T) {
 		t.Fatalf("the Tool's clock read %d (%v), want between %d and %d", now, err, before, after)
 	}
 }
+
+// A Tool that returns a service call's error wrapped with a message longer
+// than the host takes of an answer fails with that call's code and the
+// head of its own message, not with output_limit.
+func TestLongToolFailureKeepsItsCode(t *testing.T) {
+	h, id := toolHost(t, loophost.Options{MaxToolOutputBytes: 1 << 16})
+	r := runOp(t, h, id, loophost.ToolCall{Services: &toolServices{}}, `{"op":"fail-long","bytes":100000}`)
+	if r.Type != envapi.ReceiptFailure || r.Code != api.CodeReservedName || !strings.HasPrefix(r.Message, "giving up xxxx") || len(r.Message) > 4096 {
+		t.Fatalf("receipt %s %s with a message of %d bytes starting %.40q, want failure %s with at most 4096 bytes of the Tool's message",
+			r.Type, r.Code, len(r.Message), r.Message, api.CodeReservedName)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
@@ -40,10 +41,21 @@ func loop(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.Tu
 		return api.TurnOutput{}, nil
 	case "fail":
 		return api.TurnOutput{}, errors.New("boom")
+	case "fail-long":
+		// A model call over the limit, returned with 34 MiB of context.
+		var err error
+		for i := 0; i < 2 && err == nil; i++ {
+			_, err = svc.Model(ctx, api.ModelRequest{Messages: []api.Message{api.UserMessage(*in.Input)}})
+		}
+		return api.TurnOutput{}, fmt.Errorf("giving up %s: %w", strings.Repeat("x", 34<<20), err)
 	case "panic":
 		panic("kaboom")
 	case "exit":
 		fmt.Fprintln(os.Stderr, "leaving with 3")
+		os.Exit(3)
+	case "exit-long":
+		// More on stderr than a failure quotes, in three-byte characters.
+		fmt.Fprint(os.Stderr, strings.Repeat("€", 1000))
 		os.Exit(3)
 	case "spin":
 		for {

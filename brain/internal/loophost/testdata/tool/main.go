@@ -91,6 +91,10 @@ func run(ctx context.Context, svc tool.Services, inv tool.Invocation) (api.Outco
 		return str("ignored"), nil
 	case "fail":
 		return api.Outcome{}, errors.New("the tool failed")
+	case "fail-long":
+		// A refused service call, returned with in.Bytes of context.
+		_, err := svc.Emit(ctx, "tool_call_ended", json.RawMessage(`{}`))
+		return api.Outcome{}, fmt.Errorf("giving up %s: %w", strings.Repeat("x", in.Bytes), err)
 	case "panic":
 		panic("tool panic")
 	case "exit":
