@@ -231,9 +231,11 @@ type Environments struct {
 	BaseURL string `validate:"omitempty,http_url" env:"BRAIN_ENVIRONMENT_BASE_URL"`
 	APIKey  string `env:"BRAIN_ENVIRONMENT_API_KEY"`
 
-	MaxResponseBytes int64         `validate:"gte=0" env:"BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES"`
-	Timeout          time.Duration `validate:"gte=0s" env:"BRAIN_MAX_ENVIRONMENT_SECS"`
-	ConnectTimeout   time.Duration `validate:"gte=0s" env:"BRAIN_MAX_ENVIRONMENT_CONNECT_SECS"`
+	MaxResponseBytes int64 `validate:"gte=0" env:"BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES"`
+	// Timeout bounds an operation's round trip, except a remote
+	// agentloop's execute, which its turn's deadline bounds.
+	Timeout        time.Duration `validate:"gte=0s" env:"BRAIN_MAX_ENVIRONMENT_SECS"`
+	ConnectTimeout time.Duration `validate:"gte=0s" env:"BRAIN_MAX_ENVIRONMENT_CONNECT_SECS"`
 }
 
 // Agentloops configures the Wasm host of agentloops and of the Tools of

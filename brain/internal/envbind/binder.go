@@ -278,16 +278,21 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 		b.grants.hide(grantKey{op.SessionID, op.Sequence, true}, hide)
 	}
 	ctx, end := b.traceOperation(ctx, op)
-	receipt, err := b.post(ctx, endpoint, credential, op, body)
+	if !isTurn(op) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.cfg.ResponseTimeout)
+		defer cancel()
+	}
+	receipt, err := b.post(ctx, endpoint, credential, op, body, hide)
 	receipt, err = hide.receipt(receipt), hide.error(err)
 	end(receipt, err)
 	return receipt, err
 }
 
-// post sends the command and reads the response.
-func (b *Binder) post(ctx context.Context, endpoint, credential string, op session.Operation, body []byte) (envapi.Receipt, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.ResponseTimeout)
-	defer cancel()
+// post sends the command and reads the response. hide holds the secrets
+// the command carried: an answer that quotes one where it cannot be
+// redacted is not decoded into an error that quotes it in turn.
+func (b *Binder) post(ctx context.Context, endpoint, credential string, op session.Operation, body []byte, hide redactor) (envapi.Receipt, error) {
 	target := endpoint
 	if len(target) > 0 && target[len(target)-1] == '/' {
 		target = target[:len(target)-1]
@@ -334,13 +339,30 @@ func (b *Binder) post(ctx context.Context, endpoint, credential string, op sessi
 	}
 	res, err := envapi.DecodeResponse(raw)
 	if err != nil {
+		if hide.mayQuote(raw) {
+			// The decoder's error may quote the secret escaped or cut
+			// short, where redaction cannot find it.
+			return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: malformed response (which quotes a credential or token the operation carried, so it is not described): %w",
+				op.Environment, op.Sequence, session.ErrInvalidReceipt)
+		}
 		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: %v: %w", op.Environment, op.Sequence, err, session.ErrInvalidReceipt)
 	}
 	if res.Sequence != op.Sequence {
 		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: response names sequence %d: %w",
 			op.Environment, op.Sequence, res.Sequence, session.ErrInvalidReceipt)
 	}
+	if f := hide.identifierQuoting(res.Receipt); f != "" {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: receipt.%s quotes a credential or token the operation carried: %w",
+			op.Environment, op.Sequence, f, session.ErrInvalidReceipt)
+	}
 	return res.Receipt, nil
+}
+
+// isTurn reports whether op is a remote agentloop's execute: its turn,
+// which the turn's own deadline and cancellation bound (the engine's
+// context), not Config.ResponseTimeout. A tool's execute names its tool.
+func isTurn(op session.Operation) bool {
+	return op.Request.Type == envapi.RequestExecute && op.Tool == ""
 }
 
 // scrub drops the URL from a transport error (it is the provider's

@@ -64,7 +64,9 @@ type Config struct {
 	// (BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, 0: 32 MiB).
 	MaxResponseBytes int64
 	// ResponseTimeout bounds one operation's round trip
-	// (BRAIN_MAX_ENVIRONMENT_SECS, 0: 120 s).
+	// (BRAIN_MAX_ENVIRONMENT_SECS, 0: 120 s), except a remote
+	// agentloop's execute: that is its turn, bounded by the turn's
+	// deadline.
 	ResponseTimeout time.Duration
 	// ConnectTimeout bounds connecting to a provider
 	// (BRAIN_MAX_ENVIRONMENT_CONNECT_SECS, 0: 5 s).

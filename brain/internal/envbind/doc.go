@@ -28,7 +28,10 @@
 // What the provider answers (a receipt's message, details, data and
 // output, or a delivery error) is journaled, so the credential and the
 // tokens the operation carried are replaced by "[redacted]" wherever the
-// answer quotes them.
+// answer quotes them (also as Go quotes them in an error). An answer
+// that quotes one where it cannot be replaced, in an identifier (a
+// failure's code, on_turn_end), is an invalid receipt, and a malformed
+// answer that quotes one is not described in the delivery error.
 //
 // # Delivery
 //
@@ -43,7 +46,9 @@
 // undecodable body wraps session.ErrInvalidReceipt (unknown, but the
 // environment was reached). Bounds: Config.MaxResponseBytes (32 MiB),
 // Config.ResponseTimeout (120 s) and Config.ConnectTimeout (5 s), from
-// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, _SECS and _CONNECT_SECS.
+// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, _SECS and _CONNECT_SECS. A remote
+// agentloop's execute (an execute naming no tool) is its turn: the turn's
+// deadline bounds it, not ResponseTimeout.
 //
 // # Credentials Brain hands out
 //

@@ -3,6 +3,7 @@ package envbind
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -16,10 +17,15 @@ const redacted = "[redacted]"
 // from delivery errors, which are journaled, logged and answered.
 type redactor []string
 
+// string answers s with every secret removed, as its bytes or as Go
+// quotes it (strconv.Quote, %q: errors quote what a provider sent).
 func (r redactor) string(s string) string {
 	for _, v := range r {
 		if v != "" {
 			s = strings.ReplaceAll(s, v, redacted)
+			if q := quoted(v); q != v {
+				s = strings.ReplaceAll(s, q, redacted)
+			}
 		}
 	}
 	return s
@@ -27,11 +33,48 @@ func (r redactor) string(s string) string {
 
 func (r redactor) contains(s string) bool {
 	for _, v := range r {
-		if v != "" && strings.Contains(s, v) {
+		if v == "" {
+			continue
+		}
+		if strings.Contains(s, v) {
+			return true
+		}
+		if q := quoted(v); q != v && strings.Contains(s, q) {
 			return true
 		}
 	}
 	return false
+}
+
+// quoted answers v as it reads between the quotes of strconv.Quote(v).
+func quoted(v string) string {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			q := strconv.Quote(v)
+			return q[1 : len(q)-1]
+		}
+	}
+	return v
+}
+
+// minQuotedInIdentifier is the length from which a secret is looked for
+// inside an identifier; a shorter one (a development credential such as
+// "token") is also a word a failure code may hold, so only an identifier
+// that is the secret itself quotes it.
+const minQuotedInIdentifier = 16
+
+// identifierQuoting names the identifier field of rc (a failure's code,
+// a setup's on_turn_end) that holds a secret, or answers "". An
+// identifier cannot be redacted: "[redacted]" is none.
+func (r redactor) identifierQuoting(rc envapi.Receipt) string {
+	for _, f := range []struct{ name, value string }{{"code", rc.Code}, {"on_turn_end", rc.OnTurnEnd}} {
+		for _, v := range r {
+			if v != "" && (f.value == v || len(v) >= minQuotedInIdentifier && strings.Contains(f.value, v)) {
+				return f.name
+			}
+		}
+	}
+	return ""
 }
 
 // json answers raw with the secrets removed from its strings (keys and

@@ -63,7 +63,8 @@
 // the built-in loop is remote: each activation is one execute on that
 // environment carrying the TurnInput, the agentloop methods as a fresh
 // callback grant and the turn's remaining time as deadline; its result
-// receipt's output is the TurnOutput {result?}.
+// receipt's output is the TurnOutput {result?}, and an accepted or
+// progress receipt leaves the turn's outcome unknown.
 //
 // Environment reports (Engine.Report) commit with environment origin; an
 // actionable result (output_emitted) wakes the loop like a finished
@@ -105,9 +106,13 @@
 // capacity still taken, until an actionable observation {scope:
 // "operation", sequence, resolution} names the operation. An Environments
 // error wrapping ErrInvalidReceipt makes the outcome unknown without
-// recording environment_unreachable. The Services that Engine.Execution
+// recording environment_unreachable. A cancel answered with an unknown
+// receipt closes as tool_cancel_failed, unknown and ambiguous, as one
+// whose answer was lost does. The Services that Engine.Execution
 // answers implement Closer, whose Done channel closes when the execution's
-// authority is revoked; an Operation carries the same channels
+// authority is revoked (a tool's calls are refused with
+// ErrExecutionClosed from the moment it is cancelled or its deadline
+// passes); an Operation carries the same channels
 // (CallbackDone, ContextDone) so a transport revokes its tokens then.
 //
 // # Live frames

@@ -100,6 +100,12 @@ func (s *sess) runRemote(a *activation, in api.TurnInput, name string) (api.Turn
 			Err: errors.New("agentloop execute failed")}
 	case envapi.ReceiptUnknown:
 		return api.TurnOutput{}, &TurnError{Code: api.FailureUnknown, Message: receipt.Message, Err: errors.New("agentloop outcome unknown")}
+	case envapi.ReceiptAccepted, envapi.ReceiptProgress:
+		// Dispatched, with no result: the loop may still be running, so
+		// the turn's outcome is unknown rather than a failure.
+		return api.TurnOutput{}, &TurnError{Code: api.FailureUnknown,
+			Message: "agentloop execute answered " + string(receipt.Type) + " without a result; its outcome is unknown",
+			Err:     errors.New("agentloop outcome unknown")}
 	}
 	return api.TurnOutput{}, &TurnError{Code: api.FailureAgentloopFailed,
 		Message: "agentloop execute answered " + string(receipt.Type) + " without a result", Err: ErrInvalid}

@@ -127,14 +127,22 @@ func (x *execution) check(method string) error {
 	if !granted {
 		return fmt.Errorf("%w: %s", ErrNotGranted, method)
 	}
-	x.mu.Lock()
-	closed := x.closed
-	x.mu.Unlock()
-	if closed {
-		return fmt.Errorf("%s: %w", method, ErrExecutionClosed)
-	}
-	if err := context.Cause(x.ctx); err != nil && x.loop {
-		return fmt.Errorf("%s: %w", method, err)
+	return x.liveLocked(method)
+}
+
+// stopped refuses a call of an execution whose context ended: a loop's
+// answers the cause; a tool's is being closed by its deadline or a
+// cancel (toolStopped), and cancellation makes the calls that follow it
+// fail as those of a closed execution do.
+func (x *execution) stopped(method string) error {
+	cause := context.Cause(x.ctx)
+	switch {
+	case cause == nil:
+		return nil
+	case x.loop:
+		return fmt.Errorf("%s: %w", method, cause)
+	case x.tool != nil:
+		return fmt.Errorf("%s: %w: the tool was stopped: %v", method, ErrExecutionClosed, cause)
 	}
 	return nil
 }
@@ -352,8 +360,9 @@ func (x *execution) charge(n int64) error {
 }
 
 // liveLocked refuses, under the session's lock, a call of an execution
-// that completed (or, for a loop, was cancelled) after the call was
-// admitted: nothing is committed on its behalf once its authority ended.
+// that completed, was cancelled or reached its deadline after the call
+// was admitted: nothing is committed on its behalf once its authority
+// ended.
 func (x *execution) liveLocked(method string) error {
 	x.mu.Lock()
 	closed := x.closed
@@ -361,12 +370,7 @@ func (x *execution) liveLocked(method string) error {
 	if closed {
 		return fmt.Errorf("%s: %w", method, ErrExecutionClosed)
 	}
-	if x.loop {
-		if err := context.Cause(x.ctx); err != nil {
-			return fmt.Errorf("%s: %w", method, err)
-		}
-	}
-	return nil
+	return x.stopped(method)
 }
 
 // commitTool commits a record on behalf of the execution; for a tool it

@@ -423,6 +423,11 @@ func (s *sess) deliverCancel(op Operation) {
 			failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: err.Error(), Ambiguous: true, Sequence: cancelSeq}))
 	case receipt.Type == envapi.ReceiptFailure:
 		_, _ = s.commitLocked(failed(api.KindToolCancelFailed, api.Failure{Code: receipt.Code, Message: receipt.Message, Retryable: receipt.Retryable, Details: receipt.Details, Sequence: cancelSeq}))
+	case receipt.Type == envapi.ReceiptUnknown:
+		// The provider cannot tell whether the invocation stopped: the
+		// cancel's outcome is unknown (an explicit unknown is no sign of
+		// an unreachable environment).
+		_, _ = s.commitLocked(failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: receipt.Message, Ambiguous: true, Sequence: cancelSeq}))
 	default:
 		_, _ = s.commitLocked(rec(api.KindToolCancelEnded, envEnded{Sequence: cancelSeq, Receipt: receipt}))
 	}
@@ -606,6 +611,9 @@ func (x *execution) Returned(ctx context.Context, outcome *api.Outcome) (uint64,
 	s := x.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := x.liveLocked(envapi.MethodReturned); err != nil {
+		return 0, err
+	}
 	if outcome != nil {
 		x.tool.last = outcome
 	}
@@ -630,6 +638,9 @@ func (x *execution) Finish(ctx context.Context, outcome *api.Outcome) (uint64, e
 	t := x.tool
 	if t.closed {
 		return 0, fmt.Errorf("%w: tool %d finished", ErrExecutionClosed, t.seq)
+	}
+	if err := x.liveLocked(envapi.MethodFinish); err != nil {
+		return 0, err
 	}
 	o := outcome
 	if o == nil {
