@@ -21,25 +21,7 @@ import (
 // measures the provider: decode, binding lookup, workspace check, limit
 // walk, process-group start, wait and tree sweep, and the answer.
 func BenchmarkExecuteTrue(b *testing.B) {
-	p, err := New(Options{Root: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(p.Handler("bench"))
-	defer srv.Close()
-	client := srv.Client()
-	c := envtest.NewCommands("bench", "workspace")
-	ctx := context.Background()
-	post := func(cmd envapi.Command) envapi.Receipt {
-		_, body, resp, err := envtest.Post(ctx, client, srv.URL, "bench", cmd)
-		if err != nil || resp == nil {
-			b.Fatalf("post: %v %s", err, body)
-		}
-		return resp.Receipt
-	}
-	if r := post(c.Setup(nil)); r.Type != envapi.ReceiptAccepted {
-		b.Fatalf("setup %+v", r)
-	}
+	post, c := benchProvider(b)
 	impl, input := tool(toolset.ToolCommand), json.RawMessage(`{"argv":["true"]}`)
 	if r := post(c.Execute(impl, input, nil)); r.Type != envapi.ReceiptResult { // allocate
 		b.Fatalf("execute %+v", r)
@@ -69,25 +51,7 @@ func BenchmarkReadTool(b *testing.B) {
 // benchTool posts executes of tool name with input to a provider whose
 // workspace holds f.txt (4 KiB).
 func benchTool(b *testing.B, name string, input json.RawMessage) {
-	p, err := New(Options{Root: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(p.Handler("bench"))
-	defer srv.Close()
-	client := srv.Client()
-	c := envtest.NewCommands("bench", "workspace")
-	ctx := context.Background()
-	post := func(cmd envapi.Command) envapi.Receipt {
-		_, body, resp, err := envtest.Post(ctx, client, srv.URL, "bench", cmd)
-		if err != nil || resp == nil {
-			b.Fatalf("post: %v %s", err, body)
-		}
-		return resp.Receipt
-	}
-	if r := post(c.Setup(nil)); r.Type != envapi.ReceiptAccepted {
-		b.Fatalf("setup %+v", r)
-	}
+	post, c := benchProvider(b)
 	seed, _ := json.Marshal(map[string]string{"path": "f.txt", "content": strings.Repeat("x", 4096)})
 	if r := post(c.Execute(tool(toolset.ToolWrite), seed, nil)); r.Type != envapi.ReceiptResult {
 		b.Fatalf("write %+v", r)
@@ -111,6 +75,30 @@ func BenchmarkRawAtomicWrite(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchProvider serves a provider on loopback with a binding set up, and
+// answers how to post commands to it and the binding's commands.
+func benchProvider(b *testing.B) (func(envapi.Command) envapi.Receipt, *envtest.Commands) {
+	p, err := New(Options{Root: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(p.Handler("bench"))
+	b.Cleanup(srv.Close)
+	client := srv.Client()
+	c := envtest.NewCommands("bench", "workspace")
+	post := func(cmd envapi.Command) envapi.Receipt {
+		_, body, resp, err := envtest.Post(context.Background(), client, srv.URL, "bench", cmd)
+		if err != nil || resp == nil {
+			b.Fatalf("post: %v %s", err, body)
+		}
+		return resp.Receipt
+	}
+	if r := post(c.Setup(nil)); r.Type != envapi.ReceiptAccepted {
+		b.Fatalf("setup %+v", r)
+	}
+	return post, c
 }
 
 // BenchmarkRawForkExecTrue is the baseline: fork/exec and wait of true.

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -10,10 +8,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
-	"github.com/brain-in-go/brain/brain/internal/envbind"
 )
 
 // statusLog is an Observer that keeps the route and status of the
@@ -59,29 +53,8 @@ func TestAbortedForwardIsCountedAndTraced(t *testing.T) {
 		c.Close()
 	}))
 	defer owner.Close()
-	b, err := envbind.New(envbind.Config{Key: bytes.Repeat([]byte{1}, 32), PublicURL: "http://127.0.0.1:1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	log := &statusLog{}
-	var routed bool
-	var mu sync.Mutex
-	f := newFixture(t, Options{Bindings: b, Observer: log, Tracer: tp.Tracer("test"),
-		Route: func(context.Context, string) (string, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if routed {
-				return owner.URL, nil
-			}
-			return "", nil
-		},
-	})
-	id := f.create("c").SessionID
-	mu.Lock()
-	routed = true
-	mu.Unlock()
+	f, id, rec := forwardingFixture(t, owner.URL, Options{Observer: log}, true)
 	before, spans := len(log.requests()), len(rec.Ended())
 	const route = "POST /v1/sessions/{id}/messages"
 	f.do("POST", "/v1/sessions/"+id+"/messages", `{"input":{"message":"hi"}}`, "Idempotency-Key", "k1")

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -14,6 +15,34 @@ import (
 
 	"github.com/brain-in-go/brain/brain/internal/envbind"
 )
+
+// forwardingFixture serves opts (traced when traced) with a session of
+// its own whose writes are then routed to ownerURL, as those of a
+// session another node took over; it answers the fixture, the session's
+// id and the recorder of its spans.
+func forwardingFixture(t *testing.T, ownerURL string, opts Options, traced bool) (*fixture, string, *tracetest.SpanRecorder) {
+	t.Helper()
+	b, err := envbind.New(envbind.Config{Key: bytes.Repeat([]byte{1}, 32), PublicURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := tracetest.NewSpanRecorder()
+	opts.Bindings = b
+	if traced {
+		opts.Tracer = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
+	}
+	var routed atomic.Bool
+	opts.Route = func(context.Context, string) (string, error) {
+		if routed.Load() {
+			return ownerURL, nil
+		}
+		return "", nil
+	}
+	f := newFixture(t, opts)
+	id := f.create("c").SessionID
+	routed.Store(true)
+	return f, id, rec
+}
 
 // TestForwardedWriteContinuesTheTrace: a write forwarded to its session's
 // owner carries the trace context of the receiving node's request span,
@@ -32,27 +61,7 @@ func TestForwardedWriteContinuesTheTrace(t *testing.T) {
 		w.Write([]byte(`{"from":"owner"}`))
 	}))
 	defer owner.Close()
-	b, err := envbind.New(envbind.Config{Key: bytes.Repeat([]byte{1}, 32), PublicURL: "http://127.0.0.1:1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	routed := false
-	f := newFixture(t, Options{Bindings: b, Tracer: tp.Tracer("test"),
-		Route: func(context.Context, string) (string, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if routed {
-				return owner.URL, nil
-			}
-			return "", nil
-		},
-	})
-	id := f.create("c").SessionID
-	mu.Lock()
-	routed = true
-	mu.Unlock()
+	f, id, rec := forwardingFixture(t, owner.URL, Options{}, true)
 	const route = "POST /v1/sessions/{id}/messages"
 	const clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	for i, incoming := range []string{"", "00-" + clientTrace + "-00f067aa0ba902b7-01"} {
@@ -85,23 +94,7 @@ func TestForwardedWriteContinuesTheTrace(t *testing.T) {
 	}
 
 	// Without tracing no trace context goes on, not even the client's.
-	mu.Lock()
-	routed = false
-	mu.Unlock()
-	plain := newFixture(t, Options{Bindings: b,
-		Route: func(context.Context, string) (string, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if routed {
-				return owner.URL, nil
-			}
-			return "", nil
-		},
-	})
-	id = plain.create("c").SessionID
-	mu.Lock()
-	routed = true
-	mu.Unlock()
+	plain, id, _ := forwardingFixture(t, owner.URL, Options{}, false)
 	if st, _, body := plain.do("POST", "/v1/sessions/"+id+"/messages", `{"input":{"message":"hi"}}`,
 		"Idempotency-Key", "k", "traceparent", "00-"+clientTrace+"-00f067aa0ba902b7-01"); st != http.StatusAccepted {
 		t.Fatalf("forwarded write = %d %s", st, body)
