@@ -59,19 +59,13 @@ func TestAbortedForwardIsCountedAndTraced(t *testing.T) {
 	const route = "POST /v1/sessions/{id}/messages"
 	f.do("POST", "/v1/sessions/"+id+"/messages", `{"input":{"message":"hi"}}`, "Idempotency-Key", "k1")
 
+	settled(func() bool { return len(log.requests()) > before })
 	if got := log.requests()[before:]; len(got) != 1 || got[0] != route+" OK" {
 		t.Errorf("the cut-off request was counted as %q, want once as %q", got, route+" OK")
 	}
-	var found bool
-	for _, s := range rec.Ended()[spans:] {
-		if s.Name() == route {
-			found = true
-			if s.Status().Code != codes.Error {
-				t.Errorf("span of the cut-off request has status %v, want Error", s.Status())
-			}
-		}
-	}
-	if !found {
+	if s := endedSpan(rec, spans, route); s == nil {
 		t.Errorf("the cut-off request's span %q never ended", route)
+	} else if s.Status().Code != codes.Error {
+		t.Errorf("span of the cut-off request has status %v, want Error", s.Status())
 	}
 }

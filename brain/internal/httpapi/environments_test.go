@@ -58,6 +58,7 @@ func TestEnvironmentCallIsOneRequest(t *testing.T) {
 	if st != http.StatusNotFound {
 		t.Fatalf("call of an environment the session lacks = %d %s, want 404", st, b)
 	}
+	settled(func() bool { return len(log.seen()) > before && len(rec.Ended()) > spans })
 	got := log.seen()[before:]
 	if len(got) != 1 || got[0] != PatternEnvCall {
 		t.Errorf("the call was counted as %q, want once as %q", got, PatternEnvCall)

@@ -71,12 +71,7 @@ func TestForwardedWriteContinuesTheTrace(t *testing.T) {
 		if st != http.StatusAccepted {
 			t.Fatalf("forwarded write = %d %s", st, body)
 		}
-		var span sdktrace.ReadOnlySpan
-		for _, s := range rec.Ended()[spans:] {
-			if s.Name() == route {
-				span = s
-			}
-		}
+		span := endedSpan(rec, spans, route)
 		if span == nil {
 			t.Fatalf("no span %q", route)
 		}

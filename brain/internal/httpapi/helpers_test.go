@@ -10,6 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/idem"
@@ -152,4 +156,37 @@ func readFrames(r io.Reader, each func(sseFrame) bool) {
 			fr.data = line[6:]
 		}
 	}
+}
+
+// endedSpan waits for a span named name among those rec saw end after the
+// first from, and answers it (nil after 10 s). The server ends a request's
+// span once its handler returned, which may be a moment after the client
+// read the whole answer.
+func endedSpan(rec *tracetest.SpanRecorder, from int, name string) sdktrace.ReadOnlySpan {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, s := range rec.Ended()[from:] {
+			if s.Name() == name {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// settled waits until cond holds (false after 10 s): the server counts a
+// request once its handler returned, which may be a moment after the
+// client read the whole answer.
+func settled(cond func() bool) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
 }
