@@ -316,17 +316,11 @@ func (b *Binder) post(ctx context.Context, endpoint, credential string, op sessi
 	}
 	defer resp.Body.Close()
 	b.traceStatus(ctx, resp.StatusCode)
-	// One byte past the bound tells a larger answer apart; the largest
-	// bound has no byte past it.
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, min(b.cfg.MaxResponseBytes, math.MaxInt64-1)+1))
-	if err != nil {
-		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: reading the response: %w", op.Environment, op.Sequence, scrub(err))
-	}
-	if int64(len(raw)) > b.cfg.MaxResponseBytes {
-		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: response larger than %d bytes: %w",
-			op.Environment, op.Sequence, b.cfg.MaxResponseBytes, session.ErrInvalidReceipt)
-	}
 	if resp.StatusCode != http.StatusOK {
+		// Whatever its body, a status other than 200 is no answer to the
+		// operation: it is a delivery error, never an invalid receipt. The
+		// body is read only for an error code, within the bound.
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, min(b.cfg.MaxResponseBytes, maxErrorBody)))
 		var apiErr struct {
 			Code string `json:"code"`
 		}
@@ -336,6 +330,16 @@ func (b *Binder) post(ctx context.Context, endpoint, credential string, op sessi
 			msg += " (" + apiErr.Code + ")"
 		}
 		return envapi.Receipt{}, errors.New(msg)
+	}
+	// One byte past the bound tells a larger answer apart; the largest
+	// bound has no byte past it.
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, min(b.cfg.MaxResponseBytes, math.MaxInt64-1)+1))
+	if err != nil {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: reading the response: %w", op.Environment, op.Sequence, scrub(err))
+	}
+	if int64(len(raw)) > b.cfg.MaxResponseBytes {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: response larger than %d bytes: %w",
+			op.Environment, op.Sequence, b.cfg.MaxResponseBytes, session.ErrInvalidReceipt)
 	}
 	res, err := envapi.DecodeResponse(raw)
 	if err != nil {
@@ -355,7 +359,26 @@ func (b *Binder) post(ctx context.Context, endpoint, credential string, op sessi
 		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: receipt.%s quotes a credential or token the operation carried: %w",
 			op.Environment, op.Sequence, f, session.ErrInvalidReceipt)
 	}
+	if !answers(op.Request.Type, res.Receipt.Type) {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: a %s is answered accepted, failure or unknown, not %s: %w",
+			op.Environment, op.Sequence, op.Request.Type, res.Receipt.Type, session.ErrInvalidReceipt)
+	}
 	return res.Receipt, nil
+}
+
+// maxErrorBody bounds what is read of an answer whose status is not 200.
+const maxErrorBody = 64 << 10
+
+// answers reports whether a receipt of kind k answers a request of type
+// t. Setup, detach, teardown and cancel have no output: they succeed with
+// accepted, and progress, result or returned would say nothing of whether
+// they were done. Executes and calls take every kind.
+func answers(t envapi.RequestType, k envapi.ReceiptType) bool {
+	switch t {
+	case envapi.RequestSetup, envapi.RequestDetach, envapi.RequestTeardown, envapi.RequestCancel:
+		return k == envapi.ReceiptAccepted || k == envapi.ReceiptFailure || k == envapi.ReceiptUnknown
+	}
+	return true
 }
 
 // isTurn reports whether op is a remote agentloop's execute: its turn,

@@ -213,12 +213,19 @@ func checkSessionURL(raw string) error {
 	return nil
 }
 
+// errPublicURL reports an unusable public URL. It does not quote the URL:
+// one with userinfo carries credentials.
+var errPublicURL = errors.New("envbind: PublicURL must be an absolute http(s) URL without userinfo, query or fragment")
+
 // checkPublicURL answers u without trailing slashes, or an error when it
-// is not an absolute http(s) URL.
+// is not an absolute http(s) URL, or carries userinfo (every provider
+// would be handed its credentials), a query or a fragment (the callback
+// and reporter paths are appended to it).
 func checkPublicURL(u string) (string, error) {
 	pub, err := url.Parse(u)
-	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" {
-		return "", fmt.Errorf("envbind: PublicURL %q must be an absolute http(s) URL", u)
+	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" ||
+		pub.User != nil || strings.ContainsAny(u, "?#") {
+		return "", errPublicURL
 	}
 	return strings.TrimRight(u, "/"), nil
 }

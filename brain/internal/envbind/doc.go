@@ -41,10 +41,13 @@
 // never retried, not even by the HTTP transport on a stale keep-alive
 // connection. The answer must be 200 with {"contract", "sequence",
 // "receipt"} echoing the contract and the sequence. A connection failure,
-// timeout or non-200 status is an error the engine records as an unknown
-// outcome plus environment_unreachable; a provider that answered with an
-// undecodable body wraps session.ErrInvalidReceipt (unknown, but the
-// environment was reached). Bounds: Config.MaxResponseBytes (32 MiB),
+// timeout or non-200 status (whatever its body) is an error the engine
+// records as an unknown outcome plus environment_unreachable; a provider
+// that answered 200 with an undecodable or oversized body wraps
+// session.ErrInvalidReceipt (unknown, but the environment was reached),
+// as does a receipt of a kind the operation does not take: setup, detach,
+// teardown and cancel are answered accepted, failure or unknown, never
+// progress, result or returned. Bounds: Config.MaxResponseBytes (32 MiB),
 // Config.ResponseTimeout (120 s) and Config.ConnectTimeout (5 s), from
 // BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, _SECS and _CONNECT_SECS. A remote
 // agentloop's execute (an execute naming no tool) is its turn: the turn's
@@ -74,6 +77,11 @@
 // an execute, distinct from the callback's): the engine's Controller for
 // that operation, bounded by the environment's grants, revoked when the
 // operation returns or is cancelled.
+//
+// Callback and reporter URLs are Config.PublicURL (BRAIN_PUBLIC_URL)
+// followed by their paths; a public URL with userinfo, a query or a
+// fragment is refused by New and SetPublicURL, and the error does not
+// quote it.
 //
 // Every operation carries the binding's reporter grant. Its token is an
 // HMAC-SHA256 of (session, environment, binding sequence) under a 32-byte

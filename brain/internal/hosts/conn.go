@@ -1,14 +1,19 @@
 package hosts
 
 import (
-	"encoding/json"
+	"context"
+	"errors"
 	"fmt"
-
-	"github.com/brain-in-go/brain/brain/api"
 )
 
 // Conn is a host's commands connection. The transport writes every frame
-// of Frames to the host, once, and calls Close when the connection ends.
+// it takes from Frames to the host, once, and calls Close when the
+// connection ends.
+//
+// Frames is not a queue: a command is handed to the transport directly,
+// and its sender knows whether the transport took it (it may have reached
+// the host) or the connection ended first (it was not sent). Nothing is
+// ever left behind for another connection.
 type Conn struct {
 	// ID names the connection (for HostSuspend).
 	ID     string
@@ -21,7 +26,14 @@ type Conn struct {
 	// displaced is set (before done closes) when a newer connection
 	// replaced this one.
 	displaced bool
+	// waiting counts the frames being offered to the transport (under
+	// the registry's lock).
+	waiting int
 }
+
+// errConnEnded reports a frame that was not sent because its connection
+// ended first.
+var errConnEnded = errors.New("hosts: the commands connection ended before the command was written")
 
 // Displaced reports, once Done is closed, whether a newer connection of
 // the same host replaced this one.
@@ -31,7 +43,8 @@ func (c *Conn) Displaced() bool {
 	return c.displaced
 }
 
-// Frames delivers the encoded HostCommand frames to write.
+// Frames delivers the encoded HostCommand frames to write. A frame taken
+// from it counts as sent.
 func (c *Conn) Frames() <-chan []byte { return c.frames }
 
 // Done is closed when the connection ends: displaced by a newer one,
@@ -55,7 +68,7 @@ func (r *Registry) Connect(id string) (*Conn, error) {
 	if old != nil {
 		old.displaced = true
 	}
-	c := &Conn{ID: randomID("hconn_", 20), r: r, h: h, frames: make(chan []byte, r.cfg.MaxCommands*2+8), done: make(chan struct{})}
+	c := &Conn{ID: randomID("hconn_", 20), r: r, h: h, frames: make(chan []byte), done: make(chan struct{})}
 	h.conn = c
 	r.mu.Unlock()
 	if old != nil {
@@ -65,9 +78,9 @@ func (r *Registry) Connect(id string) (*Conn, error) {
 }
 
 // Close ends the connection. Commands it carried whose calls are still
-// open lose their host: their outcome becomes unknown. Commands still
-// queued (the transport never took them from Frames) were not sent: they
-// are dropped and their calls fail host_not_connected.
+// open lose their host: their outcome becomes unknown. Commands the
+// transport had not taken yet were not sent: their calls fail
+// host_not_connected, and a cancel_tool not sent answers so too.
 func (c *Conn) Close() {
 	c.r.mu.Lock()
 	defer c.r.mu.Unlock()
@@ -85,10 +98,8 @@ func (c *Conn) endLocked() {
 		c.h.conn = nil
 		c.h.since = c.r.cfg.Now()
 	}
-	unsent := c.dropQueuedLocked()
-	for k, cmd := range c.h.outstanding {
+	for _, cmd := range c.h.outstanding {
 		if cmd.conn == c {
-			cmd.unsent = unsent[k]
 			cmd.loseLocked()
 		}
 	}
@@ -99,38 +110,29 @@ func (c *Conn) endLocked() {
 	}
 }
 
-// dropQueuedLocked empties the queue of an ended connection and answers
-// the tool calls whose invoke_tool was still in it.
-func (c *Conn) dropQueuedLocked() map[key]bool {
-	unsent := map[key]bool{}
-	for {
-		select {
-		case f := <-c.frames:
-			var cmd api.HostCommand
-			if json.Unmarshal(f, &cmd) == nil && cmd.Operation.Type == api.HostInvokeTool {
-				unsent[key{cmd.SessionID, cmd.Sequence}] = true
-			}
-		default:
-			return unsent
-		}
-	}
-}
-
-// send queues a frame; false when the connection ended or its queue is
-// full (the frame is then not sent at all). It holds the registry's lock
-// so that a frame is never queued on a connection Close has emptied.
-func (c *Conn) send(frame []byte) bool {
+// send hands a frame to the transport and reports whether it took it:
+// errConnEnded when the connection ended first, or ctx's cause when ctx
+// ended first. A frame that was not taken was not sent and never will
+// be.
+func (c *Conn) send(ctx context.Context, frame []byte) error {
 	c.r.mu.Lock()
-	defer c.r.mu.Unlock()
-	select {
-	case <-c.done:
-		return false
-	default:
+	if c.ended {
+		c.r.mu.Unlock()
+		return errConnEnded
 	}
+	c.waiting++
+	c.r.mu.Unlock()
+	defer func() {
+		c.r.mu.Lock()
+		c.waiting--
+		c.r.mu.Unlock()
+	}()
 	select {
 	case c.frames <- frame:
-		return true
-	default:
-		return false
+		return nil
+	case <-c.done:
+		return errConnEnded
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }

@@ -17,9 +17,17 @@
 // the error code host_not_connected. The host reports through Update
 // (result, returned, finish), Emit, Model and Call, which reach the tool
 // call's session services with the same meaning as the HTTP callback
-// methods. When the connection that carried a command ends while the call
-// is open, the call's outcome is unknown; it is never resent. Cancelling
-// a call writes a cancel_tool command to the same connection.
+// methods. A command is handed to the connection's transport directly
+// (Conn.Frames), never left in a queue: it counts as sent once the
+// transport took it. One the connection ended (or the call stopped)
+// before the transport took it was not sent, and its call fails
+// host_not_connected. When the connection that carried a command ends
+// while the call is open, the call's outcome is unknown; it is never
+// resent. Cancelling a call writes a cancel_tool command to the same
+// connection; the cancel operation is answered accepted once the
+// transport took it, and failure host_not_connected when the connection
+// ended, or the operation's delivery did, before that (the cancel was not
+// sent).
 //
 // # Registrations on disk
 //

@@ -36,9 +36,6 @@ type command struct {
 	// returned is closed when the host ended the call's synchronous phase.
 	returned chan struct{}
 	retOnce  sync.Once
-	// unsent is set (before lost closes) when the connection ended with
-	// the command still queued: it never reached the host.
-	unsent bool
 	// settled is set (under the registry's lock) once no cancel operation
 	// is to come for the command: the host finished the call, or the
 	// cancel operation named it already. A settled command is not kept in
@@ -89,7 +86,7 @@ func (r *Registry) Deliver(ctx context.Context, op session.Operation) (envapi.Re
 	case envapi.RequestExecute:
 		return r.execute(ctx, op)
 	case envapi.RequestCancel:
-		return r.cancel(op), nil
+		return r.cancel(ctx, op), nil
 	case envapi.RequestCall:
 		return failure(CodeUnsupported, "host environments serve tools only, not method "+op.Request.Name, false), nil
 	}
@@ -198,11 +195,16 @@ func (r *Registry) execute(ctx context.Context, op session.Operation) (envapi.Re
 	c := &command{conn: h.conn, svc: svc, lost: make(chan struct{}), returned: make(chan struct{})}
 	h.outstanding[k] = c
 	r.mu.Unlock()
-	if !c.conn.send(frame) {
+	if err := c.conn.send(ctx, frame); err != nil {
 		r.mu.Lock()
 		delete(h.outstanding, k)
 		r.mu.Unlock()
-		return failure(CodeHostNotConnected, "host "+h.id+" could not take the command; the call was not sent", true), nil
+		if errors.Is(err, errConnEnded) {
+			return failure(CodeHostNotConnected, "the commands connection of host "+h.id+" ended before the command was written; the call was not sent", true), nil
+		}
+		// Stopped (a cancel, the deadline) before the transport took
+		// the command: nothing reached the host.
+		return envapi.Receipt{}, err
 	}
 	var closed <-chan struct{}
 	if closer != nil {
@@ -230,10 +232,9 @@ func (r *Registry) execute(ctx context.Context, op session.Operation) (envapi.Re
 
 // follow waits until the call closes (finished, timed out, cancelled) or
 // the connection that carried it ends, and forgets the command. A call
-// whose connection ended before its command was written fails
-// host_not_connected; one whose command was written answers ErrHostLost,
-// unless it had returned: then nobody waits for the delivery and the call
-// is finished unknown here.
+// whose connection ended answers ErrHostLost, unless it had returned:
+// then nobody waits for the delivery and the call is finished unknown
+// here.
 func (r *Registry) follow(ctx context.Context, h *host, k key, c *command, closed <-chan struct{}, svc session.Services) (envapi.Receipt, error) {
 	var lostErr error
 	select {
@@ -244,10 +245,6 @@ func (r *Registry) follow(ctx context.Context, h *host, k key, c *command, close
 	}
 	r.mu.Lock()
 	delete(h.outstanding, k)
-	if lostErr != nil && c.unsent {
-		r.mu.Unlock()
-		return failure(CodeHostNotConnected, "the commands connection of host "+h.id+" ended before the command was written; the call was not sent", true), nil
-	}
 	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), session.ErrTimeout) && lostErr == nil && !c.settled {
 		// A cancel operation follows; it needs the connection.
 		h.stopped[k] = c
@@ -280,8 +277,10 @@ func (r *Registry) settle(id string, k key, c *command) {
 }
 
 // cancel writes a cancel_tool command to the connection that carried the
-// call.
-func (r *Registry) cancel(op session.Operation) envapi.Receipt {
+// call. It answers accepted once the transport took the command, and
+// failure host_not_connected when the command was not written: the
+// connection ended first, or ctx did.
+func (r *Registry) cancel(ctx context.Context, op session.Operation) envapi.Receipt {
 	target := op.Request.TargetSequence
 	k := key{op.SessionID, target}
 	r.mu.Lock()
@@ -298,14 +297,17 @@ func (r *Registry) cancel(op session.Operation) envapi.Receipt {
 	}
 	r.mu.Unlock()
 	if c == nil {
-		return failure(CodeHostNotConnected, fmt.Sprintf("the connection that carried tool call %d has ended", target), false)
+		return failure(CodeHostNotConnected, fmt.Sprintf("no command of tool call %d is open on host %s: it was never written, or the connection that carried it has ended", target, op.Declaration.HostID), false)
 	}
 	frame, _ := json.Marshal(api.HostCommand{
 		SessionID: op.SessionID, Sequence: op.Sequence, Environment: op.Environment, Template: op.Template,
 		Operation: api.HostOperation{Type: api.HostCancelTool, TargetSequence: target},
 	})
-	if !c.conn.send(frame) {
-		return failure(CodeHostNotConnected, fmt.Sprintf("the connection that carried tool call %d has ended", target), false)
+	if err := c.conn.send(ctx, frame); err != nil {
+		if errors.Is(err, errConnEnded) {
+			return failure(CodeHostNotConnected, fmt.Sprintf("the connection that carried tool call %d ended before the cancel was written; it was not sent", target), false)
+		}
+		return failure(CodeHostNotConnected, fmt.Sprintf("the cancel of tool call %d was not written before its delivery ended (%v); it was not sent", target, err), false)
 	}
 	return accepted
 }

@@ -149,17 +149,16 @@ func TestFinishedBackgroundCallsLeaveNothing(t *testing.T) {
 	if n := held(t, r, reg.HostID); n != 1 {
 		t.Fatalf("a stopped call: %d held, want 1 until its cancel operation", n)
 	}
-	rc, err := r.Deliver(context.Background(), session.Operation{
-		Operation: envapi.Operation{
-			SessionID: "ses_aaaaaaaaaaaaaaaaaaaa", Environment: "h", Sequence: 101, Request: envapi.Cancel(100),
-		},
-		Declaration: api.Environment{Name: "h", Driver: api.DriverHost, HostID: reg.HostID},
-	})
+	// The transport writes the cancel_tool command; the cancel operation
+	// is answered once it did.
+	written := make(chan []byte, 1)
+	go func() { written <- <-conn.Frames() }()
+	rc, err := r.Deliver(context.Background(), cancelOp(reg.HostID, 101, 100))
 	if err != nil || rc.Type != envapi.ReceiptAccepted {
 		t.Fatalf("cancel receipt %+v err %v", rc, err)
 	}
 	var cmd api.HostCommand
-	if err := json.Unmarshal(<-conn.Frames(), &cmd); err != nil || cmd.Operation.Type != api.HostCancelTool || cmd.Operation.TargetSequence != 100 {
+	if err := json.Unmarshal(<-written, &cmd); err != nil || cmd.Operation.Type != api.HostCancelTool || cmd.Operation.TargetSequence != 100 {
 		t.Fatalf("frame %+v (%v), want cancel_tool of 100", cmd, err)
 	}
 	if n := held(t, r, reg.HostID); n != 0 {

@@ -46,11 +46,17 @@ func invoke(r *Registry, id string, seq uint64) <-chan delivered {
 	return out
 }
 
+// waitQueued waits until n frames are being offered to c's transport.
 func waitQueued(t *testing.T, c *Conn, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); len(c.frames) < n; {
+	queued := func() int {
+		c.r.mu.Lock()
+		defer c.r.mu.Unlock()
+		return c.waiting
+	}
+	for deadline := time.Now().Add(10 * time.Second); queued() < n; {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d frames queued, want %d", len(c.frames), n)
+			t.Fatalf("%d frames queued, want %d", queued(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -125,7 +131,9 @@ func TestDisplacedBeforeTheCommandIsWritten(t *testing.T) {
 	if d.err != nil || d.rc.Type != envapi.ReceiptFailure || d.rc.Code != CodeHostNotConnected {
 		t.Fatalf("displaced before writing: receipt %+v err %v, want failure %s", d.rc, d.err, CodeHostNotConnected)
 	}
-	if len(second.frames) != 0 {
-		t.Fatal("the command was resent on the newer connection")
+	select {
+	case f := <-second.Frames():
+		t.Fatalf("the command was resent on the newer connection: %s", f)
+	default:
 	}
 }

@@ -1,0 +1,103 @@
+package hosts
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/session"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// cancelOp is the cancel operation (at sequence seq) of tool call target
+// on host id.
+func cancelOp(id string, seq, target uint64) session.Operation {
+	return session.Operation{
+		Operation: envapi.Operation{
+			SessionID: "ses_aaaaaaaaaaaaaaaaaaaa", Environment: "h", Sequence: seq, Request: envapi.Cancel(target),
+		},
+		Declaration: api.Environment{Name: "h", Driver: api.DriverHost, HostID: id},
+	}
+}
+
+// TestCancelNeverWrittenIsNotAccepted: a cancel_tool command whose
+// connection ends before the transport wrote it never reached the host.
+// Its cancel operation is answered failure host_not_connected (the
+// cancel was not sent), never accepted, and the command is not written
+// anywhere later.
+func TestCancelNeverWrittenIsNotAccepted(t *testing.T) {
+	r := open(t, Config{Dir: t.TempDir()})
+	reg, err := r.Register(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := r.Connect(reg.HostID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startBackground(t, r, conn, reg.HostID, 100)
+	b.stop()
+	if n := held(t, r, reg.HostID); n != 1 {
+		t.Fatalf("a stopped call: %d held, want 1 until its cancel operation", n)
+	}
+	out := make(chan delivered, 1)
+	go func() {
+		rc, err := r.Deliver(context.Background(), cancelOp(reg.HostID, 101, 100))
+		out <- delivered{rc, err}
+	}()
+	// The transport is stuck and never takes the cancel_tool command;
+	// then the connection ends.
+	waitQueued(t, conn, 1)
+	conn.Close()
+	d := receipt(t, out)
+	if d.err != nil || d.rc.Type != envapi.ReceiptFailure || d.rc.Code != CodeHostNotConnected {
+		t.Fatalf("cancel never written: receipt %+v err %v, want failure %s", d.rc, d.err, CodeHostNotConnected)
+	}
+	select {
+	case f := <-conn.Frames():
+		t.Fatalf("a frame is still to be written on the ended connection: %s", f)
+	default:
+	}
+	second, err := r.Connect(reg.HostID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case f := <-second.Frames():
+		t.Fatalf("the newer connection was sent %s", f)
+	default:
+	}
+}
+
+// TestCancelNotTakenBeforeItsDeliveryEnds: a cancel_tool command that the
+// transport does not take before the cancel operation's delivery ends
+// (the engine bounds it) was not sent: the operation is answered failure
+// host_not_connected, and the command is not written afterwards.
+func TestCancelNotTakenBeforeItsDeliveryEnds(t *testing.T) {
+	r := open(t, Config{Dir: t.TempDir()})
+	reg, err := r.Register(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := r.Connect(reg.HostID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startBackground(t, r, conn, reg.HostID, 100)
+	b.stop()
+	if n := held(t, r, reg.HostID); n != 1 {
+		t.Fatalf("a stopped call: %d held, want 1 until its cancel operation", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	rc, err := r.Deliver(ctx, cancelOp(reg.HostID, 101, 100))
+	if err != nil || rc.Type != envapi.ReceiptFailure || rc.Code != CodeHostNotConnected {
+		t.Fatalf("cancel not taken in time: receipt %+v err %v, want failure %s", rc, err, CodeHostNotConnected)
+	}
+	select {
+	case f := <-conn.Frames():
+		t.Fatalf("the cancel was written after its operation was answered: %s", f)
+	default:
+	}
+}
