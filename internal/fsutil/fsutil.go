@@ -8,8 +8,8 @@ import (
 	"syscall"
 )
 
-// tempPrefix starts the name of every temporary file WriteFileAtomic
-// creates.
+// tempPrefix starts the name of every temporary file WriteFileAtomic and
+// ReplaceIn create.
 const tempPrefix = ".tmp-"
 
 // IsTemp tells whether name (a base name) is a temporary file that
@@ -24,7 +24,7 @@ func IsTemp(name string) bool {
 // WriteFileAtomic or WriteFileExclusive may have left behind in a crash
 // while writing target (a base name).
 func IsTempOf(name, target string) bool {
-	return strings.HasPrefix(name, tempPrefix+target+"-") || strings.HasPrefix(name, "."+target+".tmp-")
+	return strings.HasPrefix(name, tempPrefix+tempBase(target)+"-") || strings.HasPrefix(name, "."+target+".tmp-")
 }
 
 // WriteFileAtomic replaces path with data: it writes a temporary file in the
@@ -42,38 +42,21 @@ func WriteFileExclusive(path string, data []byte, perm os.FileMode) error {
 	return writeFile(path, data, perm, true)
 }
 
-func writeFile(path string, data []byte, perm os.FileMode, exclusive bool) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, tempPrefix+filepath.Base(path)+"-*")
+func writeFile(path string, data []byte, perm os.FileMode, exclusive bool) error {
+	r, err := os.OpenRoot(filepath.Dir(path))
 	if err != nil {
 		return fmt.Errorf("fsutil: write %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil || exclusive {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
+	defer r.Close()
+	err = ReplaceIn(r, filepath.Base(path), data, ReplaceOptions{
+		Perm:      0o600,
+		Prepare:   func(f *os.File) error { return f.Chmod(perm) },
+		Exclusive: exclusive,
+	})
+	if err != nil {
 		return fmt.Errorf("fsutil: write %s: %w", path, err)
 	}
-	if err = tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("fsutil: write %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("fsutil: sync %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("fsutil: write %s: %w", path, err)
-	}
-	if exclusive {
-		if err = os.Link(tmp.Name(), path); err != nil {
-			return fmt.Errorf("fsutil: create %s: %w", path, err)
-		}
-	} else if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("fsutil: rename to %s: %w", path, err)
-	}
-	return SyncDir(dir)
+	return nil
 }
 
 // SyncDir fsyncs a directory so that entries created, renamed or removed in

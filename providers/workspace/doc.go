@@ -19,7 +19,8 @@
 // the binding key in base64url (by "sha256." and the key's SHA-256 in hex
 // when that name would be too long for the file system), written
 // atomically (temporary file, fsync, rename, directory fsync), so a provider
-// restarted on the same root finds its workspaces. A file that does not
+// restarted on the same root finds its workspaces; it removes the
+// temporary files a provider killed part way left there. A file that does not
 // decode, is not named by its key, holds an unknown phase or names a
 // workspace directory the provider does not make (32 hex digits directly
 // under <root>/workspaces) stops the provider from starting, with the file
@@ -44,10 +45,13 @@
 // from an offset at or past the end answers empty content. A write
 // (without append) or an edit replaces the file whole or leaves it as it
 // was: the new content goes to a temporary file beside it (".tmp-NAME-"
-// and random hex, which a provider killed part-way may leave behind),
+// and random digits, which a provider killed part-way may leave behind),
 // which is synced, given the old file's permissions and owner and renamed
 // over it; a write through a symbolic link replaces the file the link
-// leads to and keeps the link. Replacing a file needs room for the old
+// leads to and keeps the link. The next write or edit of that file first
+// removes the regular files so named beside it (and those named
+// ".tmp-NAME-" and 16 hex digits by earlier releases), except the ones of
+// writes still running. Replacing a file needs room for the old
 // and the new content at once. A failed append is cut back to the file's
 // old size. An edit holds the file in memory and so works only on a file
 // within the operator's output limit (output_limit beyond it). A list

@@ -1,8 +1,6 @@
 package workspace
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -10,16 +8,13 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // maxLinks bounds the symbolic links followed in resolving one path, as
 // the kernel's own limit does.
 const maxLinks = 40
-
-// tempPrefix starts the name of the temporary file a replace writes beside
-// its target: ".tmp-<target>-<random>", as package internal/fsutil names
-// its own.
-const tempPrefix = ".tmp-"
 
 // writeFile writes data to p inside r (named name in failures), creating
 // parent directories. Without appendTo it replaces the file whole
@@ -54,21 +49,21 @@ func appendFile(r *os.Root, p, name string, data []byte) error {
 }
 
 // replaceFile replaces the regular file p inside r (named name in
-// failures) with data, or creates it: data is written to a temporary file
-// in the file's directory, synced, given the old file's permissions (and,
-// where the provider may, its owner) and renamed over it, and the
-// directory is synced. A failure at any point — a full disk, the provider
-// killed — leaves the old file as it was; a provider killed part-way may
-// leave the temporary file behind. The symbolic links of p are followed,
-// inside the workspace only, and the file they lead to is replaced: the
-// links stay. Other hard links to the old file keep its old content.
-func replaceFile(r *os.Root, p, name string, data []byte) (err error) {
+// failures) with data, or creates it, with fsutil.ReplaceIn: data is
+// written to a temporary file in the file's directory, synced, given the
+// old file's permissions (and, where the provider may, its owner) and
+// renamed over it, and the directory is synced. A failure at any point —
+// a full disk, the provider killed — leaves the old file as it was; the
+// temporary files a provider killed part-way left beside the file are
+// removed first. The symbolic links of p are followed, inside the
+// workspace only, and the file they lead to is replaced: the links stay.
+// Other hard links to the old file keep its old content.
+func replaceFile(r *os.Root, p, name string, data []byte) error {
 	target, err := resolve(r, p, name)
 	if err != nil {
 		return err
 	}
-	perm, fresh := fs.FileMode(0o644), true
-	var owner *syscall.Stat_t
+	var prepare func(*os.File) error
 	switch fi, err := r.Lstat(target); {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -86,47 +81,18 @@ func replaceFile(r *os.Root, p, name string, data []byte) (err error) {
 			return err
 		}
 		old.Close()
-		perm, fresh = ofi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky), false
-		owner, _ = ofi.Sys().(*syscall.Stat_t)
-	}
-
-	tmp := filepath.Join(filepath.Dir(target), tempName(filepath.Base(target)))
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fsError(name, err)
-	}
-	closed := false
-	defer func() {
-		if err != nil {
-			if !closed {
-				f.Close()
+		perm := ofi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		owner, _ := ofi.Sys().(*syscall.Stat_t)
+		prepare = func(f *os.File) error {
+			if err := keepOwner(f, owner); err != nil {
+				return err
 			}
-			_ = r.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fsError(name, err)
-	}
-	if !fresh {
-		if err = keepOwner(f, owner); err != nil {
-			return fsError(name, err)
-		}
-		// After the owner: changing it clears the set-id bits.
-		if err = f.Chmod(perm); err != nil {
-			return fsError(name, err)
+			// After the owner: changing it clears the set-id bits.
+			return f.Chmod(perm)
 		}
 	}
-	if err = f.Sync(); err != nil {
-		return fsError(name, err)
-	}
-	closed = true
-	if err = f.Close(); err != nil {
-		return fsError(name, err)
-	}
-	if err = r.Rename(tmp, target); err != nil {
-		return fsError(name, err)
-	}
-	if err := syncDir(r, filepath.Dir(target)); err != nil {
+	err = fsutil.ReplaceIn(r, target, data, fsutil.ReplaceOptions{Perm: 0o644, Prepare: prepare, RemoveLeftovers: true})
+	if err != nil {
 		return fsError(name, err)
 	}
 	return nil
@@ -151,27 +117,6 @@ func keepOwner(f *os.File, owner *syscall.Stat_t) error {
 		return err
 	}
 	return nil
-}
-
-// tempName names the temporary file of a replace of the file base.
-func tempName(base string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	// Room for the prefix and the random part within the 255 bytes a
-	// file name may have.
-	if len(base) > 200 {
-		base = base[:200]
-	}
-	return tempPrefix + base + "-" + hex.EncodeToString(b[:])
-}
-
-func syncDir(r *os.Root, dir string) error {
-	d, err := r.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // resolve follows the symbolic links in p inside r as opening p would and

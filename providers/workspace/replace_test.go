@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -169,5 +170,60 @@ func TestResolveFollowsLinksInside(t *testing.T) {
 		if got != want {
 			t.Errorf("resolve(%s) = %s, want %s", p, got, want)
 		}
+	}
+}
+
+// A provider killed in the middle of a replace leaves the temporary file
+// beside the file (simulated here by placing one, in the form this
+// release names them and in the form earlier ones did). The next write
+// of that file removes them first, so that they neither linger in the
+// workspace nor take the space the write needs; files of the session
+// that merely look alike stay.
+func TestReplaceRemovesLeftoverTemporaryFiles(t *testing.T) {
+	f := newFixture(t, Options{Root: fullfs.Mount(t, 1<<20), MaxBytes: -1})
+	c := f.commands("s1")
+	accepted(t, f.post(c.Setup(nil)))
+	ok(t, f.exec(c, "write", map[string]string{"path": "sub/f", "content": strings.Repeat("a", 300<<10)}, nil), nil)
+	dir := filepath.Join(f.root, "workspaces", workspaceDirs(t, f.root)[0], "sub")
+	leftovers := map[string]int{
+		".tmp-f-3141592653":       300 << 10,
+		".tmp-f-0123456789abcdef": 300 << 10,
+	}
+	kept := map[string]int{
+		".tmp-f-notes":        1,
+		".tmp-g-123":          1,
+		".tmp-ff-123":         1,
+		"f-123":               1,
+		".tmp-f-123456789012": 1,
+	}
+	for _, m := range []map[string]int{leftovers, kept} {
+		for name, size := range m {
+			if err := os.WriteFile(filepath.Join(dir, name), make([]byte, size), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	content := strings.Repeat("b", 300<<10)
+	ok(t, f.exec(c, "write", map[string]string{"path": "sub/f", "content": content}, nil), nil)
+	var list toolset.ListOutput
+	ok(t, f.exec(c, "list", map[string]any{"path": "sub"}, nil), &list)
+	var got []string
+	for _, e := range list.Entries {
+		got = append(got, filepath.Base(e.Path))
+	}
+	want := []string{"f"}
+	for name := range kept {
+		want = append(want, name)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("entries after the write: %v, want %v", got, want)
+	}
+	var rd toolset.ReadOutput
+	ok(t, f.exec(c, "read", map[string]string{"path": "sub/f"}, nil), &rd)
+	if rd.Content != content {
+		t.Errorf("sub/f holds %d bytes, want the %d written", rd.Size, len(content))
 	}
 }

@@ -79,7 +79,8 @@ func (s store) remove(key string) error {
 	return s.syncDir()
 }
 
-// load reads every binding's state.
+// load reads every binding's state, and removes the temporary files of
+// saves that a provider killed part way left.
 func (s store) load() ([]*record, error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -88,6 +89,10 @@ func (s store) load() ([]*record, error) {
 	var out []*record
 	for _, e := range entries {
 		name := e.Name()
+		if fsutil.IsTemp(name) && e.Type().IsRegular() {
+			_ = os.Remove(filepath.Join(s.dir, name))
+			continue
+		}
 		if e.IsDir() || !strings.HasSuffix(name, stateSuffix) || strings.HasPrefix(name, ".") {
 			continue
 		}

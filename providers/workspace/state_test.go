@@ -116,3 +116,25 @@ func TestLongBindingKeys(t *testing.T) {
 		t.Errorf("teardown left state files %v", files)
 	}
 }
+
+// A provider killed while it saved a binding's state leaves the temporary
+// file of that save in <root>/bindings; the next provider started on the
+// root removes it and keeps the binding.
+func TestStartRemovesLeftoverStateTemporaryFiles(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.commands("s1")
+	accepted(t, f.post(c.Setup(nil)))
+	files, err := filepath.Glob(filepath.Join(f.root, "bindings", "*.json"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("state files %v %v", files, err)
+	}
+	leftover := filepath.Join(f.root, "bindings", ".tmp-"+filepath.Base(files[0])+"-2718281828")
+	if err := os.WriteFile(leftover, []byte(`{"key":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := f.restart(Options{})
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Errorf("the temporary file of a cut-short save is still there after a start: %v", err)
+	}
+	ok(t, g.exec(c, "write", map[string]string{"path": "a.txt", "content": "x"}, nil), nil)
+}

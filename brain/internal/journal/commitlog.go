@@ -378,6 +378,38 @@ func (fs *FileStore) syncPoint() error {
 	return nil
 }
 
+// retireByRemoval retires the log files after a sync point that made the
+// segments durable but could not write its marker (errNotRetired, a full
+// disk): they are removed in number order and the directory is fsynced,
+// which needs no free block. A crash part way leaves a suffix of them,
+// which replay finds already in the durable segments. The marker stays
+// behind; the next sync point that can write it moves it on.
+func (fs *FileStore) retireByRemoval() error {
+	ldir := fs.logDir()
+	entries, err := os.ReadDir(ldir)
+	if err != nil {
+		return fmt.Errorf("journal: retire log files: %w", err)
+	}
+	// ReadDir answers the names sorted, and the numbers have a fixed width.
+	for _, e := range entries {
+		if n, ok := parseLogName(e.Name()); ok && n < fs.logNext {
+			if err := os.Remove(filepath.Join(ldir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("journal: retire log files: %w", err)
+			}
+		}
+	}
+	fs.syncs.Add(1)
+	if err := syncDir(ldir); err != nil {
+		return fmt.Errorf("journal: retire log files: %w", err)
+	}
+	fs.logsLive = false
+	fs.suspect.Store(false)
+	fs.needSyncPoint = false
+	fs.syncPointsN.Add(1)
+	fs.lastSyncPoint = time.Now()
+	return nil
+}
+
 // syncDirty flushes the dirty set: one syncfs(2) when it holds at least
 // Options.SyncFSMinFiles paths and syncfs reports errors here, else one
 // fdatasync (files) or fsync (directories) per path, issued concurrently.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/brain-in-go/brain/internal/fullfs"
 )
 
 // deleteChildEnv names the store directory of deleteChild.
@@ -60,58 +62,142 @@ func TestDeleteKilledLeavesSessionWholeOrGone(t *testing.T) {
 		iterations = 2
 	}
 	for it := range iterations {
-		dir := t.TempDir()
-		fill(t, dir, "keep", 3, deleteOpts)
-		fs := openT(t, dir, deleteOpts)
-		const n = 1500
-		if err := fs.Append(bg, "d", 1, numbered(1, n)); err != nil {
-			t.Fatal(err)
-		}
-		if err := fs.WriteCheckpoint(bg, "d", n, []byte(`{}`)); err != nil {
-			t.Fatal(err)
-		}
-		fs.Close()
-		if segs, _ := filepath.Glob(filepath.Join(dir, "d", "journal", "*.segment")); len(segs) < 300 {
-			t.Fatalf("%d segments, want many", len(segs))
-		}
+		deleteKilled(t, it, t.TempDir(), 1500, false, nil)
+	}
+}
 
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), deleteChildEnv+"="+dir)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("iteration %d: child = %v (%s), want it killed during the delete", it, err, stderr.String())
+// The same on a full disk, with the commit log files live when the delete
+// starts: the sync point cannot write its marker there, so the delete
+// retires the log files by removing them.
+func TestDeleteKilledOnFullDiskLeavesSessionWholeOrGone(t *testing.T) {
+	iterations := 3
+	if testing.Short() {
+		iterations = 1
+	}
+	for it := range iterations {
+		mnt := fullfs.Mount(t, 64<<20)
+		full := func(t *testing.T) func() {
+			f := fullfs.Fill(t, mnt)
+			return func() { f.Free(t) }
 		}
+		deleteKilled(t, it, filepath.Join(mnt, "sessions"), 6000, true, full)
+	}
+}
 
-		fs = openT(t, dir, deleteOpts)
-		next, err := fs.Next(bg, "d")
-		switch {
-		case err != nil:
-			t.Fatalf("iteration %d: Next of the session killed while being deleted = %v; want it whole or gone", it, err)
-		case next == 1:
-			if ids, _ := fs.Sessions(bg); len(ids) != 1 || ids[0] != "keep" {
-				t.Fatalf("iteration %d: Sessions = %v, want [keep]", it, ids)
+// The same on a file system with no inode left, where no directory can be
+// created when the delete starts.
+func TestDeleteKilledWithNoInodeLeftLeavesSessionWholeOrGone(t *testing.T) {
+	iterations := 3
+	if testing.Short() {
+		iterations = 1
+	}
+	for it := range iterations {
+		mnt := mountInodes(t, 64<<20, 3000)
+		full := func(t *testing.T) func() {
+			t.Helper()
+			var paths []string
+			for i := 0; ; i++ {
+				p := filepath.Join(mnt, fmt.Sprintf("inode-%d", i))
+				f, err := os.Create(p)
+				if errors.Is(err, syscall.ENOSPC) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+				paths = append(paths, p)
 			}
-		case next == n+1:
-			rs, err := fs.Read(bg, "d", 0, 0, 0)
-			if err != nil || len(rs) != n {
-				t.Fatalf("iteration %d: Read of the whole session = %d records, %v", it, len(rs), err)
+			return func() {
+				for _, p := range paths {
+					os.Remove(p)
+				}
 			}
-		default:
-			t.Fatalf("iteration %d: the session holds %d of its %d records", it, next-1, n)
 		}
-		// The session can be deleted (again), and its id used anew.
-		if err := fs.Delete(bg, "d"); err != nil {
-			t.Fatalf("iteration %d: Delete after the kill = %v", it, err)
+		deleteKilled(t, it, filepath.Join(mnt, "sessions"), 6000, false, full)
+	}
+}
+
+// mountInodes mounts a tmpfs of size bytes and at most inodes inodes for
+// the test, or skips it where mounting is not permitted.
+func mountInodes(t *testing.T, size, inodes int) string {
+	t.Helper()
+	dir := t.TempDir()
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, inodes)
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+		t.Skipf("skipping: cannot mount a tmpfs (%v); run as root on Linux", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
+// deleteKilled runs deleteChild on a store in dir holding session "d" of
+// n records in many segments and "keep", and checks what the kill left. With live, the
+// store is stopped without a sync point, so the commit log files are live
+// when the child starts. full, when set, fills the disk before the child
+// starts and answers what gives the space back once the child is gone.
+func deleteKilled(t *testing.T, it int, dir string, n uint64, live bool, full func(*testing.T) func()) {
+	fill(t, dir, "keep", 3, deleteOpts)
+	fs := openT(t, dir, deleteOpts)
+	if err := fs.Append(bg, "d", 1, numbered(1, int(n))); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.WriteCheckpoint(bg, "d", n, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if live {
+		fs.closeNoSync()
+		if len(logFiles(t, dir)) == 0 {
+			t.Fatal("no live commit log file")
 		}
-		if err := fs.Append(bg, "d", 1, numbered(1, 1)); err != nil {
-			t.Fatalf("iteration %d: Append to a new session of the same id = %v", it, err)
-		}
-		if next, err := fs.Next(bg, "keep"); err != nil || next != 4 {
-			t.Fatalf("iteration %d: the other session: Next = %d, %v", it, next, err)
-		}
+	} else {
 		fs.Close()
 	}
+	free := func() {}
+	if full != nil {
+		free = full(t)
+	}
+	if segs, _ := filepath.Glob(filepath.Join(dir, "d", "journal", "*.segment")); len(segs) < int(n/5) {
+		t.Fatalf("%d segments, want many", len(segs))
+	}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), deleteChildEnv+"="+dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("iteration %d: child = %v (%s), want it killed during the delete", it, err, stderr.String())
+	}
+
+	fs = openT(t, dir, deleteOpts)
+	next, err := fs.Next(bg, "d")
+	switch {
+	case err != nil:
+		t.Fatalf("iteration %d: Next of the session killed while being deleted = %v; want it whole or gone", it, err)
+	case next == 1:
+		if ids, _ := fs.Sessions(bg); len(ids) != 1 || ids[0] != "keep" {
+			t.Fatalf("iteration %d: Sessions = %v, want [keep]", it, ids)
+		}
+	case next == n+1:
+		rs, err := fs.Read(bg, "d", 0, 0, 0)
+		if err != nil || uint64(len(rs)) != n {
+			t.Fatalf("iteration %d: Read of the whole session = %d records, %v", it, len(rs), err)
+		}
+	default:
+		t.Fatalf("iteration %d: the session holds %d of its %d records", it, next-1, n)
+	}
+	free()
+	// The session can be deleted (again), and its id used anew.
+	if err := fs.Delete(bg, "d"); err != nil {
+		t.Fatalf("iteration %d: Delete after the kill = %v", it, err)
+	}
+	if err := fs.Append(bg, "d", 1, numbered(1, 1)); err != nil {
+		t.Fatalf("iteration %d: Append to a new session of the same id = %v", it, err)
+	}
+	if next, err := fs.Next(bg, "keep"); err != nil || next != 4 {
+		t.Fatalf("iteration %d: the other session: Next = %d, %v", it, next, err)
+	}
+	fs.Close()
 }

@@ -21,6 +21,7 @@
 //	sessions/.commitlog/syncpoint                  sync point marker
 //	sessions/.commitlog/syncpoint.tmp              marker being written
 //	sessions/.commitlog/probe.tmp                  Healthy's probe write, removed at once
+//	sessions/.trash/                               created at open and kept
 //	sessions/.trash/{id}/                          a deleted session being removed, see Sync points
 //
 // {first} is the sequence of the segment's first record as exactly 20
@@ -145,12 +146,21 @@
 // takes a sync point before the next round logs anything, so the failed
 // file is retired only once the segments, as readers will see them, are
 // durable. Delete takes a sync point before it removes the session's
-// directory, so no retained log entry names a deleted session. It then
+// directory, so no retained log entry names a deleted session. When that
+// sync point made the segments durable but cannot write the marker (a
+// full disk), Delete retires the log files by removing them in number
+// order and fsyncing sessions/.commitlog/ instead, which needs no free
+// block: a user frees space by deleting sessions. A crash part way leaves
+// a suffix of them, whose frames the durable segments already hold; the
+// marker lags until the next sync point that can write it. Delete then
 // renames the directory to sessions/.trash/{id}, fsyncs sessions/, and
 // only then removes the files: a crash during a delete leaves the session
 // whole or gone, never a journal missing some of its segments. Open
-// removes whatever a delete cut short left in .trash/. (Where .trash/
-// cannot be created, on a full disk, the directory is removed in place.)
+// removes whatever a delete cut short left in .trash/ and creates .trash/
+// when it is missing, and keeps it, so that a delete on a full disk (no
+// block or inode for a new directory) still needs only a rename. (Where
+// .trash/ does not exist and cannot be created, the directory is removed
+// in place.)
 //
 // Write failures. An append whose frames could not be written or made
 // durable (a full or failing disk) fails with an error wrapping ErrWrite

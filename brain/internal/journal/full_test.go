@@ -128,3 +128,55 @@ func TestReopenOnFullDisk(t *testing.T) {
 		})
 	}
 }
+
+// A user whose disk is full deletes sessions to get space back: Delete
+// succeeds while the commit log files are live and the disk has no free
+// block, the session is gone (also after a reopen), its space is freed,
+// and the other sessions read back whole.
+func TestDeleteOnFullDisk(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run(map[bool]string{false: "close", true: "crash"}[crash], func(t *testing.T) {
+			dir := fullfs.Mount(t, 4<<20)
+			sdir := filepath.Join(dir, "sessions")
+			fs, err := OpenFileStore(sdir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			big := []Record{{Kind: "k", Data: json.RawMessage(`"` + string(bytes.Repeat([]byte("x"), 256<<10)) + `"`)}}
+			if err := fs.Append(bg, "d", 1, big); err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.Append(bg, "keep", 1, numbered(1, 3)); err != nil {
+				t.Fatal(err)
+			}
+			if len(logFiles(t, sdir)) == 0 {
+				t.Fatal("no live commit log file")
+			}
+			filler := fullfs.Fill(t, dir)
+			if err := fs.Delete(bg, "d"); err != nil {
+				t.Fatalf("Delete on a full disk = %v", err)
+			}
+			if next, err := fs.Next(bg, "d"); err != nil || next != 1 {
+				t.Fatalf("Next of the deleted session = %d, %v; want 1", next, err)
+			}
+			// The deleted session's blocks are free again.
+			if err := os.WriteFile(filepath.Join(dir, "after"), make([]byte, 128<<10), 0o600); err != nil {
+				t.Fatalf("writing into the space the delete freed: %v", err)
+			}
+			if crash {
+				fs.closeNoSync()
+			} else {
+				fs.Close()
+			}
+			fs = openT(t, sdir, nil)
+			if ids, _ := fs.Sessions(bg); len(ids) != 1 || ids[0] != "keep" {
+				t.Fatalf("Sessions after reopen = %v, want [keep]", ids)
+			}
+			if next, err := fs.Next(bg, "d"); err != nil || next != 1 {
+				t.Fatalf("Next of the deleted session after reopen = %d, %v; want 1", next, err)
+			}
+			readAll(t, fs, "keep", 3)
+			filler.Free(t)
+		})
+	}
+}

@@ -9,15 +9,17 @@ import (
 
 // trashDir holds the directories of deleted sessions while they are being
 // removed (sessions/.trash/{id}); it is never a session id, since ids
-// cannot start with '.'.
+// cannot start with '.'. It is created at open and kept, so that a delete
+// on a full disk, where no directory can be created, still moves the
+// session out of the way in one rename.
 const trashDir = ".trash"
 
 // removeSessionDir removes a deleted session's directory so that a crash
 // leaves the session whole or gone: the directory is first renamed into
 // trashDir and the rename made durable, then removed file by file. A
 // removal cut short leaves only trash, which the next open removes. When
-// trashDir cannot be created (a full disk), the directory is removed in
-// place.
+// trashDir does not exist and cannot be created (a full disk), the
+// directory is removed in place.
 func (fs *FileStore) removeSessionDir(dir string) error {
 	trash := filepath.Join(fs.dir, trashDir)
 	if err := os.Mkdir(trash, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
@@ -44,8 +46,19 @@ func (fs *FileStore) removeSessionDir(dir string) error {
 	return nil
 }
 
-// removeTrash removes what deletes cut short by a crash left in trashDir.
-// Best effort: a later delete or open tries again.
+// removeTrash removes what deletes cut short by a crash left in trashDir,
+// and creates trashDir when it is missing. Best effort: a later delete or
+// open tries again.
 func (fs *FileStore) removeTrash() {
-	_ = os.RemoveAll(filepath.Join(fs.dir, trashDir))
+	trash := filepath.Join(fs.dir, trashDir)
+	entries, err := os.ReadDir(trash)
+	if errors.Is(err, os.ErrNotExist) {
+		if os.Mkdir(trash, 0o700) == nil {
+			_ = syncDir(fs.dir)
+		}
+		return
+	}
+	for _, e := range entries {
+		_ = os.RemoveAll(filepath.Join(trash, e.Name()))
+	}
 }

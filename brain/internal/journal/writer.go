@@ -469,8 +469,13 @@ func (fs *FileStore) deleteSession(req *appendReq) {
 	s := req.s
 	fs.closeTail(s)
 	// Retire every log entry of the session before its files go, so that
-	// a replay never brings them back.
+	// a replay never brings them back. On a full disk, where the marker
+	// cannot be written, the log files are removed instead: a delete is
+	// how space is freed.
 	spErr := fs.syncPoint()
+	if errors.Is(spErr, errNotRetired) {
+		spErr = fs.retireByRemoval()
+	}
 	s.mu.Lock()
 	err := spErr
 	if err == nil {
