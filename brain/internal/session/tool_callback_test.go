@@ -126,3 +126,47 @@ func TestReturnedToolCallbackUntilDeadline(t *testing.T) {
 		}
 	}
 }
+
+// returned ends a tool's synchronous phase once: the same returned sent
+// again (a callback retried after its answer was lost) answers the
+// sequence of the record the first one made and records nothing, and a
+// returned carrying another outcome is refused as a conflict instead of
+// recording a second end of the phase.
+func TestReturnedAgainRecordsNothing(t *testing.T) {
+	h := newHarness(t, Config{}, map[string]string{"box": "returner"})
+	id := h.create(toolSession("returner"))
+	ctx := context.Background()
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: oneCall()}); err != nil {
+		t.Fatal(err)
+	}
+	recs := h.records(id)
+	toolSeq := ofKind(recs, api.KindToolCallStarted)[0].Sequence
+	returned := ofKind(recs, api.KindToolCallReturned)
+	if len(returned) != 1 {
+		t.Fatalf("records = %v", kinds(recs))
+	}
+	svc, err := h.engine.Execution(id, toolSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		out, err := svc.Call(ctx, envapi.MethodReturned, json.RawMessage(`null`))
+		if err != nil || string(out) != strconv.FormatUint(returned[0].Sequence, 10) {
+			t.Fatalf("returned again: %s, %v; want the first record's sequence %d", out, err, returned[0].Sequence)
+		}
+	}
+	if _, err := svc.Call(ctx, envapi.MethodReturned, json.RawMessage(`{"status":"ok","value":1}`)); !errors.Is(err, ErrWrongState) {
+		t.Fatalf("returned with another outcome: %v, want ErrWrongState", err)
+	}
+	after := h.records(id)
+	if n := len(ofKind(after, api.KindToolCallReturned)); n != 1 || len(after) != len(recs) {
+		t.Fatalf("after returning again: %d tool_call_returned, records %v (were %v)", n, kinds(after), kinds(recs))
+	}
+	// The tool is still open: finish closes it.
+	if _, err := svc.Call(ctx, envapi.MethodFinish, json.RawMessage(`null`)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(ofKind(h.records(id), api.KindToolCallEnded)); n != 1 {
+		t.Fatalf("%d tool_call_ended after finish", n)
+	}
+}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,10 @@ type toolCall struct {
 	stopWatch func() bool
 	closed    bool
 	returned  bool
+	// retSeq and retOut are the sequence and outcome of the
+	// tool_call_returned record that ended the synchronous phase.
+	retSeq    uint64
+	retOut    *api.Outcome
 	executing bool
 	syncDone  chan struct{} // closed when the synchronous phase ends
 	settled   chan struct{} // closed when closed and any cancel op is done
@@ -535,6 +540,16 @@ func (s *sess) returnLocked(t *toolCall, out *api.Outcome) (uint64, error) {
 	if t.closed {
 		return 0, fmt.Errorf("%w: tool %d finished", ErrExecutionClosed, t.seq)
 	}
+	if t.returned {
+		// The synchronous phase ended once. The same returned again (a
+		// callback sent again after its answer was lost) answers the
+		// record it made; another outcome is refused, since it would
+		// end a phase that is over.
+		if out == nil || sameOutcome(out, t.retOut) {
+			return t.retSeq, nil
+		}
+		return 0, fmt.Errorf("%w: tool %d returned already (sequence %d); a later result goes through the result or finish method", ErrWrongState, t.seq, t.retSeq)
+	}
 	seq, err := s.commitLocked(rec(api.KindToolCallReturned, toolOutcome{Sequence: t.seq, Outcome: out}))
 	if err != nil {
 		return 0, err
@@ -542,9 +557,20 @@ func (s *sess) returnLocked(t *toolCall, out *api.Outcome) (uint64, error) {
 	if !t.syncOver() {
 		t.noteLocked(journal.Record{Sequence: seq, Kind: api.KindToolCallReturned, RecordedAtMs: s.st.LastAtMs, Data: mustJSON(toolOutcome{Sequence: t.seq, Outcome: out})})
 		t.returned = true
+		t.retSeq, t.retOut = seq, out
 		close(t.syncDone)
 	}
 	return seq, nil
+}
+
+// sameOutcome tells whether a and b encode to the same JSON.
+func sameOutcome(a, b *api.Outcome) bool {
+	if b == nil {
+		return false
+	}
+	x, errA := json.Marshal(a)
+	y, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(x, y)
 }
 
 func orNullJSON(raw json.RawMessage) json.RawMessage {
