@@ -11,7 +11,10 @@ func (e *encoder) modelRequest(r *api.ModelRequest) {
 		e.B = append(e.B, `,"system":`...)
 		e.Str(*r.System)
 	}
-	if len(r.Tools) > 0 {
+	// An empty list offers no tools and is kept; an absent one (nil)
+	// offers the session's. encoding/json would leave the empty list out
+	// (api.ModelRequest's tools are omitempty), offering the session's.
+	if r.Tools != nil {
 		e.B = append(e.B, `,"tools":[`...)
 		for i, t := range r.Tools {
 			if i > 0 {

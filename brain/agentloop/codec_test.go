@@ -289,3 +289,30 @@ func TestLoopCodecMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestModelRequestKeepsAnEmptyToolList: a model request that offers no
+// tools (an empty, non-nil list) reaches the host as an empty list, which
+// offers none, not as an absent one, which offers the session's tools:
+// the same loop offers the same tools natively and in Wasm.
+func TestModelRequestKeepsAnEmptyToolList(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tools []api.ToolDefinition
+	}{
+		{"no tools", []api.ToolDefinition{}},
+		{"session tools", nil},
+		{"one tool", []api.ToolDefinition{{Name: "t", InputSchema: json.RawMessage(`{}`)}}},
+	} {
+		b, err := encodeWith(func(e *encoder) { e.modelRequest(&api.ModelRequest{Messages: sampleMessages(), Tools: tc.tools}) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var host api.ModelRequest // as the host decodes it
+		if err := json.Unmarshal(b, &host); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if (host.Tools == nil) != (tc.tools == nil) || len(host.Tools) != len(tc.tools) {
+			t.Errorf("%s: the host reads tools %#v from %s, want %#v", tc.name, host.Tools, b, tc.tools)
+		}
+	}
+}

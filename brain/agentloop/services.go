@@ -9,7 +9,9 @@ import (
 
 // Services is the service table an activation may call.
 type Services interface {
-	// Model calls the session's model.
+	// Model calls the session's model. A nil System, Tools or
+	// ResponseFormat takes the session's; an empty, non-nil Tools offers
+	// no tools.
 	Model(ctx context.Context, req api.ModelRequest) (api.ModelResult, error)
 	// Dispatch runs tool invocations in parallel and answers in call order.
 	Dispatch(ctx context.Context, calls []api.ToolInvocation) ([]api.ToolReturn, error)

@@ -12,6 +12,13 @@
 //	sid := e.Create(t, id, nil)
 //	_, err := e.Send(ctx, sid, "hello") // a failed turn: *api.ApiError
 //	e.Transcript(t, sid)                // the saved conversation
+//
+// StartWith runs turns under other limits, as a server configured with
+// BRAIN_MAX_MODEL_CALLS, BRAIN_MAX_TURN_SECS and BRAIN_MAX_EMITTED_BYTES
+// does, so that what a loop does at a bound is tested without reaching the
+// default one:
+//
+//	e := agentlooptest.StartWith(t, agentlooptest.Options{Limits: agentlooptest.Limits{MaxModelCalls: 3}})
 package agentlooptest
 
 import (
@@ -110,19 +117,66 @@ func cacheDir() string {
 // Engine is a session engine whose sessions may run admitted Wasm loops.
 type Engine struct {
 	dir    string
+	limits session.Limits
 	host   *loophost.Host
 	store  *journal.FileStore
 	engine *session.Engine
 }
 
-// Start opens an engine over a temporary directory; it is closed when the
-// test ends.
+// Limits bound every turn of an Engine as the server's settings of the same
+// names do. A zero field keeps the server's default; a negative one removes
+// the bound.
+type Limits struct {
+	// MaxModelCalls bounds the model calls of a turn; the next one fails
+	// it with model_call_limit (BRAIN_MAX_MODEL_CALLS, default 128).
+	MaxModelCalls int
+	// MaxTurn bounds a turn's wall time; expiry cancels the turn, which
+	// fails with timeout (BRAIN_MAX_TURN_SECS, default 1800 s).
+	MaxTurn time.Duration
+	// MaxEmittedBytes bounds the serialized kinds and payloads of the
+	// events a turn emits; the emission past it fails with emit_limit
+	// (BRAIN_MAX_EMITTED_BYTES, default 1 MiB).
+	MaxEmittedBytes int64
+}
+
+// Options configure an Engine.
+type Options struct {
+	// Limits bound every turn.
+	Limits Limits
+}
+
+// Start opens an engine over a temporary directory, with the limits the
+// server ships with; it is closed when the test ends.
 func Start(t testing.TB) *Engine {
 	t.Helper()
-	e := &Engine{dir: t.TempDir()}
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options: turns run under opts.Limits.
+func StartWith(t testing.TB, opts Options) *Engine {
+	t.Helper()
+	e := &Engine{dir: t.TempDir(), limits: opts.Limits.session()}
 	e.open(t)
 	t.Cleanup(func() { e.close(t) })
 	return e
+}
+
+// session answers the engine's limits: l over the server's defaults.
+func (l Limits) session() session.Limits {
+	out := session.DefaultLimits()
+	pick := func(v, d int64) int64 {
+		switch {
+		case v == 0:
+			return d
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	out.MaxModelCalls = int(pick(int64(l.MaxModelCalls), int64(out.MaxModelCalls)))
+	out.MaxTurn = time.Duration(pick(int64(l.MaxTurn), int64(out.MaxTurn)))
+	out.MaxEmittedBytes = pick(l.MaxEmittedBytes, out.MaxEmittedBytes)
+	return out
 }
 
 func (e *Engine) open(t testing.TB) {
@@ -137,7 +191,7 @@ func (e *Engine) open(t testing.TB) {
 		_ = host.Close(ctx)
 		t.Fatal(err)
 	}
-	eng, err := session.New(session.Config{Store: store, Loops: host.Resolve, Limits: session.DefaultLimits()})
+	eng, err := session.New(session.Config{Store: store, Loops: host.Resolve, Limits: e.limits})
 	if err != nil {
 		_ = store.Close()
 		_ = host.Close(ctx)

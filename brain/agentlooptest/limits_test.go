@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/brain-in-go/brain/brain/agentlooptest"
 	"github.com/brain-in-go/brain/brain/api"
@@ -31,6 +32,58 @@ func TestEngineHasTheServersLimits(t *testing.T) {
 			t.Errorf("%s: %v", msg, err)
 		case want != "" && (!errors.As(err, &ae) || ae.Code != want):
 			t.Errorf("%s: send answered %v (%T), want an *api.ApiError with code %s", msg, err, err, want)
+		}
+	}
+}
+
+// TestEngineWithLimits: StartWith runs turns under the limits it is given,
+// as a server configured with them does, so that a loop's behaviour at a
+// bound is tested without reaching the server's default; a negative
+// limit removes the bound, a zero one keeps the server's default.
+func TestEngineWithLimits(t *testing.T) {
+	e := agentlooptest.StartWith(t, agentlooptest.Options{Limits: agentlooptest.Limits{
+		MaxModelCalls:   2,
+		MaxEmittedBytes: 100,
+		MaxTurn:         time.Second,
+	}})
+	id := e.Admit(t, agentlooptest.Build(t, "testdata/guest"))
+	ctx := context.Background()
+	for msg, want := range map[string]string{
+		"model 2":  "",
+		"model 3":  api.FailureModelCallLimit,
+		"emit 50":  "",
+		"emit 100": api.FailureEmitLimit,
+		"wait 10":  "",
+		// The scripted model would wait a minute: the turn's wall time
+		// ends it first.
+		"wait 60000": api.FailureTimeout,
+	} {
+		sid := e.Create(t, id, nil)
+		_, err := e.Send(ctx, sid, msg)
+		var ae *api.ApiError
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", msg, err)
+		case want != "" && (!errors.As(err, &ae) || ae.Code != want):
+			t.Errorf("%s: send answered %v (%T), want an *api.ApiError with code %s", msg, err, err, want)
+		}
+	}
+	// The limits outlive a restart of the engine.
+	e.Restart(t)
+	if _, err := e.Send(ctx, e.Create(t, id, nil), "model 3"); err == nil {
+		t.Error("model 3 after a restart: the turn ended, want model_call_limit")
+	}
+
+	unbounded := agentlooptest.StartWith(t, agentlooptest.Options{Limits: agentlooptest.Limits{MaxModelCalls: -1}})
+	id = unbounded.Admit(t, agentlooptest.Build(t, "testdata/guest"))
+	for msg, want := range map[string]string{"model 129": "", "emit 1048576": api.FailureEmitLimit} {
+		_, err := unbounded.Send(ctx, unbounded.Create(t, id, nil), msg)
+		var ae *api.ApiError
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("unbounded model calls: %s: %v", msg, err)
+		case want != "" && (!errors.As(err, &ae) || ae.Code != want):
+			t.Errorf("unbounded model calls: %s: send answered %v, want %s (the default emission bound)", msg, err, want)
 		}
 	}
 }

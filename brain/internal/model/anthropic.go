@@ -59,6 +59,12 @@ func (u *anthropicUsage) merge(o *anthropicUsage) {
 	}
 }
 
+// Check answers the error Call would refuse req with before sending it.
+func (c *anthropicMessages) Check(req Request) error {
+	_, err := c.body(req)
+	return err
+}
+
 // Call sends req as one streaming Messages request.
 func (c *anthropicMessages) Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error) {
 	body, err := c.body(req)
@@ -251,6 +257,12 @@ func (u anthropicUsage) usage() Usage {
 func (c *anthropicMessages) body(req Request) (map[string]any, error) {
 	opts, err := options(dialectAnthropic, req.Options, "thinking", "output_config", "temperature", "top_p", "top_k", "stop_sequences")
 	if err != nil {
+		return nil, err
+	}
+	if err := outputBound(dialectAnthropic, req); err != nil {
+		return nil, err
+	}
+	if err := toolNames(dialectAnthropic, req.Tools, 0); err != nil {
 		return nil, err
 	}
 	msgs, err := anthropicMessagesOf(req.Messages)

@@ -34,6 +34,23 @@ type Client interface {
 	Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error)
 }
 
+// Checker is a Client that can tell, without sending anything, whether its
+// dialect can carry a request: its options, response format and content.
+type Checker interface {
+	// Check answers an error wrapping ErrInvalidRequest for a request that
+	// Call would refuse without sending it, and nil for any other.
+	Check(req Request) error
+}
+
+// Check answers whether c can carry req (see Checker). A client that is no
+// Checker is taken to carry every request.
+func Check(c Client, req Request) error {
+	if ch, ok := c.(Checker); ok {
+		return ch.Check(req)
+	}
+	return nil
+}
+
 // Spec names the model a session pins at creation.
 type Spec struct {
 	Provider string

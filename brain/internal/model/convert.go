@@ -53,6 +53,37 @@ func options(dialect string, raw json.RawMessage, allowed ...string) (map[string
 	return opts, nil
 }
 
+// outputBound checks max_output_tokens: when set, at least 1, as every
+// dialect requires.
+func outputBound(dialect string, req Request) error {
+	if req.MaxOutputTokens != nil && *req.MaxOutputTokens < 1 {
+		return fmt.Errorf("%w: %s: max_output_tokens %d is below 1", ErrInvalidRequest, dialect, *req.MaxOutputTokens)
+	}
+	return nil
+}
+
+// toolNames refuses a tool name the dialect's API refuses: OpenAI's and
+// Anthropic's take letters, digits, '_' and '-' only (a Brain identifier
+// may also hold '.' and ':'), and OpenAI at most 64 of them (max; 0 sets
+// no bound of its own).
+func toolNames(dialect string, tools []api.ToolDefinition, max int) error {
+	for _, t := range tools {
+		ok := t.Name != "" && (max == 0 || len(t.Name) <= max)
+		for i := 0; ok && i < len(t.Name); i++ {
+			c := t.Name[i]
+			ok = c == '_' || c == '-' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+		}
+		if !ok {
+			limit := ""
+			if max > 0 {
+				limit = fmt.Sprintf(", at most %d", max)
+			}
+			return fmt.Errorf("%w: %s takes tool names of letters, digits, '_' and '-'%s: %q", ErrInvalidRequest, dialect, limit, t.Name)
+		}
+	}
+	return nil
+}
+
 // jsonSchemaFormat reads a response_format that asks for a JSON schema, in
 // either the flat form {"type":"json_schema","name","schema","strict"} or the
 // Chat Completions form {"type":"json_schema","json_schema":{...}}. ok is

@@ -54,7 +54,13 @@
 // (Anthropic: thinking, output_config, temperature, top_p, top_k,
 // stop_sequences; Responses: operation, reasoning, temperature, top_p;
 // Chat: temperature, top_p, stop, seed, frequency_penalty, presence_penalty, reasoning_effort)
-// and never override the model, destination or credentials.
+// and never override the model, destination or credentials; a
+// max_output_tokens below 1 is refused, and so, by Responses and
+// Anthropic, is a tool name of other than letters, digits, '_' and '-'
+// (or, by Responses, longer than 64). Check tells,
+// without sending anything, whether a client's dialect can carry a
+// request: it refuses exactly what Call would refuse as ErrInvalidRequest,
+// so that the engine refuses such a request before it records a model call.
 //
 // # Errors and bounds
 //

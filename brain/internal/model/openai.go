@@ -22,6 +22,20 @@ type openAIResponses struct {
 
 const dialectResponses = "openai responses"
 
+// Check answers the error Call would refuse req with before sending it.
+func (c *openAIResponses) Check(req Request) error {
+	compact, err := isCompact(req.Options)
+	if err != nil {
+		return err
+	}
+	if compact {
+		_, err = c.compactBody(req)
+	} else {
+		_, err = c.body(req)
+	}
+	return err
+}
+
 // Call sends req as one streaming Responses request, or, with the option
 // operation "compact", as one compaction request.
 func (c *openAIResponses) Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error) {
@@ -32,7 +46,11 @@ func (c *openAIResponses) Call(ctx context.Context, req Request, onDelta func(De
 	if compact, err := isCompact(req.Options); err != nil {
 		return Result{}, err
 	} else if compact {
-		return c.compact(ctx, req, h)
+		body, err := c.compactBody(req)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.compact(ctx, body, h)
 	}
 	body, err := c.body(req)
 	if err != nil {
@@ -139,6 +157,12 @@ func (c *openAIResponses) body(req Request) (map[string]any, error) {
 		return nil, err
 	}
 	delete(opts, "operation") // only "compact" selects another request
+	if err := outputBound(dialectResponses, req); err != nil {
+		return nil, err
+	}
+	if err := toolNames(dialectResponses, req.Tools, 64); err != nil {
+		return nil, err
+	}
 	input, err := responsesInput(req.Messages)
 	if err != nil {
 		return nil, err
@@ -451,32 +475,40 @@ func isCompact(raw json.RawMessage) (bool, error) {
 	return s == OperationCompact, nil
 }
 
-// compact sends the conversation to {base}/responses/compact, which
-// answers it in one JSON object whose output items (the compacted
-// conversation, an encrypted compaction item among them) replace the
-// input. The result is one assistant message holding every output item
-// verbatim as a native block, replayed as is by later requests. The
-// endpoint takes the model, input and instructions only: tools and the
-// response format are left out, and sampling options, reasoning or an
-// output bound are refused.
-func (c *openAIResponses) compact(ctx context.Context, req Request, h http.Header) (Result, error) {
-	opts, _ := options(dialectResponses, req.Options, "operation", "reasoning", "temperature", "top_p")
+// compactBody builds the body of a compaction request: the model, input
+// and instructions only. Tools and the response format are left out;
+// sampling options, reasoning and an output bound are refused.
+func (c *openAIResponses) compactBody(req Request) (map[string]any, error) {
+	opts, err := options(dialectResponses, req.Options, "operation", "reasoning", "temperature", "top_p")
+	if err != nil {
+		return nil, err
+	}
 	for k := range opts {
 		if k != "operation" {
-			return Result{}, fmt.Errorf("%w: %s compact does not take the option %q", ErrInvalidRequest, dialectResponses, k)
+			return nil, fmt.Errorf("%w: %s compact does not take the option %q", ErrInvalidRequest, dialectResponses, k)
 		}
 	}
 	if req.MaxOutputTokens != nil {
-		return Result{}, fmt.Errorf("%w: %s compact does not take max_output_tokens", ErrInvalidRequest, dialectResponses)
+		return nil, fmt.Errorf("%w: %s compact does not take max_output_tokens", ErrInvalidRequest, dialectResponses)
 	}
 	input, err := responsesInput(req.Messages)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	body := map[string]any{"model": c.model, "input": input}
 	if req.System != nil && *req.System != "" {
 		body["instructions"] = *req.System
 	}
+	return body, nil
+}
+
+// compact posts a compaction body (see compactBody) to
+// {base}/responses/compact, which answers it in one JSON object whose
+// output items (the compacted conversation, an encrypted compaction item
+// among them) replace the input. The result is one assistant message
+// holding every output item verbatim as a native block, replayed as is by
+// later requests.
+func (c *openAIResponses) compact(ctx context.Context, body map[string]any, h http.Header) (Result, error) {
 	var answer responsesObject
 	if err := c.t.post(ctx, "/responses/compact", h, body, &answer); err != nil {
 		return Result{}, err

@@ -45,6 +45,12 @@ type chatUsage struct {
 	} `json:"completion_tokens_details"`
 }
 
+// Check answers the error Call would refuse req with before sending it.
+func (c *openAIChat) Check(req Request) error {
+	_, err := c.body(req)
+	return err
+}
+
 // Call sends req as one streaming Chat Completions request.
 func (c *openAIChat) Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error) {
 	body, err := c.body(req)
@@ -226,6 +232,9 @@ func (c *chatUsage) usage() Usage {
 func (c *openAIChat) body(req Request) (map[string]any, error) {
 	opts, err := options(dialectChat, req.Options, "temperature", "top_p", "stop", "seed", "frequency_penalty", "presence_penalty", "reasoning_effort")
 	if err != nil {
+		return nil, err
+	}
+	if err := outputBound(dialectChat, req); err != nil {
 		return nil, err
 	}
 	msgs := []map[string]any{}

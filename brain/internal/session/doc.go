@@ -166,6 +166,13 @@
 // model received is so rebuilt exactly from the journal
 // (TestModelRequestRebuiltFromJournal).
 //
+// A request the session's provider cannot carry (an option its dialect does
+// not take, a response_format it has no form for) is refused as
+// invalid_request before anything is committed or sent, and does not count
+// as a model call (model.Check). Create refuses, the same way, a provider
+// that no client opens for, a key no request can carry and a session
+// system prompt, tools or response_format the provider cannot carry.
+//
 // A model_call_failed holds the failure (code, message, retryable; a
 // provider's failure has details {provider_code, retry_after_ms when the
 // provider asked for a wait}) and, when the provider had begun to answer,

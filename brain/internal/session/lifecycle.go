@@ -11,6 +11,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/model"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
@@ -21,6 +22,9 @@ func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionReque
 	}
 	if req.Model.Provider == "" || req.Model.Name == "" || strings.ContainsAny(req.Model.Name, " \t\r\n") {
 		return bad("model needs a provider and a name without whitespace")
+	}
+	if err := e.checkModel(req); err != nil {
+		return bad("model: %w", err)
 	}
 	if req.Agentloop == nil {
 		req.Agentloop = &api.Agentloop{}
@@ -132,6 +136,23 @@ func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionReque
 		return bad("idle_ttl_ms must not be negative")
 	}
 	return req, nil
+}
+
+// checkModel refuses a model the session could never call: a provider no
+// client opens for, a key no request can carry, or a system prompt, tools
+// or response_format the provider's dialect cannot carry (as a loop's
+// model call offers them by default). Opening a client sends nothing.
+func (e *Engine) checkModel(req api.CreateSessionRequest) error {
+	c, err := e.models.Open(model.Spec{Provider: req.Model.Provider, Name: req.Model.Name, APIKey: req.Model.APIKey})
+	if err != nil {
+		return err
+	}
+	system := req.System
+	defaults := model.Request{System: &system, ResponseFormat: req.ResponseFormat}
+	for _, t := range req.Tools {
+		defaults.Tools = append(defaults.Tools, api.ToolDefinition{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema})
+	}
+	return model.Check(c, defaults)
 }
 
 // Create creates a session: it records the configuration (secrets removed)

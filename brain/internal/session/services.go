@@ -194,6 +194,16 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 			return api.ModelResult{}, fmt.Errorf("%w: tool %q is not a session tool", ErrInvalid, offered.Name)
 		}
 	}
+	// A request the session's dialect cannot carry (an option it does not
+	// take, say) is refused before anything is committed or sent. A client
+	// that cannot be opened fails the call after its model_call_started.
+	client, openErr := s.modelLocked(ctx)
+	if openErr == nil {
+		if err := model.Check(client, req); err != nil {
+			s.mu.Unlock()
+			return api.ModelResult{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+	}
 	started := modelCallStarted{Messages: len(req.Messages), Tools: len(req.Tools), Request: over}
 	started.Context.ThroughSequence = s.st.last()
 	if x.loop {
@@ -220,7 +230,7 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 		return api.ModelResult{}, err
 	}
 	span := s.e.startSpan(x.ctx, "brain.model_call", s.id, seq)
-	client, err := s.modelLocked(ctx)
+	err = openErr
 	s.mu.Unlock()
 	var res api.ModelResult
 	var partial *model.Partial // what a failed call had received

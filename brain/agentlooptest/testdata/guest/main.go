@@ -1,6 +1,7 @@
 // Command guest is the test guest of package agentlooptest: a message
 // "model N" calls the model N times, "emit N" emits an event of N bytes
-// of data, "runtime N" answers what the loop reads of its clock and its
+// of data, "wait N" asks the scripted model to wait N ms before it
+// answers, "runtime N" answers what the loop reads of its clock and its
 // random source, and N bytes of the latter.
 package main
 
@@ -35,6 +36,11 @@ func loop(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.Tu
 			if _, err := svc.Model(ctx, api.ModelRequest{Messages: []api.Message{api.UserMessage(*in.Input)}}); err != nil {
 				return api.TurnOutput{}, fmt.Errorf("model call %d: %w", i+1, err)
 			}
+		}
+	case "wait":
+		script := api.UserInput{Message: fmt.Sprintf(`{"delay_ms":%d}`, n)}
+		if _, err := svc.Model(ctx, api.ModelRequest{Messages: []api.Message{api.UserMessage(script)}}); err != nil {
+			return api.TurnOutput{}, fmt.Errorf("wait: %w", err)
 		}
 	case "emit":
 		data, _ := json.Marshal(strings.Repeat("x", n))
