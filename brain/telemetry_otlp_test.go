@@ -2,8 +2,11 @@ package brain_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +74,78 @@ func TestTelemetryGoesToOTLPLogs(t *testing.T) {
 		if s, _ := lg.Body.(string); strings.Contains(s, "probed") {
 			t.Errorf("a live model delta was exported as telemetry: %v", lg.Body)
 		}
+	}
+}
+
+// TestTelemetryCountsWhatTheReceiverAccepted: a record is counted as
+// written once the OTLP receiver accepted it, not when it was handed to
+// the exporter. A receiver that refuses the export leaves it dropped
+// (write_error); one that answers a partial success leaves the records it
+// rejected dropped and the others written.
+func TestTelemetryCountsWhatTheReceiverAccepted(t *testing.T) {
+	rcv := otlptest.Start()
+	defer rcv.Close()
+	b, id := startTelemetryWith(t, func(c *brain.Config) { c.OTLP.LogsEndpoint = rcv.URL() + "/v1/logs" })
+	rec := func(s ...string) map[string]any {
+		var rs []json.RawMessage
+		for _, x := range s {
+			rs = append(rs, json.RawMessage(`{"phase":"`+x+`"}`))
+		}
+		return map[string]any{"records": rs}
+	}
+
+	rcv.Refuse(http.StatusBadRequest)
+	probeTurn(t, b, id, rec("refused"))
+	waitMetric(t, b, `brain_telemetry_dropped_total{reason="write_error"}`, "1")
+	if got := metricValue(t, b, "brain_telemetry_records_total"); got != "0" {
+		t.Errorf("after a refused export brain_telemetry_records_total = %s, want 0", got)
+	}
+
+	rcv.Refuse(0)
+	rcv.RejectLogs(func(l otlptest.Log) bool { s, _ := l.Body.(string); return strings.Contains(s, "rejected") })
+	probeTurn(t, b, id, rec("kept", "rejected", "kept"))
+	waitMetric(t, b, "brain_telemetry_records_total", "2")
+	waitMetric(t, b, `brain_telemetry_dropped_total{reason="write_error"}`, "2")
+	if logs := rcv.Logs(); len(logs) != 2 {
+		t.Errorf("the receiver kept %d records, want 2: %+v", len(logs), logs)
+	}
+}
+
+// TestTelemetryFileAndOTLPCountEachRecordOnce: with both sinks, a record
+// the file could not take is dropped once (write_error), though it is
+// still exported and accepted; one the file took and the receiver
+// rejected is dropped once too.
+func TestTelemetryFileAndOTLPCountEachRecordOnce(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs /dev/full")
+	}
+	rcv := otlptest.Start()
+	defer rcv.Close()
+	path := filepath.Join(t.TempDir(), "telemetry.jsonl")
+	if err := os.Symlink("/dev/full", path); err != nil {
+		t.Fatal(err)
+	}
+	b, id := startTelemetryWith(t, func(c *brain.Config) {
+		c.Telemetry.File = path
+		c.OTLP.LogsEndpoint = rcv.URL() + "/v1/logs"
+	})
+	probeTurn(t, b, id, map[string]any{"records": []json.RawMessage{json.RawMessage(`{"phase":"full"}`)}})
+	waitMetric(t, b, `brain_telemetry_dropped_total{reason="write_error"}`, "1")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	rcv.RejectLogs(func(l otlptest.Log) bool { s, _ := l.Body.(string); return strings.Contains(s, "rejected") })
+	probeTurn(t, b, id, map[string]any{"records": []json.RawMessage{json.RawMessage(`{"phase":"rejected"}`)}})
+	// The exporter reports records in order: once the second is counted,
+	// the first was reported too.
+	waitMetric(t, b, `brain_telemetry_dropped_total{reason="write_error"}`, "2")
+	if got := metricValue(t, b, "brain_telemetry_records_total"); got != "0" {
+		t.Errorf("brain_telemetry_records_total = %s, want 0: neither record reached both sinks", got)
+	}
+	if logs := rcv.Logs(); len(logs) != 1 {
+		t.Errorf("the receiver kept %d records, want the first", len(logs))
+	}
+	if lines := telemetryLines(t, path); len(lines) != 1 {
+		t.Errorf("the file has %d lines, want the second record", len(lines))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // grpcReceiver serves the OTLP/gRPC trace and logs services.
@@ -53,6 +54,9 @@ type traceService struct {
 }
 
 func (s traceService) Export(ctx context.Context, in *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
+	if s.r.refusal() != 0 {
+		return nil, status.Error(grpcRefusal, "export refused")
+	}
 	s.r.addSpans(in, headerOf(ctx))
 	return &coltrace.ExportTraceServiceResponse{}, nil
 }
@@ -63,6 +67,8 @@ type logsService struct {
 }
 
 func (s logsService) Export(ctx context.Context, in *collogs.ExportLogsServiceRequest) (*collogs.ExportLogsServiceResponse, error) {
-	s.r.addLogs(in, headerOf(ctx))
-	return &collogs.ExportLogsServiceResponse{}, nil
+	if s.r.refusal() != 0 {
+		return nil, status.Error(grpcRefusal, "export refused")
+	}
+	return logsAnswer(s.r.addLogs(in, headerOf(ctx))), nil
 }

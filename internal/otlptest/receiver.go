@@ -54,6 +54,9 @@ type Receiver struct {
 	logs    []Log
 	headers []http.Header
 	bad     int
+
+	refuse    int            // the status of every export (0: accept them)
+	rejectLog func(Log) bool // the log records to reject (nil: none)
 }
 
 // Start serves a receiver on a loopback port until Close.
@@ -127,6 +130,10 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		r.reject(w, http.StatusBadRequest)
 		return
 	}
+	if status := r.refusal(); status != 0 {
+		w.WriteHeader(status)
+		return
+	}
 	var out proto.Message
 	switch req.URL.Path {
 	case "/v1/traces":
@@ -143,8 +150,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 			r.reject(w, http.StatusBadRequest)
 			return
 		}
-		r.addLogs(&in, req.Header)
-		out = &collogs.ExportLogsServiceResponse{}
+		out = logsAnswer(r.addLogs(&in, req.Header))
 	default:
 		r.reject(w, http.StatusNotFound)
 		return
@@ -187,15 +193,18 @@ func (r *Receiver) addSpans(in *coltrace.ExportTraceServiceRequest, h http.Heade
 	}
 }
 
-func (r *Receiver) addLogs(in *collogs.ExportLogsServiceRequest, h http.Header) {
+// addLogs keeps the log records of in, but those RejectLogs rejects,
+// and answers how many it rejected.
+func (r *Receiver) addLogs(in *collogs.ExportLogsServiceRequest, h http.Header) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.headers = append(r.headers, h.Clone())
+	var rejected int64
 	for _, rl := range in.GetResourceLogs() {
 		service, _ := attrs(rl.GetResource().GetAttributes())["service.name"].(string)
 		for _, sl := range rl.GetScopeLogs() {
 			for _, l := range sl.GetLogRecords() {
-				r.logs = append(r.logs, Log{
+				lg := Log{
 					Service:    service,
 					EventName:  l.GetEventName(),
 					Body:       anyValue(l.GetBody()),
@@ -203,10 +212,26 @@ func (r *Receiver) addLogs(in *collogs.ExportLogsServiceRequest, h http.Header) 
 					Time:       time.Unix(0, int64(l.GetTimeUnixNano())),
 					TraceID:    hex.EncodeToString(l.GetTraceId()),
 					SpanID:     hex.EncodeToString(l.GetSpanId()),
-				})
+				}
+				if r.rejectLog != nil && r.rejectLog(lg) {
+					rejected++
+					continue
+				}
+				r.logs = append(r.logs, lg)
 			}
 		}
 	}
+	return rejected
+}
+
+// logsAnswer is the answer to a logs export that rejected some records:
+// an OTLP partial success when it did.
+func logsAnswer(rejected int64) *collogs.ExportLogsServiceResponse {
+	if rejected == 0 {
+		return &collogs.ExportLogsServiceResponse{}
+	}
+	return &collogs.ExportLogsServiceResponse{PartialSuccess: &collogs.ExportLogsPartialSuccess{
+		RejectedLogRecords: rejected, ErrorMessage: "log records rejected"}}
 }
 
 func attrs(kvs []*common.KeyValue) map[string]any {

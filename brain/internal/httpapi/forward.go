@@ -38,6 +38,13 @@ func sessionWrite(r *http.Request) string {
 	return id
 }
 
+// forwardedIn says r is a write another node forwarded to this one (a
+// cluster's node that owns the session): the node the client sent it to
+// counts it as its request, this one apart.
+func (s *Server) forwardedIn(r *http.Request) bool {
+	return s.opts.Route != nil && r.Header.Get(forwardedHeader) != "" && sessionWrite(r) != ""
+}
+
 // forward sends a write to the node whose live lease owns its session
 // (after the route authenticated it: a write this node would refuse is
 // never forwarded),

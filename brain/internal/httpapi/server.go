@@ -124,6 +124,10 @@ type Options struct {
 type Observer interface {
 	// Request reports a request's route pattern, status and duration.
 	Request(route string, status int, d time.Duration)
+	// Forwarded reports, in place of Request, a write another node of the
+	// cluster forwarded to this one, its session's owner: the node the
+	// client sent it to reports it as its Request.
+	Forwarded(route string, status int, d time.Duration)
 	// StreamOpened and StreamClosed bracket an event stream; lagged says
 	// it ended because its subscriber fell behind.
 	StreamOpened()
@@ -134,10 +138,11 @@ type Observer interface {
 
 type noObserver struct{}
 
-func (noObserver) Request(string, int, time.Duration) {}
-func (noObserver) StreamOpened()                      {}
-func (noObserver) StreamClosed(bool)                  {}
-func (noObserver) IdempotencyHit()                    {}
+func (noObserver) Request(string, int, time.Duration)   {}
+func (noObserver) Forwarded(string, int, time.Duration) {}
+func (noObserver) StreamOpened()                        {}
+func (noObserver) StreamClosed(bool)                    {}
+func (noObserver) IdempotencyHit()                      {}
 
 func (s *Server) observer() Observer {
 	if s.opts.Observer == nil {
@@ -294,6 +299,7 @@ func (s *Server) handleOpen(pattern string, h http.Handler) {
 // ServeHTTP implements http.Handler with request logging.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	forwarded := s.forwardedIn(r)
 	sw := &statusWriter{ResponseWriter: w}
 	var endSpan func(aborted bool)
 	if s.opts.Tracer != nil {
@@ -309,12 +315,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				sw.status = http.StatusInternalServerError // no answer was sent
 			}
 			s.finishRequest(served{method: r.Method, pattern: r.Pattern, status: sw.status, err: sw.err, start: start,
-				endSpan: endSpan, aborted: true})
+				endSpan: endSpan, aborted: true, forwarded: forwarded})
 			panic(p)
 		}
 	}()
 	s.mux.ServeHTTP(sw, r)
-	done := served{method: r.Method, pattern: r.Pattern, status: sw.status, err: sw.err, start: start, endSpan: endSpan}
+	done := served{method: r.Method, pattern: r.Pattern, status: sw.status, err: sw.err, start: start, endSpan: endSpan,
+		forwarded: forwarded}
 	if st := sw.stream; st != nil {
 		// An event stream served from its hijacked connection goes on
 		// after its handler returned: it is counted when it ends. Only
@@ -333,6 +340,7 @@ type served struct {
 	start           time.Time
 	endSpan         func(aborted bool) // ends the request's span (nil: none)
 	aborted         bool               // the response was cut off (the handler aborted it)
+	forwarded       bool               // another node forwarded it here (see forwardedIn)
 }
 
 // finishRequest counts, logs and ends the span of a request that ended.
@@ -341,7 +349,11 @@ func (s *Server) finishRequest(d served) {
 		defer d.endSpan(d.aborted)
 	}
 	elapsed := time.Since(d.start)
-	s.observer().Request(d.pattern, d.status, elapsed)
+	if d.forwarded {
+		s.observer().Forwarded(d.pattern, d.status, elapsed)
+	} else {
+		s.observer().Request(d.pattern, d.status, elapsed)
+	}
 	if d.status >= 500 && d.status != http.StatusServiceUnavailable {
 		args := []any{"method", d.method, "route", d.pattern, "status", d.status, "ms", elapsed.Milliseconds()}
 		if d.err != nil {

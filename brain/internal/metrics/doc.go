@@ -25,7 +25,8 @@
 //	brain_idempotency_hits_total                 counter    requests answered from a stored answer
 //	brain_http_requests_total{route,code}        counter    API requests by route pattern and status
 //	brain_http_request_seconds{route}            histogram  API request duration (streams until they end)
-//	brain_telemetry_records_total                counter    telemetry records written to the sink
+//	brain_http_forwarded_requests_total{route,code} counter  writes another node forwarded to this one (see "On a cluster")
+//	brain_telemetry_records_total                counter    telemetry records delivered: written to the file, accepted by the OTLP receiver
 //	brain_telemetry_dropped_total{reason}        counter    telemetry records dropped: oversized, invalid, rate_session, rate_global, queue_full, write_error, no_sink, closed
 //
 // # On a cluster (PostgreSQL backend)
@@ -35,12 +36,14 @@
 // this node committed (a group commit's "fsync" is its transaction, from
 // send to commit), the HTTP, stream, idempotency and telemetry metrics the
 // requests, streams and records this node served. Summed over the nodes
-// they count the cluster's, with one exception: a write forwarded to its
-// session's owner is counted in brain_http_requests_total and
-// brain_http_request_seconds by both the node that received it and the
-// owner. A latency is timed only when the node that committed an effect's
-// start also commits its end (an effect ended by another node after a
-// failover is counted, not timed).
+// they count the cluster's. A write forwarded to its session's owner is
+// counted in brain_http_requests_total and brain_http_request_seconds
+// once, by the node the client sent it to, with the status the client got
+// and the time until it got it (a forward that failed included); the
+// owner counts it in brain_http_forwarded_requests_total instead. A
+// latency is timed only when the node that committed an effect's start
+// also commits its end (an effect ended by another node after a failover
+// is counted, not timed).
 //
 // brain_sessions_active is per node: the sessions it holds in memory,
 // each under its lease; summed over the nodes it is the sessions active in

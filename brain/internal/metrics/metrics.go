@@ -46,6 +46,7 @@ type Metrics struct {
 	idemHits       prometheus.Counter
 	httpRequests   *prometheus.CounterVec
 	httpSeconds    *prometheus.HistogramVec
+	httpForwarded  *prometheus.CounterVec
 
 	mu    sync.Mutex
 	open  map[effectKey]int64 // started effects: recorded_at_ms
@@ -119,8 +120,11 @@ func New() *Metrics {
 		Help: "API requests by route pattern and status code."}, []string{"route", "code"})
 	m.httpSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "brain_http_request_seconds",
 		Help: "API request duration by route pattern.", Buckets: latency}, []string{"route"})
+	m.httpForwarded = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "brain_http_forwarded_requests_total",
+		Help: "Writes another node forwarded to this one, their session's owner, by route pattern and status code (the other node counts them as its API requests)."},
+		[]string{"route", "code"})
 	m.reg.MustRegister(m.fsync, m.groupRecords, m.turns, m.effects, m.modelSeconds, m.toolSeconds,
-		m.envErrors, m.sseSubscribers, m.sseLagCutoffs, m.idemHits, m.httpRequests, m.httpSeconds,
+		m.envErrors, m.sseSubscribers, m.sseLagCutoffs, m.idemHits, m.httpRequests, m.httpSeconds, m.httpForwarded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -360,25 +364,41 @@ func (m *Metrics) Request(route string, status int, d time.Duration) {
 	if m == nil {
 		return
 	}
+	route, code := requestLabels(route, status)
+	m.httpRequests.WithLabelValues(route, code).Inc()
+	m.httpSeconds.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// Forwarded counts a write another node forwarded to this one, in
+// brain_http_forwarded_requests_total only: that node counts it as its
+// API request.
+func (m *Metrics) Forwarded(route string, status int, _ time.Duration) {
+	if m == nil {
+		return
+	}
+	m.httpForwarded.WithLabelValues(requestLabels(route, status)).Inc()
+}
+
+// requestLabels answers the route and code labels of a request.
+func requestLabels(route string, status int) (string, string) {
 	if route == "" {
 		route = "unmatched"
 	}
 	if status == 0 {
 		status = http.StatusOK // a hijacked event stream
 	}
-	m.httpRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.httpSeconds.WithLabelValues(route).Observe(d.Seconds())
+	return route, strconv.Itoa(status)
 }
 
 // Telemetry registers the telemetry counters, read from stats at each
-// scrape: brain_telemetry_records_total (records written to the sink) and
+// scrape: brain_telemetry_records_total (records the sink delivered) and
 // brain_telemetry_dropped_total{reason}.
 func (m *Metrics) Telemetry(stats func() telemetry.Stats) {
 	if m == nil {
 		return
 	}
 	m.reg.MustRegister(&telemetryCollector{stats: stats,
-		written: prometheus.NewDesc("brain_telemetry_records_total", "Telemetry records written to the sink.", nil, nil),
+		written: prometheus.NewDesc("brain_telemetry_records_total", "Telemetry records delivered: written to the file, accepted by the OTLP receiver.", nil, nil),
 		dropped: prometheus.NewDesc("brain_telemetry_dropped_total", "Telemetry records dropped, by reason.", []string{"reason"}, nil)})
 }
 

@@ -91,6 +91,7 @@ func TestRecordsFromTheJournal(t *testing.T) {
 	})
 	m.JournalCommit(9, 2*time.Millisecond)
 	m.Request("POST /v1/sessions", 200, time.Millisecond)
+	m.Forwarded("POST /v1/sessions/{id}/messages", 202, time.Millisecond)
 	m.IdempotencyHit()
 	m.StreamOpened()
 	m.StreamOpened()
@@ -121,6 +122,8 @@ func TestRecordsFromTheJournal(t *testing.T) {
 		{"brain_journal_fsync_seconds", nil, 1},
 		{"brain_journal_group_commit_records", nil, 1},
 		{"brain_http_requests_total", []string{"route", "POST /v1/sessions", "code", "200"}, 1},
+		{"brain_http_requests_total", []string{"route", "POST /v1/sessions/{id}/messages", "code", "202"}, 0},
+		{"brain_http_forwarded_requests_total", []string{"route", "POST /v1/sessions/{id}/messages", "code", "202"}, 1},
 		{"brain_idempotency_hits_total", nil, 1},
 		{"brain_sse_subscribers", nil, 1},
 		{"brain_sse_lag_cutoffs_total", nil, 1},

@@ -260,3 +260,34 @@ func TestCommitHooks(t *testing.T) {
 		t.Errorf("OnCommit reported %d records, OnDurable %d, want %d", committed, durable, 3+64)
 	}
 }
+
+// TestForwardedWriteCountedOnceAcrossNodes: a message sent to node B for a
+// session A holds is forwarded to A and counted once in
+// brain_http_requests_total over the nodes, by B, which the client sent
+// it to; A counts it in brain_http_forwarded_requests_total.
+func TestForwardedWriteCountedOnceAcrossNodes(t *testing.T) {
+	url := pgtest.Database(t)
+	key := keyFile(t)
+	a, b := startKeepingNode(t, url, key), startKeepingNode(t, url, key)
+	ctx := context.Background()
+	s, err := a.Client(t).Sessions.Create(ctx, api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const route = `{code="200",route="POST /v1/sessions/{id}/messages"}`
+	before := gauges(t, a)["brain_http_requests_total"+route] + gauges(t, b)["brain_http_requests_total"+route]
+	if _, err := b.Client(t).Sessions.Open(s.ID).Send(ctx, api.UserInput{Message: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	// The owner counts a request once its handler returned, which may be
+	// after the relayed answer reached the client.
+	ga := eventually(t, a, "node A", func(g map[string]float64) bool { return g["brain_http_forwarded_requests_total"+route] == 1 })
+	gb := gauges(t, b)
+	if got := ga["brain_http_requests_total"+route] + gb["brain_http_requests_total"+route] - before; got != 1 {
+		t.Errorf("one forwarded message counted %v times in brain_http_requests_total over the nodes, want 1 (A %v, B %v)",
+			got, ga["brain_http_requests_total"+route], gb["brain_http_requests_total"+route])
+	}
+	if gb["brain_http_requests_total"+route] != 1 {
+		t.Errorf("node B, which the client sent the message to, counted it %v times, want 1", gb["brain_http_requests_total"+route])
+	}
+}

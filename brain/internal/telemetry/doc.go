@@ -15,7 +15,9 @@
 // the JSON-lines sink (BRAIN_TELEMETRY_FILE); the server adds an
 // OpenTelemetry logs exporter as another Sink when a logs endpoint is
 // configured (the record as the log body, the origin as attributes), and
-// writes to both when both are.
+// writes to both when both are. The exporter is an AsyncSink: it learns
+// only after an export whether the receiver accepted the records, and
+// reports that to the pipeline then.
 //
 // # The JSON-lines file
 //
@@ -48,4 +50,10 @@
 // answered an error), rate_session and rate_global (beyond a token
 // bucket), queue_full (the writer is behind), write_error (the sink
 // failed), no_sink (none is configured) and closed (sent during shutdown).
+// An entry is written once its sink delivered it: the file took it, the
+// OTLP receiver accepted it (an export it refused, one that did not reach
+// it, the records an OTLP partial success rejected and those still
+// unexported at shutdown are write_error); with both sinks, once both
+// did, and it is dropped once when either failed. Until an AsyncSink
+// reports an entry it is pending, neither written nor dropped.
 package telemetry

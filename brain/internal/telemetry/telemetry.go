@@ -57,6 +57,19 @@ type Sink interface {
 	Close(ctx context.Context) error
 }
 
+// AsyncSink is a Sink that learns only later whether the entries it took
+// were delivered (an exporter that batches them to a receiver). Its Write
+// answers nil for an entry it took, which the pipeline counts neither
+// written nor dropped until the sink reports what became of it; an error
+// drops the entry at once (write_error). New calls ReportTo once, before
+// the first Write, with the function the sink reports through: delivered
+// entries count as written, failed ones as dropped (write_error). Every
+// entry taken is reported by the time Close returns.
+type AsyncSink interface {
+	Sink
+	ReportTo(report func(delivered, failed int))
+}
+
 // Drop reasons, the label values of the dropped counter.
 const (
 	DropOversized   = "oversized"
@@ -110,8 +123,9 @@ type Pipeline struct {
 	mu      sync.RWMutex // guards closed against sends on queue
 	closed  bool
 	written atomic.Uint64
+	pending atomic.Int64 // entries an AsyncSink took and has not reported
 	dropped [len(reasonsArr)]atomic.Uint64
-	failing bool // only the writer goroutine touches it
+	failing atomic.Bool // the sink failed last, and its failure was logged
 }
 
 var reasonsArr = [...]string{DropOversized, DropInvalid, DropRateSession, DropRateGlobal, DropQueueFull, DropWriteError, DropNoSink, DropClosed}
@@ -147,6 +161,9 @@ func New(opts Options) *Pipeline {
 	}
 	p := &Pipeline{opts: opts, limits: newLimiter(opts.SessionRate, opts.GlobalRate, opts.Now),
 		queue: make(chan Entry, opts.Queue), done: make(chan struct{})}
+	if as, ok := opts.Sink.(AsyncSink); ok {
+		as.ReportTo(p.settle)
+	}
 	go p.write()
 	return p
 }
@@ -210,23 +227,60 @@ func (p *Pipeline) drop(reason string) {
 func (p *Pipeline) write() {
 	defer close(p.done)
 	ctx := context.Background()
+	_, async := p.opts.Sink.(AsyncSink)
 	for e := range p.queue {
 		if p.opts.Sink == nil {
 			continue
 		}
+		if async {
+			// Counted before Write: the sink may report the entry
+			// before Write returns.
+			p.pending.Add(1)
+		}
 		if err := p.opts.Sink.Write(ctx, e); err != nil {
-			p.drop(DropWriteError)
-			if !p.failing {
-				p.failing = true
-				p.opts.Logger.Warn("telemetry sink failed; records are dropped until it recovers", "error", err)
+			if async {
+				p.pending.Add(-1)
 			}
+			p.drop(DropWriteError)
+			p.failed(err)
 			continue
 		}
-		if p.failing {
-			p.failing = false
-			p.opts.Logger.Info("telemetry sink recovered")
+		if async {
+			continue
 		}
+		p.recovered()
 		p.written.Add(1)
+	}
+}
+
+// settle counts the entries an AsyncSink reports.
+func (p *Pipeline) settle(delivered, failed int) {
+	p.pending.Add(-int64(delivered + failed))
+	if failed > 0 {
+		p.dropped[reasonIndex(DropWriteError)].Add(uint64(failed))
+		p.failed(nil)
+	} else if delivered > 0 {
+		p.recovered()
+	}
+	p.written.Add(uint64(delivered))
+}
+
+// failed logs the first failure of a spell; err is nil when the sink
+// reported entries it could not deliver.
+func (p *Pipeline) failed(err error) {
+	if p.failing.Swap(true) {
+		return
+	}
+	if err == nil {
+		p.opts.Logger.Warn("telemetry sink could not deliver records; they are dropped until it recovers")
+		return
+	}
+	p.opts.Logger.Warn("telemetry sink failed; records are dropped until it recovers", "error", err)
+}
+
+func (p *Pipeline) recovered() {
+	if p.failing.Swap(false) {
+		p.opts.Logger.Info("telemetry sink recovered")
 	}
 }
 
@@ -257,8 +311,12 @@ func (p *Pipeline) Close(ctx context.Context) error {
 
 // Stats are the pipeline's counters since it started.
 type Stats struct {
-	// Written counts the entries the sink took.
+	// Written counts the entries the sink took: for an AsyncSink, those
+	// it reported delivered.
 	Written uint64
+	// Pending counts the entries an AsyncSink took whose delivery it has
+	// not reported yet.
+	Pending uint64
 	// Dropped counts the records dropped, by reason.
 	Dropped map[string]uint64
 }
@@ -275,6 +333,7 @@ func (p *Pipeline) Stats() Stats {
 	}
 	if p != nil {
 		s.Written = p.written.Load()
+		s.Pending = uint64(max(p.pending.Load(), 0))
 	}
 	return s
 }

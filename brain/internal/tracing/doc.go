@@ -73,5 +73,11 @@
 // # Logs
 //
 // NewLogSink exports records over OTLP logs: a LogEmitter's Emit sends one
-// record with an event name, attributes, a body and a timestamp.
+// record with an event name, attributes, a body and a timestamp. Records
+// are batched; the sink's Delivery is told, in the order they were
+// emitted, which the receiver accepted and which it did not: all of an
+// export it refused or that did not reach it, the rejected_log_records of
+// an OTLP partial success, and at Shutdown those never exported. At most
+// 2048 records wait for export; beyond that Emit refuses the record
+// (ErrLogQueueFull) rather than drop one unreported.
 package tracing

@@ -25,7 +25,7 @@ func TestExportsOverGRPC(t *testing.T) {
 	if err != nil || tp == nil {
 		t.Fatalf("NewTracerProvider = %v, %v", tp, err)
 	}
-	le, stopLogs, err := tracing.NewLogSink(ctx, set)
+	le, stopLogs, err := tracing.NewLogSink(ctx, set, nil)
 	if err != nil || le == nil {
 		t.Fatalf("NewLogSink = %v, %v", le, err)
 	}

@@ -17,21 +17,25 @@ import (
 )
 
 // LogEmitter sends log records. Emit never blocks on the network: records
-// are batched, and dropped when the batch queue is full.
+// are batched, and refused when the batch queue is full.
 type LogEmitter interface {
 	// Emit sends one record: name is its event name, attrs its attributes
 	// (strings, booleans, integers, floats, json.Number, []byte, and maps
 	// and slices of them; anything else is formatted with %v), body its
 	// body (kept as a string when it is UTF-8, as bytes otherwise), at its
 	// timestamp. The span of ctx, if any, becomes the record's trace
-	// context.
-	Emit(ctx context.Context, name string, attrs map[string]any, body []byte, at time.Time)
+	// context. It answers ErrLogQueueFull, and does not send the record,
+	// when the records waiting for export fill the queue, and
+	// ErrLogSinkClosed after Shutdown; the Delivery of the sink is told
+	// of every record it took.
+	Emit(ctx context.Context, name string, attrs map[string]any, body []byte, at time.Time) error
 }
 
 // NewLogSink answers a LogEmitter exporting over OTLP logs as s says,
-// and its Shutdown, which flushes. With no logs endpoint it answers a nil
-// emitter.
-func NewLogSink(ctx context.Context, s Settings) (LogEmitter, Shutdown, error) {
+// and its Shutdown, which flushes and then reports the records it could
+// not export as failed. report, if not nil, is told what the receiver
+// made of the records. With no logs endpoint it answers a nil emitter.
+func NewLogSink(ctx context.Context, s Settings, report Delivery) (LogEmitter, Shutdown, error) {
 	sig, err := s.signal("logs")
 	if err != nil || sig.Endpoint == "" {
 		return nil, noShutdown, err
@@ -49,13 +53,26 @@ func NewLogSink(ctx context.Context, s Settings) (LogEmitter, Shutdown, error) {
 	if err != nil {
 		return nil, noShutdown, fmt.Errorf("tracing: logs exporter: %w", err)
 	}
-	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewBatchProcessor(exp)), sdklog.WithResource(newResource(s)))
-	return &emitter{l: lp.Logger(InstrumentationName)}, lp.Shutdown, nil
+	led := &ledger{report: report}
+	bp := sdklog.NewBatchProcessor(countingExporter{Exporter: exp, l: led}, sdklog.WithMaxQueueSize(maxOutstanding))
+	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(bp), sdklog.WithResource(newResource(s)))
+	stop := func(ctx context.Context) error {
+		err := lp.Shutdown(ctx)
+		led.close()
+		return err
+	}
+	return &emitter{l: lp.Logger(InstrumentationName), led: led}, stop, nil
 }
 
-type emitter struct{ l log.Logger }
+type emitter struct {
+	l   log.Logger
+	led *ledger
+}
 
-func (e *emitter) Emit(ctx context.Context, name string, attrs map[string]any, body []byte, at time.Time) {
+func (e *emitter) Emit(ctx context.Context, name string, attrs map[string]any, body []byte, at time.Time) error {
+	if err := e.led.take(); err != nil {
+		return err
+	}
 	var r log.Record
 	r.SetEventName(name)
 	r.SetTimestamp(at)
@@ -75,6 +92,7 @@ func (e *emitter) Emit(ctx context.Context, name string, attrs map[string]any, b
 		r.AddAttributes(attribute.KeyValue{Key: attribute.Key(k), Value: value(attrs[k], 0)})
 	}
 	e.l.Emit(ctx, r)
+	return nil
 }
 
 // maxDepth bounds the nesting of attribute values converted.

@@ -78,7 +78,7 @@ func TestNothingConfiguredExportsNothing(t *testing.T) {
 		t.Fatalf("NewTracerProvider without endpoint = %v, %v", tp, err)
 	}
 	// Only the other signal is configured.
-	le, _, err := tracing.NewLogSink(ctx, tracing.Settings{Traces: tracing.Signal{Endpoint: "http://127.0.0.1:4318/v1/traces"}})
+	le, _, err := tracing.NewLogSink(ctx, tracing.Settings{Traces: tracing.Signal{Endpoint: "http://127.0.0.1:4318/v1/traces"}}, nil)
 	if err != nil || le != nil {
 		t.Fatalf("NewLogSink with a traces endpoint only = %v, %v", le, err)
 	}
@@ -108,7 +108,7 @@ func TestLogSinkExports(t *testing.T) {
 	rcv := otlptest.Start()
 	defer rcv.Close()
 	ctx := context.Background()
-	le, shutdown, err := tracing.NewLogSink(ctx, tracing.Settings{Logs: tracing.Signal{Endpoint: rcv.URL() + "/v1/logs"}})
+	le, shutdown, err := tracing.NewLogSink(ctx, tracing.Settings{Logs: tracing.Signal{Endpoint: rcv.URL() + "/v1/logs"}}, nil)
 	if err != nil || le == nil {
 		t.Fatalf("NewLogSink = %v, %v", le, err)
 	}
@@ -188,14 +188,14 @@ func TestExporterNoneAndDisabledExportNothing(t *testing.T) {
 		if err != nil || tp != nil || stop(ctx) != nil {
 			t.Errorf("%+v: NewTracerProvider = %v, %v; want none", s, tp, err)
 		}
-		le, stop, err := tracing.NewLogSink(ctx, s)
+		le, stop, err := tracing.NewLogSink(ctx, s, nil)
 		if err != nil || le != nil || stop(ctx) != nil {
 			t.Errorf("%+v: NewLogSink = %v, %v; want none", s, le, err)
 		}
 	}
 	// One signal off leaves the other on.
 	s := tracing.Settings{Endpoint: rcv.URL(), Traces: tracing.Signal{Exporter: tracing.ExporterNone}, Logs: tracing.Signal{Exporter: tracing.ExporterOTLP}}
-	le, stop, err := tracing.NewLogSink(ctx, s)
+	le, stop, err := tracing.NewLogSink(ctx, s, nil)
 	if err != nil || le == nil {
 		t.Fatalf("NewLogSink with traces off = %v, %v; want a sink", le, err)
 	}
@@ -276,7 +276,7 @@ func TestInsecureKeepsTLSOfHTTPSEndpoints(t *testing.T) {
 		_, span := tp.Tracer("t").Start(ctx, "s")
 		span.End()
 		_ = shutdown(ctx)
-		le, stopLogs, err := tracing.NewLogSink(ctx, s)
+		le, stopLogs, err := tracing.NewLogSink(ctx, s, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
