@@ -114,6 +114,11 @@ func (s Settings) signal(name string) (resolved, error) {
 			// Not quoted: the URL may carry credentials.
 			return resolved{}, fmt.Errorf("tracing: %s endpoint: want an absolute http or https URL", name)
 		}
+		if u.User != nil {
+			// The exporters send only the host and path: the credentials
+			// would go nowhere, and the export unauthenticated.
+			return resolved{}, fmt.Errorf("tracing: %s endpoint: credentials in the URL are not sent; give them as a header (OTEL_EXPORTER_OTLP_HEADERS)", name)
+		}
 		secure = u.Scheme == "https"
 	}
 	r.Headers = maps.Clone(s.Headers)

@@ -91,6 +91,9 @@ func TestSettingsRefused(t *testing.T) {
 		{Traces: tracing.Signal{Endpoint: "http://127.0.0.1:4318", Protocol: "thrift"}},
 		{Endpoint: "ftp://user:sekrit@collector"},
 		{Traces: tracing.Signal{Endpoint: "collector:4317"}},
+		// The exporters send only the host and path of an endpoint: its
+		// credentials would silently go nowhere.
+		{Endpoint: "https://user:sekrit@collector:4318"},
 	} {
 		_, _, err := tracing.NewTracerProvider(ctx, s)
 		if err == nil {
@@ -100,6 +103,10 @@ func TestSettingsRefused(t *testing.T) {
 		if strings.Contains(err.Error(), "sekrit") {
 			t.Errorf("the error quotes the URL: %v", err)
 		}
+	}
+	s := tracing.Settings{Logs: tracing.Signal{Endpoint: "http://sekrit@collector:4318/v1/logs"}}
+	if _, _, err := tracing.NewLogSink(ctx, s, nil); err == nil || strings.Contains(err.Error(), "sekrit") {
+		t.Errorf("a logs endpoint with credentials: %v", err)
 	}
 }
 
