@@ -41,8 +41,8 @@
 // which costs one more container start.
 //
 // The image needs a POSIX shell at /bin/sh with setsid, kill, sleep, cat,
-// head, tail, wc, mkdir, dirname, realpath, chmod, stat, sync, mv and rm
-// (busybox suffices).
+// head, dd, tr, grep, mkdir, dirname, realpath, chmod, stat, sync, mv and
+// rm (busybox suffices).
 //
 // Every container and volume carries the labels brain.provider=docker,
 // brain.instance (a digest of the state directory, so instances sharing an
@@ -64,8 +64,10 @@
 // that does not exist or is not a directory fails with not_found or
 // invalid_input before the command runs. write and edit on a read profile fail with
 // read_only. A write (without append) or an edit replaces the file whole
-// or leaves it as it was (see writeScript); a read from an offset at or
-// past the end answers empty content. stdout and stderr are demultiplexed, share the profile's
+// or leaves it as it was (see writeScript), and an append that fails
+// part-way (a full disk) is cut back to the file's old size; a read from
+// an offset at or past the end answers empty content, and sizes and
+// offsets of 4 GiB and more are exact. stdout and stderr are demultiplexed, share the profile's
 // output_bytes cap (the head is kept, the rest drained, truncated set) and
 // are streamed while the command runs as "docker.output" events
 // ({"stream", "data"}, at most 16 KiB each, cut between characters, so
@@ -96,7 +98,10 @@
 // closes it soon after the wrapper exits, even while an escaped process
 // holds it), and answers timeout or cancelled; if that is not confirmed
 // within 4 seconds the first cause is kept and the evidence is in
-// details.cleanup_error. A result never
+// details.cleanup_error. A stop does not wait for the Engine to answer
+// an exec's start (its client would wait however long that takes): the
+// start may have reached the Engine, so the same kill runs, and a stream
+// the Engine opens later is closed and its command killed. A result never
 // needs cleanup in this design, so cleanup_failed is answered only by
 // teardown when the Engine refuses a removal. A cancel that arrives after
 // a provider restart finds the group by the target's sequence.

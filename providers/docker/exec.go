@@ -10,6 +10,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -106,7 +107,9 @@ type execSpec struct {
 	Dir  string   // absolute, inside the container
 	User string
 	// Stdin is sent to the command and then closed; nil sends nothing.
-	Stdin io.Reader
+	// It is bytes rather than a reader so that a command the Engine did
+	// not start can be run again with the whole of it.
+	Stdin []byte
 	// Tag names the process-group file; unique among running commands.
 	Tag string
 }
@@ -139,7 +142,8 @@ const killBudget = 4 * time.Second
 // When ctx ends first it
 // kills the command's process group and tagged processes until none is
 // left and the output stream has closed (killUntilClosed), and returns a
-// *stopError.
+// *stopError; it does so too when ctx ends before the Engine answered the
+// exec's start (see attach), which may have started the command.
 func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, stdout, stderr io.Writer) (int, error) {
 	cmd := append([]string{"/bin/sh", "-c", wrapperScript, "brain-exec", groupFile(s.Tag)}, s.Argv...)
 	created, err := cli.ContainerExecCreate(ctx, ctr, container.ExecOptions{
@@ -154,7 +158,17 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 	if err != nil {
 		return 0, execError(ctx, ctr, err)
 	}
-	att, err := cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	att, err := attach(ctx, cli, created.ID, func(late types.HijackedResponse) {
+		// The Engine started the command after its stop was answered.
+		late.Close()
+		_, _ = killAll(ctx, cli, ctr, s)
+	})
+	if err != nil && (errors.Is(err, errAttachAbandoned) || ctx.Err() != nil) {
+		// The start may have reached the Engine: what runs is killed.
+		stop := &stopError{Cause: ctx.Err()}
+		_, stop.Cleanup = killAll(ctx, cli, ctr, s)
+		return 0, stop
+	}
 	if err != nil {
 		err = execError(ctx, ctr, err)
 		var stop *stopError
@@ -171,7 +185,7 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 
 	if s.Stdin != nil {
 		go func() {
-			_, _ = io.Copy(att.Conn, s.Stdin)
+			_, _ = att.Conn.Write(s.Stdin)
 			_ = att.CloseWrite()
 		}()
 	}
@@ -215,14 +229,20 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 // killed, so that it does not outlive its call; a failure to confirm that
 // is kept as evidence.
 func lostOutcome(ctx context.Context, cli *client.Client, ctr string, s execSpec, cause error) error {
+	if _, err := killAll(ctx, cli, ctr, s); err != nil {
+		return fmt.Errorf("%w: %v (cleanup: %v)", envsdk.ErrUnknown, cause, err)
+	}
+	return fmt.Errorf("%w: %v; what was left of the command was killed", envsdk.ErrUnknown, cause)
+}
+
+// killAll kills the command of s, whose output stream is closed or was
+// never opened, until a kill finds nothing left, within killBudget.
+func killAll(ctx context.Context, cli *client.Client, ctr string, s execSpec) (bool, error) {
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killBudget)
 	defer cancel()
 	closed := make(chan error)
 	close(closed)
-	if _, err := killUntilClosed(kctx, cli, ctr, s.User, s.Tag, closed); err != nil {
-		return fmt.Errorf("%w: %v (cleanup: %v)", envsdk.ErrUnknown, cause, err)
-	}
-	return fmt.Errorf("%w: %v; what was left of the command was killed", envsdk.ErrUnknown, cause)
+	return killUntilClosed(kctx, cli, ctr, s.User, s.Tag, closed)
 }
 
 // killUntilClosed kills the command's process group and every process
@@ -281,7 +301,7 @@ func killGroup(ctx context.Context, cli *client.Client, ctr, user, tag string) (
 	if err != nil {
 		return "", fmt.Errorf("create kill exec: %w", err)
 	}
-	att, err := cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	att, err := attach(ctx, cli, created.ID, nil)
 	if err != nil {
 		return "", fmt.Errorf("start kill exec: %w", err)
 	}

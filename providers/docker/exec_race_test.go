@@ -43,6 +43,14 @@ type stoppingProxy struct {
 	// refuseAfter (when positive) every other one is answered 500.
 	creates     atomic.Int32
 	refuseAfter atomic.Int32
+	// drain: the armed start reads the exec's stdin to its end before
+	// it answers (for an exec that has stdin, which the client closes).
+	drain atomic.Bool
+	// hold: the next exec start is passed to the Engine, which starts
+	// the exec, but its answer is held until release is closed (when the
+	// test ends), and then the connection is closed instead.
+	hold    atomic.Bool
+	release chan struct{}
 }
 
 func newStoppingProxy(t *testing.T, cli *client.Client, answer string) *stoppingProxy {
@@ -55,10 +63,10 @@ func newStoppingProxy(t *testing.T, cli *client.Client, answer string) *stopping
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &stoppingProxy{ln: ln, engine: u.Path, cli: cli, answer: answer}
+	p := &stoppingProxy{ln: ln, engine: u.Path, cli: cli, answer: answer, release: make(chan struct{})}
 	p.wg.Add(1)
 	go acceptEach(ln, &p.wg, p.relay)
-	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
+	t.Cleanup(func() { ln.Close(); close(p.release); p.wg.Wait() })
 	return p
 }
 
@@ -94,6 +102,9 @@ func (p *stoppingProxy) relay(c net.Conn) {
 			_, _ = io.Copy(io.Discard, req.Body)
 			_, _ = io.WriteString(c, "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\n"+
 				"Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+			if p.drain.CompareAndSwap(true, false) {
+				_, _ = io.Copy(io.Discard, br)
+			}
 			_, _ = stdcopy.NewStdWriter(c, stdcopy.Stdout).Write([]byte(p.answer))
 			return
 		}
@@ -106,8 +117,23 @@ func (p *stoppingProxy) relay(c net.Conn) {
 	if _, err := io.WriteString(up, line); err != nil {
 		return
 	}
+	if f := strings.Fields(line); len(f) > 1 && f[0] == "POST" && strings.HasSuffix(f[1], "/start") && p.hold.CompareAndSwap(true, false) {
+		go func() { _, _ = io.Copy(up, br) }()
+		<-p.release
+		return
+	}
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, br); done <- struct{}{} }()
+	go func() {
+		// A client that closes its side of an exec's stream (the end of
+		// the command's stdin) still reads the output: the Engine is
+		// told of the end and the relay goes on until the Engine closes.
+		if _, err := io.Copy(up, br); err == nil {
+			if cw, ok := up.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+				return
+			}
+		}
+		done <- struct{}{}
+	}()
 	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
 	<-done
 }
@@ -240,5 +266,72 @@ func TestStopWhoseLastKillFailsReturns(t *testing.T) {
 		}
 	case <-time.After(killBudget + 20*time.Second):
 		t.Fatal("runExec did not return after its deadline and its kill budget")
+	}
+}
+
+// A container stopped before the start of an exec that takes stdin, the
+// Engine saying so on the exec's stream after the stdin was sent: the
+// command runs again with its whole stdin, for the write tool (which
+// would otherwise replace the file with nothing) and the command tool.
+func TestContainerStoppedBeforeExecStartKeepsStdin(t *testing.T) {
+	t.Parallel()
+	real, _ := testEngine(t)
+	proxy := newStoppingProxy(t, real, "cannot exec in a stopped state: unknown\r\n")
+	h := proxiedHarness(t, proxy.ln.Addr().String())
+	c := h.commands()
+	h.setup(c, "")
+	h.shell(c, "echo old > f") // allocate
+
+	proxy.drain.Store(true)
+	proxy.armed.Store(true)
+	r := h.post(c.Execute(tool(toolset.ToolWrite), mustJSON(toolset.WriteInput{Path: "f", Content: "new content\n"}), nil))
+	if proxy.stopped.Load() != 1 {
+		t.Fatal("the container was not stopped before the exec's start")
+	}
+	if r.Type != envapi.ReceiptResult {
+		t.Fatalf("write = %+v, want a result", r)
+	}
+	if out := h.shell(c, "cat f"); out.Stdout != "new content\n" {
+		t.Fatalf("after the write f holds %q, want the content written", out.Stdout)
+	}
+
+	proxy.drain.Store(true)
+	proxy.armed.Store(true)
+	stdin := "line of input\n"
+	out := h.commandOutput(h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "cat", Stdin: &stdin}), nil)))
+	if proxy.stopped.Load() != 2 {
+		t.Fatal("the container was not stopped before the exec's start")
+	}
+	if out.ExitCode != 0 || out.Stdout != stdin {
+		t.Fatalf("command = %+v, want its stdin on stdout", out)
+	}
+}
+
+// A deadline that passes while the Engine starts a command's exec (the
+// start reached the Engine, its answer did not reach the provider) still
+// kills the command: the timeout answered is never one whose command goes
+// on running.
+func TestDeadlineDuringExecStartKillsCommand(t *testing.T) {
+	t.Parallel()
+	real, _ := testEngine(t)
+	proxy := newStoppingProxy(t, real, "")
+	h := proxiedHarness(t, proxy.ln.Addr().String())
+	c := h.commands()
+	h.setup(c, "")
+	h.shell(c, "true") // allocate
+
+	proxy.hold.Store(true)
+	r := h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{
+		Shell: "echo ran > ran; sleep 60",
+	}), envtest.Millis(1500)))
+	failure(t, r, envapi.CodeTimeout)
+	if proxy.hold.Load() {
+		t.Fatal("the command's exec start was not held")
+	}
+	if out := h.shell(c, "cat ran"); out.Stdout != "ran\n" {
+		t.Fatalf("the held exec did not run its command: %+v", out)
+	}
+	if ps := h.processes(c); strings.Contains(ps, "sleep 60") {
+		t.Fatalf("the command outlived its timeout:\n%s", ps)
 	}
 }

@@ -59,7 +59,7 @@ func TestExecDemuxAndExitCode(t *testing.T) {
 	ctx := context.Background()
 	code, out, errOut, err := run(t, ctx, ctr, execSpec{
 		Argv:  []string{"sh", "-c", "cat; echo err >&2; id -u; pwd; exit 7"},
-		Stdin: strings.NewReader("in\n"),
+		Stdin: []byte("in\n"),
 	})
 	if err != nil {
 		t.Fatalf("runExec: %v", err)

@@ -176,7 +176,7 @@ func runCommand(k *call) (any, error) {
 	}
 	spec := execSpec{Argv: in.Args(), Env: env, Dir: dir}
 	if in.Stdin != nil {
-		spec.Stdin = strings.NewReader(*in.Stdin)
+		spec.Stdin = append([]byte{}, *in.Stdin...) // empty, not nil: stdin is closed at once
 	}
 	if in.TimeoutMs > 0 {
 		var cancel context.CancelFunc

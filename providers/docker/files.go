@@ -26,18 +26,21 @@ case "$r" in /workspace|/workspace/*) ;; *) exit 45;; esac; }
 `
 
 // readScript prints the size of $1 on stderr, then up to $3 bytes from
-// offset $2 on stdout, nothing from an offset at or past the end (tail
-// could not take it: $2 + 1 may overflow, and busybox's tail refuses
-// counts of 2^32 and more); anything but a regular file (a FIFO, a device)
-// is refused before it is opened.
+// offset $2 on stdout, nothing from an offset at or past the end; anything
+// but a regular file (a FIFO, a device) is refused before it is opened.
+// The size comes from stat and the offset is reached by dd seeking the
+// open file (count=0 copies nothing), so that sizes and offsets of 4 GiB
+// and more are exact: busybox's wc counts in 32 bits, its tail refuses
+// offsets of 2^32 and more, and both read the file up to where they stop.
 const readScript = scriptPrelude + `p=$1
 [ -e "$p" ] || exit 44
 inside "$p"
 [ -f "$r" ] || exit 46
-s=$(wc -c <"$r") || exit 1
+s=$(stat -c %s "$r") || exit 1
 echo $s >&2
-[ "$2" -lt $s ] || exit 0
-tail -c +"$(($2 + 1))" "$r" | head -c "$3"`
+[ "$2" -lt "$s" ] || exit 0
+{ dd bs=1 skip="$2" count=0 2>/dev/null || { echo "cannot seek to offset $2" >&2; exit 1; }
+head -c "$3"; } <"$r"`
 
 // writeScript writes stdin to $1 (appending when $2 is 1), creating
 // parent directories after checking the deepest existing one. It refuses
@@ -48,7 +51,9 @@ tail -c +"$(($2 + 1))" "$r" | head -c "$3"`
 // user may write it, stdin goes to a temporary file beside the file the
 // links lead to (.tmp-brain-write-PID, which a container killed part-way
 // may leave behind), which is given the old file's permissions, synced
-// and renamed over it; the links stay.
+// and renamed over it; the links stay. An append that fails part-way (a
+// full disk) is cut back to the file's old size with dd (which truncates
+// its output where it ends), or removes the file it created.
 const writeScript = scriptPrelude + `p=$1
 a=$(dirname "$p")
 while [ ! -e "$a" ] && [ ! -L "$a" ]; do a=$(dirname "$a"); done
@@ -56,7 +61,13 @@ inside "$a"
 if [ -L "$p" ]; then inside "$p"; fi
 if [ -e "$p" ] && [ ! -f "$p" ]; then exit 46; fi
 mkdir -p "$(dirname "$p")" || exit 1
-if [ "$2" = 1 ]; then cat >>"$p"; exit; fi
+if [ "$2" = 1 ]; then
+t=$p; [ -L "$p" ] && t=$r
+o=; if [ -e "$t" ]; then o=$(stat -c %s "$t") || exit 1; fi
+cat >>"$t" && exit
+if [ -n "$o" ]; then dd if=/dev/null of="$t" bs=1 seek="$o" 2>/dev/null; else rm -f "$t"; fi
+exit 1
+fi
 t=$p
 if [ -e "$p" ]; then
 inside "$p"; t=$r
@@ -83,7 +94,7 @@ case "${f##*/}" in .|..) continue;; esac
 s=0
 if [ -L "$f" ]; then t=symlink
 elif [ -d "$f" ]; then t=dir
-elif [ -f "$f" ]; then t=file; s=$(wc -c <"$f" 2>/dev/null) || s=0
+elif [ -f "$f" ]; then t=file; s=$(stat -c %s "$f" 2>/dev/null) || s=0
 else t=other; fi
 printf '%s\0%s\0%s\0' "$t" "$s" "$f"
 if [ "$2" = 1 ] && [ "$t" = dir ]; then walk "$f/" 1; fi
@@ -108,10 +119,7 @@ const maxListBytes = 8 << 20
 // script runs a file-tool script and maps its exit code to a failure.
 func (k *call) script(script string, args []string, stdin []byte, limit int64) (stdout, stderr []byte, truncated bool, err error) {
 	o, e := capture(limit, nil)
-	spec := execSpec{Argv: append([]string{"/bin/sh", "-c", script, "brain-file"}, args...)}
-	if stdin != nil {
-		spec.Stdin = bytes.NewReader(stdin)
-	}
+	spec := execSpec{Argv: append([]string{"/bin/sh", "-c", script, "brain-file"}, args...), Stdin: stdin}
 	code, err := k.exec(spec, o, e)
 	if err != nil {
 		return nil, nil, false, err
