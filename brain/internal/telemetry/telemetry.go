@@ -284,8 +284,9 @@ func (p *Pipeline) recovered() {
 	}
 }
 
-// Close stops taking records, writes those queued (until ctx ends) and
-// closes the sink.
+// Close stops taking records, writes those queued and closes the sink.
+// When ctx ends first it answers ctx's error at once, and the sink is
+// closed once the queue is written.
 func (p *Pipeline) Close(ctx context.Context) error {
 	if p == nil {
 		return nil
@@ -301,6 +302,14 @@ func (p *Pipeline) Close(ctx context.Context) error {
 	select {
 	case <-p.done:
 	case <-ctx.Done():
+		if p.opts.Sink != nil {
+			// The caller stops waiting; the sink is still closed (what
+			// it holds flushed) once the queue is written.
+			go func() {
+				<-p.done
+				_ = p.opts.Sink.Close(context.WithoutCancel(ctx))
+			}()
+		}
 		return fmt.Errorf("telemetry: close: %w", ctx.Err())
 	}
 	if p.opts.Sink == nil {

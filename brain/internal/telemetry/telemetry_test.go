@@ -217,6 +217,7 @@ type memSink struct {
 	entries []Entry
 	block   chan struct{}
 	started chan struct{}
+	closed  chan struct{} // closed by Close, when set
 }
 
 func (m *memSink) Write(_ context.Context, e Entry) error {
@@ -235,7 +236,39 @@ func (m *memSink) Write(_ context.Context, e Entry) error {
 	return nil
 }
 
-func (m *memSink) Close(context.Context) error { return nil }
+func (m *memSink) Close(context.Context) error {
+	if m.closed != nil {
+		close(m.closed)
+	}
+	return nil
+}
+
+// TestCloseGivenUpStillClosesTheSink: a Close whose context ends while the
+// sink still writes answers the context's error, and the sink is closed
+// (what it holds flushed) once it wrote what was queued, instead of never.
+func TestCloseGivenUpStillClosesTheSink(t *testing.T) {
+	sink := &memSink{block: make(chan struct{}), started: make(chan struct{}, 1), closed: make(chan struct{})}
+	p := New(Options{Sink: sink, SessionRate: 1e6, GlobalRate: 1e6})
+	p.Accept(toolOrigin("a"), []byte(`1`))
+	p.Accept(toolOrigin("a"), []byte(`2`))
+	<-sink.started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := p.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close with the sink stuck: %v, want the deadline", err)
+	}
+	close(sink.block)
+	select {
+	case <-sink.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sink was never closed")
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.entries) != 2 {
+		t.Errorf("the sink wrote %d entries before its close, want 2", len(sink.entries))
+	}
+}
 
 // TestAcceptNeverWaitsForTheSink: with the sink stuck, Accept returns at
 // once and what the queue cannot hold is dropped as queue_full.
