@@ -13,9 +13,10 @@ import (
 
 // A synchronous send whose turn ran and failed answers the turn's
 // failure (500 agentloop_failed), and that answer is its key's: the same
-// request again is answered the same without running the turn again, even
-// when what failed the loop was a service call it made with an invalid
-// request (here a model's call of a tool the session does not have).
+// request again is answered the same without running the turn again (here
+// the default loop runs out of its one step: the model's call of a tool
+// the session does not have is answered, and the loop would have to ask
+// the model again).
 func TestFailedTurnAnswerIsTheKeys(t *testing.T) {
 	b := braintest.Start(t, braintest.Options{Token: "tok"})
 	do := func(method, path, body, key string) (int, []byte) {
@@ -39,7 +40,7 @@ func TestFailedTurnAnswerIsTheKeys(t *testing.T) {
 		out, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, out
 	}
-	code, body := do("POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"}}`, "create")
+	code, body := do("POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"},"agentloop":{"implementation":{"type":"brain_builtin","name":"default"},"configuration":{"max_steps":1}}}`, "create")
 	if code != http.StatusOK {
 		t.Fatalf("create = %d %s", code, body)
 	}

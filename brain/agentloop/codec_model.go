@@ -12,8 +12,7 @@ func (e *encoder) modelRequest(r *api.ModelRequest) {
 		e.Str(*r.System)
 	}
 	// An empty list offers no tools and is kept; an absent one (nil)
-	// offers the session's. encoding/json would leave the empty list out
-	// (api.ModelRequest's tools are omitempty), offering the session's.
+	// offers the session's (api.ModelRequest's tools are omitzero).
 	if r.Tools != nil {
 		e.B = append(e.B, `,"tools":[`...)
 		for i, t := range r.Tools {

@@ -81,6 +81,27 @@ func (d *decoder) toolCallEnded(t *api.ToolCallEnded) {
 	})
 }
 
+// phaseOutcome reads the payload of tool_call_returned (its outcome) or
+// of tool_result_emitted (its result) and answers that outcome, nil when
+// there is none.
+func (d *decoder) phaseOutcome() *api.Outcome {
+	var o *api.Outcome
+	d.Object(func(name string) {
+		switch name {
+		case "outcome", "result":
+			if d.Null() {
+				o = nil
+				return
+			}
+			o = &api.Outcome{}
+			d.Outcome(o)
+		default:
+			d.Skip()
+		}
+	})
+	return o
+}
+
 // failure reads a Failure object into f.
 func (d *decoder) failure(f *api.Failure) {
 	d.Object(func(name string) {

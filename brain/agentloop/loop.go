@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/guestjson"
@@ -29,7 +30,10 @@ type Configuration struct {
 // Default is the built-in loop: it calls the model with the transcript plus
 // the user message, dispatches the tool calls the model asks for in one
 // parallel dispatch, appends tool_use and tool_result blocks, feeds the
-// results back, and stops on a final answer or its step budget. It saves the
+// results back, and stops on a final answer or its step budget. A call
+// naming none of the activation's tools is not dispatched: its tool_result
+// is an error outcome (code not_found) naming the tools there are, and the
+// model is asked again, as after a tool that failed. It saves the
 // transcript with set_transcript and returns the final text as result.
 // It appends to in.Transcript as append does: a caller that passes spare
 // capacity lends it to the loop for the call, and gets the turn's messages
@@ -63,12 +67,7 @@ func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutpu
 	case !ok:
 		return api.TurnOutput{}, nil
 	}
-	envOf := map[string]string{}
-	for _, t := range in.Tools {
-		if len(t.Environments) > 0 {
-			envOf[t.Name] = t.Environments[0]
-		}
-	}
+	tools := toolsOf(in.Tools)
 	// A turn that fails after it dispatched tools still saves what they
 	// did (without the background note: the batch stays pending and comes
 	// again), so that the next turn's model sees the calls made, not a
@@ -99,15 +98,15 @@ func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutpu
 		if res.StopReason != api.StopToolUse || len(uses) == 0 {
 			break
 		}
-		results, err := runTools(ctx, svc, uses, envOf)
-		dispatched = true
+		results, sent, err := runTools(ctx, svc, uses, tools)
+		dispatched = dispatched || sent
+		// On a failed dispatch the results answer the calls it held with
+		// the failure (they may have run), so that the saved transcript
+		// stays well formed.
+		msgs = append(msgs, api.Message{Role: api.RoleUser, Content: results})
 		if err != nil {
-			// The calls may have run: each is answered with the
-			// failure, so that the saved transcript stays well formed.
-			msgs = append(msgs, api.Message{Role: api.RoleUser, Content: dispatchFailed(uses, err)})
 			return failed(err)
 		}
-		msgs = append(msgs, api.Message{Role: api.RoleUser, Content: results})
 	}
 	if _, err := svc.SetTranscript(ctx, msgs); err != nil {
 		return api.TurnOutput{}, err
@@ -125,18 +124,51 @@ func withoutNote(msgs []api.Message, i int) []api.Message {
 	return append(append(out, msgs[:i]...), msgs[i+1:]...)
 }
 
-// dispatchFailed answers each tool_use of a dispatch that failed with an
-// error result: its outcome is unknown.
-func dispatchFailed(uses []api.ContentBlock, err error) []api.ContentBlock {
+// dispatchFailed is the content of the error result of each call of a
+// dispatch that failed: its outcome is unknown.
+func dispatchFailed(err error) json.RawMessage {
 	e := newEncoder(64)
 	e.B = append(e.B, `{"status":"unknown","message":`...)
 	e.Str("the dispatch failed: " + err.Error())
 	e.B = append(e.B, '}')
-	blocks := make([]api.ContentBlock, len(uses))
-	for i, u := range uses {
-		blocks[i] = api.ToolResultBlock(u.ID, e.B, true)
+	return e.B
+}
+
+// toolSet is the activation's tools: each name with the environment its
+// calls go to, and the names in their order.
+type toolSet struct {
+	env   map[string]string
+	names []string
+}
+
+func toolsOf(tools []api.ActivationTool) toolSet {
+	s := toolSet{env: make(map[string]string, len(tools)), names: make([]string, 0, len(tools))}
+	for _, t := range tools {
+		env := ""
+		if len(t.Environments) > 0 {
+			env = t.Environments[0]
+		}
+		if _, ok := s.env[t.Name]; !ok {
+			s.names = append(s.names, t.Name)
+		}
+		s.env[t.Name] = env
 	}
-	return blocks
+	return s
+}
+
+// unknownTool is the content of the error result of a call that names
+// none of the tools: an error outcome (code not_found) naming the tool
+// and the tools there are, so that the model can call one of them.
+func (s toolSet) unknownTool(name string) json.RawMessage {
+	msg := "there is no tool named " + strconv.Quote(name)
+	if len(s.names) == 0 {
+		msg += ": no tools are available"
+	} else {
+		msg += "; the tools are: " + strings.Join(s.names, ", ")
+	}
+	e := newEncoder(len(msg) + 80)
+	e.Outcome(&api.Outcome{Status: api.OutcomeFailed, Error: &api.OutcomeError{Code: api.CodeNotFound, Message: msg}})
+	return e.B
 }
 
 func toolUses(m api.Message) []api.ContentBlock {
@@ -149,69 +181,109 @@ func toolUses(m api.Message) []api.ContentBlock {
 	return uses
 }
 
-// runTools dispatches every tool_use in one call and turns the returns into
-// tool_result blocks in the same order.
-func runTools(ctx context.Context, svc Services, uses []api.ContentBlock, envOf map[string]string) ([]api.ContentBlock, error) {
-	calls := make([]api.ToolInvocation, len(uses))
+// runTools dispatches, in one call, every tool_use that names one of the
+// activation's tools, and answers the tool_result blocks of all of them in
+// the order of uses, and whether a dispatch was made. A tool_use naming
+// no such tool is not dispatched (the session would refuse the whole
+// dispatch): its result is an error naming the tool, as a failed call's
+// would be. When the dispatch fails, the calls it held are answered with
+// its failure, and the error is returned with the blocks.
+func runTools(ctx context.Context, svc Services, uses []api.ContentBlock, tools toolSet) ([]api.ContentBlock, bool, error) {
+	blocks := make([]api.ContentBlock, len(uses))
+	calls := make([]api.ToolInvocation, 0, len(uses))
+	at := make([]int, 0, len(uses)) // the index in uses of each call
 	for i, u := range uses {
+		env, ok := tools.env[u.Name]
+		if !ok {
+			blocks[i] = api.ToolResultBlock(u.ID, tools.unknownTool(u.Name), true)
+			continue
+		}
 		input := u.Input
 		if len(input) == 0 {
 			input = json.RawMessage(`{}`)
 		}
-		calls[i] = api.ToolInvocation{CallID: u.ID, Name: u.Name, Environment: envOf[u.Name], Input: input}
+		calls = append(calls, api.ToolInvocation{CallID: u.ID, Name: u.Name, Environment: env, Input: input})
+		at = append(at, i)
+	}
+	if len(calls) == 0 {
+		return blocks, false, nil
 	}
 	returns, err := svc.Dispatch(ctx, calls)
 	if err != nil {
-		return nil, err
+		content := dispatchFailed(err)
+		for _, i := range at {
+			blocks[i] = api.ToolResultBlock(uses[i].ID, content, true)
+		}
+		return blocks, true, err
 	}
 	byID := make(map[string]api.ToolReturn, len(returns))
 	for _, r := range returns {
 		byID[r.CallID] = r
 	}
-	blocks := make([]api.ContentBlock, len(uses))
-	for i, u := range uses {
-		content, isErr := resultContent(byID[u.ID])
-		blocks[i] = api.ToolResultBlock(u.ID, content, isErr)
+	for _, i := range at {
+		content, isErr := resultContent(byID[uses[i].ID])
+		blocks[i] = api.ToolResultBlock(uses[i].ID, content, isErr)
 	}
-	return blocks, nil
+	return blocks, true, nil
 }
 
 // resultContent turns a ToolReturn into tool_result content: the value of
 // an ok outcome, the outcome itself otherwise, or a pending note for a tool
-// that returned without finishing.
+// that returned without finishing, with the output it gave so far (the
+// outcome of its returned, or else the last result it emitted), if any.
 func resultContent(r api.ToolReturn) (json.RawMessage, bool) {
+	var sofar *api.Outcome
 	for _, ev := range r.Events {
-		if ev.EventType != api.KindToolCallEnded {
-			continue
-		}
-		var end api.ToolCallEnded
-		// A copy: the decoded values share the decoder's input.
-		d := newDecoder(bytes.Clone(ev.Data))
-		d.toolCallEnded(&end)
-		if err := d.End(); err != nil {
-			return json.RawMessage(`{"status":"unknown","message":"unreadable outcome"}`), true
-		}
-		if !end.Outcome.IsError() {
-			if len(end.Outcome.Content) > 0 {
-				return end.Outcome.Content, false
+		switch ev.EventType {
+		case api.KindToolCallEnded:
+			var end api.ToolCallEnded
+			// A copy: the decoded values share the decoder's input.
+			d := newDecoder(bytes.Clone(ev.Data))
+			d.toolCallEnded(&end)
+			if err := d.End(); err != nil {
+				return json.RawMessage(`{"status":"unknown","message":"unreadable outcome"}`), true
 			}
-			if len(end.Outcome.Value) == 0 {
-				return json.RawMessage("null"), false
+			return outcomeContent(&end.Outcome)
+		case api.KindToolCallReturned, api.KindToolResultEmitted:
+			d := newDecoder(bytes.Clone(ev.Data))
+			o := d.phaseOutcome()
+			if d.End() == nil && o != nil {
+				sofar = o
 			}
-			return end.Outcome.Value, false
 		}
-		e := newEncoder(len(end.Outcome.Value) + len(end.Outcome.Content) + len(end.Outcome.Message) + 64)
-		e.Outcome(&end.Outcome)
-		return e.B, true
 	}
 	if r.Sequence == 0 {
 		return json.RawMessage(`{"status":"error","error":{"code":"tool_error","message":"no return"}}`), true
 	}
 	if !r.Finished {
 		b := strconv.AppendUint([]byte(`{"sequence":`), r.Sequence, 10)
-		return append(b, `,"status":"pending"}`...), false
+		b = append(b, `,"status":"pending"`...)
+		isErr := false
+		if sofar != nil {
+			var out json.RawMessage
+			out, isErr = outcomeContent(sofar)
+			b = append(append(b, `,"output":`...), out...)
+		}
+		return append(b, '}'), isErr
 	}
 	return json.RawMessage(`{"status":"unknown","message":"no outcome recorded"}`), true
+}
+
+// outcomeContent is the tool_result content of an outcome: the content or
+// value of an ok one, the envelope of any other.
+func outcomeContent(o *api.Outcome) (json.RawMessage, bool) {
+	if !o.IsError() {
+		if len(o.Content) > 0 {
+			return o.Content, false
+		}
+		if len(o.Value) == 0 {
+			return json.RawMessage("null"), false
+		}
+		return o.Value, false
+	}
+	e := newEncoder(len(o.Value) + len(o.Content) + len(o.Message) + 64)
+	e.Outcome(o)
+	return e.B, true
 }
 
 // backgroundNote describes the tool outcomes in an event batch.

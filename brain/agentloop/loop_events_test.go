@@ -71,6 +71,7 @@ func TestDefaultFailureKeepsDispatchedCalls(t *testing.T) {
 	prior := []api.Message{text("user", "before"), text("assistant", "ok")}
 	in := func() api.TurnInput {
 		return api.TurnInput{Input: &api.UserInput{Message: "go"}, Transcript: prior,
+			Tools:  []api.ActivationTool{{Name: "echo", Environments: []string{"box"}}},
 			Events: []api.Event{{Sequence: 9, EventType: api.KindToolCallEnded, Data: ended}}}
 	}
 

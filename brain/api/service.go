@@ -24,11 +24,12 @@ type ToolDefinition struct {
 }
 
 // ModelRequest is the input of the model service. Absent System and Tools
-// inherit the session defaults.
+// inherit the session defaults. A nil Tools is left out (the session's
+// tools are offered); an empty, non-nil one is sent as [] and offers none.
 type ModelRequest struct {
 	Messages        []Message        `json:"messages"`
 	System          *string          `json:"system,omitempty"`
-	Tools           []ToolDefinition `json:"tools,omitempty"`
+	Tools           []ToolDefinition `json:"tools,omitzero"`
 	ResponseFormat  json.RawMessage  `json:"response_format,omitempty"`
 	MaxOutputTokens *int64           `json:"max_output_tokens,omitempty"`
 	Options         json.RawMessage  `json:"options,omitempty"`

@@ -29,6 +29,7 @@ type anthropicBlock struct {
 	JSON      strings.Builder
 	Thinking  strings.Builder
 	Signature string
+	Input     json.RawMessage // the input of a tool_use's content_block_start
 	Start     json.RawMessage // the content_block of content_block_start
 	Done      bool
 }
@@ -119,10 +120,11 @@ func (c *anthropicMessages) Call(ctx context.Context, req Request, onDelta func(
 			}
 		case "content_block_start":
 			var cb struct {
-				Type string `json:"type"`
-				ID   string `json:"id"`
-				Name string `json:"name"`
-				Text string `json:"text"`
+				Type  string          `json:"type"`
+				ID    string          `json:"id"`
+				Name  string          `json:"name"`
+				Text  string          `json:"text"`
+				Input json.RawMessage `json:"input"`
 			}
 			if err := json.Unmarshal(ev.ContentBlock, &cb); err != nil {
 				return false, invalid(dialectAnthropic, "content_block_start", err)
@@ -130,7 +132,7 @@ func (c *anthropicMessages) Call(ctx context.Context, req Request, onDelta func(
 			if ev.Index != len(blocks) {
 				return false, invalid(dialectAnthropic, fmt.Sprintf("content block %d started after %d blocks", ev.Index, len(blocks)), nil)
 			}
-			b := &anthropicBlock{Type: cb.Type, ID: cb.ID, Name: cb.Name, Start: ev.ContentBlock}
+			b := &anthropicBlock{Type: cb.Type, ID: cb.ID, Name: cb.Name, Input: cb.Input, Start: ev.ContentBlock}
 			if cb.Type == "text" && cb.Text != "" {
 				b.Text.WriteString(cb.Text)
 				if err := live.text(cb.Text); err != nil {
@@ -200,7 +202,14 @@ func (c *anthropicMessages) Call(ctx context.Context, req Request, onDelta func(
 		case "text":
 			a.addText(b.Text.String())
 		case "tool_use":
-			a.addToolUse(b.ID, b.Name, b.JSON.String())
+			// The input streams as input_json_delta fragments after a
+			// start whose input is {}; a block that arrives whole has its
+			// input in the start and no fragment, or only empty ones.
+			args := b.JSON.String()
+			if strings.TrimSpace(args) == "" && len(b.Input) > 0 && string(b.Input) != "null" {
+				args = string(b.Input)
+			}
+			a.addToolUse(b.ID, b.Name, args)
 		case "thinking":
 			data, _ := json.Marshal(map[string]string{"type": "thinking", "thinking": b.Thinking.String(), "signature": b.Signature})
 			a.addNative(NativeAnthropicMessages, data)
