@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,8 +47,10 @@ type Client struct {
 	life context.Context
 	stop context.CancelFunc
 
-	hostMu sync.Mutex
-	host   *Host
+	// hostSem holds the host's registration: a token in it while Host
+	// or ResumeHost sets host.
+	hostSem chan struct{}
+	host    *Host
 
 	// Sessions creates, lists and opens sessions.
 	Sessions *Sessions
@@ -65,7 +66,7 @@ type Client struct {
 // "http://127.0.0.1:8080").
 func New(baseURL string, opts *Options) (*Client, error) {
 	if !strings.HasPrefix(baseURL, "http://") && !strings.HasPrefix(baseURL, "https://") {
-		return nil, fmt.Errorf("client: base URL %q must start with http:// or https://", baseURL)
+		return nil, fmt.Errorf("client: base URL %s must start with http:// or https://", printableURL(baseURL))
 	}
 	var o Options
 	if opts != nil {
@@ -92,6 +93,7 @@ func New(baseURL string, opts *Options) (*Client, error) {
 
 func (c *Client) init() *Client {
 	c.life, c.stop = context.WithCancel(context.Background())
+	c.hostSem = make(chan struct{}, 1)
 	c.Sessions = &Sessions{c: c}
 	c.Agentloops = &Agentloops{c: c}
 	c.Tools = &Tools{c: c}
@@ -232,14 +234,19 @@ retry:
 		lastErr = a.err
 		if a.answered {
 			var ae *api.ApiError
-			if !uncertain || !errors.As(a.err, &ae) || ae.Code != api.CodeOverloaded {
+			if !idempotent || !errors.As(a.err, &ae) || ae.Code != api.CodeOverloaded {
 				// The server's answer of the key: the outcome of the
 				// call, or a refusal of a call an earlier attempt did
 				// not carry out either.
 				return nil, a.err
 			}
-			// Refused before its key was looked up (a drain): it
-			// says nothing of the earlier attempt.
+			// Brain answers overloaded both to a call it refused before
+			// looking its key up (a drain, a full disk) and to one whose
+			// outcome it does not know (a node that lost the session's
+			// lease while the call ran, a storage commit whose outcome
+			// is unknown): the call, or an earlier attempt, may have
+			// been carried out.
+			uncertain = true
 			break
 		}
 		uncertain = uncertain || a.reached
@@ -383,6 +390,10 @@ func decode[T any](r *response, extra ...string) (T, error) {
 		return v, fmt.Errorf("client: decode answer: %w", err)
 	}
 	if missing := lacks(&v); missing != "" {
+		if _, secret := any(&v).(*api.HostRegistration); secret {
+			// The answer may hold a token: it is not quoted.
+			return v, fmt.Errorf("client: malformed answer: %T without %s", v, missing)
+		}
 		return v, fmt.Errorf("client: malformed answer: %T without %s: %.200s", v, missing, body)
 	}
 	return v, nil

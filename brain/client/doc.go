@@ -19,7 +19,11 @@
 // (Options.Retries). A call whose outcome is still unknown then, or when
 // ctx ends or the client closes while it is under way, fails with an
 // *UncertainError that carries the key: send it again with
-// IdempotencyKey(Key). The same call sent without that key is a new
+// IdempotencyKey(Key). So does a mutation Brain answers 503 overloaded,
+// which is not sent again: Brain gives that answer to a call it refused
+// (a drain) and also to one whose outcome it does not know (a node of a
+// cluster that lost the session's lease while the call ran, a storage
+// commit of unknown outcome). The same call sent without that key is a new
 // request and may run a second time. Submit and Send are separate
 // operations on the server: retry an uncertain Submit with Submit and the
 // same key.
@@ -56,7 +60,8 @@
 // none are left; with Follow it streams them (server-sent events), and
 // reconnects from the last sequence it yielded whenever the stream breaks,
 // goes silent (nothing, not even a heartbeat comment, for three of the
-// heartbeat intervals the server names) or the subscriber lagged, until
+// heartbeat intervals the server names, not counting the time the caller
+// spends with an event) or the subscriber lagged, until
 // the session ends or ctx ends. It outlives a server's restart: a
 // connection refused, or answered with a retryable error while the server
 // drains or a proxy in front of it answers 502, 503 or 504, is tried

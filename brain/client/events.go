@@ -37,7 +37,8 @@ func LiveFrames() EventsOption { return func(o *eventsOpts) { o.live = true } }
 // Events iterates over the session's public events after the cursor. By
 // default it reads pages until none are left; with Follow it streams and
 // reconnects from the last yielded sequence (also when the stream goes
-// silent for three of its heartbeat intervals) until the session ends
+// silent for three of its heartbeat intervals while it is read, the loop's
+// time with an event not counted) until the session ends
 // (session_ended or session_creation_failed) or ctx ends. A connection
 // that cannot be made, or is answered with a retryable error (a server
 // draining or restarting), is tried again with pauses growing to 2 s;
@@ -168,7 +169,7 @@ var ErrMalformedEvent = errors.New("client: malformed event")
 // streamOnce reads one SSE connection, advancing *cursor past every event
 // it yields. It answers whether the stream was established (answered 200),
 // whether any event arrived, and why it stopped.
-func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yield func(api.Event, error) bool) (established, progressed bool, err error) {
+func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yieldTo func(api.Event, error) bool) (established, progressed bool, err error) {
 	if s.c.closed.Load() {
 		return false, false, ErrClosed
 	}
@@ -191,8 +192,14 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 		b, _ := io.ReadAll(resp.Body)
 		return false, false, apiError(resp.StatusCode, b)
 	}
-	body, unwatch := watchHeartbeat(sctx, cancel, resp.Header, resp.Body)
-	defer unwatch()
+	body, watch := watchHeartbeat(sctx, cancel, resp.Header, resp.Body)
+	defer watch.stop()
+	// The consumer's time with an event is not the stream's silence.
+	yield := func(ev api.Event, err error) bool {
+		watch.pause()
+		defer watch.resume()
+		return yieldTo(ev, err)
+	}
 	err = scanSSE(body, func(id, event string, data []byte) error {
 		if id == "" && !live {
 			return nil

@@ -3,6 +3,8 @@ package client
 import (
 	"fmt"
 	"net/url"
+	"strconv"
+	"strings"
 )
 
 // String names the client by its server; its token is never printed.
@@ -30,3 +32,17 @@ func (h *Host) String() string {
 
 // GoString is String: %#v prints no token either.
 func (h *Host) GoString() string { return h.String() }
+
+// printableURL quotes s for an error message without the password of its
+// userinfo; a string that does not parse as a URL and holds an "@" is not
+// shown at all.
+func printableURL(s string) string {
+	u, err := url.Parse(s)
+	switch {
+	case err == nil && u.User != nil:
+		return strconv.Quote(u.Redacted())
+	case strings.Contains(s, "@"):
+		return "(not shown: it may hold a password)"
+	}
+	return strconv.Quote(s)
+}

@@ -1,7 +1,11 @@
 package client
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -30,5 +34,39 @@ func TestPrintedClientAndHostHideTokens(t *testing.T) {
 	}
 	if got := fmt.Sprint(c); got != "client.Client(http://127.0.0.1:9)" {
 		t.Errorf("client prints as %q", got)
+	}
+}
+
+// TestErrorsHideCredentials: an error never prints a credential it came
+// across: not the host token of a registration answer that is malformed
+// (an answer of another version of the API, a proxy's), not the password
+// of a base URL that is refused.
+func TestErrorsHideCredentials(t *testing.T) {
+	const hostSecret = "s3cret-host-token"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"host_aaaaaaaaaaaaaaaaaaaa","token":"`+hostSecret+`"}`)
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Host(context.Background())
+	if err == nil {
+		t.Fatal("a registration without host_id started a host")
+	}
+	if strings.Contains(err.Error(), hostSecret) {
+		t.Errorf("malformed registration: the error prints the host token: %v", err)
+	}
+
+	const password = "s3cret-password"
+	_, err = New("htps://user:"+password+"@brain.internal:8080", nil)
+	if err == nil {
+		t.Fatal("a base URL with another scheme was taken")
+	}
+	if strings.Contains(err.Error(), password) {
+		t.Errorf("refused base URL: the error prints its password: %v", err)
 	}
 }

@@ -28,16 +28,17 @@ var errSilent = errors.New("client: stream went silent")
 // watchHeartbeat answers a reader of body that fails with errSilent once
 // nothing arrived for silentBeats of the heartbeat intervals header names,
 // by cancelling cancel (the stream's request context, which unblocks a
-// pending read). A response without the header is not watched. stop ends
-// the watch.
-func watchHeartbeat(ctx context.Context, cancel context.CancelCauseFunc, header http.Header, body io.Reader) (r io.Reader, stop func()) {
+// pending read), and the watchdog, whose stop ends the watch. A response
+// without the header is not watched: the watchdog is nil, and its methods
+// do nothing.
+func watchHeartbeat(ctx context.Context, cancel context.CancelCauseFunc, header http.Header, body io.Reader) (io.Reader, *watchdog) {
 	ms, err := strconv.ParseInt(header.Get(heartbeatHeader), 10, 64)
 	if err != nil || ms <= 0 || ms > maxHeartbeatMs {
-		return body, func() {}
+		return body, nil
 	}
 	d := silentBeats * time.Duration(ms) * time.Millisecond
 	w := &watchdog{ctx: ctx, body: body, d: d, t: time.AfterFunc(d, func() { cancel(errSilent) })}
-	return w, func() { w.t.Stop() }
+	return w, w
 }
 
 type watchdog struct {
@@ -56,4 +57,27 @@ func (w *watchdog) Read(p []byte) (int, error) {
 		err = errSilent
 	}
 	return n, err
+}
+
+// pause stops the watch while the stream's reader is busy elsewhere (a
+// consumer handling an event): what arrives meanwhile waits unread, and
+// is no silence of the stream's. resume watches again from now. Both are
+// called from the goroutine that reads.
+func (w *watchdog) pause() {
+	if w != nil {
+		w.t.Stop()
+	}
+}
+
+func (w *watchdog) resume() {
+	if w != nil {
+		w.t.Reset(w.d)
+	}
+}
+
+// stop ends the watch.
+func (w *watchdog) stop() {
+	if w != nil {
+		w.t.Stop()
+	}
 }

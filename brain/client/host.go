@@ -149,14 +149,27 @@ type running struct {
 }
 
 // Host registers this client's host on first use and answers it; later
-// calls answer the same Host. The host keeps its connection until Close,
-// whatever happens to the sessions that use it.
+// calls answer the same Host (a call made while another registers waits
+// for it, until its own ctx ends). The host keeps its connection until
+// Close, whatever happens to the sessions that use it.
 func (c *Client) Host(ctx context.Context) (*Host, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	c.hostMu.Lock()
-	defer c.hostMu.Unlock()
+	// One registration at a time: a call waiting for another's returns
+	// when its ctx ends.
+	select {
+	case c.hostSem <- struct{}{}:
+	default:
+		select {
+		case c.hostSem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.life.Done():
+			return nil, ErrClosed
+		}
+	}
+	defer func() { <-c.hostSem }()
 	if c.host != nil {
 		return c.host, nil
 	}
@@ -181,8 +194,12 @@ func (c *Client) ResumeHost(reg api.HostRegistration) (*Host, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	c.hostMu.Lock()
-	defer c.hostMu.Unlock()
+	select {
+	case c.hostSem <- struct{}{}:
+	case <-c.life.Done():
+		return nil, ErrClosed
+	}
+	defer func() { <-c.hostSem }()
 	if c.host != nil {
 		return nil, fmt.Errorf("client: already serving host %s", c.host.ID)
 	}
@@ -434,8 +451,8 @@ func (h *Host) connectOnce(up chan struct{}, upOnce *sync.Once) (bool, error) {
 	h.mu.Unlock()
 	upOnce.Do(func() { close(up) })
 	defer h.lost(connID)
-	body, unwatch := watchHeartbeat(ctx, cancel, resp.Header, resp.Body)
-	defer unwatch()
+	body, watch := watchHeartbeat(ctx, cancel, resp.Header, resp.Body)
+	defer watch.stop()
 	return true, scanSSE(body, func(_, event string, data []byte) error {
 		cmd, ok, err := commandFrame(event, data)
 		if ok {

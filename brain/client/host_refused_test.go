@@ -3,9 +3,11 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,5 +135,54 @@ func TestHostFinishNotAnsweredIsPostedAgain(t *testing.T) {
 	}
 	if n := refused.Load(); n < 3 {
 		t.Fatalf("the finish was posted %d times, want the two refused and one more", n)
+	}
+}
+
+// TestHostRegistrationHonoursContext: while one Host call waits for its
+// registration's answer, another Host call with a context that ends
+// returns with the context's error at once instead of waiting for the
+// first; the first is answered as usual.
+func TestHostRegistrationHonoursContext(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, g := gatewayClient(t)
+	release := make(chan struct{})
+	g.mu.Lock()
+	g.held = release
+	g.mu.Unlock()
+	arrived := make(chan struct{})
+	var once sync.Once
+	g.losing(func(r *http.Request) (int, string, bool) {
+		// The gateway relays the registration, and holds Brain's answer.
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/hosts" {
+			return 0, "", false
+		}
+		once.Do(func() { close(arrived) })
+		return http.StatusBadGateway, "", true
+	})
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Host(ctx)
+		first <- err
+	}()
+	<-arrived
+	short, stop := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer stop()
+	second := make(chan error, 1)
+	go func() {
+		_, err := c.Host(short)
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Host with an ended context = %v, want its deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Host waited for another call's registration past the end of its context")
+	}
+	close(release)
+	if err := <-first; err == nil {
+		t.Fatal("the registration whose answer a proxy replaced with 502 started a host")
 	}
 }

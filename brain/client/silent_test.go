@@ -2,7 +2,9 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -167,4 +169,52 @@ func TestHostReconnectsSilentConnection(t *testing.T) {
 		}
 	}
 	t.Fatalf("the host's calls still end %+v", last)
+}
+
+// TestSlowConsumerKeepsItsStream follows a session with LiveFrames and a
+// consumer that is busy for many heartbeat intervals with one event while
+// the turn it started streams its model output. The stream did not go
+// silent (its frames and heartbeats wait to be read): it is not taken for
+// dropped, the one connection carries every frame, and no live delta is
+// lost to a reconnection.
+func TestSlowConsumerKeepsItsStream(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ct := newCountingTransport()
+	c, _ := start(t, brain.Config{Heartbeat: 200 * time.Millisecond}, &http.Client{Transport: ct})
+	s, err := c.Sessions.Create(ctx, scripted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reply = "a busy consumer keeps every delta of its stream"
+	var deltas strings.Builder
+	for ev, err := range s.Events(ctx, 0, client.Follow(), client.LiveFrames()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ev.Sequence == s.Summary.LastSequence:
+			if _, err := s.Submit(ctx, api.UserInput{Message: `{"stream":true,"delay_ms":50,"reply":"` + reply + `"}`}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond) // busy for more than seven heartbeat intervals
+		case ev.EventType == api.LiveModelOutput:
+			var out struct {
+				Delta string `json:"delta"`
+			}
+			if err := json.Unmarshal(ev.Data, &out); err != nil {
+				t.Fatal(err)
+			}
+			deltas.WriteString(out.Delta)
+		}
+		if ev.EventType == api.KindTurnEnded {
+			break
+		}
+	}
+	if deltas.String() != reply {
+		t.Errorf("live deltas %q, want %q", deltas.String(), reply)
+	}
+	if n := ct.streams.Load(); n != 1 {
+		t.Errorf("%d stream connections for a stream that never went silent", n)
+	}
 }

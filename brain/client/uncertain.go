@@ -9,7 +9,11 @@ import "fmt"
 // of a cluster answered that the answer of the node it forwarded the
 // call to was lost (ambiguous, retryable), or ctx ended or the client
 // closed while the call was under way; the retries the client made with
-// the same key did not get the answer either.
+// the same key did not get the answer either. Brain's own 503 overloaded
+// answer is one too: Brain answers it to a call it refused, and also to
+// one whose outcome it does not know (a node of a cluster that lost the
+// session's lease while the call ran, a storage commit of unknown
+// outcome); such a call is not sent again.
 //
 // Key is the call's Idempotency-Key, the one the client chose when the
 // call set none. Sending the call again with IdempotencyKey(Key) (a
