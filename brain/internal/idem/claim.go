@@ -182,7 +182,17 @@ func (c *Claim) finish(r *record, wait bool, answered func(*entry)) error {
 			err = nil
 			return
 		}
+		// A release that cannot be written still forgets the claim in
+		// memory: its request did not run, so a retry may run it, and the
+		// rewrite that recovers from the failure drops the claim from the
+		// file (until then, a restart finds it ambiguous).
+		forget := func() {
+			if answered == nil && s.entries[c.k] == e {
+				delete(s.entries, c.k)
+			}
+		}
 		if err = s.usableLocked(); err != nil {
+			forget()
 			return
 		}
 		r.AtMs = s.opts.Now().UnixMilli()
@@ -198,15 +208,6 @@ func (c *Claim) finish(r *record, wait bool, answered func(*entry)) error {
 			}
 		}
 		var n uint64
-		// A release that cannot be written still forgets the claim in
-		// memory: its request did not run, so a retry may run it, and the
-		// rewrite that recovers from the failure drops the claim from the
-		// file (until then, a restart finds it ambiguous).
-		forget := func() {
-			if answered == nil && s.entries[c.k] == e {
-				delete(s.entries, c.k)
-			}
-		}
 		if n, err = s.writeLocked(r); err != nil {
 			forget()
 			return

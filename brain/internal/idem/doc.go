@@ -95,7 +95,9 @@
 // failure left in the old file (a partial frame, pages a failed flush may
 // have dropped) is thereby replaced. The entries in memory hold only what
 // is safe to make durable: a claim whose write or flush failed is
-// forgotten (its request did not run, so its key runs anew), and an
+// forgotten (its request did not run, so its key runs anew), so is a
+// claim whose release cannot be written (its request did not run
+// either; until the rewrite, a restart finds it ambiguous), and an
 // answer whose write failed is not recorded, so its key stays ambiguous,
 // in this process and after a restart. Healthy answers the failure while
 // the rewrite does not succeed.

@@ -98,3 +98,43 @@ func TestFullDiskDoesNotStick(t *testing.T) {
 		t.Fatalf("after reopen, done = %+v, %v", a, err)
 	}
 }
+
+// TestReleaseOnFullDiskFreesTheKey releases, while the disk is full and
+// the store cannot write, the claim of a request that did not run: once
+// space is back the key runs anew, in this process and after a reopen,
+// instead of answering ambiguous for a request that never ran.
+func TestReleaseOnFullDiskFreesTheKey(t *testing.T) {
+	dir, path, s, d, pending := fullDiskStore(t)
+	ctx := t.Context()
+	refused, _, err := s.Claim(ctx, "op", "refused", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	filler := fullfs.Fill(t, dir)
+	if err := pending.Answer(200, bytes.Repeat([]byte("x"), 64<<10)); !errors.Is(err, ErrWrite) {
+		t.Fatalf("Answer on a full disk = %v, want ErrWrite", err)
+	}
+	if err := refused.Release(); err == nil {
+		t.Fatal("Release on a full disk that failed a write succeeded")
+	}
+
+	filler.Free(t)
+	if err := s.Healthy(); err != nil {
+		t.Fatalf("Healthy after space came back = %v", err)
+	}
+	c, a, err := s.Claim(ctx, "op", "refused", d)
+	if err != nil || a != nil {
+		t.Fatalf("Claim of the released key = %+v, %v; want a fresh claim", a, err)
+	}
+	c.Abandon()
+	s.Close()
+
+	s = open(t, path, nil)
+	if _, _, err := s.Claim(ctx, "op", "refused", d); !errors.Is(err, ErrAmbiguous) {
+		t.Fatalf("after reopen, the key claimed again and abandoned = %v, want ErrAmbiguous", err)
+	}
+	if _, _, err := s.Claim(ctx, "op", "pending", d); !errors.Is(err, ErrAmbiguous) {
+		t.Fatalf("after reopen, pending = %v, want ErrAmbiguous", err)
+	}
+}

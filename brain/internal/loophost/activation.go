@@ -90,7 +90,7 @@ type activation struct {
 	tool    ToolServices // set for a tool invocation instead of svc
 	limit   int          // bounds the entrypoint's answer and a tool's service inputs (0: none)
 	pending []byte       // the answer of the last service call
-	errs    []error      // failed service calls; a failure's ref is index+1
+	errs    refusals     // failed service calls, by ref
 	stdout  *capture
 	stderr  *capture
 }
@@ -127,8 +127,7 @@ func serviceFunc(method string) api.GoModuleFunc {
 		out, err := a.call(ctx, method, in)
 		status := uint64(statusOK)
 		if err != nil {
-			a.errs = append(a.errs, err)
-			out = hostError(err, uint32(len(a.errs)))
+			out = hostError(err, a.errs.add(err))
 			status = statusFailed
 		}
 		a.pending = out
@@ -332,7 +331,7 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 	if err != nil {
 		return out, err
 	}
-	return decodeTurnAnswer(m.id, doc, a.errs)
+	return decodeTurnAnswer(m.id, doc, &a.errs)
 }
 
 // fail describes an instance that trapped, exited or was closed.

@@ -80,7 +80,7 @@ func (e *answerError) Unwrap() error { return e.err }
 // activation's output, or a *GuestError (wrapping the service call error
 // of errs its ref names). Any other answer fails the activation with an
 // error of bounded length, which the engine records as agentloop_failed.
-func decodeTurnAnswer(id string, doc []byte, errs []error) (brainapi.TurnOutput, error) {
+func decodeTurnAnswer(id string, doc []byte, errs *refusals) (brainapi.TurnOutput, error) {
 	var out brainapi.TurnOutput
 	var ans turnAnswer
 	if err := decodeAnswer(doc, &ans); err != nil {
@@ -91,9 +91,7 @@ func decodeTurnAnswer(id string, doc []byte, errs []error) (brainapi.TurnOutput,
 			return out, fmt.Errorf("agentloop %s: invalid turn answer: both result and error", short(id))
 		}
 		ge := &GuestError{Message: e.Message}
-		if e.Ref > 0 && int(e.Ref) <= len(errs) {
-			ge.Err = errs[e.Ref-1]
-		}
+		ge.Err = errs.get(e.Ref)
 		if ge.Message == "" {
 			ge.Message = "agentloop failed"
 		}
@@ -110,7 +108,7 @@ func decodeTurnAnswer(id string, doc []byte, errs []error) (brainapi.TurnOutput,
 // receipt: result with the outcome, or failure tool_error (or the code of
 // the refused service call of errs its ref names) with the guest's
 // message. Any other answer is the failure invalid_output.
-func decodeRunAnswer(id string, doc []byte, errs []error) envapi.Receipt {
+func decodeRunAnswer(id string, doc []byte, errs *refusals) envapi.Receipt {
 	var ans runAnswer
 	if err := decodeAnswer(doc, &ans); err != nil || (ans.Outcome == nil) == (ans.Error == nil) {
 		msg := fmt.Sprintf("tool %s: invalid run answer", short(id))
@@ -122,8 +120,8 @@ func decodeRunAnswer(id string, doc []byte, errs []error) envapi.Receipt {
 	if e := ans.Error; e != nil {
 		code, retryable := brainapi.FailureToolError, false
 		var details json.RawMessage
-		if e.Ref > 0 && int(e.Ref) <= len(errs) {
-			ae := session.APIError(errs[e.Ref-1])
+		if err := errs.get(e.Ref); err != nil {
+			ae := session.APIError(err)
 			code, retryable, details = ae.Code, ae.Retryable, ae.Details
 		}
 		msg := e.Message

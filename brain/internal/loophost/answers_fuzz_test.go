@@ -50,7 +50,7 @@ func FuzzEntrypointAnswers(f *testing.F) {
 }
 
 func checkTurnAnswer(t *testing.T, doc []byte, errs []error) {
-	out, err := decodeTurnAnswer("loop", doc, errs)
+	out, err := decodeTurnAnswer("loop", doc, refusalsOf(errs))
 	var ge *GuestError
 	switch {
 	case err == nil:
@@ -58,7 +58,7 @@ func checkTurnAnswer(t *testing.T, doc []byte, errs []error) {
 			t.Fatalf("turn answer %q accepted with result %q", doc, out.Result)
 		}
 		again := marshalAsIs(t, turnAnswer{Result: out.Result})
-		if o, err := decodeTurnAnswer("loop", again, errs); err != nil || !sameJSON(o.Result, out.Result) {
+		if o, err := decodeTurnAnswer("loop", again, refusalsOf(errs)); err != nil || !sameJSON(o.Result, out.Result) {
 			t.Fatalf("turn answer %q: result %q encoded again as %s answers %q, %v", doc, out.Result, again, o.Result, err)
 		}
 	case errors.As(err, &ge):
@@ -76,7 +76,7 @@ func checkTurnAnswer(t *testing.T, doc []byte, errs []error) {
 		}
 		again, _ := json.Marshal(turnAnswer{Error: &guestError{Message: ge.Message, Ref: ref}})
 		var ge2 *GuestError
-		if _, err := decodeTurnAnswer("loop", again, errs); !errors.As(err, &ge2) || ge2.Message != ge.Message || ge2.Err != ge.Err {
+		if _, err := decodeTurnAnswer("loop", again, refusalsOf(errs)); !errors.As(err, &ge2) || ge2.Message != ge.Message || ge2.Err != ge.Err {
 			t.Fatalf("turn answer %q: failure encoded again as %s answers %v", doc, again, err)
 		}
 	default:
@@ -118,14 +118,14 @@ func sameJSON(a, b []byte) bool {
 }
 
 func checkRunAnswer(t *testing.T, doc []byte, errs []error) {
-	r := decodeRunAnswer("tool", doc, errs)
+	r := decodeRunAnswer("tool", doc, refusalsOf(errs))
 	switch r.Type {
 	case envapi.ReceiptResult:
 		if !json.Valid(r.Output) || !utf8.Valid(r.Output) {
 			t.Fatalf("run answer %q accepted with output %q", doc, r.Output)
 		}
 		again := marshalAsIs(t, runAnswer{Outcome: r.Output})
-		if r2 := decodeRunAnswer("tool", again, errs); r2.Type != envapi.ReceiptResult || !sameJSON(r2.Output, r.Output) {
+		if r2 := decodeRunAnswer("tool", again, refusalsOf(errs)); r2.Type != envapi.ReceiptResult || !sameJSON(r2.Output, r.Output) {
 			t.Fatalf("run answer %q: output %q encoded again as %s answers %+v", doc, r.Output, again, r2)
 		}
 	case envapi.ReceiptFailure:
@@ -158,10 +158,20 @@ func checkRunAnswer(t *testing.T, doc []byte, errs []error) {
 			}
 		}
 		again, _ := json.Marshal(runAnswer{Error: &guestError{Message: r.Message, Ref: ref}})
-		if r2 := decodeRunAnswer("tool", again, errs); r2.Type != r.Type || r2.Code != r.Code || r2.Message != r.Message {
+		if r2 := decodeRunAnswer("tool", again, refusalsOf(errs)); r2.Type != r.Type || r2.Code != r.Code || r2.Message != r.Message {
 			t.Fatalf("run answer %q: failure encoded again as %s answers %+v", doc, again, r2)
 		}
 	default:
 		t.Fatalf("run answer %q answered a %s receipt", doc, r.Type)
 	}
+}
+
+// refusalsOf answers errs as an activation's failed service calls: errs[i]
+// has ref i+1.
+func refusalsOf(errs []error) *refusals {
+	r := &refusals{}
+	for _, e := range errs {
+		r.add(e)
+	}
+	return r
 }

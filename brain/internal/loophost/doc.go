@@ -131,7 +131,10 @@
 //     characters; the Go SDKs send no more). With the
 //     ref of a failed service call the activation fails with that service
 //     call's error (so it is recorded with the same failure code as for a
-//     native loop); otherwise it fails with agentloop_failed. Any other
+//     native loop); otherwise it fails with agentloop_failed. Only the
+//     latest 1024 failed service calls of an activation are kept for
+//     their refs (a guest that retries a refused call until its deadline
+//     holds no more): an older ref counts as none. Any other
 //     member, invalid JSON, bytes that are not UTF-8, an answer over 32 MiB
 //     or a pointer outside memory fail the activation.
 //  6. The host closes the instance. A trap, proc_exit or a panic of the

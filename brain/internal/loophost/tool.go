@@ -164,7 +164,7 @@ func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 		}
 		return envapi.Failure(brainapi.FailureToolError, err.Error(), false, nil)
 	}
-	return decodeRunAnswer(c.ID, doc, a.errs)
+	return decodeRunAnswer(c.ID, doc, &a.errs)
 }
 
 // limitError is an answer over the output bound.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -45,7 +46,7 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("secrets: open %s: %w", dir, err)
 	}
 	keyPath := filepath.Join(dir, keyName)
-	key, err := os.ReadFile(keyPath)
+	key, err := readKey(keyPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		key = make([]byte, keySize)
 		if _, err := rand.Read(key); err != nil {
@@ -55,9 +56,10 @@ func Open(dir string) (*Store, error) {
 			return nil, fmt.Errorf("secrets: write key: %w", err)
 		}
 	} else if err != nil {
-		return nil, fmt.Errorf("secrets: read key: %w", err)
-	} else if err := privateKeyFile(keyPath); err != nil {
 		return nil, err
+	}
+	if len(key) > keySize {
+		return nil, fmt.Errorf("%w: %s holds more than %d bytes", ErrKey, keyPath, keySize)
 	}
 	if len(key) != keySize {
 		return nil, fmt.Errorf("%w: %s holds %d bytes, want %d", ErrKey, keyPath, len(key), keySize)
@@ -73,19 +75,34 @@ func Open(dir string) (*Store, error) {
 	return &Store{dir: dir, aead: aead}, nil
 }
 
-// privateKeyFile refuses a key file other users may read or write (a copy
-// restored with the wrong mode, say): whoever reads it can unseal every
+// readKey reads the key file at path, at most one byte more than a key.
+// It refuses a key file other users may read or write (a copy restored
+// with the wrong mode, say): whoever reads it can unseal every
 // credential. As PostgreSQL does with its data directory, the server does
-// not start until the operator fixes the mode.
-func privateKeyFile(path string) error {
+// not start until the operator fixes the mode. The mode is checked before
+// the file is opened, so that a named pipe or a device in its place is
+// refused rather than read without end.
+func readKey(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	if err != nil {
-		return fmt.Errorf("secrets: key: %w", err)
+		return nil, fmt.Errorf("secrets: key: %w", err)
 	}
 	if m := fi.Mode(); !m.IsRegular() || m.Perm()&0o077 != 0 {
-		return fmt.Errorf("%w: %s has mode %v; it must be a file only its owner can read and write (chmod 600 %s)", ErrKey, path, m, path)
+		return nil, fmt.Errorf("%w: %s has mode %v; it must be a file only its owner can read and write (chmod 600 %s)", ErrKey, path, m, path)
 	}
-	return nil
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: read key: %w", err)
+	}
+	defer f.Close()
+	key, err := io.ReadAll(io.LimitReader(f, keySize+1))
+	if err != nil {
+		return nil, fmt.Errorf("secrets: read key: %w", err)
+	}
+	return key, nil
 }
 
 func (s *Store) path(session string) (string, error) {

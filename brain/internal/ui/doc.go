@@ -27,7 +27,9 @@
 // entry an older page leaves open says that it continues past the page,
 // not that it runs); the
 // environments are folded from the earlier records the first time their
-// tab shows. It also shows the transcript and the environments with their
+// tab shows (until then the page holds at most 1000 of the records it
+// streams for them, and reads the others with the earlier ones; a fold
+// whose read fails starts afresh the next time the tab shows). It also shows the transcript and the environments with their
 // bindings, and it can send a message (asynchronously, with a fresh
 // Idempotency-Key) and cancel the running turn.
 //

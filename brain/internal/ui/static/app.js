@@ -197,6 +197,11 @@ const LIVE_TEXT = 1 << 20;
 // Records the environments table is folded from.
 const envKinds = /^(session_creation_started$|tool_call_started$|environment_)/;
 
+// Of the records a session streams before its environments are folded
+// from the earlier ones, at most ENV_HELD are held; past that they are
+// let go and read from the events API with the earlier ones instead.
+const ENV_HELD = 1000;
+
 class SessionView {
   constructor(id) {
     this.id = id;
@@ -491,7 +496,7 @@ class SessionView {
       else this.append(ev);
     }
     if (envKinds.test(kind)) {
-      if (this.envFrom > 0 && this.envScan !== true) this.envQueue.push(ev);
+      if (this.envFrom > 0 && this.envScan !== true) this.hold(ev);
       else if (this.environment(ev)) this.renderEnvironments();
     }
     if (kind === 'session_ended' || kind === 'session_creation_failed') this.finished = true;
@@ -499,6 +504,18 @@ class SessionView {
     if (/^(turn_|session_|activation_)/.test(kind)) this.later('summary');
     if (/^(turn_ended|turn_failed|transcript_|session_creation_ended)/.test(kind)) this.later('transcript');
     this.later('pager');
+  }
+
+  // hold keeps a streamed record for the environments until the earlier
+  // ones are folded. Past ENV_HELD records the held ones are let go and
+  // the fold reads them with the earlier ones (a fold under way reads on
+  // to the new end), so that a session followed for long holds no more.
+  hold(ev) {
+    this.envQueue.push(ev);
+    if (this.envQueue.length > ENV_HELD) {
+      this.envQueue = [];
+      this.envFrom = ev.sequence;
+    }
   }
 
   // append shows the next event at the end of the window, dropping the
@@ -626,10 +643,14 @@ class SessionView {
   }
 
   // environmentsShown folds, the first time the environments tab shows,
-  // the records before the first one streamed.
+  // the records before the first one streamed. A read that fails leaves
+  // the fold to the next time the tab shows, which starts it afresh: the
+  // records the failed one folded are not folded twice.
   async environmentsShown() {
     if (this.envFrom === 0 || this.envScan) return;
     this.envScan = 'scanning';
+    this.envs = new Map();
+    this.envStarts = new Map();
     try {
       for (let after = 0; after < this.envFrom;) {
         const page = await api('GET', '/v1/sessions/' + this.id + '/events?after=' + after);
