@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
@@ -82,9 +83,23 @@ func execLostFinishAck(p *probe) {
 	if ex.FirstByte.Sub(fin.Time) >= lostAckHold && rc.Type != envapi.ReceiptUnknown {
 		p.fail(ruleLostAck, ex, "finish was called before the answer and its acknowledgement was lost (the answer came %v after finish, once its connection was closed), so no reliable result exists; the execute answered %q, want unknown", ex.FirstByte.Sub(fin.Time).Round(time.Millisecond), rc.Type)
 	}
+	// A finish Brain answered with a server error is not sent again
+	// either: Brain may have committed it before failing to answer.
+	refused := c.Execute(d.Implementation, d.Input, nil)
+	p.brain.Inject(envapi.MethodFinish, envtest.Fault{Kind: envtest.ServerError, Token: refused.Operation.Request.Callback.Token, Times: 1})
+	rx := p.send(refused)
+	if err := valid(rx); err != nil {
+		p.fatal(ruleResponse, rx, "execute: %v", err)
+	}
+	if _, err := p.waitCall(p.session, refused.Operation.Sequence, envapi.MethodFinish, p.finishWait()); err != nil {
+		p.fatal(ruleFinish, rx, "no finish call within %v of the receipt: %v", p.finishWait(), err)
+	}
 	p.quiesce(c, d)
 	if fins := p.finishes(seq); len(fins) != 1 {
 		p.fail(ruleLostAck, ex, "finish was sent %d times after its acknowledgement was lost, want once (never retried): %v", len(fins), fins)
+	}
+	if fins := p.finishes(refused.Operation.Sequence); len(fins) != 1 {
+		p.fail(ruleLostAck, rx, "finish was sent %d times after Brain answered it %d, want once (never retried): %v", len(fins), http.StatusServiceUnavailable, fins)
 	}
 }
 

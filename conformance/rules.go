@@ -16,7 +16,7 @@ const (
 	ruleDuplicate  rule = `a second setup of a binding that is already set up answers failure already_exists, unless the provider documents (profile "duplicate_setup": "accepted") that it accepts it again`
 	ruleFinish     rule = `an execute of a Tool answers result or returned, which end only its synchronous phase; the Tool completes when the provider calls the finish service of the execute's callback grant (before answering or later), with an ok outcome whose value is the Tool's output`
 	ruleFinishOnce rule = `a Tool finishes exactly once: finish is called once per execution and no emission (emit, result, returned) follows it`
-	ruleLostAck    rule = `callbacks are never retried: when finish was sent but its acknowledgement was lost, the outcome may have been committed, so the execute answers unknown and finish is not sent again`
+	ruleLostAck    rule = `callbacks are never retried: when finish was sent but its acknowledgement was lost, the outcome may have been committed, so the execute answers unknown and finish is not sent again; a finish Brain answered with a server error is not sent again either`
 	ruleGranted    rule = `an execution calls only the methods its callback grant lists`
 	ruleTimeout    rule = `an execute whose deadline_ms passes answers failure timeout within the grace the profile allows after the deadline, and its work stops: it never completes ok afterwards`
 	ruleRemaining  rule = `deadline_ms is the time that remains, in milliseconds, not a timestamp: an execute whose work ends well within its deadline_ms completes as it would without one, and timeout is answered only once deadline_ms has passed (within a timer's granularity of 10 ms)`

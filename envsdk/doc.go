@@ -60,16 +60,21 @@
 //     x.Invocation.Finish when done, with a context of your own bounded by
 //     x.Deadline when it is not zero (zero: no deadline), not one derived
 //     from c.Context(), which ends when Execute returns: the callback stays
-//     valid after return until the deadline.
+//     valid after return until the deadline. Serve's graceful stop waits
+//     for such a Tool until its Finish was answered or its deadline
+//     passed.
 //   - An *Error is answered as a failure with its code, message, retryable
 //     flag and details. An error wrapping ErrUnknown is answered unknown.
 //   - When the deadline passed the answer is the failure timeout; when Brain
-//     cancelled, cancelled. A provider *Error whose code is timeout or
-//     cancelled is kept as it is, so a provider that adds cleanup evidence
-//     with KeepFirst keeps it. A result (or any receipt but a failure or
-//     unknown) that Execute answers after the stop is not the answer and
-//     is never finished: the stop is. If Execute does not return within
-//     Options.StopGrace of the stop, the handler answers without it.
+//     cancelled, cancelled. A provider failure (an *Error or a failure
+//     receipt) whose code is timeout or cancelled is kept as it is, so a
+//     provider that adds cleanup evidence with KeepFirst keeps it; any
+//     other failure answered after the stop is kept as evidence in
+//     details ({"error", "code", "details"}). A result (or any receipt but
+//     a failure or unknown) that Execute answers after the stop is not the
+//     answer and is never finished: the stop is. If Execute does not
+//     return within Options.StopGrace of the stop, the handler answers
+//     without it.
 //   - Any other error, or a panic, is the failure environment_failed; the
 //     server keeps serving.
 //   - A receipt that does not encode as one Brain decodes (an output that is
@@ -77,6 +82,8 @@
 //     failure invalid_output, and is never finished.
 //   - An execute whose (session, environment, sequence) was already
 //     dispatched to this handler is answered unknown and not run again.
+//   - An execute whose deadline_ms is 0 (its time ran out on the way)
+//     answers timeout without running.
 //   - A cancel that overtakes its execute (Brain sends each once, and two
 //     requests may arrive in either order) is kept: the execute, when it
 //     comes, answers cancelled without running.

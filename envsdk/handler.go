@@ -75,6 +75,7 @@ type handler struct {
 	log       *slog.Logger
 	caller    *caller
 	bindings  *bindings // nil when the provider tracks bindings itself
+	open      *openTools
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // by session/environment/sequence
@@ -104,6 +105,7 @@ func NewHandler(p Provider, opts *Options) http.Handler {
 		caller:  newCaller(opts.Client),
 		running: map[string]context.CancelCauseFunc{},
 		seen:    map[string]bool{},
+		open:    newOpenTools(),
 	}
 	h.tokenHash = sha256.Sum256([]byte(opts.Token))
 	if h.maxBody <= 0 {
@@ -429,6 +431,10 @@ func (h *handler) execute(c *Ctx, stop context.CancelCauseFunc, op envapi.Operat
 		return envapi.Unknown(fmt.Sprintf("sequence %d was already dispatched to this provider; it is never run twice", op.Sequence))
 	}
 	defer h.release(key)
+	if req.DeadlineMs != nil && *req.DeadlineMs <= 0 {
+		// The time ran out on the way: nothing runs.
+		return envapi.Failure(envapi.CodeTimeout, "the invocation's deadline had passed when it arrived", false, nil)
+	}
 	// A deadline beyond what a time.Duration holds (about 292 years) is
 	// no deadline.
 	if req.DeadlineMs != nil && *req.DeadlineMs <= int64(math.MaxInt64/time.Millisecond) {
@@ -465,15 +471,26 @@ func (h *handler) execute(c *Ctx, stop context.CancelCauseFunc, op envapi.Operat
 			return r
 		}
 	}
+	if a.err == nil && a.r.Type == envapi.ReceiptFailure && c.ctx.Err() != nil {
+		// A failure receipt after the stop is answered as a failure
+		// returned as an error is: the stop stays the code, and the
+		// provider's failure is its evidence.
+		a.err = &Error{Code: a.r.Code, Message: a.r.Message, Retryable: a.r.Retryable, Details: a.r.Details}
+	}
 	if a.err != nil {
 		return h.failure(c, a.err)
 	}
-	if c.ctx.Err() != nil && a.r.Type != envapi.ReceiptFailure && a.r.Type != envapi.ReceiptUnknown {
+	if c.ctx.Err() != nil && a.r.Type != envapi.ReceiptUnknown {
 		// The deadline or a cancel came first: the stop is the answer, and
 		// a result the provider reached afterwards is never finished.
 		return h.failure(c, c.ctx.Err())
 	}
-	return h.complete(x, a.r)
+	r := h.complete(x, a.r)
+	if r.Type == envapi.ReceiptReturned {
+		// The Tool goes on after this answer until it finishes.
+		h.keepOpen(x)
+	}
+	return r
 }
 
 // complete finishes a Tool whose Execute returned a result, when the grant

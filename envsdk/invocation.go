@@ -36,6 +36,9 @@ type Invocation struct {
 
 	mu       sync.Mutex
 	finished bool
+	// finishDone, when set, is called once the Finish attempt has been
+	// answered (or failed).
+	finishDone func()
 }
 
 func newInvocation(g *envapi.Grant, c *caller) *Invocation {
@@ -123,7 +126,11 @@ func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, err
 		return 0, fmt.Errorf("%w: finish called twice", ErrFinished)
 	}
 	i.finished = true
+	done := i.finishDone
 	i.mu.Unlock()
+	if done != nil {
+		defer done()
+	}
 	raw, err := i.raw(ctx, envapi.MethodFinish, in)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrAckLost, err)
@@ -133,6 +140,19 @@ func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, err
 		return 0, fmt.Errorf("%w: %w", ErrAckLost, err)
 	}
 	return seq, nil
+}
+
+// afterFinish arranges for done to be called once the Finish attempt has
+// been answered; it reports false, without arranging anything, when
+// Finish was attempted already.
+func (i *Invocation) afterFinish(done func()) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.finished {
+		return false
+	}
+	i.finishDone = done
+	return true
 }
 
 // Finished reports whether Finish was attempted.

@@ -16,7 +16,11 @@ var shutdownGrace = 30 * time.Second
 // ListenAndServe serves h on addr until ctx ends, then shuts down
 // gracefully, letting running operations finish for up to 30 seconds;
 // the operations still running then are stopped (their contexts end) and
-// the error says so.
+// the error says so. When h is a handler NewHandler made, a Tool that
+// answered returned counts as running until its Finish was answered or
+// its deadline passed: the stop waits for it within the same 30 seconds,
+// so that a provider that exits once Serve returns does not drop the
+// Tool's outcome.
 func ListenAndServe(ctx context.Context, addr string, h http.Handler) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -48,6 +52,11 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		// with a live context after Serve returns.
 		_ = srv.Close()
 		err = fmt.Errorf("envsdk: operations still running %s after shutdown began were stopped: %w", shutdownGrace, err)
+	} else if d, ok := h.(drainer); ok {
+		// Tools that answered returned finish in the background.
+		if derr := d.drain(sctx); derr != nil {
+			err = fmt.Errorf("envsdk: Tools that answered returned had not finished %s after shutdown began: %w", shutdownGrace, derr)
+		}
 	}
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		return serr
