@@ -177,7 +177,9 @@ type outcome struct {
 }
 
 // outcome classifies an operation's result: the answer to record, or a
-// refusal (ErrBusy, ErrClosed, ErrInvalid, ErrUnavailable: the claim is
+// refusal (ErrBusy, ErrClosed, ErrInvalid, ErrUnavailable, and
+// ErrOwnedElsewhere, which a cluster's node that no longer holds the
+// session's lease answers before running anything: the claim is
 // released) or a journal failure after the operation may have had an
 // effect (journal.ErrWrite, journal.ErrOverloaded: the claim is
 // abandoned; that 500 or 503 is never recorded as the key's answer).
@@ -188,7 +190,7 @@ func (s *Server) outcome(scope string, status int, v any, err error, h *claimHin
 	// that was refused is no refusal of the request.
 	if err != nil && !session.TurnFailed(err) {
 		if errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) || errors.Is(err, session.ErrInvalid) ||
-			errors.Is(err, session.ErrUnavailable) {
+			errors.Is(err, session.ErrUnavailable) || errors.Is(err, session.ErrOwnedElsewhere) {
 			return outcome{do: doRelease}
 		}
 		if errors.Is(err, journal.ErrWrite) || errors.Is(err, journal.ErrOverloaded) {

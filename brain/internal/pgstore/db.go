@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -22,6 +23,10 @@ const (
 	DefaultOpTimeout     = 10 * time.Second
 	DefaultMaxConns      = 32
 )
+
+// upkeepConns is the size of the pool that renews leases and membership:
+// one connection for each, which run at once.
+const upkeepConns = 2
 
 // Options configures Open.
 type Options struct {
@@ -52,6 +57,9 @@ type Options struct {
 	// DefaultOpTimeout); an append that times out is ErrOutcomeUnknown.
 	OpTimeout time.Duration
 	// MaxConns bounds the connection pool (default DefaultMaxConns).
+	// Besides it, a node holds a connection that listens for other
+	// nodes' commits, one that notifies them of its own, and up to two
+	// that renew its leases and membership.
 	MaxConns int32
 	// OnCommit, if set, is called after each committed transaction that
 	// appended journal records, with how many it appended and how long
@@ -70,8 +78,11 @@ type Options struct {
 // claims, modules, membership and leases. Its methods are safe for
 // concurrent use.
 type DB struct {
-	opts     Options
-	pool     *pgxpool.Pool
+	opts Options
+	pool *pgxpool.Pool
+	// upkeep is a pool of its own for renewing leases and membership,
+	// which requests waiting on the database never take from them.
+	upkeep   *pgxpool.Pool
 	instance string // random per Open: tells this process's claims apart
 	journal  *Journal
 	group    grouper   // group commit of one-statement writes
@@ -122,14 +133,29 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	// prepared statement serves all parameters, and saves planning the
 	// append on every call.
 	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	// A transaction of this node never waits longer than OpTimeout
+	// between its statements. One left idle longer belongs to a process
+	// that stopped (SIGSTOP, a hung host) while holding its row locks: the
+	// server ends it, so that the session rows it locked are not held
+	// from every node for as long as its connection stays open.
+	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(max(opts.OpTimeout.Milliseconds(), 1), 10)
+	}
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}
+	ucfg := cfg.Copy()
+	ucfg.MaxConns, ucfg.MinConns = upkeepConns, 0
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	db := &DB{opts: opts, pool: pool, instance: randomHex(16), leases: map[string]Lease{}}
+	upkeep, err := pgxpool.NewWithConfig(ctx, ucfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	db := &DB{opts: opts, pool: pool, upkeep: upkeep, instance: randomHex(16), leases: map[string]Lease{}}
 	db.group.db = db
 	db.group.batches = batches[*groupOp]{inFlight: groupInFlight, max: groupMax, run: db.group.run,
 		done: func(op *groupOp) bool { return closed(op.done) }}
@@ -138,6 +164,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		done: func(op *keyRead) bool { return closed(op.done) }}
 	if err := db.start(ctx); err != nil {
 		pool.Close()
+		upkeep.Close()
 		return nil, err
 	}
 	return db, nil
@@ -228,6 +255,7 @@ func (db *DB) Close() error {
 		db.stop()
 		db.wg.Wait()
 		db.pool.Close()
+		db.upkeep.Close()
 	})
 	return nil
 }

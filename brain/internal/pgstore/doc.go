@@ -162,11 +162,17 @@
 // never outlasts the row's expires_at). ReleaseLease expires it at once
 // for a graceful drain; Close expires every lease still held, 512 per
 // statement in session order, then leaves the membership, each under its
-// own budget of OpTimeout. Times are the database's clock.
+// own budget of OpTimeout. Times are the database's clock. Leases and
+// membership are renewed (and given up at Close) over a pool of two
+// connections of their own, so requests that wait on the database and
+// take every connection of the main pool never cost the node its leases
+// or its membership.
 //
 // DB is the session engine's session.Ownership: Own answers the held
-// lease or takes one, Release forgets a passivated session's lease at
-// once and gives it back in the background. With Options.KeepLeases
+// lease or takes one (of this node's acquisitions racing for a session,
+// each raising the epoch, the node keeps the highest: the database's),
+// Release forgets a passivated session's lease at once and gives it back
+// in the background. With Options.KeepLeases
 // (the backend of brain.New sets it) every held lease is renewed each
 // third of the lease length, up to 512 leases per statement in the
 // order of their sessions (so a node holding many sessions renews them
@@ -205,7 +211,13 @@
 // sent fails with ErrOutcomeUnknown: it may have committed, so the caller
 // acknowledges nothing and re-reads the state before acting again. Both
 // wrap journal.ErrOverloaded (HTTP 503 overloaded, retryable). Nothing
-// sticks: the pool reconnects on the next operation.
+// sticks: the pool reconnects on the next operation. Every connection
+// sets idle_in_transaction_session_timeout to OpTimeout (unless the
+// database URL sets it): a transaction of this package never waits that
+// long between its statements, so one that does belongs to a process that
+// stopped in it (SIGSTOP, a hung host), and the server ends it rather
+// than keep the session rows it locked from every node. Its statements
+// then fail with ErrUnavailable when the process resumes.
 //
 // Another node awaits an unanswered idempotency claim for as long as the
 // process instance named in its row is a live member. So a claim that

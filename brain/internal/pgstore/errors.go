@@ -50,7 +50,8 @@ func classify(op string, err error, write bool) error {
 		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
 			strings.HasPrefix(pgErr.Code, "53"), // insufficient resources
 			strings.HasPrefix(pgErr.Code, "57"), // operator intervention (shutdown)
-			strings.HasPrefix(pgErr.Code, "40"): // serialization failure, deadlock
+			strings.HasPrefix(pgErr.Code, "40"), // serialization failure, deadlock
+			pgErr.Code == "25P03":               // idle_in_transaction_session_timeout ended the transaction
 			// The server reported the failure: the statement, and so its
 			// implicit transaction, did not commit.
 			return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)

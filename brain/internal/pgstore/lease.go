@@ -84,7 +84,11 @@ func (db *DB) AcquireLease(ctx context.Context, session string) (Lease, error) {
 	}
 	l := Lease{Session: session, Epoch: epoch, Deadline: sent.Add(db.opts.LeaseDuration)}
 	db.leaseMu.Lock()
-	db.leases[session] = l
+	// Of this node's acquisitions racing for one session, each raised the
+	// epoch: the highest is the database's, whichever answer came last.
+	if cur, ok := db.leases[session]; !ok || cur.Epoch <= l.Epoch {
+		db.leases[session] = l
+	}
 	db.leaseMu.Unlock()
 	return l, nil
 }
@@ -96,7 +100,7 @@ func (db *DB) RenewLease(ctx context.Context, l Lease) (Lease, error) {
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	sent := time.Now()
-	tag, err := db.pool.Exec(ctx, `UPDATE brain_leases SET expires_at = now() + make_interval(secs => $4)
+	tag, err := db.upkeep.Exec(ctx, `UPDATE brain_leases SET expires_at = now() + make_interval(secs => $4)
 		WHERE session_id = $1 AND node_id = $2 AND epoch = $3 AND expires_at > now()`,
 		[]byte(l.Session), db.opts.NodeID, l.Epoch, secs(db.opts.LeaseDuration))
 	if err != nil {
@@ -128,7 +132,7 @@ func (db *DB) renewLeases(ctx context.Context, ls []Lease) (refused []Lease, err
 	defer cancel()
 	sent := time.Now()
 	ids, epochs := leaseColumns(ls)
-	rows, err := db.pool.Query(ctx, `WITH held AS (
+	rows, err := db.upkeep.Query(ctx, `WITH held AS (
 			SELECT l.session_id FROM brain_leases l
 			JOIN unnest($1::bytea[], $2::bigint[]) AS h(session_id, epoch)
 				ON l.session_id = h.session_id AND l.epoch = h.epoch
@@ -240,7 +244,7 @@ func (db *DB) releaseLeases(ctx context.Context, ls []Lease) error {
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	ids, epochs := leaseColumns(ls)
-	_, err := db.pool.Exec(ctx, `WITH held AS (
+	_, err := db.upkeep.Exec(ctx, `WITH held AS (
 			SELECT l.session_id FROM brain_leases l
 			JOIN unnest($1::bytea[], $2::bigint[]) AS h(session_id, epoch)
 				ON l.session_id = h.session_id AND l.epoch = h.epoch
@@ -325,7 +329,7 @@ func (db *DB) Members(ctx context.Context) ([]Member, error) {
 func (db *DB) heartbeat(ctx context.Context) error {
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
-	_, err := db.pool.Exec(ctx, `INSERT INTO brain_nodes (node_id, instance, public_url, joined_at, expires_at)
+	_, err := db.upkeep.Exec(ctx, `INSERT INTO brain_nodes (node_id, instance, public_url, joined_at, expires_at)
 		VALUES ($1, $2, $3, now(), now() + make_interval(secs => $4))
 		ON CONFLICT (node_id) DO UPDATE SET instance = EXCLUDED.instance, public_url = EXCLUDED.public_url,
 			joined_at = CASE WHEN brain_nodes.instance = EXCLUDED.instance THEN brain_nodes.joined_at ELSE now() END,
@@ -348,7 +352,7 @@ func (db *DB) keepMembership(ctx context.Context) {
 }
 
 func (db *DB) leave(ctx context.Context) {
-	db.pool.Exec(ctx, `DELETE FROM brain_nodes WHERE node_id = $1 AND instance = $2`, db.opts.NodeID, db.instance)
+	db.upkeep.Exec(ctx, `DELETE FROM brain_nodes WHERE node_id = $1 AND instance = $2`, db.opts.NodeID, db.instance)
 }
 
 // instanceLive reports whether the process instance is a live member.

@@ -26,6 +26,10 @@ func (db *DB) Own(ctx context.Context, id string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if h, ok := db.heldLease(id); ok && h.Epoch > l.Epoch {
+		// Another Own of this node took the lease again meanwhile.
+		return h.Epoch, nil
+	}
 	return l.Epoch, nil
 }
 
