@@ -16,24 +16,13 @@ import (
 func TestEngineHasTheServersLimits(t *testing.T) {
 	e := agentlooptest.Start(t)
 	id := e.Admit(t, agentlooptest.Build(t, "testdata/guest"))
-	ctx := context.Background()
-	for msg, want := range map[string]string{
+	sendEach(t, e, id, map[string]string{
 		"model 128":    "",
 		"model 129":    api.FailureModelCallLimit,
 		"emit 1000000": "",
 		"emit 1048576": api.FailureEmitLimit,
 		"unknown 1":    api.FailureAgentloopFailed,
-	} {
-		sid := e.Create(t, id, nil)
-		_, err := e.Send(ctx, sid, msg)
-		var ae *api.ApiError
-		switch {
-		case want == "" && err != nil:
-			t.Errorf("%s: %v", msg, err)
-		case want != "" && (!errors.As(err, &ae) || ae.Code != want):
-			t.Errorf("%s: send answered %v (%T), want an *api.ApiError with code %s", msg, err, err, want)
-		}
-	}
+	})
 }
 
 // TestEngineWithLimits: StartWith runs turns under the limits it is given,
@@ -48,7 +37,7 @@ func TestEngineWithLimits(t *testing.T) {
 	}})
 	id := e.Admit(t, agentlooptest.Build(t, "testdata/guest"))
 	ctx := context.Background()
-	for msg, want := range map[string]string{
+	sendEach(t, e, id, map[string]string{
 		"model 2":  "",
 		"model 3":  api.FailureModelCallLimit,
 		"emit 50":  "",
@@ -57,17 +46,7 @@ func TestEngineWithLimits(t *testing.T) {
 		// The scripted model would wait a minute: the turn's wall time
 		// ends it first.
 		"wait 60000": api.FailureTimeout,
-	} {
-		sid := e.Create(t, id, nil)
-		_, err := e.Send(ctx, sid, msg)
-		var ae *api.ApiError
-		switch {
-		case want == "" && err != nil:
-			t.Errorf("%s: %v", msg, err)
-		case want != "" && (!errors.As(err, &ae) || ae.Code != want):
-			t.Errorf("%s: send answered %v (%T), want an *api.ApiError with code %s", msg, err, err, want)
-		}
-	}
+	})
 	// The limits outlive a restart of the engine.
 	e.Restart(t)
 	if _, err := e.Send(ctx, e.Create(t, id, nil), "model 3"); err == nil {
@@ -76,14 +55,23 @@ func TestEngineWithLimits(t *testing.T) {
 
 	unbounded := agentlooptest.StartWith(t, agentlooptest.Options{Limits: agentlooptest.Limits{MaxModelCalls: -1}})
 	id = unbounded.Admit(t, agentlooptest.Build(t, "testdata/guest"))
-	for msg, want := range map[string]string{"model 129": "", "emit 1048576": api.FailureEmitLimit} {
-		_, err := unbounded.Send(ctx, unbounded.Create(t, id, nil), msg)
+	// Model calls unbounded, the emission bound the server's default.
+	sendEach(t, unbounded, id, map[string]string{"model 129": "", "emit 1048576": api.FailureEmitLimit})
+}
+
+// sendEach sends each message to a new session of loop id on e, and
+// checks that its turn ended (want "") or failed with the *api.ApiError
+// of code want a client gets.
+func sendEach(t *testing.T, e *agentlooptest.Engine, id string, turns map[string]string) {
+	t.Helper()
+	for msg, want := range turns {
+		_, err := e.Send(context.Background(), e.Create(t, id, nil), msg)
 		var ae *api.ApiError
 		switch {
 		case want == "" && err != nil:
-			t.Errorf("unbounded model calls: %s: %v", msg, err)
+			t.Errorf("%s: %v", msg, err)
 		case want != "" && (!errors.As(err, &ae) || ae.Code != want):
-			t.Errorf("unbounded model calls: %s: send answered %v, want %s (the default emission bound)", msg, err, want)
+			t.Errorf("%s: send answered %v (%T), want an *api.ApiError with code %s", msg, err, err, want)
 		}
 	}
 }

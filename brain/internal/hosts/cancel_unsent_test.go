@@ -21,13 +21,9 @@ func cancelOp(id string, seq, target uint64) session.Operation {
 	}
 }
 
-// TestCancelNeverWrittenIsNotAccepted: a cancel_tool command whose
-// connection ends before the transport wrote it never reached the host.
-// Its cancel operation is answered failure host_not_connected (the
-// cancel was not sent), never accepted, and the command is not written
-// anywhere later.
-func TestCancelNeverWrittenIsNotAccepted(t *testing.T) {
-	r := open(t, Config{Dir: t.TempDir()})
+// connected registers a host on r and connects it.
+func connected(t *testing.T, r *Registry) (api.HostRegistration, *Conn) {
+	t.Helper()
 	reg, err := r.Register(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -36,11 +32,28 @@ func TestCancelNeverWrittenIsNotAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := startBackground(t, r, conn, reg.HostID, 100)
-	b.stop()
-	if n := held(t, r, reg.HostID); n != 1 {
+	return reg, conn
+}
+
+// stoppedCall starts background call seq on conn and stops it: the call
+// is held until its cancel operation.
+func stoppedCall(t *testing.T, r *Registry, conn *Conn, id string, seq uint64) {
+	t.Helper()
+	startBackground(t, r, conn, id, seq).stop()
+	if n := held(t, r, id); n != 1 {
 		t.Fatalf("a stopped call: %d held, want 1 until its cancel operation", n)
 	}
+}
+
+// TestCancelNeverWrittenIsNotAccepted: a cancel_tool command whose
+// connection ends before the transport wrote it never reached the host.
+// Its cancel operation is answered failure host_not_connected (the
+// cancel was not sent), never accepted, and the command is not written
+// anywhere later.
+func TestCancelNeverWrittenIsNotAccepted(t *testing.T) {
+	r := open(t, Config{Dir: t.TempDir()})
+	reg, conn := connected(t, r)
+	stoppedCall(t, r, conn, reg.HostID, 100)
 	out := make(chan delivered, 1)
 	go func() {
 		rc, err := r.Deliver(context.Background(), cancelOp(reg.HostID, 101, 100))
@@ -76,19 +89,8 @@ func TestCancelNeverWrittenIsNotAccepted(t *testing.T) {
 // host_not_connected, and the command is not written afterwards.
 func TestCancelNotTakenBeforeItsDeliveryEnds(t *testing.T) {
 	r := open(t, Config{Dir: t.TempDir()})
-	reg, err := r.Register(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := r.Connect(reg.HostID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := startBackground(t, r, conn, reg.HostID, 100)
-	b.stop()
-	if n := held(t, r, reg.HostID); n != 1 {
-		t.Fatalf("a stopped call: %d held, want 1 until its cancel operation", n)
-	}
+	reg, conn := connected(t, r)
+	stoppedCall(t, r, conn, reg.HostID, 100)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	rc, err := r.Deliver(ctx, cancelOp(reg.HostID, 101, 100))

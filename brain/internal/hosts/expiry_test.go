@@ -20,14 +20,7 @@ func TestExpiredHostStaysForgottenAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := r.Register(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := r.Connect(reg.HostID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, conn := connected(t, r)
 	conn.Close()
 	clk.advance(2 * time.Minute)
 	r.Close()

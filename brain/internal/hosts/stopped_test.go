@@ -120,14 +120,7 @@ func held(t *testing.T, r *Registry, id string) int {
 // forgotten too.
 func TestFinishedBackgroundCallsLeaveNothing(t *testing.T) {
 	r := open(t, Config{Dir: t.TempDir()})
-	reg, err := r.Register(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := r.Connect(reg.HostID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, conn := connected(t, r)
 	for seq := uint64(1); seq <= 20; seq++ {
 		startBackground(t, r, conn, reg.HostID, seq)
 		var err error

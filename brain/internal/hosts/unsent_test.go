@@ -81,14 +81,7 @@ func receipt(t *testing.T, ch <-chan delivered) delivered {
 // unknown.
 func TestConnectionEndsBeforeTheCommandIsWritten(t *testing.T) {
 	r := open(t, Config{Dir: t.TempDir()})
-	reg, err := r.Register(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := r.Connect(reg.HostID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, conn := connected(t, r)
 	written := invoke(r, reg.HostID, 7)
 	waitQueued(t, conn, 1)
 	<-conn.Frames() // the transport writes this one

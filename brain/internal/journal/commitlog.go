@@ -370,11 +370,7 @@ func (fs *FileStore) syncPoint() error {
 			}
 		}
 	}
-	fs.logsLive = false
-	fs.suspect.Store(false)
-	fs.needSyncPoint = false
-	fs.syncPointsN.Add(1)
-	fs.lastSyncPoint = time.Now()
+	fs.retired()
 	return nil
 }
 
@@ -402,12 +398,17 @@ func (fs *FileStore) retireByRemoval() error {
 	if err := syncDir(ldir); err != nil {
 		return fmt.Errorf("journal: retire log files: %w", err)
 	}
+	fs.retired()
+	return nil
+}
+
+// retired notes a sync point that retired every log file so far.
+func (fs *FileStore) retired() {
 	fs.logsLive = false
 	fs.suspect.Store(false)
 	fs.needSyncPoint = false
 	fs.syncPointsN.Add(1)
 	fs.lastSyncPoint = time.Now()
-	return nil
 }
 
 // syncDirty flushes the dirty set: one syncfs(2) when it holds at least

@@ -36,16 +36,8 @@ func TestCheckAgreesWithCall(t *testing.T) {
 		{Messages: []api.Message{{Role: api.RoleUser, Content: []api.ContentBlock{{Type: api.BlockToolUse, ID: "c", Name: "t", Input: json.RawMessage(`{}`)}}}}},
 	}
 	for _, d := range dialects {
-		f := newFake(t)
+		f, c := fakeClient(t, d.provider, d.model)
 		f.set(status(http.StatusBadRequest, d.errorBody("refused", "refused by the fake")))
-		p, err := New(Config{OpenAIBaseURL: f.srv.URL + "/v1", AnthropicBaseURL: f.srv.URL + "/v1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := p.Open(Spec{Provider: d.provider, Name: d.model})
-		if err != nil {
-			t.Fatal(err)
-		}
 		refused := 0
 		for _, req := range reqs {
 			before := len(f.requests())
@@ -77,15 +69,7 @@ func TestCheckAgreesWithCall(t *testing.T) {
 // takes, is refused without sending anything.
 func TestOutputBoundBelowOne(t *testing.T) {
 	for _, d := range dialects {
-		f := newFake(t)
-		p, err := New(Config{OpenAIBaseURL: f.srv.URL + "/v1", AnthropicBaseURL: f.srv.URL + "/v1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := p.Open(Spec{Provider: d.provider, Name: d.model})
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, c := fakeClient(t, d.provider, d.model)
 		for _, n := range []int64{0, -1} {
 			req := Request{Messages: []api.Message{api.UserMessage(api.UserInput{Message: "hi"})}, MaxOutputTokens: &n}
 			if err := Check(c, req); !errors.Is(err, ErrInvalidRequest) {
@@ -110,15 +94,7 @@ func TestToolNamesTheProviderRefuses(t *testing.T) {
 	hi := []api.Message{api.UserMessage(api.UserInput{Message: "hi"})}
 	long := strings.Repeat("a", 65)
 	for _, d := range dialects {
-		f := newFake(t)
-		p, err := New(Config{OpenAIBaseURL: f.srv.URL + "/v1", AnthropicBaseURL: f.srv.URL + "/v1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := p.Open(Spec{Provider: d.provider, Name: d.model})
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, c := fakeClient(t, d.provider, d.model)
 		for name, refusedBy := range map[string][]string{
 			"fs.read":    {ProviderOpenAI, ProviderAnthropic},
 			"ns:tool":    {ProviderOpenAI, ProviderAnthropic},
@@ -135,4 +111,20 @@ func TestToolNamesTheProviderRefuses(t *testing.T) {
 			t.Errorf("%s: %d requests sent", d.provider, n)
 		}
 	}
+}
+
+// fakeClient opens a client of provider for model, speaking to a fake
+// server of every dialect.
+func fakeClient(t *testing.T, provider, model string) (*fake, Client) {
+	t.Helper()
+	f := newFake(t)
+	p, err := New(Config{OpenAIBaseURL: f.srv.URL + "/v1", AnthropicBaseURL: f.srv.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.Open(Spec{Provider: provider, Name: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, c
 }
