@@ -14,8 +14,16 @@ import (
 // Linux, not root, no CAP_SYS_ADMIN) the test is skipped with the reason.
 func Mount(t testing.TB, size int64) string {
 	t.Helper()
+	return MountInodes(t, size, 0)
+}
+
+// MountInodes is Mount with at most inodes files and directories on the
+// file system (0: tmpfs's default), so that creating one fails with ENOSPC
+// once they are used up, whatever space is left.
+func MountInodes(t testing.TB, size int64, inodes int) string {
+	t.Helper()
 	dir := t.TempDir()
-	if err := mount(dir, size); err != nil {
+	if err := mount(dir, size, inodes); err != nil {
 		t.Skipf("skipping: cannot mount a tmpfs to fill (%v); run as root on Linux", err)
 	}
 	t.Cleanup(func() { _ = unmount(dir) })
@@ -57,11 +65,11 @@ func (f *Filler) Free(t testing.TB) {
 	}
 }
 
-func mount(dir string, size int64) error {
+func mount(dir string, size int64, inodes int) error {
 	if runtime.GOOS != "linux" {
 		return errors.New("tmpfs mounts are Linux only")
 	}
-	return doMount(dir, size)
+	return doMount(dir, size, inodes)
 }
 
 // Leave frees n bytes of the filler, so that small writes (a directory, an

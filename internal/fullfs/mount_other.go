@@ -4,6 +4,6 @@ package fullfs
 
 import "errors"
 
-func doMount(string, int64) error { return errors.New("tmpfs mounts are Linux only") }
+func doMount(string, int64, int) error { return errors.New("tmpfs mounts are Linux only") }
 
 func unmount(string) error { return nil }

@@ -92,7 +92,7 @@ func TestDeleteKilledWithNoInodeLeftLeavesSessionWholeOrGone(t *testing.T) {
 		iterations = 1
 	}
 	for it := range iterations {
-		mnt := mountInodes(t, 64<<20, 3000)
+		mnt := fullfs.MountInodes(t, 64<<20, 3000)
 		full := func(t *testing.T) func() {
 			t.Helper()
 			var paths []string
@@ -116,19 +116,6 @@ func TestDeleteKilledWithNoInodeLeftLeavesSessionWholeOrGone(t *testing.T) {
 		}
 		deleteKilled(t, it, filepath.Join(mnt, "sessions"), 6000, false, full)
 	}
-}
-
-// mountInodes mounts a tmpfs of size bytes and at most inodes inodes for
-// the test, or skips it where mounting is not permitted.
-func mountInodes(t *testing.T, size, inodes int) string {
-	t.Helper()
-	dir := t.TempDir()
-	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", size, inodes)
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
-		t.Skipf("skipping: cannot mount a tmpfs (%v); run as root on Linux", err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
-	return dir
 }
 
 // deleteKilled runs deleteChild on a store in dir holding session "d" of
