@@ -91,8 +91,10 @@ func wellFormed(body []byte) error {
 	if err := json.Unmarshal(r["code"], &code); err != nil || !envapi.ValidIdentifier(code) {
 		return fmt.Errorf("code %s is not an identifier string", excerpt(r["code"], 80))
 	}
-	if err := json.Unmarshal(r["message"], &message); err != nil || message == "" || utf8.RuneCountInString(message) > envapi.MaxMessageLen {
-		return fmt.Errorf("message %s is not a string of 1..%d characters", excerpt(r["message"], 80), envapi.MaxMessageLen)
+	// The wire bounds a message and nothing more: an empty one is
+	// carried, and passed on, unchanged.
+	if err := json.Unmarshal(r["message"], &message); err != nil || utf8.RuneCountInString(message) > envapi.MaxMessageLen {
+		return fmt.Errorf("message %s is not a string of at most %d characters", excerpt(r["message"], 80), envapi.MaxMessageLen)
 	}
 	raw, ok := r["retryable"]
 	if !ok {

@@ -25,7 +25,7 @@ const (
 	ruleIsolation  rule = `bindings are isolated: an execute on one binding never observes state written on another; a binding is named by its session and its environment together, so bindings of two sessions with the same environment name are two bindings`
 	ruleUnsupport  rule = `an execute of a descriptor, or a call of a method, the provider does not support answers failure unsupported without running anything`
 	ruleUnknownReq rule = `a request of a type the provider does not know is refused: either 400 or a failure receipt with code unsupported; turn and invoke are not environment operations and are refused the same way`
-	ruleFailure    rule = `a failure receipt is {"type":"failure","code":<identifier>,"message":<1..4096 characters>,"retryable":<boolean>,"details"?:<JSON>} and nothing else; retryable is always present`
+	ruleFailure    rule = `a failure receipt is {"type":"failure","code":<identifier>,"message":<string of at most 4096 characters>,"retryable":<boolean>,"details"?:<JSON>} and nothing else; retryable is always present`
 	ruleReporter   rule = `a provider posts observations to the binding's reporter grant ({type:"event",event_type,data} or {type:"result",output:{observation,content?}}) with the grant's bearer token, and Brain accepts them`
 	ruleLoss       rule = `a binding whose resource was lost (for example by a provider restart) reports the loss with a failure; it never allocates a replacement silently`
 	ruleTurnEnd    rule = `a setup answering {"type":"accepted","on_turn_end":"<method>"} registers that method: after every turn Brain calls it with {"sequence":<turn_started>}, and it answers a non-failure receipt`

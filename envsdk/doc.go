@@ -28,6 +28,10 @@
 // memory, so after a restart every operation reaches the provider again.
 // A provider that tracks bindings itself (to accept a duplicate setup, or
 // to keep bindings across restarts) sets Options.UntrackedBindings.
+// A setup whose SetupResult.OnTurnEnd is not an identifier is answered
+// with the failure invalid_output and leaves no binding: the handler calls
+// Teardown for it (a failed teardown is kept in details.cleanup_error), so
+// that the next setup runs.
 //
 // The handler authenticates the bearer token in constant time before
 // looking at the route (401), serves only POST /v1/operations (404, 405),

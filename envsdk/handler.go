@@ -249,13 +249,21 @@ func (h *handler) run(parent context.Context, op envapi.Operation) envapi.Receip
 		}
 		var res SetupResult
 		err := h.guard(func() (err error) { res, err = h.p.Setup(c); return err })
+		receipt := envapi.AcceptedOnTurnEnd(res.OnTurnEnd)
+		if err == nil {
+			if receipt = wellFormed(receipt); receipt.Type == envapi.ReceiptFailure {
+				// Brain records no binding for a failed setup: what the
+				// provider set up is released so that none is left.
+				receipt = h.undoSetup(c, receipt)
+			}
+		}
 		if h.bindings != nil {
-			h.bindings.endSetup(key, err == nil)
+			h.bindings.endSetup(key, err == nil && receipt.Type == envapi.ReceiptAccepted)
 		}
 		if err != nil {
 			return h.failure(c, err)
 		}
-		return envapi.AcceptedOnTurnEnd(res.OnTurnEnd)
+		return receipt
 	case envapi.RequestExecute, envapi.RequestCall:
 		if h.bindings != nil {
 			if r, ok := h.bindings.usable(key); !ok {
@@ -283,6 +291,19 @@ func (h *handler) run(parent context.Context, op envapi.Operation) envapi.Receip
 		return envapi.Accepted()
 	}
 	return envapi.Failure(envapi.CodeUnsupported, "unsupported request type "+string(op.Request.Type), false, nil)
+}
+
+// undoSetup tears down a binding whose setup succeeded but is answered
+// with refused, a failure receipt; a failed teardown is kept as evidence
+// in details.cleanup_error.
+func (h *handler) undoSetup(c *Ctx, refused envapi.Receipt) envapi.Receipt {
+	err := h.guard(func() error { return h.p.Teardown(c) })
+	if err == nil {
+		return refused
+	}
+	h.log.Error("teardown of a refused setup failed", "session", c.SessionID, "environment", c.Environment, "error", err)
+	e := KeepFirst(&Error{Code: refused.Code, Message: refused.Message, Details: refused.Details}, err)
+	return e.receipt()
 }
 
 // guard runs f, turning a panic into an error.

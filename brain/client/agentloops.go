@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"net/http"
-	"net/url"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
@@ -62,7 +61,7 @@ func (c *Client) admit(ctx context.Context, path string, module []byte, opts []C
 }
 
 func (c *Client) admission(ctx context.Context, prefix, id string) (Admission, error) {
-	r, err := c.do(ctx, http.MethodGet, prefix+url.PathEscape(id), nil, false, nil)
+	r, err := c.do(ctx, http.MethodGet, prefix+segment(id), nil, false, nil)
 	if err != nil {
 		return Admission{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -176,6 +177,19 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
+}
+
+// segment escapes s as one path segment: "/", "?" and "%" are escaped by
+// url.PathEscape, and "." and ".." become "%2E" and "%2E%2E", which a
+// server that cleans paths leaves in place.
+func segment(s string) string {
+	switch s {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return url.PathEscape(s)
 }
 
 // do sends a request with a JSON body (nil for none) and answers a 2xx

@@ -41,7 +41,9 @@
 // turn's admission, interrupts it and waits for the interrupt to be
 // accepted before Send returns, so a host tool can hand its handler's ctx
 // to a child session. SendStructured validates the final answer against
-// a JSON Schema and sends corrections on the same session.
+// a JSON Schema and sends corrections on the same session; its key is set
+// with StructuredKey, and an uncertain SendStructured is sent again with
+// StructuredKey(Key).
 //
 // Beyond sessions the client covers environment control (ListEnvironments,
 // GetEnvironment, CreateEnvironment, SetupEnvironment, UpdateEnvironment,
@@ -50,7 +52,8 @@
 // and Get), the model catalogue (Models.List and Provider), the server's
 // health (Live, Ready) and host environments: Host registers this process
 // as a host whose handlers serve tool calls over one commands connection,
-// ResumeHost serves a saved registration, and Suspend closes an idle
+// ResumeHost serves a saved registration (ids are escaped into one path
+// segment, as session ids are), and Suspend closes an idle
 // host's connection until Resume (a host that scales to zero). Events
 // carry their Origin on pages and streams alike. A 2xx answer that lacks
 // what its route answers (JSON null, a missing required field) is an

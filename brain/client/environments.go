@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
@@ -102,7 +101,7 @@ func (s *Session) CallMethod(ctx context.Context, env, name string, input json.R
 	body := struct {
 		Input json.RawMessage `json:"input"`
 	}{input}
-	r, err := s.c.do(ctx, http.MethodPost, s.path("/environments/"+url.PathEscape(env)+"/calls/"+url.PathEscape(name)), body, true, opts)
+	r, err := s.c.do(ctx, http.MethodPost, s.path("/environments/"+segment(env)+"/calls/"+segment(name)), body, true, opts)
 	if err != nil {
 		return nil, err
 	}

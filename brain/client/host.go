@@ -189,10 +189,19 @@ func (c *Client) Host(ctx context.Context) (*Host, error) {
 
 // ResumeHost serves an existing registration (as a host process that
 // restarts does, with the id and token it saved) instead of registering
-// a new host. It fails when the client already has a host.
+// a new host. It fails when the client already has a host, and for a
+// registration without a token or whose id cannot be one path segment
+// ("", "." or ".."); any other id is escaped into the host's routes, so
+// that it names no other route.
 func (c *Client) ResumeHost(reg api.HostRegistration) (*Host, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
+	}
+	switch {
+	case reg.HostID == "" || reg.HostID == "." || reg.HostID == "..":
+		return nil, fmt.Errorf("client: host id %q is not a host id", reg.HostID)
+	case reg.Token == "":
+		return nil, fmt.Errorf("client: host %s: the registration has no token", reg.HostID)
 	}
 	select {
 	case c.hostSem <- struct{}{}:
@@ -430,7 +439,7 @@ func (h *Host) connectOnce(up chan struct{}, upOnce *sync.Once) (bool, error) {
 	// silent.
 	ctx, cancel := context.WithCancelCause(h.c.life)
 	defer cancel(nil)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.c.base+"/v1/hosts/"+h.ID+"/commands", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.c.base+h.path("/commands"), nil)
 	if err != nil {
 		return false, err
 	}
@@ -609,6 +618,12 @@ func (h *Host) call(ctx context.Context, fn Handler, tc *ToolCall) (out api.Outc
 	return fn(ctx, tc)
 }
 
+// path is the host's route with suffix; the id is escaped, so that an id
+// holding "/", "?" or ".." names no other route.
+func (h *Host) path(suffix string) string {
+	return "/v1/hosts/" + segment(h.ID) + suffix
+}
+
 // post sends a JSON body to a host route with the host's token.
 func (h *Host) post(ctx context.Context, suffix string, in any) (*response, error) {
 	if h.c.closed.Load() {
@@ -620,7 +635,7 @@ func (h *Host) post(ctx context.Context, suffix string, in any) (*response, erro
 	if err != nil {
 		return nil, fmt.Errorf("client: encode: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.c.base+"/v1/hosts/"+h.ID+suffix, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.c.base+h.path(suffix), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
@@ -67,7 +66,7 @@ type Receipt struct {
 // path is the session's route with suffix; the id is escaped, so that an
 // id holding "/", "?" or ".." names no other route.
 func (s *Session) path(suffix string) string {
-	return "/v1/sessions/" + url.PathEscape(s.ID) + suffix
+	return "/v1/sessions/" + segment(s.ID) + suffix
 }
 
 // Refresh fetches the session's summary.

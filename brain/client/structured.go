@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +24,16 @@ type StructuredOption func(*structuredOpts)
 
 type structuredOpts struct {
 	correct func(attempt int, problem error) api.UserInput
+	key     string
+}
+
+// StructuredKey sets the idempotency key of SendStructured (1..256
+// bytes), as IdempotencyKey does for Send: the first message is sent with
+// it and every correction with a key derived from it and the correction.
+// SendStructured called again with the same key, input, schema and kind of
+// ctx (see Send) does not run again a turn that was carried out.
+func StructuredKey(key string) StructuredOption {
+	return func(o *structuredOpts) { o.key = key }
 }
 
 // Correction sets the message sent when the answer of attempt (0 for the
@@ -69,6 +81,15 @@ func (noLoader) Load(url string) (any, error) {
 // error wrapping ErrStructuredOutput names the problem. It needs the
 // synchronous turn of Send: the correction is part of the caller's work,
 // not of the session's.
+//
+// Every message is sent with an idempotency key: the one StructuredKey
+// gives, or one of the client's choosing. When a message's outcome is
+// unknown SendStructured fails with an *UncertainError whose Key is that
+// key (not the derived key of a correction); SendStructured again with
+// StructuredKey(Key) and the same arguments sends no message a second
+// time: a message that was carried out is answered with its turn's
+// outcome, and the answer validated for it is the last one the session
+// saved (whether that turn saved one is not known then).
 func (s *Session) SendStructured(ctx context.Context, input api.UserInput, schema json.RawMessage, maxRetries int, opts ...StructuredOption) (json.RawMessage, error) {
 	sch, err := CompileSchema(schema)
 	if err != nil {
@@ -78,6 +99,9 @@ func (s *Session) SendStructured(ctx context.Context, input api.UserInput, schem
 	for _, fn := range opts {
 		fn(&o)
 	}
+	if o.key == "" {
+		o.key = newKey()
+	}
 	msg := input
 	// The answer is the turn's only if the turn saved the transcript: a
 	// loop that saved nothing left the last turn's answer there.
@@ -86,7 +110,11 @@ func (s *Session) SendStructured(ctx context.Context, input api.UserInput, schem
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		if _, err := s.Send(ctx, msg); err != nil {
+		sum, err := s.Send(ctx, msg, IdempotencyKey(attemptKey(o.key, attempt, msg)))
+		if ue, ok := errors.AsType[*UncertainError](err); ok {
+			return nil, &UncertainError{Key: o.key, Err: ue.Err}
+		}
+		if err != nil {
 			return nil, err
 		}
 		tr, err := s.Transcript(ctx)
@@ -94,7 +122,13 @@ func (s *Session) SendStructured(ctx context.Context, input api.UserInput, schem
 			return nil, err
 		}
 		answer, problem := check(sch, tr)
-		if reflect.DeepEqual(tr.Messages, before.Messages) {
+		// When nothing was recorded since before was read, the message
+		// was answered with the outcome of a turn an earlier call with
+		// this key ran: whether that turn saved the transcript is not
+		// known here (appends are private records), and the answer
+		// taken is the last one saved.
+		replayed := sum.LastSequence <= before.ThroughSequence
+		if !replayed && reflect.DeepEqual(tr.Messages, before.Messages) {
 			answer, problem = nil, errors.New("the turn gave no answer: it saved no transcript")
 		}
 		before = tr
@@ -106,6 +140,21 @@ func (s *Session) SendStructured(ctx context.Context, input api.UserInput, schem
 		}
 		msg = o.correct(attempt, problem)
 	}
+}
+
+// attemptKey is the idempotency key of attempt: key for the first
+// message, and for a correction a key derived from key, the attempt and
+// the message, so that a correction sent again is the same request and a
+// different one is another.
+func attemptKey(key string, attempt int, msg api.UserInput) string {
+	if attempt == 0 {
+		return key
+	}
+	b, _ := json.Marshal(msg)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00", key, attempt)
+	h.Write(b)
+	return "structured-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // check answers the final answer of tr, or why it does not match.

@@ -111,9 +111,11 @@ func (h *Host) Admission(id string) (Admission, bool) { return h.admission(h.loo
 
 // Find is Admission that also knows, with Options.Shared, the modules
 // admitted on other nodes of the cluster (fetching and compiling one it
-// finds). It fails only when the shared store cannot be read.
+// finds). It fails only when the shared store cannot be read, or when a
+// module stored here still cannot be compiled for a storage failure
+// (ErrStorage).
 func (h *Host) Find(ctx context.Context, id string) (Admission, bool, error) {
-	if err := h.fetchShared(ctx, h.loops, id); err != nil {
+	if err := h.locate(ctx, h.loops, id); err != nil {
 		return Admission{}, false, err
 	}
 	a, ok := h.admission(h.loops, id)
@@ -126,7 +128,7 @@ func (h *Host) FindTool(ctx context.Context, id string) (Admission, bool, error)
 	if h.tools == nil {
 		return Admission{}, false, nil
 	}
-	if err := h.fetchShared(ctx, h.tools, id); err != nil {
+	if err := h.locate(ctx, h.tools, id); err != nil {
 		return Admission{}, false, err
 	}
 	a, ok := h.admission(h.tools, id)
@@ -163,11 +165,14 @@ func (h *Host) admit(ctx context.Context, c *catalog, module []byte) (Admission,
 	id := idOf(module)
 	h.admitMu.Lock()
 	defer h.admitMu.Unlock()
-	if a, ok := h.admission(c, id); ok {
+	if h.settled(c, id) {
+		// Judged before. The bytes of a damaged stored module were not:
+		// the genuine bytes are judged now.
+		a, _ := h.admission(c, id)
 		return a, nil
 	}
 	h.mu.RLock()
-	closed := h.closed
+	damaged, closed := c.damaged[id], h.closed
 	h.mu.RUnlock()
 	if closed {
 		return Admission{}, ErrClosed
@@ -182,8 +187,17 @@ func (h *Host) admit(ctx context.Context, c *catalog, module []byte) (Admission,
 		if err := fsutil.WriteFileAtomic(filepath.Join(c.dir, id+".rejected"), b, 0o600); err != nil {
 			return Admission{}, fmt.Errorf("loophost: admit %s: %w: %w", id, ErrStorage, err)
 		}
+		if damaged {
+			// Read at the next start, the damaged bytes would stand for
+			// the module instead of the note.
+			if err := os.Remove(filepath.Join(c.dir, id+".wasm")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return Admission{}, fmt.Errorf("loophost: admit %s: %w: %w", id, ErrStorage, err)
+			}
+		}
 		h.mu.Lock()
 		c.rejects[id] = a
+		delete(c.damaged, id)
+		delete(c.pending, id)
 		h.mu.Unlock()
 		return a, nil
 	}
@@ -210,8 +224,58 @@ func (h *Host) store(ctx context.Context, c *catalog, id string, module []byte, 
 	h.mu.Lock()
 	c.loaded[id] = m
 	delete(c.rejects, id)
+	delete(c.pending, id)
+	delete(c.damaged, id)
 	h.mu.Unlock()
 	return nil
+}
+
+// locate makes module id of catalog c known here when it can be: a stored
+// module that could not be compiled for a storage failure is compiled
+// again (compilePending), and one admitted on another node is fetched
+// (fetchShared). Every lookup of a module by id goes through it.
+func (h *Host) locate(ctx context.Context, c *catalog, id string) error {
+	if err := h.compilePending(ctx, c, id); err != nil {
+		return err
+	}
+	return h.fetchShared(ctx, c, id)
+}
+
+// compilePending compiles the stored module id of c when an earlier
+// attempt failed for a storage failure (a full disk under the compilation
+// cache), so that such a failure lasts only as long as its cause. It
+// answers an error wrapping ErrStorage while compiling still fails that
+// way.
+func (h *Host) compilePending(ctx context.Context, c *catalog, id string) error {
+	h.mu.RLock()
+	pending := c.pending[id]
+	h.mu.RUnlock()
+	if !pending {
+		return nil
+	}
+	h.admitMu.Lock()
+	defer h.admitMu.Unlock()
+	h.mu.RLock()
+	pending, closed := c.pending[id], h.closed
+	h.mu.RUnlock()
+	if !pending {
+		return nil
+	}
+	if closed {
+		return ErrClosed
+	}
+	err := h.loadStored(ctx, c, id)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Removed from the directory since: unknown here.
+		h.mu.Lock()
+		delete(c.pending, id)
+		h.mu.Unlock()
+		return nil
+	}
+	if err != nil && !errors.Is(err, ErrStorage) {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	return err
 }
 
 // fetchShared makes module id of catalog c, when this node does not know
@@ -224,12 +288,12 @@ func (h *Host) fetchShared(ctx context.Context, c *catalog, id string) error {
 	if c.shared == nil || !validID(id) {
 		return nil
 	}
-	if _, known := h.admission(c, id); known {
+	if h.settled(c, id) {
 		return nil
 	}
 	h.admitMu.Lock()
 	defer h.admitMu.Unlock()
-	if _, known := h.admission(c, id); known {
+	if h.settled(c, id) {
 		return nil
 	}
 	b, found, err := c.shared.SharedModule(ctx, id)
@@ -257,10 +321,20 @@ func (h *Host) fetchShared(ctx context.Context, c *catalog, id string) error {
 		// memory limit): remembered as rejected on this node.
 		h.mu.Lock()
 		c.rejects[id] = rejected(id, err.Error())
+		delete(c.damaged, id)
 		h.mu.Unlock()
 		return nil
 	}
 	return h.store(ctx, c, id, b, m)
+}
+
+// settled reports whether this node has judged the bytes of module id of
+// c: admitted or rejected, but not damaged on disk.
+func (h *Host) settled(c *catalog, id string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	_, rejected := c.rejects[id]
+	return c.loaded[id] != nil || rejected && !c.damaged[id]
 }
 
 func (h *Host) admission(c *catalog, id string) (Admission, bool) {

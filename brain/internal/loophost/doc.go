@@ -33,7 +33,13 @@
 // the next admission judges the bytes anew. A module that cannot be
 // stored, or compiled into or read from the compilation cache (a full
 // disk), is not judged (ErrStorage, which the API answers 503): nothing is
-// remembered of it. With Options.Shared (a cluster's database) admitted
+// remembered of it. A stored module that Open cannot compile for such a
+// failure is compiled again whenever it is next named (Host.Find,
+// Host.Resolve, a Tool's placement or run), answering ErrStorage while the
+// failure lasts, so that it is not lost until admitted again. A stored
+// module whose bytes do not hash to its name is answered rejected, saying
+// so, and never compiled; admitting its genuine bytes judges them and
+// replaces the file. With Options.Shared (a cluster's database) admitted
 // agentloop bytes are stored there too, before the admission is answered,
 // and a module another node admitted is fetched from there the first time
 // it is named here (Host.Find, Host.Resolve), checked against its id,

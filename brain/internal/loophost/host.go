@@ -200,10 +200,19 @@ type catalog struct {
 	shared  SharedModules // nil: this node's modules only
 	loaded  map[string]*module
 	rejects map[string]Admission
+	// pending are the stored modules that could not be compiled for a
+	// storage failure (ErrStorage): each is compiled when it is next
+	// named (Host.locate).
+	pending map[string]bool
+	// damaged are the stored modules whose bytes do not hash to their
+	// name: answered rejected, never compiled, and judged anew when their
+	// bytes are admitted again.
+	damaged map[string]bool
 }
 
 func newCatalog(k kind, dir string, shared SharedModules) *catalog {
-	return &catalog{kind: k, dir: dir, shared: shared, loaded: map[string]*module{}, rejects: map[string]Admission{}}
+	return &catalog{kind: k, dir: dir, shared: shared, loaded: map[string]*module{}, rejects: map[string]Admission{},
+		pending: map[string]bool{}, damaged: map[string]bool{}}
 }
 
 // Open creates the host over opts.Dir and compiles every stored module
@@ -320,25 +329,14 @@ func (h *Host) load(ctx context.Context, c *catalog) error {
 		case fsutil.IsTemp(name):
 			_ = os.Remove(filepath.Join(c.dir, name))
 		case strings.HasSuffix(name, ".wasm") && validID(strings.TrimSuffix(name, ".wasm")):
-			id := strings.TrimSuffix(name, ".wasm")
-			b, err := os.ReadFile(filepath.Join(c.dir, name))
-			if err != nil {
-				return fmt.Errorf("loophost: %w", err)
-			}
-			if idOf(b) != id {
-				c.rejects[id] = rejected(id, fmt.Sprintf("stored module %s does not match its name", name))
-				continue
-			}
-			m, err := h.compile(ctx, c.kind, id, b)
+			err := h.loadStored(ctx, c, strings.TrimSuffix(name, ".wasm"))
 			if errors.Is(err, ErrStorage) {
-				// Not judged: admitting the module again compiles it.
+				// Not judged: compiled when next named, or admitted.
 				continue
 			}
 			if err != nil {
-				c.rejects[id] = rejected(id, err.Error())
-				continue
+				return err
 			}
-			c.loaded[id] = m
 		case strings.HasSuffix(name, ".rejected") && validID(strings.TrimSuffix(name, ".rejected")):
 			b, err := os.ReadFile(filepath.Join(c.dir, name))
 			if err != nil {
@@ -353,6 +351,45 @@ func (h *Host) load(ctx context.Context, c *catalog) error {
 			}
 			c.rejects[a.ID] = a
 		}
+	}
+	return nil
+}
+
+// loadStored compiles the stored module id of c into its catalog: loaded,
+// rejected when it cannot run, damaged (and rejected) when its bytes do not
+// hash to id, or pending when it could not be compiled for a storage
+// failure, which it answers (ErrStorage). It fails only when the file
+// cannot be read.
+func (h *Host) loadStored(ctx context.Context, c *catalog, id string) error {
+	name := id + ".wasm"
+	b, err := os.ReadFile(filepath.Join(c.dir, name))
+	if err != nil {
+		return fmt.Errorf("loophost: %w", err)
+	}
+	if idOf(b) != id {
+		h.mu.Lock()
+		delete(c.pending, id)
+		c.damaged[id] = true
+		c.rejects[id] = rejected(id, fmt.Sprintf("stored module %s does not match its name (its bytes were damaged on disk); admitting the module again replaces it", name))
+		h.mu.Unlock()
+		return nil
+	}
+	m, err := h.compile(ctx, c.kind, id, b)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case errors.Is(err, ErrStorage):
+		// The stored module stands for id, not a rejection note left
+		// beside it.
+		c.pending[id] = true
+		delete(c.rejects, id)
+		return fmt.Errorf("loophost: stored module %s: %w", id, err)
+	case err != nil:
+		delete(c.pending, id)
+		c.rejects[id] = rejected(id, err.Error())
+	default:
+		delete(c.pending, id)
+		c.loaded[id] = m
 	}
 	return nil
 }
@@ -453,7 +490,7 @@ const ImplementationComponent = "brain_component"
 func (h *Host) Func(id string) (agentloop.Func, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedFetchTimeout)
 	defer cancel()
-	if err := h.fetchShared(ctx, h.loops, id); err != nil {
+	if err := h.locate(ctx, h.loops, id); err != nil {
 		return nil, err
 	}
 	h.mu.RLock()

@@ -59,7 +59,7 @@ func (h *Host) toolModule(ctx context.Context, id string) (*module, error) {
 	if h.tools == nil {
 		return nil, ErrNoTools
 	}
-	if err := h.fetchShared(ctx, h.tools, id); err != nil {
+	if err := h.locate(ctx, h.tools, id); err != nil {
 		return nil, err
 	}
 	h.mu.RLock()
