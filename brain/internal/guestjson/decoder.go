@@ -13,9 +13,25 @@ import (
 // capacity cut, so that appending to it copies): Data must not be
 // modified afterwards.
 type Decoder struct {
-	Data []byte
-	Pos  int
-	Err  error
+	Data  []byte
+	Pos   int
+	Err   error
+	depth int // objects and arrays open at Pos
+}
+
+// MaxDepth bounds how deeply objects and arrays nest, as encoding/json
+// bounds it: a deeper value is refused.
+const MaxDepth = 10000
+
+// open enters an object or an array; it fails beyond MaxDepth, where
+// the caller leaves without entering.
+func (d *Decoder) open() bool {
+	if d.depth >= MaxDepth {
+		d.Fail("exceeded max depth")
+		return false
+	}
+	d.depth++
+	return true
 }
 
 // decodeError is a failure of the decoder.
@@ -102,39 +118,47 @@ func (d *Decoder) Object(member func(name string)) {
 // Members calls member for each member of an object (nothing for null);
 // member must read the value.
 func (d *Decoder) Members(member func(name string)) {
-	if d.Null() || !d.Expect('{') {
+	if d.Null() || !d.Expect('{') || !d.open() {
 		return
 	}
 	if d.Peek() == '}' {
 		d.Pos++
+		d.depth--
 		return
 	}
 	for d.Err == nil {
+		if d.Peek() != '"' {
+			d.Fail("expected a string as an object member name")
+			break
+		}
 		name := d.Str()
 		if !d.Expect(':') {
-			return
+			break
 		}
 		member(name)
 		switch d.Peek() {
 		case ',':
 			d.Pos++
+			continue
 		case '}':
 			d.Pos++
-			return
 		default:
 			d.Fail("expected , or } in object")
 		}
+		break
 	}
+	d.depth--
 }
 
 // Array calls elem for each element of an array; it answers false for
 // null (and on failure).
 func (d *Decoder) Array(elem func()) bool {
-	if d.Null() || !d.Expect('[') {
+	if d.Null() || !d.Expect('[') || !d.open() {
 		return false
 	}
 	if d.Peek() == ']' {
 		d.Pos++
+		d.depth--
 		return true
 	}
 	for d.Err == nil {
@@ -142,14 +166,16 @@ func (d *Decoder) Array(elem func()) bool {
 		switch d.Peek() {
 		case ',':
 			d.Pos++
+			continue
 		case ']':
 			d.Pos++
-			return true
 		default:
 			d.Fail("expected , or ] in array")
 		}
+		break
 	}
-	return false
+	d.depth--
+	return d.Err == nil
 }
 
 // Uint reads an unsigned integer; null reads as 0.

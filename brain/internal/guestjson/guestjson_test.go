@@ -34,7 +34,7 @@ func FuzzString(f *testing.F) {
 }
 
 func FuzzRawMessage(f *testing.F) {
-	for _, s := range []string{"null", " { \"a\" : [ 1 , 2 ] } ", `"<&>"`, "\"\u2028\"", "[1,", `{"a":"\u003c"}`, "-0.5e+3", "01", "tru", `"\ud800"`} {
+	for _, s := range []string{"null", " { \"a\" : [ 1 , 2 ] } ", `"<&>"`, "\"\u2028\"", "[1,", `{"a":"\u003c"}`, "-0.5e+3", "01", "tru", `"\ud800"`, `{null:1}`, `[{"a":{null:[]}}]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
