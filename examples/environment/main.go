@@ -53,9 +53,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("environment", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8090", "address to listen on")
-	token := fs.String("token", os.Getenv("NOTES_TOKEN"), "bearer token Brain must present (NOTES_TOKEN)")
+	// The token is read from the environment after parsing, so that the
+	// usage, which shows every flag's default, never shows it.
+	token := fs.String("token", "", "bearer token Brain must present (default: NOTES_TOKEN)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *token == "" {
+		*token = os.Getenv("NOTES_TOKEN")
 	}
 	if *token == "" {
 		return errors.New("a token is required (--token or NOTES_TOKEN)")

@@ -52,10 +52,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("host", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.url, "url", envOr("BRAIN_URL", "http://127.0.0.1:8080"), "Brain's base URL (BRAIN_URL)")
-	fs.StringVar(&o.token, "token", os.Getenv("BRAIN_TOKEN"), "Brain's bearer token (BRAIN_TOKEN)")
+	// The credentials are read from the environment after parsing, so
+	// that the usage, which shows every flag's default, never shows them.
+	fs.StringVar(&o.token, "token", "", "Brain's bearer token (default: BRAIN_TOKEN)")
 	fs.StringVar(&o.provider, "provider", "scripted", "model provider: scripted, openai, openai_chat or anthropic")
 	fs.StringVar(&o.model, "model", "demo", "model name")
-	fs.StringVar(&o.apiKey, "api-key", os.Getenv("BRAIN_MODEL_API_KEY"), "the model provider's API key (BRAIN_MODEL_API_KEY)")
+	fs.StringVar(&o.apiKey, "api-key", "", "the model provider's API key (default: BRAIN_MODEL_API_KEY)")
 	fs.StringVar(&o.message, "message", defaultMessage, "the message to send")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
@@ -63,6 +65,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.token == "" {
+		o.token = os.Getenv("BRAIN_TOKEN")
+	}
+	if o.apiKey == "" {
+		o.apiKey = os.Getenv("BRAIN_MODEL_API_KEY")
 	}
 	return o, nil
 }

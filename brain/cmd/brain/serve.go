@@ -53,6 +53,13 @@ none) and OTEL_SDK_DISABLED as usual. Unset: nothing is traced.
 Signals: SIGTERM or SIGINT drains (new work answers 503, admitted turns
 finish and commit, streams close, exit 0); a second signal exits at once.
 
+Exit status: 0 after a drain; 2 when a setting is refused (malformed, out
+of range, contradicting another, having no effect beside the others, or
+unsafe, such as a non-loopback address without a token), before anything
+starts; 1 when serving fails (an address in use, a data directory another
+process holds, a file that cannot be read) or a second signal cut the
+drain short.
+
 flags:
 `
 
@@ -69,6 +76,8 @@ type serveFlags struct {
 	heartbeatSecs                               int64
 	idleTTLSet                                  bool
 	ints                                        []intFlag
+	// flagOf names the flag of each variable.
+	flagOf map[string]string
 
 	openAIBaseURL, anthropicBaseURL               string
 	maxModelOutput, maxModelDelta, maxModelStream int64
@@ -100,7 +109,9 @@ type serveFlags struct {
 
 func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool)) error {
 	var errs []error
+	f.flagOf = map[string]string{}
 	str := func(p *string, name, envName, def, help string) {
+		f.flagOf[envName] = name
 		v, ok := env(envName)
 		if !ok {
 			v = def
@@ -109,12 +120,14 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	}
 	// secret is str for credentials: the usage never shows their value.
 	secret := func(p *string, name, envName, help string) {
+		f.flagOf[envName] = name
 		*p, _ = env(envName)
 		fs.Var(secretValue{p}, name, fmt.Sprintf("%s (%s)", help, envName))
 	}
 	// boolean reads a switch: a value strconv.ParseBool refuses stops
 	// start-up.
 	boolean := func(p *bool, name, envName, help string) {
+		f.flagOf[envName] = name
 		v := false
 		if s, ok := env(envName); ok && s != "" {
 			b, err := strconv.ParseBool(s)
@@ -126,6 +139,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 		fs.BoolVar(p, name, v, fmt.Sprintf("%s (%s=1)", help, envName))
 	}
 	num := func(p *int64, name, envName string, def, least, most int64, help string) {
+		f.flagOf[envName] = name
 		v := def
 		if s, ok := env(envName); ok {
 			n, err := strconv.ParseInt(s, 10, 64)
@@ -188,7 +202,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	atLeast1(&f.maxSessionQueue, "max-session-queue-bytes", "BRAIN_MAX_SESSION_QUEUE_BYTES", 8<<20, "bytes queued for the journal writer per session before appends are refused, at least 1")
 	atLeast1(&f.maxJournalOpenFiles, "max-journal-open-files", "BRAIN_MAX_JOURNAL_OPEN_FILES", 256, "journal segment files kept open, at least 1")
 	boolean(&f.builtinWasm, "builtin-wasm", "BRAIN_BUILTIN_WASM", "run the built-in default loop as its embedded Wasm build")
-	atLeast1(&f.maxLinearMemory, "max-linear-memory-bytes", "BRAIN_MAX_LINEAR_MEMORY_BYTES", 128<<20, "linear memory bound of a Wasm agentloop in bytes, 65536 to 4294967296")
+	num(&f.maxLinearMemory, "max-linear-memory-bytes", "BRAIN_MAX_LINEAR_MEMORY_BYTES", 128<<20, 64<<10, 4<<30, "linear memory bound of a Wasm agentloop in bytes, 65536 to 4294967296")
 	atLeast1(&f.maxCoreInstances, "max-core-instances", "BRAIN_MAX_CORE_INSTANCES", 8, "Wasm instances alive at once, agentloops and Tools together (one more fails as overloaded), at least 1")
 	atLeast1(&f.maxScratch, "max-scratch-bytes", "BRAIN_MAX_SCRATCH_BYTES", 64<<20, "bytes one Wasm Tool invocation's scratch directory may hold, each file or directory counting 4096 besides the bytes of the files (a write or a create past them fails with ENOSPC), at least 1")
 	str(&f.filesystemAllow, "env-filesystem-allow", "BRAIN_ENV_FILESYSTEM_ALLOW", "", `comma list of host directories Wasm Tools may be granted as a workspace, and "scratch" to allow scratch directories`)
@@ -197,6 +211,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 			errs = append(errs, fmt.Errorf("BRAIN_ENV_SECRET_ALLOW=%q: %w", v, err))
 		}
 	}
+	f.flagOf["BRAIN_ENV_SECRET_ALLOW"] = "env-secret-allow"
 	fs.Var(&f.secretAllow, "env-secret-allow", "comma list of name=directory secrets Wasm Tools may be granted, mounted read-only at /secrets/<name> (BRAIN_ENV_SECRET_ALLOW)")
 	atLeast1(&f.maxHosts, "max-hosts", "BRAIN_MAX_HOSTS", 4096, "registered host environments, at least 1")
 	atLeast1(&f.maxHostCommands, "max-host-commands", "BRAIN_MAX_HOST_COMMANDS", 128, "outstanding commands of one host, at least 1")
@@ -207,8 +222,8 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	errs = append(errs, err)
 	f.otlp = otlp
 	str(&f.telemetryFile, "telemetry-file", "BRAIN_TELEMETRY_FILE", "", "JSON-lines file the telemetry service's records are appended to, with their origin (default: records are dropped)")
-	atLeast1(&f.telemetryMaxRecord, "telemetry-max-record-bytes", "BRAIN_TELEMETRY_MAX_RECORD_BYTES", 64<<10, "largest telemetry record in bytes; larger ones are dropped, 1 to 16777216")
-	atLeast1(&f.telemetryMaxFile, "telemetry-max-file-bytes", "BRAIN_TELEMETRY_MAX_FILE_BYTES", 64<<20, "size at which the telemetry file is renamed to <file>.1 and restarted, at least 65536")
+	num(&f.telemetryMaxRecord, "telemetry-max-record-bytes", "BRAIN_TELEMETRY_MAX_RECORD_BYTES", 64<<10, 1, 16<<20, "largest telemetry record in bytes; larger ones are dropped, 1 to 16777216")
+	num(&f.telemetryMaxFile, "telemetry-max-file-bytes", "BRAIN_TELEMETRY_MAX_FILE_BYTES", 64<<20, 64<<10, math.MaxInt64, "size at which the telemetry file is renamed to <file>.1 and restarted, at least 65536")
 	atLeast1(&f.telemetrySessionRate, "telemetry-session-rate", "BRAIN_TELEMETRY_SESSION_RATE", 50, "telemetry records per second of one session; more are dropped, at least 1")
 	atLeast1(&f.telemetryRate, "telemetry-rate", "BRAIN_TELEMETRY_RATE", 1000, "telemetry records per second of the server; more are dropped, at least 1")
 	boolean(&f.noWorkspace, "no-workspace", "BRAIN_NO_WORKSPACE", `do not run the built-in workspace environment (route "workspace")`)
@@ -236,8 +251,9 @@ func inRange(least, most int64) string {
 	return fmt.Sprintf("want an integer of at least %d", least)
 }
 
-// checkParsed refuses integer flags given out of their range and
-// --no-auth beside a token, and notes a given --session-idle-ttl-secs.
+// checkParsed refuses integer flags given out of their range, --no-auth
+// beside a token and filesystem allow entries that are neither absolute
+// nor "scratch", and notes a given --session-idle-ttl-secs.
 func (f *serveFlags) checkParsed(fs *flag.FlagSet) error {
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
@@ -251,6 +267,11 @@ func (f *serveFlags) checkParsed(fs *flag.FlagSet) error {
 	for _, i := range f.ints {
 		if given[i.name] && (*i.p < i.least || *i.p > i.most) {
 			errs = append(errs, fmt.Errorf("--%s %d (%s): %s", i.name, *i.p, i.envName, inRange(i.least, i.most)))
+		}
+	}
+	for _, e := range splitList(f.filesystemAllow) {
+		if e != allowScratch && !filepath.IsAbs(e) {
+			errs = append(errs, fmt.Errorf("--env-filesystem-allow (BRAIN_ENV_FILESYSTEM_ALLOW): entry %q is neither an absolute directory nor %q", e, allowScratch))
 		}
 	}
 	return errors.Join(errs...)
@@ -293,6 +314,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if envErr != nil {
 		fmt.Fprintf(stderr, "brain serve: %v\n", envErr)
+		return 2
+	}
+	if err := f.checkInert(); err != nil {
+		fmt.Fprintf(stderr, "brain serve: %v\n", err)
 		return 2
 	}
 	log, err := newLogger(stderr, f.logLevel)
@@ -404,7 +429,7 @@ func (f *serveFlags) config(log *slog.Logger, publicURL string) brain.Config {
 		},
 		Telemetry: brain.Telemetry{
 			File:           f.telemetryFile,
-			MaxRecordBytes: int(min(f.telemetryMaxRecord, 1<<30)),
+			MaxRecordBytes: int(f.telemetryMaxRecord),
 			MaxFileBytes:   f.telemetryMaxFile,
 			SessionRate:    float64(f.telemetrySessionRate),
 			Rate:           float64(f.telemetryRate),
@@ -440,7 +465,15 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 	}
 	if !loopback(f.listen) && (f.token == "" || f.noAuth) {
 		fmt.Fprintf(stderr, "brain serve: refusing to listen on non-loopback address %s without a token (set BRAIN_API_TOKEN; --no-auth is for loopback only)\n", f.listen)
-		return 1
+		return 2
+	}
+	if f.metricsListen != "" && !loopback(f.metricsListen) {
+		fmt.Fprintf(stderr, "brain serve: --metrics-listen %s: the unauthenticated metrics address must be a loopback address\n", f.metricsListen)
+		return 2
+	}
+	if err := f.checkRoutesFile(); err != nil {
+		fmt.Fprintf(stderr, "brain serve: %v\n", err)
+		return 2
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
@@ -456,10 +489,6 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 	cfg := f.config(log, publicURL)
 	var metricsLn net.Listener
 	if f.metricsListen != "" {
-		if !loopback(f.metricsListen) {
-			fmt.Fprintf(stderr, "brain serve: --metrics-listen %s: the unauthenticated metrics address must be a loopback address\n", f.metricsListen)
-			return 1
-		}
 		if metricsLn, err = net.Listen("tcp", f.metricsListen); err != nil {
 			fmt.Fprintf(stderr, "brain serve: metrics: %v\n", err)
 			return 1
@@ -483,6 +512,10 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 	}()
 	b, err := brain.New(ctx, cfg)
 	if err != nil {
+		if refused, ok := f.settingsError(err); ok {
+			fmt.Fprintf(stderr, "brain serve: %s\n", refused)
+			return 2
+		}
 		fmt.Fprintf(stderr, "brain serve: %v\n", err)
 		return 1
 	}
@@ -612,8 +645,13 @@ func splitList(s string) []string {
 	return out
 }
 
+// allowScratch is the entry of BRAIN_ENV_FILESYSTEM_ALLOW that allows
+// scratch directories.
+const allowScratch = "scratch"
+
 // secretsValue is the flag of BRAIN_ENV_SECRET_ALLOW: a comma list of
-// name=directory entries.
+// name=directory entries, each name a file name and each directory
+// absolute.
 type secretsValue map[string]string
 
 func (v *secretsValue) String() string {
@@ -629,8 +667,13 @@ func (v *secretsValue) Set(s string) error {
 	out := secretsValue{}
 	for _, e := range splitList(s) {
 		name, dir, ok := strings.Cut(e, "=")
-		if !ok || name == "" || dir == "" {
+		switch {
+		case !ok || name == "" || dir == "":
 			return fmt.Errorf("entry %q: want name=directory", e)
+		case strings.ContainsAny(name, `/\`) || name == "." || name == "..":
+			return fmt.Errorf("entry %q: the name %q is not a file name", e, name)
+		case !filepath.IsAbs(dir):
+			return fmt.Errorf("entry %q: %q is not an absolute directory", e, dir)
 		}
 		out[name] = dir
 	}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/brain-in-go/brain/brain"
+)
+
+// checkInert refuses the settings that would have no effect beside the
+// others: an operator who wrote one expected it to do something.
+func (f *serveFlags) checkInert() error {
+	var errs []error
+	if f.noWorkspace && f.workspaceRoot != "" {
+		errs = append(errs, errors.New("--workspace-root (BRAIN_WORKSPACE_ROOT) has no effect with --no-workspace (BRAIN_NO_WORKSPACE): the built-in workspace environment does not run"))
+	}
+	if f.envAPIKey != "" && f.envBaseURL == "" {
+		// Beside the built-in workspace the default route is the
+		// workspace, with a key of its own; without it there is no
+		// default route. Either way the key would go nowhere.
+		errs = append(errs, errors.New("--environment-api-key (BRAIN_ENVIRONMENT_API_KEY) is the credential of the default route, which --environment-base-url (BRAIN_ENVIRONMENT_BASE_URL) names, and that is not set"))
+	}
+	return errors.Join(errs...)
+}
+
+// checkRoutesFile refuses a routes file that routes "workspace" beside
+// the built-in workspace environment, whose route would silently win over
+// it. A file that cannot be read or decoded is left to brain.New, which
+// says what is wrong with it.
+func (f *serveFlags) checkRoutesFile() error {
+	if f.noWorkspace || f.envRoutesFile == "" {
+		return nil
+	}
+	data, err := os.ReadFile(f.envRoutesFile)
+	if err != nil {
+		return nil
+	}
+	var routes map[string]json.RawMessage
+	if json.Unmarshal(data, &routes) != nil {
+		return nil
+	}
+	if _, ok := routes[workspaceRoute]; ok {
+		return fmt.Errorf("--environment-routes-file %s (BRAIN_ENVIRONMENT_ROUTES_FILE) routes %q, the route of the built-in workspace environment: pass --no-workspace (BRAIN_NO_WORKSPACE=1) to route it to another provider", f.envRoutesFile, workspaceRoute)
+	}
+	return nil
+}
+
+// settingsError says which settings a *brain.ConfigError refuses, naming
+// each by its flag and variable, and reports whether err is one.
+func (f *serveFlags) settingsError(err error) (string, bool) {
+	var ce *brain.ConfigError
+	if !errors.As(err, &ce) {
+		return "", false
+	}
+	parts := make([]string, len(ce.Problems))
+	for i, p := range ce.Problems {
+		switch name, ok := f.flagOf[p.Env]; {
+		case ok:
+			parts[i] = fmt.Sprintf("--%s (%s) %s", name, p.Env, p.Problem)
+		case p.Env != "":
+			parts[i] = p.Env + " " + p.Problem
+		default:
+			parts[i] = p.String()
+		}
+	}
+	return strings.Join(parts, "; "), true
+}
