@@ -351,6 +351,14 @@ func (cfg *Config) Validate() error {
 	return ce
 }
 
+// settingError answers a *ConfigError of the one Config field at path
+// that err refuses: a setting New refuses for its content (a file that
+// was read and is malformed, a URL it cannot use), as Validate refuses
+// the others.
+func settingError(path string, err error) *ConfigError {
+	return &ConfigError{Problems: []FieldProblem{{Field: path, Env: envOf(path), Problem: err.Error()}}}
+}
+
 // envOf answers the env tag of the Config field at path (map and slice
 // indexes ignored).
 func envOf(path string) string {

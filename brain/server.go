@@ -103,6 +103,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	var providers *catalog.File
 	if cfg.Models.ProvidersFile != "" {
 		if providers, err = catalog.ReadFile(cfg.Models.ProvidersFile); err != nil {
+			if errors.Is(err, catalog.ErrInvalid) {
+				return nil, settingError("Models.ProvidersFile", err)
+			}
 			return nil, fmt.Errorf("brain: Config.Models.ProvidersFile: %w", err)
 		}
 	}
@@ -118,6 +121,14 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	envCheck := cfg.Environments.config(cfg, nil, s.log)
 	if err := envCheck.Check(); err != nil {
+		var se *envbind.SettingError
+		if errors.As(err, &se) {
+			field := "Environments." + se.Field
+			if se.Field == "PublicURL" {
+				field = se.Field
+			}
+			return nil, settingError(field, se.Err)
+		}
 		return nil, fmt.Errorf("brain: Config.Environments: %w", err)
 	}
 	if err := loophost.CheckGrants(cfg.Agentloops.FilesystemAllow, cfg.Agentloops.SecretAllow); err != nil {

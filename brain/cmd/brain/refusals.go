@@ -23,6 +23,14 @@ func (f *serveFlags) checkInert() error {
 		// default route. Either way the key would go nowhere.
 		errs = append(errs, errors.New("--environment-api-key (BRAIN_ENVIRONMENT_API_KEY) is the credential of the default route, which --environment-base-url (BRAIN_ENVIRONMENT_BASE_URL) names, and that is not set"))
 	}
+	if f.given["lease-secs"] && f.databaseURL == "" {
+		// Without a database the node owns every session for good:
+		// there is no lease to last.
+		errs = append(errs, errors.New("--lease-secs (BRAIN_LEASE_SECS) is the lease of a cluster node on its sessions, and --database-url (BRAIN_DATABASE_URL) is not set"))
+	}
+	if f.given["telemetry-max-file-bytes"] && f.telemetryFile == "" {
+		errs = append(errs, errors.New("--telemetry-max-file-bytes (BRAIN_TELEMETRY_MAX_FILE_BYTES) bounds the telemetry file, and --telemetry-file (BRAIN_TELEMETRY_FILE) is not set"))
+	}
 	return errors.Join(errs...)
 }
 

@@ -214,3 +214,68 @@ func TestGrantAllowListsNameTheirSetting(t *testing.T) {
 		t.Errorf("serve --env-filesystem-allow relative: served %v, exit %d, stderr %q", served, code, stderr)
 	}
 }
+
+// TestServeRefusesClusterAndFileBoundsAlone: the lease bounds how long a
+// cluster node keeps a session, and the telemetry file bound when that
+// file is renamed; given without the database or the file, each would do
+// nothing, so start-up stops naming the setting and the one it needs,
+// whether it came from its flag or its variable. With it, both serve.
+func TestServeRefusesClusterAndFileBoundsAlone(t *testing.T) {
+	for _, c := range []struct{ flag, env, value, needs, needsEnv string }{
+		{"lease-secs", "BRAIN_LEASE_SECS", "3", "--database-url", "BRAIN_DATABASE_URL"},
+		{"telemetry-max-file-bytes", "BRAIN_TELEMETRY_MAX_FILE_BYTES", "1048576", "--telemetry-file", "BRAIN_TELEMETRY_FILE"},
+	} {
+		code, stderr, served := serveOnce(t, "--no-auth", "--no-workspace", "--"+c.flag, c.value)
+		if served || code != 2 || !strings.Contains(stderr, "--"+c.flag) || !strings.Contains(stderr, c.needs) {
+			t.Errorf("--%s %s alone: served %v, exit %d, stderr %q", c.flag, c.value, served, code, stderr)
+		}
+		t.Run(c.env, func(t *testing.T) {
+			t.Setenv(c.env, c.value)
+			code, stderr, served := serveOnce(t, "--no-auth", "--no-workspace")
+			if served || code != 2 || !strings.Contains(stderr, c.env) || !strings.Contains(stderr, c.needsEnv) {
+				t.Errorf("%s=%s alone: served %v, exit %d, stderr %q", c.env, c.value, served, code, stderr)
+			}
+		})
+	}
+	file := filepath.Join(t.TempDir(), "telemetry.jsonl")
+	if code, stderr, served := serveOnce(t, "--no-auth", "--no-workspace", "--telemetry-file", file, "--telemetry-max-file-bytes", "1048576"); !served || code != 0 {
+		t.Errorf("the file bound with its file: served %v, exit %d, stderr %q", served, code, stderr)
+	}
+}
+
+// TestServeRefusesMalformedSettingFiles: a routes or providers file that
+// was read and is malformed, a route it names with an endpoint Brain
+// cannot use, and a public URL carrying a password are refused settings:
+// exit 2 naming the flag, before anything starts, and no route's key in
+// the message. A file that cannot be read is a failure to serve (exit 1),
+// as documented.
+func TestServeRefusesMalformedSettingFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		args []string
+		say  string
+	}{
+		{[]string{"--environment-routes-file", write("routes.json", `{"notes":{"endpoint":"http://127.0.0.1:9","api_key":"sekrit"`)}, "--environment-routes-file"},
+		{[]string{"--environment-routes-file", write("far.json", `{"notes":{"endpoint":"http://192.0.2.1:9","api_key":"sekrit"}}`)}, "--environment-routes-file"},
+		{[]string{"--providers-file", write("providers.json", `[{"name":`)}, "--providers-file"},
+		{[]string{"--public-url", "http://user:sekrit@127.0.0.1:8080"}, "--public-url"},
+	} {
+		code, stderr, served := serveOnce(t, append([]string{"--no-auth", "--no-workspace"}, c.args...)...)
+		if served || code != 2 || !strings.Contains(stderr, c.say) || strings.Contains(stderr, "sekrit") {
+			t.Errorf("%v: served %v, exit %d, stderr %q; want exit 2 naming %s", c.args, served, code, stderr, c.say)
+		}
+	}
+	missing := filepath.Join(dir, "missing.json")
+	for _, flag := range []string{"--environment-routes-file", "--providers-file"} {
+		if code, stderr, served := serveOnce(t, "--no-auth", "--no-workspace", flag, missing); served || code != 1 || !strings.Contains(stderr, missing) {
+			t.Errorf("%s naming no file: served %v, exit %d, stderr %q; want exit 1", flag, served, code, stderr)
+		}
+	}
+}

@@ -78,6 +78,9 @@ type serveFlags struct {
 	ints                                        []intFlag
 	// flagOf names the flag of each variable.
 	flagOf map[string]string
+	// given holds the flags set on the command line or by their
+	// variable, by flag name.
+	given map[string]bool
 
 	openAIBaseURL, anthropicBaseURL               string
 	maxModelOutput, maxModelDelta, maxModelStream int64
@@ -110,6 +113,7 @@ type serveFlags struct {
 func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool)) error {
 	var errs []error
 	f.flagOf = map[string]string{}
+	f.given = map[string]bool{}
 	str := func(p *string, name, envName, def, help string) {
 		f.flagOf[envName] = name
 		v, ok := env(envName)
@@ -142,6 +146,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 		f.flagOf[envName] = name
 		v := def
 		if s, ok := env(envName); ok {
+			f.given[name] = true
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || n < least || n > most {
 				errs = append(errs, fmt.Errorf("%s=%q: %s", envName, s, inRange(least, most)))
@@ -257,6 +262,12 @@ func inRange(least, most int64) string {
 func (f *serveFlags) checkParsed(fs *flag.FlagSet) error {
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	if f.given == nil {
+		f.given = map[string]bool{}
+	}
+	for name := range given {
+		f.given[name] = true
+	}
 	f.idleTTLSet = f.idleTTLSet || given["session-idle-ttl-secs"]
 	var errs []error
 	if f.noAuth && f.token != "" {

@@ -111,7 +111,7 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.PublicURL != "" {
 		pub, err := checkPublicURL(out.PublicURL)
 		if err != nil {
-			return out, err
+			return out, &SettingError{Field: "PublicURL", Err: err}
 		}
 		out.PublicURL = pub
 	}
@@ -119,6 +119,9 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.RoutesFile != "" {
 		file, err := LoadRoutes(out.RoutesFile)
 		if err != nil {
+			if errors.Is(err, errRoutesFile) {
+				err = &SettingError{Field: "RoutesFile", Err: err}
+			}
 			return out, err
 		}
 		for k, v := range file {
@@ -130,17 +133,36 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	for name, r := range routes {
 		if err := checkEndpoint(r.Endpoint); err != nil {
-			return out, fmt.Errorf("envbind: route %q: %w", name, err)
+			field := "Routes"
+			if _, ok := c.Routes[name]; !ok {
+				field = "RoutesFile"
+			}
+			return out, &SettingError{Field: field, Err: fmt.Errorf("envbind: route %q: %w", name, err)}
 		}
 	}
 	out.Routes = routes
 	if out.BaseURL != "" {
 		if err := checkEndpoint(out.BaseURL); err != nil {
-			return out, fmt.Errorf("envbind: BaseURL: %w", err)
+			return out, &SettingError{Field: "BaseURL", Err: fmt.Errorf("envbind: BaseURL: %w", err)}
 		}
 	}
 	return out, nil
 }
+
+// errRoutesFile marks a routes file that was read and is malformed.
+var errRoutesFile = errors.New("is not a JSON object of {endpoint, api_key}")
+
+// SettingError is a Config setting Check or New refuses for what it
+// says, as opposed to a routes file that could not be read: Field names
+// the Config field ("PublicURL", "BaseURL", "Routes" or "RoutesFile").
+type SettingError struct {
+	Field string
+	Err   error
+}
+
+func (e *SettingError) Error() string { return e.Err.Error() }
+
+func (e *SettingError) Unwrap() error { return e.Err }
 
 // LoadRoutes reads a routes file: a JSON object mapping driver names to
 // {"endpoint", "api_key"?}.
@@ -151,7 +173,7 @@ func LoadRoutes(path string) (map[string]Route, error) {
 	}
 	routes, err := parseRoutes(b)
 	if err != nil {
-		return nil, fmt.Errorf("envbind: routes file %s is not a JSON object of {endpoint, api_key}: %w", path, err)
+		return nil, fmt.Errorf("envbind: routes file %s %w: %w", path, errRoutesFile, err)
 	}
 	return routes, nil
 }
