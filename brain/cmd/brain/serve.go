@@ -302,17 +302,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	envErr := f.register(fs, os.LookupEnv)
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "-h" || a == "-help" || a == "--help" {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return 0
-		}
+	// Help goes to stdout with status 0, parse errors and their usage to
+	// stderr; -h is help only where it stands as a flag, not as the value
+	// of one (--token -h).
+	var parseOut bytes.Buffer
+	fs.SetOutput(&parseOut)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = stdout.Write(parseOut.Bytes())
+		return 0
 	}
-	if err := fs.Parse(args); err != nil {
+	if err != nil {
+		_, _ = stderr.Write(parseOut.Bytes())
 		return 2
 	}
 	if err := f.checkParsed(fs); err != nil {

@@ -159,3 +159,25 @@ func TestNoAuthWithTokenRefused(t *testing.T) {
 		t.Errorf("--no-auth alone: token %q file %q, %v; want no token", cfg.Token, cfg.TokenFile, err)
 	}
 }
+
+// TestHelpOnlyAsAFlag: -h, -help and --help print the usage on stdout
+// with status 0 where they stand as a flag; as the value of a flag they
+// are that value (a token may be "-h"), and a malformed flag beside help
+// is still an error on stderr with status 2.
+func TestHelpOnlyAsAFlag(t *testing.T) {
+	for _, h := range []string{"-h", "-help", "--help"} {
+		var stdout, stderr bytes.Buffer
+		if code := serve(t.Context(), []string{"--no-workspace", h}, &stdout, &stderr); code != 0 ||
+			!strings.Contains(stdout.String(), "BRAIN_API_TOKEN") || stderr.Len() != 0 {
+			t.Errorf("%s: exit %d, stdout %d bytes, stderr %q", h, code, stdout.Len(), stderr.String())
+		}
+	}
+	if code, stderr, served := serveOnce(t, "--no-workspace", "--token", "-h"); !served || code != 0 {
+		t.Errorf("--token -h: served %v, exit %d, stderr %q; want a server whose token is -h", served, code, stderr)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := serve(t.Context(), []string{"--no-such-flag", "--help"}, &stdout, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "no-such-flag") || stdout.Len() != 0 {
+		t.Errorf("--no-such-flag --help: exit %d, stdout %d bytes, stderr %q", code, stdout.Len(), stderr.String())
+	}
+}
