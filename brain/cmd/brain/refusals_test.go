@@ -40,6 +40,16 @@ func serveOnce(t *testing.T, args ...string) (code int, stderr string, served bo
 	}
 }
 
+// writeFile writes body to the file name in dir and answers its path.
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestServeRefusesWorkspaceRootWithoutWorkspace: the workspace root is a
 // setting of the built-in workspace environment; given beside
 // --no-workspace it would do nothing, so start-up stops naming both.
@@ -93,13 +103,7 @@ func TestServeRefusesEnvironmentKeyWithoutBaseURL(t *testing.T) {
 // built-in one; start-up now stops naming the route and --no-workspace.
 func TestServeRefusesRoutesFileShadowingWorkspace(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
 	shadowing := write("shadowing.json", `{"workspace":{"endpoint":"http://127.0.0.1:9","api_key":"sekrit-route-key"}}`)
 	code, stderr, served := serveOnce(t, "--no-auth", "--environment-routes-file", shadowing)
 	if served || code != 2 || !strings.Contains(stderr, `"workspace"`) || !strings.Contains(stderr, "--no-workspace") ||
@@ -251,13 +255,7 @@ func TestServeRefusesClusterAndFileBoundsAlone(t *testing.T) {
 // as documented.
 func TestServeRefusesMalformedSettingFiles(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeFile(t, dir, name, body) }
 	for _, c := range []struct {
 		args []string
 		say  string
