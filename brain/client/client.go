@@ -154,6 +154,9 @@ type CallOption func(*call)
 type call struct {
 	key    string
 	header http.Header
+	// bearer, when set, authorizes the request instead of the client's
+	// token (a host's routes take the host's own).
+	bearer string
 	// raw is sent as is with content type ctype instead of a JSON body.
 	raw   []byte
 	ctype string
@@ -313,7 +316,11 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 	for k, vs := range co.header {
 		req.Header[k] = vs
 	}
-	c.authorize(req)
+	if co.bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+co.bearer)
+	} else {
+		c.authorize(req)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, err), reached: wrote.Load()}

@@ -40,7 +40,8 @@ var ErrHostConnectionLost = errors.New("client: host connection lost")
 // error with code tool_error, and an outcome Brain refuses (malformed, or
 // larger than a request may be) as an error with code invalid_output that
 // quotes the refusal. Nothing is posted once ctx has ended, as Brain has
-// then closed the call already.
+// then closed the call already, and a call that arrives after its
+// deadline runs no handler.
 type Handler func(ctx context.Context, call *ToolCall) (api.Outcome, error)
 
 // OK answers an ok outcome with value v (encoded as JSON).
@@ -72,28 +73,40 @@ type ToolCall struct {
 }
 
 // Emit commits an extension event of the call and answers its sequence.
-func (tc *ToolCall) Emit(ctx context.Context, eventType string, data any) (uint64, error) {
+//
+// Emit, Result and Returned are sent under an idempotency key (the one
+// given with IdempotencyKey, or one the client chooses). One whose answer
+// did not arrive (a lost connection, a proxy's 502, 503 or 504) is sent
+// again with its key, and Brain answers the record the first made rather
+// than making another. When the outcome stays unknown it fails with an
+// *UncertainError carrying the key: the same call sent again with
+// IdempotencyKey(Key) is answered with the first's sequence if it was
+// recorded, and recorded now if it was not. Brain keeps a host's latest
+// answers in memory, also after the call closed, but not across its
+// restart.
+func (tc *ToolCall) Emit(ctx context.Context, eventType string, data any, opts ...CallOption) (uint64, error) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return 0, fmt.Errorf("client: encode event: %w", err)
 	}
-	return tc.h.postSeq(ctx, "/events", api.HostEvent{SessionID: tc.SessionID, Sequence: tc.Sequence, EventType: eventType, Data: b})
+	return tc.h.postKeyed(ctx, "/events", api.HostEvent{SessionID: tc.SessionID, Sequence: tc.Sequence, EventType: eventType, Data: b}, opts)
 }
 
 // Result commits a result of the call (tool_result_emitted); the call
-// stays open.
-func (tc *ToolCall) Result(ctx context.Context, o api.Outcome) (uint64, error) {
-	return tc.update(ctx, api.UpdateResult, &o)
+// stays open. It is sent as Emit is.
+func (tc *ToolCall) Result(ctx context.Context, o api.Outcome, opts ...CallOption) (uint64, error) {
+	return tc.update(ctx, api.UpdateResult, &o, opts...)
 }
 
 // Returned ends the call's synchronous phase (the loop goes on) while the
-// handler keeps running; its return finishes the call later.
-func (tc *ToolCall) Returned(ctx context.Context, o *api.Outcome) (uint64, error) {
-	return tc.update(ctx, api.UpdateReturned, o)
+// handler keeps running; its return finishes the call later. It is sent
+// as Emit is.
+func (tc *ToolCall) Returned(ctx context.Context, o *api.Outcome, opts ...CallOption) (uint64, error) {
+	return tc.update(ctx, api.UpdateReturned, o, opts...)
 }
 
-func (tc *ToolCall) update(ctx context.Context, typ string, o *api.Outcome) (uint64, error) {
-	return tc.h.postSeq(ctx, "/results", api.HostResult{SessionID: tc.SessionID, Sequence: tc.Sequence, Update: api.ToolExecutionUpdate{Type: typ, Outcome: o}})
+func (tc *ToolCall) update(ctx context.Context, typ string, o *api.Outcome, opts ...CallOption) (uint64, error) {
+	return tc.h.postKeyed(ctx, "/results", api.HostResult{SessionID: tc.SessionID, Sequence: tc.Sequence, Update: api.ToolExecutionUpdate{Type: typ, Outcome: o}}, opts)
 }
 
 // Model calls the session's model with explicit messages.
@@ -531,6 +544,11 @@ func (h *Host) run(ctx context.Context, done func(), fn Handler, tc *ToolCall) {
 		delete(h.running, callKey{tc.SessionID, tc.Sequence})
 		h.mu.Unlock()
 	}()
+	if ctx.Err() != nil {
+		// The call arrived after its deadline: Brain closed it as timed
+		// out already, and its tool runs nothing.
+		return
+	}
 	var out api.Outcome
 	if fn == nil {
 		fn = h.awaitHandler(ctx, tc.Name)
@@ -572,16 +590,19 @@ const finishGiveUp = 30 * time.Second
 // connection, a proxy's 502, 503 or 504, a drain's 503) is posted again
 // with growing pauses until Brain answers it, the call's deadline (or
 // finishGiveUp) passes or the client closes: the call would otherwise
-// stay open until its deadline. Posting it again is safe: a finish that
-// did land closed the call, and Brain refuses the second.
+// stay open until its deadline. Posting it again is safe: every attempt
+// carries the same idempotency key, so a finish that did land is
+// answered with its record, and Brain refuses any other finish of a
+// closed call.
 func (h *Host) finish(ctx context.Context, tc *ToolCall, out *api.Outcome) error {
 	until := tc.Deadline
 	if until.IsZero() {
 		until = time.Now().Add(finishGiveUp)
 	}
+	key := IdempotencyKey(newKey())
 	pause := 50 * time.Millisecond
 	for {
-		_, err := tc.update(ctx, api.UpdateFinish, out)
+		_, err := tc.update(ctx, api.UpdateFinish, out, key)
 		var ae *api.ApiError
 		if err == nil || errors.Is(err, ErrClosed) || (errors.As(err, &ae) && !ae.Retryable) || time.Now().Add(pause).After(until) {
 			return err
@@ -656,8 +677,12 @@ func (h *Host) post(ctx context.Context, suffix string, in any) (*response, erro
 	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
-func (h *Host) postSeq(ctx context.Context, suffix string, in any) (uint64, error) {
-	r, err := h.post(ctx, suffix, in)
+// postKeyed sends a JSON body to a host route with the host's token under
+// an idempotency key, as the client's keyed writes are sent, and answers
+// the sequence Brain answered.
+func (h *Host) postKeyed(ctx context.Context, suffix string, in any, opts []CallOption) (uint64, error) {
+	opts = append(opts[:len(opts):len(opts)], func(c *call) { c.bearer = h.token })
+	r, err := h.c.do(ctx, http.MethodPost, h.path(suffix), in, true, opts)
 	if err != nil {
 		return 0, err
 	}

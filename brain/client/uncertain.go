@@ -20,7 +20,9 @@ import "fmt"
 // message through the same kind of call: Submit, or Send with the same
 // kind of ctx) is answered with the first call's outcome, or carries the
 // call out if it never ran; the call sent without that key is another
-// request and may be carried out a second time.
+// request and may be carried out a second time. A host tool call's Emit,
+// Result and Returned are sent again the same way, with the same
+// arguments, on the same ToolCall.
 //
 // Err is the last attempt's error: errors.As finds the *api.ApiError of a
 // proxy's or the server's answer, errors.Is the ctx's error.

@@ -97,6 +97,10 @@ type host struct {
 	// stopped holds commands whose call was cancelled, until the cancel
 	// operation names them.
 	stopped map[key]*command
+	// answers holds the answers of keyed requests (Registry.once), and
+	// answered the keys of those done, oldest first.
+	answers  map[keyID]*keyed
+	answered []keyID
 }
 
 type key struct {

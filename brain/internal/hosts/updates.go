@@ -40,12 +40,23 @@ func (r *Registry) outstanding(id, sessionID string, seq uint64) (*command, erro
 // Update applies a host's ToolExecutionUpdate and answers the committed
 // sequence.
 func (r *Registry) Update(ctx context.Context, id string, res api.HostResult) (uint64, error) {
-	u := res.Update
-	switch u.Type {
+	return r.UpdateKeyed(ctx, id, "", res)
+}
+
+// UpdateKeyed is Update under an idempotency key (none when empty): the
+// same update sent again under the same key is answered with the first's
+// sequence and recorded once, even once the call closed (see once).
+func (r *Registry) UpdateKeyed(ctx context.Context, id, key string, res api.HostResult) (uint64, error) {
+	switch res.Update.Type {
 	case api.UpdateResult, api.UpdateReturned, api.UpdateFinish:
 	default:
-		return 0, fmt.Errorf("%w: update type %q (want result, returned or finish)", session.ErrInvalid, u.Type)
+		return 0, fmt.Errorf("%w: update type %q (want result, returned or finish)", session.ErrInvalid, res.Update.Type)
 	}
+	return r.once(ctx, id, res.SessionID, res.Sequence, key, res, func() (uint64, error) { return r.update(ctx, id, res) })
+}
+
+func (r *Registry) update(ctx context.Context, id string, res api.HostResult) (uint64, error) {
+	u := res.Update
 	c, err := r.outstanding(id, res.SessionID, res.Sequence)
 	if err != nil {
 		return 0, err
@@ -92,6 +103,17 @@ func (r *Registry) updated(id string, k key, c *command, method string) {
 
 // Emit commits an extension event of a host's tool call.
 func (r *Registry) Emit(ctx context.Context, id string, ev api.HostEvent) (uint64, error) {
+	return r.EmitKeyed(ctx, id, "", ev)
+}
+
+// EmitKeyed is Emit under an idempotency key (none when empty): the same
+// event sent again under the same key is answered with the first's
+// sequence and recorded once (see once).
+func (r *Registry) EmitKeyed(ctx context.Context, id, key string, ev api.HostEvent) (uint64, error) {
+	return r.once(ctx, id, ev.SessionID, ev.Sequence, key, ev, func() (uint64, error) { return r.emit(ctx, id, ev) })
+}
+
+func (r *Registry) emit(ctx context.Context, id string, ev api.HostEvent) (uint64, error) {
 	svc, err := r.services(id, ev.SessionID, ev.Sequence)
 	if err != nil {
 		return 0, err

@@ -37,8 +37,10 @@
 //	POST   /v1/hosts                         200 {host_id, token}
 //	GET    /v1/hosts/{host_id}/commands      host token; SSE of
 //	                                         event: command (HostCommand)
-//	POST   /v1/hosts/{host_id}/results       host token; HostResult → {sequence}
-//	POST   /v1/hosts/{host_id}/events        host token; HostEvent → {sequence}
+//	POST   /v1/hosts/{host_id}/results       host token, optional key;
+//	                                         HostResult → {sequence}
+//	POST   /v1/hosts/{host_id}/events        host token, optional key;
+//	                                         HostEvent → {sequence}
 //	POST   /v1/hosts/{host_id}/model         host token; → ModelResult
 //	POST   /v1/hosts/{host_id}/call          host token; service call
 //	POST   /v1/hosts/{host_id}/suspend       host token; {connection} →

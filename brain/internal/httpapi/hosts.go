@@ -56,20 +56,28 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 	}))
 	s.handleOpen(PatternHostResults, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostResult
-		if err := s.readHostJSON(w, r, token, &in); err != nil {
+		key, err := optionalKey(r)
+		if err == nil {
+			err = s.readHostJSON(w, r, token, &in)
+		}
+		if err != nil {
 			WriteError(w, err)
 			return
 		}
-		seq, err := reg.Update(r.Context(), id, in)
+		seq, err := reg.UpdateKeyed(r.Context(), id, key, in)
 		answerSequence(w, seq, err)
 	}))
 	s.handleOpen(PatternHostEvents, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostEvent
-		if err := s.readHostJSON(w, r, token, &in); err != nil {
+		key, err := optionalKey(r)
+		if err == nil {
+			err = s.readHostJSON(w, r, token, &in)
+		}
+		if err != nil {
 			WriteError(w, err)
 			return
 		}
-		seq, err := reg.Emit(r.Context(), id, in)
+		seq, err := reg.EmitKeyed(r.Context(), id, key, in)
 		answerSequence(w, seq, err)
 	}))
 	s.handleOpen(PatternHostModel, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
@@ -146,6 +154,15 @@ func (s *Server) readHostJSON(w http.ResponseWriter, r *http.Request, token stri
 	return nil
 }
 
+// optionalKey answers the request's Idempotency-Key, "" when it has
+// none, or the 400 for an oversize or repeated one.
+func optionalKey(r *http.Request) (string, error) {
+	if _, ok := r.Header["Idempotency-Key"]; !ok {
+		return "", nil
+	}
+	return idempotencyKey(r)
+}
+
 func answerSequence(w http.ResponseWriter, seq uint64, err error) {
 	if err != nil {
 		WriteError(w, hostError(err))
@@ -160,6 +177,8 @@ func hostError(err error) error {
 		return newError(http.StatusServiceUnavailable, api.CodeOverloaded, cleanMessage(err.Error()))
 	case errors.Is(err, hosts.ErrUnauthorized):
 		return errUnauthorized
+	case errors.Is(err, hosts.ErrKeyConflict):
+		return newError(http.StatusConflict, api.CodeConflict, cleanMessage(err.Error()))
 	}
 	return err
 }
