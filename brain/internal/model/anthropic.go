@@ -60,18 +60,26 @@ func (u *anthropicUsage) merge(o *anthropicUsage) {
 	}
 }
 
-// Check answers the error Call would refuse req with before sending it.
-func (c *anthropicMessages) Check(req Request) error {
-	_, err := c.body(req)
-	return err
-}
-
-// Call sends req as one streaming Messages request.
-func (c *anthropicMessages) Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error) {
+// Prepare checks and encodes req as one streaming Messages request.
+func (c *anthropicMessages) Prepare(req Request) (Prepared, error) {
 	body, err := c.body(req)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
+	b, err := encode(dialectAnthropic, body)
+	if err != nil {
+		return nil, err
+	}
+	return &prepared{body: b, send: c.send}, nil
+}
+
+// Call prepares req and sends it.
+func (c *anthropicMessages) Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error) {
+	return callPrepared(ctx, c, req, onDelta)
+}
+
+// send posts an encoded Messages request and reads its stream.
+func (c *anthropicMessages) send(ctx context.Context, body []byte, onDelta func(Delta)) (Result, error) {
 	h := http.Header{}
 	if c.t.key != "" {
 		h.Set("X-Api-Key", c.t.key)

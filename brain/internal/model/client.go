@@ -34,21 +34,66 @@ type Client interface {
 	Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error)
 }
 
-// Checker is a Client that can tell, without sending anything, whether its
-// dialect can carry a request: its options, response format and content.
-type Checker interface {
-	// Check answers an error wrapping ErrInvalidRequest for a request that
-	// Call would refuse without sending it, and nil for any other.
-	Check(req Request) error
+// Prepared is a request a client checked and encoded for sending. Call
+// sends those bytes as they are: what was checked is what is sent, and
+// the request is not built again.
+type Prepared interface {
+	Call(ctx context.Context, onDelta func(Delta)) (Result, error)
 }
 
-// Check answers whether c can carry req (see Checker). A client that is no
-// Checker is taken to carry every request.
-func Check(c Client, req Request) error {
-	if ch, ok := c.(Checker); ok {
-		return ch.Check(req)
+// Preparer is a Client that checks and encodes a request ahead of sending
+// it, without sending anything.
+type Preparer interface {
+	Client
+	// Prepare answers an error wrapping ErrInvalidRequest for a request
+	// that Call would refuse without sending it, and the request ready to
+	// send for any other. It reads req only while it runs.
+	Prepare(req Request) (Prepared, error)
+}
+
+// Prepare checks and encodes req for c (see Preparer). A client that is no
+// Preparer is taken to carry every request, which its Call is handed as
+// it is.
+func Prepare(c Client, req Request) (Prepared, error) {
+	if p, ok := c.(Preparer); ok {
+		return p.Prepare(req)
 	}
-	return nil
+	return deferred{c: c, req: req}, nil
+}
+
+// Check answers whether c can carry req: the error Prepare answers.
+func Check(c Client, req Request) error {
+	_, err := Prepare(c, req)
+	return err
+}
+
+// deferred is the request of a client that prepares nothing ahead.
+type deferred struct {
+	c   Client
+	req Request
+}
+
+func (d deferred) Call(ctx context.Context, onDelta func(Delta)) (Result, error) {
+	return d.c.Call(ctx, d.req, onDelta)
+}
+
+// prepared is an encoded request body and how the client sends it.
+type prepared struct {
+	body []byte
+	send func(ctx context.Context, body []byte, onDelta func(Delta)) (Result, error)
+}
+
+func (p *prepared) Call(ctx context.Context, onDelta func(Delta)) (Result, error) {
+	return p.send(ctx, p.body, onDelta)
+}
+
+// callPrepared is the Call of a Preparer: prepare, then send.
+func callPrepared(ctx context.Context, c Preparer, req Request, onDelta func(Delta)) (Result, error) {
+	p, err := c.Prepare(req)
+	if err != nil {
+		return Result{}, err
+	}
+	return p.Call(ctx, onDelta)
 }
 
 // Spec names the model a session pins at creation.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
@@ -24,11 +25,35 @@ func toolResultText(content json.RawMessage) string {
 	if len(c) == 0 {
 		return ""
 	}
-	var s string
-	if c[0] == '"' && json.Unmarshal(c, &s) == nil {
-		return s
+	if c[0] == '"' {
+		if s, ok := plainString(c); ok {
+			return s
+		}
+		var s string
+		if json.Unmarshal(c, &s) == nil {
+			return s
+		}
 	}
 	return string(c)
+}
+
+// plainString answers the value of a JSON string that holds no escape, no
+// control character and only valid UTF-8, which is its text between the
+// quotes, without decoding it; ok is false for any other input.
+func plainString(c []byte) (string, bool) {
+	if len(c) < 2 || c[0] != '"' || c[len(c)-1] != '"' {
+		return "", false
+	}
+	inner := c[1 : len(c)-1]
+	for _, b := range inner {
+		if b == '"' || b == '\\' || b < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(inner) {
+		return "", false
+	}
+	return string(inner), true
 }
 
 // options decodes req.Options and refuses keys the dialect does not allow.

@@ -30,7 +30,8 @@
 // Every hosted call streams (server-sent events): text fragments reach the
 // caller's delta callback as they arrive, and the result is assembled from
 // the stream. The session's API key is the credential (Bearer for OpenAI,
-// x-api-key for Anthropic); it is removed from every error message, and a
+// x-api-key for Anthropic); it is removed from every error message (what is
+// left of it where the error-body bound cut an echoed key short too), and a
 // key holding a control character (which no header can carry) is refused
 // when the client is opened. A redirect is never followed: it would send
 // the conversation and the key elsewhere; it fails the call, naming where
@@ -57,10 +58,12 @@
 // and never override the model, destination or credentials; a
 // max_output_tokens below 1 is refused, and so, by Responses and
 // Anthropic, is a tool name of other than letters, digits, '_' and '-'
-// (or, by Responses, longer than 64). Check tells,
-// without sending anything, whether a client's dialect can carry a
-// request: it refuses exactly what Call would refuse as ErrInvalidRequest,
-// so that the engine refuses such a request before it records a model call.
+// (or, by Responses, longer than 64). Prepare checks and encodes a
+// request without sending anything: it refuses exactly what Call would
+// refuse as ErrInvalidRequest, so that the engine refuses such a request
+// before it records a model call, and the Prepared request it answers
+// sends the bytes it encoded, without building them again (Call is Prepare
+// and send). Check answers Prepare's error alone.
 //
 // # Errors and bounds
 //
@@ -70,7 +73,9 @@
 // limit, error type insufficient_quota; other 4xx are not) and, for a retryable
 // answer, the wait its Retry-After (or retry-after-ms) header asked for.
 // A stream that ends before its final event, or inside an event that
-// then cannot be read, is stream_truncated (retryable).
+// then cannot be read, or whose connection breaks off after the answer
+// began (as an answer read whole does), is stream_truncated (retryable);
+// connection_failed is a call that no answer reached.
 // Nothing is ever retried here. A call that fails after the provider began
 // to answer is a *PartialError around that failure, holding the stop
 // reason and the usage counted so far (complete only for a whole answer

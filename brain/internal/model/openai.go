@@ -22,40 +22,54 @@ type openAIResponses struct {
 
 const dialectResponses = "openai responses"
 
-// Check answers the error Call would refuse req with before sending it.
-func (c *openAIResponses) Check(req Request) error {
+// Prepare checks and encodes req: one streaming Responses request, or,
+// with the option operation "compact", one compaction request.
+func (c *openAIResponses) Prepare(req Request) (Prepared, error) {
 	compact, err := isCompact(req.Options)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if compact {
-		_, err = c.compactBody(req)
-	} else {
-		_, err = c.body(req)
+		body, err := c.compactBody(req)
+		if err != nil {
+			return nil, err
+		}
+		b, err := encode(dialectResponses, body)
+		if err != nil {
+			return nil, err
+		}
+		return &prepared{body: b, send: func(ctx context.Context, body []byte, _ func(Delta)) (Result, error) {
+			return c.compact(ctx, body)
+		}}, nil
 	}
-	return err
+	body, err := c.body(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := encode(dialectResponses, body)
+	if err != nil {
+		return nil, err
+	}
+	return &prepared{body: b, send: c.send}, nil
 }
 
-// Call sends req as one streaming Responses request, or, with the option
-// operation "compact", as one compaction request.
+// Call prepares req and sends it.
 func (c *openAIResponses) Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error) {
+	return callPrepared(ctx, c, req, onDelta)
+}
+
+// header is the credential of every request.
+func (c *openAIResponses) header() http.Header {
 	h := http.Header{}
 	if c.t.key != "" {
 		h.Set("Authorization", "Bearer "+c.t.key)
 	}
-	if compact, err := isCompact(req.Options); err != nil {
-		return Result{}, err
-	} else if compact {
-		body, err := c.compactBody(req)
-		if err != nil {
-			return Result{}, err
-		}
-		return c.compact(ctx, body, h)
-	}
-	body, err := c.body(req)
-	if err != nil {
-		return Result{}, err
-	}
+	return h
+}
+
+// send posts an encoded Responses request and reads its stream.
+func (c *openAIResponses) send(ctx context.Context, body []byte, onDelta func(Delta)) (Result, error) {
+	h := c.header()
 	live := newOutput(c.t.limits, onDelta)
 	var final *responsesObject
 	// seen is the latest response object the stream carried; its usage is
@@ -502,15 +516,15 @@ func (c *openAIResponses) compactBody(req Request) (map[string]any, error) {
 	return body, nil
 }
 
-// compact posts a compaction body (see compactBody) to
+// compact posts an encoded compaction body (see compactBody) to
 // {base}/responses/compact, which answers it in one JSON object whose
 // output items (the compacted conversation, an encrypted compaction item
 // among them) replace the input. The result is one assistant message
 // holding every output item verbatim as a native block, replayed as is by
 // later requests.
-func (c *openAIResponses) compact(ctx context.Context, body map[string]any, h http.Header) (Result, error) {
+func (c *openAIResponses) compact(ctx context.Context, body []byte) (Result, error) {
 	var answer responsesObject
-	if err := c.t.post(ctx, "/responses/compact", h, body, &answer); err != nil {
+	if err := c.t.post(ctx, "/responses/compact", c.header(), body, &answer); err != nil {
 		return Result{}, err
 	}
 	var a assembled

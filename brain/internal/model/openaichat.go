@@ -45,18 +45,27 @@ type chatUsage struct {
 	} `json:"completion_tokens_details"`
 }
 
-// Check answers the error Call would refuse req with before sending it.
-func (c *openAIChat) Check(req Request) error {
-	_, err := c.body(req)
-	return err
-}
-
-// Call sends req as one streaming Chat Completions request.
-func (c *openAIChat) Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error) {
+// Prepare checks and encodes req as one streaming Chat Completions
+// request.
+func (c *openAIChat) Prepare(req Request) (Prepared, error) {
 	body, err := c.body(req)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
+	b, err := encode(dialectChat, body)
+	if err != nil {
+		return nil, err
+	}
+	return &prepared{body: b, send: c.send}, nil
+}
+
+// Call prepares req and sends it.
+func (c *openAIChat) Call(ctx context.Context, req Request, onDelta func(Delta)) (Result, error) {
+	return callPrepared(ctx, c, req, onDelta)
+}
+
+// send posts an encoded Chat Completions request and reads its stream.
+func (c *openAIChat) send(ctx context.Context, body []byte, onDelta func(Delta)) (Result, error) {
 	h := http.Header{}
 	if c.t.key != "" {
 		h.Set("Authorization", "Bearer "+c.t.key)

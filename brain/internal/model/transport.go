@@ -22,7 +22,7 @@ import (
 // codes are passed through).
 const (
 	CodeConnectionFailed = "connection_failed" // no answer arrived
-	CodeStreamTruncated  = "stream_truncated"  // the stream ended before its final event
+	CodeStreamTruncated  = "stream_truncated"  // the stream ended or broke off before its final event
 	CodeInvalidResponse  = "invalid_response"  // the answer does not follow the dialect
 	CodeResponseTooLarge = "response_too_large"
 )
@@ -48,9 +48,31 @@ func (t transport) redact(s string) string {
 	return strings.ReplaceAll(s, t.key, "[redacted]")
 }
 
-// send posts body to path with the given Accept header and answers the
-// 2xx response; its body must be closed, then release called.
-func (t transport) send(ctx context.Context, path string, header http.Header, body any, accept string) (_ context.Context, _ *http.Response, _ func(), err error) {
+// encode answers the JSON of a request body. A body that cannot be
+// encoded (a raw JSON value in it that is not JSON) is a request the
+// dialect cannot carry.
+func encode(dialect string, body any) ([]byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: encode request: %w", ErrInvalidRequest, dialect, err)
+	}
+	return b, nil
+}
+
+// redactCutKey removes the start of the API key that ends s, where a
+// bound cut the key short.
+func (t transport) redactCutKey(s string) string {
+	for n := len(t.key) - 1; n > 0; n-- {
+		if strings.HasSuffix(s, t.key[:n]) {
+			return s[:len(s)-n] + "[redacted]"
+		}
+	}
+	return s
+}
+
+// send posts the encoded body to path with the given Accept header and
+// answers the 2xx response; its body must be closed, then release called.
+func (t transport) send(ctx context.Context, path string, header http.Header, payload []byte, accept string) (_ context.Context, _ *http.Response, _ func(), err error) {
 	cancel := func() {}
 	if t.limits.Timeout > 0 {
 		ctx, cancel = context.WithTimeoutCause(ctx, t.limits.Timeout, errCallTimeout)
@@ -60,10 +82,6 @@ func (t transport) send(ctx context.Context, path string, header http.Header, bo
 			cancel()
 		}
 	}()
-	payload, err := json.Marshal(body)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("model: encode request: %w", err)
-	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.base+path, bytes.NewReader(payload))
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("model: %s", t.redact(err.Error()))
@@ -91,10 +109,10 @@ func (t transport) send(ctx context.Context, path string, header http.Header, bo
 	return ctx, resp, cancel, nil
 }
 
-// stream posts body to path and hands every event to onEvent until it
-// reports done. It answers whether onEvent reported done before the stream
-// ended.
-func (t transport) stream(ctx context.Context, path string, header http.Header, body any, onEvent func(event string, data []byte) (done bool, err error)) (bool, error) {
+// stream posts the encoded body to path and hands every event to onEvent
+// until it reports done. It answers whether onEvent reported done before
+// the stream ended.
+func (t transport) stream(ctx context.Context, path string, header http.Header, body []byte, onEvent func(event string, data []byte) (done bool, err error)) (bool, error) {
 	ctx, resp, release, err := t.send(ctx, path, header, body, "text/event-stream")
 	if err != nil {
 		return false, err
@@ -108,7 +126,7 @@ func (t transport) stream(ctx context.Context, path string, header http.Header, 
 			if errors.Is(err, io.EOF) {
 				return false, nil
 			}
-			return false, t.transportError(ctx, err)
+			return false, t.readError(ctx, err)
 		}
 		done, err := onEvent(ev, data)
 		var pe *ProviderError
@@ -124,9 +142,9 @@ func (t transport) stream(ctx context.Context, path string, header http.Header, 
 	}
 }
 
-// post posts body to path and decodes its JSON answer, read within
-// MaxStreamBytes, into out.
-func (t transport) post(ctx context.Context, path string, header http.Header, body, out any) error {
+// post posts the encoded body to path and decodes its JSON answer, read
+// within MaxStreamBytes, into out.
+func (t transport) post(ctx context.Context, path string, header http.Header, body []byte, out any) error {
 	ctx, resp, release, err := t.send(ctx, path, header, body, "application/json")
 	if err != nil {
 		return err
@@ -135,7 +153,7 @@ func (t transport) post(ctx context.Context, path string, header http.Header, bo
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(&boundedReader{r: resp.Body, max: t.limits.MaxStreamBytes})
 	if err != nil {
-		return t.transportError(ctx, err)
+		return t.readError(ctx, err)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return &ProviderError{Code: CodeInvalidResponse, Message: "the answer is not the JSON object expected: " + err.Error()}
@@ -156,6 +174,18 @@ func (t transport) transportError(ctx context.Context, err error) error {
 	return &ProviderError{Code: CodeConnectionFailed, Message: t.redact(err.Error()), Retryable: true}
 }
 
+// readError maps a failure to read an answer that had begun: the
+// context's cause when it ended, a bound, else the answer broke off (the
+// connection reset or closed inside the body), which is a truncated
+// stream, retryable as one that ends early is.
+func (t transport) readError(ctx context.Context, err error) error {
+	var pe *ProviderError
+	if ctx.Err() != nil || errors.As(err, &pe) {
+		return t.transportError(ctx, err)
+	}
+	return &ProviderError{Code: CodeStreamTruncated, Message: "the answer broke off: " + t.redact(err.Error()), Retryable: true}
+}
+
 // statusError maps a non-2xx answer. Both OpenAI ({"error":{"message",
 // "type","code"}}) and Anthropic ({"type":"error","error":{"type",
 // "message"}}) put the error in an "error" object.
@@ -164,7 +194,11 @@ func (t transport) statusError(resp *http.Response) error {
 	if limit <= 0 {
 		limit = 1 << 20
 	}
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	cut := int64(len(raw)) > limit
+	if cut {
+		raw = raw[:limit]
+	}
 	code, msg := parseErrorBody(raw)
 	if code == "" {
 		code = "http_" + strconv.Itoa(resp.StatusCode)
@@ -179,10 +213,17 @@ func (t transport) statusError(resp *http.Response) error {
 		// A redirect is not followed (see noRedirects): the base URL is
 		// to be corrected.
 		msg = fmt.Sprintf("redirected to %s, which is not followed: check the base URL", loc.Redacted())
+		cut = false
+	}
+	message := t.redact(fmt.Sprintf("status %d: %s", resp.StatusCode, msg))
+	if cut {
+		// The bound may have cut an echoed key short: what is left of it
+		// ends the text.
+		message = t.redactCutKey(message)
 	}
 	pe := &ProviderError{
 		Code:      t.redact(code),
-		Message:   t.redact(fmt.Sprintf("status %d: %s", resp.StatusCode, msg)),
+		Message:   message,
 		Retryable: retryableStatus(resp.StatusCode) && !quotaExhausted(raw),
 	}
 	if pe.Retryable {

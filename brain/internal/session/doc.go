@@ -169,9 +169,11 @@
 // A request the session's provider cannot carry (an option its dialect does
 // not take, a response_format it has no form for) is refused as
 // invalid_request before anything is committed or sent, and does not count
-// as a model call (model.Check). Create refuses, the same way, a provider
-// that no client opens for, a key no request can carry and a session
-// system prompt, tools or response_format the provider cannot carry.
+// as a model call (model.Prepare). The request is checked and encoded
+// once, outside the session's lock, and the call sends the bytes checked.
+// Create refuses, the same way, a provider that no client opens for, a key
+// no request can carry and a session system prompt, tools or
+// response_format the provider cannot carry.
 //
 // A model_call_failed holds the failure (code, message, retryable; a
 // provider's failure has details {provider_code, retry_after_ms when the

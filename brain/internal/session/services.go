@@ -194,15 +194,25 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 			return api.ModelResult{}, fmt.Errorf("%w: tool %q is not a session tool", ErrInvalid, offered.Name)
 		}
 	}
-	// A request the session's dialect cannot carry (an option it does not
-	// take, say) is refused before anything is committed or sent. A client
-	// that cannot be opened fails the call after its model_call_started.
 	client, openErr := s.modelLocked(ctx)
+	s.mu.Unlock()
+	// The request is checked and encoded once, outside the session's lock
+	// (the configuration it took defaults from never changes): a request
+	// the session's dialect cannot carry (an option it does not take, say)
+	// is refused before anything is committed or sent, and the bytes
+	// checked are the bytes sent. A client that cannot be opened fails the
+	// call after its model_call_started.
+	var call model.Prepared
 	if openErr == nil {
-		if err := model.Check(client, req); err != nil {
-			s.mu.Unlock()
+		var err error
+		if call, err = model.Prepare(client, req); err != nil {
 			return api.ModelResult{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
+	}
+	s.mu.Lock()
+	if err := x.liveLocked(envapi.MethodModel); err != nil {
+		s.mu.Unlock()
+		return api.ModelResult{}, err
 	}
 	started := modelCallStarted{Messages: len(req.Messages), Tools: len(req.Tools), Request: over}
 	started.Context.ThroughSequence = s.st.last()
@@ -248,7 +258,7 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 			s.e.hub.publishDelta(s.id, seq, d)
 		}
 		cctx, done := x.callCtx(ctx)
-		res, err = client.Call(s.e.withSpan(cctx, span), req, onDelta)
+		res, err = call.Call(s.e.withSpan(cctx, span), onDelta)
 		if err == nil && streamed.Load() {
 			s.e.hub.publishUsage(s.id, seq, res.Usage)
 		}
