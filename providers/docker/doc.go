@@ -62,10 +62,16 @@
 // symbolic link whose target resolves outside /workspace fails the same
 // way in the container; a command's cwd is checked the same way, and one
 // that does not exist or is not a directory fails with not_found or
-// invalid_input before the command runs. write and edit on a read profile fail with
+// invalid_input before the command runs. A path one of whose parents is
+// not a directory (f/x with f a regular file) fails with invalid_input for
+// every tool, as in the workspace provider. write and edit on a read profile fail with
 // read_only. A write (without append) or an edit replaces the file whole
 // or leaves it as it was (see writeScript), and an append that fails
-// part-way (a full disk) is cut back to the file's old size; a read from
+// part-way (a full disk) is cut back to the file's old size, and so is
+// one stopped part-way by its deadline or a cancel (or removed, when it
+// created the file), once its command is confirmed dead: timeout and
+// cancelled mean nothing was appended, unless details.cleanup_error is set
+// (the command was not confirmed dead, or the cut failed); a read from
 // an offset at or past the end answers empty content, and sizes and
 // offsets of 4 GiB and more are exact. stdout and stderr are demultiplexed, share the profile's
 // output_bytes cap (the head is kept, the rest drained, truncated set) and

@@ -2,6 +2,9 @@ package docker
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -17,12 +20,21 @@ const (
 	exitNotFound = 44 // the path does not exist
 	exitEscape   = 45 // the path resolves outside /workspace
 	exitKind     = 46 // wrong kind of file (a directory where a file is wanted, ...)
+	exitParent   = 47 // a parent of the path is not a directory
 )
 
 // scriptPrelude defines inside(), which fails unless the resolved $1 is
-// under the workspace.
+// under the workspace, and missing(), which exits for a path $1 that does
+// not exist: exitParent when the deepest parent that exists is not a
+// directory (f/x with f a file), path_escape's exit when it resolves
+// outside the workspace, exitNotFound otherwise.
 const scriptPrelude = `inside() { r=$(realpath "$1" 2>/dev/null) || exit 44
 case "$r" in /workspace|/workspace/*) ;; *) exit 45;; esac; }
+missing() { a=$(dirname "$1")
+while [ ! -e "$a" ] && [ ! -L "$a" ]; do a=$(dirname "$a"); done
+inside "$a"
+[ -d "$r" ] || exit 47
+exit 44; }
 `
 
 // readScript prints the size of $1 on stderr, then up to $3 bytes from
@@ -33,7 +45,7 @@ case "$r" in /workspace|/workspace/*) ;; *) exit 45;; esac; }
 // and more are exact: busybox's wc counts in 32 bits, its tail refuses
 // offsets of 2^32 and more, and both read the file up to where they stop.
 const readScript = scriptPrelude + `p=$1
-[ -e "$p" ] || exit 44
+[ -e "$p" ] || missing "$p"
 inside "$p"
 [ -f "$r" ] || exit 46
 s=$(stat -c %s "$r") || exit 1
@@ -53,17 +65,22 @@ head -c "$3"; } <"$r"`
 // may leave behind), which is given the old file's permissions, synced
 // and renamed over it; the links stay. An append that fails part-way (a
 // full disk) is cut back to the file's old size with dd (which truncates
-// its output where it ends), or removes the file it created.
+// its output where it ends), or removes the file it created. Before it
+// appends it prints the old size (empty when the file does not exist)
+// and the file it appends to on stdout, each ending with a NUL, so that
+// the provider can cut back an append it stopped (undoAppendScript).
 const writeScript = scriptPrelude + `p=$1
 a=$(dirname "$p")
 while [ ! -e "$a" ] && [ ! -L "$a" ]; do a=$(dirname "$a"); done
 inside "$a"
+[ -d "$r" ] || exit 47
 if [ -L "$p" ]; then inside "$p"; fi
 if [ -e "$p" ] && [ ! -f "$p" ]; then exit 46; fi
 mkdir -p "$(dirname "$p")" || exit 1
 if [ "$2" = 1 ]; then
 t=$p; [ -L "$p" ] && t=$r
 o=; if [ -e "$t" ]; then o=$(stat -c %s "$t") || exit 1; fi
+printf '%s\0%s\0' "$o" "$t" || exit 1
 cat >>"$t" && exit
 if [ -n "$o" ]; then dd if=/dev/null of="$t" bs=1 seek="$o" 2>/dev/null; else rm -f "$t"; fi
 exit 1
@@ -80,10 +97,20 @@ if [ -e "$t" ]; then chmod "$(stat -c %a "$t")" "$n" || exit 1; fi
 sync "$n" 2>/dev/null || sync
 mv -f "$n" "$t"`
 
+// undoAppendScript cuts back the file $2 that an append stopped part-way
+// had begun to write, once nothing of the append runs any more: to its
+// old size $1, or removed when $1 is empty (the append created it). A
+// file gone meanwhile is left gone.
+const undoAppendScript = scriptPrelude + `o=$1
+[ -e "$2" ] || exit 0
+inside "$2"
+if [ -n "$o" ]; then dd if=/dev/null of="$r" bs=1 seek="$o" 2>/dev/null || exit 1
+else rm -f "$r" || exit 1; fi`
+
 // listScript prints type, size and path of each entry under $1 (recursing
 // when $2 is 1), NUL-separated, paths relative to $1.
 const listScript = scriptPrelude + `p=$1
-[ -e "$p" ] || exit 44
+[ -e "$p" ] || missing "$p"
 inside "$p"
 [ -d "$r" ] || exit 46
 cd "$r" || exit 1
@@ -105,7 +132,7 @@ walk "" "$2"`
 // cwdScript prints the resolved directory $1 for a command's working
 // directory; it must exist, resolve inside /workspace and be a directory.
 const cwdScript = scriptPrelude + `p=$1
-[ -e "$p" ] || exit 44
+[ -e "$p" ] || missing "$p"
 inside "$p"
 [ -d "$r" ] || exit 46
 printf '%s' "$r"`
@@ -117,12 +144,14 @@ const codeReadOnly = "read_only"
 const maxListBytes = 8 << 20
 
 // script runs a file-tool script and maps its exit code to a failure.
+// When the exec itself fails (a stop, a lost Engine) stdout is what the
+// script printed before.
 func (k *call) script(script string, args []string, stdin []byte, limit int64) (stdout, stderr []byte, truncated bool, err error) {
 	o, e := capture(limit, nil)
 	spec := execSpec{Argv: append([]string{"/bin/sh", "-c", script, "brain-file"}, args...), Stdin: stdin}
 	code, err := k.exec(spec, o, e)
 	if err != nil {
-		return nil, nil, false, err
+		return o.Bytes(), nil, false, err
 	}
 	out, errOut := o.Bytes(), e.Bytes()
 	target := ""
@@ -138,6 +167,8 @@ func (k *call) script(script string, args []string, stdin []byte, limit int64) (
 		return nil, nil, false, envsdk.Failf(envapi.CodePathEscape, "%s resolves outside the workspace", target)
 	case exitKind:
 		return nil, nil, false, envsdk.Failf(envapi.CodeInvalidInput, "%s is not the kind of file this tool works on", target)
+	case exitParent:
+		return nil, nil, false, envsdk.Failf(envapi.CodeInvalidInput, "a parent of %s is not a directory", target)
 	}
 	msg := strings.TrimSpace(toolset.Text(errOut))
 	if strings.Contains(msg, "Read-only file system") {
@@ -195,10 +226,45 @@ func runWrite(k *call) (any, error) {
 	if in.Append {
 		appendFlag = "1"
 	}
-	if _, _, _, err := k.script(writeScript, []string{abs, appendFlag}, data, 64<<10); err != nil {
+	if out, _, _, err := k.script(writeScript, []string{abs, appendFlag}, data, 64<<10); err != nil {
+		if in.Append {
+			return nil, k.undoAppend(out, err)
+		}
 		return nil, err
 	}
 	return toolset.WriteOutput{Bytes: len(data)}, nil
+}
+
+// undoAppend cuts back an append that err says was stopped (a cancel or
+// its deadline) once its command was confirmed dead, from what the script
+// printed (out) before it began to append: a stop answers that nothing
+// was appended. When the append cannot be cut back the stop keeps its
+// code and details.cleanup_error says why. Any other err is answered as
+// it is.
+func (k *call) undoAppend(out []byte, err error) error {
+	var stop *stopError
+	if !errors.As(err, &stop) || stop.Cleanup != nil {
+		return err
+	}
+	fields := bytes.SplitN(out, []byte{0}, 3)
+	if len(fields) < 3 {
+		return err // stopped before it began to append
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(k.ctx), killBudget)
+	defer cancel()
+	o, e := capture(4<<10, nil)
+	spec := execSpec{
+		Argv: []string{"/bin/sh", "-c", undoAppendScript, "brain-file", string(fields[0]), string(fields[1])},
+		User: k.b.profile.User, Dir: workspaceDir, Tag: k.tag + "-undo",
+	}
+	code, uerr := runExec(ctx, k.p.cli, k.a.Container, spec, o, e)
+	if uerr == nil && code != 0 {
+		uerr = fmt.Errorf("exited %d: %s", code, envapi.Truncate(strings.TrimSpace(toolset.Text(e.Bytes()))))
+	}
+	if uerr != nil {
+		return envsdk.KeepFirst(stopFailure(k.ctx, nil), fmt.Errorf("the part of the append written before the stop could not be cut back: %w", uerr))
+	}
+	return err
 }
 
 func runList(k *call) (any, error) {

@@ -290,6 +290,26 @@ func (fs *FileStore) logFailed(err error) error {
 	return fmt.Errorf("journal: commit log %s: %w", name, err)
 }
 
+// logCut takes a round's entries, written from offset start and flushed,
+// back out of the log file after a segment write of the round failed
+// with cause: the file is cut back to start and flushed, so that neither
+// replay nor a rewrite from the log writes frames of appends that were
+// not acknowledged. It answers cause, or, when the cut could not be made
+// durable, the failure as logFailed answers it (the writer then moves to
+// a new log file).
+func (fs *FileStore) logCut(start int64, cause error) error {
+	fs.logSize = start
+	err := fs.log.Truncate(start)
+	if err == nil {
+		fs.syncs.Add(1)
+		err = fdatasync(fs.log)
+	}
+	if err != nil {
+		return fs.logFailed(fmt.Errorf("%w; cutting the round from the log: %w", cause, err))
+	}
+	return cause
+}
+
 // errNotRetired says a sync point made the segments durable (and ran
 // Options.BeforeRetire) but could not write the marker that retires the
 // log files: they stay live, and the next sync point retires them.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"runtime/metrics"
+	"sync"
 	"time"
 )
 
@@ -51,6 +52,7 @@ const (
 // result (now is the round's clock, for the scheduling sample): through
 // the ring, where the waiting writer holds no P, or on a
 // goroutine of its own (which holds one for as long as the call lasts).
+// The wait may be called again: it answers the same result.
 func (fs *FileStore) startFlush(f *os.File, now time.Time) func() error {
 	if fs.ring != nil && (fs.opts.Flush == FlushRing || fs.sched.contended(now)) {
 		if fl, err := fs.ring.Fdatasync(f); err == nil {
@@ -60,7 +62,7 @@ func (fs *FileStore) startFlush(f *os.File, now time.Time) func() error {
 	}
 	synced := make(chan error, 1)
 	go func() { synced <- fdatasync(f) }()
-	return func() error { return <-synced }
+	return sync.OnceValue(func() error { return <-synced })
 }
 
 // schedWatch follows the runtime's scheduling latency (the time runnable

@@ -3,6 +3,8 @@ package journal
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"sync"
@@ -170,4 +172,38 @@ func keepPsBusy() (stop func()) {
 		})
 	}
 	return func() { done.Store(true); wg.Wait() }
+}
+
+// TestFlushWaitAgain: the wait startFlush answers may be called again,
+// and by several goroutines, in every flush mode: each call answers the
+// flush's result instead of blocking.
+func TestFlushWaitAgain(t *testing.T) {
+	for _, mode := range []FlushMode{FlushPlain, FlushRing} {
+		t.Run(mode.String(), func(t *testing.T) {
+			fs := openT(t, t.TempDir(), &Options{Flush: mode})
+			f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.Write([]byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			wait := fs.startFlush(f, time.Now())
+			errc := make(chan error, 3)
+			for range cap(errc) {
+				go func() { errc <- wait() }()
+			}
+			for range cap(errc) {
+				select {
+				case err := <-errc:
+					if err != nil {
+						t.Fatalf("wait = %v", err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("a second wait for the same flush did not answer")
+				}
+			}
+		})
+	}
 }

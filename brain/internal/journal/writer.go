@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -254,6 +255,9 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 	if syncErr == nil {
 		syncErr = fs.logWrite(rd.log)
 	}
+	// Where the round's entries begin (logWrite may have started a new
+	// log file).
+	logStart := fs.logSize - int64(len(rd.log))
 	var synced func() error
 	var syncStart time.Time
 	if syncErr == nil && len(rd.log) > 0 {
@@ -261,13 +265,20 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 		syncStart = time.Now()
 		synced = fs.startFlush(fs.log, syncStart)
 	}
+	var segErr error
 	if syncErr == nil {
-		fs.writeSegments(rd)
+		segErr = fs.writeSegments(rd)
 	}
 	if synced != nil {
 		if err := synced(); err != nil {
 			syncErr = fs.logFailed(err)
 		}
+	}
+	if syncErr == nil && segErr != nil {
+		// The log holds the round's entries but a segment does not hold
+		// its frames: the round fails whole, and its entries are cut
+		// from the log so that no replay or rewrite brings them back.
+		syncErr = fs.logCut(logStart, segErr)
 	}
 	if syncErr != nil {
 		fs.cutRound(rd)
@@ -347,10 +358,13 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 
 // writeSegments writes the round's frames to their segments in order. A
 // failed write is cut back (best effort) and fails its request and the
-// session's later requests of the round; since the log already names
-// those frames, the next round first takes a sync point.
-func (fs *FileStore) writeSegments(rd *round) {
+// session's later requests of the round, and the next round first takes
+// a sync point. It answers the first failure: the log already names
+// those frames, so finish fails the round and cuts its entries from the
+// log.
+func (fs *FileStore) writeSegments(rd *round) error {
 	var failed map[*session]error
+	var first error
 	for _, pw := range rd.pending {
 		if err := failed[pw.s]; err != nil {
 			pw.req.err = err
@@ -368,10 +382,12 @@ func (fs *FileStore) writeSegments(rd *round) {
 				failed = make(map[*session]error)
 			}
 			failed[pw.s] = err
+			first = cmp.Or(first, err)
 			fs.needSyncPoint = true
 			fs.suspect.Store(true)
 		}
 	}
+	return first
 }
 
 // cutRound cuts every segment the round wrote back to its size before the

@@ -181,6 +181,10 @@ type Flush struct {
 	r  *Ring
 	id uint64
 	f  *os.File
+
+	mu   sync.Mutex // held by the goroutine waiting for the completion
+	done bool       // the completion was reaped; err is its result
+	err  error
 }
 
 // Fdatasync submits fdatasync(2) of f and answers it without waiting.
@@ -256,8 +260,28 @@ func (r *Ring) reap() {
 
 // Wait blocks until the flush completed and answers its result: nil, or
 // the error fdatasync(2) would have answered. The waiting goroutine is
-// parked in the runtime's poller, holding no P.
+// parked in the runtime's poller, holding no P. Wait may be called again,
+// and by several goroutines at once: every call answers the same result.
 func (fl *Flush) Wait() error {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if !fl.done {
+		res, err := fl.wait()
+		if err != nil {
+			// The flush is still in flight: a later Wait waits again.
+			return err
+		}
+		fl.done = true
+		if res < 0 {
+			fl.err = syscall.Errno(-res)
+		}
+	}
+	return fl.err
+}
+
+// wait blocks until the flush's completion is reaped and answers its
+// result (0, or a negated errno). fl.mu is held.
+func (fl *Flush) wait() (int32, error) {
 	r := fl.r
 	defer runtime.KeepAlive(fl.f)
 	r.wmu.Lock()
@@ -273,10 +297,7 @@ func (fl *Flush) Wait() error {
 		}
 		r.mu.Unlock()
 		if ok {
-			if res < 0 {
-				return syscall.Errno(-res)
-			}
-			return nil
+			return res, nil
 		}
 		// The kernel signals the eventfd after posting a completion, so
 		// one posted after the reap above makes this read return. The
@@ -285,10 +306,10 @@ func (fl *Flush) Wait() error {
 		// timer, which every P checks as it schedules) makes the wait
 		// look at the completion queue again at least every recheck.
 		if err := r.ev.SetReadDeadline(time.Now().Add(recheck)); err != nil {
-			return fmt.Errorf("uring: wait for a flush: %w", err)
+			return 0, fmt.Errorf("uring: wait for a flush: %w", err)
 		}
 		if _, err := r.ev.Read(b[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			return fmt.Errorf("uring: wait for a flush: %w", err)
+			return 0, fmt.Errorf("uring: wait for a flush: %w", err)
 		}
 	}
 }

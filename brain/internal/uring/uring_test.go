@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // newRing answers a ring, or skips where the kernel refuses io_uring
@@ -147,6 +148,80 @@ func TestConcurrentWaiters(t *testing.T) {
 	}
 	for range n {
 		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+var errNoAnswer = errors.New("Wait did not answer")
+
+// waitWithin answers fl.Wait's result, or errNoAnswer when it has not
+// answered within a few seconds (a flush of an empty file takes
+// microseconds).
+func waitWithin(fl *Flush) error {
+	done := make(chan error, 1)
+	go func() { done <- fl.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		return errNoAnswer
+	}
+}
+
+// TestWaitAgain: a flush waited for again, in turn or by several
+// goroutines at once, answers the same result every time, and the ring
+// still holds as many flushes as before.
+func TestWaitAgain(t *testing.T) {
+	r := newRing(t)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	bad, err := r.Fdatasync(pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := waitWithin(bad)
+	if first == nil || errors.Is(first, errNoAnswer) {
+		t.Fatalf("Wait for the flush of a pipe = %v, want its failure", first)
+	}
+	if again := waitWithin(bad); !errors.Is(again, first) {
+		t.Fatalf("second Wait = %v, want %v", again, first)
+	}
+
+	good, err := r.Fdatasync(tempFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 4)
+	for range cap(errc) {
+		go func() { errc <- waitWithin(good) }()
+	}
+	for range cap(errc) {
+		if err := <-errc; err != nil {
+			t.Fatalf("Wait by one of several waiters = %v", err)
+		}
+	}
+	if err := waitWithin(good); err != nil {
+		t.Fatalf("Wait after the others = %v", err)
+	}
+
+	var fls []*Flush
+	for i := range entries {
+		fl, err := r.Fdatasync(tempFile(t))
+		if err != nil {
+			t.Fatalf("Fdatasync %d after flushes waited for twice = %v", i, err)
+		}
+		fls = append(fls, fl)
+	}
+	if _, err := r.Fdatasync(tempFile(t)); err == nil {
+		t.Fatalf("Fdatasync with %d flushes in flight succeeded", entries)
+	}
+	for _, fl := range fls {
+		if err := waitWithin(fl); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,0 +1,187 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
+	"github.com/brain-in-go/brain/envsdk/toolset"
+	"github.com/docker/docker/client"
+)
+
+// stdinHold relays the Engine API over TCP. Once armed, the next exec
+// start passes the first n bytes of the command's stdin and holds the
+// rest until the test ends; held is closed then.
+type stdinHold struct {
+	armed atomic.Bool
+	n     int64
+	held  chan struct{}
+}
+
+func stdinHoldingEngine(t *testing.T, engineHost string, n int64) (host string, h *stdinHold) {
+	t.Helper()
+	u, err := url.Parse(engineHost)
+	if err != nil || u.Scheme != "unix" {
+		t.Skipf("the Engine is not on a unix socket (%s)", engineHost)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = &stdinHold{n: n, held: make(chan struct{})}
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release); ln.Close() })
+	serve := func(c net.Conn) {
+		defer c.Close()
+		up, err := net.Dial("unix", u.Path)
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		go func() { _, _ = io.Copy(c, up); c.Close() }()
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			start := strings.Contains(req.URL.Path, "/exec/") && strings.HasSuffix(req.URL.Path, "/start")
+			if err := req.Write(up); err != nil {
+				return
+			}
+			if !start {
+				continue
+			}
+			// The connection now carries the command's stdin.
+			if h.armed.CompareAndSwap(true, false) {
+				if _, err := io.CopyN(up, br, h.n); err != nil {
+					return
+				}
+				close(h.held)
+				<-release
+			}
+			_, _ = io.Copy(up, br)
+			_ = up.(*net.UnixConn).CloseWrite()
+			<-release
+			return
+		}
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serve(c)
+		}
+	}()
+	return "tcp://" + ln.Addr().String(), h
+}
+
+// An append stopped part way, by a cancel or by its deadline, after some
+// of its bytes reached the file, answers cancelled or timeout and leaves
+// the file as it was (or absent, when the append created it); a later
+// append works.
+func TestAppendStoppedPartWayIsCutBack(t *testing.T) {
+	for _, stop := range []string{"cancel", "deadline", "cancel-created"} {
+		t.Run(stop, func(t *testing.T) {
+			t.Parallel()
+			engine, image := testEngine(t)
+			host, hold := stdinHoldingEngine(t, engine.DaemonHost(), 64<<10)
+			cli, err := client.NewClientWithOpts(client.WithHost(host), client.WithAPIVersionNegotiation())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cli.Close() })
+			p, err := New(Config{Profiles: testProfiles(image), StateDir: t.TempDir(), Client: cli})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cleanupInstance(t, engine, p.Instance())
+			srv := httptest.NewServer(p.Handler(testToken))
+			t.Cleanup(srv.Close)
+			h := &harness{t: t, p: p, url: srv.URL, brain: envtest.NewBrain(t)}
+			c := h.commands()
+			h.setup(c, "")
+			write := func(content string, appendTo bool, deadline *int64) envapi.Command {
+				return c.Execute(tool(toolset.ToolWrite), mustJSON(toolset.WriteInput{Path: "f", Content: content, Append: appendTo}), deadline)
+			}
+			size := func() int64 {
+				t.Helper()
+				r := h.post(c.Execute(tool(toolset.ToolRead), mustJSON(toolset.ReadInput{Path: "f", Limit: 16}), nil))
+				var out toolset.ReadOutput
+				if r.Type != envapi.ReceiptResult || json.Unmarshal(r.Output, &out) != nil {
+					t.Fatalf("read = %+v", r)
+				}
+				return out.Size
+			}
+			old := "old\n"
+			if stop == "cancel-created" {
+				old = ""
+			} else if r := h.post(write(old, false, nil)); r.Type != envapi.ReceiptResult {
+				t.Fatalf("write = %+v", r)
+			}
+
+			hold.armed.Store(true)
+			var deadline *int64
+			if stop == "deadline" {
+				ms := int64(3000)
+				deadline = &ms
+			}
+			cmd := write(strings.Repeat("x", 256<<10), true, deadline)
+			seq := cmd.Operation.Sequence
+			done := make(chan envapi.Receipt, 1)
+			go func() { done <- h.post(cmd) }()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			select {
+			case <-hold.held:
+			case <-ctx.Done():
+				t.Fatal("the append never started")
+			}
+			// Part of the append is in the file.
+			for size() != int64(len(old))+hold.n {
+				select {
+				case r := <-done:
+					t.Fatalf("the append answered %+v before its bytes reached the file", r)
+				case <-ctx.Done():
+					t.Fatalf("the file never grew to %d bytes", int64(len(old))+hold.n)
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			want := envapi.CodeTimeout
+			if stop != "deadline" {
+				want = envapi.CodeCancelled
+				if r := h.post(c.Cancel(seq)); r.Type != envapi.ReceiptAccepted {
+					t.Fatalf("cancel = %+v", r)
+				}
+			}
+			failure(t, <-done, want)
+			if old == "" {
+				r := h.post(c.Execute(tool(toolset.ToolRead), mustJSON(toolset.ReadInput{Path: "f", Limit: 16}), nil))
+				failure(t, r, envapi.CodeNotFound)
+			} else if n := size(); n != int64(len(old)) {
+				t.Fatalf("after the stopped append the file holds %d bytes, want its old %d", n, len(old))
+			}
+			if r := h.post(write("new\n", true, nil)); r.Type != envapi.ReceiptResult {
+				t.Fatalf("append after the stopped one = %+v", r)
+			}
+			r := h.post(c.Execute(tool(toolset.ToolRead), mustJSON(toolset.ReadInput{Path: "f"}), nil))
+			var out toolset.ReadOutput
+			if json.Unmarshal(r.Output, &out) != nil || out.Content != old+"new\n" {
+				t.Fatalf("read = %+v, want %q", r, old+"new\n")
+			}
+		})
+	}
+}
