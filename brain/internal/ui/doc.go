@@ -8,15 +8,26 @@
 // sessions with their status and shows one session's timeline (turns,
 // activations, model calls, tool calls and environment operations with
 // their durations and outcomes, extension events and observations with
-// their origin, each a row of its own whatever its name), following the events stream while the session runs,
-// including the live model deltas. The stream is read with fetch rather
-// than EventSource, which cannot send headers; when the stream ends before
-// the session does (a lag cut-off, a drain), or sends nothing, not even a
-// heartbeat comment, for three of the heartbeat intervals the server names
-// in its Brain-Heartbeat-Ms header (a proxy dropped the connection without
-// closing it), the page reconnects after the last sequence it saw and says
-// so; a session that does not exist (or was deleted) is reported as such
-// and not followed. The session's status and transcript are read again
+// their origin, each a row of its own whatever its name), following the
+// events stream while the session runs, including the live model deltas.
+// The text a model call streams is appended under its row once per
+// animation frame, in blocks of a few thousand characters ended at line
+// breaks, so that writing and laying out a delta costs in proportion to
+// the delta, not to the text streamed before it; while the call runs the
+// row keeps at most the first 1,048,576 characters and then says that the
+// rest does not show yet, and once the call has ended the row shows the
+// text of its answer (live frames are best effort: those sent while the
+// stream reconnected, or dropped for a slow reader, are not sent again).
+// The stream is read with fetch rather than EventSource, which cannot send
+// headers; when the stream ends before the session does (a lag cut-off, a
+// drain), or sends nothing, not even a heartbeat comment, for three of the
+// heartbeat intervals the server names in its Brain-Heartbeat-Ms header (a
+// proxy dropped the connection without closing it), the page reconnects
+// after the last sequence it saw and says so; once the stream opens again
+// after attempts that failed, their error no longer shows as current and
+// the note says since when the stream failed. A session that does not
+// exist (or was deleted) is reported as such and not followed. The
+// session's status and transcript are read again
 // as its records arrive; an answer that a later read overtook is not
 // shown over the newer one. The session list is refreshed in place, so
 // that the keyboard focus stays where it was. The timeline and the events table
@@ -35,6 +46,6 @@
 //
 // httpapi serves the files with a Content-Security-Policy that allows only
 // same-origin scripts, styles and requests, so the page has no inline
-// script; it builds its DOM with textContent and never interprets event
-// data as markup.
+// script; it builds its DOM with textContent and text nodes and never
+// interprets event data as markup.
 package ui

@@ -194,6 +194,18 @@ const SILENT_BEATS = 3;
 const LIVE_CALLS = 16;
 const LIVE_TEXT = 1 << 20;
 
+// Streamed text is written to the page once per animation frame, in parts
+// of about STREAM_PART characters: blocks of their own, each ended after a
+// line break where the text has one (so that the text shows as one) and
+// else at STREAM_LINE characters, so that the browser lays out again only
+// the last part as text arrives, not all the text streamed so far. In the
+// last part a delta is appended to the last text node while that is
+// shorter than STREAM_NODE characters, else in a node of its own, so that
+// appending it costs in proportion to the delta.
+const STREAM_PART = 4096;
+const STREAM_LINE = 4 * STREAM_PART;
+const STREAM_NODE = 1024;
+
 // Records the environments table is folded from.
 const envKinds = /^(session_creation_started$|tool_call_started$|environment_)/;
 
@@ -220,6 +232,8 @@ class SessionView {
     this.endEntry = null;
     this.early = []; // live frames that arrived before their model call
     this.liveCalls = new Map(); // running model call's sequence -> {text, detail}
+    this.unwritten = new Set(); // entries with streamed text not yet written
+    this.writeFrame = 0; // the animation frame requested to write it
     this.envs = new Map(); // name -> environment row model
     this.envStarts = new Map(); // environment_*_started sequence -> environment name
     this.envFrom = 0; // the environments are folded from the records after this
@@ -254,6 +268,7 @@ class SessionView {
   stop() {
     this.stopped = true;
     if (this.attempt) this.attempt.abort();
+    cancelAnimationFrame(this.writeFrame);
     clearTimeout(this.summaryTimer);
     clearTimeout(this.transcriptTimer);
     clearTimeout(this.pagerTimer);
@@ -347,6 +362,7 @@ class SessionView {
   // silent for SILENT_BEATS heartbeats.
   async follow() {
     let silentSince = 0;
+    let failed = null; // the error shown for the attempts that failed, and since when
     while (!this.stopped && !this.finished) {
       const ctl = new AbortController();
       this.attempt = ctl;
@@ -380,6 +396,14 @@ class SessionView {
             '; reconnected at ' + fmtTime(Date.now()) + ' after #' + this.last + '.';
           silentSince = 0;
         }
+        if (failed) {
+          // The error of the failed attempts is over: say so, and leave
+          // an error shown since in place.
+          if ($('action-error').textContent === failed.text) $('action-error').textContent = '';
+          $('stream-note').textContent = 'The event stream failed at ' + fmtTime(failed.since) + ' (' + failed.text +
+            '); reconnected at ' + fmtTime(Date.now()) + ' after #' + this.last + '.';
+          failed = null;
+        }
         const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
         let buf = '';
         for (;;) {
@@ -397,7 +421,11 @@ class SessionView {
         }
       } catch (e) {
         if (this.stopped || this.gone) return;
-        if (!silent) $('action-error').textContent = 'event stream: ' + e.message;
+        if (!silent) {
+          const text = 'event stream: ' + e.message;
+          failed = { text, since: failed ? failed.since : Date.now() };
+          $('action-error').textContent = text;
+        }
       } finally {
         clearTimeout(timer);
       }
@@ -459,6 +487,7 @@ class SessionView {
     let delta = '';
     if (type === 'model_output' && typeof p.delta === 'string') {
       delta = p.delta.slice(0, Math.max(0, LIVE_TEXT - state.text.length));
+      if (delta.length < p.delta.length) state.cut = true;
       state.text += delta;
     } else if (type === 'model_usage' && p.usage) {
       state.detail = ' ' + p.usage.input_tokens + ' in / ' + p.usage.output_tokens + ' out tokens';
@@ -469,17 +498,67 @@ class SessionView {
     if (!entry) return; // not in the window: shown when its row is
     if (delta) {
       if (!entry.stream) this.liveText(entry, '');
-      entry.stream.textContent += delta;
+      entry.unwritten.push(delta);
+      this.unwritten.add(entry);
+      if (!this.writeFrame) this.writeFrame = requestAnimationFrame(() => this.writeText());
     } else if (state.detail !== null) {
       entry.detail.textContent = state.detail;
     }
+    if (state.cut && !entry.cut) this.cutNote(entry);
+  }
+
+  // cutNote says under a model call's row that it streamed more text than
+  // the page keeps while the call runs.
+  cutNote(entry) {
+    if (!entry.stream) this.liveText(entry, '');
+    entry.cut = el('p', 'stream-cut muted', 'Only the first ' + LIVE_TEXT + ' characters streamed show while the call runs; ' +
+      'its answer shows in full once it ends.');
+    entry.li.append(entry.cut);
   }
 
   // liveText adds under a model call's row the text it streams.
   liveText(entry, text) {
-    entry.stream = el('pre', 'stream', text);
+    entry.stream = el('pre', 'stream');
     entry.stream.dataset.live = 'true';
     entry.li.append(entry.stream);
+    writeStream(entry, text);
+  }
+
+  // answered shows under an ended model call's row, at once, the text it
+  // answered: the text it streamed, or in its place when they differ (live
+  // frames are best effort, and those sent while the stream reconnected
+  // are not sent again) the text of its answer.
+  answered(entry, result) {
+    if (!result || !result.message || !Array.isArray(result.message.content)) return;
+    const text = result.message.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
+    if (entry.cut) {
+      entry.cut.remove();
+      entry.cut = null;
+    }
+    const unwritten = entry.unwritten.join('');
+    entry.unwritten = [];
+    this.unwritten.delete(entry);
+    if (entry.stream.textContent + unwritten === text) {
+      writeStream(entry, unwritten);
+      return;
+    }
+    entry.stream.replaceChildren();
+    entry.part = null;
+    writeStream(entry, text);
+  }
+
+  // writeText appends to their rows the deltas received since the last
+  // animation frame. No frame comes while the tab is hidden: the deltas of
+  // the entries in the window wait for the next one. A row shown again
+  // shows the call's text from its start.
+  writeText() {
+    this.writeFrame = 0;
+    for (const entry of this.unwritten) {
+      const text = entry.unwritten.join('');
+      entry.unwritten = [];
+      writeStream(entry, text);
+    }
+    this.unwritten.clear();
   }
 
   // record takes a recorded event from the stream.
@@ -532,9 +611,10 @@ class SessionView {
     while (rows.firstChild && Number(rows.firstChild.dataset.seq) < lo) rows.firstChild.remove();
     const tl = $('timeline');
     while (tl.firstChild && Number(tl.firstChild.dataset.seq) < lo) tl.firstChild.remove();
-    for (const seq of this.entries.keys()) {
+    for (const [seq, entry] of this.entries) {
       if (seq >= lo) break;
       this.entries.delete(seq);
+      this.unwritten.delete(entry);
     }
     this.lo = lo;
   }
@@ -592,6 +672,7 @@ class SessionView {
     $('timeline').replaceChildren();
     $('events').tBodies[0].replaceChildren();
     this.entries = new Map();
+    this.unwritten.clear();
     this.openTurn = this.openActivation = this.endEntry = null;
     this.lo = lo;
     this.hi = lo - 1;
@@ -698,7 +779,12 @@ class SessionView {
       duration: el('span', 'duration'),
       outcome: el('span', 'outcome'),
       origin: el('span', 'origin', originText(ev.origin)),
-      stream: null,
+      stream: null, // the pre of the text a model call streams
+      part: null, // its last part, and its length and whether it ends a line
+      partChars: 0,
+      partEndsLine: false,
+      unwritten: [], // streamed deltas not yet written to stream
+      cut: null, // the note that the streamed text is cut short
     };
     li.append(entry.seq, entry.kind, entry.summary, entry.duration, entry.outcome, entry.origin);
     $('timeline').append(li);
@@ -713,6 +799,7 @@ class SessionView {
     // What the call streamed before its row was shown.
     const state = family === 'model_call' && this.liveCalls.get(ev.sequence);
     if (state && state.text !== '') this.liveText(entry, state.text);
+    if (state && state.cut) this.cutNote(entry);
     if (state && state.detail !== null) entry.detail.textContent = state.detail;
     if (family === 'turn') this.openTurn = entry;
     if (family === 'activation') this.openActivation = entry;
@@ -732,7 +819,10 @@ class SessionView {
     entry.li.dataset.durationMs = ms;
     const label = how === 'failed' ? 'failed: ' + (d.code || 'failed') : outcome;
     entry.outcome.replaceChildren(el('span', 'badge ' + (outcome === 'ok' ? 'ok' : 'error'), label));
-    if (entry.family === 'model_call') entry.detail.textContent = '';
+    if (entry.family === 'model_call') {
+      entry.detail.textContent = '';
+      if (entry.stream && how === 'ended') this.answered(entry, d.result);
+    }
     const more = endSummary(entry.family, d);
     if (more) entry.summary.append(el('span', 'detail', ' \u2192 ' + more));
     if (how === 'failed' && d.message) entry.outcome.title = d.message;
@@ -822,6 +912,34 @@ class SessionView {
         st, el('td', null, e.tools.join(', ')), el('td', 'mono calls', e.calls), el('td', 'muted', e.last));
       tbody.append(tr);
     }
+  }
+}
+
+// writeStream appends text to the stream of entry, in parts of about
+// STREAM_PART characters.
+function writeStream(entry, text) {
+  while (text !== '') {
+    if (!entry.part || (entry.partChars >= STREAM_PART && entry.partEndsLine) || entry.partChars >= STREAM_LINE) {
+      entry.part = el('span', 'part');
+      entry.stream.append(entry.part);
+      entry.partChars = 0;
+    }
+    // The part takes the text up to the end of the line that crosses
+    // STREAM_PART, at most up to STREAM_LINE.
+    const room = STREAM_LINE - entry.partChars;
+    const head = text.length > room ? text.slice(0, room) : text;
+    let take = head.length;
+    if (entry.partChars + head.length > STREAM_PART) {
+      const nl = head.indexOf('\n', Math.max(0, STREAM_PART - entry.partChars - 1));
+      if (nl >= 0) take = nl + 1;
+    }
+    const piece = take === text.length ? text : text.slice(0, take);
+    const last = entry.part.lastChild;
+    if (last && last.length < STREAM_NODE) last.appendData(piece);
+    else entry.part.append(document.createTextNode(piece));
+    entry.partChars += take;
+    entry.partEndsLine = piece.endsWith('\n');
+    text = text.slice(take);
   }
 }
 
