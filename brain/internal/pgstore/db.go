@@ -24,6 +24,10 @@ const (
 	DefaultMaxConns      = 32
 )
 
+// applicationName is the application_name of the nodes' connections,
+// unless the database URL sets one.
+const applicationName = "brain"
+
 // upkeepConns is the size of the pool that renews leases and membership:
 // one connection for each, which run at once.
 const upkeepConns = 2
@@ -140,6 +144,20 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	// from every node for as long as its connection stays open.
 	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
 		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(max(opts.OpTimeout.Milliseconds(), 1), 10)
+	}
+	// A statement of this node waits for a row lock at most a quarter of
+	// OpTimeout: the locks of a healthy node last one commit. A longer
+	// wait is for a node stopped in the middle of a statement or batch
+	// (which no server timeout ends, see reapStalled); the statement then
+	// fails on the server, nothing of it committed (ErrUnavailable), and
+	// the group commit's other writes go on without it.
+	if _, set := cfg.ConnConfig.RuntimeParams["lock_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(max(opts.OpTimeout.Milliseconds()/4, 1), 10)
+	}
+	// The nodes' connections are told apart from others' by their
+	// application name (see reapStalled).
+	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set {
+		cfg.ConnConfig.RuntimeParams["application_name"] = applicationName
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second

@@ -14,9 +14,12 @@
 // # Schema
 //
 // Migrations are numbered from 1 and applied in order at Open, each in its
-// own transaction together with the version it reaches, while holding a
-// session advisory lock (key 0x627261696e6d6967), so that of nodes starting
-// together one migrates and the others then find nothing to do. A database
+// own transaction together with the version it reaches. Each transaction
+// first takes a transaction advisory lock (key 0x627261696e6d6967), then
+// reads the version, so that of nodes starting together one migrates and
+// the others then find nothing to do. The lock is never held outside a
+// transaction, so a node stopped while it migrates holds it only until
+// the server ends its idle transaction (see Faults). A database
 // whose brain_schema.version is above the binary's refuses Open with
 // ErrSchemaNewer. Version 1 creates
 //
@@ -134,9 +137,16 @@
 // committed; a retry after re-reading finds ErrNotOwner). The first
 // append of a session, which has no session row yet, share-locks the
 // lease row instead. A fenced Delete deletes the session row under the
-// same two conditions, or nothing (ErrNotOwner). A node that lost its
-// lease can never commit, nor delete what the new owner runs, so it
-// never sends an effect whose *_started record it could not commit.
+// same two conditions, or nothing (ErrNotOwner). So do a fenced
+// WriteCheckpoint (share-locking the session row) and the fenced
+// writes of secrets, Secrets.Put and DeleteAll (share-locking the lease
+// row, then the session row if there is one), each writing nothing
+// without them (ErrNotOwner). A node that lost its lease can never
+// commit, nor delete what the new owner runs, nor replace the new
+// owner's checkpoint with its own older projection (or with that of a
+// deleted session whose id was used again), nor replace or remove the
+// credentials of a session another node created under the same id, so
+// it never sends an effect whose *_started record it could not commit.
 //
 // # Subscriptions
 //
@@ -218,6 +228,24 @@
 // stopped in it (SIGSTOP, a hung host), and the server ends it rather
 // than keep the session rows it locked from every node. Its statements
 // then fail with ErrUnavailable when the process resumes.
+//
+// A process that stops in the middle of sending a statement or a
+// pipelined batch (the group commit's) leaves the server waiting for the
+// rest inside the batch's transaction, with the row locks its first
+// statements took; no server timeout ends that wait. So every
+// connection also sets lock_timeout to a quarter of OpTimeout (unless
+// the database URL sets it): a statement that waits longer for a lock
+// fails on the server, nothing of it committed (ErrUnavailable), and the
+// other writes of its group commit, run again each on its own, commit.
+// Only the waits for the migration lock and for the notifications'
+// queue are bounded by their operation's deadline instead.
+// And each node, at every membership renewal, ends the connections
+// named like its own (application_name, "brain" unless the database URL
+// sets it) whose transaction has waited on its client, in the middle of
+// a statement or batch, for more than twice OpTimeout: no live node
+// waits that long (it gives the connection up after OpTimeout), so the
+// sessions and keys a stopped process locked are free again, and its
+// sessions are taken over once its leases run out.
 //
 // Another node awaits an unanswered idempotency claim for as long as the
 // process instance named in its row is a live member. So a claim that

@@ -51,6 +51,7 @@ func classify(op string, err error, write bool) error {
 			strings.HasPrefix(pgErr.Code, "53"), // insufficient resources
 			strings.HasPrefix(pgErr.Code, "57"), // operator intervention (shutdown)
 			strings.HasPrefix(pgErr.Code, "40"), // serialization failure, deadlock
+			pgErr.Code == "55P03",               // lock_timeout: a lock held by a stopped node
 			pgErr.Code == "25P03":               // idle_in_transaction_session_timeout ended the transaction
 			// The server reported the failure: the statement, and so its
 			// implicit transaction, did not commit.

@@ -298,7 +298,11 @@ func (j *Journal) Sessions(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// WriteCheckpoint implements journal.Store.
+// WriteCheckpoint implements journal.Store. When the DB is Fenced, the
+// write also requires this node's live lease on the session, as an append
+// does (ErrNotOwner otherwise, nothing written): a node that lost the
+// lease never replaces the new owner's checkpoint, nor writes its
+// projection over a session of the same id created anew.
 func (j *Journal) WriteCheckpoint(ctx context.Context, session string, through uint64, payload []byte) error {
 	if err := journal.CheckSession(session); err != nil {
 		return err
@@ -309,23 +313,60 @@ func (j *Journal) WriteCheckpoint(ctx context.Context, session string, through u
 	if payload == nil {
 		payload = []byte{}
 	}
+	epoch, err := j.fence(session)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := j.db.opCtx(ctx)
 	defer cancel()
-	// The share lock on the session row orders the write after a
-	// concurrent delete, whose commit leaves no session to cover.
-	tag, err := j.db.pool.Exec(ctx, `INSERT INTO brain_checkpoints (session_id, through, payload)
-		SELECT $1, $2, $3
-		WHERE $2 <= coalesce((SELECT next_seq - 1 FROM brain_sessions WHERE session_id = $1 FOR SHARE), 0)
-		ON CONFLICT (session_id) DO UPDATE SET through = EXCLUDED.through, payload = EXCLUDED.payload`,
-		[]byte(session), int64(through), payload)
+	var owned, written bool
+	if j.db.opts.Fenced {
+		err = j.db.pool.QueryRow(ctx, checkpointFenced, []byte(session), int64(through), payload, epoch, j.db.opts.NodeID).Scan(&owned, &written)
+	} else {
+		owned = true
+		err = j.db.pool.QueryRow(ctx, checkpointPlain, []byte(session), int64(through), payload).Scan(&written)
+	}
 	if err != nil {
 		return classify("write checkpoint", err, true)
 	}
-	if tag.RowsAffected() == 0 {
+	if !owned {
+		return fmt.Errorf("%w: session %s epoch %d", ErrNotOwner, session, epoch)
+	}
+	if !written {
 		return fmt.Errorf("%w: checkpoint through %d is past the end of session %s", journal.ErrInvalid, through, session)
 	}
 	return nil
 }
+
+// The checkpoint statements: $1 session, $2 through, $3 payload, and for
+// the fenced one $4 epoch and $5 node. The share lock on the session row
+// orders the write after a concurrent delete, whose commit leaves no
+// session to cover, and after a concurrent takeover, which raises the
+// row's epoch: the fenced write needs the row's epoch to be the lease's
+// and the lease row to name this node with that epoch, unexpired, as a
+// fenced append does. A session without a row has nothing to fence (only
+// a checkpoint through 0 fits it).
+const (
+	checkpointPlain = `WITH ins AS (
+		INSERT INTO brain_checkpoints (session_id, through, payload)
+		SELECT $1, $2, $3
+		WHERE $2 <= coalesce((SELECT next_seq - 1 FROM brain_sessions WHERE session_id = $1 FOR SHARE), 0)
+		ON CONFLICT (session_id) DO UPDATE SET through = EXCLUDED.through, payload = EXCLUDED.payload
+		RETURNING 1)
+	SELECT EXISTS (SELECT 1 FROM ins)`
+	checkpointFenced = `WITH s AS (
+		SELECT next_seq, epoch FROM brain_sessions WHERE session_id = $1 FOR SHARE
+	), ok AS (
+		SELECT 1 WHERE coalesce((SELECT epoch FROM s) = $4, true)
+			AND EXISTS (SELECT 1 FROM brain_leases WHERE session_id = $1 AND node_id = $5 AND epoch = $4 AND expires_at > statement_timestamp())
+	), ins AS (
+		INSERT INTO brain_checkpoints (session_id, through, payload)
+		SELECT $1, $2, $3
+		WHERE EXISTS (SELECT 1 FROM ok) AND $2 <= coalesce((SELECT next_seq - 1 FROM s), 0)
+		ON CONFLICT (session_id) DO UPDATE SET through = EXCLUDED.through, payload = EXCLUDED.payload
+		RETURNING 1)
+	SELECT EXISTS (SELECT 1 FROM ok), EXISTS (SELECT 1 FROM ins)`
+)
 
 // ReadCheckpoint implements journal.Store.
 func (j *Journal) ReadCheckpoint(ctx context.Context, session string) (uint64, []byte, error) {

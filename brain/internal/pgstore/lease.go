@@ -347,8 +347,33 @@ func (db *DB) keepMembership(ctx context.Context) {
 			return
 		case <-t.C:
 			db.heartbeat(ctx) // a failure is retried at the next tick
+			db.reapStalled(ctx)
 		}
 	}
+}
+
+// reapStalled ends the connections of nodes (by the application name
+// of this node's) that stopped in the middle of sending a statement or a
+// pipelined batch (SIGSTOP, a hung host, a lost network) more than twice
+// OpTimeout ago. The server keeps such a transaction open, with the row
+// locks its first statements took, while it waits for the rest (state
+// active, waiting on ClientRead): neither
+// idle_in_transaction_session_timeout nor statement_timeout ends it, so
+// without this the sessions and keys it locked could not be taken over
+// for as long as the stopped process keeps its connection. A node sends
+// a statement or batch whole within OpTimeout or gives its connection
+// up, so a transaction waiting on its client that long is never a live
+// node's: ending it commits nothing. Only connections of this node's
+// role are ended (those it may end); an error is retried at the next
+// renewal.
+func (db *DB) reapStalled(ctx context.Context) {
+	ctx, cancel := db.opCtx(ctx)
+	defer cancel()
+	db.upkeep.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()
+			AND application_name = current_setting('application_name') AND usename = current_user
+			AND state = 'active' AND wait_event_type = 'Client' AND wait_event = 'ClientRead'
+			AND xact_start < now() - make_interval(secs => $1)`, secs(2*db.opts.OpTimeout))
 }
 
 func (db *DB) leave(ctx context.Context) {

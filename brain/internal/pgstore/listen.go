@@ -109,7 +109,10 @@ func (j *Journal) notifier(ctx context.Context) {
 			conn, err = pgx.ConnectConfig(octx, j.db.pool.Config().ConnConfig.Copy())
 		}
 		if err == nil {
-			_, err = conn.Exec(octx, `SELECT set_config('synchronous_commit', 'off', true),
+			// Notifications queue behind other commits' (PostgreSQL's lock
+			// on the queue, held from a commit's notifying to its end): the
+			// wait is bounded by octx, not lock_timeout.
+			_, err = conn.Exec(octx, `SELECT set_config('synchronous_commit', 'off', true), set_config('lock_timeout', '0', true),
 				(SELECT count(*) FROM (SELECT pg_notify('`+notifyChannel+`', p) FROM unnest($1::text[]) p) n)`, payloads)
 			if err != nil {
 				conn.Close(octx)

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -91,46 +92,76 @@ var migrations = []string{
 // SchemaVersion is the schema version this binary writes.
 var SchemaVersion = len(migrations)
 
-// migrate brings the database to SchemaVersion under an advisory lock, so
-// that of several nodes starting at once one migrates and the others wait
-// and find the work done. A database at a newer version is refused.
+// migrate brings the database to SchemaVersion, one migration per
+// transaction, each of which takes the advisory lock (a transaction-level
+// lock) before reading the version, so that of several nodes starting at
+// once one migrates and the others wait and find the work done. The lock
+// is never held outside a transaction: a node stopped while it migrates
+// (SIGSTOP, a hung host) holds it only until the server ends its idle
+// transaction (idle_in_transaction_session_timeout), and the nodes
+// starting meanwhile go on. A database at a newer version is refused.
 func migrate(ctx context.Context, pool *pgxpool.Pool, list []string) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return classify("migrate", err, false)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
-		return classify("migrate: lock", err, false)
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLock)
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS brain_schema (
-		singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-		version integer NOT NULL)`); err != nil {
-		return classify("migrate: schema table", err, true)
-	}
-	var version int
-	err = conn.QueryRow(ctx, "SELECT version FROM brain_schema").Scan(&version)
-	if err == pgx.ErrNoRows {
-		version = 0
-	} else if err != nil {
-		return classify("migrate: read version", err, false)
-	}
-	if version > len(list) {
-		return fmt.Errorf("%w: database is at version %d, this binary knows %d", ErrSchemaNewer, version, len(list))
-	}
-	for v := version; v < len(list); v++ {
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, list[v]); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, `INSERT INTO brain_schema (version) VALUES ($1)
-				ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version`, v+1)
+	for {
+		done, err := migrateStep(ctx, conn.Conn(), list)
+		if err != nil || done {
 			return err
-		})
-		if err != nil {
-			return classify(fmt.Sprintf("migrate to version %d", v+1), err, true)
 		}
 	}
-	return nil
+}
+
+// migrateStep applies the next migration of list, if any, in a
+// transaction together with the version it reaches, and reports whether
+// the schema was already at list's version.
+func migrateStep(ctx context.Context, conn *pgx.Conn, list []string) (done bool, err error) {
+	step := "migrate"
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		// The lock is awaited for as long as ctx allows (another node may
+		// be migrating, or be stopped in its migration until the server
+		// ends it), not only for lock_timeout; the migration's own
+		// statements keep lock_timeout.
+		if _, err := tx.Exec(ctx, "SELECT set_config('lock_timeout', '0', true), pg_advisory_xact_lock($1)", migrationLock); err != nil {
+			step = "migrate: lock"
+			return err
+		}
+		if _, err := tx.Exec(ctx, "RESET lock_timeout"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS brain_schema (
+			singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+			version integer NOT NULL)`); err != nil {
+			step = "migrate: schema table"
+			return err
+		}
+		var version int
+		err := tx.QueryRow(ctx, "SELECT version FROM brain_schema").Scan(&version)
+		if errors.Is(err, pgx.ErrNoRows) {
+			version = 0
+		} else if err != nil {
+			step = "migrate: read version"
+			return err
+		}
+		if version > len(list) {
+			return fmt.Errorf("%w: database is at version %d, this binary knows %d", ErrSchemaNewer, version, len(list))
+		}
+		if version == len(list) {
+			done = true
+			return nil
+		}
+		step = fmt.Sprintf("migrate to version %d", version+1)
+		if _, err := tx.Exec(ctx, list[version]); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO brain_schema (version) VALUES ($1)
+			ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version`, version+1)
+		return err
+	})
+	if errors.Is(err, ErrSchemaNewer) {
+		return false, err
+	}
+	return done, classify(step, err, true)
 }

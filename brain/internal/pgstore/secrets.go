@@ -55,17 +55,53 @@ func secretAD(session, name string) []byte {
 	return append(append([]byte(session), 0), name...)
 }
 
-// Put seals and stores one secret, replacing any earlier value.
+// Put seals and stores one secret, replacing any earlier value. When the
+// DB is Fenced, it also requires this node's live lease on the session
+// (ErrNotOwner otherwise, nothing stored), as an append does.
 func (s *Secrets) Put(ctx context.Context, session, name string, value []byte) error {
 	nonce := make([]byte, s.aead.NonceSize())
 	rand.Read(nonce)
 	sealed := s.aead.Seal(nonce, nonce, value, secretAD(session, name))
+	epoch, err := s.db.journal.fence(session)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := s.db.opCtx(ctx)
 	defer cancel()
-	_, err := s.db.pool.Exec(ctx, `INSERT INTO brain_secrets (session_id, name, sealed) VALUES ($1, $2, $3)
-		ON CONFLICT (session_id, name) DO UPDATE SET sealed = EXCLUDED.sealed`, []byte(session), name, sealed)
-	return classify("put secret", err, true)
+	if !s.db.opts.Fenced {
+		_, err := s.db.pool.Exec(ctx, `INSERT INTO brain_secrets (session_id, name, sealed) VALUES ($1, $2, $3)
+			ON CONFLICT (session_id, name) DO UPDATE SET sealed = EXCLUDED.sealed`, []byte(session), name, sealed)
+		return classify("put secret", err, true)
+	}
+	var owned bool
+	err = s.db.pool.QueryRow(ctx, `WITH `+secretsFence+`, put AS (
+			INSERT INTO brain_secrets (session_id, name, sealed) SELECT $1, $4, $5 WHERE EXISTS (SELECT 1 FROM ok)
+			ON CONFLICT (session_id, name) DO UPDATE SET sealed = EXCLUDED.sealed)
+		SELECT EXISTS (SELECT 1 FROM ok)`, []byte(session), s.db.opts.NodeID, epoch, name, sealed).Scan(&owned)
+	if err != nil {
+		return classify("put secret", err, true)
+	}
+	if !owned {
+		return fmt.Errorf("%w: session %s epoch %d", ErrNotOwner, session, epoch)
+	}
+	return nil
 }
+
+// secretsFence is the CTE ok of a fenced write of secrets ($1 session, $2
+// node, $3 epoch): one row when this node holds the live lease of epoch,
+// which the session row, if any, carries. Both rows are share-locked, the
+// lease row first, as a takeover (which updates both) locks them, so that
+// a takeover waits for the write, and the write for a takeover in flight,
+// whose new epoch it then finds. A node that lost the lease, when another
+// node created the session under the same id meanwhile, neither replaces
+// nor removes the new session's secrets.
+const secretsFence = `lease AS (
+		SELECT 1 FROM brain_leases
+		WHERE session_id = $1 AND node_id = $2 AND epoch = $3 AND expires_at > statement_timestamp()
+		FOR SHARE
+	), ok AS (
+		SELECT 1 FROM lease WHERE coalesce((SELECT epoch FROM brain_sessions WHERE session_id = $1 FOR SHARE) = $3, true)
+	)`
 
 // Get answers the secret, or nil when there is none. A value that does
 // not authenticate is an error, never treated as absent.
@@ -94,10 +130,29 @@ func (s *Secrets) Get(ctx context.Context, session, name string) ([]byte, error)
 	return plain, nil
 }
 
-// DeleteAll forgets every secret of session.
+// DeleteAll forgets every secret of session. When the DB is Fenced, it
+// also requires this node's live lease on the session (ErrNotOwner
+// otherwise, nothing removed).
 func (s *Secrets) DeleteAll(ctx context.Context, session string) error {
+	epoch, err := s.db.journal.fence(session)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := s.db.opCtx(ctx)
 	defer cancel()
-	_, err := s.db.pool.Exec(ctx, `DELETE FROM brain_secrets WHERE session_id = $1`, []byte(session))
-	return classify("delete secrets", err, true)
+	if !s.db.opts.Fenced {
+		_, err := s.db.pool.Exec(ctx, `DELETE FROM brain_secrets WHERE session_id = $1`, []byte(session))
+		return classify("delete secrets", err, true)
+	}
+	var owned bool
+	err = s.db.pool.QueryRow(ctx, `WITH `+secretsFence+`, del AS (
+			DELETE FROM brain_secrets WHERE session_id = $1 AND EXISTS (SELECT 1 FROM ok))
+		SELECT EXISTS (SELECT 1 FROM ok)`, []byte(session), s.db.opts.NodeID, epoch).Scan(&owned)
+	if err != nil {
+		return classify("delete secrets", err, true)
+	}
+	if !owned {
+		return fmt.Errorf("%w: session %s epoch %d", ErrNotOwner, session, epoch)
+	}
+	return nil
 }
