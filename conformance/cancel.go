@@ -59,13 +59,24 @@ func cancelRunning(p *probe) {
 	other := p.startBystander("an execute of another session at the same sequence", tw.Execute(d.Implementation, d.Input, nil))
 	p.mustTool(tw, echo, "an echo on the other session's binding while a sleep runs")
 
-	cmd := c.At(seq, envapi.Execute(d.Implementation, d.Input, nil, p.toolGrant(c.Session, seq)))
-	answered := make(chan *exchange, 1)
-	go func() { answered <- p.send(cmd) }()
-
-	// The cancel may overtake the execute; repeat it with backoff until
-	// the execute answers.
+	// The target gets a head start of up to three echoes, each a round
+	// trip through the provider: its execute is under way, or has
+	// answered returned (its work going on in the background), when the
+	// first cancel comes.
+	grant := p.toolGrant(c.Session, seq)
+	target := p.startBystander("the execute to cancel", c.At(seq, envapi.Execute(d.Implementation, d.Input, nil, grant)))
+	answered := target.answered
 	var ex *exchange
+	for i := 0; i < 3 && ex == nil; i++ {
+		p.mustTool(c, echo, "an echo while the execute to cancel runs")
+		select {
+		case ex = <-answered:
+		default:
+		}
+	}
+
+	// The cancel may still overtake the execute; repeat it with backoff
+	// until the execute answers.
 	first := time.Now()
 	limit := time.NewTimer(p.o.Grace)
 	defer limit.Stop()
@@ -88,11 +99,26 @@ func cancelRunning(p *probe) {
 	if err := valid(ex); err != nil {
 		p.fatal(ruleCancel, ex, "cancelled execute: %v", err)
 	}
-	if rc := ex.receipt(); rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeCancelled {
-		p.fatal(ruleCancel, ex, "a cancelled execute answered %q %s %v after the first cancel, want failure %s", rc.Type, rc.Code, ex.Answered.Sub(first).Round(time.Millisecond), envapi.CodeCancelled)
+	why, keep := "after answering cancelled", false
+	switch rc := ex.receipt(); {
+	case rc.Type == envapi.ReceiptFailure && rc.Code == envapi.CodeCancelled:
+	case rc.Type == envapi.ReceiptReturned:
+		// The Tool goes on after its answer: Brain closes it as
+		// cancelled, revokes its grant and cancels it, as it does any
+		// open Tool, and that cancel must stop the work too.
+		p.brain.Revoke(grant.Token)
+		cx := p.send(c.Cancel(seq))
+		if err := valid(cx); err != nil {
+			p.fatal(ruleCancel, cx, "cancel of a Tool that answered returned: %v", err)
+		}
+		why, keep = "after the cancel of the Tool that answered returned was answered", true
+	case ex.Answered.Before(first):
+		p.fatal(ruleCancel, ex, "the execute to cancel answered %q %s before any cancel, want returned (its work going on until cancelled) or to run until cancelled", rc.Type, rc.Code)
+	default:
+		p.fatal(ruleCancel, ex, "a cancelled execute answered %q %s %v after the first cancel, want failure %s (or returned, its work going on until cancelled)", rc.Type, rc.Code, ex.Answered.Sub(first).Round(time.Millisecond), envapi.CodeCancelled)
 	}
 	p.notCancelled(d, ex, same, other)
-	p.watchLate(ruleCancel, c, seq, d, ex, "after answering cancelled")
+	p.watchLate(ruleCancel, c, seq, d, ex, why, keep)
 }
 
 // toolGrant is a tool grant for execution seq of session.

@@ -24,12 +24,20 @@ func completedOK(call envtest.Call) bool {
 
 // watchLate fails the case when execution seq delivers an ok outcome after
 // the stop answer in ex: at once, after the binding is torn down, and until
-// the descriptor's natural run time has passed.
-func (p *probe) watchLate(r rule, c *envtest.Commands, seq uint64, d Descriptor, ex *exchange, why string) {
+// the descriptor's natural run time has passed. With keep the binding is
+// torn down only once that time has passed, so that the work of a Tool
+// that answered returned must stop for the stop itself, not for the
+// teardown.
+func (p *probe) watchLate(r rule, c *envtest.Commands, seq uint64, d Descriptor, ex *exchange, why string, keep bool) {
 	p.t.Helper()
-	p.accepted(ruleLifecycle, "teardown", c.Teardown())
+	if !keep {
+		p.accepted(ruleLifecycle, "teardown", c.Teardown())
+	}
 	late := func(call envtest.Call) bool {
 		return call.Kind == envtest.KindExecution && call.Session == p.session && call.Sequence == seq && completedOK(call)
+	}
+	if keep {
+		defer func() { p.accepted(ruleLifecycle, "teardown", c.Teardown()) }()
 	}
 	if d.Runs > 0 {
 		until := ex.Sent.Add(d.Runs + p.o.Grace/2)
@@ -47,8 +55,10 @@ func (p *probe) watchLate(r rule, c *envtest.Commands, seq uint64, d Descriptor,
 
 // executePastDeadline runs the role's implementation with the profile's
 // deadline and checks that it answers a timeout failure within the
-// deadline and its grace; what names the execute in failures.
-func executePastDeadline(p *probe, role, what string) (d Descriptor, c *envtest.Commands, cmd envapi.Command, ex *exchange, rc envapi.Receipt) {
+// deadline and its grace, or, when returned is allowed, returned (the
+// Tool goes on, and Brain closes it at the deadline); what names the
+// execute in failures.
+func executePastDeadline(p *probe, role, what string, returned bool) (d Descriptor, c *envtest.Commands, cmd envapi.Command, ex *exchange, rc envapi.Receipt) {
 	d = p.descriptor(role)
 	c = p.setup()
 	p.teardownLater(c)
@@ -63,6 +73,9 @@ func executePastDeadline(p *probe, role, what string) (d Descriptor, c *envtest.
 		p.fatal(ruleTimeout, ex, "%s, with deadline_ms %d (answer expected within %v): %v", what, ms, bound, err)
 	}
 	rc = ex.receipt()
+	if returned && rc.Type == envapi.ReceiptReturned {
+		return d, c, cmd, ex, rc
+	}
 	if rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeTimeout {
 		p.fatal(ruleTimeout, ex, "%s, past its deadline_ms %d, answered %q %s after %v, want failure %s (the first stop cause)", what, ms, rc.Type, rc.Code, ex.Answered.Sub(ex.Sent).Round(time.Millisecond), envapi.CodeTimeout)
 	}
@@ -96,12 +109,16 @@ func withinDeadline(p *probe) {
 
 func deadlineTimeout(p *probe) {
 	withinDeadline(p)
-	d, c, cmd, ex, _ := executePastDeadline(p, RoleSleep, "an execute")
-	p.watchLate(ruleTimeout, c, cmd.Operation.Sequence, d, ex, "after answering timeout")
+	d, c, cmd, ex, rc := executePastDeadline(p, RoleSleep, "an execute", true)
+	if rc.Type == envapi.ReceiptReturned {
+		p.watchLate(ruleTimeout, c, cmd.Operation.Sequence, d, ex, "after its deadline passed (it had answered returned)", true)
+		return
+	}
+	p.watchLate(ruleTimeout, c, cmd.Operation.Sequence, d, ex, "after answering timeout", false)
 }
 
 func deadlineCleanupEvidence(p *probe) {
-	_, _, _, ex, rc := executePastDeadline(p, RoleStuck, "an execute whose cleanup fails")
+	_, _, _, ex, rc := executePastDeadline(p, RoleStuck, "an execute whose cleanup fails", false)
 	switch s := strings.TrimSpace(string(rc.Details)); s {
 	case "", "null", "{}", "[]", `""`:
 		p.fail(ruleEvidence, ex, "the timeout of an execute whose cleanup failed has no evidence of that failure: details is %s", cmpOr(s, "absent"))

@@ -63,7 +63,9 @@
 //
 // A Target describes executions by role: "echo" (required: fast and
 // deterministic), "sleep" (runs past the deadline the suite sends; used by
-// the deadline and cancel cases), "write" and "read" (the read's check
+// the deadline and cancel cases; it may run in its execute or answer
+// returned and go on in the background, and either way its work must stop
+// on the cancel or at the deadline), "write" and "read" (the read's check
 // passes only when it observes the write's state in the same binding; used
 // for sharing, isolation and restart), "allocation" (its output identifies
 // the binding's allocation, so lazy/first-use sees a provider that

@@ -13,7 +13,9 @@ const (
 	// RoleEcho is a fast, deterministic execution; it is required.
 	RoleEcho = "echo"
 	// RoleSleep runs longer than the deadline and cancel cases wait; it
-	// completes through finish if nothing stops it.
+	// completes through finish if nothing stops it. Its execute may run
+	// until then or answer returned, the work going on in the
+	// background; either way a cancel, or the deadline, must stop it.
 	RoleSleep = "sleep"
 	// RoleWrite stores state in its binding; RoleRead's Check passes only
 	// when it observes that state.

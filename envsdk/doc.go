@@ -43,7 +43,8 @@
 //
 // Every operation gets a *Ctx. Ctx.Context ends when the operation returns,
 // when an execute's deadline_ms passes, or when Brain cancels the execute
-// with a cancel request for its sequence; context.Cause tells which. Ctx
+// with a cancel request for its sequence; context.Cause tells which
+// (ErrDeadline, ErrCancelled). Ctx
 // also decodes the binding's configuration into the provider's options
 // type (DecodeConfiguration: strict JSON plus validator tags, failing with
 // invalid_configuration), calls the operation's controller services
@@ -60,13 +61,22 @@
 //     value: output}. If that acknowledgement is lost the receipt becomes
 //     unknown: the outcome may have been committed, and it is never sent
 //     again.
-//   - To complete later, return envapi.Returned(nil) and call
-//     x.Invocation.Finish when done, with a context of your own bounded by
-//     x.Deadline when it is not zero (zero: no deadline), not one derived
-//     from c.Context(), which ends when Execute returns: the callback stays
-//     valid after return until the deadline. Serve's graceful stop waits
-//     for such a Tool until its Finish was answered or its deadline
-//     passed.
+//   - To complete later, return envapi.Returned(nil) and do the rest of
+//     the work under x.Context(), calling x.Invocation.Finish when done
+//     (with x.Context(), or a context of your own bounded by x.Deadline;
+//     not one derived from c.Context(), which ends when Execute returns).
+//     x.Context() lives on after the answer and ends when Brain cancels
+//     the Tool (context.Cause is ErrCancelled), when its deadline passes
+//     (ErrDeadline), when its binding is detached or torn down, when
+//     Serve returns, or once its Finish was answered. Brain closes a cancelled Tool as cancelled and one past
+//     its deadline as timeout itself, and the callback is no longer
+//     valid: from then on every Invocation method, Finish among them,
+//     fails with ErrClosed (and the cause) and sends nothing, so no
+//     outcome of the work reaches Brain after the cancel was answered.
+//     A provider that implements Canceler has Cancel called as well.
+//     Serve's graceful stop waits for such a Tool until its Finish was
+//     answered or x.Context() ended, within its grace; x.Context() of
+//     every Tool still going then ends as Serve returns.
 //   - An *Error is answered as a failure with its code, message, retryable
 //     flag and details. An error wrapping ErrUnknown is answered unknown.
 //   - When the deadline passed the answer is the failure timeout; when Brain
@@ -90,7 +100,9 @@
 //     answers timeout without running.
 //   - A cancel that overtakes its execute (Brain sends each once, and two
 //     requests may arrive in either order) is kept: the execute, when it
-//     comes, answers cancelled without running.
+//     comes, answers cancelled without running. A cancel of an execute
+//     that already completed (answered, or finished after returned) is
+//     accepted and changes nothing.
 //
 // # Callbacks
 //

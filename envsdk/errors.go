@@ -24,8 +24,15 @@ var (
 	// outcome may or may not have been committed, and it is never retried.
 	ErrAckLost = errors.New("envsdk: acknowledgement lost")
 	// ErrClosed is returned by an operation context used after its
-	// operation returned.
+	// operation returned or was stopped, and by an Invocation whose
+	// execution Brain cancelled or whose deadline passed.
 	ErrClosed = errors.New("envsdk: operation context closed")
+	// ErrCancelled is the context.Cause of an execution's contexts
+	// (Ctx.Context, Execution.Context) once Brain cancelled it.
+	ErrCancelled = errors.New("envsdk: cancelled by Brain")
+	// ErrDeadline is the context.Cause of an execution's contexts once its
+	// deadline passed.
+	ErrDeadline = errors.New("envsdk: deadline expired")
 	// ErrMalformedAnswer is matched by the error of a callback call whose
 	// answer is not what its method answers (not JSON, a dispatch whose
 	// returns do not match its calls, a sequence that is not a positive

@@ -153,3 +153,30 @@ func ExampleLazy() {
 	// box-2 <nil>
 	// box-2 2 true
 }
+
+// backup is a provider whose Tool answers returned at once and finishes
+// later, from work that stops when Brain cancels the Tool, when its
+// deadline passes or when its binding is torn down.
+type backup struct{ envsdk.Base }
+
+func (backup) Execute(_ *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
+	work := x.Context() // lives on after Execute returns
+	go func() {
+		select {
+		case <-time.After(10 * time.Second): // the long copy
+			out := envapi.OK(json.RawMessage(`{"copied":true}`))
+			_, _ = x.Invocation.Finish(work, &out)
+		case <-work.Done():
+			// Brain closed the Tool (cancelled, timeout) or the binding
+			// went away: stop copying; nothing is sent.
+		}
+	}()
+	return envapi.Returned(nil), nil
+}
+
+// A Tool that completes after its execute answered does its work under
+// Execution.Context.
+func ExampleExecution_Context() {
+	h := envsdk.NewHandler(backup{}, &envsdk.Options{Token: "secret"})
+	_ = h
+}

@@ -56,13 +56,11 @@ type Options struct {
 	UntrackedBindings bool
 }
 
-// errDeadline and errCancelled are the causes the handler gives an
-// execution's context.
+// Causes the handler gives an operation's context besides ErrCancelled and
+// ErrDeadline, and claim's answer for a repeated execute.
 var (
-	errDeadline  = errors.New("envsdk: deadline expired")
-	errCancelled = errors.New("envsdk: cancelled by Brain")
-	errRepeat    = errors.New("envsdk: execute already dispatched")
-	errReturned  = errors.New("envsdk: operation returned")
+	errRepeat   = errors.New("envsdk: execute already dispatched")
+	errReturned = errors.New("envsdk: operation returned")
 )
 
 type handler struct {
@@ -78,9 +76,9 @@ type handler struct {
 	open      *openTools
 
 	mu      sync.Mutex
-	running map[string]context.CancelCauseFunc // by session/environment/sequence
-	seen    map[string]bool                    // executes already dispatched (true: cancelled before they came)
-	order   []string                           // seen, oldest first
+	running map[string]*toolRun // by session/environment/sequence, until its work context ends
+	seen    map[string]bool     // executes already dispatched (true: cancelled before they came)
+	order   []string            // seen, oldest first
 }
 
 // maxSeen bounds the memory of dispatched executes kept to refuse repeats.
@@ -103,7 +101,7 @@ func NewHandler(p Provider, opts *Options) http.Handler {
 		grace:   opts.StopGrace,
 		log:     opts.Logger,
 		caller:  newCaller(opts.Client),
-		running: map[string]context.CancelCauseFunc{},
+		running: map[string]*toolRun{},
 		seen:    map[string]bool{},
 		open:    newOpenTools(),
 	}
@@ -277,11 +275,14 @@ func (h *handler) run(parent context.Context, op envapi.Operation) envapi.Receip
 	case envapi.RequestCancel:
 		return h.cancel(c, op)
 	case envapi.RequestDetach:
+		// Work that went on after returned ends with the binding.
+		h.stopReturned(key, errReleased)
 		if err := h.guard(func() error { return h.p.Detach(c) }); err != nil {
 			return h.failure(c, err)
 		}
 		return envapi.Accepted()
 	case envapi.RequestTeardown:
+		h.stopReturned(key, errReleased)
 		if err := h.guard(func() error { return h.p.Teardown(c) }); err != nil {
 			return h.failure(c, err)
 		}
@@ -327,9 +328,9 @@ func (h *handler) failure(c *Ctx, err error) envapi.Receipt {
 	}
 	if c.ctx.Err() != nil {
 		switch cause := context.Cause(c.ctx); {
-		case errors.Is(cause, errDeadline):
+		case errors.Is(cause, ErrDeadline):
 			return stopFailure(envapi.CodeTimeout, "the invocation's deadline expired", err)
-		case errors.Is(cause, errCancelled):
+		case errors.Is(cause, ErrCancelled):
 			return stopFailure(envapi.CodeCancelled, "the invocation was cancelled", err)
 		}
 	}
@@ -386,15 +387,19 @@ func (h *handler) call(c *Ctx, req envapi.Request) envapi.Receipt {
 func (h *handler) cancel(c *Ctx, op envapi.Operation) envapi.Receipt {
 	key := opKey(op.SessionID, op.Environment, op.Request.TargetSequence)
 	h.mu.Lock()
-	stop := h.running[key]
-	if _, seen := h.seen[key]; stop == nil && !seen {
+	run := h.running[key]
+	if _, seen := h.seen[key]; run == nil && !seen {
 		// The cancel overtook its execute (Brain sends both once): the
 		// execute, when it comes, answers cancelled without running.
 		h.rememberLocked(key, true)
 	}
 	h.mu.Unlock()
-	if stop != nil {
-		stop(errCancelled)
+	if run != nil {
+		// A running execute, or a Tool that answered returned and has
+		// not finished: its work context ends, and its grant is revoked
+		// before the cancel is answered. A cancel of an execute that
+		// finished, or of one never seen, changes nothing else.
+		run.end(ErrCancelled)
 	}
 	if cn, ok := h.p.(Canceler); ok {
 		if err := h.guard(func() error { return cn.Cancel(c, op.Request.TargetSequence) }); err != nil {
@@ -404,19 +409,21 @@ func (h *handler) cancel(c *Ctx, op envapi.Operation) envapi.Receipt {
 	return envapi.Accepted()
 }
 
-// claim records an execute as dispatched. It answers errRepeat for a
-// repeat, and errCancelled for an execute whose cancel came first.
-func (h *handler) claim(key string, stop context.CancelCauseFunc) error {
+// claim records an execute as dispatched and its work as running. It
+// answers errRepeat for a repeat, and ErrCancelled for an execute whose
+// cancel came first.
+func (h *handler) claim(key string, run *toolRun) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if cancelled, dup := h.seen[key]; dup {
 		if cancelled {
-			return errCancelled // it never runs
+			return ErrCancelled // it never runs
 		}
 		return errRepeat
 	}
 	h.rememberLocked(key, false)
-	h.running[key] = stop
+	h.running[key] = run
+	h.track(key, run)
 	return nil
 }
 
@@ -431,37 +438,48 @@ func (h *handler) rememberLocked(key string, cancelled bool) {
 	}
 }
 
-func (h *handler) release(key string) {
-	h.mu.Lock()
-	delete(h.running, key)
-	h.mu.Unlock()
-}
-
-func (h *handler) execute(c *Ctx, stop context.CancelCauseFunc, op envapi.Operation) envapi.Receipt {
+func (h *handler) execute(c *Ctx, stopOp context.CancelCauseFunc, op envapi.Operation) envapi.Receipt {
 	req := op.Request
+	var deadline time.Time
+	// A deadline beyond what a time.Duration holds (about 292 years) is
+	// no deadline.
+	if req.DeadlineMs != nil && *req.DeadlineMs > 0 && *req.DeadlineMs <= int64(math.MaxInt64/time.Millisecond) {
+		deadline = time.Now().Add(time.Duration(*req.DeadlineMs) * time.Millisecond)
+	}
+	run := newRun(c, stopOp, deadline)
 	x := &Execution{
 		Implementation: req.Implementation,
 		Input:          req.Input,
+		Deadline:       deadline,
 		Invocation:     newInvocation(req.Callback, h.caller),
+		ctx:            run.ctx,
 	}
+	if x.Invocation != nil {
+		x.Invocation.deadline = deadline
+	}
+	run.inv = x.Invocation
+	// The work context ends with the answer unless the Tool goes on after
+	// it (returned).
+	goesOn := false
+	defer func() {
+		if !goesOn {
+			run.end(errReturned)
+		}
+	}()
 	key := opKey(op.SessionID, op.Environment, op.Sequence)
-	switch err := h.claim(key, stop); {
-	case errors.Is(err, errCancelled):
+	switch err := h.claim(key, run); {
+	case errors.Is(err, ErrCancelled):
 		return envapi.Failure(envapi.CodeCancelled, "the invocation was cancelled before it arrived", false, nil)
 	case err != nil:
 		return envapi.Unknown(fmt.Sprintf("sequence %d was already dispatched to this provider; it is never run twice", op.Sequence))
 	}
-	defer h.release(key)
 	if req.DeadlineMs != nil && *req.DeadlineMs <= 0 {
 		// The time ran out on the way: nothing runs.
 		return envapi.Failure(envapi.CodeTimeout, "the invocation's deadline had passed when it arrived", false, nil)
 	}
-	// A deadline beyond what a time.Duration holds (about 292 years) is
-	// no deadline.
-	if req.DeadlineMs != nil && *req.DeadlineMs <= int64(math.MaxInt64/time.Millisecond) {
-		x.Deadline = time.Now().Add(time.Duration(*req.DeadlineMs) * time.Millisecond)
+	if !deadline.IsZero() {
 		var cancelDeadline context.CancelFunc
-		c.ctx, cancelDeadline = context.WithDeadlineCause(c.ctx, x.Deadline, errDeadline)
+		c.ctx, cancelDeadline = context.WithDeadlineCause(c.ctx, deadline, ErrDeadline)
 		defer cancelDeadline()
 	}
 
@@ -509,7 +527,8 @@ func (h *handler) execute(c *Ctx, stop context.CancelCauseFunc, op envapi.Operat
 	r := h.complete(x, a.r)
 	if r.Type == envapi.ReceiptReturned {
 		// The Tool goes on after this answer until it finishes.
-		h.keepOpen(x)
+		goesOn = true
+		h.keepOpen(x, run)
 	}
 	return r
 }
@@ -533,6 +552,14 @@ func (h *handler) complete(x *Execution, r envapi.Receipt) envapi.Receipt {
 	defer cancel()
 	out := envapi.OK(r.Output)
 	if _, err := x.Invocation.Finish(ctx, &out); err != nil {
+		// Brain cancelled the Tool, or its deadline passed, after
+		// Execute answered: nothing was sent, and the stop is the answer.
+		switch {
+		case errors.Is(err, ErrCancelled):
+			return envapi.Failure(envapi.CodeCancelled, "the invocation was cancelled", false, nil)
+		case errors.Is(err, ErrDeadline):
+			return envapi.Failure(envapi.CodeTimeout, "the invocation's deadline expired", false, nil)
+		}
 		return envapi.Unknown("the completion acknowledgement was lost; the result may or may not be committed: " + err.Error())
 	}
 	return r

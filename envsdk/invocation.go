@@ -21,6 +21,29 @@ type Execution struct {
 	// Invocation is the client of the execute's callback grant, nil when
 	// the execute carried none.
 	Invocation *Invocation
+
+	// ctx is the Tool's work context (see Context).
+	ctx context.Context
+}
+
+// Context is the context of the Tool's work. Unlike c.Context(), which
+// ends when Execute returns, it lives on after Execute answers returned,
+// for the work that finishes the Tool later, and ends when:
+//
+//   - Brain cancels the execution (context.Cause is ErrCancelled);
+//   - its deadline passes (ErrDeadline);
+//   - its binding is detached or torn down;
+//   - Serve returns (its graceful stop waits for the Tool first, within
+//     its grace);
+//   - Finish was answered, or Execute answered anything but returned.
+//
+// While Execute runs it also ends when Brain cancels or the deadline
+// passes, as c.Context() does.
+func (x *Execution) Context() context.Context {
+	if x.ctx == nil {
+		return context.Background()
+	}
+	return x.ctx
 }
 
 // Invocation is the client of one execution's callback grant. It belongs to
@@ -34,8 +57,15 @@ type Invocation struct {
 	grant  envapi.Grant
 	caller *caller
 
+	// deadline is the execution's deadline (zero: none); the grant is
+	// not valid after it.
+	deadline time.Time
+
 	mu       sync.Mutex
 	finished bool
+	// revoked is why Brain no longer honours the grant (ErrCancelled,
+	// ErrDeadline), nil while it does.
+	revoked error
 	// finishDone, when set, is called once the Finish attempt has been
 	// answered (or failed).
 	finishDone func()
@@ -48,6 +78,34 @@ func newInvocation(g *envapi.Grant, c *caller) *Invocation {
 	return &Invocation{grant: *g, caller: c}
 }
 
+// revoke notes that Brain no longer honours the grant, for cause.
+func (i *Invocation) revoke(cause error) {
+	if i == nil {
+		return
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.revoked == nil {
+		i.revoked = cause
+	}
+}
+
+// closed answers the error of a call of method made after Brain cancelled
+// the execution or its deadline passed (the grant is revoked then), and
+// nil before.
+func (i *Invocation) closed(method string) error {
+	i.mu.Lock()
+	cause := i.revoked
+	i.mu.Unlock()
+	if cause == nil && !i.deadline.IsZero() && !time.Now().Before(i.deadline) {
+		cause = ErrDeadline
+	}
+	if cause == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s not sent: %w", ErrClosed, method, cause)
+}
+
 // Granted reports whether the grant lists method.
 func (i *Invocation) Granted(method string) bool {
 	return i != nil && i.grant.Allows(method)
@@ -56,6 +114,11 @@ func (i *Invocation) Granted(method string) bool {
 func (i *Invocation) raw(ctx context.Context, method string, input any) (json.RawMessage, error) {
 	if i == nil {
 		return nil, fmt.Errorf("%w: %s (no callback grant)", ErrNotGranted, method)
+	}
+	if i.grant.Allows(method) {
+		if err := i.closed(method); err != nil {
+			return nil, err
+		}
 	}
 	return i.caller.call(ctx, &i.grant, method, input)
 }
@@ -105,6 +168,11 @@ func (i *Invocation) Returned(ctx context.Context, o *envapi.Outcome) (uint64, e
 // may or may not be committed, and it must not be sent again. An outcome
 // that does not encode as JSON, or a ctx that has already ended, fails
 // before anything is sent, and Finish may then be called again.
+//
+// Once Brain cancelled the execution or its deadline passed, Brain has
+// closed the Tool itself (cancelled, timeout) and revoked the grant: every
+// method, Finish among them, then fails with an error matching ErrClosed
+// and the cause (ErrCancelled or ErrDeadline) without sending anything.
 func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, error) {
 	if i == nil || !i.grant.Allows(envapi.MethodFinish) {
 		_, err := i.raw(ctx, envapi.MethodFinish, nil)
@@ -116,7 +184,11 @@ func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, err
 	if err != nil {
 		return 0, err
 	}
-	// So is a context that has already ended: nothing would be sent.
+	// So is a grant Brain revoked, and a context that has already ended:
+	// nothing would be sent.
+	if err := i.closed(envapi.MethodFinish); err != nil {
+		return 0, err
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("envsdk: %s not sent: %w", envapi.MethodFinish, err)
 	}

@@ -3,7 +3,6 @@ package envsdk
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
@@ -57,24 +56,20 @@ func (o *openTools) wait(ctx context.Context) error {
 	}
 }
 
-// keepOpen counts x as open once its execute answered returned: until
-// its Finish was attempted and answered, or its deadline passed (when it
-// has one), after which its callback is no longer valid.
-func (h *handler) keepOpen(x *Execution) {
-	if !x.Invocation.Granted(envapi.MethodFinish) {
-		return
+// keepOpen keeps run going once its execute answered returned, until its
+// Finish was attempted and answered or its work context ends (a cancel,
+// its deadline, its binding released, the server stopping it). Meanwhile
+// a Tool whose grant lists finish counts as open: a graceful stop waits
+// for it.
+func (h *handler) keepOpen(x *Execution, run *toolRun) {
+	h.mu.Lock()
+	run.returned = true
+	h.mu.Unlock()
+	if x.Invocation.Granted(envapi.MethodFinish) {
+		context.AfterFunc(run.ctx, h.open.add())
 	}
-	release := h.open.add()
-	if !x.Deadline.IsZero() {
-		timer := time.AfterFunc(time.Until(x.Deadline), release)
-		counted := release
-		release = func() {
-			timer.Stop()
-			counted()
-		}
-	}
-	if !x.Invocation.afterFinish(release) {
-		release() // it finished already
+	if x.Invocation != nil && !x.Invocation.afterFinish(func() { run.end(errFinished) }) {
+		run.end(errFinished) // it finished already
 	}
 }
 
@@ -83,7 +78,8 @@ func (h *handler) keepOpen(x *Execution) {
 func (h *handler) drain(ctx context.Context) error { return h.open.wait(ctx) }
 
 // drainer is a handler whose graceful stop waits for more than its
-// requests.
+// requests, and stops that work when the wait is over.
 type drainer interface {
 	drain(ctx context.Context) error
+	stopTools()
 }

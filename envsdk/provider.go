@@ -32,9 +32,12 @@ type SetupResult struct {
 	OnTurnEnd string
 }
 
-// Canceler is implemented by providers that need to do more than cancel
-// the target's context when Brain cancels an execution (for example kill a
-// process that lives outside this process).
+// Canceler is implemented by providers that need to do more than end the
+// target's contexts when Brain cancels an execution (for example kill a
+// process that lives outside this process). The handler ends the target's
+// Ctx.Context and Execution.Context (those of a Tool that answered
+// returned and has not finished, too) before it calls Cancel, and calls
+// Cancel for every cancel, whether or not the target runs here.
 type Canceler interface {
 	Cancel(c *Ctx, target uint64) error
 }

@@ -18,9 +18,10 @@ var shutdownGrace = 30 * time.Second
 // the operations still running then are stopped (their contexts end) and
 // the error says so. When h is a handler NewHandler made, a Tool that
 // answered returned counts as running until its Finish was answered or
-// its deadline passed: the stop waits for it within the same 30 seconds,
-// so that a provider that exits once Serve returns does not drop the
-// Tool's outcome.
+// its work context (Execution.Context) ended: the stop waits for it
+// within the same 30 seconds, so that a provider that exits once Serve
+// returns does not drop the Tool's outcome. When Serve returns, the work
+// context of every Tool still going has ended.
 func ListenAndServe(ctx context.Context, addr string, h http.Handler) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -45,18 +46,26 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	d, _ := h.(drainer)
 	err := srv.Shutdown(sctx)
 	if err != nil {
 		// Operations still running past the grace are stopped: closing
-		// their connections ends their contexts, so none is left running
-		// with a live context after Serve returns.
+		// their connections ends their contexts, and the work contexts of
+		// executes end too, so none is left running with a live context
+		// after Serve returns.
 		_ = srv.Close()
 		err = fmt.Errorf("envsdk: operations still running %s after shutdown began were stopped: %w", shutdownGrace, err)
-	} else if d, ok := h.(drainer); ok {
+	} else if d != nil {
 		// Tools that answered returned finish in the background.
 		if derr := d.drain(sctx); derr != nil {
-			err = fmt.Errorf("envsdk: Tools that answered returned had not finished %s after shutdown began: %w", shutdownGrace, derr)
+			err = fmt.Errorf("envsdk: Tools that answered returned had not finished %s after shutdown began and were stopped: %w", shutdownGrace, derr)
 		}
+	}
+	if d != nil {
+		// The work of Tools still going ends with Serve: those that had
+		// not finished by the end of the grace, and those that cannot
+		// finish (no finish grant).
+		d.stopTools()
 	}
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		return serr

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -127,4 +128,62 @@ func TestServeStopsWaitingForReturnedToolsAfterGrace(t *testing.T) {
 	}
 	close(p.release)
 	<-p.done
+}
+
+// ctxWorker answers returned and works in the background until the
+// Tool's work context ends, sending its cause.
+type ctxWorker struct {
+	Base
+	ended chan error
+}
+
+func (w *ctxWorker) Execute(_ *Ctx, x *Execution) (envapi.Receipt, error) {
+	go func() {
+		<-x.Context().Done()
+		w.ended <- context.Cause(x.Context())
+	}()
+	return envapi.Returned(nil), nil
+}
+
+// At the end of its grace a graceful stop ends the work context of every
+// Tool that answered returned and has not finished: nothing a Tool does
+// in the background outlives Serve unknowingly.
+func TestServeStopsReturnedToolsAtEndOfGrace(t *testing.T) {
+	old := shutdownGrace
+	shutdownGrace = 200 * time.Millisecond
+	t.Cleanup(func() { shutdownGrace = old })
+	brain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("101")) }))
+	t.Cleanup(brain.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &ctxWorker{ended: make(chan error, 1)}
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, ln, NewHandler(w, &Options{Token: "t"})) }()
+	postReturned(t, "http://"+ln.Addr().String(), &envapi.Grant{URL: brain.URL, Token: "cb", Methods: envapi.ToolMethods()})
+	select {
+	case cause := <-w.ended:
+		t.Fatalf("the Tool's work context ended (%v) before the server stopped", cause)
+	default:
+	}
+	stop()
+	select {
+	case err := <-served:
+		if err == nil {
+			t.Fatal("Serve stopped a Tool that had not finished and answered nil")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	select {
+	case cause := <-w.ended:
+		if !errors.Is(cause, errShutdown) {
+			t.Errorf("the Tool's work context ended with %v, want the server's stop", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Tool's work context did not end when Serve gave up on it")
+	}
 }
