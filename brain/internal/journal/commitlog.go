@@ -277,9 +277,10 @@ func (fs *FileStore) logWrite(buf []byte) error {
 }
 
 // logFailed handles a failed write or fdatasync of the log: the file is
-// cut back (best effort; replay cuts a torn tail anyway) and closed, the
-// writer moves to a new log file, and the next group commit first takes a
-// sync point so that the failed file is retired.
+// cut back to fs.logSize, where the failed round began (best effort;
+// replay cuts a torn tail anyway), and closed, the writer moves to a new
+// log file, and the next group commit first takes a sync point so that
+// the failed file is retired.
 func (fs *FileStore) logFailed(err error) error {
 	name := fs.log.Name()
 	fs.log.Truncate(fs.logSize)
@@ -292,14 +293,18 @@ func (fs *FileStore) logFailed(err error) error {
 
 // logCut takes a round's entries, written from offset start and flushed,
 // back out of the log file after a segment write of the round failed
-// with cause: the file is cut back to start and flushed, so that neither
-// replay nor a rewrite from the log writes frames of appends that were
-// not acknowledged. It answers cause, or, when the cut could not be made
-// durable, the failure as logFailed answers it (the writer then moves to
-// a new log file).
+// with cause: their bytes are overwritten with zeros, which replay reads
+// as the end of the log (as it reads the preallocated space after the
+// last entry), and flushed, so that neither replay nor a rewrite from
+// the log writes frames of appends that were not acknowledged. The file
+// is not shortened: that would give back the blocks reserved for it on a
+// disk that just filled. It answers cause, or, when the cut could not be
+// made durable, the failure as logFailed answers it (the writer then
+// moves to a new log file).
 func (fs *FileStore) logCut(start int64, cause error) error {
+	n := fs.logSize - start
 	fs.logSize = start
-	err := fs.log.Truncate(start)
+	_, err := fs.log.WriteAt(make([]byte, n), start)
 	if err == nil {
 		fs.syncs.Add(1)
 		err = fdatasync(fs.log)

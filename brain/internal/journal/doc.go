@@ -141,11 +141,12 @@
 // flush cannot be repaired from user space while the file system stays
 // mounted (ext4's dioread_nolock can leave the blocks marked unwritten),
 // the read-back keeps failing and the log files are kept for the next
-// open. After a failed log write or fdatasync the writer
-// truncates the log file back (best effort), moves to a new log file and
-// takes a sync point before the next round logs anything, so the failed
-// file is retired only once the segments, as readers will see them, are
-// durable. Delete takes a sync point before it removes the session's
+// open. After a failed log write or fdatasync the writer truncates the
+// log file back to where the failed round began (best effort: a replay
+// after the process stops finds nothing of the round), moves to a new log
+// file and takes a sync point before the next round logs anything, so the
+// failed file is retired only once the segments, as readers will see
+// them, are durable. Delete takes a sync point before it removes the session's
 // directory, so no retained log entry names a deleted session. When that
 // sync point made the segments durable but cannot write the marker (a
 // full disk), Delete retires the log files by removing them in number

@@ -271,6 +271,10 @@ func (fs *FileStore) finish(reqs []*appendReq, rd *round) {
 	}
 	if synced != nil {
 		if err := synced(); err != nil {
+			// Nothing of the round is acknowledged: its entries are cut
+			// from the log with the file (best effort), so that a replay
+			// after the process stops does not bring its frames back.
+			fs.logSize = logStart
 			syncErr = fs.logFailed(err)
 		}
 	}

@@ -15,7 +15,11 @@
 // through an eventfd registered with the ring, which the runtime polls
 // like a socket. The flush itself is the same call with the same result:
 // a failed writeback is reported by the completion exactly as fdatasync(2)
-// reports it.
+// reports it. The eventfd only wakes the waiter: where it cannot be read
+// (or the runtime's poller does not watch it), Wait looks at the
+// completion queue every 500 µs instead, and still answers nothing but
+// the flush's result. A Ring holds at most 8 flushes; a flush keeps its
+// place until Wait answers it, and Close fails while one does.
 //
 // New answers an error wrapping errors.ErrUnsupported where io_uring is
 // missing or forbidden (kernels before 5.6, seccomp profiles that refuse

@@ -262,26 +262,23 @@ func (r *Ring) reap() {
 // the error fdatasync(2) would have answered. The waiting goroutine is
 // parked in the runtime's poller, holding no P. Wait may be called again,
 // and by several goroutines at once: every call answers the same result.
+// It answers nothing else: where the eventfd cannot be read, it looks at
+// the completion queue every recheck until the flush has completed.
 func (fl *Flush) Wait() error {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	if !fl.done {
-		res, err := fl.wait()
-		if err != nil {
-			// The flush is still in flight: a later Wait waits again.
-			return err
-		}
 		fl.done = true
-		if res < 0 {
+		if res := fl.wait(); res < 0 {
 			fl.err = syscall.Errno(-res)
 		}
 	}
 	return fl.err
 }
 
-// wait blocks until the flush's completion is reaped and answers its
-// result (0, or a negated errno). fl.mu is held.
-func (fl *Flush) wait() (int32, error) {
+// wait blocks until the flush's completion is reaped, frees its place in
+// the ring and answers its result (0, or a negated errno). fl.mu is held.
+func (fl *Flush) wait() int32 {
 	r := fl.r
 	defer runtime.KeepAlive(fl.f)
 	r.wmu.Lock()
@@ -297,7 +294,7 @@ func (fl *Flush) wait() (int32, error) {
 		}
 		r.mu.Unlock()
 		if ok {
-			return res, nil
+			return res
 		}
 		// The kernel signals the eventfd after posting a completion, so
 		// one posted after the reap above makes this read return. The
@@ -305,11 +302,17 @@ func (fl *Flush) wait() (int32, error) {
 		// 10 ms: on a process whose Ps are all busy, the deadline (a
 		// timer, which every P checks as it schedules) makes the wait
 		// look at the completion queue again at least every recheck.
-		if err := r.ev.SetReadDeadline(time.Now().Add(recheck)); err != nil {
-			return 0, fmt.Errorf("uring: wait for a flush: %w", err)
+		err := r.ev.SetReadDeadline(time.Now().Add(recheck))
+		if err == nil {
+			_, err = r.ev.Read(b[:])
 		}
-		if _, err := r.ev.Read(b[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			return 0, fmt.Errorf("uring: wait for a flush: %w", err)
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			// The eventfd is only the wake-up: a Wait that stopped here
+			// would leave its flush holding a place in the ring for
+			// good, and Close failing. Where the poller does not watch
+			// the eventfd (os.ErrNoDeadline) or a read fails, the
+			// completion queue is looked at again after recheck.
+			time.Sleep(recheck)
 		}
 	}
 }
