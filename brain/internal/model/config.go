@@ -273,10 +273,15 @@ func baseURL(field, v, def string) (string, error) {
 	}
 	u, err := url.Parse(v)
 	if err != nil {
-		return "", fmt.Errorf("model: %s: %w", field, err)
+		// Neither the value nor the parser's error (which quotes it) is
+		// shown: a malformed URL may hold a password.
+		return "", fmt.Errorf("model: %s is not a URL: want an http or https URL without credentials, query or fragment", field)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("model: %s %q: want an http or https URL without credentials, query or fragment", field, u.Redacted())
+		// Shown without what may hold a credential: a token as the user
+		// name, a password, a key in the query or the fragment.
+		shown := &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+		return "", fmt.Errorf("model: %s %q: want an http or https URL without credentials, query or fragment", field, shown.String())
 	}
 	return strings.TrimRight(v, "/"), nil
 }

@@ -30,12 +30,15 @@
 // Every hosted call streams (server-sent events): text fragments reach the
 // caller's delta callback as they arrive, and the result is assembled from
 // the stream. The session's API key is the credential (Bearer for OpenAI,
-// x-api-key for Anthropic); it is removed from every error message (what is
-// left of it where the error-body bound cut an echoed key short too), and a
-// key holding a control character (which no header can carry) is refused
-// when the client is opened. A redirect is never followed: it would send
-// the conversation and the key elsewhere; it fails the call, naming where
-// it pointed.
+// x-api-key for Anthropic); it is removed from every error message, as
+// sent and in the forms an echo may give it (JSON-escaped, URL-encoded),
+// and so is what is left of it where the error-body bound cut an echoed
+// key short; a key holding a control character (which no header can
+// carry) is refused when the client is opened. A redirect is never
+// followed: it would send the conversation and the key elsewhere; it fails
+// the call, naming where it pointed. A base URL that is refused is not
+// shown with its user information, query or fragment, where a credential
+// may be.
 //
 // # Mapping
 //

@@ -40,14 +40,6 @@ type transport struct {
 	propagate bool // send the trace context of ctx
 }
 
-// redact removes the API key from s.
-func (t transport) redact(s string) string {
-	if t.key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, t.key, "[redacted]")
-}
-
 // encode answers the JSON of a request body. A body that cannot be
 // encoded (a raw JSON value in it that is not JSON) is a request the
 // dialect cannot carry.
@@ -57,17 +49,6 @@ func encode(dialect string, body any) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s: encode request: %w", ErrInvalidRequest, dialect, err)
 	}
 	return b, nil
-}
-
-// redactCutKey removes the start of the API key that ends s, where a
-// bound cut the key short.
-func (t transport) redactCutKey(s string) string {
-	for n := len(t.key) - 1; n > 0; n-- {
-		if strings.HasSuffix(s, t.key[:n]) {
-			return s[:len(s)-n] + "[redacted]"
-		}
-	}
-	return s
 }
 
 // send posts the encoded body to path with the given Accept header and

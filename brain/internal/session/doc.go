@@ -181,7 +181,12 @@
 // "response" {stop_reason, usage, usage_complete}: the tokens counted
 // before the stream broke off or the call was cancelled (usage_complete
 // false), or the whole usage of a complete answer that could not be used
-// (true). Brain never retries the call.
+// (true). Brain never retries the call. The activation_failed and
+// turn_failed of an activation its loop ended with an error hold the
+// loop's error text, in which a service call's failure the loop returned
+// reads as its message alone (the code is the record's own): a loop that
+// returns a failed model call's error records what its model_call_failed
+// says, and the API answers that message.
 //
 // # Large messages
 //

@@ -127,6 +127,9 @@ type sess struct {
 	// on the next append (see deferLocked).
 	pending []journal.Record
 	flushT  *time.Timer
+	// pendingRefused is why the store surely refused the last append that
+	// carried pending (refused), nil once pending is appended or cleared.
+	pendingRefused error
 	// tally counts the commits of the running turn for the request that
 	// started it (nil: none).
 	tally *commits.Counter
@@ -458,6 +461,9 @@ func (s *sess) commitLocked(recs ...journal.Record) (uint64, error) {
 	}
 	if err := s.e.store.Append(context.WithoutCancel(s.e.base), s.id, from, batch); err != nil {
 		s.e.noteFault(s.id, err)
+		if len(s.pending) > 0 && refused(err) {
+			s.pendingRefused = err
+		}
 		return 0, fmt.Errorf("session %s: commit %s: %w", s.id, recs[0].Kind, err)
 	}
 	s.tally.Add(1)
@@ -574,6 +580,7 @@ func (s *sess) appendPendingLocked() error {
 
 func (s *sess) clearPendingLocked() {
 	s.pending = nil
+	s.pendingRefused = nil
 	if s.flushT != nil {
 		s.flushT.Stop()
 		s.flushT = nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/journal"
@@ -64,6 +65,20 @@ func (e *TurnError) Error() string {
 }
 
 func (e *TurnError) Unwrap() error { return e.Err }
+
+// failureMessage is the message recorded, and answered, for err, the
+// failure that ended an activation: its text, without the "session: turn
+// failed: <code>: " a *TurnError in it (a service call's failure the loop
+// returned, say) puts before its message. The failure record carries the
+// code, and the error of the turn says once that it failed.
+func failureMessage(err error) string {
+	msg := err.Error()
+	var te *TurnError
+	if errors.As(err, &te) && te.Message != "" {
+		msg = strings.Replace(msg, te.Error(), te.Message, 1)
+	}
+	return msg
+}
 
 // TurnFailed reports whether err is the failure of a turn that ran: a
 // *TurnError naming its turn_started, answered after its turn_failed was

@@ -329,3 +329,50 @@ func (h *harness) toolTurnThenFailWrites(store *failingStore, id string) <-chan 
 	store.failing.Store(true)
 	return errc
 }
+
+// refuseClaimStore refuses, as a disk that is full for a moment, the
+// first append that carries a riding claim, and takes every other.
+type refuseClaimStore struct {
+	journal.Store
+	refused atomic.Int32
+}
+
+func (r *refuseClaimStore) Append(ctx context.Context, session string, expectedNext uint64, records []journal.Record) error {
+	if len(ofKind(records, commits.ClaimKind)) > 0 && r.refused.Add(1) == 1 {
+		return fmt.Errorf("%w: no space left on device", journal.ErrWrite)
+	}
+	return r.Store.Append(ctx, session, expectedNext, records)
+}
+
+// A riding send whose first commit the store refused is undone even when
+// the store takes the turn's end a moment later (the disk had room
+// again): nothing of the turn, no claim and no answer become durable, and
+// the caller is told nothing was done (ErrUnavailable), so that a fault
+// that passed is never kept as the answer of its key.
+func TestRideStartRefusedThenRoomAgainLeavesNothing(t *testing.T) {
+	fs, err := journal.OpenFileStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &refuseClaimStore{Store: fs}
+	h := &harness{t: t, store: store, envs: newFakeEnvs(nil), secret: NewMemSecrets()}
+	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs}); err != nil {
+		t.Fatal(err)
+	}
+	h.envs.engine = h.engine
+	t.Cleanup(h.close)
+	id := h.create(api.CreateSessionRequest{})
+	ctx := context.Background()
+	_, err = h.engine.Send(commits.WithRide(ctx, testRide()), id, api.UserInput{Message: "refused"})
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, journal.ErrWrite) {
+		t.Fatalf("Send whose first commit was refused = %v, want ErrUnavailable wrapping journal.ErrWrite", err)
+	}
+	for _, r := range h.records(id) {
+		if r.Kind == commits.ClaimKind || r.Kind == commits.AnswerKind || r.Kind == api.KindTurnStarted || r.Kind == api.KindTurnFailed {
+			t.Fatalf("the refused send left %s durable", r.Kind)
+		}
+	}
+	if sum, err := h.engine.Send(ctx, id, api.UserInput{Message: "after"}); err != nil || sum.Status != api.StatusIdle {
+		t.Fatalf("Send after the store took appends again = %+v, %v", sum, err)
+	}
+}

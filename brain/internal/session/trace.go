@@ -75,7 +75,7 @@ func endSpanErr(span trace.Span, err error) {
 		return
 	}
 	code, _ := failureCode(err)
-	endSpan(span, code, err.Error())
+	endSpan(span, code, failureMessage(err))
 }
 
 // endToolSpan ends a tool call's span with its outcome.

@@ -317,7 +317,17 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 	delete(s.execs, a.seq)
 	recs, turnErr := s.endRecordsLocked(a, out, loopErr)
 	faulted, undone := false, false
-	_, err := s.commitLocked(recs...)
+	var err error
+	if started := s.startPendingLocked(a); started && s.pendingRefused != nil {
+		// The store refused the commit that carried the riding turn's
+		// deferred start (a full disk): nothing of the turn is durable and
+		// no effect was sent. The turn is undone even if the store would
+		// take its end now (space came back meanwhile), so that a fault
+		// that passed is not kept as the answer of the caller's key.
+		err = s.pendingRefused
+	} else {
+		_, err = s.commitLocked(recs...)
+	}
 	if errors.Is(err, journal.ErrTooLarge) && loopErr == nil {
 		// The result cannot be journalled (it is larger than a record
 		// may be): nothing was written, and the turn fails as a loop
@@ -337,7 +347,7 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 		// nothing durable (no effect was sent: each one's *_started
 		// commit would have carried the start): it is undone in
 		// memory, and its caller may release its claim.
-		undone = a.ride != nil && a.turn != 0 && len(s.pending) > 0 && s.pending[0].Sequence <= a.turn
+		undone = s.startPendingLocked(a)
 		if undone {
 			// Whatever refused the commit (a full disk, a database that
 			// is down, a lease lost to another node), nothing was done.
@@ -373,6 +383,12 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 	}
 }
 
+// startPendingLocked reports whether a is a riding turn whose deferred
+// start is not durable yet: no commit carried it.
+func (s *sess) startPendingLocked(a *activation) bool {
+	return a.ride != nil && a.turn != 0 && len(s.pending) > 0 && s.pending[0].Sequence <= a.turn
+}
+
 // endRecordsLocked builds the records that end activation a (and its
 // turn) with out or, when loopErr is set, with that failure, the answer
 // of a riding turn first; turnErr is what the turn's caller is answered.
@@ -388,7 +404,7 @@ func (s *sess) endRecordsLocked(a *activation, out api.TurnOutput, loopErr error
 		}
 	} else {
 		code, retryable := failureCode(loopErr)
-		msg := loopErr.Error()
+		msg := failureMessage(loopErr)
 		recs = append(recs, failed(api.KindActivationFailed, api.Failure{Code: code, Message: msg, Retryable: retryable, Sequence: a.seq}))
 		if a.turn != 0 {
 			recs = append(recs, failed(api.KindTurnFailed, api.Failure{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn}))
