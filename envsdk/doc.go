@@ -58,9 +58,16 @@
 //   - A result receipt (Output or envapi.Result) is the Tool's output. When
 //     the callback grant lists finish and the provider has not finished the
 //     invocation itself, the handler calls finish once with {status:"ok",
-//     value: output}. If that acknowledgement is lost the receipt becomes
-//     unknown: the outcome may have been committed, and it is never sent
-//     again.
+//     value: output}. If that acknowledgement is lost (no answer, a 5xx
+//     answer) the receipt becomes unknown: the outcome may have been
+//     committed, and it is never sent again. If Brain refuses it (a 4xx
+//     answer) nothing was committed: the receipt is a failure with Brain's
+//     code and its status, code and message in details, or cancelled (or
+//     timeout) when Brain cancelled the Tool (or its deadline passed)
+//     while the finish was on the way. A refused finish is not sent again
+//     either. A provider that calls Finish itself while Execute answers
+//     the result has its own finish stand: the handler sends none and
+//     answers the result.
 //   - To complete later, return envapi.Returned(nil) and do the rest of
 //     the work under x.Context(), calling x.Invocation.Finish when done
 //     (with x.Context(), or a context of your own bounded by x.Deadline;
@@ -116,8 +123,12 @@
 // is not a positive JSON integer, a kv_read answer that is not an object,
 // a dispatch answer that is not one ToolReturn per call in call order) is
 // an error matching ErrMalformedAnswer, never a value read from it; for
-// Finish it also wraps ErrAckLost. A refusal (a non-2xx answer) is a
-// *CallError, its code and message cut to envapi.MaxMessageLen.
+// Finish it also wraps ErrAckLost. A non-2xx answer is a *CallError, its
+// code and message cut to envapi.MaxMessageLen. A 4xx answer is Brain's
+// refusal and matches ErrRefused: nothing of the call was committed. A
+// 5xx answer does not: the call may have been committed before Brain
+// failed to answer (for Finish it wraps ErrAckLost, as a lost answer
+// does).
 //
 // # Tracing
 //

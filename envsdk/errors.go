@@ -20,9 +20,16 @@ var (
 	// ErrFinished is returned by a second Finish, and by emissions after
 	// Finish.
 	ErrFinished = errors.New("envsdk: invocation already finished")
-	// ErrAckLost reports a Finish whose acknowledgement did not arrive: the
-	// outcome may or may not have been committed, and it is never retried.
+	// ErrAckLost reports a Finish whose acknowledgement did not arrive (no
+	// answer, a 5xx answer, an answer that is not a committed sequence):
+	// the outcome may or may not have been committed, and it is never
+	// retried. A Finish Brain refused matches ErrRefused instead.
 	ErrAckLost = errors.New("envsdk: acknowledgement lost")
+	// ErrRefused is matched by a *CallError of a 4xx answer: Brain
+	// refused the call, and nothing of it was committed. A 5xx answer does
+	// not match it: Brain may have committed the call before it failed to
+	// answer.
+	ErrRefused = errors.New("envsdk: refused by Brain")
 	// ErrClosed is returned by an operation context used after its
 	// operation returned or was stopped, and by an Invocation whose
 	// execution Brain cancelled or whose deadline passed.

@@ -38,10 +38,19 @@ type CallError struct {
 	Message string
 }
 
-// Is reports a refusal of a method the grant does not hold (403
-// not_granted) as ErrNotGranted, as a refusal made without a request is.
+// Is reports a 4xx answer as ErrRefused: Brain refused the call, and
+// nothing of it was committed (a 5xx answer is no refusal: the call may
+// have been committed before Brain failed to answer). A refusal of a
+// method the grant does not hold (403 not_granted) is ErrNotGranted too,
+// as a refusal made without a request is.
 func (e *CallError) Is(target error) bool {
-	return target == ErrNotGranted && e.Status == http.StatusForbidden && e.Code == "not_granted"
+	switch target {
+	case ErrRefused:
+		return e.Status >= 400 && e.Status <= 499
+	case ErrNotGranted:
+		return e.Status == http.StatusForbidden && e.Code == "not_granted"
+	}
+	return false
 }
 
 // Error names the method, the status and the service's code and message.

@@ -551,9 +551,26 @@ func (h *handler) complete(x *Execution, r envapi.Receipt) envapi.Receipt {
 	ctx, cancel := finishContext(x.Deadline)
 	defer cancel()
 	out := envapi.OK(r.Output)
-	if _, err := x.Invocation.Finish(ctx, &out); err != nil {
+	_, err := x.Invocation.Finish(ctx, &out)
+	if errors.Is(err, ErrFinished) {
+		// The provider finished the Tool itself meanwhile: nothing was
+		// sent here.
+		return r
+	}
+	var refused *CallError
+	if errors.As(err, &refused) && errors.Is(err, ErrRefused) {
+		// Brain refused the finish: nothing was committed. A cancel or
+		// the deadline that came meanwhile is why (Brain closes the Tool
+		// before it sends the cancel), and is the answer.
+		if stop := x.Invocation.closed(envapi.MethodFinish); stop != nil {
+			err = stop
+		} else {
+			return refusedFinish(refused)
+		}
+	}
+	if err != nil {
 		// Brain cancelled the Tool, or its deadline passed, after
-		// Execute answered: nothing was sent, and the stop is the answer.
+		// Execute answered: the stop is the answer.
 		switch {
 		case errors.Is(err, ErrCancelled):
 			return envapi.Failure(envapi.CodeCancelled, "the invocation was cancelled", false, nil)
@@ -563,6 +580,22 @@ func (h *handler) complete(x *Execution, r envapi.Receipt) envapi.Receipt {
 		return envapi.Unknown("the completion acknowledgement was lost; the result may or may not be committed: " + err.Error())
 	}
 	return r
+}
+
+// refusedFinish answers an execute whose finish Brain refused: a failure
+// with Brain's code (environment_failed when it sent none that is an
+// identifier), and Brain's status, code and message in details.
+func refusedFinish(ce *CallError) envapi.Receipt {
+	code := ce.Code
+	if !envapi.ValidIdentifier(code) {
+		code = envapi.CodeEnvironmentFailed
+	}
+	details, _ := json.Marshal(struct {
+		Status  int    `json:"status"`
+		Code    string `json:"code,omitempty"`
+		Message string `json:"message,omitempty"`
+	}{ce.Status, ce.Code, ce.Message})
+	return envapi.Failure(code, "Brain refused the finish of the result; nothing was committed: "+ce.Error(), false, details)
 }
 
 // finishContext bounds a finish by the invocation's deadline (the callback

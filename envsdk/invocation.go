@@ -3,6 +3,7 @@ package envsdk
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -63,6 +64,9 @@ type Invocation struct {
 
 	mu       sync.Mutex
 	finished bool
+	// answered is set once the Finish attempt has been answered (or
+	// failed).
+	answered bool
 	// revoked is why Brain no longer honours the grant (ErrCancelled,
 	// ErrDeadline), nil while it does.
 	revoked error
@@ -163,11 +167,16 @@ func (i *Invocation) Returned(ctx context.Context, o *envapi.Outcome) (uint64, e
 }
 
 // Finish completes the Tool with o (nil: no new result). It is attempted
-// exactly once: a second call fails with ErrFinished, and when the
-// acknowledgement does not arrive the error wraps ErrAckLost — the outcome
-// may or may not be committed, and it must not be sent again. An outcome
-// that does not encode as JSON, or a ctx that has already ended, fails
-// before anything is sent, and Finish may then be called again.
+// exactly once: a second call fails with ErrFinished. When the
+// acknowledgement does not arrive (no answer, a 5xx answer, an answer
+// that is not a committed sequence) the error wraps ErrAckLost — the
+// outcome may or may not be committed, and it must not be sent again.
+// When Brain refuses it (a 4xx answer; 401 once Brain closed the Tool)
+// the error is the *CallError with Brain's status and code, matching
+// ErrRefused and not ErrAckLost: nothing was committed. It is not sent
+// again either. An outcome that does not encode as JSON, or a ctx that
+// has already ended, fails before anything is sent, and Finish may then
+// be called again.
 //
 // Once Brain cancelled the execution or its deadline passed, Brain has
 // closed the Tool itself (cancelled, timeout) and revoked the grant: every
@@ -198,12 +207,16 @@ func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, err
 		return 0, fmt.Errorf("%w: finish called twice", ErrFinished)
 	}
 	i.finished = true
-	done := i.finishDone
 	i.mu.Unlock()
-	if done != nil {
-		defer done()
-	}
+	// The work context ends once this attempt is answered, not before:
+	// a Tool that answers returned while its finish is on the way keeps
+	// it until then.
+	defer i.finishAnswered()
 	raw, err := i.raw(ctx, envapi.MethodFinish, in)
+	if errors.Is(err, ErrRefused) {
+		// Brain answered: nothing was committed.
+		return 0, err
+	}
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrAckLost, err)
 	}
@@ -214,13 +227,26 @@ func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, err
 	return seq, nil
 }
 
+// finishAnswered notes that the Finish attempt has been answered and
+// calls the function afterFinish arranged, if any.
+func (i *Invocation) finishAnswered() {
+	i.mu.Lock()
+	i.answered = true
+	done := i.finishDone
+	i.mu.Unlock()
+	if done != nil {
+		done()
+	}
+}
+
 // afterFinish arranges for done to be called once the Finish attempt has
-// been answered; it reports false, without arranging anything, when
-// Finish was attempted already.
+// been answered, whether it is still to come or on its way; it reports
+// false, without arranging anything, when the attempt was answered
+// already.
 func (i *Invocation) afterFinish(done func()) bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if i.finished {
+	if i.answered {
 		return false
 	}
 	i.finishDone = done

@@ -69,7 +69,7 @@ func (h *handler) keepOpen(x *Execution, run *toolRun) {
 		context.AfterFunc(run.ctx, h.open.add())
 	}
 	if x.Invocation != nil && !x.Invocation.afterFinish(func() { run.end(errFinished) }) {
-		run.end(errFinished) // it finished already
+		run.end(errFinished) // its finish was answered already
 	}
 }
 
