@@ -196,7 +196,9 @@ func (p FileProvider) check() error {
 	}
 	u, err := url.Parse(p.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("base_url %q: want an http or https URL without credentials, query or fragment", p.BaseURL)
+		// The value is not quoted: what makes it wrong may be a
+		// credential written into it.
+		return fmt.Errorf("base_url of %q: want an http or https URL without credentials, query or fragment", p.Name)
 	}
 	if len(p.Models) > MaxModels {
 		return fmt.Errorf("%d models, at most %d", len(p.Models), MaxModels)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -104,4 +105,18 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRefusedBaseURLHidesCredentials: a base_url refused for the
+// credentials, query or fragment written into it is named by its
+// provider, never quoted: the error goes to the operator's terminal and
+// logs.
+func TestRefusedBaseURLHidesCredentials(t *testing.T) {
+	for _, u := range []string{"https://user:sekrit@h/v1", "https://sekrit@h/v1", "https://h/v1?key=sekrit", "https://h/v1#sekrit", "https://h/v1 sekrit%zz"} {
+		body := `{"providers":[{"name":"gw","dialect":"openai_responses","base_url":` + strconv.Quote(u) + `,"models":[]}]}`
+		_, err := Decode([]byte(body))
+		if !errors.Is(err, ErrInvalid) || strings.Contains(err.Error(), "sekrit") || !strings.Contains(err.Error(), `"gw"`) {
+			t.Errorf("base_url %s: error %v, want ErrInvalid naming the provider and not the credential", u, err)
+		}
+	}
 }
