@@ -17,7 +17,10 @@ It tracks bindings (a second setup answers already_exists, anything after
 teardown answers unavailable), runs an execute at most once per (session,
 environment, sequence), keeps a cancel that arrives before its execute (the
 execute then answers cancelled without running), and completes a Tool by
-calling the finish service of its callback grant. Run it with
+calling the finish service of its callback grant, once: a finish Brain
+refused (a 4xx answer: nothing was committed) answers a failure with
+Brain's code, and one whose answer was lost (none, a 5xx) answers unknown.
+Run it with
 
   python3 provider.py --listen 127.0.0.1:8090 --token "$PROVIDER_TOKEN"
 
@@ -27,6 +30,7 @@ and check it with `brain conformance --url http://127.0.0.1:8090
 
 import argparse
 import hmac
+import http.client
 import json
 import os
 import re
@@ -172,6 +176,33 @@ def failure(code, message, retryable=False, details=None):
     return r
 
 
+def ack_lost(e):
+    return {"type": "unknown", "message": f"the completion acknowledgement was lost; the result may or may not be committed: {e}"}
+
+
+def refused_finish(e):
+    """Answers a finish Brain refused with e, a 4xx answer: a failure with
+    Brain's code (environment_failed when it sent no identifier) and its
+    status, code and message in details."""
+    try:
+        doc = json.loads(e.read(DEFAULT_MAX_BODY))
+    except (OSError, ValueError, RecursionError, http.client.HTTPException):
+        doc = None
+    code = message = ""
+    if isinstance(doc, dict) and isinstance(doc.get("code", ""), str) and isinstance(doc.get("message", ""), str):
+        code, message = doc.get("code", "")[:MAX_MESSAGE], doc.get("message", "")[:MAX_MESSAGE]
+    details = {"status": e.code}
+    said = f"finish answered {e.code}"
+    if code:
+        details["code"] = code
+        said += f" {code}"
+    if message:
+        details["message"] = message
+        said += f": {message}"
+    return failure(code if IDENTIFIER.fullmatch(code) else "environment_failed",
+                   "Brain refused the finish of the result; nothing was committed: " + said, details=details)
+
+
 def binding_key(op):
     seq = (op.get("binding") or {}).get("sequence", 1)
     key = f"{op['session_id']}/{op['environment']}"
@@ -292,16 +323,15 @@ class Provider:
                 raise Failure("timeout", "the invocation's deadline expired")
             if name == "progress":
                 return {"type": "progress", "data": output}
+            callback = req.get("callback")
+            if callback and "finish" in callback["methods"]:
+                # Still running: a cancel that comes while the finish is
+                # on the way is seen.
+                return self.complete(callback, output, deadline, cancel)
+            return {"type": "result", "output": output}
         finally:
             with self.lock:
                 self.running.pop(exec_key, None)
-        callback = req.get("callback")
-        if callback and "finish" in callback["methods"]:
-            try:
-                self.finish(callback, output, deadline)
-            except (OSError, ValueError) as e:
-                return {"type": "unknown", "message": f"the completion acknowledgement was lost; the result may or may not be committed: {e}"}
-        return {"type": "result", "output": output}
 
     def run(self, name, data, b, deadline, cancel):
         if name == "echo":
@@ -335,11 +365,34 @@ class Provider:
         raise Failure("unsupported", f"unsupported descriptor {json.dumps(name)}")
 
     @staticmethod
+    def complete(grant, output, deadline, cancel):
+        """Finishes the Tool with output, once, and answers the execute.
+
+        A 4xx answer is Brain's refusal: nothing was committed. A 5xx
+        answer, no answer or one that is not a committed sequence leaves
+        the outcome unknown. Nothing is sent again."""
+        try:
+            Provider.finish(grant, output, deadline)
+        except urllib.error.HTTPError as e:
+            if not 400 <= e.code <= 499:
+                return ack_lost(e)
+            # Brain closes a Tool it cancels (or whose deadline passed)
+            # before the cancel comes: then that is why it refused.
+            if cancel.is_set():
+                return failure("cancelled", "the invocation was cancelled")
+            if deadline is not None and time.monotonic() >= deadline:
+                return failure("timeout", "the invocation's deadline expired")
+            return refused_finish(e)
+        except (OSError, ValueError, RecursionError, http.client.HTTPException) as e:
+            return ack_lost(e)
+        return {"type": "result", "output": output}
+
+    @staticmethod
     def finish(grant, output, deadline):
-        """Calls finish once; an error means the acknowledgement was lost.
+        """Calls finish once; an error means it was not acknowledged.
 
         The acknowledgement is the committed sequence, a positive integer;
-        any other answer is none."""
+        any other answer is none. A non-2xx answer raises HTTPError."""
         body = json.dumps({"method": "finish", "input": {"status": "ok", "value": output}}).encode()
         req = urllib.request.Request(grant["url"], data=body, method="POST", headers={
             "Content-Type": "application/json", "Authorization": "Bearer " + grant["token"]})
