@@ -26,10 +26,19 @@
 // after the last sequence it saw and says so; once the stream opens again
 // after attempts that failed, their error no longer shows as current and
 // the note says since when the stream failed. A session that does not
-// exist (or was deleted) is reported as such and not followed. The
-// session's status and transcript are read again
-// as its records arrive; an answer that a later read overtook is not
-// shown over the newer one. The session list is refreshed in place, so
+// exist (or was deleted) is reported as such and not followed. A record
+// of any size costs the stream's reader in proportion to its size, in
+// however many chunks it arrives: each chunk is searched once for the end
+// of a record. The session's status is read again as its records arrive,
+// and its transcript whenever its tab is shown and, while it shows, as
+// the records that change it arrive (not while it is hidden); an answer
+// that a later read overtook is not shown over the newer one. The error
+// of a read that failed (of the status, the transcript, a page of events
+// or the earlier records the environments are folded from) shows until a
+// later read of the same succeeds, unless another error shows since. The
+// stream starts where the status read as the session opens says: a read
+// that fails is tried again, first after half a second, then after waits
+// that double up to eight seconds. The session list is refreshed in place, so
 // that the keyboard focus stays where it was. The timeline and the events table
 // show a window of the events: a session opens at its newest 500 (its
 // stream starts there), the window holds at most 1000 while it follows,

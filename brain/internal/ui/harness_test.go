@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,8 +26,23 @@ import (
 // message says (a number), each {"i": n}, and answers "done". The message
 // "model" makes it call the session's model once instead, and "phases"
 // makes it emit extension events named like Brain's own records (see
-// emitPhases).
+// emitPhases). The message "blob N" makes it emit one "blob" event whose
+// text is N characters of "abcdefghij" repeated.
 func emitLoop(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.TurnOutput, error) {
+	if in.Input != nil && strings.HasPrefix(in.Input.Message, "blob ") {
+		n, err := strconv.Atoi(strings.TrimPrefix(in.Input.Message, "blob "))
+		if err != nil {
+			return api.TurnOutput{}, err
+		}
+		data, err := json.Marshal(map[string]string{"text": strings.Repeat("abcdefghij", n/10+1)[:n]})
+		if err != nil {
+			return api.TurnOutput{}, err
+		}
+		if _, err := svc.Emit(ctx, "blob", data); err != nil {
+			return api.TurnOutput{}, err
+		}
+		return api.TurnOutput{Result: json.RawMessage(`"done"`)}, nil
+	}
 	if in.Input != nil && in.Input.Message == "model" {
 		if _, err := svc.Model(ctx, api.ModelRequest{Messages: []api.Message{api.UserMessage(*in.Input)}}); err != nil {
 			return api.TurnOutput{}, err

@@ -20,6 +20,12 @@ type stallProxy struct {
 	ln     net.Listener
 	target string
 
+	// piece, when not zero, makes the proxy forward what the server sends
+	// on event stream connections in pieces of at most piece bytes, gap
+	// apart, as a slow network delivers it.
+	piece int
+	gap   time.Duration
+
 	mu      sync.Mutex
 	conns   []*proxied
 	streams int // connections that carried an event stream request
@@ -35,11 +41,18 @@ type proxied struct {
 
 func newStallProxy(t *testing.T, target string) *stallProxy {
 	t.Helper()
+	return newPacedProxy(t, target, 0, 0)
+}
+
+// newPacedProxy is newStallProxy forwarding event streams in pieces of at
+// most piece bytes, gap apart.
+func newPacedProxy(t *testing.T, target string, piece int, gap time.Duration) *stallProxy {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &stallProxy{t: t, ln: ln, target: strings.TrimPrefix(target, "http://"), closed: make(chan struct{})}
+	p := &stallProxy{t: t, ln: ln, target: strings.TrimPrefix(target, "http://"), piece: piece, gap: gap, closed: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
@@ -90,15 +103,27 @@ func (p *stallProxy) pipe(pc *proxied, src, dst net.Conn, fromClient bool) {
 			p.streams++
 			p.mu.Unlock()
 		}
-		stalled := pc.stalled
+		stalled, paced := pc.stalled, !fromClient && pc.stream && p.piece > 0
 		pc.mu.Unlock()
 		if stalled {
 			<-p.closed
 			return
 		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+		for b := buf[:n]; len(b) > 0; {
+			k := len(b)
+			if paced {
+				k = min(k, p.piece)
+			}
+			if _, werr := dst.Write(b[:k]); werr != nil {
 				return
+			}
+			b = b[k:]
+			if paced && len(b) > 0 {
+				select {
+				case <-time.After(p.gap):
+				case <-p.closed:
+					return
+				}
 			}
 		}
 		if err != nil {

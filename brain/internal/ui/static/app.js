@@ -214,6 +214,14 @@ const envKinds = /^(session_creation_started$|tool_call_started$|environment_)/;
 // let go and read from the events API with the earlier ones instead.
 const ENV_HELD = 1000;
 
+// A failed read of the summary the stream starts from is tried again
+// after RETRY_MS, the wait doubling up to RETRY_MAX_MS.
+const RETRY_MS = 500;
+const RETRY_MAX_MS = 8000;
+
+// transcriptShown reports whether the transcript tab shows.
+function transcriptShown() { return !$('tab-transcript').hidden; }
+
 class SessionView {
   constructor(id) {
     this.id = id;
@@ -248,6 +256,9 @@ class SessionView {
     // a later one overtook) is not shown over it.
     this.reads = { summary: 0, transcript: 0 };
     this.shown = { summary: 0, transcript: 0 };
+    // The error a failed read of each shows, until a later read succeeds.
+    this.readErrors = { summary: null, transcript: null, events: null, environments: null };
+    this.retryTimer = null;
     this.pagerTimer = null;
     show('session');
     $('sid').textContent = id;
@@ -272,19 +283,28 @@ class SessionView {
     clearTimeout(this.summaryTimer);
     clearTimeout(this.transcriptTimer);
     clearTimeout(this.pagerTimer);
+    clearTimeout(this.retryTimer);
   }
 
-  // begin starts the stream at the newest page of the session.
+  // begin starts the stream at the newest page of the session, which its
+  // summary names: a summary read that fails is tried again (after
+  // RETRY_MS, doubling up to RETRY_MAX_MS), so that the stream does not
+  // start from the session's first event.
   async begin() {
-    const s = await this.summary();
+    let s = await this.summary();
+    for (let wait = RETRY_MS; !s; wait = Math.min(2 * wait, RETRY_MAX_MS)) {
+      if (this.stopped || this.gone) return;
+      await new Promise((res) => { this.retryTimer = setTimeout(res, wait); });
+      s = await this.summary();
+    }
     if (this.stopped || this.gone) return;
-    const start = s && s.last_sequence > PAGE ? s.last_sequence - PAGE : 0;
+    const start = s.last_sequence > PAGE ? s.last_sequence - PAGE : 0;
     this.last = start;
     this.lo = start + 1;
     this.hi = start;
     this.envFrom = start;
     this.pager();
-    this.transcript();
+    if (transcriptShown()) this.transcript();
     this.follow();
   }
 
@@ -304,12 +324,29 @@ class SessionView {
     return true;
   }
 
+  // readFailed shows the error of a failed read of what; readDone, once a
+  // later read of it succeeds, takes that error away unless another shows
+  // in its place.
+  readFailed(what, message) {
+    const text = (what === 'summary' ? 'status' : what) + ': ' + message;
+    this.readErrors[what] = text;
+    $('action-error').textContent = text;
+  }
+
+  readDone(what) {
+    const text = this.readErrors[what];
+    if (text === null) return;
+    this.readErrors[what] = null;
+    if ($('action-error').textContent === text) $('action-error').textContent = '';
+  }
+
   async summary() {
     const n = ++this.reads.summary;
     try {
       const s = await api('GET', '/v1/sessions/' + this.id);
       if (this.stopped) return null;
       if (!this.fresh('summary', n)) return s;
+      this.readDone('summary');
       const b = $('status');
       b.textContent = s.status;
       b.className = 'badge ' + s.status;
@@ -318,7 +355,7 @@ class SessionView {
     } catch (e) {
       if (this.stopped) return null;
       if (e.status === 404 || e.status === 400) this.missing();
-      else $('action-error').textContent = e.message;
+      else if (this.fresh('summary', n)) this.readFailed('summary', e.message);
       return null;
     }
   }
@@ -350,9 +387,11 @@ class SessionView {
     try {
       const t = await api('GET', '/v1/sessions/' + this.id + '/transcript');
       if (this.stopped || !this.fresh('transcript', n)) return;
+      this.readDone('transcript');
       renderTranscript(t);
     } catch (e) {
-      if (!this.stopped && !this.gone && e.status !== 404 && e.status !== 400) $('action-error').textContent = e.message;
+      if (this.stopped || this.gone || e.status === 404 || e.status === 400) return;
+      if (this.fresh('transcript', n)) this.readFailed('transcript', e.message);
     }
   }
 
@@ -405,18 +444,12 @@ class SessionView {
           failed = null;
         }
         const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buf = '';
+        const frames = new FrameSplitter();
         for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
           arm();
-          buf += value.replace(/\r\n?/g, '\n');
-          let i;
-          while ((i = buf.indexOf('\n\n')) >= 0) {
-            const frame = buf.slice(0, i);
-            buf = buf.slice(i + 2);
-            this.frame(frame);
-          }
+          for (const frame of frames.push(value)) this.frame(frame);
           arm();
         }
       } catch (e) {
@@ -581,7 +614,9 @@ class SessionView {
     if (kind === 'session_ended' || kind === 'session_creation_failed') this.finished = true;
     if (/^model_call_(ended|failed)$/.test(kind) && ev.data) this.liveCalls.delete(ev.data.sequence);
     if (/^(turn_|session_|activation_)/.test(kind)) this.later('summary');
-    if (/^(turn_ended|turn_failed|transcript_|session_creation_ended)/.test(kind)) this.later('transcript');
+    // The transcript is read again while its tab shows, and else when
+    // the tab is shown.
+    if (/^(turn_ended|turn_failed|transcript_|session_creation_ended)/.test(kind) && transcriptShown()) this.later('transcript');
     this.later('pager');
   }
 
@@ -656,6 +691,7 @@ class SessionView {
     this.pending = following ? [] : null;
     $('page-status').textContent = 'loading events #' + lo + '\u2013#' + hi + '\u2026';
     const evs = [];
+    let failed = false;
     try {
       for (let after = lo - 1; after < hi;) {
         const page = await api('GET', '/v1/sessions/' + this.id + '/events?after=' + after);
@@ -666,9 +702,11 @@ class SessionView {
       }
     } catch (e) {
       if (this.stopped || load !== this.loads) return;
-      $('action-error').textContent = 'events: ' + e.message;
+      this.readFailed('events', e.message);
+      failed = true;
     }
     if (this.stopped || load !== this.loads) return;
+    if (!failed) this.readDone('events');
     $('timeline').replaceChildren();
     $('events').tBodies[0].replaceChildren();
     this.entries = new Map();
@@ -741,10 +779,11 @@ class SessionView {
         after = page.next_cursor;
       }
     } catch (e) {
-      if (!this.stopped) $('action-error').textContent = 'environments: ' + e.message;
+      if (!this.stopped) this.readFailed('environments', e.message);
       this.envScan = null;
       return;
     }
+    this.readDone('environments');
     for (const ev of this.envQueue) this.environment(ev);
     this.envQueue = [];
     this.envScan = true;
@@ -912,6 +951,43 @@ class SessionView {
         st, el('td', null, e.tools.join(', ')), el('td', 'mono calls', e.calls), el('td', 'muted', e.last));
       tbody.append(tr);
     }
+  }
+}
+
+// FrameSplitter cuts the text of an event stream into its frames: the
+// text before each blank line, with its line ends made LF. It searches
+// each chunk for a frame's end once, and keeps the chunks of a frame that
+// has not ended apart until it ends, so that a frame of any size, arriving
+// in any number of chunks, costs in proportion to its size.
+class FrameSplitter {
+  constructor() {
+    this.parts = []; // the text of the frame not yet ended, in chunks
+    this.cr = false; // the last chunk ended in a CR, held back
+  }
+
+  // push takes the next chunk of the stream and answers the frames it
+  // ends.
+  push(chunk) {
+    // A CR that ends a chunk may begin a CRLF that the next one ends.
+    if (this.cr) chunk = '\r' + chunk;
+    this.cr = chunk.endsWith('\r');
+    if (this.cr) chunk = chunk.slice(0, -1);
+    chunk = chunk.replace(/\r\n?/g, '\n');
+    const frames = [];
+    let from = 0;
+    // A blank line may begin in the text before this chunk.
+    const parts = this.parts;
+    if (parts.length > 0 && chunk.startsWith('\n') && parts[parts.length - 1].endsWith('\n')) {
+      frames.push(parts.join('').slice(0, -1));
+      this.parts = [];
+      from = 1;
+    }
+    for (let i; (i = chunk.indexOf('\n\n', from)) >= 0; from = i + 2) {
+      frames.push(this.parts.join('') + chunk.slice(from, i));
+      this.parts = [];
+    }
+    if (from < chunk.length) this.parts.push(from === 0 ? chunk : chunk.slice(from));
+    return frames;
   }
 }
 
