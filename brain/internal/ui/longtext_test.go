@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,35 +51,10 @@ func TestInspectorLongStreamedText(t *testing.T) {
 		maxWritten = 4 * total
 		maxPart    = 16384 // STREAM_LINE in app.js
 	)
-	b := newBrowser(t, 180*time.Second)
-	const token = "long-text-token"
-	deltas := make(pacedModel)
-	srv := serveWithModels(t, token, 0, model.Providers{
-		"scripted": func(model.Spec) (model.Client, error) { return deltas, nil },
-	})
-	id := srv.session(t)
-	turn := make(chan error, 1)
-	go func() {
-		_, err := srv.engine.Send(context.Background(), id, api.UserInput{Message: "model"})
-		turn <- err
-	}()
-	closed := false
-	defer func() {
-		if !closed {
-			close(deltas)
-		}
-		if err := <-turn; err != nil {
-			t.Errorf("the streaming turn: %v", err)
-		}
-	}()
-
-	b.login(srv.url, token)
+	b, deltas, end := streamingCall(t, "long-text-token")
 	var ok bool
-	b.eval(`location.hash = '#/s/`+id+`', true`, &ok)
-	const call = `#timeline li[data-kind="model_call"]`
-	b.wait("the model call runs", `document.querySelector('`+call+`[data-outcome="running"]') !== null && document.getElementById('live').dataset.state === 'following'`, 60*time.Second)
 	b.eval(countWritten, &ok)
-	streamed := `((document.querySelector('` + call + ` pre.stream[data-live]') || {}).textContent || '')`
+	streamed := `((document.querySelector('` + modelCallRow + ` pre.stream[data-live]') || {}).textContent || '')`
 
 	st := &streamer{b: b, deltas: deltas, streamed: streamed, size: deltaSize, burst: burst, limit: total}
 	start := time.Now()
@@ -96,7 +72,7 @@ func TestInspectorLongStreamedText(t *testing.T) {
 		Loose   int `json:"loose"`
 	}
 	b.eval(`(() => {
-  const pre = document.querySelector('`+call+` pre.stream[data-live]');
+  const pre = document.querySelector('`+modelCallRow+` pre.stream[data-live]');
   const ps = [...pre.children];
   return {count: ps.length, largest: Math.max(0, ...ps.map((p) => p.textContent.length)),
     loose: [...pre.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).length};
@@ -112,13 +88,48 @@ func TestInspectorLongStreamedText(t *testing.T) {
 		t.Errorf("the page wrote %d characters into the timeline for %d characters streamed in %d deltas, want at most %d", written, total, deltaCount, maxWritten)
 	}
 
-	close(deltas)
-	closed = true
-	b.wait("the model call ends", `document.querySelector('`+call+`[data-outcome="ok"]') !== null`, 60*time.Second)
+	end()
+	b.wait("the model call ends", `document.querySelector('`+modelCallRow+`[data-outcome="ok"]') !== null`, 60*time.Second)
 	b.eval(streamed, &got)
 	if got != want {
 		t.Errorf("once the call ended its row shows %d characters, want the %d streamed", len(got), len(want))
 	}
+}
+
+// modelCallRow selects the row of the model call of a streaming turn.
+const modelCallRow = `#timeline li[data-kind="model_call"]`
+
+// streamingCall starts Brain with a model streaming the deltas sent on
+// the pacedModel it answers, runs a turn on a session of its, and opens
+// the inspector (logged in with token) on that session until the model
+// call shows running and the page follows the session. end closes the
+// model's stream; the test's end waits for the turn, which must succeed.
+func streamingCall(t *testing.T, token string) (b *browser, deltas pacedModel, end func()) {
+	t.Helper()
+	b = newBrowser(t, 180*time.Second)
+	deltas = make(pacedModel)
+	srv := serveWithModels(t, token, 0, model.Providers{
+		"scripted": func(model.Spec) (model.Client, error) { return deltas, nil },
+	})
+	id := srv.session(t)
+	turn := make(chan error, 1)
+	go func() {
+		_, err := srv.engine.Send(context.Background(), id, api.UserInput{Message: "model"})
+		turn <- err
+	}()
+	var once sync.Once
+	end = func() { once.Do(func() { close(deltas) }) }
+	t.Cleanup(func() {
+		end()
+		if err := <-turn; err != nil {
+			t.Errorf("the streaming turn: %v", err)
+		}
+	})
+	b.login(srv.url, token)
+	var ok bool
+	b.eval(`location.hash = '#/s/`+id+`', true`, &ok)
+	b.wait("the model call runs", `document.querySelector('`+modelCallRow+`[data-outcome="running"]') !== null && document.getElementById('live').dataset.state === 'following'`, 60*time.Second)
+	return b, deltas, end
 }
 
 // streamer streams deltas of size characters to a model call shown on
@@ -176,35 +187,9 @@ func TestInspectorStreamedTextPastItsBound(t *testing.T) {
 		deltaSize  = 4096
 		deltaCount = liveText/deltaSize + 4
 	)
-	b := newBrowser(t, 180*time.Second)
-	const token = "bound-text-token"
-	deltas := make(pacedModel)
-	srv := serveWithModels(t, token, 0, model.Providers{
-		"scripted": func(model.Spec) (model.Client, error) { return deltas, nil },
-	})
-	id := srv.session(t)
-	turn := make(chan error, 1)
-	go func() {
-		_, err := srv.engine.Send(context.Background(), id, api.UserInput{Message: "model"})
-		turn <- err
-	}()
-	closed := false
-	defer func() {
-		if !closed {
-			close(deltas)
-		}
-		if err := <-turn; err != nil {
-			t.Errorf("the streaming turn: %v", err)
-		}
-	}()
-
-	b.login(srv.url, token)
-	var ok bool
-	b.eval(`location.hash = '#/s/`+id+`', true`, &ok)
-	const call = `#timeline li[data-kind="model_call"]`
-	b.wait("the model call runs", `document.querySelector('`+call+`[data-outcome="running"]') !== null && document.getElementById('live').dataset.state === 'following'`, 60*time.Second)
-	streamed := `((document.querySelector('` + call + ` pre.stream[data-live]') || {}).textContent || '')`
-	note := `((document.querySelector('` + call + ` .stream-cut') || {}).textContent || '')`
+	b, deltas, end := streamingCall(t, "bound-text-token")
+	streamed := `((document.querySelector('` + modelCallRow + ` pre.stream[data-live]') || {}).textContent || '')`
+	note := `((document.querySelector('` + modelCallRow + ` .stream-cut') || {}).textContent || '')`
 
 	st := &streamer{b: b, deltas: deltas, streamed: streamed, size: deltaSize, burst: 32, limit: liveText}
 	st.send(deltaCount)
@@ -223,9 +208,8 @@ func TestInspectorStreamedTextPastItsBound(t *testing.T) {
 		t.Errorf("the running call says %q, want that only its first %d characters show", got.Note, liveText)
 	}
 
-	close(deltas)
-	closed = true
-	b.wait("the model call ends", `document.querySelector('`+call+`[data-outcome="ok"]') !== null`, 60*time.Second)
+	end()
+	b.wait("the model call ends", `document.querySelector('`+modelCallRow+`[data-outcome="ok"]') !== null`, 60*time.Second)
 	b.eval(`({text: `+streamed+`, note: `+note+`})`, &got)
 	if got.Text != want || got.Note != "" {
 		t.Errorf("the ended call shows %d characters and the note %q, want the %d it answered and no note", len(got.Text), got.Note, len(want))
