@@ -8,7 +8,6 @@ import (
 
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/pgstore"
-	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
 )
 
 // TestStaleOwnerCannotWriteCheckpoint: once another node took a session's
@@ -18,12 +17,7 @@ import (
 // records its projection does not describe. A node that never held the
 // lease writes none either. The owner's own checkpoints are kept.
 func TestStaleOwnerCannotWriteCheckpoint(t *testing.T) {
-	url := pgtest.Database(t)
-	fenced := func(id string) func(*pgstore.Options) {
-		return func(o *pgstore.Options) { o.Fenced, o.NodeID, o.LeaseDuration = true, id, 30*time.Second }
-	}
-	a := openDB(t, url, fenced("a"))
-	b := openDB(t, url, fenced("b"))
+	url, a, b := fencedNodes(t, 30*time.Second)
 	ctx := context.Background()
 	if _, err := a.AcquireLease(ctx, "s"); err != nil {
 		t.Fatal(err)

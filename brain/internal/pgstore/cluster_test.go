@@ -149,12 +149,7 @@ func TestLeaseRaceOneWinner(t *testing.T) {
 // old owner can neither append nor renew, even while it still believes its
 // lease is live; what it tried to append is not in the journal.
 func TestFencedAppendAfterTakeover(t *testing.T) {
-	url := pgtest.Database(t)
-	fenced := func(id string) func(*pgstore.Options) {
-		return func(o *pgstore.Options) { o.Fenced, o.NodeID, o.LeaseDuration = true, id, 30*time.Second }
-	}
-	a := openDB(t, url, fenced("a"))
-	b := openDB(t, url, fenced("b"))
+	url, a, b := fencedNodes(t, 30*time.Second)
 	ctx := context.Background()
 	if err := a.Journal().Append(ctx, "s", 1, []journal.Record{rec("k", 1)}); !errors.Is(err, pgstore.ErrNotOwner) {
 		t.Fatalf("Append without a lease = %v, want ErrNotOwner", err)
@@ -346,12 +341,7 @@ func TestSubscriptionWithoutWakeUp(t *testing.T) {
 // believes its lease is live: the new owner's journal stays whole. The
 // owner deletes it.
 func TestFencedDeleteAfterTakeover(t *testing.T) {
-	url := pgtest.Database(t)
-	fenced := func(id string) func(*pgstore.Options) {
-		return func(o *pgstore.Options) { o.Fenced, o.NodeID, o.LeaseDuration = true, id, 30*time.Second }
-	}
-	a := openDB(t, url, fenced("a"))
-	b := openDB(t, url, fenced("b"))
+	url, a, b := fencedNodes(t, 30*time.Second)
 	ctx := context.Background()
 	if _, err := a.AcquireLease(ctx, "s"); err != nil {
 		t.Fatal(err)

@@ -137,11 +137,14 @@
 // committed; a retry after re-reading finds ErrNotOwner). The first
 // append of a session, which has no session row yet, share-locks the
 // lease row instead. A fenced Delete deletes the session row under the
-// same two conditions, or nothing (ErrNotOwner). So do a fenced
-// WriteCheckpoint (share-locking the session row) and the fenced
-// writes of secrets, Secrets.Put and DeleteAll (share-locking the lease
-// row, then the session row if there is one), each writing nothing
-// without them (ErrNotOwner). A node that lost its lease can never
+// same two conditions, or nothing (ErrNotOwner), and with it, in the same
+// transaction, the session's records, checkpoint and secrets, so a lease
+// that runs out right after a delete leaves nothing of the session
+// behind. So do a fenced WriteCheckpoint (share-locking the session row)
+// and the fenced writes of secrets, Secrets.Put and DeleteAll
+// (share-locking the lease row, then the session row if there is one),
+// each writing nothing without them (ErrNotOwner; a DeleteAll that finds
+// no secrets of the session has nothing to remove, and succeeds). A node that lost its lease can never
 // commit, nor delete what the new owner runs, nor replace the new
 // owner's checkpoint with its own older projection (or with that of a
 // deleted session whose id was used again), nor replace or remove the
@@ -236,7 +239,8 @@
 // connection also sets lock_timeout to a quarter of OpTimeout (unless
 // the database URL sets it): a statement that waits longer for a lock
 // fails on the server, nothing of it committed (ErrUnavailable), and the
-// other writes of its group commit, run again each on its own, commit.
+// other writes of its group commit, run again each on its own, commit;
+// the one that waited is not run again, so it waits only once.
 // Only the waits for the migration lock and for the notifications'
 // queue are bounded by their operation's deadline instead.
 // And each node, at every membership renewal, ends the connections

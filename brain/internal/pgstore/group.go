@@ -19,10 +19,11 @@ import (
 // in conflict fails alone while the others commit. A statement that
 // fails on the server aborts the whole transaction, nothing of it is
 // committed, and every statement of the batch is then run again on its
-// own, as without grouping. A connection lost during the batch leaves
-// every statement's outcome unknown. synchronous_commit is untouched:
-// each statement returns only after the commit that carries it is
-// flushed.
+// own, as without grouping, except one that failed waiting lock_timeout
+// for a lock, which answers that failure at once. A connection lost
+// during the batch leaves every statement's outcome unknown.
+// synchronous_commit is untouched: each statement returns only after the
+// commit that carries it is flushed.
 
 // Bounds of group commit. groupInFlight batches run at once, each on a
 // pooled connection; while they run, new writes queue and go together in
@@ -122,14 +123,23 @@ func (g *grouper) run(batch []*groupOp) {
 	}
 	start := time.Now()
 	br := g.db.pool.SendBatch(ctx, b)
+	var combinedErr error
 	if apps != nil {
-		readCombined(br, apps, rides)
+		combinedErr = readCombined(br, apps, rides)
 	}
+	// failed is the statement of rest the server refused, if any: the
+	// first with the server's error (the ones after it were not run, and
+	// answer the same error).
+	var failed *groupOp
 	for _, op := range rest {
 		if op.exec {
 			op.tag, op.err = br.Exec()
 		} else {
 			op.err = op.scan(br.QueryRow())
+		}
+		var pgErr *pgconn.PgError
+		if failed == nil && combinedErr == nil && errors.As(op.err, &pgErr) {
+			failed = op
 		}
 	}
 	err := br.Close()
@@ -143,8 +153,16 @@ func (g *grouper) run(batch []*groupOp) {
 		}
 	case errors.As(err, &pgErr):
 		// The server refused a statement or the commit: the transaction
-		// was rolled back, so each statement runs again on its own.
+		// was rolled back, so each statement runs again on its own. A
+		// statement that waited lock_timeout for its lock fails at once
+		// instead, nothing of it committed: run again, it would wait as
+		// long a second time, and the statements after it with it.
 		for _, op := range live {
+			if op == failed && lockTimedOut(op.err) {
+				op.tag, op.sent = pgconn.CommandTag{}, true
+				close(op.done)
+				continue
+			}
 			op.tag, op.err, op.combined = pgconn.CommandTag{}, nil, false
 			g.runOne(op)
 		}
@@ -154,6 +172,13 @@ func (g *grouper) run(batch []*groupOp) {
 			close(op.done)
 		}
 	}
+}
+
+// lockTimedOut reports whether err is the server's refusal of a statement
+// that waited lock_timeout for a lock.
+func lockTimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }
 
 // runOne commits op in a transaction of its own.

@@ -229,26 +229,29 @@ func combinedAppend(ops []*groupOp, fenced bool, node, instance string) (string,
 	return sql, args, rides
 }
 
-// readCombined reads the combined statement's rows into ops' results. A
-// failure is left to the batch's Close, which reports it.
-func readCombined(br pgx.BatchResults, ops []*groupOp, rides bool) {
+// readCombined reads the combined statement's rows into ops' results and
+// answers the statement's failure, if any, which the batch's Close
+// reports too.
+func readCombined(br pgx.BatchResults, ops []*groupOp, rides bool) error {
 	rows, err := br.Query()
 	if err != nil {
-		return
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		if err := scanCombined(rows, ops, rides); err != nil {
-			return
+			return err
 		}
 	}
-	if rows.Err() == nil && len(ops) > 0 {
-		for _, op := range ops {
-			if !op.combined {
-				op.err = fmt.Errorf("pgstore: the combined append answered no row for session %s", op.app.session)
-			}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if !op.combined {
+			op.err = fmt.Errorf("pgstore: the combined append answered no row for session %s", op.app.session)
 		}
 	}
+	return nil
 }
 
 // scanCombined reads one result row of the combined statement into its

@@ -407,7 +407,9 @@ func (j *Journal) fence(session string) (int64, error) {
 
 // Delete implements journal.Store. Deleting the session row first waits
 // for an append in flight and makes later ones fail their compare-and-set,
-// so the records deleted next are all there are. When the DB is Fenced,
+// so the records deleted next are all there are. The session's secrets
+// go in the same transaction: a deleted session leaves none behind, even
+// when the lease runs out right after the delete. When the DB is Fenced,
 // the delete, like an append, requires this node's live lease on the
 // session (ErrNotOwner otherwise, nothing deleted): a node that lost the
 // lease never deletes what the new owner runs.
@@ -430,8 +432,15 @@ func (j *Journal) Delete(ctx context.Context, session string) error {
 			if err := j.deleteFenced(octx, tx, id, epoch); err != nil {
 				return err
 			}
-		} else if _, err := tx.Exec(octx, `DELETE FROM brain_sessions WHERE session_id = $1`, id); err != nil {
-			return err
+		} else {
+			for _, q := range []string{
+				`DELETE FROM brain_sessions WHERE session_id = $1`,
+				`DELETE FROM brain_secrets WHERE session_id = $1`,
+			} {
+				if _, err := tx.Exec(octx, q, id); err != nil {
+					return err
+				}
+			}
 		}
 		for _, q := range []string{
 			`DELETE FROM brain_records WHERE session_id = $1`,
@@ -454,12 +463,16 @@ func (j *Journal) Delete(ctx context.Context, session string) error {
 	return nil
 }
 
-// deleteFenced deletes the session row under the lease of epoch, as a
-// fenced append's compare-and-set checks it: the row's epoch is the
-// lease's (a takeover raises it after waiting for this row lock) and the
-// lease row names this node with that epoch, unexpired. A session row
-// that exists but fails the check answers ErrNotOwner; a session without
-// one has nothing to fence.
+// deleteFenced deletes the session row and the session's secrets under
+// the lease of epoch, as a fenced append's compare-and-set checks it: the
+// row's epoch is the lease's (a takeover raises it after waiting for this
+// row lock) and the lease row names this node with that epoch, unexpired.
+// A session row that exists but fails the check answers ErrNotOwner. A
+// session without one has no journal to fence; its secrets go only under
+// the conditions of a fenced Secrets.DeleteAll, and stay otherwise (they
+// may be those of a session another node is creating under the same id).
+// The lease row is locked only then: with the session row locked, it
+// would be taken in the order opposite to a takeover's.
 func (j *Journal) deleteFenced(ctx context.Context, tx pgx.Tx, id []byte, epoch int64) error {
 	var deleted, existed bool
 	err := tx.QueryRow(ctx, `WITH del AS (
@@ -474,7 +487,13 @@ func (j *Journal) deleteFenced(ctx context.Context, tx pgx.Tx, id []byte, epoch 
 	if existed && !deleted {
 		return fmt.Errorf("%w: session %s epoch %d", ErrNotOwner, string(id), epoch)
 	}
-	return nil
+	if deleted {
+		_, err = tx.Exec(ctx, `DELETE FROM brain_secrets WHERE session_id = $1`, id)
+		return err
+	}
+	_, err = tx.Exec(ctx, `WITH `+secretsFence+`
+		DELETE FROM brain_secrets WHERE session_id = $1 AND EXISTS (SELECT 1 FROM ok)`, id, j.db.opts.NodeID, epoch)
+	return err
 }
 
 // Close implements journal.Store: it ends every subscription with

@@ -132,26 +132,38 @@ func (s *Secrets) Get(ctx context.Context, session, name string) ([]byte, error)
 
 // DeleteAll forgets every secret of session. When the DB is Fenced, it
 // also requires this node's live lease on the session (ErrNotOwner
-// otherwise, nothing removed).
+// otherwise, nothing removed), unless the session has no secrets: then
+// there is nothing to remove, as after Journal.Delete, which removes them
+// with the journal, and DeleteAll succeeds with or without the lease.
 func (s *Secrets) DeleteAll(ctx context.Context, session string) error {
-	epoch, err := s.db.journal.fence(session)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := s.db.opCtx(ctx)
 	defer cancel()
 	if !s.db.opts.Fenced {
 		_, err := s.db.pool.Exec(ctx, `DELETE FROM brain_secrets WHERE session_id = $1`, []byte(session))
 		return classify("delete secrets", err, true)
 	}
-	var owned bool
-	err = s.db.pool.QueryRow(ctx, `WITH `+secretsFence+`, del AS (
-			DELETE FROM brain_secrets WHERE session_id = $1 AND EXISTS (SELECT 1 FROM ok))
-		SELECT EXISTS (SELECT 1 FROM ok)`, []byte(session), s.db.opts.NodeID, epoch).Scan(&owned)
-	if err != nil {
-		return classify("delete secrets", err, true)
+	var owned, left bool
+	epoch, err := s.db.journal.fence(session)
+	if errors.Is(err, ErrNotOwner) {
+		err = s.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM brain_secrets WHERE session_id = $1)`, []byte(session)).Scan(&left)
+		if err != nil {
+			return classify("delete secrets", err, false)
+		}
+	} else if err != nil {
+		return err
+	} else {
+		err = s.db.pool.QueryRow(ctx, `WITH `+secretsFence+`, del AS (
+				DELETE FROM brain_secrets WHERE session_id = $1 AND EXISTS (SELECT 1 FROM ok))
+			SELECT EXISTS (SELECT 1 FROM ok), EXISTS (SELECT 1 FROM brain_secrets WHERE session_id = $1)`,
+			[]byte(session), s.db.opts.NodeID, epoch).Scan(&owned, &left)
+		if err != nil {
+			return classify("delete secrets", err, true)
+		}
 	}
-	if !owned {
+	if !owned && left {
+		if epoch == 0 {
+			return fmt.Errorf("%w: session %s", ErrNotOwner, session)
+		}
 		return fmt.Errorf("%w: session %s epoch %d", ErrNotOwner, session, epoch)
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/pgstore"
-	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
 )
 
 // TestStaleOwnerCannotTouchSecrets: a node whose creation of a session
@@ -18,12 +17,7 @@ import (
 // the credentials it was created with. A node without the lease touches
 // none either.
 func TestStaleOwnerCannotTouchSecrets(t *testing.T) {
-	url := pgtest.Database(t)
-	fenced := func(id string) func(*pgstore.Options) {
-		return func(o *pgstore.Options) { o.Fenced, o.NodeID, o.LeaseDuration = true, id, 30*time.Second }
-	}
-	a := openDB(t, url, fenced("a"))
-	b := openDB(t, url, fenced("b"))
+	url, a, b := fencedNodes(t, 30*time.Second)
 	ctx := context.Background()
 	if _, err := a.AcquireLease(ctx, "s"); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/pgstore"
-	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -19,13 +18,8 @@ import (
 // on the epoch it took, so the session row written by the first append
 // must carry that epoch too. The old owner stays fenced out.
 func TestTakeoverDuringFirstAppend(t *testing.T) {
-	url := pgtest.Database(t)
 	const lease = 500 * time.Millisecond
-	fenced := func(id string) func(*pgstore.Options) {
-		return func(o *pgstore.Options) { o.Fenced, o.NodeID, o.LeaseDuration = true, id, lease }
-	}
-	a := openDB(t, url, fenced("a"))
-	b := openDB(t, url, fenced("b"))
+	url, a, b := fencedNodes(t, lease)
 	ctx := context.Background()
 	if _, err := a.AcquireLease(ctx, "s"); err != nil {
 		t.Fatal(err)
