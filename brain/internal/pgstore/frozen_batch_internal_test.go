@@ -86,34 +86,8 @@ func TestNodeStoppedMidBatchDoesNotHoldOthers(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	const op = 2 * time.Second
-	open := func(node string, keep bool) *DB {
-		db, err := Open(ctx, Options{URL: url, SealingKey: []byte("0123456789abcdef0123456789abcdef"), NodeID: node,
-			LeaseDuration: time.Second, OpTimeout: op, Fenced: true, KeepLeases: keep})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	a, b := open("a", false), open("b", true) // a renews nothing: it is stopped
-	one := func() []journal.Record { return []journal.Record{{Kind: "k", Data: []byte(`{}`)}} }
-	const s = "stopped-mid-batch"
-	if _, err := a.AcquireLease(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Journal().Append(ctx, s, 1, one()); err != nil {
-		t.Fatal(err)
-	}
 	const sessions = 8
-	for i := range sessions {
-		id := fmt.Sprint("b", i)
-		if _, err := b.AcquireLease(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Journal().Append(ctx, id, 1, one()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b, s := stoppedAndBusy(t, url, op, time.Second, sessions)
 	stalled := stallBatch(t, a, s, "k1", "k2")
 
 	// Claims of the held keys on b, one after the other, each waiting
@@ -142,7 +116,7 @@ func TestNodeStoppedMidBatchDoesNotHoldOthers(t *testing.T) {
 	for i := range sessions {
 		wg.Go(func() {
 			start := time.Now()
-			err := b.Journal().Append(ctx, fmt.Sprint("b", i), 2, one())
+			err := b.Journal().Append(ctx, fmt.Sprint("b", i), 2, oneRecord())
 			if took := time.Since(start); err != nil || took >= op/2 {
 				t.Errorf("append to b%d while the stopped node holds other rows = %v after %v, want it committed within %v", i, err, took, op/2)
 			}
@@ -162,7 +136,7 @@ func TestNodeStoppedMidBatchDoesNotHoldOthers(t *testing.T) {
 		}
 		time.Sleep(op / 10)
 	}
-	if err := b.Journal().Append(ctx, s, 2, one()); err != nil {
+	if err := b.Journal().Append(ctx, s, 2, oneRecord()); err != nil {
 		t.Fatalf("append by the new owner = %v", err)
 	}
 	// a resumes: its batch commits nothing.
@@ -183,3 +157,42 @@ func TestNodeStoppedMidBatchDoesNotHoldOthers(t *testing.T) {
 		t.Fatalf("Next = %d, %v; want 3: the new owner's records are there", next, err)
 	}
 }
+
+// stoppedAndBusy opens nodes on url with operations bounded by op and
+// leases of lease: "a", which renews no lease (it is to be stopped),
+// holding session s with one record, and "b" holding sessions b0 to
+// b<n-1>, each with one record.
+func stoppedAndBusy(t *testing.T, url string, op, lease time.Duration, n int) (a, b *DB, s string) {
+	t.Helper()
+	ctx := context.Background()
+	open := func(node string, keep bool) *DB {
+		db, err := Open(ctx, Options{URL: url, SealingKey: []byte("0123456789abcdef0123456789abcdef"), NodeID: node,
+			LeaseDuration: lease, OpTimeout: op, Fenced: true, KeepLeases: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	a, b = open("a", false), open("b", true)
+	s = "stopped-mid-batch"
+	if _, err := a.AcquireLease(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Journal().Append(ctx, s, 1, oneRecord()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		id := fmt.Sprint("b", i)
+		if _, err := b.AcquireLease(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Journal().Append(ctx, id, 1, oneRecord()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a, b, s
+}
+
+// oneRecord is one record to append.
+func oneRecord() []journal.Record { return []journal.Record{{Kind: "k", Data: []byte(`{}`)}} }

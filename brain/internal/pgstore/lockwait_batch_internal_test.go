@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/idem"
-	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
 )
 
@@ -23,34 +22,8 @@ func TestLockTimeoutInBatchWaitsOnce(t *testing.T) {
 	url := pgtest.Database(t)
 	const op = 8 * time.Second
 	const lockWait = op / 4 // lock_timeout
-	open := func(node string, keep bool) *DB {
-		db, err := Open(ctx, Options{URL: url, SealingKey: []byte("0123456789abcdef0123456789abcdef"), NodeID: node,
-			LeaseDuration: 30 * time.Second, OpTimeout: op, Fenced: true, KeepLeases: keep})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	a, b := open("a", false), open("b", true)
-	one := func() []journal.Record { return []journal.Record{{Kind: "k", Data: []byte(`{}`)}} }
-	const s = "stopped-mid-batch"
-	if _, err := a.AcquireLease(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Journal().Append(ctx, s, 1, one()); err != nil {
-		t.Fatal(err)
-	}
 	const sessions = 4
-	for i := range sessions {
-		id := fmt.Sprint("b", i)
-		if _, err := b.AcquireLease(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Journal().Append(ctx, id, 1, one()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b, s := stoppedAndBusy(t, url, op, 30*time.Second, sessions)
 	stallBatch(t, a, s, "k1")
 
 	// b's group commit is busy: the claim and the appends queue and go
@@ -74,7 +47,7 @@ func TestLockTimeoutInBatchWaitsOnce(t *testing.T) {
 	})
 	for i := range sessions {
 		wg.Go(func() {
-			err := b.Journal().Append(ctx, fmt.Sprint("b", i), 2, one())
+			err := b.Journal().Append(ctx, fmt.Sprint("b", i), 2, oneRecord())
 			if d := took(); err != nil || d >= lockWait*3/2 {
 				t.Errorf("append to b%d in the claim's batch = %v after %v, want it committed right after the claim's lock wait (%v)", i, err, d, lockWait)
 			}
