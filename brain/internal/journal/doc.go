@@ -172,9 +172,11 @@
 // (best effort), so that no frame of a failed append is found later. A
 // round whose log entries were flushed but one of whose segment writes
 // failed (the disk filled while the log file had its space reserved) fails
-// whole the same way, and the log file is cut back to where the round
-// began and flushed again before the round answers, so that neither replay
-// nor a rewrite from the log brings back a frame of a failed append.
+// whole the same way, and the round's entries in the log file are
+// overwritten with zero bytes (which end the log, as the unused part of a
+// preallocated file does) and flushed before the round answers, so that
+// neither replay nor a rewrite from the log brings back a frame of a
+// failed append; the file keeps the blocks reserved for it.
 // When the failed append was a session's first and its directory holds
 // nothing but empty segments, the directory is removed. Healthy answers
 // the last failure until a later round commits or a probe write (64 KiB
