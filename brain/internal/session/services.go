@@ -195,24 +195,35 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 		}
 	}
 	client, openErr := s.modelLocked(ctx)
-	s.mu.Unlock()
 	// The request is checked and encoded once, outside the session's lock
 	// (the configuration it took defaults from never changes): a request
 	// the session's dialect cannot carry (an option it does not take, say)
 	// is refused before anything is committed or sent, and the bytes
-	// checked are the bytes sent. A client that cannot be opened fails the
-	// call after its model_call_started.
+	// checked are the bytes sent. A client that prepares nothing ahead
+	// (the scripted model) is handed the request as it is, under the lock.
+	// A client that cannot be opened fails the call after its
+	// model_call_started.
 	var call model.Prepared
 	if openErr == nil {
+		_, builds := client.(model.Preparer)
+		if builds {
+			s.mu.Unlock()
+		}
 		var err error
-		if call, err = model.Prepare(client, req); err != nil {
+		call, err = model.Prepare(client, req)
+		if builds {
+			s.mu.Lock()
+		}
+		if err != nil {
+			s.mu.Unlock()
 			return api.ModelResult{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
-	}
-	s.mu.Lock()
-	if err := x.liveLocked(envapi.MethodModel); err != nil {
-		s.mu.Unlock()
-		return api.ModelResult{}, err
+		if builds {
+			if err := x.liveLocked(envapi.MethodModel); err != nil {
+				s.mu.Unlock()
+				return api.ModelResult{}, err
+			}
+		}
 	}
 	started := modelCallStarted{Messages: len(req.Messages), Tools: len(req.Tools), Request: over}
 	started.Context.ThroughSequence = s.st.last()
