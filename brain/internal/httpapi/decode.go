@@ -129,9 +129,14 @@ func decodeStrict(b []byte, v any) error {
 		}
 		return invalidField(cleanMessage(err.Error()))
 	}
-	// encoding/json keeps the last of duplicate members silently, and
-	// matches names without regard to case; the API's objects are closed
-	// and their names exact.
+	return exactMembers(b, v)
+}
+
+// exactMembers refuses a body decoded into v whose objects repeat a member
+// or name one with other case than its field's: encoding/json keeps the
+// last of duplicate members silently, and matches names without regard
+// to case; the API's objects are closed and their names exact.
+func exactMembers(b []byte, v any) error {
 	at, key, dup, misnamed := envapi.StrictMembers(b, v)
 	switch {
 	case dup:

@@ -51,7 +51,8 @@ func FuzzDecodeRequests(f *testing.F) {
 }
 
 // decodeStrictTwoPass is the earlier decodeStrict: UTF-8 and validity checks, then
-// a decode. The one-pass decodeStrict must classify every body the same.
+// a decode, then the same rule for member names (exactMembers). The
+// one-pass decodeStrict must classify every body the same.
 func decodeStrictTwoPass(b []byte, v any) error {
 	if !utf8.Valid(b) || !json.Valid(b) {
 		return badRequest("request body is not valid JSON")
@@ -61,7 +62,7 @@ func decodeStrictTwoPass(b []byte, v any) error {
 	if err := d.Decode(v); err != nil {
 		return invalidField(err.Error())
 	}
-	return nil
+	return exactMembers(b, v)
 }
 
 func FuzzDecodeStrictOnePass(f *testing.F) {
