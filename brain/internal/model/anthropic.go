@@ -62,15 +62,7 @@ func (u *anthropicUsage) merge(o *anthropicUsage) {
 
 // Prepare checks and encodes req as one streaming Messages request.
 func (c *anthropicMessages) Prepare(req Request) (Prepared, error) {
-	body, err := c.body(req)
-	if err != nil {
-		return nil, err
-	}
-	b, err := encode(dialectAnthropic, body)
-	if err != nil {
-		return nil, err
-	}
-	return &prepared{body: b, send: c.send}, nil
+	return prepareBody(dialectAnthropic, req, c.body, c.send)
 }
 
 // Call prepares req and sends it.

@@ -80,11 +80,28 @@ func (d deferred) Call(ctx context.Context, onDelta func(Delta)) (Result, error)
 // prepared is an encoded request body and how the client sends it.
 type prepared struct {
 	body []byte
-	send func(ctx context.Context, body []byte, onDelta func(Delta)) (Result, error)
+	send sendFunc
 }
 
 func (p *prepared) Call(ctx context.Context, onDelta func(Delta)) (Result, error) {
 	return p.send(ctx, p.body, onDelta)
+}
+
+// sendFunc posts an encoded request body and reads its answer.
+type sendFunc func(ctx context.Context, body []byte, onDelta func(Delta)) (Result, error)
+
+// prepareBody builds req's body in dialect, encodes it and pairs the
+// bytes with send: the Prepare of every dialect.
+func prepareBody(dialect string, req Request, body func(Request) (map[string]any, error), send sendFunc) (Prepared, error) {
+	m, err := body(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := encode(dialect, m)
+	if err != nil {
+		return nil, err
+	}
+	return &prepared{body: b, send: send}, nil
 }
 
 // callPrepared is the Call of a Preparer: prepare, then send.

@@ -30,27 +30,11 @@ func (c *openAIResponses) Prepare(req Request) (Prepared, error) {
 		return nil, err
 	}
 	if compact {
-		body, err := c.compactBody(req)
-		if err != nil {
-			return nil, err
-		}
-		b, err := encode(dialectResponses, body)
-		if err != nil {
-			return nil, err
-		}
-		return &prepared{body: b, send: func(ctx context.Context, body []byte, _ func(Delta)) (Result, error) {
+		return prepareBody(dialectResponses, req, c.compactBody, func(ctx context.Context, body []byte, _ func(Delta)) (Result, error) {
 			return c.compact(ctx, body)
-		}}, nil
+		})
 	}
-	body, err := c.body(req)
-	if err != nil {
-		return nil, err
-	}
-	b, err := encode(dialectResponses, body)
-	if err != nil {
-		return nil, err
-	}
-	return &prepared{body: b, send: c.send}, nil
+	return prepareBody(dialectResponses, req, c.body, c.send)
 }
 
 // Call prepares req and sends it.

@@ -48,15 +48,7 @@ type chatUsage struct {
 // Prepare checks and encodes req as one streaming Chat Completions
 // request.
 func (c *openAIChat) Prepare(req Request) (Prepared, error) {
-	body, err := c.body(req)
-	if err != nil {
-		return nil, err
-	}
-	b, err := encode(dialectChat, body)
-	if err != nil {
-		return nil, err
-	}
-	return &prepared{body: b, send: c.send}, nil
+	return prepareBody(dialectChat, req, c.body, c.send)
 }
 
 // Call prepares req and sends it.
