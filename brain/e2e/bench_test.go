@@ -161,7 +161,7 @@ func fdatasyncLatencies(t *testing.T, dir string, n int) []time.Duration {
 
 // floorAdmit times one POST /admit to the floor, right after an untimed
 // GET /ping.
-func floorAdmit(t *testing.T, fl *floorServer) time.Duration {
+func floorAdmit(t *testing.T, fl *child) time.Duration {
 	ping, err := http.Get(fl.URL + "/ping")
 	if err != nil {
 		t.Fatal(err)

@@ -8,12 +8,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -100,7 +98,7 @@ func fanOut(t *testing.T, s *server) fanOutResult {
 }
 
 // fanOutFloor runs the same turns' frames through the bare server.
-func fanOutFloor(t *testing.T, fl *floorServer) fanOutResult {
+func fanOutFloor(t *testing.T, fl *child) fanOutResult {
 	return measureFanOut(t, fl.cmd.Process.Pid, fl.URL+"/events", "", func() uint64 {
 		seq := uint64(2)
 		for range fanOutTurns {
@@ -223,49 +221,10 @@ func processCPU(t *testing.T, pid int) time.Duration {
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
-// floorServer is the bare fan-out server in a child process.
-type floorServer struct {
-	URL string
-	cmd *exec.Cmd
-}
-
-func startFanOutFloor(t *testing.T) *floorServer {
+// startFanOutFloor runs the bare fan-out server in a child process.
+func startFanOutFloor(t *testing.T) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fanOutFloorEnv+"="+t.TempDir())
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	fl := &floorServer{cmd: cmd}
-	t.Cleanup(fl.kill)
-	lines := bufio.NewScanner(out)
-	ready := make(chan string, 1)
-	go func() {
-		for lines.Scan() {
-			if u, ok := strings.CutPrefix(lines.Text(), readyLine); ok {
-				ready <- u
-			}
-		}
-	}()
-	select {
-	case fl.URL = <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatal("fan-out floor did not become ready")
-	}
-	return fl
-}
-
-func (fl *floorServer) kill() {
-	if fl.cmd.Process == nil || fl.cmd.ProcessState != nil {
-		return
-	}
-	_ = fl.cmd.Process.Signal(syscall.SIGKILL)
-	_ = fl.cmd.Wait()
+	return reexec(t, fanOutFloorEnv+"="+t.TempDir(), "fan-out floor")
 }
 
 // runFanOutFloor serves the bare minimum of an event stream fan-out until

@@ -103,8 +103,15 @@ type child struct {
 // startChild runs Brain on dir in a re-executed test binary.
 func startChild(t *testing.T, dir string) *child {
 	t.Helper()
+	return reexec(t, childDir+"="+dir, "child Brain")
+}
+
+// reexec runs this test binary again with env set, and answers once the
+// child prints its ready line; what names the child in a failure.
+func reexec(t *testing.T, env, what string) *child {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childDir+"="+dir)
+	cmd.Env = append(os.Environ(), env)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -127,7 +134,7 @@ func startChild(t *testing.T, dir string) *child {
 	select {
 	case c.URL = <-ready:
 	case <-time.After(30 * time.Second):
-		t.Fatal("child Brain did not become ready")
+		t.Fatal(what + " did not become ready")
 	}
 	return c
 }
