@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -19,26 +18,6 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/session"
 )
-
-// allSeqs reads every public event of sid through pages.
-func allSeqs(t *testing.T, f *fixture, sid string) []uint64 {
-	t.Helper()
-	var out []uint64
-	for cursor := uint64(0); ; {
-		st, _, b := f.do("GET", fmt.Sprint("/v1/sessions/", sid, "/events?after=", cursor), "")
-		var page api.EventPage
-		if st != 200 || json.Unmarshal(b, &page) != nil {
-			t.Fatalf("events = %d %s", st, b)
-		}
-		if len(page.Events) == 0 {
-			return out
-		}
-		for _, ev := range page.Events {
-			out = append(out, ev.Sequence)
-		}
-		cursor = page.NextCursor
-	}
-}
 
 // endableStore is a MemStore whose subscriptions the test can end, as a
 // failed journal write ends them.
@@ -122,7 +101,7 @@ func TestStreamAfterFeedEndedFollowsCommits(t *testing.T) {
 	store.endAll(errors.New("write failed"))
 	time.Sleep(100 * time.Millisecond)
 
-	last := allSeqs(t, f, sid)
+	last := allSequences(t, f, sid)
 	req2, _ := http.NewRequest("GET", fmt.Sprint(f.url, "/v1/sessions/", sid, "/events?after=", last[len(last)-1]), nil)
 	req2.Header.Set("Authorization", "Bearer "+testToken)
 	req2.Header.Set("Accept", "text/event-stream")
