@@ -65,7 +65,11 @@
 //     code and its status, code and message in details, or cancelled (or
 //     timeout) when Brain cancelled the Tool (or its deadline passed)
 //     while the finish was on the way. A refused finish is not sent again
-//     either. A provider that calls Finish itself while Execute answers
+//     either. A finish that never reached Brain (every connection to the
+//     callback URL was refused) committed nothing either: the receipt is
+//     the failure environment_failed (or cancelled, or timeout, as for a
+//     refusal), never unknown, and nothing is sent again.
+//     A provider that calls Finish itself while Execute answers
 //     the result has its own finish stand: the handler sends none and
 //     answers the result.
 //   - To complete later, return envapi.Returned(nil) and do the rest of
@@ -85,7 +89,10 @@
 //     answered or x.Context() ended, within its grace; x.Context() of
 //     every Tool still going then ends as Serve returns.
 //   - An *Error is answered as a failure with its code, message, retryable
-//     flag and details. An error wrapping ErrUnknown is answered unknown.
+//     flag and details. An error wrapping ErrUnknown is answered unknown,
+//     and so is one wrapping ErrAckLost (the error of the provider's own
+//     Finish whose acknowledgement was lost: the outcome may have been
+//     committed).
 //   - When the deadline passed the answer is the failure timeout; when Brain
 //     cancelled, cancelled. A provider failure (an *Error or a failure
 //     receipt) whose code is timeout or cancelled is kept as it is, so a
@@ -118,7 +125,12 @@
 // Dispatch, SetTranscript and KVRead/KVPut/KVDelete for Agentloops. A method
 // the grant does not list fails with ErrNotGranted and sends nothing. A grant
 // call is repeated only when the connection was refused before anything was
-// sent; any other failure is returned as is. An answer that is not what
+// sent; any other failure is returned as is. A call whose every connection
+// was refused (or whose context ended between such attempts) never reached
+// Brain: its error matches ErrNotSent, a definite failure, never a lost
+// acknowledgement. Nothing of it was committed, and the provider may make
+// the call again; a Finish that fails so was not attempted, so Finish stays
+// available. An answer that is not what
 // the method answers (not one UTF-8 JSON value, a committed sequence that
 // is not a positive JSON integer, a kv_read answer that is not an object,
 // a dispatch answer that is not one ToolReturn per call in call order) is

@@ -23,7 +23,9 @@ var (
 	// ErrAckLost reports a Finish whose acknowledgement did not arrive (no
 	// answer, a 5xx answer, an answer that is not a committed sequence):
 	// the outcome may or may not have been committed, and it is never
-	// retried. A Finish Brain refused matches ErrRefused instead.
+	// retried. A Finish Brain refused matches ErrRefused instead, and one
+	// that never reached Brain ErrNotSent. An Execute error wrapping it is
+	// answered unknown, as one wrapping ErrUnknown is.
 	ErrAckLost = errors.New("envsdk: acknowledgement lost")
 	// ErrRefused is matched by a *CallError of a 4xx answer: Brain
 	// refused the call, and nothing of it was committed. A 5xx answer does
@@ -40,6 +42,13 @@ var (
 	// ErrDeadline is the context.Cause of an execution's contexts once its
 	// deadline passed.
 	ErrDeadline = errors.New("envsdk: deadline expired")
+	// ErrNotSent is matched by the error of a call that never reached
+	// Brain: every connection to the grant's URL was refused (or the
+	// call's context ended between such attempts), so no byte of the
+	// request was written and nothing of it was committed. Unlike a lost
+	// acknowledgement it is a definite failure: the call may be made
+	// again. A Finish that fails so was not attempted.
+	ErrNotSent = errors.New("envsdk: never reached Brain")
 	// ErrMalformedAnswer is matched by the error of a callback call whose
 	// answer is not what its method answers (not JSON, a dispatch whose
 	// returns do not match its calls, a sequence that is not a positive

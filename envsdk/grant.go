@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -67,7 +68,8 @@ func (e *CallError) Error() string {
 // before any byte of the request was written (a failed dial). Such a request
 // provably never reached Brain, so repeating it cannot apply an effect
 // twice. Every other failure — a reset, a timeout, a 5xx — may follow
-// delivery and is returned to the caller as is, never repeated.
+// delivery and is returned to the caller as is, never repeated. A call all
+// of whose attempts were refused so fails with ErrNotSent.
 type caller struct {
 	client *retryablehttp.Client
 	// bound is the timeout of a call whose context has no deadline (0:
@@ -87,14 +89,31 @@ func newCaller(hc *http.Client) *caller {
 	rc.RetryWaitMin = 20 * time.Millisecond
 	rc.RetryWaitMax = 200 * time.Millisecond
 	rc.CheckRetry = func(ctx context.Context, _ *http.Response, err error) (bool, error) {
+		if err == nil {
+			// An answer arrived: it is read (or fails to be) whatever
+			// happens to ctx now.
+			return false, nil
+		}
+		if !notSent(err) {
+			if a, ok := ctx.Value(attemptsKey{}).(*attempts); ok {
+				a.reached.Store(true)
+			}
+			return false, nil
+		}
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
-		return err != nil && notSent(err), nil
+		return true, nil
 	}
 	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	return &caller{client: rc, bound: bound}
 }
+
+// attempts records, for one call, whether any of its attempts may have
+// reached Brain.
+type attempts struct{ reached atomic.Bool }
+
+type attemptsKey struct{}
 
 // notSent reports whether err is a failure to connect, which happens before
 // any byte of the request is written.
@@ -115,6 +134,8 @@ func (c *caller) post(ctx context.Context, url, token, method string, body any) 
 		ctx, cancel = context.WithTimeout(ctx, c.bound)
 		defer cancel()
 	}
+	tried := &attempts{}
+	ctx = context.WithValue(ctx, attemptsKey{}, tried)
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("envsdk: %s: %w", method, err)
@@ -125,6 +146,15 @@ func (c *caller) post(ctx context.Context, url, token, method string, body any) 
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := c.client.Do(req)
 	if err != nil {
+		if resp != nil {
+			// An http.Client whose CheckRedirect failed answers both.
+			resp.Body.Close()
+		}
+		if !tried.reached.Load() {
+			// Every connection was refused before a byte was written
+			// (or ctx ended between such attempts): nothing reached Brain.
+			return nil, fmt.Errorf("envsdk: %s: %w: %w", method, ErrNotSent, err)
+		}
 		return nil, fmt.Errorf("envsdk: %s: %w", method, err)
 	}
 	defer resp.Body.Close()

@@ -335,7 +335,9 @@ func (h *handler) failure(c *Ctx, err error) envapi.Receipt {
 		}
 	}
 	switch {
-	case errors.Is(err, ErrUnknown):
+	case errors.Is(err, ErrUnknown), errors.Is(err, ErrAckLost):
+		// A lost acknowledgement of the provider's own Finish leaves the
+		// outcome as uncertain as the handler's own finish would.
 		return envapi.Unknown(err.Error())
 	case isTyped:
 		return e.receipt()
@@ -566,6 +568,17 @@ func (h *handler) complete(x *Execution, r envapi.Receipt) envapi.Receipt {
 			err = stop
 		} else {
 			return refusedFinish(refused)
+		}
+	}
+	if errors.Is(err, ErrNotSent) {
+		// The finish never reached Brain: nothing was committed. A stop
+		// that came meanwhile is the answer, as for a refusal.
+		if stop := x.Invocation.closed(envapi.MethodFinish); stop != nil {
+			err = stop
+		} else {
+			details, _ := json.Marshal(map[string]string{"error": err.Error()})
+			return envapi.Failure(envapi.CodeEnvironmentFailed,
+				"the finish of the result never reached Brain; nothing was committed: "+err.Error(), false, details)
 		}
 	}
 	if err != nil {

@@ -99,8 +99,13 @@ func (i *Invocation) revoke(cause error) {
 // nil before.
 func (i *Invocation) closed(method string) error {
 	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.closedLocked(method)
+}
+
+// closedLocked is closed for a caller holding i.mu.
+func (i *Invocation) closedLocked(method string) error {
 	cause := i.revoked
-	i.mu.Unlock()
 	if cause == nil && !i.deadline.IsZero() && !time.Now().Before(i.deadline) {
 		cause = ErrDeadline
 	}
@@ -176,7 +181,8 @@ func (i *Invocation) Returned(ctx context.Context, o *envapi.Outcome) (uint64, e
 // ErrRefused and not ErrAckLost: nothing was committed. It is not sent
 // again either. An outcome that does not encode as JSON, or a ctx that
 // has already ended, fails before anything is sent, and Finish may then
-// be called again.
+// be called again. So does a Finish that never reached Brain (every
+// connection was refused): its error matches ErrNotSent, not ErrAckLost.
 //
 // Once Brain cancelled the execution or its deadline passed, Brain has
 // closed the Tool itself (cancelled, timeout) and revoked the grant: every
@@ -194,25 +200,39 @@ func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, err
 		return 0, err
 	}
 	// So is a grant Brain revoked, and a context that has already ended:
-	// nothing would be sent.
-	if err := i.closed(envapi.MethodFinish); err != nil {
+	// nothing would be sent. The grant is checked as the attempt is
+	// taken, under one lock: a cancel answered before that fails it
+	// here, and one answered after it meets a finish already on its way,
+	// which Brain refuses.
+	ctxErr := ctx.Err()
+	i.mu.Lock()
+	if err := i.closedLocked(envapi.MethodFinish); err != nil {
+		i.mu.Unlock()
 		return 0, err
 	}
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("envsdk: %s not sent: %w", envapi.MethodFinish, err)
+	if ctxErr != nil {
+		i.mu.Unlock()
+		return 0, fmt.Errorf("envsdk: %s not sent: %w", envapi.MethodFinish, ctxErr)
 	}
-	i.mu.Lock()
 	if i.finished {
 		i.mu.Unlock()
 		return 0, fmt.Errorf("%w: finish called twice", ErrFinished)
 	}
 	i.finished = true
 	i.mu.Unlock()
+	raw, err := i.caller.call(ctx, &i.grant, envapi.MethodFinish, in)
+	if errors.Is(err, ErrNotSent) {
+		// Nothing reached Brain: that was no attempt, and finish stays
+		// available.
+		i.mu.Lock()
+		i.finished = false
+		i.mu.Unlock()
+		return 0, err
+	}
 	// The work context ends once this attempt is answered, not before:
 	// a Tool that answers returned while its finish is on the way keeps
 	// it until then.
 	defer i.finishAnswered()
-	raw, err := i.raw(ctx, envapi.MethodFinish, in)
 	if errors.Is(err, ErrRefused) {
 		// Brain answered: nothing was committed.
 		return 0, err
