@@ -55,10 +55,11 @@
 // ResumeHost serves a saved registration (ids are escaped into one path
 // segment, as session ids are), and Suspend closes an idle
 // host's connection until Resume (a host that scales to zero). A host
-// tool call's Emit, Result and Returned, and the finish of its handler's
-// outcome, are keyed writes: sent again with their key when the answer
-// was lost, recorded once, and an *UncertainError when the outcome stays
-// unknown. Events
+// tool call's Emit, Result and Returned, its Call of a method that
+// records (emit, result, returned, finish, set_transcript, kv_put,
+// kv_delete), and the finish of its handler's outcome, are keyed writes:
+// sent again with their key when the answer was lost, recorded once, and
+// an *UncertainError when the outcome stays unknown. Events
 // carry their Origin on pages and streams alike. A 2xx answer that lacks
 // what its route answers (JSON null, a missing required field) is an
 // error, never a zero value.

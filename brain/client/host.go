@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 // ErrDisplaced reports that another connection of the same host replaced
@@ -119,9 +121,20 @@ func (tc *ToolCall) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 }
 
 // Call calls a service method granted to the call (such as environments
-// or telemetry) and answers its raw result.
-func (tc *ToolCall) Call(ctx context.Context, method string, input json.RawMessage) (json.RawMessage, error) {
-	r, err := tc.h.post(ctx, "/call", api.HostServiceCall{SessionID: tc.SessionID, Sequence: tc.Sequence, Call: api.ServiceCall{Method: method, Input: input}})
+// or telemetry) and answers its raw result. A method that records and
+// answers its sequence (emit, result, returned, finish, set_transcript,
+// kv_put, kv_delete) is sent as Emit is, under an idempotency key; any
+// other is sent once, without a key.
+func (tc *ToolCall) Call(ctx context.Context, method string, input json.RawMessage, opts ...CallOption) (json.RawMessage, error) {
+	in := api.HostServiceCall{SessionID: tc.SessionID, Sequence: tc.Sequence, Call: api.ServiceCall{Method: method, Input: input}}
+	if !slices.Contains(envapi.RecordingMethods(), method) {
+		r, err := tc.h.post(ctx, "/call", in)
+		if err != nil {
+			return nil, err
+		}
+		return json.RawMessage(r.body), nil
+	}
+	r, err := tc.h.c.do(ctx, http.MethodPost, tc.h.path("/call"), in, true, tc.h.bearer(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -681,11 +694,15 @@ func (h *Host) post(ctx context.Context, suffix string, in any) (*response, erro
 // an idempotency key, as the client's keyed writes are sent, and answers
 // the sequence Brain answered.
 func (h *Host) postKeyed(ctx context.Context, suffix string, in any, opts []CallOption) (uint64, error) {
-	opts = append(opts[:len(opts):len(opts)], func(c *call) { c.bearer = h.token })
-	r, err := h.c.do(ctx, http.MethodPost, h.path(suffix), in, true, opts)
+	r, err := h.c.do(ctx, http.MethodPost, h.path(suffix), in, true, h.bearer(opts))
 	if err != nil {
 		return 0, err
 	}
 	a, err := decode[api.SequenceAnswer](r)
 	return a.Sequence, err
+}
+
+// bearer answers opts with the host's token authorizing the request.
+func (h *Host) bearer(opts []CallOption) []CallOption {
+	return append(opts[:len(opts):len(opts)], func(c *call) { c.bearer = h.token })
 }

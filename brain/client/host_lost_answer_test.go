@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -158,5 +159,65 @@ func TestHostUncertainResultKeepsItsKey(t *testing.T) {
 	got := ofKind(evs, api.KindToolResultEmitted)
 	if len(got) != 1 || got[0].Sequence != rep.again {
 		t.Fatalf("results %v after one result sent under one key, the one sent again answered %d", got, rep.again)
+	}
+}
+
+// TestHostLostCallAnswerIsAskedForAgain: a service call that records (an
+// event, a result) made with ToolCall.Call, recorded by Brain but whose
+// answer did not reach the host, is posted again under the same key and
+// answered with the record the first made: each is recorded once.
+func TestHostLostCallAnswerIsAskedForAgain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, g := gatewayClient(t)
+	h, err := c.Host(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		out []byte
+		err error
+	}
+	answers := make(chan answer, 2)
+	h.Handle("bg", func(ctx context.Context, call *client.ToolCall) (api.Outcome, error) {
+		out, err := call.Call(ctx, "emit", []byte(`{"event_type":"host.progress","data":{"done":1}}`))
+		answers <- answer{out, err}
+		out, err = call.Call(ctx, "result", []byte(`{"status":"ok","value":"partial"}`))
+		answers <- answer{out, err}
+		return client.OK("complete"), nil
+	})
+	if err := h.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := hostSession(t, c, h, "bg")
+	losers := []func(r *http.Request) (int, string, bool){lostOnce("/call", `host.progress`), lostOnce("/call", `"result"`)}
+	g.losing(func(r *http.Request) (int, string, bool) {
+		for _, lose := range losers {
+			if st, b, ok := lose(r); ok {
+				return st, b, ok
+			}
+		}
+		return 0, "", false
+	})
+	if _, err := s.Send(ctx, api.UserInput{Message: toolScript("bg")}); err != nil {
+		t.Fatal(err)
+	}
+	o := outcomeOf(t, waitFor(t, s, api.KindToolCallEnded))
+	if o.Status != api.OutcomeOK || string(o.Value) != `"complete"` {
+		t.Fatalf("finished with %+v", o)
+	}
+	evs := events(t, s)
+	for _, kind := range []string{"host.progress", api.KindToolResultEmitted} {
+		a := <-answers
+		if a.err != nil {
+			t.Fatalf("%s whose answer was lost once: %v", kind, a.err)
+		}
+		got := ofKind(evs, kind)
+		if len(got) != 1 {
+			t.Fatalf("%d %s records after one call whose answer was lost once: %v", len(got), kind, kindsOf(evs))
+		}
+		if string(a.out) != fmt.Sprint(got[0].Sequence) {
+			t.Fatalf("%s answered %s, its record is %d", kind, a.out, got[0].Sequence)
+		}
 	}
 }

@@ -52,6 +52,13 @@ func AgentloopMethods() []string {
 	return []string{MethodEmit, MethodTelemetry, MethodEvents, MethodModel, MethodDispatch, MethodEnvironments, MethodSetTranscript, MethodKVRead, MethodKVPut, MethodKVDelete}
 }
 
+// RecordingMethods are the methods that record something and answer its
+// committed sequence: a request of one sent again under the same
+// idempotency key is answered with the first's sequence.
+func RecordingMethods() []string {
+	return []string{MethodEmit, MethodResult, MethodReturned, MethodFinish, MethodSetTranscript, MethodKVPut, MethodKVDelete}
+}
+
 // ContextMethods are the methods of an operation's controller context.
 func ContextMethods() []string {
 	return []string{MethodEnvironments, MethodEmit, MethodResult}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
 const token = "python-provider-token"
@@ -53,18 +55,20 @@ func python3(t *testing.T) string {
 	return path
 }
 
-// startProvider runs script on a free loopback port and returns its URL;
-// the process is killed when the test ends.
-func startProvider(t *testing.T, script string) string {
+// startProvider runs script on a free loopback port, with extra flags,
+// and returns its URL; the process is killed when the test ends.
+func startProvider(t *testing.T, script string, extra ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, python3(t), "-u", script, "--listen", "127.0.0.1:0", "--token", token)
+	args := append([]string{"-u", script, "--listen", "127.0.0.1:0", "--token", token}, extra...)
+	cmd := exec.CommandContext(ctx, python3(t), args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	// Written by the command's copying goroutine while the test reads it.
+	stderr := &envtest.Buffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +80,9 @@ func startProvider(t *testing.T, script string) string {
 		}
 	})
 	lines := make(chan string, 1)
+	ended := make(chan struct{}) // stdout closed: the process exited
 	go func() {
+		defer close(ended)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if url, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
@@ -87,6 +93,9 @@ func startProvider(t *testing.T, script string) string {
 	select {
 	case url := <-lines:
 		return url
+	case <-ended:
+		_ = cmd.Wait()
+		t.Fatalf("%s exited before it reported its address; stderr:\n%s", script, stderr.String())
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s did not report its address within 30s; stderr:\n%s", script, stderr.String())
 	}

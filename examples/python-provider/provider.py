@@ -15,11 +15,13 @@ descriptors, named by {"name": ...} in the execute's implementation:
 
 It tracks bindings (a second setup answers already_exists, anything after
 teardown answers unavailable), runs an execute at most once per (session,
-environment, sequence), keeps a cancel that arrives before its execute (the
-execute then answers cancelled without running), and completes a Tool by
+environment, sequence) among the latest --max-remembered (65536) it
+dispatched, keeps a cancel that arrives before its execute (the execute
+then answers cancelled without running), and completes a Tool by
 calling the finish service of its callback grant, once: a finish Brain
 refused (a 4xx answer: nothing was committed) answers a failure with
-Brain's code, and one whose answer was lost (none, a 5xx) answers unknown.
+Brain's code, and one whose answer was lost (none, a 5xx, a redirect,
+which is never followed) answers unknown.
 Run it with
 
   python3 provider.py --listen 127.0.0.1:8090 --token "$PROVIDER_TOKEN"
@@ -44,6 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 CONTRACT = "environment/v1"
 IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 DEFAULT_MAX_BODY = 1 << 20
+DEFAULT_MAX_REMEMBERED = 1 << 16
 MAX_MESSAGE = 4096
 
 
@@ -217,15 +220,46 @@ class Binding:
         self.store = None
 
 
-class Provider:
-    """The provider's state and operations, independent of HTTP."""
+class Memory:
+    """The latest keys noted, at most limit of them, each with a value:
+    noting one more forgets the oldest. Not locked: its owner locks."""
 
-    def __init__(self):
+    def __init__(self, limit):
+        self.limit = max(1, limit)
+        self.items = {}  # key -> value, oldest first
+
+    def __contains__(self, key):
+        return key in self.items
+
+    def get(self, key):
+        return self.items.get(key)
+
+    def note(self, key, value=None):
+        self.items.pop(key, None)
+        self.items[key] = value
+        while len(self.items) > self.limit:
+            del self.items[next(iter(self.items))]
+
+    def forget(self, key):
+        self.items.pop(key, None)
+
+
+class Provider:
+    """The provider's state and operations, independent of HTTP.
+
+    It remembers the latest max_remembered executes it dispatched (or
+    whose cancel came first) and as many torn-down bindings, so that its
+    memory stays bounded however long it serves: a repeat of an older
+    execute runs again, and an operation on an older torn-down binding
+    answers unavailable as on one never set up here."""
+
+    def __init__(self, max_remembered=DEFAULT_MAX_REMEMBERED):
         self.lock = threading.Lock()
         self.live = {}       # binding key -> Binding
-        self.gone = set()    # torn-down binding keys
-        self.seen = set()    # executes already dispatched (or cancelled before they came)
-        self.cancelled = set()  # executes whose cancel came first
+        self.gone = Memory(max_remembered)  # torn-down binding keys
+        # executes already dispatched -> False, or whose cancel came
+        # before them -> True
+        self.seen = Memory(max_remembered)
         self.running = {}    # execute key -> threading.Event (set on cancel)
         self.allocations = 0
 
@@ -243,8 +277,7 @@ class Provider:
                     # The cancel overtook its execute (Brain sends each
                     # once, on connections of their own): keep it, so the
                     # execute answers cancelled without running.
-                    self.seen.add(target)
-                    self.cancelled.add(target)
+                    self.seen.note(target, True)
             if ev is not None:
                 ev.set()
             return {"type": "accepted"}
@@ -253,7 +286,7 @@ class Provider:
         if kind == "teardown":
             with self.lock:
                 self.live.pop(key, None)
-                self.gone.add(key)
+                self.gone.note(key)
             return {"type": "accepted"}
         b = self.binding(key)
         if kind == "call":
@@ -266,7 +299,7 @@ class Provider:
         with self.lock:
             if key in self.live:
                 raise Failure("already_exists", f"binding {key} is already set up")
-            self.gone.discard(key)
+            self.gone.forget(key)
             self.live[key] = Binding()
         return {"type": "accepted"}
 
@@ -298,12 +331,12 @@ class Provider:
         req = op["request"]
         exec_key = f"{op['session_id']}/{op['environment']}/{op['sequence']}"
         with self.lock:
-            if exec_key in self.cancelled:
-                self.cancelled.discard(exec_key)
+            if self.seen.get(exec_key):
+                self.seen.note(exec_key, False)
                 return failure("cancelled", "the invocation was cancelled before it arrived")
             if exec_key in self.seen:
                 return {"type": "unknown", "message": f"sequence {op['sequence']} was already dispatched; it is never run twice"}
-            self.seen.add(exec_key)
+            self.seen.note(exec_key, False)
             cancel = self.running[exec_key] = threading.Event()
         try:
             impl = req["implementation"]
@@ -369,8 +402,9 @@ class Provider:
         """Finishes the Tool with output, once, and answers the execute.
 
         A 4xx answer is Brain's refusal: nothing was committed. A 5xx
-        answer, no answer or one that is not a committed sequence leaves
-        the outcome unknown. Nothing is sent again."""
+        answer, a redirect (never followed), no answer or one that is not
+        a committed sequence leaves the outcome unknown. Nothing is sent
+        again."""
         try:
             Provider.finish(grant, output, deadline)
         except urllib.error.HTTPError as e:
@@ -392,17 +426,30 @@ class Provider:
         """Calls finish once; an error means it was not acknowledged.
 
         The acknowledgement is the committed sequence, a positive integer;
-        any other answer is none. A non-2xx answer raises HTTPError."""
+        any other answer is none. A non-2xx answer, a redirect included,
+        raises HTTPError."""
         body = json.dumps({"method": "finish", "input": {"status": "ok", "value": output}}).encode()
         req = urllib.request.Request(grant["url"], data=body, method="POST", headers={
             "Content-Type": "application/json", "Authorization": "Bearer " + grant["token"]})
         timeout = 30.0
         if deadline is not None:
             timeout = max(1.0, deadline - time.monotonic())
-        with urllib.request.urlopen(req, timeout=timeout) as res:
+        with CALLBACKS.open(req, timeout=timeout) as res:
             ack = json.loads(res.read())
         if isinstance(ack, bool) or not isinstance(ack, int) or ack < 1:
             raise ValueError(f"finish answered {ack!r}, not a committed sequence")
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect, as Brain's own callback client does: a 3xx
+    answer is an HTTPError, and the grant's token never goes to the
+    address it names."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+CALLBACKS = urllib.request.build_opener(NoRedirect)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -492,13 +539,15 @@ def serve(handler_class=Handler, argv=None):
     ap.add_argument("--token", default=os.environ.get("PROVIDER_TOKEN", ""),
                     help="bearer token Brain must present (default: $PROVIDER_TOKEN)")
     ap.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY)
+    ap.add_argument("--max-remembered", type=int, default=DEFAULT_MAX_REMEMBERED,
+                    help="how many of the latest executes and torn-down bindings are remembered")
     args = ap.parse_args(argv)
     if not args.token:
         ap.error("a token is required (--token or $PROVIDER_TOKEN)")
     host, _, port = args.listen.rpartition(":")
 
     class Bound(handler_class):
-        provider = Provider()
+        provider = Provider(args.max_remembered)
         token = args.token
         max_body = args.max_body_bytes
 

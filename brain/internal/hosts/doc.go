@@ -17,12 +17,15 @@
 // the error code host_not_connected. The host reports through Update
 // (result, returned, finish), Emit, Model and Call, which reach the tool
 // call's session services with the same meaning as the HTTP callback
-// methods. An update or an event may carry an idempotency key
-// (UpdateKeyed, EmitKeyed): the same request of the same call sent again
-// under it is answered with the first's sequence without being applied
-// again, also after the call closed, while the host keeps the answer (its
-// latest 2×Config.MaxCommands, in memory); another request under the key
-// is ErrKeyConflict. A refused request keeps no answer.
+// methods. An update, an event or a service call of a method that
+// records (emit, result, returned, finish, set_transcript, kv_put,
+// kv_delete) may carry an idempotency key (UpdateKeyed, EmitKeyed,
+// ServiceCallKeyed; a key with any other method is ErrKeyNotTaken): the
+// same request of the same call sent again under it is answered with the
+// first's sequence without being applied again, also after the call
+// closed, while the host keeps the answer (its latest
+// 2×Config.MaxCommands, in memory); another request under the key is
+// ErrKeyConflict. A refused request keeps no answer.
 //
 // A command is handed to the connection's transport directly
 // (Conn.Frames), never left in a queue: it counts as sent once the

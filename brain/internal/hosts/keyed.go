@@ -13,6 +13,10 @@ import (
 // tool call, with a different request.
 var ErrKeyConflict = errors.New("hosts: the idempotency key was already used with a different request")
 
+// ErrKeyNotTaken reports an idempotency key sent with a service method
+// that records nothing: there is no record to answer again.
+var ErrKeyNotTaken = errors.New("hosts: an idempotency key is taken only with a service method that records")
+
 // keyID names a keyed request: its tool call and its key.
 type keyID [sha256.Size]byte
 

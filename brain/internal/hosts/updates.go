@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/session"
@@ -149,6 +151,35 @@ func (r *Registry) ServiceCall(ctx context.Context, id string, c api.HostService
 		r.updated(id, key{c.SessionID, c.Sequence}, cmd, c.Call.Method)
 	}
 	return out, err
+}
+
+// ServiceCallKeyed is ServiceCall under an idempotency key (none when
+// empty): the same call of a method that records (emit, result,
+// returned, finish, ...) sent again under the same key is answered with
+// the first's sequence and recorded once, even once the call closed (see
+// once). A key with a method that records nothing is ErrKeyNotTaken.
+func (r *Registry) ServiceCallKeyed(ctx context.Context, id, key string, c api.HostServiceCall) (json.RawMessage, error) {
+	if key == "" {
+		return r.ServiceCall(ctx, id, c)
+	}
+	if !slices.Contains(envapi.RecordingMethods(), c.Call.Method) {
+		return nil, fmt.Errorf("%w (%s), not %q", ErrKeyNotTaken, strings.Join(envapi.RecordingMethods(), ", "), c.Call.Method)
+	}
+	seq, err := r.once(ctx, id, c.SessionID, c.Sequence, key, c, func() (uint64, error) {
+		out, err := r.ServiceCall(ctx, id, c)
+		if err != nil {
+			return 0, err
+		}
+		var seq uint64
+		if err := json.Unmarshal(out, &seq); err != nil {
+			return 0, fmt.Errorf("hosts: %s answered %.64q, not a sequence: %w", c.Call.Method, out, err)
+		}
+		return seq, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(seq)
 }
 
 // Suspend closes host id's connection named connection when it carries no

@@ -42,7 +42,9 @@
 //	POST   /v1/hosts/{host_id}/events        host token, optional key;
 //	                                         HostEvent → {sequence}
 //	POST   /v1/hosts/{host_id}/model         host token; → ModelResult
-//	POST   /v1/hosts/{host_id}/call          host token; service call
+//	POST   /v1/hosts/{host_id}/call          host token, optional key
+//	                                         (methods that record);
+//	                                         service call
 //	POST   /v1/hosts/{host_id}/suspend       host token; {connection} →
 //	                                         {suspended}
 //

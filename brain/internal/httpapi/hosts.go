@@ -95,11 +95,15 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 	}))
 	s.handleOpen(PatternHostCall, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostServiceCall
-		if err := s.readHostJSON(w, r, token, &in); err != nil {
+		key, err := optionalKey(r)
+		if err == nil {
+			err = s.readHostJSON(w, r, token, &in)
+		}
+		if err != nil {
 			WriteError(w, err)
 			return
 		}
-		out, err := reg.ServiceCall(r.Context(), id, in)
+		out, err := reg.ServiceCallKeyed(r.Context(), id, key, in)
 		if err != nil {
 			WriteError(w, hostError(err))
 			return
@@ -177,6 +181,8 @@ func hostError(err error) error {
 		return newError(http.StatusServiceUnavailable, api.CodeOverloaded, cleanMessage(err.Error()))
 	case errors.Is(err, hosts.ErrUnauthorized):
 		return errUnauthorized
+	case errors.Is(err, hosts.ErrKeyNotTaken):
+		return badRequest(cleanMessage(err.Error()))
 	case errors.Is(err, hosts.ErrKeyConflict):
 		return newError(http.StatusConflict, api.CodeConflict, cleanMessage(err.Error()))
 	}
