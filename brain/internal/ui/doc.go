@@ -15,9 +15,14 @@
 // breaks, so that writing and laying out a delta costs in proportion to
 // the delta, not to the text streamed before it; while the call runs the
 // row keeps at most the first 1,048,576 characters and then says that the
-// rest does not show yet, and once the call has ended the row shows the
+// rest does not show yet (or, once the call has failed, that it has no
+// answer to show), and once the call has ended the row shows the
 // text of its answer (live frames are best effort: those sent while the
-// stream reconnected, or dropped for a slow reader, are not sent again).
+// stream reconnected, or dropped for a slow reader, are not sent again;
+// where the page was not connected while the call streamed, because the
+// stream reconnected or the session was opened after the call's first
+// delta, the running call's row marks the place where text may be
+// missing).
 // The stream is read with fetch rather than EventSource, which cannot send
 // headers; when the stream ends before the session does (a lag cut-off, a
 // drain), or sends nothing, not even a heartbeat comment, for three of the
@@ -37,17 +42,22 @@
 // or the earlier records the environments are folded from) shows until a
 // later read of the same succeeds, unless another error shows since. The
 // stream starts where the status read as the session opens says: a read
-// that fails is tried again, first after half a second, then after waits
-// that double up to eight seconds. The session list is refreshed in place, so
+// of the status that fails, then or later, is tried again, first after
+// half a second, then after waits that double up to eight seconds, and
+// so is one of the transcript while its tab shows, so that neither stays
+// stale when no record comes to read it again. The session list is refreshed in place, so
 // that the keyboard focus stays where it was. The timeline and the events table
 // show a window of the events: a session opens at its newest 500 (its
 // stream starts there), the window holds at most 1000 while it follows,
-// and older and newer pages are read from the events API on demand, so a
+// and older and newer pages are read from the events API on demand (a
+// page whose read fails leaves the window as it was, still following if
+// it was, so that the same button reads the page again), so a
 // session of any length opens and follows in bounded time and memory (an
 // entry an older page leaves open says that it continues past the page,
 // not that it runs); the
 // environments are folded from the earlier records the first time their
-// tab shows (until then the page holds at most 1000 of the records it
+// tab shows, or as the session opens if their tab is the one selected
+// (until then the page holds at most 1000 of the records it
 // streams for them, and reads the others with the earlier ones; a fold
 // whose read fails starts afresh the next time the tab shows). It also shows the transcript and the environments with their
 // bindings, and it can send a message (asynchronously, with a fresh

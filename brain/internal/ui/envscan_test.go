@@ -155,3 +155,32 @@ func TestInspectorEnvironmentsOfFollowedSession(t *testing.T) {
 	want += s.perTurn
 	b.wait("calls", fmt.Sprintf(`document.querySelector('#environments tr[data-env="ws"] .calls').textContent === '%d'`, want), 30*time.Second)
 }
+
+// TestInspectorEnvironmentsTabShownOnOpen opens a session longer than a
+// page while its environments tab is the one selected (it was when the
+// page left the session before): the tab folds the earlier records as it
+// shows, as when it is clicked.
+func TestInspectorEnvironmentsTabShownOnOpen(t *testing.T) {
+	b := newBrowser(t, 240*time.Second)
+	s := newShellSession(t, "environments-open-token", 100)
+	for s.last <= 600 {
+		s.send()
+	}
+	want := s.turns * s.perTurn
+	b.login(s.url, s.token)
+	var ok bool
+	b.eval(`location.hash = '#/s/`+s.id+`', true`, &ok)
+	b.wait("open the session", fmt.Sprintf(`document.querySelector('#events tr[data-seq="%d"]') !== null`, s.last), 60*time.Second)
+	b.run("environments", chromedp.Click(chromedp.CSS(`.tabs button[data-tab="environments"]`)))
+	if row := environmentRow(b); row.Calls != fmt.Sprint(want) {
+		t.Fatalf("environment ws shows %s tool calls, want %d", row.Calls, want)
+	}
+
+	b.eval(`location.hash = '#/', true`, &ok)
+	b.run("list", chromedp.WaitVisible(chromedp.CSS("#list")))
+	b.eval(`location.hash = '#/s/`+s.id+`', true`, &ok)
+	b.wait("open the session again", fmt.Sprintf(`document.querySelector('#events tr[data-seq="%d"]') !== null && !document.getElementById('tab-environments').hidden`, s.last), 60*time.Second)
+	if row := environmentRow(b); row.Calls != fmt.Sprint(want) || row.Tools != "sh" {
+		t.Errorf("opened again on its environments tab, environment ws shows %s tool calls of tools %q, want %d of %q", row.Calls, row.Tools, want, "sh")
+	}
+}

@@ -215,3 +215,52 @@ func TestInspectorStreamedTextPastItsBound(t *testing.T) {
 		t.Errorf("the ended call shows %d characters and the note %q, want the %d it answered and no note", len(got.Text), got.Note, len(want))
 	}
 }
+
+// TestInspectorStreamedTextPastItsBoundFails: a model call streams more
+// text than the page keeps while the call runs, and then fails (its turn
+// is cancelled). The row no longer says that its answer will show in full
+// once it ends: it has ended, and there is no answer to show.
+func TestInspectorStreamedTextPastItsBoundFails(t *testing.T) {
+	const (
+		liveText   = 1 << 20
+		deltaSize  = 4096
+		deltaCount = liveText/deltaSize + 4
+	)
+	const token = "bound-fail-token"
+	b := newBrowser(t, 180*time.Second)
+	deltas := make(pacedModel)
+	srv := serveWithModels(t, token, 0, model.Providers{
+		"scripted": func(model.Spec) (model.Client, error) { return deltas, nil },
+	})
+	id := srv.session(t)
+	turn := make(chan error, 1)
+	go func() {
+		_, err := srv.engine.Send(context.Background(), id, api.UserInput{Message: "model"})
+		turn <- err
+	}()
+	defer func() {
+		if err := srv.engine.Interrupt(context.Background(), id); err != nil {
+			t.Errorf("interrupt: %v", err)
+		}
+		<-turn
+	}()
+	b.login(srv.url, token)
+	var ok bool
+	b.eval(`location.hash = '#/s/`+id+`', true`, &ok)
+	b.wait("the model call runs", `document.querySelector('`+modelCallRow+`[data-outcome="running"]') !== null && document.getElementById('live').dataset.state === 'following'`, 60*time.Second)
+	streamed := `((document.querySelector('` + modelCallRow + ` pre.stream[data-live]') || {}).textContent || '')`
+	note := `((document.querySelector('` + modelCallRow + ` .stream-cut') || {}).textContent || '')`
+	st := &streamer{b: b, deltas: deltas, streamed: streamed, size: deltaSize, burst: 32, limit: liveText}
+	st.send(deltaCount)
+	b.wait("the note", note+` !== ''`, 30*time.Second)
+
+	if err := srv.engine.Interrupt(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	b.wait("the model call fails", `document.querySelector('`+modelCallRow+`[data-outcome="failed"]') !== null`, 60*time.Second)
+	var got string
+	b.eval(note, &got)
+	if strings.Contains(got, "once it ends") || !strings.Contains(got, "failed") {
+		t.Errorf("the failed call says %q, want that it failed, not that its answer shows once it ends", got)
+	}
+}

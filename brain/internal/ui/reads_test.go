@@ -237,8 +237,8 @@ func TestInspectorPageReadErrorsClear(t *testing.T) {
 	b.eval(`window.failPages = 1, true`, &ok)
 	b.run("oldest page", chromedp.Click(chromedp.CSS("#page-oldest")))
 	b.wait("the failed read shows", actionError+`.includes('page read was refused')`, 30*time.Second)
-	// The window shows no events now: the next page is read again.
-	b.run("read again", chromedp.Click(chromedp.CSS("#page-newer")))
+	// The window shows the events it showed: the oldest page is read again.
+	b.run("read again", chromedp.Click(chromedp.CSS("#page-oldest")))
 	b.wait("the oldest page", `document.querySelector('#events tr[data-seq="1"]') !== null`, 30*time.Second)
 	if s := shown(); s != "" {
 		t.Errorf("once the oldest page was read, the page still says %q", s)
@@ -255,4 +255,57 @@ func TestInspectorPageReadErrorsClear(t *testing.T) {
 	if s := shown(); s != "" {
 		t.Errorf("once the environments were read, the page still says %q", s)
 	}
+}
+
+// TestInspectorStatusReadRetried: the read of a session's status at the
+// end of its last turn fails; no record follows to read it again, yet the
+// page reads it again on its own, shows the status the turn left and no
+// longer shows the error.
+func TestInspectorStatusReadRetried(t *testing.T) {
+	b := newBrowser(t, 120*time.Second)
+	const token = "status-retry-token"
+	srv := serveInProcess(t, token, 0)
+	id := srv.session(t)
+	srv.emit(t, id, 2)
+
+	b.login(srv.url, token)
+	var ok bool
+	b.eval(watchReads+`('`+id+`')`, &ok)
+	b.eval(`location.hash = '#/s/`+id+`', true`, &ok)
+	b.wait("the session shows", `document.getElementById('live').dataset.state === 'following' &&
+	  document.getElementById('status').dataset.lastSequence !== undefined`, 30*time.Second)
+
+	b.eval(`window.failNext.summary = 1, true`, &ok)
+	last := srv.emit(t, id, 2)
+	b.wait("the failed read shows", `window.failNext.summary === 0 && `+actionError+`.includes('the summary read was refused')`, 30*time.Second)
+	b.wait("the status is read again", fmt.Sprintf(`document.getElementById('status').dataset.lastSequence === '%d' && `+actionError+` === ''`, last), 30*time.Second)
+}
+
+// TestInspectorTranscriptReadRetried: while the transcript tab shows, the
+// read of the transcript at the end of the session's last turn fails; no
+// record follows to read it again, yet the page reads it again on its
+// own, shows the transcript the turn left and no longer shows the error.
+func TestInspectorTranscriptReadRetried(t *testing.T) {
+	b := newBrowser(t, 120*time.Second)
+	const token = "transcript-retry-token"
+	srv := serveInProcess(t, token, 0)
+	id := srv.session(t)
+	srv.emit(t, id, 2)
+
+	b.login(srv.url, token)
+	var ok bool
+	b.eval(watchReads+`('`+id+`')`, &ok)
+	b.eval(`location.hash = '#/s/`+id+`', true`, &ok)
+	b.run("transcript", chromedp.Click(chromedp.CSS(`.tabs button[data-tab="transcript"]`)))
+	b.wait("the session shows", `document.getElementById('live').dataset.state === 'following' &&
+	  document.getElementById('transcript-through').textContent !== ''`, 30*time.Second)
+
+	b.eval(`window.failNext.transcript = 1, true`, &ok)
+	srv.emit(t, id, 2)
+	b.wait("the failed read shows", `window.failNext.transcript === 0 && `+actionError+`.includes('the transcript read was refused')`, 30*time.Second)
+	tr, err := srv.engine.Transcript(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.wait("the transcript is read again", fmt.Sprintf(`document.getElementById('transcript-through').textContent === 'through sequence %d' && `+actionError+` === ''`, tr.ThroughSequence), 30*time.Second)
 }

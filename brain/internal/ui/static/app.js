@@ -258,6 +258,9 @@ class SessionView {
     this.shown = { summary: 0, transcript: 0 };
     // The error a failed read of each shows, until a later read succeeds.
     this.readErrors = { summary: null, transcript: null, events: null, environments: null };
+    // The wait before the status or the transcript is read again after
+    // reads of it that failed.
+    this.waits = { summary: 0, transcript: 0 };
     this.retryTimer = null;
     this.pagerTimer = null;
     show('session');
@@ -291,11 +294,11 @@ class SessionView {
   // RETRY_MS, doubling up to RETRY_MAX_MS), so that the stream does not
   // start from the session's first event.
   async begin() {
-    let s = await this.summary();
+    let s = await this.summary(false);
     for (let wait = RETRY_MS; !s; wait = Math.min(2 * wait, RETRY_MAX_MS)) {
       if (this.stopped || this.gone) return;
       await new Promise((res) => { this.retryTimer = setTimeout(res, wait); });
-      s = await this.summary();
+      s = await this.summary(false);
     }
     if (this.stopped || this.gone) return;
     const start = s.last_sequence > PAGE ? s.last_sequence - PAGE : 0;
@@ -304,7 +307,9 @@ class SessionView {
     this.hi = start;
     this.envFrom = start;
     this.pager();
+    // The tab selected when the page left the session before shows now.
     if (transcriptShown()) this.transcript();
+    if (!$('tab-environments').hidden) this.environmentsShown();
     this.follow();
   }
 
@@ -340,12 +345,30 @@ class SessionView {
     if ($('action-error').textContent === text) $('action-error').textContent = '';
   }
 
-  async summary() {
+  // again reads the status or the transcript again after a read of it
+  // failed: after RETRY_MS, the wait doubling up to RETRY_MAX_MS while
+  // reads fail, so that what shows does not stay stale when no record
+  // comes to read it again. A record that asks for a read first takes
+  // its place. The transcript is read again only while its tab shows.
+  again(what) {
+    if (this.gone) return;
+    const wait = this.waits[what] = this.waits[what] ? Math.min(2 * this.waits[what], RETRY_MAX_MS) : RETRY_MS;
+    const key = what + 'Timer';
+    clearTimeout(this[key]);
+    this[key] = setTimeout(() => {
+      if (what !== 'transcript' || transcriptShown()) this[what]();
+    }, wait);
+  }
+
+  // summary reads the session's status and shows it; unless retry is
+  // false, a read that fails is tried again.
+  async summary(retry = true) {
     const n = ++this.reads.summary;
     try {
       const s = await api('GET', '/v1/sessions/' + this.id);
       if (this.stopped) return null;
       if (!this.fresh('summary', n)) return s;
+      this.waits.summary = 0;
       this.readDone('summary');
       const b = $('status');
       b.textContent = s.status;
@@ -355,7 +378,10 @@ class SessionView {
     } catch (e) {
       if (this.stopped) return null;
       if (e.status === 404 || e.status === 400) this.missing();
-      else if (this.fresh('summary', n)) this.readFailed('summary', e.message);
+      else if (this.fresh('summary', n)) {
+        this.readFailed('summary', e.message);
+        if (retry) this.again('summary');
+      }
       return null;
     }
   }
@@ -387,11 +413,15 @@ class SessionView {
     try {
       const t = await api('GET', '/v1/sessions/' + this.id + '/transcript');
       if (this.stopped || !this.fresh('transcript', n)) return;
+      this.waits.transcript = 0;
       this.readDone('transcript');
       renderTranscript(t);
     } catch (e) {
       if (this.stopped || this.gone || e.status === 404 || e.status === 400) return;
-      if (this.fresh('transcript', n)) this.readFailed('transcript', e.message);
+      if (this.fresh('transcript', n)) {
+        this.readFailed('transcript', e.message);
+        this.again('transcript');
+      }
     }
   }
 
@@ -464,6 +494,9 @@ class SessionView {
       }
       if (this.stopped) return;
       if (this.finished) break;
+      // Text the running calls stream until the stream opens again does
+      // not reach the page (live frames are not sent again).
+      for (const state of this.liveCalls.values()) state.whole = false;
       this.setLive('reconnecting');
       if (silent) {
         if (!silentSince) silentSince = Date.now() - SILENT_BEATS * this.heartbeatMs;
@@ -514,13 +547,22 @@ class SessionView {
     let state = this.liveCalls.get(seq);
     if (!state) {
       if (this.liveCalls.size >= LIVE_CALLS) this.liveCalls.delete(this.liveCalls.keys().next().value);
-      state = { text: '', detail: null };
+      // A call's model_request frame comes with its first delta: a call
+      // first seen by another frame streamed text the page did not get.
+      state = { text: '', detail: null, gaps: [], whole: type === 'model_request' };
       this.liveCalls.set(seq, state);
     }
     let delta = '';
+    let gap = false;
     if (type === 'model_output' && typeof p.delta === 'string') {
       delta = p.delta.slice(0, Math.max(0, LIVE_TEXT - state.text.length));
       if (delta.length < p.delta.length) state.cut = true;
+      if (delta && !state.whole) {
+        // Text streamed before this delta is missing: the row marks where.
+        state.gaps.push(state.text.length);
+        state.whole = true;
+        gap = true;
+      }
       state.text += delta;
     } else if (type === 'model_usage' && p.usage) {
       state.detail = ' ' + p.usage.input_tokens + ' in / ' + p.usage.output_tokens + ' out tokens';
@@ -530,7 +572,8 @@ class SessionView {
     const entry = this.entries.get(seq);
     if (!entry) return; // not in the window: shown when its row is
     if (delta) {
-      if (!entry.stream) this.liveText(entry, '');
+      if (!entry.stream) this.liveText(entry, '', []);
+      if (gap) entry.unwritten.push(null);
       entry.unwritten.push(delta);
       this.unwritten.add(entry);
       if (!this.writeFrame) this.writeFrame = requestAnimationFrame(() => this.writeText());
@@ -543,24 +586,32 @@ class SessionView {
   // cutNote says under a model call's row that it streamed more text than
   // the page keeps while the call runs.
   cutNote(entry) {
-    if (!entry.stream) this.liveText(entry, '');
+    if (!entry.stream) this.liveText(entry, '', []);
     entry.cut = el('p', 'stream-cut muted', 'Only the first ' + LIVE_TEXT + ' characters streamed show while the call runs; ' +
       'its answer shows in full once it ends.');
     entry.li.append(entry.cut);
   }
 
-  // liveText adds under a model call's row the text it streams.
-  liveText(entry, text) {
+  // liveText adds under a model call's row the text it streams, with a
+  // mark at each of the offsets gaps where text did not reach the page.
+  liveText(entry, text, gaps) {
     entry.stream = el('pre', 'stream');
     entry.stream.dataset.live = 'true';
     entry.li.append(entry.stream);
-    writeStream(entry, text);
+    let from = 0;
+    for (const at of gaps) {
+      writeStream(entry, text.slice(from, at));
+      writeGap(entry);
+      from = at;
+    }
+    writeStream(entry, from === 0 ? text : text.slice(from));
   }
 
   // answered shows under an ended model call's row, at once, the text it
   // answered: the text it streamed, or in its place when they differ (live
   // frames are best effort, and those sent while the stream reconnected
-  // are not sent again) the text of its answer.
+  // are not sent again; a mark of missing text differs too) the text of
+  // its answer.
   answered(entry, result) {
     if (!result || !result.message || !Array.isArray(result.message.content)) return;
     const text = result.message.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
@@ -568,7 +619,7 @@ class SessionView {
       entry.cut.remove();
       entry.cut = null;
     }
-    const unwritten = entry.unwritten.join('');
+    const unwritten = entry.unwritten.join(''); // without the marks of missing text
     entry.unwritten = [];
     this.unwritten.delete(entry);
     if (entry.stream.textContent + unwritten === text) {
@@ -587,9 +638,15 @@ class SessionView {
   writeText() {
     this.writeFrame = 0;
     for (const entry of this.unwritten) {
-      const text = entry.unwritten.join('');
+      const deltas = entry.unwritten;
       entry.unwritten = [];
-      writeStream(entry, text);
+      // A null among the deltas marks where text did not reach the page.
+      let from = 0;
+      for (let i; (i = deltas.indexOf(null, from)) >= 0; from = i + 1) {
+        writeStream(entry, deltas.slice(from, i).join(''));
+        writeGap(entry);
+      }
+      writeStream(entry, (from === 0 ? deltas : deltas.slice(from)).join(''));
     }
     this.unwritten.clear();
   }
@@ -603,10 +660,10 @@ class SessionView {
       this.early = [];
       for (const [type, p] of early) this.live(type, p);
     }
-    if (this.following) {
-      if (this.pending) this.pending.push(ev);
-      else this.append(ev);
-    }
+    // The window shown takes it while it follows, and so does the one
+    // that loads in its place, if that one follows.
+    if (this.following) this.append(ev);
+    if (this.pending) this.pending.push(ev);
     if (envKinds.test(kind)) {
       if (this.envFrom > 0 && this.envScan !== true) this.hold(ev);
       else if (this.environment(ev)) this.renderEnvironments();
@@ -683,15 +740,16 @@ class SessionView {
 
   // showWindow shows the events from lo on: PAGE of them, or with
   // following, all up to the newest and then new ones as they arrive.
+  // Until they are read the window shown stays, following the session if
+  // it does; a read that fails leaves it in place, so that the same
+  // button reads the page again.
   async showWindow(lo, following) {
     const load = ++this.loads;
     lo = Math.max(1, lo);
     const hi = following ? this.last : Math.min(lo + PAGE - 1, this.last);
-    this.following = following;
     this.pending = following ? [] : null;
     $('page-status').textContent = 'loading events #' + lo + '\u2013#' + hi + '\u2026';
     const evs = [];
-    let failed = false;
     try {
       for (let after = lo - 1; after < hi;) {
         const page = await api('GET', '/v1/sessions/' + this.id + '/events?after=' + after);
@@ -703,10 +761,13 @@ class SessionView {
     } catch (e) {
       if (this.stopped || load !== this.loads) return;
       this.readFailed('events', e.message);
-      failed = true;
+      this.pending = null;
+      this.pager();
+      return;
     }
     if (this.stopped || load !== this.loads) return;
-    if (!failed) this.readDone('events');
+    this.readDone('events');
+    this.following = following;
     $('timeline').replaceChildren();
     $('events').tBodies[0].replaceChildren();
     this.entries = new Map();
@@ -837,7 +898,7 @@ class SessionView {
     this.entries.set(ev.sequence, entry);
     // What the call streamed before its row was shown.
     const state = family === 'model_call' && this.liveCalls.get(ev.sequence);
-    if (state && state.text !== '') this.liveText(entry, state.text);
+    if (state && state.text !== '') this.liveText(entry, state.text, state.gaps);
     if (state && state.cut) this.cutNote(entry);
     if (state && state.detail !== null) entry.detail.textContent = state.detail;
     if (family === 'turn') this.openTurn = entry;
@@ -861,6 +922,10 @@ class SessionView {
     if (entry.family === 'model_call') {
       entry.detail.textContent = '';
       if (entry.stream && how === 'ended') this.answered(entry, d.result);
+      // A failed call has no answer to show in full.
+      if (entry.cut && how === 'failed') {
+        entry.cut.textContent = 'Only the first ' + LIVE_TEXT + ' characters streamed show: the call failed, and its text is not recorded.';
+      }
     }
     const more = endSummary(entry.family, d);
     if (more) entry.summary.append(el('span', 'detail', ' \u2192 ' + more));
@@ -1017,6 +1082,13 @@ function writeStream(entry, text) {
     entry.partEndsLine = piece.endsWith('\n');
     text = text.slice(take);
   }
+}
+
+// writeGap marks in the stream of entry that text streamed there did not
+// reach the page; the text after it goes in a part of its own.
+function writeGap(entry) {
+  entry.stream.append(el('span', 'stream-gap', '[text streamed while the page was not connected may be missing here]'));
+  entry.part = null;
 }
 
 function startSummary(family, d) {
