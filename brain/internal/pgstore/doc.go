@@ -151,6 +151,20 @@
 // credentials of a session another node created under the same id, so
 // it never sends an effect whose *_started record it could not commit.
 //
+// A creation that stored secrets and then could not commit its first
+// append, nor remove them (its lease ran out, or the node stopped),
+// leaves secrets without a session. Each Fenced node, every three lease
+// lengths, removes the secrets (512 sessions at most) of sessions that
+// have no session row and whose lease ran out more than twice OpTimeout
+// ago: it locks their lease rows (skipping those another transaction
+// holds), so that no node takes the lease, stores a secret or commits a
+// first append meanwhile, then deletes in a statement of its own, whose
+// snapshot sees every append committed before the locks. An append sent
+// under the lease before it ran out has ended long before, as no live
+// node's statement runs that long, or still holds the lease row. So the
+// secrets of a session that exists, or that a node holding a live lease
+// is creating, are never removed.
+//
 // # Subscriptions
 //
 // Local appends are pushed to local subscriptions at once. Another node's

@@ -341,6 +341,7 @@ func (db *DB) heartbeat(ctx context.Context) error {
 func (db *DB) keepMembership(ctx context.Context) {
 	t := time.NewTicker(db.opts.LeaseDuration / 3)
 	defer t.Stop()
+	swept := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -348,6 +349,9 @@ func (db *DB) keepMembership(ctx context.Context) {
 		case <-t.C:
 			db.heartbeat(ctx) // a failure is retried at the next tick
 			db.reapStalled(ctx)
+			if db.sweepDue(&swept, time.Now()) {
+				db.sweepSecrets(ctx) // a failure is retried at the next sweep
+			}
 		}
 	}
 }

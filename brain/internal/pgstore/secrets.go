@@ -32,7 +32,9 @@ func (db *DB) ReporterKey() []byte { return deriveKey(db.opts.SealingKey, "brain
 // secret, sealed with AES-256-GCM under a key derived from the sealing
 // key; the row's sealed value is a random 12-byte nonce followed by the
 // ciphertext and tag, with "<session id> NUL <name>" as additional data.
-// It implements the session engine's Secrets interface.
+// It implements the session engine's Secrets interface. The secrets of a
+// session whose creation never committed its first append are removed
+// by the nodes once its lease ran out (see the package documentation).
 type Secrets struct {
 	db   *DB
 	aead cipher.AEAD

@@ -232,6 +232,13 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 		recs = append(recs, rec(api.KindTranscriptDelta, delta(nil, req.Transcript)))
 	}
 	if _, err := s.commitLocked(recs...); err != nil {
+		forget := refused(err) && !errors.Is(err, journal.ErrConflict)
+		if forget {
+			// Nothing of the session is durable: forget its secrets too,
+			// under the lease still held (a fenced store refuses it
+			// without).
+			_ = e.secrets.DeleteAll(context.WithoutCancel(ctx), id)
+		}
 		s.evicted = true
 		e.mu.Lock()
 		delete(e.live, id)
@@ -240,9 +247,7 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 		if errors.Is(err, journal.ErrConflict) {
 			return api.SessionSummary{}, fmt.Errorf("%w: session %s exists", ErrWrongState, id)
 		}
-		if refused(err) {
-			// Nothing of the session is durable: forget its secrets too.
-			_ = e.secrets.DeleteAll(context.WithoutCancel(ctx), id)
+		if forget {
 			return api.SessionSummary{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return api.SessionSummary{}, err
