@@ -166,8 +166,12 @@ func removeBinding(ctx context.Context, cli *client.Client, instance, key string
 	return errors.Join(errs...)
 }
 
+// removeContainer force-removes a container with its anonymous volumes
+// (those an image's VOLUME gives every container made from it, which
+// carry no labels and would be left behind for good); the volumes mounted
+// by name, the binding's own, are never removed with it.
 func removeContainer(ctx context.Context, cli *client.Client, id string) error {
-	err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: false})
+	err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("remove container %s: %w", id, err)
 	}

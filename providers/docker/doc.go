@@ -41,7 +41,7 @@
 // which costs one more container start.
 //
 // The image needs a POSIX shell at /bin/sh with setsid, kill, sleep, cat,
-// head, dd, tr, grep, mkdir, dirname, realpath, chmod, stat, sync, mv and
+// head, dd, tr, grep, mkdir, realpath, chmod, stat, sync, mv and
 // rm (busybox suffices).
 //
 // Every container and volume carries the labels brain.provider=docker,
@@ -64,8 +64,13 @@
 // that does not exist or is not a directory fails with not_found or
 // invalid_input before the command runs. A path one of whose parents is
 // not a directory (f/x with f a regular file) fails with invalid_input for
-// every tool, as in the workspace provider. write and edit on a read profile fail with
-// read_only. A write (without append) or an edit replaces the file whole
+// every tool, as in the workspace provider, and so does a path the kernel
+// cannot take (a name longer than 255 bytes, or more than 4095 bytes in
+// all, refused before anything runs) or resolve (a loop of symbolic
+// links), with details {"path"}. write and edit on a read profile fail with
+// read_only. The writes and edits of a binding run one at a time, so that
+// edits of one file that arrive together are all kept (a command is not
+// held back). A write (without append) or an edit replaces the file whole
 // or leaves it as it was (see writeScript), and an append that fails
 // part-way (a full disk) is cut back to the file's old size, and so is
 // one stopped part-way by its deadline or a cancel (or removed, when it
@@ -141,7 +146,8 @@
 // or key (the file's name) is not one the provider writes, is refused with
 // an error and never acted on. detach stops the container and keeps the volume (the next execute starts
 // the container again, as it does one stopped by an Engine restart, and
-// resumes one paused out of band); teardown force-removes every container and volume
+// resumes one paused out of band); teardown force-removes every container
+// (with the anonymous volumes an image's VOLUME gave it) and volume
 // labelled with the binding, whatever the recorded phase, then records a
 // tombstone; it is repeatable and works for a provider restarted after a
 // crash. detach and teardown fail with busy while executes run. A

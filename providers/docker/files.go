@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -21,17 +22,30 @@ const (
 	exitEscape   = 45 // the path resolves outside /workspace
 	exitKind     = 46 // wrong kind of file (a directory where a file is wanted, ...)
 	exitParent   = 47 // a parent of the path is not a directory
+	exitLoop     = 48 // the path's symbolic links make a loop
 )
 
-// scriptPrelude defines inside(), which fails unless the resolved $1 is
-// under the workspace, and missing(), which exits for a path $1 that does
-// not exist: exitParent when the deepest parent that exists is not a
-// directory (f/x with f a file), path_escape's exit when it resolves
-// outside the workspace, exitNotFound otherwise.
-const scriptPrelude = `inside() { r=$(realpath "$1" 2>/dev/null) || exit 44
+// scriptPrelude defines inside(), which sets r to the resolved $1 and
+// fails unless it is under the workspace (exitLoop when realpath failed on
+// a loop of symbolic links, which every C library's message for ELOOP
+// names: the message after "realpath: $1: " is looked at); parent(), which sets a to the deepest parent of $1 that exists
+// (or is a link); and missing(), which exits for a path $1 that does not
+// exist (a link that leads nowhere is checked as a link first):
+// exitParent when the deepest parent that exists is not a directory (f/x
+// with f a file), path_escape's exit when it resolves outside the
+// workspace, exitNotFound otherwise. Names may end in newlines, which a
+// command substitution would strip: realpath's output is kept whole by a
+// "." printed after it, and parents are cut with ${p%/*} rather than
+// dirname (the paths are absolute and clean).
+const scriptPrelude = `inside() { r=$(realpath "$1" 2>/dev/null && echo .) || { e=$(realpath "$1" 2>&1 >/dev/null)
+case "${e#*"$1": }" in *[Ss]ymbolic\ link*) exit 48;; esac; exit 44; }
+r=${r%??}
 case "$r" in /workspace|/workspace/*) ;; *) exit 45;; esac; }
-missing() { a=$(dirname "$1")
-while [ ! -e "$a" ] && [ ! -L "$a" ]; do a=$(dirname "$a"); done
+parent() { a=${1%/*}
+while [ -n "$a" ] && [ ! -e "$a" ] && [ ! -L "$a" ]; do a=${a%/*}; done
+[ -n "$a" ] || a=/; }
+missing() { [ -L "$1" ] && inside "$1"
+parent "$1"
 inside "$a"
 [ -d "$r" ] || exit 47
 exit 44; }
@@ -70,13 +84,12 @@ head -c "$3"; } <"$r"`
 // and the file it appends to on stdout, each ending with a NUL, so that
 // the provider can cut back an append it stopped (undoAppendScript).
 const writeScript = scriptPrelude + `p=$1
-a=$(dirname "$p")
-while [ ! -e "$a" ] && [ ! -L "$a" ]; do a=$(dirname "$a"); done
+parent "$p"
 inside "$a"
 [ -d "$r" ] || exit 47
 if [ -L "$p" ]; then inside "$p"; fi
 if [ -e "$p" ] && [ ! -f "$p" ]; then exit 46; fi
-mkdir -p "$(dirname "$p")" || exit 1
+mkdir -p "${p%/*}" || exit 1
 if [ "$2" = 1 ]; then
 t=$p; [ -L "$p" ] && t=$r
 o=; if [ -e "$t" ]; then o=$(stat -c %s "$t") || exit 1; fi
@@ -90,7 +103,7 @@ if [ -e "$p" ]; then
 inside "$p"; t=$r
 : >>"$t" || exit 1
 fi
-n=$(dirname "$t")/.tmp-brain-write-$$
+n=${t%/*}/.tmp-brain-write-$$
 trap 'rm -f "$n"' EXIT
 cat >"$n" || exit 1
 if [ -e "$t" ]; then chmod "$(stat -c %a "$t")" "$n" || exit 1; fi
@@ -108,7 +121,9 @@ if [ -n "$o" ]; then dd if=/dev/null of="$r" bs=1 seek="$o" 2>/dev/null || exit 
 else rm -f "$r" || exit 1; fi`
 
 // listScript prints type, size and path of each entry under $1 (recursing
-// when $2 is 1), NUL-separated, paths relative to $1.
+// when $2 is 1), NUL-separated, paths relative to $1. stat is given the
+// path with "./" before it, so that a name beginning with a dash is not
+// taken for an option.
 const listScript = scriptPrelude + `p=$1
 [ -e "$p" ] || missing "$p"
 inside "$p"
@@ -121,7 +136,7 @@ case "${f##*/}" in .|..) continue;; esac
 s=0
 if [ -L "$f" ]; then t=symlink
 elif [ -d "$f" ]; then t=dir
-elif [ -f "$f" ]; then t=file; s=$(stat -c %s "$f" 2>/dev/null) || s=0
+elif [ -f "$f" ]; then t=file; s=$(stat -c %s "./$f" 2>/dev/null) || s=0
 else t=other; fi
 printf '%s\0%s\0%s\0' "$t" "$s" "$f"
 if [ "$2" = 1 ] && [ "$t" = dir ]; then walk "$f/" 1; fi
@@ -169,6 +184,9 @@ func (k *call) script(script string, args []string, stdin []byte, limit int64) (
 		return nil, nil, false, envsdk.Failf(envapi.CodeInvalidInput, "%s is not the kind of file this tool works on", target)
 	case exitParent:
 		return nil, nil, false, envsdk.Failf(envapi.CodeInvalidInput, "a parent of %s is not a directory", target)
+	case exitLoop:
+		return nil, nil, false, envsdk.Failf(envapi.CodeInvalidInput, "%s: too many levels of symbolic links (a loop)", target).
+			WithDetails(map[string]string{"path": target})
 	}
 	msg := strings.TrimSpace(toolset.Text(errOut))
 	if strings.Contains(msg, "Read-only file system") {
@@ -222,6 +240,10 @@ func runWrite(k *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := k.b.files.lock(k.ctx); err != nil {
+		return nil, err
+	}
+	defer k.b.files.unlock()
 	appendFlag := "0"
 	if in.Append {
 		appendFlag = "1"
@@ -312,6 +334,12 @@ func runEdit(k *call) (any, error) {
 	if err := k.writable(); err != nil {
 		return nil, err
 	}
+	// Held from the read to the write, so that no other write or edit of
+	// the binding comes between and is undone by this one.
+	if err := k.b.files.lock(k.ctx); err != nil {
+		return nil, err
+	}
+	defer k.b.files.unlock()
 	limit := k.b.profile.OutputBytes
 	data, errOut, _, err := k.script(readScript, []string{abs, "0", strconv.FormatInt(limit, 10)}, nil, limit+64)
 	if err != nil {
@@ -338,3 +366,24 @@ func (k *call) decode(in any, path *string) (string, error) {
 	}
 	return containerPath(*path)
 }
+
+// fileLock serializes the writes and edits of a binding: an edit reads the
+// file and writes it whole, so another write or edit of the file between
+// the two would be lost. Waiting ends with the execute's context. The
+// zero value is unlocked.
+type fileLock struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (l *fileLock) lock(ctx context.Context) error {
+	l.once.Do(func() { l.ch = make(chan struct{}, 1) })
+	select {
+	case l.ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *fileLock) unlock() { <-l.ch }

@@ -72,6 +72,8 @@ type binding struct {
 	// allocating is closed when the allocation in flight ends; nil when
 	// none runs. An allocation outlives the execute that started it.
 	allocating chan struct{}
+	// files serializes the binding's writes and edits.
+	files fileLock
 }
 
 // allocation returns the binding's allocation, starting it on first use.

@@ -196,3 +196,55 @@ func TestWriteScriptKeepsPermissions(t *testing.T) {
 		t.Errorf("entries %v, want the two files", entries)
 	}
 }
+
+// A list gives the size of every regular file, those whose names (or
+// whose directories' names) begin with a dash included: stat must not
+// take such a name for an option.
+func TestListScriptSizesOfNamesWithDashes(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{"-n": "hello", "-c": "ab", "--": "xyz", "-d/f": "four", "-d/-e": "fives"}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, code := runScript(t, dir, listScript, nil, workspaceDir, "1")
+	if code != 0 {
+		t.Fatalf("list: exit %d, stderr %q", code, errOut)
+	}
+	got := map[string]int64{}
+	for _, e := range listEntries([]byte(out), ".") {
+		got[e.Path] = e.Size
+	}
+	for name, content := range files {
+		if size, ok := got[name]; !ok || size != int64(len(content)) {
+			t.Errorf("list gives %s size %d (listed %v), want %d", name, size, ok, len(content))
+		}
+	}
+}
+
+// A loop of symbolic links is told from a missing file by realpath's
+// message, not by the path, which may hold the same words.
+func TestScriptsTellLoopsFromMissingFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink("loop", filepath.Join(dir, "loop")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "symbolic links"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]int{
+		"/workspace/loop":                 exitLoop,
+		"/workspace/loop/f":               exitLoop,
+		"/workspace/symbolic links/x":     exitNotFound,
+		"/workspace/symbolic link loop/x": exitNotFound,
+	} {
+		if _, errOut, code := runScript(t, dir, readScript, nil, p, "0", "10"); code != want {
+			t.Errorf("read %q: exit %d (stderr %q), want %d", p, code, errOut, want)
+		}
+	}
+}

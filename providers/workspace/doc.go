@@ -10,8 +10,9 @@
 // the workspace directory; concurrent first executes share that one
 // allocation, and a failed allocation stays failed (allocation_failed) until
 // the method reset. detach keeps the directory. teardown removes it (with
-// the directories in it a command made read-only) and forgets the binding;
-// it is repeatable and answers accepted again. Any other operation on an
+// the directories in it a command made read-only) and forgets the binding,
+// holding back no other binding while it removes; it is repeatable and
+// answers accepted again. Any other operation on an
 // unknown or torn-down binding fails with unavailable.
 // detach and teardown while executes run fail with busy.
 //
@@ -39,7 +40,9 @@
 // any. File tools resolve paths with os.Root inside
 // the workspace: absolute paths, ".." and symbolic links that lead outside
 // fail with path_escape, and so do absolute symbolic links even when they
-// name a place inside (os.Root follows relative links only). A read cut by its limit inside a multi-byte
+// name a place inside (os.Root follows relative links only); a path the
+// file system cannot resolve (a name longer than it allows, a loop of
+// symbolic links) is invalid_input with details {"path"}. A read cut by its limit inside a multi-byte
 // character ends before that character, so that text is returned as text;
 // the caller continues from the offset plus the bytes returned; a read
 // from an offset at or past the end answers empty content. A write

@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -92,11 +91,7 @@ func runWrite(k *call) (any, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fsError(in.Path, err)
 	}
-	if dir := filepath.Dir(p); dir != "." {
-		if _, err := r.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-			files += 1 + countSeparators(dir)
-		}
-	}
+	files += missingDirs(r, filepath.Dir(p))
 	if err := k.checkLimits(grow, files); err != nil {
 		return nil, err
 	}
@@ -183,7 +178,18 @@ func openRegular(r *os.Root, p, name string, flag int, perm fs.FileMode) (*os.Fi
 	return f, fi, nil
 }
 
-func countSeparators(p string) int { return bytes.Count([]byte(p), []byte{filepath.Separator}) }
+// missingDirs counts the directories a write creates to make dir inside
+// r: dir and those of its parents that do not exist.
+func missingDirs(r *os.Root, dir string) int {
+	n := 0
+	for ; dir != "."; dir = filepath.Dir(dir) {
+		if _, err := r.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		n++
+	}
+	return n
+}
 
 func runList(k *call) (any, error) {
 	var in toolset.ListInput

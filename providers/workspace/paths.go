@@ -36,7 +36,9 @@ func isEscape(err error) bool {
 	return e != nil && errors.Is(err, e)
 }
 
-// fsError maps a file-system error of a tool on path to a failure.
+// fsError maps a file-system error of a tool on path to a failure. A path
+// the file system cannot resolve (a name too long, a loop of symbolic
+// links) is the input's fault: invalid_input with details {"path"}.
 func fsError(path string, err error) error {
 	var e *envsdk.Error
 	switch {
@@ -52,6 +54,12 @@ func fsError(path string, err error) error {
 		return invalidInput("a parent of %s is not a directory", path)
 	case errors.Is(err, fs.ErrExist):
 		return envsdk.Failf(envapi.CodeAlreadyExists, "%s already exists", path)
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return invalidInput("%s: a name in the path is longer than the file system allows", path).
+			WithDetails(map[string]string{"path": path})
+	case errors.Is(err, syscall.ELOOP):
+		return invalidInput("%s: too many levels of symbolic links (a loop)", path).
+			WithDetails(map[string]string{"path": path})
 	}
 	return envsdk.Failf(envapi.CodeExecutionFailed, "%s: %v", path, err)
 }

@@ -165,21 +165,26 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 }
 
 // Teardown removes the workspace and forgets the binding. Tearing down an
-// unknown binding is accepted, so teardown is repeatable.
+// unknown binding is accepted, so teardown is repeatable. The removal holds
+// the binding alone, never the provider: removing a large workspace does
+// not hold back the other bindings.
 func (p *Provider) Teardown(c *envsdk.Ctx) error {
 	key := c.BindingKey()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	b := p.bindings[key]
+	p.mu.Unlock()
 	if b == nil {
 		return nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.gone {
+		return nil // torn down meanwhile
+	}
 	if b.active > 0 {
 		return envsdk.Failf(envapi.CodeBusy, "%d executes are running", b.active)
 	}
-	if err := removeTree(b.dirPath()); err != nil {
+	if err := removeWorkspace(b.dirPath()); err != nil {
 		return envsdk.Failf(envapi.CodeCleanupFailed, "remove workspace: %v", err)
 	}
 	if err := p.store.remove(key); err != nil {
@@ -187,7 +192,11 @@ func (p *Provider) Teardown(c *envsdk.Ctx) error {
 	}
 	b.gone = true
 	b.lazy.Reset()
-	delete(p.bindings, key)
+	p.mu.Lock()
+	if p.bindings[key] == b {
+		delete(p.bindings, key)
+	}
+	p.mu.Unlock()
 	return nil
 }
 

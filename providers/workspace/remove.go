@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 )
 
+// removeWorkspace is the removal teardown runs: removeTree, which a test
+// replaces to hold a teardown part-way.
+var removeWorkspace = removeTree
+
 // removeTree removes the workspace directory path and everything in it. A
 // command may leave directories it cannot write into (a Go module cache, a
 // chmod -R a-w) whose entries a provider that is not root cannot unlink;

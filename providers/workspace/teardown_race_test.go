@@ -3,9 +3,13 @@ package workspace
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 // An execute that gives up (its deadline passed, it was cancelled) while
@@ -35,4 +39,50 @@ func TestAllocationAfterTeardownLeavesNothing(t *testing.T) {
 	}
 	g := f.restart(Options{})
 	fails(t, g.exec(c, "list", map[string]any{}, nil), envapi.CodeUnavailable)
+}
+
+// A teardown removing a large workspace holds back only its own binding:
+// the other bindings' operations run meanwhile.
+func TestTeardownDoesNotHoldBackOtherBindings(t *testing.T) {
+	f := newFixture(t, Options{})
+	a, b := f.commands("a"), f.commands("b")
+	accepted(t, f.post(a.Setup(nil)))
+	accepted(t, f.post(b.Setup(nil)))
+	ok(t, f.exec(a, "write", map[string]string{"path": "f", "content": "x"}, nil), nil)
+	ok(t, f.exec(b, "write", map[string]string{"path": "f", "content": "x"}, nil), nil)
+
+	removing, release := make(chan struct{}), make(chan struct{})
+	var released sync.Once
+	removeWorkspace = func(path string) error {
+		close(removing)
+		<-release
+		return removeTree(path)
+	}
+	defer func() {
+		released.Do(func() { close(release) })
+		removeWorkspace = removeTree
+	}()
+	teardown := a.Teardown()
+	done := make(chan *envapi.Response, 1)
+	go func() {
+		_, _, resp, _ := envtest.Post(context.Background(), nil, f.url, "secret-token", teardown)
+		done <- resp
+	}()
+	<-removing
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var out toolset.ReadOutput
+	ok(t, f.postCtx(ctx, b.Execute(tool("read"), mustJSON(t, map[string]string{"path": "f"}), nil)), &out)
+	if out.Content != "x" {
+		t.Errorf("read during the other binding's teardown: %+v", out)
+	}
+	accepted(t, f.postCtx(ctx, f.commands("c").Setup(nil)))
+	fails(t, f.postCtx(ctx, a.Setup(nil)), envapi.CodeAlreadyExists) // not torn down yet
+	released.Do(func() { close(release) })
+	if resp := <-done; resp == nil || resp.Receipt.Type != envapi.ReceiptAccepted {
+		t.Fatalf("teardown = %+v, want accepted", resp)
+	}
+	fails(t, f.exec(a, "list", map[string]any{}, nil), envapi.CodeUnavailable)
+	accepted(t, f.post(a.Teardown()))
 }
