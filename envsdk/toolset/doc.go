@@ -47,7 +47,10 @@
 // Paths are slash-separated and relative to the workspace; "" and "." name
 // the workspace itself. Clean refuses, before anything touches a file, a
 // path with a NUL byte (invalid_input) and an absolute path or one that
-// climbs out with ".." (path_escape, details {"path"}). A symbolic link
+// climbs out with ".." (path_escape, details {"path"}). The inputs of
+// read, write and edit refuse, as they are decoded, a path whose form
+// names a directory (ending in "/", "/." or "/.."), which cleaning would
+// turn into the name of a file: invalid_input, details {"path"}. A symbolic link
 // that leads outside the workspace is the provider's to refuse, with
 // path_escape, where it resolves the path.
 //

@@ -90,6 +90,9 @@ type ReadInput struct {
 	Limit  int64  `json:"limit,omitempty" validate:"min=0"`
 }
 
+// Validate refuses a path whose form names a directory (see fileForm).
+func (in ReadInput) Validate() error { return fileForm(in.Path) }
+
 // Limited returns how many bytes to read under the provider's cap: Limit
 // when it is positive and below the cap, else the cap.
 func (in ReadInput) Limited(cap int64) int64 {
@@ -124,6 +127,9 @@ type WriteInput struct {
 	Encoding string `json:"encoding,omitempty" validate:"omitempty,oneof=utf8 base64"`
 	Append   bool   `json:"append,omitempty"`
 }
+
+// Validate refuses a path whose form names a directory (see fileForm).
+func (in WriteInput) Validate() error { return fileForm(in.Path) }
 
 // Data returns the bytes to write, decoding base64 content.
 func (in WriteInput) Data() ([]byte, error) {
@@ -163,6 +169,9 @@ type EditInput struct {
 	Old  string `json:"old" validate:"min=1"`
 	New  string `json:"new"`
 }
+
+// Validate refuses a path whose form names a directory (see fileForm).
+func (in EditInput) Validate() error { return fileForm(in.Path) }
 
 // Apply replaces the one occurrence of Old in data by New. No occurrence,
 // or more than one, is invalid_input with details {"matches": N}.
@@ -210,6 +219,18 @@ func Decode(raw json.RawMessage, v any) error {
 	}
 	if c, ok := v.(interface{ Validate() error }); ok {
 		return c.Validate()
+	}
+	return nil
+}
+
+// fileForm refuses, for a tool that works on a file, a path whose form
+// names a directory: one ending in "/", "/." or "/..". Clean would drop
+// the ending, and "a/" would name the file a. The failure is invalid_input
+// with details {"path"}.
+func fileForm(p string) error {
+	if strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..") {
+		return envsdk.Failf(envapi.CodeInvalidInput, "input.path: %q names a directory; this tool works on a file", p).
+			WithDetails(map[string]string{"path": p})
 	}
 	return nil
 }

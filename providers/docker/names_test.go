@@ -107,3 +107,41 @@ func TestFileToolsOnNamesEndingInNewlines(t *testing.T) {
 		t.Errorf("ls in d\\n printed %q, want x", out.Stdout)
 	}
 }
+
+// A path whose form names a directory (it ends in a slash, or in "/.")
+// is refused by the tools that work on a file: invalid_input naming the
+// path, as the workspace provider does. Cleaning it would drop the slash,
+// and "a/" would write the file a.
+func TestFileToolsRefuseAPathNamingADirectory(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "")
+	c := h.commands()
+	h.setup(c, "")
+	if out := h.shell(c, "printf x >f && mkdir d && printf x >d/g"); out.ExitCode != 0 {
+		t.Fatalf("prepare: %+v", out)
+	}
+	for _, p := range []string{"a/", "f/", "d/", "f/.", "d/g/"} {
+		for _, tc := range []struct {
+			tool  string
+			input any
+		}{
+			{toolset.ToolWrite, toolset.WriteInput{Path: p, Content: "y"}},
+			{toolset.ToolWrite, toolset.WriteInput{Path: p, Content: "y", Append: true}},
+			{toolset.ToolRead, toolset.ReadInput{Path: p}},
+			{toolset.ToolEdit, toolset.EditInput{Path: p, Old: "x", New: "y"}},
+		} {
+			r := h.post(c.Execute(tool(tc.tool), mustJSON(tc.input), nil))
+			if r.Type != envapi.ReceiptFailure || r.Code != envapi.CodeInvalidInput {
+				t.Errorf("%s %q: %s %s: %.200s, want invalid_input", tc.tool, p, r.Type, r.Code, r.Message)
+				continue
+			}
+			var d struct{ Path string }
+			if err := json.Unmarshal(r.Details, &d); err != nil || d.Path != p {
+				t.Errorf("%s %q: details %s, want the path", tc.tool, p, r.Details)
+			}
+		}
+	}
+	if out := h.shell(c, "ls -A; cat f d/g"); out.Stdout != "d\nf\nxx" {
+		t.Errorf("workspace after the refused tools: %q, want d, f and both files unchanged", out.Stdout)
+	}
+}

@@ -63,3 +63,40 @@ func TestWriteCountsOnlyTheDirectoriesItCreates(t *testing.T) {
 		t.Errorf("the workspace holds %d entries, want 5", u.Files)
 	}
 }
+
+// A path whose form names a directory (it ends in a slash, or in "/.")
+// is refused by the tools that work on a file: invalid_input naming the
+// path. Cleaning it would drop the slash, and "a/" would write the file a.
+func TestFileToolsRefuseAPathNamingADirectory(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.commands("s1")
+	accepted(t, f.post(c.Setup(nil)))
+	ok(t, f.exec(c, "write", map[string]string{"path": "f", "content": "x"}, nil), nil)
+	ok(t, f.exec(c, "write", map[string]string{"path": "d/g", "content": "x"}, nil), nil)
+	for _, p := range []string{"a/", "f/", "d/", "f/.", "d/g/"} {
+		for _, tc := range []struct {
+			tool  string
+			input map[string]any
+		}{
+			{"write", map[string]any{"path": p, "content": "y"}},
+			{"write", map[string]any{"path": p, "content": "y", "append": true}},
+			{"read", map[string]any{"path": p}},
+			{"edit", map[string]any{"path": p, "old": "x", "new": "y"}},
+		} {
+			r := f.exec(c, tc.tool, tc.input, nil)
+			if r.Type != envapi.ReceiptFailure || r.Code != envapi.CodeInvalidInput {
+				t.Errorf("%s %q: %s %s: %.200s, want invalid_input", tc.tool, p, r.Type, r.Code, r.Message)
+				continue
+			}
+			var d struct{ Path string }
+			if err := json.Unmarshal(r.Details, &d); err != nil || d.Path != p {
+				t.Errorf("%s %q: details %s, want the path", tc.tool, p, r.Details)
+			}
+		}
+	}
+	var out toolset.CommandOutput
+	ok(t, f.exec(c, "command", sh("ls -A; cat f d/g"), nil), &out)
+	if out.Stdout != "d\nf\nxx" {
+		t.Errorf("workspace after the refused tools: %q, want d, f and both files unchanged", out.Stdout)
+	}
+}
