@@ -40,7 +40,12 @@
 // that a later read overtook is not shown over the newer one. The error
 // of a read that failed (of the status, the transcript, a page of events
 // or the earlier records the environments are folded from) shows until a
-// later read of the same succeeds, unless another error shows since. The
+// later read of the same succeeds, unless another error shows since; a
+// read that has no full answer within 30 seconds is given up and fails so
+// (the page's actions are not given up: their answer says whether they
+// were taken), and the reads of a session (or of the list) under way
+// when the page leaves it are given up then, so that they hold no
+// connection the view opened next needs. The
 // stream starts where the status read as the session opens says: a read
 // of the status that fails, then or later, is tried again, first after
 // half a second, then after waits that double up to eight seconds, and
@@ -51,7 +56,9 @@
 // stream starts there), the window holds at most 1000 while it follows,
 // and older and newer pages are read from the events API on demand (a
 // page whose read fails leaves the window as it was, still following if
-// it was, so that the same button reads the page again), so a
+// it was, so that the same button reads the page again; while the newest
+// page is read, the page holds at most 2000 of the records that stream
+// meanwhile, the window showing at most the newest 1000), so a
 // session of any length opens and follows in bounded time and memory (an
 // entry an older page leaves open says that it continues past the page,
 // not that it runs); the
@@ -61,7 +68,14 @@
 // streams for them, and reads the others with the earlier ones; a fold
 // whose read fails starts afresh the next time the tab shows). It also shows the transcript and the environments with their
 // bindings, and it can send a message (asynchronously, with a fresh
-// Idempotency-Key) and cancel the running turn.
+// Idempotency-Key; one at a time per session, Send is disabled while it
+// is sent; a message whose outcome stayed unknown, no answer or a 5xx,
+// keeps its key, so the same text sent again is not run twice) and cancel the running turn. The message box keeps a draft per
+// session: the text typed for one session shows again when that session
+// is opened again and never in, or sent to, another. The answer to a
+// message or a cancel shows on the session it was sent to: one that
+// comes after the page left that session leaves the session shown as it
+// is, and its error shows when the session is opened again.
 //
 // httpapi serves the files with a Content-Security-Policy that allows only
 // same-origin scripts, styles and requests, so the page has no inline

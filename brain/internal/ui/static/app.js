@@ -37,6 +37,13 @@ class ApiError extends Error {
   }
 }
 
+// A read (a GET) not answered in full within READ_TIMEOUT_MS is given up
+// and fails, so that a read that hangs is reported and can be tried
+// again rather than wait for ever. Actions are not given up: their answer
+// says whether they were taken. A read made with opts.signal is given up
+// as well when the signal aborts (its view has been left).
+const READ_TIMEOUT_MS = 30000;
+
 async function api(method, path, opts) {
   opts = opts || {};
   const headers = authHeaders(opts.headers);
@@ -45,19 +52,32 @@ async function api(method, path, opts) {
     headers['Content-Type'] = 'application/json';
     body = JSON.stringify(opts.body);
   }
-  const r = await fetch(path, { method, headers, body, cache: 'no-store' });
-  if (r.status === 401) {
-    forget('The token was refused.');
-    throw new ApiError(401, { code: 'unauthorized', message: 'a valid bearer token is required' });
+  const ctl = new AbortController();
+  let timedOut = false;
+  const timer = method === 'GET' ? setTimeout(() => { timedOut = true; ctl.abort(); }, READ_TIMEOUT_MS) : null;
+  const signal = opts.signal ? AbortSignal.any([ctl.signal, opts.signal]) : ctl.signal;
+  try {
+    const r = await fetch(path, { method, headers, body, cache: 'no-store', signal });
+    if (r.status === 401) {
+      forget('The token was refused.');
+      throw new ApiError(401, { code: 'unauthorized', message: 'a valid bearer token is required' });
+    }
+    if (!r.ok) {
+      let e = null;
+      try { e = await r.json(); } catch (_) { /* not an ApiError body */ }
+      throw new ApiError(r.status, e);
+    }
+    if (r.status === 204) return null;
+    const text = await r.text();
+    return text ? JSON.parse(text) : null;
+  } catch (e) {
+    if (timedOut && !(e instanceof ApiError)) {
+      throw new Error('no answer within ' + READ_TIMEOUT_MS / 1000 + ' s');
+    }
+    throw e;
+  } finally {
+    clearTimeout(timer);
   }
-  if (!r.ok) {
-    let e = null;
-    try { e = await r.json(); } catch (_) { /* not an ApiError body */ }
-    throw new ApiError(r.status, e);
-  }
-  if (r.status === 204) return null;
-  const text = await r.text();
-  return text ? JSON.parse(text) : null;
 }
 
 function short(v, n) {
@@ -81,6 +101,24 @@ function originText(o) {
 // ---------------------------------------------------------------- views
 
 let view = null; // the open view; stop() releases it
+
+// The message box holds a draft per session: the text typed for one
+// session is kept when the page leaves it and shows again when it is
+// opened again, never in another session's box. The answer to an action
+// sent to a session shows on that session: one that comes once the page
+// has left it does not change what another session shows, and its error
+// shows when the session is opened again.
+const drafts = new Map(); // session id -> the text in its message box
+const sending = new Set(); // sessions whose message is being sent
+const missed = new Map(); // session id -> the error of an action answered while it did not show
+// A message whose outcome is unknown (no answer came, or a 5xx) keeps its
+// Idempotency-Key: the same text sent again to the same session is the
+// same request, which Brain answers without running it twice. An answer
+// that says (2xx, 4xx) lets the key go.
+const unsettled = new Map(); // session id -> { text, key }
+
+// shows reports whether the view of session id is open.
+function shows(id) { return view instanceof SessionView && view.id === id; }
 
 function show(id) {
   for (const s of ['login', 'list', 'session']) $(s).hidden = s !== id;
@@ -114,12 +152,13 @@ class ListView {
     show('list');
     this.timer = null;
     this.stopped = false;
+    this.left = new AbortController(); // aborts the read under way once the view stops
     this.refresh();
   }
-  stop() { this.stopped = true; clearTimeout(this.timer); }
+  stop() { this.stopped = true; this.left.abort(); clearTimeout(this.timer); }
   async refresh() {
     try {
-      const list = await api('GET', '/v1/sessions');
+      const list = await api('GET', '/v1/sessions', { signal: this.left.signal });
       if (this.stopped) return;
       this.render(list.sessions || []);
       $('list-error').textContent = '';
@@ -249,6 +288,7 @@ class SessionView {
     this.envScan = null;
     this.heartbeatMs = DEFAULT_HEARTBEAT_MS;
     this.attempt = null; // the AbortController of the open stream
+    this.left = new AbortController(); // aborts the reads under way once the view stops
     this.summaryTimer = null;
     this.transcriptTimer = null;
     // Reads of the summary and of the transcript are numbered as they
@@ -272,7 +312,10 @@ class SessionView {
     $('environments').tBodies[0].replaceChildren();
     $('transcript').replaceChildren();
     $('transcript-through').textContent = '';
-    $('action-error').textContent = '';
+    $('action-error').textContent = missed.get(id) || '';
+    missed.delete(id);
+    $('message').value = drafts.get(id) || '';
+    $('send').disabled = sending.has(id);
     $('stream-note').textContent = '';
     $('pager').hidden = true;
     this.setLive('connecting');
@@ -281,6 +324,12 @@ class SessionView {
 
   stop() {
     this.stopped = true;
+    const draft = $('message').value;
+    if (draft) drafts.set(this.id, draft);
+    else drafts.delete(this.id);
+    // The reads of a session left do not hold connections the next one
+    // needs.
+    this.left.abort();
     if (this.attempt) this.attempt.abort();
     cancelAnimationFrame(this.writeFrame);
     clearTimeout(this.summaryTimer);
@@ -365,7 +414,7 @@ class SessionView {
   async summary(retry = true) {
     const n = ++this.reads.summary;
     try {
-      const s = await api('GET', '/v1/sessions/' + this.id);
+      const s = await api('GET', '/v1/sessions/' + this.id, { signal: this.left.signal });
       if (this.stopped) return null;
       if (!this.fresh('summary', n)) return s;
       this.waits.summary = 0;
@@ -411,7 +460,7 @@ class SessionView {
   async transcript() {
     const n = ++this.reads.transcript;
     try {
-      const t = await api('GET', '/v1/sessions/' + this.id + '/transcript');
+      const t = await api('GET', '/v1/sessions/' + this.id + '/transcript', { signal: this.left.signal });
       if (this.stopped || !this.fresh('transcript', n)) return;
       this.waits.transcript = 0;
       this.readDone('transcript');
@@ -663,7 +712,12 @@ class SessionView {
     // The window shown takes it while it follows, and so does the one
     // that loads in its place, if that one follows.
     if (this.following) this.append(ev);
-    if (this.pending) this.pending.push(ev);
+    if (this.pending) {
+      // The window that loads shows at most the newest MAX_SHOWN of
+      // them: past twice that, the older ones are let go.
+      this.pending.push(ev);
+      if (this.pending.length > 2 * MAX_SHOWN) this.pending.splice(0, this.pending.length - MAX_SHOWN);
+    }
     if (envKinds.test(kind)) {
       if (this.envFrom > 0 && this.envScan !== true) this.hold(ev);
       else if (this.environment(ev)) this.renderEnvironments();
@@ -752,7 +806,7 @@ class SessionView {
     const evs = [];
     try {
       for (let after = lo - 1; after < hi;) {
-        const page = await api('GET', '/v1/sessions/' + this.id + '/events?after=' + after);
+        const page = await api('GET', '/v1/sessions/' + this.id + '/events?after=' + after, { signal: this.left.signal });
         if (this.stopped || load !== this.loads) return;
         if (!page.events || page.events.length === 0) break;
         for (const ev of page.events) if (ev.sequence <= hi) evs.push(ev);
@@ -833,7 +887,7 @@ class SessionView {
     this.envStarts = new Map();
     try {
       for (let after = 0; after < this.envFrom;) {
-        const page = await api('GET', '/v1/sessions/' + this.id + '/events?after=' + after);
+        const page = await api('GET', '/v1/sessions/' + this.id + '/events?after=' + after, { signal: this.left.signal });
         if (this.stopped) return;
         if (!page.events || page.events.length === 0) break;
         for (const ev of page.events) if (ev.sequence <= this.envFrom && envKinds.test(ev.event_type)) this.environment(ev);
@@ -1184,30 +1238,56 @@ document.addEventListener('DOMContentLoaded', () => {
     route();
   });
   $('forget').addEventListener('click', () => forget(''));
+  // An action's answer shows on the session it was sent to, whichever
+  // shows when it comes (see drafts).
+  const failed = (id, error) => {
+    if (shows(id)) $('action-error').textContent = error;
+    else missed.set(id, error);
+  };
   $('send-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
     if (!(view instanceof SessionView)) return;
+    const id = view.id;
     const input = $('message');
     const text = input.value;
-    if (!text) return;
+    // One message at a time: a second Enter while the first is sent
+    // would send it twice, under another Idempotency-Key.
+    if (!text || sending.has(id)) return;
+    sending.add(id);
+    $('send').disabled = true;
     $('action-error').textContent = '';
+    const prior = unsettled.get(id);
+    const key = prior && prior.text === text ? prior.key : newKey();
+    unsettled.set(id, { text, key });
     try {
-      await api('POST', '/v1/sessions/' + view.id + '/messages', {
-        headers: { 'Idempotency-Key': newKey(), 'Prefer': 'respond-async' },
+      await api('POST', '/v1/sessions/' + id + '/messages', {
+        headers: { 'Idempotency-Key': key, 'Prefer': 'respond-async' },
         body: { input: { message: text } },
       });
-      input.value = '';
+      unsettled.delete(id);
+      // The text sent leaves the box (or the draft kept for the session),
+      // unless it was changed since.
+      if (shows(id)) {
+        if (input.value === text) input.value = '';
+      } else if (drafts.get(id) === text) {
+        drafts.delete(id);
+      }
     } catch (e) {
-      $('action-error').textContent = 'send: ' + e.message;
+      if (e instanceof ApiError && e.status < 500) unsettled.delete(id);
+      failed(id, 'send: ' + e.message);
+    } finally {
+      sending.delete(id);
+      if (shows(id)) $('send').disabled = false;
     }
   });
   $('cancel').addEventListener('click', async () => {
     if (!(view instanceof SessionView)) return;
+    const id = view.id;
     $('action-error').textContent = '';
     try {
-      await api('POST', '/v1/sessions/' + view.id + '/cancel', { headers: { 'Idempotency-Key': newKey() } });
+      await api('POST', '/v1/sessions/' + id + '/cancel', { headers: { 'Idempotency-Key': newKey() } });
     } catch (e) {
-      $('action-error').textContent = 'cancel: ' + e.message;
+      failed(id, 'cancel: ' + e.message);
     }
   });
   for (const b of document.querySelectorAll('.tabs button')) {
