@@ -42,6 +42,8 @@ type Client struct {
 	hc      *http.Client
 	own     bool
 	retries int
+	// maxLine bounds a line of an event stream (0: maxSSELine).
+	maxLine int
 	closed  atomic.Bool
 	// life ends when the client closes: every request, stream and host
 	// connection of the client runs under it.
@@ -326,7 +328,11 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 		return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, err), reached: wrote.Load()}
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	read := io.ReadAll
+	if resp.StatusCode/100 != 2 {
+		read = readError
+	}
+	b, err := read(resp.Body)
 	if err != nil {
 		return attempt{err: fmt.Errorf("client: %s %s: read answer: %w", method, path, err), reached: true}
 	}
@@ -345,8 +351,8 @@ func (c *Client) authorize(req *http.Request) {
 }
 
 // apiError decodes an error answer; a body that is not an ApiError becomes
-// one with the status's code. A proxy's 502, 503 or 504 (fromProxy) is
-// retryable: the server did not answer.
+// one with the status's code, quoting the body's start. A proxy's 502,
+// 503 or 504 (fromProxy) is retryable: the server did not answer.
 func apiError(status int, b []byte) *api.ApiError {
 	var e api.ApiError
 	if json.Unmarshal(b, &e) == nil && e.Code != "" {
@@ -365,7 +371,7 @@ func apiError(status int, b []byte) *api.ApiError {
 	case http.StatusServiceUnavailable:
 		code = api.CodeOverloaded
 	}
-	return &api.ApiError{Code: code, Message: fmt.Sprintf("HTTP %d: %s", status, bytes.TrimSpace(b)),
+	return &api.ApiError{Code: code, Message: fmt.Sprintf("HTTP %d: %s", status, quote(b)),
 		Retryable: api.DefaultRetryable(code) || fromProxy(status, b)}
 }
 

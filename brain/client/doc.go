@@ -30,7 +30,9 @@
 //
 // Errors the server answers are *api.ApiError values (use errors.As); a
 // proxy's error answer without one becomes one with the code of its
-// status (retryable for a 502, 503 or 504). ErrClosed reports use after
+// status (retryable for a 502, 503 or 504), quoting at most 512 bytes of
+// it; the client reads at most 64 MiB of an error answer, so that a page
+// that never ends fails the call. ErrClosed reports use after
 // Close. Close releases the client's connections and local handlers: open
 // event streams end, host connections close and running host handlers see
 // their ctx cancelled. It does not interrupt, end or delete sessions.
@@ -74,6 +76,10 @@
 // connection refused, or answered with a retryable error while the server
 // drains or a proxy in front of it answers 502, 503 or 504, is tried
 // again with growing pauses for FollowGiveUp before the error is yielded.
+// An answer that cannot become a stream is yielded at once: a 200 that
+// is not an event stream (ErrNotEventStream), and an event whose data
+// does not decode or whose line is longer than 80 MiB (ErrMalformedEvent).
 // A host's commands connection that goes silent likewise is connected
-// again.
+// again; one answered 200 with something other than an event stream stops
+// the host with ErrNotEventStream.
 package client

@@ -1,12 +1,12 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"net/http"
 	"strconv"
@@ -42,8 +42,11 @@ func LiveFrames() EventsOption { return func(o *eventsOpts) { o.live = true } }
 // (session_ended or session_creation_failed) or ctx ends. A connection
 // that cannot be made, or is answered with a retryable error (a server
 // draining or restarting), is tried again with pauses growing to 2 s;
-// after FollowGiveUp without a connection the error is yielded. An error
-// is yielded once, and ends the iteration.
+// after FollowGiveUp without a connection the error is yielded. A 200
+// answer that is not an event stream yields ErrNotEventStream, and an
+// event that does not decode (or a line longer than 80 MiB)
+// ErrMalformedEvent, without a reconnection. An error is yielded once,
+// and ends the iteration.
 func (s *Session) Events(ctx context.Context, after uint64, opts ...EventsOption) iter.Seq2[api.Event, error] {
 	var o eventsOpts
 	for _, fn := range opts {
@@ -110,7 +113,7 @@ func (s *Session) follow(ctx context.Context, after uint64, live bool) iter.Seq2
 				return
 			case err != nil:
 				var ae *api.ApiError
-				if (errors.As(err, &ae) && !ae.Retryable) || ctx.Err() != nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrMalformedEvent) {
+				if (errors.As(err, &ae) && !ae.Retryable) || ctx.Err() != nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrMalformedEvent) || errors.Is(err, ErrNotEventStream) {
 					yield(api.Event{}, s.c.closedErr(err))
 					return
 				}
@@ -162,7 +165,8 @@ func (s *Session) finishedAt(ctx context.Context, cursor uint64) bool {
 }
 
 // ErrMalformedEvent reports an event or live frame on a followed stream
-// whose data does not decode: the stream ends with it, without a
+// whose data does not decode, or a line of the stream longer than the
+// client's bound (80 MiB): the stream ends with it, without a
 // reconnection (the server would send the same bytes again).
 var ErrMalformedEvent = errors.New("client: malformed event")
 
@@ -189,8 +193,11 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
+		b, _ := readError(resp.Body)
 		return false, false, apiError(resp.StatusCode, b)
+	}
+	if err := checkEventStream(resp.Header); err != nil {
+		return false, false, err
 	}
 	body, watch := watchHeartbeat(sctx, cancel, resp.Header, resp.Body)
 	defer watch.stop()
@@ -200,7 +207,11 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 		defer watch.resume()
 		return yieldTo(ev, err)
 	}
-	err = scanSSE(body, func(id, event string, data []byte) error {
+	maxLine := s.c.maxLine
+	if maxLine == 0 {
+		maxLine = maxSSELine
+	}
+	err = scanSSEMax(body, maxLine, func(id, event string, data []byte) error {
 		if id == "" && !live {
 			return nil
 		}
@@ -227,6 +238,9 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 		}
 		return nil
 	})
+	if errors.Is(err, bufio.ErrTooLong) {
+		err = fmt.Errorf("%w: a line of more than %d bytes: %w", ErrMalformedEvent, maxLine, err)
+	}
 	return true, progressed, err
 }
 

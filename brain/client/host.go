@@ -415,8 +415,8 @@ func (h *Host) serve(up chan struct{}, upOnce *sync.Once, stopped chan struct{})
 			h.mu.Unlock()
 			return
 		}
-		if h.c.closed.Load() || errors.Is(err, ErrDisplaced) {
-			if err == nil || !errors.Is(err, ErrDisplaced) {
+		if h.c.closed.Load() || errors.Is(err, ErrDisplaced) || errors.Is(err, ErrNotEventStream) {
+			if err == nil || !errors.Is(err, ErrDisplaced) && !errors.Is(err, ErrNotEventStream) {
 				err = ErrClosed
 			}
 			h.mu.Lock()
@@ -479,6 +479,9 @@ func (h *Host) connectOnce(up chan struct{}, upOnce *sync.Once) (bool, error) {
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return false, apiError(resp.StatusCode, b)
+	}
+	if err := checkEventStream(resp.Header); err != nil {
+		return false, fmt.Errorf("client: host %s commands: %w", h.ID, err)
 	}
 	connID := resp.Header.Get("Brain-Host-Connection")
 	h.mu.Lock()
@@ -680,7 +683,11 @@ func (h *Host) post(ctx context.Context, suffix string, in any) (*response, erro
 		return nil, h.c.closedErr(fmt.Errorf("client: POST host %s: %w", suffix, err))
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	read := io.ReadAll
+	if resp.StatusCode/100 != 2 {
+		read = readError
+	}
+	b, err := read(resp.Body)
 	if err != nil {
 		return nil, h.c.closedErr(err)
 	}

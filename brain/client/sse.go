@@ -3,7 +3,12 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
+	"mime"
+	"net/http"
+	"strings"
 )
 
 // maxSSELine bounds one line of a server-sent event stream (an event's
@@ -19,8 +24,13 @@ const maxSSELine = 80 << 20
 // answers, at a read error, or at the end of r (io.ErrUnexpectedEOF:
 // Brain never ends a stream it keeps open).
 func scanSSE(r io.Reader, fn func(id, event string, data []byte) error) error {
+	return scanSSEMax(r, maxSSELine, fn)
+}
+
+// scanSSEMax is scanSSE with lines bounded by maxLine bytes.
+func scanSSEMax(r io.Reader, maxLine int, fn func(id, event string, data []byte) error) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxSSELine)
+	sc.Buffer(make([]byte, min(64<<10, maxLine)), maxLine)
 	sc.Split(sseLines)
 	var id, event string
 	var data []byte
@@ -79,4 +89,21 @@ func sseLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
 		return i + 1, data[:i], nil
 	}
 	return 0, nil, nil // a CR at the end: wait to see whether LF follows
+}
+
+// ErrNotEventStream reports a followed stream or a host's commands
+// connection whose request was answered 200 with something other than an
+// event stream (a proxy's or a static server's page): the iteration ends
+// with it, and the host stops with it (Connected and Err answer it),
+// without a reconnection.
+var ErrNotEventStream = errors.New("client: answer is not an event stream")
+
+// checkEventStream answers ErrNotEventStream unless header's content type
+// is text/event-stream.
+func checkEventStream(header http.Header) error {
+	ct := header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && strings.EqualFold(mt, "text/event-stream") {
+		return nil
+	}
+	return fmt.Errorf("%w: content type %q", ErrNotEventStream, clip(ct, 128))
 }
