@@ -28,6 +28,9 @@ func (h *Host) compile(ctx context.Context, k kind, id string, b []byte) (*modul
 	// The module is compiled with its data segments merged; its id and
 	// the bytes kept are the module as given.
 	prepared, _ := coalesceData(b)
+	if err := checkSegments(prepared); err != nil {
+		return nil, fmt.Errorf("invalid module: %w", err)
+	}
 	cm, err := h.rt.CompileModule(ctx, prepared)
 	if err != nil && storageError(err) {
 		return nil, fmt.Errorf("compilation cache: %w: %w", ErrStorage, err)

@@ -11,6 +11,22 @@ const (
 	// maxTableEntries bounds a table's initial size: every instance
 	// allocates eight bytes per entry.
 	maxTableEntries = 1 << 20
+	// maxGlobals bounds the globals a module defines: every instance
+	// allocates about a hundred bytes of the host's memory per global,
+	// outside its linear memory, so that four million globals (a module
+	// of 20 MB) would cost 366 MiB per activation.
+	maxGlobals = 100_000
+	// maxFunctions and maxTypes bound the functions and the function
+	// types a module defines (as browsers do): the compiler takes seconds
+	// per million of either.
+	maxFunctions = 1_000_000
+	maxTypes     = 1_000_000
+	// maxDataSegments bounds the data segments of a module as compiled,
+	// after its active segments were merged (dataseg.go): every instance
+	// allocates about two dozen bytes of the host's memory per segment,
+	// so that four million empty passive ones (a module of 8 MB) would
+	// cost 91 MiB per activation.
+	maxDataSegments = 100_000
 )
 
 // checkCounts refuses a module that declares more of something than it
@@ -19,7 +35,10 @@ const (
 // function. Such a module is malformed (or, for locals, past a limit no
 // compiler reaches); it is refused before the compiler sees it because
 // wazero sizes its allocations by the declared counts, and a few bytes
-// declaring a hundred million exports would otherwise cost gigabytes.
+// declaring a hundred million exports would otherwise cost gigabytes. A
+// module whose functions hold more blocks, loops and ifs than
+// maxControlWeight allows is refused too: it would hold the compiler for
+// minutes.
 // Where the bytes stop making sense to this check it stops and leaves the
 // module to the compiler, which fails at that point before it allocates.
 func checkCounts(b []byte) error {
@@ -36,6 +55,12 @@ func checkCounts(b []byte) error {
 			err = checkCustom(r)
 		case 3, 5, 6, 13: // vectors of entries of at least one byte
 			err = r.count("section", 1)
+			if err == nil && id == 3 && r.n > maxFunctions {
+				err = fmt.Errorf("the module declares %d functions (at most %d)", r.n, maxFunctions)
+			}
+			if err == nil && id == 6 && r.n > maxGlobals {
+				err = fmt.Errorf("the module declares %d globals (at most %d)", r.n, maxGlobals)
+			}
 		case 4:
 			err = checkTables(r)
 		case 1:
@@ -296,6 +321,9 @@ func checkTypes(r *reader) error {
 	if err := r.count("types", 3); err != nil {
 		return err
 	}
+	if r.n > maxTypes {
+		return fmt.Errorf("the module declares %d function types (at most %d)", r.n, maxTypes)
+	}
 	for range r.n {
 		if form, ok := r.byte(); !ok || form != 0x60 {
 			return nil
@@ -412,7 +440,8 @@ func checkCode(r *reader) error {
 	if err := r.count("function bodies", 2); err != nil {
 		return err
 	}
-	for range r.n {
+	var weight uint64
+	for i := range r.n {
 		size, ok := r.u32()
 		if !ok || uint64(size) > uint64(r.left()) {
 			return nil
@@ -420,17 +449,24 @@ func checkCode(r *reader) error {
 		end := r.at + int(size)
 		body := &reader{b: r.b[r.at:end]}
 		groups, ok := body.u32()
+		whole := ok && uint64(groups) <= uint64(body.left())
 		if ok {
 			var sum uint64
 			for range min(groups, uint32(body.left())) {
-				n, ok := body.u32()
-				if !ok {
+				var n uint32
+				if n, ok = body.u32(); !ok {
 					break
 				}
 				body.at++ // type
 				if sum += uint64(n); sum > maxLocals {
 					return fmt.Errorf("a function declares more than %d locals", maxLocals)
 				}
+			}
+		}
+		if whole && ok && body.at <= len(body.b) {
+			n := controls(body.b[body.at:])
+			if weight += n * n; weight > maxControlWeight {
+				return fmt.Errorf("function body %d has %d blocks, loops and ifs; with those of the functions before it, more than the compiler takes in bounded time (the squares of each function's count sum to at most %d)", i, n, maxControlWeight)
 			}
 		}
 		r.at = end
@@ -474,4 +510,20 @@ func lebLen(b []byte) int {
 		}
 	}
 	return 0
+}
+
+// checkSegments refuses a module, as it is compiled, with more than
+// maxDataSegments data segments.
+func checkSegments(b []byte) error {
+	secs, _ := sections(b)
+	for _, sec := range secs {
+		if sec.id != sectionData {
+			continue
+		}
+		r := &reader{b: b[sec.body:sec.end]}
+		if n, ok := r.u32(); ok && n > maxDataSegments {
+			return fmt.Errorf("the module declares %d data segments that cannot be merged (at most %d)", n, maxDataSegments)
+		}
+	}
+	return nil
 }

@@ -18,9 +18,16 @@
 // bytes are always the module as given. Before compiling, a module that
 // declares more entries, names, segment bytes or elements than it has
 // bytes for (the "name" section included), more than 50,000 locals in a
-// function or a table of more than 2^20 entries, is refused as invalid
+// function, a table of more than 2^20 entries, more than 100,000 globals,
+// more than 1,000,000 functions or function types, or (once its active
+// segments are merged) more than 100,000 data segments, is refused as invalid
 // (counts.go): the compiler and each instance size their allocations by
-// what a module declares. A module that compiles but of which no instance
+// what a module declares. So is a module whose functions hold too many
+// blocks, loops and ifs: the compiler's time grows with the square of
+// their number in a function, so the squares of each function's count
+// may sum to at most 200,000,000 (controls.go; a Go module weighs a few
+// million), and an admission, which every other one waits for, ends in
+// seconds. A module that compiles but of which no instance
 // could be created is refused as well: one that imports a table, a global
 // or a tag (the host modules export functions only), or one with an
 // active data segment, at a constant offset, that does not lie within its
