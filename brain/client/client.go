@@ -251,6 +251,11 @@ retry:
 			return a.resp, nil
 		}
 		lastErr = a.err
+		if a.refused {
+			// A proxy refused the call without passing it on: this
+			// attempt was not carried out, an earlier one may have been.
+			break
+		}
 		if a.answered {
 			var ae *api.ApiError
 			if !idempotent || !errors.As(a.err, &ae) || ae.Code != api.CodeOverloaded {
@@ -293,6 +298,10 @@ type attempt struct {
 	// reached says the request may have reached the server: its head
 	// was written.
 	reached bool
+	// refused says a proxy refused the request without passing it on
+	// (a 429 that is not an ApiError): not sent again, and not carried
+	// out.
+	refused bool
 }
 
 func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte, co call) attempt {
@@ -338,8 +347,12 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 	}
 	if resp.StatusCode/100 != 2 {
 		ae := apiError(resp.StatusCode, b)
+		err := fmt.Errorf("client: %s %s: %w", method, path, ae)
+		if rateLimited(resp.StatusCode, b) {
+			return attempt{err: err, refused: true}
+		}
 		answered := !fromProxy(resp.StatusCode, b) && (ae.Code != api.CodeAmbiguous || !ae.Retryable)
-		return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, ae), answered: answered, reached: true}
+		return attempt{err: err, answered: answered, reached: true}
 	}
 	return attempt{resp: &response{status: resp.StatusCode, header: resp.Header, body: b}, answered: true, reached: true}
 }
@@ -351,7 +364,8 @@ func (c *Client) authorize(req *http.Request) {
 }
 
 // apiError decodes an error answer; a body that is not an ApiError becomes
-// one with the status's code, quoting the body's start. A proxy's 502,
+// one with the status's code, quoting the body's start: unauthorized for
+// a 401 or 403, overloaded (retryable) for a 429 or 503. A proxy's 502,
 // 503 or 504 (fromProxy) is retryable: the server did not answer.
 func apiError(status int, b []byte) *api.ApiError {
 	var e api.ApiError
@@ -362,13 +376,16 @@ func apiError(status int, b []byte) *api.ApiError {
 	switch status {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusUnsupportedMediaType, http.StatusRequestEntityTooLarge:
 		code = api.CodeInvalidRequest
-	case http.StatusUnauthorized:
+	case http.StatusUnauthorized, http.StatusForbidden:
+		// The server answers a 403 with an ApiError (not_granted); a
+		// proxy's 403 (an access rule) is one the caller acts on as on
+		// a 401: with other credentials.
 		code = api.CodeUnauthorized
 	case http.StatusNotFound:
 		code = api.CodeNotFound
 	case http.StatusConflict:
 		code = api.CodeConflict
-	case http.StatusServiceUnavailable:
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 		code = api.CodeOverloaded
 	}
 	return &api.ApiError{Code: code, Message: fmt.Sprintf("HTTP %d: %s", status, quote(b)),
@@ -386,6 +403,16 @@ func fromProxy(status int, b []byte) bool {
 		return json.Unmarshal(b, &e) != nil || e.Code == ""
 	}
 	return false
+}
+
+// rateLimited reports whether an error answer is a proxy's refusal of a
+// request it did not pass on: a 429 whose body is not an ApiError.
+func rateLimited(status int, b []byte) bool {
+	if status != http.StatusTooManyRequests {
+		return false
+	}
+	var e api.ApiError
+	return json.Unmarshal(b, &e) != nil || e.Code == ""
 }
 
 // decode decodes a 2xx answer. An answer that is JSON null, one of the

@@ -30,9 +30,12 @@
 //
 // Errors the server answers are *api.ApiError values (use errors.As); a
 // proxy's error answer without one becomes one with the code of its
-// status (retryable for a 502, 503 or 504), quoting at most 512 bytes of
-// it; the client reads at most 64 MiB of an error answer, so that a page
-// that never ends fails the call. ErrClosed reports use after
+// status (unauthorized for a 401 or 403; overloaded, retryable, for a
+// 429; retryable for a 502, 503 or 504), quoting at most 512 bytes of
+// it. A mutation such a 429 refused was not passed on: it is not sent
+// again, and is uncertain only when an earlier attempt's answer was
+// lost. The client reads at most 64 MiB of an error answer, so that a
+// page that never ends fails the call. ErrClosed reports use after
 // Close. Close releases the client's connections and local handlers: open
 // event streams end, host connections close and running host handlers see
 // their ctx cancelled. It does not interrupt, end or delete sessions.
@@ -54,8 +57,9 @@
 // and Get), the model catalogue (Models.List and Provider), the server's
 // health (Live, Ready) and host environments: Host registers this process
 // as a host whose handlers serve tool calls over one commands connection,
-// ResumeHost serves a saved registration (ids are escaped into one path
-// segment, as session ids are), and Suspend closes an idle
+// ResumeHost serves a saved registration without waiting (ids are
+// escaped into one path segment, as session ids are; ErrHostRegistering
+// while a Host call registers), and Suspend closes an idle
 // host's connection until Resume (a host that scales to zero). A host
 // tool call's Emit, Result and Returned, its Call of a method that
 // records (emit, result, returned, finish, set_transcript, kv_put,

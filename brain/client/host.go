@@ -213,12 +213,17 @@ func (c *Client) Host(ctx context.Context) (*Host, error) {
 	return c.startHostLocked(reg), nil
 }
 
+// ErrHostRegistering is answered by ResumeHost while a Host call of the
+// same client registers a host.
+var ErrHostRegistering = errors.New("client: a host registration is under way")
+
 // ResumeHost serves an existing registration (as a host process that
 // restarts does, with the id and token it saved) instead of registering
-// a new host. It fails when the client already has a host, and for a
-// registration without a token or whose id cannot be one path segment
-// ("", "." or ".."); any other id is escaped into the host's routes, so
-// that it names no other route.
+// a new host. It sends nothing and does not block: it fails when the
+// client already has a host, with ErrHostRegistering while a Host call
+// registers one, and for a registration without a token or whose id
+// cannot be one path segment ("", "." or ".."); any other id is escaped
+// into the host's routes, so that it names no other route.
 func (c *Client) ResumeHost(reg api.HostRegistration) (*Host, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
@@ -229,12 +234,17 @@ func (c *Client) ResumeHost(reg api.HostRegistration) (*Host, error) {
 	case reg.Token == "":
 		return nil, fmt.Errorf("client: host %s: the registration has no token", reg.HostID)
 	}
+	// The token is held by a Host call for as long as its registration
+	// is answered, and by a ResumeHost only while it sets host.
 	select {
 	case c.hostSem <- struct{}{}:
-	case <-c.life.Done():
-		return nil, ErrClosed
+	default:
+		return nil, ErrHostRegistering
 	}
 	defer func() { <-c.hostSem }()
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
 	if c.host != nil {
 		return nil, fmt.Errorf("client: already serving host %s", c.host.ID)
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"mime"
 	"net/http"
 
@@ -52,6 +53,11 @@ func (s *Server) admitModule(w http.ResponseWriter, r *http.Request, scope strin
 	}
 	s.Idempotent(w, r, scope, body, func(ctx context.Context) (int, any, error) {
 		a, err := admit(ctx, body)
+		if errors.Is(err, loophost.ErrClosed) {
+			// The loop host closed (the server shuts down) before the
+			// module was compiled: nothing was admitted.
+			return 0, nil, refused(err)
+		}
 		if err != nil {
 			return 0, nil, err
 		}

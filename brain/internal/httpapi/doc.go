@@ -91,9 +91,10 @@
 // the operation runs and the answer is durable before it is sent. A replay
 // answers the stored status and body; a different request under the key
 // answers 409; a claim an earlier process never answered answers 500
-// ambiguous. A refused busy submission, a refusal while draining and a
-// request the engine refuses as invalid before running it release the
-// claim, so the key is not consumed. While draining every mutation but an
+// ambiguous. A refused busy submission, a refusal while draining, an
+// admission the closing agentloop host refuses before compiling (503
+// overloaded) and a request the engine refuses as invalid before running
+// it release the claim, so the key is not consumed. While draining every mutation but an
 // interrupt (POST /v1/sessions/{id}/cancel) is refused with 503: an
 // interrupt stops work the drain waits for; so is a registered host's
 // commands stream, its callback. Async (Prefer: respond-async)

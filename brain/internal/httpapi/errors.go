@@ -11,6 +11,7 @@ import (
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/session"
 )
 
@@ -92,6 +93,8 @@ func ErrorOf(err error) *Error {
 		return errStorage
 	case errors.Is(err, journal.ErrOverloaded), errors.Is(err, idem.ErrClosed), errors.Is(err, session.ErrClosed), errors.Is(err, session.ErrOwnedElsewhere):
 		return newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the server is overloaded or shutting down; retry later")
+	case errors.Is(err, loophost.ErrClosed):
+		return errDraining
 	case errors.Is(err, journal.ErrDamaged):
 		var de *journal.DamagedError
 		if errors.As(err, &de) {

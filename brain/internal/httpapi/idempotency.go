@@ -169,6 +169,17 @@ const (
 	doAbandon        // its outcome is unknown: the key stays ambiguous
 )
 
+// refusal is an error an operation answered before it had any effect.
+type refusal struct{ err error }
+
+func (r refusal) Error() string { return r.err.Error() }
+func (r refusal) Unwrap() error { return r.err }
+
+// refused marks err as the answer of an operation that was refused
+// before it had any effect: the claim is released and the key stays
+// unused.
+func refused(err error) error { return refusal{err} }
+
 type outcome struct {
 	do        int
 	status    int
@@ -177,8 +188,8 @@ type outcome struct {
 }
 
 // outcome classifies an operation's result: the answer to record, or a
-// refusal (ErrBusy, ErrClosed, ErrInvalid, ErrUnavailable, and
-// ErrOwnedElsewhere, which a cluster's node that no longer holds the
+// refusal (ErrBusy, ErrClosed, ErrInvalid, ErrUnavailable, an error an
+// operation marked with refused, and ErrOwnedElsewhere, which a cluster's node that no longer holds the
 // session's lease answers before running anything: the claim is
 // released) or a journal failure after the operation may have had an
 // effect (journal.ErrWrite, journal.ErrOverloaded: the claim is
@@ -190,7 +201,7 @@ func (s *Server) outcome(scope string, status int, v any, err error, h *claimHin
 	// that was refused is no refusal of the request.
 	if err != nil && !session.TurnFailed(err) {
 		if errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) || errors.Is(err, session.ErrInvalid) ||
-			errors.Is(err, session.ErrUnavailable) || errors.Is(err, session.ErrOwnedElsewhere) {
+			errors.Is(err, session.ErrUnavailable) || errors.Is(err, session.ErrOwnedElsewhere) || errors.As(err, new(refusal)) {
 			return outcome{do: doRelease}
 		}
 		if errors.Is(err, journal.ErrWrite) || errors.Is(err, journal.ErrOverloaded) {
