@@ -50,7 +50,7 @@
 // climbs out with ".." (path_escape, details {"path"}). The inputs of
 // read, write and edit refuse, as they are decoded, a path whose form
 // names a directory (ending in "/", "/." or "/.."), which cleaning would
-// turn into the name of a file: invalid_input, details {"path"}. A symbolic link
+// turn into the name of a file: invalid_input, details {"field", "path"}. A symbolic link
 // that leads outside the workspace is the provider's to refuse, with
 // path_escape, where it resolves the path.
 //

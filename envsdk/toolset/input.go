@@ -226,11 +226,11 @@ func Decode(raw json.RawMessage, v any) error {
 // fileForm refuses, for a tool that works on a file, a path whose form
 // names a directory: one ending in "/", "/." or "/..". Clean would drop
 // the ending, and "a/" would name the file a. The failure is invalid_input
-// with details {"path"}.
+// with details {"field": "input.path", "path"}.
 func fileForm(p string) error {
 	if strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..") {
 		return envsdk.Failf(envapi.CodeInvalidInput, "input.path: %q names a directory; this tool works on a file", p).
-			WithDetails(map[string]string{"path": p})
+			WithDetails(map[string]string{"field": "input.path", "path": p})
 	}
 	return nil
 }
