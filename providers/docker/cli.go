@@ -34,10 +34,12 @@ func (p *Provider) Handler(token string) http.Handler {
 //	brain env docker gc --state DIR --older-than D
 //
 // The first serves the provider until ctx ends, after a GC of the
-// instance's leftovers; the second removes leftovers and exits. The token
-// may also come from BRAIN_ENV_TOKEN; without one the provider refuses to
-// start unless --no-auth asks to serve without authentication, which is
-// refused on a non-loopback address.
+// instance's leftovers and a kill of the commands an earlier provider
+// process left running in the bindings' containers (KillLeftovers); the
+// second removes leftovers and exits. The token may also come from
+// BRAIN_ENV_TOKEN; without one the provider refuses to start unless
+// --no-auth asks to serve without authentication, which is refused on a
+// non-loopback address.
 // --image and its companion flags define the profile "default" when no
 // profiles file is given.
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -113,6 +115,14 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Warn("gc at start", "error", err)
 	} else if len(rep.Containers)+len(rep.Volumes) > 0 {
 		log.Info("gc at start", "containers", rep.Containers, "volumes", rep.Volumes)
+	}
+	// Nothing of this process runs yet: what runs in the bindings'
+	// containers was started by an earlier one, which is gone.
+	kctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	err = p.KillLeftovers(kctx)
+	cancel()
+	if err != nil {
+		log.Warn("commands of an earlier provider process", "error", err)
 	}
 	return serve.Run(ctx, ln, p.Handler(token), stdout, stderr, "docker provider",
 		"state "+p.store.dir+", profiles "+strings.Join(profiles.Names(), ", "))

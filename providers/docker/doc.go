@@ -114,8 +114,20 @@
 // start may have reached the Engine, so the same kill runs, and a stream
 // the Engine opens later is closed and its command killed. A result never
 // needs cleanup in this design, so cleanup_failed is answered only by
-// teardown when the Engine refuses a removal. A cancel that arrives after
-// a provider restart finds the group by the target's sequence.
+// teardown when the Engine refuses a removal.
+// A provider killed before it could stop its commands (SIGKILL, a crash)
+// leaves them running in the container with nobody to enforce their
+// deadlines: a provider started again on the same state directory
+// (Command, or KillLeftovers) kills, before it serves, what is left of
+// them in the running container of every binding it finds ready (the
+// group of each wrapper file, every tagged process, and every untagged
+// orphan that started after the oldest wrapper), so a command never
+// outlives its provider's next start; those it could not confirm dead
+// are logged. An append stopped this way is not cut back: its call was
+// never answered. The gc command never does this, since the provider
+// serving the directory may be alive. A binding whose container is
+// paused at the restart is skipped. A cancel that arrives after a
+// provider restart finds the group by the target's sequence.
 // Before it starts the command the wrapper writes a mark on stdout, which
 // the provider takes off; a stream without it is the Engine's refusal to
 // start the exec (its container stopped after the exec was created: the

@@ -291,9 +291,15 @@ func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag str
 // answers the pids of the tagged processes it found (and killed), "" when
 // none was left.
 func killGroup(ctx context.Context, cli *client.Client, ctr, user, tag string) (string, error) {
+	return runKillExec(ctx, cli, ctr, user, "/bin/sh", "-c", killScript, "brain-kill", groupFile(tag), tag)
+}
+
+// runKillExec runs a kill script (cmd) in the container, untagged, and
+// waits for it; it answers the pids the script printed, joined.
+func runKillExec(ctx context.Context, cli *client.Client, ctr, user string, cmd ...string) (string, error) {
 	created, err := cli.ContainerExecCreate(ctx, ctr, container.ExecOptions{
 		User:         user,
-		Cmd:          []string{"/bin/sh", "-c", killScript, "brain-kill", groupFile(tag), tag},
+		Cmd:          cmd,
 		Env:          baseEnv,
 		AttachStdout: true,
 		AttachStderr: true,

@@ -216,8 +216,9 @@ func (p *Provider) Teardown(c *envsdk.Ctx) error {
 }
 
 // Cancel stops an execute that this process no longer runs: one started
-// before a restart keeps running in the container, and its process group
-// is found by the execute's sequence. (An execute running here is stopped
+// before a restart may still run in the container (KillLeftovers was not
+// called, or skipped its paused container), and its process group is
+// found by the execute's sequence. (An execute running here is stopped
 // by the SDK through its context.)
 func (p *Provider) Cancel(c *envsdk.Ctx, target uint64) error {
 	b, err := p.lookup(c.BindingKey())

@@ -117,7 +117,8 @@ func (b *binding) waitAllocation(ctx context.Context) error {
 
 // New builds a provider from cfg and loads the bindings recorded in its
 // state directory. It does not contact the Engine; call GC to sweep
-// leftovers at start (Command does).
+// leftovers and KillLeftovers to stop the commands of an earlier provider
+// process at start (Command does both).
 func New(cfg Config) (*Provider, error) { return newProvider(cfg, true) }
 
 // newProvider builds a provider; the gc command needs no profiles.
