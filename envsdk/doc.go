@@ -126,8 +126,9 @@
 // the grant does not list fails with ErrNotGranted and sends nothing. A grant
 // call is repeated only when the connection was refused before anything was
 // sent; any other failure is returned as is. A call whose every connection
-// was refused (or whose context ended between such attempts) never reached
-// Brain: its error matches ErrNotSent, a definite failure, never a lost
+// was refused (or whose context ended between such attempts, or, with
+// net/http's own transport, while its connection was being opened) never
+// reached Brain: its error matches ErrNotSent, a definite failure, never a lost
 // acknowledgement. Nothing of it was committed, and the provider may make
 // the call again; a Finish that fails so was not attempted, so Finish stays
 // available. An answer that is not what

@@ -44,7 +44,8 @@ var (
 	ErrDeadline = errors.New("envsdk: deadline expired")
 	// ErrNotSent is matched by the error of a call that never reached
 	// Brain: every connection to the grant's URL was refused (or the
-	// call's context ended between such attempts), so no byte of the
+	// call's context ended between such attempts, or, with net/http's own
+	// transport, while a connection was being opened), so no byte of the
 	// request was written and nothing of it was committed. Unlike a lost
 	// acknowledgement it is a definite failure: the call may be made
 	// again. A Finish that fails so was not attempted.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"sync/atomic"
 	"time"
 
@@ -69,12 +70,18 @@ func (e *CallError) Error() string {
 // provably never reached Brain, so repeating it cannot apply an effect
 // twice. Every other failure — a reset, a timeout, a 5xx — may follow
 // delivery and is returned to the caller as is, never repeated. A call all
-// of whose attempts were refused so fails with ErrNotSent.
+// of whose attempts were refused so, or whose context ended while its
+// connection was being opened (told by net/http's own transport only),
+// fails with ErrNotSent.
 type caller struct {
 	client *retryablehttp.Client
 	// bound is the timeout of a call whose context has no deadline (0:
 	// none beyond the client's own).
 	bound time.Duration
+	// traced: the client's transport is net/http's, which reports through
+	// httptrace when a request has its connection (before that, no byte
+	// of it was written).
+	traced bool
 }
 
 func newCaller(hc *http.Client) *caller {
@@ -95,7 +102,11 @@ func newCaller(hc *http.Client) *caller {
 			return false, nil
 		}
 		if !notSent(err) {
-			if a, ok := ctx.Value(attemptsKey{}).(*attempts); ok {
+			a, ok := ctx.Value(attemptsKey{}).(*attempts)
+			if ok && !(a.traced && !a.connected.Load() && ctx.Err() != nil && errors.Is(err, ctx.Err())) {
+				// Only a call whose context ended before it had a
+				// connection (as a transport that reports its
+				// connections tells) provably wrote nothing.
 				a.reached.Store(true)
 			}
 			return false, nil
@@ -106,12 +117,18 @@ func newCaller(hc *http.Client) *caller {
 		return true, nil
 	}
 	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
-	return &caller{client: rc, bound: bound}
+	_, std := hc.Transport.(*http.Transport)
+	return &caller{client: rc, bound: bound, traced: hc.Transport == nil || std}
 }
 
 // attempts records, for one call, whether any of its attempts may have
-// reached Brain.
-type attempts struct{ reached atomic.Bool }
+// reached Brain, and whether one had a connection to write to. connected
+// is told only by a transport that reports its connections (traced).
+type attempts struct {
+	reached   atomic.Bool
+	connected atomic.Bool
+	traced    bool
+}
 
 type attemptsKey struct{}
 
@@ -134,8 +151,13 @@ func (c *caller) post(ctx context.Context, url, token, method string, body any) 
 		ctx, cancel = context.WithTimeout(ctx, c.bound)
 		defer cancel()
 	}
-	tried := &attempts{}
+	tried := &attempts{traced: c.traced}
 	ctx = context.WithValue(ctx, attemptsKey{}, tried)
+	if c.traced {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			GotConn: func(httptrace.GotConnInfo) { tried.connected.Store(true) },
+		})
+	}
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("envsdk: %s: %w", method, err)
@@ -152,7 +174,8 @@ func (c *caller) post(ctx context.Context, url, token, method string, body any) 
 		}
 		if !tried.reached.Load() {
 			// Every connection was refused before a byte was written
-			// (or ctx ended between such attempts): nothing reached Brain.
+			// (or ctx ended between such attempts, or while one was
+			// being opened): nothing reached Brain.
 			return nil, fmt.Errorf("envsdk: %s: %w: %w", method, ErrNotSent, err)
 		}
 		return nil, fmt.Errorf("envsdk: %s: %w", method, err)

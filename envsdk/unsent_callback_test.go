@@ -214,3 +214,47 @@ func TestCallEndedBetweenRefusedDialsIsNotSent(t *testing.T) {
 		t.Fatalf("%d dials, want 2", n)
 	}
 }
+
+// A call whose context ends while its connection is still being opened
+// never wrote a byte: with a transport that reports its connections
+// (net/http's), the call fails with ErrNotSent and Finish stays
+// available. Through a transport that does not report them nothing can
+// be told, and the outcome stays uncertain.
+func TestCallEndedWhileDialingIsNotSent(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var dialing sync.Once
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	client := &http.Client{Transport: &http.Transport{DialContext: func(dctx context.Context, _, _ string) (net.Conn, error) {
+		dialing.Do(cancel) // the call's context ends while it dials
+		select {
+		case <-dctx.Done():
+			return nil, dctx.Err()
+		case <-stop:
+			return nil, errors.New("the test is over")
+		}
+	}}}
+	inv := unreachableInvocation(t, closedAddress(t), &envsdk.Options{Token: token, Client: client})
+	out := envapi.OK(json.RawMessage(`"done"`))
+	_, err := inv.Finish(ctx, &out)
+	if !errors.Is(err, envsdk.ErrNotSent) || !errors.Is(err, context.Canceled) || errors.Is(err, envsdk.ErrAckLost) {
+		t.Fatalf("Finish ended while dialing = %v, want ErrNotSent and context.Canceled, not ErrAckLost", err)
+	}
+	if inv.Finished() {
+		t.Fatal("a Finish that never reached Brain counts as attempted")
+	}
+
+	// A transport of its own says nothing of its connections.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	opaque := &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+		cancel2()
+		<-r.Context().Done()
+		return nil, r.Context().Err()
+	})}
+	inv2 := unreachableInvocation(t, closedAddress(t), &envsdk.Options{Token: token, Client: opaque})
+	if _, err := inv2.Finish(ctx2, &out); !errors.Is(err, envsdk.ErrAckLost) || errors.Is(err, envsdk.ErrNotSent) {
+		t.Fatalf("Finish ended inside an opaque transport = %v, want ErrAckLost", err)
+	}
+}
