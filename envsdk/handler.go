@@ -547,11 +547,16 @@ func (h *handler) complete(x *Execution, r envapi.Receipt) envapi.Receipt {
 	if r = wellFormed(r); r.Type == envapi.ReceiptFailure {
 		return r
 	}
-	if r.Type != envapi.ReceiptResult || !x.Invocation.Granted(envapi.MethodFinish) || x.Invocation.Finished() {
+	if r.Type != envapi.ReceiptResult || !x.Invocation.Granted(envapi.MethodFinish) {
 		return r
 	}
 	ctx, cancel := finishContext(x.Deadline)
 	defer cancel()
+	if x.Invocation.settled(ctx) {
+		// The provider finished the Tool itself: its own Finish, waited
+		// for when it was on its way, is the attempt.
+		return r
+	}
 	out := envapi.OK(r.Output)
 	_, err := x.Invocation.Finish(ctx, &out)
 	if errors.Is(err, ErrFinished) {

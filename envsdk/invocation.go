@@ -64,6 +64,9 @@ type Invocation struct {
 
 	mu       sync.Mutex
 	finished bool
+	// finishing is closed once the Finish attempt on its way has its
+	// outcome; nil while none is on its way.
+	finishing chan struct{}
 	// answered is set once the Finish attempt has been answered (or
 	// failed).
 	answered bool
@@ -172,7 +175,9 @@ func (i *Invocation) Returned(ctx context.Context, o *envapi.Outcome) (uint64, e
 }
 
 // Finish completes the Tool with o (nil: no new result). It is attempted
-// exactly once: a second call fails with ErrFinished. When the
+// exactly once: a second call fails with ErrFinished, once the first has
+// its outcome (a call made while the first is on its way waits for it, and
+// is sent when the first never reached Brain). When the
 // acknowledgement does not arrive (no answer, a 5xx answer, an answer
 // that is not a committed sequence) the error wraps ErrAckLost — the
 // outcome may or may not be committed, and it must not be sent again.
@@ -204,29 +209,51 @@ func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, err
 	// taken, under one lock: a cancel answered before that fails it
 	// here, and one answered after it meets a finish already on its way,
 	// which Brain refuses.
-	ctxErr := ctx.Err()
-	i.mu.Lock()
-	if err := i.closedLocked(envapi.MethodFinish); err != nil {
+	//
+	// A Finish called while another is on its way waits for that one's
+	// outcome: when it never reached Brain, it was not attempted, and
+	// this one is.
+	for {
+		ctxErr := ctx.Err()
+		i.mu.Lock()
+		if err := i.closedLocked(envapi.MethodFinish); err != nil {
+			i.mu.Unlock()
+			return 0, err
+		}
+		if ctxErr != nil {
+			i.mu.Unlock()
+			return 0, fmt.Errorf("envsdk: %s not sent: %w", envapi.MethodFinish, ctxErr)
+		}
+		w := i.finishing
+		if w == nil {
+			break
+		}
 		i.mu.Unlock()
-		return 0, err
-	}
-	if ctxErr != nil {
-		i.mu.Unlock()
-		return 0, fmt.Errorf("envsdk: %s not sent: %w", envapi.MethodFinish, ctxErr)
+		select {
+		case <-w:
+		case <-ctx.Done():
+		}
 	}
 	if i.finished {
 		i.mu.Unlock()
 		return 0, fmt.Errorf("%w: finish called twice", ErrFinished)
 	}
 	i.finished = true
+	w := make(chan struct{})
+	i.finishing = w
 	i.mu.Unlock()
 	raw, err := i.caller.call(ctx, &i.grant, envapi.MethodFinish, in)
-	if errors.Is(err, ErrNotSent) {
+	notSent := errors.Is(err, ErrNotSent)
+	i.mu.Lock()
+	if notSent {
 		// Nothing reached Brain: that was no attempt, and finish stays
 		// available.
-		i.mu.Lock()
 		i.finished = false
-		i.mu.Unlock()
+	}
+	i.finishing = nil
+	close(w)
+	i.mu.Unlock()
+	if notSent {
 		return 0, err
 	}
 	// The work context ends once this attempt is answered, not before:
@@ -273,7 +300,25 @@ func (i *Invocation) afterFinish(done func()) bool {
 	return true
 }
 
-// Finished reports whether Finish was attempted.
+// settled waits until no Finish attempt is on its way, or ctx ends, and
+// reports whether Finish was attempted.
+func (i *Invocation) settled(ctx context.Context) bool {
+	for {
+		i.mu.Lock()
+		w, finished := i.finishing, i.finished
+		i.mu.Unlock()
+		if w == nil {
+			return finished
+		}
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return finished
+		}
+	}
+}
+
+// Finished reports whether Finish was attempted (or is on its way).
 func (i *Invocation) Finished() bool {
 	if i == nil {
 		return false
