@@ -31,6 +31,33 @@ func lostOnce(suffix, marker string) func(r *http.Request) (int, string, bool) {
 	}
 }
 
+// loseEach makes g lose the answers that each of losers takes.
+func loseEach(g *gateway, losers ...func(r *http.Request) (int, string, bool)) {
+	g.losing(func(r *http.Request) (int, string, bool) {
+		for _, lose := range losers {
+			if st, b, ok := lose(r); ok {
+				return st, b, ok
+			}
+		}
+		return 0, "", false
+	})
+}
+
+// completedTurn sends the turn that calls the host's tool "bg", waits for
+// the call to end with the handler's "complete", and answers the session's
+// events.
+func completedTurn(ctx context.Context, t *testing.T, s *client.Session) []api.Event {
+	t.Helper()
+	if _, err := s.Send(ctx, api.UserInput{Message: toolScript("bg")}); err != nil {
+		t.Fatal(err)
+	}
+	o := outcomeOf(t, waitFor(t, s, api.KindToolCallEnded))
+	if o.Status != api.OutcomeOK || string(o.Value) != `"complete"` {
+		t.Fatalf("finished with %+v", o)
+	}
+	return events(t, s)
+}
+
 // TestHostLostAnswerIsAskedForAgain: a tool call's result, event and
 // returned that Brain recorded but whose answer did not reach the host
 // are posted again under the same key and answered with the record the
@@ -62,25 +89,8 @@ func TestHostLostAnswerIsAskedForAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := hostSession(t, c, h, "bg")
-	losers := []func(r *http.Request) (int, string, bool){
-		lostOnce("/results", `"result"`), lostOnce("/events", `host.progress`), lostOnce("/results", `"returned"`),
-	}
-	g.losing(func(r *http.Request) (int, string, bool) {
-		for _, lose := range losers {
-			if st, b, ok := lose(r); ok {
-				return st, b, ok
-			}
-		}
-		return 0, "", false
-	})
-	if _, err := s.Send(ctx, api.UserInput{Message: toolScript("bg")}); err != nil {
-		t.Fatal(err)
-	}
-	o := outcomeOf(t, waitFor(t, s, api.KindToolCallEnded))
-	if o.Status != api.OutcomeOK || string(o.Value) != `"complete"` {
-		t.Fatalf("finished with %+v", o)
-	}
-	evs := events(t, s)
+	loseEach(g, lostOnce("/results", `"result"`), lostOnce("/events", `host.progress`), lostOnce("/results", `"returned"`))
+	evs := completedTurn(ctx, t, s)
 	for i, kind := range []string{api.KindToolResultEmitted, "host.progress", api.KindToolCallReturned} {
 		a := <-answers
 		if a.err != nil {
@@ -190,23 +200,8 @@ func TestHostLostCallAnswerIsAskedForAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := hostSession(t, c, h, "bg")
-	losers := []func(r *http.Request) (int, string, bool){lostOnce("/call", `host.progress`), lostOnce("/call", `"result"`)}
-	g.losing(func(r *http.Request) (int, string, bool) {
-		for _, lose := range losers {
-			if st, b, ok := lose(r); ok {
-				return st, b, ok
-			}
-		}
-		return 0, "", false
-	})
-	if _, err := s.Send(ctx, api.UserInput{Message: toolScript("bg")}); err != nil {
-		t.Fatal(err)
-	}
-	o := outcomeOf(t, waitFor(t, s, api.KindToolCallEnded))
-	if o.Status != api.OutcomeOK || string(o.Value) != `"complete"` {
-		t.Fatalf("finished with %+v", o)
-	}
-	evs := events(t, s)
+	loseEach(g, lostOnce("/call", `host.progress`), lostOnce("/call", `"result"`))
+	evs := completedTurn(ctx, t, s)
 	for _, kind := range []string{"host.progress", api.KindToolResultEmitted} {
 		a := <-answers
 		if a.err != nil {

@@ -56,10 +56,7 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 	}))
 	s.handleOpen(PatternHostResults, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostResult
-		key, err := optionalKey(r)
-		if err == nil {
-			err = s.readHostJSON(w, r, token, &in)
-		}
+		key, err := s.readKeyedHostJSON(w, r, token, &in)
 		if err != nil {
 			WriteError(w, err)
 			return
@@ -69,10 +66,7 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 	}))
 	s.handleOpen(PatternHostEvents, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostEvent
-		key, err := optionalKey(r)
-		if err == nil {
-			err = s.readHostJSON(w, r, token, &in)
-		}
+		key, err := s.readKeyedHostJSON(w, r, token, &in)
 		if err != nil {
 			WriteError(w, err)
 			return
@@ -95,10 +89,7 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 	}))
 	s.handleOpen(PatternHostCall, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostServiceCall
-		key, err := optionalKey(r)
-		if err == nil {
-			err = s.readHostJSON(w, r, token, &in)
-		}
+		key, err := s.readKeyedHostJSON(w, r, token, &in)
 		if err != nil {
 			WriteError(w, err)
 			return
@@ -156,6 +147,16 @@ func (s *Server) readHostJSON(w http.ResponseWriter, r *http.Request, token stri
 		return decodeStrict(red, v)
 	}
 	return nil
+}
+
+// readKeyedHostJSON reads a host's request that may carry an
+// Idempotency-Key: the key (empty without one), then its body into v.
+func (s *Server) readKeyedHostJSON(w http.ResponseWriter, r *http.Request, token string, v any) (string, error) {
+	key, err := optionalKey(r)
+	if err != nil {
+		return "", err
+	}
+	return key, s.readHostJSON(w, r, token, v)
 }
 
 // optionalKey answers the request's Idempotency-Key, "" when it has
