@@ -264,3 +264,26 @@ func TestLongToolFailureKeepsItsCode(t *testing.T) {
 			r.Type, r.Code, len(r.Message), r.Message, api.CodeReservedName)
 	}
 }
+
+// blockingServices holds every service call until its context ends, and
+// then fails it with the context's error, as a service call cut short by
+// the invocation's stop does.
+type blockingServices struct{}
+
+func (blockingServices) Call(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+	<-ctx.Done()
+	return nil, fmt.Errorf("emit: %w", ctx.Err())
+}
+
+// A Tool whose service call was cut short by its deadline or a cancel, and
+// that returns that call's error, fails with timeout or cancelled: the
+// stop is the answer, not the failed call's code.
+func TestToolStoppedDuringAServiceCall(t *testing.T) {
+	h, id := toolHost(t, loophost.Options{})
+	r := runOp(t, h, id, loophost.ToolCall{Services: blockingServices{}, Deadline: time.Now().Add(300 * time.Millisecond)}, `{"op":"emit"}`)
+	failure(t, r, envapi.CodeTimeout)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	r = h.RunTool(ctx, loophost.ToolCall{ID: id, Services: blockingServices{}, Input: json.RawMessage(`{"op":"emit"}`)})
+	failure(t, r, envapi.CodeCancelled)
+}
