@@ -32,6 +32,8 @@ type Provider struct {
 
 	mu       sync.Mutex
 	bindings map[string]*binding
+	// settingUp holds the keys whose setup is saving their state.
+	settingUp map[string]struct{}
 
 	allocations atomic.Int64 // directories created, for tests
 }
@@ -53,6 +55,8 @@ func New(opts Options) (*Provider, error) {
 		store:    store{dir: filepath.Join(o.Root, "bindings")},
 		wsRoot:   filepath.Join(o.Root, "workspaces"),
 		bindings: map[string]*binding{},
+
+		settingUp: map[string]struct{}{},
 	}
 	for _, dir := range []string{o.Root, p.store.dir, p.wsRoot} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -134,15 +138,29 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 		Key: key, SessionID: c.SessionID, Environment: c.Environment, Binding: c.Binding.Sequence,
 		Config: raw, Dir: newDirName(), Phase: phaseNew, Created: timeNow(),
 	}
+	// The state is saved outside the provider's lock, so that its sync
+	// holds back no other binding; the key is reserved meanwhile.
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if _, ok := p.bindings[key]; ok {
+		p.mu.Unlock()
 		return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeAlreadyExists, "binding %s is already set up", key)
 	}
-	if err := p.store.save(rec); err != nil {
+	if _, ok := p.settingUp[key]; ok {
+		p.mu.Unlock()
+		return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeBusy, "binding %s is being set up", key).WithRetryable(true)
+	}
+	p.settingUp[key] = struct{}{}
+	p.mu.Unlock()
+	err := p.store.save(rec)
+	p.mu.Lock()
+	delete(p.settingUp, key)
+	if err == nil {
+		p.bindings[key] = &binding{p: p, key: key, rec: *rec, cfg: cfg}
+	}
+	p.mu.Unlock()
+	if err != nil {
 		return envsdk.SetupResult{}, err
 	}
-	p.bindings[key] = &binding{p: p, key: key, rec: *rec, cfg: cfg}
 	var res envsdk.SetupResult
 	if cfg.ReleaseOnTurnEnd {
 		res.OnTurnEnd = "release"

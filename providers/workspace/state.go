@@ -52,13 +52,16 @@ func (s store) path(key string) string {
 	return filepath.Join(s.dir, fsutil.KeyFileName(key, stateSuffix))
 }
 
+// writeState writes a state file atomically.
+var writeState = fsutil.WriteFileAtomic
+
 // save writes rec atomically: temporary file, fsync, rename, directory fsync.
 func (s store) save(rec *record) error {
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode binding state: %w", err)
 	}
-	if err := fsutil.WriteFileAtomic(s.path(rec.Key), data, 0o600); err != nil {
+	if err := writeState(s.path(rec.Key), data, 0o600); err != nil {
 		return fmt.Errorf("save binding state: %w", err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
 	"github.com/brain-in-go/brain/envsdk/toolset"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // An execute that gives up (its deadline passed, it was cancelled) while
@@ -85,4 +87,54 @@ func TestTeardownDoesNotHoldBackOtherBindings(t *testing.T) {
 	}
 	fails(t, f.exec(a, "list", map[string]any{}, nil), envapi.CodeUnavailable)
 	accepted(t, f.post(a.Teardown()))
+}
+
+// A setup saving its binding's state holds back only that binding: the
+// other bindings' operations and setups run meanwhile, and a second setup
+// of the binding being saved is refused, not set up twice.
+func TestSetupDoesNotHoldBackOtherBindings(t *testing.T) {
+	f := newFixture(t, Options{})
+	a, b := f.commands("a"), f.commands("b")
+	accepted(t, f.post(b.Setup(nil)))
+	ok(t, f.exec(b, "write", map[string]string{"path": "f", "content": "x"}, nil), nil)
+
+	saving, release := make(chan struct{}), make(chan struct{})
+	var released sync.Once
+	var first sync.Once
+	writeState = func(path string, data []byte, perm os.FileMode) error {
+		held := false
+		first.Do(func() { held = true })
+		if held {
+			close(saving)
+			<-release
+		}
+		return fsutil.WriteFileAtomic(path, data, perm)
+	}
+	defer func() {
+		released.Do(func() { close(release) })
+		writeState = fsutil.WriteFileAtomic
+	}()
+	setup := a.Setup(nil)
+	done := make(chan *envapi.Response, 1)
+	go func() {
+		_, _, resp, _ := envtest.Post(context.Background(), nil, f.url, "secret-token", setup)
+		done <- resp
+	}()
+	<-saving
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var out toolset.ReadOutput
+	ok(t, f.postCtx(ctx, b.Execute(tool("read"), mustJSON(t, map[string]string{"path": "f"}), nil)), &out)
+	if out.Content != "x" {
+		t.Errorf("read during the other binding's setup: %+v", out)
+	}
+	accepted(t, f.postCtx(ctx, f.commands("c").Setup(nil)))
+	fails(t, f.postCtx(ctx, a.Setup(nil)), envapi.CodeAlreadyExists)
+	released.Do(func() { close(release) })
+	if resp := <-done; resp == nil || resp.Receipt.Type != envapi.ReceiptAccepted {
+		t.Fatalf("setup = %+v, want accepted", resp)
+	}
+	ok(t, f.exec(a, "write", map[string]string{"path": "f", "content": "y"}, nil), nil)
+	fails(t, f.post(a.Setup(nil)), envapi.CodeAlreadyExists)
 }
