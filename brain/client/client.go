@@ -29,10 +29,18 @@ type Options struct {
 	// HTTPClient sends the requests (nil: a client of its own, whose
 	// connections Close releases).
 	HTTPClient *http.Client
-	// Retries is how often a mutation that got no answer (see
-	// UncertainError) is retried with the same idempotency key (0 selects
-	// 2; negative disables).
+	// Retries is how often a call is sent again (0 selects 2; negative
+	// disables): a mutation that got no answer (see UncertainError) with
+	// the same idempotency key, and a read (a GET other than a health
+	// probe) that got no answer or was answered 503 or 429. The pauses
+	// grow from 100 ms to 2 s, or last what an answer's Retry-After asks
+	// for; a call asked to wait longer than 30 s, or past ctx's deadline,
+	// is not sent again and fails with that answer.
 	Retries int
+	// MaxAnswerBytes bounds the body of a successful answer the client
+	// reads (0 selects 256 MiB); a longer one fails the call with
+	// ErrAnswerTooLarge.
+	MaxAnswerBytes int64
 }
 
 // Client talks to one Brain server.
@@ -42,6 +50,8 @@ type Client struct {
 	hc      *http.Client
 	own     bool
 	retries int
+	// maxAnswer bounds the body of a 2xx answer.
+	maxAnswer int64
 	// maxLine bounds a line of an event stream (0: maxSSELine).
 	maxLine int
 	closed  atomic.Bool
@@ -75,7 +85,7 @@ func New(baseURL string, opts *Options) (*Client, error) {
 	if opts != nil {
 		o = *opts
 	}
-	c := &Client{base: strings.TrimRight(baseURL, "/"), token: o.Token, hc: o.HTTPClient, retries: o.Retries}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), token: o.Token, hc: o.HTTPClient, retries: o.Retries, maxAnswer: o.MaxAnswerBytes}
 	if c.hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		// A client talks to one server: keep a connection per concurrent
@@ -90,6 +100,9 @@ func New(baseURL string, opts *Options) (*Client, error) {
 		c.retries = 2
 	case c.retries < 0:
 		c.retries = 0
+	}
+	if c.maxAnswer <= 0 {
+		c.maxAnswer = maxAnswerBytes
 	}
 	return c.init(), nil
 }
@@ -108,7 +121,7 @@ func (c *Client) init() *Client {
 // shares this client's HTTP client and retry settings and has its own
 // lifetime: closing either client leaves the other usable.
 func (c *Client) WithToken(token string) *Client {
-	n := &Client{base: c.base, token: token, hc: c.hc, own: c.own, retries: c.retries}
+	n := &Client{base: c.base, token: token, hc: c.hc, own: c.own, retries: c.retries, maxAnswer: c.maxAnswer}
 	return n.init()
 }
 
@@ -162,6 +175,8 @@ type call struct {
 	// raw is sent as is with content type ctype instead of a JSON body.
 	raw   []byte
 	ctype string
+	// once sends a read once (see sendOnce).
+	once bool
 }
 
 // IdempotencyKey sets the call's Idempotency-Key (1..256 bytes). Reusing a
@@ -199,7 +214,9 @@ func segment(s string) string {
 
 // do sends a request with a JSON body (nil for none) and answers a 2xx
 // response, or the ApiError of any other. idempotent requests carry a key
-// and are retried with it when no answer arrived.
+// and are retried with it when no answer arrived; GET requests are
+// retried when no answer arrived or the server was overloaded, unless
+// sendOnce is among opts.
 func (c *Client) do(ctx context.Context, method, path string, in any, idempotent bool, opts []CallOption) (*response, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
@@ -228,20 +245,33 @@ func (c *Client) send(ctx context.Context, method, path string, in any, idempote
 			return nil, fmt.Errorf("client: encode %s %s: %w", method, path, err)
 		}
 	}
+	// A read (GET) is safe to send again: it is, as a keyed write is,
+	// when no answer arrived, and also when it was refused for a while
+	// (Brain's 503 overloaded while it drains, a rate limit's 429).
+	safe := method == http.MethodGet && !idempotent && !co.once
 	attempts := 1
-	if idempotent {
+	if idempotent || safe {
 		attempts += c.retries
 	}
 	// uncertain says an attempt may have reached the server and its
 	// answer did not arrive: the call may have been carried out.
 	uncertain := false
 	var lastErr error
+	var asked time.Duration // the wait the last answer's Retry-After asked for
 retry:
 	for i := range attempts {
 		if i > 0 {
+			pause := max(pauseBefore(i), asked)
+			if deadline, ok := ctx.Deadline(); pause > maxRetryAfter || (ok && time.Until(deadline) < pause) {
+				// The wait would outlast ctx, or the server asked for
+				// longer than the client waits: the last answer stands.
+				break
+			}
+			t := time.NewTimer(pause)
 			select {
-			case <-time.After(time.Duration(i) * 100 * time.Millisecond):
+			case <-t.C:
 			case <-ctx.Done():
+				t.Stop()
 				lastErr = ctx.Err()
 				break retry
 			}
@@ -250,7 +280,17 @@ retry:
 		if a.err == nil {
 			return a.resp, nil
 		}
-		lastErr = a.err
+		lastErr, asked = a.err, a.retryAfter
+		if safe {
+			var ae *api.ApiError
+			if a.answered && (!errors.As(a.err, &ae) || ae.Code != api.CodeOverloaded) {
+				return nil, a.err
+			}
+			if ctx.Err() != nil || c.closed.Load() {
+				break
+			}
+			continue
+		}
 		if a.refused {
 			// A proxy refused the call without passing it on: this
 			// attempt was not carried out, an earlier one may have been.
@@ -302,6 +342,8 @@ type attempt struct {
 	// (a 429 that is not an ApiError): not sent again, and not carried
 	// out.
 	refused bool
+	// retryAfter is the wait an error answer's Retry-After asked for.
+	retryAfter time.Duration
 }
 
 func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte, co call) attempt {
@@ -337,24 +379,27 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 		return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, err), reached: wrote.Load()}
 	}
 	defer resp.Body.Close()
-	read := io.ReadAll
-	if resp.StatusCode/100 != 2 {
-		read = readError
+	if resp.StatusCode/100 == 2 {
+		b, err := readAnswer(resp.Body, resp.ContentLength, c.maxAnswer)
+		if err != nil {
+			// An answer too large is the server's answer all the same:
+			// the call is not sent again.
+			return attempt{err: fmt.Errorf("client: %s %s: read answer: %w", method, path, err), answered: errors.Is(err, ErrAnswerTooLarge), reached: true}
+		}
+		return attempt{resp: &response{status: resp.StatusCode, header: resp.Header, body: b}, answered: true, reached: true}
 	}
-	b, err := read(resp.Body)
+	b, err := readError(resp.Body)
 	if err != nil {
 		return attempt{err: fmt.Errorf("client: %s %s: read answer: %w", method, path, err), reached: true}
 	}
-	if resp.StatusCode/100 != 2 {
-		ae := apiError(resp.StatusCode, b)
-		err := fmt.Errorf("client: %s %s: %w", method, path, ae)
-		if rateLimited(resp.StatusCode, b) {
-			return attempt{err: err, refused: true}
-		}
-		answered := !fromProxy(resp.StatusCode, b) && (ae.Code != api.CodeAmbiguous || !ae.Retryable)
-		return attempt{err: err, answered: answered, reached: true}
+	ae := apiError(resp.StatusCode, b)
+	err = fmt.Errorf("client: %s %s: %w", method, path, ae)
+	wait := retryAfter(resp.Header, time.Now())
+	if rateLimited(resp.StatusCode, b) {
+		return attempt{err: err, refused: true, retryAfter: wait}
 	}
-	return attempt{resp: &response{status: resp.StatusCode, header: resp.Header, body: b}, answered: true, reached: true}
+	answered := !fromProxy(resp.StatusCode, b) && (ae.Code != api.CodeAmbiguous || !ae.Retryable)
+	return attempt{err: err, answered: answered, reached: true, retryAfter: wait}
 }
 
 func (c *Client) authorize(req *http.Request) {

@@ -35,10 +35,23 @@
 // it. A mutation such a 429 refused was not passed on: it is not sent
 // again, and is uncertain only when an earlier attempt's answer was
 // lost. The client reads at most 64 MiB of an error answer, so that a
-// page that never ends fails the call. ErrClosed reports use after
-// Close. Close releases the client's connections and local handlers: open
-// event streams end, host connections close and running host handlers see
-// their ctx cancelled. It does not interrupt, end or delete sessions.
+// page that never ends fails the call, and at most 256 MiB of a
+// successful one (Options.MaxAnswerBytes): a longer answer fails the call
+// with ErrAnswerTooLarge, without a retry.
+//
+// Reads (the GET requests: a session, the session list, an events page,
+// the transcript, the model catalogue, a module's admission) are sent
+// again (Options.Retries) when no answer arrived, a proxy answered 502,
+// 503 or 504 in the server's stead, or the server or a proxy answered 503
+// or 429 (a drain before a restart, a rate limit), after pauses growing
+// from 100 ms that honour a Retry-After of up to 30 s within ctx's
+// deadline; the last answer is the error. Health probes (Live, Ready)
+// are sent once: they answer the state they find.
+//
+// ErrClosed reports use after Close. Close releases the client's
+// connections and local handlers: open event streams end, host
+// connections close and running host handlers see their ctx cancelled.
+// It does not interrupt, end or delete sessions.
 // WithToken answers a client with another token over the same HTTP client
 // and retry settings, with its own lifetime.
 //
@@ -65,7 +78,9 @@
 // records (emit, result, returned, finish, set_transcript, kv_put,
 // kv_delete), and the finish of its handler's outcome, are keyed writes:
 // sent again with their key when the answer was lost, recorded once, and
-// an *UncertainError when the outcome stays unknown. Events
+// an *UncertainError when the outcome stays unknown; the finish is given
+// up, an attempt under way included, at the call's deadline (30 s after
+// the handler returned for a call without one). Events
 // carry their Origin on pages and streams alike. A 2xx answer that lacks
 // what its route answers (JSON null, a missing required field) is an
 // error, never a zero value.

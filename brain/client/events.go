@@ -156,7 +156,8 @@ var errStopped = errors.New("client: consumer stopped")
 // finishedAt reports whether the session has ended (or failed) with no
 // event after cursor.
 func (s *Session) finishedAt(ctx context.Context, cursor uint64) bool {
-	r, err := s.c.do(ctx, http.MethodGet, s.path(""), nil, false, nil)
+	// Sent once: the stream's own retries pace the reconnections.
+	r, err := s.c.do(ctx, http.MethodGet, s.path(""), nil, false, []CallOption{sendOnce})
 	if err != nil {
 		return false
 	}

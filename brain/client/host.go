@@ -595,8 +595,9 @@ func (h *Host) run(ctx context.Context, done func(), fn Handler, tc *ToolCall) {
 		}
 	}
 	// The finish outlives a cancellation that arrives meanwhile; only
-	// closing the client stops it.
-	fctx := context.WithoutCancel(ctx)
+	// closing the client, or the end of the time finish has, stops it.
+	fctx, stop := context.WithDeadline(context.WithoutCancel(ctx), finishUntil(tc))
+	defer stop()
 	err := h.finish(fctx, tc, &out)
 	var ae *api.ApiError
 	if errors.As(err, &ae) && ae.Code == api.CodeInvalidRequest {
@@ -612,19 +613,26 @@ func (h *Host) run(ctx context.Context, done func(), fn Handler, tc *ToolCall) {
 // again when the call has no deadline.
 const finishGiveUp = 30 * time.Second
 
-// finish posts the call's outcome. A finish Brain did not answer (a lost
-// connection, a proxy's 502, 503 or 504, a drain's 503) is posted again
-// with growing pauses until Brain answers it, the call's deadline (or
-// finishGiveUp) passes or the client closes: the call would otherwise
-// stay open until its deadline. Posting it again is safe: every attempt
-// carries the same idempotency key, so a finish that did land is
-// answered with its record, and Brain refuses any other finish of a
-// closed call.
-func (h *Host) finish(ctx context.Context, tc *ToolCall, out *api.Outcome) error {
-	until := tc.Deadline
-	if until.IsZero() {
-		until = time.Now().Add(finishGiveUp)
+// finishUntil answers when the finish of tc is given up: at the call's
+// deadline, or finishGiveUp from now when it has none.
+func finishUntil(tc *ToolCall) time.Time {
+	if tc.Deadline.IsZero() {
+		return time.Now().Add(finishGiveUp)
 	}
+	return tc.Deadline
+}
+
+// finish posts the call's outcome under ctx, which ends at finishUntil.
+// A finish Brain did not answer (a lost connection, a proxy's 502, 503
+// or 504, a drain's 503) is posted again with growing pauses until Brain
+// answers it, the call's deadline (or finishGiveUp) passes or the client
+// closes: the call would otherwise stay open until its deadline. An
+// attempt whose answer does not come ends then too. Posting it again is
+// safe: every attempt carries the same idempotency key, so a finish that
+// did land is answered with its record, and Brain refuses any other
+// finish of a closed call.
+func (h *Host) finish(ctx context.Context, tc *ToolCall, out *api.Outcome) error {
+	until, _ := ctx.Deadline()
 	key := IdempotencyKey(newKey())
 	pause := 50 * time.Millisecond
 	for {
@@ -636,6 +644,9 @@ func (h *Host) finish(ctx context.Context, tc *ToolCall, out *api.Outcome) error
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
 		case <-h.c.life.Done():
 			t.Stop()
 			return err
@@ -693,13 +704,14 @@ func (h *Host) post(ctx context.Context, suffix string, in any) (*response, erro
 		return nil, h.c.closedErr(fmt.Errorf("client: POST host %s: %w", suffix, err))
 	}
 	defer resp.Body.Close()
-	read := io.ReadAll
-	if resp.StatusCode/100 != 2 {
-		read = readError
+	var b []byte
+	if resp.StatusCode/100 == 2 {
+		b, err = readAnswer(resp.Body, resp.ContentLength, h.c.maxAnswer)
+	} else {
+		b, err = readError(resp.Body)
 	}
-	b, err := read(resp.Body)
 	if err != nil {
-		return nil, h.c.closedErr(err)
+		return nil, h.c.closedErr(fmt.Errorf("client: POST host %s: read answer: %w", suffix, err))
 	}
 	if resp.StatusCode/100 != 2 {
 		return nil, fmt.Errorf("client: POST host %s: %w", suffix, apiError(resp.StatusCode, b))
