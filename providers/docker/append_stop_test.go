@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,11 +24,13 @@ import (
 
 // stdinHold relays the Engine API over TCP. Once armed, the next exec
 // start passes the first n bytes of the command's stdin and holds the
-// rest until the test ends; held is closed then.
+// rest until release is called (at the latest when the test ends); held
+// is closed once the n bytes are passed.
 type stdinHold struct {
-	armed atomic.Bool
-	n     int64
-	held  chan struct{}
+	armed   atomic.Bool
+	n       int64
+	held    chan struct{}
+	release func()
 }
 
 func stdinHoldingEngine(t *testing.T, engineHost string, n int64) (host string, h *stdinHold) {
@@ -39,9 +43,10 @@ func stdinHoldingEngine(t *testing.T, engineHost string, n int64) (host string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	h = &stdinHold{n: n, held: make(chan struct{})}
 	release := make(chan struct{})
-	t.Cleanup(func() { close(release); ln.Close() })
+	var once sync.Once
+	h = &stdinHold{n: n, held: make(chan struct{}), release: func() { once.Do(func() { close(release) }) }}
+	t.Cleanup(func() { h.release(); ln.Close() })
 	serve := func(c net.Conn) {
 		defer c.Close()
 		up, err := net.Dial("unix", u.Path)
@@ -111,15 +116,23 @@ func TestAppendStoppedPartWayIsCutBack(t *testing.T) {
 			cleanupInstance(t, engine, p.Instance())
 			srv := httptest.NewServer(p.Handler(testToken))
 			t.Cleanup(srv.Close)
+			// The held stdin is let go before the server closes (cleanups
+			// run last first): Close waits for the append's request, which
+			// a test that failed part-way would leave waiting for stdin.
+			t.Cleanup(hold.release)
 			h := &harness{t: t, p: p, url: srv.URL, brain: envtest.NewBrain(t)}
 			c := h.commands()
 			h.setup(c, "")
 			write := func(content string, appendTo bool, deadline *int64) envapi.Command {
 				return c.Execute(tool(toolset.ToolWrite), mustJSON(toolset.WriteInput{Path: "f", Content: content, Append: appendTo}), deadline)
 			}
+			// size is the file's size, -1 while it does not exist.
 			size := func() int64 {
 				t.Helper()
 				r := h.post(c.Execute(tool(toolset.ToolRead), mustJSON(toolset.ReadInput{Path: "f", Limit: 16}), nil))
+				if r.Type == envapi.ReceiptFailure && r.Code == envapi.CodeNotFound {
+					return -1
+				}
 				var out toolset.ReadOutput
 				if r.Type != envapi.ReceiptResult || json.Unmarshal(r.Output, &out) != nil {
 					t.Fatalf("read = %+v", r)
@@ -141,20 +154,38 @@ func TestAppendStoppedPartWayIsCutBack(t *testing.T) {
 			}
 			cmd := write(strings.Repeat("x", 256<<10), true, deadline)
 			seq := cmd.Operation.Sequence
-			done := make(chan envapi.Receipt, 1)
-			go func() { done <- h.post(cmd) }()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			// Posted apart from the test's goroutine, which alone may
+			// fail the test.
+			type answer struct {
+				r   envapi.Receipt
+				err error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				status, body, resp, err := envtest.Post(ctx, nil, h.url, testToken, cmd)
+				if err == nil && (status != 200 || resp == nil) {
+					err = fmt.Errorf("status %d: %s", status, body)
+				}
+				var r envapi.Receipt
+				if resp != nil {
+					r = resp.Receipt
+				}
+				done <- answer{r, err}
+			}()
 			select {
 			case <-hold.held:
 			case <-ctx.Done():
 				t.Fatal("the append never started")
 			}
-			// Part of the append is in the file.
+			// Part of the append is in the file. The bytes may be passed
+			// on before the script has opened the file: the append that
+			// creates it may not have created it yet.
 			for size() != int64(len(old))+hold.n {
 				select {
-				case r := <-done:
-					t.Fatalf("the append answered %+v before its bytes reached the file", r)
+				case a := <-done:
+					t.Fatalf("the append answered %+v (%v) before its bytes reached the file", a.r, a.err)
 				case <-ctx.Done():
 					t.Fatalf("the file never grew to %d bytes", int64(len(old))+hold.n)
 				case <-time.After(20 * time.Millisecond):
@@ -167,7 +198,15 @@ func TestAppendStoppedPartWayIsCutBack(t *testing.T) {
 					t.Fatalf("cancel = %+v", r)
 				}
 			}
-			failure(t, <-done, want)
+			select {
+			case a := <-done:
+				if a.err != nil {
+					t.Fatalf("append: %v", a.err)
+				}
+				failure(t, a.r, want)
+			case <-ctx.Done():
+				t.Fatal("the stopped append never answered")
+			}
 			if old == "" {
 				r := h.post(c.Execute(tool(toolset.ToolRead), mustJSON(toolset.ReadInput{Path: "f", Limit: 16}), nil))
 				failure(t, r, envapi.CodeNotFound)

@@ -143,3 +143,49 @@ func TestCallEndSparesAnotherCallsOrphan(t *testing.T) {
 		t.Fatalf("the daemon outlived its own call:\n%s", ps)
 	}
 }
+
+// A stop kills the orphans without a tag that the command started even
+// when the wrapper could not record its process group (a command filled
+// the container's /tmp, where the wrapper writes it): the kill takes the
+// start of the command from its tagged processes, and keeps it for every
+// later round, once those are dead.
+func TestStopKillsUntaggedOrphansWithoutGroupFile(t *testing.T) {
+	t.Parallel()
+	for _, stop := range []string{"deadline", "cancel"} {
+		t.Run(stop, func(t *testing.T) {
+			t.Parallel()
+			h, c := allocated(t)
+			// The last page is the one this call's own group file took:
+			// it is freed, then filled too.
+			if out := h.shell(c, "dd if=/dev/zero of=/tmp/fill bs=4k 2>/dev/null; : >/tmp/.brain-exec-$BRAIN_EXEC_TAG; "+
+				"dd if=/dev/zero of=/tmp/fill2 bs=4k 2>/dev/null; echo x >/tmp/probe || echo full"); out.Stdout != "full\n" {
+				t.Fatalf("filling /tmp = %+v", out)
+			}
+			line := untaggedLine + "; sleep 299"
+			var r envapi.Receipt
+			if stop == "deadline" {
+				r = h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: line}), envtest.Millis(1500)))
+				failure(t, r, envapi.CodeTimeout)
+			} else {
+				cmd := c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: line}), nil)
+				done := make(chan envapi.Receipt, 1)
+				go func() { done <- h.post(cmd) }()
+				for !strings.Contains(h.processes(c), "sleep 299") {
+					time.Sleep(20 * time.Millisecond)
+				}
+				if rc := h.post(c.Cancel(cmd.Operation.Sequence)); rc.Type != envapi.ReceiptAccepted {
+					t.Fatalf("cancel = %+v", rc)
+				}
+				r = <-done
+				failure(t, r, envapi.CodeCancelled)
+			}
+			if strings.Contains(string(r.Details), "cleanup_error") {
+				t.Fatalf("stop with a failed cleanup: %s", r.Details)
+			}
+			if out := h.shell(c, "rm /tmp/fill /tmp/fill2"); out.ExitCode != 0 {
+				t.Fatalf("rm = %+v", out)
+			}
+			h.noneLeft(c, "a process of the stopped command still runs", "sleep 301", "sleep 299")
+		})
+	}
+}

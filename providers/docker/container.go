@@ -140,6 +140,24 @@ func ensureRunning(ctx context.Context, cli *client.Client, a *allocation) error
 	return nil
 }
 
+// resumePaused resumes the container ctr if it is paused, and answers
+// whether it was.
+func resumePaused(ctx context.Context, cli *client.Client, ctr string) (bool, error) {
+	info, err := cli.ContainerInspect(ctx, ctr)
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("inspect container %s: %w", ctr, err)
+	case info.State == nil || !info.State.Paused:
+		return false, nil
+	}
+	if err := cli.ContainerUnpause(ctx, ctr); err != nil && !cerrdefs.IsConflict(err) && !cerrdefs.IsNotFound(err) {
+		return false, fmt.Errorf("unpause container %s: %w", ctr, err)
+	}
+	return true, nil
+}
+
 // removeBinding force-removes every container and then every volume that
 // carries the binding's labels. Missing resources are not errors.
 func removeBinding(ctx context.Context, cli *client.Client, instance, key string) error {

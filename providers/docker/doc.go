@@ -109,7 +109,12 @@
 // closes it soon after the wrapper exits, even while an escaped process
 // holds it), and answers timeout or cancelled; if that is not confirmed
 // within 4 seconds the first cause is kept and the evidence is in
-// details.cleanup_error. A stop does not wait for the Engine to answer
+// details.cleanup_error. The start of the command, from which untagged
+// orphans are taken for its own, is read from the wrapper the group file
+// names or, when there is no file (the stop came before the wrapper wrote
+// it, or /tmp had no room for it), from the oldest process carrying the
+// tag; each kill hands it to the next, since the first kills the wrapper.
+// A stop does not wait for the Engine to answer
 // an exec's start (its client would wait however long that takes): the
 // start may have reached the Engine, so the same kill runs, and a stream
 // the Engine opens later is closed and its command killed. A result never
@@ -121,13 +126,16 @@
 // (Command, or KillLeftovers) kills, before it serves, what is left of
 // them in the running container of every binding it finds ready (the
 // group of each wrapper file, every tagged process, and every untagged
-// orphan that started after the oldest wrapper), so a command never
-// outlives its provider's next start; those it could not confirm dead
-// are logged. An append stopped this way is not cut back: its call was
+// orphan that started after the oldest wrapper or tagged process), so a
+// command never outlives its provider's next start; those it could not
+// confirm dead are logged. An append stopped this way is not cut back: its call was
 // never answered. The gc command never does this, since the provider
 // serving the directory may be alive. A binding whose container is
-// paused at the restart is skipped. A cancel that arrives after a
-// provider restart finds the group by the target's sequence.
+// paused at the restart is skipped then (nothing can exec in a paused
+// container): the first execute or cancel, which resumes it, kills them
+// before anything else runs there. A cancel that arrives after a
+// provider restart finds the group by the target's sequence, and resumes
+// a paused container to kill it.
 // Before it starts the command the wrapper writes a mark on stdout, which
 // the provider takes off; a stream without it is the Engine's refusal to
 // start the exec (its container stopped after the exec was created: the
@@ -147,7 +155,7 @@
 // that name would be too long for the file system) and written atomically (temporary file, fsync,
 // rename or exclusive link, directory fsync): key, session, environment,
 // resource id, profile, pinned image ID, whether a chown is needed, and
-// the phase new → allocating → ready (or failed) → deleted. The phase
+// the phase new → allocating → ready (or failed). The phase
 // allocating is committed before the Engine is asked for anything, so a
 // restart that finds it answers allocation_unknown and never repeats it.
 // A binding still new without an image ID is a setup cut short (the
@@ -160,14 +168,15 @@
 // the container again, as it does one stopped by an Engine restart, and
 // resumes one paused out of band); teardown force-removes every container
 // (with the anonymous volumes an image's VOLUME gave it) and volume
-// labelled with the binding, whatever the recorded phase, then records a
-// tombstone; it is repeatable and works for a provider restarted after a
-// crash. detach and teardown fail with busy while executes run. A
+// labelled with the binding, whatever the recorded phase, then removes
+// its state file, so the directory holds the files of live bindings only
+// (a provider removes at start the "deleted" files earlier versions kept);
+// it is repeatable and works for a provider restarted after a crash. detach and teardown fail with busy while executes run. A
 // container or volume removed out of band is resource_lost — as a failure
 // and, with a reporter, a resource observation — and is never re-created.
 // Operations on unknown or torn-down bindings fail with unavailable.
 //
 // GC removes this instance's labelled containers and volumes whose binding
-// is gone (no state file, or a tombstone) and, when asked, those older than
+// is gone (no state file) and, when asked, those older than
 // a bound; Command runs it at start, and "brain env docker gc" on demand.
 package docker

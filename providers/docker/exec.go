@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,27 +56,37 @@ exit "$r"`
 // procFuncs are the shell functions of the wrapper and the kill; none
 // forks but for the tag checks. started sets since to a process's start
 // time (clock ticks since boot, field 22 of /proc/<pid>/stat, read after
-// the command name, which may hold spaces and parentheses). orphan $pid
-// $since succeeds for a live process adopted by the init that started at
-// or after $since. killall_ kills, until a round finds none, every
-// process but the running shell that carries tag $t, and every orphan
-// started at or after $1 that carries no tag, and prints the pid of each
-// it found. The init's own child (the container's keep-alive) is in the
-// init's session (field 6, session 1), which no exec can join (the Engine
-// starts each in a session of its own), so it is never taken for an
-// orphan, though it may have started in the same clock tick as a command.
-// An orphan of another command that carries its tag is left to that
-// command.
+// the command name, which may hold spaces and parentheses). older lowers
+// s to the start time of process $1 when it started earlier (or s is
+// empty). orphan $pid $since succeeds for a live process adopted by the
+// init that started at or after $since. killall_ kills, until a round
+// finds none, every process but the running shell that carries tag $t,
+// and every orphan that carries no tag and started at or after s: $1, or
+// the start of the oldest process with tag $t it found, when that is
+// earlier or $1 is empty (the wrapper, which starts before anything of
+// its command, carries the tag: a kill that finds no group file, or no
+// live wrapper to take the start from, still knows where the command's
+// orphans begin). It prints the pid of each process it found and leaves
+// the bound it used in s. The init's own child (the container's
+// keep-alive) is in the init's session (field 6, session 1), which no
+// exec can join (the Engine starts each in a session of its own), so it
+// is never taken for an orphan, though it may have started in the same
+// clock tick as a command. An orphan of another command that carries its
+// tag is left to that command.
 const procFuncs = `started() { read -r l <"/proc/$1/stat" || return 1; l=${l##*) }; set -- $l; since=${20}; }
+older() { read -r l <"/proc/$1/stat" 2>/dev/null || return 0; l=${l##*) }; set -- $l; [ -n "$s" ] && [ "$s" -le "${20}" ] || s=${20}; }
 orphan() { o=$2; read -r l <"/proc/$1/stat" 2>/dev/null || return 1; l=${l##*) }; set -- $l; [ "$1" != Z ] && [ "$2" = 1 ] && [ "$4" != 1 ] && [ "${20}" -ge "$o" ]; }
 killall_() {
+s=$1
 for round in 1 2 3 4 5 6 7 8; do
 found=
 for e in /proc/[0-9]*/environ; do
 p=${e#/proc/}; p=${p%/environ}
 [ "$p" = "$$" ] || [ "$p" = 1 ] && continue
-if tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "BRAIN_EXEC_TAG=$t" ||
-{ [ -n "$1" ] && orphan "$p" "$1" && [ -r "$e" ] && ! tr '\0' '\n' <"$e" 2>/dev/null | grep -q '^BRAIN_EXEC_TAG='; }; then
+if tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "BRAIN_EXEC_TAG=$t"; then
+older "$p"
+kill -KILL "$p" 2>/dev/null && { echo "$p"; found=1; }
+elif [ -n "$s" ] && orphan "$p" "$s" && [ -r "$e" ] && ! tr '\0' '\n' <"$e" 2>/dev/null | grep -q '^BRAIN_EXEC_TAG='; then
 kill -KILL "$p" 2>/dev/null && { echo "$p"; found=1; }
 fi
 done
@@ -85,14 +96,20 @@ done
 
 // killScript kills the command's process group, when its file exists,
 // and every process carrying its tag or orphaned without a tag since the
-// wrapper started; it prints the pids of the processes it found, so an
-// empty output means none was left.
-const killScript = `f=$1; t=$2
+// command started: since $3, the bound an earlier run of the same kill
+// found, or else the start of the wrapper named by the file, or else (no
+// file yet, or none could be written) that of the oldest tagged process
+// (see killall_). It prints the pids of the processes it found on stdout,
+// so an empty output means none was left, and the bound it used on stderr
+// (since=TICKS), which the next run is given: the wrapper, killed by this
+// run, can no longer tell it.
+const killScript = `f=$1; t=$2; since=$3
 ` + procFuncs + `
-g= w= since=
+g= w=
 [ -s "$f" ] && read -r g w <"$f" && kill -KILL -"$g" 2>/dev/null
-[ -n "$w" ] && started "$w" 2>/dev/null
+[ -z "$since" ] && [ -n "$w" ] && started "$w" 2>/dev/null
 killall_ "$since"
+echo "since=$s" >&2
 exit 0`
 
 func groupFile(tag string) string { return tmpDir + "/.brain-exec-" + tag }
@@ -255,8 +272,12 @@ func killAll(ctx context.Context, cli *client.Client, ctr string, s execSpec) (b
 func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag string, done <-chan error) (closed bool, _ error) {
 	wait := 20 * time.Millisecond
 	var lastErr error
+	var since string
 	for {
-		left, err := killGroup(ctx, cli, ctr, user, tag)
+		left, bound, err := killGroup(ctx, cli, ctr, user, tag, since)
+		if bound != "" {
+			since = bound
+		}
 		switch {
 		case err != nil:
 			lastErr = err
@@ -288,15 +309,32 @@ func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag str
 }
 
 // killGroup runs killScript once in the container and waits for it; it
-// answers the pids of the tagged processes it found (and killed), "" when
-// none was left.
-func killGroup(ctx context.Context, cli *client.Client, ctr, user, tag string) (string, error) {
-	return runKillExec(ctx, cli, ctr, user, "/bin/sh", "-c", killScript, "brain-kill", groupFile(tag), tag)
+// answers the pids of the processes it found (and killed), "" when none
+// was left, and the start time from which it took untagged orphans for
+// the command's (since, when not empty, is one an earlier run answered).
+func killGroup(ctx context.Context, cli *client.Client, ctr, user, tag, since string) (left, bound string, _ error) {
+	left, errOut, err := runKillExec(ctx, cli, ctr, user, "/bin/sh", "-c", killScript, "brain-kill", groupFile(tag), tag, since)
+	return left, startBound(errOut), err
+}
+
+// startBound is the start time a kill script printed last on stderr
+// ("since=" and clock ticks), "" when it printed none.
+func startBound(errOut string) string {
+	i := strings.LastIndex(errOut, "since=")
+	if i < 0 {
+		return ""
+	}
+	v, _, _ := strings.Cut(errOut[i+len("since="):], "\n")
+	if _, err := strconv.ParseUint(v, 10, 64); err != nil {
+		return ""
+	}
+	return v
 }
 
 // runKillExec runs a kill script (cmd) in the container, untagged, and
-// waits for it; it answers the pids the script printed, joined.
-func runKillExec(ctx context.Context, cli *client.Client, ctr, user string, cmd ...string) (string, error) {
+// waits for it; it answers the pids the script printed on stdout, joined,
+// and what it printed on stderr, trimmed.
+func runKillExec(ctx context.Context, cli *client.Client, ctr, user string, cmd ...string) (string, string, error) {
 	created, err := cli.ContainerExecCreate(ctx, ctr, container.ExecOptions{
 		User:         user,
 		Cmd:          cmd,
@@ -305,22 +343,36 @@ func runKillExec(ctx context.Context, cli *client.Client, ctr, user string, cmd 
 		AttachStderr: true,
 	})
 	if err != nil {
-		return "", fmt.Errorf("create kill exec: %w", err)
+		return "", "", fmt.Errorf("create kill exec: %w", err)
 	}
 	att, err := attach(ctx, cli, created.ID, nil)
 	if err != nil {
-		return "", fmt.Errorf("start kill exec: %w", err)
+		return "", "", fmt.Errorf("start kill exec: %w", err)
 	}
 	defer att.Close()
 	go func() {
 		<-ctx.Done()
 		att.Close()
 	}()
-	var out bytes.Buffer
-	if _, err := stdcopy.StdCopy(&out, io.Discard, att.Reader); err != nil && ctx.Err() != nil {
-		return "", fmt.Errorf("kill exec: %w", ctx.Err())
+	var out, errOut bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &limitWriter{w: &errOut, n: 4 << 10}, att.Reader); err != nil && ctx.Err() != nil {
+		return "", "", fmt.Errorf("kill exec: %w", ctx.Err())
 	}
-	return strings.Join(strings.Fields(out.String()), ", "), nil
+	return strings.Join(strings.Fields(out.String()), ", "), strings.TrimSpace(errOut.String()), nil
+}
+
+// limitWriter keeps the first n bytes written to it and drops the rest.
+type limitWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if k := min(len(p), l.n); k > 0 {
+		_, _ = l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
 }
 
 // exitCode reads the exit code of a finished exec. The stream can close a

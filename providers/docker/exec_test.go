@@ -130,7 +130,7 @@ func TestKillSparesKeepAlive(t *testing.T) {
 	}); err != nil || code != 0 {
 		t.Fatalf("write group file = %d, %q, %q, %v", code, out, errOut, err)
 	}
-	left, err := killGroup(ctx, cli, ctr, DefaultUser, "early")
+	left, _, err := killGroup(ctx, cli, ctr, DefaultUser, "early", "")
 	if err != nil {
 		t.Fatalf("killGroup: %v", err)
 	}

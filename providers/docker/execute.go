@@ -131,12 +131,17 @@ func (k *call) reportLoss(why string) {
 // A container found stopped (after a detach or an Engine restart, or
 // stopped between the exec's creation and its start, so that the Engine
 // did not start the command) is started again once and the command run
-// there, and a paused one resumed; a missing one is errLost.
+// there, and a paused one resumed (the commands an earlier provider
+// process left in a container paused at start are killed first); a
+// missing one is errLost.
 func (k *call) exec(s execSpec, stdout, stderr io.Writer) (int, error) {
 	s.User = k.b.profile.User
 	s.Tag = k.tag
 	if s.Dir == "" {
 		s.Dir = workspaceDir
+	}
+	if err := k.p.settleLeftovers(k.ctx, k.b, k.a); err != nil {
+		return 0, err
 	}
 	code, err := runExec(k.ctx, k.p.cli, k.a.Container, s, stdout, stderr)
 	if errors.Is(err, errNotRunning) {

@@ -370,7 +370,8 @@ func (k *call) decode(in any, path *string) (string, error) {
 // fileLock serializes the writes and edits of a binding: an edit reads the
 // file and writes it whole, so another write or edit of the file between
 // the two would be lost. Waiting ends with the execute's context. The
-// zero value is unlocked.
+// zero value is unlocked. (It also holds a binding's executes back while
+// the leftovers of its paused container are killed: see settleLeftovers.)
 type fileLock struct {
 	once sync.Once
 	ch   chan struct{}

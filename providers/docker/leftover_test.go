@@ -14,8 +14,8 @@ import (
 // leftoverCommand starts, through the provider at url, a command whose
 // processes would run for a minute (its main process, a background child
 // and a child that left the group with an empty environment) and waits
-// until it has started.
-func leftoverCommand(t *testing.T, r *killRig, url string) {
+// until it has started; it answers the command's sequence.
+func leftoverCommand(t *testing.T, r *killRig, url string) uint64 {
 	t.Helper()
 	seq := r.c.Reserve()
 	g := r.brain.ToolGrant(r.c.Session, seq)
@@ -28,6 +28,7 @@ func leftoverCommand(t *testing.T, r *killRig, url string) {
 	}); err != nil {
 		t.Fatalf("the command never started: %v", err)
 	}
+	return seq
 }
 
 // sleepers lists the processes of the leftover command still running in

@@ -48,38 +48,29 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 	}
 	b := &binding{key: key, profile: prof, st: st, active: map[uint64]struct{}{}, settling: true}
 
-	// Reserve the key in memory, then on disk (exclusively, unless it
-	// only holds a tombstone).
+	// Reserve the key in memory, then on disk, exclusively (a torn-down
+	// binding has neither).
 	p.mu.Lock()
-	old := p.bindings[key]
-	tomb := false
-	if old != nil {
-		old.mu.Lock()
-		tomb = old.st.Phase == phaseDeleted && !old.settling
-		old.mu.Unlock()
-		if !tomb {
-			p.mu.Unlock()
-			return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeAlreadyExists, "binding %s is already set up", key)
-		}
+	if p.bindings[key] != nil {
+		p.mu.Unlock()
+		return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeAlreadyExists, "binding %s is already set up", key)
 	}
 	p.bindings[key] = b
 	p.mu.Unlock()
 	forget := func() {
 		p.mu.Lock()
 		if p.bindings[key] == b {
-			if old != nil {
-				p.bindings[key] = old
-			} else {
-				delete(p.bindings, key)
-			}
+			delete(p.bindings, key)
 		}
 		p.mu.Unlock()
 	}
-	var err error
-	if tomb {
-		err = p.store.put(st)
-	} else {
-		err = p.store.create(st)
+	err := p.store.create(st)
+	if errors.Is(err, errStateExists) {
+		if old, ok, gerr := p.store.get(key); gerr == nil && ok && old.Phase == phaseDeleted {
+			// A tombstone of an earlier version that could not be
+			// removed at start.
+			err = p.store.put(st)
+		}
 	}
 	if errors.Is(err, errStateExists) {
 		forget()
@@ -179,7 +170,8 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 
 // Teardown removes every container and volume labelled with the binding,
 // whatever its recorded phase (so an interrupted allocation or a crashed
-// provider leaves nothing behind), then records a tombstone. It is
+// provider leaves nothing behind), then forgets the binding: its state
+// file is removed, so the state directory holds live bindings only. It is
 // repeatable and accepts bindings it does not know. It fails with busy
 // while executes run here, and with cleanup_failed when the Engine refuses
 // a removal (the state is kept so that teardown can be repeated).
@@ -209,17 +201,38 @@ func (p *Provider) Teardown(c *envsdk.Ctx) error {
 		return nil
 	}
 	b.lazy.Reset()
-	if b.state().Phase == phaseDeleted {
-		return nil
+	return p.forget(b)
+}
+
+// forget removes the state of a torn-down binding, durably, then from
+// memory: the binding is marked deleted, so that an operation that found
+// it before answers unavailable, and dropped. The key is free for a new
+// setup once Teardown returns.
+func (p *Provider) forget(b *binding) error {
+	if err := p.store.remove(b.key); err != nil {
+		return err
 	}
-	return p.setPhase(b, phaseDeleted)
+	b.mu.Lock()
+	next := *b.st
+	next.Phase = phaseDeleted
+	b.st = &next
+	b.mu.Unlock()
+	p.mu.Lock()
+	if p.bindings[b.key] == b {
+		delete(p.bindings, b.key)
+	}
+	p.mu.Unlock()
+	return nil
 }
 
 // Cancel stops an execute that this process no longer runs: one started
 // before a restart may still run in the container (KillLeftovers was not
 // called, or skipped its paused container), and its process group is
-// found by the execute's sequence. (An execute running here is stopped
-// by the SDK through its context.)
+// found by the execute's sequence. A paused container is resumed for the
+// kill, as an execute resumes it, after the leftovers KillLeftovers
+// skipped in it are killed (settleLeftovers), so that none of them runs
+// again. (An execute running here is stopped by the SDK through its
+// context.)
 func (p *Provider) Cancel(c *envsdk.Ctx, target uint64) error {
 	b, err := p.lookup(c.BindingKey())
 	if err != nil {
@@ -232,9 +245,29 @@ func (p *Provider) Cancel(c *envsdk.Ctx, target uint64) error {
 	if running || st.Phase != phaseReady {
 		return nil
 	}
+	ctr := st.resourceName()
+	sctx, scancel := context.WithTimeout(c.Context(), lifecycleTimeout)
+	defer scancel()
+	if err := p.settleLeftovers(sctx, b, &allocation{Container: ctr, Volume: ctr}); err != nil {
+		if errors.Is(err, errLost) {
+			return nil // nothing runs any more
+		}
+		return fmt.Errorf("cancel %d: %w", target, err)
+	}
 	ctx, cancel := context.WithTimeout(c.Context(), killBudget)
 	defer cancel()
-	_, err = killGroup(ctx, p.cli, st.resourceName(), b.profile.User, strconv.FormatUint(target, 10))
+	tag := strconv.FormatUint(target, 10)
+	_, _, err = killGroup(ctx, p.cli, ctr, b.profile.User, tag, "")
+	if cerrdefs.IsConflict(err) {
+		// Stopped (nothing runs) or paused: a paused one is resumed.
+		resumed, rerr := resumePaused(ctx, p.cli, ctr)
+		if rerr != nil {
+			return fmt.Errorf("cancel %d: %w", target, rerr)
+		}
+		if resumed {
+			_, _, err = killGroup(ctx, p.cli, ctr, b.profile.User, tag, "")
+		}
+	}
 	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
 		return fmt.Errorf("cancel %d: %w", target, err)
 	}

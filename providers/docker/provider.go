@@ -74,6 +74,14 @@ type binding struct {
 	allocating chan struct{}
 	// files serializes the binding's writes and edits.
 	files fileLock
+
+	// leftovers: KillLeftovers found the container paused, so the
+	// commands an earlier provider process left in it still wait there;
+	// the first use that resumes it kills them (settleLeftovers), holding
+	// leftoverLock until they are dead, so nothing of this provider runs
+	// there before. Guarded by leftoverLock.
+	leftoverLock fileLock
+	leftovers    bool
 }
 
 // allocation returns the binding's allocation, starting it on first use.
@@ -164,8 +172,19 @@ func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
 		log.Warn("some binding states could not be read", "error", err)
 	}
 	for _, st := range states {
+		if st.Phase == phaseDeleted {
+			// A tombstone an earlier version kept for a torn-down
+			// binding: nothing needs it. Only a serving provider removes
+			// it (the gc command may run beside one).
+			if requireProfiles {
+				if err := store.remove(st.Key); err != nil {
+					log.Warn("remove the state of a torn-down binding", "binding", st.Key, "error", err)
+				}
+			}
+			continue
+		}
 		prof, ok := profiles[st.Profile]
-		if !ok && requireProfiles && st.Phase != phaseDeleted {
+		if !ok && requireProfiles {
 			log.Warn("binding names a profile that is no longer offered", "binding", st.Key, "profile", st.Profile)
 		}
 		p.bindings[st.Key] = &binding{key: st.Key, profile: prof, withdrawn: !ok, st: st, active: map[uint64]struct{}{}}

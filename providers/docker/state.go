@@ -26,8 +26,10 @@ const (
 	phaseReady = "ready"
 	// phaseFailed: the allocation failed; it stays failed (sticky).
 	phaseFailed = "failed"
-	// phaseDeleted: torn down; kept as a tombstone so teardown stays
-	// repeatable and other operations answer unavailable.
+	// phaseDeleted: torn down. It marks a binding in memory between its
+	// teardown and its removal from the provider, so that an operation
+	// that found it answers unavailable; its file is removed. Files of
+	// earlier versions kept it as a tombstone: it is read and removed.
 	phaseDeleted = "deleted"
 )
 
