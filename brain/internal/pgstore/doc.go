@@ -74,7 +74,8 @@
 // session in conflict or fenced out fails alone. The statements of a
 // batch take their row locks in key order. When the server refuses any
 // statement of a batch, the transaction is rolled back and each statement
-// is run again in a transaction of its own; when the connection fails
+// is run again in a transaction of its own (those of distinct keys at
+// once); when the connection fails
 // during a batch, every write in it is ErrOutcomeUnknown. At most two
 // batches run at once; a lone write runs at once in its own transaction.
 // synchronous_commit stays on: nothing returns before its commit is
@@ -208,11 +209,19 @@
 // OnLeaseLost function (the engine's Lost, which stops the session at
 // once). Route tells the HTTP layer where a session's write belongs: ""
 // when this node holds the lease or just took it (the owner's had
-// expired), else the live owner's public URL, to forward to; LeaseEpoch
+// expired), or when the session does not exist (no lease is taken for
+// it, so a creation under way keeps its own), else the live owner's
+// public URL, to forward to; LeaseEpoch
 // answers the live lease's epoch, against which any node checks an
 // invocation token before forwarding its call. Each node renews
 // its brain_nodes row every third of the lease length; a row past
-// expires_at is a dead node. NodeGone waits for that of the node a write
+// expires_at is a dead node. A renewal of leases or of the membership
+// that failed is tried again a fifteenth of the lease length later, not
+// at the next third, so that a database restarted or unreachable for
+// well under a lease length costs a healthy node neither its leases nor
+// its membership. Ending stalled connections and sweeping orphaned
+// secrets (see Faults) follow a heartbeat, within the time left before
+// the next one. NodeGone waits for that of the node a write
 // was forwarded to, so that the forwarding node gives up a write that a
 // stopped or hung owner will never answer (500 ambiguous, retryable with
 // the same Idempotency-Key: the owner may have carried it out)
@@ -253,8 +262,10 @@
 // connection also sets lock_timeout to a quarter of OpTimeout (unless
 // the database URL sets it): a statement that waits longer for a lock
 // fails on the server, nothing of it committed (ErrUnavailable), and the
-// other writes of its group commit, run again each on its own, commit;
-// the one that waited is not run again, so it waits only once.
+// other writes of its group commit, run again each on its own (those of
+// distinct sessions and keys at once, so that another held row costs
+// only its own writes a wait), commit; the one that waited is not run
+// again, so it waits only once, nor are the writes of its key after it.
 // Only the waits for the migration lock and for the notifications'
 // queue are bounded by their operation's deadline instead.
 // And each node, at every membership renewal, ends the connections

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,8 +20,9 @@ import (
 // in conflict fails alone while the others commit. A statement that
 // fails on the server aborts the whole transaction, nothing of it is
 // committed, and every statement of the batch is then run again on its
-// own, as without grouping, except one that failed waiting lock_timeout
-// for a lock, which answers that failure at once. A connection lost
+// own, as without grouping (those of distinct keys at once), except one
+// that failed waiting lock_timeout for a lock, which answers that failure
+// at once, as do the statements of its key after it. A connection lost
 // during the batch leaves every statement's outcome unknown.
 // synchronous_commit is untouched: each statement returns only after the
 // commit that carries it is flushed.
@@ -31,6 +33,9 @@ import (
 const (
 	groupInFlight = 2
 	groupMax      = 128
+	// groupRerun bounds the statements of a rolled-back batch that run
+	// again at once, each on a pooled connection.
+	groupRerun = 8
 )
 
 // groupOp is one statement to commit in a group.
@@ -153,25 +158,57 @@ func (g *grouper) run(batch []*groupOp) {
 		}
 	case errors.As(err, &pgErr):
 		// The server refused a statement or the commit: the transaction
-		// was rolled back, so each statement runs again on its own. A
-		// statement that waited lock_timeout for its lock fails at once
-		// instead, nothing of it committed: run again, it would wait as
-		// long a second time, and the statements after it with it.
-		for _, op := range live {
-			if op == failed && lockTimedOut(op.err) {
-				op.tag, op.sent = pgconn.CommandTag{}, true
-				close(op.done)
-				continue
-			}
-			op.tag, op.err, op.combined = pgconn.CommandTag{}, nil, false
-			g.runOne(op)
-		}
+		// was rolled back, so each statement runs again on its own.
+		g.rerun(live, failed)
 	default:
 		for _, op := range live {
 			op.sent, op.err = true, err
 			close(op.done)
 		}
 	}
+}
+
+// rerun runs the statements of a batch that the server rolled back
+// (live, in key order) again, each in a transaction of its own: those of
+// distinct keys at once (at most groupRerun at a time), those of one key
+// in their order. So a key whose row a stopped process holds costs only
+// its own statements a wait for the lock, not every statement after it.
+// A statement that waited lock_timeout for its lock (failed, in the
+// batch, or on its own) answers that failure, nothing of it committed,
+// and so do the statements of its key after it, at once: run again, they
+// would wait as long for the same row.
+func (g *grouper) rerun(live []*groupOp, failed *groupOp) {
+	sem := make(chan struct{}, groupRerun)
+	var wg sync.WaitGroup
+	for len(live) > 0 {
+		n := 1
+		for n < len(live) && live[n].key == live[0].key {
+			n++
+		}
+		ops := live[:n]
+		live = live[n:]
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			var locked error
+			for _, op := range ops {
+				if op == failed && lockTimedOut(op.err) {
+					locked = op.err
+				}
+				if locked != nil {
+					op.tag, op.err, op.combined, op.sent = pgconn.CommandTag{}, locked, false, true
+					close(op.done)
+					continue
+				}
+				op.tag, op.err, op.combined = pgconn.CommandTag{}, nil, false
+				g.runOne(op)
+				if lockTimedOut(op.err) {
+					locked = op.err
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // lockTimedOut reports whether err is the server's refusal of a statement

@@ -338,22 +338,57 @@ func (db *DB) heartbeat(ctx context.Context) error {
 	return classify("heartbeat", err, true)
 }
 
-func (db *DB) keepMembership(ctx context.Context) {
-	t := time.NewTicker(db.opts.LeaseDuration / 3)
+// renewing calls renew each third of the lease length until ctx ends,
+// with the time the next call is due. After a call that answered false
+// (a statement failed: the database was unreachable, restarting or
+// refused it), the next comes renewRetry after it started rather than a
+// third of the lease length: a database that is back well within a lease
+// length then renews what was last renewed before it failed, instead of
+// finding it run out at the next third.
+func (db *DB) renewing(ctx context.Context, renew func(ctx context.Context, due time.Time) bool) {
+	every := db.opts.LeaseDuration / 3
+	t := time.NewTimer(every)
 	defer t.Stop()
-	swept := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			db.heartbeat(ctx) // a failure is retried at the next tick
-			db.reapStalled(ctx)
-			if db.sweepDue(&swept, time.Now()) {
-				db.sweepSecrets(ctx) // a failure is retried at the next sweep
-			}
 		}
+		start := time.Now()
+		wait := every
+		if !renew(ctx, start.Add(every)) {
+			wait = db.renewRetry()
+		}
+		t.Reset(max(wait-time.Since(start), 0))
 	}
+}
+
+// renewRetry is how long after a failed renewal of leases or membership
+// the next is tried.
+func (db *DB) renewRetry() time.Duration { return db.opts.LeaseDuration / 15 }
+
+// keepMembership renews this node's membership each third of the lease
+// length (a failed heartbeat is tried again after renewRetry), then ends
+// stalled connections (also after a failed heartbeat: a stalled
+// connection may hold the node's row) and, after a heartbeat, sweeps
+// orphaned secrets, each given no more than the time left until the next
+// heartbeat is due, so that neither delays it.
+func (db *DB) keepMembership(ctx context.Context) {
+	swept := time.Now()
+	db.renewing(ctx, func(ctx context.Context, due time.Time) bool {
+		err := db.heartbeat(ctx)
+		if err != nil {
+			due = time.Now().Add(db.renewRetry())
+		}
+		ctx, cancel := context.WithDeadline(ctx, due)
+		defer cancel()
+		db.reapStalled(ctx)
+		if err == nil && db.sweepDue(&swept, time.Now()) {
+			db.sweepSecrets(ctx) // a failure is retried at the next sweep
+		}
+		return err == nil
+	})
 }
 
 // reapStalled ends the connections of nodes (by the application name

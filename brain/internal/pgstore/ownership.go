@@ -75,15 +75,10 @@ func (db *DB) OnLeaseLost(lost func(id string, epoch int64)) {
 // database refused to renew, or whose local deadline passed while
 // renewals failed, is forgotten and reported lost; a renewal waits on the
 // database no longer than the earliest deadline of the leases it carries.
+// A round in which a statement failed is run again after renewRetry (see
+// renewing).
 func (db *DB) keepLeases(ctx context.Context) {
-	t := time.NewTicker(db.opts.LeaseDuration / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	db.renewing(ctx, func(ctx context.Context, _ time.Time) bool {
 		db.leaseMu.Lock()
 		held := make([]Lease, 0, len(db.leases))
 		for _, l := range db.leases {
@@ -92,19 +87,19 @@ func (db *DB) keepLeases(ctx context.Context) {
 		db.leaseMu.Unlock()
 		// Session order: the statements lock the lease rows in it.
 		slices.SortFunc(held, func(a, b Lease) int { return strings.Compare(a.Session, b.Session) })
-		for len(held) > 0 {
-			if ctx.Err() != nil {
-				return
-			}
+		ok := true
+		for len(held) > 0 && ctx.Err() == nil {
 			n := min(len(held), renewBatch)
-			db.keepBatch(ctx, held[:n])
+			ok = db.keepBatch(ctx, held[:n]) && ok
 			held = held[n:]
 		}
-	}
+		return ok
+	})
 }
 
 // keepBatch renews the leases ls in one statement and reports those lost.
-func (db *DB) keepBatch(ctx context.Context, ls []Lease) {
+// It answers false when the statement failed (nothing was renewed).
+func (db *DB) keepBatch(ctx context.Context, ls []Lease) bool {
 	live := make([]Lease, 0, len(ls))
 	var deadline time.Time
 	for _, l := range ls {
@@ -120,7 +115,7 @@ func (db *DB) keepBatch(ctx context.Context, ls []Lease) {
 		}
 	}
 	if len(live) == 0 {
-		return
+		return true
 	}
 	// A renewal that has not answered by a lease's local deadline is too
 	// late to keep it: waiting longer would only hold up the report, and
@@ -138,7 +133,9 @@ func (db *DB) keepBatch(ctx context.Context, ls []Lease) {
 				db.reportLost(l)
 			}
 		}
+		return false
 	}
+	return true
 }
 
 func (db *DB) reportLost(l Lease) {
@@ -154,7 +151,10 @@ func (db *DB) reportLost(l Lease) {
 // serves it (it holds the lease, or took it because the lease was free or
 // expired), else the public URL of the live node that holds it. Of nodes
 // racing for one expired lease one takes it and the others are routed to
-// it.
+// it. A session that does not exist, or whose creation has not committed
+// its first append, is served here without taking its lease: the engine
+// answers not found, and the lease stays the creating node's to take and
+// keep (taking it here and giving it back would end the creation's).
 func (db *DB) Route(ctx context.Context, id string) (string, error) {
 	if _, ok := db.heldLease(id); ok {
 		return "", nil
@@ -167,14 +167,15 @@ func (db *DB) Route(ctx context.Context, id string) (string, error) {
 		if o.Live && o.NodeID != db.opts.NodeID && o.PublicURL != "" {
 			return o.PublicURL, nil
 		}
-		epoch, err := db.Own(ctx, id)
+		next, err := db.journal.Next(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		if next <= 1 {
+			return "", nil
+		}
+		_, err = db.Own(ctx, id)
 		if err == nil {
-			// A lease taken for a session that does not exist would be
-			// renewed for nothing: give it back (the engine answers
-			// not found).
-			if next, nerr := db.journal.Next(ctx, id); nerr == nil && next <= 1 {
-				db.Release(id, epoch)
-			}
 			return "", nil
 		}
 		if !errors.Is(err, ErrLeaseHeld) {
