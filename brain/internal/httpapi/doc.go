@@ -123,9 +123,10 @@
 // "id: <sequence>", "event: <event_type>", "data: <Event JSON>"; a live
 // model frame has no id line. The live frames of a model call
 // (model_request, model_output, model_usage; best effort, dropped for a
-// slow reader) come after the model_call_started event they name in
-// model_call_sequence and before that call's model_call_ended or
-// model_call_failed (session.Subscription). The stream ends after
+// slow reader, a model_output frame numbering its delta among the call's
+// from 0 in index, so that a gap shows) come after the model_call_started
+// event they name in model_call_sequence and before that call's
+// model_call_ended or model_call_failed (session.Subscription). The stream ends after
 // session_ended or session_creation_failed (a stream of a session that has
 // already ended, after the records its cursor has not seen: a failed
 // delete's teardown records follow session_ended), when the subscriber

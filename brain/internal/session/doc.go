@@ -120,9 +120,11 @@
 // Subscriptions interleave live-only frames with committed events: for a
 // model call that streams, model_request {model_call_sequence,
 // input_bytes, media_inputs} with its first delta, model_output
-// {model_call_sequence, delta} per delta, and model_usage
-// {model_call_sequence, usage} when it returns. They are never journalled
-// and are dropped for a subscriber that does not keep up.
+// {model_call_sequence, index, delta} per delta (index numbering the
+// call's deltas from 0), and model_usage {model_call_sequence, usage}
+// when it returns. They are never journalled and are dropped for a
+// subscriber that does not keep up; a gap in the indexes of a call's
+// model_output frames says that deltas were dropped, and where.
 //
 // # Passivation
 //

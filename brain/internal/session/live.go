@@ -75,11 +75,15 @@ func (h *hub) watched(id string) bool {
 	return len(h.subs[id]) > 0
 }
 
-func (h *hub) publishDelta(id string, seq uint64, d model.Delta) {
+// publishDelta sends the live model_output frame {model_call_sequence,
+// index, delta} of a delta, index being its place among the deltas of the
+// call, from 0 (counted whether or not the session has subscribers), so
+// that a reader whose frames were dropped can tell where.
+func (h *hub) publishDelta(id string, seq uint64, index uint64, d model.Delta) {
 	if !h.watched(id) {
 		return
 	}
-	data, _ := json.Marshal(map[string]any{"model_call_sequence": seq, "delta": d.Text})
+	data, _ := json.Marshal(map[string]any{"model_call_sequence": seq, "index": index, "delta": d.Text})
 	h.publish(id, LiveFrame{Type: api.LiveModelOutput, Data: data, call: seq})
 }
 

@@ -261,12 +261,13 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 		// these frames is journalled.
 		var announce sync.Once
 		var streamed atomic.Bool
+		var deltas atomic.Uint64
 		onDelta := func(d model.Delta) {
 			announce.Do(func() {
 				streamed.Store(true)
 				s.e.hub.publishRequest(s.id, seq, req)
 			})
-			s.e.hub.publishDelta(s.id, seq, d)
+			s.e.hub.publishDelta(s.id, seq, deltas.Add(1)-1, d)
 		}
 		cctx, done := x.callCtx(ctx)
 		res, err = call.Call(s.e.withSpan(cctx, span), onDelta)

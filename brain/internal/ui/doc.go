@@ -19,10 +19,10 @@
 // answer to show), and once the call has ended the row shows the
 // text of its answer (live frames are best effort: those sent while the
 // stream reconnected, or dropped for a slow reader, are not sent again;
-// where the page was not connected while the call streamed, because the
-// stream reconnected or the session was opened after the call's first
-// delta, the running call's row marks the place where text may be
-// missing).
+// the deltas of a call are numbered, and where some did not reach the
+// page, because the stream reconnected, the session was opened after the
+// call's first delta or the server dropped them for a slow reader, the
+// running call's row marks the place where text is missing).
 // The stream is read with fetch rather than EventSource, which cannot send
 // headers; when the stream ends before the session does (a lag cut-off, a
 // drain), or sends nothing, not even a heartbeat comment, for three of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
@@ -116,6 +117,13 @@ func serveInProcess(t *testing.T, token string, heartbeat time.Duration) *inProc
 // models (nil: the scripted model).
 func serveWithModels(t *testing.T, token string, heartbeat time.Duration, models model.Opener) *inProcess {
 	t.Helper()
+	return serveOn(t, nil, token, heartbeat, models)
+}
+
+// serveOn is serveWithModels listening on what listen makes of the test
+// server's listener (nil: that listener).
+func serveOn(t *testing.T, listen func(net.Listener) net.Listener, token string, heartbeat time.Duration, models model.Opener) *inProcess {
+	t.Helper()
 	eng, err := session.New(session.Config{
 		Store:   journal.NewMemStore(),
 		IdleTTL: session.KeepIdle,
@@ -138,7 +146,11 @@ func serveWithModels(t *testing.T, token string, heartbeat time.Duration, models
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewUnstartedServer(srv)
+	if listen != nil {
+		hs.Listener = listen(hs.Listener)
+	}
+	hs.Start()
 	t.Cleanup(func() {
 		srv.Drain()
 		srv.CloseStreams()
@@ -147,6 +159,29 @@ func serveWithModels(t *testing.T, token string, heartbeat time.Duration, models
 		req.Close()
 	})
 	return &inProcess{url: hs.URL, engine: eng}
+}
+
+// smallSendBuffers makes the connections ln accepts buffer at most about
+// size bytes that the server sends and the peer has not taken, so that a
+// reader that falls behind is soon behind the server's own queue.
+func smallSendBuffers(size int) func(net.Listener) net.Listener {
+	return func(ln net.Listener) net.Listener { return sendBufferListener{ln, size} }
+}
+
+type sendBufferListener struct {
+	net.Listener
+	size int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		if err := tc.SetWriteBuffer(l.size); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, err
 }
 
 // session creates a session that runs emitLoop and answers its id.

@@ -98,54 +98,15 @@ func TestInspectorLiveTextAfterPagingBack(t *testing.T) {
 // call has ended, its row shows the text the call answered, without the
 // hole the lost delta left.
 func TestInspectorStreamedTextAcrossReconnect(t *testing.T) {
-	b := newBrowser(t, 120*time.Second)
-	const token = "reconnect-text-token"
-	const heartbeat = 300 * time.Millisecond
-	deltas := make(pacedModel)
-	srv := serveWithModels(t, token, heartbeat, model.Providers{
-		"scripted": func(model.Spec) (model.Client, error) { return deltas, nil },
-	})
-	proxy := newStallProxy(t, srv.url)
-	id := srv.session(t)
-	turn := make(chan error, 1)
-	go func() {
-		_, err := srv.engine.Send(context.Background(), id, api.UserInput{Message: "model"})
-		turn <- err
-	}()
-	closed := false
-	defer func() {
-		if !closed {
-			close(deltas)
-		}
-		if err := <-turn; err != nil {
-			t.Errorf("the streaming turn: %v", err)
-		}
-	}()
+	c := startLiveCall(t, "reconnect-text-token", liveSetup{heartbeat: 300 * time.Millisecond})
+	c.loseDeltaToStall(t)
 
-	b.login(proxy.url(), token)
-	var ok bool
-	b.eval(`location.hash = '#/s/`+id+`', true`, &ok)
-	const call = `#timeline li[data-kind="model_call"]`
-	b.wait("the model call runs", `document.querySelector('`+call+`[data-outcome="running"]') !== null && document.getElementById('live').dataset.state === 'following'`, 60*time.Second)
-	streamed := `((document.querySelector('` + call + ` pre.stream[data-live]') || {}).textContent || '')`
-	deltas <- "alpha "
-	b.wait("the first delta", streamed+` === 'alpha '`, 30*time.Second)
-
-	if n := proxy.stall(); n != 1 {
-		t.Fatalf("stalled %d stream connections, want 1", n)
-	}
-	deltas <- "beta " // lost with the stalled connection
-	b.wait("reconnect", `document.getElementById('stream-note').textContent.includes('reconnected')`, 30*time.Second)
-	deltas <- "gamma"
-	b.wait("the delta after the reconnection", streamed+`.endsWith('gamma')`, 30*time.Second)
-
-	close(deltas)
-	closed = true
-	b.wait("the model call ends", `document.querySelector('`+call+`[data-outcome="ok"]') !== null`, 30*time.Second)
+	c.end()
+	c.b.wait("the model call ends", `document.querySelector('`+modelCallRow+`[data-outcome="ok"]') !== null`, 30*time.Second)
 	// A frame passes, so that text still waiting to be written shows.
-	b.run("the next frame", void(chromedp.Evaluate[bool](`new Promise((res) => requestAnimationFrame(() => res(true)))`, chromedp.EvalAwaitPromise)))
+	c.b.run("the next frame", void(chromedp.Evaluate[bool](`new Promise((res) => requestAnimationFrame(() => res(true)))`, chromedp.EvalAwaitPromise)))
 	var got string
-	b.eval(streamed, &got)
+	c.b.eval(`((document.querySelector('`+modelCallRow+` pre.stream[data-live]') || {}).textContent || '')`, &got)
 	if want := "alpha beta gamma"; got != want {
 		t.Errorf("the ended model call shows %q, want the text it answered, %q", got, want)
 	}

@@ -40,6 +40,62 @@ const watchReads = `((id) => {
 
 const actionError = `document.getElementById('action-error').textContent`
 
+// watchSession logs the page in at base with token, makes it count its
+// reads of session id (watchReads), evaluates the expressions before and
+// opens the session.
+func (b *browser) watchSession(base, token, id string, before ...string) {
+	b.t.Helper()
+	b.login(base, token)
+	var ok bool
+	b.eval(watchReads+`('`+id+`')`, &ok)
+	for _, expr := range before {
+		b.eval(expr+`, true`, &ok)
+	}
+	b.eval(`location.hash = '#/s/`+id+`', true`, &ok)
+}
+
+// followWithTranscript shows the transcript tab of the session the page
+// opens and waits until the page follows the session and shows its
+// transcript.
+func (b *browser) followWithTranscript() {
+	b.t.Helper()
+	b.run("transcript", chromedp.Click(chromedp.CSS(`.tabs button[data-tab="transcript"]`)))
+	b.wait("the session shows", `document.getElementById('live').dataset.state === 'following' &&
+	  document.getElementById('transcript-through').textContent !== ''`, 30*time.Second)
+}
+
+// readsFailed waits until the page has made the reads of each of whats
+// (summary, transcript) that window.failNext made fail, and says that the
+// read (of the one named, if one is) was refused.
+func (b *browser) readsFailed(whats ...string) {
+	b.t.Helper()
+	cond := ""
+	for _, w := range whats {
+		cond += `window.failNext.` + w + ` === 0 && `
+	}
+	refused := "read was refused"
+	if len(whats) == 1 {
+		refused = "the " + whats[0] + " " + refused
+	}
+	b.wait("the failed read shows", cond+actionError+`.includes('`+refused+`')`, 30*time.Second)
+}
+
+// transcriptThrough is true while the page shows the transcript through
+// sequence seq.
+func transcriptThrough(seq uint64) string {
+	return fmt.Sprintf(`document.getElementById('transcript-through').textContent === 'through sequence %d'`, seq)
+}
+
+// transcript answers the transcript of session id.
+func (b *inProcess) transcript(t *testing.T, id string) api.SessionTranscript {
+	t.Helper()
+	tr, err := b.engine.Transcript(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // TestInspectorFirstStatusReadFails opens a session of 1,200 events whose
 // first status read fails: the page says so, reads the status again and
 // streams the session from its newest page, as when the read succeeds,
@@ -52,12 +108,8 @@ func TestInspectorFirstStatusReadFails(t *testing.T) {
 	id := srv.session(t)
 	last := int(srv.emit(t, id, 1200))
 
-	b.login(srv.url, token)
-	var ok bool
-	b.eval(watchReads+`('`+id+`')`, &ok)
-	b.eval(`window.failNext.summary = 1, true`, &ok)
-	b.eval(`location.hash = '#/s/`+id+`', true`, &ok)
-	b.wait("the failed read shows", actionError+`.includes('the summary read was refused')`, 30*time.Second)
+	b.watchSession(srv.url, token, id, `window.failNext.summary = 1`)
+	b.readsFailed("summary")
 	b.wait("the session shows", fmt.Sprintf(`document.querySelector('#events tr[data-seq="%d"]') !== null &&
 	  document.getElementById('live').dataset.state === 'following' && document.getElementById('status').dataset.lastSequence === '%d'`, last, last), 30*time.Second)
 
@@ -90,25 +142,17 @@ func TestInspectorReadErrorsClear(t *testing.T) {
 	id := srv.session(t)
 	srv.emit(t, id, 2)
 
-	b.login(srv.url, token)
-	var ok bool
-	b.eval(watchReads+`('`+id+`')`, &ok)
-	b.eval(`location.hash = '#/s/`+id+`', true`, &ok)
-	b.run("transcript", chromedp.Click(chromedp.CSS(`.tabs button[data-tab="transcript"]`)))
-	b.wait("the session shows", `document.getElementById('live').dataset.state === 'following' &&
-	  document.getElementById('transcript-through').textContent !== ''`, 30*time.Second)
+	b.watchSession(srv.url, token, id)
+	b.followWithTranscript()
 
+	var ok bool
 	b.eval(`window.failNext = {summary: 1, transcript: 1}, true`, &ok)
 	srv.emit(t, id, 2)
-	b.wait("the failed reads show", `window.failNext.summary === 0 && window.failNext.transcript === 0 && `+actionError+`.includes('read was refused')`, 30*time.Second)
+	b.readsFailed("summary", "transcript")
 
 	last := srv.emit(t, id, 2)
-	tr, err := srv.engine.Transcript(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.wait("the reads succeed", fmt.Sprintf(`document.getElementById('status').dataset.lastSequence === '%d' &&
-	  document.getElementById('transcript-through').textContent === 'through sequence %d'`, last, tr.ThroughSequence), 30*time.Second)
+	tr := srv.transcript(t, id)
+	b.wait("the reads succeed", fmt.Sprintf(`document.getElementById('status').dataset.lastSequence === '%d' && `, last)+transcriptThrough(tr.ThroughSequence), 30*time.Second)
 	var shown string
 	b.eval(actionError, &shown)
 	if shown != "" {
@@ -126,10 +170,7 @@ func TestInspectorTranscriptReadWhenShown(t *testing.T) {
 	id := srv.session(t)
 	last := srv.emit(t, id, 600) // more than a page: the pager shows
 
-	b.login(srv.url, token)
-	var ok bool
-	b.eval(watchReads+`('`+id+`')`, &ok)
-	b.eval(`location.hash = '#/s/`+id+`', true`, &ok)
+	b.watchSession(srv.url, token, id)
 	// The pager is updated after the records that end a turn, and after
 	// any read of the transcript they start.
 	settled := func(last uint64) {
@@ -142,19 +183,11 @@ func TestInspectorTranscriptReadWhenShown(t *testing.T) {
 		b.eval(`window.reads.transcript`, &n)
 		return n
 	}
-	transcript := func() api.SessionTranscript {
-		t.Helper()
-		tr, err := srv.engine.Transcript(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr
-	}
 	showsTranscript := func(what string) {
 		t.Helper()
-		tr := transcript()
-		b.wait(what, fmt.Sprintf(`document.getElementById('transcript-through').textContent === 'through sequence %d' &&
-		  document.querySelectorAll('#transcript .message').length === %d`, tr.ThroughSequence, len(tr.Messages)), 30*time.Second)
+		tr := srv.transcript(t, id)
+		b.wait(what, transcriptThrough(tr.ThroughSequence)+fmt.Sprintf(` &&
+		  document.querySelectorAll('#transcript .message').length === %d`, len(tr.Messages)), 30*time.Second)
 	}
 	tab := func(name string) {
 		t.Helper()
@@ -268,16 +301,14 @@ func TestInspectorStatusReadRetried(t *testing.T) {
 	id := srv.session(t)
 	srv.emit(t, id, 2)
 
-	b.login(srv.url, token)
-	var ok bool
-	b.eval(watchReads+`('`+id+`')`, &ok)
-	b.eval(`location.hash = '#/s/`+id+`', true`, &ok)
+	b.watchSession(srv.url, token, id)
 	b.wait("the session shows", `document.getElementById('live').dataset.state === 'following' &&
 	  document.getElementById('status').dataset.lastSequence !== undefined`, 30*time.Second)
 
+	var ok bool
 	b.eval(`window.failNext.summary = 1, true`, &ok)
 	last := srv.emit(t, id, 2)
-	b.wait("the failed read shows", `window.failNext.summary === 0 && `+actionError+`.includes('the summary read was refused')`, 30*time.Second)
+	b.readsFailed("summary")
 	b.wait("the status is read again", fmt.Sprintf(`document.getElementById('status').dataset.lastSequence === '%d' && `+actionError+` === ''`, last), 30*time.Second)
 }
 
@@ -292,20 +323,13 @@ func TestInspectorTranscriptReadRetried(t *testing.T) {
 	id := srv.session(t)
 	srv.emit(t, id, 2)
 
-	b.login(srv.url, token)
-	var ok bool
-	b.eval(watchReads+`('`+id+`')`, &ok)
-	b.eval(`location.hash = '#/s/`+id+`', true`, &ok)
-	b.run("transcript", chromedp.Click(chromedp.CSS(`.tabs button[data-tab="transcript"]`)))
-	b.wait("the session shows", `document.getElementById('live').dataset.state === 'following' &&
-	  document.getElementById('transcript-through').textContent !== ''`, 30*time.Second)
+	b.watchSession(srv.url, token, id)
+	b.followWithTranscript()
 
+	var ok bool
 	b.eval(`window.failNext.transcript = 1, true`, &ok)
 	srv.emit(t, id, 2)
-	b.wait("the failed read shows", `window.failNext.transcript === 0 && `+actionError+`.includes('the transcript read was refused')`, 30*time.Second)
-	tr, err := srv.engine.Transcript(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.wait("the transcript is read again", fmt.Sprintf(`document.getElementById('transcript-through').textContent === 'through sequence %d' && `+actionError+` === ''`, tr.ThroughSequence), 30*time.Second)
+	b.readsFailed("transcript")
+	tr := srv.transcript(t, id)
+	b.wait("the transcript is read again", transcriptThrough(tr.ThroughSequence)+` && `+actionError+` === ''`, 30*time.Second)
 }

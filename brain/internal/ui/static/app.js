@@ -543,9 +543,6 @@ class SessionView {
       }
       if (this.stopped) return;
       if (this.finished) break;
-      // Text the running calls stream until the stream opens again does
-      // not reach the page (live frames are not sent again).
-      for (const state of this.liveCalls.values()) state.whole = false;
       this.setLive('reconnecting');
       if (silent) {
         if (!silentSince) silentSince = Date.now() - SILENT_BEATS * this.heartbeatMs;
@@ -596,20 +593,26 @@ class SessionView {
     let state = this.liveCalls.get(seq);
     if (!state) {
       if (this.liveCalls.size >= LIVE_CALLS) this.liveCalls.delete(this.liveCalls.keys().next().value);
-      // A call's model_request frame comes with its first delta: a call
-      // first seen by another frame streamed text the page did not get.
-      state = { text: '', detail: null, gaps: [], whole: type === 'model_request' };
+      state = { text: '', detail: null, gaps: [], next: 0, missing: false };
       this.liveCalls.set(seq, state);
     }
     let delta = '';
     let gap = false;
     if (type === 'model_output' && typeof p.delta === 'string') {
+      // The deltas of a call are numbered from 0: one numbered past the
+      // next expected says that deltas before it did not reach the page
+      // (they streamed while the stream reconnected or before the page
+      // subscribed, or the server dropped them for a slow reader).
+      if (typeof p.index === 'number') {
+        if (p.index !== state.next) state.missing = true;
+        state.next = p.index + 1;
+      }
       delta = p.delta.slice(0, Math.max(0, LIVE_TEXT - state.text.length));
       if (delta.length < p.delta.length) state.cut = true;
-      if (delta && !state.whole) {
+      if (delta && state.missing) {
         // Text streamed before this delta is missing: the row marks where.
         state.gaps.push(state.text.length);
-        state.whole = true;
+        state.missing = false;
         gap = true;
       }
       state.text += delta;
@@ -1141,7 +1144,7 @@ function writeStream(entry, text) {
 // writeGap marks in the stream of entry that text streamed there did not
 // reach the page; the text after it goes in a part of its own.
 function writeGap(entry) {
-  entry.stream.append(el('span', 'stream-gap', '[text streamed while the page was not connected may be missing here]'));
+  entry.stream.append(el('span', 'stream-gap', '[text streamed here did not reach the page]'));
   entry.part = null;
 }
 
