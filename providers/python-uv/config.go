@@ -53,7 +53,8 @@ type Config struct {
 	// CacheDir is passed to uv as UV_CACHE_DIR. Empty uses uv's default.
 	CacheDir string `json:"cache_dir,omitempty"`
 	// OutputLimitBytes bounds an invocation's stdout; beyond it the
-	// process group is killed and the execute fails with output_limit.
+	// invocation's processes are killed and the execute fails with
+	// output_limit.
 	OutputLimitBytes int64 `json:"output_limit_bytes,omitempty"`
 	// StderrLimitBytes bounds the stderr kept (its tail) for failure
 	// details.

@@ -6,7 +6,7 @@
 //
 // This provider is an OS-runtime helper, not a sandbox. The Python code it
 // runs has the provider's user, file system, network and process
-// credentials; the reduced environment and the process-group kill are
+// credentials; the reduced environment and the process-tree kill are
 // hygiene, not isolation. Run only projects you trust. When the code is
 // not trusted, run this provider inside the Docker provider's isolation
 // instead of on the host: build an image that holds uv, the interpreter
@@ -60,9 +60,10 @@
 // directory again, syncing it to the new lock, while a reload that changes
 // nothing keeps the outcome, failed or not. A reload that replaces a
 // preparation still running stops its sync (a hanging uv does not hold
-// up the new configuration) but lets a setup module already running end;
-// the executes waiting for it are served by the preparation that replaces
-// it. A preparation that passes its timeout (preparation_timeout_ms) fails
+// up the new configuration) but lets a setup module already running end,
+// and no later preparation of that directory, after however many reloads,
+// starts before it ended; the executes waiting for it are served by the
+// preparation that replaces it. A preparation that passes its timeout (preparation_timeout_ms) fails
 // like any other, its reason naming the timeout.
 //
 // # Bindings across restarts
@@ -98,11 +99,18 @@
 // message says what is wrong with it: bytes that are not UTF-8, NaN or
 // Infinity (which Python's json module writes for such floats), an object
 // naming a member twice (a dict holding both 1 and "1"), anything after the
-// value. Stdout beyond the cap is output_limit. The process runs in its
-// own process group, which is killed (SIGKILL) when the deadline passes
-// (timeout), when Brain cancels the execution (cancelled), when output
-// passes the cap, and after the module exits, so children it left behind
-// never outlive the invocation. A process that leaves the group (setsid) escapes this.
+// value. Stdout beyond the cap is output_limit. The process and every
+// process it starts are killed (SIGKILL) when the deadline passes
+// (timeout; an execute without a deadline is bounded by
+// default_timeout_ms, which its timeout names), when Brain cancels the
+// execution (cancelled), when output passes the cap, and after the module
+// exits, so children it left behind never outlive the invocation; the
+// preparation's uv commands are run the same way. The tree is found as
+// providers/internal/proctree finds it: a cgroup of its own where the
+// kernel offers one, else the process group, the parent chain and the
+// run's marker, so a child that starts a session of its own (setsid,
+// start_new_session) is killed too. A process that cannot be killed is
+// reported in details.cleanup_error next to the first cause.
 // Every process carries BRAIN_PYTHON_UV_RUN, naming the provider that
 // started it: a provider started after one that was killed (SIGKILL, a
 // crash) kills what the killed one left running, where /proc is readable,

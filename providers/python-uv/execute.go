@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk"
@@ -66,7 +67,7 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	defer context.AfterFunc(p.base, cancel)()
 	if x.Deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.defaultTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, s.defaultTimeout, &defaultTimeoutError{s.defaultTimeout})
 		defer cancel()
 	}
 	start := time.Now()
@@ -116,7 +117,7 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	case res.StdoutOverflow:
 		details.OutputLimitBytes = s.outputLimit
 		return envapi.Receipt{}, envsdk.KeepFirst(envsdk.Failf(envapi.CodeOutputLimit,
-			"project %s wrote more than %d bytes to stdout; its process group was killed", proj.name, s.outputLimit).WithDetails(details), res.CleanupErr)
+			"project %s wrote more than %d bytes to stdout; its processes were killed", proj.name, s.outputLimit).WithDetails(details), res.CleanupErr)
 	case res.ExitCode != 0:
 		// uv re-creates a virtual environment removed under it, so the
 		// failure may be the loss's doing.
@@ -131,7 +132,7 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	}
 	out := bytes.TrimSpace(res.Stdout)
 	if problem := outputProblem(out); problem != "" {
-		details.Stdout = string(bytes.ToValidUTF8(out[:min(len(out), stdoutExcerpt)], []byte("\uFFFD")))
+		details.Stdout = string(bytes.ToValidUTF8(runePrefix(out, stdoutExcerpt), []byte("\uFFFD")))
 		return envapi.Receipt{}, envsdk.Failf(envapi.CodeInvalidOutput, "project %s did not write one JSON value to stdout: %s", proj.name, problem).WithDetails(details)
 	}
 	p.log.Debug("invocation finished", "project", proj.name, "session", c.SessionID, "sequence", c.Sequence, "elapsed", res.Elapsed)
@@ -192,15 +193,30 @@ func (s *settings) lookup(raw json.RawMessage) (project, error) {
 	return proj, nil
 }
 
-// stopFailure answers an invocation stopped by its deadline (timeout) or by
-// cancellation (cancelled), keeping cleanup evidence.
+// defaultTimeoutError is the cause of the end of an execute that carried
+// no deadline and ran past the operator's default timeout.
+type defaultTimeoutError struct{ after time.Duration }
+
+func (e *defaultTimeoutError) Error() string {
+	return fmt.Sprintf("the execute carried no deadline and passed the default timeout of %s (default_timeout_ms)", e.after)
+}
+
+// stopFailure answers an invocation stopped by its deadline or the default
+// timeout (timeout) or by cancellation (cancelled), keeping cleanup
+// evidence.
 func stopFailure(ctx context.Context, details *ExecutionFailure, cleanup error) *envsdk.Error {
-	e := envsdk.Failf(envapi.CodeCancelled, "project %s was cancelled; its process group was killed", details.Project)
+	e := envsdk.Failf(envapi.CodeCancelled, "project %s was cancelled; its processes were killed", details.Project)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		e = envsdk.Failf(envapi.CodeTimeout, "project %s passed its deadline; its process group was killed", details.Project)
+		e = envsdk.Failf(envapi.CodeTimeout, "project %s passed its deadline; its processes were killed", details.Project)
+		if dt, ok := errors.AsType[*defaultTimeoutError](context.Cause(ctx)); ok {
+			e.Message = fmt.Sprintf("project %s: %v; its processes were killed", details.Project, dt)
+		}
 	}
 	if details.Phase == "preparation" {
 		e.Message = "stopped while the installation was being prepared (the preparation goes on for other callers)"
+		if dt, ok := errors.AsType[*defaultTimeoutError](context.Cause(ctx)); ok && e.Code == envapi.CodeTimeout {
+			e.Message = fmt.Sprintf("%v while the installation was being prepared (the preparation goes on for other callers)", dt)
+		}
 	}
 	return envsdk.KeepFirst(e.WithDetails(details), cleanup)
 }

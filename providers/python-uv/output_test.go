@@ -45,3 +45,30 @@ func TestOutputBrainWouldRefuseIsTheProjectsInvalidOutput(t *testing.T) {
 		})
 	}
 }
+
+// TestEvidenceIsNotCutMidCharacter: the stdout excerpt of an
+// invalid_output and the stderr tail of its details are bounded, and the
+// bound never falls inside a character: the evidence quotes what the
+// project wrote, with no replacement character it did not write.
+func TestEvidenceIsNotCutMidCharacter(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.Projects["emit"] = Project{Directory: c.Projects["plain"].Directory, Module: "emit"}
+		c.StderrLimitBytes = 1001
+	})
+	s := r.attach("s")
+	// Three-byte characters: the stdout bound (1024 bytes) and the start
+	// of the stderr tail (the last 1001 of 6001 bytes) both fall inside
+	// one, and the stderr has no line break before its end to cut at.
+	stdout := strings.Repeat("€", 2000)
+	stderr := strings.Repeat("€", 2000)
+	in, _ := json.Marshal(map[string]string{"stdout_hex": hex.EncodeToString([]byte(stdout)), "stderr": stderr})
+	d := wantFailure(t, r.post(s.Execute(impl("emit"), in, nil)), envapi.CodeInvalidOutput)
+	excerpt, _ := d["stdout"].(string)
+	if excerpt == "" || strings.ContainsRune(excerpt, '\uFFFD') || !strings.HasPrefix(stdout, excerpt) || len(excerpt) < stdoutExcerpt-3 {
+		t.Fatalf("stdout excerpt of %d bytes %q is not the start of what the project wrote", len(excerpt), excerpt)
+	}
+	tail, _ := d["stderr"].(string)
+	if tail == "" || strings.ContainsRune(tail, '\uFFFD') || !strings.HasSuffix(stderr+"\n", tail) || d["stderr_truncated"] != true {
+		t.Fatalf("stderr tail of %d bytes %q is not the end of what the project wrote", len(tail), tail)
+	}
+}

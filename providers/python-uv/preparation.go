@@ -218,10 +218,23 @@ func (pr *preparation) run(ctx, syncCtx context.Context, s *settings, proj proje
 	if prev != nil {
 		select {
 		case <-prev.done:
-		case <-syncCtx.Done():
-			pr.failure = &PreparationFailure{Project: proj.name, Phase: PhaseSync, ExitCode: -1,
-				Reason: fmt.Sprintf("stopped while waiting for the previous preparation: %v", context.Cause(syncCtx))}
-			return
+		default:
+			log.Info("preparation waits for the preparation it replaces to end", "project", proj.name, "directory", proj.dir)
+			select {
+			case <-prev.done:
+			case <-syncCtx.Done():
+				pr.failure = &PreparationFailure{Project: proj.name, Phase: PhaseSync, ExitCode: -1,
+					Reason: fmt.Sprintf("stopped while waiting for the previous preparation: %v", context.Cause(syncCtx))}
+				// The previous preparation may still run a setup module.
+				// This one ends only after it, so that the preparation
+				// replacing this one, which waits for this one, never
+				// syncs or runs a setup beside it.
+				select {
+				case <-prev.done:
+				case <-ctx.Done():
+				}
+				return
+			}
 		}
 	}
 	phases := []struct {

@@ -3,23 +3,17 @@ package pythonuv
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/brain-in-go/brain/providers/internal/proctree"
 )
 
-// procSpec describes one child process. It runs in its own process group,
-// and the whole group is killed when the context ends, when stdout passes
+// procSpec describes one child process. It runs as a proctree run: the
+// whole tree it grows, including processes that left its process group
+// or session (setsid), is killed when the context ends, when stdout passes
 // StdoutLimit, and after the leader exits (so background children never
 // outlive the invocation).
 type procSpec struct {
@@ -46,180 +40,117 @@ type procResult struct {
 	// Stopped reports that the context ended before the leader exited.
 	Stopped bool
 	Elapsed time.Duration
-	// CleanupErr reports a failure to kill the process group or to collect
+	// CleanupErr reports a failure to kill the process tree or to collect
 	// its output; it is evidence, not the cause.
 	CleanupErr error
 }
 
-// drainGrace bounds how long output is collected after the process group
-// was killed: a process that left the group (setsid) may still hold the
-// pipes, and it must not hold the invocation.
-const drainGrace = 2 * time.Second
+// drainGrace bounds how long output is collected once the tree is gone:
+// a process the kill could not find may still hold the pipes, and it must
+// not hold the invocation. With proctree's kill bound it keeps the answer
+// of a stopped invocation, and its cleanup evidence, within envsdk's
+// default stop grace.
+const drainGrace = time.Second
 
 // runProcess starts s and waits for it. The error is non-nil only when the
 // process could not be started.
 func runProcess(ctx context.Context, s procSpec) (procResult, error) {
 	start := time.Now()
 	var res procResult
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		return res, fmt.Errorf("stdin pipe: %w", err)
+	// Passing the output cap stops the run like a cancellation does, with
+	// its own cause.
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	stdout := &limitedBuffer{limit: s.StdoutLimit, overflow: func() { stop(errOverflow) }}
+	stderr := &tailBuffer{keep: s.StderrKeep}
+	stdin := s.Stdin
+	if stdin == nil {
+		stdin = []byte{}
 	}
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		closeAll(stdinR, stdinW)
-		return res, fmt.Errorf("stdout pipe: %w", err)
-	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		closeAll(stdinR, stdinW, stdoutR, stdoutW)
-		return res, fmt.Errorf("stderr pipe: %w", err)
-	}
-	cmd := exec.Command(s.Path, s.Args...)
-	cmd.Dir = s.Dir
-	cmd.Env = append(append(make([]string, 0, len(s.Env)+1), s.Env...), runMarker())
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
-		return res, fmt.Errorf("start %s: %w", s.Path, err)
-	}
-	// The child holds its ends now; ours must close so EOF can arrive.
-	closeAll(stdinR, stdoutW, stderrW)
-	pgid := cmd.Process.Pid
-
-	go func() {
-		// A process that does not read its input gets EPIPE here, which is
-		// fine: the input is only offered.
-		_, _ = stdinW.Write(s.Stdin)
-		_ = stdinW.Close()
-	}()
-
-	overflow := make(chan struct{})
-	var readers sync.WaitGroup
-	var stdout bytes.Buffer
-	tail := &tailBuffer{keep: s.StderrKeep}
-	readers.Add(2)
-	go func() {
-		defer readers.Done()
-		if err := readLimited(stdoutR, &stdout, s.StdoutLimit); err != nil {
-			close(overflow)
-			_, _ = io.Copy(io.Discard, stdoutR)
+	r, err := proctree.Run(runCtx, proctree.Spec{
+		Path:        s.Path,
+		Args:        append([]string{s.Path}, s.Args...),
+		Dir:         s.Dir,
+		Env:         s.Env,
+		Stdin:       stdin,
+		Stdout:      stdout,
+		Stderr:      stderr,
+		Marker:      RunMarkerEnv,
+		OutputGrace: drainGrace,
+	})
+	var stopped *proctree.StoppedError
+	var sweep *proctree.CleanupError
+	switch {
+	case errors.Is(err, proctree.ErrStart):
+		return res, err
+	case errors.As(err, &stopped):
+		if errors.Is(stopped.Cause, errOverflow) {
+			res.StdoutOverflow = true
+		} else {
+			res.Stopped = true
 		}
-	}()
-	go func() {
-		defer readers.Done()
-		_, _ = io.Copy(tail, stderrR)
-	}()
-
-	// Wait for the leader to exit without reaping it: while it is a
-	// zombie its pid (the group id) cannot be reused, so killing the group
-	// afterwards cannot hit an unrelated process.
-	exited := make(chan error, 1)
-	reaped := false
-	go func() {
-		r, err := waitExited(cmd)
-		reaped = r
-		exited <- err
-	}()
-
-	var cleanup []error
-	kill := func() {
-		if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			cleanup = append(cleanup, fmt.Errorf("kill process group %d: %w", pgid, err))
-		}
+		res.CleanupErr = stopped.Cleanup
+	case errors.As(err, &sweep):
+		res.CleanupErr = sweep.Err
+	case err != nil:
+		res.CleanupErr = err
 	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			cleanup = append(cleanup, fmt.Errorf("wait for process %d: %w", pgid, err))
-		}
-	case <-ctx.Done():
-		res.Stopped = true
-		kill()
-		<-exited
-	case <-overflow:
-		res.StdoutOverflow = true
-		kill()
-		<-exited
-	}
-	// Kill whatever the leader left behind in its group, then reap it.
-	kill()
-	var waitErr error
-	if !reaped {
-		waitErr = cmd.Wait()
-	}
-	if waitErr != nil {
-		var exit *exec.ExitError
-		if !errors.As(waitErr, &exit) {
-			cleanup = append(cleanup, fmt.Errorf("reap process %d: %w", pgid, waitErr))
-		}
-	}
-
-	drained := make(chan struct{})
-	go func() { readers.Wait(); close(drained) }()
-	timer := time.NewTimer(drainGrace)
-	select {
-	case <-drained:
-		timer.Stop()
-	case <-timer.C:
-		cleanup = append(cleanup, errors.New("output pipes still held open by a process outside the group; closed them"))
-		closeAll(stdoutR, stderrR)
-		<-drained
-	}
-	// A holder outside the group may never read the input; unblock the
-	// writer.
-	closeAll(stdoutR, stderrR, stdinW)
-
-	select {
-	case <-overflow:
-		res.StdoutOverflow = true
-	default:
-	}
-	res.Stdout = stdout.Bytes()
-	res.Stderr, res.StderrTruncated = tail.String(), tail.truncated
-	res.ExitCode = -1
-	if st := cmd.ProcessState; st != nil {
-		res.ExitCode = st.ExitCode()
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.Signal = ws.Signal().String()
-		}
-	}
+	res.StdoutOverflow = res.StdoutOverflow || stdout.overflowed()
+	res.Stdout = stdout.bytes()
+	res.Stderr, res.StderrTruncated = stderr.String(), stderr.truncated
+	res.ExitCode, res.Signal = r.ExitCode, r.Signal
 	res.Elapsed = time.Since(start)
-	res.CleanupErr = errors.Join(cleanup...)
 	return res, nil
 }
 
+// limitedBuffer keeps at most limit bytes and calls overflow once when
+// more arrive (the excess is not kept). A zero limit discards everything.
+// proctree writes it from one goroutine; the result is read after Run.
+type limitedBuffer struct {
+	limit    int64
+	overflow func()
+	mu       sync.Mutex
+	buf      bytes.Buffer
+	over     bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.limit <= 0 || b.over {
+		return len(p), nil
+	}
+	if room := b.limit - int64(b.buf.Len()); int64(len(p)) > room {
+		b.buf.Write(p[:room])
+		b.over = true
+		b.overflow()
+		return len(p), nil
+	}
+	b.buf.Write(p)
+	return len(p), nil
+}
+
+func (b *limitedBuffer) overflowed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.over
+}
+
+func (b *limitedBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Bytes()
+}
+
 // RunMarkerEnv marks every process the provider starts, and the
-// processes they start in turn, with the provider's pid and start time:
-// a provider started after one that was killed stops what the killed one
-// left running (see New).
+// processes they start in turn, with the provider's pid and start time
+// and the run: a run's kill finds its processes by it, and a provider
+// started after one that was killed stops what the killed one left
+// running (see New).
 const RunMarkerEnv = "BRAIN_PYTHON_UV_RUN"
 
-// runMarker is the RunMarkerEnv entry of one run: OWNER.RANDOM.
-func runMarker() string {
-	var id [8]byte
-	_, _ = rand.Read(id[:])
-	return RunMarkerEnv + "=" + proctree.OwnerMark() + "." + hex.EncodeToString(id[:])
-}
-
+// errOverflow stops a run whose stdout passed its limit.
 var errOverflow = errors.New("output limit exceeded")
-
-// readLimited copies r into buf until EOF; it returns errOverflow as soon
-// as more than limit bytes arrive (the excess is not kept). A zero limit
-// discards everything.
-func readLimited(r io.Reader, buf *bytes.Buffer, limit int64) error {
-	if limit <= 0 {
-		_, _ = io.Copy(io.Discard, r)
-		return nil
-	}
-	n, _ := io.Copy(buf, io.LimitReader(r, limit+1))
-	if n > limit {
-		buf.Truncate(int(limit))
-		return errOverflow
-	}
-	return nil
-}
 
 // tailBuffer keeps the last keep bytes written to it.
 type tailBuffer struct {
@@ -248,19 +179,16 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 // String returns the kept tail, starting at a line boundary when the head
-// was cut and a newline is near.
+// was cut and a newline is near, else at a character boundary.
 func (t *tailBuffer) String() string {
 	s := string(t.buf)
 	if t.truncated {
 		if i := strings.IndexByte(s, '\n'); i >= 0 && i < 256 {
 			s = s[i+1:]
+		} else {
+			// The cut may have fallen inside a character.
+			s = runeSuffix(s)
 		}
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
-}
-
-func closeAll(files ...*os.File) {
-	for _, f := range files {
-		_ = f.Close()
-	}
 }

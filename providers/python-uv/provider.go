@@ -159,7 +159,7 @@ const reapTimeout = 5 * time.Second
 const closeWait = 10 * time.Second
 
 // Close stops running preparations (they fail) and running invocations
-// (they answer cancelled; their process groups are killed), and waits for
+// (they answer cancelled; their process trees are killed), and waits for
 // them to clean up, so that no Python process outlives the provider.
 func (p *Provider) Close() error {
 	p.mu.Lock()

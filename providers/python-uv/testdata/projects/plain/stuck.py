@@ -1,6 +1,10 @@
-"""Starts a process in a session of its own that keeps stdout and stderr
-open and is out of reach of a kill of this process group, records its pid
-in {"pid_file": PATH}, then sleeps."""
+"""Starts a process that keeps stdout and stderr open and cannot be killed,
+records its pid in {"pid_file": PATH}, then sleeps.
+
+The process starts in a session of its own and is frozen in the cgroup v1
+freezer directory {"freezer": DIR}: a frozen process does not act on
+SIGKILL until it is thawed, so every kill of the invocation fails.
+"""
 import json
 import os
 import subprocess
@@ -11,6 +15,16 @@ req = json.load(sys.stdin)
 holder = subprocess.Popen(
     [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
 )
+state = os.path.join(req["freezer"], "freezer.state")
+with open(os.path.join(req["freezer"], "cgroup.procs"), "w", encoding="utf-8") as f:
+    f.write(str(holder.pid))
+with open(state, "w", encoding="utf-8") as f:
+    f.write("FROZEN")
+while True:
+    with open(state, encoding="utf-8") as f:
+        if f.read().strip() == "FROZEN":
+            break
+    time.sleep(0.01)
 tmp = req["pid_file"] + ".tmp"
 with open(tmp, "w", encoding="utf-8") as f:
     f.write(str(holder.pid))
