@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-playground/validator/v10"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/backend"
 )
 
 // NoLimit as a Limits field or Config.RequestRetention removes that bound.
@@ -39,8 +43,9 @@ type Config struct {
 	// are empty Brain serves without authentication (the caller decides
 	// whether that is safe for its listener) and answers only requests
 	// naming a loopback host, so that a web page cannot reach it through
-	// DNS rebinding.
-	Token     string `env:"BRAIN_API_TOKEN"`
+	// DNS rebinding. A token with white space at either end or a control
+	// character is refused: no Authorization header can carry it.
+	Token     string `validate:"omitempty,header_token" env:"BRAIN_API_TOKEN"`
 	TokenFile string `env:"BRAIN_API_TOKEN"`
 	// Limits bound every turn.
 	Limits Limits
@@ -158,8 +163,9 @@ type OTLP struct {
 // Storage selects the storage backend.
 type Storage struct {
 	// DatabaseURL selects a database backend by its scheme; empty keeps
-	// everything in the data directory.
-	DatabaseURL string `validate:"omitempty,url" env:"BRAIN_DATABASE_URL"`
+	// everything in the data directory. A URL without a host, such as
+	// postgres:///brain?host=/run/postgresql (a Unix socket), is one.
+	DatabaseURL string `validate:"omitempty,database_url" env:"BRAIN_DATABASE_URL"`
 	// SealingKeyFile is the key file every node sharing a database uses
 	// (required with DatabaseURL, refused without it): 64 hex digits or
 	// 32+ raw bytes, in a file only its owner may read or write.
@@ -168,6 +174,18 @@ type Storage struct {
 	// unless renewed (database backends; 0 selects 10 s): after a node
 	// dies, another takes its sessions over after at most this long.
 	Lease time.Duration `validate:"gte=0" env:"BRAIN_LEASE_SECS"`
+}
+
+// problems answers what the tags of Storage cannot see: a database URL
+// whose scheme no backend serves, and one without the sealing key file.
+func (s Storage) problems() []FieldProblem {
+	if err := backend.Check(s.DatabaseURL); err != nil {
+		return settingError("Storage.DatabaseURL", err).Problems
+	}
+	if s.DatabaseURL != "" && s.SealingKeyFile == "" {
+		return settingError("Storage.SealingKeyFile", fmt.Errorf("is required with Storage.DatabaseURL (%s)", envOf("Storage.DatabaseURL"))).Problems
+	}
+	return nil
 }
 
 // Limits bound every turn. A zero field selects the server default
@@ -194,7 +212,8 @@ type Models struct {
 	AnthropicBaseURL string `validate:"omitempty,http_url" env:"BRAIN_ANTHROPIC_BASE_URL"`
 	// APIKeys are the operator's keys by provider name, used by sessions
 	// that bring none ("brain serve" reads OPENAI_API_KEY and
-	// ANTHROPIC_API_KEY).
+	// ANTHROPIC_API_KEY). A key holding a control character other than a
+	// tab is refused: no header can carry it.
 	APIKeys map[string]string `env:"OPENAI_API_KEY"`
 	// ProvidersFile is a JSON file of further providers (name, dialect,
 	// base URL, models) merged over the models catalogue; the format is
@@ -208,6 +227,39 @@ type Models struct {
 	MaxErrorBytes  int64         `validate:"gte=0" env:"BRAIN_MAX_MODEL_ERROR_BYTES"`
 	Timeout        time.Duration `validate:"gte=0s" env:"BRAIN_MAX_MODEL_SECS"`
 	ConnectTimeout time.Duration `validate:"gte=0s" env:"BRAIN_MAX_MODEL_CONNECT_SECS"`
+}
+
+// apiKeyEnv names the variable "brain serve" reads each provider's key
+// from.
+var apiKeyEnv = map[string]string{"openai": "OPENAI_API_KEY", "openai_chat": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+// keyProblems refuses an operator's key that no HTTP header can carry (a
+// control character other than a tab, such as a line end read with it),
+// once per variable, without quoting it.
+func (m Models) keyProblems() []FieldProblem {
+	var out []FieldProblem
+	said := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(m.APIKeys)) {
+		env := apiKeyEnv[name]
+		if headerKey(m.APIKeys[name]) || (env != "" && said[env]) {
+			continue
+		}
+		said[env] = true
+		out = append(out, FieldProblem{Field: "Models.APIKeys[" + name + "]", Env: env,
+			Problem: "holds a control character (a line end read with it?): no HTTP header can carry it"})
+	}
+	return out
+}
+
+// headerKey reports whether a header value can carry key: it holds no
+// control character other than a tab.
+func headerKey(key string) bool {
+	for _, r := range key {
+		if (r < 0x20 && r != '\t') || r == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // EnvironmentRoute is where operations of a driver name go.
@@ -330,23 +382,61 @@ func (p FieldProblem) String() string {
 	return fmt.Sprintf("Config.%s (%s) %s", p.Field, p.Env, p.Problem)
 }
 
-var validate = validator.New(validator.WithRequiredStructEnabled())
+var validate = newValidator()
+
+func newValidator() *validator.Validate {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	if err := v.RegisterValidation("header_token", func(fl validator.FieldLevel) bool {
+		return headerToken(fl.Field().String())
+	}); err != nil {
+		panic(err)
+	}
+	// A database URL needs a scheme, which selects its backend; the
+	// host may be empty (a Unix socket named by a parameter).
+	if err := v.RegisterValidation("database_url", func(fl validator.FieldLevel) bool {
+		u, err := url.Parse(fl.Field().String())
+		return err == nil && u.Scheme != ""
+	}); err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// headerToken reports whether an Authorization header can carry tok as
+// it is: header values lose white space at their ends and hold no control
+// characters.
+func headerToken(tok string) bool {
+	if tok != strings.TrimSpace(tok) {
+		return false
+	}
+	for _, r := range tok {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
 
 // Validate checks cfg and answers a *ConfigError naming every invalid
 // field.
 func (cfg *Config) Validate() error {
-	err := validate.Struct(cfg)
-	if err == nil {
-		return nil
-	}
-	var verrs validator.ValidationErrors
-	if !errors.As(err, &verrs) {
-		return fmt.Errorf("brain: invalid configuration: %w", err)
-	}
 	ce := &ConfigError{}
-	for _, fe := range verrs {
-		_, path, _ := strings.Cut(fe.StructNamespace(), ".")
-		ce.Problems = append(ce.Problems, FieldProblem{Field: path, Env: envOf(path), Problem: problem(fe)})
+	if err := validate.Struct(cfg); err != nil {
+		var verrs validator.ValidationErrors
+		if !errors.As(err, &verrs) {
+			return fmt.Errorf("brain: invalid configuration: %w", err)
+		}
+		for _, fe := range verrs {
+			_, path, _ := strings.Cut(fe.StructNamespace(), ".")
+			ce.Problems = append(ce.Problems, FieldProblem{Field: path, Env: envOf(path), Problem: problem(fe)})
+		}
+	}
+	if !slices.ContainsFunc(ce.Problems, func(p FieldProblem) bool { return strings.HasPrefix(p.Field, "Storage.") }) {
+		ce.Problems = append(ce.Problems, cfg.Storage.problems()...)
+	}
+	ce.Problems = append(ce.Problems, cfg.Models.keyProblems()...)
+	if len(ce.Problems) == 0 {
+		return nil
 	}
 	return ce
 }
@@ -398,8 +488,9 @@ func problem(fe validator.FieldError) string {
 	case "http_url":
 		// Not quoted: a URL may carry credentials.
 		return "must be an absolute http or https URL"
-	case "url":
-		return "must be a URL"
+	case "database_url":
+		// Not quoted: it may carry a password.
+		return "must be a URL with a scheme"
 	case "gte":
 		return fmt.Sprintf("must be at least %s, not %v", fe.Param(), fe.Value())
 	case "lte":
@@ -407,6 +498,9 @@ func problem(fe validator.FieldError) string {
 	case "excluded_without":
 		other := parentPath(fe) + fe.Param()
 		return fmt.Sprintf("is only read with %s (%s), which is not set", other, envOf(other))
+	case "header_token":
+		// Not quoted: it is a credential.
+		return "has white space at an end or a control character (a line end read with it?): no Authorization header can carry it"
 	case "oneof":
 		return fmt.Sprintf("must be one of %s, not %q", strings.Join(strings.Fields(fe.Param()), ", "), fe.Value())
 	}

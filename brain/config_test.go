@@ -154,3 +154,104 @@ func TestUnreachableDatabaseRefusedClearly(t *testing.T) {
 		t.Errorf("New = %v, want an unavailable database named, no queue, no password", err)
 	}
 }
+
+// TestTokenNoHeaderCarriesRefused: a token with white space at an end
+// (a line end read with it) or a control character can never arrive in
+// an Authorization header, so every request would answer 401. New refuses
+// it as the Token field and its variable, without quoting it, before it
+// touches the data directory.
+func TestTokenNoHeaderCarriesRefused(t *testing.T) {
+	for _, tok := range []string{"sekrit\n", "sekrit\r\n", " sekrit", "sekrit ", "sek\x00rit", "sek\x7frit"} {
+		dir := t.TempDir() + "/data"
+		srv, err := brain.New(context.Background(), brain.Config{DataDir: dir, Token: tok})
+		if err == nil {
+			srv.Close(context.Background())
+		}
+		var ce *brain.ConfigError
+		if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != "Token" ||
+			ce.Problems[0].Env != "BRAIN_API_TOKEN" || strings.Contains(err.Error(), "sekrit") {
+			t.Errorf("token %q: New = %v, want a ConfigError of Token (BRAIN_API_TOKEN) that does not quote it", tok, err)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("token %q: the data directory was created: %v", tok, err)
+		}
+	}
+}
+
+// TestDatabaseURLNeedsSealingKeyFile: the nodes sharing a database seal
+// credentials with the key file; a database URL without it is an
+// incomplete configuration, refused as the SealingKeyFile field naming the
+// database's variable too, before the data directory is touched and
+// without quoting the URL's password.
+func TestDatabaseURLNeedsSealingKeyFile(t *testing.T) {
+	dir := t.TempDir() + "/data"
+	_, err := brain.New(context.Background(), brain.Config{DataDir: dir,
+		Storage: brain.Storage{DatabaseURL: "postgres://brain:sekrit@127.0.0.1:1/brain"}})
+	var ce *brain.ConfigError
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != "Storage.SealingKeyFile" ||
+		ce.Problems[0].Env != "BRAIN_SEALING_KEY_FILE" || !strings.Contains(err.Error(), "BRAIN_DATABASE_URL") ||
+		strings.Contains(err.Error(), "sekrit") {
+		t.Fatalf("New = %v, want a ConfigError of Storage.SealingKeyFile naming BRAIN_DATABASE_URL", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the data directory was created: %v", err)
+	}
+}
+
+// TestDatabaseURLSchemeIsASetting: a database URL whose scheme no backend
+// serves is a setting New refuses (a ConfigError of Storage.DatabaseURL),
+// before the data directory is touched.
+func TestDatabaseURLSchemeIsASetting(t *testing.T) {
+	dir := t.TempDir() + "/data"
+	_, err := brain.New(context.Background(), brain.Config{DataDir: dir,
+		Storage: brain.Storage{DatabaseURL: "nosuchdb://user:sekrit@db.example/brain", SealingKeyFile: t.TempDir() + "/key"}})
+	var ce *brain.ConfigError
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != "Storage.DatabaseURL" ||
+		!strings.Contains(err.Error(), "nosuchdb") || strings.Contains(err.Error(), "sekrit") {
+		t.Fatalf("New = %v, want a ConfigError of Storage.DatabaseURL naming the scheme only", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the data directory was created: %v", err)
+	}
+}
+
+// TestSocketDatabaseURLAccepted: a PostgreSQL URL without a host (the
+// server's Unix socket, its directory in the host parameter) is a URL the
+// database driver takes; New tries the database instead of refusing the
+// setting as not a URL.
+func TestSocketDatabaseURLAccepted(t *testing.T) {
+	key := t.TempDir() + "/sealing.key"
+	if err := os.WriteFile(key, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := brain.New(context.Background(), brain.Config{DataDir: t.TempDir(),
+		Storage: brain.Storage{DatabaseURL: "postgres:///brain?host=" + t.TempDir() + "&password=sekrit", SealingKeyFile: key}})
+	var ce *brain.ConfigError
+	if errors.As(err, &ce) || err == nil || !strings.Contains(err.Error(), "database unavailable") || strings.Contains(err.Error(), "sekrit") {
+		t.Fatalf("New = %v, want the socket tried and found unavailable", err)
+	}
+}
+
+// TestOperatorModelKeyNoHeaderCarriesRefused: an operator's model key
+// holding a control character (a line end read with it from a file) can
+// never be sent; New refuses it naming the variable "brain serve" reads it
+// from, without quoting it, instead of every session that would use it
+// being refused as an invalid request.
+func TestOperatorModelKeyNoHeaderCarriesRefused(t *testing.T) {
+	for provider, env := range map[string]string{"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"} {
+		dir := t.TempDir() + "/data"
+		srv, err := brain.New(context.Background(), brain.Config{DataDir: dir,
+			Models: brain.Models{APIKeys: map[string]string{provider: "sekrit-key\r\n", "other": ""}}})
+		if err == nil {
+			srv.Close(context.Background())
+		}
+		var ce *brain.ConfigError
+		if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != "Models.APIKeys["+provider+"]" ||
+			ce.Problems[0].Env != env || strings.Contains(err.Error(), "sekrit") {
+			t.Errorf("%s key: New = %v, want a ConfigError of Models.APIKeys[%s] (%s) that does not quote it", provider, err, provider, env)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s key: the data directory was created: %v", provider, err)
+		}
+	}
+}

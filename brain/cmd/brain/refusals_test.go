@@ -277,3 +277,34 @@ func TestServeRefusesMalformedSettingFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesIncompleteDatabaseSettings: a database URL without the
+// sealing key file its nodes share, or with a scheme no backend serves, is
+// a refused setting (exit 2) naming the flags, not a failure to serve,
+// and never quotes the URL's password. A URL without a host (a Unix
+// socket) is not refused as malformed: serving fails on the database.
+func TestServeRefusesIncompleteDatabaseSettings(t *testing.T) {
+	keyFile := writeFile(t, t.TempDir(), "sealing.key", strings.Repeat("ab", 32))
+	for _, c := range []struct {
+		args []string
+		says []string
+	}{
+		{[]string{"--database-url", "postgres://brain:sekrit@127.0.0.1:1/brain"}, []string{"--sealing-key-file (BRAIN_SEALING_KEY_FILE)", "BRAIN_DATABASE_URL"}},
+		{[]string{"--database-url", "nosuchdb://brain:sekrit@db.example/brain", "--sealing-key-file", keyFile}, []string{"--database-url (BRAIN_DATABASE_URL)", "nosuchdb"}},
+	} {
+		code, stderr, served := serveOnce(t, append(c.args, "--no-auth", "--no-workspace")...)
+		if served || code != 2 || strings.Contains(stderr, "sekrit") {
+			t.Errorf("%v: served %v, exit %d, stderr %q; want exit 2", c.args, served, code, stderr)
+		}
+		for _, say := range c.says {
+			if !strings.Contains(stderr, say) {
+				t.Errorf("%v: stderr %q does not say %q", c.args, stderr, say)
+			}
+		}
+	}
+	socket := "postgres:///brain?host=" + t.TempDir() + "&password=sekrit"
+	code, stderr, served := serveOnce(t, "--database-url", socket, "--sealing-key-file", keyFile, "--no-auth", "--no-workspace")
+	if served || code != 1 || !strings.Contains(stderr, "database unavailable") || strings.Contains(stderr, "sekrit") {
+		t.Errorf("a socket URL: served %v, exit %d, stderr %q; want exit 1, the database unavailable", served, code, stderr)
+	}
+}

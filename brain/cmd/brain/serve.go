@@ -40,7 +40,9 @@ ANTHROPIC_API_KEY from Brain's environment.
 Authentication: without BRAIN_API_TOKEN a token is generated, saved to
 <data dir>/operator.token (mode 0600) and required. --no-auth serves without
 authentication and, like a missing token, is refused on a non-loopback
-address; it is refused beside a token too.
+address; it is refused beside a token too. A token with white space at an
+end or a control character (a line end read with it) is refused: no
+Authorization header can carry it.
 
 Tracing: OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
 exports spans of requests, turns, model and tool calls and environment

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"strings"
 	"testing"
 )
@@ -33,8 +34,11 @@ func TestUsageNeverShowsCredentials(t *testing.T) {
 			}
 		}
 	}
-	// The variables still take effect.
-	cfg, err := serveConfig(secrets)
+	// The variables still take effect (the database URL beside the
+	// sealing key file it requires).
+	env := map[string]string{"BRAIN_SEALING_KEY_FILE": "/etc/brain/sealing.key"}
+	maps.Copy(env, secrets)
+	cfg, err := serveConfig(env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +46,7 @@ func TestUsageNeverShowsCredentials(t *testing.T) {
 		cfg.Storage.DatabaseURL != secrets["BRAIN_DATABASE_URL"] {
 		t.Errorf("the credentials did not reach the Config")
 	}
-	cfg, err = serveConfig(secrets, "--token", "from-the-flag")
+	cfg, err = serveConfig(env, "--token", "from-the-flag")
 	if err != nil || cfg.Token != "from-the-flag" {
 		t.Errorf("--token over BRAIN_API_TOKEN: token %q, err %v", cfg.Token, err)
 	}

@@ -54,11 +54,10 @@ func openWorkspace(f *serveFlags, cfg *brain.Config) (*builtinWorkspace, error) 
 	return w, nil
 }
 
-// start runs the provider.
+// start runs the provider. When it fails, the listener is left to close.
 func (w *builtinWorkspace) start(log *slog.Logger) error {
 	p, err := workspace.New(workspace.Options{Root: w.root, Logger: log.With("environment", workspaceRoute)})
 	if err != nil {
-		w.ln.Close()
 		return fmt.Errorf("workspace environment: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())

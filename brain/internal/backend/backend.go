@@ -124,7 +124,27 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 	if opts.DatabaseURL == "" {
 		return OpenFiles(ctx, opts)
 	}
-	u, err := url.Parse(opts.DatabaseURL)
+	open, err := opener(opts.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	return open(ctx, opts)
+}
+
+// Check answers the error Open would answer for databaseURL before it
+// opens anything: a URL that is not one, or whose scheme no backend
+// serves. The empty URL selects the data directory.
+func Check(databaseURL string) error {
+	if databaseURL == "" {
+		return nil
+	}
+	_, err := opener(databaseURL)
+	return err
+}
+
+// opener answers the Opener of databaseURL's scheme.
+func opener(databaseURL string) (Opener, error) {
+	u, err := url.Parse(databaseURL)
 	if err != nil || u.Scheme == "" {
 		// The URL may carry a password: never quote it.
 		return nil, errors.New("backend: the database URL is not a URL")
@@ -140,5 +160,5 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 		sort.Strings(known)
 		return nil, fmt.Errorf("backend: %q (registered: %s): %w", u.Scheme, strings.Join(known, ", "), ErrUnknownScheme)
 	}
-	return open(ctx, opts)
+	return open, nil
 }

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// commandEnv, set in the environment of the test binary, makes it run as
+// the brain command (main) with its arguments: the tests below start the
+// real command as a process of its own.
+const commandEnv = "BRAIN_TEST_RUN_COMMAND"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(commandEnv) == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// commandResult is how one run of the brain command ended.
+type commandResult struct {
+	code   int
+	stderr string
+	// served is set when it started serving; it was then sent SIGTERM.
+	served bool
+}
+
+// runCommand runs "brain args..." as a process with the test's
+// environment and env added. A server that starts is sent SIGTERM at once
+// and reported as served.
+func runCommand(t *testing.T, env []string, args ...string) commandResult {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), commandEnv+"=1"), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "Brain is serving on ") {
+				close(served)
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var res commandResult
+	select {
+	case err = <-done:
+	case <-served:
+		res.served = true
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		err = <-done
+	case <-time.After(5 * time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("brain %v neither served nor exited\n%s", args, stderr.String())
+	}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		res.code = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	res.stderr = stderr.String()
+	return res
+}
+
+// TestServeRefusesTokenNoHeaderCarries: a token read with its line end
+// (BRAIN_API_TOKEN=$(cat) of a CRLF file, a secret mounted with its
+// newline), with white space at an end or with a control character can
+// never arrive in an Authorization header, so every request would answer
+// 401. "brain serve" refuses it as a setting (exit 2), naming the flag and
+// the variable and not quoting the token, before it creates the data
+// directory.
+func TestServeRefusesTokenNoHeaderCarries(t *testing.T) {
+	for _, tok := range []string{"sekrit-token\n", "sekrit-token\r\n", " sekrit-token", "sekrit-token\t", "sekrit\x7ftoken", "sekrit\x01token"} {
+		dataDir := t.TempDir() + "/data"
+		res := runCommand(t, []string{"BRAIN_API_TOKEN=" + tok}, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--no-workspace")
+		if res.served || res.code != 2 || !strings.Contains(res.stderr, "--token (BRAIN_API_TOKEN)") || strings.Contains(res.stderr, "sekrit") {
+			t.Errorf("token %q: served %v, exit %d, stderr %q; want exit 2 naming --token (BRAIN_API_TOKEN), without the token", tok, res.served, res.code, res.stderr)
+		}
+		if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("token %q: the data directory was created (%v)", tok, err)
+		}
+	}
+	// A token that headers carry serves.
+	res := runCommand(t, []string{"BRAIN_API_TOKEN=sekrit-token"}, "serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()+"/data", "--no-workspace")
+	if !res.served || res.code != 0 {
+		t.Errorf("a plain token: served %v, exit %d, stderr %q", res.served, res.code, res.stderr)
+	}
+}
+
+// TestServeWorkspaceStartFailureSaysOnce: when the built-in workspace
+// environment cannot start (its root is a file), "brain serve" exits 1
+// with that one reason, and no error about closing what never started
+// follows it to mislead the operator.
+func TestServeWorkspaceStartFailureSaysOnce(t *testing.T) {
+	root := writeFile(t, t.TempDir(), "root", "a file")
+	res := runCommand(t, nil, "serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()+"/data", "--no-auth", "--workspace-root", root)
+	if res.served || res.code != 1 || !strings.Contains(res.stderr, "workspace environment") || !strings.Contains(res.stderr, root) {
+		t.Fatalf("served %v, exit %d, stderr %q; want exit 1 naming the workspace root", res.served, res.code, res.stderr)
+	}
+	if strings.Contains(res.stderr, "level=ERROR") || strings.Contains(res.stderr, "closed network connection") {
+		t.Errorf("stderr %q: an error besides the reason", res.stderr)
+	}
+}
+
+// TestServeRefusesModelKeyNoHeaderCarries: OPENAI_API_KEY or
+// ANTHROPIC_API_KEY read with a line end cannot be sent to the model
+// provider; "brain serve" refuses it (exit 2) naming the variable, without
+// quoting it, rather than serving and refusing every session's create.
+func TestServeRefusesModelKeyNoHeaderCarries(t *testing.T) {
+	for _, env := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} {
+		res := runCommand(t, []string{env + "=sekrit-key\r\n"}, "serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()+"/data", "--no-auth", "--no-workspace")
+		if res.served || res.code != 2 || !strings.Contains(res.stderr, env) || strings.Contains(res.stderr, "sekrit") {
+			t.Errorf("%s with a line end: served %v, exit %d, stderr %q; want exit 2 naming %s without the key", env, res.served, res.code, res.stderr, env)
+		}
+	}
+}
