@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/brain-in-go/brain/brain/internal/journal"
@@ -164,6 +165,17 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	}
 	ucfg := cfg.Copy()
 	ucfg.MaxConns, ucfg.MinConns = upkeepConns, 0
+	// A connection that failed (a renewal given up after its connection
+	// stopped answering) is closed in the background, and its place in
+	// the pool stays taken until that ends: up to 15 seconds spent
+	// waiting for the server to close a connection that may never answer
+	// again. The upkeep pool has no place to spare for that long, so such
+	// a connection is closed at once, and the retry opens a new one.
+	ucfg.BeforeClose = func(c *pgx.Conn) {
+		if c.IsClosed() {
+			c.PgConn().Conn().Close()
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)

@@ -267,7 +267,18 @@
 // only its own writes a wait), commit; the one that waited is not run
 // again, so it waits only once, nor are the writes of its key after it.
 // Only the waits for the migration lock and for the notifications'
-// queue are bounded by their operation's deadline instead.
+// queue are bounded by their operation's deadline instead. A renewal of
+// leases does not wait for a lock at all: it skips a lease row another
+// transaction holds (the lease stays held, is tried again with the next
+// retry, and is reported lost only if it runs out meanwhile), so that a
+// row a stopped process keeps locked costs the node that lease alone.
+// A renewal of leases or of the membership waits on the database at
+// most half the time left before what it renews runs out (or a quarter
+// of OpTimeout if that is more, but never past that time): its
+// connection may have died without a word (a network that dropped it
+// sends no reset), so it is given up then, the upkeep pool's
+// connections are closed, and the retry opens a new connection with
+// time to spare.
 // And each node, at every membership renewal, ends the connections
 // named like its own (application_name, "brain" unless the database URL
 // sets it) whose transaction has waited on its client, in the middle of

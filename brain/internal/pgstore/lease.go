@@ -123,50 +123,68 @@ func (db *DB) RenewLease(ctx context.Context, l Lease) (Lease, error) {
 const renewBatch = 512
 
 // renewLeases extends the leases ls, which this node holds, in one
-// statement, taking their rows' locks in the order of ls. It answers the
-// leases the database refused to renew (expired, or changed owner), which
-// it forgets: their sessions must stop at once. On an error nothing was
-// renewed.
-func (db *DB) renewLeases(ctx context.Context, ls []Lease) (refused []Lease, err error) {
+// statement, taking their rows' locks in the order of ls. A row another
+// transaction has locked is skipped rather than waited for: one lease
+// row that a stopped process keeps locked (a node stopped while it tried
+// to take the lease) must not cost the node every other lease of the
+// statement. It answers the leases the database refused to renew
+// (expired, or changed owner), which it forgets: their sessions must
+// stop at once; and the leases it skipped, still held but not renewed,
+// to be tried again. On an error nothing was renewed.
+func (db *DB) renewLeases(ctx context.Context, ls []Lease) (refused, busy []Lease, err error) {
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	sent := time.Now()
 	ids, epochs := leaseColumns(ls)
-	rows, err := db.upkeep.Query(ctx, `WITH held AS (
+	// The last part reads the lease rows as they were when the statement
+	// started: a row held then and not renewed was skipped, locked.
+	rows, err := db.upkeep.Query(ctx, `WITH h AS (
+			SELECT * FROM unnest($1::bytea[], $2::bigint[]) AS h(session_id, epoch)
+		), held AS (
 			SELECT l.session_id FROM brain_leases l
-			JOIN unnest($1::bytea[], $2::bigint[]) AS h(session_id, epoch)
-				ON l.session_id = h.session_id AND l.epoch = h.epoch
+			JOIN h ON l.session_id = h.session_id AND l.epoch = h.epoch
 			WHERE l.node_id = $3 AND l.expires_at > now()
 			ORDER BY l.session_id
-			FOR NO KEY UPDATE OF l)
-		UPDATE brain_leases l SET expires_at = now() + make_interval(secs => $4)
-		FROM held WHERE l.session_id = held.session_id
-		RETURNING l.session_id`, ids, epochs, db.opts.NodeID, secs(db.opts.LeaseDuration))
+			FOR NO KEY UPDATE OF l SKIP LOCKED
+		), renewed AS (
+			UPDATE brain_leases l SET expires_at = now() + make_interval(secs => $4)
+			FROM held WHERE l.session_id = held.session_id
+			RETURNING l.session_id
+		)
+		SELECT session_id, true FROM renewed
+		UNION ALL
+		SELECT l.session_id, false FROM brain_leases l
+		JOIN h ON l.session_id = h.session_id AND l.epoch = h.epoch
+		WHERE l.node_id = $3 AND l.expires_at > now()
+			AND NOT EXISTS (SELECT 1 FROM renewed r WHERE r.session_id = l.session_id)`,
+		ids, epochs, db.opts.NodeID, secs(db.opts.LeaseDuration))
 	if err != nil {
-		return nil, classify("renew leases", err, true)
+		return nil, nil, classify("renew leases", err, true)
 	}
-	renewed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
-		var id []byte
-		err := r.Scan(&id)
-		return string(id), err
+	// true: renewed; false: skipped, locked.
+	kept := make(map[string]bool, len(ls))
+	var id []byte
+	var renewed bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &renewed}, func() error {
+		kept[string(id)] = renewed
+		return nil
 	})
 	if err != nil {
-		return nil, classify("renew leases", err, true)
-	}
-	kept := make(map[string]bool, len(renewed))
-	for _, id := range renewed {
-		kept[id] = true
+		return nil, nil, classify("renew leases", err, true)
 	}
 	deadline := sent.Add(db.opts.LeaseDuration)
 	db.leaseMu.Lock()
 	for _, l := range ls {
 		cur, ok := db.leases[l.Session]
 		mine := ok && cur.Epoch == l.Epoch
+		renewed, held := kept[l.Session]
 		switch {
-		case kept[l.Session] && mine:
+		case renewed && mine:
 			cur.Deadline = deadline
 			db.leases[l.Session] = cur
-		case !kept[l.Session]:
+		case held && !renewed:
+			busy = append(busy, l)
+		case !held:
 			if mine {
 				delete(db.leases, l.Session)
 			}
@@ -174,7 +192,7 @@ func (db *DB) renewLeases(ctx context.Context, ls []Lease) (refused []Lease, err
 		}
 	}
 	db.leaseMu.Unlock()
-	return refused, nil
+	return refused, busy, nil
 }
 
 // ReleaseLease gives the lease up at once (graceful drain), so another
@@ -368,20 +386,50 @@ func (db *DB) renewing(ctx context.Context, renew func(ctx context.Context, due 
 // the next is tried.
 func (db *DB) renewRetry() time.Duration { return db.opts.LeaseDuration / 15 }
 
+// renewWait answers how long a renewal of something that runs out in
+// left waits on the database: half of left, or a quarter of OpTimeout
+// (as long as a healthy node's statement may wait for a lock) if that is
+// more, but never more than left. A renewal not answered by then is
+// given up, as is one that would answer too late to keep what it
+// renews. Its connection may have died without a word (a network that
+// dropped it sends no reset: the statement waits for an answer that
+// never comes), and the time left leaves room to try again on a new
+// connection.
+func (db *DB) renewWait(left time.Duration) time.Duration {
+	return min(max(left/2, db.opts.OpTimeout/4), left)
+}
+
+// renewFailed closes the idle connections of the upkeep pool (and those
+// in use once they are given back) after a renewal failed: another
+// connection opened before it may be as dead as the one that failed, and
+// the retry must not wait on it in turn.
+func (db *DB) renewFailed() { db.upkeep.Reset() }
+
 // keepMembership renews this node's membership each third of the lease
-// length (a failed heartbeat is tried again after renewRetry), then ends
-// stalled connections (also after a failed heartbeat: a stalled
+// length (a failed heartbeat is tried again after renewRetry; one waits
+// on the database as renewWait says for the membership's expiry), then
+// ends stalled connections (also after a failed heartbeat: a stalled
 // connection may hold the node's row) and, after a heartbeat, sweeps
 // orphaned secrets, each given no more than the time left until the next
 // heartbeat is due, so that neither delays it.
 func (db *DB) keepMembership(ctx context.Context) {
 	swept := time.Now()
+	until := time.Now().Add(db.opts.LeaseDuration) // Open's heartbeat
 	db.renewing(ctx, func(ctx context.Context, due time.Time) bool {
-		err := db.heartbeat(ctx)
-		if err != nil {
-			due = time.Now().Add(db.renewRetry())
+		sent := time.Now()
+		hctx, cancel := ctx, context.CancelFunc(func() {})
+		if left := until.Sub(sent); left > 0 {
+			hctx, cancel = context.WithTimeout(ctx, db.renewWait(left))
 		}
-		ctx, cancel := context.WithDeadline(ctx, due)
+		err := db.heartbeat(hctx)
+		cancel()
+		if err != nil {
+			db.renewFailed()
+			due = time.Now().Add(db.renewRetry())
+		} else {
+			until = sent.Add(db.opts.LeaseDuration)
+		}
+		ctx, cancel = context.WithDeadline(ctx, due)
 		defer cancel()
 		db.reapStalled(ctx)
 		if err == nil && db.sweepDue(&swept, time.Now()) {

@@ -73,10 +73,9 @@ func (db *DB) OnLeaseLost(lost func(id string, epoch int64)) {
 // to renewBatch leases per statement (so a node holding many sessions
 // renews them all in a few round trips, not one each). A lease that the
 // database refused to renew, or whose local deadline passed while
-// renewals failed, is forgotten and reported lost; a renewal waits on the
-// database no longer than the earliest deadline of the leases it carries.
-// A round in which a statement failed is run again after renewRetry (see
-// renewing).
+// renewals failed or found its row locked, is forgotten and reported
+// lost. A round in which a statement failed or skipped a locked row is
+// run again after renewRetry (see renewing).
 func (db *DB) keepLeases(ctx context.Context) {
 	db.renewing(ctx, func(ctx context.Context, _ time.Time) bool {
 		db.leaseMu.Lock()
@@ -98,7 +97,8 @@ func (db *DB) keepLeases(ctx context.Context) {
 }
 
 // keepBatch renews the leases ls in one statement and reports those lost.
-// It answers false when the statement failed (nothing was renewed).
+// It answers false when the statement failed (nothing was renewed) or
+// left a lease whose row was locked unrenewed.
 func (db *DB) keepBatch(ctx context.Context, ls []Lease) bool {
 	live := make([]Lease, 0, len(ls))
 	var deadline time.Time
@@ -118,24 +118,26 @@ func (db *DB) keepBatch(ctx context.Context, ls []Lease) bool {
 		return true
 	}
 	// A renewal that has not answered by a lease's local deadline is too
-	// late to keep it: waiting longer would only hold up the report, and
-	// every lease after these.
-	rctx, cancel := context.WithDeadline(ctx, deadline)
-	refused, err := db.renewLeases(rctx, live)
+	// late to keep it, and one that has not answered well before it may
+	// be waiting on a dead connection: it is given up then, leaving the
+	// rest of the time for a retry on a new one (see renewWait).
+	rctx, cancel := context.WithTimeout(ctx, db.renewWait(time.Until(deadline)))
+	refused, busy, err := db.renewLeases(rctx, live)
 	cancel()
 	for _, l := range refused {
 		db.reportLost(l)
 	}
 	if err != nil {
-		for _, l := range live {
-			if time.Now().After(l.Deadline) {
-				db.forget(l)
-				db.reportLost(l)
-			}
-		}
-		return false
+		db.renewFailed()
+		busy = live
 	}
-	return true
+	for _, l := range busy {
+		if time.Now().After(l.Deadline) {
+			db.forget(l)
+			db.reportLost(l)
+		}
+	}
+	return err == nil && len(busy) == 0
 }
 
 func (db *DB) reportLost(l Lease) {

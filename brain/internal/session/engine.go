@@ -79,11 +79,14 @@ func (e *Engine) fault(id string, clear bool) string {
 }
 
 // sess is the in-memory state of an active session. mu guards everything
-// but refs; lock order is sess.mu before Engine.mu.
+// but refs and loading; lock order is sess.mu before Engine.mu.
 type sess struct {
 	e    *Engine
 	id   string
 	refs atomic.Int32 // operations holding the session
+	// loading: the session was put in Engine.live by an operation that
+	// is reading it from the journal (under mu), and may find it absent.
+	loading atomic.Bool
 
 	mu        sync.Mutex
 	st        *state
@@ -295,6 +298,7 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 		s = &sess{e: e, id: id, tools: map[uint64]*toolCall{}, execs: map[uint64]*execution{}, waiters: map[uint64]chan turnResult{}}
 		s.refs.Add(1)
 		s.mu.Lock()
+		s.loading.Store(true)
 		e.live[id] = s
 		kept, client := e.released.take(id)
 		e.mu.Unlock()
@@ -318,12 +322,14 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 			// session may not exist) is given back, not renewed.
 			s.releaseLeaseLocked()
 			e.mu.Unlock()
+			s.loading.Store(false)
 			s.mu.Unlock()
 			s.refs.Add(-1)
 			e.unadmit(write)
 			return nil, err
 		}
 		s.activated = write
+		s.loading.Store(false)
 		s.mu.Unlock()
 		return s, nil
 	}

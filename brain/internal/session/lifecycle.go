@@ -170,18 +170,38 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 	if !ValidSessionID(id) {
 		return api.SessionSummary{}, fmt.Errorf("%w: malformed session id %q", ErrInvalid, id)
 	}
-	epoch, err := e.own(ctx, id)
-	if err != nil {
-		return api.SessionSummary{}, err
-	}
-	e.mu.Lock()
-	if e.closed {
+	var epoch int64
+	for {
+		if epoch, err = e.own(ctx, id); err != nil {
+			return api.SessionSummary{}, err
+		}
+		e.mu.Lock()
+		if e.closed {
+			e.mu.Unlock()
+			return api.SessionSummary{}, ErrClosed
+		}
+		if o := e.live[id]; o != nil {
+			loading := o.loading.Load()
+			e.mu.Unlock()
+			if loading {
+				// A write looks the session up: it exists if the write
+				// finds it. One that does not gives the lease back (the
+				// same lease as this creation's), so it is taken again.
+				o.mu.Lock()
+				absent := o.evicted || o.loadErr != nil
+				o.mu.Unlock()
+				if absent {
+					continue
+				}
+			}
+			return api.SessionSummary{}, fmt.Errorf("%w: session %s exists", ErrWrongState, id)
+		}
+		if e.holds(id, epoch) {
+			break
+		}
+		// Given back since it was taken, by a write that found no such
+		// session: taken again.
 		e.mu.Unlock()
-		return api.SessionSummary{}, ErrClosed
-	}
-	if e.live[id] != nil {
-		e.mu.Unlock()
-		return api.SessionSummary{}, fmt.Errorf("%w: session %s exists", ErrWrongState, id)
 	}
 	st := newState()
 	st.lookup = e.journalLookup(id)
