@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -351,6 +352,14 @@ func operatorToken(path string) (token string, generated bool, err error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
 		if t := strings.TrimSpace(string(b)); t != "" {
+			// The token is the server's one credential: a copy others may
+			// read (restored without its mode) is not served, as a
+			// sealing key's is not.
+			if fi, err := os.Stat(path); err != nil {
+				return "", false, err
+			} else if m := fi.Mode(); runtime.GOOS != "windows" && m.Perm()&0o077 != 0 {
+				return "", false, fmt.Errorf("%s has mode %v; the operator token must be in a file only its owner can read and write (chmod 600 %s)", path, m, path)
+			}
 			return t, false, nil
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {

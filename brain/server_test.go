@@ -163,3 +163,42 @@ func TestTokenFile(t *testing.T) {
 		t.Errorf("second start: token %q generated %v, want the saved %q", again, gen, tok)
 	}
 }
+
+// TestTokenFileReadableByOthersRefused: a saved operator token in a file
+// that others may read (a copy restored without its mode) is not served:
+// New fails, naming the file and how to fix it, without the token.
+func TestTokenFileReadableByOthersRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "operator.token")
+	srv, err := brain.New(context.Background(), brain.Config{DataDir: dir, TokenFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := srv.Token()
+	if err := srv.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, err = brain.New(context.Background(), brain.Config{DataDir: dir, TokenFile: path})
+	if err == nil {
+		srv.Close(context.Background())
+		t.Fatal("a token file others may read was served")
+	}
+	if !strings.Contains(err.Error(), "chmod 600") || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), tok) {
+		t.Fatalf("error %q: want the file and chmod 600 named, and no token", err)
+	}
+	// Once only its owner may read it, the saved token is served again.
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err = brain.New(context.Background(), brain.Config{DataDir: dir, TokenFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close(context.Background())
+	if again, gen := srv.Token(); gen || again != tok {
+		t.Fatalf("after chmod 600: token %q generated %v, want the saved one", again, gen)
+	}
+}
