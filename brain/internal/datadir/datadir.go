@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,6 +48,11 @@ func Open(path string) (*Dir, error) {
 		return nil, fmt.Errorf("datadir: %w", err)
 	}
 	if err := os.MkdirAll(abs, 0o700); err != nil {
+		if target, lerr := os.Readlink(abs); lerr == nil && errors.Is(err, fs.ErrExist) {
+			// A link to nothing: creating the directory fails with the
+			// bare "file exists" of the link itself.
+			return nil, fmt.Errorf("datadir: %s is a symbolic link to %s, which does not exist: %w", abs, target, err)
+		}
 		return nil, fmt.Errorf("datadir: create %s: %w", abs, err)
 	}
 	lock, err := os.OpenFile(filepath.Join(abs, LockName), os.O_RDWR|os.O_CREATE, 0o600)

@@ -157,3 +157,25 @@ func TestFormatMarkerMismatch(t *testing.T) {
 		})
 	}
 }
+
+// A data directory given as a symbolic link to nothing (its target was
+// removed, or is on a file system not mounted) is refused naming the link
+// and its target, not with the bare "file exists" of creating it.
+func TestDanglingLinkRefusedByName(t *testing.T) {
+	dir := t.TempDir()
+	link, target := filepath.Join(dir, "data"), filepath.Join(dir, "gone")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(link)
+	if err == nil {
+		d.Close()
+		t.Fatal("a data directory linked to nothing was opened")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "symbolic link") || !strings.Contains(msg, target) {
+		t.Fatalf("error %q: want it to say the link's target %s does not exist", msg, target)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the link's target was created: %v", err)
+	}
+}
