@@ -154,10 +154,14 @@ func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 		return envapi.Failure(envapi.CodeCancelled, "tool "+short(c.ID)+" was cancelled", false, nil)
 	}
 	doc, err := h.instance(ctx, m, a, raw, fsc)
+	if ctx.Err() != nil {
+		// The deadline or a cancel came first: the stop is the answer,
+		// also when the Tool answered after it (with the error of a
+		// service call the stop cut short, say) before its instance was
+		// closed.
+		return stopped()
+	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return stopped()
-		}
 		var lim *limitError
 		if errors.As(err, &lim) {
 			return envapi.Failure(envapi.CodeOutputLimit, err.Error(), false, nil)

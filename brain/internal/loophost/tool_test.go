@@ -277,7 +277,8 @@ func (blockingServices) Call(ctx context.Context, _ string, _ json.RawMessage) (
 
 // A Tool whose service call was cut short by its deadline or a cancel, and
 // that returns that call's error, fails with timeout or cancelled: the
-// stop is the answer, not the failed call's code.
+// stop is the answer, not the failed call's code, also when the Tool's
+// answer comes before its instance is closed.
 func TestToolStoppedDuringAServiceCall(t *testing.T) {
 	h, id := toolHost(t, loophost.Options{})
 	r := runOp(t, h, id, loophost.ToolCall{Services: blockingServices{}, Deadline: time.Now().Add(300 * time.Millisecond)}, `{"op":"emit"}`)
