@@ -10,6 +10,7 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
 // DescriptorKind is the kind of the only implementation descriptor this
@@ -132,7 +133,7 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	}
 	out := bytes.TrimSpace(res.Stdout)
 	if problem := outputProblem(out); problem != "" {
-		details.Stdout = string(bytes.ToValidUTF8(runePrefix(out, stdoutExcerpt), []byte("\uFFFD")))
+		details.Stdout = string(bytes.ToValidUTF8(out[:toolset.RuneCut(out, stdoutExcerpt)], []byte("\uFFFD")))
 		return envapi.Receipt{}, envsdk.Failf(envapi.CodeInvalidOutput, "project %s did not write one JSON value to stdout: %s", proj.name, problem).WithDetails(details)
 	}
 	p.log.Debug("invocation finished", "project", proj.name, "session", c.SessionID, "sequence", c.Sequence, "elapsed", res.Elapsed)

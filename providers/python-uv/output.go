@@ -51,20 +51,6 @@ func invalidUTF8At(b []byte) int {
 	return len(b)
 }
 
-// runePrefix is the start of b of at most n bytes, cut before a character
-// rather than inside one when b is UTF-8.
-func runePrefix(b []byte, n int) []byte {
-	if len(b) <= n {
-		return b
-	}
-	for i := n; i > n-utf8.UTFMax && i > 0; i-- {
-		if utf8.RuneStart(b[i]) {
-			return b[:i]
-		}
-	}
-	return b[:n]
-}
-
 // runeSuffix is s without the continuation bytes a cut left at its start,
 // when s is UTF-8.
 func runeSuffix(s string) string {
