@@ -125,7 +125,9 @@ func parseConfig(data []byte, base string) (Config, error) {
 	if err := dec.Decode(&cfg); err != nil {
 		return Config{}, err
 	}
-	if dec.More() {
+	// Decoder.More answers false for a closing brace or bracket, so the
+	// rest is checked as bytes.
+	if len(bytes.Trim(data[dec.InputOffset():], jsonSpace)) > 0 {
 		return Config{}, errors.New("trailing data after the JSON object")
 	}
 	for name, p := range cfg.Projects {

@@ -130,3 +130,25 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestLoadConfigRefusesAStrayClosingBracket: a configuration file with
+// anything after its object, a stray closing brace or bracket left by an
+// edit among it, is refused like other trailing data, not read as if the
+// edit had been right.
+func TestLoadConfigRefusesAStrayClosingBracket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.json")
+	for _, bad := range []string{`{"projects":{"p":{"directory":"d","module":"m"}}}}`, `{"projects":{}}]`, "{\"projects\":{}}\n}\n"} {
+		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadConfig(path); err == nil || !strings.Contains(err.Error(), "trailing data") {
+			t.Errorf("LoadConfig of %q: %v, want trailing data refused", bad, err)
+		}
+	}
+	if err := os.WriteFile(path, []byte("{\"projects\":{}}\n \t\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path); err != nil {
+		t.Errorf("white space after the object: %v", err)
+	}
+}

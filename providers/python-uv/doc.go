@@ -58,7 +58,12 @@
 // pyproject.toml and uv.lock count as its configuration: a reload after
 // either changed (a lock fixed, a dependency added) prepares the
 // directory again, syncing it to the new lock, while a reload that changes
-// nothing keeps the outcome, failed or not. A reload that replaces a
+// nothing keeps the outcome, failed or not. Executes already running on
+// an installation a reload forgets run on undisturbed: the preparation
+// that replaces it syncs the directory only once they ended, and the
+// executes that arrive meanwhile wait for it (its preparation timeout
+// counts from then); a reload never waits, and other directories are
+// not held up. A reload that replaces a
 // preparation still running stops its sync (a hanging uv does not hold
 // up the new configuration) but lets a setup module already running end,
 // and no later preparation of that directory, after however many reloads,
@@ -94,12 +99,13 @@
 //	uv run --no-sync --project DIR python -m MODULE
 //
 // in DIR, with the execute's input as JSON on stdin; stdout must be one
-// JSON value, which becomes the result. A non-zero exit is execution_failed
+// JSON value, with nothing around it but JSON white space (space, tab,
+// CR, LF), which becomes the result. A non-zero exit is execution_failed
 // with the stderr tail in details; other stdout is invalid_output, whose
 // message says what is wrong with it: bytes that are not UTF-8, NaN or
 // Infinity (which Python's json module writes for such floats), an object
 // naming a member twice (a dict holding both 1 and "1"), anything after the
-// value. Stdout beyond the cap is output_limit. The process and every
+// value, white space JSON does not allow (a form feed, a no-break space). Stdout beyond the cap is output_limit. The process and every
 // process it starts are killed (SIGKILL) when the deadline passes
 // (timeout; an execute without a deadline is bounded by
 // default_timeout_ms, which its timeout names), when Brain cancels the

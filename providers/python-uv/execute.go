@@ -73,13 +73,14 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	}
 	start := time.Now()
 
-	s, proj, pr, err := p.prepared(ctx, s, proj, func(proj project) func(PreparationEvent) { return p.emitter(ctx, c, x, proj) })
+	s, proj, pr, release, err := p.prepared(ctx, s, proj, func(proj project) func(PreparationEvent) { return p.emitter(ctx, c, x, proj) })
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return envapi.Receipt{}, stopFailure(ctx, &ExecutionFailure{Project: proj.name, Phase: "preparation", ElapsedMS: time.Since(start).Milliseconds()}, nil)
 	case err != nil:
 		return envapi.Receipt{}, err
 	}
+	defer release()
 
 	if err := p.checkInstallation(c, pr, proj); err != nil {
 		return envapi.Receipt{}, err
@@ -131,7 +132,7 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 		}
 		return envapi.Receipt{}, envsdk.Failf(envapi.CodeExecutionFailed, msg, proj.name, res.ExitCode).WithDetails(details)
 	}
-	out := bytes.TrimSpace(res.Stdout)
+	out := trimJSONSpace(res.Stdout)
 	if problem := outputProblem(out); problem != "" {
 		details.Stdout = string(bytes.ToValidUTF8(out[:toolset.RuneCut(out, stdoutExcerpt)], []byte("\uFFFD")))
 		return envapi.Receipt{}, envsdk.Failf(envapi.CodeInvalidOutput, "project %s did not write one JSON value to stdout: %s", proj.name, problem).WithDetails(details)
@@ -141,39 +142,54 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 }
 
 // prepared waits for the preparation of proj's directory and answers it
-// once it succeeded, with the settings and project it prepared. When a
-// reload replaced the preparation while it ran, the wait goes on with the
-// one that replaced it and the project as configured now (unsupported
-// when it no longer is). deliver gives the progress of a project's
-// preparation to the caller. The error is a *envsdk.Error, or ctx's error.
-func (p *Provider) prepared(ctx context.Context, s *settings, proj project, deliver func(project) func(PreparationEvent)) (*settings, project, *preparation, error) {
+// once it succeeded, with the settings and project it prepared, holding
+// its installation for the caller (see hold) until the caller calls
+// release. When a reload replaced the preparation while it ran, forgot
+// it before the caller could hold it, or changed the project before its
+// preparation started, the wait goes on with the one that replaced it and
+// the project as configured now (unsupported when it no longer is). deliver gives the progress of a project's preparation to
+// the caller. The error is a *envsdk.Error, or ctx's error.
+func (p *Provider) prepared(ctx context.Context, s *settings, proj project, deliver func(project) func(PreparationEvent)) (*settings, project, *preparation, func(), error) {
 	for {
-		pr := p.preparation(proj)
-		if pr == nil {
-			return nil, proj, nil, errStopping()
+		pr, err := p.preparation(proj)
+		if errors.Is(err, errReloaded) {
+			if s, proj, err = p.current(proj.name); err != nil {
+				return nil, proj, nil, nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, proj, nil, nil, err
 		}
 		ended, f := pr.ready()
 		if !ended {
-			var err error
 			if f, err = pr.wait(ctx, deliver(proj)); err != nil {
-				return nil, proj, nil, err
+				return nil, proj, nil, nil, err
 			}
 		}
 		if f == nil {
-			return s, proj, pr, nil
+			if release, ok := p.hold(pr); ok {
+				return s, proj, pr, release, nil
+			}
+		} else if !pr.isSuperseded() {
+			return nil, proj, nil, nil, preparationFailed(f)
 		}
-		if !pr.isSuperseded() {
-			return nil, proj, nil, preparationFailed(f)
+		if s, proj, err = p.current(proj.name); err != nil {
+			return nil, proj, nil, nil, err
 		}
-		p.mu.Lock()
-		s = p.s
-		next, ok := s.projects[proj.name]
-		p.mu.Unlock()
-		if !ok {
-			return nil, proj, nil, envsdk.Failf(envapi.CodeUnsupported, "no project %q is configured since the configuration was reloaded", proj.name)
-		}
-		proj = next
 	}
+}
+
+// current answers the settings in force and the project name as they
+// configure it, after a reload; unsupported when they no longer do.
+func (p *Provider) current(name string) (*settings, project, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	proj, ok := p.s.projects[name]
+	if !ok {
+		return nil, project{name: name}, envsdk.Failf(envapi.CodeUnsupported, "no project %q is configured since the configuration was reloaded", name)
+	}
+	return p.s, proj, nil
 }
 
 // lookup resolves an implementation descriptor to a configured project;

@@ -86,3 +86,25 @@ func TestRemovedProjectDirectoryIsALoss(t *testing.T) {
 		t.Errorf("loss %s", describe(rc))
 	}
 }
+
+// TestReloadAfterARemovalNoExecuteSawPreparesAgain: an operator removes a
+// prepared virtual environment (to rebuild it) and reloads before any
+// execute met the loss: the reload forgets the lost installation as it
+// would one an execute had reported, and the next execute prepares it
+// again rather than answering resource_lost.
+func TestReloadAfterARemovalNoExecuteSawPreparesAgain(t *testing.T) {
+	r := newRig(t, nil)
+	c := r.attach("s1")
+	if rc := r.post(c.Execute(impl("locked"), json.RawMessage(`{"n":1}`), envtest.Millis(120_000))); rc.Type != envapi.ReceiptResult {
+		t.Fatalf("first execute: %s", describe(rc))
+	}
+	if err := os.RemoveAll(filepath.Join(r.root, "locked", ".venv")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.p.Reload(fixtureConfig(uvPath(t), r.root)); err != nil {
+		t.Fatal(err)
+	}
+	if rc := r.post(c.Execute(impl("locked"), json.RawMessage(`{"n":2}`), envtest.Millis(120_000))); rc.Type != envapi.ReceiptResult {
+		t.Fatalf("after the removal and a reload: %s", describe(rc))
+	}
+}

@@ -72,3 +72,37 @@ func TestEvidenceIsNotCutMidCharacter(t *testing.T) {
 		t.Fatalf("stderr tail of %d bytes %q is not the end of what the project wrote", len(tail), tail)
 	}
 }
+
+// TestOnlyJSONWhiteSpaceSurroundsTheValue: stdout may surround its JSON
+// value with JSON white space (space, tab, CR, LF), which print and
+// json.dump followed by a newline write; any other white space (a form
+// feed, a vertical tab, a no-break space, a next line) is not JSON and
+// the output is invalid_output, not a result.
+func TestOnlyJSONWhiteSpaceSurroundsTheValue(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.Projects["emit"] = Project{Directory: c.Projects["plain"].Directory, Module: "emit"}
+	})
+	s := r.attach("s")
+	emit := func(stdout string) envapi.Receipt {
+		in, _ := json.Marshal(map[string]string{"stdout_hex": hex.EncodeToString([]byte(stdout))})
+		return r.post(s.Execute(impl("emit"), in, nil))
+	}
+	if rc := emit(" \t\r\n{\"a\": 1}\r\n\t "); rc.Type != envapi.ReceiptResult || !jsonEqual(rc.Output, `{"a":1}`) {
+		t.Fatalf("a value surrounded by JSON white space: %s", describe(rc))
+	}
+	for _, tc := range []struct{ name, stdout, problem string }{
+		{"trailing form feed", "{\"a\": 1}\f", "ends with U+000C"},
+		{"trailing vertical tab", "{\"a\": 1}\n\v", "ends with U+000B"},
+		{"trailing no-break space", "{\"a\": 1}\u00a0", "ends with U+00A0"},
+		{"trailing next line", "{\"a\": 1}\u0085", "ends with U+0085"},
+		{"leading form feed", "\f{\"a\": 1}", "starts with U+000C"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := emit(tc.stdout)
+			wantFailure(t, rc, envapi.CodeInvalidOutput)
+			if !strings.Contains(rc.Message, "project emit") || !strings.Contains(rc.Message, tc.problem) {
+				t.Fatalf("message %q does not name the project and %q", rc.Message, tc.problem)
+			}
+		})
+	}
+}

@@ -80,6 +80,15 @@ type preparation struct {
 	// ran; supersede (set before it runs) stops its sync.
 	superseded bool
 	supersede  context.CancelCauseFunc
+
+	// users counts the executes running on the installation, and retired
+	// says that a Reload forgot the preparation; both are guarded by the
+	// provider's mu. released closes once the preparation is retired and
+	// no execute runs on it any more: a preparation that replaces it
+	// syncs the directory only then.
+	users    int
+	retired  bool
+	released chan struct{}
 }
 
 // errSuperseded stops the sync of a preparation a Reload replaced.
@@ -103,41 +112,45 @@ func (pr *preparation) isSuperseded() bool {
 	return pr.superseded
 }
 
-// checkLost answers how the installation was lost, checking it again
-// unless a loss was already recorded, and whether the binding key has yet
-// to hear of it (each binding is told once).
-func (pr *preparation) checkLost(key string) (why string, tell bool) {
+// loss answers how the installation was lost, checking it again unless a
+// loss was already recorded, and records it; "" when it was not.
+func (pr *preparation) loss() string {
 	pr.mu.Lock()
-	why = pr.lost
+	why := pr.lost
 	pr.mu.Unlock()
-	if why == "" {
-		why = pr.installed.check()
-		if why == "" {
-			return "", false
-		}
+	if why != "" {
+		return why
+	}
+	if why = pr.installed.check(); why == "" {
+		return ""
 	}
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if pr.lost == "" {
 		pr.lost = why
 	}
+	return pr.lost
+}
+
+// checkLost answers how the installation was lost, checking it again
+// unless a loss was already recorded, and whether the binding key has yet
+// to hear of it (each binding is told once).
+func (pr *preparation) checkLost(key string) (why string, tell bool) {
+	if why = pr.loss(); why == "" {
+		return "", false
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	if pr.reported == nil {
 		pr.reported = map[string]bool{}
 	}
 	tell = !pr.reported[key]
 	pr.reported[key] = true
-	return pr.lost, tell
-}
-
-// isLost reports whether a loss was recorded.
-func (pr *preparation) isLost() bool {
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	return pr.lost != ""
+	return why, tell
 }
 
 func newPreparation(proj project, r recipe) *preparation {
-	return &preparation{dir: proj.dir, recipe: r, project: proj.name, done: make(chan struct{}), changed: make(chan struct{})}
+	return &preparation{dir: proj.dir, recipe: r, project: proj.name, done: make(chan struct{}), changed: make(chan struct{}), released: make(chan struct{})}
 }
 
 func (pr *preparation) record(ev PreparationEvent) {
@@ -204,10 +217,18 @@ func (pr *preparation) wait(ctx context.Context, deliver func(PreparationEvent))
 // whole preparation; syncCtx, derived from it, ends too when a Reload
 // replaces the preparation, which stops the sync but never a setup module
 // already running. prev, when not nil, is a preparation of the same
-// directory that a Reload retired; it must end before this one touches
-// the directory.
+// directory that a Reload retired; this one touches the directory only
+// once prev ended and no execute runs on its installation any more, and
+// its timeout counts from then.
 func (pr *preparation) run(ctx, syncCtx context.Context, s *settings, proj project, prev *preparation, log *slog.Logger) {
 	defer close(pr.done)
+	if prev != nil {
+		if err := pr.awaitPrevious(ctx, syncCtx, prev, proj, log); err != nil {
+			pr.failure = &PreparationFailure{Project: proj.name, Phase: PhaseSync, ExitCode: -1,
+				Reason: fmt.Sprintf("stopped while waiting for the previous preparation: %v", err)}
+			return
+		}
+	}
 	deadline := time.Now().Add(s.preparationTimeout)
 	timedOut := fmt.Errorf("the preparation passed its timeout of %s (preparation_timeout_ms)", s.preparationTimeout)
 	ctx, cancel := context.WithDeadlineCause(ctx, deadline, timedOut)
@@ -215,28 +236,6 @@ func (pr *preparation) run(ctx, syncCtx context.Context, s *settings, proj proje
 	syncCtx, cancelSync := context.WithDeadlineCause(syncCtx, deadline, timedOut)
 	defer cancelSync()
 	start := time.Now()
-	if prev != nil {
-		select {
-		case <-prev.done:
-		default:
-			log.Info("preparation waits for the preparation it replaces to end", "project", proj.name, "directory", proj.dir)
-			select {
-			case <-prev.done:
-			case <-syncCtx.Done():
-				pr.failure = &PreparationFailure{Project: proj.name, Phase: PhaseSync, ExitCode: -1,
-					Reason: fmt.Sprintf("stopped while waiting for the previous preparation: %v", context.Cause(syncCtx))}
-				// The previous preparation may still run a setup module.
-				// This one ends only after it, so that the preparation
-				// replacing this one, which waits for this one, never
-				// syncs or runs a setup beside it.
-				select {
-				case <-prev.done:
-				case <-ctx.Done():
-				}
-				return
-			}
-		}
-	}
 	phases := []struct {
 		name string
 		args []string
@@ -308,6 +307,47 @@ func (pr *preparation) run(ctx, syncCtx context.Context, s *settings, proj proje
 	}
 	pr.installed = in
 	log.Info("project prepared", "project", proj.name, "directory", proj.dir, "elapsed", time.Since(start))
+}
+
+// awaitPrevious waits until prev, the preparation this one replaces, has
+// ended and no execute runs on its installation any more: a sync of the
+// directory would change the packages of a running invocation under it,
+// and a setup must not run beside another. When syncCtx ends first (a
+// Reload replaced this preparation too) it still waits, bounded by ctx
+// alone, so that the preparation replacing this one, which waits for this
+// one, never touches the directory before prev let go of it; it then
+// answers syncCtx's cause. It answers ctx's cause when ctx ends (the
+// provider is closing).
+func (pr *preparation) awaitPrevious(ctx, syncCtx context.Context, prev *preparation, proj project, log *slog.Logger) error {
+	var stopped error
+	for _, w := range []struct {
+		ch  <-chan struct{}
+		msg string
+	}{
+		{prev.done, "preparation waits for the preparation it replaces to end"},
+		{prev.released, "preparation waits for the executes of the preparation it replaces to end"},
+	} {
+		select {
+		case <-w.ch:
+			continue
+		default:
+		}
+		log.Info(w.msg, "project", proj.name, "directory", proj.dir)
+		if stopped == nil {
+			select {
+			case <-w.ch:
+				continue
+			case <-syncCtx.Done():
+				stopped = context.Cause(syncCtx)
+			}
+		}
+		select {
+		case <-w.ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return stopped
 }
 
 // phaseFailure turns one phase's process result into a failure, or nil

@@ -42,7 +42,10 @@ func TestCloseWaitsForPreparations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := p.preparation(p.s.projects["plain"])
+	pr, err := p.preparation(p.s.projects["plain"])
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := waitForFile(ctx, started); err != nil {

@@ -117,7 +117,10 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 // failed or not, runs again on next use. A forgotten preparation still
 // running is stopped while it syncs (a setup module already running is
 // left to end), and the executes waiting for it wait for the preparation
-// that replaces it, with the project as configured now. A preparation
+// that replaces it, with the project as configured now. Executes already
+// running on a forgotten installation run on undisturbed: the preparation
+// that replaces it syncs the directory only once they ended. Reload
+// itself never waits. A preparation
 // whose installation was lost is forgotten too, so a reload prepares it
 // again. Every other preparation, including a failed one, is kept: a
 // failure stays failed until its configuration changes. Bindings are kept.
@@ -134,14 +137,22 @@ func (p *Provider) Reload(cfg Config) error {
 	}
 	for dir, pr := range p.preps {
 		proj, ok := byDir[dir]
-		if ok && s.recipeFor(proj) == pr.recipe && !pr.isLost() {
+		// A loss no execute met yet counts too: the operator who removed
+		// an installation and reloads gets it prepared again.
+		ended, _ := pr.ready()
+		if ok && s.recipeFor(proj) == pr.recipe && (!ended || pr.loss() == "") {
 			continue
 		}
 		delete(p.preps, dir)
-		if ended, _ := pr.ready(); !ended {
+		p.retire(pr)
+		if !ended {
 			// A sync still running serves a configuration that is gone:
 			// it is stopped (a setup already running is left to end).
 			pr.markSuperseded()
+		}
+		if !ended || pr.users > 0 {
+			// The next preparation of the directory waits for it, and
+			// for the executes running on its installation.
 			p.retired[dir] = pr
 		}
 		p.log.Info("preparation forgotten after a configuration change", "directory", dir)
@@ -297,14 +308,23 @@ func (p *Provider) begin(key string) (*settings, func(), error) {
 	}, nil
 }
 
+// errReloaded says that the configuration changed the project since the
+// caller looked it up: the caller looks it up again.
+var errReloaded = errors.New("the project's configuration was reloaded")
+
 // preparation returns the preparation of proj's directory, starting it on
-// first use, or nil when the provider is closed.
-func (p *Provider) preparation(proj project) *preparation {
+// first use. The error is errStopping's when the provider is closed, or
+// errReloaded when a preparation would have to start but the
+// configuration in force no longer configures proj so: a preparation
+// started from a project as configured before a reload would run what
+// the operator replaced (a setup module dropped) and hold the directory
+// until the next reload.
+func (p *Provider) preparation(proj project) (*preparation, error) {
 	p.mu.Lock()
 	pr, ok := p.preps[proj.dir]
 	p.mu.Unlock()
 	if ok {
-		return pr
+		return pr, nil
 	}
 	// The preparation depends on the lock it syncs, which may have changed
 	// since the configuration was loaded. A lock that cannot be read fails
@@ -313,12 +333,15 @@ func (p *Provider) preparation(proj project) *preparation {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pr, ok := p.preps[proj.dir]; ok {
-		return pr
+		return pr, nil
 	}
 	if p.closed {
-		return nil
+		return nil, errStopping()
 	}
 	s := p.s
+	if cur, ok := s.projects[proj.name]; !ok || cur != proj {
+		return nil, errReloaded
+	}
 	r := s.recipeFor(proj)
 	r.locked = locked
 	pr = newPreparation(proj, r)
@@ -334,7 +357,42 @@ func (p *Provider) preparation(proj project) *preparation {
 		defer supersede(nil)
 		pr.run(p.base, syncBase, s, proj, prev, p.log)
 	}()
-	return pr
+	return pr, nil
+}
+
+// hold admits an execute to the installation pr prepared, so that no
+// later preparation syncs the directory under it: it answers a function
+// to call once the execute's processes ended, or false when a Reload
+// forgot pr since it ended (the execute takes the preparation that
+// replaces it).
+func (p *Provider) hold(pr *preparation) (release func(), ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.preps[pr.dir] != pr {
+		return nil, false
+	}
+	pr.users++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if pr.users--; pr.users == 0 && pr.retired {
+				close(pr.released)
+			}
+		})
+	}, true
+}
+
+// retire records that a Reload forgot pr; the caller holds p.mu.
+func (p *Provider) retire(pr *preparation) {
+	if pr.retired {
+		return
+	}
+	pr.retired = true
+	if pr.users == 0 {
+		close(pr.released)
+	}
 }
 
 // Prepare runs (or joins, or reports) the preparation of the named project
@@ -350,15 +408,19 @@ func (p *Provider) Prepare(ctx context.Context, name string) error {
 	if !ok {
 		return envsdk.Failf(envapi.CodeUnsupported, "no project %q is configured", name)
 	}
-	_, _, pr, err := p.prepared(ctx, nil, proj, func(project) func(PreparationEvent) { return func(PreparationEvent) {} })
+	_, _, pr, release, err := p.prepared(ctx, nil, proj, func(project) func(PreparationEvent) { return func(PreparationEvent) {} })
+	if release != nil {
+		release()
+	}
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("pythonuv: prepare %s: %w", name, err)
 	case err != nil:
 		return err
 	}
-	if pr.isLost() {
-		return envsdk.Failf(envapi.CodeResourceLost, "the installation of project %s was lost; reload the configuration to prepare it again", name)
+	if why := pr.loss(); why != "" {
+		return envsdk.Failf(envapi.CodeResourceLost, "the installation of project %s was lost: %s; reload the configuration to prepare it again", name, why).
+			WithDetails(map[string]string{"project": name, "reason": why})
 	}
 	return nil
 }
