@@ -163,7 +163,9 @@ func Decode(b []byte) (*File, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if dec.More() {
+	// Decoder.More answers false before a stray closing brace or bracket;
+	// only the end of the input may follow the value.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: data after the object", ErrInvalid)
 	}
 	if f.Providers == nil {

@@ -60,6 +60,7 @@ func TestDecodeRejects(t *testing.T) {
 	}
 	for _, bad := range []string{
 		``, `null`, `[]`, `{}`, `{"providers":[` + ok + `]} {}`,
+		`{"providers":[` + ok + `]}}`, `{"providers":[` + ok + `]}]`,
 		`{"providers":[` + ok + `],"extra":1}`,
 		`{"providers":[` + ok + `,` + ok + `]}`,
 		`{"providers":[{"name":"p","dialect":"openai_responses","base_url":"https://h/v1","models":[],"api_key":"x"}]}`,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -188,7 +189,9 @@ func parseRoutes(b []byte) (map[string]Route, error) {
 	if err := dec.Decode(&routes); err != nil {
 		return nil, err
 	}
-	if dec.More() {
+	// Decoder.More answers false before a stray closing brace or bracket;
+	// only the end of the input may follow the value.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("trailing data after the JSON object")
 	}
 	if routes == nil {

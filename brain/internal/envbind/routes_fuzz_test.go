@@ -40,7 +40,7 @@ func TestParseRoutesIsStrict(t *testing.T) {
 	if r, err := parseRoutes([]byte(ok + "\n")); err != nil || r["docker"].Endpoint != "http://127.0.0.1:9000" {
 		t.Fatalf("parse = %+v %v", r, err)
 	}
-	for _, bad := range []string{ok + `{}`, `null`, `[]`, `{"d": {"endpoint": "x", "token": "y"}}`} {
+	for _, bad := range []string{ok + `{}`, ok + `}`, ok + "\n]", `null`, `[]`, `{"d": {"endpoint": "x", "token": "y"}}`} {
 		if _, err := parseRoutes([]byte(bad)); err == nil {
 			t.Errorf("%s parsed", bad)
 		}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -200,7 +201,9 @@ func decodeRecord(b []byte, id string) (*host, error) {
 	if err := d.Decode(&rec); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	if d.More() {
+	// Decoder.More answers false before a stray closing brace or bracket;
+	// only the end of the input may follow the value.
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("trailing data")
 	}
 	if rec.HostID != id || !ValidHostID(rec.HostID) {

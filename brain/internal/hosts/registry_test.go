@@ -217,3 +217,19 @@ func TestRouteKeepsTheNextValidators(t *testing.T) {
 		t.Fatalf("other placement: %v, next asked %d times", err, next.placements)
 	}
 }
+
+// TestDecodeRecordRefusesWhatFollowsIt: a registration file with anything
+// after its object, a stray closing brace included, is damaged and is
+// not read as a registration.
+func TestDecodeRecordRefusesWhatFollowsIt(t *testing.T) {
+	const id = "host_abcdefghijklmnopqrstuvwx"
+	rec := `{"host_id":"` + id + `","token_sha256":"` + strings.Repeat("ab", 32) + `","registered_at_ms":1}`
+	if _, err := decodeRecord([]byte(rec+"\n"), id); err != nil {
+		t.Fatalf("a whole record was refused: %v", err)
+	}
+	for _, tail := range []string{"}", "]", " {}", "x"} {
+		if _, err := decodeRecord([]byte(rec+tail), id); err == nil {
+			t.Errorf("a record followed by %q was read", tail)
+		}
+	}
+}
