@@ -11,11 +11,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/go-playground/validator/v10"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/backend"
+	"github.com/brain-in-go/brain/internal/netutil"
 )
 
 // NoLimit as a Limits field or Config.RequestRetention removes that bound.
@@ -27,7 +29,8 @@ const DefaultRequestRetention = 24 * time.Hour
 // Config configures a Server. It is plain data: only DataDir is required,
 // and every zero field selects the server default. The env tag of a field
 // names the BRAIN_* variable "brain serve" reads it from; validation
-// errors name both.
+// errors name both. A URL field holds no white space or control
+// character, and its port, if it names one, is from 1 to 65535.
 type Config struct {
 	// DataDir is the data directory; it is created, locked and checked.
 	DataDir string `validate:"required" env:"BRAIN_DATA_DIR"`
@@ -36,7 +39,7 @@ type Config struct {
 	Storage Storage
 	// PublicURL is the base URL environments use for callbacks and
 	// reporters (default: http://<address of the listener given to Serve>).
-	PublicURL string `validate:"omitempty,http_url" env:"BRAIN_PUBLIC_URL"`
+	PublicURL string `validate:"omitempty,url_text,http_url,url_port" env:"BRAIN_PUBLIC_URL"`
 	// Token is the bearer token every application route requires. When it
 	// is empty and TokenFile is set, the token saved in TokenFile is used,
 	// or a new one is generated and saved there (mode 0600; a saved token
@@ -113,11 +116,13 @@ type Config struct {
 
 // OTLP are the OpenTelemetry exporter settings: the general ones and
 // those of the traces and logs signals, which win. An endpoint given for
-// all signals gets /v1/traces or /v1/logs appended (http/protobuf); a
-// signal's endpoint is its full URL. Header values are credentials: they
-// are sent to the collector only, never logged or quoted in errors.
+// all signals gets /v1/traces or /v1/logs appended (http/protobuf), so
+// it has no query or fragment; a signal's endpoint is its full URL. An endpoint carries no credentials,
+// which the exporters would not send: headers carry them. Header values
+// are credentials: they are sent to the collector only, never logged or
+// quoted in errors.
 type OTLP struct {
-	Endpoint string            `validate:"omitempty,http_url" env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+	Endpoint string            `validate:"omitempty,url_text,http_url,url_port,url_no_user,url_no_query" env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
 	Protocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_PROTOCOL"`
 	Headers  map[string]string `env:"OTEL_EXPORTER_OTLP_HEADERS"`
 	// Insecure (and TracesInsecure, LogsInsecure) never drops TLS from
@@ -128,7 +133,7 @@ type OTLP struct {
 	// Compression of every signal's exports: gzip or none (default).
 	Compression string `validate:"omitempty,oneof=gzip none" env:"OTEL_EXPORTER_OTLP_COMPRESSION"`
 
-	TracesEndpoint string            `validate:"omitempty,http_url" env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
+	TracesEndpoint string            `validate:"omitempty,url_text,http_url,url_port,url_no_user" env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
 	TracesProtocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"`
 	TracesHeaders  map[string]string `env:"OTEL_EXPORTER_OTLP_TRACES_HEADERS"`
 	TracesInsecure bool              `env:"OTEL_EXPORTER_OTLP_TRACES_INSECURE"`
@@ -139,7 +144,7 @@ type OTLP struct {
 	// whatever the endpoints say.
 	TracesExporter string `validate:"omitempty,oneof=otlp none" env:"OTEL_TRACES_EXPORTER"`
 
-	LogsEndpoint string            `validate:"omitempty,http_url" env:"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"`
+	LogsEndpoint string            `validate:"omitempty,url_text,http_url,url_port,url_no_user" env:"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"`
 	LogsProtocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"`
 	LogsHeaders  map[string]string `env:"OTEL_EXPORTER_OTLP_LOGS_HEADERS"`
 	LogsInsecure bool              `env:"OTEL_EXPORTER_OTLP_LOGS_INSECURE"`
@@ -206,11 +211,11 @@ type Limits struct {
 // call, 10 s connect).
 type Models struct {
 	// OpenAIBaseURL is the base URL of openai and openai_chat (default
-	// the hosted API).
-	OpenAIBaseURL string `validate:"omitempty,http_url" env:"BRAIN_OPENAI_BASE_URL"`
+	// the hosted API), without credentials, query or fragment.
+	OpenAIBaseURL string `validate:"omitempty,url_text,http_url,url_port,base_url" env:"BRAIN_OPENAI_BASE_URL"`
 	// AnthropicBaseURL is the base URL of anthropic (default the hosted
-	// API).
-	AnthropicBaseURL string `validate:"omitempty,http_url" env:"BRAIN_ANTHROPIC_BASE_URL"`
+	// API), without credentials, query or fragment.
+	AnthropicBaseURL string `validate:"omitempty,url_text,http_url,url_port,base_url" env:"BRAIN_ANTHROPIC_BASE_URL"`
 	// APIKeys are the operator's keys by provider name, used by sessions
 	// that bring none ("brain serve" reads OPENAI_API_KEY and
 	// ANTHROPIC_API_KEY). A key holding a control character other than a
@@ -267,7 +272,7 @@ func headerKey(key string) bool {
 type EnvironmentRoute struct {
 	// Endpoint is the provider's base URL: HTTPS, or HTTP on a loopback
 	// host.
-	Endpoint string `json:"endpoint" validate:"required,http_url" env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
+	Endpoint string `json:"endpoint" validate:"required,url_text,http_url,url_port" env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
 	// APIKey is the operator's credential for the provider (optional).
 	APIKey string `json:"api_key,omitempty" env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
 }
@@ -281,7 +286,7 @@ type Environments struct {
 	// whose routes join Routes.
 	RoutesFile string `env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
 	// BaseURL and APIKey are the default route of drivers without one.
-	BaseURL string `validate:"omitempty,http_url" env:"BRAIN_ENVIRONMENT_BASE_URL"`
+	BaseURL string `validate:"omitempty,url_text,http_url,url_port" env:"BRAIN_ENVIRONMENT_BASE_URL"`
 	APIKey  string `env:"BRAIN_ENVIRONMENT_API_KEY"`
 
 	MaxResponseBytes int64 `validate:"gte=0" env:"BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES"`
@@ -392,6 +397,46 @@ func newValidator() *validator.Validate {
 	}); err != nil {
 		panic(err)
 	}
+	// A URL holds no white space or control character: one read with
+	// the value (a blank or a line end) would become part of every
+	// request's path, or stop the URL from parsing.
+	if err := v.RegisterValidation("url_text", func(fl validator.FieldLevel) bool {
+		return !strings.ContainsFunc(fl.Field().String(), func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
+	}); err != nil {
+		panic(err)
+	}
+	// A URL's port, when it names one, must be one a connection can be
+	// made to: every request to another would fail.
+	if err := v.RegisterValidation("url_port", func(fl validator.FieldLevel) bool {
+		u, err := url.Parse(fl.Field().String())
+		return err == nil && netutil.DialablePort(u.Port())
+	}); err != nil {
+		panic(err)
+	}
+	// A model base URL is the prefix of every request's URL: credentials
+	// there are not sent as the provider expects, and a query or a
+	// fragment would swallow the path appended to it.
+	if err := v.RegisterValidation("base_url", func(fl validator.FieldLevel) bool {
+		u, err := url.Parse(fl.Field().String())
+		return err == nil && u.User == nil && !strings.ContainsAny(fl.Field().String(), "?#")
+	}); err != nil {
+		panic(err)
+	}
+	// An exporter sends only an endpoint's host and path: credentials in
+	// it would go nowhere, and the export unauthenticated.
+	if err := v.RegisterValidation("url_no_user", func(fl validator.FieldLevel) bool {
+		u, err := url.Parse(fl.Field().String())
+		return err == nil && u.User == nil
+	}); err != nil {
+		panic(err)
+	}
+	// A URL that gets a path appended holds no query or fragment, which
+	// would swallow that path.
+	if err := v.RegisterValidation("url_no_query", func(fl validator.FieldLevel) bool {
+		return !strings.ContainsAny(fl.Field().String(), "?#")
+	}); err != nil {
+		panic(err)
+	}
 	// A database URL needs a scheme, which selects its backend; the
 	// host may be empty (a Unix socket named by a parameter).
 	if err := v.RegisterValidation("database_url", func(fl validator.FieldLevel) bool {
@@ -489,6 +534,18 @@ func problem(fe validator.FieldError) string {
 	case "http_url":
 		// Not quoted: a URL may carry credentials.
 		return "must be an absolute http or https URL"
+	case "url_text":
+		// Not quoted: a URL may carry credentials.
+		return "holds white space or a control character (a line end read with it?): a URL has none"
+	case "url_port":
+		// Not quoted: a URL may carry credentials.
+		return "must name a port from 1 to 65535, or none"
+	case "base_url":
+		return "must be a URL without credentials, query or fragment"
+	case "url_no_query":
+		return "must have no query or fragment: the path of each signal (/v1/traces, /v1/logs) is appended to it"
+	case "url_no_user":
+		return "must not carry credentials, which are not sent: give them as a header (OTEL_EXPORTER_OTLP_HEADERS)"
 	case "database_url":
 		// Not quoted: it may carry a password.
 		return "must be a URL with a scheme"

@@ -5,6 +5,7 @@ package netutil
 import (
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -24,4 +25,15 @@ func LoopbackHost(host string) bool {
 	}
 	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
 	return err == nil && ip.IsLoopback()
+}
+
+// DialablePort reports whether port, the port of a URL (url.URL.Port),
+// is one a connection can be made to: from 1 to 65535, or empty, which
+// selects the scheme's.
+func DialablePort(port string) bool {
+	if port == "" {
+		return true
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
 }

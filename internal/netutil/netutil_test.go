@@ -14,3 +14,14 @@ func TestLoopbackHost(t *testing.T) {
 		}
 	}
 }
+
+func TestDialablePort(t *testing.T) {
+	for port, want := range map[string]bool{
+		"": true, "1": true, "80": true, "65535": true,
+		"0": false, "65536": false, "99999": false, "-1": false, "http": false, "99999999999999999999": false,
+	} {
+		if got := DialablePort(port); got != want {
+			t.Errorf("DialablePort(%q) = %v, want %v", port, got, want)
+		}
+	}
+}

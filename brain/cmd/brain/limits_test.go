@@ -14,20 +14,22 @@ import (
 
 // serveConfig builds the Config "brain serve" runs with from its
 // environment and arguments, the way serve does: flags over the
-// environment, parsed and checked, mapped to a Config, and that Config
+// environment (a refused variable whose flag is given is not used),
+// parsed and checked, mapped to a Config, and that Config
 // validated as brain.New validates it. Any error on the way stops start-up.
 func serveConfig(env map[string]string, args ...string) (brain.Config, error) {
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	var f serveFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	if err := f.register(fs, lookup); err != nil {
-		return brain.Config{}, err
-	}
+	envErr := f.register(fs, lookup)
 	if err := fs.Parse(args); err != nil {
 		return brain.Config{}, err
 	}
 	if err := f.checkParsed(fs); err != nil {
+		return brain.Config{}, err
+	}
+	if err := unlessOverridden(envErr, fs); err != nil {
 		return brain.Config{}, err
 	}
 	cfg := f.config(slog.New(slog.NewTextHandler(io.Discard, nil)), "")

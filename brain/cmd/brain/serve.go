@@ -112,6 +112,10 @@ type serveFlags struct {
 	telemetrySessionRate, telemetryRate  int64
 }
 
+// register defines the flags on fs, each defaulting to its variable, and
+// answers the variables whose values it refuses. The refusal of a
+// variable that has a flag is a *variableError: unlessOverridden drops it
+// once the command line gave that flag.
 func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool)) error {
 	var errs []error
 	f.flagOf = map[string]string{}
@@ -138,7 +142,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 		if s, ok := env(envName); ok && s != "" {
 			b, err := strconv.ParseBool(s)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: want 1, true, 0 or false", envName, s))
+				errs = append(errs, &variableError{name, fmt.Errorf("%s=%q: want 1, true, 0 or false", envName, s)})
 			}
 			v = b
 		}
@@ -151,7 +155,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 			f.given[name] = true
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || n < least || n > most {
-				errs = append(errs, fmt.Errorf("%s=%q: %s", envName, s, inRange(least, most)))
+				errs = append(errs, &variableError{name, fmt.Errorf("%s=%q: %s", envName, s, inRange(least, most))})
 			}
 			v = n
 		}
@@ -215,7 +219,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	str(&f.filesystemAllow, "env-filesystem-allow", "BRAIN_ENV_FILESYSTEM_ALLOW", "", `comma list of host directories Wasm Tools may be granted as a workspace, and "scratch" to allow scratch directories`)
 	if v, ok := env("BRAIN_ENV_SECRET_ALLOW"); ok {
 		if err := f.secretAllow.Set(v); err != nil {
-			errs = append(errs, fmt.Errorf("BRAIN_ENV_SECRET_ALLOW=%q: %w", v, err))
+			errs = append(errs, &variableError{"env-secret-allow", fmt.Errorf("BRAIN_ENV_SECRET_ALLOW=%q: %w", v, err)})
 		}
 	}
 	f.flagOf["BRAIN_ENV_SECRET_ALLOW"] = "env-secret-allow"
@@ -327,7 +331,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "brain serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if envErr != nil {
+	if envErr := unlessOverridden(envErr, fs); envErr != nil {
 		fmt.Fprintf(stderr, "brain serve: %v\n", envErr)
 		return 2
 	}
@@ -473,8 +477,18 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 		{"listen", "BRAIN_LISTEN", f.listen},
 		{"metrics-listen", "BRAIN_METRICS_LISTEN", f.metricsListen},
 	} {
-		if _, _, err := net.SplitHostPort(a.addr); err != nil && (a.addr != "" || a.flag == "listen") {
+		if a.addr == "" && a.flag != "listen" {
+			continue
+		}
+		_, port, err := net.SplitHostPort(a.addr)
+		if err != nil {
 			fmt.Fprintf(stderr, "brain serve: --%s %q (%s): want host:port: %v\n", a.flag, a.addr, a.env, err)
+			return 2
+		}
+		// A port beyond 65535, or a name no service has, is as
+		// malformed as a missing one.
+		if _, err := net.DefaultResolver.LookupPort(ctx, "tcp", port); err != nil {
+			fmt.Fprintf(stderr, "brain serve: --%s %q (%s): want a port from 0 to 65535 or a service name: %v\n", a.flag, a.addr, a.env, err)
 			return 2
 		}
 	}

@@ -103,6 +103,8 @@ type Opener func(ctx context.Context, opts Options) (*Backend, error)
 var (
 	mu      sync.Mutex
 	openers = map[string]Opener{}
+	// checks are the backends' checks of their database URLs, by scheme.
+	checks = map[string]func(databaseURL string) error{}
 )
 
 // Register makes open the backend of database URLs with scheme. It panics
@@ -114,6 +116,15 @@ func Register(scheme string, open Opener) {
 		panic("backend: " + scheme + " registered twice")
 	}
 	openers[scheme] = open
+}
+
+// RegisterCheck makes check the check Check runs on database URLs with
+// scheme: it answers an error when the backend cannot parse the URL,
+// without opening anything and without quoting a password.
+func RegisterCheck(scheme string, check func(databaseURL string) error) {
+	mu.Lock()
+	defer mu.Unlock()
+	checks[scheme] = check
 }
 
 // ErrUnknownScheme is wrapped when no backend serves a database URL.
@@ -132,14 +143,24 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 }
 
 // Check answers the error Open would answer for databaseURL before it
-// opens anything: a URL that is not one, or whose scheme no backend
-// serves. The empty URL selects the data directory.
+// opens anything: a URL that is not one, whose scheme no backend serves,
+// or that its backend cannot parse. The empty URL selects the data
+// directory.
 func Check(databaseURL string) error {
 	if databaseURL == "" {
 		return nil
 	}
-	_, err := opener(databaseURL)
-	return err
+	if _, err := opener(databaseURL); err != nil {
+		return err
+	}
+	u, _ := url.Parse(databaseURL)
+	mu.Lock()
+	check := checks[u.Scheme]
+	mu.Unlock()
+	if check == nil {
+		return nil
+	}
+	return check(databaseURL)
 }
 
 // opener answers the Opener of databaseURL's scheme.

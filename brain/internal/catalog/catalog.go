@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/brain-in-go/brain/internal/netutil"
 )
 
 // Dialects a provider may speak. DialectScripted is the offline model's
@@ -201,6 +203,9 @@ func (p FileProvider) check() error {
 		// The value is not quoted: what makes it wrong may be a
 		// credential written into it.
 		return fmt.Errorf("base_url of %q: want an http or https URL without credentials, query or fragment", p.Name)
+	}
+	if !netutil.DialablePort(u.Port()) {
+		return fmt.Errorf("base_url of %q: want a port from 1 to 65535, or none", p.Name)
 	}
 	if len(p.Models) > MaxModels {
 		return fmt.Errorf("%d models, at most %d", len(p.Models), MaxModels)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/brain-in-go/brain/internal/netutil"
 )
 
 // Defaults of Config.
@@ -202,11 +204,18 @@ func parseRoutes(b []byte) (map[string]Route, error) {
 
 var errEndpoint = errors.New("endpoint must be an https URL, or http on a loopback host")
 
+// errEndpointPort reports an endpoint naming a port no connection can be
+// made to.
+var errEndpointPort = errors.New("endpoint must name a port from 1 to 65535, or none")
+
 // checkEndpoint accepts HTTPS URLs and HTTP URLs whose host is loopback.
 func checkEndpoint(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return errEndpoint
+	}
+	if !netutil.DialablePort(u.Port()) {
+		return errEndpointPort
 	}
 	switch u.Scheme {
 	case "https":

@@ -9,13 +9,26 @@ import (
 	"os"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/brain-in-go/brain/brain/internal/backend"
 	"github.com/brain-in-go/brain/brain/internal/idem"
 )
 
 func init() {
-	backend.Register("postgres", openBackend)
-	backend.Register("postgresql", openBackend)
+	for _, scheme := range []string{"postgres", "postgresql"} {
+		backend.Register(scheme, openBackend)
+		backend.RegisterCheck(scheme, CheckURL)
+	}
+}
+
+// CheckURL answers the error Open would answer for a database URL it
+// cannot parse, without connecting. The error never quotes a password.
+func CheckURL(databaseURL string) error {
+	if _, err := pgxpool.ParseConfig(databaseURL); err != nil {
+		return fmt.Errorf("pgstore: database URL: %w", err)
+	}
+	return nil
 }
 
 // maxSealingKeyFile bounds a sealing key file: a key is 32 to a few
