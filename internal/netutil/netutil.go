@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // LoopbackHost reports whether host, the Host header of a request (a name
@@ -36,4 +37,13 @@ func DialablePort(port string) bool {
 	}
 	n, err := strconv.Atoi(port)
 	return err == nil && n >= 1 && n <= 65535
+}
+
+// BaseURLText reports whether raw can be the base of request URLs as
+// written: it holds no white space or control character, which would
+// become part of every request's path, and no '?' or '#', which would
+// swallow the path appended to it.
+func BaseURLText(raw string) bool {
+	return !strings.ContainsAny(raw, "?#") &&
+		!strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
 }

@@ -25,3 +25,15 @@ func TestDialablePort(t *testing.T) {
 		}
 	}
 }
+
+func TestBaseURLText(t *testing.T) {
+	for raw, ok := range map[string]bool{
+		"https://h/v1": true, "http://127.0.0.1:9": true,
+		"https://h/v1 ": false, " https://h": false, "https://h/a b": false, "https://h/v1\r": false,
+		"https://h/v1\u00a0": false, "https://h/v1?": false, "https://h/v1?a=b": false, "https://h/#x": false,
+	} {
+		if got := BaseURLText(raw); got != ok {
+			t.Errorf("BaseURLText(%q) = %v, want %v", raw, got, ok)
+		}
+	}
+}

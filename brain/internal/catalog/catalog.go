@@ -199,10 +199,10 @@ func (p FileProvider) check() error {
 		return fmt.Errorf("dialect %q: want %s, %s or %s", p.Dialect, DialectOpenAIResponses, DialectOpenAIChat, DialectAnthropic)
 	}
 	u, err := url.Parse(p.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+	if err != nil || !netutil.BaseURLText(p.BaseURL) || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		// The value is not quoted: what makes it wrong may be a
 		// credential written into it.
-		return fmt.Errorf("base_url of %q: want an http or https URL without credentials, query or fragment", p.Name)
+		return fmt.Errorf("base_url of %q: want an http or https URL without credentials, query, fragment or white space", p.Name)
 	}
 	if !netutil.DialablePort(u.Port()) {
 		return fmt.Errorf("base_url of %q: want a port from 1 to 65535, or none", p.Name)

@@ -70,6 +70,8 @@ func TestDecodeRejects(t *testing.T) {
 		`{"providers":[{"name":"p","dialect":"openai_responses","base_url":"ftp://h","models":[]}]}`,
 		`{"providers":[{"name":"p","dialect":"openai_responses","base_url":"https://u:pw@h","models":[]}]}`,
 		`{"providers":[{"name":"p","dialect":"openai_responses","models":[]}]}`,
+		`{"providers":[{"name":"p","dialect":"openai_responses","base_url":"https://h/v1 ","models":[]}]}`,
+		`{"providers":[{"name":"p","dialect":"openai_responses","base_url":"https://h/v1?","models":[]}]}`,
 		`{"providers":[{"name":"p","dialect":"openai_responses","base_url":"https://h","models":[{"id":"a b"}]}]}`,
 		`{"providers":[{"name":"p","dialect":"openai_responses","base_url":"https://h","models":[{"id":""}]}]}`,
 		`{"providers":[{"name":"p","dialect":"openai_responses","base_url":"https://h","models":[{"id":"a"},{"id":"a"}]}]}`,

@@ -16,7 +16,7 @@
 //	{"providers": [{
 //	  "name": "my-gateway",                   // ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$, not "scripted"
 //	  "dialect": "openai_chat_completions",   // openai_responses | openai_chat_completions | anthropic_messages
-//	  "base_url": "http://127.0.0.1:8000/v1", // http or https, no credentials, query or fragment; a port from 1 to 65535
+//	  "base_url": "http://127.0.0.1:8000/v1", // http or https, no credentials, query, fragment or white space; a port from 1 to 65535
 //	  "models": [{"id": "llama-3.1-8b", "context_window_tokens": 131072}]
 //	}]}
 //

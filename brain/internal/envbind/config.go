@@ -202,7 +202,7 @@ func parseRoutes(b []byte) (map[string]Route, error) {
 	return routes, nil
 }
 
-var errEndpoint = errors.New("endpoint must be an https URL, or http on a loopback host")
+var errEndpoint = errors.New("endpoint must be an https URL, or http on a loopback host, without credentials, query, fragment or white space")
 
 // errEndpointPort reports an endpoint naming a port no connection can be
 // made to.
@@ -211,7 +211,7 @@ var errEndpointPort = errors.New("endpoint must name a port from 1 to 65535, or 
 // checkEndpoint accepts HTTPS URLs and HTTP URLs whose host is loopback.
 func checkEndpoint(raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+	if err != nil || !netutil.BaseURLText(raw) || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return errEndpoint
 	}
 	if !netutil.DialablePort(u.Port()) {

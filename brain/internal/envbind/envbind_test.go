@@ -49,6 +49,7 @@ func TestEndpoints(t *testing.T) {
 	for raw, ok := range map[string]bool{
 		"https://env.example": true, "http://127.0.0.1:8080": true, "http://localhost:1": true, "http://[::1]:9": true,
 		"http://192.0.2.1": false, "ftp://127.0.0.1": false, "https://u:p@env.example": false, "not a url": false, "": false,
+		"https://env.example/v1 ": false, "https://env.example/a b": false, "https://env.example/v1?": false, "https://env.example/v1#": false,
 	} {
 		if err := checkEndpoint(raw); (err == nil) != ok {
 			t.Errorf("checkEndpoint(%q) = %v", raw, err)
