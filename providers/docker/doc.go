@@ -76,7 +76,9 @@
 // one stopped part-way by its deadline or a cancel (or removed, when it
 // created the file), once its command is confirmed dead: timeout and
 // cancelled mean nothing was appended, unless details.cleanup_error is set
-// (the command was not confirmed dead, or the cut failed); a read from
+// (the command was not confirmed dead, or the cut failed); a write or edit
+// stopped the same way leaves no temporary file in the workspace, unless
+// details.cleanup_error is set; a read from
 // an offset at or past the end answers empty content, and sizes and
 // offsets of 4 GiB and more are exact. stdout and stderr are demultiplexed, share the profile's
 // output_bytes cap (the head is kept, the rest drained, truncated set) and
@@ -89,7 +91,8 @@
 //
 // The Engine cannot kill an exec. Each command therefore runs under a
 // wrapper shell that starts it with setsid (a new process group), writes
-// the group id to /tmp/.brain-exec-<sequence> and waits. Every process of
+// the group id, its own pid and the start times of both to
+// /tmp/.brain-exec-<sequence> and waits. Every process of
 // the command carries BRAIN_EXEC_TAG=<sequence> in its environment, which
 // its children inherit, those that leave the group with a setsid of their
 // own included. A process that also clears its environment carries no
@@ -97,7 +100,10 @@
 // init (PID 1). When the command's main process ends the wrapper kills
 // what is left of the group, every other process carrying the tag, and
 // every orphan without a tag that started after the command did, so a
-// background child never outlives the call. An orphan that carries
+// background child never outlives the call. A command whose exit status
+// says a signal ended it may have killed its wrapper before that cleanup
+// (killall sh): the provider then runs the kill described below before it
+// answers. An orphan that carries
 // another command's tag is left to that command; an untagged orphan of a
 // command that started after this one is not told apart from this
 // command's own and is killed too. The container's keep-alive, the init's
@@ -110,10 +116,16 @@
 // holds it), and answers timeout or cancelled; if that is not confirmed
 // within 4 seconds the first cause is kept and the evidence is in
 // details.cleanup_error. The start of the command, from which untagged
-// orphans are taken for its own, is read from the wrapper the group file
-// names or, when there is no file (the stop came before the wrapper wrote
-// it, or /tmp had no room for it), from the oldest process carrying the
-// tag; each kill hands it to the next, since the first kills the wrapper.
+// orphans are taken for its own, is the one the group file recorded for
+// the wrapper, while the process with the wrapper's pid started then (a
+// pid the kernel gave to another process once the wrapper ended says
+// nothing of the command) or anything carrying the tag still runs, or,
+// when there is no file (the stop came before the wrapper wrote it, or
+// /tmp had no room for it), that of the oldest process carrying the tag;
+// each kill hands it to the next, since the first kills the wrapper. The
+// group is killed only while its id is not another process's pid, and a
+// kill that finds nothing left removes the file, which the killed wrapper
+// could not.
 // A stop does not wait for the Engine to answer
 // an exec's start (its client would wait however long that takes): the
 // start may have reached the Engine, so the same kill runs, and a stream
@@ -126,7 +138,8 @@
 // (Command, or KillLeftovers) kills, before it serves, what is left of
 // them in the running container of every binding it finds ready (the
 // group of each wrapper file, every tagged process, and every untagged
-// orphan that started after the oldest wrapper or tagged process), so a
+// orphan that started after the oldest wrapper still running, by the start
+// its file recorded, or tagged process), so a
 // command never outlives its provider's next start; those it could not
 // confirm dead are logged. An append stopped this way is not cut back: its call was
 // never answered. The gc command never does this, since the provider

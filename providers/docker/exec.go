@@ -21,16 +21,22 @@ import (
 
 // The Engine has no API to kill an exec, so every command runs under this
 // wrapper. It starts the command through setsid, which makes it the leader
-// of a new process group, records that group and its own pid in a file
-// under /tmp and waits for it. When the command's main process ends the
-// wrapper kills whatever is left in its group, every other process that
-// carries the command's tag in its environment (BRAIN_EXEC_TAG, which
-// every process the command starts inherits: a child that made a session
-// of its own with setsid too), and every orphan (a process whose parent
-// ended, adopted by the container's init) that started after the wrapper
-// and carries no tag at all (one that also cleared its environment), so a
-// background child never outlives its call. To stop a command early,
-// killScript does the same from outside (see runExec).
+// of a new process group, records in a file under /tmp that group, its
+// own pid, its own start time and that of the group's leader ("GROUP PID
+// START LEADER_START", the last empty when it could not be read), and
+// waits for it. The start times tell a wrapper or leader still running
+// from a process that was given the same pid once it ended (see same).
+// When the command's main process ends the wrapper kills whatever is left
+// in its group, every other process that carries the command's tag in its
+// environment (BRAIN_EXEC_TAG, which every process the command starts
+// inherits: a child that made a session of its own with setsid too), and
+// every orphan (a process whose parent ended, adopted by the container's
+// init) that started after the wrapper and carries no tag at all (one
+// that also cleared its environment), so a background child never
+// outlives its call. To stop a command early, killScript does the same
+// from outside (see runExec), and so does runExec after an exit status of
+// 128 or more, which is also what a wrapper the command killed before its
+// cleanup ends with.
 //
 // Before it starts the command the wrapper writes startMark on stdout,
 // which runExec takes off: a stream without it is the Engine's refusal to
@@ -38,42 +44,55 @@ import (
 //
 // The file is /tmp/.brain-exec-<tag>; the tag is the execute's sequence,
 // so a restarted provider can still cancel a command it started.
-const wrapperScript = `f=$1; shift; t=$BRAIN_EXEC_TAG
+const wrapperScript = `f=$1; shift; t=$BRAIN_EXEC_TAG; b=
 ` + procFuncs + `
 ` + startMarkShell + `
 exec 3<&0
 setsid "$@" <&3 3<&- &
 c=$!
 exec 3<&-
-echo "$c $$" >"$f"
+since=; started $$; ws=$since
+since=; started "$c" 2>/dev/null
+echo "$c $$ $ws $since" >"$f"
 wait "$c"; r=$?
 kill -KILL -"$c" 2>/dev/null
-since=; started $$
-killall_ "$since" >/dev/null 2>&1
+killall_ "$ws" >/dev/null 2>&1
 rm -f "$f"
 exit "$r"`
 
 // procFuncs are the shell functions of the wrapper and the kill; none
 // forks but for the tag checks. started sets since to a process's start
 // time (clock ticks since boot, field 22 of /proc/<pid>/stat, read after
-// the command name, which may hold spaces and parentheses). older lowers
-// s to the start time of process $1 when it started earlier (or s is
-// empty). orphan $pid $since succeeds for a live process adopted by the
-// init that started at or after $since. killall_ kills, until a round
-// finds none, every process but the running shell that carries tag $t,
-// and every orphan that carries no tag and started at or after s: $1, or
-// the start of the oldest process with tag $t it found, when that is
-// earlier or $1 is empty (the wrapper, which starts before anything of
-// its command, carries the tag: a kill that finds no group file, or no
-// live wrapper to take the start from, still knows where the command's
-// orphans begin). It prints the pid of each process it found and leaves
-// the bound it used in s. The init's own child (the container's
+// the command name, which may hold spaces and parentheses). same $pid
+// $start succeeds when process $pid started at $start: it is the process
+// a group file recorded, not one the kernel gave the same pid after that
+// one ended (pids wrap around), whose start says nothing of the command.
+// older lowers s to the start time of process $1 when it started earlier
+// (or s is empty). orphan $pid $since succeeds for a live process adopted
+// by the init that started at or after $since. groupkill kills the
+// process group g a group file recorded, unless g is not a process id
+// (a file any command could have written) or the pid g belongs to
+// another process than the group's leader, whose start the file recorded
+// in cs: a pid stays taken while its group has members, so a group whose
+// pid was given again has none left. killall_ kills, until a round finds
+// none, every process but the running shell that carries tag $t, and
+// every orphan that carries no tag and started at or after s: $1, or the
+// start of the oldest process with tag $t it found, when that is earlier
+// or $1 is empty (the wrapper, which starts before anything of its
+// command, carries the tag: a kill that finds no group file, or no live
+// wrapper, still knows where the command's orphans begin), or b once a
+// process with tag $t is found (the start a group file recorded for a
+// wrapper no longer running: while something of its command runs, that
+// is where its orphans begin). It prints the pid of each process it found
+// and leaves the bound it used in s. The init's own child (the container's
 // keep-alive) is in the init's session (field 6, session 1), which no
 // exec can join (the Engine starts each in a session of its own), so it
 // is never taken for an orphan, though it may have started in the same
 // clock tick as a command. An orphan of another command that carries its
 // tag is left to that command.
 const procFuncs = `started() { read -r l <"/proc/$1/stat" || return 1; l=${l##*) }; set -- $l; since=${20}; }
+same() { x=$2; [ -n "$x" ] && read -r l <"/proc/$1/stat" 2>/dev/null || return 1; l=${l##*) }; set -- $l; [ "${20}" = "$x" ]; }
+groupkill() { case $g in ''|*[!0-9]*|0|1) return 1;; esac; [ -z "$cs" ] || [ ! -e "/proc/$g" ] || same "$g" "$cs" || return 1; kill -KILL -"$g" 2>/dev/null; }
 older() { read -r l <"/proc/$1/stat" 2>/dev/null || return 0; l=${l##*) }; set -- $l; [ -n "$s" ] && [ "$s" -le "${20}" ] || s=${20}; }
 orphan() { o=$2; read -r l <"/proc/$1/stat" 2>/dev/null || return 1; l=${l##*) }; set -- $l; [ "$1" != Z ] && [ "$2" = 1 ] && [ "$4" != 1 ] && [ "${20}" -ge "$o" ]; }
 killall_() {
@@ -85,6 +104,7 @@ p=${e#/proc/}; p=${p%/environ}
 [ "$p" = "$$" ] || [ "$p" = 1 ] && continue
 if tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "BRAIN_EXEC_TAG=$t"; then
 older "$p"
+[ -n "$b" ] && { [ -z "$s" ] || [ "$b" -lt "$s" ]; } && s=$b
 kill -KILL "$p" 2>/dev/null && { echo "$p"; found=1; }
 elif [ -n "$s" ] && orphan "$p" "$s" && [ -r "$e" ] && ! tr '\0' '\n' <"$e" 2>/dev/null | grep -q '^BRAIN_EXEC_TAG='; then
 kill -KILL "$p" 2>/dev/null && { echo "$p"; found=1; }
@@ -97,19 +117,30 @@ done
 // killScript kills the command's process group, when its file exists,
 // and every process carrying its tag or orphaned without a tag since the
 // command started: since $3, the bound an earlier run of the same kill
-// found, or else the start of the wrapper named by the file, or else (no
-// file yet, or none could be written) that of the oldest tagged process
-// (see killall_). It prints the pids of the processes it found on stdout,
-// so an empty output means none was left, and the bound it used on stderr
-// (since=TICKS), which the next run is given: the wrapper, killed by this
-// run, can no longer tell it.
+// found, or else the start the file recorded for the wrapper, while that
+// wrapper runs or anything of its group or carrying the tag does (the
+// command may have killed its wrapper), or else (no file yet,
+// or none could be written) that of the oldest tagged process (see
+// killall_). The start of whatever process holds the wrapper's pid now is
+// never taken: the wrapper may have ended and its pid been given to
+// another. It prints the pids of the processes it found on stdout (the
+// group's id, when its kill reached one), so an empty output means none
+// was left, and the bound it used on stderr (since=TICKS), which the next
+// run is given: the wrapper, killed by this run, can no longer tell it.
+// A run that finds nothing removes the file, which the wrapper it killed
+// could not.
 const killScript = `f=$1; t=$2; since=$3
 ` + procFuncs + `
-g= w=
-[ -s "$f" ] && read -r g w <"$f" && kill -KILL -"$g" 2>/dev/null
-[ -z "$since" ] && [ -n "$w" ] && started "$w" 2>/dev/null
-killall_ "$since"
+g= w= ws= cs= b= any=
+[ -s "$f" ] && read -r g w ws cs <"$f" && groupkill && { echo "$g"; any=1; }
+if [ -z "$since" ] && [ -n "$ws" ]; then
+if same "$w" "$ws" || [ -n "$any" ]; then since=$ws; else b=$ws; fi
+fi
+k=$(killall_ "$since"; echo ":$s")
+s=${k##*:}; k=${k%:*}
 echo "since=$s" >&2
+[ -n "$k" ] && { echo "$k"; any=1; }
+[ -n "$any" ] || rm -f "$f"
 exit 0`
 
 func groupFile(tag string) string { return tmpDir + "/.brain-exec-" + tag }
@@ -224,6 +255,12 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 		code, err := exitCode(ctx, cli, created.ID)
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			return 0, lostOutcome(ctx, cli, ctr, s, err)
+		}
+		if err == nil && code >= 128 {
+			// A signal ended the command, or the wrapper before its own
+			// cleanup (the command killed it): what is left of the
+			// command is killed, so that it does not outlive its call.
+			_, _ = killAll(ctx, cli, ctr, s)
 		}
 		return code, err
 	case <-ctx.Done():

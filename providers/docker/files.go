@@ -82,7 +82,10 @@ head -c "$3"; } <"$r"`
 // its output where it ends), or removes the file it created. Before it
 // appends it prints the old size (empty when the file does not exist)
 // and the file it appends to on stdout, each ending with a NUL, so that
-// the provider can cut back an append it stopped (undoAppendScript).
+// the provider can cut back an append it stopped (undoAppendScript); a
+// write prints an empty size and its temporary file the same way before
+// it creates that file, so that the provider can remove the temporary
+// file of a write it stopped, which the script, killed, could not.
 const writeScript = scriptPrelude + `p=$1
 parent "$p"
 inside "$a"
@@ -105,6 +108,7 @@ inside "$p"; t=$r
 fi
 n=${t%/*}/.tmp-brain-write-$$
 trap 'rm -f "$n"' EXIT
+printf '\0%s\0' "$n" || exit 1
 cat >"$n" || exit 1
 if [ -e "$t" ]; then chmod "$(stat -c %a "$t")" "$n" || exit 1; fi
 sync "$n" 2>/dev/null || sync
@@ -112,8 +116,8 @@ mv -f "$n" "$t"`
 
 // undoAppendScript cuts back the file $2 that an append stopped part-way
 // had begun to write, once nothing of the append runs any more: to its
-// old size $1, or removed when $1 is empty (the append created it). A
-// file gone meanwhile is left gone.
+// old size $1, or removed when $1 is empty (the append created it, or it
+// is the temporary file of a write). A file gone meanwhile is left gone.
 const undoAppendScript = scriptPrelude + `o=$1
 [ -e "$2" ] || exit 0
 inside "$2"
@@ -249,21 +253,19 @@ func runWrite(k *call) (any, error) {
 		appendFlag = "1"
 	}
 	if out, _, _, err := k.script(writeScript, []string{abs, appendFlag}, data, 64<<10); err != nil {
-		if in.Append {
-			return nil, k.undoAppend(out, err)
-		}
-		return nil, err
+		return nil, k.undoWrite(out, err, in.Append)
 	}
 	return toolset.WriteOutput{Bytes: len(data)}, nil
 }
 
-// undoAppend cuts back an append that err says was stopped (a cancel or
-// its deadline) once its command was confirmed dead, from what the script
-// printed (out) before it began to append: a stop answers that nothing
-// was appended. When the append cannot be cut back the stop keeps its
+// undoWrite undoes what a write that err says was stopped (a cancel or
+// its deadline) left, once its command was confirmed dead, from what the
+// script printed (out) before it began to write: an append is cut back,
+// so that a stop answers that nothing was appended, and the temporary
+// file of a write or edit is removed. When that fails the stop keeps its
 // code and details.cleanup_error says why. Any other err is answered as
 // it is.
-func (k *call) undoAppend(out []byte, err error) error {
+func (k *call) undoWrite(out []byte, err error, appended bool) error {
 	var stop *stopError
 	if !errors.As(err, &stop) || stop.Cleanup != nil {
 		return err
@@ -284,7 +286,11 @@ func (k *call) undoAppend(out []byte, err error) error {
 		uerr = fmt.Errorf("exited %d: %s", code, envapi.Truncate(strings.TrimSpace(toolset.Text(e.Bytes()))))
 	}
 	if uerr != nil {
-		return envsdk.KeepFirst(stopFailure(k.ctx, nil), fmt.Errorf("the part of the append written before the stop could not be cut back: %w", uerr))
+		what := "the temporary file of the write could not be removed"
+		if appended {
+			what = "the part of the append written before the stop could not be cut back"
+		}
+		return envsdk.KeepFirst(stopFailure(k.ctx, nil), fmt.Errorf("%s: %w", what, uerr))
 	}
 	return err
 }
@@ -352,8 +358,8 @@ func runEdit(k *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, _, _, err := k.script(writeScript, []string{abs, "0"}, edited, 64<<10); err != nil {
-		return nil, err
+	if out, _, _, err := k.script(writeScript, []string{abs, "0"}, edited, 64<<10); err != nil {
+		return nil, k.undoWrite(out, err, false)
 	}
 	return toolset.EditOutput{Replacements: 1}, nil
 }

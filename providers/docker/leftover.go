@@ -14,12 +14,13 @@ import (
 // in the container: the process group recorded in each group file, every
 // process carrying a tag (any tag: t is the pattern killall_ matches
 // BRAIN_EXEC_TAG= against), and every orphan without a tag that started
-// at or after the oldest wrapper found running, or the oldest tagged
-// process, when that is older (a wrapper may have had no room to write
-// its file). That start time is kept in leftoverFile and printed on
-// stderr, and an earlier run's is given as $1, since a run kills the
-// wrappers it was read from and an orphan may be adopted by the init only
-// after the run. It prints the pids it found on stdout; a run that finds
+// at or after the oldest wrapper found running (by the start its file
+// recorded: a file left by a command stopped earlier may name a pid that
+// another process holds now), or the oldest tagged process, when that is
+// older (a wrapper may have had no room to write its file). That start
+// time is kept in leftoverFile and printed on stderr, and an earlier
+// run's is given as $1, since a run kills the wrappers it was read from
+// and an orphan may be adopted by the init only after the run. It prints the pids it found on stdout; a run that finds
 // nothing removes the group files and leftoverFile. The container's init,
 // its keep-alive and execs the provider did not start (they carry no tag
 // and are not orphans) are left alone.
@@ -30,11 +31,10 @@ oldest= found=
 [ -s "$m" ] && read -r oldest <"$m"
 [ -n "$1" ] && { [ -z "$oldest" ] || [ "$1" -lt "$oldest" ]; } && oldest=$1
 for f in ` + tmpDir + `/.brain-exec-*; do
-g= w=
-[ -s "$f" ] && read -r g w <"$f" || continue
-since=
-[ -n "$w" ] && started "$w" 2>/dev/null && { [ -z "$oldest" ] || [ "$since" -lt "$oldest" ]; } && oldest=$since
-[ -n "$g" ] && kill -KILL -"$g" 2>/dev/null && { echo "$g"; found=1; }
+g= w= ws= cs=
+[ -s "$f" ] && read -r g w ws cs <"$f" || continue
+same "$w" "$ws" && { [ -z "$oldest" ] || [ "$ws" -lt "$oldest" ]; } && oldest=$ws
+groupkill && { echo "$g"; found=1; }
 done
 [ -n "$oldest" ] && echo "$oldest" 2>/dev/null >"$m"
 k=$(killall_ "$oldest"; echo ":$s")
