@@ -97,8 +97,13 @@
 // again with growing pauses for FollowGiveUp before the error is yielded.
 // An answer that cannot become a stream is yielded at once: a 200 that
 // is not an event stream (ErrNotEventStream), and an event whose data
-// does not decode or whose line is longer than 80 MiB (ErrMalformedEvent).
-// A host's commands connection that goes silent likewise is connected
-// again; one answered 200 with something other than an event stream stops
-// the host with ErrNotEventStream.
+// does not decode or whose line, or data, is longer than 80 MiB
+// (ErrMalformedEvent). A host's commands connection that goes silent
+// likewise is connected again; one answered 200 with something other
+// than an event stream stops the host with ErrNotEventStream; while
+// connections are refused, Connected ending with its ctx carries the
+// last refusal. A command longer than 80 MiB is not read: its call fails
+// with code invalid_input naming the bound, and the connection goes on
+// (Brain sends a command once, and a connection that ended would lose
+// its calls).
 package client

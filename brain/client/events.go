@@ -44,7 +44,7 @@ func LiveFrames() EventsOption { return func(o *eventsOpts) { o.live = true } }
 // draining or restarting), is tried again with pauses growing to 2 s;
 // after FollowGiveUp without a connection the error is yielded. A 200
 // answer that is not an event stream yields ErrNotEventStream, and an
-// event that does not decode (or a line longer than 80 MiB)
+// event that does not decode (or a line or data longer than 80 MiB)
 // ErrMalformedEvent, without a reconnection. An error is yielded once,
 // and ends the iteration.
 func (s *Session) Events(ctx context.Context, after uint64, opts ...EventsOption) iter.Seq2[api.Event, error] {
@@ -166,8 +166,8 @@ func (s *Session) finishedAt(ctx context.Context, cursor uint64) bool {
 }
 
 // ErrMalformedEvent reports an event or live frame on a followed stream
-// whose data does not decode, or a line of the stream longer than the
-// client's bound (80 MiB): the stream ends with it, without a
+// whose data does not decode, or a line of the stream or an event's data
+// longer than the client's bound (80 MiB): the stream ends with it, without a
 // reconnection (the server would send the same bytes again).
 var ErrMalformedEvent = errors.New("client: malformed event")
 
@@ -208,10 +208,7 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 		defer watch.resume()
 		return yieldTo(ev, err)
 	}
-	maxLine := s.c.maxLine
-	if maxLine == 0 {
-		maxLine = maxSSELine
-	}
+	maxLine := s.c.lineBound()
 	err = scanSSEMax(body, maxLine, func(id, event string, data []byte) error {
 		if id == "" && !live {
 			return nil
@@ -240,7 +237,7 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 		return nil
 	})
 	if errors.Is(err, bufio.ErrTooLong) {
-		err = fmt.Errorf("%w: a line of more than %d bytes: %w", ErrMalformedEvent, maxLine, err)
+		err = fmt.Errorf("%w: a line or an event's data of more than %d bytes: %w", ErrMalformedEvent, maxLine, err)
 	}
 	return true, progressed, err
 }

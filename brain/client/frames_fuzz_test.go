@@ -16,7 +16,8 @@ import (
 // frame that does not decode is ErrMalformedEvent on an event stream and
 // passed over on a commands stream; a live frame's data is the frame's
 // bytes as they came; an event or a command taken encodes to JSON that
-// decodes to the same value again.
+// decodes to the same value again, and any start of that JSON names its
+// call or none.
 func FuzzStreamFrames(f *testing.F) {
 	f.Add("id: 1\nevent: turn_started\ndata: {\"sequence\":1,\"recorded_at_ms\":5,\"event_type\":\"turn_started\",\"data\":{}}\n\n" +
 		"event: model_output\ndata: {\"text\":\"hi\"}\n\n")
@@ -63,6 +64,15 @@ func FuzzStreamFrames(f *testing.F) {
 				again := roundTrip[api.HostCommand](t, cmd)
 				if !reflect.DeepEqual(normalCommand(cmd), normalCommand(again)) {
 					t.Fatalf("command %+v encodes to one that decodes to %+v", cmd, again)
+				}
+				// The start of the command as Brain encodes it, cut
+				// anywhere, names its call or none.
+				b, _ := json.Marshal(cmd)
+				for n := range len(b) + 1 {
+					head, named := commandHead(b[:n])
+					if named && (head.SessionID != cmd.SessionID || head.Sequence != cmd.Sequence || head.Operation.Name != cmd.Operation.Name || cmd.Operation.Type != api.HostInvokeTool) {
+						t.Fatalf("the start %q of command %+v names %+v", b[:n], cmd, head)
+					}
 				}
 			}
 			return nil

@@ -155,9 +155,12 @@ type Host struct {
 	running  map[callKey]*running
 	conn     string // the current connection's id
 	err      error  // why the host stopped
-	up       chan struct{}
-	upOnce   *sync.Once
-	stopped  chan struct{}
+	// connectErr is why the latest attempt to open a connection failed
+	// (nil once one opened).
+	connectErr error
+	up         chan struct{}
+	upOnce     *sync.Once
+	stopped    chan struct{}
 	// suspending is open while a Suspend is being answered: a connection
 	// that ends meanwhile is not reopened before the answer is known.
 	suspending chan struct{}
@@ -311,7 +314,9 @@ func (h *Host) Environment(name string) api.Environment {
 	return api.Environment{Name: name, Driver: api.DriverHost, HostID: h.ID}
 }
 
-// Connected waits until the commands connection is open.
+// Connected waits until the commands connection is open. When ctx ends
+// first while attempts to connect fail, its error also carries the
+// latest attempt's (errors.As finds the *api.ApiError of an answer).
 func (h *Host) Connected(ctx context.Context) error {
 	if h.c.closed.Load() {
 		return ErrClosed
@@ -325,6 +330,12 @@ func (h *Host) Connected(ctx context.Context) error {
 	case <-stopped:
 		return h.Err()
 	case <-ctx.Done():
+		h.mu.Lock()
+		last := h.connectErr
+		h.mu.Unlock()
+		if last != nil {
+			return fmt.Errorf("client: host %s is not connected, its last attempt failed: %w: %w", h.ID, last, ctx.Err())
+		}
 		return ctx.Err()
 	}
 }
@@ -398,7 +409,7 @@ func (h *Host) Resume() error {
 	default:
 		return fmt.Errorf("client: host %s is still stopping", h.ID)
 	}
-	h.suspended, h.err, h.conn = false, nil, ""
+	h.suspended, h.err, h.conn, h.connectErr = false, nil, "", nil
 	h.up, h.upOnce, h.stopped = make(chan struct{}), new(sync.Once), make(chan struct{})
 	go h.serve(h.up, h.upOnce, h.stopped)
 	return nil
@@ -419,6 +430,11 @@ func (h *Host) serve(up chan struct{}, upOnce *sync.Once, stopped chan struct{})
 	backoff := 50 * time.Millisecond
 	for {
 		progressed, err := h.connectOnce(up, upOnce)
+		if !progressed {
+			h.mu.Lock()
+			h.connectErr = err
+			h.mu.Unlock()
+		}
 		if h.parked() {
 			h.mu.Lock()
 			h.err = ErrSuspended
@@ -495,19 +511,99 @@ func (h *Host) connectOnce(up chan struct{}, upOnce *sync.Once) (bool, error) {
 	}
 	connID := resp.Header.Get("Brain-Host-Connection")
 	h.mu.Lock()
-	h.conn = connID
+	h.conn, h.connectErr = connID, nil
 	h.mu.Unlock()
 	upOnce.Do(func() { close(up) })
 	defer h.lost(connID)
 	body, watch := watchHeartbeat(ctx, cancel, resp.Header, resp.Body)
 	defer watch.stop()
-	return true, scanSSE(body, func(_, event string, data []byte) error {
+	maxLine := h.c.lineBound()
+	return true, scanSSECut(body, maxLine, func(_, event string, data []byte, cut bool) error {
+		if cut && event == "command" {
+			// Brain sends a command once: the connection goes on, and
+			// the call fails rather than being lost with it. A command
+			// whose start names no call is passed over, as one that
+			// does not decode.
+			if cmd, ok := commandHead(data); ok {
+				refused := Fail(envapi.CodeInvalidInput, fmt.Sprintf("the command of tool call %d is longer than the host reads (%d bytes): its input was not read", cmd.Sequence, maxLine))
+				h.dispatch(connID, cmd, &refused)
+			}
+			return nil
+		}
 		cmd, ok, err := commandFrame(event, data)
 		if ok {
-			h.dispatch(connID, cmd)
+			h.dispatch(connID, cmd, nil)
 		}
 		return err
 	})
+}
+
+// commandHead decodes the start of a command's data, cut short: Brain
+// writes the call's session, sequence, environment, template, deadline
+// and the operation's type and name before the operation's input. It
+// reports whether the start names an invoke_tool call.
+func commandHead(data []byte) (cmd api.HostCommand, ok bool) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	named := func() bool {
+		return cmd.SessionID != "" && cmd.Sequence != 0 && cmd.Operation.Type == api.HostInvokeTool && cmd.Operation.Name != ""
+	}
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return cmd, false
+	}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			break
+		}
+		var v any
+		switch t {
+		case "session_id":
+			v = &cmd.SessionID
+		case "sequence":
+			v = &cmd.Sequence
+		case "environment":
+			v = &cmd.Environment
+		case "template":
+			v = &cmd.Template
+		case "deadline_at_ms":
+			v = &cmd.DeadlineAtMs
+		case "operation":
+			operationHead(d, &cmd.Operation)
+			return cmd, named()
+		default:
+			v = new(json.RawMessage)
+		}
+		if d.Decode(v) != nil {
+			break
+		}
+	}
+	return cmd, named()
+}
+
+// operationHead decodes the start of a command's operation up to its
+// input.
+func operationHead(d *json.Decoder, op *api.HostOperation) {
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return
+	}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return
+		}
+		var v *string
+		switch t {
+		case "type":
+			v = &op.Type
+		case "name":
+			v = &op.Name
+		default:
+			return
+		}
+		if d.Decode(v) != nil {
+			return
+		}
+	}
 }
 
 // commandFrame decodes one frame of the commands stream: ok with the
@@ -536,7 +632,9 @@ func (h *Host) lost(connID string) {
 	}
 }
 
-func (h *Host) dispatch(connID string, cmd api.HostCommand) {
+// dispatch serves a command; refused, when set, is the outcome of an
+// invoke_tool whose handler does not run.
+func (h *Host) dispatch(connID string, cmd api.HostCommand, refused *api.Outcome) {
 	switch cmd.Operation.Type {
 	case api.HostCancelTool:
 		h.mu.Lock()
@@ -559,11 +657,13 @@ func (h *Host) dispatch(connID string, cmd api.HostCommand) {
 		}
 		h.running[callKey{cmd.SessionID, cmd.Sequence}] = &running{cancel: cancel}
 		h.mu.Unlock()
-		go h.run(ctx, func() { stop(); cancel(nil) }, fn, tc)
+		go h.run(ctx, func() { stop(); cancel(nil) }, fn, tc, refused)
 	}
 }
 
-func (h *Host) run(ctx context.Context, done func(), fn Handler, tc *ToolCall) {
+// run serves one invoke_tool command and finishes its call with the
+// handler's outcome, or with refused when that is set.
+func (h *Host) run(ctx context.Context, done func(), fn Handler, tc *ToolCall, refused *api.Outcome) {
 	defer done()
 	defer func() {
 		h.mu.Lock()
@@ -576,23 +676,11 @@ func (h *Host) run(ctx context.Context, done func(), fn Handler, tc *ToolCall) {
 		return
 	}
 	var out api.Outcome
-	if fn == nil {
-		fn = h.awaitHandler(ctx, tc.Name)
-		if ctx.Err() != nil {
-			return // Brain closed the call (deadline, cancel) or the host stopped
-		}
-	}
-	if fn == nil {
-		out = Fail("unknown_tool", "this host serves no tool "+tc.Name)
-	} else {
-		var err error
-		out, err = h.call(ctx, fn, tc)
-		if ctx.Err() != nil {
-			return // Brain closed the call (deadline, cancel) or the host stopped
-		}
-		if err != nil {
-			out = Fail("tool_error", err.Error())
-		}
+	ok := true
+	if refused != nil {
+		out = *refused
+	} else if out, ok = h.handle(ctx, fn, tc); !ok {
+		return // Brain closed the call (deadline, cancel) or the host stopped
 	}
 	// The finish outlives a cancellation that arrives meanwhile; only
 	// closing the client, or the end of the time finish has, stops it.
@@ -604,9 +692,31 @@ func (h *Host) run(ctx context.Context, done func(), fn Handler, tc *ToolCall) {
 		// Brain refused the outcome itself (malformed, or larger than a
 		// request may be): the call fails now rather than staying open
 		// until its deadline.
-		refused := Fail("invalid_output", "Brain refused the handler's outcome: "+clip(ae.Message, maxRefusalBytes))
-		_, _ = tc.update(fctx, api.UpdateFinish, &refused)
+		failed := Fail("invalid_output", "Brain refused the handler's outcome: "+clip(ae.Message, maxRefusalBytes))
+		_, _ = tc.update(fctx, api.UpdateFinish, &failed)
 	}
+}
+
+// handle answers the outcome of tc's handler fn (nil: the call waits for
+// one up to HandlerGrace), or ok false when ctx ended first: Brain closed
+// the call (deadline, cancel) or the host stopped.
+func (h *Host) handle(ctx context.Context, fn Handler, tc *ToolCall) (out api.Outcome, ok bool) {
+	if fn == nil {
+		if fn = h.awaitHandler(ctx, tc.Name); ctx.Err() != nil {
+			return out, false
+		}
+	}
+	if fn == nil {
+		return Fail("unknown_tool", "this host serves no tool "+tc.Name), true
+	}
+	out, err := h.call(ctx, fn, tc)
+	if ctx.Err() != nil {
+		return out, false
+	}
+	if err != nil {
+		out = Fail("tool_error", err.Error())
+	}
+	return out, true
 }
 
 // finishGiveUp bounds how long a finish Brain did not answer is posted

@@ -2,11 +2,8 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,32 +18,15 @@ import (
 func TestHostFinishEndsByTheCallsDeadline(t *testing.T) {
 	deadline := time.Now().Add(1500 * time.Millisecond)
 	abandoned := make(chan time.Time, 1)
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/commands") {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			fmt.Fprintf(w, "event: command\ndata: {\"session_id\":\"ses_aaaaaaaaaaaaaaaaaaaa\",\"sequence\":4,\"environment\":\"h\",\"deadline_at_ms\":%d,\"operation\":{\"type\":\"invoke_tool\",\"name\":\"t\",\"input\":{}}}\n\n", deadline.UnixMilli())
-			w.(http.Flusher).Flush()
-			<-r.Context().Done()
-			return
-		}
+	srv, _ := fakeHostServer(t, []string{invokeFrame(4, deadline, "t", "{}")}, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		<-r.Context().Done() // no answer, ever
 		select {
 		case abandoned <- time.Now():
 		default:
 		}
-	}))
-	defer hs.Close()
-	c, err := New(hs.URL, &Options{Token: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	h, err := c.ResumeHost(api.HostRegistration{HostID: "host_aaaaaaaaaaaaaaaaaaaa", Token: "host-token"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
+	_, h := resumeFakeHost(t, srv.URL, 0)
 	h.Handle("t", func(context.Context, *ToolCall) (api.Outcome, error) { return OK("done"), nil })
 	select {
 	case at := <-abandoned:
@@ -56,15 +36,5 @@ func TestHostFinishEndsByTheCallsDeadline(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the unanswered finish was still under way 8 s after the call's deadline")
 	}
-	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		h.mu.Lock()
-		running := h.running[callKey{"ses_aaaaaaaaaaaaaaaaaaaa", 4}] != nil
-		h.mu.Unlock()
-		if !running {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatal("the call whose finish was given up is still running")
-		}
-	}
+	awaitCallOver(t, h, 4, 5*time.Second, "the call whose finish was given up is still running")
 }

@@ -2,10 +2,8 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,27 +18,16 @@ import (
 // has closed the call as timed out already, and the tool's effects would
 // happen after the session recorded that they did not.
 func TestHostCommandPastItsDeadlineRunsNothing(t *testing.T) {
-	past := time.Now().Add(-time.Second).UnixMilli()
 	var (
 		mu    sync.Mutex
 		posts []string
 	)
 	onTime := make(chan struct{}, 1)
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/commands") {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			// The late command, then one in time, on the same stream.
-			for _, c := range []struct {
-				seq uint64
-				at  int64
-			}{{4, past}, {5, time.Now().Add(time.Minute).UnixMilli()}} {
-				fmt.Fprintf(w, "event: command\ndata: {\"session_id\":\"ses_aaaaaaaaaaaaaaaaaaaa\",\"sequence\":%d,\"environment\":\"h\",\"deadline_at_ms\":%d,\"operation\":{\"type\":\"invoke_tool\",\"name\":\"send_mail\",\"input\":{}}}\n\n", c.seq, c.at)
-			}
-			w.(http.Flusher).Flush()
-			<-r.Context().Done()
-			return
-		}
+	// The late command, then one in time, on the same stream.
+	srv, _ := fakeHostServer(t, []string{
+		invokeFrame(4, time.Now().Add(-time.Second), "send_mail", "{}"),
+		invokeFrame(5, time.Now().Add(time.Minute), "send_mail", "{}"),
+	}, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		posts = append(posts, string(b))
@@ -53,17 +40,8 @@ func TestHostCommandPastItsDeadlineRunsNothing(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"sequence":9}`))
-	}))
-	defer hs.Close()
-	c, err := New(hs.URL, &Options{Token: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	h, err := c.ResumeHost(api.HostRegistration{HostID: "host_aaaaaaaaaaaaaaaaaaaa", Token: "host-token"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
+	_, h := resumeFakeHost(t, srv.URL, 0)
 	var late atomic.Int32
 	h.Handle("send_mail", func(_ context.Context, call *ToolCall) (api.Outcome, error) {
 		if call.Sequence == 4 {
@@ -78,17 +56,7 @@ func TestHostCommandPastItsDeadlineRunsNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the command in time was never finished")
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		h.mu.Lock()
-		running := h.running[callKey{"ses_aaaaaaaaaaaaaaaaaaaa", 4}] != nil
-		h.mu.Unlock()
-		if !running {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the late command's call never ended")
-		}
-	}
+	awaitCallOver(t, h, 4, 10*time.Second, "the late command's call never ended")
 	mu.Lock()
 	defer mu.Unlock()
 	if n := late.Load(); n != 0 || len(posts) != 1 {

@@ -74,6 +74,31 @@ func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// flakyClient answers a flaky server and a client of it, both closed
+// when the test ends, and a ctx that ends within 30 s.
+func flakyClient(t *testing.T) (context.Context, *flaky, *client.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	f := &flaky{}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return ctx, f, c
+}
+
+// onArrival sets the function called with each request's arrival (nil:
+// none).
+func (f *flaky) onArrival(fn func()) {
+	f.mu.Lock()
+	f.arrived = fn
+	f.mu.Unlock()
+}
+
 func (f *flaky) reset(fail int, how string) {
 	f.mu.Lock()
 	f.fail, f.how, f.arrivals, f.methods = fail, how, nil, nil
@@ -110,16 +135,7 @@ func reads(c *client.Client) map[string]func(context.Context) error {
 // before a restart), is sent again after a pause and answers what the
 // second attempt got, as a keyed write is.
 func TestReadsOutliveAMomentaryOutage(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f := &flaky{}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	c, err := client.New(srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, f, c := flakyClient(t)
 	for name, read := range reads(c) {
 		for _, how := range []string{"drop", ""} {
 			f.reset(1, how)
@@ -139,16 +155,7 @@ func TestReadsOutliveAMomentaryOutage(t *testing.T) {
 // answer; retries are bounded (Options.Retries) and the last answer is
 // the error; health probes answer the state they find, at once.
 func TestReadHonoursRetryAfter(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f := &flaky{}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	c, err := client.New(srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, f, c := flakyClient(t)
 	s := c.Sessions.Open("ses_aaaaaaaaaaaaaaaaaaaa")
 
 	f.reset(1, "1")
@@ -163,7 +170,7 @@ func TestReadHonoursRetryAfter(t *testing.T) {
 	f.reset(1, "20")
 	short, stop := context.WithTimeout(ctx, 2*time.Second)
 	start := time.Now()
-	_, err = s.Refresh(short)
+	_, err := s.Refresh(short)
 	stop()
 	var ae *api.ApiError
 	if !errors.As(err, &ae) || ae.Code != api.CodeOverloaded || errors.Is(err, context.DeadlineExceeded) {
@@ -179,14 +186,10 @@ func TestReadHonoursRetryAfter(t *testing.T) {
 	// A wait Retry-After asked for ends with ctx.
 	f.reset(1, "20")
 	cctx, ccancel := context.WithCancel(ctx)
-	f.mu.Lock()
-	f.arrived = func() { time.AfterFunc(300*time.Millisecond, ccancel) }
-	f.mu.Unlock()
+	f.onArrival(func() { time.AfterFunc(300*time.Millisecond, ccancel) })
 	start = time.Now()
 	_, err = s.Refresh(cctx)
-	f.mu.Lock()
-	f.arrived = nil
-	f.mu.Unlock()
+	f.onArrival(nil)
 	if !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
 		t.Fatalf("Refresh whose ctx ended while it waited to retry: %v after %v, want context.Canceled at once", err, time.Since(start))
 	}

@@ -1,12 +1,15 @@
 package client
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 type sseEvent struct{ id, event, data string }
@@ -73,6 +76,26 @@ func FuzzScanSSE(f *testing.F) {
 			}
 			return nil
 		})
+		// Within a bound no line reaches, scanSSECut reads what scanSSE
+		// reads; within a small one, no event's data is longer.
+		whole, _ := scanAll(body)
+		var within []sseEvent
+		_ = scanSSECut(iotest.OneByteReader(strings.NewReader(body)), len(body)+1, func(id, event string, data []byte, cut bool) error {
+			if cut {
+				t.Fatalf("event %q cut within a bound of %d", data, len(body)+1)
+			}
+			within = append(within, sseEvent{id, event, string(data)})
+			return nil
+		})
+		if !slices.Equal(whole, within) {
+			t.Fatalf("scanSSECut read %q, scanSSE %q", within, whole)
+		}
+		_ = scanSSECut(iotest.HalfReader(strings.NewReader(body)), 4, func(id, event string, data []byte, cut bool) error {
+			if len(data) > 4 {
+				t.Fatalf("data %q is longer than the bound", data)
+			}
+			return nil
+		})
 	})
 }
 
@@ -105,5 +128,43 @@ func TestFollowRefusesLiveFrameThatIsNotJSON(t *testing.T) {
 	}
 	if !errors.Is(failed, ErrMalformedEvent) || !strings.Contains(failed.Error(), "not JSON") {
 		t.Errorf("error %v, want the second frame refused", failed)
+	}
+}
+
+// A line longer than the bound is cut to its start, and the rest of it
+// dropped, wherever the reads of the stream end (a CRLF may come in two);
+// an event's data is bounded as its lines are. scanSSEMax fails on the
+// first such line instead.
+func TestScanSSECutLongLines(t *testing.T) {
+	type cutEvent struct {
+		event, data string
+		cut         bool
+	}
+	body := "event: a\r\ndata: 0123456789abcdef\r\n\r\n" +
+		"data: ok\r\n\r\n" +
+		": a comment longer than the bound\r\ndata: z\n\n" +
+		"data: 0123456789\rdata: x\r\r" +
+		"data: 0\ndata: 1\ndata: 2\ndata: 3\ndata: 4\ndata: 5\n\n" +
+		"data: y\n\n"
+	want := []cutEvent{{"a", "01", true}, {"", "ok", false}, {"", "z", false}, {"", "01\nx", true}, {"", "0\n1\n2\n3", true}, {"", "y", false}}
+	readers := map[string]func() io.Reader{
+		"whole":    func() io.Reader { return strings.NewReader(body) },
+		"one byte": func() io.Reader { return iotest.OneByteReader(strings.NewReader(body)) },
+		"halves":   func() io.Reader { return iotest.HalfReader(strings.NewReader(body)) },
+	}
+	for name, r := range readers {
+		var got []cutEvent
+		err := scanSSECut(r(), 8, func(_, event string, data []byte, cut bool) error {
+			got = append(got, cutEvent{event, string(data), cut})
+			return nil
+		})
+		if !errors.Is(err, io.ErrUnexpectedEOF) || !slices.Equal(got, want) {
+			t.Errorf("%s: %v, %+v; want %+v", name, err, got, want)
+		}
+		n := 0
+		err = scanSSEMax(r(), 8, func(string, string, []byte) error { n++; return nil })
+		if !errors.Is(err, bufio.ErrTooLong) || n != 0 {
+			t.Errorf("%s: scanSSEMax: %v after %d events, want bufio.ErrTooLong at once", name, err, n)
+		}
 	}
 }
