@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"regexp"
@@ -225,7 +226,9 @@ func ParseProfiles(data []byte) (Profiles, error) {
 	if err := dec.Decode(&ps); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	if dec.More() {
+	// Decoder.More answers false before a stray closing brace or bracket;
+	// only the end of the input may follow the value.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("decode: trailing data after the profiles object")
 	}
 	return ps.normalize()

@@ -43,6 +43,8 @@ func TestParseProfiles(t *testing.T) {
 		`{"d": {}}`:                "field image",
 		`{"../d": {"image": "i"}}`: "profile name",
 		`{"d": {"image": "i"}} {}`: "trailing",
+		`{"d": {"image": "i"}}}`:   "trailing",
+		`{"d": {"image": "i"}}]`:   "trailing",
 		`{"d": {"image": "i"}`:     "decode",
 	} {
 		if _, err := ParseProfiles([]byte(body)); err == nil || !strings.Contains(err.Error(), wantErr) {
