@@ -85,6 +85,8 @@ func cancelRunning(p *probe) {
 		cx := p.send(c.Cancel(seq))
 		if err := valid(cx); err != nil {
 			p.fail(ruleCancel, cx, "cancel of a running execute: %v", err)
+		} else {
+			p.answersLifecycle(cx, "a cancel of a running execute")
 		}
 		retry := time.NewTimer(wait)
 		select {
@@ -111,6 +113,7 @@ func cancelRunning(p *probe) {
 		if err := valid(cx); err != nil {
 			p.fatal(ruleCancel, cx, "cancel of a Tool that answered returned: %v", err)
 		}
+		p.answersLifecycle(cx, "a cancel of a Tool that answered returned")
 		why, keep = "after the cancel of the Tool that answered returned was answered", true
 	case ex.Answered.Before(first):
 		p.fatal(ruleCancel, ex, "the execute to cancel answered %q %s before any cancel, want returned (its work going on until cancelled) or to run until cancelled", rc.Type, rc.Code)

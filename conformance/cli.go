@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	neturl "net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,12 +21,13 @@ import (
 const (
 	// ExitPass: every selected case passed or was skipped.
 	ExitPass = 0
-	// ExitFail: at least one case failed.
+	// ExitFail: at least one case failed, or the run was interrupted.
 	ExitFail = 1
-	// ExitUsage: the command line or the profile is invalid, or a report
-	// could not be written.
+	// ExitUsage: the command line or the profile is invalid, it selects
+	// no case, or a report could not be written.
 	ExitUsage = 2
-	// ExitUnreachable: the provider did not answer HTTP at --url.
+	// ExitUnreachable: the provider did not answer HTTP at --url, or
+	// only a gateway's 502, 503 or 504 did.
 	ExitUnreachable = 3
 )
 
@@ -32,6 +35,7 @@ const (
 //
 //	brain conformance --url URL [--token TOKEN] --profile FILE [--junit FILE]
 //	    [--run PATTERN,...] [--skip PATTERN,...] [--serial] [--wait DURATION]
+//	    [--callback-host HOST]
 //	brain conformance --list
 //
 // It runs the suite against the provider at URL, prints a pass/fail/skip
@@ -40,7 +44,9 @@ const (
 // group prefixes ending in "/" ("transport/"). --list prints every case id
 // with the capability that gates it ("-" for none) and the rule it checks,
 // tab-separated. URL is an absolute http or https URL, with at most a path
-// prefix. The exit status is ExitPass, ExitFail, ExitUsage or
+// prefix. --callback-host sets Target.CallbackHost. A --junit file that
+// cannot be written is found before the run; the report replaces it whole
+// once the run ends. The exit status is ExitPass, ExitFail, ExitUsage or
 // ExitUnreachable.
 func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
@@ -53,9 +59,10 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	skip := fs.String("skip", "", "comma-separated case ids or patterns to leave out")
 	serial := fs.Bool("serial", false, "run the cases one at a time")
 	wait := fs.Duration("wait", 10*time.Second, "how long to wait for the provider to answer HTTP before giving up")
+	callbackHost := fs.String("callback-host", "", "host name or address at which the provider reaches this machine, when it runs elsewhere (another container, a CI service); the suite's callback endpoints then listen on every interface (default: loopback only)")
 	list := fs.Bool("list", false, "list every case id with its gating capability and rule, and exit")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: brain conformance --url URL [--token TOKEN] --profile FILE [--junit FILE] [--run PATTERN,...] [--skip PATTERN,...] [--serial] [--wait DURATION]")
+		fmt.Fprintln(stderr, "usage: brain conformance --url URL [--token TOKEN] --profile FILE [--junit FILE] [--run PATTERN,...] [--skip PATTERN,...] [--serial] [--wait DURATION] [--callback-host HOST]")
 		fmt.Fprintln(stderr, "       brain conformance --list")
 		fs.PrintDefaults()
 		fmt.Fprintf(stderr, "exit status: %d all passed, %d a case failed, %d usage or invalid profile, %d provider unreachable\n",
@@ -79,12 +86,25 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return ExitUsage
 	}
+	host, err := checkCallbackHost(*callbackHost)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitUsage
+	}
 	p, err := LoadProfile(*profile)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return ExitUsage
 	}
 	tg := p.Target(*url, *token)
+	tg.CallbackHost = host
+	if *junit != "" {
+		// Found out now, not after a run whose report would be lost.
+		if err := checkJUnitPath(*junit); err != nil {
+			fmt.Fprintln(stderr, err)
+			return ExitUsage
+		}
+	}
 	opts := p.RunOptions()
 	opts.Serial = opts.Serial || *serial
 	opts.Run, opts.Skip = splitList(*run), splitList(*skip)
@@ -93,6 +113,11 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "%v (see --list)\n", err)
 			return ExitUsage
 		}
+	}
+	if len(selected(opts.normalized())) == 0 {
+		// A run of nothing would pass whatever the provider does.
+		fmt.Fprintf(stderr, "conformance: --skip %s leaves out every case --run %s selects (see --list)\n", *skip, cmpOr(*run, "(all)"))
+		return ExitUsage
 	}
 	if err := Reachable(ctx, tg.Client, *url, *wait); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -126,6 +151,11 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return ExitUsage
 		}
 	}
+	if err := context.Cause(ctx); err != nil {
+		// An interrupted run checked only part of the provider.
+		fmt.Fprintf(stderr, "conformance: the run was interrupted (%v): the cases it did not start are reported skipped, and those it cut short say so\n", err)
+		return ExitFail
+	}
 	if len(report.Failed()) > 0 {
 		return ExitFail
 	}
@@ -150,9 +180,27 @@ func checkBaseURL(raw string) error {
 	return nil
 }
 
+// checkCallbackHost returns raw as a host for callback URLs: a host name
+// or an IP address (an IPv6 one bracketed or not), without scheme, port
+// or path.
+func checkCallbackHost(raw string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(raw, "["), "]")
+	if ip := net.ParseIP(host); ip != nil {
+		return host, nil
+	}
+	if _, _, err := net.SplitHostPort(raw); err == nil || strings.ContainsAny(host, "/:@?# ") {
+		return "", fmt.Errorf("conformance: --callback-host %q: want a host name or an IP address alone, such as 172.17.0.1 (each case's callback endpoint listens on a port of its own)", raw)
+	}
+	return host, nil
+}
+
 // Reachable waits up to wait for url to answer any HTTP response to a POST
-// of {url}/v1/operations without a token. It returns an error naming the
-// last connection failure when it never does.
+// of {url}/v1/operations without a token, other than 502, 503 or 504 (a
+// gateway's answer while the provider behind it is not up). It returns an
+// error naming the last failure when it never does.
 func Reachable(ctx context.Context, client *http.Client, url string, wait time.Duration) error {
 	if client == nil {
 		client = http.DefaultClient
@@ -169,7 +217,14 @@ func Reachable(ctx context.Context, client *http.Client, url string, wait time.D
 		if err == nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
 			res.Body.Close()
-			return nil
+			switch res.StatusCode {
+			case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+				// A proxy or load balancer in front of a provider that
+				// is not up yet: wait on.
+				err = fmt.Errorf("answered %d, as a gateway does while nothing behind it answers", res.StatusCode)
+			default:
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -234,15 +289,53 @@ func printTable(w io.Writer, r Report) {
 	}
 }
 
-func writeJUnitFile(path string, r Report) (err error) {
-	f, err := os.Create(path)
+// checkJUnitPath reports why a report could not be written at path: its
+// directory is missing or not writable, or path is a directory.
+func checkJUnitPath(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("conformance: --junit %s: is a directory", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return fmt.Errorf("conformance: %w", err)
+		return fmt.Errorf("conformance: --junit %s: the report could not be written: %w", path, err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	_ = os.Remove(name)
+	return nil
+}
+
+// writeJUnitFile writes the report to a file of its own beside path and
+// renames it over path, so that path holds either the whole earlier file
+// or the whole report, never a part of one.
+func writeJUnitFile(path string, r Report) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("conformance: --junit %s: %w", path, err)
 	}
 	defer func() {
-		if cerr := f.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("conformance: %w", cerr)
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
 		}
 	}()
-	return WriteJUnit(f, r)
+	if err := WriteJUnit(f, r); err != nil {
+		return err
+	}
+	// CreateTemp makes the file readable by its owner alone; a report is
+	// read by whoever collects it.
+	if err := f.Chmod(0o644); err != nil {
+		return fmt.Errorf("conformance: --junit %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("conformance: --junit %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("conformance: --junit %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("conformance: --junit %s: %w", path, err)
+	}
+	return nil
 }

@@ -2,11 +2,16 @@ package conformance_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,5 +200,99 @@ func TestRunCLIMalformedURL(t *testing.T) {
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("--url %q: gave up after %v, want at once", url, d)
 		}
+	}
+}
+
+// TestRunCLINothingSelected: a --skip that leaves out every case --run
+// selects is a usage error; a run of no case would pass any provider.
+func TestRunCLINothingSelected(t *testing.T) {
+	tg := serveReference(t, newReference, envsdk.Options{Token: refToken, StopGrace: time.Second}, nil)
+	profile := referenceProfile(t)
+	for _, args := range [][]string{
+		{"--run", "auth/", "--skip", "auth/*"},
+		{"--skip", "*/*"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := conformance.RunCLI(t.Context(), append([]string{"--url", tg.BaseURL, "--profile", profile}, args...), &stdout, &stderr)
+		if code != conformance.ExitUsage || !strings.Contains(stderr.String(), "every case") {
+			t.Errorf("%v: exit %d, want %d saying no case is left\n%s%s", args, code, conformance.ExitUsage, stdout.String(), stderr.String())
+		}
+	}
+}
+
+// TestRunCLIWaitsBehindAGateway: a gateway in front of a provider that is
+// not up yet answers 503; --wait waits on for the provider instead of
+// running every case against the gateway, and a gateway that never gets
+// an answer is an unreachable provider.
+func TestRunCLIWaitsBehindAGateway(t *testing.T) {
+	tg := serveReference(t, newReference, envsdk.Options{Token: refToken, StopGrace: time.Second}, nil)
+	var up atomic.Bool
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			http.Error(w, "no healthy upstream", http.StatusServiceUnavailable)
+			return
+		}
+		proxy := httputil.NewSingleHostReverseProxy(must(url.Parse(tg.BaseURL)))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(gateway.Close)
+	profile := referenceProfile(t)
+
+	var stdout, stderr bytes.Buffer
+	code := conformance.RunCLI(t.Context(), []string{"--url", gateway.URL, "--profile", profile, "--run", "contract/echo", "--wait", "1s"}, &stdout, &stderr)
+	if code != conformance.ExitUnreachable || !strings.Contains(stderr.String(), "503") {
+		t.Errorf("a gateway answering 503 throughout: exit %d, want %d naming the 503\n%s%s", code, conformance.ExitUnreachable, stdout.String(), stderr.String())
+	}
+
+	time.AfterFunc(500*time.Millisecond, func() { up.Store(true) })
+	stdout.Reset()
+	stderr.Reset()
+	code = conformance.RunCLI(t.Context(), []string{"--url", gateway.URL, "--profile", profile, "--run", "contract/echo", "--wait", "20s"}, &stdout, &stderr)
+	if code != conformance.ExitPass {
+		t.Errorf("a provider up behind the gateway within --wait: exit %d, want %d\n%s%s", code, conformance.ExitPass, stdout.String(), stderr.String())
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestRunCLIInterrupted: a run interrupted (SIGINT, SIGTERM: its context
+// ends) does not blame the provider: the cases it did not start are
+// skipped saying why, the case it cut short says it was interrupted, and
+// the exit status is not a pass.
+func TestRunCLIInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	// The interruption comes as deadline/timeout sends its sleep.
+	interrupt := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if bytes.Contains(body, []byte(`"name":"sleep"`)) {
+				cancel()
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			next.ServeHTTP(w, r)
+		})
+	}
+	tg := serveReference(t, newReference, envsdk.Options{Token: refToken, StopGrace: time.Second}, interrupt)
+	profile := referenceProfile(t)
+	var stdout, stderr bytes.Buffer
+	code := conformance.RunCLI(ctx, []string{"--url", tg.BaseURL, "--profile", profile, "--serial",
+		"--run", "contract/echo,deadline/timeout,concurrency/shared-binding,lazy/first-use"}, &stdout, &stderr)
+	if code != conformance.ExitFail {
+		t.Fatalf("exit %d, want %d\n%s%s", code, conformance.ExitFail, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"PASS  contract/echo", "SKIP  concurrency/shared-binding", "SKIP  lazy/first-use", "not run: the run was interrupted", "FAIL  deadline/timeout", "the run was interrupted while this case ran"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(stderr.String(), "interrupted") {
+		t.Errorf("stderr does not say the run was interrupted:\n%s", stderr.String())
 	}
 }

@@ -1,6 +1,9 @@
 package conformance
 
 import (
+	"encoding/json"
+	"net/http"
+
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
@@ -15,6 +18,18 @@ func (p *probe) echoes(ex *exchange, cmd envapi.Command, what string) {
 	}
 	if ex.Resp.Contract != envapi.Contract {
 		p.fail(ruleResponse, ex, "%s answered contract %q, want %q", what, ex.Resp.Contract, envapi.Contract)
+	}
+}
+
+// answersLifecycle fails the case unless ex, the answer to a setup,
+// cancel, detach or teardown, is accepted, failure or unknown: Brain
+// refuses any other receipt to these as invalid.
+func (p *probe) answersLifecycle(ex *exchange, what string) {
+	p.t.Helper()
+	switch rc := ex.receipt(); rc.Type {
+	case envapi.ReceiptAccepted, envapi.ReceiptFailure, envapi.ReceiptUnknown:
+	default:
+		p.fail(ruleResponse, ex, "%s answered %q, want accepted, failure or unknown", what, rc.Type)
 	}
 }
 
@@ -36,6 +51,21 @@ func contractEcho(p *probe) {
 		p.fail(r, ex, "echo: %v", err)
 	}
 	p.echoes(ex, exec, "execute")
+	// A cancel names another operation (target_sequence), and a failure
+	// is an answer like any other: both echo their own sequence.
+	// A provider without the cancel capability may refuse a cancel as a
+	// request it does not know (400); one that answers it answers it well.
+	cancel := c.Cancel(exec.Operation.Sequence)
+	if ex = p.send(cancel); ex.Status != http.StatusBadRequest || p.tg.declared(CapCancel) {
+		if err := valid(ex); err != nil {
+			p.fatal(ruleResponse, ex, "a cancel of the finished execute: %v", err)
+		}
+		p.echoes(ex, cancel, "a cancel of the finished execute")
+		p.answersLifecycle(ex, "a cancel of the finished execute")
+	}
+	call := c.Call("conformance-no-such-method", json.RawMessage(`{}`))
+	ex = p.must(ruleResponse, call)
+	p.echoes(ex, call, "a call of an undeclared method")
 	detach := c.Detach()
 	ex = p.must(ruleResponse, detach)
 	p.echoes(ex, detach, "detach")

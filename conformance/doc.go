@@ -50,14 +50,25 @@
 // --run and --skip take case ids, globs ("auth/*") or group prefixes
 // ending in "/" ("transport/"); --list prints every case id with the
 // capability that gates it and its rule. The exit status is ExitPass (0)
-// when no case failed, ExitFail (1) when one did, ExitUsage (2) for a bad
+// when no case failed, ExitFail (1) when one did or the run was
+// interrupted (the cases it did not start are then reported skipped, and
+// those it cut short say so), ExitUsage (2) for a bad
 // command line (a --url that is not an absolute http or https URL, or that
 // has a query or fragment, among them), an invalid profile or a --junit
-// file it cannot write, and ExitUnreachable (3) when nothing answers at the
-// URL within --wait. The URL may end in a path prefix: the suite posts to
-// {url}/v1/operations. All cases then share the one provider, each in
-// sessions of its own. The restart case needs an in-process hook and is
+// file it cannot write (found before the run; the report then replaces
+// that file whole), and ExitUnreachable (3) when nothing answers at the
+// URL within --wait but a gateway's 502, 503 or 504. A --skip that leaves
+// no case to run is a usage error. The URL may end in a path prefix: the
+// suite posts to {url}/v1/operations. All cases then share the one
+// provider, each in sessions of its own. The restart case needs an in-process hook and is
 // skipped remotely.
+//
+// The provider calls back: the grants it is handed name each case's fake
+// Brain, which listens on this machine's loopback. A provider in another
+// container, a CI service or on another machine does not reach that;
+// --callback-host (-conformance.callback-host, Target.CallbackHost) names
+// the host or address at which it reaches this machine, and the fake
+// Brains then also listen on every interface, each on a port of its own.
 //
 // # Roles and capabilities
 //

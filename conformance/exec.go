@@ -77,7 +77,7 @@ func execLostFinishAck(p *probe) {
 	}
 	fin, err := p.waitCall(p.session, seq, envapi.MethodFinish, p.finishWait())
 	if err != nil {
-		p.fatal(ruleFinish, ex, "no finish call within %v of the receipt: %v", p.finishWait(), err)
+		p.fatal(ruleFinish, ex, "no finish call within %v of the receipt: %v%s", p.finishWait(), err, p.silentHint(p.session, seq))
 	}
 	rc := ex.receipt()
 	if ex.FirstByte.Sub(fin.Time) >= lostAckHold && rc.Type != envapi.ReceiptUnknown {
@@ -92,7 +92,7 @@ func execLostFinishAck(p *probe) {
 		p.fatal(ruleResponse, rx, "execute: %v", err)
 	}
 	if _, err := p.waitCall(p.session, refused.Operation.Sequence, envapi.MethodFinish, p.finishWait()); err != nil {
-		p.fatal(ruleFinish, rx, "no finish call within %v of the receipt: %v", p.finishWait(), err)
+		p.fatal(ruleFinish, rx, "no finish call within %v of the receipt: %v%s", p.finishWait(), err, p.silentHint(p.session, refused.Operation.Sequence))
 	}
 	p.quiesce(c, d)
 	if fins := p.finishes(seq); len(fins) != 1 {

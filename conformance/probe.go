@@ -41,6 +41,15 @@ func newProbe(t T, ctx context.Context, tg Target, o Options) *probe {
 	_, _ = rand.Read(b[:])
 	brain := envtest.New()
 	t.Cleanup(brain.Close)
+	if tg.CallbackHost != "" {
+		r, url, err := startRelay(brain.URL, tg.CallbackHost)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		t.Cleanup(r.close)
+		// Grants name the relay from now on.
+		brain.URL = url
+	}
 	if tg.Client == nil {
 		tg.Client = &http.Client{}
 	}
@@ -304,7 +313,7 @@ func (p *probe) toolCmd(cmd envapi.Command, d Descriptor) (json.RawMessage, *exc
 	}
 	fin, err := p.waitCall(session, seq, envapi.MethodFinish, p.finishWait())
 	if err != nil {
-		return nil, ex, ruleFinish, fmt.Errorf("no finish call within %v of the receipt: %w", p.finishWait(), err)
+		return nil, ex, ruleFinish, fmt.Errorf("no finish call within %v of the receipt: %w%s", p.finishWait(), err, p.silentHint(session, seq))
 	}
 	if !fin.Accepted() {
 		return nil, ex, ruleFinish, fmt.Errorf("the finish call was refused: %v", fin)
@@ -372,6 +381,15 @@ func receiptOutcome(output json.RawMessage) envapi.Outcome {
 		return envapi.ErrorOutcome(envapi.CodeInvalidOutput, "malformed tool output: "+err.Error(), false, nil)
 	}
 	return o
+}
+
+// silentHint is a hint at an unreachable fake Brain when execution seq of
+// session has made no callback at all and the grants name loopback.
+func (p *probe) silentHint(session string, seq uint64) string {
+	if p.tg.CallbackHost != "" || len(p.brain.CallsFor(session, seq)) > 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (no callback of this execution arrived at all; its grant names %s, on this machine's loopback: a provider in another container or on another host needs the host name or address at which it reaches this machine, --callback-host or Target.CallbackHost)", p.brain.URL)
 }
 
 func isNull(raw json.RawMessage) bool {

@@ -12,9 +12,10 @@ import (
 )
 
 var (
-	remoteURL     = flag.String("conformance.url", "", "base URL of a provider to run the suite against (TestRemote)")
-	remoteToken   = flag.String("conformance.token", "", "bearer token of that provider (default: the profile's)")
-	remoteProfile = flag.String("conformance.profile", "", "JSON profile describing that provider (see the package documentation); a relative path is read from the directory go test was run in (on Linux; elsewhere give an absolute path)")
+	remoteURL          = flag.String("conformance.url", "", "base URL of a provider to run the suite against (TestRemote)")
+	remoteToken        = flag.String("conformance.token", "", "bearer token of that provider (default: the profile's)")
+	remoteCallbackHost = flag.String("conformance.callback-host", "", "host name or address at which that provider reaches this machine, when it runs elsewhere (Target.CallbackHost)")
+	remoteProfile      = flag.String("conformance.profile", "", "JSON profile describing that provider (see the package documentation); a relative path is read from the directory go test was run in (on Linux; elsewhere give an absolute path)")
 )
 
 // TestRemote runs the suite against a provider in any language:
@@ -33,6 +34,7 @@ func TestRemote(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg := p.Target(*remoteURL, *remoteToken)
+	tg.CallbackHost = *remoteCallbackHost
 	conformance.Run(t, func(*testing.T) conformance.Target { return tg }, p.RunOptions())
 }
 

@@ -10,7 +10,7 @@ const (
 	ruleRoute      rule = `Brain posts every command to {url}/v1/operations; an authenticated request to any other path is answered 404`
 	ruleBodyLimit  rule = `a command body larger than the provider's limit is answered 413; one of exactly the limit is served`
 	ruleStrict     rule = `commands are decoded strictly: malformed JSON (anything after the command's object included), unknown fields (names are case-sensitive: "Sequence" is not "sequence"), a name repeated in one object, a contract other than "environment/v1", identifiers not matching ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$ and sequences below 1 are answered 400`
-	ruleResponse   rule = `every answer to a command is 200 with {"contract":"environment/v1","sequence":<the command's sequence>,"receipt":{...}}`
+	ruleResponse   rule = `every answer to a command is 200 with {"contract":"environment/v1","sequence":<the command's sequence>,"receipt":{...}}, the sequence of the command answered (a cancel's own, not its target_sequence), failures included; a setup, cancel, detach or teardown is answered accepted, failure or unknown`
 	ruleLifecycle  rule = `a binding's life is setup, then operations, then detach and teardown; each of these is answered with an accepted receipt when it succeeds`
 	ruleTeardown   rule = `teardown is repeatable (a second teardown is accepted) and any later execute or call on the torn-down binding answers a failure receipt without running anything`
 	ruleDuplicate  rule = `a second setup of a binding that is already set up answers failure already_exists, unless the provider documents (profile "duplicate_setup": "accepted") that it accepts it again`

@@ -48,6 +48,9 @@ type Result struct {
 // Report is the outcome of a Check run, in case order.
 type Report struct {
 	Results []Result
+	// Duration is the wall time of the run: less than the sum of the
+	// cases' durations when they ran in parallel.
+	Duration time.Duration
 }
 
 // Failed returns the ids of the failed cases.
@@ -87,18 +90,30 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target, opts *Options) {
 
 // Check runs every case with a recorder instead of *testing.T and reports
 // the results; it never fails itself. newTarget is called once per case.
+// Once ctx ends the cases not yet started are skipped, and a case that
+// fails while it ends says the run was interrupted.
 func Check(ctx context.Context, newTarget func(t T) Target, opts *Options) Report {
 	o := opts.normalized()
+	start := time.Now()
 	cases := selected(o)
 	results := make([]Result, len(cases))
 	var wg sync.WaitGroup
 	for i, c := range cases {
 		run := func() {
 			defer wg.Done()
-			if o.OnStart != nil {
-				o.OnStart(c.id)
+			if err := context.Cause(ctx); err != nil {
+				results[i] = Result{ID: c.id, Status: Skip, Log: []string{fmt.Sprintf("not run: the run was interrupted (%v)", err)}}
+			} else {
+				if o.OnStart != nil {
+					o.OnStart(c.id)
+				}
+				results[i] = record(ctx, c.id, func(t T) { runCase(t, c, newTarget, o) })
+				if err := context.Cause(ctx); err != nil && results[i].Status == Fail {
+					// What the case saw fail may be the interruption:
+					// say so first, where a summary shows it.
+					results[i].Log = append([]string{fmt.Sprintf("the run was interrupted while this case ran (%v): its failures may be the interruption's, not the provider's", err)}, results[i].Log...)
+				}
 			}
-			results[i] = record(ctx, c.id, func(t T) { runCase(t, c, newTarget, o) })
 			if o.OnResult != nil {
 				o.OnResult(results[i])
 			}
@@ -111,7 +126,7 @@ func Check(ctx context.Context, newTarget func(t T) Target, opts *Options) Repor
 		}
 	}
 	wg.Wait()
-	return Report{Results: results}
+	return Report{Results: results, Duration: time.Since(start)}
 }
 
 // selected is the cases Options.Run and Options.Skip select.

@@ -71,6 +71,15 @@ type Target struct {
 	Token string
 	// Client sends the commands; nil means a plain client.
 	Client *http.Client
+	// CallbackHost is the host name or address at which the provider
+	// reaches the machine the suite runs on. Empty, each case's fake
+	// Brain listens on loopback and its callback and reporter grants name
+	// 127.0.0.1, which only a provider on the same host (and in the same
+	// network namespace) reaches. Set, it also listens on every interface,
+	// on a port of its own, and its grants name http://CallbackHost:port:
+	// for a provider in another container, a CI service or on another
+	// machine.
+	CallbackHost string
 	// SetupConfiguration is sent with every setup; nil means {}.
 	SetupConfiguration json.RawMessage
 	// Executes describes the executions of each role (RoleEcho, ...).
