@@ -3,7 +3,9 @@ package conformance
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"reflect"
@@ -77,8 +79,10 @@ func ParseProfile(data []byte) (Profile, error) {
 	if err := dec.Decode(&p); err != nil {
 		return Profile{}, fmt.Errorf("conformance: profile: %w", err)
 	}
-	if dec.More() {
-		return Profile{}, fmt.Errorf("conformance: profile: trailing data after the JSON object")
+	// Decoder.More answers false before a stray closing brace or bracket;
+	// only the end of the input may follow the value.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Profile{}, errors.New("conformance: profile: trailing data after the JSON object")
 	}
 	if _, ok := p.Executes[RoleEcho]; !ok {
 		return Profile{}, fmt.Errorf("conformance: profile: executes.%s is required", RoleEcho)

@@ -15,7 +15,7 @@ func TestProfileTrailingData(t *testing.T) {
 	if _, err := conformance.ParseProfile([]byte(p + "\n\t ")); err != nil {
 		t.Fatalf("a profile with trailing white space: %v", err)
 	}
-	for _, tail := range []string{`{}`, `x`, `{"executes":{}}`} {
+	for _, tail := range []string{`{}`, `x`, `{"executes":{}}`, `}`, `]`} {
 		if _, err := conformance.ParseProfile([]byte(p + tail)); err == nil || !strings.Contains(err.Error(), "trailing") {
 			t.Errorf("profile followed by %s: %v, want a trailing-data error", tail, err)
 		}
