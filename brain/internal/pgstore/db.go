@@ -163,19 +163,29 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}
-	ucfg := cfg.Copy()
-	ucfg.MaxConns, ucfg.MinConns = upkeepConns, 0
-	// A connection that failed (a renewal given up after its connection
-	// stopped answering) is closed in the background, and its place in
-	// the pool stays taken until that ends: up to 15 seconds spent
-	// waiting for the server to close a connection that may never answer
-	// again. The upkeep pool has no place to spare for that long, so such
-	// a connection is closed at once, and the retry opens a new one.
-	ucfg.BeforeClose = func(c *pgx.Conn) {
+	// A connection that failed (a statement given up after its
+	// connection stopped answering) is closed in the background, and its
+	// place in the pool stays taken until that ends: up to 15 seconds
+	// spent waiting for the server to close a connection that may never
+	// answer again. Neither pool has a place to spare for that long (a
+	// network that dropped every connection would leave requests waiting
+	// for one, and renewals of leases and membership too), so such a
+	// connection is closed at once, and the next statement opens a new
+	// one.
+	cfg.BeforeClose = func(c *pgx.Conn) {
 		if c.IsClosed() {
 			c.PgConn().Conn().Close()
 		}
 	}
+	// The pool checks a connection idle for more than a second before
+	// handing it out. One that does not answer that check within a
+	// quarter of OpTimeout (as long as a healthy node's statement may
+	// wait for a lock) died while it was idle: it is passed over for
+	// another or a new one, rather than the request waiting on it until
+	// its deadline and failing.
+	cfg.PingTimeout = max(opts.OpTimeout/4, time.Millisecond)
+	ucfg := cfg.Copy()
+	ucfg.MaxConns, ucfg.MinConns = upkeepConns, 0
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)

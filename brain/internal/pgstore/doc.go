@@ -171,6 +171,11 @@
 // Local appends are pushed to local subscriptions at once. Another node's
 // commits arrive on a LISTENing connection as a wake-up, after which the
 // records are read from brain_records: the notification carries no data.
+// A listening connection that brought nothing for a third of the lease
+// length is pinged, and replaced when it does not answer within a
+// quarter of OpTimeout: it died without a word (a network that dropped
+// it sends no reset), and would otherwise leave other nodes' commits to
+// the polls below.
 // A lost wake-up is made up by reading: every followed session after the
 // listener reconnects, and every second the heads of all followed
 // sessions are compared with what was pushed (a node that died between
@@ -187,7 +192,10 @@
 // expired lease exactly one wins. RenewLease extends it only while it is
 // live and unchanged; a node that cannot renew must stop the session at
 // once (the local deadline, measured from before the request was sent,
-// never outlasts the row's expires_at). ReleaseLease expires it at once
+// never outlasts the row's expires_at). A RenewLease that finds the
+// lease row locked by another transaction does not wait for it: it
+// tries again each fifteenth of the lease length and answers
+// ErrNotOwner once the local deadline passed. ReleaseLease expires it at once
 // for a graceful drain; Close expires every lease still held, 512 per
 // statement in session order, then leaves the membership, each under its
 // own budget of OpTimeout. Times are the database's clock. Leases and
@@ -247,12 +255,19 @@
 // sent fails with ErrOutcomeUnknown: it may have committed, so the caller
 // acknowledges nothing and re-reads the state before acting again. Both
 // wrap journal.ErrOverloaded (HTTP 503 overloaded, retryable). Nothing
-// sticks: the pool reconnects on the next operation. Every connection
-// sets idle_in_transaction_session_timeout to OpTimeout (unless the
-// database URL sets it): a transaction of this package never waits that
-// long between its statements, so one that does belongs to a process that
-// stopped in it (SIGSTOP, a hung host), and the server ends it rather
-// than keep the session rows it locked from every node. Its statements
+// sticks: the pool reconnects on the next operation. A connection that
+// failed gives its place in the pool up at once rather than wait for
+// the server to take its close, which a connection that died without a
+// word (a network that dropped it sends no reset) never does: the next
+// operation opens a new connection instead of waiting for a place. A
+// connection idle for more than a second is checked before an operation
+// uses it; one that does not answer within a quarter of OpTimeout died
+// while idle, and the operation goes on over another or a new one.
+// Every connection sets idle_in_transaction_session_timeout to OpTimeout
+// (unless the database URL sets it): a transaction of this package never
+// waits that long between its statements, so one that does belongs to a
+// process that stopped in it (SIGSTOP, a hung host), and the server ends
+// it rather than keep the session rows it locked from every node. Its statements
 // then fail with ErrUnavailable when the process resumes.
 //
 // A process that stops in the middle of sending a statement or a

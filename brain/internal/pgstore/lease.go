@@ -95,28 +95,47 @@ func (db *DB) AcquireLease(ctx context.Context, session string) (Lease, error) {
 
 // RenewLease extends a lease this node still holds. A lease that expired
 // or changed owner is not renewed (ErrNotOwner): the node must stop the
-// session's activations at once.
+// session's activations at once. A lease row another transaction keeps
+// locked (a node stopped while it tried to take the lease) is not
+// waited for: the renewal is tried again each renewRetry while the
+// lease's deadline allows, and the lease is answered lost (ErrNotOwner)
+// once it passed. A statement waits on the database as renewWait says
+// for the time left; a failed one answers its error and keeps the lease.
 func (db *DB) RenewLease(ctx context.Context, l Lease) (Lease, error) {
-	ctx, cancel := db.opCtx(ctx)
-	defer cancel()
-	sent := time.Now()
-	tag, err := db.upkeep.Exec(ctx, `UPDATE brain_leases SET expires_at = now() + make_interval(secs => $4)
-		WHERE session_id = $1 AND node_id = $2 AND epoch = $3 AND expires_at > now()`,
-		[]byte(l.Session), db.opts.NodeID, l.Epoch, secs(db.opts.LeaseDuration))
-	if err != nil {
-		return l, classify("renew lease", err, true)
-	}
-	if tag.RowsAffected() == 0 {
-		db.forget(l)
-		return l, fmt.Errorf("%w: session %s epoch %d", ErrNotOwner, l.Session, l.Epoch)
-	}
-	l.Deadline = sent.Add(db.opts.LeaseDuration)
 	db.leaseMu.Lock()
-	if cur, ok := db.leases[l.Session]; ok && cur.Epoch == l.Epoch {
-		db.leases[l.Session] = l
+	if cur, ok := db.leases[l.Session]; ok && cur.Epoch == l.Epoch && cur.Deadline.After(l.Deadline) {
+		l.Deadline = cur.Deadline // renewed by keepLeases meanwhile
 	}
 	db.leaseMu.Unlock()
-	return l, nil
+	for {
+		left := time.Until(l.Deadline)
+		if left <= 0 {
+			db.forget(l)
+			return l, fmt.Errorf("%w: session %s epoch %d: lease ran out", ErrNotOwner, l.Session, l.Epoch)
+		}
+		sent := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, db.renewWait(left))
+		refused, busy, err := db.renewLeases(rctx, []Lease{l})
+		cancel()
+		switch {
+		case err != nil:
+			db.renewFailed()
+			return l, err
+		case len(refused) > 0:
+			return l, fmt.Errorf("%w: session %s epoch %d", ErrNotOwner, l.Session, l.Epoch)
+		case len(busy) == 0:
+			l.Deadline = sent.Add(db.opts.LeaseDuration)
+			return l, nil
+		}
+		// Its row is locked: try again while the lease lasts.
+		t := time.NewTimer(min(db.renewRetry(), max(time.Until(l.Deadline), 0)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return l, fmt.Errorf("pgstore: renew lease: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // renewBatch bounds how many leases one renewal statement extends.

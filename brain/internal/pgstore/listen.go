@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // listen holds one connection LISTENing to the journal channel and hands
@@ -12,7 +13,9 @@ import (
 // is lost it reconnects (with a growing pause) and catches every followed
 // session up from the journal, since notifications sent meanwhile are
 // lost. The notification is only a wake-up: what is pushed is always read
-// from the journal.
+// from the journal. A connection that brought nothing for a third of the
+// lease length is pinged, and one that does not answer within a quarter
+// of OpTimeout is replaced: it died without a word.
 // ready is closed once the first LISTEN is in place.
 func (j *Journal) listen(ctx context.Context, ready chan<- struct{}) {
 	pause := 50 * time.Millisecond
@@ -50,11 +53,27 @@ func (j *Journal) listenOnce(ctx context.Context, ready *chan<- struct{}) error 
 		j.catchUpAll(ctx)
 	}
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		wctx, cancel := context.WithTimeout(ctx, j.db.opts.LeaseDuration/3)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err == nil {
+			j.notified(n.Payload)
+			continue
+		}
+		if ctx.Err() != nil || !pgconn.Timeout(err) {
+			return err
+		}
+		// Nothing came for a third of the lease length: the connection
+		// may have died without a word (a network that dropped it sends
+		// no reset), and would then wait for notifications that never
+		// come. One that does not answer a ping as soon as a healthy
+		// node's statement would is given up for a new one.
+		pctx, cancel := context.WithTimeout(ctx, max(j.db.opts.OpTimeout/4, time.Millisecond))
+		err = conn.Ping(pctx)
+		cancel()
 		if err != nil {
 			return err
 		}
-		j.notified(n.Payload)
 	}
 }
 

@@ -3,12 +3,9 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/brain-in-go/brain/brain/internal/journal"
-	"github.com/brain-in-go/brain/brain/internal/pgstore"
 	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -23,28 +20,9 @@ import (
 func TestLockedLeaseRowCostsOnlyItsLease(t *testing.T) {
 	url := pgtest.Database(t)
 	const lease, op = 3 * time.Second, 4 * time.Second // lock_timeout op/4
-	db := openDB(t, url, func(o *pgstore.Options) {
-		o.Fenced, o.KeepLeases, o.NodeID, o.PublicURL = true, true, "a", "http://a"
-		o.LeaseDuration, o.OpTimeout = lease, op
-	})
-	var mu sync.Mutex
-	lost := map[string]bool{}
-	db.OnLeaseLost(func(id string, epoch int64) {
-		mu.Lock()
-		defer mu.Unlock()
-		lost[id] = true
-	})
-	ctx := context.Background()
 	const sessions = 3
-	for i := range sessions {
-		id := fmt.Sprint("s", i)
-		if _, err := db.Own(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Journal().Append(ctx, id, 1, []journal.Record{rec("k", 0)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n := openLeasedNode(t, url, lease, op, sessions)
+	ctx := context.Background()
 	watch, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -104,14 +82,12 @@ func TestLockedLeaseRowCostsOnlyItsLease(t *testing.T) {
 	if lapsed != "" {
 		t.Error(lapsed)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	for _, id := range []string{"s0", "s2"} {
-		if lost[id] {
+		if n.reportedLost(id) {
 			t.Errorf("the lease of %s was reported lost because another lease's row was locked", id)
 		}
 	}
-	if !lost["s1"] {
+	if !n.reportedLost("s1") {
 		t.Error("the lease of s1, whose row stayed locked for longer than a lease, was not reported lost")
 	}
 }

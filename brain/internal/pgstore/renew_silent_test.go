@@ -3,12 +3,9 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/brain-in-go/brain/brain/internal/journal"
-	"github.com/brain-in-go/brain/brain/internal/pgstore"
 	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
 	"github.com/jackc/pgx/v5"
 )
@@ -27,29 +24,10 @@ func TestSilentlyDeadConnectionsKeepLeases(t *testing.T) {
 	// comes within the lease, short enough that a renewal waiting on its
 	// dead connection for an operation's time lets it lapse.
 	const lease = 6 * time.Second
-	db := openDB(t, url, func(o *pgstore.Options) {
-		o.Fenced, o.KeepLeases, o.NodeID, o.PublicURL = true, true, "a", "http://a"
-		// As by default, an operation may take as long as a lease.
-		o.LeaseDuration, o.OpTimeout = lease, lease
-	})
-	var mu sync.Mutex
-	var lost []string
-	db.OnLeaseLost(func(id string, epoch int64) {
-		mu.Lock()
-		defer mu.Unlock()
-		lost = append(lost, fmt.Sprint(id, "@", epoch))
-	})
-	ctx := context.Background()
 	const sessions = 3
-	for i := range sessions {
-		id := fmt.Sprint("s", i)
-		if _, err := db.Own(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Journal().Append(ctx, id, 1, []journal.Record{rec("k", 0)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// As by default, an operation may take as long as a lease.
+	n := openLeasedNode(t, url, lease, lease, sessions)
+	ctx := context.Background()
 	watch, err := pgx.Connect(ctx, direct)
 	if err != nil {
 		t.Fatal(err)
@@ -90,9 +68,7 @@ func TestSilentlyDeadConnectionsKeepLeases(t *testing.T) {
 	for _, l := range lapsed {
 		t.Error(l)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(lost) > 0 {
+	if lost := n.lostLeases(); len(lost) > 0 {
 		t.Errorf("leases reported lost while the database answered new connections: %v", lost)
 	}
 }

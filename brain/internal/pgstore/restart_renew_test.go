@@ -3,12 +3,10 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/journal"
-	"github.com/brain-in-go/brain/brain/internal/pgstore"
 	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
 )
 
@@ -24,28 +22,10 @@ func TestRestartShorterThanALeaseKeepsTheNode(t *testing.T) {
 	srv := pgtest.Control(t)
 	const lease = 12 * time.Second
 	const tick = lease / 3
-	db := openDB(t, url, func(o *pgstore.Options) {
-		o.Fenced, o.KeepLeases, o.NodeID, o.PublicURL = true, true, "a", "http://a"
-		o.LeaseDuration, o.OpTimeout = lease, 3*time.Second
-	})
-	var mu sync.Mutex
-	var lost []string
-	db.OnLeaseLost(func(id string, epoch int64) {
-		mu.Lock()
-		defer mu.Unlock()
-		lost = append(lost, fmt.Sprint(id, "@", epoch))
-	})
-	ctx := context.Background()
 	const sessions = 3
-	for i := range sessions {
-		id := fmt.Sprint("s", i)
-		if _, err := db.Own(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		if err := db.Journal().Append(ctx, id, 1, []journal.Record{rec("k", 0)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n := openLeasedNode(t, url, lease, 3*time.Second, sessions)
+	db := n.db
+	ctx := context.Background()
 
 	// Little WAL to replay: the server starts again soon.
 	sqlExec(t, url, "CHECKPOINT")
@@ -87,11 +67,9 @@ func TestRestartShorterThanALeaseKeepsTheNode(t *testing.T) {
 		}
 	}
 	time.Sleep(time.Until(renewed.Add(lease + tick)))
-	mu.Lock()
-	if len(lost) > 0 {
+	if lost := n.lostLeases(); len(lost) > 0 {
 		t.Errorf("leases reported lost across a restart of %v: %v", up, lost)
 	}
-	mu.Unlock()
 	for i := range sessions {
 		id := fmt.Sprint("s", i)
 		if err := db.Journal().Append(ctx, id, 2, []journal.Record{rec("k", 1)}); err != nil {

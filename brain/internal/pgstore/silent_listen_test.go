@@ -1,0 +1,72 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/pgstore"
+	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
+)
+
+// TestSilentlyDeadListenerIsReplaced: the connection on which a node
+// listens for other nodes' commits stops answering without being closed
+// (a network that dropped it without a reset). Within a few lease
+// lengths the node listens again on a new connection, so that what
+// another node commits reaches its subscribers at once again, not at
+// the next poll of the journal.
+func TestSilentlyDeadListenerIsReplaced(t *testing.T) {
+	direct := pgtest.Database(t)
+	proxy, url := newSilentProxy(t, direct)
+	const lease = 3 * time.Second
+	a := openDB(t, url, func(o *pgstore.Options) { o.LeaseDuration, o.OpTimeout = lease, 2*time.Second })
+	b := openDB(t, direct, nil)
+	ctx := context.Background()
+	if err := b.Journal().Append(ctx, "s", 1, []journal.Record{rec("k", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := a.Journal().Subscribe(ctx, "s", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	next := uint64(2)
+	// deliver appends one record on b and answers how long it took to
+	// reach a's subscriber.
+	deliver := func() time.Duration {
+		t.Helper()
+		start := time.Now()
+		if err := b.Journal().Append(ctx, "s", next, []journal.Record{rec("k", int(next))}); err != nil {
+			t.Fatal(err)
+		}
+		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		r, err := sub.Next(nctx)
+		if err != nil || r.Sequence != next {
+			t.Fatalf("Next = %d, %v; want %d", r.Sequence, err, next)
+		}
+		next++
+		return time.Since(start)
+	}
+	deliver()
+
+	proxy.Silence()
+	// Until the node notices, records come at the polls of the journal,
+	// a second apart; then at once again, each of them.
+	const fast = 250 * time.Millisecond
+	var d time.Duration
+	for end := time.Now().Add(3 * lease); time.Now().Before(end); {
+		if d = deliver(); d <= fast {
+			break
+		}
+	}
+	if d > fast {
+		t.Fatalf("%v after the listening connection died, a record committed on another node still took %v to reach the subscriber", 3*lease, d.Round(time.Millisecond))
+	}
+	for range 5 {
+		if d := deliver(); d > fast {
+			t.Fatalf("a record committed on another node took %v to reach the subscriber", d.Round(time.Millisecond))
+		}
+	}
+}
