@@ -70,12 +70,23 @@ func (p *Provider) restore(rec *record) (*binding, error) {
 // b.mu or own the binding exclusively.
 func (b *binding) dirPath() string { return filepath.Join(b.p.wsRoot, b.rec.Dir) }
 
+// tornDown is the failure of an operation on a binding torn down.
+func tornDown(key string) error {
+	return envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", key)
+}
+
+// isTornDown reports whether err is tornDown's failure.
+func isTornDown(err error) bool {
+	var e *envsdk.Error
+	return errors.As(err, &e) && e.Code == envapi.CodeUnavailable
+}
+
 // begin admits an execute; end releases it.
 func (b *binding) begin() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.gone {
-		return envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", b.key)
+		return tornDown(b.key)
 	}
 	b.active++
 	return nil
@@ -114,7 +125,7 @@ func (b *binding) allocate(context.Context) (*space, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.gone {
-		return nil, envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", b.key)
+		return nil, tornDown(b.key)
 	}
 	dir := b.rec.Dir
 	path := b.dirPath()
@@ -182,6 +193,13 @@ func (b *binding) verify(c *envsdk.Ctx, sp *space) error {
 		why = "the workspace directory is unusable: " + err.Error()
 	}
 	b.mu.Lock()
+	if b.gone {
+		// Torn down meanwhile: its teardown removed the directory. A
+		// loss recorded now would write the state of a binding that no
+		// longer exists, which a restarted provider would load.
+		b.mu.Unlock()
+		return tornDown(b.key)
+	}
 	first := b.rec.Phase != phaseLost && b.rec.Dir == sp.dir
 	if first {
 		b.rec.Phase, b.rec.Error = phaseLost, why
@@ -230,7 +248,7 @@ func (b *binding) clear(keepFailure bool) (previous string, cleared bool, err er
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.gone {
-		return "", false, envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", b.key)
+		return "", false, tornDown(b.key)
 	}
 	if b.active > 0 {
 		return "", false, envsdk.Failf(envapi.CodeBusy, "%d executes are running", b.active)
@@ -239,13 +257,21 @@ func (b *binding) clear(keepFailure bool) (previous string, cleared bool, err er
 	if keepFailure && (previous == phaseFailed || previous == phaseLost) {
 		return previous, false, nil
 	}
-	if err := removeTree(b.dirPath()); err != nil {
-		return previous, false, envsdk.Failf(envapi.CodeCleanupFailed, "remove workspace: %v", err)
-	}
-	b.rec.Dir, b.rec.Phase, b.rec.Dev, b.rec.Ino, b.rec.Error = newDirName(), phaseNew, 0, 0, ""
-	if err := b.p.store.save(&b.rec); err != nil {
+	// The binding is reset on disk before its old directory is removed:
+	// a provider killed during the removal restarts with the binding
+	// reset, and removes what is left of the directory (sweep), rather
+	// than with a workspace that lost some of its files.
+	old := b.dirPath()
+	next := b.rec
+	next.Dir, next.Phase, next.Dev, next.Ino, next.Birth, next.Error = newDirName(), phaseNew, 0, 0, 0, ""
+	if err := b.p.store.save(&next); err != nil {
 		return previous, false, err
 	}
+	b.rec = next
 	b.lazy.Reset()
+	if err := removeWorkspace(old); err != nil {
+		return previous, false, envsdk.Failf(envapi.CodeCleanupFailed,
+			"the workspace was dropped, but its directory could not be removed (the next start of the provider tries again): %v", err)
+	}
 	return previous, true, nil
 }

@@ -65,6 +65,10 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *allow != AnyCommand {
 		for _, name := range strings.Split(*allow, ",") {
 			if name = strings.TrimSpace(name); name != "" {
+				if !programName(name) {
+					fmt.Fprintf(stderr, "--allow: %q is not a program name: give the base name a command runs it by (git, not /usr/bin/git)\n", name)
+					return 2
+				}
 				commands = append(commands, name)
 			}
 		}
@@ -81,6 +85,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	defer p.Close()
 	ln, token, code := sf.Listen(stderr)
 	if ln == nil {
 		return code

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -132,4 +133,28 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// The allow-list names programs by base name, as a command's argv[0] is
+// matched: a path given to --allow (or in Options.Commands) would match
+// no program, and a provider started with it would refuse every command
+// the operator meant to allow. It is refused at start, naming the flag.
+func TestCommandRefusesAllowListPaths(t *testing.T) {
+	stopped, stop := context.WithCancel(t.Context())
+	stop()
+	for _, allow := range []string{"/usr/bin/git", "bin/sh", "echo,./run", "..", "echo,."} {
+		var out, errb bytes.Buffer
+		args := []string{"--root", t.TempDir(), "--listen", "127.0.0.1:0", "--no-auth", "--allow", allow}
+		if got := Command(stopped, args, &out, &errb); got != 2 || !strings.Contains(errb.String(), "--allow") {
+			t.Errorf("--allow %s: exit %d, %q", allow, got, errb.String())
+		}
+		if _, err := New(Options{Root: t.TempDir(), Commands: strings.Split(allow, ",")}); !errors.Is(err, ErrOptions) {
+			t.Errorf("New with Commands %q: %v, want %v", allow, err, ErrOptions)
+		}
+	}
+	var out, errb bytes.Buffer
+	args := []string{"--root", t.TempDir(), "--listen", "127.0.0.1:0", "--no-auth", "--allow", "git, echo"}
+	if got := Command(stopped, args, &out, &errb); got != 0 {
+		t.Errorf("--allow 'git, echo': exit %d, %q", got, errb.String())
+	}
 }

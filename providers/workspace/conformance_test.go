@@ -39,14 +39,20 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) conformance.Target {
 		root := t.TempDir()
 		sw := &swappable{}
+		var running *Provider
 		start := func(t conformance.T) {
+			if running != nil {
+				running.Close()
+			}
 			p, err := New(Options{Root: root})
 			if err != nil {
 				t.Fatalf("restart: %v", err)
 			}
+			running = p
 			sw.set(p.Handler(token))
 		}
 		start(t)
+		t.Cleanup(func() { running.Close() })
 		t.Cleanup(func() { killMarked(t, root) })
 		return conformance.Target{
 			BaseURL:            conformance.ServeHandler(t, sw),

@@ -18,6 +18,10 @@ import (
 // providerProcessEnv makes TestProviderProcess serve the provider.
 const providerProcessEnv = "WORKSPACE_TEST_PROVIDER_ROOT"
 
+// dieInRemovalEnv makes the provider of TestProviderProcess kill itself
+// part-way through the first removal of a workspace.
+const dieInRemovalEnv = "WORKSPACE_TEST_DIE_IN_REMOVAL"
+
 // TestProviderProcess is the provider process of
 // TestCommandsOfAKilledProviderAreKilledOnRestart; it is skipped otherwise.
 func TestProviderProcess(t *testing.T) {
@@ -25,14 +29,26 @@ func TestProviderProcess(t *testing.T) {
 	if root == "" {
 		t.Skip("runs only as a child process")
 	}
+	if os.Getenv(dieInRemovalEnv) != "" {
+		// The provider is killed part-way through removing a workspace:
+		// one file is gone, the rest is still there.
+		removeWorkspace = func(path string) error {
+			if err := os.Remove(filepath.Join(path, "a")); err != nil {
+				return err
+			}
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+	}
 	os.Exit(Command(context.Background(), []string{"--listen", "127.0.0.1:0", "--root", root, "--no-auth"}, os.Stdout, os.Stderr))
 }
 
-func TestCommandsOfAKilledProviderAreKilledOnRestart(t *testing.T) {
-	root := t.TempDir()
-	pidFile := filepath.Join(t.TempDir(), "pid")
+// startProviderProcess serves a provider on root in a child process (see
+// TestProviderProcess) and returns it with its URL; the test's end kills it.
+func startProviderProcess(t *testing.T, root string, env ...string) (*exec.Cmd, string) {
+	t.Helper()
 	child := exec.Command(os.Args[0], "-test.run=^TestProviderProcess$")
-	child.Env = append(os.Environ(), providerProcessEnv+"="+root)
+	child.Env = append(append(os.Environ(), providerProcessEnv+"="+root), env...)
 	out, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +63,24 @@ func TestCommandsOfAKilledProviderAreKilledOnRestart(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("start line %q: %v", line, err)
 	}
-	url := "http://" + strings.Fields(rest)[0]
+	return child, "http://" + strings.Fields(rest)[0]
+}
+
+// postTo sends cmd to the provider at url, which serves without a token,
+// and returns the receipt.
+func postTo(t *testing.T, url string, cmd envapi.Command) envapi.Receipt {
+	t.Helper()
+	_, body, resp, err := envtest.Post(t.Context(), nil, url, "", cmd)
+	if err != nil || resp == nil {
+		t.Fatalf("post %s: %v %s", cmd.Operation.Request.Type, err, body)
+	}
+	return resp.Receipt
+}
+
+func TestCommandsOfAKilledProviderAreKilledOnRestart(t *testing.T) {
+	root := t.TempDir()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	child, url := startProviderProcess(t, root)
 
 	c := envtest.NewCommands("s1", "workspace")
 	brain := envtest.NewBrain(t)

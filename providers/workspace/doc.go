@@ -4,8 +4,10 @@
 //
 // # Lifecycle
 //
-// setup validates the binding's configuration (BindingConfig) and records
-// the binding on disk; it allocates nothing. A second setup of a binding
+// setup validates the binding's configuration (BindingConfig; a variable
+// of env whose value holds a NUL byte, which no program can be given, is
+// invalid_configuration) and records the binding on disk; it allocates
+// nothing. A second setup of a binding
 // that is still set up fails with already_exists. The first execute creates
 // the workspace directory; concurrent first executes share that one
 // allocation, and a failed allocation stays failed (allocation_failed) until
@@ -13,8 +15,21 @@
 // the directories in it a command made read-only) and forgets the binding,
 // holding back no other binding while it removes; it is repeatable and
 // answers accepted again. Any other operation on an
-// unknown or torn-down binding fails with unavailable.
-// detach and teardown while executes run fail with busy.
+// unknown or torn-down binding fails with unavailable, also one that
+// began before the teardown was done: it records and reports nothing.
+// detach and teardown while executes run fail with busy. teardown
+// forgets the binding on disk before it removes the directory, and reset
+// records the binding's next directory before it removes the old one, so a
+// provider killed part-way through either restarts with it done, never
+// with a workspace that lost part of its files; a removal that fails
+// answers cleanup_failed. Each start removes the workspace directories no
+// binding names (those such a removal left).
+//
+// A root serves one provider at a time: New takes an exclusive lock
+// (flock(2) of <root>/.lock, not inherited by commands) before it reads
+// anything there and holds it until Close or the end of the process; a
+// second provider on the root, in this process or another, fails with
+// ErrRootInUse and touches nothing.
 //
 // Each binding's state is one JSON file under <root>/bindings, named by
 // the binding key in base64url (by "sha256." and the key's SHA-256 in hex

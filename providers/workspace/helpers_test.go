@@ -29,6 +29,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { p.Close() })
 	srv := httptest.NewServer(p.Handler("secret-token"))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { killMarked(t, opts.Root) })
@@ -39,6 +40,9 @@ func newFixture(t *testing.T, opts Options) *fixture {
 func (f *fixture) restart(opts Options) *fixture {
 	f.t.Helper()
 	opts.Root = f.root
+	if err := f.p.Close(); err != nil {
+		f.t.Fatal(err)
+	}
 	g := newFixture(f.t, opts)
 	return g
 }

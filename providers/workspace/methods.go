@@ -88,8 +88,11 @@ func (p *Provider) release(c *envsdk.Ctx, input json.RawMessage) (any, error) {
 	}
 	if p.opts.Release == ReleaseKeep {
 		b.mu.Lock()
-		active := b.active
+		active, gone := b.active, b.gone
 		b.mu.Unlock()
+		if gone {
+			return nil, tornDown(b.key)
+		}
 		if active > 0 {
 			return nil, envsdk.Failf(envapi.CodeBusy, "%d executes are running", active)
 		}
@@ -98,14 +101,21 @@ func (p *Provider) release(c *envsdk.Ctx, input json.RawMessage) (any, error) {
 	// A workspace lost since the last execute is recorded and reported as
 	// lost, not wiped and replaced by an empty one.
 	b.mu.Lock()
-	active, phase := b.active, b.rec.Phase
+	active, phase, gone := b.active, b.rec.Phase, b.gone
 	sp := &space{path: b.dirPath(), dev: b.rec.Dev, ino: b.rec.Ino, birth: b.rec.Birth, dir: b.rec.Dir}
 	b.mu.Unlock()
+	if gone {
+		return nil, tornDown(b.key)
+	}
 	if active > 0 {
 		return nil, envsdk.Failf(envapi.CodeBusy, "%d executes are running", active)
 	}
-	if phase == phaseReady && b.verify(c, sp) != nil {
-		return map[string]any{"released": false, "policy": ReleaseWipe}, nil
+	if phase == phaseReady {
+		if err := b.verify(c, sp); isTornDown(err) {
+			return nil, err
+		} else if err != nil {
+			return map[string]any{"released": false, "policy": ReleaseWipe}, nil
+		}
 	}
 	released, err := b.wipe()
 	if err != nil {
@@ -135,11 +145,18 @@ func (p *Provider) inspect(c *envsdk.Ctx, input json.RawMessage) (any, error) {
 	b.mu.Lock()
 	out := InspectOutput{Phase: b.rec.Phase, Label: b.cfg.Label, Error: b.rec.Error}
 	sp := &space{path: b.dirPath(), dev: b.rec.Dev, ino: b.rec.Ino, birth: b.rec.Birth, dir: b.rec.Dir}
+	gone := b.gone
 	b.mu.Unlock()
+	if gone {
+		return nil, tornDown(b.key)
+	}
 	if out.Phase != phaseReady {
 		return out, nil
 	}
 	if err := b.verify(c, sp); err != nil {
+		if isTornDown(err) {
+			return nil, err
+		}
 		out.Phase, out.Error = phaseLost, err.Error()
 		return out, nil
 	}

@@ -51,7 +51,8 @@ type Options struct {
 	// lower it for its streams and reads.
 	OutputLimit int
 	// Commands is the allow-list of program names (the base name of argv[0];
-	// "sh" allows shell lines). Nil, or a list holding AnyCommand, allows
+	// "sh" allows shell lines); a path is refused (ErrOptions), since no
+	// base name would match it. Nil, or a list holding AnyCommand, allows
 	// every program. A list that restricts the programs also keeps a
 	// session from setting the loader's variables (LD_*, GCONV_PATH).
 	Commands []string
@@ -71,6 +72,10 @@ type Options struct {
 
 // ErrOptions reports invalid operator options.
 var ErrOptions = errors.New("workspace: invalid options")
+
+// ErrRootInUse reports a root that another provider, in this process or
+// another, holds.
+var ErrRootInUse = errors.New("workspace: root in use by another provider")
 
 func (o Options) withDefaults() (Options, error) {
 	if o.Root == "" {
@@ -93,6 +98,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.OutputLimit < 0 {
 		return o, fmt.Errorf("%w: OutputLimit %d is negative", ErrOptions, o.OutputLimit)
 	}
+	for _, name := range o.Commands {
+		if !programName(name) {
+			return o, fmt.Errorf("%w: Commands: %q is not a program name: give the base name a command runs it by (git, not /usr/bin/git)", ErrOptions, name)
+		}
+	}
 	if o.CommandTimeout == 0 {
 		o.CommandTimeout = DefaultCommandTimeout
 	}
@@ -110,6 +120,12 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
+}
+
+// programName reports whether name can be the base name of a program, as
+// the allow-list matches it: not empty, ".", ".." or a path.
+func programName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
 }
 
 // restricted reports whether the operator allows only some programs.

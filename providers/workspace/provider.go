@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,8 @@ type Provider struct {
 	settingUp map[string]struct{}
 
 	allocations atomic.Int64 // directories created, for tests
+
+	lock *os.File // holds the flock of <root>/.lock; guarded by mu
 }
 
 var (
@@ -58,21 +61,19 @@ func New(opts Options) (*Provider, error) {
 
 		settingUp: map[string]struct{}{},
 	}
-	for _, dir := range []string{o.Root, p.store.dir, p.wsRoot} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("workspace: create %s: %w", dir, err)
-		}
+	if err := os.MkdirAll(o.Root, 0o700); err != nil {
+		return nil, fmt.Errorf("workspace: create %s: %w", o.Root, err)
 	}
-	recs, err := p.store.load()
+	// The root is locked before anything in it is read or removed: a
+	// provider running on it owns its state and workspaces.
+	lock, err := lockRoot(o.Root)
 	if err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
+		return nil, err
 	}
-	for _, rec := range recs {
-		b, err := p.restore(rec)
-		if err != nil {
-			return nil, fmt.Errorf("workspace: binding %s: %w", rec.Key, err)
-		}
-		p.bindings[rec.Key] = b
+	p.lock = lock
+	if err := p.load(); err != nil {
+		p.Close()
+		return nil, err
 	}
 	// Commands of a provider that was killed before it could stop them run
 	// on with nobody to enforce their deadlines: stop them now.
@@ -81,7 +82,69 @@ func New(opts Options) (*Provider, error) {
 	if err := proctree.ReapOrphans(ctx, MarkerEnv); err != nil {
 		o.Logger.Warn("stop the commands of a provider that is gone", "error", err)
 	}
+	// After the reap: a command left running in a directory could write
+	// into it while it is removed.
+	p.sweep()
 	return p, nil
+}
+
+// load creates the state and workspaces directories and loads the
+// bindings' state.
+func (p *Provider) load() error {
+	for _, dir := range []string{p.store.dir, p.wsRoot} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("workspace: create %s: %w", dir, err)
+		}
+	}
+	recs, err := p.store.load()
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	for _, rec := range recs {
+		b, err := p.restore(rec)
+		if err != nil {
+			return fmt.Errorf("workspace: binding %s: %w", rec.Key, err)
+		}
+		p.bindings[rec.Key] = b
+	}
+	return nil
+}
+
+// sweep removes the workspace directories no binding names: those of
+// teardowns, resets and wipes a provider was killed in, or whose removal
+// failed. Only names the provider makes are touched.
+func (p *Provider) sweep() {
+	entries, err := os.ReadDir(p.wsRoot)
+	if err != nil {
+		p.opts.Logger.Warn("list workspaces", "error", err)
+		return
+	}
+	named := map[string]bool{}
+	for _, b := range p.bindings {
+		named[b.rec.Dir] = true
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !validDirName(e.Name()) || named[e.Name()] {
+			continue
+		}
+		if err := removeTree(filepath.Join(p.wsRoot, e.Name())); err != nil {
+			p.opts.Logger.Warn("remove a workspace no binding names", "dir", e.Name(), "error", err)
+		}
+	}
+}
+
+// Close releases the root, so that another provider may start on it. Call
+// it once the provider's handler serves no more; the end of the process
+// releases the root too.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lock == nil {
+		return nil
+	}
+	err := p.lock.Close() // closing the descriptor releases the flock
+	p.lock = nil
+	return err
 }
 
 // Handler serves the provider at POST /v1/operations, requiring token as
@@ -117,7 +180,13 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 			"configuration.output_limit: must be at most %d, got %d", p.opts.OutputLimit, cfg.OutputLimit).
 			WithDetails(map[string]string{"field": "configuration.output_limit"})
 	}
-	for name := range cfg.Env {
+	for name, value := range cfg.Env {
+		if strings.ContainsRune(value, 0) {
+			// No program can be given it: every command would fail.
+			return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeInvalidConfiguration,
+				"configuration.env: the value of %s contains a NUL byte", name).
+				WithDetails(map[string]string{"field": "configuration.env"})
+		}
 		if !envName.MatchString(name) {
 			return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeInvalidConfiguration,
 				"configuration.env: %q is not a variable name", name).
@@ -182,7 +251,7 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 	return nil
 }
 
-// Teardown removes the workspace and forgets the binding. Tearing down an
+// Teardown forgets the binding and removes the workspace. Tearing down an
 // unknown binding is accepted, so teardown is repeatable. The removal holds
 // the binding alone, never the provider: removing a large workspace does
 // not hold back the other bindings.
@@ -202,19 +271,27 @@ func (p *Provider) Teardown(c *envsdk.Ctx) error {
 	if b.active > 0 {
 		return envsdk.Failf(envapi.CodeBusy, "%d executes are running", b.active)
 	}
-	if err := removeWorkspace(b.dirPath()); err != nil {
-		return envsdk.Failf(envapi.CodeCleanupFailed, "remove workspace: %v", err)
-	}
+	// The binding is forgotten on disk before its directory is removed:
+	// a provider killed during the removal restarts without the binding,
+	// and removes what is left of the directory (sweep), rather than
+	// bringing the binding back with part of its workspace.
 	if err := p.store.remove(key); err != nil {
 		return envsdk.Failf(envapi.CodeCleanupFailed, "%v", err)
 	}
 	b.gone = true
 	b.lazy.Reset()
+	// The key stays taken until the removal is done: a setup meanwhile
+	// is refused as for a binding still set up.
+	err := removeWorkspace(b.dirPath())
 	p.mu.Lock()
 	if p.bindings[key] == b {
 		delete(p.bindings, key)
 	}
 	p.mu.Unlock()
+	if err != nil {
+		return envsdk.Failf(envapi.CodeCleanupFailed,
+			"the binding was torn down, but its workspace could not be removed (the next start of the provider tries again): %v", err)
+	}
 	return nil
 }
 

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 )
 
-// removeWorkspace is the removal teardown runs: removeTree, which a test
-// replaces to hold a teardown part-way.
+// removeWorkspace is the removal teardown, reset and a wiping release run:
+// removeTree, which a test replaces to hold or kill the provider part-way.
 var removeWorkspace = removeTree
 
 // removeTree removes the workspace directory path and everything in it. A

@@ -47,6 +47,9 @@ func TestDamagedStateIsRefused(t *testing.T) {
 			if err := os.WriteFile(files[0], data, 0o600); err != nil {
 				t.Fatal(err)
 			}
+			if err := f.p.Close(); err != nil {
+				t.Fatal(err)
+			}
 			_, err = New(Options{Root: f.root})
 			if err == nil || !strings.Contains(err.Error(), files[0]) {
 				t.Fatalf("New with a damaged state: %v, want an error naming %s", err, files[0])

@@ -26,6 +26,7 @@ type builtinWorkspace struct {
 	ln    net.Listener
 	token string
 	root  string
+	p     *workspace.Provider
 	done  chan error
 	stop  context.CancelFunc
 	// abort ends the context of every operation, running or to come.
@@ -62,7 +63,7 @@ func (w *builtinWorkspace) start(log *slog.Logger) error {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	aborted, abort := context.WithCancel(context.Background())
-	w.stop, w.abort, w.done = stop, abort, make(chan error, 1)
+	w.p, w.stop, w.abort, w.done = p, stop, abort, make(chan error, 1)
 	go func() { w.done <- envsdk.Serve(ctx, w.ln, abortable(aborted, p.Handler(w.token))) }()
 	return nil
 }
@@ -97,10 +98,11 @@ func (w *builtinWorkspace) close() error {
 		return w.ln.Close()
 	}
 	w.stop()
-	if err := <-w.done; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	err := <-w.done
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
 	}
-	return nil
+	return errors.Join(err, w.p.Close())
 }
 
 func randomToken() string {
