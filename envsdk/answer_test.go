@@ -128,3 +128,46 @@ func TestContextClosesOnCancel(t *testing.T) {
 		t.Errorf("emit reached Brain %d times after the cancel", n)
 	}
 }
+
+// An outcome that encodes but is not one Brain takes (a failure code that
+// is not an identifier, no status) is refused before anything is sent:
+// Brain would refuse it, and a refused Finish cannot be made again, so the
+// Tool could then only time out. Finish stays available for a good one.
+func TestFinishOfAMalformedOutcomeIsNotSent(t *testing.T) {
+	b := newFakeBrain(t)
+	p := &invocationKeeper{got: make(chan *envsdk.Invocation, 1)}
+	srv := serve(t, p, nil)
+	if r := send(t, srv, execute(2, "x", nil, b.grant(envapi.ToolMethods()...))).Receipt; r.Type != envapi.ReceiptReturned {
+		t.Fatalf("execute answered %+v", r)
+	}
+	inv := <-p.got
+	ctx := context.Background()
+	badCode := envapi.ErrorOutcome("no such code!", "the copy failed", false, nil)
+	for name, call := range map[string]func() error{
+		"finish with a bad code": func() error { _, err := inv.Finish(ctx, &badCode); return err },
+		"finish with no status":  func() error { _, err := inv.Finish(ctx, &envapi.Outcome{}); return err },
+		"result with a bad code": func() error { _, err := inv.Result(ctx, badCode); return err },
+		"returned with no status": func() error {
+			_, err := inv.Returned(ctx, &envapi.Outcome{Value: json.RawMessage(`1`)})
+			return err
+		},
+	} {
+		err := call()
+		var fe *envapi.FieldError
+		if !errors.As(err, &fe) || errors.Is(err, envsdk.ErrAckLost) || errors.Is(err, envsdk.ErrRefused) {
+			t.Errorf("%s = %v, want a *envapi.FieldError, sent nowhere", name, err)
+		}
+	}
+	for _, m := range []string{envapi.MethodFinish, envapi.MethodResult, envapi.MethodReturned} {
+		if n := b.count(m); n != 0 {
+			t.Fatalf("%d malformed outcomes reached Brain as %s", n, m)
+		}
+	}
+	good := envapi.ErrorOutcome("copy_failed", "the copy failed", false, nil)
+	if _, err := inv.Finish(ctx, &good); err != nil {
+		t.Fatalf("Finish after a malformed outcome = %v, want it sent", err)
+	}
+	if n := b.count(envapi.MethodFinish); n != 1 {
+		t.Fatalf("finish reached Brain %d times, want 1", n)
+	}
+}

@@ -131,8 +131,10 @@
 // reached Brain: its error matches ErrNotSent, a definite failure, never a lost
 // acknowledgement. Nothing of it was committed, and the provider may make
 // the call again; a Finish that fails so was not attempted, so Finish stays
-// available. An answer that is not what
-// the method answers (not one UTF-8 JSON value, a committed sequence that
+// available. Result, Returned and Finish refuse an outcome Brain would
+// refuse (a status that is not one of the five, an error outcome whose
+// code is not an identifier) before anything is sent, and Finish then
+// stays available too. An answer that is not what the method answers (not one UTF-8 JSON value, a committed sequence that
 // is not a positive JSON integer, a kv_read answer that is not an object,
 // a dispatch answer that is not one ToolReturn per call in call order) is
 // an error matching ErrMalformedAnswer, never a value read from it; for

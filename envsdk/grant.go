@@ -75,6 +75,9 @@ func (e *CallError) Error() string {
 // fails with ErrNotSent.
 type caller struct {
 	client *retryablehttp.Client
+	// owned: the HTTP client and its transport are the caller's own (no
+	// Options.Client was given), so closeIdle may close its connections.
+	owned bool
 	// bound is the timeout of a call whose context has no deadline (0:
 	// none beyond the client's own).
 	bound time.Duration
@@ -86,8 +89,12 @@ type caller struct {
 
 func newCaller(hc *http.Client) *caller {
 	var bound time.Duration
-	if hc == nil {
-		hc, bound = &http.Client{}, grantTimeout
+	owned := hc == nil
+	if owned {
+		// A transport of its own, whose idle connections closeIdle
+		// closes without touching those of the rest of the program.
+		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		bound = grantTimeout
 	}
 	rc := retryablehttp.NewClient()
 	rc.HTTPClient = hc
@@ -118,7 +125,15 @@ func newCaller(hc *http.Client) *caller {
 	}
 	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	_, std := hc.Transport.(*http.Transport)
-	return &caller{client: rc, bound: bound, traced: hc.Transport == nil || std}
+	return &caller{client: rc, owned: owned, bound: bound, traced: hc.Transport == nil || std}
+}
+
+// closeIdle closes the idle connections of the caller's own client (none
+// of a client the provider gave): a later call opens a new one.
+func (c *caller) closeIdle() {
+	if c.owned {
+		c.client.HTTPClient.CloseIdleConnections()
+	}
 }
 
 // attempts records, for one call, whether any of its attempts may have

@@ -307,7 +307,9 @@ func (h *handler) undoSetup(c *Ctx, refused envapi.Receipt) envapi.Receipt {
 	return e.receipt()
 }
 
-// guard runs f, turning a panic into an error.
+// guard runs f, turning a panic into an error, and a nil *Error that f
+// answers as its error into one that says so: such an error is no
+// failure code to answer, and its methods would panic.
 func (h *handler) guard(f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -315,7 +317,11 @@ func (h *handler) guard(f func() error) (err error) {
 			err = fmt.Errorf("provider panicked: %v", r)
 		}
 	}()
-	return f()
+	err = f()
+	if e, ok := errors.AsType[*Error](err); ok && e == nil {
+		err = fmt.Errorf("provider answered a nil %T as its error", e)
+	}
+	return err
 }
 
 // failure maps an operation error to a failure or unknown receipt, keeping
@@ -374,12 +380,16 @@ func (h *handler) call(c *Ctx, req envapi.Request) envapi.Receipt {
 	if !ok || m.Run == nil {
 		return envapi.Failure(envapi.CodeUnsupported, "unsupported method "+req.Name, false, nil)
 	}
-	var out any
-	err := h.guard(func() (err error) { out, err = m.Run(c, req.Input); return err })
-	if err != nil {
-		return h.failure(c, err)
-	}
-	r, err := Output(out)
+	var r envapi.Receipt
+	err := h.guard(func() error {
+		out, err := m.Run(c, req.Input)
+		if err != nil {
+			return err
+		}
+		// The output's own MarshalJSON is the provider's code too.
+		r, err = Output(out)
+		return err
+	})
 	if err != nil {
 		return h.failure(c, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -83,6 +84,26 @@ func newInvocation(g *envapi.Grant, c *caller) *Invocation {
 		return nil
 	}
 	return &Invocation{grant: *g, caller: c}
+}
+
+// String shows the grant the invocation calls, without its token; so do
+// %#v and log/slog.
+func (i *Invocation) String() string {
+	if i == nil {
+		return "envsdk.Invocation(nil)"
+	}
+	return "envsdk.Invocation" + i.grant.String()
+}
+
+// GoString is String for %#v.
+func (i *Invocation) GoString() string { return i.String() }
+
+// LogValue logs the invocation's grant without its token.
+func (i *Invocation) LogValue() slog.Value {
+	if i == nil {
+		return slog.StringValue("<nil>")
+	}
+	return i.grant.LogValue()
 }
 
 // revoke notes that Brain no longer honours the grant, for cause.
@@ -164,14 +185,59 @@ func (i *Invocation) Emit(ctx context.Context, eventType string, data any) (uint
 	return i.emission(ctx, envapi.MethodEmit, envapi.EmitInput{EventType: eventType, Data: d})
 }
 
-// Result records a Tool result without ending the execution.
+// Result records a Tool result without ending the execution. An outcome
+// Brain would refuse (see Finish) fails before anything is sent.
 func (i *Invocation) Result(ctx context.Context, o envapi.Outcome) (uint64, error) {
-	return i.emission(ctx, envapi.MethodResult, o)
+	return i.outcomeEmission(ctx, envapi.MethodResult, &o)
 }
 
-// Returned ends the synchronous phase; o may be nil (no new result).
+// Returned ends the synchronous phase; o may be nil (no new result). An
+// outcome Brain would refuse (see Finish) fails before anything is sent.
 func (i *Invocation) Returned(ctx context.Context, o *envapi.Outcome) (uint64, error) {
-	return i.emission(ctx, envapi.MethodReturned, optionalOutcome(o))
+	return i.outcomeEmission(ctx, envapi.MethodReturned, o)
+}
+
+// outcomeEmission runs an emission whose input is an outcome.
+func (i *Invocation) outcomeEmission(ctx context.Context, method string, o *envapi.Outcome) (uint64, error) {
+	if !i.Granted(method) {
+		return i.emission(ctx, method, nil)
+	}
+	in, err := outcomeInput(method, o)
+	if err != nil {
+		return 0, err
+	}
+	return i.emission(ctx, method, in)
+}
+
+// outcomeInput encodes o (nil: no new result) as the input of method. An
+// outcome that does not encode, or that Brain refuses (a status that is
+// not one of the five, an error outcome without an error code that is an
+// identifier), is an error before anything is sent.
+func outcomeInput(method string, o *envapi.Outcome) (json.RawMessage, error) {
+	if o != nil {
+		if err := checkOutcome(o); err != nil {
+			return nil, fmt.Errorf("envsdk: %s not sent: the outcome is not one Brain takes: %w", method, err)
+		}
+	}
+	return marshalInput(optionalOutcome(o))
+}
+
+// checkOutcome refuses an outcome as Brain does: by its status, and by
+// the code of an error outcome.
+func checkOutcome(o *envapi.Outcome) error {
+	switch o.Status {
+	case envapi.StatusOK, envapi.StatusTimeout, envapi.StatusCancelled, envapi.StatusUnknown:
+		return nil
+	case envapi.StatusError:
+		if o.Error == nil {
+			return &envapi.FieldError{Field: "error", Reason: "is required for status error"}
+		}
+		if !envapi.ValidIdentifier(o.Error.Code) {
+			return &envapi.FieldError{Field: "error.code", Reason: fmt.Sprintf("%.140q is not an identifier (^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$)", o.Error.Code)}
+		}
+		return nil
+	}
+	return &envapi.FieldError{Field: "status", Reason: fmt.Sprintf("unknown outcome status %.140q", string(o.Status)), Unsupported: true}
 }
 
 // Finish completes the Tool with o (nil: no new result). It is attempted
@@ -184,9 +250,11 @@ func (i *Invocation) Returned(ctx context.Context, o *envapi.Outcome) (uint64, e
 // When Brain refuses it (a 4xx answer; 401 once Brain closed the Tool)
 // the error is the *CallError with Brain's status and code, matching
 // ErrRefused and not ErrAckLost: nothing was committed. It is not sent
-// again either. An outcome that does not encode as JSON, or a ctx that
-// has already ended, fails before anything is sent, and Finish may then
-// be called again. So does a Finish that never reached Brain (every
+// again either. An outcome that does not encode as JSON, one Brain
+// refuses (a status that is not one of the five, an error outcome whose
+// code is not an identifier: the error holds an *envapi.FieldError), or a
+// ctx that has already ended, fails before anything is sent, and Finish
+// may then be called again. So does a Finish that never reached Brain (every
 // connection was refused): its error matches ErrNotSent, not ErrAckLost.
 //
 // Once Brain cancelled the execution or its deadline passed, Brain has
@@ -198,9 +266,10 @@ func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, err
 		_, err := i.raw(ctx, envapi.MethodFinish, nil)
 		return 0, err
 	}
-	// An outcome that does not encode is refused before anything is sent:
-	// that is no lost acknowledgement, and finish stays available.
-	in, err := marshalInput(optionalOutcome(o))
+	// An outcome that does not encode, or that Brain would refuse, is
+	// refused before anything is sent: that is no lost acknowledgement,
+	// and finish stays available.
+	in, err := outcomeInput(envapi.MethodFinish, o)
 	if err != nil {
 		return 0, err
 	}

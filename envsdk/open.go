@@ -82,4 +82,8 @@ func (h *handler) drain(ctx context.Context) error { return h.open.wait(ctx) }
 type drainer interface {
 	drain(ctx context.Context) error
 	stopTools()
+	closeIdle()
 }
+
+// closeIdle closes the handler's idle connections to Brain.
+func (h *handler) closeIdle() { h.caller.closeIdle() }

@@ -16,6 +16,14 @@ type Reporter struct {
 	caller *caller
 }
 
+// String shows the reporter's grant without its token, so a reporter
+// printed or logged (log/slog's text handler prints it so) does not give
+// the token away.
+func (r Reporter) String() string { return "envsdk.Reporter" + r.grant.String() }
+
+// GoString is String for %#v.
+func (r Reporter) GoString() string { return r.String() }
+
 // Event posts a diagnostic {type:"event"}; it does not wake the Agentloop.
 func (r *Reporter) Event(ctx context.Context, eventType string, data any) (uint64, error) {
 	d, err := marshalInput(data)

@@ -21,7 +21,9 @@ var shutdownGrace = 30 * time.Second
 // its work context (Execution.Context) ended: the stop waits for it
 // within the same 30 seconds, so that a provider that exits once Serve
 // returns does not drop the Tool's outcome. When Serve returns, the work
-// context of every Tool still going has ended.
+// context of every Tool still going has ended, and the handler's idle
+// connections to Brain are closed (those of a client given in
+// Options.Client are the provider's to close).
 func ListenAndServe(ctx context.Context, addr string, h http.Handler) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -66,6 +68,9 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		// not finished by the end of the grace, and those that cannot
 		// finish (no finish grant).
 		d.stopTools()
+		// Nor does a connection to Brain stay open, idle: a Reporter
+		// kept past Serve opens a new one.
+		d.closeIdle()
 	}
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		return serr

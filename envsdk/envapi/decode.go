@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,7 +86,60 @@ func validatorInstance() *validator.Validate {
 // *FieldError whose Field is prefixed with path.
 func Validate(v any, path string) error { return validateStruct(v, path) }
 
+// validateStruct checks the validator tags of the struct v holds (through
+// pointers), or of the structs a slice, array or map of them holds; any
+// other value (a map of plain values, json.RawMessage, a nil pointer) has
+// no tags to check.
 func validateStruct(v any, path string) error {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Interface {
+		if rv.IsNil() {
+			return nil
+		}
+		rv = rv.Elem()
+	}
+	switch rv.Kind() {
+	case reflect.Struct:
+		if rv.CanAddr() {
+			return validateOne(rv.Addr().Interface(), path)
+		}
+		return validateOne(rv.Interface(), path)
+	case reflect.Slice, reflect.Array:
+		if !holdsStructs(rv.Type()) {
+			return nil
+		}
+		for i := range rv.Len() {
+			if err := validateStruct(rv.Index(i).Interface(), path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if !holdsStructs(rv.Type()) {
+			return nil
+		}
+		keys := rv.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+		for _, k := range keys {
+			if err := validateStruct(rv.MapIndex(k).Interface(), path+"["+fmt.Sprint(k)+"]"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// holdsStructs reports whether the elements of the slice, array or map
+// type t are structs (or pointers to them).
+func holdsStructs(t reflect.Type) bool {
+	e := t.Elem()
+	for e.Kind() == reflect.Pointer {
+		e = e.Elem()
+	}
+	return e.Kind() == reflect.Struct
+}
+
+// validateOne checks the validator tags of the struct v.
+func validateOne(v any, path string) error {
 	err := validatorInstance().Struct(v)
 	if err == nil {
 		return nil
@@ -158,7 +212,10 @@ func strictDecode(data []byte, v any, path string, dupCheck bool) error {
 }
 
 // Strict decodes data into v like the protocol decoders do: unknown fields,
-// wrong types and validator rule violations are *FieldError values.
+// wrong types and validator rule violations are *FieldError values. v is a
+// pointer to any type encoding/json decodes into; the validator tags
+// checked are those of the struct it holds, or of the structs a slice,
+// array or map of them holds.
 func Strict(data []byte, v any) error { return strict(data, v, "") }
 
 func fieldErr(path string, err error) error {

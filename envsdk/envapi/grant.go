@@ -1,6 +1,10 @@
 package envapi
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+)
 
 // Grant is a service grant: POST {"method", "input"} to URL with
 // "Authorization: Bearer <Token>". Only the listed methods are granted.
@@ -10,6 +14,25 @@ type Grant struct {
 	URL     string   `json:"url" validate:"required,http_url,max=2048"`
 	Token   string   `json:"token" validate:"required,max=256"`
 	Methods []string `json:"methods" validate:"dive,identifier"`
+}
+
+// String shows the grant's URL and methods. The token is a credential and
+// is left out, so a grant printed (%v, %+v, %s) or logged does not give it
+// away; the wire encoding (JSON) keeps it.
+func (g Grant) String() string {
+	return fmt.Sprintf("{url: %s, token: [redacted], methods: %v}", g.URL, g.Methods)
+}
+
+// GoString is String for %#v.
+func (g Grant) GoString() string { return "envapi.Grant" + g.String() }
+
+// LogValue logs the grant's URL and methods, without its token, for
+// log/slog handlers that would encode it as JSON.
+func (g *Grant) LogValue() slog.Value {
+	if g == nil {
+		return slog.AnyValue(nil)
+	}
+	return slog.GroupValue(slog.String("url", g.URL), slog.String("token", "[redacted]"), slog.Any("methods", g.Methods))
 }
 
 // Allows reports whether the grant lists method.
