@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,24 +49,7 @@ func TestMethodDuringTeardownDoesNotBringTheBindingBack(t *testing.T) {
 			accepted(t, f.post(c.Setup(json.RawMessage(`{"release_on_turn_end": true}`))))
 			ok(t, f.exec(c, "write", map[string]string{"path": "f", "content": "x"}, nil), nil)
 
-			removing, release := make(chan struct{}), make(chan struct{})
-			var released sync.Once
-			removeWorkspace = func(path string) error {
-				close(removing)
-				<-release
-				return removeTree(path)
-			}
-			defer func() {
-				released.Do(func() { close(release) })
-				removeWorkspace = removeTree
-			}()
-			teardown := c.Teardown()
-			done := make(chan *envapi.Response, 1)
-			go func() {
-				_, _, resp, _ := envtest.Post(context.Background(), nil, f.url, "secret-token", teardown)
-				done <- resp
-			}()
-			<-removing
+			release, done := f.teardownHeld(t, c)
 
 			call := c.Call(m.name, json.RawMessage(m.input))
 			answered := make(chan *envapi.Response, 1)
@@ -76,7 +58,7 @@ func TestMethodDuringTeardownDoesNotBringTheBindingBack(t *testing.T) {
 				answered <- resp
 			}()
 			waitBlockedIn(t, m.fn)
-			released.Do(func() { close(release) })
+			release()
 			if resp := <-done; resp == nil || resp.Receipt.Type != envapi.ReceiptAccepted {
 				t.Fatalf("teardown = %+v, want accepted", resp)
 			}

@@ -53,24 +53,7 @@ func TestTeardownDoesNotHoldBackOtherBindings(t *testing.T) {
 	ok(t, f.exec(a, "write", map[string]string{"path": "f", "content": "x"}, nil), nil)
 	ok(t, f.exec(b, "write", map[string]string{"path": "f", "content": "x"}, nil), nil)
 
-	removing, release := make(chan struct{}), make(chan struct{})
-	var released sync.Once
-	removeWorkspace = func(path string) error {
-		close(removing)
-		<-release
-		return removeTree(path)
-	}
-	defer func() {
-		released.Do(func() { close(release) })
-		removeWorkspace = removeTree
-	}()
-	teardown := a.Teardown()
-	done := make(chan *envapi.Response, 1)
-	go func() {
-		_, _, resp, _ := envtest.Post(context.Background(), nil, f.url, "secret-token", teardown)
-		done <- resp
-	}()
-	<-removing
+	release, done := f.teardownHeld(t, a)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -81,7 +64,7 @@ func TestTeardownDoesNotHoldBackOtherBindings(t *testing.T) {
 	}
 	accepted(t, f.postCtx(ctx, f.commands("c").Setup(nil)))
 	fails(t, f.postCtx(ctx, a.Setup(nil)), envapi.CodeAlreadyExists) // not torn down yet
-	released.Do(func() { close(release) })
+	release()
 	if resp := <-done; resp == nil || resp.Receipt.Type != envapi.ReceiptAccepted {
 		t.Fatalf("teardown = %+v, want accepted", resp)
 	}
@@ -137,4 +120,31 @@ func TestSetupDoesNotHoldBackOtherBindings(t *testing.T) {
 	}
 	ok(t, f.exec(a, "write", map[string]string{"path": "f", "content": "y"}, nil), nil)
 	fails(t, f.post(a.Setup(nil)), envapi.CodeAlreadyExists)
+}
+
+// teardownHeld posts c's teardown and answers once it is removing the
+// workspace, held there until release is called (at the latest when the
+// test ends); done gets the teardown's answer.
+func (f *fixture) teardownHeld(t *testing.T, c *envtest.Commands) (release func(), done <-chan *envapi.Response) {
+	t.Helper()
+	removing, held := make(chan struct{}), make(chan struct{})
+	var released sync.Once
+	release = func() { released.Do(func() { close(held) }) }
+	removeWorkspace = func(path string) error {
+		close(removing)
+		<-held
+		return removeTree(path)
+	}
+	t.Cleanup(func() {
+		release()
+		removeWorkspace = removeTree
+	})
+	answer := make(chan *envapi.Response, 1)
+	teardown := c.Teardown()
+	go func() {
+		_, _, resp, _ := envtest.Post(context.Background(), nil, f.url, "secret-token", teardown)
+		answer <- resp
+	}()
+	<-removing
+	return release, answer
 }
