@@ -102,25 +102,7 @@ func TestAppendStoppedPartWayIsCutBack(t *testing.T) {
 	for _, stop := range []string{"cancel", "deadline", "cancel-created"} {
 		t.Run(stop, func(t *testing.T) {
 			t.Parallel()
-			engine, image := testEngine(t)
-			host, hold := stdinHoldingEngine(t, engine.DaemonHost(), 64<<10)
-			cli, err := client.NewClientWithOpts(client.WithHost(host), client.WithAPIVersionNegotiation())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cli.Close() })
-			p, err := New(Config{Profiles: testProfiles(image), StateDir: t.TempDir(), Client: cli})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cleanupInstance(t, engine, p.Instance())
-			srv := httptest.NewServer(p.Handler(testToken))
-			t.Cleanup(srv.Close)
-			// The held stdin is let go before the server closes (cleanups
-			// run last first): Close waits for the append's request, which
-			// a test that failed part-way would leave waiting for stdin.
-			t.Cleanup(hold.release)
-			h := &harness{t: t, p: p, url: srv.URL, brain: envtest.NewBrain(t)}
+			h, hold := stdinHoldingHarness(t)
 			c := h.commands()
 			h.setup(c, "")
 			write := func(content string, appendTo bool, deadline *int64) envapi.Command {
@@ -223,4 +205,30 @@ func TestAppendStoppedPartWayIsCutBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stdinHoldingHarness is a harness whose provider reaches the Engine
+// through stdinHoldingEngine (64 KiB of each exec's stdin go through, the
+// rest is held until hold.release).
+func stdinHoldingHarness(t *testing.T) (*harness, *stdinHold) {
+	t.Helper()
+	engine, image := testEngine(t)
+	host, hold := stdinHoldingEngine(t, engine.DaemonHost(), 64<<10)
+	cli, err := client.NewClientWithOpts(client.WithHost(host), client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	p, err := New(Config{Profiles: testProfiles(image), StateDir: t.TempDir(), Client: cli})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanupInstance(t, engine, p.Instance())
+	srv := httptest.NewServer(p.Handler(testToken))
+	t.Cleanup(srv.Close)
+	// The held stdin is let go before the server closes (cleanups run
+	// last first): Close waits for the request of a command stopped
+	// part-way, which a test that failed would leave waiting for stdin.
+	t.Cleanup(hold.release)
+	return &harness{t: t, p: p, url: srv.URL, brain: envtest.NewBrain(t)}, hold
 }

@@ -3,12 +3,9 @@ package docker
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/docker/docker/client"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
@@ -20,22 +17,7 @@ import (
 // it was, and leaves no temporary file in the workspace.
 func TestWriteStoppedPartWayLeavesNoTemporaryFile(t *testing.T) {
 	t.Parallel()
-	engine, image := testEngine(t)
-	host, hold := stdinHoldingEngine(t, engine.DaemonHost(), 64<<10)
-	cli, err := client.NewClientWithOpts(client.WithHost(host), client.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	p, err := New(Config{Profiles: testProfiles(image), StateDir: t.TempDir(), Client: cli})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanupInstance(t, engine, p.Instance())
-	srv := httptest.NewServer(p.Handler(testToken))
-	t.Cleanup(srv.Close)
-	t.Cleanup(hold.release) // before the server closes: see TestAppendStoppedPartWayIsCutBack
-	h := &harness{t: t, p: p, url: srv.URL, brain: envtest.NewBrain(t)}
+	h, hold := stdinHoldingHarness(t)
 	c := h.commands()
 	h.setup(c, "")
 	write := func(content string) envapi.Command {
