@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -363,11 +364,21 @@ func anthropicMessagesOf(msgs []api.Message) ([]map[string]any, error) {
 				}
 				content = append(content, map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": input})
 			case api.BlockToolResult:
-				tr := map[string]any{"type": "tool_result", "tool_use_id": b.ToolUseID, "content": toolResultText(b.Content)}
+				text := toolResultText(b.Content)
+				failed := b.IsError != nil && *b.IsError
+				if failed && len(b.Media) == 0 && strings.TrimSpace(text) == "" {
+					// The API refuses a failed result without content:
+					// one with no text goes as its JSON text.
+					text = string(bytes.TrimSpace(b.Content))
+					if text == "" {
+						text = "null"
+					}
+				}
+				tr := map[string]any{"type": "tool_result", "tool_use_id": b.ToolUseID, "content": text}
 				if len(b.Media) > 0 {
 					parts := []map[string]any{}
-					if t := toolResultText(b.Content); t != "" {
-						parts = append(parts, map[string]any{"type": "text", "text": t})
+					if text != "" {
+						parts = append(parts, map[string]any{"type": "text", "text": text})
 					}
 					for _, md := range b.Media {
 						kind := "image"
@@ -378,7 +389,7 @@ func anthropicMessagesOf(msgs []api.Message) ([]map[string]any, error) {
 					}
 					tr["content"] = parts
 				}
-				if b.IsError != nil && *b.IsError {
+				if failed {
 					tr["is_error"] = true
 				}
 				content = append(content, tr)

@@ -148,7 +148,8 @@ type Config struct {
 // anthropic. Each client uses the session's API key (spec.APIKey, else
 // Config.DefaultAPIKeys) and model name (spec.Name); no key sends no
 // credential, which suits local servers; a key holding a control character
-// is refused (ErrInvalidSpec). A base URL must be http or https without user information.
+// is refused (ErrInvalidSpec), and one with spaces or tabs around it is
+// sent without them. A base URL must be http or https without user information.
 func New(cfg Config) (Providers, error) {
 	openaiBase, err := baseURL("OpenAIBaseURL", cfg.OpenAIBaseURL, DefaultOpenAIBaseURL)
 	if err != nil {
@@ -178,6 +179,11 @@ func New(cfg Config) (Providers, error) {
 		if err := checkKey(key); err != nil {
 			return transport{}, err
 		}
+		// Spaces and tabs around the key (pasted with it) are not part
+		// of it: a header value does not carry them, so the key the
+		// provider receives, and may echo, is the one without them, and
+		// that is the key errors are cleared of.
+		key = strings.Trim(key, " \t")
 		return transport{http: hc, base: base, key: key, limits: limits, propagate: cfg.Propagate}, nil
 	}
 	p := Default()

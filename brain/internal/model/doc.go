@@ -30,7 +30,8 @@
 // Every hosted call streams (server-sent events): text fragments reach the
 // caller's delta callback as they arrive, and the result is assembled from
 // the stream. The session's API key is the credential (Bearer for OpenAI,
-// x-api-key for Anthropic); it is removed from every error message, as
+// x-api-key for Anthropic), sent without the spaces or tabs a pasted key
+// may have around it; it is removed from every error message, as
 // sent and in the forms an echo may give it (JSON-escaped, URL-encoded),
 // and so is what is left of it where the error-body bound cut an echoed
 // key short; a key holding a control character (which no header can
@@ -45,13 +46,18 @@
 // Brain messages map to the dialect's turns: text, image and file blocks
 // (by URL), tool_use blocks to function calls, tool_result blocks to
 // function outputs (a JSON string content is sent as its value, other JSON
-// as text). Native blocks go back only to the dialect that produced them
+// as text; a failed result with no text goes to Anthropic as its JSON
+// text, "" or null, as the Messages API refuses a failed result without
+// content). Native blocks go back only to the dialect that produced them
 // (a Responses reasoning item without its id, as the message and function
 // calls after it go back without theirs). Anthropic user turns lead with
 // their tool_result blocks, and whitespace-only assistant text is left out,
-// as the Messages API requires. A Chat Completions tool call is told apart
-// by its index, or by a new id at an index already in use (Ollama numbers
-// every streamed call 0).
+// as the Messages API requires; Chat Completions tool messages follow the
+// assistant message that called, ahead of any message the transcript holds
+// between them, as Chat Completions requires. A tool's input schema that
+// names no type is sent with type "object", which every dialect requires.
+// A Chat Completions tool call is told apart by its index, or by a new id
+// at an index already in use (Ollama numbers every streamed call 0).
 // Stop reasons map to end_turn, tool_use, max_tokens, stop_sequence, refusal
 // or unknown; usage maps to input (uncached), cache read/creation, total
 // input, output and reasoning tokens. Options are checked per dialect

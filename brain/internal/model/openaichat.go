@@ -249,6 +249,7 @@ func (c *openAIChat) body(req Request) (map[string]any, error) {
 		}
 		msgs = append(msgs, more...)
 	}
+	msgs = toolMessagesNext(msgs)
 	body := map[string]any{
 		"model":          c.model,
 		"messages":       msgs,
@@ -283,6 +284,40 @@ func (c *openAIChat) body(req Request) (map[string]any, error) {
 		body[k] = v
 	}
 	return body, nil
+}
+
+// toolMessagesNext moves the tool messages that answer an assistant
+// message's tool calls to right after it, ahead of the messages between
+// them (a developer note, a user message written while the tools ran):
+// Chat Completions refuses an assistant message with tool_calls that is
+// not followed at once by a tool message for each call. The other
+// messages keep their order.
+func toolMessagesNext(msgs []map[string]any) []map[string]any {
+	out := make([]map[string]any, 0, len(msgs))
+	moved := make([]bool, len(msgs))
+	for i, m := range msgs {
+		if moved[i] {
+			continue
+		}
+		out = append(out, m)
+		calls, _ := m["tool_calls"].([]map[string]any)
+		if m["role"] != "assistant" || len(calls) == 0 {
+			continue
+		}
+		ids := map[string]bool{}
+		for _, c := range calls {
+			if id, ok := c["id"].(string); ok {
+				ids[id] = true
+			}
+		}
+		for j := i + 1; j < len(msgs) && msgs[j]["role"] != "assistant"; j++ {
+			if id, ok := msgs[j]["tool_call_id"].(string); ok && msgs[j]["role"] == "tool" && ids[id] && !moved[j] {
+				out = append(out, msgs[j])
+				moved[j] = true
+			}
+		}
+	}
+	return out
 }
 
 // chatMessages maps one Brain message to Chat Completions messages: tool

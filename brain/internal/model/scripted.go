@@ -29,7 +29,8 @@ type Script struct {
 	DelayMs int64 `json:"delay_ms,omitempty"`
 	// Fail makes the call fail with that provider error.
 	Fail *ScriptFailure `json:"fail,omitempty"`
-	// Stream delivers the answer as several live deltas first.
+	// Stream delivers the answer's text as several live deltas first
+	// (none for an answer without text).
 	Stream bool `json:"stream,omitempty"`
 }
 
@@ -135,8 +136,10 @@ func (Scripted) Call(ctx context.Context, req Request, onDelta func(Delta)) (Res
 	}
 	in, out := int64(len(req.Messages)), int64(len(strings.Fields(res.Message.Text())))
 	res.Usage = Usage{InputTokens: &in, OutputTokens: &out}
-	if script.Stream && onDelta != nil {
-		for _, part := range splitDeltas(res.Message.Text()) {
+	// An answer without text (tool calls, an empty reply) streams no
+	// fragment, as a provider's would not.
+	if text := res.Message.Text(); script.Stream && onDelta != nil && text != "" {
+		for _, part := range splitDeltas(text) {
 			if err := ctx.Err(); err != nil {
 				return Result{}, context.Cause(ctx)
 			}

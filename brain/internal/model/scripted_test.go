@@ -217,3 +217,19 @@ func TestScriptedToolCallMustNameATool(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptedStreamsNoEmptyDelta: a streamed answer with no text (tool
+// calls, an empty reply) sends no live delta, as a provider's stream of
+// such an answer carries no text fragment.
+func TestScriptedStreamsNoEmptyDelta(t *testing.T) {
+	for _, script := range []string{`{"stream":true,"tool_calls":[{"name":"echo","input":{"n":7}}]}`, `{"stream":true,"reply":""}`} {
+		var deltas []string
+		if _, err := (Scripted{}).Call(context.Background(), Request{Messages: []api.Message{user(script)}},
+			func(d Delta) { deltas = append(deltas, d.Text) }); err != nil {
+			t.Fatal(err)
+		}
+		if len(deltas) != 0 {
+			t.Errorf("%s: deltas %q, want none", script, deltas)
+		}
+	}
+}
