@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -125,11 +126,41 @@ func decodeStrict(b []byte, v any) error {
 	if err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return invalidField(fmt.Sprintf("field %q must be %s", te.Field, te.Type))
+			if te.Field == "" {
+				return invalidField("the request body must be " + jsonKind(te.Type))
+			}
+			return invalidField(fmt.Sprintf("field %q must be %s", te.Field, jsonKind(te.Type)))
 		}
 		return invalidField(cleanMessage(err.Error()))
 	}
 	return exactMembers(b, v)
+}
+
+// jsonKind names the JSON type a value decoded into t must have, as the
+// API's documents name it (not the server's Go type).
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another JSON type"
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another JSON type"
 }
 
 // exactMembers refuses a body decoded into v whose objects repeat a member
@@ -170,14 +201,24 @@ func sessionID(r *http.Request) (string, error) {
 	return id, nil
 }
 
+// query answers r's query values, or the 400 for a malformed query:
+// URL.Query drops what it cannot decode ("after=%zz" would read as no
+// cursor, "provider=%zz" as no filter), so a value the client sent would
+// be ignored.
+func query(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, badRequest("the query string is malformed")
+	}
+	return q, nil
+}
+
 // cursor answers the events cursor: the after query value, else
 // Last-Event-ID, else 0.
 func cursor(r *http.Request) (uint64, error) {
-	// URL.Query drops what it cannot decode ("after=%zz" would read as
-	// no cursor); a malformed query is refused instead.
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	q, err := query(r)
 	if err != nil {
-		return 0, badRequest("the query string is malformed")
+		return 0, err
 	}
 	if q.Has("after") {
 		n, err := strconv.ParseUint(q.Get("after"), 10, 64)
