@@ -25,17 +25,14 @@ const keySize = 32
 
 // loadKey reads the key file, or creates it with fresh random bytes.
 func loadKey(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err == nil {
-		if len(b) != keySize {
-			return nil, fmt.Errorf("envbind: key file %s holds %d bytes, want %d", path, len(b), keySize)
-		}
-		return b, nil
+	if path == "" {
+		return nil, errors.New("envbind: no key file named")
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("envbind: key file: %w", err)
+	key, err := readKey(path)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return key, err
 	}
-	key := make([]byte, keySize)
+	key = make([]byte, keySize)
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("envbind: key: %w", err)
 	}
@@ -45,12 +42,32 @@ func loadKey(path string) ([]byte, error) {
 	}
 	// Exclusive: when another process created the key first, keep its key.
 	if err := fsutil.WriteFileExclusive(path, key, 0o600); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return loadKey(path)
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("envbind: write key file: %w", err)
 		}
-		return nil, fmt.Errorf("envbind: write key file: %w", err)
+		// Read once more: a name that exists yet cannot be read (a
+		// symbolic link to nothing) is an error, not a race to wait out.
+		if key, err = readKey(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("envbind: key file %s exists but names no file (a symbolic link to nothing?): %w", path, err)
+		}
+		return key, err
 	}
 	return key, nil
+}
+
+// readKey reads the key file at path.
+func readKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("envbind: key file: %w", err)
+	}
+	if len(b) != keySize {
+		return nil, fmt.Errorf("envbind: key file %s holds %d bytes, want %d", path, len(b), keySize)
+	}
+	return b, nil
 }
 
 // reporterToken derives the reporter token of a binding.
