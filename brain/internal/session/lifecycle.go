@@ -24,7 +24,7 @@ func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionReque
 		return bad("model needs a provider and a name without whitespace")
 	}
 	if err := e.checkModel(req); err != nil {
-		return bad("model: %w", err)
+		return bad("%w", err) // the model package names itself
 	}
 	if req.Agentloop == nil {
 		req.Agentloop = &api.Agentloop{}

@@ -115,6 +115,9 @@ func TestCreateRefusesAModelItCannotCall(t *testing.T) {
 			if req.Model.APIKey != "" && strings.Contains(err.Error(), req.Model.APIKey) {
 				t.Fatalf("the error names the key: %v", err)
 			}
+			if strings.Count(err.Error(), "model:") != 1 {
+				t.Errorf("the error = %q, want the model named once", err)
+			}
 		})
 	}
 	sessions, err := h.engine.List(context.Background())
