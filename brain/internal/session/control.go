@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
@@ -401,7 +402,7 @@ func (s *sess) deleteEnvLocked(ctx context.Context, c controller, ref *envapi.En
 		}
 		receipt, seq, err := s.envOpErrLocked(ctx, ref.Name, envapi.Teardown())
 		if err != nil {
-			return nil, &EnvironmentError{Code: api.FailureUnknown, Message: err.Error(), Sequence: seq}
+			return nil, operationError(err, seq)
 		}
 		if e := receiptError(receipt, seq); e != nil {
 			return nil, e
@@ -473,9 +474,16 @@ func (s *sess) callLocked(ctx context.Context, c controller, ref api.Environment
 	if err != nil {
 		return nil, err
 	}
-	receipt, seq, err := s.envOpErrLocked(ctx, ref.Name, envapi.Call(method, in))
+	var replaced []journal.Record
+	if spec != nil && spec.Effect == "replace" {
+		// A call that ends well makes the environment a new incarnation
+		// (old references and the old reporter stop working), recorded
+		// in the same append as the call's end.
+		replaced = append(replaced, rec(kindEnvironmentReplaced, envUpdated{Environment: ref}))
+	}
+	receipt, seq, err := s.envOpErrLocked(ctx, ref.Name, envapi.Call(method, in), replaced...)
 	if err != nil {
-		return nil, &EnvironmentError{Code: api.FailureUnknown, Message: err.Error(), Sequence: seq}
+		return nil, operationError(err, seq)
 	}
 	if e := receiptError(receipt, seq); e != nil {
 		return nil, e
@@ -488,13 +496,6 @@ func (s *sess) callLocked(ctx context.Context, c controller, ref api.Environment
 		out = receipt.Data
 	}
 	out = orNullJSON(out)
-	if spec != nil && spec.Effect == "replace" {
-		// The environment is a new incarnation: old references and the
-		// old reporter stop working.
-		if _, err := s.commitLocked(rec(kindEnvironmentReplaced, envUpdated{Environment: ref})); err != nil {
-			return nil, err
-		}
-	}
 	if spec != nil && len(spec.OutputSchema) > 0 {
 		if schema, err := s.e.schemas.get(spec.OutputSchema); err == nil {
 			if err := schema.Validate(out); err != nil {

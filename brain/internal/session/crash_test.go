@@ -46,6 +46,9 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("crash child only")
 	}
+	if mode == "replace" {
+		crashReplaceChild(t, dir, id)
+	}
 	var n atomic.Int64
 	h := openHarness(t, dir, Config{Models: countingModels(&n, true)}, map[string]string{"box": "hang"})
 	h.envs.onOp = func(op Operation) { fmt.Fprintln(os.Stdout, crashToken+string(op.Request.Type)) }

@@ -50,7 +50,9 @@
 // An activation that fails or is cancelled leaves the events it was handed
 // pending and starts nothing itself (no automatic retry): the next
 // activation, woken by a newer actionable record or started by a message,
-// is handed them again. Engine.Interrupt records a private
+// is handed them again (the rule is folded from the journal, so it holds
+// after the session is passivated or the process restarts).
+// Engine.Interrupt records a private
 // _session_interrupted (so does a restart that closed a turn or a tool
 // call; one that closed only environment operations, such as a turn-end
 // release, does not): from it
@@ -100,7 +102,10 @@
 // (conflict otherwise); an extension may not replace its own environment
 // or the agentloop's bootstrap environment; a successful replace records
 // _environment_replaced, whose sequence is the binding's new incarnation
-// (old references and the old reporter stop working). A setup, detach or
+// (old references and the old reporter stop working), in the append of
+// the call's environment_call_ended. An operation whose terminal record
+// cannot be written answers its caller the journal's error, not the
+// receipt, and is closed as failed when the session reloads. A setup, detach or
 // teardown whose outcome is unknown leaves the binding unknown with that
 // operation pending (EnvironmentView.pending_operation), its template
 // capacity still taken, until an actionable observation {scope:

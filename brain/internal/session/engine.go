@@ -111,13 +111,9 @@ type sess struct {
 	wake    *time.Timer
 	wakeGen uint64 // arming count of wake, told to its callback
 	idle    *time.Timer
-	// heldThrough is the newest actionable record a failed activation
-	// was handed: the batch it left pending wakes no activation of its
-	// own, only a newer actionable record or a message does.
-	heldThrough uint64
-	client      model.Client
-	creds       map[string]string // environment credentials read from Secrets
-	evicted     bool
+	client  model.Client
+	creds   map[string]string // environment credentials read from Secrets
+	evicted bool
 	// faulted: a commit failed, so the state in memory is ahead of the
 	// journal; the session is evicted as soon as nothing runs, whatever
 	// its retention, and reloaded from the journal on next use.

@@ -102,3 +102,43 @@ func TestMessageGetsBatchOfFailedActivation(t *testing.T) {
 		t.Fatalf("activations were handed %v, want %v", handed, want)
 	}
 }
+
+// The rule outlives passivation: a failed event activation's batch is not
+// retried by a session that left memory meanwhile and is woken by
+// something that is no newer actionable record (a replace, which wakes
+// the loop when it is done).
+func TestFailedEventActivationIsNotRetriedAfterPassivation(t *testing.T) {
+	var runs atomic.Int64
+	loops := map[string]agentloop.Func{"flaky": func(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.TurnOutput, error) {
+		if in.Input == nil && runs.Add(1) == 1 {
+			return api.TurnOutput{}, errors.New("the first event activation fails")
+		}
+		return api.TurnOutput{}, nil
+	}}
+	h := newHarness(t, Config{Loops: testLoops(loops)}, map[string]string{"box": "echo"})
+	req := toolSession("echo")
+	req.Environments[0].Methods = replaceMethods
+	req.Agentloop = testLoop("flaky")
+	id := h.create(req)
+	ctx := context.Background()
+	seq, err := h.engine.Report(ctx, id, api.EnvironmentRef{Name: "box", Sequence: 1}, Report{Type: ReportResult,
+		Output: json.RawMessage(`{"observation":{"scope":"resource","resource":"r","code":"lost","message":"m"}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitEvent(id, seq, api.KindActivationFailed)
+	for deadline := time.Now().Add(10 * time.Second); h.engine.Active() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the session was not passivated after its failed activation")
+		}
+	}
+	if _, err := h.engine.CallEnvironment(ctx, id, "box", "reset", json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	after := uint64(len(h.records(id)))
+	time.Sleep(CoalesceWindow + 150*time.Millisecond)
+	if started := ofKind(h.records(id)[after:], api.KindActivationStarted); len(started) != 0 || runs.Load() != 1 {
+		t.Fatalf("the failed batch was retried after the replace: %v", kinds(h.records(id)))
+	}
+	h.noActivationAfter(id, after, "after a replace")
+}

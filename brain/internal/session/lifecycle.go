@@ -313,8 +313,9 @@ func (s *sess) envOpLocked(ctx context.Context, name string, req envapi.Request,
 }
 
 // envOpErrLocked is envOpLocked answering the receipt, the started
-// sequence and the error that prevented a receipt.
-func (s *sess) envOpErrLocked(ctx context.Context, name string, req envapi.Request) (envapi.Receipt, uint64, error) {
+// sequence and the error that prevented a receipt. onEnded are committed
+// in the one append of the *_ended record, when the operation ends well.
+func (s *sess) envOpErrLocked(ctx context.Context, name string, req envapi.Request, onEnded ...journal.Record) (envapi.Receipt, uint64, error) {
 	decl, binding := s.declLocked(name)
 	prefix := map[envapi.RequestType]string{
 		envapi.RequestSetup: "environment_setup", envapi.RequestDetach: "environment_detach",
@@ -335,26 +336,61 @@ func (s *sess) envOpErrLocked(ctx context.Context, name string, req envapi.Reque
 	if derr != nil {
 		f := failed(prefix+"_failed", api.Failure{Code: api.FailureUnknown, Message: derr.Error(), Ambiguous: true, Sequence: seq})
 		if errors.Is(derr, ErrInvalidReceipt) {
-			_, _ = s.commitLocked(f)
+			_ = s.endOpLocked(f)
 		} else {
-			_, _ = s.commitLocked(rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: name, Sequence: seq, Message: derr.Error()}), f)
+			_ = s.endOpLocked(rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: name, Sequence: seq, Message: derr.Error()}), f)
 		}
 		return envapi.Receipt{}, seq, derr
 	}
+	var end []journal.Record
 	switch receipt.Type {
 	case envapi.ReceiptFailure:
-		_, _ = s.commitLocked(failed(prefix+"_failed", api.Failure{
+		end = append(end, failed(prefix+"_failed", api.Failure{
 			Code: receipt.Code, Message: receipt.Message, Retryable: receipt.Retryable, Details: receipt.Details, Sequence: seq,
 		}))
-		return receipt, seq, nil
 	case envapi.ReceiptUnknown:
-		_, _ = s.commitLocked(failed(prefix+"_failed", api.Failure{
+		end = append(end, failed(prefix+"_failed", api.Failure{
 			Code: api.FailureUnknown, Message: receipt.Message, Ambiguous: true, Sequence: seq,
 		}))
-		return receipt, seq, nil
+	default:
+		end = append([]journal.Record{rec(prefix+"_ended", envEnded{Sequence: seq, Receipt: receipt})}, onEnded...)
 	}
-	_, _ = s.commitLocked(rec(prefix+"_ended", envEnded{Sequence: seq, Receipt: receipt}))
+	if err := s.endOpLocked(end...); err != nil {
+		// The operation's outcome is not durable: nobody is answered
+		// it, and the reload closes it as failed with the fault.
+		return envapi.Receipt{}, seq, &endError{err: err}
+	}
 	return receipt, seq, nil
+}
+
+// endError is the failure to commit the terminal record of an operation
+// the environment answered.
+type endError struct{ err error }
+
+func (e *endError) Error() string { return e.err.Error() }
+func (e *endError) Unwrap() error { return e.err }
+
+// operationError answers the error a caller of an environment operation
+// sees for err, the error that left the operation without a receipt: the
+// journal's own error when the operation's end could not be committed,
+// else an unknown outcome of operation seq.
+func operationError(err error, seq uint64) error {
+	if ee := (*endError)(nil); errors.As(err, &ee) {
+		return ee.err
+	}
+	return &EnvironmentError{Code: api.FailureUnknown, Message: err.Error(), Sequence: seq}
+}
+
+// endOpLocked commits the terminal records of an operation that was
+// delivered. When they cannot be written, the operation stays open in
+// memory only: the session is marked faulted, so that it goes once
+// nothing runs and its reload closes the operation from the journal.
+func (s *sess) endOpLocked(recs ...journal.Record) error {
+	_, err := s.commitLocked(recs...)
+	if err != nil {
+		s.faulted = true
+	}
+	return err
 }
 
 // envBusyLocked counts an environment operation delivered outside the

@@ -136,6 +136,14 @@ type stateTail struct {
 	// Interrupted holds automatic activations back until the next
 	// message: set by _session_interrupted, cleared by turn_started.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Handed is the newest actionable record handed to the running
+	// activation (its activation_started events). Held is the newest
+	// handed to an activation that failed: the batch it left pending
+	// wakes no activation of its own, only a newer actionable record or
+	// a message does. Both are folded, so that the rule outlives
+	// passivation and restarts.
+	Handed uint64 `json:"handed,omitempty"`
+	Held   uint64 `json:"held,omitempty"`
 }
 
 func newState() *state {
@@ -209,9 +217,12 @@ func (st *state) fold(r journal.Record, k *known) error {
 		st.Status, st.Turn = api.StatusIdle, 0
 		st.held = nil
 	case api.KindActivationStarted:
-		st.Activation = r.Sequence
+		st.Activation, st.Handed = r.Sequence, 0
+		for _, seq := range p.Events {
+			st.Handed = max(st.Handed, seq)
+		}
 	case api.KindActivationEnded:
-		st.Activation = 0
+		st.Activation, st.Handed = 0, 0
 		st.held = nil
 		if p.DeliveredThrough > st.Delivered {
 			st.Delivered = p.DeliveredThrough
@@ -229,7 +240,8 @@ func (st *state) fold(r journal.Record, k *known) error {
 			}
 		}
 	case api.KindActivationFailed:
-		st.Activation = 0
+		st.Held = max(st.Held, st.Handed)
+		st.Activation, st.Handed = 0, 0
 		st.held = nil
 	case api.KindSessionEndStarted:
 		st.Status = api.StatusEnding
@@ -484,12 +496,14 @@ type foldPayload struct {
 		OnTurnEnd string `json:"on_turn_end"`
 	} `json:"receipt"`
 	DeliveredThrough uint64 `json:"delivered_through"`
+	// Events are the actionable records an activation is handed.
+	Events []uint64 `json:"events"`
 }
 
 // needsPayload reports kinds whose fold reads more than a sequence.
 func needsPayload(kind string) bool {
 	switch kind {
-	case api.KindKVSet, api.KindKVDelete, api.KindActivationEnded,
+	case api.KindKVSet, api.KindKVDelete, api.KindActivationStarted, api.KindActivationEnded,
 		api.KindEnvironmentSetupStarted, api.KindEnvironmentSetupEnded, api.KindEnvironmentCallStarted,
 		api.KindEnvironmentDetachStarted, api.KindEnvironmentTeardownStarted,
 		api.KindEnvironmentSetupFailed, api.KindEnvironmentDetachFailed, api.KindEnvironmentTeardownFailed:

@@ -421,20 +421,20 @@ func (s *sess) deliverCancel(op Operation) {
 	s.closeControllerLocked(cancelSeq)
 	switch {
 	case errors.Is(err, ErrInvalidReceipt):
-		_, _ = s.commitLocked(failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: err.Error(), Ambiguous: true, Sequence: cancelSeq}))
+		_ = s.endOpLocked(failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: err.Error(), Ambiguous: true, Sequence: cancelSeq}))
 	case err != nil:
-		_, _ = s.commitLocked(
+		_ = s.endOpLocked(
 			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: op.Environment, Sequence: cancelSeq, Message: err.Error()}),
 			failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: err.Error(), Ambiguous: true, Sequence: cancelSeq}))
 	case receipt.Type == envapi.ReceiptFailure:
-		_, _ = s.commitLocked(failed(api.KindToolCancelFailed, api.Failure{Code: receipt.Code, Message: receipt.Message, Retryable: receipt.Retryable, Details: receipt.Details, Sequence: cancelSeq}))
+		_ = s.endOpLocked(failed(api.KindToolCancelFailed, api.Failure{Code: receipt.Code, Message: receipt.Message, Retryable: receipt.Retryable, Details: receipt.Details, Sequence: cancelSeq}))
 	case receipt.Type == envapi.ReceiptUnknown:
 		// The provider cannot tell whether the invocation stopped: the
 		// cancel's outcome is unknown (an explicit unknown is no sign of
 		// an unreachable environment).
-		_, _ = s.commitLocked(failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: receipt.Message, Ambiguous: true, Sequence: cancelSeq}))
+		_ = s.endOpLocked(failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: receipt.Message, Ambiguous: true, Sequence: cancelSeq}))
 	default:
-		_, _ = s.commitLocked(rec(api.KindToolCancelEnded, envEnded{Sequence: cancelSeq, Receipt: receipt}))
+		_ = s.endOpLocked(rec(api.KindToolCancelEnded, envEnded{Sequence: cancelSeq, Receipt: receipt}))
 	}
 }
 

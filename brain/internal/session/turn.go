@@ -410,9 +410,6 @@ func (s *sess) endRecordsLocked(a *activation, out api.TurnOutput, loopErr error
 			recs = append(recs, failed(api.KindTurnFailed, api.Failure{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn}))
 		}
 		turnErr = &TurnError{Code: code, Message: msg, Retryable: retryable, Sequence: a.turn, Err: loopErr}
-		for _, seq := range a.batch {
-			s.heldThrough = max(s.heldThrough, seq)
-		}
 	}
 	if a.ride != nil && a.turn != 0 {
 		// The answer rides the turn's end, before it, so that the end
@@ -609,7 +606,7 @@ func (s *sess) stopWakeLocked() {
 // itself (no automatic retry).
 func (s *sess) wakeDueLocked() bool {
 	n := len(s.st.Actionable)
-	return n > 0 && s.st.Actionable[n-1] > s.heldThrough
+	return n > 0 && s.st.Actionable[n-1] > s.st.Held
 }
 
 // fireWake starts the event-triggered activation the timer armed as

@@ -1,0 +1,138 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/envsdk/envapi"
+)
+
+// fillOnCall is an Environments whose environment calls answer a result
+// after making the journal's writes fail, as a disk that filled up while
+// the call ran.
+type fillOnCall struct {
+	f     *fakeEnvs
+	store *failingStore
+}
+
+func (c *fillOnCall) Deliver(ctx context.Context, op Operation) (envapi.Receipt, error) {
+	if op.Request.Type == envapi.RequestCall {
+		c.f.record(op)
+		c.store.failing.Store(true)
+		return envapi.Result(json.RawMessage(`{"rows":3}`)), nil
+	}
+	return c.f.Deliver(ctx, op)
+}
+
+// An environment call whose end cannot be written answers its caller the
+// write failure, not the provider's output (the journal would later say
+// the call's outcome is unknown), and the call is closed once writes
+// succeed again, also in a session kept in memory between requests.
+func TestEnvironmentCallEndNotWritten(t *testing.T) {
+	fs, err := journal.OpenFileStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failingStore{Store: fs}
+	envs := &fillOnCall{f: newFakeEnvs(map[string]string{"box": "echo"}), store: store}
+	h := &harness{t: t, store: store, envs: envs.f, secret: NewMemSecrets()}
+	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: envs}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.close)
+	keep := int64(0)
+	id := h.create(api.CreateSessionRequest{IdleTTLMs: &keep, Environments: []api.Environment{{Name: "box", Driver: api.DriverHTTP, URL: "http://127.0.0.1:1"}}})
+	ctx := context.Background()
+
+	out, err := h.engine.CallEnvironment(ctx, id, "box", "work", json.RawMessage(`{}`))
+	if !errors.Is(err, journal.ErrWrite) {
+		t.Fatalf("call whose end was not written = %s, %v; want an error wrapping journal.ErrWrite", out, err)
+	}
+	store.failing.Store(false)
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "next"}); err != nil {
+		t.Fatalf("turn after writes came back: %v", err)
+	}
+	recs := h.records(id)
+	started := ofKind(recs, api.KindEnvironmentCallStarted)
+	if len(started) != 1 {
+		t.Fatalf("%d environment_call_started, want 1: %v", len(started), kinds(recs))
+	}
+	var closed bool
+	for _, r := range ofKind(recs, api.KindEnvironmentCallFailed) {
+		f := decode[api.Failure](t, r.Data)
+		if f.Sequence != started[0].Sequence {
+			continue
+		}
+		closed = true
+		if !f.Ambiguous || strings.Contains(f.Message, "restart") || !strings.Contains(f.Message, "could not be written") {
+			t.Errorf("environment_call_failed %+v, want an ambiguous journal write failure", f)
+		}
+	}
+	if !closed || len(ofKind(recs, api.KindEnvironmentCallEnded)) != 0 {
+		t.Fatalf("environment call %d not closed as failed: %v", started[0].Sequence, kinds(recs))
+	}
+}
+
+// failOnce fails the first append holding a record of kind with
+// journal.ErrWrite, as a disk full for that one commit.
+type failOnce struct {
+	journal.Store
+	kind   string
+	failed atomic.Bool
+}
+
+func (f *failOnce) Append(ctx context.Context, session string, expectedNext uint64, records []journal.Record) error {
+	for _, r := range records {
+		if r.Kind == f.kind && f.failed.CompareAndSwap(false, true) {
+			return fmt.Errorf("%w: no space left on device", journal.ErrWrite)
+		}
+	}
+	return f.Store.Append(ctx, session, expectedNext, records)
+}
+
+// A tool cancel whose end cannot be written is closed once writes succeed
+// again, also in a session kept in memory between requests.
+func TestToolCancelEndNotWritten(t *testing.T) {
+	fs, err := journal.OpenFileStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failOnce{Store: fs, kind: api.KindToolCancelEnded}
+	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "hang"}), secret: NewMemSecrets()}
+	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs, IdleTTL: KeepIdle}); err != nil {
+		t.Fatal(err)
+	}
+	h.envs.engine = h.engine
+	t.Cleanup(h.close)
+	id := h.create(toolSession("hang"))
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})})
+		done <- err
+	}()
+	h.waitEvent(id, 0, api.KindToolCallStarted)
+	if err := h.engine.Interrupt(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if !store.failed.Load() {
+		t.Fatal("the cancel's end was never committed")
+	}
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "next"}); err != nil {
+		t.Fatal(err)
+	}
+	recs := h.records(id)
+	started := ofKind(recs, api.KindToolCancelStarted)
+	closed := ofKind(recs, api.KindToolCancelFailed)
+	if len(started) != 1 || len(closed) != 1 || decode[api.Failure](t, closed[0].Data).Sequence != started[0].Sequence {
+		t.Fatalf("cancel not closed as failed: %v", kinds(recs))
+	}
+}
