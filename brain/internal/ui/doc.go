@@ -4,7 +4,9 @@
 // The page is plain HTML, CSS and JavaScript with no build step. It talks
 // to the session API of the same origin only: it asks the operator for the
 // bearer token, keeps it in the tab's sessionStorage and sends it in the
-// Authorization header of every request, never in a URL. It lists the
+// Authorization header of every request, never in a URL (a Brain that
+// serves without a token, on a loopback address, answers the page's first
+// read made without one, and the page then asks for none). It lists the
 // sessions with their status and shows one session's timeline (turns,
 // activations, model calls, tool calls and environment operations with
 // their durations and outcomes, extension events and observations with
@@ -36,7 +38,9 @@
 // however many chunks it arrives: each chunk is searched once for the end
 // of a record. The session's status is read again as its records arrive,
 // and its transcript whenever its tab is shown and, while it shows, as
-// the records that change it arrive (not while it is hidden); an answer
+// the records that change it arrive (not while it is hidden), each at
+// most 150 ms after a record that changes it, however steadily records
+// stream (the pager's counts likewise); an answer
 // that a later read overtook is not shown over the newer one. The error
 // of a read that failed (of the status, the transcript, a page of events
 // or the earlier records the environments are folded from) shows until a
@@ -51,7 +55,9 @@
 // half a second, then after waits that double up to eight seconds, and
 // so is one of the transcript while its tab shows, so that neither stays
 // stale when no record comes to read it again. The session list is refreshed in place, so
-// that the keyboard focus stays where it was. The timeline and the events table
+// that the keyboard focus stays where it was. A session's views are a tab
+// list: only the selected tab is in the Tab sequence, and the arrow keys,
+// Home and End select the tab they move to. The timeline and the events table
 // show a window of the events: a session opens at its newest 500 (its
 // stream starts there), the window holds at most 1000 while it follows,
 // and older and newer pages are read from the events API on demand (a
@@ -66,7 +72,9 @@
 // tab shows, or as the session opens if their tab is the one selected
 // (until then the page holds at most 1000 of the records it
 // streams for them, and reads the others with the earlier ones; a fold
-// whose read fails starts afresh the next time the tab shows). It also shows the transcript and the environments with their
+// whose read fails starts afresh the next time the tab shows). The events
+// table says when each record was recorded: its date and time in the
+// browser's time zone, titled with the time in UTC. It also shows the transcript and the environments with their
 // bindings, and it can send a message (asynchronously, with a fresh
 // Idempotency-Key; one at a time per session, Send is disabled while it
 // is sent; a message whose outcome stayed unknown, no answer or a 5xx,

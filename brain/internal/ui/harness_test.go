@@ -28,8 +28,28 @@ import (
 // "model" makes it call the session's model once instead, and "phases"
 // makes it emit extension events named like Brain's own records (see
 // emitPhases). The message "blob N" makes it emit one "blob" event whose
-// text is N characters of "abcdefghij" repeated.
+// text is N characters of "abcdefghij" repeated, and "paced N" makes it
+// emit N "progress" events 20 ms apart, as a tool's output streams.
 func emitLoop(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.TurnOutput, error) {
+	if in.Input != nil && strings.HasPrefix(in.Input.Message, "paced ") {
+		n, err := strconv.Atoi(strings.TrimPrefix(in.Input.Message, "paced "))
+		if err != nil {
+			return api.TurnOutput{}, err
+		}
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for i := range n {
+			select {
+			case <-ctx.Done():
+				return api.TurnOutput{}, ctx.Err()
+			case <-tick.C:
+			}
+			if _, err := svc.Emit(ctx, "progress", json.RawMessage(`{"i":`+strconv.Itoa(i)+`}`)); err != nil {
+				return api.TurnOutput{}, err
+			}
+		}
+		return api.TurnOutput{Result: json.RawMessage(`"done"`)}, nil
+	}
 	if in.Input != nil && strings.HasPrefix(in.Input.Message, "blob ") {
 		n, err := strconv.Atoi(strings.TrimPrefix(in.Input.Message, "blob "))
 		if err != nil {
@@ -121,10 +141,11 @@ func serveWithModels(t *testing.T, token string, heartbeat time.Duration, models
 }
 
 // serveOn is serveWithModels listening on what listen makes of the test
-// server's listener (nil: that listener).
-func serveOn(t *testing.T, listen func(net.Listener) net.Listener, token string, heartbeat time.Duration, models model.Opener) *inProcess {
+// server's listener (nil: that listener), its engine configured further
+// by each of configure.
+func serveOn(t *testing.T, listen func(net.Listener) net.Listener, token string, heartbeat time.Duration, models model.Opener, configure ...func(*session.Config)) *inProcess {
 	t.Helper()
-	eng, err := session.New(session.Config{
+	cfg := session.Config{
 		Store:   journal.NewMemStore(),
 		IdleTTL: session.KeepIdle,
 		Models:  models,
@@ -134,7 +155,11 @@ func serveOn(t *testing.T, listen func(net.Listener) net.Listener, token string,
 			}
 			return emitLoop, nil
 		},
-	})
+	}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	eng, err := session.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +264,9 @@ type browser struct {
 	ctx context.Context
 }
 
-func newBrowser(t *testing.T, timeout time.Duration) *browser {
+// newBrowser opens a tab of a headless Chromium started with the options
+// more as well.
+func newBrowser(t *testing.T, timeout time.Duration, more ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	exe := chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -250,6 +277,7 @@ func newBrowser(t *testing.T, timeout time.Duration) *browser {
 		chromedp.WindowSize(1280, 900),
 		chromedp.UserDataDir(t.TempDir()),
 	)
+	opts = append(opts, more...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)
 	ctx, cancelCtx := chromedp.NewContext(actx)

@@ -92,6 +92,20 @@ function fmtTime(ms) {
   return d.toLocaleTimeString(undefined, { hour12: false }) + '.' + String(d.getMilliseconds()).padStart(3, '0');
 }
 
+// recordedAt shows when a record was recorded: its date and time in the
+// browser's time zone (the records of a session that runs for days are
+// not told apart by their time of day alone), titled with the time in
+// UTC.
+function recordedAt(ms) {
+  const d = new Date(ms);
+  const two = (n) => String(n).padStart(2, '0');
+  const t = el('time', null, d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + ' ' +
+    two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds()) + '.' + String(d.getMilliseconds()).padStart(3, '0'));
+  t.dateTime = d.toISOString();
+  t.title = d.toISOString() + ' (UTC)';
+  return t;
+}
+
 function originText(o) {
   if (!o) return 'brain';
   if (o.kind === 'environment' && o.environment) return 'environment ' + o.environment.name + ' #' + o.environment.sequence;
@@ -122,16 +136,36 @@ function shows(id) { return view instanceof SessionView && view.id === id; }
 
 function show(id) {
   for (const s of ['login', 'list', 'session']) $(s).hidden = s !== id;
-  $('forget').hidden = token() === null;
+  // A Brain that serves without a token leaves none to forget.
+  $('forget').hidden = !token();
 }
 
 function forget(why) {
+  const none = token() === '';
   sessionStorage.removeItem(TOKEN_KEY);
   if (view) view.stop();
   view = null;
+  // Brain served without a token before, and asks for one now.
+  if (none && why) why = 'This Brain now asks for its operator token.';
   $('login-error').textContent = why || '';
   show('login');
   $('token').focus();
+}
+
+// needsNoToken asks Brain for its sessions without a token: a Brain that
+// serves without authentication (on a loopback address) answers, and
+// then the page needs no token and shows the sessions at once. A Brain
+// that needs one refuses, and the page asks the operator for it.
+async function needsNoToken() {
+  let open = false;
+  try {
+    const r = await fetch('/v1/sessions', { cache: 'no-store', signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
+    open = r.ok;
+  } catch (_) { /* asked for a token, as before */ }
+  if (open && token() === null && view === null) {
+    sessionStorage.setItem(TOKEN_KEY, '');
+    route();
+  }
 }
 
 function route() {
@@ -139,6 +173,7 @@ function route() {
   view = null;
   if (token() === null) {
     show('login');
+    needsNoToken();
     return;
   }
   const m = location.hash.match(/^#\/s\/([A-Za-z0-9_]+)$/);
@@ -258,6 +293,12 @@ const ENV_HELD = 1000;
 const RETRY_MS = 500;
 const RETRY_MAX_MS = 8000;
 
+// The status, the transcript and the pager are shown again at most
+// SOON_MS after a record that changes them arrives, with at most REREADS
+// reads of each under way at once.
+const SOON_MS = 150;
+const REREADS = 2;
+
 // transcriptShown reports whether the transcript tab shows.
 function transcriptShown() { return !$('tab-transcript').hidden; }
 
@@ -303,6 +344,13 @@ class SessionView {
     this.waits = { summary: 0, transcript: 0 };
     this.retryTimer = null;
     this.pagerTimer = null;
+    // Whether a record has asked for a read of each (or for the pager)
+    // that is not done yet.
+    this.soon = { summary: false, transcript: false, pager: false };
+    // The reads of each under way, and whether a record asked for
+    // another while REREADS were.
+    this.busy = { summary: 0, transcript: 0 };
+    this.dirty = { summary: false, transcript: false };
     show('session');
     $('sid').textContent = id;
     $('status').textContent = '';
@@ -398,14 +446,15 @@ class SessionView {
   // failed: after RETRY_MS, the wait doubling up to RETRY_MAX_MS while
   // reads fail, so that what shows does not stay stale when no record
   // comes to read it again. A record that asks for a read first takes
-  // its place. The transcript is read again only while its tab shows.
+  // its place, and one that has asked for a read leaves none to add. The
+  // transcript is read again only while its tab shows.
   again(what) {
-    if (this.gone) return;
+    if (this.gone || this.soon[what]) return;
     const wait = this.waits[what] = this.waits[what] ? Math.min(2 * this.waits[what], RETRY_MAX_MS) : RETRY_MS;
     const key = what + 'Timer';
     clearTimeout(this[key]);
     this[key] = setTimeout(() => {
-      if (what !== 'transcript' || transcriptShown()) this[what]();
+      if (what !== 'transcript' || transcriptShown()) this.reread(what);
     }, wait);
   }
 
@@ -451,10 +500,47 @@ class SessionView {
     $('action-error').textContent = 'Session ' + this.id + ' does not exist (it may have been deleted).';
   }
 
+  // later reads the status or the transcript again, or shows the pager
+  // again, SOON_MS after a record asks for it. The records that ask
+  // meanwhile are served by the same read rather than put it off, so
+  // that while records stream steadily what shows keeps up with them.
   later(what) {
+    if (this.soon[what]) return;
     const key = what + 'Timer';
     clearTimeout(this[key]);
-    this[key] = setTimeout(() => this[what](), 150);
+    this.soon[what] = true;
+    this[key] = setTimeout(() => {
+      this.soon[what] = false;
+      this.reread(what);
+    }, SOON_MS);
+  }
+
+  // reread reads the status or the transcript again, or shows the pager
+  // again. At most REREADS reads of the same are under way at once (one
+  // that is slow does not hold back the next); past that it is read again
+  // once one of them is over, so that a server slow to answer is not
+  // sent a read for every few records, nor the page's connections taken
+  // up by them.
+  async reread(what) {
+    if (what === 'pager') {
+      this.pager();
+      return;
+    }
+    if (what === 'transcript' && !transcriptShown()) return;
+    if (this.busy[what] >= REREADS) {
+      this.dirty[what] = true;
+      return;
+    }
+    this.busy[what]++;
+    try {
+      await this[what]();
+    } finally {
+      this.busy[what]--;
+    }
+    if (this.dirty[what] && !this.stopped && !this.gone) {
+      this.dirty[what] = false;
+      this.later(what);
+    }
   }
 
   async transcript() {
@@ -1008,7 +1094,9 @@ class SessionView {
     const pre = el('pre', null, JSON.stringify(ev.data, null, 1));
     const td = el('td');
     td.append(pre);
-    tr.append(el('td', 'mono', ev.sequence), el('td', 'mono', fmtTime(ev.recorded_at_ms)),
+    const at = el('td', 'mono');
+    at.append(recordedAt(ev.recorded_at_ms));
+    tr.append(el('td', 'mono', ev.sequence), at,
       el('td', 'mono', ev.event_type), el('td', 'origin', originText(ev.origin)), td);
     $('events').tBodies[0].append(tr);
   }
@@ -1293,17 +1381,39 @@ document.addEventListener('DOMContentLoaded', () => {
       failed(id, 'cancel: ' + e.message);
     }
   });
-  for (const b of document.querySelectorAll('.tabs button')) {
+  // The tabs are a tab list: only the selected tab is in the Tab
+  // sequence, and the arrow keys, Home and End select the tab they move
+  // the focus to.
+  const tabs = Array.from(document.querySelectorAll('.tabs button'));
+  for (const b of tabs) {
+    b.tabIndex = b.classList.contains('active') ? 0 : -1;
     b.addEventListener('click', () => {
-      for (const o of document.querySelectorAll('.tabs button')) {
+      for (const o of tabs) {
         o.classList.toggle('active', o === b);
         o.setAttribute('aria-selected', String(o === b));
+        o.tabIndex = o === b ? 0 : -1;
       }
       for (const t of document.querySelectorAll('.tab')) t.hidden = t.id !== 'tab-' + b.dataset.tab;
       if (b.dataset.tab === 'transcript' && view instanceof SessionView) view.transcript();
       if (b.dataset.tab === 'environments' && view instanceof SessionView) view.environmentsShown();
     });
   }
+  document.querySelector('.tabs').addEventListener('keydown', (ev) => {
+    const i = tabs.indexOf(document.activeElement);
+    if (i < 0 || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    let to;
+    switch (ev.key) {
+      case 'ArrowRight': to = i + 1; break;
+      case 'ArrowLeft': to = i - 1; break;
+      case 'Home': to = 0; break;
+      case 'End': to = tabs.length - 1; break;
+      default: return;
+    }
+    ev.preventDefault();
+    const b = tabs[(to + tabs.length) % tabs.length];
+    b.focus();
+    b.click();
+  });
   for (const which of ['oldest', 'older', 'newer', 'newest']) {
     $('page-' + which).addEventListener('click', () => {
       if (view instanceof SessionView) view.page(which);
