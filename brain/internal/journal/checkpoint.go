@@ -125,6 +125,7 @@ func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uin
 	if tail.seq != through || through+1 != s.committedNext || tail.seg != len(segs)-1 {
 		tail = indexEntry{}
 	}
+	deletes := s.deletes.Load()
 	s.mu.Unlock()
 
 	var stamps []stamp
@@ -152,8 +153,17 @@ func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uin
 		lastOff = at
 		stamps[len(stamps)-1].size = end
 	}
+	if fs.ckHook != nil {
+		fs.ckHook()
+	}
 	s.ckMu.Lock()
 	defer s.ckMu.Unlock()
+	if s.deletes.Load() != deletes {
+		// The records it covers were deleted meanwhile: writing it would
+		// bring the session's directory back, with a checkpoint a new
+		// session of the same id could match.
+		return fmt.Errorf("%w: session %s was deleted before its checkpoint was written", ErrConflict, id)
+	}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("journal: checkpoint %s: %w", id, err)
 	}

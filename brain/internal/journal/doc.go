@@ -370,7 +370,10 @@
 // starts the new file's writeback at once (auto_da_alloc): many times the
 // cost of the write itself (BENCHMARKS.md, "Checkpoints written in
 // place"). Within the process, a read of the checkpoint waits for a write
-// in progress. After a crash, a kill in the middle of a write or a write
+// in progress, and so does a Delete of the session; a checkpoint computed
+// before a Delete removed the session is not written after it (it fails
+// with ErrConflict), so that it brings back neither the directory nor a
+// checkpoint a new session of the same id could match. After a crash, a kill in the middle of a write or a write
 // that failed (a full disk), open finds the previous checkpoint, the new
 // one, none, or a file whose bytes are old and new mixed or did not all
 // reach the disk, which its checksum refuses; the session is then read

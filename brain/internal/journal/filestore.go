@@ -66,6 +66,9 @@ type FileStore struct {
 	// segWriteHook, when set by a test, returns the part of each segment
 	// write that reaches the file (simulating lost page-cache writes).
 	segWriteHook func([]byte) []byte
+	// ckHook, when set by a test, runs in WriteCheckpoint between reading
+	// the session's segments and writing the file.
+	ckHook func()
 	// ring flushes the commit log when io_uring is available and the
 	// flush mode allows it (nil: fdatasync on a goroutine); sched tells
 	// the writer when to use it (FlushAuto).
@@ -115,6 +118,10 @@ type session struct {
 	epoch         uint64     // bumped by resetIndex
 	subs          map[*Subscription]struct{}
 	ckMu          sync.Mutex // serialises checkpoint writes
+	// deletes counts the Deletes that removed the session's files; it is
+	// bumped with ckMu held, so that a checkpoint computed before one is
+	// not written after it.
+	deletes atomic.Uint64
 
 	// Owned by the writer goroutine.
 	wf     *os.File

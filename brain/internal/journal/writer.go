@@ -499,7 +499,13 @@ func (fs *FileStore) deleteSession(req *appendReq) {
 	s.mu.Lock()
 	err := spErr
 	if err == nil {
-		err = fs.removeSessionDir(s.dir)
+		// A checkpoint being written finishes first and goes with the
+		// directory; one computed before the delete is not written after.
+		s.ckMu.Lock()
+		if err = fs.removeSessionDir(s.dir); err == nil {
+			s.deletes.Add(1)
+		}
+		s.ckMu.Unlock()
 	}
 	s.resetIndex()
 	s.committedNext = 1
