@@ -123,16 +123,16 @@ func transportNotFound(p *probe) {
 func transportBodyTooLarge(p *probe) {
 	limit := p.o.MaxBodyBytes
 	p.bodyAtLimit(limit)
-	// A valid setup padded with white space: only its size is wrong, so
-	// a provider that checks a command while it reads it has nothing to
-	// refuse but that.
-	c := p.binding()
-	setup, _ := json.Marshal(c.Setup(p.tg.SetupConfiguration))
-	pad := max(int(limit)+1-len(setup), 0)
-	body := make([]byte, 0, len(setup)+pad)
-	body = append(body, setup[0])
-	body = append(body, bytes.Repeat([]byte(" "), pad)...)
-	body = append(body, setup[1:]...)
+	prefix := []byte(`{"contract":"environment/v1","operation":{"session_id":"` + p.session + `","pad":"`)
+	suffix := []byte(`"}}`)
+	pad := int(limit) + 1 - len(prefix) - len(suffix)
+	if pad < 0 {
+		pad = 0
+	}
+	body := make([]byte, 0, int(limit)+1)
+	body = append(body, prefix...)
+	body = append(body, bytes.Repeat([]byte("x"), pad)...)
+	body = append(body, suffix...)
 	// A server may answer 413 and close while the body is still being
 	// written; the client then sees a reset instead of the answer. Retry a
 	// few times before calling that a failure.
@@ -143,11 +143,8 @@ func transportBodyTooLarge(p *probe) {
 			break
 		}
 	}
-	ex.Request = append(append(append([]byte{}, setup[:1]...), fmt.Sprintf("<%d spaces>", pad)...), setup[1:]...)
-	if ex.Status == http.StatusOK {
-		p.teardownLater(c)
-	}
-	p.wantStatus(ruleBodyLimit, ex, http.StatusRequestEntityTooLarge, fmt.Sprintf("a setup of %d bytes (limit %d)", len(body), limit))
+	ex.Request = append(append([]byte{}, body[:200]...), []byte("…")...)
+	p.wantStatus(ruleBodyLimit, ex, http.StatusRequestEntityTooLarge, fmt.Sprintf("a body of %d bytes (limit %d)", len(body), limit))
 }
 
 // bodyAtLimit sends a setup of a fresh binding padded with whitespace to
