@@ -118,13 +118,14 @@ type Config struct {
 // those of the traces and logs signals, which win. An endpoint given for
 // all signals gets /v1/traces or /v1/logs appended (http/protobuf), so
 // it has no query or fragment; a signal's endpoint is its full URL. An endpoint carries no credentials,
-// which the exporters would not send: headers carry them. Header values
-// are credentials: they are sent to the collector only, never logged or
-// quoted in errors.
+// which the exporters would not send: headers carry them. A header's name
+// is an HTTP token and its value holds no control character, or no export
+// could carry it. Header values are credentials: they are sent to the
+// collector only, never logged or quoted in errors.
 type OTLP struct {
 	Endpoint string            `validate:"omitempty,url_text,http_url,url_port,url_no_user,url_no_query" env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
 	Protocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_PROTOCOL"`
-	Headers  map[string]string `env:"OTEL_EXPORTER_OTLP_HEADERS"`
+	Headers  map[string]string `validate:"dive,keys,header_name,endkeys,header_value" env:"OTEL_EXPORTER_OTLP_HEADERS"`
 	// Insecure (and TracesInsecure, LogsInsecure) never drops TLS from
 	// an https endpoint: an endpoint's scheme decides (the OpenTelemetry
 	// specification applies the variable to endpoints without a scheme).
@@ -135,7 +136,7 @@ type OTLP struct {
 
 	TracesEndpoint string            `validate:"omitempty,url_text,http_url,url_port,url_no_user" env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
 	TracesProtocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"`
-	TracesHeaders  map[string]string `env:"OTEL_EXPORTER_OTLP_TRACES_HEADERS"`
+	TracesHeaders  map[string]string `validate:"dive,keys,header_name,endkeys,header_value" env:"OTEL_EXPORTER_OTLP_TRACES_HEADERS"`
 	TracesInsecure bool              `env:"OTEL_EXPORTER_OTLP_TRACES_INSECURE"`
 	TracesTimeout  time.Duration     `validate:"gte=0s" env:"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"`
 	// TracesCompression wins over Compression for traces.
@@ -146,7 +147,7 @@ type OTLP struct {
 
 	LogsEndpoint string            `validate:"omitempty,url_text,http_url,url_port,url_no_user" env:"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"`
 	LogsProtocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"`
-	LogsHeaders  map[string]string `env:"OTEL_EXPORTER_OTLP_LOGS_HEADERS"`
+	LogsHeaders  map[string]string `validate:"dive,keys,header_name,endkeys,header_value" env:"OTEL_EXPORTER_OTLP_LOGS_HEADERS"`
 	LogsInsecure bool              `env:"OTEL_EXPORTER_OTLP_LOGS_INSECURE"`
 	LogsTimeout  time.Duration     `validate:"gte=0s" env:"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT"`
 	// LogsCompression wins over Compression for logs.
@@ -333,8 +334,9 @@ type Agentloops struct {
 // records per second per session and 1000 in all.
 type Telemetry struct {
 	// File is a JSON-lines file the records are appended to (created with
-	// mode 0600), renamed to File+".1" when it reaches MaxFileBytes; the
-	// format is documented in brain/internal/telemetry.
+	// mode 0600), renamed to File+".1" when it reaches MaxFileBytes (a
+	// device or pipe, such as /dev/stdout, is never renamed); the format
+	// is documented in brain/internal/telemetry.
 	File string `env:"BRAIN_TELEMETRY_FILE"`
 	// MaxRecordBytes bounds one record as sent, up to 16 MiB.
 	MaxRecordBytes int `validate:"gte=0,lte=16777216" env:"BRAIN_TELEMETRY_MAX_RECORD_BYTES"`
@@ -397,6 +399,18 @@ func newValidator() *validator.Validate {
 	}); err != nil {
 		panic(err)
 	}
+	// An OTLP header is sent with every export: a name that is not an
+	// HTTP token, or a value holding a control character, fails them all.
+	if err := v.RegisterValidation("header_name", func(fl validator.FieldLevel) bool {
+		return headerName(fl.Field().String())
+	}); err != nil {
+		panic(err)
+	}
+	if err := v.RegisterValidation("header_value", func(fl validator.FieldLevel) bool {
+		return !strings.ContainsFunc(fl.Field().String(), func(r rune) bool { return r != '\t' && (r < 0x20 || r == 0x7f) })
+	}); err != nil {
+		panic(err)
+	}
 	// A URL holds no white space or control character: one read with
 	// the value (a blank or a line end) would become part of every
 	// request's path, or stop the URL from parsing.
@@ -451,6 +465,21 @@ func newValidator() *validator.Validate {
 // headerToken reports whether an Authorization header can carry tok as
 // it is: header values lose white space at their ends and hold no control
 // characters.
+// headerName reports whether name is an HTTP header field name: a
+// non-empty token (RFC 9110).
+func headerName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		if r >= 0x80 || !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return true
+}
+
 func headerToken(tok string) bool {
 	if tok != strings.TrimSpace(tok) {
 		return false
@@ -556,6 +585,11 @@ func problem(fe validator.FieldError) string {
 	case "excluded_without":
 		other := parentPath(fe) + fe.Param()
 		return fmt.Sprintf("is only read with %s (%s), which is not set", other, envOf(other))
+	case "header_name":
+		return "is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only): every export would fail"
+	case "header_value":
+		// Not quoted: it is a credential.
+		return "holds a control character (a line end read with it, or one percent-encoded?): every export would fail"
 	case "header_token":
 		// Not quoted: it is a credential.
 		return "has white space at an end or a control character (a line end read with it?): no Authorization header can carry it"

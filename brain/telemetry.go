@@ -94,6 +94,10 @@ func (s *otlpSink) export(ctx context.Context, e telemetry.Entry, counted bool) 
 	if e.Origin.Sequence != 0 {
 		attrs["brain.origin.sequence"] = int64(e.Origin.Sequence)
 	}
+	if env := e.Origin.Environment; env != nil {
+		attrs["brain.origin.environment.name"] = env.Name
+		attrs["brain.origin.environment.sequence"] = int64(env.Sequence)
+	}
 	if e.Turn != 0 {
 		attrs["brain.turn"] = int64(e.Turn)
 	}

@@ -408,3 +408,38 @@ func TestOTLPConfigErrorsNameVariable(t *testing.T) {
 		t.Errorf("the error quotes an endpoint: %v", err)
 	}
 }
+
+// TestOTLPHeadersRefusedWhenNoRequestCanCarryThem: a header whose name is
+// not an HTTP token, or whose value holds a control character (a %0A
+// decoded from OTEL_EXPORTER_OTLP_HEADERS), would fail every export; it
+// is refused at start, naming its variable and not quoting the value.
+func TestOTLPHeadersRefusedWhenNoRequestCanCarryThem(t *testing.T) {
+	_, err := brain.New(context.Background(), brain.Config{DataDir: t.TempDir(), OTLP: brain.OTLP{
+		Endpoint:      "http://127.0.0.1:4318",
+		Headers:       map[string]string{"api key": "v", "x-ok": "fine"},
+		TracesHeaders: map[string]string{"Authorization": "Bearer sekrit\n"},
+	}})
+	var ce *brain.ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("New = %v, want a *brain.ConfigError", err)
+	}
+	want := map[string]string{
+		"OTLP.Headers[api key]":             "OTEL_EXPORTER_OTLP_HEADERS",
+		"OTLP.TracesHeaders[Authorization]": "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+	}
+	got := map[string]string{}
+	for _, p := range ce.Problems {
+		got[p.Field] = p.Env
+	}
+	for f, env := range want {
+		if got[f] != env {
+			t.Errorf("problem of %s names %q, want %q: %v", f, got[f], env, err)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("problems %v, want %d", ce.Problems, len(want))
+	}
+	if strings.Contains(err.Error(), "sekrit") {
+		t.Errorf("the error quotes a header value: %v", err)
+	}
+}

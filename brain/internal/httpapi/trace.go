@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -28,7 +29,7 @@ func (s *Server) traceRequest(r *http.Request, sw *statusWriter) (*http.Request,
 			span.SetName(r.Pattern)
 			span.SetAttributes(attribute.String("http.route", r.Pattern))
 		}
-		if id := r.PathValue("id"); id != "" {
+		if id := sessionOf(r); id != "" {
 			span.SetAttributes(attribute.String(session.AttrSessionID, id))
 		}
 		status := sw.status
@@ -44,4 +45,15 @@ func (s *Server) traceRequest(r *http.Request, sw *statusWriter) (*http.Request,
 		}
 		span.End()
 	}
+}
+
+// sessionOf answers the session id a request's route names: the {id} of
+// a route under /v1/sessions/{id} ("" for others, whose {id} names an
+// agentloop or a Tool).
+func sessionOf(r *http.Request) string {
+	_, path, _ := strings.Cut(r.Pattern, " ")
+	if !strings.HasPrefix(path, "/v1/sessions/{id}") {
+		return ""
+	}
+	return r.PathValue("id")
 }

@@ -14,7 +14,10 @@
 // A Sink receives entries one at a time from the writer goroutine. File is
 // the JSON-lines sink (BRAIN_TELEMETRY_FILE); the server adds an
 // OpenTelemetry logs exporter as another Sink when a logs endpoint is
-// configured (the record as the log body, the origin as attributes), and
+// configured (the record as the log body, the origin as attributes:
+// brain.session_id, brain.turn, brain.activation, brain.origin.kind,
+// brain.origin.sequence, brain.origin.environment.name and
+// brain.origin.environment.sequence, brain.tool, brain.environment), and
 // writes to both when both are. The exporter is an AsyncSink: it learns
 // only after an export whether the receiver accepted the records, and
 // reports that to the pipeline then.
@@ -38,7 +41,9 @@
 // The file is opened for appending (mode 0600) and created if missing.
 // When a line would take it past its size bound, the file is renamed to
 // the same name with ".1" appended (replacing an older one) and a new file
-// started, so at most about twice the bound is kept. A write that fails
+// started, so at most about twice the bound is kept. A path that is not a
+// regular file (a device such as /dev/stdout, a named pipe) is written to
+// as it is, never renamed: the bound is then the reader's. A write that fails
 // (disk full, the file's directory gone) drops that entry and closes the
 // file; the next entry reopens it, first ending a torn last line with a
 // newline, so a passing fault does not stick.

@@ -19,10 +19,11 @@ type File struct {
 	path string
 	max  int64
 
-	f    *os.File
-	size int64
-	torn bool // the last write failed: the file may end in a partial line
-	buf  bytes.Buffer
+	f       *os.File
+	size    int64
+	regular bool // f is a regular file: only then is it bounded and rotated
+	torn    bool // the last write failed: the file may end in a partial line
+	buf     bytes.Buffer
 }
 
 var _ Sink = (*File)(nil)
@@ -55,7 +56,7 @@ func (f *File) open() error {
 		fh.Close()
 		return fmt.Errorf("telemetry: %s is a directory", f.path)
 	}
-	f.f, f.size = fh, st.Size()
+	f.f, f.size, f.regular = fh, st.Size(), st.Mode().IsRegular()
 	if f.torn && f.size > 0 && st.Mode().IsRegular() {
 		// End the line a failed write may have left half-written.
 		last := make([]byte, 1)
@@ -85,7 +86,8 @@ func (f *File) fail() {
 }
 
 // Write appends e as one line, rotating the file first if the line would
-// take it past its bound.
+// take it past its bound. A device or pipe standing in for the file is
+// not rotated.
 func (f *File) Write(_ context.Context, e Entry) error {
 	f.buf.Reset()
 	enc := json.NewEncoder(&f.buf)
@@ -102,7 +104,7 @@ func (f *File) Write(_ context.Context, e Entry) error {
 			return err
 		}
 	}
-	if f.size+int64(len(line)) > f.max && f.size > 0 {
+	if f.regular && f.size+int64(len(line)) > f.max && f.size > 0 {
 		if err := f.rotate(); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -139,5 +140,37 @@ func TestOpenFileRefusesDirectory(t *testing.T) {
 	}
 	if _, err := OpenFile(filepath.Join(t.TempDir(), "missing", "t.jsonl"), 0); err == nil {
 		t.Error("a file in a missing directory was opened")
+	}
+}
+
+// TestFileDeviceIsNotRotated: a device standing in for the file (here
+// /dev/null, as /dev/stdout would) is written to past the bound; it is not
+// renamed to .1 and replaced by a regular file.
+func TestFileDeviceIsNotRotated(t *testing.T) {
+	if _, err := os.Stat(os.DevNull); err != nil {
+		t.Skip("no " + os.DevNull)
+	}
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.Symlink(os.DevNull, path); err != nil {
+		t.Skip(err)
+	}
+	const max = 1024
+	f, err := OpenFile(path, max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if err := f.Write(context.Background(), Entry{SessionID: "s", Record: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(path); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("%s no longer stands for %s: %v, %v", path, os.DevNull, st.Mode(), err)
+	}
+	if _, err := os.Lstat(path + ".1"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the device was rotated to %s.1", path)
 	}
 }

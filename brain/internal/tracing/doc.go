@@ -18,7 +18,10 @@
 //	OTEL_EXPORTER_OTLP_PROTOCOL           http/protobuf (default) or grpc
 //	OTEL_EXPORTER_OTLP_{TRACES,LOGS}_PROTOCOL
 //	OTEL_EXPORTER_OTLP_HEADERS            k=v,k2=v2 (values URL-encoded), sent
-//	                                      with every export (e.g. an API key)
+//	                                      with every export (e.g. an API key);
+//	                                      brain.Config refuses a name that is not
+//	                                      an HTTP token or a value with a control
+//	                                      character
 //	OTEL_EXPORTER_OTLP_{TRACES,LOGS}_HEADERS  merged over the general ones
 //	OTEL_EXPORTER_OTLP_INSECURE           true: no TLS for grpc endpoints; the
 //	                                      scheme wins: https keeps TLS whatever it says
@@ -47,7 +50,8 @@
 //	HTTP request   server span named by the route pattern ("POST
 //	               /v1/sessions/{id}/messages"), http.request.method,
 //	               http.response.status_code, brain.session_id when the
-//	               route names one; W3C traceparent/tracestate of the
+//	               route names one (/v1/sessions/{id}...; the {id} of a
+//	               Tool or agentloop route is none); W3C traceparent/tracestate of the
 //	               request are its parent
 //	brain.turn     brain.session_id, brain.sequence (turn_started)
 //	brain.activation  brain.session_id, brain.sequence (activation_started)
