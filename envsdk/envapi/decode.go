@@ -228,7 +228,7 @@ func fieldErr(path string, err error) error {
 	case errors.As(err, &syn):
 		return &FieldError{Field: path, Reason: "malformed JSON: " + syn.Error()}
 	case errors.As(err, &typ):
-		return &FieldError{Field: join(path, typ.Field), Reason: "wrong type: got JSON " + typ.Value + ", want " + jsonKind(typ.Type)}
+		return &FieldError{Field: join(path, typ.Field), Reason: "wrong type: got JSON " + typ.Value + ", want " + JSONKind(typ.Type)}
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return &FieldError{Field: path, Reason: "malformed JSON: unexpected end of input"}
 	}
@@ -239,7 +239,10 @@ func fieldErr(path string, err error) error {
 	return &FieldError{Field: path, Reason: strings.TrimPrefix(msg, "json: ")}
 }
 
-func jsonKind(t reflect.Type) string {
+// JSONKind names the JSON type a value decoded into t must have
+// ("string", "integer", "object"...), as a protocol names it rather than
+// by the Go type; "value" when t is nil.
+func JSONKind(t reflect.Type) string {
 	if t == nil {
 		return "value"
 	}
@@ -259,7 +262,7 @@ func jsonKind(t reflect.Type) string {
 	case reflect.Map, reflect.Struct:
 		return "object"
 	case reflect.Pointer:
-		return jsonKind(t.Elem())
+		return JSONKind(t.Elem())
 	}
 	return t.String()
 }

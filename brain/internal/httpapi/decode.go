@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -137,30 +138,18 @@ func decodeStrict(b []byte, v any) error {
 }
 
 // jsonKind names the JSON type a value decoded into t must have, as the
-// API's documents name it (not the server's Go type).
+// API's documents name it (not the server's Go type), with its article.
 func jsonKind(t reflect.Type) string {
-	if t == nil {
+	switch k := envapi.JSONKind(t); {
+	case t == nil:
 		return "another JSON type"
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return jsonKind(t.Elem())
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
+	case k == "boolean":
 		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "an integer"
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a non-negative integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
+	case strings.IndexByte("aeiou", k[0]) >= 0:
+		return "an " + k
+	default:
+		return "a " + k
 	}
-	return "another JSON type"
 }
 
 // exactMembers refuses a body decoded into v whose objects repeat a member
