@@ -7,13 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/brain-in-go/brain/brain/internal/envbind"
-	"github.com/brain-in-go/brain/brain/internal/idem"
-	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
@@ -28,27 +25,8 @@ func TestOpenAPIDocumentsServiceCallRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := session.New(session.Config{Store: journal.NewMemStore(), Environments: binder})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := idem.Open(filepath.Join(t.TempDir(), "requests.log"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(Options{Engine: eng, Requests: idem.FileRequests(req), Token: testToken, Bindings: binder})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		srv.Drain()
-		srv.CloseStreams()
-		hs.Close()
-		req.Close()
-		binder.Close()
-	})
-	f := &fixture{t: t, srv: srv, url: hs.URL}
+	t.Cleanup(func() { binder.Close() })
+	f := newEngineFixture(t, Options{Bindings: binder}, session.Config{Environments: binder}, 0)
 
 	// The environment answers every operation at once; an execute first
 	// calls kv_put through its callback and keeps what Brain answered.
@@ -68,7 +46,7 @@ func TestOpenAPIDocumentsServiceCallRefusals(t *testing.T) {
 		receipt := `{"type":"accepted"}`
 		if g := cmd.Operation.Request.Callback; cmd.Operation.Request.Type == envapi.RequestExecute && g != nil {
 			u, _ := url.Parse(g.URL)
-			creq, _ := http.NewRequest("POST", hs.URL+u.Path, strings.NewReader(`{"method":"kv_put","input":{"key":"a","value":1}}`))
+			creq, _ := http.NewRequest("POST", f.url+u.Path, strings.NewReader(`{"method":"kv_put","input":{"key":"a","value":1}}`))
 			creq.Header.Set("Authorization", "Bearer "+g.Token)
 			creq.Header.Set("Content-Type", "application/json")
 			if resp, err := http.DefaultClient.Do(creq); err == nil {
@@ -111,7 +89,7 @@ func TestOpenAPIDocumentsServiceCallRefusals(t *testing.T) {
 	if a.status != http.StatusForbidden || !strings.Contains(string(a.body), `"not_granted"`) {
 		t.Fatalf("kv_put from a Tool = %d %s, want 403 not_granted", a.status, a.body)
 	}
-	vreq, _ := http.NewRequest("POST", hs.URL+a.path, nil)
+	vreq, _ := http.NewRequest("POST", f.url+a.path, nil)
 	if err := v.Check(vreq, a.resp); err != nil {
 		t.Error(err)
 	}

@@ -39,7 +39,17 @@ func newFixture(t *testing.T, opts Options) *fixture {
 // can fill one with little data.
 func newFixtureSndbuf(t *testing.T, opts Options, sndbuf int) *fixture {
 	t.Helper()
-	eng, err := session.New(session.Config{Store: journal.NewMemStore()})
+	return newEngineFixture(t, opts, session.Config{}, sndbuf)
+}
+
+// newEngineFixture is newFixtureSndbuf whose engine is configured by cfg
+// (its Store a memory store when nil).
+func newEngineFixture(t *testing.T, opts Options, cfg session.Config, sndbuf int) *fixture {
+	t.Helper()
+	if cfg.Store == nil {
+		cfg.Store = journal.NewMemStore()
+	}
+	eng, err := session.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

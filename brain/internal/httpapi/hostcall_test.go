@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/hosts"
-	"github.com/brain-in-go/brain/brain/internal/idem"
-	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/session"
 )
 
@@ -31,27 +28,8 @@ func newHostFixture(t *testing.T) *hostFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := session.New(session.Config{Store: journal.NewMemStore(), Environments: hosts.Route(reg, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := idem.Open(filepath.Join(t.TempDir(), "requests.log"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(Options{Engine: eng, Requests: idem.FileRequests(req), Token: testToken, Hosts: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		srv.Drain()
-		srv.CloseStreams()
-		hs.Close()
-		reg.Close()
-		req.Close()
-	})
-	f := &hostFixture{fixture: &fixture{t: t, srv: srv, url: hs.URL}, commands: make(chan api.HostCommand, 8)}
+	t.Cleanup(func() { reg.Close() })
+	f := &hostFixture{fixture: newEngineFixture(t, Options{Hosts: reg}, session.Config{Environments: hosts.Route(reg, nil)}, 0), commands: make(chan api.HostCommand, 8)}
 	st, _, b := f.do("POST", "/v1/hosts", "")
 	var host api.HostRegistration
 	if st != 200 || json.Unmarshal(b, &host) != nil {
