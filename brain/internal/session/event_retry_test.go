@@ -37,15 +37,7 @@ func TestFailedEventActivationIsNotRetried(t *testing.T) {
 	id := h.create(req)
 	ctx := context.Background()
 	binding := api.EnvironmentRef{Name: "box", Sequence: 1}
-	observe := func() uint64 {
-		t.Helper()
-		seq, err := h.engine.Report(ctx, id, binding, Report{Type: ReportResult,
-			Output: json.RawMessage(`{"observation":{"scope":"resource","resource":"r","code":"lost","message":"m"}}`)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return seq
-	}
+	observe := func() uint64 { return h.reportLost(id, binding) }
 	first := observe()
 	h.waitEvent(id, first, api.KindActivationFailed)
 	// Many coalescing windows pass without another activation.
@@ -89,11 +81,7 @@ func TestMessageGetsBatchOfFailedActivation(t *testing.T) {
 	req.Agentloop = testLoop("flaky")
 	id := h.create(req)
 	ctx := context.Background()
-	seq, err := h.engine.Report(ctx, id, api.EnvironmentRef{Name: "box", Sequence: 1}, Report{Type: ReportResult,
-		Output: json.RawMessage(`{"observation":{"scope":"resource","resource":"r","code":"lost","message":"m"}}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq := h.reportLost(id, api.EnvironmentRef{Name: "box", Sequence: 1})
 	h.waitEvent(id, seq, api.KindActivationFailed)
 	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "hi"}); err != nil {
 		t.Fatal(err)
@@ -121,11 +109,7 @@ func TestFailedEventActivationIsNotRetriedAfterPassivation(t *testing.T) {
 	req.Agentloop = testLoop("flaky")
 	id := h.create(req)
 	ctx := context.Background()
-	seq, err := h.engine.Report(ctx, id, api.EnvironmentRef{Name: "box", Sequence: 1}, Report{Type: ReportResult,
-		Output: json.RawMessage(`{"observation":{"scope":"resource","resource":"r","code":"lost","message":"m"}}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq := h.reportLost(id, api.EnvironmentRef{Name: "box", Sequence: 1})
 	h.waitEvent(id, seq, api.KindActivationFailed)
 	for deadline := time.Now().Add(10 * time.Second); h.engine.Active() != 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -141,4 +125,16 @@ func TestFailedEventActivationIsNotRetriedAfterPassivation(t *testing.T) {
 		t.Fatalf("the failed batch was retried after the replace: %v", kinds(h.records(id)))
 	}
 	h.noActivationAfter(id, after, "after a replace")
+}
+
+// reportLost reports an actionable observation (resource r lost) from
+// binding of session id, and answers its sequence.
+func (h *harness) reportLost(id string, binding api.EnvironmentRef) uint64 {
+	h.t.Helper()
+	seq, err := h.engine.Report(context.Background(), id, binding, Report{Type: ReportResult,
+		Output: json.RawMessage(`{"observation":{"scope":"resource","resource":"r","code":"lost","message":"m"}}`)})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return seq
 }

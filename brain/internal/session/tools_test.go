@@ -284,11 +284,7 @@ func TestEnvironmentReportWakesLoop(t *testing.T) {
 	if _, err := h.engine.Report(ctx, id, api.EnvironmentRef{Name: "box", Sequence: 9}, Report{Type: ReportEvent, EventType: "x"}); !errors.Is(err, ErrExecutionClosed) {
 		t.Fatalf("stale binding: %v", err)
 	}
-	seq, err := h.engine.Report(ctx, id, binding, Report{Type: ReportResult,
-		Output: json.RawMessage(`{"observation":{"scope":"resource","resource":"r","code":"lost","message":"m"}}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq := h.reportLost(id, binding)
 	h.waitEvent(id, seq, api.KindActivationEnded)
 	recs := h.records(id)
 	if n := len(ofKind(recs, api.KindActivationStarted)); n != 1 {
