@@ -1,6 +1,8 @@
 package brain
 
 import (
+	"log/slog"
+
 	"github.com/brain-in-go/brain/brain/internal/tracing"
 )
 
@@ -9,7 +11,8 @@ import (
 // error never quotes a value.
 func ParseOTLPHeaders(v string) (map[string]string, error) { return tracing.ParseHeaders(v) }
 
-func (o OTLP) settings() tracing.Settings {
+// settings are the exporters' settings; their failures go to log.
+func (o OTLP) settings(log *slog.Logger) tracing.Settings {
 	return tracing.Settings{
 		Endpoint: o.Endpoint, Protocol: o.Protocol, Headers: o.Headers, Insecure: o.Insecure, Timeout: o.Timeout,
 		Compression: o.Compression,
@@ -17,6 +20,6 @@ func (o OTLP) settings() tracing.Settings {
 			Headers: o.TracesHeaders, Insecure: o.TracesInsecure, Timeout: o.TracesTimeout, Compression: o.TracesCompression},
 		Logs: tracing.Signal{Exporter: o.LogsExporter, Endpoint: o.LogsEndpoint, Protocol: o.LogsProtocol,
 			Headers: o.LogsHeaders, Insecure: o.LogsInsecure, Timeout: o.LogsTimeout, Compression: o.LogsCompression},
-		ServiceName: o.ServiceName, Resource: o.ResourceAttributes, Disabled: o.Disabled,
+		ServiceName: o.ServiceName, Resource: o.ResourceAttributes, Disabled: o.Disabled, Log: log,
 	}
 }

@@ -90,7 +90,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			_ = s.release()
 		}
 	}()
-	tp, stopTracing, err := tracing.NewTracerProvider(ctx, cfg.OTLP.settings())
+	tp, stopTracing, err := tracing.NewTracerProvider(ctx, cfg.OTLP.settings(s.log))
 	if err != nil {
 		return nil, fmt.Errorf("brain: Config.OTLP: %w", err)
 	}

@@ -32,7 +32,7 @@ func openTelemetry(ctx context.Context, cfg Telemetry, o OTLP, log *slog.Logger)
 		file = f
 	}
 	otlp := &otlpSink{}
-	emit, stop, err := tracing.NewLogSink(ctx, o.settings(), otlp.delivered)
+	emit, stop, err := tracing.NewLogSink(ctx, o.settings(log), otlp.delivered)
 	if err != nil {
 		if file != nil {
 			_ = file.Close(ctx)

@@ -85,7 +85,8 @@ func (l *ledger) close() {
 // export.
 type countingExporter struct {
 	sdklog.Exporter
-	l *ledger
+	l        *ledger
+	failures *exportLog
 }
 
 func (c countingExporter) Export(ctx context.Context, records []sdklog.Record) error {
@@ -100,7 +101,12 @@ func (c countingExporter) Export(ctx context.Context, records []sdklog.Record) e
 		}
 		c.l.settle(n-failed, failed)
 	}
-	return err
+	if err != nil {
+		// Said here, not to OpenTelemetry's global handler (see
+		// exportLog).
+		c.failures.failed(err)
+	}
+	return nil
 }
 
 // partialSuccess answers how many records an OTLP partial success

@@ -43,6 +43,13 @@
 // answers a nil provider and NewLogSink a nil emitter, and the callers then start no spans and send no trace context
 // at all (not even one that arrived with a request).
 //
+// An export that fails (the collector is down or refuses it) is said in
+// the server's log (Settings.Log) at warn level, "telemetry export
+// failed" with its signal: the first, then at most one a minute, with
+// the count of failures not logged meanwhile. OpenTelemetry's global
+// error handler, which would write each failed batch to the standard
+// library's log, never hears of them.
+//
 // # Spans
 //
 // Brain's spans (names and the attributes every one carries):

@@ -54,7 +54,7 @@ func NewLogSink(ctx context.Context, s Settings, report Delivery) (LogEmitter, S
 		return nil, noShutdown, fmt.Errorf("tracing: logs exporter: %w", err)
 	}
 	led := &ledger{report: report}
-	bp := sdklog.NewBatchProcessor(countingExporter{Exporter: exp, l: led}, sdklog.WithMaxQueueSize(maxOutstanding))
+	bp := sdklog.NewBatchProcessor(countingExporter{Exporter: exp, l: led, failures: newExportLog(s.Log, "logs")}, sdklog.WithMaxQueueSize(maxOutstanding))
 	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(bp), sdklog.WithResource(newResource(s)))
 	stop := func(ctx context.Context) error {
 		err := lp.Shutdown(ctx)

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/url"
 	"strings"
@@ -52,6 +53,10 @@ type Settings struct {
 	Resource map[string]string
 	// Disabled exports nothing whatever else is set (OTEL_SDK_DISABLED).
 	Disabled bool
+	// Log receives the failures of exports (nil: slog.Default()): the
+	// first, then at most one a minute with the count of those not
+	// logged.
+	Log *slog.Logger
 }
 
 // Signal are the settings of one signal. Endpoint is its full URL.

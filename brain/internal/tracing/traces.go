@@ -44,6 +44,7 @@ func NewTracerProvider(ctx context.Context, s Settings) (trace.TracerProvider, S
 	if err != nil {
 		return nil, noShutdown, fmt.Errorf("tracing: traces exporter: %w", err)
 	}
+	exp = failureLogging{SpanExporter: exp, log: newExportLog(s.Log, "traces")}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(newResource(s)))
 	return tp, tp.Shutdown, nil
 }

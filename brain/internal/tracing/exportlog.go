@@ -1,0 +1,63 @@
+package tracing
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// exportLogEvery spaces the log lines of an exporter's failures.
+const exportLogEvery = time.Minute
+
+// exportLog says the failed exports of one signal in the server's log:
+// the first, then at most one each exportLogEvery, with the count of
+// those in between. An exporter wrapped with it answers its batcher
+// success, so that OpenTelemetry's global error handler, which writes
+// each failed batch to the standard library's log (stderr, whatever the
+// server's own logging), never hears of them.
+type exportLog struct {
+	log    *slog.Logger
+	signal string
+
+	mu      sync.Mutex
+	last    time.Time
+	skipped int
+}
+
+func newExportLog(log *slog.Logger, signal string) *exportLog {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &exportLog{log: log, signal: signal}
+}
+
+// failed records an export that failed with err.
+func (l *exportLog) failed(err error) {
+	l.mu.Lock()
+	now := time.Now()
+	if !l.last.IsZero() && now.Sub(l.last) < exportLogEvery {
+		l.skipped++
+		l.mu.Unlock()
+		return
+	}
+	skipped := l.skipped
+	l.last, l.skipped = now, 0
+	l.mu.Unlock()
+	l.log.Warn("telemetry export failed", "signal", l.signal, "err", err, "failures_not_logged", skipped)
+}
+
+// failureLogging is a span exporter whose failures go to an exportLog.
+type failureLogging struct {
+	sdktrace.SpanExporter
+	log *exportLog
+}
+
+func (f failureLogging) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	if err := f.SpanExporter.ExportSpans(ctx, spans); err != nil {
+		f.log.failed(err)
+	}
+	return nil
+}
