@@ -125,6 +125,14 @@ func TestServeMetricsListen(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(b), "brain_journal_fsync_seconds") {
 		t.Errorf("GET %s/metrics = %d %.200s", addr, resp.StatusCode, b)
 	}
+	// Only GET /metrics is served there: another path is not found and
+	// another method not allowed, as the help says.
+	if resp, err := http.Get("http://" + addr + "/other"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET %s/other = %v %v, want 404", addr, resp, err)
+	}
+	if resp, err := http.Post("http://"+addr+"/metrics", "text/plain", nil); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST %s/metrics = %v %v, want 405", addr, resp, err)
+	}
 	if resp, err := http.Get(base + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /metrics on the API = %v %v, want 404 when it has its own address", resp.StatusCode, err)
 	}

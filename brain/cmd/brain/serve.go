@@ -561,7 +561,11 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(serveCtx, ln) }()
 	if metricsLn != nil {
-		msrv := &http.Server{Handler: loopbackOnly(b.MetricsHandler()), ReadHeaderTimeout: 10 * time.Second}
+		// GET /metrics alone: another path is not found, another method
+		// not allowed.
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", b.MetricsHandler())
+		msrv := &http.Server{Handler: loopbackOnly(mux), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(metricsLn) }()
 		defer msrv.Close()
 	}
