@@ -270,6 +270,18 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 				}
 				continue
 			}
+			if write && s.faulted && s.idleLocked() {
+				// A commit failed while the session was in memory (a full
+				// disk) and nothing of it runs now: it is read again from
+				// the journal, which closes what that commit left open,
+				// before this write runs on it. (Work still running
+				// passivates it once done.)
+				s.dropLocked(errFaulted)
+				s.mu.Unlock()
+				s.refs.Add(-1)
+				e.unadmit(write)
+				continue
+			}
 			if write && s.epoch != epoch {
 				// The lease was lost and taken again: what is in memory
 				// may be stale; recover from the journal.
@@ -366,9 +378,15 @@ func (s *sess) releaseRead() {
 	s.mu.Unlock()
 }
 
-// quiescentLocked reports whether nothing runs for the session.
+// quiescentLocked reports whether nothing runs for the session and no
+// operation holds it.
 func (s *sess) quiescentLocked() bool {
-	return s.act == nil && len(s.tools) == 0 && len(s.holding) == 0 && s.wake == nil && s.inflight == 0 && s.refs.Load() == 0
+	return s.idleLocked() && s.refs.Load() == 0
+}
+
+// idleLocked reports whether nothing runs for the session.
+func (s *sess) idleLocked() bool {
+	return s.act == nil && len(s.tools) == 0 && len(s.holding) == 0 && s.wake == nil && s.inflight == 0
 }
 
 // ttlLocked is the session's idle retention: 0 release now, <0 keep.

@@ -164,3 +164,7 @@ func (e *Engine) readOnly(ctx context.Context, id string) (*sess, error) {
 	s.refs.Add(1)
 	return s, nil
 }
+
+// errFaulted ends the in-memory life of a session whose last commit
+// failed; nothing runs in it when it is dropped with this cause.
+var errFaulted = errors.New("session: a commit failed; the session is read again from the journal")

@@ -139,9 +139,10 @@ func (s *sess) forwardCancel(seq uint64, env string, cause error) {
 	s.mu.Unlock()
 	go func() {
 		defer s.e.work.Done()
-		s.deliverCancel(op)
+		receipt, err := s.deliverCancel(op)
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.endCancelLocked(op, receipt, err)
 		s.inflight--
 		s.maybeEvictLocked(false)
 	}()

@@ -396,9 +396,14 @@ func (s *sess) toolStopped(t *toolCall) {
 	s.mu.Unlock()
 	defer s.e.work.Done()
 
-	s.deliverCancel(op)
+	receipt, err := s.deliverCancel(op)
+	// One locked region from the cancel's end to the release: a request
+	// that finds the session in between would otherwise run on a state
+	// whose last commit failed, before maybeEvictLocked sends it back to
+	// the journal.
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.endCancelLocked(op, receipt, err)
 	s.settleLocked(t)
 	s.inflight--
 	s.maybeEvictLocked(false)
@@ -406,18 +411,21 @@ func (s *sess) toolStopped(t *toolCall) {
 
 // deliverCancel sends a cancel operation, whose tool_cancel_started is
 // committed, to its environment (bounded by Config.CancelDelivery, never
-// resent) and commits its terminal record.
-func (s *sess) deliverCancel(op Operation) {
+// resent); endCancelLocked then commits its terminal record.
+func (s *sess) deliverCancel(op Operation) (envapi.Receipt, error) {
 	bound := s.e.cfg.CancelDelivery
 	if bound <= 0 {
 		bound = defaultCancelDelivery
 	}
 	ctx, stop := context.WithTimeout(context.WithoutCancel(s.e.base), bound)
-	receipt, err := s.e.deliver(ctx, op)
-	stop()
+	defer stop()
+	return s.e.deliver(ctx, op)
+}
+
+// endCancelLocked commits the terminal record of a cancel operation from
+// its environment's answer.
+func (s *sess) endCancelLocked(op Operation, receipt envapi.Receipt, err error) {
 	cancelSeq := op.Sequence
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.closeControllerLocked(cancelSeq)
 	switch {
 	case errors.Is(err, ErrInvalidReceipt):

@@ -8,11 +8,30 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/tracing"
 )
+
+// lockedBuffer is a bytes.Buffer written and read from any goroutine.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // closedURL answers an http URL of a loopback port nothing listens on.
 func closedURL(t *testing.T) string {
@@ -33,7 +52,9 @@ func closedURL(t *testing.T) string {
 func TestFailedExportsAreLoggedOnce(t *testing.T) {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
 	t.Setenv("OTEL_BLRP_SCHEDULE_DELAY", "50")
-	var std bytes.Buffer
+	// Other tests' exporters, still failing, may write to the standard
+	// library's log while this one reads it.
+	var std lockedBuffer
 	log.SetOutput(&std)
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })
 	var logged bytes.Buffer
