@@ -432,7 +432,7 @@ func newValidator() *validator.Validate {
 	// fragment would swallow the path appended to it.
 	if err := v.RegisterValidation("base_url", func(fl validator.FieldLevel) bool {
 		u, err := url.Parse(fl.Field().String())
-		return err == nil && u.User == nil && !strings.ContainsAny(fl.Field().String(), "?#")
+		return err == nil && u.User == nil && netutil.BaseURLText(fl.Field().String())
 	}); err != nil {
 		panic(err)
 	}
@@ -445,9 +445,9 @@ func newValidator() *validator.Validate {
 		panic(err)
 	}
 	// A URL that gets a path appended holds no query or fragment, which
-	// would swallow that path.
+	// would swallow that path (nor white space: url_text says so first).
 	if err := v.RegisterValidation("url_no_query", func(fl validator.FieldLevel) bool {
-		return !strings.ContainsAny(fl.Field().String(), "?#")
+		return netutil.BaseURLText(fl.Field().String())
 	}); err != nil {
 		panic(err)
 	}
