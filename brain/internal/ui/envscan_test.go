@@ -184,3 +184,58 @@ func TestInspectorEnvironmentsTabShownOnOpen(t *testing.T) {
 		t.Errorf("opened again on its environments tab, environment ws shows %s tool calls of tools %q, want %d of %q", row.Calls, row.Tools, want, "sh")
 	}
 }
+
+// holdScanPages makes the page's reads of events pages (JSON reads, not
+// the stream) wait until window.releaseScan() is called.
+const holdScanPages = `(() => {
+  window.scanHeld = 0;
+  let go;
+  const released = new Promise((r) => { go = r; });
+  window.releaseScan = () => go();
+  const f = window.fetch;
+  window.fetch = (u, o) => {
+    const sse = o && o.headers && o.headers.Accept === 'text/event-stream';
+    if (/\/events\?after=\d+$/.test(String(u)) && !sse) {
+      window.scanHeld++;
+      return released.then(() => f(u, o));
+    }
+    return f(u, o);
+  };
+  return true;
+})()`
+
+// TestInspectorEnvironmentsTabSaysItIsReading: while the environments tab
+// folds the records before the streamed ones, its empty table is said to
+// be loading, not a session without environments; once folded, the rows
+// show and the note goes.
+func TestInspectorEnvironmentsTabSaysItIsReading(t *testing.T) {
+	b := newBrowser(t, 240*time.Second)
+	s := newShellSession(t, "environments-reading-token", 100)
+	for s.last <= 600 {
+		s.send()
+	}
+	b.login(s.url, s.token)
+	var ok bool
+	b.eval(`location.hash = '#/s/`+s.id+`', true`, &ok)
+	b.wait("open the session", fmt.Sprintf(`document.querySelector('#events tr[data-seq="%d"]') !== null`, s.last), 60*time.Second)
+	b.eval(holdScanPages, &ok)
+	b.run("environments", chromedp.Click(chromedp.CSS(`.tabs button[data-tab="environments"]`)))
+	b.wait("the scan waits", `window.scanHeld > 0`, 30*time.Second)
+	var shown struct {
+		Rows   int    `json:"rows"`
+		Status string `json:"status"`
+	}
+	b.eval(`({rows: document.querySelectorAll('#environments tbody tr').length, status: document.getElementById('environments-status').textContent})`, &shown)
+	if shown.Rows != 0 || !strings.Contains(shown.Status, "reading") {
+		t.Errorf("while the records are read the tab shows %d rows and says %q; want no rows and that it is reading", shown.Rows, shown.Status)
+	}
+	b.eval(`window.releaseScan(), true`, &ok)
+	if row := environmentRow(b); row.Calls != fmt.Sprint(s.turns*s.perTurn) {
+		t.Errorf("environment ws shows %s tool calls, want %d", row.Calls, s.turns*s.perTurn)
+	}
+	var status string
+	b.eval(`document.getElementById('environments-status').textContent`, &status)
+	if status != "" {
+		t.Errorf("once the environments show, the tab still says %q", status)
+	}
+}

@@ -358,6 +358,7 @@ class SessionView {
     $('timeline').replaceChildren();
     $('events').tBodies[0].replaceChildren();
     $('environments').tBodies[0].replaceChildren();
+    $('environments-status').textContent = '';
     $('transcript').replaceChildren();
     $('transcript-through').textContent = '';
     $('action-error').textContent = missed.get(id) || '';
@@ -974,8 +975,12 @@ class SessionView {
     this.envScan = 'scanning';
     this.envs = new Map();
     this.envStarts = new Map();
+    // Until the fold ends the table is empty: the page says it is being
+    // read, not that the session has no environments.
+    const status = $('environments-status');
     try {
       for (let after = 0; after < this.envFrom;) {
+        status.textContent = 'reading the session\u2019s records from #' + (after + 1) + ' to #' + this.envFrom + '\u2026';
         const page = await api('GET', '/v1/sessions/' + this.id + '/events?after=' + after, { signal: this.left.signal });
         if (this.stopped) return;
         if (!page.events || page.events.length === 0) break;
@@ -983,7 +988,10 @@ class SessionView {
         after = page.next_cursor;
       }
     } catch (e) {
-      if (!this.stopped) this.readFailed('environments', e.message);
+      if (!this.stopped) {
+        this.readFailed('environments', e.message);
+        status.textContent = 'the session\u2019s records could not be read; they are read again when this tab shows';
+      }
       this.envScan = null;
       return;
     }
@@ -1151,6 +1159,7 @@ class SessionView {
   renderEnvironments() {
     const tbody = $('environments').tBodies[0];
     tbody.replaceChildren();
+    $('environments-status').textContent = this.envs.size === 0 ? 'no environments' : '';
     for (const e of this.envs.values()) {
       const tr = el('tr');
       tr.dataset.env = e.name;
@@ -1320,7 +1329,10 @@ document.addEventListener('DOMContentLoaded', () => {
       if (e.status !== 401) {
         // Not kept: a token that cannot be sent (a character a header
         // cannot carry) or that was not checked would fail every request.
+        // It goes back in the field, to be corrected or sent again once
+        // the server answers.
         sessionStorage.removeItem(TOKEN_KEY);
+        $('token').value = t;
         $('forget').hidden = true;
         $('login-error').textContent = e instanceof ApiError ? e.message : 'The token could not be checked: ' + e.message;
       }
