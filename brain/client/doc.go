@@ -105,5 +105,7 @@
 // last refusal. A command longer than 80 MiB is not read: its call fails
 // with code invalid_input naming the bound, and the connection goes on
 // (Brain sends a command once, and a connection that ended would lose
-// its calls).
+// its calls). A command that does not decode fails its call so too, with
+// why, when its start names the call (session, sequence and tool); one
+// that names none is passed over.
 package client

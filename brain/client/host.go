@@ -522,8 +522,7 @@ func (h *Host) connectOnce(up chan struct{}, upOnce *sync.Once) (bool, error) {
 		if cut && event == "command" {
 			// Brain sends a command once: the connection goes on, and
 			// the call fails rather than being lost with it. A command
-			// whose start names no call is passed over, as one that
-			// does not decode.
+			// whose start names no call is passed over.
 			if cmd, ok := commandHead(data); ok {
 				refused := Fail(envapi.CodeInvalidInput, fmt.Sprintf("the command of tool call %d is longer than the host reads (%d bytes): its input was not read", cmd.Sequence, maxLine))
 				h.dispatch(connID, cmd, &refused)
@@ -531,8 +530,17 @@ func (h *Host) connectOnce(up chan struct{}, upOnce *sync.Once) (bool, error) {
 			return nil
 		}
 		cmd, ok, err := commandFrame(event, data)
-		if ok {
+		switch {
+		case ok:
 			h.dispatch(connID, cmd, nil)
+		case event == "command":
+			// A command that does not decode fails its call, when its
+			// start names one, rather than leaving Brain waiting for an
+			// outcome until the call's deadline.
+			if head, named := commandHead(data); named {
+				refused := Fail(envapi.CodeInvalidInput, fmt.Sprintf("the command of tool call %d does not decode: %v", head.Sequence, json.Unmarshal(data, new(api.HostCommand))))
+				h.dispatch(connID, head, &refused)
+			}
 		}
 		return err
 	})
@@ -609,7 +617,7 @@ func operationHead(d *json.Decoder, op *api.HostOperation) {
 // commandFrame decodes one frame of the commands stream: ok with the
 // command of a command frame whose data decodes, ErrDisplaced for a
 // displaced frame. Any other frame, and a command that does not decode,
-// is passed over.
+// answers neither (the caller fails the call such a command names).
 func commandFrame(event string, data []byte) (cmd api.HostCommand, ok bool, err error) {
 	switch event {
 	case "command":

@@ -54,7 +54,9 @@
 // their tool_result blocks, and whitespace-only assistant text is left out,
 // as the Messages API requires; Chat Completions tool messages follow the
 // assistant message that called, ahead of any message the transcript holds
-// between them, as Chat Completions requires. A tool's input schema that
+// between them, and an assistant message right after one with tool calls
+// joins it (its text and calls after the earlier ones), as Chat
+// Completions requires. A tool's input schema that
 // names no type is sent with type "object", which every dialect requires.
 // A Chat Completions tool call is told apart by its index, or by a new id
 // at an index already in use (Ollama numbers every streamed call 0).
@@ -79,7 +81,9 @@
 // A non-2xx answer or an error event is a *ProviderError carrying the
 // provider's code and its retryable verdict (429, 408 and 5xx, overload and
 // server errors are retryable, except a 429 for an exhausted quota or spend
-// limit, error type insufficient_quota; other 4xx are not) and, for a retryable
+// limit, error type insufficient_quota, or for a request larger than the
+// tokens-per-minute limit allows at all, "Request too large"; other 4xx
+// are not) and, for a retryable
 // answer, the wait its Retry-After (or retry-after-ms) header asked for.
 // A stream that ends before its final event, or inside an event that
 // then cannot be read, or whose connection breaks off after the answer

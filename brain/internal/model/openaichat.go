@@ -249,7 +249,7 @@ func (c *openAIChat) body(req Request) (map[string]any, error) {
 		}
 		msgs = append(msgs, more...)
 	}
-	msgs = toolMessagesNext(msgs)
+	msgs = toolMessagesNext(joinAfterToolCalls(msgs))
 	body := map[string]any{
 		"model":          c.model,
 		"messages":       msgs,
@@ -284,6 +284,38 @@ func (c *openAIChat) body(req Request) (map[string]any, error) {
 		body[k] = v
 	}
 	return body, nil
+}
+
+// joinAfterToolCalls joins an assistant message to the assistant message
+// with tool_calls right before it (a transcript that holds a response's
+// calls as one message each): its text follows the earlier text, as the
+// text blocks of one message do, and its calls the earlier calls. Nothing
+// may come between an assistant message with tool_calls and their tool
+// messages, so both messages' calls are answered after the joined one.
+func joinAfterToolCalls(msgs []map[string]any) []map[string]any {
+	out := make([]map[string]any, 0, len(msgs))
+	for _, m := range msgs {
+		n := len(out)
+		if n == 0 || m["role"] != "assistant" || out[n-1]["role"] != "assistant" {
+			out = append(out, m)
+			continue
+		}
+		prev := out[n-1]
+		calls, _ := prev["tool_calls"].([]map[string]any)
+		if len(calls) == 0 {
+			out = append(out, m)
+			continue
+		}
+		more, _ := m["tool_calls"].([]map[string]any)
+		prev["tool_calls"] = append(calls, more...)
+		text, _ := m["content"].(string)
+		if text == "" {
+			continue
+		}
+		before, _ := prev["content"].(string)
+		prev["content"] = before + text
+	}
+	return out
 }
 
 // toolMessagesNext moves the tool messages that answer an assistant

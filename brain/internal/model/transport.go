@@ -205,7 +205,7 @@ func (t transport) statusError(resp *http.Response) error {
 	pe := &ProviderError{
 		Code:      t.redact(code),
 		Message:   message,
-		Retryable: retryableStatus(resp.StatusCode) && !quotaExhausted(raw),
+		Retryable: retryableStatus(resp.StatusCode) && !(resp.StatusCode == http.StatusTooManyRequests && neverFits(raw)),
 	}
 	if pe.Retryable {
 		pe.RetryAfter = retryAfter(resp.Header, time.Now())
@@ -243,7 +243,8 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 
 // retryableStatus is the provider's verdict: rate limits, timeouts and
 // server errors (Anthropic's 529 overloaded included) may succeed later;
-// statusError also reads the body of a 429 for an exhausted quota.
+// statusError also reads the body of a 429 for one that waiting does not
+// cure (neverFits).
 func retryableStatus(status int) bool {
 	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500
 }
@@ -256,13 +257,17 @@ var quotaCodes = map[string]bool{
 	"project_spend_limit_exceeded": true, "organization_usage_limit_exceeded": true,
 }
 
-// quotaExhausted reports whether an error body says the account's quota
-// or spend limit is used up, which a later attempt does not change.
-func quotaExhausted(raw []byte) bool {
+// neverFits reports whether the body of a 429 says that a later attempt
+// of the same request fails the same way: the account's quota or spend
+// limit is used up, or the request alone asks for more tokens than the
+// per-minute limit allows (OpenAI's "Request too large for ... on tokens
+// per min", of code rate_limit_exceeded as a limit reached is).
+func neverFits(raw []byte) bool {
 	var body struct {
 		Error struct {
-			Type string          `json:"type"`
-			Code json.RawMessage `json:"code"`
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(raw, &body) != nil {
@@ -270,7 +275,8 @@ func quotaExhausted(raw []byte) bool {
 	}
 	var code string
 	_ = json.Unmarshal(body.Error.Code, &code)
-	return quotaCodes[body.Error.Type] || quotaCodes[code]
+	return quotaCodes[body.Error.Type] || quotaCodes[code] ||
+		strings.HasPrefix(strings.ToLower(strings.TrimSpace(body.Error.Message)), "request too large")
 }
 
 // parseErrorBody extracts the code and message of an error object.

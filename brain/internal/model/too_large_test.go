@@ -1,0 +1,51 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/brain-in-go/brain/brain/api"
+)
+
+// TestRequestTooLargeNotRetryable: OpenAI answers 429 with code
+// rate_limit_exceeded also for a request that asks for more tokens than
+// the per-minute limit allows at all ("Request too large"): sending it
+// again cannot succeed, unlike a limit reached by earlier requests.
+func TestRequestTooLargeNotRetryable(t *testing.T) {
+	cases := []struct {
+		name      string
+		body      string
+		retryable bool
+	}{
+		{"reached", `{"error":{"message":"Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000. Please try again in 2s. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
+			true},
+		{"too-large", `{"error":{"message":"Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Requested 36278. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
+			false},
+		{"too-large-for-limit", `{"error":{"message":"Request too large for gpt-4.1-2025-04-14 (for limit gpt-4.1) in organization org-x on tokens per min (TPM): Limit 30000, Requested 37313. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
+			false},
+	}
+	for _, d := range []dialect{responsesDialect, chatDialect} {
+		for _, tc := range cases {
+			t.Run(d.provider+"/"+tc.name, func(t *testing.T) {
+				f, c := open(t, d, Limits{})
+				f.set(func(w http.ResponseWriter, _ *recorded) {
+					w.Header().Set("Content-Type", "application/json")
+					w.Header().Set("Retry-After", "2")
+					w.WriteHeader(http.StatusTooManyRequests)
+					_, _ = io.WriteString(w, tc.body)
+				})
+				_, err := c.Call(context.Background(), Request{Messages: []api.Message{api.UserMessage(api.UserInput{Message: "x"})}}, nil)
+				var pe *ProviderError
+				if !errors.As(err, &pe) {
+					t.Fatalf("err = %v", err)
+				}
+				if pe.Code != "rate_limit_exceeded" || pe.Retryable != tc.retryable || (pe.RetryAfter > 0) != tc.retryable {
+					t.Errorf("code %q retryable %v retry after %v, want rate_limit_exceeded retryable %v", pe.Code, pe.Retryable, pe.RetryAfter, tc.retryable)
+				}
+			})
+		}
+	}
+}
