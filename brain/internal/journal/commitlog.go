@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -326,14 +327,19 @@ var errNotRetired = errors.New("log files not retired")
 // durable leaves the log files in place and marks the segments for a
 // rewrite from them (see rewriteFromLogs) before the next sync point flushes.
 func (fs *FileStore) syncPoint() error {
-	if fs.syncPointErr != nil {
-		return fs.syncPointErr
-	}
 	if !fs.logsLive && len(fs.dirty) == 0 {
 		return nil
 	}
 	if fs.repaired.Swap(false) && fs.logsLive {
 		fs.resync = true
+	}
+	// With no live log file the dirty set names only what rounds that
+	// were not acknowledged created or wrote: a failed flush of it loses
+	// nothing acknowledged, and the paths are flushed again by the next
+	// sync point.
+	var kept map[string]bool
+	if !fs.logsLive {
+		kept = maps.Clone(fs.dirty)
 	}
 	// A failed flush may have dropped dirty pages, which a later flush
 	// would not write: the segments are written again from the live log
@@ -359,9 +365,9 @@ func (fs *FileStore) syncPoint() error {
 		}
 		fs.suspect.Store(true)
 		if !fs.logsLive {
-			// Nothing to write the segments again from.
-			fs.syncPointErr = fmt.Errorf("journal: sync point: %w", err)
-			return fs.syncPointErr
+			maps.Copy(fs.dirty, kept)
+			fs.needSyncPoint = true
+			return fmt.Errorf("journal: sync point: %w", err)
 		}
 		fs.resync = true
 		if attempt == 1 {
@@ -441,6 +447,11 @@ func (fs *FileStore) retired() {
 // fdatasync (files) or fsync (directories) per path, issued concurrently.
 func (fs *FileStore) syncDirty() error {
 	defer clear(fs.dirty)
+	if fs.syncHook != nil {
+		if err := fs.syncHook(); err != nil {
+			return fmt.Errorf("journal: sync %s: %w", fs.dir, err)
+		}
+	}
 	if n := len(fs.dirty); fs.root != nil && n > 0 && n >= fs.opts.SyncFSMinFiles {
 		fs.syncs.Add(1)
 		fs.syncfsN.Add(1)

@@ -141,7 +141,11 @@
 // flush cannot be repaired from user space while the file system stays
 // mounted (ext4's dioread_nolock can leave the blocks marked unwritten),
 // the read-back keeps failing and the log files are kept for the next
-// open. After a failed log write or fdatasync the writer truncates the
+// open. When no log file is live (a round could not create one), every
+// acknowledged frame is durable already and the paths to flush belong to
+// rounds that were not acknowledged: a failed flush fails the round or
+// Delete that needed the sync point, and the next sync point flushes the
+// same paths again. After a failed log write or fdatasync the writer truncates the
 // log file back to where the failed round began (best effort: a replay
 // after the process stops finds nothing of the round), moves to a new log
 // file and takes a sync point before the next round logs anything, so the

@@ -56,8 +56,7 @@ type FileStore struct {
 	logsLive      bool            // log files exist that no sync point retired
 	dirty         map[string]bool // written since the last sync point; true for directories
 	logBuf        []byte
-	needSyncPoint bool // a log write failed: take a sync point before the next commit
-	syncPointErr  error
+	needSyncPoint bool        // a log write failed: take a sync point before the next commit
 	resync        bool        // a sync point's flush failed: rewrite the segments from the log first
 	repaired      atomic.Bool // a reader repaired a segment from the log: resync at the next sync point
 	suspect       atomic.Bool // a write or flush failed since the last sync point retired the log
@@ -66,6 +65,10 @@ type FileStore struct {
 	// segWriteHook, when set by a test, returns the part of each segment
 	// write that reaches the file (simulating lost page-cache writes).
 	segWriteHook func([]byte) []byte
+	// syncHook, when set by a test, answers an error for a sync point's
+	// flush of the dirty set before it is tried (simulating a failed
+	// flush).
+	syncHook func() error
 	// ckHook, when set by a test, runs in WriteCheckpoint between reading
 	// the session's segments and writing the file.
 	ckHook func()

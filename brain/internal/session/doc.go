@@ -17,7 +17,10 @@
 // and KV changes) are folded at once and appended with the session's next
 // append: every *_started fence, every answer to a caller (a turn's end,
 // any service call through Services.Call) and every read flushes them
-// first, and they are flushed at the latest CoalesceWindow later.
+// first, and they are flushed at the latest CoalesceWindow later. A flush
+// the store refused (a full disk) is tried again, waiting twice as long
+// each time up to a second, until it succeeds or another append carries
+// the records.
 //
 // A synchronous Send defers its start as well: turn_started and
 // activation_started are appended with the turn's first commit (its first

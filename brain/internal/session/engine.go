@@ -125,7 +125,10 @@ type sess struct {
 	// pending are records folded into st but not yet appended: they ride
 	// on the next append (see deferLocked).
 	pending []journal.Record
-	flushT  *time.Timer
+	// flushT flushes pending when it fires (armFlushLocked); flushWait
+	// is how long it waits.
+	flushT    *time.Timer
+	flushWait time.Duration
 	// pendingRefused is why the store surely refused the last append that
 	// carried pending (refused), nil once pending is appended or cleared.
 	pendingRefused error
@@ -556,14 +559,38 @@ func (s *sess) deferFoldLocked(recs []journal.Record, k *known) (uint64, error) 
 		s.pending = append(s.pending, r)
 	}
 	if s.flushT == nil {
-		s.flushT = time.AfterFunc(CoalesceWindow, func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			_ = s.appendPendingLocked()
-			s.maybeEvictLocked(false)
-		})
+		s.flushWait = CoalesceWindow
+		s.armFlushLocked()
 	}
 	return first, nil
+}
+
+// maxFlushWait bounds how long a refused flush of deferred records waits
+// before it is tried again.
+const maxFlushWait = time.Second
+
+// armFlushLocked starts the timer that appends the deferred records after
+// s.flushWait. A flush the store refused (a full disk: nothing was
+// written) is tried again, waiting twice as long each time up to
+// maxFlushWait, so that the records become durable once the fault passed
+// even when no other commit of the session comes.
+func (s *sess) armFlushLocked() {
+	var t *time.Timer
+	t = time.AfterFunc(s.flushWait, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.flushT != t {
+			return // stopped, or replaced by a later timer
+		}
+		s.flushT = nil
+		err := s.appendPendingLocked()
+		s.maybeEvictLocked(false)
+		if err != nil && refused(err) && len(s.pending) > 0 && s.st != nil && !s.evicted && s.flushT == nil {
+			s.flushWait = min(2*s.flushWait, maxFlushWait)
+			s.armFlushLocked()
+		}
+	})
+	s.flushT = t
 }
 
 // flushLocked appends the deferred records for a caller that waits on

@@ -262,6 +262,10 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 		s.evicted = true
 		e.mu.Lock()
 		delete(e.live, id)
+		if forget {
+			// Nothing of the session is left for the failure to explain.
+			delete(e.faults, id)
+		}
 		s.releaseLeaseLocked()
 		e.mu.Unlock()
 		if errors.Is(err, journal.ErrConflict) {
@@ -631,6 +635,7 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 		delete(e.live, id)
 	}
 	e.released.drop(id)
+	delete(e.faults, id)
 	// A deleted session has nothing left to run: its lease goes too.
 	s.releaseLeaseLocked()
 	e.mu.Unlock()

@@ -111,6 +111,9 @@ func (s *sess) recoverLocked() error {
 			rec(api.KindSessionEnded, struct{}{}))
 	}
 	if len(recs) == 0 {
+		// Nothing is open: a failure noted for the session explains
+		// nothing any more.
+		s.e.fault(s.id, true)
 		return nil
 	}
 	// A restart that interrupts the loop's work (its turn, or a tool it
