@@ -57,7 +57,9 @@
 // envsdk/toolset: the implementation of an execute is {"tool": NAME} with
 // NAME one of command, read, write, list and edit; any other tool is
 // unsupported. A command may set only the variables named by the
-// profile's env_allow. Paths are relative to /workspace: absolute
+// profile's env_allow, and sees them with the values it gave, whatever
+// their names (the wrapper described below sets none of its own before
+// the command starts). Paths are relative to /workspace: absolute
 // paths and ".." escapes fail with path_escape before anything runs, and a
 // symbolic link whose target resolves outside /workspace fails the same
 // way in the container; a command's cwd is checked the same way, and one

@@ -42,14 +42,17 @@ import (
 // which runExec takes off: a stream without it is the Engine's refusal to
 // start the exec, never the command's output (see startGate).
 //
-// The file is /tmp/.brain-exec-<tag>; the tag is the execute's sequence,
-// so a restarted provider can still cancel a command it started.
-const wrapperScript = `f=$1; shift; t=$BRAIN_EXEC_TAG; b=
-` + procFuncs + `
+// The file is /tmp/.brain-exec-<tag> (see groupFile); the tag is the
+// execute's sequence, so a restarted provider can still cancel a command
+// it started. The wrapper sets none of its own variables before the
+// command starts: the command's environment holds the variables the
+// execute gave, whatever their names, and nothing the wrapper keeps.
+const wrapperScript = procFuncs + `
 ` + startMarkShell + `
 exec 3<&0
 setsid "$@" <&3 3<&- &
 c=$!
+t=$BRAIN_EXEC_TAG; f="` + tmpDir + `/.brain-exec-$t"; b=
 exec 3<&-
 since=; started $$; ws=$since
 since=; started "$c" 2>/dev/null
@@ -193,7 +196,7 @@ const killBudget = 4 * time.Second
 // *stopError; it does so too when ctx ends before the Engine answered the
 // exec's start (see attach), which may have started the command.
 func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, stdout, stderr io.Writer) (int, error) {
-	cmd := append([]string{"/bin/sh", "-c", wrapperScript, "brain-exec", groupFile(s.Tag)}, s.Argv...)
+	cmd := append([]string{"/bin/sh", "-c", wrapperScript, "brain-exec"}, s.Argv...)
 	created, err := cli.ContainerExecCreate(ctx, ctr, container.ExecOptions{
 		User:         s.User,
 		Cmd:          cmd,

@@ -75,7 +75,10 @@
 // within the operator's output limit (output_limit beyond it). A list
 // shows a subdirectory it cannot read (or that is removed meanwhile)
 // without its contents, and so does the measure of the workspace against
-// its limits. A command
+// its limits. A name that is not UTF-8 is listed with each of its
+// invalid bytes replaced by U+FFFD, and a directory so named is listed
+// with its contents; such names do not keep teardown, reset or a wipe
+// from removing the workspace. A command
 // runs with its working directory inside the workspace, an environment
 // built from the operator's allow-list plus the input's variables, and only
 // programs the operator allows; while the operator restricts the programs,

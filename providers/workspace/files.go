@@ -203,7 +203,6 @@ func runList(k *call) (any, error) {
 	}
 	entries := []toolset.Entry{}
 	truncated := false
-	fsys := r.FS()
 	walk := func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == p {
@@ -232,7 +231,7 @@ func runList(k *call) (any, error) {
 		}
 		return nil
 	}
-	if err := fs.WalkDir(fsys, filepath.ToSlash(p), walk); err != nil {
+	if err := walkRoot(r, filepath.ToSlash(p), walk); err != nil {
 		return nil, fsError(in.Path, err)
 	}
 	return toolset.ListOutput{Entries: entries, Truncated: truncated}, nil

@@ -45,9 +45,9 @@ func unlockTree(path string) {
 		return
 	}
 	defer r.Close()
-	// WalkDir calls the function for a directory before it reads it, so
+	// walkRoot calls the function for a directory before it reads it, so
 	// a directory made readable here is then walked.
-	_ = fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	_ = walkRoot(r, ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && p != "." && d.IsDir() {
 			_ = r.Chmod(p, 0o700)
 		}
