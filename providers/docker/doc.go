@@ -59,7 +59,8 @@
 // unsupported. A command may set only the variables named by the
 // profile's env_allow, and sees them with the values it gave, whatever
 // their names (the wrapper described below sets none of its own before
-// the command starts). Paths are relative to /workspace: absolute
+// the command starts); env_allow cannot name BRAIN_EXEC_TAG, which the
+// provider sets (below). Paths are relative to /workspace: absolute
 // paths and ".." escapes fail with path_escape before anything runs, and a
 // symbolic link whose target resolves outside /workspace fails the same
 // way in the container; a command's cwd is checked the same way, and one

@@ -149,7 +149,10 @@ exit 0`
 func groupFile(tag string) string { return tmpDir + "/.brain-exec-" + tag }
 
 // tagEnv marks every process of the command tagged tag.
-func tagEnv(tag string) string { return "BRAIN_EXEC_TAG=" + tag }
+// execTagVar is the variable tagEnv sets.
+const execTagVar = "BRAIN_EXEC_TAG"
+
+func tagEnv(tag string) string { return execTagVar + "=" + tag }
 
 // execSpec is one command to run in a binding's container.
 type execSpec struct {

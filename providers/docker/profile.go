@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -149,6 +150,9 @@ func (p Profile) check() error {
 			return fmt.Errorf("field %s: fails %q", strings.TrimPrefix(f.Namespace(), "Profile."), f.Tag())
 		}
 		return err
+	}
+	if slices.Contains(p.EnvAllow, execTagVar) {
+		return fmt.Errorf("field env_allow: %q is the provider's own: it marks a command's processes so that a cancel finds them", execTagVar)
 	}
 	m := userRe.FindStringSubmatch(p.User)
 	if m == nil {
