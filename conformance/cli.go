@@ -123,8 +123,13 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return ExitUnreachable
 	}
-	if tg.Token != "" && tokenRefused(ctx, tg.Client, *url, tg.Token) {
-		fmt.Fprintf(stderr, "conformance: the provider at %s refused the token (401 to a request that carries it): check --token or the profile's token; the cases run anyway\n", *url)
+	if tg.Token != "" {
+		switch authenticatedStatus(ctx, tg.Client, *url, tg.Token) {
+		case http.StatusUnauthorized:
+			fmt.Fprintf(stderr, "conformance: the provider at %s refused the token (401 to a request that carries it): check --token or the profile's token; the cases run anyway\n", *url)
+		case http.StatusNotFound:
+			fmt.Fprintf(stderr, "conformance: %s/v1/operations answered 404 to a request with the token: --url is the provider's base URL, without /v1/operations (the suite appends it); the cases run anyway\n", strings.TrimSuffix(*url, "/"))
+		}
 	}
 
 	// Each case on stderr as it ends; on a terminal a status line shows
@@ -234,10 +239,11 @@ func Reachable(ctx context.Context, client *http.Client, url string, wait time.D
 	}
 }
 
-// tokenRefused reports whether the provider answers 401 to a request that
-// carries token (a malformed command, which a provider that takes the
-// token refuses for its body instead).
-func tokenRefused(ctx context.Context, client *http.Client, url, token string) bool {
+// authenticatedStatus is the status the provider answers a malformed
+// command that carries token: 401 when it refuses the token, 404 when
+// nothing is served at {url}/v1/operations, 400 for one that takes the
+// token and refuses the command for its body; 0 when it does not answer.
+func authenticatedStatus(ctx context.Context, client *http.Client, url, token string) int {
 	if client == nil {
 		client = http.DefaultClient
 	}
@@ -245,17 +251,17 @@ func tokenRefused(ctx context.Context, client *http.Client, url, token string) b
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(url, "/")+"/v1/operations", strings.NewReader("{}"))
 	if err != nil {
-		return false
+		return 0
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	res, err := client.Do(req)
 	if err != nil {
-		return false
+		return 0
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
 	res.Body.Close()
-	return res.StatusCode == http.StatusUnauthorized
+	return res.StatusCode
 }
 
 func splitList(s string) []string {

@@ -127,22 +127,27 @@
 //
 // Every key is snake_case, and "expect" names capabilities as they are
 // keyed under "capabilities" (cancel, lazy_allocation, turn_end_release,
-// methods, reporter, restart). "token" is used when no token flag is given. "duplicate_setup" is
+// methods, reporter; not restart, which a profile cannot declare). "token"
+// is used when no token flag is given. "duplicate_setup" is
 // "already_exists" (the default: a second setup of one binding fails with
 // that code) or "accepted". Each execute gives the implementation and input
 // sent; "output" requires the Tool's output to equal the given JSON,
 // "output_contains" requires every given field (recursively) to be present
 // with that value, and with neither any output passes (except for "read",
 // which must give one: it is what tells a binding that saw the write from
-// one that did not). "runs_ms" is how long
-// the execution runs when nothing stops it; the deadline and cancel cases
-// watch that long for a late completion. "methods" maps each call method to
+// one that did not). Only echo, write, read and allocation outputs are
+// checked: "output" or "output_contains" on another role is refused.
+// "runs_ms" is how long a sleep or progress execution runs when nothing
+// stops it; the deadline and cancel cases watch that long for a late
+// completion, the progress case for a completion it must not make. It is
+// refused on the other roles. "methods" maps each call method to
 // a sample input that must answer a result. "reporter" names a call that
 // makes the provider post an observation with the binding's reporter grant;
 // an empty object means setup alone does. "options" tune the run (see
 // Options): deadline_ms is the deadline the deadline case sends, grace_ms how
 // late a timeout or cancelled answer may come, max_body_bytes the provider's
-// body limit (413 beyond it).
+// body limit (413 beyond it); an option left out or 0 takes its default,
+// a negative one is refused.
 //
 // # Running the suite elsewhere
 //

@@ -58,6 +58,14 @@ type ProfileOptions struct {
 
 var roles = []string{RoleEcho, RoleSleep, RoleWrite, RoleRead, RoleUnsupported, RoleAllocation, RoleStuck, RoleProgress}
 
+// checkedRoles are the roles whose output a case checks: "output" and
+// "output_contains" have no effect on any other.
+var checkedRoles = []string{RoleEcho, RoleWrite, RoleRead, RoleAllocation}
+
+// timedRoles are the roles whose run time a case watches: "runs_ms" has
+// no effect on any other.
+var timedRoles = []string{RoleSleep, RoleProgress}
+
 // profileCapability is the profile spelling of a capability: the key it
 // has under "capabilities" (snake_case), used in "expect" too.
 func profileCapability(name string) string { return strings.ReplaceAll(name, "-", "_") }
@@ -70,8 +78,15 @@ func profileCapabilities() []string {
 	return out
 }
 
+// remoteCapabilities are the capabilities a profile can declare.
+func remoteCapabilities() []string {
+	return slices.DeleteFunc(profileCapabilities(), func(name string) bool { return name == profileCapability(CapRestart) })
+}
+
 // ParseProfile decodes a profile strictly: unknown fields, unknown roles or
-// capabilities and a missing echo are errors.
+// capabilities, a missing echo, negative numbers and settings no case reads
+// (an output of a role whose output is not checked, runs_ms of a role whose
+// run time is not watched, restart in expect) are errors.
 func ParseProfile(data []byte) (Profile, error) {
 	var p Profile
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -94,6 +109,15 @@ func ParseProfile(data []byte) (Profile, error) {
 		if len(e.Implementation) == 0 || len(e.Input) == 0 {
 			return Profile{}, fmt.Errorf("conformance: profile: executes.%s: implementation and input are required", role)
 		}
+		if (e.Output != nil || e.OutputContains != nil) && !slices.Contains(checkedRoles, role) {
+			return Profile{}, fmt.Errorf("conformance: profile: executes.%s: no case checks the output of this role; remove output and output_contains (checked for: %v)", role, checkedRoles)
+		}
+		if e.RunsMs != 0 && !slices.Contains(timedRoles, role) {
+			return Profile{}, fmt.Errorf("conformance: profile: executes.%s: no case reads runs_ms of this role; remove it (read for: %v)", role, timedRoles)
+		}
+		if e.RunsMs < 0 {
+			return Profile{}, fmt.Errorf("conformance: profile: executes.%s: runs_ms %d is negative", role, e.RunsMs)
+		}
 		if e.Output != nil && e.OutputContains != nil {
 			return Profile{}, fmt.Errorf("conformance: profile: executes.%s: give output or output_contains, not both", role)
 		}
@@ -106,9 +130,25 @@ func ParseProfile(data []byte) (Profile, error) {
 	default:
 		return Profile{}, fmt.Errorf("conformance: profile: duplicate_setup %q: want %q or %q", p.DuplicateSetup, DuplicateFails, DuplicateAccepted)
 	}
+	o := p.Options
+	for _, opt := range []struct {
+		name  string
+		value int64
+	}{
+		{"deadline_ms", o.DeadlineMs}, {"grace_ms", o.GraceMs}, {"timeout_ms", o.TimeoutMs},
+		{"max_body_bytes", o.MaxBodyBytes}, {"concurrency", int64(o.Concurrency)},
+	} {
+		if opt.value < 0 {
+			// Options would replace it with its default, silently.
+			return Profile{}, fmt.Errorf("conformance: profile: options.%s %d is negative (leave it out for the default)", opt.name, opt.value)
+		}
+	}
 	for _, name := range p.Expect {
+		if name == profileCapability(CapRestart) {
+			return Profile{}, fmt.Errorf("conformance: profile: expect: %q needs an in-process restart hook, which a profile cannot declare (the case is skipped in a remote run)", name)
+		}
 		if !slices.Contains(profileCapabilities(), name) {
-			return Profile{}, fmt.Errorf("conformance: profile: expect: unknown capability %q (known, spelled as under \"capabilities\": %v)", name, profileCapabilities())
+			return Profile{}, fmt.Errorf("conformance: profile: expect: unknown capability %q (known, spelled as under \"capabilities\": %v)", name, remoteCapabilities())
 		}
 	}
 	return p, nil

@@ -27,7 +27,7 @@ func TestProfileTrailingData(t *testing.T) {
 // same encoding.
 func FuzzParseProfile(f *testing.F) {
 	f.Add([]byte(`{"executes":{"echo":{"implementation":1,"input":1}},"capabilities":{"lazy_allocation":true,"turn_end_release":"release"},"expect":["cancel"]}`))
-	f.Add([]byte(`{"executes":{"echo":{"implementation":{"tool":"command"},"input":{"shell":"cat"},"output":{"a":1}},"sleep":{"implementation":1,"input":2,"output_contains":["x"]}},"duplicate_setup":"fails"}`))
+	f.Add([]byte(`{"executes":{"echo":{"implementation":{"tool":"command"},"input":{"shell":"cat"},"output":{"a":1}},"write":{"implementation":1,"input":2,"output_contains":["x"]}},"duplicate_setup":"fails"}`))
 	f.Add([]byte(`{"executes":{"echo":{"implementation":1,"input":1}},"duplicate_setup":"maybe"}`))
 	f.Add([]byte(`{"executes":{"echo":{"implementation":1,"input":1}}} {}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

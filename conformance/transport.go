@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
 // raw sends body to path with token (none when empty) and never fails the
@@ -123,16 +125,8 @@ func transportNotFound(p *probe) {
 func transportBodyTooLarge(p *probe) {
 	limit := p.o.MaxBodyBytes
 	p.bodyAtLimit(limit)
-	prefix := []byte(`{"contract":"environment/v1","operation":{"session_id":"` + p.session + `","pad":"`)
-	suffix := []byte(`"}}`)
-	pad := int(limit) + 1 - len(prefix) - len(suffix)
-	if pad < 0 {
-		pad = 0
-	}
-	body := make([]byte, 0, int(limit)+1)
-	body = append(body, prefix...)
-	body = append(body, bytes.Repeat([]byte("x"), pad)...)
-	body = append(body, suffix...)
+	c := p.binding()
+	body := oversizedSetup(c, limit+1)
 	// A server may answer 413 and close while the body is still being
 	// written; the client then sees a reset instead of the answer. Retry a
 	// few times before calling that a failure.
@@ -143,8 +137,33 @@ func transportBodyTooLarge(p *probe) {
 			break
 		}
 	}
-	ex.Request = append(append([]byte{}, body[:200]...), []byte("…")...)
+	ex.Request = append(append([]byte{}, body[:min(len(body), 200)]...), []byte("…")...)
+	if ex.Status == http.StatusOK {
+		p.teardownLater(c)
+	}
 	p.wantStatus(ruleBodyLimit, ex, http.StatusRequestEntityTooLarge, fmt.Sprintf("a body of %d bytes (limit %d)", len(body), limit))
+}
+
+// oversizedSetup is a setup of c of at least size bytes that is wrong in
+// nothing but its size: the padding is a string configuration, which the
+// envelope carries without interpreting it, so a provider that validates
+// while it reads finds nothing to refuse before the body passes its limit.
+func oversizedSetup(c *envtest.Commands, size int64) []byte {
+	const empty = `"configuration":""`
+	cmd := c.Setup(json.RawMessage(`""`))
+	base, _ := json.Marshal(cmd)
+	places := int64(max(bytes.Count(base, []byte(empty)), 1))
+	pad := max((size-int64(len(base))+places-1)/places, 0)
+	config := make([]byte, 0, pad+2)
+	config = append(config, '"')
+	config = append(config, bytes.Repeat([]byte("x"), int(pad))...)
+	config = append(config, '"')
+	cmd.Operation.Request.Configuration = config
+	if cmd.Operation.Configuration != nil {
+		cmd.Operation.Configuration = config
+	}
+	body, _ := json.Marshal(cmd)
+	return body
 }
 
 // bodyAtLimit sends a setup of a fresh binding padded with whitespace to
