@@ -175,7 +175,9 @@
 // length is pinged, and replaced when it does not answer within a
 // quarter of OpTimeout: it died without a word (a network that dropped
 // it sends no reset), and would otherwise leave other nodes' commits to
-// the polls below.
+// the polls below. A lost listening connection is replaced within a
+// moment; the pause between attempts grows only while connecting or
+// LISTEN fails, and is short again once a LISTEN was in place.
 // A lost wake-up is made up by reading: every followed session after the
 // listener reconnects, and every second the heads of all followed
 // sessions are compared with what was pushed (a node that died between

@@ -13,9 +13,16 @@ import (
 // sessionFeeds are the local subscriptions of one session. pushed is the
 // last sequence pushed to them; every record after it is pushed exactly
 // once, in order, by whoever first learns it was committed (a local
-// append, or a notification of another node's).
+// append, or a notification of another node's). Until known, no read of
+// the session's head succeeded: pushed means nothing, nothing is pushed,
+// and the next Subscribe reads the head. mu is held across reads of the
+// journal, which take Journal.mu: mu is never waited for with Journal.mu
+// held.
 type sessionFeeds struct {
+	refs int // under Journal.mu: subscriptions and Subscribe calls in progress
+
 	mu     sync.Mutex
+	known  bool
 	pushed uint64
 	subs   map[*journal.Feed]struct{}
 }
@@ -33,23 +40,31 @@ func (j *Journal) Subscribe(ctx context.Context, session string, after uint64, b
 		return nil, journal.ErrClosed
 	}
 	sf := j.feeds[session]
-	fresh := sf == nil
-	if fresh {
+	if sf == nil {
 		sf = &sessionFeeds{subs: map[*journal.Feed]struct{}{}}
 		j.feeds[session] = sf
 	}
-	sf.mu.Lock() // held while the head is read, so no push slips between
+	sf.refs++
 	j.mu.Unlock()
-	if fresh {
+	sf.mu.Lock() // held while the head is read, so no push slips between
+	if !sf.known {
+		// The first to follow the session, or the one before failed to
+		// read the head.
 		next, err := j.Next(ctx, session)
 		if err != nil {
 			sf.mu.Unlock()
-			j.dropIfEmpty(session, sf)
+			j.unref(session, sf)
 			return nil, err
 		}
-		sf.pushed = next - 1
+		sf.pushed, sf.known = next-1, true
 	}
 	defer sf.mu.Unlock()
+	// Close ends the subscriptions it finds under sf.mu, after it marked
+	// the journal closed.
+	if err := j.usable(); err != nil {
+		j.unref(session, sf)
+		return nil, err
+	}
 	read := func(ctx context.Context, after uint64) ([]journal.Record, error) {
 		return j.Read(ctx, session, after, 0, 0)
 	}
@@ -58,25 +73,21 @@ func (j *Journal) Subscribe(ctx context.Context, session string, after uint64, b
 		sf.mu.Lock()
 		delete(sf.subs, f)
 		sf.mu.Unlock()
-		j.dropIfEmpty(session, sf)
+		j.unref(session, sf)
 	})
 	sf.subs[f] = struct{}{}
 	return f.Subscription(), nil
 }
 
-// dropIfEmpty forgets a session's feed set once it has no subscription.
-// The caller must not hold sf.mu (the lock order is j.mu, then sf.mu).
-func (j *Journal) dropIfEmpty(session string, sf *sessionFeeds) {
+// unref drops a subscription or a Subscribe call from sf, and forgets the
+// session's feed set once neither is left.
+func (j *Journal) unref(session string, sf *sessionFeeds) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.feeds[session] != sf {
-		return
-	}
-	sf.mu.Lock()
-	if len(sf.subs) == 0 {
+	sf.refs--
+	if sf.refs == 0 && j.feeds[session] == sf {
 		delete(j.feeds, session)
 	}
-	sf.mu.Unlock()
 }
 
 func (j *Journal) feedsOf(session string) *sessionFeeds {
@@ -96,7 +107,7 @@ func (j *Journal) published(session string, first uint64, recs []journal.Record)
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
 	last := first + uint64(len(recs)) - 1
-	if last <= sf.pushed {
+	if !sf.known || last <= sf.pushed {
 		return
 	}
 	if first > sf.pushed+1 {
@@ -116,7 +127,7 @@ func (j *Journal) published(session string, first uint64, recs []journal.Record)
 // follow). It holds sf.mu. A read failure leaves sf.pushed where it was:
 // the next commit or notification retries.
 func (j *Journal) catchUp(ctx context.Context, session string, sf *sessionFeeds, upTo uint64) {
-	for upTo == 0 || sf.pushed < upTo {
+	for sf.known && (upTo == 0 || sf.pushed < upTo) {
 		page, err := j.Read(ctx, session, sf.pushed, 0, 0)
 		if err != nil || len(page) == 0 || page[0].Sequence != sf.pushed+1 {
 			return

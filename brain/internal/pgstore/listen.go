@@ -10,22 +10,23 @@ import (
 
 // listen holds one connection LISTENing to the journal channel and hands
 // each notification to the journal, until ctx ends. After the connection
-// is lost it reconnects (with a growing pause) and catches every followed
-// session up from the journal, since notifications sent meanwhile are
-// lost. The notification is only a wake-up: what is pushed is always read
-// from the journal. A connection that brought nothing for a third of the
-// lease length is pinged, and one that does not answer within a quarter
-// of OpTimeout is replaced: it died without a word.
+// is lost it reconnects and catches every followed session up from the
+// journal, since notifications sent meanwhile are lost. The pause before
+// a reconnection grows while connecting or LISTEN fails, and is short
+// again once a LISTEN was in place. The notification is only a wake-up:
+// what is pushed is always read from the journal. A connection that
+// brought nothing for a third of the lease length is pinged, and one that
+// does not answer within a quarter of OpTimeout is replaced: it died
+// without a word.
 // ready is closed once the first LISTEN is in place.
 func (j *Journal) listen(ctx context.Context, ready chan<- struct{}) {
 	pause := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		err := j.listenOnce(ctx, &ready)
+		if j.listenOnce(ctx, &ready) {
+			pause = 50 * time.Millisecond
+		}
 		if ctx.Err() != nil {
 			return
-		}
-		if err == nil {
-			pause = 50 * time.Millisecond
 		}
 		select {
 		case <-ctx.Done():
@@ -36,15 +37,17 @@ func (j *Journal) listen(ctx context.Context, ready chan<- struct{}) {
 	}
 }
 
-func (j *Journal) listenOnce(ctx context.Context, ready *chan<- struct{}) error {
+// listenOnce listens on one new connection until it fails or ctx ends,
+// and answers whether its LISTEN was in place.
+func (j *Journal) listenOnce(ctx context.Context, ready *chan<- struct{}) (listened bool) {
 	cfg := j.db.pool.Config().ConnConfig.Copy()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return err
+		return false
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		return err
+		return false
 	}
 	if *ready != nil {
 		close(*ready)
@@ -61,7 +64,7 @@ func (j *Journal) listenOnce(ctx context.Context, ready *chan<- struct{}) error 
 			continue
 		}
 		if ctx.Err() != nil || !pgconn.Timeout(err) {
-			return err
+			return true
 		}
 		// Nothing came for a third of the lease length: the connection
 		// may have died without a word (a network that dropped it sends
@@ -72,7 +75,7 @@ func (j *Journal) listenOnce(ctx context.Context, ready *chan<- struct{}) error 
 		err = conn.Ping(pctx)
 		cancel()
 		if err != nil {
-			return err
+			return true
 		}
 	}
 }

@@ -16,20 +16,9 @@ import (
 // OpTimeout; the next request does not wait for the dead connection's
 // place in the pool but is served at once over a new connection.
 func TestSilentlyDeadConnectionFreesItsPlace(t *testing.T) {
-	direct := pgtest.Database(t)
-	proxy, url := newSilentProxy(t, direct)
 	const op = 2 * time.Second
-	db := openDB(t, url, func(o *pgstore.Options) {
-		o.NodeID, o.PublicURL = "a", "http://a"
-		o.LeaseDuration, o.OpTimeout = 30*time.Second, op
-		// Every place of the pool is taken by a connection that goes
-		// silent.
-		o.MaxConns = 1
-	})
+	proxy, db := silentPoolNode(t, op)
 	ctx := context.Background()
-	if err := db.Ping(ctx); err != nil {
-		t.Fatal(err)
-	}
 	proxy.Silence()
 	if err := db.Ping(ctx); err == nil {
 		t.Fatal("Ping over a connection that stopped answering succeeded")
@@ -49,18 +38,9 @@ func TestSilentlyDeadConnectionFreesItsPlace(t *testing.T) {
 // without a reset) costs the next request a short check, not the
 // request: it is served over a new connection well within OpTimeout.
 func TestSilentlyDeadIdleConnectionIsPassedOver(t *testing.T) {
-	direct := pgtest.Database(t)
-	proxy, url := newSilentProxy(t, direct)
 	const op = 4 * time.Second
-	db := openDB(t, url, func(o *pgstore.Options) {
-		o.NodeID, o.PublicURL = "a", "http://a"
-		o.LeaseDuration, o.OpTimeout = 30*time.Second, op
-		o.MaxConns = 1
-	})
+	proxy, db := silentPoolNode(t, op)
 	ctx := context.Background()
-	if err := db.Ping(ctx); err != nil {
-		t.Fatal(err)
-	}
 	// The pool checks a connection idle for more than a second before
 	// handing it out.
 	time.Sleep(1100 * time.Millisecond)
@@ -73,4 +53,22 @@ func TestSilentlyDeadIdleConnectionIsPassedOver(t *testing.T) {
 	} else if took > op/2 {
 		t.Errorf("Ping over a pool whose idle connection died took %v", took.Round(time.Millisecond))
 	}
+}
+
+// silentPoolNode opens a node whose pool holds one connection, through a
+// silentProxy, with OpTimeout op, and answers them once the node's
+// connection answered a Ping: every place of the pool is then taken by
+// a connection that Silence makes go silent.
+func silentPoolNode(t *testing.T, op time.Duration) (*silentProxy, *pgstore.DB) {
+	t.Helper()
+	proxy, url := newSilentProxy(t, pgtest.Database(t))
+	db := openDB(t, url, func(o *pgstore.Options) {
+		o.NodeID, o.PublicURL = "a", "http://a"
+		o.LeaseDuration, o.OpTimeout = 30*time.Second, op
+		o.MaxConns = 1
+	})
+	if err := db.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return proxy, db
 }
