@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"time"
 
@@ -427,9 +428,12 @@ func (i *Invocation) Events(ctx context.Context, after uint64) (json.RawMessage,
 }
 
 // Dispatch starts Tool calls and returns their ToolReturns in call order.
-// An answer that is not one ToolReturn per call, in call order (by
-// call_id), is an error.
+// No calls (nil too) are sent as an empty array. An answer that is not one
+// ToolReturn per call, in call order (by call_id), is an error.
 func (i *Invocation) Dispatch(ctx context.Context, calls []envapi.ToolInvocation) ([]envapi.ToolReturn, error) {
+	if calls == nil {
+		calls = []envapi.ToolInvocation{}
+	}
 	raw, err := i.raw(ctx, envapi.MethodDispatch, calls)
 	if err != nil {
 		return nil, err
@@ -437,8 +441,14 @@ func (i *Invocation) Dispatch(ctx context.Context, calls []envapi.ToolInvocation
 	return decodeToolReturns(raw, calls)
 }
 
-// SetTranscript saves the transcript (a message array).
+// SetTranscript saves the transcript (a message array). A nil slice is
+// the empty transcript and is sent as an empty array.
 func (i *Invocation) SetTranscript(ctx context.Context, messages any) (uint64, error) {
+	if v := reflect.ValueOf(messages); v.Kind() == reflect.Slice && v.IsNil() {
+		if _, raw := messages.(json.RawMessage); !raw {
+			messages = []struct{}{}
+		}
+	}
 	return i.sequenceCall(ctx, envapi.MethodSetTranscript, messages)
 }
 
