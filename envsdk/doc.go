@@ -28,8 +28,9 @@
 // memory, so after a restart every operation reaches the provider again.
 // A provider that tracks bindings itself (to accept a duplicate setup, or
 // to keep bindings across restarts) sets Options.UntrackedBindings.
-// A setup whose SetupResult.OnTurnEnd is not an identifier is answered
-// with the failure invalid_output and leaves no binding: the handler calls
+// A setup whose SetupResult.OnTurnEnd is not an identifier, or names no
+// method of the provider's Methods, is answered with the failure
+// invalid_output and leaves no binding: the handler calls
 // Teardown for it (a failed teardown is kept in details.cleanup_error), so
 // that the next setup runs.
 //

@@ -249,7 +249,13 @@ func (h *handler) run(parent context.Context, op envapi.Operation) envapi.Receip
 		err := h.guard(func() (err error) { res, err = h.p.Setup(c); return err })
 		receipt := envapi.AcceptedOnTurnEnd(res.OnTurnEnd)
 		if err == nil {
-			if receipt = wellFormed(receipt); receipt.Type == envapi.ReceiptFailure {
+			receipt = wellFormed(receipt)
+			if m, ok := h.methods[res.OnTurnEnd]; receipt.Type == envapi.ReceiptAccepted && res.OnTurnEnd != "" && (!ok || m.Run == nil) {
+				// Brain would call it after every turn, and record each
+				// answer (unsupported) as a failed cleanup.
+				receipt = envapi.Failure(envapi.CodeInvalidOutput, fmt.Sprintf("the setup's on_turn_end names %q, which is not one of the provider's methods", res.OnTurnEnd), false, nil)
+			}
+			if receipt.Type == envapi.ReceiptFailure {
 				// Brain records no binding for a failed setup: what the
 				// provider set up is released so that none is left.
 				receipt = h.undoSetup(c, receipt)

@@ -87,6 +87,7 @@ func (p *testProvider) Methods() map[string]envsdk.Method {
 	return map[string]envsdk.Method{
 		"inspect": {Description: "inspect", InputSchema: json.RawMessage(`{"type":"object"}`),
 			Run: func(c *envsdk.Ctx, in json.RawMessage) (any, error) { return map[string]any{"in": in}, nil }},
+		"release": {Description: "called after every turn", Run: func(*envsdk.Ctx, json.RawMessage) (any, error) { return nil, nil }},
 	}
 }
 

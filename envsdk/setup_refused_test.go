@@ -1,6 +1,7 @@
 package envsdk_test
 
 import (
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,12 @@ func (p *holding) Teardown(c *envsdk.Ctx) error {
 	return nil
 }
 
+func (p *holding) Methods() map[string]envsdk.Method {
+	return map[string]envsdk.Method{
+		"release": {Run: func(*envsdk.Ctx, json.RawMessage) (any, error) { return nil, nil }},
+	}
+}
+
 func (p *holding) holds() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -61,5 +68,21 @@ func TestSetupWithAMalformedOnTurnEndLeavesNoBinding(t *testing.T) {
 		if r.Receipt.OnTurnEnd != "release" {
 			t.Errorf("the next setup answered on_turn_end %q", r.Receipt.OnTurnEnd)
 		}
+	}
+}
+
+// A setup whose on_turn_end names a method the provider does not serve is
+// refused the same way: Brain would call it after every turn and record
+// each unsupported answer as a failed cleanup.
+func TestSetupWithAnUnservedOnTurnEndLeavesNoBinding(t *testing.T) {
+	p := &holding{onTurnEnd: "sweep", held: map[string]bool{}}
+	srv := serve(t, p, nil)
+	r := send(t, srv, command(1, envapi.Setup(nil)))
+	wantReceipt(t, "a setup answering an on_turn_end it does not serve", r, envapi.ReceiptFailure, envapi.CodeInvalidOutput)
+	if !strings.Contains(r.Receipt.Message, `"sweep"`) {
+		t.Errorf("the failure does not name the method: %s", r.Receipt.Message)
+	}
+	if n := p.holds(); n != 0 {
+		t.Errorf("the refused setup left %d bindings held by the provider", n)
 	}
 }
