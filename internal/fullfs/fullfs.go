@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 )
@@ -83,4 +84,40 @@ func (f *Filler) Leave(t testing.TB, n int64) {
 	if err := os.Truncate(f.path, max(fi.Size()-n, 0)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Inodes are files that take the free inodes of a mounted file system.
+type Inodes struct {
+	paths []string
+}
+
+// TakeInodes creates empty files under dir until the file system answers
+// ENOSPC (see MountInodes), so that creating the next file or directory
+// fails, whatever space is left.
+func TakeInodes(t testing.TB, dir string) *Inodes {
+	t.Helper()
+	in := &Inodes{}
+	for i := 0; ; i++ {
+		p := filepath.Join(dir, "inode-"+strconv.Itoa(i))
+		f, err := os.Create(p)
+		if errors.Is(err, syscall.ENOSPC) {
+			return in
+		}
+		if err != nil {
+			t.Fatalf("take the inodes of %s: %v", dir, err)
+		}
+		f.Close()
+		in.paths = append(in.paths, p)
+	}
+}
+
+// Free gives the inodes back.
+func (in *Inodes) Free(t testing.TB) {
+	t.Helper()
+	for _, p := range in.paths {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in.paths = nil
 }

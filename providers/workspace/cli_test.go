@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -92,7 +91,7 @@ func TestCommandRequiresTokenOrNoAuth(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	pr, pw := io.Pipe()
-	var stderr syncBuffer
+	var stderr envtest.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- Command(ctx, []string{"--listen", "127.0.0.1:0", "--root", t.TempDir(), "--no-auth"}, pw, &stderr)
@@ -115,24 +114,6 @@ func TestCommandRequiresTokenOrNoAuth(t *testing.T) {
 	if got := <-code; got != 0 {
 		t.Errorf("exit code %d", got)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // The allow-list names programs by base name, as a command's argv[0] is

@@ -95,24 +95,8 @@ func TestDeleteKilledWithNoInodeLeftLeavesSessionWholeOrGone(t *testing.T) {
 		mnt := fullfs.MountInodes(t, 64<<20, 3000)
 		full := func(t *testing.T) func() {
 			t.Helper()
-			var paths []string
-			for i := 0; ; i++ {
-				p := filepath.Join(mnt, fmt.Sprintf("inode-%d", i))
-				f, err := os.Create(p)
-				if errors.Is(err, syscall.ENOSPC) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				f.Close()
-				paths = append(paths, p)
-			}
-			return func() {
-				for _, p := range paths {
-					os.Remove(p)
-				}
-			}
+			taken := fullfs.TakeInodes(t, mnt)
+			return func() { taken.Free(t) }
 		}
 		return deleteKilled(t, it, filepath.Join(mnt, "sessions"), 6000, false, full)
 	})

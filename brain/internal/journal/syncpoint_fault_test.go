@@ -2,8 +2,6 @@ package journal
 
 import (
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -33,19 +31,7 @@ func TestFailedSyncPointWithoutLogDoesNotStick(t *testing.T) {
 		}
 	}
 	// Use up the inodes: the next round cannot create its log file.
-	var taken []string
-	for i := 0; ; i++ {
-		p := filepath.Join(mnt, fmt.Sprintf("inode%d", i))
-		f, err := os.Create(p)
-		if errors.Is(err, syscall.ENOSPC) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		taken = append(taken, p)
-	}
+	taken := fullfs.TakeInodes(t, mnt)
 	if err := fs.Append(bg, "s", 2, numbered(2, 1)); !errors.Is(err, ErrWrite) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Append without a free inode = %v, want ErrWrite wrapping ENOSPC", err)
 	}
@@ -55,11 +41,7 @@ func TestFailedSyncPointWithoutLogDoesNotStick(t *testing.T) {
 		t.Fatalf("Append whose sync point failed = %v, want ErrWrite wrapping EIO", err)
 	}
 	fs.syncHook = nil
-	for _, p := range taken {
-		if err := os.Remove(p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	taken.Free(t)
 	if err := fs.Append(bg, "s", 2, numbered(2, 1)); err != nil {
 		t.Fatalf("Append once the fault passed = %v, want success", err)
 	}

@@ -12,8 +12,11 @@ import (
 
 // TestQuotaNotRetryable: OpenAI answers 429 both for a rate limit, which
 // passes, and for an exhausted quota or spend limit (error type
-// insufficient_quota), which waiting does not cure. Only the first is
-// retryable, and only it reports a wait.
+// insufficient_quota), which waiting does not cure. It answers 429 with
+// code rate_limit_exceeded also for a request that asks for more tokens
+// than the per-minute limit allows at all ("Request too large"): sending
+// it again cannot succeed either. Only a limit reached is retryable, and
+// only it reports a wait.
 func TestQuotaNotRetryable(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -31,6 +34,12 @@ func TestQuotaNotRetryable(t *testing.T) {
 			"project_spend_limit_exceeded", false},
 		{"credits", `{"error":{"message":"You have no credits remaining.","type":"insufficient_quota","param":null,"code":"credit_balance_exhausted"}}`,
 			"credit_balance_exhausted", false},
+		{"tokens-reached", `{"error":{"message":"Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000. Please try again in 2s. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
+			"rate_limit_exceeded", true},
+		{"too-large", `{"error":{"message":"Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Requested 36278. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
+			"rate_limit_exceeded", false},
+		{"too-large-for-limit", `{"error":{"message":"Request too large for gpt-4.1-2025-04-14 (for limit gpt-4.1) in organization org-x on tokens per min (TPM): Limit 30000, Requested 37313. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
+			"rate_limit_exceeded", false},
 	}
 	for _, d := range []dialect{responsesDialect, chatDialect} {
 		for _, tc := range cases {

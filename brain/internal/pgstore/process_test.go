@@ -17,6 +17,7 @@ import (
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/client"
 	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
+	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
 var (
@@ -53,7 +54,7 @@ type node struct {
 	dir  string // data directory
 	done chan struct{}
 	// stderr is the process's log, shown when the test fails.
-	stderr *lockedBuilder
+	stderr *envtest.Buffer
 }
 
 // serveNode runs one brain serve process on the database.
@@ -84,7 +85,7 @@ func launchNode(t testing.TB, dbURL, keyFile string, env ...string) (*node, erro
 	if err != nil {
 		return nil, err
 	}
-	stderr := &lockedBuilder{}
+	stderr := &envtest.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -115,25 +116,6 @@ func launchNode(t testing.TB, dbURL, keyFile string, env ...string) (*node, erro
 		return nil, errors.New("brain serve did not start")
 	}
 	return n, nil
-}
-
-// lockedBuilder collects a process's stderr while another goroutine may
-// read it.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func (n *node) client(t testing.TB) *client.Client {

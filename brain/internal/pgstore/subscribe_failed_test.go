@@ -34,24 +34,7 @@ func TestSubscribeAfterAFailedOneReadsTheHead(t *testing.T) {
 
 	// Reads of the session's head wait while another transaction holds
 	// the table.
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	tx, err := admin.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `LOCK TABLE brain_sessions IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	watch, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close(ctx)
+	tx, watch := lockTable(t, url, "brain_sessions")
 
 	firstCtx, giveUp := context.WithCancel(ctx)
 	defer giveUp()
@@ -63,15 +46,7 @@ func TestSubscribeAfterAFailedOneReadsTheHead(t *testing.T) {
 		}
 		firstErr <- err
 	}()
-	waitFor(t, "the first subscription to wait for the head", func() bool {
-		var n int
-		err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND wait_event_type = 'Lock' AND query LIKE 'SELECT next_seq FROM brain_sessions%'`).Scan(&n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n > 0
-	})
+	waitForLockedQuery(t, watch, "the first subscription to wait for the head", "SELECT next_seq FROM brain_sessions")
 
 	type result struct {
 		sub *journal.Subscription
@@ -120,6 +95,46 @@ func subscribersWaiting() int {
 		}
 	}
 	return n
+}
+
+// lockTable holds table in ACCESS EXCLUSIVE mode in a transaction of its
+// own, which keeps every reader of it waiting until tx ends, and answers
+// that transaction and another connection to watch the waiting with.
+func lockTable(t *testing.T, url, table string) (tx pgx.Tx, watch *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(ctx) })
+	if tx, err = admin.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+table+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	if watch, err = pgx.Connect(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { watch.Close(ctx) })
+	return tx, watch
+}
+
+// waitForLockedQuery waits until a query of the database starting with
+// prefix waits for a lock.
+func waitForLockedQuery(t *testing.T, watch *pgx.Conn, what, prefix string) {
+	t.Helper()
+	waitFor(t, what, func() bool {
+		var n int
+		err := watch.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND starts_with(query, $1)`, prefix).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	})
 }
 
 // waitFor polls cond until it holds, failing t after 10 s.

@@ -9,7 +9,6 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/pgstore"
 	"github.com/brain-in-go/brain/brain/internal/pgstore/pgtest"
-	"github.com/jackc/pgx/v5"
 )
 
 // TestSlowReadOfOneSessionHoldsUpNoOther: a wake-up for a followed
@@ -35,37 +34,12 @@ func TestSlowReadOfOneSessionHoldsUpNoOther(t *testing.T) {
 	}
 	defer subX.Close()
 
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	tx, err := admin.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `LOCK TABLE brain_records IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	watch, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close(ctx)
+	tx, watch := lockTable(t, url, "brain_records")
 	// A wake-up as another node sends after its commit.
 	if _, err := watch.Exec(ctx, `SELECT pg_notify('brain_journal', $1)`, hex.EncodeToString([]byte("x"))+" 2"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the read of x to wait", func() bool {
-		var n int
-		err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND wait_event_type = 'Lock' AND query LIKE 'SELECT sequence, kind%'`).Scan(&n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n > 0
-	})
+	waitForLockedQuery(t, watch, "the read of x to wait", "SELECT sequence, kind")
 	second := make(chan error, 1)
 	go func() {
 		sub, err := j.Subscribe(ctx, "x", 1, 0)
@@ -116,22 +90,10 @@ func TestSubscribeWhileCatchingUpAcrossReads(t *testing.T) {
 	}
 	defer subX.Close()
 
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	tx, err := admin.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
 	// Records 2 and 3 committed as another node's append commits them,
 	// in a transaction that keeps every reader of the records' table
 	// waiting until it ends.
-	if _, err := tx.Exec(ctx, `LOCK TABLE brain_records IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	tx, watch := lockTable(t, url, "brain_records")
 	if _, err := tx.Exec(ctx, `INSERT INTO brain_records (session_id, sequence, kind, recorded_at_ms, data, frame_bytes)
 		SELECT 'x'::bytea, n, 'k'::bytea, 1, convert_to('{"n":' || n || '}', 'UTF8'), 64 FROM generate_series(2, 3) n`); err != nil {
 		t.Fatal(err)
@@ -139,25 +101,12 @@ func TestSubscribeWhileCatchingUpAcrossReads(t *testing.T) {
 	if _, err := tx.Exec(ctx, `UPDATE brain_sessions SET next_seq = 4 WHERE session_id = 'x'::bytea`); err != nil {
 		t.Fatal(err)
 	}
-	watch, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close(ctx)
 	// A wake-up through a sequence beyond those: the node reads again
 	// after the first page.
 	if _, err := watch.Exec(ctx, `SELECT pg_notify('brain_journal', $1)`, hex.EncodeToString([]byte("x"))+" 5"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the read of x to wait", func() bool {
-		var n int
-		err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND wait_event_type = 'Lock' AND query LIKE 'SELECT sequence, kind%'`).Scan(&n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n > 0
-	})
+	waitForLockedQuery(t, watch, "the read of x to wait", "SELECT sequence, kind")
 	type result struct {
 		sub *journal.Subscription
 		err error

@@ -8,30 +8,12 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/tracing"
+	"github.com/brain-in-go/brain/envsdk/envtest"
 )
-
-// lockedBuffer is a bytes.Buffer written and read from any goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // closedURL answers an http URL of a loopback port nothing listens on.
 func closedURL(t *testing.T) string {
@@ -54,7 +36,7 @@ func TestFailedExportsAreLoggedOnce(t *testing.T) {
 	t.Setenv("OTEL_BLRP_SCHEDULE_DELAY", "50")
 	// Other tests' exporters, still failing, may write to the standard
 	// library's log while this one reads it.
-	var std lockedBuffer
+	var std envtest.Buffer
 	log.SetOutput(&std)
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })
 	var logged bytes.Buffer

@@ -76,6 +76,16 @@ func (s *shellSession) send() int {
 	return s.last
 }
 
+// open logs b in to the session's Brain and shows the session, up to its
+// last event.
+func (s *shellSession) open(b *browser) {
+	s.t.Helper()
+	b.login(s.url, s.token)
+	var ok bool
+	b.eval(`location.hash = '#/s/`+s.id+`', true`, &ok)
+	b.wait("open the session", fmt.Sprintf(`document.querySelector('#events tr[data-seq="%d"]') !== null`, s.last), 60*time.Second)
+}
+
 // environmentRow answers what the environments tab shows of ws.
 func environmentRow(b *browser) (row struct{ Calls, Tools string }) {
 	b.t.Helper()
@@ -99,10 +109,8 @@ func TestInspectorEnvironmentsScanRetried(t *testing.T) {
 	want := s.turns * s.perTurn
 	t.Logf("%d turns, %d tool calls, %d events", s.turns, want, s.last)
 
-	b.login(s.url, s.token)
+	s.open(b)
 	var ok bool
-	b.eval(`location.hash = '#/s/`+s.id+`', true`, &ok)
-	b.wait("open the session", fmt.Sprintf(`document.querySelector('#events tr[data-seq="%d"]') !== null`, s.last), 60*time.Second)
 	b.eval(failSecondScanPage, &ok)
 	b.run("environments", chromedp.Click(chromedp.CSS(`.tabs button[data-tab="environments"]`)))
 	b.wait("the failed read", `window.scanPagesFailed === 1 && document.getElementById('action-error').textContent.includes('environments')`, 30*time.Second)
@@ -132,10 +140,7 @@ func TestInspectorEnvironmentsOfFollowedSession(t *testing.T) {
 	for s.last <= 600 {
 		s.send()
 	}
-	b.login(s.url, s.token)
-	var ok bool
-	b.eval(`location.hash = '#/s/`+s.id+`', true`, &ok)
-	b.wait("open the session", fmt.Sprintf(`document.querySelector('#events tr[data-seq="%d"]') !== null`, s.last), 60*time.Second)
+	s.open(b)
 	for range 10 {
 		b.wait("follow", fmt.Sprintf(`document.querySelector('#events tr[data-seq="%d"]') !== null`, s.send()), 60*time.Second)
 	}
@@ -167,10 +172,8 @@ func TestInspectorEnvironmentsTabShownOnOpen(t *testing.T) {
 		s.send()
 	}
 	want := s.turns * s.perTurn
-	b.login(s.url, s.token)
+	s.open(b)
 	var ok bool
-	b.eval(`location.hash = '#/s/`+s.id+`', true`, &ok)
-	b.wait("open the session", fmt.Sprintf(`document.querySelector('#events tr[data-seq="%d"]') !== null`, s.last), 60*time.Second)
 	b.run("environments", chromedp.Click(chromedp.CSS(`.tabs button[data-tab="environments"]`)))
 	if row := environmentRow(b); row.Calls != fmt.Sprint(want) {
 		t.Fatalf("environment ws shows %s tool calls, want %d", row.Calls, want)
@@ -214,10 +217,8 @@ func TestInspectorEnvironmentsTabSaysItIsReading(t *testing.T) {
 	for s.last <= 600 {
 		s.send()
 	}
-	b.login(s.url, s.token)
+	s.open(b)
 	var ok bool
-	b.eval(`location.hash = '#/s/`+s.id+`', true`, &ok)
-	b.wait("open the session", fmt.Sprintf(`document.querySelector('#events tr[data-seq="%d"]') !== null`, s.last), 60*time.Second)
 	b.eval(holdScanPages, &ok)
 	b.run("environments", chromedp.Click(chromedp.CSS(`.tabs button[data-tab="environments"]`)))
 	b.wait("the scan waits", `window.scanHeld > 0`, 30*time.Second)
