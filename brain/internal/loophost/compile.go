@@ -22,12 +22,17 @@ var (
 // that compiles.
 func (h *Host) compile(ctx context.Context, k kind, id string, b []byte) (*module, error) {
 	h.compiles.Add(1)
+	if err := checkFormat(b); err != nil {
+		return nil, fmt.Errorf("invalid module: %w", err)
+	}
 	if err := checkCounts(b); err != nil {
 		return nil, fmt.Errorf("invalid module: %w", err)
 	}
-	// The module is compiled with its data segments merged; its id and
-	// the bytes kept are the module as given.
+	// The module is compiled with its data segments merged and the
+	// maxima of its tables bounded (tables.go); its id and the bytes kept
+	// are the module as given.
 	prepared, _ := coalesceData(b)
+	prepared, _ = boundTables(prepared)
 	if err := checkSegments(prepared); err != nil {
 		return nil, fmt.Errorf("invalid module: %w", err)
 	}

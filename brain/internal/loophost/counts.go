@@ -8,8 +8,9 @@ import (
 const (
 	// maxLocals bounds the locals one function declares (as browsers do).
 	maxLocals = 50000
-	// maxTableEntries bounds a table's initial size: every instance
-	// allocates eight bytes per entry.
+	// maxTableEntries bounds the entries of all tables of an instance
+	// together, as declared and as grown (tables.go): every instance
+	// allocates eight bytes of the host's memory per entry.
 	maxTableEntries = 1 << 20
 	// maxGlobals bounds the globals a module defines: every instance
 	// allocates about a hundred bytes of the host's memory per global,
@@ -231,22 +232,19 @@ func checkTables(r *reader) error {
 	if err := r.count("tables", 3); err != nil {
 		return err
 	}
-	for range r.n {
-		b, ok := r.byte()
-		withInit := ok && b == 0x40
-		if withInit {
-			r.at++ // reserved
-			b, ok = r.byte()
+	tables, ok := parseTables(r.b)
+	if !ok {
+		return errStop
+	}
+	var sum uint64
+	for _, t := range tables {
+		if t.min > maxTableEntries {
+			return fmt.Errorf("a table declares %d entries (limit %d)", t.min, maxTableEntries)
 		}
-		if !ok || b == 0x63 || b == 0x64 { // typed references: left to the compiler
-			return nil
-		}
-		if err := r.tableLimits(); err != nil {
-			return err
-		}
-		if withInit && !r.constExpr() {
-			return nil
-		}
+		sum += uint64(t.min)
+	}
+	if sum > maxTableEntries {
+		return fmt.Errorf("the module's %d tables declare %d entries in all (limit %d)", len(tables), sum, maxTableEntries)
 	}
 	return nil
 }

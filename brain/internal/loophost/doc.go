@@ -14,12 +14,17 @@
 // they become a handful that leave linear memory byte for byte as the
 // originals do; a module whose segments are not all active, constant,
 // within the initial memory and disjoint, or that has a data count
-// section, is compiled as it is (dataseg.go). The id and the stored
-// bytes are always the module as given. Before compiling, a module that
-// declares more entries, names, segment bytes or elements than it has
-// bytes for (the "name" section included), more than 50,000 locals in a
-// function, a table of more than 2^20 entries, more than 100,000 globals,
-// more than 1,000,000 functions or function types, or (once its active
+// section, is compiled as it is (dataseg.go). The maxima of its tables
+// are lowered, when they sum to more than 2^20 entries (each entry costs
+// an instance eight bytes of the host's memory), to their initial sizes
+// plus an even share of what those leave of 2^20, so that a table.grow
+// past them fails as a memory.grow past the linear memory limit does
+// (tables.go). The id and the stored bytes are always the module as
+// given. Before compiling, a module that declares more entries, names,
+// segment bytes or elements than it has bytes for (the "name" section
+// included), more than 50,000 locals in a function, tables of more than
+// 2^20 entries in all, more than 100,000 globals, more than 1,000,000
+// functions or function types, or (once its active
 // segments are merged) more than 100,000 data segments, is refused as invalid
 // (counts.go): the compiler and each instance size their allocations by
 // what a module declares. So is a module whose functions hold too many
@@ -83,7 +88,9 @@
 // # ABI
 //
 // A guest is a core WebAssembly module (not a component) using WASI
-// preview 1. It must export:
+// preview 1, in the binary format; a component, or a module in the text
+// format, is rejected with a message saying so (format.go). It must
+// export:
 //
 //	memory                           its linear memory
 //	brain_alloc(size i32) -> i32     a buffer of at least size bytes that
