@@ -195,10 +195,13 @@ func (b *Binder) route(op session.Operation) (endpoint, credential string, err e
 // default route's key or the session's credential) and the session's
 // credential of the environment. A reporter outlives the operations of
 // its binding, so its report is redacted from what the binding's
-// operations would carry, not from a live grant.
+// operations would carry, not from a live grant only; the credential and
+// tokens of the session's operations whose tokens are still live (an
+// execute the provider is running, its controller context) are removed
+// too.
 func (b *Binder) RedactReport(op session.Operation, raw json.RawMessage, token string) json.RawMessage {
 	_, credential, _ := b.route(op)
-	return redactor{token, credential, op.Credential}.json(raw)
+	return append(redactor{token, credential, op.Credential}, b.grants.session(op.SessionID)...).json(raw)
 }
 
 // deliver sends one operation once and decodes its receipt.

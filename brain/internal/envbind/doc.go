@@ -95,10 +95,14 @@
 // from its input (Grant.Redact), as a receipt has. A report has its
 // reporter token and the credential its binding's operations carry (the
 // session's credential, a route's or the default route's key) removed
-// from its data and output (RedactReport): the engine reads that
-// credential from its Secrets when the report arrives
+// from its event type, data and output (RedactReport): the engine reads
+// that credential from its Secrets when the report arrives
 // (session.Report.Redact), so a reporter used after a restart is
-// redacted too.
+// redacted too. A provider knows every token it was sent, so a call and
+// a report also have removed the credential and tokens of every
+// operation of the session whose tokens are still live (an execute under
+// way, its controller context). An event type that quoted one is then no
+// event name and is refused (422 reserved_name), as an emit's is.
 //
 // # Service call errors
 //

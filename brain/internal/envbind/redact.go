@@ -3,6 +3,7 @@ package envbind
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,8 +19,14 @@ const redacted = "[redacted]"
 type redactor []string
 
 // string answers s with every secret removed, as its bytes or as Go
-// quotes it (strconv.Quote, %q: errors quote what a provider sent).
+// quotes it (strconv.Quote, %q: errors quote what a provider sent). The
+// longest secrets go first: a secret that holds a shorter one is removed
+// whole, not left with the shorter one cut out of it.
 func (r redactor) string(s string) string {
+	if len(r) > 1 {
+		r = slices.Clone(r)
+		slices.SortStableFunc(r, func(a, b string) int { return len(b) - len(a) })
+	}
 	for _, v := range r {
 		if v != "" {
 			s = strings.ReplaceAll(s, v, redacted)

@@ -45,3 +45,20 @@ func TestRedactorJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestRedactorOverlappingSecrets: of two secrets one of which holds the
+// other (a short credential inside a longer one, in whichever order they
+// are listed), the longer is removed whole, not left with only the
+// shorter cut out of it.
+func TestRedactorOverlappingSecrets(t *testing.T) {
+	for _, r := range []redactor{{"cred", "tool-credential-2"}, {"tool-credential-2", "cred"}} {
+		got := r.string("key tool-credential-2, then cred")
+		if want := "key [redacted], then [redacted]"; got != want {
+			t.Errorf("%q redacts to %q, want %q", r, got, want)
+		}
+		out := r.json(json.RawMessage(`{"k":"tool-credential-2"}`))
+		if string(out) != `{"k":"[redacted]"}` {
+			t.Errorf("%q redacts JSON to %s", r, out)
+		}
+	}
+}

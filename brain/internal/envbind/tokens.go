@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -100,10 +101,11 @@ type grantKey struct {
 	ctrl    bool
 }
 
-// grants holds the digests of live invocation tokens.
+// grants holds the digests of live invocation tokens, by session.
 type grants struct {
 	mu sync.Mutex
-	m  map[grantKey]liveGrant
+	m  map[string]map[grantKey]liveGrant
+	n  int
 }
 
 // liveGrant is a live invocation token's digest and the secrets its
@@ -113,7 +115,7 @@ type liveGrant struct {
 	hide   redactor
 }
 
-func newGrants() *grants { return &grants{m: map[grantKey]liveGrant{}} }
+func newGrants() *grants { return &grants{m: map[string]map[grantKey]liveGrant{}} }
 
 // mint makes a fresh invocation token for an execution under the lease
 // epoch (see invocationToken), replacing any earlier one.
@@ -124,7 +126,15 @@ func (g *grants) mint(k grantKey, key []byte, epoch int64) string {
 	}
 	tok := invocationToken(key, k, epoch, nonce[:])
 	g.mu.Lock()
-	g.m[k] = liveGrant{digest: sha256.Sum256([]byte(tok))}
+	live := g.m[k.session]
+	if live == nil {
+		live = map[grantKey]liveGrant{}
+		g.m[k.session] = live
+	}
+	if _, ok := live[k]; !ok {
+		g.n++
+	}
+	live[k] = liveGrant{digest: sha256.Sum256([]byte(tok))}
 	g.mu.Unlock()
 	return tok
 }
@@ -135,10 +145,27 @@ func (g *grants) mint(k grantKey, key []byte, epoch int64) string {
 func (g *grants) hide(k grantKey, secrets redactor) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if l, ok := g.m[k]; ok {
+	if l, ok := g.m[k.session][k]; ok {
 		l.hide = secrets
-		g.m[k] = l
+		g.m[k.session][k] = l
 	}
+}
+
+// session answers the secrets of every operation of session that holds
+// a live token: a provider knows the tokens of all the operations it was
+// sent, and may quote any of them in what it sends Brain.
+func (g *grants) session(session string) redactor {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out redactor
+	for _, l := range g.m[session] {
+		for _, v := range l.hide {
+			if v != "" && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
 
 // Invocation tokens are the base64url (unpadded) encoding of
@@ -228,7 +255,7 @@ func (g *grants) check(k grantKey, tok string) bool {
 func (g *grants) lookup(k grantKey, tok string) (redactor, bool) {
 	sum := sha256.Sum256([]byte(tok))
 	g.mu.Lock()
-	want, ok := g.m[k]
+	want, ok := g.m[k.session][k]
 	g.mu.Unlock()
 	if !ok || subtle.ConstantTimeCompare(sum[:], want.digest[:]) != 1 {
 		return nil, false
@@ -239,7 +266,15 @@ func (g *grants) lookup(k grantKey, tok string) (redactor, bool) {
 // revoke forgets the execution's token.
 func (g *grants) revoke(k grantKey) {
 	g.mu.Lock()
-	delete(g.m, k)
+	if live := g.m[k.session]; live != nil {
+		if _, ok := live[k]; ok {
+			delete(live, k)
+			g.n--
+		}
+		if len(live) == 0 {
+			delete(g.m, k.session)
+		}
+	}
 	g.mu.Unlock()
 }
 
@@ -247,7 +282,7 @@ func (g *grants) revoke(k grantKey) {
 func (g *grants) len() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.m)
+	return g.n
 }
 
 // Grant names what an invocation token authorizes: the execution at
@@ -259,16 +294,22 @@ type Grant struct {
 	Controller bool
 
 	hide redactor // the operation's credential and tokens
+	live *grants  // the live tokens of the session's other operations
 }
 
 // Redact answers raw, the input of a call the grant authorized, with the
 // secrets of its operation removed from its strings: the environment's
 // credential and every token the operation carried, token (the one that
-// authenticated the call) included. What a provider sends is journaled,
-// and a provider may quote what it was sent.
+// authenticated the call) included, and the credential and tokens of
+// every other operation of the session whose tokens are still live. What
+// a provider sends is journaled, and a provider may quote what it was
+// sent.
 func (g Grant) Redact(raw json.RawMessage, token string) json.RawMessage {
-	hide := make(redactor, 0, len(g.hide)+1)
-	return append(append(hide, g.hide...), token).json(raw)
+	hide := append(redactor{token}, g.hide...)
+	if g.live != nil {
+		hide = append(hide, g.live.session(g.SessionID)...)
+	}
+	return hide.json(raw)
 }
 
 // Authorize reports which live grant token authorizes at operation seq of
@@ -296,7 +337,7 @@ func (b *Binder) Authorize(id string, seq uint64, token string) (Grant, bool) {
 				return Grant{}, false
 			}
 		}
-		return Grant{SessionID: id, Sequence: seq, Controller: ctrl, hide: hide}, true
+		return Grant{SessionID: id, Sequence: seq, Controller: ctrl, hide: hide, live: b.grants}, true
 	}
 	return Grant{}, false
 }

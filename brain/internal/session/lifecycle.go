@@ -591,9 +591,10 @@ func (s *sess) envNamesLocked(states ...string) []string {
 }
 
 // Delete removes an ended or failed session: each environment that was set
-// up is torn down as its own journaled operation, then the journal and the
-// session's secrets are removed. If a teardown fails nothing is removed and
-// Delete may be tried again.
+// up is torn down as its own journaled operation, then the session's
+// secrets and the journal are removed. If a teardown fails nothing is
+// removed and Delete may be tried again; so may it when removing the
+// secrets or the journal fails.
 func (e *Engine) Delete(ctx context.Context, id string) error {
 	s, err := e.acquire(ctx, id, true)
 	if err != nil {
@@ -624,11 +625,14 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 		return &TurnError{Code: api.CodeExecutorFailed, Retryable: true, Err: ErrWrongState,
 			Message: "teardown failed for " + strings.Join(failedEnvs, ", ")}
 	}
-	if err := e.store.Delete(ctx, id); err != nil {
-		return fmt.Errorf("session %s: delete journal: %w", id, err)
-	}
+	// The secrets go first: a delete that fails after them leaves the
+	// session, which a delete tried again removes, and not credentials
+	// that no session names any more.
 	if err := e.secrets.DeleteAll(ctx, id); err != nil {
 		return fmt.Errorf("session %s: delete secrets: %w", id, err)
+	}
+	if err := e.store.Delete(ctx, id); err != nil {
+		return fmt.Errorf("session %s: delete journal: %w", id, err)
 	}
 	e.mu.Lock()
 	if e.live[id] == s {

@@ -21,8 +21,9 @@ type Report struct {
 	EventType string          `json:"event_type,omitempty"`
 	Data      json.RawMessage `json:"data,omitempty"`
 	Output    json.RawMessage `json:"output,omitempty"`
-	// Redact, if set, answers what Data or Output is recorded as, given
-	// the binding's operation as far as where it goes and with which
+	// Redact, if set, answers what Output, or the pair [EventType, Data]
+	// of a diagnostic event (as a JSON array), is recorded as, given the
+	// binding's operation as far as where it goes and with which
 	// credential (Declaration, Authorized, Credential; see Operation): a
 	// transport removes the credentials its operations carry to the
 	// binding's provider, which the provider may quote in a report. The
@@ -85,7 +86,13 @@ func (s *sess) reportLocked(ctx context.Context, binding api.EnvironmentRef, r R
 		if op.credErr != nil {
 			return 0, fmt.Errorf("%w: the credential of environment %s could not be read: %w", ErrUnavailable, binding.Name, op.credErr)
 		}
-		if len(r.Data) > 0 {
+		switch {
+		case r.EventType != "":
+			// The event type is journaled too: one that quotes a secret
+			// is redacted, and then refused below as no event name, as
+			// an emit through a callback is.
+			r.EventType, r.Data = redactEvent(op, r.Redact, r.EventType, r.Data)
+		case len(r.Data) > 0:
 			r.Data = r.Redact(op, r.Data)
 		}
 		if len(r.Output) > 0 {
@@ -119,4 +126,28 @@ func (s *sess) reportLocked(ctx context.Context, binding api.EnvironmentRef, r R
 type outputEmitted struct {
 	Environment string          `json:"environment"`
 	Output      json.RawMessage `json:"output"`
+}
+
+// redactEvent answers the event type and the data of a diagnostic report
+// as one call of redact leaves them: the pair is redacted as the JSON
+// array [eventType, data]. An answer that is no such pair answers no event
+// type, which is refused.
+func redactEvent(op Operation, redact func(Operation, json.RawMessage) json.RawMessage, eventType string, data json.RawMessage) (string, json.RawMessage) {
+	in := data
+	if len(in) == 0 {
+		in = json.RawMessage("null")
+	}
+	raw, err := json.Marshal([]any{eventType, in})
+	if err != nil {
+		return "", nil
+	}
+	var pair []json.RawMessage
+	var out string
+	if json.Unmarshal(redact(op, raw), &pair) != nil || len(pair) != 2 || json.Unmarshal(pair[0], &out) != nil {
+		return "", nil
+	}
+	if len(data) == 0 {
+		return out, data
+	}
+	return out, pair[1]
 }
