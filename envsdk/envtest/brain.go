@@ -51,6 +51,7 @@ func New() *Brain {
 	})
 	b.srv = httptest.NewServer(mux)
 	b.URL = b.srv.URL
+	register(b)
 	return b
 }
 
@@ -65,6 +66,7 @@ func NewBrain(t testing.TB) *Brain {
 // Close stops the server; slow replies in progress end at once.
 func (b *Brain) Close() {
 	b.once.Do(func() {
+		unregister(b)
 		close(b.closed)
 		b.srv.CloseClientConnections()
 		b.srv.Close()

@@ -169,6 +169,11 @@ const maxResponse = 64 << 20
 // []byte or json.RawMessage (sent as is) or any value to marshal. client
 // nil means http.DefaultClient. err reports a transport failure, or a 200
 // body that is not a valid response (status and body are then set).
+//
+// As Brain does, Post closes the controller context the command carried
+// (on a fake Brain of this package) when the operation returns, whatever
+// it answered, and a cancel closes the context of the execute it names
+// before it is sent; later calls with those grants answer 401.
 func Post(ctx context.Context, client *http.Client, baseURL, token string, cmd any) (status int, body []byte, resp *envapi.Response, err error) {
 	var data []byte
 	switch v := cmd.(type) {
@@ -180,6 +185,13 @@ func Post(ctx context.Context, client *http.Client, baseURL, token string, cmd a
 		if data, err = json.Marshal(cmd); err != nil {
 			return 0, nil, nil, fmt.Errorf("envtest: encode command: %w", err)
 		}
+	}
+	// The controller contexts of the operation close as Brain closes
+	// them: a cancel's target when it is sent, the operation's own when
+	// it returns.
+	if op, ok := readOperation(data); ok {
+		closeTarget(op)
+		defer closeContext(op)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(baseURL, "/")+"/v1/operations", bytes.NewReader(data))
 	if err != nil {

@@ -7,7 +7,13 @@
 //   - the execution callback, POST /v1/sessions/{sid}/executions/{seq}/call
 //     with body {"method", "input"} and the grant's bearer token. emit,
 //     result, returned, finish, set_transcript, kv_put and kv_delete answer
-//     a committed sequence as a bare JSON integer; telemetry answers null;
+//     a committed sequence as a bare JSON integer; an event type Brain
+//     reserves (a leading underscore, a record kind, an API error or
+//     failure code) is refused with 422 {"code":"reserved_name"}; result,
+//     returned and finish take an Outcome as Brain decodes it (a status of
+//     the five, an error with an identifier code, no unknown field);
+//     model takes a ModelRequest with messages; set_transcript takes
+//     messages of role user, assistant or developer; telemetry answers null;
 //     kv_read answers {} for absence or {"value": V}; events answers
 //     {"events": [], "next_cursor": N}; model, dispatch and environments
 //     answer configurable results (see Handle). A method the grant does not
@@ -16,11 +22,13 @@
 //     closes the grant, so any later call is a 401.
 //   - the reporter, POST /v1/sessions/{sid}/environments/{env}/{bseq}/events,
 //     which validates the body with envapi.DecodeReporterEvent and answers
-//     {"sequence": N};
+//     {"sequence": N}, and refuses a reserved event type as emit does;
 //   - an operation's controller context,
 //     POST /v1/sessions/{sid}/environments/{env}/operations/{seq}/context,
 //     with the methods environments, emit and result (which takes an
-//     observation {observation, content?}, as on the reporter).
+//     observation {observation, content?}, as on the reporter). Post
+//     closes it when the operation returns, and a cancel closes the
+//     context of the execute it names, as Brain does.
 //
 // Every request is recorded, in arrival order, as a Call (see Calls,
 // CallsFor and WaitFor), rejected ones included. Faults can be injected per

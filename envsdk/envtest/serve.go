@@ -151,8 +151,12 @@ func contains(list []string, s string) bool {
 }
 
 func (b *Brain) report(body []byte) answer {
-	if _, err := envapi.DecodeReporterEvent(body); err != nil {
+	ev, err := envapi.DecodeReporterEvent(body)
+	if err != nil {
 		return answer{status: http.StatusUnprocessableEntity, body: errorBody("invalid_request", err.Error())}
+	}
+	if ev.Type == "event" && reserved(ev.EventType) {
+		return answer{status: http.StatusUnprocessableEntity, body: errorBody("reserved_name", "event_type "+strconv.Quote(ev.EventType)+" is reserved")}
 	}
 	b.mu.Lock()
 	seq := b.commitLocked()

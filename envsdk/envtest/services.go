@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
@@ -44,8 +45,13 @@ func (b *Brain) process(c Call) answer {
 		if err := envapi.Strict(c.Input, &in); err != nil {
 			return invalid(http.StatusUnprocessableEntity, "invalid_request", err)
 		}
-		if !envapi.ValidIdentifier(in.EventType) {
+		// A private name (leading underscore) is reserved rather than
+		// malformed, as Brain answers it.
+		switch private := strings.HasPrefix(in.EventType, "_"); {
+		case !private && !envapi.ValidIdentifier(in.EventType):
 			return invalid(http.StatusUnprocessableEntity, "invalid_request", fmt.Errorf("event_type %q is not an identifier", in.EventType))
+		case reserved(in.EventType):
+			return invalid(http.StatusUnprocessableEntity, "reserved_name", fmt.Errorf("event_type %q is reserved", in.EventType))
 		}
 		return b.commit()
 	case envapi.MethodResult:
@@ -61,13 +67,13 @@ func (b *Brain) process(c Call) answer {
 			}
 			return b.commit()
 		}
-		if _, err := envapi.DecodeOutcome(c.Input); err != nil {
+		if err := checkOutcome(c.Method, c.Input); err != nil {
 			return invalid(http.StatusUnprocessableEntity, "invalid_request", err)
 		}
 		return b.commit()
 	case envapi.MethodReturned, envapi.MethodFinish:
 		if !isNull(c.Input) {
-			if _, err := envapi.DecodeOutcome(c.Input); err != nil {
+			if err := checkOutcome(c.Method, c.Input); err != nil {
 				return invalid(http.StatusUnprocessableEntity, "invalid_request", err)
 			}
 		}
@@ -75,9 +81,11 @@ func (b *Brain) process(c Call) answer {
 	case envapi.MethodTelemetry:
 		return answer{status: http.StatusOK, body: []byte("null")}
 	case envapi.MethodModel:
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(c.Input, &obj); err != nil || obj == nil {
-			return invalid(http.StatusUnprocessableEntity, "invalid_request", fmt.Errorf("model input must be a ModelRequest object"))
+		var req struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(c.Input, &req); err != nil || req.Messages == nil {
+			return invalid(http.StatusUnprocessableEntity, "invalid_request", fmt.Errorf("model input must be a ModelRequest object with messages"))
 		}
 		return answer{status: http.StatusOK, body: DefaultModelAnswer}
 	case envapi.MethodEnvironments:
@@ -99,9 +107,16 @@ func (b *Brain) process(c Call) answer {
 	case envapi.MethodDispatch:
 		return b.dispatch(c.Input)
 	case envapi.MethodSetTranscript:
-		var msgs []json.RawMessage
+		var msgs []struct {
+			Role string `json:"role"`
+		}
 		if err := json.Unmarshal(c.Input, &msgs); err != nil || msgs == nil {
 			return invalid(http.StatusUnprocessableEntity, "invalid_request", fmt.Errorf("set_transcript input must be a message array"))
+		}
+		for i, m := range msgs {
+			if m.Role != "user" && m.Role != "assistant" && m.Role != "developer" {
+				return invalid(http.StatusUnprocessableEntity, "invalid_request", fmt.Errorf("message %d has role %q", i, m.Role))
+			}
 		}
 		return b.commit()
 	case envapi.MethodKVRead, envapi.MethodKVDelete:
