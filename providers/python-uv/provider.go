@@ -196,7 +196,8 @@ type SetupConfiguration struct{}
 
 // Setup validates the binding's configuration and attaches the binding,
 // recorded in the state directory (when there is one) before it answers.
-// A second setup of an attached binding fails with already_exists.
+// A second setup of an attached binding fails with already_exists; one
+// that arrives once Close was called, with unavailable.
 func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 	var conf SetupConfiguration
 	if err := c.DecodeConfiguration(&conf); err != nil {
@@ -205,6 +206,9 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 	key := c.BindingKey()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return envsdk.SetupResult{}, errStopping()
+	}
 	if _, ok := p.bindings[key]; ok {
 		return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeAlreadyExists, "binding %s is already set up", key)
 	}
