@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 
 	"github.com/brain-in-go/brain/brain/internal/commits"
@@ -17,8 +18,9 @@ import (
 
 // OpenFiles opens the file backend: it locks opts.DataDir and keeps the
 // journal in sessions/, idempotency answers in requests/requests.log and
-// the sealing and reporter keys in server-metadata/.
-func OpenFiles(_ context.Context, opts Options) (_ *Backend, err error) {
+// the sealing and reporter keys in server-metadata/. The sealed secrets of
+// sessions the journal does not hold are removed before it returns.
+func OpenFiles(ctx context.Context, opts Options) (_ *Backend, err error) {
 	dir, err := datadir.Open(opts.DataDir)
 	if err != nil {
 		return nil, err
@@ -85,6 +87,9 @@ func OpenFiles(_ context.Context, opts Options) (_ *Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := sweepSecrets(ctx, store, sealed, opts.Logger); err != nil {
+		return nil, err
+	}
 	key, err := envbind.LoadKey(dir.Path("server-metadata", envbind.KeyFileName))
 	if err != nil {
 		return nil, fmt.Errorf("reporter key: %w", err)
@@ -100,4 +105,30 @@ func OpenFiles(_ context.Context, opts Options) (_ *Backend, err error) {
 	}
 	b.Close = release
 	return b, nil
+}
+
+// sweepSecrets removes the sealed secrets of every session the journal
+// does not hold (secrets.Store.Sweep). A journal that cannot list its
+// sessions stops the open; files that cannot be removed are logged and
+// swept again at the next open.
+func sweepSecrets(ctx context.Context, store journal.Store, sealed *secrets.Store, log *slog.Logger) error {
+	ids, err := store.Sessions(ctx)
+	if err != nil {
+		return fmt.Errorf("sweep secrets: %w", err)
+	}
+	known := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		known[id] = true
+	}
+	removed, err := sealed.Sweep(ctx, func(id string) bool { return known[id] })
+	if log == nil {
+		return nil
+	}
+	if len(removed) > 0 {
+		log.Info("removed the sealed secrets of sessions that do not exist", "sessions", len(removed))
+	}
+	if err != nil {
+		log.Warn("sweep secrets", "err", err)
+	}
+	return nil
 }

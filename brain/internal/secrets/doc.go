@@ -30,8 +30,21 @@
 // file that is not a regular file or whose mode lets other users read or
 // write it (ErrKey, naming the chmod that fixes it), as a copy restored
 // with a default mode would. The key cannot be rotated in place: a
-// replaced or lost key file leaves every sealed file unreadable, and the
-// sessions that hold credentials answer credential_unavailable on their
-// next model call or environment operation; back the key file up with
-// the data directory.
+// replaced or lost key file leaves every sealed file unreadable; the
+// sessions that hold credentials then fail their next environment
+// operation with credential_unavailable (nothing is sent) and their next
+// model call with model_provider_failed, saying that the model key could
+// not be read. Back the key file up with the data directory.
+//
+// # Orphaned files
+//
+// A session's secrets are sealed before its first journal record is
+// written, and removed before its journal when it is deleted. A process
+// killed between the seal and that record leaves a sealed file for a
+// session that does not exist, and one killed during a seal leaves the
+// seal's temporary file (sessions/.tmp-*). Store.Sweep removes both; the
+// file backend calls it each time it opens, before anything is served,
+// with the sessions its journal holds (damaged ones included). The
+// sessions sealed through the Store before the sweep are kept whatever
+// the journal holds, and files of any other name are left alone.
 package secrets

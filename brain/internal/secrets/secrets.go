@@ -37,6 +37,11 @@ type Store struct {
 	dir  string
 	aead cipher.AEAD
 	mu   sync.Mutex // serialises read-modify-write of one process
+
+	// Until Sweep has run: the sessions sealed since Open, which it
+	// keeps.
+	fresh map[string]bool
+	swept bool
 }
 
 // Open opens the store in dir (the data directory's server-metadata/),
@@ -72,7 +77,7 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrKey, err)
 	}
-	return &Store{dir: dir, aead: aead}, nil
+	return &Store{dir: dir, aead: aead, fresh: map[string]bool{}}, nil
 }
 
 // readKey reads the key file at path, at most one byte more than a key.
@@ -179,6 +184,9 @@ func (s *Store) Put(_ context.Context, session, name string, value []byte) error
 	out := append([]byte(magic), nonce...)
 	out = s.aead.Seal(out, nonce, plain, []byte(session))
 	p, _ := s.path(session)
+	if !s.swept {
+		s.fresh[session] = true
+	}
 	if err := fsutil.WriteFileAtomic(p, out, 0o600); err != nil {
 		return fmt.Errorf("secrets: write %s: %w", session, err)
 	}

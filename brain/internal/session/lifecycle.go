@@ -225,9 +225,24 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 		return api.SessionSummary{}, fmt.Errorf("%w: session %s exists", ErrWrongState, id)
 	}
 
-	// Secrets leave the configuration before it is journalled.
+	// abandon forgets a session of which nothing is durable: its secrets
+	// (under the lease still held: a fenced store refuses them without)
+	// and its place among the live sessions.
+	abandon := func() {
+		_ = e.secrets.DeleteAll(context.WithoutCancel(ctx), id)
+		s.evicted = true
+		e.mu.Lock()
+		delete(e.live, id)
+		// Nothing of the session is left for a failure to explain.
+		delete(e.faults, id)
+		s.releaseLeaseLocked()
+		e.mu.Unlock()
+	}
+	// Secrets leave the configuration before it is journalled. A secret
+	// that cannot be sealed leaves none of those sealed before it.
 	if req.Model.APIKey != "" {
 		if err := e.secrets.Put(ctx, id, SecretModelAPIKey, []byte(req.Model.APIKey)); err != nil {
+			abandon()
 			return api.SessionSummary{}, fmt.Errorf("session %s: store model key: %w", id, err)
 		}
 	}
@@ -242,6 +257,7 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 	for i, env := range conf.Environments {
 		if env.Credential != "" {
 			if err := e.secrets.Put(ctx, id, SecretEnvironmentCredential(env.Name), []byte(env.Credential)); err != nil {
+				abandon()
 				return api.SessionSummary{}, fmt.Errorf("session %s: store credential: %w", id, err)
 			}
 			conf.Environments[i].Credential = ""
@@ -254,20 +270,15 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 	if _, err := s.commitLocked(recs...); err != nil {
 		forget := refused(err) && !errors.Is(err, journal.ErrConflict)
 		if forget {
-			// Nothing of the session is durable: forget its secrets too,
-			// under the lease still held (a fenced store refuses it
-			// without).
-			_ = e.secrets.DeleteAll(context.WithoutCancel(ctx), id)
+			// Nothing of the session is durable.
+			abandon()
+		} else {
+			s.evicted = true
+			e.mu.Lock()
+			delete(e.live, id)
+			s.releaseLeaseLocked()
+			e.mu.Unlock()
 		}
-		s.evicted = true
-		e.mu.Lock()
-		delete(e.live, id)
-		if forget {
-			// Nothing of the session is left for the failure to explain.
-			delete(e.faults, id)
-		}
-		s.releaseLeaseLocked()
-		e.mu.Unlock()
 		if errors.Is(err, journal.ErrConflict) {
 			return api.SessionSummary{}, fmt.Errorf("%w: session %s exists", ErrWrongState, id)
 		}
