@@ -60,6 +60,14 @@ func Open(dir string) (*Store, error) {
 		if err := fsutil.WriteFileAtomic(keyPath, key, 0o600); err != nil {
 			return nil, fmt.Errorf("secrets: write key: %w", err)
 		}
+		// The first start made the directories too: their entries are
+		// made durable with the key, so that a journal written later
+		// never outlives the key that opens its secrets.
+		for _, d := range []string{dir, filepath.Dir(dir)} {
+			if err := fsutil.SyncDir(d); err != nil {
+				return nil, fmt.Errorf("secrets: write key: %w", err)
+			}
+		}
 	} else if err != nil {
 		return nil, err
 	}
