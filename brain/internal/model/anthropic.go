@@ -21,6 +21,38 @@ type anthropicMessages struct {
 
 const dialectAnthropic = "anthropic messages"
 
+// newAnthropic is the Messages client of model name over t.
+func newAnthropic(t transport, name string) *anthropicMessages {
+	t.final = anthropicNeverFits
+	return &anthropicMessages{t: t, model: name}
+}
+
+// anthropicFinalTypes are the error types of the Messages API's answers
+// that waiting does not cure: an invalid request, a key refused, no
+// credit, no permission, no such resource, a request over the size bound.
+// Its 429 is rate_limit_error; a 429 of one of these types (as a gateway
+// in front of the API may answer) fails the same way when sent again.
+var anthropicFinalTypes = map[string]bool{
+	"invalid_request_error": true, "authentication_error": true, "billing_error": true,
+	"permission_error": true, "not_found_error": true, "request_too_large": true,
+}
+
+// anthropicNeverFits reports whether the body of a 429 says that a later
+// attempt of the same request fails the same way: its error type is one
+// of anthropicFinalTypes, or it reads so as an OpenAI body does
+// (neverFits). A body that names no type leaves the status's verdict.
+func anthropicNeverFits(raw []byte) bool {
+	var body struct {
+		Error struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &body) == nil && anthropicFinalTypes[body.Error.Type] {
+		return true
+	}
+	return neverFits(raw)
+}
+
 // anthropicBlock is a content block being streamed.
 type anthropicBlock struct {
 	Type      string
@@ -180,9 +212,7 @@ func (c *anthropicMessages) send(ctx context.Context, body []byte, onDelta func(
 		case "message_stop":
 			return true, nil
 		case "error":
-			code, msg := parseErrorObject(ev.Error)
-			code = orDefault(code, "stream_error")
-			return false, &ProviderError{Code: c.t.redact(code), Message: c.t.redact(msg), Retryable: retryableCode(code)}
+			return false, c.t.streamError(ev.Error)
 		}
 		return false, nil
 	})

@@ -206,7 +206,7 @@ func New(cfg Config) (Providers, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &anthropicMessages{t: t, model: spec.Name}, nil
+		return newAnthropic(t, spec.Name), nil
 	}
 	for _, e := range cfg.Endpoints {
 		if e.Name == "" || e.Name == ProviderScripted {
@@ -224,7 +224,7 @@ func New(cfg Config) (Providers, error) {
 			field := chatMaxTokensField(base)
 			open = func(t transport, name string) Client { return &openAIChat{t: t, model: name, maxTokens: field} }
 		case DialectAnthropic:
-			open = func(t transport, name string) Client { return &anthropicMessages{t: t, model: name} }
+			open = func(t transport, name string) Client { return newAnthropic(t, name) }
 		default:
 			return nil, fmt.Errorf("model: endpoint %q: unknown dialect %q", e.Name, e.Dialect)
 		}

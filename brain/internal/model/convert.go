@@ -139,35 +139,6 @@ func hasResponseFormat(rf json.RawMessage) bool {
 	return len(rf) > 0 && string(rf) != "null"
 }
 
-// toolSchema is a tool's input schema as the dialects take it: a JSON
-// Schema of type "object", which OpenAI and Anthropic require at its top.
-// An absent schema is one of no properties; an object that names no type
-// ({}, or properties alone) is given type "object" (and no properties
-// when it has none), which changes nothing a tool receives: a tool input
-// is always an object. Any other schema goes as it is.
-func toolSchema(s json.RawMessage) json.RawMessage {
-	t := bytes.TrimSpace(s)
-	if len(t) == 0 || string(t) == "null" {
-		return json.RawMessage(`{"type":"object","properties":{}}`)
-	}
-	var m map[string]json.RawMessage
-	if t[0] != '{' || json.Unmarshal(t, &m) != nil || m == nil {
-		return s
-	}
-	if _, ok := m["type"]; ok {
-		return s
-	}
-	m["type"] = json.RawMessage(`"object"`)
-	if _, ok := m["properties"]; !ok {
-		m["properties"] = json.RawMessage(`{}`)
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return s
-	}
-	return b
-}
-
 // assembled is a response being built: blocks in order, the first invalid
 // tool input, and whether the provider refused.
 type assembled struct {

@@ -82,9 +82,13 @@
 // provider's code and its retryable verdict (429, 408 and 5xx, overload and
 // server errors are retryable, except a 429 for an exhausted quota or spend
 // limit, error type insufficient_quota, or for a request larger than the
-// tokens-per-minute limit allows at all, "Request too large"; other 4xx
-// are not) and, for a retryable
-// answer, the wait its Retry-After (or retry-after-ms) header asked for.
+// tokens-per-minute limit allows at all, "Request too large", and an
+// Anthropic 429 whose error type is not a rate limit but one of the
+// Messages API's final errors, such as request_too_large or
+// invalid_request_error; other 4xx are not; an error event whose code is
+// a number, as local servers give it, is judged by that HTTP status too)
+// and, for a retryable answer, the wait its Retry-After (or
+// retry-after-ms) header asked for.
 // A stream that ends before its final event, or inside an event that
 // then cannot be read, or whose connection breaks off after the answer
 // began (as an answer read whole does), is stream_truncated (retryable);

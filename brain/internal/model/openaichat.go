@@ -100,9 +100,7 @@ func (c *openAIChat) send(ctx context.Context, body []byte, onDelta func(Delta))
 		}
 		answered = true
 		if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
-			code, msg := parseErrorObject(chunk.Error)
-			code = orDefault(code, "stream_error")
-			return false, &ProviderError{Code: c.t.redact(code), Message: c.t.redact(msg), Retryable: retryableCode(code)}
+			return false, c.t.streamError(chunk.Error)
 		}
 		if chunk.Usage != nil {
 			usage = chunk.Usage

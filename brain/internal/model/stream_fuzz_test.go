@@ -61,6 +61,8 @@ func FuzzProviderAnswers(f *testing.F) {
 		f.Add(uint8(i), uint16(200), []byte(d.truncated()))
 		f.Add(uint8(i), uint16(400), []byte(d.errorBody("invalid_request_error", "bad key "+testKey)))
 		f.Add(uint8(i), uint16(429), []byte(d.errorBody("rate_limit_exceeded", "slow down")))
+		f.Add(uint8(i), uint16(429), []byte(d.errorBody("request_too_large", "too large "+testKey)))
+		f.Add(uint8(i), uint16(200), []byte(event("", map[string]any{"error": map[string]any{"code": 503, "message": "Loading model " + testKey, "type": "unavailable_error"}})))
 	}
 	known := []api.StopReason{api.StopEndTurn, api.StopToolUse, api.StopMaxTokens, api.StopStopSequence, api.StopRefusal, api.StopUnknown}
 	f.Fuzz(func(t *testing.T, which uint8, st uint16, b []byte) {

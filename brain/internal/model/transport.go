@@ -38,6 +38,9 @@ type transport struct {
 	key       string
 	limits    Limits
 	propagate bool // send the trace context of ctx
+	// final reads the body of a 429 for an answer that waiting does not
+	// cure; nil reads it as the OpenAI dialects answer (neverFits).
+	final func(raw []byte) bool
 }
 
 // encode answers the JSON of a request body. A body that cannot be
@@ -202,10 +205,14 @@ func (t transport) statusError(resp *http.Response) error {
 		// ends the text.
 		message = t.redactCutKey(message)
 	}
+	final := t.final
+	if final == nil {
+		final = neverFits
+	}
 	pe := &ProviderError{
 		Code:      t.redact(code),
 		Message:   message,
-		Retryable: retryableStatus(resp.StatusCode) && !(resp.StatusCode == http.StatusTooManyRequests && neverFits(raw)),
+		Retryable: retryableStatus(resp.StatusCode) && !(resp.StatusCode == http.StatusTooManyRequests && final(raw)),
 	}
 	if pe.Retryable {
 		pe.RetryAfter = retryAfter(resp.Header, time.Now())
@@ -244,7 +251,7 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 // retryableStatus is the provider's verdict: rate limits, timeouts and
 // server errors (Anthropic's 529 overloaded included) may succeed later;
 // statusError also reads the body of a 429 for one that waiting does not
-// cure (neverFits).
+// cure (neverFits; anthropicNeverFits for the Messages API).
 func retryableStatus(status int) bool {
 	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500
 }
@@ -308,6 +315,25 @@ func parseErrorObject(raw json.RawMessage) (code, message string) {
 		c = e.Type
 	}
 	return c, e.Message
+}
+
+// streamError maps an error object reported inside a stream: the
+// provider's code (stream_error when it gives none) and message, both
+// redacted, retryable by its code (retryableCode) or by the HTTP status a
+// numeric code stands for (local servers give one: vLLM and SGLang
+// {"type":"InternalServerError","code":500}, llama.cpp
+// {"code":503,"type":"unavailable_error"}), as a status answer is.
+func (t transport) streamError(raw json.RawMessage) *ProviderError {
+	code, msg := parseErrorObject(raw)
+	code = orDefault(code, "stream_error")
+	var e struct {
+		Code json.RawMessage `json:"code"`
+	}
+	status := 0
+	if json.Unmarshal(raw, &e) != nil || json.Unmarshal(e.Code, &status) != nil || status < 100 || status > 599 {
+		status = 0
+	}
+	return &ProviderError{Code: t.redact(code), Message: t.redact(msg), Retryable: retryableCode(code) || (status > 0 && retryableStatus(status))}
 }
 
 // retryableCode is the verdict for an error reported inside a stream, where
