@@ -119,9 +119,14 @@ func (b *binding) workspace(c *envsdk.Ctx) (*space, error) {
 
 // allocate creates the workspace directory. It runs once per binding
 // generation, shared by concurrent first executes. It may run after the
-// executes that started it gave up, and so after a teardown: then it
-// creates nothing.
+// executes that started it gave up, and so after a teardown or once
+// Close has begun: then it creates nothing.
 func (b *binding) allocate(context.Context) (*space, error) {
+	leave, err := b.p.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.gone {

@@ -10,7 +10,8 @@ import (
 
 // OutputEvent is the event type of streamed command output; its data is
 // {"stream": "stdout"|"stderr", "data": TEXT, "skipped"?: N}, where skipped
-// counts bytes not streamed because the emitter fell behind.
+// counts bytes of the stream not streamed because the emitter fell behind
+// (an event may carry that count alone, with empty data).
 const OutputEvent = "workspace.output"
 
 const (
@@ -109,11 +110,21 @@ func (e *emitter) loop() {
 		e.pending, e.size, e.skipped = nil, 0, map[string]int{}
 		e.mu.Unlock()
 
-		for _, ev := range coalesce(batch, carry, closed) {
+		events := coalesce(batch, carry, closed)
+		for i, ev := range events {
 			if n := skipped[ev.Stream]; n > 0 {
-				ev.Skipped = n
+				events[i].Skipped = n
 				delete(skipped, ev.Stream)
 			}
+		}
+		// Bytes skipped on a stream none of whose bytes were pending are
+		// counted in an event of their own.
+		for _, stream := range []string{"stdout", "stderr"} {
+			if n := skipped[stream]; n > 0 {
+				events = append(events, outputEvent{Stream: stream, Skipped: n})
+			}
+		}
+		for _, ev := range events {
 			if _, err := e.inv.Emit(e.ctx, OutputEvent, ev); err != nil {
 				e.mu.Lock()
 				e.err = err

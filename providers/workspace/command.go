@@ -64,7 +64,7 @@ func runCommand(k *call) (any, error) {
 		return nil, envsdk.Failf(envapi.CodeExecutionFailed, "%v", err)
 	}
 
-	ctx := k.c.Context()
+	ctx := k.ctx
 	var cancel context.CancelFunc = func() {}
 	// A command without a deadline is bounded by the binding's timeout, or
 	// else the operator's; the input's own timeout only shortens a bound.
@@ -110,6 +110,9 @@ func runCommand(k *call) (any, error) {
 		return out, nil
 	case errors.As(runErr, &stopped):
 		code, msg := envapi.CodeCancelled, "the command was cancelled"
+		if errors.Is(context.Cause(ctx), errStopping) {
+			msg = "the command was stopped: the provider is stopping"
+		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			code, msg = envapi.CodeTimeout, "the command's deadline expired"
 			if errors.Is(context.Cause(ctx), errCommandTimeout) {

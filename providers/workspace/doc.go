@@ -29,7 +29,11 @@
 // (flock(2) of <root>/.lock, not inherited by commands) before it reads
 // anything there and holds it until Close or the end of the process; a
 // second provider on the root, in this process or another, fails with
-// ErrRootInUse and touches nothing.
+// ErrRootInUse and touches nothing. Once Close has begun the provider
+// answers every operation unavailable; it stops the commands running
+// (their executes answer cancelled) and waits for the operations in
+// flight to end before it releases the lock, so that none of them writes
+// to a root that another provider may have taken.
 //
 // Each binding's state is one JSON file under <root>/bindings, named by
 // the binding key in base64url (by "sha256." and the key's SHA-256 in hex
@@ -66,7 +70,9 @@
 // and random digits, which a provider killed part-way may leave behind),
 // which is synced, given the old file's permissions and owner and renamed
 // over it; a write through a symbolic link replaces the file the link
-// leads to and keeps the link. The next write or edit of that file first
+// leads to and keeps the link, and one below a link that leads to nothing
+// fails with not_found, naming the link (the directory it names is not
+// created). The next write or edit of that file first
 // removes the regular files so named beside it (and those named
 // ".tmp-NAME-" and 16 hex digits by earlier releases), except the ones of
 // writes still running. Replacing a file needs room for the old

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/brain-in-go/brain/envsdk"
@@ -10,7 +11,9 @@ import (
 
 // call is one execute as the tools see it.
 type call struct {
-	c   *envsdk.Ctx
+	c *envsdk.Ctx
+	// ctx ends with the operation's context and once Close begins.
+	ctx context.Context
 	x   *envsdk.Execution
 	b   *binding
 	sp  *space
@@ -20,6 +23,11 @@ type call struct {
 // Execute runs one tool of the standard tool set (package toolset) in the
 // binding's workspace.
 func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
+	ctx, leave, err := p.enter(c)
+	if err != nil {
+		return envapi.Receipt{}, err
+	}
+	defer leave()
 	run, err := toolset.Select(x.Implementation, tools)
 	if err != nil {
 		return envapi.Receipt{}, err
@@ -39,7 +47,7 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	b.mu.Lock()
 	cfg := b.cfg
 	b.mu.Unlock()
-	out, err := run(&call{c: c, x: x, b: b, sp: sp, cfg: cfg})
+	out, err := run(&call{c: c, ctx: ctx, x: x, b: b, sp: sp, cfg: cfg})
 	if err != nil {
 		return envapi.Receipt{}, err
 	}

@@ -128,3 +128,18 @@ func killMarked(t *testing.T, root string) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
+
+// startUnprivilegedSession serves the provider with startUnprivileged and
+// returns a function posting a command to it and answering the receipt,
+// the commands of a session s1 (with a fake Brain), and the root.
+func startUnprivilegedSession(t *testing.T) (post func(envapi.Command) envapi.Receipt, c *envtest.Commands, root string) {
+	t.Helper()
+	url, root := startUnprivileged(t)
+	c = envtest.NewCommands("s1", "workspace")
+	c.Brain = envtest.NewBrain(t)
+	post = func(cmd envapi.Command) envapi.Receipt {
+		t.Helper()
+		return postTo(t, url, cmd)
+	}
+	return post, c, root
+}

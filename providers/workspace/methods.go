@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/brain-in-go/brain/envsdk"
@@ -33,20 +34,33 @@ func (p *Provider) Methods() map[string]envsdk.Method {
 			Description:  "Drop the workspace, including a sticky allocation failure or loss; the next execute allocates an empty one; posts the diagnostic workspace.reset through the reporter. Fails with busy while executes run.",
 			InputSchema:  json.RawMessage(emptySchema),
 			OutputSchema: json.RawMessage(resetOutputSchema),
-			Run:          p.reset,
+			Run:          p.method(p.reset),
 		},
 		"release": {
 			Description:  "Turn-end hook: keeps or wipes the workspace per the operator's release policy; a wipe leaves a failed allocation or a loss for reset. Fails with busy while executes run.",
 			InputSchema:  json.RawMessage(releaseInputSchema),
 			OutputSchema: json.RawMessage(releaseOutputSchema),
-			Run:          p.release,
+			Run:          p.method(p.release),
 		},
 		"inspect": {
 			Description:  "Report whether the workspace is allocated, its phase, its size in bytes and its number of entries.",
 			InputSchema:  json.RawMessage(emptySchema),
 			OutputSchema: json.RawMessage(inspectOutputSchema),
-			Run:          p.inspect,
+			Run:          p.method(p.inspect),
 		},
+	}
+}
+
+// method admits a call of run unless Close has begun; run's context ends
+// with the call's and once Close begins.
+func (p *Provider) method(run func(ctx context.Context, c *envsdk.Ctx, input json.RawMessage) (any, error)) func(*envsdk.Ctx, json.RawMessage) (any, error) {
+	return func(c *envsdk.Ctx, input json.RawMessage) (any, error) {
+		ctx, leave, err := p.enter(c)
+		if err != nil {
+			return nil, err
+		}
+		defer leave()
+		return run(ctx, c, input)
 	}
 }
 
@@ -54,7 +68,7 @@ func (p *Provider) Methods() map[string]envsdk.Method {
 // binding's reporter, with data {"previous_phase"}.
 const ResetEvent = "workspace.reset"
 
-func (p *Provider) reset(c *envsdk.Ctx, input json.RawMessage) (any, error) {
+func (p *Provider) reset(ctx context.Context, c *envsdk.Ctx, input json.RawMessage) (any, error) {
 	if err := toolset.Decode(input, &struct{}{}); err != nil {
 		return nil, err
 	}
@@ -68,14 +82,14 @@ func (p *Provider) reset(c *envsdk.Ctx, input json.RawMessage) (any, error) {
 	}
 	if r := c.Reporter(); r != nil {
 		// A diagnostic for the journal: it does not wake the Agentloop.
-		if _, err := r.Event(c.Context(), ResetEvent, map[string]string{"previous_phase": prev}); err != nil {
+		if _, err := r.Event(ctx, ResetEvent, map[string]string{"previous_phase": prev}); err != nil {
 			p.opts.Logger.Warn("report reset", "binding", b.key, "error", err)
 		}
 	}
 	return map[string]any{"reset": true, "previous_phase": prev}, nil
 }
 
-func (p *Provider) release(c *envsdk.Ctx, input json.RawMessage) (any, error) {
+func (p *Provider) release(_ context.Context, c *envsdk.Ctx, input json.RawMessage) (any, error) {
 	var in struct {
 		Sequence uint64 `json:"sequence" validate:"min=1"`
 	}
@@ -134,7 +148,7 @@ type InspectOutput struct {
 	Files     int    `json:"files"`
 }
 
-func (p *Provider) inspect(c *envsdk.Ctx, input json.RawMessage) (any, error) {
+func (p *Provider) inspect(_ context.Context, c *envsdk.Ctx, input json.RawMessage) (any, error) {
 	if err := toolset.Decode(input, &struct{}{}); err != nil {
 		return nil, err
 	}

@@ -3,8 +3,6 @@ package workspace
 import (
 	"testing"
 
-	"github.com/brain-in-go/brain/envsdk/envapi"
-	"github.com/brain-in-go/brain/envsdk/envtest"
 	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
@@ -44,17 +42,7 @@ func TestListDescendsIntoNonUTF8Directories(t *testing.T) {
 // A read-only directory inside a directory whose name is not UTF-8 does
 // not keep teardown from removing the workspace.
 func TestReadOnlyDirectoryUnderNonUTF8NameIsRemoved(t *testing.T) {
-	url, root := startUnprivileged(t)
-	c := envtest.NewCommands("s1", "workspace")
-	c.Brain = envtest.NewBrain(t)
-	post := func(cmd envapi.Command) envapi.Receipt {
-		t.Helper()
-		_, body, resp, err := envtest.Post(t.Context(), nil, url, "", cmd)
-		if err != nil || resp == nil {
-			t.Fatalf("post %s: %v %s", cmd.Operation.Request.Type, err, body)
-		}
-		return resp.Receipt
-	}
+	post, c, root := startUnprivilegedSession(t)
 	accepted(t, post(c.Setup(nil)))
 	var out toolset.CommandOutput
 	ok(t, post(c.Execute(tool("command"), mustJSON(t, sh(`d=$(printf 'd\377'); mkdir -p "$d/ro/sub" && echo x > "$d/ro/sub/f" && chmod 0555 "$d/ro/sub" "$d/ro" && ! touch "$d/ro/g" 2>/dev/null`)), nil)), &out)

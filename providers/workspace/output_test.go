@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -129,5 +130,45 @@ func TestCoalesceKeepsRunesWhole(t *testing.T) {
 	}
 	if total != len(big) {
 		t.Errorf("total %d, want %d", total, len(big))
+	}
+}
+
+// Output the emitter could not keep up with is counted as skipped on the
+// stream it belongs to, also when none of that stream's bytes were
+// pending: every byte of each stream is either streamed or counted.
+func TestStreamingCountsEverySkippedByte(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.commands("s1")
+	accepted(t, f.post(c.Setup(nil)))
+	// The first emission is held long enough for the command to fill what
+	// may wait and to write its stderr after that.
+	f.brain.Inject(envapi.MethodEmit, envtest.Fault{Kind: envtest.SlowReply, Delay: 2 * time.Second, Times: 1})
+	cmd := c.Execute(tool("command"), mustJSON(t, sh(`head -c 614400 /dev/zero | tr '\0' a; printf oops >&2`)), nil)
+	seq := cmd.Operation.Sequence
+	var out toolset.CommandOutput
+	ok(t, f.post(cmd), &out)
+	if out.Truncated || len(out.Stdout) != 614400 || out.Stderr != "oops" {
+		t.Fatalf("output: %d bytes of stdout, stderr %q, truncated %v", len(out.Stdout), out.Stderr, out.Truncated)
+	}
+	got := map[string]int{}
+	skipped := 0
+	for _, cl := range f.brain.CallsFor("s1", seq) {
+		if cl.Method != envapi.MethodEmit {
+			continue
+		}
+		var in struct {
+			Data outputEvent `json:"data"`
+		}
+		if err := json.Unmarshal(cl.Input, &in); err != nil {
+			t.Fatal(err)
+		}
+		got[in.Data.Stream] += len(in.Data.Data) + in.Data.Skipped
+		skipped += in.Data.Skipped
+	}
+	if skipped == 0 {
+		t.Fatal("nothing was skipped; the test shows nothing")
+	}
+	if got["stdout"] != len(out.Stdout) || got["stderr"] != len(out.Stderr) {
+		t.Errorf("streamed or skipped: %d bytes of stdout, %d of stderr; want %d and %d", got["stdout"], got["stderr"], len(out.Stdout), len(out.Stderr))
 	}
 }

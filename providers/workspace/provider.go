@@ -39,6 +39,15 @@ type Provider struct {
 	allocations atomic.Int64 // directories created, for tests
 
 	lock *os.File // holds the flock of <root>/.lock; guarded by mu
+
+	// stopping ends once Close has begun, and with it the contexts of
+	// the operations in flight; ops counts them (Add only under mu
+	// while !closing). closed is closed once Close released the root.
+	stopping context.Context
+	stop     context.CancelCauseFunc
+	ops      sync.WaitGroup
+	closing  bool // guarded by mu
+	closed   chan struct{}
 }
 
 var (
@@ -60,7 +69,9 @@ func New(opts Options) (*Provider, error) {
 		bindings: map[string]*binding{},
 
 		settingUp: map[string]struct{}{},
+		closed:    make(chan struct{}),
 	}
+	p.stopping, p.stop = context.WithCancelCause(context.Background())
 	if err := os.MkdirAll(o.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("workspace: create %s: %w", o.Root, err)
 	}
@@ -133,20 +144,6 @@ func (p *Provider) sweep() {
 	}
 }
 
-// Close releases the root, so that another provider may start on it. Call
-// it once the provider's handler serves no more; the end of the process
-// releases the root too.
-func (p *Provider) Close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.lock == nil {
-		return nil
-	}
-	err := p.lock.Close() // closing the descriptor releases the flock
-	p.lock = nil
-	return err
-}
-
 // Handler serves the provider at POST /v1/operations, requiring token as
 // the bearer credential (empty: no authentication, for loopback tests).
 func (p *Provider) Handler(token string) http.Handler {
@@ -171,6 +168,11 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // Setup validates the configuration and records the binding. A second
 // setup of a live binding fails with already_exists.
 func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
+	leave, err := p.hold()
+	if err != nil {
+		return envsdk.SetupResult{}, err
+	}
+	defer leave()
 	var cfg BindingConfig
 	if err := c.DecodeConfiguration(&cfg); err != nil {
 		return envsdk.SetupResult{}, err
@@ -220,7 +222,7 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 	}
 	p.settingUp[key] = struct{}{}
 	p.mu.Unlock()
-	err := p.store.save(rec)
+	err = p.store.save(rec)
 	p.mu.Lock()
 	delete(p.settingUp, key)
 	if err == nil {
@@ -237,14 +239,23 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 	return res, nil
 }
 
-// Detach keeps the workspace; it fails with busy while executes run.
+// Detach keeps the workspace; it fails with busy while executes run, and
+// with unavailable once the binding is torn down.
 func (p *Provider) Detach(c *envsdk.Ctx) error {
+	leave, err := p.hold()
+	if err != nil {
+		return err
+	}
+	defer leave()
 	b, err := p.lookup(c.BindingKey())
 	if err != nil {
 		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.gone {
+		return tornDown(b.key) // torn down meanwhile
+	}
 	if b.active > 0 {
 		return envsdk.Failf(envapi.CodeBusy, "%d executes are running", b.active)
 	}
@@ -256,6 +267,11 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 // the binding alone, never the provider: removing a large workspace does
 // not hold back the other bindings.
 func (p *Provider) Teardown(c *envsdk.Ctx) error {
+	leave, err := p.hold()
+	if err != nil {
+		return err
+	}
+	defer leave()
 	key := c.BindingKey()
 	p.mu.Lock()
 	b := p.bindings[key]
@@ -282,7 +298,7 @@ func (p *Provider) Teardown(c *envsdk.Ctx) error {
 	b.lazy.Reset()
 	// The key stays taken until the removal is done: a setup meanwhile
 	// is refused as for a binding still set up.
-	err := removeWorkspace(b.dirPath())
+	err = removeWorkspace(b.dirPath())
 	p.mu.Lock()
 	if p.bindings[key] == b {
 		delete(p.bindings, key)

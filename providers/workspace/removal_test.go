@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
-	"github.com/brain-in-go/brain/envsdk/envtest"
 	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
@@ -99,17 +98,7 @@ func copyFile(t *testing.T, from, to string) {
 // cache, a chmod -R a-w): reset, release and teardown still remove the
 // workspace, and the provider need not be root to do so.
 func TestReadOnlyDirectoriesAreRemoved(t *testing.T) {
-	url, root := startUnprivileged(t)
-	c := envtest.NewCommands("s1", "workspace")
-	c.Brain = envtest.NewBrain(t)
-	post := func(cmd envapi.Command) envapi.Receipt {
-		t.Helper()
-		_, body, resp, err := envtest.Post(t.Context(), nil, url, "", cmd)
-		if err != nil || resp == nil {
-			t.Fatalf("post %s: %v %s", cmd.Operation.Request.Type, err, body)
-		}
-		return resp.Receipt
-	}
+	post, c, root := startUnprivilegedSession(t)
 	lock := func() {
 		t.Helper()
 		var out toolset.CommandOutput

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
@@ -22,6 +24,9 @@ const maxLinks = 40
 // and a failed append is cut back to the file's old size.
 func writeFile(r *os.Root, p, name string, data []byte, appendTo bool) error {
 	if dir := filepath.Dir(p); dir != "." {
+		if err := danglingParent(r, dir, name); err != nil {
+			return err
+		}
 		if err := r.MkdirAll(dir, 0o755); err != nil {
 			return fsError(name, err)
 		}
@@ -30,6 +35,36 @@ func writeFile(r *os.Root, p, name string, data []byte, appendTo bool) error {
 		return appendFile(r, p, name, data)
 	}
 	return replaceFile(r, p, name, data)
+}
+
+// danglingParent refuses a write below a symbolic link that leads to
+// nothing (dl/x with dl a link to a missing directory): not_found, naming
+// the link, as a read of the path answers it. Creating the parents would
+// otherwise fail on the link as a file that exists at one depth, and at
+// another create the directory it leads to.
+func danglingParent(r *os.Root, dir, name string) error {
+	prefix := ""
+	for _, c := range strings.Split(filepath.ToSlash(dir), "/") {
+		prefix = filepath.Join(prefix, c)
+		fi, err := r.Lstat(prefix)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // the rest is created afresh
+		}
+		if err != nil {
+			return fsError(name, err)
+		}
+		if fi.Mode().Type() != fs.ModeSymlink {
+			continue
+		}
+		if _, err := r.Stat(prefix); errors.Is(err, fs.ErrNotExist) {
+			dest, _ := r.Readlink(prefix)
+			return envsdk.Failf(envapi.CodeNotFound, "cannot create %s: the symbolic link %s leads to %q, which does not exist", name, prefix, dest).
+				WithDetails(map[string]string{"path": name, "link": prefix})
+		} else if err != nil {
+			return fsError(name, err)
+		}
+	}
+	return nil
 }
 
 func appendFile(r *os.Root, p, name string, data []byte) error {

@@ -81,3 +81,32 @@ func TestMethodDuringTeardownDoesNotBringTheBindingBack(t *testing.T) {
 		})
 	}
 }
+
+// A detach that looked the binding up just before a teardown removed its
+// workspace, and runs once the teardown is done, answers unavailable like
+// any other operation on a torn-down binding: the session is not told the
+// workspace was kept.
+func TestDetachDuringTeardownIsUnavailable(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.commands("s1")
+	accepted(t, f.post(c.Setup(nil)))
+	ok(t, f.exec(c, "write", map[string]string{"path": "f", "content": "x"}, nil), nil)
+
+	release, done := f.teardownHeld(t, c)
+	detach := c.Detach()
+	answered := make(chan *envapi.Response, 1)
+	go func() {
+		_, _, resp, _ := envtest.Post(context.Background(), nil, f.url, "secret-token", detach)
+		answered <- resp
+	}()
+	waitBlockedIn(t, "workspace.(*Provider).Detach")
+	release()
+	if resp := <-done; resp == nil || resp.Receipt.Type != envapi.ReceiptAccepted {
+		t.Fatalf("teardown = %+v, want accepted", resp)
+	}
+	resp := <-answered
+	if resp == nil {
+		t.Fatal("no answer to the detach")
+	}
+	fails(t, resp.Receipt, envapi.CodeUnavailable)
+}

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/brain-in-go/brain/envsdk/envapi"
-	"github.com/brain-in-go/brain/envsdk/envtest"
 	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
@@ -13,17 +11,7 @@ import (
 // tool's private cache) hides its contents, nothing more: commands, writes,
 // listings and inspect go on working, so a command can put it right.
 func TestUnreadableDirectoryKeepsWorkspaceUsable(t *testing.T) {
-	url, _ := startUnprivileged(t)
-	c := envtest.NewCommands("s1", "workspace")
-	c.Brain = envtest.NewBrain(t)
-	post := func(cmd envapi.Command) envapi.Receipt {
-		t.Helper()
-		_, body, resp, err := envtest.Post(t.Context(), nil, url, "", cmd)
-		if err != nil || resp == nil {
-			t.Fatalf("post %s: %v %s", cmd.Operation.Request.Type, err, body)
-		}
-		return resp.Receipt
-	}
+	post, c, _ := startUnprivilegedSession(t)
 	command := func(line string) toolset.CommandOutput {
 		t.Helper()
 		var out toolset.CommandOutput
