@@ -1,6 +1,10 @@
 package envapi
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+)
 
 // Control operations of an EnvironmentControlRequest.
 const (
@@ -150,4 +154,19 @@ type EmitInput struct {
 type KVPut struct {
 	Key   string          `json:"key"`
 	Value json.RawMessage `json:"value"`
+}
+
+// CallIDs tells apart the calls of one dispatch by their call_id, as Brain
+// does before it starts any of them: a call's result is matched to it by
+// its call_id (a tool_result's tool_use_id). Make one per dispatch.
+type CallIDs map[string]bool
+
+// Add notes the call_id of call i, refusing one that is empty or repeated
+// in the dispatch.
+func (s CallIDs) Add(i int, id string) error {
+	if id == "" || s[id] {
+		return errors.New("call " + strconv.Itoa(i) + ": call_id " + strconv.Quote(id) + " is empty or repeated in the dispatch")
+	}
+	s[id] = true
+	return nil
 }

@@ -43,6 +43,21 @@
 //	{"type":"failure", "code": ID, "message": STRING, "retryable": BOOL, "details": ANY?}
 //	{"type":"unknown", "message": STRING}
 //
+// # Taking an answer
+//
+// Brain takes a 200 answer of at most MaxResponseBytes (its default
+// bound) that DecodeResponse decodes and CheckResponse accepts: the
+// sequence is the command's, no identifier of the receipt quotes the
+// credential or a token the command carried (Operation.Tokens), and a
+// setup, detach, teardown or cancel is answered accepted, failure or
+// unknown. Any other 200 answer is an invalid receipt: the operation's
+// outcome is unknown. ToolOutcome reads the receipt of a Tool's execute
+// as Brain records the Tool's outcome, and ToolOutput the output of its
+// result or returned receipt: an object with a top-level "status" is an
+// Outcome envelope, a malformed one an error outcome invalid_output, and
+// any other value the Tool's ok value. envtest.Post and Brain's delivery
+// both check answers with these functions.
+//
 // # Strictness
 //
 // DecodeCommand, DecodeResponse and the other Decode functions reject a

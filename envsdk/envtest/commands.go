@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -160,15 +161,19 @@ func (c *Commands) Teardown() envapi.Command { return c.Next(envapi.Teardown()) 
 // Millis returns a pointer to ms, for deadline_ms.
 func Millis(ms int64) *int64 { return &ms }
 
-// maxResponse bounds a provider response read by Post.
-const maxResponse = 64 << 20
-
 // Post sends cmd to baseURL+"/v1/operations" with the bearer token (none
 // when token is empty) and returns the status, the body and, for a 200
-// answer, the strictly decoded response. cmd may be an envapi.Command, a
-// []byte or json.RawMessage (sent as is) or any value to marshal. client
-// nil means http.DefaultClient. err reports a transport failure, or a 200
-// body that is not a valid response (status and body are then set).
+// answer, the response decoded and checked as Brain's delivery takes it.
+// cmd may be an envapi.Command, a []byte or json.RawMessage (sent as is)
+// or any value to marshal. client nil means http.DefaultClient. err
+// reports a transport failure, or wraps ErrInvalidResponse for a 200
+// answer Brain records as an invalid receipt (status and body are then
+// set): one larger than envapi.MaxResponseBytes, one that does not decode
+// strictly, and, when cmd is a valid command, one envapi.CheckResponse
+// refuses (another sequence, a receipt the request does not take, an
+// identifier quoting token or a token the command carried). A status
+// other than 200 is answered with its body and no error; Brain records
+// it as a delivery failure.
 //
 // As Brain does, Post closes the controller context the command carried
 // (on a fake Brain of this package) when the operation returns, whatever
@@ -209,16 +214,29 @@ func Post(ctx context.Context, client *http.Client, baseURL, token string, cmd a
 		return 0, nil, nil, fmt.Errorf("envtest: post operation: %w", err)
 	}
 	defer res.Body.Close()
-	body, err = io.ReadAll(io.LimitReader(res.Body, maxResponse))
+	// One byte past the bound tells a larger answer apart.
+	body, err = io.ReadAll(io.LimitReader(res.Body, envapi.MaxResponseBytes+1))
 	if err != nil {
 		return res.StatusCode, body, nil, fmt.Errorf("envtest: read response: %w", err)
 	}
 	if res.StatusCode != http.StatusOK {
 		return res.StatusCode, body, nil, nil
 	}
+	if len(body) > envapi.MaxResponseBytes {
+		return res.StatusCode, body, nil, fmt.Errorf("envtest: response larger than %d bytes: %w", envapi.MaxResponseBytes, ErrInvalidResponse)
+	}
 	r, err := envapi.DecodeResponse(body)
 	if err != nil {
-		return res.StatusCode, body, nil, fmt.Errorf("envtest: response: %w", err)
+		return res.StatusCode, body, nil, fmt.Errorf("envtest: response: %w: %w", err, ErrInvalidResponse)
+	}
+	if sent, err := envapi.DecodeCommand(data); err == nil {
+		if err := envapi.CheckResponse(sent.Operation, r, append(sent.Operation.Tokens(), token)...); err != nil {
+			return res.StatusCode, body, nil, fmt.Errorf("envtest: response: %w: %w", err, ErrInvalidResponse)
+		}
 	}
 	return res.StatusCode, body, &r, nil
 }
+
+// ErrInvalidResponse is wrapped by the error of Post when the provider
+// answered 200 with an answer Brain records as an invalid receipt.
+var ErrInvalidResponse = errors.New("envtest: invalid response")

@@ -13,7 +13,9 @@
 //     returned and finish take an Outcome as Brain decodes it (a status of
 //     the five, an error with an identifier code, no unknown field);
 //     model takes a ModelRequest with messages; set_transcript takes
-//     messages of role user, assistant or developer; telemetry answers null;
+//     messages of role user, assistant or developer; dispatch takes tool
+//     invocations whose call_ids are neither empty nor repeated;
+//     telemetry answers null;
 //     kv_read answers {} for absence or {"value": V}; events answers
 //     {"events": [], "next_cursor": N}; model, dispatch and environments
 //     answer configurable results (see Handle). A method the grant does not
@@ -37,7 +39,12 @@
 // slow reply or a revoked token.
 //
 // Commands builds environment/v1 commands with increasing sequences, and
-// Post sends one to a provider's {url}/v1/operations:
+// Post sends one to a provider's {url}/v1/operations and takes the answer
+// as Brain's delivery takes it (envapi.MaxResponseBytes,
+// envapi.DecodeResponse, envapi.CheckResponse): a 200 answer Brain records
+// as an invalid receipt is an error wrapping ErrInvalidResponse.
+// envapi.ToolOutcome reads an execute's receipt as Brain records the
+// Tool's outcome:
 //
 //	b := envtest.NewBrain(t)
 //	cmds := envtest.NewCommands("s1", "workspace")

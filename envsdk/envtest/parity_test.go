@@ -151,3 +151,28 @@ func TestSetTranscriptRolesAsBrainTakesThem(t *testing.T) {
 	status, body := call(t, g, "set_transcript", ok)
 	want(t, "set_transcript", status, body, 200, "100")
 }
+
+// dispatch takes tool invocations as Brain takes them: a call_id that is
+// empty or repeated in the dispatch is refused 422 invalid_request (a
+// call's result is matched to it by its call_id) and nothing is
+// committed; distinct call_ids are answered one ToolReturn each.
+func TestDispatchCallIDsAsBrainTakesThem(t *testing.T) {
+	b := envtest.NewBrain(t)
+	g := b.AgentloopGrant("s1", 7)
+	inv := func(id string) map[string]any {
+		return map[string]any{"call_id": id, "name": "echo", "environment": "box", "input": map[string]any{}}
+	}
+	for _, bad := range [][]any{
+		{inv("")},
+		{inv("c1"), inv("c1")},
+		{inv("c1"), inv("c2"), inv("c1")},
+	} {
+		status, body := call(t, g, "dispatch", bad)
+		want(t, "dispatch with an empty or repeated call_id", status, body, 422, `"invalid_request"`)
+	}
+	if got := b.LastSequence(); got != 99 {
+		t.Errorf("refused dispatches committed up to %d", got)
+	}
+	status, body := call(t, g, "dispatch", []any{inv("c1"), inv("c2")})
+	want(t, "dispatch", status, body, 200, `"call_id":"c2"`)
+}

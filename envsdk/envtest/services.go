@@ -169,6 +169,14 @@ func (b *Brain) dispatch(input json.RawMessage) answer {
 	if err := json.Unmarshal(input, &calls); err != nil || calls == nil {
 		return invalid(http.StatusUnprocessableEntity, "invalid_request", fmt.Errorf("dispatch input must be an array of tool invocations"))
 	}
+	// Brain refuses a dispatch whose call_ids it cannot tell apart before
+	// it starts any of its calls.
+	ids := make(envapi.CallIDs, len(calls))
+	for i, c := range calls {
+		if err := ids.Add(i, c.CallID); err != nil {
+			return invalid(http.StatusUnprocessableEntity, "invalid_request", err)
+		}
+	}
 	b.mu.Lock()
 	out := make([]envapi.ToolReturn, len(calls))
 	for i, c := range calls {

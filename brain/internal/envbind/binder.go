@@ -263,16 +263,7 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 	}
 	// What the provider answers is journaled: the credential and the
 	// tokens it was sent never come back through it.
-	hide := redactor{credential}
-	if g := wire.Request.Callback; g != nil {
-		hide = append(hide, g.Token)
-	}
-	if g := wire.Context; g != nil {
-		hide = append(hide, g.Token)
-	}
-	if g := wire.Reporter; g != nil {
-		hide = append(hide, g.Token)
-	}
+	hide := append(redactor{credential}, wire.Tokens()...)
 	// Nor through what it sends with the operation's grants.
 	if wire.Request.Callback != nil {
 		b.grants.hide(grantKey{op.SessionID, op.Sequence, false}, hide)
@@ -354,35 +345,14 @@ func (b *Binder) post(ctx context.Context, endpoint, credential string, op sessi
 		}
 		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: %v: %w", op.Environment, op.Sequence, err, session.ErrInvalidReceipt)
 	}
-	if res.Sequence != op.Sequence {
-		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: response names sequence %d: %w",
-			op.Environment, op.Sequence, res.Sequence, session.ErrInvalidReceipt)
-	}
-	if f := hide.identifierQuoting(res.Receipt); f != "" {
-		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: receipt.%s quotes a credential or token the operation carried: %w",
-			op.Environment, op.Sequence, f, session.ErrInvalidReceipt)
-	}
-	if !answers(op.Request.Type, res.Receipt.Type) {
-		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: a %s is answered accepted, failure or unknown, not %s: %w",
-			op.Environment, op.Sequence, op.Request.Type, res.Receipt.Type, session.ErrInvalidReceipt)
+	if err := envapi.CheckResponse(op.Operation, res, hide...); err != nil {
+		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: %v: %w", op.Environment, op.Sequence, err, session.ErrInvalidReceipt)
 	}
 	return res.Receipt, nil
 }
 
 // maxErrorBody bounds what is read of an answer whose status is not 200.
 const maxErrorBody = 64 << 10
-
-// answers reports whether a receipt of kind k answers a request of type
-// t. Setup, detach, teardown and cancel have no output: they succeed with
-// accepted, and progress, result or returned would say nothing of whether
-// they were done. Executes and calls take every kind.
-func answers(t envapi.RequestType, k envapi.ReceiptType) bool {
-	switch t {
-	case envapi.RequestSetup, envapi.RequestDetach, envapi.RequestTeardown, envapi.RequestCancel:
-		return k == envapi.ReceiptAccepted || k == envapi.ReceiptFailure || k == envapi.ReceiptUnknown
-	}
-	return true
-}
 
 // isTurn reports whether op is a remote agentloop's execute: its turn,
 // which the turn's own deadline and cancellation bound (the engine's

@@ -15,12 +15,13 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/internal/netutil"
 )
 
 // Defaults of Config.
 const (
-	DefaultMaxResponseBytes = 32 << 20
+	DefaultMaxResponseBytes = envapi.MaxResponseBytes
 	DefaultResponseTimeout  = 120 * time.Second
 	DefaultConnectTimeout   = 5 * time.Second
 	DefaultMaxRequestBytes  = 32 << 20

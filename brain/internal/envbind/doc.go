@@ -45,9 +45,10 @@
 // records as an unknown outcome plus environment_unreachable; a provider
 // that answered 200 with an undecodable or oversized body wraps
 // session.ErrInvalidReceipt (unknown, but the environment was reached),
-// as does a receipt of a kind the operation does not take: setup, detach,
-// teardown and cancel are answered accepted, failure or unknown, never
-// progress, result or returned. Bounds: Config.MaxResponseBytes (32 MiB),
+// as does an answer envapi.CheckResponse refuses (another sequence, an
+// identifier quoting a secret, a receipt of a kind the operation does not
+// take: setup, detach, teardown and cancel are answered accepted, failure
+// or unknown, never progress, result or returned). Bounds: Config.MaxResponseBytes (32 MiB),
 // Config.ResponseTimeout (120 s) and Config.ConnectTimeout (5 s), from
 // BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, _SECS and _CONNECT_SECS. A remote
 // agentloop's execute (an execute naming no tool) is its turn: the turn's

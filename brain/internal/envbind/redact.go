@@ -64,26 +64,6 @@ func quoted(v string) string {
 	return v
 }
 
-// minQuotedInIdentifier is the length from which a secret is looked for
-// inside an identifier; a shorter one (a development credential such as
-// "token") is also a word a failure code may hold, so only an identifier
-// that is the secret itself quotes it.
-const minQuotedInIdentifier = 16
-
-// identifierQuoting names the identifier field of rc (a failure's code,
-// a setup's on_turn_end) that holds a secret, or answers "". An
-// identifier cannot be redacted: "[redacted]" is none.
-func (r redactor) identifierQuoting(rc envapi.Receipt) string {
-	for _, f := range []struct{ name, value string }{{"code", rc.Code}, {"on_turn_end", rc.OnTurnEnd}} {
-		for _, v := range r {
-			if v != "" && (f.value == v || len(v) >= minQuotedInIdentifier && strings.Contains(f.value, v)) {
-				return f.name
-			}
-		}
-	}
-	return ""
-}
-
 // json answers raw with the secrets removed from its strings (keys and
 // values); raw is returned unchanged when it holds none.
 func (r redactor) json(raw json.RawMessage) json.RawMessage {

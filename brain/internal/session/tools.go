@@ -103,15 +103,14 @@ func (x *execution) Dispatch(ctx context.Context, calls []api.ToolInvocation) ([
 	}
 	recs := make([]journal.Record, len(calls))
 	tools := make([]*api.Tool, len(calls))
-	ids := make(map[string]bool, len(calls))
+	ids := make(envapi.CallIDs, len(calls))
 	for i, c := range calls {
 		// A call's result is matched to it by its call_id (a tool_result's
 		// tool_use_id): one the loop cannot tell apart is refused.
-		if c.CallID == "" || ids[c.CallID] {
+		if err := ids.Add(i, c.CallID); err != nil {
 			s.mu.Unlock()
-			return nil, fmt.Errorf("%w: call %d: call_id %q is empty or repeated in the dispatch", ErrInvalid, i, c.CallID)
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
-		ids[c.CallID] = true
 		var tool *api.Tool
 		for j := range conf.Tools {
 			if conf.Tools[j].Name == c.Name {
@@ -307,52 +306,25 @@ func (s *sess) onReceipt(t *toolCall, r envapi.Receipt, err error) {
 			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: t.env, Sequence: t.seq, Message: err.Error()}))
 		return
 	}
-	switch r.Type {
-	case envapi.ReceiptResult:
-		s.closeToolLocked(t, decodeToolOutput(r.Output))
-	case envapi.ReceiptReturned:
+	// The outcome is read as envapi reads it, so that envtest reads a
+	// provider's answer alike.
+	o, closed := envapi.ToolOutcome(r)
+	if !closed {
 		if t.returned {
 			return // the synchronous phase already ended through the returned method
 		}
 		var out *api.Outcome
-		if len(r.Output) > 0 && string(r.Output) != "null" {
-			o := fromEnvOutcome(decodeToolOutput(r.Output))
-			out, t.last = &o, &o
+		if o.Status != "" {
+			ro := fromEnvOutcome(o)
+			out, t.last = &ro, &ro
 		}
 		s.returnLocked(t, out)
-	case envapi.ReceiptFailure:
-		switch r.Code {
-		case envapi.CodeTimeout, envapi.CodeCancelled:
-			status := envapi.StatusTimeout
-			if r.Code == envapi.CodeCancelled {
-				status = envapi.StatusCancelled
-			}
-			t.stop = &api.Failure{Code: r.Code, Message: r.Message, Retryable: r.Retryable, Details: r.Details}
-			s.closeToolLocked(t, envapi.Outcome{Status: status})
-		default:
-			s.closeToolLocked(t, envapi.ErrorOutcome(r.Code, r.Message, r.Retryable, r.Details))
-		}
-	case envapi.ReceiptUnknown:
-		s.closeToolLocked(t, envapi.UnknownOutcome(r.Message))
-	default:
-		s.closeToolLocked(t, envapi.UnknownOutcome("environment answered "+string(r.Type)+" without a result"))
+		return
 	}
-}
-
-// decodeToolOutput reads the output of a result or returned receipt. An
-// object with a top-level "status" is a ToolOutput envelope (status is
-// reserved there), and a malformed one becomes an invalid_output error;
-// any other value is the tool's ok value, as envsdk providers send it.
-func decodeToolOutput(raw json.RawMessage) envapi.Outcome {
-	var head map[string]json.RawMessage
-	if json.Unmarshal(raw, &head) != nil || head["status"] == nil {
-		return envapi.OK(raw)
+	if r.Type == envapi.ReceiptFailure && (r.Code == envapi.CodeTimeout || r.Code == envapi.CodeCancelled) {
+		t.stop = &api.Failure{Code: r.Code, Message: r.Message, Retryable: r.Retryable, Details: r.Details}
 	}
-	o, err := envapi.DecodeOutcome(raw)
-	if err != nil {
-		return envapi.ErrorOutcome(envapi.CodeInvalidOutput, "malformed tool output: "+err.Error(), false, nil)
-	}
-	return o
+	s.closeToolLocked(t, o)
 }
 
 func fromEnvOutcome(o envapi.Outcome) api.Outcome {
