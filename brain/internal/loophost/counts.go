@@ -28,16 +28,35 @@ const (
 	// so that four million empty passive ones (a module of 8 MB) would
 	// cost 91 MiB per activation.
 	maxDataSegments = 100_000
+	// maxImports and maxExports bound the imports and the exports of a
+	// module (as browsers do): the compiler keeps about 300 bytes of the
+	// host's memory per import and 100 per export for as long as the
+	// module is loaded, and every instance resolves each import (40 bytes
+	// each) and walks the exports, so that a module of 15 MB importing
+	// one function a million times kept 297 MiB.
+	maxImports = 100_000
+	maxExports = 100_000
+	// maxElements bounds the elements of all element segments of a
+	// module together: the compiler keeps about 40 bytes of the host's
+	// memory per element for as long as the module is loaded, and every
+	// instance evaluates each element of a passive segment and keeps
+	// eight bytes per element, outside its linear memory, so that a
+	// module of 64 MiB holding one passive segment of an element per byte
+	// would cost gigabytes at admission and at every activation. An
+	// active segment writes its elements into a table, whose entries are
+	// bounded by maxTableEntries, so no useful module holds more.
+	maxElements = maxTableEntries
 )
 
 // checkCounts refuses a module that declares more of something than it
 // has bytes for: more entries in a section's vector, a longer name or
-// data segment, more elements, or more than maxLocals locals in one
-// function. Such a module is malformed (or, for locals, past a limit no
-// compiler reaches); it is refused before the compiler sees it because
-// wazero sizes its allocations by the declared counts, and a few bytes
-// declaring a hundred million exports would otherwise cost gigabytes. A
-// module whose functions hold more blocks, loops and ifs than
+// data segment, more elements; or more than maxLocals locals in one
+// function, more than maxImports imports or maxExports exports, or more
+// than maxElements elements in all its element segments. Such a module
+// is malformed (or past a limit no compiler reaches); it is refused
+// before the compiler sees it because wazero sizes its allocations by
+// the declared counts, and a few bytes declaring a hundred million
+// exports would otherwise cost gigabytes. A module whose functions hold more blocks, loops and ifs than
 // maxControlWeight allows is refused too: it would hold the compiler for
 // minutes.
 // Where the bytes stop making sense to this check it stops and leaves the
@@ -339,6 +358,9 @@ func checkImports(r *reader) error {
 	if err := r.count("imports", 4); err != nil {
 		return err
 	}
+	if r.n > maxImports {
+		return fmt.Errorf("the module declares %d imports (at most %d)", r.n, maxImports)
+	}
 	for range r.n {
 		if err := r.skip("an import's module name"); err != nil {
 			return err
@@ -380,6 +402,9 @@ func checkExports(r *reader) error {
 	if err := r.count("exports", 3); err != nil {
 		return err
 	}
+	if r.n > maxExports {
+		return fmt.Errorf("the module declares %d exports (at most %d)", r.n, maxExports)
+	}
 	for range r.n {
 		if err := r.skip("an export's name"); err != nil {
 			return err
@@ -396,6 +421,7 @@ func checkElements(r *reader) error {
 	if err := r.count("elements", 1); err != nil {
 		return err
 	}
+	var elements uint64
 	for range r.n {
 		flags, ok := r.u32()
 		if !ok || flags > 7 {
@@ -410,20 +436,23 @@ func checkElements(r *reader) error {
 		if flags&3 != 0 { // element kind or reference type
 			r.at++
 		}
+		size := 1 // a function index, or a constant expression of at least 2 bytes
+		if flags&4 != 0 {
+			size = 2
+		}
+		if err := r.count("an element segment", size); err != nil {
+			return err
+		}
+		if elements += uint64(r.n); elements > maxElements {
+			return fmt.Errorf("the module's element segments hold more than %d elements in all", maxElements)
+		}
 		if flags&4 == 0 {
-			err := r.count("an element segment", 1)
-			if err != nil {
-				return err
-			}
 			for range r.n {
 				if !r.skipU32() {
 					return nil
 				}
 			}
 			continue
-		}
-		if err := r.count("an element segment", 2); err != nil {
-			return err
 		}
 		for range r.n {
 			if !r.constExpr() {

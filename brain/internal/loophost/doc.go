@@ -23,7 +23,8 @@
 // given. Before compiling, a module that declares more entries, names,
 // segment bytes or elements than it has bytes for (the "name" section
 // included), more than 50,000 locals in a function, tables of more than
-// 2^20 entries in all, more than 100,000 globals, more than 1,000,000
+// 2^20 entries in all, element segments of more than 2^20 elements in
+// all, more than 100,000 globals, imports or exports, more than 1,000,000
 // functions or function types, or (once its active
 // segments are merged) more than 100,000 data segments, is refused as invalid
 // (counts.go): the compiler and each instance size their allocations by
@@ -74,10 +75,12 @@
 // guest code is much slower than natively and the Go guest SDK keeps
 // reflection off the turn path. Nothing is compiled on the turn path
 // (Host.Compiles counts compilations). Linear memory is bounded by
-// Options.MaxLinearMemoryBytes (default
-// 128 MiB). On Unix an instance's linear memory is an anonymous mapping
-// that reserves the limit, so growing never copies and untouched pages
-// cost nothing. When the activation ends, every byte the guest was given
+// Options.MaxLinearMemoryBytes (default 128 MiB). The call stack is
+// apart from it: wazero grows it to at most about 80 MiB per instance
+// (120 MiB while it is copied to grow), and a guest that recurses deeper
+// traps with "stack overflow". On Unix an instance's linear memory is an
+// anonymous mapping that reserves the limit, so growing never copies and
+// untouched pages cost nothing. When the activation ends, every byte the guest was given
 // is zeroed and the mapping is kept for the next instance (at most 16
 // mappings, of at most 16 MiB used; clearing is several times cheaper
 // than faulting fresh pages in), or it is unmapped. The guest's
@@ -207,7 +210,10 @@
 // (read-only unless granted write) inside Options.FilesystemAllow, a
 // scratch directory at /scratch (a fresh one per invocation, removed
 // after it) when FilesystemAllow holds "scratch", and each secret of
-// Options.SecretAllow read-only at /secrets/<name>. A scratch directory
+// Options.SecretAllow read-only at /secrets/<name>. An invocation holds
+// at most 256 files and directories of its grants open at once (each is
+// a file descriptor of the server's process): one more open fails with
+// EMFILE and opens nothing (openfiles.go). A scratch directory
 // holds at most Options.MaxScratchBytes (BRAIN_MAX_SCRATCH_BYTES, default
 // 64 MiB) in all, each of its files and directories counting 4096 bytes
 // (one block) besides the bytes of the files, so that empty entries

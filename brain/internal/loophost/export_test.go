@@ -81,3 +81,6 @@ func CheckCounts(b []byte) error { return checkCounts(b) }
 
 // DataWithinMemory is dataWithinMemory.
 func DataWithinMemory(b []byte) error { return dataWithinMemory(b) }
+
+// MaxOpenFiles is the number of files one Tool invocation may hold open.
+const MaxOpenFiles = maxOpenFiles

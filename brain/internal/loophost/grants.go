@@ -214,7 +214,8 @@ func checkAllow(fsAllow []string, secrets map[string]string) ([]string, error) {
 type mounts struct {
 	fs      []*rootFS
 	scratch string
-	budget  *budget // of the scratch directory
+	budget  *budget    // of the scratch directory
+	files   *openFiles // open in any of them
 }
 
 func (m *mounts) release() {
@@ -230,7 +231,7 @@ func (m *mounts) release() {
 // preopens; grants are checked again, since the operator's directories may
 // have changed since the session was created.
 func (h *Host) prepare(g *Grants) (wazero.FSConfig, *mounts, error) {
-	m := &mounts{}
+	m := &mounts{files: &openFiles{}}
 	cfg := wazero.NewFSConfig()
 	if g == nil {
 		return cfg, m, nil
@@ -243,7 +244,7 @@ func (h *Host) prepare(g *Grants) (wazero.FSConfig, *mounts, error) {
 		if err != nil {
 			return err
 		}
-		r.budget = b
+		r.budget, r.files = b, m.files
 		m.fs = append(m.fs, r)
 		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(r, guest)
 		return nil

@@ -20,12 +20,14 @@ import (
 // opens regular files and directories only (EPERM for a named pipe, a
 // socket or a device, whose I/O could wait in the host past the deadline).
 // A rootFS with a budget (a scratch directory) bounds the bytes its files
-// hold and the files and directories it holds.
+// hold and the files and directories it holds; the rootFSs of one
+// invocation together hold at most maxOpenFiles open.
 type rootFS struct {
 	esys.UnimplementedFS
 	root     *os.Root
 	readOnly bool
-	budget   *budget // nil: unbounded
+	budget   *budget    // nil: unbounded
+	files    *openFiles // the invocation's open files; nil: not counted
 }
 
 func newRootFS(dir string, readOnly bool) (*rootFS, error) {
@@ -94,19 +96,28 @@ func (r *rootFS) OpenFile(p string, flag esys.Oflag, perm fs.FileMode) (esys.Fil
 	if flag&esys.O_DIRECTORY != 0 && osflag&(os.O_WRONLY|os.O_RDWR) != 0 {
 		return nil, esys.EISDIR
 	}
+	if r.files != nil && !r.files.take() {
+		return nil, esys.EIO // EMFILE, see wasi.go
+	}
 	op := &opener{root: r.root, flag: osflag, perm: perm}
 	open := func() (*rootFile, esys.Errno) {
 		f, e := (&sysfs.AdaptFS{FS: op}).OpenFile(rel(p), flag, perm)
 		if e != 0 {
 			return nil, e
 		}
-		return &rootFile{File: f, op: op, path: rel(p), readOnly: r.readOnly}, 0
+		return &rootFile{File: f, op: op, path: rel(p), readOnly: r.readOnly, files: r.files}, 0
 	}
+	var f esys.File
+	var e esys.Errno
 	if r.budget != nil {
-		return r.budget.opened(r.root, rel(p), osflag&os.O_TRUNC != 0, osflag&os.O_CREATE != 0, open)
+		f, e = r.budget.opened(r.root, rel(p), osflag&os.O_TRUNC != 0, osflag&os.O_CREATE != 0, open)
+	} else {
+		f, e = open()
 	}
-	f, e := open()
 	if e != 0 {
+		if r.files != nil {
+			r.files.put()
+		}
 		return nil, e
 	}
 	return f, 0
@@ -296,8 +307,9 @@ type rootFile struct {
 	op       *opener
 	path     string
 	readOnly bool
-	budget   *budget   // the scratch budget of a regular file, or nil
-	ino      sys.Inode // with budget
+	budget   *budget    // the scratch budget of a regular file, or nil
+	ino      sys.Inode  // with budget
+	files    *openFiles // counts the file while it is open, or nil
 }
 
 func (f *rootFile) Truncate(size int64) esys.Errno {

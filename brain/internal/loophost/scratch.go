@@ -242,12 +242,16 @@ func (f *rootFile) Pwrite(buf []byte, off int64) (n int, e esys.Errno) {
 	return n, e
 }
 
-// Close closes the file and gives a removed file's bytes back to its
-// scratch budget.
+// Close closes the file, gives a removed file's bytes back to its
+// scratch budget and counts it closed.
 func (f *rootFile) Close() esys.Errno {
 	if b := f.budget; b != nil {
 		f.budget = nil
 		b.closing(f.op.last, f.ino)
+	}
+	if o := f.files; o != nil {
+		f.files = nil
+		o.put()
 	}
 	return f.File.Close()
 }

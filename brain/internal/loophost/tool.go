@@ -123,6 +123,7 @@ func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 	if mnt.budget != nil {
 		ctx = context.WithValue(ctx, budgetKey{}, mnt.budget)
 	}
+	ctx = context.WithValue(ctx, openFilesKey{}, mnt.files)
 	in := c.Input
 	if len(in) == 0 {
 		in = json.RawMessage("null")

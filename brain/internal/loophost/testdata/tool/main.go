@@ -258,6 +258,28 @@ func run(ctx context.Context, svc tool.Services, inv tool.Invocation) (api.Outco
 			}
 		}
 		return str(fmt.Sprintf("created %d: %v; created %d: %v", created, first, n-created, again)), nil
+	case "hold":
+		// Open path bytes times, keeping every file open; then close
+		// them all and open it once more.
+		var held []*os.File
+		var first error
+		for len(held) < in.Bytes {
+			f, err := os.Open(in.Path)
+			if err != nil {
+				first = err
+				break
+			}
+			held = append(held, f)
+		}
+		n := len(held)
+		for _, f := range held {
+			_ = f.Close()
+		}
+		f, again := os.Open(in.Path)
+		if again == nil {
+			_ = f.Close()
+		}
+		return str(fmt.Sprintf("opened %d: %v; again: %v", n, first, again)), nil
 	case "random":
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
