@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -67,18 +64,5 @@ func TestEchoedTokensNeverReachTheJournal(t *testing.T) {
 	if !bytes.Contains(tr, []byte("my token is [redacted]")) {
 		t.Errorf("transcript %s, want the token replaced", tr)
 	}
-	err := filepath.WalkDir(b.Dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		check(path, data)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scanFiles(t, b.Dir, check)
 }

@@ -3,10 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -92,17 +89,5 @@ func TestQuotedLiveTokensNeverReachTheJournal(t *testing.T) {
 	for i, body := range answers {
 		check("answer "+string(rune('a'+i)), body)
 	}
-	err := filepath.WalkDir(b.Dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err == nil {
-			check(path, data)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scanFiles(t, b.Dir, check)
 }

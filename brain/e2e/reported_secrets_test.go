@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -132,19 +131,7 @@ func TestReportedCredentialsNeverLeak(t *testing.T) {
 		t.Fatalf("no debug log in stderr:\n%s", stderr)
 	}
 	check("stderr", []byte(stderr))
-	err = filepath.WalkDir(data, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err == nil {
-			check(path, b)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scanFiles(t, data, check)
 }
 
 // reportingProvider is an environment provider whose tools succeed and

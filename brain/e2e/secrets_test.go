@@ -84,8 +84,25 @@ func TestNoCredentialLeaks(t *testing.T) {
 	for i, body := range bodies {
 		check("response body "+string(rune('0'+i)), body)
 	}
+	if files := scanFiles(t, b.Dir, check); files < 4 {
+		t.Fatalf("walked %d files", files)
+	}
+	// Complete the delete, then scan the logs (which now also hold the
+	// failed teardown).
+	c.must(http.StatusNoContent, http.MethodDelete, "/v1/sessions/"+id, nil, nil)
+	logs := b.logs.String()
+	if !strings.Contains(logs, `"level"`) {
+		t.Fatalf("no logs captured")
+	}
+	check("logs", []byte(logs))
+}
+
+// scanFiles hands check every file under dir with its contents and
+// answers how many there were; a file it cannot read fails the test.
+func scanFiles(t *testing.T, dir string, check func(path string, data []byte)) int {
+	t.Helper()
 	files := 0
-	err := filepath.WalkDir(b.Dir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -97,17 +114,10 @@ func TestNoCredentialLeaks(t *testing.T) {
 		check(path, data)
 		return nil
 	})
-	if err != nil || files < 4 {
-		t.Fatalf("walked %d files: %v", files, err)
+	if err != nil {
+		t.Fatalf("walked %d files of %s: %v", files, dir, err)
 	}
-	// Complete the delete, then scan the logs (which now also hold the
-	// failed teardown).
-	c.must(http.StatusNoContent, http.MethodDelete, "/v1/sessions/"+id, nil, nil)
-	logs := b.logs.String()
-	if !strings.Contains(logs, `"level"`) {
-		t.Fatalf("no logs captured")
-	}
-	check("logs", []byte(logs))
+	return files
 }
 
 // sse reads the whole event stream of an ended session.

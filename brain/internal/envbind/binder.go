@@ -195,13 +195,29 @@ func (b *Binder) route(op session.Operation) (endpoint, credential string, err e
 // default route's key or the session's credential) and the session's
 // credential of the environment. A reporter outlives the operations of
 // its binding, so its report is redacted from what the binding's
-// operations would carry, not from a live grant only; the credential and
-// tokens of the session's operations whose tokens are still live (an
-// execute the provider is running, its controller context) are removed
-// too.
+// operations would carry, not from a live grant only. The reporter
+// tokens of the session's other current bindings (op.Bindings), and the
+// credential and tokens of the session's operations whose tokens are
+// still live (an execute the provider is running, its controller
+// context), are removed too.
 func (b *Binder) RedactReport(op session.Operation, raw json.RawMessage, token string) json.RawMessage {
 	_, credential, _ := b.route(op)
-	return append(redactor{token, credential, op.Credential}, b.grants.session(op.SessionID)...).json(raw)
+	hide := redactor{token, credential, op.Credential}
+	// The key was read to authorize the report.
+	if key, err := b.serverKey(); err == nil {
+		hide = append(hide, bindingTokens(key, op)...)
+	}
+	return append(hide, b.grants.session(op.SessionID)...).json(raw)
+}
+
+// bindingTokens answers the reporter tokens of the session's current
+// bindings (op.Bindings).
+func bindingTokens(key []byte, op session.Operation) redactor {
+	out := make(redactor, 0, len(op.Bindings))
+	for _, ref := range op.Bindings {
+		out = append(out, reporterToken(key, op.SessionID, ref.Name, ref.Sequence))
+	}
+	return out
 }
 
 // deliver sends one operation once and decodes its receipt.
@@ -264,6 +280,15 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 	// What the provider answers is journaled: the credential and the
 	// tokens it was sent never come back through it.
 	hide := append(redactor{credential}, wire.Tokens()...)
+	// Nor the reporter tokens of the session's other bindings: a provider
+	// that serves several was sent each.
+	if len(op.Bindings) > 0 {
+		key, err := b.serverKey()
+		if err != nil {
+			return envapi.Receipt{}, err
+		}
+		hide = append(hide, bindingTokens(key, op)...)
+	}
 	// Nor through what it sends with the operation's grants.
 	if wire.Request.Callback != nil {
 		b.grants.hide(grantKey{op.SessionID, op.Sequence, false}, hide)

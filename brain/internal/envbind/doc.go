@@ -27,11 +27,13 @@
 // the default route. The credential is sent as "Authorization: Bearer".
 // What the provider answers (a receipt's message, details, data and
 // output, or a delivery error) is journaled, so the credential and the
-// tokens the operation carried are replaced by "[redacted]" wherever the
-// answer quotes them (also as Go quotes them in an error). An answer
-// that quotes one where it cannot be replaced, in an identifier (a
-// failure's code, on_turn_end), is an invalid receipt, and a malformed
-// answer that quotes one is not described in the delivery error.
+// tokens the operation carried, and the reporter tokens of the session's
+// other current bindings (session.Operation.Bindings), are replaced by
+// "[redacted]" wherever the answer quotes them (also as Go quotes them in
+// an error). An answer that quotes one where it cannot be replaced, in an
+// identifier (a failure's code, on_turn_end), is an invalid receipt, and
+// a malformed answer that quotes one is not described in the delivery
+// error.
 //
 // # Delivery
 //
@@ -100,10 +102,12 @@
 // that credential from its Secrets when the report arrives
 // (session.Report.Redact), so a reporter used after a restart is
 // redacted too. A provider knows every token it was sent, so a call and
-// a report also have removed the credential and tokens of every
-// operation of the session whose tokens are still live (an execute under
-// way, its controller context). An event type that quoted one is then no
-// event name and is refused (422 reserved_name), as an emit's is.
+// a report also have removed the reporter token of every current binding
+// of the session (these outlive their operations, and a restart) and the
+// credential and tokens of every operation of the session whose tokens
+// are still live (an execute under way, its controller context). An
+// event type that quoted one is then no event name and is refused (422
+// reserved_name), as an emit's is.
 //
 // # Service call errors
 //

@@ -2,8 +2,13 @@ package envbind
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 // A call made with one operation's grant, and a report of a binding, have
@@ -48,4 +53,56 @@ func TestRedactRemovesTheSessionsLiveTokens(t *testing.T) {
 			t.Errorf("%s: another session's token changed: %s", name, got)
 		}
 	}
+}
+
+// The reporter tokens of the session's other current bindings outlive
+// their operations: a provider that serves several bindings was sent
+// each, and what it answers or reports quoting one, once no operation of
+// that binding is under way (as after a restart), is recorded with the
+// token removed.
+func TestRedactRemovesOtherBindingsReporterTokens(t *testing.T) {
+	const id = "ses_AAAAAAAAAAAAAAAAAAAA"
+	var quiet string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cmd, err := envapi.DecodeCommand(readBody(r))
+		if err != nil {
+			http.Error(w, "bad", http.StatusBadRequest)
+			return
+		}
+		details, _ := json.Marshal(map[string]string{"quiet": quiet})
+		_ = json.NewEncoder(w).Encode(envapi.NewResponse(cmd.Operation.Sequence,
+			envapi.Failure("refused", "the quiet one is "+quiet, false, details)))
+	}))
+	defer srv.Close()
+	b := testBinder(t, Config{})
+	key, err := b.serverKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet = reporterToken(key, id, "quiet", 2)
+	o := op(srv.URL, 5)
+	o.Bindings = []envapi.EnvironmentRef{{Name: "box", Sequence: 1}, {Name: "quiet", Sequence: 2}}
+	rc, err := b.Deliver(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(rc.Message, quiet) || strings.Contains(string(rc.Details), quiet) {
+		t.Errorf("receipt of box keeps the reporter token of quiet: %+v", rc)
+	}
+	// A fresh Binder on the same key holds no grant of the session.
+	b = testBinder(t, Config{})
+	in, _ := json.Marshal(map[string]string{"quiet": quiet})
+	got := b.RedactReport(o, in, reporterToken(key, id, "box", 1))
+	var m map[string]string
+	if err := json.Unmarshal(got, &m); err != nil {
+		t.Fatalf("%s: %v", got, err)
+	}
+	if m["quiet"] != redacted {
+		t.Errorf("report of box keeps the reporter token of quiet: %s", got)
+	}
+}
+
+func readBody(r *http.Request) []byte {
+	b, _ := io.ReadAll(r.Body)
+	return b
 }

@@ -65,9 +65,11 @@ func quoted(v string) string {
 }
 
 // json answers raw with the secrets removed from its strings (keys and
-// values); raw is returned unchanged when it holds none.
+// values); raw is returned unchanged when it holds none. Any character
+// may be written as a \u escape (some encoders so write "=" or "'"), so
+// raw that has one is decoded whatever the secrets.
 func (r redactor) json(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 || !r.mayQuote(raw) {
+	if len(raw) == 0 || !r.mayQuote(raw) && !(r.holdsSecret() && bytes.Contains(raw, []byte(`\u`))) {
 		return raw
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -87,6 +89,11 @@ func (r redactor) json(raw json.RawMessage) json.RawMessage {
 	return out
 }
 
+// holdsSecret reports whether r holds a secret.
+func (r redactor) holdsSecret() bool {
+	return slices.ContainsFunc(r, func(v string) bool { return v != "" })
+}
+
 // mayQuote reports whether raw may hold a secret: as its bytes, or, when
 // raw has escapes, written with escapes (a secret of characters a JSON
 // encoder may escape). Answers without secrets, nearly all, are then not
@@ -104,9 +111,9 @@ func (r redactor) mayQuote(raw []byte) bool {
 	return false
 }
 
-// plain reports whether no JSON encoder escapes any character of s:
-// printable ASCII other than the quote, the backslash, the slash and the
-// characters escaped for HTML.
+// plain reports whether s holds none of the characters JSON encoders
+// usually escape: it is printable ASCII other than the quote, the
+// backslash, the slash and the characters Go escapes for HTML.
 func plain(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]

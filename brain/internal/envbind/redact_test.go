@@ -62,3 +62,27 @@ func TestRedactorOverlappingSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactorJSONUnicodeEscapes: a JSON encoder may write any character
+// as a \u escape (some escape "=" or "'" for HTML), so a secret of plain
+// characters written so is found and removed too.
+func TestRedactorJSONUnicodeEscapes(t *testing.T) {
+	r := redactor{"c2VjcmV0LWtleQ==", "tok_0123456789abcdef"}
+	for _, raw := range []string{
+		`{"message":"key c2VjcmV0LWtleQ\u003d\u003d refused"}`,
+		`["\u0074ok_0123456789abcdef"]`,
+		`{"tok_0123456789abcde\u0066":1}`,
+	} {
+		out := r.json(json.RawMessage(raw))
+		var v any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("%s redacts to %s: %v", raw, out, err)
+		}
+		decoded, _ := json.Marshal(v)
+		for _, s := range r {
+			if strings.Contains(string(decoded), s) {
+				t.Errorf("%s redacts to %s, which still holds %q", raw, out, s)
+			}
+		}
+	}
+}

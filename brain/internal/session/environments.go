@@ -27,6 +27,12 @@ type Operation struct {
 	// Credential is the environment's credential from Secrets; never
 	// journalled.
 	Credential string
+	// Bindings are the current bindings of every environment of the
+	// session. A provider that serves several of them was sent the
+	// reporter grant of each and may quote any of them: a transport keeps
+	// their tokens out of what it records of the operation's answers and
+	// of the reports and calls that reach it.
+	Bindings []envapi.EnvironmentRef
 	// CallbackDone, set when Request.Callback is, is closed when the
 	// execution the callback serves closes; ContextDone, set when Context
 	// is, is closed when the operation's controller context closes. A

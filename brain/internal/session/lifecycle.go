@@ -502,8 +502,20 @@ func (s *sess) targetLocked(ctx context.Context, decl api.Environment, binding u
 		Declaration: decl,
 		Authorized:  authorized,
 		Credential:  cred,
+		Bindings:    s.bindingsLocked(),
 		credErr:     credErr,
 	}
+}
+
+// bindingsLocked answers the current binding of every environment of the
+// session, by name.
+func (s *sess) bindingsLocked() []envapi.EnvironmentRef {
+	out := make([]envapi.EnvironmentRef, 0, len(s.st.Envs))
+	for name, es := range s.st.Envs {
+		out = append(out, envapi.EnvironmentRef{Name: name, Sequence: es.Binding})
+	}
+	slices.SortFunc(out, func(a, b envapi.EnvironmentRef) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // codeCredentialUnavailable is the failure of an operation that was not
