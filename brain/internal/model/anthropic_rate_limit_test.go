@@ -1,13 +1,7 @@
 package model
 
 import (
-	"context"
-	"errors"
-	"io"
-	"net/http"
 	"testing"
-
-	"github.com/brain-in-go/brain/brain/api"
 )
 
 // TestAnthropic429ByErrorType: Anthropic names what failed in the error
@@ -18,12 +12,7 @@ import (
 // answer, fails the same way when sent again: not retryable, and no wait
 // reported. A 429 whose body names no type keeps the status's verdict.
 func TestAnthropic429ByErrorType(t *testing.T) {
-	cases := []struct {
-		name      string
-		body      string
-		code      string
-		retryable bool
-	}{
+	cases := []case429{
 		{"rate-limit", anthropicDialect.errorBody("rate_limit_error", "This request would exceed the rate limit for your organization of 30,000 input tokens per minute."),
 			"rate_limit_error", true},
 		{"too-large", anthropicDialect.errorBody("request_too_large", "Request exceeds the maximum allowed number of bytes."),
@@ -37,25 +26,6 @@ func TestAnthropic429ByErrorType(t *testing.T) {
 		{"no-type", `Too Many Requests`, "http_429", true},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			f, c := open(t, anthropicDialect, Limits{})
-			f.set(func(w http.ResponseWriter, _ *recorded) {
-				w.Header().Set("Content-Type", "application/json")
-				w.Header().Set("Retry-After", "20")
-				w.WriteHeader(http.StatusTooManyRequests)
-				_, _ = io.WriteString(w, tc.body)
-			})
-			_, err := c.Call(context.Background(), Request{Messages: []api.Message{api.UserMessage(api.UserInput{Message: "x"})}}, nil)
-			var pe *ProviderError
-			if !errors.As(err, &pe) {
-				t.Fatalf("err = %v", err)
-			}
-			if pe.Code != tc.code || pe.Retryable != tc.retryable || (pe.RetryAfter > 0) != tc.retryable {
-				t.Errorf("code %q retryable %v retry after %v, want %q retryable %v", pe.Code, pe.Retryable, pe.RetryAfter, tc.code, tc.retryable)
-			}
-			if n := len(f.requests()); n != 1 {
-				t.Errorf("%d requests, want 1", n)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { check429(t, anthropicDialect, tc) })
 	}
 }
