@@ -27,7 +27,8 @@ type Options struct {
 	// Token is the server's bearer token.
 	Token string
 	// HTTPClient sends the requests (nil: a client of its own, whose
-	// connections Close releases).
+	// connections Close releases). A stream that goes silent closes its
+	// idle connections (see Session.Events).
 	HTTPClient *http.Client
 	// Retries is how often a call is sent again (0 selects 2; negative
 	// disables): a mutation that got no answer (see UncertainError) with
@@ -54,7 +55,10 @@ type Client struct {
 	maxAnswer int64
 	// maxLine bounds a line of an event stream (0: maxSSELine).
 	maxLine int
-	closed  atomic.Bool
+	// beatMs is the heartbeat interval in milliseconds the server named
+	// on the client's latest stream (0: none yet).
+	beatMs atomic.Int64
+	closed atomic.Bool
 	// life ends when the client closes: every request, stream and host
 	// connection of the client runs under it.
 	life context.Context
@@ -122,6 +126,7 @@ func (c *Client) init() *Client {
 // lifetime: closing either client leaves the other usable.
 func (c *Client) WithToken(token string) *Client {
 	n := &Client{base: c.base, token: token, hc: c.hc, own: c.own, retries: c.retries, maxAnswer: c.maxAnswer}
+	n.beatMs.Store(c.beatMs.Load())
 	return n.init()
 }
 
@@ -369,10 +374,12 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 	for k, vs := range co.header {
 		req.Header[k] = vs
 	}
+	bearer := c.token
 	if co.bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+co.bearer)
-	} else {
-		c.authorize(req)
+		bearer = co.bearer
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -388,7 +395,7 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 		}
 		return attempt{resp: &response{status: resp.StatusCode, header: resp.Header, body: b}, answered: true, reached: true}
 	}
-	b, err := readError(resp.Body)
+	b, err := readError(resp.Body, bearer)
 	if err != nil {
 		return attempt{err: fmt.Errorf("client: %s %s: read answer: %w", method, path, err), reached: true}
 	}

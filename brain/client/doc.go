@@ -34,7 +34,10 @@
 // 429; retryable for a 502, 503 or 504), quoting at most 512 bytes of
 // it. A mutation such a 429 refused was not passed on: it is not sent
 // again, and is uncertain only when an earlier attempt's answer was
-// lost. The client reads at most 64 MiB of an error answer, so that a
+// lost. An error answer that quotes the bearer token its request carried
+// (a debugging proxy's page that echoes the Authorization header) has
+// the token replaced by "[redacted]" in the error and its ApiError, when
+// the token is 8 bytes or longer. The client reads at most 64 MiB of an error answer, so that a
 // page that never ends fails the call, and at most 256 MiB of a
 // successful one (Options.MaxAnswerBytes): a longer answer fails the call
 // with ErrAnswerTooLarge, without a retry.
@@ -90,7 +93,9 @@
 // reconnects from the last sequence it yielded whenever the stream breaks,
 // goes silent (nothing, not even a heartbeat comment, for three of the
 // heartbeat intervals the server names, not counting the time the caller
-// spends with an event) or the subscriber lagged, until
+// spends with an event; a request for the stream that is not answered
+// in that time goes silent too, three intervals of Brain's default of
+// 15 s before a stream named one) or the subscriber lagged, until
 // the session ends or ctx ends. It outlives a server's restart: a
 // connection refused, or answered with a retryable error while the server
 // drains or a proxy in front of it answers 502, 503 or 504, is tried
@@ -99,7 +104,10 @@
 // is not an event stream (ErrNotEventStream), and an event whose data
 // does not decode or whose line, or data, is longer than 80 MiB
 // (ErrMalformedEvent). A host's commands connection that goes silent
-// likewise is connected again; one answered 200 with something other
+// likewise is connected again. A silent stream or connection also closes
+// the idle connections of the client's HTTP client: they went its way (a
+// NAT or a proxy that forgot them) and would take the next request only
+// to leave it unanswered. A commands connection answered 200 with something other
 // than an event stream stops the host with ErrNotEventStream; while
 // connections are refused, Connected ending with its ctx carries the
 // last refusal. A command longer than 80 MiB is not read: its call fails

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"io"
 	"strings"
 )
@@ -15,9 +16,29 @@ const maxErrorBytes = 64 << 20
 // ApiError quoted in the error's message.
 const maxQuotedBytes = 512
 
-// readError reads an error answer's body, at most maxErrorBytes of it.
-func readError(body io.Reader) ([]byte, error) {
-	return io.ReadAll(io.LimitReader(body, maxErrorBytes))
+// readError reads an error answer's body, at most maxErrorBytes of it,
+// without the credential secret (the bearer token the request carried):
+// an answer that quotes the request's Authorization header, as a
+// debugging proxy's page may, does not put it into an error.
+func readError(body io.Reader, secret string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(body, maxErrorBytes))
+	return redact(b, secret), err
+}
+
+// redactedMark stands in an error answer for a credential removed from it.
+const redactedMark = "[redacted]"
+
+// minRedacted is the length of the shortest credential removed from error
+// answers: a shorter string would rewrite ordinary words of the answer.
+const minRedacted = 8
+
+// redact answers b with every occurrence of secret replaced by
+// redactedMark.
+func redact(b []byte, secret string) []byte {
+	if len(secret) < minRedacted || !bytes.Contains(b, []byte(secret)) {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(secret), []byte(redactedMark))
 }
 
 // quote answers the text of an error answer that is not an ApiError,

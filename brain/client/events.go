@@ -38,7 +38,8 @@ func LiveFrames() EventsOption { return func(o *eventsOpts) { o.live = true } }
 // default it reads pages until none are left; with Follow it streams and
 // reconnects from the last yielded sequence (also when the stream goes
 // silent for three of its heartbeat intervals while it is read, the loop's
-// time with an event not counted) until the session ends
+// time with an event not counted, or its request is not answered within
+// them) until the session ends
 // (session_ended or session_creation_failed) or ctx ends. A connection
 // that cannot be made, or is answered with a retryable error (a server
 // draining or restarting), is tried again with pauses growing to 2 s;
@@ -188,19 +189,28 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	s.c.authorize(req)
+	// A request that is not answered within the heartbeat intervals a
+	// stream may stay silent went the way of a silent stream (an idle
+	// connection a NAT forgot takes it and never answers).
+	silent := s.c.silenced(cancel)
+	stopWaiting := s.c.awaitAnswer(silent)
 	resp, err := s.c.hc.Do(req)
+	stopWaiting()
 	if err != nil {
+		if errors.Is(context.Cause(sctx), errSilent) && ctx.Err() == nil {
+			return false, false, fmt.Errorf("client: event stream: no answer: %w", errSilent)
+		}
 		return false, false, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b, _ := readError(resp.Body)
+		b, _ := readError(resp.Body, s.c.token)
 		return false, false, apiError(resp.StatusCode, b)
 	}
 	if err := checkEventStream(resp.Header); err != nil {
 		return false, false, err
 	}
-	body, watch := watchHeartbeat(sctx, cancel, resp.Header, resp.Body)
+	body, watch := s.c.watchHeartbeat(sctx, silent, resp.Header, resp.Body)
 	defer watch.stop()
 	// The consumer's time with an event is not the stream's silence.
 	yield := func(ev api.Event, err error) bool {

@@ -21,23 +21,59 @@ const silentBeats = 3
 // taken for no heartbeat at all.
 const maxHeartbeatMs = 24 * 60 * 60 * 1000
 
+// defaultHeartbeat is the interval assumed of a server that has not
+// named one on any stream of the client yet: Brain's default.
+const defaultHeartbeat = 15 * time.Second
+
 // errSilent reports a stream on which nothing arrived, not even a
-// heartbeat comment, for silentBeats heartbeat intervals.
+// heartbeat comment, for silentBeats heartbeat intervals, or whose
+// request was not answered in that time.
 var errSilent = errors.New("client: stream went silent")
+
+// heartbeat answers the heartbeat interval the server named on the
+// client's latest stream, or defaultHeartbeat before any did.
+func (c *Client) heartbeat() time.Duration {
+	if ms := c.beatMs.Load(); ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return defaultHeartbeat
+}
+
+// silenced answers the function that gives a stream up as silent: it
+// closes the idle connections of the client's HTTP client, which went
+// the way of the silent one (a NAT or a proxy that forgot them) and
+// would take the next request only to leave it unanswered, and then
+// cancels the stream's request with errSilent, which unblocks a pending
+// read.
+func (c *Client) silenced(cancel context.CancelCauseFunc) func() {
+	return func() {
+		c.hc.CloseIdleConnections()
+		cancel(errSilent)
+	}
+}
+
+// awaitAnswer bounds the wait for the answer (the response's head) of a
+// stream's request: silent is called once silentBeats of the client's
+// heartbeat interval passed without it. The stop answered ends the wait.
+func (c *Client) awaitAnswer(silent func()) (stop func() bool) {
+	return time.AfterFunc(silentBeats*c.heartbeat(), silent).Stop
+}
 
 // watchHeartbeat answers a reader of body that fails with errSilent once
 // nothing arrived for silentBeats of the heartbeat intervals header names,
-// by cancelling cancel (the stream's request context, which unblocks a
-// pending read), and the watchdog, whose stop ends the watch. A response
-// without the header is not watched: the watchdog is nil, and its methods
-// do nothing.
-func watchHeartbeat(ctx context.Context, cancel context.CancelCauseFunc, header http.Header, body io.Reader) (io.Reader, *watchdog) {
+// by calling silent (which cancels the stream's request context and so
+// unblocks a pending read), and the watchdog, whose stop ends the watch.
+// A response without the header is not watched: the watchdog is nil, and
+// its methods do nothing. The interval named is the client's from then
+// on (Client.heartbeat).
+func (c *Client) watchHeartbeat(ctx context.Context, silent func(), header http.Header, body io.Reader) (io.Reader, *watchdog) {
 	ms, err := strconv.ParseInt(header.Get(heartbeatHeader), 10, 64)
 	if err != nil || ms <= 0 || ms > maxHeartbeatMs {
 		return body, nil
 	}
+	c.beatMs.Store(ms)
 	d := silentBeats * time.Duration(ms) * time.Millisecond
-	w := &watchdog{ctx: ctx, body: body, d: d, t: time.AfterFunc(d, func() { cancel(errSilent) })}
+	w := &watchdog{ctx: ctx, body: body, d: d, t: time.AfterFunc(d, silent)}
 	return w, w
 }
 

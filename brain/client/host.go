@@ -497,14 +497,22 @@ func (h *Host) connectOnce(up chan struct{}, upOnce *sync.Once) (bool, error) {
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+h.token)
+	// A request not answered within the heartbeat intervals a connection
+	// may stay silent is given up as a silent connection is.
+	silent := h.c.silenced(cancel)
+	stopWaiting := h.c.awaitAnswer(silent)
 	resp, err := h.c.hc.Do(req)
+	stopWaiting()
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errSilent) && h.c.life.Err() == nil {
+			return false, fmt.Errorf("client: host %s commands: no answer: %w", h.ID, errSilent)
+		}
 		return false, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return false, apiError(resp.StatusCode, b)
+		return false, apiError(resp.StatusCode, redact(b, h.token))
 	}
 	if err := checkEventStream(resp.Header); err != nil {
 		return false, fmt.Errorf("client: host %s commands: %w", h.ID, err)
@@ -515,7 +523,7 @@ func (h *Host) connectOnce(up chan struct{}, upOnce *sync.Once) (bool, error) {
 	h.mu.Unlock()
 	upOnce.Do(func() { close(up) })
 	defer h.lost(connID)
-	body, watch := watchHeartbeat(ctx, cancel, resp.Header, resp.Body)
+	body, watch := h.c.watchHeartbeat(ctx, silent, resp.Header, resp.Body)
 	defer watch.stop()
 	maxLine := h.c.lineBound()
 	return true, scanSSECut(body, maxLine, func(_, event string, data []byte, cut bool) error {
@@ -826,7 +834,7 @@ func (h *Host) post(ctx context.Context, suffix string, in any) (*response, erro
 	if resp.StatusCode/100 == 2 {
 		b, err = readAnswer(resp.Body, resp.ContentLength, h.c.maxAnswer)
 	} else {
-		b, err = readError(resp.Body)
+		b, err = readError(resp.Body, h.token)
 	}
 	if err != nil {
 		return nil, h.c.closedErr(fmt.Errorf("client: POST host %s: read answer: %w", suffix, err))

@@ -218,3 +218,106 @@ func TestSlowConsumerKeepsItsStream(t *testing.T) {
 		t.Errorf("%d stream connections for a stream that never went silent", n)
 	}
 }
+
+// TestFollowReconnectsPastFrozenIdleConnections follows a session while
+// another call of the client left a connection idle in its pool; then
+// every connection goes silent, the idle one too, as when a NAT on the
+// way forgets them all. The stream is reconnected over a working
+// connection rather than sent on the idle one that never answers, so the
+// next turn's events arrive.
+func TestFollowReconnectsPastFrozenIdleConnections(t *testing.T) {
+	b := braintest.Start(t, braintest.Options{Token: "tok", Edit: func(c *brain.Config) { c.Heartbeat = 100 * time.Millisecond }})
+	f := newFreezer(t, b.URL)
+	c, err := client.New(f.URL, &client.Options{Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := c.Sessions.Create(ctx, scripted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := b.Client(t).Sessions.Open(s.ID)
+	var seqs []uint64
+	for ev, err := range s.Events(ctx, 0, client.Follow()) {
+		if err != nil {
+			t.Fatalf("after events %v: %v", seqs, err)
+		}
+		seqs = append(seqs, ev.Sequence)
+		if ev.Sequence == s.Summary.LastSequence {
+			// The stream holds one connection; this read opens another,
+			// left idle in the pool.
+			if _, err := s.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			f.freeze()
+			if _, err := direct.Send(context.Background(), api.UserInput{Message: "hello"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ev.EventType == api.KindTurnEnded {
+			return
+		}
+	}
+	t.Fatalf("the stream ended after %v", seqs)
+}
+
+// TestHostReconnectsPastFrozenIdleConnections serves a host tool whose
+// handler emits an event, which leaves a connection idle in the client's
+// pool next to the commands connection; then every connection goes
+// silent, the idle one too. The host connects again over a working
+// connection, rather than on the idle one that never answers, and later
+// calls reach its handler.
+func TestHostReconnectsPastFrozenIdleConnections(t *testing.T) {
+	b := braintest.Start(t, braintest.Options{Token: "tok", Edit: func(c *brain.Config) {
+		c.Heartbeat = 100 * time.Millisecond
+		c.Limits.MaxTool = time.Second
+	}})
+	f := newFreezer(t, b.URL)
+	c, err := client.New(f.URL, &client.Options{Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := c.Host(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Handle("ping", func(ctx context.Context, tc *client.ToolCall) (api.Outcome, error) {
+		if _, err := tc.Emit(ctx, "pinged", map[string]int{"n": 1}); err != nil {
+			return api.Outcome{}, err
+		}
+		return client.OK("pong"), nil
+	})
+	if err := h.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	direct := b.Client(t)
+	s := hostSession(t, direct, h, "ping")
+	if _, err := s.Send(ctx, api.UserInput{Message: toolScript("ping")}); err != nil {
+		t.Fatal(err)
+	}
+	ended := ofKind(events(t, s), api.KindToolCallEnded)
+	if o := outcomeOf(t, ended[len(ended)-1]); o.Status != api.OutcomeOK {
+		t.Fatalf("first call ended %+v", o)
+	}
+	f.freeze()
+	var last api.Outcome
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		if _, err := s.Send(ctx, api.UserInput{Message: toolScript("ping")}); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+		ended := ofKind(events(t, s), api.KindToolCallEnded)
+		if last = outcomeOf(t, ended[len(ended)-1]); last.Status == api.OutcomeOK {
+			return
+		}
+	}
+	t.Fatalf("the host's calls still end %+v", last)
+}
