@@ -35,7 +35,8 @@ func (p *Provider) Handler(token string) http.Handler {
 //
 // The first serves the provider until ctx ends, after a GC of the
 // instance's leftovers and a kill of the commands an earlier provider
-// process left running in the bindings' containers (KillLeftovers); the
+// process left running in the bindings' containers (KillLeftovers), and
+// closes it (Close) once ctx ends, which stops the commands that run; the
 // second removes leftovers and exits. The token may also come from
 // BRAIN_ENV_TOKEN; without one the provider refuses to start unless
 // --no-auth asks to serve without authentication, which is refused on a
@@ -104,6 +105,11 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	defer func() {
+		if err := p.Close(); err != nil {
+			log.Error("provider stop", "error", err)
+		}
+	}()
 	ln, token, code := sf.Listen(stderr)
 	if ln == nil {
 		return code
@@ -124,6 +130,9 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		log.Warn("commands of an earlier provider process", "error", err)
 	}
+	// Once ctx ends no operation is accepted any more, and the commands
+	// that run are stopped rather than left to outlive the provider.
+	defer context.AfterFunc(ctx, func() { _ = p.Close() })()
 	return serve.Run(ctx, ln, p.Handler(token), stdout, stderr, "docker provider",
 		"state "+p.store.dir+", profiles "+strings.Join(profiles.Names(), ", "))
 }

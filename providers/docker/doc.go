@@ -56,7 +56,10 @@
 // The provider implements the standard tool set of package
 // envsdk/toolset: the implementation of an execute is {"tool": NAME} with
 // NAME one of command, read, write, list and edit; any other tool is
-// unsupported. A command may set only the variables named by the
+// unsupported. A command's argument, shell line or variable ("NAME=value")
+// longer than the kernel takes (128 KiB) fails with invalid_input naming
+// the field before anything runs, and arguments and variables more than
+// it takes in all fail with invalid_input too. A command may set only the variables named by the
 // profile's env_allow, and sees them with the values it gave, whatever
 // their names (the wrapper described below sets none of its own before
 // the command starts); env_allow cannot name BRAIN_EXEC_TAG, which the
@@ -116,7 +119,8 @@
 // execs the same kill until the output stream has closed and a kill finds
 // nothing left (the stream closing alone proves nothing: the Engine
 // closes it soon after the wrapper exits, even while an escaped process
-// holds it), and answers timeout or cancelled; if that is not confirmed
+// holds it; a container found stopped holds nothing), and answers
+// timeout or cancelled; if that is not confirmed
 // within 4 seconds the first cause is kept and the evidence is in
 // details.cleanup_error. The start of the command, from which untagged
 // orphans are taken for its own, is the one the group file recorded for
@@ -135,6 +139,13 @@
 // the Engine opens later is closed and its command killed. A result never
 // needs cleanup in this design, so cleanup_failed is answered only by
 // teardown when the Engine refuses a removal.
+// Close stops the provider (Command closes it when its context ends, on
+// SIGTERM): once it has begun every operation fails with unavailable, the
+// commands that run are stopped as a cancel stops them (their executes
+// answer cancelled), and it returns once the operations in flight and the
+// allocations they started have ended, so that the end of the process
+// cuts none of them short; the containers are left running for the next
+// provider on the state directory.
 // A provider killed before it could stop its commands (SIGKILL, a crash)
 // leaves them running in the container with nobody to enforce their
 // deadlines: a provider started again on the same state directory

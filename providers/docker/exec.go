@@ -229,6 +229,11 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 		if errors.As(err, &stop) || errors.Is(err, errLost) || errors.Is(err, errNotRunning) {
 			return 0, err
 		}
+		if argsTooLarge(err.Error()) {
+			// The kernel refused the command's arguments and environment:
+			// nothing of it ran.
+			return 0, errArgsTooLarge(err.Error())
+		}
 		if refused := startRefused(ctx, cli, ctr, created.ID); refused != nil {
 			return 0, fmt.Errorf("%w (%v)", refused, err)
 		}
@@ -309,7 +314,8 @@ func killAll(ctx context.Context, cli *client.Client, ctr string, s execSpec) (b
 // carrying its tag until the output stream has closed and a kill finds no
 // tagged process left. The stream closing alone proves nothing: the Engine
 // closes it soon after the wrapper exits, even while an escaped process
-// still holds it. It answers whether it saw the stream close (it took
+// still holds it. A container found stopped holds nothing of the command
+// any more. It answers whether it saw the stream close (it took
 // the stream's end from done, which the caller must then not wait for)
 // and, when a kill did not confirm that nothing is left, why.
 func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag string, done <-chan error) (closed bool, _ error) {
@@ -320,6 +326,11 @@ func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag str
 		left, bound, err := killGroup(ctx, cli, ctr, user, tag, since)
 		if bound != "" {
 			since = bound
+		}
+		if cerrdefs.IsConflict(err) && containerStopped(ctx, cli, ctr) {
+			// Nothing runs in a stopped container (a paused one is
+			// still running): the command is dead.
+			left, err = "", nil
 		}
 		switch {
 		case err != nil:
@@ -349,6 +360,13 @@ func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag str
 			wait *= 2
 		}
 	}
+}
+
+// containerStopped reports whether the Engine says ctr is not running (a
+// paused container is running: its processes are alive).
+func containerStopped(ctx context.Context, cli *client.Client, ctr string) bool {
+	info, err := cli.ContainerInspect(ctx, ctr)
+	return err == nil && info.State != nil && !info.State.Running
 }
 
 // killGroup runs killScript once in the container and waits for it; it
@@ -457,8 +475,14 @@ func execError(ctx context.Context, ctr string, err error) error {
 // The container stopped (errNotRunning) or is gone (errLost). The Engine
 // may learn of a stop a moment after its runtime refused the exec, so a
 // container still reported running is asked again a few times before the
-// refusal is answered as it is.
+// refusal is answered as it is. A refusal of the command's arguments and
+// environment (E2BIG) is invalid_input.
 func notStarted(ctx context.Context, cli *client.Client, ctr, what string) error {
+	if argsTooLarge(what) {
+		// The kernel refused the command's arguments and environment:
+		// starting the container again would not change that.
+		return errArgsTooLarge(what)
+	}
 	wait := 10 * time.Millisecond
 	for i := 0; ; i++ {
 		info, err := cli.ContainerInspect(ctx, ctr)

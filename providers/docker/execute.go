@@ -44,6 +44,11 @@ func init() {
 // Execute runs one tool of the standard tool set (package toolset) in the
 // binding's container, allocating the container and volume on first use.
 func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
+	ctx, leave, err := p.enter(c, true)
+	if err != nil {
+		return envapi.Receipt{}, err
+	}
+	defer leave()
 	run, err := toolset.Select(x.Implementation, tools)
 	if err != nil {
 		return envapi.Receipt{}, err
@@ -57,7 +62,6 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	}
 	defer b.end(c.Sequence)
 
-	ctx := c.Context()
 	if x.Deadline.IsZero() && b.profile.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(b.profile.Timeout))
@@ -97,9 +101,13 @@ func (k *call) classify(err error) error {
 }
 
 // stopFailure answers a stopped execute: timeout when a deadline passed,
-// cancelled otherwise, with cleanup evidence kept in details.
+// cancelled otherwise (a cancel, or Close), with cleanup evidence kept in
+// details.
 func stopFailure(ctx context.Context, cleanup error) *envsdk.Error {
 	first := envsdk.Fail(envapi.CodeCancelled, "the invocation was cancelled; its process group was killed")
+	if errors.Is(context.Cause(ctx), errStopping) {
+		first.Message = "the invocation was stopped, the provider is stopping; its process group was killed"
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		first = envsdk.Fail(envapi.CodeTimeout, "the invocation's deadline expired; its process group was killed")
 	}
@@ -177,6 +185,9 @@ func runCommand(k *call) (any, error) {
 	}
 	env, err := k.env(in.Env)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkArgSizes(in, env); err != nil {
 		return nil, err
 	}
 	spec := execSpec{Argv: in.Args(), Env: env, Dir: dir}

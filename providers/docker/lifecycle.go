@@ -27,8 +27,13 @@ const lifecycleTimeout = 2 * time.Minute
 // and records the binding. It allocates nothing: the container and volume
 // are created by the first execute.
 func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
+	_, leave, err := p.enter(c, false)
+	if err != nil {
+		return envsdk.SetupResult{}, err
+	}
+	defer leave()
 	var cfg BindingConfig
-	if err := c.DecodeConfiguration(&cfg); err != nil {
+	if err = c.DecodeConfiguration(&cfg); err != nil {
 		return envsdk.SetupResult{}, err
 	}
 	name := cfg.Profile
@@ -64,7 +69,7 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 		}
 		p.mu.Unlock()
 	}
-	err := p.store.create(st)
+	err = p.store.create(st)
 	if errors.Is(err, errStateExists) {
 		if old, ok, gerr := p.store.get(key); gerr == nil && ok && old.Phase == phaseDeleted {
 			// A tombstone of an earlier version that could not be
@@ -147,6 +152,11 @@ func (p *Provider) pinImage(ctx context.Context, st *bindingState, prof Profile)
 // Detach keeps the volume and stops the container; a later execute starts
 // it again. It fails with busy while executes run.
 func (p *Provider) Detach(c *envsdk.Ctx) error {
+	_, leave, err := p.enter(c, false)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	b, err := p.lookup(c.BindingKey())
 	if err != nil {
 		return err
@@ -176,6 +186,11 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 // while executes run here, and with cleanup_failed when the Engine refuses
 // a removal (the state is kept so that teardown can be repeated).
 func (p *Provider) Teardown(c *envsdk.Ctx) error {
+	_, leave, err := p.enter(c, false)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	key := c.BindingKey()
 	p.mu.Lock()
 	b := p.bindings[key]
@@ -234,6 +249,11 @@ func (p *Provider) forget(b *binding) error {
 // again. (An execute running here is stopped by the SDK through its
 // context.)
 func (p *Provider) Cancel(c *envsdk.Ctx, target uint64) error {
+	_, leave, err := p.enter(c, false)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	b, err := p.lookup(c.BindingKey())
 	if err != nil {
 		return err

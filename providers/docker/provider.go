@@ -46,7 +46,17 @@ type Provider struct {
 	progress progress.Func
 	now      func() time.Time // GC's clock; a test moves it
 
+	// ownClient: the provider made cli, so Close closes it.
+	ownClient bool
+	// stopping ends once Close has begun, and with it the contexts of
+	// the executes in flight; ops counts the operations in flight.
+	stopping context.Context
+	stop     context.CancelCauseFunc
+	ops      sync.WaitGroup
+	closed   chan struct{} // closed when Close has finished
+
 	mu       sync.Mutex
+	closing  bool // Close has begun: operations are refused
 	bindings map[string]*binding
 	owners   map[string]bool // image ID + user → volume needs a chown
 }
@@ -146,7 +156,8 @@ func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
 		return nil, err
 	}
 	cli := cfg.Client
-	if cli == nil {
+	ownClient := cli == nil
+	if ownClient {
 		if cli, err = newClient(); err != nil {
 			return nil, err
 		}
@@ -156,16 +167,21 @@ func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	sum := sha256.Sum256([]byte(store.dir))
+	stopping, stop := context.WithCancelCause(context.Background())
 	p := &Provider{
-		profiles: profiles,
-		cli:      cli,
-		store:    store,
-		instance: hex.EncodeToString(sum[:8]),
-		progress: cfg.Progress,
-		log:      log,
-		now:      time.Now,
-		bindings: map[string]*binding{},
-		owners:   map[string]bool{},
+		profiles:  profiles,
+		cli:       cli,
+		ownClient: ownClient,
+		stopping:  stopping,
+		stop:      stop,
+		closed:    make(chan struct{}),
+		store:     store,
+		instance:  hex.EncodeToString(sum[:8]),
+		progress:  cfg.Progress,
+		log:       log,
+		now:       time.Now,
+		bindings:  map[string]*binding{},
+		owners:    map[string]bool{},
 	}
 	states, err := store.list()
 	if err != nil {
