@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -196,13 +197,14 @@ func (b *Binder) route(op session.Operation) (endpoint, credential string, err e
 // credential of the environment. A reporter outlives the operations of
 // its binding, so its report is redacted from what the binding's
 // operations would carry, not from a live grant only. The reporter
-// tokens of the session's other current bindings (op.Bindings), and the
-// credential and tokens of the session's operations whose tokens are
-// still live (an execute the provider is running, its controller
-// context), are removed too.
+// tokens of the session's other current bindings (op.Bindings), the
+// credentials the operations of its other environments carry
+// (op.Targets), and the credential and tokens of the session's operations
+// whose tokens are still live (an execute the provider is running, its
+// controller context), are removed too.
 func (b *Binder) RedactReport(op session.Operation, raw json.RawMessage, token string) json.RawMessage {
 	_, credential, _ := b.route(op)
-	hide := redactor{token, credential, op.Credential}
+	hide := append(redactor{token, credential, op.Credential}, b.targetCredentials(op)...)
 	// The key was read to authorize the report.
 	if key, err := b.serverKey(); err == nil {
 		hide = append(hide, bindingTokens(key, op)...)
@@ -220,23 +222,46 @@ func bindingTokens(key []byte, op session.Operation) redactor {
 	return out
 }
 
+// targetCredentials answers the credentials the operations of the
+// session's declared environments carry (op.Targets): for each, the
+// credential its route sends (a route's api_key, the default route's
+// key) and the session's credential of the environment.
+func (b *Binder) targetCredentials(op session.Operation) redactor {
+	var out redactor
+	add := func(v string) {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	for _, t := range op.Targets {
+		add(t.Credential)
+		// A session URL is sent the session's credential only.
+		if t.Authorized.Driver != api.DriverHTTP {
+			if _, credential, err := b.target(t.Authorized, t.Credential); err == nil {
+				add(credential)
+			}
+		}
+	}
+	return out
+}
+
 // deliver sends one operation once and decodes its receipt.
 func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Receipt, error) {
 	endpoint, credential, err := b.route(op)
 	if err != nil {
-		return envapi.Receipt{}, fmt.Errorf("environment %s: %w", op.Environment, err)
+		return notSent(CodeNoRoute, fmt.Sprintf("environment %s: %v", op.Environment, err), false), nil
 	}
 	wire := op.Operation
 	public := b.PublicURL()
 	if public == "" && (wire.Request.Callback != nil || wire.Context != nil || wire.Binding != nil) {
-		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: Brain's public URL is not known yet", op.Environment, op.Sequence)
+		return notSent(CodeNotSent, fmt.Sprintf("environment %s: operation %d: Brain's public URL is not known yet", op.Environment, op.Sequence), true), nil
 	}
 	callURL := public + "/v1/sessions/" + url.PathEscape(op.SessionID) + "/executions/" + strconv.FormatUint(op.Sequence, 10) + "/call"
 	var key []byte
 	var epoch int64
 	if wire.Request.Callback != nil || wire.Context != nil {
 		if key, err = b.serverKey(); err != nil {
-			return envapi.Receipt{}, err
+			return b.keyUnreadable(op, err), nil
 		}
 		if b.cfg.Epoch != nil {
 			epoch, _ = b.cfg.Epoch(op.SessionID)
@@ -261,7 +286,7 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 	if wire.Binding != nil {
 		key, err := b.serverKey()
 		if err != nil {
-			return envapi.Receipt{}, err
+			return b.keyUnreadable(op, err), nil
 		}
 		wire.Reporter = &envapi.Grant{
 			URL: public + "/v1/sessions/" + url.PathEscape(op.SessionID) + "/environments/" +
@@ -275,17 +300,20 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 	}
 	body, err := json.Marshal(envapi.Command{Contract: envapi.Contract, Operation: wire})
 	if err != nil {
-		return envapi.Receipt{}, fmt.Errorf("environment %s: encode operation %d: %w", op.Environment, op.Sequence, err)
+		return notSent(CodeNotSent, fmt.Sprintf("environment %s: operation %d cannot be encoded: %v", op.Environment, op.Sequence, err), false), nil
 	}
 	// What the provider answers is journaled: the credential and the
 	// tokens it was sent never come back through it.
 	hide := append(redactor{credential}, wire.Tokens()...)
+	// Nor the credentials of the session's other environments: a
+	// provider that serves several was sent each.
+	hide = append(hide, b.targetCredentials(op)...)
 	// Nor the reporter tokens of the session's other bindings: a provider
 	// that serves several was sent each.
 	if len(op.Bindings) > 0 {
 		key, err := b.serverKey()
 		if err != nil {
-			return envapi.Receipt{}, err
+			return b.keyUnreadable(op, err), nil
 		}
 		hide = append(hide, bindingTokens(key, op)...)
 	}
@@ -318,7 +346,7 @@ func (b *Binder) post(ctx context.Context, endpoint, credential string, op sessi
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target+"/v1/operations", bytes.NewReader(body))
 	if err != nil {
-		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: bad endpoint", op.Environment, op.Sequence)
+		return notSent(CodeNoRoute, fmt.Sprintf("environment %s: operation %d: the endpoint cannot be used", op.Environment, op.Sequence), false), nil
 	}
 	// No GetBody: the transport can never resend the operation, not even
 	// when a reused connection turns out to be closed.

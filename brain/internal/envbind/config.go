@@ -203,16 +203,18 @@ func parseRoutes(b []byte) (map[string]Route, error) {
 	return routes, nil
 }
 
-var errEndpoint = errors.New("endpoint must be an https URL, or http on a loopback host, without credentials, query, fragment or white space")
+var errEndpoint = errors.New("endpoint must be an https URL naming a host, or http on a loopback host, without credentials, query, fragment or white space")
 
 // errEndpointPort reports an endpoint naming a port no connection can be
 // made to.
 var errEndpointPort = errors.New("endpoint must name a port from 1 to 65535, or none")
 
 // checkEndpoint accepts HTTPS URLs and HTTP URLs whose host is loopback.
+// A URL naming only a port names no host: it would be dialled on this
+// machine.
 func checkEndpoint(raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || !netutil.BaseURLText(raw) || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+	if err != nil || !netutil.BaseURLText(raw) || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return errEndpoint
 	}
 	if !netutil.DialablePort(u.Port()) {
@@ -238,12 +240,12 @@ func isLoopback(host string) bool {
 }
 
 // checkSessionURL accepts an absolute http(s) URL of at most 2048 bytes
-// without userinfo, query or fragment.
+// naming a host, without userinfo, query or fragment.
 func checkSessionURL(raw string) error {
 	u, err := url.Parse(raw)
-	if len(raw) > 2048 || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+	if len(raw) > 2048 || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" ||
 		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return errors.New("url must be an absolute http(s) URL of at most 2048 bytes, without userinfo, query or fragment")
+		return errors.New("url must be an absolute http(s) URL of at most 2048 bytes naming a host, without userinfo, query or fragment")
 	}
 	return nil
 }

@@ -27,9 +27,11 @@
 // the default route. The credential is sent as "Authorization: Bearer".
 // What the provider answers (a receipt's message, details, data and
 // output, or a delivery error) is journaled, so the credential and the
-// tokens the operation carried, and the reporter tokens of the session's
-// other current bindings (session.Operation.Bindings), are replaced by
-// "[redacted]" wherever the answer quotes them (also as Go quotes them in
+// tokens the operation carried, the reporter tokens of the session's
+// other current bindings (session.Operation.Bindings) and the credentials
+// the operations of the session's other environments carry (their
+// session credentials and route keys, session.Operation.Targets) are
+// replaced by "[redacted]" wherever the answer quotes them (also as Go quotes them in
 // an error). An answer that quotes one where it cannot be replaced, in an
 // identifier (a failure's code, on_turn_end), is an invalid receipt, and
 // a malformed answer that quotes one is not described in the delivery
@@ -41,7 +43,12 @@
 // {session_id, environment, sequence, request, binding, configuration,
 // template?, reporter, ...}} carrying the started record's sequence. It is
 // never retried, not even by the HTTP transport on a stale keep-alive
-// connection. The answer must be 200 with {"contract", "sequence",
+// connection. An operation Brain cannot send is answered by Deliver as a
+// failure receipt, since it certainly reached no provider: no_route when
+// its environment has no route any more (a route left the configuration
+// across a restart; not retryable), not_sent when Brain's public URL is
+// not known yet or the server key cannot be read (retryable). The answer
+// must be 200 with {"contract", "sequence",
 // "receipt"} echoing the contract and the sequence. A connection failure,
 // timeout or non-200 status (whatever its body) is an error the engine
 // records as an unknown outcome plus environment_unreachable; a provider
@@ -103,7 +110,8 @@
 // (session.Report.Redact), so a reporter used after a restart is
 // redacted too. A provider knows every token it was sent, so a call and
 // a report also have removed the reporter token of every current binding
-// of the session (these outlive their operations, and a restart) and the
+// of the session and the credentials of every declared environment of the
+// session (these outlive their operations, and a restart), and the
 // credential and tokens of every operation of the session whose tokens
 // are still live (an execute under way, its controller context). An
 // event type that quoted one is then no event name and is refused (422

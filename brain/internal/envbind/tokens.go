@@ -301,7 +301,8 @@ type Grant struct {
 // secrets of its operation removed from its strings: the environment's
 // credential and every token the operation carried, token (the one that
 // authenticated the call) included, the reporter tokens of the session's
-// bindings when the operation was sent, and the credential and tokens of
+// bindings and the credentials of its declared environments when the
+// operation was sent, and the credential and tokens of
 // every other operation of the session whose tokens are still live. What
 // a provider sends is journaled, and a provider may quote what it was
 // sent.

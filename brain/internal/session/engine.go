@@ -113,6 +113,7 @@ type sess struct {
 	idle    *time.Timer
 	client  model.Client
 	creds   map[string]string // environment credentials read from Secrets
+	targets []Target          // declared environments and their credentials, once all were read
 	evicted bool
 	// faulted: a commit failed, so the state in memory is ahead of the
 	// journal; the session is evicted as soon as nothing runs, whatever

@@ -33,6 +33,15 @@ type Operation struct {
 	// their tokens out of what it records of the operation's answers and
 	// of the reports and calls that reach it.
 	Bindings []envapi.EnvironmentRef
+	// Targets are the session's declared environments (templates
+	// included) as far as where their operations go and with which
+	// credential: each declaration as authorised and its credential from
+	// Secrets. A provider that serves several of them was sent the
+	// credential of each and may quote any of them: a transport keeps
+	// those credentials out of what it records of the operation's answers
+	// and of the reports and calls that reach it. The slice is shared
+	// between operations and must not be modified.
+	Targets []Target
 	// CallbackDone, set when Request.Callback is, is closed when the
 	// execution the callback serves closes; ContextDone, set when Context
 	// is, is closed when the operation's controller context closes. A
@@ -52,10 +61,21 @@ type Operation struct {
 	credErr error
 }
 
+// Target is a declared environment as far as where its operations go and
+// with which credential (see Operation.Targets).
+type Target struct {
+	// Authorized is the declaration as the session's creator made it.
+	Authorized api.Environment
+	// Credential is its credential from Secrets; never journalled.
+	Credential string
+}
+
 // Environments delivers environment operations. Deliver sends its
 // operation once, whatever its request type, and answers the provider's
 // receipt, or an error when no receipt could be obtained (the engine then
-// records the outcome unknown and environment_unreachable).
+// records the outcome unknown and environment_unreachable). An operation
+// an implementation certainly did not send is answered as a failure
+// receipt, not an error: its outcome is not unknown.
 // Implementations must return promptly when ctx ends.
 type Environments interface {
 	Deliver(ctx context.Context, op Operation) (envapi.Receipt, error)

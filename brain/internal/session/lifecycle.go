@@ -463,28 +463,19 @@ func (s *sess) operationLocked(ctx context.Context, decl api.Environment, bindin
 
 // targetLocked answers the operation of binding of environment decl as
 // far as where it goes and with which credential: its declaration, the
-// declaration as authorised and the credential from Secrets (credErr
-// when it could not be read). An instance uses the credential its
-// template was authorised with; it can never bring its own.
+// declaration as authorised and the credential from Secrets, and those of
+// every declared environment of the session (credErr when one could not
+// be read). An instance uses the credential its template was authorised
+// with; it can never bring its own.
 func (s *sess) targetLocked(ctx context.Context, decl api.Environment, binding uint64) Operation {
 	owner, template := decl.Name, ""
 	if es := s.st.Envs[decl.Name]; es != nil && es.Template != "" {
 		owner, template = es.Template, es.Template
 	}
-	cred, ok := s.creds[owner]
-	var credErr error
-	if !ok {
-		b, err := s.e.secrets.Get(ctx, s.id, SecretEnvironmentCredential(owner))
-		if err != nil {
-			// Never sent without it, nor remembered as absent.
-			credErr = err
-		} else {
-			cred = string(b)
-			if s.creds == nil {
-				s.creds = map[string]string{}
-			}
-			s.creds[owner] = cred
-		}
+	cred, credErr := s.credentialLocked(ctx, owner)
+	var targets []Target
+	if credErr == nil {
+		targets, credErr = s.targetsLocked(ctx)
 	}
 	authorized := decl
 	for _, d := range s.st.Config.Environments {
@@ -503,9 +494,60 @@ func (s *sess) targetLocked(ctx context.Context, decl api.Environment, binding u
 		Authorized:  authorized,
 		Credential:  cred,
 		Bindings:    s.bindingsLocked(),
+		Targets:     targets,
 		credErr:     credErr,
 	}
 }
+
+// credentialLocked answers the credential of declared environment name
+// from Secrets, read once a session is in memory. An error is not
+// remembered: the next operation reads it again.
+func (s *sess) credentialLocked(ctx context.Context, name string) (string, error) {
+	if cred, ok := s.creds[name]; ok {
+		return cred, nil
+	}
+	b, err := s.e.secrets.Get(ctx, s.id, SecretEnvironmentCredential(name))
+	if err != nil {
+		return "", &credentialError{environment: name, err: err}
+	}
+	if s.creds == nil {
+		s.creds = map[string]string{}
+	}
+	s.creds[name] = string(b)
+	return string(b), nil
+}
+
+// targetsLocked answers every declared environment of the session with
+// its credential (Operation.Targets). The declarations never change once
+// the session is created, nor do the credentials, so the answer is kept
+// once every credential was read.
+func (s *sess) targetsLocked(ctx context.Context) ([]Target, error) {
+	if s.targets != nil || len(s.st.Config.Environments) == 0 {
+		return s.targets, nil
+	}
+	out := make([]Target, 0, len(s.st.Config.Environments))
+	for _, d := range s.st.Config.Environments {
+		cred, err := s.credentialLocked(ctx, d.Name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Target{Authorized: d, Credential: cred})
+	}
+	s.targets = out
+	return out, nil
+}
+
+// credentialError is a credential that could not be read from Secrets.
+type credentialError struct {
+	environment string
+	err         error
+}
+
+func (e *credentialError) Error() string {
+	return "the credential of environment " + e.environment + " could not be read: " + e.err.Error()
+}
+
+func (e *credentialError) Unwrap() error { return e.err }
 
 // bindingsLocked answers the current binding of every environment of the
 // session, by name.
@@ -527,8 +569,15 @@ const codeCredentialUnavailable = "credential_unavailable"
 // fails (retryable) as if the provider had refused it.
 func (e *Engine) deliver(ctx context.Context, op Operation) (envapi.Receipt, error) {
 	if op.credErr != nil {
+		// The operation's own credential, or another environment's,
+		// which its answer must be kept from recording.
+		name := op.Environment
+		var ce *credentialError
+		if errors.As(op.credErr, &ce) {
+			name = ce.environment
+		}
 		return envapi.Failure(codeCredentialUnavailable,
-			"the credential of environment "+op.Environment+" could not be read; the operation was not sent", true, nil), nil
+			"the credential of environment "+name+" could not be read; the operation was not sent", true, nil), nil
 	}
 	return e.cfg.Environments.Deliver(ctx, op)
 }

@@ -84,7 +84,7 @@ func (s *sess) reportLocked(ctx context.Context, binding api.EnvironmentRef, r R
 		decl, _ := s.declLocked(binding.Name)
 		op := s.targetLocked(ctx, decl, binding.Sequence)
 		if op.credErr != nil {
-			return 0, fmt.Errorf("%w: the credential of environment %s could not be read: %w", ErrUnavailable, binding.Name, op.credErr)
+			return 0, fmt.Errorf("%w: %w", ErrUnavailable, op.credErr)
 		}
 		switch {
 		case r.EventType != "":
