@@ -306,9 +306,14 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	if err := h.enter(a, func() { stop(ErrClosed) }); err != nil {
-		return out, fmt.Errorf("agentloop %s: %w", short(m.id), err)
+		return out, closedTurn(m, err)
 	}
 	defer h.leave(a)
+	defer func() {
+		if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
+			err = closedTurn(m, err)
+		}
+	}()
 	ctx = context.WithValue(ctx, activationKey{}, a)
 	alloc, unmap := memoryAllocator()
 	defer unmap() // after the instance is closed (deferred below)
@@ -332,6 +337,14 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 		return out, err
 	}
 	return decodeTurnAnswer(m.id, doc, &a.errs)
+}
+
+// closedTurn is the error of an activation that Close refused or stopped
+// (err wraps ErrClosed): the server is stopping, and the turn may be
+// taken again once it is back, as when every instance slot is taken.
+func closedTurn(m *module, err error) error {
+	return &session.TurnError{Code: brainapi.CodeOverloaded, Retryable: true, Err: err,
+		Message: fmt.Sprintf("agentloop %s: the host is closed: the server is stopping", short(m.id))}
 }
 
 // fail describes an instance that trapped, exited or was closed.

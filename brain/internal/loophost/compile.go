@@ -55,6 +55,10 @@ func (h *Host) compile(ctx context.Context, k kind, id string, b []byte) (*modul
 		_ = cm.Close(ctx)
 		return nil, err
 	}
+	if err := elementsWithinTables(b); err != nil {
+		_ = cm.Close(ctx)
+		return nil, err
+	}
 	m := &module{id: id, kind: k, cm: cm}
 	if k == kindTool {
 		return m, nil

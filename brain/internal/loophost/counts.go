@@ -346,12 +346,33 @@ func checkTypes(r *reader) error {
 			return nil
 		}
 		for range 2 { // parameters, then results
-			if err := r.skip("a function type"); err != nil {
-				return err
+			n, ok := r.u32()
+			if !ok {
+				return errStop
+			}
+			if uint64(n) > uint64(r.left()) {
+				return fmt.Errorf("a function type declares %d parameters or results in %d bytes", n, r.left())
+			}
+			for range n {
+				if !r.valType() {
+					return errStop
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// valType passes over a value type: one byte, or for a typed reference
+// ((ref null? <heap type>)) its prefix and the heap type, an s33.
+func (r *reader) valType() bool {
+	b, ok := r.byte()
+	if !ok || (b != 0x63 && b != 0x64) {
+		return ok
+	}
+	k := lebLen(r.b[r.at:])
+	r.at += k
+	return k > 0
 }
 
 func checkImports(r *reader) error {
@@ -376,15 +397,18 @@ func checkImports(r *reader) error {
 		case 0x00: // function
 			ok = r.skipU32()
 		case 0x01: // table
-			r.at++
+			if !r.valType() {
+				return nil
+			}
 			if err := r.tableLimits(); err != nil {
 				return err
 			}
 		case 0x02: // memory
 			ok = r.limits()
-		case 0x03: // global
-			r.at += 2
-			ok = r.at <= len(r.b)
+		case 0x03: // global: its type and mutability
+			if ok = r.valType(); ok {
+				_, ok = r.byte()
+			}
 		case 0x04: // tag
 			r.at++
 			ok = r.skipU32()
@@ -433,8 +457,8 @@ func checkElements(r *reader) error {
 		if flags&1 == 0 && !r.constExpr() { // active: offset
 			return nil
 		}
-		if flags&3 != 0 { // element kind or reference type
-			r.at++
+		if flags&3 != 0 && !r.elementType(flags&4 != 0) { // element kind or reference type
+			return nil
 		}
 		size := 1 // a function index, or a constant expression of at least 2 bytes
 		if flags&4 != 0 {
@@ -484,7 +508,9 @@ func checkCode(r *reader) error {
 				if n, ok = body.u32(); !ok {
 					break
 				}
-				body.at++ // type
+				if ok = body.valType(); !ok {
+					break
+				}
 				if sum += uint64(n); sum > maxLocals {
 					return fmt.Errorf("a function declares more than %d locals", maxLocals)
 				}

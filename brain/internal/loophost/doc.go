@@ -35,9 +35,12 @@
 // million), and an admission, which every other one waits for, ends in
 // seconds. A module that compiles but of which no instance
 // could be created is refused as well: one that imports a table, a global
-// or a tag (the host modules export functions only), or one with an
+// or a tag (the host modules export functions only), one with an
 // active data segment, at a constant offset, that does not lie within its
-// memory's initial size (compile.go). Admitted bytes are
+// memory's initial size (compile.go), or one with an active element
+// segment that does not lie within its table's initial size, which the
+// runtime would skip with every segment after it instead of failing
+// (elements.go). Admitted bytes are
 // stored as <agentloops dir>/<sha256 hex>.wasm (written to a temporary
 // file, synced and renamed); a rejection is remembered as
 // <sha256 hex>.rejected (the AgentloopAdmission JSON and "judged", the
@@ -243,5 +246,9 @@
 // Agentloop activations and Tool invocations share Options.MaxInstances
 // slots (BRAIN_MAX_CORE_INSTANCES, default 8). When every slot is taken
 // one more fails at once with code overloaded (retryable) and never
-// waits.
+// waits. Once Host.Close has begun nothing more runs: a Tool's execute
+// fails with unavailable (retryable), as a provider that is stopping
+// answers, and an agentloop activation with overloaded (retryable), as
+// does one that Close stops while it runs; a Tool that Close stops
+// answers cancelled.
 package loophost

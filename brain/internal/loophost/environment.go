@@ -3,12 +3,10 @@ package loophost
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	brainapi "github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
@@ -166,16 +164,7 @@ func (e *Environments) deliver(ctx context.Context, op session.Operation) (envap
 func (e *Environments) execute(ctx context.Context, op session.Operation) envapi.Receipt {
 	impl, err := e.host.parseToolImplementation(ctx, op.Request.Implementation)
 	if err != nil {
-		if errors.Is(err, journal.ErrOverloaded) || errors.Is(err, ErrStorage) {
-			// The cluster's module store could not be read, or the
-			// module not stored here: nothing ran, a retry may find it.
-			return envapi.Failure(brainapi.CodeOverloaded, err.Error(), true, nil)
-		}
-		code := envapi.CodeUnsupported
-		if errors.Is(err, ErrNotAllowed) {
-			code = envapi.CodeExecutionFailed
-		}
-		return envapi.Failure(code, err.Error(), false, nil)
+		return moduleFailure(err)
 	}
 	var svc ToolServices
 	if op.Execution != nil {

@@ -84,3 +84,6 @@ func DataWithinMemory(b []byte) error { return dataWithinMemory(b) }
 
 // MaxOpenFiles is the number of files one Tool invocation may hold open.
 const MaxOpenFiles = maxOpenFiles
+
+// ElementsWithinTables is elementsWithinTables.
+func ElementsWithinTables(b []byte) error { return elementsWithinTables(b) }

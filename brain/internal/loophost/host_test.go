@@ -357,6 +357,11 @@ func TestCloseDuringAnActivation(t *testing.T) {
 		if err == nil {
 			t.Fatal("a closed activation succeeded")
 		}
+		// The loop did not fail: the server stopped it.
+		var te *session.TurnError
+		if !errors.As(err, &te) || te.Code != api.CodeOverloaded || !te.Retryable || !errors.Is(err, loophost.ErrClosed) {
+			t.Fatalf("a closed activation failed with %v, want a retryable overloaded TurnError wrapping ErrClosed", err)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the guest kept running after Close")
 	}

@@ -95,13 +95,8 @@ type toolInvocation struct {
 // Options.MaxToolOutputBytes; overloaded when no instance slot is free.
 func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 	m, err := h.toolModule(ctx, c.ID)
-	if errors.Is(err, journal.ErrOverloaded) || errors.Is(err, ErrStorage) {
-		// The cluster's module store could not be read, or the module
-		// not stored here: nothing ran.
-		return envapi.Failure(brainapi.CodeOverloaded, err.Error(), true, nil)
-	}
 	if err != nil {
-		return envapi.Failure(envapi.CodeUnsupported, err.Error(), false, nil)
+		return moduleFailure(err)
 	}
 	release, err := h.acquire()
 	if err != nil {
@@ -170,6 +165,25 @@ func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 		return envapi.Failure(brainapi.FailureToolError, err.Error(), false, nil)
 	}
 	return decodeRunAnswer(c.ID, doc, &a.errs)
+}
+
+// moduleFailure answers an execute whose Tool module could not be found
+// or checked (err); nothing ran. The cluster's module store could not be
+// read, or the module not stored here: overloaded, and a retry may find
+// it. The host is closed: unavailable, as a provider that is stopping
+// answers, and retryable. A grant the operator does not allow:
+// execution_failed. Otherwise the implementation cannot run here:
+// unsupported.
+func moduleFailure(err error) envapi.Receipt {
+	switch {
+	case errors.Is(err, journal.ErrOverloaded), errors.Is(err, ErrStorage):
+		return envapi.Failure(brainapi.CodeOverloaded, err.Error(), true, nil)
+	case errors.Is(err, ErrClosed):
+		return envapi.Failure(envapi.CodeUnavailable, err.Error(), true, nil)
+	case errors.Is(err, ErrNotAllowed):
+		return envapi.Failure(envapi.CodeExecutionFailed, err.Error(), false, nil)
+	}
+	return envapi.Failure(envapi.CodeUnsupported, err.Error(), false, nil)
 }
 
 // limitError is an answer over the output bound.
