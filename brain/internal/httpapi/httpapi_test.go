@@ -50,6 +50,8 @@ func TestMalformedInput(t *testing.T) {
 		{"message/empty", "POST", sp + "/messages", `{"input":{"message":""}}`, []string{"Idempotency-Key", "a"}, 422, "invalid_request"},
 		{"message/string-input", "POST", sp + "/messages", `{"input":"hi"}`, []string{"Idempotency-Key", "a"}, 422, "invalid_request"},
 		{"message/bad-media", "POST", sp + "/messages", `{"input":{"message":"m","media":[{"type":"image","url":"http://x/y"}]}}`, []string{"Idempotency-Key", "a"}, 422, "invalid_request"},
+		{"message/media-no-host", "POST", sp + "/messages", `{"input":{"message":"m","media":[{"type":"image","url":"https://:443/y"}]}}`, []string{"Idempotency-Key", "a"}, 422, "invalid_request"},
+		{"create/url-no-host", "POST", "/v1/sessions", `{"model":{"provider":"scripted","name":"m"},"environments":[{"name":"e","driver":"http","url":"http://:8080"}]}`, []string{"Idempotency-Key", "a"}, 422, "invalid_request"},
 		{"message/bad-json", "POST", sp + "/messages", `[`, []string{"Idempotency-Key", "a"}, 400, "invalid_request"},
 		{"message/no-content-type", "POST", sp + "/messages", msg, []string{"Idempotency-Key", "a", "Content-Type", ""}, 415, "invalid_request"},
 		{"message/unknown", "POST", "/v1/sessions/ses_AAAAAAAAAAAAAAAAAAAA/messages", msg, []string{"Idempotency-Key", "u"}, 404, "not_found"},

@@ -68,7 +68,7 @@ func validateCreate(req *api.CreateSessionRequest) error {
 			}
 		case api.DriverHTTP:
 			u, err := url.Parse(env.URL)
-			if err != nil || len(env.URL) > 2048 || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			if err != nil || len(env.URL) > 2048 || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 				return invalidField(where + ".url must be an http(s) URL of at most 2048 bytes")
 			}
 		default:
@@ -166,7 +166,7 @@ func validateInput(in api.UserInput) error {
 	for i, m := range in.Media {
 		where := fmt.Sprintf("input.media[%d]", i)
 		u, err := url.Parse(m.URL)
-		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+		if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.User != nil {
 			return invalidField(where + ".url must be an https URL without user info")
 		}
 		switch {
