@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,29 @@ func TestRunCLICallbackHost(t *testing.T) {
 		stderr.Reset()
 		if code := conformance.RunCLI(t.Context(), []string{"--url", tg.BaseURL, "--profile", profile, "--callback-host", bad}, &stdout, &stderr); code != conformance.ExitUsage || !strings.Contains(stderr.String(), "--callback-host") {
 			t.Errorf("--callback-host %q: exit %d, want %d naming the flag\n%s", bad, code, conformance.ExitUsage, stderr.String())
+		}
+	}
+}
+
+// TestTargetCallbackHostChecked: Target.CallbackHost (which TestRemote's
+// -conformance.callback-host sets unchecked) that is not a host alone
+// would name callback URLs no provider reaches; each case fails at once
+// saying what is wrong with it, instead of failing later for a callback
+// that never came.
+func TestTargetCallbackHostChecked(t *testing.T) {
+	opts := testOptions
+	opts.Run = []string{"exec/finish"}
+	for _, bad := range []string{"127.0.0.1:9", "http://suite-host.test"} {
+		report := conformance.Check(t.Context(), func(ct conformance.T) conformance.Target {
+			tg := serveReference(ct, newReference, envsdk.Options{Token: refToken, StopGrace: time.Second}, nil)
+			tg.CallbackHost = bad
+			return tg
+		}, &opts)
+		if got := report.Failed(); !slices.Equal(got, opts.Run) {
+			t.Fatalf("CallbackHost %q: failed %v, want %v\n%s", bad, got, opts.Run, details(report))
+		}
+		if log := strings.Join(report.Results[0].Log, "\n"); !strings.Contains(log, "CallbackHost") || !strings.Contains(log, "host name or an IP address alone") {
+			t.Errorf("CallbackHost %q: the failure does not say what is wrong with it:\n%s", bad, log)
 		}
 	}
 }

@@ -81,19 +81,24 @@ func cancelRunning(p *probe) {
 	limit := time.NewTimer(p.o.Grace)
 	defer limit.Stop()
 	wait := 10 * time.Millisecond
+	var cx *exchange // the last cancel
+	sent := 0
 	for ex == nil {
-		cx := p.send(c.Cancel(seq))
+		cancel := c.Cancel(seq)
+		cx = p.send(cancel)
+		sent++
 		if err := valid(cx); err != nil {
 			p.fail(ruleCancel, cx, "cancel of a running execute: %v", err)
 		} else {
-			p.answersLifecycle(cx, "a cancel of a running execute")
+			p.answersLifecycle(cx, cancel, "a cancel of a running execute")
 		}
 		retry := time.NewTimer(wait)
 		select {
 		case ex = <-answered:
 		case <-retry.C:
 		case <-limit.C:
-			p.fatal(ruleCancel, nil, "the execute at sequence %d did not answer within %v of the first cancel", seq, p.o.Grace)
+			p.fatal(ruleCancel, cx, "the execute at sequence %d did not answer within %v of the first cancel (%d cancels sent; the last one and its answer are below), want failure %s (or returned, its work going on until cancelled)\n  the execute: POST /v1/operations %s",
+				seq, p.o.Grace, sent, envapi.CodeCancelled, excerpt(mustMarshal(target.cmd), 400))
 		}
 		retry.Stop()
 		wait = min(wait*2, 500*time.Millisecond)
@@ -109,11 +114,12 @@ func cancelRunning(p *probe) {
 		// cancelled, revokes its grant and cancels it, as it does any
 		// open Tool, and that cancel must stop the work too.
 		p.brain.Revoke(grant.Token)
-		cx := p.send(c.Cancel(seq))
+		cancel := c.Cancel(seq)
+		cx := p.send(cancel)
 		if err := valid(cx); err != nil {
 			p.fatal(ruleCancel, cx, "cancel of a Tool that answered returned: %v", err)
 		}
-		p.answersLifecycle(cx, "a cancel of a Tool that answered returned")
+		p.answersLifecycle(cx, cancel, "a cancel of a Tool that answered returned")
 		why, keep = "after the cancel of the Tool that answered returned was answered", true
 	case ex.Answered.Before(first):
 		p.fatal(ruleCancel, ex, "the execute to cancel answered %q %s before any cancel, want returned (its work going on until cancelled) or to run until cancelled", rc.Type, rc.Code)

@@ -95,7 +95,7 @@ func restartBinding(p *probe) {
 		return // the provider kept its resource
 	case ex.Resp != nil && ex.receipt().Type == envapi.ReceiptFailure:
 		return // loss reported explicitly
-	case p.finishedWithError(cmd.Operation.Sequence, ex.receipt()):
+	case p.finishedWithError(cmd.Operation.Sequence, ex):
 		return // loss reported through the Tool's outcome
 	case ex.Resp != nil && slices.Contains([]envapi.ReceiptType{envapi.ReceiptResult, envapi.ReceiptReturned}, ex.receipt().Type) && out != nil:
 		p.fail(ruleLoss, ex, "after a restart the binding answered a read that does not see the earlier write (%v): a replacement was allocated silently instead of reporting the loss", err)
@@ -104,12 +104,12 @@ func restartBinding(p *probe) {
 	}
 }
 
-// finishedWithError reports whether execution seq, answered rc, finished
-// with an error outcome.
-func (p *probe) finishedWithError(seq uint64, rc envapi.Receipt) bool {
+// finishedWithError reports whether execution seq, answered in ex,
+// finished with an error outcome.
+func (p *probe) finishedWithError(seq uint64, ex *exchange) bool {
 	if p.brain.Count(envtest.Execution(p.session, seq, envapi.MethodFinish)) == 0 {
 		return false
 	}
-	o, err := p.toolOutcome(p.session, seq, rc)
+	o, err := p.toolOutcome(p.session, seq, ex)
 	return err == nil && o.Status == envapi.StatusError
 }

@@ -185,10 +185,18 @@ func checkBaseURL(raw string) error {
 	return nil
 }
 
-// checkCallbackHost returns raw as a host for callback URLs: a host name
-// or an IP address (an IPv6 one bracketed or not), without scheme, port
-// or path.
+// checkCallbackHost is callbackHost for the --callback-host flag.
 func checkCallbackHost(raw string) (string, error) {
+	host, err := callbackHost(raw)
+	if err != nil {
+		return "", fmt.Errorf("conformance: --callback-host %q: %w", raw, err)
+	}
+	return host, nil
+}
+
+// callbackHost returns raw as a host for callback URLs: a host name or an
+// IP address (an IPv6 one bracketed or not), without scheme, port or path.
+func callbackHost(raw string) (string, error) {
 	if raw == "" {
 		return "", nil
 	}
@@ -197,7 +205,7 @@ func checkCallbackHost(raw string) (string, error) {
 		return host, nil
 	}
 	if _, _, err := net.SplitHostPort(raw); err == nil || strings.ContainsAny(host, "/:@?# ") {
-		return "", fmt.Errorf("conformance: --callback-host %q: want a host name or an IP address alone, such as 172.17.0.1 (each case's callback endpoint listens on a port of its own)", raw)
+		return "", errors.New("want a host name or an IP address alone, such as 172.17.0.1 (each case's callback endpoint listens on a port of its own)")
 	}
 	return host, nil
 }

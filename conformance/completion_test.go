@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,13 +20,47 @@ import (
 
 // completing answers its echo with steps of its own: each step is one
 // service call body posted to the execute's callback grant, in order,
-// and the execute then answers receipt; the later steps are posted after
-// that, in the background.
+// and the execute then answers receipt; the later steps are posted once
+// that answer is written, in the background.
 type completing struct {
 	*reference
 	steps   func(output json.RawMessage) []string
 	receipt func(output json.RawMessage) envapi.Receipt
 	later   []string
+	written *written
+}
+
+// written tells when the answer to a command was written: it wraps the
+// provider's handler and closes the channel of the command's session and
+// sequence once the answer is flushed to the connection.
+type written struct {
+	mu   sync.Mutex
+	done map[string]chan struct{}
+}
+
+func (w *written) of(session string, seq uint64) chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done == nil {
+		w.done = map[string]chan struct{}{}
+	}
+	key := fmt.Sprintf("%s/%d", session, seq)
+	if w.done[key] == nil {
+		w.done[key] = make(chan struct{})
+	}
+	return w.done[key]
+}
+
+func (w *written) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(rw, r)
+		if cmd, err := envapi.DecodeCommand(body); err == nil {
+			http.NewResponseController(rw).Flush()
+			close(w.of(cmd.Operation.SessionID, cmd.Operation.Sequence))
+		}
+	})
 }
 
 func post(ctx context.Context, g *envapi.Grant, body string) error {
@@ -63,7 +99,9 @@ func (p completing) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt,
 	}
 	if len(p.later) > 0 {
 		ctx := context.WithoutCancel(c.Context())
+		answered := p.written.of(c.SessionID, c.Sequence)
 		go func() {
+			<-answered
 			for _, body := range p.later {
 				_ = post(ctx, g, body)
 			}
@@ -87,11 +125,12 @@ func runCompletion(t *testing.T, p completing) conformance.Report {
 	opts := testOptions
 	opts.Run = completionCases
 	return conformance.Check(t.Context(), func(ct conformance.T) conformance.Target {
+		w := &written{}
 		return serveProvider(ct, func() envsdk.Provider {
 			q := p
-			q.reference = newReference()
+			q.reference, q.written = newReference(), w
 			return q
-		}, envsdk.Options{Token: refToken, StopGrace: time.Second}, nil)
+		}, envsdk.Options{Token: refToken, StopGrace: time.Second}, w.wrap)
 	}, &opts)
 }
 
@@ -210,5 +249,25 @@ func TestExecutionCallingUngrantedThenFailingFails(t *testing.T) {
 	}
 	if log := strings.Join(report.Results[0].Log, "\n"); !strings.Contains(log, `used "emit"`) {
 		t.Errorf("the failure does not name the ungranted method:\n%s", log)
+	}
+}
+
+// A Tool that calls finish without an outcome before it answers has
+// finished with no result: Brain closes it ok with a null value then, and
+// the output its returned receipt carries afterwards is not the Tool's.
+// The echo cases fail, saying so, though the receipt holds the right
+// output.
+func TestToolFinishedBeforeItsReceiptFails(t *testing.T) {
+	report := runCompletion(t, completing{
+		steps:   func(json.RawMessage) []string { return []string{call("finish", nil)} },
+		receipt: func(out json.RawMessage) envapi.Receipt { return envapi.Returned(out) },
+	})
+	if got := report.Failed(); !slices.Equal(got, completionCases) {
+		t.Errorf("failed %v, want %v\n%s", got, completionCases, details(report))
+	}
+	for _, r := range report.Results {
+		if log := strings.Join(r.Log, "\n"); r.Status == conformance.Fail && !strings.Contains(log, "output null") {
+			t.Errorf("%s does not show the null output the Tool finished with:\n%s", r.ID, log)
+		}
 	}
 }

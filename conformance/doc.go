@@ -10,6 +10,17 @@
 // each case has a fake Brain (envtest) that serves the callback and
 // reporter grants it hands out and records every call the provider makes.
 //
+// Answers are judged as Brain judges them. An answer Brain records as an
+// invalid receipt (envapi.CheckResponse: another sequence, a credential
+// quoted in an identifier, a setup, cancel, detach or teardown answered
+// other than accepted, failure or unknown) fails contract/echo. A Tool's
+// output is the outcome Brain records for it (envapi.ToolOutcome), its
+// service calls and its answer taken in the order they arrive: a finish
+// without an outcome sent before the answer finishes the Tool with the
+// last result given before it, or null, whatever the answer then carries.
+// To tell a finish the provider waited for from one sent after its
+// answer, the fake Brain acknowledges each Tool's finish 100 ms late.
+//
 // # A Go provider
 //
 // Call Run from a test; the factory runs once per case:

@@ -42,7 +42,11 @@ func newProbe(t T, ctx context.Context, tg Target, o Options) *probe {
 	brain := envtest.New()
 	t.Cleanup(brain.Close)
 	if tg.CallbackHost != "" {
-		r, url, err := startRelay(brain.URL, tg.CallbackHost)
+		host, err := callbackHost(tg.CallbackHost)
+		if err != nil {
+			t.Fatalf("Target.CallbackHost (--callback-host, -conformance.callback-host) %q: %v", tg.CallbackHost, err)
+		}
+		r, url, err := startRelay(brain.URL, host)
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
@@ -64,11 +68,17 @@ func newProbe(t T, ctx context.Context, tg Target, o Options) *probe {
 
 // exchange is one command and its answer, for failure messages.
 type exchange struct {
-	Request  []byte
-	Status   int
-	Body     []byte
-	Resp     *envapi.Response
-	Err      error
+	Request []byte
+	Status  int
+	Body    []byte
+	Resp    *envapi.Response
+	Err     error
+	// Refused is why Brain refuses Resp, a 200 answer that decodes, as
+	// an invalid receipt (envapi.CheckResponse: another sequence, a
+	// credential quoted in an identifier, a receipt type the request does
+	// not take); nil when Brain takes it. contract/echo judges it; the
+	// other cases read the receipt as it came.
+	Refused  error
 	Sent     time.Time
 	Answered time.Time
 	// FirstByte is when the first byte of the answer arrived (zero when
@@ -95,6 +105,9 @@ func (e *exchange) String() string {
 	}
 	if e.Err != nil {
 		fmt.Fprintf(&b, "\n    → error: %v", e.Err)
+	}
+	if e.Refused != nil {
+		fmt.Fprintf(&b, "\n    → Brain records this answer as an invalid receipt: %v", e.Refused)
 	}
 	return b.String()
 }
@@ -188,7 +201,24 @@ func (p *probe) sendRaw(ctx context.Context, token string, body any) *exchange {
 	defer mu.Unlock()
 	ex.Status, ex.Body, ex.Resp, ex.Err = status, respBody, resp, err
 	ex.Answered = time.Now()
+	if errors.Is(err, envtest.ErrInvalidResponse) && status == http.StatusOK && len(respBody) <= envapi.MaxResponseBytes {
+		// An answer that decodes but that Brain refuses: keep it, and
+		// why Brain refuses it.
+		if r, derr := envapi.DecodeResponse(respBody); derr == nil {
+			ex.Resp, ex.Err, ex.Refused = &r, nil, refusal(ex.Request, r, token)
+		}
+	}
 	return ex
+}
+
+// refusal is why Brain refuses r as the answer to the command in request
+// posted with token, or nil.
+func refusal(request []byte, r envapi.Response, token string) error {
+	cmd, err := envapi.DecodeCommand(request)
+	if err != nil {
+		return nil
+	}
+	return envapi.CheckResponse(cmd.Operation, r, append(cmd.Operation.Tokens(), token)...)
 }
 
 // send posts a command with the target's token; it never fails the case.
@@ -297,6 +327,12 @@ func (p *probe) tool(c *envtest.Commands, d Descriptor) (json.RawMessage, *excha
 // toolCmd is tool with a prepared execute command.
 func (p *probe) toolCmd(cmd envapi.Command, d Descriptor) (json.RawMessage, *exchange, rule, error) {
 	session, seq := cmd.Operation.SessionID, cmd.Operation.Sequence
+	if g := cmd.Operation.Request.Callback; g != nil {
+		// finish is acknowledged finishHold late, so that a finish the
+		// provider waited for before answering is told apart from one
+		// it sent after (see toolOutcome).
+		p.brain.Inject(envapi.MethodFinish, envtest.Fault{Kind: envtest.SlowReply, Token: g.Token, Times: 1, Delay: finishHold})
+	}
 	ex := p.send(cmd)
 	if err := valid(ex); err != nil {
 		return nil, ex, ruleResponse, err
@@ -318,7 +354,7 @@ func (p *probe) toolCmd(cmd envapi.Command, d Descriptor) (json.RawMessage, *exc
 	if !fin.Accepted() {
 		return nil, ex, ruleFinish, fmt.Errorf("the finish call was refused: %v", fin)
 	}
-	o, err := p.toolOutcome(session, seq, rc)
+	o, err := p.toolOutcome(session, seq, ex)
 	if err != nil {
 		return nil, ex, ruleFinish, err
 	}
@@ -332,55 +368,6 @@ func (p *probe) toolCmd(cmd envapi.Command, d Descriptor) (json.RawMessage, *exc
 		}
 	}
 	return out, ex, "", nil
-}
-
-// toolOutcome is the outcome execution seq of session finished with, as
-// the protocol defines it: the outcome given to finish, or, when finish
-// gives none (its input is null or absent), the last outcome given before
-// it to the result or returned service, else the output of the execute's
-// receipt rc.
-func (p *probe) toolOutcome(session string, seq uint64, rc envapi.Receipt) (envapi.Outcome, error) {
-	last := receiptOutcome(rc.Output)
-	for _, call := range p.brain.CallsFor(session, seq) {
-		if !call.Accepted() {
-			continue
-		}
-		switch call.Method {
-		case envapi.MethodResult, envapi.MethodReturned:
-			if isNull(call.Input) {
-				continue
-			}
-			if o, err := envapi.DecodeOutcome(call.Input); err == nil {
-				last = o
-			}
-		case envapi.MethodFinish:
-			if isNull(call.Input) {
-				return last, nil
-			}
-			o, err := envapi.DecodeOutcome(call.Input)
-			if err != nil {
-				return envapi.Outcome{}, fmt.Errorf("finish input is not an Outcome: %w", err)
-			}
-			return o, nil
-		}
-	}
-	return last, nil
-}
-
-// receiptOutcome reads the output of a result or returned receipt as Brain
-// does: an object with a top-level "status" is an Outcome envelope (a
-// malformed one an invalid_output error), any other value (none: null) is
-// an ok value.
-func receiptOutcome(output json.RawMessage) envapi.Outcome {
-	var head map[string]json.RawMessage
-	if json.Unmarshal(output, &head) != nil || head["status"] == nil {
-		return envapi.OK(output)
-	}
-	o, err := envapi.DecodeOutcome(output)
-	if err != nil {
-		return envapi.ErrorOutcome(envapi.CodeInvalidOutput, "malformed tool output: "+err.Error(), false, nil)
-	}
-	return o
 }
 
 // silentHint is a hint at an unreachable fake Brain when execution seq of

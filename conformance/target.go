@@ -78,7 +78,9 @@ type Target struct {
 	// network namespace) reaches. Set, it also listens on every interface,
 	// on a port of its own, and its grants name http://CallbackHost:port:
 	// for a provider in another container, a CI service or on another
-	// machine.
+	// machine. It is a host name or an IP address alone (an IPv6 one
+	// bracketed or not); one with a scheme, a port or a path fails every
+	// case, saying so.
 	CallbackHost string
 	// SetupConfiguration is sent with every setup; nil means {}.
 	SetupConfiguration json.RawMessage
