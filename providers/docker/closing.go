@@ -23,23 +23,18 @@ func stoppingFailure() error {
 // (stoppable), once Close begins; setup, detach, teardown and cancel are
 // bounded and left to end, so that Close never cuts one short.
 func (p *Provider) enter(c *envsdk.Ctx, stoppable bool) (ctx context.Context, leave func(), err error) {
-	p.mu.Lock()
-	if p.closing {
-		p.mu.Unlock()
+	if !stoppable {
+		leave, ok := p.gate.Hold()
+		if !ok {
+			return nil, nil, stoppingFailure()
+		}
+		return c.Context(), leave, nil
+	}
+	ctx, leave, ok := p.gate.Enter(c.Context())
+	if !ok {
 		return nil, nil, stoppingFailure()
 	}
-	p.ops.Add(1)
-	p.mu.Unlock()
-	if !stoppable {
-		return c.Context(), p.ops.Done, nil
-	}
-	ctx, cancel := context.WithCancelCause(c.Context())
-	unhook := context.AfterFunc(p.stopping, func() { cancel(context.Cause(p.stopping)) })
-	return ctx, func() {
-		unhook()
-		cancel(nil)
-		p.ops.Done()
-	}, nil
+	return ctx, leave, nil
 }
 
 // Close stops the provider. Once Close has begun every operation that
@@ -51,33 +46,23 @@ func (p *Provider) enter(c *envsdk.Ctx, stoppable bool) (ctx context.Context, le
 // provider on the state directory. Close closes the Engine client when
 // the provider made it (Config.Client was nil). It is repeatable.
 func (p *Provider) Close() error {
-	p.mu.Lock()
-	if p.closing {
-		p.mu.Unlock()
-		<-p.closed
-		return nil
-	}
-	p.closing = true
-	p.mu.Unlock()
-	p.stop(errStopping)
-	p.ops.Wait()
-	// No allocation starts any more: each started was registered by an
-	// execute that has returned.
-	p.mu.Lock()
-	bindings := make([]*binding, 0, len(p.bindings))
-	for _, b := range p.bindings {
-		bindings = append(bindings, b)
-	}
-	p.mu.Unlock()
-	for _, b := range bindings {
-		_ = b.waitAllocation(context.Background())
-	}
-	var err error
-	if p.ownClient {
-		if cerr := p.cli.Close(); cerr != nil {
-			err = fmt.Errorf("docker: close the Engine client: %w", cerr)
+	return p.gate.Close(errStopping, func() error {
+		// No allocation starts any more: each started was registered by
+		// an execute that has returned.
+		p.mu.Lock()
+		bindings := make([]*binding, 0, len(p.bindings))
+		for _, b := range p.bindings {
+			bindings = append(bindings, b)
 		}
-	}
-	close(p.closed)
-	return err
+		p.mu.Unlock()
+		for _, b := range bindings {
+			_ = b.waitAllocation(context.Background())
+		}
+		if p.ownClient {
+			if err := p.cli.Close(); err != nil {
+				return fmt.Errorf("docker: close the Engine client: %w", err)
+			}
+		}
+		return nil
+	})
 }

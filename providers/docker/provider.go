@@ -15,6 +15,7 @@ import (
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/internal/progress"
+	"github.com/brain-in-go/brain/providers/internal/serve"
 )
 
 // Config configures a Provider.
@@ -48,15 +49,11 @@ type Provider struct {
 
 	// ownClient: the provider made cli, so Close closes it.
 	ownClient bool
-	// stopping ends once Close has begun, and with it the contexts of
-	// the executes in flight; ops counts the operations in flight.
-	stopping context.Context
-	stop     context.CancelCauseFunc
-	ops      sync.WaitGroup
-	closed   chan struct{} // closed when Close has finished
+	// gate admits operations until Close begins, and stops the
+	// executes in flight once it has.
+	gate *serve.Gate
 
 	mu       sync.Mutex
-	closing  bool // Close has begun: operations are refused
 	bindings map[string]*binding
 	owners   map[string]bool // image ID + user → volume needs a chown
 }
@@ -167,14 +164,11 @@ func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	sum := sha256.Sum256([]byte(store.dir))
-	stopping, stop := context.WithCancelCause(context.Background())
 	p := &Provider{
 		profiles:  profiles,
 		cli:       cli,
 		ownClient: ownClient,
-		stopping:  stopping,
-		stop:      stop,
-		closed:    make(chan struct{}),
+		gate:      serve.NewGate(),
 		store:     store,
 		instance:  hex.EncodeToString(sum[:8]),
 		progress:  cfg.Progress,

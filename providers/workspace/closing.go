@@ -21,30 +21,22 @@ func stoppingFailure() error {
 // outlives the execute that started it) unless Close has begun; the
 // caller calls leave once the work is done.
 func (p *Provider) hold() (leave func(), err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closing {
+	leave, ok := p.gate.Hold()
+	if !ok {
 		return nil, stoppingFailure()
 	}
-	p.ops.Add(1)
-	return p.ops.Done, nil
+	return leave, nil
 }
 
 // enter admits the operation c unless Close has begun. Its context ends
 // with c's and once Close begins; the caller calls leave when the
 // operation returns.
 func (p *Provider) enter(c *envsdk.Ctx) (ctx context.Context, leave func(), err error) {
-	done, err := p.hold()
-	if err != nil {
-		return nil, nil, err
+	ctx, leave, ok := p.gate.Enter(c.Context())
+	if !ok {
+		return nil, nil, stoppingFailure()
 	}
-	ctx, cancel := context.WithCancelCause(c.Context())
-	unhook := context.AfterFunc(p.stopping, func() { cancel(context.Cause(p.stopping)) })
-	return ctx, func() {
-		unhook()
-		cancel(nil)
-		done()
-	}, nil
+	return ctx, leave, nil
 }
 
 // Close stops the provider and releases the root, so that another
@@ -55,24 +47,14 @@ func (p *Provider) enter(c *envsdk.Ctx) (ctx context.Context, leave func(), err 
 // it releases the root, so that none of them writes there once another
 // provider may own it. Close is repeatable.
 func (p *Provider) Close() error {
-	p.mu.Lock()
-	if p.closing {
+	return p.gate.Close(errStopping, func() error {
+		p.mu.Lock()
+		lock := p.lock
+		p.lock = nil
 		p.mu.Unlock()
-		<-p.closed
-		return nil
-	}
-	p.closing = true
-	p.mu.Unlock()
-	p.stop(errStopping)
-	p.ops.Wait()
-	p.mu.Lock()
-	lock := p.lock
-	p.lock = nil
-	p.mu.Unlock()
-	var err error
-	if lock != nil {
-		err = lock.Close() // closing the descriptor releases the flock
-	}
-	close(p.closed)
-	return err
+		if lock == nil {
+			return nil
+		}
+		return lock.Close() // closing the descriptor releases the flock
+	})
 }

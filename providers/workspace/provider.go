@@ -17,6 +17,7 @@ import (
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/providers/internal/proctree"
+	"github.com/brain-in-go/brain/providers/internal/serve"
 )
 
 // reapTimeout bounds how long New waits for the commands of a provider
@@ -40,14 +41,9 @@ type Provider struct {
 
 	lock *os.File // holds the flock of <root>/.lock; guarded by mu
 
-	// stopping ends once Close has begun, and with it the contexts of
-	// the operations in flight; ops counts them (Add only under mu
-	// while !closing). closed is closed once Close released the root.
-	stopping context.Context
-	stop     context.CancelCauseFunc
-	ops      sync.WaitGroup
-	closing  bool // guarded by mu
-	closed   chan struct{}
+	// gate admits operations until Close begins, and stops the
+	// commands in flight once it has.
+	gate *serve.Gate
 }
 
 var (
@@ -69,9 +65,8 @@ func New(opts Options) (*Provider, error) {
 		bindings: map[string]*binding{},
 
 		settingUp: map[string]struct{}{},
-		closed:    make(chan struct{}),
+		gate:      serve.NewGate(),
 	}
-	p.stopping, p.stop = context.WithCancelCause(context.Background())
 	if err := os.MkdirAll(o.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("workspace: create %s: %w", o.Root, err)
 	}

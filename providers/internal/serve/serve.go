@@ -2,8 +2,9 @@
 // serving: the --listen, --token and --no-auth flags, the token taken from
 // BRAIN_ENV_TOKEN when --token is not given, the refusal to serve without a
 // token unless --no-auth says so (and never without one on an address that
-// is not loopback), the start line naming the URL, and the graceful stop
-// when the context ends.
+// is not loopback), the start line naming the URL, the graceful stop
+// when the context ends, and the Gate through which a provider refuses
+// operations once its Close has begun and waits for those in flight.
 package serve
 
 import (
