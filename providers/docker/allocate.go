@@ -175,6 +175,11 @@ func workspaceOwner(ctx context.Context, cli *client.Client, imageID, name strin
 	}()
 	rc, _, err := cli.CopyFromContainer(ctx, name, workspaceDir)
 	if cerrdefs.IsNotFound(err) {
+		// The Engine answers the same for a probe container removed
+		// meanwhile, which says nothing of the image.
+		if _, ierr := cli.ContainerInspect(ctx, name); ierr != nil {
+			return 0, 0, false, fmt.Errorf("read %s of the image: the probe container is gone: %w", workspaceDir, ierr)
+		}
 		return 0, 0, false, nil
 	}
 	if err != nil {

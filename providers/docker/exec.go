@@ -166,6 +166,10 @@ type execSpec struct {
 	Stdin []byte
 	// Tag names the process-group file; unique among running commands.
 	Tag string
+	// OutputBytes is the budget the stdout and stderr writers share;
+	// the command's stderr that arrives ahead of the start mark is held
+	// within it (see startGate).
+	OutputBytes int64
 }
 
 // stopError reports a command stopped because its context ended. Cleanup
@@ -248,7 +252,7 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 			_ = att.CloseWrite()
 		}()
 	}
-	gate := newStartGate(stdout, stderr)
+	gate := newStartGate(stdout, stderr, s.OutputBytes)
 	done := make(chan error, 1)
 	go func() {
 		_, err := stdcopy.StdCopy(gate.Stdout(), gate.Stderr(), att.Reader)

@@ -48,6 +48,9 @@ func run(t *testing.T, ctx context.Context, ctr string, s execSpec) (int, string
 	if s.Tag == "" {
 		s.Tag = newResourceID()
 	}
+	if s.OutputBytes == 0 {
+		s.OutputBytes = DefaultOutputBytes
+	}
 	var out, errb bytes.Buffer
 	code, err := runExec(ctx, cli, ctr, s, &out, &errb)
 	return code, out.String(), errb.String(), err

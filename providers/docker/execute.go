@@ -190,7 +190,7 @@ func runCommand(k *call) (any, error) {
 	if err := checkArgSizes(in, env); err != nil {
 		return nil, err
 	}
-	spec := execSpec{Argv: in.Args(), Env: env, Dir: dir}
+	spec := execSpec{Argv: in.Args(), Env: env, Dir: dir, OutputBytes: k.b.profile.OutputBytes}
 	if in.Stdin != nil {
 		spec.Stdin = append([]byte{}, *in.Stdin...) // empty, not nil: stdin is closed at once
 	}

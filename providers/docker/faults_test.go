@@ -23,6 +23,14 @@ import (
 // arrived.
 func stallingEngine(t *testing.T, engineHost, stall string) (host string, held <-chan struct{}) {
 	t.Helper()
+	host, held, _ = gatedEngine(t, engineHost, stall)
+	return host, held
+}
+
+// gatedEngine is stallingEngine whose held requests are passed on to the
+// Engine, with every later one, once release is called.
+func gatedEngine(t *testing.T, engineHost, stall string) (host string, held <-chan struct{}, release func()) {
+	t.Helper()
 	u, err := url.Parse(engineHost)
 	if err != nil || u.Scheme != "unix" {
 		t.Skipf("the Engine is not on a unix socket (%s)", engineHost)
@@ -35,6 +43,9 @@ func stallingEngine(t *testing.T, engineHost, stall string) (host string, held <
 	}
 	ch := make(chan struct{})
 	var once sync.Once
+	gate := make(chan struct{})
+	var opened sync.Once
+	release = func() { opened.Do(func() { close(gate) }) }
 	stalled := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.Contains(r.URL.Path, stall) {
@@ -44,11 +55,15 @@ func stallingEngine(t *testing.T, engineHost, stall string) (host string, held <
 		once.Do(func() { close(ch) })
 		select {
 		case <-r.Context().Done():
+			return
 		case <-stalled:
+			return
+		case <-gate:
 		}
+		relay.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() { close(stalled); srv.Close() })
-	return "tcp://" + srv.Listener.Addr().String(), ch
+	return "tcp://" + srv.Listener.Addr().String(), ch, release
 }
 
 // A provider killed in the middle of a setup, after it recorded the

@@ -167,7 +167,7 @@ const maxListBytes = 8 << 20
 // script printed before.
 func (k *call) script(script string, args []string, stdin []byte, limit int64) (stdout, stderr []byte, truncated bool, err error) {
 	o, e := capture(limit, nil)
-	spec := execSpec{Argv: append([]string{"/bin/sh", "-c", script, "brain-file"}, args...), Stdin: stdin}
+	spec := execSpec{Argv: append([]string{"/bin/sh", "-c", script, "brain-file"}, args...), Stdin: stdin, OutputBytes: limit}
 	code, err := k.exec(spec, o, e)
 	if err != nil {
 		return o.Bytes(), nil, false, err
@@ -276,10 +276,11 @@ func (k *call) undoWrite(out []byte, err error, appended bool) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(k.ctx), killBudget)
 	defer cancel()
-	o, e := capture(4<<10, nil)
+	const undoOutput = 4 << 10
+	o, e := capture(undoOutput, nil)
 	spec := execSpec{
 		Argv: []string{"/bin/sh", "-c", undoAppendScript, "brain-file", string(fields[0]), string(fields[1])},
-		User: k.b.profile.User, Dir: workspaceDir, Tag: k.tag + "-undo",
+		User: k.b.profile.User, Dir: workspaceDir, Tag: k.tag + "-undo", OutputBytes: undoOutput,
 	}
 	code, uerr := runExec(ctx, k.p.cli, k.a.Container, spec, o, e)
 	if uerr == nil && code != 0 {

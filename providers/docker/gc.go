@@ -23,8 +23,24 @@ type GCReport struct {
 // resource_lost on its next execute; nothing is re-created). Resources of
 // bindings with an execute running in this process are never touched.
 // Resources without this instance's labels are never touched.
+//
+// The resources are listed before the bindings are read: a binding's
+// state file is written before anything of it is created (the probe
+// container of its setup, its allocation), so a resource the lists hold
+// belongs to a binding the state directory already shows, unless that
+// binding is gone. Reading the bindings first would take the resources
+// a setup or allocation creates meanwhile for leftovers.
 func (p *Provider) GC(ctx context.Context, olderThan time.Duration) (GCReport, error) {
 	rep := GCReport{Containers: []string{}, Volumes: []string{}}
+	f := instanceFilter(p.instance)
+	cs, err := p.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return rep, fmt.Errorf("docker: gc: list containers: %w", err)
+	}
+	vs, err := p.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
+	if err != nil {
+		return rep, fmt.Errorf("docker: gc: list volumes: %w", err)
+	}
 	live, err := p.liveBindings()
 	if err != nil {
 		return rep, err
@@ -43,12 +59,7 @@ func (p *Provider) GC(ctx context.Context, olderThan time.Duration) (GCReport, e
 		}
 		return olderThan > 0 && now.Sub(created) > olderThan
 	}
-	f := instanceFilter(p.instance)
 	var errs []error
-	cs, err := p.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
-	if err != nil {
-		return rep, fmt.Errorf("docker: gc: list containers: %w", err)
-	}
 	for _, c := range cs {
 		if !doomed(c.Labels, time.Unix(c.Created, 0)) {
 			continue
@@ -62,10 +73,6 @@ func (p *Provider) GC(ctx context.Context, olderThan time.Duration) (GCReport, e
 			name = c.Names[0][1:]
 		}
 		rep.Containers = append(rep.Containers, name)
-	}
-	vs, err := p.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
-	if err != nil {
-		return rep, errors.Join(append(errs, fmt.Errorf("docker: gc: list volumes: %w", err))...)
 	}
 	for _, v := range vs.Volumes {
 		created, _ := time.Parse(time.RFC3339, v.CreatedAt)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/client"
+
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
 	"github.com/brain-in-go/brain/envsdk/toolset"
@@ -37,7 +39,15 @@ func testProfiles(image string) Profiles {
 
 func newHarness(t *testing.T, stateDir string) *harness {
 	t.Helper()
-	cli, image := testEngine(t)
+	cli, _ := testEngine(t)
+	return newHarnessOn(t, stateDir, cli)
+}
+
+// newHarnessOn is newHarness with a provider that reaches the Engine
+// through cli (a relay, say).
+func newHarnessOn(t *testing.T, stateDir string, cli *client.Client) *harness {
+	t.Helper()
+	engineCli, image := testEngine(t)
 	if stateDir == "" {
 		stateDir = t.TempDir()
 	}
@@ -45,7 +55,7 @@ func newHarness(t *testing.T, stateDir string) *harness {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	cleanupInstance(t, cli, p.Instance())
+	cleanupInstance(t, engineCli, p.Instance())
 	srv := httptest.NewServer(p.Handler(testToken))
 	t.Cleanup(srv.Close)
 	return &harness{t: t, p: p, url: srv.URL, brain: envtest.NewBrain(t)}
@@ -157,4 +167,16 @@ func (h *harness) runningExecs(c *envtest.Commands) int {
 		}
 	}
 	return n
+}
+
+// relayClient is an Engine client that connects to host (a relay of
+// gatedEngine or stallingEngine).
+func relayClient(t *testing.T, host string) *client.Client {
+	t.Helper()
+	cli, err := client.NewClientWithOpts(client.WithHost(host), client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
 }

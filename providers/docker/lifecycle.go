@@ -107,6 +107,11 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 	b.mu.Unlock()
 	next.ImageID, next.Chown = imageID, chown
 	if err := p.store.put(&next); err != nil {
+		// The setup fails: the binding's file goes too, so that nothing
+		// of it is left and the setup can be tried again.
+		if rerr := p.store.remove(key); rerr != nil {
+			p.log.Error("forget binding after a failed setup", "binding", key, "error", rerr)
+		}
 		forget()
 		return envsdk.SetupResult{}, err
 	}

@@ -3,6 +3,7 @@ package docker
 import (
 	"bytes"
 	"io"
+	"math"
 )
 
 // startMark is what the wrapper writes on stdout before it starts the
@@ -24,17 +25,28 @@ const maxRefusal = 4 << 10
 // stdout carries instead is the Engine's, and stderr is held (its pipe is
 // copied apart from stdout's, so the command's first stderr may come ahead
 // of the mark). Once the mark is seen the held stderr is passed on, and
-// everything after. Its writers are used by one goroutine (stdcopy).
+// everything after. The writers keep the head of the output within a
+// budget of bytes, so stderr is held up to one byte past it: what arrives
+// beyond is dropped, as the writers would drop it, and the byte past the
+// budget still tells them the output was cut. Its writers are used by one
+// goroutine (stdcopy).
 type startGate struct {
 	stdout, stderr io.Writer
+	hold           int64
 	head           []byte // stdout before the mark was whole
-	held           []byte // stderr before the mark
+	held           []byte // stderr before the mark, at most hold bytes
 	started        bool
 	refused        bool // stdout began with something else than the mark
 }
 
-func newStartGate(stdout, stderr io.Writer) *startGate {
-	return &startGate{stdout: stdout, stderr: stderr}
+// newStartGate returns the gate of writers sharing a budget of budget
+// bytes.
+func newStartGate(stdout, stderr io.Writer, budget int64) *startGate {
+	hold := max(budget, 0)
+	if hold < math.MaxInt64 {
+		hold++
+	}
+	return &startGate{stdout: stdout, stderr: stderr, hold: hold}
 }
 
 // Started reports whether the wrapper announced that it runs the command.
@@ -62,7 +74,9 @@ func (w gateWriter) Write(p []byte) (int, error) {
 	case g.started:
 		return g.stdout.Write(p)
 	case w.stderr:
-		g.held = append(g.held, p...)
+		if room := g.hold - int64(len(g.held)); room > 0 {
+			g.held = append(g.held, p[:min(int64(len(p)), room)]...)
+		}
 		return len(p), nil
 	case g.refused:
 		if room := maxRefusal - len(g.head); room > 0 {

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -30,7 +31,7 @@ func TestStartGate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var out, errOut bytes.Buffer
-			g := newStartGate(&out, &errOut)
+			g := newStartGate(&out, &errOut, 1<<20)
 			for _, f := range tc.frames {
 				w := g.Stdout()
 				if f.stderr {
@@ -47,5 +48,32 @@ func TestStartGate(t *testing.T) {
 				t.Fatalf("refusal %q, want %q", g.Refusal(), tc.why)
 			}
 		})
+	}
+}
+
+// Stderr that comes ahead of the start mark is held within the output
+// budget, however much of it there is, and the command's output is what
+// it would be had all of it been held: the head of stderr within the
+// budget, marked truncated.
+func TestStartGateHoldsStderrWithinTheBudget(t *testing.T) {
+	t.Parallel()
+	const budget = 64
+	out, errOut := capture(budget, nil)
+	g := newStartGate(out, errOut, budget)
+	frame := []byte(strings.Repeat("e", 32<<10))
+	for range 320 { // 10 MiB
+		if n, err := g.Stderr().Write(frame); n != len(frame) || err != nil {
+			t.Fatalf("Write = %d, %v", n, err)
+		}
+	}
+	if cap(g.held) > 4*budget {
+		t.Fatalf("%d bytes held of the stderr ahead of the mark (%d allocated); want at most the budget and one byte", len(g.held), cap(g.held))
+	}
+	if _, err := g.Stdout().Write([]byte(startMark + "o")); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("e", budget)
+	if !g.Started() || string(errOut.Bytes()) != want || len(out.Bytes()) != 0 || !errOut.Truncated() {
+		t.Fatalf("started %v, stdout %q, stderr %q, truncated %v; want stderr %q, truncated", g.Started(), out.Bytes(), errOut.Bytes(), errOut.Truncated(), want)
 	}
 }

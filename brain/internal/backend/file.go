@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 
 	"github.com/brain-in-go/brain/brain/internal/commits"
@@ -87,7 +89,7 @@ func OpenFiles(ctx context.Context, opts Options) (_ *Backend, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sweepSecrets(ctx, store, sealed, opts.Logger); err != nil {
+	if err := sweepSecrets(ctx, store, dir.Path(datadir.SessionsName), sealed, opts.Logger); err != nil {
 		return nil, err
 	}
 	key, err := envbind.LoadKey(dir.Path("server-metadata", envbind.KeyFileName))
@@ -107,11 +109,14 @@ func OpenFiles(ctx context.Context, opts Options) (_ *Backend, err error) {
 	return b, nil
 }
 
-// sweepSecrets removes the sealed secrets of every session the journal
-// does not hold (secrets.Store.Sweep). A journal that cannot list its
-// sessions stops the open; files that cannot be removed are logged and
-// swept again at the next open.
-func sweepSecrets(ctx context.Context, store journal.Store, sealed *secrets.Store, log *slog.Logger) error {
+// sweepSecrets removes the sealed secrets of every session the journal in
+// sessionsDir does not hold (secrets.Store.Sweep). A session the journal
+// holds has a record or is damaged: the directory a create killed before
+// its first record was durable leaves behind opens with no record, as a
+// session that does not exist, and its secrets are removed too. A journal
+// that cannot list its sessions stops the open; files that cannot be
+// removed are logged and swept again at the next open.
+func sweepSecrets(ctx context.Context, store journal.Store, sessionsDir string, sealed *secrets.Store, log *slog.Logger) error {
 	ids, err := store.Sessions(ctx)
 	if err != nil {
 		return fmt.Errorf("sweep secrets: %w", err)
@@ -120,7 +125,18 @@ func sweepSecrets(ctx context.Context, store journal.Store, sealed *secrets.Stor
 	for _, id := range ids {
 		known[id] = true
 	}
-	removed, err := sealed.Sweep(ctx, func(id string) bool { return known[id] })
+	removed, err := sealed.Sweep(ctx, func(id string) bool {
+		if !known[id] {
+			return false
+		}
+		if holdsFrames(filepath.Join(sessionsDir, id)) {
+			return true
+		}
+		// Only the journal tells a session with no record from a damaged
+		// one; an error that leaves it unknown keeps the secrets.
+		next, err := store.Next(ctx, id)
+		return err != nil || next > 1
+	})
 	if log == nil {
 		return nil
 	}
@@ -131,4 +147,23 @@ func sweepSecrets(ctx context.Context, store journal.Store, sealed *secrets.Stor
 		log.Warn("sweep secrets", "err", err)
 	}
 	return nil
+}
+
+// holdsFrames reports whether the journal directory of the session in dir
+// (see package journal: dir/journal/{first}.segment) has a file that is
+// not empty, or cannot be read: such a session is held without opening
+// it. One with no such file (a first append cut short leaves only an
+// empty segment, or nothing) is asked of the journal.
+func holdsFrames(dir string) bool {
+	entries, err := os.ReadDir(filepath.Join(dir, "journal"))
+	if err != nil {
+		return !os.IsNotExist(err)
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > 0 {
+			return true
+		}
+	}
+	return false
 }
