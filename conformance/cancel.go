@@ -126,7 +126,7 @@ func cancelRunning(p *probe) {
 	default:
 		p.fatal(ruleCancel, ex, "a cancelled execute answered %q %s %v after the first cancel, want failure %s (or returned, its work going on until cancelled)", rc.Type, rc.Code, ex.Answered.Sub(first).Round(time.Millisecond), envapi.CodeCancelled)
 	}
-	p.notCancelled(d, ex, same, other)
+	p.notCancelled(d, target.cmd.Operation, ex, same, other)
 	p.watchLate(ruleCancel, c, seq, d, ex, why, keep)
 }
 
@@ -137,11 +137,13 @@ func (p *probe) toolGrant(session string, seq uint64) *envapi.Grant {
 }
 
 // notCancelled fails the case when a bystander answers cancelled: the
-// cancel answered in ex named another execute. It watches each until it
-// has had the time to run to its end (the descriptor's Runs and the
-// grace), or, when the descriptor runs until stopped, for half the grace
-// after ex.
-func (p *probe) notCancelled(d Descriptor, ex *exchange, bystanders ...*bystander) {
+// cancels of target, the execute that answered in ex, stopped another
+// execute. The failure names target by its command, not by the answer in
+// ex, which may name another sequence (an answer Brain refuses). It
+// watches each bystander until it has had the time to run to its end (the
+// descriptor's Runs and the grace), or, when the descriptor runs until
+// stopped, for half the grace after ex.
+func (p *probe) notCancelled(d Descriptor, target envapi.Operation, ex *exchange, bystanders ...*bystander) {
 	p.t.Helper()
 	for _, b := range bystanders {
 		until := ex.Answered.Add(p.o.Grace / 2)
@@ -161,7 +163,7 @@ func (p *probe) notCancelled(d Descriptor, ex *exchange, bystanders ...*bystande
 		}
 		op := b.cmd.Operation
 		if rc := bx.receipt(); rc.Type == envapi.ReceiptFailure && rc.Code == envapi.CodeCancelled {
-			p.fail(ruleCancel, bx, "a cancel of sequence %d of session %s also stopped %s (session %s, environment %s, sequence %d): it answered failure %s", ex.Resp.Sequence, p.session, b.what, op.SessionID, op.Environment, op.Sequence, rc.Code)
+			p.fail(ruleCancel, bx, "a cancel of sequence %d of session %s, environment %s, also stopped %s (session %s, environment %s, sequence %d): it answered failure %s", target.Sequence, target.SessionID, target.Environment, b.what, op.SessionID, op.Environment, op.Sequence, rc.Code)
 		}
 	}
 }

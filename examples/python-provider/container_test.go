@@ -137,10 +137,25 @@ func buildImage(t *testing.T, dockerBin string) string {
 	if err := os.WriteFile(filepath.Join(ctxDir, "brain"), bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	dockerfile, err := os.ReadFile(filepath.Join("..", "ci", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buildTagged(t, dockerBin, ctxDir, string(dockerfile))
+}
+
+// buildTagged builds an image from dockerfile in the context ctxDir under
+// a tag of its own, removed when the test ends.
+func buildTagged(t *testing.T, dockerBin, ctxDir, dockerfile string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "Dockerfile")
+	if err := os.WriteFile(path, []byte(dockerfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	image := "brain-conformance-test:" + hex.EncodeToString(b[:])
-	if out, code := run(t, dockerBin, "build", "-q", "-t", image, "-f", filepath.Join("..", "ci", "Dockerfile"), ctxDir); code != 0 {
+	if out, code := run(t, dockerBin, "build", "-q", "-t", image, "-f", path, ctxDir); code != 0 {
 		t.Fatalf("docker build exited %d:\n%s", code, out)
 	}
 	t.Cleanup(func() { _, _ = run(t, dockerBin, "image", "rm", "-f", image) })
