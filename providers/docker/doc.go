@@ -206,4 +206,8 @@
 // GC removes this instance's labelled containers and volumes whose binding
 // is gone (no state file) and, when asked, those older than
 // a bound; Command runs it at start, and "brain env docker gc" on demand.
+// It never touches a binding where an execute, a lifecycle operation or an
+// allocation of the same provider runs; an execute, detach or teardown
+// that arrives while it removes a binding's resources waits until it is
+// done with them (the execute then answers resource_lost).
 package docker

@@ -57,7 +57,10 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	if err != nil {
 		return envapi.Receipt{}, err
 	}
-	if err := b.begin(c.Sequence); err != nil {
+	if err := b.begin(ctx, c.Sequence); err != nil {
+		if ctx.Err() != nil {
+			return envapi.Receipt{}, stopFailure(ctx, nil)
+		}
 		return envapi.Receipt{}, err
 	}
 	defer b.end(c.Sequence)

@@ -21,8 +21,12 @@ type GCReport struct {
 // olderThan > 0, those created more than olderThan ago whatever their
 // binding (a binding that loses its resources this way reports
 // resource_lost on its next execute; nothing is re-created). Resources of
-// bindings with an execute running in this process are never touched.
-// Resources without this instance's labels are never touched.
+// bindings with an execute, a setup, detach or teardown, or an allocation
+// running in this process are never touched: GC removes a binding's
+// resources only once it has marked the binding as being collected, and
+// an execute, detach or teardown that arrives meanwhile waits until GC is
+// done with them. Resources without this instance's labels are never
+// touched.
 //
 // The resources are listed before the bindings are read: a binding's
 // state file is written before anything of it is created (the probe
@@ -48,10 +52,7 @@ func (p *Provider) GC(ctx context.Context, olderThan time.Duration) (GCReport, e
 	now := p.now()
 	doomed := func(labels map[string]string, created time.Time) bool {
 		key := labels[LabelBinding]
-		if live[key] == liveBusy {
-			return false
-		}
-		if live[key] == liveNone {
+		if !live[key] {
 			return true
 		}
 		if t, ok := createdAt(labels); ok {
@@ -59,11 +60,51 @@ func (p *Provider) GC(ctx context.Context, olderThan time.Duration) (GCReport, e
 		}
 		return olderThan > 0 && now.Sub(created) > olderThan
 	}
-	var errs []error
+	var keys []string
+	byKey := map[string]*leftovers{}
+	of := func(key string) *leftovers {
+		if byKey[key] == nil {
+			byKey[key] = &leftovers{}
+			keys = append(keys, key)
+		}
+		return byKey[key]
+	}
 	for _, c := range cs {
-		if !doomed(c.Labels, time.Unix(c.Created, 0)) {
+		if doomed(c.Labels, time.Unix(c.Created, 0)) {
+			l := of(c.Labels[LabelBinding])
+			l.containers = append(l.containers, c)
+		}
+	}
+	for _, v := range vs.Volumes {
+		created, _ := time.Parse(time.RFC3339, v.CreatedAt)
+		if doomed(v.Labels, created) {
+			l := of(v.Labels[LabelBinding])
+			l.volumes = append(l.volumes, v)
+		}
+	}
+	var errs []error
+	for _, key := range keys {
+		done, ok := p.collect(key)
+		if !ok {
 			continue
 		}
+		errs = append(errs, p.removeLeftovers(ctx, byKey[key], &rep))
+		done()
+	}
+	return rep, errors.Join(errs...)
+}
+
+// leftovers are the containers and volumes of one binding that GC removes.
+type leftovers struct {
+	containers []container.Summary
+	volumes    []*volume.Volume
+}
+
+// removeLeftovers removes the containers, then the volumes, and records
+// what it removed in rep.
+func (p *Provider) removeLeftovers(ctx context.Context, l *leftovers, rep *GCReport) error {
+	var errs []error
+	for _, c := range l.containers {
 		if err := removeContainer(ctx, p.cli, c.ID); err != nil {
 			errs = append(errs, err)
 			continue
@@ -74,50 +115,56 @@ func (p *Provider) GC(ctx context.Context, olderThan time.Duration) (GCReport, e
 		}
 		rep.Containers = append(rep.Containers, name)
 	}
-	for _, v := range vs.Volumes {
-		created, _ := time.Parse(time.RFC3339, v.CreatedAt)
-		if !doomed(v.Labels, created) {
-			continue
-		}
+	for _, v := range l.volumes {
 		if err := removeVolume(ctx, p.cli, v.Name); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		rep.Volumes = append(rep.Volumes, v.Name)
 	}
-	return rep, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
-type liveness int
-
-const (
-	liveNone liveness = iota // no state, or torn down
-	liveIdle                 // set up, nothing running here
-	liveBusy                 // an execute or lifecycle operation is running here
-)
-
 // liveBindings reads the state directory (the truth even for another
-// process on the same directory, such as the gc command) and marks the
-// bindings busy in this process.
-func (p *Provider) liveBindings() (map[string]liveness, error) {
+// process on the same directory, such as the gc command): the bindings
+// set up and not torn down.
+func (p *Provider) liveBindings() (map[string]bool, error) {
 	states, err := p.store.list()
 	if err != nil {
 		return nil, fmt.Errorf("docker: gc: %w (nothing removed)", err)
 	}
-	live := map[string]liveness{}
+	live := map[string]bool{}
 	for _, st := range states {
 		if st.Phase != phaseDeleted {
-			live[st.Key] = liveIdle
+			live[st.Key] = true
 		}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for key, b := range p.bindings {
-		b.mu.Lock()
-		if len(b.active) > 0 || b.settling {
-			live[key] = liveBusy
-		}
-		b.mu.Unlock()
 	}
 	return live, nil
+}
+
+// collect marks the binding of key as being collected, so that no
+// execute, detach or teardown starts there until done is called; ok is
+// false, and nothing is marked, while an execute, a lifecycle operation,
+// an allocation or another GC runs there. A key this process does not
+// serve needs no mark: nothing of it runs here.
+func (p *Provider) collect(key string) (done func(), ok bool) {
+	p.mu.Lock()
+	b := p.bindings[key]
+	p.mu.Unlock()
+	if b == nil {
+		return func() {}, true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.active) > 0 || b.settling || b.allocating != nil || b.collecting != nil {
+		return nil, false
+	}
+	ch := make(chan struct{})
+	b.collecting = ch
+	return func() {
+		b.mu.Lock()
+		b.collecting = nil
+		b.mu.Unlock()
+		close(ch)
+	}, true
 }

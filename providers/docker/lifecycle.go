@@ -166,13 +166,13 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 	if err != nil {
 		return err
 	}
-	done, err := b.settle("detach")
+	ctx, cancel := context.WithTimeout(c.Context(), lifecycleTimeout)
+	defer cancel()
+	done, err := b.settle(ctx, "detach")
 	if err != nil {
 		return err
 	}
 	defer done()
-	ctx, cancel := context.WithTimeout(c.Context(), lifecycleTimeout)
-	defer cancel()
 	if err := b.waitAllocation(ctx); err != nil {
 		return err
 	}
@@ -200,16 +200,14 @@ func (p *Provider) Teardown(c *envsdk.Ctx) error {
 	p.mu.Lock()
 	b := p.bindings[key]
 	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(c.Context(), lifecycleTimeout)
+	defer cancel()
 	if b != nil {
-		done, err := b.settle("teardown")
+		done, err := b.settle(ctx, "teardown")
 		if err != nil {
 			return err
 		}
 		defer done()
-	}
-	ctx, cancel := context.WithTimeout(c.Context(), lifecycleTimeout)
-	defer cancel()
-	if b != nil {
 		if err := b.waitAllocation(ctx); err != nil {
 			return err
 		}

@@ -79,6 +79,10 @@ type binding struct {
 	// allocating is closed when the allocation in flight ends; nil when
 	// none runs. An allocation outlives the execute that started it.
 	allocating chan struct{}
+	// collecting is closed when the GC that removes the binding's
+	// resources is done with them; nil when none does. Executes and
+	// lifecycle operations wait for it before they start.
+	collecting chan struct{}
 	// files serializes the binding's writes and edits.
 	files fileLock
 
@@ -225,10 +229,31 @@ func (p *Provider) lookup(key string) (*binding, error) {
 	return b, nil
 }
 
-// begin registers a running execute; end unregisters it.
-func (b *binding) begin(seq uint64) error {
+// waitCollectionLocked waits until no GC removes the binding's resources;
+// b.mu is held when it is called and when it returns.
+func (b *binding) waitCollectionLocked(ctx context.Context) error {
+	for b.collecting != nil {
+		ch := b.collecting
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			b.mu.Lock()
+			return fmt.Errorf("waiting for the GC of %s: %w", b.key, ctx.Err())
+		}
+		b.mu.Lock()
+	}
+	return nil
+}
+
+// begin registers a running execute, once no GC removes the binding's
+// resources; end unregisters it.
+func (b *binding) begin(ctx context.Context, seq uint64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.waitCollectionLocked(ctx); err != nil {
+		return err
+	}
 	switch {
 	case b.st.Phase == phaseDeleted:
 		return envsdk.Failf(envapi.CodeUnavailable, "binding %s was torn down", b.key)
@@ -251,11 +276,14 @@ func (b *binding) end(seq uint64) {
 	b.mu.Unlock()
 }
 
-// settle marks the binding busy with a lifecycle operation; it fails with
-// busy while executes run.
-func (b *binding) settle(what string) (func(), error) {
+// settle marks the binding busy with a lifecycle operation, once no GC
+// removes the binding's resources; it fails with busy while executes run.
+func (b *binding) settle(ctx context.Context, what string) (func(), error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.waitCollectionLocked(ctx); err != nil {
+		return nil, err
+	}
 	if n := len(b.active); n > 0 {
 		return nil, envsdk.Failf(envapi.CodeBusy, "%s of %s refused: %d execute(s) still running", what, b.key, n)
 	}
