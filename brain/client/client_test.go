@@ -117,9 +117,10 @@ func TestLifecycle(t *testing.T) {
 	if !found {
 		t.Fatalf("turn_started %d not among the events", rec.Sequence)
 	}
-	// Deleting a live session is a conflict, typed.
+	// Deleting a live session is a conflict, typed, and tells its code to
+	// errors.Is.
 	var ae *api.ApiError
-	if err := s.Delete(ctx); !errors.As(err, &ae) || ae.Code != api.CodeConflict {
+	if err := s.Delete(ctx); !errors.As(err, &ae) || ae.Code != api.CodeConflict || !errors.Is(err, api.ErrConflict) || errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("Delete of an idle session = %v, want conflict", err)
 	}
 	// Wait for the submitted turn through a followed stream, then end.
@@ -149,7 +150,7 @@ func TestLifecycle(t *testing.T) {
 	if err := s.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Sessions.Get(ctx, s.ID); !errors.As(err, &ae) || ae.Code != api.CodeNotFound {
+	if _, err := c.Sessions.Get(ctx, s.ID); !errors.As(err, &ae) || ae.Code != api.CodeNotFound || !errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrConflict) {
 		t.Fatalf("Get after delete = %v", err)
 	}
 	c.Close()

@@ -28,13 +28,15 @@
 // operations on the server: retry an uncertain Submit with Submit and the
 // same key.
 //
-// Errors the server answers are *api.ApiError values (use errors.As); a
-// proxy's error answer without one becomes one with the code of its
-// status (unauthorized for a 401 or 403; overloaded, retryable, for a
-// 429; retryable for a 502, 503 or 504), quoting at most 512 bytes of
-// it. A mutation such a 429 refused was not passed on: it is not sent
-// again, and is uncertain only when an earlier attempt's answer was
-// lost. An error answer that quotes the bearer token its request carried
+// Errors the server answers are *api.ApiError values: errors.As finds
+// the answer, and errors.Is tells its code against the errors of the
+// codes in package api (errors.Is(err, api.ErrNotFound)); a proxy's
+// error answer without one becomes one with the code of its status
+// (unauthorized for a 401 or 403; overloaded, retryable, for a 429;
+// retryable for a 502, 503 or 504), quoting at most 512 bytes of it. A
+// mutation such a 429 refused was not passed on: it is not sent again,
+// and is uncertain only when an earlier attempt's answer was lost. An
+// error answer that quotes the bearer token its request carried
 // (a debugging proxy's page that echoes the Authorization header) has
 // the token replaced by "[redacted]" in the error and its ApiError, when
 // the token is 8 bytes or longer. The client reads at most 64 MiB of an error answer, so that a
@@ -93,10 +95,11 @@
 // reconnects from the last sequence it yielded whenever the stream breaks,
 // goes silent (nothing, not even a heartbeat comment, for three of the
 // heartbeat intervals the server names, not counting the time the caller
-// spends with an event; a request for the stream that is not answered
-// in that time goes silent too, three intervals of Brain's default of
-// 15 s before a stream named one) or the subscriber lagged, until
-// the session ends or ctx ends. It outlives a server's restart: a
+// spends with an event; a stream that names none, as behind a proxy that
+// drops the header, is watched with the interval a stream named last, or
+// Brain's default of 15 s before any did; a request for the stream that
+// is not answered in that time goes silent too) or the subscriber
+// lagged, until the session ends or ctx ends. It outlives a server's restart: a
 // connection refused, or answered with a retryable error while the server
 // drains or a proxy in front of it answers 502, 503 or 504, is tried
 // again with growing pauses for FollowGiveUp before the error is yielded.

@@ -66,10 +66,10 @@ func Example() {
 
 	_, err = c.Sessions.Get(ctx, "ses_000000000000000000000000")
 	var apiErr *api.ApiError
-	fmt.Println(errors.As(err, &apiErr), apiErr.Code)
+	fmt.Println(errors.As(err, &apiErr), apiErr.Code, errors.Is(err, api.ErrNotFound))
 	// Output:
 	// idle
 	// turn_ended {"sequence":3,"result":"echo: hello"}
 	// session_ended {}
-	// true not_found
+	// true not_found true
 }

@@ -17,13 +17,14 @@ const heartbeatHeader = "Brain-Heartbeat-Ms"
 // before it is taken for a connection dropped on the way.
 const silentBeats = 3
 
-// maxHeartbeatMs bounds the intervals watched: a longer one (a day) is
-// taken for no heartbeat at all.
+// maxHeartbeatMs bounds the intervals watched: a stream that names a
+// longer one (a day) is taken for one without heartbeats, and not
+// watched.
 const maxHeartbeatMs = 24 * 60 * 60 * 1000
 
 // defaultHeartbeat is the interval assumed of a server that has not
 // named one on any stream of the client yet: Brain's default.
-const defaultHeartbeat = 15 * time.Second
+var defaultHeartbeat = 15 * time.Second
 
 // errSilent reports a stream on which nothing arrived, not even a
 // heartbeat comment, for silentBeats heartbeat intervals, or whose
@@ -63,16 +64,21 @@ func (c *Client) awaitAnswer(silent func()) (stop func() bool) {
 // nothing arrived for silentBeats of the heartbeat intervals header names,
 // by calling silent (which cancels the stream's request context and so
 // unblocks a pending read), and the watchdog, whose stop ends the watch.
-// A response without the header is not watched: the watchdog is nil, and
-// its methods do nothing. The interval named is the client's from then
-// on (Client.heartbeat).
+// The interval named is the client's from then on (Client.heartbeat). A
+// response that names none (a server that does not, or a proxy that
+// dropped the header) is watched with the client's interval; one that
+// names a longer interval than maxHeartbeatMs is not watched: the
+// watchdog is nil, and its methods do nothing.
 func (c *Client) watchHeartbeat(ctx context.Context, silent func(), header http.Header, body io.Reader) (io.Reader, *watchdog) {
-	ms, err := strconv.ParseInt(header.Get(heartbeatHeader), 10, 64)
-	if err != nil || ms <= 0 || ms > maxHeartbeatMs {
-		return body, nil
+	beat := c.heartbeat()
+	if ms, err := strconv.ParseInt(header.Get(heartbeatHeader), 10, 64); err == nil && ms > 0 {
+		if ms > maxHeartbeatMs {
+			return body, nil
+		}
+		c.beatMs.Store(ms)
+		beat = time.Duration(ms) * time.Millisecond
 	}
-	c.beatMs.Store(ms)
-	d := silentBeats * time.Duration(ms) * time.Millisecond
+	d := silentBeats * beat
 	w := &watchdog{ctx: ctx, body: body, d: d, t: time.AfterFunc(d, silent)}
 	return w, w
 }

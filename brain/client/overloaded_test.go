@@ -22,7 +22,8 @@ const leaseLost = `{"code":"overloaded","message":"the server is overloaded or s
 // overloaded also when the write may have been carried out (a node that
 // lost the session's lease while the write ran, a storage commit whose
 // outcome is unknown). Such a write fails with an UncertainError naming
-// its key, still an overloaded *api.ApiError for errors.As, and the write
+// its key, still an overloaded *api.ApiError for errors.As (and
+// api.ErrOverloaded for errors.Is), and the write
 // sent again with that key is answered with the first's outcome: the
 // message was answered once. Without the key the caller could only send
 // the write again as a new request, and the message would run twice.
@@ -50,7 +51,7 @@ func TestOverloadedWriteKeepsItsKey(t *testing.T) {
 		if !errors.As(err, &ue) || ue.Key == "" {
 			t.Fatalf("message (async %v) answered overloaded after it ran: %v, want an UncertainError with the key", async, err)
 		}
-		if !errors.As(err, &ae) || ae.Code != api.CodeOverloaded || !ae.Retryable {
+		if !errors.As(err, &ae) || ae.Code != api.CodeOverloaded || !ae.Retryable || !errors.Is(err, api.ErrOverloaded) {
 			t.Fatalf("message (async %v): %v, want it to wrap the overloaded answer", async, err)
 		}
 		if err := send(client.IdempotencyKey(ue.Key)); err != nil {

@@ -86,19 +86,35 @@ func (f *freezer) freeze() {
 	f.open = nil
 }
 
-// TestFollowReconnectsSilentStream follows a session over a connection
-// that goes silent without closing: the stream's heartbeat comments stop
-// arriving, and Follow reconnects from its cursor after a few heartbeat
-// intervals instead of waiting forever, so the next turn's events arrive.
-func TestFollowReconnectsSilentStream(t *testing.T) {
-	b := braintest.Start(t, braintest.Options{Token: "tok", Edit: func(c *brain.Config) { c.Heartbeat = 100 * time.Millisecond }})
+// frozenBrain starts a Brain with a heartbeat of 100 ms, adjusted by edit
+// (nil: none), and answers it, a freezer relaying to it and a client of
+// the freezer, closed when the test ends.
+func frozenBrain(t *testing.T, edit func(*brain.Config)) (*braintest.Brain, *freezer, *client.Client) {
+	t.Helper()
+	b := braintest.Start(t, braintest.Options{Token: "tok", Edit: func(c *brain.Config) {
+		c.Heartbeat = 100 * time.Millisecond
+		if edit != nil {
+			edit(c)
+		}
+	}})
 	f := newFreezer(t, b.URL)
 	c, err := client.New(f.URL, &client.Options{Token: "tok"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(func() { c.Close() })
+	return b, f, c
+}
+
+// followAcrossFreeze follows a new session through a freezer within
+// timeout. Once the stream yielded the session's last event, before (nil:
+// nothing) runs, every connection relayed so far goes silent and a turn is
+// sent directly: the stream must yield its events through to turn_ended,
+// in order of sequence, without an error.
+func followAcrossFreeze(t *testing.T, timeout time.Duration, before func(context.Context, *client.Session)) {
+	t.Helper()
+	b, f, c := frozenBrain(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	s, err := c.Sessions.Create(ctx, scripted)
 	if err != nil {
@@ -115,6 +131,9 @@ func TestFollowReconnectsSilentStream(t *testing.T) {
 		}
 		seqs = append(seqs, ev.Sequence)
 		if ev.Sequence == s.Summary.LastSequence {
+			if before != nil {
+				before(ctx, s)
+			}
 			f.freeze()
 			if _, err := direct.Send(context.Background(), api.UserInput{Message: "hello"}); err != nil {
 				t.Fatal(err)
@@ -127,34 +146,29 @@ func TestFollowReconnectsSilentStream(t *testing.T) {
 	t.Fatalf("the stream ended after %v", seqs)
 }
 
-// TestHostReconnectsSilentConnection serves a host tool over a commands
-// connection that goes silent without closing: the host takes it for
-// dropped after a few heartbeat intervals and connects again, so that
-// later calls reach its handler instead of a connection nobody reads.
-func TestHostReconnectsSilentConnection(t *testing.T) {
-	b := braintest.Start(t, braintest.Options{Token: "tok", Edit: func(c *brain.Config) {
-		c.Heartbeat = 100 * time.Millisecond
-		c.Limits.MaxTool = time.Second
-	}})
-	f := newFreezer(t, b.URL)
-	c, err := client.New(f.URL, &client.Options{Token: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-	defer cancel()
+// frozenHost starts a Brain behind a freezer as frozenBrain does, with a
+// tool's time bounded to 1 s, and serves the tool ping with handle on a
+// host of the freezer's client. It answers the session of the host, as a
+// client of the Brain itself opened it, and the freezer.
+func frozenHost(t *testing.T, ctx context.Context, handle func(context.Context, *client.ToolCall) (api.Outcome, error)) (*client.Session, *freezer) {
+	t.Helper()
+	b, f, c := frozenBrain(t, func(c *brain.Config) { c.Limits.MaxTool = time.Second })
 	h, err := c.Host(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Handle("ping", func(context.Context, *client.ToolCall) (api.Outcome, error) { return client.OK("pong"), nil })
+	h.Handle("ping", handle)
 	if err := h.Connected(ctx); err != nil {
 		t.Fatal(err)
 	}
 	direct := b.Client(t)
-	s := hostSession(t, direct, h, "ping")
-	f.freeze()
+	return hostSession(t, direct, h, "ping"), f
+}
+
+// pingUntilOK sends turns calling ping to s until a call ends OK (the
+// host serves it), and fails the test if none did before ctx ended.
+func pingUntilOK(t *testing.T, ctx context.Context, s *client.Session) {
+	t.Helper()
 	var last api.Outcome
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		if _, err := s.Send(ctx, api.UserInput{Message: toolScript("ping")}); err != nil {
@@ -169,6 +183,26 @@ func TestHostReconnectsSilentConnection(t *testing.T) {
 		}
 	}
 	t.Fatalf("the host's calls still end %+v", last)
+}
+
+// TestFollowReconnectsSilentStream follows a session over a connection
+// that goes silent without closing: the stream's heartbeat comments stop
+// arriving, and Follow reconnects from its cursor after a few heartbeat
+// intervals instead of waiting forever, so the next turn's events arrive.
+func TestFollowReconnectsSilentStream(t *testing.T) {
+	followAcrossFreeze(t, 5*time.Second, nil)
+}
+
+// TestHostReconnectsSilentConnection serves a host tool over a commands
+// connection that goes silent without closing: the host takes it for
+// dropped after a few heartbeat intervals and connects again, so that
+// later calls reach its handler instead of a connection nobody reads.
+func TestHostReconnectsSilentConnection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	s, f := frozenHost(t, ctx, func(context.Context, *client.ToolCall) (api.Outcome, error) { return client.OK("pong"), nil })
+	f.freeze()
+	pingUntilOK(t, ctx, s)
 }
 
 // TestSlowConsumerKeepsItsStream follows a session with LiveFrames and a
@@ -226,42 +260,13 @@ func TestSlowConsumerKeepsItsStream(t *testing.T) {
 // connection rather than sent on the idle one that never answers, so the
 // next turn's events arrive.
 func TestFollowReconnectsPastFrozenIdleConnections(t *testing.T) {
-	b := braintest.Start(t, braintest.Options{Token: "tok", Edit: func(c *brain.Config) { c.Heartbeat = 100 * time.Millisecond }})
-	f := newFreezer(t, b.URL)
-	c, err := client.New(f.URL, &client.Options{Token: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := c.Sessions.Create(ctx, scripted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct := b.Client(t).Sessions.Open(s.ID)
-	var seqs []uint64
-	for ev, err := range s.Events(ctx, 0, client.Follow()) {
-		if err != nil {
-			t.Fatalf("after events %v: %v", seqs, err)
+	followAcrossFreeze(t, 10*time.Second, func(ctx context.Context, s *client.Session) {
+		// The stream holds one connection; this read opens another,
+		// left idle in the pool.
+		if _, err := s.Refresh(ctx); err != nil {
+			t.Fatal(err)
 		}
-		seqs = append(seqs, ev.Sequence)
-		if ev.Sequence == s.Summary.LastSequence {
-			// The stream holds one connection; this read opens another,
-			// left idle in the pool.
-			if _, err := s.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-			f.freeze()
-			if _, err := direct.Send(context.Background(), api.UserInput{Message: "hello"}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if ev.EventType == api.KindTurnEnded {
-			return
-		}
-	}
-	t.Fatalf("the stream ended after %v", seqs)
+	})
 }
 
 // TestHostReconnectsPastFrozenIdleConnections serves a host tool whose
@@ -271,33 +276,14 @@ func TestFollowReconnectsPastFrozenIdleConnections(t *testing.T) {
 // connection, rather than on the idle one that never answers, and later
 // calls reach its handler.
 func TestHostReconnectsPastFrozenIdleConnections(t *testing.T) {
-	b := braintest.Start(t, braintest.Options{Token: "tok", Edit: func(c *brain.Config) {
-		c.Heartbeat = 100 * time.Millisecond
-		c.Limits.MaxTool = time.Second
-	}})
-	f := newFreezer(t, b.URL)
-	c, err := client.New(f.URL, &client.Options{Token: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	h, err := c.Host(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Handle("ping", func(ctx context.Context, tc *client.ToolCall) (api.Outcome, error) {
+	s, f := frozenHost(t, ctx, func(ctx context.Context, tc *client.ToolCall) (api.Outcome, error) {
 		if _, err := tc.Emit(ctx, "pinged", map[string]int{"n": 1}); err != nil {
 			return api.Outcome{}, err
 		}
 		return client.OK("pong"), nil
 	})
-	if err := h.Connected(ctx); err != nil {
-		t.Fatal(err)
-	}
-	direct := b.Client(t)
-	s := hostSession(t, direct, h, "ping")
 	if _, err := s.Send(ctx, api.UserInput{Message: toolScript("ping")}); err != nil {
 		t.Fatal(err)
 	}
@@ -306,18 +292,5 @@ func TestHostReconnectsPastFrozenIdleConnections(t *testing.T) {
 		t.Fatalf("first call ended %+v", o)
 	}
 	f.freeze()
-	var last api.Outcome
-	for attempt := 1; ctx.Err() == nil; attempt++ {
-		if _, err := s.Send(ctx, api.UserInput{Message: toolScript("ping")}); err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			t.Fatalf("attempt %d: %v", attempt, err)
-		}
-		ended := ofKind(events(t, s), api.KindToolCallEnded)
-		if last = outcomeOf(t, ended[len(ended)-1]); last.Status == api.OutcomeOK {
-			return
-		}
-	}
-	t.Fatalf("the host's calls still end %+v", last)
+	pingUntilOK(t, ctx, s)
 }
