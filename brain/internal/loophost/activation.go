@@ -306,12 +306,12 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	if err := h.enter(a, func() { stop(ErrClosed) }); err != nil {
-		return out, closedTurn(m, err)
+		return out, closedTurn(m.id, err)
 	}
 	defer h.leave(a)
 	defer func() {
 		if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
-			err = closedTurn(m, err)
+			err = closedTurn(m.id, err)
 		}
 	}()
 	ctx = context.WithValue(ctx, activationKey{}, a)
@@ -339,12 +339,13 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 	return decodeTurnAnswer(m.id, doc, &a.errs)
 }
 
-// closedTurn is the error of an activation that Close refused or stopped
-// (err wraps ErrClosed): the server is stopping, and the turn may be
-// taken again once it is back, as when every instance slot is taken.
-func closedTurn(m *module, err error) error {
+// closedTurn is the error of an activation of agentloop id that Close
+// refused or stopped, or that could not be resolved because the host is
+// closed (err wraps ErrClosed): the server is stopping, and the turn may
+// be taken again once it is back, as when every instance slot is taken.
+func closedTurn(id string, err error) error {
 	return &session.TurnError{Code: brainapi.CodeOverloaded, Retryable: true, Err: err,
-		Message: fmt.Sprintf("agentloop %s: the host is closed: the server is stopping", short(m.id))}
+		Message: fmt.Sprintf("agentloop %s: the host is closed: the server is stopping", short(id))}
 }
 
 // fail describes an instance that trapped, exited or was closed.

@@ -163,8 +163,16 @@ func (h *Host) admit(ctx context.Context, c *catalog, module []byte) (Admission,
 		return Admission{}, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, len(module), h.opts.MaxModuleBytes)
 	}
 	id := idOf(module)
-	h.admitMu.Lock()
-	defer h.admitMu.Unlock()
+	if h.settled(c, id) {
+		// Judged before: answered without waiting for another admission.
+		a, _ := h.admission(c, id)
+		return a, nil
+	}
+	unlock, err := h.lockAdmission(ctx)
+	if err != nil {
+		return Admission{}, fmt.Errorf("loophost: admit %s: %w", id, err)
+	}
+	defer unlock()
 	if h.settled(c, id) {
 		// Judged before. The bytes of a damaged stored module were not:
 		// the genuine bytes are judged now.
@@ -253,8 +261,11 @@ func (h *Host) compilePending(ctx context.Context, c *catalog, id string) error 
 	if !pending {
 		return nil
 	}
-	h.admitMu.Lock()
-	defer h.admitMu.Unlock()
+	unlock, err := h.lockAdmission(ctx)
+	if err != nil {
+		return fmt.Errorf("loophost: compile %s: %w", id, err)
+	}
+	defer unlock()
 	h.mu.RLock()
 	pending, closed := c.pending[id], h.closed
 	h.mu.RUnlock()
@@ -264,7 +275,7 @@ func (h *Host) compilePending(ctx context.Context, c *catalog, id string) error 
 	if closed {
 		return ErrClosed
 	}
-	err := h.loadStored(ctx, c, id)
+	err = h.loadStored(ctx, c, id)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Removed from the directory since: unknown here.
 		h.mu.Lock()
@@ -291,10 +302,19 @@ func (h *Host) fetchShared(ctx context.Context, c *catalog, id string) error {
 	if h.settled(c, id) {
 		return nil
 	}
-	h.admitMu.Lock()
-	defer h.admitMu.Unlock()
+	unlock, err := h.lockAdmission(ctx)
+	if err != nil {
+		return fmt.Errorf("loophost: fetch %s: %w", id, err)
+	}
+	defer unlock()
 	if h.settled(c, id) {
 		return nil
+	}
+	h.mu.RLock()
+	closed := h.closed
+	h.mu.RUnlock()
+	if closed {
+		return ErrClosed
 	}
 	b, found, err := c.shared.SharedModule(ctx, id)
 	if err != nil {
@@ -305,12 +325,6 @@ func (h *Host) fetchShared(ctx context.Context, c *catalog, id string) error {
 	}
 	if idOf(b) != id {
 		return fmt.Errorf("loophost: fetch %s: %w", id, ErrDamaged)
-	}
-	h.mu.RLock()
-	closed := h.closed
-	h.mu.RUnlock()
-	if closed {
-		return ErrClosed
 	}
 	m, err := h.compile(ctx, c.kind, id, b)
 	if errors.Is(err, ErrStorage) {
@@ -345,4 +359,35 @@ func (h *Host) admission(c *catalog, id string) (Admission, bool) {
 	}
 	a, ok := c.rejects[id]
 	return a, ok
+}
+
+// lockAdmission waits until no other admission or compilation of a named
+// module runs, and answers the function that ends this one. Admissions
+// are serial (each compiles into the runtime, and Close waits for the one
+// under way), but a caller waits only as long as ctx lasts: when ctx ends
+// first it answers ctx's error (wrapping its cause), and once Close has
+// begun ErrClosed, at once.
+func (h *Host) lockAdmission(ctx context.Context) (unlock func(), err error) {
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx)
+	}
+	select {
+	case h.admitting <- struct{}{}:
+		return func() { <-h.admitting }, nil
+	case <-ctx.Done():
+		return nil, ctxError(ctx)
+	case <-h.closing:
+		return nil, ErrClosed
+	}
+}
+
+// ctxError is the error of ended ctx: its cause, wrapping also
+// context.Canceled or context.DeadlineExceeded when the cause is another
+// error.
+func ctxError(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || errors.Is(cause, err) {
+		return cause
+	}
+	return fmt.Errorf("%w (%w)", cause, err)
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/session"
@@ -47,4 +49,64 @@ func TestClosedHostAnswersUnavailable(t *testing.T) {
 	if !errors.As(err, &te) || te.Code != api.CodeOverloaded || !te.Retryable || !errors.Is(err, loophost.ErrClosed) {
 		t.Errorf("an activation on a closed host: %v, want a retryable overloaded TurnError wrapping ErrClosed", err)
 	}
+}
+
+// Naming an agentloop on a closed host fails as an activation on it does:
+// with a retryable overloaded TurnError wrapping ErrClosed, which the
+// engine records as such and not as a failure of the loop
+// (agentloop_failed).
+func TestClosedHostResolvesAsAnActivationFails(t *testing.T) {
+	h := openHost(t, loophost.Options{CacheDir: t.TempDir()})
+	id := admit(t, h, answering("", `{"result":1}`))
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for name, resolve := range map[string]func() (agentloop.Func, error){
+		"Func": func() (agentloop.Func, error) { return h.Func(id) },
+		"Resolve": func() (agentloop.Func, error) {
+			return h.Resolve([]byte(`{"type":"brain_component","entrypoint":"turn","id":"` + id + `"}`))
+		},
+	} {
+		_, err := resolve()
+		var te *session.TurnError
+		if !errors.As(err, &te) || te.Code != api.CodeOverloaded || !te.Retryable || !errors.Is(err, loophost.ErrClosed) {
+			t.Errorf("%s on a closed host: %v, want a retryable overloaded TurnError wrapping ErrClosed", name, err)
+		}
+	}
+}
+
+// Close waits for an admission under way only as long as its context
+// lasts: it then answers that context's error, and the runtime is
+// released once the admission ends. From the moment it begins, calls that
+// would wait for that admission answer at once that the host is closed.
+func TestCloseWaitsForAnAdmissionOnlyAsLongAsItsContext(t *testing.T) {
+	loops := newGatedShared()
+	h := openHost(t, loophost.Options{CacheDir: t.TempDir(), Shared: loops})
+	otherID, _ := loops.memShared.PutModule(context.Background(), answering("", `{"result":1}`))
+	holdAdmission(t, h, loops)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	promptly(t, "Close past its deadline", func() {
+		if err := h.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Close past its deadline = %v, want context.DeadlineExceeded", err)
+		}
+	})
+	promptly(t, "Admit on the closed host", func() {
+		if a, err := h.Admit(context.Background(), answering("", `{"result":2}`)); !errors.Is(err, loophost.ErrClosed) {
+			t.Errorf("Admit on the closed host = %+v %v, want ErrClosed", a, err)
+		}
+	})
+	promptly(t, "Find on the closed host", func() {
+		if a, ok, err := h.Find(context.Background(), otherID); !errors.Is(err, loophost.ErrClosed) {
+			t.Errorf("Find on the closed host = %+v %v %v, want ErrClosed", a, ok, err)
+		}
+	})
+	promptly(t, "Func on the closed host", func() {
+		_, err := h.Func(otherID)
+		var te *session.TurnError
+		if !errors.As(err, &te) || te.Code != api.CodeOverloaded || !te.Retryable || !errors.Is(err, loophost.ErrClosed) {
+			t.Errorf("Func on the closed host = %v, want a retryable overloaded TurnError wrapping ErrClosed", err)
+		}
+	})
 }

@@ -33,7 +33,10 @@
 // their number in a function, so the squares of each function's count
 // may sum to at most 200,000,000 (controls.go; a Go module weighs a few
 // million), and an admission, which every other one waits for, ends in
-// seconds. A module that compiles but of which no instance
+// seconds. A caller waits for it only as long as its context lasts
+// (Host.Admit, Host.Find and the others answer the context's error; a
+// Tool's execute fails with timeout or cancelled), and not at all once
+// Host.Close has begun. A module that compiles but of which no instance
 // could be created is refused as well: one that imports a table, a global
 // or a tag (the host modules export functions only), one with an
 // active data segment, at a constant offset, that does not lie within its
@@ -249,6 +252,6 @@
 // waits. Once Host.Close has begun nothing more runs: a Tool's execute
 // fails with unavailable (retryable), as a provider that is stopping
 // answers, and an agentloop activation with overloaded (retryable), as
-// does one that Close stops while it runs; a Tool that Close stops
-// answers cancelled.
+// do one that Close stops while it runs and naming an agentloop module
+// (Host.Func, Host.Resolve); a Tool that Close stops answers cancelled.
 package loophost

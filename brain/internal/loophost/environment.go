@@ -162,23 +162,29 @@ func (e *Environments) deliver(ctx context.Context, op session.Operation) (envap
 
 // execute runs a brain_component Tool in a fresh instance.
 func (e *Environments) execute(ctx context.Context, op session.Operation) envapi.Receipt {
-	impl, err := e.host.parseToolImplementation(ctx, op.Request.Implementation)
-	if err != nil {
-		return moduleFailure(err)
-	}
-	var svc ToolServices
-	if op.Execution != nil {
-		svc = op.Execution
-	}
+	// The execute is cancellable, and its deadline runs, from the start:
+	// finding its module may wait for an admission or a fetch from the
+	// cluster's store.
 	var deadline time.Time
 	if ms := op.Request.DeadlineMs; ms != nil {
 		deadline = time.Now().Add(time.Duration(*ms) * time.Millisecond)
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, deadline, errDeadline)
+		defer stop()
 	}
 	k := invocationKey{session: op.SessionID, seq: op.Sequence}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	e.host.invokes.start(k, cancel)
 	defer e.host.invokes.end(k)
+	impl, err := e.host.parseToolImplementation(ctx, op.Request.Implementation)
+	if err != nil {
+		return moduleFailure(ctx, impl.ID, err)
+	}
+	var svc ToolServices
+	if op.Execution != nil {
+		svc = op.Execution
+	}
 	return e.host.RunTool(ctx, ToolCall{
 		ID: impl.ID, Input: op.Request.Input, Configuration: op.Configuration,
 		Deadline: deadline, Grants: impl.Grants, Services: svc,

@@ -150,7 +150,13 @@ type Host struct {
 	// note written under other terms is not taken (see decodeNote).
 	judged string
 
-	admitMu sync.Mutex // serialises admissions
+	// admitting holds a value while an admission, or a compilation of a
+	// module named here (compilePending, fetchShared), compiles into the
+	// runtime: they run one at a time (lockAdmission).
+	admitting chan struct{}
+	// closing is closed when Close begins: nothing waits for admitting
+	// once it is.
+	closing chan struct{}
 	mu      sync.RWMutex
 	loops   *catalog
 	tools   *catalog
@@ -266,6 +272,9 @@ func Open(ctx context.Context, opts Options) (_ *Host, err error) {
 		loops:   newCatalog(kindLoop, opts.Dir, opts.Shared),
 		slots:   make(chan struct{}, opts.MaxInstances),
 		invokes: newInvocations(),
+
+		admitting: make(chan struct{}, 1),
+		closing:   make(chan struct{}),
 	}
 	h.opts.FilesystemAllow = allow
 	if opts.ToolsDir != "" {
@@ -395,7 +404,10 @@ func (h *Host) loadStored(ctx context.Context, c *catalog, id string) error {
 }
 
 // Close releases the runtime and the compiled modules. Activations still
-// running are closed; an admission compiling a module is waited for.
+// running are closed and waited for until ctx ends. An admission compiling
+// a module is waited for as long as ctx lasts; when ctx ends first, Close
+// answers its error and the runtime is released once that admission ends.
+// Calls waiting to admit or compile a module answer ErrClosed at once.
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
@@ -403,6 +415,7 @@ func (h *Host) Close(ctx context.Context) error {
 		return nil
 	}
 	h.closed = true
+	close(h.closing)
 	for _, stop := range h.stops {
 		stop()
 	}
@@ -414,12 +427,26 @@ func (h *Host) Close(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	// An admission or a fetch from the shared store compiles into the
-	// runtime while it holds admitMu: closing the runtime under it would
-	// judge the module by a closed runtime, or crash the compiler. It is
-	// waited for; those that follow see closed.
-	h.admitMu.Lock()
-	defer h.admitMu.Unlock()
-	return errors.Join(h.rt.Close(ctx), h.cache.Close(ctx))
+	// runtime while it holds admitting: closing the runtime under it would
+	// judge the module by a closed runtime, or crash the compiler. Close
+	// takes admitting and never gives it back; those that follow see
+	// closed.
+	release := func(ctx context.Context) error { return errors.Join(h.rt.Close(ctx), h.cache.Close(ctx)) }
+	select {
+	case h.admitting <- struct{}{}:
+		return release(ctx)
+	default:
+	}
+	select {
+	case h.admitting <- struct{}{}:
+		return release(ctx)
+	case <-ctx.Done():
+		go func() {
+			h.admitting <- struct{}{}
+			_ = release(context.WithoutCancel(ctx))
+		}()
+		return fmt.Errorf("loophost: close: an admission is compiling; the runtime is released when it ends: %w", ctxError(ctx))
+	}
 }
 
 // Compiles answers how many modules this host has compiled (at Open and
@@ -486,17 +513,21 @@ const ImplementationComponent = "brain_component"
 
 // Func answers the loop of the admitted module id; a module admitted on
 // another node of the cluster (Options.Shared) is fetched and compiled
-// first.
+// first. On a closed host it fails as an activation there does: a
+// retryable overloaded session.TurnError wrapping ErrClosed.
 func (h *Host) Func(id string) (agentloop.Func, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedFetchTimeout)
 	defer cancel()
 	if err := h.locate(ctx, h.loops, id); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil, closedTurn(id, err)
+		}
 		return nil, err
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.closed {
-		return nil, ErrClosed
+		return nil, closedTurn(id, ErrClosed)
 	}
 	if m := h.loops.loaded[id]; m != nil {
 		return m.fn, nil

@@ -94,22 +94,24 @@ type toolInvocation struct {
 // refused service call the error carries); output_limit for an answer over
 // Options.MaxToolOutputBytes; overloaded when no instance slot is free.
 func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
+	var deadlineMs int64
+	if !c.Deadline.IsZero() {
+		// The deadline also bounds finding the module, which may wait
+		// for an admission or fetch it from the cluster's store.
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, c.Deadline, errDeadline)
+		defer stop()
+		deadlineMs = c.Deadline.UnixMilli()
+	}
 	m, err := h.toolModule(ctx, c.ID)
 	if err != nil {
-		return moduleFailure(err)
+		return moduleFailure(ctx, c.ID, err)
 	}
 	release, err := h.acquire()
 	if err != nil {
 		return envapi.Failure(brainapi.CodeOverloaded, err.Error(), true, nil)
 	}
 	defer release()
-	var deadlineMs int64
-	if !c.Deadline.IsZero() {
-		var stop context.CancelFunc
-		ctx, stop = context.WithDeadlineCause(ctx, c.Deadline, errDeadline)
-		defer stop()
-		deadlineMs = c.Deadline.UnixMilli()
-	}
 	fsc, mnt, err := h.prepare(c.Grants)
 	defer mnt.release()
 	if err != nil {
@@ -143,19 +145,13 @@ func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 		return envapi.Failure(envapi.CodeUnavailable, "tool "+short(c.ID)+": "+err.Error(), true, nil)
 	}
 	defer h.leave(a)
-	stopped := func() envapi.Receipt {
-		if errors.Is(context.Cause(ctx), errDeadline) || errors.Is(context.Cause(ctx), session.ErrTimeout) {
-			return envapi.Failure(envapi.CodeTimeout, "tool "+short(c.ID)+" exceeded its deadline", false, nil)
-		}
-		return envapi.Failure(envapi.CodeCancelled, "tool "+short(c.ID)+" was cancelled", false, nil)
-	}
 	doc, err := h.instance(ctx, m, a, raw, fsc)
 	if ctx.Err() != nil {
 		// The deadline or a cancel came first: the stop is the answer,
 		// also when the Tool answered after it (with the error of a
 		// service call the stop cut short, say) before its instance was
 		// closed.
-		return stopped()
+		return stopped(ctx, c.ID)
 	}
 	if err != nil {
 		var lim *limitError
@@ -167,15 +163,27 @@ func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 	return decodeRunAnswer(c.ID, doc, &a.errs)
 }
 
-// moduleFailure answers an execute whose Tool module could not be found
-// or checked (err); nothing ran. The cluster's module store could not be
-// read, or the module not stored here: overloaded, and a retry may find
-// it. The host is closed: unavailable, as a provider that is stopping
-// answers, and retryable. A grant the operator does not allow:
-// execution_failed. Otherwise the implementation cannot run here:
-// unsupported.
-func moduleFailure(err error) envapi.Receipt {
+// stopped answers the invocation of Tool id that ctx stopped: timeout
+// when its deadline passed, cancelled otherwise.
+func stopped(ctx context.Context, id string) envapi.Receipt {
+	if errors.Is(context.Cause(ctx), errDeadline) || errors.Is(context.Cause(ctx), session.ErrTimeout) {
+		return envapi.Failure(envapi.CodeTimeout, "tool "+short(id)+" exceeded its deadline", false, nil)
+	}
+	return envapi.Failure(envapi.CodeCancelled, "tool "+short(id)+" was cancelled", false, nil)
+}
+
+// moduleFailure answers an execute of Tool id whose module could not be
+// found or checked (err); nothing ran. ctx ended (its deadline passed, or
+// it was cancelled, while the module was awaited): as stopped. The
+// cluster's module store could not be read, or the module not stored
+// here: overloaded, and a retry may find it. The host is closed:
+// unavailable, as a provider that is stopping answers, and retryable. A
+// grant the operator does not allow: execution_failed. Otherwise the
+// implementation cannot run here: unsupported.
+func moduleFailure(ctx context.Context, id string, err error) envapi.Receipt {
 	switch {
+	case ctx.Err() != nil && !errors.Is(err, ErrClosed):
+		return stopped(ctx, id)
 	case errors.Is(err, journal.ErrOverloaded), errors.Is(err, ErrStorage):
 		return envapi.Failure(brainapi.CodeOverloaded, err.Error(), true, nil)
 	case errors.Is(err, ErrClosed):
