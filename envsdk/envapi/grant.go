@@ -27,9 +27,11 @@ func (g Grant) String() string {
 func (g Grant) GoString() string { return "envapi.Grant" + g.String() }
 
 // LogValue logs the grant's URL and methods, without its token, for
-// log/slog handlers that would encode it as JSON. Its receiver is a value,
-// so that a grant logged as a value is redacted as one logged by pointer.
-func (g Grant) LogValue() slog.Value {
+// log/slog handlers that would encode it as JSON.
+func (g *Grant) LogValue() slog.Value {
+	if g == nil {
+		return slog.AnyValue(nil)
+	}
 	return slog.GroupValue(slog.String("url", g.URL), slog.String("token", "[redacted]"), slog.Any("methods", g.Methods))
 }
 
