@@ -109,6 +109,12 @@
 //   - A receipt that does not encode as one Brain decodes (an output that is
 //     not JSON, a failure code that is not an identifier) is answered as the
 //     failure invalid_output, and is never finished.
+//   - An answer larger than Brain takes (Options.MaxAnswerBytes, by
+//     default envapi.MaxResponseBytes, Brain's own default; of any
+//     operation: a result, a method's output, a failure's details), which
+//     Brain would record as an invalid receipt, its outcome unknown, is
+//     answered as the failure output_limit instead (details: receipt,
+//     code, answer_bytes, limit_bytes); such a result is never finished.
 //   - An execute whose (session, environment, sequence) was already
 //     dispatched to this handler is answered unknown and not run again.
 //   - An execute whose deadline_ms is 0 (its time ran out on the way)
@@ -135,7 +141,10 @@
 // available. Result, Returned and Finish refuse an outcome Brain would
 // refuse (a status that is not one of the five, an error outcome whose
 // code is not an identifier) before anything is sent, and Finish then
-// stays available too. An answer that is not what the method answers (not one UTF-8 JSON value, a committed sequence that
+// stays available too. A call whose body Brain refuses for its size (413,
+// envapi.MaxCallBytes unless Brain's operator set another) fails with an
+// error matching ErrTooLarge and ErrRefused; a Finish refused so stays
+// available for a smaller outcome. An answer that is not what the method answers (not one UTF-8 JSON value, a committed sequence that
 // is not a positive JSON integer, a kv_read answer that is not an object,
 // a dispatch answer that is not one ToolReturn per call in call order) is
 // an error matching ErrMalformedAnswer, never a value read from it; for

@@ -50,6 +50,13 @@ var (
 	// acknowledgement it is a definite failure: the call may be made
 	// again. A Finish that fails so was not attempted.
 	ErrNotSent = errors.New("envsdk: never reached Brain")
+	// ErrTooLarge is matched, with ErrRefused, by the error of a call
+	// whose body Brain refused for its size (413: larger than its
+	// BRAIN_MAX_REQUEST_BYTES, envapi.MaxCallBytes by default). Brain
+	// read none of it: a Finish refused so was not attempted, and may be
+	// made again with a smaller outcome (an error outcome with code
+	// output_limit, say).
+	ErrTooLarge = errors.New("envsdk: larger than Brain takes")
 	// ErrMalformedAnswer is matched by the error of a callback call whose
 	// answer is not what its method answers (not JSON, a dispatch whose
 	// returns do not match its calls, a sequence that is not a positive

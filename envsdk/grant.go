@@ -44,9 +44,12 @@ type CallError struct {
 // nothing of it was committed (a 5xx answer is no refusal: the call may
 // have been committed before Brain failed to answer). A refusal of a
 // method the grant does not hold (403 not_granted) is ErrNotGranted too,
-// as a refusal made without a request is.
+// as a refusal made without a request is. A refusal of a body larger than
+// Brain takes (413) is ErrTooLarge too.
 func (e *CallError) Is(target error) bool {
 	switch target {
+	case ErrTooLarge:
+		return e.Status == http.StatusRequestEntityTooLarge
 	case ErrRefused:
 		return e.Status >= 400 && e.Status <= 499
 	case ErrNotGranted:

@@ -38,6 +38,11 @@ type Options struct {
 	Token string
 	// MaxBodyBytes bounds a command body (413 beyond it).
 	MaxBodyBytes int64
+	// MaxAnswerBytes is the largest answer to an operation Brain takes
+	// (BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES); zero selects Brain's
+	// default, envapi.MaxResponseBytes. A larger answer is replaced by
+	// the failure output_limit.
+	MaxAnswerBytes int64
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
 	// Client sends callback, context and reporter calls. nil selects a
@@ -69,6 +74,7 @@ type handler struct {
 	tokenHash [32]byte
 	auth      bool
 	maxBody   int64
+	maxAnswer int
 	grace     time.Duration
 	log       *slog.Logger
 	caller    *caller
@@ -108,6 +114,10 @@ func NewHandler(p Provider, opts *Options) http.Handler {
 	h.tokenHash = sha256.Sum256([]byte(opts.Token))
 	if h.maxBody <= 0 {
 		h.maxBody = DefaultMaxBodyBytes
+	}
+	h.maxAnswer = envapi.MaxResponseBytes
+	if n := opts.MaxAnswerBytes; n > 0 && n < math.MaxInt32 {
+		h.maxAnswer = int(n)
 	}
 	if h.grace <= 0 {
 		h.grace = DefaultStopGrace
@@ -195,10 +205,17 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The operation's context continues Brain's trace: a provider's spans
 	// started from c.Context() join it.
 	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	receipt := wellFormed(h.run(ctx, op))
+	answered := wellFormed(h.run(ctx, op))
+	body, receipt, replaced := answerBody(op.Sequence, answered, h.maxAnswer)
+	if replaced {
+		h.log.Error("answer larger than Brain takes: answered output_limit instead", "session", op.SessionID,
+			"environment", op.Environment, "sequence", op.Sequence, "receipt", answered.Type, "code", answered.Code)
+	}
 	h.log.Info("operation", "session", op.SessionID, "environment", op.Environment,
 		"sequence", op.Sequence, "request", op.Request.Type, "receipt", receipt.Type, "code", receipt.Code)
-	writeJSON(w, http.StatusOK, envapi.NewResponse(op.Sequence, receipt))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 }
 
 func (h *handler) newCtx(ctx context.Context, op envapi.Operation) *Ctx {
@@ -542,7 +559,7 @@ func (h *handler) execute(c *Ctx, stopOp context.CancelCauseFunc, op envapi.Oper
 		// a result the provider reached afterwards is never finished.
 		return h.failure(c, c.ctx.Err())
 	}
-	r := h.complete(x, a.r)
+	r := h.complete(op.Sequence, x, a.r)
 	if r.Type == envapi.ReceiptReturned {
 		// The Tool goes on after this answer until it finishes.
 		goesOn = true
@@ -552,8 +569,11 @@ func (h *handler) execute(c *Ctx, stopOp context.CancelCauseFunc, op envapi.Oper
 }
 
 // complete finishes a Tool whose Execute returned a result, when the grant
-// lists finish and the provider has not finished it itself.
-func (h *handler) complete(x *Execution, r envapi.Receipt) envapi.Receipt {
+// lists finish and the provider has not finished it itself. A receipt
+// whose answer to operation seq would be larger than Brain takes is
+// answered output_limit, and nothing is finished: Brain would take
+// neither.
+func (h *handler) complete(seq uint64, x *Execution, r envapi.Receipt) envapi.Receipt {
 	switch r.Type {
 	case envapi.ReceiptAccepted, envapi.ReceiptProgress, envapi.ReceiptResult, envapi.ReceiptReturned,
 		envapi.ReceiptFailure, envapi.ReceiptUnknown:
@@ -565,6 +585,11 @@ func (h *handler) complete(x *Execution, r envapi.Receipt) envapi.Receipt {
 	}
 	if r.Type != envapi.ReceiptResult || !x.Invocation.Granted(envapi.MethodFinish) {
 		return r
+	}
+	if f, over := oversized(seq, r, h.maxAnswer); over {
+		h.log.Error("answer larger than Brain takes: not finished, answered output_limit instead",
+			"sequence", seq, "receipt", r.Type)
+		return f
 	}
 	ctx, cancel := finishContext(x.Deadline)
 	defer cancel()

@@ -257,6 +257,10 @@ func checkOutcome(o *envapi.Outcome) error {
 // ctx that has already ended, fails before anything is sent, and Finish
 // may then be called again. So does a Finish that never reached Brain (every
 // connection was refused): its error matches ErrNotSent, not ErrAckLost.
+// One whose body Brain refuses for its size (413, past
+// BRAIN_MAX_REQUEST_BYTES) is no attempt either: its error matches
+// ErrTooLarge and ErrRefused, and Finish may be called again with a
+// smaller outcome.
 //
 // Once Brain cancelled the execution or its deadline passed, Brain has
 // closed the Tool itself (cancelled, timeout) and revoked the grant: every
@@ -313,11 +317,11 @@ func (i *Invocation) Finish(ctx context.Context, o *envapi.Outcome) (uint64, err
 	i.finishing = w
 	i.mu.Unlock()
 	raw, err := i.caller.call(ctx, &i.grant, envapi.MethodFinish, in)
-	notSent := errors.Is(err, ErrNotSent)
+	notSent := errors.Is(err, ErrNotSent) || errors.Is(err, ErrTooLarge)
 	i.mu.Lock()
 	if notSent {
-		// Nothing reached Brain: that was no attempt, and finish stays
-		// available.
+		// Nothing reached Brain, or Brain refused the body unread for its
+		// size: that was no attempt, and finish stays available.
 		i.finished = false
 	}
 	i.finishing = nil

@@ -12,6 +12,12 @@ import (
 // receipt.
 const MaxResponseBytes = 32 << 20
 
+// MaxCallBytes is the bound Brain puts on the body of a call to one of its
+// services (a callback, controller context or reporter call) unless its
+// operator sets another (BRAIN_MAX_REQUEST_BYTES): a larger body is
+// refused (413) unread, and nothing of it is committed.
+const MaxCallBytes = 32 << 20
+
 // minQuotedInIdentifier is the length from which a secret is looked for
 // inside an identifier; a shorter one (a development credential such as
 // "token") is also a word a failure code may hold, so only an identifier

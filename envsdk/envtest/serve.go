@@ -12,7 +12,7 @@ import (
 )
 
 // maxCallBody bounds a callback or reporter body.
-const maxCallBody = 32 << 20
+const maxCallBody = envapi.MaxCallBytes
 
 // optionalInput reports whether method may be called without an input,
 // as Brain allows: returned and finish (no outcome), telemetry.

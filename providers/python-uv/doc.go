@@ -132,7 +132,9 @@
 // Setup attaches a binding; detach and teardown release the session's
 // attachment and never touch the shared installation, which the operator
 // owns; while executes run on the binding they fail with busy. Executing
-// on a binding that is not attached is unavailable.
+// on a binding that is not attached is unavailable. Once Close has begun
+// every operation (setup, execute, detach, teardown) is unavailable and
+// leaves the state directory as it is; see Close.
 //
 // # Serving
 //

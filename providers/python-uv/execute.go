@@ -50,7 +50,15 @@ const stdoutExcerpt = 1024
 // Execute runs the project's module with the input as JSON on stdin and
 // answers its stdout, which must be one JSON value, as the result. The
 // installation is prepared first, once per directory.
+//
+// Once Close has begun an execute fails with unavailable; one running
+// then is stopped like a cancelled one.
 func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error) {
+	ctx, leave, err := p.enter(c.Context())
+	if err != nil {
+		return envapi.Receipt{}, err
+	}
+	defer leave()
 	s, end, err := p.begin(c.BindingKey())
 	if err != nil {
 		return envapi.Receipt{}, err
@@ -63,9 +71,6 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	if !x.Invocation.Granted(envapi.MethodFinish) {
 		return envapi.Receipt{}, envsdk.Fail(envapi.CodeNoCallback, "a Tool execution needs a callback grant that lists finish")
 	}
-	ctx, cancel := context.WithCancel(c.Context())
-	defer cancel()
-	defer context.AfterFunc(p.base, cancel)()
 	if x.Deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, s.defaultTimeout, &defaultTimeoutError{s.defaultTimeout})

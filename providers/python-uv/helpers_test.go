@@ -112,8 +112,9 @@ func newRig(t testing.TB, mutate func(*Config)) *rig {
 }
 
 // newRigOn is newRig over the fixture projects under root, such as those
-// of a provider an earlier part of the test stopped.
-func newRigOn(t testing.TB, root string, mutate func(*Config)) *rig {
+// of a provider an earlier part of the test stopped, with the provider's
+// options opts.
+func newRigOn(t testing.TB, root string, mutate func(*Config), opts ...Option) *rig {
 	t.Helper()
 	uv := uvPath(t)
 	cfg := fixtureConfig(uv, root)
@@ -121,7 +122,8 @@ func newRigOn(t testing.TB, root string, mutate func(*Config)) *rig {
 		mutate(&cfg)
 	}
 	logs := &envtest.Buffer{}
-	p, err := New(cfg, WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	opts = append([]Option{WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}, opts...)
+	p, err := New(cfg, opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

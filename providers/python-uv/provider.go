@@ -13,6 +13,7 @@ import (
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/internal/progress"
 	"github.com/brain-in-go/brain/providers/internal/proctree"
+	"github.com/brain-in-go/brain/providers/internal/serve"
 )
 
 // Provider serves the operator's Python projects as an environment/v1
@@ -23,12 +24,9 @@ type Provider struct {
 	log      *slog.Logger
 	progress progress.Func
 	lookPath func(string) (string, error)
-	base     context.Context // parent of every preparation; ends with Close
-	stop     context.CancelCauseFunc
-
-	running   sync.WaitGroup // executes in progress; Add only under mu while !closed
-	preparing sync.WaitGroup // preparations in progress; Add only under mu while !closed
-	closed    bool
+	// gate admits operations and preparations until Close begins, and
+	// stops those in flight then (see Close).
+	gate *serve.Gate
 
 	mu       sync.Mutex
 	s        *settings
@@ -93,13 +91,11 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 			return nil, err
 		}
 	}
-	base, stop := context.WithCancelCause(context.Background())
 	return &Provider{
 		log:      o.log,
 		progress: o.progress,
 		lookPath: o.lookPath,
-		base:     base,
-		stop:     stop,
+		gate:     serve.NewGate(),
 		s:        s,
 		preps:    map[string]*preparation{},
 		retired:  map[string]*preparation{},
@@ -165,30 +161,6 @@ func (p *Provider) Reload(cfg Config) error {
 // that is gone to die.
 const reapTimeout = 5 * time.Second
 
-// closeWait bounds how long Close waits for stopped invocations to clean
-// up.
-const closeWait = 10 * time.Second
-
-// Close stops running preparations (they fail) and running invocations
-// (they answer cancelled; their process trees are killed), and waits for
-// them to clean up, so that no Python process outlives the provider.
-func (p *Provider) Close() error {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
-	p.stop(errors.New("the provider is stopping"))
-	done := make(chan struct{})
-	go func() { p.running.Wait(); p.preparing.Wait(); close(done) }()
-	t := time.NewTimer(closeWait)
-	defer t.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-t.C:
-		return fmt.Errorf("pythonuv: invocations still cleaning up after %s", closeWait)
-	}
-}
-
 // SetupConfiguration is the per-binding setup configuration. It has no
 // fields: everything that matters is operator configuration. Anything but
 // {} (or null) is invalid_configuration.
@@ -197,8 +169,13 @@ type SetupConfiguration struct{}
 // Setup validates the binding's configuration and attaches the binding,
 // recorded in the state directory (when there is one) before it answers.
 // A second setup of an attached binding fails with already_exists; one
-// that arrives once Close was called, with unavailable.
+// that arrives once Close has begun, with unavailable.
 func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
+	leave, err := p.admit()
+	if err != nil {
+		return envsdk.SetupResult{}, err
+	}
+	defer leave()
 	var conf SetupConfiguration
 	if err := c.DecodeConfiguration(&conf); err != nil {
 		return envsdk.SetupResult{}, err
@@ -206,9 +183,6 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 	key := c.BindingKey()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return envsdk.SetupResult{}, errStopping()
-	}
 	if _, ok := p.bindings[key]; ok {
 		return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeAlreadyExists, "binding %s is already set up", key)
 	}
@@ -223,8 +197,14 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 }
 
 // Detach releases the session's attachment. Installations are shared and
-// owned by the operator: nothing is removed.
+// owned by the operator: nothing is removed. Once Close has begun it
+// fails with unavailable and the binding stays attached.
 func (p *Provider) Detach(c *envsdk.Ctx) error {
+	leave, err := p.admit()
+	if err != nil {
+		return err
+	}
+	defer leave()
 	key := c.BindingKey()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -243,8 +223,13 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 
 // Teardown releases the session's attachment, like Detach, and accepts a
 // binding that is already gone. Both fail with busy while executes run on
-// the binding.
+// the binding, and with unavailable once Close has begun.
 func (p *Provider) Teardown(c *envsdk.Ctx) error {
+	leave, err := p.admit()
+	if err != nil {
+		return err
+	}
+	defer leave()
 	key := c.BindingKey()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -283,24 +268,15 @@ func (p *Provider) release(key string) error {
 	return nil
 }
 
-// errStopping answers what arrives once Close was called.
-func errStopping() *envsdk.Error {
-	return envsdk.Fail(envapi.CodeUnavailable, "the provider is stopping")
-}
-
 // begin admits an execute on binding key: it returns the settings in force
 // and a function to call when the execute ends, or an error when the
-// binding is not attached or the provider is closed.
+// binding is not attached.
 func (p *Provider) begin(key string) (*settings, func(), error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return nil, nil, errStopping()
-	}
 	if _, ok := p.bindings[key]; !ok {
 		return nil, nil, envsdk.Failf(envapi.CodeUnavailable, "binding %s is not attached (never set up, detached, torn down, or set up before the provider restarted): set it up", key)
 	}
-	p.running.Add(1)
 	p.active[key]++
 	return p.s, func() {
 		p.mu.Lock()
@@ -308,7 +284,6 @@ func (p *Provider) begin(key string) (*settings, func(), error) {
 			delete(p.active, key)
 		}
 		p.mu.Unlock()
-		p.running.Done()
 	}, nil
 }
 
@@ -317,7 +292,7 @@ func (p *Provider) begin(key string) (*settings, func(), error) {
 var errReloaded = errors.New("the project's configuration was reloaded")
 
 // preparation returns the preparation of proj's directory, starting it on
-// first use. The error is errStopping's when the provider is closed, or
+// first use. The error is stoppingFailure's once Close has begun, or
 // errReloaded when a preparation would have to start but the
 // configuration in force no longer configures proj so: a preparation
 // started from a project as configured before a reload would run what
@@ -339,27 +314,28 @@ func (p *Provider) preparation(proj project) (*preparation, error) {
 	if pr, ok := p.preps[proj.dir]; ok {
 		return pr, nil
 	}
-	if p.closed {
-		return nil, errStopping()
-	}
 	s := p.s
 	if cur, ok := s.projects[proj.name]; !ok || cur != proj {
 		return nil, errReloaded
+	}
+	// Close stops the preparation and waits for it to end.
+	ctx, leave, err := p.enter(context.Background())
+	if err != nil {
+		return nil, err
 	}
 	r := s.recipeFor(proj)
 	r.locked = locked
 	pr = newPreparation(proj, r)
 	pr.progress = p.progress
-	syncBase, supersede := context.WithCancelCause(p.base)
+	syncBase, supersede := context.WithCancelCause(ctx)
 	pr.supersede = supersede
 	prev := p.retired[proj.dir]
 	delete(p.retired, proj.dir)
 	p.preps[proj.dir] = pr
-	p.preparing.Add(1)
 	go func() {
-		defer p.preparing.Done()
+		defer leave()
 		defer supersede(nil)
-		pr.run(p.base, syncBase, s, proj, prev, p.log)
+		pr.run(ctx, syncBase, s, proj, prev, p.log)
 	}()
 	return pr, nil
 }
@@ -403,9 +379,14 @@ func (p *Provider) retire(pr *preparation) {
 // without a session: an operator can warm installations at start. The
 // error is a *envsdk.Error: unsupported for an unknown project,
 // preparation_failed when the preparation failed, resource_lost when its
-// installation was lost, unavailable once the provider is closed; or it
-// wraps ctx's error.
+// installation was lost, unavailable once Close has begun (Close stops
+// the wait); or it wraps ctx's error.
 func (p *Provider) Prepare(ctx context.Context, name string) error {
+	ctx, leave, err := p.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	p.mu.Lock()
 	proj, ok := p.s.projects[name]
 	p.mu.Unlock()
@@ -417,6 +398,8 @@ func (p *Provider) Prepare(ctx context.Context, name string) error {
 		release()
 	}
 	switch {
+	case err != nil && errors.Is(context.Cause(ctx), errStopping):
+		return stoppingFailure()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("pythonuv: prepare %s: %w", name, err)
 	case err != nil:
