@@ -24,7 +24,7 @@ const (
 	DefaultMaxResponseBytes = envapi.MaxResponseBytes
 	DefaultResponseTimeout  = 120 * time.Second
 	DefaultConnectTimeout   = 5 * time.Second
-	DefaultMaxRequestBytes  = 32 << 20
+	DefaultMaxRequestBytes  = envapi.MaxCallBytes
 	// KeyFileName is the reporter key's file name under server-metadata/.
 	KeyFileName = "reporter.key"
 )
