@@ -174,6 +174,12 @@
 // broke, or the Engine kept reporting it running after its output closed)
 // answers unknown, since it ran and may have had effects; what is left of
 // it is killed first, so it does not outlive its call either.
+// A command that such a break or a signal ended (exit status 128 or more)
+// in a container then found gone or being removed (docker rm -f kills
+// what runs in it first) is resource_lost, as below, never a result: the
+// exit status is the removal's, not the command's. A container stopped
+// out of band (docker kill) is no loss: the command's execute answers
+// the signal's exit status, and the next execute starts it again.
 //
 // # Lifecycle and state
 //

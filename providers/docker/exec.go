@@ -196,7 +196,8 @@ const killBudget = 4 * time.Second
 // stdout and stderr, and returns its exit code. An exec the Engine did not
 // start, because the container stopped after the exec was created, is
 // errNotRunning (nothing of the command ran) whether the Engine refused
-// the start or said so on the exec's stream; a container gone is errLost.
+// the start or said so on the exec's stream; a container gone, or
+// removed while the command ran (see signalledOutcome), is errLost.
 // When ctx ends first it
 // kills the command's process group and tagged processes until none is
 // left and the output stream has closed (killUntilClosed), and returns a
@@ -262,6 +263,9 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 	select {
 	case err := <-done:
 		if err != nil {
+			if lost := removedOutcome(ctx, cli, ctr); lost != nil {
+				return 0, lost
+			}
 			return 0, lostOutcome(ctx, cli, ctr, s, fmt.Errorf("read command output: %w", err))
 		}
 		if !gate.Started() {
@@ -269,13 +273,13 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 		}
 		code, err := exitCode(ctx, cli, created.ID)
 		if err != nil && !cerrdefs.IsNotFound(err) {
+			if lost := removedOutcome(ctx, cli, ctr); lost != nil {
+				return 0, lost
+			}
 			return 0, lostOutcome(ctx, cli, ctr, s, err)
 		}
 		if err == nil && code >= 128 {
-			// A signal ended the command, or the wrapper before its own
-			// cleanup (the command killed it): what is left of the
-			// command is killed, so that it does not outlive its call.
-			_, _ = killAll(ctx, cli, ctr, s)
+			return signalledOutcome(ctx, cli, ctr, s, code)
 		}
 		return code, err
 	case <-ctx.Done():
