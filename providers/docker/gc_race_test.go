@@ -44,16 +44,7 @@ func TestGCLeavesTheProbeOfASetup(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the GC never listed the containers")
 	}
-	answered := make(chan envapi.Receipt, 1)
-	go func() {
-		_, _, resp, err := envtest.Post(ctx, nil, h.url, testToken, c.Setup(nil))
-		if err != nil || resp == nil {
-			t.Errorf("setup: %v", err)
-			answered <- envapi.Receipt{}
-			return
-		}
-		answered <- resp.Receipt
-	}()
+	answered := h.postAsync(c.Setup(nil))
 	select {
 	case <-probing:
 	case <-ctx.Done():
@@ -89,16 +80,7 @@ func TestSetupWhoseProbeIsRemovedFails(t *testing.T) {
 	h := newHarnessOn(t, "", relayClient(t, setupHost))
 	c := h.commands()
 
-	answered := make(chan envapi.Receipt, 1)
-	go func() {
-		_, _, resp, err := envtest.Post(ctx, nil, h.url, testToken, c.Setup(nil))
-		if err != nil || resp == nil {
-			t.Errorf("setup: %v", err)
-			answered <- envapi.Receipt{}
-			return
-		}
-		answered <- resp.Receipt
-	}()
+	answered := h.postAsync(c.Setup(nil))
 	select {
 	case <-probing:
 	case <-ctx.Done():
@@ -167,23 +149,6 @@ func gcHeldAtRemoval(t *testing.T) (h *harness, c *envtest.Commands, ctr string,
 type gcOutcome struct {
 	rep GCReport
 	err error
-}
-
-// postAsync posts cmd and answers its receipt.
-func (h *harness) postAsync(cmd envapi.Command) <-chan envapi.Receipt {
-	answered := make(chan envapi.Receipt, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_, body, resp, err := envtest.Post(ctx, nil, h.url, testToken, cmd)
-		if err != nil || resp == nil {
-			h.t.Errorf("POST %s: %v: %s", cmd.Operation.Request.Type, err, body)
-			answered <- envapi.Receipt{}
-			return
-		}
-		answered <- resp.Receipt
-	}()
-	return answered
 }
 
 // An execute that arrives while a GC bounded by age removes its binding's

@@ -82,6 +82,25 @@ func (h *harness) post(cmd envapi.Command) envapi.Receipt {
 	return resp.Receipt
 }
 
+// postAsync posts cmd from a goroutine and answers the channel its
+// receipt arrives on (an empty receipt, the test failed, when the post
+// did).
+func (h *harness) postAsync(cmd envapi.Command) <-chan envapi.Receipt {
+	answered := make(chan envapi.Receipt, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, body, resp, err := envtest.Post(ctx, nil, h.url, testToken, cmd)
+		if err != nil || resp == nil {
+			h.t.Errorf("POST %s: %v: %s", cmd.Operation.Request.Type, err, body)
+			answered <- envapi.Receipt{}
+			return
+		}
+		answered <- resp.Receipt
+	}()
+	return answered
+}
+
 // setup sets a binding up with profile and fails the test unless accepted.
 func (h *harness) setup(c *envtest.Commands, profile string) {
 	h.t.Helper()

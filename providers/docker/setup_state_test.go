@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
-	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
 // A setup that pinned the image but could not record it (the state file
@@ -25,16 +24,7 @@ func TestSetupFailingToRecordItsImageLeavesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	answered := make(chan envapi.Receipt, 1)
-	go func() {
-		_, _, resp, err := envtest.Post(ctx, nil, h.url, testToken, c.Setup(nil))
-		if err != nil || resp == nil {
-			t.Errorf("setup: %v", err)
-			answered <- envapi.Receipt{}
-			return
-		}
-		answered <- resp.Receipt
-	}()
+	answered := h.postAsync(c.Setup(nil))
 	select {
 	case <-held:
 	case <-ctx.Done():
