@@ -71,21 +71,9 @@ func TestCloseStopsExecuteInFlight(t *testing.T) {
 	r := newRig(t, nil)
 	s := r.attach("s")
 	warm(t, r, s)
-	pidFile := filepath.Join(t.TempDir(), "pids.json")
-	input, _ := json.Marshal(map[string]string{"pid_file": pidFile})
-	cmd := s.Execute(impl("sleeper"), input, nil)
-	done := make(chan envapi.Receipt, 1)
-	go func() { done <- r.post(cmd) }()
+	cmd, done, pids := startSleeper(t, r, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	data, err := waitForFile(ctx, pidFile)
-	if err != nil {
-		t.Fatalf("sleeper did not start: %v", err)
-	}
-	var pids sleeperPids
-	if err := json.Unmarshal(data, &pids); err != nil {
-		t.Fatal(err)
-	}
 
 	if err := r.p.Close(); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,29 @@ type sleeperPids struct {
 
 // waitForFile waits until path exists (the sleeper renames it into place
 // once both pids are known) or ctx ends.
+// startSleeper starts the sleeper on s and waits until its processes
+// run: it answers the execute, the channel its receipt arrives on, and the
+// sleeper's process ids.
+func startSleeper(t *testing.T, r *rig, s *envtest.Commands) (envapi.Command, <-chan envapi.Receipt, sleeperPids) {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "pids.json")
+	input, _ := json.Marshal(map[string]string{"pid_file": pidFile})
+	cmd := s.Execute(impl("sleeper"), input, nil)
+	done := make(chan envapi.Receipt, 1)
+	go func() { done <- r.post(cmd) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	data, err := waitForFile(ctx, pidFile)
+	if err != nil {
+		t.Fatalf("sleeper did not start: %v", err)
+	}
+	var pids sleeperPids
+	if err := json.Unmarshal(data, &pids); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, done, pids
+}
+
 func waitForFile(ctx context.Context, path string) ([]byte, error) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -108,22 +131,9 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 	r := newRig(t, nil)
 	s := r.attach("s")
 	warm(t, r, s)
-	pidFile := filepath.Join(t.TempDir(), "pids.json")
-	input, _ := json.Marshal(map[string]string{"pid_file": pidFile})
-	cmd := s.Execute(impl("sleeper"), input, nil)
-	done := make(chan envapi.Receipt, 1)
-	go func() { done <- r.post(cmd) }()
-
+	cmd, done, pids := startSleeper(t, r, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	data, err := waitForFile(ctx, pidFile)
-	if err != nil {
-		t.Fatalf("sleeper did not start: %v", err)
-	}
-	var pids sleeperPids
-	if err := json.Unmarshal(data, &pids); err != nil {
-		t.Fatal(err)
-	}
 	if processGone(pids.Parent) || processGone(pids.Child) {
 		t.Fatalf("sleeper processes not running before the cancel: %+v", pids)
 	}
@@ -152,16 +162,9 @@ func TestReleaseWhileExecuteRunsIsBusy(t *testing.T) {
 	s := r.attach("s")
 	other := r.attach("o")
 	warm(t, r, s)
-	pidFile := filepath.Join(t.TempDir(), "pids.json")
-	input, _ := json.Marshal(map[string]string{"pid_file": pidFile})
-	cmd := s.Execute(impl("sleeper"), input, nil)
-	done := make(chan envapi.Receipt, 1)
-	go func() { done <- r.post(cmd) }()
+	cmd, done, _ := startSleeper(t, r, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := waitForFile(ctx, pidFile); err != nil {
-		t.Fatalf("sleeper did not start: %v", err)
-	}
 	wantFailure(t, r.post(s.Detach()), envapi.CodeBusy)
 	wantFailure(t, r.post(s.Teardown()), envapi.CodeBusy)
 	if rc := r.post(other.Teardown()); rc.Type != envapi.ReceiptAccepted {
