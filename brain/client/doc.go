@@ -102,7 +102,9 @@
 // lagged, until the session ends or ctx ends. It outlives a server's restart: a
 // connection refused, or answered with a retryable error while the server
 // drains or a proxy in front of it answers 502, 503 or 504, is tried
-// again with growing pauses for FollowGiveUp before the error is yielded.
+// again with growing pauses for FollowGiveUp before the error is yielded;
+// when ctx ends first, the error yielded also carries the latest
+// attempt's.
 // An answer that cannot become a stream is yielded at once: a 200 that
 // is not an event stream (ErrNotEventStream), and an event whose data
 // does not decode or whose line, or data, is longer than 80 MiB

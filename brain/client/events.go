@@ -43,7 +43,10 @@ func LiveFrames() EventsOption { return func(o *eventsOpts) { o.live = true } }
 // (session_ended or session_creation_failed) or ctx ends. A connection
 // that cannot be made, or is answered with a retryable error (a server
 // draining or restarting), is tried again with pauses growing to 2 s;
-// after FollowGiveUp without a connection the error is yielded. A 200
+// after FollowGiveUp without a connection the error is yielded. When ctx
+// ends while attempts fail, the error yielded carries the latest
+// attempt's besides ctx's (errors.As finds the *api.ApiError of an
+// answer, as Host.Connected's does). A 200
 // answer that is not an event stream yields ErrNotEventStream, and an
 // event that does not decode (or a line or data longer than 80 MiB)
 // ErrMalformedEvent, without a reconnection. An error is yielded once,
@@ -107,14 +110,28 @@ func (s *Session) follow(ctx context.Context, after uint64, live bool) iter.Seq2
 		cursor := after
 		pause := time.Duration(0)
 		var failingSince time.Time // the first of the connections failing in a row
+		// refused is the error of the latest attempt to connect while
+		// attempts fail in a row (a retryable answer, a refused
+		// connection): ctx ending meanwhile yields it with ctx's error.
+		var refused error
 		for {
 			established, progressed, err := s.streamOnce(ctx, &cursor, live, yield)
+			switch {
+			case established:
+				refused = nil
+			case err != nil && ctx.Err() == nil:
+				refused = err
+			}
 			switch {
 			case errors.Is(err, errStreamEnded), errors.Is(err, errStopped):
 				return
 			case err != nil:
 				var ae *api.ApiError
-				if (errors.As(err, &ae) && !ae.Retryable) || ctx.Err() != nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrMalformedEvent) || errors.Is(err, ErrNotEventStream) {
+				if ctx.Err() != nil {
+					yield(api.Event{}, s.c.closedErr(notConnected(err, refused)))
+					return
+				}
+				if (errors.As(err, &ae) && !ae.Retryable) || errors.Is(err, ErrClosed) || errors.Is(err, ErrMalformedEvent) || errors.Is(err, ErrNotEventStream) {
 					yield(api.Event{}, s.c.closedErr(err))
 					return
 				}
@@ -145,11 +162,22 @@ func (s *Session) follow(ctx context.Context, after uint64, live bool) iter.Seq2
 			select {
 			case <-time.After(pause):
 			case <-ctx.Done():
-				yield(api.Event{}, s.c.closedErr(ctx.Err()))
+				yield(api.Event{}, s.c.closedErr(notConnected(ctx.Err(), refused)))
 				return
 			}
 		}
 	}
+}
+
+// notConnected answers err, with which ctx ended a followed stream, and
+// also the error of the latest attempt to connect (refused) when attempts
+// were failing: errors.As finds the *api.ApiError of a server's refusal,
+// errors.Is ctx's error.
+func notConnected(err, refused error) error {
+	if refused == nil {
+		return err
+	}
+	return fmt.Errorf("client: event stream: not connected, its last attempt failed: %w: %w", refused, err)
 }
 
 var errStopped = errors.New("client: consumer stopped")
