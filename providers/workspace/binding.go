@@ -181,14 +181,20 @@ func identify(path string) (dev, ino uint64, birth int64, err error) {
 	if !ok || !fi.IsDir() {
 		return 0, 0, 0, fmt.Errorf("%s is not a directory", path)
 	}
-	return uint64(st.Dev), uint64(st.Ino), birthTime(path), nil
+	return uint64(st.Dev), uint64(st.Ino), readBirth(path), nil
 }
+
+// readBirth reads a directory's creation time (birthTime); a test
+// replaces it to start the provider where none can be read.
+var readBirth = birthTime
 
 // verify reports resource_lost when the allocated directory is gone or was
 // replaced, records the loss and reports it through the binding's reporter.
 func (b *binding) verify(c *envsdk.Ctx, sp *space) error {
 	dev, ino, birth, err := identify(sp.path)
-	if err == nil && dev == sp.dev && ino == sp.ino && (sp.birth == 0 || birth == sp.birth) {
+	// A creation time is evidence only when both are known: one that
+	// cannot be read now says nothing of a replacement.
+	if err == nil && dev == sp.dev && ino == sp.ino && (sp.birth == 0 || birth == 0 || birth == sp.birth) {
 		return nil
 	}
 	why := "the workspace directory was removed"

@@ -28,11 +28,12 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 		return envapi.Receipt{}, err
 	}
 	defer leave()
-	run, err := toolset.Select(x.Implementation, tools)
+	// The binding first: on one not set up every execute is unavailable.
+	b, err := p.lookup(c.BindingKey())
 	if err != nil {
 		return envapi.Receipt{}, err
 	}
-	b, err := p.lookup(c.BindingKey())
+	run, err := toolset.Select(x.Implementation, tools)
 	if err != nil {
 		return envapi.Receipt{}, err
 	}

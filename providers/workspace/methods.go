@@ -69,11 +69,11 @@ func (p *Provider) method(run func(ctx context.Context, c *envsdk.Ctx, input jso
 const ResetEvent = "workspace.reset"
 
 func (p *Provider) reset(ctx context.Context, c *envsdk.Ctx, input json.RawMessage) (any, error) {
-	if err := toolset.Decode(input, &struct{}{}); err != nil {
-		return nil, err
-	}
 	b, err := p.lookup(c.BindingKey())
 	if err != nil {
+		return nil, err
+	}
+	if err := toolset.Decode(input, &struct{}{}); err != nil {
 		return nil, err
 	}
 	prev, err := b.drop()
@@ -93,11 +93,11 @@ func (p *Provider) release(_ context.Context, c *envsdk.Ctx, input json.RawMessa
 	var in struct {
 		Sequence uint64 `json:"sequence" validate:"min=1"`
 	}
-	if err := toolset.Decode(input, &in); err != nil {
-		return nil, err
-	}
 	b, err := p.lookup(c.BindingKey())
 	if err != nil {
+		return nil, err
+	}
+	if err := toolset.Decode(input, &in); err != nil {
 		return nil, err
 	}
 	if p.opts.Release == ReleaseKeep {
@@ -149,35 +149,56 @@ type InspectOutput struct {
 }
 
 func (p *Provider) inspect(_ context.Context, c *envsdk.Ctx, input json.RawMessage) (any, error) {
-	if err := toolset.Decode(input, &struct{}{}); err != nil {
-		return nil, err
-	}
 	b, err := p.lookup(c.BindingKey())
 	if err != nil {
 		return nil, err
 	}
+	if err := toolset.Decode(input, &struct{}{}); err != nil {
+		return nil, err
+	}
+	for {
+		out, current, err := b.inspect(c)
+		if current {
+			return out, err
+		}
+	}
+}
+
+// inspect reports the binding's workspace. The measure runs without the
+// binding's lock; current is false when a teardown or reset dropped the
+// workspace meanwhile, which makes the measure (perhaps of part of a
+// workspace being removed, perhaps a failure) void.
+func (b *binding) inspect(c *envsdk.Ctx) (out InspectOutput, current bool, err error) {
 	b.mu.Lock()
-	out := InspectOutput{Phase: b.rec.Phase, Label: b.cfg.Label, Error: b.rec.Error}
+	out = InspectOutput{Phase: b.rec.Phase, Label: b.cfg.Label, Error: b.rec.Error}
 	sp := &space{path: b.dirPath(), dev: b.rec.Dev, ino: b.rec.Ino, birth: b.rec.Birth, dir: b.rec.Dir}
 	gone := b.gone
 	b.mu.Unlock()
 	if gone {
-		return nil, tornDown(b.key)
+		return out, true, tornDown(b.key)
 	}
 	if out.Phase != phaseReady {
-		return out, nil
+		return out, true, nil
 	}
 	if err := b.verify(c, sp); err != nil {
 		if isTornDown(err) {
-			return nil, err
+			return out, true, err
 		}
 		out.Phase, out.Error = phaseLost, err.Error()
-		return out, nil
+		return out, true, nil
 	}
-	u, err := measure(sp.path)
-	if err != nil {
-		return nil, fsError(".", err)
+	u, err := measureWorkspace(sp.path)
+	b.mu.Lock()
+	gone, dropped := b.gone, b.rec.Dir != sp.dir
+	b.mu.Unlock()
+	switch {
+	case gone:
+		return out, true, tornDown(b.key)
+	case dropped:
+		return out, false, nil
+	case err != nil:
+		return out, true, fsError(".", err)
 	}
 	out.Allocated, out.Bytes, out.Files = true, u.Bytes, u.Files
-	return out, nil
+	return out, true, nil
 }

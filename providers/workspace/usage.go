@@ -2,7 +2,7 @@ package workspace
 
 import (
 	"io/fs"
-	"path/filepath"
+	"os"
 
 	"github.com/brain-in-go/brain/envsdk"
 )
@@ -23,16 +23,23 @@ type usage struct {
 // was walked (a command removing files as it runs) is counted without its
 // contents: were it a failure, one such directory would stop every
 // command, write and edit, including the command that would put it right.
+// The tree is walked through an os.Root, one name at a time, so that files
+// deeper than the system's limit on a path's length are counted too.
 func measure(dir string) (usage, error) {
 	var u usage
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return u, err
+	}
+	defer r.Close()
+	err = walkRoot(r, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if path == dir {
+			if path == "." {
 				return err
 			}
 			return nil
 		}
-		if path == dir {
+		if path == "." {
 			return nil
 		}
 		u.Files++
@@ -47,6 +54,10 @@ func measure(dir string) (usage, error) {
 	})
 	return u, err
 }
+
+// measureWorkspace is the measure inspect takes, which a test replaces to
+// run an operation while inspect measures.
+var measureWorkspace = measure
 
 // checkLimits fails with limit_exceeded when the workspace, grown by
 // addBytes and addFiles, would be beyond the operator's limits.
