@@ -9,6 +9,7 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/commits"
 	"github.com/brain-in-go/brain/brain/internal/idem"
 	"github.com/brain-in-go/brain/brain/internal/journal"
+	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/brain/internal/session"
 )
 
@@ -189,7 +190,8 @@ type outcome struct {
 
 // outcome classifies an operation's result: the answer to record, or a
 // refusal (ErrBusy, ErrClosed, ErrInvalid, ErrUnavailable, an error an
-// operation marked with refused, and ErrOwnedElsewhere, which a cluster's node that no longer holds the
+// operation marked with refused, a closed Wasm host's loophost.ErrClosed,
+// and ErrOwnedElsewhere, which a cluster's node that no longer holds the
 // session's lease answers before running anything: the claim is
 // released) or a journal failure after the operation may have had an
 // effect (journal.ErrWrite, journal.ErrOverloaded: the claim is
@@ -201,7 +203,8 @@ func (s *Server) outcome(scope string, status int, v any, err error, h *claimHin
 	// that was refused is no refusal of the request.
 	if err != nil && !session.TurnFailed(err) {
 		if errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) || errors.Is(err, session.ErrInvalid) ||
-			errors.Is(err, session.ErrUnavailable) || errors.Is(err, session.ErrOwnedElsewhere) || errors.As(err, new(refusal)) {
+			errors.Is(err, session.ErrUnavailable) || errors.Is(err, session.ErrOwnedElsewhere) || errors.Is(err, loophost.ErrClosed) ||
+			errors.As(err, new(refusal)) {
 			return outcome{do: doRelease}
 		}
 		if errors.Is(err, journal.ErrWrite) || errors.Is(err, journal.ErrOverloaded) {

@@ -348,6 +348,14 @@ func closedTurn(id string, err error) error {
 		Message: fmt.Sprintf("agentloop %s: the host is closed: the server is stopping", short(id))}
 }
 
+// storageTurn is the failure of naming agentloop id while its module
+// could not be read, stored or compiled for a storage failure (err): the
+// loop is not at fault, and the same name may resolve later.
+func storageTurn(id string, err error) error {
+	return &session.TurnError{Code: brainapi.CodeOverloaded, Retryable: true, Err: err,
+		Message: fmt.Sprintf("agentloop %s: the module could not be loaded: %v", short(id), err)}
+}
+
 // fail describes an instance that trapped, exited or was closed.
 // exchange writes raw into the buffer the instance's brain_alloc hands
 // out, calls export with it, and answers the bytes at the pointer and

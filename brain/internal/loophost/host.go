@@ -22,6 +22,7 @@ import (
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/agentloop/builtin"
 	brainapi "github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
@@ -514,13 +515,20 @@ const ImplementationComponent = "brain_component"
 // Func answers the loop of the admitted module id; a module admitted on
 // another node of the cluster (Options.Shared) is fetched and compiled
 // first. On a closed host it fails as an activation there does: a
-// retryable overloaded session.TurnError wrapping ErrClosed.
+// retryable overloaded session.TurnError wrapping ErrClosed. When the
+// module cannot be stored or compiled for a storage failure (ErrStorage),
+// or the cluster's store cannot be read, it fails as a Tool's run does for
+// the same causes: a retryable overloaded session.TurnError wrapping the
+// failure.
 func (h *Host) Func(id string) (agentloop.Func, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedFetchTimeout)
 	defer cancel()
 	if err := h.locate(ctx, h.loops, id); err != nil {
-		if errors.Is(err, ErrClosed) {
+		switch {
+		case errors.Is(err, ErrClosed):
 			return nil, closedTurn(id, err)
+		case errors.Is(err, journal.ErrOverloaded), errors.Is(err, ErrStorage):
+			return nil, storageTurn(id, err)
 		}
 		return nil, err
 	}

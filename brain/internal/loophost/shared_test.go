@@ -11,9 +11,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
+	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
@@ -110,5 +112,35 @@ func TestSharedToolsReachEveryHost(t *testing.T) {
 	}
 	if r := runOp(t, d, adm.ID, loophost.ToolCall{}, `{"op":"echo"}`); r.Type != envapi.ReceiptFailure || r.Code != api.CodeOverloaded || !r.Retryable {
 		t.Errorf("a run with the store down = %+v, want retryable overloaded", r)
+	}
+}
+
+// Naming an agentloop while the cluster's store cannot be read fails as
+// the same store fails a Tool's run: with a retryable overloaded
+// TurnError wrapping the store's error, which the engine records as such
+// and not as a failure of the loop (agentloop_failed). The same name
+// resolves once the store answers.
+func TestLoopWithTheSharedStoreDownIsRetryable(t *testing.T) {
+	loops := &memShared{}
+	id, _ := loops.PutModule(context.Background(), answering("", `{"result":1}`))
+	loops.fail = true
+	h := openHost(t, loophost.Options{CacheDir: t.TempDir(), Shared: loops})
+	for name, resolve := range map[string]func() (agentloop.Func, error){
+		"Func": func() (agentloop.Func, error) { return h.Func(id) },
+		"Resolve": func() (agentloop.Func, error) {
+			return h.Resolve([]byte(`{"type":"brain_component","entrypoint":"turn","id":"` + id + `"}`))
+		},
+	} {
+		_, err := resolve()
+		var te *session.TurnError
+		if !errors.As(err, &te) || te.Code != api.CodeOverloaded || !te.Retryable || !errors.Is(err, journal.ErrOverloaded) {
+			t.Errorf("%s with the store down: %v, want a retryable overloaded TurnError wrapping the store's error", name, err)
+		}
+	}
+	loops.mu.Lock()
+	loops.fail = false
+	loops.mu.Unlock()
+	if _, err := h.Func(id); err != nil {
+		t.Errorf("Func once the store answers: %v", err)
 	}
 }

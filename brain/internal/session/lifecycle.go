@@ -15,6 +15,26 @@ import (
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
+// loopUnavailable answers the error of a create whose agentloop could not
+// be resolved (err) for a condition of the server, not of the request:
+// the resolver's retryable TurnError (its host is closed, say), durable
+// storage that failed (ErrUnavailable) or a store that turned the read
+// away (journal.ErrOverloaded). Nothing was done, and the same request may
+// be sent again. It answers nil when the request is at fault: it names a
+// loop that does not exist or cannot run.
+func loopUnavailable(err error) error {
+	var te *TurnError
+	switch {
+	case errors.Is(err, ErrUnavailable):
+		return fmt.Errorf("agentloop: %w", err)
+	case errors.Is(err, journal.ErrOverloaded):
+		return fmt.Errorf("%w: agentloop: %w", ErrUnavailable, err)
+	case errors.As(err, &te) && te.Retryable:
+		return fmt.Errorf("agentloop: %w", err)
+	}
+	return nil
+}
+
 // normalize validates a create request and fills its defaults.
 func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionRequest, error) {
 	bad := func(format string, a ...any) (api.CreateSessionRequest, error) {
@@ -36,6 +56,9 @@ func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionReque
 	// resolved now.
 	if remoteLoop(&req) == "" {
 		if _, err := e.loop(req.Agentloop); err != nil {
+			if err := loopUnavailable(err); err != nil {
+				return req, err
+			}
 			return bad("agentloop: %v", err)
 		}
 		// A loop that runs in Brain's process placed on a host
