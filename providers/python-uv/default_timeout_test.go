@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
 // TestDefaultTimeoutIsNamed: an execute that carries no deadline is
@@ -19,7 +20,11 @@ func TestDefaultTimeoutIsNamed(t *testing.T) {
 		cfg.DefaultTimeoutMS = 1500
 	})
 	s := r.attach("s")
-	warm(t, r, s)
+	// The warm-up carries a deadline: preparing the project may take
+	// longer than the default timeout under test.
+	if rc := r.post(s.Execute(impl("plain"), json.RawMessage(`{}`), envtest.Millis(120_000))); rc.Type != envapi.ReceiptResult {
+		t.Fatalf("warm up: %s", describe(rc))
+	}
 	start := time.Now()
 	rc := r.post(s.Execute(impl("nap"), json.RawMessage(`{"ms":60000}`), nil))
 	took := time.Since(start)

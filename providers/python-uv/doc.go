@@ -86,7 +86,8 @@
 // unavailable until Brain sets it up again.
 //
 // A prepared installation is final too. When its project directory or
-// virtual environment was removed or replaced since it was prepared, every
+// virtual environment (through a symbolic link, the directory the link
+// reaches) was removed or replaced since it was prepared, every
 // execute of that directory answers resource_lost, and each binding that
 // meets the loss is told once through its reporter, as a resource
 // observation ({"resource": "python_project:NAME", "code":

@@ -12,13 +12,16 @@ import (
 // dirID identifies a directory by device, inode and, where the file system
 // records it, creation time: a directory removed and re-created at once
 // often gets the same inode number back, but never the same birth time.
+// A symbolic link is followed, as uv follows it (a .venv linking to a
+// directory elsewhere): the directory it reaches is identified, so a link
+// that dangles or reaches another directory is a loss.
 type dirID struct {
 	dev, ino uint64
 	birth    int64
 }
 
 func identifyDir(path string) (dirID, error) {
-	fi, err := os.Lstat(path)
+	fi, err := os.Stat(path)
 	if err != nil {
 		return dirID{}, err
 	}
