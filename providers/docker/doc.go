@@ -6,7 +6,8 @@
 //
 // The operator defines named profiles (LoadProfiles, or Command's flags):
 // image, workspace ("write" or "read"), user (numeric, never root; default
-// 1000:1000), memory_mb, pids, cpus, network ("none" by default), tmpfs_mb,
+// 1000:1000), memory_mb, pids, cpus (at least 0.01, the least CPU time
+// the kernel bounds), network ("none" by default), tmpfs_mb,
 // output_bytes, timeout (for executes without a deadline) and env_allow.
 // A binding's setup configuration {"profile": NAME} picks one ("default"
 // when absent); an unknown profile is unsupported, a malformed
@@ -42,7 +43,8 @@
 //
 // The image needs a POSIX shell at /bin/sh with setsid, kill, sleep, cat,
 // head, dd, tr, grep, mkdir, realpath, chmod, stat, sync, mv and
-// rm (busybox suffices).
+// rm (busybox suffices), and chown when its /workspace does not belong
+// to the profile's user (the one-shot chown container runs it).
 //
 // Every container and volume carries the labels brain.provider=docker,
 // brain.instance (a digest of the state directory, so instances sharing an

@@ -77,9 +77,11 @@ head -c "$3"; } <"$r"`
 // user may write it, stdin goes to a temporary file beside the file the
 // links lead to (.tmp-brain-write-PID, which a container killed part-way
 // may leave behind), which is given the old file's permissions, synced
-// and renamed over it; the links stay. An append that fails part-way (a
-// full disk) is cut back to the file's old size with dd (which truncates
-// its output where it ends), or removes the file it created. Before it
+// and renamed over it; the links stay, and so does a link whose target
+// does not exist yet: the target is created, as an append creates it.
+// An append that fails part-way (a full disk) is cut back to the file's
+// old size with dd (which truncates its output where it ends), or
+// removes the file it created. Before it
 // appends it prints the old size (empty when the file does not exist)
 // and the file it appends to on stdout, each ending with a NUL, so that
 // the provider can cut back an append it stopped (undoAppendScript); a
@@ -105,6 +107,7 @@ t=$p
 if [ -e "$p" ]; then
 inside "$p"; t=$r
 : >>"$t" || exit 1
+elif [ -L "$p" ]; then t=$r
 fi
 n=${t%/*}/.tmp-brain-write-$$
 trap 'rm -f "$n"' EXIT

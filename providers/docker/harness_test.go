@@ -47,11 +47,18 @@ func newHarness(t *testing.T, stateDir string) *harness {
 // through cli (a relay, say).
 func newHarnessOn(t *testing.T, stateDir string, cli *client.Client) *harness {
 	t.Helper()
-	engineCli, image := testEngine(t)
+	_, image := testEngine(t)
+	return newHarnessWith(t, stateDir, cli, testProfiles(image))
+}
+
+// newHarnessWith is newHarnessOn with the operator's profiles.
+func newHarnessWith(t *testing.T, stateDir string, cli *client.Client, profiles Profiles) *harness {
+	t.Helper()
+	engineCli, _ := testEngine(t)
 	if stateDir == "" {
 		stateDir = t.TempDir()
 	}
-	p, err := New(Config{Profiles: testProfiles(image), StateDir: stateDir, Client: cli})
+	p, err := New(Config{Profiles: profiles, StateDir: stateDir, Client: cli})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -46,12 +46,16 @@ type Profile struct {
 	Workspace string `json:"workspace,omitempty" validate:"omitempty,oneof=read write"`
 	// User is the numeric "uid:gid" commands run as; root is refused.
 	User string `json:"user,omitempty"`
-	// MemoryMB bounds the container's memory (and memory+swap).
-	MemoryMB int64 `json:"memory_mb,omitempty" validate:"omitempty,min=6"`
+	// MemoryMB bounds the container's memory (and memory+swap). At most
+	// what a byte count in an int64 holds: more would wrap around to no
+	// bound or a negative one.
+	MemoryMB int64 `json:"memory_mb,omitempty" validate:"omitempty,min=6,max=8796093022207"`
 	// Pids bounds the number of processes in the container.
 	Pids int64 `json:"pids,omitempty" validate:"omitempty,min=8"`
-	// CPUs bounds CPU time (e.g. 0.5); zero leaves it unbounded.
-	CPUs float64 `json:"cpus,omitempty" validate:"omitempty,gt=0,lte=1024"`
+	// CPUs bounds CPU time (e.g. 0.5); zero leaves it unbounded. The
+	// kernel's CFS quota takes no less than 1 ms per 100 ms period, so a
+	// bound is at least 0.01.
+	CPUs float64 `json:"cpus,omitempty" validate:"omitempty,gte=0.01,lte=1024"`
 	// Network is "none" (default) or the name of a Docker network the
 	// operator allows these containers to join.
 	Network string `json:"network,omitempty"`
