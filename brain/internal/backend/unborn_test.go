@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -145,4 +146,54 @@ func sealAndAppendUnborn(dir string) {
 	// Killed long before; a parent gone leaves no child behind.
 	time.Sleep(time.Minute)
 	os.Exit(3)
+}
+
+// TestFileBackendForgetsUnbornSession: the directory a create killed
+// before its first record was durable leaves behind is not a session:
+// once the backend has opened again the journal does not list it and the
+// directory is gone, while the session that exists is listed.
+func TestFileBackendForgetsUnbornSession(t *testing.T) {
+	ctx := context.Background()
+	for attempt := 1; ; attempt++ {
+		dir := t.TempDir()
+		killWhenUnbornDirAppears(t, dir)
+		sessionDir := filepath.Join(dir, "sessions", "ses_unborn")
+		if _, err := os.Stat(sessionDir); err != nil {
+			t.Fatalf("the killed process left no session directory: %v", err)
+		}
+
+		b, err := Open(ctx, Options{DataDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := b.Journal.Sessions(ctx)
+		if err != nil {
+			b.Close()
+			t.Fatal(err)
+		}
+		_, dirErr := os.Stat(sessionDir)
+		next, err := b.Journal.Next(ctx, "ses_unborn")
+		if err != nil {
+			b.Close()
+			t.Fatal(err)
+		}
+		if next != 1 {
+			// Killed after its record was durable: the session exists.
+			b.Close()
+			if attempt == 10 {
+				t.Fatalf("after %d kills the first record was durable every time", attempt)
+			}
+			continue
+		}
+		if want := []string{"ses_live"}; !slices.Equal(ids, want) {
+			t.Errorf("Sessions after the backend opened again = %v, want %v", ids, want)
+		}
+		if !os.IsNotExist(dirErr) {
+			t.Errorf("directory of a session holding no record after the backend opened again: %v; want it removed", dirErr)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 }

@@ -347,6 +347,16 @@
 // created by a roll whose records never became durable (acknowledged ones
 // are restored by replay), so it holds nothing.
 //
+// A session directory that holds no record (a create cut short after the
+// first append made the directory and before its record was durable
+// leaves nothing, an empty journal directory or an empty first segment)
+// is a session that does not exist: its first open finds no record and,
+// when nothing of the session is queued for the writer and the directory
+// holds nothing but empty segments, removes the directory (not fsynced: a
+// crash that brings it back leaves it to be removed again). Sessions
+// lists session directories without opening them, such a directory among
+// them until its first open.
+//
 // When the first use of a session is a Read from its start (sequence 1)
 // and recovery reads the journal from its start (no matching checkpoint),
 // each segment is read into one buffer and checked in memory with the same

@@ -269,6 +269,7 @@ func (fs *FileStore) readySessionKeep(id string, keep bool) (*session, error) {
 			fs.release(s)
 			return nil, err
 		}
+		fs.forgetUnborn(s)
 	}
 	if s.state == stateDamaged {
 		d := s.damage

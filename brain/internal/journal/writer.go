@@ -520,30 +520,3 @@ func (fs *FileStore) deleteSession(req *appendReq) {
 	s.mu.Unlock()
 	req.done <- err
 }
-
-// removeUnborn removes the directory of a session whose first append
-// failed, when it holds nothing but empty segments, so that a create that
-// failed on a full disk leaves nothing behind. Best effort: what stays is
-// an empty session, which opens as not found.
-func removeUnborn(dir string) {
-	top, err := os.ReadDir(dir)
-	if err != nil || len(top) != 1 || top[0].Name() != "journal" {
-		return
-	}
-	jdir := filepath.Join(dir, "journal")
-	segs, err := os.ReadDir(jdir)
-	if err != nil {
-		return
-	}
-	for _, e := range segs {
-		fi, err := e.Info()
-		if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
-			return
-		}
-	}
-	for _, e := range segs {
-		_ = os.Remove(filepath.Join(jdir, e.Name()))
-	}
-	_ = os.Remove(jdir)
-	_ = os.Remove(dir)
-}
