@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -39,6 +40,20 @@ func legacyRequests(next http.Handler) http.Handler {
 	})
 }
 
+// servesThenRefuses answers 401 to a request whose Authorization is
+// present but wrong only after serving it as if it were right.
+func servesThenRefuses(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if auth := r.Header.Get("Authorization"); auth != "" && auth != "Bearer "+refToken {
+			r.Header.Set("Authorization", "Bearer "+refToken)
+			next.ServeHTTP(&buffered{header: http.Header{}}, r)
+			http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // TestBrokenProvidersUnnoticedElsewhere runs the whole suite against
 // broken providers whose fault no other case notices, and checks that
 // the suite fails, on the case named, with a message naming the rule.
@@ -57,6 +72,17 @@ func TestBrokenProvidersUnnoticedElsewhere(t *testing.T) {
 			if cmd.Operation.Request.DeadlineMs != nil {
 				past := int64(0)
 				cmd.Operation.Request.DeadlineMs = &past
+			}
+			return nil
+		}), want: []string{"deadline/timeout"}},
+		// Serves a command with a wrong token before refusing it.
+		{name: "serves-then-refuses", wrap: servesThenRefuses, want: []string{"auth/wrong-token"}},
+		// Keeps deadline_ms in a signed 32-bit millisecond timer, which a
+		// longer deadline overflows: the timer fires at once and the
+		// execute answers timeout however far off its deadline is.
+		{name: "deadline-32-bit-timer", wrap: rewriting(func(cmd *envapi.Command) *envapi.Response {
+			if d := cmd.Operation.Request.DeadlineMs; d != nil && *d > math.MaxInt32 {
+				*d = 0
 			}
 			return nil
 		}), want: []string{"deadline/timeout"}},

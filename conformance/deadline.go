@@ -94,16 +94,22 @@ func executePastDeadline(p *probe, role, what string, returned bool) (d Descript
 // deadline.
 const timerSlack = 10 * time.Millisecond
 
+// longDeadlineMs is a deadline_ms longer than a timer counting
+// milliseconds in a signed 32-bit integer holds (2,147,483,647 ms, about
+// 24.8 days): a JavaScript setTimeout given it fires after 1 ms instead.
+const longDeadlineMs = 3_000_000_000
+
 // withinDeadline runs the echo with a deadline_ms far longer than it
-// needs (the case's own time bound) and fails the case unless it
-// completes.
+// needs (the case's own time bound), then with one longer than a 32-bit
+// millisecond timer holds, and fails the case unless both complete.
 func withinDeadline(p *probe) {
 	d := p.descriptor(RoleEcho)
 	c := p.setup()
 	p.teardownLater(c)
-	ms := p.o.Timeout.Milliseconds()
-	if _, ex, _, err := p.toolCmd(c.Execute(d.Implementation, d.Input, envtest.Millis(ms)), d); err != nil {
-		p.fatal(ruleRemaining, ex, "an echo with deadline_ms %d, far more than it needs: %v", ms, err)
+	for _, ms := range []int64{p.o.Timeout.Milliseconds(), longDeadlineMs} {
+		if _, ex, _, err := p.toolCmd(c.Execute(d.Implementation, d.Input, envtest.Millis(ms)), d); err != nil {
+			p.fatal(ruleRemaining, ex, "an echo with deadline_ms %d, far more than it needs: %v", ms, err)
+		}
 	}
 }
 

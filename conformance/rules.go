@@ -6,7 +6,7 @@ type rule string
 
 // The rules of environment/v1 the cases check.
 const (
-	ruleAuth       rule = `a provider authenticates every request with its bearer token ("Authorization: Bearer <token>"), before routing: a missing or wrong token, or another scheme, is answered 401 whatever the path`
+	ruleAuth       rule = `a provider authenticates every request with its bearer token ("Authorization: Bearer <token>"), before routing: a missing or wrong token, or another scheme, is answered 401 whatever the path, and the refused command has no effect`
 	ruleRoute      rule = `Brain posts every command to {url}/v1/operations; an authenticated request to any other path is answered 404`
 	ruleBodyLimit  rule = `a command body larger than the provider's limit is answered 413; one of exactly the limit is served`
 	ruleStrict     rule = `commands are decoded strictly: malformed JSON (anything after the command's object included), unknown fields (names are case-sensitive: "Sequence" is not "sequence"), a name repeated in one object, a contract other than "environment/v1", identifiers not matching ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$ and sequences below 1 are answered 400`
@@ -19,7 +19,7 @@ const (
 	ruleLostAck    rule = `callbacks are never retried: when finish was sent but its acknowledgement was lost, the outcome may have been committed, so the execute answers unknown and finish is not sent again; a finish Brain answered with a server error is not sent again either`
 	ruleGranted    rule = `an execution calls only the methods its callback grant lists`
 	ruleTimeout    rule = `an execute whose deadline_ms passes answers failure timeout within the grace the profile allows after the deadline, and its work stops: it never completes ok afterwards. A Tool that answered returned before its deadline (its work going on in the background) is closed by Brain as timeout at the deadline; its work stops then just the same`
-	ruleRemaining  rule = `deadline_ms is the time that remains, in milliseconds, not a timestamp: an execute whose work ends well within its deadline_ms completes as it would without one, and timeout is answered only once deadline_ms has passed (within a timer's granularity of 10 ms)`
+	ruleRemaining  rule = `deadline_ms is the time that remains, in milliseconds, not a timestamp: an execute whose work ends well within its deadline_ms completes as it would without one (a deadline_ms longer than a 32-bit millisecond timer holds, such as 3000000000, included), and timeout is answered only once deadline_ms has passed (within a timer's granularity of 10 ms)`
 	ruleCancel     rule = `a cancel {target_sequence} of a running execute makes that execute answer failure cancelled, and its work stops: it never completes ok afterwards. A cancel of a Tool that answered returned and has not finished stops its work the same way (Brain closes it as cancelled). It stops only the execute it names (session, environment and target_sequence): other executes of the binding, and another session's execute at the same sequence, run on`
 	ruleShared     rule = `concurrent first executes on one binding all succeed and share the binding's one allocation: the provider allocates once per binding, never once per caller`
 	ruleIsolation  rule = `bindings are isolated: an execute on one binding never observes state written on another; a binding is named by its session and its environment together, so bindings of two sessions with the same environment name are two bindings`

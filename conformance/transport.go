@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
@@ -56,36 +57,49 @@ func authMissingToken(p *probe) {
 	if !p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "a command without Authorization") {
 		return
 	}
-	// The rejected setup must have had no effect: the same setup with the
-	// token is the binding's first.
-	if p.tg.DuplicateSetup != DuplicateAccepted {
-		ex := p.must(ruleAuth, setup)
-		if got := ex.receipt().Type; got != "accepted" {
-			p.fail(ruleAuth, ex, "after an unauthenticated setup was refused, the authenticated setup answered %q, want accepted", got)
-		}
-		p.teardownLater(c)
+	p.refusedWithoutEffect(c, setup, "an unauthenticated setup")
+}
+
+// refusedWithoutEffect checks that the refused setup of c had no effect:
+// the same setup with the token is the binding's first, so it is accepted
+// (unless the provider accepts a second setup anyway).
+func (p *probe) refusedWithoutEffect(c *envtest.Commands, setup envapi.Command, what string) {
+	p.t.Helper()
+	if p.tg.DuplicateSetup == DuplicateAccepted {
+		return
 	}
+	ex := p.must(ruleAuth, setup)
+	if got := ex.receipt(); got.Type != envapi.ReceiptAccepted {
+		p.fail(ruleAuth, ex, "after %s was refused 401, the authenticated setup answered %q %s, want accepted: the refused one had been served", what, got.Type, got.Code)
+	}
+	p.teardownLater(c)
 }
 
 func authWrongToken(p *probe) {
-	ex := p.raw("/v1/operations", p.wrongToken(), p.setupBody())
+	// Every refused command is the setup of one binding: none of them may
+	// have set it up.
+	c := p.binding()
+	setup := c.Setup(p.tg.SetupConfiguration)
+	body, _ := json.Marshal(setup)
+	ex := p.raw("/v1/operations", p.wrongToken(), body)
 	p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "a command with a wrong bearer token")
-	ex = p.raw("/v1/conformance-no-such-route", p.wrongToken(), p.setupBody())
+	ex = p.raw("/v1/conformance-no-such-route", p.wrongToken(), body)
 	p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "a wrong token on an unknown path (authentication comes before routing)")
-	ex = p.rawHeader("/v1/operations", "Basic "+p.tg.Token, p.setupBody())
+	ex = p.rawHeader("/v1/operations", "Basic "+p.tg.Token, body)
 	p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "the token under another scheme than Bearer")
 	if tok := p.tg.Token; len(tok) >= 2 {
 		// A provider that compares only as much as it was sent, or only
 		// the length, lets these through.
-		ex = p.rawHeader("/v1/operations", "Bearer "+tok[:len(tok)-1], p.setupBody())
+		ex = p.rawHeader("/v1/operations", "Bearer "+tok[:len(tok)-1], body)
 		p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "the token without its last character")
 		last := byte('a')
 		if tok[len(tok)-1] == 'a' {
 			last = 'b'
 		}
-		ex = p.rawHeader("/v1/operations", "Bearer "+tok[:len(tok)-1]+string(last), p.setupBody())
+		ex = p.rawHeader("/v1/operations", "Bearer "+tok[:len(tok)-1]+string(last), body)
 		p.wantStatus(ruleAuth, ex, http.StatusUnauthorized, "a token of the same length that differs in its last character")
 	}
+	p.refusedWithoutEffect(c, setup, "a setup with a wrong token")
 }
 
 // rawHeader sends body to path with an Authorization header (none when
