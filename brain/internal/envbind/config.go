@@ -184,13 +184,15 @@ func LoadRoutes(path string) (map[string]Route, error) {
 
 // parseRoutes decodes the routes of a routes file strictly: one JSON
 // object, no unknown fields, nothing after it. The decoder's messages
-// never quote values, so an api_key cannot leak through them.
+// quote no values, but they quote unknown field names, which may hold an
+// api_key the file spells out (a key typed where a name goes): every
+// api_key value is redacted from them.
 func parseRoutes(b []byte) (map[string]Route, error) {
 	var routes map[string]Route
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&routes); err != nil {
-		return nil, err
+		return nil, redactAPIKeys(b, err)
 	}
 	// Decoder.More answers false before a stray closing brace or bracket;
 	// only the end of the input may follow the value.
@@ -201,6 +203,74 @@ func parseRoutes(b []byte) (map[string]Route, error) {
 		return nil, errors.New("null is not a routes object")
 	}
 	return routes, nil
+}
+
+// minRedactedKey is the length from which an api_key is redacted from a
+// routes file's error: a shorter one would blank out words of the message.
+const minRedactedKey = 4
+
+// redactAPIKeys answers err with every api_key value of the routes file b
+// (the string value of a field whose name matches "api_key" as the decoder
+// matches names, at any depth, as far as b can be read) replaced by
+// [redacted] in its message; err itself when its message holds none.
+func redactAPIKeys(b []byte, err error) error {
+	msg := err.Error()
+	redacted := msg
+	for _, key := range apiKeyValues(b) {
+		redacted = strings.ReplaceAll(redacted, key, "[redacted]")
+	}
+	if redacted == msg {
+		return err
+	}
+	return errors.New(redacted)
+}
+
+// apiKeyValues answers the api_key values of the routes file b that are
+// at least minRedactedKey bytes long, reading its tokens up to its end or
+// its first error.
+func apiKeyValues(b []byte) []string {
+	// Each open object or array; in an object, whether a name comes next.
+	type frame struct{ object, name bool }
+	var stack []frame
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].name = true
+		}
+	}
+	var keys []string
+	isKey := false
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return keys
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			valueDone()
+			continue
+		}
+		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].name {
+			name, _ := tok.(string)
+			isKey = strings.EqualFold(name, "api_key")
+			stack[n-1].name = false
+			continue
+		}
+		switch v := tok.(type) {
+		case json.Delim: // '{' or '['
+			stack = append(stack, frame{object: v == '{', name: v == '{'})
+			isKey = false
+			continue
+		case string:
+			if isKey && len(v) >= minRedactedKey {
+				keys = append(keys, v)
+			}
+		}
+		isKey = false
+		valueDone()
+	}
 }
 
 var errEndpoint = errors.New("endpoint must be an https URL naming a host, or http on a loopback host, without credentials, query, fragment or white space")

@@ -46,3 +46,19 @@ func TestParseRoutesIsStrict(t *testing.T) {
 		}
 	}
 }
+
+// An unknown field name that holds an api_key of the file (a key typed
+// where a name goes) is refused without quoting the key, whatever the
+// case the file spells "api_key" in; the message still names the field.
+func TestParseRoutesRedactsKeysFromNames(t *testing.T) {
+	for _, file := range []string{
+		`{"docker": {"endpoint": "http://127.0.0.1:9000", "api_key": "sk-route-secret", "sk-route-secret": 1}}`,
+		`{"docker": {"API_KEY": "sk-route-secret", "x-sk-route-secret-y": 1}}`,
+		`{"docker": {"sk-route-secret": 1, "api_key": "sk-route-secret"}}`,
+	} {
+		_, err := parseRoutes([]byte(file))
+		if err == nil || strings.Contains(err.Error(), "sk-route-secret") || !strings.Contains(err.Error(), "[redacted]") {
+			t.Errorf("%s: error %v, want the field named with its key redacted", file, err)
+		}
+	}
+}
