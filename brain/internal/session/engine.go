@@ -118,7 +118,12 @@ type sess struct {
 	// faulted: a commit failed, so the state in memory is ahead of the
 	// journal; the session is evicted as soon as nothing runs, whatever
 	// its retention, and reloaded from the journal on next use.
-	faulted   bool
+	faulted bool
+	// unended are the operations whose terminal records could not be
+	// written (endOpLocked), by sequence, with their effect prefix: no
+	// one closes them again but a write that finds the session faulted
+	// and still running (closeUnendedLocked) or its reload.
+	unended   map[uint64]string
 	deleting  bool  // a Delete is tearing the session's environments down
 	replacing int   // calls of methods with effect "replace" in flight: no activation starts
 	epoch     int64 // the lease this node runs the session under (Config.Ownership)
@@ -285,6 +290,13 @@ func (e *Engine) acquire(ctx context.Context, id string, write bool) (*sess, err
 				s.refs.Add(-1)
 				e.unadmit(write)
 				continue
+			}
+			if write && s.faulted {
+				// Work of the session still runs, so the write runs on
+				// what is in memory: the operations that ended without
+				// their end written are closed first, as the reload
+				// would. (If writes still fail, so does the write.)
+				_ = s.closeUnendedLocked()
 			}
 			if write && s.epoch != epoch {
 				// The lease was lost and taken again: what is in memory

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/journal"
@@ -98,41 +99,58 @@ func (f *failOnce) Append(ctx context.Context, session string, expectedNext uint
 }
 
 // A tool cancel whose end cannot be written is closed once writes succeed
-// again, also in a session kept in memory between requests.
+// again, also in a session kept in memory between requests: when nothing
+// of the session runs any more ("hang" stops at once), and while its
+// execute is still stopping ("slowstop", 300 ms), when the next request
+// runs on what is in memory.
 func TestToolCancelEndNotWritten(t *testing.T) {
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &failOnce{Store: fs, kind: api.KindToolCancelEnded}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "hang"}), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs, IdleTTL: KeepIdle}); err != nil {
-		t.Fatal(err)
-	}
-	h.envs.engine = h.engine
-	t.Cleanup(h.close)
-	id := h.create(toolSession("hang"))
-	ctx := context.Background()
-	done := make(chan error, 1)
-	go func() {
-		_, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})})
-		done <- err
-	}()
-	h.waitEvent(id, 0, api.KindToolCallStarted)
-	if err := h.engine.Interrupt(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	if !store.failed.Load() {
-		t.Fatal("the cancel's end was never committed")
-	}
-	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "next"}); err != nil {
-		t.Fatal(err)
-	}
-	recs := h.records(id)
-	started := ofKind(recs, api.KindToolCancelStarted)
-	closed := ofKind(recs, api.KindToolCancelFailed)
-	if len(started) != 1 || len(closed) != 1 || decode[api.Failure](t, closed[0].Data).Sequence != started[0].Sequence {
-		t.Fatalf("cancel not closed as failed: %v", kinds(recs))
+	for _, behaviour := range []string{"hang", "slowstop"} {
+		t.Run(behaviour, func(t *testing.T) {
+			fs, err := journal.OpenFileStore(t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := &failOnce{Store: fs, kind: api.KindToolCancelEnded}
+			h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": behaviour}), secret: NewMemSecrets()}
+			if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs, IdleTTL: KeepIdle}); err != nil {
+				t.Fatal(err)
+			}
+			h.envs.engine = h.engine
+			t.Cleanup(h.close)
+			id := h.create(toolSession(behaviour))
+			ctx := context.Background()
+			done := make(chan error, 1)
+			go func() {
+				_, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{"tool_calls": []map[string]any{{"name": "echo"}}})})
+				done <- err
+			}()
+			h.waitEvent(id, 0, api.KindToolCallStarted)
+			if err := h.engine.Interrupt(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			<-done
+			for deadline := time.Now().Add(10 * time.Second); !store.failed.Load(); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the cancel's end was never committed")
+				}
+			}
+			if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "next"}); err != nil {
+				t.Fatal(err)
+			}
+			recs := h.records(id)
+			started := ofKind(recs, api.KindToolCancelStarted)
+			closed := ofKind(recs, api.KindToolCancelFailed)
+			if len(started) != 1 || len(closed) != 1 || decode[api.Failure](t, closed[0].Data).Sequence != started[0].Sequence {
+				t.Fatalf("cancel not closed as failed: %v", kinds(recs))
+			}
+			if f := decode[api.Failure](t, closed[0].Data); !f.Ambiguous || !strings.Contains(f.Message, "could not be written") {
+				t.Errorf("tool_cancel_failed %+v, want an ambiguous journal write failure", f)
+			}
+			// Closed before the next turn, which runs on a session with
+			// nothing left open but its own work.
+			if closed[0].Sequence > ofKind(recs, api.KindTurnStarted)[1].Sequence {
+				t.Errorf("the cancel was closed after the next turn started: %v", kinds(recs))
+			}
+		})
 	}
 }

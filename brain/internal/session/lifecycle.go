@@ -427,8 +427,66 @@ func (s *sess) endOpLocked(recs ...journal.Record) error {
 	_, err := s.commitLocked(recs...)
 	if err != nil {
 		s.faulted = true
+		s.noteUnendedLocked(recs)
 	}
 	return err
+}
+
+// noteUnendedLocked remembers the operations whose terminal records recs
+// carried in a commit that failed.
+func (s *sess) noteUnendedLocked(recs []journal.Record) {
+	for _, r := range recs {
+		prefix, ok := strings.CutSuffix(r.Kind, "_ended")
+		if !ok {
+			prefix, ok = strings.CutSuffix(r.Kind, "_failed")
+		}
+		if !ok || !isEffect(prefix) {
+			continue
+		}
+		var p struct {
+			Sequence uint64 `json:"sequence"`
+		}
+		if json.Unmarshal(r.Data, &p) != nil || p.Sequence == 0 {
+			continue
+		}
+		if s.unended == nil {
+			s.unended = map[uint64]string{}
+		}
+		s.unended[p.Sequence] = prefix
+	}
+}
+
+// closeUnendedLocked commits, for each operation whose end could not be
+// written and that is still open, the ambiguous failure a reload from the
+// journal would commit (recoverLocked).
+func (s *sess) closeUnendedLocked() error {
+	if len(s.unended) == 0 || s.st == nil {
+		return nil
+	}
+	why := s.e.fault(s.id, false)
+	if why == "" {
+		why = "its end could not be written"
+	}
+	seqs := make([]uint64, 0, len(s.unended))
+	for seq := range s.unended {
+		if _, open := s.st.Open[seq]; open {
+			seqs = append(seqs, seq)
+		}
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	recs := make([]journal.Record, 0, len(seqs))
+	for _, seq := range seqs {
+		recs = append(recs, failed(s.unended[seq]+"_failed", api.Failure{
+			Code: api.FailureInterrupted, Message: why, Ambiguous: true, Sequence: seq,
+		}))
+	}
+	if len(recs) > 0 {
+		if _, err := s.commitLocked(recs...); err != nil {
+			return err
+		}
+	}
+	s.unended = nil
+	return nil
 }
 
 // envBusyLocked counts an environment operation delivered outside the
