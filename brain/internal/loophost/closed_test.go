@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
-	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
@@ -44,9 +42,7 @@ func TestClosedHostAnswersUnavailable(t *testing.T) {
 			t.Errorf("%s on a closed host: %+v, want a retryable unavailable failure", name, r)
 		}
 	}
-	_, err = loop(context.Background(), newFake(), input("hi"))
-	var te *session.TurnError
-	if !errors.As(err, &te) || te.Code != api.CodeOverloaded || !te.Retryable || !errors.Is(err, loophost.ErrClosed) {
+	if _, err = loop(context.Background(), newFake(), input("hi")); !overloadedTurn(err, loophost.ErrClosed) {
 		t.Errorf("an activation on a closed host: %v, want a retryable overloaded TurnError wrapping ErrClosed", err)
 	}
 }
@@ -61,15 +57,8 @@ func TestClosedHostResolvesAsAnActivationFails(t *testing.T) {
 	if err := h.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for name, resolve := range map[string]func() (agentloop.Func, error){
-		"Func": func() (agentloop.Func, error) { return h.Func(id) },
-		"Resolve": func() (agentloop.Func, error) {
-			return h.Resolve([]byte(`{"type":"brain_component","entrypoint":"turn","id":"` + id + `"}`))
-		},
-	} {
-		_, err := resolve()
-		var te *session.TurnError
-		if !errors.As(err, &te) || te.Code != api.CodeOverloaded || !te.Retryable || !errors.Is(err, loophost.ErrClosed) {
+	for name, resolve := range resolvers(h, id) {
+		if _, err := resolve(); !overloadedTurn(err, loophost.ErrClosed) {
 			t.Errorf("%s on a closed host: %v, want a retryable overloaded TurnError wrapping ErrClosed", name, err)
 		}
 	}
@@ -103,9 +92,7 @@ func TestCloseWaitsForAnAdmissionOnlyAsLongAsItsContext(t *testing.T) {
 		}
 	})
 	promptly(t, "Func on the closed host", func() {
-		_, err := h.Func(otherID)
-		var te *session.TurnError
-		if !errors.As(err, &te) || te.Code != api.CodeOverloaded || !te.Retryable || !errors.Is(err, loophost.ErrClosed) {
+		if _, err := h.Func(otherID); !overloadedTurn(err, loophost.ErrClosed) {
 			t.Errorf("Func on the closed host = %v, want a retryable overloaded TurnError wrapping ErrClosed", err)
 		}
 	})

@@ -3,12 +3,14 @@ package loophost_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/agentloop/builtin"
 	"github.com/brain-in-go/brain/brain/agentlooptest"
 	"github.com/brain-in-go/brain/brain/api"
@@ -163,3 +165,22 @@ func (f *fakeServices) Environments(_ context.Context, req json.RawMessage) (jso
 
 // defaultLoop is the embedded Wasm build of the default loop.
 func defaultLoop() []byte { return builtin.DefaultWasm() }
+
+// resolvers answers the two ways the engine names agentloop id on h: by
+// its id (Func) and by a placement (Resolve).
+func resolvers(h *loophost.Host, id string) map[string]func() (agentloop.Func, error) {
+	return map[string]func() (agentloop.Func, error){
+		"Func": func() (agentloop.Func, error) { return h.Func(id) },
+		"Resolve": func() (agentloop.Func, error) {
+			return h.Resolve([]byte(`{"type":"brain_component","entrypoint":"turn","id":"` + id + `"}`))
+		},
+	}
+}
+
+// overloadedTurn reports whether err is a retryable overloaded
+// TurnError wrapping cause: what the engine records as a turn the server
+// could not run now, not as a failure of the loop (agentloop_failed).
+func overloadedTurn(err, cause error) bool {
+	var te *session.TurnError
+	return errors.As(err, &te) && te.Code == api.CodeOverloaded && te.Retryable && errors.Is(err, cause)
+}

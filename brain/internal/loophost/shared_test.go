@@ -11,11 +11,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
-	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
@@ -125,15 +123,8 @@ func TestLoopWithTheSharedStoreDownIsRetryable(t *testing.T) {
 	id, _ := loops.PutModule(context.Background(), answering("", `{"result":1}`))
 	loops.fail = true
 	h := openHost(t, loophost.Options{CacheDir: t.TempDir(), Shared: loops})
-	for name, resolve := range map[string]func() (agentloop.Func, error){
-		"Func": func() (agentloop.Func, error) { return h.Func(id) },
-		"Resolve": func() (agentloop.Func, error) {
-			return h.Resolve([]byte(`{"type":"brain_component","entrypoint":"turn","id":"` + id + `"}`))
-		},
-	} {
-		_, err := resolve()
-		var te *session.TurnError
-		if !errors.As(err, &te) || te.Code != api.CodeOverloaded || !te.Retryable || !errors.Is(err, journal.ErrOverloaded) {
+	for name, resolve := range resolvers(h, id) {
+		if _, err := resolve(); !overloadedTurn(err, journal.ErrOverloaded) {
 			t.Errorf("%s with the store down: %v, want a retryable overloaded TurnError wrapping the store's error", name, err)
 		}
 	}
