@@ -154,3 +154,58 @@ func TestToolCancelEndNotWritten(t *testing.T) {
 		})
 	}
 }
+
+// A turn whose end cannot be written while a tool it started runs on in
+// the background (it returned without finishing) does not keep the
+// session busy once writes succeed again: the next message closes the
+// turn as failed, ambiguous with the write failure as its message, and
+// runs; the tool runs on and still finishes by itself.
+func TestTurnEndNotWrittenBesideBackgroundTool(t *testing.T) {
+	fs, err := journal.OpenFileStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failOnce{Store: fs, kind: api.KindTurnEnded}
+	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "returner"}), secret: NewMemSecrets()}
+	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs, IdleTTL: KeepIdle}); err != nil {
+		t.Fatal(err)
+	}
+	h.envs.engine = h.engine
+	t.Cleanup(h.close)
+	id := h.create(toolSession("returner"))
+	ctx := context.Background()
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{
+		"tool_calls": []map[string]any{{"name": "echo"}}, "reply": "waiting"})}); !errors.Is(err, journal.ErrWrite) {
+		t.Fatalf("turn whose end was not written = %v, want an error wrapping journal.ErrWrite", err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := h.engine.Send(sctx, id, api.UserInput{Message: "next"}); err != nil {
+		t.Fatalf("message after writes came back, beside the background tool: %v", err)
+	}
+	recs := h.records(id)
+	turns := ofKind(recs, api.KindTurnStarted)
+	failedTurns := ofKind(recs, api.KindTurnFailed)
+	if len(turns) != 2 || len(failedTurns) != 1 || len(ofKind(recs, api.KindTurnEnded)) != 1 {
+		t.Fatalf("want the first turn failed and the second ended: %v", kinds(recs))
+	}
+	if f := decode[api.Failure](t, failedTurns[0].Data); f.Sequence != turns[0].Sequence || !f.Ambiguous || !strings.Contains(f.Message, "could not be written") {
+		t.Errorf("turn_failed %+v, want the first turn's ambiguous journal write failure", f)
+	}
+	if failedTurns[0].Sequence > turns[1].Sequence {
+		t.Errorf("the first turn was closed after the next one started: %v", kinds(recs))
+	}
+	tool := ofKind(recs, api.KindToolCallStarted)[0].Sequence
+	svc, err := h.engine.Execution(id, tool)
+	if err != nil {
+		t.Fatalf("the background tool after the next turn: %v", err)
+	}
+	value := api.Outcome{Status: api.OutcomeOK, Value: json.RawMessage(`"late"`)}
+	if _, err := svc.Finish(ctx, &value); err != nil {
+		t.Fatalf("the background tool's own finish: %v", err)
+	}
+	ended := ofKind(h.records(id), api.KindToolCallEnded)
+	if len(ended) != 1 || decode[api.ToolCallEnded](t, ended[0].Data).Outcome.Status != api.OutcomeOK {
+		t.Fatalf("the background tool closed with %v, want its own finish", ended)
+	}
+}

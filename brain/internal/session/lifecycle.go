@@ -456,9 +456,24 @@ func (s *sess) noteUnendedLocked(recs []journal.Record) {
 	}
 }
 
-// closeUnendedLocked commits, for each operation whose end could not be
-// written and that is still open, the ambiguous failure a reload from the
-// journal would commit (recoverLocked).
+// unendedActivationLocked remembers activation a, and its turn, whose
+// end could not be written: in memory nothing runs them any more, while
+// the session's state still holds them open.
+func (s *sess) unendedActivationLocked(a *activation) {
+	if s.unended == nil {
+		s.unended = map[uint64]string{}
+	}
+	s.unended[a.seq] = "activation"
+	if a.turn != 0 {
+		s.unended[a.turn] = "turn"
+	}
+}
+
+// closeUnendedLocked commits, for each operation, activation and turn
+// whose end could not be written and that the session still holds open,
+// the ambiguous failure a reload from the journal would commit
+// (recoverLocked), so that a fault that passed does not keep the session
+// busy while other work of it runs on.
 func (s *sess) closeUnendedLocked() error {
 	if len(s.unended) == 0 || s.st == nil {
 		return nil
@@ -468,17 +483,35 @@ func (s *sess) closeUnendedLocked() error {
 		why = "its end could not be written"
 	}
 	seqs := make([]uint64, 0, len(s.unended))
-	for seq := range s.unended {
-		if _, open := s.st.Open[seq]; open {
+	for seq, prefix := range s.unended {
+		if _, open := s.st.Open[seq]; open && prefix != "activation" && prefix != "turn" {
 			seqs = append(seqs, seq)
 		}
 	}
 	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
-	recs := make([]journal.Record, 0, len(seqs))
+	recs := make([]journal.Record, 0, len(seqs)+3)
 	for _, seq := range seqs {
 		recs = append(recs, failed(s.unended[seq]+"_failed", api.Failure{
 			Code: api.FailureInterrupted, Message: why, Ambiguous: true, Sequence: seq,
 		}))
+	}
+	interrupts := false
+	if seq := s.st.Activation; seq != 0 && s.unended[seq] == "activation" && s.act == nil {
+		recs = append(recs, failed(api.KindActivationFailed, api.Failure{
+			Code: api.FailureInterrupted, Message: why, Ambiguous: true, Sequence: seq,
+		}))
+		interrupts = true
+	}
+	if seq := s.st.Turn; seq != 0 && s.unended[seq] == "turn" && s.act == nil {
+		recs = append(recs, failed(api.KindTurnFailed, api.Failure{
+			Code: api.FailureInterrupted, Message: why, Ambiguous: true, Sequence: seq,
+		}))
+		interrupts = true
+	}
+	if interrupts && !s.st.Interrupted {
+		// As on a reload: what interrupted the loop's work stops
+		// automatic activations until the next explicit message.
+		recs = append([]journal.Record{rec(kindSessionInterrupted, struct{}{})}, recs...)
 	}
 	if len(recs) > 0 {
 		if _, err := s.commitLocked(recs...); err != nil {

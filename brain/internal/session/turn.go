@@ -343,6 +343,7 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 		// the fault as its message.
 		faulted = true
 		s.faulted = true
+		s.unendedActivationLocked(a)
 		// A riding turn whose deferred start never became durable left
 		// nothing durable (no effect was sent: each one's *_started
 		// commit would have carried the start): it is undone in
