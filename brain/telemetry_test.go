@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,17 +106,27 @@ func probeTurn(t *testing.T, b *braintest.Brain, id string, input any) []api.Eve
 	return evs
 }
 
-// liveFrames follows the session's event stream until turn_ended and
-// answers the data of its frames without an id (live model output).
+// liveFrames follows session id's event stream from its last committed
+// event, and answers once that event arrived: the stream is then past its
+// catch-up from the journal, so what the session does next reaches it
+// live (the catch-up writes records committed meanwhile from the journal,
+// without the live deltas that came between them). The channel it
+// returns yields the data of the live frames (those without an id) seen
+// until turn_ended.
 func liveFrames(ctx context.Context, t *testing.T, b *braintest.Brain, id string) <-chan []string {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, "GET", b.URL+"/v1/sessions/"+id+"/events", nil)
+	sum, err := b.Client(t).Sessions.Open(id).Refresh(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/v1/sessions/%s/events?after=%d", b.URL, id, sum.LastSequence-1), nil)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := make(chan []string, 1)
+	caught := make(chan struct{})
 	go func() {
 		defer resp.Body.Close()
 		var deltas []string
@@ -126,6 +138,9 @@ func liveFrames(ctx context.Context, t *testing.T, b *braintest.Brain, id string
 			switch {
 			case strings.HasPrefix(line, "id: "):
 				hasID = true
+				if line[4:] == strconv.FormatUint(sum.LastSequence, 10) {
+					close(caught)
+				}
 			case strings.HasPrefix(line, "event: "):
 				event = line[7:]
 			case strings.HasPrefix(line, "data: "):
@@ -142,6 +157,11 @@ func liveFrames(ctx context.Context, t *testing.T, b *braintest.Brain, id string
 		}
 		out <- deltas
 	}()
+	select {
+	case <-caught:
+	case <-ctx.Done():
+		t.Fatalf("the stream never sent the session's last event %d", sum.LastSequence)
+	}
 	return out
 }
 
