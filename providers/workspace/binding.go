@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk"
@@ -19,10 +18,9 @@ var timeNow = time.Now
 
 // space is an allocated workspace directory.
 type space struct {
-	path     string
-	dev, ino uint64
-	birth    int64  // creation time in ns where the file system records it
-	dir      string // record.Dir it was allocated for
+	path string
+	id   identity // of the directory allocated
+	dir  string   // record.Dir it was allocated for
 	// grow serializes the writes and edits that measure the workspace
 	// against its limits, so that writes arriving together cannot each
 	// fit alone and together go beyond them.
@@ -53,7 +51,7 @@ func (p *Provider) restore(rec *record) (*binding, error) {
 	switch rec.Phase {
 	case phaseNew, phaseLost:
 	case phaseReady:
-		sp := &space{path: b.dirPath(), dev: rec.Dev, ino: rec.Ino, birth: rec.Birth, dir: rec.Dir}
+		sp := &space{path: b.dirPath(), id: rec.identity(), dir: rec.Dir}
 		_, _ = b.lazy.Get(context.Background(), func(context.Context) (*space, error) { return sp, nil })
 	case phaseFailed:
 		msg := rec.Error
@@ -143,7 +141,8 @@ func (b *binding) allocate(context.Context) (*space, error) {
 		return nil, envsdk.Failf(envapi.CodeAllocationFailed, "allocate workspace: %v", err)
 	}
 	sp.dir = dir
-	b.rec.Phase, b.rec.Dev, b.rec.Ino, b.rec.Birth, b.rec.Error = phaseReady, sp.dev, sp.ino, sp.birth, ""
+	b.rec.Phase, b.rec.Error = phaseReady, ""
+	b.rec.setIdentity(sp.id)
 	if err := b.p.store.save(&b.rec); err != nil {
 		_ = removeTree(path)
 		b.rec.Phase, b.rec.Error = phaseFailed, err.Error()
@@ -162,39 +161,28 @@ func (b *binding) mkdir(path string) (*space, error) {
 	if err := os.Mkdir(path, 0o700); err != nil {
 		return nil, err
 	}
-	dev, ino, birth, err := identify(path)
+	// The mark is kept where the file system keeps extended attributes
+	// and reads back what was written; elsewhere the identity rests on
+	// the inode.
+	mark := newDirName() // 32 random hex digits
+	if err := writeMark(path, mark); err != nil {
+		mark = ""
+	}
+	id, markRead, err := identify(path)
 	if err != nil {
 		return nil, err
 	}
-	return &space{path: path, dev: dev, ino: ino, birth: birth}, nil
-}
-
-// identify names a directory by device, inode and, where the file system
-// records it, creation time: a directory removed and re-created at once
-// often gets the same inode number back, but never the same birth time.
-func identify(path string) (dev, ino uint64, birth int64, err error) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return 0, 0, 0, err
+	if !markRead || id.mark != mark {
+		id.mark = ""
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || !fi.IsDir() {
-		return 0, 0, 0, fmt.Errorf("%s is not a directory", path)
-	}
-	return uint64(st.Dev), uint64(st.Ino), readBirth(path), nil
+	return &space{path: path, id: id}, nil
 }
-
-// readBirth reads a directory's creation time (birthTime); a test
-// replaces it to start the provider where none can be read.
-var readBirth = birthTime
 
 // verify reports resource_lost when the allocated directory is gone or was
 // replaced, records the loss and reports it through the binding's reporter.
 func (b *binding) verify(c *envsdk.Ctx, sp *space) error {
-	dev, ino, birth, err := identify(sp.path)
-	// A creation time is evidence only when both are known: one that
-	// cannot be read now says nothing of a replacement.
-	if err == nil && dev == sp.dev && ino == sp.ino && (sp.birth == 0 || birth == 0 || birth == sp.birth) {
+	id, markRead, err := identify(sp.path)
+	if err == nil && sp.id.matches(id, markRead) {
 		return nil
 	}
 	why := "the workspace directory was removed"
@@ -274,7 +262,8 @@ func (b *binding) clear(keepFailure bool) (previous string, cleared bool, err er
 	// than with a workspace that lost some of its files.
 	old := b.dirPath()
 	next := b.rec
-	next.Dir, next.Phase, next.Dev, next.Ino, next.Birth, next.Error = newDirName(), phaseNew, 0, 0, 0, ""
+	next.Dir, next.Phase, next.Error = newDirName(), phaseNew, ""
+	next.setIdentity(identity{})
 	if err := b.p.store.save(&next); err != nil {
 		return previous, false, err
 	}

@@ -9,8 +9,8 @@ import (
 
 // A workspace allocated where its creation time was recorded, checked
 // where none can be read (a kernel or a sandbox without statx), is
-// identified by device and inode alone: it is not taken for one replaced,
-// which would leave it lost until a reset dropped its files.
+// identified without it (by its mark, or its inode): it is not taken for
+// one replaced, which would leave it lost until a reset dropped its files.
 func TestUnreadableBirthTimeIsNoLoss(t *testing.T) {
 	f := newFixture(t, Options{})
 	c := f.commands("s1")

@@ -48,7 +48,14 @@
 // was removed or replaced behind the provider's back is reported as
 // resource_lost — as a failure and, when the binding has a reporter, as a
 // resource observation — and is never silently re-created; reset allocates a
-// fresh one.
+// fresh one. The provider tells the directory it made from one made at
+// its path afterwards by a mark of random digits it writes, when it
+// creates the directory, in the extended attribute user.brain.workspace,
+// and by its creation time; by its inode number instead of the mark where
+// the file system keeps no extended attributes (or where the binding's
+// state, written by an earlier release, holds no mark). Device numbers
+// are not compared: overlayfs and btrfs number theirs anew at each mount,
+// and a remount loses no workspace.
 //
 // # Tools
 //
@@ -79,10 +86,13 @@
 // and the new content at once. A failed append is cut back to the file's
 // old size. An edit holds the file in memory and so works only on a file
 // within the operator's output limit (output_limit beyond it). A list
-// shows a subdirectory it cannot read (or that is removed meanwhile)
-// without its contents, and so does the measure of the workspace against
-// its limits. A name that is not UTF-8 is listed with each of its
-// invalid bytes replaced by U+FFFD, and a directory so named is listed
+// answers its entries in lexical order, each directory before its
+// contents, and stops with truncated true at 10,000 entries or at 8 MiB
+// of them as JSON, so that long names never make an answer larger than
+// Brain takes. A list shows a subdirectory it cannot read (or that is
+// removed meanwhile) without its contents, and so does the measure of the
+// workspace against its limits. A name that is not UTF-8 is listed with
+// each of its invalid bytes replaced by U+FFFD, and a directory so named is listed
 // with its contents; such names do not keep teardown, reset or a wipe
 // from removing the workspace. A command
 // runs with its working directory inside the workspace, an environment

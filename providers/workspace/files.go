@@ -1,7 +1,9 @@
 package workspace
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -13,8 +15,14 @@ import (
 	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
-// maxListEntries bounds a list answer.
-const maxListEntries = 10_000
+// A list answers at most maxListEntries entries, and at most maxListBytes
+// of JSON: long names, which JSON may write six bytes for each of theirs
+// ("\u003c" for '<', "\ufffd" for a byte that is not UTF-8), would
+// otherwise make an answer larger than Brain takes.
+const (
+	maxListEntries = 10_000
+	maxListBytes   = 8 << 20
+)
 
 func runRead(k *call) (any, error) {
 	var in toolset.ReadInput
@@ -203,6 +211,7 @@ func runList(k *call) (any, error) {
 	}
 	entries := []toolset.Entry{}
 	truncated := false
+	answer := len(`{"entries":[],"truncated":false}`)
 	walk := func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == p {
@@ -225,7 +234,17 @@ func runList(k *call) (any, error) {
 				size = info.Size()
 			}
 		}
-		entries = append(entries, toolset.Entry{Path: filepath.ToSlash(path), Type: toolset.EntryType(d.Type()), Size: size})
+		e := toolset.Entry{Path: filepath.ToSlash(path), Type: toolset.EntryType(d.Type()), Size: size}
+		n, err := listedBytes(e)
+		if err != nil {
+			return err
+		}
+		if answer+n > maxListBytes {
+			truncated = true
+			return fs.SkipAll
+		}
+		answer += n
+		entries = append(entries, e)
 		if d.IsDir() && !in.Recursive {
 			return fs.SkipDir
 		}
@@ -235,6 +254,15 @@ func runList(k *call) (any, error) {
 		return nil, fsError(in.Path, err)
 	}
 	return toolset.ListOutput{Entries: entries, Truncated: truncated}, nil
+}
+
+// listedBytes is what e adds to a list answer: its JSON and a comma.
+func listedBytes(e toolset.Entry) (int, error) {
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return 0, fmt.Errorf("encode entry: %w", err)
+	}
+	return len(raw) + 1, nil
 }
 
 func runEdit(k *call) (any, error) {

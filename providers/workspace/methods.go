@@ -116,7 +116,7 @@ func (p *Provider) release(_ context.Context, c *envsdk.Ctx, input json.RawMessa
 	// lost, not wiped and replaced by an empty one.
 	b.mu.Lock()
 	active, phase, gone := b.active, b.rec.Phase, b.gone
-	sp := &space{path: b.dirPath(), dev: b.rec.Dev, ino: b.rec.Ino, birth: b.rec.Birth, dir: b.rec.Dir}
+	sp := &space{path: b.dirPath(), id: b.rec.identity(), dir: b.rec.Dir}
 	b.mu.Unlock()
 	if gone {
 		return nil, tornDown(b.key)
@@ -171,7 +171,7 @@ func (p *Provider) inspect(_ context.Context, c *envsdk.Ctx, input json.RawMessa
 func (b *binding) inspect(c *envsdk.Ctx) (out InspectOutput, current bool, err error) {
 	b.mu.Lock()
 	out = InspectOutput{Phase: b.rec.Phase, Label: b.cfg.Label, Error: b.rec.Error}
-	sp := &space{path: b.dirPath(), dev: b.rec.Dev, ino: b.rec.Ino, birth: b.rec.Birth, dir: b.rec.Dir}
+	sp := &space{path: b.dirPath(), id: b.rec.identity(), dir: b.rec.Dir}
 	gone := b.gone
 	b.mu.Unlock()
 	if gone {

@@ -32,9 +32,11 @@ type record struct {
 	// chosen at setup and replaced by reset.
 	Dir   string `json:"dir"`
 	Phase string `json:"phase"`
-	// Dev and Ino identify the allocated directory, so a directory
-	// re-created at the same path is not mistaken for ours.
-	Dev     uint64    `json:"dev,omitempty"`
+	// Mark, Ino and Birth identify the allocated directory (identity), so
+	// a directory re-created at the same path is not mistaken for ours.
+	// A state file of an earlier release holds no mark, and a device
+	// number ("dev") no longer read.
+	Mark    string    `json:"mark,omitempty"`
 	Ino     uint64    `json:"ino,omitempty"`
 	Birth   int64     `json:"birth,omitempty"` // creation time in ns, 0 when unknown
 	Error   string    `json:"error,omitempty"` // failed or lost: why

@@ -74,7 +74,7 @@ func TestDamagedStateIsRefused(t *testing.T) {
 func FuzzDecodeRecord(f *testing.F) {
 	s := store{dir: "/state/bindings"}
 	good, _ := json.Marshal(record{Key: "s/workspace", SessionID: "s", Environment: "workspace", Binding: 1,
-		Config: json.RawMessage(`{"label":"x"}`), Dir: newDirName(), Phase: phaseReady, Dev: 1, Ino: 2})
+		Config: json.RawMessage(`{"label":"x"}`), Dir: newDirName(), Phase: phaseReady, Mark: newDirName(), Ino: 2})
 	name := filepath.Base(s.path("s/workspace"))
 	f.Add(name, good)
 	f.Add(name, []byte(`{"key":"s/workspace","dir":"","phase":"new"}`))
