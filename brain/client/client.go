@@ -36,7 +36,8 @@ type Options struct {
 	// probe) that got no answer or was answered 503 or 429. The pauses
 	// grow from 100 ms to 2 s, or last what an answer's Retry-After asks
 	// for; a call asked to wait longer than 30 s, or past ctx's deadline,
-	// is not sent again and fails with that answer.
+	// is not sent again and fails with that answer. A call whose ctx ends
+	// meanwhile fails with ctx's error and that answer.
 	Retries int
 	// MaxAnswerBytes bounds the body of a successful answer the client
 	// reads (0 selects 256 MiB); a longer one fails the call with
@@ -277,7 +278,7 @@ retry:
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
-				lastErr = ctx.Err()
+				lastErr = endedAfter(fmt.Errorf("client: %s %s: waiting to send it again: %w", method, path, ctx.Err()), lastErr)
 				break retry
 			}
 		}
@@ -285,9 +286,14 @@ retry:
 		if a.err == nil {
 			return a.resp, nil
 		}
+		var ae *api.ApiError
+		if ctx.Err() != nil && !errors.As(a.err, &ae) {
+			// The attempt ended with ctx: the error keeps the answer
+			// of the attempt before it.
+			a.err = endedAfter(a.err, lastErr)
+		}
 		lastErr, asked = a.err, a.retryAfter
 		if safe {
-			var ae *api.ApiError
 			if a.answered && (!errors.As(a.err, &ae) || ae.Code != api.CodeOverloaded) {
 				return nil, a.err
 			}
@@ -302,7 +308,6 @@ retry:
 			break
 		}
 		if a.answered {
-			var ae *api.ApiError
 			if !idempotent || !errors.As(a.err, &ae) || ae.Code != api.CodeOverloaded {
 				// The server's answer of the key: the outcome of the
 				// call, or a refusal of a call an earlier attempt did
@@ -327,6 +332,18 @@ retry:
 		return nil, &UncertainError{Key: co.key, Err: lastErr}
 	}
 	return nil, lastErr
+}
+
+// endedAfter answers err, with which ctx ended a call while it waited to
+// be sent again or was, and also the error of the attempt before (last)
+// when there was one: errors.Is finds ctx's error, and errors.As the
+// *api.ApiError of that attempt's answer, as a followed stream's error
+// does.
+func endedAfter(err, last error) error {
+	if last == nil {
+		return err
+	}
+	return fmt.Errorf("%w; the attempt before failed: %w", err, last)
 }
 
 // attempt is the outcome of one request.
@@ -416,9 +433,12 @@ func (c *Client) authorize(req *http.Request) {
 }
 
 // apiError decodes an error answer; a body that is not an ApiError becomes
-// one with the status's code, quoting the body's start: unauthorized for
-// a 401 or 403, overloaded (retryable) for a 429 or 503. A proxy's 502,
-// 503 or 504 (fromProxy) is retryable: the server did not answer.
+// one with the status's code, quoting the body's start: invalid_request
+// for a 400, 405, 413, 415 or 422, unauthorized for a 401 or 403,
+// not_found for a 404 or 410, conflict for a 409, overloaded (retryable)
+// for a 429 or 503, and internal for any other. A proxy's answer in the
+// server's stead (fromProxy: a 408, 502, 503, 504 or 520 to 524) is
+// retryable: the server did not answer.
 func apiError(status int, b []byte) *api.ApiError {
 	var e api.ApiError
 	if json.Unmarshal(b, &e) == nil && e.Code != "" {
@@ -426,14 +446,16 @@ func apiError(status int, b []byte) *api.ApiError {
 	}
 	code := api.CodeInternal
 	switch status {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusUnsupportedMediaType, http.StatusRequestEntityTooLarge:
+	case http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusUnprocessableEntity, http.StatusUnsupportedMediaType, http.StatusRequestEntityTooLarge:
+		// A request of a form the server, or a proxy's rule, does not
+		// take: sent again, it is refused again.
 		code = api.CodeInvalidRequest
 	case http.StatusUnauthorized, http.StatusForbidden:
 		// The server answers a 403 with an ApiError (not_granted); a
 		// proxy's 403 (an access rule) is one the caller acts on as on
 		// a 401: with other credentials.
 		code = api.CodeUnauthorized
-	case http.StatusNotFound:
+	case http.StatusNotFound, http.StatusGone:
 		code = api.CodeNotFound
 	case http.StatusConflict:
 		code = api.CodeConflict
@@ -446,11 +468,15 @@ func apiError(status int, b []byte) *api.ApiError {
 
 // fromProxy reports whether an error answer is a proxy's in the server's
 // stead (a load balancer's whose upstream is down, restarting or did not
-// answer in time): a 502, 503 or 504 whose body is not an ApiError (the
-// server answers every error with one).
+// answer in time, or that gave up waiting for the request itself): a 408,
+// 502, 503, 504 or one of 520 to 524 (a CDN's: the origin answered
+// nothing it could relay, refused or did not take the connection, or did
+// not answer in time) whose body is not an ApiError (the server answers
+// every error with one).
 func fromProxy(status int, b []byte) bool {
-	switch status {
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	switch {
+	case status == http.StatusRequestTimeout, status == http.StatusBadGateway, status == http.StatusServiceUnavailable, status == http.StatusGatewayTimeout,
+		status >= 520 && status <= 524:
 		var e api.ApiError
 		return json.Unmarshal(b, &e) != nil || e.Code == ""
 	}

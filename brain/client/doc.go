@@ -12,10 +12,10 @@
 // Every mutation carries an Idempotency-Key: IdempotencyKey sets it, and
 // otherwise the client makes a random one per call. A mutation is sent
 // again only with its key, so it runs at most once: a call whose answer
-// does not arrive (a lost connection; a 502, 503 or 504 of a proxy in
-// front of the server in its stead; an ambiguous answer marked retryable,
-// which a node of a cluster gives when the answer of the node it
-// forwarded the call to was lost) is retried with the same key
+// does not arrive (a lost connection; a 408, 502, 503, 504 or 520 to 524
+// of a proxy in front of the server in its stead; an ambiguous answer
+// marked retryable, which a node of a cluster gives when the answer of
+// the node it forwarded the call to was lost) is retried with the same key
 // (Options.Retries). A call whose outcome is still unknown then, or when
 // ctx ends or the client closes while it is under way, fails with an
 // *UncertainError that carries the key: send it again with
@@ -32,8 +32,11 @@
 // the answer, and errors.Is tells its code against the errors of the
 // codes in package api (errors.Is(err, api.ErrNotFound)); a proxy's
 // error answer without one becomes one with the code of its status
-// (unauthorized for a 401 or 403; overloaded, retryable, for a 429;
-// retryable for a 502, 503 or 504), quoting at most 512 bytes of it. A
+// (invalid_request for a 400, 405, 413, 415 or 422; unauthorized for a
+// 401 or 403; not_found for a 404 or 410; conflict for a 409;
+// overloaded, retryable, for a 429 or 503; internal for any other,
+// retryable for a 408, 502, 504 and a CDN's 520 to 524, which stand in
+// for the server's answer), quoting at most 512 bytes of it. A
 // mutation such a 429 refused was not passed on: it is not sent again,
 // and is uncertain only when an earlier attempt's answer was lost. An
 // error answer that quotes the bearer token its request carried
@@ -46,12 +49,16 @@
 //
 // Reads (the GET requests: a session, the session list, an events page,
 // the transcript, the model catalogue, a module's admission) are sent
-// again (Options.Retries) when no answer arrived, a proxy answered 502,
-// 503 or 504 in the server's stead, or the server or a proxy answered 503
-// or 429 (a drain before a restart, a rate limit), after pauses growing
-// from 100 ms that honour a Retry-After of up to 30 s within ctx's
-// deadline; the last answer is the error. Health probes (Live, Ready)
-// are sent once: they answer the state they find.
+// again (Options.Retries) when no answer arrived, a proxy answered in the
+// server's stead (408, 502, 503, 504, 520 to 524), or the server or a
+// proxy answered 503 or 429 (a drain before a restart, a rate limit),
+// after pauses growing from 100 ms that honour a Retry-After of up to
+// 30 s within ctx's deadline; the last answer is the error. When ctx
+// ends while a read or a keyed write waits to be sent again, or while it
+// is, the error carries ctx's error and the answer of the attempt before
+// (errors.Is and errors.As find each). A request without a key (a
+// host's registration) is sent once. Health probes (Live, Ready) are
+// sent once: they answer the state they find.
 //
 // ErrClosed reports use after Close. Close releases the client's
 // connections and local handlers: open event streams end, host
@@ -66,7 +73,11 @@
 // to a child session. SendStructured validates the final answer against
 // a JSON Schema and sends corrections on the same session; its key is set
 // with StructuredKey, and an uncertain SendStructured is sent again with
-// StructuredKey(Key).
+// StructuredKey(Key). Submit asks for Brain's answer at the turn's
+// admission with the header Prefer: respond-async. Behind a proxy that
+// drops the header Brain answers at the turn's end: Submit then answers
+// the Receipt of that turn, or a failed turn's error, and Send with a
+// cancellable ctx, which submits, cannot interrupt the turn.
 //
 // Beyond sessions the client covers environment control (ListEnvironments,
 // GetEnvironment, CreateEnvironment, SetupEnvironment, UpdateEnvironment,
@@ -101,7 +112,7 @@
 // is not answered in that time goes silent too) or the subscriber
 // lagged, until the session ends or ctx ends. It outlives a server's restart: a
 // connection refused, or answered with a retryable error while the server
-// drains or a proxy in front of it answers 502, 503 or 504, is tried
+// drains or a proxy in front of it answers in its stead, is tried
 // again with growing pauses for FollowGiveUp before the error is yielded;
 // when ctx ends first, the error yielded also carries the latest
 // attempt's.

@@ -33,9 +33,11 @@ type gateway struct {
 
 	mu   sync.Mutex
 	lose func(r *http.Request) (status int, body string, ok bool)
-	// refuse takes the requests the gateway answers 502 without relaying
-	// them (its upstream was unreachable for a moment).
-	refuse func(r *http.Request) bool
+	// refuse takes the requests the gateway answers without relaying
+	// them: 502 (its upstream was unreachable for a moment), or the
+	// refusal refusingWith set.
+	refuse  func(r *http.Request) bool
+	refusal refusal
 	// held, when set, holds the answers it drops until it is closed.
 	held chan struct{}
 	// streamRefused is closed when the gateway first answered an event
@@ -77,11 +79,24 @@ func newGateway(t *testing.T, upstream string) *gateway {
 	return g
 }
 
+// refusal is the answer of a request the gateway refuses.
+type refusal struct {
+	status int
+	// retryAfter, when set, is the answer's Retry-After.
+	retryAfter string
+}
+
 // refusing makes the gateway answer 502 to the requests fn takes without
 // relaying them.
 func (g *gateway) refusing(fn func(r *http.Request) bool) {
+	g.refusingWith(refusal{status: http.StatusBadGateway}, fn)
+}
+
+// refusingWith makes the gateway answer how to the requests fn takes
+// without relaying them.
+func (g *gateway) refusingWith(how refusal, fn func(r *http.Request) bool) {
 	g.mu.Lock()
-	g.refuse = fn
+	g.refuse, g.refusal = fn, how
 	g.mu.Unlock()
 }
 
@@ -94,10 +109,13 @@ func (g *gateway) losing(fn func(r *http.Request) (int, string, bool)) {
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
-	lose, held, refuse := g.lose, g.held, g.refuse
+	lose, held, refuse, how := g.lose, g.held, g.refuse, g.refusal
 	g.mu.Unlock()
 	if refuse != nil && refuse(r) {
-		w.WriteHeader(http.StatusBadGateway)
+		if how.retryAfter != "" {
+			w.Header().Set("Retry-After", how.retryAfter)
+		}
+		w.WriteHeader(how.status)
 		return
 	}
 	var status int
@@ -214,7 +232,7 @@ func TestFollowAcrossARestartBehindAProxy(t *testing.T) {
 
 // TestLostAnswerIsAskedForAgain: Brain carried out a keyed write whose
 // answer did not reach the client: a proxy answered 502 or 504 in its
-// stead, or a node of a cluster answered 500 ambiguous, retryable (the
+// stead (a CDN 520 or 524), or a node of a cluster answered 500 ambiguous, retryable (the
 // answer of the node it forwarded the write to was lost). The client
 // sends the write again with the same key, gets Brain's answer of the
 // first, and the write was carried out once.
@@ -229,6 +247,8 @@ func TestLostAnswerIsAskedForAgain(t *testing.T) {
 	}{
 		{"502", http.StatusBadGateway, "<html>502 Bad Gateway</html>"},
 		{"504", http.StatusGatewayTimeout, ""},
+		{"520", 520, "<html>Web server is returning an unknown error</html>"},
+		{"524", 524, "<html>A timeout occurred</html>"},
 		{"ambiguous", http.StatusInternalServerError, `{"code":"ambiguous","message":"the session's node received the request but its answer was lost; the request may have been carried out: send it again with the same Idempotency-Key","retryable":true}`},
 	}
 	for _, a := range answers {

@@ -78,7 +78,8 @@ type ToolCall struct {
 //
 // Emit, Result and Returned are sent under an idempotency key (the one
 // given with IdempotencyKey, or one the client chooses). One whose answer
-// did not arrive (a lost connection, a proxy's 502, 503 or 504) is sent
+// did not arrive (a lost connection, a proxy's answer in Brain's stead:
+// a 408, 502, 503, 504 or 520 to 524 without an ApiError) is sent
 // again with its key, and Brain answers the record the first made rather
 // than making another. When the outcome stays unknown it fails with an
 // *UncertainError carrying the key: the same call sent again with
@@ -749,8 +750,8 @@ func finishUntil(tc *ToolCall) time.Time {
 }
 
 // finish posts the call's outcome under ctx, which ends at finishUntil.
-// A finish Brain did not answer (a lost connection, a proxy's 502, 503
-// or 504, a drain's 503) is posted again with growing pauses until Brain
+// A finish Brain did not answer (a lost connection, a proxy's answer in
+// its stead, a drain's 503) is posted again with growing pauses until Brain
 // answers it, the call's deadline (or finishGiveUp) passes or the client
 // closes: the call would otherwise stay open until its deadline. An
 // attempt whose answer does not come ends then too. Posting it again is

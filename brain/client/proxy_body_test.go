@@ -28,7 +28,10 @@ func TestProxyAnswersWithoutAnApiError(t *testing.T) {
 		{http.StatusBadRequest, api.ErrInvalidRequest, false},
 		{http.StatusUnauthorized, api.ErrUnauthorized, false},
 		{http.StatusNotFound, api.ErrNotFound, false},
+		{http.StatusMethodNotAllowed, api.ErrInvalidRequest, false},
+		{http.StatusRequestTimeout, api.ErrInternal, true},
 		{http.StatusConflict, api.ErrConflict, false},
+		{http.StatusGone, api.ErrNotFound, false},
 		{http.StatusRequestEntityTooLarge, api.ErrInvalidRequest, false},
 		{http.StatusUnsupportedMediaType, api.ErrInvalidRequest, false},
 		{http.StatusUnprocessableEntity, api.ErrInvalidRequest, false},
@@ -36,6 +39,14 @@ func TestProxyAnswersWithoutAnApiError(t *testing.T) {
 		{http.StatusBadGateway, api.ErrInternal, true},
 		{http.StatusServiceUnavailable, api.ErrOverloaded, true},
 		{http.StatusGatewayTimeout, api.ErrInternal, true},
+		// A CDN's answers when the origin answered nothing it could
+		// relay (520), was down (521), did not take the connection
+		// (522), was unreachable (523) or did not answer in time (524).
+		{520, api.ErrInternal, true},
+		{521, api.ErrInternal, true},
+		{522, api.ErrInternal, true},
+		{523, api.ErrInternal, true},
+		{524, api.ErrInternal, true},
 	} {
 		for _, body := range []string{"", "<html><body>" + http.StatusText(tc.status) + "</body></html>"} {
 			t.Run(fmt.Sprintf("%d/%d-bytes", tc.status, len(body)), func(t *testing.T) {

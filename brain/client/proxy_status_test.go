@@ -101,3 +101,51 @@ func TestProxyRefusalAfterALostAnswer(t *testing.T) {
 		t.Fatalf("create sent %d times, want twice (the refusal is not sent again)", n)
 	}
 }
+
+// TestProxyTimeoutsAreRetriedOnlyWhenSafe: a proxy's 408 (it gave up
+// waiting for the request) and a CDN's 520 to 524 (its origin answered
+// nothing it could relay, or did not answer in time) stand in for Brain's
+// answer. A read so answered once is sent again and answers Brain's
+// answer; a request without an idempotency key (a host's registration)
+// is sent once whatever it is answered, and fails with the proxy's
+// answer, retryable, for the caller to decide.
+func TestProxyTimeoutsAreRetriedOnlyWhenSafe(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, g := gatewayClient(t)
+	s, err := c.Sessions.Create(ctx, scripted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.refusingWith(refusal{}, nil)
+	for _, status := range []int{http.StatusRequestTimeout, 520, 521, 522, 523, 524} {
+		var gets atomic.Int32
+		g.refusingWith(refusal{status: status}, func(r *http.Request) bool {
+			return r.Method == http.MethodGet && r.URL.Path == "/v1/sessions/"+s.ID && gets.Add(1) == 1
+		})
+		sum, err := s.Refresh(ctx)
+		if err != nil || sum.SessionID != s.ID {
+			t.Fatalf("Refresh answered %d once by a proxy: %+v, %v, want the summary", status, sum, err)
+		}
+		if n := gets.Load(); n != 2 {
+			t.Fatalf("Refresh answered %d once by a proxy was sent %d times, want twice", status, n)
+		}
+
+		var posts atomic.Int32
+		g.refusingWith(refusal{status: status}, func(r *http.Request) bool {
+			if r.Method == http.MethodPost && r.URL.Path == "/v1/hosts" {
+				posts.Add(1)
+				return true
+			}
+			return false
+		})
+		_, err = c.Host(ctx)
+		var ae *api.ApiError
+		if !errors.As(err, &ae) || !ae.Retryable || !errors.Is(err, api.ErrInternal) {
+			t.Fatalf("Host answered %d by a proxy: %v, want a retryable internal error", status, err)
+		}
+		if n := posts.Load(); n != 1 {
+			t.Fatalf("Host answered %d by a proxy was sent %d times, want once (it has no key)", status, n)
+		}
+	}
+}

@@ -206,16 +206,37 @@ func (s *Session) sendOwned(ctx context.Context, input api.UserInput, opts []Cal
 // turn_started is durable. A busy session answers an *api.ApiError with
 // code conflict and details {"admission":"rejected"}; the key is not
 // consumed and may be retried.
+//
+// Submit asks for the asynchronous answer with the header Prefer:
+// respond-async. Brain runs a message whose request lacks it (a proxy in
+// front of Brain that drops the header) as Send does, and answers once
+// the turn ended: Submit then answers, after the turn's end, the Receipt
+// of that turn, which it finds among the session's events (an
+// *UncertainError carrying the key when they cannot be read), and a turn
+// that failed fails Submit with the turn's failure code, as it fails
+// Send.
 func (s *Session) Submit(ctx context.Context, input api.UserInput, opts ...CallOption) (Receipt, error) {
+	var co call
+	for _, o := range opts {
+		o(&co)
+	}
+	key := co.key
 	opts = append(opts[:len(opts):len(opts)], func(c *call) {
 		if c.header == nil {
 			c.header = http.Header{}
 		}
-		c.header.Set("Prefer", "respond-async")
+		c.header.Set("Prefer", preferAsync)
 	})
+	if key == "" {
+		key = newKey()
+		opts = append(opts, IdempotencyKey(key))
+	}
 	r, err := s.c.do(ctx, http.MethodPost, s.path("/messages"), api.MessageRequest{Input: input}, true, opts)
 	if err != nil {
 		return Receipt{}, err
+	}
+	if r.status != http.StatusAccepted {
+		return s.ranSynchronously(ctx, r, key)
 	}
 	seq, err := decode[uint64](r)
 	if err == nil && seq == 0 {

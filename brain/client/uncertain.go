@@ -5,7 +5,8 @@ import "fmt"
 // UncertainError reports a call that may have been carried out although
 // no answer of the server's arrived: an attempt may have reached the
 // server before its connection was lost, a proxy in front of the server
-// answered in its stead (a 502, 503 or 504 without an ApiError), a node
+// answered in its stead (a 408, 502, 503, 504 or 520 to 524 without an
+// ApiError), a node
 // of a cluster answered that the answer of the node it forwarded the
 // call to was lost (ambiguous, retryable), or ctx ended or the client
 // closed while the call was under way; the retries the client made with
@@ -25,7 +26,9 @@ import "fmt"
 // arguments, on the same ToolCall.
 //
 // Err is the last attempt's error: errors.As finds the *api.ApiError of a
-// proxy's or the server's answer, errors.Is the ctx's error.
+// proxy's or the server's answer, errors.Is the ctx's error; when ctx
+// ended while the call waited to be sent again, or while it was, Err
+// carries both ctx's error and the answer of the attempt before.
 type UncertainError struct {
 	Key string
 	Err error
