@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -110,6 +111,18 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			log.Error("provider stop", "error", err)
 		}
 	}()
+	// A profile the Engine cannot run is refused before anything is
+	// served; an Engine that cannot be asked now leaves it to setup.
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = p.CheckProfiles(cctx)
+	cancel()
+	switch {
+	case errors.Is(err, ErrProfileBeyondEngine):
+		fmt.Fprintln(stderr, err)
+		return 2
+	case err != nil:
+		log.Warn("profiles not checked against the Engine; setup checks them", "error", err)
+	}
 	ln, token, code := sf.Listen(stderr)
 	if ln == nil {
 		return code

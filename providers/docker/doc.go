@@ -7,8 +7,14 @@
 // The operator defines named profiles (LoadProfiles, or Command's flags):
 // image, workspace ("write" or "read"), user (numeric, never root; default
 // 1000:1000), memory_mb, pids, cpus (at least 0.01, the least CPU time
-// the kernel bounds), network ("none" by default), tmpfs_mb,
-// output_bytes, timeout (for executes without a deadline) and env_allow.
+// the kernel bounds, and at most the CPU count the Engine reports),
+// network ("none" by default), tmpfs_mb, output_bytes, timeout (for
+// executes without a deadline) and env_allow. A cpus bound above the
+// Engine's CPU count, which the Engine would refuse only when the first
+// execute creates the container, is refused as soon as it can be known:
+// Command does not start (CheckProfiles) when the Engine answers then,
+// and a setup naming such a profile fails with invalid_configuration
+// (details.field "configuration.profile") naming the limit.
 // A binding's setup configuration {"profile": NAME} picks one ("default"
 // when absent); an unknown profile is unsupported, a malformed
 // configuration invalid_configuration naming the field. Setup resolves the
@@ -16,7 +22,22 @@
 // provider never pulls, so a missing image fails setup with not_found.
 // A second setup of a live binding fails with already_exists. A binding
 // whose profile a restarted provider no longer offers runs nothing: its
-// executes fail with unavailable until it is torn down.
+// executes fail with unavailable until it is torn down. A profile
+// changed between two provider processes is applied to the container a
+// binding already has at its first execute after the restart: its
+// memory, pids and cpus are updated in place (as docker update does: the
+// container, its /tmp and its workspace are kept; a
+// cpus bound taken away becomes one of all the Engine's CPUs, since an
+// update cannot remove it), and an update the Engine refuses fails that
+// execute with unavailable saying why. Its network, user, workspace and
+// tmpfs_mb cannot change in a container that exists: while they differ
+// from the container's, its executes fail with unavailable naming them,
+// so that nothing runs looser than the profile now says, until the
+// binding is torn down or the profile gives them back (what an earlier
+// provider process left running there is still killed, at start or by a
+// cancel, as the user the container was made with). A changed image
+// changes nothing for the binding, which keeps the image pinned at its
+// setup.
 //
 // # One long-lived container per binding
 //
@@ -121,7 +142,8 @@
 // execs the same kill until the output stream has closed and a kill finds
 // nothing left (the stream closing alone proves nothing: the Engine
 // closes it soon after the wrapper exits, even while an escaped process
-// holds it; a container found stopped holds nothing), and answers
+// holds it; a container found stopped holds nothing, and one found
+// gone, removed out of band, ends the kill at once), and answers
 // timeout or cancelled; if that is not confirmed
 // within 4 seconds the first cause is kept and the evidence is in
 // details.cleanup_error. The start of the command, from which untagged

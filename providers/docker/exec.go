@@ -323,7 +323,8 @@ func killAll(ctx context.Context, cli *client.Client, ctr string, s execSpec) (b
 // tagged process left. The stream closing alone proves nothing: the Engine
 // closes it soon after the wrapper exits, even while an escaped process
 // still holds it. A container found stopped holds nothing of the command
-// any more. It answers whether it saw the stream close (it took
+// any more, and one found gone (the Engine answers not found) ends the
+// wait at once. It answers whether it saw the stream close (it took
 // the stream's end from done, which the caller must then not wait for)
 // and, when a kill did not confirm that nothing is left, why.
 func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag string, done <-chan error) (closed bool, _ error) {
@@ -334,6 +335,12 @@ func killUntilClosed(ctx context.Context, cli *client.Client, ctr, user, tag str
 		left, bound, err := killGroup(ctx, cli, ctr, user, tag, since)
 		if bound != "" {
 			since = bound
+		}
+		if cerrdefs.IsNotFound(err) {
+			// The container is gone (removed out of band, docker rm -f
+			// killing what ran in it first): nothing of the command runs
+			// any more, and asking again would only find it gone again.
+			return closed, nil
 		}
 		if cerrdefs.IsConflict(err) && containerStopped(ctx, cli, ctr) {
 			// Nothing runs in a stopped container (a paused one is

@@ -78,6 +78,9 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 		return envapi.Receipt{}, err
 	}
 	k := &call{p: p, c: c, x: x, b: b, a: a, ctx: ctx, tag: strconv.FormatUint(c.Sequence, 10), input: x.Input}
+	if err := p.settleProfile(ctx, b, a); err != nil {
+		return envapi.Receipt{}, k.classify(err)
+	}
 	out, err := run(k)
 	if err != nil {
 		return envapi.Receipt{}, k.classify(err)

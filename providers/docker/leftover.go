@@ -76,7 +76,7 @@ func (p *Provider) KillLeftovers(ctx context.Context) error {
 		if err := b.leftoverLock.lock(ctx); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
-		killed, paused, err := p.killContainerLeftovers(ctx, st.resourceName(), leftoverUser(b))
+		killed, paused, err := p.killContainerLeftovers(ctx, st.resourceName(), containerUser)
 		b.leftovers = paused
 		b.leftoverLock.unlock()
 		if err != nil {
@@ -93,13 +93,14 @@ func (p *Provider) KillLeftovers(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// leftoverUser is the user the kill of b's leftovers runs as.
-func leftoverUser(b *binding) string {
-	if b.withdrawn {
-		return "" // the container's own user
-	}
-	return b.profile.User
-}
+// containerUser is the user a kill of what an earlier provider process
+// started runs as: the one the container was made with (an exec that
+// names no user runs as the container's). Every command of the container
+// ran as that user, since a profile whose user differs from its
+// container's runs nothing there (settleProfile); the user the profile
+// names now, which may be another one after a restart, or none, when the
+// profile was withdrawn, could not signal them.
+const containerUser = ""
 
 // settleLeftovers kills, before anything of this provider runs in the
 // binding's container, the commands an earlier provider process left in
@@ -118,7 +119,7 @@ func (p *Provider) settleLeftovers(ctx context.Context, b *binding, a *allocatio
 	if err := ensureRunning(ctx, p.cli, a); err != nil {
 		return err
 	}
-	killed, paused, err := p.killContainerLeftovers(ctx, a.Container, leftoverUser(b))
+	killed, paused, err := p.killContainerLeftovers(ctx, a.Container, containerUser)
 	if paused {
 		return fmt.Errorf("container %s was paused again before the commands of an earlier provider process in it could be killed", a.Container)
 	}

@@ -45,6 +45,9 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 		return envsdk.SetupResult{}, envsdk.Failf(envapi.CodeUnsupported,
 			"profile %q is not offered by this provider (offered: %s)", name, strings.Join(p.profiles.Names(), ", "))
 	}
+	if err := p.checkProfileCPUs(c.Context(), name, prof); err != nil {
+		return envsdk.SetupResult{}, err
+	}
 	key := c.BindingKey()
 	now := time.Now().UTC()
 	st := &bindingState{
@@ -280,7 +283,7 @@ func (p *Provider) Cancel(c *envsdk.Ctx, target uint64) error {
 	ctx, cancel := context.WithTimeout(c.Context(), killBudget)
 	defer cancel()
 	tag := strconv.FormatUint(target, 10)
-	_, _, err = killGroup(ctx, p.cli, ctr, b.profile.User, tag, "")
+	_, _, err = killGroup(ctx, p.cli, ctr, containerUser, tag, "")
 	if cerrdefs.IsConflict(err) {
 		// Stopped (nothing runs) or paused: a paused one is resumed.
 		resumed, rerr := resumePaused(ctx, p.cli, ctr)
@@ -288,7 +291,7 @@ func (p *Provider) Cancel(c *envsdk.Ctx, target uint64) error {
 			return fmt.Errorf("cancel %d: %w", target, rerr)
 		}
 		if resumed {
-			_, _, err = killGroup(ctx, p.cli, ctr, b.profile.User, tag, "")
+			_, _, err = killGroup(ctx, p.cli, ctr, containerUser, tag, "")
 		}
 	}
 	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {

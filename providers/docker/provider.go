@@ -93,6 +93,13 @@ type binding struct {
 	// there before. Guarded by leftoverLock.
 	leftoverLock fileLock
 	leftovers    bool
+
+	// reshape: the container was allocated by an earlier provider
+	// process, whose profile of the same name may have given other
+	// limits; the first execute brings it to this process's profile
+	// (settleProfile). Guarded by reshapeLock.
+	reshapeLock fileLock
+	reshape     bool
 }
 
 // allocation returns the binding's allocation, starting it on first use.
@@ -135,9 +142,10 @@ func (b *binding) waitAllocation(ctx context.Context) error {
 }
 
 // New builds a provider from cfg and loads the bindings recorded in its
-// state directory. It does not contact the Engine; call GC to sweep
-// leftovers and KillLeftovers to stop the commands of an earlier provider
-// process at start (Command does both).
+// state directory. It does not contact the Engine; call CheckProfiles to
+// refuse profiles the Engine cannot run, GC to sweep leftovers and
+// KillLeftovers to stop the commands of an earlier provider process at
+// start (Command does all three).
 func New(cfg Config) (*Provider, error) { return newProvider(cfg, true) }
 
 // newProvider builds a provider; the gc command needs no profiles.
@@ -201,7 +209,8 @@ func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
 		if !ok && requireProfiles {
 			log.Warn("binding names a profile that is no longer offered", "binding", st.Key, "profile", st.Profile)
 		}
-		p.bindings[st.Key] = &binding{key: st.Key, profile: prof, withdrawn: !ok, st: st, active: map[uint64]struct{}{}}
+		p.bindings[st.Key] = &binding{key: st.Key, profile: prof, withdrawn: !ok, st: st, active: map[uint64]struct{}{},
+			reshape: st.Phase == phaseReady}
 	}
 	return p, nil
 }
