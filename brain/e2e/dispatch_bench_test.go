@@ -139,7 +139,7 @@ func benchEngine(b *testing.B) (*session.Engine, *benchLoop, string, *countingSt
 	}
 	l := &benchLoop{}
 	e, err := session.New(session.Config{Store: store, Environments: binder, Limits: session.DefaultLimits(), IdleTTL: session.KeepIdle,
-		Loops: func([]byte) (agentloop.Func, error) { return l.loop, nil }})
+		Loops: func(context.Context, []byte) (agentloop.Func, error) { return l.loop, nil }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func (s *downShared) setDown(down bool) {
 // resolves, so that a test can replace the host between requests.
 func loopHostFixture(t *testing.T, cur *atomic.Pointer[loophost.Host]) *fixture {
 	t.Helper()
-	loops := func(impl []byte) (agentloop.Func, error) { return cur.Load().Resolve(impl) }
+	loops := func(ctx context.Context, impl []byte) (agentloop.Func, error) { return cur.Load().Resolve(ctx, impl) }
 	return newEngineFixture(t, Options{}, session.Config{Loops: loops}, 0)
 }
 

@@ -191,6 +191,7 @@ type outcome struct {
 // outcome classifies an operation's result: the answer to record, or a
 // refusal (ErrBusy, ErrClosed, ErrInvalid, ErrUnavailable, an error an
 // operation marked with refused, a closed Wasm host's loophost.ErrClosed,
+// a module lookup that gave up behind another admission (loophost.ErrBusy),
 // and ErrOwnedElsewhere, which a cluster's node that no longer holds the
 // session's lease answers before running anything: the claim is
 // released) or a journal failure after the operation may have had an
@@ -204,7 +205,7 @@ func (s *Server) outcome(scope string, status int, v any, err error, h *claimHin
 	if err != nil && !session.TurnFailed(err) {
 		if errors.Is(err, session.ErrBusy) || errors.Is(err, session.ErrClosed) || errors.Is(err, session.ErrInvalid) ||
 			errors.Is(err, session.ErrUnavailable) || errors.Is(err, session.ErrOwnedElsewhere) || errors.Is(err, loophost.ErrClosed) ||
-			errors.As(err, new(refusal)) {
+			errors.Is(err, loophost.ErrBusy) || errors.As(err, new(refusal)) {
 			return outcome{do: doRelease}
 		}
 		if errors.Is(err, journal.ErrWrite) || errors.Is(err, journal.ErrOverloaded) {

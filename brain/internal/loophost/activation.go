@@ -306,12 +306,12 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	if err := h.enter(a, func() { stop(ErrClosed) }); err != nil {
-		return out, closedTurn(m.id, err)
+		return out, closedTurn(kindLoop, m.id, err)
 	}
 	defer h.leave(a)
 	defer func() {
 		if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
-			err = closedTurn(m.id, err)
+			err = closedTurn(kindLoop, m.id, err)
 		}
 	}()
 	ctx = context.WithValue(ctx, activationKey{}, a)
@@ -340,20 +340,21 @@ func (h *Host) run(ctx context.Context, m *module, svc agentloop.Services, in br
 }
 
 // closedTurn is the error of an activation of agentloop id that Close
-// refused or stopped, or that could not be resolved because the host is
-// closed (err wraps ErrClosed): the server is stopping, and the turn may
-// be taken again once it is back, as when every instance slot is taken.
-func closedTurn(id string, err error) error {
+// refused or stopped, or of a module id of kind k that could not be
+// looked up because the host is closed (err wraps ErrClosed): the server
+// is stopping, and the turn may be taken again once it is back, as when
+// every instance slot is taken.
+func closedTurn(k kind, id string, err error) error {
 	return &session.TurnError{Code: brainapi.CodeOverloaded, Retryable: true, Err: err,
-		Message: fmt.Sprintf("agentloop %s: the host is closed: the server is stopping", short(id))}
+		Message: fmt.Sprintf("%s %s: the host is closed: the server is stopping", k, short(id))}
 }
 
-// storageTurn is the failure of naming agentloop id while its module
-// could not be read, stored or compiled for a storage failure (err): the
-// loop is not at fault, and the same name may resolve later.
-func storageTurn(id string, err error) error {
+// storageTurn is the failure of naming module id of kind k while its
+// module could not be read, stored or compiled for a storage failure
+// (err): the module is not at fault, and the same name may resolve later.
+func storageTurn(k kind, id string, err error) error {
 	return &session.TurnError{Code: brainapi.CodeOverloaded, Retryable: true, Err: err,
-		Message: fmt.Sprintf("agentloop %s: the module could not be loaded: %v", short(id), err)}
+		Message: fmt.Sprintf("%s %s: the module could not be loaded: %v", k, short(id), err)}
 }
 
 // fail describes an instance that trapped, exited or was closed.

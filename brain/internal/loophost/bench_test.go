@@ -30,7 +30,7 @@ func BenchmarkActivation(b *testing.B) {
 	id := admit(b, h, builtin.DefaultWasm())
 	ctx := context.Background()
 	b.Run("activation", func(b *testing.B) {
-		f, err := h.Func(id)
+		f, err := h.Func(context.Background(), id)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func BenchmarkActivation(b *testing.B) {
 	// one loop, so that a change of machine load during the run affects
 	// all of them alike: it reports each one's mean time and the ratios.
 	b.Run("interleaved", func(b *testing.B) {
-		f, err := h.Func(id)
+		f, err := h.Func(context.Background(), id)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func BenchmarkActivation(b *testing.B) {
 	// decoded, the model request and set_transcript encoded, each decoded
 	// again by the host).
 	b.Run("long-transcript", func(b *testing.B) {
-		f, err := h.Func(id)
+		f, err := h.Func(context.Background(), id)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -21,7 +21,7 @@ import (
 func TestClosedHostAnswersUnavailable(t *testing.T) {
 	h, tid := toolHost(t, loophost.Options{})
 	lid := admit(t, h, guest)
-	loop, err := h.Func(lid)
+	loop, err := h.Func(context.Background(), lid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestCloseWaitsForAnAdmissionOnlyAsLongAsItsContext(t *testing.T) {
 		}
 	})
 	promptly(t, "Func on the closed host", func() {
-		if _, err := h.Func(otherID); !overloadedTurn(err, loophost.ErrClosed) {
+		if _, err := h.Func(context.Background(), otherID); !overloadedTurn(err, loophost.ErrClosed) {
 			t.Errorf("Func on the closed host = %v, want a retryable overloaded TurnError wrapping ErrClosed", err)
 		}
 	})

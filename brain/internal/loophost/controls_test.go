@@ -150,7 +150,7 @@ func TestAdmissionRefusesCostlyDeclarations(t *testing.T) {
 
 	doc := `{"result":1}`
 	m := rawModule{pages: 1, alloc: i32c(1024), entry: i64c(int64(len(doc))), data: [][]byte{active(0, doc)}}
-	f, err := h.Func(admit(t, h, withEntries(m.bytes(), 6, 100_000, global)))
+	f, err := h.Func(context.Background(), admit(t, h, withEntries(m.bytes(), 6, 100_000, global)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestAdmissionRefusesCostlyDeclarations(t *testing.T) {
 		segs = append(segs, active(int32(64+2*i), "x"))
 	}
 	m = rawModule{pages: 8, alloc: i32c(1024), entry: i64c(int64(len(doc))), data: segs}
-	if f, err = h.Func(admit(t, h, m.bytes())); err != nil {
+	if f, err = h.Func(context.Background(), admit(t, h, m.bytes())); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := f(context.Background(), newFake(), input("hi")); err != nil || string(out.Result) != "1" {

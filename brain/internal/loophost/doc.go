@@ -36,7 +36,10 @@
 // seconds. A caller waits for it only as long as its context lasts
 // (Host.Admit, Host.Find and the others answer the context's error; a
 // Tool's execute fails with timeout or cancelled), and not at all once
-// Host.Close has begun. A module that compiles but of which no instance
+// Host.Close has begun. A lookup of a module by id (Host.Func,
+// Host.Resolve, a Tool's placement at session create) waits besides at
+// most 30 seconds, then fails with overloaded (retryable, wrapping
+// ErrBusy): the session's create or turn may be tried again. A module that compiles but of which no instance
 // could be created is refused as well: one that imports a table, a global
 // or a tag (the host modules export functions only), one with an
 // active data segment, at a constant offset, that does not lie within its
@@ -253,5 +256,6 @@
 // fails with unavailable (retryable), as a provider that is stopping
 // answers, and an agentloop activation with overloaded (retryable), as
 // do one that Close stops while it runs and naming an agentloop module
-// (Host.Func, Host.Resolve); a Tool that Close stops answers cancelled.
+// (Host.Func, Host.Resolve) or placing a Tool module at session create;
+// a Tool that Close stops answers cancelled.
 package loophost

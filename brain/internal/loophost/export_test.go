@@ -3,6 +3,7 @@ package loophost
 import (
 	"bytes"
 	"context"
+	"time"
 
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -87,3 +88,11 @@ const MaxOpenFiles = maxOpenFiles
 
 // ElementsWithinTables is elementsWithinTables.
 func ElementsWithinTables(b []byte) error { return elementsWithinTables(b) }
+
+// SetLookupBound sets the bound of a lookup of a module by id (Func,
+// Resolve, ParseToolImplementation) for the rest of the test.
+func SetLookupBound(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := lookupBound
+	lookupBound = d
+	t.Cleanup(func() { lookupBound = old })
+}

@@ -91,11 +91,15 @@ func IsComponent(impl json.RawMessage) bool {
 // shape, that it names an admitted Tool module, and that its grants are
 // allowed. It is what a session create checks for a Wasm placement.
 // A Tool admitted on another node of the cluster is fetched first
-// (Options.SharedTools), within sharedFetchTimeout.
+// (Options.SharedTools), within lookupBound. A module that cannot be
+// looked up for a condition of the server, not of the implementation,
+// fails as Func does: a retryable overloaded session.TurnError wrapping
+// ErrClosed, ErrBusy, ErrStorage or the store's failure.
 func (h *Host) ParseToolImplementation(impl json.RawMessage) (ToolImplementation, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), sharedFetchTimeout)
+	ctx, cancel := withLookupBound(context.Background())
 	defer cancel()
-	return h.parseToolImplementation(ctx, impl)
+	d, err := h.parseToolImplementation(ctx, impl)
+	return d, lookupFailure(ctx, kindTool, d.ID, err)
 }
 
 func (h *Host) parseToolImplementation(ctx context.Context, impl json.RawMessage) (ToolImplementation, error) {

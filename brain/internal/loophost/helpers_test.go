@@ -170,9 +170,9 @@ func defaultLoop() []byte { return builtin.DefaultWasm() }
 // its id (Func) and by a placement (Resolve).
 func resolvers(h *loophost.Host, id string) map[string]func() (agentloop.Func, error) {
 	return map[string]func() (agentloop.Func, error){
-		"Func": func() (agentloop.Func, error) { return h.Func(id) },
+		"Func": func() (agentloop.Func, error) { return h.Func(context.Background(), id) },
 		"Resolve": func() (agentloop.Func, error) {
-			return h.Resolve([]byte(`{"type":"brain_component","entrypoint":"turn","id":"` + id + `"}`))
+			return h.Resolve(context.Background(), []byte(`{"type":"brain_component","entrypoint":"turn","id":"`+id+`"}`))
 		},
 	}
 }

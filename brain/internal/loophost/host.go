@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -22,7 +21,6 @@ import (
 	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/agentloop/builtin"
 	brainapi "github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
@@ -133,10 +131,6 @@ type SharedModules interface {
 	// there are none.
 	SharedModule(ctx context.Context, id string) (b []byte, found bool, err error)
 }
-
-// sharedFetchTimeout bounds fetching a module from Options.Shared when
-// Resolve, which has no context, names a module this node has not seen.
-const sharedFetchTimeout = 30 * time.Second
 
 // Host compiles, admits and runs Wasm agentloops. It is safe for
 // concurrent use.
@@ -473,8 +467,10 @@ type implementation struct {
 }
 
 // Resolve maps an agentloop implementation to the loop that runs it; it is
-// session.Config.Loops. It compiles nothing.
-func (h *Host) Resolve(impl []byte) (agentloop.Func, error) {
+// session.Config.Loops. It compiles nothing but a module that must be
+// compiled first (see Func), and it waits for that no longer than ctx
+// lasts.
+func (h *Host) Resolve(ctx context.Context, impl []byte) (agentloop.Func, error) {
 	if string(impl) == brainapi.BuiltinDefaultImplementation {
 		// The engine asks for the built-in loop in these bytes on every
 		// turn of a session that names no loop.
@@ -494,7 +490,7 @@ func (h *Host) Resolve(impl []byte) (agentloop.Func, error) {
 		if d.Entrypoint != agentloop.ExportTurn {
 			return nil, fmt.Errorf("%w: entrypoint %q (want %q)", ErrUnsupported, d.Entrypoint, agentloop.ExportTurn)
 		}
-		return h.Func(d.ID)
+		return h.Func(ctx, d.ID)
 	}
 	return nil, fmt.Errorf("%w: type %q", ErrUnsupported, d.Type)
 }
@@ -513,29 +509,26 @@ func (h *Host) builtinFunc() agentloop.Func {
 const ImplementationComponent = "brain_component"
 
 // Func answers the loop of the admitted module id; a module admitted on
-// another node of the cluster (Options.Shared) is fetched and compiled
-// first. On a closed host it fails as an activation there does: a
-// retryable overloaded session.TurnError wrapping ErrClosed. When the
-// module cannot be stored or compiled for a storage failure (ErrStorage),
-// or the cluster's store cannot be read, it fails as a Tool's run does for
-// the same causes: a retryable overloaded session.TurnError wrapping the
-// failure.
-func (h *Host) Func(id string) (agentloop.Func, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), sharedFetchTimeout)
+// another node of the cluster (Options.Shared), or one stored here that an
+// earlier storage failure left uncompiled, is compiled first, after any
+// admission under way. That wait ends when ctx ends, with ctx's error
+// (wrapping its cause), or after lookupBound: a retryable overloaded
+// session.TurnError wrapping ErrBusy. On a closed host it fails as an
+// activation there does: a retryable overloaded session.TurnError
+// wrapping ErrClosed. When the module cannot be stored or compiled for a
+// storage failure (ErrStorage), or the cluster's store cannot be read, it
+// fails as a Tool's run does for the same causes: a retryable overloaded
+// session.TurnError wrapping the failure.
+func (h *Host) Func(ctx context.Context, id string) (agentloop.Func, error) {
+	ctx, cancel := withLookupBound(ctx)
 	defer cancel()
 	if err := h.locate(ctx, h.loops, id); err != nil {
-		switch {
-		case errors.Is(err, ErrClosed):
-			return nil, closedTurn(id, err)
-		case errors.Is(err, journal.ErrOverloaded), errors.Is(err, ErrStorage):
-			return nil, storageTurn(id, err)
-		}
-		return nil, err
+		return nil, lookupFailure(ctx, kindLoop, id, err)
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.closed {
-		return nil, closedTurn(id, ErrClosed)
+		return nil, closedTurn(kindLoop, id, ErrClosed)
 	}
 	if m := h.loops.loaded[id]; m != nil {
 		return m.fn, nil

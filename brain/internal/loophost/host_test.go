@@ -21,7 +21,7 @@ import (
 
 func run(t *testing.T, h *loophost.Host, id string, svc agentloop.Services, msg string) (map[string]any, error) {
 	t.Helper()
-	f, err := h.Func(id)
+	f, err := h.Func(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestOutputIsBounded(t *testing.T) {
 func TestCancellationClosesASpinningGuest(t *testing.T) {
 	h := openHost(t, loophost.Options{})
 	id := admit(t, h, guest)
-	f, _ := h.Func(id)
+	f, _ := h.Func(context.Background(), id)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -216,7 +216,7 @@ func TestAdmissionRejectsWhatCannotRun(t *testing.T) {
 			t.Errorf("%s: %+v %+v", want, a, a.Error)
 		}
 		ids[want] = a.ID
-		if _, err := h.Func(a.ID); !errors.Is(err, loophost.ErrNotAdmitted) {
+		if _, err := h.Func(context.Background(), a.ID); !errors.Is(err, loophost.ErrNotAdmitted) {
 			t.Errorf("%s: Func: %v", want, err)
 		}
 	}
@@ -241,7 +241,7 @@ func TestRestartLoadsAdmittedModulesFromTheCache(t *testing.T) {
 	if err := h.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Func(id); !errors.Is(err, loophost.ErrClosed) {
+	if _, err := h.Func(context.Background(), id); !errors.Is(err, loophost.ErrClosed) {
 		t.Fatalf("closed host Func: %v", err)
 	}
 	stored, err := os.ReadFile(filepath.Join(dir, id+".wasm"))
@@ -286,17 +286,17 @@ func TestCompilationCacheDefaultsToTheAgentloopsDir(t *testing.T) {
 func TestResolve(t *testing.T) {
 	h := openHost(t, loophost.Options{})
 	id := admit(t, h, guest)
-	f, err := h.Resolve([]byte(`{"type":"brain_builtin","name":"default"}`))
+	f, err := h.Resolve(context.Background(), []byte(`{"type":"brain_builtin","name":"default"}`))
 	if err != nil || reflect.ValueOf(f).Pointer() != reflect.ValueOf(agentloop.Default).Pointer() {
 		t.Fatalf("builtin without BuiltinWasm: %v", err)
 	}
 	// The same implementation written otherwise resolves the same.
 	for _, impl := range []string{`{"name":"default","type":"brain_builtin"}`, `{ "type": "brain_builtin" }`} {
-		if f, err := h.Resolve([]byte(impl)); err != nil || reflect.ValueOf(f).Pointer() != reflect.ValueOf(agentloop.Default).Pointer() {
+		if f, err := h.Resolve(context.Background(), []byte(impl)); err != nil || reflect.ValueOf(f).Pointer() != reflect.ValueOf(agentloop.Default).Pointer() {
 			t.Fatalf("%s: %v", impl, err)
 		}
 	}
-	if _, err := h.Resolve([]byte(`{"type":"brain_component","entrypoint":"turn","id":"` + id + `"}`)); err != nil {
+	if _, err := h.Resolve(context.Background(), []byte(`{"type":"brain_component","entrypoint":"turn","id":"`+id+`"}`)); err != nil {
 		t.Fatal(err)
 	}
 	for impl, want := range map[string]error{
@@ -306,7 +306,7 @@ func TestResolve(t *testing.T) {
 		`{"type":"remote"}`: loophost.ErrUnsupported,
 		`[]`:                loophost.ErrUnsupported,
 	} {
-		if _, err := h.Resolve([]byte(impl)); !errors.Is(err, want) {
+		if _, err := h.Resolve(context.Background(), []byte(impl)); !errors.Is(err, want) {
 			t.Errorf("%s: %v, want %v", impl, err, want)
 		}
 	}
@@ -314,7 +314,7 @@ func TestResolve(t *testing.T) {
 
 func TestBuiltinWasmRunsTheEmbeddedDefaultLoop(t *testing.T) {
 	h := openHost(t, loophost.Options{BuiltinWasm: true})
-	f, err := h.Resolve([]byte(`{"type":"brain_builtin","name":"default"}`))
+	f, err := h.Resolve(context.Background(), []byte(`{"type":"brain_builtin","name":"default"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestCloseDuringAnActivation(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := admit(t, h, guest)
-	f, _ := h.Func(id)
+	f, _ := h.Func(context.Background(), id)
 	done := make(chan error, 1)
 	go func() {
 		_, err := f(context.Background(), newFake(), input("spin"))

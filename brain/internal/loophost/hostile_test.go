@@ -254,7 +254,7 @@ func TestAdmissionRefusesImportsTheHostDoesNotProvide(t *testing.T) {
 				if a.Status != loophost.StatusRejected || a.Error == nil || a.Error.Code != api.CodeInvalidRequest || !strings.Contains(a.Error.Message, c.want) {
 					msg := ""
 					if a.Status == loophost.StatusAdmitted && export == "turn" {
-						f, _ := h.Func(a.ID)
+						f, _ := h.Func(context.Background(), a.ID)
 						_, err := f(context.Background(), newFake(), api.TurnInput{})
 						msg = fmt.Sprintf("; a turn then failed with %v", err)
 					}
@@ -472,7 +472,7 @@ func TestAdmissionRefusesDataOutsideTheInitialMemory(t *testing.T) {
 				if a.Status != loophost.StatusRejected || a.Error == nil || a.Error.Code != api.CodeInvalidRequest || !strings.Contains(a.Error.Message, c.want) {
 					msg := ""
 					if a.Status == loophost.StatusAdmitted && export == "turn" {
-						f, _ := h.Func(a.ID)
+						f, _ := h.Func(context.Background(), a.ID)
 						_, err := f(context.Background(), newFake(), input("hi"))
 						msg = fmt.Sprintf("; a turn then failed with %v", err)
 					}
@@ -483,7 +483,7 @@ func TestAdmissionRefusesDataOutsideTheInitialMemory(t *testing.T) {
 	}
 
 	m := rawModule{pages: 1, alloc: i32c(1024), entry: i64c(2), data: [][]byte{active(0, "{}"), active(65534, "ab")}}
-	f, err := h.Func(admit(t, h, m.bytes()))
+	f, err := h.Func(context.Background(), admit(t, h, m.bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}

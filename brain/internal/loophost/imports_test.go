@@ -89,7 +89,7 @@ func TestAdmissionBoundsImportsAndExports(t *testing.T) {
 		"imports": rawModule{imports: answers(100_000), pages: 1, alloc: i32c(1024), entry: i64c(int64(len(doc))), data: [][]byte{active(0, doc)}}.bytes(),
 		"exports": withExports(rawModule{pages: 1, alloc: i32c(1024), entry: i64c(int64(len(doc))), data: [][]byte{active(0, doc)}}.bytes(), 100_000-3),
 	} {
-		f, err := h.Func(admit(t, h, b))
+		f, err := h.Func(context.Background(), admit(t, h, b))
 		if err != nil {
 			t.Fatal(err)
 		}

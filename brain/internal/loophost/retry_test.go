@@ -61,7 +61,7 @@ func TestRetriedRefusalsHoldBoundedMemory(t *testing.T) {
 			i64c(32<<32|int64(len(doc)))),
 		data: [][]byte{active(16, `"k"`), active(32, doc)},
 	}
-	f, err := h.Func(admit(t, h, m.bytes()))
+	f, err := h.Func(context.Background(), admit(t, h, m.bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/loophost"
@@ -18,11 +19,17 @@ import (
 // engine runs sessions whose loop is the admitted module id.
 func engine(t testing.TB, h *loophost.Host, limits session.Limits) *session.Engine {
 	t.Helper()
+	return engineResolving(t, h.Resolve, limits)
+}
+
+// engineResolving runs sessions whose loops loops resolves.
+func engineResolving(t testing.TB, loops func(context.Context, []byte) (agentloop.Func, error), limits session.Limits) *session.Engine {
+	t.Helper()
 	store, err := journal.OpenFileStore(filepath.Join(t.TempDir(), "sessions"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := session.New(session.Config{Store: store, Loops: h.Resolve, Limits: limits})
+	e, err := session.New(session.Config{Store: store, Loops: loops, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}

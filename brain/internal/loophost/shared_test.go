@@ -131,7 +131,7 @@ func TestLoopWithTheSharedStoreDownIsRetryable(t *testing.T) {
 	loops.mu.Lock()
 	loops.fail = false
 	loops.mu.Unlock()
-	if _, err := h.Func(id); err != nil {
+	if _, err := h.Func(context.Background(), id); err != nil {
 		t.Errorf("Func once the store answers: %v", err)
 	}
 }

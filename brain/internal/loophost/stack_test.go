@@ -25,7 +25,7 @@ func TestDeepRecursionTraps(t *testing.T) {
 	const stackBound = 256 << 20
 
 	m := rawModule{pages: 1, alloc: i32c(0), entry: recurse}
-	f, err := h.Func(admit(t, h, m.bytes()))
+	f, err := h.Func(context.Background(), admit(t, h, m.bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestDeepRecursionTraps(t *testing.T) {
 
 	doc := `{"result":1}`
 	ok := rawModule{pages: 1, alloc: i32c(1024), entry: i64c(int64(len(doc))), data: [][]byte{active(0, doc)}}
-	if f, err = h.Func(admit(t, h, ok.bytes())); err != nil {
+	if f, err = h.Func(context.Background(), admit(t, h, ok.bytes())); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := f(context.Background(), newFake(), input("hi")); err != nil || string(out.Result) != "1" {

@@ -93,7 +93,7 @@ func TestDamagedStoredModuleIsRefusedUntilAdmittedAgain(t *testing.T) {
 	if err != nil || !ok || a.Status != loophost.StatusRejected || !strings.Contains(a.Error.Message, "does not match") {
 		t.Fatalf("GET of a damaged stored module = %+v %v %v, want rejected as damaged", a, ok, err)
 	}
-	if _, err := h.Func(id); !errors.Is(err, loophost.ErrNotAdmitted) || !strings.Contains(err.Error(), "does not match") {
+	if _, err := h.Func(context.Background(), id); !errors.Is(err, loophost.ErrNotAdmitted) || !strings.Contains(err.Error(), "does not match") {
 		t.Fatalf("Func of a damaged stored module = %v, want not admitted, naming the damage", err)
 	}
 	if h.Compiles() != compiles {

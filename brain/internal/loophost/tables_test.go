@@ -113,7 +113,7 @@ func TestTableGrowthIsBounded(t *testing.T) {
 			m := rawModule{pages: 1, alloc: i32c(1024), entry: entry(c.grow),
 				data: [][]byte{active(0, refused), active(32, grown)}}
 			b := withTables(m.bytes(), c.table)
-			f, err := h.Func(admit(t, h, b))
+			f, err := h.Func(context.Background(), admit(t, h, b))
 			if err != nil {
 				t.Fatal(err)
 			}

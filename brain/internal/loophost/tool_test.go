@@ -215,7 +215,7 @@ func TestInstanceCap(t *testing.T) {
 	if !r.Retryable || !strings.Contains(r.Message, "BRAIN_MAX_CORE_INSTANCES") {
 		t.Fatalf("saturation %+v", r)
 	}
-	f, err := h.Func(loopID)
+	f, err := h.Func(context.Background(), loopID)
 	if err != nil {
 		t.Fatal(err)
 	}

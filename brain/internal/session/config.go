@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -49,8 +50,10 @@ type Config struct {
 	// in-memory store.
 	Secrets Secrets
 	// Loops resolves an agentloop implementation; nil runs only the
-	// built-in default loop.
-	Loops func(implementation []byte) (agentloop.Func, error)
+	// built-in default loop. ctx is the create's or the activation's: a
+	// resolution that waits (for a module to be compiled, say) ends when
+	// the activation is cancelled or its deadline passes.
+	Loops func(ctx context.Context, implementation []byte) (agentloop.Func, error)
 	// Limits bound every turn; the zero value bounds nothing.
 	Limits Limits
 	// IdleTTL is how long an idle session stays in memory after create and

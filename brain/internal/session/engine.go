@@ -658,8 +658,9 @@ func (s *sess) summaryLocked() api.SessionSummary {
 	return api.SessionSummary{SessionID: s.id, Status: s.st.Status, LastSequence: s.st.last()}
 }
 
-// loop resolves the session's agentloop.
-func (e *Engine) loop(a *api.Agentloop) (agentloop.Func, error) {
+// loop resolves the session's agentloop; a resolution that waits ends
+// with ctx.
+func (e *Engine) loop(ctx context.Context, a *api.Agentloop) (agentloop.Func, error) {
 	if a == nil || isBuiltin(a.Implementation) {
 		if e.cfg.Loops == nil {
 			return agentloop.Default, nil
@@ -670,12 +671,12 @@ func (e *Engine) loop(a *api.Agentloop) (agentloop.Func, error) {
 		if a != nil && len(a.Implementation) > 0 {
 			impl = a.Implementation
 		}
-		return e.cfg.Loops(impl)
+		return e.cfg.Loops(ctx, impl)
 	}
 	if e.cfg.Loops == nil {
 		return nil, fmt.Errorf("%w: agentloop implementation %s", ErrUnsupported, a.Implementation)
 	}
-	return e.cfg.Loops(a.Implementation)
+	return e.cfg.Loops(ctx, a.Implementation)
 }
 
 // modelLocked opens the session's model client once.

@@ -90,8 +90,10 @@ type Validator interface {
 
 // PlacementValidator is implemented by an Environments that checks at
 // session create that each tool placement can run on the environment it
-// names; an error refuses the create as invalid before anything is
-// journaled.
+// names; an error refuses the create before anything is journaled: as
+// unavailable, and retryable, when it is a condition of the server (a
+// retryable TurnError, ErrUnavailable or journal.ErrOverloaded, as a
+// resolution of the agentloop fails for those), as invalid otherwise.
 type PlacementValidator interface {
 	ValidatePlacement(env api.Environment, implementation json.RawMessage) error
 }

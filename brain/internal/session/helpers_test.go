@@ -151,8 +151,8 @@ func script(v any) string {
 }
 
 // testLoops resolves {"type":"test","name":N} to loops[N].
-func testLoops(loops map[string]agentloop.Func) func([]byte) (agentloop.Func, error) {
-	return func(impl []byte) (agentloop.Func, error) {
+func testLoops(loops map[string]agentloop.Func) func(context.Context, []byte) (agentloop.Func, error) {
+	return func(_ context.Context, impl []byte) (agentloop.Func, error) {
 		var d struct{ Type, Name string }
 		if err := json.Unmarshal(impl, &d); err != nil || d.Type != "test" || loops[d.Name] == nil {
 			return nil, errors.New("unknown test loop")

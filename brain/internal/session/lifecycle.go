@@ -15,28 +15,30 @@ import (
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
-// loopUnavailable answers the error of a create whose agentloop could not
-// be resolved (err) for a condition of the server, not of the request:
-// the resolver's retryable TurnError (its host is closed, say), durable
-// storage that failed (ErrUnavailable) or a store that turned the read
-// away (journal.ErrOverloaded). Nothing was done, and the same request may
-// be sent again. It answers nil when the request is at fault: it names a
-// loop that does not exist or cannot run.
-func loopUnavailable(err error) error {
+// unavailable answers the error of a create whose agentloop or Tool
+// placement (what) could not be resolved (err) for a condition of the
+// server, not of the request: the resolver's retryable TurnError (its host
+// is closed or busy, say), durable storage that failed (ErrUnavailable) or
+// a store that turned the read away (journal.ErrOverloaded). Nothing was
+// done, and the same request may be sent again. It answers nil when the
+// request is at fault: it names a module that does not exist or cannot
+// run.
+func unavailable(what string, err error) error {
 	var te *TurnError
 	switch {
 	case errors.Is(err, ErrUnavailable):
-		return fmt.Errorf("agentloop: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	case errors.Is(err, journal.ErrOverloaded):
-		return fmt.Errorf("%w: agentloop: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
 	case errors.As(err, &te) && te.Retryable:
-		return fmt.Errorf("agentloop: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
 
-// normalize validates a create request and fills its defaults.
-func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionRequest, error) {
+// normalize validates a create request and fills its defaults. A
+// resolution of its agentloop that waits ends with ctx.
+func (e *Engine) normalize(ctx context.Context, req api.CreateSessionRequest) (api.CreateSessionRequest, error) {
 	bad := func(format string, a ...any) (api.CreateSessionRequest, error) {
 		return req, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...)
 	}
@@ -55,9 +57,14 @@ func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionReque
 	// A remote loop's implementation is opaque to Brain; any other is
 	// resolved now.
 	if remoteLoop(&req) == "" {
-		if _, err := e.loop(req.Agentloop); err != nil {
-			if err := loopUnavailable(err); err != nil {
+		if _, err := e.loop(ctx, req.Agentloop); err != nil {
+			if err := unavailable("agentloop", err); err != nil {
 				return req, err
+			}
+			if ctx.Err() != nil {
+				// The caller gave up while the loop was resolved: the
+				// request is not at fault.
+				return req, fmt.Errorf("agentloop: %w", err)
 			}
 			return bad("agentloop: %v", err)
 		}
@@ -149,6 +156,9 @@ func (e *Engine) normalize(req api.CreateSessionRequest) (api.CreateSessionReque
 			for _, env := range req.Environments {
 				if p, ok := t.Placements[env.Name]; ok {
 					if err := v.ValidatePlacement(env, p.Implementation); err != nil {
+						if err := unavailable(fmt.Sprintf("tool %q on environment %q", t.Name, env.Name), err); err != nil {
+							return req, err
+						}
 						return bad("tool %q on environment %q: %v", t.Name, env.Name, err)
 					}
 				}
@@ -183,7 +193,7 @@ func (e *Engine) checkModel(req api.CreateSessionRequest) error {
 // and records session_creation_ended, or session_creation_failed when a
 // setup fails. id may be empty (a fresh id is chosen).
 func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionRequest) (api.SessionSummary, error) {
-	req, err := e.normalize(req)
+	req, err := e.normalize(ctx, req)
 	if err != nil {
 		return api.SessionSummary{}, err
 	}

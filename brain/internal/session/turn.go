@@ -255,20 +255,26 @@ func callLoop(ctx context.Context, loop agentloop.Func, svc agentloop.Services, 
 	return loop(ctx, svc, in)
 }
 
-// prepare builds the activation's input and resolves the in-process loop,
-// or names the environment of a remote one.
+// prepare resolves the in-process loop, or names the environment of a
+// remote one, and builds the activation's input. The loop is resolved
+// without the session's lock, under the activation's context: a
+// resolution that waits (for a module to be compiled) holds nothing an
+// interrupt needs, and ends when the activation is cancelled or its
+// deadline passes.
 func (s *sess) prepare(a *activation) (api.TurnInput, agentloop.Func, string, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	conf := s.st.Config
+	s.mu.Unlock()
 	remote := remoteLoop(conf)
 	var loop agentloop.Func
 	if remote == "" {
 		var err error
-		if loop, err = s.e.loop(conf.Agentloop); err != nil {
+		if loop, err = s.e.loop(a.ctx, conf.Agentloop); err != nil {
 			return api.TurnInput{}, nil, "", err
 		}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	kv := make(map[string]json.RawMessage, len(s.st.KV))
 	for k, v := range s.st.KV {
 		kv[k] = v

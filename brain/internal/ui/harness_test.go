@@ -149,7 +149,7 @@ func serveOn(t *testing.T, listen func(net.Listener) net.Listener, token string,
 		Store:   journal.NewMemStore(),
 		IdleTTL: session.KeepIdle,
 		Models:  models,
-		Loops: func(impl []byte) (agentloop.Func, error) {
+		Loops: func(_ context.Context, impl []byte) (agentloop.Func, error) {
 			if string(impl) != `{"type":"emit"}` {
 				return nil, errors.New("unknown loop")
 			}
