@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/internal/progress"
 	"github.com/brain-in-go/brain/providers/internal/serve"
 )
@@ -46,7 +45,7 @@ func (p projectFlags) Set(v string) error {
 //	brain env python-uv --listen 127.0.0.1:8092 --config FILE (--token T | --no-auth)
 //	                    [--project NAME=DIR:MODULE[:SETUP]]... [--uv PATH]
 //	                    [--python REQUEST] [--cache-dir DIR] [--prepare]
-//	                    [--state DIR]
+//	                    [--state DIR] [--max-answer-bytes N]
 //
 // Flags override the configuration file; --project adds or replaces a
 // project. It prints the URL it serves, serves until ctx ends, then stops
@@ -57,6 +56,10 @@ func (p projectFlags) Set(v string) error {
 // configuration (Provider.Reload). --prepare prepares every project at
 // start instead of on first use. --state keeps the attached bindings in DIR
 // (WithStateDir), so that the provider started again serves them.
+// --max-answer-bytes is the largest answer Brain takes (its
+// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES; default Brain's default): a result
+// that would make a larger answer fails with output_limit
+// (WithMaxAnswerBytes).
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("brain env python-uv", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -67,10 +70,15 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cacheDir := fs.String("cache-dir", "", "uv cache directory (UV_CACHE_DIR)")
 	prepare := fs.Bool("prepare", false, "prepare every project at start")
 	state := fs.String("state", "", "directory keeping the attached bindings across restarts (default: in memory)")
+	maxAnswer := fs.Int64("max-answer-bytes", 0, "largest answer Brain takes, as its BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES (0: Brain's default)")
 	projects := projectFlags{}
 	fs.Var(projects, "project", "a project NAME=DIR:MODULE[:SETUP] (repeatable)")
 	if code, ok := serve.Parse(fs, args); !ok {
 		return code
+	}
+	if *maxAnswer < 0 {
+		fmt.Fprintln(stderr, "--max-answer-bytes must not be negative")
+		return 2
 	}
 	if *configPath == "" && len(projects) == 0 {
 		fmt.Fprintln(stderr, "--config or at least one --project is required")
@@ -111,7 +119,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	prog := progress.For(stderr, "python-uv")
 	defer prog.Done()
 	log := slog.New(slog.NewTextHandler(prog, nil))
-	popts := []Option{WithLogger(log), WithProgress(prog.Report)}
+	popts := []Option{WithLogger(log), WithProgress(prog.Report), WithMaxAnswerBytes(*maxAnswer)}
 	if *state != "" {
 		popts = append(popts, WithStateDir(*state))
 	}
@@ -163,7 +171,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	h := envsdk.NewHandler(p, &envsdk.Options{Token: token, Logger: log})
+	h := p.Handler(token)
 	// Once ctx ends no new operation is accepted; invocations still running
 	// are stopped (cancelled) rather than left to outlive the provider.
 	defer context.AfterFunc(ctx, func() { _ = p.Close() })()

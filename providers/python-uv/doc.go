@@ -142,7 +142,12 @@
 // Command implements
 //
 //	brain env python-uv --listen 127.0.0.1:8092 --config FILE (--token T | --no-auth)
+//	                    [--max-answer-bytes N]
 //
 // New, Reload, Prepare and Close are the programmatic surface; serve a
-// Provider with envsdk.NewHandler.
+// Provider with its Handler. An answer is bounded by the largest Brain
+// takes (--max-answer-bytes, WithMaxAnswerBytes; set it to Brain's
+// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES when that is not the default): a
+// result that would make a larger answer fails with output_limit rather
+// than being refused by Brain.
 package pythonuv

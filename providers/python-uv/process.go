@@ -97,7 +97,7 @@ func runProcess(ctx context.Context, s procSpec) (procResult, error) {
 	}
 	res.StdoutOverflow = res.StdoutOverflow || stdout.overflowed()
 	res.Stdout = stdout.bytes()
-	res.Stderr, res.StderrTruncated = stderr.String(), stderr.truncated
+	res.Stderr, res.StderrTruncated = stderr.tail()
 	res.ExitCode, res.Signal = r.ExitCode, r.Signal
 	res.Elapsed = time.Since(start)
 	return res, nil
@@ -178,11 +178,20 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// String returns the kept tail, starting at a line boundary when the head
-// was cut and a newline is near, else at a character boundary.
+// String returns the tail that tail reports.
 func (t *tailBuffer) String() string {
-	s := string(t.buf)
-	if t.truncated {
+	s, _ := t.tail()
+	return s
+}
+
+// tail returns the kept tail as UTF-8, each byte that is not UTF-8
+// replaced by U+FFFD, starting at a line boundary when the head was cut
+// and a newline is near, else at a character boundary, and whether
+// anything written was left out. A replacement is longer than the byte it
+// replaces: the tail is cut again to stay within keep bytes.
+func (t *tailBuffer) tail() (string, bool) {
+	s, truncated := string(t.buf), t.truncated
+	if truncated {
 		if i := strings.IndexByte(s, '\n'); i >= 0 && i < 256 {
 			s = s[i+1:]
 		} else {
@@ -190,5 +199,9 @@ func (t *tailBuffer) String() string {
 			s = runeSuffix(s)
 		}
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if t.keep > 0 && len(s) > t.keep {
+		s, truncated = runeSuffix(s[len(s)-t.keep:]), true
+	}
+	return s, truncated
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func sh(script string) procSpec {
@@ -127,6 +128,25 @@ func TestTailBuffer(t *testing.T) {
 	}
 	if !strings.HasSuffix(big.String(), tb.String()) || !strings.HasPrefix(tb.String(), "9") || len(tb.String()) > 1000 {
 		t.Fatalf("tail %q", tb.String())
+	}
+}
+
+// TestTailBufferBoundsReplacedBytes: bytes that are not UTF-8 are
+// reported as U+FFFD, three bytes; the tail reported stays within its
+// bound all the same, and says that it was cut.
+func TestTailBufferBoundsReplacedBytes(t *testing.T) {
+	for _, in := range []string{strings.Repeat("\xffa", 6), strings.Repeat("\xffa", 100), "x\n" + strings.Repeat("\xc3a", 5)} {
+		tb := &tailBuffer{keep: 12}
+		_, _ = tb.Write([]byte(in))
+		got, truncated := tb.tail()
+		if len(got) > 12 || !utf8.ValidString(got) || !truncated || !strings.HasSuffix(got, "\uFFFDa") {
+			t.Errorf("tail of %q: %q (%d bytes), truncated %v; want at most 12 bytes of UTF-8 ending in U+FFFD a, truncated", in, got, len(got), truncated)
+		}
+	}
+	tb := &tailBuffer{keep: 12}
+	_, _ = tb.Write([]byte("abc\xffdef"))
+	if got, truncated := tb.tail(); got != "abc\uFFFDdef" || truncated {
+		t.Errorf("tail %q, truncated %v; want the whole of it", got, truncated)
 	}
 }
 

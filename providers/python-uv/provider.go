@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os/exec"
 	"sync"
 	"time"
@@ -17,13 +18,15 @@ import (
 )
 
 // Provider serves the operator's Python projects as an environment/v1
-// provider. Create it with New and serve it with envsdk.NewHandler.
+// provider. Create it with New and serve it with Handler (or
+// envsdk.NewHandler).
 type Provider struct {
 	envsdk.Base
 
-	log      *slog.Logger
-	progress progress.Func
-	lookPath func(string) (string, error)
+	log       *slog.Logger
+	maxAnswer int64 // WithMaxAnswerBytes; 0: Brain's default
+	progress  progress.Func
+	lookPath  func(string) (string, error)
 	// gate admits operations and preparations until Close begins, and
 	// stops those in flight then (see Close).
 	gate *serve.Gate
@@ -41,10 +44,11 @@ type Provider struct {
 type Option func(*options)
 
 type options struct {
-	log      *slog.Logger
-	lookPath func(string) (string, error)
-	progress progress.Func
-	stateDir string
+	log       *slog.Logger
+	lookPath  func(string) (string, error)
+	progress  progress.Func
+	stateDir  string
+	maxAnswer int64
 }
 
 // WithLogger sends the provider's logs (preparation phases among them) to
@@ -62,6 +66,13 @@ func WithProgress(f progress.Func) Option { return func(o *options) { o.progress
 // binding set up before it, until that binding is set up again.
 func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = dir } }
 
+// WithMaxAnswerBytes bounds the answers Handler gives to the largest Brain
+// takes (its BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES): an execute whose
+// result would make a larger answer fails with output_limit instead of
+// being refused by Brain. Zero (the default) selects Brain's default,
+// envapi.MaxResponseBytes; a negative n is an error of New.
+func WithMaxAnswerBytes(n int64) Option { return func(o *options) { o.maxAnswer = n } }
+
 // New validates cfg and returns a provider. Nothing is prepared until the
 // first execute of a project.
 func New(cfg Config, opts ...Option) (*Provider, error) {
@@ -71,6 +82,9 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	}
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
+	}
+	if o.maxAnswer < 0 {
+		return nil, fmt.Errorf("pythonuv: the answer bound must not be negative (got %d)", o.maxAnswer)
 	}
 	s, err := resolve(cfg, o.lookPath)
 	if err != nil {
@@ -92,17 +106,25 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		}
 	}
 	return &Provider{
-		log:      o.log,
-		progress: o.progress,
-		lookPath: o.lookPath,
-		gate:     serve.NewGate(),
-		s:        s,
-		preps:    map[string]*preparation{},
-		retired:  map[string]*preparation{},
-		bindings: bindings,
-		active:   map[string]int{},
-		state:    state,
+		log:       o.log,
+		maxAnswer: o.maxAnswer,
+		progress:  o.progress,
+		lookPath:  o.lookPath,
+		gate:      serve.NewGate(),
+		s:         s,
+		preps:     map[string]*preparation{},
+		retired:   map[string]*preparation{},
+		bindings:  bindings,
+		active:    map[string]int{},
+		state:     state,
 	}, nil
+}
+
+// Handler serves the provider with envsdk at POST /v1/operations,
+// requiring token as the bearer credential (empty: no authentication,
+// loopback only), its answers bounded as WithMaxAnswerBytes says.
+func (p *Provider) Handler(token string) http.Handler {
+	return envsdk.NewHandler(p, &envsdk.Options{Token: token, Logger: p.log, MaxAnswerBytes: p.maxAnswer})
 }
 
 // Reload replaces the configuration. The preparation of a directory is

@@ -1,0 +1,147 @@
+package pythonuv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
+)
+
+// floodOutput is the input making flood write a JSON string of n+2 bytes.
+func floodOutput(n int) json.RawMessage {
+	raw, _ := json.Marshal(map[string]int{"n": n})
+	return raw
+}
+
+// TestCommandBoundsAnswersByMaxAnswerBytes checks that --max-answer-bytes
+// bounds the answers as Brain's BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES
+// would: a result that makes a larger answer fails with output_limit, one
+// within the bound is answered.
+func TestCommandBoundsAnswersByMaxAnswerBytes(t *testing.T) {
+	uv := uvPath(t)
+	root := fixtures(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	var stderr envtest.Buffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- Command(ctx, []string{"--listen", "127.0.0.1:0", "--no-auth", "--uv", uv,
+			"--project", "flood=" + filepath.Join(root, "plain") + ":flood",
+			"--max-answer-bytes", "4096"}, outW, &stderr)
+		outW.Close()
+	}()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no listening line: %v (stderr: %s)", err, stderr.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	url := regexp.MustCompile(`http://\S+`).FindString(line)
+	if url == "" {
+		t.Fatalf("no URL in %q", line)
+	}
+	defer func() {
+		cancel()
+		select {
+		case <-exit:
+		case <-time.After(45 * time.Second):
+			t.Error("Command did not stop")
+		}
+	}()
+
+	brain := envtest.NewBrain(t)
+	s := envtest.NewCommands("answers", "python")
+	s.Brain = brain
+	pctx, pcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer pcancel()
+	post := func(cmd envapi.Command) (envapi.Receipt, int) {
+		t.Helper()
+		status, body, resp, err := envtest.Post(pctx, nil, url, "", cmd)
+		if err != nil || resp == nil {
+			t.Fatalf("post: %d %v %s", status, err, body)
+		}
+		return resp.Receipt, len(body)
+	}
+	if rc, _ := post(s.Setup(nil)); rc.Type != envapi.ReceiptAccepted {
+		t.Fatalf("setup: %s", describe(rc))
+	}
+	if rc, _ := post(s.Execute(impl("flood"), floodOutput(1000), nil)); rc.Type != envapi.ReceiptResult || len(rc.Output) != 1002 {
+		t.Fatalf("execute within the bound: %s", describe(rc))
+	}
+	rc, n := post(s.Execute(impl("flood"), floodOutput(10_000), nil))
+	wantFailure(t, rc, envapi.CodeOutputLimit)
+	if n > 4096 {
+		t.Fatalf("answer of %d bytes, beyond the bound of 4096", n)
+	}
+}
+
+// TestHandlerBoundsAnswersByMaxAnswerBytes checks the programmatic form:
+// Handler bounds its answers as WithMaxAnswerBytes says.
+func TestHandlerBoundsAnswersByMaxAnswerBytes(t *testing.T) {
+	uv := uvPath(t)
+	root := fixtures(t)
+	p, err := New(fixtureConfig(uv, root), WithMaxAnswerBytes(4096))
+	if err != nil {
+		t.Fatal(err)
+	}
+	brain := envtest.NewBrain(t)
+	srv := httptest.NewServer(p.Handler(""))
+	t.Cleanup(func() {
+		srv.Close()
+		_ = p.Close()
+	})
+	s := envtest.NewCommands("answers", "python")
+	s.Brain = brain
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	post := func(cmd envapi.Command) envapi.Receipt {
+		t.Helper()
+		status, body, resp, err := envtest.Post(ctx, nil, srv.URL, "", cmd)
+		if err != nil || resp == nil {
+			t.Fatalf("post: %d %v %s", status, err, body)
+		}
+		return resp.Receipt
+	}
+	if rc := post(s.Setup(nil)); rc.Type != envapi.ReceiptAccepted {
+		t.Fatalf("setup: %s", describe(rc))
+	}
+	// An oversized result is answered as the failure and never finished:
+	// Brain records the failure as the Tool's outcome.
+	big := s.Execute(impl("flood"), floodOutput(10_000), nil)
+	wantFailure(t, post(big), envapi.CodeOutputLimit)
+	if n := brain.Count(envtest.Execution(s.Session, big.Operation.Sequence, envapi.MethodFinish)); n != 0 {
+		t.Fatalf("the oversized result was finished %d times", n)
+	}
+	small := s.Execute(impl("flood"), floodOutput(1000), nil)
+	if rc := post(small); rc.Type != envapi.ReceiptResult || len(rc.Output) != 1002 {
+		t.Fatalf("execute within the bound: %s", describe(rc))
+	}
+	if n := brain.Count(envtest.Execution(s.Session, small.Operation.Sequence, envapi.MethodFinish)); n != 1 {
+		t.Fatalf("the result within the bound was finished %d times", n)
+	}
+}
+
+// TestMaxAnswerBytesRefusesNegative checks that a negative bound is
+// refused rather than silently replaced by the default.
+func TestMaxAnswerBytesRefusesNegative(t *testing.T) {
+	uv := uvPath(t)
+	root := fixtures(t)
+	if _, err := New(fixtureConfig(uv, root), WithMaxAnswerBytes(-1)); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Fatalf("New with a negative bound: %v", err)
+	}
+	var out, errb bytes.Buffer
+	args := []string{"--no-auth", "--uv", uv, "--project", "p=" + filepath.Join(root, "plain") + ":echo", "--max-answer-bytes", "-1"}
+	if got := Command(context.Background(), args, &out, &errb); got != 2 {
+		t.Fatalf("Command(%q) = %d, want 2; stderr: %s", args, got, errb.String())
+	}
+}
