@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -213,7 +214,8 @@ func callbackHost(raw string) (string, error) {
 // Reachable waits up to wait for url to answer any HTTP response to a POST
 // of {url}/v1/operations without a token, other than 502, 503 or 504 (a
 // gateway's answer while the provider behind it is not up). It returns an
-// error naming the last failure when it never does.
+// error naming the last failure when it never does, and at once when the
+// provider's certificate is not trusted, which waiting does not change.
 func Reachable(ctx context.Context, client *http.Client, url string, wait time.Duration) error {
 	if client == nil {
 		client = http.DefaultClient
@@ -227,6 +229,10 @@ func Reachable(ctx context.Context, client *http.Client, url string, wait time.D
 			return fmt.Errorf("conformance: provider URL %q: %w", url, err)
 		}
 		res, err := client.Do(req)
+		var untrusted *tls.CertificateVerificationError
+		if errors.As(err, &untrusted) {
+			return fmt.Errorf("conformance: the provider at %s answered with a certificate this machine does not trust: %w", url, err)
+		}
 		if err == nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
 			res.Body.Close()

@@ -113,7 +113,7 @@ func TestContainerImageOverHTTPS(t *testing.T) {
 			args = append(args, "-v", m)
 		}
 		args = append(args, image, "conformance", "--url", tlsProxy.URL, "--token", token,
-			"--profile", "/work/profile.json", "--run", "auth/missing-token", "--wait", "3s")
+			"--profile", "/work/profile.json", "--run", "auth/missing-token", "--wait", "30s")
 		return run(t, dockerBin, args...)
 	}
 	if out, code := check(); code != conformance.ExitUnreachable || !strings.Contains(out, "certificate") {
