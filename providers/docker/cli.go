@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/internal/progress"
 	"github.com/brain-in-go/brain/providers/internal/serve"
 )
@@ -24,14 +25,14 @@ const TokenEnv = serve.TokenEnv
 // Handler serves the provider with envsdk; token may be empty only on
 // loopback.
 func (p *Provider) Handler(token string) http.Handler {
-	return envsdk.NewHandler(p, &envsdk.Options{Token: token, Logger: p.log})
+	return envsdk.NewHandler(p, &envsdk.Options{Token: token, Logger: p.log, MaxAnswerBytes: p.maxAnswer})
 }
 
 // Command implements
 //
 //	brain env docker --listen 127.0.0.1:8093 --state DIR (--token T | --no-auth)
 //	                 (--profiles FILE | --image IMAGE [profile flags])
-//	                 [--gc-older-than D]
+//	                 [--gc-older-than D] [--max-answer-bytes N]
 //	brain env docker gc --state DIR --older-than D
 //
 // The first serves the provider until ctx ends, after a GC of the
@@ -54,6 +55,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	state := fs.String("state", "", "directory holding one state file per binding (required)")
 	profilesFile := fs.String("profiles", "", "JSON file of named profiles")
 	gcOlder := fs.Duration("gc-older-than", 0, "at start, also remove labelled resources older than this (0: only those whose binding is gone)")
+	maxAnswer := fs.Int64("max-answer-bytes", envapi.MaxResponseBytes, "largest answer Brain takes (its BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES)")
 	var prof Profile
 	fs.StringVar(&prof.Image, "image", "", "image of the profile \"default\" (without --profiles)")
 	fs.StringVar(&prof.Workspace, "workspace", WorkspaceWrite, "workspace mount of the default profile: read or write")
@@ -71,6 +73,10 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *gcOlder < 0 {
 		fmt.Fprintln(stderr, "--gc-older-than must not be negative")
+		return 2
+	}
+	if *maxAnswer <= 0 {
+		fmt.Fprintf(stderr, "--max-answer-bytes %d: give a positive bound\n", *maxAnswer)
 		return 2
 	}
 	var profiles Profiles
@@ -101,7 +107,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	prog := progress.For(stderr, "docker")
 	defer prog.Done()
 	log := slog.New(slog.NewTextHandler(prog, nil))
-	p, err := New(Config{Profiles: profiles, StateDir: *state, Logger: log, Progress: prog.Report})
+	p, err := New(Config{Profiles: profiles, StateDir: *state, Logger: log, Progress: prog.Report, MaxAnswerBytes: *maxAnswer})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

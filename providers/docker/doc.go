@@ -116,6 +116,23 @@
 // that a stream's events join into its output) through the execution's emit
 // service when granted; all events precede the finish.
 //
+// The operator tells the provider the largest answer Brain takes
+// (Config.MaxAnswerBytes, Command's --max-answer-bytes: Brain's
+// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, 32 MiB by default). JSON may write
+// six bytes for one of an output's ("\u003c" for '<', "\u0001" for a
+// control character), so a read or a command's output within the
+// profile's output_bytes could still make a larger answer: it is cut
+// instead, between characters, to what fits in the bound less 4 KiB (less
+// half the bound below 8 KiB; a read holds no more bytes than that to
+// begin with), with truncated true — a command's stdout and stderr each
+// to half of that room or to what the other leaves; the caller of a cut
+// read continues from the offset plus the bytes returned. A list reads at
+// most 8 MiB of listing from the container and answers its entries in at
+// most 8 MiB of JSON, or that room when it is less (each entry repeats the
+// listed directory's path), stopping before the first entry beyond either
+// with truncated true. Any answer still larger than the bound is answered
+// as the failure output_limit (see envsdk), never sent.
+//
 // # Stopping a call
 //
 // The Engine cannot kill an exec. Each command therefore runs under a

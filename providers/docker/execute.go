@@ -16,6 +16,7 @@ import (
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/toolset"
+	"github.com/brain-in-go/brain/providers/internal/fit"
 )
 
 // call is one execute as a tool sees it.
@@ -212,9 +213,9 @@ func runCommand(k *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toolset.CommandOutput{
+	return fit.Command(toolset.CommandOutput{
 		ExitCode: code, Stdout: toolset.Text(stdout.Bytes()), Stderr: toolset.Text(stderr.Bytes()), Truncated: stdout.Truncated(),
-	}, nil
+	}, fit.Room(k.p.maxAnswer)), nil
 }
 
 // env checks the input's variables against the profile's allow-list.

@@ -12,6 +12,7 @@ import (
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/toolset"
+	"github.com/brain-in-go/brain/providers/internal/fit"
 )
 
 // The file tools run small POSIX shell scripts as the profile's user (busybox
@@ -162,7 +163,10 @@ printf '%s' "$r"`
 // codeReadOnly answers a write to a workspace the profile mounts read-only.
 const codeReadOnly = "read_only"
 
-// maxListBytes bounds the raw listing read back from the container.
+// maxListBytes bounds the raw listing read back from the container; the
+// list's answer is bounded apart (fit.ListRoom), since JSON may write six
+// bytes for one of a name's and repeats the listed directory's path in
+// every entry.
 const maxListBytes = 8 << 20
 
 // script runs a file-tool script and maps its exit code to a failure.
@@ -208,7 +212,10 @@ func runRead(k *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	limit := in.Limited(k.b.profile.OutputBytes)
+	// JSON takes at least a byte for each of the content's: no more than
+	// the answer's room is read.
+	room := fit.Room(k.p.maxAnswer)
+	limit := min(in.Limited(k.b.profile.OutputBytes), int64(room))
 	data, errOut, _, err := k.script(readScript, []string{abs, strconv.FormatInt(in.Offset, 10), strconv.FormatInt(limit, 10)}, nil, limit+64)
 	if err != nil {
 		return nil, err
@@ -221,7 +228,7 @@ func runRead(k *call) (any, error) {
 	if truncated {
 		data = toolset.TrimCutRune(data)
 	}
-	return toolset.NewReadOutput(data, size, truncated), nil
+	return fit.Read(data, size, truncated, room), nil
 }
 
 func (k *call) writable() error {
@@ -313,26 +320,36 @@ func runList(k *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toolset.ListOutput{Entries: listEntries(raw, relPath(abs)), Truncated: truncated}, nil
+	entries, cut := listEntries(raw, relPath(abs), fit.ListRoom(k.p.maxAnswer))
+	return toolset.ListOutput{Entries: entries, Truncated: truncated || cut}, nil
 }
 
 // listEntries decodes listScript's output: entries of three fields (type,
 // size, path), each field ending with a NUL, paths relative to base. What
 // follows the last NUL is an entry the output cap cut, and is left out
-// rather than answered with a cut path.
-func listEntries(raw []byte, base string) []toolset.Entry {
+// rather than answered with a cut path. The entries stop before the first
+// that would make the list's output take more than bound bytes as JSON
+// (cut is then true).
+func listEntries(raw []byte, base string, bound int) (entries []toolset.Entry, cut bool) {
 	fields := bytes.Split(raw, []byte{0})
 	fields = fields[:len(fields)-1]
-	entries := []toolset.Entry{}
+	entries = []toolset.Entry{}
+	answer := fit.EmptyList
 	for i := 0; i+2 < len(fields); i += 3 {
 		size, _ := strconv.ParseInt(string(fields[i+1]), 10, 64)
 		p := toolset.Text(fields[i+2])
 		if base != "." {
 			p = base + "/" + p
 		}
-		entries = append(entries, toolset.Entry{Path: p, Type: string(fields[i]), Size: size})
+		e := toolset.Entry{Path: p, Type: string(fields[i]), Size: size}
+		n := fit.Entry(e)
+		if answer+n > bound {
+			return entries, true
+		}
+		answer += n
+		entries = append(entries, e)
 	}
-	return entries
+	return entries, false
 }
 
 func runEdit(k *call) (any, error) {

@@ -54,11 +54,18 @@ func newHarnessOn(t *testing.T, stateDir string, cli *client.Client) *harness {
 // newHarnessWith is newHarnessOn with the operator's profiles.
 func newHarnessWith(t *testing.T, stateDir string, cli *client.Client, profiles Profiles) *harness {
 	t.Helper()
+	return newHarnessConfig(t, Config{Profiles: profiles, StateDir: stateDir, Client: cli})
+}
+
+// newHarnessConfig is newHarnessWith with the whole of the operator's
+// configuration (an empty StateDir: a new one).
+func newHarnessConfig(t *testing.T, cfg Config) *harness {
+	t.Helper()
 	engineCli, _ := testEngine(t)
-	if stateDir == "" {
-		stateDir = t.TempDir()
+	if cfg.StateDir == "" {
+		cfg.StateDir = t.TempDir()
 	}
-	p, err := New(Config{Profiles: profiles, StateDir: stateDir, Client: cli})
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -30,6 +30,12 @@ type Config struct {
 	Client *client.Client
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
+	// MaxAnswerBytes is the largest answer to an operation Brain takes
+	// (its operator's BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES); zero means
+	// Brain's default, envapi.MaxResponseBytes. Reads, command outputs and
+	// lists are cut to fit in it (truncated), and a larger answer is
+	// answered as the failure output_limit instead.
+	MaxAnswerBytes int64
 	// Progress, when set, is told of each step of a binding's setup and
 	// allocation (image, volume, container) as it starts and ends; it
 	// must not block.
@@ -46,6 +52,8 @@ type Provider struct {
 	log      *slog.Logger
 	progress progress.Func
 	now      func() time.Time // GC's clock; a test moves it
+	// maxAnswer is Config.MaxAnswerBytes with its default.
+	maxAnswer int64
 
 	// ownClient: the provider made cli, so Close closes it.
 	ownClient bool
@@ -153,6 +161,12 @@ func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
 	if cfg.StateDir == "" {
 		return nil, errors.New("docker: a state directory is required")
 	}
+	if cfg.MaxAnswerBytes < 0 {
+		return nil, fmt.Errorf("docker: MaxAnswerBytes %d is negative", cfg.MaxAnswerBytes)
+	}
+	if cfg.MaxAnswerBytes == 0 {
+		cfg.MaxAnswerBytes = envapi.MaxResponseBytes
+	}
 	profiles := Profiles{}
 	if requireProfiles || len(cfg.Profiles) > 0 {
 		var err error
@@ -186,6 +200,7 @@ func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
 		progress:  cfg.Progress,
 		log:       log,
 		now:       time.Now,
+		maxAnswer: cfg.MaxAnswerBytes,
 		bindings:  map[string]*binding{},
 		owners:    map[string]bool{},
 	}

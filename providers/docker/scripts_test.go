@@ -217,7 +217,8 @@ func TestListScriptSizesOfNamesWithDashes(t *testing.T) {
 		t.Fatalf("list: exit %d, stderr %q", code, errOut)
 	}
 	got := map[string]int64{}
-	for _, e := range listEntries([]byte(out), ".") {
+	entries, _ := listEntries([]byte(out), ".", math.MaxInt)
+	for _, e := range entries {
 		got[e.Path] = e.Size
 	}
 	for name, content := range files {

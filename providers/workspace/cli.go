@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/providers/internal/serve"
 )
 
@@ -20,6 +21,7 @@ const TokenEnv = serve.TokenEnv
 //	brain env workspace --listen 127.0.0.1:8091 --root DIR (--token T | --no-auth)
 //	                    [--allow any|prog,prog] [--output-limit N]
 //	                    [--max-bytes N] [--max-files N] [--timeout D] [--release keep|wipe]
+//	                    [--max-answer-bytes N]
 //
 // It serves the provider until ctx ends, then stops gracefully, and returns
 // the process exit status. The token may also come from BRAIN_ENV_TOKEN.
@@ -38,6 +40,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxFiles := fs.Int("max-files", DefaultMaxFiles, "workspace entry limit (negative: none)")
 	timeout := fs.Duration("timeout", DefaultCommandTimeout, "timeout of a command without a deadline (negative: none)")
 	release := fs.String("release", ReleaseKeep, "what the turn-end method release does: keep or wipe")
+	maxAnswer := fs.Int64("max-answer-bytes", envapi.MaxResponseBytes, "largest answer Brain takes (its BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES)")
 	if code, ok := serve.Parse(fs, args); !ok {
 		return code
 	}
@@ -55,6 +58,10 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *timeout == 0 {
 		fmt.Fprintln(stderr, "--timeout 0: give a positive duration (negative for none)")
+		return 2
+	}
+	if *maxAnswer <= 0 {
+		fmt.Fprintf(stderr, "--max-answer-bytes %d: give a positive bound\n", *maxAnswer)
 		return 2
 	}
 	if *outputLimit < 0 {
@@ -79,7 +86,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	p, err := New(Options{
 		Root: *root, MaxBytes: *maxBytes, MaxFiles: *maxFiles, OutputLimit: *outputLimit,
-		Commands: commands, CommandTimeout: *timeout, Release: *release, Logger: log,
+		Commands: commands, CommandTimeout: *timeout, Release: *release, MaxAnswerBytes: *maxAnswer, Logger: log,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/toolset"
+	"github.com/brain-in-go/brain/providers/internal/fit"
 	"github.com/brain-in-go/brain/providers/internal/proctree"
 )
 
@@ -102,13 +103,17 @@ func runCommand(k *call) (any, error) {
 	out := toolset.CommandOutput{ExitCode: res.ExitCode, Signal: res.Signal}
 	out.Stdout, out.Stderr = string(stdout.Bytes()), string(stderr.Bytes())
 	out.Truncated = stdout.Truncated() || stderr.Truncated()
+	// The output goes into the answer, or into a failure's details beside
+	// the cleanup evidence: it is cut to what leaves room for that.
+	room := fit.Room(opts.MaxAnswerBytes)
 
 	var stopped *proctree.StoppedError
 	var sweep *proctree.CleanupError
 	switch {
 	case runErr == nil:
-		return out, nil
+		return fit.Command(out, room), nil
 	case errors.As(runErr, &stopped):
+		out = fit.Command(out, room-evidenceLen(stopped.Cleanup))
 		code, msg := envapi.CodeCancelled, "the command was cancelled"
 		if errors.Is(context.Cause(ctx), errStopping) {
 			msg = "the command was stopped: the provider is stopping"
@@ -122,12 +127,22 @@ func runCommand(k *call) (any, error) {
 		first := envsdk.Fail(code, msg).WithDetails(map[string]any{"stdout": out.Stdout, "stderr": out.Stderr, "truncated": out.Truncated})
 		return nil, envsdk.KeepFirst(first, stopped.Cleanup)
 	case errors.As(runErr, &sweep):
+		out = fit.Command(out, room-evidenceLen(sweep.Err))
 		return nil, envsdk.Failf(envapi.CodeCleanupFailed, "the command finished but left processes behind: %v", sweep.Err).
 			WithDetails(map[string]any{"output": out})
 	case errors.Is(runErr, proctree.ErrStart):
 		return nil, envsdk.Failf(envapi.CodeExecutionFailed, "%v", runErr)
 	}
 	return nil, fmt.Errorf("run command: %w", runErr)
+}
+
+// evidenceLen is what err's message takes in an answer, as JSON (a
+// failure's message or its details.cleanup_error); 0 for nil.
+func evidenceLen(err error) int {
+	if err == nil {
+		return 0
+	}
+	return len(`,"cleanup_error":""`) + fit.TextLen([]byte(err.Error()))
 }
 
 // notAllowedVariable refuses a variable that would make an allowed program

@@ -88,8 +88,9 @@
 // within the operator's output limit (output_limit beyond it). A list
 // answers its entries in lexical order, each directory before its
 // contents, and stops with truncated true at 10,000 entries or at 8 MiB
-// of them as JSON, so that long names never make an answer larger than
-// Brain takes. A list shows a subdirectory it cannot read (or that is
+// of them as JSON (less when the answer bound below is lower: that bound
+// less 4 KiB), so that long names never make an answer larger than Brain
+// takes. A list shows a subdirectory it cannot read (or that is
 // removed meanwhile) without its contents, and so does the measure of the
 // workspace against its limits. A name that is not UTF-8 is listed with
 // each of its invalid bytes replaced by U+FFFD, and a directory so named is listed
@@ -106,6 +107,22 @@
 // and returned with each stream capped at the output limit: the head is
 // kept and truncated is true. Commands are not sandboxed: the directory is
 // a working area, not an isolation boundary.
+//
+// The operator tells the provider the largest answer Brain takes
+// (Options.MaxAnswerBytes, Command's --max-answer-bytes: Brain's
+// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, 32 MiB by default). JSON may write
+// six bytes for one of an output's ("\u003c" for '<', "\u0001" for a
+// control character, "\ufffd" for a byte that is not UTF-8), so a read or
+// a command's output within the output limit could still make a larger
+// answer: it is cut instead, between characters, to what fits in the
+// bound less 4 KiB (less half the bound below 8 KiB; a read holds no more
+// bytes than that to begin with), with truncated true — a command's
+// stdout and stderr each to half of that room or to what the other
+// leaves; a stopped command's output in its failure's details leaves
+// room for the cleanup evidence too. The caller of a cut read continues
+// from the offset plus the bytes returned. Any answer still larger than
+// the bound is answered as the failure output_limit (see envsdk), never
+// sent.
 //
 // # Stopping
 //

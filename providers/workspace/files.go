@@ -1,9 +1,7 @@
 package workspace
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -13,15 +11,17 @@ import (
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/toolset"
+	"github.com/brain-in-go/brain/providers/internal/fit"
 )
 
 // A list answers at most maxListEntries entries, and at most maxListBytes
-// of JSON: long names, which JSON may write six bytes for each of theirs
-// ("\u003c" for '<', "\ufffd" for a byte that is not UTF-8), would
-// otherwise make an answer larger than Brain takes.
+// of JSON (less when the answer bound is lower: fit.ListRoom): long names,
+// which JSON may write six bytes for each of theirs ("\u003c" for '<',
+// "\ufffd" for a byte that is not UTF-8), would otherwise make an answer
+// larger than Brain takes.
 const (
 	maxListEntries = 10_000
-	maxListBytes   = 8 << 20
+	maxListBytes   = fit.MaxListBytes
 )
 
 func runRead(k *call) (any, error) {
@@ -44,7 +44,10 @@ func runRead(k *call) (any, error) {
 		// system refuse the read as reaching past any possible file.
 		return toolset.NewReadOutput(nil, fi.Size(), false), nil
 	}
-	limit := int(in.Limited(int64(k.outputLimit())))
+	// JSON takes at least a byte for each of the content's: no more than
+	// the answer's room is read.
+	room := fit.Room(k.b.p.opts.MaxAnswerBytes)
+	limit := int(min(in.Limited(int64(k.outputLimit())), int64(room)))
 	buf := make([]byte, min(int64(limit), fi.Size()-in.Offset+1))
 	n, err := f.ReadAt(buf, in.Offset)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -58,7 +61,7 @@ func runRead(k *call) (any, error) {
 	if truncated {
 		data = toolset.TrimCutRune(data)
 	}
-	return toolset.NewReadOutput(data, fi.Size(), truncated), nil
+	return fit.Read(data, fi.Size(), truncated, room), nil
 }
 
 func runWrite(k *call) (any, error) {
@@ -211,7 +214,7 @@ func runList(k *call) (any, error) {
 	}
 	entries := []toolset.Entry{}
 	truncated := false
-	answer := len(`{"entries":[],"truncated":false}`)
+	answer, bound := fit.EmptyList, fit.ListRoom(k.b.p.opts.MaxAnswerBytes)
 	walk := func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == p {
@@ -235,11 +238,8 @@ func runList(k *call) (any, error) {
 			}
 		}
 		e := toolset.Entry{Path: filepath.ToSlash(path), Type: toolset.EntryType(d.Type()), Size: size}
-		n, err := listedBytes(e)
-		if err != nil {
-			return err
-		}
-		if answer+n > maxListBytes {
+		n := fit.Entry(e)
+		if answer+n > bound {
 			truncated = true
 			return fs.SkipAll
 		}
@@ -254,15 +254,6 @@ func runList(k *call) (any, error) {
 		return nil, fsError(in.Path, err)
 	}
 	return toolset.ListOutput{Entries: entries, Truncated: truncated}, nil
-}
-
-// listedBytes is what e adds to a list answer: its JSON and a comma.
-func listedBytes(e toolset.Entry) (int, error) {
-	raw, err := json.Marshal(e)
-	if err != nil {
-		return 0, fmt.Errorf("encode entry: %w", err)
-	}
-	return len(raw) + 1, nil
 }
 
 func runEdit(k *call) (any, error) {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 // Release policies for the turn-end method release.
@@ -63,6 +65,12 @@ type Options struct {
 	// the workspace, ReleaseWipe removes it so the next execute starts
 	// empty.
 	Release string
+	// MaxAnswerBytes is the largest answer to an operation Brain takes
+	// (its operator's BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES); zero means
+	// Brain's default, envapi.MaxResponseBytes. Reads, command outputs and
+	// lists are cut to fit in it (truncated), and a larger answer is
+	// answered as the failure output_limit instead.
+	MaxAnswerBytes int64
 	// EnvAllow names the provider's environment variables passed to
 	// commands; nil means DefaultEnv.
 	EnvAllow []string
@@ -97,6 +105,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.OutputLimit < 0 {
 		return o, fmt.Errorf("%w: OutputLimit %d is negative", ErrOptions, o.OutputLimit)
+	}
+	if o.MaxAnswerBytes == 0 {
+		o.MaxAnswerBytes = envapi.MaxResponseBytes
+	}
+	if o.MaxAnswerBytes < 0 {
+		return o, fmt.Errorf("%w: MaxAnswerBytes %d is negative", ErrOptions, o.MaxAnswerBytes)
 	}
 	for _, name := range o.Commands {
 		if !programName(name) {

@@ -142,7 +142,7 @@ func (p *Provider) sweep() {
 // Handler serves the provider at POST /v1/operations, requiring token as
 // the bearer credential (empty: no authentication, for loopback tests).
 func (p *Provider) Handler(token string) http.Handler {
-	return envsdk.NewHandler(p, &envsdk.Options{Token: token, Logger: p.opts.Logger})
+	return envsdk.NewHandler(p, &envsdk.Options{Token: token, Logger: p.opts.Logger, MaxAnswerBytes: p.opts.MaxAnswerBytes})
 }
 
 // Root is the absolute directory the provider keeps its state in.
