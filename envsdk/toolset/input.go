@@ -156,7 +156,8 @@ type ListInput struct {
 }
 
 // ListOutput is the output of the list tool; Truncated is set when the
-// provider's cap on entries cut the list.
+// provider's cap on entries, or on the bytes of its answer, cut the list
+// (the entries kept are whole, in the order listed).
 type ListOutput struct {
 	Entries   []Entry `json:"entries"`
 	Truncated bool    `json:"truncated"`
