@@ -192,14 +192,17 @@ func TestBrokenProviders(t *testing.T) {
 			}
 			r := envapi.NewResponse(cmd.Operation.Sequence, envapi.Accepted())
 			return &r
-		}), want: []string{"cancel/running"}},
+		}), want: []string{"cancel/running", "cancel/cleanup-evidence"}},
 		{name: "shared-state", provider: func() *reference { p := newReference(); p.shared = true; return p },
 			want: []string{"concurrency/isolated-bindings"}},
-		{name: "runs-repeats", wrap: runsRepeats, want: []string{"exec/at-most-once"}},
+		{name: "runs-repeats", wrap: runsRepeats, want: []string{"exec/at-most-once", "exec/at-most-once-running"}},
+		{name: "runs-repeats-in-flight", wrap: runsRepeatsInFlight, want: []string{"exec/at-most-once-running"}},
 		{name: "progress-then-finish", provider: func() *reference { p := newReference(); p.finishAfterProgress = true; return p },
 			want: []string{"exec/progress-receipt"}},
 		{name: "evidence-dropped", provider: func() *reference { p := newReference(); p.noEvidence = true; return p },
-			want: []string{"deadline/cleanup-evidence"}},
+			want: []string{"deadline/cleanup-evidence", "cancel/cleanup-evidence"}},
+		{name: "cleanup-replaces-cancel", wrap: cleanupReplacesCancel, want: []string{"cancel/cleanup-evidence"}},
+		{name: "stops-misnumbered", wrap: stopsMisnumbered, want: []string{"contract/echo"}},
 		{name: "allocates-per-caller", provider: func() *reference { p := newReference(); p.perCaller = true; return p },
 			want: []string{"lazy/first-use"}},
 	} {

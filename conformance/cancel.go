@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
 // bystander is an execute running while another is cancelled.
@@ -75,33 +76,9 @@ func cancelRunning(p *probe) {
 		}
 	}
 
-	// The cancel may still overtake the execute; repeat it with backoff
-	// until the execute answers.
 	first := time.Now()
-	limit := time.NewTimer(p.o.Grace)
-	defer limit.Stop()
-	wait := 10 * time.Millisecond
-	var cx *exchange // the last cancel
-	sent := 0
-	for ex == nil {
-		cancel := c.Cancel(seq)
-		cx = p.send(cancel)
-		sent++
-		if err := valid(cx); err != nil {
-			p.fail(ruleCancel, cx, "cancel of a running execute: %v", err)
-		} else {
-			p.answersLifecycle(cx, cancel, "a cancel of a running execute")
-		}
-		retry := time.NewTimer(wait)
-		select {
-		case ex = <-answered:
-		case <-retry.C:
-		case <-limit.C:
-			p.fatal(ruleCancel, cx, "the execute at sequence %d did not answer within %v of the first cancel (%d cancels sent; the last one and its answer are below), want failure %s (or returned, its work going on until cancelled)\n  the execute: POST /v1/operations %s",
-				seq, p.o.Grace, sent, envapi.CodeCancelled, excerpt(mustMarshal(target.cmd), 400))
-		}
-		retry.Stop()
-		wait = min(wait*2, 500*time.Millisecond)
+	if ex == nil {
+		ex = p.cancelUntilAnswered(ruleCancel, c, target, "or returned, its work going on until cancelled")
 	}
 	if err := valid(ex); err != nil {
 		p.fatal(ruleCancel, ex, "cancelled execute: %v", err)
@@ -128,6 +105,46 @@ func cancelRunning(p *probe) {
 	}
 	p.notCancelled(d, target.cmd.Operation, ex, same, other)
 	p.watchLate(ruleCancel, c, seq, d, ex, why, keep)
+}
+
+// cancelUntilAnswered cancels target, an execute of c that has not
+// answered yet, and returns its answer. The cancel may still overtake the
+// execute, so it is repeated with backoff until the execute answers; the
+// case fails when it does not answer within the grace of the first cancel.
+// also names what the execute may answer besides failure cancelled.
+func (p *probe) cancelUntilAnswered(r rule, c *envtest.Commands, target *bystander, also string) *exchange {
+	p.t.Helper()
+	seq := target.cmd.Operation.Sequence
+	limit := time.NewTimer(p.o.Grace)
+	defer limit.Stop()
+	wait := 10 * time.Millisecond
+	sent := 0
+	for {
+		cancel := c.Cancel(seq)
+		cx := p.send(cancel)
+		sent++
+		if err := valid(cx); err != nil {
+			p.fail(r, cx, "cancel of a running execute: %v", err)
+		} else {
+			p.answersLifecycle(cx, cancel, "a cancel of a running execute")
+		}
+		retry := time.NewTimer(wait)
+		select {
+		case ex := <-target.answered:
+			retry.Stop()
+			return ex
+		case <-retry.C:
+		case <-limit.C:
+			retry.Stop()
+			want := "failure " + envapi.CodeCancelled
+			if also != "" {
+				want += " (" + also + ")"
+			}
+			p.fatal(r, cx, "the execute at sequence %d did not answer within %v of the first cancel (%d cancels sent; the last one and its answer are below), want %s\n  the execute: POST /v1/operations %s",
+				seq, p.o.Grace, sent, want, excerpt(mustMarshal(target.cmd), 400))
+		}
+		wait = min(wait*2, 500*time.Millisecond)
+	}
 }
 
 // toolGrant is a tool grant for execution seq of session.

@@ -267,11 +267,13 @@ func must[T any](v T, err error) T {
 func TestRunCLIInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	// The interruption comes as deadline/timeout sends its sleep.
+	// The interruption comes as deadline/timeout sends its echo with a
+	// deadline_ms longer than a 32-bit timer holds, which no other case
+	// sends.
 	interrupt := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
-			if bytes.Contains(body, []byte(`"name":"sleep"`)) {
+			if bytes.Contains(body, []byte(`"deadline_ms":3000000000`)) {
 				cancel()
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))

@@ -1,11 +1,14 @@
 package conformance
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
 // echoes fails the case when Brain refuses ex, the answer to cmd, as an
@@ -58,6 +61,7 @@ func contractEcho(p *probe) {
 		p.fail(r, ex, "echo: %v", err)
 	}
 	p.echoes(ex, exec, "execute")
+	p.stopAnswersEcho(c)
 	// A cancel names another operation (target_sequence), and a failure
 	// is an answer like any other: both echo their own sequence.
 	// A provider without the cancel capability may refuse a cancel as a
@@ -78,4 +82,43 @@ func contractEcho(p *probe) {
 	teardown := c.Teardown()
 	ex = p.must(ruleResponse, teardown)
 	p.echoes(ex, teardown, "teardown")
+}
+
+// stopAnswersEcho judges the answers of executes that are stopped, which
+// many providers write on a path of their own: an execute of the sleep
+// role past its deadline and, with the cancel capability, one cancelled.
+// Without a sleep role there is nothing to stop. Whether the execute stops
+// at all, and how, is for the deadline and cancel cases to judge; an
+// answer that does not come, or does not decode, is not judged here.
+func (p *probe) stopAnswersEcho(c *envtest.Commands) {
+	p.t.Helper()
+	d, ok := p.tg.Executes[RoleSleep]
+	if !ok {
+		return
+	}
+	timed := c.Execute(d.Implementation, d.Input, envtest.Millis(p.o.Deadline.Milliseconds()))
+	p.brain.Expire(timed.Operation.Request.Callback.Token, time.Now().Add(p.o.Deadline))
+	ctx, cancel := context.WithTimeout(p.ctx, p.o.Deadline+p.o.Grace)
+	ex := p.sendRaw(ctx, p.tg.Token, timed)
+	cancel()
+	p.echoes(ex, timed, "an execute past its deadline_ms")
+	if !p.tg.declared(CapCancel) {
+		return
+	}
+	seq := c.Reserve()
+	target := p.startBystander("the execute to cancel", c.At(seq, envapi.Execute(d.Implementation, d.Input, nil, p.toolGrant(c.Session, seq))))
+	// An echo's round trip gives the execute the time to start.
+	if echo, ok := p.tg.Executes[RoleEcho]; ok {
+		_, _, _, _ = p.tool(c, echo)
+	}
+	stop := c.Cancel(seq)
+	p.echoes(p.send(stop), stop, "a cancel of a running execute")
+	timer := time.NewTimer(p.o.Grace)
+	defer timer.Stop()
+	select {
+	case ex = <-target.answered:
+		p.echoes(ex, target.cmd, "a cancelled execute")
+	case <-timer.C:
+	case <-p.ctx.Done():
+	}
 }

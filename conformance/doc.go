@@ -85,15 +85,17 @@
 //
 // A Target describes executions by role: "echo" (required: fast and
 // deterministic), "sleep" (runs past the deadline the suite sends; used by
-// the deadline and cancel cases; it may run in its execute or answer
-// returned and go on in the background, and either way its work must stop
-// on the cancel or at the deadline), "write" and "read" (the read's check
+// the deadline and cancel cases, by contract/echo for the answers of
+// stopped executes and by exec/at-most-once-running, which repeats it while
+// it runs; it may run in its execute or answer returned and go on in the
+// background, and either way its work must stop on the cancel or at the
+// deadline), "write" and "read" (the read's check
 // passes only when it observes the write's state in the same binding; used
 // for sharing, isolation and restart), "allocation" (its output identifies
 // the binding's allocation, so lazy/first-use sees a provider that
 // allocates once per concurrent first caller), "stuck" (runs past the
-// deadline and its cleanup then fails; the timeout must keep that evidence
-// in details), "progress" (answers accepted or progress) and optionally
+// deadline, or until cancelled, and its cleanup then fails; the timeout,
+// and the cancelled failure, must keep that evidence in details), "progress" (answers accepted or progress) and optionally
 // "unsupported" (a descriptor the provider refuses; by default the suite
 // invents one). A case whose role is not described is skipped.
 //
@@ -150,7 +152,8 @@
 // checked: "output" or "output_contains" on another role is refused.
 // "runs_ms" is how long a sleep or progress execution runs when nothing
 // stops it; the deadline and cancel cases watch that long for a late
-// completion, the progress case for a completion it must not make. It is
+// completion, exec/at-most-once-running for a second run, the progress
+// case for a completion it must not make. It is
 // refused on the other roles. "methods" maps each call method to
 // a sample input that must answer a result. "reporter" names a call that
 // makes the provider post an observation with the binding's reporter grant;

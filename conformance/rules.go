@@ -10,7 +10,7 @@ const (
 	ruleRoute      rule = `Brain posts every command to {url}/v1/operations; an authenticated request to any other path is answered 404`
 	ruleBodyLimit  rule = `a command body larger than the provider's limit is answered 413; one of exactly the limit is served`
 	ruleStrict     rule = `commands are decoded strictly: malformed JSON (anything after the command's object included), unknown fields (names are case-sensitive: "Sequence" is not "sequence"), a name repeated in one object, a contract other than "environment/v1", identifiers not matching ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$ and sequences below 1 are answered 400`
-	ruleResponse   rule = `every answer to a command is 200 with {"contract":"environment/v1","sequence":<the command's sequence>,"receipt":{...}}, the sequence of the command answered (a cancel's own, not its target_sequence), failures included; a setup, cancel, detach or teardown is answered accepted, failure or unknown`
+	ruleResponse   rule = `every answer to a command is 200 with {"contract":"environment/v1","sequence":<the command's sequence>,"receipt":{...}}, the sequence of the command answered (a cancel's own, not its target_sequence), failures included (an execute's timeout and cancelled answers among them); a setup, cancel, detach or teardown is answered accepted, failure or unknown`
 	ruleLifecycle  rule = `a binding's life is setup, then operations, then detach and teardown; each of these is answered with an accepted receipt when it succeeds`
 	ruleTeardown   rule = `teardown is repeatable (a second teardown is accepted) and any later execute or call on the torn-down binding answers a failure receipt without running anything`
 	ruleDuplicate  rule = `a second setup of a binding that is already set up answers failure already_exists, unless the provider documents (profile "duplicate_setup": "accepted") that it accepts it again`
@@ -31,8 +31,8 @@ const (
 	ruleTurnEnd    rule = `a setup answering {"type":"accepted","on_turn_end":"<method>"} registers that method: after every turn Brain calls it with {"sequence":<turn_started>}, and it answers a non-failure receipt`
 	ruleMethods    rule = `a call {name,input} of a method the provider declares runs it and answers a result receipt`
 	ruleExpect     rule = `a capability the profile's "expect" list pins must stay declared`
-	ruleOnce       rule = `an execute is run at most once: a command repeated with the same session, environment and sequence is not executed again; it answers unknown (or the first answer) and makes no further callbacks. Every session numbers its sequences from 1, so an execute of another session at the same sequence is another command and runs`
-	ruleEvidence   rule = `when the work of a timed-out execute cannot be cleaned up, the timeout failure keeps the cleanup evidence in its details (the first cause stays the code)`
+	ruleOnce       rule = `an execute is run at most once: a command repeated with the same session, environment and sequence, after its answer or while it still runs, is not executed again; it answers unknown (or the first answer) and makes no further callbacks. Every session numbers its sequences from 1, so an execute of another session at the same sequence is another command and runs`
+	ruleEvidence   rule = `when the work of a stopped execute cannot be cleaned up, its failure keeps the first stop cause as its code (timeout when its deadline_ms passed, cancelled when a cancel named it) and the cleanup evidence in its details`
 	ruleReturns    rule = `a provider answers every request, or stops serving it once the request's connection is gone: no request holds the provider forever`
 	ruleReceipts   rule = `an execute may answer {"type":"accepted"} or {"type":"progress","data":<JSON>}; that leaves the Tool's outcome unknown, so the provider does not complete it afterwards: no finish, result or returned callback follows the answer`
 )

@@ -16,6 +16,7 @@ const (
 	// completes through finish if nothing stops it. Its execute may run
 	// until then or answer returned, the work going on in the
 	// background; either way a cancel, or the deadline, must stop it.
+	// With Runs, exec/at-most-once-running repeats it while it runs.
 	RoleSleep = "sleep"
 	// RoleWrite stores state in its binding; RoleRead's Check passes only
 	// when it observes that state.
@@ -29,10 +30,11 @@ const (
 	// allocation. lazy/first-use compares the outputs of concurrent first
 	// calls with it.
 	RoleAllocation = "allocation"
-	// RoleStuck runs past the deadline the suite sends and its cleanup
-	// then fails (a process that cannot be killed, a file that cannot be
-	// removed); deadline/cleanup-evidence checks the timeout keeps that
-	// evidence.
+	// RoleStuck runs past the deadline the suite sends, or until it is
+	// cancelled, and its cleanup then fails (a process that cannot be
+	// killed, a file that cannot be removed); deadline/cleanup-evidence
+	// checks the timeout keeps that evidence, and cancel/cleanup-evidence
+	// (with the cancel capability) that the cancelled failure does.
 	RoleStuck = "stuck"
 	// RoleProgress answers its execute with an accepted or progress
 	// receipt; exec/progress-receipt checks it is well formed and that the

@@ -68,7 +68,8 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// The conformance case deadline/cleanup-evidence, with the stuck role
+// The conformance cases deadline/cleanup-evidence and
+// cancel/cleanup-evidence, with the stuck role
 // played by a module whose child cannot be killed. The answer comes after
 // the kill and output drain bounds past the deadline: the handler's stop
 // grace and the grace allowed here cover both.
@@ -108,9 +109,10 @@ func TestConformanceCleanupEvidence(t *testing.T) {
 				}},
 				conformance.RoleStuck: {Implementation: impl("stuck"), Input: stuck},
 			},
+			Capabilities: conformance.Capabilities{Cancel: true},
 		}
 	}, &conformance.Options{
-		Run:      []string{"deadline/cleanup-evidence"},
+		Run:      []string{"deadline/cleanup-evidence", "cancel/cleanup-evidence"},
 		Deadline: 1500 * time.Millisecond,
 		Grace:    12 * time.Second,
 	})

@@ -177,7 +177,8 @@ func TestDeadlineKeepsCleanupEvidence(t *testing.T) {
 	}
 }
 
-// The conformance case deadline/cleanup-evidence, with the stuck role
+// The conformance cases deadline/cleanup-evidence and
+// cancel/cleanup-evidence, with the stuck role
 // played by a command whose child cannot be killed. The answer comes after
 // the provider's kill bound, or the handler's stop grace, past the
 // deadline: the grace allowed here covers both.
@@ -198,9 +199,10 @@ func TestConformanceCleanupEvidence(t *testing.T) {
 				conformance.RoleEcho:  {Implementation: tool(toolset.ToolCommand), Input: json.RawMessage(`{"argv":["echo","hello"]}`), Check: commandOutput("hello\n")},
 				conformance.RoleStuck: {Implementation: tool(toolset.ToolCommand), Input: mustJSON(t, sh(fz.stuckLine()))},
 			},
+			Capabilities: conformance.Capabilities{Cancel: true},
 		}
 	}, &conformance.Options{
-		Run:      []string{"deadline/cleanup-evidence"},
+		Run:      []string{"deadline/cleanup-evidence", "cancel/cleanup-evidence"},
 		Deadline: 1000 * time.Millisecond,
 		Grace:    12 * time.Second,
 	})
