@@ -117,18 +117,7 @@ func runsRepeats(next http.Handler) http.Handler {
 				body, _ = json.Marshal(cmd)
 			}
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		rec := &buffered{header: http.Header{}, status: http.StatusOK}
-		next.ServeHTTP(rec, r)
-		out := rec.body.Bytes()
-		if resp, err := envapi.DecodeResponse(out); err == nil && resp.Sequence != orig {
-			resp.Sequence = orig
-			out, _ = json.Marshal(resp)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rec.status)
-		_, _ = w.Write(out)
+		serveMoved(w, r, next, body, orig)
 	})
 }
 
@@ -142,6 +131,24 @@ func prefixToken(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// serveMoved serves r with body, the command moved to a sequence of its
+// own, through next, and answers next's answer with the command's
+// original sequence orig.
+func serveMoved(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, orig uint64) {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	rec := &buffered{header: http.Header{}, status: http.StatusOK}
+	next.ServeHTTP(rec, r)
+	out := rec.body.Bytes()
+	if resp, err := envapi.DecodeResponse(out); err == nil && resp.Sequence != orig {
+		resp.Sequence = orig
+		out, _ = json.Marshal(resp)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rec.status)
+	_, _ = w.Write(out)
 }
 
 type buffered struct {

@@ -1,14 +1,11 @@
 package pythonuv
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http/httptest"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -32,24 +29,9 @@ func TestCommandBoundsAnswersByMaxAnswerBytes(t *testing.T) {
 	root := fixtures(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	outR, outW := io.Pipe()
-	var stderr envtest.Buffer
-	exit := make(chan int, 1)
-	go func() {
-		exit <- Command(ctx, []string{"--listen", "127.0.0.1:0", "--no-auth", "--uv", uv,
-			"--project", "flood=" + filepath.Join(root, "plain") + ":flood",
-			"--max-answer-bytes", "4096"}, outW, &stderr)
-		outW.Close()
-	}()
-	line, err := bufio.NewReader(outR).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no listening line: %v (stderr: %s)", err, stderr.String())
-	}
-	go func() { _, _ = io.Copy(io.Discard, outR) }()
-	url := regexp.MustCompile(`http://\S+`).FindString(line)
-	if url == "" {
-		t.Fatalf("no URL in %q", line)
-	}
+	url, exit, _ := startCommand(t, ctx, "--listen", "127.0.0.1:0", "--no-auth", "--uv", uv,
+		"--project", "flood="+filepath.Join(root, "plain")+":flood",
+		"--max-answer-bytes", "4096")
 	defer func() {
 		cancel()
 		select {

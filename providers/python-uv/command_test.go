@@ -36,22 +36,7 @@ func TestCommandServesAndStopsGracefully(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	outR, outW := io.Pipe()
-	var stderr envtest.Buffer
-	exit := make(chan int, 1)
-	go func() {
-		exit <- Command(ctx, []string{"--listen", "127.0.0.1:0", "--config", conf}, outW, &stderr)
-		outW.Close()
-	}()
-	line, err := bufio.NewReader(outR).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no listening line: %v (stderr: %s)", err, stderr.String())
-	}
-	go func() { _, _ = io.Copy(io.Discard, outR) }()
-	url := regexp.MustCompile(`http://\S+`).FindString(line)
-	if url == "" {
-		t.Fatalf("no URL in %q", line)
-	}
+	url, exit, stderr := startCommand(t, ctx, "--listen", "127.0.0.1:0", "--config", conf)
 
 	brain := envtest.NewBrain(t)
 	s := envtest.NewCommands("cli", "python")
@@ -150,4 +135,27 @@ func TestCommandArguments(t *testing.T) {
 			t.Errorf("Command(%q) = %d, want %d; stderr: %s", tc.args, got, tc.want, errb.String())
 		}
 	}
+}
+
+// startCommand runs Command with args until ctx ends, and answers the URL
+// of its listening line, the channel of its exit status and its stderr.
+func startCommand(t *testing.T, ctx context.Context, args ...string) (string, <-chan int, *envtest.Buffer) {
+	t.Helper()
+	outR, outW := io.Pipe()
+	stderr := &envtest.Buffer{}
+	exit := make(chan int, 1)
+	go func() {
+		exit <- Command(ctx, args, outW, stderr)
+		outW.Close()
+	}()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no listening line: %v (stderr: %s)", err, stderr.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	url := regexp.MustCompile(`http://\S+`).FindString(line)
+	if url == "" {
+		t.Fatalf("no URL in %q", line)
+	}
+	return url, exit, stderr
 }
