@@ -3,7 +3,6 @@ package workspace
 import (
 	"testing"
 
-	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
@@ -13,18 +12,8 @@ import (
 // one replaced, which would leave it lost until a reset dropped its files.
 func TestUnreadableBirthTimeIsNoLoss(t *testing.T) {
 	f := newFixture(t, Options{})
-	c := f.commands("s1")
-	setup := c.Setup(nil)
-	accepted(t, f.post(setup))
-	ok(t, f.exec(c, "write", map[string]string{"path": "a", "content": "kept"}, nil), nil)
-	b, err := f.p.lookup(envsdk.BindingKey(setup.Operation))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.mu.Lock()
-	birth := b.rec.Birth
-	b.mu.Unlock()
-	if birth == 0 {
+	c, rec := allocated(t, f)
+	if rec.Birth == 0 {
 		t.Skip("the file system under the test's root records no creation time")
 	}
 	readBirth = func(string) int64 { return 0 }
