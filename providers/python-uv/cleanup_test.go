@@ -72,3 +72,53 @@ func TestDeadlineKeepsCleanupEvidence(t *testing.T) {
 		t.Fatalf("answered after %s for a %d ms deadline", took, deadline)
 	}
 }
+
+// A module that ends by itself but leaves behind a process that cannot
+// be killed has its answer carry the cleanup failure: a failure keeps its
+// own code (the first cause) with details.cleanup_error beside the
+// project's evidence, and a result becomes cleanup_failed holding the
+// output in its details, since the invocation's processes outlive it.
+func TestLeftoverThatCannotBeKilledIsReported(t *testing.T) {
+	r := newRig(t, func(cfg *Config) {
+		cfg.Projects["stuck"] = Project{Directory: cfg.Projects["plain"].Directory, Module: "stuck"}
+	})
+	s := r.attach("s")
+	warm(t, r, s)
+	for _, c := range []struct {
+		name, stdout string
+		exit         int
+		code         string
+	}{
+		{"exit status", "", 3, envapi.CodeExecutionFailed},
+		{"not JSON", "not json", 0, envapi.CodeInvalidOutput},
+		{"result", `{"done":true}`, 0, envapi.CodeCleanupFailed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fz := newFreezer(t)
+			pids := t.TempDir()
+			t.Cleanup(func() { killHolders(pids) })
+			input, _ := json.Marshal(map[string]any{"pid_file": filepath.Join(pids, "holder"), "freezer": fz, "exit": c.exit, "stdout": c.stdout})
+			d := wantFailure(t, r.post(s.Execute(impl("stuck"), input, envtest.Millis(120_000))), c.code)
+			if ce, _ := d["cleanup_error"].(string); !strings.Contains(ce, "still alive") {
+				t.Fatalf("details %v: cleanup_error does not report the process that survived the kill", d)
+			}
+			if d["project"] != "stuck" {
+				t.Fatalf("details %v lost the project's details", d)
+			}
+			switch c.code {
+			case envapi.CodeExecutionFailed:
+				if d["exit_code"] != float64(3) {
+					t.Fatalf("details %v: want exit_code 3", d)
+				}
+			case envapi.CodeInvalidOutput:
+				if d["stdout"] != "not json" {
+					t.Fatalf("details %v: want the output", d)
+				}
+			case envapi.CodeCleanupFailed:
+				if out, _ := json.Marshal(d["output"]); string(out) != `{"done":true}` {
+					t.Fatalf("details %v: want the result as output", d)
+				}
+			}
+		})
+	}
+}

@@ -57,9 +57,9 @@ func (p projectFlags) Set(v string) error {
 // start instead of on first use. --state keeps the attached bindings in DIR
 // (WithStateDir), so that the provider started again serves them.
 // --max-answer-bytes is the largest answer Brain takes (its
-// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES; default Brain's default): a result
-// that would make a larger answer fails with output_limit
-// (WithMaxAnswerBytes).
+// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES; default Brain's default, at least
+// MinAnswerBytes): a result that would make a larger answer fails with
+// output_limit (WithMaxAnswerBytes).
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("brain env python-uv", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -78,6 +78,10 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *maxAnswer < 0 {
 		fmt.Fprintln(stderr, "--max-answer-bytes must not be negative")
+		return 2
+	}
+	if *maxAnswer > 0 && *maxAnswer < MinAnswerBytes {
+		fmt.Fprintf(stderr, "--max-answer-bytes %d holds no failure's answer: give at least %d\n", *maxAnswer, MinAnswerBytes)
 		return 2
 	}
 	if *configPath == "" && len(projects) == 0 {

@@ -117,7 +117,10 @@
 // kernel offers one, else the process group, the parent chain and the
 // run's marker, so a child that starts a session of its own (setsid,
 // start_new_session) is killed too. A process that cannot be killed is
-// reported in details.cleanup_error next to the first cause.
+// reported in details.cleanup_error next to the first cause (the stop, the
+// exit status, the output that is not JSON); a module that answered a
+// result but left such a process behind is answered cleanup_failed, its
+// result in details.output.
 // Every process carries BRAIN_PYTHON_UV_RUN, naming the provider that
 // started it: a provider started after one that was killed (SIGKILL, a
 // crash) kills what the killed one left running, where /proc is readable,
@@ -149,5 +152,8 @@
 // takes (--max-answer-bytes, WithMaxAnswerBytes; set it to Brain's
 // BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES when that is not the default): a
 // result that would make a larger answer fails with output_limit rather
-// than being refused by Brain.
+// than being refused by Brain, and the stderr tail and output excerpt of a
+// failure are cut to fit it (stderr_truncated), so that the failure
+// reaches Brain with its evidence. A bound below MinAnswerBytes (1 KiB),
+// too small to hold a failure's answer, stops New and Command.
 package pythonuv

@@ -28,7 +28,8 @@ type Descriptor struct {
 }
 
 // ExecutionFailure is the details of an execution_failed, invalid_output,
-// output_limit, timeout or cancelled failure of an invocation.
+// output_limit, timeout, cancelled or cleanup_failed failure of an
+// invocation.
 type ExecutionFailure struct {
 	Project         string `json:"project"`
 	ExitCode        *int   `json:"exit_code,omitempty"`
@@ -37,6 +38,9 @@ type ExecutionFailure struct {
 	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
 	// Stdout is the start of an output that is not JSON (bounded).
 	Stdout string `json:"stdout,omitempty"`
+	// Output is the result of a module that exited leaving a process that
+	// could not be killed (cleanup_failed).
+	Output json.RawMessage `json:"output,omitempty"`
 	// OutputLimitBytes is the cap an output_limit failure passed.
 	OutputLimitBytes int64 `json:"output_limit_bytes,omitempty"`
 	// Phase is "preparation" when a stop arrived while waiting for it.
@@ -118,6 +122,8 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 		code := res.ExitCode
 		details.ExitCode = &code
 	}
+	room := evidenceRoom(p.maxAnswer, res.CleanupErr)
+	fitExecution(details, room)
 	switch {
 	case res.Stopped:
 		return envapi.Receipt{}, stopFailure(ctx, details, res.CleanupErr)
@@ -135,12 +141,21 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 		if res.Signal != "" {
 			msg = "project %s was killed by a signal (status %d)"
 		}
-		return envapi.Receipt{}, envsdk.Failf(envapi.CodeExecutionFailed, msg, proj.name, res.ExitCode).WithDetails(details)
+		return envapi.Receipt{}, envsdk.KeepFirst(envsdk.Failf(envapi.CodeExecutionFailed, msg, proj.name, res.ExitCode).WithDetails(details), res.CleanupErr)
 	}
 	out := trimJSONSpace(res.Stdout)
 	if problem := outputProblem(out); problem != "" {
 		details.Stdout = string(bytes.ToValidUTF8(out[:toolset.RuneCut(out, stdoutExcerpt)], []byte("\uFFFD")))
-		return envapi.Receipt{}, envsdk.Failf(envapi.CodeInvalidOutput, "project %s did not write one JSON value to stdout: %s", proj.name, problem).WithDetails(details)
+		fitExecution(details, room)
+		return envapi.Receipt{}, envsdk.KeepFirst(envsdk.Failf(envapi.CodeInvalidOutput, "project %s did not write one JSON value to stdout: %s", proj.name, problem).WithDetails(details), res.CleanupErr)
+	}
+	if res.CleanupErr != nil {
+		// A process the module left behind outlives the invocation: the
+		// result is kept as evidence, not answered as though nothing ran
+		// on.
+		details.Output = json.RawMessage(out)
+		return envapi.Receipt{}, envsdk.KeepFirst(envsdk.Failf(envapi.CodeCleanupFailed,
+			"project %s answered, but a process it left behind could not be killed; its result is in details.output", proj.name).WithDetails(details), res.CleanupErr)
 	}
 	p.log.Debug("invocation finished", "project", proj.name, "session", c.SessionID, "sequence", c.Sequence, "elapsed", res.Elapsed)
 	return envapi.Result(json.RawMessage(out)), nil
@@ -177,7 +192,7 @@ func (p *Provider) prepared(ctx context.Context, s *settings, proj project, deli
 				return s, proj, pr, release, nil
 			}
 		} else if !pr.isSuperseded() {
-			return nil, proj, nil, nil, preparationFailed(f)
+			return nil, proj, nil, nil, preparationFailed(f, p.maxAnswer)
 		}
 		if s, proj, err = p.current(proj.name); err != nil {
 			return nil, proj, nil, nil, err

@@ -186,13 +186,16 @@ func (t *tailBuffer) String() string {
 
 // tail returns the kept tail as UTF-8, each byte that is not UTF-8
 // replaced by U+FFFD, starting at a line boundary when the head was cut
-// and a newline is near, else at a character boundary, and whether
-// anything written was left out. A replacement is longer than the byte it
+// and a newline is near with a line after it, else at a character
+// boundary, and whether anything written was left out. The newline that
+// ends the last line is no boundary to start at: a last line longer than
+// the tail (an exception quoting a large value) would leave nothing of
+// the failure's evidence. A replacement is longer than the byte it
 // replaces: the tail is cut again to stay within keep bytes.
 func (t *tailBuffer) tail() (string, bool) {
 	s, truncated := string(t.buf), t.truncated
 	if truncated {
-		if i := strings.IndexByte(s, '\n'); i >= 0 && i < 256 {
+		if i := strings.IndexByte(s, '\n'); i >= 0 && i < 256 && strings.TrimRight(s[i+1:], "\r\n") != "" {
 			s = s[i+1:]
 		} else {
 			// The cut may have fallen inside a character.

@@ -120,6 +120,12 @@ func TestTailBuffer(t *testing.T) {
 	if tb.String() != "mnop" || !tb.truncated {
 		t.Fatalf("tail %q truncated %v", tb.String(), tb.truncated)
 	}
+	// The newline ending the last line is no line boundary to start at.
+	tb = &tailBuffer{keep: 10}
+	_, _ = tb.Write([]byte("Traceback\nValueError: bad input\n"))
+	if got, truncated := tb.tail(); got != "bad input\n" || !truncated {
+		t.Fatalf("tail %q truncated %v; want the end of the last line", got, truncated)
+	}
 	var big bytes.Buffer
 	tb = &tailBuffer{keep: 1000}
 	for i := range 10000 {

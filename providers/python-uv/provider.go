@@ -69,8 +69,10 @@ func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = di
 // WithMaxAnswerBytes bounds the answers Handler gives to the largest Brain
 // takes (its BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES): an execute whose
 // result would make a larger answer fails with output_limit instead of
-// being refused by Brain. Zero (the default) selects Brain's default,
-// envapi.MaxResponseBytes; a negative n is an error of New.
+// being refused by Brain, and the stderr tail and output excerpt of a
+// failure are cut (stderr_truncated) so that the failure fits. Zero (the
+// default) selects Brain's default, envapi.MaxResponseBytes; a negative n,
+// or one below MinAnswerBytes, is an error of New.
 func WithMaxAnswerBytes(n int64) Option { return func(o *options) { o.maxAnswer = n } }
 
 // New validates cfg and returns a provider. Nothing is prepared until the
@@ -85,6 +87,9 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	}
 	if o.maxAnswer < 0 {
 		return nil, fmt.Errorf("pythonuv: the answer bound must not be negative (got %d)", o.maxAnswer)
+	}
+	if o.maxAnswer > 0 && o.maxAnswer < MinAnswerBytes {
+		return nil, fmt.Errorf("pythonuv: an answer bound of %d bytes holds no failure's answer; give at least %d (MinAnswerBytes)", o.maxAnswer, MinAnswerBytes)
 	}
 	s, err := resolve(cfg, o.lookPath)
 	if err != nil {
@@ -434,8 +439,10 @@ func (p *Provider) Prepare(ctx context.Context, name string) error {
 	return nil
 }
 
-func preparationFailed(f *PreparationFailure) *envsdk.Error {
+// preparationFailed answers the failure f of a preparation, its stderr
+// tail cut to fit an answer of at most maxAnswer bytes.
+func preparationFailed(f *PreparationFailure, maxAnswer int64) *envsdk.Error {
 	return envsdk.Failf(envapi.CodePreparationFailed,
 		"preparation of project %s failed in phase %s (%s); it is not retried until the operator changes the configuration",
-		f.Project, f.Phase, f.Reason).WithDetails(f)
+		f.Project, f.Phase, f.Reason).WithDetails(fitPreparation(f, evidenceRoom(maxAnswer, nil)))
 }

@@ -205,3 +205,33 @@ while not os.path.exists(os.path.join(here, "go")):
 		t.Fatalf("setup attempts %q, want exactly one", got)
 	}
 }
+
+// TestRestartSyncsTheChangedLock: a provider started again after the
+// project's lock changed syncs the installation to the new lock on first
+// use, without a reload, but does not run the setup module again on the
+// installation it already ran on.
+func TestRestartSyncsTheChangedLock(t *testing.T) {
+	deps := func(cfg *Config) {
+		cfg.Projects["deps"] = Project{Directory: cfg.Projects["locked"].Directory, Setup: "prepare", Module: "six_version"}
+	}
+	root := fixtures(t)
+	dir := filepath.Join(root, "locked")
+	writeFiles(t, dir, map[string]string{"six_version.py": sixVersionModule})
+	first := newRigOn(t, root, deps)
+	if rc := first.post(first.attach("s1").Execute(impl("deps"), json.RawMessage(`{}`), envtest.Millis(120_000))); rc.Type != envapi.ReceiptResult || !jsonEqual(rc.Output, `{"six":"1.17.0"}`) {
+		t.Fatalf("first provider: %s", describe(rc))
+	}
+	_ = first.p.Close()
+
+	// The operator drops the dependency while the provider is down.
+	writeFiles(t, dir, map[string]string{"pyproject.toml": pyprojectWithoutSix, "uv.lock": lockWithoutSix})
+	again := newRigOn(t, root, deps)
+	if rc := again.post(again.attach("s2").Execute(impl("deps"), json.RawMessage(`{}`), envtest.Millis(120_000))); rc.Type != envapi.ReceiptResult || !jsonEqual(rc.Output, `{"six":null}`) {
+		t.Fatalf("provider started again after the lock changed: %s", describe(rc))
+	}
+	// The fixture's setup creates its marker exclusively: a second run
+	// would have failed the preparation above.
+	if got := readFile(t, filepath.Join(dir, ".venv", "prepared")); got != "six 1.17.0\n" {
+		t.Fatalf("setup marker %q", got)
+	}
+}

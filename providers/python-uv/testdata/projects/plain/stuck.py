@@ -1,5 +1,6 @@
 """Starts a process that keeps stdout and stderr open and cannot be killed,
-records its pid in {"pid_file": PATH}, then sleeps.
+records its pid in {"pid_file": PATH}, then sleeps; or, given {"exit": N},
+writes {"stdout": TEXT} and exits with status N, leaving the process behind.
 
 The process starts in a session of its own and is frozen in the cgroup v1
 freezer directory {"freezer": DIR}: a frozen process does not act on
@@ -29,4 +30,8 @@ tmp = req["pid_file"] + ".tmp"
 with open(tmp, "w", encoding="utf-8") as f:
     f.write(str(holder.pid))
 os.rename(tmp, req["pid_file"])
+if "exit" in req:
+    sys.stdout.write(req.get("stdout", ""))
+    sys.stdout.flush()
+    sys.exit(req["exit"])
 time.sleep(600)
