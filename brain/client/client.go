@@ -22,6 +22,13 @@ import (
 // ErrClosed reports a call on a closed Client.
 var ErrClosed = errors.New("client: closed")
 
+// ErrRedirected reports a call other than a GET answered with a redirect
+// (a 301, 302 or 303: a proxy sending clients from http to https, or to a
+// moved address) that the HTTP client followed with a GET: the call was
+// not sent to Brain, and the GET's answer is not its answer. It is not
+// sent again; point the client at the address redirected to.
+var ErrRedirected = errors.New("client: redirected as a GET")
+
 // Options configures a Client. The zero value (or nil) is valid.
 type Options struct {
 	// Token is the server's bearer token.
@@ -33,11 +40,13 @@ type Options struct {
 	// Retries is how often a call is sent again (0 selects 2; negative
 	// disables): a mutation that got no answer (see UncertainError) with
 	// the same idempotency key, and a read (a GET other than a health
-	// probe) that got no answer or was answered 503 or 429. The pauses
-	// grow from 100 ms to 2 s, or last what an answer's Retry-After asks
-	// for; a call asked to wait longer than 30 s, or past ctx's deadline,
-	// is not sent again and fails with that answer. A call whose ctx ends
-	// meanwhile fails with ctx's error and that answer.
+	// probe) that got no answer, a proxy's answer in the server's stead
+	// (a 408 or 5xx without an ApiError), or was answered 503 or 429.
+	// The pauses grow from 100 ms to 2 s, or last what an answer's
+	// Retry-After asks for; a call asked to wait longer than 30 s, or
+	// past ctx's deadline, is not sent again and fails with that answer.
+	// A call whose ctx ends meanwhile fails with ctx's error and that
+	// answer.
 	Retries int
 	// MaxAnswerBytes bounds the body of a successful answer the client
 	// reads (0 selects 256 MiB); a longer one fails the call with
@@ -85,6 +94,11 @@ type Client struct {
 func New(baseURL string, opts *Options) (*Client, error) {
 	if !strings.HasPrefix(baseURL, "http://") && !strings.HasPrefix(baseURL, "https://") {
 		return nil, fmt.Errorf("client: base URL %s must start with http:// or https://", printableURL(baseURL))
+	}
+	if _, err := url.Parse(baseURL); err != nil {
+		// The parse error quotes the URL, a password in it included: it
+		// is not wrapped, and every call would fail with it.
+		return nil, fmt.Errorf("client: base URL %s does not parse as a URL", printableURL(baseURL))
 	}
 	var o Options
 	if opts != nil {
@@ -361,8 +375,8 @@ type attempt struct {
 	// was written.
 	reached bool
 	// refused says a proxy refused the request without passing it on
-	// (a 429 that is not an ApiError): not sent again, and not carried
-	// out.
+	// (a 429 that is not an ApiError, a redirect the HTTP client
+	// followed with a GET): not sent again, and not carried out.
 	refused bool
 	// retryAfter is the wait an error answer's Retry-After asked for.
 	retryAfter time.Duration
@@ -403,6 +417,11 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 		return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, err), reached: wrote.Load()}
 	}
 	defer resp.Body.Close()
+	if resp.Request != nil && resp.Request.Method != method {
+		// Brain redirects no call: something in front of it answered
+		// the call with a redirect and did not pass it on.
+		return attempt{err: fmt.Errorf("client: %s %s: %w to %s", method, path, ErrRedirected, resp.Request.URL.Redacted()), refused: true}
+	}
 	if resp.StatusCode/100 == 2 {
 		b, err := readAnswer(resp.Body, resp.ContentLength, c.maxAnswer)
 		if err != nil {
@@ -436,8 +455,9 @@ func (c *Client) authorize(req *http.Request) {
 // one with the status's code, quoting the body's start: invalid_request
 // for a 400, 405, 413, 415 or 422, unauthorized for a 401 or 403,
 // not_found for a 404 or 410, conflict for a 409, overloaded (retryable)
-// for a 429 or 503, and internal for any other. A proxy's answer in the
-// server's stead (fromProxy: a 408, 502, 503, 504 or 520 to 524) is
+// for a 429 or 503, and internal for any other. Its message says the
+// answer is not Brain's, which answers every error with an ApiError. A
+// proxy's answer in the server's stead (fromProxy: a 408 or any 5xx) is
 // retryable: the server did not answer.
 func apiError(status int, b []byte) *api.ApiError {
 	var e api.ApiError
@@ -462,25 +482,29 @@ func apiError(status int, b []byte) *api.ApiError {
 	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 		code = api.CodeOverloaded
 	}
-	return &api.ApiError{Code: code, Message: fmt.Sprintf("HTTP %d: %s", status, quote(b)),
+	text := quote(b)
+	if text == "" {
+		text = "(empty body)"
+	}
+	return &api.ApiError{Code: code, Message: fmt.Sprintf("HTTP %d not answered by Brain (the body is not Brain's error JSON: a proxy or gateway in front of it, or another server, answered): %s", status, text),
 		Retryable: api.DefaultRetryable(code) || fromProxy(status, b)}
 }
 
 // fromProxy reports whether an error answer is a proxy's in the server's
-// stead (a load balancer's whose upstream is down, restarting or did not
-// answer in time, or that gave up waiting for the request itself): a 408,
-// 502, 503, 504 or one of 520 to 524 (a CDN's: the origin answered
-// nothing it could relay, refused or did not take the connection, or did
-// not answer in time) whose body is not an ApiError (the server answers
-// every error with one).
+// stead: a 408 (it gave up waiting for the request itself) or any 5xx (a
+// load balancer's whose upstream is down, restarting, failed or did not
+// answer in time; a CDN's 520 to 524 when the origin answered nothing it
+// could relay, refused or did not take the connection, or did not answer
+// in time; a gateway's own 500) whose body is not an ApiError. Brain
+// answers every error with one, its 500s included (a handler that panics
+// drops the connection instead): such an answer says nothing of whether
+// the request reached Brain, or of its outcome there.
 func fromProxy(status int, b []byte) bool {
-	switch {
-	case status == http.StatusRequestTimeout, status == http.StatusBadGateway, status == http.StatusServiceUnavailable, status == http.StatusGatewayTimeout,
-		status >= 520 && status <= 524:
-		var e api.ApiError
-		return json.Unmarshal(b, &e) != nil || e.Code == ""
+	if status != http.StatusRequestTimeout && status < 500 {
+		return false
 	}
-	return false
+	var e api.ApiError
+	return json.Unmarshal(b, &e) != nil || e.Code == ""
 }
 
 // rateLimited reports whether an error answer is a proxy's refusal of a

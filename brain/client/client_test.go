@@ -79,6 +79,18 @@ func start(t *testing.T, cfg brain.Config, hc ...*http.Client) (*client.Client, 
 	return c, srv
 }
 
+// startSession starts a server as start does and creates a session of the
+// scripted model on it.
+func startSession(t *testing.T, ctx context.Context) (*client.Session, *brain.Server) {
+	t.Helper()
+	c, srv := start(t, brain.Config{})
+	s, err := c.Sessions.Create(ctx, scripted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, srv
+}
+
 var scripted = api.CreateSessionRequest{Model: api.ModelConfig{Provider: "scripted", Name: "demo"}}
 
 func TestLifecycle(t *testing.T) {

@@ -12,12 +12,13 @@
 // Every mutation carries an Idempotency-Key: IdempotencyKey sets it, and
 // otherwise the client makes a random one per call. A mutation is sent
 // again only with its key, so it runs at most once: a call whose answer
-// does not arrive (a lost connection; a 408, 502, 503, 504 or 520 to 524
-// of a proxy in front of the server in its stead; an ambiguous answer
-// marked retryable, which a node of a cluster gives when the answer of
-// the node it forwarded the call to was lost) is retried with the same key
-// (Options.Retries). A call whose outcome is still unknown then, or when
-// ctx ends or the client closes while it is under way, fails with an
+// does not arrive (a lost connection; a 408 or any 5xx, a 500 included,
+// whose body is not Brain's error, of a proxy in front of the server in
+// its stead; an ambiguous answer marked retryable, which a node of a
+// cluster gives when the answer of the node it forwarded the call to was
+// lost) is retried with the same key (Options.Retries). A call whose
+// outcome is still unknown then, or when ctx ends or the client closes
+// while it is under way, fails with an
 // *UncertainError that carries the key: send it again with
 // IdempotencyKey(Key). So does a mutation Brain answers 503 overloaded,
 // which is not sent again: Brain gives that answer to a call it refused
@@ -35,10 +36,13 @@
 // (invalid_request for a 400, 405, 413, 415 or 422; unauthorized for a
 // 401 or 403; not_found for a 404 or 410; conflict for a 409;
 // overloaded, retryable, for a 429 or 503; internal for any other,
-// retryable for a 408, 502, 504 and a CDN's 520 to 524, which stand in
-// for the server's answer), quoting at most 512 bytes of it. A
-// mutation such a 429 refused was not passed on: it is not sent again,
-// and is uncertain only when an earlier attempt's answer was lost. An
+// retryable for a 408 and any 5xx, which stand in for the server's
+// answer), whose message says it is not Brain's answer and quotes at
+// most 512 bytes of it. A mutation such a 429 refused was not passed on: it is not sent again,
+// and is uncertain only when an earlier attempt's answer was lost. So is
+// a mutation answered with a redirect that the HTTP client follows with
+// a GET (a 301, 302 or 303, as from http to https): it fails with
+// ErrRedirected rather than take the GET's answer for its own. An
 // error answer that quotes the bearer token its request carried
 // (a debugging proxy's page that echoes the Authorization header) has
 // the token replaced by "[redacted]" in the error and its ApiError, when
@@ -50,8 +54,8 @@
 // Reads (the GET requests: a session, the session list, an events page,
 // the transcript, the model catalogue, a module's admission) are sent
 // again (Options.Retries) when no answer arrived, a proxy answered in the
-// server's stead (408, 502, 503, 504, 520 to 524), or the server or a
-// proxy answered 503 or 429 (a drain before a restart, a rate limit),
+// server's stead (408 or any 5xx without Brain's error), or the server
+// or a proxy answered 503 or 429 (a drain before a restart, a rate limit),
 // after pauses growing from 100 ms that honour a Retry-After of up to
 // 30 s within ctx's deadline; the last answer is the error. When ctx
 // ends while a read or a keyed write waits to be sent again, or while it
@@ -118,9 +122,9 @@
 // attempt's.
 // An answer that cannot become a stream is yielded at once: a 200 that
 // is not an event stream (ErrNotEventStream), and an event whose data
-// does not decode or whose line, or data, is longer than 80 MiB
-// (ErrMalformedEvent). A host's commands connection that goes silent
-// likewise is connected again. A silent stream or connection also closes
+// does not decode, lacks its sequence or type, or whose line, or data, is
+// longer than 80 MiB (ErrMalformedEvent). A host's commands connection
+// that goes silent likewise is connected again. A silent stream or connection also closes
 // the idle connections of the client's HTTP client: they went its way (a
 // NAT or a proxy that forgot them) and would take the next request only
 // to leave it unanswered. A commands connection answered 200 with something other

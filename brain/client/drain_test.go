@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/client"
 )
@@ -17,11 +16,7 @@ import (
 func TestInterruptDuringDrain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, srv := start(t, brain.Config{})
-	s, err := c.Sessions.Create(ctx, scripted)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, srv := startSession(t, ctx)
 	if _, err := s.Submit(ctx, api.UserInput{Message: `{"delay_ms":60000}`}); err != nil {
 		t.Fatal(err)
 	}

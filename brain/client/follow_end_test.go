@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/client"
 )
@@ -17,11 +16,7 @@ import (
 func TestFollowResumedAtTheEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, _ := start(t, brain.Config{})
-	s, err := c.Sessions.Create(ctx, scripted)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := startSession(t, ctx)
 	if _, err := s.Send(ctx, api.UserInput{Message: "hi"}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/client"
 )
@@ -19,11 +18,7 @@ import (
 func TestFollowEndingWhileRefusedCarriesTheAnswer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, srv := start(t, brain.Config{})
-	s, err := c.Sessions.Create(ctx, scripted)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, srv := startSession(t, ctx)
 	srv.Drain()
 	for _, end := range []struct {
 		name string

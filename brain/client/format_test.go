@@ -70,3 +70,22 @@ func TestErrorsHideCredentials(t *testing.T) {
 		t.Errorf("refused base URL: the error prints its password: %v", err)
 	}
 }
+
+// TestUnparsableBaseURLHidesItsPassword: a base URL that does not parse
+// (a password with a stray "%") is refused by New without printing the
+// password, rather than taken and then printed, as the HTTP request's
+// parse error quotes it, in the error of every call.
+func TestUnparsableBaseURLHidesItsPassword(t *testing.T) {
+	const password = "s3cret%zzpassword"
+	c, err := New("http://user:"+password+"@127.0.0.1:9", &Options{Retries: -1})
+	if err == nil {
+		defer c.Close()
+		_, err = c.Sessions.List(context.Background())
+	}
+	if err == nil {
+		t.Fatal("a call through an unparsable base URL succeeded")
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("unparsable base URL: the error prints its password: %v", err)
+	}
+}

@@ -38,6 +38,9 @@ type gateway struct {
 	// refusal refusingWith set.
 	refuse  func(r *http.Request) bool
 	refusal refusal
+	// redirect takes the requests the gateway answers 301 naming their
+	// own URL.
+	redirect func(r *http.Request) bool
 	// held, when set, holds the answers it drops until it is closed.
 	held chan struct{}
 	// streamRefused is closed when the gateway first answered an event
@@ -100,6 +103,35 @@ func (g *gateway) refusingWith(how refusal, fn func(r *http.Request) bool) {
 	g.mu.Unlock()
 }
 
+// redirecting makes the gateway answer 301 to the requests fn takes,
+// naming their own URL, as a proxy that sends clients to its canonical
+// address does.
+func (g *gateway) redirecting(fn func(r *http.Request) bool) {
+	g.mu.Lock()
+	g.redirect = fn
+	g.mu.Unlock()
+}
+
+// holding makes the gateway hold the answers it drops until release is
+// called (release may be called more than once).
+func (g *gateway) holding() (release func()) {
+	ch := make(chan struct{})
+	g.mu.Lock()
+	g.held = ch
+	g.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			if g.held == ch {
+				g.held = nil
+			}
+			g.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
 // losing makes the gateway drop Brain's answers of the requests fn takes.
 func (g *gateway) losing(fn func(r *http.Request) (int, string, bool)) {
 	g.mu.Lock()
@@ -109,8 +141,12 @@ func (g *gateway) losing(fn func(r *http.Request) (int, string, bool)) {
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
-	lose, held, refuse, how := g.lose, g.held, g.refuse, g.refusal
+	lose, held, refuse, how, redirect := g.lose, g.held, g.refuse, g.refusal, g.redirect
 	g.mu.Unlock()
+	if redirect != nil && redirect(r) {
+		http.Redirect(w, r, r.URL.RequestURI(), http.StatusMovedPermanently)
+		return
+	}
 	if refuse != nil && refuse(r) {
 		if how.retryAfter != "" {
 			w.Header().Set("Retry-After", how.retryAfter)

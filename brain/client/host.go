@@ -79,7 +79,7 @@ type ToolCall struct {
 // Emit, Result and Returned are sent under an idempotency key (the one
 // given with IdempotencyKey, or one the client chooses). One whose answer
 // did not arrive (a lost connection, a proxy's answer in Brain's stead:
-// a 408, 502, 503, 504 or 520 to 524 without an ApiError) is sent
+// a 408 or any 5xx without an ApiError) is sent
 // again with its key, and Brain answers the record the first made rather
 // than making another. When the outcome stays unknown it fails with an
 // *UncertainError carrying the key: the same call sent again with

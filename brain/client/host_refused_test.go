@@ -146,10 +146,8 @@ func TestHostRegistrationHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, g := gatewayClient(t)
-	release := make(chan struct{})
-	g.mu.Lock()
-	g.held = release
-	g.mu.Unlock()
+	release := g.holding()
+	defer release()
 	arrived := make(chan struct{})
 	var once sync.Once
 	g.losing(func(r *http.Request) (int, string, bool) {
@@ -181,7 +179,7 @@ func TestHostRegistrationHonoursContext(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Host waited for another call's registration past the end of its context")
 	}
-	close(release)
+	release()
 	if err := <-first; err == nil {
 		t.Fatal("the registration whose answer a proxy replaced with 502 started a host")
 	}

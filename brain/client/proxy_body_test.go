@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestProxyAnswersWithoutAnApiError(t *testing.T) {
 		{http.StatusRequestEntityTooLarge, api.ErrInvalidRequest, false},
 		{http.StatusUnsupportedMediaType, api.ErrInvalidRequest, false},
 		{http.StatusUnprocessableEntity, api.ErrInvalidRequest, false},
-		{http.StatusInternalServerError, api.ErrInternal, false},
+		{http.StatusInternalServerError, api.ErrInternal, true},
 		{http.StatusBadGateway, api.ErrInternal, true},
 		{http.StatusServiceUnavailable, api.ErrOverloaded, true},
 		{http.StatusGatewayTimeout, api.ErrInternal, true},
@@ -66,8 +67,8 @@ func TestProxyAnswersWithoutAnApiError(t *testing.T) {
 				check := func(call string, err error) {
 					t.Helper()
 					var ae *api.ApiError
-					if !errors.As(err, &ae) || !errors.Is(err, tc.want) || ae.Retryable != tc.retryable || ae.Message == "" {
-						t.Errorf("%s answered %d with %q: %v, want %v (retryable %v)", call, tc.status, body, err, tc.want, tc.retryable)
+					if !errors.As(err, &ae) || !errors.Is(err, tc.want) || ae.Retryable != tc.retryable || !strings.Contains(ae.Message, "not answered by Brain") {
+						t.Errorf("%s answered %d with %q: %v, want %v (retryable %v) saying it is not Brain's", call, tc.status, body, err, tc.want, tc.retryable)
 					}
 				}
 				s := c.Sessions.Open("ses_AAAAAAAAAAAAAAAAAAAA")

@@ -81,9 +81,7 @@ func TestCallEndingWhileRetryingCarriesTheAnswer(t *testing.T) {
 		})
 		// The second attempt reaches Brain, and its answer is held
 		// until the client gives it up.
-		g.mu.Lock()
-		g.held = make(chan struct{})
-		g.mu.Unlock()
+		release := g.holding()
 		g.losing(func(r *http.Request) (int, string, bool) {
 			if !summary(r) || gets.Load() != 2 {
 				return 0, "", false
@@ -94,10 +92,7 @@ func TestCallEndingWhileRetryingCarriesTheAnswer(t *testing.T) {
 		defer func() {
 			g.refusingWith(refusal{}, nil)
 			g.losing(nil)
-			g.mu.Lock()
-			close(g.held)
-			g.held = nil
-			g.mu.Unlock()
+			release()
 		}()
 		start := time.Now()
 		_, err := s.Refresh(cctx)

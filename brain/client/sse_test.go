@@ -2,14 +2,17 @@ package client
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 type sseEvent struct{ id, event, data string }
@@ -165,6 +168,49 @@ func TestScanSSECutLongLines(t *testing.T) {
 		err = scanSSEMax(r(), 8, func(string, string, []byte) error { n++; return nil })
 		if !errors.Is(err, bufio.ErrTooLong) || n != 0 {
 			t.Errorf("%s: scanSSEMax: %v after %d events, want bufio.ErrTooLong at once", name, err, n)
+		}
+	}
+}
+
+// A followed stream whose recorded frames (those with an id) carry data
+// that is not an event (the payload alone, as an older contract sent it;
+// null) answers ErrMalformedEvent at once, instead of passing the frames
+// over and waiting for events that never come.
+func TestFollowRefusesRecordedFrameThatIsNoEvent(t *testing.T) {
+	for _, data := range []string{`{"message":"hi"}`, `null`, `{"sequence":2,"data":{}}`} {
+		var streams atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Accept") != "text/event-stream" {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, `{"session_id":"ses_x","status":"running","last_sequence":9}`)
+				return
+			}
+			streams.Add(1)
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Brain-Heartbeat-Ms", "15000")
+			_, _ = io.WriteString(w, "id: 2\nevent: turn_started\ndata: "+data+"\n\n")
+		}))
+		c, err := New(srv.URL, &Options{Token: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		var failed error
+		for ev, err := range c.Sessions.Open("ses_x").Events(ctx, 0, Follow()) {
+			if err != nil {
+				failed = err
+				break
+			}
+			t.Errorf("frame %s yielded as %+v", data, ev)
+		}
+		cancel()
+		c.Close()
+		srv.Close()
+		if !errors.Is(failed, ErrMalformedEvent) {
+			t.Errorf("frame %s: error %v, want ErrMalformedEvent", data, failed)
+		}
+		if n := streams.Load(); n != 1 {
+			t.Errorf("frame %s: the stream connected %d times, want once", data, n)
 		}
 	}
 }

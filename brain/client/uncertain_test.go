@@ -61,17 +61,12 @@ func TestUncertainErrorCarriesTheKey(t *testing.T) {
 	check("lost answers", err, ae)
 
 	// ctx ends while the create is under way.
-	g.mu.Lock()
-	g.held = make(chan struct{})
-	g.mu.Unlock()
+	release := g.holding()
 	g.losing(keyed(http.MethodPost, "/v1/sessions", http.StatusBadGateway, ""))
 	short, stop := context.WithTimeout(ctx, 500*time.Millisecond)
 	_, err = c.Sessions.Create(short, scripted)
 	stop()
-	g.mu.Lock()
-	close(g.held)
-	g.held = nil
-	g.mu.Unlock()
+	release()
 	check("ctx ended", err, context.DeadlineExceeded)
 
 	// Brain's own answer is no uncertainty.
