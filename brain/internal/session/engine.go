@@ -119,10 +119,12 @@ type sess struct {
 	// journal; the session is evicted as soon as nothing runs, whatever
 	// its retention, and reloaded from the journal on next use.
 	faulted bool
-	// unended are the operations whose terminal records could not be
-	// written (endOpLocked), by sequence, with their effect prefix: no
-	// one closes them again but a write that finds the session faulted
-	// and still running (closeUnendedLocked) or its reload.
+	// unended are the operations, tool calls, activations and turns whose
+	// terminal records could not be written (endOpLocked,
+	// closeToolLocked, finish), by sequence, with their effect prefix
+	// ("activation", "turn"): no one closes them again but a write that
+	// finds the session faulted and still running, or an automatic
+	// activation about to start (closeUnendedLocked), or its reload.
 	unended   map[uint64]string
 	deleting  bool  // a Delete is tearing the session's environments down
 	replacing int   // calls of methods with effect "replace" in flight: no activation starts

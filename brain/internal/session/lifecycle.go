@@ -331,14 +331,23 @@ func (e *Engine) Create(ctx context.Context, id string, req api.CreateSessionReq
 			break
 		}
 	}
-	if failure != "" {
+	// A setup that ended without its end written is closed before the
+	// creation ends, as a reload of the creating session would close it.
+	err = s.closeUnendedLocked()
+	switch {
+	case err != nil:
+	case failure != "":
 		_, err = s.commitLocked(failed(api.KindSessionCreationFailed, api.Failure{
 			Code: api.FailureEnvironmentPreparationFailed, Message: "environment " + failure + " could not be set up",
 		}))
-	} else {
+	default:
 		_, err = s.commitLocked(rec(api.KindSessionCreationEnded, ref{Sequence: 1}))
 	}
 	if err != nil {
+		// The journal holds the session creating, which nothing in memory
+		// would ever end: it goes now, and its reload fails the creation
+		// with the fault.
+		s.faulted = true
 		return api.SessionSummary{}, err
 	}
 	// Actionable observations reported while the environments were set
@@ -420,11 +429,19 @@ func (e *endError) Unwrap() error { return e.err }
 
 // operationError answers the error a caller of an environment operation
 // sees for err, the error that left the operation without a receipt: the
-// journal's own error when the operation's end could not be committed,
+// journal's own error when the operation's end could not be committed;
+// when its start could not be (seq 0), that error, as unavailable when
+// the store refused it (nothing was sent: the request may be sent again);
 // else an unknown outcome of operation seq.
 func operationError(err error, seq uint64) error {
 	if ee := (*endError)(nil); errors.As(err, &ee) {
 		return ee.err
+	}
+	if seq == 0 {
+		if refused(err) {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return err
 	}
 	return &EnvironmentError{Code: api.FailureUnknown, Message: err.Error(), Sequence: seq}
 }
@@ -483,7 +500,10 @@ func (s *sess) unendedActivationLocked(a *activation) {
 // whose end could not be written and that the session still holds open,
 // the ambiguous failure a reload from the journal would commit
 // (recoverLocked), so that a fault that passed does not keep the session
-// busy while other work of it runs on.
+// busy while other work of it runs on. A write admitted to a faulted
+// session still in memory runs it first, and so does an automatic
+// activation before it starts. When it cannot be written, everything is
+// kept for the next one.
 func (s *sess) closeUnendedLocked() error {
 	if len(s.unended) == 0 || s.st == nil {
 		return nil
@@ -500,12 +520,16 @@ func (s *sess) closeUnendedLocked() error {
 	}
 	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
 	recs := make([]journal.Record, 0, len(seqs)+3)
+	interrupts := false
 	for _, seq := range seqs {
 		recs = append(recs, failed(s.unended[seq]+"_failed", api.Failure{
 			Code: api.FailureInterrupted, Message: why, Ambiguous: true, Sequence: seq,
 		}))
+		// A tool call whose end was lost interrupted the loop's work, as
+		// on a reload; unless an activation runs now: the loop is at
+		// work, and its later wake-ups are not held back.
+		interrupts = interrupts || s.unended[seq] == "tool_call" && s.act == nil
 	}
-	interrupts := false
 	if seq := s.st.Activation; seq != 0 && s.unended[seq] == "activation" && s.act == nil {
 		recs = append(recs, failed(api.KindActivationFailed, api.Failure{
 			Code: api.FailureInterrupted, Message: why, Ambiguous: true, Sequence: seq,
@@ -518,9 +542,10 @@ func (s *sess) closeUnendedLocked() error {
 		}))
 		interrupts = true
 	}
-	if interrupts && !s.st.Interrupted {
+	if interrupts && !s.st.Interrupted && s.st.Status != api.StatusCreating && s.st.Status != api.StatusEnding {
 		// As on a reload: what interrupted the loop's work stops
-		// automatic activations until the next explicit message.
+		// automatic activations until the next explicit message (a
+		// session being created or ending has none).
 		recs = append([]journal.Record{rec(kindSessionInterrupted, struct{}{})}, recs...)
 	}
 	if len(recs) > 0 {
@@ -766,7 +791,18 @@ func (e *Engine) End(ctx context.Context, id string) (api.SessionSummary, error)
 	for _, name := range s.envNamesLocked(envReady, envStarting, envUnknown) {
 		s.envOpLocked(ctx, name, envapi.Detach(), nil)
 	}
+	// What ended without its end written (a tool stopped above, a detach)
+	// is closed before the session ends, as a reload would close it:
+	// nothing of the session follows session_ended.
+	if err := s.closeUnendedLocked(); err != nil {
+		s.faulted = true
+		return api.SessionSummary{}, err
+	}
 	if _, err := s.commitLocked(rec(api.KindSessionEnded, struct{}{})); err != nil {
+		// Everything of the ending is done but its record: the session
+		// goes once released, and its reload ends it with the fault as
+		// the ending's failure, rather than staying ending in memory.
+		s.faulted = true
 		return api.SessionSummary{}, err
 	}
 	return s.summaryLocked(), nil

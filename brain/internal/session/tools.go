@@ -477,8 +477,11 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 			s.settleLocked(t)
 		}
 		// What is in memory is ahead of the journal: once nothing runs,
-		// the session goes, to be reloaded from the journal.
+		// the session goes, to be reloaded from the journal; a write that
+		// comes while other work of it runs closes the call first, as
+		// that reload would (closeUnendedLocked).
 		s.faulted = true
+		s.noteUnendedLocked(recs)
 		s.maybeEvictLocked(false)
 		return 0, false
 	}

@@ -563,6 +563,10 @@ func (e *Engine) Interrupt(ctx context.Context, id string) error {
 // cancelled even when the record fails: the caller asked for it to stop.
 func (s *sess) interruptLocked() error {
 	s.stopWakeLocked()
+	// What a lost end left open (a turn nothing runs any more) is closed
+	// first, as the admission of any other write closes it: a live
+	// session is interrupted without one.
+	_ = s.closeUnendedLocked()
 	var err error
 	if st := s.st.Status; (st == api.StatusIdle || st == api.StatusRunning) && !s.st.Interrupted {
 		if _, cerr := s.commitLocked(rec(kindSessionInterrupted, struct{}{})); cerr != nil {
@@ -628,6 +632,12 @@ func (s *sess) fireWake(gen uint64) {
 		return
 	}
 	s.wake = nil
+	if !s.evicted && s.st != nil && s.closeUnendedLocked() != nil {
+		// What a lost end left open is not closed yet: no activation
+		// starts beside it (a reload, or the next write, closes it).
+		s.maybeEvictLocked(false)
+		return
+	}
 	if s.e.base.Err() != nil || s.evicted || s.act != nil || s.replacing > 0 || s.st.Interrupted || s.st.Status != api.StatusIdle || !s.wakeDueLocked() {
 		s.maybeEvictLocked(false)
 		return
