@@ -39,7 +39,9 @@ func (p *Provider) Handler(token string) http.Handler {
 // instance's leftovers and a kill of the commands an earlier provider
 // process left running in the bindings' containers (KillLeftovers), and
 // closes it (Close) once ctx ends, which stops the commands that run; the
-// second removes leftovers and exits. The token may also come from
+// second removes leftovers and exits. The first fails to start, touching
+// nothing, while another provider serves the state directory (ErrStateInUse);
+// the second may run beside it. The token may also come from
 // BRAIN_ENV_TOKEN; without one the provider refuses to start unless
 // --no-auth asks to serve without authentication, which is refused on a
 // non-loopback address.
@@ -112,6 +114,15 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	// One provider serves a state directory: held until the provider
+	// has closed (deferred first, so released last).
+	release, err := lockServing(p.store.dir)
+	if err != nil {
+		_ = p.Close()
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	defer release()
 	defer func() {
 		if err := p.Close(); err != nil {
 			log.Error("provider stop", "error", err)

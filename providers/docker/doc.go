@@ -5,8 +5,9 @@
 // # Profiles
 //
 // The operator defines named profiles (LoadProfiles, or Command's flags):
-// image, workspace ("write" or "read"), user (numeric, never root; default
-// 1000:1000), memory_mb, pids, cpus (at least 0.01, the least CPU time
+// image, workspace ("write" or "read"), user (numeric uid:gid, each at
+// most 2147483647 as the Engine takes, never root; default 1000:1000),
+// memory_mb, pids, cpus (at least 0.01, the least CPU time
 // the kernel bounds, and at most the CPU count the Engine reports),
 // network ("none" by default), tmpfs_mb, output_bytes, timeout (for
 // executes without a deadline) and env_allow. A cpus bound above the
@@ -37,7 +38,10 @@
 // provider process left running there is still killed, at start or by a
 // cancel, as the user the container was made with). A changed image
 // changes nothing for the binding, which keeps the image pinned at its
-// setup.
+// setup. A binding set up but not yet allocated has no container to keep:
+// its first execute makes it with the profile as it is then, user and
+// workspace included, and the new volume belongs to that user (setup's
+// finding of who owns the image's /workspace is made again for it).
 //
 // # One long-lived container per binding
 //
@@ -198,7 +202,11 @@
 // command never outlives its provider's next start; those it could not
 // confirm dead are logged. An append stopped this way is not cut back: its call was
 // never answered. The gc command never does this, since the provider
-// serving the directory may be alive. A binding whose container is
+// serving the directory may be alive. Command serves a state directory
+// alone: it holds a lock of the directory's .serving.lock file (on Linux)
+// while it serves, and a second Command on the directory fails to start,
+// naming it, before it kills or removes anything, since it would take the
+// commands the first one runs for leftovers. A binding whose container is
 // paused at the restart is skipped then (nothing can exec in a paused
 // container): the first execute or cancel, which resumes it, kills them
 // before anything else runs there. A cancel that arrives after a
@@ -254,7 +262,11 @@
 // is gone (no state file) and, when asked, those older than
 // a bound; Command runs it at start, and "brain env docker gc" on demand.
 // It never touches a binding where an execute, a lifecycle operation or an
-// allocation of the same provider runs; an execute, detach or teardown
-// that arrives while it removes a binding's resources waits until it is
-// done with them (the execute then answers resource_lost).
+// allocation runs, in its own process or (on Linux) in another one on the
+// same state directory, as the provider that serves it is to the gc
+// command: a binding in use holds a byte-range lock of the directory's
+// .bindings.lock file, which GC must take to remove its resources. An
+// execute, detach or teardown that arrives while a GC removes a binding's
+// resources waits until it is done with them (the execute then answers
+// resource_lost).
 package docker

@@ -65,6 +65,14 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 		return envapi.Receipt{}, err
 	}
 	defer b.end(c.Sequence)
+	// A gc in another process may be removing the binding's resources:
+	// the execute waits until it is done, and keeps it off them while it
+	// runs.
+	release, err := p.fence.share(ctx, b.key)
+	if err != nil {
+		return envapi.Receipt{}, stopFailure(ctx, nil)
+	}
+	defer release()
 
 	if x.Deadline.IsZero() && b.profile.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -22,9 +22,11 @@ type GCReport struct {
 // binding (a binding that loses its resources this way reports
 // resource_lost on its next execute; nothing is re-created). Resources of
 // bindings with an execute, a setup, detach or teardown, or an allocation
-// running in this process are never touched: GC removes a binding's
-// resources only once it has marked the binding as being collected, and
-// an execute, detach or teardown that arrives meanwhile waits until GC is
+// running are never touched, whether they run in this process or in
+// another one on the state directory (the provider serving it, for the gc
+// command; see fence): GC removes a binding's resources only once it has
+// marked the binding as being collected and holds its lock, and an
+// execute, detach or teardown that arrives meanwhile waits until GC is
 // done with them. Resources without this instance's labels are never
 // touched.
 //
@@ -88,7 +90,18 @@ func (p *Provider) GC(ctx context.Context, olderThan time.Duration) (GCReport, e
 		if !ok {
 			continue
 		}
+		// Another process on the state directory (the provider serving
+		// it, for the gc command) may use the binding: its lock says so.
+		release, err := p.fence.claim(key)
+		if err != nil {
+			if !errors.Is(err, errFenceBusy) {
+				errs = append(errs, err)
+			}
+			done()
+			continue
+		}
 		errs = append(errs, p.removeLeftovers(ctx, byKey[key], &rep))
+		release()
 		done()
 	}
 	return rep, errors.Join(errs...)

@@ -91,6 +91,16 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 
 	ctx, cancel := context.WithTimeout(c.Context(), lifecycleTimeout)
 	defer cancel()
+	// The probe container of the setup is in use until it is removed.
+	release, err := p.fence.share(ctx, key)
+	if err != nil {
+		if rerr := p.store.remove(key); rerr != nil {
+			p.log.Error("forget binding after a failed setup", "binding", key, "error", rerr)
+		}
+		forget()
+		return envsdk.SetupResult{}, err
+	}
+	defer release()
 	done := p.stepper("binding " + key)("image " + prof.Image)
 	imageID, chown, err := p.pinImage(ctx, st, prof)
 	done(err)
@@ -108,7 +118,7 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 	b.mu.Lock()
 	next := *b.st
 	b.mu.Unlock()
-	next.ImageID, next.Chown = imageID, chown
+	next.ImageID, next.Chown, next.ChownFor = imageID, chown, ownerFor(prof)
 	if err := p.store.put(&next); err != nil {
 		// The setup fails: the binding's file goes too, so that nothing
 		// of it is left and the setup can be tried again.
@@ -126,35 +136,56 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 }
 
 // pinImage resolves the profile's image to its ID and finds out whether a
-// fresh volume will need a chown (cached per image and user).
+// fresh volume will need a chown for the profile's user (workspaceChown).
 func (p *Provider) pinImage(ctx context.Context, st *bindingState, prof Profile) (imageID string, chown bool, err error) {
 	imageID, err = resolveImage(ctx, p.cli, prof.Image)
 	if err != nil {
 		return "", false, err
 	}
+	chown, err = p.workspaceChown(ctx, st, imageID, prof)
+	if err != nil {
+		return "", false, err
+	}
+	return imageID, chown, nil
+}
+
+// workspaceChown answers whether a fresh volume of a container made from
+// imageID with prof needs a chown to belong to the profile's user, which
+// the image's /workspace does not give it (cached per image and user). A
+// read workspace is never chowned: nothing writes it.
+func (p *Provider) workspaceChown(ctx context.Context, st *bindingState, imageID string, prof Profile) (bool, error) {
 	if prof.Workspace != WorkspaceWrite {
-		return imageID, false, nil
+		return false, nil
 	}
 	cacheKey := imageID + "|" + prof.User
 	p.mu.Lock()
 	chown, known := p.owners[cacheKey]
 	p.mu.Unlock()
 	if known {
-		return imageID, chown, nil
+		return chown, nil
 	}
 	uid, gid, exists, err := workspaceOwner(ctx, p.cli, imageID, st.resourceName()+"-probe", bindingLabels(p.instance, st, time.Now()))
 	if err != nil {
-		return "", false, err
+		return false, err
 	}
 	pu, pg, err := splitUser(prof.User)
 	if err != nil {
-		return "", false, err
+		return false, err
 	}
 	chown = !exists || uid != pu || gid != pg
 	p.mu.Lock()
 	p.owners[cacheKey] = chown
 	p.mu.Unlock()
-	return imageID, chown, nil
+	return chown, nil
+}
+
+// ownerFor is what a binding's recorded Chown was decided for: the user
+// of a write workspace, empty for a read one (nothing was decided).
+func ownerFor(prof Profile) string {
+	if prof.Workspace != WorkspaceWrite {
+		return ""
+	}
+	return prof.User
 }
 
 // Detach keeps the volume and stops the container; a later execute starts
@@ -176,6 +207,11 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 		return err
 	}
 	defer done()
+	release, err := p.fence.share(ctx, b.key)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if err := b.waitAllocation(ctx); err != nil {
 		return err
 	}
@@ -211,6 +247,11 @@ func (p *Provider) Teardown(c *envsdk.Ctx) error {
 			return err
 		}
 		defer done()
+		release, err := p.fence.share(ctx, key)
+		if err != nil {
+			return err
+		}
+		defer release()
 		if err := b.waitAllocation(ctx); err != nil {
 			return err
 		}

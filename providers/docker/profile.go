@@ -29,6 +29,9 @@ const (
 	DefaultNetwork     = "none"
 )
 
+// maxUserID is the largest uid or gid the Engine takes.
+const maxUserID = 1<<31 - 1
+
 // Workspace access modes.
 const (
 	WorkspaceWrite = "write"
@@ -44,7 +47,8 @@ type Profile struct {
 	Image string `json:"image" validate:"required"`
 	// Workspace is "write" (default) or "read": how /workspace is mounted.
 	Workspace string `json:"workspace,omitempty" validate:"omitempty,oneof=read write"`
-	// User is the numeric "uid:gid" commands run as; root is refused.
+	// User is the numeric "uid:gid" commands run as; root is refused, and
+	// so is an id above 2147483647, which the Engine refuses.
 	User string `json:"user,omitempty"`
 	// MemoryMB bounds the container's memory (and memory+swap). At most
 	// what a byte count in an int64 holds: more would wrap around to no
@@ -161,6 +165,13 @@ func (p Profile) check() error {
 	m := userRe.FindStringSubmatch(p.User)
 	if m == nil {
 		return fmt.Errorf("field user: %q is not a numeric uid:gid", p.User)
+	}
+	// The Engine refuses to create a container with a larger id, which
+	// the first execute of every binding would find only then.
+	for _, id := range m[1:] {
+		if n, err := strconv.ParseUint(id, 10, 64); err != nil || n > maxUserID {
+			return fmt.Errorf("field user: %q: a uid or gid is at most %d", p.User, maxUserID)
+		}
 	}
 	if uid, _ := strconv.ParseUint(m[1], 10, 32); uid == 0 {
 		return fmt.Errorf("field user: %q is root; containers run as a non-root user", p.User)

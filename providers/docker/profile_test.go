@@ -28,9 +28,11 @@ func TestParseProfiles(t *testing.T) {
 		t.Fatalf("profiles\n%+v\nwant\n%+v", ps, want)
 	}
 	for body, wantErr := range map[string]string{
-		`{}`:                                                     "no profiles",
-		`{"d": {"image": "i", "user": "0:0"}}`:                   "root",
-		`{"d": {"image": "i", "user": "me"}}`:                    "uid:gid",
+		`{}`:                                   "no profiles",
+		`{"d": {"image": "i", "user": "0:0"}}`: "root",
+		`{"d": {"image": "i", "user": "me"}}`:  "uid:gid",
+		`{"d": {"image": "i", "user": "1000:2147483648"}}`:       "at most 2147483647",
+		`{"d": {"image": "i", "user": "4294967296:1000"}}`:       "at most 2147483647",
 		`{"d": {"image": "i", "network": "host"}}`:               "network",
 		`{"d": {"image": "i", "network": "container:db"}}`:       "network",
 		`{"d": {"image": "i", "memory_mb": 1}}`:                  "field memory_mb",

@@ -48,6 +48,9 @@ type Provider struct {
 	profiles Profiles
 	cli      *client.Client
 	store    *stateStore
+	// fence tells the processes on the state directory which bindings
+	// are in use (see fence).
+	fence    *fence
 	instance string
 	log      *slog.Logger
 	progress progress.Func
@@ -196,6 +199,7 @@ func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
 		ownClient: ownClient,
 		gate:      serve.NewGate(),
 		store:     store,
+		fence:     newFence(store.dir, log),
 		instance:  hex.EncodeToString(sum[:8]),
 		progress:  cfg.Progress,
 		log:       log,
@@ -369,6 +373,15 @@ func (p *Provider) allocate(b *binding) func(context.Context) (*allocation, erro
 			b.mu.Unlock()
 		}()
 		st := b.state()
+		if st.Phase == phaseNew {
+			// What the allocation creates is in use until it is done,
+			// even once the execute that started it has given up.
+			release, err := p.fence.share(ctx, b.key)
+			if err != nil {
+				return nil, err
+			}
+			defer release()
+		}
 		switch st.Phase {
 		case phaseReady:
 			return &allocation{Container: st.resourceName(), Volume: st.resourceName()}, nil
@@ -390,8 +403,27 @@ func (p *Provider) allocate(b *binding) func(context.Context) (*allocation, erro
 			if err != nil {
 				return nil, p.failAllocation(ctx, b, fmt.Errorf("the setup was interrupted before its image was pinned, and pinning it failed: %w", err))
 			}
-			st.ImageID, st.Chown = imageID, chown
-			if err := p.update(b, func(s *bindingState) { s.ImageID, s.Chown = imageID, chown }); err != nil {
+			st.ImageID, st.Chown, st.ChownFor = imageID, chown, ownerFor(b.profile)
+			if err := p.update(b, func(s *bindingState) { s.ImageID, s.Chown, s.ChownFor = imageID, chown, st.ChownFor }); err != nil {
+				return nil, err
+			}
+		}
+		if want := ownerFor(b.profile); want != "" && st.ChownFor != want {
+			// The profile gives the workspace another user than setup
+			// decided the owner for (or an earlier version did not say
+			// whom): the volume does not exist yet, so it is given to the
+			// user the container is made with.
+			done := p.stepper("binding " + b.key)("owner of " + workspaceDir + " for user " + want)
+			chown, err := p.workspaceChown(ctx, &st, st.ImageID, b.profile)
+			done(err)
+			if err != nil {
+				if imageGone(ctx, p.cli, st.ImageID) {
+					err = fmt.Errorf("the binding's image %s is no longer on the Engine (the provider never pulls; tear the binding down and set it up again): %w", st.ImageID, err)
+				}
+				return nil, p.failAllocation(ctx, b, fmt.Errorf("find the owner of the image's %s for user %s: %w", workspaceDir, want, err))
+			}
+			st.Chown, st.ChownFor = chown, want
+			if err := p.update(b, func(s *bindingState) { s.Chown, s.ChownFor = chown, want }); err != nil {
 				return nil, err
 			}
 		}

@@ -149,3 +149,34 @@ func TestLeftoversKilledAfterUserChange(t *testing.T) {
 		})
 	}
 }
+
+// A binding set up but not yet allocated when its profile's user changed
+// (or its read workspace became writable) between two provider
+// processes gets a workspace that belongs to the user its commands run
+// as: nothing was written there yet, so the owner setup found for the
+// former profile's user is decided again for the new one.
+func TestChangedUserBeforeAllocationOwnsTheWorkspace(t *testing.T) {
+	t.Parallel()
+	cli, image := testEngine(t)
+	for name, before := range map[string]Profile{
+		"user":      {Image: image},
+		"workspace": {Image: image, Workspace: WorkspaceRead},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			stateDir := t.TempDir()
+			h := newHarnessWith(t, stateDir, cli, Profiles{DefaultProfileName: before})
+			c := h.commands()
+			h.setup(c, "")
+
+			h = restarted(t, h, stateDir, Profile{Image: image, User: "2000:2000"})
+			r := h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "echo hi > f && stat -c %u:%g . f"}), nil))
+			if out := h.commandOutput(r); out.ExitCode != 0 || out.Stdout != "2000:2000\n2000:2000\n" {
+				t.Fatalf("first command after the change = %+v; want the workspace and its new file owned by 2000:2000", out)
+			}
+			if r := h.post(c.Execute(tool(toolset.ToolWrite), mustJSON(toolset.WriteInput{Path: "g", Content: "x"}), nil)); r.Type != envapi.ReceiptResult {
+				t.Fatalf("write after the change = %+v", r)
+			}
+		})
+	}
+}

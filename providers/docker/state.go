@@ -49,7 +49,15 @@ type bindingState struct {
 	ImageID  string `json:"image_id"`
 	// Chown: the image's /workspace is not owned by the profile's user,
 	// so allocation gives the volume root to it with a one-shot container.
-	Chown     bool      `json:"chown,omitempty"`
+	Chown bool `json:"chown,omitempty"`
+	// ChownFor is the user Chown was decided for (ownerFor): the
+	// profile's user at setup, when its workspace was writable. A
+	// profile changed before the allocation (a provider restarted with
+	// another user, or a workspace made writable) has Chown decided again
+	// for the user the container is made with, so that a volume nothing
+	// has written yet belongs to the user who writes it. Files of earlier
+	// versions lack it: the allocation decides again.
+	ChownFor  string    `json:"chown_for,omitempty"`
 	Phase     string    `json:"phase"`
 	Error     string    `json:"error,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
