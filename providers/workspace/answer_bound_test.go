@@ -1,12 +1,12 @@
 package workspace
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,19 +125,7 @@ func TestCommandTakesMaxAnswerBytes(t *testing.T) {
 	t.Setenv(TokenEnv, "secret-token")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	pr, pw := io.Pipe()
-	var stderr envtest.Buffer
-	code := make(chan int, 1)
-	go func() {
-		code <- Command(ctx, []string{"--listen", "127.0.0.1:0", "--root", t.TempDir(), "--max-answer-bytes", fmt.Sprint(bound)}, pw, &stderr)
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no start line: %v (stderr %s)", err, stderr.String())
-	}
-	_, rest, _ := strings.Cut(line, "http://")
-	url := "http://" + strings.Fields(rest)[0]
+	url, code, stderr := startCommand(t, ctx, "--listen", "127.0.0.1:0", "--root", t.TempDir(), "--max-answer-bytes", fmt.Sprint(bound))
 	c := envtest.NewCommands("s1", "workspace")
 	c.Brain = envtest.NewBrain(t)
 	if r, _ := sized(t, url, c.Setup(nil)); r.Type != envapi.ReceiptAccepted {
@@ -148,6 +136,97 @@ func TestCommandTakesMaxAnswerBytes(t *testing.T) {
 	ok(t, r, &out)
 	if n > bound || !out.Truncated || len(out.Stdout) < 1000 {
 		t.Errorf("command: %d bytes (bound %d), %d bytes of stdout, truncated %v", n, bound, len(out.Stdout), out.Truncated)
+	}
+	cancel()
+	if got := <-code; got != 0 {
+		t.Errorf("exit code %d, stderr %s", got, stderr.String())
+	}
+}
+
+// A bound too small to hold any useful answer is refused at start, by
+// name: below MinAnswerBytes not even the failure output_limit, which
+// replaces a larger answer, fits in it, nor a read with one character of
+// a file, so a caller paging through the file would make no progress. At
+// the least bound taken every answer fits in it and a caller paging
+// through a file by offset reads all of it, whatever its characters.
+func TestSmallestAnswerBound(t *testing.T) {
+	stopped, stop := context.WithCancel(t.Context())
+	stop()
+	for _, v := range []int64{1, 200, MinAnswerBytes - 1} {
+		var out, errb bytes.Buffer
+		args := []string{"--root", t.TempDir(), "--listen", "127.0.0.1:0", "--no-auth", "--max-answer-bytes", fmt.Sprint(v)}
+		if got := Command(stopped, args, &out, &errb); got != 2 || !strings.Contains(errb.String(), "--max-answer-bytes") {
+			t.Errorf("--max-answer-bytes %d: exit %d, %q", v, got, errb.String())
+		}
+		if _, err := New(Options{Root: t.TempDir(), MaxAnswerBytes: v}); !errors.Is(err, ErrOptions) {
+			t.Errorf("New with MaxAnswerBytes %d: %v, want %v", v, err, ErrOptions)
+		}
+	}
+
+	const bound = MinAnswerBytes
+	t.Setenv(TokenEnv, "secret-token")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	root := t.TempDir()
+	url, code, stderr := startCommand(t, ctx, "--listen", "127.0.0.1:0", "--root", root, "--max-bytes", "-1", "--max-answer-bytes", fmt.Sprint(bound))
+	c := envtest.NewCommands("s1", "workspace")
+	c.Brain = envtest.NewBrain(t)
+	if r, _ := sized(t, url, c.Setup(nil)); r.Type != envapi.ReceiptAccepted {
+		t.Fatalf("setup: %+v", r)
+	}
+	files := map[string]string{
+		// Characters JSON writes in six bytes, and the longest UTF-8 ones.
+		"text": strings.Repeat("<\x00\u2028😀é\"", 300),
+		// Not UTF-8: answered in base64.
+		"binary": strings.Repeat("\xff\xfe<\x00\x80", 300),
+	}
+	for name, content := range files {
+		in := map[string]string{"path": name, "content": base64.StdEncoding.EncodeToString([]byte(content)), "encoding": toolset.EncodingBase64}
+		if r, _ := sized(t, url, c.Execute(tool("write"), mustJSON(t, in), nil)); r.Type != envapi.ReceiptResult {
+			t.Fatalf("write %s: %+v", name, r)
+		}
+		var got []byte
+		for offset, reads := 0, 0; offset < len(content); reads++ {
+			r, n := sized(t, url, c.Execute(tool("read"), mustJSON(t, map[string]any{"path": name, "offset": offset}), nil))
+			var rd toolset.ReadOutput
+			ok(t, r, &rd)
+			data, err := []byte(rd.Content), error(nil)
+			if rd.Encoding == toolset.EncodingBase64 {
+				data, err = base64.StdEncoding.DecodeString(rd.Content)
+			}
+			if err != nil || n > bound || len(data) == 0 || reads > len(content) {
+				t.Fatalf("%s at %d: %d bytes answered (bound %d), %d read, %v", name, offset, n, bound, len(data), err)
+			}
+			got = append(got, data...)
+			offset += len(data)
+		}
+		if string(got) != content {
+			t.Errorf("the reads of %s continued from where each ended do not join into the file", name)
+		}
+	}
+
+	// A file whose size takes many digits, read near its end, where it
+	// holds NUL bytes (six bytes each in JSON).
+	dirs := workspaceDirs(t, root)
+	if len(dirs) != 1 {
+		t.Fatalf("workspaces %v", dirs)
+	}
+	const size = 1 << 40
+	if err := os.Truncate(filepath.Join(root, "workspaces", dirs[0], "text"), size); err != nil {
+		t.Skipf("no sparse file of %d bytes here: %v", int64(size), err)
+	}
+	r, n := sized(t, url, c.Execute(tool("read"), mustJSON(t, map[string]any{"path": "text", "offset": size - 1000}), nil))
+	var rd toolset.ReadOutput
+	ok(t, r, &rd)
+	if n > bound || rd.Content == "" || !rd.Truncated {
+		t.Errorf("read near the end of a large file: %d bytes answered (bound %d), %d read, truncated %v", n, bound, len(rd.Content), rd.Truncated)
+	}
+
+	r, n = sized(t, url, c.Execute(tool("command"), mustJSON(t, sh("head -c 5000 /dev/zero | tr '\\0' '<'; head -c 5000 /dev/zero >&2")), nil))
+	var out toolset.CommandOutput
+	ok(t, r, &out)
+	if n > bound || !out.Truncated || out.Stdout == "" || out.Stderr == "" {
+		t.Errorf("command: %d bytes (bound %d), %d and %d bytes of output, truncated %v", n, bound, len(out.Stdout), len(out.Stderr), out.Truncated)
 	}
 	cancel()
 	if got := <-code; got != 0 {

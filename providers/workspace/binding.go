@@ -175,6 +175,13 @@ func (b *binding) mkdir(path string) (*space, error) {
 	if !markRead || id.mark != mark {
 		id.mark = ""
 	}
+	if id.weak() {
+		b.p.weakIdentity.Do(func() {
+			b.p.opts.Logger.Warn("the file system of the workspaces keeps no extended attributes, creation times or file handles: "+
+				"a workspace directory removed and re-created behind the provider's back that gets its inode number back is taken for the workspace, not reported lost",
+				"dir", b.p.wsRoot)
+		})
+	}
 	return &space{path: path, id: id}, nil
 }
 

@@ -60,8 +60,8 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "--timeout 0: give a positive duration (negative for none)")
 		return 2
 	}
-	if *maxAnswer <= 0 {
-		fmt.Fprintf(stderr, "--max-answer-bytes %d: give a positive bound\n", *maxAnswer)
+	if *maxAnswer < MinAnswerBytes {
+		fmt.Fprintf(stderr, "--max-answer-bytes %d: give at least %d, the least that holds an answer\n", *maxAnswer, MinAnswerBytes)
 		return 2
 	}
 	if *outputLimit < 0 {

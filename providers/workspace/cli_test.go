@@ -1,11 +1,9 @@
 package workspace
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 
@@ -17,22 +15,7 @@ func TestCommandServesAndStops(t *testing.T) {
 	t.Setenv(TokenEnv, "cli-token")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	pr, pw := io.Pipe()
-	var stderr bytes.Buffer
-	code := make(chan int, 1)
-	go func() {
-		code <- Command(ctx, []string{"--listen", "127.0.0.1:0", "--root", t.TempDir(), "--allow", "echo"}, pw, &stderr)
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no start line: %v (stderr %s)", err, stderr.String())
-	}
-	_, rest, ok := strings.Cut(line, "http://")
-	if !ok {
-		t.Fatalf("start line %q", line)
-	}
-	url := "http://" + strings.Fields(rest)[0]
+	url, code, stderr := startCommand(t, ctx, "--listen", "127.0.0.1:0", "--root", t.TempDir(), "--allow", "echo")
 	c := envtest.NewCommands("s1", "workspace")
 	status, _, _, err := envtest.Post(ctx, nil, url, "wrong", c.Setup(nil))
 	if err != nil || status != 401 {
@@ -90,19 +73,7 @@ func TestCommandRequiresTokenOrNoAuth(t *testing.T) {
 	// --no-auth serves, with a warning, and accepts any request.
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	pr, pw := io.Pipe()
-	var stderr envtest.Buffer
-	code := make(chan int, 1)
-	go func() {
-		code <- Command(ctx, []string{"--listen", "127.0.0.1:0", "--root", t.TempDir(), "--no-auth"}, pw, &stderr)
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no start line: %v (stderr %s)", err, stderr.String())
-	}
-	_, rest, _ := strings.Cut(line, "http://")
-	url := "http://" + strings.Fields(rest)[0]
+	url, code, stderr := startCommand(t, ctx, "--listen", "127.0.0.1:0", "--root", t.TempDir(), "--no-auth")
 	_, _, resp, err := envtest.Post(ctx, nil, url, "", envtest.NewCommands("s1", "workspace").Setup(nil))
 	if err != nil || resp.Receipt.Type != envapi.ReceiptAccepted {
 		t.Fatalf("setup without a token: %+v %v", resp, err)

@@ -1,12 +1,10 @@
 package workspace
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -58,12 +56,7 @@ func startProviderProcess(t *testing.T, root string, env ...string) (*exec.Cmd, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	_, rest, found := strings.Cut(line, "http://")
-	if err != nil || !found {
-		t.Fatalf("start line %q: %v", line, err)
-	}
-	return child, "http://" + strings.Fields(rest)[0]
+	return child, listeningURL(t, out, nil)
 }
 
 // postTo sends cmd to the provider at url, which serves without a token,

@@ -35,27 +35,64 @@
 // flight to end before it releases the lock, so that none of them writes
 // to a root that another provider may have taken.
 //
-// Each binding's state is one JSON file under <root>/bindings, named by
-// the binding key in base64url (by "sha256." and the key's SHA-256 in hex
-// when that name would be too long for the file system), written
-// atomically (temporary file, fsync, rename, directory fsync), so a provider
-// restarted on the same root finds its workspaces; it removes the
-// temporary files a provider killed part way left there. A file that does not
-// decode, is not named by its key, holds an unknown phase or names a
-// workspace directory the provider does not make (32 hex digits directly
-// under <root>/workspaces) stops the provider from starting, with the file
-// named; nothing is removed on its word. A workspace directory that
-// was removed or replaced behind the provider's back is reported as
-// resource_lost — as a failure and, when the binding has a reporter, as a
-// resource observation — and is never silently re-created; reset allocates a
-// fresh one. The provider tells the directory it made from one made at
-// its path afterwards by a mark of random digits it writes, when it
-// creates the directory, in the extended attribute user.brain.workspace,
-// and by its creation time; by its inode number instead of the mark where
-// the file system keeps no extended attributes (or where the binding's
-// state, written by an earlier release, holds no mark). Device numbers
-// are not compared: overlayfs and btrfs number theirs anew at each mount,
-// and a remount loses no workspace.
+// Each binding's state is one JSON file under <root>/bindings (see State
+// below), so a provider restarted on the same root finds its workspaces. A
+// workspace directory that was removed or replaced behind the provider's
+// back is reported as resource_lost — as a failure and, when the binding
+// has a reporter, as a resource observation — and is never silently
+// re-created; reset allocates a fresh one. The provider tells the
+// directory it made from one made at its path afterwards by a mark of
+// random digits it writes, when it creates the directory, in the extended
+// attribute user.brain.workspace, and by its creation time; where the file
+// system keeps no extended attributes (an NFS mount, for one), by its file
+// handle (name_to_handle_at(2)) instead of the mark, which holds the
+// inode's generation, so that a directory re-created with the inode number
+// of the one removed is told from it; by its inode number where the file
+// system gives no handle either (or where the binding's state, written by
+// an earlier release, holds neither mark nor handle: the next start gives
+// such a workspace, once it finds it to be the directory allocated, a
+// mark and records its handle). A file system that keeps none of mark,
+// creation time and handle (ramfs) leaves a directory re-created with the
+// inode number of the workspace's taken for it: the provider warns of
+// that in its log, once, at its first allocation there.
+// A marker file in the workspace would not serve: the session's own
+// commands remove it, and a change time changes with every entry added.
+// Device numbers are not compared: overlayfs and btrfs number theirs anew
+// at each mount, and a remount loses no workspace.
+//
+// # State
+//
+// A binding's state file is named by the binding key in base64url (by
+// "sha256." and the key's SHA-256 in hex when that name would be too long
+// for the file system) with ".json", and written atomically (temporary
+// file, fsync, rename, directory fsync); a start removes the temporary
+// files a provider killed part way left there. The first releases named
+// every file by the key in base64url, however long: a start gives such a
+// file (of a key of 176 to 187 bytes) the current name, so that a
+// teardown forgets its binding for good, and a binding with files under
+// both names stops it from starting. A state file holds
+//
+//	{"version": 1, "key": KEY, "session_id": ID, "environment": NAME,
+//	 "binding_sequence": N, "configuration": BindingConfig,
+//	 "dir": 32 hex digits, "phase": "new"|"ready"|"failed"|"lost",
+//	 "mark"?: HEX, "handle"?: "TYPE:HEX", "ino"?: N, "birth"?: NS,
+//	 "dev"?: N, "error"?: TEXT, "created": RFC 3339}
+//
+// dir is the workspace directory under <root>/workspaces; mark, handle,
+// ino and birth identify it once allocated (absent: not known); error
+// says why a failed allocation failed or a lost workspace was lost. dev,
+// the directory's device number, is written for the providers of earlier
+// releases, which compare it and would take every workspace for replaced
+// without it; this one never reads it. version is the layout: a file
+// without one was written by an earlier release (with dev, ino and birth,
+// no mark or handle; the first release without birth) and is read the
+// same way, the fields it lacks unknown, so no workspace is lost for its
+// layout. The version changes only when a provider reading a file as this
+// one does would act wrongly on it; fields added that an earlier release
+// may ignore keep it. A file that does not decode, is not named by its
+// key, holds an unknown phase, names a workspace directory the provider
+// does not make or is of a later version stops the provider from
+// starting, with the file named; nothing is removed on its word.
 //
 // # Tools
 //
@@ -88,29 +125,35 @@
 // within the operator's output limit (output_limit beyond it). A list
 // answers its entries in lexical order, each directory before its
 // contents, and stops with truncated true at 10,000 entries or at 8 MiB
-// of them as JSON (less when the answer bound below is lower: that bound
-// less 4 KiB), so that long names never make an answer larger than Brain
-// takes. A list shows a subdirectory it cannot read (or that is
+// of them as JSON (less when the answer bound below is lower: the room
+// that bound leaves an output), so that long names never make an answer
+// larger than Brain takes. A list shows a subdirectory it cannot read (or that is
 // removed meanwhile) without its contents, and so does the measure of the
 // workspace against its limits. A name that is not UTF-8 is listed with
 // each of its invalid bytes replaced by U+FFFD, and a directory so named is listed
 // with its contents; such names do not keep teardown, reset or a wipe
 // from removing the workspace. A command
 // runs with its working directory inside the workspace, an environment
-// built from the operator's allow-list plus the input's variables, and only
-// programs the operator allows; while the operator restricts the programs,
+// built from the provider's variables the operator's allow-list names,
+// WORKSPACE (the directory), the binding's variables and the input's, the
+// later winning, and only programs the operator allows; while the operator restricts the programs,
 // a session may not set the variables through which an allowed program
 // would load a library of the session's choosing (LD_* and GCONV_PATH:
 // not_allowed in an input, invalid_configuration at setup). Its output
 // is streamed while it runs as "workspace.output" events through the
-// execution's emit service ({"stream", "data"}, chunks of at most 16 KiB)
-// and returned with each stream capped at the output limit: the head is
+// execution's emit service ({"stream", "data", "skipped"?}, chunks of at
+// most 16 KiB; skipped counts the bytes not streamed while the emit
+// service fell behind) and returned with each stream capped at the output limit: the head is
 // kept and truncated is true. Commands are not sandboxed: the directory is
 // a working area, not an isolation boundary.
 //
 // The operator tells the provider the largest answer Brain takes
 // (Options.MaxAnswerBytes, Command's --max-answer-bytes: Brain's
-// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, 32 MiB by default). JSON may write
+// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, 32 MiB by default); one below
+// MinAnswerBytes (1 KiB) is refused at start, since it would hold neither
+// the failure output_limit nor a read of one character beside its
+// envelope, so that a caller paging through a file would make no
+// progress. JSON may write
 // six bytes for one of an output's ("\u003c" for '<', "\u0001" for a
 // control character, "\ufffd" for a byte that is not UTF-8), so a read or
 // a command's output within the output limit could still make a larger

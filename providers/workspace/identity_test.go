@@ -126,42 +126,42 @@ func TestReplacedWorkspaceWithItsInodeIsLost(t *testing.T) {
 }
 
 // The state file of an earlier release names its directory by device,
-// inode and creation time, without a mark: a provider restarted on it,
-// even after a remount, finds the workspace by inode and creation time,
-// and still tells a directory re-created at its path.
+// inode and creation time (the first release: device and inode alone),
+// without a version, mark or handle: a provider restarted on it, even
+// after a remount, finds the workspace by inode and creation time, and
+// still tells a directory re-created at its path where the creation time
+// was recorded.
 func TestStateWithoutMark(t *testing.T) {
-	for _, replaced := range []bool{false, true} {
-		name := "kept"
-		if replaced {
-			name = "replaced"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		replaced, noBirth bool
+	}{
+		{"kept", false, false},
+		{"replaced", true, false},
+		{"first release", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, Options{})
 			c, rec := allocated(t, f)
-			if replaced && rec.Birth == 0 {
+			if tc.replaced && rec.Birth == 0 {
 				t.Skip("the file system under the test's root records no creation time, and may hand the inode number back")
 			}
-			states, err := filepath.Glob(filepath.Join(f.root, "bindings", "*.json"))
-			if err != nil || len(states) != 1 {
-				t.Fatalf("state files %v: %v", states, err)
+			state := stateFile(t, f.root)
+			old := readState(t, state)
+			for _, field := range []string{"version", "mark", "handle"} {
+				delete(old, field)
 			}
-			var old map[string]json.RawMessage
-			data, err := os.ReadFile(states[0])
-			if err == nil {
-				err = json.Unmarshal(data, &old)
+			if tc.noBirth {
+				delete(old, "birth")
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			delete(old, "mark")
 			old["dev"] = json.RawMessage("1")
 			if err := f.p.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(states[0], mustJSON(t, old), 0o600); err != nil {
+			if err := os.WriteFile(state, mustJSON(t, old), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if replaced {
+			if tc.replaced {
 				dir := filepath.Join(f.root, "workspaces", rec.Dir)
 				if err := os.RemoveAll(dir); err != nil {
 					t.Fatal(err)
@@ -171,11 +171,69 @@ func TestStateWithoutMark(t *testing.T) {
 				}
 			}
 			g := f.restart(Options{})
-			if replaced {
+			if tc.replaced {
 				fails(t, g.exec(c, "read", map[string]string{"path": "a"}, nil), envapi.CodeResourceLost)
 				return
 			}
 			kept(t, g, c)
 		})
 	}
+}
+
+// A provider of an earlier release, started on a root this one used (the
+// release rolled back), finds the workspaces: it takes a workspace for
+// the directory it allocated when the device and inode numbers and the
+// creation time the state file holds are the directory's, and would take
+// every one for replaced, and drop it at the next reset, if the file held
+// no device number.
+func TestStateKeepsWhatEarlierReleasesCompare(t *testing.T) {
+	f := newFixture(t, Options{})
+	_, rec := allocated(t, f)
+	var earlier struct {
+		Dir   string `json:"dir"`
+		Phase string `json:"phase"`
+		Dev   uint64 `json:"dev"`
+		Ino   uint64 `json:"ino"`
+		Birth int64  `json:"birth"`
+	}
+	data, err := os.ReadFile(stateFile(t, f.root))
+	if err == nil {
+		err = json.Unmarshal(data, &earlier)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(filepath.Join(f.root, "workspaces", rec.Dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	birth := birthTime(filepath.Join(f.root, "workspaces", earlier.Dir))
+	if earlier.Phase != phaseReady || earlier.Dev != uint64(st.Dev) || earlier.Ino != st.Ino || (earlier.Birth != 0 && birth != 0 && earlier.Birth != birth) {
+		t.Errorf("state %s: an earlier release would take the workspace (device %d, inode %d) for replaced", data, st.Dev, st.Ino)
+	}
+}
+
+// stateFile is the one binding state file under root.
+func stateFile(t *testing.T, root string) string {
+	t.Helper()
+	states, err := filepath.Glob(filepath.Join(root, "bindings", "*.json"))
+	if err != nil || len(states) != 1 {
+		t.Fatalf("state files %v: %v", states, err)
+	}
+	return states[0]
+}
+
+// readState decodes a state file field by field.
+func readState(t *testing.T, path string) map[string]json.RawMessage {
+	t.Helper()
+	var fields map[string]json.RawMessage
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(data, &fields)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fields
 }

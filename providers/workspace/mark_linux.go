@@ -2,12 +2,15 @@ package workspace
 
 import (
 	"errors"
+	"fmt"
 
 	"golang.org/x/sys/unix"
 )
 
-// markAttr is the extended attribute holding a workspace directory's mark.
-const markAttr = "user.brain.workspace"
+// markAttr is the extended attribute holding a workspace directory's
+// mark; a test names one the kernel refuses, to start the provider as on
+// a file system that keeps no extended attributes.
+var markAttr = "user.brain.workspace"
 
 // maxMarkLen bounds the mark read back: the provider writes 32 hex digits.
 const maxMarkLen = 64
@@ -36,4 +39,16 @@ func readMark(path string) (string, error) {
 		return "", err
 	}
 	return string(buf[:n]), nil
+}
+
+// fileHandle is the file handle of the directory at path (not followed
+// if a link), as name_to_handle_at(2) gives it: its type and bytes in hex.
+// It is "" where the file system gives none. The mount id it also
+// answers is not kept: it changes with every mount.
+func fileHandle(path string) string {
+	h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, path, 0)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d:%x", h.Type(), h.Bytes())
 }

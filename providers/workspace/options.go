@@ -29,6 +29,13 @@ const (
 	DefaultCommandTimeout = 10 * time.Minute
 )
 
+// MinAnswerBytes is the least Options.MaxAnswerBytes the provider takes. A
+// smaller bound holds no useful answer: not the failure output_limit that
+// replaces an answer too large (about 350 bytes with its details), nor a
+// read with room for a character beside its envelope, so a caller paging
+// through a file by offset would make no progress.
+const MinAnswerBytes = 1 << 10
+
 // DefaultEnv is the provider environment passed to commands when
 // Options.EnvAllow is nil.
 var DefaultEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"}
@@ -67,7 +74,8 @@ type Options struct {
 	Release string
 	// MaxAnswerBytes is the largest answer to an operation Brain takes
 	// (its operator's BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES); zero means
-	// Brain's default, envapi.MaxResponseBytes. Reads, command outputs and
+	// Brain's default, envapi.MaxResponseBytes, and one below
+	// MinAnswerBytes is refused (ErrOptions). Reads, command outputs and
 	// lists are cut to fit in it (truncated), and a larger answer is
 	// answered as the failure output_limit instead.
 	MaxAnswerBytes int64
@@ -109,8 +117,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxAnswerBytes == 0 {
 		o.MaxAnswerBytes = envapi.MaxResponseBytes
 	}
-	if o.MaxAnswerBytes < 0 {
-		return o, fmt.Errorf("%w: MaxAnswerBytes %d is negative", ErrOptions, o.MaxAnswerBytes)
+	if o.MaxAnswerBytes < MinAnswerBytes {
+		return o, fmt.Errorf("%w: MaxAnswerBytes %d is below %d, the least that holds an answer", ErrOptions, o.MaxAnswerBytes, MinAnswerBytes)
 	}
 	for _, name := range o.Commands {
 		if !programName(name) {

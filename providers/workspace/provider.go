@@ -39,6 +39,10 @@ type Provider struct {
 
 	allocations atomic.Int64 // directories created, for tests
 
+	// weakIdentity warns once that workspaces are told by their inode
+	// number alone (identity.weak).
+	weakIdentity sync.Once
+
 	lock *os.File // holds the flock of <root>/.lock; guarded by mu
 
 	// gate admits operations until Close begins, and stops the
@@ -112,6 +116,11 @@ func (p *Provider) load() error {
 			return fmt.Errorf("workspace: binding %s: %w", rec.Key, err)
 		}
 		p.bindings[rec.Key] = b
+	}
+	// Once every binding is restored, so that a start refused for one
+	// writes nothing.
+	for _, b := range p.bindings {
+		b.strengthen()
 	}
 	return nil
 }

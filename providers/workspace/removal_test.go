@@ -1,13 +1,11 @@
 package workspace
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -67,12 +65,7 @@ func startUnprivileged(t *testing.T) (url, root string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait(); killMarked(t, root) })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	_, rest, found := strings.Cut(line, "http://")
-	if err != nil || !found {
-		t.Fatalf("start line %q: %v", line, err)
-	}
-	return "http://" + strings.Fields(rest)[0], root
+	return listeningURL(t, out, nil), root
 }
 
 func copyFile(t *testing.T, from, to string) {

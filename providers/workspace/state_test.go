@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
 	"github.com/brain-in-go/brain/envsdk/toolset"
@@ -14,8 +15,10 @@ import (
 
 // A state file whose workspace directory is empty or leaves the
 // workspaces root (it names what reset and teardown remove), whose phase
-// is unknown or whose key is not its name stops the provider from
-// starting, with the file named, and nothing on disk is touched.
+// is unknown, whose key is not its name or whose version is of a later
+// release (whose layout may mean what this one cannot tell) stops the
+// provider from starting, with the file named, and nothing on disk is
+// touched.
 func TestDamagedStateIsRefused(t *testing.T) {
 	for name, edit := range map[string]func(map[string]any){
 		"empty directory":     func(r map[string]any) { r["dir"] = "" },
@@ -24,6 +27,7 @@ func TestDamagedStateIsRefused(t *testing.T) {
 		"another name":        func(r map[string]any) { r["dir"] = "notes" },
 		"unknown phase":       func(r map[string]any) { r["phase"] = "allocating" },
 		"key of another file": func(r map[string]any) { r["key"] = "s9/workspace" },
+		"later version":       func(r map[string]any) { r["version"] = stateVersion + 1 },
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, Options{})
@@ -89,7 +93,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if dir := filepath.Join(root, rec.Dir); filepath.Dir(dir) != root || dir == root {
 			t.Fatalf("record %+v names %s, not a directory of %s", rec, dir, root)
 		}
-		if s.path(rec.Key) != filepath.Join(s.dir, name) {
+		if path := filepath.Join(s.dir, name); s.path(rec.Key) != path && s.legacyPath(rec.Key) != path {
 			t.Fatalf("record of %q decoded from %q", rec.Key, name)
 		}
 	})
@@ -140,4 +144,64 @@ func TestStartRemovesLeftoverStateTemporaryFiles(t *testing.T) {
 		t.Errorf("the temporary file of a cut-short save is still there after a start: %v", err)
 	}
 	ok(t, g.exec(c, "write", map[string]string{"path": "a.txt", "content": "x"}, nil), nil)
+}
+
+// The first releases named every state file by its key in base64url,
+// however long: for a key of 176 to 187 bytes that is not the name given
+// now (its save's temporary file would be too long). A provider started
+// on such a file finds the binding and its workspace, and the file takes
+// the current name, so that a teardown forgets the binding for good.
+func TestStateOfEarlierNameIsFound(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := envtest.NewCommands("s"+strings.Repeat("a", 99), "w"+strings.Repeat("b", 78)) // a key of 180 bytes
+	c.Brain = f.brain
+	setup := c.Setup(nil)
+	accepted(t, f.post(setup))
+	ok(t, f.exec(c, "write", map[string]string{"path": "a.txt", "content": "kept"}, nil), nil)
+	key := envsdk.BindingKey(setup.Operation)
+	if f.p.store.legacyPath(key) == f.p.store.path(key) {
+		t.Fatalf("the key %q is named alike by both", key)
+	}
+	if err := f.p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(f.p.store.path(key), f.p.store.legacyPath(key)); err != nil {
+		t.Fatal(err)
+	}
+	g := f.restart(Options{})
+	var rd toolset.ReadOutput
+	ok(t, g.exec(c, "read", map[string]string{"path": "a.txt"}, nil), &rd)
+	if rd.Content != "kept" {
+		t.Errorf("read after restart %+v", rd)
+	}
+	accepted(t, g.post(c.Teardown()))
+	h := g.restart(Options{})
+	fails(t, h.exec(c, "read", map[string]string{"path": "a.txt"}, nil), envapi.CodeUnavailable)
+	if files, _ := filepath.Glob(filepath.Join(f.root, "bindings", "*")); len(files) != 0 {
+		t.Errorf("teardown left state files %v", files)
+	}
+}
+
+// A binding whose state is found under both names is refused, both named:
+// which one is current is not known, and neither is removed.
+func TestStateUnderBothNamesIsRefused(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := envtest.NewCommands("s"+strings.Repeat("a", 99), "w"+strings.Repeat("b", 78))
+	c.Brain = f.brain
+	setup := c.Setup(nil)
+	accepted(t, f.post(setup))
+	key := envsdk.BindingKey(setup.Operation)
+	if err := f.p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, f.p.store.path(key), f.p.store.legacyPath(key))
+	_, err := New(Options{Root: f.root})
+	if err == nil || !strings.Contains(err.Error(), f.p.store.path(key)) || !strings.Contains(err.Error(), f.p.store.legacyPath(key)) {
+		t.Fatalf("New with the state under both names: %v", err)
+	}
+	for _, path := range []string{f.p.store.path(key), f.p.store.legacyPath(key)} {
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("after the refused start: %v", err)
+		}
+	}
 }
