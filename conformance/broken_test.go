@@ -99,14 +99,22 @@ func wrongSequence(next http.Handler) http.Handler {
 // runsRepeats hides a repeated execute from the handler's own refusal of
 // repeats by moving it to a sequence of its own, and answers with the
 // original sequence: the provider runs the repeat again.
-func runsRepeats(next http.Handler) http.Handler {
+func runsRepeats(next http.Handler) http.Handler { return movesRepeats(envapi.RequestExecute, next) }
+
+// runsRepeatedCalls is runsRepeats for calls: the provider runs the
+// method of a repeated call again.
+func runsRepeatedCalls(next http.Handler) http.Handler { return movesRepeats(envapi.RequestCall, next) }
+
+// movesRepeats moves every repeat of a command of type typ to a sequence
+// of its own, and answers with the original sequence.
+func movesRepeats(typ envapi.RequestType, next http.Handler) http.Handler {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		cmd, err := envapi.DecodeCommand(body)
 		orig := cmd.Operation.Sequence
-		if err == nil && cmd.Operation.Request.Type == envapi.RequestExecute {
+		if err == nil && cmd.Operation.Request.Type == typ {
 			key := envsdk.BindingKey(cmd.Operation) + "/" + strconv.FormatUint(orig, 10)
 			mu.Lock()
 			n := seen[key]
@@ -204,6 +212,12 @@ func TestBrokenProviders(t *testing.T) {
 			want: []string{"concurrency/isolated-bindings"}},
 		{name: "runs-repeats", wrap: runsRepeats, want: []string{"exec/at-most-once", "exec/at-most-once-running"}},
 		{name: "runs-repeats-in-flight", wrap: runsRepeatsInFlight, want: []string{"exec/at-most-once-running"}},
+		// Its method's output ("report" answers the observation's
+		// sequence) and its observations show each second run.
+		{name: "runs-repeated-calls", wrap: runsRepeatedCalls, want: []string{"methods/at-most-once"}},
+		// Only its observations show each second run.
+		{name: "runs-repeated-calls-same-output", provider: func() *reference { p := newReference(); p.sameReport = true; return p },
+			wrap: runsRepeatedCalls, want: []string{"methods/at-most-once"}},
 		{name: "progress-then-finish", provider: func() *reference { p := newReference(); p.finishAfterProgress = true; return p },
 			want: []string{"exec/progress-receipt"}},
 		{name: "evidence-dropped", provider: func() *reference { p := newReference(); p.noEvidence = true; return p },

@@ -57,6 +57,7 @@ var cases = []testCase{
 	{id: "lazy/first-use", rule: ruleShared, capability: CapLazyAllocation, run: lazyFirstUse},
 	{id: "turn-end/release", rule: ruleTurnEnd, capability: CapTurnEndRelease, run: turnEndRelease},
 	{id: "methods/declared", rule: ruleMethods, capability: CapMethods, run: methodsDeclared},
+	{id: "methods/at-most-once", rule: ruleCallOnce, capability: CapMethods, run: methodsAtMostOnce},
 	{id: "reporter/observation", rule: ruleReporter, capability: CapReporter, run: reporterObservation},
 	{id: "restart/binding", rule: ruleLoss, capability: CapRestart, run: restartBinding},
 	{id: "capabilities/expected", rule: ruleExpect, run: capabilitiesExpected},

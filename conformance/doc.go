@@ -155,9 +155,15 @@
 // completion, exec/at-most-once-running for a second run, the progress
 // case for a completion it must not make. It is
 // refused on the other roles. "methods" maps each call method to
-// a sample input that must answer a result. "reporter" names a call that
-// makes the provider post an observation with the binding's reporter grant;
-// an empty object means setup alone does. "options" tune the run (see
+// a sample input that must answer a result; methods/at-most-once calls
+// each and repeats the call at its sequence, and the repeat must answer
+// unknown or the first answer as it was, never a result of its own.
+// "reporter" names a call that makes the provider post an observation
+// with the binding's reporter grant; an empty object means setup alone
+// does. When it is a call, methods/at-most-once repeats it as well, and
+// an observation posted after the repeat (within half the grace) is a
+// second run: a provider that posts on its own schedule should name no
+// call here. "options" tune the run (see
 // Options): deadline_ms is the deadline the deadline case sends, grace_ms how
 // late a timeout or cancelled answer may come, max_body_bytes the provider's
 // body limit (413 beyond it); an option left out or 0 takes its default,

@@ -33,6 +33,9 @@ type reference struct {
 	// of two sessions with one name share a store (a deliberately broken
 	// variant).
 	byName bool
+	// sameReport makes the report method answer the same output every
+	// time, so that only its observations tell one run from another.
+	sameReport bool
 	// allocations counts the stores allocated, naming each.
 	allocations atomic.Int64
 
@@ -233,6 +236,9 @@ func (p *reference) Methods() map[string]envsdk.Method {
 			seq, err := c.Reporter().Result(c.Context(), envapi.Observation{Scope: envapi.ScopeEnvironment, Availability: envapi.Available, Message: "ready"}, nil)
 			if err != nil {
 				return nil, fmt.Errorf("report: %w", err)
+			}
+			if p.sameReport {
+				return map[string]bool{"reported": true}, nil
 			}
 			return map[string]uint64{"sequence": seq}, nil
 		}},

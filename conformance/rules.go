@@ -32,6 +32,7 @@ const (
 	ruleMethods    rule = `a call {name,input} of a method the provider declares runs it and answers a result receipt`
 	ruleExpect     rule = `a capability the profile's "expect" list pins must stay declared`
 	ruleOnce       rule = `an execute is run at most once: a command repeated with the same session, environment and sequence, after its answer or while it still runs, is not executed again; it answers unknown (or the first answer) and makes no further callbacks. Every session numbers its sequences from 1, so an execute of another session at the same sequence is another command and runs`
+	ruleCallOnce   rule = `a call is run at most once: a call repeated with the same session, environment and sequence, after its answer or while it still runs, does not run its method again; it answers unknown (or the first answer), and the method's effects (its observations among them) are not applied again`
 	ruleEvidence   rule = `when the work of a stopped execute cannot be cleaned up, its failure keeps the first stop cause as its code (timeout when its deadline_ms passed, cancelled when a cancel named it) and the cleanup evidence in its details`
 	ruleReturns    rule = `a provider answers every request, or stops serving it once the request's connection is gone: no request holds the provider forever`
 	ruleReceipts   rule = `an execute may answer {"type":"accepted"} or {"type":"progress","data":<JSON>}; that leaves the Tool's outcome unknown, so the provider does not complete it afterwards: no finish, result or returned callback follows the answer`

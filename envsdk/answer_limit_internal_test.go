@@ -2,6 +2,7 @@ package envsdk
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -64,6 +65,27 @@ func TestAnswerBodyBound(t *testing.T) {
 		}
 		if got != tc.want || got.AnswerBytes <= envapi.MaxResponseBytes {
 			t.Errorf("details %s, want %+v", sent.Details, tc.want)
+		}
+	}
+}
+
+// Any positive Options.MaxAnswerBytes is the bound, up to the largest
+// answer an int counts: none is left for Brain's smaller default.
+func TestAnswerBoundOfAnyInt64(t *testing.T) {
+	for _, tc := range []struct {
+		opt  int64
+		want int
+	}{
+		{0, envapi.MaxResponseBytes},
+		{-1, envapi.MaxResponseBytes},
+		{4 << 10, 4 << 10},
+		{math.MaxInt32, math.MaxInt32},
+		{1 << 31, int(min(1<<31, int64(math.MaxInt)))},
+		{math.MaxInt64, math.MaxInt},
+	} {
+		h := NewHandler(Base{}, &Options{MaxAnswerBytes: tc.opt}).(*handler)
+		if h.maxAnswer != tc.want {
+			t.Errorf("MaxAnswerBytes %d bounds answers at %d bytes, want %d", tc.opt, h.maxAnswer, tc.want)
 		}
 	}
 }

@@ -217,3 +217,27 @@ func impl(name string) json.RawMessage {
 	raw, _ := json.Marshal(name)
 	return raw
 }
+
+// A bound past what a 32-bit int counts (BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES
+// of 2 GiB) is still a bound larger than Brain's default: an answer past
+// the default is sent as it is, never replaced by output_limit under a
+// smaller bound than the operator set. (The largest int64 is checked
+// without HTTP in TestAnswerBoundOfAnyInt64.)
+func TestAnswerBoundPast32Bits(t *testing.T) {
+	n := envapi.MaxResponseBytes + 1
+	for _, bound := range []int64{1 << 31} {
+		srv := serve(t, &sized{}, &envsdk.Options{Token: token, MaxAnswerBytes: bound})
+		status, data := post(t, srv.URL+"/v1/operations", token, command(1, envapi.Call("dump", sizedFor(n))))
+		if status != http.StatusOK {
+			t.Fatalf("bound %d: POST answered %d %.200s", bound, status, data)
+		}
+		resp, err := envapi.DecodeResponse(data)
+		if err != nil {
+			t.Fatalf("bound %d: decode the answer: %v", bound, err)
+		}
+		if r := resp.Receipt; r.Type != envapi.ReceiptResult || len(r.Output) != n {
+			t.Errorf("bound %d: a method's output of %d bytes answered %s %s %.200s (%d bytes), want it as it is",
+				bound, n, r.Type, r.Code, r.Message, len(r.Output))
+		}
+	}
+}

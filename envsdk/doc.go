@@ -116,14 +116,29 @@
 //     answered as the failure output_limit instead (details: receipt,
 //     code, answer_bytes, limit_bytes); such a result is never finished.
 //   - An execute whose (session, environment, sequence) was already
-//     dispatched to this handler is answered unknown and not run again.
+//     dispatched to this handler is answered unknown and not run again,
+//     whether the first is still running or answered long ago. The same
+//     holds for a call (its method does not run again) and for a setup
+//     (Setup does not run again, even once its binding was torn down):
+//     each operation is identified by its sequence, and Brain sends each
+//     once, so a repeat is a copy the network made, never a new request.
+//     Only what left nothing behind may run again at its sequence: a
+//     setup that failed (no binding is left of it), and a call of a
+//     method the provider does not have (answered unsupported again). A
+//     detach or teardown is repeatable and always passed on. The record
+//     of dispatched sequences is in memory and bounded (the latest 65,536
+//     operations): after a restart, or that far behind, a repeat reaches
+//     the provider again.
 //   - An execute whose deadline_ms is 0 (its time ran out on the way)
 //     answers timeout without running.
 //   - A cancel that overtakes its execute (Brain sends each once, and two
 //     requests may arrive in either order) is kept: the execute, when it
-//     comes, answers cancelled without running. A cancel of an execute
-//     that already completed (answered, or finished after returned) is
-//     accepted and changes nothing.
+//     comes, answers cancelled without running, and so does a repeat of
+//     it. Brain cancels only executes; a call or setup that comes at a
+//     sequence a cancel named first is treated alike (cancelled, not
+//     run). A cancel of an execute that already completed (answered, or
+//     finished after returned), or of a call, is accepted and changes
+//     nothing.
 //
 // # Callbacks
 //

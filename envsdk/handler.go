@@ -40,8 +40,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxAnswerBytes is the largest answer to an operation Brain takes
 	// (BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES); zero selects Brain's
-	// default, envapi.MaxResponseBytes. A larger answer is replaced by
-	// the failure output_limit.
+	// default, envapi.MaxResponseBytes. Any larger bound is kept, up to
+	// the largest length an int holds (no answer is longer). A larger
+	// answer is replaced by the failure output_limit.
 	MaxAnswerBytes int64
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
@@ -57,14 +58,15 @@ type Options struct {
 	// (a second setup of a live binding answers already_exists; an execute
 	// or call on a torn-down binding answers unavailable without reaching
 	// the provider): every setup, execute and call then reaches the
-	// provider, which tracks bindings itself.
+	// provider, which tracks bindings itself. A repeat of one at the
+	// sequence it came with still answers unknown without reaching it.
 	UntrackedBindings bool
 }
 
 // Causes the handler gives an operation's context besides ErrCancelled and
-// ErrDeadline, and claim's answer for a repeated execute.
+// ErrDeadline, and claim's answer for a repeated operation.
 var (
-	errRepeat   = errors.New("envsdk: execute already dispatched")
+	errRepeat   = errors.New("envsdk: operation already dispatched")
 	errReturned = errors.New("envsdk: operation returned")
 )
 
@@ -83,11 +85,25 @@ type handler struct {
 
 	mu      sync.Mutex
 	running map[string]*toolRun // by session/environment/sequence, until its work context ends
-	seen    map[string]bool     // executes already dispatched (true: cancelled before they came)
-	order   []string            // seen, oldest first
+	seen    map[string]seenOp   // setups, executes and calls already dispatched, or cancelled before they came
+	order   []seenAt            // seen, oldest first
+	noted   uint64              // the last seenOp.at
 }
 
-// maxSeen bounds the memory of dispatched executes kept to refuse repeats.
+// seenOp is what the handler remembers of an operation's sequence.
+type seenOp struct {
+	cancelled bool   // a cancel named it before it came
+	at        uint64 // when it was noted, to tell it from a later note of the key
+}
+
+// seenAt is one note of key, in the order they were made.
+type seenAt struct {
+	key string
+	at  uint64
+}
+
+// maxSeen bounds the memory of dispatched operations kept to refuse
+// repeats.
 const maxSeen = 1 << 16
 
 // NewHandler serves p at POST /v1/operations.
@@ -108,7 +124,7 @@ func NewHandler(p Provider, opts *Options) http.Handler {
 		log:     opts.Logger,
 		caller:  newCaller(opts.Client),
 		running: map[string]*toolRun{},
-		seen:    map[string]bool{},
+		seen:    map[string]seenOp{},
 		open:    newOpenTools(),
 	}
 	h.tokenHash = sha256.Sum256([]byte(opts.Token))
@@ -116,8 +132,10 @@ func NewHandler(p Provider, opts *Options) http.Handler {
 		h.maxBody = DefaultMaxBodyBytes
 	}
 	h.maxAnswer = envapi.MaxResponseBytes
-	if n := opts.MaxAnswerBytes; n > 0 && n < math.MaxInt32 {
-		h.maxAnswer = int(n)
+	if n := opts.MaxAnswerBytes; n > 0 {
+		// No answer is longer than an int counts: a larger bound
+		// (Brain takes any int64) bounds nothing more.
+		h.maxAnswer = int(min(n, int64(math.MaxInt)))
 	}
 	if h.grace <= 0 {
 		h.grace = DefaultStopGrace
@@ -257,8 +275,12 @@ func (h *handler) run(parent context.Context, op envapi.Operation) envapi.Receip
 	key := c.BindingKey()
 	switch op.Request.Type {
 	case envapi.RequestSetup:
+		if r, ok := h.claimOnce(op); !ok {
+			return r
+		}
 		if h.bindings != nil {
 			if r, ok := h.bindings.beginSetup(key); !ok {
+				h.forget(opKey(op.SessionID, op.Environment, op.Sequence)) // refused: it did nothing
 				return r
 			}
 		}
@@ -282,7 +304,14 @@ func (h *handler) run(parent context.Context, op envapi.Operation) envapi.Receip
 			h.bindings.endSetup(key, err == nil && receipt.Type == envapi.ReceiptAccepted)
 		}
 		if err != nil {
-			return h.failure(c, err)
+			receipt = h.failure(c, err)
+		}
+		if receipt.Type == envapi.ReceiptFailure {
+			// A failed setup left no binding (its provider set up
+			// nothing, or was told to tear it down): it has no effect
+			// to apply twice, and a setup at its sequence is a new
+			// attempt. One whose outcome is unknown is not run again.
+			h.forget(opKey(op.SessionID, op.Environment, op.Sequence))
 		}
 		return receipt
 	case envapi.RequestExecute, envapi.RequestCall:
@@ -292,7 +321,7 @@ func (h *handler) run(parent context.Context, op envapi.Operation) envapi.Receip
 			}
 		}
 		if op.Request.Type == envapi.RequestCall {
-			return h.call(c, op.Request)
+			return h.call(c, op)
 		}
 		return h.execute(c, cancel, op)
 	case envapi.RequestCancel:
@@ -398,10 +427,16 @@ func stopFailure(code, message string, err error) envapi.Receipt {
 	return envapi.Failure(code, message, false, details)
 }
 
-func (h *handler) call(c *Ctx, req envapi.Request) envapi.Receipt {
+func (h *handler) call(c *Ctx, op envapi.Operation) envapi.Receipt {
+	req := op.Request
 	m, ok := h.methods[req.Name]
 	if !ok || m.Run == nil {
 		return envapi.Failure(envapi.CodeUnsupported, "unsupported method "+req.Name, false, nil)
+	}
+	// A method is the provider's code, with effects of its own (a reset,
+	// a release): a repeat of the call runs none of them again.
+	if r, ok := h.claimOnce(op); !ok {
+		return r
 	}
 	var r envapi.Receipt
 	err := h.guard(func() error {
@@ -425,7 +460,9 @@ func (h *handler) cancel(c *Ctx, op envapi.Operation) envapi.Receipt {
 	run := h.running[key]
 	if _, seen := h.seen[key]; run == nil && !seen {
 		// The cancel overtook its execute (Brain sends both once): the
-		// execute, when it comes, answers cancelled without running.
+		// execute, when it comes, answers cancelled without running (as
+		// would any operation that came at that sequence: it is the one
+		// the cancel names).
 		h.rememberLocked(key, true)
 	}
 	h.mu.Unlock()
@@ -444,31 +481,65 @@ func (h *handler) cancel(c *Ctx, op envapi.Operation) envapi.Receipt {
 	return envapi.Accepted()
 }
 
-// claim records an execute as dispatched and its work as running. It
-// answers errRepeat for a repeat, and ErrCancelled for an execute whose
-// cancel came first.
+// claim records an operation as dispatched and, for an execute (run not
+// nil), its work as running. It answers errRepeat for a repeat, and
+// ErrCancelled for an operation whose cancel came first.
 func (h *handler) claim(key string, run *toolRun) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if cancelled, dup := h.seen[key]; dup {
-		if cancelled {
+	if op, dup := h.seen[key]; dup {
+		if op.cancelled {
 			return ErrCancelled // it never runs
 		}
 		return errRepeat
 	}
 	h.rememberLocked(key, false)
-	h.running[key] = run
-	h.track(key, run)
+	if run != nil {
+		h.running[key] = run
+		h.track(key, run)
+	}
 	return nil
 }
 
-// rememberLocked notes key among the executes dispatched (or cancelled
+// claimOnce claims op, a setup or a call, for its one run; when it must
+// not run it answers false and the receipt a repeat of an execute gets.
+func (h *handler) claimOnce(op envapi.Operation) (envapi.Receipt, bool) {
+	if err := h.claim(opKey(op.SessionID, op.Environment, op.Sequence), nil); err != nil {
+		return notRerun(op.Sequence, err), false
+	}
+	return envapi.Receipt{}, true
+}
+
+// forget drops key from the operations dispatched: an operation at its
+// sequence runs again.
+func (h *handler) forget(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.seen, key)
+}
+
+// notRerun answers an operation claim refused with err: cancelled when its
+// cancel came first, unknown when its sequence was already dispatched (its
+// first answer may or may not have reached Brain; it is not run again to
+// find out).
+func notRerun(seq uint64, err error) envapi.Receipt {
+	if errors.Is(err, ErrCancelled) {
+		return envapi.Failure(envapi.CodeCancelled, "the invocation was cancelled before it arrived", false, nil)
+	}
+	return envapi.Unknown(fmt.Sprintf("sequence %d was already dispatched to this provider; it is never run twice", seq))
+}
+
+// rememberLocked notes key among the operations dispatched (or cancelled
 // before they came), forgetting the oldest past maxSeen.
 func (h *handler) rememberLocked(key string, cancelled bool) {
-	h.seen[key] = cancelled
-	h.order = append(h.order, key)
+	h.noted++
+	h.seen[key] = seenOp{cancelled: cancelled, at: h.noted}
+	h.order = append(h.order, seenAt{key, h.noted})
 	if len(h.order) > maxSeen {
-		delete(h.seen, h.order[0])
+		// A key forgotten and noted again since is newer than this note.
+		if old := h.order[0]; h.seen[old.key].at == old.at {
+			delete(h.seen, old.key)
+		}
 		h.order = h.order[1:]
 	}
 }
@@ -502,11 +573,8 @@ func (h *handler) execute(c *Ctx, stopOp context.CancelCauseFunc, op envapi.Oper
 		}
 	}()
 	key := opKey(op.SessionID, op.Environment, op.Sequence)
-	switch err := h.claim(key, run); {
-	case errors.Is(err, ErrCancelled):
-		return envapi.Failure(envapi.CodeCancelled, "the invocation was cancelled before it arrived", false, nil)
-	case err != nil:
-		return envapi.Unknown(fmt.Sprintf("sequence %d was already dispatched to this provider; it is never run twice", op.Sequence))
+	if err := h.claim(key, run); err != nil {
+		return notRerun(op.Sequence, err)
 	}
 	if req.DeadlineMs != nil && *req.DeadlineMs <= 0 {
 		// The time ran out on the way: nothing runs.
