@@ -70,7 +70,8 @@ func (e *Engine) load(ctx context.Context, id string) (*state, error) {
 // recoverLocked closes what a crash left open: every started effect without
 // a terminal record becomes an ambiguous "interrupted" failure (never
 // resent); an interrupted creation fails the session; an interrupted turn
-// fails and the session returns to idle; an interrupted ending ends it.
+// fails and the session returns to idle; an interrupted ending ends it. A
+// session that ended, or whose creation failed, stays so.
 func (s *sess) recoverLocked() error {
 	st := s.st
 	// What left the session open: a restart, or a commit of this process
@@ -90,12 +91,19 @@ func (s *sess) recoverLocked() error {
 			Code: api.FailureInterrupted, Message: restart, Ambiguous: true, Sequence: seq,
 		}))
 	}
-	if st.Activation != 0 {
+	// A session whose journal holds its final record (session_ended, or
+	// session_creation_failed) never runs again: what a delete started
+	// after it (a teardown) is closed as any open effect is, but no
+	// activation, turn or interrupt rule is recorded after it. A
+	// turn_failed would fold the session back to idle, reopening it to
+	// messages.
+	final := st.Status == api.StatusEnded || st.Status == api.StatusFailed
+	if st.Activation != 0 && !final {
 		recs = append(recs, failed(api.KindActivationFailed, api.Failure{
 			Code: api.FailureInterrupted, Message: restart, Ambiguous: true, Sequence: st.Activation,
 		}))
 	}
-	if st.Turn != 0 {
+	if st.Turn != 0 && !final {
 		recs = append(recs, failed(api.KindTurnFailed, api.Failure{
 			Code: api.FailureInterrupted, Message: restart, Ambiguous: true, Sequence: st.Turn,
 		}))
@@ -126,7 +134,7 @@ func (s *sess) recoverLocked() error {
 	for _, o := range st.Open {
 		interrupts = interrupts || o.Prefix == "tool_call"
 	}
-	if interrupts && st.Status != api.StatusCreating && st.Status != api.StatusEnding && !st.Interrupted {
+	if interrupts && !final && st.Status != api.StatusCreating && st.Status != api.StatusEnding && !st.Interrupted {
 		recs = append([]journal.Record{rec(kindSessionInterrupted, struct{}{})}, recs...)
 	}
 	_, err := s.commitLocked(recs...)

@@ -318,7 +318,9 @@ func (s *sess) onReceipt(t *toolCall, r envapi.Receipt, err error) {
 			ro := fromEnvOutcome(o)
 			out, t.last = &ro, &ro
 		}
-		s.returnLocked(t, out)
+		if _, err := s.returnLocked(t, out); err != nil {
+			s.returnLostLocked(t, err)
+		}
 		return
 	}
 	if r.Type == envapi.ReceiptFailure && (r.Code == envapi.CodeTimeout || r.Code == envapi.CodeCancelled) {
@@ -357,8 +359,8 @@ func (s *sess) toolStopped(t *toolCall) {
 	}
 	decl, binding := s.declLocked(t.env)
 	cancelRec := rec(api.KindToolCancelStarted, toolCancelStarted{TargetSequence: t.seq, Environment: t.env})
-	cancelSeq, ok := s.closeToolLocked(t, envapi.Outcome{Status: envapi.StatusCancelled}, cancelRec)
-	if !ok {
+	cancelSeq, err := s.closeToolLocked(t, envapi.Outcome{Status: envapi.StatusCancelled}, cancelRec)
+	if err != nil {
 		s.mu.Unlock()
 		return
 	}
@@ -420,10 +422,12 @@ func (s *sess) endCancelLocked(op Operation, receipt envapi.Receipt, err error) 
 
 // closeToolLocked commits the one terminal record of a tool call (after
 // any extra records, whose first sequence it answers) and revokes the
-// tool's authority.
-func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.Record) (uint64, bool) {
+// tool's authority. It answers ErrExecutionClosed for a call closed
+// already, and the journal's error when the records could not be
+// committed (the call is closed in memory all the same).
+func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.Record) (uint64, error) {
 	if t.closed {
-		return 0, false
+		return 0, fmt.Errorf("%w: tool %d finished", ErrExecutionClosed, t.seq)
 	}
 	if o.Status == envapi.StatusOK && t.output != nil {
 		if err := t.output.Validate(orNullJSON(o.Value)); err != nil {
@@ -446,6 +450,16 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 	} else {
 		first, err = s.commitLocked(recs...)
 	}
+	return s.toolClosedLocked(t, recs, first, err, cancelling)
+}
+
+// toolClosedLocked closes tool call t in memory once its terminal records
+// recs were committed from first (or failed to be, with err): its
+// authority is revoked, the dispatch waiting for its synchronous phase is
+// answered, and a tool whose cancel was started (cancelling) settles once
+// that cancel is answered. It answers first, or the cancel's sequence,
+// and err.
+func (s *sess) toolClosedLocked(t *toolCall, recs []journal.Record, first uint64, err error, cancelling bool) (uint64, error) {
 	t.closed = true
 	t.x.close()
 	for _, r := range recs {
@@ -483,15 +497,15 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 		s.faulted = true
 		s.noteUnendedLocked(recs)
 		s.maybeEvictLocked(false)
-		return 0, false
+		return 0, err
 	}
 	if !cancelling {
 		s.maybeEvictLocked(false)
 	}
 	if cancelling {
-		return first + 1, true
+		return first + 1, nil
 	}
-	return first, true
+	return first, nil
 }
 
 // settleLocked notes that a closed tool's cancel, if any, is done.
@@ -544,6 +558,33 @@ func (s *sess) returnLocked(t *toolCall, out *api.Outcome) (uint64, error) {
 		close(t.syncDone)
 	}
 	return seq, nil
+}
+
+// returnLostLocked closes tool call t, whose provider answered that its
+// synchronous phase is over, when that answer's tool_call_returned could
+// not be written (err). Nothing durable says the phase ended, and the
+// dispatch waiting for it must not wait for the whole tool, which runs on
+// in the background: the call is closed as a reload of the journal would
+// close it, failed (interrupted, ambiguous, with the write failure as its
+// message), so that the loop is answered an unknown outcome and no later
+// result or finish of the tool is recorded after it. No cancel is sent:
+// its start could not be written either, and a reload sends none. When
+// the failure cannot be written either, the session is faulted and the
+// call closed at its next write (closeUnendedLocked) or reload.
+func (s *sess) returnLostLocked(t *toolCall, err error) {
+	if t.closed || t.returned {
+		return
+	}
+	why := s.e.fault(s.id, false)
+	if why == "" {
+		why = "its tool_call_returned could not be written: " + err.Error()
+	}
+	endToolSpan(t.span, envapi.UnknownOutcome(why))
+	recs := []journal.Record{failed(api.KindToolCallFailed, api.Failure{
+		Code: api.FailureInterrupted, Message: why, Ambiguous: true, Sequence: t.seq,
+	})}
+	first, cerr := s.commitLocked(recs...)
+	s.toolClosedLocked(t, recs, first, cerr, false)
 }
 
 // sameOutcome tells whether a and b encode to the same JSON.
@@ -658,9 +699,12 @@ func (x *execution) Finish(ctx context.Context, outcome *api.Outcome) (uint64, e
 	if o == nil {
 		o = &api.Outcome{Status: api.OutcomeOK, Value: json.RawMessage("null")}
 	}
-	seq, ok := s.closeToolLocked(t, toEnvOutcome(*o))
-	if !ok {
-		return 0, fmt.Errorf("session %s: finish of tool %d was not recorded", s.id, t.seq)
+	seq, err := s.closeToolLocked(t, toEnvOutcome(*o))
+	if err != nil {
+		// The journal's own error, so that the provider is answered that
+		// storage failed (the finish was not recorded) rather than an
+		// internal error.
+		return 0, fmt.Errorf("session %s: finish of tool %d was not recorded: %w", s.id, t.seq, err)
 	}
 	return seq, nil
 }
