@@ -33,11 +33,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "client:", err)
-		os.Exit(1)
-	}
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	exit(err)
 }
 
 type options struct {
@@ -62,10 +60,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.end, "end", false, "end the session afterwards")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		return o, usageError{err, true}
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return o, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0)), false}
 	}
 	if o.token == "" {
 		o.token = os.Getenv("BRAIN_TOKEN")

@@ -41,11 +41,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "environment:", err)
-		os.Exit(1)
-	}
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	exit(err)
 }
 
 // run serves the notes environment until ctx ends.
@@ -57,7 +55,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// usage, which shows every flag's default, never shows it.
 	token := fs.String("token", "", "bearer token Brain must present (default: NOTES_TOKEN)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError{err, true}
+	}
+	// It takes no operands: one is a mistake (an address without
+	// --listen, say), not something to ignore.
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0)), false}
 	}
 	if *token == "" {
 		*token = os.Getenv("NOTES_TOKEN")

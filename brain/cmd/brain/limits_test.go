@@ -32,6 +32,13 @@ func serveConfig(env map[string]string, args ...string) (brain.Config, error) {
 	if err := unlessOverridden(envErr, fs); err != nil {
 		return brain.Config{}, err
 	}
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	if err := f.checkVariables(environ); err != nil {
+		return brain.Config{}, err
+	}
 	cfg := f.config(slog.New(slog.NewTextHandler(io.Discard, nil)), "")
 	return cfg, cfg.Validate()
 }
@@ -262,5 +269,40 @@ func TestRequestRetentionReachesConfig(t *testing.T) {
 	}
 	if _, err := serveConfig(map[string]string{name: "-1"}); err == nil || !strings.Contains(err.Error(), name) {
 		t.Errorf("%s=-1: error %v, want one naming %s", name, err, name)
+	}
+}
+
+// TestIntegerFlagsReadDecimal: an integer flag reads the decimal digits
+// its variable reads. A zero-padded value is that number, as it is in the
+// variable (the flag read 010 as octal 8, so --max-request-bytes 0100
+// bounded bodies to 64 bytes), and a hexadecimal, binary or octal prefix
+// or a digit separator, which the variable refuses, is refused naming the
+// flag instead of becoming another number.
+func TestIntegerFlagsReadDecimal(t *testing.T) {
+	for _, v := range limitVars {
+		padded := "0" + strconv.FormatInt(2*v.def, 10)
+		cfg, err := serveConfig(nil, "--"+v.flag, padded)
+		if err != nil {
+			t.Errorf("--%s %s: %v", v.flag, padded, err)
+		} else if got := v.get(cfg); got != 2*v.def*v.unit {
+			t.Errorf("--%s %s: Config value %d, want %d", v.flag, padded, got, 2*v.def*v.unit)
+		}
+		if cfg, err := serveConfig(map[string]string{v.env: padded}); err != nil || v.get(cfg) != 2*v.def*v.unit {
+			t.Errorf("%s=%s: Config value %d (%v), want %d", v.env, padded, v.get(cfg), err, 2*v.def*v.unit)
+		}
+		for _, bad := range []string{"0x40000", "0X40000", "0b1000000000000000000", "0o200000", "65_536"} {
+			if _, err := serveConfig(nil, "--"+v.flag, bad); err == nil || !strings.Contains(err.Error(), "-"+v.flag) {
+				t.Errorf("--%s %s: error %v, want one naming --%s", v.flag, bad, err, v.flag)
+			}
+			if _, err := serveConfig(map[string]string{v.env: bad}); err == nil || !strings.Contains(err.Error(), v.env) {
+				t.Errorf("%s=%s: error %v, want one naming %s", v.env, bad, err, v.env)
+			}
+		}
+	}
+	// --help still says which flags take an integer.
+	var stdout, stderr strings.Builder
+	if code := serve(t.Context(), []string{"--help"}, &stdout, &stderr); code != 0 ||
+		!strings.Contains(stdout.String(), "  -max-request-bytes int\n") || !strings.Contains(stdout.String(), "(default 33554432)") {
+		t.Errorf("--help: exit %d, usage %q", code, stdout.String())
 	}
 }

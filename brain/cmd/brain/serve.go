@@ -57,7 +57,8 @@ finish and commit, streams close, exit 0); a second signal exits at once.
 
 Exit status: 0 after a drain; 2 when a setting is refused (malformed, out
 of range, contradicting another, having no effect beside the others, or
-unsafe, such as a non-loopback address without a token), before anything
+unsafe, such as a non-loopback address without a token) or a BRAIN_*
+variable is a misspelling of one (BRAIN_MAX_TURN_SEC), before anything
 starts; 1 when serving fails (an address in use, a data directory another
 process holds, a file that cannot be read) or a second signal cut the
 drain short.
@@ -159,7 +160,8 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 			}
 			v = n
 		}
-		fs.Int64Var(p, name, v, fmt.Sprintf("%s (%s)", help, envName))
+		*p = v
+		fs.Var(&decimalValue{p: p, least: least, most: most}, name, fmt.Sprintf("%s (%s)", help, envName))
 		f.ints = append(f.ints, intFlag{p, name, envName, least, most})
 	}
 	i64 := func(p *int64, name, envName string, def int64, help string) {
@@ -305,7 +307,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), serveUsage)
-		fs.PrintDefaults()
+		printDefaults(fs)
 	}
 	envErr := f.register(fs, os.LookupEnv)
 	// Help goes to stdout with status 0, parse errors and their usage to
@@ -328,11 +330,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
+		// "brain serve" has no subcommands or operands: the word may be
+		// a flag's value whose flag was mistyped, so show what it takes.
 		fmt.Fprintf(stderr, "brain serve: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
 		return 2
 	}
 	if envErr := unlessOverridden(envErr, fs); envErr != nil {
 		fmt.Fprintf(stderr, "brain serve: %v\n", envErr)
+		return 2
+	}
+	if err := f.checkVariables(os.Environ()); err != nil {
+		fmt.Fprintf(stderr, "brain serve: %v\n", err)
 		return 2
 	}
 	if err := f.checkInert(); err != nil {
