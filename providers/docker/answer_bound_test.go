@@ -92,3 +92,27 @@ func TestCommandRefusesMaxAnswerBytes(t *testing.T) {
 		t.Error("New with a negative MaxAnswerBytes succeeded")
 	}
 }
+
+// A failing command's stderr ends with what went wrong: cut to a small
+// answer bound, the end of its stderr is kept (and the start of its
+// stdout), not the start of a long trace.
+func TestLoweredAnswerBoundKeepsTheEndOfStderr(t *testing.T) {
+	_, image := testEngine(t)
+	const bound = 4 << 10
+	h := newHarnessConfig(t, Config{Profiles: Profiles{"default": {Image: image}}, MaxAnswerBytes: bound})
+	c := h.commands()
+	h.setup(c, "")
+	defer h.post(c.Teardown())
+	const script = `echo started; i=0; while [ $i -lt 500 ]; do echo "  at frame <$i>" >&2; echo "step $i"; i=$((i+1)); done; echo 'Error: the disk é is full' >&2; exit 7`
+	r, n := h.sized(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: script}), nil))
+	out := h.commandOutput(r)
+	if n > bound || !out.Truncated || out.ExitCode != 7 {
+		t.Fatalf("command: %d bytes (bound %d), truncated %v, exit %d", n, bound, out.Truncated, out.ExitCode)
+	}
+	if !strings.HasSuffix(out.Stderr, "  at frame <499>\nError: the disk é is full\n") || strings.Contains(out.Stderr, "<0>") {
+		t.Errorf("stderr is not the end of the command's: %q", out.Stderr)
+	}
+	if !strings.HasPrefix(out.Stdout, "started\nstep 0\n") {
+		t.Errorf("stdout is not the start of the command's: %q", out.Stdout)
+	}
+}

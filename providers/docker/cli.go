@@ -149,8 +149,8 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cancel()
 	if err != nil {
 		log.Warn("gc at start", "error", err)
-	} else if len(rep.Containers)+len(rep.Volumes) > 0 {
-		log.Info("gc at start", "containers", rep.Containers, "volumes", rep.Volumes)
+	} else if len(rep.Containers)+len(rep.Volumes)+len(rep.Skipped) > 0 {
+		log.Info("gc at start", "containers", rep.Containers, "volumes", rep.Volumes, "skipped", rep.Skipped)
 	}
 	// Nothing of this process runs yet: what runs in the bindings'
 	// containers was started by an earlier one, which is gone.

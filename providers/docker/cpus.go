@@ -40,27 +40,35 @@ func (p Profile) cpusBeyond(ncpu int) error {
 var ErrProfileBeyondEngine = errors.New("profiles the Engine cannot run")
 
 // CheckProfiles asks the Engine whether it can run every profile: one
-// whose cpus bound is above the Engine's CPU count is refused with an
-// error wrapping ErrProfileBeyondEngine that names each such profile and
-// the limit. An Engine that cannot be asked answers an error that does
-// not wrap it: no profile is refused then, and setup checks the profile
-// it is given.
+// whose cpus bound is above the Engine's CPU count, or that names a
+// network the Engine does not have, is refused with an error wrapping
+// ErrProfileBeyondEngine that names each such profile and why. An Engine
+// that cannot be asked answers an error that does not wrap it: no
+// profile is refused then, and setup checks the profile it is given.
 func (p *Provider) CheckProfiles(ctx context.Context) error {
-	need := false
+	needCPUs := false
 	for _, prof := range p.profiles {
-		need = need || prof.CPUs > 1 // every Engine has at least one CPU
+		needCPUs = needCPUs || prof.CPUs > 1 // every Engine has at least one CPU
 	}
-	if !need {
-		return nil
-	}
-	ncpu, err := engineCPUs(ctx, p.cli)
-	if err != nil {
-		return err
+	ncpu := 0
+	if needCPUs {
+		var err error
+		if ncpu, err = engineCPUs(ctx, p.cli); err != nil {
+			return err
+		}
 	}
 	var errs []string
 	for _, name := range p.profiles.Names() {
-		if err := p.profiles[name].cpusBeyond(ncpu); err != nil {
+		prof := p.profiles[name]
+		if err := prof.cpusBeyond(ncpu); err != nil {
 			errs = append(errs, fmt.Sprintf("profile %q: %v", name, err))
+		}
+		refusal, err := prof.networkAbsent(ctx, p.cli)
+		if err != nil {
+			return err
+		}
+		if refusal != nil {
+			errs = append(errs, fmt.Sprintf("profile %q: %v", name, refusal))
 		}
 	}
 	if len(errs) > 0 {

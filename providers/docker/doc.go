@@ -11,11 +11,12 @@
 // the kernel bounds, and at most the CPU count the Engine reports),
 // network ("none" by default), tmpfs_mb, output_bytes, timeout (for
 // executes without a deadline) and env_allow. A cpus bound above the
-// Engine's CPU count, which the Engine would refuse only when the first
-// execute creates the container, is refused as soon as it can be known:
-// Command does not start (CheckProfiles) when the Engine answers then,
-// and a setup naming such a profile fails with invalid_configuration
-// (details.field "configuration.profile") naming the limit.
+// Engine's CPU count, or a network the Engine does not have, which the
+// Engine would refuse only when the first execute creates the container,
+// is refused as soon as it can be known: Command does not start
+// (CheckProfiles) when the Engine answers then, and a setup naming such a
+// profile fails with invalid_configuration (details.field
+// "configuration.profile") naming the limit or the network.
 // A binding's setup configuration {"profile": NAME} picks one ("default"
 // when absent); an unknown profile is unsupported, a malformed
 // configuration invalid_configuration naming the field. Setup resolves the
@@ -100,7 +101,8 @@
 // every tool, as in the workspace provider, and so does a path the kernel
 // cannot take (a name longer than 255 bytes, or more than 4095 bytes in
 // all, refused before anything runs) or resolve (a loop of symbolic
-// links), with details {"path"}. write and edit on a read profile fail with
+// links), with details {"path"}; a not_found or path_escape of a path
+// has the same details, the path relative to /workspace. write and edit on a read profile fail with
 // read_only. The writes and edits of a binding run one at a time, so that
 // edits of one file that arrive together are all kept (a command is not
 // held back). A write (without append) or an edit replaces the file whole
@@ -129,7 +131,8 @@
 // instead, between characters, to what fits in the bound less 4 KiB (less
 // half the bound below 8 KiB; a read holds no more bytes than that to
 // begin with), with truncated true — a command's stdout and stderr each
-// to half of that room or to what the other leaves; the caller of a cut
+// to half of that room or to what the other leaves, the start of stdout
+// and the end of stderr (where a failure says what went wrong) kept; the caller of a cut
 // read continues from the offset plus the bytes returned. A list reads at
 // most 8 MiB of listing from the container and answers its entries in at
 // most 8 MiB of JSON, or that room when it is less (each entry repeats the
@@ -265,7 +268,11 @@
 // allocation runs, in its own process or (on Linux) in another one on the
 // same state directory, as the provider that serves it is to the gc
 // command: a binding in use holds a byte-range lock of the directory's
-// .bindings.lock file, which GC must take to remove its resources. An
+// .bindings.lock file, which GC must take to remove its resources. Its
+// report (the JSON the gc command prints) lists what it removed
+// (containers, volumes) and each binding it left (skipped: the binding,
+// why, and its containers and volumes), which a later GC removes once
+// the binding is no longer in use. An
 // execute, detach or teardown that arrives while a GC removes a binding's
 // resources waits until it is done with them (the execute then answers
 // resource_lost).

@@ -187,10 +187,15 @@ func (k *call) script(script string, args []string, stdin []byte, limit int64) (
 	switch code {
 	case 0:
 		return out, errOut, o.Truncated(), nil
+	// The path is in the details of not_found and path_escape, as the
+	// workspace provider answers them (and toolset.Clean a path_escape):
+	// a caller learns which path failed without parsing the message.
 	case exitNotFound:
-		return nil, nil, false, envsdk.Failf(envapi.CodeNotFound, "%s does not exist", target)
+		return nil, nil, false, envsdk.Failf(envapi.CodeNotFound, "%s does not exist", target).
+			WithDetails(map[string]string{"path": target})
 	case exitEscape:
-		return nil, nil, false, envsdk.Failf(envapi.CodePathEscape, "%s resolves outside the workspace", target)
+		return nil, nil, false, envsdk.Failf(envapi.CodePathEscape, "%s resolves outside the workspace", target).
+			WithDetails(map[string]string{"path": target})
 	case exitKind:
 		return nil, nil, false, envsdk.Failf(envapi.CodeInvalidInput, "%s is not the kind of file this tool works on", target)
 	case exitParent:

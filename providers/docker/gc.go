@@ -10,11 +10,32 @@ import (
 	"github.com/docker/docker/api/types/volume"
 )
 
-// GCReport says what a GC removed.
+// GCReport says what a GC removed, and what it would have removed but
+// left because its binding was in use.
 type GCReport struct {
 	Containers []string `json:"containers"`
 	Volumes    []string `json:"volumes"`
+	Skipped    []GCSkip `json:"skipped"`
 }
+
+// GCSkip is a binding whose resources a GC left, and why: a later GC,
+// once the binding is no longer in use, removes them.
+type GCSkip struct {
+	Binding    string   `json:"binding"`
+	Reason     string   `json:"reason"`
+	Containers []string `json:"containers"`
+	Volumes    []string `json:"volumes"`
+}
+
+// The reasons of a GCSkip.
+const (
+	// SkipInUse: an execute, a setup, detach or teardown, an allocation
+	// or another GC of this process runs on the binding.
+	SkipInUse = "in use: an operation runs on the binding"
+	// SkipInUseElsewhere: another process on the state directory (the
+	// provider serving it, for the gc command) holds the binding's lock.
+	SkipInUseElsewhere = "in use by another process on the state directory (the provider serving it)"
+)
 
 // GC removes the containers and volumes carrying this instance's labels
 // whose binding is gone (no state file, or a torn-down one) and, when
@@ -37,7 +58,7 @@ type GCReport struct {
 // binding is gone. Reading the bindings first would take the resources
 // a setup or allocation creates meanwhile for leftovers.
 func (p *Provider) GC(ctx context.Context, olderThan time.Duration) (GCReport, error) {
-	rep := GCReport{Containers: []string{}, Volumes: []string{}}
+	rep := GCReport{Containers: []string{}, Volumes: []string{}, Skipped: []GCSkip{}}
 	f := instanceFilter(p.instance)
 	cs, err := p.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
@@ -88,13 +109,16 @@ func (p *Provider) GC(ctx context.Context, olderThan time.Duration) (GCReport, e
 	for _, key := range keys {
 		done, ok := p.collect(key)
 		if !ok {
+			rep.Skipped = append(rep.Skipped, byKey[key].skip(key, SkipInUse))
 			continue
 		}
 		// Another process on the state directory (the provider serving
 		// it, for the gc command) may use the binding: its lock says so.
 		release, err := p.fence.claim(key)
 		if err != nil {
-			if !errors.Is(err, errFenceBusy) {
+			if errors.Is(err, errFenceBusy) {
+				rep.Skipped = append(rep.Skipped, byKey[key].skip(key, SkipInUseElsewhere))
+			} else {
 				errs = append(errs, err)
 			}
 			done()
@@ -113,6 +137,26 @@ type leftovers struct {
 	volumes    []*volume.Volume
 }
 
+// skip answers l, left for reason, as the report says it.
+func (l *leftovers) skip(key, reason string) GCSkip {
+	s := GCSkip{Binding: key, Reason: reason, Containers: []string{}, Volumes: []string{}}
+	for _, c := range l.containers {
+		s.Containers = append(s.Containers, containerName(c))
+	}
+	for _, v := range l.volumes {
+		s.Volumes = append(s.Volumes, v.Name)
+	}
+	return s
+}
+
+// containerName is c's name without its leading slash, or its ID.
+func containerName(c container.Summary) string {
+	if len(c.Names) > 0 {
+		return c.Names[0][1:]
+	}
+	return c.ID
+}
+
 // removeLeftovers removes the containers, then the volumes, and records
 // what it removed in rep.
 func (p *Provider) removeLeftovers(ctx context.Context, l *leftovers, rep *GCReport) error {
@@ -122,11 +166,7 @@ func (p *Provider) removeLeftovers(ctx context.Context, l *leftovers, rep *GCRep
 			errs = append(errs, err)
 			continue
 		}
-		name := c.ID
-		if len(c.Names) > 0 {
-			name = c.Names[0][1:]
-		}
-		rep.Containers = append(rep.Containers, name)
+		rep.Containers = append(rep.Containers, containerName(c))
 	}
 	for _, v := range l.volumes {
 		if err := removeVolume(ctx, p.cli, v.Name); err != nil {

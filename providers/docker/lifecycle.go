@@ -48,6 +48,9 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 	if err := p.checkProfileCPUs(c.Context(), name, prof); err != nil {
 		return envsdk.SetupResult{}, err
 	}
+	if err := p.checkProfileNetwork(c.Context(), name, prof); err != nil {
+		return envsdk.SetupResult{}, err
+	}
 	key := c.BindingKey()
 	now := time.Now().UTC()
 	st := &bindingState{

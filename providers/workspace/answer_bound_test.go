@@ -71,8 +71,8 @@ func TestLoweredAnswerBoundIsFollowed(t *testing.T) {
 	if n > bound || !out.Truncated || out.ExitCode != 3 {
 		t.Fatalf("command: %d bytes (bound %d), truncated %v, exit %d", n, bound, out.Truncated, out.ExitCode)
 	}
-	if !strings.HasPrefix(content, out.Stdout) || !strings.HasPrefix(content, out.Stderr) || len(out.Stdout) < 4<<10 || len(out.Stderr) < 4<<10 {
-		t.Errorf("command kept %d and %d bytes, not the heads of both streams", len(out.Stdout), len(out.Stderr))
+	if !strings.HasPrefix(content, out.Stdout) || !strings.HasSuffix(content, out.Stderr) || len(out.Stdout) < 4<<10 || len(out.Stderr) < 4<<10 {
+		t.Errorf("command kept %d and %d bytes, not the head of stdout and the end of stderr", len(out.Stdout), len(out.Stderr))
 	}
 
 	// A stopped command's output goes into its failure's details, which

@@ -137,10 +137,27 @@ func Read(data []byte, size int64, truncated bool, n int) toolset.ReadOutput {
 	return toolset.NewReadOutput(toolset.TrimCutRune(data[:k]), size, true)
 }
 
-// Command answers out in at most n bytes of JSON: when it takes more, its
-// stdout and stderr are cut (their heads kept, between characters), each
-// to half of the room they have or to what the other leaves, and truncated
-// is set.
+// TextSuffix is the start of the longest suffix of s, cut between
+// characters (as TextPrefix reads them, from the start of s), that takes
+// at most n bytes in a JSON string.
+func TextSuffix(s []byte, n int) int {
+	over := TextLen(s) - n
+	i := 0
+	for i < len(s) && over > 0 {
+		size, enc := next(s[i:])
+		over -= enc
+		i += size
+	}
+	return i
+}
+
+// Command answers out in at most n bytes of JSON: when it takes more, the
+// start of stdout and the end of stderr (where a failure says what went
+// wrong: a traceback's last line, a compiler's last error) are kept, cut
+// between characters, each within half of the room they have or what the
+// other leaves, and truncated is set. What one stream cannot use of its
+// half (its next character takes more than is left) goes to the other,
+// so that a small room still holds some of the output.
 func Command(out toolset.CommandOutput, n int) toolset.CommandOutput {
 	bare := out
 	bare.Stdout, bare.Stderr = "", ""
@@ -151,15 +168,16 @@ func Command(out toolset.CommandOutput, n int) toolset.CommandOutput {
 	}
 	bare.Truncated = true
 	room := max(n-encodedLen(bare), 0)
-	roomOut, roomErr := room-room/2, room/2
-	switch {
-	case lo <= roomOut:
-		roomErr = room - lo
-	case le <= roomErr:
+	roomOut := room - room/2
+	if le <= room/2 {
 		roomOut = room - le
 	}
-	bare.Stdout = string(so[:TextPrefix(so, roomOut)])
-	bare.Stderr = string(se[:TextPrefix(se, roomErr)])
+	// stdout within its share, stderr within what stdout leaves, and
+	// stdout again within what stderr leaves.
+	k := TextPrefix(so, roomOut)
+	j := TextSuffix(se, room-TextLen(so[:k]))
+	k = TextPrefix(so, room-TextLen(se[j:]))
+	bare.Stdout, bare.Stderr = string(so[:k]), string(se[j:])
 	return bare
 }
 

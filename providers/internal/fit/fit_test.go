@@ -123,19 +123,100 @@ func TestCommandFitsItsRoom(t *testing.T) {
 		if len(raw) > n || !got.Truncated || got.ExitCode != 1 {
 			t.Fatalf("output of %d bytes in %d: %d bytes, truncated %v", encodedLen(out), n, len(raw), got.Truncated)
 		}
-		if !strings.HasPrefix(out.Stdout, got.Stdout) || !strings.HasPrefix(out.Stderr, got.Stderr) {
-			t.Fatalf("the heads of the streams were not kept")
+		if !strings.HasPrefix(out.Stdout, got.Stdout) || !strings.HasSuffix(out.Stderr, got.Stderr) {
+			t.Fatalf("the start of stdout and the end of stderr were not kept")
 		}
-		// Neither stream is cut while the room the other leaves holds it.
-		if got.Stdout != out.Stdout && got.Stderr != out.Stderr {
-			continue
-		}
-		short := got.Stdout == out.Stdout
-		if short && len(raw)+12 < n && got.Stderr != out.Stderr {
-			next, _ := json.Marshal(toolset.CommandOutput{ExitCode: 1, Stdout: got.Stdout, Stderr: out.Stderr[:len(got.Stderr)+1], Truncated: true})
-			if len(next) <= n && utf8.ValidString(out.Stderr[:len(got.Stderr)+1]) {
-				t.Fatalf("stderr cut at %d bytes though more fits", len(got.Stderr))
+		// Neither stream is cut while the room the other leaves holds
+		// its next character.
+		if k := len(got.Stdout); k < len(out.Stdout) {
+			size, _ := next([]byte(out.Stdout[k:]))
+			if longer := (toolset.CommandOutput{ExitCode: 1, Stdout: out.Stdout[:k+size], Stderr: got.Stderr, Truncated: true}); encodedLen(longer) <= n {
+				t.Fatalf("stdout cut at %d bytes though more fits in %d", k, n)
 			}
+		}
+		if j := len(out.Stderr) - len(got.Stderr); j > 0 {
+			i := previous([]byte(out.Stderr), j)
+			if longer := (toolset.CommandOutput{ExitCode: 1, Stdout: got.Stdout, Stderr: out.Stderr[i:], Truncated: true}); encodedLen(longer) <= n {
+				t.Fatalf("stderr cut at %d bytes though more fits in %d", j, n)
+			}
+		}
+	}
+}
+
+// previous is the start of the character of s (read from its start) that
+// ends at j.
+func previous(s []byte, j int) int {
+	i := 0
+	for i < j {
+		size, _ := next(s[i:])
+		if i+size >= j {
+			return i
+		}
+		i += size
+	}
+	return i
+}
+
+func TestTextSuffixIsTheLongestThatFits(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 2000 {
+		s := randomText(r, r.IntN(64))
+		n := r.IntN(3*len(s) + 1)
+		j := TextSuffix(s, n)
+		if jsonLen(t, s[j:]) > n {
+			t.Fatalf("TextSuffix(%q, %d) = %d takes %d bytes", s, n, j, jsonLen(t, s[j:]))
+		}
+		if utf8.Valid(s) && !utf8.Valid(s[j:]) {
+			t.Fatalf("TextSuffix(%q, %d) = %d cuts a character", s, n, j)
+		}
+		if j > 0 {
+			if i := previous(s, j); jsonLen(t, s[i:]) <= n {
+				t.Fatalf("TextSuffix(%q, %d) = %d, though the character before fits", s, n, j)
+			}
+		}
+	}
+}
+
+// A failing command's stderr ends with what went wrong: cut to a small
+// answer, the end is kept, whole characters of it, and the start of
+// stdout.
+func TestCommandKeepsTheEndOfStderr(t *testing.T) {
+	last := "ValueError: <é> is not a number 😀\n"
+	out := toolset.CommandOutput{
+		ExitCode: 1,
+		Stdout:   "step 1 done\n" + strings.Repeat("progress <>\n", 400),
+		Stderr:   "Traceback (most recent call last):\n" + strings.Repeat("  File \"x.py\", line 1, in <module>\n", 400) + last,
+	}
+	const n = 1000
+	got := Command(out, n)
+	raw, _ := json.Marshal(got)
+	if len(raw) > n || !got.Truncated || got.ExitCode != 1 {
+		t.Fatalf("%d bytes in %d, truncated %v, exit %d", len(raw), n, got.Truncated, got.ExitCode)
+	}
+	if !strings.HasSuffix(got.Stderr, last) || !strings.HasSuffix(out.Stderr, got.Stderr) || !utf8.ValidString(got.Stderr) {
+		t.Errorf("stderr %q is not the end of the command's", got.Stderr)
+	}
+	if !strings.HasPrefix(got.Stdout, "step 1 done\n") || !utf8.ValidString(got.Stdout) {
+		t.Errorf("stdout %q is not the start of the command's", got.Stdout)
+	}
+	// Each stream has about half of the room.
+	if room := n - len(`{"exit_code":1,"stdout":"","stderr":"","truncated":true}`); TextLen([]byte(got.Stdout)) < room/2-6 || TextLen([]byte(got.Stderr)) < room/2-6 {
+		t.Errorf("stdout takes %d bytes, stderr %d, of %d", TextLen([]byte(got.Stdout)), TextLen([]byte(got.Stderr)), room)
+	}
+}
+
+// A room too small for half of it to hold a character of each stream
+// still holds one of them: the output is not emptied while it is cut.
+func TestCommandInASmallRoomKeepsSomeOutput(t *testing.T) {
+	out := toolset.CommandOutput{ExitCode: 1, Stdout: strings.Repeat("<", 50), Stderr: strings.Repeat(">", 50)}
+	bare := encodedLen(toolset.CommandOutput{ExitCode: 1, Truncated: true})
+	for extra := 6; extra < 12; extra++ {
+		got := Command(out, bare+extra)
+		if !got.Truncated || got.Stdout == "" && got.Stderr == "" {
+			t.Errorf("in %d bytes past the envelope: stdout %q, stderr %q, truncated %v", extra, got.Stdout, got.Stderr, got.Truncated)
+		}
+		if raw, _ := json.Marshal(got); len(raw) > bare+extra {
+			t.Errorf("in %d bytes: %d", bare+extra, len(raw))
 		}
 	}
 }

@@ -1,0 +1,71 @@
+package docker
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/toolset"
+)
+
+// A GC that leaves a binding's resources because the binding is in use
+// says so in its report: the binding, why, and the container and volume
+// it left, both from the gc command beside the provider that serves the
+// state directory and from the provider's own GC; once nothing runs
+// there, a GC removes them and skips nothing.
+func TestGCReportsTheBindingsItLeft(t *testing.T) {
+	t.Parallel()
+	stateDir := t.TempDir()
+	h := newHarness(t, stateDir)
+	c := h.commands()
+	ctr := h.allocated(c)
+
+	running := h.postAsync(c.Execute(tool(toolset.ToolCommand),
+		mustJSON(toolset.CommandInput{Shell: "touch started; while [ ! -e go ]; do sleep 0.05; done; echo finished"}), nil))
+	// Let the command end whatever happens below.
+	defer func() {
+		h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "touch go"}), nil))
+	}()
+	for give := time.Now().Add(time.Minute); ; {
+		r := h.post(c.Execute(tool(toolset.ToolRead), mustJSON(toolset.ReadInput{Path: "started"}), nil))
+		if r.Type == envapi.ReceiptResult {
+			break
+		}
+		if time.Now().After(give) {
+			t.Fatalf("the command never started: %+v", r)
+		}
+	}
+
+	left := func(who string, rep GCReport, reason string) {
+		t.Helper()
+		if slices.Contains(rep.Containers, ctr) || slices.Contains(rep.Volumes, ctr) {
+			t.Fatalf("%s removed %+v while an execute ran in %s", who, rep, ctr)
+		}
+		i := slices.IndexFunc(rep.Skipped, func(s GCSkip) bool { return s.Binding == bindingKey(c) })
+		if i < 0 {
+			t.Fatalf("%s report %+v does not say it left binding %s", who, rep, bindingKey(c))
+		}
+		if s := rep.Skipped[i]; s.Reason != reason || !slices.Equal(s.Containers, []string{ctr}) || !slices.Equal(s.Volumes, []string{ctr}) {
+			t.Fatalf("%s skipped %+v, want reason %q and container and volume %s", who, s, reason, ctr)
+		}
+	}
+	left("a gc process", gcProcess(t, stateDir, "--older-than", "1ns"), SkipInUseElsewhere)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := h.p.GC(ctx, time.Nanosecond)
+	if err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	left("the provider's GC", rep, SkipInUse)
+
+	h.shell(c, "touch go")
+	if out := h.commandOutput(<-running); out.ExitCode != 0 || out.Stdout != "finished\n" {
+		t.Fatalf("the execute that ran during the gc answered %+v", out)
+	}
+	rep = gcProcess(t, stateDir, "--older-than", "1ns")
+	if !slices.Contains(rep.Containers, ctr) || !slices.Contains(rep.Volumes, ctr) || rep.Skipped == nil || len(rep.Skipped) != 0 {
+		t.Fatalf("a gc process with nothing running answered %+v, want %s removed and nothing skipped", rep, ctr)
+	}
+}
