@@ -9,8 +9,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/brain-in-go/brain/brain/internal/backend"
 	"github.com/brain-in-go/brain/brain/internal/idem"
 )
@@ -25,10 +23,8 @@ func init() {
 // CheckURL answers the error Open would answer for a database URL it
 // cannot parse, without connecting. The error never quotes a password.
 func CheckURL(databaseURL string) error {
-	if _, err := pgxpool.ParseConfig(databaseURL); err != nil {
-		return fmt.Errorf("pgstore: database URL: %w", err)
-	}
-	return nil
+	_, err := parseURL(databaseURL)
+	return err
 }
 
 // maxSealingKeyFile bounds a sealing key file: a key is 32 to a few

@@ -129,9 +129,9 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if opts.NodeID == "" {
 		opts.NodeID = "node-" + randomHex(8)
 	}
-	cfg, err := pgxpool.ParseConfig(opts.URL)
+	cfg, err := parseURL(opts.URL)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: database URL: %w", err)
+		return nil, err
 	}
 	cfg.MaxConns = opts.MaxConns
 	// Every statement here looks rows up by key: one generic plan per

@@ -55,7 +55,16 @@
 // Session ids, kinds, data and origins are bytea, stored byte for byte as
 // given (data and origin NULL when absent), so ids sort bytewise as in
 // FileStore. frame_bytes is the record's frame size in FileStore's format,
-// the measure of Read's byte bound.
+// the measure of Read's byte bound. Read takes a page and the session
+// row's next_seq in one snapshot and stops the page before a row no
+// append could have written, damaged or removed behind Brain's back: a
+// record an append would refuse (no kind, data or origin that is no
+// JSON), a sequence out of its place, or a page that ends before the
+// head. The read that starts there answers journal.ErrDamaged (a
+// *journal.DamagedError naming brain_records and the sequence), which
+// also ends the session's subscriptions. A stored answer whose status
+// is no HTTP status is refused the same way (idem.ErrDamaged), never
+// replayed.
 //
 // # Appends
 //
@@ -175,7 +184,8 @@
 // length is pinged, and replaced when it does not answer within a
 // quarter of OpTimeout: it died without a word (a network that dropped
 // it sends no reset), and would otherwise leave other nodes' commits to
-// the polls below. A lost listening connection is replaced within a
+// the polls below. So is one whose LISTEN got no answer within
+// OpTimeout. A lost listening connection is replaced within a
 // moment; the pause between attempts grows only while connecting or
 // LISTEN fails, and is short again once a LISTEN was in place.
 // A lost wake-up is made up by reading: every followed session after the
@@ -250,6 +260,12 @@
 // answers the same number.
 //
 // # Faults
+//
+// A database URL that cannot be used is refused (ErrDatabaseURL) by an
+// error that never quotes it, nor any part of its password; a URL whose
+// host name holds an '@' (a password's unescaped '@', which ends the
+// userinfo) is refused before any connection error could quote that
+// name.
 //
 // An operation that could not reach the database, or that the server
 // refused for lack of resources or a shutdown, fails with ErrUnavailable:

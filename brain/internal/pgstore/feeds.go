@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -125,10 +126,19 @@ func (j *Journal) published(session string, first uint64, recs []journal.Record)
 // upTo (0: whatever is committed, read until a page comes back empty: a
 // page cut by its bytes holds fewer records than a full one, yet more may
 // follow). It holds sf.mu. A read failure leaves sf.pushed where it was:
-// the next commit or notification retries.
+// the next commit or notification retries. A journal found damaged ends
+// the subscriptions with that error, once they delivered what came
+// before: what follows the damage can never be delivered, and a
+// subscriber left waiting for it would never learn why.
 func (j *Journal) catchUp(ctx context.Context, session string, sf *sessionFeeds, upTo uint64) {
 	for sf.known && (upTo == 0 || sf.pushed < upTo) {
 		page, err := j.Read(ctx, session, sf.pushed, 0, 0)
+		if errors.Is(err, journal.ErrDamaged) {
+			for f := range sf.subs {
+				f.End(err)
+			}
+			return
+		}
 		if err != nil || len(page) == 0 || page[0].Sequence != sf.pushed+1 {
 			return
 		}

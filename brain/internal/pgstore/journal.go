@@ -242,22 +242,24 @@ func (j *Journal) Read(ctx context.Context, session string, after uint64, maxRec
 	}
 	ctx, cancel := j.db.opCtx(ctx)
 	defer cancel()
-	rows, err := j.db.pool.Query(ctx, `SELECT sequence, kind, recorded_at_ms, data, origin FROM (
-			SELECT sequence, kind, recorded_at_ms, data, origin, sum(frame_bytes) OVER (ORDER BY sequence) AS total
-			FROM brain_records WHERE session_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3
-		) p WHERE total <= $4 OR sequence = $2 + 1 ORDER BY sequence`,
-		[]byte(session), int64(after), maxRecords, maxBytes)
+	rows, err := j.db.pool.Query(ctx, readPage, []byte(session), int64(after), maxRecords, maxBytes)
 	if err != nil {
 		return nil, classify("read", err, false)
 	}
+	var next *int64
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (journal.Record, error) {
 		var rec journal.Record
-		var seq int64
+		var seq, at *int64
 		var kind, data, origin []byte
-		if err := r.Scan(&seq, &kind, &rec.RecordedAtMs, &data, &origin); err != nil {
+		if err := r.Scan(&seq, &kind, &at, &data, &origin, &next); err != nil {
 			return rec, err
 		}
-		rec.Sequence, rec.Kind = uint64(seq), string(kind)
+		if seq == nil || at == nil {
+			// The row of a page without records (the columns are NOT
+			// NULL in brain_records).
+			return rec, errNoRecords
+		}
+		rec.Sequence, rec.Kind, rec.RecordedAtMs = uint64(*seq), string(kind), *at
 		if len(data) > 0 {
 			rec.Data = data
 		}
@@ -266,10 +268,13 @@ func (j *Journal) Read(ctx context.Context, session string, after uint64, maxRec
 		}
 		return rec, nil
 	})
+	if errors.Is(err, errNoRecords) {
+		out, err = nil, nil
+	}
 	if err != nil {
 		return nil, classify("read", err, false)
 	}
-	return out, nil
+	return checkPage(session, after, next, out)
 }
 
 // Sessions implements journal.Store: the sessions with records, in byte

@@ -17,7 +17,7 @@ import (
 // what is pushed is always read from the journal. A connection that
 // brought nothing for a third of the lease length is pinged, and one that
 // does not answer within a quarter of OpTimeout is replaced: it died
-// without a word.
+// without a word. A LISTEN not answered within OpTimeout is given up.
 // ready is closed once the first LISTEN is in place.
 func (j *Journal) listen(ctx context.Context, ready chan<- struct{}) {
 	pause := 50 * time.Millisecond
@@ -46,7 +46,14 @@ func (j *Journal) listenOnce(ctx context.Context, ready *chan<- struct{}) (liste
 		return false
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+	// The LISTEN is bounded as any statement: a connection that the
+	// network dropped without a word right after it connected would
+	// otherwise hold the listener in it for good, leaving other nodes'
+	// commits to the polls.
+	lctx, cancel := j.db.opCtx(ctx)
+	_, err = conn.Exec(lctx, "LISTEN "+notifyChannel)
+	cancel()
+	if err != nil {
 		return false
 	}
 	if *ready != nil {

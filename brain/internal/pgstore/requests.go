@@ -210,10 +210,8 @@ func (r *Requests) try(ctx context.Context, k reqKey, digest [32]byte, hinted bo
 	case string(stored) != string(digest[:]):
 		return nil, nil, nil, idem.ErrConflict
 	case status != nil:
-		if body == nil {
-			body = []byte{}
-		}
-		return nil, &idem.Answer{Status: int(*status), Body: body}, nil, nil
+		ans, err := storedAnswer(k, *status, body)
+		return nil, ans, nil, err
 	case instance == r.db.instance:
 		// This process claimed it and is no longer running it: its answer
 		// was never recorded.
@@ -335,10 +333,8 @@ func (r *Requests) tryRiding(ctx context.Context, k reqKey, digest [32]byte) (*R
 	case string(stored) != string(digest[:]):
 		return nil, nil, nil, idem.ErrConflict
 	case status != nil:
-		if body == nil {
-			body = []byte{}
-		}
-		return nil, &idem.Answer{Status: int(*status), Body: body}, nil, nil
+		ans, err := storedAnswer(k, *status, body)
+		return nil, ans, nil, err
 	case instance == r.db.instance:
 		return nil, nil, nil, idem.ErrAmbiguous
 	default:
@@ -416,4 +412,18 @@ func (r *Requests) Close() error {
 	defer r.mu.Unlock()
 	r.closed = true
 	return nil
+}
+
+// storedAnswer answers the answer of k's row, refusing as idem.ErrDamaged
+// a status that Answer could not have recorded (a row damaged in the
+// database): replayed, it would be written as an HTTP status, which the
+// HTTP server refuses by failing the handler.
+func storedAnswer(k reqKey, status int32, body []byte) (*idem.Answer, error) {
+	if status < 100 || status > 999 {
+		return nil, fmt.Errorf("pgstore: answer of %s key %q: status %d: %w", k.scope, k.key, status, idem.ErrDamaged)
+	}
+	if body == nil {
+		body = []byte{}
+	}
+	return &idem.Answer{Status: int(status), Body: body}, nil
 }

@@ -70,3 +70,71 @@ func TestSilentlyDeadListenerIsReplaced(t *testing.T) {
 		}
 	}
 }
+
+// TestListenLostOnItsWayIsGivenUp: the network drops a new listening
+// connection right after it connected, so that its LISTEN never gets an
+// answer (nor a reset). The node gives that LISTEN up like any other
+// statement and listens on another connection, so that what another
+// node commits reaches its subscribers at once again, not only at the
+// polls of the journal, for as long as the dead connection stays open.
+func TestListenLostOnItsWayIsGivenUp(t *testing.T) {
+	direct := pgtest.Database(t)
+	proxy, url := newSilentProxy(t, direct)
+	const lease = 3 * time.Second
+	a := openDB(t, url, func(o *pgstore.Options) { o.LeaseDuration, o.OpTimeout = lease, 2*time.Second })
+	b := openDB(t, direct, nil)
+	ctx := context.Background()
+	if err := b.Journal().Append(ctx, "s", 1, []journal.Record{rec("k", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := a.Journal().Subscribe(ctx, "s", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	next := uint64(2)
+	deliver := func() time.Duration {
+		t.Helper()
+		start := time.Now()
+		if err := b.Journal().Append(ctx, "s", next, []journal.Record{rec("k", int(next))}); err != nil {
+			t.Fatal(err)
+		}
+		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		r, err := sub.Next(nctx)
+		if err != nil || r.Sequence != next {
+			t.Fatalf("Next = %d, %v; want %d", r.Sequence, err, next)
+		}
+		next++
+		return time.Since(start)
+	}
+	deliver()
+
+	// The listening connection dies without a word; the next one's
+	// LISTEN is lost on its way, and the network is sound again after.
+	proxy.dropListen.Store(true)
+	proxy.Silence()
+	for end := time.Now().Add(3 * lease); proxy.listensDropped.Load() == 0; {
+		if time.Now().After(end) {
+			t.Fatal("the node did not listen again on a new connection")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	proxy.dropListen.Store(false)
+
+	const fast = 250 * time.Millisecond
+	var d time.Duration
+	for end := time.Now().Add(3 * lease); time.Now().Before(end); {
+		if d = deliver(); d <= fast {
+			break
+		}
+	}
+	if d > fast {
+		t.Fatalf("%v after a LISTEN was lost, a record committed on another node still took %v to reach the subscriber", 3*lease, d.Round(time.Millisecond))
+	}
+	for range 5 {
+		if d := deliver(); d > fast {
+			t.Fatalf("a record committed on another node took %v to reach the subscriber", d.Round(time.Millisecond))
+		}
+	}
+}

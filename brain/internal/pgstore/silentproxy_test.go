@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"net"
 	"net/url"
 	"sync"
@@ -20,9 +21,16 @@ type silentProxy struct {
 	mu    sync.Mutex
 	conns []*proxied
 	wg    sync.WaitGroup
+
+	// While dropListen is set, a connection that sends LISTEN is
+	// silenced from then on (the LISTEN never reaches the server), and
+	// listensDropped counts it.
+	dropListen     atomic.Bool
+	listensDropped atomic.Int64
 }
 
 type proxied struct {
+	p              *silentProxy
 	client, server net.Conn
 	silenced       atomic.Bool
 }
@@ -80,7 +88,7 @@ func (p *silentProxy) accept(network, addr string) {
 			client.Close()
 			continue
 		}
-		c := &proxied{client: client, server: server}
+		c := &proxied{p: p, client: client, server: server}
 		p.mu.Lock()
 		p.conns = append(p.conns, c)
 		p.mu.Unlock()
@@ -95,6 +103,9 @@ func (c *proxied) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if n > 0 && src == c.client && c.p.dropListen.Load() && bytes.Contains(buf[:n], []byte("LISTEN")) && !c.silenced.Swap(true) {
+			c.p.listensDropped.Add(1)
+		}
 		if n > 0 && !c.silenced.Load() {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				err = werr

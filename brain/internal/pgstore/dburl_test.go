@@ -1,0 +1,43 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/internal/pgstore"
+)
+
+// TestDatabaseURLErrorsNeverQuoteThePassword: a database URL that cannot
+// be used is refused by CheckURL (and Open) without any part of its
+// password in the error, even a password holding an unescaped '@' (whose
+// rest a URL parser reads as the host's name) or, in keyword/value form,
+// an escaped quote or space.
+func TestDatabaseURLErrorsNeverQuoteThePassword(t *testing.T) {
+	const secret = "Sekrit-7b1"
+	for _, u := range []string{
+		"postgres://brain:p@" + secret + "@127.0.0.1:99999/brain",
+		"postgres://brain:p@" + secret + "@127.0.0.1:1/brain",
+		"postgresql://brain:p@" + secret + "@127.0.0.1/brain?connect_timeout=soon",
+		"host=127.0.0.1 password='p\\' " + secret + "' port=99999",
+		"host=127.0.0.1 password=p\\ " + secret + " port=99999",
+		"host=127.0.0.1 password = " + secret + " port=99999",
+	} {
+		err := pgstore.CheckURL(u)
+		if err == nil || strings.Contains(err.Error(), secret) || !errors.Is(err, pgstore.ErrDatabaseURL) {
+			t.Errorf("CheckURL(%q) = %v; want ErrDatabaseURL, without the password", u, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = pgstore.Open(ctx, pgstore.Options{URL: u, SealingKey: testKey, OpTimeout: time.Second})
+		cancel()
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("Open(%q) = %v; want an error without the password", u, err)
+		}
+	}
+	// A password written %40 is no host's name, and parses.
+	if err := pgstore.CheckURL("postgres://brain:p%40" + secret + "@127.0.0.1:5432/brain"); err != nil {
+		t.Errorf("CheckURL of a password with an escaped '@' = %v", err)
+	}
+}
