@@ -20,7 +20,9 @@ import (
 func TestRestartShorterThanALeaseKeepsTheNode(t *testing.T) {
 	url := pgtest.Database(t)
 	srv := pgtest.Control(t)
-	const lease = 12 * time.Second
+	// Long enough that a server slow to start on a loaded machine still
+	// comes back well before the leases run out.
+	const lease = 21 * time.Second
 	const tick = lease / 3
 	const sessions = 3
 	n := openLeasedNode(t, url, lease, 3*time.Second, sessions)
