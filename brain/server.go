@@ -35,8 +35,21 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/tracing"
 
 	// The PostgreSQL backend, selected by a postgres:// database URL.
-	_ "github.com/brain-in-go/brain/brain/internal/pgstore"
+	"github.com/brain-in-go/brain/brain/internal/pgstore"
 )
+
+// refusedSealingKey answers the *ConfigError of Storage.SealingKeyFile
+// when err refuses the key file for its mode or its content (a file others
+// may read, too few or too many bytes): a setting to correct, like any
+// other refused one. A file that cannot be read is a failure to serve
+// instead, and answers nil.
+func refusedSealingKey(err error) *ConfigError {
+	var unreadable *fs.PathError
+	if !errors.Is(err, pgstore.ErrSealingKey) || errors.As(err, &unreadable) {
+		return nil
+	}
+	return settingError("Storage.SealingKeyFile", err)
+}
 
 // shutdownGrace bounds closing idle HTTP connections after the drain.
 const shutdownGrace = 5 * time.Second
@@ -154,6 +167,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		},
 		Logger: s.log,
 	}); err != nil {
+		if refused := refusedSealingKey(err); refused != nil {
+			return nil, refused
+		}
 		return nil, fmt.Errorf("brain: storage: %w", err)
 	}
 	if s.loops, err = loophost.Open(ctx, loophost.Options{

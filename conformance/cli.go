@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -63,23 +64,37 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	callbackHost := fs.String("callback-host", "", "host name or address at which the provider reaches this machine, when it runs elsewhere (another container, a CI service); the suite's callback endpoints then listen on every interface (default: loopback only)")
 	list := fs.Bool("list", false, "list every case id with its gating capability and rule, and exit")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: brain conformance --url URL [--token TOKEN] --profile FILE [--junit FILE] [--run PATTERN,...] [--skip PATTERN,...] [--serial] [--wait DURATION] [--callback-host HOST]")
-		fmt.Fprintln(stderr, "       brain conformance --list")
+		out := fs.Output()
+		fmt.Fprintln(out, "usage: brain conformance --url URL [--token TOKEN] --profile FILE [--junit FILE] [--run PATTERN,...] [--skip PATTERN,...] [--serial] [--wait DURATION] [--callback-host HOST]")
+		fmt.Fprintln(out, "       brain conformance --list")
 		fs.PrintDefaults()
-		fmt.Fprintf(stderr, "exit status: %d all passed, %d a case failed, %d usage or invalid profile, %d provider unreachable\n",
+		fmt.Fprintf(out, "exit status: %d all passed, %d a case failed, %d usage or invalid profile, %d provider unreachable\n",
 			ExitPass, ExitFail, ExitUsage, ExitUnreachable)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitPass
-		}
+	// The usage -h asks for goes to stdout with ExitPass; a bad flag's
+	// error, and the usage after it, to stderr with ExitUsage.
+	var parseOut bytes.Buffer
+	fs.SetOutput(&parseOut)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = stdout.Write(parseOut.Bytes())
+		return ExitPass
+	}
+	if err != nil {
+		_, _ = stderr.Write(parseOut.Bytes())
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "conformance: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
 		return ExitUsage
 	}
 	if *list {
 		printList(stdout)
 		return ExitPass
 	}
-	if *url == "" || *profile == "" || fs.NArg() > 0 {
+	if *url == "" || *profile == "" {
 		fs.Usage()
 		return ExitUsage
 	}

@@ -147,6 +147,30 @@ func TestRunCLIUsage(t *testing.T) {
 	}
 }
 
+// TestRunCLIHelpOnStdout: as with "brain serve", -h prints the usage on
+// stdout with ExitPass; a bad flag, or an argument the command does not
+// take, exits ExitUsage with the usage on stderr and nothing on stdout.
+func TestRunCLIHelpOnStdout(t *testing.T) {
+	for _, h := range []string{"-h", "--help"} {
+		var stdout, stderr bytes.Buffer
+		if code := conformance.RunCLI(t.Context(), []string{h}, &stdout, &stderr); code != conformance.ExitPass ||
+			!strings.Contains(stdout.String(), "usage: brain conformance") || !strings.Contains(stdout.String(), "-profile") || stderr.Len() != 0 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want the usage on stdout alone", h, code, stdout.String(), stderr.String())
+		}
+	}
+	for _, args := range [][]string{
+		{"--no-such-flag"},
+		{"--list", "bogus"},
+		{"--url", "http://127.0.0.1:1", "--profile", referenceProfileFile(t, `{"executes":{}}`), "bogus"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := conformance.RunCLI(t.Context(), args, &stdout, &stderr); code != conformance.ExitUsage ||
+			!strings.Contains(stderr.String(), "usage: brain conformance") || stdout.Len() != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d with the usage on stderr alone", args, code, stdout.String(), stderr.String(), conformance.ExitUsage)
+		}
+	}
+}
+
 func referenceProfileFile(t *testing.T, body string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "p.json")

@@ -78,19 +78,32 @@ func decode(t *testing.T, r envapi.Receipt, v any) {
 	}
 }
 
-// A --max-answer-bytes that is not positive is refused by name, before
-// the Engine is asked anything.
+// A --max-answer-bytes below MinAnswerBytes, at which no answer (not
+// even the failure output_limit) fits, is refused by name, before the
+// Engine is asked anything, as New refuses such a Config.MaxAnswerBytes.
 func TestCommandRefusesMaxAnswerBytes(t *testing.T) {
-	for _, v := range []string{"0", "-5"} {
+	// Ended already: a Command that took the bound stops at once rather
+	// than serving.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, v := range []string{"0", "-5", "1", "1023"} {
 		var out, errb bytes.Buffer
 		args := []string{"--listen", "127.0.0.1:0", "--state", t.TempDir(), "--image", "absent:1", "--no-auth", "--max-answer-bytes", v}
-		if got := Command(t.Context(), args, &out, &errb); got != 2 || !strings.Contains(errb.String(), "--max-answer-bytes") {
-			t.Errorf("--max-answer-bytes %s: exit %d, %q", v, got, errb.String())
+		if got := Command(ctx, args, &out, &errb); got != 2 || !strings.Contains(errb.String(), "--max-answer-bytes") || !strings.Contains(errb.String(), "1024") {
+			t.Errorf("--max-answer-bytes %s: exit %d, %q; want exit 2 naming the flag and 1024", v, got, errb.String())
 		}
 	}
-	if _, err := New(Config{Profiles: Profiles{"default": {Image: "absent:1"}}, StateDir: t.TempDir(), MaxAnswerBytes: -1}); err == nil {
-		t.Error("New with a negative MaxAnswerBytes succeeded")
+	for _, n := range []int64{-1, 1, MinAnswerBytes - 1} {
+		if p, err := New(Config{Profiles: Profiles{"default": {Image: "absent:1"}}, StateDir: t.TempDir(), MaxAnswerBytes: n}); err == nil {
+			_ = p.Close()
+			t.Errorf("New with MaxAnswerBytes %d succeeded", n)
+		}
 	}
+	p, err := New(Config{Profiles: Profiles{"default": {Image: "absent:1"}}, StateDir: t.TempDir(), MaxAnswerBytes: MinAnswerBytes})
+	if err != nil {
+		t.Fatalf("New with MaxAnswerBytes MinAnswerBytes: %v", err)
+	}
+	_ = p.Close()
 }
 
 // A failing command's stderr ends with what went wrong: cut to a small

@@ -70,15 +70,15 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&prof.OutputBytes, "output-bytes", DefaultOutputBytes, "cap on returned stdout+stderr bytes")
 	timeout := fs.Duration("timeout", 0, "timeout of an execute without a deadline (0: none)")
 	envAllow := fs.String("env-allow", "", "comma-separated variable names commands may set")
-	if code, ok := parse(fs, args, state); !ok {
+	if code, ok := parse(fs, args, stdout, state); !ok {
 		return code
 	}
 	if *gcOlder < 0 {
 		fmt.Fprintln(stderr, "--gc-older-than must not be negative")
 		return 2
 	}
-	if *maxAnswer <= 0 {
-		fmt.Fprintf(stderr, "--max-answer-bytes %d: give a positive bound\n", *maxAnswer)
+	if *maxAnswer < MinAnswerBytes {
+		fmt.Fprintf(stderr, "--max-answer-bytes %d: give at least %d, the least that holds an answer\n", *maxAnswer, MinAnswerBytes)
 		return 2
 	}
 	var profiles Profiles
@@ -172,7 +172,7 @@ func gcCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	state := fs.String("state", "", "the provider's state directory (required)")
 	older := fs.Duration("older-than", 0, "also remove labelled resources older than this (0: only those whose binding is gone)")
-	if code, ok := parse(fs, args, state); !ok {
+	if code, ok := parse(fs, args, stdout, state); !ok {
 		return code
 	}
 	if *older < 0 {
@@ -193,9 +193,10 @@ func gcCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return 0
 }
 
-// parse parses a command's flags; --state is required.
-func parse(fs *flag.FlagSet, args []string, state *string) (int, bool) {
-	if code, ok := serve.Parse(fs, args); !ok {
+// parse parses a command's flags (the usage of -h on stdout); --state is
+// required.
+func parse(fs *flag.FlagSet, args []string, stdout io.Writer, state *string) (int, bool) {
+	if code, ok := serve.Parse(fs, args, stdout); !ok {
 		return code, false
 	}
 	if *state == "" {

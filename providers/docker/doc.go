@@ -124,7 +124,8 @@
 //
 // The operator tells the provider the largest answer Brain takes
 // (Config.MaxAnswerBytes, Command's --max-answer-bytes: Brain's
-// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, 32 MiB by default). JSON may write
+// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, 32 MiB by default; at least
+// MinAnswerBytes, 1 KiB, below which no answer fits). JSON may write
 // six bytes for one of an output's ("\u003c" for '<', "\u0001" for a
 // control character), so a read or a command's output within the
 // profile's output_bytes could still make a larger answer: it is cut

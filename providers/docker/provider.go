@@ -32,15 +32,23 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxAnswerBytes is the largest answer to an operation Brain takes
 	// (its operator's BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES); zero means
-	// Brain's default, envapi.MaxResponseBytes. Reads, command outputs and
-	// lists are cut to fit in it (truncated), and a larger answer is
-	// answered as the failure output_limit instead.
+	// Brain's default, envapi.MaxResponseBytes, and one below
+	// MinAnswerBytes is refused. Reads, command outputs and lists are cut
+	// to fit in it (truncated), and a larger answer is answered as the
+	// failure output_limit instead.
 	MaxAnswerBytes int64
 	// Progress, when set, is told of each step of a binding's setup and
 	// allocation (image, volume, container) as it starts and ends; it
 	// must not block.
 	Progress progress.Func
 }
+
+// MinAnswerBytes is the least Config.MaxAnswerBytes (--max-answer-bytes)
+// the provider takes. A smaller bound holds no useful answer: not the
+// failure output_limit that replaces an answer too large, nor a read with
+// room for a character beside its envelope, so a caller paging through a
+// file by offset would make no progress.
+const MinAnswerBytes = 1 << 10
 
 // Provider is the Docker environment provider. It is safe for concurrent
 // use; see the package documentation for its behaviour.
@@ -169,6 +177,9 @@ func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
 	}
 	if cfg.MaxAnswerBytes == 0 {
 		cfg.MaxAnswerBytes = envapi.MaxResponseBytes
+	}
+	if cfg.MaxAnswerBytes < MinAnswerBytes {
+		return nil, fmt.Errorf("docker: MaxAnswerBytes %d is below %d (MinAnswerBytes), the least that holds an answer", cfg.MaxAnswerBytes, MinAnswerBytes)
 	}
 	profiles := Profiles{}
 	if requireProfiles || len(cfg.Profiles) > 0 {

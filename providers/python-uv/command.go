@@ -73,7 +73,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxAnswer := fs.Int64("max-answer-bytes", 0, "largest answer Brain takes, as its BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES (0: Brain's default)")
 	projects := projectFlags{}
 	fs.Var(projects, "project", "a project NAME=DIR:MODULE[:SETUP] (repeatable)")
-	if code, ok := serve.Parse(fs, args); !ok {
+	if code, ok := serve.Parse(fs, args, stdout); !ok {
 		return code
 	}
 	if *maxAnswer < 0 {

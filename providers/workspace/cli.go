@@ -41,7 +41,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", DefaultCommandTimeout, "timeout of a command without a deadline (negative: none)")
 	release := fs.String("release", ReleaseKeep, "what the turn-end method release does: keep or wipe")
 	maxAnswer := fs.Int64("max-answer-bytes", envapi.MaxResponseBytes, "largest answer Brain takes (its BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES)")
-	if code, ok := serve.Parse(fs, args); !ok {
+	if code, ok := serve.Parse(fs, args, stdout); !ok {
 		return code
 	}
 	if *root == "" {

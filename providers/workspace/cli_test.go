@@ -67,9 +67,10 @@ func TestCommandRequiresTokenOrNoAuth(t *testing.T) {
 		t.Errorf("no token: stdout %q stderr %q", out.String(), errb.String())
 	}
 	errb.Reset()
-	if got := Command(t.Context(), []string{"--help"}, &out, &errb); got != 0 || !strings.Contains(errb.String(), "-no-auth") {
-		t.Errorf("--help: exit %d, %q", got, errb.String())
+	if got := Command(t.Context(), []string{"--help"}, &out, &errb); got != 0 || !strings.Contains(out.String(), "-no-auth") || errb.Len() != 0 {
+		t.Errorf("--help: exit %d, stdout %q, stderr %q; want the usage on stdout", got, out.String(), errb.String())
 	}
+	out.Reset()
 	// --no-auth serves, with a warning, and accepts any request.
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

@@ -136,3 +136,42 @@ func TestServeRefusesModelKeyNoHeaderCarries(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesUnsafeSealingKeyFile: a sealing key file others may
+// read, or one too short to be a key, is a refused setting: exit 2 naming
+// the flag and the variable, whether the file came from one or the other.
+// A key file that does not exist is a file that cannot be read (exit 1).
+func TestServeRefusesUnsafeSealingKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	open := writeFile(t, dir, "open.key", strings.Repeat("ab", 32))
+	if err := os.Chmod(open, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	short := writeFile(t, dir, "short.key", "sekrit")
+	// Nothing listens on port 1: a key that were accepted would fail on
+	// the database instead.
+	const db = "postgres://brain@127.0.0.1:1/brain?connect_timeout=1"
+	for _, c := range []struct {
+		file, say string
+	}{
+		{open, "chmod 600"},
+		{short, "64 hex digits"},
+	} {
+		for _, how := range [][2][]string{
+			{nil, {"--sealing-key-file", c.file}},
+			{{"BRAIN_SEALING_KEY_FILE=" + c.file}, nil},
+		} {
+			args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir() + "/data", "--no-auth", "--no-workspace", "--database-url", db}, how[1]...)
+			res := runCommand(t, how[0], args...)
+			if res.served || res.code != 2 || !strings.Contains(res.stderr, "--sealing-key-file (BRAIN_SEALING_KEY_FILE)") ||
+				!strings.Contains(res.stderr, c.say) || strings.Contains(res.stderr, "sekrit") {
+				t.Errorf("%s by %v: served %v, exit %d, stderr %q; want exit 2 naming --sealing-key-file (BRAIN_SEALING_KEY_FILE) and saying %q", c.file, how, res.served, res.code, res.stderr, c.say)
+			}
+		}
+	}
+	res := runCommand(t, nil, "serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()+"/data", "--no-auth", "--no-workspace",
+		"--database-url", db, "--sealing-key-file", dir+"/missing.key")
+	if res.served || res.code != 1 || !strings.Contains(res.stderr, "missing.key") {
+		t.Errorf("a missing key file: served %v, exit %d, stderr %q; want exit 1 naming the file", res.served, res.code, res.stderr)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/brain-in-go/brain/brain"
+	"github.com/brain-in-go/brain/providers/workspace"
 )
 
 // checkInert refuses the settings that would have no effect beside the
@@ -32,6 +33,18 @@ func (f *serveFlags) checkInert() error {
 		errs = append(errs, errors.New("--telemetry-max-file-bytes (BRAIN_TELEMETRY_MAX_FILE_BYTES) bounds the telemetry file, and --telemetry-file (BRAIN_TELEMETRY_FILE) is not set"))
 	}
 	return errors.Join(errs...)
+}
+
+// checkWorkspaceBound refuses an environment answer bound too small for
+// the built-in workspace environment, which cuts its answers to fit
+// Brain's bound: below workspace.MinAnswerBytes not even its failure
+// output_limit fits, so every operation of a session would fail.
+func (f *serveFlags) checkWorkspaceBound() error {
+	if f.noWorkspace || f.maxEnvResponseBytes >= workspace.MinAnswerBytes {
+		return nil
+	}
+	return fmt.Errorf("--max-environment-response-bytes %d (BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES): the built-in workspace environment needs at least %d, the least that holds one of its answers; give at least %d, or --no-workspace (BRAIN_NO_WORKSPACE=1) to run without it",
+		f.maxEnvResponseBytes, workspace.MinAnswerBytes, workspace.MinAnswerBytes)
 }
 
 // checkRoutesFile refuses a routes file that routes "workspace" beside

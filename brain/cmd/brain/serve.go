@@ -207,7 +207,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	str(&f.envBaseURL, "environment-base-url", "BRAIN_ENVIRONMENT_BASE_URL", "", "default environment route: provider base URL (default: the built-in workspace)")
 	secret(&f.envAPIKey, "environment-api-key", "BRAIN_ENVIRONMENT_API_KEY", "credential of the default environment route")
 	str(&f.envRoutesFile, "environment-routes-file", "BRAIN_ENVIRONMENT_ROUTES_FILE", "", `JSON file mapping driver names to {"endpoint", "api_key"?}`)
-	atLeast1(&f.maxEnvResponseBytes, "max-environment-response-bytes", "BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES", 32<<20, "largest environment answer in bytes, at least 1")
+	atLeast1(&f.maxEnvResponseBytes, "max-environment-response-bytes", "BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES", 32<<20, "largest environment answer in bytes, at least 1 (1024 beside the built-in workspace environment, which cuts its answers to fit)")
 	num(&f.maxEnvSecs, "max-environment-secs", "BRAIN_MAX_ENVIRONMENT_SECS", 120, 1, maxSecs, "longest environment operation round trip in seconds (a remote agentloop's turn is bounded by the turn's deadline instead), at least 1")
 	num(&f.maxEnvConnectSecs, "max-environment-connect-secs", "BRAIN_MAX_ENVIRONMENT_CONNECT_SECS", 5, 1, maxSecs, "longest connect to an environment in seconds, at least 1")
 	str(&f.workspaceRoot, "workspace-root", "BRAIN_WORKSPACE_ROOT", "", "directory of the built-in workspace environment (default <data dir>/native-workspaces)")
@@ -345,6 +345,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := f.checkInert(); err != nil {
+		fmt.Fprintf(stderr, "brain serve: %v\n", err)
+		return 2
+	}
+	if err := f.checkWorkspaceBound(); err != nil {
 		fmt.Fprintf(stderr, "brain serve: %v\n", err)
 		return 2
 	}

@@ -26,9 +26,13 @@ type builtinWorkspace struct {
 	ln    net.Listener
 	token string
 	root  string
-	p     *workspace.Provider
-	done  chan error
-	stop  context.CancelFunc
+	// maxAnswer is Brain's bound on an environment's answer: the
+	// provider cuts what it answers to fit it rather than make answers
+	// Brain refuses.
+	maxAnswer int64
+	p         *workspace.Provider
+	done      chan error
+	stop      context.CancelFunc
 	// abort ends the context of every operation, running or to come.
 	abort context.CancelFunc
 }
@@ -40,7 +44,7 @@ func openWorkspace(f *serveFlags, cfg *brain.Config) (*builtinWorkspace, error) 
 	if err != nil {
 		return nil, fmt.Errorf("workspace environment: %w", err)
 	}
-	w := &builtinWorkspace{ln: ln, token: randomToken(), root: f.workspaceRoot}
+	w := &builtinWorkspace{ln: ln, token: randomToken(), root: f.workspaceRoot, maxAnswer: f.maxEnvResponseBytes}
 	if w.root == "" {
 		w.root = filepath.Join(f.dataDir, "native-workspaces")
 	}
@@ -57,7 +61,7 @@ func openWorkspace(f *serveFlags, cfg *brain.Config) (*builtinWorkspace, error) 
 
 // start runs the provider. When it fails, the listener is left to close.
 func (w *builtinWorkspace) start(log *slog.Logger) error {
-	p, err := workspace.New(workspace.Options{Root: w.root, Logger: log.With("environment", workspaceRoute)})
+	p, err := workspace.New(workspace.Options{Root: w.root, MaxAnswerBytes: w.maxAnswer, Logger: log.With("environment", workspaceRoute)})
 	if err != nil {
 		return fmt.Errorf("workspace environment: %w", err)
 	}

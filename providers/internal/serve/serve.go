@@ -8,6 +8,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -42,17 +43,30 @@ func AddFlags(fs *flag.FlagSet, addr string) *Flags {
 }
 
 // Parse parses args with fs and refuses positional arguments. When the
-// command must stop it returns false and the exit status: 0 after -help, 2
-// for bad usage (explained on fs's output).
-func Parse(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, false
-		}
+// command must stop it returns false and the exit status: 0 after -help,
+// whose usage goes to stdout; 2 for bad usage, explained with the usage on
+// fs's output (stderr), as "brain serve" does.
+func Parse(fs *flag.FlagSet, args []string, stdout io.Writer) (int, bool) {
+	stderr := fs.Output()
+	// What the flag package writes while parsing (the usage, and a bad
+	// flag's error) goes to stdout or stderr as the outcome says.
+	var parseOut bytes.Buffer
+	fs.SetOutput(&parseOut)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = stdout.Write(parseOut.Bytes())
+		return 0, false
+	}
+	if err != nil {
+		_, _ = stderr.Write(parseOut.Bytes())
 		return 2, false
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		// The word may be a flag's value whose flag was mistyped: show
+		// what the command takes.
+		fmt.Fprintf(stderr, "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		fs.Usage()
 		return 2, false
 	}
 	return 0, true

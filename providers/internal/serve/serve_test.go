@@ -11,6 +11,8 @@ import (
 	"testing"
 )
 
+// TestParse: -h prints the usage on stdout with status 0; a bad flag or
+// an argument the command does not take exits 2 with the usage on stderr.
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -20,19 +22,35 @@ func TestParse(t *testing.T) {
 		{nil, 0, true},
 		{[]string{"--listen", "127.0.0.1:0", "--token", "t"}, 0, true},
 		{[]string{"-h"}, 0, false},
+		{[]string{"--help"}, 0, false},
 		{[]string{"--nope"}, 2, false},
 		{[]string{"extra"}, 2, false},
+		{[]string{"--token", "t", "extra"}, 2, false},
 	} {
-		var out bytes.Buffer
+		var stdout, stderr bytes.Buffer
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(&out)
+		fs.SetOutput(&stderr)
 		AddFlags(fs, "127.0.0.1:0")
-		code, ok := Parse(fs, tc.args)
+		code, ok := Parse(fs, tc.args, &stdout)
 		if code != tc.code || ok != tc.ok {
 			t.Errorf("Parse(%q) = %d, %v; want %d, %v", tc.args, code, ok, tc.code, tc.ok)
 		}
-		if tc.code == 2 && out.Len() == 0 {
-			t.Errorf("Parse(%q) explained nothing", tc.args)
+		switch {
+		case ok:
+			if stdout.Len()+stderr.Len() != 0 {
+				t.Errorf("Parse(%q) wrote stdout %q, stderr %q", tc.args, stdout.String(), stderr.String())
+			}
+		case tc.code == 0:
+			if !strings.Contains(stdout.String(), "-listen") || stderr.Len() != 0 {
+				t.Errorf("Parse(%q): stdout %q, stderr %q; want the usage on stdout alone", tc.args, stdout.String(), stderr.String())
+			}
+		default:
+			if !strings.Contains(stderr.String(), "-listen") || stdout.Len() != 0 {
+				t.Errorf("Parse(%q): stdout %q, stderr %q; want the usage on stderr alone", tc.args, stdout.String(), stderr.String())
+			}
+		}
+		if fs.Output() != &stderr {
+			t.Errorf("Parse(%q) left the flag set writing elsewhere than stderr", tc.args)
 		}
 	}
 }
