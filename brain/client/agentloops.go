@@ -52,7 +52,7 @@ func (t *Tools) Get(ctx context.Context, id string) (Admission, error) {
 }
 
 func (c *Client) admit(ctx context.Context, path string, module []byte, opts []CallOption) (Admission, error) {
-	opts = append(opts[:len(opts):len(opts)], func(c *call) { c.raw, c.ctype = module, "application/octet-stream" })
+	opts = append(opts[:len(opts):len(opts)], func(c *call) { c.raw, c.ctype = module, "application/octet-stream" }, answers[Admission]())
 	r, err := c.do(ctx, http.MethodPost, path, nil, true, opts)
 	if err != nil {
 		return Admission{}, err

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -197,7 +199,42 @@ type call struct {
 	ctype string
 	// once sends a read once (see sendOnce).
 	once bool
+	// want lists the success statuses Brain answers the call with (nil:
+	// any 2xx); another 2xx is not Brain's answer (see unexpected).
+	want []int
+	// check, when set, tells whether a 2xx answer's body is one Brain
+	// answers the call with; one it is not is no answer of Brain's (see
+	// notBrains).
+	check func(*response) error
 }
+
+// answers checks the body of a keyed write's 2xx answer as decode does:
+// something in Brain's stead that answers every request alike (a static
+// site at the base URL, a proxy that does not pass the call on) gives
+// the call no answer, and the call may or may not have reached Brain.
+func answers[T any](extra ...string) CallOption {
+	return func(c *call) {
+		c.check = func(r *response) error {
+			_, err := decode[T](r, extra...)
+			return err
+		}
+	}
+}
+
+// answersJSON checks that a keyed write's 2xx answer is JSON, for calls
+// whose answer is any value (an environment's or a tool's result).
+func answersJSON(c *call) {
+	c.check = func(r *response) error {
+		if !json.Valid(r.body) {
+			return errors.New("client: malformed answer: not JSON")
+		}
+		return nil
+	}
+}
+
+// expect names the success statuses Brain answers a call with: a 204 of
+// a DELETE, a cancel or a health probe, a 202 or 200 of a message.
+func expect(status ...int) CallOption { return func(c *call) { c.want = status } }
 
 // IdempotencyKey sets the call's Idempotency-Key (1..256 bytes). Reusing a
 // key with the same request replays the first answer. Keys are scoped by
@@ -429,7 +466,20 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 			// the call is not sent again.
 			return attempt{err: fmt.Errorf("client: %s %s: read answer: %w", method, path, err), answered: errors.Is(err, ErrAnswerTooLarge), reached: true}
 		}
-		return attempt{resp: &response{status: resp.StatusCode, header: resp.Header, body: b}, answered: true, reached: true}
+		if co.want != nil && !slices.Contains(co.want, resp.StatusCode) {
+			// Something that answers every request alike (a proxy
+			// that does not pass the call on, a static site at the
+			// base URL) answered in Brain's stead: the call may or may
+			// not have reached Brain.
+			return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, unexpected(resp.StatusCode, co.want, redact(b, bearer))), reached: true}
+		}
+		r := &response{status: resp.StatusCode, header: resp.Header, body: b}
+		if co.check != nil {
+			if err := co.check(r); err != nil {
+				return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, notBrains(resp.StatusCode, err, redact(b, bearer))), reached: true}
+			}
+		}
+		return attempt{resp: r, answered: true, reached: true}
 	}
 	b, err := readError(resp.Body, bearer)
 	if err != nil {
@@ -460,9 +510,8 @@ func (c *Client) authorize(req *http.Request) {
 // proxy's answer in the server's stead (fromProxy: a 408 or any 5xx) is
 // retryable: the server did not answer.
 func apiError(status int, b []byte) *api.ApiError {
-	var e api.ApiError
-	if json.Unmarshal(b, &e) == nil && e.Code != "" {
-		return &e
+	if e, ok := brainsError(b); ok {
+		return e
 	}
 	code := api.CodeInternal
 	switch status {
@@ -490,6 +539,48 @@ func apiError(status int, b []byte) *api.ApiError {
 		Retryable: api.DefaultRetryable(code) || fromProxy(status, b)}
 }
 
+// unexpected is the error of a success answer Brain does not give the
+// call (a status other than want): retryable, with code internal, quoting
+// the body's start, as an error answer that is not Brain's.
+func unexpected(status int, want []int, b []byte) *api.ApiError {
+	text := quote(b)
+	if text == "" {
+		text = "(empty body)"
+	}
+	ws := make([]string, len(want))
+	for i, w := range want {
+		ws[i] = strconv.Itoa(w)
+	}
+	return &api.ApiError{Code: api.CodeInternal, Retryable: true,
+		Message: fmt.Sprintf("HTTP %d not answered by Brain, which answers this call %s (a proxy or gateway in front of it, or another server, answered): %s", status, strings.Join(ws, " or "), text)}
+}
+
+// brainsError decodes an error answer's body as Brain's ApiError: a JSON
+// object whose code is one Brain answers, an API error code (api.ErrorCodes)
+// or, for a turn that failed, its failure code (api.FailureCodes). A
+// proxy's or cloud gateway's own error JSON may have a "code" field too
+// ("InternalError", "ServiceUnavailable"): with a code outside that
+// closed set, it is not Brain's answer.
+func brainsError(b []byte) (*api.ApiError, bool) {
+	var e api.ApiError
+	if json.Unmarshal(b, &e) != nil || (!slices.Contains(api.ErrorCodes, e.Code) && !slices.Contains(api.FailureCodes, e.Code)) {
+		return nil, false
+	}
+	return &e, true
+}
+
+// notBrains is the error of a success answer whose body is none Brain
+// answers the call with (why says how): retryable, with code internal,
+// as unexpected's.
+func notBrains(status int, why error, b []byte) *api.ApiError {
+	text := quote(b)
+	if text == "" {
+		text = "(empty body)"
+	}
+	return &api.ApiError{Code: api.CodeInternal, Retryable: true,
+		Message: fmt.Sprintf("HTTP %d not answered by Brain (the body is not Brain's answer of this call: %v; a proxy or gateway in front of it, or another server, answered): %s", status, why, text)}
+}
+
 // fromProxy reports whether an error answer is a proxy's in the server's
 // stead: a 408 (it gave up waiting for the request itself) or any 5xx (a
 // load balancer's whose upstream is down, restarting, failed or did not
@@ -503,8 +594,8 @@ func fromProxy(status int, b []byte) bool {
 	if status != http.StatusRequestTimeout && status < 500 {
 		return false
 	}
-	var e api.ApiError
-	return json.Unmarshal(b, &e) != nil || e.Code == ""
+	_, ok := brainsError(b)
+	return !ok
 }
 
 // rateLimited reports whether an error answer is a proxy's refusal of a
@@ -513,8 +604,8 @@ func rateLimited(status int, b []byte) bool {
 	if status != http.StatusTooManyRequests {
 		return false
 	}
-	var e api.ApiError
-	return json.Unmarshal(b, &e) != nil || e.Code == ""
+	_, ok := brainsError(b)
+	return !ok
 }
 
 // decode decodes a 2xx answer. An answer that is JSON null, one of the

@@ -122,8 +122,9 @@
 // attempt's.
 // An answer that cannot become a stream is yielded at once: a 200 that
 // is not an event stream (ErrNotEventStream), and an event whose data
-// does not decode, lacks its sequence or type, or whose line, or data, is
-// longer than 80 MiB (ErrMalformedEvent). A host's commands connection
+// does not decode, lacks its sequence or type, whose sequence is not its
+// frame's id, or whose line, or data, is longer than 80 MiB
+// (ErrMalformedEvent). A host's commands connection
 // that goes silent likewise is connected again. A silent stream or connection also closes
 // the idle connections of the client's HTTP client: they went its way (a
 // NAT or a proxy that forgot them) and would take the next request only

@@ -20,7 +20,7 @@ type EnvironmentRef = envapi.EnvironmentRef
 // Control runs an environment control request on the session and answers
 // its raw result. The typed methods below wrap each operation.
 func (s *Session) Control(ctx context.Context, req envapi.ControlRequest, opts ...CallOption) (json.RawMessage, error) {
-	r, err := s.c.do(ctx, http.MethodPost, s.path("/environments"), req, true, opts)
+	r, err := s.c.do(ctx, http.MethodPost, s.path("/environments"), req, true, append(opts[:len(opts):len(opts)], answersJSON))
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,9 @@ func (s *Session) CallMethod(ctx context.Context, env, name string, input json.R
 	body := struct {
 		Input json.RawMessage `json:"input"`
 	}{input}
-	r, err := s.c.do(ctx, http.MethodPost, s.path("/environments/"+segment(env)+"/calls/"+segment(name)), body, true, opts)
+	r, err := s.c.do(ctx, http.MethodPost, s.path("/environments/"+segment(env)+"/calls/"+segment(name)), body, true, append(opts[:len(opts):len(opts)], answers[struct {
+		Output json.RawMessage `json:"output"`
+	}]("output?")))
 	if err != nil {
 		return nil, err
 	}

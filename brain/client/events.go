@@ -48,8 +48,9 @@ func LiveFrames() EventsOption { return func(o *eventsOpts) { o.live = true } }
 // attempt's besides ctx's (errors.As finds the *api.ApiError of an
 // answer, as Host.Connected's does). A 200
 // answer that is not an event stream yields ErrNotEventStream, and an
-// event that does not decode or lacks its sequence or type (or a line or
-// data longer than 80 MiB) ErrMalformedEvent, without a reconnection. An
+// event that does not decode, lacks its sequence or type or whose
+// sequence is not its frame's id (or a line or data longer than 80 MiB)
+// ErrMalformedEvent, without a reconnection. An
 // error is yielded once, and ends the iteration.
 func (s *Session) Events(ctx context.Context, after uint64, opts ...EventsOption) iter.Seq2[api.Event, error] {
 	var o eventsOpts
@@ -196,7 +197,7 @@ func (s *Session) finishedAt(ctx context.Context, cursor uint64) bool {
 
 // ErrMalformedEvent reports an event or live frame on a followed stream
 // whose data does not decode (an event without its sequence or type
-// included), or a line of the stream or an event's data longer than the
+// included, or whose sequence is not its frame's id), or a line of the stream or an event's data longer than the
 // client's bound (80 MiB): the stream ends with it, without a
 // reconnection (the server would send the same bytes again).
 var ErrMalformedEvent = errors.New("client: malformed event")
@@ -284,8 +285,9 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 // decodeFrame decodes one frame of an event stream: an event when the
 // frame has an id (journaled is true), else a live frame, whose data is
 // kept as it came. Data that is not JSON, or an event that does not
-// decode or lacks its sequence or type (null; a payload alone, as an
-// older contract sent on its streams), is ErrMalformedEvent: passed
+// decode, lacks its sequence or type (null; a payload alone, as an
+// older contract sent on its streams) or whose sequence is not the
+// frame's id, is ErrMalformedEvent: passed
 // over, such frames would leave a follower waiting for events that
 // never come.
 func decodeFrame(id, event string, data []byte) (ev api.Event, journaled bool, err error) {
@@ -303,6 +305,12 @@ func decodeFrame(id, event string, data []byte) (ev api.Event, journaled bool, e
 		return api.Event{}, true, fmt.Errorf("%w: event %s: data without sequence (an event's payload alone?)", ErrMalformedEvent, id)
 	case ev.EventType == "":
 		return api.Event{}, true, fmt.Errorf("%w: event %s: data without event_type", ErrMalformedEvent, id)
+	case id != strconv.FormatUint(ev.Sequence, 10):
+		// Brain's id is its event's sequence: a frame whose id names
+		// another was put together by something between Brain and the
+		// client (or a broken server), and the cursor would take one
+		// of the two on trust.
+		return api.Event{}, true, fmt.Errorf("%w: event %s: data of sequence %d", ErrMalformedEvent, id, ev.Sequence)
 	}
 	return ev, true, nil
 }

@@ -8,7 +8,7 @@ import (
 // Live reports whether the server answers at all: nil when GET
 // /health/live answers 204.
 func (c *Client) Live(ctx context.Context) error {
-	_, err := c.do(ctx, http.MethodGet, "/health/live", nil, false, []CallOption{sendOnce})
+	_, err := c.do(ctx, http.MethodGet, "/health/live", nil, false, []CallOption{sendOnce, expect(http.StatusNoContent)})
 	return err
 }
 
@@ -18,6 +18,6 @@ func (c *Client) Live(ctx context.Context) error {
 // Readiness does not check model credentials, remote environments or
 // hosts.
 func (c *Client) Ready(ctx context.Context) error {
-	_, err := c.do(ctx, http.MethodGet, "/health/ready", nil, false, []CallOption{sendOnce})
+	_, err := c.do(ctx, http.MethodGet, "/health/ready", nil, false, []CallOption{sendOnce, expect(http.StatusNoContent)})
 	return err
 }

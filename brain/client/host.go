@@ -135,7 +135,7 @@ func (tc *ToolCall) Call(ctx context.Context, method string, input json.RawMessa
 		}
 		return json.RawMessage(r.body), nil
 	}
-	r, err := tc.h.c.do(ctx, http.MethodPost, tc.h.path("/call"), in, true, tc.h.bearer(opts))
+	r, err := tc.h.c.do(ctx, http.MethodPost, tc.h.path("/call"), in, true, append(tc.h.bearer(opts), answersJSON))
 	if err != nil {
 		return nil, err
 	}
@@ -850,7 +850,7 @@ func (h *Host) post(ctx context.Context, suffix string, in any) (*response, erro
 // an idempotency key, as the client's keyed writes are sent, and answers
 // the sequence Brain answered.
 func (h *Host) postKeyed(ctx context.Context, suffix string, in any, opts []CallOption) (uint64, error) {
-	r, err := h.c.do(ctx, http.MethodPost, h.path(suffix), in, true, h.bearer(opts))
+	r, err := h.c.do(ctx, http.MethodPost, h.path(suffix), in, true, append(h.bearer(opts), answers[api.SequenceAnswer]()))
 	if err != nil {
 		return 0, err
 	}

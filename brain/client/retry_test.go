@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -43,6 +44,11 @@ func (d *dropServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Prefer") != "" && status == http.StatusOK {
 		w.WriteHeader(http.StatusAccepted)
 		_, _ = io.WriteString(w, "9")
+		return
+	}
+	if status == http.StatusOK && (r.Method == http.MethodDelete || strings.HasSuffix(r.URL.Path, "/cancel")) {
+		// Brain answers a delete and an interrupt 204, with no body.
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	w.WriteHeader(status)

@@ -15,7 +15,7 @@ type Sessions struct{ c *Client }
 
 // Create creates a session and answers its handle.
 func (ss *Sessions) Create(ctx context.Context, req api.CreateSessionRequest, opts ...CallOption) (*Session, error) {
-	r, err := ss.c.do(ctx, http.MethodPost, "/v1/sessions", req, true, opts)
+	r, err := ss.c.do(ctx, http.MethodPost, "/v1/sessions", req, true, append(opts[:len(opts):len(opts)], answers[api.SessionSummary]()))
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (s *Session) Send(ctx context.Context, input api.UserInput, opts ...CallOpt
 	if ctx.Done() != nil {
 		return s.sendOwned(ctx, input, opts)
 	}
-	r, err := s.c.do(ctx, http.MethodPost, s.path("/messages"), api.MessageRequest{Input: input}, true, opts)
+	r, err := s.c.do(ctx, http.MethodPost, s.path("/messages"), api.MessageRequest{Input: input}, true, append(opts[:len(opts):len(opts)], answers[api.SessionSummary]()))
 	if err != nil {
 		return api.SessionSummary{}, err
 	}
@@ -226,7 +226,7 @@ func (s *Session) Submit(ctx context.Context, input api.UserInput, opts ...CallO
 			c.header = http.Header{}
 		}
 		c.header.Set("Prefer", preferAsync)
-	})
+	}, expect(http.StatusAccepted, http.StatusOK), func(c *call) { c.check = submitted })
 	if key == "" {
 		key = newKey()
 		opts = append(opts, IdempotencyKey(key))
@@ -263,14 +263,14 @@ func (s *Session) Transcript(ctx context.Context) (api.SessionTranscript, error)
 // observation) starts until the next message, also after the session is
 // passivated or the server restarts.
 func (s *Session) Interrupt(ctx context.Context, opts ...CallOption) error {
-	_, err := s.c.do(ctx, http.MethodPost, s.path("/cancel"), nil, true, opts)
+	_, err := s.c.do(ctx, http.MethodPost, s.path("/cancel"), nil, true, append(opts[:len(opts):len(opts)], expect(http.StatusNoContent)))
 	return err
 }
 
 // End ends the session: no new messages, environments detached, history
 // kept.
 func (s *Session) End(ctx context.Context, opts ...CallOption) (api.SessionSummary, error) {
-	r, err := s.c.do(ctx, http.MethodPost, s.path("/end"), nil, true, opts)
+	r, err := s.c.do(ctx, http.MethodPost, s.path("/end"), nil, true, append(opts[:len(opts):len(opts)], answers[api.SessionSummary]()))
 	if err != nil {
 		return api.SessionSummary{}, err
 	}
@@ -283,6 +283,6 @@ func (s *Session) End(ctx context.Context, opts ...CallOption) (api.SessionSumma
 
 // Delete removes an ended or failed session and its credentials.
 func (s *Session) Delete(ctx context.Context, opts ...CallOption) error {
-	_, err := s.c.do(ctx, http.MethodDelete, s.path(""), nil, true, opts)
+	_, err := s.c.do(ctx, http.MethodDelete, s.path(""), nil, true, append(opts[:len(opts):len(opts)], expect(http.StatusNoContent)))
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
@@ -12,6 +13,20 @@ import (
 // message once its turn is admitted (202 and the turn_started sequence)
 // instead of once it ended (200 and the session's summary).
 const preferAsync = "respond-async"
+
+// submitted checks the body of a submission's answer: the turn_started
+// sequence of a 202, the session's summary of a 200.
+func submitted(r *response) error {
+	if r.status != http.StatusAccepted {
+		_, err := decodeSummary(r)
+		return err
+	}
+	seq, err := decode[uint64](r)
+	if err == nil && seq == 0 {
+		err = fmt.Errorf("client: malformed answer: submission admitted at sequence 0")
+	}
+	return err
+}
 
 // firstTurnWindow is how many sequences before the end of a synchronous
 // answer are read first for its turn's end; each further read goes
