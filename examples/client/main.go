@@ -29,13 +29,14 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/client"
+	"github.com/brain-in-go/brain/examples/internal/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	exit(err)
+	cli.Exit("client", err)
 }
 
 type options struct {
@@ -60,10 +61,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.end, "end", false, "end the session afterwards")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
-		return o, usageError{err, true}
+		return o, cli.UsageError{Err: err, Printed: true}
 	}
 	if fs.NArg() > 0 {
-		return o, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0)), false}
+		return o, cli.Unexpected(fs.Arg(0))
 	}
 	if o.token == "" {
 		o.token = os.Getenv("BRAIN_TOKEN")

@@ -29,6 +29,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/client"
+	"github.com/brain-in-go/brain/examples/internal/cli"
 )
 
 const defaultMessage = `{"tool_calls":[{"name":"add","input":{"a":2,"b":3}},{"name":"countdown","input":{"seconds":2}}]}`
@@ -37,7 +38,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	exit(err)
+	cli.Exit("host", err)
 }
 
 type options struct {
@@ -59,10 +60,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.message, "message", defaultMessage, "the message to send")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
-		return o, usageError{err, true}
+		return o, cli.UsageError{Err: err, Printed: true}
 	}
 	if fs.NArg() > 0 {
-		return o, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0)), false}
+		return o, cli.Unexpected(fs.Arg(0))
 	}
 	if o.token == "" {
 		o.token = os.Getenv("BRAIN_TOKEN")

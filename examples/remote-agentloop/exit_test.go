@@ -1,57 +1,16 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
-	"time"
+
+	"github.com/brain-in-go/brain/examples/internal/cli/clitest"
 )
 
-// runMainEnv, set in the environment of the test binary, makes it run as
-// the remote-agentloop command (main) with its arguments.
-const runMainEnv = "EXAMPLE_RUN_MAIN"
+func TestMain(m *testing.M) { clitest.Main(m, main) }
 
-func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) == "1" {
-		main()
-	}
-	os.Exit(m.Run())
-}
-
-// TestCommandLineExitStatus: remote-agentloop -h prints its usage and exits 0
-// (it answered "flag: help requested" with status 1); an unknown flag or
-// an operand exits 2 (it exited 1, like a failure of the work itself, and an operand was ignored: it served).
+// TestCommandLineExitStatus: remote-agentloop -h prints its usage and exits 0; an
+// unknown flag or an operand exits 2, and the usage never shows the
+// token given in the environment.
 func TestCommandLineExitStatus(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		code int
-		say  string
-	}{
-		{[]string{"-h"}, 0, "-token"},
-		{[]string{"--help"}, 0, "-token"},
-		{[]string{"--no-such-flag"}, 2, "no-such-flag"},
-		{[]string{"--listen", "127.0.0.1:0", "extra"}, 2, `unexpected argument "extra"`},
-	} {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, os.Args[0], c.args...)
-		cmd.Env = append(os.Environ(), runMainEnv+"=1", "LOOPS_TOKEN=sekrit-token")
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		cancel()
-		code := 0
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			code = exit.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if code != c.code || !strings.Contains(stderr.String(), c.say) || strings.Contains(stderr.String(), "help requested") ||
-			strings.Contains(stderr.String(), "sekrit") {
-			t.Errorf("remote-agentloop %v: exit %d, stderr %q; want exit %d saying %q", c.args, code, stderr.String(), c.code, c.say)
-		}
-	}
+	clitest.ExitStatus(t, "remote-agentloop", "LOOPS_TOKEN=sekrit-token", clitest.Standard("--listen", "127.0.0.1:0"))
 }

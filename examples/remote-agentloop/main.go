@@ -39,13 +39,14 @@ import (
 	"syscall"
 
 	"github.com/brain-in-go/brain/envsdk"
+	"github.com/brain-in-go/brain/examples/internal/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	exit(err)
+	cli.Exit("remote-agentloop", err)
 }
 
 // run serves the loops until ctx ends.
@@ -57,12 +58,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// usage, which shows every flag's default, never shows it.
 	token := fs.String("token", "", "bearer token Brain must present (default: LOOPS_TOKEN)")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err, true}
+		return cli.UsageError{Err: err, Printed: true}
 	}
 	// It takes no operands: one is a mistake (an address without
 	// --listen, say), not something to ignore.
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0)), false}
+		return cli.Unexpected(fs.Arg(0))
 	}
 	if *token == "" {
 		*token = os.Getenv("LOOPS_TOKEN")
