@@ -73,31 +73,7 @@ func TestCommandBoundsAnswersByMaxAnswerBytes(t *testing.T) {
 func TestHandlerBoundsAnswersByMaxAnswerBytes(t *testing.T) {
 	uv := uvPath(t)
 	root := fixtures(t)
-	p, err := New(fixtureConfig(uv, root), WithMaxAnswerBytes(4096))
-	if err != nil {
-		t.Fatal(err)
-	}
-	brain := envtest.NewBrain(t)
-	srv := httptest.NewServer(p.Handler(""))
-	t.Cleanup(func() {
-		srv.Close()
-		_ = p.Close()
-	})
-	s := envtest.NewCommands("answers", "python")
-	s.Brain = brain
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	post := func(cmd envapi.Command) envapi.Receipt {
-		t.Helper()
-		status, body, resp, err := envtest.Post(ctx, nil, srv.URL, "", cmd)
-		if err != nil || resp == nil {
-			t.Fatalf("post: %d %v %s", status, err, body)
-		}
-		return resp.Receipt
-	}
-	if rc := post(s.Setup(nil)); rc.Type != envapi.ReceiptAccepted {
-		t.Fatalf("setup: %s", describe(rc))
-	}
+	brain, s, post := boundedBinding(t, fixtureConfig(uv, root), 4096)
 	// An oversized result is answered as the failure and never finished:
 	// Brain records the failure as the Tool's outcome.
 	big := s.Execute(impl("flood"), floodOutput(10_000), nil)
@@ -173,34 +149,7 @@ func TestFailureEvidenceFitsTheAnswerBound(t *testing.T) {
 	cfg.Projects["noisy"] = Project{Directory: filepath.Join(root, "plain"), Module: "noisy"}
 	cfg.Projects["loud"] = Project{Directory: loud, Setup: "loud_setup", Module: "tool"}
 	const bound = 4096
-	p, err := New(cfg, WithMaxAnswerBytes(bound))
-	if err != nil {
-		t.Fatal(err)
-	}
-	brain := envtest.NewBrain(t)
-	srv := httptest.NewServer(p.Handler(""))
-	t.Cleanup(func() {
-		srv.Close()
-		_ = p.Close()
-	})
-	s := envtest.NewCommands("answers", "python")
-	s.Brain = brain
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	post := func(cmd envapi.Command) envapi.Receipt {
-		t.Helper()
-		status, body, resp, err := envtest.Post(ctx, nil, srv.URL, "", cmd)
-		if err != nil || resp == nil {
-			t.Fatalf("post: %d %v %s", status, err, body)
-		}
-		if len(body) > bound {
-			t.Fatalf("answer of %d bytes, beyond the bound of %d", len(body), bound)
-		}
-		return resp.Receipt
-	}
-	if rc := post(s.Setup(nil)); rc.Type != envapi.ReceiptAccepted {
-		t.Fatalf("setup: %s", describe(rc))
-	}
+	_, s, post := boundedBinding(t, cfg, bound)
 	wantTail := func(d map[string]any, end string) {
 		t.Helper()
 		tail, _ := d["stderr"].(string)
@@ -231,4 +180,42 @@ func TestFailureEvidenceFitsTheAnswerBound(t *testing.T) {
 			t.Fatalf("details %v: want the setup phase", d)
 		}
 	}
+}
+
+// boundedBinding serves a provider of cfg whose answers are bounded to
+// bound bytes, and sets up one binding on it: it answers Brain (the
+// callbacks' receiver), the binding's commands and post, which sends a
+// command and fails the test when its answer is not one or exceeds the
+// bound.
+func boundedBinding(t *testing.T, cfg Config, bound int64) (*envtest.Brain, *envtest.Commands, func(envapi.Command) envapi.Receipt) {
+	t.Helper()
+	p, err := New(cfg, WithMaxAnswerBytes(bound))
+	if err != nil {
+		t.Fatal(err)
+	}
+	brain := envtest.NewBrain(t)
+	srv := httptest.NewServer(p.Handler(""))
+	t.Cleanup(func() {
+		srv.Close()
+		_ = p.Close()
+	})
+	s := envtest.NewCommands("answers", "python")
+	s.Brain = brain
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	post := func(cmd envapi.Command) envapi.Receipt {
+		t.Helper()
+		status, body, resp, err := envtest.Post(ctx, nil, srv.URL, "", cmd)
+		if err != nil || resp == nil {
+			t.Fatalf("post: %d %v %s", status, err, body)
+		}
+		if int64(len(body)) > bound {
+			t.Fatalf("answer of %d bytes, beyond the bound of %d", len(body), bound)
+		}
+		return resp.Receipt
+	}
+	if rc := post(s.Setup(nil)); rc.Type != envapi.ReceiptAccepted {
+		t.Fatalf("setup: %s", describe(rc))
+	}
+	return brain, s, post
 }
