@@ -37,31 +37,9 @@ type commandResult struct {
 // and reported as served.
 func runCommand(t *testing.T, env []string, args ...string) commandResult {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(append(os.Environ(), commandEnv+"=1"), env...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "Brain is serving on ") {
-				close(served)
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	cmd, stderr, served, done := startCommand(t, env, args...)
 	var res commandResult
+	var err error
 	select {
 	case err = <-done:
 	case <-served:
@@ -174,4 +152,36 @@ func TestServeRefusesUnsafeSealingKeyFile(t *testing.T) {
 	if res.served || res.code != 1 || !strings.Contains(res.stderr, "missing.key") {
 		t.Errorf("a missing key file: served %v, exit %d, stderr %q; want exit 1 naming the file", res.served, res.code, res.stderr)
 	}
+}
+
+// startCommand starts "brain args..." as a process with the test's
+// environment and env added. It answers the process, its stderr as
+// written so far, the URL it serves on once it says so, and its exit.
+func startCommand(t *testing.T, env []string, args ...string) (cmd *exec.Cmd, stderr *strings.Builder, urls <-chan string, done <-chan error) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), commandEnv+"=1"), env...)
+	stderr = &strings.Builder{}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	serving := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if url, ok := strings.CutPrefix(sc.Text(), "Brain is serving on "); ok {
+				serving <- url
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return cmd, stderr, serving, exited
 }

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,30 +15,7 @@ import (
 // serves; it is sent SIGTERM, and must drain, when the test ends.
 func serveCommand(t *testing.T, env []string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
-	cmd.Env = append(append(os.Environ(), commandEnv+"=1"), env...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if url, ok := strings.CutPrefix(sc.Text(), "Brain is serving on "); ok {
-				urls <- url
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	cmd, stderr, urls, done := startCommand(t, env, append([]string{"serve"}, args...)...)
 	select {
 	case url := <-urls:
 		t.Cleanup(func() {
