@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/envsdk/envtest"
 	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
@@ -44,17 +45,7 @@ func TestGCProcessLeavesARunningExecute(t *testing.T) {
 	c := h.commands()
 	ctr := h.allocated(c)
 
-	running := h.postAsync(c.Execute(tool(toolset.ToolCommand),
-		mustJSON(toolset.CommandInput{Shell: "touch started; while [ ! -e go ]; do sleep 0.05; done; echo finished"}), nil))
-	for give := time.Now().Add(time.Minute); ; {
-		r := h.post(c.Execute(tool(toolset.ToolRead), mustJSON(toolset.ReadInput{Path: "started"}), nil))
-		if r.Type == envapi.ReceiptResult {
-			break
-		}
-		if time.Now().After(give) {
-			t.Fatalf("the command never started: %+v", r)
-		}
-	}
+	running := startHeld(t, h, c)
 
 	rep := gcProcess(t, stateDir, "--older-than", "1ns")
 	if slices.Contains(rep.Containers, ctr) || slices.Contains(rep.Volumes, ctr) {
@@ -99,4 +90,23 @@ func TestExecuteWaitsForTheGCOfAnotherProcess(t *testing.T) {
 	}
 	release()
 	failure(t, <-answered, envapi.CodeResourceLost)
+}
+
+// startHeld starts a command in c's binding that runs until a file "go"
+// appears in the workspace, then prints "finished"; it answers once the
+// command runs, with the channel of its answer.
+func startHeld(t *testing.T, h *harness, c *envtest.Commands) <-chan envapi.Receipt {
+	t.Helper()
+	running := h.postAsync(c.Execute(tool(toolset.ToolCommand),
+		mustJSON(toolset.CommandInput{Shell: "touch started; while [ ! -e go ]; do sleep 0.05; done; echo finished"}), nil))
+	for give := time.Now().Add(time.Minute); ; {
+		r := h.post(c.Execute(tool(toolset.ToolRead), mustJSON(toolset.ReadInput{Path: "started"}), nil))
+		if r.Type == envapi.ReceiptResult {
+			break
+		}
+		if time.Now().After(give) {
+			t.Fatalf("the command never started: %+v", r)
+		}
+	}
+	return running
 }

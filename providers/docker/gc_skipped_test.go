@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/toolset"
 )
 
@@ -22,21 +21,11 @@ func TestGCReportsTheBindingsItLeft(t *testing.T) {
 	c := h.commands()
 	ctr := h.allocated(c)
 
-	running := h.postAsync(c.Execute(tool(toolset.ToolCommand),
-		mustJSON(toolset.CommandInput{Shell: "touch started; while [ ! -e go ]; do sleep 0.05; done; echo finished"}), nil))
+	running := startHeld(t, h, c)
 	// Let the command end whatever happens below.
 	defer func() {
 		h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "touch go"}), nil))
 	}()
-	for give := time.Now().Add(time.Minute); ; {
-		r := h.post(c.Execute(tool(toolset.ToolRead), mustJSON(toolset.ReadInput{Path: "started"}), nil))
-		if r.Type == envapi.ReceiptResult {
-			break
-		}
-		if time.Now().After(give) {
-			t.Fatalf("the command never started: %+v", r)
-		}
-	}
 
 	left := func(who string, rep GCReport, reason string) {
 		t.Helper()
