@@ -161,18 +161,8 @@ func TestToolCancelEndNotWritten(t *testing.T) {
 // turn as failed, ambiguous with the write failure as its message, and
 // runs; the tool runs on and still finishes by itself.
 func TestTurnEndNotWrittenBesideBackgroundTool(t *testing.T) {
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &failOnce{Store: fs, kind: api.KindTurnEnded}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "returner"}), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs, IdleTTL: KeepIdle}); err != nil {
-		t.Fatal(err)
-	}
-	h.envs.engine = h.engine
-	t.Cleanup(h.close)
-	id := h.create(toolSession("returner"))
+	store := &failOnce{kind: api.KindTurnEnded}
+	h, id := returnerSession(t, func(fs journal.Store) journal.Store { store.Store = fs; return store })
 	ctx := context.Background()
 	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{
 		"tool_calls": []map[string]any{{"name": "echo"}}, "reply": "waiting"})}); !errors.Is(err, journal.ErrWrite) {

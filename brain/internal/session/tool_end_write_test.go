@@ -64,18 +64,8 @@ func failureEvent(t *testing.T, events []api.Event, kind string, seq uint64) (ap
 // turn starts; it does not stay open in the session's events until the
 // session is next reloaded.
 func TestToolEndNotWrittenBesideBackgroundTool(t *testing.T) {
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &failOnce{Store: fs, kind: api.KindToolCallEnded}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "returner"}), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs, IdleTTL: KeepIdle}); err != nil {
-		t.Fatal(err)
-	}
-	h.envs.engine = h.engine
-	t.Cleanup(h.close)
-	id := h.create(toolSession("returner"))
+	store := &failOnce{kind: api.KindToolCallEnded}
+	h, id := returnerSession(t, func(fs journal.Store) journal.Store { store.Store = fs; return store })
 	ctx := context.Background()
 	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{
 		"tool_calls": []map[string]any{{"name": "echo"}, {"name": "echo"}}, "reply": "waiting"})}); err != nil {
@@ -145,18 +135,8 @@ func TestToolEndNotWrittenBesideBackgroundTool(t *testing.T) {
 // nothing of what a lost end left open, and forgets none of it either:
 // the first write after the fault passed closes it.
 func TestUnendedKeptWhileWritesFail(t *testing.T) {
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &failingStore{Store: fs}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "returner"}), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs, IdleTTL: KeepIdle}); err != nil {
-		t.Fatal(err)
-	}
-	h.envs.engine = h.engine
-	t.Cleanup(h.close)
-	id := h.create(toolSession("returner"))
+	store := &failingStore{}
+	h, id := returnerSession(t, func(fs journal.Store) journal.Store { store.Store = fs; return store })
 	ctx := context.Background()
 	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{
 		"tool_calls": []map[string]any{{"name": "echo"}, {"name": "echo"}}, "reply": "waiting"})}); err != nil {
@@ -197,4 +177,24 @@ func TestUnendedKeptWhileWritesFail(t *testing.T) {
 	if _, err := svc.Finish(ctx, &value); err != nil {
 		t.Fatalf("the other background tool's own finish: %v", err)
 	}
+}
+
+// returnerSession opens an engine that keeps idle sessions in memory on a
+// real file journal, seen through wrap (a store that fails writes), with
+// one environment "box" whose tools return and finish in the background,
+// and creates a session on it.
+func returnerSession(t *testing.T, wrap func(journal.Store) journal.Store) (*harness, string) {
+	t.Helper()
+	fs, err := journal.OpenFileStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := wrap(fs)
+	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "returner"}), secret: NewMemSecrets()}
+	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs, IdleTTL: KeepIdle}); err != nil {
+		t.Fatal(err)
+	}
+	h.envs.engine = h.engine
+	t.Cleanup(h.close)
+	return h, h.create(toolSession("returner"))
 }
