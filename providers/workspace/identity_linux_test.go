@@ -41,13 +41,7 @@ func TestReplacedWorkspaceWithoutMarkIsLost(t *testing.T) {
 			t.Skip("the file system under the test's root gives no file handles")
 		}
 		dir := filepath.Join(f.root, "workspaces", rec.Dir)
-		if err := os.RemoveAll(dir); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		seeAs(t, func(st *syscall.Stat_t) { st.Ino = rec.Ino })
+		recreate(t, dir, rec.Ino)
 		r := f.exec(c, "read", map[string]string{"path": "a"}, nil)
 		fails(t, r, envapi.CodeResourceLost)
 		if !strings.Contains(r.Message, "replaced") {
@@ -132,13 +126,7 @@ func TestStateWithoutMarkGainsOne(t *testing.T) {
 		data, _ := os.ReadFile(state)
 		t.Errorf("the state after a start holds no mark: %s", data)
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	seeAs(t, func(st *syscall.Stat_t) { st.Ino = rec.Ino })
+	recreate(t, dir, rec.Ino)
 	readBirth = func(string) int64 { return 0 }
 	readHandle = func(string) string { return "" }
 	t.Cleanup(func() { readBirth, readHandle = birthTime, fileHandle })

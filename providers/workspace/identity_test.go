@@ -106,13 +106,7 @@ func TestReplacedWorkspaceWithItsInodeIsLost(t *testing.T) {
 		t.Skip("the file system under the test's root keeps no extended attributes")
 	}
 	dir := filepath.Join(f.root, "workspaces", rec.Dir)
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	seeAs(t, func(st *syscall.Stat_t) { st.Ino = rec.Ino })
+	recreate(t, dir, rec.Ino)
 	readBirth = func(string) int64 { return 0 }
 	t.Cleanup(func() { readBirth = birthTime })
 	r := f.exec(c, "read", map[string]string{"path": "a"}, nil)
@@ -163,12 +157,7 @@ func TestStateWithoutMark(t *testing.T) {
 			}
 			if tc.replaced {
 				dir := filepath.Join(f.root, "workspaces", rec.Dir)
-				if err := os.RemoveAll(dir); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Mkdir(dir, 0o700); err != nil {
-					t.Fatal(err)
-				}
+				recreate(t, dir, 0)
 			}
 			g := f.restart(Options{})
 			if tc.replaced {
@@ -236,4 +225,21 @@ func readState(t *testing.T, path string) map[string]json.RawMessage {
 		t.Fatal(err)
 	}
 	return fields
+}
+
+// recreate removes the workspace directory dir and makes an empty one in
+// its place, as someone behind the provider's back; with ino not zero,
+// the new directory is seen with that inode number, as a file system that
+// hands the number back would show it.
+func recreate(t *testing.T, dir string, ino uint64) {
+	t.Helper()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if ino != 0 {
+		seeAs(t, func(st *syscall.Stat_t) { st.Ino = ino })
+	}
 }
