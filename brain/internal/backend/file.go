@@ -113,17 +113,22 @@ func OpenFiles(ctx context.Context, opts Options) (_ *Backend, err error) {
 // sessionsDir does not hold (secrets.Store.Sweep). A session the journal
 // holds has a record or is damaged: the directory a create killed before
 // its first record was durable leaves behind opens with no record, as a
-// session that does not exist, and its secrets are removed too. A journal
-// that cannot list its sessions stops the open; files that cannot be
+// session that does not exist, and its secrets are removed too. A sessions
+// directory that cannot be read stops the open; files that cannot be
 // removed are logged and swept again at the next open.
 func sweepSecrets(ctx context.Context, store journal.Store, sessionsDir string, sealed *secrets.Store, log *slog.Logger) error {
-	ids, err := store.Sessions(ctx)
-	if err != nil {
+	// The session directories, not store.Sessions: listing reads each
+	// session's first segment once, which would make every start read
+	// every session. Only a session with secrets is looked at below.
+	entries, err := os.ReadDir(sessionsDir)
+	if err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("sweep secrets: %w", err)
 	}
-	known := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		known[id] = true
+	known := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if e.IsDir() && journal.CheckSession(e.Name()) == nil {
+			known[e.Name()] = true
+		}
 	}
 	removed, err := sealed.Sweep(ctx, func(id string) bool {
 		if !known[id] {

@@ -37,6 +37,10 @@ func TestMain(m *testing.M) {
 		deleteChild(dir)
 		return
 	}
+	if dir := os.Getenv(unbornChildEnv); dir != "" {
+		unbornChild(dir)
+		return
+	}
 	os.Exit(m.Run())
 }
 

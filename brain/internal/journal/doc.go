@@ -329,7 +329,9 @@
 //     write is cut: the bytes from the frame's offset o to the end are
 //     written to "{segment}.torn-{o}" (".{n}" appended when that name is
 //     taken) and fsynced, the segment is truncated
-//     to o and fsynced, and the directory is fsynced.
+//     to o and fsynced, and the directory is fsynced. When the bytes
+//     cannot be kept (a full disk), the copy is removed, nothing is cut
+//     and the open fails with the error; the next use tries again.
 //   - Anything else is damage and the session is refused with a
 //     *DamagedError naming the file and offset: a complete frame with a bad
 //     checksum or an undecodable payload, a sequence that is not dense, a
@@ -353,9 +355,14 @@
 // is a session that does not exist: its first open finds no record and,
 // when nothing of the session is queued for the writer and the directory
 // holds nothing but empty segments, removes the directory (not fsynced: a
-// crash that brings it back leaves it to be removed again). Sessions
-// lists session directories without opening them, such a directory among
-// them until its first open.
+// crash that brings it back leaves it to be removed again). Sessions does
+// not list such a directory, nor one whose only segment is the first and
+// ends inside its first frame (a torn first record, which an open cuts):
+// it reads the header of each session's first frame, once per session and
+// process (a hash of the id of every session found holding a record is
+// kept until the session is deleted), opens the sessions where that frame
+// is not found whole (which removes what a create cut short left), and
+// lists every session that holds a record, is damaged, or cannot be read.
 //
 // When the first use of a session is a Read from its start (sequence 1)
 // and recovery reads the journal from its start (no matching checkpoint),

@@ -69,6 +69,9 @@ type FileStore struct {
 	// flush of the dirty set before it is tried (simulating a failed
 	// flush).
 	syncHook func() error
+	// rollHook, when set by a test, runs on the writer after a roll
+	// created a segment, before anything is written to it or logged.
+	rollHook func()
 	// ckHook, when set by a test, runs in WriteCheckpoint between reading
 	// the session's segments and writing the file.
 	ckHook func()
@@ -78,6 +81,10 @@ type FileStore struct {
 	ring        *uring.Ring
 	sched       schedWatch
 	ringFlushes atomic.Int64
+
+	// born remembers the sessions Sessions found holding a record, so
+	// that a listing reads each session's first segment once.
+	born born
 }
 
 var _ Store = (*FileStore)(nil)
@@ -472,7 +479,17 @@ func (fs *FileStore) Sessions(ctx context.Context) ([]string, error) {
 	}
 	var ids []string
 	for _, e := range entries {
-		if e.IsDir() && checkSessionID(e.Name()) == nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !e.IsDir() || checkSessionID(e.Name()) != nil {
+			continue
+		}
+		ok, err := fs.listed(e.Name())
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			ids = append(ids, e.Name())
 		}
 	}

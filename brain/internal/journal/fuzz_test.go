@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -41,7 +42,8 @@ func FuzzDecodeFrame(f *testing.F) {
 
 // FuzzOpenSegment writes arbitrary bytes as a session's only segment and
 // opens it: recovery must either succeed with a consistent session or
-// report a *DamagedError, never panic or lose a complete valid prefix.
+// report a *DamagedError, never panic or lose a complete valid prefix; the
+// session is listed exactly when it holds a record or is damaged.
 func FuzzOpenSegment(f *testing.F) {
 	for _, s := range seedFrames() {
 		f.Add(s)
@@ -59,7 +61,16 @@ func FuzzOpenSegment(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer fs.Close()
+		ids, err := fs.Sessions(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
 		next, err := fs.Next(bg, "s")
+		// Listed exactly when the session opens holding a record, or
+		// damaged.
+		if listed := slices.Contains(ids, "s"); listed != (err != nil || next > 1) {
+			t.Fatalf("Sessions = %v before Next = %d, %v", ids, next, err)
+		}
 		if err != nil {
 			var de *DamagedError
 			if !errors.As(err, &de) || de.File != path || de.Offset < 0 || de.Offset > int64(len(b)) {

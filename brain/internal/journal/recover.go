@@ -364,7 +364,8 @@ func lengthDamaged(path string, off int64) (int, bool, error) {
 }
 
 // keepTorn moves the incomplete tail of path (from off) into
-// "<path>.torn-<off>" and truncates path to off, durably.
+// "<path>.torn-<off>" and truncates path to off, durably. When the copy
+// cannot be made, path is left as it was and no copy stays.
 func keepTorn(path string, off int64) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -384,16 +385,19 @@ func keepTorn(path string, off int64) error {
 	if err != nil {
 		return err
 	}
-	if _, err := kf.Write(tail); err != nil {
-		kf.Close()
-		return err
+	// Until the tail is cut, path still holds it: a copy that failed (a
+	// full disk) is removed, so that failed tries leave nothing behind
+	// and the next one keeps the tail under the same name.
+	_, err = kf.Write(tail)
+	if err == nil {
+		err = kf.Sync()
 	}
-	err = kf.Sync()
-	kf.Close()
+	err = errors.Join(err, kf.Close())
+	if err == nil {
+		err = f.Truncate(off)
+	}
 	if err != nil {
-		return err
-	}
-	if err := f.Truncate(off); err != nil {
+		_ = os.Remove(kf.Name())
 		return err
 	}
 	if err := f.Sync(); err != nil {

@@ -57,7 +57,8 @@ type Store interface {
 	// subscriber (zero selects DefaultBacklog); on overflow the
 	// subscription ends with ErrLagged and the writer is never slowed.
 	Subscribe(ctx context.Context, session string, after uint64, backlog int) (*Subscription, error)
-	// Sessions lists the sessions on disk, healthy and damaged.
+	// Sessions lists the sessions on disk, healthy and damaged; a session
+	// with no record (Next answers 1) is not listed.
 	Sessions(ctx context.Context) ([]string, error)
 	// WriteCheckpoint durably stores payload, an opaque projection of
 	// session's records 1..through, replacing any earlier checkpoint.

@@ -10,8 +10,8 @@ import (
 // session's directory and before its record was durable) leaves a
 // directory that holds no record: nothing, an empty journal directory or
 // an empty first segment. Such a session does not exist: the first open
-// of the session removes the directory. Sessions lists it until then, as
-// it lists every session directory without opening it.
+// of the session removes the directory; Sessions does not list it, and
+// opens it (see listing.go).
 
 // forgetUnborn removes the directory of s when s holds no record and
 // nothing of it is queued for the writer, so that what a create cut short

@@ -227,6 +227,9 @@ func (fs *FileStore) roll(s *session, first uint64, rd *round) error {
 	} else {
 		fs.openLRU.MoveToFront(s.welem)
 	}
+	if fs.rollHook != nil {
+		fs.rollHook()
+	}
 	return nil
 }
 
@@ -492,6 +495,7 @@ func (fs *FileStore) deleteSession(req *appendReq) {
 	// a replay never brings them back. On a full disk, where the marker
 	// cannot be written, the log files are removed instead: a delete is
 	// how space is freed.
+	fs.born.forget(s.id)
 	spErr := fs.syncPoint()
 	if errors.Is(spErr, errNotRetired) {
 		spErr = fs.retireByRemoval()
