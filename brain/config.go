@@ -110,7 +110,10 @@ type Config struct {
 	SeparateMetrics bool `env:"BRAIN_METRICS_LISTEN"`
 	// OTLP configures OpenTelemetry export over OTLP (the standard
 	// OTEL_EXPORTER_OTLP_* variables). With no endpoint nothing is traced
-	// or exported and no trace context is read or sent.
+	// or exported and no trace context is read or sent. Export is best
+	// effort: a collector that is down holds no turn, and at Close what
+	// it did not take is flushed for a bounded time, then dropped and
+	// logged without failing Close.
 	OTLP OTLP
 }
 
@@ -118,7 +121,7 @@ type Config struct {
 // those of the traces and logs signals, which win. An endpoint given for
 // all signals gets /v1/traces or /v1/logs appended (http/protobuf), so
 // it has no query or fragment; a signal's endpoint is its full URL. An endpoint carries no credentials,
-// which the exporters would not send: headers carry them. A header's name
+// query or fragment, which the exporters would not send: headers carry them. A header's name
 // is an HTTP token and its value holds no control character, or no export
 // could carry it. Header values are credentials: they are sent to the
 // collector only, never logged or quoted in errors.
@@ -134,7 +137,7 @@ type OTLP struct {
 	// Compression of every signal's exports: gzip or none (default).
 	Compression string `validate:"omitempty,oneof=gzip none" env:"OTEL_EXPORTER_OTLP_COMPRESSION"`
 
-	TracesEndpoint string            `validate:"omitempty,url_text,http_url,url_port,url_no_user" env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
+	TracesEndpoint string            `validate:"omitempty,url_text,http_url,url_port,url_no_user,url_host_path" env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
 	TracesProtocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"`
 	TracesHeaders  map[string]string `validate:"dive,keys,header_name,endkeys,header_value" env:"OTEL_EXPORTER_OTLP_TRACES_HEADERS"`
 	TracesInsecure bool              `env:"OTEL_EXPORTER_OTLP_TRACES_INSECURE"`
@@ -145,7 +148,7 @@ type OTLP struct {
 	// whatever the endpoints say.
 	TracesExporter string `validate:"omitempty,oneof=otlp none" env:"OTEL_TRACES_EXPORTER"`
 
-	LogsEndpoint string            `validate:"omitempty,url_text,http_url,url_port,url_no_user" env:"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"`
+	LogsEndpoint string            `validate:"omitempty,url_text,http_url,url_port,url_no_user,url_host_path" env:"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"`
 	LogsProtocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"`
 	LogsHeaders  map[string]string `validate:"dive,keys,header_name,endkeys,header_value" env:"OTEL_EXPORTER_OTLP_LOGS_HEADERS"`
 	LogsInsecure bool              `env:"OTEL_EXPORTER_OTLP_LOGS_INSECURE"`
@@ -444,6 +447,13 @@ func newValidator() *validator.Validate {
 	}); err != nil {
 		panic(err)
 	}
+	// Nor a query or a fragment: a key given as a parameter would go
+	// nowhere as well.
+	if err := v.RegisterValidation("url_host_path", func(fl validator.FieldLevel) bool {
+		return !strings.ContainsAny(fl.Field().String(), "?#")
+	}); err != nil {
+		panic(err)
+	}
 	// A URL that gets a path appended holds no query or fragment, which
 	// would swallow that path (nor white space: url_text says so first).
 	if err := v.RegisterValidation("url_no_query", func(fl validator.FieldLevel) bool {
@@ -575,6 +585,8 @@ func problem(fe validator.FieldError) string {
 		return "must have no query or fragment: the path of each signal (/v1/traces, /v1/logs) is appended to it"
 	case "url_no_user":
 		return "must not carry credentials, which are not sent: give them as a header (OTEL_EXPORTER_OTLP_HEADERS)"
+	case "url_host_path":
+		return "must have no query or fragment, which are not sent: give credentials as a header (OTEL_EXPORTER_OTLP_HEADERS)"
 	case "database_url":
 		// Not quoted: it may carry a password.
 		return "must be a URL with a scheme"

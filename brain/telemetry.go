@@ -31,7 +31,7 @@ func openTelemetry(ctx context.Context, cfg Telemetry, o OTLP, log *slog.Logger)
 		}
 		file = f
 	}
-	otlp := &otlpSink{}
+	otlp := &otlpSink{log: log}
 	emit, stop, err := tracing.NewLogSink(ctx, o.settings(log), otlp.delivered)
 	if err != nil {
 		if file != nil {
@@ -61,6 +61,7 @@ const otlpEventName = "brain.telemetry"
 type otlpSink struct {
 	emit tracing.LogEmitter
 	stop tracing.Shutdown
+	log  *slog.Logger
 
 	mu     sync.Mutex
 	report func(delivered, failed int)
@@ -154,7 +155,16 @@ func (s *otlpSink) delivered(delivered, failed int) {
 	}
 }
 
-func (s *otlpSink) Close(ctx context.Context) error { return s.stop(ctx) }
+// Close flushes the records not yet exported, within ctx. An export that
+// fails then (the collector is down) does not fail the shutdown, as one
+// of the spans does not: the records it held are dropped (reported
+// failed), and the failure is said in the log.
+func (s *otlpSink) Close(ctx context.Context) error {
+	if err := s.stop(ctx); err != nil {
+		s.log.Warn("telemetry export at shutdown", "err", err)
+	}
+	return nil
+}
 
 // fileAndOTLP writes every entry to the file and exports it. An entry
 // counts as written when the file took it and the receiver accepted it,

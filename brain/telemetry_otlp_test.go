@@ -2,8 +2,12 @@ package brain_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/envsdk/envtest"
 	"github.com/brain-in-go/brain/internal/otlptest"
 )
 
@@ -148,4 +153,59 @@ func TestTelemetryFileAndOTLPCountEachRecordOnce(t *testing.T) {
 	if lines := telemetryLines(t, path); len(lines) != 1 {
 		t.Errorf("the file has %d lines, want the second record", len(lines))
 	}
+}
+
+// TestCollectorDownAtShutdown: a collector that takes connections and
+// never answers holds no record of a turn and does not fail the server's
+// shutdown (telemetry is best effort, as the spans are): Close succeeds,
+// the records it could not export are dropped (write_error) and the
+// server's log says so.
+func TestCollectorDownAtShutdown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan net.Conn, 64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held <- c // taken, never read or answered
+		}
+	}()
+	defer func() {
+		ln.Close()
+		for len(held) > 0 {
+			(<-held).Close()
+		}
+	}()
+	var logs envtest.Buffer
+	b, id := startTelemetryWith(t, func(c *brain.Config) {
+		c.OTLP.LogsEndpoint = "http://" + ln.Addr().String() + "/v1/logs"
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	probeTurn(t, b, id, map[string]any{"records": []json.RawMessage{json.RawMessage(`{"phase":"unexported"}`)}})
+	if err := b.Server.Close(context.Background()); err != nil {
+		t.Errorf("Close = %v, want nil: a collector that is down does not fail the shutdown", err)
+	}
+	rec := httptest.NewRecorder()
+	b.Server.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), `brain_telemetry_dropped_total{reason="write_error"} 1`+"\n") {
+		t.Errorf("the unexported record is not counted dropped:\n%s", grepLines(rec.Body.String(), "brain_telemetry"))
+	}
+	if !strings.Contains(logs.String(), "telemetry export at shutdown") {
+		t.Errorf("the log does not say the export failed at shutdown:\n%s", logs.String())
+	}
+}
+
+func grepLines(s, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

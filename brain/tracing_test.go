@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -403,6 +404,34 @@ func TestOTLPConfigErrorsNameVariable(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("problems %v, want %d", ce.Problems, len(want))
+	}
+	if strings.Contains(err.Error(), "sekrit") {
+		t.Errorf("the error quotes an endpoint: %v", err)
+	}
+}
+
+// TestOTLPSignalEndpointQueryRefused: a signal's endpoint with a query
+// (a key given as a parameter) or a fragment, which the exporters would
+// not send, is refused at start naming its variable, without quoting it.
+func TestOTLPSignalEndpointQueryRefused(t *testing.T) {
+	_, err := brain.New(context.Background(), brain.Config{DataDir: t.TempDir(), OTLP: brain.OTLP{
+		TracesEndpoint: "https://collector:4318/v1/traces?api_key=sekrit",
+		LogsEndpoint:   "https://collector:4318/v1/logs#sekrit",
+	}})
+	var ce *brain.ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("New = %v, want a *brain.ConfigError", err)
+	}
+	got := map[string]string{}
+	for _, p := range ce.Problems {
+		got[p.Field] = p.Env
+	}
+	want := map[string]string{
+		"OTLP.TracesEndpoint": "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+		"OTLP.LogsEndpoint":   "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("problems %v, want %v", got, want)
 	}
 	if strings.Contains(err.Error(), "sekrit") {
 		t.Errorf("the error quotes an endpoint: %v", err)

@@ -363,10 +363,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// logLevels are the levels --log-level takes, in any case. slog would
+// read offsets as well ("warn+4" is error, "info-1" neither info nor
+// debug), which are refused: a level is one of these four.
+var logLevels = map[string]slog.Level{
+	"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError,
+}
+
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q (BRAIN_LOG_LEVEL): %w", level, err)
+	l, ok := logLevels[strings.ToLower(level)]
+	if !ok {
+		return nil, fmt.Errorf("--log-level %q (BRAIN_LOG_LEVEL): want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"log/slog"
 	"maps"
 	"strings"
 	"testing"
@@ -139,6 +141,30 @@ func TestLogLevelErrorNamesVariable(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := serve(t.Context(), nil, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "BRAIN_LOG_LEVEL") {
 		t.Errorf("BRAIN_LOG_LEVEL=loud: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestLogLevelOnlyNamedLevels: the log level is one of the four levels
+// the usage names, in any case; a level with an offset ("warn+4", which
+// would log errors only, "info-1", which logs neither info nor debug as
+// asked) or any other word stops start-up with an error naming the
+// variable and the levels it takes.
+func TestLogLevelOnlyNamedLevels(t *testing.T) {
+	for v, want := range map[string]slog.Level{"debug": slog.LevelDebug, "INFO": slog.LevelInfo, "Warn": slog.LevelWarn, "error": slog.LevelError} {
+		log, err := newLogger(io.Discard, v)
+		if err != nil {
+			t.Errorf("log level %q refused: %v", v, err)
+			continue
+		}
+		if !log.Enabled(t.Context(), want) || log.Enabled(t.Context(), want-1) {
+			t.Errorf("log level %q does not log from %v on", v, want)
+		}
+	}
+	for _, v := range []string{"warn+4", "info-1", "DEBUG+2", "error-8", "", "loud", "4"} {
+		_, err := newLogger(io.Discard, v)
+		if err == nil || !strings.Contains(err.Error(), "BRAIN_LOG_LEVEL") || !strings.Contains(err.Error(), "want debug, info, warn or error") {
+			t.Errorf("log level %q: %v, want an error naming BRAIN_LOG_LEVEL and the levels", v, err)
+		}
 	}
 }
 

@@ -36,9 +36,10 @@
 //	OTEL_RESOURCE_ATTRIBUTES              k=v,k2=v2: more resource attributes
 //	OTEL_SDK_DISABLED                     true: nothing is exported at all
 //
-// An endpoint is an absolute http or https URL without credentials (the
-// exporters would drop user:password and export unauthenticated; they go
-// in a header instead). A signal is exported only when an endpoint names where to, its exporter
+// An endpoint is an absolute http or https URL without credentials, query
+// or fragment (the exporters send only its host and path: they would drop
+// user:password or a key given as a parameter and export
+// unauthenticated; credentials go in a header instead). A signal is exported only when an endpoint names where to, its exporter
 // is not none and the SDK is not disabled. Otherwise NewTracerProvider
 // answers a nil provider and NewLogSink a nil emitter, and the callers then start no spans and send no trace context
 // at all (not even one that arrived with a request).

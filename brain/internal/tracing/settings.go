@@ -124,6 +124,12 @@ func (s Settings) signal(name string) (resolved, error) {
 			// would go nowhere, and the export unauthenticated.
 			return resolved{}, fmt.Errorf("tracing: %s endpoint: credentials in the URL are not sent; give them as a header (OTEL_EXPORTER_OTLP_HEADERS)", name)
 		}
+		if u.RawQuery != "" || u.ForceQuery || strings.Contains(r.Endpoint, "#") {
+			// Nor a query or a fragment: a key given as a parameter would
+			// go nowhere too (and a general endpoint's would swallow the
+			// path appended to it).
+			return resolved{}, fmt.Errorf("tracing: %s endpoint: a query or fragment in the URL is not sent; give credentials as a header (OTEL_EXPORTER_OTLP_HEADERS)", name)
+		}
 		secure = u.Scheme == "https"
 	}
 	r.Headers = maps.Clone(s.Headers)

@@ -110,6 +110,32 @@ func TestSettingsRefused(t *testing.T) {
 	}
 }
 
+// TestEndpointQueryRefused: the exporters send an export to the host and
+// path of its endpoint only, so a query (a key given as a parameter) or
+// a fragment would silently go nowhere and the export unauthenticated:
+// an endpoint with one is refused, and the error does not quote it.
+func TestEndpointQueryRefused(t *testing.T) {
+	ctx := context.Background()
+	for _, sig := range []tracing.Signal{
+		{Endpoint: "https://collector:4318/v1/traces?api_key=sekrit"},
+		{Endpoint: "https://collector:4318/v1/traces#sekrit"},
+		{Endpoint: "https://collector:4318/v1/traces?"},
+		{Endpoint: "https://collector:4317?api_key=sekrit", Protocol: tracing.ProtocolGRPC},
+	} {
+		if _, _, err := tracing.NewTracerProvider(ctx, tracing.Settings{Traces: sig}); err == nil || strings.Contains(err.Error(), "sekrit") {
+			t.Errorf("traces endpoint %s: %v, want it refused unquoted", sig.Endpoint, err)
+		}
+		if _, _, err := tracing.NewLogSink(ctx, tracing.Settings{Logs: sig}, nil); err == nil || strings.Contains(err.Error(), "sekrit") {
+			t.Errorf("logs endpoint %s: %v, want it refused unquoted", sig.Endpoint, err)
+		}
+	}
+	// The general endpoint gets the signal's path appended: a query
+	// would swallow it.
+	if _, _, err := tracing.NewTracerProvider(ctx, tracing.Settings{Endpoint: "https://collector:4318?api_key=sekrit"}); err == nil || strings.Contains(err.Error(), "sekrit") {
+		t.Errorf("general endpoint with a query: %v, want it refused unquoted", err)
+	}
+}
+
 // TestLogSinkExports sends one record through the OTLP logs exporter.
 func TestLogSinkExports(t *testing.T) {
 	rcv := otlptest.Start()
