@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/brain-in-go/brain/internal/netutil"
 )
@@ -212,7 +213,7 @@ func (p FileProvider) check() error {
 	}
 	ids := map[string]bool{}
 	for _, m := range p.Models {
-		if m.ID == "" || len(m.ID) > 256 || strings.ContainsFunc(m.ID, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		if m.ID == "" || len(m.ID) > 256 || strings.ContainsFunc(m.ID, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
 			return fmt.Errorf("model id %q: want 1..256 bytes without whitespace or control characters", m.ID)
 		}
 		if ids[m.ID] {

@@ -21,7 +21,8 @@
 //	}]}
 //
 // Names are unique within the file; a provider lists at most 10000 models
-// with unique ids free of whitespace.
+// with unique ids of 1 to 256 bytes free of white space and control
+// characters (Unicode ones included).
 //
 // # Wire shape
 //
