@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -149,5 +150,11 @@ func runTool(ptr, n uint32) (o api.Outcome, err error) {
 			err = fmt.Errorf("tool panicked: %v", r)
 		}
 	}()
-	return exported(context.Background(), hostServices{}, inv)
+	ctx := context.Background()
+	if inv.DeadlineAtMs > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.UnixMilli(inv.DeadlineAtMs))
+		defer cancel()
+	}
+	return exported(ctx, hostServices{}, inv)
 }

@@ -55,7 +55,8 @@ type Services interface {
 	Telemetry(ctx context.Context, record json.RawMessage) error
 }
 
-// Func is a Tool. The outcome it answers finishes the tool call, unless
+// Func is a Tool. Its ctx carries the invocation's deadline, when it has
+// one (DeadlineAtMs). The outcome it answers finishes the tool call, unless
 // the tool finished it already through Services.Finish. An error fails the
 // call with code tool_error, or with the code of the refused service call
 // it wraps (a *HostError).
