@@ -61,7 +61,7 @@ func (c *Client) admit(ctx context.Context, path string, module []byte, opts []C
 }
 
 func (c *Client) admission(ctx context.Context, prefix, id string) (Admission, error) {
-	r, err := c.do(ctx, http.MethodGet, prefix+segment(id), nil, false, nil)
+	r, err := c.do(ctx, http.MethodGet, prefix+segment(id), nil, false, []CallOption{answers[Admission]()})
 	if err != nil {
 		return Admission{}, err
 	}

@@ -43,7 +43,8 @@ type Options struct {
 	// disables): a mutation that got no answer (see UncertainError) with
 	// the same idempotency key, and a read (a GET other than a health
 	// probe) that got no answer, a proxy's answer in the server's stead
-	// (a 408 or 5xx without an ApiError), or was answered 503 or 429.
+	// (a 408 or 5xx without an ApiError, a 2xx that is not Brain's
+	// answer), or was answered 503 or 429.
 	// The pauses grow from 100 ms to 2 s, or last what an answer's
 	// Retry-After asks for; a call asked to wait longer than 30 s, or
 	// past ctx's deadline, is not sent again and fails with that answer.
@@ -206,23 +207,53 @@ type call struct {
 	// answers the call with; one it is not is no answer of Brain's (see
 	// notBrains).
 	check func(*response) error
+	// secret says a 2xx answer may hold a credential: one that is not
+	// Brain's is not quoted in the error.
+	secret bool
+	// secrets are credentials the request's body carries (a model's API
+	// key, an environment's credential): an answer that quotes them has
+	// them redacted, as the bearer token.
+	secrets []string
 }
 
-// answers checks the body of a keyed write's 2xx answer as decode does:
-// something in Brain's stead that answers every request alike (a static
-// site at the base URL, a proxy that does not pass the call on) gives
-// the call no answer, and the call may or may not have reached Brain.
-func answers[T any](extra ...string) CallOption {
+// carrying names the credentials a request's body carries, which it
+// holds as written and as JSON escapes them.
+func carrying(secrets ...string) CallOption {
 	return func(c *call) {
-		c.check = func(r *response) error {
-			_, err := decode[T](r, extra...)
-			return err
+		for _, s := range secrets {
+			c.secrets = append(c.secrets, s)
+			if b, err := json.Marshal(s); err == nil {
+				if esc := string(b[1 : len(b)-1]); esc != s {
+					c.secrets = append(c.secrets, esc)
+				}
+			}
 		}
 	}
 }
 
-// answersJSON checks that a keyed write's 2xx answer is JSON, for calls
-// whose answer is any value (an environment's or a tool's result).
+// answers checks the body of a 2xx answer as decode does, and keeps the
+// value decoded for decode: something in Brain's stead that answers
+// every request alike (a static site at the base URL, a captive portal's
+// page, a proxy that does not pass the call on, another server's JSON)
+// gives the call no answer. A keyed write may or may not have reached
+// Brain; a read is sent again as one a proxy answered in Brain's stead.
+func answers[T any](extra ...string) CallOption {
+	return func(c *call) {
+		c.check = func(r *response) error {
+			v, err := decode[T](r, extra...)
+			if err == nil {
+				r.value = v
+			}
+			return err
+		}
+		if _, ok := any(new(T)).(*api.HostRegistration); ok {
+			c.secret = true
+		}
+	}
+}
+
+// answersJSON checks that a 2xx answer is JSON, for calls whose answer
+// is any value (an environment's or a tool's result).
 func answersJSON(c *call) {
 	c.check = func(r *response) error {
 		if !json.Valid(r.body) {
@@ -254,6 +285,8 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
+	// value is the body as the call's check (answers) decoded it.
+	value any
 }
 
 // segment escapes s as one path segment: "/", "?" and "%" are escaped by
@@ -449,6 +482,8 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
+	// The credentials an answer may quote: the body's and the bearer.
+	secrets := append(co.secrets[:len(co.secrets):len(co.secrets)], bearer)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, err), reached: wrote.Load()}
@@ -471,17 +506,21 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body []byte
 			// that does not pass the call on, a static site at the
 			// base URL) answered in Brain's stead: the call may or may
 			// not have reached Brain.
-			return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, unexpected(resp.StatusCode, co.want, redact(b, bearer))), reached: true}
+			return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, unexpected(resp.StatusCode, co.want, redact(b, secrets...))), reached: true}
 		}
 		r := &response{status: resp.StatusCode, header: resp.Header, body: b}
 		if co.check != nil {
 			if err := co.check(r); err != nil {
-				return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, notBrains(resp.StatusCode, err, redact(b, bearer))), reached: true}
+				quoted := redact(b, secrets...)
+				if co.secret {
+					quoted = []byte("(not quoted: it may hold a credential)")
+				}
+				return attempt{err: fmt.Errorf("client: %s %s: %w", method, path, notBrains(resp.StatusCode, err, quoted)), reached: true}
 			}
 		}
 		return attempt{resp: r, answered: true, reached: true}
 	}
-	b, err := readError(resp.Body, bearer)
+	b, err := readError(resp.Body, secrets...)
 	if err != nil {
 		return attempt{err: fmt.Errorf("client: %s %s: read answer: %w", method, path, err), reached: true}
 	}
@@ -615,6 +654,10 @@ func rateLimited(status int, b []byte) bool {
 // "?" must be present but may be null. The API's types are checked on
 // the decoded value, so that their answers are decoded once.
 func decode[T any](r *response, extra ...string) (T, error) {
+	if v, ok := r.value.(T); ok {
+		// The call's check decoded the answer, with the same fields.
+		return v, nil
+	}
 	var v T
 	body := bytes.TrimSpace(r.body)
 	if string(body) == "null" {

@@ -44,9 +44,11 @@
 // a GET (a 301, 302 or 303, as from http to https): it fails with
 // ErrRedirected rather than take the GET's answer for its own. An
 // error answer that quotes the bearer token its request carried
-// (a debugging proxy's page that echoes the Authorization header) has
-// the token replaced by "[redacted]" in the error and its ApiError, when
-// the token is 8 bytes or longer. The client reads at most 64 MiB of an error answer, so that a
+// (a debugging proxy's page that echoes the Authorization header), or,
+// of a session's creation, the model's API key or an environment's
+// credential its body carried (a page that echoes the body), has
+// each replaced by "[redacted]" in the error and its ApiError, when it
+// is 8 bytes or longer. The client reads at most 64 MiB of an error answer, so that a
 // page that never ends fails the call, and at most 256 MiB of a
 // successful one (Options.MaxAnswerBytes): a longer answer fails the call
 // with ErrAnswerTooLarge, without a retry.
@@ -54,7 +56,8 @@
 // Reads (the GET requests: a session, the session list, an events page,
 // the transcript, the model catalogue, a module's admission) are sent
 // again (Options.Retries) when no answer arrived, a proxy answered in the
-// server's stead (408 or any 5xx without Brain's error), or the server
+// server's stead (408 or any 5xx without Brain's error, or a 2xx that is
+// not Brain's answer), or the server
 // or a proxy answered 503 or 429 (a drain before a restart, a rate limit),
 // after pauses growing from 100 ms that honour a Retry-After of up to
 // 30 s within ctx's deadline; the last answer is the error. When ctx
@@ -101,9 +104,15 @@
 // an *UncertainError when the outcome stays unknown; the finish is given
 // up, an attempt under way included, at the call's deadline (30 s after
 // the handler returned for a call without one). Events
-// carry their Origin on pages and streams alike. A 2xx answer that lacks
-// what its route answers (JSON null, a missing required field) is an
-// error, never a zero value.
+// carry their Origin on pages and streams alike. A 2xx answer that is
+// not what its route answers (a captive portal's or a proxy's page,
+// another server's JSON, JSON null, a missing required field) is an
+// error, never a zero value: for every call, keyed or not, an
+// *api.ApiError of code internal, retryable, whose message says the
+// answer is not Brain's and quotes at most 512 bytes of it (none of a
+// host registration's, which may hold a token). A read is sent again
+// after it, a keyed write is sent again with its key (an *UncertainError
+// when that answer stays), and a call without a key is not.
 //
 // Events iterates over committed events after a cursor, page by page until
 // none are left; with Follow it streams them (server-sent events), and
@@ -123,8 +132,8 @@
 // An answer that cannot become a stream is yielded at once: a 200 that
 // is not an event stream (ErrNotEventStream), and an event whose data
 // does not decode, lacks its sequence or type, whose sequence is not its
-// frame's id, or whose line, or data, is longer than 80 MiB
-// (ErrMalformedEvent). A host's commands connection
+// frame's id, whose type is not its frame's event name, or whose line,
+// or data, is longer than 80 MiB (ErrMalformedEvent). A host's commands connection
 // that goes silent likewise is connected again. A silent stream or connection also closes
 // the idle connections of the client's HTTP client: they went its way (a
 // NAT or a proxy that forgot them) and would take the next request only

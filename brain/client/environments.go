@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -20,40 +19,44 @@ type EnvironmentRef = envapi.EnvironmentRef
 // Control runs an environment control request on the session and answers
 // its raw result. The typed methods below wrap each operation.
 func (s *Session) Control(ctx context.Context, req envapi.ControlRequest, opts ...CallOption) (json.RawMessage, error) {
-	r, err := s.c.do(ctx, http.MethodPost, s.path("/environments"), req, true, append(opts[:len(opts):len(opts)], answersJSON))
+	r, err := s.control(ctx, req, answersJSON, opts)
 	if err != nil {
 		return nil, err
 	}
 	return json.RawMessage(r.body), nil
 }
 
+// control sends a control request whose 2xx answer is one check takes.
+func (s *Session) control(ctx context.Context, req envapi.ControlRequest, check CallOption, opts []CallOption) (*response, error) {
+	return s.c.do(ctx, http.MethodPost, s.path("/environments"), req, true, append(opts[:len(opts):len(opts)], check))
+}
+
+// viewFields are the fields every environment view holds.
+var viewFields = []string{"reference", "state"}
+
 func (s *Session) view(ctx context.Context, req envapi.ControlRequest, opts []CallOption) (EnvironmentView, error) {
-	raw, err := s.Control(ctx, req, opts...)
+	r, err := s.control(ctx, req, answers[EnvironmentView](viewFields...), opts)
 	if err != nil {
 		return EnvironmentView{}, err
 	}
-	v, err := decode[EnvironmentView](&response{body: raw}, "reference", "state")
-	if err != nil {
-		return EnvironmentView{}, fmt.Errorf("client: decode environment view: %w", err)
-	}
-	return v, nil
+	return decode[EnvironmentView](r, viewFields...)
 }
 
 func ref(r EnvironmentRef) *envapi.EnvironmentRef { return &r }
 
 // ListEnvironments lists the session's environments.
 func (s *Session) ListEnvironments(ctx context.Context, opts ...CallOption) ([]EnvironmentView, error) {
-	raw, err := s.Control(ctx, envapi.ControlRequest{Operation: envapi.ControlList}, opts...)
+	r, err := s.control(ctx, envapi.ControlRequest{Operation: envapi.ControlList}, answers[environmentList]("environments"), opts)
 	if err != nil {
 		return nil, err
 	}
-	l, err := decode[struct {
-		Environments []EnvironmentView `json:"environments"`
-	}](&response{body: raw}, "environments")
-	if err != nil {
-		return nil, fmt.Errorf("client: decode environment list: %w", err)
-	}
-	return l.Environments, nil
+	l, err := decode[environmentList](r, "environments")
+	return l.Environments, err
+}
+
+// environmentList is the answer of a list control request.
+type environmentList struct {
+	Environments []EnvironmentView `json:"environments"`
 }
 
 // GetEnvironment describes one incarnation of an environment; an old

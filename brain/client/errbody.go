@@ -17,12 +17,13 @@ const maxErrorBytes = 64 << 20
 const maxQuotedBytes = 512
 
 // readError reads an error answer's body, at most maxErrorBytes of it,
-// without the credential secret (the bearer token the request carried):
-// an answer that quotes the request's Authorization header, as a
-// debugging proxy's page may, does not put it into an error.
-func readError(body io.Reader, secret string) ([]byte, error) {
+// without the credentials secrets (the bearer token the request carried,
+// and those its body carried): an answer that quotes the request's
+// Authorization header or its body, as a debugging proxy's page may, does
+// not put them into an error.
+func readError(body io.Reader, secrets ...string) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(body, maxErrorBytes))
-	return redact(b, secret), err
+	return redact(b, secrets...), err
 }
 
 // redactedMark stands in an error answer for a credential removed from it.
@@ -32,13 +33,16 @@ const redactedMark = "[redacted]"
 // answers: a shorter string would rewrite ordinary words of the answer.
 const minRedacted = 8
 
-// redact answers b with every occurrence of secret replaced by
+// redact answers b with every occurrence of each of secrets replaced by
 // redactedMark.
-func redact(b []byte, secret string) []byte {
-	if len(secret) < minRedacted || !bytes.Contains(b, []byte(secret)) {
-		return b
+func redact(b []byte, secrets ...string) []byte {
+	for _, secret := range secrets {
+		if len(secret) < minRedacted || !bytes.Contains(b, []byte(secret)) {
+			continue
+		}
+		b = bytes.ReplaceAll(b, []byte(secret), []byte(redactedMark))
 	}
-	return bytes.ReplaceAll(b, []byte(secret), []byte(redactedMark))
+	return b
 }
 
 // quote answers the text of an error answer that is not an ApiError,

@@ -48,9 +48,10 @@ func LiveFrames() EventsOption { return func(o *eventsOpts) { o.live = true } }
 // attempt's besides ctx's (errors.As finds the *api.ApiError of an
 // answer, as Host.Connected's does). A 200
 // answer that is not an event stream yields ErrNotEventStream, and an
-// event that does not decode, lacks its sequence or type or whose
-// sequence is not its frame's id (or a line or data longer than 80 MiB)
-// ErrMalformedEvent, without a reconnection. An
+// event that does not decode, lacks its sequence or type, whose
+// sequence is not its frame's id or whose type is not its frame's event
+// name (or a line or data longer than 80 MiB) ErrMalformedEvent, without
+// a reconnection. An
 // error is yielded once, and ends the iteration.
 func (s *Session) Events(ctx context.Context, after uint64, opts ...EventsOption) iter.Seq2[api.Event, error] {
 	var o eventsOpts
@@ -63,7 +64,7 @@ func (s *Session) Events(ctx context.Context, after uint64, opts ...EventsOption
 	return func(yield func(api.Event, error) bool) {
 		cursor := after
 		for {
-			r, err := s.c.do(ctx, http.MethodGet, s.path("/events?after="+strconv.FormatUint(cursor, 10)), nil, false, nil)
+			r, err := s.c.do(ctx, http.MethodGet, s.path("/events?after="+strconv.FormatUint(cursor, 10)), nil, false, []CallOption{answers[api.EventPage]()})
 			if err != nil {
 				yield(api.Event{}, err)
 				return
@@ -187,7 +188,7 @@ var errStopped = errors.New("client: consumer stopped")
 // event after cursor.
 func (s *Session) finishedAt(ctx context.Context, cursor uint64) bool {
 	// Sent once: the stream's own retries pace the reconnections.
-	r, err := s.c.do(ctx, http.MethodGet, s.path(""), nil, false, []CallOption{sendOnce})
+	r, err := s.c.do(ctx, http.MethodGet, s.path(""), nil, false, []CallOption{sendOnce, answers[api.SessionSummary]()})
 	if err != nil {
 		return false
 	}
@@ -197,7 +198,8 @@ func (s *Session) finishedAt(ctx context.Context, cursor uint64) bool {
 
 // ErrMalformedEvent reports an event or live frame on a followed stream
 // whose data does not decode (an event without its sequence or type
-// included, or whose sequence is not its frame's id), or a line of the stream or an event's data longer than the
+// included, or whose sequence is not its frame's id or whose type is not
+// its frame's event name), or a line of the stream or an event's data longer than the
 // client's bound (80 MiB): the stream ends with it, without a
 // reconnection (the server would send the same bytes again).
 var ErrMalformedEvent = errors.New("client: malformed event")
@@ -286,8 +288,9 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 // frame has an id (journaled is true), else a live frame, whose data is
 // kept as it came. Data that is not JSON, or an event that does not
 // decode, lacks its sequence or type (null; a payload alone, as an
-// older contract sent on its streams) or whose sequence is not the
-// frame's id, is ErrMalformedEvent: passed
+// older contract sent on its streams), whose sequence is not the
+// frame's id or whose type is not the frame's event name, is
+// ErrMalformedEvent: passed
 // over, such frames would leave a follower waiting for events that
 // never come.
 func decodeFrame(id, event string, data []byte) (ev api.Event, journaled bool, err error) {
@@ -311,6 +314,12 @@ func decodeFrame(id, event string, data []byte) (ev api.Event, journaled bool, e
 		// client (or a broken server), and the cursor would take one
 		// of the two on trust.
 		return api.Event{}, true, fmt.Errorf("%w: event %s: data of sequence %d", ErrMalformedEvent, id, ev.Sequence)
+	case event != ev.EventType:
+		// Brain names a recorded frame with its event's type: a frame
+		// whose name is another (or none) was put together by
+		// something between Brain and the client, and which of the
+		// two types the event has cannot be told.
+		return api.Event{}, true, fmt.Errorf("%w: event %s: frame named %q carries an event of type %q", ErrMalformedEvent, id, clip(event, 128), clip(ev.EventType, 128))
 	}
 	return ev, true, nil
 }

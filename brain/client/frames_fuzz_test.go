@@ -15,9 +15,9 @@ import (
 // commands stream, frame by frame as the client does. Never a panic; a
 // frame that does not decode is ErrMalformedEvent on an event stream and
 // passed over on a commands stream; a live frame's data is the frame's
-// bytes as they came; an event or a command taken encodes to JSON that
-// decodes to the same value again, and any start of that JSON names its
-// call or none.
+// bytes as they came; an event taken has its frame's name as its type;
+// an event or a command taken encodes to JSON that decodes to the same
+// value again, and any start of that JSON names its call or none.
 func FuzzStreamFrames(f *testing.F) {
 	f.Add("id: 1\nevent: turn_started\ndata: {\"sequence\":1,\"recorded_at_ms\":5,\"event_type\":\"turn_started\",\"data\":{}}\n\n" +
 		"event: model_output\ndata: {\"text\":\"hi\"}\n\n")
@@ -43,6 +43,8 @@ func FuzzStreamFrames(f *testing.F) {
 				if ev.EventType != event || !bytes.Equal(ev.Data, data) {
 					t.Fatalf("live frame %s %q yielded as %+v", event, data, ev)
 				}
+			case ev.EventType != event:
+				t.Fatalf("frame named %q taken as an event of type %q", event, ev.EventType)
 			default:
 				again := roundTrip[api.Event](t, ev)
 				if !reflect.DeepEqual(normalEvent(ev), normalEvent(again)) {

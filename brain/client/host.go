@@ -114,7 +114,7 @@ func (tc *ToolCall) update(ctx context.Context, typ string, o *api.Outcome, opts
 
 // Model calls the session's model with explicit messages.
 func (tc *ToolCall) Model(ctx context.Context, req api.ModelRequest) (api.ModelResult, error) {
-	r, err := tc.h.post(ctx, "/model", api.HostModelCall{SessionID: tc.SessionID, Sequence: tc.Sequence, Request: req})
+	r, err := tc.h.post(ctx, "/model", api.HostModelCall{SessionID: tc.SessionID, Sequence: tc.Sequence, Request: req}, answers[api.ModelResult]())
 	if err != nil {
 		return api.ModelResult{}, err
 	}
@@ -129,7 +129,7 @@ func (tc *ToolCall) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 func (tc *ToolCall) Call(ctx context.Context, method string, input json.RawMessage, opts ...CallOption) (json.RawMessage, error) {
 	in := api.HostServiceCall{SessionID: tc.SessionID, Sequence: tc.Sequence, Call: api.ServiceCall{Method: method, Input: input}}
 	if !slices.Contains(envapi.RecordingMethods(), method) {
-		r, err := tc.h.post(ctx, "/call", in)
+		r, err := tc.h.post(ctx, "/call", in, answersJSON)
 		if err != nil {
 			return nil, err
 		}
@@ -203,7 +203,7 @@ func (c *Client) Host(ctx context.Context) (*Host, error) {
 	if c.host != nil {
 		return c.host, nil
 	}
-	r, err := c.do(ctx, http.MethodPost, "/v1/hosts", nil, false, nil)
+	r, err := c.do(ctx, http.MethodPost, "/v1/hosts", nil, false, []CallOption{answers[api.HostRegistration]()})
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +371,7 @@ func (h *Host) Suspend(ctx context.Context) (bool, error) {
 	h.mu.Unlock()
 
 	suspended := false
-	r, err := h.post(ctx, "/suspend", api.HostSuspend{Connection: conn})
+	r, err := h.post(ctx, "/suspend", api.HostSuspend{Connection: conn}, answers[api.HostSuspended]("suspended"))
 	if err == nil {
 		var a api.HostSuspended
 		if a, err = decode[api.HostSuspended](r); err == nil {
@@ -809,41 +809,11 @@ func (h *Host) path(suffix string) string {
 	return "/v1/hosts/" + segment(h.ID) + suffix
 }
 
-// post sends a JSON body to a host route with the host's token.
-func (h *Host) post(ctx context.Context, suffix string, in any) (*response, error) {
-	if h.c.closed.Load() {
-		return nil, ErrClosed
-	}
-	ctx, done := h.c.bind(ctx)
-	defer done()
-	body, err := json.Marshal(in)
-	if err != nil {
-		return nil, fmt.Errorf("client: encode: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.c.base+h.path(suffix), bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+h.token)
-	resp, err := h.c.hc.Do(req)
-	if err != nil {
-		return nil, h.c.closedErr(fmt.Errorf("client: POST host %s: %w", suffix, err))
-	}
-	defer resp.Body.Close()
-	var b []byte
-	if resp.StatusCode/100 == 2 {
-		b, err = readAnswer(resp.Body, resp.ContentLength, h.c.maxAnswer)
-	} else {
-		b, err = readError(resp.Body, h.token)
-	}
-	if err != nil {
-		return nil, h.c.closedErr(fmt.Errorf("client: POST host %s: read answer: %w", suffix, err))
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("client: POST host %s: %w", suffix, apiError(resp.StatusCode, b))
-	}
-	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+// post sends a JSON body to a host route with the host's token, once
+// and without a key (a model call, a service call that records nothing,
+// a suspend): its 2xx answer is one check takes, else it is not Brain's.
+func (h *Host) post(ctx context.Context, suffix string, in any, check CallOption) (*response, error) {
+	return h.c.do(ctx, http.MethodPost, h.path(suffix), in, false, h.bearer([]CallOption{check}))
 }
 
 // postKeyed sends a JSON body to a host route with the host's token under

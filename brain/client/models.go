@@ -35,7 +35,7 @@ type Models struct{ c *Client }
 
 // List answers the whole catalogue.
 func (m *Models) List(ctx context.Context) (ModelList, error) {
-	r, err := m.c.do(ctx, http.MethodGet, "/v1/models", nil, false, nil)
+	r, err := m.c.do(ctx, http.MethodGet, "/v1/models", nil, false, []CallOption{answers[ModelList]()})
 	if err != nil {
 		return ModelList{}, err
 	}
@@ -45,7 +45,7 @@ func (m *Models) List(ctx context.Context) (ModelList, error) {
 // Provider answers one provider of the catalogue; an unknown one answers
 // an *api.ApiError with code not_found.
 func (m *Models) Provider(ctx context.Context, id string) (ModelProvider, error) {
-	r, err := m.c.do(ctx, http.MethodGet, "/v1/models?provider="+url.QueryEscape(id), nil, false, nil)
+	r, err := m.c.do(ctx, http.MethodGet, "/v1/models?provider="+url.QueryEscape(id), nil, false, []CallOption{answers[ModelList]()})
 	if err != nil {
 		return ModelProvider{}, err
 	}

@@ -13,9 +13,15 @@ import (
 // Sessions creates, lists and opens sessions.
 type Sessions struct{ c *Client }
 
-// Create creates a session and answers its handle.
+// Create creates a session and answers its handle. An error answer that
+// quotes the request's model API key or an environment's credential has
+// them redacted (see the package documentation).
 func (ss *Sessions) Create(ctx context.Context, req api.CreateSessionRequest, opts ...CallOption) (*Session, error) {
-	r, err := ss.c.do(ctx, http.MethodPost, "/v1/sessions", req, true, append(opts[:len(opts):len(opts)], answers[api.SessionSummary]()))
+	secrets := []string{req.Model.APIKey}
+	for _, env := range req.Environments {
+		secrets = append(secrets, env.Credential)
+	}
+	r, err := ss.c.do(ctx, http.MethodPost, "/v1/sessions", req, true, append(opts[:len(opts):len(opts)], answers[api.SessionSummary](), carrying(secrets...)))
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +34,7 @@ func (ss *Sessions) Create(ctx context.Context, req api.CreateSessionRequest, op
 
 // List lists the server's sessions.
 func (ss *Sessions) List(ctx context.Context) ([]api.SessionSummary, error) {
-	r, err := ss.c.do(ctx, http.MethodGet, "/v1/sessions", nil, false, nil)
+	r, err := ss.c.do(ctx, http.MethodGet, "/v1/sessions", nil, false, []CallOption{answers[api.SessionList]()})
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +77,7 @@ func (s *Session) path(suffix string) string {
 
 // Refresh fetches the session's summary.
 func (s *Session) Refresh(ctx context.Context) (api.SessionSummary, error) {
-	r, err := s.c.do(ctx, http.MethodGet, s.path(""), nil, false, nil)
+	r, err := s.c.do(ctx, http.MethodGet, s.path(""), nil, false, []CallOption{answers[api.SessionSummary]()})
 	if err != nil {
 		return api.SessionSummary{}, err
 	}
@@ -251,7 +257,7 @@ func (s *Session) Submit(ctx context.Context, input api.UserInput, opts ...CallO
 // Transcript reads the saved messages; it works while the session is
 // suspended and does not activate it.
 func (s *Session) Transcript(ctx context.Context) (api.SessionTranscript, error) {
-	r, err := s.c.do(ctx, http.MethodGet, s.path("/transcript"), nil, false, nil)
+	r, err := s.c.do(ctx, http.MethodGet, s.path("/transcript"), nil, false, []CallOption{answers[api.SessionTranscript]()})
 	if err != nil {
 		return api.SessionTranscript{}, err
 	}

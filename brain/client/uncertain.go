@@ -5,7 +5,8 @@ import "fmt"
 // UncertainError reports a call that may have been carried out although
 // no answer of the server's arrived: an attempt may have reached the
 // server before its connection was lost, a proxy in front of the server
-// answered in its stead (a 408 or any 5xx without an ApiError), a node
+// answered in its stead (a 408 or any 5xx without an ApiError, a 2xx
+// that is not Brain's answer of the call), a node
 // of a cluster answered that the answer of the node it forwarded the
 // call to was lost (ambiguous, retryable), or ctx ended or the client
 // closed while the call was under way; the retries the client made with
