@@ -40,11 +40,16 @@ const maxAnswerErrorPart = 256
 // errNotUTF8 refuses an answer that is not UTF-8.
 var errNotUTF8 = errors.New("not valid UTF-8")
 
-// decodeAnswer decodes doc, a whole UTF-8 JSON object without unknown,
-// repeated or differently cased members, into v.
+// decodeAnswer decodes doc, a whole UTF-8 JSON object (not null) without
+// unknown, repeated or differently cased members, into v.
 func decodeAnswer(doc []byte, v any) error {
 	if !utf8.Valid(doc) {
 		return errNotUTF8
+	}
+	// encoding/json reads null into a struct as nothing at all: an
+	// answer that is null would read as an empty object.
+	if t := bytes.TrimLeft(doc, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return &answerError{errors.New("not a JSON object")}
 	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()

@@ -167,8 +167,9 @@
 //     latest 1024 failed service calls of an activation are kept for
 //     their refs (a guest that retries a refused call until its deadline
 //     holds no more): an older ref counts as none. Any other
-//     member, invalid JSON, bytes that are not UTF-8, an answer over 32 MiB
-//     or a pointer outside memory fail the activation.
+//     member, invalid JSON, JSON that is not an object (null included),
+//     bytes that are not UTF-8, an answer over 32 MiB or a pointer
+//     outside memory fail the activation.
 //  6. The host closes the instance. A trap, proc_exit or a panic of the
 //     guest fails the activation with the head of its stderr.
 //

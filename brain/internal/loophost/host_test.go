@@ -116,6 +116,7 @@ func TestGuestFailures(t *testing.T) {
 		{"fail", "boom"},
 		{"panic", "agentloop panicked: kaboom"},
 		{"exit", "exited with code 3; stderr: leaving with"},
+		{"exit-zero", "exited with code 0; stderr: leaving with 0"},
 		{"grow", "turn: wasm error: unreachable; stderr: runtime: out of memory"},
 	} {
 		t.Run(c.msg, func(t *testing.T) {

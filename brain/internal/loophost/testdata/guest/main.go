@@ -53,6 +53,9 @@ func loop(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.Tu
 	case "exit":
 		fmt.Fprintln(os.Stderr, "leaving with 3")
 		os.Exit(3)
+	case "exit-zero":
+		fmt.Fprintln(os.Stderr, "leaving with 0")
+		os.Exit(0)
 	case "exit-long":
 		// More on stderr than a failure quotes, in three-byte characters.
 		fmt.Fprint(os.Stderr, strings.Repeat("€", 1000))
