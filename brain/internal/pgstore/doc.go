@@ -85,7 +85,9 @@
 // statement of a batch, the transaction is rolled back and each statement
 // is run again in a transaction of its own (those of distinct keys at
 // once); when the connection fails
-// during a batch, every write in it is ErrOutcomeUnknown. At most two
+// during a batch, or the answer leaves the commit's outcome unknown (see
+// Faults), nothing is run again and every write in it is
+// ErrOutcomeUnknown. At most two
 // batches run at once; a lone write runs at once in its own transaction.
 // synchronous_commit stays on: nothing returns before its commit is
 // flushed.
@@ -271,7 +273,14 @@
 // refused for lack of resources or a shutdown, fails with ErrUnavailable:
 // nothing was committed. A write whose connection failed after it was
 // sent fails with ErrOutcomeUnknown: it may have committed, so the caller
-// acknowledges nothing and re-reads the state before acting again. Both
+// acknowledges nothing and re-reads the state before acting again. So
+// does a write answered by an error that does not say its transaction
+// was rolled back: 40003 statement_completion_unknown, 57P02
+// crash_shutdown (the server ends every connection wherever it is, even
+// after a commit was flushed), and any connection exception (class 08:
+// PostgreSQL sends those only while a connection is set up, so one in
+// answer to a statement comes from a connection pooler that lost its own
+// connection to the server, perhaps after the commit). Both
 // wrap journal.ErrOverloaded (HTTP 503 overloaded, retryable). Nothing
 // sticks: the pool reconnects on the next operation. A connection that
 // failed gives its place in the pool up at once rather than wait for

@@ -1,7 +1,6 @@
 package pgstore
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -39,7 +38,10 @@ var (
 
 // classify maps a driver error of operation op to this package's errors.
 // write says whether op may have changed the database: then a failure
-// after the request was sent is ErrOutcomeUnknown, not ErrUnavailable.
+// after the request was sent is ErrOutcomeUnknown, not ErrUnavailable,
+// and so is an error by which the server, or a connection pooler in
+// front of it, says it cannot tell whether the work committed (see
+// uncertain).
 func classify(op string, err error, write bool) error {
 	if err == nil {
 		return nil
@@ -47,6 +49,8 @@ func classify(op string, err error, write bool) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
+		case write && uncertain(err):
+			return fmt.Errorf("%s: %w: %w", op, ErrOutcomeUnknown, err)
 		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
 			strings.HasPrefix(pgErr.Code, "53"), // insufficient resources
 			strings.HasPrefix(pgErr.Code, "57"), // operator intervention (shutdown)
@@ -63,8 +67,40 @@ func classify(op string, err error, write bool) error {
 	if errors.As(err, &connErr) || pgconn.SafeToRetry(err) || !write {
 		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
-		return fmt.Errorf("%s: %w: %w", op, ErrOutcomeUnknown, err)
-	}
 	return fmt.Errorf("%s: %w: %w", op, ErrOutcomeUnknown, err)
+}
+
+// uncertain reports whether err is an error response that does not say
+// the statement's transaction was rolled back, once the statement was
+// sent (an error while connecting says nothing was):
+//
+//   - 40003 statement_completion_unknown;
+//   - class 08, connection exception: PostgreSQL reports these only while
+//     a connection is set up, so one in answer to a statement comes from
+//     a connection pooler whose own connection to the server failed, and
+//     the server may have committed what it had received;
+//   - 57P02 crash_shutdown: the server ends every connection at once,
+//     wherever it is, even after a commit was flushed but before it was
+//     reported.
+//
+// Every other error response is the server's refusal: nothing of its
+// transaction committed.
+func uncertain(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return false
+	}
+	return pgErr.Code == "40003" || strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P02"
+}
+
+// refused reports whether err is the server's refusal of a statement or
+// of a commit: its transaction was rolled back, so nothing of it
+// committed and it may run again.
+func refused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && !uncertain(err)
 }

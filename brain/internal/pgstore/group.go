@@ -23,7 +23,9 @@ import (
 // own, as without grouping (those of distinct keys at once), except one
 // that failed waiting lock_timeout for a lock, which answers that failure
 // at once, as do the statements of its key after it. A connection lost
-// during the batch leaves every statement's outcome unknown.
+// during the batch, or an answer that does not say the transaction was
+// rolled back (see uncertain), leaves every statement's outcome unknown,
+// and none is run again.
 // synchronous_commit is untouched: each statement returns only after the
 // commit that carries it is flushed.
 
@@ -142,13 +144,11 @@ func (g *grouper) run(batch []*groupOp) {
 		} else {
 			op.err = op.scan(br.QueryRow())
 		}
-		var pgErr *pgconn.PgError
-		if failed == nil && combinedErr == nil && errors.As(op.err, &pgErr) {
+		if failed == nil && combinedErr == nil && refused(op.err) {
 			failed = op
 		}
 	}
 	err := br.Close()
-	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
 		g.committed(live, time.Since(start))
@@ -156,11 +156,13 @@ func (g *grouper) run(batch []*groupOp) {
 			op.sent = true
 			close(op.done)
 		}
-	case errors.As(err, &pgErr):
+	case refused(err):
 		// The server refused a statement or the commit: the transaction
 		// was rolled back, so each statement runs again on its own.
 		g.rerun(live, failed)
 	default:
+		// The connection failed, or the answer leaves the commit's
+		// outcome unknown: nothing is run again.
 		for _, op := range live {
 			op.sent, op.err = true, err
 			close(op.done)
