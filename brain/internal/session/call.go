@@ -17,6 +17,9 @@ import (
 // ErrModelCallLimit, ErrCancelled, ErrExecutionClosed, ...); Code maps them
 // to API codes.
 func (x *execution) Call(ctx context.Context, method string, input json.RawMessage) (json.RawMessage, error) {
+	if err := x.unrecordedAnswer(ctx); err != nil {
+		return nil, err
+	}
 	out, err := x.call(ctx, method, input)
 	// The caller is outside the engine: what it is answered about is
 	// durable first.

@@ -12,6 +12,22 @@
 // terminal record is closed as an ambiguous "interrupted" failure and nothing
 // is resent.
 //
+// A commit that cannot be written (a full disk) leaves the session
+// faulted: what it ended (an operation, a tool call, an activation, a
+// turn) stays open in the journal. The session's next write, its next
+// automatic activation or its reload closes each one as a reload does
+// (failed, interrupted, ambiguous), and so does every read of a faulted
+// session still in memory (Summary, List, Transcript, Events, Subscribe,
+// a loop's events) before it answers: a read never shows what a reload
+// would not, and while that close cannot be written either it answers
+// ErrUnavailable. A tool's finish that cannot be recorded is answered the
+// journal's error and closes the call; every later call of that
+// execution (a finish sent again) is answered a conflict (ErrWrongState)
+// saying so, once the call's close is durable (ErrUnavailable until
+// then), its invocation token kept live for that until the session is
+// deleted (at most maxUnrecorded such calls per engine; a restart
+// revokes them all).
+//
 // Records no effect depends on (the terminal record of an in-process
 // model call, a synchronous-phase tool_call_ended, the loop's transcript
 // and KV changes) are folded at once and appended with the session's next

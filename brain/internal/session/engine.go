@@ -48,6 +48,9 @@ type Engine struct {
 	schemas  schemaCache
 	released released          // guarded by mu
 	faults   map[string]string // guarded by mu: why a session's last commit failed in this process
+	// unrecorded are the tool calls whose finish could not be recorded
+	// (guarded by mu).
+	unrecorded unrecordedCalls
 }
 
 // noteFault remembers that a commit of session id failed to be written

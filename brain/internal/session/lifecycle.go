@@ -876,5 +876,6 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 	s.releaseLeaseLocked()
 	e.mu.Unlock()
 	s.evicted, s.st = true, nil
+	e.forgetUnrecorded(id)
 	return nil
 }

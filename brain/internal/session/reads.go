@@ -22,13 +22,16 @@ func (e *Engine) Summary(ctx context.Context, id string) (api.SessionSummary, er
 		return api.SessionSummary{}, err
 	}
 	defer s.mu.Unlock()
-	if err := s.appendPendingLocked(); err != nil { // the reader waits, not the turn
+	if err := s.readableLocked(); err != nil {
 		return api.SessionSummary{}, err
 	}
 	return s.summaryLocked(), nil
 }
 
-// List summarises every readable session; damaged ones are skipped.
+// List summarises every readable session; damaged ones are skipped. A
+// session whose state cannot be made what its journal holds (Summary
+// answers ErrUnavailable) fails the list: it is not left out as if it
+// did not exist.
 func (e *Engine) List(ctx context.Context) ([]api.SessionSummary, error) {
 	ids, err := e.store.Sessions(ctx)
 	if err != nil {
@@ -40,6 +43,9 @@ func (e *Engine) List(ctx context.Context) ([]api.SessionSummary, error) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			if errors.Is(err, ErrUnavailable) {
+				return nil, err
 			}
 			continue
 		}
@@ -59,7 +65,7 @@ func (e *Engine) Transcript(ctx context.Context, id string) (api.SessionTranscri
 		return api.SessionTranscript{}, err
 	}
 	defer s.mu.Unlock()
-	if err := s.appendPendingLocked(); err != nil { // the reader waits, not the turn
+	if err := s.readableLocked(); err != nil {
 		return api.SessionTranscript{}, err
 	}
 	msgs := s.st.Transcript[:len(s.st.Transcript):len(s.st.Transcript)] // callers cannot append into its spare capacity
@@ -78,8 +84,44 @@ func (e *Engine) Events(ctx context.Context, id string, after uint64) (api.Event
 	if err != nil {
 		return api.EventPage{}, err
 	}
+	err = s.lockLive()
+	if err == nil {
+		err = s.closeUnendedForReadLocked()
+		s.mu.Unlock()
+	}
 	s.releaseRead()
+	if err != nil {
+		return api.EventPage{}, err
+	}
 	return e.readEvents(ctx, id, after)
+}
+
+// readableLocked makes the session's state in memory what its journal
+// holds before a read answers it: the deferred records are appended (the
+// reader waits, not the turn), and what a commit that failed left open
+// is closed as a reload would close it (closeUnendedForReadLocked).
+func (s *sess) readableLocked() error {
+	if err := s.appendPendingLocked(); err != nil {
+		return err
+	}
+	return s.closeUnendedForReadLocked()
+}
+
+// closeUnendedForReadLocked commits, before a read of a session whose
+// commit failed while it stayed in memory (other work of it still runs),
+// the failures that close the operations, activations and turns whose
+// end could not be written, as a reload of the journal would: a reader
+// never sees them open while nothing runs them, nor any state the
+// journal does not hold. When they cannot be written the read is refused
+// with ErrUnavailable (the journal is failing; retry later).
+func (s *sess) closeUnendedForReadLocked() error {
+	if err := s.closeUnendedLocked(); err != nil {
+		if refused(err) {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return err
+	}
+	return nil
 }
 
 func (e *Engine) readEvents(ctx context.Context, id string, after uint64) (api.EventPage, error) {

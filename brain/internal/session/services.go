@@ -32,7 +32,10 @@ type Services interface {
 	Returned(ctx context.Context, outcome *api.Outcome) (uint64, error)
 	// Finish closes a tool (tool_call_ended), ordered after its earlier
 	// emissions; later emissions are refused. A nil outcome finishes with
-	// the last result, or ok null.
+	// the last result, or ok null. A finish that cannot be recorded
+	// answers the journal's error and closes the call all the same: every
+	// later call of the execution answers ErrWrongState (see
+	// unrecordedCalls).
 	Finish(ctx context.Context, outcome *api.Outcome) (uint64, error)
 	// Call dispatches by method name with JSON input and output.
 	Call(ctx context.Context, method string, input json.RawMessage) (json.RawMessage, error)
@@ -59,6 +62,16 @@ type execution struct {
 	mu     sync.Mutex
 	closed bool
 	done   chan struct{} // closed with closed
+	// grant, set for a tool, is closed when the invocation token of its
+	// execute's callback is to be revoked
+	// (Operation.CallbackDone): with done, but for a tool whose finish
+	// could not be recorded, whose token answers the calls sent again
+	// until the engine forgets the call (unrecordedCalls).
+	grant        chan struct{}
+	grantRevoked bool
+	// unrecorded answers every call after a finish that could not be
+	// recorded (unrecordedLocked).
+	unrecorded error
 	// grants bound the execution's environment control requests.
 	grants []api.EnvironmentGrant
 }
@@ -68,21 +81,25 @@ var _ Services = (*execution)(nil)
 // Execution answers the open execution whose started record is seq (an
 // activation_started or tool_call_started), for the HTTP callback endpoint
 // and the Wasm host. A closed or unknown execution answers
-// ErrExecutionClosed.
+// ErrExecutionClosed; a tool call whose finish could not be recorded
+// answers its execution, whose calls are answered the conflict that says
+// so (unrecordedCalls).
 func (e *Engine) Execution(id string, seq uint64) (Services, error) {
 	e.mu.Lock()
 	s := e.live[id]
 	e.mu.Unlock()
-	if s == nil {
-		return nil, fmt.Errorf("session %s execution %d: %w", id, seq, ErrExecutionClosed)
+	if s != nil {
+		s.mu.Lock()
+		x := s.execs[seq]
+		s.mu.Unlock()
+		if x != nil {
+			return x, nil
+		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	x := s.execs[seq]
-	if x == nil {
-		return nil, fmt.Errorf("session %s execution %d: %w", id, seq, ErrExecutionClosed)
+	if x := e.unrecordedExecution(id, seq); x != nil {
+		return x, nil
 	}
-	return x, nil
+	return nil, fmt.Errorf("session %s execution %d: %w", id, seq, ErrExecutionClosed)
 }
 
 func (x *execution) close() {
@@ -93,7 +110,24 @@ func (x *execution) close() {
 			close(x.done)
 		}
 	}
+	if x.unrecorded == nil {
+		x.revokeLocked()
+	}
 	x.mu.Unlock()
+}
+
+// revoke revokes the execution's invocation token (closes grant).
+func (x *execution) revoke() {
+	x.mu.Lock()
+	x.revokeLocked()
+	x.mu.Unlock()
+}
+
+func (x *execution) revokeLocked() {
+	if x.grant != nil && !x.grantRevoked {
+		x.grantRevoked = true
+		close(x.grant)
+	}
 }
 
 // Done is closed when the execution completes or is cancelled: from then
@@ -397,8 +431,11 @@ func (x *execution) charge(n int64) error {
 // ended.
 func (x *execution) liveLocked(method string) error {
 	x.mu.Lock()
-	closed := x.closed
+	closed, lost := x.closed, x.unrecorded
 	x.mu.Unlock()
+	if lost != nil {
+		return lost
+	}
 	if closed {
 		return fmt.Errorf("%s: %w", method, ErrExecutionClosed)
 	}
@@ -495,7 +532,14 @@ func (x *execution) Events(ctx context.Context, after uint64) (api.EventPage, er
 	if err := x.check(envapi.MethodEvents); err != nil {
 		return api.EventPage{}, err
 	}
-	if err := x.s.flush(); err != nil {
+	s := x.s
+	s.mu.Lock()
+	err := s.flushLocked()
+	if err == nil {
+		err = s.closeUnendedForReadLocked()
+	}
+	s.mu.Unlock()
+	if err != nil {
 		return api.EventPage{}, err
 	}
 	return x.s.e.readEvents(ctx, x.s.id, after)

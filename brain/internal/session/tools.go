@@ -46,6 +46,8 @@ type toolCall struct {
 	// stop is the environment's own timeout or cancelled failure, kept
 	// beside the bare outcome in tool_call_ended.
 	stop *api.Failure
+	// finishing: the tool's own finish closes it (Finish).
+	finishing bool
 }
 
 func (t *toolCall) syncOver() bool {
@@ -218,7 +220,7 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	t.span = s.e.startToolSpan(act.ctx, s.id, seq, c.Name, c.Environment)
 	tctx = s.e.withSpan(tctx, t.span)
 	t.cancel = func(cause error) { cancel(cause); stopTimer() }
-	t.x = &execution{s: s, seq: seq, act: act, tool: t, budget: act.budget, ctx: tctx, done: make(chan struct{}), grants: tool.Environments,
+	t.x = &execution{s: s, seq: seq, act: act, tool: t, budget: act.budget, ctx: tctx, done: make(chan struct{}), grant: make(chan struct{}), grants: tool.Environments,
 		origin: &api.EventOrigin{Kind: api.OriginTool, Sequence: seq}}
 	s.tools[seq] = t
 	s.execs[seq] = t.x
@@ -257,7 +259,7 @@ func (s *sess) startToolLocked(act *activation, seq uint64, c api.ToolInvocation
 	placement, _ := s.placementLocked(tool, c.Environment)
 	op := s.operationLocked(tctx, decl, binding, seq,
 		envapi.Execute(placement.Implementation, c.Input, deadlineMs, grant), act.budget)
-	op.CallbackDone, op.Execution = t.x.done, t.x
+	op.CallbackDone, op.Execution = t.x.grant, t.x
 	op.Tool = tool.Name
 	t.executing = true
 	s.e.work.Add(1)
@@ -461,6 +463,11 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 // and err.
 func (s *sess) toolClosedLocked(t *toolCall, recs []journal.Record, first uint64, err error, cancelling bool) (uint64, error) {
 	t.closed = true
+	if err != nil && t.finishing {
+		// The provider is answered storage unavailable and may send the
+		// finish again: it is answered what became of the call.
+		s.unrecordedLocked(t, err)
+	}
 	t.x.close()
 	for _, r := range recs {
 		t.noteLocked(r)
@@ -672,6 +679,9 @@ func (x *execution) Returned(ctx context.Context, outcome *api.Outcome) (uint64,
 
 // Finish closes the tool with outcome, its last result, or ok null.
 func (x *execution) Finish(ctx context.Context, outcome *api.Outcome) (uint64, error) {
+	if err := x.unrecordedAnswer(ctx); err != nil {
+		return 0, err
+	}
 	if err := x.check(envapi.MethodFinish); err != nil {
 		return 0, err
 	}
@@ -699,6 +709,7 @@ func (x *execution) Finish(ctx context.Context, outcome *api.Outcome) (uint64, e
 	if o == nil {
 		o = &api.Outcome{Status: api.OutcomeOK, Value: json.RawMessage("null")}
 	}
+	t.finishing = true
 	seq, err := s.closeToolLocked(t, toEnvOutcome(*o))
 	if err != nil {
 		// The journal's own error, so that the provider is answered that
