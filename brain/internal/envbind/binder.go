@@ -118,6 +118,12 @@ func (b *Binder) Close() error {
 	return nil
 }
 
+// MaxResponseBytes answers the bound on a provider's answer
+// (Config.MaxResponseBytes, its default filled in): the largest execute
+// answer Brain takes, and so the largest outcome a Tool may post through
+// its callback's result, returned or finish.
+func (b *Binder) MaxResponseBytes() int64 { return b.cfg.MaxResponseBytes }
+
 // LiveGrants reports how many invocation tokens are live.
 func (b *Binder) LiveGrants() int { return b.grants.len() }
 

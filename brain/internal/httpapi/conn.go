@@ -52,6 +52,13 @@ func closeUnread(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// refuseUnread answers err to a request refused before it was
+// authenticated, without reading its body (closeUnread).
+func refuseUnread(w http.ResponseWriter, r *http.Request, err error) {
+	closeUnread(w, r)
+	WriteError(w, err)
+}
+
 // Bounds of drainAndClose.
 const (
 	drainBytes   = 1 << 20

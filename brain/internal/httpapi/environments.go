@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"strconv"
@@ -54,13 +55,13 @@ func (s *Server) environmentRoutes() {
 		}
 		id, err := envSession(r)
 		if err != nil {
-			WriteError(w, err)
+			refuseUnread(w, r, err)
 			return
 		}
 		env := r.PathValue("env")
 		bseq, ok := reportPath(seg, last)
 		if !ok || !envapi.ValidIdentifier(env) {
-			WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))
+			refuseUnread(w, r, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))
 			return
 		}
 		s.serveReport(w, r, id, env, bseq)
@@ -148,23 +149,22 @@ func checkEnvBody(body []byte) error {
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	id, err := envSession(r)
 	if err != nil {
-		WriteError(w, errUnauthorized)
+		refuseUnread(w, r, errUnauthorized)
 		return
 	}
 	seq, err := pathSequence(r, "sequence")
 	if err != nil {
-		WriteError(w, errUnauthorized)
+		refuseUnread(w, r, errUnauthorized)
 		return
 	}
 	tok, ok := bearer(r)
 	if !ok {
-		WriteError(w, errUnauthorized)
+		refuseUnread(w, r, errUnauthorized)
 		return
 	}
 	if s.opts.Route != nil && r.Header.Get(forwardedHeader) == "" {
 		if err := s.checkInvocation(r.Context(), id, seq, tok); err != nil {
-			closeUnread(w, r)
-			WriteError(w, err)
+			refuseUnread(w, r, err)
 			return
 		}
 		if s.forward(w, r) {
@@ -173,7 +173,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	}
 	g, ok := s.opts.Bindings.Authorize(id, seq, tok)
 	if !ok {
-		WriteError(w, errUnauthorized)
+		refuseUnread(w, r, errUnauthorized)
 		return
 	}
 	var svc session.Services
@@ -184,7 +184,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.opts.Bindings.Revoke(g)
-		WriteError(w, errUnauthorized)
+		refuseUnread(w, r, errUnauthorized)
 		return
 	}
 	body, err := s.readEnvJSON(w, r)
@@ -195,6 +195,16 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	var call envapi.ExecutionCall
 	if err := envapi.Strict(body, &call); err != nil {
 		WriteError(w, invalidField(cleanMessage(err.Error())))
+		return
+	}
+	if limit := s.opts.Bindings.MaxResponseBytes(); !g.Controller && carriesOutcome(call.Method) && int64(len(body)) > limit {
+		// A Tool's outcome takes the bound of the execute's own answer,
+		// whichever way it comes. Refused as a body past the request
+		// bound is, it records nothing: the Tool may still finish with
+		// a smaller outcome.
+		WriteError(w, newError(http.StatusRequestEntityTooLarge, api.CodeInvalidRequest, fmt.Sprintf(
+			"a %s call is larger than %d bytes, the largest environment answer Brain takes (BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES); nothing was recorded",
+			call.Method, limit)))
 		return
 	}
 	// Neither the grant's token nor the other secrets of its operation
@@ -215,6 +225,12 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	default:
 		WriteError(w, err)
 	}
+}
+
+// carriesOutcome reports whether a Tool's call of method posts its
+// outcome: result, returned and finish.
+func carriesOutcome(method string) bool {
+	return method == envapi.MethodResult || method == envapi.MethodReturned || method == envapi.MethodFinish
 }
 
 // checkInvocation authenticates, on any node of a cluster, the invocation
@@ -252,11 +268,11 @@ func (s *Server) serveReport(w http.ResponseWriter, r *http.Request, id, env str
 	ok, err := s.opts.Bindings.AuthorizeReporter(id, env, bseq, tok)
 	if err != nil {
 		s.log.Error("reporter key unavailable", "err", err)
-		WriteError(w, newError(http.StatusServiceUnavailable, api.CodeOverloaded, "reporter key unavailable"))
+		refuseUnread(w, r, newError(http.StatusServiceUnavailable, api.CodeOverloaded, "reporter key unavailable"))
 		return
 	}
 	if !ok {
-		WriteError(w, errUnauthorized)
+		refuseUnread(w, r, errUnauthorized)
 		return
 	}
 	if s.forward(w, r) {
@@ -351,6 +367,12 @@ func (s *Server) serveEnvCall(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := envapi.Strict(body, &in); err != nil {
 		WriteError(w, invalidField(cleanMessage(err.Error())))
+		return
+	}
+	if in.Input == nil {
+		// Required (JSON null is a value): a body without it is no call
+		// to send.
+		WriteError(w, invalidField("input is required (null for none)"))
 		return
 	}
 	s.Idempotent(w, r, ScopeCall, body, func(ctx context.Context) (int, any, error) {

@@ -127,7 +127,7 @@ func (s *Server) hostAuthToken(reg *hosts.Registry, h func(w http.ResponseWriter
 		id := r.PathValue("host_id")
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || !hosts.ValidHostID(id) || reg.Authenticate(id, token) != nil {
-			WriteError(w, errUnauthorized)
+			refuseUnread(w, r, errUnauthorized)
 			return
 		}
 		h(w, r, id, token)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/catalog"
 )
 
@@ -122,6 +123,24 @@ func TestModels(t *testing.T) {
 		code, _, body := f.do("GET", q.target, "", auth...)
 		if code != q.code || !strings.Contains(string(body), q.ecode) || !strings.Contains(string(body), `"retryable":false`) {
 			t.Errorf("GET %s = %d %s, want %d %s", q.target, code, body, q.code, q.ecode)
+		}
+	}
+}
+
+// TestInspectorErrorsAreApiErrors: a file the inspector does not have is
+// answered 404 with an ApiError, as every other non-2xx answer is, not
+// with a plain-text page.
+func TestInspectorErrorsAreApiErrors(t *testing.T) {
+	f := newFixture(t, Options{})
+	for _, p := range []string{"/ui/nope.js", "/ui/nope/"} {
+		r, body := getRaw(t, http.DefaultClient, f.url+p)
+		var e api.ApiError
+		err := json.Unmarshal([]byte(body), &e)
+		if r.StatusCode != http.StatusNotFound || r.Header.Get("Content-Type") != "application/json" || err != nil || e.Code != api.CodeNotFound || e.Message == "" {
+			t.Errorf("GET %s = %d %q %q, want 404 with an ApiError not_found", p, r.StatusCode, r.Header.Get("Content-Type"), body)
+		}
+		if r.Header.Get("Content-Security-Policy") == "" {
+			t.Errorf("GET %s: the error lost the inspector's policy", p)
 		}
 	}
 }
