@@ -310,12 +310,16 @@ func isLoopback(host string) bool {
 }
 
 // checkSessionURL accepts an absolute http(s) URL of at most 2048 bytes
-// naming a host, without userinfo, query or fragment.
+// naming a host, and a port a connection can be made to (or none),
+// without userinfo, query or fragment.
 func checkSessionURL(raw string) error {
 	u, err := url.Parse(raw)
 	if len(raw) > 2048 || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" ||
 		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return errors.New("url must be an absolute http(s) URL of at most 2048 bytes naming a host, without userinfo, query or fragment")
+	}
+	if !netutil.DialablePort(u.Port()) {
+		return errors.New("url must name a port from 1 to 65535, or none")
 	}
 	return nil
 }

@@ -130,6 +130,12 @@ func (r redactor) value(v any) (any, bool) {
 		if r.contains(x) {
 			return r.string(x), true
 		}
+	case json.Number:
+		// A secret of digits (a numeric key) may be quoted as a number,
+		// or inside one: the number becomes the string that says so.
+		if r.contains(string(x)) {
+			return r.string(string(x)), true
+		}
 	case []any:
 		changed := false
 		for i, e := range x {
