@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 
@@ -39,6 +41,54 @@ type Ctx struct {
 // Context ends when the operation returns, when its deadline passes or when
 // Brain cancels it. context.Cause tells which.
 func (c *Ctx) Context() context.Context { return c.ctx }
+
+// String shows what the operation is (its session, environment,
+// sequence, binding and request), without the tokens of the grants it
+// carries, and without reaching into its context, which another goroutine
+// may be changing.
+func (c *Ctx) String() string {
+	if c == nil {
+		return "envsdk.Ctx(nil)"
+	}
+	s := fmt.Sprintf("envsdk.Ctx{session: %s, environment: %s, sequence: %d, binding: %s/%d, request: %s",
+		c.SessionID, c.Environment, c.Sequence, c.Binding.Name, c.Binding.Sequence, c.Request.Type)
+	switch {
+	case c.Request.Name != "":
+		s += ", name: " + c.Request.Name
+	case c.Request.TargetSequence != 0:
+		s += fmt.Sprintf(", target_sequence: %d", c.Request.TargetSequence)
+	}
+	if c.Request.Callback != nil {
+		s += ", callback: " + c.Request.Callback.String()
+	}
+	return s + "}"
+}
+
+// GoString is String for %#v.
+func (c *Ctx) GoString() string { return c.String() }
+
+// LogValue logs what the operation is, without the tokens of the grants
+// it carries: log/slog's JSON handler would otherwise encode its request's
+// callback grant as its wire JSON, token included.
+func (c *Ctx) LogValue() slog.Value {
+	if c == nil {
+		return slog.AnyValue(nil)
+	}
+	attrs := []slog.Attr{
+		slog.String("session_id", c.SessionID),
+		slog.String("environment", c.Environment),
+		slog.Uint64("sequence", c.Sequence),
+		slog.Any("binding", c.Binding),
+		slog.Any("request", c.Request),
+	}
+	if c.Template != "" {
+		attrs = append(attrs, slog.String("template", c.Template))
+	}
+	if c.RawConfiguration != nil {
+		attrs = append(attrs, slog.Any("configuration", c.RawConfiguration))
+	}
+	return slog.GroupValue(attrs...)
+}
 
 // BindingKey names the binding: "<session>/<environment>", plus
 // "/<binding sequence>" when the incarnation is not the first, so a

@@ -53,6 +53,9 @@
 // which may be kept after the operation returns. Those controller services
 // close when the operation returns or is stopped (cancelled, past its
 // deadline): after that they fail with ErrClosed and send nothing.
+// A Ctx, a Reporter, an Invocation, and envapi's Command, Operation,
+// Request and Grant, printed or logged with log/slog (its JSON handler
+// too), never show the tokens of the grants they hold.
 //
 // # How Execute is answered
 //
@@ -138,7 +141,9 @@
 //     sequence a cancel named first is treated alike (cancelled, not
 //     run). A cancel of an execute that already completed (answered, or
 //     finished after returned), or of a call, is accepted and changes
-//     nothing.
+//     nothing. A cancel is an operation of its own, identified by its
+//     sequence as the others are: a repeat of it at that sequence
+//     answers unknown and does not call the provider's Cancel again.
 //
 // # Callbacks
 //

@@ -52,8 +52,10 @@ var (
 	ErrNotSent = errors.New("envsdk: never reached Brain")
 	// ErrTooLarge is matched, with ErrRefused, by the error of a call
 	// whose body Brain refused for its size (413: larger than its
-	// BRAIN_MAX_REQUEST_BYTES, envapi.MaxCallBytes by default). Brain
-	// read none of it: a Finish refused so was not attempted, and may be
+	// BRAIN_MAX_REQUEST_BYTES, envapi.MaxCallBytes by default, or, for an
+	// outcome posted by result, returned or finish, than its
+	// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES, the bound of an execute's
+	// answer). Brain recorded none of it: a Finish refused so was not attempted, and may be
 	// made again with a smaller outcome (an error outcome with code
 	// output_limit, say).
 	ErrTooLarge = errors.New("envsdk: larger than Brain takes")

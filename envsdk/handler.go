@@ -457,6 +457,18 @@ func (h *handler) call(c *Ctx, op envapi.Operation) envapi.Receipt {
 func (h *handler) cancel(c *Ctx, op envapi.Operation) envapi.Receipt {
 	key := opKey(op.SessionID, op.Environment, op.Request.TargetSequence)
 	h.mu.Lock()
+	// The cancel is an operation of its own, identified by its sequence:
+	// a repeat of it is a copy the network made, and the provider's
+	// Cancel (which may have effects of its own) does not run again.
+	own := opKey(op.SessionID, op.Environment, op.Sequence)
+	if prev, dup := h.seen[own]; dup {
+		h.mu.Unlock()
+		if prev.cancelled {
+			return notRerun(op.Sequence, ErrCancelled)
+		}
+		return notRerun(op.Sequence, errRepeat)
+	}
+	h.rememberLocked(own, false)
 	run := h.running[key]
 	if _, seen := h.seen[key]; run == nil && !seen {
 		// The cancel overtook its execute (Brain sends both once): the

@@ -258,7 +258,8 @@ func checkOutcome(o *envapi.Outcome) error {
 // may then be called again. So does a Finish that never reached Brain (every
 // connection was refused): its error matches ErrNotSent, not ErrAckLost.
 // One whose body Brain refuses for its size (413, past
-// BRAIN_MAX_REQUEST_BYTES) is no attempt either: its error matches
+// BRAIN_MAX_REQUEST_BYTES or, for an outcome,
+// BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES) is no attempt either: its error matches
 // ErrTooLarge and ErrRefused, and Finish may be called again with a
 // smaller outcome.
 //

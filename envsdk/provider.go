@@ -37,7 +37,9 @@ type SetupResult struct {
 // process that lives outside this process). The handler ends the target's
 // Ctx.Context and Execution.Context (those of a Tool that answered
 // returned and has not finished, too) before it calls Cancel, and calls
-// Cancel for every cancel, whether or not the target runs here.
+// Cancel for every cancel, whether or not the target runs here; a repeat
+// of a cancel at its own sequence answers unknown and does not call it
+// again.
 type Canceler interface {
 	Cancel(c *Ctx, target uint64) error
 }
