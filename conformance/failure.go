@@ -60,8 +60,14 @@ func failureUnknownDescriptor(p *probe) {
 	p.teardownLater(c)
 	ex, seq := p.execute(c, p.unsupportedDescriptor(), nil)
 	p.wantUnsupported(ex, "an execute of an unknown descriptor")
-	if n := p.brain.Count(envtest.Execution(p.session, seq, envapi.MethodEmit)); n > 0 {
-		p.fail(ruleUnsupport, ex, "an unsupported execute emitted %d events", n)
+	// Nothing ran: no service of its grant was called (a diagnostic
+	// telemetry record aside), so no event, result or outcome of it
+	// reached Brain.
+	ran := p.brain.Filter(func(call envtest.Call) bool {
+		return envtest.Execution(p.session, seq, "")(call) && call.Method != envapi.MethodTelemetry
+	})
+	if len(ran) > 0 {
+		p.fail(ruleUnsupport, ex, "an unsupported execute called %d services of its grant, so something ran: %v", len(ran), ran)
 	}
 }
 
