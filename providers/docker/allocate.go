@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -26,8 +27,9 @@ type plan struct {
 	ImageID string
 	Name    string // of the container and the volume
 	Labels  map[string]string
-	// Chown: the image's /workspace is not owned by the profile's user, so
-	// the volume root must be given to it (see chownVolume).
+	// Chown: the image's /workspace, or something in it, is not owned by
+	// the profile's user, so the volume's content must be given to it (see
+	// chownVolume).
 	Chown bool
 	// Step reports a step starting; the answered func reports its end.
 	Step func(step string) func(error)
@@ -36,8 +38,8 @@ type plan struct {
 // createResources creates the binding's volume and container and starts
 // the container. On its first start the Engine copies the image's
 // /workspace (content and ownership) into the empty volume; when that does
-// not leave the volume owned by the profile's user, a one-shot container
-// chowns it. Nothing is retried: the caller records the outcome.
+// not leave the volume and everything in it owned by the profile's user, a
+// one-shot container chowns them. Nothing is retried: the caller records the outcome.
 func createResources(ctx context.Context, cli *client.Client, pl plan) (*allocation, error) {
 	step := pl.Step
 	if step == nil {
@@ -93,9 +95,11 @@ func imageGone(ctx context.Context, cli *client.Client, id string) bool {
 	return cerrdefs.IsNotFound(err)
 }
 
-// chownVolume runs a one-shot container that gives the volume root to the
-// profile's user: root with CAP_CHOWN only, no network, read-only root
-// filesystem, no-new-privileges. It is removed whatever happens.
+// chownVolume runs a one-shot container that gives the volume and
+// everything in it (the files the image's /workspace put there) to the
+// profile's user, a symbolic link itself rather than what it points to:
+// root with CAP_CHOWN only, no network, read-only root filesystem,
+// no-new-privileges. It is removed whatever happens.
 func chownVolume(ctx context.Context, cli *client.Client, pl plan) (err error) {
 	name := pl.Name + "-chown"
 	pids := int64(8)
@@ -116,7 +120,7 @@ func chownVolume(ctx context.Context, cli *client.Client, pl plan) (err error) {
 		Image:           pl.ImageID,
 		User:            "0:0",
 		Entrypoint:      []string{"chown"},
-		Cmd:             []string{pl.Profile.User, workspaceDir},
+		Cmd:             []string{"-R", "-h", pl.Profile.User, workspaceDir},
 		Env:             baseEnv,
 		Labels:          pl.Labels,
 		NetworkDisabled: true,
@@ -146,10 +150,17 @@ func chownVolume(ctx context.Context, cli *client.Client, pl plan) (err error) {
 	}
 }
 
-// workspaceOwner reports who owns /workspace in an image, by creating (not
-// starting) a container and reading the directory's archive header. exists
-// is false when the image has no /workspace.
-func workspaceOwner(ctx context.Context, cli *client.Client, imageID, name string, labels map[string]string) (uid, gid int, exists bool, err error) {
+// maxProbeBytes bounds what workspaceOwned reads of the archive of an
+// image's /workspace: an image with more there is chowned without looking
+// further (which costs a container start, and changes nothing of what
+// already belongs to the user).
+const maxProbeBytes = 64 << 20
+
+// workspaceOwned reports whether /workspace in an image and everything in
+// it belong to uid:gid, by creating (not starting) a container and reading
+// the headers of the directory's archive. It is false when the image has
+// no /workspace, and when the archive is larger than maxProbeBytes.
+func workspaceOwned(ctx context.Context, cli *client.Client, imageID, name string, labels map[string]string, uid, gid int) (owned bool, err error) {
 	cfg := &container.Config{
 		Image: imageID, Entrypoint: []string{"sleep"}, Cmd: []string{keepAliveSeconds},
 		Labels: labels, NetworkDisabled: true,
@@ -159,12 +170,12 @@ func workspaceOwner(ctx context.Context, cli *client.Client, imageID, name strin
 	if cerrdefs.IsConflict(err) {
 		// Left by a provider killed while it probed: it never runs.
 		if err := removeContainer(ctx, cli, name); err != nil {
-			return 0, 0, false, err
+			return false, err
 		}
 		_, err = cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	}
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("create probe container: %w", err)
+		return false, fmt.Errorf("create probe container: %w", err)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -178,20 +189,34 @@ func workspaceOwner(ctx context.Context, cli *client.Client, imageID, name strin
 		// The Engine answers the same for a probe container removed
 		// meanwhile, which says nothing of the image.
 		if _, ierr := cli.ContainerInspect(ctx, name); ierr != nil {
-			return 0, 0, false, fmt.Errorf("read %s of the image: the probe container is gone: %w", workspaceDir, ierr)
+			return false, fmt.Errorf("read %s of the image: the probe container is gone: %w", workspaceDir, ierr)
 		}
-		return 0, 0, false, nil
+		return false, nil
 	}
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("read %s of the image: %w", workspaceDir, err)
+		return false, fmt.Errorf("read %s of the image: %w", workspaceDir, err)
 	}
 	defer rc.Close()
-	hdr, err := tar.NewReader(rc).Next()
-	if err != nil {
-		return 0, 0, false, fmt.Errorf("read %s of the image: %w", workspaceDir, err)
+	lr := &io.LimitedReader{R: rc, N: maxProbeBytes}
+	tr := tar.NewReader(lr)
+	for first := true; ; first = false {
+		hdr, err := tr.Next()
+		switch {
+		case err != nil && lr.N == 0:
+			// Cut at maxProbeBytes: what is beyond is not known.
+			return false, nil
+		case err == io.EOF && !first:
+			return true, nil
+		case err == io.EOF:
+			return false, fmt.Errorf("read %s of the image: %w", workspaceDir, io.ErrUnexpectedEOF)
+		case err != nil:
+			return false, fmt.Errorf("read %s of the image: %w", workspaceDir, err)
+		}
+		if first && hdr.Typeflag != tar.TypeDir {
+			return false, fmt.Errorf("%s of the image is not a directory", workspaceDir)
+		}
+		if hdr.Uid != uid || hdr.Gid != gid {
+			return false, nil
+		}
 	}
-	if hdr.Typeflag != tar.TypeDir {
-		return 0, 0, false, fmt.Errorf("%s of the image is not a directory", workspaceDir)
-	}
-	return hdr.Uid, hdr.Gid, true, nil
 }

@@ -60,17 +60,22 @@
 // profile's user, logging off,
 // and the volume read-only for "read" profiles. On its first start the
 // Engine copies the image's /workspace, content and ownership, into the
-// empty volume; an image whose /workspace belongs to the profile's user
-// (e.g. RUN mkdir /workspace && chown 1000:1000 /workspace) therefore needs
-// nothing more. Otherwise (found at setup, by reading the directory's
-// archive header from a created, never started container) the allocation
-// runs a one-shot chown container — root with CAP_CHOWN only, no network —
-// which costs one more container start.
+// empty volume. A write workspace belongs, with everything the image put
+// in it, to the profile's user, so that its tools can change the files
+// the image gave them: an image whose /workspace and its content belong to
+// that user (e.g. RUN mkdir /workspace && chown 1000:1000 /workspace)
+// needs nothing more. Otherwise (found at setup, by reading the headers
+// of the directory's archive, at most 64 MiB of it, from a created, never
+// started container) the allocation runs a one-shot container — root with
+// CAP_CHOWN only, no network — that chowns the volume and its content
+// (chown -R -h: a symbolic link itself, never what it points to), which
+// costs one more container start. A read workspace is never chowned.
 //
 // The image needs a POSIX shell at /bin/sh with setsid, kill, sleep, cat,
 // head, dd, tr, grep, mkdir, realpath, chmod, stat, sync, mv and
-// rm (busybox suffices), and chown when its /workspace does not belong
-// to the profile's user (the one-shot chown container runs it).
+// rm (busybox suffices), and chown (with -R and -h) when its /workspace
+// or its content does not belong to the profile's user (the one-shot
+// chown container runs it).
 //
 // Every container and volume carries the labels brain.provider=docker,
 // brain.instance (a digest of the state directory, so instances sharing an
@@ -115,12 +120,17 @@
 // stopped the same way leaves no temporary file in the workspace, unless
 // details.cleanup_error is set; a read from
 // an offset at or past the end answers empty content, and sizes and
-// offsets of 4 GiB and more are exact. stdout and stderr are demultiplexed, share the profile's
-// output_bytes cap (the head is kept, the rest drained, truncated set) and
-// are streamed while the command runs as "docker.output" events
+// offsets of 4 GiB and more are exact. stdout and stderr are demultiplexed
+// and share the profile's output_bytes cap: output within it is kept
+// whole; beyond it the start of stdout and the end of stderr (where a
+// failure says what went wrong) are kept, each within half of the cap or
+// what the other leaves, cut between characters, the rest drained, and
+// truncated is set. The first output_bytes of the two, as they come, are
+// streamed while the command runs as "docker.output" events
 // ({"stream", "data"}, at most 16 KiB each, cut between characters, so
-// that a stream's events join into its output) through the execution's emit
-// service when granted; all events precede the finish.
+// that a stream's events join into its output when nothing was cut)
+// through the execution's emit service when granted; all events precede
+// the finish.
 //
 // The operator tells the provider the largest answer Brain takes
 // (Config.MaxAnswerBytes, Command's --max-answer-bytes: Brain's
@@ -207,8 +217,8 @@
 // confirm dead are logged. An append stopped this way is not cut back: its call was
 // never answered. The gc command never does this, since the provider
 // serving the directory may be alive. Command serves a state directory
-// alone: it holds a lock of the directory's .serving.lock file (on Linux)
-// while it serves, and a second Command on the directory fails to start,
+// alone: it holds a lock of the directory's .serving.lock file (on Linux,
+// macOS and the BSDs; see below) while it serves, and a second Command on the directory fails to start,
 // naming it, before it kills or removes anything, since it would take the
 // commands the first one runs for leftovers. A binding whose container is
 // paused at the restart is skipped then (nothing can exec in a paused
@@ -266,10 +276,16 @@
 // is gone (no state file) and, when asked, those older than
 // a bound; Command runs it at start, and "brain env docker gc" on demand.
 // It never touches a binding where an execute, a lifecycle operation or an
-// allocation runs, in its own process or (on Linux) in another one on the
-// same state directory, as the provider that serves it is to the gc
-// command: a binding in use holds a byte-range lock of the directory's
-// .bindings.lock file, which GC must take to remove its resources. Its
+// allocation runs, in its own process or (on Linux, macOS and the BSDs)
+// in another one on the same state directory, as the provider that serves
+// it is to the gc command: a binding in use holds a byte-range lock of the
+// directory's .bindings.lock file (an open file description lock), which
+// GC must take to remove its resources. macOS and the BSDs have no such
+// locks of a byte range: there the whole file is locked (flock), so that
+// while any binding is in use a gc command skips every binding, and an
+// operation waits while a GC removes any binding's resources. Elsewhere
+// nothing is locked: a gc command there must not run while a provider
+// serves the directory, nor two providers serve one. Its
 // report (the JSON the gc command prints) lists what it removed
 // (containers, volumes) and each binding it left (skipped: the binding,
 // why, and its containers and volumes), which a later GC removes once

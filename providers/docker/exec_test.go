@@ -20,15 +20,15 @@ func testContainer(t *testing.T, p Profile) string {
 	p = p.withDefaults()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	uid, gid, exists, err := workspaceOwner(ctx, cli, image, st.resourceName()+"-probe", bindingLabels(instance, st, time.Now()))
-	if err != nil {
-		t.Fatalf("workspaceOwner: %v", err)
-	}
 	pu, pg, _ := splitUser(p.User)
+	owned, err := workspaceOwned(ctx, cli, image, st.resourceName()+"-probe", bindingLabels(instance, st, time.Now()), pu, pg)
+	if err != nil {
+		t.Fatalf("workspaceOwned: %v", err)
+	}
 	a, err := createResources(ctx, cli, plan{
 		Profile: p, ImageID: image, Name: st.resourceName(),
 		Labels: bindingLabels(instance, st, time.Now()),
-		Chown:  !exists || uid != pu || gid != pg,
+		Chown:  !owned,
 	})
 	if err != nil {
 		t.Fatalf("createResources: %v", err)

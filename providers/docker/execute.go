@@ -215,14 +215,15 @@ func runCommand(k *call) (any, error) {
 		defer cancel()
 	}
 	s := newStreamer(k.ctx, k.x.Invocation)
-	stdout, stderr := capture(k.b.profile.OutputBytes, s)
-	code, err := k.exec(spec, stdout, stderr)
+	o := capture(k.b.profile.OutputBytes, s)
+	code, err := k.exec(spec, o.Stdout(), o.Stderr())
 	s.flush()
 	if err != nil {
 		return nil, err
 	}
+	stdout, stderr := o.Bytes()
 	return fit.Command(toolset.CommandOutput{
-		ExitCode: code, Stdout: toolset.Text(stdout.Bytes()), Stderr: toolset.Text(stderr.Bytes()), Truncated: stdout.Truncated(),
+		ExitCode: code, Stdout: toolset.Text(stdout), Stderr: toolset.Text(stderr), Truncated: o.Truncated(),
 	}, fit.Room(k.p.maxAnswer)), nil
 }
 

@@ -29,8 +29,9 @@ var errFenceBusy = errors.New("the binding is in use")
 // the provider that the gc command removes a binding's resources; the
 // lock does both. Each binding is one byte of the file, at an offset
 // taken from a digest of its key (two keys sharing a byte only make one
-// wait for the other). Every hold opens the file anew, so that holds of
-// one process are as independent as those of two (see lockRange).
+// wait for the other; where only the whole file can be locked, all keys
+// share it). Every hold opens the file anew, so that holds of one process
+// are as independent as those of two (see lockRange).
 type fence struct {
 	path string
 	log  *slog.Logger

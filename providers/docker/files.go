@@ -173,13 +173,13 @@ const maxListBytes = 8 << 20
 // When the exec itself fails (a stop, a lost Engine) stdout is what the
 // script printed before.
 func (k *call) script(script string, args []string, stdin []byte, limit int64) (stdout, stderr []byte, truncated bool, err error) {
-	o, e := capture(limit, nil)
+	o := capture(limit, nil)
 	spec := execSpec{Argv: append([]string{"/bin/sh", "-c", script, "brain-file"}, args...), Stdin: stdin, OutputBytes: limit}
-	code, err := k.exec(spec, o, e)
+	code, err := k.exec(spec, o.Stdout(), o.Stderr())
+	out, errOut := o.Bytes()
 	if err != nil {
-		return o.Bytes(), nil, false, err
+		return out, nil, false, err
 	}
-	out, errOut := o.Bytes(), e.Bytes()
 	target := ""
 	if len(args) > 0 {
 		target = relPath(args[0])
@@ -292,14 +292,15 @@ func (k *call) undoWrite(out []byte, err error, appended bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(k.ctx), killBudget)
 	defer cancel()
 	const undoOutput = 4 << 10
-	o, e := capture(undoOutput, nil)
+	o := capture(undoOutput, nil)
 	spec := execSpec{
 		Argv: []string{"/bin/sh", "-c", undoAppendScript, "brain-file", string(fields[0]), string(fields[1])},
 		User: k.b.profile.User, Dir: workspaceDir, Tag: k.tag + "-undo", OutputBytes: undoOutput,
 	}
-	code, uerr := runExec(ctx, k.p.cli, k.a.Container, spec, o, e)
+	code, uerr := runExec(ctx, k.p.cli, k.a.Container, spec, o.Stdout(), o.Stderr())
 	if uerr == nil && code != 0 {
-		uerr = fmt.Errorf("exited %d: %s", code, envapi.Truncate(strings.TrimSpace(toolset.Text(e.Bytes()))))
+		_, errOut := o.Bytes()
+		uerr = fmt.Errorf("exited %d: %s", code, envapi.Truncate(strings.TrimSpace(toolset.Text(errOut))))
 	}
 	if uerr != nil {
 		what := "the temporary file of the write could not be removed"

@@ -153,8 +153,9 @@ func (p *Provider) pinImage(ctx context.Context, st *bindingState, prof Profile)
 }
 
 // workspaceChown answers whether a fresh volume of a container made from
-// imageID with prof needs a chown to belong to the profile's user, which
-// the image's /workspace does not give it (cached per image and user). A
+// imageID with prof needs a chown to belong, with everything in it, to the
+// profile's user, which the image's /workspace does not give it (cached
+// per image and user). A
 // read workspace is never chowned: nothing writes it.
 func (p *Provider) workspaceChown(ctx context.Context, st *bindingState, imageID string, prof Profile) (bool, error) {
 	if prof.Workspace != WorkspaceWrite {
@@ -167,15 +168,15 @@ func (p *Provider) workspaceChown(ctx context.Context, st *bindingState, imageID
 	if known {
 		return chown, nil
 	}
-	uid, gid, exists, err := workspaceOwner(ctx, p.cli, imageID, st.resourceName()+"-probe", bindingLabels(p.instance, st, time.Now()))
-	if err != nil {
-		return false, err
-	}
 	pu, pg, err := splitUser(prof.User)
 	if err != nil {
 		return false, err
 	}
-	chown = !exists || uid != pu || gid != pg
+	owned, err := workspaceOwned(ctx, p.cli, imageID, st.resourceName()+"-probe", bindingLabels(p.instance, st, time.Now()), pu, pg)
+	if err != nil {
+		return false, err
+	}
+	chown = !owned
 	p.mu.Lock()
 	p.owners[cacheKey] = chown
 	p.mu.Unlock()

@@ -25,16 +25,16 @@ const maxRefusal = 4 << 10
 // stdout carries instead is the Engine's, and stderr is held (its pipe is
 // copied apart from stdout's, so the command's first stderr may come ahead
 // of the mark). Once the mark is seen the held stderr is passed on, and
-// everything after. The writers keep the head of the output within a
-// budget of bytes, so stderr is held up to one byte past it: what arrives
-// beyond is dropped, as the writers would drop it, and the byte past the
-// budget still tells them the output was cut. Its writers are used by one
-// goroutine (stdcopy).
+// everything after. The writers keep the end of stderr within a budget of
+// bytes, so the end of stderr is held, up to one byte past the budget:
+// what came before is dropped, as the writers would drop it, and the byte
+// past the budget still tells them the output was cut. Its writers are
+// used by one goroutine (stdcopy).
 type startGate struct {
 	stdout, stderr io.Writer
 	hold           int64
 	head           []byte // stdout before the mark was whole
-	held           []byte // stderr before the mark, at most hold bytes
+	held           []byte // the end of stderr before the mark (see keepTail)
 	started        bool
 	refused        bool // stdout began with something else than the mark
 }
@@ -55,7 +55,12 @@ func (g *startGate) Started() bool { return g.started }
 // Refusal is what the stream carried instead of the mark: the Engine's
 // words when it did not start the command.
 func (g *startGate) Refusal() string {
-	return string(bytes.TrimSpace(append(append([]byte(nil), g.head...), g.held...)))
+	return string(bytes.TrimSpace(append(append([]byte(nil), g.head...), g.heldTail()...)))
+}
+
+// heldTail is the end of the stderr held, at most hold bytes.
+func (g *startGate) heldTail() []byte {
+	return g.held[max(int64(len(g.held))-g.hold, 0):]
 }
 
 func (g *startGate) Stdout() io.Writer { return gateWriter{g, false} }
@@ -74,9 +79,7 @@ func (w gateWriter) Write(p []byte) (int, error) {
 	case g.started:
 		return g.stdout.Write(p)
 	case w.stderr:
-		if room := g.hold - int64(len(g.held)); room > 0 {
-			g.held = append(g.held, p[:min(int64(len(p)), room)]...)
-		}
+		g.held = keepTail(g.held, p, g.hold)
 		return len(p), nil
 	case g.refused:
 		if room := maxRefusal - len(g.head); room > 0 {
@@ -95,7 +98,7 @@ func (w gateWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	g.started, g.head = true, nil
-	held := g.held
+	held := g.heldTail()
 	g.held = nil
 	if len(held) > 0 {
 		if _, err := g.stderr.Write(held); err != nil {
