@@ -87,7 +87,9 @@ func runCommand(k *call) (any, error) {
 	em := newEmitter(ctx, k.x.Invocation)
 	limit := k.outputLimit()
 	stdout := toolset.NewBudget(int64(limit)).Head(func(p []byte) { em.add("stdout", p) })
-	stderr := toolset.NewBudget(int64(limit)).Head(func(p []byte) { em.add("stderr", p) })
+	// The start of stdout and the end of stderr (where a failure says
+	// what went wrong) are kept, as fit.Command cuts an answer.
+	stderr := newTail(limit, func(p []byte) { em.add("stderr", p) })
 	spec := proctree.Spec{
 		Path: path, Args: argv, Dir: cwd, Env: env,
 		Stdout: stdout, Stderr: stderr, Marker: MarkerEnv,

@@ -143,9 +143,12 @@
 // is streamed while it runs as "workspace.output" events through the
 // execution's emit service ({"stream", "data", "skipped"?}, chunks of at
 // most 16 KiB; skipped counts the bytes not streamed while the emit
-// service fell behind) and returned with each stream capped at the output limit: the head is
-// kept and truncated is true. Commands are not sandboxed: the directory is
-// a working area, not an isolation boundary.
+// service fell behind; the first output limit bytes of each stream are
+// streamed) and returned with each stream capped at the output limit: the
+// start of stdout and the end of stderr (where a failure says what went
+// wrong; cut between characters) are kept and truncated is true.
+// Commands are not sandboxed: the directory is a working area, not an
+// isolation boundary.
 //
 // The operator tells the provider the largest answer Brain takes
 // (Options.MaxAnswerBytes, Command's --max-answer-bytes: Brain's
