@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 	"unsafe"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -150,11 +149,5 @@ func runTool(ptr, n uint32) (o api.Outcome, err error) {
 			err = fmt.Errorf("tool panicked: %v", r)
 		}
 	}()
-	ctx := context.Background()
-	if inv.DeadlineAtMs > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, time.UnixMilli(inv.DeadlineAtMs))
-		defer cancel()
-	}
-	return exported(ctx, hostServices{}, inv)
+	return exported(context.Background(), hostServices{}, inv)
 }

@@ -55,8 +55,11 @@ type Services interface {
 	Telemetry(ctx context.Context, record json.RawMessage) error
 }
 
-// Func is a Tool. Its ctx carries the invocation's deadline, when it has
-// one (DeadlineAtMs). The outcome it answers finishes the tool call, unless
+// Func is a Tool. Its ctx has no deadline: the invocation's is
+// inv.DeadlineAtMs, at which the host closes the instance. (A timer
+// pending in the guest would also hide a deadlock from the Go runtime,
+// which fails a Tool that blocks forever at once, as a tool_error.) The
+// outcome it answers finishes the tool call, unless
 // the tool finished it already through Services.Finish. An error fails the
 // call with code tool_error, or with the code of the refused service call
 // it wraps (a *HostError).

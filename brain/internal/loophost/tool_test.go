@@ -133,14 +133,11 @@ func TestToolRuns(t *testing.T) {
 	var inv struct {
 		Configuration json.RawMessage `json:"configuration"`
 		DeadlineAtMs  int64           `json:"deadline_at_ms"`
-		CtxDeadlineMs int64           `json:"ctx_deadline_ms"`
 	}
 	if err := json.Unmarshal([]byte(okValue(t, runOp(t, h, id, c, `{"op":"invocation"}`))), &inv); err != nil {
 		t.Fatal(err)
 	}
-	// The Tool's context carries the deadline too, for code that watches
-	// ctx rather than the invocation.
-	if string(inv.Configuration) != `{"k":"v"}` || inv.DeadlineAtMs != c.Deadline.UnixMilli() || inv.CtxDeadlineMs != inv.DeadlineAtMs {
+	if string(inv.Configuration) != `{"k":"v"}` || inv.DeadlineAtMs != c.Deadline.UnixMilli() {
 		t.Fatalf("invocation %+v", inv)
 	}
 	before := h.Activations()

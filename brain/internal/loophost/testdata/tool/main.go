@@ -50,11 +50,7 @@ func run(ctx context.Context, svc tool.Services, inv tool.Invocation) (api.Outco
 	case "echo":
 		return tool.OK(inv.Input), nil
 	case "invocation":
-		var ctxDeadline int64
-		if d, ok := ctx.Deadline(); ok {
-			ctxDeadline = d.UnixMilli()
-		}
-		b, _ := json.Marshal(map[string]any{"configuration": inv.Configuration, "deadline_at_ms": inv.DeadlineAtMs, "ctx_deadline_ms": ctxDeadline})
+		b, _ := json.Marshal(map[string]any{"configuration": inv.Configuration, "deadline_at_ms": inv.DeadlineAtMs})
 		return tool.OK(b), nil
 	case "read":
 		b, err := os.ReadFile(in.Path)
