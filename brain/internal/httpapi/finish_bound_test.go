@@ -3,9 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -35,38 +33,14 @@ func TestToolOutcomeCallsTakeTheEnvironmentAnswerBound(t *testing.T) {
 	// The environment answers the execute returned (the Tool goes on in
 	// the background) and hands its callback grant to the test.
 	grants := make(chan *envapi.Grant, 1)
-	env := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var cmd envapi.Command
-		if err := json.NewDecoder(r.Body).Decode(&cmd); err != nil {
-			http.Error(w, err.Error(), 400)
-			return
+	env := toolEnvironment(t, func(g *envapi.Grant) string {
+		select {
+		case grants <- g:
+		default:
 		}
-		receipt := `{"type":"accepted"}`
-		if g := cmd.Operation.Request.Callback; cmd.Operation.Request.Type == envapi.RequestExecute && g != nil {
-			select {
-			case grants <- g:
-			default:
-			}
-			receipt = `{"type":"returned"}`
-		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"contract":"environment/v1","sequence":`+jsonUint(cmd.Operation.Sequence)+`,"receipt":`+receipt+`}`)
-	}))
-	t.Cleanup(env.Close)
-
-	create := `{"model":{"provider":"scripted","name":"m"},
-		"environments":[{"name":"box","driver":"http","url":"` + env.URL + `"}],
-		"tools":[{"name":"t","input_schema":{"type":"object"},"placements":{"box":{"implementation":{}}}}]}`
-	st, _, b := f.do("POST", "/v1/sessions", create, "Idempotency-Key", "c")
-	if st != 200 {
-		t.Fatalf("create = %d %s", st, b)
-	}
-	var sum api.SessionSummary
-	json.Unmarshal(b, &sum)
-	msg, _ := json.Marshal(map[string]any{"input": map[string]string{"message": `{"tool_calls":[{"name":"t","input":{}}],"reply":"done"}`}})
-	if st, _, b := f.do("POST", "/v1/sessions/"+sum.SessionID+"/messages", string(msg), "Idempotency-Key", "m"); st != 200 {
-		t.Fatalf("send = %d %s", st, b)
-	}
+		return `{"type":"returned"}`
+	})
+	id := f.callTool(env.URL)
 	var g *envapi.Grant
 	select {
 	case g = <-grants:
@@ -95,11 +69,11 @@ func TestToolOutcomeCallsTakeTheEnvironmentAnswerBound(t *testing.T) {
 	}
 	// The refused finish was no attempt: the Tool is still open and
 	// finishes with a smaller outcome.
-	st, _, b = call(envapi.MethodFinish, map[string]any{"status": "error", "error": map[string]any{"code": "output_limit", "message": "too large"}})
+	st, _, b := call(envapi.MethodFinish, map[string]any{"status": "error", "error": map[string]any{"code": "output_limit", "message": "too large"}})
 	if st != http.StatusOK {
 		t.Fatalf("finish with a small outcome after the refusal = %d %s, want 200", st, b)
 	}
-	st, _, b = f.do("GET", "/v1/sessions/"+sum.SessionID+"/events?after=0", "")
+	st, _, b = f.do("GET", "/v1/sessions/"+id+"/events?after=0", "")
 	if st != 200 {
 		t.Fatalf("events = %d %s", st, b)
 	}

@@ -4,12 +4,8 @@ import (
 	"bytes"
 	be "encoding/binary"
 	"net"
-	"net/url"
-	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // poolerProxy forwards connections to a database server, as a connection
@@ -21,11 +17,6 @@ import (
 // (PgBouncer answers 08P01 "server conn crashed?"), then closes the
 // connection if the error is FATAL.
 type poolerProxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []*pooled
-	wg    sync.WaitGroup
-
 	armed  atomic.Pointer[lostAnswer]
 	caught atomic.Int64 // answers dropped
 }
@@ -49,54 +40,12 @@ type pooled struct {
 // URL of that database through it. The proxy ends with t.
 func newPoolerProxy(t *testing.T, dbURL string) (*poolerProxy, string) {
 	t.Helper()
-	cfg, err := pgconn.ParseConfig(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	network, addr := pgconn.NetworkAddress(cfg.Host, cfg.Port)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &poolerProxy{ln: ln}
-	p.wg.Go(func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial(network, addr)
-			if err != nil {
-				client.Close()
-				continue
-			}
-			c := &pooled{p: p, client: client, server: server}
-			p.mu.Lock()
-			p.conns = append(p.conns, c)
-			p.mu.Unlock()
-			p.wg.Go(c.toServer)
-			p.wg.Go(c.toClient)
-		}
+	p := &poolerProxy{}
+	u := LoopbackProxy(t, dbURL, func(client, server net.Conn) (func(), func()) {
+		c := &pooled{p: p, client: client, server: server}
+		return c.toServer, c.toClient
 	})
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Del("host")
-	q.Del("port")
-	u.RawQuery = q.Encode()
-	u.Host = ln.Addr().String()
-	return p, u.String()
+	return p, u
 }
 
 // loseAnswerTo arms the proxy: the answer to the next statement holding

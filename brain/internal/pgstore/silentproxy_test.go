@@ -3,12 +3,11 @@ package pgstore_test
 import (
 	"bytes"
 	"net"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/brain-in-go/brain/brain/internal/pgstore"
 )
 
 // silentProxy forwards TCP connections to a database server. Silence
@@ -17,10 +16,8 @@ import (
 // word: no reset, no FIN, so the server keeps its end too); connections
 // accepted afterwards work.
 type silentProxy struct {
-	ln    net.Listener
 	mu    sync.Mutex
 	conns []*proxied
-	wg    sync.WaitGroup
 
 	// While dropListen is set, a connection that sends LISTEN is
 	// silenced from then on (the LISTEN never reaches the server), and
@@ -45,56 +42,15 @@ func (c *proxied) close() {
 // with t.
 func newSilentProxy(t *testing.T, dbURL string) (*silentProxy, string) {
 	t.Helper()
-	cfg, err := pgconn.ParseConfig(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	network, addr := pgconn.NetworkAddress(cfg.Host, cfg.Port)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &silentProxy{ln: ln}
-	p.wg.Go(func() { p.accept(network, addr) })
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Del("host")
-	q.Del("port")
-	u.RawQuery = q.Encode()
-	u.Host = ln.Addr().String()
-	return p, u.String()
-}
-
-func (p *silentProxy) accept(network, addr string) {
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		server, err := net.Dial(network, addr)
-		if err != nil {
-			client.Close()
-			continue
-		}
+	p := &silentProxy{}
+	u := pgstore.LoopbackProxy(t, dbURL, func(client, server net.Conn) (func(), func()) {
 		c := &proxied{p: p, client: client, server: server}
 		p.mu.Lock()
 		p.conns = append(p.conns, c)
 		p.mu.Unlock()
-		p.wg.Go(func() { c.pipe(server, client) })
-		p.wg.Go(func() { c.pipe(client, server) })
-	}
+		return func() { c.pipe(server, client) }, func() { c.pipe(client, server) }
+	})
+	return p, u
 }
 
 // pipe copies src to dst until src ends, which ends both ends unless the
