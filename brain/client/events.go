@@ -289,12 +289,17 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 // kept as it came. Data that is not JSON, or an event that does not
 // decode, lacks its sequence or type (null; a payload alone, as an
 // older contract sent on its streams), whose sequence is not the
-// frame's id or whose type is not the frame's event name, is
-// ErrMalformedEvent: passed
+// frame's id or whose type is not the frame's event name, and a live
+// frame without a name, is ErrMalformedEvent: passed
 // over, such frames would leave a follower waiting for events that
 // never come.
 func decodeFrame(id, event string, data []byte) (ev api.Event, journaled bool, err error) {
 	if id == "" {
+		if event == "" {
+			// Brain names each live frame with its kind: a frame without
+			// one would be yielded as an event of no type.
+			return api.Event{}, false, fmt.Errorf("%w: live frame without a name", ErrMalformedEvent)
+		}
 		if !json.Valid(data) {
 			return api.Event{}, false, fmt.Errorf("%w: live frame %s: data is not JSON", ErrMalformedEvent, event)
 		}

@@ -16,8 +16,9 @@ import (
 // followFrames follows the stream of a running session from a server
 // that answers each stream request with the frames of body and then
 // holds the stream open. It answers the events yielded, how many times
-// the stream was connected, and the error the stream ended with.
-func followFrames(t *testing.T, body string) ([]api.Event, int32, error) {
+// the stream was connected, and the error the stream ended with. opts
+// are added to Follow.
+func followFrames(t *testing.T, body string, opts ...client.EventsOption) ([]api.Event, int32, error) {
 	t.Helper()
 	var streams atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -45,7 +46,7 @@ func followFrames(t *testing.T, body string) ([]api.Event, int32, error) {
 	defer cancel()
 	var got []api.Event
 	var failed error
-	for ev, err := range c.Sessions.Open("ses_aaaaaaaaaaaaaaaaaaaa").Events(ctx, 0, client.Follow()) {
+	for ev, err := range c.Sessions.Open("ses_aaaaaaaaaaaaaaaaaaaa").Events(ctx, 0, append([]client.EventsOption{client.Follow()}, opts...)...) {
 		if err != nil {
 			failed = err
 			break
