@@ -106,7 +106,9 @@ type Claim struct {
 }
 
 // Answer durably records the request's answer and wakes requests waiting
-// on the same key.
+// on the same key. An answer no record can hold (a status outside
+// 100..999, a body past MaxPayloadBytes) is refused and ends the claim as
+// Abandon does: the key answers ErrAmbiguous from then on.
 func (c *Claim) Answer(status int, body []byte) error {
 	return c.answer(status, body, true)
 }
@@ -128,6 +130,9 @@ func (c *Claim) AnswerDerivable(status int, body []byte) error {
 func (c *Claim) answer(status int, body []byte, wait bool) error {
 	r := record{Type: typeAnswer, Scope: c.k.scope, Key: c.k.key, Status: status, Body: body}
 	if err := checkRecord(&r); err != nil {
+		// The request ran, but its answer cannot be recorded: the key
+		// is ambiguous, and the requests waiting on it are woken.
+		c.Abandon()
 		return err
 	}
 	return c.finish(&r, wait, func(e *entry) {
