@@ -23,7 +23,7 @@ func TestOrphanedSecretsAreRemoved(t *testing.T) {
 	node := func(id string) func(*pgstore.Options) {
 		return func(o *pgstore.Options) {
 			o.Fenced, o.KeepLeases, o.NodeID = true, true, id
-			o.LeaseDuration, o.OpTimeout = time.Second, 500*time.Millisecond
+			o.LeaseDuration, o.OpTimeout = 3*time.Second, time.Second
 		}
 	}
 	a, b := openDB(t, url, node("a")), openDB(t, url, node("b"))
@@ -58,7 +58,7 @@ func TestOrphanedSecretsAreRemoved(t *testing.T) {
 	// "creating" is being created by b, which holds its lease.
 	put(b, "creating")
 
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(45 * time.Second)
 	for {
 		v, err := b.Secrets().Get(ctx, "orphan", "model.api_key")
 		if err != nil {

@@ -48,7 +48,7 @@ func forEach(ids []string, f func(id string) error) error {
 func TestCloseReleasesManyLeases(t *testing.T) {
 	url := pgtest.Database(t)
 	const many = 10000
-	opts := func(o *pgstore.Options) { o.LeaseDuration, o.OpTimeout = time.Minute, time.Second }
+	opts := func(o *pgstore.Options) { o.LeaseDuration, o.OpTimeout = time.Minute, 3*time.Second }
 	a, b := openDB(t, url, opts), openDB(t, url, opts)
 	ids := make([]string, many)
 	for i := range ids {

@@ -95,9 +95,13 @@ func (c *RequestClaim) rideState() (int, bool) {
 }
 
 // Answer commits the request's answer and wakes requests waiting on the
-// same key.
+// same key. An answer no record can hold is refused and ends the claim as
+// Abandon does: the key answers idem.ErrAmbiguous from then on.
 func (c *RequestClaim) Answer(status int, body []byte) error {
 	if status < 100 || status > 999 || len(body) > idem.MaxPayloadBytes-300 {
+		// The request ran, but its answer cannot be recorded: the key
+		// is ambiguous, and the requests waiting on it are woken.
+		c.Abandon()
 		return fmt.Errorf("pgstore: answer status %d or body of %d bytes out of range", status, len(body))
 	}
 	if body == nil {
