@@ -47,7 +47,7 @@ func Open(path string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("datadir: %w", err)
 	}
-	if err := os.MkdirAll(abs, 0o700); err != nil {
+	if err := mkdirAll(abs); err != nil {
 		if target, lerr := os.Readlink(abs); lerr == nil && errors.Is(err, fs.ErrExist) {
 			// A link to nothing: creating the directory fails with the
 			// bare "file exists" of the link itself.
@@ -81,10 +81,7 @@ func (d *Dir) check() error {
 		if string(marker) != FormatMarker {
 			return fmt.Errorf("%w: %s holds %q, want %q", ErrFormat, filepath.Join(d.path, FormatName), string(marker), FormatMarker)
 		}
-		if err := os.Mkdir(filepath.Join(d.path, SessionsName), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("datadir: %w", err)
-		}
-		return nil
+		return d.ensureSessions()
 	case !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("datadir: read format: %w", err)
 	}
@@ -107,7 +104,20 @@ func (d *Dir) check() error {
 	if err := WriteFileAtomic(filepath.Join(d.path, FormatName), []byte(FormatMarker), 0o600); err != nil {
 		return err
 	}
-	if err := os.Mkdir(filepath.Join(d.path, SessionsName), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := d.ensureSessions(); err != nil {
+		return err
+	}
+	return SyncDir(d.path)
+}
+
+// ensureSessions creates sessions/ when it is missing and makes its entry
+// durable.
+func (d *Dir) ensureSessions() error {
+	err := os.Mkdir(filepath.Join(d.path, SessionsName), 0o700)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("datadir: %w", err)
 	}
 	return SyncDir(d.path)

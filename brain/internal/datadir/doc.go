@@ -19,7 +19,8 @@
 //
 // # Opening rules
 //
-// Open creates the directory when it is missing, then takes an exclusive,
+// Open creates the directory (and its missing parents) when it is missing,
+// fsyncing the parent of each directory it creates, then takes an exclusive,
 // non-blocking flock on .lock; when another process (or another Open in this
 // process) holds it, Open refuses with an error saying the directory is
 // already in use. With the lock held:
@@ -32,7 +33,8 @@
 //   - a directory without format that holds anything else is refused,
 //     naming what was found, and nothing is touched;
 //   - a format file holding any value other than "brain-data/1\n" is
-//     refused, naming the value found.
+//     refused, naming the value found; with the marker in place, a
+//     missing sessions/ is created again and the directory fsynced.
 //
 // WriteFileAtomic is the one way files in the data directory are replaced:
 // it writes a temporary file beside the target, fsyncs it, renames it over
