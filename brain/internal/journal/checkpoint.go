@@ -109,6 +109,10 @@ func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uin
 		return err
 	}
 	defer fs.release(s)
+	if s.committedNext == 1 {
+		s.mu.Unlock()
+		return errCheckpointNothing(id)
+	}
 	if through >= s.committedNext {
 		next := s.committedNext
 		s.mu.Unlock()
@@ -168,6 +172,15 @@ func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uin
 		return fmt.Errorf("journal: checkpoint %s: %w", id, err)
 	}
 	return overwriteFile(filepath.Join(s.dir, checkpointName), checkpointHeader(through, stamps, lastOff, payload), payload)
+}
+
+// errCheckpointNothing refuses a checkpoint of a session that holds no
+// record: there is nothing for it to cover, and writing it would make the
+// directory of a session that does not exist (never listed, yet kept on
+// disk) with a checkpoint a session later created under the id would
+// find.
+func errCheckpointNothing(id string) error {
+	return fmt.Errorf("%w: checkpoint of session %s, which holds no record", ErrInvalid, id)
 }
 
 // frameOf finds where record seq starts and ends within seg, scanning from

@@ -382,8 +382,10 @@
 // # Checkpoint
 //
 // sessions/{id}/checkpoint holds an opaque payload the caller derived from
-// records 1..through. It is written over the previous one in place (the
-// file is cut to the new length when that is shorter), with no flush: a
+// records 1..through. A session that holds no record has none: a
+// checkpoint of it is refused with ErrInvalid and writes nothing. The file
+// is written over the previous one in place (it is cut to the new length
+// when that is shorter), with no flush: a
 // checkpoint only speeds opens, and it reaches the disk with the file
 // system's own writeback or the next sync point's syncfs. Writing in place
 // keeps the file's inode: a temporary file renamed over the old one costs

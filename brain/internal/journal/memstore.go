@@ -189,11 +189,11 @@ func (m *MemStore) WriteCheckpoint(ctx context.Context, session string, through 
 	if s != nil {
 		n = uint64(len(s.records))
 	}
+	if n == 0 {
+		return errCheckpointNothing(session)
+	}
 	if through > n {
 		return fmt.Errorf("%w: checkpoint through %d but session %s ends at %d", ErrInvalid, through, session, n)
-	}
-	if s == nil {
-		s, _ = m.session(session, true)
 	}
 	s.checkpoint = &memCheckpoint{through: through, payload: slices.Clone(payload)}
 	return nil

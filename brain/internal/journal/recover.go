@@ -293,7 +293,13 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 			keep.b, keep.n = b, c.next-expect
 			return c.end, c.next, -1, nil
 		case errors.Is(err, errShortFrame):
-			keep.b, keep.n = b[:c.end:c.end], c.next-expect
+			if c.end > 0 {
+				keep.b, keep.n = b[:c.end:c.end], c.next-expect
+			} else {
+				// Cut at its first frame: nothing checked to keep, and
+				// the cut bytes are not held in memory.
+				warm.give(fi.Size())
+			}
 			return c.end, c.next, c.end, nil
 		}
 		return 0, 0, -1, frameDamage(c.end, err)

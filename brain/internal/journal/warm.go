@@ -142,6 +142,15 @@ func (fs *FileStore) growWarm(w *warmSet, n int64) bool {
 	return true
 }
 
+// give gives n of the set's bytes back to the budget: bytes it took and
+// does not keep.
+func (w *warmSet) give(n int64) {
+	if w != nil && w.budget != nil {
+		w.bytes -= n
+		w.budget.Add(-n)
+	}
+}
+
 // release gives the set's bytes back to the budget.
 func (w *warmSet) release() {
 	if w != nil && w.budget != nil {
