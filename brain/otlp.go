@@ -1,6 +1,7 @@
 package brain
 
 import (
+	"errors"
 	"log/slog"
 
 	"github.com/brain-in-go/brain/brain/internal/tracing"
@@ -22,4 +23,20 @@ func (o OTLP) settings(log *slog.Logger) tracing.Settings {
 			Headers: o.LogsHeaders, Insecure: o.LogsInsecure, Timeout: o.LogsTimeout, Compression: o.LogsCompression},
 		ServiceName: o.ServiceName, Resource: o.ResourceAttributes, Disabled: o.Disabled, Log: log,
 	}
+}
+
+// logExportShutdown says in log that an exporter's shutdown did not send
+// all it held: msg, the count of what it dropped under the key count
+// when it knows it, and the reason.
+func logExportShutdown(log *slog.Logger, msg, count string, err error) {
+	var lost *tracing.NotExportedError
+	if !errors.As(err, &lost) {
+		log.Warn(msg, "err", err)
+		return
+	}
+	attrs := []any{count, lost.Count}
+	if lost.Err != nil {
+		attrs = append(attrs, "err", lost.Err)
+	}
+	log.Warn(msg, attrs...)
 }

@@ -100,7 +100,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	defer func() {
 		if err != nil {
-			_ = s.release()
+			_ = s.release(context.Background())
 		}
 	}()
 	tp, stopTracing, err := tracing.NewTracerProvider(ctx, cfg.OTLP.settings(s.log))
@@ -519,7 +519,10 @@ func (s *Server) Drain() { s.api.Drain() }
 // recorded, then ends event streams, stops the listeners of Serve and
 // releases the storage. Environments keep reaching the routes while work
 // drains. When ctx ends first, remaining work is cancelled and its
-// outcome recorded. Close is idempotent.
+// outcome recorded. The telemetry records and spans still to be exported
+// are flushed together within what is left of ctx (at most 5 s); what
+// a collector did not take by then is dropped and said in the log, and
+// does not fail Close. Close is idempotent.
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		if s.stopVerify != nil {
@@ -544,13 +547,15 @@ func (s *Server) Close(ctx context.Context) error {
 			}
 			cancel()
 		}
-		s.closeErr = errors.Join(err, s.release())
+		s.closeErr = errors.Join(err, s.release(ctx))
 	})
 	return s.closeErr
 }
 
-// release closes what New opened, in reverse order.
-func (s *Server) release() error {
+// release closes what New opened, in reverse order. The telemetry records
+// and the spans still buffered are exported together, within ctx and
+// shutdownGrace.
+func (s *Server) release(ctx context.Context) error {
 	var errs []error
 	if s.hosts != nil {
 		errs = append(errs, s.hosts.Close())
@@ -564,24 +569,44 @@ func (s *Server) release() error {
 	if s.loops != nil {
 		errs = append(errs, s.loops.Close(context.Background()))
 	}
-	if s.telem != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		errs = append(errs, s.telem.Close(ctx))
-		cancel()
-	}
+	errs = append(errs, s.flushExports(ctx))
 	if s.store != nil {
 		errs = append(errs, s.store.Close())
 	}
-	if s.stopTracing != nil {
-		// Spans still buffered are sent, within a bound: a collector
-		// that is down must not hold the shutdown.
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		if err := s.stopTracing(ctx); err != nil {
-			s.log.Warn("trace export at shutdown", "err", err)
-		}
-		cancel()
-	}
 	return errors.Join(errs...)
+}
+
+// flushExports closes the telemetry pipeline and stops the span export
+// at once, both within ctx and no longer than shutdownGrace: a collector
+// that is down or does not answer must not hold the shutdown. What they
+// could not export is dropped (the telemetry records counted so) and said
+// in the log; it does not fail the shutdown.
+func (s *Server) flushExports(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, shutdownGrace)
+	defer cancel()
+	var wg sync.WaitGroup
+	var telemErr error
+	if s.telem != nil {
+		wg.Go(func() {
+			err := s.telem.Close(ctx)
+			if err != nil && ctx.Err() != nil {
+				// The records still queued are written, and dropped when
+				// they cannot be, after Close returns.
+				s.log.Warn("telemetry flush at shutdown cut short", "err", err)
+				err = nil
+			}
+			telemErr = err
+		})
+	}
+	if s.stopTracing != nil {
+		wg.Go(func() {
+			if err := s.stopTracing(ctx); err != nil {
+				logExportShutdown(s.log, "trace export at shutdown", "spans_dropped", err)
+			}
+		})
+	}
+	wg.Wait()
+	return telemErr
 }
 
 // CommitStats counts the durable commits of one request kind.

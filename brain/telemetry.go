@@ -161,7 +161,7 @@ func (s *otlpSink) delivered(delivered, failed int) {
 // failed), and the failure is said in the log.
 func (s *otlpSink) Close(ctx context.Context) error {
 	if err := s.stop(ctx); err != nil {
-		s.log.Warn("telemetry export at shutdown", "err", err)
+		logExportShutdown(s.log, "telemetry export at shutdown", "records_dropped", err)
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ type ledger struct {
 
 	mu          sync.Mutex
 	outstanding int
+	failed      int64 // records reported failed by an export
 	closed      bool
 }
 
@@ -61,24 +62,35 @@ func (l *ledger) settle(delivered, failed int) {
 		return // reported as failed already
 	}
 	l.outstanding -= delivered + failed
+	l.failed += int64(failed)
 	if l.report != nil {
 		l.report(delivered, failed)
 	}
 }
 
-// close reports the records never exported as failed; later exports are
-// not reported.
-func (l *ledger) close() {
+// failures answers how many records exports reported failed so far.
+func (l *ledger) failures() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
+
+// close reports the records never exported as failed, and answers how
+// many records exports reported failed since failedBefore was read and
+// close did: those not sent. Later exports are not reported.
+func (l *ledger) close(failedBefore int64) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return
+		return 0
 	}
 	l.closed = true
 	if l.outstanding > 0 && l.report != nil {
 		l.report(0, l.outstanding)
 	}
+	lost := l.failed - failedBefore + int64(l.outstanding)
 	l.outstanding = 0
+	return lost
 }
 
 // countingExporter reports to its ledger what the receiver made of each

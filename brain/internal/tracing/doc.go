@@ -51,6 +51,10 @@
 // error handler, which would write each failed batch to the standard
 // library's log, never hears of them.
 //
+// A Shutdown flushes within its context and no longer: when the context
+// ends first, or the collector refuses what is flushed, it answers a
+// *NotExportedError counting the spans or log records it did not send.
+//
 // # Spans
 //
 // Brain's spans (names and the attributes every one carries):

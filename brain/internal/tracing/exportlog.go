@@ -49,14 +49,18 @@ func (l *exportLog) failed(err error) {
 	l.log.Warn("telemetry export failed", "signal", l.signal, "err", err, "failures_not_logged", skipped)
 }
 
-// failureLogging is a span exporter whose failures go to an exportLog.
+// failureLogging is a span exporter whose failures go to an exportLog,
+// and whose exports are counted in a spanTally.
 type failureLogging struct {
 	sdktrace.SpanExporter
-	log *exportLog
+	log   *exportLog
+	tally *spanTally
 }
 
 func (f failureLogging) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	if err := f.SpanExporter.ExportSpans(ctx, spans); err != nil {
+	err := f.SpanExporter.ExportSpans(ctx, spans)
+	f.tally.settle(len(spans), err)
+	if err != nil {
 		f.log.failed(err)
 	}
 	return nil

@@ -32,8 +32,9 @@ type LogEmitter interface {
 }
 
 // NewLogSink answers a LogEmitter exporting over OTLP logs as s says,
-// and its Shutdown, which flushes and then reports the records it could
-// not export as failed. report, if not nil, is told what the receiver
+// and its Shutdown, which flushes within its context and then reports the
+// records it could not export as failed (and answers a *NotExportedError
+// counting them). report, if not nil, is told what the receiver
 // made of the records. With no logs endpoint it answers a nil emitter.
 func NewLogSink(ctx context.Context, s Settings, report Delivery) (LogEmitter, Shutdown, error) {
 	sig, err := s.signal("logs")
@@ -57,8 +58,11 @@ func NewLogSink(ctx context.Context, s Settings, report Delivery) (LogEmitter, S
 	bp := sdklog.NewBatchProcessor(countingExporter{Exporter: exp, l: led, failures: newExportLog(s.Log, "logs")}, sdklog.WithMaxQueueSize(maxOutstanding))
 	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(bp), sdklog.WithResource(newResource(s)))
 	stop := func(ctx context.Context) error {
+		failedBefore := led.failures()
 		err := lp.Shutdown(ctx)
-		led.close()
+		if lost := led.close(failedBefore); lost > 0 {
+			return &NotExportedError{Signal: "logs", Count: lost, Err: err}
+		}
 		return err
 	}
 	return &emitter{l: lp.Logger(InstrumentationName), led: led}, stop, nil

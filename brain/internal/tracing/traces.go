@@ -17,8 +17,9 @@ import (
 // InstrumentationName names Brain's tracer and logger.
 const InstrumentationName = "github.com/brain-in-go/brain"
 
-// Shutdown flushes what is buffered and stops an exporter; it is safe to
-// call more than once.
+// Shutdown flushes what is buffered and stops an exporter, within ctx; it
+// is safe to call more than once. When it could not export all it held it
+// answers a *NotExportedError counting what it did not send.
 type Shutdown func(ctx context.Context) error
 
 func noShutdown(context.Context) error { return nil }
@@ -44,9 +45,11 @@ func NewTracerProvider(ctx context.Context, s Settings) (trace.TracerProvider, S
 	if err != nil {
 		return nil, noShutdown, fmt.Errorf("tracing: traces exporter: %w", err)
 	}
-	exp = failureLogging{SpanExporter: exp, log: newExportLog(s.Log, "traces")}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(newResource(s)))
-	return tp, tp.Shutdown, nil
+	tally := &spanTally{}
+	exp = failureLogging{SpanExporter: exp, log: newExportLog(s.Log, "traces"), tally: tally}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(endCounter{tally}), sdktrace.WithBatcher(exp),
+		sdktrace.WithResource(newResource(s)))
+	return tp, func(ctx context.Context) error { return tally.shutdown(ctx, tp) }, nil
 }
 
 // newResource describes the process: the attributes of s.Resource and
