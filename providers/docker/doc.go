@@ -250,7 +250,9 @@
 // base64url binding key (by "sha256." and the key's SHA-256 in hex when
 // that name would be too long for the file system) and written atomically (temporary file, fsync,
 // rename or exclusive link, directory fsync): key, session, environment,
-// resource id, profile, pinned image ID, whether a chown is needed, and
+// resource id, profile, pinned image ID, whether a chown is needed (and
+// for which user; a file that does not say the chown was decided for the
+// workspace's whole content has it decided again at allocation), and
 // the phase new → allocating → ready (or failed). The phase
 // allocating is committed before the Engine is asked for anything, so a
 // restart that finds it answers allocation_unknown and never repeats it.

@@ -121,7 +121,7 @@ func (p *Provider) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 	b.mu.Lock()
 	next := *b.st
 	b.mu.Unlock()
-	next.ImageID, next.Chown, next.ChownFor = imageID, chown, ownerFor(prof)
+	next.ImageID, next.Chown, next.ChownFor, next.ChownWhole = imageID, chown, ownerFor(prof), true
 	if err := p.store.put(&next); err != nil {
 		// The setup fails: the binding's file goes too, so that nothing
 		// of it is left and the setup can be tried again.
@@ -181,6 +181,17 @@ func (p *Provider) workspaceChown(ctx context.Context, st *bindingState, imageID
 	p.owners[cacheKey] = chown
 	p.mu.Unlock()
 	return chown, nil
+}
+
+// ownerAgain answers whether a binding's recorded Chown must be decided
+// again before its allocation, and for whom: its profile gives a write
+// workspace to another user than setup decided the owner for (or the
+// workspace became writable), or the file, written by an earlier version,
+// does not say whom it was decided for, or says it was decided for the
+// volume's root alone (which leaves the image's files in it to root).
+func ownerAgain(st *bindingState, prof Profile) (want string, again bool) {
+	want = ownerFor(prof)
+	return want, want != "" && (st.ChownFor != want || !st.ChownWhole)
 }
 
 // ownerFor is what a binding's recorded Chown was decided for: the user

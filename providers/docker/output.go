@@ -5,10 +5,10 @@ import (
 	"context"
 	"io"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/toolset"
+	"github.com/brain-in-go/brain/providers/internal/fit"
 )
 
 // OutputEvent is the event type of streamed command output; its data is
@@ -29,18 +29,19 @@ const maxChunk = 16 << 10
 type output struct {
 	mu       sync.Mutex
 	limit    int64
-	head     []byte // the start of stdout
-	tail     []byte // the end of stderr (see keepTail)
-	outN     int64  // stdout bytes written
-	errN     int64  // stderr bytes written
-	streamed int64  // bytes forwarded
+	head     []byte    // the start of stdout
+	tail     *fit.Tail // the end of stderr, at most limit bytes
+	outN     int64     // stdout bytes written
+	errN     int64     // stderr bytes written
+	streamed int64     // bytes forwarded
 	s        *streamer
 }
 
 // capture returns the output of a command capped at limit bytes, the
 // first limit bytes of which are streamed to s (nil: not streamed).
 func capture(limit int64, s *streamer) *output {
-	return &output{limit: max(limit, 0), s: s}
+	limit = max(limit, 0)
+	return &output{limit: limit, tail: fit.NewTail(limit), s: s}
 }
 
 // Stdout is the writer of the command's stdout.
@@ -61,7 +62,7 @@ func (w outputWriter) Write(p []byte) (int, error) {
 	o.streamed += int64(len(fwd))
 	if w.stderr {
 		o.errN += int64(len(p))
-		o.tail = keepTail(o.tail, p, o.limit-min(o.outN, o.limit-o.limit/2))
+		_, _ = o.tail.Write(p)
 	} else {
 		o.outN += int64(len(p))
 		if room := o.limit - min(o.errN, o.limit/2) - int64(len(o.head)); room > 0 {
@@ -79,21 +80,6 @@ func (w outputWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// keepTail appends p to tail and answers what is to be kept of it to have
-// its last n bytes: the buffer is compacted only once it holds twice that,
-// so that keeping the end of a long stream copies each byte a few times at
-// most.
-func keepTail(tail, p []byte, n int64) []byte {
-	if int64(len(p)) >= n {
-		return append(tail[:0], p[int64(len(p))-n:]...)
-	}
-	tail = append(tail, p...)
-	if int64(len(tail)) > 2*n {
-		tail = append(tail[:0], tail[int64(len(tail))-n:]...)
-	}
-	return tail
-}
-
 // Truncated reports whether the output was cut.
 func (o *output) Truncated() bool {
 	o.mu.Lock()
@@ -109,35 +95,25 @@ func (o *output) Bytes() (stdout, stderr []byte) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	head := o.head
-	tail := o.tail[max(int64(len(o.tail))-min(o.errN, o.limit), 0):]
 	if o.outN+o.errN <= o.limit {
-		return bytes.Clone(head), bytes.Clone(tail)
+		return bytes.Clone(head), o.tail.Bytes()
 	}
 	half := o.limit / 2
 	roomOut := o.limit - half
 	if o.errN <= half {
 		roomOut = o.limit - o.errN
 	}
+	kept := min(o.errN, o.limit)
 	k := min(int64(len(head)), roomOut)
-	j := min(int64(len(tail)), o.limit-k)
+	j := min(kept, o.limit-k)
 	k = min(int64(len(head)), o.limit-j)
-	stdout = head[:toolset.RuneCut(head, int(k))]
-	stderr = tail[int64(len(tail))-j:]
-	if j < o.errN {
-		stderr = stderr[runeStart(stderr):]
+	cut := toolset.RuneCut(head, int(k))
+	if int64(cut) == int64(len(head)) && int64(cut) < o.outN {
+		// The head was cut as it was written: what followed it is not
+		// known, so a character it leaves unfinished is dropped.
+		cut -= toolset.IncompleteTail(head[:cut])
 	}
-	return bytes.Clone(stdout), bytes.Clone(stderr)
-}
-
-// runeStart is where the first character of data, the end of a longer
-// text, begins: past the bytes of a character the cut left unfinished.
-func runeStart(data []byte) int {
-	for i := 0; i < len(data) && i < utf8.UTFMax; i++ {
-		if utf8.RuneStart(data[i]) {
-			return i
-		}
-	}
-	return 0
+	return bytes.Clone(head[:cut]), o.tail.Last(j)
 }
 
 // streamer emits output as OutputEvent events through the execution's emit

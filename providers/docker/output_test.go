@@ -58,3 +58,28 @@ func TestOutputTailBeginsWithAWholeCharacter(t *testing.T) {
 		t.Fatalf("stderr = %q, truncated %v; want %q, truncated", stderr, o.Truncated(), "ééé!")
 	}
 }
+
+// The start of stdout kept ends with a whole character, however the cap
+// falls: a character cut by the cap as it was written is dropped, not
+// answered in part (which the answer would show as U+FFFD).
+func TestOutputHeadEndsWithAWholeCharacter(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		limit          int64
+		stdout, stderr string
+		want           string
+	}{
+		{8, "aééééé", "", "aééé"},
+		{8, "ééé€€", "", "ééé"},
+		{9, "a€€€€", "ab", "a€€"},
+		{8, "ééé", "", "ééé"},
+	} {
+		o := capture(tc.limit, nil)
+		_, _ = o.Stdout().Write([]byte(tc.stdout))
+		_, _ = o.Stderr().Write([]byte(tc.stderr))
+		stdout, stderr := o.Bytes()
+		if string(stdout) != tc.want || string(stderr) != tc.stderr {
+			t.Errorf("limit %d, stdout %q, stderr %q: kept %q and %q; want %q and %q", tc.limit, tc.stdout, tc.stderr, stdout, stderr, tc.want, tc.stderr)
+		}
+	}
+}

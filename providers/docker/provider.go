@@ -414,16 +414,16 @@ func (p *Provider) allocate(b *binding) func(context.Context) (*allocation, erro
 			if err != nil {
 				return nil, p.failAllocation(ctx, b, fmt.Errorf("the setup was interrupted before its image was pinned, and pinning it failed: %w", err))
 			}
-			st.ImageID, st.Chown, st.ChownFor = imageID, chown, ownerFor(b.profile)
-			if err := p.update(b, func(s *bindingState) { s.ImageID, s.Chown, s.ChownFor = imageID, chown, st.ChownFor }); err != nil {
+			st.ImageID, st.Chown, st.ChownFor, st.ChownWhole = imageID, chown, ownerFor(b.profile), true
+			if err := p.update(b, func(s *bindingState) {
+				s.ImageID, s.Chown, s.ChownFor, s.ChownWhole = imageID, chown, st.ChownFor, true
+			}); err != nil {
 				return nil, err
 			}
 		}
-		if want := ownerFor(b.profile); want != "" && st.ChownFor != want {
-			// The profile gives the workspace another user than setup
-			// decided the owner for (or an earlier version did not say
-			// whom): the volume does not exist yet, so it is given to the
-			// user the container is made with.
+		if want, again := ownerAgain(&st, b.profile); again {
+			// The volume does not exist yet: it is given, with everything
+			// in it, to the user the container is made with.
 			done := p.stepper("binding " + b.key)("owner of " + workspaceDir + " for user " + want)
 			chown, err := p.workspaceChown(ctx, &st, st.ImageID, b.profile)
 			done(err)
@@ -433,8 +433,8 @@ func (p *Provider) allocate(b *binding) func(context.Context) (*allocation, erro
 				}
 				return nil, p.failAllocation(ctx, b, fmt.Errorf("find the owner of the image's %s for user %s: %w", workspaceDir, want, err))
 			}
-			st.Chown, st.ChownFor = chown, want
-			if err := p.update(b, func(s *bindingState) { s.Chown, s.ChownFor = chown, want }); err != nil {
+			st.Chown, st.ChownFor, st.ChownWhole = chown, want, true
+			if err := p.update(b, func(s *bindingState) { s.Chown, s.ChownFor, s.ChownWhole = chown, want, true }); err != nil {
 				return nil, err
 			}
 		}

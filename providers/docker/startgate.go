@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"math"
+
+	"github.com/brain-in-go/brain/providers/internal/fit"
 )
 
 // startMark is what the wrapper writes on stdout before it starts the
@@ -33,8 +35,8 @@ const maxRefusal = 4 << 10
 type startGate struct {
 	stdout, stderr io.Writer
 	hold           int64
-	head           []byte // stdout before the mark was whole
-	held           []byte // the end of stderr before the mark (see keepTail)
+	head           []byte    // stdout before the mark was whole
+	held           *fit.Tail // the end of stderr before the mark, at most hold bytes
 	started        bool
 	refused        bool // stdout began with something else than the mark
 }
@@ -46,7 +48,7 @@ func newStartGate(stdout, stderr io.Writer, budget int64) *startGate {
 	if hold < math.MaxInt64 {
 		hold++
 	}
-	return &startGate{stdout: stdout, stderr: stderr, hold: hold}
+	return &startGate{stdout: stdout, stderr: stderr, hold: hold, held: fit.NewTail(hold)}
 }
 
 // Started reports whether the wrapper announced that it runs the command.
@@ -58,9 +60,10 @@ func (g *startGate) Refusal() string {
 	return string(bytes.TrimSpace(append(append([]byte(nil), g.head...), g.heldTail()...)))
 }
 
-// heldTail is the end of the stderr held, at most hold bytes.
+// heldTail is the end of the stderr held, at most hold bytes, as it was
+// written (the writers it is passed on to cut it between characters).
 func (g *startGate) heldTail() []byte {
-	return g.held[max(int64(len(g.held))-g.hold, 0):]
+	return g.held.Bytes()
 }
 
 func (g *startGate) Stdout() io.Writer { return gateWriter{g, false} }
@@ -79,8 +82,7 @@ func (w gateWriter) Write(p []byte) (int, error) {
 	case g.started:
 		return g.stdout.Write(p)
 	case w.stderr:
-		g.held = keepTail(g.held, p, g.hold)
-		return len(p), nil
+		return g.held.Write(p)
 	case g.refused:
 		if room := maxRefusal - len(g.head); room > 0 {
 			g.head = append(g.head, p[:min(len(p), room)]...)
@@ -99,7 +101,7 @@ func (w gateWriter) Write(p []byte) (int, error) {
 	}
 	g.started, g.head = true, nil
 	held := g.heldTail()
-	g.held = nil
+	g.held = fit.NewTail(0)
 	if len(held) > 0 {
 		if _, err := g.stderr.Write(held); err != nil {
 			return 0, err

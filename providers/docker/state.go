@@ -47,8 +47,9 @@ type bindingState struct {
 	Resource string `json:"resource"`
 	Profile  string `json:"profile"`
 	ImageID  string `json:"image_id"`
-	// Chown: the image's /workspace is not owned by the profile's user,
-	// so allocation gives the volume root to it with a one-shot container.
+	// Chown: the image's /workspace, or something in it, is not owned by
+	// the profile's user, so allocation gives the volume and everything
+	// in it to that user with a one-shot container.
 	Chown bool `json:"chown,omitempty"`
 	// ChownFor is the user Chown was decided for (ownerFor): the
 	// profile's user at setup, when its workspace was writable. A
@@ -57,11 +58,17 @@ type bindingState struct {
 	// for the user the container is made with, so that a volume nothing
 	// has written yet belongs to the user who writes it. Files of earlier
 	// versions lack it: the allocation decides again.
-	ChownFor  string    `json:"chown_for,omitempty"`
-	Phase     string    `json:"phase"`
-	Error     string    `json:"error,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ChownFor string `json:"chown_for,omitempty"`
+	// ChownWhole: Chown was decided for the volume and everything in it
+	// (the files the image's /workspace puts there), not for the
+	// volume's root alone. Files of earlier versions lack it, and their
+	// Chown may leave the image's files to another user than the
+	// profile's: the allocation decides again.
+	ChownWhole bool      `json:"chown_whole,omitempty"`
+	Phase      string    `json:"phase"`
+	Error      string    `json:"error,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 // resourceName is the name of the binding's container and volume.

@@ -133,3 +133,34 @@ func TestLongBindingKeyState(t *testing.T) {
 		t.Fatalf("get after remove = %v %v", ok, err)
 	}
 }
+
+// A binding's file as an earlier version wrote it, its chown decided for
+// the workspace's root alone, has the chown decided again before the
+// allocation, as one that does not say for whom it was decided; one
+// written now for the profile's user keeps it.
+func TestEarlierChownDecisionIsDecidedAgain(t *testing.T) {
+	prof := Profile{Image: "i", User: "1000:1000", Workspace: WorkspaceWrite}
+	for _, tc := range []struct {
+		name, file string
+		again      bool
+	}{
+		{"root alone", `"chown_for": "1000:1000"`, true},
+		{"no user", `"chown": true`, true},
+		{"another user", `"chown_for": "1001:1001", "chown_whole": true`, true},
+		{"whole, for the user", `"chown_for": "1000:1000", "chown_whole": true`, false},
+	} {
+		data := `{"version": 1, "key": "s/e", "resource": "0123456789abcdef", "phase": "new", "image_id": "sha256:x", ` + tc.file + `}`
+		st, err := decodeState([]byte(data))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if want, again := ownerAgain(st, prof); again != tc.again || want != prof.User {
+			t.Errorf("%s: decided again %v for %q; want %v for %q", tc.name, again, want, tc.again, prof.User)
+		}
+	}
+	// A read workspace is never chowned: nothing is decided.
+	st := goodState("s/e")
+	if _, again := ownerAgain(st, Profile{Image: "i", User: "1000:1000", Workspace: WorkspaceRead}); again {
+		t.Errorf("a read workspace's owner decided again")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brain-in-go/brain/providers/internal/fit"
 	"github.com/brain-in-go/brain/providers/internal/proctree"
 )
 
@@ -152,30 +153,18 @@ const RunMarkerEnv = "BRAIN_PYTHON_UV_RUN"
 // errOverflow stops a run whose stdout passed its limit.
 var errOverflow = errors.New("output limit exceeded")
 
-// tailBuffer keeps the last keep bytes written to it.
+// tailBuffer keeps the last keep bytes written to it (see fit.Tail).
+// proctree writes it from one goroutine; the tail is read after Run.
 type tailBuffer struct {
-	keep      int
-	buf       []byte
-	truncated bool
+	keep int
+	t    *fit.Tail
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
-	n := len(p)
-	if t.keep <= 0 {
-		t.truncated = t.truncated || n > 0
-		return n, nil
+	if t.t == nil {
+		t.t = fit.NewTail(int64(t.keep))
 	}
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.keep; over > 0 {
-		// Trim in bulk so repeated small writes stay linear.
-		if over > t.keep || len(t.buf) > 2*t.keep {
-			t.buf = append(t.buf[:0], t.buf[over:]...)
-		} else {
-			t.buf = t.buf[over:]
-		}
-		t.truncated = true
-	}
-	return n, nil
+	return t.t.Write(p)
 }
 
 // String returns the tail that tail reports.
@@ -193,7 +182,10 @@ func (t *tailBuffer) String() string {
 // the failure's evidence. A replacement is longer than the byte it
 // replaces: the tail is cut again to stay within keep bytes.
 func (t *tailBuffer) tail() (string, bool) {
-	s, truncated := string(t.buf), t.truncated
+	if t.t == nil {
+		return "", false
+	}
+	s, truncated := string(t.t.Bytes()), t.t.Truncated()
 	if truncated {
 		if i := strings.IndexByte(s, '\n'); i >= 0 && i < 256 && strings.TrimRight(s[i+1:], "\r\n") != "" {
 			s = s[i+1:]

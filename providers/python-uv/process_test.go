@@ -117,8 +117,8 @@ func TestTailBuffer(t *testing.T) {
 	for _, s := range []string{"ab", "cdef", "g", "", "hijklmnop"} {
 		_, _ = tb.Write([]byte(s))
 	}
-	if tb.String() != "mnop" || !tb.truncated {
-		t.Fatalf("tail %q truncated %v", tb.String(), tb.truncated)
+	if got, truncated := tb.tail(); got != "mnop" || !truncated {
+		t.Fatalf("tail %q truncated %v", got, truncated)
 	}
 	// The newline ending the last line is no line boundary to start at.
 	tb = &tailBuffer{keep: 10}

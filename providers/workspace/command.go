@@ -103,7 +103,13 @@ func runCommand(k *call) (any, error) {
 	}
 
 	out := toolset.CommandOutput{ExitCode: res.ExitCode, Signal: res.Signal}
-	out.Stdout, out.Stderr = string(stdout.Bytes()), string(stderr.Bytes())
+	head := stdout.Bytes()
+	if stdout.Truncated() {
+		// The limit cut the start of stdout as it was written: a
+		// character it left unfinished is dropped, not answered in part.
+		head = head[:len(head)-toolset.IncompleteTail(head)]
+	}
+	out.Stdout, out.Stderr = string(head), string(stderr.Bytes())
 	out.Truncated = stdout.Truncated() || stderr.Truncated()
 	// The output goes into the answer, or into a failure's details beside
 	// the cleanup evidence: it is cut to what leaves room for that.

@@ -146,7 +146,7 @@
 // service fell behind; the first output limit bytes of each stream are
 // streamed) and returned with each stream capped at the output limit: the
 // start of stdout and the end of stderr (where a failure says what went
-// wrong; cut between characters) are kept and truncated is true.
+// wrong), both cut between characters, are kept and truncated is true.
 // Commands are not sandboxed: the directory is a working area, not an
 // isolation boundary.
 //

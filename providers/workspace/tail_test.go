@@ -60,9 +60,6 @@ func TestTailKeepsEndBetweenCharacters(t *testing.T) {
 				p = p[k:]
 			}
 			got := tl.Bytes()
-			if cap(tl.ring) > limit {
-				t.Fatalf("ring of %d bytes for a limit of %d", cap(tl.ring), limit)
-			}
 			if tl.Truncated() != (n > limit) {
 				t.Fatalf("size %d, %d bytes: truncated %v", size, n, tl.Truncated())
 			}
@@ -78,6 +75,25 @@ func TestTailKeepsEndBetweenCharacters(t *testing.T) {
 			if !bytes.Equal(fwd, data[:min(n, limit)]) {
 				t.Fatalf("size %d, %d bytes: forwarded %q", size, n, fwd)
 			}
+		}
+	}
+}
+
+// A command whose stdout the limit cuts inside a character answers the
+// start of its stdout up to the last whole character, not a part of one
+// (which the answer would show as U+FFFD).
+func TestCommandStdoutEndsWithAWholeCharacter(t *testing.T) {
+	f := newFixture(t, Options{OutputLimit: 4096})
+	c := f.commands("s1")
+	accepted(t, f.post(c.Setup(json.RawMessage(`{"output_limit": 100}`))))
+	for _, lead := range []string{"", "a", "ab"} {
+		// "€" takes three bytes: one of the leads puts the cut at 100
+		// bytes inside one, whichever.
+		var out toolset.CommandOutput
+		ok(t, f.exec(c, "command", map[string]any{"argv": []string{"printf", lead + strings.Repeat("€", 50)}}, nil), &out)
+		want := lead + strings.Repeat("€", (100-len(lead))/3)
+		if !out.Truncated || out.Stdout != want {
+			t.Errorf("lead %q: stdout %q, truncated %v; want %q, truncated", lead, out.Stdout, out.Truncated, want)
 		}
 	}
 }

@@ -5,7 +5,8 @@
 // "\ufffd" for a byte that is not UTF-8), so a read or a command's output
 // within a provider's byte cap can still make an answer larger than Brain
 // takes; the functions here cut such an output, between characters, to
-// what fits, and say so with the output's truncated flag.
+// what fits, and say so with the output's truncated flag. Tail keeps the
+// end of a stream within a provider's byte cap, for the end of stderr.
 package fit
 
 import (
