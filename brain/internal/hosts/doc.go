@@ -25,7 +25,11 @@
 // first's sequence without being applied again, also after the call
 // closed, while the host keeps the answer (its latest
 // 2×Config.MaxCommands, in memory); another request under the key is
-// ErrKeyConflict. A refused request keeps no answer.
+// ErrKeyConflict. A refused request keeps no answer. A call whose finish
+// the session could not record (answered storage unavailable) stays
+// reachable by its host while the session keeps its invocation token
+// live, so that the finish sent again is answered as the session answers
+// it (unavailable, then a conflict), not as a call the host never had.
 //
 // A command is handed to the connection's transport directly
 // (Conn.Frames), never left in a queue: it counts as sent once the

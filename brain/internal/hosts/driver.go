@@ -41,6 +41,9 @@ type command struct {
 	// cancel operation named it already. A settled command is not kept in
 	// host.stopped.
 	settled bool
+	// grant is the call's invocation token (session.Operation's
+	// CallbackDone): closed when the call's authority is revoked.
+	grant <-chan struct{}
 }
 
 func (c *command) loseLocked() { c.once.Do(func() { close(c.lost) }) }
@@ -192,7 +195,7 @@ func (r *Registry) execute(ctx context.Context, op session.Operation) (envapi.Re
 		return failure(CodeHostOverloaded, fmt.Sprintf("host %s has %d outstanding commands", h.id, len(h.outstanding)), true), nil
 	}
 	closer, _ := svc.(session.Closer)
-	c := &command{conn: h.conn, svc: svc, lost: make(chan struct{}), returned: make(chan struct{})}
+	c := &command{conn: h.conn, svc: svc, lost: make(chan struct{}), returned: make(chan struct{}), grant: op.CallbackDone}
 	h.outstanding[k] = c
 	r.mu.Unlock()
 	if err := c.conn.send(ctx, frame); err != nil {
@@ -237,14 +240,21 @@ func (r *Registry) execute(ctx context.Context, op session.Operation) (envapi.Re
 // here.
 func (r *Registry) follow(ctx context.Context, h *host, k key, c *command, closed <-chan struct{}, svc session.Services) (envapi.Receipt, error) {
 	var lostErr error
+	ended := false
 	select {
 	case <-closed:
+		ended = true
 	case <-c.lost:
 		lostErr = fmt.Errorf("host %s: tool call %d: %w", h.id, k.seq, ErrHostLost)
 	case <-ctx.Done():
 	}
 	r.mu.Lock()
-	delete(h.outstanding, k)
+	if h.outstanding[k] == c {
+		delete(h.outstanding, k)
+		if ended {
+			h.keepUnrecordedLocked(k, c)
+		}
+	}
 	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), session.ErrTimeout) && lostErr == nil && !c.settled {
 		// A cancel operation follows; it needs the connection.
 		h.stopped[k] = c

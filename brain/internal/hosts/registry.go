@@ -98,6 +98,10 @@ type host struct {
 	// stopped holds commands whose call was cancelled, until the cancel
 	// operation names them.
 	stopped map[key]*command
+	// unrecorded holds commands whose finish the session could not record
+	// (see keepUnrecordedLocked), while their call's invocation token is
+	// live.
+	unrecorded map[key]*command
 	// answers holds the answers of keyed requests (Registry.once), and
 	// answered the keys of those done, oldest first.
 	answers  map[keyID]*keyed

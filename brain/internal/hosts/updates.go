@@ -34,6 +34,9 @@ func (r *Registry) outstanding(id, sessionID string, seq uint64) (*command, erro
 	}
 	c, ok := h.outstanding[key{sessionID, seq}]
 	if !ok {
+		c, ok = h.unrecordedLocked(key{sessionID, seq})
+	}
+	if !ok {
 		return nil, fmt.Errorf("host %s has no open tool call %s/%d: %w", id, sessionID, seq, session.ErrExecutionClosed)
 	}
 	return c, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/hosts"
+	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/session"
 )
 
@@ -24,12 +25,18 @@ type hostFixture struct {
 
 func newHostFixture(t *testing.T) *hostFixture {
 	t.Helper()
+	return newHostFixtureOn(t, nil)
+}
+
+// newHostFixtureOn is newHostFixture over store (nil: in memory).
+func newHostFixtureOn(t *testing.T, store journal.Store) *hostFixture {
+	t.Helper()
 	reg, err := hosts.Open(hosts.Config{Dir: filepath.Join(t.TempDir(), hosts.DirName)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Close() })
-	f := &hostFixture{fixture: newEngineFixture(t, Options{Hosts: reg}, session.Config{Environments: hosts.Route(reg, nil)}, 0), commands: make(chan api.HostCommand, 8)}
+	f := &hostFixture{fixture: newEngineFixture(t, Options{Hosts: reg}, session.Config{Store: store, Environments: hosts.Route(reg, nil)}, 0), commands: make(chan api.HostCommand, 8)}
 	st, _, b := f.do("POST", "/v1/hosts", "")
 	var host api.HostRegistration
 	if st != 200 || json.Unmarshal(b, &host) != nil {

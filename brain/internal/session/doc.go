@@ -20,8 +20,15 @@
 // session still in memory (Summary, List, Transcript, Events, Subscribe,
 // a loop's events) before it answers: a read never shows what a reload
 // would not, and while that close cannot be written either it answers
-// ErrUnavailable. A tool's finish that cannot be recorded is answered the
-// journal's error and closes the call; every later call of that
+// ErrUnavailable. A session with subscribers has that close retried on
+// a timer (CoalesceWindow, doubling up to a second, while the journal
+// refuses it and someone subscribes; stopped by Delete and Close), so
+// that a stream opened before the fault receives it once the journal
+// takes records again, without waiting for another read. A tool's finish
+// (also one sent during the synchronous phase, which is committed, not
+// deferred) that cannot be recorded is answered the journal's error and
+// closes the call (a dispatch waiting on the phase reads it finished
+// with no outcome recorded); every later call of that
 // execution (a finish sent again) is answered a conflict (ErrWrongState)
 // saying so, once the call's close is durable (ErrUnavailable until
 // then), its invocation token kept live for that until the session is
@@ -29,7 +36,8 @@
 // revokes them all).
 //
 // Records no effect depends on (the terminal record of an in-process
-// model call, a synchronous-phase tool_call_ended, the loop's transcript
+// model call, the tool_call_ended of an execute's answer in the
+// synchronous phase, the loop's transcript
 // and KV changes) are folded at once and appended with the session's next
 // append: every *_started fence, every answer to a caller (a turn's end,
 // any service call through Services.Call) and every read flushes them

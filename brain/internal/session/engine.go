@@ -51,6 +51,10 @@ type Engine struct {
 	// unrecorded are the tool calls whose finish could not be recorded
 	// (guarded by mu).
 	unrecorded unrecordedCalls
+	// closers retry, for sessions with subscribers, the close of what a
+	// commit that could not be written left open (guarded by mu; see
+	// armClose).
+	closers map[string]*closeRetry
 }
 
 // noteFault remembers that a commit of session id failed to be written
@@ -193,6 +197,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
+	defer e.stopClosers()
 	done := e.work.Idle()
 	select {
 	case <-done:
@@ -504,6 +509,9 @@ func (s *sess) commitLocked(recs ...journal.Record) (uint64, error) {
 		s.e.noteFault(s.id, err)
 		if len(s.pending) > 0 && refused(err) {
 			s.pendingRefused = err
+		}
+		if refused(err) {
+			s.e.armClose(s.id)
 		}
 		return 0, fmt.Errorf("session %s: commit %s: %w", s.id, recs[0].Kind, err)
 	}

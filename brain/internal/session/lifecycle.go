@@ -872,6 +872,7 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 	}
 	e.released.drop(id)
 	delete(e.faults, id)
+	e.forgetCloseLocked(id)
 	// A deleted session has nothing left to run: its lease goes too.
 	s.releaseLeaseLocked()
 	e.mu.Unlock()

@@ -445,9 +445,12 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 	}
 	var first uint64
 	var err error
-	if !cancelling && len(extra) == 0 && !t.syncOver() {
+	if !cancelling && len(extra) == 0 && !t.syncOver() && !t.finishing {
 		// The dispatch waiting for this synchronous phase is answered
-		// in-process; the record rides on the session's next append.
+		// in-process; the record rides on the session's next append. A
+		// finish is answered to its provider, outside the engine: it is
+		// committed, so that one that cannot be written is answered as
+		// after the synchronous phase (unrecordedLocked).
 		first, err = s.deferLocked(recs...)
 	} else {
 		first, err = s.commitLocked(recs...)
@@ -469,8 +472,14 @@ func (s *sess) toolClosedLocked(t *toolCall, recs []journal.Record, first uint64
 		s.unrecordedLocked(t, err)
 	}
 	t.x.close()
-	for _, r := range recs {
-		t.noteLocked(r)
+	if err == nil {
+		// The dispatch waiting for the synchronous phase is handed the
+		// records; one that could not be written is none of the call's:
+		// the dispatch reads the call finished with no outcome recorded,
+		// as the journal closes it (interrupted, outcome unknown).
+		for _, r := range recs {
+			t.noteLocked(r)
+		}
 	}
 	if t.stopWatch != nil {
 		t.stopWatch()
