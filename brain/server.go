@@ -51,7 +51,8 @@ func refusedSealingKey(err error) *ConfigError {
 	return settingError("Storage.SealingKeyFile", err)
 }
 
-// shutdownGrace bounds closing idle HTTP connections after the drain.
+// shutdownGrace bounds closing HTTP connections after the drain, within
+// Close's context.
 const shutdownGrace = 5 * time.Second
 
 // Server is a Brain over one storage backend, ready to serve.
@@ -519,7 +520,8 @@ func (s *Server) Drain() { s.api.Drain() }
 // recorded, then ends event streams, stops the listeners of Serve and
 // releases the storage. Environments keep reaching the routes while work
 // drains. When ctx ends first, remaining work is cancelled and its
-// outcome recorded. The telemetry records and spans still to be exported
+// outcome recorded, and the connections of requests still in flight are
+// cut. The telemetry records and spans still to be exported
 // are flushed together within what is left of ctx (at most 5 s); what
 // a collector did not take by then is dropped and said in the log, and
 // does not fail Close. Close is idempotent.
@@ -540,13 +542,20 @@ func (s *Server) Close(ctx context.Context) error {
 		https := s.https
 		s.closed = true
 		s.mu.Unlock()
+		// Requests still in flight (a body still arriving, an answer
+		// still being written) get what is left of ctx, within
+		// shutdownGrace; their connections are cut after that.
+		sctx, cancel := context.WithTimeout(ctx, shutdownGrace)
+		var wg sync.WaitGroup
 		for _, hs := range https {
-			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-			if serr := hs.Shutdown(sctx); serr != nil {
-				_ = hs.Close()
-			}
-			cancel()
+			wg.Go(func() {
+				if serr := hs.Shutdown(sctx); serr != nil {
+					_ = hs.Close()
+				}
+			})
 		}
+		wg.Wait()
+		cancel()
 		s.closeErr = errors.Join(err, s.release(ctx))
 	})
 	return s.closeErr
