@@ -227,7 +227,7 @@ func (c *anthropicMessages) send(ctx context.Context, body []byte, onDelta func(
 		// message_delta reported before the stream broke off.
 		return Result{}, withPartial(err, Partial{StopReason: anthropicStop(stopReason), Usage: usage.usage()})
 	}
-	var a assembled
+	a := assembled{redact: c.t.redact}
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":

@@ -320,6 +320,10 @@ func TestBounds(t *testing.T) {
 			if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
 				t.Fatalf("err = %v after %v", err, time.Since(start))
 			}
+			// The message the session records names the bound once.
+			if got, want := err.Error(), "model: call exceeded its time bound: context deadline exceeded"; got != want {
+				t.Errorf("err = %q, want %q", got, want)
+			}
 		})
 		t.Run(d.provider+"/cancel", func(t *testing.T) {
 			f, c := open(t, d, Limits{})

@@ -142,6 +142,10 @@ func hasResponseFormat(rf json.RawMessage) bool {
 // assembled is a response being built: blocks in order, the first invalid
 // tool input, and whether the provider refused.
 type assembled struct {
+	// redact removes the API key from what an error quotes of the answer
+	// (a tool call's id or name, which a provider may echo the key in);
+	// nil quotes it as it is.
+	redact     func(string) string
 	blocks     []api.ContentBlock
 	badTool    error
 	toolCalls  int
@@ -166,11 +170,11 @@ func (a *assembled) addToolUse(id, name, args string) {
 	a.outputSize += len(args) + len(name) + len(id)
 	if strings.TrimSpace(name) == "" {
 		if a.badTool == nil {
-			a.badTool = namesNoTool(id)
+			a.badTool = namesNoTool(a.quoted(id))
 		}
 		return
 	}
-	input, err := toolInput(name, args)
+	input, err := toolInput(a.quoted(name), args)
 	if err != nil {
 		if a.badTool == nil {
 			a.badTool = err
@@ -178,6 +182,14 @@ func (a *assembled) addToolUse(id, name, args string) {
 		return
 	}
 	a.blocks = append(a.blocks, api.ContentBlock{Type: api.BlockToolUse, ID: id, Name: name, Input: input})
+}
+
+// quoted is s as an error of this answer may quote it.
+func (a *assembled) quoted(s string) string {
+	if a.redact == nil {
+		return s
+	}
+	return a.redact(s)
 }
 
 func (a *assembled) addNative(format string, data json.RawMessage) {

@@ -34,7 +34,8 @@
 // may have around it; it is removed from every error message, as
 // sent and in the forms an echo may give it (JSON-escaped, URL-encoded),
 // and so is what is left of it where the error-body bound cut an echoed
-// key short; a key holding a control character (which no header can
+// key short (a tool call's id or name that an error quotes is cleared of
+// it too, and shortened); a key holding a control character (which no header can
 // carry) is refused when the client is opened. A redirect is never
 // followed: it would send the conversation and the key elsewhere; it fails
 // the call, naming where it pointed. A base URL that is refused is not
@@ -88,12 +89,14 @@
 // invalid_request_error; other 4xx are not; an error event whose code is
 // a number, as local servers give it, is judged by that HTTP status too)
 // and, for a retryable answer, the wait its Retry-After (or
-// retry-after-ms) header asked for.
+// retry-after-ms) header asked for, a day at most.
 // A stream that ends before its final event, or inside an event that
 // then cannot be read, or whose connection breaks off after the answer
 // began (as an answer read whole does), is stream_truncated (retryable);
 // connection_failed is a call that no answer reached.
-// Nothing is ever retried here. A call that fails after the provider began
+// Nothing is ever retried here, nor by the HTTP client: a call whose
+// body went out is never sent again (as HTTP/2 would after the server
+// reset its stream). A call that fails after the provider began
 // to answer is a *PartialError around that failure, holding the stop
 // reason and the usage counted so far (complete only for a whole answer
 // that could not be used). Tool calls in a length-limited, refused or

@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
@@ -37,14 +38,37 @@ func incomplete(stop StopReason, n int) *OutputError {
 		Message: fmt.Sprintf("%d tool call(s) in a response that stopped with %s", n, stop)}
 }
 
+// namesNoTool is the error of a tool call with no name; id is the
+// provider's (redacted by the caller), shown shortened (see shown).
 func namesNoTool(id string) *OutputError {
 	return &OutputError{Code: api.CodeModelOutputInvalid, StopReason: api.StopToolUse,
-		Message: fmt.Sprintf("tool call %q names no tool", id)}
+		Message: fmt.Sprintf("tool call %q names no tool", shown(id))}
 }
 
+// invalidToolInput is the error of a tool call whose input is not a JSON
+// object; name is the provider's (redacted by the caller), shown
+// shortened (see shown).
 func invalidToolInput(name string, err error) *OutputError {
 	return &OutputError{Code: api.CodeModelOutputInvalid, StopReason: api.StopToolUse,
-		Message: fmt.Sprintf("tool call %q: input is not a JSON object: %v", name, err)}
+		Message: fmt.Sprintf("tool call %q: input is not a JSON object: %v", shown(name), err)}
+}
+
+// maxShown bounds the bytes of a provider's string an error quotes.
+const maxShown = 128
+
+// shown is s as an error quotes it: at most maxShown bytes of it, cut at
+// a character's start and marked as cut, so that an answer's tool call id
+// or name (which the provider may make as long as the output bound
+// allows) does not make the error as long.
+func shown(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	k := maxShown
+	for k > 0 && !utf8.RuneStart(s[k]) {
+		k--
+	}
+	return s[:k] + "..."
 }
 
 // Partial is what a failed call had received from the provider before it

@@ -133,7 +133,7 @@ func (c *openAIResponses) send(ctx context.Context, body []byte, onDelta func(De
 		}
 		return Result{}, withPartial(err, p)
 	}
-	res, err := final.result(c.t.limits)
+	res, err := final.result(c.t)
 	var pe *PartialError
 	if err != nil && !errors.As(err, &pe) {
 		err = withPartial(err, Partial{StopReason: final.stopReason(), Usage: final.usage(), UsageComplete: final.Usage != nil})
@@ -369,8 +369,8 @@ type responsesObject struct {
 	} `json:"usage"`
 }
 
-func (r *responsesObject) result(limits Limits) (Result, error) {
-	var a assembled
+func (r *responsesObject) result(t transport) (Result, error) {
+	a := assembled{redact: t.redact}
 	for _, raw := range r.Output {
 		var item struct {
 			Type      string `json:"type"`
@@ -408,7 +408,7 @@ func (r *responsesObject) result(limits Limits) (Result, error) {
 	if stop == api.StopEndTurn && a.refused {
 		stop = api.StopRefusal
 	}
-	return a.result(stop, r.usage(), limits)
+	return a.result(stop, r.usage(), t.limits)
 }
 
 // stopReason maps the response's status; a refusal in a completed
@@ -511,7 +511,7 @@ func (c *openAIResponses) compact(ctx context.Context, body []byte) (Result, err
 	if err := c.t.post(ctx, "/responses/compact", c.header(), body, &answer); err != nil {
 		return Result{}, err
 	}
-	var a assembled
+	a := assembled{redact: c.t.redact}
 	for _, raw := range answer.Output {
 		var item struct {
 			Type string `json:"type"`

@@ -168,7 +168,7 @@ func (c *openAIChat) send(ctx context.Context, body []byte, onDelta func(Delta))
 		}
 		return Result{}, withPartial(err, Partial{StopReason: chatStop(finish), Usage: usage.usage()})
 	}
-	var a assembled
+	a := assembled{redact: c.t.redact}
 	a.addText(text.String())
 	if refusal.Len() > 0 {
 		a.refused = true

@@ -26,6 +26,9 @@ func TestRetryAfterReported(t *testing.T) {
 			{"milliseconds", http.StatusTooManyRequests, map[string]string{"Retry-After-Ms": "1500", "Retry-After": "2"}, 1500 * time.Millisecond},
 			{"date", http.StatusServiceUnavailable, map[string]string{"Retry-After": time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)}, time.Hour},
 			{"garbage", http.StatusTooManyRequests, map[string]string{"Retry-After": "soon"}, 0},
+			// A daily quota's wait is reported, as a day at most.
+			{"seconds-beyond-a-day", http.StatusTooManyRequests, map[string]string{"Retry-After": "172800"}, maxRetryAfter},
+			{"milliseconds-beyond-a-day", http.StatusTooManyRequests, map[string]string{"Retry-After-Ms": "90000000"}, maxRetryAfter},
 			{"not-retryable", http.StatusBadRequest, map[string]string{"Retry-After": "7"}, 0},
 		} {
 			t.Run(d.provider+"/"+tc.name, func(t *testing.T) {

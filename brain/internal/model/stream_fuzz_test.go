@@ -59,6 +59,8 @@ func FuzzProviderAnswers(f *testing.F) {
 		f.Add(uint8(i), uint16(200), []byte(d.render(turn{text: []string{"Hi ", testKey}, stop: api.StopEndTurn, in: 1, out: 1})))
 		f.Add(uint8(i), uint16(200), []byte(d.streamError("server_error", "echoing "+testKey)))
 		f.Add(uint8(i), uint16(200), []byte(d.truncated()))
+		f.Add(uint8(i), uint16(200), []byte(d.render(turn{calls: []fakeCall{{id: "call_" + testKey, args: []string{`{}`}}}, stop: api.StopToolUse})))
+		f.Add(uint8(i), uint16(200), []byte(d.render(turn{calls: []fakeCall{{id: "call_1", name: testKey, args: []string{`[]`}}}, stop: api.StopToolUse})))
 		f.Add(uint8(i), uint16(400), []byte(d.errorBody("invalid_request_error", "bad key "+testKey)))
 		f.Add(uint8(i), uint16(429), []byte(d.errorBody("rate_limit_exceeded", "slow down")))
 		f.Add(uint8(i), uint16(429), []byte(d.errorBody("request_too_large", "too large "+testKey)))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -70,6 +71,10 @@ func (t transport) send(ctx context.Context, path string, header http.Header, pa
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("model: %s", t.redact(err.Error()))
 	}
+	// No GetBody: the transport cannot send the call again once its body
+	// went out, as HTTP/2 would after a stream reset by the server (which
+	// may have begun the call), or on any reused connection that broke.
+	req.GetBody = nil
 	for k, v := range header {
 		req.Header[k] = v
 	}
@@ -88,7 +93,7 @@ func (t transport) send(ctx context.Context, path string, header http.Header, pa
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != accept {
 		resp.Body.Close()
-		return nil, nil, nil, &ProviderError{Code: CodeInvalidResponse, Message: fmt.Sprintf("status %d with Content-Type %q, want %s", resp.StatusCode, mt, accept)}
+		return nil, nil, nil, &ProviderError{Code: CodeInvalidResponse, Message: fmt.Sprintf("status %d with Content-Type %q, want %s", resp.StatusCode, shown(t.redact(mt)), accept)}
 	}
 	return ctx, resp, cancel, nil
 }
@@ -149,13 +154,20 @@ func (t transport) post(ctx context.Context, path string, header http.Header, bo
 // it ended, a bound, else a retryable connection failure.
 func (t transport) transportError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("model: %w", context.Cause(ctx))
+		cause := context.Cause(ctx)
+		if errors.Is(cause, errCallTimeout) {
+			return cause // it names this package already
+		}
+		return fmt.Errorf("model: %w", cause)
 	}
 	var pe *ProviderError
 	if errors.As(err, &pe) {
 		return pe
 	}
-	return &ProviderError{Code: CodeConnectionFailed, Message: t.redact(err.Error()), Retryable: true}
+	// Go's HTTP client advises its own callers on a request it did not
+	// send again (see send); that advice is not the user's to follow.
+	msg := strings.TrimSuffix(err.Error(), "; define Request.GetBody to avoid this error")
+	return &ProviderError{Code: CodeConnectionFailed, Message: t.redact(msg), Retryable: true}
 }
 
 // readError maps a failure to read an answer that had begun: the
@@ -225,18 +237,20 @@ const maxRetryAfter = 24 * time.Hour
 
 // retryAfter reads how long a provider asked to wait: OpenAI's
 // retry-after-ms (milliseconds), else Retry-After in seconds or as an HTTP
-// date. Anything unreadable, negative or past is zero.
+// date. Anything unreadable, negative or past is zero; a wait longer than
+// maxRetryAfter (a daily quota's, say) is maxRetryAfter.
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	var d time.Duration
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < float64(maxRetryAfter/time.Millisecond) {
-			d = time.Duration(ms * float64(time.Millisecond))
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && !math.IsInf(ms, 1) {
+			d = time.Duration(min(ms, float64(maxRetryAfter/time.Millisecond)) * float64(time.Millisecond))
 		}
 	}
 	if v := strings.TrimSpace(h.Get("Retry-After")); d == 0 && v != "" {
-		if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-			if secs > 0 && secs < int64(maxRetryAfter/time.Second) {
-				d = time.Duration(secs) * time.Second
+		if secs, err := strconv.ParseInt(v, 10, 64); err == nil || (errors.Is(err, strconv.ErrRange) && secs > 0) {
+			// A number too large to read is as long as the longest wait.
+			if secs > 0 {
+				d = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
 			}
 		} else if at, err := http.ParseTime(v); err == nil {
 			d = at.Sub(now)
