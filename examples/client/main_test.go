@@ -11,6 +11,8 @@ import (
 	"github.com/brain-in-go/brain/brain"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/braintest"
+	"github.com/brain-in-go/brain/brain/client"
+	"github.com/brain-in-go/brain/examples/internal/cli"
 	"github.com/brain-in-go/brain/providers/workspace"
 )
 
@@ -47,6 +49,31 @@ func TestAgainstBrainServe(t *testing.T) {
 			t.Fatalf("%v\n%s", err, out.String())
 		}
 		expectLines(t, out.String(), "] model_call_failed", "] turn_failed", "turn failed: ", "transcript:")
+	})
+
+	t.Run("empty-message-creates-no-session", func(t *testing.T) {
+		c, err := client.New(url, &client.Options{Token: brainToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		before, err := c.Sessions.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		err = run(ctx, []string{"--url", url, "--token", brainToken, "--message", ""}, &out, &out)
+		var ue cli.UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--message") {
+			t.Fatalf("err = %v, want a usage error naming --message\n%s", err, out.String())
+		}
+		after, err := c.Sessions.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) != len(before) {
+			t.Errorf("%d sessions before, %d after: a session was created for a message that cannot be sent", len(before), len(after))
+		}
 	})
 
 	t.Run("wrong-token", func(t *testing.T) {

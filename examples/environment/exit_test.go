@@ -14,3 +14,15 @@ func TestMain(m *testing.M) { clitest.Main(m, main) }
 func TestCommandLineExitStatus(t *testing.T) {
 	clitest.ExitStatus(t, "environment", "NOTES_TOKEN=sekrit-token", clitest.Standard("--listen", "127.0.0.1:0"))
 }
+
+// TestCommandLineRefused: no token (neither --token nor NOTES_TOKEN), or a
+// --listen that is no host:port, is a command line environment cannot run:
+// it exits 2 saying what is wrong, and serves nothing.
+func TestCommandLineRefused(t *testing.T) {
+	clitest.ExitStatus(t, "environment", "NOTES_TOKEN=", []clitest.Case{
+		{Args: []string{"--listen", "127.0.0.1:0"}, Code: 2, Say: "a token is required (--token or NOTES_TOKEN)"},
+	})
+	clitest.ExitStatus(t, "environment", "NOTES_TOKEN=sekrit-token", []clitest.Case{
+		{Args: []string{"--listen", "8090"}, Code: 2, Say: `--listen "8090": `},
+	})
+}

@@ -67,7 +67,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		*token = os.Getenv("NOTES_TOKEN")
 	}
 	if *token == "" {
-		return errors.New("a token is required (--token or NOTES_TOKEN)")
+		return cli.UsageError{Err: errors.New("a token is required (--token or NOTES_TOKEN)")}
+	}
+	if _, _, err := net.SplitHostPort(*listen); err != nil {
+		return cli.UsageError{Err: fmt.Errorf("--listen %q: want host:port, such as 127.0.0.1:8090: %w", *listen, err)}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	ln, err := net.Listen("tcp", *listen)

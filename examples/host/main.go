@@ -18,6 +18,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -64,6 +65,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, cli.Unexpected(fs.Arg(0))
+	}
+	// Refused here, before a session is created for a turn that could
+	// not run: no time to run it in, or no message to send.
+	if o.timeout <= 0 {
+		return o, cli.UsageError{Err: fmt.Errorf("--timeout %v: want a positive duration, such as 30s or 5m", o.timeout)}
+	}
+	if o.message == "" {
+		return o, cli.UsageError{Err: errors.New("--message is empty: give the message to send")}
 	}
 	if o.token == "" {
 		o.token = os.Getenv("BRAIN_TOKEN")

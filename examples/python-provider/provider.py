@@ -36,6 +36,7 @@ import http.client
 import json
 import os
 import re
+import socket
 import sys
 import threading
 import time
@@ -533,27 +534,60 @@ class Handler(BaseHTTPRequestHandler):
     do_POST = do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = handle_any
 
 
+def listen_address(value):
+    """Reads --listen: host:port, the host an IPv6 address in brackets or
+    not given (every interface), the port 0 (any free one) to 65535."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"{value!r}: want host:port with a port from 0 to 65535, such as 127.0.0.1:8090")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise argparse.ArgumentTypeError(f"{value!r}: write an IPv6 address in brackets, such as [::1]:8090")
+    return host, int(port)
+
+
+def at_least_one(value):
+    """Reads a count or a size that must be at least 1."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: want at least 1")
+    return n
+
+
 def serve(handler_class=Handler, argv=None):
     ap = argparse.ArgumentParser(description="an environment/v1 provider in Python")
-    ap.add_argument("--listen", default="127.0.0.1:8090", help="host:port to listen on (port 0: any free port)")
+    ap.add_argument("--listen", default="127.0.0.1:8090", type=listen_address,
+                    help="host:port to listen on (port 0: any free port)")
     ap.add_argument("--token", default=os.environ.get("PROVIDER_TOKEN", ""),
                     help="bearer token Brain must present (default: $PROVIDER_TOKEN)")
-    ap.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY)
-    ap.add_argument("--max-remembered", type=int, default=DEFAULT_MAX_REMEMBERED,
-                    help="how many of the latest executes and torn-down bindings are remembered")
+    ap.add_argument("--max-body-bytes", type=at_least_one, default=DEFAULT_MAX_BODY,
+                    help="largest operation body accepted, at least 1")
+    ap.add_argument("--max-remembered", type=at_least_one, default=DEFAULT_MAX_REMEMBERED,
+                    help="how many of the latest executes and torn-down bindings are remembered, at least 1")
     args = ap.parse_args(argv)
     if not args.token:
         ap.error("a token is required (--token or $PROVIDER_TOKEN)")
-    host, _, port = args.listen.rpartition(":")
+    host, port = args.listen
 
     class Bound(handler_class):
         provider = Provider(args.max_remembered)
         token = args.token
         max_body = args.max_body_bytes
 
-    srv = ThreadingHTTPServer((host, int(port)), Bound)
+    class Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    try:
+        srv = Server((host, port), Bound)
+    except OSError as e:  # in use, not this machine's, no such host
+        sys.exit(f"{ap.prog}: cannot listen on {host or '*'}:{port}: {e}")
     srv.daemon_threads = True
-    print(f"listening on http://{host}:{srv.server_address[1]}", flush=True)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"listening on http://{shown}:{srv.server_address[1]}", flush=True)
     try:
         srv.serve_forever()
     except KeyboardInterrupt:

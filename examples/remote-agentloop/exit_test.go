@@ -14,3 +14,16 @@ func TestMain(m *testing.M) { clitest.Main(m, main) }
 func TestCommandLineExitStatus(t *testing.T) {
 	clitest.ExitStatus(t, "remote-agentloop", "LOOPS_TOKEN=sekrit-token", clitest.Standard("--listen", "127.0.0.1:0"))
 }
+
+// TestCommandLineRefused: no token (neither --token nor LOOPS_TOKEN), or a
+// --listen that is no host:port, is a command line remote-agentloop cannot run:
+// it exits 2 saying what is wrong, and serves nothing.
+func TestCommandLineRefused(t *testing.T) {
+	clitest.ExitStatus(t, "remote-agentloop", "LOOPS_TOKEN=", []clitest.Case{
+		{Args: []string{"--listen", "127.0.0.1:0"}, Code: 2, Say: "a token is required (--token or LOOPS_TOKEN)"},
+	})
+	clitest.ExitStatus(t, "remote-agentloop", "LOOPS_TOKEN=sekrit-token", []clitest.Case{
+		{Args: []string{"--listen", "8090"}, Code: 2, Say: `--listen "8090": `},
+		{Args: []string{"--listen", "0.0.0.0:0"}, Code: 2, Say: `--listen "0.0.0.0:0": this example binds loopback only`},
+	})
+}

@@ -69,10 +69,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		*token = os.Getenv("LOOPS_TOKEN")
 	}
 	if *token == "" {
-		return errors.New("a token is required (--token or LOOPS_TOKEN)")
+		return cli.UsageError{Err: errors.New("a token is required (--token or LOOPS_TOKEN)")}
 	}
 	if err := loopbackOnly(*listen); err != nil {
-		return err
+		return cli.UsageError{Err: err}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	ln, err := net.Listen("tcp", *listen)
