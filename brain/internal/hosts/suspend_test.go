@@ -54,3 +54,46 @@ func TestSuspendNeverDropsAWrittenCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestSuspendKeepsAConnectionOwingACancel: a call that returned and was
+// then stopped is no longer outstanding, but its cancel_tool is still to
+// be written to the connection that carried it, and the host is still
+// running the tool. A suspend meanwhile answers false and keeps the
+// connection, so the cancel reaches the host (accepted) rather than
+// failing host_not_connected on a connection the host was let close.
+func TestSuspendKeepsAConnectionOwingACancel(t *testing.T) {
+	r := open(t, Config{Dir: t.TempDir()})
+	reg, conn := connected(t, r)
+	b := startBackground(t, r, conn, reg.HostID, 5)
+	b.stop()
+	if n := held(t, r, reg.HostID); n != 1 {
+		t.Fatalf("a stopped call: %d held, want 1 until its cancel operation", n)
+	}
+	suspended, err := r.Suspend(reg.HostID, conn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if suspended {
+		t.Fatal("suspend answered true with the cancel of a running tool still to be written to the connection")
+	}
+	written := make(chan []byte, 1)
+	go func() {
+		select {
+		case f := <-conn.Frames():
+			written <- f
+		case <-conn.Done():
+			close(written)
+		}
+	}()
+	rc, err := r.Deliver(context.Background(), cancelOp(reg.HostID, 6, 5))
+	if err != nil || rc.Type != envapi.ReceiptAccepted {
+		t.Fatalf("cancel receipt %+v err %v, want accepted", rc, err)
+	}
+	if f, ok := <-written; !ok || len(f) == 0 {
+		t.Fatal("the cancel_tool command was not written")
+	}
+	// With the cancel written the connection carries nothing: it may go.
+	if suspended, err := r.Suspend(reg.HostID, conn.ID); err != nil || !suspended {
+		t.Fatalf("suspend after the cancel was written = %v %v, want true", suspended, err)
+	}
+}

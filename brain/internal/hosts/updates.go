@@ -186,7 +186,8 @@ func (r *Registry) ServiceCallKeyed(ctx context.Context, id, key string, c api.H
 }
 
 // Suspend closes host id's connection named connection when it carries no
-// outstanding command, and reports whether it did.
+// outstanding command, nor a stopped one whose cancel_tool is still to be
+// written to it, and reports whether it did.
 func (r *Registry) Suspend(id, connection string) (bool, error) {
 	r.mu.Lock()
 	h := r.lookupLocked(id)
@@ -200,6 +201,14 @@ func (r *Registry) Suspend(id, connection string) (bool, error) {
 		return false, nil
 	}
 	for _, cmd := range h.outstanding {
+		if cmd.conn == c {
+			r.mu.Unlock()
+			return false, nil
+		}
+	}
+	// A stopped call's cancel_tool is still to be written to the
+	// connection that carried it: the host is still running the tool.
+	for _, cmd := range h.stopped {
 		if cmd.conn == c {
 			r.mu.Unlock()
 			return false, nil

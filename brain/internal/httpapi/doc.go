@@ -76,10 +76,11 @@
 // Idempotency-Key and an unsupported Prefer answer 400 invalid_request; a
 // well-formed body with an invalid or unknown field 422; a wrong
 // Content-Type 415; a body over Options.MaxRequestBytes 413; a Tool's
-// result, returned or finish call over the bound on an environment's
-// answer (the Binder's MaxResponseBytes, BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES)
-// 413 too, recording nothing: an outcome a provider posts takes the bound
-// of the execute answer that could have carried it, and, refused rather
+// result, returned or finish call, or a host's result, returned or finish
+// update or service call, over the bound on an environment's answer (the
+// Binder's MaxResponseBytes, BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES) 413
+// too, recording nothing: an outcome a provider or a host posts takes the
+// bound of the execute answer that could have carried it, and, refused rather
 // than recorded unknown as an oversized answer is, leaves the Tool open
 // to finish with a smaller outcome (output_limit, say) before its
 // deadline; a method a served path does not serve 405 with Allow

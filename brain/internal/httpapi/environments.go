@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"mime"
 	"net/http"
 	"strconv"
@@ -197,15 +196,11 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, invalidField(cleanMessage(err.Error())))
 		return
 	}
-	if limit := s.opts.Bindings.MaxResponseBytes(); !g.Controller && carriesOutcome(call.Method) && int64(len(body)) > limit {
-		// A Tool's outcome takes the bound of the execute's own answer,
-		// whichever way it comes. Refused as a body past the request
-		// bound is, it records nothing: the Tool may still finish with
-		// a smaller outcome.
-		WriteError(w, newError(http.StatusRequestEntityTooLarge, api.CodeInvalidRequest, fmt.Sprintf(
-			"a %s call is larger than %d bytes, the largest environment answer Brain takes (BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES); nothing was recorded",
-			call.Method, limit)))
-		return
+	if !g.Controller && carriesOutcome(call.Method) {
+		if err := s.checkOutcomeSize(call.Method+" call", int64(len(body))); err != nil {
+			WriteError(w, err)
+			return
+		}
 	}
 	// Neither the grant's token nor the other secrets of its operation
 	// (the environment's credential, its other tokens) reach the journal,
@@ -225,12 +220,6 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request) {
 	default:
 		WriteError(w, err)
 	}
-}
-
-// carriesOutcome reports whether a Tool's call of method posts its
-// outcome: result, returned and finish.
-func carriesOutcome(method string) bool {
-	return method == envapi.MethodResult || method == envapi.MethodReturned || method == envapi.MethodFinish
 }
 
 // checkInvocation authenticates, on any node of a cluster, the invocation

@@ -25,18 +25,26 @@ type hostFixture struct {
 
 func newHostFixture(t *testing.T) *hostFixture {
 	t.Helper()
-	return newHostFixtureOn(t, nil)
+	return newHostFixtureWith(t, Options{}, nil)
 }
 
 // newHostFixtureOn is newHostFixture over store (nil: in memory).
 func newHostFixtureOn(t *testing.T, store journal.Store) *hostFixture {
+	t.Helper()
+	return newHostFixtureWith(t, Options{}, store)
+}
+
+// newHostFixtureWith is newHostFixture over a server with opts (its
+// Hosts filled in) and store (nil: in memory).
+func newHostFixtureWith(t *testing.T, opts Options, store journal.Store) *hostFixture {
 	t.Helper()
 	reg, err := hosts.Open(hosts.Config{Dir: filepath.Join(t.TempDir(), hosts.DirName)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Close() })
-	f := &hostFixture{fixture: newEngineFixture(t, Options{Hosts: reg}, session.Config{Store: store, Environments: hosts.Route(reg, nil)}, 0), commands: make(chan api.HostCommand, 8)}
+	opts.Hosts = reg
+	f := &hostFixture{fixture: newEngineFixture(t, opts, session.Config{Store: store, Environments: hosts.Route(reg, nil)}, 0), commands: make(chan api.HostCommand, 8)}
 	st, _, b := f.do("POST", "/v1/hosts", "")
 	var host api.HostRegistration
 	if st != 200 || json.Unmarshal(b, &host) != nil {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/envbind"
 	"github.com/brain-in-go/brain/brain/internal/hosts"
+	"github.com/brain-in-go/brain/brain/internal/session"
 )
 
 // Host route patterns.
@@ -56,7 +58,13 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 	}))
 	s.handleOpen(PatternHostResults, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostResult
-		key, err := s.readKeyedHostJSON(w, r, token, &in)
+		key, n, err := s.readKeyedHostJSON(w, r, token, &in)
+		if err == nil {
+			err = checkHostCall(in.SessionID, in.Sequence)
+		}
+		if err == nil && carriesOutcome(in.Update.Type) {
+			err = s.checkOutcomeSize(in.Update.Type+" update", n)
+		}
 		if err != nil {
 			WriteError(w, err)
 			return
@@ -66,7 +74,10 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 	}))
 	s.handleOpen(PatternHostEvents, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostEvent
-		key, err := s.readKeyedHostJSON(w, r, token, &in)
+		key, _, err := s.readKeyedHostJSON(w, r, token, &in)
+		if err == nil {
+			err = checkHostCall(in.SessionID, in.Sequence)
+		}
 		if err != nil {
 			WriteError(w, err)
 			return
@@ -76,7 +87,11 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 	}))
 	s.handleOpen(PatternHostModel, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostModelCall
-		if err := s.readHostJSON(w, r, token, &in); err != nil {
+		_, err := s.readHostJSON(w, r, token, &in)
+		if err == nil {
+			err = checkHostCall(in.SessionID, in.Sequence)
+		}
+		if err != nil {
 			WriteError(w, err)
 			return
 		}
@@ -89,7 +104,16 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 	}))
 	s.handleOpen(PatternHostCall, s.hostAuthToken(reg, func(w http.ResponseWriter, r *http.Request, id, token string) {
 		var in api.HostServiceCall
-		key, err := s.readKeyedHostJSON(w, r, token, &in)
+		key, n, err := s.readKeyedHostJSON(w, r, token, &in)
+		if err == nil {
+			err = checkHostCall(in.SessionID, in.Sequence)
+		}
+		if err == nil && in.Call.Method == "" {
+			err = invalidField("call.method is required")
+		}
+		if err == nil && carriesOutcome(in.Call.Method) {
+			err = s.checkOutcomeSize(in.Call.Method+" call", n)
+		}
 		if err != nil {
 			WriteError(w, err)
 			return
@@ -103,7 +127,11 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 	}))
 	s.handleOpen(PatternHostSuspend, s.hostAuth(reg, func(w http.ResponseWriter, r *http.Request, id string) {
 		var in api.HostSuspend
-		if _, err := s.readJSON(w, r, &in); err != nil {
+		_, err := s.readJSON(w, r, &in)
+		if err == nil && in.Connection == "" {
+			err = invalidField("connection is required: the Brain-Host-Connection header of the commands stream to close")
+		}
+		if err != nil {
 			WriteError(w, err)
 			return
 		}
@@ -136,27 +164,44 @@ func (s *Server) hostAuthToken(reg *hosts.Registry, h func(w http.ResponseWriter
 
 // readHostJSON is readJSON for what a host sends: a result, an event, a
 // model or service call is journaled, so the host's token is removed from
-// its strings, even when the host writes it into what it sends.
-func (s *Server) readHostJSON(w http.ResponseWriter, r *http.Request, token string, v any) error {
+// its strings, even when the host writes it into what it sends. It
+// answers the size of the body as sent.
+func (s *Server) readHostJSON(w http.ResponseWriter, r *http.Request, token string, v any) (int64, error) {
 	b, err := s.readJSON(w, r, v)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if red := envbind.RedactJSON(b, token); !bytes.Equal(red, b) {
 		reflect.ValueOf(v).Elem().SetZero()
-		return decodeStrict(red, v)
+		return int64(len(b)), decodeStrict(red, v)
 	}
-	return nil
+	return int64(len(b)), nil
 }
 
 // readKeyedHostJSON reads a host's request that may carry an
-// Idempotency-Key: the key (empty without one), then its body into v.
-func (s *Server) readKeyedHostJSON(w http.ResponseWriter, r *http.Request, token string, v any) (string, error) {
+// Idempotency-Key: the key (empty without one), then its body into v,
+// and answers the key and the body's size.
+func (s *Server) readKeyedHostJSON(w http.ResponseWriter, r *http.Request, token string, v any) (string, int64, error) {
 	key, err := optionalKey(r)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return key, s.readHostJSON(w, r, token, v)
+	n, err := s.readHostJSON(w, r, token, v)
+	return key, n, err
+}
+
+// checkHostCall checks the fields that name the tool call a host's
+// request is about: a session id and the sequence of its
+// tool_call_started (at least 1). A request that breaks their schema is a
+// 422, not a request of a call the host does not hold.
+func checkHostCall(sessionID string, seq uint64) error {
+	if !session.ValidSessionID(sessionID) {
+		return invalidField(fmt.Sprintf("session_id %.80q is not a session id (ses_ and 20 to 32 letters and digits)", sessionID))
+	}
+	if seq == 0 {
+		return invalidField("sequence must be at least 1: the sequence of the tool call's tool_call_started")
+	}
+	return nil
 }
 
 // optionalKey answers the request's Idempotency-Key, "" when it has
