@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/idem"
@@ -126,7 +127,13 @@ func turnError(err error) *Error {
 		body.Message = cleanMessage(body.Message)
 	}
 	if len(body.Message) > maxMessageBytes {
-		body.Message = body.Message[:maxMessageBytes]
+		// Cut between characters: half of one would reach the client
+		// as U+FFFD.
+		cut := maxMessageBytes
+		for cut > 0 && !utf8.RuneStart(body.Message[cut]) {
+			cut--
+		}
+		body.Message = body.Message[:cut]
 	}
 	if body.Message == "" {
 		body.Message = body.Code

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/session"
 )
 
 // TestErrorMessagesReadCleanly checks that the messages of refusals the
@@ -62,6 +64,24 @@ func TestCleanMessageKeepsQuotedText(t *testing.T) {
 	} {
 		if got := cleanMessage(in); got != want {
 			t.Errorf("cleanMessage(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestLongMessageCutBetweenCharacters: a message past the ApiError bound
+// is cut to it between characters, so that the answer never ends in half
+// of a character (which JSON would turn into U+FFFD).
+func TestLongMessageCutBetweenCharacters(t *testing.T) {
+	for _, width := range []int{2, 3, 4} {
+		ch := map[int]string{2: "é", 3: "€", 4: "𝄞"}[width]
+		msg := strings.Repeat("a", maxMessageBytes-1) + strings.Repeat(ch, 8)
+		e := ErrorOf(&session.TurnError{Code: "model_error", Message: msg})
+		got := e.Body.Message
+		if len(got) > maxMessageBytes || !utf8.ValidString(got) {
+			t.Errorf("%d-byte characters: message of %d bytes cut to %d bytes, valid UTF-8 %v", width, len(msg), len(got), utf8.ValidString(got))
+		}
+		if !strings.HasPrefix(msg, got) || len(got) < maxMessageBytes-utf8.UTFMax {
+			t.Errorf("%d-byte characters: cut to %d bytes, want the start of the message up to the bound", width, len(got))
 		}
 	}
 }
