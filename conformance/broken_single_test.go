@@ -91,18 +91,28 @@ func TestCasesCatchTheirFaults(t *testing.T) {
 		name     string
 		provider func() envsdk.Provider
 		wrap     func(http.Handler) http.Handler
+		// untracked turns the handler's own binding tracking off: the
+		// provider's own checks are all there is.
+		untracked bool
 	}{
 		{id: "failure/unknown-descriptor", name: "runs-unsupported",
 			provider: func() envsdk.Provider { return runsUnsupported{newReference()} }},
 		{id: "failure/unknown-method", name: "answers-unknown-method",
 			wrap: answering("conformance-no-such-method", envapi.Result(json.RawMessage(`{}`)))},
 		{id: "lifecycle/teardown-repeatable", name: "teardown-once", wrap: teardownOnce()},
+		{id: "lifecycle/after-teardown", name: "calls-after-teardown", untracked: true,
+			provider: func() envsdk.Provider { p := newReference(); p.inspectsAnyBinding = true; return p }},
 		{id: "methods/declared", name: "method-fails",
 			wrap: answering("inspect", envapi.Failure(envapi.CodeEnvironmentFailed, "inspect broke", false, nil))},
 		{id: "turn-end/release", name: "release-fails",
 			wrap: answering("release", envapi.Failure(envapi.CodeEnvironmentFailed, "release broke", false, nil))},
 		{id: "reporter/observation", name: "reports-nothing",
 			wrap: answering("report", envapi.Result(json.RawMessage(`{"reported":true}`)))},
+		// Run alone: without lazy/first-use, as for a provider that
+		// does not declare lazy allocation.
+		{id: "concurrency/shared-binding", name: "allocates-per-caller",
+			provider: func() envsdk.Provider { p := newReference(); p.perCaller = true; return p }},
+		{id: "cancel/at-most-once", name: "reruns-repeated-cancels", provider: newStopsBinding, wrap: runsRepeatedCancels},
 		{id: "transport/zero-sequence", name: "takes-any-sequence", wrap: looseOperation(func(op map[string]any) {
 			if n, ok := op["sequence"].(float64); ok && n < 1 {
 				op["sequence"] = 1 << 40
@@ -129,6 +139,8 @@ func TestCasesCatchTheirFaults(t *testing.T) {
 			if newProvider == nil {
 				newProvider = func() envsdk.Provider { return newReference() }
 			}
+			sdk := sdk
+			sdk.UntrackedBindings = tc.untracked
 			report := conformance.Check(t.Context(), func(ct conformance.T) conformance.Target {
 				return serveProvider(ct, newProvider, sdk, tc.wrap)
 			}, &opts)
@@ -144,8 +156,9 @@ func TestCasesCatchTheirFaults(t *testing.T) {
 	}
 	// The unbroken provider passes each of these cases.
 	opts := testOptions
-	opts.Run = []string{"failure/unknown-descriptor", "failure/unknown-method", "lifecycle/teardown-repeatable",
-		"methods/declared", "turn-end/release", "reporter/observation", "transport/zero-sequence", "transport/bad-identifier"}
+	opts.Run = []string{"failure/unknown-descriptor", "failure/unknown-method", "lifecycle/teardown-repeatable", "lifecycle/after-teardown", "concurrency/shared-binding",
+		"methods/declared", "turn-end/release", "reporter/observation", "transport/zero-sequence", "transport/bad-identifier",
+		"cancel/at-most-once"}
 	report := conformance.Check(t.Context(), func(ct conformance.T) conformance.Target {
 		return serveReference(ct, newReference, sdk, nil)
 	}, &opts)

@@ -225,7 +225,7 @@ func TestBrokenProviders(t *testing.T) {
 		{name: "cleanup-replaces-cancel", wrap: cleanupReplacesCancel, want: []string{"cancel/cleanup-evidence"}},
 		{name: "stops-misnumbered", wrap: stopsMisnumbered, want: []string{"contract/echo"}},
 		{name: "allocates-per-caller", provider: func() *reference { p := newReference(); p.perCaller = true; return p },
-			want: []string{"lazy/first-use"}},
+			want: []string{"concurrency/shared-binding", "lazy/first-use"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -48,6 +48,7 @@ var cases = []testCase{
 	{id: "deadline/cleanup-evidence", rule: ruleEvidence, run: deadlineCleanupEvidence},
 	{id: "cancel/running", rule: ruleCancel, capability: CapCancel, run: cancelRunning},
 	{id: "cancel/cleanup-evidence", rule: ruleEvidence, capability: CapCancel, run: cancelCleanupEvidence},
+	{id: "cancel/at-most-once", rule: ruleCancelOnce, capability: CapCancel, run: cancelAtMostOnce},
 	{id: "concurrency/shared-binding", rule: ruleShared, run: concurrencyShared},
 	{id: "concurrency/isolated-bindings", rule: ruleIsolation, run: concurrencyIsolated},
 	{id: "failure/unknown-request", rule: ruleUnknownReq, run: failureUnknownRequest},

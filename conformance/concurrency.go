@@ -42,6 +42,11 @@ func (p *probe) concurrentFirst(r rule, c *envtest.Commands, d Descriptor, role 
 }
 
 func concurrencyShared(p *probe) {
+	// Whether or not the provider declares lazy allocation, concurrent
+	// first executes that allocate share the binding's one allocation.
+	if alloc, ok := p.tg.Executes[RoleAllocation]; ok {
+		p.sameAllocation(alloc)
+	}
 	role := RoleWrite
 	d, ok := p.tg.Executes[role]
 	if !ok {

@@ -92,8 +92,9 @@
 // deadline), "write" and "read" (the read's check
 // passes only when it observes the write's state in the same binding; used
 // for sharing, isolation and restart), "allocation" (its output identifies
-// the binding's allocation, so lazy/first-use sees a provider that
-// allocates once per concurrent first caller), "stuck" (runs past the
+// the binding's allocation, so concurrency/shared-binding and
+// lazy/first-use see a provider that allocates once per concurrent first
+// caller), "stuck" (runs past the
 // deadline, or until cancelled, and its cleanup then fails; the timeout,
 // and the cancelled failure, must keep that evidence in details), "progress" (answers accepted or progress) and optionally
 // "unsupported" (a descriptor the provider refuses; by default the suite

@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"encoding/json"
+	"slices"
+	"sort"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
@@ -32,14 +34,44 @@ func lifecycleAfterTeardown(p *probe) {
 	if rc := ex.receipt(); rc.Type != envapi.ReceiptFailure {
 		p.fail(ruleTeardown, ex, "execute after teardown answered %q, want a failure receipt", rc.Type)
 	}
-	ex = p.must(ruleTeardown, c.Call("conformance-probe", json.RawMessage(`{}`)))
-	if rc := ex.receipt(); rc.Type != envapi.ReceiptFailure {
-		p.fail(ruleTeardown, ex, "call after teardown answered %q, want a failure receipt", rc.Type)
+	// Calls of the methods the provider has: one it does not have fails
+	// whether the binding is torn down or not.
+	for _, name := range p.afterTeardownCalls() {
+		in, ok := p.tg.Capabilities.Methods[name]
+		switch {
+		case ok:
+		case name == p.tg.Capabilities.TurnEndRelease:
+			in = json.RawMessage(`{"sequence":1}`)
+		default:
+			in = json.RawMessage(`{}`)
+		}
+		ex = p.must(ruleTeardown, c.Call(name, in))
+		if rc := ex.receipt(); rc.Type != envapi.ReceiptFailure {
+			p.fail(ruleTeardown, ex, "call %q after teardown answered %q, want a failure receipt", name, rc.Type)
+		}
 	}
 	// A refused execute must not have run: no callback used its grant.
 	if calls := p.brain.CallsFor(p.session, seq); len(calls) > 0 {
 		p.fail(ruleTeardown, nil, "the execute refused after teardown still called back: %v", calls)
 	}
+}
+
+// afterTeardownCalls names the methods lifecycle/after-teardown calls on
+// a torn-down binding: the declared methods and the turn-end method, or,
+// when the target declares none, a method no provider has.
+func (p *probe) afterTeardownCalls() []string {
+	names := make([]string, 0, len(p.tg.Capabilities.Methods)+1)
+	for name := range p.tg.Capabilities.Methods {
+		names = append(names, name)
+	}
+	if m := p.tg.Capabilities.TurnEndRelease; m != "" && !slices.Contains(names, m) {
+		names = append(names, m)
+	}
+	if len(names) == 0 {
+		return []string{"conformance-probe"}
+	}
+	sort.Strings(names)
+	return names
 }
 
 func lifecycleDuplicateSetup(p *probe) {

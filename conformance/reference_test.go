@@ -33,6 +33,10 @@ type reference struct {
 	// of two sessions with one name share a store (a deliberately broken
 	// variant).
 	byName bool
+	// inspectsAnyBinding makes the inspect method answer for a binding it
+	// does not have (torn down, or never set up) as for one not yet
+	// allocated (a deliberately broken variant).
+	inspectsAnyBinding bool
 	// sameReport makes the report method answer the same output every
 	// time, so that only its observations tell one run from another.
 	sameReport bool
@@ -226,6 +230,9 @@ func (p *reference) Methods() map[string]envsdk.Method {
 		}},
 		"inspect": {Description: "reports whether the store is allocated", InputSchema: obj, Run: func(c *envsdk.Ctx, _ json.RawMessage) (any, error) {
 			b, err := p.binding(c)
+			if err != nil && p.inspectsAnyBinding {
+				return map[string]bool{"allocated": false}, nil
+			}
 			if err != nil {
 				return nil, err
 			}

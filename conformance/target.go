@@ -27,8 +27,8 @@ const (
 	RoleUnsupported = "unsupported"
 	// RoleAllocation's output identifies the binding's allocation (a
 	// container id, a directory, a counter): equal outputs mean one
-	// allocation. lazy/first-use compares the outputs of concurrent first
-	// calls with it.
+	// allocation. concurrency/shared-binding and lazy/first-use compare
+	// the outputs of concurrent first calls with it.
 	RoleAllocation = "allocation"
 	// RoleStuck runs past the deadline the suite sends, or until it is
 	// cancelled, and its cleanup then fails (a process that cannot be
