@@ -30,7 +30,7 @@ func (x *execution) Call(ctx context.Context, method string, input json.RawMessa
 }
 
 func (x *execution) call(ctx context.Context, method string, input json.RawMessage) (json.RawMessage, error) {
-	if err := x.check(method); err != nil {
+	if err := x.check(ctx, method); err != nil {
 		if !isMethod(method) {
 			return nil, fmt.Errorf("%w: %q", ErrUnknownMethod, method)
 		}

@@ -130,7 +130,7 @@ func (e *Engine) CallEnvironment(ctx context.Context, id, env, method string, in
 // Environments runs an environment control request bounded by the
 // execution's own grants (the agentloop's or the tool's environments).
 func (x *execution) Environments(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-	if err := x.check(envapi.MethodEnvironments); err != nil {
+	if err := x.check(ctx, envapi.MethodEnvironments); err != nil {
 		return nil, err
 	}
 	req, err := envapi.DecodeControlRequest(raw)
@@ -532,9 +532,9 @@ func (s *sess) canReplaceLocked(c controller, env, method string) error {
 func receiptError(r envapi.Receipt, seq uint64) error {
 	switch r.Type {
 	case envapi.ReceiptFailure:
-		return &EnvironmentError{Code: r.Code, Message: r.Message, Retryable: r.Retryable, Details: r.Details, Sequence: seq}
+		return &EnvironmentError{Code: r.Code, Message: boundMessage(r.Message), Retryable: r.Retryable, Details: r.Details, Sequence: seq}
 	case envapi.ReceiptUnknown:
-		return &EnvironmentError{Code: api.FailureUnknown, Message: r.Message, Sequence: seq}
+		return &EnvironmentError{Code: api.FailureUnknown, Message: boundMessage(r.Message), Sequence: seq}
 	}
 	return nil
 }

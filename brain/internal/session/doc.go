@@ -29,7 +29,8 @@
 // deferred) that cannot be recorded is answered the journal's error and
 // closes the call (a dispatch waiting on the phase reads it finished
 // with no outcome recorded); every later call of that
-// execution (a finish sent again) is answered a conflict (ErrWrongState)
+// execution (a finish sent again, an emit, a result, through Call or
+// directly) is answered a conflict (ErrWrongState)
 // saying so, once the call's close is durable (ErrUnavailable until
 // then), its invocation token kept live for that until the session is
 // deleted (at most maxUnrecorded such calls per engine; a restart
@@ -221,6 +222,12 @@
 // reads as its message alone (the code is the record's own): a loop that
 // returns a failed model call's error records what its model_call_failed
 // says, and the API answers that message.
+//
+// A failure message in another party's words (a model provider's error,
+// an environment's failure or unknown outcome, the error outcome of a
+// tool, a loop's error) is recorded and answered with at most 4096 bytes,
+// the bound of an ApiError's message: a longer one keeps its head, cut
+// between characters, followed by " [message cut: N bytes in all]".
 //
 // # Large messages
 //

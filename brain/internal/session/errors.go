@@ -77,7 +77,7 @@ func failureMessage(err error) string {
 	if errors.As(err, &te) && te.Message != "" {
 		msg = strings.Replace(msg, te.Error(), te.Message, 1)
 	}
-	return msg
+	return boundMessage(msg)
 }
 
 // TurnFailed reports whether err is the failure of a turn that ran: a

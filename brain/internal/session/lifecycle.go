@@ -395,7 +395,7 @@ func (s *sess) envOpErrLocked(ctx context.Context, name string, req envapi.Reque
 		if errors.Is(derr, ErrInvalidReceipt) {
 			_ = s.endOpLocked(f)
 		} else {
-			_ = s.endOpLocked(rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: name, Sequence: seq, Message: derr.Error()}), f)
+			_ = s.endOpLocked(rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: name, Sequence: seq, Message: boundMessage(derr.Error())}), f)
 		}
 		return envapi.Receipt{}, seq, derr
 	}
@@ -443,7 +443,7 @@ func operationError(err error, seq uint64) error {
 		}
 		return err
 	}
-	return &EnvironmentError{Code: api.FailureUnknown, Message: err.Error(), Sequence: seq}
+	return &EnvironmentError{Code: api.FailureUnknown, Message: boundMessage(err.Error()), Sequence: seq}
 }
 
 // endOpLocked commits the terminal records of an operation that was

@@ -156,4 +156,4 @@ func rec(kind string, payload any) journal.Record {
 }
 
 // failed builds a *_failed record.
-func failed(kind string, f api.Failure) journal.Record { return rec(kind, f) }
+func failed(kind string, f api.Failure) journal.Record { return rec(kind, boundFailure(f)) }

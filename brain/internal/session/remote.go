@@ -69,7 +69,7 @@ func (s *sess) runRemote(a *activation, in api.TurnInput, name string) (api.Turn
 	s.mu.Lock()
 	s.closeControllerLocked(a.seq)
 	if err != nil && a.ctx.Err() == nil && !errors.Is(err, ErrInvalidReceipt) && s.st != nil {
-		_, _ = s.commitLocked(rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: name, Sequence: a.seq, Message: err.Error()}))
+		_, _ = s.commitLocked(rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: name, Sequence: a.seq, Message: boundMessage(err.Error())}))
 	}
 	s.mu.Unlock()
 	if err != nil {

@@ -151,7 +151,14 @@ func (x *execution) Methods() []string {
 	return envapi.ToolMethods()
 }
 
-func (x *execution) check(method string) error {
+// check admits a call of method: a tool call whose finish could not be
+// recorded answers every method alike, however it is reached
+// (unrecordedAnswer); otherwise the method must be granted and the
+// execution live.
+func (x *execution) check(ctx context.Context, method string) error {
+	if err := x.unrecordedAnswer(ctx); err != nil {
+		return err
+	}
 	granted := false
 	for _, m := range x.Methods() {
 		if m == method {
@@ -190,7 +197,7 @@ func (x *execution) callCtx(ctx context.Context) (context.Context, func()) {
 
 // Model calls the session's model behind a model_call fence.
 func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelResult, error) {
-	if err := x.check(envapi.MethodModel); err != nil {
+	if err := x.check(ctx, envapi.MethodModel); err != nil {
 		return api.ModelResult{}, err
 	}
 	// JSON never decodes to an empty raw value; an empty one is left out.
@@ -320,7 +327,7 @@ func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
-		f := api.Failure{Code: api.CodeModelProviderFailed, Message: err.Error(), Sequence: seq}
+		f := api.Failure{Code: api.CodeModelProviderFailed, Message: boundMessage(err.Error()), Sequence: seq}
 		var pe *model.ProviderError
 		var oe *model.OutputError
 		switch {
@@ -379,7 +386,7 @@ func hasTool(tools []api.Tool, name string) bool {
 
 // Emit commits an extension event with the execution's origin.
 func (x *execution) Emit(ctx context.Context, eventType string, data json.RawMessage) (uint64, error) {
-	if err := x.check(envapi.MethodEmit); err != nil {
+	if err := x.check(ctx, envapi.MethodEmit); err != nil {
 		return 0, err
 	}
 	if !envapi.ValidIdentifier(eventType) {
@@ -500,7 +507,7 @@ func compactJSON(data json.RawMessage) (json.RawMessage, error) {
 // the telemetry pipeline; it is never journalled and never blocks. Only a
 // record that is not JSON is refused.
 func (x *execution) Telemetry(ctx context.Context, record json.RawMessage) error {
-	if err := x.check(envapi.MethodTelemetry); err != nil {
+	if err := x.check(ctx, envapi.MethodTelemetry); err != nil {
 		return err
 	}
 	if err := x.s.e.cfg.Telemetry.Accept(x.telemetryOrigin(), record); err != nil {
@@ -529,7 +536,7 @@ func (x *execution) telemetryOrigin() telemetry.Origin {
 
 // Events reads a page of public events after the cursor.
 func (x *execution) Events(ctx context.Context, after uint64) (api.EventPage, error) {
-	if err := x.check(envapi.MethodEvents); err != nil {
+	if err := x.check(ctx, envapi.MethodEvents); err != nil {
 		return api.EventPage{}, err
 	}
 	s := x.s
@@ -547,7 +554,7 @@ func (x *execution) Events(ctx context.Context, after uint64) (api.EventPage, er
 
 // SetTranscript commits the difference from the saved transcript.
 func (x *execution) SetTranscript(ctx context.Context, messages []api.Message) (uint64, error) {
-	if err := x.check(envapi.MethodSetTranscript); err != nil {
+	if err := x.check(ctx, envapi.MethodSetTranscript); err != nil {
 		return 0, err
 	}
 	s := x.s
@@ -569,7 +576,7 @@ func (x *execution) SetTranscript(ctx context.Context, messages []api.Message) (
 
 // KVRead answers the stored value and whether key is present.
 func (x *execution) KVRead(ctx context.Context, key string) (json.RawMessage, bool, error) {
-	if err := x.check(envapi.MethodKVRead); err != nil {
+	if err := x.check(ctx, envapi.MethodKVRead); err != nil {
 		return nil, false, err
 	}
 	if err := checkKVKey(key); err != nil {
@@ -593,7 +600,7 @@ func checkKVKey(key string) error {
 
 // KVPut commits kv_set.
 func (x *execution) KVPut(ctx context.Context, key string, value json.RawMessage) (uint64, error) {
-	if err := x.check(envapi.MethodKVPut); err != nil {
+	if err := x.check(ctx, envapi.MethodKVPut); err != nil {
 		return 0, err
 	}
 	if err := checkKVKey(key); err != nil {
@@ -615,7 +622,7 @@ func (x *execution) KVPut(ctx context.Context, key string, value json.RawMessage
 // KVDelete commits kv_delete; deleting an absent key appends nothing and
 // answers the last committed sequence.
 func (x *execution) KVDelete(ctx context.Context, key string) (uint64, error) {
-	if err := x.check(envapi.MethodKVDelete); err != nil {
+	if err := x.check(ctx, envapi.MethodKVDelete); err != nil {
 		return 0, err
 	}
 	if err := checkKVKey(key); err != nil {

@@ -73,7 +73,7 @@ func (t *toolCall) noteLocked(r journal.Record) {
 // tool_call_started (all in one append) before its execute is sent; the
 // call answers when every tool finished or returned, in call order.
 func (x *execution) Dispatch(ctx context.Context, calls []api.ToolInvocation) ([]api.ToolReturn, error) {
-	if err := x.check(envapi.MethodDispatch); err != nil {
+	if err := x.check(ctx, envapi.MethodDispatch); err != nil {
 		return nil, err
 	}
 	if len(calls) == 0 {
@@ -305,7 +305,7 @@ func (s *sess) onReceipt(t *toolCall, r envapi.Receipt, err error) {
 			return
 		}
 		s.closeToolLocked(t, envapi.UnknownOutcome(err.Error()),
-			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: t.env, Sequence: t.seq, Message: err.Error()}))
+			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: t.env, Sequence: t.seq, Message: boundMessage(err.Error())}))
 		return
 	}
 	// The outcome is read as envapi reads it, so that envtest reads a
@@ -326,7 +326,7 @@ func (s *sess) onReceipt(t *toolCall, r envapi.Receipt, err error) {
 		return
 	}
 	if r.Type == envapi.ReceiptFailure && (r.Code == envapi.CodeTimeout || r.Code == envapi.CodeCancelled) {
-		t.stop = &api.Failure{Code: r.Code, Message: r.Message, Retryable: r.Retryable, Details: r.Details}
+		t.stop = &api.Failure{Code: r.Code, Message: boundMessage(r.Message), Retryable: r.Retryable, Details: r.Details}
 	}
 	s.closeToolLocked(t, o)
 }
@@ -408,7 +408,7 @@ func (s *sess) endCancelLocked(op Operation, receipt envapi.Receipt, err error) 
 		_ = s.endOpLocked(failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: err.Error(), Ambiguous: true, Sequence: cancelSeq}))
 	case err != nil:
 		_ = s.endOpLocked(
-			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: op.Environment, Sequence: cancelSeq, Message: err.Error()}),
+			rec(api.KindEnvironmentUnreachable, envUnreachable{Environment: op.Environment, Sequence: cancelSeq, Message: boundMessage(err.Error())}),
 			failed(api.KindToolCancelFailed, api.Failure{Code: api.FailureUnknown, Message: err.Error(), Ambiguous: true, Sequence: cancelSeq}))
 	case receipt.Type == envapi.ReceiptFailure:
 		_ = s.endOpLocked(failed(api.KindToolCancelFailed, api.Failure{Code: receipt.Code, Message: receipt.Message, Retryable: receipt.Retryable, Details: receipt.Details, Sequence: cancelSeq}))
@@ -436,6 +436,7 @@ func (s *sess) closeToolLocked(t *toolCall, o envapi.Outcome, extra ...journal.R
 			o = envapi.ErrorOutcome(envapi.CodeInvalidOutput, "tool output does not match its output_schema: "+err.Error(), false, nil)
 		}
 	}
+	o = boundEnvOutcome(o)
 	endToolSpan(t.span, o)
 	out := fromEnvOutcome(o)
 	recs := append([]journal.Record{rec(api.KindToolCallEnded, api.ToolCallEnded{Sequence: t.seq, Outcome: out, IsError: out.IsError(), Failure: t.stop})}, extra...)
@@ -553,6 +554,10 @@ func (s *sess) returnLocked(t *toolCall, out *api.Outcome) (uint64, error) {
 	if t.closed {
 		return 0, fmt.Errorf("%w: tool %d finished", ErrExecutionClosed, t.seq)
 	}
+	if out != nil {
+		b := boundOutcome(*out)
+		out = &b
+	}
 	if t.returned {
 		// The synchronous phase ended once. The same returned again (a
 		// callback sent again after its answer was lost) answers the
@@ -639,12 +644,13 @@ func (s *sess) cancelToolsLocked(cause error) {
 
 // Result commits a tool result.
 func (x *execution) Result(ctx context.Context, outcome api.Outcome) (uint64, error) {
-	if err := x.check(envapi.MethodResult); err != nil {
+	if err := x.check(ctx, envapi.MethodResult); err != nil {
 		return 0, err
 	}
 	if err := validOutcome(outcome); err != nil {
 		return 0, err
 	}
+	outcome = boundOutcome(outcome)
 	// A result is an emission of the turn: its serialized kind and
 	// payload count in the emission budget as an event's do.
 	r := rec(api.KindToolResultEmitted, toolResultEmitted{Sequence: x.seq, Result: outcome})
@@ -664,7 +670,7 @@ func (x *execution) Result(ctx context.Context, outcome api.Outcome) (uint64, er
 
 // Returned ends the tool's synchronous phase.
 func (x *execution) Returned(ctx context.Context, outcome *api.Outcome) (uint64, error) {
-	if err := x.check(envapi.MethodReturned); err != nil {
+	if err := x.check(ctx, envapi.MethodReturned); err != nil {
 		return 0, err
 	}
 	if outcome != nil {
@@ -688,10 +694,7 @@ func (x *execution) Returned(ctx context.Context, outcome *api.Outcome) (uint64,
 
 // Finish closes the tool with outcome, its last result, or ok null.
 func (x *execution) Finish(ctx context.Context, outcome *api.Outcome) (uint64, error) {
-	if err := x.unrecordedAnswer(ctx); err != nil {
-		return 0, err
-	}
-	if err := x.check(envapi.MethodFinish); err != nil {
+	if err := x.check(ctx, envapi.MethodFinish); err != nil {
 		return 0, err
 	}
 	if outcome != nil {
