@@ -213,5 +213,9 @@
 // When Open's compaction fails (a full disk), Open goes on with
 // the file as it is, which holds the same live entries, unless it settled
 // hinted claims (see "Derivable answers"): their outcome must be durable
-// before Open returns, so Open fails.
+// before Open returns, so Open fails. A compaction whose rename is done
+// but whose new file cannot be opened (no file descriptor left) leaves
+// the store failed with ErrWrite, at Open as while running: nothing is
+// written to the replaced file, and the next call rewrites and reopens
+// the file first, as after any write failure.
 package idem

@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -119,8 +120,19 @@ func (s *Store) maybeCompactLocked() {
 	s.cond.Broadcast()
 }
 
+// openLog opens the requests log after a compaction replaced it.
+var openLog = os.OpenFile
+
+// errReplaced marks a compaction that replaced the file but could not
+// open the new one: the store's file descriptor still names the old,
+// unlinked file.
+var errReplaced = errors.New("idem: requests log was replaced but could not be reopened")
+
 // compactLocked rewrites the file with the live entries only. Every write
-// so far is durable afterwards.
+// so far is durable afterwards. When it fails with errReplaced, the file
+// on disk holds every live entry but the store's descriptor is stale: the
+// caller must leave the store failed (s.err) until a later compaction
+// succeeds.
 func (s *Store) compactLocked() error {
 	var b []byte
 	for k, e := range s.entries {
@@ -139,9 +151,11 @@ func (s *Store) compactLocked() error {
 	if err := fsutil.WriteFileAtomic(s.path, b, 0o600); err != nil {
 		return fmt.Errorf("idem: compact %s: %w", s.path, err)
 	}
-	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_APPEND, 0o600)
+	f, err := openLog(s.path, os.O_RDWR|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("idem: reopen %s: %w", s.path, err)
+		// The rename is done: the open file is no longer the one a
+		// restart reads, so nothing may be written to it any more.
+		return fmt.Errorf("%w: reopen %s: %w", errReplaced, s.path, err)
 	}
 	s.f.Close()
 	s.f = f

@@ -171,9 +171,15 @@ func openStore(path string, opts *Options, settle bool) (*Store, error) {
 		// the compaction only drops entries the file already says are
 		// gone: when it fails (a full disk), the file is used as it is
 		// and the next Open compacts it.
-		if err := s.compactLocked(); err != nil && resolved {
+		switch err := s.compactLocked(); {
+		case err != nil && resolved:
 			s.f.Close()
 			return nil, err
+		case errors.Is(err, errReplaced):
+			// The file on disk holds every live entry, but the open
+			// descriptor names the unlinked old file: the store stays
+			// failed until a rewrite reopens it (see recoverLocked).
+			s.err = fmt.Errorf("%w: %w", ErrWrite, err)
 		}
 	}
 	if err := fsutil.SyncDir(filepath.Dir(path)); err != nil {
