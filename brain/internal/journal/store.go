@@ -62,9 +62,9 @@ type Store interface {
 	Sessions(ctx context.Context) ([]string, error)
 	// WriteCheckpoint durably stores payload, an opaque projection of
 	// session's records 1..through, replacing any earlier checkpoint.
-	// through must not exceed the last committed sequence. FileStore and
-	// MemStore refuse a checkpoint of a session that holds no record with
-	// ErrInvalid, and write nothing.
+	// through must not exceed the last committed sequence. A checkpoint of
+	// a session that holds no record is refused with ErrInvalid, and
+	// nothing is written.
 	WriteCheckpoint(ctx context.Context, session string, through uint64, payload []byte) error
 	// ReadCheckpoint returns the checkpoint of session. It answers an error
 	// wrapping ErrNotFound when there is none or when it is damaged or

@@ -68,3 +68,27 @@ func TestStaleOwnerCannotWriteCheckpoint(t *testing.T) {
 		t.Fatalf("ReadCheckpoint of the session created anew = %d %q, %v; want ErrNotFound", through, payload, err)
 	}
 }
+
+// TestOwnerCannotCheckpointEmptySession: the lease holder of a session
+// that holds no record yet writes no checkpoint of it (ErrInvalid), so
+// the session's first records are never covered by a projection of
+// nothing.
+func TestOwnerCannotCheckpointEmptySession(t *testing.T) {
+	_, a, _ := fencedNodes(t, 30*time.Second)
+	ctx := context.Background()
+	if _, err := a.AcquireLease(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Journal().WriteCheckpoint(ctx, "s", 0, []byte("nothing")); !errors.Is(err, journal.ErrInvalid) {
+		t.Fatalf("WriteCheckpoint of a session without records = %v, want ErrInvalid", err)
+	}
+	if err := a.Journal().Append(ctx, "s", 1, []journal.Record{rec("k", 1), rec("k", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if through, payload, err := a.Journal().ReadCheckpoint(ctx, "s"); !errors.Is(err, journal.ErrNotFound) {
+		t.Fatalf("ReadCheckpoint once records exist = %d %q, %v; want ErrNotFound", through, payload, err)
+	}
+	if err := a.Journal().WriteCheckpoint(ctx, "s", 2, []byte("two")); err != nil {
+		t.Fatalf("WriteCheckpoint through the last record = %v", err)
+	}
+}

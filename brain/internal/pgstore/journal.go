@@ -325,11 +325,12 @@ func (j *Journal) WriteCheckpoint(ctx context.Context, session string, through u
 	ctx, cancel := j.db.opCtx(ctx)
 	defer cancel()
 	var owned, written bool
+	var last int64
 	if j.db.opts.Fenced {
-		err = j.db.pool.QueryRow(ctx, checkpointFenced, []byte(session), int64(through), payload, epoch, j.db.opts.NodeID).Scan(&owned, &written)
+		err = j.db.pool.QueryRow(ctx, checkpointFenced, []byte(session), int64(through), payload, epoch, j.db.opts.NodeID).Scan(&owned, &written, &last)
 	} else {
 		owned = true
-		err = j.db.pool.QueryRow(ctx, checkpointPlain, []byte(session), int64(through), payload).Scan(&written)
+		err = j.db.pool.QueryRow(ctx, checkpointPlain, []byte(session), int64(through), payload).Scan(&written, &last)
 	}
 	if err != nil {
 		return classify("write checkpoint", err, true)
@@ -337,28 +338,34 @@ func (j *Journal) WriteCheckpoint(ctx context.Context, session string, through u
 	if !owned {
 		return fmt.Errorf("%w: session %s epoch %d", ErrNotOwner, session, epoch)
 	}
+	if !written && last == 0 {
+		return fmt.Errorf("%w: checkpoint of session %s, which holds no record", journal.ErrInvalid, session)
+	}
 	if !written {
-		return fmt.Errorf("%w: checkpoint through %d is past the end of session %s", journal.ErrInvalid, through, session)
+		return fmt.Errorf("%w: checkpoint through %d but session %s ends at %d", journal.ErrInvalid, through, session, last)
 	}
 	return nil
 }
 
 // The checkpoint statements: $1 session, $2 through, $3 payload, and for
-// the fenced one $4 epoch and $5 node. The share lock on the session row
-// orders the write after a concurrent delete, whose commit leaves no
-// session to cover, and after a concurrent takeover, which raises the
-// row's epoch: the fenced write needs the row's epoch to be the lease's
-// and the lease row to name this node with that epoch, unexpired, as a
-// fenced append does. A session without a row has nothing to fence (only
-// a checkpoint through 0 fits it).
+// the fenced one $4 epoch and $5 node; each answers whether the row was
+// written and the session's last sequence (0: it holds no record, and
+// nothing is written, as FileStore and MemStore refuse it). The share
+// lock on the session row orders the write after a concurrent delete,
+// whose commit leaves no session to cover, and after a concurrent
+// takeover, which raises the row's epoch: the fenced write needs the
+// row's epoch to be the lease's and the lease row to name this node with
+// that epoch, unexpired, as a fenced append does.
 const (
-	checkpointPlain = `WITH ins AS (
+	checkpointPlain = `WITH s AS (
+		SELECT next_seq FROM brain_sessions WHERE session_id = $1 FOR SHARE
+	), ins AS (
 		INSERT INTO brain_checkpoints (session_id, through, payload)
 		SELECT $1, $2, $3
-		WHERE $2 <= coalesce((SELECT next_seq - 1 FROM brain_sessions WHERE session_id = $1 FOR SHARE), 0)
+		WHERE $2 <= coalesce((SELECT next_seq - 1 FROM s), 0) AND coalesce((SELECT next_seq - 1 FROM s), 0) > 0
 		ON CONFLICT (session_id) DO UPDATE SET through = EXCLUDED.through, payload = EXCLUDED.payload
 		RETURNING 1)
-	SELECT EXISTS (SELECT 1 FROM ins)`
+	SELECT EXISTS (SELECT 1 FROM ins), coalesce((SELECT next_seq - 1 FROM s), 0)`
 	checkpointFenced = `WITH s AS (
 		SELECT next_seq, epoch FROM brain_sessions WHERE session_id = $1 FOR SHARE
 	), ok AS (
@@ -367,10 +374,10 @@ const (
 	), ins AS (
 		INSERT INTO brain_checkpoints (session_id, through, payload)
 		SELECT $1, $2, $3
-		WHERE EXISTS (SELECT 1 FROM ok) AND $2 <= coalesce((SELECT next_seq - 1 FROM s), 0)
+		WHERE EXISTS (SELECT 1 FROM ok) AND $2 <= coalesce((SELECT next_seq - 1 FROM s), 0) AND coalesce((SELECT next_seq - 1 FROM s), 0) > 0
 		ON CONFLICT (session_id) DO UPDATE SET through = EXCLUDED.through, payload = EXCLUDED.payload
 		RETURNING 1)
-	SELECT EXISTS (SELECT 1 FROM ok), EXISTS (SELECT 1 FROM ins)`
+	SELECT EXISTS (SELECT 1 FROM ok), EXISTS (SELECT 1 FROM ins), coalesce((SELECT next_seq - 1 FROM s), 0)`
 )
 
 // ReadCheckpoint implements journal.Store.

@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Delete", testDelete},
 		{"Sessions", testSessions},
 		{"Checkpoint", testCheckpoint},
+		{"CheckpointWithoutRecords", testCheckpointEmpty},
 		{"InvalidInput", testInvalid},
 		{"Closed", testClosed},
 	}
@@ -561,6 +562,44 @@ func testCheckpoint(t *testing.T, s journal.Store) {
 	}
 	if _, _, err := s.ReadCheckpoint(ctx, "b"); !errors.Is(err, journal.ErrNotFound) {
 		t.Errorf("other session's ReadCheckpoint = %v, want ErrNotFound", err)
+	}
+}
+
+// testCheckpointEmpty: a checkpoint of a session that holds no record,
+// never created or deleted, is refused with ErrInvalid and leaves nothing
+// behind: no checkpoint to read, no session listed, even once the session
+// is created.
+func testCheckpointEmpty(t *testing.T, s journal.Store) {
+	ctx := context.Background()
+	for _, through := range []uint64{0, 1} {
+		if err := s.WriteCheckpoint(ctx, "never", through, []byte("x")); !errors.Is(err, journal.ErrInvalid) {
+			t.Errorf("WriteCheckpoint(never created, through %d) = %v, want ErrInvalid", through, err)
+		}
+	}
+	if _, _, err := s.ReadCheckpoint(ctx, "never"); !errors.Is(err, journal.ErrNotFound) {
+		t.Errorf("ReadCheckpoint after a refused checkpoint = %v, want ErrNotFound", err)
+	}
+	if ids, err := s.Sessions(ctx); err != nil || len(ids) != 0 {
+		t.Errorf("Sessions after a refused checkpoint = %v, %v; want none", ids, err)
+	}
+	mustAppend(t, s, "never", 1, recs("k", 1, 2))
+	if through, got, err := s.ReadCheckpoint(ctx, "never"); !errors.Is(err, journal.ErrNotFound) {
+		t.Errorf("ReadCheckpoint once created = %d, %q, %v; want ErrNotFound", through, got, err)
+	}
+
+	mustAppend(t, s, "gone", 1, recs("k", 1, 3))
+	if err := s.Delete(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteCheckpoint(ctx, "gone", 0, []byte("x")); !errors.Is(err, journal.ErrInvalid) {
+		t.Errorf("WriteCheckpoint(deleted session) = %v, want ErrInvalid", err)
+	}
+	if _, _, err := s.ReadCheckpoint(ctx, "gone"); !errors.Is(err, journal.ErrNotFound) {
+		t.Errorf("ReadCheckpoint(deleted session) = %v, want ErrNotFound", err)
+	}
+	mustAppend(t, s, "gone", 1, recs("k", 1, 1))
+	if through, got, err := s.ReadCheckpoint(ctx, "gone"); !errors.Is(err, journal.ErrNotFound) {
+		t.Errorf("ReadCheckpoint of the session created anew = %d, %q, %v; want ErrNotFound", through, got, err)
 	}
 }
 
