@@ -20,10 +20,16 @@ const DefaultMaxSteps = 64
 // Errors of the default loop.
 var (
 	ErrStepBudget = errors.New("agentloop: step budget exhausted")
+	// ErrConfiguration fails an activation whose configuration the
+	// default loop refuses; the message names the field.
+	ErrConfiguration = errors.New("agentloop: invalid configuration")
 )
 
 // Configuration is the default loop's configuration.
 type Configuration struct {
+	// MaxSteps bounds the model calls of one activation; zero (or
+	// absent) selects DefaultMaxSteps. A negative value is refused
+	// (ErrConfiguration): no model is called.
 	MaxSteps int `json:"max_steps,omitempty"`
 }
 
@@ -48,10 +54,13 @@ func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutpu
 		d := newDecoder(in.Configuration)
 		d.configuration(&conf)
 		if err := d.End(); err != nil {
-			return api.TurnOutput{}, fmt.Errorf("agentloop: configuration: %w", err)
+			return api.TurnOutput{}, fmt.Errorf("%w: %w", ErrConfiguration, err)
 		}
 	}
-	if conf.MaxSteps <= 0 {
+	if conf.MaxSteps < 0 {
+		return api.TurnOutput{}, fmt.Errorf("%w: max_steps must be at least 1 (or 0 for the default of %d), got %d", ErrConfiguration, DefaultMaxSteps, conf.MaxSteps)
+	}
+	if conf.MaxSteps == 0 {
 		conf.MaxSteps = DefaultMaxSteps
 	}
 	msgs := in.Transcript
