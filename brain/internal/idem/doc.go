@@ -77,14 +77,21 @@
 // share one flush (group commit). On Open the file is read from the start:
 // if it ends inside a frame (fewer than 8 header bytes or fewer payload
 // bytes than announced) that incomplete final write is cut off (the file is
-// truncated and fsynced). A complete frame whose checksum does not match or
-// whose payload does not decode is damage: Open refuses with ErrDamaged
-// naming the offset, and nothing is rewritten, because forgetting a claim
-// could run a request twice. So is a frame whose length says it ends past
-// the file while its payload, taken at the length its own fields (scope,
-// key and the type's fields) give, ends within the file, passes the
-// frame's checksum and decodes: a complete frame whose length field was
-// damaged, which an incomplete write cannot look like.
+// truncated and fsynced). So is a tail of nothing but zero bytes after the
+// last complete frame, however long: a crash can leave the file's new size
+// durable without the data of a write that was never acknowledged (XFS,
+// ext4 in some modes), and every acknowledged frame was flushed, so such
+// zeros hold nothing acknowledged. A length field of zero starts no frame
+// (a payload is never empty), so such zeros followed by a byte that is not
+// zero (a frame after them, or a zeroed region inside the file) are
+// neither: they are damage. A complete frame whose checksum does not match
+// or whose payload does not decode is damage too: Open refuses with
+// ErrDamaged naming the offset, and nothing is rewritten, because
+// forgetting a claim could run a request twice. So is a frame whose length
+// says it ends past the file while its payload, taken at the length its
+// own fields (scope, key and the type's fields) give, ends within the
+// file, passes the frame's checksum and decodes: a complete frame whose
+// length field was damaged, which an incomplete write cannot look like.
 //
 // # Write failures
 //

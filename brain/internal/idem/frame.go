@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -236,4 +237,25 @@ func decodePayload(p []byte) (record, error) {
 		return r, errPayload
 	}
 	return r, nil
+}
+
+// allZero reports whether b holds nothing but zero bytes.
+func allZero(b []byte) bool {
+	for len(b) > 0 {
+		k := min(len(b), len(zeroPage))
+		if !bytes.Equal(b[:k], zeroPage[:k]) {
+			return false
+		}
+		b = b[k:]
+	}
+	return true
+}
+
+var zeroPage [4096]byte
+
+// zeroLength reports whether b starts with a length field of zero, which
+// starts no frame (a payload is never empty), so neither a frame nor an
+// incomplete write of one.
+func zeroLength(b []byte) bool {
+	return len(b) >= 4 && binary.LittleEndian.Uint32(b) == 0
 }

@@ -3,6 +3,7 @@ package idem
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -35,7 +36,25 @@ func FuzzDecode(f *testing.F) {
 		}
 		s := &Store{entries: map[entryKey]*entry{}}
 		s.opts.Now = time.Now
-		_, _ = s.load(b)
+		good, err := s.load(b)
+		if err != nil {
+			return
+		}
+		// Zero bytes after what loads are cut as a crash's tail and
+		// change nothing of what loads.
+		zeroed := append(b[:good:good], make([]byte, 1+len(b)%5000)...)
+		z := &Store{entries: map[entryKey]*entry{}}
+		z.opts.Now = s.opts.Now
+		if n, err := z.load(zeroed); err != nil || n != good || len(z.entries) != len(s.entries) {
+			t.Fatalf("with zeros after %d good bytes: load = %d, %v with %d entries, want %d, nil with %d", good, n, err, len(z.entries), good, len(s.entries))
+		}
+		// A frame after zeros (a zero length field at least) is damage.
+		if good > 0 {
+			zeroed = append(b[:good:good], make([]byte, 4+len(b)%5000)...)
+			if _, err := z.load(append(zeroed, b[:good]...)); !errors.Is(err, ErrDamaged) {
+				t.Fatalf("zeros before a frame: load = %v, want ErrDamaged", err)
+			}
+		}
 	})
 }
 

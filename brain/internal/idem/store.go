@@ -202,15 +202,18 @@ func removeTemps(path string) {
 }
 
 // load folds the records of data and answers how many bytes hold complete
-// frames.
+// frames: what follows them is an incomplete final write, or nothing but
+// zero bytes (a size a crash made durable without the data).
 func (s *Store) load(data []byte) (int, error) {
 	off := 0
 	for off < len(data) {
 		r, n, st := nextFrame(data[off:])
-		switch st {
-		case frameIncomplete:
+		switch {
+		case st != frameOK && allZero(data[off:]):
 			return off, nil
-		case frameDamaged:
+		case st == frameIncomplete && !zeroLength(data[off:]):
+			return off, nil
+		case st != frameOK:
 			return 0, fmt.Errorf("%w: %s: bad frame at offset %d", ErrDamaged, s.path, off)
 		}
 		s.apply(r)
