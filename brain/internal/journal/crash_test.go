@@ -21,6 +21,8 @@ const (
 	// crashModeEnv "log-only": the child's segment writes never reach the
 	// files and no sync point is taken, as if every segment page written
 	// since the last sync point were lost; only the commit log has them.
+	// "zero-tail": the child runs as usual; after each kill the parent
+	// extends every final segment with zeros (see zeroTails).
 	crashModeEnv = "BRAIN_JOURNAL_CRASH_MODE"
 	// crashRingEnv "1": the child flushes the commit log through io_uring
 	// (FlushRing) instead of the default FlushAuto.
@@ -189,11 +191,54 @@ func crashLoop(t *testing.T, dir string, iterations int, mode string, ring bool)
 				t.Fatalf("iteration %d: the segments already hold every acknowledged record before replay", it)
 			}
 		}
+		if mode == "zero-tail" {
+			zeroTails(t, dir)
+		}
 		verifyAfterCrash(t, dir, it, acked)
 	}
 	torn, _ := filepath.Glob(filepath.Join(dir, "*", "journal", "*.torn-*"))
 	segs, _ := filepath.Glob(filepath.Join(dir, "*", "journal", "*.segment"))
 	t.Logf("%d kills: %d torn tails cut, %d segments, acknowledged %v", iterations, len(torn), len(segs), acked)
+}
+
+// TestCrashKillZeroTail SIGKILLs a child that appends in a loop and then
+// leaves each session's final segment as a power loss can on file systems
+// that make a file's new size durable before its data: the segment ends
+// in zeros where the data of a write that was not acknowledged belonged.
+// Every acknowledged record must survive and appends go on.
+func TestCrashKillZeroTail(t *testing.T) {
+	const workers = 2
+	iterations := 40 / workers
+	if testing.Short() {
+		iterations = 4
+	}
+	for w := range workers {
+		t.Run(fmt.Sprint("dir", w), func(t *testing.T) {
+			t.Parallel()
+			crashLoop(t, t.TempDir(), iterations, "zero-tail", false)
+		})
+	}
+}
+
+// zeroTails extends the final segment of each session by up to 8 KiB of
+// zeros.
+func zeroTails(t *testing.T, dir string) {
+	t.Helper()
+	ids, _ := filepath.Glob(filepath.Join(dir, "c*"))
+	for _, sdir := range ids {
+		segs, _ := filepath.Glob(filepath.Join(sdir, "journal", "*.segment"))
+		if len(segs) == 0 {
+			continue
+		}
+		seg := segs[len(segs)-1] // fixed-width names sort by number
+		fi, err := os.Stat(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(seg, fi.Size()+1+rand.Int64N(8192)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // segmentRecords counts the complete frames in the segment files of the

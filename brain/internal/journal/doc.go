@@ -332,6 +332,15 @@
 //     to o and fsynced, and the directory is fsynced. When the bytes
 //     cannot be kept (a full disk), the copy is removed, nothing is cut
 //     and the open fails with the error; the next use tries again.
+//   - So is a tail of nothing but zero bytes where the next frame would
+//     start in the final segment, however long, cut and kept the same
+//     way: segments are not preallocated, but a crash can leave a file's
+//     new size durable without the data of a write that was never
+//     acknowledged (XFS, ext4 in some modes); every acknowledged frame is
+//     in the segment or restored by replay, so such zeros hold nothing
+//     acknowledged. Zeros that a byte other than zero follows are damage,
+//     as below (a frame's length is never zero, so they are no frame and
+//     no incomplete write of one).
 //   - Anything else is damage and the session is refused with a
 //     *DamagedError naming the file and offset: a complete frame with a bad
 //     checksum or an undecodable payload, a sequence that is not dense, a
@@ -345,9 +354,10 @@
 //
 // An empty final segment is valid (a crash after rolling); the next
 // append goes into it. An empty final segment (not the first) named past
-// the next expected sequence is removed and the directory fsynced: it was
-// created by a roll whose records never became durable (acknowledged ones
-// are restored by replay), so it holds nothing.
+// the next expected sequence, or one holding nothing but zero bytes, is
+// removed and the directory fsynced: it was created by a roll whose
+// records never became durable (acknowledged ones are restored by
+// replay), so it holds nothing.
 //
 // A session directory that holds no record (a create cut short after the
 // first append made the directory and before its record was durable
@@ -357,8 +367,8 @@
 // holds nothing but empty segments, removes the directory (not fsynced: a
 // crash that brings it back leaves it to be removed again). Sessions does
 // not list such a directory, nor one whose only segment is the first and
-// ends inside its first frame (a torn first record, which an open cuts):
-// it reads the header of each session's first frame, once per session and
+// ends inside its first frame (a torn first record, which an open cuts)
+// or holds nothing but zero bytes (cut the same way): it reads the header of each session's first frame, once per session and
 // process (a hash of the id of every session found holding a record is
 // kept until the session is deleted), opens the sessions where that frame
 // is not found whole (which removes what a create cut short left), and

@@ -15,7 +15,9 @@ func seedFrames() [][]byte {
 	a := appendFrame(nil, &Record{Sequence: 1, Kind: "k", RecordedAtMs: 5, Data: json.RawMessage(`{"a":1}`)})
 	b := appendFrame(nil, &Record{Sequence: 2, Kind: "turn_started", Data: json.RawMessage(`[]`), Origin: json.RawMessage(`{"o":true}`)})
 	c := appendFrame(nil, &Record{Sequence: 3, Kind: "x"})
-	return [][]byte{a, b, c, append(append(slices2(a), b...), c...), a[:5], {}}
+	zeros := make([]byte, 600)
+	return [][]byte{a, b, c, append(append(slices2(a), b...), c...), a[:5], {},
+		append(slices2(a), zeros...), append(slices2(zeros[:40]), a...), append(append(slices2(a), zeros[:8]...), b...)}
 }
 
 func slices2(b []byte) []byte { return append([]byte(nil), b...) }
@@ -91,6 +93,25 @@ func FuzzOpenSegment(f *testing.F) {
 		}
 		if err := fs.Append(bg, "s", next, []Record{{Kind: "k"}}); err != nil {
 			t.Fatalf("Append after recovery = %v", err)
+		}
+		if len(kept) != len(b) {
+			return
+		}
+		// Zeros after whole frames (a size made durable without its
+		// data) are cut: the session opens to the same records.
+		zdir := t.TempDir()
+		zpath := filepath.Join(zdir, "s", "journal", segmentName(1))
+		os.MkdirAll(filepath.Dir(zpath), 0o700)
+		if err := os.WriteFile(zpath, append(slices2(b), make([]byte, 1+len(b)%5000)...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		zfs, err := OpenFileStore(zdir, &Options{MaxRecordBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zfs.Close()
+		if znext, err := zfs.Next(bg, "s"); err != nil || znext != next {
+			t.Fatalf("with zeros after the frames: Next = %d, %v; want %d", znext, err, next)
 		}
 	})
 }

@@ -95,9 +95,10 @@ func (fs *FileStore) listed(id string) (bool, error) {
 // holdsRecord reports whether the session directory dir opens as a
 // session: its first segment holds a complete first frame, or the journal
 // is damaged. It answers false only for what a create cut short leaves:
-// no segment, or a first segment, alone, that is empty or ends inside its
-// first frame (which an open cuts as an incomplete write). What cannot be
-// read is listed.
+// no segment, or a first segment, alone, that is empty, ends inside its
+// first frame or starts with a zero length (which an open cuts as an
+// incomplete write when nothing but zeros follow). What cannot be read is
+// listed.
 func (fs *FileStore) holdsRecord(dir string) bool {
 	jdir := filepath.Join(dir, "journal")
 	first := filepath.Join(jdir, segmentName(1))
@@ -120,12 +121,16 @@ func (fs *FileStore) holdsRecord(dir string) bool {
 			return true
 		}
 		l := int64(binary.LittleEndian.Uint32(h[:4]))
-		if fi.Size()-frameHeaderSize >= l || l > int64(fs.opts.MaxRecordBytes) {
-			// A complete first frame, or damage.
+		if (fi.Size()-frameHeaderSize >= l && l != 0) || l > int64(fs.opts.MaxRecordBytes) {
+			// A complete first frame, or damage. A length of zero is
+			// neither: it may start the zeros a crash left of the
+			// first write (see recover.go), which an open cuts.
 			return true
 		}
-		if _, damaged, err := lengthDamaged(first, 0); err != nil || damaged {
-			return true
+		if l != 0 {
+			if _, damaged, err := lengthDamaged(first, 0); err != nil || damaged {
+				return true
+			}
 		}
 	}
 	// The first segment is empty or ends inside its first frame: the

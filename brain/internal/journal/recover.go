@@ -189,10 +189,12 @@ func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *
 			start = from
 		} else if first != expect {
 			if final && first > expect && i > 0 {
-				if fi, err := os.Stat(path); err == nil && fi.Size() == 0 {
+				if holdsNothing(path) {
 					// An empty final segment past the records: created by a
 					// roll whose records never became durable (acknowledged
-					// ones are restored by replay). It holds nothing.
+					// ones are restored by replay). It holds nothing; zeros
+					// in it are the size of such a record made durable
+					// without its data.
 					if err := os.Remove(path); err != nil {
 						return fmt.Errorf("journal: open session %s: %w", s.id, err)
 					}
@@ -288,11 +290,17 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 			return 0, 0, -1, rerr
 		}
 		s.index, s.lastMs = c.index, c.lastMs
+		zeros := false
+		if err != nil && !errors.Is(err, errShortFrame) {
+			if zeros, rerr = zerosToEnd(f, c.end, fi.Size()); rerr != nil {
+				return 0, 0, -1, rerr
+			}
+		}
 		switch {
 		case err == nil:
 			keep.b, keep.n = b, c.next-expect
 			return c.end, c.next, -1, nil
-		case errors.Is(err, errShortFrame):
+		case errors.Is(err, errShortFrame) || zeros:
 			if c.end > 0 {
 				keep.b, keep.n = b[:c.end:c.end], c.next-expect
 			} else {
@@ -304,6 +312,22 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 		}
 		return 0, 0, -1, frameDamage(c.end, err)
 	}
+	// tornOrDamage answers the frame at off that did not check out as
+	// the start of a torn tail when nothing but zeros follow, else as
+	// frameDamage does.
+	tornOrDamage := func(off int64, err error) (int64, uint64, int64, error) {
+		err = frameDamage(off, err)
+		var de *DamagedError
+		if !errors.As(err, &de) {
+			return 0, 0, -1, err
+		}
+		if zeros, rerr := zerosToEnd(f, off, fi.Size()); rerr != nil {
+			return 0, 0, -1, rerr
+		} else if zeros {
+			return off, expect, off, nil
+		}
+		return 0, 0, -1, err
+	}
 	sc := newFrameScanner(f, start, fi.Size(), fs.opts.MaxRecordBytes)
 	defer sc.release()
 	for {
@@ -314,19 +338,53 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 		case errors.Is(err, errShortFrame):
 			return at, expect, at, nil
 		case err != nil:
-			return 0, 0, -1, frameDamage(at, err)
+			return tornOrDamage(at, err)
 		}
 		if !payloadOK(p) {
 			_, err := parsePayload(p)
-			return 0, 0, -1, frameDamage(at, err)
+			return tornOrDamage(at, err)
 		}
 		if seq := leUint64(p[2:]); seq != expect {
-			return 0, 0, -1, frameDamage(at, &seqError{got: seq, want: expect})
+			return tornOrDamage(at, &seqError{got: seq, want: expect})
 		}
 		s.addIndex(expect, at)
 		s.lastMs = max(s.lastMs, int64(leUint64(p[10:])))
 		expect++
 	}
+}
+
+// holdsNothing reports whether the file at path is empty or holds
+// nothing but zero bytes.
+func holdsNothing(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	zeros, err := zerosToEnd(f, 0, fi.Size())
+	return err == nil && zeros
+}
+
+// zerosToEnd reports whether the bytes of f from off to size are all
+// zero: the tail a crash leaves when the file's new size became durable
+// without the data of writes that were never acknowledged.
+func zerosToEnd(f *os.File, off, size int64) (bool, error) {
+	buf := make([]byte, min(size-off, 64<<10))
+	for off < size {
+		n := int(min(size-off, int64(len(buf))))
+		if _, err := f.ReadAt(buf[:n], off); err != nil {
+			return false, err
+		}
+		if !allZero(buf[:n]) {
+			return false, nil
+		}
+		off += int64(n)
+	}
+	return true, nil
 }
 
 // lengthDamaged reports whether the frame at off in path, which says it
