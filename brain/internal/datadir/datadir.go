@@ -55,7 +55,13 @@ func Open(path string) (*Dir, error) {
 		}
 		return nil, fmt.Errorf("datadir: create %s: %w", abs, err)
 	}
-	lock, err := os.OpenFile(filepath.Join(abs, LockName), os.O_RDWR|os.O_CREATE, 0o600)
+	lockPath := filepath.Join(abs, LockName)
+	created := true
+	lock, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		created = false
+		lock, err = os.OpenFile(lockPath, os.O_RDWR, 0o600)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("datadir: open lock: %w", err)
 	}
@@ -68,6 +74,11 @@ func Open(path string) (*Dir, error) {
 	}
 	d := &Dir{path: abs, lock: lock}
 	if err := d.check(); err != nil {
+		if created && errors.Is(err, ErrNotEmpty) {
+			// A directory that is not Brain's is left as it was found:
+			// without the lock file this Open made in it.
+			_ = os.Remove(lockPath)
+		}
 		d.Close()
 		return nil, err
 	}

@@ -179,3 +179,30 @@ func TestDanglingLinkRefusedByName(t *testing.T) {
 		t.Fatalf("the link's target was created: %v", err)
 	}
 }
+
+// TestRefusedDirectoryKeepsNoLock: a directory refused as not Brain's is
+// left as it was found, without the lock file Open made in it; a lock
+// file that was there before is left too.
+func TestRefusedDirectoryKeepsNoLock(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600)
+	if _, err := Open(dir); !errors.Is(err, ErrNotEmpty) {
+		t.Fatalf("Open = %v, want ErrNotEmpty", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 || names[0] != "notes.txt" {
+		t.Errorf("refused directory holds %v, want only notes.txt", names)
+	}
+
+	os.WriteFile(filepath.Join(dir, LockName), nil, 0o600)
+	if _, err := Open(dir); !errors.Is(err, ErrNotEmpty) {
+		t.Fatalf("Open with a lock file already there = %v, want ErrNotEmpty", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, LockName)); err != nil {
+		t.Errorf("the lock file that was there before is gone: %v", err)
+	}
+}
