@@ -41,7 +41,7 @@ func usageType(fl *flag.Flag) string {
 	switch fl.Value.(type) {
 	case *decimalValue:
 		return "int"
-	case secretValue:
+	case secretValue, *secretsValue:
 		return "string"
 	}
 	return ""

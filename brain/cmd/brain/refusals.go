@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/brain-in-go/brain/brain"
@@ -47,12 +50,13 @@ func (f *serveFlags) checkWorkspaceBound() error {
 		f.maxEnvResponseBytes, workspace.MinAnswerBytes, workspace.MinAnswerBytes)
 }
 
-// checkRoutesFile refuses a routes file that routes "workspace" beside
-// the built-in workspace environment, whose route would silently win over
-// it. A file that cannot be read or decoded is left to brain.New, which
-// says what is wrong with it.
+// checkRoutesFile refuses a routes file with a credential no
+// Authorization header can carry (see headerCredential), and one that
+// routes "workspace" beside the built-in workspace environment, whose
+// route would silently win over it. A file that cannot be read or decoded
+// is left to brain.New, which says what is wrong with it.
 func (f *serveFlags) checkRoutesFile() error {
-	if f.noWorkspace || f.envRoutesFile == "" {
+	if f.envRoutesFile == "" {
 		return nil
 	}
 	data, err := os.ReadFile(f.envRoutesFile)
@@ -63,11 +67,49 @@ func (f *serveFlags) checkRoutesFile() error {
 	if json.Unmarshal(data, &routes) != nil {
 		return nil
 	}
-	if _, ok := routes[workspaceRoute]; ok {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(routes)) {
+		var route struct {
+			APIKey string `json:"api_key"`
+		}
+		if json.Unmarshal(routes[name], &route) == nil && !headerCredential(route.APIKey) {
+			errs = append(errs, fmt.Errorf("--environment-routes-file %s (BRAIN_ENVIRONMENT_ROUTES_FILE): the api_key of route %q %s", f.envRoutesFile, name, credentialProblem))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if _, ok := routes[workspaceRoute]; ok && !f.noWorkspace {
 		return fmt.Errorf("--environment-routes-file %s (BRAIN_ENVIRONMENT_ROUTES_FILE) routes %q, the route of the built-in workspace environment: pass --no-workspace (BRAIN_NO_WORKSPACE=1) to route it to another provider", f.envRoutesFile, workspaceRoute)
 	}
 	return nil
 }
+
+// credentialProblem says why headerCredential refuses a credential,
+// without quoting it.
+const credentialProblem = "has white space at an end or a control character (a line end read with it?): no Authorization header can carry it"
+
+// headerCredential reports whether an environment credential can be sent
+// as "Authorization: Bearer <credential>": a control character makes
+// every request fail before it is sent, and white space at an end is not
+// part of the header's value, so the provider would refuse every request.
+// Each session creation that reaches the route would fail.
+func headerCredential(key string) bool {
+	return key == strings.TrimSpace(key) && !strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}
+
+// checkEnvironmentKey refuses a default route's credential no
+// Authorization header can carry.
+func (f *serveFlags) checkEnvironmentKey() error {
+	if headerCredential(f.envAPIKey) {
+		return nil
+	}
+	return errors.New("--environment-api-key (BRAIN_ENVIRONMENT_API_KEY) " + credentialProblem)
+}
+
+// configField matches a Config field named with its variable in a
+// problem's text, such as "Storage.DatabaseURL (BRAIN_DATABASE_URL)".
+var configField = regexp.MustCompile(`\b[A-Z][A-Za-z0-9]*(?:\.[A-Z][A-Za-z0-9]*)* \(([A-Z][A-Z0-9_]*)\)`)
 
 // settingsError says which settings a *brain.ConfigError refuses, naming
 // each by its flag and variable, and reports whether err is one.
@@ -78,6 +120,15 @@ func (f *serveFlags) settingsError(err error) (string, bool) {
 	}
 	parts := make([]string, len(ce.Problems))
 	for i, p := range ce.Problems {
+		// A problem naming another setting names it as a Config field
+		// and its variable: the operator wrote its flag or variable.
+		p.Problem = configField.ReplaceAllStringFunc(p.Problem, func(m string) string {
+			env := configField.FindStringSubmatch(m)[1]
+			if name, ok := f.flagOf[env]; ok {
+				return fmt.Sprintf("--%s (%s)", name, env)
+			}
+			return m
+		})
 		switch name, ok := f.flagOf[p.Env]; {
 		case ok:
 			parts[i] = fmt.Sprintf("--%s (%s) %s", name, p.Env, p.Problem)

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -42,13 +43,15 @@ Authentication: without BRAIN_API_TOKEN a token is generated, saved to
 authentication and, like a missing token, is refused on a non-loopback
 address; it is refused beside a token too. A token with white space at an
 end or a control character (a line end read with it) is refused: no
-Authorization header can carry it.
+Authorization header can carry it. So is such an environment credential
+(--environment-api-key, the api_key of a route in the routes file).
 
 Tracing: OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
 exports spans of requests, turns, model and tool calls and environment
 operations over OTLP, with W3C trace context sent to environments and
 models; OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf or grpc), _HEADERS,
-_INSECURE, _TIMEOUT (ms), _COMPRESSION (gzip or none), OTEL_SERVICE_NAME,
+_INSECURE, _TIMEOUT (ms), _COMPRESSION (gzip or none), each also as
+OTEL_EXPORTER_OTLP_TRACES_* and OTEL_EXPORTER_OTLP_LOGS_*, OTEL_SERVICE_NAME,
 OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_EXPORTER and OTEL_LOGS_EXPORTER (otlp or
 none) and OTEL_SDK_DISABLED as usual. Unset: nothing is traced.
 
@@ -352,6 +355,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "brain serve: %v\n", err)
 		return 2
 	}
+	if err := f.checkEnvironmentKey(); err != nil {
+		fmt.Fprintf(stderr, "brain serve: %v\n", err)
+		return 2
+	}
 	log, err := newLogger(stderr, f.logLevel)
 	if err != nil {
 		fmt.Fprintf(stderr, "brain serve: %v\n", err)
@@ -378,17 +385,19 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
-// loopback reports whether addr's host is a loopback address or name.
+// loopback reports whether addr's host is a loopback address, in any of
+// its spellings (an IPv4-mapped ::ffff:127.0.0.1, ::1 with a zone such as
+// %lo), or the name localhost in any case.
 func loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false
 	}
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // loopbackOnly answers only requests that name a loopback host: the

@@ -61,7 +61,9 @@ func openWorkspace(f *serveFlags, cfg *brain.Config) (*builtinWorkspace, error) 
 
 // start runs the provider. When it fails, the listener is left to close.
 func (w *builtinWorkspace) start(log *slog.Logger) error {
-	p, err := workspace.New(workspace.Options{Root: w.root, MaxAnswerBytes: w.maxAnswer, Logger: log.With("environment", workspaceRoute)})
+	// Its lines name the provider, not the environment: "environment"
+	// is the session's environment on each operation's line.
+	p, err := workspace.New(workspace.Options{Root: w.root, MaxAnswerBytes: w.maxAnswer, Logger: log.With("provider", workspaceRoute)})
 	if err != nil {
 		return fmt.Errorf("workspace environment: %w", err)
 	}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"net"
+	"strings"
+	"testing"
+)
+
+// TestServeLoopbackSpellings: --no-auth serves on a loopback address
+// however it is written (::1 with its zone, IPv4-mapped 127.0.0.1, the
+// name localhost in capitals), and so does the unauthenticated metrics
+// address; an address that is not loopback, in the same spellings, is
+// still refused (exit 2) before anything starts.
+func TestServeLoopbackSpellings(t *testing.T) {
+	loopbacks := []string{"[::ffff:127.0.0.1]:0", "LOCALHOST:0"}
+	if ln, err := net.Listen("tcp", "[::1%lo]:0"); err == nil {
+		ln.Close()
+		loopbacks = append(loopbacks, "[::1%lo]:0")
+	} else {
+		t.Logf("no IPv6 loopback with a zone here (%v): not tried", err)
+	}
+	for _, addr := range loopbacks {
+		if code, stderr, served := serveOnce(t, "--no-auth", "--no-workspace", "--listen", addr); !served || code != 0 {
+			t.Errorf("--no-auth --listen %s: served %v, exit %d, stderr %q; want it served", addr, served, code, stderr)
+		}
+		if code, stderr, served := serveOnce(t, "--no-workspace", "--metrics-listen", addr); !served || code != 0 {
+			t.Errorf("--metrics-listen %s: served %v, exit %d, stderr %q; want it served", addr, served, code, stderr)
+		}
+	}
+	for _, addr := range []string{"[fe80::1%lo]:0", "[::ffff:10.0.0.1]:0", "[::]:0", "0.0.0.0:0", ":0", "localhost.example:0"} {
+		code, stderr, served := serveOnce(t, "--no-auth", "--no-workspace", "--listen", addr)
+		if served || code != 2 || !strings.Contains(stderr, "non-loopback") {
+			t.Errorf("--no-auth --listen %s: served %v, exit %d, stderr %q; want exit 2 refusing a non-loopback address", addr, served, code, stderr)
+		}
+		code, stderr, served = serveOnce(t, "--no-workspace", "--metrics-listen", addr)
+		if served || code != 2 || !strings.Contains(stderr, "--metrics-listen") {
+			t.Errorf("--metrics-listen %s: served %v, exit %d, stderr %q; want exit 2", addr, served, code, stderr)
+		}
+	}
+}
