@@ -1,6 +1,9 @@
 package api
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Message roles.
 const (
@@ -76,11 +79,11 @@ func UserMessage(in UserInput) Message {
 
 // Text concatenates the text blocks of m.
 func (m Message) Text() string {
-	var s string
+	var s strings.Builder
 	for _, b := range m.Content {
 		if b.Type == BlockText {
-			s += b.Text
+			s.WriteString(b.Text)
 		}
 	}
-	return s
+	return s.String()
 }
