@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	"encoding/json"
+	"fmt"
 )
 
 // keyRaw encodes {"<k1>":s,"<k2>":raw}: EmitInput and KVPutInput.
@@ -58,6 +59,9 @@ func (d *decoder) configuration(c *Configuration) {
 	d.Object(func(name string) {
 		if name == "max_steps" {
 			c.MaxSteps = int(d.Int())
+			if d.Err != nil {
+				d.Err = fmt.Errorf("max_steps: %w", d.Err)
+			}
 			return
 		}
 		d.Skip()

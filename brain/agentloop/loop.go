@@ -29,8 +29,44 @@ var (
 type Configuration struct {
 	// MaxSteps bounds the model calls of one activation; zero (or
 	// absent) selects DefaultMaxSteps. A negative value is refused
-	// (ErrConfiguration): no model is called.
+	// (ErrConfiguration): no model is called. Brain refuses a session of
+	// the built-in loop so configured at create (ParseConfiguration).
 	MaxSteps int `json:"max_steps,omitempty"`
+}
+
+// ConfigurationError is a configuration the default loop refuses; it
+// wraps ErrConfiguration.
+type ConfigurationError struct {
+	// Reason names the member at fault (none when the configuration as a
+	// whole is) and says what is wrong with it.
+	Reason string
+}
+
+func (e *ConfigurationError) Error() string { return ErrConfiguration.Error() + ": " + e.Reason }
+
+// Unwrap answers ErrConfiguration.
+func (e *ConfigurationError) Unwrap() error { return ErrConfiguration }
+
+// ParseConfiguration reads the default loop's configuration as Default
+// does: absent or null is the zero Configuration, members it does not
+// know are ignored. A configuration Default refuses (not a JSON object,
+// max_steps not an integer or negative) answers a *ConfigurationError, so
+// that a caller holding the configuration before any turn runs can refuse
+// it as Default would.
+func ParseConfiguration(raw json.RawMessage) (Configuration, error) {
+	var conf Configuration
+	if len(raw) == 0 || string(raw) == "null" {
+		return conf, nil
+	}
+	d := newDecoder(raw)
+	d.configuration(&conf)
+	if err := d.End(); err != nil {
+		return Configuration{}, &ConfigurationError{Reason: err.Error()}
+	}
+	if conf.MaxSteps < 0 {
+		return Configuration{}, &ConfigurationError{Reason: fmt.Sprintf("max_steps must be at least 1 (or 0 for the default of %d), got %d", DefaultMaxSteps, conf.MaxSteps)}
+	}
+	return conf, nil
 }
 
 // Default is the built-in loop: it calls the model with the transcript plus
@@ -49,16 +85,9 @@ type Configuration struct {
 // note ahead of the user's message; an event-triggered activation (no
 // input) sends that note alone and asks the model again.
 func Default(ctx context.Context, svc Services, in api.TurnInput) (api.TurnOutput, error) {
-	var conf Configuration
-	if len(in.Configuration) > 0 && string(in.Configuration) != "null" {
-		d := newDecoder(in.Configuration)
-		d.configuration(&conf)
-		if err := d.End(); err != nil {
-			return api.TurnOutput{}, fmt.Errorf("%w: %w", ErrConfiguration, err)
-		}
-	}
-	if conf.MaxSteps < 0 {
-		return api.TurnOutput{}, fmt.Errorf("%w: max_steps must be at least 1 (or 0 for the default of %d), got %d", ErrConfiguration, DefaultMaxSteps, conf.MaxSteps)
+	conf, err := ParseConfiguration(in.Configuration)
+	if err != nil {
+		return api.TurnOutput{}, err
 	}
 	if conf.MaxSteps == 0 {
 		conf.MaxSteps = DefaultMaxSteps

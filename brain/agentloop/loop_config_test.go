@@ -30,3 +30,22 @@ func TestDefaultRefusesNegativeMaxSteps(t *testing.T) {
 		}
 	}
 }
+
+// ParseConfiguration refuses exactly the configurations Default refuses,
+// with the same message, so that a configuration checked by it before
+// any turn runs never fails a turn of Default.
+func TestParseConfigurationAgreesWithDefault(t *testing.T) {
+	for _, conf := range []string{``, `null`, `{}`, `{"max_steps":0}`, `{"max_steps":null}`, `{"max_steps":5,"x":[1]}`, `{"MAX_STEPS":2}`,
+		`{"max_steps":-1}`, `{"max_steps":"5"}`, `{"max_steps":1.5}`, `{"max_steps":true}`, `[]`, `"x"`, `3`, `{"max_steps":1} {}`} {
+		f := &fakeServices{answers: []api.ModelResult{{Message: text("assistant", "hi"), StopReason: api.StopEndTurn}}}
+		_, runErr := Default(context.Background(), f, api.TurnInput{Input: &api.UserInput{Message: "go"}, Configuration: json.RawMessage(conf)})
+		_, parseErr := ParseConfiguration(json.RawMessage(conf))
+		var ce *ConfigurationError
+		if parseErr != nil && (!errors.As(parseErr, &ce) || !errors.Is(parseErr, ErrConfiguration)) {
+			t.Errorf("ParseConfiguration(%s) = %v, want a *ConfigurationError wrapping ErrConfiguration", conf, parseErr)
+		}
+		if (parseErr == nil) != (runErr == nil) || parseErr != nil && parseErr.Error() != runErr.Error() {
+			t.Errorf("configuration %s: ParseConfiguration = %v, Default = %v; want the same verdict", conf, parseErr, runErr)
+		}
+	}
+}

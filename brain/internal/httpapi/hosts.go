@@ -91,6 +91,10 @@ func (s *Server) hostRoutes(reg *hosts.Registry) {
 		if err == nil {
 			err = checkHostCall(in.SessionID, in.Sequence)
 		}
+		if err == nil && in.Request.Messages == nil {
+			// A ModelRequest requires its messages (an empty list is one).
+			err = invalidField("request.messages is required")
+		}
 		if err != nil {
 			WriteError(w, err)
 			return

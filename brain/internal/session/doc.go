@@ -94,7 +94,10 @@
 // environment carrying the TurnInput, the agentloop methods as a fresh
 // callback grant and the turn's remaining time as deadline; its result
 // receipt's output is the TurnOutput {result?}, and an accepted or
-// progress receipt leaves the turn's outcome unknown.
+// progress receipt leaves the turn's outcome unknown. Create refuses as
+// invalid a configuration of the built-in loop that the loop would refuse
+// on every turn (agentloop.ParseConfiguration: a negative max_steps, say),
+// naming the field; another loop's configuration is its own.
 //
 // Environment reports (Engine.Report) commit with environment origin; an
 // actionable result (output_emitted) wakes the loop like a finished
@@ -200,6 +203,10 @@
 // a tool's call ("tool" names its tool_call_started). The request the
 // model received is so rebuilt exactly from the journal
 // (TestModelRequestRebuiltFromJournal).
+//
+// A request without messages (absent or null; an empty list is a
+// request) is refused as invalid_request before anything is committed or
+// sent, whoever makes it.
 //
 // A request the session's provider cannot carry (an option its dialect does
 // not take, a response_format it has no form for) is refused as

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/brain-in-go/brain/brain/internal/model"
@@ -67,6 +68,18 @@ func (e *Engine) normalize(ctx context.Context, req api.CreateSessionRequest) (a
 				return req, fmt.Errorf("agentloop: %w", err)
 			}
 			return bad("agentloop: %v", err)
+		}
+		// The built-in loop's configuration is known: one it would refuse
+		// on every turn is refused now. Other loops' configurations are
+		// theirs to read.
+		if isBuiltin(req.Agentloop.Implementation) {
+			if _, err := agentloop.ParseConfiguration(req.Agentloop.Configuration); err != nil {
+				var ce *agentloop.ConfigurationError
+				if errors.As(err, &ce) {
+					return bad("agentloop.configuration: %s", ce.Reason)
+				}
+				return bad("agentloop.configuration: %v", err)
+			}
 		}
 		// A loop that runs in Brain's process placed on a host
 		// environment (which runs Tools only) is refused: it is not run

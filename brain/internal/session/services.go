@@ -195,10 +195,16 @@ func (x *execution) callCtx(ctx context.Context) (context.Context, func()) {
 	return c, func() { stop(); cancel(nil) }
 }
 
-// Model calls the session's model behind a model_call fence.
+// Model calls the session's model behind a model_call fence. A request
+// without messages (nil: absent or null in JSON; an empty list is a
+// request) is refused as invalid before anything is recorded or sent,
+// whatever transport delivered it.
 func (x *execution) Model(ctx context.Context, req api.ModelRequest) (api.ModelResult, error) {
 	if err := x.check(ctx, envapi.MethodModel); err != nil {
 		return api.ModelResult{}, err
+	}
+	if req.Messages == nil {
+		return api.ModelResult{}, fmt.Errorf("%w: %s input: messages are required", ErrInvalid, envapi.MethodModel)
 	}
 	// JSON never decodes to an empty raw value; an empty one is left out.
 	if len(req.ResponseFormat) == 0 {
