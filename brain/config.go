@@ -17,6 +17,7 @@ import (
 
 	"github.com/brain-in-go/brain/brain/api"
 	"github.com/brain-in-go/brain/brain/internal/backend"
+	"github.com/brain-in-go/brain/brain/internal/envbind"
 	"github.com/brain-in-go/brain/internal/netutil"
 )
 
@@ -277,8 +278,10 @@ type EnvironmentRoute struct {
 	// Endpoint is the provider's base URL: HTTPS, or HTTP on a loopback
 	// host.
 	Endpoint string `json:"endpoint" validate:"required,url_text,http_url,url_port" env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
-	// APIKey is the operator's credential for the provider (optional).
-	APIKey string `json:"api_key,omitempty" env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
+	// APIKey is the operator's credential for the provider (optional),
+	// sent as an Authorization header: one with white space at an end or
+	// a control character is refused.
+	APIKey string `json:"api_key,omitempty" validate:"omitempty,header_token" env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
 }
 
 // Environments configures where environment operations go and their
@@ -287,17 +290,34 @@ type Environments struct {
 	// Routes maps driver names to providers.
 	Routes map[string]EnvironmentRoute `validate:"dive" env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
 	// RoutesFile is a JSON object {"<driver>": {"endpoint", "api_key"?}}
-	// whose routes join Routes.
+	// whose routes join Routes; an api_key no Authorization header can
+	// carry is refused as in Routes.
 	RoutesFile string `env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
 	// BaseURL and APIKey are the default route of drivers without one.
 	BaseURL string `validate:"omitempty,url_text,http_url,url_port" env:"BRAIN_ENVIRONMENT_BASE_URL"`
-	APIKey  string `env:"BRAIN_ENVIRONMENT_API_KEY"`
+	APIKey  string `validate:"omitempty,header_token" env:"BRAIN_ENVIRONMENT_API_KEY"`
 
 	MaxResponseBytes int64 `validate:"gte=0" env:"BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES"`
 	// Timeout bounds an operation's round trip, except a remote
 	// agentloop's execute, which its turn's deadline bounds.
 	Timeout        time.Duration `validate:"gte=0s" env:"BRAIN_MAX_ENVIRONMENT_SECS"`
 	ConnectTimeout time.Duration `validate:"gte=0s" env:"BRAIN_MAX_ENVIRONMENT_CONNECT_SECS"`
+}
+
+// routesFileProblems refuses the api_key of each route of the routes file
+// that no Authorization header can carry (the rule of header_token), by
+// route name, without quoting it: every session reaching that route would
+// fail at creation. routes are the file's routes, as read.
+func (e Environments) routesFileProblems(routes map[string]envbind.Route) []FieldProblem {
+	var out []FieldProblem
+	for _, name := range slices.Sorted(maps.Keys(routes)) {
+		if headerToken(routes[name].APIKey) {
+			continue
+		}
+		out = append(out, FieldProblem{Field: "Environments.RoutesFile", Env: envOf("Environments.RoutesFile"),
+			Problem: fmt.Sprintf("%s: the api_key of route %q %s", e.RoutesFile, name, problemText["header_token"])})
+	}
+	return out
 }
 
 // Agentloops configures the Wasm host of agentloops and of the Tools of
@@ -566,6 +586,12 @@ func parentPath(fe validator.FieldError) string {
 	return ""
 }
 
+// problemText says what a validation tag refuses, for the tags whose
+// rule also applies to settings read from files.
+var problemText = map[string]string{
+	"header_token": "has white space at an end or a control character (a line end read with it?): no Authorization header can carry it",
+}
+
 func problem(fe validator.FieldError) string {
 	switch fe.Tag() {
 	case "required":
@@ -604,7 +630,7 @@ func problem(fe validator.FieldError) string {
 		return "holds a control character (a line end read with it, or one percent-encoded?): every export would fail"
 	case "header_token":
 		// Not quoted: it is a credential.
-		return "has white space at an end or a control character (a line end read with it?): no Authorization header can carry it"
+		return problemText["header_token"]
 	case "oneof":
 		return fmt.Sprintf("must be one of %s, not %q", strings.Join(strings.Fields(fe.Param()), ", "), fe.Value())
 	}

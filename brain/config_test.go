@@ -2,9 +2,11 @@ package brain_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -254,4 +256,71 @@ func TestOperatorModelKeyNoHeaderCarriesRefused(t *testing.T) {
 			t.Errorf("%s key: the data directory was created: %v", provider, err)
 		}
 	}
+}
+
+// TestEnvironmentKeyNoHeaderCarriesRefused: an environment credential
+// with white space at an end or a control character (a line end read
+// with it) can never arrive in an Authorization header, so every session
+// reaching its route would fail at creation as environment_unreachable.
+// New refuses it, as the default route's key, a route's key or the routes
+// file naming the route, without quoting it, before it touches the data
+// directory. Keys a header carries are accepted.
+func TestEnvironmentKeyNoHeaderCarriesRefused(t *testing.T) {
+	const base = "http://127.0.0.1:9"
+	for _, key := range []string{"sekrit-key\r", "sekrit-key\n", " sekrit-key", "sekrit-key\t", "sekrit\x01key", "sekrit\x7fkey"} {
+		routes, err := json.Marshal(map[string]any{
+			"good":  map[string]string{"endpoint": base, "api_key": "a-key"},
+			"notes": map[string]string{"endpoint": base, "api_key": key},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "routes.json")
+		if err := os.WriteFile(file, routes, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name, field, env string
+			envs             brain.Environments
+			names            []string
+		}{
+			{"default route", "Environments.APIKey", "BRAIN_ENVIRONMENT_API_KEY",
+				brain.Environments{BaseURL: base, APIKey: key}, nil},
+			{"route", "Environments.Routes[notes].APIKey", "BRAIN_ENVIRONMENT_ROUTES_FILE",
+				brain.Environments{Routes: map[string]brain.EnvironmentRoute{"notes": {Endpoint: base, APIKey: key}}}, nil},
+			{"routes file", "Environments.RoutesFile", "BRAIN_ENVIRONMENT_ROUTES_FILE",
+				brain.Environments{RoutesFile: file}, []string{file, `"notes"`}},
+		} {
+			dir := t.TempDir() + "/data"
+			srv, err := brain.New(context.Background(), brain.Config{DataDir: dir, Environments: c.envs})
+			if err == nil {
+				srv.Close(context.Background())
+			}
+			var ce *brain.ConfigError
+			if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != c.field ||
+				ce.Problems[0].Env != c.env || strings.Contains(err.Error(), "sekrit") || strings.Contains(err.Error(), `"good"`) {
+				t.Errorf("%s key %q: New = %v, want a ConfigError of %s (%s) alone that does not quote it", c.name, key, err, c.field, c.env)
+				continue
+			}
+			for _, n := range c.names {
+				if !strings.Contains(err.Error(), n) {
+					t.Errorf("%s key %q: New = %v, does not name %s", c.name, key, err, n)
+				}
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s key %q: the data directory was created: %v", c.name, key, err)
+			}
+		}
+	}
+	file := filepath.Join(t.TempDir(), "routes.json")
+	if err := os.WriteFile(file, []byte(`{"notes":{"endpoint":"`+base+`","api_key":"a key with inner spaces"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := brain.New(context.Background(), brain.Config{DataDir: t.TempDir(), Environments: brain.Environments{
+		BaseURL: base, APIKey: "plain-key", RoutesFile: file,
+		Routes: map[string]brain.EnvironmentRoute{"box": {Endpoint: base, APIKey: "box-key"}}}})
+	if err != nil {
+		t.Fatalf("keys a header carries: New = %v", err)
+	}
+	srv.Close(context.Background())
 }

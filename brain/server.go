@@ -146,6 +146,15 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		return nil, fmt.Errorf("brain: Config.Environments: %w", err)
 	}
+	if cfg.Environments.RoutesFile != "" {
+		routes, err := envbind.LoadRoutes(cfg.Environments.RoutesFile)
+		if err != nil {
+			return nil, fmt.Errorf("brain: Config.Environments: %w", err)
+		}
+		if problems := cfg.Environments.routesFileProblems(routes); len(problems) > 0 {
+			return nil, &ConfigError{Problems: problems}
+		}
+	}
 	if err := loophost.CheckGrants(cfg.Agentloops.FilesystemAllow, cfg.Agentloops.SecretAllow); err != nil {
 		return nil, fmt.Errorf("brain: Config.Agentloops: %w", err)
 	}
