@@ -2,12 +2,17 @@ package braintest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,6 +48,7 @@ type Environment struct {
 	// APIKey is the credential Brain presents to the provider.
 	APIKey string
 	// Default makes it the default route too, for drivers without one.
+	// At most one environment may be the default.
 	Default bool
 }
 
@@ -92,6 +98,9 @@ func Open(opts Options) (*Brain, error) {
 		Token:   opts.Token,
 		Logger:  slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
+	if err := oneDefault(opts.Environments); err != nil {
+		return nil, err
+	}
 	b := &Brain{DataDir: opts.DataDir, Routes: map[string]string{}, served: make(chan struct{})}
 	for name, env := range opts.Environments {
 		srv := httptest.NewServer(env.Handler)
@@ -132,6 +141,22 @@ func Open(opts Options) (*Brain, error) {
 		close(b.served)
 	}()
 	return b, nil
+}
+
+// oneDefault refuses environments of which more than one is the default
+// route: which one would serve the drivers without a route of their own
+// would change from run to run.
+func oneDefault(envs map[string]Environment) error {
+	var defaults []string
+	for _, name := range slices.Sorted(maps.Keys(envs)) {
+		if envs[name].Default {
+			defaults = append(defaults, strconv.Quote(name))
+		}
+	}
+	if len(defaults) > 1 {
+		return fmt.Errorf("braintest: Options.Environments %s are all Default: only one can be the default route", strings.Join(defaults, ", "))
+	}
+	return nil
 }
 
 // Stop drains Brain (bounded by 30 s) while its routes still serve
