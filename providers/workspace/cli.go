@@ -44,44 +44,56 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := serve.Parse(fs, args, stdout); !ok {
 		return code
 	}
+	name := fs.Name()
 	if *root == "" {
-		fmt.Fprintln(stderr, "--root is required")
+		fmt.Fprintf(stderr, "%s: --root is required\n", name)
+		return 2
+	}
+	if *release != ReleaseKeep && *release != ReleaseWipe {
+		fmt.Fprintf(stderr, "%s: --release %q: give %s or %s\n", name, *release, ReleaseKeep, ReleaseWipe)
 		return 2
 	}
 	// Zero is no bound and not the default either: the operator who
 	// wrote it asked for neither, so it is refused.
-	for name, v := range map[string]int64{"--output-limit": int64(*outputLimit), "--max-bytes": *maxBytes, "--max-files": int64(*maxFiles)} {
-		if v == 0 {
-			fmt.Fprintf(stderr, "%s 0: give a positive bound (--max-bytes and --max-files: negative for none)\n", name)
+	for _, b := range []struct {
+		flag string
+		v    int64
+	}{{"--output-limit", int64(*outputLimit)}, {"--max-bytes", *maxBytes}, {"--max-files", int64(*maxFiles)}} {
+		if b.v == 0 {
+			fmt.Fprintf(stderr, "%s: %s 0: give a positive bound (--max-bytes and --max-files: negative for none)\n", name, b.flag)
 			return 2
 		}
 	}
 	if *timeout == 0 {
-		fmt.Fprintln(stderr, "--timeout 0: give a positive duration (negative for none)")
+		fmt.Fprintf(stderr, "%s: --timeout 0: give a positive duration (negative for none)\n", name)
 		return 2
 	}
 	if *maxAnswer < MinAnswerBytes {
-		fmt.Fprintf(stderr, "--max-answer-bytes %d: give at least %d, the least that holds an answer\n", *maxAnswer, MinAnswerBytes)
+		fmt.Fprintf(stderr, "%s: --max-answer-bytes %d: give at least %d, the least that holds an answer\n", name, *maxAnswer, MinAnswerBytes)
 		return 2
 	}
 	if *outputLimit < 0 {
-		fmt.Fprintf(stderr, "--output-limit %d: give a positive bound\n", *outputLimit)
+		fmt.Fprintf(stderr, "%s: --output-limit %d: give a positive bound\n", name, *outputLimit)
 		return 2
 	}
 	var commands []string
 	if *allow != AnyCommand {
-		for _, name := range strings.Split(*allow, ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				if !programName(name) {
-					fmt.Fprintf(stderr, "--allow: %q is not a program name: give the base name a command runs it by (git, not /usr/bin/git)\n", name)
+		for _, prog := range strings.Split(*allow, ",") {
+			if prog = strings.TrimSpace(prog); prog != "" {
+				if !programName(prog) {
+					fmt.Fprintf(stderr, "%s: --allow: %q is not a program name: give the base name a command runs it by (git, not /usr/bin/git)\n", name, prog)
 					return 2
 				}
-				commands = append(commands, name)
+				commands = append(commands, prog)
 			}
 		}
 		if commands == nil {
 			commands = []string{} // allow nothing
 		}
+	}
+	// The serving flags are checked before the root is touched.
+	if _, code := sf.Check(stderr); code != 0 {
+		return code
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	p, err := New(Options{
@@ -89,7 +101,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Commands: commands, CommandTimeout: *timeout, Release: *release, MaxAnswerBytes: *maxAnswer, Logger: log,
 	})
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintf(stderr, "%s: --root %s: %v\n", name, *root, err)
 		return 1
 	}
 	defer p.Close()

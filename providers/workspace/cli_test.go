@@ -40,7 +40,7 @@ func TestCommandRejectsBadFlags(t *testing.T) {
 	if got := Command(t.Context(), []string{"--listen", "127.0.0.1:0"}, &out, &errb); got != 2 {
 		t.Errorf("missing --root: exit %d", got)
 	}
-	if got := Command(t.Context(), []string{"--root", t.TempDir(), "--release", "burn", "--listen", "127.0.0.1:0"}, &out, &errb); got != 1 {
+	if got := Command(t.Context(), []string{"--root", t.TempDir(), "--release", "burn", "--listen", "127.0.0.1:0"}, &out, &errb); got != 2 {
 		t.Errorf("bad release: exit %d", got)
 	}
 	// Zero bounds are refused by name, not read as the defaults (a

@@ -28,14 +28,16 @@ const TokenEnv = "BRAIN_ENV_TOKEN"
 
 // Flags are the serving flags of a provider command.
 type Flags struct {
+	name          string // the command's, which its messages begin with
 	listen, token *string
 	noAuth        *bool
 }
 
 // AddFlags defines --listen, defaulting to addr, --token and --no-auth on
-// fs.
+// fs. The messages of Listen begin with fs's name, the command's.
 func AddFlags(fs *flag.FlagSet, addr string) *Flags {
 	return &Flags{
+		name:   fs.Name(),
 		listen: fs.String("listen", addr, "address to listen on"),
 		token:  fs.String("token", "", "bearer token Brain must present (default $"+TokenEnv+"); required unless --no-auth"),
 		noAuth: fs.Bool("no-auth", false, "serve without authentication: anyone who can reach the address may run operations (loopback only)"),
@@ -65,7 +67,7 @@ func Parse(fs *flag.FlagSet, args []string, stdout io.Writer) (int, bool) {
 	if fs.NArg() > 0 {
 		// The word may be a flag's value whose flag was mistyped: show
 		// what the command takes.
-		fmt.Fprintf(stderr, "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		fmt.Fprintf(stderr, "%s: unexpected arguments: %s\n", fs.Name(), strings.Join(fs.Args(), " "))
 		fs.Usage()
 		return 2, false
 	}
@@ -73,43 +75,63 @@ func Parse(fs *flag.FlagSet, args []string, stdout io.Writer) (int, bool) {
 }
 
 // Listen listens on the --listen address and returns the listener and the
-// token (--token, else $BRAIN_ENV_TOKEN). A token of only white space is
-// refused. Without a token it refuses to serve unless --no-auth was given,
-// and even then on an address that is not loopback; --no-auth with a token
-// is refused as contradictory. Serving without authentication writes a
+// token (--token, else $BRAIN_ENV_TOKEN), after Check. Without a token it
+// refuses to serve on an address that is not loopback. Serving without authentication writes a
 // warning to stderr. On failure it writes why to stderr and returns a nil
 // listener and the exit status.
 func (f *Flags) Listen(stderr io.Writer) (net.Listener, string, int) {
-	token := *f.token
-	if token == "" {
-		token = os.Getenv(TokenEnv)
-	}
-	if token != "" && strings.TrimSpace(token) == "" {
-		fmt.Fprintln(stderr, "refusing a token of only white space")
-		return nil, "", 2
-	}
-	if token != "" && *f.noAuth {
-		fmt.Fprintln(stderr, "--no-auth contradicts the token given (--token or $"+TokenEnv+")")
-		return nil, "", 2
-	}
-	if token == "" && !*f.noAuth {
-		fmt.Fprintf(stderr, "refusing to serve without a token; give --token or $%s, or --no-auth to serve unauthenticated on loopback\n", TokenEnv)
-		return nil, "", 2
+	token, code := f.Check(stderr)
+	if code != 0 {
+		return nil, "", code
 	}
 	ln, err := net.Listen("tcp", *f.listen)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintf(stderr, "%s: --listen %s: %v\n", f.name, *f.listen, err)
 		return nil, "", 1
 	}
 	if token == "" {
 		if !isLoopback(ln.Addr()) {
 			ln.Close()
-			fmt.Fprintf(stderr, "refusing to serve without a token on %s; --no-auth is for loopback only\n", ln.Addr())
+			fmt.Fprintf(stderr, "%s: refusing to serve without a token on %s (--listen); --no-auth is for loopback only\n", f.name, ln.Addr())
 			return nil, "", 2
 		}
-		fmt.Fprintf(stderr, "warning: serving without authentication on %s (--no-auth): every local user and process may run operations\n", ln.Addr())
+		fmt.Fprintf(stderr, "%s: warning: serving without authentication on %s (--no-auth): every local user and process may run operations\n", f.name, ln.Addr())
 	}
 	return ln, token, 0
+}
+
+// Check refuses what Listen refuses before it listens: an address without
+// a port, a token of only white space, no token without --no-auth and
+// --no-auth with one. It writes why to stderr and returns the exit status
+// (2), or the token and 0. A command calls it before it opens anything
+// else, so that a command line that cannot run leaves nothing behind.
+func (f *Flags) Check(stderr io.Writer) (string, int) {
+	token := *f.token
+	if token == "" {
+		token = os.Getenv(TokenEnv)
+	}
+	if _, port, err := net.SplitHostPort(*f.listen); err != nil {
+		fmt.Fprintf(stderr, "%s: --listen %q: want host:port: %v\n", f.name, *f.listen, err)
+		return "", 2
+	} else if _, err := net.LookupPort("tcp", port); err != nil {
+		// A port beyond 65535, or a name no service has, is as
+		// malformed as a missing one.
+		fmt.Fprintf(stderr, "%s: --listen %q: want a port from 0 to 65535 or a service name: %v\n", f.name, *f.listen, err)
+		return "", 2
+	}
+	if token != "" && strings.TrimSpace(token) == "" {
+		fmt.Fprintf(stderr, "%s: refusing a token of only white space (--token or $%s)\n", f.name, TokenEnv)
+		return "", 2
+	}
+	if token != "" && *f.noAuth {
+		fmt.Fprintf(stderr, "%s: --no-auth contradicts the token given (--token or $%s)\n", f.name, TokenEnv)
+		return "", 2
+	}
+	if token == "" && !*f.noAuth {
+		fmt.Fprintf(stderr, "%s: refusing to serve without a token; give --token or $%s, or --no-auth to serve unauthenticated on loopback\n", f.name, TokenEnv)
+		return "", 2
+	}
+	return token, 0
 }
 
 // Run writes the start line "NAME listening on http://ADDR (DETAIL)" to

@@ -83,7 +83,9 @@ func TestListen(t *testing.T) {
 		{"any address with a token", "", []string{"--listen", "0.0.0.0:0", "--token", "t"}, "t", 0, ""},
 		{"any address without a token", "", []string{"--listen", "0.0.0.0:0"}, "", 2, "refusing to serve without a token"},
 		{"any address with --no-auth", "", []string{"--listen", "0.0.0.0:0", "--no-auth"}, "", 2, "loopback only"},
-		{"bad address", "", []string{"--listen", "127.0.0.1:-1", "--token", "t"}, "", 1, "invalid port"},
+		{"negative port", "", []string{"--listen", "127.0.0.1:-1", "--token", "t"}, "", 2, `t: --listen "127.0.0.1:-1": want a port from 0 to 65535`},
+		{"port beyond 65535", "", []string{"--listen", "127.0.0.1:99999", "--token", "t"}, "", 2, `t: --listen "127.0.0.1:99999": want a port from 0 to 65535`},
+		{"no port", "", []string{"--listen", "127.0.0.1", "--no-auth"}, "", 2, `t: --listen "127.0.0.1": want host:port`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(TokenEnv, tc.env)
