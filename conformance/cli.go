@@ -95,6 +95,14 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitPass
 	}
 	if *url == "" || *profile == "" {
+		var missing []string
+		if *url == "" {
+			missing = append(missing, "--url URL (the provider's base URL)")
+		}
+		if *profile == "" {
+			missing = append(missing, "--profile FILE (the provider's JSON profile)")
+		}
+		fmt.Fprintf(stderr, "conformance: missing %s\n", strings.Join(missing, " and "))
 		fs.Usage()
 		return ExitUsage
 	}
