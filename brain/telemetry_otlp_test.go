@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -161,29 +160,10 @@ func TestTelemetryFileAndOTLPCountEachRecordOnce(t *testing.T) {
 // the records it could not export are dropped (write_error) and the
 // server's log says so.
 func TestCollectorDownAtShutdown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := make(chan net.Conn, 64)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held <- c // taken, never read or answered
-		}
-	}()
-	defer func() {
-		ln.Close()
-		for len(held) > 0 {
-			(<-held).Close()
-		}
-	}()
+	addr := stallingCollector(t)
 	var logs envtest.Buffer
 	b, id := startTelemetryWith(t, func(c *brain.Config) {
-		c.OTLP.LogsEndpoint = "http://" + ln.Addr().String() + "/v1/logs"
+		c.OTLP.LogsEndpoint = "http://" + addr + "/v1/logs"
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
 	probeTurn(t, b, id, map[string]any{"records": []json.RawMessage{json.RawMessage(`{"phase":"unexported"}`)}})
