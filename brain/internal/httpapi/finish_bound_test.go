@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/envbind"
-	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
@@ -23,30 +21,9 @@ import (
 // and returned are bounded alike; other methods are not.
 func TestToolOutcomeCallsTakeTheEnvironmentAnswerBound(t *testing.T) {
 	const bound = 4096
-	binder, err := envbind.New(envbind.Config{Key: bytes.Repeat([]byte{1}, 32), PublicURL: "http://127.0.0.1:1", MaxResponseBytes: bound})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { binder.Close() })
-	f := newEngineFixture(t, Options{Bindings: binder}, session.Config{Environments: binder}, 0)
-
 	// The environment answers the execute returned (the Tool goes on in
 	// the background) and hands its callback grant to the test.
-	grants := make(chan *envapi.Grant, 1)
-	env := toolEnvironment(t, func(g *envapi.Grant) string {
-		select {
-		case grants <- g:
-		default:
-		}
-		return `{"type":"returned"}`
-	})
-	id := f.callTool(env.URL)
-	var g *envapi.Grant
-	select {
-	case g = <-grants:
-	default:
-		t.Fatal("the environment received no execute with a callback")
-	}
+	f, id, g := returnedTool(t, bound)
 	u, _ := url.Parse(g.URL)
 	call := func(method string, input any) (int, api.ApiError, []byte) {
 		t.Helper()

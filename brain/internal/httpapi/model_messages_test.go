@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -9,9 +8,6 @@ import (
 	"testing"
 
 	"github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/envbind"
-	"github.com/brain-in-go/brain/brain/internal/session"
-	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 // modelCalls answers how many model calls the session recorded.
@@ -73,27 +69,7 @@ func TestHostModelCallWithoutMessagesIsRefused(t *testing.T) {
 // its callback (or a host's through /call) whose input has no messages is
 // refused 422 invalid_request naming the field, and nothing is recorded.
 func TestToolModelCallWithoutMessagesIsRefused(t *testing.T) {
-	binder, err := envbind.New(envbind.Config{Key: bytes.Repeat([]byte{1}, 32), PublicURL: "http://127.0.0.1:1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { binder.Close() })
-	f := newEngineFixture(t, Options{Bindings: binder}, session.Config{Environments: binder}, 0)
-	grants := make(chan *envapi.Grant, 1)
-	env := toolEnvironment(t, func(g *envapi.Grant) string {
-		select {
-		case grants <- g:
-		default:
-		}
-		return `{"type":"returned"}`
-	})
-	id := f.callTool(env.URL)
-	var g *envapi.Grant
-	select {
-	case g = <-grants:
-	default:
-		t.Fatal("the environment received no execute with a callback")
-	}
+	f, id, g := returnedTool(t, 0)
 	u, _ := url.Parse(g.URL)
 	before := f.modelCalls(id)
 	for _, input := range []string{`{}`, `{"messages":null}`} {

@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
+	"github.com/brain-in-go/brain/brain/internal/envbind"
+	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
@@ -54,4 +57,35 @@ func (f *fixture) callTool(envURL string) string {
 		f.t.Fatalf("send = %d %s", st, b)
 	}
 	return sum.SessionID
+}
+
+// returnedTool runs a session whose one Tool's execute is answered
+// returned (the Tool goes on in the background) by an environment over a
+// Binder whose answers are bounded at maxResponse bytes (0: the
+// default). It answers the fixture, the session's id and the Tool's
+// callback grant.
+func returnedTool(t *testing.T, maxResponse int64) (*fixture, string, *envapi.Grant) {
+	t.Helper()
+	binder, err := envbind.New(envbind.Config{Key: bytes.Repeat([]byte{1}, 32), PublicURL: "http://127.0.0.1:1", MaxResponseBytes: maxResponse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { binder.Close() })
+	f := newEngineFixture(t, Options{Bindings: binder}, session.Config{Environments: binder}, 0)
+	grants := make(chan *envapi.Grant, 1)
+	env := toolEnvironment(t, func(g *envapi.Grant) string {
+		select {
+		case grants <- g:
+		default:
+		}
+		return `{"type":"returned"}`
+	})
+	id := f.callTool(env.URL)
+	select {
+	case g := <-grants:
+		return f, id, g
+	default:
+		t.Fatal("the environment received no execute with a callback")
+		return nil, "", nil
+	}
 }
