@@ -163,7 +163,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// Once ctx ends no operation is accepted any more, and the commands
 	// that run are stopped rather than left to outlive the provider.
 	defer context.AfterFunc(ctx, func() { _ = p.Close() })()
-	return serve.Run(ctx, ln, p.Handler(token), stdout, stderr, "docker provider",
+	return sf.Run(ctx, ln, p.Handler(token), stdout, stderr, "docker provider",
 		"state "+p.store.dir+", profiles "+strings.Join(profiles.Names(), ", "))
 }
 

@@ -59,7 +59,10 @@ func (p projectFlags) Set(v string) error {
 // --max-answer-bytes is the largest answer Brain takes (its
 // BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES; default Brain's default, at least
 // MinAnswerBytes): a result that would make a larger answer fails with
-// output_limit (WithMaxAnswerBytes).
+// output_limit (WithMaxAnswerBytes). What Command writes on its own, a
+// command line it refuses or a configuration it cannot serve, begins with
+// the command's name; a command line it refuses (exit status 2) leaves
+// nothing behind, the state directory included.
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("brain env python-uv", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -76,17 +79,24 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := serve.Parse(fs, args, stdout); !ok {
 		return code
 	}
+	name := fs.Name()
 	if *maxAnswer < 0 {
-		fmt.Fprintln(stderr, "--max-answer-bytes must not be negative")
+		fmt.Fprintf(stderr, "%s: --max-answer-bytes %d: must not be negative (0: Brain's default)\n", name, *maxAnswer)
 		return 2
 	}
 	if *maxAnswer > 0 && *maxAnswer < MinAnswerBytes {
-		fmt.Fprintf(stderr, "--max-answer-bytes %d holds no failure's answer: give at least %d\n", *maxAnswer, MinAnswerBytes)
+		fmt.Fprintf(stderr, "%s: --max-answer-bytes %d holds no failure's answer: give at least %d\n", name, *maxAnswer, MinAnswerBytes)
 		return 2
 	}
 	if *configPath == "" && len(projects) == 0 {
-		fmt.Fprintln(stderr, "--config or at least one --project is required")
+		fmt.Fprintf(stderr, "%s: --config or at least one --project is required\n", name)
 		return 2
+	}
+	// The serving flags are checked before the configuration is read and
+	// the state directory is made: a command line that cannot run leaves
+	// nothing behind.
+	if _, code := sf.Check(stderr); code != 0 {
+		return code
 	}
 	load := func() (Config, error) {
 		var cfg Config
@@ -115,7 +125,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := load()
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
 	// Preparation progress: a status line on a terminal, lines otherwise;
@@ -129,7 +139,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	p, err := New(cfg, popts...)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
 	defer func() {
@@ -183,7 +193,11 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if p.state != nil {
 		bindings = "bindings kept in " + p.state.dir
 	}
-	return serve.Run(ctx, ln, h, stdout, stderr, "python-uv provider", fmt.Sprintf("%d projects, %s", len(cfg.Projects), bindings))
+	projectsText := fmt.Sprintf("%d projects", len(cfg.Projects))
+	if len(cfg.Projects) == 1 {
+		projectsText = "1 project"
+	}
+	return sf.Run(ctx, ln, h, stdout, stderr, "python-uv provider", projectsText+", "+bindings)
 }
 
 func (p *Provider) preparationTimeout() time.Duration {

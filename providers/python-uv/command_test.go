@@ -123,9 +123,9 @@ func TestCommandArguments(t *testing.T) {
 		{[]string{}, 2},
 		{[]string{"--project", "broken"}, 2},
 		{[]string{"--project", "p=" + filepath.Join(root, "plain") + ":echo", "extra"}, 2},
-		{[]string{"--config", filepath.Join(root, "missing.json")}, 1},
-		{[]string{"--uv", uv, "--project", "p=" + filepath.Join(root, "nowhere") + ":echo"}, 1},
-		{[]string{"--uv", uv, "--project", "p=" + filepath.Join(root, "plain") + ":-c"}, 1},
+		{[]string{"--no-auth", "--config", filepath.Join(root, "missing.json")}, 1},
+		{[]string{"--no-auth", "--uv", uv, "--project", "p=" + filepath.Join(root, "nowhere") + ":echo"}, 1},
+		{[]string{"--no-auth", "--uv", uv, "--project", "p=" + filepath.Join(root, "plain") + ":-c"}, 1},
 		{[]string{"--uv", uv, "--token", "", "--listen", "0.0.0.0:0", "--project", "p=" + filepath.Join(root, "plain") + ":echo"}, 2},
 		{[]string{"-h"}, 0},
 	} {

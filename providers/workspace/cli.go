@@ -109,5 +109,5 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if ln == nil {
 		return code
 	}
-	return serve.Run(ctx, ln, p.Handler(token), stdout, stderr, "workspace provider", "root "+p.Root())
+	return sf.Run(ctx, ln, p.Handler(token), stdout, stderr, "workspace provider", "root "+p.Root())
 }

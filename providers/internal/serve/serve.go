@@ -136,11 +136,13 @@ func (f *Flags) Check(stderr io.Writer) (string, int) {
 
 // Run writes the start line "NAME listening on http://ADDR (DETAIL)" to
 // stdout, serves h on ln until ctx ends, then stops gracefully
-// (envsdk.Serve). It returns the exit status.
-func Run(ctx context.Context, ln net.Listener, h http.Handler, stdout, stderr io.Writer, name, detail string) int {
+// (envsdk.Serve). It returns the exit status; a failure to serve or to
+// stop is written to stderr, beginning with the command's name as the
+// other messages of f do.
+func (f *Flags) Run(ctx context.Context, ln net.Listener, h http.Handler, stdout, stderr io.Writer, name, detail string) int {
 	fmt.Fprintf(stdout, "%s listening on http://%s (%s)\n", name, ln.Addr(), detail)
 	if err := envsdk.Serve(ctx, ln, h); err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintf(stderr, "%s: %v\n", f.name, err)
 		return 1
 	}
 	return 0

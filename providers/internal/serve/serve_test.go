@@ -105,7 +105,8 @@ func TestListen(t *testing.T) {
 }
 
 func TestRun(t *testing.T) {
-	ln, _, code := flags(t, "--no-auth").Listen(io.Discard)
+	f := flags(t, "--no-auth")
+	ln, _, code := f.Listen(io.Discard)
 	if ln == nil {
 		t.Fatalf("listen: %d", code)
 	}
@@ -113,7 +114,7 @@ func TestRun(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	go func() { done <- Run(ctx, ln, h, pw, io.Discard, "test provider", "detail"); pw.Close() }()
+	go func() { done <- f.Run(ctx, ln, h, pw, io.Discard, "test provider", "detail"); pw.Close() }()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -130,5 +131,25 @@ func TestRun(t *testing.T) {
 	cancel()
 	if got := <-done; got != 0 {
 		t.Errorf("exit status %d", got)
+	}
+}
+
+// TestRunFailureNamesCommand: when serving fails, the message Run writes
+// begins with the command's name, as its refusals do, and the exit status
+// is 1.
+func TestRunFailureNamesCommand(t *testing.T) {
+	f := flags(t, "--no-auth")
+	ln, _, code := f.Listen(io.Discard)
+	if ln == nil {
+		t.Fatalf("listen: %d", code)
+	}
+	ln.Close() // serving on it fails at once
+	var stdout, stderr bytes.Buffer
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})
+	if got := f.Run(t.Context(), ln, h, &stdout, &stderr, "test provider", "detail"); got != 1 {
+		t.Errorf("exit status %d, want 1", got)
+	}
+	if msg := stderr.String(); !strings.HasPrefix(msg, "t: ") || !strings.Contains(msg, "closed") {
+		t.Errorf("stderr %q; want the failure, beginning with the command's name", msg)
 	}
 }
