@@ -605,8 +605,18 @@ func brainsError(b []byte) (*api.ApiError, bool) {
 	if json.Unmarshal(b, &e) != nil || (!slices.Contains(api.ErrorCodes, e.Code) && !slices.Contains(api.FailureCodes, e.Code)) {
 		return nil, false
 	}
+	if len(e.Message) > maxMessageBytes {
+		// Brain's messages are at most maxMessageBytes long: a longer
+		// one (of something in Brain's stead) is cut, so that an error
+		// printed or logged stays short.
+		e.Message = clip(e.Message, maxMessageBytes) + " [cut]"
+	}
 	return &e, true
 }
+
+// maxMessageBytes bounds an ApiError's message, as Brain bounds those it
+// answers.
+const maxMessageBytes = 4096
 
 // notBrains is the error of a success answer whose body is none Brain
 // answers the call with (why says how): retryable, with code internal,
@@ -680,11 +690,10 @@ func decode[T any](r *response, extra ...string) (T, error) {
 		return v, fmt.Errorf("client: decode answer: %w", err)
 	}
 	if missing := lacks(&v); missing != "" {
-		if _, secret := any(&v).(*api.HostRegistration); secret {
-			// The answer may hold a token: it is not quoted.
-			return v, fmt.Errorf("client: malformed answer: %T without %s", v, missing)
-		}
-		return v, fmt.Errorf("client: malformed answer: %T without %s: %.200s", v, missing, body)
+		// The answer is not quoted here: it may echo the request's
+		// credentials. The call's error quotes it with them redacted
+		// (see notBrains).
+		return v, fmt.Errorf("client: malformed answer: %T without %s", v, missing)
 	}
 	return v, nil
 }

@@ -51,7 +51,8 @@
 // is 8 bytes or longer. The client reads at most 64 MiB of an error answer, so that a
 // page that never ends fails the call, and at most 256 MiB of a
 // successful one (Options.MaxAnswerBytes): a longer answer fails the call
-// with ErrAnswerTooLarge, without a retry.
+// with ErrAnswerTooLarge, without a retry. An error answer's message
+// longer than Brain's 4096 bytes is cut there.
 //
 // Reads (the GET requests: a session, the session list, an events page,
 // the transcript, the model catalogue, a module's admission) are sent

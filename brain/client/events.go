@@ -74,7 +74,18 @@ func (s *Session) Events(ctx context.Context, after uint64, opts ...EventsOption
 				yield(api.Event{}, err)
 				return
 			}
+			last := cursor
 			for _, ev := range page.Events {
+				if ev.Sequence <= last {
+					// Brain answers the events after the cursor, in
+					// ascending order: a page that repeats one (a
+					// cache in front of Brain that ignores the
+					// query) would yield it twice, and hide the
+					// events that follow.
+					yield(api.Event{}, fmt.Errorf("%w: the page after %d holds event %d after event %d", ErrMalformedEvent, cursor, ev.Sequence, last))
+					return
+				}
+				last = ev.Sequence
 				if !yield(ev, nil) {
 					return
 				}
@@ -201,7 +212,9 @@ func (s *Session) finishedAt(ctx context.Context, cursor uint64) bool {
 // included, or whose sequence is not its frame's id or whose type is not
 // its frame's event name), or a line of the stream or an event's data longer than the
 // client's bound (80 MiB): the stream ends with it, without a
-// reconnection (the server would send the same bytes again).
+// reconnection (the server would send the same bytes again). An events
+// page that holds an event at or before its cursor, or events out of
+// order, ends Events (without Follow) with it too.
 var ErrMalformedEvent = errors.New("client: malformed event")
 
 // streamOnce reads one SSE connection, advancing *cursor past every event
@@ -294,6 +307,8 @@ func (s *Session) streamOnce(ctx context.Context, cursor *uint64, live bool, yie
 // over, such frames would leave a follower waiting for events that
 // never come.
 func decodeFrame(id, event string, data []byte) (ev api.Event, journaled bool, err error) {
+	// The frame's id and name are quoted in its error at most
+	// maxFrameQuote bytes long: a line of the stream may hold 80 MiB.
 	if id == "" {
 		if event == "" {
 			// Brain names each live frame with its kind: a frame without
@@ -301,30 +316,35 @@ func decodeFrame(id, event string, data []byte) (ev api.Event, journaled bool, e
 			return api.Event{}, false, fmt.Errorf("%w: live frame without a name", ErrMalformedEvent)
 		}
 		if !json.Valid(data) {
-			return api.Event{}, false, fmt.Errorf("%w: live frame %s: data is not JSON", ErrMalformedEvent, event)
+			return api.Event{}, false, fmt.Errorf("%w: live frame %q: data is not JSON", ErrMalformedEvent, clip(event, maxFrameQuote))
 		}
 		return api.Event{EventType: event, Data: json.RawMessage(bytes.Clone(data))}, false, nil
 	}
+	quoted := strconv.Quote(clip(id, maxFrameQuote))
 	if err := json.Unmarshal(data, &ev); err != nil {
-		return api.Event{}, true, fmt.Errorf("%w: event %s: %w", ErrMalformedEvent, id, err)
+		return api.Event{}, true, fmt.Errorf("%w: event %s: %w", ErrMalformedEvent, quoted, err)
 	}
 	switch {
 	case ev.Sequence == 0:
-		return api.Event{}, true, fmt.Errorf("%w: event %s: data without sequence (an event's payload alone?)", ErrMalformedEvent, id)
+		return api.Event{}, true, fmt.Errorf("%w: event %s: data without sequence (an event's payload alone?)", ErrMalformedEvent, quoted)
 	case ev.EventType == "":
-		return api.Event{}, true, fmt.Errorf("%w: event %s: data without event_type", ErrMalformedEvent, id)
+		return api.Event{}, true, fmt.Errorf("%w: event %s: data without event_type", ErrMalformedEvent, quoted)
 	case id != strconv.FormatUint(ev.Sequence, 10):
 		// Brain's id is its event's sequence: a frame whose id names
 		// another was put together by something between Brain and the
 		// client (or a broken server), and the cursor would take one
 		// of the two on trust.
-		return api.Event{}, true, fmt.Errorf("%w: event %s: data of sequence %d", ErrMalformedEvent, id, ev.Sequence)
+		return api.Event{}, true, fmt.Errorf("%w: event %s: data of sequence %d", ErrMalformedEvent, quoted, ev.Sequence)
 	case event != ev.EventType:
 		// Brain names a recorded frame with its event's type: a frame
 		// whose name is another (or none) was put together by
 		// something between Brain and the client, and which of the
 		// two types the event has cannot be told.
-		return api.Event{}, true, fmt.Errorf("%w: event %s: frame named %q carries an event of type %q", ErrMalformedEvent, id, clip(event, 128), clip(ev.EventType, 128))
+		return api.Event{}, true, fmt.Errorf("%w: event %s: frame named %q carries an event of type %q", ErrMalformedEvent, quoted, clip(event, maxFrameQuote), clip(ev.EventType, maxFrameQuote))
 	}
 	return ev, true, nil
 }
+
+// maxFrameQuote bounds the id, name and type of a malformed frame quoted
+// in its error.
+const maxFrameQuote = 128

@@ -11,7 +11,8 @@
 // --message '{"reply":"streamed words arrive live","stream":true,"delay_ms":200}'.
 // For a hosted model pass --provider openai|openai_chat|anthropic,
 // --model NAME and --api-key KEY (or BRAIN_MODEL_API_KEY). --end ends the
-// session afterwards.
+// session afterwards. A turn that fails, or is cancelled, still has its
+// transcript printed; the client then exits 1 saying why on stderr.
 package main
 
 import (
@@ -136,6 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	var receipt client.Receipt
+	var turnErr error // the turn's failure, once it failed
 	submitted, live := false, false
 	for {
 		var ev api.Event
@@ -181,7 +183,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		if ev.Sequence > receipt.Sequence && (ev.EventType == api.KindTurnEnded || ev.EventType == api.KindTurnFailed) {
 			if ev.EventType == api.KindTurnFailed {
-				fmt.Fprintf(stdout, "turn failed: %s\n", ev.Data)
+				turnErr = turnFailed(ev.Data)
 			}
 			break
 		}
@@ -205,7 +207,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "session %s\n", sum.Status)
 	}
-	return nil
+	return turnErr
+}
+
+// turnFailed answers the error of a turn that failed with the payload
+// data: a cancelled turn says it was cancelled, any other says it failed,
+// each with the failure's code and message.
+func turnFailed(data json.RawMessage) error {
+	var f api.Failure
+	if err := json.Unmarshal(data, &f); err != nil || f.Code == "" {
+		return fmt.Errorf("turn failed: %s", data)
+	}
+	what := "failed"
+	if f.Code == api.FailureCancelled {
+		what = "was cancelled"
+	}
+	if f.Message == "" {
+		return fmt.Errorf("turn %s (%s)", what, f.Code)
+	}
+	return fmt.Errorf("turn %s (%s): %s", what, f.Code, f.Message)
 }
 
 // describe renders one content block on a line.
