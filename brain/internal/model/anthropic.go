@@ -172,7 +172,7 @@ func (c *anthropicMessages) send(ctx context.Context, body []byte, onDelta func(
 					return false, err
 				}
 			}
-			if err := live.charge(len(ev.ContentBlock)); err != nil {
+			if err := live.charge(len(ev.ContentBlock) + blockOverhead); err != nil {
 				return false, err
 			}
 			blocks = append(blocks, b)

@@ -153,7 +153,9 @@ var (
 
 // ProviderError is a failure reported by a model provider.
 type ProviderError struct {
-	Code      string
+	Code string
+	// Message is the failure's message. The provider's own is at most
+	// MaxMessageBytes long: a longer one is kept as CutMessage makes it.
 	Message   string
 	Retryable bool
 	// RetryAfter is how long the provider asked callers to wait before
@@ -161,8 +163,18 @@ type ProviderError struct {
 	// 5xx answer); zero when it did not say. Nothing here waits or retries:
 	// it is reported to whoever decides.
 	RetryAfter time.Duration
+	// head and size are, for a provider's message longer than
+	// MaxMessageBytes, its first bytes and its whole length: Error answers
+	// what CutMessage makes of the error's whole text, as it would of the
+	// text with the whole message in it.
+	head string
+	size int
 }
 
 func (e *ProviderError) Error() string {
-	return fmt.Sprintf("model: provider failed: %s: %s", e.Code, e.Message)
+	text := "model: provider failed: " + e.Code + ": "
+	if e.size > 0 {
+		return CutMessage(text+e.head, len(text)+e.size)
+	}
+	return text + e.Message
 }

@@ -51,7 +51,8 @@ const (
 // negative one removes the bound.
 type Limits struct {
 	// MaxOutputBytes bounds the assembled message: text, tool inputs and
-	// native blocks (default 4 MiB; BRAIN_MAX_MODEL_OUTPUT_BYTES).
+	// native blocks, each block with what it adds to the message around
+	// its content (default 4 MiB; BRAIN_MAX_MODEL_OUTPUT_BYTES).
 	MaxOutputBytes int64
 	// MaxDeltaBytes bounds one live delta; longer fragments are split
 	// (default 64 KiB; BRAIN_MAX_MODEL_DELTA_BYTES).

@@ -153,6 +153,12 @@ type assembled struct {
 	outputSize int
 }
 
+// blockOverhead is what a content block adds to the recorded message
+// beyond its content (its type, format, id and name fields, the JSON
+// around them), at most: every block counts it toward MaxOutputBytes, so
+// that an answer of many small blocks is bounded as the message it makes.
+const blockOverhead = 64
+
 func (a *assembled) addText(s string) {
 	if s == "" {
 		return
@@ -162,12 +168,13 @@ func (a *assembled) addText(s string) {
 		a.blocks[n-1].Text += s
 		return
 	}
+	a.outputSize += blockOverhead
 	a.blocks = append(a.blocks, api.TextBlock(s))
 }
 
 func (a *assembled) addToolUse(id, name, args string) {
 	a.toolCalls++
-	a.outputSize += len(args) + len(name) + len(id)
+	a.outputSize += len(args) + len(name) + len(id) + blockOverhead
 	if strings.TrimSpace(name) == "" {
 		if a.badTool == nil {
 			a.badTool = namesNoTool(a.quoted(id))
@@ -193,7 +200,7 @@ func (a *assembled) quoted(s string) string {
 }
 
 func (a *assembled) addNative(format string, data json.RawMessage) {
-	a.outputSize += len(data)
+	a.outputSize += len(data) + blockOverhead
 	a.blocks = append(a.blocks, api.ContentBlock{Type: api.BlockNative, Format: format, Data: data})
 }
 
@@ -213,7 +220,7 @@ func (a *assembled) result(stop StopReason, usage Usage, limits Limits) (Result,
 		}
 		return Result{}, withPartial(err, p)
 	}
-	if limits.MaxOutputBytes > 0 && int64(a.outputSize) > limits.MaxOutputBytes {
+	if a.full(limits) {
 		return fail(&ProviderError{Code: CodeResponseTooLarge, Message: fmt.Sprintf("model output exceeds %d bytes", limits.MaxOutputBytes)})
 	}
 	switch stop {
@@ -234,4 +241,10 @@ func (a *assembled) result(stop StopReason, usage Usage, limits Limits) (Result,
 		content = []api.ContentBlock{}
 	}
 	return Result{Message: api.Message{Role: api.RoleAssistant, Content: content}, StopReason: stop, Usage: usage}, nil
+}
+
+// full reports whether the message exceeds MaxOutputBytes: no block added
+// after can make it fit.
+func (a *assembled) full(limits Limits) bool {
+	return limits.MaxOutputBytes > 0 && int64(a.outputSize) > limits.MaxOutputBytes
 }

@@ -89,7 +89,12 @@
 // invalid_request_error; other 4xx are not; an error event whose code is
 // a number, as local servers give it, is judged by that HTTP status too)
 // and, for a retryable answer, the wait its Retry-After (or
-// retry-after-ms) header asked for, a day at most.
+// retry-after-ms) header asked for, a day at most (a number too large to
+// read asks for a day). The provider's message is kept as the engine
+// records it, where it is decoded: one longer than MaxMessageBytes is
+// kept as its head, cut between characters, with the length of the
+// whole (CutMessage), so that neither the error nor the text it answers
+// holds more of it; the provider's code is shortened as a quoted name is.
 // A stream that ends before its final event, or inside an event that
 // then cannot be read, or whose connection breaks off after the answer
 // began (as an answer read whole does), is stream_truncated (retryable);
@@ -104,6 +109,8 @@
 // input that is not a JSON object, or a tool call naming no tool, in an
 // otherwise complete response is model_output_invalid (the scripted model
 // answers a scripted one so too). Every call is bounded by Limits: output
-// bytes, delta bytes (longer fragments are split), stream bytes, event
+// bytes (every content block counting what it adds to the message, so
+// that many empty blocks do not make a message beyond the bound), delta
+// bytes (longer fragments are split), stream bytes, event
 // bytes, error-body bytes, connect time and total time.
 package model

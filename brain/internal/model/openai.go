@@ -102,7 +102,7 @@ func (c *openAIResponses) send(ctx context.Context, body []byte, onDelta func(De
 					code, msg = orDefault(c2, code), orDefault(m, msg)
 				}
 			}
-			return false, &ProviderError{Code: t.redact(code), Message: t.redact(msg), Retryable: retryableCode(code)}
+			return false, t.failure(code, msg, retryableCode(code))
 		case "error":
 			// The reference documents the fields flat; the live API nests
 			// them in an "error" object. Either may be present.
@@ -115,7 +115,7 @@ func (c *openAIResponses) send(ctx context.Context, body []byte, onDelta func(De
 				code, msg = orDefault(code, c2), orDefault(msg, m)
 			}
 			code = orDefault(code, "stream_error")
-			return false, &ProviderError{Code: t.redact(code), Message: t.redact(msg), Retryable: retryableCode(code)}
+			return false, t.failure(code, msg, retryableCode(code))
 		}
 		return false, nil
 	})
@@ -372,6 +372,9 @@ type responsesObject struct {
 func (r *responsesObject) result(t transport) (Result, error) {
 	a := assembled{redact: t.redact}
 	for _, raw := range r.Output {
+		if a.full(t.limits) {
+			break // result reports it
+		}
 		var item struct {
 			Type      string `json:"type"`
 			CallID    string `json:"call_id"`
@@ -513,6 +516,9 @@ func (c *openAIResponses) compact(ctx context.Context, body []byte) (Result, err
 	}
 	a := assembled{redact: c.t.redact}
 	for _, raw := range answer.Output {
+		if a.full(c.t.limits) {
+			break // result reports it
+		}
 		var item struct {
 			Type string `json:"type"`
 		}

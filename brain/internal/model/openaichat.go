@@ -25,13 +25,12 @@ type openAIChat struct {
 
 const dialectChat = "openai chat completions"
 
+// chatToolCall is a tool call being streamed: its arguments are
+// appended fragment by fragment.
 type chatToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+	ID        string
+	Name      string
+	Arguments strings.Builder
 }
 
 type chatUsage struct {
@@ -146,9 +145,9 @@ func (c *openAIChat) send(ctx context.Context, body []byte, onDelta func(Delta))
 					call.ID = tc.ID
 				}
 				if tc.Function.Name != "" {
-					call.Function.Name = tc.Function.Name
+					call.Name = tc.Function.Name
 				}
-				call.Function.Arguments += tc.Function.Arguments
+				call.Arguments.WriteString(tc.Function.Arguments)
 				if err := live.charge(len(tc.Function.Arguments)); err != nil {
 					return false, err
 				}
@@ -179,7 +178,7 @@ func (c *openAIChat) send(ctx context.Context, body []byte, onDelta func(Delta))
 		if id == "" {
 			id = fmt.Sprintf("call_%d", i+1)
 		}
-		a.addToolUse(id, call.Function.Name, call.Function.Arguments)
+		a.addToolUse(id, call.Name, call.Arguments.String())
 	}
 	stop := chatStop(finish)
 	if stop == "" {

@@ -29,6 +29,9 @@ func TestRetryAfterReported(t *testing.T) {
 			// A daily quota's wait is reported, as a day at most.
 			{"seconds-beyond-a-day", http.StatusTooManyRequests, map[string]string{"Retry-After": "172800"}, maxRetryAfter},
 			{"milliseconds-beyond-a-day", http.StatusTooManyRequests, map[string]string{"Retry-After-Ms": "90000000"}, maxRetryAfter},
+			// A number of milliseconds too large to read is a wait longer
+			// than a day, not none (as one of seconds is).
+			{"milliseconds-too-large-to-read", http.StatusTooManyRequests, map[string]string{"Retry-After-Ms": "1e400", "Retry-After": "2"}, maxRetryAfter},
 			{"not-retryable", http.StatusBadRequest, map[string]string{"Retry-After": "7"}, 0},
 		} {
 			t.Run(d.provider+"/"+tc.name, func(t *testing.T) {

@@ -2,11 +2,15 @@ package model
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/brain-in-go/brain/brain/api"
 )
 
 func TestSSEReader(t *testing.T) {
@@ -41,5 +45,37 @@ func TestDeltaSplitKeepsRunes(t *testing.T) {
 		if len(p) > 5 || !utf8.ValidString(p) {
 			t.Fatalf("part %q", p)
 		}
+	}
+}
+
+// TestStreamWithByteOrderMark: a stream that begins with a UTF-8 byte
+// order mark (which an event stream may carry, and its readers skip)
+// answers as the same stream without it: the mark is not read as part of
+// the first field's name, which lost the first event when it began with
+// its data (Anthropic's message_start, failing the call as cut short;
+// Chat Completions' first text).
+func TestStreamWithByteOrderMark(t *testing.T) {
+	noNames := regexp.MustCompile(`(?m)^event: .*\n`)
+	stop := "stop"
+	streams := map[string]struct {
+		d    dialect
+		body string
+	}{
+		"anthropic": {anthropicDialect, noNames.ReplaceAllString(renderAnthropic(turn{text: []string{"Hello", " world"}, stop: api.StopEndTurn, in: 10, out: 2}), "")},
+		"openai_chat": {chatDialect, chatChunk(map[string]any{"role": "assistant", "content": "Hello"}, nil, nil) +
+			chatChunk(map[string]any{"content": " world"}, nil, nil) + chatChunk(map[string]any{}, &stop, nil) + "data: [DONE]\n\n"},
+	}
+	for name, s := range streams {
+		t.Run(name, func(t *testing.T) {
+			f, c := open(t, s.d, Limits{})
+			f.set(sse("\ufeff" + s.body))
+			res, err := c.Call(context.Background(), Request{Messages: []api.Message{api.UserMessage(api.UserInput{Message: "x"})}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Message.Text() != "Hello world" || res.StopReason != api.StopEndTurn {
+				t.Fatalf("result %q %q", res.Message.Text(), res.StopReason)
+			}
+		})
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -221,11 +220,8 @@ func (t transport) statusError(resp *http.Response) error {
 	if final == nil {
 		final = neverFits
 	}
-	pe := &ProviderError{
-		Code:      t.redact(code),
-		Message:   message,
-		Retryable: retryableStatus(resp.StatusCode) && !(resp.StatusCode == http.StatusTooManyRequests && final(raw)),
-	}
+	pe := boundedFailure(t.code(code), message, len(message),
+		retryableStatus(resp.StatusCode) && !(resp.StatusCode == http.StatusTooManyRequests && final(raw)))
 	if pe.Retryable {
 		pe.RetryAfter = retryAfter(resp.Header, time.Now())
 	}
@@ -242,7 +238,9 @@ const maxRetryAfter = 24 * time.Hour
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	var d time.Duration
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && !math.IsInf(ms, 1) {
+		// A number too large to read (or infinite) is as long as the
+		// longest wait, as a number of seconds is.
+		if ms, err := strconv.ParseFloat(v, 64); (err == nil || errors.Is(err, strconv.ErrRange)) && ms > 0 {
 			d = time.Duration(min(ms, float64(maxRetryAfter/time.Millisecond)) * float64(time.Millisecond))
 		}
 	}
@@ -347,7 +345,7 @@ func (t transport) streamError(raw json.RawMessage) *ProviderError {
 	if json.Unmarshal(raw, &e) != nil || json.Unmarshal(e.Code, &status) != nil || status < 100 || status > 599 {
 		status = 0
 	}
-	return &ProviderError{Code: t.redact(code), Message: t.redact(msg), Retryable: retryableCode(code) || (status > 0 && retryableStatus(status))}
+	return t.failure(code, msg, retryableCode(code) || (status > 0 && retryableStatus(status)))
 }
 
 // retryableCode is the verdict for an error reported inside a stream, where
@@ -386,14 +384,17 @@ func (b *boundedReader) err() error {
 }
 
 // sseReader parses server-sent events: "event:" and "data:" fields, data
-// lines joined with "\n", comments ignored, a blank line dispatching. An
-// event the stream's end interrupted is dispatched too, with atEOF set.
+// lines joined with "\n", comments ignored, a blank line dispatching, a
+// byte order mark that begins the stream skipped. An event the stream's
+// end interrupted is dispatched too, with atEOF set.
 type sseReader struct {
 	r        *bufio.Reader
 	maxFrame int64
 	// atEOF is set when the event last answered was closed by the end of
 	// the stream rather than by a blank line: it may be cut short.
 	atEOF bool
+	// begun is set once the first line was read.
+	begun bool
 }
 
 func (s *sseReader) next() (event string, data []byte, err error) {
@@ -448,11 +449,14 @@ func (s *sseReader) line(size *int64) ([]byte, error) {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) && len(out) > 0 {
-				return bytes.TrimRight(out, "\r\n"), nil
-			}
+		if err != nil && (!errors.Is(err, io.EOF) || len(out) == 0) {
 			return nil, err
+		}
+		if !s.begun {
+			// The stream may begin with a UTF-8 byte order mark, which
+			// is not part of its first field's name.
+			s.begun = true
+			out = bytes.TrimPrefix(out, []byte("\xef\xbb\xbf"))
 		}
 		return bytes.TrimRight(out, "\r\n"), nil
 	}

@@ -1,33 +1,25 @@
 package session
 
 import (
-	"strconv"
-	"unicode/utf8"
-
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/model"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 // maxFailureMessage bounds the message of a failure the engine records
 // or answers in another party's words (a model provider's error, an
 // environment's failure or unknown outcome, a tool's error, a loop's
-// failure): the bound of an ApiError's message and of a receipt's.
-const maxFailureMessage = 4096
+// failure): the bound of an ApiError's message and of a receipt's. It is
+// the model clients' bound, which cut a provider's message as the
+// engine does.
+const maxFailureMessage = model.MaxMessageBytes
 
 // boundMessage answers s when it holds at most maxFailureMessage bytes;
 // otherwise its head, cut between characters, followed by a marker
 // saying how long the whole message was, maxFailureMessage bytes at
-// most in all.
+// most in all (model.CutMessage).
 func boundMessage(s string) string {
-	if len(s) <= maxFailureMessage {
-		return s
-	}
-	marker := " [message cut: " + strconv.Itoa(len(s)) + " bytes in all]"
-	cut := maxFailureMessage - len(marker)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + marker
+	return model.CutMessage(s, len(s))
 }
 
 // boundFailure answers f with its message bounded.

@@ -77,6 +77,11 @@ func TestLongProviderErrorIsRecordedBounded(t *testing.T) {
 	if APIError(err).Message != call.Message {
 		t.Errorf("the answer's message differs from model_call_failed's")
 	}
+	// The model client keeps only the head of the message, and the
+	// failure reads as the whole message cut here would.
+	if whole := "model: provider failed: server_error: " + long; call.Message != boundMessage(whole) {
+		t.Errorf("model_call_failed message ends %q, want %q", call.Message[max(0, len(call.Message)-60):], boundMessage(whole)[len(boundMessage(whole))-60:])
+	}
 	total := 0
 	for _, r := range recs {
 		total += len(r.Data)
