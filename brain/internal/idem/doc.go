@@ -81,17 +81,27 @@
 // last complete frame, however long: a crash can leave the file's new size
 // durable without the data of a write that was never acknowledged (XFS,
 // ext4 in some modes), and every acknowledged frame was flushed, so such
-// zeros hold nothing acknowledged. A length field of zero starts no frame
-// (a payload is never empty), so such zeros followed by a byte that is not
-// zero (a frame after them, or a zeroed region inside the file) are
-// neither: they are damage. A complete frame whose checksum does not match
-// or whose payload does not decode is damage too: Open refuses with
+// zeros hold nothing acknowledged. The same crash can leave the first
+// sectors of that write on disk and the rest reading as zero: a frame
+// that does not check out, after which the file holds nothing but zero
+// bytes, is that incomplete write when its length says it ends past the
+// 512-byte sector (at a multiple of 512 in the file) holding its last
+// byte that is not zero; it is cut off as above. (The bytes of a write up
+// to a sector boundary reach the disk whole, so a frame that ends within
+// sectors holding data was written whole.) A length field of zero starts
+// no frame (a payload is never empty), so such zeros followed by a byte
+// that is not zero (a frame after them, or a zeroed region inside the
+// file) are neither: they are damage. A complete frame whose checksum
+// does not match or whose payload does not decode, and that is no such
+// write, is damage too: Open refuses with
 // ErrDamaged naming the offset, and nothing is rewritten, because
 // forgetting a claim could run a request twice. So is a frame whose length
-// says it ends past the file while its payload, taken at the length its
-// own fields (scope, key and the type's fields) give, ends within the
-// file, passes the frame's checksum and decodes: a complete frame whose
-// length field was damaged, which an incomplete write cannot look like.
+// says it ends past the file (or past the sector holding its last byte
+// that is not zero, with only zeros after it) while its payload, taken at
+// the length its own fields (scope, key and the type's fields) give, ends
+// within the file, passes the frame's checksum and decodes: a complete
+// frame whose length field was damaged, which an incomplete write cannot
+// look like.
 //
 // # Write failures
 //
@@ -189,7 +199,11 @@
 // those whose frames the file lacks, before the log files are retired.
 // A claim frame equal to the entry already held (same digest and at_ms)
 // is the same claim and changes nothing, so a record recovered twice is
-// harmless. An answer record folds only into the claim it follows.
+// harmless. An answer record folds only into the claim it follows: one
+// whose at_ms is below the claim's is another, earlier claim's answer and
+// is ignored. An answer is therefore never stamped below its claim's
+// at_ms (when the wall clock stepped back meanwhile, it takes the claim's),
+// so that its own claim always takes it.
 //
 // Rule 1 holds because the claim record is in the very commit that makes
 // anything of the request durable, and every effect's *_started record is

@@ -259,3 +259,35 @@ var zeroPage [4096]byte
 func zeroLength(b []byte) bool {
 	return len(b) >= 4 && binary.LittleEndian.Uint32(b) == 0
 }
+
+// tornSector is the unit a crash leaves unwritten: a block of the file
+// whose data never reached the disk reads as zero, from a boundary of
+// this alignment in the file.
+const tornSector = 512
+
+// tornIntoZeros reports whether the frame at off in data, which does not
+// check out, is a write cut short by a crash whose file size became
+// durable without all of its data: nothing but zero bytes follows its
+// last byte that is not zero, and its length says it runs past the end
+// of the sector holding that byte, so at least its last sector never
+// reached the disk. A frame with none of these signs is damage: the bytes
+// of a write up to a sector boundary reach the disk whole, so a frame
+// that ends within sectors holding data was written whole. So is a frame
+// whose length field was damaged (lengthDamaged), and one announcing a
+// length no frame has.
+func tornIntoZeros(data []byte, off int) bool {
+	b := data[off:]
+	end := len(b)
+	for end > 0 && b[end-1] == 0 {
+		end--
+	}
+	if len(b) < frameHeader || end == 0 {
+		return end == 0
+	}
+	n := uint64(binary.LittleEndian.Uint32(b))
+	if n == 0 || n > MaxPayloadBytes || lengthDamaged(b) {
+		return false
+	}
+	written := (uint64(off+end) + tornSector - 1) / tornSector * tornSector
+	return uint64(off)+frameHeader+n > written
+}

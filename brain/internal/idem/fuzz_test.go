@@ -48,6 +48,15 @@ func FuzzDecode(f *testing.F) {
 		if n, err := z.load(zeroed); err != nil || n != good || len(z.entries) != len(s.entries) {
 			t.Fatalf("with zeros after %d good bytes: load = %d, %v with %d entries, want %d, nil with %d", good, n, err, len(z.entries), good, len(s.entries))
 		}
+		// So is a write whose first sectors reached the disk while the
+		// rest reads as zero.
+		big := appendFrame(nil, &record{Type: typeAnswer, AtMs: 1, Scope: "s", Key: "k", Status: 200, Body: bytes.Repeat([]byte("b"), 1200+len(b)%700)})
+		kept := (good/tornSector+1+len(b)%2)*tornSector - good
+		torn := append(b[:good:good], big[:kept]...)
+		torn = append(torn, make([]byte, len(big)-kept+len(b)%100)...)
+		if n, err := z.load(torn); err != nil || n != good {
+			t.Fatalf("with a torn frame and zeros after %d good bytes: load = %d, %v", good, n, err)
+		}
 		// A frame after zeros (a zero length field at least) is damage.
 		if good > 0 {
 			zeroed = append(b[:good:good], make([]byte, 4+len(b)%5000)...)

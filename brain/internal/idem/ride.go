@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/commits"
 )
@@ -68,12 +69,13 @@ func (s *Store) ClaimRiding(ctx context.Context, scope, key string, digest [32]b
 		return nil, a, err
 	}
 	c.e.onDurable = onDurable
-	c.ride = &commits.Ride{Claim: ClaimRecord(scope, key, digest, c.e.claimAt), Answer: func(v any, err error) json.RawMessage {
+	claimAt := c.e.claimAt
+	c.ride = &commits.Ride{Claim: ClaimRecord(scope, key, digest, claimAt), Answer: func(v any, err error) json.RawMessage {
 		status, body, ok := answer(v, err)
 		if !ok {
 			return nil
 		}
-		return AnswerRecord(scope, key, s.opts.Now().UnixMilli(), status, body)
+		return AnswerRecord(scope, key, answerAt(s.opts.Now(), claimAt), status, body)
 	}}
 	return c, nil, nil
 }
@@ -260,4 +262,12 @@ func RecoverJournaled(path string, recs []JournaledRecord) error {
 		return err
 	}
 	return s.f.Close()
+}
+
+// answerAt answers the at_ms of an answer recorded now to a claim made at
+// claimAt: never below claimAt, so that a wall clock stepped back between
+// the two does not stamp the answer before its claim (an answer record
+// older than the claim it meets is another claim's, and is not folded).
+func answerAt(now time.Time, claimAt int64) int64 {
+	return max(now.UnixMilli(), claimAt)
 }

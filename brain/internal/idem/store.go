@@ -213,6 +213,8 @@ func (s *Store) load(data []byte) (int, error) {
 			return off, nil
 		case st == frameIncomplete && !zeroLength(data[off:]):
 			return off, nil
+		case st == frameDamaged && tornIntoZeros(data, off):
+			return off, nil
 		case st != frameOK:
 			return 0, fmt.Errorf("%w: %s: bad frame at offset %d", ErrDamaged, s.path, off)
 		}

@@ -341,12 +341,30 @@
 //     acknowledged. Zeros that a byte other than zero follows are damage,
 //     as below (a frame's length is never zero, so they are no frame and
 //     no incomplete write of one).
+//   - So is a frame that does not check out after whose last byte that is
+//     not zero the final segment holds nothing but zeros, when its length
+//     says it ends past the 512-byte sector (at a multiple of 512 in the
+//     file) holding that byte: the same crash with only the first sectors
+//     of the write on disk. (The bytes of a write up to a sector boundary
+//     reach the disk whole, so a frame that ends within sectors holding
+//     data was written whole, and is damage when it does not check out.)
+//   - A segment is not flushed when the next one is created: a round that
+//     rolls creates the next segment before it writes its frames, and
+//     segments are made durable only at sync points. So a crash can leave
+//     a segment that is not the last with such an incomplete or zero tail
+//     while every segment after it holds nothing (empty or nothing but
+//     zero bytes); nothing of that round was acknowledged (replay would
+//     have restored it). The tail is cut and kept as above, and the
+//     segments after it are removed (last first) and the directory
+//     fsynced. When a segment after it holds anything, the tail is damage.
 //   - Anything else is damage and the session is refused with a
 //     *DamagedError naming the file and offset: a complete frame with a bad
 //     checksum or an undecodable payload, a sequence that is not dense, a
 //     length above the record limit, an incomplete frame in a non-final
-//     segment, or an empty non-final segment. So is a final frame whose
-//     length says it ends past the file while its payload, taken at the
+//     segment followed by one holding anything, or an empty non-final
+//     segment. So is a final frame whose length says it ends past the file
+//     (or past the sector holding its last byte that is not zero, with
+//     only zeros after it) while its payload, taken at the
 //     length its own fields (kind, data, origin) give, ends within the file
 //     and passes the frame's checksum: a complete frame whose length field
 //     was damaged, which an incomplete write cannot look like. Nothing is
@@ -366,9 +384,12 @@
 // when nothing of the session is queued for the writer and the directory
 // holds nothing but empty segments, removes the directory (not fsynced: a
 // crash that brings it back leaves it to be removed again). Sessions does
-// not list such a directory, nor one whose only segment is the first and
-// ends inside its first frame (a torn first record, which an open cuts)
-// or holds nothing but zero bytes (cut the same way): it reads the header of each session's first frame, once per session and
+// not list such a directory, nor one whose first segment ends inside its
+// first frame (a torn first record, which an open cuts), holds nothing but
+// zero bytes, or ends in zeros its first frame runs into as above (cut the
+// same way), when every other segment holds nothing: it reads the header
+// of each session's first frame (and, when the segment's last byte is
+// zero, its tail), once per session and
 // process (a hash of the id of every session found holding a record is
 // kept until the session is deleted), opens the sessions where that frame
 // is not found whole (which removes what a create cut short left), and

@@ -121,11 +121,18 @@ func (fs *FileStore) holdsRecord(dir string) bool {
 			return true
 		}
 		l := int64(binary.LittleEndian.Uint32(h[:4]))
-		if (fi.Size()-frameHeaderSize >= l && l != 0) || l > int64(fs.opts.MaxRecordBytes) {
-			// A complete first frame, or damage. A length of zero is
-			// neither: it may start the zeros a crash left of the
-			// first write (see recover.go), which an open cuts.
-			return true
+		if l > int64(fs.opts.MaxRecordBytes) {
+			return true // damage
+		}
+		if fi.Size()-frameHeaderSize >= l && l != 0 {
+			// A complete first frame, unless the file ends in zeros
+			// that it runs into: the first sectors of a first write a
+			// crash cut short (see tornIntoZeros), which an open cuts.
+			// A length of zero may start the zeros a crash left of the
+			// first write, which an open cuts too.
+			if torn, err := endsTornFirst(f, fi.Size(), fs.opts.MaxRecordBytes); err != nil || !torn {
+				return true
+			}
 		}
 		if l != 0 {
 			if _, damaged, err := lengthDamaged(first, 0); err != nil || damaged {
@@ -134,19 +141,37 @@ func (fs *FileStore) holdsRecord(dir string) bool {
 		}
 	}
 	// The first segment is empty or ends inside its first frame: the
-	// journal is damaged when another segment follows it.
+	// journal is damaged when another segment that holds anything follows
+	// it (one that holds nothing a roll of the crashed round created).
 	return holdsSegment(jdir, true)
 }
 
-// holdsSegment reports whether jdir holds a segment file (other than the
-// first, with butFirst), or cannot be read.
+// endsTornFirst reports whether the first frame of f (size bytes), whose
+// length says it is complete, runs into the zeros a crash left of the
+// first write (tornIntoZeros). A file whose last byte is not zero ends in
+// no such zeros, and is answered after a read of that byte.
+func endsTornFirst(f *os.File, size int64, maxRecord int) (bool, error) {
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil || last[0] != 0 {
+		return false, err
+	}
+	return tornIntoZeros(f, 0, size, maxRecord)
+}
+
+// holdsSegment reports whether jdir holds a segment file, or cannot be
+// read. With butFirst, the first segment and segments that hold nothing
+// (see holdsNothing) are not counted.
 func holdsSegment(jdir string, butFirst bool) bool {
 	entries, err := os.ReadDir(jdir)
 	if err != nil {
 		return !errors.Is(err, os.ErrNotExist)
 	}
 	for _, e := range entries {
-		if first, ok := parseSegmentName(e.Name()); ok && e.Type().IsRegular() && (first != 1 || !butFirst) {
+		first, ok := parseSegmentName(e.Name())
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		if !butFirst || first != 1 && !holdsNothing(filepath.Join(jdir, e.Name())) {
 			return true
 		}
 	}

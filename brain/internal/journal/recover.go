@@ -221,7 +221,9 @@ func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *
 			return fmt.Errorf("journal: open session %s: %w", s.id, err)
 		}
 		if cut >= 0 {
-			if !final {
+			// Only segments that hold nothing may follow a torn tail:
+			// those a roll of the crashed round created.
+			if !final && !holdNothing(jdir, firsts[i+1:]) {
 				return damaged(path, end, "incomplete frame in a non-final segment")
 			}
 			if !mayCut {
@@ -234,6 +236,12 @@ func (fs *FileStore) recoverFrom(s *session, jdir string, firsts []uint64, cov *
 			}
 			if err := keepTorn(path, end); err != nil {
 				return fmt.Errorf("journal: open session %s: %w", s.id, err)
+			}
+			if !final {
+				if err := removeSegments(jdir, firsts[i+1:]); err != nil {
+					return fmt.Errorf("journal: open session %s: %w", s.id, err)
+				}
+				firsts, final = firsts[:i+1], true
 			}
 		}
 		if end == 0 && !final {
@@ -292,7 +300,7 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 		s.index, s.lastMs = c.index, c.lastMs
 		zeros := false
 		if err != nil && !errors.Is(err, errShortFrame) {
-			if zeros, rerr = zerosToEnd(f, c.end, fi.Size()); rerr != nil {
+			if zeros, rerr = tornIntoZeros(f, c.end, fi.Size(), fs.opts.MaxRecordBytes); rerr != nil {
 				return 0, 0, -1, rerr
 			}
 		}
@@ -313,15 +321,15 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 		return 0, 0, -1, frameDamage(c.end, err)
 	}
 	// tornOrDamage answers the frame at off that did not check out as
-	// the start of a torn tail when nothing but zeros follow, else as
-	// frameDamage does.
+	// the start of a torn tail when it is a write cut short whose missing
+	// sectors read as zero (tornIntoZeros), else as frameDamage does.
 	tornOrDamage := func(off int64, err error) (int64, uint64, int64, error) {
 		err = frameDamage(off, err)
 		var de *DamagedError
 		if !errors.As(err, &de) {
 			return 0, 0, -1, err
 		}
-		if zeros, rerr := zerosToEnd(f, off, fi.Size()); rerr != nil {
+		if zeros, rerr := tornIntoZeros(f, off, fi.Size(), fs.opts.MaxRecordBytes); rerr != nil {
 			return 0, 0, -1, rerr
 		} else if zeros {
 			return off, expect, off, nil
@@ -351,6 +359,28 @@ func (fs *FileStore) scanSegment(s *session, path string, start int64, expect ui
 		s.lastMs = max(s.lastMs, int64(leUint64(p[10:])))
 		expect++
 	}
+}
+
+// holdNothing reports whether every segment of jdir named in firsts
+// holds nothing (see holdsNothing).
+func holdNothing(jdir string, firsts []uint64) bool {
+	for _, first := range firsts {
+		if !holdsNothing(filepath.Join(jdir, segmentName(first))) {
+			return false
+		}
+	}
+	return true
+}
+
+// removeSegments removes the segments of jdir named in firsts, last
+// first, and fsyncs the directory.
+func removeSegments(jdir string, firsts []uint64) error {
+	for _, first := range slices.Backward(firsts) {
+		if err := os.Remove(filepath.Join(jdir, segmentName(first))); err != nil {
+			return err
+		}
+	}
+	return syncDir(jdir)
 }
 
 // holdsNothing reports whether the file at path is empty or holds
@@ -387,6 +417,59 @@ func zerosToEnd(f *os.File, off, size int64) (bool, error) {
 	return true, nil
 }
 
+// tornIntoZeros reports whether the frame at off of f (size bytes), which
+// did not check out, is a write cut short by a crash that made the file's
+// new size durable without all of its data: nothing but zero bytes from
+// off to the end, or a frame after whose last byte that is not zero the
+// file holds only zeros and whose length says it ends past the 512-byte
+// sector holding that byte (so at least its last sector never reached the
+// disk), unless its length field was damaged (lengthDamagedAt). A frame
+// that ends within sectors holding data was written whole: when it does
+// not check out, it is damage.
+func tornIntoZeros(f *os.File, off, size int64, maxRecord int) (bool, error) {
+	end, err := dataEnd(f, off, size)
+	if err != nil || end == off {
+		return err == nil, err
+	}
+	if size-off < frameHeaderSize {
+		return false, nil
+	}
+	var h [frameHeaderSize]byte
+	if _, err := f.ReadAt(h[:], off); err != nil {
+		return false, err
+	}
+	n := int64(binary.LittleEndian.Uint32(h[:]))
+	written := (end + tornSector - 1) / tornSector * tornSector
+	if n == 0 || n > int64(maxRecord) || off+frameHeaderSize+n <= written {
+		return false, nil
+	}
+	b := make([]byte, min(size, off+frameHeaderSize+n)-off)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return false, err
+	}
+	_, damaged := lengthDamagedAt(b)
+	return !damaged, nil
+}
+
+// dataEnd answers the offset just past the last byte of f that is not
+// zero between off and size (off when there is none).
+func dataEnd(f *os.File, off, size int64) (int64, error) {
+	buf := make([]byte, min(size-off, 64<<10))
+	for size > off {
+		n := min(size-off, int64(len(buf)))
+		if _, err := f.ReadAt(buf[:n], size-n); err != nil {
+			return 0, err
+		}
+		for i := n - 1; i >= 0; i-- {
+			if buf[i] != 0 {
+				return size - n + i + 1, nil
+			}
+		}
+		size -= n
+	}
+	return off, nil
+}
+
 // lengthDamaged reports whether the frame at off in path, which says it
 // ends past the end of the file, is a complete frame all the same: a
 // payload whose own fields (kind, data and origin lengths) end within the
@@ -413,18 +496,29 @@ func lengthDamaged(path string, off int64) (int, bool, error) {
 	if _, err := f.ReadAt(b, off); err != nil {
 		return 0, false, err
 	}
+	n, ok := lengthDamagedAt(b)
+	return n, ok, nil
+}
+
+// lengthDamagedAt reports whether b, which starts with a frame, holds a
+// payload whose own fields end within b and that passes the frame's
+// checksum and decodes (see lengthDamaged), and answers its length.
+func lengthDamagedAt(b []byte) (int, bool) {
+	if len(b) < frameHeaderSize+payloadFixed {
+		return 0, false
+	}
 	sum, p := binary.LittleEndian.Uint32(b[4:]), b[frameHeaderSize:]
 	end := uint64(payloadFixed) + uint64(binary.LittleEndian.Uint16(p[18:])) + uint64(binary.LittleEndian.Uint32(p[20:]))
 	if p[1]&flagOrigin != 0 {
 		if end+4 > uint64(len(p)) {
-			return 0, false, nil
+			return 0, false
 		}
 		end += 4 + uint64(binary.LittleEndian.Uint32(p[end:]))
 	}
 	if end > uint64(len(p)) || crc32.Checksum(p[:end], castagnoli) != sum || !payloadOK(p[:end]) {
-		return 0, false, nil
+		return 0, false
 	}
-	return int(end), true, nil
+	return int(end), true
 }
 
 // keepTorn moves the incomplete tail of path (from off) into
