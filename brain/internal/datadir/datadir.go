@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -86,15 +87,15 @@ func Open(path string) (*Dir, error) {
 }
 
 func (d *Dir) check() error {
-	marker, err := os.ReadFile(filepath.Join(d.path, FormatName))
+	marker, err := readFormat(filepath.Join(d.path, FormatName))
 	switch {
 	case err == nil:
-		if string(marker) != FormatMarker {
-			return fmt.Errorf("%w: %s holds %q, want %q", ErrFormat, filepath.Join(d.path, FormatName), string(marker), FormatMarker)
+		if marker != FormatMarker {
+			return fmt.Errorf("%w: %s holds %s, want %q", ErrFormat, filepath.Join(d.path, FormatName), marker, FormatMarker)
 		}
 		return d.ensureSessions()
 	case !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("datadir: read format: %w", err)
+		return err
 	}
 	others, err := entriesBesidesLock(d.path)
 	if err != nil {
@@ -119,6 +120,46 @@ func (d *Dir) check() error {
 		return err
 	}
 	return SyncDir(d.path)
+}
+
+// maxShownFormat bounds how much of a format file that is not the marker
+// an error quotes.
+const maxShownFormat = 64
+
+// readFormat answers the format file at path, or an error wrapping
+// os.ErrNotExist when there is none. Only a regular file is read, and
+// only its first bytes: a named pipe or a device in its place is refused
+// with ErrFormat rather than read without end, and a large file that is
+// not the marker is quoted in part. The answer equals FormatMarker only
+// for the marker itself; any other content is answered quoted, with
+// "..." when it was cut.
+func readFormat(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	if err != nil {
+		return "", fmt.Errorf("datadir: read format: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: %s is not a regular file (mode %v)", ErrFormat, path, fi.Mode())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("datadir: read format: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxShownFormat+1))
+	if err != nil {
+		return "", fmt.Errorf("datadir: read format: %w", err)
+	}
+	if string(b) == FormatMarker {
+		return FormatMarker, nil
+	}
+	if len(b) > maxShownFormat {
+		return strconv.Quote(string(b[:maxShownFormat])) + "...", nil
+	}
+	return strconv.Quote(string(b)), nil
 }
 
 // ensureSessions creates sessions/ when it is missing and makes its entry

@@ -33,7 +33,9 @@
 //   - a directory without format that holds anything else is refused,
 //     naming what was found, and nothing is touched;
 //   - a format file holding any value other than "brain-data/1\n" is
-//     refused, naming the value found; with the marker in place, a
+//     refused, naming the value found (its first 64 bytes when it is
+//     longer), and so is a format that is not a regular file (a named
+//     pipe or a device is never read); with the marker in place, a
 //     missing sessions/ is created again and the directory fsynced.
 //
 // WriteFileAtomic is the one way files in the data directory are replaced:
