@@ -213,8 +213,8 @@ func (p FileProvider) check() error {
 	}
 	ids := map[string]bool{}
 	for _, m := range p.Models {
-		if m.ID == "" || len(m.ID) > 256 || strings.ContainsFunc(m.ID, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-			return fmt.Errorf("model id %q: want 1..256 bytes without whitespace or control characters", m.ID)
+		if m.ID == "" || len(m.ID) > 256 || strings.ContainsFunc(m.ID, hiddenRune) {
+			return fmt.Errorf("model id %+q: want 1..256 bytes without white space, control or format characters", m.ID)
 		}
 		if ids[m.ID] {
 			return fmt.Errorf("model %q listed twice", m.ID)
@@ -225,4 +225,13 @@ func (p FileProvider) check() error {
 		}
 	}
 	return nil
+}
+
+// hiddenRune reports whether r may not appear in a model id: white space
+// and control characters, and format characters (zero-width ones, byte
+// order marks, bidirectional overrides and isolates), which show nothing
+// or reorder what follows: an id holding one reads in GET /v1/models as
+// another id, or with its characters in another order.
+func hiddenRune(r rune) bool {
+	return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 }

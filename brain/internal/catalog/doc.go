@@ -21,8 +21,9 @@
 //	}]}
 //
 // Names are unique within the file; a provider lists at most 10000 models
-// with unique ids of 1 to 256 bytes free of white space and control
-// characters (Unicode ones included).
+// with unique ids of 1 to 256 bytes free of white space, control and
+// format characters (Unicode ones included: zero-width characters and
+// bidirectional overrides, say).
 //
 // # Wire shape
 //
