@@ -24,7 +24,9 @@
 // layout and plaintext of a new seal are compared).
 //
 // Files are replaced atomically (temporary file, fsync, rename, directory
-// fsync). A file that fails authentication is an error, never treated as
+// fsync). Open creates the directories it finds missing (sessions/ too,
+// when it alone is gone) and fsyncs the parent of each before anything
+// is sealed in it. A file that fails authentication is an error, never treated as
 // empty. The key file is the only thing that unseals; protecting the data
 // directory (and its backups) protects the credentials. Open refuses a key
 // file that is not a regular file or whose mode lets other users read or

@@ -47,7 +47,7 @@ type Store struct {
 // Open opens the store in dir (the data directory's server-metadata/),
 // creating the directory and key on first use.
 func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "sessions"), 0o700); err != nil {
+	if err := makeDirs(dir); err != nil {
 		return nil, fmt.Errorf("secrets: open %s: %w", dir, err)
 	}
 	keyPath := filepath.Join(dir, keyName)
@@ -60,13 +60,12 @@ func Open(dir string) (*Store, error) {
 		if err := fsutil.WriteFileAtomic(keyPath, key, 0o600); err != nil {
 			return nil, fmt.Errorf("secrets: write key: %w", err)
 		}
-		// The first start made the directories too: their entries are
-		// made durable with the key, so that a journal written later
-		// never outlives the key that opens its secrets.
-		for _, d := range []string{dir, filepath.Dir(dir)} {
-			if err := fsutil.SyncDir(d); err != nil {
-				return nil, fmt.Errorf("secrets: write key: %w", err)
-			}
+		// The first start may find the directory made by another part
+		// of the server: its entry is made durable with the key, so that
+		// a journal written later never outlives the key that opens its
+		// secrets.
+		if err := fsutil.SyncDir(filepath.Dir(dir)); err != nil {
+			return nil, fmt.Errorf("secrets: write key: %w", err)
 		}
 	} else if err != nil {
 		return nil, err
@@ -86,6 +85,33 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("%w: %v", ErrKey, err)
 	}
 	return &Store{dir: dir, aead: aead, fresh: map[string]bool{}}, nil
+}
+
+// makeDirs creates dir and its sessions/ directory where they are
+// missing (mode 0700) and fsyncs the parent of each one it creates, so
+// that their entries are durable before anything is sealed in them: a
+// journal written later never outlives the key that opens its secrets,
+// nor a sealed file the directory that holds it.
+func makeDirs(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return err
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "sessions")} {
+		err := os.Mkdir(d, 0o700)
+		if errors.Is(err, fs.ErrExist) {
+			if fi, serr := os.Stat(d); serr != nil || !fi.IsDir() {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := fsutil.SyncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readKey reads the key file at path, at most one byte more than a key.
