@@ -125,7 +125,16 @@ func chownVolume(ctx context.Context, cli *client.Client, pl plan) (err error) {
 		Labels:          pl.Labels,
 		NetworkDisabled: true,
 	}
-	if _, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, name); err != nil {
+	_, err = cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	if cerrdefs.IsConflict(err) {
+		// Left by a provider killed while it chowned: the chown is
+		// repeatable.
+		if err := removeContainer(ctx, cli, name); err != nil {
+			return err
+		}
+		_, err = cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	}
+	if err != nil {
 		return fmt.Errorf("create chown container: %w", err)
 	}
 	defer func() {

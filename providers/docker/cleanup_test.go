@@ -23,11 +23,17 @@ const escaped = `until [ "$(cat /proc/$!/comm)" = sleep ]; do sleep 0.01; done`
 // the process is an orphan adopted by the container's init.
 const untaggedLine = "env -i /bin/setsid /bin/sleep 301 & " + escaped + "; echo started"
 
+// foreignTagLine starts a process that leaves its command's process group
+// and carries a tag that no command has, then ends its parent.
+const foreignTagLine = "env BRAIN_EXEC_TAG=none /bin/setsid /bin/sleep 302 & " + escaped + "; echo started"
+
 // escapes are the ways a background child leaves its command's group: one
-// that keeps the command's tag, and one that clears its environment too.
+// that keeps the command's tag, one that clears its environment too, and
+// one that gives itself a tag of no command.
 var escapes = []struct{ name, line, proc string }{
 	{"tagged", escapeLine, "sleep 300"},
 	{"untagged", untaggedLine, "sleep 301"},
+	{"foreign tag", foreignTagLine, "sleep 302"},
 }
 
 // noneLeft fails the test if a process whose arguments hold one of

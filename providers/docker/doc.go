@@ -70,6 +70,13 @@
 // CAP_CHOWN only, no network — that chowns the volume and its content
 // (chown -R -h: a symbolic link itself, never what it points to), which
 // costs one more container start. A read workspace is never chowned.
+// A volume that an earlier version of the provider made, which gave the
+// profile's user the volume's root alone and left the image's files in it
+// to their owner (its state file does not say the owner was decided for
+// the workspace's whole content), is given, with everything in it, to the
+// container's user by the same one-shot container at the binding's first
+// execute after the restart, once: its state file records it (a chown
+// that fails answers unavailable, and the next execute tries again).
 //
 // The image needs a POSIX shell at /bin/sh with setsid, kill, sleep, cat,
 // head, dd, tr, grep, mkdir, realpath, chmod, stat, sync, mv and
@@ -163,12 +170,14 @@
 // tag; once its parent ends it is an orphan, adopted by the container's
 // init (PID 1). When the command's main process ends the wrapper kills
 // what is left of the group, every other process carrying the tag, and
-// every orphan without a tag that started after the command did, so a
+// every orphan that started after the command did and carries no tag, or
+// only tags of no running command (one it gave itself), so a
 // background child never outlives the call. A command whose exit status
 // says a signal ended it may have killed its wrapper before that cleanup
 // (killall sh): the provider then runs the kill described below before it
 // answers. An orphan that carries
-// another command's tag is left to that command; an untagged orphan of a
+// the tag of another command still running (whose wrapper, an exec of
+// the Engine, runs) is left to that command; an untagged orphan of a
 // command that started after this one is not told apart from this
 // command's own and is killed too. The container's keep-alive, the init's
 // own child, is never taken for an orphan: it stays in the init's

@@ -15,12 +15,12 @@ func TestShortEnvNamesReachTheCommand(t *testing.T) {
 	h := newHarness(t, "")
 	c := h.commands()
 	h.setup(c, "short")
-	env := map[string]string{"b": "bee", "c": "sea", "f": "eff", "t": "tea", "A": "a"}
+	env := map[string]string{"b": "bee", "c": "sea", "f": "eff", "t": "tea", "A": "a", "nl": "en-el"}
 	r := h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{
-		Shell: `printf '%s,%s,%s,%s,%s' "$b" "$c" "$f" "$t" "$A"`, Env: env,
+		Shell: `printf '%s,%s,%s,%s,%s,%s' "$b" "$c" "$f" "$t" "$A" "$nl"`, Env: env,
 	}), nil))
-	if out := h.commandOutput(r); out.ExitCode != 0 || out.Stdout != "bee,sea,eff,tea,a" {
-		t.Fatalf("command = %+v; want the variables as given: bee,sea,eff,tea,a", out)
+	if out := h.commandOutput(r); out.ExitCode != 0 || out.Stdout != "bee,sea,eff,tea,a,en-el" {
+		t.Fatalf("command = %+v; want the variables as given: bee,sea,eff,tea,a,en-el", out)
 	}
 	// A name that only starts like an allowed one is refused.
 	failure(t, h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{

@@ -31,12 +31,13 @@ import (
 // environment (BRAIN_EXEC_TAG, which every process the command starts
 // inherits: a child that made a session of its own with setsid too), and
 // every orphan (a process whose parent ended, adopted by the container's
-// init) that started after the wrapper and carries no tag at all (one
-// that also cleared its environment), so a background child never
-// outlives its call. To stop a command early, killScript does the same
-// from outside (see runExec), and so does runExec after an exit status of
-// 128 or more, which is also what a wrapper the command killed before its
-// cleanup ends with.
+// init) that started after the wrapper and carries no tag (one that
+// also cleared its environment) or only tags of no running command (one
+// that gave itself a tag), so a background child never outlives its
+// call. To stop a command early, killScript does the same from outside
+// (see runExec), and so does runExec after an exit status of 128 or more,
+// which is also what a wrapper the command killed before its cleanup ends
+// with.
 //
 // Before it starts the command the wrapper writes startMark on stdout,
 // which runExec takes off: a stream without it is the Engine's refusal to
@@ -64,9 +65,10 @@ rm -f "$f"
 exit "$r"`
 
 // procFuncs are the shell functions of the wrapper and the kill; none
-// forks but for the tag checks. started sets since to a process's start
-// time (clock ticks since boot, field 22 of /proc/<pid>/stat, read after
-// the command name, which may hold spaces and parentheses). same $pid
+// forks but for the tag checks (and livetags, once for each exec).
+// started sets since to a process's start time (clock ticks since boot,
+// field 22 of /proc/<pid>/stat, read after the command name, which may
+// hold spaces and parentheses). same $pid
 // $start succeeds when process $pid started at $start: it is the process
 // a group file recorded, not one the kernel gave the same pid after that
 // one ended (pids wrap around), whose start says nothing of the command.
@@ -79,8 +81,8 @@ exit "$r"`
 // in cs: a pid stays taken while its group has members, so a group whose
 // pid was given again has none left. killall_ kills, until a round finds
 // none, every process but the running shell that carries tag $t, and
-// every orphan that carries no tag and started at or after s: $1, or the
-// start of the oldest process with tag $t it found, when that is earlier
+// every orphan that carries no tag a running command has (spared) and
+// started at or after s: $1, or the start of the oldest process with tag $t it found, when that is earlier
 // or $1 is empty (the wrapper, which starts before anything of its
 // command, carries the tag: a kill that finds no group file, or no live
 // wrapper, still knows where the command's orphans begin), or b once a
@@ -92,16 +94,32 @@ exit "$r"`
 // exec can join (the Engine starts each in a session of its own), so it
 // is never taken for an orphan, though it may have started in the same
 // clock tick as a command. An orphan of another command that carries its
-// tag is left to that command.
+// tag is left to that command while the command runs: livetags sets live
+// to the tags (each "BRAIN_EXEC_TAG=..." line ending with a newline) of
+// the processes the Engine started in the container (execs: their parent
+// is outside it, pid 0 there), the wrappers of running commands among
+// them, which no process of a command can be; spared $environ succeeds
+// when the process carries one of them. A tag a process gave itself that
+// no running command has spares nothing.
 const procFuncs = `started() { read -r l <"/proc/$1/stat" || return 1; l=${l##*) }; set -- $l; since=${20}; }
 same() { x=$2; [ -n "$x" ] && read -r l <"/proc/$1/stat" 2>/dev/null || return 1; l=${l##*) }; set -- $l; [ "${20}" = "$x" ]; }
 groupkill() { case $g in ''|*[!0-9]*|0|1) return 1;; esac; [ -z "$cs" ] || [ ! -e "/proc/$g" ] || same "$g" "$cs" || return 1; kill -KILL -"$g" 2>/dev/null; }
 older() { read -r l <"/proc/$1/stat" 2>/dev/null || return 0; l=${l##*) }; set -- $l; [ -n "$s" ] && [ "$s" -le "${20}" ] || s=${20}; }
 orphan() { o=$2; read -r l <"/proc/$1/stat" 2>/dev/null || return 1; l=${l##*) }; set -- $l; [ "$1" != Z ] && [ "$2" = 1 ] && [ "$4" != 1 ] && [ "${20}" -ge "$o" ]; }
+livetags() { live= nl='
+'
+for q in /proc/[0-9]*; do
+[ "$q" = /proc/1 ] && continue
+read -r l <"$q/stat" 2>/dev/null || continue; l=${l##*) }; set -- $l
+[ "$2" = 0 ] || continue
+live="$live$(tr '\0' '\n' <"$q/environ" 2>/dev/null | grep '^BRAIN_EXEC_TAG=')$nl"
+done; }
+spared() { tr '\0' '\n' <"$1" 2>/dev/null | grep '^BRAIN_EXEC_TAG=' | { while IFS= read -r x; do case "$nl$live" in *"$nl$x$nl"*) exit 0;; esac; done; exit 1; }; }
 killall_() {
 s=$1
 for round in 1 2 3 4 5 6 7 8; do
 found=
+livetags
 for e in /proc/[0-9]*/environ; do
 p=${e#/proc/}; p=${p%/environ}
 [ "$p" = "$$" ] || [ "$p" = 1 ] && continue
@@ -109,7 +127,7 @@ if tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "BRAIN_EXEC_TAG=$t"; then
 older "$p"
 [ -n "$b" ] && { [ -z "$s" ] || [ "$b" -lt "$s" ]; } && s=$b
 kill -KILL "$p" 2>/dev/null && { echo "$p"; found=1; }
-elif [ -n "$s" ] && orphan "$p" "$s" && [ -r "$e" ] && ! tr '\0' '\n' <"$e" 2>/dev/null | grep -q '^BRAIN_EXEC_TAG='; then
+elif [ -n "$s" ] && orphan "$p" "$s" && [ -r "$e" ] && ! spared "$e"; then
 kill -KILL "$p" 2>/dev/null && { echo "$p"; found=1; }
 fi
 done

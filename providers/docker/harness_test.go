@@ -33,7 +33,7 @@ func testProfiles(image string) Profiles {
 		"reader":  {Image: image, Workspace: WorkspaceRead},
 		"missing": {Image: "brain-docker-test:absent"},
 		"envs":    {Image: image, EnvAllow: []string{"GREETING"}, OutputBytes: 64},
-		"short":   {Image: image, EnvAllow: []string{"b", "c", "f", "t", "A"}},
+		"short":   {Image: image, EnvAllow: []string{"b", "c", "f", "t", "A", "nl"}},
 	}
 }
 

@@ -22,7 +22,9 @@ import (
 // size of /tmp) refuses the execute with unavailable naming what differs,
 // until the binding is torn down or the profile gives it back; running on
 // with it would keep the container looser than the operator now asks
-// (a network, a writable workspace). The image stays the one pinned at
+// (a network, a writable workspace). A write workspace whose state does
+// not record it given wholly to the user is given to it (settleOwner).
+// The image stays the one pinned at
 // setup whatever the profile names now, as for any binding. Once the
 // container matches, it is not asked again in this process; a refusal is
 // asked again on the next execute.
@@ -63,6 +65,9 @@ func (p *Provider) settleProfile(ctx context.Context, b *binding, a *allocation)
 				"binding %s: the Engine refused to give its container the limits profile %q now has: %v", b.key, profile, err)
 		}
 		p.log.Info("container limits brought to the profile", "binding", b.key, "profile", profile)
+	}
+	if err := p.settleOwner(ctx, b, a); err != nil {
+		return err
 	}
 	b.reshape = false
 	return nil

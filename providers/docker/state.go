@@ -63,7 +63,9 @@ type bindingState struct {
 	// (the files the image's /workspace puts there), not for the
 	// volume's root alone. Files of earlier versions lack it, and their
 	// Chown may leave the image's files to another user than the
-	// profile's: the allocation decides again.
+	// profile's: the allocation decides again, and the volume of such a
+	// binding already allocated is given wholly to its user at its first
+	// execute (settleOwner), which then sets it.
 	ChownWhole bool      `json:"chown_whole,omitempty"`
 	Phase      string    `json:"phase"`
 	Error      string    `json:"error,omitempty"`
