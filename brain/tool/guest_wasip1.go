@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -66,7 +67,28 @@ func seqCall(method string, fn guestabi.Import, raw []byte) (uint64, error) {
 // hostServices reaches the host's service table through the imports.
 type hostServices struct{}
 
-func (hostServices) Emit(_ context.Context, eventType string, data json.RawMessage) (uint64, error) {
+// ended refuses a service call under a ctx that has ended: the Tool has
+// given up what the call would do, and once made a call runs in the host
+// until it answers. A deadline counts once passed: the guest's timers
+// run only when its goroutines pause, so a Tool that computed past the
+// deadline would still find ctx live.
+func ended(ctx context.Context, method string) error {
+	if err := ctx.Err(); err != nil {
+		if cause := context.Cause(ctx); cause != err {
+			return fmt.Errorf("tool: %s: %w: %w", method, err, cause)
+		}
+		return fmt.Errorf("tool: %s: %w", method, err)
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return fmt.Errorf("tool: %s: %w", method, context.DeadlineExceeded)
+	}
+	return nil
+}
+
+func (hostServices) Emit(ctx context.Context, eventType string, data json.RawMessage) (uint64, error) {
+	if err := ended(ctx, "emit"); err != nil {
+		return 0, err
+	}
 	raw, err := encodeEmit(eventType, data)
 	if err != nil {
 		return 0, fmt.Errorf("tool: emit: %w", err)
@@ -74,7 +96,10 @@ func (hostServices) Emit(_ context.Context, eventType string, data json.RawMessa
 	return seqCall("emit", hostEmit, raw)
 }
 
-func (hostServices) Result(_ context.Context, o api.Outcome) (uint64, error) {
+func (hostServices) Result(ctx context.Context, o api.Outcome) (uint64, error) {
+	if err := ended(ctx, "result"); err != nil {
+		return 0, err
+	}
 	raw, err := encodeOutcome(&o)
 	if err != nil {
 		return 0, fmt.Errorf("tool: result: %w", err)
@@ -82,7 +107,10 @@ func (hostServices) Result(_ context.Context, o api.Outcome) (uint64, error) {
 	return seqCall("result", hostResult, raw)
 }
 
-func (hostServices) Returned(_ context.Context, o *api.Outcome) (uint64, error) {
+func (hostServices) Returned(ctx context.Context, o *api.Outcome) (uint64, error) {
+	if err := ended(ctx, "returned"); err != nil {
+		return 0, err
+	}
 	raw, err := encodeOutcome(o)
 	if err != nil {
 		return 0, fmt.Errorf("tool: returned: %w", err)
@@ -90,7 +118,10 @@ func (hostServices) Returned(_ context.Context, o *api.Outcome) (uint64, error) 
 	return seqCall("returned", hostReturned, raw)
 }
 
-func (hostServices) Finish(_ context.Context, o *api.Outcome) (uint64, error) {
+func (hostServices) Finish(ctx context.Context, o *api.Outcome) (uint64, error) {
+	if err := ended(ctx, "finish"); err != nil {
+		return 0, err
+	}
 	raw, err := encodeOutcome(o)
 	if err != nil {
 		return 0, fmt.Errorf("tool: finish: %w", err)
@@ -98,7 +129,10 @@ func (hostServices) Finish(_ context.Context, o *api.Outcome) (uint64, error) {
 	return seqCall("finish", hostFinish, raw)
 }
 
-func (hostServices) Model(_ context.Context, req api.ModelRequest) (res api.ModelResult, err error) {
+func (hostServices) Model(ctx context.Context, req api.ModelRequest) (res api.ModelResult, err error) {
+	if err := ended(ctx, "model"); err != nil {
+		return res, err
+	}
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return res, fmt.Errorf("tool: model: %w", err)
@@ -113,7 +147,10 @@ func (hostServices) Model(_ context.Context, req api.ModelRequest) (res api.Mode
 	return res, nil
 }
 
-func (hostServices) Environments(_ context.Context, req json.RawMessage) (json.RawMessage, error) {
+func (hostServices) Environments(ctx context.Context, req json.RawMessage) (json.RawMessage, error) {
+	if err := ended(ctx, "environments"); err != nil {
+		return nil, err
+	}
 	answer, err := call("environments", hostEnvironments, req)
 	if err != nil {
 		return nil, err
@@ -121,7 +158,10 @@ func (hostServices) Environments(_ context.Context, req json.RawMessage) (json.R
 	return json.RawMessage(answer), nil
 }
 
-func (hostServices) Telemetry(_ context.Context, record json.RawMessage) error {
+func (hostServices) Telemetry(ctx context.Context, record json.RawMessage) error {
+	if err := ended(ctx, "telemetry"); err != nil {
+		return err
+	}
 	_, err := call("telemetry", hostTelemetry, record)
 	return err
 }

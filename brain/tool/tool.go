@@ -34,7 +34,10 @@ type Invocation struct {
 	DeadlineAtMs int64 `json:"deadline_at_ms"`
 }
 
-// Services is the service table a Tool may call.
+// Services is the service table a Tool may call. In Wasm a call whose ctx
+// has ended is refused without reaching the host, with an error wrapping
+// ctx's; a call made runs in the host until it answers (the invocation's
+// deadline bounds it).
 type Services interface {
 	// Emit commits an extension event and answers its sequence.
 	Emit(ctx context.Context, eventType string, data json.RawMessage) (uint64, error)
