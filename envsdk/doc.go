@@ -54,8 +54,10 @@
 // close when the operation returns or is stopped (cancelled, past its
 // deadline): after that they fail with ErrClosed and send nothing.
 // A Ctx, a Reporter, an Invocation, and envapi's Command, Operation,
-// Request and Grant, printed or logged with log/slog (its JSON handler
-// too), never show the tokens of the grants they hold.
+// Request and *Grant, printed or logged with log/slog (its JSON handler
+// too), never show the tokens of the grants they hold. A Grant value
+// prints without its token too, but log/slog's JSON handler encodes it as
+// its wire JSON, token included: log a grant by its pointer.
 //
 // # How Execute is answered
 //
@@ -96,7 +98,9 @@
 //     flag and details. An error wrapping ErrUnknown is answered unknown,
 //     and so is one wrapping ErrAckLost (the error of the provider's own
 //     Finish whose acknowledgement was lost: the outcome may have been
-//     committed).
+//     committed), and the *CallError of a service call Brain answered
+//     with the code ambiguous (or unknown), which may have taken effect.
+//     This holds for every operation, a call's method too.
 //   - When the deadline passed the answer is the failure timeout; when Brain
 //     cancelled, cancelled. A provider failure (an *Error or a failure
 //     receipt) whose code is timeout or cancelled is kept as it is, so a

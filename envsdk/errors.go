@@ -10,8 +10,11 @@ import (
 
 // Errors reported by the SDK.
 var (
-	// ErrUnknown marks an uncertain dispatch: an Execute error wrapping it
-	// is answered with an unknown receipt.
+	// ErrUnknown marks an uncertain dispatch: an operation error wrapping
+	// it is answered with an unknown receipt. A *CallError of Brain's
+	// answer ambiguous (or unknown) matches it: a provider that returns
+	// the error of a service call whose effect Brain could not tell
+	// answers unknown.
 	ErrUnknown = errors.New("envsdk: outcome unknown")
 	// ErrNotGranted is returned, without any request, for a callback method
 	// the grant does not list; a *CallError of Brain's refusal (403

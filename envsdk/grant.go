@@ -45,9 +45,14 @@ type CallError struct {
 // have been committed before Brain failed to answer). A refusal of a
 // method the grant does not hold (403 not_granted) is ErrNotGranted too,
 // as a refusal made without a request is. A refusal of a body larger than
-// Brain takes (413) is ErrTooLarge too.
+// Brain takes (413) is ErrTooLarge too. An answer that is no refusal
+// and whose code is ambiguous or unknown (Brain could not tell whether
+// the call took effect) is ErrUnknown: an operation that fails with it is
+// answered unknown, not as a failure.
 func (e *CallError) Is(target error) bool {
 	switch target {
+	case ErrUnknown:
+		return (e.Status < 400 || e.Status > 499) && (e.Code == codeAmbiguous || e.Code == string(envapi.ReceiptUnknown))
 	case ErrTooLarge:
 		return e.Status == http.StatusRequestEntityTooLarge
 	case ErrRefused:
@@ -65,6 +70,11 @@ func (e *CallError) Error() string {
 	}
 	return fmt.Sprintf("envsdk: %s answered %d", e.Method, e.Status)
 }
+
+// codeAmbiguous is the code of Brain's answer to a call whose effect it
+// cannot tell (a forwarded call that lost its answer, a claimed request
+// with no recorded answer).
+const codeAmbiguous = "ambiguous"
 
 // caller POSTs to service grants.
 //

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
@@ -177,8 +178,13 @@ func Millis(ms int64) *int64 { return &ms }
 //
 // As Brain does, Post closes the controller context the command carried
 // (on a fake Brain of this package) when the operation returns, whatever
-// it answered, and a cancel closes the context of the execute it names
-// before it is sent; later calls with those grants answer 401.
+// it answered; a cancel closes the context and revokes the callback of
+// the execute it names before it is sent; and the callback of an execute
+// with deadline_ms expires at that deadline, counted from when Post sends
+// it. Later calls with those grants answer 401. A detach answered
+// (accepted or failure) or a teardown accepted closes the binding's
+// reporter: later reports answer 404 not_found, as Brain answers for a
+// binding it recorded detached or deleted.
 func Post(ctx context.Context, client *http.Client, baseURL, token string, cmd any) (status int, body []byte, resp *envapi.Response, err error) {
 	var data []byte
 	switch v := cmd.(type) {
@@ -191,11 +197,14 @@ func Post(ctx context.Context, client *http.Client, baseURL, token string, cmd a
 			return 0, nil, nil, fmt.Errorf("envtest: encode command: %w", err)
 		}
 	}
-	// The controller contexts of the operation close as Brain closes
-	// them: a cancel's target when it is sent, the operation's own when
-	// it returns.
-	if op, ok := readOperation(data); ok {
+	// The grants of the operation close as Brain closes them: a cancel's
+	// target (its context and callback) when it is sent, an execute's
+	// callback at its deadline, the operation's own context when it
+	// returns, and a released binding's reporter once it is answered.
+	op, isOp := readOperation(data)
+	if isOp {
 		closeTarget(op)
+		bindDeadline(op, time.Now())
 		defer closeContext(op)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(baseURL, "/")+"/v1/operations", bytes.NewReader(data))
@@ -233,6 +242,9 @@ func Post(ctx context.Context, client *http.Client, baseURL, token string, cmd a
 		if err := envapi.CheckResponse(sent.Operation, r, append(sent.Operation.Tokens(), token)...); err != nil {
 			return res.StatusCode, body, nil, fmt.Errorf("envtest: response: %w: %w", err, ErrInvalidResponse)
 		}
+	}
+	if isOp {
+		closeBinding(op, &r)
 	}
 	return res.StatusCode, body, &r, nil
 }

@@ -24,13 +24,23 @@
 //     closes the grant, so any later call is a 401.
 //   - the reporter, POST /v1/sessions/{sid}/environments/{env}/{bseq}/events,
 //     which validates the body with envapi.DecodeReporterEvent and answers
-//     {"sequence": N}, and refuses a reserved event type as emit does;
+//     {"sequence": N}, refuses a reserved event type as emit does, and
+//     answers 404 {"code":"not_found"} once its binding was released
+//     (see Post);
 //   - an operation's controller context,
 //     POST /v1/sessions/{sid}/environments/{env}/operations/{seq}/context,
 //     with the methods environments, emit and result (which takes an
 //     observation {observation, content?}, as on the reporter). Post
 //     closes it when the operation returns, and a cancel closes the
 //     context of the execute it names, as Brain does.
+//
+// As Brain does too, Post revokes the execution callback of the execute a
+// cancel names before it sends the cancel, and the callback of an execute
+// with deadline_ms expires at that deadline (counted from when Post sends
+// the execute); later calls with it answer 401. A detach answered
+// (accepted or failure) or a teardown accepted closes the binding's
+// reporter: later reports answer 404 not_found, as Brain answers for a
+// binding it recorded detached or deleted.
 //
 // Every request is recorded, in arrival order, as a Call (see Calls,
 // CallsFor and WaitFor), rejected ones included. Faults can be injected per

@@ -35,7 +35,10 @@ type grant struct {
 	sequence uint64
 	methods  []string
 	revoked  bool
-	expires  time.Time // zero: never
+	// closed: the reporter's binding was detached or torn down; its
+	// token is still Brain's, but the binding takes no report.
+	closed  bool
+	expires time.Time // zero: never
 }
 
 func newToken() string {

@@ -3,6 +3,9 @@ package envtest
 import (
 	"encoding/json"
 	"sync"
+	"time"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 // open holds the fake Brains not yet closed, so that Post can close the
@@ -33,7 +36,14 @@ type sentOperation struct {
 		Request     struct {
 			Type           string `json:"type"`
 			TargetSequence uint64 `json:"target_sequence"`
+			DeadlineMs     *int64 `json:"deadline_ms"`
+			Callback       *struct {
+				Token string `json:"token"`
+			} `json:"callback"`
 		} `json:"request"`
+		Binding *struct {
+			Sequence uint64 `json:"sequence"`
+		} `json:"binding"`
 		Context *struct {
 			Token string `json:"token"`
 		} `json:"context"`
@@ -46,9 +56,10 @@ func readOperation(data []byte) (op sentOperation, ok bool) {
 	return op, json.Unmarshal(data, &op) == nil
 }
 
-// closeTarget closes the controller context of the execute a cancel
-// names, as Brain does when it stops the execute, before it sends the
-// cancel.
+// closeTarget closes the controller context and revokes the execution
+// callback of the execute a cancel names, as Brain does when it stops the
+// execute, before it sends the cancel: cancellation makes later calls
+// with either fail.
 func closeTarget(op sentOperation) {
 	o := op.Operation
 	if o.Request.Type != "cancel" || o.Request.TargetSequence == 0 {
@@ -57,9 +68,30 @@ func closeTarget(op sentOperation) {
 	for _, b := range brains() {
 		b.mu.Lock()
 		for _, g := range b.grants {
-			if g.kind == KindContext && g.session == o.SessionID && g.env == o.Environment && g.sequence == o.Request.TargetSequence {
+			if g.session != o.SessionID || g.sequence != o.Request.TargetSequence {
+				continue
+			}
+			if g.kind == KindExecution || (g.kind == KindContext && g.env == o.Environment) {
 				g.revoked = true
 			}
+		}
+		b.mu.Unlock()
+	}
+}
+
+// bindDeadline makes the callback an execute carries expire at its
+// deadline, counted from sent, as Brain's does: it stays valid after the
+// execute returns, under the original deadline only.
+func bindDeadline(op sentOperation, sent time.Time) {
+	r := op.Operation.Request
+	if r.Type != "execute" || r.DeadlineMs == nil || r.Callback == nil || r.Callback.Token == "" {
+		return
+	}
+	at := sent.Add(time.Duration(max(*r.DeadlineMs, 0)) * time.Millisecond)
+	for _, b := range brains() {
+		b.mu.Lock()
+		if g, ok := b.grants[r.Callback.Token]; ok && g.kind == KindExecution && (g.expires.IsZero() || at.Before(g.expires)) {
+			g.expires = at
 		}
 		b.mu.Unlock()
 	}
@@ -89,4 +121,36 @@ func brains() []*Brain {
 		out = append(out, b)
 	}
 	return out
+}
+
+// closeBinding closes the reporter of the binding a detach or teardown
+// released, as Brain records the binding detached (a detach answered,
+// whatever it answered) or deleted (a teardown accepted): later reports
+// answer 404 not_found. An operation whose outcome is unknown (answered
+// unknown, or not answered) leaves the reporter open, for the provider to
+// report its resolution.
+func closeBinding(op sentOperation, r *envapi.Response) {
+	o := op.Operation
+	if r == nil {
+		return
+	}
+	switch {
+	case o.Request.Type == "detach" && (r.Receipt.Type == envapi.ReceiptAccepted || r.Receipt.Type == envapi.ReceiptFailure):
+	case o.Request.Type == "teardown" && r.Receipt.Type == envapi.ReceiptAccepted:
+	default:
+		return
+	}
+	bseq := uint64(1)
+	if o.Binding != nil {
+		bseq = o.Binding.Sequence
+	}
+	for _, b := range brains() {
+		b.mu.Lock()
+		for _, g := range b.grants {
+			if g.kind == KindReporter && g.session == o.SessionID && g.env == o.Environment && g.sequence == bseq {
+				g.closed = true
+			}
+		}
+		b.mu.Unlock()
+	}
 }

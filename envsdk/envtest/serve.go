@@ -91,6 +91,8 @@ func (b *Brain) serveCall(w http.ResponseWriter, r *http.Request, kind Kind, ses
 		a = answer{status: http.StatusUnauthorized, body: errorBody("unauthorized", why)}
 	case decodeErr != nil:
 		a = answer{status: decodeStatus, body: errorBody("invalid_request", decodeErr.Error())}
+	case kind == KindReporter && g.closed:
+		a = answer{status: http.StatusNotFound, body: errorBody("not_found", "the binding is closed or was replaced")}
 	case kind != KindReporter && !contains(g.methods, call.Method):
 		a = answer{status: http.StatusForbidden, body: errorBody("not_granted", "the grant does not list "+strconv.Quote(call.Method))}
 	case fault != nil && fault.Kind == ServerError:
