@@ -46,8 +46,10 @@
 //
 // An export that fails (the collector is down or refuses it) is said in
 // the server's log (Settings.Log) at warn level, "telemetry export
-// failed" with its signal: the first, then at most one a minute, with
-// the count of failures not logged meanwhile. OpenTelemetry's global
+// failed" with its signal and its error (the first 1024 bytes of it: what
+// a collector answers is quoted there, and may be megabytes): the first,
+// then at most one a minute, with the count of failures not logged
+// meanwhile. OpenTelemetry's global
 // error handler, which would write each failed batch to the standard
 // library's log, never hears of them.
 //
