@@ -61,4 +61,10 @@
 // unexported at shutdown are write_error); with both sinks, once both
 // did, and it is dropped once when either failed. Until an AsyncSink
 // reports an entry it is pending, neither written nor dropped.
+//
+// The sink's failures are said in the log (Options.Logger): the first
+// failure of a spell and the recovery that ends it, at most one spell a
+// minute; the next one logged counts the spells that were not
+// (failure_spells_not_logged), so that a sink failing and recovering over
+// and over (a collector slower than the records) does not flood the log.
 package telemetry

@@ -107,6 +107,7 @@ type Options struct {
 	// Queue is how many entries may wait for the writer (0: 1024).
 	Queue int
 	// Logger is told of sink failures, at most once per failure spell
+	// and at most once a minute, with the count of the spells not told
 	// (nil: slog.Default()).
 	Logger *slog.Logger
 	// Now is the clock (nil: time.Now).
@@ -125,8 +126,19 @@ type Pipeline struct {
 	written atomic.Uint64
 	pending atomic.Int64 // entries an AsyncSink took and has not reported
 	dropped [len(reasonsArr)]atomic.Uint64
-	failing atomic.Bool // the sink failed last, and its failure was logged
+
+	logMu    sync.Mutex
+	failing  bool      // the sink failed last
+	said     bool      // the failure spell under way was logged
+	warnedAt time.Time // when a failure spell was last logged
+	unsaid   int       // failure spells begun since then and not logged
 }
+
+// failLogEvery spaces the warnings of the sink's failure spells: a sink
+// that fails and recovers over and over (a collector slower than the
+// records, a disk nearly full) is said at most once in that time, with
+// the count of the spells not said.
+const failLogEvery = time.Minute
 
 var reasonsArr = [...]string{DropOversized, DropInvalid, DropRateSession, DropRateGlobal, DropQueueFull, DropWriteError, DropNoSink, DropClosed}
 
@@ -265,21 +277,46 @@ func (p *Pipeline) settle(delivered, failed int) {
 	p.written.Add(uint64(delivered))
 }
 
-// failed logs the first failure of a spell; err is nil when the sink
-// reported entries it could not deliver.
+// failed logs the first failure of a spell, unless a spell was logged
+// less than failLogEvery before; a spell not logged then is logged by its
+// first failure past that time. err is nil when the sink reported entries
+// it could not deliver.
 func (p *Pipeline) failed(err error) {
-	if p.failing.Swap(true) {
+	p.logMu.Lock()
+	now := p.opts.Now()
+	recent := !p.warnedAt.IsZero() && now.Sub(p.warnedAt) < failLogEvery
+	switch {
+	case !p.failing:
+		p.failing, p.said = true, false
+		if recent {
+			p.unsaid++
+			p.logMu.Unlock()
+			return
+		}
+	case p.said || recent:
+		p.logMu.Unlock()
 		return
+	default:
+		p.unsaid-- // the spell under way, not logged when it began, is now
 	}
+	unsaid := p.unsaid
+	p.said, p.warnedAt, p.unsaid = true, now, 0
+	p.logMu.Unlock()
+	args := []any{"failure_spells_not_logged", unsaid}
 	if err == nil {
-		p.opts.Logger.Warn("telemetry sink could not deliver records; they are dropped until it recovers")
+		p.opts.Logger.Warn("telemetry sink could not deliver records; they are dropped until it recovers", args...)
 		return
 	}
-	p.opts.Logger.Warn("telemetry sink failed; records are dropped until it recovers", "error", err)
+	p.opts.Logger.Warn("telemetry sink failed; records are dropped until it recovers", append([]any{"error", err}, args...)...)
 }
 
+// recovered ends a failure spell, and says so when the spell was logged.
 func (p *Pipeline) recovered() {
-	if p.failing.Swap(false) {
+	p.logMu.Lock()
+	said := p.failing && p.said
+	p.failing, p.said = false, false
+	p.logMu.Unlock()
+	if said {
 		p.opts.Logger.Info("telemetry sink recovered")
 	}
 }
