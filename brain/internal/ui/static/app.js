@@ -288,6 +288,16 @@ const envKinds = /^(session_creation_started$|tool_call_started$|environment_)/;
 // let go and read from the events API with the earlier ones instead.
 const ENV_HELD = 1000;
 
+// The transcript tab shows the newest TRANSCRIPT_PAGE messages, and
+// TRANSCRIPT_PAGE earlier ones more each time the operator asks, so that
+// showing the transcript again as a long session runs costs in
+// proportion to what shows, not to the length of the transcript.
+const TRANSCRIPT_PAGE = 200;
+
+// A block of the transcript shows at most TRANSCRIPT_TEXT characters of
+// its text until the operator asks for all of it.
+const TRANSCRIPT_TEXT = 1 << 16;
+
 // A failed read of the summary the stream starts from is tried again
 // after RETRY_MS, the wait doubling up to RETRY_MAX_MS.
 const RETRY_MS = 500;
@@ -332,6 +342,8 @@ class SessionView {
     this.left = new AbortController(); // aborts the reads under way once the view stops
     this.summaryTimer = null;
     this.transcriptTimer = null;
+    this.transcriptShows = TRANSCRIPT_PAGE; // the newest messages the transcript tab shows
+    this.lastTranscript = null; // the transcript read last
     // Reads of the summary and of the transcript are numbered as they
     // are sent; an answer older than the one shown (a slow request that
     // a later one overtook) is not shown over it.
@@ -361,6 +373,7 @@ class SessionView {
     $('environments-status').textContent = '';
     $('transcript').replaceChildren();
     $('transcript-through').textContent = '';
+    $('transcript-earlier').hidden = true;
     $('action-error').textContent = missed.get(id) || '';
     missed.delete(id);
     $('message').value = drafts.get(id) || '';
@@ -551,7 +564,8 @@ class SessionView {
       if (this.stopped || !this.fresh('transcript', n)) return;
       this.waits.transcript = 0;
       this.readDone('transcript');
-      renderTranscript(t);
+      this.lastTranscript = t;
+      renderTranscript(t, this.transcriptShows);
     } catch (e) {
       if (this.stopped || this.gone || e.status === 404 || e.status === 400) return;
       if (this.fresh('transcript', n)) {
@@ -559,6 +573,14 @@ class SessionView {
         this.again('transcript');
       }
     }
+  }
+
+  // earlierMessages shows TRANSCRIPT_PAGE more of the transcript's
+  // earlier messages.
+  earlierMessages() {
+    if (!this.lastTranscript) return;
+    this.transcriptShows += TRANSCRIPT_PAGE;
+    renderTranscript(this.lastTranscript, this.transcriptShows);
   }
 
   // follow reads the events stream with fetch (EventSource cannot send
@@ -1285,10 +1307,35 @@ function pointSummary(kind, d) {
   return short(d, 200);
 }
 
-function renderTranscript(t) {
+// blockText answers the elements showing the text of a transcript block:
+// at most TRANSCRIPT_TEXT characters of it and, when it is longer, how
+// many more it has and a button that shows them.
+function blockText(text) {
+  text = text === undefined || text === null ? '' : String(text);
+  if (text.length <= TRANSCRIPT_TEXT) return [el('pre', null, text)];
+  let cut = TRANSCRIPT_TEXT;
+  const c = text.charCodeAt(cut - 1);
+  if (c >= 0xd800 && c <= 0xdbff) cut--; // not between the halves of a character
+  const pre = el('pre', null, text.slice(0, cut) + '\u2026');
+  const more = el('p', 'block-more muted', (text.length - cut) + ' more characters do not show. ');
+  const all = el('button', null, 'Show all');
+  all.type = 'button';
+  all.addEventListener('click', () => {
+    pre.textContent = text;
+    more.remove();
+  });
+  more.append(all);
+  return [pre, more];
+}
+
+// renderTranscript shows the newest count messages of transcript t, and
+// how many earlier ones it leaves out.
+function renderTranscript(t, count) {
   const box = $('transcript');
   box.replaceChildren();
-  for (const m of t.messages || []) {
+  const messages = t.messages || [];
+  const from = Math.max(0, messages.length - count);
+  for (const m of messages.slice(from)) {
     const div = el('div', 'message');
     div.dataset.role = m.role;
     div.append(el('div', 'role', m.role));
@@ -1296,12 +1343,12 @@ function renderTranscript(t) {
       const blk = el('div', 'block');
       blk.dataset.type = b.type;
       if (b.type === 'text') {
-        blk.append(el('pre', null, b.text));
+        blk.append(...blockText(b.text));
       } else if (b.type === 'tool_use') {
-        blk.append(el('span', 'block-label', 'tool call ' + b.id + ': ' + b.name), el('pre', null, JSON.stringify(b.input)));
+        blk.append(el('span', 'block-label', 'tool call ' + b.id + ': ' + b.name), ...blockText(JSON.stringify(b.input)));
       } else if (b.type === 'tool_result') {
         blk.append(el('span', 'block-label', 'tool result ' + b.tool_use_id + (b.is_error ? ' (error)' : '')),
-          el('pre', null, typeof b.content === 'string' ? b.content : JSON.stringify(b.content, null, 1)));
+          ...blockText(typeof b.content === 'string' ? b.content : JSON.stringify(b.content, null, 1)));
       } else if (b.type === 'image' || b.type === 'file') {
         blk.append(el('span', 'block-label', b.type + ' ' + (b.media_type || '')), el('pre', null, b.url));
       } else {
@@ -1312,6 +1359,9 @@ function renderTranscript(t) {
     box.append(div);
   }
   $('transcript-through').textContent = 'through sequence ' + t.through_sequence;
+  $('transcript-earlier').hidden = from === 0;
+  $('transcript-earlier-note').textContent = from + (from === 1 ? ' earlier message does' : ' earlier messages do') + ' not show.';
+  $('transcript-more').textContent = 'Show ' + Math.min(from, TRANSCRIPT_PAGE) + ' earlier';
 }
 
 // ---------------------------------------------------------------- wiring
@@ -1431,6 +1481,9 @@ document.addEventListener('DOMContentLoaded', () => {
       if (view instanceof SessionView) view.page(which);
     });
   }
+  $('transcript-more').addEventListener('click', () => {
+    if (view instanceof SessionView) view.earlierMessages();
+  });
   window.addEventListener('hashchange', route);
   route();
 });
