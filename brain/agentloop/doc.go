@@ -37,8 +37,12 @@
 // activation runs in a fresh instance: package variables do not survive
 // from one turn to the next; save state with SetTranscript and KVPut.
 //
-// In Wasm, ctx is never cancelled: when the turn is interrupted or its
-// wall time ends the host stops the instance, and a service called after
-// the cancel answers a *HostError with code cancelled or timeout. A loop
-// run natively gets the engine's context.
+// In Wasm, the ctx a loop is given is never cancelled: when the turn is
+// interrupted or its wall time ends the host stops the instance, and a
+// service called after the cancel answers a *HostError with code
+// cancelled or timeout. A service called under a ctx the loop derived and
+// ended (cancelled, or past its deadline) is refused in the guest,
+// without reaching the host, with an error wrapping ctx's error and its
+// cause; a call made runs in the host until it answers. A loop run
+// natively gets the engine's context.
 package agentloop

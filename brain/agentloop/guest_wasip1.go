@@ -95,7 +95,20 @@ func seqCall(method string, fn guestabi.Import, e *encoder) (uint64, error) {
 // hostServices reaches the host's service table through the imports.
 type hostServices struct{}
 
-func (hostServices) Model(_ context.Context, req api.ModelRequest) (res api.ModelResult, err error) {
+// ended refuses a service call under a ctx that has ended (see
+// guestabi.Ended): the loop has given up what the call would do, and once
+// made a call runs in the host until it answers.
+func ended(ctx context.Context, method string) error {
+	if err := guestabi.Ended(ctx); err != nil {
+		return fmt.Errorf("agentloop: %s: %w", method, err)
+	}
+	return nil
+}
+
+func (hostServices) Model(ctx context.Context, req api.ModelRequest) (res api.ModelResult, err error) {
+	if err := ended(ctx, "model"); err != nil {
+		return res, err
+	}
 	e := newEncoder(sizeMessages(req.Messages) + 64)
 	e.modelRequest(&req)
 	d, err := send("model", hostModel, &e)
@@ -106,7 +119,10 @@ func (hostServices) Model(_ context.Context, req api.ModelRequest) (res api.Mode
 	return res, answered("model", &d)
 }
 
-func (hostServices) Dispatch(_ context.Context, calls []api.ToolInvocation) ([]api.ToolReturn, error) {
+func (hostServices) Dispatch(ctx context.Context, calls []api.ToolInvocation) ([]api.ToolReturn, error) {
+	if err := ended(ctx, "dispatch"); err != nil {
+		return nil, err
+	}
 	if calls == nil {
 		calls = []api.ToolInvocation{}
 	}
@@ -124,18 +140,27 @@ func (hostServices) Dispatch(_ context.Context, calls []api.ToolInvocation) ([]a
 	return out, answered("dispatch", &d)
 }
 
-func (hostServices) Emit(_ context.Context, eventType string, data json.RawMessage) (uint64, error) {
+func (hostServices) Emit(ctx context.Context, eventType string, data json.RawMessage) (uint64, error) {
+	if err := ended(ctx, "emit"); err != nil {
+		return 0, err
+	}
 	e := newEncoder(32 + len(eventType) + len(data))
 	e.keyRaw("event_type", eventType, "data", data)
 	return seqCall("emit", hostEmit, &e)
 }
 
-func (hostServices) Telemetry(_ context.Context, record json.RawMessage) error {
+func (hostServices) Telemetry(ctx context.Context, record json.RawMessage) error {
+	if err := ended(ctx, "telemetry"); err != nil {
+		return err
+	}
 	_, err := call("telemetry", hostTelemetry, record)
 	return err
 }
 
-func (hostServices) Events(_ context.Context, after uint64) (page api.EventPage, err error) {
+func (hostServices) Events(ctx context.Context, after uint64) (page api.EventPage, err error) {
+	if err := ended(ctx, "events"); err != nil {
+		return page, err
+	}
 	e := newEncoder(20)
 	e.Uint(after)
 	d, err := send("events", hostEvents, &e)
@@ -146,7 +171,10 @@ func (hostServices) Events(_ context.Context, after uint64) (page api.EventPage,
 	return page, answered("events", &d)
 }
 
-func (hostServices) SetTranscript(_ context.Context, messages []api.Message) (uint64, error) {
+func (hostServices) SetTranscript(ctx context.Context, messages []api.Message) (uint64, error) {
+	if err := ended(ctx, "set_transcript"); err != nil {
+		return 0, err
+	}
 	if messages == nil {
 		messages = []api.Message{}
 	}
@@ -155,7 +183,10 @@ func (hostServices) SetTranscript(_ context.Context, messages []api.Message) (ui
 	return seqCall("set_transcript", hostSetTranscript, &e)
 }
 
-func (hostServices) KVRead(_ context.Context, key string) (json.RawMessage, bool, error) {
+func (hostServices) KVRead(ctx context.Context, key string) (json.RawMessage, bool, error) {
+	if err := ended(ctx, "kv_read"); err != nil {
+		return nil, false, err
+	}
 	e := newEncoder(len(key) + 8)
 	e.Str(key)
 	d, err := send("kv_read", hostKVRead, &e)
@@ -169,7 +200,10 @@ func (hostServices) KVRead(_ context.Context, key string) (json.RawMessage, bool
 	return value, value != nil, nil
 }
 
-func (hostServices) KVPut(_ context.Context, key string, value json.RawMessage) (uint64, error) {
+func (hostServices) KVPut(ctx context.Context, key string, value json.RawMessage) (uint64, error) {
+	if err := ended(ctx, "kv_put"); err != nil {
+		return 0, err
+	}
 	if value == nil {
 		value = json.RawMessage("null")
 	}
@@ -178,13 +212,19 @@ func (hostServices) KVPut(_ context.Context, key string, value json.RawMessage) 
 	return seqCall("kv_put", hostKVPut, &e)
 }
 
-func (hostServices) KVDelete(_ context.Context, key string) (uint64, error) {
+func (hostServices) KVDelete(ctx context.Context, key string) (uint64, error) {
+	if err := ended(ctx, "kv_delete"); err != nil {
+		return 0, err
+	}
 	e := newEncoder(len(key) + 8)
 	e.Str(key)
 	return seqCall("kv_delete", hostKVDelete, &e)
 }
 
-func (hostServices) Environments(_ context.Context, req json.RawMessage) (json.RawMessage, error) {
+func (hostServices) Environments(ctx context.Context, req json.RawMessage) (json.RawMessage, error) {
+	if err := ended(ctx, "environments"); err != nil {
+		return nil, err
+	}
 	answer, err := call("environments", hostEnvironments, req)
 	if err != nil {
 		return nil, err

@@ -7,7 +7,9 @@ import (
 	"github.com/brain-in-go/brain/brain/api"
 )
 
-// Services is the service table an activation may call.
+// Services is the service table an activation may call. In Wasm a call
+// whose ctx has ended is refused without reaching the host, with an error
+// wrapping ctx's; a call made runs in the host until it answers.
 type Services interface {
 	// Model calls the session's model. A nil System, Tools or
 	// ResponseFormat takes the session's; an empty, non-nil Tools offers

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 	"unsafe"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -67,20 +66,12 @@ func seqCall(method string, fn guestabi.Import, raw []byte) (uint64, error) {
 // hostServices reaches the host's service table through the imports.
 type hostServices struct{}
 
-// ended refuses a service call under a ctx that has ended: the Tool has
-// given up what the call would do, and once made a call runs in the host
-// until it answers. A deadline counts once passed: the guest's timers
-// run only when its goroutines pause, so a Tool that computed past the
-// deadline would still find ctx live.
+// ended refuses a service call under a ctx that has ended (see
+// guestabi.Ended): the Tool has given up what the call would do, and once
+// made a call runs in the host until it answers.
 func ended(ctx context.Context, method string) error {
-	if err := ctx.Err(); err != nil {
-		if cause := context.Cause(ctx); cause != err {
-			return fmt.Errorf("tool: %s: %w: %w", method, err, cause)
-		}
+	if err := guestabi.Ended(ctx); err != nil {
 		return fmt.Errorf("tool: %s: %w", method, err)
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return fmt.Errorf("tool: %s: %w", method, context.DeadlineExceeded)
 	}
 	return nil
 }

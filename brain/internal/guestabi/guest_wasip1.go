@@ -5,6 +5,7 @@ package guestabi
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -14,12 +15,23 @@ func hostAnswer(ptr unsafe.Pointer, n uint32) uint32
 // Import is a host service import.
 type Import func(ptr unsafe.Pointer, n uint32) uint64
 
+// calling is held from a service import to the answer import that
+// fetches its answer: the host keeps the answer of the last call only,
+// and a goroutine may be switched out between the two (the allocation of
+// the answer buffer may run the garbage collector, which may park it).
+// A goroutine that waits for it parks; none can run while the holder is
+// in the host, whose call blocks the whole guest.
+var calling sync.Mutex
+
 // Call sends raw (null when empty) to fn and answers the status and the
-// answer bytes.
+// answer bytes. Goroutines may call it concurrently: each gets the answer
+// of its own call.
 func Call(fn Import, raw []byte) (status uint32, answer []byte, err error) {
 	if len(raw) == 0 {
 		raw = []byte("null")
 	}
+	calling.Lock()
+	defer calling.Unlock()
 	r := fn(unsafe.Pointer(unsafe.SliceData(raw)), uint32(len(raw)))
 	runtime.KeepAlive(raw)
 	status, n := uint32(r>>32), uint32(r)
