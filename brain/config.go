@@ -31,7 +31,8 @@ const DefaultRequestRetention = 24 * time.Hour
 // and every zero field selects the server default. The env tag of a field
 // names the BRAIN_* variable "brain serve" reads it from; validation
 // errors name both. A URL field holds no white space or control
-// character, and its port, if it names one, is from 1 to 65535.
+// character, names a host (without a Unicode format character in it),
+// and its port, if it names one, is from 1 to 65535.
 type Config struct {
 	// DataDir is the data directory; it is created, locked and checked.
 	DataDir string `validate:"required" env:"BRAIN_DATA_DIR"`
@@ -40,7 +41,7 @@ type Config struct {
 	Storage Storage
 	// PublicURL is the base URL environments use for callbacks and
 	// reporters (default: http://<address of the listener given to Serve>).
-	PublicURL string `validate:"omitempty,url_text,http_url,url_port" env:"BRAIN_PUBLIC_URL"`
+	PublicURL string `validate:"omitempty,url_text,http_url,url_host,url_port" env:"BRAIN_PUBLIC_URL"`
 	// Token is the bearer token every application route requires. When it
 	// is empty and TokenFile is set, the token saved in TokenFile is used,
 	// or a new one is generated and saved there (mode 0600; a saved token
@@ -127,7 +128,7 @@ type Config struct {
 // could carry it. Header values are credentials: they are sent to the
 // collector only, never logged or quoted in errors.
 type OTLP struct {
-	Endpoint string            `validate:"omitempty,url_text,http_url,url_port,url_no_user,url_no_query" env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+	Endpoint string            `validate:"omitempty,url_text,http_url,url_host,url_port,url_no_user,url_no_query" env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
 	Protocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_PROTOCOL"`
 	Headers  map[string]string `validate:"dive,keys,header_name,endkeys,header_value" env:"OTEL_EXPORTER_OTLP_HEADERS"`
 	// Insecure (and TracesInsecure, LogsInsecure) never drops TLS from
@@ -138,7 +139,7 @@ type OTLP struct {
 	// Compression of every signal's exports: gzip or none (default).
 	Compression string `validate:"omitempty,oneof=gzip none" env:"OTEL_EXPORTER_OTLP_COMPRESSION"`
 
-	TracesEndpoint string            `validate:"omitempty,url_text,http_url,url_port,url_no_user,url_host_path" env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
+	TracesEndpoint string            `validate:"omitempty,url_text,http_url,url_host,url_port,url_no_user,url_host_path" env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
 	TracesProtocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"`
 	TracesHeaders  map[string]string `validate:"dive,keys,header_name,endkeys,header_value" env:"OTEL_EXPORTER_OTLP_TRACES_HEADERS"`
 	TracesInsecure bool              `env:"OTEL_EXPORTER_OTLP_TRACES_INSECURE"`
@@ -149,7 +150,7 @@ type OTLP struct {
 	// whatever the endpoints say.
 	TracesExporter string `validate:"omitempty,oneof=otlp none" env:"OTEL_TRACES_EXPORTER"`
 
-	LogsEndpoint string            `validate:"omitempty,url_text,http_url,url_port,url_no_user,url_host_path" env:"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"`
+	LogsEndpoint string            `validate:"omitempty,url_text,http_url,url_host,url_port,url_no_user,url_host_path" env:"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"`
 	LogsProtocol string            `validate:"omitempty,oneof=http/protobuf grpc" env:"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"`
 	LogsHeaders  map[string]string `validate:"dive,keys,header_name,endkeys,header_value" env:"OTEL_EXPORTER_OTLP_LOGS_HEADERS"`
 	LogsInsecure bool              `env:"OTEL_EXPORTER_OTLP_LOGS_INSECURE"`
@@ -217,10 +218,10 @@ type Limits struct {
 type Models struct {
 	// OpenAIBaseURL is the base URL of openai and openai_chat (default
 	// the hosted API), without credentials, query or fragment.
-	OpenAIBaseURL string `validate:"omitempty,url_text,http_url,url_port,base_url" env:"BRAIN_OPENAI_BASE_URL"`
+	OpenAIBaseURL string `validate:"omitempty,url_text,http_url,url_host,url_port,base_url" env:"BRAIN_OPENAI_BASE_URL"`
 	// AnthropicBaseURL is the base URL of anthropic (default the hosted
 	// API), without credentials, query or fragment.
-	AnthropicBaseURL string `validate:"omitempty,url_text,http_url,url_port,base_url" env:"BRAIN_ANTHROPIC_BASE_URL"`
+	AnthropicBaseURL string `validate:"omitempty,url_text,http_url,url_host,url_port,base_url" env:"BRAIN_ANTHROPIC_BASE_URL"`
 	// APIKeys are the operator's keys by provider name, used by sessions
 	// that bring none ("brain serve" reads OPENAI_API_KEY and
 	// ANTHROPIC_API_KEY). A key holding a control character other than a
@@ -277,7 +278,7 @@ func headerKey(key string) bool {
 type EnvironmentRoute struct {
 	// Endpoint is the provider's base URL: HTTPS, or HTTP on a loopback
 	// host.
-	Endpoint string `json:"endpoint" validate:"required,url_text,http_url,url_port" env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
+	Endpoint string `json:"endpoint" validate:"required,url_text,http_url,url_host,url_port" env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
 	// APIKey is the operator's credential for the provider (optional),
 	// sent as an Authorization header: one with white space at an end or
 	// a control character is refused.
@@ -294,7 +295,7 @@ type Environments struct {
 	// carry is refused as in Routes.
 	RoutesFile string `env:"BRAIN_ENVIRONMENT_ROUTES_FILE"`
 	// BaseURL and APIKey are the default route of drivers without one.
-	BaseURL string `validate:"omitempty,url_text,http_url,url_port" env:"BRAIN_ENVIRONMENT_BASE_URL"`
+	BaseURL string `validate:"omitempty,url_text,http_url,url_host,url_port" env:"BRAIN_ENVIRONMENT_BASE_URL"`
 	APIKey  string `validate:"omitempty,header_token" env:"BRAIN_ENVIRONMENT_API_KEY"`
 
 	MaxResponseBytes int64 `validate:"gte=0" env:"BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES"`
@@ -439,6 +440,16 @@ func newValidator() *validator.Validate {
 	// request's path, or stop the URL from parsing.
 	if err := v.RegisterValidation("url_text", func(fl validator.FieldLevel) bool {
 		return !strings.ContainsFunc(fl.Field().String(), func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
+	}); err != nil {
+		panic(err)
+	}
+	// A URL names a host: one naming only a port (http://:8000/v1)
+	// would be dialled on this machine under no name, and one whose
+	// host holds a format character a reader does not see (a zero width
+	// space) names no host the operator meant.
+	if err := v.RegisterValidation("url_host", func(fl validator.FieldLevel) bool {
+		u, err := url.Parse(fl.Field().String())
+		return err == nil && netutil.HostName(u.Hostname())
 	}); err != nil {
 		panic(err)
 	}
@@ -602,6 +613,9 @@ func problem(fe validator.FieldError) string {
 	case "url_text":
 		// Not quoted: a URL may carry credentials.
 		return "holds white space or a control character (a line end read with it?): a URL has none"
+	case "url_host":
+		// Not quoted: a URL may carry credentials.
+		return "must name a host (http://:8000 names only a port) holding no white space, control or invisible format character (such as a zero width space)"
 	case "url_port":
 		// Not quoted: a URL may carry credentials.
 		return "must name a port from 1 to 65535, or none"

@@ -324,3 +324,35 @@ func TestEnvironmentKeyNoHeaderCarriesRefused(t *testing.T) {
 	}
 	srv.Close(context.Background())
 }
+
+// TestURLsNamingNoHostRefused: a URL field that names only a port
+// (http://:8000/v1, dialled on this machine under no name) or whose host
+// holds a Unicode format character no reader sees (a zero width space,
+// also percent-encoded) is refused by New, naming the field and its
+// variable, before the data directory is touched: every request to it
+// would go to a host the operator did not mean.
+func TestURLsNamingNoHostRefused(t *testing.T) {
+	for _, u := range []string{"http://:8000/v1", "https://api.ex\u200bample/v1", "https://\u202eelpmaxe.ipa/v1", "https://api.ex%E2%80%8Bample/v1"} {
+		for field, c := range map[string]brain.Config{
+			"PublicURL":                         {PublicURL: u},
+			"Models.OpenAIBaseURL":              {Models: brain.Models{OpenAIBaseURL: u}},
+			"Models.AnthropicBaseURL":           {Models: brain.Models{AnthropicBaseURL: u}},
+			"Environments.BaseURL":              {Environments: brain.Environments{BaseURL: u}},
+			"Environments.Routes[box].Endpoint": {Environments: brain.Environments{Routes: map[string]brain.EnvironmentRoute{"box": {Endpoint: u}}}},
+			"OTLP.Endpoint":                     {OTLP: brain.OTLP{Endpoint: strings.TrimSuffix(u, "/v1")}},
+			"OTLP.TracesEndpoint":               {OTLP: brain.OTLP{TracesEndpoint: u + "/traces"}},
+			"OTLP.LogsEndpoint":                 {OTLP: brain.OTLP{LogsEndpoint: u + "/logs"}},
+		} {
+			c.DataDir = filepath.Join(t.TempDir(), "data")
+			_, err := brain.New(context.Background(), c)
+			var ce *brain.ConfigError
+			if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != field || !strings.Contains(ce.Problems[0].Problem, "host") {
+				t.Errorf("%s %q: New = %v, want a ConfigError naming %s and the host", field, u, err, field)
+				continue
+			}
+			if _, err := os.Stat(c.DataDir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s %q: the data directory was created: %v", field, u, err)
+			}
+		}
+	}
+}

@@ -155,8 +155,13 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, &ConfigError{Problems: problems}
 		}
 	}
-	if err := loophost.CheckGrants(cfg.Agentloops.FilesystemAllow, cfg.Agentloops.SecretAllow); err != nil {
-		return nil, fmt.Errorf("brain: Config.Agentloops: %w", err)
+	// An allow list naming a directory that is not there (a mistyped
+	// path) is a setting to correct, named as the other refused ones.
+	if err := loophost.CheckGrants(cfg.Agentloops.FilesystemAllow, nil); err != nil {
+		return nil, settingError("Agentloops.FilesystemAllow", err)
+	}
+	if err := loophost.CheckGrants(nil, cfg.Agentloops.SecretAllow); err != nil {
+		return nil, settingError("Agentloops.SecretAllow", err)
 	}
 	if s.telem, err = openTelemetry(ctx, cfg.Telemetry, cfg.OTLP, s.log); err != nil {
 		return nil, err

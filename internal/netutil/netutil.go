@@ -47,3 +47,15 @@ func BaseURLText(raw string) bool {
 	return !strings.ContainsAny(raw, "?#") &&
 		!strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
 }
+
+// HostName reports whether host, the host of a URL as url.URL.Hostname
+// answers it, names a host: it is not empty, as in http://:8000/v1, which
+// would be dialled on the local machine under no name at all, and it
+// holds no white space, control character or Unicode format character
+// (a zero width space, a soft hyphen, a direction mark), which no host
+// name holds and which a reader of the setting does not see.
+func HostName(host string) bool {
+	return host != "" && !strings.ContainsFunc(host, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	})
+}

@@ -37,3 +37,15 @@ func TestBaseURLText(t *testing.T) {
 		}
 	}
 }
+
+func TestHostName(t *testing.T) {
+	for host, ok := range map[string]bool{
+		"api.example": true, "127.0.0.1": true, "::1": true, "localhost": true, "bücher.example": true,
+		"": false, "api.ex\u200bample": false, "api.ex\u00adample": false, "\u202eelpmaxe.ipa": false,
+		"\ufeffapi.example": false, "api.example\u2060": false, "a b": false, "a\tb": false,
+	} {
+		if got := HostName(host); got != ok {
+			t.Errorf("HostName(%q) = %v, want %v", host, got, ok)
+		}
+	}
+}

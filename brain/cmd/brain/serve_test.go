@@ -256,7 +256,11 @@ func TestBannerOneWrite(t *testing.T) {
 			t.Fatalf("generated=%v: banner in %d writes, want 1", generated, len(w.writes))
 		}
 		b := w.writes[0]
-		for _, want := range []string{"Brain is serving on http://127.0.0.1:9\n", "Try it:", "export BRAIN_TOKEN=brain_tok", "http://127.0.0.1:9/v1/sessions/$SID/transcript\n"} {
+		export := "export BRAIN_TOKEN=$(cat d/operator.token)"
+		if generated {
+			export = "export BRAIN_TOKEN=brain_tok"
+		}
+		for _, want := range []string{"Brain is serving on http://127.0.0.1:9\n", "Try it:", export, "http://127.0.0.1:9/v1/sessions/$SID/transcript\n"} {
 			if !strings.Contains(b, want) {
 				t.Fatalf("generated=%v: banner lacks %q:\n%s", generated, want, b)
 			}

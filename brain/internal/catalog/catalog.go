@@ -16,6 +16,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/internal/netutil"
 )
 
@@ -174,6 +175,14 @@ func Decode(b []byte) (*File, error) {
 	if f.Providers == nil {
 		return nil, fmt.Errorf("%w: no providers array", ErrInvalid)
 	}
+	// The decoder keeps the last of two members of one name: a field
+	// given twice would lose the other without a word.
+	if at, key, dup := envapi.DuplicateKey(b); dup {
+		if at == "" {
+			return nil, fmt.Errorf("%w: %q is given twice", ErrInvalid, key)
+		}
+		return nil, fmt.Errorf("%w: %q is given twice in %s", ErrInvalid, key, at)
+	}
 	seen := map[string]bool{}
 	for i, p := range f.Providers {
 		if err := p.check(); err != nil {
@@ -200,10 +209,10 @@ func (p FileProvider) check() error {
 		return fmt.Errorf("dialect %q: want %s, %s or %s", p.Dialect, DialectOpenAIResponses, DialectOpenAIChat, DialectAnthropic)
 	}
 	u, err := url.Parse(p.BaseURL)
-	if err != nil || !netutil.BaseURLText(p.BaseURL) || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+	if err != nil || !netutil.BaseURLText(p.BaseURL) || (u.Scheme != "http" && u.Scheme != "https") || !netutil.HostName(u.Hostname()) || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		// The value is not quoted: what makes it wrong may be a
 		// credential written into it.
-		return fmt.Errorf("base_url of %q: want an http or https URL without credentials, query, fragment or white space", p.Name)
+		return fmt.Errorf("base_url of %q: want an http or https URL naming a host, without credentials, query, fragment, white space or invisible format characters", p.Name)
 	}
 	if !netutil.DialablePort(u.Port()) {
 		return fmt.Errorf("base_url of %q: want a port from 1 to 65535, or none", p.Name)

@@ -183,7 +183,8 @@ func LoadRoutes(path string) (map[string]Route, error) {
 }
 
 // parseRoutes decodes the routes of a routes file strictly: one JSON
-// object, no unknown fields, nothing after it. The decoder's messages
+// object, no unknown fields, no name twice in one object, nothing after
+// it. The decoder's messages
 // quote no values, but they quote unknown field names, which may hold an
 // api_key the file spells out (a key typed where a name goes): every
 // api_key value is redacted from them.
@@ -201,6 +202,15 @@ func parseRoutes(b []byte) (map[string]Route, error) {
 	}
 	if routes == nil {
 		return nil, errors.New("null is not a routes object")
+	}
+	// The decoder keeps the last of two members of one name: a route
+	// named twice, or a field given twice, would lose the other without
+	// a word.
+	if at, key, dup := envapi.DuplicateKey(b); dup {
+		if at == "" {
+			return nil, redactAPIKeys(b, fmt.Errorf("route %q is named twice", key))
+		}
+		return nil, redactAPIKeys(b, fmt.Errorf("%q is given twice in route %s", key, at))
 	}
 	return routes, nil
 }
@@ -284,7 +294,7 @@ var errEndpointPort = errors.New("endpoint must name a port from 1 to 65535, or 
 // machine.
 func checkEndpoint(raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || !netutil.BaseURLText(raw) || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+	if err != nil || !netutil.BaseURLText(raw) || !netutil.HostName(u.Hostname()) || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return errEndpoint
 	}
 	if !netutil.DialablePort(u.Port()) {

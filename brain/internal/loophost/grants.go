@@ -207,8 +207,15 @@ func checkAllow(fsAllow []string, secrets map[string]string) ([]string, error) {
 		if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
 			return nil, fmt.Errorf("loophost: secret name %q is not a file name", name)
 		}
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || !filepath.IsAbs(dir) {
+		if !filepath.IsAbs(dir) {
 			return nil, fmt.Errorf("loophost: secret %q: %q is not an absolute directory", name, dir)
+		}
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return nil, fmt.Errorf("loophost: secret %q: %w", name, err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("loophost: secret %q: %q is not a directory", name, dir)
 		}
 	}
 	return out, nil
