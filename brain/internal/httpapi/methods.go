@@ -21,7 +21,7 @@ func (s *Server) allowed(r *http.Request) []string {
 	for _, m := range routeMethods {
 		probe := *r
 		probe.Method = m
-		if _, pattern := s.mux.Handler(&probe); pattern != "" && pattern != "/" && (pattern != PatternBinding || bindingPath(r)) {
+		if _, pattern := s.mux.Handler(&probe); pattern != "" && pattern != patternNotRouted && (pattern != PatternBinding || bindingPath(r)) {
 			out = append(out, m)
 			if m == http.MethodGet {
 				out = append(out, http.MethodHead)

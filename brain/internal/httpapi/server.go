@@ -63,8 +63,8 @@ type Options struct {
 	// they work); /health/ready answers 503 while it does.
 	Healthy func() error
 	// Logger receives request and error logs (nil: slog.Default()).
-	// Logs carry methods, routes, statuses and session ids, never
-	// headers or bodies.
+	// Logs carry methods (_OTHER for one HTTP does not define), routes,
+	// statuses and session ids, never headers or bodies.
 	Logger *slog.Logger
 	// PrepareCreate, if set, may fill defaults (such as default
 	// environments) into a validated create request before the engine runs
@@ -274,7 +274,7 @@ func (s *Server) routes() {
 	// each API request it makes.
 	s.handleOpen("GET "+ui.Prefix, inspector(ui.Files()))
 	s.handleOpen("GET /ui", http.RedirectHandler(ui.Prefix, http.StatusMovedPermanently))
-	s.mux.Handle("/", s.authenticate(http.HandlerFunc(s.notRouted)))
+	s.mux.Handle(patternNotRouted, s.authenticate(http.HandlerFunc(s.notRouted)))
 }
 
 // handle mounts h at pattern (a ServeMux pattern) behind the server token.
@@ -349,13 +349,14 @@ func (s *Server) finishRequest(d served) {
 		defer d.endSpan(d.aborted)
 	}
 	elapsed := time.Since(d.start)
+	method, _ := knownMethod(d.method)
 	if d.forwarded {
 		s.observer().Forwarded(d.pattern, d.status, elapsed)
 	} else {
 		s.observer().Request(d.pattern, d.status, elapsed)
 	}
 	if d.status >= 500 && d.status != http.StatusServiceUnavailable {
-		args := []any{"method", d.method, "route", d.pattern, "status", d.status, "ms", elapsed.Milliseconds()}
+		args := []any{"method", method, "route", d.pattern, "status", d.status, "ms", elapsed.Milliseconds()}
 		if d.err != nil {
 			args = append(args, "err", d.err)
 		}
@@ -364,7 +365,7 @@ func (s *Server) finishRequest(d served) {
 		}
 		s.log.Warn("request", args...)
 	} else if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		s.log.Debug("request", "method", d.method, "route", d.pattern, "status", d.status, "ms", elapsed.Milliseconds(), "aborted", d.aborted)
+		s.log.Debug("request", "method", method, "route", d.pattern, "status", d.status, "ms", elapsed.Milliseconds(), "aborted", d.aborted)
 	}
 }
 

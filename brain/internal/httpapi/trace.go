@@ -19,13 +19,27 @@ import (
 // status and session id, failed when the status is 5xx or the response
 // was aborted (cut off) part way. Headers other than the trace context
 // are never read into the span.
+//
+// The method is recorded as OpenTelemetry's HTTP conventions say: one of
+// the methods HTTP defines (knownMethod), else "_OTHER" with the method
+// the client sent, cut to maxMethodOriginal bytes, in
+// http.request.method_original. A request no route takes (the catch-all
+// that answers 404 or 405, a request for "*") is named by its method, or
+// "HTTP" for another method, and carries no http.route: a client chooses
+// neither the names of spans nor their size.
 func (s *Server) traceRequest(r *http.Request, sw *statusWriter) (*http.Request, func(aborted bool)) {
 	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	ctx, span := s.opts.Tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("http.request.method", r.Method)))
+	method, known := knownMethod(r.Method)
+	name := method
+	attrs := []attribute.KeyValue{attribute.String("http.request.method", method)}
+	if !known {
+		name = "HTTP"
+		attrs = append(attrs, attribute.String("http.request.method_original", methodOriginal(r.Method)))
+	}
+	ctx, span := s.opts.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	r = r.WithContext(ctx)
 	return r, func(aborted bool) {
-		if r.Pattern != "" {
+		if r.Pattern != "" && r.Pattern != patternNotRouted {
 			span.SetName(r.Pattern)
 			span.SetAttributes(attribute.String("http.route", r.Pattern))
 		}

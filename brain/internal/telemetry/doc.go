@@ -51,8 +51,8 @@
 // # Counters
 //
 // Stats answers the entries written and the records dropped by reason:
-// oversized (beyond the record bound), invalid (not JSON; the sender is
-// answered an error), rate_session and rate_global (beyond a token
+// oversized (beyond the record bound), invalid (not JSON, which a record
+// that is not UTF-8 is not either; the sender is answered an error), rate_session and rate_global (beyond a token
 // bucket), queue_full (the writer is behind), write_error (the sink
 // failed), no_sink (none is configured) and closed (sent during shutdown).
 // An entry is written once its sink delivered it: the file took it, the

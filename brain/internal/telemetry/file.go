@@ -8,10 +8,14 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"unicode/utf8"
 )
 
 // DefaultMaxFileBytes is the size bound of a telemetry file.
 const DefaultMaxFileBytes = 64 << 20
+
+// errNotUTF8 refuses an entry whose record is not UTF-8: the file is.
+var errNotUTF8 = errors.New("telemetry: the record is not valid UTF-8")
 
 // File is the JSON-lines sink (see the package documentation). It is used
 // from the pipeline's one writer goroutine.
@@ -87,7 +91,8 @@ func (f *File) fail() {
 
 // Write appends e as one line, rotating the file first if the line would
 // take it past its bound. A device or pipe standing in for the file is
-// not rotated.
+// not rotated. An entry whose record is not UTF-8 (Accept passes none) is
+// refused, the file untouched.
 func (f *File) Write(_ context.Context, e Entry) error {
 	f.buf.Reset()
 	enc := json.NewEncoder(&f.buf)
@@ -96,6 +101,11 @@ func (f *File) Write(_ context.Context, e Entry) error {
 		return fmt.Errorf("telemetry: encode: %w", err)
 	}
 	line := f.buf.Bytes()
+	if !utf8.Valid(line) {
+		// Only a record can hold such bytes: encoding/json writes a
+		// json.RawMessage's strings as they are.
+		return errNotUTF8
+	}
 	if int64(len(line)) > f.max {
 		return fmt.Errorf("telemetry: a %d-byte line exceeds the file bound of %d bytes", len(line), f.max)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // captureSink keeps the lines File would write, without a file.
@@ -18,8 +19,9 @@ func (c *captureSink) Write(_ context.Context, e Entry) error { c.ch <- e; retur
 func (c *captureSink) Close(context.Context) error            { return nil }
 
 // FuzzRecord: whatever bytes a sender passes, Accept either refuses them
-// as not JSON or yields an entry whose line is one JSON object carrying
-// Brain's origin and the record, equal to what was sent.
+// as not JSON (or not UTF-8) or yields an entry whose line is one UTF-8
+// JSON object carrying Brain's origin and the record, equal to what was
+// sent.
 func FuzzRecord(f *testing.F) {
 	for _, s := range []string{`{}`, `null`, `{"origin":{"kind":"agentloop"},"session_id":"x"}`, "\"a\\nb\"",
 		`[1,2,{"a":"\u2028"}]`, `{"a":1}{"b":2}`, "{\"a\":\"\xff\"}", `  7  `, ``, `{"a":` + "\n" + `1}`} {
@@ -35,7 +37,7 @@ func FuzzRecord(f *testing.F) {
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("error %v", err)
 			}
-			if len(record) > 0 && json.Valid(record) {
+			if len(record) > 0 && json.Valid(record) && utf8.Valid(record) {
 				t.Fatalf("valid JSON %q refused", record)
 			}
 			return
@@ -51,6 +53,9 @@ func FuzzRecord(f *testing.F) {
 			t.Fatalf("encode: %v", err)
 		}
 		line := buf.Bytes()
+		if !utf8.Valid(line) {
+			t.Fatalf("line %q is not UTF-8", line)
+		}
 		if bytes.IndexByte(line, '\n') != len(line)-1 {
 			t.Fatalf("line %q is not one line", line)
 		}

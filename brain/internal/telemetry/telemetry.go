@@ -11,11 +11,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
 
-// ErrInvalid is the error Accept answers for a record that is not JSON.
+// ErrInvalid is the error Accept answers for a record that is not JSON,
+// or not UTF-8 (as JSON text must be).
 var ErrInvalid = errors.New("telemetry record is not JSON")
 
 // Origin is what Brain knows about the sender of a record. The sender
@@ -183,7 +185,8 @@ func New(opts Options) *Pipeline {
 // Accept takes one record from the sender at o. It never blocks on the
 // sink: a record beyond a bound, or one the writer has no room for, is
 // dropped and counted. Only a record that is not JSON is refused, with an
-// error wrapping ErrInvalid.
+// error wrapping ErrInvalid: one whose bytes are not UTF-8 is not JSON
+// either (encoding/json would take them into the entry as they are).
 func (p *Pipeline) Accept(o Origin, record []byte) error {
 	max := DefaultMaxRecordBytes
 	if p != nil {
@@ -195,6 +198,10 @@ func (p *Pipeline) Accept(o Origin, record []byte) error {
 	}
 	if len(record) == 0 {
 		record = []byte("null")
+	}
+	if !utf8.Valid(record) {
+		p.drop(DropInvalid)
+		return fmt.Errorf("%w: it is not valid UTF-8", ErrInvalid)
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(record))

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
@@ -40,7 +41,7 @@ func toolOrigin(session string) Origin {
 }
 
 // readLines answers the entries of a JSON-lines file, failing on a line
-// that is not one JSON object.
+// that is not one JSON object in UTF-8.
 func readLines(t *testing.T, path string) []map[string]json.RawMessage {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -51,6 +52,9 @@ func readLines(t *testing.T, path string) []map[string]json.RawMessage {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
+		if !utf8.Valid(sc.Bytes()) {
+			t.Fatalf("line %q is not UTF-8", sc.Bytes())
+		}
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("line %q is not a JSON object: %v", sc.Bytes(), err)

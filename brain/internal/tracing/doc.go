@@ -62,7 +62,11 @@
 // Brain's spans (names and the attributes every one carries):
 //
 //	HTTP request   server span named by the route pattern ("POST
-//	               /v1/sessions/{id}/messages"), http.request.method,
+//	               /v1/sessions/{id}/messages"; a request no route takes
+//	               by its method, "HTTP" for one HTTP does not define),
+//	               http.request.method ("_OTHER" for such a method, the
+//	               one sent, cut to 64 bytes, in
+//	               http.request.method_original), http.route when routed,
 //	               http.response.status_code, brain.session_id when the
 //	               route names one (/v1/sessions/{id}...; the {id} of a
 //	               Tool or agentloop route is none); W3C traceparent/tracestate of the
