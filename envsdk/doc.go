@@ -54,10 +54,9 @@
 // close when the operation returns or is stopped (cancelled, past its
 // deadline): after that they fail with ErrClosed and send nothing.
 // A Ctx, a Reporter, an Invocation, and envapi's Command, Operation,
-// Request and *Grant, printed or logged with log/slog (its JSON handler
-// too), never show the tokens of the grants they hold. A Grant value
-// prints without its token too, but log/slog's JSON handler encodes it as
-// its wire JSON, token included: log a grant by its pointer.
+// Request and Grant (its value, or a pointer to it, nil included),
+// printed or logged with log/slog (its JSON handler too), never show the
+// tokens of the grants they hold.
 //
 // # How Execute is answered
 //

@@ -27,7 +27,7 @@ func (k *ctxKeeper) Setup(c *envsdk.Ctx) (envsdk.SetupResult, error) {
 
 func (k *ctxKeeper) Execute(c *envsdk.Ctx, _ *envsdk.Execution) (envapi.Receipt, error) {
 	k.log.Info("execute", "ctx", c, "request", c.Request, "callback", c.Request.Callback)
-	k.printed.WriteString(printed(c, true))
+	k.printed.WriteString(printed(c))
 	return envsdk.Output("done")
 }
 

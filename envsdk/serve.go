@@ -24,6 +24,16 @@ var shutdownGrace = 30 * time.Second
 // context of every Tool still going has ended, and the handler's idle
 // connections to Brain are closed (those of a client given in
 // Options.Client are the provider's to close).
+//
+// A client has ten seconds to send a request's header, and a bounded
+// time to send its body and to read the answer, so that one that trickles
+// either does not hold a connection for ever: 30 seconds plus a second
+// per 256 KiB of the largest body h reads and of the largest answer it
+// writes (those of Options for a handler NewHandler made, else
+// DefaultMaxBodyBytes and envapi.MaxResponseBytes; with the defaults 94
+// and 158 seconds). The bound of the answer starts when the answer does:
+// an execute that runs long answers when it is done. A connection idle
+// for two minutes is closed.
 func ListenAndServe(ctx context.Context, addr string, h http.Handler) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -35,7 +45,7 @@ func ListenAndServe(ctx context.Context, addr string, h http.Handler) error {
 // Serve is ListenAndServe on an existing listener.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           boundTransfers(h),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}

@@ -4,7 +4,7 @@ import "log/slog"
 
 // The grants an operation carries hold credentials (their tokens). A
 // Grant never shows its token when printed or logged, but log/slog's JSON
-// handler encodes a struct that holds one as its wire JSON, token
+// handler encodes a struct that holds a *Grant as its wire JSON, token
 // included: Command, Operation and Request therefore log as groups whose
 // grants are logged by Grant.LogValue. Their wire encoding (json.Marshal)
 // is unchanged.

@@ -37,8 +37,10 @@
 // value its validate tag refuses fails — and answers invalid_input naming
 // the field in the message and in details {"field": "input.NAME"}. An
 // absent or null input is {}. A command needs exactly one of argv and
-// shell, and no NUL byte in an argument, the shell line or a variable (no
-// program can be given one: invalid_input naming the field); an edit's old
+// shell, no NUL byte in an argument, the shell line or a variable (no
+// program can be given one), and no variable whose name is empty or holds
+// "=" (a program would see another variable than the one named):
+// invalid_input naming the field; an edit's old
 // text must be non-empty and occur exactly once in the file
 // (EditInput.Apply), else invalid_input with details {"matches": N}.
 //
@@ -50,7 +52,9 @@
 // climbs out with ".." (path_escape, details {"path"}). The inputs of
 // read, write and edit refuse, as they are decoded, a path whose form
 // names a directory (ending in "/", "/." or "/.."), which cleaning would
-// turn into the name of a file: invalid_input, details {"field", "path"}. A symbolic link
+// turn into the name of a file: invalid_input, details {"field", "path"}.
+// The path in details is cut, between characters, to
+// envapi.MaxMessageLen bytes, as the message is. A symbolic link
 // that leads outside the workspace is the provider's to refuse, with
 // path_escape, where it resolves the path.
 //

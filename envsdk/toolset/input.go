@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/brain-in-go/brain/envsdk"
@@ -32,9 +33,11 @@ type CommandInput struct {
 	TimeoutMs int64 `json:"timeout_ms,omitempty" validate:"omitempty,min=1"`
 }
 
-// Validate checks that exactly one of Argv and Shell is given and that no
+// Validate checks that exactly one of Argv and Shell is given, that no
 // argument, shell line, variable name or value holds a NUL byte, which no
-// program can be given (invalid_input with details {"field"}).
+// program can be given, and that every variable has a name without "=",
+// which would end the name in the program's environment and set another
+// variable than the one given (invalid_input with details {"field"}).
 func (in CommandInput) Validate() error {
 	switch {
 	case len(in.Argv) > 0 && in.Shell != "":
@@ -50,11 +53,20 @@ func (in CommandInput) Validate() error {
 	if hasNUL(in.Shell) {
 		return invalidField("input.shell", "input.shell: the line contains a NUL byte")
 	}
-	for name, v := range in.Env {
-		if hasNUL(name) {
+	names := make([]string, 0, len(in.Env))
+	for name := range in.Env {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		switch {
+		case name == "":
+			return invalidField("input.env", "input.env: a variable has an empty name")
+		case hasNUL(name):
 			return invalidField("input.env", fmt.Sprintf("input.env: the name %q contains a NUL byte", name))
-		}
-		if hasNUL(v) {
+		case strings.Contains(name, "="):
+			return invalidField("input.env", fmt.Sprintf("input.env: the name %q contains \"=\"", name))
+		case hasNUL(in.Env[name]):
 			return invalidField("input.env", fmt.Sprintf("input.env: the value of %s contains a NUL byte", name))
 		}
 	}
@@ -231,7 +243,7 @@ func Decode(raw json.RawMessage, v any) error {
 func fileForm(p string) error {
 	if strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..") {
 		return envsdk.Failf(envapi.CodeInvalidInput, "input.path: %q names a directory; this tool works on a file", p).
-			WithDetails(map[string]string{"field": "input.path", "path": p})
+			WithDetails(map[string]string{"field": "input.path", "path": detailPath(p)})
 	}
 	return nil
 }

@@ -22,15 +22,21 @@ func Clean(p string) (string, error) {
 	}
 	if strings.HasPrefix(p, "/") {
 		return "", envsdk.Failf(envapi.CodePathEscape, "path %q is absolute; give a path relative to the workspace", p).
-			WithDetails(map[string]string{"path": p})
+			WithDetails(map[string]string{"path": detailPath(p)})
 	}
 	c := path.Clean(p)
 	if c == ".." || strings.HasPrefix(c, "../") {
 		return "", envsdk.Failf(envapi.CodePathEscape, "path %q leaves the workspace", p).
-			WithDetails(map[string]string{"path": p})
+			WithDetails(map[string]string{"path": detailPath(p)})
 	}
 	return c, nil
 }
+
+// detailPath is p as a failure's details hold it: cut, between characters,
+// to envapi.MaxMessageLen bytes (a path no file system takes is longer),
+// as the failure's message is, so that a path as long as the input allows
+// does not make the answer larger than Brain takes.
+func detailPath(p string) string { return envapi.Truncate(p) }
 
 // Types of a list entry.
 const (

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -102,6 +103,10 @@ func TestDecode(t *testing.T) {
 		{"command NUL in a variable", func() any { return &CommandInput{} }, `{"argv":["ls"],"env":{"A":"\u0000"}}`, "input.env"},
 		{"command NUL in a name", func() any { return &CommandInput{} }, `{"argv":["ls"],"env":{"A\u0000":""}}`, "input.env"},
 		{"command NUL on stdin", func() any { return &CommandInput{} }, `{"argv":["ls"],"stdin":"\u0000"}`, ""},
+		{"command empty variable name", func() any { return &CommandInput{} }, `{"argv":["ls"],"env":{"":"x"}}`, "input.env"},
+		{"command = in a variable name", func() any { return &CommandInput{} }, `{"argv":["ls"],"env":{"PATH=/tmp/evil:":"x"}}`, "input.env"},
+		{"command = alone as a name", func() any { return &CommandInput{} }, `{"argv":["ls"],"env":{"=":""}}`, "input.env"},
+		{"command = in a value", func() any { return &CommandInput{} }, `{"argv":["ls"],"env":{"A":"b=c"}}`, ""},
 		{"read", func() any { return &ReadInput{} }, `{"path":"a","offset":3,"limit":4}`, ""},
 		{"read no path", func() any { return &ReadInput{} }, `{"offset":3}`, "input.path"},
 		{"read negative offset", func() any { return &ReadInput{} }, `{"path":"a","offset":-1}`, "input.offset"},
@@ -419,5 +424,46 @@ func TestText(t *testing.T) {
 		if got := Text([]byte(tc.in)); got != tc.want {
 			t.Errorf("Text(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// A path as long as an input may carry is not copied whole into the
+// details of its failure: details.path is its head, cut between
+// characters to the bound of a message.
+func TestLongPathDetailsAreBounded(t *testing.T) {
+	long := strings.Repeat("é", 1<<20) // 2 MiB
+	for _, tc := range []struct {
+		name, path, code string
+		run              func(p string) error
+	}{
+		{"read of a directory", long + "/", envapi.CodeInvalidInput, func(p string) error {
+			raw, _ := json.Marshal(map[string]string{"path": p})
+			return Decode(raw, &ReadInput{})
+		}},
+		{"edit of a directory", long + "/..", envapi.CodeInvalidInput, func(p string) error {
+			raw, _ := json.Marshal(map[string]string{"path": p, "old": "a", "new": "b"})
+			return Decode(raw, &EditInput{})
+		}},
+		{"absolute path", "/" + long, envapi.CodePathEscape, func(p string) error { _, err := Clean(p); return err }},
+		{"climbing path", "../" + long, envapi.CodePathEscape, func(p string) error { _, err := Clean(p); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := failure(t, tc.run(tc.path), tc.code)
+			got, _ := details(t, e)["path"].(string)
+			if got == "" || len(got) > envapi.MaxMessageLen || len(got) < envapi.MaxMessageLen-utf8.UTFMax {
+				t.Fatalf("details.path holds %d bytes, want the head of the %d-byte path within %d", len(got), len(tc.path), envapi.MaxMessageLen)
+			}
+			if !utf8.ValidString(got) || !strings.HasPrefix(tc.path, got) {
+				t.Errorf("details.path is not the path's head cut between characters: %q…", got[len(got)-8:])
+			}
+			if wire := envapi.Failure(e.Code, e.Message, false, e.Details); len(e.Details)+len(wire.Message) > 4*envapi.MaxMessageLen {
+				t.Errorf("the failure carries %d bytes of details and %d of message", len(e.Details), len(wire.Message))
+			}
+		})
+	}
+	// A path within the bound is kept whole.
+	e := failure(t, Decode(json.RawMessage(`{"path":"dir/"}`), &WriteInput{}), envapi.CodeInvalidInput)
+	if got := details(t, e)["path"]; got != "dir/" {
+		t.Errorf("details.path = %v, want dir/", got)
 	}
 }
