@@ -85,6 +85,9 @@ type Options struct {
 type DB struct {
 	opts Options
 	pool *pgxpool.Pool
+	// send runs writes on pool, each taking its connection before it
+	// sends anything (see sender).
+	send sender
 	// upkeep is a pool of its own for renewing leases and membership,
 	// which requests waiting on the database never take from them.
 	upkeep   *pgxpool.Pool
@@ -195,7 +198,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	db := &DB{opts: opts, pool: pool, upkeep: upkeep, instance: randomHex(16), leases: map[string]Lease{}}
+	db := &DB{opts: opts, pool: pool, send: sender{pool}, upkeep: upkeep, instance: randomHex(16), leases: map[string]Lease{}}
 	db.group.db = db
 	db.group.batches = batches[*groupOp]{inFlight: groupInFlight, max: groupMax, run: db.group.run,
 		done: func(op *groupOp) bool { return closed(op.done) }}

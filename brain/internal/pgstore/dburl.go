@@ -3,6 +3,7 @@ package pgstore
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -36,10 +37,42 @@ func parseURL(databaseURL string) (*pgxpool.Config, error) {
 			return nil, fmt.Errorf("%w: a host name holds '@' (an '@' in a user name or password must be written %%40)", ErrDatabaseURL)
 		}
 	}
+	// A user name or password holding an unescaped '/' ends the URL's
+	// host part there: the rest of it is read as the database's name, or
+	// (after a '?') as a setting's name, which a connection error or the
+	// server's refusal would quote. Neither holds an '@' unless escaped,
+	// so such a URL is refused too.
+	if pathHoldsAt(databaseURL) {
+		return nil, fmt.Errorf("%w: the database name holds '@' (a '/' in a user name or password must be written %%2F)", ErrDatabaseURL)
+	}
+	for name := range cfg.ConnConfig.RuntimeParams {
+		if strings.Contains(name, "@") {
+			return nil, fmt.Errorf("%w: a setting's name holds '@' (a '/' in a user name or password must be written %%2F)", ErrDatabaseURL)
+		}
+	}
 	return cfg, nil
 }
 
-// urlError answers the driver's parse error without the URL it quotes.
+// pathHoldsAt reports whether the database name of a URL (the part
+// between the first '/' after the host and the query) holds an
+// unescaped '@'.
+func pathHoldsAt(databaseURL string) bool {
+	for _, scheme := range []string{"postgresql://", "postgres://"} {
+		if rest, ok := strings.CutPrefix(databaseURL, scheme); ok {
+			_, path, found := strings.Cut(rest, "/")
+			path, _, _ = strings.Cut(path, "?")
+			return found && strings.Contains(path, "@")
+		}
+	}
+	return false
+}
+
+// urlError answers the driver's parse error without the URL it quotes,
+// nor any part of it: the driver's message quotes what it could not read
+// (a query parameter's name, a keyword of the keyword/value form), which
+// a password holding a '/', '?' or an unescaped space makes a piece of
+// the password. So every quoted part of the message is left out, but
+// for the syntax the message names, and the driver's error is not kept.
 func urlError(err error) error {
 	var pce *pgconn.ParseConfigError
 	if !errors.As(err, &pce) {
@@ -49,18 +82,22 @@ func urlError(err error) error {
 	bare := *pce
 	bare.ConnString = ""
 	why := strings.TrimPrefix(bare.Error(), "cannot parse ``: ")
-	return &urlErr{why: why, err: pce.Unwrap()}
+	why = quoted.ReplaceAllStringFunc(why, func(q string) string {
+		switch q {
+		case `"="`, `":"`, `"/"`, `"]"`, `"sslcert"`, `"sslkey"`:
+			return q
+		}
+		return `"…"`
+	})
+	return &urlErr{why: why}
 }
 
-// urlErr is a database URL's parse error: why it was refused, and the
-// driver's underlying error, if any, which quotes no URL.
-type urlErr struct {
-	why string
-	err error
-}
+// quoted matches a double-quoted part of a message, as %q writes it.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// urlErr is a database URL's parse error: why it was refused.
+type urlErr struct{ why string }
 
 func (e *urlErr) Error() string { return ErrDatabaseURL.Error() + ": cannot parse: " + e.why }
 
 func (e *urlErr) Is(target error) bool { return target == ErrDatabaseURL }
-
-func (e *urlErr) Unwrap() error { return e.err }

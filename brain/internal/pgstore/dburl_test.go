@@ -13,17 +13,25 @@ import (
 // TestDatabaseURLErrorsNeverQuoteThePassword: a database URL that cannot
 // be used is refused by CheckURL (and Open) without any part of its
 // password in the error, even a password holding an unescaped '@' (whose
-// rest a URL parser reads as the host's name) or, in keyword/value form,
-// an escaped quote or space.
+// rest a URL parser reads as the host's name) or '/' (whose rest it reads
+// as the database's name, or after a '?' as a setting's) or, in
+// keyword/value form, a quote or a space.
 func TestDatabaseURLErrorsNeverQuoteThePassword(t *testing.T) {
 	const secret = "Sekrit-7b1"
 	for _, u := range []string{
 		"postgres://brain:p@" + secret + "@127.0.0.1:99999/brain",
 		"postgres://brain:p@" + secret + "@127.0.0.1:1/brain",
 		"postgresql://brain:p@" + secret + "@127.0.0.1/brain?connect_timeout=soon",
+		// A '/' in the user name or password ends the URL's host part:
+		// the rest would be read as the database's name.
+		"postgres://brain:1/" + secret + "@127.0.0.1:1/brain",
+		"postgres://br/ain:" + secret + "@127.0.0.1:1/brain",
+		"postgres://brain:1/x?" + secret + "@127.0.0.1:1/brain",
 		"host=127.0.0.1 password='p\\' " + secret + "' port=99999",
 		"host=127.0.0.1 password=p\\ " + secret + " port=99999",
 		"host=127.0.0.1 password = " + secret + " port=99999",
+		"host=127.0.0.1 password=p " + secret + " port=99999",
+		"postgres://127.0.0.1:1/brain?password=p&" + secret + "&sslmode=disable",
 	} {
 		err := pgstore.CheckURL(u)
 		if err == nil || strings.Contains(err.Error(), secret) || !errors.Is(err, pgstore.ErrDatabaseURL) {
@@ -39,5 +47,10 @@ func TestDatabaseURLErrorsNeverQuoteThePassword(t *testing.T) {
 	// A password written %40 is no host's name, and parses.
 	if err := pgstore.CheckURL("postgres://brain:p%40" + secret + "@127.0.0.1:5432/brain"); err != nil {
 		t.Errorf("CheckURL of a password with an escaped '@' = %v", err)
+	}
+	// So do a password written %2F and a database whose name holds an
+	// escaped '@'.
+	if err := pgstore.CheckURL("postgres://brain:1%2F" + secret + "@127.0.0.1:5432/br%40in"); err != nil {
+		t.Errorf("CheckURL of a password with an escaped '/' = %v", err)
 	}
 }

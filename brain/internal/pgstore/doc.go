@@ -266,14 +266,22 @@
 // A database URL that cannot be used is refused (ErrDatabaseURL) by an
 // error that never quotes it, nor any part of its password; a URL whose
 // host name holds an '@' (a password's unescaped '@', which ends the
-// userinfo) is refused before any connection error could quote that
-// name.
+// userinfo), or whose database name or a setting's name does (the rest
+// of a user name or password after its unescaped '/', which ends the
+// host part), is refused before any connection error could quote that
+// name. The driver's reason for refusing a URL is given without the
+// parts of the URL it quotes.
 //
 // An operation that could not reach the database, or that the server
-// refused for lack of resources or a shutdown, fails with ErrUnavailable:
-// nothing was committed. A write whose connection failed after it was
-// sent fails with ErrOutcomeUnknown: it may have committed, so the caller
-// acknowledges nothing and re-reads the state before acting again. So
+// refused for lack of resources, a shutdown or because it takes no
+// writes (a standby after a failover, a database set read-only), fails
+// with ErrUnavailable: nothing was committed. So does a write that got
+// no connection of the pool before its deadline (every connection
+// busy): each write takes its connection before it sends anything, so
+// one that got none was never sent. A write whose connection failed
+// after it was sent fails with ErrOutcomeUnknown: it may have committed,
+// so the caller acknowledges nothing and re-reads the state before
+// acting again. So
 // does a write answered by an error that does not say its transaction
 // was rolled back: 40003 statement_completion_unknown, 57P02
 // crash_shutdown (the server ends every connection wherever it is, even

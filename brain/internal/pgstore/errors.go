@@ -46,6 +46,10 @@ func classify(op string, err error, write bool) error {
 	if err == nil {
 		return nil
 	}
+	if unsent(err) {
+		// No connection was had for it: nothing was sent.
+		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
@@ -56,6 +60,7 @@ func classify(op string, err error, write bool) error {
 			strings.HasPrefix(pgErr.Code, "57"), // operator intervention (shutdown)
 			strings.HasPrefix(pgErr.Code, "40"), // serialization failure, deadlock
 			pgErr.Code == "55P03",               // lock_timeout: a lock held by a stopped node
+			pgErr.Code == "25006",               // read_only_sql_transaction: a standby, or a database set read-only
 			pgErr.Code == "25P03":               // idle_in_transaction_session_timeout ended the transaction
 			// The server reported the failure: the statement, and so its
 			// implicit transaction, did not commit.

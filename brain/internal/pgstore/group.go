@@ -129,7 +129,7 @@ func (g *grouper) run(batch []*groupOp) {
 		b.Queue(op.sql, op.args...)
 	}
 	start := time.Now()
-	br := g.db.pool.SendBatch(ctx, b)
+	br := g.db.send.SendBatch(ctx, b)
 	var combinedErr error
 	if apps != nil {
 		combinedErr = readCombined(br, apps, rides)
@@ -232,9 +232,9 @@ func (g *grouper) runOne(op *groupOp) {
 	defer cancel()
 	start := time.Now()
 	if op.exec {
-		op.tag, op.err = g.db.pool.Exec(ctx, op.sql, op.args...)
+		op.tag, op.err = g.db.send.Exec(ctx, op.sql, op.args...)
 	} else {
-		op.err = op.scan(g.db.pool.QueryRow(ctx, op.sql, op.args...))
+		op.err = op.scan(g.db.send.QueryRow(ctx, op.sql, op.args...))
 	}
 	if op.err == nil {
 		g.committed([]*groupOp{op}, time.Since(start))

@@ -327,10 +327,10 @@ func (j *Journal) WriteCheckpoint(ctx context.Context, session string, through u
 	var owned, written bool
 	var last int64
 	if j.db.opts.Fenced {
-		err = j.db.pool.QueryRow(ctx, checkpointFenced, []byte(session), int64(through), payload, epoch, j.db.opts.NodeID).Scan(&owned, &written, &last)
+		err = j.db.send.QueryRow(ctx, checkpointFenced, []byte(session), int64(through), payload, epoch, j.db.opts.NodeID).Scan(&owned, &written, &last)
 	} else {
 		owned = true
-		err = j.db.pool.QueryRow(ctx, checkpointPlain, []byte(session), int64(through), payload).Scan(&written, &last)
+		err = j.db.send.QueryRow(ctx, checkpointPlain, []byte(session), int64(through), payload).Scan(&written, &last)
 	}
 	if err != nil {
 		return classify("write checkpoint", err, true)
@@ -439,7 +439,12 @@ func (j *Journal) Delete(ctx context.Context, session string) error {
 	octx, cancel := j.db.opCtx(ctx)
 	defer cancel()
 	id := []byte(session)
-	err = pgx.BeginFunc(octx, j.db.pool, func(tx pgx.Tx) error {
+	conn, err := j.db.send.acquire(octx)
+	if err != nil {
+		return classify("delete", err, true)
+	}
+	defer conn.Release()
+	err = pgx.BeginFunc(octx, conn, func(tx pgx.Tx) error {
 		if j.db.opts.Fenced {
 			if err := j.deleteFenced(octx, tx, id, epoch); err != nil {
 				return err

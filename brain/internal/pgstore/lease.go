@@ -68,7 +68,7 @@ func (db *DB) AcquireLease(ctx context.Context, session string) (Lease, error) {
 	b.Queue(`UPDATE brain_sessions s SET epoch = l.epoch FROM brain_leases l
 			WHERE s.session_id = $1 AND l.session_id = $1 AND l.node_id = $2 AND l.epoch > s.epoch`,
 		[]byte(session), db.opts.NodeID)
-	br := db.pool.SendBatch(ctx, b)
+	br := db.send.SendBatch(ctx, b)
 	err := br.QueryRow().Scan(&epoch)
 	if _, uerr := br.Exec(); err == nil {
 		err = uerr
@@ -220,7 +220,7 @@ func (db *DB) ReleaseLease(ctx context.Context, l Lease) error {
 	db.forget(l)
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
-	_, err := db.pool.Exec(ctx, `UPDATE brain_leases SET expires_at = '-infinity'
+	_, err := db.send.Exec(ctx, `UPDATE brain_leases SET expires_at = '-infinity'
 		WHERE session_id = $1 AND node_id = $2 AND epoch = $3`, []byte(l.Session), db.opts.NodeID, l.Epoch)
 	return classify("release lease", err, true)
 }

@@ -30,6 +30,12 @@ import (
 // before it returns, so only a claim whose request never got that far is
 // left unanswered.
 //
+// An answer's time (its row's at, from which the retention counts, and
+// its answer record's at_ms) is never before its claim's: when the wall
+// clock stepped back between the two, the answer takes the claim's time,
+// as in the file store, so that it is not forgotten early once the clock
+// is right again, nor by a node whose clock was right all along.
+//
 // A synchronous send's claim rides the session's journal (ClaimRiding):
 // its row is inserted by the append that carries the turn's first
 // records, and its answer written by the append that carries the turn's
@@ -227,6 +233,18 @@ func (r *Requests) try(ctx context.Context, k reqKey, digest [32]byte, hinted bo
 	return nil, nil, nil, nil
 }
 
+// answerTime answers the time of an answer recorded now to a claim made
+// at claimAt: never before claimAt, so that a wall clock stepped back
+// between the two neither stamps the answer record before its claim
+// record (as the file store's answerAt) nor lets the answer expire
+// before the retention counted from its claim has passed.
+func answerTime(now, claimAt time.Time) time.Time {
+	if now.Before(claimAt) {
+		return claimAt
+	}
+	return now
+}
+
 func closedChan() <-chan time.Time {
 	c := make(chan time.Time)
 	close(c)
@@ -269,7 +287,7 @@ func (r *Requests) ClaimRiding(ctx context.Context, scope, key string, digest [3
 		if !ok {
 			return nil
 		}
-		at := r.opts.Now()
+		at := answerTime(r.opts.Now(), c.ride.claimAt)
 		data := idem.AnswerRecord(scope, key, at.UnixMilli(), status, body)
 		if body == nil {
 			body = []byte{}
@@ -322,7 +340,7 @@ func (r *Requests) tryRiding(ctx context.Context, k reqKey, digest [32]byte) (*R
 		return nil, nil, nil, classify("claim", err, false)
 	case expired:
 		// Forgotten, as an expired entry is: the key runs anew.
-		_, err := r.db.pool.Exec(octx, `DELETE FROM brain_requests WHERE scope = $1 AND key = $2
+		_, err := r.db.send.Exec(octx, `DELETE FROM brain_requests WHERE scope = $1 AND key = $2
 			AND status IS NOT NULL AND at < $4::timestamptz - make_interval(secs => $3::bigint / 1000.0)`,
 			k.scope, []byte(k.key), r.opts.Retention.Milliseconds(), now)
 		if err != nil {

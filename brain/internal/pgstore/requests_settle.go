@@ -69,7 +69,7 @@ func (r *Requests) settle(ctx context.Context, k reqKey) error {
 	if u.release {
 		sql = `DELETE FROM brain_requests WHERE scope = $1 AND key = $2 AND claim_id = $3 AND status IS NULL`
 	}
-	if _, err := r.db.pool.Exec(ctx, sql, k.scope, []byte(k.key), u.id); err != nil {
+	if _, err := r.db.send.Exec(ctx, sql, k.scope, []byte(k.key), u.id); err != nil {
 		return fmt.Errorf("settle the claim of %s/%s: %w", k.scope, k.key, classify("settle claim", err, true))
 	}
 	r.mu.Lock()

@@ -71,12 +71,12 @@ func (s *Secrets) Put(ctx context.Context, session, name string, value []byte) e
 	ctx, cancel := s.db.opCtx(ctx)
 	defer cancel()
 	if !s.db.opts.Fenced {
-		_, err := s.db.pool.Exec(ctx, `INSERT INTO brain_secrets (session_id, name, sealed) VALUES ($1, $2, $3)
+		_, err := s.db.send.Exec(ctx, `INSERT INTO brain_secrets (session_id, name, sealed) VALUES ($1, $2, $3)
 			ON CONFLICT (session_id, name) DO UPDATE SET sealed = EXCLUDED.sealed`, []byte(session), name, sealed)
 		return classify("put secret", err, true)
 	}
 	var owned bool
-	err = s.db.pool.QueryRow(ctx, `WITH `+secretsFence+`, put AS (
+	err = s.db.send.QueryRow(ctx, `WITH `+secretsFence+`, put AS (
 			INSERT INTO brain_secrets (session_id, name, sealed) SELECT $1, $4, $5 WHERE EXISTS (SELECT 1 FROM ok)
 			ON CONFLICT (session_id, name) DO UPDATE SET sealed = EXCLUDED.sealed)
 		SELECT EXISTS (SELECT 1 FROM ok)`, []byte(session), s.db.opts.NodeID, epoch, name, sealed).Scan(&owned)
@@ -141,7 +141,7 @@ func (s *Secrets) DeleteAll(ctx context.Context, session string) error {
 	ctx, cancel := s.db.opCtx(ctx)
 	defer cancel()
 	if !s.db.opts.Fenced {
-		_, err := s.db.pool.Exec(ctx, `DELETE FROM brain_secrets WHERE session_id = $1`, []byte(session))
+		_, err := s.db.send.Exec(ctx, `DELETE FROM brain_secrets WHERE session_id = $1`, []byte(session))
 		return classify("delete secrets", err, true)
 	}
 	var owned, left bool
@@ -154,7 +154,7 @@ func (s *Secrets) DeleteAll(ctx context.Context, session string) error {
 	} else if err != nil {
 		return err
 	} else {
-		err = s.db.pool.QueryRow(ctx, `WITH `+secretsFence+`, del AS (
+		err = s.db.send.QueryRow(ctx, `WITH `+secretsFence+`, del AS (
 				DELETE FROM brain_secrets WHERE session_id = $1 AND EXISTS (SELECT 1 FROM ok))
 			SELECT EXISTS (SELECT 1 FROM ok), EXISTS (SELECT 1 FROM brain_secrets WHERE session_id = $1)`,
 			[]byte(session), s.db.opts.NodeID, epoch).Scan(&owned, &left)
