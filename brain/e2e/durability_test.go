@@ -556,6 +556,22 @@ func TestDrain(t *testing.T) {
 		s.waitDrained(t)
 		start(t, s.DataDir).drainedEvents(t, id)
 	})
+	t.Run("signal_delivered_twice_drains", func(t *testing.T) {
+		// timeout(1) and other supervisors signal the process, then its
+		// process group: the same SIGTERM arrives twice, and must drain
+		// as one does.
+		s := start(t, "")
+		id := s.create().SessionID
+		r := s.do("POST", "/v1/sessions/"+id+"/messages", `{"input":{"message":"{\"delay_ms\":1500}"}}`, "Idempotency-Key", key(), "Prefer", "respond-async")
+		if r.Status != 202 {
+			t.Fatalf("submit = %d", r.Status)
+		}
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		time.Sleep(20 * time.Millisecond)
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		s.waitDrained(t)
+		start(t, s.DataDir).drainedEvents(t, id)
+	})
 	t.Run("second_signal_forces_exit", func(t *testing.T) {
 		s := start(t, "")
 		id := s.create().SessionID
@@ -570,6 +586,9 @@ func TestDrain(t *testing.T) {
 				break
 			}
 		}
+		// A signal sooner than a quarter second after the first is the
+		// first delivered again (see signal_delivered_twice_drains).
+		time.Sleep(300 * time.Millisecond)
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-s.done:
@@ -601,6 +620,7 @@ func TestDrain(t *testing.T) {
 		pid := waitPIDFile(t, filepath.Join(s.DataDir, "native-workspaces"), "sleeper.pid")
 		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 		s.beginDrain(t)
+		time.Sleep(300 * time.Millisecond)
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		// The drain would wait for the command (300 s); the second signal
 		// ends the process well before the workspace's 30 s stop grace.

@@ -57,6 +57,9 @@ none) and OTEL_SDK_DISABLED as usual. Unset: nothing is traced.
 
 Signals: SIGTERM or SIGINT drains (new work answers 503, admitted turns
 finish and commit, streams close, exit 0); a second signal exits at once.
+A signal within a quarter second of the first is the same one delivered
+again (timeout(1) signals the process, then its process group), not a
+second.
 
 Exit status: 0 after a drain; 2 when a setting is refused (malformed, out
 of range, contradicting another, having no effect beside the others, or
@@ -604,16 +607,17 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 	}
 	log.Info("serving", "url", url, "data_dir", f.dataDir, "auth", token != "")
 
-	signals := 0
+	// The first signal reaches both ctx (main's) and sigs: its copy in
+	// sigs, read within duplicateSignal, is not counted again.
 	select {
 	case <-ctx.Done():
 	case <-sigs:
-		signals++
 	case err := <-served:
 		fmt.Fprintf(stderr, "brain serve: %v\n", err)
 		b.Close(context.Background())
 		return 1
 	}
+	first := time.Now()
 	log.Info("draining: admitting no new work, waiting for admitted turns")
 	stopServing()
 	for {
@@ -626,14 +630,22 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 			log.Info("drained")
 			return 0
 		case <-sigs:
-			if signals++; signals >= 2 {
-				fmt.Fprintln(stderr, "brain serve: second signal, exiting without finishing the drain")
-				ws.abortOperations()
-				return 1
+			if time.Since(first) < duplicateSignal {
+				// The first signal delivered again, as to a process
+				// and then to its process group: not a second one.
+				continue
 			}
+			fmt.Fprintln(stderr, "brain serve: second signal, exiting without finishing the drain")
+			ws.abortOperations()
+			return 1
 		}
 	}
 }
+
+// duplicateSignal is how soon after the first a signal is taken for the
+// same one delivered again rather than a second that cuts the drain
+// short.
+const duplicateSignal = 250 * time.Millisecond
 
 func orNoLimit(v int64) int64 {
 	if v == 0 {
