@@ -274,6 +274,15 @@ func expect(status ...int) CallOption { return func(c *call) { c.want = status }
 // both the key and the kind.
 func IdempotencyKey(key string) CallOption { return func(c *call) { c.key = key } }
 
+// keyed reports whether opts set an Idempotency-Key.
+func keyed(opts []CallOption) bool {
+	var co call
+	for _, o := range opts {
+		o(&co)
+	}
+	return co.key != ""
+}
+
 func newKey() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)

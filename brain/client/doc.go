@@ -104,7 +104,10 @@
 // sent again with their key when the answer was lost, recorded once, and
 // an *UncertainError when the outcome stays unknown; the finish is given
 // up, an attempt under way included, at the call's deadline (30 s after
-// the handler returned for a call without one). Events
+// the handler returned for a call without one). Its Call of any other
+// method is sent once, without a key; given an IdempotencyKey, it is
+// refused by Brain, which takes a key only with a method that records
+// (invalid_request), rather than sent without it. Events
 // carry their Origin on pages and streams alike. A 2xx answer that is
 // not what its route answers (a captive portal's or a proxy's page,
 // another server's JSON, JSON null, a missing required field) is an

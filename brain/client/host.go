@@ -125,10 +125,13 @@ func (tc *ToolCall) Model(ctx context.Context, req api.ModelRequest) (api.ModelR
 // or telemetry) and answers its raw result. A method that records and
 // answers its sequence (emit, result, returned, finish, set_transcript,
 // kv_put, kv_delete) is sent as Emit is, under an idempotency key; any
-// other is sent once, without a key.
+// other is sent once, without a key. Brain takes a key only with a method
+// that records: any other given an IdempotencyKey is refused, carried out
+// never, with Brain's invalid_request (the key is not dropped, which
+// would carry the call out again when it is sent again with its key).
 func (tc *ToolCall) Call(ctx context.Context, method string, input json.RawMessage, opts ...CallOption) (json.RawMessage, error) {
 	in := api.HostServiceCall{SessionID: tc.SessionID, Sequence: tc.Sequence, Call: api.ServiceCall{Method: method, Input: input}}
-	if !slices.Contains(envapi.RecordingMethods(), method) {
+	if !slices.Contains(envapi.RecordingMethods(), method) && !keyed(opts) {
 		r, err := tc.h.post(ctx, "/call", in, answersJSON)
 		if err != nil {
 			return nil, err

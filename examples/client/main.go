@@ -13,6 +13,9 @@
 // --model NAME and --api-key KEY (or BRAIN_MODEL_API_KEY). --end ends the
 // session afterwards. A turn that fails, or is cancelled, still has its
 // transcript printed; the client then exits 1 saying why on stderr.
+// Interrupted (Ctrl-C, SIGTERM) or out of --timeout while its turn runs,
+// the client cancels the turn in Brain before it exits 1, saying so (a
+// second Ctrl-C stops it at once).
 package main
 
 import (
@@ -35,6 +38,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Once interrupted, the next signal stops the client at once, even
+	// while it cancels its turn.
+	context.AfterFunc(ctx, stop)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	cli.Exit("client", err)
@@ -98,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, fmt.Errorf("gave up after --timeout %v", o.timeout))
 	defer cancel()
 	c, err := client.New(o.url, &client.Options{Token: o.token})
 	if err != nil {
@@ -139,15 +145,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var receipt client.Receipt
 	var turnErr error // the turn's failure, once it failed
 	submitted, live := false, false
+	// gaveUp answers the error of a run that ctx ended (an interrupt or
+	// --timeout) before its turn did: a turn it submitted is cancelled
+	// first, so that it does not go on in Brain.
+	gaveUp := func() error {
+		if !submitted {
+			return context.Cause(ctx)
+		}
+		return cancelTurn(ctx, s)
+	}
 	for {
 		var ev api.Event
 		var ok bool
 		select {
 		case ev, ok = <-events:
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return gaveUp()
 		}
 		if !ok {
+			if ctx.Err() != nil {
+				return gaveUp()
+			}
 			select {
 			case err := <-followErr:
 				return fmt.Errorf("events: %w", err)
@@ -176,6 +194,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if !submitted {
 			submitted = true
 			if receipt, err = s.Submit(ctx, api.UserInput{Message: o.message}); err != nil {
+				if ctx.Err() != nil {
+					// The turn may have been admitted as ctx ended.
+					return gaveUp()
+				}
 				return fmt.Errorf("submit: %w", err)
 			}
 			fmt.Fprintf(stdout, "> %s\n", o.message)
@@ -208,6 +230,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "session %s\n", sum.Status)
 	}
 	return turnErr
+}
+
+// cancelTimeout bounds the cancel of a turn the client gave up on.
+const cancelTimeout = 15 * time.Second
+
+// cancelTurn cancels the running turn of session s, which the client
+// submitted, once ctx ended, and answers the error the client exits with:
+// why ctx ended, and whether the turn was cancelled.
+func cancelTurn(ctx context.Context, s *client.Session) error {
+	cause := context.Cause(ctx)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+	defer cancel()
+	if err := s.Interrupt(cctx); err != nil {
+		return fmt.Errorf("%w; cancelling the turn failed, it may still run in session %s: %w", cause, s.ID, err)
+	}
+	return fmt.Errorf("%w: cancelled the turn of session %s", cause, s.ID)
 }
 
 // turnFailed answers the error of a turn that failed with the payload

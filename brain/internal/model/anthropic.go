@@ -278,19 +278,9 @@ func anthropicStop(reason string) StopReason {
 // usage maps the usage reported so far; total input counts cached input
 // too.
 func (u anthropicUsage) usage() Usage {
-	out := Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-		CacheCreationInputTokens: u.CacheCreationInputTokens, CacheReadInputTokens: u.CacheReadInputTokens}
-	if u.InputTokens != nil {
-		total := *u.InputTokens
-		if u.CacheCreationInputTokens != nil {
-			total += *u.CacheCreationInputTokens
-		}
-		if u.CacheReadInputTokens != nil {
-			total += *u.CacheReadInputTokens
-		}
-		out.TotalInputTokens = &total
-	}
-	return out
+	return counted(Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens, CacheReadInputTokens: u.CacheReadInputTokens,
+		TotalInputTokens: sum(u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens)})
 }
 
 // body builds the request body.

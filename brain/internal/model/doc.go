@@ -27,9 +27,10 @@
 //     anthropic-version), thinking blocks kept as native blocks of format
 //     "anthropic.messages.v1".
 //
-// Every hosted call streams (server-sent events): text fragments reach the
-// caller's delta callback as they arrive, and the result is assembled from
-// the stream. The session's API key is the credential (Bearer for OpenAI,
+// Every hosted call streams (server-sent events, their lines ended by
+// CRLF, LF or a lone CR): text fragments reach the caller's delta
+// callback as they arrive, and the result is assembled from the stream.
+// The session's API key is the credential (Bearer for OpenAI,
 // x-api-key for Anthropic), sent without the spaces or tabs a pasted key
 // may have around it; it is removed from every error message, as
 // sent and in the forms an echo may give it (JSON-escaped, URL-encoded),
@@ -63,7 +64,9 @@
 // at an index already in use (Ollama numbers every streamed call 0).
 // Stop reasons map to end_turn, tool_use, max_tokens, stop_sequence, refusal
 // or unknown; usage maps to input (uncached), cache read/creation, total
-// input, output and reasoning tokens. Options are checked per dialect
+// input, output and reasoning tokens, leaving out what no count can be (a
+// count below zero, the uncached input of more cached input than input
+// in all, a total too large to hold). Options are checked per dialect
 // (Anthropic: thinking, output_config, temperature, top_p, top_k,
 // stop_sequences; Responses: operation, reasoning, temperature, top_p;
 // Chat: temperature, top_p, stop, seed, frequency_penalty, presence_penalty, reasoning_effort)

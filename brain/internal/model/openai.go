@@ -96,26 +96,31 @@ func (c *openAIResponses) send(ctx context.Context, body []byte, onDelta func(De
 			final = ev.Response
 			return true, nil
 		case "response.failed":
-			code, msg := "response_failed", "the response failed"
+			code, msg, status := "response_failed", "the response failed", 0
 			if ev.Response != nil && len(ev.Response.Error) > 0 {
 				if c2, m := parseErrorObject(ev.Response.Error); c2 != "" || m != "" {
 					code, msg = orDefault(c2, code), orDefault(m, msg)
 				}
+				status = errorStatus(ev.Response.Error)
 			}
-			return false, t.failure(code, msg, retryableCode(code))
+			return false, t.failure(code, msg, retryableError(code, status))
 		case "error":
 			// The reference documents the fields flat; the live API nests
-			// them in an "error" object. Either may be present.
-			code, msg := "", ev.Message
+			// them in an "error" object. Either may be present. A numeric
+			// code (a local server's) is the HTTP status it stands for.
+			code, msg, status := "", ev.Message, statusCode(ev.Code)
 			if json.Unmarshal(ev.Code, &code) != nil {
 				code = ""
 			}
 			if len(ev.Error) > 0 && string(ev.Error) != "null" {
 				c2, m := parseErrorObject(ev.Error)
 				code, msg = orDefault(code, c2), orDefault(msg, m)
+				if status == 0 {
+					status = errorStatus(ev.Error)
+				}
 			}
 			code = orDefault(code, "stream_error")
-			return false, t.failure(code, msg, retryableCode(code))
+			return false, t.failure(code, msg, retryableError(code, status))
 		}
 		return false, nil
 	})
@@ -444,14 +449,12 @@ func (r *responsesObject) usage() Usage {
 	u.InputTokens = r.Usage.InputTokens
 	if d := r.Usage.InputTokensDetails; d != nil && d.CachedTokens != nil {
 		u.CacheReadInputTokens = d.CachedTokens
-		if r.Usage.InputTokens != nil {
-			u.InputTokens = i64(*r.Usage.InputTokens - *d.CachedTokens)
-		}
+		u.InputTokens = uncached(r.Usage.InputTokens, d.CachedTokens)
 	}
 	if d := r.Usage.OutputTokensDetails; d != nil {
 		u.ReasoningTokens = d.ReasoningTokens
 	}
-	return u
+	return counted(u)
 }
 
 // OperationCompact is the Responses option operation that compacts the

@@ -216,14 +216,12 @@ func (c *chatUsage) usage() Usage {
 	u.InputTokens, u.TotalInputTokens, u.OutputTokens = c.PromptTokens, c.PromptTokens, c.CompletionTokens
 	if d := c.PromptTokensDetails; d != nil && d.CachedTokens != nil {
 		u.CacheReadInputTokens = d.CachedTokens
-		if c.PromptTokens != nil {
-			u.InputTokens = i64(*c.PromptTokens - *d.CachedTokens)
-		}
+		u.InputTokens = uncached(c.PromptTokens, d.CachedTokens)
 	}
 	if d := c.CompletionTokensDetails; d != nil {
 		u.ReasoningTokens = d.ReasoningTokens
 	}
-	return u
+	return counted(u)
 }
 
 // body builds the request body.

@@ -56,6 +56,8 @@ func FuzzProviderAnswers(f *testing.F) {
 		tr := turn{text: []string{"Let me", " check."}, calls: []fakeCall{{id: "call_1", name: "get_weather", args: []string{`{"city":`, ` "Paris"}`}}},
 			stop: api.StopToolUse, in: 100, cached: 20, out: 7}
 		f.Add(uint8(i), uint16(200), []byte(d.render(tr)))
+		f.Add(uint8(i), uint16(200), []byte(withEndings(d.render(tr), "\r")))
+		f.Add(uint8(i), uint16(200), []byte(withEndings(d.render(tr), "\r\n")))
 		f.Add(uint8(i), uint16(200), []byte(d.render(turn{text: []string{"Hi ", testKey}, stop: api.StopEndTurn, in: 1, out: 1})))
 		f.Add(uint8(i), uint16(200), []byte(d.streamError("server_error", "echoing "+testKey)))
 		f.Add(uint8(i), uint16(200), []byte(d.truncated()))

@@ -338,14 +338,39 @@ func parseErrorObject(raw json.RawMessage) (code, message string) {
 func (t transport) streamError(raw json.RawMessage) *ProviderError {
 	code, msg := parseErrorObject(raw)
 	code = orDefault(code, "stream_error")
+	return t.failure(code, msg, retryableError(code, errorStatus(raw)))
+}
+
+// errorStatus answers the HTTP status that the numeric "code" of an error
+// object stands for, 0 when its code is not one.
+func errorStatus(raw json.RawMessage) int {
 	var e struct {
 		Code json.RawMessage `json:"code"`
 	}
-	status := 0
-	if json.Unmarshal(raw, &e) != nil || json.Unmarshal(e.Code, &status) != nil || status < 100 || status > 599 {
-		status = 0
+	if json.Unmarshal(raw, &e) != nil {
+		return 0
 	}
-	return t.failure(code, msg, retryableCode(code) || (status > 0 && retryableStatus(status)))
+	return statusCode(e.Code)
+}
+
+// statusCode answers the HTTP status a numeric error code stands for, 0
+// when code is not one.
+func statusCode(code json.RawMessage) int {
+	status := 0
+	if json.Unmarshal(code, &status) != nil || status < 100 || status > 599 {
+		return 0
+	}
+	return status
+}
+
+// retryableError is the verdict for an error reported inside a stream:
+// by its code, or by the HTTP status (non-zero) its numeric code stands
+// for, as a status answer is (a 429 for an exhausted quota is final).
+func retryableError(code string, status int) bool {
+	if status == http.StatusTooManyRequests && quotaCodes[code] {
+		return false
+	}
+	return retryableCode(code) || (status > 0 && retryableStatus(status))
 }
 
 // retryableCode is the verdict for an error reported inside a stream, where
@@ -383,10 +408,11 @@ func (b *boundedReader) err() error {
 	return &ProviderError{Code: CodeResponseTooLarge, Message: fmt.Sprintf("response stream exceeds %d bytes", b.max)}
 }
 
-// sseReader parses server-sent events: "event:" and "data:" fields, data
-// lines joined with "\n", comments ignored, a blank line dispatching, a
-// byte order mark that begins the stream skipped. An event the stream's
-// end interrupted is dispatched too, with atEOF set.
+// sseReader parses server-sent events: lines ended by CRLF, LF or a lone
+// CR, "event:" and "data:" fields, data lines joined with "\n", comments
+// ignored, a blank line dispatching, a byte order mark that begins the
+// stream skipped. An event the stream's end interrupted is dispatched
+// too, with atEOF set.
 type sseReader struct {
 	r        *bufio.Reader
 	maxFrame int64
@@ -395,6 +421,9 @@ type sseReader struct {
 	atEOF bool
 	// begun is set once the first line was read.
 	begun bool
+	// afterCR is set when the last line ended with a CR: an LF that
+	// follows it (in the same read or the next) ends the same line.
+	afterCR bool
 }
 
 func (s *sseReader) next() (event string, data []byte, err error) {
@@ -435,31 +464,58 @@ func (s *sseReader) next() (event string, data []byte, err error) {
 	}
 }
 
-// line reads one line without its terminator, counting bytes toward the
-// frame bound.
+// line reads one line without its terminator (CRLF, LF or CR), counting
+// bytes toward the frame bound. The LF of a CRLF is looked for only when
+// the next line is asked for, so that a line ended by a CR is answered
+// without waiting for what follows it. A last line the stream's end
+// closed is answered too; the stream's end then answers io.EOF.
 func (s *sseReader) line(size *int64) ([]byte, error) {
 	var out []byte
 	for {
-		chunk, err := s.r.ReadSlice('\n')
+		if _, err := s.r.Peek(1); err != nil {
+			if errors.Is(err, io.EOF) && len(out) > 0 {
+				return s.ended(out), nil
+			}
+			return nil, err
+		}
+		chunk, _ := s.r.Peek(s.r.Buffered())
+		if s.afterCR {
+			s.afterCR = false
+			if chunk[0] == '\n' {
+				*size++
+				_, _ = s.r.Discard(1)
+				continue
+			}
+		}
+		i := bytes.IndexAny(chunk, "\r\n")
+		if i >= 0 {
+			chunk = chunk[:i+1]
+		}
 		*size += int64(len(chunk))
 		if s.maxFrame > 0 && *size > s.maxFrame {
 			return nil, &ProviderError{Code: CodeResponseTooLarge, Message: fmt.Sprintf("a stream event exceeds %d bytes", s.maxFrame)}
 		}
-		out = append(out, chunk...)
-		if errors.Is(err, bufio.ErrBufferFull) {
+		if i < 0 {
+			out = append(out, chunk...)
+			_, _ = s.r.Discard(len(chunk))
 			continue
 		}
-		if err != nil && (!errors.Is(err, io.EOF) || len(out) == 0) {
-			return nil, err
-		}
-		if !s.begun {
-			// The stream may begin with a UTF-8 byte order mark, which
-			// is not part of its first field's name.
-			s.begun = true
-			out = bytes.TrimPrefix(out, []byte("\xef\xbb\xbf"))
-		}
-		return bytes.TrimRight(out, "\r\n"), nil
+		out = append(out, chunk[:i]...)
+		s.afterCR = chunk[i] == '\r'
+		_, _ = s.r.Discard(len(chunk))
+		return s.ended(out), nil
 	}
+}
+
+// ended answers a whole line as the stream means it: the stream may begin
+// with a UTF-8 byte order mark, which is not part of its first field's
+// name.
+func (s *sseReader) ended(line []byte) []byte {
+	if !s.begun {
+		s.begun = true
+		line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+	}
+	return line
 }
 
 // output accumulates a response within MaxOutputBytes and forwards live

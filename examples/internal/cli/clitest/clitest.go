@@ -25,6 +25,15 @@ func Main(m *testing.M, main func()) {
 	os.Exit(m.Run())
 }
 
+// Command answers the command (the test binary run as it) with args, to
+// be started as the caller sees fit (killed when ctx ends); its Env holds
+// what makes it the command, to be added to.
+func Command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	return cmd
+}
+
 // Case is a command line, the status it must exit with and what its
 // stderr must say.
 type Case struct {
@@ -55,8 +64,8 @@ func ExitStatus(t *testing.T, name, secretEnv string, cases []Case) {
 	_, secret, _ := strings.Cut(secretEnv, "=")
 	for _, c := range cases {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, os.Args[0], c.Args...)
-		cmd.Env = append(os.Environ(), runMainEnv+"=1", secretEnv)
+		cmd := Command(ctx, c.Args...)
+		cmd.Env = append(cmd.Env, secretEnv)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		err := cmd.Run()
