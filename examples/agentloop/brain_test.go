@@ -27,30 +27,18 @@ func TestAdmittedOverHTTP(t *testing.T) {
 	const token = "agentloop-example-token"
 	module := agentlooptest.Build(t, ".")
 	url := braintest.Start(t, braintest.Options{Token: token}).URL
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// Admission compiles the module, slow under the race detector.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/agentloops", bytes.NewReader(module))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Idempotency-Key", "admit-loop-1")
-	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	var adm struct{ ID, Status string }
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &adm) != nil || adm.Status != "admitted" {
-		t.Fatalf("admission answered %d %s", resp.StatusCode, body)
-	}
+	id := admit(t, ctx, url, token, module)
 
 	c, err := client.New(url, &client.Options{Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	impl, _ := json.Marshal(map[string]string{"type": "brain_component", "entrypoint": "turn", "id": adm.ID})
+	impl, _ := json.Marshal(map[string]string{"type": "brain_component", "entrypoint": "turn", "id": id})
 	s, err := c.Sessions.Create(ctx, api.CreateSessionRequest{
 		Model:     api.ModelConfig{Provider: "scripted", Name: "demo"},
 		Agentloop: &api.Agentloop{Implementation: impl},
@@ -83,4 +71,25 @@ func TestAdmittedOverHTTP(t *testing.T) {
 			t.Fatalf("turn results %s, want turn %d replying %q", results, i+1, "echo: "+msg)
 		}
 	}
+}
+
+// admit posts the module to POST /v1/agentloops as the package
+// documentation shows, and answers the id Brain admitted it as.
+func admit(t *testing.T, ctx context.Context, url, token string, module []byte) string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/agentloops", bytes.NewReader(module))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", "admit-loop-1")
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var adm struct{ ID, Status string }
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &adm) != nil || adm.Status != "admitted" {
+		t.Fatalf("admission answered %d %s", resp.StatusCode, body)
+	}
+	return adm.ID
 }

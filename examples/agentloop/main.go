@@ -1,13 +1,15 @@
 // Command agentloop is a small agentloop written in Go and built to
 // WebAssembly. It keeps a turn counter in the session's agentloop KV, asks
-// the model with the saved transcript plus the new message, reports its
+// the model with the saved transcript plus the new message (offering it no
+// tools: an answer that asks for one fails the turn), reports its
 // progress as an extension event, saves the transcript and returns
 // {"turn": n, "reply": text}.
 //
-// Build it and admit it:
+// Build it and admit it, from the repository's root, with the token
+// "brain serve" prints:
 //
-//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o loop.wasm .
-//	curl -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: admit-loop-1" \
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o loop.wasm ./examples/agentloop
+//	curl -H "Authorization: Bearer $BRAIN_TOKEN" -H "Idempotency-Key: admit-loop-1" \
 //	  -H "Content-Type: application/octet-stream" --data-binary @loop.wasm \
 //	  http://127.0.0.1:8080/v1/agentloops
 //
@@ -51,7 +53,9 @@ func Loop(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.Tu
 		return api.TurnOutput{}, err
 	}
 	msgs := append(append([]api.Message(nil), in.Transcript...), api.UserMessage(*in.Input))
-	res, err := svc.Model(ctx, api.ModelRequest{Messages: msgs})
+	// An empty tool list offers the model none; an absent one would offer
+	// the session's tools, whose calls this loop does not dispatch.
+	res, err := svc.Model(ctx, api.ModelRequest{Messages: msgs, Tools: []api.ToolDefinition{}})
 	if err != nil {
 		return api.TurnOutput{}, err
 	}

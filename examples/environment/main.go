@@ -21,6 +21,11 @@
 // in a session's environments and place tools on it (see main_test.go).
 // The token may also come from NOTES_TOKEN. Check it with the conformance
 // suite: go test ./examples/environment -run Conformance.
+//
+// SIGINT or SIGTERM stops serving, letting the operations running end
+// first: exit 0, or 1 when some still ran 30 s later and were stopped. A
+// second signal quits at once, exit 1. A command line it cannot run exits
+// 2.
 package main
 
 import (
@@ -33,15 +38,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/examples/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.Signals("environment")
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	cli.Exit("environment", err)
@@ -69,8 +72,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *token == "" {
 		return cli.UsageError{Err: errors.New("a token is required (--token or NOTES_TOKEN)")}
 	}
-	if _, _, err := net.SplitHostPort(*listen); err != nil {
-		return cli.UsageError{Err: fmt.Errorf("--listen %q: want host:port, such as 127.0.0.1:8090: %w", *listen, err)}
+	if err := cli.ListenAddr("--listen", *listen); err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	ln, err := net.Listen("tcp", *listen)

@@ -13,6 +13,11 @@
 // model (the default) the message is a script that calls both; for a
 // hosted model pass --provider, --model and --api-key and a message in
 // words.
+//
+// SIGINT or SIGTERM interrupts the session's turn and exits 1; a second
+// one quits at once, without waiting for Brain to accept the interrupt
+// (Brain then records the call it lost as unknown). A command line it
+// cannot run exits 2.
 package main
 
 import (
@@ -23,9 +28,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -36,7 +39,7 @@ import (
 const defaultMessage = `{"tool_calls":[{"name":"add","input":{"a":2,"b":3}},{"name":"countdown","input":{"seconds":2}}]}`
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.Signals("host")
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	cli.Exit("host", err)
@@ -73,6 +76,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.message == "" {
 		return o, cli.UsageError{Err: errors.New("--message is empty: give the message to send")}
+	}
+	if err := cli.BaseURL("--url", o.url); err != nil {
+		return o, err
 	}
 	if o.token == "" {
 		o.token = os.Getenv("BRAIN_TOKEN")

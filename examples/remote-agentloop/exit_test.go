@@ -16,7 +16,8 @@ func TestCommandLineExitStatus(t *testing.T) {
 }
 
 // TestCommandLineRefused: no token (neither --token nor LOOPS_TOKEN), or a
-// --listen that is no host:port, is a command line remote-agentloop cannot run:
+// --listen that is no host:port or names no port a listener can take,
+// is a command line remote-agentloop cannot run:
 // it exits 2 saying what is wrong, and serves nothing.
 func TestCommandLineRefused(t *testing.T) {
 	clitest.ExitStatus(t, "remote-agentloop", "LOOPS_TOKEN=", []clitest.Case{
@@ -24,6 +25,8 @@ func TestCommandLineRefused(t *testing.T) {
 	})
 	clitest.ExitStatus(t, "remote-agentloop", "LOOPS_TOKEN=sekrit-token", []clitest.Case{
 		{Args: []string{"--listen", "8090"}, Code: 2, Say: `--listen "8090": `},
+		{Args: []string{"--listen", "127.0.0.1:99999"}, Code: 2, Say: `--listen "127.0.0.1:99999": want a port from 0 to 65535`},
+		{Args: []string{"--listen", "127.0.0.1:-1"}, Code: 2, Say: `--listen "127.0.0.1:-1": want a port from 0 to 65535`},
 		{Args: []string{"--listen", "0.0.0.0:0"}, Code: 2, Say: `--listen "0.0.0.0:0": this example binds loopback only`},
 	})
 }

@@ -45,10 +45,12 @@ func (loops) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, error)
 	return envsdk.Output(api.TurnOutput{Result: mustJSON(result)})
 }
 
-// memo answers a message through the session's model and saves the
-// conversation; it counts its turns in the KV key "turns". Its result is
-// {"turn": N, "reply": TEXT}. An activation woken by events (no user
-// input) answers how many it was handed, {"events": N}.
+// memo answers a message through the session's model, offering it no
+// tools, and saves the conversation; it counts its turns in the KV key
+// "turns". Its result is {"turn": N, "reply": TEXT}. An answer that asks
+// for a tool fails the activation and leaves the transcript as it was. An
+// activation woken by events (no user input) answers how many it was
+// handed, {"events": N}.
 func memo(c *envsdk.Ctx, inv *envsdk.Invocation, in api.TurnInput) (any, error) {
 	ctx := c.Context()
 	if in.Input == nil {
@@ -66,14 +68,21 @@ func memo(c *envsdk.Ctx, inv *envsdk.Invocation, in api.TurnInput) (any, error) 
 		}
 		turn = n + 1
 	}
-	msgs := append(in.Transcript, api.UserMessage(*in.Input))
-	answer, err := inv.Model(ctx, api.ModelRequest{Messages: msgs})
+	msgs := append(append([]api.Message(nil), in.Transcript...), api.UserMessage(*in.Input))
+	// An empty tool list offers the model none; an absent one would offer
+	// the session's tools, whose calls this loop does not dispatch.
+	answer, err := inv.Model(ctx, api.ModelRequest{Messages: msgs, Tools: []api.ToolDefinition{}})
 	if err != nil {
 		return nil, err
 	}
 	var res api.ModelResult
 	if err := json.Unmarshal(answer, &res); err != nil {
 		return nil, err
+	}
+	if res.StopReason == api.StopToolUse {
+		// Saved, a tool_use without its tool_result would make every
+		// later model call of the session fail.
+		return nil, envsdk.Fail("unexpected_tool_use", "the model asked for a tool, and this loop offers none")
 	}
 	if _, err := inv.SetTranscript(ctx, append(msgs, res.Message)); err != nil {
 		return nil, err

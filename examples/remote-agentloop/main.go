@@ -23,6 +23,11 @@
 //	"agentloop": {"implementation": {"loop":"memo"}, "environment":"loops"}
 //
 // (see main_test.go). The token may also come from LOOPS_TOKEN.
+//
+// SIGINT or SIGTERM stops serving, letting the operations running end
+// first: exit 0, or 1 when some still ran 30 s later and were stopped. A
+// second signal quits at once, exit 1. A command line it cannot run exits
+// 2.
 package main
 
 import (
@@ -35,15 +40,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/examples/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.Signals("remote-agentloop")
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	cli.Exit("remote-agentloop", err)
@@ -70,6 +73,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *token == "" {
 		return cli.UsageError{Err: errors.New("a token is required (--token or LOOPS_TOKEN)")}
+	}
+	if err := cli.ListenAddr("--listen", *listen); err != nil {
+		return err
 	}
 	if err := loopbackOnly(*listen); err != nil {
 		return cli.UsageError{Err: err}

@@ -18,8 +18,9 @@ import (
 const loopsToken = "loops-example-token"
 
 // session starts Brain in-process and the loops environment on loopback,
-// and creates a session whose agentloop is implementation impl on it.
-func session(t *testing.T, impl string) (*client.Session, context.Context) {
+// and creates a session whose agentloop is implementation impl on it,
+// declaring tools placed on that environment.
+func session(t *testing.T, impl string, tools ...api.Tool) (*client.Session, context.Context) {
 	t.Helper()
 	loopsURL := conformance.ServeHandler(t, envsdk.NewHandler(loops{}, &envsdk.Options{Token: loopsToken}))
 	b := braintest.Start(t, braintest.Options{Token: "operator"})
@@ -34,6 +35,7 @@ func session(t *testing.T, impl string) (*client.Session, context.Context) {
 		Model:        api.ModelConfig{Provider: "scripted", Name: "demo"},
 		Environments: []api.Environment{{Name: "loops", Driver: api.DriverHTTP, URL: loopsURL, Credential: loopsToken}},
 		Agentloop:    &api.Agentloop{Implementation: json.RawMessage(impl), Environment: "loops"},
+		Tools:        tools,
 	})
 	if err != nil {
 		t.Fatal(err)

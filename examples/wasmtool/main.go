@@ -4,10 +4,11 @@
 // <name>.count, reports its progress as an extension event and answers
 // {"lines","words","bytes"}.
 //
-// Build it and admit it:
+// Build it and admit it, from the repository's root, with the token
+// "brain serve" prints:
 //
-//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o wc.wasm .
-//	curl -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: admit-wc-1" \
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o wc.wasm ./examples/wasmtool
+//	curl -H "Authorization: Bearer $BRAIN_TOKEN" -H "Idempotency-Key: admit-wc-1" \
 //	  -H "Content-Type: application/octet-stream" --data-binary @wc.wasm \
 //	  http://127.0.0.1:8080/v1/tools
 //
