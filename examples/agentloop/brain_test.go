@@ -24,21 +24,7 @@ func TestAdmittedOverHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Wasm module and runs a whole Brain over loopback")
 	}
-	const token = "agentloop-example-token"
-	module := agentlooptest.Build(t, ".")
-	url := braintest.Start(t, braintest.Options{Token: token}).URL
-	// Admission compiles the module, slow under the race detector.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-
-	id := admit(t, ctx, url, token, module)
-
-	c, err := client.New(url, &client.Options{Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	impl, _ := json.Marshal(map[string]string{"type": "brain_component", "entrypoint": "turn", "id": id})
+	ctx, c, impl := admittedLoop(t)
 	s, err := c.Sessions.Create(ctx, api.CreateSessionRequest{
 		Model:     api.ModelConfig{Provider: "scripted", Name: "demo"},
 		Agentloop: &api.Agentloop{Implementation: impl},
@@ -71,6 +57,27 @@ func TestAdmittedOverHTTP(t *testing.T) {
 			t.Fatalf("turn results %s, want turn %d replying %q", results, i+1, "echo: "+msg)
 		}
 	}
+}
+
+// admittedLoop builds the example, serves a Brain on loopback, admits
+// the module there, and answers the test's ctx, a client of that Brain
+// (closed when the test ends) and the implementation naming the loop.
+func admittedLoop(t *testing.T) (context.Context, *client.Client, json.RawMessage) {
+	t.Helper()
+	const token = "agentloop-example-token"
+	module := agentlooptest.Build(t, ".")
+	url := braintest.Start(t, braintest.Options{Token: token}).URL
+	// Admission compiles the module, slow under the race detector.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	id := admit(t, ctx, url, token, module)
+	c, err := client.New(url, &client.Options{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	impl, _ := json.Marshal(map[string]string{"type": "brain_component", "entrypoint": "turn", "id": id})
+	return ctx, c, impl
 }
 
 // admit posts the module to POST /v1/agentloops as the package

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/brain-in-go/brain/brain/agentlooptest"
 	"github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/braintest"
-	"github.com/brain-in-go/brain/brain/client"
 )
 
 // TestOffersNoTools: in a session that declares tools, the loop asks the
@@ -22,19 +17,7 @@ func TestOffersNoTools(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Wasm module and runs a whole Brain over loopback")
 	}
-	const token = "agentloop-example-token"
-	module := agentlooptest.Build(t, ".")
-	url := braintest.Start(t, braintest.Options{Token: token}).URL
-	// Admission compiles the module, slow under the race detector.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	id := admit(t, ctx, url, token, module)
-
-	c, err := client.New(url, &client.Options{Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c, impl := admittedLoop(t)
 	host, err := c.Host(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +25,6 @@ func TestOffersNoTools(t *testing.T) {
 	if err := host.Connected(ctx); err != nil {
 		t.Fatal(err)
 	}
-	impl, _ := json.Marshal(map[string]string{"type": "brain_component", "entrypoint": "turn", "id": id})
 	s, err := c.Sessions.Create(ctx, api.CreateSessionRequest{
 		Model:        api.ModelConfig{Provider: "scripted", Name: "demo"},
 		Agentloop:    &api.Agentloop{Implementation: impl},
