@@ -2,7 +2,6 @@ package idem
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -41,29 +40,7 @@ func TestTornFrameIntoZerosIsCut(t *testing.T) {
 				if err := os.WriteFile(path, file, 0o600); err != nil {
 					t.Fatal(err)
 				}
-				s, err := Open(path, nil)
-				if err != nil {
-					t.Fatalf("Open of a log ending in a torn frame and zeros = %v", err)
-				}
-				if b, _ := os.ReadFile(path); !bytes.Equal(b, good) {
-					t.Fatalf("log is %d bytes after Open, want the %d bytes before the torn frame", len(b), len(good))
-				}
-				checkZeroTailLog(t, s)
-				c, _, err := s.Claim(context.Background(), "create_session", "after", Digest([]byte("y")))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := c.Answer(201, []byte("later")); err != nil {
-					t.Fatal(err)
-				}
-				s.Close()
-
-				s = open(t, path, nil)
-				defer s.Close()
-				checkZeroTailLog(t, s)
-				if _, a, err := s.Claim(context.Background(), "create_session", "after", Digest([]byte("y"))); err != nil || a == nil || a.Status != 201 {
-					t.Fatalf("replay of the answer written after the cut = %+v, %v", a, err)
-				}
+				checkCutThenAppended(t, path, good, "a torn frame and zeros")
 			})
 		}
 	}

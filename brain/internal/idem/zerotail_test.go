@@ -86,30 +86,40 @@ func TestZeroTailIsCut(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				s, err := Open(path, nil)
-				if err != nil {
-					t.Fatalf("Open of a log ending in %d zero bytes = %v", zeros, err)
-				}
-				if b, _ := os.ReadFile(path); !bytes.Equal(b, good) {
-					t.Fatalf("log is %d bytes after Open, want the %d bytes before the zeros", len(b), len(good))
-				}
-				checkZeroTailLog(t, s)
-				c, _, err := s.Claim(context.Background(), "create_session", "after", Digest([]byte("y")))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := c.Answer(201, []byte("later")); err != nil {
-					t.Fatal(err)
-				}
-				s.Close()
-
-				s = open(t, path, nil)
-				checkZeroTailLog(t, s)
-				if _, a, err := s.Claim(context.Background(), "create_session", "after", Digest([]byte("y"))); err != nil || a == nil || a.Status != 201 || string(a.Body) != "later" {
-					t.Fatalf("replay of the answer written after the cut = %+v, %v", a, err)
-				}
+				checkCutThenAppended(t, path, good, fmt.Sprint(zeros, " zero bytes"))
 			})
 		}
+	}
+}
+
+// checkCutThenAppended opens the log at path, which ends in what (a tail
+// a crash left), and requires that Open cuts it back to good keeping the
+// records of zeroTailLog, and that a claim answered after the cut is
+// replayed after the next restart.
+func checkCutThenAppended(t *testing.T, path string, good []byte, what string) {
+	t.Helper()
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatalf("Open of a log ending in %s = %v", what, err)
+	}
+	if b, _ := os.ReadFile(path); !bytes.Equal(b, good) {
+		t.Fatalf("log is %d bytes after Open, want the %d bytes before %s", len(b), len(good), what)
+	}
+	checkZeroTailLog(t, s)
+	c, _, err := s.Claim(context.Background(), "create_session", "after", Digest([]byte("y")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Answer(201, []byte("later")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s = open(t, path, nil)
+	defer s.Close()
+	checkZeroTailLog(t, s)
+	if _, a, err := s.Claim(context.Background(), "create_session", "after", Digest([]byte("y"))); err != nil || a == nil || a.Status != 201 || string(a.Body) != "later" {
+		t.Fatalf("replay of the answer written after the cut = %+v, %v", a, err)
 	}
 }
 
