@@ -45,7 +45,8 @@ type Config struct {
 	// Token is the bearer token every application route requires. When it
 	// is empty and TokenFile is set, the token saved in TokenFile is used,
 	// or a new one is generated and saved there (mode 0600; a saved token
-	// in a file others may read is refused, as a sealing key is); when both
+	// in a file others may read is refused, as a sealing key is, and one
+	// holding a control character is a refused setting); when both
 	// are empty Brain serves without authentication (the caller decides
 	// whether that is safe for its listener) and answers only requests
 	// naming a loopback host, so that a web page cannot reach it through

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -67,6 +68,7 @@ type Server struct {
 	bindings *envbind.Binder
 	hosts    *hosts.Registry
 	engine   *session.Engine
+	census   *storedCensus // the file backend's count of stored sessions
 	requests idem.Requests
 	api      *httpapi.Server
 	metrics  *metrics.Metrics
@@ -258,17 +260,18 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	if s.token == "" && cfg.TokenFile != "" {
 		if s.token, s.generated, err = operatorToken(cfg.TokenFile); err != nil {
+			if errors.Is(err, errTokenUnsendable) {
+				return nil, settingError("TokenFile", err)
+			}
 			return nil, fmt.Errorf("brain: Config.TokenFile: %w", err)
 		}
 	}
-	passivated := func() int {
-		ids, err := s.store.Journal.Sessions(context.Background())
-		if err != nil {
-			return 0
-		}
-		return max(len(ids)-s.engine.Active(), 0)
-	}
-	if s.store.Passivated != nil {
+	var passivated func() int
+	if s.store.Passivated == nil {
+		// The file backend's: the sessions on disk less those in memory.
+		s.census = &storedCensus{list: s.store.Journal.Sessions, log: s.log, every: storedEvery}
+		passivated = func() int { return max(s.census.count()-s.engine.Active(), 0) }
+	} else {
 		// A cluster's: the sessions no node holds, counted by the
 		// database (the last count while it does not answer).
 		passivated = func() int {
@@ -379,6 +382,9 @@ func (s *Server) verifyJournals(ctx context.Context) {
 
 // operatorToken answers the token saved at path, or a new one saved there
 // with mode 0600.
+// errTokenUnsendable refuses a saved operator token no request can send.
+var errTokenUnsendable = errors.New("operator token cannot be sent")
+
 func operatorToken(path string) (token string, generated bool, err error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
@@ -390,6 +396,11 @@ func operatorToken(path string) (token string, generated bool, err error) {
 				return "", false, err
 			} else if m := fi.Mode(); runtime.GOOS != "windows" && m.Perm()&0o077 != 0 {
 				return "", false, fmt.Errorf("%s has mode %v; the operator token must be in a file only its owner can read and write (chmod 600 %s)", path, m, path)
+			}
+			// No Authorization header carries a control character: such
+			// a token would answer every request 401.
+			if strings.ContainsFunc(t, unicode.IsControl) {
+				return "", false, fmt.Errorf("%w: the token saved in %s holds a control character; correct the file, or remove it to have a new token generated", errTokenUnsendable, path)
 			}
 			return t, false, nil
 		}

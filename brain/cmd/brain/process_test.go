@@ -87,6 +87,30 @@ func TestServeRefusesTokenNoHeaderCarries(t *testing.T) {
 	}
 }
 
+// TestServeRefusesSavedTokenNoHeaderCarries: an operator.token file whose
+// token holds a control character (a file edited by hand) would have
+// every request answer 401; "brain serve" refuses it at start (exit 2),
+// naming the file and not quoting the token, and leaves the file as it
+// was.
+func TestServeRefusesSavedTokenNoHeaderCarries(t *testing.T) {
+	dataDir := t.TempDir() + "/data"
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--no-workspace"}
+	// The first start generates and saves the token.
+	if res := runCommand(t, nil, args...); !res.served || res.code != 0 {
+		t.Fatalf("first start: served %v, exit %d, stderr %q", res.served, res.code, res.stderr)
+	}
+	for _, tok := range []string{"sekrit\x01token", "sekrit\x7ftoken", "sekrit\ntoken\n", "sekrit\u0085token"} {
+		path := writeFile(t, dataDir, "operator.token", tok)
+		res := runCommand(t, nil, args...)
+		if res.served || res.code != 2 || !strings.Contains(res.stderr, path) || !strings.Contains(res.stderr, "control character") || strings.Contains(res.stderr, "sekrit") {
+			t.Errorf("token file %q: served %v, exit %d, stderr %q; want exit 2 naming %s, without the token", tok, res.served, res.code, res.stderr, path)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != tok {
+			t.Errorf("token file %q: now %q, %v; want it left as it was", tok, b, err)
+		}
+	}
+}
+
 // TestServeWorkspaceStartFailureSaysOnce: when the built-in workspace
 // environment cannot start (its root is a file), "brain serve" exits 1
 // with that one reason, and no error about closing what never started

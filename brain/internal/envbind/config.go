@@ -320,11 +320,12 @@ func isLoopback(host string) bool {
 }
 
 // checkSessionURL accepts an absolute http(s) URL of at most 2048 bytes
-// naming a host, and a port a connection can be made to (or none),
-// without userinfo, query or fragment.
+// naming a host (without white space, control or invisible format
+// characters), and a port a connection can be made to (or none), without
+// userinfo, query or fragment. The error never quotes the URL.
 func checkSessionURL(raw string) error {
 	u, err := url.Parse(raw)
-	if len(raw) > 2048 || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" ||
+	if len(raw) > 2048 || err != nil || (u.Scheme != "http" && u.Scheme != "https") || !netutil.HostName(u.Hostname()) ||
 		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return errors.New("url must be an absolute http(s) URL of at most 2048 bytes naming a host, without userinfo, query or fragment")
 	}

@@ -60,7 +60,8 @@
 // database at most one count per node every 5 s; it can lag the leases by
 // that much, and while the database does not answer it keeps its last
 // count. With the file backend it is the sessions on disk less those held
-// in memory.
+// in memory, the sessions on disk counted at most every 5 s too (and the
+// last count kept while the directory cannot be listed).
 //
 // Labels are bounded: outcomes and codes come from closed sets (anything
 // else is "other") and routes are the mux's patterns. A failure's code is
