@@ -347,4 +347,9 @@
 // ambiguous). Both statements match the claim's id and an unanswered
 // row only. Until then a claim of that key on this node first tries to
 // settle it and answers ErrUnavailable when it cannot.
+//
+// A request's claimed_at and at are the database's clock (now()), and so
+// is every judgement of an answer's age (a claim over an expired answer,
+// the purge): nodes whose clocks differ never expire one another's
+// answers early, and an answer's time is never before its claim's.
 package pgstore

@@ -82,13 +82,13 @@ func combinedSQL(fenced, rides bool) string {
 		rideCTE = `,
 	claims AS (
 		INSERT INTO brain_requests (scope, key, digest, hinted, claim_id, instance, status, body, claimed_at, at)
-		SELECT c.s, c.k, c.d, false, c.id, ` + n(9) + `::text, c.st, c.b, c.ca, c.at
+		SELECT c.s, c.k, c.d, false, c.id, ` + n(9) + `::text, c.st, c.b, now(), now()
 		FROM unnest(` + n(0) + `::integer[], ` + n(1) + `::text[], ` + n(2) + `::bytea[], ` + n(3) + `::bytea[], ` + n(4) + `::bytea[], ` +
 			n(5) + `::integer[], ` + n(6) + `::bytea[], ` + n(7) + `::timestamptz[], ` + n(8) + `::timestamptz[]) AS c(ai, s, k, d, id, st, b, ca, at)
 		WHERE c.ai IN (SELECT i FROM head)
 	),
 	answers AS (
-		UPDATE brain_requests q SET status = w.st, body = w.b, at = w.at
+		UPDATE brain_requests q SET status = w.st, body = w.b, at = greatest(now(), q.claimed_at)
 		FROM unnest(` + n(10) + `::integer[], ` + n(11) + `::text[], ` + n(12) + `::bytea[], ` + n(13) + `::bytea[], ` +
 			n(14) + `::integer[], ` + n(15) + `::bytea[], ` + n(16) + `::timestamptz[]) AS w(ai, s, k, id, st, b, at)
 		WHERE q.scope = w.s AND q.key = w.k AND q.claim_id = w.id AND q.status IS NULL AND w.ai IN (SELECT i FROM head)

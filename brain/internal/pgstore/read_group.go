@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -28,7 +27,7 @@ type keyRow struct {
 	status   *int32
 	body     []byte
 	instance string
-	expired  bool // answered and older than the retention, as of the read's now
+	expired  bool // answered and older than the retention, as of the database's now
 }
 
 // keyRead is one read of a key's row.
@@ -37,7 +36,6 @@ type keyRead struct {
 	scope     string
 	key       []byte
 	retention int64 // milliseconds, 0: forever
-	now       time.Time
 
 	row   keyRow
 	found bool
@@ -52,14 +50,14 @@ type keyReader struct {
 }
 
 const readKeySQL = `SELECT digest, status, body, instance,
-		$3::bigint > 0 AND status IS NOT NULL AND at < $4::timestamptz - make_interval(secs => $3::bigint / 1000.0)
+		$3::bigint > 0 AND status IS NOT NULL AND at < now() - make_interval(secs => $3::bigint / 1000.0)
 	FROM brain_requests WHERE scope = $1 AND key = $2`
 
 // readKeysSQL looks each key up by its primary key (OFFSET 0 keeps the
 // lookup a per-key index scan rather than a join over the table).
 const readKeysSQL = `SELECT r.i, q.digest, q.status, q.body, q.instance,
-		r.rt > 0 AND q.status IS NOT NULL AND q.at < r.now - make_interval(secs => r.rt / 1000.0)
-	FROM unnest($1::text[], $2::bytea[], $3::bigint[], $4::timestamptz[]) WITH ORDINALITY AS r(s, k, rt, now, i)
+		r.rt > 0 AND q.status IS NOT NULL AND q.at < now() - make_interval(secs => r.rt / 1000.0)
+	FROM unnest($1::text[], $2::bytea[], $3::bigint[]) WITH ORDINALITY AS r(s, k, rt, i)
 	CROSS JOIN LATERAL (SELECT digest, status, body, instance, at FROM brain_requests
 		WHERE scope = r.s AND key = r.k OFFSET 0) q`
 
@@ -96,11 +94,10 @@ func (kr *keyReader) run(batch []*keyRead) {
 	scopes := make([]string, len(live))
 	keys := make([][]byte, len(live))
 	rts := make([]int64, len(live))
-	nows := make([]time.Time, len(live))
 	for i, op := range live {
-		scopes[i], keys[i], rts[i], nows[i] = op.scope, op.key, op.retention, op.now
+		scopes[i], keys[i], rts[i] = op.scope, op.key, op.retention
 	}
-	rows, err := kr.db.pool.Query(ctx, readKeysSQL, scopes, keys, rts, nows)
+	rows, err := kr.db.pool.Query(ctx, readKeysSQL, scopes, keys, rts)
 	if err == nil {
 		for rows.Next() {
 			var i int64
@@ -141,7 +138,7 @@ func (kr *keyReader) runOne(op *keyRead) {
 	ctx, cancel := context.WithTimeout(op.ctx, kr.db.opts.OpTimeout)
 	defer cancel()
 	r := &op.row
-	err := kr.db.pool.QueryRow(ctx, readKeySQL, op.scope, op.key, op.retention, op.now).
+	err := kr.db.pool.QueryRow(ctx, readKeySQL, op.scope, op.key, op.retention).
 		Scan(&r.digest, &r.status, &r.body, &r.instance, &r.expired)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

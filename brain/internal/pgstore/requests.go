@@ -30,11 +30,14 @@ import (
 // before it returns, so only a claim whose request never got that far is
 // left unanswered.
 //
-// An answer's time (its row's at, from which the retention counts, and
-// its answer record's at_ms) is never before its claim's: when the wall
-// clock stepped back between the two, the answer takes the claim's time,
-// as in the file store, so that it is not forgotten early once the clock
-// is right again, nor by a node whose clock was right all along.
+// The retention counts from an answer's time as in the file store, on
+// the database's clock alone: a row's claimed_at and at are stamped with
+// the database's now(), and every expiry (a claim over an expired answer,
+// the purge, Len) compares them with the database's now(), so that a
+// node whose wall clock runs ahead never forgets another node's answer
+// early. An answer's time (its row's at, and its answer record's at_ms)
+// is never before its claim's: when a clock stepped back between the
+// two, the answer takes the claim's time, as in the file store.
 //
 // A synchronous send's claim rides the session's journal (ClaimRiding):
 // its row is inserted by the append that carries the turn's first
@@ -64,8 +67,10 @@ type reqKey struct{ scope, key string }
 // purgeEvery is how often expired entries are deleted.
 const purgeEvery = time.Hour
 
-// Requests answers the idempotency store. opts.Retention and opts.Now are
-// used as by idem.Open (opts.Derive is not: see Requests).
+// Requests answers the idempotency store. opts.Retention is used as by
+// idem.Open, counted on the database's clock; opts.Now stamps the journal
+// records of riding claims and paces the purge (opts.Derive is not used:
+// see Requests).
 func (db *DB) Requests(opts *idem.Options) *Requests {
 	r := &Requests{db: db, running: map[reqKey]chan struct{}{}}
 	if opts != nil {
@@ -155,7 +160,6 @@ func (r *Requests) try(ctx context.Context, k reqKey, digest [32]byte, hinted bo
 	}
 	octx, cancel := r.db.opCtx(ctx)
 	defer cancel()
-	now := r.opts.Now()
 	id := make([]byte, 16)
 	rand.Read(id)
 	// Register before committing, so that a same-process waiter that sees
@@ -172,13 +176,13 @@ func (r *Requests) try(ctx context.Context, k reqKey, digest [32]byte, hinted bo
 	}()
 	var got []byte
 	sent, err := r.db.group.do(&groupOp{ctx: octx, key: "r" + k.scope + "\x00" + k.key, sql: `INSERT INTO brain_requests AS r (scope, key, digest, hinted, claim_id, instance, claimed_at, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+		VALUES ($1, $2, $3, $4, $5, $6, now(), now())
 		ON CONFLICT (scope, key) DO UPDATE SET digest = EXCLUDED.digest, hinted = EXCLUDED.hinted,
 			claim_id = EXCLUDED.claim_id, instance = EXCLUDED.instance, status = NULL, body = NULL,
 			claimed_at = EXCLUDED.claimed_at, at = EXCLUDED.at
-		WHERE $8::bigint > 0 AND r.status IS NOT NULL AND r.at < $7 - make_interval(secs => $8::bigint / 1000.0)
+		WHERE $7::bigint > 0 AND r.status IS NOT NULL AND r.at < now() - make_interval(secs => $7::bigint / 1000.0)
 		RETURNING claim_id`,
-		args: []any{k.scope, []byte(k.key), digest[:], hinted, id, r.db.instance, now, r.opts.Retention.Milliseconds()},
+		args: []any{k.scope, []byte(k.key), digest[:], hinted, id, r.db.instance, r.opts.Retention.Milliseconds()},
 		scan: func(row pgx.Row) error { return row.Scan(&got) }})
 	if !sent {
 		if ctx.Err() == nil {
@@ -233,11 +237,10 @@ func (r *Requests) try(ctx context.Context, k reqKey, digest [32]byte, hinted bo
 	return nil, nil, nil, nil
 }
 
-// answerTime answers the time of an answer recorded now to a claim made
-// at claimAt: never before claimAt, so that a wall clock stepped back
-// between the two neither stamps the answer record before its claim
-// record (as the file store's answerAt) nor lets the answer expire
-// before the retention counted from its claim has passed.
+// answerTime answers the time of an answer record made now to a claim
+// made at claimAt: never before claimAt, so that a wall clock stepped
+// back between the two does not stamp the answer record before its claim
+// record (as the file store's answerAt).
 func answerTime(now, claimAt time.Time) time.Time {
 	if now.Before(claimAt) {
 		return claimAt
@@ -332,7 +335,7 @@ func (r *Requests) tryRiding(ctx context.Context, k reqKey, digest [32]byte) (*R
 		}
 	}()
 	now := r.opts.Now()
-	row, found, err := r.db.reads.read(&keyRead{ctx: octx, scope: k.scope, key: []byte(k.key), retention: r.opts.Retention.Milliseconds(), now: now})
+	row, found, err := r.db.reads.read(&keyRead{ctx: octx, scope: k.scope, key: []byte(k.key), retention: r.opts.Retention.Milliseconds()})
 	stored, status, body, instance, expired := row.digest, row.status, row.body, row.instance, row.expired
 	switch {
 	case err == nil && !found:
@@ -341,8 +344,8 @@ func (r *Requests) tryRiding(ctx context.Context, k reqKey, digest [32]byte) (*R
 	case expired:
 		// Forgotten, as an expired entry is: the key runs anew.
 		_, err := r.db.send.Exec(octx, `DELETE FROM brain_requests WHERE scope = $1 AND key = $2
-			AND status IS NOT NULL AND at < $4::timestamptz - make_interval(secs => $3::bigint / 1000.0)`,
-			k.scope, []byte(k.key), r.opts.Retention.Milliseconds(), now)
+			AND status IS NOT NULL AND at < now() - make_interval(secs => $3::bigint / 1000.0)`,
+			k.scope, []byte(k.key), r.opts.Retention.Milliseconds())
 		if err != nil {
 			return nil, nil, nil, classify("claim", err, true)
 		}
@@ -407,7 +410,8 @@ func (r *Requests) maybePurge(ctx context.Context) {
 	}
 	octx, cancel := r.db.opCtx(ctx)
 	defer cancel()
-	r.db.pool.Exec(octx, `DELETE FROM brain_requests WHERE status IS NOT NULL AND at < $1`, now.Add(-r.opts.Retention))
+	r.db.pool.Exec(octx, `DELETE FROM brain_requests WHERE status IS NOT NULL AND at < now() - make_interval(secs => $1::bigint / 1000.0)`,
+		r.opts.Retention.Milliseconds())
 }
 
 // Len mirrors idem.Store.Len: the entries (claimed or answered) within
@@ -416,8 +420,8 @@ func (r *Requests) Len() int {
 	ctx, cancel := r.db.opCtx(context.Background())
 	defer cancel()
 	var n int
-	err := r.db.pool.QueryRow(ctx, `SELECT count(*) FROM brain_requests WHERE $1::bigint <= 0 OR status IS NULL OR at >= $2::timestamptz - make_interval(secs => $1::bigint / 1000.0)`,
-		r.opts.Retention.Milliseconds(), r.opts.Now()).Scan(&n)
+	err := r.db.pool.QueryRow(ctx, `SELECT count(*) FROM brain_requests WHERE $1::bigint <= 0 OR status IS NULL OR at >= now() - make_interval(secs => $1::bigint / 1000.0)`,
+		r.opts.Retention.Milliseconds()).Scan(&n)
 	if err != nil {
 		return -1
 	}

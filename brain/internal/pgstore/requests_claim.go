@@ -123,14 +123,14 @@ func (c *RequestClaim) Answer(status int, body []byte) error {
 			// No append carried the claim (the request ended before its
 			// first commit): the claim row is written with its answer.
 			return c.finish(true, `INSERT INTO brain_requests (scope, key, digest, hinted, claim_id, instance, status, body, claimed_at, at)
-				VALUES ($1, $2, $7, false, $3, $8, $4, $5, $9, $6)
+				VALUES ($1, $2, $6, false, $3, $7, $4, $5, now(), now())
 				ON CONFLICT (scope, key) DO NOTHING`,
-				int32(status), body, answerTime(c.r.opts.Now(), c.ride.claimAt), c.digest[:], c.r.db.instance, c.ride.claimAt)
+				int32(status), body, c.digest[:], c.r.db.instance)
 		}
 	}
-	// The answer's time is never before its claim's (see answerTime).
-	return c.finish(false, `UPDATE brain_requests SET status = $4, body = $5, at = greatest($6::timestamptz, claimed_at)
-		WHERE scope = $1 AND key = $2 AND claim_id = $3 AND status IS NULL`, int32(status), body, c.r.opts.Now())
+	// The answer's time is the database's, never before its claim's.
+	return c.finish(false, `UPDATE brain_requests SET status = $4, body = $5, at = greatest(now(), claimed_at)
+		WHERE scope = $1 AND key = $2 AND claim_id = $3 AND status IS NULL`, int32(status), body)
 }
 
 // AnswerDerivable mirrors idem.Claim.AnswerDerivable: for a hinted claim,
