@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -81,6 +82,15 @@ func looseOperation(f func(op map[string]any)) func(http.Handler) http.Handler {
 	})
 }
 
+// looseRequest is looseOperation applied to the operation's request.
+func looseRequest(f func(req map[string]any)) func(http.Handler) http.Handler {
+	return looseOperation(func(op map[string]any) {
+		if req, ok := op["request"].(map[string]any); ok {
+			f(req)
+		}
+	})
+}
+
 // TestCasesCatchTheirFaults runs single cases against providers broken
 // in the one way each case is there to catch: the case fails, naming its
 // rule.
@@ -130,6 +140,45 @@ func TestCasesCatchTheirFaults(t *testing.T) {
 				}
 			}
 		})},
+		{id: "transport/zero-sequence", name: "truncates-sequence", wrap: looseOperation(func(op map[string]any) {
+			if n, ok := op["sequence"].(float64); ok && n != math.Trunc(n) {
+				op["sequence"] = math.Trunc(n)
+			}
+		})},
+		{id: "transport/zero-sequence", name: "cancels-any-target", wrap: looseRequest(func(req map[string]any) {
+			if n, ok := req["target_sequence"].(float64); ok && n < 1 {
+				req["target_sequence"] = 1 << 40
+			}
+		})},
+		{id: "transport/bad-identifier", name: "calls-any-name", wrap: looseRequest(func(req map[string]any) {
+			if s, ok := req["name"].(string); ok && !envapi.ValidIdentifier(s) {
+				req["name"] = "loose-method"
+			}
+		})},
+		{id: "transport/missing-field", name: "defaults-operation-fields", wrap: looseOperation(func(op map[string]any) {
+			for field, zero := range map[string]any{"session_id": "loose-session", "environment": "loose-environment",
+				"sequence": 1 << 40, "request": map[string]any{"type": "detach"}} {
+				if _, ok := op[field]; !ok {
+					op[field] = zero
+				}
+			}
+		})},
+		{id: "transport/missing-field", name: "defaults-request-fields", wrap: looseRequest(func(req map[string]any) {
+			switch req["type"] {
+			case "cancel":
+				if _, ok := req["target_sequence"]; !ok {
+					req["target_sequence"] = 1 << 40
+				}
+			case "call":
+				if _, ok := req["name"]; !ok {
+					req["name"] = "loose-method"
+				}
+			}
+		})},
+		{id: "reporter/observation", name: "retries-lost-report",
+			provider: func() envsdk.Provider { return retriesReports{newReference()} }},
+		{id: "lifecycle/setup-at-most-once", name: "runs-repeated-setups",
+			wrap: func(next http.Handler) http.Handler { return movesRepeats(envapi.RequestSetup, next) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -158,7 +207,7 @@ func TestCasesCatchTheirFaults(t *testing.T) {
 	opts := testOptions
 	opts.Run = []string{"failure/unknown-descriptor", "failure/unknown-method", "lifecycle/teardown-repeatable", "lifecycle/after-teardown", "concurrency/shared-binding",
 		"methods/declared", "turn-end/release", "reporter/observation", "transport/zero-sequence", "transport/bad-identifier",
-		"cancel/at-most-once"}
+		"cancel/at-most-once", "transport/missing-field", "lifecycle/setup-at-most-once"}
 	report := conformance.Check(t.Context(), func(ct conformance.T) conformance.Target {
 		return serveReference(ct, newReference, sdk, nil)
 	}, &opts)

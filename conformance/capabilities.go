@@ -80,6 +80,41 @@ func reporterObservation(p *probe) {
 			p.fail(ruleReporter, nil, "a reporter post was refused by Brain: %s\n  body: %s", call, excerpt(call.Input, 400))
 		}
 	}
+	if trig.Call != "" {
+		// Observations the call posts after its answer arrive within the
+		// grace; a quarter of it lets the last of them arrive.
+		p.sleep(p.o.Grace / 4)
+		p.reporterLostAck(trig, len(p.brain.Filter(mine)))
+	}
+}
+
+// reporterLostAck calls the reporter trigger on a binding of its own
+// with the acknowledgement of its first post lost: the observation may
+// have been committed, so it is not posted again. A trigger call posts
+// want observations when nothing is lost; one more is a retry.
+func (p *probe) reporterLostAck(trig *ReporterTrigger, want int) {
+	c := p.setup()
+	p.teardownLater(c)
+	mine := func(call envtest.Call) bool {
+		return call.Kind == envtest.KindReporter && call.Session == p.session && call.Environment == c.Environment
+	}
+	p.sleep(p.o.Grace / 4) // posts of the setup, if it makes any
+	before := len(p.brain.Filter(mine))
+	p.brain.Inject(envtest.MethodReporter, envtest.Fault{Kind: envtest.LoseAck, Token: c.Reporter().Token, Times: 1})
+	input := trig.Input
+	if input == nil {
+		input = json.RawMessage(`{}`)
+	}
+	ex := p.send(c.Call(trig.Call, input))
+	if ex.Status == 0 && ex.Err != nil {
+		p.fail(ruleReporterOnce, ex, "the reporter trigger %q, its observation's acknowledgement lost: %v", trig.Call, valid(ex))
+		return
+	}
+	p.sleep(p.o.Grace / 2)
+	if after := p.brain.Filter(mine); len(after)-before > want {
+		p.fail(ruleReporterOnce, ex, "with the acknowledgement of its first observation lost, the reporter trigger %q made binding %s/%s post %d observations, where it posts %d when nothing is lost: a post was sent again: %v",
+			trig.Call, c.Session, c.Environment, len(after)-before, want, after[before:])
+	}
 }
 
 func restartBinding(p *probe) {

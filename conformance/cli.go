@@ -196,17 +196,43 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // ({url}/v1/operations is appended to it), without query or fragment.
 func checkBaseURL(raw string) error {
 	u, err := neturl.Parse(raw)
+	shown := redactedURL(raw)
 	switch {
 	case err != nil:
-		return fmt.Errorf("conformance: --url %q: %w", raw, err)
+		var ue *neturl.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, which may hold a password
+		}
+		return fmt.Errorf("conformance: --url %q: %w", shown, err)
+	case u.User != nil:
+		return fmt.Errorf("conformance: --url %q: the URL carries credentials, which would be sent with every command and printed in reports; give the provider's bearer token with --token (or the profile's \"token\") instead", shown)
 	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("conformance: --url %q: want an absolute http:// or https:// URL, such as http://127.0.0.1:8090", raw)
+		return fmt.Errorf("conformance: --url %q: want an absolute http:// or https:// URL, such as http://127.0.0.1:8090", shown)
 	case u.Host == "" || u.Opaque != "":
-		return fmt.Errorf("conformance: --url %q: the URL names no host", raw)
+		return fmt.Errorf("conformance: --url %q: the URL names no host", shown)
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return fmt.Errorf("conformance: --url %q: the provider's base URL takes no query or fragment ({url}/v1/operations is posted to)", raw)
+		return fmt.Errorf("conformance: --url %q: the provider's base URL takes no query or fragment ({url}/v1/operations is posted to)", shown)
 	}
 	return nil
+}
+
+// redactedURL is raw with the user information of its authority, if it
+// has any, replaced by "***", whether or not raw parses as a URL.
+func redactedURL(raw string) string {
+	rest := raw
+	prefix := ""
+	if i := strings.Index(raw, "//"); i >= 0 {
+		prefix, rest = raw[:i+2], raw[i+2:]
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return raw
+	}
+	return prefix + "***" + rest[at:]
 }
 
 // checkCallbackHost is callbackHost for the --callback-host flag.
@@ -246,12 +272,18 @@ func Reachable(ctx context.Context, client *http.Client, url string, wait time.D
 	ctx, cancel := context.WithTimeout(ctx, max(wait, time.Second))
 	defer cancel()
 	target := strings.TrimSuffix(url, "/") + "/v1/operations"
+	var last error // why the latest attempt that ended before the wait did failed
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader("{}"))
 		if err != nil {
 			return fmt.Errorf("conformance: provider URL %q: %w", url, err)
 		}
 		res, err := client.Do(req)
+		if err != nil && ctx.Err() != nil && last != nil {
+			// The wait ended while an attempt was under way: the one
+			// before it says why the provider was not reached.
+			err = last
+		}
 		var untrusted *tls.CertificateVerificationError
 		if errors.As(err, &untrusted) {
 			return fmt.Errorf("conformance: the provider at %s answered with a certificate this machine does not trust: %w", url, err)
@@ -268,6 +300,7 @@ func Reachable(ctx context.Context, client *http.Client, url string, wait time.D
 				return nil
 			}
 		}
+		last = err
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("conformance: the provider at %s could not be reached within %v: %w", url, wait, err)

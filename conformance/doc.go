@@ -65,7 +65,9 @@
 // interrupted (the cases it did not start are then reported skipped, and
 // those it cut short say so), ExitUsage (2) for a bad
 // command line (a --url that is not an absolute http or https URL, or that
-// has a query or fragment, among them), an invalid profile or a --junit
+// has a query or fragment or carries credentials, among them; the token
+// goes in --token or the profile, and a password in the URL is never
+// printed), an invalid profile or a --junit
 // file it cannot write (found before the run; the report then replaces
 // that file whole), and ExitUnreachable (3) when nothing answers at the
 // URL within --wait but a gateway's 502, 503 or 504. A --skip that leaves
@@ -163,7 +165,9 @@
 // with the binding's reporter grant; an empty object means setup alone
 // does. When it is a call, methods/at-most-once repeats it as well, and
 // an observation posted after the repeat (within half the grace) is a
-// second run: a provider that posts on its own schedule should name no
+// second run; reporter/observation also calls it with the acknowledgement
+// of its first post lost, and a post more than the call otherwise makes
+// is a retry: a provider that posts on its own schedule should name no
 // call here. "options" tune the run (see
 // Options): deadline_ms is the deadline the deadline case sends, grace_ms how
 // late a timeout or cancelled answer may come, max_body_bytes the provider's

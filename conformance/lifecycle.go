@@ -74,6 +74,31 @@ func (p *probe) afterTeardownCalls() []string {
 	return names
 }
 
+// lifecycleSetupOnce repeats a binding's setup at its own sequence after
+// the binding was torn down: the repeat is the setup delivered again, not
+// a new one, so the binding stays torn down and an execute on it fails.
+func lifecycleSetupOnce(p *probe) {
+	d := p.descriptor(RoleEcho)
+	c := p.binding()
+	setup := c.Setup(p.tg.SetupConfiguration)
+	p.accepted(ruleLifecycle, "setup", setup)
+	p.accepted(ruleTeardown, "teardown", c.Teardown())
+	ex := p.send(setup) // the same command, as a retried delivery would repeat it
+	if err := valid(ex); err != nil {
+		p.fatal(ruleSetupOnce, ex, "the repeated setup: %v", err)
+	}
+	// Should the repeat have set the binding up again, it is torn down
+	// when the case ends.
+	p.teardownLater(c)
+	again, seq := p.execute(c, d, nil)
+	if err := valid(again); err != nil {
+		p.fatal(ruleSetupOnce, again, "execute after the repeated setup: %v", err)
+	}
+	if rc := again.receipt(); rc.Type != envapi.ReceiptFailure {
+		p.fail(ruleSetupOnce, ex, "the setup at sequence %d, repeated after its binding was torn down, set the binding up again: an execute on it (sequence %d) then answered %q, want a failure as after teardown", setup.Operation.Sequence, seq, rc.Type)
+	}
+}
+
 func lifecycleDuplicateSetup(p *probe) {
 	c := p.setup()
 	p.teardownLater(c)

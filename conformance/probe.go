@@ -94,22 +94,49 @@ func excerpt(b []byte, n int) string {
 	return s
 }
 
-func (e *exchange) String() string {
+func (e *exchange) String() string { return e.describe(nil) }
+
+// describe is String with hide applied to the request, the answer and the
+// errors before they are cut to excerpts.
+func (e *exchange) describe(hide func(string) string) string {
 	if e == nil {
 		return "(none)"
 	}
+	if hide == nil {
+		hide = func(s string) string { return s }
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "POST /v1/operations %s", excerpt(e.Request, 400))
+	fmt.Fprintf(&b, "POST /v1/operations %s", excerpt([]byte(hide(string(e.Request))), 400))
 	if e.Status != 0 {
-		fmt.Fprintf(&b, "\n    → %d %s", e.Status, excerpt(e.Body, 400))
+		fmt.Fprintf(&b, "\n    → %d %s", e.Status, excerpt([]byte(hide(string(e.Body))), 400))
 	}
 	if e.Err != nil {
-		fmt.Fprintf(&b, "\n    → error: %v", e.Err)
+		fmt.Fprintf(&b, "\n    → error: %s", hide(e.Err.Error()))
 	}
 	if e.Refused != nil {
-		fmt.Fprintf(&b, "\n    → Brain records this answer as an invalid receipt: %v", e.Refused)
+		fmt.Fprintf(&b, "\n    → Brain records this answer as an invalid receipt: %s", hide(e.Refused.Error()))
 	}
 	return b.String()
+}
+
+// minHidden is the length from which the provider's token is hidden in
+// reports: a shorter one would hide ordinary words.
+const minHidden = 4
+
+// hideToken replaces the provider's token in s, and the token without its
+// last character (which the auth cases send), with "***": a provider that
+// quotes its Authorization header in an answer does not get its token
+// printed in a report, a CI log or a JUnit file.
+func (p *probe) hideToken(s string) string {
+	tok := p.tg.Token
+	if len(tok) < minHidden {
+		return s
+	}
+	s = strings.ReplaceAll(s, tok, "***")
+	if short := tok[:len(tok)-1]; len(short) >= minHidden {
+		s = strings.ReplaceAll(s, short, "***")
+	}
+	return s
 }
 
 // receipt is the receipt type of a valid 200 answer, or a description.
@@ -122,9 +149,9 @@ func (e *exchange) receipt() envapi.Receipt {
 
 func (p *probe) report(fatal bool, r rule, ex *exchange, format string, args ...any) {
 	p.t.Helper()
-	msg := printable(fmt.Sprintf(format, args...)) + "\n  rule: " + string(r)
+	msg := printable(p.hideToken(fmt.Sprintf(format, args...))) + "\n  rule: " + string(r)
 	if ex != nil {
-		msg += "\n  exchange: " + printable(ex.String())
+		msg += "\n  exchange: " + printable(ex.describe(p.hideToken))
 	}
 	if fatal {
 		p.t.Fatalf("%s", msg)

@@ -275,6 +275,10 @@ func transportBadIdentifier(p *probe) {
 	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "session_id that is not an identifier")
 	ex = p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) { op["environment"] = "-leading-dash" }))
 	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "environment that is not an identifier")
+	ex = p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) {
+		op["request"] = map[string]any{"type": "call", "name": "not a method name!", "input": map[string]any{}}
+	}))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "a call whose name is not an identifier")
 }
 
 func transportZeroSequence(p *probe) {
@@ -282,4 +286,28 @@ func transportZeroSequence(p *probe) {
 	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "sequence 0")
 	ex = p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) { op["sequence"] = -3 }))
 	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "a negative sequence")
+	ex = p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) { op["sequence"] = 1.5 }))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "a sequence that is not an integer (1.5)")
+	ex = p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) {
+		op["request"] = map[string]any{"type": "cancel", "target_sequence": 0}
+	}))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, "a cancel of target_sequence 0")
+}
+
+// transportMissingField sends setups that leave out a field every
+// command carries: a provider that takes the zero value in its place
+// serves an operation Brain never sent.
+func transportMissingField(p *probe) {
+	for _, field := range []string{"session_id", "environment", "sequence", "request"} {
+		ex := p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) { delete(op, field) }))
+		p.wantStatus(ruleStrict, ex, http.StatusBadRequest, fmt.Sprintf("an operation without %q", field))
+	}
+	ex := p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) {
+		op["request"] = map[string]any{"type": "cancel"}
+	}))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, `a cancel without "target_sequence"`)
+	ex = p.raw("/v1/operations", p.tg.Token, p.mutated(func(op map[string]any) {
+		op["request"] = map[string]any{"type": "call", "input": map[string]any{}}
+	}))
+	p.wantStatus(ruleStrict, ex, http.StatusBadRequest, `a call without "name"`)
 }

@@ -14,9 +14,9 @@ descriptors, named by {"name": ...} in the execute's implementation:
               unknown
 
 It tracks bindings (a second setup answers already_exists, anything after
-teardown answers unavailable), runs an execute at most once per (session,
-environment, sequence) among the latest --max-remembered (65536) it
-dispatched, keeps a cancel that arrives before its execute (the execute
+teardown answers unavailable), runs a setup or an execute at most once
+per (session, environment, sequence) among the latest --max-remembered
+(65536) it dispatched, keeps a cancel that arrives before its execute (the execute
 then answers cancelled without running), and completes a Tool by
 calling the finish service of its callback grant, once: a finish Brain
 refused (a 4xx answer: nothing was committed) answers a failure with
@@ -248,18 +248,18 @@ class Memory:
 class Provider:
     """The provider's state and operations, independent of HTTP.
 
-    It remembers the latest max_remembered executes it dispatched (or
-    whose cancel came first) and as many torn-down bindings, so that its
-    memory stays bounded however long it serves: a repeat of an older
-    execute runs again, and an operation on an older torn-down binding
+    It remembers the latest max_remembered setups and executes it
+    dispatched (or whose cancel came first) and as many torn-down
+    bindings, so that its memory stays bounded however long it serves: a
+    repeat of an older setup or execute runs again, and an operation on an older torn-down binding
     answers unavailable as on one never set up here."""
 
     def __init__(self, max_remembered=DEFAULT_MAX_REMEMBERED):
         self.lock = threading.Lock()
         self.live = {}       # binding key -> Binding
         self.gone = Memory(max_remembered)  # torn-down binding keys
-        # executes already dispatched -> False, or whose cancel came
-        # before them -> True
+        # setups and executes already dispatched -> False, or executes
+        # whose cancel came before them -> True
         self.seen = Memory(max_remembered)
         self.running = {}    # execute key -> threading.Event (set on cancel)
         self.allocations = 0
@@ -269,6 +269,11 @@ class Provider:
         kind = req["type"]
         key = binding_key(op)
         if kind == "setup":
+            op_key = f"{op['session_id']}/{op['environment']}/{op['sequence']}"
+            with self.lock:
+                if self.seen.get(op_key) is False:
+                    return {"type": "unknown", "message": f"setup {op['sequence']} was already run; it is never run twice"}
+                self.seen.note(op_key, False)
             return self.setup(key, req.get("configuration"))
         if kind == "cancel":
             target = f"{op['session_id']}/{op['environment']}/{req['target_sequence']}"
@@ -567,7 +572,7 @@ def serve(handler_class=Handler, argv=None):
     ap.add_argument("--max-body-bytes", type=at_least_one, default=DEFAULT_MAX_BODY,
                     help="largest operation body accepted, at least 1")
     ap.add_argument("--max-remembered", type=at_least_one, default=DEFAULT_MAX_REMEMBERED,
-                    help="how many of the latest executes and torn-down bindings are remembered, at least 1")
+                    help="how many of the latest setups, executes and torn-down bindings are remembered, at least 1")
     args = ap.parse_args(argv)
     if not args.token:
         ap.error("a token is required (--token or $PROVIDER_TOKEN)")
