@@ -47,54 +47,25 @@ func main() {
 }
 
 type options struct {
-	url, token, provider, model, apiKey, message, system string
-	end                                                  bool
-	timeout                                              time.Duration
+	cli.Turn
+	system string
+	end    bool
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("client", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.url, "url", envOr("BRAIN_URL", "http://127.0.0.1:8080"), "Brain's base URL (BRAIN_URL)")
-	// The credentials are read from the environment after parsing, so
-	// that the usage, which shows every flag's default, never shows them.
-	fs.StringVar(&o.token, "token", "", "Brain's bearer token (default: BRAIN_TOKEN)")
-	fs.StringVar(&o.provider, "provider", "scripted", "model provider: scripted, openai, openai_chat or anthropic")
-	fs.StringVar(&o.model, "model", "demo", "model name")
-	fs.StringVar(&o.apiKey, "api-key", "", "the model provider's API key (default: BRAIN_MODEL_API_KEY)")
-	fs.StringVar(&o.message, "message", "hello", "the message to send")
+	o.Flags(fs, "hello")
 	fs.StringVar(&o.system, "system", "", "the session's system prompt")
 	fs.BoolVar(&o.end, "end", false, "end the session afterwards")
-	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return o, cli.UsageError{Err: err, Printed: true}
 	}
 	if fs.NArg() > 0 {
 		return o, cli.Unexpected(fs.Arg(0))
 	}
-	// Refused here, before a session is created for a turn that could
-	// not run: no time to run it in, or no message to send.
-	if o.timeout <= 0 {
-		return o, cli.UsageError{Err: fmt.Errorf("--timeout %v: want a positive duration, such as 30s or 5m", o.timeout)}
-	}
-	if o.message == "" {
-		return o, cli.UsageError{Err: errors.New("--message is empty: give the message to send")}
-	}
-	if o.token == "" {
-		o.token = os.Getenv("BRAIN_TOKEN")
-	}
-	if o.apiKey == "" {
-		o.apiKey = os.Getenv("BRAIN_MODEL_API_KEY")
-	}
-	return o, nil
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
+	return o, o.Check()
 }
 
 // run creates a session, runs one turn while printing its events, and
@@ -104,16 +75,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, fmt.Errorf("gave up after --timeout %v", o.timeout))
+	ctx, cancel := context.WithTimeoutCause(ctx, o.Timeout, fmt.Errorf("gave up after --timeout %v", o.Timeout))
 	defer cancel()
-	c, err := client.New(o.url, &client.Options{Token: o.token})
+	c, err := client.New(o.URL, &client.Options{Token: o.Token})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 
 	s, err := c.Sessions.Create(ctx, api.CreateSessionRequest{
-		Model:  api.ModelConfig{Provider: o.provider, Name: o.model, APIKey: o.apiKey},
+		Model:  api.ModelConfig{Provider: o.Provider, Name: o.Model, APIKey: o.APIKey},
 		System: o.system,
 	})
 	if err != nil {
@@ -193,14 +164,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  [%d] %s\n", ev.Sequence, ev.EventType)
 		if !submitted {
 			submitted = true
-			if receipt, err = s.Submit(ctx, api.UserInput{Message: o.message}); err != nil {
+			if receipt, err = s.Submit(ctx, api.UserInput{Message: o.Message}); err != nil {
 				if ctx.Err() != nil {
 					// The turn may have been admitted as ctx ended.
 					return gaveUp()
 				}
 				return fmt.Errorf("submit: %w", err)
 			}
-			fmt.Fprintf(stdout, "> %s\n", o.message)
+			fmt.Fprintf(stdout, "> %s\n", o.Message)
 			continue
 		}
 		if ev.Sequence > receipt.Sequence && (ev.EventType == api.KindTurnEnded || ev.EventType == api.KindTurnFailed) {

@@ -23,7 +23,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,55 +44,20 @@ func main() {
 	cli.Exit("host", err)
 }
 
-type options struct {
-	url, token, provider, model, apiKey, message string
-	timeout                                      time.Duration
-}
+type options struct{ cli.Turn }
 
 func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("host", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.url, "url", envOr("BRAIN_URL", "http://127.0.0.1:8080"), "Brain's base URL (BRAIN_URL)")
-	// The credentials are read from the environment after parsing, so
-	// that the usage, which shows every flag's default, never shows them.
-	fs.StringVar(&o.token, "token", "", "Brain's bearer token (default: BRAIN_TOKEN)")
-	fs.StringVar(&o.provider, "provider", "scripted", "model provider: scripted, openai, openai_chat or anthropic")
-	fs.StringVar(&o.model, "model", "demo", "model name")
-	fs.StringVar(&o.apiKey, "api-key", "", "the model provider's API key (default: BRAIN_MODEL_API_KEY)")
-	fs.StringVar(&o.message, "message", defaultMessage, "the message to send")
-	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
+	o.Flags(fs, defaultMessage)
 	if err := fs.Parse(args); err != nil {
 		return o, cli.UsageError{Err: err, Printed: true}
 	}
 	if fs.NArg() > 0 {
 		return o, cli.Unexpected(fs.Arg(0))
 	}
-	// Refused here, before a session is created for a turn that could
-	// not run: no time to run it in, or no message to send.
-	if o.timeout <= 0 {
-		return o, cli.UsageError{Err: fmt.Errorf("--timeout %v: want a positive duration, such as 30s or 5m", o.timeout)}
-	}
-	if o.message == "" {
-		return o, cli.UsageError{Err: errors.New("--message is empty: give the message to send")}
-	}
-	if err := cli.BaseURL("--url", o.url); err != nil {
-		return o, err
-	}
-	if o.token == "" {
-		o.token = os.Getenv("BRAIN_TOKEN")
-	}
-	if o.apiKey == "" {
-		o.apiKey = os.Getenv("BRAIN_MODEL_API_KEY")
-	}
-	return o, nil
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
+	return o, o.Check()
 }
 
 // add adds two numbers.
@@ -143,9 +107,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	c, err := client.New(o.url, &client.Options{Token: o.token})
+	c, err := client.New(o.URL, &client.Options{Token: o.Token})
 	if err != nil {
 		return err
 	}
@@ -165,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "host %s connected\n", host.ID)
 
 	req := api.CreateSessionRequest{
-		Model:        api.ModelConfig{Provider: o.provider, Name: o.model, APIKey: o.apiKey},
+		Model:        api.ModelConfig{Provider: o.Provider, Name: o.Model, APIKey: o.APIKey},
 		Environments: []api.Environment{host.Environment("local")},
 	}
 	for _, t := range tools {
@@ -176,8 +140,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create session: %w", err)
 	}
-	fmt.Fprintf(stdout, "session %s\n> %s\n", s.ID, o.message)
-	if _, err := s.Send(ctx, api.UserInput{Message: o.message}); err != nil {
+	fmt.Fprintf(stdout, "session %s\n> %s\n", s.ID, o.Message)
+	if _, err := s.Send(ctx, api.UserInput{Message: o.Message}); err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
 	for ev, err := range s.Events(ctx, 0) {

@@ -55,6 +55,26 @@ func Standard(operand ...string) []Case {
 	}
 }
 
+// TurnRefused are the cases a command that runs a turn (cli.Turn) answers
+// alike: a --timeout that leaves no time to run the turn, an empty
+// --message, or a --url that is no absolute http(s) base URL exits 2
+// naming the flag (and quoting the URL without the password it may hold),
+// before anything is sent.
+func TurnRefused() []Case {
+	const nowhere = "http://127.0.0.1:1"
+	return []Case{
+		{[]string{"--url", nowhere, "--timeout", "0"}, 2, "--timeout 0s: want a positive duration"},
+		{[]string{"--url", nowhere, "--timeout=-1m"}, 2, "--timeout -1m0s: want a positive duration"},
+		{[]string{"--url", nowhere, "--message="}, 2, "--message is empty"},
+		{[]string{"--url", "127.0.0.1:8080"}, 2, `--url "127.0.0.1:8080": want an absolute http:// or https:// URL`},
+		{[]string{"--url", "ftp://127.0.0.1:8080"}, 2, `--url "ftp://127.0.0.1:8080": want an absolute http:// or https:// URL`},
+		{[]string{"--url", "http://"}, 2, `--url "http:": want an absolute http:// or https:// URL`},
+		{[]string{"--url", "http://127.0.0.1:8080/?x=1"}, 2, "--url \"http://127.0.0.1:8080/?x=1\": want a base URL, without a query"},
+		{[]string{"--url", "https://user:sekrit-token@host.example/?x=1"}, 2, `--url "https://user:xxxxx@host.example/?x=1": want a base URL`},
+		{[]string{"--url", "http://user:sekrit-token@\x7f/"}, 2, "--url: want an absolute http:// or https:// URL"},
+	}
+}
+
 // ExitStatus runs the command name once for each case, with secretEnv
 // (NAME=value) in its environment, and fails t when it exits otherwise,
 // does not say what the case wants, says "help requested" (the flag
