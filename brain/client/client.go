@@ -98,10 +98,19 @@ func New(baseURL string, opts *Options) (*Client, error) {
 	if !strings.HasPrefix(baseURL, "http://") && !strings.HasPrefix(baseURL, "https://") {
 		return nil, fmt.Errorf("client: base URL %s must start with http:// or https://", printableURL(baseURL))
 	}
-	if _, err := url.Parse(baseURL); err != nil {
+	u, err := url.Parse(baseURL)
+	if err != nil {
 		// The parse error quotes the URL, a password in it included: it
 		// is not wrapped, and every call would fail with it.
 		return nil, fmt.Errorf("client: base URL %s does not parse as a URL", printableURL(baseURL))
+	}
+	// Paths are appended to the base URL as text: a query or a fragment
+	// would swallow them, and no host leaves nothing to call.
+	switch {
+	case u.Host == "":
+		return nil, fmt.Errorf("client: base URL %s names no host", printableURL(baseURL))
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(baseURL, "#"):
+		return nil, fmt.Errorf("client: base URL %s has a query or a fragment: want a base URL such as http://127.0.0.1:8080", printableURL(baseURL))
 	}
 	var o Options
 	if opts != nil {

@@ -89,3 +89,38 @@ func TestUnparsableBaseURLHidesItsPassword(t *testing.T) {
 		t.Errorf("unparsable base URL: the error prints its password: %v", err)
 	}
 }
+
+// TestBaseURLWithoutHostOrWithQueryRefused: every call's path is appended
+// to the base URL, so a base URL with a query or a fragment would send
+// each call to the wrong path (".../?x=1/v1/sessions"), and one without a
+// host could call nothing; New refuses both, saying why, and quotes a
+// password the URL holds only redacted.
+func TestBaseURLWithoutHostOrWithQueryRefused(t *testing.T) {
+	for _, c := range []struct{ url, say string }{
+		{"http://", "names no host"},
+		{"http:///v1", "names no host"},
+		{"http://127.0.0.1:8080/?x=1", "has a query or a fragment"},
+		{"http://127.0.0.1:8080/?", "has a query or a fragment"},
+		{"http://127.0.0.1:8080/#top", "has a query or a fragment"},
+		{"http://127.0.0.1:8080/#", "has a query or a fragment"},
+		{"https://user:s3cret@brain.internal/?x=1", "has a query or a fragment"},
+	} {
+		c0, err := New(c.url, nil)
+		if err == nil {
+			c0.Close()
+			t.Errorf("%q: taken", c.url)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.say) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%q: %v; want it to say %q without the password", c.url, err, c.say)
+		}
+	}
+	for _, ok := range []string{"http://127.0.0.1:8080", "http://127.0.0.1:8080/", "https://brain.internal/prefix/"} {
+		c0, err := New(ok, nil)
+		if err != nil {
+			t.Errorf("%q: %v", ok, err)
+			continue
+		}
+		c0.Close()
+	}
+}
