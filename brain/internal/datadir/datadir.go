@@ -39,6 +39,7 @@ var (
 type Dir struct {
 	path string
 	lock *os.File
+	self *os.File // the directory itself, flocked as well; nil where it cannot be
 }
 
 // Open creates (if needed), locks and checks the data directory at path.
@@ -56,6 +57,10 @@ func Open(path string) (*Dir, error) {
 		}
 		return nil, fmt.Errorf("datadir: create %s: %w", abs, err)
 	}
+	self, err := lockSelf(abs)
+	if err != nil {
+		return nil, err
+	}
 	lockPath := filepath.Join(abs, LockName)
 	created := true
 	lock, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
@@ -64,16 +69,18 @@ func Open(path string) (*Dir, error) {
 		lock, err = os.OpenFile(lockPath, os.O_RDWR, 0o600)
 	}
 	if err != nil {
+		closeFile(self)
 		return nil, fmt.Errorf("datadir: open lock: %w", err)
 	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flock(lock); err != nil {
 		lock.Close()
+		closeFile(self)
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("%w: %s is locked by another process (%s)", ErrInUse, abs, LockName)
 		}
 		return nil, fmt.Errorf("datadir: lock %s: %w", abs, err)
 	}
-	d := &Dir{path: abs, lock: lock}
+	d := &Dir{path: abs, lock: lock, self: self}
 	if err := d.check(); err != nil {
 		if created && errors.Is(err, ErrNotEmpty) {
 			// A directory that is not Brain's is left as it was found:
@@ -163,10 +170,18 @@ func readFormat(path string) (string, error) {
 }
 
 // ensureSessions creates sessions/ when it is missing and makes its entry
-// durable.
+// durable. Anything but a directory in its place is refused.
 func (d *Dir) ensureSessions() error {
-	err := os.Mkdir(filepath.Join(d.path, SessionsName), 0o700)
+	p := filepath.Join(d.path, SessionsName)
+	err := os.Mkdir(p, 0o700)
 	if errors.Is(err, os.ErrExist) {
+		fi, serr := os.Stat(p)
+		if serr != nil {
+			return fmt.Errorf("datadir: %w", serr)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("datadir: %s is not a directory (mode %v)", p, fi.Mode())
+		}
 		return nil
 	}
 	if err != nil {
@@ -208,12 +223,16 @@ func (d *Dir) Path(elem ...string) string {
 	return filepath.Join(append([]string{d.path}, elem...)...)
 }
 
-// Close releases the lock. The Dir must not be used afterwards.
+// Close releases the locks. The Dir must not be used afterwards.
 func (d *Dir) Close() error {
 	if d.lock == nil {
 		return ErrClosed
 	}
 	err := d.lock.Close() // closing the descriptor releases the flock
 	d.lock = nil
+	if d.self != nil {
+		err = errors.Join(err, d.self.Close())
+		d.self = nil
+	}
 	return err
 }

@@ -4,7 +4,8 @@
 // # Layout
 //
 //	<data dir>/
-//	  .lock            exclusive flock(2) held for the lifetime of the process
+//	  .lock            exclusive flock(2) held for the lifetime of the process,
+//	                   as is one on the directory itself
 //	  format           the marker "brain-data/1\n"
 //	  sessions/        one directory per session, owned by package journal:
 //	    {id}/journal/{first sequence as 20 digits}.segment
@@ -21,9 +22,13 @@
 //
 // Open creates the directory (and its missing parents) when it is missing,
 // fsyncing the parent of each directory it creates, then takes an exclusive,
-// non-blocking flock on .lock; when another process (or another Open in this
-// process) holds it, Open refuses with an error saying the directory is
-// already in use. With the lock held:
+// non-blocking flock on the directory itself and on .lock; when another
+// process (or another Open in this process) holds either, Open refuses with
+// an error saying the directory is already in use. The lock on the
+// directory is what keeps a second server out when .lock is deleted or
+// replaced under a running one; the lock on .lock keeps out the versions
+// that take only that one. Where the file system cannot lock a directory
+// (NFS), .lock alone is taken. With the locks held:
 //
 //   - a directory holding nothing but .lock is initialised: format is
 //     written atomically (temporary file, fsync, rename, directory fsync)

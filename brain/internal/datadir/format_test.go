@@ -69,3 +69,38 @@ func TestLargeFormatFileIsQuotedInPart(t *testing.T) {
 		t.Fatal("the format file was changed")
 	}
 }
+
+// TestSessionsThatIsNotADirectoryIsRefused: with the marker in place, a
+// sessions entry that is not a directory (a file restored in its place)
+// stops Open naming it, rather than opening a data directory whose
+// sessions cannot be kept; the file is left as it was.
+func TestSessionsThatIsNotADirectoryIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	sessions := filepath.Join(dir, SessionsName)
+	if err := os.Remove(sessions); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sessions, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(dir)
+	if err == nil {
+		d.Close()
+		t.Fatal("a data directory whose sessions is a file was opened")
+	}
+	if !strings.Contains(err.Error(), sessions) || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("Open = %v, want an error naming %s as not a directory", err, sessions)
+	}
+	if got, _ := os.ReadFile(sessions); string(got) != "mine" {
+		t.Errorf("sessions file changed: %q", got)
+	}
+	// The refused directory is unlocked again.
+	if _, err := Open(dir); err == nil || errors.Is(err, ErrInUse) {
+		t.Errorf("reopen = %v, want the same refusal", err)
+	}
+}

@@ -29,9 +29,21 @@
 // is sealed in it. A file that fails authentication is an error, never treated as
 // empty. The key file is the only thing that unseals; protecting the data
 // directory (and its backups) protects the credentials. Open refuses a key
-// file that is not a regular file or whose mode lets other users read or
-// write it (ErrKey, naming the chmod that fixes it), as a copy restored
-// with a default mode would. The key cannot be rotated in place: a
+// file that is not a regular file, whose mode lets other users read or
+// write it, or that another user owns (ErrKey, naming the chmod or chown
+// that fixes it), as a copy restored with a default mode or as another
+// user would be. It refuses as well, with ErrUnsafe, server-metadata/ or
+// sessions/ when another user owns it or group or others may write it
+// (they could swap the key for one they know before later credentials
+// are sealed under it), and a sealed file that another user owns, that
+// group or others may write (an older seal of the same session could be
+// brought back) or that is not a regular file; each error names the file
+// and what is wrong, and nothing is created or changed in it. As
+// PostgreSQL does with its data directory, the owner must be the
+// effective user the server runs as, even when that is root. A key link to nothing (its target on a
+// volume not mounted) is refused rather than replaced by a new key, and
+// the first key is created exclusively: a key already in place is never
+// replaced. The key cannot be rotated in place: a
 // replaced or lost key file leaves every sealed file unreadable; the
 // sessions that hold credentials then fail their next environment
 // operation with credential_unavailable (nothing is sent) and their next

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -35,5 +36,25 @@ func TestKeyFileThatIsNotAFileIsRefused(t *testing.T) {
 		}
 		<-done
 		t.Fatal("Open with a named pipe for its key did not return")
+	}
+}
+
+// TestKeyLinkToNothingIsRefused: a key file that is a symbolic link to
+// nothing (its target on a volume not mounted, say) stops Open with
+// ErrKey naming it. A new key written in its place would leave every
+// secret sealed under the real one unreadable once the volume is back.
+func TestKeyLinkToNothingIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, keyName)
+	target := filepath.Join(t.TempDir(), "unmounted", keyName)
+	if err := os.Symlink(target, key); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(dir)
+	if !errors.Is(err, ErrKey) || !strings.Contains(err.Error(), key) {
+		t.Fatalf("Open with a key linked to nothing = %v, want ErrKey naming %s", err, key)
+	}
+	if got, err := os.Readlink(key); err != nil || got != target {
+		t.Fatalf("the key's link now reads %q, %v; want it kept pointing at %s", got, err, target)
 	}
 }

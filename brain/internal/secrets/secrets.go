@@ -45,10 +45,14 @@ type Store struct {
 }
 
 // Open opens the store in dir (the data directory's server-metadata/),
-// creating the directory and key on first use.
+// creating the directory and key on first use. It refuses a directory,
+// key or sealed file another user owns or may write (ErrUnsafe, ErrKey).
 func Open(dir string) (*Store, error) {
 	if err := makeDirs(dir); err != nil {
-		return nil, fmt.Errorf("secrets: open %s: %w", dir, err)
+		return nil, err
+	}
+	if err := checkSealedFiles(filepath.Join(dir, "sessions")); err != nil {
+		return nil, err
 	}
 	keyPath := filepath.Join(dir, keyName)
 	key, err := readKey(keyPath)
@@ -57,7 +61,17 @@ func Open(dir string) (*Store, error) {
 		if _, err := rand.Read(key); err != nil {
 			return nil, fmt.Errorf("secrets: generate key: %w", err)
 		}
-		if err := fsutil.WriteFileAtomic(keyPath, key, 0o600); err != nil {
+		// Exclusive: a key another Open wrote first may already seal
+		// secrets, and is kept.
+		err := fsutil.WriteFileExclusive(keyPath, key, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			if key, err = readKey(keyPath); errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%w: %s exists but names no file (a symbolic link to nothing?): %w", ErrKey, keyPath, err)
+			}
+			if err != nil {
+				return nil, err
+			}
+		} else if err != nil {
 			return nil, fmt.Errorf("secrets: write key: %w", err)
 		}
 		// The first start may find the directory made by another part
@@ -91,23 +105,24 @@ func Open(dir string) (*Store, error) {
 // missing (mode 0700) and fsyncs the parent of each one it creates, so
 // that their entries are durable before anything is sealed in them: a
 // journal written later never outlives the key that opens its secrets,
-// nor a sealed file the directory that holds it.
+// nor a sealed file the directory that holds it. Each directory is
+// checked (checkDir) before anything is made in it.
 func makeDirs(dir string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return err
+		return fmt.Errorf("secrets: open %s: %w", dir, err)
 	}
 	for _, d := range []string{dir, filepath.Join(dir, "sessions")} {
 		err := os.Mkdir(d, 0o700)
 		if errors.Is(err, fs.ErrExist) {
 			if fi, serr := os.Stat(d); serr != nil || !fi.IsDir() {
-				return err
+				return fmt.Errorf("secrets: open %s: %w", dir, err)
 			}
-			continue
+		} else if err != nil {
+			return fmt.Errorf("secrets: open %s: %w", dir, err)
+		} else if err := fsutil.SyncDir(filepath.Dir(d)); err != nil {
+			return fmt.Errorf("secrets: open %s: %w", dir, err)
 		}
-		if err != nil {
-			return err
-		}
-		if err := fsutil.SyncDir(filepath.Dir(d)); err != nil {
+		if err := checkDir(d); err != nil {
 			return err
 		}
 	}
@@ -116,9 +131,10 @@ func makeDirs(dir string) error {
 
 // readKey reads the key file at path, at most one byte more than a key.
 // It refuses a key file other users may read or write (a copy restored
-// with the wrong mode, say): whoever reads it can unseal every
-// credential. As PostgreSQL does with its data directory, the server does
-// not start until the operator fixes the mode. The mode is checked before
+// with the wrong mode, say) or that another user owns (who may make it
+// readable at any time): whoever reads it can unseal every credential.
+// As PostgreSQL does with its data directory, the server does not start
+// until the operator fixes the mode or the owner. The mode is checked before
 // the file is opened, so that a named pipe or a device in its place is
 // refused rather than read without end.
 func readKey(path string) ([]byte, error) {
@@ -131,6 +147,9 @@ func readKey(path string) ([]byte, error) {
 	}
 	if m := fi.Mode(); !m.IsRegular() || m.Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("%w: %s has mode %v; it must be a file only its owner can read and write (chmod 600 %s)", ErrKey, path, m, path)
+	}
+	if err := checkOwner(ErrKey, path, fi); err != nil {
+		return nil, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
