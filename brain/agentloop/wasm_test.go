@@ -5,50 +5,13 @@ package agentloop_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/brain-in-go/brain/brain/agentloop"
 	"github.com/brain-in-go/brain/brain/agentlooptest"
 	"github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/loophost"
 )
-
-// guestLoop admits the test loop (testdata/guest, built with this SDK for
-// wasip1) into a real Wasm host and answers its activation.
-func guestLoop(t *testing.T) agentloop.Func {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds a Wasm module and compiles it")
-	}
-	module := agentlooptest.Build(t, "testdata/guest")
-	base, err := os.UserCacheDir()
-	if err != nil {
-		base = os.TempDir()
-	}
-	h, err := loophost.Open(context.Background(), loophost.Options{
-		Dir: t.TempDir(),
-		// Compiling a Go guest takes seconds; the cache outlives the run,
-		// as the go build cache does.
-		CacheDir: filepath.Join(base, "brain", "agentloop-test"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close(context.Background()) })
-	a, err := h.Admit(context.Background(), module)
-	if err != nil || a.Status != loophost.StatusAdmitted {
-		t.Fatalf("admit: %+v %v", a, err)
-	}
-	fn, err := h.Func(context.Background(), a.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fn
-}
 
 // recorder is the service table of one activation: it records every call
 // that reaches the host; environments answers its request.
@@ -130,7 +93,7 @@ type serviceAnswers map[string]struct {
 // what each service call answered; it fails t if a call reached the host.
 func runEnded(t *testing.T, message string) serviceAnswers {
 	t.Helper()
-	loop := guestLoop(t)
+	loop := agentlooptest.Loop(t, "testdata/guest")
 	rec := &recorder{}
 	in := api.TurnInput{Input: &api.UserInput{Message: message}, Transcript: []api.Message{}, KV: map[string]json.RawMessage{}}
 	out, err := loop(context.Background(), rec, in)

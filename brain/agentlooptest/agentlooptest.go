@@ -1,10 +1,11 @@
-// Package agentlooptest builds Go agentloops to WebAssembly and runs them
-// in tests: it admits a module into the same Wasm host the server uses and
-// runs turns through a real session engine with a file journal in a
-// temporary directory and the scripted model. Every turn is bounded by the
-// limits the server ships with (128 model calls, 1800 s of wall time,
-// 120 s per tool call, 1 MiB of emitted events), so a loop that passes
-// here is not refused by a server with the default configuration.
+// Package agentlooptest builds Go agentloops (and Tools) to WebAssembly
+// and runs them in tests: it admits a module into the same Wasm host the
+// server uses and runs turns through a real session engine with a file
+// journal in a temporary directory and the scripted model. Every turn is
+// bounded by the limits the server ships with (128 model calls, 1800 s of
+// wall time, 120 s per tool call, 1 MiB of emitted events), so a loop
+// that passes here is not refused by a server with the default
+// configuration.
 //
 //	module := agentlooptest.Build(t, ".")      // GOOS=wasip1, cached per test binary
 //	e := agentlooptest.Start(t)
@@ -19,6 +20,15 @@
 // default one:
 //
 //	e := agentlooptest.StartWith(t, agentlooptest.Options{Limits: agentlooptest.Limits{MaxModelCalls: 3}})
+//
+// Loop and Tool run a guest in the Wasm host without a session engine: the
+// test gives each activation or invocation its own service table, and so
+// answers and sees every service call the guest makes:
+//
+//	loop := agentlooptest.Loop(t, ".")      // an agentloop.Func
+//	out, err := loop(ctx, services, input)  // one turn, services an agentloop.Services
+//	run := agentlooptest.Tool(t, "./mytool")
+//	receipt := run(ctx, toolServices, json.RawMessage(`{"path":"a.txt"}`))
 package agentlooptest
 
 import (
@@ -232,13 +242,7 @@ func (e *Engine) Restart(t testing.TB) {
 func (e *Engine) Admit(t testing.TB, module []byte) string {
 	t.Helper()
 	a, err := e.host.Admit(context.Background(), module)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Status != loophost.StatusAdmitted {
-		t.Fatalf("agentloop %s: %s: %v", a.ID, a.Status, a.Error)
-	}
-	return a.ID
+	return admitted(t, a, err)
 }
 
 // Create creates a session (scripted model, no tools or environments)

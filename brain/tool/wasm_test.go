@@ -5,45 +5,13 @@ package tool_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/brain-in-go/brain/brain/agentlooptest"
-	"github.com/brain-in-go/brain/brain/internal/loophost"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 )
-
-// guestHost admits the test Tool (testdata/guest, built with this SDK for
-// wasip1) into a real Wasm host and answers the host and the module id.
-func guestHost(t *testing.T) (*loophost.Host, string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds a Wasm module and compiles it")
-	}
-	module := agentlooptest.Build(t, "testdata/guest")
-	base, err := os.UserCacheDir()
-	if err != nil {
-		base = os.TempDir()
-	}
-	h, err := loophost.Open(context.Background(), loophost.Options{
-		Dir: t.TempDir(), ToolsDir: t.TempDir(),
-		// Compiling a Go guest takes seconds; the cache outlives the run,
-		// as the go build cache does.
-		CacheDir: filepath.Join(base, "brain", "tool-test"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close(context.Background()) })
-	a, err := h.AdmitTool(context.Background(), module)
-	if err != nil || a.Status != loophost.StatusAdmitted {
-		t.Fatalf("admit: %+v %v", a, err)
-	}
-	return h, a.ID
-}
 
 // recorder is the host's service table for one invocation: it records
 // every call that reaches the host.
@@ -92,9 +60,9 @@ type serviceAnswers map[string]struct {
 // if a call reached the host.
 func runEnded(t *testing.T, op string) serviceAnswers {
 	t.Helper()
-	h, id := guestHost(t)
+	run := agentlooptest.Tool(t, "testdata/guest")
 	rec := &recorder{}
-	r := h.RunTool(context.Background(), loophost.ToolCall{ID: id, Input: json.RawMessage(`{"op":"` + op + `"}`), Services: rec})
+	r := run(context.Background(), rec, json.RawMessage(`{"op":"`+op+`"}`))
 	var answers serviceAnswers
 	if err := json.Unmarshal(okValue(t, r), &answers); err != nil {
 		t.Fatal(err)

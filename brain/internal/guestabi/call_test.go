@@ -7,13 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/brain-in-go/brain/brain/agentlooptest"
 	"github.com/brain-in-go/brain/brain/api"
-	"github.com/brain-in-go/brain/brain/internal/loophost"
 )
 
 // echo is a service table whose environments service answers its
@@ -57,32 +54,7 @@ func (echo) Environments(_ context.Context, req json.RawMessage) (json.RawMessag
 // import and the answer import and the others make their calls meanwhile:
 // the host keeps only the last call's answer.
 func TestCallAnswersEachGoroutineItsOwnAnswer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a Wasm module and compiles it")
-	}
-	module := agentlooptest.Build(t, "testdata/guest")
-	base, err := os.UserCacheDir()
-	if err != nil {
-		base = os.TempDir()
-	}
-	h, err := loophost.Open(context.Background(), loophost.Options{
-		Dir: t.TempDir(),
-		// Compiling a Go guest takes seconds; the cache outlives the run,
-		// as the go build cache does.
-		CacheDir: filepath.Join(base, "brain", "guestabi-test"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close(context.Background()) })
-	a, err := h.Admit(context.Background(), module)
-	if err != nil || a.Status != loophost.StatusAdmitted {
-		t.Fatalf("admit: %+v %v", a, err)
-	}
-	loop, err := h.Func(context.Background(), a.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loop := agentlooptest.Loop(t, "testdata/guest")
 	const n = 64
 	in := api.TurnInput{Input: &api.UserInput{Message: fmt.Sprintf("concurrent %d", n)}, Transcript: []api.Message{}, KV: map[string]json.RawMessage{}}
 	out, err := loop(context.Background(), echo{}, in)
