@@ -71,7 +71,10 @@ type Client struct {
 	// beatMs is the heartbeat interval in milliseconds the server named
 	// on the client's latest stream (0: none yet).
 	beatMs atomic.Int64
-	closed atomic.Bool
+	// assumedBeat is the heartbeat interval assumed before a server
+	// named one (defaultHeartbeat when the client was made).
+	assumedBeat time.Duration
+	closed      atomic.Bool
 	// life ends when the client closes: every request, stream and host
 	// connection of the client runs under it.
 	life context.Context
@@ -139,6 +142,9 @@ func New(baseURL string, opts *Options) (*Client, error) {
 }
 
 func (c *Client) init() *Client {
+	if c.assumedBeat == 0 {
+		c.assumedBeat = defaultHeartbeat
+	}
 	c.life, c.stop = context.WithCancel(context.Background())
 	c.hostSem = make(chan struct{}, 1)
 	c.Sessions = &Sessions{c: c}
@@ -152,7 +158,7 @@ func (c *Client) init() *Client {
 // shares this client's HTTP client and retry settings and has its own
 // lifetime: closing either client leaves the other usable.
 func (c *Client) WithToken(token string) *Client {
-	n := &Client{base: c.base, token: token, hc: c.hc, own: c.own, retries: c.retries, maxAnswer: c.maxAnswer}
+	n := &Client{base: c.base, token: token, hc: c.hc, own: c.own, retries: c.retries, maxAnswer: c.maxAnswer, assumedBeat: c.assumedBeat}
 	n.beatMs.Store(c.beatMs.Load())
 	return n.init()
 }

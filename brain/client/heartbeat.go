@@ -32,12 +32,13 @@ var defaultHeartbeat = 15 * time.Second
 var errSilent = errors.New("client: stream went silent")
 
 // heartbeat answers the heartbeat interval the server named on the
-// client's latest stream, or defaultHeartbeat before any did.
+// client's latest stream, or the one assumed (defaultHeartbeat when the
+// client was made) before any did.
 func (c *Client) heartbeat() time.Duration {
 	if ms := c.beatMs.Load(); ms > 0 {
 		return time.Duration(ms) * time.Millisecond
 	}
-	return defaultHeartbeat
+	return c.assumedBeat
 }
 
 // silenced answers the function that gives a stream up as silent: it
