@@ -35,9 +35,10 @@ type Binder struct {
 
 	public atomic.Pointer[string] // base of callback and reporter URLs
 
-	keyOnce sync.Once
-	key     []byte
-	keyErr  error
+	// keyMu guards key, read or created once it can be: a failure to
+	// read it is not kept, so that a later operation tries again.
+	keyMu sync.Mutex
+	key   []byte
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -50,7 +51,7 @@ var (
 )
 
 // New returns a Binder for cfg. It touches no file: the reporter key is
-// read or created by Mount (or the first operation).
+// read or created by the first operation or token check that needs it.
 func New(cfg Config) (*Binder, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -83,7 +84,6 @@ func New(cfg Config) (*Binder, error) {
 	b.public.Store(&c.PublicURL)
 	if len(c.Key) != 0 {
 		b.key = append([]byte(nil), c.Key...)
-		b.keyOnce.Do(func() {})
 	}
 	return b, nil
 }
@@ -103,10 +103,21 @@ func (b *Binder) SetPublicURL(u string) error {
 // unknown).
 func (b *Binder) PublicURL() string { return *b.public.Load() }
 
-// serverKey answers the reporter key, loading or creating it once.
+// serverKey answers the reporter key, loading or creating it the first
+// time it can be. A failure (the key file could not be read or written
+// then) is answered, not kept: the next call tries again.
 func (b *Binder) serverKey() ([]byte, error) {
-	b.keyOnce.Do(func() { b.key, b.keyErr = loadKey(b.cfg.KeyFile) })
-	return b.key, b.keyErr
+	b.keyMu.Lock()
+	defer b.keyMu.Unlock()
+	if b.key != nil {
+		return b.key, nil
+	}
+	key, err := loadKey(b.cfg.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	b.key = key
+	return key, nil
 }
 
 // Close revokes every invocation token and releases idle connections.

@@ -117,3 +117,50 @@ func TestRouteGoneRecordsFailureNotUnknown(t *testing.T) {
 		t.Errorf("setup failure %+v, want %s, not ambiguous", f, CodeNoRoute)
 	}
 }
+
+// A server key that could not be read or created for one operation (its
+// directory could not be made) fails that operation not_sent, retryable;
+// once the cause is gone, the next operation is sent, with a reporter
+// token that checks: the failure is not kept.
+func TestKeyFailurePassesWhenItsCausePasses(t *testing.T) {
+	var posts atomic.Int32
+	srv := provider(t, func(context.Context, envapi.Operation) envapi.Receipt {
+		posts.Add(1)
+		return envapi.Accepted()
+	})
+	dir := t.TempDir()
+	// A file stands where the key's directory goes.
+	blocker := filepath.Join(dir, "server-metadata")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := testBinder(t, Config{KeyFile: filepath.Join(blocker, KeyFileName)})
+	rc, err := b.Deliver(t.Context(), op(srv.URL, 5))
+	if err != nil || rc.Type != envapi.ReceiptFailure || rc.Code != CodeNotSent || !rc.Retryable {
+		t.Fatalf("key unavailable: receipt %+v err %v, want failure %s (retryable)", rc, err, CodeNotSent)
+	}
+	if ok, err := b.AuthorizeReporter("ses_AAAAAAAAAAAAAAAAAAAA", "box", 1, "x"); ok || err == nil {
+		t.Fatalf("AuthorizeReporter with no key = %v %v, want an error", ok, err)
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	var sent envapi.Operation
+	srv2 := provider(t, func(_ context.Context, o envapi.Operation) envapi.Receipt {
+		sent = o
+		return envapi.Accepted()
+	})
+	rc, err = b.Deliver(t.Context(), op(srv2.URL, 6))
+	if err != nil || rc.Type != envapi.ReceiptAccepted {
+		t.Fatalf("once the key can be made: receipt %+v err %v, want accepted", rc, err)
+	}
+	if sent.Reporter == nil {
+		t.Fatal("the operation carried no reporter grant")
+	}
+	if ok, err := b.AuthorizeReporter("ses_AAAAAAAAAAAAAAAAAAAA", "box", 1, sent.Reporter.Token); !ok || err != nil {
+		t.Fatalf("the reporter token sent = %v %v, want authorized", ok, err)
+	}
+	if n := posts.Load(); n != 0 {
+		t.Fatalf("the operation that failed reached a provider %d times", n)
+	}
+}

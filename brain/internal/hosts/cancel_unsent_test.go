@@ -69,7 +69,7 @@ func TestCancelNeverWrittenIsNotAccepted(t *testing.T) {
 	}
 	select {
 	case f := <-conn.Frames():
-		t.Fatalf("a frame is still to be written on the ended connection: %s", f)
+		t.Fatalf("a frame is still to be written on the ended connection: %s", f.Data)
 	default:
 	}
 	second, err := r.Connect(reg.HostID)
@@ -78,7 +78,7 @@ func TestCancelNeverWrittenIsNotAccepted(t *testing.T) {
 	}
 	select {
 	case f := <-second.Frames():
-		t.Fatalf("the newer connection was sent %s", f)
+		t.Fatalf("the newer connection was sent %s", f.Data)
 	default:
 	}
 }
@@ -99,7 +99,7 @@ func TestCancelNotTakenBeforeItsDeliveryEnds(t *testing.T) {
 	}
 	select {
 	case f := <-conn.Frames():
-		t.Fatalf("the cancel was written after its operation was answered: %s", f)
+		t.Fatalf("the cancel was written after its operation was answered: %s", f.Data)
 	default:
 	}
 }

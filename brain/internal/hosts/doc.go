@@ -33,15 +33,22 @@
 //
 // A command is handed to the connection's transport directly
 // (Conn.Frames), never left in a queue: it counts as sent once the
-// transport took it. One the connection ended (or the call stopped)
-// before the transport took it was not sent, and its call fails
-// host_not_connected. When the connection that carried a command ends
-// while the call is open, the call's outcome is unknown; it is never
-// resent. Cancelling a call writes a cancel_tool command to the same
-// connection; the cancel operation is answered accepted once the
-// transport took it, and failure host_not_connected when the connection
-// ended, or the operation's delivery did, before that (the cancel was not
-// sent).
+// transport took it, and the transport reports how its write ended
+// (Frame.Wrote); a failed write ends the connection. One the connection
+// ended (or the call stopped) before the transport took it was not sent,
+// and its call fails host_not_connected. When the connection that carried
+// a command ends while the call is open (also when the command's own
+// write failed), the call's outcome is unknown; it is never resent.
+// Cancelling a call writes a cancel_tool command to the same connection;
+// the cancel operation is answered accepted once the transport wrote it,
+// unknown when the transport took it but its write failed or was not
+// confirmed before the connection or the operation's delivery ended (the
+// host may or may not have read it), and failure host_not_connected when
+// the connection ended, or the operation's delivery did, before the
+// transport took it (the cancel was not sent). A connection is kept from
+// a suspend while a cancel it owes is being written; a call the session
+// let go without cancelling it (its deadline passed, its lease was lost, a
+// commit failed) is owed none.
 //
 // # Registrations on disk
 //

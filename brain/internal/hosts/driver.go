@@ -198,7 +198,7 @@ func (r *Registry) execute(ctx context.Context, op session.Operation) (envapi.Re
 	c := &command{conn: h.conn, svc: svc, lost: make(chan struct{}), returned: make(chan struct{}), grant: op.CallbackDone}
 	h.outstanding[k] = c
 	r.mu.Unlock()
-	if err := c.conn.send(ctx, frame); err != nil {
+	if err := c.conn.send(ctx, frame, nil); err != nil {
 		r.mu.Lock()
 		delete(h.outstanding, k)
 		r.mu.Unlock()
@@ -255,7 +255,7 @@ func (r *Registry) follow(ctx context.Context, h *host, k key, c *command, close
 			h.keepUnrecordedLocked(k, c)
 		}
 	}
-	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), session.ErrTimeout) && lostErr == nil && !c.settled {
+	if ctx.Err() != nil && cancelFollows(context.Cause(ctx)) && lostErr == nil && !c.settled {
 		// A cancel operation follows; it needs the connection.
 		h.stopped[k] = c
 	}
@@ -275,6 +275,18 @@ func (r *Registry) follow(ctx context.Context, h *host, k key, c *command, close
 	return accepted, nil
 }
 
+// cancelFollows reports whether a call whose context ended with cause is
+// sent a cancel operation: one cancelled (an interrupt, its turn
+// stopping, the engine stopping), not one that reached its deadline or
+// that the session let go without recording anything (its lease lost, a
+// failed commit), so that nothing waits for a cancel that never comes.
+func cancelFollows(cause error) bool {
+	if errors.Is(cause, session.ErrTimeout) {
+		return false
+	}
+	return errors.Is(cause, session.ErrCancelled) || errors.Is(cause, context.Canceled)
+}
+
 // settle notes that no cancel operation will name command c of host id
 // and forgets it if follow kept it for one.
 func (r *Registry) settle(id string, k key, c *command) {
@@ -287,9 +299,12 @@ func (r *Registry) settle(id string, k key, c *command) {
 }
 
 // cancel writes a cancel_tool command to the connection that carried the
-// call. It answers accepted once the transport took the command, and
-// failure host_not_connected when the command was not written: the
-// connection ended first, or ctx did.
+// call. It answers accepted once the transport wrote the command,
+// failure host_not_connected when the command was not sent (the
+// connection ended before the transport took it, or ctx did), and
+// unknown when the transport took it but its write failed or was not
+// confirmed (the connection or ctx ended first): the host may or may not
+// have received it.
 func (r *Registry) cancel(ctx context.Context, op session.Operation) envapi.Receipt {
 	target := op.Request.TargetSequence
 	k := key{op.SessionID, target}
@@ -304,6 +319,16 @@ func (r *Registry) cancel(ctx context.Context, op session.Operation) envapi.Rece
 			// keep it for this cancel.
 			c.settled = true
 		}
+		if c != nil {
+			// The connection owes the host this cancel until it is
+			// written: a suspend meanwhile keeps it.
+			c.conn.cancelling++
+			defer func() {
+				r.mu.Lock()
+				c.conn.cancelling--
+				r.mu.Unlock()
+			}()
+		}
 	}
 	r.mu.Unlock()
 	if c == nil {
@@ -313,11 +338,31 @@ func (r *Registry) cancel(ctx context.Context, op session.Operation) envapi.Rece
 		SessionID: op.SessionID, Sequence: op.Sequence, Environment: op.Environment, Template: op.Template,
 		Operation: api.HostOperation{Type: api.HostCancelTool, TargetSequence: target},
 	})
-	if err := c.conn.send(ctx, frame); err != nil {
+	wrote := make(chan error, 1)
+	if err := c.conn.send(ctx, frame, wrote); err != nil {
 		if errors.Is(err, errConnEnded) {
 			return failure(CodeHostNotConnected, fmt.Sprintf("the connection that carried tool call %d ended before the cancel was written; it was not sent", target), false)
 		}
 		return failure(CodeHostNotConnected, fmt.Sprintf("the cancel of tool call %d was not written before its delivery ended (%v); it was not sent", target, err), false)
 	}
-	return accepted
+	select {
+	case err := <-wrote:
+		if err != nil {
+			return envapi.Unknown(fmt.Sprintf("writing the cancel of tool call %d to host %s failed (%v); the host may or may not have received it", target, op.Declaration.HostID, err))
+		}
+		return accepted
+	case <-c.conn.done:
+		// The transport may have been writing it when the connection
+		// ended.
+		select {
+		case err := <-wrote:
+			if err == nil {
+				return accepted
+			}
+		default:
+		}
+		return envapi.Unknown(fmt.Sprintf("the connection of host %s ended while the cancel of tool call %d was being written; the host may or may not have received it", op.Declaration.HostID, target))
+	case <-ctx.Done():
+		return envapi.Unknown(fmt.Sprintf("the cancel of tool call %d was taken for writing to host %s, but the write was not confirmed before its delivery ended; the host may or may not have received it", target, op.Declaration.HostID))
+	}
 }

@@ -84,7 +84,7 @@ func startBackground(t *testing.T, r *Registry, conn *Conn, id string, seq uint6
 		rc, err := r.Deliver(ctx, op)
 		out <- delivered{rc, err}
 	}()
-	<-conn.Frames()
+	(<-conn.Frames()).Wrote(nil)
 	if _, err := r.Update(context.Background(), id, api.HostResult{SessionID: op.SessionID, Sequence: seq, Update: api.ToolExecutionUpdate{Type: api.UpdateReturned}}); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,11 @@ func TestFinishedBackgroundCallsLeaveNothing(t *testing.T) {
 	// The transport writes the cancel_tool command; the cancel operation
 	// is answered once it did.
 	written := make(chan []byte, 1)
-	go func() { written <- <-conn.Frames() }()
+	go func() {
+		f := <-conn.Frames()
+		f.Wrote(nil)
+		written <- f.Data
+	}()
 	rc, err := r.Deliver(context.Background(), cancelOp(reg.HostID, 101, 100))
 	if err != nil || rc.Type != envapi.ReceiptAccepted {
 		t.Fatalf("cancel receipt %+v err %v", rc, err)
@@ -160,4 +164,14 @@ func TestFinishedBackgroundCallsLeaveNothing(t *testing.T) {
 	if _, err := r.Update(context.Background(), reg.HostID, api.HostResult{SessionID: "ses_aaaaaaaaaaaaaaaaaaaa", Sequence: 100, Update: api.ToolExecutionUpdate{Type: api.UpdateFinish}}); !errors.Is(err, session.ErrExecutionClosed) {
 		t.Fatalf("finish of the cancelled call = %v, want refused", err)
 	}
+}
+
+// drop ends the call's context with cause and closes it, as the session
+// does when it lets its calls go without recording anything: no cancel
+// operation follows.
+func (b *backgroundCall) drop(cause error) {
+	b.r.mu.Lock()
+	defer b.r.mu.Unlock()
+	b.cancel(cause)
+	close(b.done)
 }

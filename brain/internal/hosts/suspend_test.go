@@ -29,7 +29,8 @@ func TestSuspendNeverDropsAWrittenCommand(t *testing.T) {
 		go func() {
 			for {
 				select {
-				case <-conn.Frames():
+				case f := <-conn.Frames():
+					f.Wrote(nil)
 				case <-conn.Done():
 					return
 				}
@@ -80,7 +81,8 @@ func TestSuspendKeepsAConnectionOwingACancel(t *testing.T) {
 	go func() {
 		select {
 		case f := <-conn.Frames():
-			written <- f
+			f.Wrote(nil)
+			written <- f.Data
 		case <-conn.Done():
 			close(written)
 		}
@@ -95,5 +97,54 @@ func TestSuspendKeepsAConnectionOwingACancel(t *testing.T) {
 	// With the cancel written the connection carries nothing: it may go.
 	if suspended, err := r.Suspend(reg.HostID, conn.ID); err != nil || !suspended {
 		t.Fatalf("suspend after the cancel was written = %v %v, want true", suspended, err)
+	}
+}
+
+// TestSuspendKeepsAConnectionWritingACancel: once a cancel operation
+// named a stopped call, its cancel_tool is on its way to the connection
+// but not yet written. A suspend meanwhile answers false and keeps the
+// connection, so the cancel reaches the host (accepted) rather than
+// failing host_not_connected on a connection the host was let close.
+func TestSuspendKeepsAConnectionWritingACancel(t *testing.T) {
+	r := open(t, Config{Dir: t.TempDir()})
+	reg, conn := connected(t, r)
+	stoppedCall(t, r, conn, reg.HostID, 5)
+	out := make(chan delivered, 1)
+	go func() {
+		rc, err := r.Deliver(context.Background(), cancelOp(reg.HostID, 6, 5))
+		out <- delivered{rc, err}
+	}()
+	// The transport has not taken the cancel_tool command yet.
+	waitQueued(t, conn, 1)
+	suspended, err := r.Suspend(reg.HostID, conn.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if suspended {
+		t.Fatal("suspend answered true while the cancel of a running tool was being written to the connection")
+	}
+	f := <-conn.Frames()
+	f.Wrote(nil)
+	if d := receipt(t, out); d.err != nil || d.rc.Type != envapi.ReceiptAccepted {
+		t.Fatalf("cancel receipt %+v err %v, want accepted", d.rc, d.err)
+	}
+	if suspended, err := r.Suspend(reg.HostID, conn.ID); err != nil || !suspended {
+		t.Fatalf("suspend after the cancel was written = %v %v, want true", suspended, err)
+	}
+}
+
+// TestSuspendAfterACallLetGoWithoutACancel: a call the session let go
+// without cancelling it (its lease on the session was lost, or a commit
+// failed) is sent no cancel operation. The connection owes the host no
+// cancel_tool then, and a suspend closes it, rather than answering false
+// for as long as the connection lasts.
+func TestSuspendAfterACallLetGoWithoutACancel(t *testing.T) {
+	r := open(t, Config{Dir: t.TempDir()})
+	reg, conn := connected(t, r)
+	b := startBackground(t, r, conn, reg.HostID, 5)
+	b.drop(errors.New("session: the lease on the session was lost"))
+	held(t, r, reg.HostID) // the delivery let the call go
+	if suspended, err := r.Suspend(reg.HostID, conn.ID); err != nil || !suspended {
+		t.Fatalf("suspend with no command owed to the host = %v %v, want true", suspended, err)
 	}
 }

@@ -84,7 +84,7 @@ func TestConnectionEndsBeforeTheCommandIsWritten(t *testing.T) {
 	reg, conn := connected(t, r)
 	written := invoke(r, reg.HostID, 7)
 	waitQueued(t, conn, 1)
-	<-conn.Frames() // the transport writes this one
+	(<-conn.Frames()).Wrote(nil) // the transport writes this one
 	queued := invoke(r, reg.HostID, 8)
 	waitQueued(t, conn, 1)
 	conn.Close()
@@ -99,7 +99,7 @@ func TestConnectionEndsBeforeTheCommandIsWritten(t *testing.T) {
 	// The ended connection's transport finds nothing left to write.
 	select {
 	case f := <-conn.Frames():
-		t.Fatalf("a frame is still queued on the ended connection: %s", f)
+		t.Fatalf("a frame is still queued on the ended connection: %s", f.Data)
 	default:
 	}
 }
@@ -126,7 +126,7 @@ func TestDisplacedBeforeTheCommandIsWritten(t *testing.T) {
 	}
 	select {
 	case f := <-second.Frames():
-		t.Fatalf("the command was resent on the newer connection: %s", f)
+		t.Fatalf("the command was resent on the newer connection: %s", f.Data)
 	default:
 	}
 }

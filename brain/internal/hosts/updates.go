@@ -187,7 +187,7 @@ func (r *Registry) ServiceCallKeyed(ctx context.Context, id, key string, c api.H
 
 // Suspend closes host id's connection named connection when it carries no
 // outstanding command, nor a stopped one whose cancel_tool is still to be
-// written to it, and reports whether it did.
+// written to it or being written, and reports whether it did.
 func (r *Registry) Suspend(id, connection string) (bool, error) {
 	r.mu.Lock()
 	h := r.lookupLocked(id)
@@ -207,7 +207,12 @@ func (r *Registry) Suspend(id, connection string) (bool, error) {
 		}
 	}
 	// A stopped call's cancel_tool is still to be written to the
-	// connection that carried it: the host is still running the tool.
+	// connection that carried it, or is being written: the host is still
+	// running the tool.
+	if c.cancelling > 0 {
+		r.mu.Unlock()
+		return false, nil
+	}
 	for _, cmd := range h.stopped {
 		if cmd.conn == c {
 			r.mu.Unlock()

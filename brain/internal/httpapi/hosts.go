@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -281,30 +282,39 @@ func (s *Server) hostCommands(w http.ResponseWriter, r *http.Request, reg *hosts
 	}
 	beat := time.NewTicker(s.opts.Heartbeat)
 	defer beat.Stop()
-	write := func(b []byte) bool {
+	write := func(b []byte) error {
 		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 		if _, err := w.Write(b); err != nil {
-			return false
+			return err
 		}
-		return rc.Flush() == nil
+		return rc.Flush()
 	}
 	for {
 		select {
 		case f := <-conn.Frames():
-			b := make([]byte, 0, len(f)+24)
+			b := make([]byte, 0, len(f.Data)+24)
 			b = append(b, "event: command\ndata: "...)
-			b = append(b, f...)
+			b = append(b, f.Data...)
 			b = append(b, "\n\n"...)
-			if !write(b) {
+			err := write(b)
+			if err == nil {
+				// Written to a connection that had already ended: the
+				// host may not have read it.
+				err = context.Cause(r.Context())
+			}
+			// A command whose write failed may have reached the host or
+			// not: the registry records it so and ends the connection.
+			f.Wrote(err)
+			if err != nil {
 				return
 			}
 		case <-beat.C:
-			if !write([]byte(": ping\n\n")) {
+			if write([]byte(": ping\n\n")) != nil {
 				return
 			}
 		case <-conn.Done():
 			if conn.Displaced() {
-				write([]byte("event: displaced\ndata: {}\n\n"))
+				_ = write([]byte("event: displaced\ndata: {}\n\n"))
 			}
 			return
 		case <-r.Context().Done():
