@@ -30,17 +30,9 @@ func TestEventActivationEndNotWritten(t *testing.T) {
 		handed <- seqs
 		return api.TurnOutput{}, nil
 	}}
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &failOnce{Store: fs, kind: api.KindActivationEnded}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "echo"}), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs, IdleTTL: KeepIdle, Loops: testLoops(loops)}); err != nil {
-		t.Fatal(err)
-	}
-	h.envs.engine = h.engine
-	t.Cleanup(h.close)
+	store := &failOnce{kind: api.KindActivationEnded}
+	h := wrappedHarness(t, Config{IdleTTL: KeepIdle, Loops: testLoops(loops)}, map[string]string{"box": "echo"},
+		func(fs journal.Store) journal.Store { store.Store = fs; return store })
 	req := toolSession("echo")
 	req.Agentloop = testLoop("count")
 	id := h.create(req)

@@ -16,17 +16,8 @@ import (
 // the turn's start waits for it, as nobody is answered before the turn
 // ends), and the model result, transcript and turn end together.
 func TestTextTurnAppends(t *testing.T) {
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &countingStore{Store: fs}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(nil), secret: NewMemSecrets()}
-	h.engine, err = New(Config{Store: store, Secrets: h.secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.close)
+	store := &countingStore{}
+	h := wrappedHarness(t, Config{}, nil, func(fs journal.Store) journal.Store { store.Store = fs; return store })
 	id := h.create(api.CreateSessionRequest{})
 	before := store.appends.Load()
 	if _, err := h.engine.Send(context.Background(), id, api.UserInput{Message: "hi"}); err != nil {

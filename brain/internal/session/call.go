@@ -22,8 +22,10 @@ func (x *execution) Call(ctx context.Context, method string, input json.RawMessa
 	}
 	out, err := x.call(ctx, method, input)
 	// The caller is outside the engine: what it is answered about is
-	// durable first.
-	if ferr := x.s.flush(); ferr != nil && err == nil {
+	// durable first. A failure whose record could not be written (a
+	// model call's model_call_failed) is not answered either: the
+	// caller is told that the journal failed, as after a success.
+	if ferr := x.s.flush(); ferr != nil {
 		return nil, ferr
 	}
 	return out, err

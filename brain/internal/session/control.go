@@ -499,7 +499,9 @@ func (s *sess) callLocked(ctx context.Context, c controller, ref api.Environment
 	if spec != nil && len(spec.OutputSchema) > 0 {
 		if schema, err := s.e.schemas.get(spec.OutputSchema); err == nil {
 			if err := schema.Validate(out); err != nil {
-				return nil, &EnvironmentError{Code: envapi.CodeInvalidOutput, Message: "output of " + method + ": " + err.Error(), Sequence: seq}
+				// The error may quote the provider's output (a member's
+				// name): it is bounded as the provider's own words are.
+				return nil, &EnvironmentError{Code: envapi.CodeInvalidOutput, Message: boundMessage("output of " + method + ": " + err.Error()), Sequence: seq}
 			}
 		}
 	}

@@ -32,17 +32,8 @@ func (f *refusingStore) Append(ctx context.Context, session string, expectedNext
 
 func refusingHarness(t *testing.T) (*harness, *refusingStore) {
 	t.Helper()
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &refusingStore{Store: fs}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(nil), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs, IdleTTL: KeepIdle}); err != nil {
-		t.Fatal(err)
-	}
-	h.envs.engine = h.engine
-	t.Cleanup(h.close)
+	store := &refusingStore{}
+	h := wrappedHarness(t, Config{IdleTTL: KeepIdle}, nil, func(fs journal.Store) journal.Store { store.Store = fs; return store })
 	return h, store
 }
 

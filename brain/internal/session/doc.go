@@ -79,7 +79,13 @@
 // pending and starts nothing itself (no automatic retry): the next
 // activation, woken by a newer actionable record or started by a message,
 // is handed them again (the rule is folded from the journal, so it holds
-// after the session is passivated or the process restarts).
+// after the session is passivated or the process restarts). A record
+// that was pending when the failed activation started is no newer one,
+// also when it was past the page of api.MaxPageEvents it was handed;
+// once an activation ends, what it did not deliver wakes the loop. An
+// activation one of whose events cannot be read from the journal fails
+// (agentloop_failed, retryable) rather than ending as if its loop had
+// been handed it.
 // Engine.Interrupt records a private
 // _session_interrupted (so does a restart that closed a turn or a tool
 // call; one that closed only environment operations, such as a turn-end
@@ -234,7 +240,11 @@
 // an environment's failure or unknown outcome, the error outcome of a
 // tool, a loop's error) is recorded and answered with at most 4096 bytes,
 // the bound of an ApiError's message: a longer one keeps its head, cut
-// between characters, followed by " [message cut: N bytes in all]".
+// between characters, followed by " [message cut: N bytes in all]". It is
+// recorded and answered as valid UTF-8: a character the message ends
+// inside (a provider's error body read up to the model client's
+// MaxErrorBytes) is left out, and any other byte that is not UTF-8 reads
+// as U+FFFD, as the record's encoding has it.
 //
 // # Large messages
 //

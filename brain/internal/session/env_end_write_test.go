@@ -106,17 +106,9 @@ func (f *failOnce) Append(ctx context.Context, session string, expectedNext uint
 func TestToolCancelEndNotWritten(t *testing.T) {
 	for _, behaviour := range []string{"hang", "slowstop"} {
 		t.Run(behaviour, func(t *testing.T) {
-			fs, err := journal.OpenFileStore(t.TempDir(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			store := &failOnce{Store: fs, kind: api.KindToolCancelEnded}
-			h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": behaviour}), secret: NewMemSecrets()}
-			if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs, IdleTTL: KeepIdle}); err != nil {
-				t.Fatal(err)
-			}
-			h.envs.engine = h.engine
-			t.Cleanup(h.close)
+			store := &failOnce{kind: api.KindToolCancelEnded}
+			h := wrappedHarness(t, Config{IdleTTL: KeepIdle}, map[string]string{"box": behaviour},
+				func(fs journal.Store) journal.Store { store.Store = fs; return store })
 			id := h.create(toolSession(behaviour))
 			ctx := context.Background()
 			done := make(chan error, 1)

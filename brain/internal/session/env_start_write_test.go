@@ -16,20 +16,12 @@ import (
 // (the same request may be sent again), not an environment error of an
 // unknown outcome, which would say the call may have run.
 func TestEnvironmentCallStartNotWritten(t *testing.T) {
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &failingStore{Store: fs}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "echo"}), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.close)
+	store := &failingStore{}
+	h := wrappedHarness(t, Config{}, map[string]string{"box": "echo"}, func(fs journal.Store) journal.Store { store.Store = fs; return store })
 	id := h.create(api.CreateSessionRequest{Environments: []api.Environment{{Name: "box", Driver: api.DriverHTTP, URL: "http://127.0.0.1:1"}}})
 	ctx := context.Background()
 	store.failing.Store(true)
-	_, err = h.engine.CallEnvironment(ctx, id, "box", "work", json.RawMessage(`{}`))
+	_, err := h.engine.CallEnvironment(ctx, id, "box", "work", json.RawMessage(`{}`))
 	var ee *EnvironmentError
 	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, journal.ErrWrite) || errors.As(err, &ee) {
 		t.Fatalf("call whose start was not written = %v, want an error wrapping ErrUnavailable and journal.ErrWrite", err)

@@ -31,6 +31,7 @@ import (
 //	releasereturner  both release and returner
 //	accepted execute answers accepted (no result)
 //	progress execute answers a progress receipt (no result)
+//	callecho a call answers a result whose output is the call's input
 //	resultreturner  execute commits result ok {"rows":3} and returned
 //	         with JSON null through its callback, then answers returned;
 //	         the tool finishes when the test calls Finish
@@ -92,6 +93,10 @@ func (f *fakeEnvs) lifecycle(ctx context.Context, op Operation) (envapi.Receipt,
 		if op.Request.Type == envapi.RequestCall {
 			<-ctx.Done()
 			return envapi.Receipt{}, ctx.Err()
+		}
+	case "callecho":
+		if op.Request.Type == envapi.RequestCall {
+			return envapi.Result(op.Request.Input), nil
 		}
 	case "hangops":
 		select {

@@ -173,3 +173,29 @@ func toolSession(behaviour string) api.CreateSessionRequest {
 			Placements: map[string]api.Placement{"box": {Implementation: json.RawMessage(`{"kind":"` + behaviour + `"}`)}}}},
 	}
 }
+
+// wrappedHarness is newHarness over a real file journal that wrap wraps
+// (to fail some of its calls): the harness and its engine use the
+// wrapped store.
+func wrappedHarness(t *testing.T, cfg Config, envs map[string]string, wrap func(journal.Store) journal.Store) *harness {
+	t.Helper()
+	fs, err := journal.OpenFileStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := wrap(fs)
+	h := &harness{t: t, store: store, envs: newFakeEnvs(envs), secret: NewMemSecrets()}
+	cfg.Store = store
+	if cfg.Environments == nil {
+		cfg.Environments = h.envs
+	}
+	if cfg.Secrets == nil {
+		cfg.Secrets = h.secret
+	}
+	if h.engine, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	h.envs.engine = h.engine
+	t.Cleanup(h.close)
+	return h
+}

@@ -15,17 +15,8 @@ import (
 // disk would.
 func failOnceHarness(t *testing.T, kind string, envs map[string]string) (*harness, *failOnce) {
 	t.Helper()
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &failOnce{Store: fs, kind: kind}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(envs), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs, IdleTTL: KeepIdle}); err != nil {
-		t.Fatal(err)
-	}
-	h.envs.engine = h.engine
-	t.Cleanup(h.close)
+	store := &failOnce{kind: kind}
+	h := wrappedHarness(t, Config{IdleTTL: KeepIdle}, envs, func(fs journal.Store) journal.Store { store.Store = fs; return store })
 	return h, store
 }
 

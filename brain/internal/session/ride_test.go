@@ -35,16 +35,8 @@ func testRide() *commits.Ride {
 // answer, the session's summary after the turn, rides the turn's end,
 // which stays the last record.
 func TestRideTextTurnAppends(t *testing.T) {
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &countingStore{Store: fs}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(nil), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.close)
+	store := &countingStore{}
+	h := wrappedHarness(t, Config{}, nil, func(fs journal.Store) journal.Store { store.Store = fs; return store })
 	id := h.create(api.CreateSessionRequest{})
 	before := store.appends.Load()
 	var tally commits.Counter
@@ -143,16 +135,8 @@ func (b *batchStore) since(n int) [][]string {
 // answer record, which is the turn_started sequence Submit answers. The
 // turn's own commits carry no answer.
 func TestRideSubmitCommitsClaimAndAnswerWithTheStart(t *testing.T) {
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &batchStore{Store: fs}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(nil), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.close)
+	store := &batchStore{}
+	h := wrappedHarness(t, Config{}, nil, func(fs journal.Store) journal.Store { store.Store = fs; return store })
 	id := h.create(api.CreateSessionRequest{})
 	before := len(store.since(0))
 	var tally commits.Counter
@@ -295,18 +279,9 @@ func TestFaultedSessionLeavesMemoryAfterItsTools(t *testing.T) {
 // bound of a second.
 func failingToolHarness(t *testing.T, behaviour string) (*harness, *failingStore) {
 	t.Helper()
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &failingStore{Store: fs}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": behaviour}), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs,
-		Limits: Limits{MaxTurn: time.Second, MaxTool: time.Minute}}); err != nil {
-		t.Fatal(err)
-	}
-	h.envs.engine = h.engine
-	t.Cleanup(h.close)
+	store := &failingStore{}
+	h := wrappedHarness(t, Config{Limits: Limits{MaxTurn: time.Second, MaxTool: time.Minute}}, map[string]string{"box": behaviour},
+		func(fs journal.Store) journal.Store { store.Store = fs; return store })
 	return h, store
 }
 
@@ -350,20 +325,11 @@ func (r *refuseClaimStore) Append(ctx context.Context, session string, expectedN
 // the caller is told nothing was done (ErrUnavailable), so that a fault
 // that passed is never kept as the answer of its key.
 func TestRideStartRefusedThenRoomAgainLeavesNothing(t *testing.T) {
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &refuseClaimStore{Store: fs}
-	h := &harness{t: t, store: store, envs: newFakeEnvs(nil), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs}); err != nil {
-		t.Fatal(err)
-	}
-	h.envs.engine = h.engine
-	t.Cleanup(h.close)
+	store := &refuseClaimStore{}
+	h := wrappedHarness(t, Config{}, nil, func(fs journal.Store) journal.Store { store.Store = fs; return store })
 	id := h.create(api.CreateSessionRequest{})
 	ctx := context.Background()
-	_, err = h.engine.Send(commits.WithRide(ctx, testRide()), id, api.UserInput{Message: "refused"})
+	_, err := h.engine.Send(commits.WithRide(ctx, testRide()), id, api.UserInput{Message: "refused"})
 	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, journal.ErrWrite) {
 		t.Fatalf("Send whose first commit was refused = %v, want ErrUnavailable wrapping journal.ErrWrite", err)
 	}

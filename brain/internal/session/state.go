@@ -136,12 +136,14 @@ type stateTail struct {
 	// Interrupted holds automatic activations back until the next
 	// message: set by _session_interrupted, cleared by turn_started.
 	Interrupted bool `json:"interrupted,omitempty"`
-	// Handed is the newest actionable record handed to the running
-	// activation (its activation_started events). Held is the newest
-	// handed to an activation that failed: the batch it left pending
-	// wakes no activation of its own, only a newer actionable record or
-	// a message does. Both are folded, so that the rule outlives
-	// passivation and restarts.
+	// Handed is the newest actionable record pending when the running
+	// activation started: the newest of its activation_started events,
+	// or of the records past the page it was handed (api.MaxPageEvents).
+	// Held is the newest pending when an activation that failed started:
+	// what it left pending wakes no activation of its own, only a newer
+	// actionable record or a message does, until an activation ends
+	// (then what it did not deliver wakes the loop). Both are folded, so
+	// that the rule outlives passivation and restarts.
 	Handed uint64 `json:"handed,omitempty"`
 	Held   uint64 `json:"held,omitempty"`
 }
@@ -221,12 +223,16 @@ func (st *state) fold(r journal.Record, k *known) error {
 		for _, seq := range p.Events {
 			st.Handed = max(st.Handed, seq)
 		}
+		if n := len(st.Actionable); n > 0 {
+			st.Handed = max(st.Handed, st.Actionable[n-1])
+		}
 	case api.KindActivationEnded:
 		st.Activation, st.Handed = 0, 0
 		st.held = nil
 		if p.DeliveredThrough > st.Delivered {
 			st.Delivered = p.DeliveredThrough
 		}
+		st.Held = min(st.Held, st.Delivered)
 		kept := st.Actionable[:0]
 		for _, s := range st.Actionable {
 			if s > st.Delivered {

@@ -185,16 +185,6 @@ func TestUnendedKeptWhileWritesFail(t *testing.T) {
 // and creates a session on it.
 func returnerSession(t *testing.T, wrap func(journal.Store) journal.Store) (*harness, string) {
 	t.Helper()
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := wrap(fs)
-	h := &harness{t: t, store: store, envs: newFakeEnvs(map[string]string{"box": "returner"}), secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: h.envs, IdleTTL: KeepIdle}); err != nil {
-		t.Fatal(err)
-	}
-	h.envs.engine = h.engine
-	t.Cleanup(h.close)
+	h := wrappedHarness(t, Config{IdleTTL: KeepIdle}, map[string]string{"box": "returner"}, wrap)
 	return h, h.create(toolSession("returner"))
 }

@@ -274,7 +274,6 @@ func (s *sess) prepare(a *activation) (api.TurnInput, agentloop.Func, string, er
 		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	kv := make(map[string]json.RawMessage, len(s.st.KV))
 	for k, v := range s.st.KV {
 		kv[k] = v
@@ -290,10 +289,19 @@ func (s *sess) prepare(a *activation) (api.TurnInput, agentloop.Func, string, er
 	if in.Transcript == nil {
 		in.Transcript = []api.Message{}
 	}
+	s.mu.Unlock()
+	// The batch's records are committed: they are read without the
+	// session's lock. One that cannot be read fails the activation, which
+	// leaves the batch pending, rather than ending it as delivered to a
+	// loop that never saw it.
 	for _, seq := range a.batch {
-		recs, err := s.e.store.Read(s.e.base, s.id, seq-1, 1, 0)
-		if err != nil || len(recs) == 0 {
-			continue
+		recs, err := s.e.store.Read(a.ctx, s.id, seq-1, 1, 0)
+		if err == nil && len(recs) == 0 {
+			err = fmt.Errorf("%w: no record", journal.ErrNotFound)
+		}
+		if err != nil {
+			return api.TurnInput{}, nil, "", &TurnError{Code: api.FailureAgentloopFailed, Retryable: true, Err: err,
+				Message: fmt.Sprintf("reading the activation's event %d: %v", seq, err)}
 		}
 		if ev, ok := s.e.project(s.id, recs[0]); ok {
 			in.Events = append(in.Events, ev)
