@@ -1,6 +1,9 @@
 // Package commits counts the serial durable commits a request waits on:
 // each journal append the session engine makes on the request's behalf
-// and each idempotency-log flush the request waits for. A Counter travels
+// and each idempotency-log flush the request waits for, including the
+// rewrites of requests.log that run inline on its path (a compaction its
+// answer or release triggers, the rewrite that recovers from an earlier
+// write failure before its claim), each counted as one commit. A Counter travels
 // in the request's context (With, From); the engine keeps the counter of
 // the turn it runs, so commits made after an async submission was
 // answered still reach it.

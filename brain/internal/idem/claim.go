@@ -34,7 +34,7 @@ func (s *Store) claim(ctx context.Context, r *record, riding bool) (*Claim, *Ans
 	k := entryKey{scope, key}
 	for {
 		s.mu.Lock()
-		if err := s.usableLocked(); err != nil {
+		if err := s.usableLocked(commits.From(ctx)); err != nil {
 			s.mu.Unlock()
 			return nil, nil, err
 		}
@@ -196,7 +196,7 @@ func (c *Claim) finish(r *record, wait bool, answered func(*entry)) error {
 				delete(s.entries, c.k)
 			}
 		}
-		if err = s.usableLocked(); err != nil {
+		if err = s.usableLocked(c.tally); err != nil {
 			forget()
 			return
 		}
@@ -239,7 +239,7 @@ func (c *Claim) finish(r *record, wait bool, answered func(*entry)) error {
 		if e.released && s.entries[c.k] == e {
 			delete(s.entries, c.k)
 		}
-		s.maybeCompactLocked()
+		s.maybeCompactLocked(c.tally)
 	})
 	return err
 }

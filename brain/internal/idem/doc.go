@@ -231,6 +231,10 @@
 // then its answer frame if any, keeping their at_ms) through a temporary
 // file, fsync, rename and directory fsync, so a crash leaves the old or the
 // new file (and perhaps the temporary file, which the next Open removes).
+// The running store compacts inline, in the answer or release whose
+// record made the file grow: that request waits for the rewrite, and its
+// commits.Counter counts it as one more commit (so does a claim's, for
+// the rewrite that recovers from a write failure before it).
 // When Open's compaction fails (a full disk), Open goes on with
 // the file as it is, which holds the same live entries, unless it settled
 // hinted claims (see "Derivable answers"): their outcome must be durable

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/brain-in-go/brain/brain/internal/commits"
 	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
@@ -90,8 +91,11 @@ func (s *Store) liveBytes() int64 {
 }
 
 // maybeCompactLocked compacts the running store when the file has grown
-// past twice its live bytes; it waits for an in-flight flush first.
-func (s *Store) maybeCompactLocked() {
+// past twice its live bytes; it waits for an in-flight flush first. It
+// runs on the path of the request whose record made the file grow, so the
+// rewrite, when one runs, is a durable commit that request waits on and
+// is counted in tally.
+func (s *Store) maybeCompactLocked(tally *commits.Counter) {
 	if s.size < max(compactMinBytes, s.checkAt) || s.err != nil {
 		return
 	}
@@ -112,6 +116,7 @@ func (s *Store) maybeCompactLocked() {
 	for s.syncing {
 		s.cond.Wait()
 	}
+	tally.Add(1)
 	if err := s.compactLocked(); err != nil {
 		s.err = fmt.Errorf("%w: %w", ErrWrite, err)
 	} else {

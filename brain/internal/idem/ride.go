@@ -206,7 +206,7 @@ func (s *Store) SyncJournaled() error {
 		}
 		return nil
 	}
-	if err := s.usableLocked(); err != nil {
+	if err := s.usableLocked(nil); err != nil {
 		s.mu.Unlock()
 		return err
 	}

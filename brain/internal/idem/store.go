@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brain-in-go/brain/brain/internal/commits"
 	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
@@ -278,13 +279,14 @@ func (s *Store) expired(e *entry, nowMs int64) bool {
 }
 
 // usableLocked reports why the store cannot be used, if it cannot. After
-// a failed write or flush it first tries to recover.
-func (s *Store) usableLocked() error {
+// a failed write or flush it first tries to recover; the rewrite that
+// recovery runs is a durable commit the caller waits on, counted in tally.
+func (s *Store) usableLocked(tally *commits.Counter) error {
 	if s.closed {
 		return ErrClosed
 	}
 	if s.err != nil {
-		s.recoverLocked()
+		s.recoverLocked(tally)
 	}
 	return s.err
 }
@@ -298,13 +300,14 @@ func (s *Store) usableLocked() error {
 // answer whose write failed was not recorded, so its claim stays
 // ambiguous. When the rewrite fails too, the store stays failed with the
 // new error.
-func (s *Store) recoverLocked() {
+func (s *Store) recoverLocked(tally *commits.Counter) {
 	for s.syncing {
 		s.cond.Wait()
 	}
 	if s.err == nil || s.closed {
 		return
 	}
+	tally.Add(1)
 	if err := s.compactLocked(); err != nil {
 		s.err = fmt.Errorf("%w: %w", ErrWrite, err)
 		return
@@ -319,7 +322,7 @@ func (s *Store) recoverLocked() {
 func (s *Store) Healthy() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.usableLocked()
+	return s.usableLocked(nil)
 }
 
 // Len reports how many entries (claimed or answered) the store holds.
@@ -340,7 +343,7 @@ func (s *Store) Close() error {
 	if s.err != nil {
 		// Frames Journaled could not write reach the file by the
 		// rewrite that recovers from the failure.
-		s.recoverLocked()
+		s.recoverLocked(nil)
 	}
 	for s.syncing {
 		s.cond.Wait()

@@ -220,7 +220,7 @@ func (fs *FileStore) ReadCheckpoint(ctx context.Context, id string) (uint64, []b
 	s.mu.Unlock()
 	b, err := readCheckpointFile(s)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, errNotRegular) {
 			return 0, nil, fmt.Errorf("journal: checkpoint of %s: %w", id, ErrNotFound)
 		}
 		return 0, nil, fmt.Errorf("journal: checkpoint of %s: %w", id, err)
@@ -267,7 +267,7 @@ func staleReason(through uint64, stamps []stamp, segs []segInfo, committed uint6
 func readCheckpointFile(s *session) ([]byte, error) {
 	s.ckMu.Lock()
 	defer s.ckMu.Unlock()
-	return os.ReadFile(filepath.Join(s.dir, checkpointName))
+	return readRegular(filepath.Join(s.dir, checkpointName))
 }
 
 // overwriteFile writes parts, one after the other, over path's bytes from
@@ -280,8 +280,11 @@ func readCheckpointFile(s *session) ([]byte, error) {
 // and new bytes mixed, as a crash may leave new bytes that did not all
 // reach the disk: a checkpoint's checksum refuses either, and the session
 // is read from its journal.
+//
+// What stands at path and is not a regular file (a symbolic link, a
+// named pipe, a device) is removed first: it is never written through.
 func overwriteFile(path string, parts ...[]byte) (err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	f, err := openOverwrite(path)
 	if err != nil {
 		return fmt.Errorf("journal: write %s: %w", path, err)
 	}
@@ -308,6 +311,33 @@ func overwriteFile(path string, parts ...[]byte) (err error) {
 		}
 	}
 	return nil
+}
+
+// openOverwrite opens the regular file path for writing, creating it when
+// missing; anything else at path is removed and a regular file created
+// in its place. It never follows a symbolic link and never waits for a
+// reader of a named pipe.
+func openOverwrite(path string) (*os.File, error) {
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|oNoFollow|oNonBlock, 0o600)
+		if err == nil {
+			fi, serr := f.Stat()
+			if serr != nil {
+				f.Close()
+				return nil, serr
+			}
+			if fi.Mode().IsRegular() {
+				return f, nil
+			}
+			f.Close()
+		} else if fi, lerr := os.Lstat(path); lerr != nil || fi.Mode().IsRegular() || fi.IsDir() {
+			return nil, err
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%s: %w", path, errNotRegular)
 }
 
 // writeFileAtomic replaces path with data via a temporary file, fsync,

@@ -27,7 +27,12 @@
 // {first} is the sequence of the segment's first record as exactly 20
 // decimal digits ("00000000000000000001.segment"); {n} is a log file
 // number (from 1) in the same form. Other names in the journal and
-// commit log directories are ignored. ".commitlog" and ".trash" are never
+// commit log directories are ignored, and so is a segment or log file
+// that is not a regular file. A checkpoint that is not a regular file (a
+// named pipe, a device, a symbolic link when it is written) is no
+// checkpoint: it is never read or written through, and the next
+// checkpoint replaces it; a sync point marker that is not one fails the
+// open. Nothing waits for the other end of a named pipe. ".commitlog" and ".trash" are never
 // session ids (ids cannot start with '.').
 //
 // # Frames

@@ -102,7 +102,7 @@ func (fs *FileStore) listed(id string) (bool, error) {
 func (fs *FileStore) holdsRecord(dir string) bool {
 	jdir := filepath.Join(dir, "journal")
 	first := filepath.Join(jdir, segmentName(1))
-	f, err := os.Open(first)
+	f, err := openRegular(first)
 	if errors.Is(err, os.ErrNotExist) {
 		return holdsSegment(jdir, false)
 	}
@@ -117,7 +117,7 @@ func (fs *FileStore) holdsRecord(dir string) bool {
 	}
 	if n == frameHeaderSize {
 		fi, err := f.Stat()
-		if err != nil || !fi.Mode().IsRegular() {
+		if err != nil {
 			return true
 		}
 		l := int64(binary.LittleEndian.Uint32(h[:4]))
