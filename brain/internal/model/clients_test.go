@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
@@ -303,6 +304,20 @@ func TestBounds(t *testing.T) {
 			var pe *ProviderError
 			if !errors.As(err, &pe) || len(pe.Message) > 200 {
 				t.Fatalf("err = %v", err)
+			}
+		})
+		t.Run(d.provider+"/error-body-cut-inside-character", func(t *testing.T) {
+			// A bound that ends inside a character leaves it out: the
+			// message holds whole characters only.
+			f, c := open(t, d, Limits{MaxErrorBytes: 63})
+			f.set(status(http.StatusBadGateway, strings.Repeat("é", 100)))
+			_, err := c.Call(context.Background(), msgs, nil)
+			var pe *ProviderError
+			if !errors.As(err, &pe) || !strings.Contains(pe.Message, "éé") {
+				t.Fatalf("err = %v", err)
+			}
+			if !utf8.ValidString(pe.Message) {
+				t.Errorf("message %q is not valid UTF-8", pe.Message)
 			}
 		})
 		t.Run(d.provider+"/timeout", func(t *testing.T) {

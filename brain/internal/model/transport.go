@@ -192,7 +192,7 @@ func (t transport) statusError(resp *http.Response) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	cut := int64(len(raw)) > limit
 	if cut {
-		raw = raw[:limit]
+		raw = wholeRunes(raw[:limit])
 	}
 	code, msg := parseErrorBody(raw)
 	if code == "" {
@@ -594,3 +594,17 @@ func toolInput(name, args string) (json.RawMessage, error) {
 }
 
 func i64(v int64) *int64 { return &v }
+
+// wholeRunes answers b, cut at a bound, without the character the bound
+// ended inside: a message quoted from it holds whole characters only.
+func wholeRunes(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i]
+			}
+			break
+		}
+	}
+	return b
+}
