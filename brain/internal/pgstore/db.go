@@ -222,9 +222,17 @@ func (db *DB) start(ctx context.Context) error {
 	if err := db.checkKey(octx); err != nil {
 		return err
 	}
-	if err := db.heartbeat(octx); err != nil {
+	cancel()
+	// Waiting for the membership of a process that stopped under this
+	// node's id to run out may take up to a lease length.
+	octx, cancel = context.WithTimeout(ctx, db.opts.LeaseDuration+2*db.opts.OpTimeout)
+	err := db.join(octx)
+	cancel()
+	if err != nil {
 		return err
 	}
+	octx, cancel = context.WithTimeout(ctx, 2*db.opts.OpTimeout)
+	defer cancel()
 	bg, stop := context.WithCancel(context.Background())
 	db.bg, db.stop = bg, stop
 	db.journal = newJournal(db)

@@ -42,8 +42,8 @@ func parseURL(databaseURL string) (*pgxpool.Config, error) {
 	// (after a '?') as a setting's name, which a connection error or the
 	// server's refusal would quote. Neither holds an '@' unless escaped,
 	// so such a URL is refused too.
-	if pathHoldsAt(databaseURL) {
-		return nil, fmt.Errorf("%w: the database name holds '@' (a '/' in a user name or password must be written %%2F)", ErrDatabaseURL)
+	if pathHoldsAt(databaseURL) || splitUserinfo(databaseURL) {
+		return nil, fmt.Errorf("%w: the database name or a setting holds '@' (a '/' in a user name or password must be written %%2F, an '@' in a setting %%40)", ErrDatabaseURL)
 	}
 	for name := range cfg.ConnConfig.RuntimeParams {
 		if strings.Contains(name, "@") {
@@ -51,6 +51,22 @@ func parseURL(databaseURL string) (*pgxpool.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// splitUserinfo reports whether a URL has no userinfo, its host part
+// ending at a '/' before any '@', yet holds an '@' further on: a user
+// name or password with an unescaped '/' whose rest the driver reads as
+// the database's name and settings (and a setting's value, such as
+// user=, that the connection errors quote), up to the '@' that was
+// meant to end it.
+func splitUserinfo(databaseURL string) bool {
+	for _, scheme := range []string{"postgresql://", "postgres://"} {
+		if rest, ok := strings.CutPrefix(databaseURL, scheme); ok {
+			i := strings.IndexAny(rest, "@/")
+			return i >= 0 && rest[i] == '/' && strings.Contains(rest[i:], "@")
+		}
+	}
+	return false
 }
 
 // pathHoldsAt reports whether the database name of a URL (the part

@@ -14,8 +14,9 @@ import (
 // be used is refused by CheckURL (and Open) without any part of its
 // password in the error, even a password holding an unescaped '@' (whose
 // rest a URL parser reads as the host's name) or '/' (whose rest it reads
-// as the database's name, or after a '?' as a setting's) or, in
-// keyword/value form, a quote or a space.
+// as the database's name, or after a '?' as a setting's name or value)
+// or, in keyword/value form, a quote or a space. A '?' or '#' in a
+// password is the password's, as for libpq.
 func TestDatabaseURLErrorsNeverQuoteThePassword(t *testing.T) {
 	const secret = "Sekrit-7b1"
 	for _, u := range []string{
@@ -27,6 +28,10 @@ func TestDatabaseURLErrorsNeverQuoteThePassword(t *testing.T) {
 		"postgres://brain:1/" + secret + "@127.0.0.1:1/brain",
 		"postgres://br/ain:" + secret + "@127.0.0.1:1/brain",
 		"postgres://brain:1/x?" + secret + "@127.0.0.1:1/brain",
+		// ... even when the rest reads as a database's name and settings
+		// whose values hold the '@' (a user name the errors quote).
+		"postgres://127.0.0.1:1/" + secret + "?sslmode=disable&x=@127.0.0.1:1/brain",
+		"postgres://127.0.0.1:1/x?sslmode=disable&user=" + secret + "@127.0.0.1:1/brain",
 		"host=127.0.0.1 password='p\\' " + secret + "' port=99999",
 		"host=127.0.0.1 password=p\\ " + secret + " port=99999",
 		"host=127.0.0.1 password = " + secret + " port=99999",
@@ -52,5 +57,15 @@ func TestDatabaseURLErrorsNeverQuoteThePassword(t *testing.T) {
 	// escaped '@'.
 	if err := pgstore.CheckURL("postgres://brain:1%2F" + secret + "@127.0.0.1:5432/br%40in"); err != nil {
 		t.Errorf("CheckURL of a password with an escaped '/' = %v", err)
+	}
+	// A setting's '@' after a user name and password, or written %40
+	// in a URL without them, parses.
+	for _, u := range []string{
+		"postgres://brain:p?#" + secret + "@127.0.0.1:5432/brain?application_name=a@b",
+		"postgres://127.0.0.1:5432/brain?user=brain%40host",
+	} {
+		if err := pgstore.CheckURL(u); err != nil {
+			t.Errorf("CheckURL(%q) = %v", u, err)
+		}
 	}
 }

@@ -237,7 +237,14 @@
 // answers the live lease's epoch, against which any node checks an
 // invocation token before forwarding its call. Each node renews
 // its brain_nodes row every third of the lease length; a row past
-// expires_at is a dead node. A renewal of leases or of the membership
+// expires_at is a dead node. The row of a node id is one process's
+// (instance): Open waits while another process's row of the same id is
+// unexpired, and joins once it ran out (a node restarted under its id
+// after it stopped without leaving), but refuses with ErrNodeIDInUse,
+// naming the id, as soon as that row is renewed: two live processes
+// under one id would take each other's leases (a lease row names the
+// node, not the process) and membership. A heartbeat never takes the
+// row of another process whose membership is live. A renewal of leases or of the membership
 // that failed is tried again a fifteenth of the lease length later, not
 // at the next third, so that a database restarted or unreachable for
 // well under a lease length costs a healthy node neither its leases nor
@@ -266,10 +273,12 @@
 // A database URL that cannot be used is refused (ErrDatabaseURL) by an
 // error that never quotes it, nor any part of its password; a URL whose
 // host name holds an '@' (a password's unescaped '@', which ends the
-// userinfo), or whose database name or a setting's name does (the rest
-// of a user name or password after its unescaped '/', which ends the
-// host part), is refused before any connection error could quote that
-// name. The driver's reason for refusing a URL is given without the
+// userinfo), or whose database name or a setting's name does, or (in a
+// URL with no user name before its host) a setting's value (the rest of
+// a user name or password after its unescaped '/', which ends the host
+// part), is refused before any connection error could quote that name
+// (an '@' of a setting's value is written %40). A '?' or '#' in a
+// password is the password's, as for libpq. The driver's reason for refusing a URL is given without the
 // parts of the URL it quotes.
 //
 // An operation that could not reach the database, or that the server

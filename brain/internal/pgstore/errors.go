@@ -32,6 +32,10 @@ var (
 	ErrNotOwner = journal.Refusal("pgstore: this node does not hold the session's lease")
 	// ErrLeaseHeld: another node holds a live lease on the session.
 	ErrLeaseHeld = errors.New("pgstore: another node holds the session's lease")
+	// ErrNodeIDInUse: Open found the node's id (Options.NodeID) held by
+	// another process that is a live member: two processes under one id
+	// would take each other's leases and membership.
+	ErrNodeIDInUse = errors.New("pgstore: the node id is in use by another live node")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("pgstore: closed")
 )

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/journal"
 	"github.com/jackc/pgx/v5"
@@ -82,15 +81,15 @@ func combinedSQL(fenced, rides bool) string {
 		rideCTE = `,
 	claims AS (
 		INSERT INTO brain_requests (scope, key, digest, hinted, claim_id, instance, status, body, claimed_at, at)
-		SELECT c.s, c.k, c.d, false, c.id, ` + n(9) + `::text, c.st, c.b, now(), now()
+		SELECT c.s, c.k, c.d, false, c.id, ` + n(7) + `::text, c.st, c.b, now(), now()
 		FROM unnest(` + n(0) + `::integer[], ` + n(1) + `::text[], ` + n(2) + `::bytea[], ` + n(3) + `::bytea[], ` + n(4) + `::bytea[], ` +
-			n(5) + `::integer[], ` + n(6) + `::bytea[], ` + n(7) + `::timestamptz[], ` + n(8) + `::timestamptz[]) AS c(ai, s, k, d, id, st, b, ca, at)
+			n(5) + `::integer[], ` + n(6) + `::bytea[]) AS c(ai, s, k, d, id, st, b)
 		WHERE c.ai IN (SELECT i FROM head)
 	),
 	answers AS (
 		UPDATE brain_requests q SET status = w.st, body = w.b, at = greatest(now(), q.claimed_at)
-		FROM unnest(` + n(10) + `::integer[], ` + n(11) + `::text[], ` + n(12) + `::bytea[], ` + n(13) + `::bytea[], ` +
-			n(14) + `::integer[], ` + n(15) + `::bytea[], ` + n(16) + `::timestamptz[]) AS w(ai, s, k, id, st, b, at)
+		FROM unnest(` + n(8) + `::integer[], ` + n(9) + `::text[], ` + n(10) + `::bytea[], ` + n(11) + `::bytea[], ` +
+			n(12) + `::integer[], ` + n(13) + `::bytea[]) AS w(ai, s, k, id, st, b)
 		WHERE q.scope = w.s AND q.key = w.k AND q.claim_id = w.id AND q.status IS NULL AND w.ai IN (SELECT i FROM head)
 		RETURNING w.ai
 	)`
@@ -125,17 +124,16 @@ var (
 )
 
 // rideArgs answers the arguments of the rides of ops (see combinedSQL):
-// the claims (append index, scope, key, digest, claim id, status and
-// body when the append carries the answer too, claim time, time), the
-// node's instance, and the answers (append index, scope, key, claim id,
-// status, body, time).
+// the claims (append index, scope, key, digest, claim id, and status and
+// body when the append carries the answer too), the node's instance, and
+// the answers (append index, scope, key, claim id, status, body). The
+// rows' times are the database's (now()), never the node's clock.
 func rideArgs(ops []*groupOp, instance string) []any {
 	var cai, aai []int32
 	var cs, as []string
 	var ck, cd, cid, cb, ak, aid, ab [][]byte
 	var cst []*int32
 	var ast []int32
-	var cca, cat, aat []time.Time
 	for i, op := range ops {
 		for _, w := range op.app.rides {
 			c := w.c
@@ -144,20 +142,19 @@ func rideArgs(ops []*groupOp, instance string) []any {
 					continue // folded into the claim's row
 				}
 				aai, as, ak, aid = append(aai, int32(i+1)), append(as, c.k.scope), append(ak, []byte(c.k.key)), append(aid, c.id)
-				ast, ab, aat = append(ast, int32(c.ride.answer.Status)), append(ab, c.ride.answer.Body), append(aat, c.ride.answerAt)
+				ast, ab = append(ast, int32(c.ride.answer.Status)), append(ab, c.ride.answer.Body)
 				continue
 			}
 			cai, cs, ck, cd, cid = append(cai, int32(i+1)), append(cs, c.k.scope), append(ck, []byte(c.k.key)), append(cd, c.digest[:]), append(cid, c.id)
-			cca = append(cca, c.ride.claimAt)
 			if op.app.carriesAnswer(c) {
 				st := int32(c.ride.answer.Status)
-				cst, cb, cat = append(cst, &st), append(cb, c.ride.answer.Body), append(cat, c.ride.answerAt)
+				cst, cb = append(cst, &st), append(cb, c.ride.answer.Body)
 			} else {
-				cst, cb, cat = append(cst, nil), append(cb, nil), append(cat, c.ride.claimAt)
+				cst, cb = append(cst, nil), append(cb, nil)
 			}
 		}
 	}
-	return []any{cai, cs, ck, cd, cid, cst, cb, cca, cat, instance, aai, as, ak, aid, ast, ab, aat}
+	return []any{cai, cs, ck, cd, cid, cst, cb, instance, aai, as, ak, aid, ast, ab}
 }
 
 func (a *appendOp) carriesClaim(c *RequestClaim) bool {

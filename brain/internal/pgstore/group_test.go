@@ -41,8 +41,8 @@ func appendRounds(t *testing.T, j *pgstore.Journal, sessions []string, rounds in
 }
 
 // TestGroupCommitFencesEachSession appends concurrently to 32 sessions
-// under this node's leases after another life of the node took one of
-// them over: the appends to that session fail with ErrNotOwner, every
+// under this node's leases after another life of the node (the first
+// one's membership having run out) took one of them over: the appends to that session fail with ErrNotOwner, every
 // other append commits.
 func TestGroupCommitFencesEachSession(t *testing.T) {
 	url := pgtest.Database(t)
@@ -72,7 +72,10 @@ func TestGroupCommitFencesEachSession(t *testing.T) {
 			}
 		}
 	}
-	// The node restarted under the same id takes s7 with a new epoch.
+	// The node restarted under the same id, once the first life's
+	// membership ran out (its heartbeats no longer reach the database),
+	// takes s7 with a new epoch.
+	sqlExec(t, url, `UPDATE brain_nodes SET expires_at = now() WHERE node_id = 'n1'`)
 	b := openDB(t, url, func(o *pgstore.Options) { o.Fenced, o.NodeID, o.LeaseDuration = true, "n1", time.Minute })
 	if _, err := b.AcquireLease(ctx, "s7"); err != nil {
 		t.Fatal(err)

@@ -362,17 +362,27 @@ func (db *DB) Members(ctx context.Context) ([]Member, error) {
 }
 
 // heartbeat registers this node (and this process, by instance) as a
-// live member until now + LeaseDuration.
+// live member until now + LeaseDuration. The node's row is taken over
+// only from this process or from one whose membership ran out: while
+// another process is a live member under the same id, nothing is written
+// and the error wraps errIDHeld.
 func (db *DB) heartbeat(ctx context.Context) error {
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
-	_, err := db.upkeep.Exec(ctx, `INSERT INTO brain_nodes (node_id, instance, public_url, joined_at, expires_at)
+	tag, err := db.upkeep.Exec(ctx, `INSERT INTO brain_nodes (node_id, instance, public_url, joined_at, expires_at)
 		VALUES ($1, $2, $3, now(), now() + make_interval(secs => $4))
 		ON CONFLICT (node_id) DO UPDATE SET instance = EXCLUDED.instance, public_url = EXCLUDED.public_url,
 			joined_at = CASE WHEN brain_nodes.instance = EXCLUDED.instance THEN brain_nodes.joined_at ELSE now() END,
-			expires_at = EXCLUDED.expires_at`,
+			expires_at = EXCLUDED.expires_at
+		WHERE brain_nodes.instance = EXCLUDED.instance OR brain_nodes.expires_at <= now()`,
 		db.opts.NodeID, db.instance, db.opts.PublicURL, secs(db.opts.LeaseDuration))
-	return classify("heartbeat", err, true)
+	if err != nil {
+		return classify("heartbeat", err, true)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("heartbeat: node id %q: %w", db.opts.NodeID, errIDHeld)
+	}
+	return nil
 }
 
 // renewing calls renew each third of the lease length until ctx ends,
@@ -443,7 +453,9 @@ func (db *DB) keepMembership(ctx context.Context) {
 		err := db.heartbeat(hctx)
 		cancel()
 		if err != nil {
-			db.renewFailed()
+			if !errors.Is(err, errIDHeld) {
+				db.renewFailed()
+			}
 			due = time.Now().Add(db.renewRetry())
 		} else {
 			until = sent.Add(db.opts.LeaseDuration)

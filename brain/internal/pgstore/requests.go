@@ -37,7 +37,9 @@ import (
 // node whose wall clock runs ahead never forgets another node's answer
 // early. An answer's time (its row's at, and its answer record's at_ms)
 // is never before its claim's: when a clock stepped back between the
-// two, the answer takes the claim's time, as in the file store.
+// two, the answer takes the claim's time, as in the file store. Expired
+// answers are purged in the background at most once an hour, in short
+// statements that pass over rows other transactions hold (see purge).
 //
 // A synchronous send's claim rides the session's journal (ClaimRiding):
 // its row is inserted by the append that carries the turn's first
@@ -55,6 +57,7 @@ type Requests struct {
 	pending   map[reqKey]unsettled     // claims it no longer runs, whose end is not committed (requests_settle.go)
 	settling  bool                     // a settler commits them
 	lastPurge time.Time
+	purging   bool // a purge runs
 }
 
 var (
@@ -66,6 +69,10 @@ type reqKey struct{ scope, key string }
 
 // purgeEvery is how often expired entries are deleted.
 const purgeEvery = time.Hour
+
+// purgeBatch bounds the expired entries one statement of the purge
+// deletes.
+const purgeBatch = 1000
 
 // Requests answers the idempotency store. opts.Retention is used as by
 // idem.Open, counted on the database's clock; opts.Now stamps the journal
@@ -134,7 +141,7 @@ func (r *Requests) attempt(ctx context.Context, try func() (*RequestClaim, *idem
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		r.maybePurge(ctx)
+		r.maybePurge()
 		c, a, wait, err := try()
 		if c != nil || a != nil || err != nil {
 			return c, a, err
@@ -295,7 +302,7 @@ func (r *Requests) ClaimRiding(ctx context.Context, scope, key string, digest [3
 		if body == nil {
 			body = []byte{}
 		}
-		r.db.journal.rideAnswer(c, data, idem.Answer{Status: status, Body: body}, at)
+		r.db.journal.rideAnswer(c, data, idem.Answer{Status: status, Body: body})
 		return data
 	}}
 	r.db.journal.rideClaim(c)
@@ -393,25 +400,47 @@ func (r *Requests) usable() error {
 	return nil
 }
 
-// maybePurge deletes expired entries, at most once per purgeEvery.
-func (r *Requests) maybePurge(ctx context.Context) {
+// maybePurge starts a purge of expired entries (see purge), at most once
+// per purgeEvery, in the background: the claim that finds it due does not
+// wait for it.
+func (r *Requests) maybePurge() {
 	if r.opts.Retention <= 0 {
 		return
 	}
 	now := r.opts.Now()
 	r.mu.Lock()
-	due := now.Sub(r.lastPurge) >= purgeEvery
-	if due {
-		r.lastPurge = now
-	}
-	r.mu.Unlock()
-	if !due {
+	defer r.mu.Unlock()
+	if r.purging || now.Sub(r.lastPurge) < purgeEvery || r.db.bg.Err() != nil {
 		return
 	}
-	octx, cancel := r.db.opCtx(ctx)
-	defer cancel()
-	r.db.pool.Exec(octx, `DELETE FROM brain_requests WHERE status IS NOT NULL AND at < now() - make_interval(secs => $1::bigint / 1000.0)`,
-		r.opts.Retention.Milliseconds())
+	r.lastPurge, r.purging = now, true
+	r.db.wg.Go(func() {
+		r.purge(r.db.bg)
+		r.mu.Lock()
+		r.purging = false
+		r.mu.Unlock()
+	})
+}
+
+// purge deletes the expired entries, purgeBatch per statement, each
+// committed on its own, until a statement finds fewer or fails (the
+// next purge tries again). A row another transaction holds is passed
+// over (SKIP LOCKED) rather than waited for: one key a stopped process
+// keeps locked costs the purge that key alone, and every statement stays
+// short whatever the number of entries to forget.
+func (r *Requests) purge(ctx context.Context) {
+	for ctx.Err() == nil {
+		octx, cancel := r.db.opCtx(ctx)
+		tag, err := r.db.pool.Exec(octx, `DELETE FROM brain_requests q USING (
+				SELECT scope, key FROM brain_requests
+				WHERE status IS NOT NULL AND at < now() - make_interval(secs => $1::bigint / 1000.0)
+				LIMIT $2 FOR UPDATE SKIP LOCKED) e
+			WHERE q.scope = e.scope AND q.key = e.key`, r.opts.Retention.Milliseconds(), purgeBatch)
+		cancel()
+		if err != nil || tag.RowsAffected() < purgeBatch {
+			return
+		}
+	}
 }
 
 // Len mirrors idem.Store.Len: the entries (claimed or answered) within

@@ -29,11 +29,10 @@ type RequestClaim struct {
 // ride is the state of a riding claim, which the journal's appends move
 // on (under Journal.ridesMu).
 type ride struct {
-	claimAt    time.Time
+	claimAt    time.Time       // the node's time in its records' data
 	claimData  json.RawMessage // its commits.ClaimKind record's data
 	answerData json.RawMessage // its commits.AnswerKind record's data, once made
 	answer     idem.Answer     // ... and the answer it stands for
-	answerAt   time.Time
 	commits    *commits.Ride
 	onDurable  func()
 	// state: rideNew until an append carrying the claim record commits

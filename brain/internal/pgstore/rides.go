@@ -3,7 +3,6 @@ package pgstore
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/brain-in-go/brain/brain/internal/commits"
 	"github.com/brain-in-go/brain/brain/internal/idem"
@@ -18,14 +17,14 @@ func (j *Journal) rideClaim(c *RequestClaim) {
 }
 
 // rideAnswer registers the answer record data of riding claim c, for
-// answer a made at at.
-func (j *Journal) rideAnswer(c *RequestClaim, data []byte, a idem.Answer, at time.Time) {
+// answer a.
+func (j *Journal) rideAnswer(c *RequestClaim, data []byte, a idem.Answer) {
 	j.ridesMu.Lock()
 	defer j.ridesMu.Unlock()
 	if c.ride.answerData != nil {
 		delete(j.rides, string(c.ride.answerData))
 	}
-	c.ride.answerData, c.ride.answer, c.ride.answerAt = data, a, at
+	c.ride.answerData, c.ride.answer = data, a
 	j.rides[string(data)] = c
 }
 
