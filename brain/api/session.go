@@ -144,3 +144,19 @@ type SessionTranscript struct {
 	Messages        []Message `json:"messages"`
 	ThroughSequence uint64    `json:"through_sequence"`
 }
+
+// TranscriptPart is the answer of GET /v1/sessions/{id}/transcript asked
+// for part of the messages (the from and limit, or tail, query values):
+// the messages of the part, the sequence they reflect, how many messages
+// the whole transcript holds and the place of the first one returned
+// among them (from 0).
+type TranscriptPart struct {
+	Messages        []Message `json:"messages"`
+	ThroughSequence uint64    `json:"through_sequence"`
+	Total           int       `json:"total"`
+	Offset          int       `json:"offset"`
+}
+
+// MaxTranscriptPart bounds the messages of a TranscriptPart: the largest
+// limit or tail a transcript read takes.
+const MaxTranscriptPart = 1000

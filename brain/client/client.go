@@ -743,6 +743,10 @@ func lacks(v any) string {
 		if x.Messages == nil {
 			return "messages"
 		}
+	case *api.TranscriptPart:
+		if x.Messages == nil {
+			return "messages"
+		}
 	case *api.EventPage:
 		if x.Events == nil {
 			return "events"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/brain-in-go/brain/brain/api"
 )
@@ -262,6 +263,35 @@ func (s *Session) Transcript(ctx context.Context) (api.SessionTranscript, error)
 		return api.SessionTranscript{}, err
 	}
 	return decode[api.SessionTranscript](r)
+}
+
+// TranscriptPart reads part of the saved messages: at most limit
+// (0..api.MaxTranscriptPart) of them, from the one at place from (from
+// 0). The answer says how many messages the transcript holds (Total) and
+// the place of the first one it returns (Offset); past the end it
+// returns none.
+func (s *Session) TranscriptPart(ctx context.Context, from, limit int) (api.TranscriptPart, error) {
+	if from < 0 || limit < 0 || limit > api.MaxTranscriptPart {
+		return api.TranscriptPart{}, fmt.Errorf("client: transcript part from %d, limit %d: want from ≥ 0 and limit 0..%d", from, limit, api.MaxTranscriptPart)
+	}
+	return s.transcriptPart(ctx, "from="+strconv.Itoa(from)+"&limit="+strconv.Itoa(limit))
+}
+
+// TranscriptTail reads the newest n (0..api.MaxTranscriptPart) saved
+// messages, with the transcript's Total and the Offset of the first one.
+func (s *Session) TranscriptTail(ctx context.Context, n int) (api.TranscriptPart, error) {
+	if n < 0 || n > api.MaxTranscriptPart {
+		return api.TranscriptPart{}, fmt.Errorf("client: transcript tail %d: want 0..%d", n, api.MaxTranscriptPart)
+	}
+	return s.transcriptPart(ctx, "tail="+strconv.Itoa(n))
+}
+
+func (s *Session) transcriptPart(ctx context.Context, query string) (api.TranscriptPart, error) {
+	r, err := s.c.do(ctx, http.MethodGet, s.path("/transcript?"+query), nil, false, []CallOption{answers[api.TranscriptPart]("total", "offset")})
+	if err != nil {
+		return api.TranscriptPart{}, err
+	}
+	return decode[api.TranscriptPart](r)
 }
 
 // Interrupt cancels work in flight; the session stays usable. No

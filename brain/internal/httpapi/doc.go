@@ -17,7 +17,9 @@
 //	POST   /v1/sessions/{id}/messages        key; 200 SessionSummary, or with
 //	                                         Prefer: respond-async 202 and
 //	                                         the turn_started sequence
-//	GET    /v1/sessions/{id}/transcript      200 SessionTranscript
+//	GET    /v1/sessions/{id}/transcript      200 SessionTranscript, or with
+//	                                         ?from=N&limit=M or ?tail=M
+//	                                         (M ≤ 1000) 200 TranscriptPart
 //	GET    /v1/sessions/{id}/events?after=N  200 EventPage, or SSE
 //	POST   /v1/sessions/{id}/cancel          key; 204
 //	POST   /v1/sessions/{id}/end             key; 200 SessionSummary

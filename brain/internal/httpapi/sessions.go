@@ -182,20 +182,6 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Server) transcript(w http.ResponseWriter, r *http.Request) {
-	id, err := sessionID(r)
-	if err != nil {
-		WriteError(w, err)
-		return
-	}
-	tr, err := s.opts.Engine.Transcript(r.Context(), id)
-	if err != nil {
-		WriteError(w, err)
-		return
-	}
-	WriteJSON(w, http.StatusOK, tr)
-}
-
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	id, err := sessionID(r)
 	if err != nil {

@@ -76,10 +76,13 @@
 // table says when each record was recorded: its date and time in the
 // browser's time zone, titled with the time in UTC. It also shows the
 // transcript (its newest 200 messages, saying how many earlier ones do
-// not show, and 200 earlier ones more each time the operator asks; a
-// block shows at most the first 65,536 characters of its text, and the
-// rest when asked, so that showing the transcript again as a long
-// session runs costs in proportion to what shows) and the environments
+// not show, and 200 earlier ones more each time the operator asks; only
+// the messages that show are read, with the transcript route's tail, or
+// from and limit, query values; a block shows at most the first 65,536
+// characters of its text, and the rest when asked, and stays shown
+// whole when the transcript is shown again while that text is still in
+// its place, so that showing the transcript again as a long session
+// runs costs in proportion to what shows) and the environments
 // with their bindings, and it can send a message (asynchronously, with a fresh
 // Idempotency-Key; one at a time per session, Send is disabled while it
 // is sent; a message whose outcome stayed unknown, no answer or a 5xx,

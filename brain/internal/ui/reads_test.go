@@ -12,7 +12,8 @@ import (
 )
 
 // watchReads makes the page count its reads of the summary and of the
-// transcript of session id in window.reads, and note the URL of every
+// transcript of session id (whatever part of it they ask for) in
+// window.reads, and note the URL of every
 // event stream it opens in window.reads.streams. window.failNext.summary
 // (and .transcript) make that many of the next reads fail with 503.
 const watchReads = `((id) => {
@@ -23,7 +24,7 @@ const watchReads = `((id) => {
     const path = String(u);
     let what = null;
     if (path === '/v1/sessions/' + id) what = 'summary';
-    else if (path === '/v1/sessions/' + id + '/transcript') what = 'transcript';
+    else if (path.split('?')[0] === '/v1/sessions/' + id + '/transcript') what = 'transcript';
     else if (path.startsWith('/v1/sessions/' + id + '/events') && o && o.headers && o.headers.Accept === 'text/event-stream') window.reads.streams.push(path);
     if (what) {
       window.reads[what]++;

@@ -73,6 +73,7 @@ func TestInspectorLongTranscript(t *testing.T) {
 	}
 
 	b.run("earlier messages", chromedp.Click(chromedp.CSS("#transcript-more")))
+	b.wait("the earlier messages", fmt.Sprintf(`document.querySelectorAll('#transcript .message').length === %d`, 2*firstPage), 30*time.Second)
 	s = look()
 	if s.Messages != 2*firstPage || s.First != fmt.Sprintf("opening message %d", opening-2*firstPage) || s.Last != newest {
 		t.Errorf("after asking for earlier messages the tab shows %d from %q to %q, want %d from message %d to the newest",

@@ -291,8 +291,11 @@ const ENV_HELD = 1000;
 // The transcript tab shows the newest TRANSCRIPT_PAGE messages, and
 // TRANSCRIPT_PAGE earlier ones more each time the operator asks, so that
 // showing the transcript again as a long session runs costs in
-// proportion to what shows, not to the length of the transcript.
+// proportion to what shows, not to the length of the transcript: only
+// the messages that show are read, in parts of at most TRANSCRIPT_PART
+// (the most the transcript API answers at once).
 const TRANSCRIPT_PAGE = 200;
+const TRANSCRIPT_PART = 1000;
 
 // A block of the transcript shows at most TRANSCRIPT_TEXT characters of
 // its text until the operator asks for all of it.
@@ -343,7 +346,10 @@ class SessionView {
     this.summaryTimer = null;
     this.transcriptTimer = null;
     this.transcriptShows = TRANSCRIPT_PAGE; // the newest messages the transcript tab shows
-    this.lastTranscript = null; // the transcript read last
+    // The blocks of the transcript the operator asked to see whole, by
+    // place ("message/block"), with the text then shown: they show whole
+    // again when the transcript is shown again with the same text there.
+    this.wholeBlocks = new Map();
     // Reads of the summary and of the transcript are numbered as they
     // are sent; an answer older than the one shown (a slow request that
     // a later one overtook) is not shown over it.
@@ -560,12 +566,16 @@ class SessionView {
   async transcript() {
     const n = ++this.reads.transcript;
     try {
-      const t = await api('GET', '/v1/sessions/' + this.id + '/transcript', { signal: this.left.signal });
+      const t = await this.readTranscript(this.transcriptShows);
       if (this.stopped || !this.fresh('transcript', n)) return;
       this.waits.transcript = 0;
       this.readDone('transcript');
-      this.lastTranscript = t;
-      renderTranscript(t, this.transcriptShows);
+      if (t === null) {
+        // The transcript changed between the parts read: read it again.
+        this.later('transcript');
+        return;
+      }
+      renderTranscript(t, this.wholeBlocks);
     } catch (e) {
       if (this.stopped || this.gone || e.status === 404 || e.status === 400) return;
       if (this.fresh('transcript', n)) {
@@ -575,12 +585,33 @@ class SessionView {
     }
   }
 
-  // earlierMessages shows TRANSCRIPT_PAGE more of the transcript's
-  // earlier messages.
+  // readTranscript reads the newest count messages of the transcript:
+  // the newest TRANSCRIPT_PART of them with ?tail, which says how many
+  // the transcript holds, then the earlier ones with ?from&limit, a part
+  // at a time. It answers them as a transcript part (messages, total,
+  // offset, through_sequence), or null when the transcript's length
+  // changed between the parts.
+  async readTranscript(count) {
+    const base = '/v1/sessions/' + this.id + '/transcript?';
+    const opts = { signal: this.left.signal };
+    const newest = await api('GET', base + 'tail=' + Math.min(count, TRANSCRIPT_PART), opts);
+    const from = Math.max(0, newest.total - count);
+    if (from >= newest.offset) return newest;
+    const messages = [];
+    for (let at = from; at < newest.offset; at += TRANSCRIPT_PART) {
+      const p = await api('GET', base + 'from=' + at + '&limit=' + Math.min(TRANSCRIPT_PART, newest.offset - at), opts);
+      if (this.stopped || p.total !== newest.total) return null;
+      messages.push(...p.messages);
+    }
+    messages.push(...newest.messages);
+    return { messages, total: newest.total, offset: from, through_sequence: newest.through_sequence };
+  }
+
+  // earlierMessages reads and shows TRANSCRIPT_PAGE more of the
+  // transcript's earlier messages.
   earlierMessages() {
-    if (!this.lastTranscript) return;
     this.transcriptShows += TRANSCRIPT_PAGE;
-    renderTranscript(this.lastTranscript, this.transcriptShows);
+    this.transcript();
   }
 
   // follow reads the events stream with fetch (EventSource cannot send
@@ -1309,10 +1340,14 @@ function pointSummary(kind, d) {
 
 // blockText answers the elements showing the text of a transcript block:
 // at most TRANSCRIPT_TEXT characters of it and, when it is longer, how
-// many more it has and a button that shows them.
-function blockText(text) {
+// many more it has and a button that shows them. whole holds the text of
+// the blocks the operator asked to see whole, by place: the block at
+// place shows whole if it is there with the same text, and is put there
+// when the button is pressed.
+function blockText(text, place, whole) {
   text = text === undefined || text === null ? '' : String(text);
-  if (text.length <= TRANSCRIPT_TEXT) return [el('pre', null, text)];
+  if (whole.has(place) && whole.get(place) !== text) whole.delete(place); // another text is there now
+  if (text.length <= TRANSCRIPT_TEXT || whole.has(place)) return [el('pre', null, text)];
   let cut = TRANSCRIPT_TEXT;
   const c = text.charCodeAt(cut - 1);
   if (c >= 0xd800 && c <= 0xdbff) cut--; // not between the halves of a character
@@ -1321,6 +1356,7 @@ function blockText(text) {
   const all = el('button', null, 'Show all');
   all.type = 'button';
   all.addEventListener('click', () => {
+    whole.set(place, text);
     pre.textContent = text;
     more.remove();
   });
@@ -1328,36 +1364,42 @@ function blockText(text) {
   return [pre, more];
 }
 
-// renderTranscript shows the newest count messages of transcript t, and
-// how many earlier ones it leaves out.
-function renderTranscript(t, count) {
+// renderTranscript shows the messages of transcript part t (those from
+// its offset on), and how many earlier ones it leaves out. whole holds
+// the blocks asked to show whole (see blockText); those that no longer
+// show are let go.
+function renderTranscript(t, whole) {
   const box = $('transcript');
   box.replaceChildren();
   const messages = t.messages || [];
-  const from = Math.max(0, messages.length - count);
-  for (const m of messages.slice(from)) {
+  const from = t.offset || 0;
+  const places = new Set();
+  messages.forEach((m, i) => {
     const div = el('div', 'message');
     div.dataset.role = m.role;
     div.append(el('div', 'role', m.role));
-    for (const b of m.content || []) {
+    (m.content || []).forEach((b, j) => {
+      const place = (from + i) + '/' + j;
+      places.add(place);
       const blk = el('div', 'block');
       blk.dataset.type = b.type;
       if (b.type === 'text') {
-        blk.append(...blockText(b.text));
+        blk.append(...blockText(b.text, place, whole));
       } else if (b.type === 'tool_use') {
-        blk.append(el('span', 'block-label', 'tool call ' + b.id + ': ' + b.name), ...blockText(JSON.stringify(b.input)));
+        blk.append(el('span', 'block-label', 'tool call ' + b.id + ': ' + b.name), ...blockText(JSON.stringify(b.input), place, whole));
       } else if (b.type === 'tool_result') {
         blk.append(el('span', 'block-label', 'tool result ' + b.tool_use_id + (b.is_error ? ' (error)' : '')),
-          ...blockText(typeof b.content === 'string' ? b.content : JSON.stringify(b.content, null, 1)));
+          ...blockText(typeof b.content === 'string' ? b.content : JSON.stringify(b.content, null, 1), place, whole));
       } else if (b.type === 'image' || b.type === 'file') {
         blk.append(el('span', 'block-label', b.type + ' ' + (b.media_type || '')), el('pre', null, b.url));
       } else {
         blk.append(el('span', 'block-label', b.type + (b.format ? ' ' + b.format : '')));
       }
       div.append(blk);
-    }
+    });
     box.append(div);
-  }
+  });
+  for (const place of whole.keys()) if (!places.has(place)) whole.delete(place);
   $('transcript-through').textContent = 'through sequence ' + t.through_sequence;
   $('transcript-earlier').hidden = from === 0;
   $('transcript-earlier-note').textContent = from + (from === 1 ? ' earlier message does' : ' earlier messages do') + ' not show.';
