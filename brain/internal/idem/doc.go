@@ -234,7 +234,13 @@
 // The running store compacts inline, in the answer or release whose
 // record made the file grow: that request waits for the rewrite, and its
 // commits.Counter counts it as one more commit (so does a claim's, for
-// the rewrite that recovers from a write failure before it).
+// the rewrite that recovers from a write failure before it). Frames that
+// ride the journal grow the file without such a record: SyncJournaled
+// weighs a compaction too, and the rewrite then stands for its flush.
+// The journal calls it at its sync points, after the commits of the
+// round were acknowledged, so the rewrite is no commit of a request but
+// part of the sync point, as its own flushes are; the file outgrows the
+// threshold by at most what the journal commits between two sync points.
 // When Open's compaction fails (a full disk), Open goes on with
 // the file as it is, which holds the same live entries, unless it settled
 // hinted claims (see "Derivable answers"): their outcome must be durable

@@ -94,7 +94,8 @@ func (s *Store) liveBytes() int64 {
 // past twice its live bytes; it waits for an in-flight flush first. It
 // runs on the path of the request whose record made the file grow, so the
 // rewrite, when one runs, is a durable commit that request waits on and
-// is counted in tally.
+// is counted in tally; and in SyncJournaled (tally nil), for the frames
+// that ride the journal, which no request of this store writes.
 func (s *Store) maybeCompactLocked(tally *commits.Counter) {
 	if s.size < max(compactMinBytes, s.checkAt) || s.err != nil {
 		return

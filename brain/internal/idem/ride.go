@@ -193,7 +193,9 @@ func (s *Store) foldJournaledLocked(r *record, onDurable *func()) bool {
 
 // SyncJournaled writes the frames Journaled holds and makes every frame
 // it folded durable; the journal
-// calls it before it retires log files. After a failed write it recovers
+// calls it before it retires log files. It compacts the file when the
+// file has grown past the threshold of "Compaction" in doc.go (the
+// rewrite then is the flush). After a failed write it recovers
 // first (see "Write failures" in doc.go) and answers the failure while
 // that does not succeed; after Close it answers ErrLost if records
 // arrived meanwhile.
@@ -211,6 +213,15 @@ func (s *Store) SyncJournaled() error {
 		return err
 	}
 	n, err := s.flushPendLocked()
+	if err == nil {
+		// Records that ride the journal make the file grow without an
+		// answer or release of its own, which would weigh a compaction:
+		// it is weighed here, at the journal's sync point, after the
+		// commits that carried them were acknowledged. A compaction
+		// makes every frame durable, as the flush below would.
+		s.maybeCompactLocked(nil)
+		err = s.err
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return err

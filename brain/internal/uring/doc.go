@@ -21,6 +21,16 @@
 // the flush's result. A Ring holds at most 8 flushes; a flush keeps its
 // place until Wait answers it, and Close fails while one does.
 //
+// A kernel that has io_uring may still refuse the flush operation itself
+// (a completion answering EINVAL, before Linux 5.6, or EOPNOTSUPP, under
+// gVisor). Wait then flushes the file with fdatasync(2) and answers that
+// call's result, never the ring's; when fdatasync succeeds, the ring
+// takes no flush again and Fdatasync answers an error wrapping
+// errors.ErrUnsupported, so that its callers flush with fdatasync(2). A
+// descriptor that cannot be synced (a pipe) is refused by both alike: its
+// error is answered and the ring stays in use. Any other error of the
+// completion (EIO) is the flush's failure, as it would be fdatasync's.
+//
 // New answers an error wrapping errors.ErrUnsupported where io_uring is
 // missing or forbidden (kernels before 5.6, seccomp profiles that refuse
 // it, kernel.io_uring_disabled, other systems than Linux); callers then

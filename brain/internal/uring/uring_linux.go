@@ -77,6 +77,7 @@ type Ring struct {
 	inflight int              // submitted, not yet waited for
 	done     map[uint64]int32 // reaped completions, by user_data
 	broken   error            // set when a submission failed: the ring is not used again
+	refused  error            // set when the kernel refused the flush operation (see refusal)
 	closed   bool
 
 	wmu sync.Mutex // one waiter reads the eventfd at a time
@@ -212,6 +213,8 @@ func (r *Ring) submit(f *os.File, fd int32) (*Flush, error) {
 		return nil, os.ErrClosed
 	case r.broken != nil:
 		return nil, r.broken
+	case r.refused != nil:
+		return nil, r.refused
 	case r.inflight >= entries:
 		return nil, errors.New("uring: too many flushes in flight")
 	}
@@ -269,11 +272,67 @@ func (fl *Flush) Wait() error {
 	defer fl.mu.Unlock()
 	if !fl.done {
 		fl.done = true
-		if res := fl.wait(); res < 0 {
+		res := fl.wait()
+		if completed != nil {
+			res = completed(res)
+		}
+		switch {
+		case refusal(res):
+			fl.err = fl.fallback(syscall.Errno(-res))
+		case res < 0:
 			fl.err = syscall.Errno(-res)
 		}
 	}
 	return fl.err
+}
+
+// completed, when set, substitutes the result of each reaped completion
+// (0, or a negated errno) before Wait looks at it, so that results this
+// kernel does not give can be tested.
+var completed func(res int32) int32
+
+// refusal reports whether a completion's result may be the kernel refusing
+// the flush operation itself: EINVAL from a kernel that lacks it (before
+// 5.6), EOPNOTSUPP from one that does not implement it (gVisor). EINVAL
+// is also what fdatasync(2) answers for a descriptor that cannot be
+// synced (a pipe), so Wait tells the two apart by fdatasync's own answer.
+func refusal(res int32) bool {
+	return res == -int32(syscall.EINVAL) || res == -int32(syscall.EOPNOTSUPP)
+}
+
+// fallback flushes fl.f with fdatasync(2) after the ring answered refused
+// to a flush, and answers fdatasync's result: nothing was synced by the
+// ring, so only fdatasync can say the data is durable. When fdatasync
+// succeeds, the kernel refused the operation, not the file: the ring
+// takes no flush again, and Fdatasync answers an error wrapping
+// errors.ErrUnsupported, so that its callers flush with fdatasync(2)
+// themselves. When fdatasync fails, its error is the flush's, and the
+// ring stays as it was (a pipe refuses both alike).
+func (fl *Flush) fallback(refused syscall.Errno) error {
+	rc, err := fl.f.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("uring: flush refused (%w), fallback: %w", refused, err)
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			if serr = syscall.Fdatasync(int(fd)); serr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return fmt.Errorf("uring: flush refused (%w), fallback: %w", refused, err)
+	}
+	if serr != nil {
+		return serr
+	}
+	r := fl.r
+	r.mu.Lock()
+	if r.refused == nil {
+		r.refused = fmt.Errorf("uring: the kernel refused IORING_OP_FSYNC: %w (%w)", refused, errors.ErrUnsupported)
+	}
+	r.mu.Unlock()
+	return nil
 }
 
 // wait blocks until the flush's completion is reaped, frees its place in
