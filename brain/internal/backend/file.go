@@ -126,7 +126,10 @@ func sweepSecrets(ctx context.Context, store journal.Store, sessionsDir string, 
 	}
 	known := make(map[string]bool, len(entries))
 	for _, e := range entries {
-		if e.IsDir() && journal.CheckSession(e.Name()) == nil {
+		// Not only directories: the journal lists what stands in a
+		// session directory's place (a symbolic link) as damaged, and
+		// a damaged session's secrets are kept.
+		if journal.CheckSession(e.Name()) == nil {
 			known[e.Name()] = true
 		}
 	}

@@ -96,7 +96,12 @@
 // Every operation carries the binding's reporter grant. Its token is an
 // HMAC-SHA256 of (session, environment, binding sequence) under a 32-byte
 // server key (Config.Key, or the file Config.KeyFile, created with mode
-// 0600 on first use), so it survives a restart without being journaled.
+// 0600 on first use and linked into place, so that two first starts keep
+// one key), so it survives a restart without being journaled. A key file
+// that is not a regular file (a named pipe would hold the server's start),
+// that group or others may read or write, or that another user than the
+// one running the server owns is refused with ErrKey, an error naming it
+// and the chmod or chown that puts it right.
 // A report for a binding that was closed or replaced is refused with 404.
 //
 // Tokens, environment credentials and the server key never appear in the

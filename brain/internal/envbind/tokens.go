@@ -9,67 +9,10 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
-
-	"github.com/brain-in-go/brain/internal/fsutil"
 )
-
-// keySize is the size of the reporter server key.
-const keySize = 32
-
-// loadKey reads the key file, or creates it with fresh random bytes.
-func loadKey(path string) ([]byte, error) {
-	if path == "" {
-		return nil, errors.New("envbind: no key file named")
-	}
-	key, err := readKey(path)
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return key, err
-	}
-	key = make([]byte, keySize)
-	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("envbind: key: %w", err)
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("envbind: key directory: %w", err)
-	}
-	// Exclusive: when another process created the key first, keep its key.
-	if err := fsutil.WriteFileExclusive(path, key, 0o600); err != nil {
-		if !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("envbind: write key file: %w", err)
-		}
-		// Read once more: a name that exists yet cannot be read (a
-		// symbolic link to nothing) is an error, not a race to wait out.
-		if key, err = readKey(path); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("envbind: key file %s exists but names no file (a symbolic link to nothing?): %w", path, err)
-		}
-		return key, err
-	}
-	return key, nil
-}
-
-// readKey reads the key file at path.
-func readKey(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("envbind: key file: %w", err)
-	}
-	if len(b) != keySize {
-		return nil, fmt.Errorf("envbind: key file %s holds %d bytes, want %d", path, len(b), keySize)
-	}
-	return b, nil
-}
 
 // reporterToken derives the reporter token of a binding.
 func reporterToken(key []byte, session, env string, binding uint64) string {
@@ -377,8 +320,3 @@ func (b *Binder) AuthorizeReporter(id, env string, binding uint64, token string)
 	}
 	return token != "" && equalTokens(token, reporterToken(key, id, env, binding)), nil
 }
-
-// LoadKey reads the reporter key file at path, or creates it with fresh
-// random bytes and mode 0600 (keeping another process's key when it won
-// the race).
-func LoadKey(path string) ([]byte, error) { return loadKey(path) }

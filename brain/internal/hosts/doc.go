@@ -57,8 +57,10 @@
 //
 //	{"host_id":"host_…","token_sha256":"<hex SHA-256 of the token>","registered_at_ms":N}
 //
-// Only the token's digest is stored. A file that does not decode is
-// skipped (and logged) and never stops the server. A host that stays
+// Only the token's digest is stored. A file that does not decode, that is
+// larger than a registration can be (4 KiB) or that is not a regular file
+// (a named pipe is not waited for) is skipped (and logged), unread, and
+// never stops the server. A host that stays
 // without a commands connection for Config.Unconnected after it
 // registered, after the server started or after its last connection ended
 // is forgotten and its file removed, whether or not a request names it

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -189,10 +190,37 @@ func (r *Registry) sweep() {
 	}
 }
 
+// maxRecordBytes bounds what is read of a registration file. One as
+// Register writes it holds at most 173 bytes (the longest host id, a
+// 64-digit digest, the widest registered_at_ms); the rest leaves room for
+// one re-indented by hand.
+const maxRecordBytes = 4 << 10
+
+// load reads the registration file at path. What is not a regular file (a
+// named pipe, whose open does not wait for a writer, a device, a
+// directory) or is larger than maxRecordBytes is refused unread.
 func load(path string) (*host, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (mode %v)", fi.Mode())
+	}
+	if fi.Size() > maxRecordBytes {
+		return nil, fmt.Errorf("%d bytes, larger than a registration (at most %d)", fi.Size(), maxRecordBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxRecordBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxRecordBytes {
+		return nil, fmt.Errorf("larger than a registration (at most %d bytes)", maxRecordBytes)
 	}
 	return decodeRecord(b, strings.TrimSuffix(filepath.Base(path), ".json"))
 }

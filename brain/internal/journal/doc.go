@@ -32,7 +32,11 @@
 // named pipe, a device, a symbolic link when it is written) is no
 // checkpoint: it is never read or written through, and the next
 // checkpoint replaces it; a sync point marker that is not one fails the
-// open. Nothing waits for the other end of a named pipe. ".commitlog" and ".trash" are never
+// open. A session directory that is not a directory (a symbolic link, to
+// a directory elsewhere or to nothing) is listed and opens as damaged
+// (DamagedError naming it): nothing is read or written through it, and
+// deleting the session removes the link, not what it names. Nothing waits
+// for the other end of a named pipe. ".commitlog" and ".trash" are never
 // session ids (ids cannot start with '.').
 //
 // # Frames

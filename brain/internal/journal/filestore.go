@@ -482,7 +482,9 @@ func (fs *FileStore) Sessions(ctx context.Context) ([]string, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if !e.IsDir() || checkSessionID(e.Name()) != nil {
+		// Not only directories: what stands in a session directory's
+		// place (a symbolic link) opens as damage, and is listed.
+		if checkSessionID(e.Name()) != nil {
 			continue
 		}
 		ok, err := fs.listed(e.Name())

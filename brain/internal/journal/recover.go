@@ -22,6 +22,9 @@ import (
 // flush failure they are repaired before they are read at all.
 func (fs *FileStore) recover(s *session, keep bool) error {
 	fs.recoveries.Add(1)
+	if err := checkSessionDir(s); err != nil || s.state == stateDamaged {
+		return err
+	}
 	repaired := fs.suspect.Load()
 	if repaired {
 		if _, err := fs.repairFromLogs(s.id); err != nil {
@@ -45,6 +48,32 @@ func (fs *FileStore) recover(s *session, keep bool) error {
 		return err
 	}
 	return fs.recoverOnce(s, keep, true)
+}
+
+// checkSessionDir refuses, as damage, a session directory that is not a
+// directory: a symbolic link (to a directory elsewhere, or to nothing),
+// a file. The store creates every session directory itself and, as with
+// its segments and checkpoints, never reads or writes through a link;
+// left as it is, the session is listed and refused, and nothing of it is
+// touched. s.mu is held.
+func checkSessionDir(s *session) error {
+	fi, err := os.Lstat(s.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("journal: open session %s: %w", s.id, err)
+	}
+	if m := fi.Mode(); !m.IsDir() {
+		reason := fmt.Sprintf("the session directory is not a directory (mode %v)", m)
+		if m&os.ModeSymlink != 0 {
+			reason = "the session directory is a symbolic link, which the journal does not follow; move the directory it names into its place"
+		}
+		s.resetIndex()
+		s.state = stateDamaged
+		s.damage = &DamagedError{Session: s.id, File: s.dir, Reason: reason}
+	}
+	return nil
 }
 
 // errTornTail stops a recovery that may not cut a torn tail.
