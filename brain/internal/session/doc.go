@@ -45,7 +45,11 @@
 // first, and they are flushed at the latest CoalesceWindow later. A flush
 // the store refused (a full disk) is tried again, waiting twice as long
 // each time up to a second, until it succeeds or another append carries
-// the records.
+// the records. While the store refuses them a session holds at most
+// 16 MiB of them (maxHeldBytes): past it, a loop's KV write or
+// transcript save appends them at once, and is answered ErrUnavailable
+// wrapping the journal's error when the store refuses that too (nothing
+// of it is done).
 //
 // A synchronous Send defers its start as well: turn_started and
 // activation_started are appended with the turn's first commit (its first
@@ -57,6 +61,9 @@
 // without. If the commit carrying the start fails, nothing of the turn is
 // durable and no effect was sent: the session is dropped from memory (it
 // reloads from its journal) and Send answers the journal's write error.
+// A refused append of records held from before the turn started carried
+// nothing of it: the turn's end carries them, and the turn is answered
+// as its end is.
 //
 // A Submit whose context carries a Ride (an async submission, answered
 // with the turn_started sequence before the turn runs) commits its claim
@@ -183,7 +190,9 @@
 // next message reactivates it without reading the checkpoint or folding
 // the journal tail; it is used only while the journal still ends where it
 // does, and otherwise the session folds from the journal checkpoint and
-// the records after it. The bound is one per engine, not per session.
+// the records after it. The projection of a session a commit of which
+// failed (faulted) is not kept: it may hold records the journal never
+// took, and another node may have appended as many meanwhile. The bound is one per engine, not per session.
 //
 // A checkpoint's projection is taken only when the engine can go on from
 // it (fromCheckpoint: it covers exactly the checkpoint's records, holds the

@@ -144,9 +144,16 @@ type sess struct {
 	// is how long it waits.
 	flushT    *time.Timer
 	flushWait time.Duration
-	// pendingRefused is why the store surely refused the last append that
-	// carried pending (refused), nil once pending is appended or cleared.
+	// pendingRefused is why the store surely refused the last commit that
+	// carried pending (refused), nil once pending is appended or cleared;
+	// refusedThrough is the last deferred record that commit carried.
 	pendingRefused error
+	refusedThrough uint64
+	// heldRefused is why the store refused the last append of pending
+	// (a commit carrying them or their flush), nil once they are
+	// appended; heldBytes estimates what pending holds (roomLocked).
+	heldRefused error
+	heldBytes   int64
 	// tally counts the commits of the running turn for the request that
 	// started it (nil: none).
 	tally *commits.Counter
@@ -476,7 +483,12 @@ func (s *sess) maybeEvictLocked(expired bool) {
 		// Under e.mu, so that an acquire creating the session anew
 		// finds the lease gone and takes another.
 		s.releaseLeaseLocked()
-		if s.st != nil {
+		// The projection is kept only when it is what the journal
+		// holds. A faulted session's may hold records never written
+		// (deferred ones, folded at once): reused because the journal
+		// ends where it does, it would take back a state another
+		// writer's records may have reached the same length as.
+		if s.st != nil && !s.faulted && len(s.pending) == 0 {
 			s.st.ckptThrough = s.ckptAt
 			e.released.put(s.id, s.st, s.client, size)
 		}
@@ -509,6 +521,8 @@ func (s *sess) commitLocked(recs ...journal.Record) (uint64, error) {
 		s.e.noteFault(s.id, err)
 		if len(s.pending) > 0 && refused(err) {
 			s.pendingRefused = err
+			s.refusedThrough = s.pending[len(s.pending)-1].Sequence
+			s.heldRefused = err
 		}
 		if refused(err) {
 			s.e.armClose(s.id)
@@ -583,12 +597,47 @@ func (s *sess) deferFoldLocked(recs []journal.Record, k *known) (uint64, error) 
 			return 0, err
 		}
 		s.pending = append(s.pending, r)
+		s.heldBytes += heldRecordBytes + int64(len(r.Data)+len(r.Origin))
 	}
 	if s.flushT == nil {
 		s.flushWait = CoalesceWindow
 		s.armFlushLocked()
 	}
 	return first, nil
+}
+
+// maxHeldBytes bounds the deferred records a session holds in memory
+// while the journal refuses them: past it, a loop's KV write or
+// transcript save is answered the journal's error (ErrUnavailable)
+// unless the records held can be appended then. heldRecordBytes is what
+// a record holds besides its data.
+const (
+	maxHeldBytes    = 16 << 20
+	heldRecordBytes = 256
+)
+
+// roomLocked answers whether a loop's state change may be deferred:
+// always, unless the store refused the records already held and they
+// reach maxHeldBytes; then they are appended first, and when the store
+// refuses them still, the change is refused (nothing of it is done) with
+// ErrUnavailable wrapping the journal's error. A loop that writes
+// without any model or tool call so holds no more than the bound while
+// the journal refuses it, however long its turn.
+func (s *sess) roomLocked() error {
+	if s.heldRefused == nil || s.heldBytes < maxHeldBytes {
+		return nil
+	}
+	through := s.pending[len(s.pending)-1].Sequence
+	if err := s.flushLocked(); err != nil {
+		if refused(err) {
+			// The loop is answered the refusal, as for a commit: a
+			// riding turn whose start it carried is undone (finish).
+			s.pendingRefused, s.refusedThrough = err, through
+			return fmt.Errorf("%w: %d bytes of records wait for the journal: %w", ErrUnavailable, s.heldBytes, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // maxFlushWait bounds how long a refused flush of deferred records waits
@@ -645,6 +694,9 @@ func (s *sess) appendPendingLocked() error {
 	}
 	if err := s.e.store.Append(context.WithoutCancel(s.e.base), s.id, batch[0].Sequence, batch); err != nil {
 		s.e.noteFault(s.id, err)
+		if refused(err) {
+			s.heldRefused = err
+		}
 		return fmt.Errorf("session %s: commit %s: %w", s.id, batch[0].Kind, err)
 	}
 	s.clearPendingLocked()
@@ -654,6 +706,9 @@ func (s *sess) appendPendingLocked() error {
 func (s *sess) clearPendingLocked() {
 	s.pending = nil
 	s.pendingRefused = nil
+	s.refusedThrough = 0
+	s.heldRefused = nil
+	s.heldBytes = 0
 	if s.flushT != nil {
 		s.flushT.Stop()
 		s.flushT = nil

@@ -128,6 +128,7 @@ func (s *sess) dropLocked(cause error) {
 		s.flushT = nil
 	}
 	s.pending = nil
+	s.heldBytes = 0
 }
 
 // acquireActive answers the session if it is active on this node.

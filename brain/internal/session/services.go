@@ -569,6 +569,9 @@ func (x *execution) SetTranscript(ctx context.Context, messages []api.Message) (
 	if err := x.liveLocked(envapi.MethodSetTranscript); err != nil {
 		return 0, err
 	}
+	if err := s.roomLocked(); err != nil {
+		return 0, err
+	}
 	d := s.st.deltaByRef(s.st.Transcript, messages)
 	// The messages kept are the saved ones, checked when they were saved:
 	// only those the delta appends are checked here.
@@ -622,6 +625,9 @@ func (x *execution) KVPut(ctx context.Context, key string, value json.RawMessage
 	if err := x.liveLocked(envapi.MethodKVPut); err != nil {
 		return 0, err
 	}
+	if err := s.roomLocked(); err != nil {
+		return 0, err
+	}
 	return s.deferLocked(rec(api.KindKVSet, kvSet{Key: key, Value: v}))
 }
 
@@ -642,6 +648,9 @@ func (x *execution) KVDelete(ctx context.Context, key string) (uint64, error) {
 	}
 	if _, ok := s.st.KV[key]; !ok {
 		return s.st.last(), nil
+	}
+	if err := s.roomLocked(); err != nil {
+		return 0, err
 	}
 	return s.deferLocked(rec(api.KindKVDelete, kvDelete{Key: key}))
 }

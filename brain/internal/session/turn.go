@@ -332,12 +332,15 @@ func (s *sess) finish(a *activation, out api.TurnOutput, loopErr error) {
 	recs, turnErr := s.endRecordsLocked(a, out, loopErr)
 	faulted, undone := false, false
 	var err error
-	if started := s.startPendingLocked(a); started && s.pendingRefused != nil {
+	if started := s.startPendingLocked(a); started && s.pendingRefused != nil && s.refusedThrough >= a.turn {
 		// The store refused the commit that carried the riding turn's
 		// deferred start (a full disk): nothing of the turn is durable and
 		// no effect was sent. The turn is undone even if the store would
 		// take its end now (space came back meanwhile), so that a fault
-		// that passed is not kept as the answer of the caller's key.
+		// that passed is not kept as the answer of the caller's key. A
+		// refusal of records held from before the turn started carried
+		// nothing of it: the turn's end carries them, as it would carry
+		// them had their flush not been refused.
 		err = s.pendingRefused
 	} else {
 		_, err = s.commitLocked(recs...)
