@@ -125,14 +125,20 @@ func chownVolume(ctx context.Context, cli *client.Client, pl plan) (err error) {
 		Labels:          pl.Labels,
 		NetworkDisabled: true,
 	}
-	_, err = cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	// The container is created whatever becomes of ctx meanwhile: a
+	// create the client gave up on may still be carried out by the
+	// Engine, leaving a container that holds the volume (a teardown could
+	// not remove it) and the name (the next chown could not be made).
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer ccancel()
+	_, err = cli.ContainerCreate(cctx, cfg, hc, nil, nil, name)
 	if cerrdefs.IsConflict(err) {
 		// Left by a provider killed while it chowned: the chown is
 		// repeatable.
-		if err := removeContainer(ctx, cli, name); err != nil {
+		if err := removeContainer(cctx, cli, name); err != nil {
 			return err
 		}
-		_, err = cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+		_, err = cli.ContainerCreate(cctx, cfg, hc, nil, nil, name)
 	}
 	if err != nil {
 		return fmt.Errorf("create chown container: %w", err)
@@ -144,6 +150,9 @@ func chownVolume(ctx context.Context, cli *client.Client, pl plan) (err error) {
 			err = rerr
 		}
 	}()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("chown container: %w", err)
+	}
 	waitC, errC := cli.ContainerWait(ctx, name, container.WaitConditionNextExit)
 	if err := cli.ContainerStart(ctx, name, container.StartOptions{}); err != nil {
 		return fmt.Errorf("start chown container: %w", err)

@@ -49,7 +49,10 @@
 // The first execute allocates lazily (envsdk.Lazy: concurrent first
 // executes share one allocation; a failure stays failed): a volume and one
 // container that lives as long as the binding, running the Engine's init
-// and an idle sleep; every tool call is an exec in it. A container per call
+// and an idle sleep; every tool call is an exec in it. The allocation is
+// no part of the execute's deadline: an execute whose deadline passes
+// (or that is cancelled) first answers timeout (cancelled) saying that
+// its command never started, and the allocation goes on for the next. A container per call
 // would make cleanup trivial (remove it whole) but costs a container start
 // (hundreds of milliseconds) per call against one exec (tens); with the
 // process-group wrapper below a stopped call leaves nothing behind either,
@@ -77,6 +80,14 @@
 // container's user by the same one-shot container at the binding's first
 // execute after the restart, once: its state file records it (a chown
 // that fails answers unavailable, and the next execute tries again).
+// That chown is no part of the execute's command and does not run under
+// its deadline: it runs apart, bounded by 30 minutes, and the binding's
+// executes wait for it; one whose deadline passes (or that is cancelled)
+// first answers timeout (cancelled) saying that its command never
+// started, while the chown goes on and is recorded once done. Close, a
+// detach or a teardown stops it (its container removed, even one the
+// Engine made after the provider stopped asking), and one stopped is
+// not recorded: the next execute does it again.
 //
 // The image needs a POSIX shell at /bin/sh with setsid, kill, sleep, cat,
 // head, dd, tr, grep, mkdir, realpath, chmod, stat, sync, mv and

@@ -60,7 +60,7 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	}
 	if err := b.begin(ctx, c.Sequence); err != nil {
 		if ctx.Err() != nil {
-			return envapi.Receipt{}, stopFailure(ctx, nil)
+			return envapi.Receipt{}, stoppedBefore(ctx, "a garbage collection was still removing the binding's resources")
 		}
 		return envapi.Receipt{}, err
 	}
@@ -70,7 +70,7 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	// runs.
 	release, err := p.fence.share(ctx, b.key)
 	if err != nil {
-		return envapi.Receipt{}, stopFailure(ctx, nil)
+		return envapi.Receipt{}, stoppedBefore(ctx, "a garbage collection was still removing the binding's resources")
 	}
 	defer release()
 
@@ -82,7 +82,7 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	a, err := p.allocation(ctx, b)
 	if err != nil {
 		if ctx.Err() != nil {
-			return envapi.Receipt{}, stopFailure(ctx, nil)
+			return envapi.Receipt{}, stoppedBefore(ctx, "the binding's container and volume were still being made, which goes on")
 		}
 		return envapi.Receipt{}, err
 	}
@@ -130,6 +130,22 @@ func stopFailure(ctx context.Context, cleanup error) *envsdk.Error {
 		first.Message = strings.Replace(first.Message, "its process group was killed", "its process group could not be confirmed dead", 1)
 	}
 	return envsdk.KeepFirst(first, cleanup)
+}
+
+// stoppedBefore answers an execute stopped before its command started,
+// while the provider waited for what it needs first (why): timeout or
+// cancelled as stopFailure, saying that nothing of the command ran.
+func stoppedBefore(ctx context.Context, why string) *envsdk.Error {
+	f := stopFailure(ctx, nil)
+	what := "the invocation was cancelled"
+	switch {
+	case f.Code == envapi.CodeTimeout:
+		what = "the invocation's deadline expired"
+	case errors.Is(context.Cause(ctx), errStopping):
+		what = "the invocation was stopped, the provider is stopping,"
+	}
+	f.Message = what + " before its command started (" + why + "): the command never started"
+	return f
 }
 
 func (k *call) reportLoss(why string) {

@@ -209,7 +209,7 @@ func (p *Provider) collect(key string) (done func(), ok bool) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.active) > 0 || b.settling || b.allocating != nil || b.collecting != nil {
+	if len(b.active) > 0 || b.settling || b.allocating != nil || b.owning != nil || b.collecting != nil {
 		return nil, false
 	}
 	ch := make(chan struct{})

@@ -230,6 +230,9 @@ func (p *Provider) Detach(c *envsdk.Ctx) error {
 	if err := b.waitAllocation(ctx); err != nil {
 		return err
 	}
+	if err := b.stopOwner(ctx); err != nil {
+		return err
+	}
 	st := b.state()
 	if st.Phase != phaseReady {
 		return nil
@@ -268,6 +271,9 @@ func (p *Provider) Teardown(c *envsdk.Ctx) error {
 		}
 		defer release()
 		if err := b.waitAllocation(ctx); err != nil {
+			return err
+		}
+		if err := b.stopOwner(ctx); err != nil {
 			return err
 		}
 	}

@@ -98,6 +98,9 @@ type binding struct {
 	// allocating is closed when the allocation in flight ends; nil when
 	// none runs. An allocation outlives the execute that started it.
 	allocating chan struct{}
+	// owning is the giving of the workspace to the profile's user in
+	// flight (settleOwner); nil when none runs.
+	owning *owning
 	// collecting is closed when the GC that removes the binding's
 	// resources is done with them; nil when none does. Executes and
 	// lifecycle operations wait for it before they start.
