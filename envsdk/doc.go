@@ -114,7 +114,9 @@
 //     server keeps serving.
 //   - A receipt that does not encode as one Brain decodes (an output that is
 //     not JSON, a failure code that is not an identifier) is answered as the
-//     failure invalid_output, and is never finished.
+//     failure invalid_output, and is never finished. The message of a
+//     failure or unknown receipt longer than envapi.MaxMessageLen is cut
+//     to it, as Finish cuts an outcome's, never refused.
 //   - An answer larger than Brain takes (Options.MaxAnswerBytes, by
 //     default envapi.MaxResponseBytes, Brain's own default; of any
 //     operation: a result, a method's output, a failure's details), which
@@ -164,7 +166,10 @@
 // available. Result, Returned and Finish refuse an outcome Brain would
 // refuse (a status that is not one of the five, an error outcome whose
 // code is not an identifier) before anything is sent, and Finish then
-// stays available too. A call whose body Brain refuses for its size (413,
+// stays available too. They send an outcome's messages cut to
+// envapi.MaxMessageLen bytes, as an execute's failure or unknown receipt
+// is answered with its message cut: a long message is never refused.
+// A call whose body Brain refuses for its size (413,
 // envapi.MaxCallBytes unless Brain's operator set another) fails with an
 // error matching ErrTooLarge and ErrRefused; a Finish refused so stays
 // available for a smaller outcome. An answer that is not what the method answers (not one UTF-8 JSON value, a committed sequence that

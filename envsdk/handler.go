@@ -749,8 +749,14 @@ func finishContext(deadline time.Time) (context.Context, context.CancelFunc) {
 // wellFormed answers r when it encodes to a receipt Brain decodes, and
 // otherwise a failure naming what is wrong with it, so that a receipt the
 // provider built wrong (an output that is not JSON, a code that is not an
-// identifier) never becomes an empty or undecodable answer.
+// identifier) never becomes an empty or undecodable answer. The message
+// of a failure or unknown receipt is cut to envapi.MaxMessageLen, as
+// envapi.Failure and envapi.Unknown cut it and as Finish cuts an
+// outcome's: a long message is no malformed receipt.
 func wellFormed(r envapi.Receipt) envapi.Receipt {
+	if r.Type == envapi.ReceiptFailure || r.Type == envapi.ReceiptUnknown {
+		r.Message = envapi.Truncate(r.Message)
+	}
 	data, err := json.Marshal(r)
 	if err == nil {
 		_, err = envapi.DecodeReceipt(data)

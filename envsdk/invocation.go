@@ -210,17 +210,33 @@ func (i *Invocation) outcomeEmission(ctx context.Context, method string, o *enva
 	return i.emission(ctx, method, in)
 }
 
-// outcomeInput encodes o (nil: no new result) as the input of method. An
-// outcome that does not encode, or that Brain refuses (a status that is
-// not one of the five, an error outcome without an error code that is an
-// identifier), is an error before anything is sent.
+// outcomeInput encodes o (nil: no new result) as the input of method,
+// its messages cut to envapi.MaxMessageLen as a receipt's are (o itself
+// is left as it is). An outcome that does not encode, or that Brain
+// refuses (a status that is not one of the five, an error outcome without
+// an error code that is an identifier), is an error before anything is
+// sent.
 func outcomeInput(method string, o *envapi.Outcome) (json.RawMessage, error) {
 	if o != nil {
 		if err := checkOutcome(o); err != nil {
 			return nil, fmt.Errorf("envsdk: %s not sent: the outcome is not one Brain takes: %w", method, err)
 		}
+		o = cutOutcome(o)
 	}
 	return marshalInput(optionalOutcome(o))
+}
+
+// cutOutcome answers a copy of o whose message, and whose error's
+// message, are cut to envapi.MaxMessageLen.
+func cutOutcome(o *envapi.Outcome) *envapi.Outcome {
+	c := *o
+	c.Message = envapi.Truncate(c.Message)
+	if c.Error != nil {
+		e := *c.Error
+		e.Message = envapi.Truncate(e.Message)
+		c.Error = &e
+	}
+	return &c
 }
 
 // checkOutcome refuses an outcome as Brain does: by its status, and by
@@ -241,8 +257,9 @@ func checkOutcome(o *envapi.Outcome) error {
 	return &envapi.FieldError{Field: "status", Reason: fmt.Sprintf("unknown outcome status %.140q", string(o.Status)), Unsupported: true}
 }
 
-// Finish completes the Tool with o (nil: no new result). It is attempted
-// exactly once: a second call fails with ErrFinished, once the first has
+// Finish completes the Tool with o (nil: no new result), its messages
+// cut to envapi.MaxMessageLen. It is attempted exactly once: a second
+// call fails with ErrFinished, once the first has
 // its outcome (a call made while the first is on its way waits for it, and
 // is sent when the first never reached Brain). When the
 // acknowledgement does not arrive (no answer, a 5xx answer, an answer

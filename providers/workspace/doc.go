@@ -105,7 +105,10 @@
 // fail with path_escape, and so do absolute symbolic links even when they
 // name a place inside (os.Root follows relative links only); a path the
 // file system cannot resolve (a name longer than it allows, a loop of
-// symbolic links) is invalid_input with details {"path"}. A read cut by its limit inside a multi-byte
+// symbolic links) is invalid_input with details {"path"}; the path in
+// the details of a failure is cut, between characters, to
+// envapi.MaxMessageLen bytes, as the message is, so that a long path never
+// makes an answer larger than Brain takes. A read cut by its limit inside a multi-byte
 // character ends before that character, so that text is returned as text;
 // the caller continues from the offset plus the bytes returned; a read
 // from an offset at or past the end answers empty content. A write
@@ -121,7 +124,7 @@
 // ".tmp-NAME-" and 16 hex digits by earlier releases), except the ones of
 // writes still running. Replacing a file needs room for the old
 // and the new content at once. A failed append is cut back to the file's
-// old size. An edit holds the file in memory and so works only on a file
+// old size, and one that created its file removes it. An edit holds the file in memory and so works only on a file
 // within the operator's output limit (output_limit beyond it). A list
 // answers its entries in lexical order, each directory before its
 // contents, and stops with truncated true at 10,000 entries or at 8 MiB

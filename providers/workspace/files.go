@@ -143,7 +143,7 @@ func (k *call) open(in any, path *string) (*os.Root, string, fs.FileInfo, error)
 // opening one can block forever or act on something outside the workspace.
 func notRegular(path string, mode fs.FileMode) error {
 	return invalidInput("%s is not a regular file or directory (%s)", path, kindOf(mode)).
-		WithDetails(map[string]string{"path": path, "type": kindOf(mode)})
+		WithDetails(map[string]string{"path": envapi.Truncate(path), "type": kindOf(mode)})
 }
 
 func kindOf(mode fs.FileMode) string {
@@ -273,7 +273,7 @@ func runEdit(k *call) (any, error) {
 	limit := int64(k.b.p.opts.OutputLimit)
 	tooLarge := func() error {
 		return envsdk.Failf(envapi.CodeOutputLimit, "%s is larger than the %d bytes an edit works on; change it with a command", in.Path, limit).
-			WithDetails(map[string]any{"path": in.Path, "max_bytes": limit})
+			WithDetails(map[string]any{"path": envapi.Truncate(in.Path), "max_bytes": limit})
 	}
 	if fi.Size() > limit {
 		return nil, tooLarge()

@@ -127,7 +127,9 @@ func (p *Provider) release(_ context.Context, c *envsdk.Ctx, input json.RawMessa
 	if phase == phaseReady {
 		if err := b.verify(c, sp); isTornDown(err) {
 			return nil, err
-		} else if err != nil {
+		} else if err != nil && !b.dropped(sp) {
+			// A loss, recorded and reported, stays for reset; a
+			// directory a reset removed meanwhile is no loss.
 			return map[string]any{"released": false, "policy": ReleaseWipe}, nil
 		}
 	}
@@ -184,6 +186,11 @@ func (b *binding) inspect(c *envsdk.Ctx) (out InspectOutput, current bool, err e
 		if isTornDown(err) {
 			return out, true, err
 		}
+		if b.dropped(sp) {
+			// A reset or wipe removed the directory meanwhile: that is
+			// no loss, and the binding is answered as it left it.
+			return out, false, nil
+		}
 		out.Phase, out.Error = phaseLost, err.Error()
 		return out, true, nil
 	}
@@ -201,4 +208,12 @@ func (b *binding) inspect(c *envsdk.Ctx) (out InspectOutput, current bool, err e
 	}
 	out.Allocated, out.Bytes, out.Files = true, u.Bytes, u.Files
 	return out, true, nil
+}
+
+// dropped reports whether the workspace sp is no longer the binding's
+// current one: a reset or wipe replaced it since it was read.
+func (b *binding) dropped(sp *space) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.rec.Dir != sp.dir
 }

@@ -47,7 +47,7 @@ func fsError(path string, err error) error {
 	case isEscape(err):
 		return escaped(path)
 	case errors.Is(err, fs.ErrNotExist):
-		return envsdk.Failf(envapi.CodeNotFound, "%s does not exist", path).WithDetails(map[string]string{"path": path})
+		return envsdk.Failf(envapi.CodeNotFound, "%s does not exist", path).WithDetails(pathDetails(path))
 	case errors.Is(err, syscall.EISDIR):
 		return invalidInput("%s is a directory", path)
 	case errors.Is(err, syscall.ENOTDIR):
@@ -56,18 +56,26 @@ func fsError(path string, err error) error {
 		return envsdk.Failf(envapi.CodeAlreadyExists, "%s already exists", path)
 	case errors.Is(err, syscall.ENAMETOOLONG):
 		return invalidInput("%s: a name in the path is longer than the file system allows", path).
-			WithDetails(map[string]string{"path": path})
+			WithDetails(pathDetails(path))
 	case errors.Is(err, syscall.ELOOP):
 		return invalidInput("%s: too many levels of symbolic links (a loop)", path).
-			WithDetails(map[string]string{"path": path})
+			WithDetails(pathDetails(path))
 	}
 	return envsdk.Failf(envapi.CodeExecutionFailed, "%s: %v", path, err)
+}
+
+// pathDetails are the details {"path"} of a failure of a tool on path:
+// the path cut, between characters, to envapi.MaxMessageLen bytes, as the
+// failure's message is and as package toolset cuts the paths it refuses,
+// so that a long path never makes the answer larger than Brain takes.
+func pathDetails(path string) map[string]string {
+	return map[string]string{"path": envapi.Truncate(path)}
 }
 
 // escaped refuses a path that leaves the workspace through a symbolic link.
 func escaped(path string) error {
 	return envsdk.Failf(envapi.CodePathEscape, "path %q leaves the workspace through a symbolic link (one that leads outside, or any absolute one: only relative links inside the workspace are followed)", path).
-		WithDetails(map[string]string{"path": path})
+		WithDetails(pathDetails(path))
 }
 
 // root opens the workspace as an os.Root.

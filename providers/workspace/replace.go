@@ -59,7 +59,7 @@ func danglingParent(r *os.Root, dir, name string) error {
 		if _, err := r.Stat(prefix); errors.Is(err, fs.ErrNotExist) {
 			dest, _ := r.Readlink(prefix)
 			return envsdk.Failf(envapi.CodeNotFound, "cannot create %s: the symbolic link %s leads to %q, which does not exist", name, prefix, dest).
-				WithDetails(map[string]string{"path": name, "link": prefix})
+				WithDetails(map[string]string{"path": envapi.Truncate(name), "link": envapi.Truncate(prefix)})
 		} else if err != nil {
 			return fsError(name, err)
 		}
@@ -67,14 +67,29 @@ func danglingParent(r *os.Root, dir, name string) error {
 	return nil
 }
 
+// appendFile adds data to the end of p inside r (named name in
+// failures), creating the file when there is none. A failed append leaves
+// the workspace as it was: a file that existed is cut back to its old
+// size, and one the append created is removed.
 func appendFile(r *os.Root, p, name string, data []byte) error {
-	f, fi, err := openRegular(r, p, name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	created := true
+	f, fi, err := openRegular(r, p, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if e := (*envsdk.Error)(nil); errors.As(err, &e) && e.Code == envapi.CodeAlreadyExists {
+		// The file exists (or p is a link, which is followed).
+		created = false
+		f, fi, err = openRegular(r, p, name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	}
 	if err != nil {
 		return err
 	}
 	if _, err := f.Write(data); err != nil {
-		_ = f.Truncate(fi.Size())
-		f.Close()
+		if created {
+			f.Close()
+			_ = r.Remove(p)
+		} else {
+			_ = f.Truncate(fi.Size())
+			f.Close()
+		}
 		return fsError(name, err)
 	}
 	if err := f.Close(); err != nil {
