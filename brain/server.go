@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -34,6 +33,7 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/session"
 	"github.com/brain-in-go/brain/brain/internal/telemetry"
 	"github.com/brain-in-go/brain/brain/internal/tracing"
+	"github.com/brain-in-go/brain/internal/fsutil"
 
 	// The PostgreSQL backend, selected by a postgres:// database URL.
 	"github.com/brain-in-go/brain/brain/internal/pgstore"
@@ -380,21 +380,39 @@ func (s *Server) verifyJournals(ctx context.Context) {
 	s.log.Info("journals checked", "sessions", len(ids))
 }
 
-// operatorToken answers the token saved at path, or a new one saved there
-// with mode 0600.
 // errTokenUnsendable refuses a saved operator token no request can send.
 var errTokenUnsendable = errors.New("operator token cannot be sent")
 
+// maxTokenFileBytes bounds the operator token file: one longer, or one
+// that is not a regular file (a named pipe, a device), is refused rather
+// than held in memory or waited on.
+const maxTokenFileBytes = 4096
+
+// readTokenFile reads the operator token file at path and answers its
+// content with the mode of the file read.
+func readTokenFile(path string) ([]byte, fs.FileInfo, error) {
+	f, fi, err := fsutil.OpenRegular(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("operator token file: %w", err)
+	}
+	defer f.Close()
+	b, err := fsutil.ReadBounded(f, path, maxTokenFileBytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("operator token file: %w", err)
+	}
+	return b, fi, nil
+}
+
+// operatorToken answers the token saved at path, or a new one saved there
+// with mode 0600.
 func operatorToken(path string) (token string, generated bool, err error) {
-	b, err := os.ReadFile(path)
+	b, fi, err := readTokenFile(path)
 	if err == nil {
 		if t := strings.TrimSpace(string(b)); t != "" {
 			// The token is the server's one credential: a copy others may
 			// read (restored without its mode) is not served, as a
 			// sealing key's is not.
-			if fi, err := os.Stat(path); err != nil {
-				return "", false, err
-			} else if m := fi.Mode(); runtime.GOOS != "windows" && m.Perm()&0o077 != 0 {
+			if m := fi.Mode(); runtime.GOOS != "windows" && m.Perm()&0o077 != 0 {
 				return "", false, fmt.Errorf("%s has mode %v; the operator token must be in a file only its owner can read and write (chmod 600 %s)", path, m, path)
 			}
 			// No Authorization header carries a control character: such

@@ -8,5 +8,7 @@
 // the caller and, on request, the leftovers of earlier replaces of the
 // file removed first. SyncDir makes a directory's entries durable and
 // Fdatasync a file's data. IsTemp recognises the temporary files a crash
-// may leave behind, IsTempOf those of one target.
+// may leave behind, IsTempOf those of one target. OpenRegular opens a
+// file for reading without waiting on a named pipe and refuses what is
+// not a regular file; ReadRegular reads one whole up to a bound.
 package fsutil

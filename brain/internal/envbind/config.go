@@ -9,13 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/internal/fsutil"
 	"github.com/brain-in-go/brain/internal/netutil"
 )
 
@@ -153,6 +153,11 @@ func (c *Config) withDefaults() (Config, error) {
 	return out, nil
 }
 
+// MaxRoutesFileBytes bounds a routes file: one longer, or one that is
+// not a regular file (a named pipe, a device), is refused unread rather
+// than held in memory or waited on.
+const MaxRoutesFileBytes = 1 << 20
+
 // errRoutesFile marks a routes file that was read and is malformed.
 var errRoutesFile = errors.New("is not a JSON object of {endpoint, api_key}")
 
@@ -171,7 +176,7 @@ func (e *SettingError) Unwrap() error { return e.Err }
 // LoadRoutes reads a routes file: a JSON object mapping driver names to
 // {"endpoint", "api_key"?}.
 func LoadRoutes(path string) (map[string]Route, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadRegular(path, MaxRoutesFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("envbind: routes file: %w", err)
 	}

@@ -275,7 +275,12 @@
 //     "{segment}.torn-{O}" as recovery does, and the frames are written at O;
 //   - if it is shorter than O, the store refuses to open with a
 //     *LogDamagedError naming the log file and the entry's offset (durable
-//     segment bytes before the entry were lost).
+//     segment bytes before the entry were lost);
+//   - if the session or journal directory is not a directory (a symbolic
+//     link put in its place while the store was down), the store refuses
+//     to open with a *DamagedError naming it: nothing is written through
+//     it, and the log files, the only copy of the entry's records, are
+//     kept until the directory is moved back into its place.
 //
 // Replay is idempotent: running it again after a crash during replay
 // writes nothing new. Each entry's records are handed to

@@ -3,7 +3,9 @@
 package journal
 
 import (
+	"bytes"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,5 +78,109 @@ func TestLinkedSessionDirectoryIsDamaged(t *testing.T) {
 	}
 	if fi, err := os.Lstat(link); err != nil || !fi.IsDir() {
 		t.Errorf("the new session's directory: %v, %v; want a directory", fi, err)
+	}
+}
+
+// A session directory that a symbolic link replaced while the store was
+// down (crashed with records in the commit log only) is never written
+// through by replay: the open is refused with a DamagedError naming the
+// link, the directory the link names and the log files are left as they
+// were, and once the directory is moved back into its place the next open
+// replays every acknowledged record into it.
+func TestReplayDoesNotWriteThroughLinkedSessionDirectory(t *testing.T) {
+	dir := t.TempDir()
+	// Segment writes are lost: only the commit log holds the records.
+	crashedStore(t, dir, []string{"s", "plain"}, 5, func([]byte) []byte { return nil })
+	logsBefore := logFiles(t, dir)
+	link := filepath.Join(dir, "s")
+	moved := filepath.Join(t.TempDir(), "s")
+	if err := os.Rename(link, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, link); err != nil {
+		t.Fatal(err)
+	}
+	snapshot := func() map[string]string {
+		m := map[string]string{}
+		err := filepath.Walk(moved, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || fi.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			m[p] = string(b)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	before := snapshot()
+
+	fs, err := OpenFileStore(dir, noSyncPoints)
+	if err == nil {
+		fs.Close()
+	}
+	if after := snapshot(); !maps.Equal(after, before) {
+		t.Fatalf("replay wrote through the link: %v became %v", before, after)
+	}
+	var de *DamagedError
+	if !errors.As(err, &de) || de.Session != "s" || de.File != link {
+		t.Fatalf("OpenFileStore with a linked session directory = %v, want a DamagedError naming %s", err, link)
+	}
+	if logs := logFiles(t, dir); !slices.Equal(logs, logsBefore) {
+		t.Fatalf("log files %v became %v", logsBefore, logs)
+	}
+
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(moved, link); err != nil {
+		t.Fatal(err)
+	}
+	fs = openT(t, dir, noSyncPoints)
+	readAll(t, fs, "s", 5)
+	readAll(t, fs, "plain", 5)
+}
+
+// A sync point that writes the live commit log into the segments again
+// (after a failed flush) leaves alone a session whose directory a
+// symbolic link replaced: what the link names is not written.
+func TestLogRewriteDoesNotWriteThroughLinkedSessionDirectory(t *testing.T) {
+	dir := t.TempDir()
+	fs := openT(t, dir, noSyncPoints)
+	if err := fs.Append(bg, "s", 1, numbered(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if len(logFiles(t, dir)) == 0 {
+		t.Fatal("no live commit log file")
+	}
+	// Another directory laid out as a session's, its segment zeros.
+	seg := segPath(dir, "s", 1)
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.MkdirAll(filepath.Join(other, "journal"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	otherSeg := filepath.Join(other, "journal", filepath.Base(seg))
+	zeros := make([]byte, len(b))
+	if err := os.WriteFile(otherSeg, zeros, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "s")
+	if err := os.Rename(link, filepath.Join(t.TempDir(), "s")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.rewriteFromLogs(); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.ReadFile(otherSeg); err != nil || !bytes.Equal(after, zeros) {
+		t.Fatalf("the log was written through the link into %s (%v)", otherSeg, err)
 	}
 }

@@ -147,13 +147,22 @@ func (fs *FileStore) liveEntries(fn func(e *logEntry) error) error {
 type segmentFiles map[string]*os.File
 
 // holding answers the segment file at path, opened for reading and
-// writing, when it exists and holds e's whole range; else nil.
+// writing, when it exists and holds e's whole range; else nil. A segment
+// under a session or journal directory that is not a directory (a
+// symbolic link put in its place), or that is itself a link, is never
+// opened: the session is refused as damaged when it is opened, and
+// nothing is written through the link.
 func (sf segmentFiles) holding(path string, e *logEntry) (*os.File, error) {
 	f, seen := sf[path]
 	if !seen {
+		jdir := filepath.Dir(path)
 		var err error
-		f, err = os.OpenFile(path, os.O_RDWR, 0)
-		if errors.Is(err, os.ErrNotExist) {
+		if !realDir(filepath.Dir(jdir)) || !realDir(jdir) {
+			err = os.ErrNotExist
+		} else {
+			f, err = os.OpenFile(path, os.O_RDWR|oNoFollow|oNonBlock, 0)
+		}
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
 			f = nil
 		} else if err != nil {
 			return nil, fmt.Errorf("journal: open %s: %w", path, err)
@@ -171,6 +180,12 @@ func (sf segmentFiles) holding(path string, e *logEntry) (*os.File, error) {
 		return nil, nil // cut back after a failed round: never acknowledged
 	}
 	return f, nil
+}
+
+// realDir reports whether dir is a directory, not a symbolic link to one.
+func realDir(dir string) bool {
+	fi, err := os.Lstat(dir)
+	return err == nil && fi.IsDir()
 }
 
 func (sf segmentFiles) close() {

@@ -257,10 +257,13 @@ func (fs *FileStore) applyEntry(e *logEntry, logPath string, logOff int64, files
 	path := filepath.Join(jdir, segmentName(e.segFirst))
 	rf := files[path]
 	if rf == nil {
+		if err := checkReplayDirs(e.id, sdir, jdir); err != nil {
+			return err
+		}
 		if err := os.MkdirAll(jdir, 0o700); err != nil {
 			return fmt.Errorf("journal: replay into %s: %w", jdir, err)
 		}
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow|oNonBlock, 0o600)
 		if err != nil {
 			return fmt.Errorf("journal: replay into %s: %w", path, err)
 		}
@@ -300,5 +303,33 @@ func (fs *FileStore) applyEntry(e *logEntry, logPath string, logOff int64, files
 		return fmt.Errorf("journal: replay: write %s: %w", path, err)
 	}
 	rf.size = end
+	return nil
+}
+
+// checkReplayDirs refuses, with a *DamagedError naming it, a session
+// directory sdir (or its journal directory jdir) that exists and is not a
+// directory: a symbolic link put in its place, to a directory elsewhere
+// or to nothing. Replay never writes through it, and the store does not
+// open: the entries of the live log files are the only copy of the
+// session's last acknowledged records, and the sync point that ends
+// replay would retire them. Once the directory the link names is moved
+// into its place, the next open replays them into it.
+func checkReplayDirs(id, sdir, jdir string) error {
+	for _, dir := range []string{sdir, jdir} {
+		fi, err := os.Lstat(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("journal: replay into %s: %w", dir, err)
+		}
+		if m := fi.Mode(); !m.IsDir() {
+			reason := fmt.Sprintf("the directory is not a directory (mode %v); the commit log holds records of the session that replay cannot write", m)
+			if m&os.ModeSymlink != 0 {
+				reason = "the directory is a symbolic link, which the journal does not follow; the commit log holds records of the session that replay writes once the directory the link names is moved into its place"
+			}
+			return fmt.Errorf("journal: replay: %w", &DamagedError{Session: id, File: dir, Reason: reason})
+		}
+	}
 	return nil
 }

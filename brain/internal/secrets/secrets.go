@@ -134,31 +134,40 @@ func makeDirs(dir string) error {
 // with the wrong mode, say) or that another user owns (who may make it
 // readable at any time): whoever reads it can unseal every credential.
 // As PostgreSQL does with its data directory, the server does not start
-// until the operator fixes the mode or the owner. The mode is checked before
-// the file is opened, so that a named pipe or a device in its place is
-// refused rather than read without end.
+// until the operator fixes the mode or the owner. The file is opened
+// without waiting for the writer of a named pipe, and its mode and owner
+// are those of the open file, so that a named pipe or a device in its
+// place, even one put there a moment before, is refused rather than read
+// without end.
 func readKey(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
+	f, fi, err := fsutil.OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, err
+	}
+	if errors.Is(err, fsutil.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: %w; it must be a file only its owner can read and write", ErrKey, err)
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		// A key another user owns and keeps from this one.
+		if fi, serr := os.Stat(path); serr == nil {
+			if oerr := checkOwner(ErrKey, path, fi); oerr != nil {
+				return nil, oerr
+			}
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("secrets: key: %w", err)
 	}
-	if m := fi.Mode(); !m.IsRegular() || m.Perm()&0o077 != 0 {
+	defer f.Close()
+	if m := fi.Mode(); m.Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("%w: %s has mode %v; it must be a file only its owner can read and write (chmod 600 %s)", ErrKey, path, m, path)
 	}
 	if err := checkOwner(ErrKey, path, fi); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("secrets: read key: %w", err)
-	}
-	defer f.Close()
 	key, err := io.ReadAll(io.LimitReader(f, keySize+1))
 	if err != nil {
-		return nil, fmt.Errorf("secrets: read key: %w", err)
+		return nil, fmt.Errorf("secrets: read key %s: %w", path, err)
 	}
 	return key, nil
 }
