@@ -141,17 +141,15 @@ const maxShownFormat = 64
 // for the marker itself; any other content is answered quoted, with
 // "..." when it was cut.
 func readFormat(path string) (string, error) {
-	fi, err := os.Stat(path)
+	// Opened without waiting and checked once open: what is read is what
+	// was checked, even if the name changed in between.
+	f, _, err := fsutil.OpenRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
-	if err != nil {
-		return "", fmt.Errorf("datadir: read format: %w", err)
+	if errors.Is(err, fsutil.ErrNotRegular) {
+		return "", fmt.Errorf("%w: %w", ErrFormat, err)
 	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: %s is not a regular file (mode %v)", ErrFormat, path, fi.Mode())
-	}
-	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("datadir: read format: %w", err)
 	}

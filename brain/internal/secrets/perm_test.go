@@ -173,3 +173,49 @@ func TestUnsafeDirectoryGetsNoSessionsDirectory(t *testing.T) {
 		t.Fatalf("sessions/ was made in a directory another user owns: %v", err)
 	}
 }
+
+// TestSealedFileReplacedByPipeAfterOpen: a named pipe put in place of a
+// session's sealed file after Open checked the files makes Get of that
+// session fail at once, naming the file, rather than wait for a writer
+// while holding the store's lock; other sessions are still served.
+func TestSealedFileReplacedByPipeAfterOpen(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, id := range []string{"ses_a", "ses_b"} {
+		if err := st.Put(ctx, id, "k", []byte("v-"+id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(dir, "sessions", "ses_a"+sealedExt)
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.Get(ctx, "ses_a", "k")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "ses_a") {
+			t.Fatalf("Get of a session whose sealed file is a pipe: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		// Let the blocked read end so the test can finish.
+		if f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		<-done
+		t.Fatal("Get waited on a named pipe in place of the sealed file")
+	}
+	if v, err := st.Get(ctx, "ses_b", "k"); err != nil || string(v) != "v-ses_b" {
+		t.Fatalf("another session: %q, %v", v, err)
+	}
+}

@@ -197,10 +197,17 @@ func (s *Store) read(session string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(p)
+	// Opened without waiting: a named pipe put in place of the file after
+	// Open checked it would otherwise hold the store's lock without end.
+	f, _, err := fsutil.OpenRegular(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string][]byte{}, nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("secrets: read %s: %w", session, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return nil, fmt.Errorf("secrets: read %s: %w", session, err)
 	}
