@@ -130,7 +130,10 @@ func TestProfileTimeout(t *testing.T) {
 	h := newHarnessWith(t, "", cli, Profiles{"default": {Image: image, Timeout: Duration(time.Second)}})
 	c := h.commands()
 	h.setup(c, "")
-	h.shell(c, "true") // allocated: the timeout below bounds the command
+	// Allocated first, under a deadline of its own that a slow Engine's
+	// container start fits in: the timeout below bounds the command.
+	warm := int64(60000)
+	h.commandOutput(h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "true"}), &warm)))
 	start := time.Now()
 	failure(t, h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "sleep 30"}), nil)), envapi.CodeTimeout)
 	if d := time.Since(start); d > 10*time.Second {
