@@ -12,9 +12,14 @@ import (
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 var timeNow = time.Now
+
+// syncDir fsyncs a directory (fsutil.SyncDir); a test replaces it to see
+// which directories an allocation makes durable before its state says so.
+var syncDir = fsutil.SyncDir
 
 // space is an allocated workspace directory.
 type space struct {
@@ -174,6 +179,16 @@ func (b *binding) mkdir(path string) (*space, error) {
 	}
 	if !markRead || id.mark != mark {
 		id.mark = ""
+	}
+	// The directory (with its mark) and its entry in the workspaces
+	// directory are made durable before the state records the workspace
+	// as ready: otherwise a power loss could keep the record and lose the
+	// directory, and the fresh workspace would be reported lost.
+	if err := syncDir(path); err != nil {
+		return nil, err
+	}
+	if err := syncDir(b.p.wsRoot); err != nil {
+		return nil, err
 	}
 	if id.weak() {
 		b.p.weakIdentity.Do(func() {

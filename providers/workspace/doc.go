@@ -9,7 +9,8 @@
 // invalid_configuration) and records the binding on disk; it allocates
 // nothing. A second setup of a binding
 // that is still set up fails with already_exists. The first execute creates
-// the workspace directory; concurrent first executes share that one
+// the workspace directory, and syncs it and the directory holding it
+// before the binding's state records it; concurrent first executes share that one
 // allocation, and a failed allocation stays failed (allocation_failed) until
 // the method reset. detach keeps the directory. teardown removes it (with
 // the directories in it a command made read-only) and forgets the binding,
@@ -124,7 +125,11 @@
 // ".tmp-NAME-" and 16 hex digits by earlier releases), except the ones of
 // writes still running. Replacing a file needs room for the old
 // and the new content at once. A failed append is cut back to the file's
-// old size, and one that created its file removes it. An edit holds the file in memory and so works only on a file
+// old size, and one that created its file removes it. A failed write
+// removes the missing parent directories it created, those still empty.
+// A write or an edit stops at the execute's deadline or cancel, even on a
+// path thousands of directories deep, answering timeout or cancelled. An
+// edit holds the file in memory and so works only on a file
 // within the operator's output limit (output_limit beyond it). A list
 // answers its entries in lexical order, each directory before its
 // contents, and stops with truncated true at 10,000 entries or at 8 MiB

@@ -1,11 +1,13 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/brain-in-go/brain/envsdk"
@@ -102,11 +104,15 @@ func runWrite(k *call) (any, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fsError(in.Path, err)
 	}
-	files += missingDirs(r, filepath.Dir(p))
+	missing, err := missingDirs(k.ctx, r, filepath.Dir(p), in.Path)
+	if err != nil {
+		return nil, err
+	}
+	files += len(missing)
 	if err := k.checkLimits(grow, files); err != nil {
 		return nil, err
 	}
-	if err := writeFile(r, p, in.Path, data, in.Append); err != nil {
+	if err := writeFile(k.ctx, r, p, in.Path, data, in.Append, missing); err != nil {
 		return nil, err
 	}
 	return toolset.WriteOutput{Bytes: len(data)}, nil
@@ -189,17 +195,47 @@ func openRegular(r *os.Root, p, name string, flag int, perm fs.FileMode) (*os.Fi
 	return f, fi, nil
 }
 
-// missingDirs counts the directories a write creates to make dir inside
-// r: dir and those of its parents that do not exist.
-func missingDirs(r *os.Root, dir string) int {
-	n := 0
-	for ; dir != "."; dir = filepath.Dir(dir) {
-		if _, err := r.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		n++
+// missingDirs lists, deepest first, the directories a write creates to
+// make dir inside r: dir and those of its parents that do not exist. The
+// parents of one missing are missing too, so the first missing is found
+// by bisection, in a number of lookups logarithmic in dir's depth. It
+// stops, failing (name in the failure), once ctx ends.
+func missingDirs(ctx context.Context, r *os.Root, dir, name string) ([]string, error) {
+	if dir == "." {
+		return nil, nil
 	}
-	return n
+	parts := strings.Split(filepath.ToSlash(dir), "/")
+	prefix := func(n int) string { return filepath.Join(parts[:n]...) }
+	missing := func(n int) (bool, error) {
+		if err := stopped(ctx, name); err != nil {
+			return false, err
+		}
+		_, err := r.Stat(prefix(n))
+		return errors.Is(err, fs.ErrNotExist), nil
+	}
+	// The first n parts name a directory there for n <= there, and one
+	// missing for n >= gone.
+	there, gone := 0, len(parts)
+	if m, err := missing(gone); err != nil || !m {
+		return nil, err
+	}
+	for gone-there > 1 {
+		mid := (there + gone) / 2
+		m, err := missing(mid)
+		if err != nil {
+			return nil, err
+		}
+		if m {
+			gone = mid
+		} else {
+			there = mid
+		}
+	}
+	var dirs []string
+	for n := len(parts); n >= gone; n-- {
+		dirs = append(dirs, prefix(n))
+	}
+	return dirs, nil
 }
 
 func runList(k *call) (any, error) {
@@ -297,7 +333,7 @@ func runEdit(k *call) (any, error) {
 	if err := k.checkLimits(int64(len(edited)-len(data)), 0); err != nil {
 		return nil, err
 	}
-	if err := writeFile(r, p, in.Path, edited, false); err != nil {
+	if err := writeFile(k.ctx, r, p, in.Path, edited, false, nil); err != nil {
 		return nil, err
 	}
 	return toolset.EditOutput{Replacements: 1}, nil

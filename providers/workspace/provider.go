@@ -106,6 +106,11 @@ func (p *Provider) load() error {
 			return fmt.Errorf("workspace: create %s: %w", dir, err)
 		}
 	}
+	// Their entries in the root are durable before any state in them
+	// records a workspace.
+	if err := syncDir(p.opts.Root); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
 	recs, err := p.store.load()
 	if err != nil {
 		return fmt.Errorf("workspace: %w", err)

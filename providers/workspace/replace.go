@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -21,20 +22,147 @@ const maxLinks = 40
 // writeFile writes data to p inside r (named name in failures), creating
 // parent directories. Without appendTo it replaces the file whole
 // (replaceFile); with appendTo it adds data to the file's end in place,
-// and a failed append is cut back to the file's old size.
-func writeFile(r *os.Root, p, name string, data []byte, appendTo bool) error {
+// and a failed append is cut back to the file's old size. missing lists
+// the parents of p the write creates, deepest first (missingDirs): a
+// failed write removes those it made that are still empty, so that it
+// leaves the workspace as it found it. The work stops, failing, once ctx
+// ends.
+func writeFile(ctx context.Context, r *os.Root, p, name string, data []byte, appendTo bool, missing []string) (err error) {
 	if dir := filepath.Dir(p); dir != "." {
-		if err := danglingParent(r, dir, name); err != nil {
+		if err := danglingParent(ctx, r, dir, name); err != nil {
 			return err
 		}
-		if err := r.MkdirAll(dir, 0o755); err != nil {
-			return fsError(name, err)
+		var made []string
+		defer func() {
+			if err != nil {
+				removeCreated(r, made)
+			}
+		}()
+		if made, err = makeDirs(ctx, r, dir, name, missing); err != nil {
+			return err
 		}
 	}
 	if appendTo {
 		return appendFile(r, p, name, data)
 	}
-	return replaceFile(r, p, name, data)
+	return replaceFile(ctx, r, p, name, data)
+}
+
+// makeDirs creates dir inside r with its missing parents: missing, deepest
+// first, one at a time through the directory above each held open,
+// stopping, failing, once ctx ends. Without missing it is MkdirAll. It
+// answers the directories of missing it made, deepest first, also when
+// it fails.
+func makeDirs(ctx context.Context, r *os.Root, dir, name string, missing []string) (made []string, err error) {
+	if len(missing) == 0 {
+		if err := r.MkdirAll(dir, 0o755); err != nil {
+			return nil, fsError(name, err)
+		}
+		return nil, nil
+	}
+	at := r
+	if base := filepath.Dir(missing[len(missing)-1]); base != "." {
+		d, err := r.OpenRoot(base)
+		if err != nil {
+			// Changed since missing was found: made as a whole.
+			if err := r.MkdirAll(dir, 0o755); err != nil {
+				return nil, fsError(name, err)
+			}
+			return nil, nil
+		}
+		at = d
+	}
+	defer func() {
+		if at != r {
+			at.Close()
+		}
+	}()
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := stopped(ctx, name); err != nil {
+			return missing[i+1:], err
+		}
+		c := filepath.Base(missing[i])
+		if err := at.Mkdir(c, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return missing[i+1:], fsError(name, err)
+		}
+		d, err := at.OpenRoot(c)
+		if err != nil {
+			return missing[i:], fsError(name, err)
+		}
+		if at != r {
+			at.Close()
+		}
+		at = d
+	}
+	return missing, nil
+}
+
+// removeCreated removes the directories dirs inside r, deepest first, as
+// long as they are empty: one that is not (something else wrote into it
+// meanwhile) is kept, with the directories above it. dirs is a chain, each
+// the parent of the one before it; each run of them is removed through
+// the directories above it held open, so that removing thousands costs
+// no lookup of every path from the top.
+func removeCreated(r *os.Root, dirs []string) {
+	const run = 64 // directories held open at once
+	for len(dirs) > 0 {
+		n := min(run, len(dirs))
+		if !removeRun(r, dirs[:n]) {
+			return
+		}
+		dirs = dirs[n:]
+	}
+}
+
+// removeRun is removeCreated of at most a run of directories; it reports
+// whether all of them are gone.
+func removeRun(r *os.Root, dirs []string) bool {
+	base := r
+	if top := filepath.Dir(dirs[len(dirs)-1]); top != "." {
+		d, err := r.OpenRoot(top)
+		if err != nil {
+			return false
+		}
+		defer d.Close()
+		base = d
+	}
+	// up[j] is the parent of dirs[len(dirs)-1-j].
+	up := []*os.Root{base}
+	defer func() {
+		for _, d := range up[1:] {
+			d.Close()
+		}
+	}()
+	for k := len(dirs) - 1; k > 0; k-- {
+		d, err := up[len(up)-1].OpenRoot(filepath.Base(dirs[k]))
+		if err != nil {
+			return false
+		}
+		up = append(up, d)
+	}
+	for k, dir := range dirs {
+		if err := up[len(dirs)-1-k].Remove(filepath.Base(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return true
+}
+
+// stopped fails a file tool on name whose context ended: timeout at the
+// execute's deadline, cancelled on its cancel or once the provider is
+// stopping.
+func stopped(ctx context.Context, name string) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, envsdk.ErrDeadline), errors.Is(cause, context.DeadlineExceeded):
+		return envsdk.Failf(envapi.CodeTimeout, "%s: the execute's deadline expired before the tool was done", name)
+	case errors.Is(cause, errStopping):
+		return envsdk.Failf(envapi.CodeCancelled, "%s: the tool was stopped: the provider is stopping", name)
+	}
+	return envsdk.Failf(envapi.CodeCancelled, "%s: the execute was cancelled before the tool was done", name)
 }
 
 // danglingParent refuses a write below a symbolic link that leads to
@@ -42,17 +170,23 @@ func writeFile(r *os.Root, p, name string, data []byte, appendTo bool) error {
 // the link, as a read of the path answers it. Creating the parents would
 // otherwise fail on the link as a file that exists at one depth, and at
 // another create the directory it leads to.
-func danglingParent(r *os.Root, dir, name string) error {
+func danglingParent(ctx context.Context, r *os.Root, dir, name string) error {
+	w := newDirWalk(r)
+	defer w.close()
 	prefix := ""
 	for _, c := range strings.Split(filepath.ToSlash(dir), "/") {
+		if err := stopped(ctx, name); err != nil {
+			return err
+		}
 		prefix = filepath.Join(prefix, c)
-		fi, err := r.Lstat(prefix)
+		fi, err := w.lstat(c)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // the rest is created afresh
 		}
 		if err != nil {
 			return fsError(name, err)
 		}
+		w.enter(c, fi)
 		if fi.Mode().Type() != fs.ModeSymlink {
 			continue
 		}
@@ -108,8 +242,8 @@ func appendFile(r *os.Root, p, name string, data []byte) error {
 // removed first. The symbolic links of p are followed, inside the
 // workspace only, and the file they lead to is replaced: the links stay.
 // Other hard links to the old file keep its old content.
-func replaceFile(r *os.Root, p, name string, data []byte) error {
-	target, err := resolve(r, p, name)
+func replaceFile(ctx context.Context, r *os.Root, p, name string, data []byte) error {
+	target, err := resolve(ctx, r, p, name)
 	if err != nil {
 		return err
 	}
@@ -173,11 +307,16 @@ func keepOwner(f *os.File, owner *syscall.Stat_t) error {
 // returns the path, free of links, of the file they lead to, which need
 // not exist. A link that is absolute or leads outside the workspace is
 // path_escape, as os.Root answers it (name is p in failures).
-func resolve(r *os.Root, p, name string) (string, error) {
+func resolve(ctx context.Context, r *os.Root, p, name string) (string, error) {
+	w := newDirWalk(r)
+	defer w.close()
 	var done []string
 	todo := strings.Split(filepath.ToSlash(p), "/")
 	links := 0
 	for len(todo) > 0 {
+		if err := stopped(ctx, name); err != nil {
+			return "", err
+		}
 		c := todo[0]
 		todo = todo[1:]
 		switch c {
@@ -188,24 +327,25 @@ func resolve(r *os.Root, p, name string) (string, error) {
 				return "", escaped(name)
 			}
 			done = done[:len(done)-1]
+			w.move(filepath.Join(done...))
 			continue
 		}
-		next := filepath.Join(filepath.Join(done...), c)
-		fi, err := r.Lstat(next)
+		fi, err := w.lstat(c)
 		if errors.Is(err, fs.ErrNotExist) && !slices.Contains(todo, "..") {
-			return filepath.Join(next, filepath.Join(todo...)), nil
+			return filepath.Join(w.path, c, filepath.Join(todo...)), nil
 		}
 		if err != nil {
 			return "", fsError(name, err)
 		}
 		if fi.Mode().Type() != fs.ModeSymlink {
 			done = append(done, c)
+			w.enter(c, fi)
 			continue
 		}
 		if links++; links > maxLinks {
 			return "", fsError(name, syscall.ELOOP)
 		}
-		dest, err := r.Readlink(next)
+		dest, err := w.dir.Readlink(c)
 		if err != nil {
 			return "", fsError(name, err)
 		}
@@ -214,8 +354,5 @@ func resolve(r *os.Root, p, name string) (string, error) {
 		}
 		todo = append(strings.Split(dest, "/"), todo...)
 	}
-	if len(done) == 0 {
-		return ".", nil
-	}
-	return filepath.Join(done...), nil
+	return w.path, nil
 }

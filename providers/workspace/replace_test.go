@@ -159,7 +159,7 @@ func TestResolveFollowsLinksInside(t *testing.T) {
 		"a/out":     envapi.CodePathEscape,
 		"abs":       envapi.CodePathEscape,
 	} {
-		got, err := resolve(r, filepath.Clean(p), p)
+		got, err := resolve(t.Context(), r, filepath.Clean(p), p)
 		if err != nil {
 			got = fmt.Sprint(err)
 			var e *envsdk.Error

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"io/fs"
 	"os"
 
@@ -26,6 +27,11 @@ type usage struct {
 // The tree is walked through an os.Root, one name at a time, so that files
 // deeper than the system's limit on a path's length are counted too.
 func measure(dir string) (usage, error) {
+	return measureUntil(context.Background(), dir)
+}
+
+// measureUntil is measure stopping, failing, once ctx ends.
+func measureUntil(ctx context.Context, dir string) (usage, error) {
 	var u usage
 	r, err := os.OpenRoot(dir)
 	if err != nil {
@@ -33,6 +39,9 @@ func measure(dir string) (usage, error) {
 	}
 	defer r.Close()
 	err = walkRoot(r, ".", func(path string, d fs.DirEntry, err error) error {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
 		if err != nil {
 			if path == "." {
 				return err
@@ -66,8 +75,11 @@ func (k *call) checkLimits(addBytes int64, addFiles int) error {
 	if o.MaxBytes < 0 && o.MaxFiles < 0 {
 		return nil
 	}
-	u, err := measure(k.sp.path)
+	u, err := measureUntil(k.ctx, k.sp.path)
 	if err != nil {
+		if serr := stopped(k.ctx, "."); serr != nil {
+			return serr
+		}
 		return fsError(".", err)
 	}
 	if o.MaxBytes >= 0 && u.Bytes+addBytes > o.MaxBytes {

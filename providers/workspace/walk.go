@@ -15,13 +15,15 @@ import (
 // itself rather than r.FS(): the fs.FS of a root refuses every name that
 // is not UTF-8, so a directory so named would be reported unreadable and
 // its contents never reached. start, like every path handed to fn, is
-// slash-separated and relative to r.
+// slash-separated and relative to r. Each directory is read through its
+// parent held open, so that a tree thousands of directories deep costs
+// no lookup of every path from r.
 func walkRoot(r *os.Root, start string, fn fs.WalkDirFunc) error {
 	info, err := r.Stat(start)
 	if err != nil {
 		err = fn(start, nil, err)
 	} else {
-		err = walkRootDir(r, start, fs.FileInfoToDirEntry(info), fn)
+		err = walkRootDir(r, nil, start, fs.FileInfoToDirEntry(info), fn)
 	}
 	if errors.Is(err, fs.SkipDir) || errors.Is(err, fs.SkipAll) {
 		return nil
@@ -29,15 +31,20 @@ func walkRoot(r *os.Root, start string, fn fs.WalkDirFunc) error {
 	return err
 }
 
-// walkRootDir is walkRoot below start.
-func walkRootDir(r *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc) error {
+// walkRootDir is walkRoot below name, whose parent directory is open as
+// parent (nil: reached from r).
+func walkRootDir(r, parent *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc) error {
 	if err := fn(name, d, nil); err != nil || !d.IsDir() {
 		if errors.Is(err, fs.SkipDir) && d.IsDir() {
 			err = nil
 		}
 		return err
 	}
-	entries, err := readRootDir(r, name)
+	dir := openRootDir(r, parent, name)
+	if dir != nil {
+		defer dir.Close()
+	}
+	entries, err := readRootDir(r, dir, name)
 	if err != nil {
 		if err = fn(name, d, err); err != nil {
 			if errors.Is(err, fs.SkipDir) {
@@ -47,7 +54,7 @@ func walkRootDir(r *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc) erro
 		}
 	}
 	for _, e := range entries {
-		if err := walkRootDir(r, path.Join(name, e.Name()), e, fn); err != nil {
+		if err := walkRootDir(r, dir, path.Join(name, e.Name()), e, fn); err != nil {
 			if errors.Is(err, fs.SkipDir) {
 				break
 			}
@@ -57,9 +64,33 @@ func walkRootDir(r *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc) erro
 	return nil
 }
 
-// readRootDir reads the directory name inside r, sorted by name.
-func readRootDir(r *os.Root, name string) ([]fs.DirEntry, error) {
-	f, err := r.Open(name)
+// openRootDir opens the directory name inside r, through parent where it
+// is open; nil where it cannot be opened (readRootDir then reads it from
+// r, and reports why it cannot).
+func openRootDir(r, parent *os.Root, name string) *os.Root {
+	var dir *os.Root
+	var err error
+	if parent != nil {
+		dir, err = parent.OpenRoot(path.Base(name))
+	} else {
+		dir, err = r.OpenRoot(name)
+	}
+	if err != nil {
+		return nil
+	}
+	return dir
+}
+
+// readRootDir reads the directory name inside r, open as dir (nil: not
+// open), sorted by name.
+func readRootDir(r, dir *os.Root, name string) ([]fs.DirEntry, error) {
+	var f *os.File
+	var err error
+	if dir != nil {
+		f, err = dir.Open(".")
+	} else {
+		f, err = r.Open(name)
+	}
 	if err != nil {
 		return nil, err
 	}
