@@ -107,9 +107,14 @@ type DB struct {
 		at time.Time
 	}
 
-	bg        context.Context // ends on Close: background work derives from it
-	stop      context.CancelFunc
+	bg   context.Context // ends on Close: background work derives from it
+	stop context.CancelFunc
+	// wg counts the background work and the lease acquisitions in
+	// flight, which start only while closing (guarded by bgMu) is false:
+	// once Close began, nothing starts, and Close waits for what did.
 	wg        sync.WaitGroup
+	bgMu      sync.Mutex
+	closing   bool
 	closeOnce sync.Once
 }
 
@@ -294,8 +299,13 @@ func (db *DB) Ping(ctx context.Context) error {
 // listening, ends subscriptions and closes the pool. Releasing and
 // leaving take at most OpTimeout each: leaving is not held up by
 // releasing many leases, so other nodes stop forwarding to this one.
+// Once Close began no background work starts and no lease is taken;
+// Close waits for the work and acquisitions already under way.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
+		db.bgMu.Lock()
+		db.closing = true
+		db.bgMu.Unlock()
 		db.journal.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), db.opts.OpTimeout)
 		db.releaseAll(ctx)
@@ -309,6 +319,39 @@ func (db *DB) Close() error {
 		db.upkeep.Close()
 	})
 	return nil
+}
+
+// enter counts work that must end before Close closes the pools in wg,
+// unless Close began: it answers false then, and the work must not
+// start. The caller calls wg.Done when it ends.
+func (db *DB) enter() bool {
+	db.bgMu.Lock()
+	defer db.bgMu.Unlock()
+	if db.closing {
+		return false
+	}
+	db.wg.Add(1)
+	return true
+}
+
+// goBackground runs f in the background, counted in wg, unless Close
+// began: it answers false then, and f does not run.
+func (db *DB) goBackground(f func()) bool {
+	if !db.enter() {
+		return false
+	}
+	go func() {
+		defer db.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// isClosing reports whether Close began.
+func (db *DB) isClosing() bool {
+	db.bgMu.Lock()
+	defer db.bgMu.Unlock()
+	return db.closing
 }
 
 func (db *DB) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -26,7 +26,7 @@ type appendOp struct {
 	head, lease bool
 	old         *int64
 	now         int64
-	answered    bool // the rides' answers to existing claims were written
+	answered    [][]byte // ids of the claims whose answers to existing rows were written
 }
 
 // rideWrite is a riding claim's claim or answer record in an append.
@@ -60,9 +60,9 @@ type rideWrite struct {
 // (with their answer when the same append carries it), a plain INSERT,
 // so that a key another request claimed meanwhile fails the whole
 // statement (unique violation) and nothing of it commits; answers writes
-// the answers of claims committed before, and the result row says
-// whether it did. Their arrays follow the node's parameter (see
-// rideArgs).
+// the answers of claims committed before, and the result row names the
+// claims whose answers it wrote (an append may carry several). Their
+// arrays follow the node's parameter (see rideArgs).
 func combinedSQL(fenced, rides bool) string {
 	lease := `(SELECT l.epoch FROM brain_leases l WHERE l.session_id = a.session_id AND l.node_id = $13
 			AND l.expires_at > statement_timestamp()) = a.epoch`
@@ -91,9 +91,9 @@ func combinedSQL(fenced, rides bool) string {
 		FROM unnest(` + n(8) + `::integer[], ` + n(9) + `::text[], ` + n(10) + `::bytea[], ` + n(11) + `::bytea[], ` +
 			n(12) + `::integer[], ` + n(13) + `::bytea[]) AS w(ai, s, k, id, st, b)
 		WHERE q.scope = w.s AND q.key = w.k AND q.claim_id = w.id AND q.status IS NULL AND w.ai IN (SELECT i FROM head)
-		RETURNING w.ai
+		RETURNING w.ai, w.id
 	)`
-		rideOK = `, a.i IN (SELECT ai FROM answers)`
+		rideOK = `, array(SELECT w.id FROM answers w WHERE w.ai = a.i)`
 	}
 	return `WITH a AS (
 		SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::integer[], $4::bigint[], $5::bigint[])
@@ -160,6 +160,20 @@ func rideArgs(ops []*groupOp, instance string) []any {
 func (a *appendOp) carriesClaim(c *RequestClaim) bool {
 	for _, w := range a.rides {
 		if w.c == c && !w.answer {
+			return true
+		}
+	}
+	return false
+}
+
+// wroteAnswer reports whether the append wrote c's answer: in c's own
+// claim row, or in the row of c's claim committed before.
+func (a *appendOp) wroteAnswer(c *RequestClaim) bool {
+	if a.carriesClaim(c) {
+		return true
+	}
+	for _, id := range a.answered {
+		if string(id) == string(c.id) {
 			return true
 		}
 	}
@@ -255,7 +269,8 @@ func readCombined(br pgx.BatchResults, ops []*groupOp, rides bool) error {
 // op's results.
 func scanCombined(row pgx.Row, ops []*groupOp, rides bool) error {
 	var i int64
-	var head, lease, answered bool
+	var head, lease bool
+	var answered [][]byte
 	var old *int64
 	var now int64
 	dst := []any{&i, &head, &lease, &old, &now}

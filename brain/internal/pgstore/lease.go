@@ -46,6 +46,13 @@ func (db *DB) AcquireLease(ctx context.Context, session string) (Lease, error) {
 	if err := journal.CheckSession(session); err != nil {
 		return Lease{}, err
 	}
+	// Close waits for an acquisition in flight, which gives back a lease
+	// it took once Close began (Close's release of every lease may have
+	// missed it): no lease of a closed node is left held.
+	if !db.enter() {
+		return Lease{}, fmt.Errorf("acquire lease: %w: %w", ErrUnavailable, ErrClosed)
+	}
+	defer db.wg.Done()
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
 	sent := time.Now()
@@ -90,6 +97,10 @@ func (db *DB) AcquireLease(ctx context.Context, session string) (Lease, error) {
 		db.leases[session] = l
 	}
 	db.leaseMu.Unlock()
+	if db.isClosing() {
+		_ = db.ReleaseLease(context.WithoutCancel(ctx), l) // an unreleased lease expires
+		return Lease{}, fmt.Errorf("acquire lease: %w: %w", ErrUnavailable, ErrClosed)
+	}
 	return l, nil
 }
 

@@ -53,11 +53,17 @@ func (db *DB) Release(id string, epoch int64) {
 	if !ok || l.Epoch != epoch {
 		return
 	}
-	db.wg.Go(func() {
+	release := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), db.opts.OpTimeout)
 		defer cancel()
 		_ = db.ReleaseLease(ctx, l)
-	})
+	}
+	if !db.goBackground(release) {
+		// Close began, and waits for no work started now: the lease,
+		// which its release of every lease may not have seen, is
+		// given back at once (or expires if the pool closed already).
+		release()
+	}
 }
 
 // OnLeaseLost sets the function told when a lease this node holds could

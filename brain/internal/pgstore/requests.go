@@ -410,16 +410,18 @@ func (r *Requests) maybePurge() {
 	now := r.opts.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.purging || now.Sub(r.lastPurge) < purgeEvery || r.db.bg.Err() != nil {
+	if r.purging || now.Sub(r.lastPurge) < purgeEvery {
 		return
 	}
-	r.lastPurge, r.purging = now, true
-	r.db.wg.Go(func() {
+	r.purging = r.db.goBackground(func() {
 		r.purge(r.db.bg)
 		r.mu.Lock()
 		r.purging = false
 		r.mu.Unlock()
 	})
+	if r.purging {
+		r.lastPurge = now
+	}
 }
 
 // purge deletes the expired entries, purgeBatch per statement, each

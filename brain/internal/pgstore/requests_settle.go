@@ -48,11 +48,10 @@ func (r *Requests) unsettle(k reqKey, id []byte, release bool) {
 		r.pending = map[reqKey]unsettled{}
 	}
 	r.pending[k] = unsettled{id: id, release: release}
-	if r.settling || r.db.bg.Err() != nil {
+	if r.settling {
 		return
 	}
-	r.settling = true
-	r.db.wg.Go(r.settler)
+	r.settling = r.db.goBackground(r.settler)
 }
 
 // settle commits the pending end of k's claim, if there is one.

@@ -73,7 +73,7 @@ func (j *Journal) rode(a *appendOp, ok bool) {
 				r.state = rideUnknown
 			}
 		case w.answer:
-			r.answered = a.answered || a.carriesClaim(w.c)
+			r.answered = a.wroteAnswer(w.c)
 		default:
 			if r.state != rideDurable && r.onDurable != nil {
 				durable = append(durable, r.onDurable)
