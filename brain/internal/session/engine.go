@@ -442,8 +442,15 @@ func (s *sess) maybeEvictLocked(expired bool) {
 	if s.evicted || !s.quiescentLocked() {
 		return
 	}
+	s.evictFlushedLocked(expired, s.flushLocked())
+}
+
+// evictFlushedLocked is maybeEvictLocked for a quiescent session whose
+// deferred records were just flushed with result flushErr: a flush the
+// journal refused keeps a session that is not faulted in memory.
+func (s *sess) evictFlushedLocked(expired bool, flushErr error) {
 	expired = expired || s.faulted
-	if s.flushLocked() != nil && !s.faulted {
+	if flushErr != nil && !s.faulted {
 		return
 	}
 	ttl := s.ttlLocked()
@@ -470,7 +477,12 @@ func (s *sess) maybeEvictLocked(expired bool) {
 		s.idle.Stop()
 		s.idle = nil
 	}
-	s.checkpointLocked()
+	// A faulted session's projection, or one holding records the journal
+	// refused, reaches past the journal's end: the stores refuse a
+	// checkpoint through it.
+	if !s.faulted && len(s.pending) == 0 {
+		s.checkpointLocked()
+	}
 	e := s.e
 	size := int64(0)
 	if s.st != nil && e.cfg.ReleasedBytes > 0 {
@@ -659,7 +671,11 @@ func (s *sess) armFlushLocked() {
 		}
 		s.flushT = nil
 		err := s.appendPendingLocked()
-		s.maybeEvictLocked(false)
+		// The eviction check takes this flush's result: a refused flush
+		// is tried again by the next timer, not at once.
+		if !s.evicted && s.quiescentLocked() {
+			s.evictFlushedLocked(false, err)
+		}
 		if err != nil && refused(err) && len(s.pending) > 0 && s.st != nil && !s.evicted && s.flushT == nil {
 			s.flushWait = min(2*s.flushWait, maxFlushWait)
 			s.armFlushLocked()

@@ -1,0 +1,123 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/journal"
+)
+
+// Each retry of a deferred flush the journal refused (a full disk) is one
+// append: a session with nothing running asks the journal once per retry,
+// not once more for its idle check.
+func TestDeferredFlushRetryAppendsOnce(t *testing.T) {
+	h, store := refusingHarness(t)
+	id := h.create(api.CreateSessionRequest{})
+	h.engine.mu.Lock()
+	s := h.engine.live[id]
+	h.engine.mu.Unlock()
+	if s == nil {
+		t.Fatal("session not in memory")
+	}
+	store.failing.Store(true)
+	s.mu.Lock()
+	if _, err := s.deferLocked(rec(api.KindKVSet, kvSet{Key: "k", Value: json.RawMessage(`1`)})); err != nil {
+		s.mu.Unlock()
+		t.Fatal(err)
+	}
+	s.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for store.refused.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the deferred record's flush was not retried")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Under the session's lock no retry runs: every retry refused so far
+	// doubled the wait before the next one.
+	s.mu.Lock()
+	wait, appends := s.flushWait, store.refused.Load()
+	s.mu.Unlock()
+	store.failing.Store(false)
+	if wait >= maxFlushWait {
+		t.Fatalf("retries could not be counted: the wait reached %v", wait)
+	}
+	retries := int64(0)
+	for w := CoalesceWindow; w < wait; w *= 2 {
+		retries++
+	}
+	if appends != retries {
+		t.Fatalf("%d refused appends for %d retries of the flush, want one each", appends, retries)
+	}
+	for {
+		recs := h.records(id)
+		if n := len(recs); n > 0 && recs[n-1].Kind == api.KindKVSet {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the deferred record is not durable after the store took appends again")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// ckptCountingStore is a refusingStore that counts checkpoint writes.
+type ckptCountingStore struct {
+	*refusingStore
+	ckpts atomic.Int64
+}
+
+func (c *ckptCountingStore) WriteCheckpoint(ctx context.Context, session string, through uint64, payload []byte) error {
+	c.ckpts.Add(1)
+	return c.refusingStore.WriteCheckpoint(ctx, session, through, payload)
+}
+
+// A session whose turn end the journal refused (a full disk) leaves
+// memory without writing a checkpoint: its projection reaches past the
+// journal's end, which no store takes a checkpoint through. Once the
+// journal takes records again the session runs its next turn.
+func TestFaultedSessionEvictedWithoutCheckpoint(t *testing.T) {
+	store := &ckptCountingStore{refusingStore: &refusingStore{}}
+	h := wrappedHarness(t, Config{CheckpointEvery: 1}, nil, func(fs journal.Store) journal.Store {
+		store.Store = fs
+		return store
+	})
+	id := h.create(api.CreateSessionRequest{})
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{"delay_ms": 300, "reply": "r"})})
+		done <- err
+	}()
+	h.waitEvent(id, 0, api.KindModelCallStarted)
+	before := store.ckpts.Load()
+	store.failing.Store(true)
+	if err := <-done; !errors.Is(err, journal.ErrWrite) {
+		t.Fatalf("Send whose end the journal refused = %v, want journal.ErrWrite", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.engine.mu.Lock()
+		s := h.engine.live[id]
+		h.engine.mu.Unlock()
+		if s == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the faulted session stays in memory")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := store.ckpts.Load() - before; n != 0 {
+		t.Errorf("%d checkpoint writes for the faulted session leaving memory, want none", n)
+	}
+	store.failing.Store(false)
+	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: "again"}); err != nil {
+		t.Fatalf("next turn once the journal takes records: %v", err)
+	}
+}
