@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -125,26 +124,14 @@ func chownVolume(ctx context.Context, cli *client.Client, pl plan) (err error) {
 		Labels:          pl.Labels,
 		NetworkDisabled: true,
 	}
-	// The container is created whatever becomes of ctx meanwhile: a
-	// create the client gave up on may still be carried out by the
-	// Engine, leaving a container that holds the volume (a teardown could
-	// not remove it) and the name (the next chown could not be made).
-	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer ccancel()
-	_, err = cli.ContainerCreate(cctx, cfg, hc, nil, nil, name)
-	if cerrdefs.IsConflict(err) {
-		// Left by a provider killed while it chowned: the chown is
-		// repeatable.
-		if err := removeContainer(cctx, cli, name); err != nil {
-			return err
-		}
-		_, err = cli.ContainerCreate(cctx, cfg, hc, nil, nil, name)
-	}
-	if err != nil {
+	// Created whatever becomes of ctx meanwhile (createHelper): one left
+	// behind would hold the volume (a teardown could not remove it) and
+	// the name (the next chown could not be made).
+	if err := createHelper(ctx, cli, cfg, hc, name); err != nil {
 		return fmt.Errorf("create chown container: %w", err)
 	}
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helperTimeout)
 		defer cancel()
 		if rerr := removeContainer(rctx, cli, name); rerr != nil && err == nil {
 			err = rerr
@@ -184,24 +171,22 @@ func workspaceOwned(ctx context.Context, cli *client.Client, imageID, name strin
 		Labels: labels, NetworkDisabled: true,
 	}
 	hc := &container.HostConfig{NetworkMode: "none", ReadonlyRootfs: true, CapDrop: []string{"ALL"}, LogConfig: container.LogConfig{Type: "none"}}
-	_, err = cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
-	if cerrdefs.IsConflict(err) {
-		// Left by a provider killed while it probed: it never runs.
-		if err := removeContainer(ctx, cli, name); err != nil {
-			return false, err
-		}
-		_, err = cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
-	}
-	if err != nil {
+	// Created whatever becomes of ctx meanwhile (createHelper): one left
+	// behind by a setup whose caller gave up would belong to no binding
+	// Brain knows of.
+	if err := createHelper(ctx, cli, cfg, hc, name); err != nil {
 		return false, fmt.Errorf("create probe container: %w", err)
 	}
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helperTimeout)
 		defer cancel()
 		if rerr := removeContainer(rctx, cli, name); rerr != nil && err == nil {
 			err = rerr
 		}
 	}()
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("probe container: %w", err)
+	}
 	rc, _, err := cli.CopyFromContainer(ctx, name, workspaceDir)
 	if cerrdefs.IsNotFound(err) {
 		// The Engine answers the same for a probe container removed
