@@ -7,41 +7,24 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/brain-in-go/brain/brain"
+	"github.com/brain-in-go/brain/internal/pipetest"
 )
 
 // newWithTokenFile runs brain.New with path as its TokenFile and fails
-// the test if it has not returned within a while; a writer then opens
-// the named pipe at path, so that a New blocked on it ends.
+// the test if it waited on a named pipe there.
 func newWithTokenFile(t *testing.T, path string) error {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() {
+	return pipetest.Within(t, path, 30*time.Second, func() error {
 		srv, err := brain.New(context.Background(), brain.Config{DataDir: t.TempDir(), TokenFile: path})
 		if err == nil {
 			srv.Close(context.Background())
 		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
 		return err
-	case <-time.After(30 * time.Second):
-		for {
-			if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-				f.Close()
-			}
-			select {
-			case <-done:
-				t.Fatalf("New with TokenFile %s waited on a named pipe", path)
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}
+	})
 }
 
 // TestTokenFileThatIsAPipeIsRefused: an operator token file that is a
@@ -49,9 +32,7 @@ func newWithTokenFile(t *testing.T, path string) error {
 // server's start until something writes to the pipe.
 func TestTokenFileThatIsAPipeIsRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "operator.token")
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
+	pipetest.Make(t, path)
 	err := newWithTokenFile(t, path)
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("New with a named pipe for its token file = %v, want an error naming %s as not a regular file", err, path)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/brain-in-go/brain/internal/pipetest"
 )
 
 // TestUnsafeKeyFileIsRefused: a reporter key that other users may read
@@ -73,26 +75,13 @@ func TestUnsafeKeyFileIsRefused(t *testing.T) {
 // server's start (or a delivery) in a read that never ends.
 func TestKeyFileThatIsNotAFileIsRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), KeyFileName)
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() {
+	pipetest.Make(t, path)
+	err := pipetest.Within(t, path, 10*time.Second, func() error {
 		_, err := loadKey(path)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrKey) || !strings.Contains(err.Error(), path) {
-			t.Fatalf("loadKey of a named pipe = %v, want ErrKey naming %s", err, path)
-		}
-	case <-time.After(10 * time.Second):
-		// Let the blocked read end: a writer opens the pipe and closes it.
-		if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
-			f.Close()
-		}
-		<-done
-		t.Fatal("loadKey of a named pipe did not return")
+		return err
+	})
+	if !errors.Is(err, ErrKey) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("loadKey of a named pipe = %v, want ErrKey naming %s", err, path)
 	}
 }
 

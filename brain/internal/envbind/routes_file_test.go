@@ -7,36 +7,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/brain-in-go/brain/internal/pipetest"
 )
 
-// loadRoutesWithin runs LoadRoutes on path and fails the test if it has
-// not returned within a few seconds; release then lets a read or open
-// blocked on a named pipe at path end.
+// loadRoutesWithin runs LoadRoutes on path and fails the test if it
+// waited on a named pipe there.
 func loadRoutesWithin(t *testing.T, path string) error {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() {
+	return pipetest.Within(t, path, 5*time.Second, func() error {
 		_, err := LoadRoutes(path)
-		done <- err
-	}()
-	select {
-	case err := <-done:
 		return err
-	case <-time.After(5 * time.Second):
-		for {
-			if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-				f.Close()
-			}
-			select {
-			case <-done:
-				t.Fatalf("LoadRoutes(%s) waited on a named pipe", path)
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}
+	})
 }
 
 // TestRoutesFileThatIsAPipeIsRefused: a routes file that is a named pipe
@@ -44,9 +28,7 @@ func loadRoutesWithin(t *testing.T, path string) error {
 // start until something writes to the pipe.
 func TestRoutesFileThatIsAPipeIsRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "routes.json")
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
+	pipetest.Make(t, path)
 	err := loadRoutesWithin(t, path)
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("LoadRoutes of a named pipe = %v, want an error naming %s as not a regular file", err, path)

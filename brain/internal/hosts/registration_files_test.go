@@ -12,9 +12,10 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/brain-in-go/brain/internal/pipetest"
 )
 
 // logBuffer collects a registry's log lines.
@@ -55,32 +56,16 @@ func TestRegistrationPipeDoesNotHoldTheStart(t *testing.T) {
 	dir := t.TempDir()
 	id, token := registered(t, dir)
 	fifo := filepath.Join(dir, "host_"+strings.Repeat("p", 24)+".json")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
+	pipetest.Make(t, fifo)
 	var logs logBuffer
 	type opened struct {
 		r   *Registry
 		err error
 	}
-	done := make(chan opened, 1)
-	go func() {
+	o := pipetest.Within(t, fifo, 10*time.Second, func() opened {
 		r, err := Open(Config{Dir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		done <- opened{r, err}
-	}()
-	var o opened
-	select {
-	case o = <-done:
-	case <-time.After(10 * time.Second):
-		// Let the blocked read end: a writer opens the pipe and closes it.
-		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
-			f.Close()
-		}
-		if o = <-done; o.r != nil {
-			o.r.Close()
-		}
-		t.Fatal("Open with a named pipe among the registrations did not return")
-	}
+		return opened{r, err}
+	})
 	if o.err != nil {
 		t.Fatal(o.err)
 	}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/brain-in-go/brain/internal/pipetest"
 )
 
 // otherUID owns the files the tests give to another user.
@@ -194,26 +196,13 @@ func TestSealedFileReplacedByPipeAfterOpen(t *testing.T) {
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
+	pipetest.Make(t, p)
+	err = pipetest.Within(t, p, 5*time.Second, func() error {
 		_, err := st.Get(ctx, "ses_a", "k")
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "ses_a") {
-			t.Fatalf("Get of a session whose sealed file is a pipe: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		// Let the blocked read end so the test can finish.
-		if f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-			f.Close()
-		}
-		<-done
-		t.Fatal("Get waited on a named pipe in place of the sealed file")
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "ses_a") {
+		t.Fatalf("Get of a session whose sealed file is a pipe: %v", err)
 	}
 	if v, err := st.Get(ctx, "ses_b", "k"); err != nil || string(v) != "v-ses_b" {
 		t.Fatalf("another session: %q, %v", v, err)
