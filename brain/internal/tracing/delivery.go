@@ -101,7 +101,16 @@ type countingExporter struct {
 	failures *exportLog
 }
 
+// Export sends records in requests bounded by maxExportBytes, and
+// reports each request's outcome in order.
 func (c countingExporter) Export(ctx context.Context, records []sdklog.Record) error {
+	for _, chunk := range exportChunks(records) {
+		c.export(ctx, chunk)
+	}
+	return nil
+}
+
+func (c countingExporter) export(ctx context.Context, records []sdklog.Record) {
 	err := c.Exporter.Export(ctx, records)
 	if n := len(records); n > 0 {
 		failed := 0
@@ -118,7 +127,6 @@ func (c countingExporter) Export(ctx context.Context, records []sdklog.Record) e
 		// exportLog).
 		c.failures.failed(err)
 	}
-	return nil
 }
 
 // partialSuccess answers how many records an OTLP partial success

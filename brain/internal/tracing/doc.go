@@ -92,7 +92,10 @@
 // span's child. An error or a failed outcome sets the span's status to
 // Error with the failure code; a request whose response was cut off part
 // way (a relayed answer or an event stream aborted) is an Error too.
-// Credentials and tokens never become attributes.
+// Credentials and tokens never become attributes. A string attribute is
+// exported cut to MaxAttributeValue (1024) characters: a session id taken
+// from a request's path is the client's to choose, and a batch of spans
+// carrying megabytes of it would be refused by the collector as a whole.
 //
 // # Logs
 //
@@ -103,5 +106,8 @@
 // export it refused or that did not reach it, the rejected_log_records of
 // an OTLP partial success, and at Shutdown those never exported. At most
 // 2048 records wait for export; beyond that Emit refuses the record
-// (ErrLogQueueFull) rather than drop one unreported.
+// (ErrLogQueueFull) rather than drop one unreported. A batch is sent in
+// requests of at most about 3 MiB of bodies and attributes each (a
+// collector refuses a request past its own bound as a whole, 4 MiB over
+// gRPC by default), each reported as its receiver answered.
 package tracing

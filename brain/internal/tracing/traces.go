@@ -17,6 +17,14 @@ import (
 // InstrumentationName names Brain's tracer and logger.
 const InstrumentationName = "github.com/brain-in-go/brain"
 
+// MaxAttributeValue bounds the characters of a span attribute's string
+// value (each string of a slice): a longer one is exported cut to it.
+// Some values come from clients (a session id taken from a request's path
+// may be as long as the server takes a request line), and one batch of
+// spans that carry them would pass the bound of a collector's requests,
+// which refuses the whole batch.
+const MaxAttributeValue = 1024
+
 // Shutdown flushes what is buffered and stops an exporter, within ctx; it
 // is safe to call more than once. When it could not export all it held it
 // answers a *NotExportedError counting what it did not send.
@@ -47,8 +55,12 @@ func NewTracerProvider(ctx context.Context, s Settings) (trace.TracerProvider, S
 	}
 	tally := &spanTally{}
 	exp = failureLogging{SpanExporter: exp, log: newExportLog(s.Log, "traces"), tally: tally}
+	limits := sdktrace.NewSpanLimits()
+	if limits.AttributeValueLengthLimit < 0 || limits.AttributeValueLengthLimit > MaxAttributeValue {
+		limits.AttributeValueLengthLimit = MaxAttributeValue
+	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(endCounter{tally}), sdktrace.WithBatcher(exp),
-		sdktrace.WithResource(newResource(s)))
+		sdktrace.WithResource(newResource(s)), sdktrace.WithRawSpanLimits(limits))
 	return tp, func(ctx context.Context) error { return tally.shutdown(ctx, tp) }, nil
 }
 
