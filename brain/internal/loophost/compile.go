@@ -37,7 +37,15 @@ func (h *Host) compile(ctx context.Context, k kind, id string, b []byte) (*modul
 		return nil, fmt.Errorf("invalid module: %w", err)
 	}
 	cm, err := h.rt.CompileModule(ctx, prepared)
-	if err != nil && storageError(err) {
+	if damagedCacheError(err) {
+		// A damaged cache entry is no judgement of the module: it is
+		// discarded and the module compiled anew.
+		if derr := h.discardCache(); derr != nil {
+			return nil, fmt.Errorf("compilation cache: %w: %w", ErrStorage, derr)
+		}
+		cm, err = h.rt.CompileModule(ctx, prepared)
+	}
+	if err != nil && (storageError(err) || damagedCacheError(err)) {
 		return nil, fmt.Errorf("compilation cache: %w: %w", ErrStorage, err)
 	}
 	if err != nil {

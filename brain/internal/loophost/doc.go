@@ -58,8 +58,12 @@
 // remembered of it. A stored module that Open cannot compile for such a
 // failure is compiled again whenever it is next named (Host.Find,
 // Host.Resolve, a Tool's placement or run), answering ErrStorage while the
-// failure lasts, so that it is not lost until admitted again. A stored
-// module whose bytes do not hash to its name is answered rejected, saying
+// failure lasts, so that it is not lost until admitted again. Nor is a
+// module judged by an entry of the compilation cache that cannot be
+// decoded (damaged on disk): the runtime's entries are discarded and the
+// module compiled anew; an entry that is not a regular file (a named pipe
+// would hold a compilation for ever) is removed at Open (cache.go). A
+// stored module whose bytes do not hash to its name is answered rejected, saying
 // so, and never compiled; admitting its genuine bytes judges them and
 // replaces the file. With Options.Shared (a cluster's database) admitted
 // agentloop bytes are stored there too, before the admission is answered,

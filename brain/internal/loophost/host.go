@@ -261,6 +261,10 @@ func Open(ctx context.Context, opts Options) (_ *Host, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("loophost: compilation cache: %w", err)
 	}
+	if err := sweepCache(opts.CacheDir, false); err != nil {
+		_ = cache.Close(ctx)
+		return nil, fmt.Errorf("loophost: compilation cache: %w", err)
+	}
 	h := &Host{
 		opts:    opts,
 		cache:   cache,
