@@ -51,20 +51,6 @@ func runCommand(k *call) (any, error) {
 			return nil, notAllowedVariable("configuration.env", name)
 		}
 	}
-	// Measured while no write or edit runs: one holds the file it
-	// replaces and the replacement at once.
-	k.sp.grow.Lock()
-	err = k.checkLimits(0, 0)
-	k.sp.grow.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	env := k.environment(in.Env)
-	path, err := lookPath(argv[0], cwd, env)
-	if err != nil {
-		return nil, envsdk.Failf(envapi.CodeExecutionFailed, "%v", err)
-	}
-
 	ctx := k.ctx
 	var cancel context.CancelFunc = func() {}
 	// A command without a deadline is bounded by the binding's timeout, or
@@ -83,6 +69,26 @@ func runCommand(k *call) (any, error) {
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errCommandTimeout)
 	}
 	defer cancel()
+
+	// Measured while no write or edit runs: one holds the file it
+	// replaces and the replacement at once; the measure is part of the
+	// command and stops at its timeout.
+	k.sp.grow.Lock()
+	err = k.checkLimitsWithin(ctx, 0, 0)
+	k.sp.grow.Unlock()
+	if err != nil {
+		if e, ok := errors.AsType[*envsdk.Error](err); ok && e.Code == envapi.CodeCancelled && errors.Is(context.Cause(ctx), errCommandTimeout) {
+			// stopped knows the execute's deadline, not the command's
+			// own timeout.
+			return nil, envsdk.Failf(envapi.CodeTimeout, "the command's timeout of %s expired before the workspace was measured against its limits", timeout)
+		}
+		return nil, err
+	}
+	env := k.environment(in.Env)
+	path, err := lookPath(argv[0], cwd, env)
+	if err != nil {
+		return nil, envsdk.Failf(envapi.CodeExecutionFailed, "%v", err)
+	}
 
 	em := newEmitter(ctx, k.x.Invocation)
 	limit := k.outputLimit()

@@ -127,8 +127,11 @@
 // and the new content at once. A failed append is cut back to the file's
 // old size, and one that created its file removes it. A failed write
 // removes the missing parent directories it created, those still empty.
-// A write or an edit stops at the execute's deadline or cancel, even on a
-// path thousands of directories deep, answering timeout or cancelled. An
+// A write, an edit or a list stops at the execute's deadline or cancel,
+// even on a path thousands of directories deep or in a tree of hundreds of
+// thousands of entries, answering timeout or cancelled; so does the
+// measure of the workspace against its limits before a command, which
+// stops at the command's own timeout too. An
 // edit holds the file in memory and so works only on a file
 // within the operator's output limit (output_limit beyond it). A list
 // answers its entries in lexical order, each directory before its
@@ -205,6 +208,8 @@
 // workspace per Options.Release (a wipe does not clear a failed
 // allocation or a loss, nor one it finds, which it records and reports:
 // it answers released false and leaves them for reset); inspect reports whether the workspace is
-// allocated, its size and file count. reset and release fail with busy while
+// allocated, its size and file count (its measure stops when its caller
+// gives up, answering cancelled, or when Close begins, answering
+// unavailable). reset and release fail with busy while
 // executes run.
 package workspace

@@ -286,7 +286,10 @@ func runList(k *call) (any, error) {
 		}
 		return nil
 	}
-	if err := walkRoot(r, filepath.ToSlash(p), walk); err != nil {
+	if err := walkRoot(k.ctx, r, filepath.ToSlash(p), walk); err != nil {
+		if serr := stopped(k.ctx, in.Path); serr != nil {
+			return nil, serr
+		}
 		return nil, fsError(in.Path, err)
 	}
 	return toolset.ListOutput{Entries: entries, Truncated: truncated}, nil

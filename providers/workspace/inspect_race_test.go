@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -16,9 +17,9 @@ func (f *fixture) measureAfter(t *testing.T, op envapi.Command) <-chan envapi.Re
 	t.Helper()
 	answered := make(chan envapi.Receipt, 1)
 	var once sync.Once
-	measureWorkspace = func(dir string) (usage, error) {
+	measureWorkspace = func(ctx context.Context, dir string) (usage, error) {
 		once.Do(func() { answered <- f.post(op) })
-		return measure(dir)
+		return measure(ctx, dir)
 	}
 	t.Cleanup(func() { measureWorkspace = measure })
 	return answered

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
@@ -150,7 +151,7 @@ type InspectOutput struct {
 	Files     int    `json:"files"`
 }
 
-func (p *Provider) inspect(_ context.Context, c *envsdk.Ctx, input json.RawMessage) (any, error) {
+func (p *Provider) inspect(ctx context.Context, c *envsdk.Ctx, input json.RawMessage) (any, error) {
 	b, err := p.lookup(c.BindingKey())
 	if err != nil {
 		return nil, err
@@ -159,7 +160,7 @@ func (p *Provider) inspect(_ context.Context, c *envsdk.Ctx, input json.RawMessa
 		return nil, err
 	}
 	for {
-		out, current, err := b.inspect(c)
+		out, current, err := b.inspect(ctx, c)
 		if current {
 			return out, err
 		}
@@ -169,8 +170,10 @@ func (p *Provider) inspect(_ context.Context, c *envsdk.Ctx, input json.RawMessa
 // inspect reports the binding's workspace. The measure runs without the
 // binding's lock; current is false when a teardown or reset dropped the
 // workspace meanwhile, which makes the measure (perhaps of part of a
-// workspace being removed, perhaps a failure) void.
-func (b *binding) inspect(c *envsdk.Ctx) (out InspectOutput, current bool, err error) {
+// workspace being removed, perhaps a failure) void. The measure stops
+// once ctx ends (the call was given up, or Close began): cancelled, or
+// unavailable while the provider stops.
+func (b *binding) inspect(ctx context.Context, c *envsdk.Ctx) (out InspectOutput, current bool, err error) {
 	b.mu.Lock()
 	out = InspectOutput{Phase: b.rec.Phase, Label: b.cfg.Label, Error: b.rec.Error}
 	sp := &space{path: b.dirPath(), id: b.rec.identity(), dir: b.rec.Dir}
@@ -194,7 +197,7 @@ func (b *binding) inspect(c *envsdk.Ctx) (out InspectOutput, current bool, err e
 		out.Phase, out.Error = phaseLost, err.Error()
 		return out, true, nil
 	}
-	u, err := measureWorkspace(sp.path)
+	u, err := measureWorkspace(ctx, sp.path)
 	b.mu.Lock()
 	gone, dropped := b.gone, b.rec.Dir != sp.dir
 	b.mu.Unlock()
@@ -203,6 +206,10 @@ func (b *binding) inspect(c *envsdk.Ctx) (out InspectOutput, current bool, err e
 		return out, true, tornDown(b.key)
 	case dropped:
 		return out, false, nil
+	case err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), errStopping):
+		return out, true, stoppingFailure()
+	case err != nil && ctx.Err() != nil:
+		return out, true, envsdk.Fail(envapi.CodeCancelled, "inspect was cancelled before the workspace was measured")
 	case err != nil:
 		return out, true, fsError(".", err)
 	}

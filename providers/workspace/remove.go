@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -47,7 +48,7 @@ func unlockTree(path string) {
 	defer r.Close()
 	// walkRoot calls the function for a directory before it reads it, so
 	// a directory made readable here is then walked.
-	_ = walkRoot(r, ".", func(p string, d fs.DirEntry, err error) error {
+	_ = walkRoot(context.Background(), r, ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && p != "." && d.IsDir() {
 			_ = r.Chmod(p, 0o700)
 		}

@@ -25,23 +25,16 @@ type usage struct {
 // contents: were it a failure, one such directory would stop every
 // command, write and edit, including the command that would put it right.
 // The tree is walked through an os.Root, one name at a time, so that files
-// deeper than the system's limit on a path's length are counted too.
-func measure(dir string) (usage, error) {
-	return measureUntil(context.Background(), dir)
-}
-
-// measureUntil is measure stopping, failing, once ctx ends.
-func measureUntil(ctx context.Context, dir string) (usage, error) {
+// deeper than the system's limit on a path's length are counted too. It
+// stops, failing with ctx's cause, once ctx ends.
+func measure(ctx context.Context, dir string) (usage, error) {
 	var u usage
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return u, err
 	}
 	defer r.Close()
-	err = walkRoot(r, ".", func(path string, d fs.DirEntry, err error) error {
-		if err := ctx.Err(); err != nil {
-			return context.Cause(ctx)
-		}
+	err = walkRoot(ctx, r, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == "." {
 				return err
@@ -71,13 +64,19 @@ var measureWorkspace = measure
 // checkLimits fails with limit_exceeded when the workspace, grown by
 // addBytes and addFiles, would be beyond the operator's limits.
 func (k *call) checkLimits(addBytes int64, addFiles int) error {
+	return k.checkLimitsWithin(k.ctx, addBytes, addFiles)
+}
+
+// checkLimitsWithin is checkLimits stopping at the end of ctx, which ends
+// no later than the execute's context.
+func (k *call) checkLimitsWithin(ctx context.Context, addBytes int64, addFiles int) error {
 	o := &k.b.p.opts
 	if o.MaxBytes < 0 && o.MaxFiles < 0 {
 		return nil
 	}
-	u, err := measureUntil(k.ctx, k.sp.path)
+	u, err := measure(ctx, k.sp.path)
 	if err != nil {
-		if serr := stopped(k.ctx, "."); serr != nil {
+		if serr := stopped(ctx, "."); serr != nil {
 			return serr
 		}
 		return fsError(".", err)

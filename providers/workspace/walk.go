@@ -1,7 +1,9 @@
 package workspace
 
 import (
+	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -17,13 +19,15 @@ import (
 // its contents never reached. start, like every path handed to fn, is
 // slash-separated and relative to r. Each directory is read through its
 // parent held open, so that a tree thousands of directories deep costs
-// no lookup of every path from r.
-func walkRoot(r *os.Root, start string, fn fs.WalkDirFunc) error {
+// no lookup of every path from r. The walk stops once ctx ends, failing
+// with its cause, between two entries and between two parts of a large
+// directory's reading.
+func walkRoot(ctx context.Context, r *os.Root, start string, fn fs.WalkDirFunc) error {
 	info, err := r.Stat(start)
 	if err != nil {
 		err = fn(start, nil, err)
 	} else {
-		err = walkRootDir(r, nil, start, fs.FileInfoToDirEntry(info), fn)
+		err = walkRootDir(ctx, r, nil, start, fs.FileInfoToDirEntry(info), fn)
 	}
 	if errors.Is(err, fs.SkipDir) || errors.Is(err, fs.SkipAll) {
 		return nil
@@ -33,7 +37,10 @@ func walkRoot(r *os.Root, start string, fn fs.WalkDirFunc) error {
 
 // walkRootDir is walkRoot below name, whose parent directory is open as
 // parent (nil: reached from r).
-func walkRootDir(r, parent *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc) error {
+func walkRootDir(ctx context.Context, r, parent *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFunc) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	if err := fn(name, d, nil); err != nil || !d.IsDir() {
 		if errors.Is(err, fs.SkipDir) && d.IsDir() {
 			err = nil
@@ -44,7 +51,10 @@ func walkRootDir(r, parent *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFu
 	if dir != nil {
 		defer dir.Close()
 	}
-	entries, err := readRootDir(r, dir, name)
+	entries, err := readRootDir(ctx, r, dir, name)
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	if err != nil {
 		if err = fn(name, d, err); err != nil {
 			if errors.Is(err, fs.SkipDir) {
@@ -54,7 +64,7 @@ func walkRootDir(r, parent *os.Root, name string, d fs.DirEntry, fn fs.WalkDirFu
 		}
 	}
 	for _, e := range entries {
-		if err := walkRootDir(r, dir, path.Join(name, e.Name()), e, fn); err != nil {
+		if err := walkRootDir(ctx, r, dir, path.Join(name, e.Name()), e, fn); err != nil {
 			if errors.Is(err, fs.SkipDir) {
 				break
 			}
@@ -81,9 +91,13 @@ func openRootDir(r, parent *os.Root, name string) *os.Root {
 	return dir
 }
 
+// readBatch is how many entries readRootDir reads between two looks at
+// its context.
+const readBatch = 1024
+
 // readRootDir reads the directory name inside r, open as dir (nil: not
-// open), sorted by name.
-func readRootDir(r, dir *os.Root, name string) ([]fs.DirEntry, error) {
+// open), sorted by name. It stops reading once ctx ends.
+func readRootDir(ctx context.Context, r, dir *os.Root, name string) ([]fs.DirEntry, error) {
 	var f *os.File
 	var err error
 	if dir != nil {
@@ -95,7 +109,21 @@ func readRootDir(r, dir *os.Root, name string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	entries, err := f.ReadDir(-1)
+	var entries []fs.DirEntry
+	for ctx.Err() == nil {
+		var batch []fs.DirEntry
+		batch, err = f.ReadDir(readBatch)
+		entries = append(entries, batch...)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, err
 }
