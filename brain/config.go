@@ -34,7 +34,8 @@ const DefaultRequestRetention = 24 * time.Hour
 // character, names a host (without a Unicode format character in it),
 // and its port, if it names one, is from 1 to 65535.
 type Config struct {
-	// DataDir is the data directory; it is created, locked and checked.
+	// DataDir is the data directory; it is created (mode 0700), locked
+	// and checked. One that group or others may write is refused.
 	DataDir string `validate:"required" env:"BRAIN_DATA_DIR"`
 	// Storage selects where sessions, idempotency answers and sealed
 	// credentials live (default: the data directory).
@@ -630,6 +631,9 @@ func problem(fe validator.FieldError) string {
 		return "must have no query or fragment, which are not sent: give credentials as a header (OTEL_EXPORTER_OTLP_HEADERS)"
 	case "database_url":
 		// Not quoted: it may carry a password.
+		if v, _ := fe.Value().(string); strings.Contains(v, "://") {
+			return "is not a URL: percent-encode the characters of its user and password that a URL reserves (such as @ : / ? # % as %40 %3A %2F %3F %23 %25) and give its port as a number"
+		}
 		return "must be a URL with a scheme"
 	case "gte":
 		return fmt.Sprintf("must be at least %s, not %v", fe.Param(), fe.Value())

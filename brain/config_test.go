@@ -356,3 +356,21 @@ func TestURLsNamingNoHostRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestDatabaseURLNotParsedSaysWhy: a database URL with a scheme that is
+// still no URL (a password holding a character a URL reserves, a port
+// that is no number) is refused saying what to fix, not that the scheme
+// is missing, and without quoting the password.
+func TestDatabaseURLNotParsedSaysWhy(t *testing.T) {
+	for _, u := range []string{"postgres://brain:se%krit@db.example/brain", "postgres://brain:sekrit@db.example:port/brain"} {
+		_, err := brain.New(context.Background(), brain.Config{DataDir: t.TempDir() + "/data",
+			Storage: brain.Storage{DatabaseURL: u, SealingKeyFile: t.TempDir() + "/key"}})
+		var ce *brain.ConfigError
+		if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != "Storage.DatabaseURL" {
+			t.Fatalf("%s: New = %v, want a ConfigError of Storage.DatabaseURL", strings.ReplaceAll(u, "sekrit", "***"), err)
+		}
+		if msg := err.Error(); strings.Contains(msg, "krit") || strings.Contains(msg, "with a scheme") || !strings.Contains(msg, "percent-encode") {
+			t.Errorf("New = %q, want it to say to percent-encode the password and give a numeric port, without quoting the password", msg)
+		}
+	}
+}

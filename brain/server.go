@@ -169,6 +169,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.metrics.Telemetry(s.telem.Stats)
+	if err = checkDataDirMode(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	if s.store, err = backend.Open(ctx, backend.Options{
 		DataDir:        cfg.DataDir,
 		DatabaseURL:    cfg.Storage.DatabaseURL,

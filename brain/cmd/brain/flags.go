@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -62,4 +63,30 @@ func printDefaults(fs *flag.FlagSet) {
 		}
 	})
 	fmt.Fprint(out, text)
+}
+
+// hidden stands for the part of a value the usage does not show.
+const hidden = "xxxxx"
+
+// shownURL answers the URL s as the usage shows it: its user information
+// and query, which may carry a credential, replaced by hidden. Text that
+// is not a URL but may hold one is hidden whole.
+func shownURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		if strings.ContainsAny(s, "@?") {
+			return hidden
+		}
+		return s
+	}
+	if u.User != nil {
+		u.User = url.User(hidden)
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		u.RawQuery = hidden
+	}
+	if u.Fragment != "" {
+		u.Fragment = hidden
+	}
+	return u.String()
 }

@@ -61,3 +61,32 @@ func TestHelpNamesEveryOTLPVariable(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpHidesURLCredentials: "brain serve --help" shows a URL setting's
+// variable as the flag's default, but never a credential it carries in
+// its user information or its query: a help text ends up in terminals
+// and issue reports.
+func TestHelpHidesURLCredentials(t *testing.T) {
+	vars := map[string]string{
+		"BRAIN_PUBLIC_URL":           "https://brain:pubZq7K1@brain.example/base?token=pubZq7K2",
+		"BRAIN_OPENAI_BASE_URL":      "https://oaiZq7K3@proxy.example/v1",
+		"BRAIN_ANTHROPIC_BASE_URL":   "https://u:antZq7K4@proxy.example/v1#antZq7K5",
+		"BRAIN_ENVIRONMENT_BASE_URL": "http://u:envZq7K6@[::1/x",
+	}
+	for k, v := range vars {
+		t.Setenv(k, v)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := serve(t.Context(), []string{"--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("--help: exit %d, stderr %q", code, stderr.String())
+	}
+	help := stdout.String()
+	if strings.Contains(help, "Zq7K") {
+		t.Errorf("--help shows a credential of a URL variable:\n%s", help)
+	}
+	for _, host := range []string{"brain.example/base", "proxy.example/v1"} {
+		if !strings.Contains(help, host) {
+			t.Errorf("--help does not show the URL of %s", host)
+		}
+	}
+}

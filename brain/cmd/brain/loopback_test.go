@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -36,5 +38,25 @@ func TestServeLoopbackSpellings(t *testing.T) {
 		if served || code != 2 || !strings.Contains(stderr, "--metrics-listen") {
 			t.Errorf("--metrics-listen %s: served %v, exit %d, stderr %q; want exit 2", addr, served, code, stderr)
 		}
+	}
+}
+
+// TestServeNonLoopbackRefusalNamesSetting: an address refused for not
+// being loopback is named with its flag and its variable, whichever the
+// operator wrote it in.
+func TestServeNonLoopbackRefusalNamesSetting(t *testing.T) {
+	for _, c := range []struct{ env, want string }{
+		{"BRAIN_LISTEN", "--listen 0.0.0.0:0 (BRAIN_LISTEN)"},
+		{"BRAIN_METRICS_LISTEN", "--metrics-listen 0.0.0.0:0 (BRAIN_METRICS_LISTEN)"},
+	} {
+		t.Run(c.env, func(t *testing.T) {
+			t.Setenv(c.env, "0.0.0.0:0")
+			var stdout, stderr bytes.Buffer
+			dataDir := filepath.Join(t.TempDir(), "data")
+			code := serve(t.Context(), []string{"--data-dir", dataDir, "--no-auth", "--no-workspace"}, &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("%s=0.0.0.0:0: exit %d, stderr %q; want exit 2 naming %s", c.env, code, stderr.String(), c.want)
+			}
+		})
 	}
 }

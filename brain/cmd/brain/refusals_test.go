@@ -181,8 +181,11 @@ func TestServeExitStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	if code, stderr, served := serveOnce(t, "--no-auth", "--no-workspace", "--listen", busy.Addr().String()); served || code != 1 {
-		t.Errorf("an address in use: served %v, exit %d, stderr %q; want exit 1", served, code, stderr)
+	if code, stderr, served := serveOnce(t, "--no-auth", "--no-workspace", "--listen", busy.Addr().String()); served || code != 1 || !strings.Contains(stderr, "--listen "+busy.Addr().String()+" (BRAIN_LISTEN)") {
+		t.Errorf("an address in use: served %v, exit %d, stderr %q; want exit 1 naming --listen (BRAIN_LISTEN)", served, code, stderr)
+	}
+	if code, stderr, served := serveOnce(t, "--no-auth", "--no-workspace", "--metrics-listen", busy.Addr().String()); served || code != 1 || !strings.Contains(stderr, "--metrics-listen "+busy.Addr().String()+" (BRAIN_METRICS_LISTEN)") {
+		t.Errorf("a metrics address in use: served %v, exit %d, stderr %q; want exit 1 naming --metrics-listen (BRAIN_METRICS_LISTEN)", served, code, stderr)
 	}
 }
 

@@ -135,6 +135,13 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 		}
 		fs.StringVar(p, name, v, fmt.Sprintf("%s (%s)", help, envName))
 	}
+	// link is str for URLs: the usage shows their value without the
+	// credentials (user information, query) it may carry.
+	link := func(p *string, name, envName, help string) {
+		str(p, name, envName, "", help)
+		fl := fs.Lookup(name)
+		fl.DefValue = shownURL(fl.DefValue)
+	}
 	// secret is str for credentials: the usage never shows their value.
 	secret := func(p *string, name, envName, help string) {
 		f.flagOf[envName] = name
@@ -183,7 +190,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	str(&f.listen, "listen", "BRAIN_LISTEN", "127.0.0.1:8080", "address to listen on")
 	str(&f.dataDir, "data-dir", "BRAIN_DATA_DIR", "brain-data", "data directory")
 	secret(&f.token, "token", "BRAIN_API_TOKEN", "bearer token of every application route; generated when empty")
-	str(&f.publicURL, "public-url", "BRAIN_PUBLIC_URL", "", "base URL of callbacks and reporters (default http://<listen address>)")
+	link(&f.publicURL, "public-url", "BRAIN_PUBLIC_URL", "base URL of callbacks and reporters (default http://<listen address>)")
 	secret(&f.databaseURL, "database-url", "BRAIN_DATABASE_URL", "postgres:// URL of the database the nodes of a cluster share (default: the data directory)")
 	str(&f.sealingKeyFile, "sealing-key-file", "BRAIN_SEALING_KEY_FILE", "", "key file all nodes sharing the database use (required with --database-url, refused without it)")
 	num(&f.leaseSecs, "lease-secs", "BRAIN_LEASE_SECS", 10, 1, maxSecs, "with --database-url: seconds a node's lease on a session lasts unless renewed, at least 1")
@@ -201,8 +208,8 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	atLeast1(&f.maxConnections, "max-connections", "BRAIN_MAX_CONNECTIONS", 1024, "connections open at once; more wait in the listen backlog, at least 1")
 	atLeast1(&f.maxLiveBacklog, "max-live-backlog", "BRAIN_MAX_LIVE_BACKLOG", 1024, "records an event stream may lag before it ends, at least 1")
 	num(&f.heartbeatSecs, "heartbeat-secs", "BRAIN_SSE_HEARTBEAT_SECS", 15, 1, maxSecs, "comment interval of idle event streams in seconds, at least 1")
-	str(&f.openAIBaseURL, "openai-base-url", "BRAIN_OPENAI_BASE_URL", "", "base URL of the openai and openai_chat providers (default the hosted API)")
-	str(&f.anthropicBaseURL, "anthropic-base-url", "BRAIN_ANTHROPIC_BASE_URL", "", "base URL of the anthropic provider (default the hosted API)")
+	link(&f.openAIBaseURL, "openai-base-url", "BRAIN_OPENAI_BASE_URL", "base URL of the openai and openai_chat providers (default the hosted API)")
+	link(&f.anthropicBaseURL, "anthropic-base-url", "BRAIN_ANTHROPIC_BASE_URL", "base URL of the anthropic provider (default the hosted API)")
 	atLeast1(&f.maxModelOutput, "max-model-output-bytes", "BRAIN_MAX_MODEL_OUTPUT_BYTES", 4<<20, "largest assembled model answer in bytes, at least 1")
 	atLeast1(&f.maxModelDelta, "max-model-delta-bytes", "BRAIN_MAX_MODEL_DELTA_BYTES", 64<<10, "largest live model delta in bytes, at least 1")
 	atLeast1(&f.maxModelStream, "max-model-stream-bytes", "BRAIN_MAX_MODEL_STREAM_BYTES", 32<<20, "largest model response stream in bytes, at least 1")
@@ -210,7 +217,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, env func(string) (string, bool))
 	atLeast1(&f.maxModelError, "max-model-error-bytes", "BRAIN_MAX_MODEL_ERROR_BYTES", 16<<10, "largest model error body read in bytes, at least 1")
 	num(&f.maxModelSecs, "max-model-secs", "BRAIN_MAX_MODEL_SECS", 120, 1, maxSecs, "longest model call in seconds, at least 1")
 	num(&f.maxModelConnectSecs, "max-model-connect-secs", "BRAIN_MAX_MODEL_CONNECT_SECS", 10, 1, maxSecs, "longest connect to a model provider in seconds, at least 1")
-	str(&f.envBaseURL, "environment-base-url", "BRAIN_ENVIRONMENT_BASE_URL", "", "default environment route: provider base URL (default: the built-in workspace)")
+	link(&f.envBaseURL, "environment-base-url", "BRAIN_ENVIRONMENT_BASE_URL", "default environment route: provider base URL (default: the built-in workspace)")
 	secret(&f.envAPIKey, "environment-api-key", "BRAIN_ENVIRONMENT_API_KEY", "credential of the default environment route")
 	str(&f.envRoutesFile, "environment-routes-file", "BRAIN_ENVIRONMENT_ROUTES_FILE", "", `JSON file mapping driver names to {"endpoint", "api_key"?}`)
 	atLeast1(&f.maxEnvResponseBytes, "max-environment-response-bytes", "BRAIN_MAX_ENVIRONMENT_RESPONSE_BYTES", 32<<20, "largest environment answer in bytes, at least 1 (1024 beside the built-in workspace environment, which cuts its answers to fit)")
@@ -525,11 +532,11 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 		}
 	}
 	if !loopback(f.listen) && (f.token == "" || f.noAuth) {
-		fmt.Fprintf(stderr, "brain serve: refusing to listen on non-loopback address %s without a token (set BRAIN_API_TOKEN; --no-auth is for loopback only)\n", f.listen)
+		fmt.Fprintf(stderr, "brain serve: --listen %s (BRAIN_LISTEN): refusing to listen on non-loopback address without a token (set --token or BRAIN_API_TOKEN; --no-auth is for loopback only)\n", f.listen)
 		return 2
 	}
 	if f.metricsListen != "" && !loopback(f.metricsListen) {
-		fmt.Fprintf(stderr, "brain serve: --metrics-listen %s: the unauthenticated metrics address must be a loopback address\n", f.metricsListen)
+		fmt.Fprintf(stderr, "brain serve: --metrics-listen %s (BRAIN_METRICS_LISTEN): the unauthenticated metrics address must be a loopback address\n", f.metricsListen)
 		return 2
 	}
 	if err := f.checkRoutesFile(); err != nil {
@@ -538,7 +545,7 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "brain serve: %v\n", err)
+		fmt.Fprintf(stderr, "brain serve: --listen %s (BRAIN_LISTEN): %v\n", f.listen, err)
 		return 1
 	}
 	defer ln.Close()
@@ -551,7 +558,7 @@ func runServer(ctx context.Context, sigs <-chan os.Signal, f *serveFlags, log *s
 	var metricsLn net.Listener
 	if f.metricsListen != "" {
 		if metricsLn, err = net.Listen("tcp", f.metricsListen); err != nil {
-			fmt.Fprintf(stderr, "brain serve: metrics: %v\n", err)
+			fmt.Fprintf(stderr, "brain serve: --metrics-listen %s (BRAIN_METRICS_LISTEN): %v\n", f.metricsListen, err)
 			return 1
 		}
 		defer metricsLn.Close()
