@@ -51,7 +51,9 @@
 //	                                         {suspended}
 //
 // Every application route needs "Authorization: Bearer <token>" when the
-// server has a token (compared in constant time); health routes are open.
+// server has a token (compared in constant time; the scheme's case does
+// not matter, as in every HTTP authentication scheme); health routes are
+// open.
 // The execution call and reporter routes authenticate their callers by
 // the invocation and reporter tokens of the environment bindings
 // (Options.Bindings) instead; a missing, wrong or revoked one answers 401,
@@ -59,6 +61,8 @@
 // need Options.Agentloops, the environment routes Options.Bindings, the
 // host routes Options.Hosts. A host's routes take that host's token only:
 // the server token is refused there, and the host token everywhere else.
+// A method a host's path does not serve is answered (405 with Allow) to
+// that host's token as to the server token.
 //
 // # Connections
 //

@@ -7,7 +7,6 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -100,12 +99,6 @@ func pathSequence(r *http.Request, name string) (uint64, error) {
 		return 0, badRequest("malformed sequence")
 	}
 	return n, nil
-}
-
-// bearer answers the request's bearer token.
-func bearer(r *http.Request) (string, bool) {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return tok, ok && tok != ""
 }
 
 // readEnvJSON checks the Content-Type and reads a bounded body that must

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/brain-in-go/brain/brain/api"
@@ -158,7 +157,7 @@ func (s *Server) hostAuth(reg *hosts.Registry, h func(w http.ResponseWriter, r *
 func (s *Server) hostAuthToken(reg *hosts.Registry, h func(w http.ResponseWriter, r *http.Request, id, token string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("host_id")
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		token, ok := bearer(r)
 		if !ok || !hosts.ValidHostID(id) || reg.Authenticate(id, token) != nil {
 			refuseUnread(w, r, errUnauthorized)
 			return

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/brain-in-go/brain/brain/api"
+	"github.com/brain-in-go/brain/brain/internal/hosts"
 )
 
 // routeMethods are the methods a route may serve; HEAD is served where GET
@@ -49,6 +50,38 @@ func bindingPath(r *http.Request) bool {
 		vals[i] = v
 	}
 	return bindingServed(vals[0], vals[1], vals[2])
+}
+
+// notRoutedAuth authenticates a request no route took, as the server
+// token does, except that on a registered host's own paths
+// (/v1/hosts/{host_id}/...) that host's token is taken too: a host asking
+// its routes with a method they do not serve is told so (405 with Allow),
+// not that its token is refused, since the host token is the only one it
+// has.
+func (s *Server) notRoutedAuth(h http.Handler) http.Handler {
+	server := s.authenticate(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.ownHostPath(r) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		server.ServeHTTP(w, r)
+	})
+}
+
+// ownHostPath reports whether r is under a host's path, /v1/hosts/{host_id}/,
+// with that host's token.
+func (s *Server) ownHostPath(r *http.Request) bool {
+	if s.opts.Hosts == nil {
+		return false
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/hosts/")
+	if !ok {
+		return false
+	}
+	id, _, under := strings.Cut(rest, "/")
+	token, ok := bearer(r)
+	return under && ok && hosts.ValidHostID(id) && s.opts.Hosts.Authenticate(id, token) == nil
 }
 
 // notRouted answers a request no route took: 204 with Allow for OPTIONS

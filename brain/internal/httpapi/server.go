@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -274,7 +273,7 @@ func (s *Server) routes() {
 	// each API request it makes.
 	s.handleOpen("GET "+ui.Prefix, inspector(ui.Files()))
 	s.handleOpen("GET /ui", http.RedirectHandler(ui.Prefix, http.StatusMovedPermanently))
-	s.mux.Handle(patternNotRouted, s.authenticate(http.HandlerFunc(s.notRouted)))
+	s.mux.Handle(patternNotRouted, s.notRoutedAuth(http.HandlerFunc(s.notRouted)))
 }
 
 // handle mounts h at pattern (a ServeMux pattern) behind the server token.
@@ -385,7 +384,7 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got, ok := bearer(r)
 		sum := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 {
 			closeUnread(w, r)
