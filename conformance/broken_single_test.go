@@ -177,6 +177,15 @@ func TestCasesCatchTheirFaults(t *testing.T) {
 		})},
 		{id: "reporter/observation", name: "retries-lost-report",
 			provider: func() envsdk.Provider { return retriesReports{newReference()} }},
+		{id: "transport/refused-no-effect", name: "serves-invalid-then-refuses", wrap: servesInvalidThenRefuses},
+		// Puts a deadline of its own in place of an absent one.
+		{id: "deadline/absent", name: "default-deadline", wrap: rewriting(func(cmd *envapi.Command) *envapi.Response {
+			if req := &cmd.Operation.Request; req.Type == envapi.RequestExecute && req.DeadlineMs == nil {
+				ms := int64(sleepMs / 3)
+				req.DeadlineMs = &ms
+			}
+			return nil
+		})},
 		{id: "lifecycle/setup-at-most-once", name: "runs-repeated-setups",
 			wrap: func(next http.Handler) http.Handler { return movesRepeats(envapi.RequestSetup, next) }},
 	} {
@@ -207,7 +216,7 @@ func TestCasesCatchTheirFaults(t *testing.T) {
 	opts := testOptions
 	opts.Run = []string{"failure/unknown-descriptor", "failure/unknown-method", "lifecycle/teardown-repeatable", "lifecycle/after-teardown", "concurrency/shared-binding",
 		"methods/declared", "turn-end/release", "reporter/observation", "transport/zero-sequence", "transport/bad-identifier",
-		"cancel/at-most-once", "transport/missing-field", "lifecycle/setup-at-most-once"}
+		"cancel/at-most-once", "transport/missing-field", "lifecycle/setup-at-most-once", "transport/refused-no-effect", "deadline/absent"}
 	report := conformance.Check(t.Context(), func(ct conformance.T) conformance.Target {
 		return serveReference(ct, newReference, sdk, nil)
 	}, &opts)

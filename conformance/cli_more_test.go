@@ -69,7 +69,7 @@ func TestRunCLIRunAndSkipPatterns(t *testing.T) {
 			ran = append(ran, strings.Fields(id)[0])
 		}
 	}
-	want := []string{"auth/missing-token", "auth/wrong-token", "transport/not-found", "transport/malformed-json", "transport/unknown-field", "transport/bad-identifier", "transport/duplicate-key", "transport/missing-field", "transport/wrong-contract"}
+	want := []string{"auth/missing-token", "auth/wrong-token", "transport/not-found", "transport/malformed-json", "transport/unknown-field", "transport/bad-identifier", "transport/duplicate-key", "transport/missing-field", "transport/wrong-contract", "transport/refused-no-effect"}
 	if !slices.Equal(ran, want) {
 		t.Errorf("ran %v, want %v\n%s", ran, want, stdout.String())
 	}

@@ -10,7 +10,9 @@
 // each case has a fake Brain (envtest) that serves the callback and
 // reporter grants it hands out and records every call the provider makes.
 //
-// Answers are judged as Brain judges them. An answer Brain records as an
+// Answers are judged as Brain judges them. Brain follows no redirect, so
+// neither does the suite: a 3xx is the answer, and no response. An answer
+// Brain records as an
 // invalid receipt (envapi.CheckResponse: another sequence, a credential
 // quoted in an identifier, a setup, cancel, detach or teardown answered
 // other than accepted, failure or unknown) fails contract/echo. A Tool's
@@ -155,7 +157,8 @@
 // checked: "output" or "output_contains" on another role is refused.
 // "runs_ms" is how long a sleep or progress execution runs when nothing
 // stops it; the deadline and cancel cases watch that long for a late
-// completion, exec/at-most-once-running for a second run, the progress
+// completion, deadline/absent (skipped without it) for the sleep sent
+// without deadline_ms to complete ok, exec/at-most-once-running for a second run, the progress
 // case for a completion it must not make. It is
 // refused on the other roles. "methods" maps each call method to
 // a sample input that must answer a result; methods/at-most-once calls

@@ -55,7 +55,7 @@ func newProbe(t T, ctx context.Context, tg Target, o Options) *probe {
 		brain.URL = url
 	}
 	if tg.Client == nil {
-		tg.Client = &http.Client{}
+		tg.Client = newClient()
 	}
 	if tg.SetupConfiguration == nil {
 		tg.SetupConfiguration = json.RawMessage(`{}`)
@@ -374,9 +374,12 @@ func (p *probe) toolCmd(cmd envapi.Command, d Descriptor) (json.RawMessage, *exc
 	if rc.Type != envapi.ReceiptResult && rc.Type != envapi.ReceiptReturned {
 		return nil, ex, ruleFinish, fmt.Errorf("execute answered %q, want result or returned", rc.Type)
 	}
-	fin, err := p.waitCall(session, seq, envapi.MethodFinish, p.finishWait())
+	// A Tool that answered returned may run its whole natural time
+	// before it finishes.
+	wait := p.finishWait() + d.Runs
+	fin, err := p.waitCall(session, seq, envapi.MethodFinish, wait)
 	if err != nil {
-		return nil, ex, ruleFinish, fmt.Errorf("no finish call within %v of the receipt: %w%s", p.finishWait(), err, p.silentHint(session, seq))
+		return nil, ex, ruleFinish, fmt.Errorf("no finish call within %v of the receipt: %w%s", wait, err, p.silentHint(session, seq))
 	}
 	if !fin.Accepted() {
 		return nil, ex, ruleFinish, fmt.Errorf("the finish call was refused: %v", fin)

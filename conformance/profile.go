@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"reflect"
 	"slices"
@@ -173,7 +172,7 @@ func (p Profile) Target(url, token string) Target {
 	tg := Target{
 		BaseURL:            url,
 		Token:              token,
-		Client:             &http.Client{},
+		Client:             newClient(),
 		SetupConfiguration: p.SetupConfiguration,
 		DuplicateSetup:     p.DuplicateSetup,
 		Executes:           map[string]Descriptor{},

@@ -71,7 +71,8 @@ type Target struct {
 	BaseURL string
 	// Token is the bearer token the provider requires.
 	Token string
-	// Client sends the commands; nil means a plain client.
+	// Client sends the commands; nil means a plain client that, as
+	// Brain's, follows no redirect: a 3xx is the answer.
 	Client *http.Client
 	// CallbackHost is the host name or address at which the provider
 	// reaches the machine the suite runs on. Empty, each case's fake
