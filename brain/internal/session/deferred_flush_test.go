@@ -37,13 +37,11 @@ func refusingHarness(t *testing.T) (*harness, *refusingStore) {
 	return h, store
 }
 
-// Deferred records whose coalesced flush was refused (a full disk) are
-// flushed again once the store takes appends, without waiting for another
-// commit of the session.
-func TestDeferredFlushRetriedAfterRefusal(t *testing.T) {
-	h, store := refusingHarness(t)
-	id := h.create(api.CreateSessionRequest{})
-	before := len(h.records(id))
+// holdRefused makes store refuse appends and holds a KV record of the
+// session id, in memory, for its next append, as a loop's write while
+// the disk is full; it answers the session.
+func holdRefused(t *testing.T, h *harness, store *refusingStore, id string) *sess {
+	t.Helper()
 	h.engine.mu.Lock()
 	s := h.engine.live[id]
 	h.engine.mu.Unlock()
@@ -52,11 +50,21 @@ func TestDeferredFlushRetriedAfterRefusal(t *testing.T) {
 	}
 	store.failing.Store(true)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if _, err := s.deferLocked(rec(api.KindKVSet, kvSet{Key: "k", Value: json.RawMessage(`1`)})); err != nil {
-		s.mu.Unlock()
 		t.Fatal(err)
 	}
-	s.mu.Unlock()
+	return s
+}
+
+// Deferred records whose coalesced flush was refused (a full disk) are
+// flushed again once the store takes appends, without waiting for another
+// commit of the session.
+func TestDeferredFlushRetriedAfterRefusal(t *testing.T) {
+	h, store := refusingHarness(t)
+	id := h.create(api.CreateSessionRequest{})
+	before := len(h.records(id))
+	holdRefused(t, h, store, id)
 	deadline := time.Now().Add(10 * time.Second)
 	for store.refused.Load() == 0 {
 		if time.Now().After(deadline) {

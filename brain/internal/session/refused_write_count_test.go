@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -18,19 +17,7 @@ import (
 func TestDeferredFlushRetryAppendsOnce(t *testing.T) {
 	h, store := refusingHarness(t)
 	id := h.create(api.CreateSessionRequest{})
-	h.engine.mu.Lock()
-	s := h.engine.live[id]
-	h.engine.mu.Unlock()
-	if s == nil {
-		t.Fatal("session not in memory")
-	}
-	store.failing.Store(true)
-	s.mu.Lock()
-	if _, err := s.deferLocked(rec(api.KindKVSet, kvSet{Key: "k", Value: json.RawMessage(`1`)})); err != nil {
-		s.mu.Unlock()
-		t.Fatal(err)
-	}
-	s.mu.Unlock()
+	s := holdRefused(t, h, store, id)
 	deadline := time.Now().Add(10 * time.Second)
 	for store.refused.Load() < 2 {
 		if time.Now().After(deadline) {

@@ -27,22 +27,9 @@ func TestRideAfterRefusalPassedSucceeds(t *testing.T) {
 		func(fs journal.Store) journal.Store { store.Store = fs; return store })
 	id := h.create(api.CreateSessionRequest{Agentloop: testLoop("noop")})
 	ctx := context.Background()
-	h.engine.mu.Lock()
-	s := h.engine.live[id]
-	h.engine.mu.Unlock()
-	if s == nil {
-		t.Fatal("session not in memory")
-	}
-
 	// A record held for the next append while the disk is full, whose
 	// flushes are refused until they are tried a second apart.
-	store.failing.Store(true)
-	s.mu.Lock()
-	if _, err := s.deferLocked(rec(api.KindKVSet, kvSet{Key: "k", Value: json.RawMessage(`1`)})); err != nil {
-		s.mu.Unlock()
-		t.Fatal(err)
-	}
-	s.mu.Unlock()
+	holdRefused(t, h, store, id)
 	deadline := time.Now().Add(10 * time.Second)
 	for store.refused.Load() < 16 {
 		if time.Now().After(deadline) {
