@@ -94,10 +94,8 @@ func checkKeyFile(path string, fi fs.FileInfo) error {
 	if m.Perm()&0o077 != 0 {
 		return fmt.Errorf("%w: %s has mode %v; it must be a file only its owner can read and write (chmod 600 %s)", ErrKey, path, m, path)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		if euid := os.Geteuid(); int(st.Uid) != euid {
-			return fmt.Errorf("%w: %s is owned by uid %d, not by uid %d that runs the server (chown %d %s)", ErrKey, path, st.Uid, euid, euid, path)
-		}
+	if err := fsutil.CheckOwner(path, fi); err != nil {
+		return fmt.Errorf("%w: %w", ErrKey, err)
 	}
 	return nil
 }

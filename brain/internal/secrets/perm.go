@@ -7,7 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/brain-in-go/brain/internal/fsutil"
 )
 
 // ErrUnsafe reports a directory or sealed file of the store that another
@@ -19,14 +20,10 @@ import (
 var ErrUnsafe = errors.New("secrets: unsafe owner or mode")
 
 // checkOwner refuses fi, the file at path, unless the process's effective
-// user owns it. base wraps the error.
+// user owns it (fsutil.CheckOwner). base wraps the error.
 func checkOwner(base error, path string, fi fs.FileInfo) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	if euid := os.Geteuid(); int(st.Uid) != euid {
-		return fmt.Errorf("%w: %s is owned by uid %d, not by uid %d that runs the server (chown %d %s)", base, path, st.Uid, euid, euid, path)
+	if err := fsutil.CheckOwner(path, fi); err != nil {
+		return fmt.Errorf("%w: %w", base, err)
 	}
 	return nil
 }
