@@ -59,11 +59,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	o.Flags(fs, "hello")
 	fs.StringVar(&o.system, "system", "", "the session's system prompt")
 	fs.BoolVar(&o.end, "end", false, "end the session afterwards")
-	if err := fs.Parse(args); err != nil {
-		return o, cli.UsageError{Err: err, Printed: true}
-	}
-	if fs.NArg() > 0 {
-		return o, cli.Unexpected(fs.Arg(0))
+	if err := cli.Parse(fs, args); err != nil {
+		return o, err
 	}
 	return o, o.Check()
 }

@@ -30,16 +30,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 
-	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/examples/internal/cli"
 )
 
@@ -54,36 +49,14 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("environment", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:8090", "address to listen on")
-	// The token is read from the environment after parsing, so that the
-	// usage, which shows every flag's default, never shows it.
-	token := fs.String("token", "", "bearer token Brain must present (default: NOTES_TOKEN)")
-	if err := fs.Parse(args); err != nil {
-		return cli.UsageError{Err: err, Printed: true}
+	var s cli.Serve
+	s.Flags(fs, "127.0.0.1:8090", "address to listen on", "NOTES_TOKEN")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
 	}
-	// It takes no operands: one is a mistake (an address without
-	// --listen, say), not something to ignore.
-	if fs.NArg() > 0 {
-		return cli.Unexpected(fs.Arg(0))
-	}
-	if *token == "" {
-		*token = os.Getenv("NOTES_TOKEN")
-	}
-	if *token == "" {
-		return cli.UsageError{Err: errors.New("a token is required (--token or NOTES_TOKEN)")}
-	}
-	if err := cli.ListenAddr("--listen", *listen); err != nil {
+	if err := s.Check(); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return err
-	}
-	h := envsdk.NewHandler(newNotes(log), &envsdk.Options{Token: *token, Logger: log})
-	fmt.Fprintf(stdout, "notes environment serving on http://%s\n", ln.Addr())
-	if err := envsdk.Serve(ctx, ln, h); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return s.Run(ctx, stdout, log, newNotes(log), "notes environment")
 }

@@ -51,11 +51,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("host", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o.Flags(fs, defaultMessage)
-	if err := fs.Parse(args); err != nil {
-		return o, cli.UsageError{Err: err, Printed: true}
-	}
-	if fs.NArg() > 0 {
-		return o, cli.Unexpected(fs.Arg(0))
+	if err := cli.Parse(fs, args); err != nil {
+		return o, err
 	}
 	return o, o.Check()
 }

@@ -32,16 +32,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 
-	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/examples/internal/cli"
 )
 
@@ -56,41 +53,19 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("remote-agentloop", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:8091", "loopback address to listen on")
-	// The token is read from the environment after parsing, so that the
-	// usage, which shows every flag's default, never shows it.
-	token := fs.String("token", "", "bearer token Brain must present (default: LOOPS_TOKEN)")
-	if err := fs.Parse(args); err != nil {
-		return cli.UsageError{Err: err, Printed: true}
-	}
-	// It takes no operands: one is a mistake (an address without
-	// --listen, say), not something to ignore.
-	if fs.NArg() > 0 {
-		return cli.Unexpected(fs.Arg(0))
-	}
-	if *token == "" {
-		*token = os.Getenv("LOOPS_TOKEN")
-	}
-	if *token == "" {
-		return cli.UsageError{Err: errors.New("a token is required (--token or LOOPS_TOKEN)")}
-	}
-	if err := cli.ListenAddr("--listen", *listen); err != nil {
+	var s cli.Serve
+	s.Flags(fs, "127.0.0.1:8091", "loopback address to listen on", "LOOPS_TOKEN")
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := loopbackOnly(*listen); err != nil {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	if err := loopbackOnly(s.Listen); err != nil {
 		return cli.UsageError{Err: err}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return err
-	}
-	h := envsdk.NewHandler(loops{}, &envsdk.Options{Token: *token, Logger: log})
-	fmt.Fprintf(stdout, "agentloops serving on http://%s\n", ln.Addr())
-	if err := envsdk.Serve(ctx, ln, h); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return s.Run(ctx, stdout, log, loops{}, "agentloops")
 }
 
 // loopbackOnly refuses a listen address whose host is not a loopback IP

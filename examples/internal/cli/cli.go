@@ -1,6 +1,7 @@
 // Package cli holds what the example commands share about their command
-// lines: the error of a command line a command cannot run, and the exit
-// status a shell expects for each outcome.
+// lines: the flags of a command that runs a turn (Turn) or serves an
+// environment (Serve), the error of a command line a command cannot run,
+// and the exit status a shell expects for each outcome.
 package cli
 
 import (
@@ -20,6 +21,19 @@ type UsageError struct {
 func (e UsageError) Error() string { return e.Err.Error() }
 
 func (e UsageError) Unwrap() error { return e.Err }
+
+// Parse parses args with fs for a command that takes no operands: an
+// operand is a mistake (an address without --listen, say), not something
+// to ignore.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return UsageError{Err: err, Printed: true}
+	}
+	if fs.NArg() > 0 {
+		return Unexpected(fs.Arg(0))
+	}
+	return nil
+}
 
 // Unexpected is the UsageError of an operand a command takes none of.
 func Unexpected(arg string) error {
