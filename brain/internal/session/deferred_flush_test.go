@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,55 +12,11 @@ import (
 	"github.com/brain-in-go/brain/brain/internal/journal"
 )
 
-// refusingStore refuses every append with journal.ErrWrite while failing
-// is set, as a disk that has just filled up, and counts the appends it
-// refused.
-type refusingStore struct {
-	journal.Store
-	failing atomic.Bool
-	refused atomic.Int64
-}
-
-func (f *refusingStore) Append(ctx context.Context, session string, expectedNext uint64, records []journal.Record) error {
-	if f.failing.Load() {
-		f.refused.Add(1)
-		return fmt.Errorf("%w: no space left on device", journal.ErrWrite)
-	}
-	return f.Store.Append(ctx, session, expectedNext, records)
-}
-
-func refusingHarness(t *testing.T) (*harness, *refusingStore) {
-	t.Helper()
-	store := &refusingStore{}
-	h := wrappedHarness(t, Config{IdleTTL: KeepIdle}, nil, func(fs journal.Store) journal.Store { store.Store = fs; return store })
-	return h, store
-}
-
-// holdRefused makes store refuse appends and holds a KV record of the
-// session id, in memory, for its next append, as a loop's write while
-// the disk is full; it answers the session.
-func holdRefused(t *testing.T, h *harness, store *refusingStore, id string) *sess {
-	t.Helper()
-	h.engine.mu.Lock()
-	s := h.engine.live[id]
-	h.engine.mu.Unlock()
-	if s == nil {
-		t.Fatal("session not in memory")
-	}
-	store.failing.Store(true)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, err := s.deferLocked(rec(api.KindKVSet, kvSet{Key: "k", Value: json.RawMessage(`1`)})); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // Deferred records whose coalesced flush was refused (a full disk) are
 // flushed again once the store takes appends, without waiting for another
 // commit of the session.
 func TestDeferredFlushRetriedAfterRefusal(t *testing.T) {
-	h, store := refusingHarness(t)
+	h, store := refusingHarness(t, Config{IdleTTL: KeepIdle}, nil)
 	id := h.create(api.CreateSessionRequest{})
 	before := len(h.records(id))
 	holdRefused(t, h, store, id)
@@ -89,7 +44,7 @@ func TestDeferredFlushRetriedAfterRefusal(t *testing.T) {
 // when its creation was refused (nothing of it is durable), when a reload
 // finds nothing open to close, and when it is deleted.
 func TestWriteFaultsForgotten(t *testing.T) {
-	h, store := refusingHarness(t)
+	h, store := refusingHarness(t, Config{IdleTTL: KeepIdle}, nil)
 	faults := func() int {
 		h.engine.mu.Lock()
 		defer h.engine.mu.Unlock()

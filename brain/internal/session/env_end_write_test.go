@@ -20,7 +20,7 @@ import (
 // the call ran.
 type fillOnCall struct {
 	f     *fakeEnvs
-	store *failingStore
+	store *refusingStore
 }
 
 func (c *fillOnCall) Deliver(ctx context.Context, op Operation) (envapi.Receipt, error) {
@@ -37,17 +37,9 @@ func (c *fillOnCall) Deliver(ctx context.Context, op Operation) (envapi.Receipt,
 // the call's outcome is unknown), and the call is closed once writes
 // succeed again, also in a session kept in memory between requests.
 func TestEnvironmentCallEndNotWritten(t *testing.T) {
-	fs, err := journal.OpenFileStore(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &failingStore{Store: fs}
-	envs := &fillOnCall{f: newFakeEnvs(map[string]string{"box": "echo"}), store: store}
-	h := &harness{t: t, store: store, envs: envs.f, secret: NewMemSecrets()}
-	if h.engine, err = New(Config{Store: store, Secrets: h.secret, Environments: envs}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.close)
+	envs := &fillOnCall{}
+	h, store := refusingHarness(t, Config{Environments: envs}, map[string]string{"box": "echo"})
+	envs.f, envs.store = h.envs, store
 	keep := int64(0)
 	id := h.create(api.CreateSessionRequest{IdleTTLMs: &keep, Environments: []api.Environment{{Name: "box", Driver: api.DriverHTTP, URL: "http://127.0.0.1:1"}}})
 	ctx := context.Background()

@@ -16,8 +16,7 @@ import (
 // (the same request may be sent again), not an environment error of an
 // unknown outcome, which would say the call may have run.
 func TestEnvironmentCallStartNotWritten(t *testing.T) {
-	store := &failingStore{}
-	h := wrappedHarness(t, Config{}, map[string]string{"box": "echo"}, func(fs journal.Store) journal.Store { store.Store = fs; return store })
+	h, store := refusingHarness(t, Config{}, map[string]string{"box": "echo"})
 	id := h.create(api.CreateSessionRequest{Environments: []api.Environment{{Name: "box", Driver: api.DriverHTTP, URL: "http://127.0.0.1:1"}}})
 	ctx := context.Background()
 	store.failing.Store(true)

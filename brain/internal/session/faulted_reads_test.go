@@ -136,8 +136,7 @@ func TestSummaryOfFaultedSessionClosesLostTurn(t *testing.T) {
 // state in memory is not what the journal holds. Once writes succeed the
 // next read closes the call.
 func TestReadsOfFaultedSessionRefusedWhileWritesFail(t *testing.T) {
-	store := &failingStore{}
-	h, id := returnerSession(t, func(fs journal.Store) journal.Store { store.Store = fs; return store })
+	h, store, id := refusingReturnerSession(t)
 	ctx := context.Background()
 	lost, _, atFault := lostFinishBesideBackgroundTool(t, h, id, func() { store.failing.Store(true) })
 

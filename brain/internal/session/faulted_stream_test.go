@@ -34,8 +34,7 @@ func nextFailure(t *testing.T, ctx context.Context, sub *Subscription, kind stri
 // records again, with no other read, write or wake of the session to
 // carry it.
 func TestOpenStreamReceivesCloseOfLostToolEnd(t *testing.T) {
-	store := &failingStore{}
-	h, id := returnerSession(t, func(fs journal.Store) journal.Store { store.Store = fs; return store })
+	h, store, id := refusingReturnerSession(t)
 	ctx := context.Background()
 	sub, err := h.engine.Subscribe(ctx, id, 0, 0)
 	if err != nil {

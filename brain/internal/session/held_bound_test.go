@@ -23,7 +23,7 @@ func TestLoopWritesHeldWhileRefusedAreBounded(t *testing.T) {
 	const tries = 4 * maxHeldBytes / value
 	var puts int
 	var putErr error
-	store := &refusingStore{}
+	var store *refusingStore
 	loops := map[string]agentloop.Func{"fill": func(ctx context.Context, svc agentloop.Services, in api.TurnInput) (api.TurnOutput, error) {
 		if in.Input.Message != "fill" {
 			return api.TurnOutput{}, nil
@@ -44,8 +44,7 @@ func TestLoopWritesHeldWhileRefusedAreBounded(t *testing.T) {
 		}
 		return api.TurnOutput{}, nil
 	}}
-	h := wrappedHarness(t, Config{Loops: testLoops(loops)}, nil,
-		func(fs journal.Store) journal.Store { store.Store = fs; return store })
+	h, store := refusingHarness(t, Config{Loops: testLoops(loops)}, nil)
 	id := h.create(api.CreateSessionRequest{Agentloop: testLoop("fill")})
 	ctx := context.Background()
 	store.failing.Store(true)

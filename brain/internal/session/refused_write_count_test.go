@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 // append: a session with nothing running asks the journal once per retry,
 // not once more for its idle check.
 func TestDeferredFlushRetryAppendsOnce(t *testing.T) {
-	h, store := refusingHarness(t)
+	h, store := refusingHarness(t, Config{IdleTTL: KeepIdle}, nil)
 	id := h.create(api.CreateSessionRequest{})
 	s := holdRefused(t, h, store, id)
 	deadline := time.Now().Add(10 * time.Second)
@@ -53,27 +52,12 @@ func TestDeferredFlushRetryAppendsOnce(t *testing.T) {
 	}
 }
 
-// ckptCountingStore is a refusingStore that counts checkpoint writes.
-type ckptCountingStore struct {
-	*refusingStore
-	ckpts atomic.Int64
-}
-
-func (c *ckptCountingStore) WriteCheckpoint(ctx context.Context, session string, through uint64, payload []byte) error {
-	c.ckpts.Add(1)
-	return c.refusingStore.WriteCheckpoint(ctx, session, through, payload)
-}
-
 // A session whose turn end the journal refused (a full disk) leaves
 // memory without writing a checkpoint: its projection reaches past the
 // journal's end, which no store takes a checkpoint through. Once the
 // journal takes records again the session runs its next turn.
 func TestFaultedSessionEvictedWithoutCheckpoint(t *testing.T) {
-	store := &ckptCountingStore{refusingStore: &refusingStore{}}
-	h := wrappedHarness(t, Config{CheckpointEvery: 1}, nil, func(fs journal.Store) journal.Store {
-		store.Store = fs
-		return store
-	})
+	h, store := refusingHarness(t, Config{CheckpointEvery: 1}, nil)
 	id := h.create(api.CreateSessionRequest{})
 	ctx := context.Background()
 	done := make(chan error, 1)

@@ -95,9 +95,7 @@ func TestFaultedProjectionNotReusedAfterAnotherWriter(t *testing.T) {
 		return api.TurnOutput{}, nil
 	}}
 	nodes := newClusterLeases("a", "b")
-	store := &refusingStore{}
-	h := wrappedHarness(t, Config{Loops: testLoops(loops), Ownership: nodes[0]}, nil,
-		func(fs journal.Store) journal.Store { store.Store = fs; return store })
+	h, store := refusingHarness(t, Config{Loops: testLoops(loops), Ownership: nodes[0]}, nil)
 	other, err := New(Config{Store: store.Store, Loops: testLoops(loops), Ownership: nodes[1], Secrets: h.secret, Environments: h.envs})
 	if err != nil {
 		t.Fatal(err)

@@ -22,9 +22,7 @@ func TestRideAfterRefusalPassedSucceeds(t *testing.T) {
 	loops := map[string]agentloop.Func{"noop": func(context.Context, agentloop.Services, api.TurnInput) (api.TurnOutput, error) {
 		return api.TurnOutput{Result: json.RawMessage(`"done"`)}, nil
 	}}
-	store := &refusingStore{}
-	h := wrappedHarness(t, Config{IdleTTL: KeepIdle, Loops: testLoops(loops)}, nil,
-		func(fs journal.Store) journal.Store { store.Store = fs; return store })
+	h, store := refusingHarness(t, Config{IdleTTL: KeepIdle, Loops: testLoops(loops)}, nil)
 	id := h.create(api.CreateSessionRequest{Agentloop: testLoop("noop")})
 	ctx := context.Background()
 	// A record held for the next append while the disk is full, whose

@@ -201,20 +201,6 @@ func TestRideSubmitOnFullDiskLeavesNothing(t *testing.T) {
 	}
 }
 
-// failingStore fails every append with journal.ErrWrite while failing is
-// set, as a disk that has just filled up.
-type failingStore struct {
-	journal.Store
-	failing atomic.Bool
-}
-
-func (f *failingStore) Append(ctx context.Context, session string, expectedNext uint64, records []journal.Record) error {
-	if f.failing.Load() {
-		return fmt.Errorf("%w: no space left on device", journal.ErrWrite)
-	}
-	return f.Store.Append(ctx, session, expectedNext, records)
-}
-
 // A turn stopped while its tool call is in flight and its writes failing
 // cannot commit the cancel's start: no cancel is sent, and the turn still
 // ends (its caller is answered with the write failure) instead of waiting
@@ -277,17 +263,14 @@ func TestFaultedSessionLeavesMemoryAfterItsTools(t *testing.T) {
 // failingToolHarness is a harness over a file store whose writes can be
 // made to fail, its environment "box" behaving as behaviour, with a turn
 // bound of a second.
-func failingToolHarness(t *testing.T, behaviour string) (*harness, *failingStore) {
+func failingToolHarness(t *testing.T, behaviour string) (*harness, *refusingStore) {
 	t.Helper()
-	store := &failingStore{}
-	h := wrappedHarness(t, Config{Limits: Limits{MaxTurn: time.Second, MaxTool: time.Minute}}, map[string]string{"box": behaviour},
-		func(fs journal.Store) journal.Store { store.Store = fs; return store })
-	return h, store
+	return refusingHarness(t, Config{Limits: Limits{MaxTurn: time.Second, MaxTool: time.Minute}}, map[string]string{"box": behaviour})
 }
 
 // toolTurnThenFailWrites sends a turn that calls a tool and, once the
 // tool's execute is sent, makes writes fail; it answers the turn's error.
-func (h *harness) toolTurnThenFailWrites(store *failingStore, id string) <-chan error {
+func (h *harness) toolTurnThenFailWrites(store *refusingStore, id string) <-chan error {
 	h.t.Helper()
 	errc := make(chan error, 1)
 	go func() {

@@ -19,8 +19,7 @@ import (
 // then a conflict saying the finish was not recorded; not the refusal of
 // a token never issued. The token stays live for that.
 func TestSyncFinishSentAgainAfterItCouldNotBeRecorded(t *testing.T) {
-	store := &failingStore{}
-	h, id := returnerSession(t, func(fs journal.Store) journal.Store { store.Store = fs; return store })
+	h, store, id := refusingReturnerSession(t)
 	ctx := context.Background()
 	finish := json.RawMessage(`{"status":"ok","value":"done"}`)
 	first := make(chan error, 1)

@@ -135,8 +135,7 @@ func TestToolEndNotWrittenBesideBackgroundTool(t *testing.T) {
 // nothing of what a lost end left open, and forgets none of it either:
 // the first write after the fault passed closes it.
 func TestUnendedKeptWhileWritesFail(t *testing.T) {
-	store := &failingStore{}
-	h, id := returnerSession(t, func(fs journal.Store) journal.Store { store.Store = fs; return store })
+	h, store, id := refusingReturnerSession(t)
 	ctx := context.Background()
 	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{
 		"tool_calls": []map[string]any{{"name": "echo"}, {"name": "echo"}}, "reply": "waiting"})}); err != nil {
@@ -187,4 +186,12 @@ func returnerSession(t *testing.T, wrap func(journal.Store) journal.Store) (*har
 	t.Helper()
 	h := wrappedHarness(t, Config{IdleTTL: KeepIdle}, map[string]string{"box": "returner"}, wrap)
 	return h, h.create(toolSession("returner"))
+}
+
+// refusingReturnerSession is returnerSession over a journal that refuses
+// appends while the refusingStore it answers is failing.
+func refusingReturnerSession(t *testing.T) (*harness, *refusingStore, string) {
+	t.Helper()
+	h, store := refusingHarness(t, Config{IdleTTL: KeepIdle}, map[string]string{"box": "returner"})
+	return h, store, h.create(toolSession("returner"))
 }

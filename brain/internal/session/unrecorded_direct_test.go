@@ -18,8 +18,7 @@ import (
 // written, nothing written; then, once the journal says what became of
 // the call, the conflict saying the finish was not recorded.
 func TestDirectCallsOfUnrecordedFinishWaitForItsClose(t *testing.T) {
-	store := &failingStore{}
-	h, id := returnerSession(t, func(fs journal.Store) journal.Store { store.Store = fs; return store })
+	h, store, id := refusingReturnerSession(t)
 	ctx := context.Background()
 	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{
 		"tool_calls": []map[string]any{{"name": "echo"}}, "reply": "waiting"})}); err != nil {

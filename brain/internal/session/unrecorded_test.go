@@ -21,8 +21,7 @@ import (
 // finish sent again is answered storage unavailable again. The token
 // stays live for it until the session is deleted.
 func TestFinishSentAgainAfterItCouldNotBeRecorded(t *testing.T) {
-	store := &failingStore{}
-	h, id := returnerSession(t, func(fs journal.Store) journal.Store { store.Store = fs; return store })
+	h, store, id := refusingReturnerSession(t)
 	ctx := context.Background()
 	if _, err := h.engine.Send(ctx, id, api.UserInput{Message: script(map[string]any{
 		"tool_calls": []map[string]any{{"name": "echo"}}, "reply": "waiting"})}); err != nil {
