@@ -4,11 +4,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/brain-in-go/brain/internal/fsutil"
 )
@@ -56,26 +54,29 @@ func loadKey(path string) ([]byte, error) {
 // they know: as ssh does with a private key, a key file that is not a
 // regular file only the process's effective user owns and can read and
 // write is refused with ErrKey, saying how to put it right. The open does
-// not wait for the writer of a named pipe.
+// not wait for the writer of a named pipe, and the mode and owner checked
+// are those of the open file.
 func readKey(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, fi, err := fsutil.OpenRegular(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if errors.Is(err, fsutil.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: %w", ErrKey, err)
+	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
 		return nil, fmt.Errorf("envbind: key file: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("envbind: key file: %w", err)
-	}
 	if err := checkKeyFile(path, fi); err != nil {
 		return nil, err
 	}
-	b, err := io.ReadAll(io.LimitReader(f, keySize+1))
+	b, err := fsutil.ReadBounded(f, path, keySize)
+	if errors.Is(err, fsutil.ErrTooLarge) {
+		return nil, fmt.Errorf("%w: %w; want %d bytes", ErrKey, err, keySize)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("envbind: key file: %w", err)
+		return nil, fmt.Errorf("envbind: key file %s: %w", path, err)
 	}
 	if len(b) != keySize {
 		return nil, fmt.Errorf("%w: %s holds %d bytes, want %d", ErrKey, path, len(b), keySize)
@@ -83,15 +84,11 @@ func readKey(path string) ([]byte, error) {
 	return b, nil
 }
 
-// checkKeyFile refuses fi, the key file at path, unless it is a regular
-// file the process's effective user owns and neither group nor others
-// may read or write.
+// checkKeyFile refuses fi, the regular key file at path, unless the
+// process's effective user owns it and neither group nor others may read
+// or write it.
 func checkKeyFile(path string, fi fs.FileInfo) error {
-	m := fi.Mode()
-	if !m.IsRegular() {
-		return fmt.Errorf("%w: %s is not a regular file (mode %v)", ErrKey, path, m)
-	}
-	if m.Perm()&0o077 != 0 {
+	if m := fi.Mode(); m.Perm()&0o077 != 0 {
 		return fmt.Errorf("%w: %s has mode %v; it must be a file only its owner can read and write (chmod 600 %s)", ErrKey, path, m, path)
 	}
 	if err := fsutil.CheckOwner(path, fi); err != nil {
