@@ -47,7 +47,14 @@
 // The setup module runs once per installation: the virtual environment
 // records that it ran (.brain-setup), so a provider started again syncs the
 // installation but does not run its setup again, while a virtual
-// environment made afresh does. One preparation per directory is shared by
+// environment made afresh does. Its start is recorded there too
+// (.brain-setup-started) before it runs, and removed once the provider saw
+// it end: a provider started after one that was killed while a setup ran
+// does not run that setup again, whose work may be done or half done, but
+// answers preparation_failed naming the file to remove (or the virtual
+// environment to make afresh) once the operator has checked the
+// installation. (A virtual environment that takes no file, in a read-only
+// image, records neither: its setup runs at each start.) One preparation per directory is shared by
 // every concurrent caller and by every session. Its phases are logged and, when the execution's grant
 // lists emit, emitted as "python_uv.preparation" events ({project, phase,
 // status, elapsed_ms, exit_code}). A failed preparation stays failed: no
@@ -91,7 +98,9 @@
 // execute of that directory answers resource_lost, and each binding that
 // meets the loss is told once through its reporter, as a resource
 // observation ({"resource": "python_project:NAME", "code":
-// "resource_lost"}). The installation is not prepared again, which would
+// "resource_lost"}), sent beside the answer so that a Brain slow to take
+// it does not hold the answer past its deadline. The installation is not
+// prepared again, which would
 // silently replace it, until the operator changes the configuration
 // (Provider.Reload forgets a lost preparation) or restarts the provider.
 //

@@ -289,15 +289,7 @@ func (p *Provider) checkInstallation(c *envsdk.Ctx, pr *preparation, proj projec
 		p.log.Error("installation lost; it is not prepared again until the configuration of this project changes",
 			"project", proj.name, "directory", proj.dir, "reason", why)
 		if r := c.Reporter(); r != nil {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), reportTimeout)
-			_, err := r.Result(ctx, envapi.Observation{
-				Scope: envapi.ScopeResource, Resource: "python_project:" + proj.name,
-				Code: envapi.CodeResourceLost, Message: envapi.Truncate("the installation of project " + proj.name + " was lost: " + why),
-			}, nil)
-			cancel()
-			if err != nil {
-				p.log.Warn("installation loss not reported", "project", proj.name, "session", c.SessionID, "error", err)
-			}
+			p.reportLoss(r, proj, why, c.SessionID)
 		}
 	}
 	return envsdk.Failf(envapi.CodeResourceLost,
@@ -307,3 +299,28 @@ func (p *Provider) checkInstallation(c *envsdk.Ctx, pr *preparation, proj projec
 
 // reportTimeout bounds one report to the binding's reporter.
 const reportTimeout = 10 * time.Second
+
+// reportLoss tells Brain through the binding's reporter r that proj's
+// installation was lost (why), in the background: a Brain slow to take
+// the report does not hold the execute's answer, which says the loss,
+// past its deadline. The report is bounded by reportTimeout; Close stops
+// it and waits for it.
+func (p *Provider) reportLoss(r *envsdk.Reporter, proj project, why, session string) {
+	ctx, leave, err := p.enter(context.Background())
+	if err != nil {
+		p.log.Warn("installation loss not reported: the provider is stopping", "project", proj.name, "session", session)
+		return
+	}
+	go func() {
+		defer leave()
+		ctx, cancel := context.WithTimeout(ctx, reportTimeout)
+		defer cancel()
+		_, err := r.Result(ctx, envapi.Observation{
+			Scope: envapi.ScopeResource, Resource: "python_project:" + proj.name,
+			Code: envapi.CodeResourceLost, Message: envapi.Truncate("the installation of project " + proj.name + " was lost: " + why),
+		}, nil)
+		if err != nil {
+			p.log.Warn("installation loss not reported", "project", proj.name, "session", session, "error", err)
+		}
+	}()
+}

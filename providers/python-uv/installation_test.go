@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
@@ -23,6 +24,23 @@ func reports(t *testing.T, r *rig) []envapi.Observation {
 		out = append(out, ev.Output.Observation)
 	}
 	return out
+}
+
+// reportsAtLeast waits until at least n resource observations were
+// reported for r's bindings, and returns them.
+func reportsAtLeast(t *testing.T, r *rig, n int) []envapi.Observation {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		obs := reports(t, r)
+		if len(obs) >= n {
+			return obs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d observations reported, want at least %d: %+v", len(obs), n, obs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestRemovedVirtualEnvironmentIsALoss(t *testing.T) {
@@ -49,7 +67,8 @@ func TestRemovedVirtualEnvironmentIsALoss(t *testing.T) {
 	wantFailure(t, r.post(c.Execute(impl("locked"), nil, envtest.Millis(120_000))), envapi.CodeResourceLost)
 	other := r.attach("s2")
 	wantFailure(t, r.post(other.Execute(impl("locked"), nil, envtest.Millis(120_000))), envapi.CodeResourceLost)
-	obs := reports(t, r)
+	// The reports go out beside the answers.
+	obs := reportsAtLeast(t, r, 2)
 	if len(obs) != 2 {
 		t.Fatalf("%d observations, want one per binding: %+v", len(obs), obs)
 	}
@@ -68,6 +87,9 @@ func TestRemovedVirtualEnvironmentIsALoss(t *testing.T) {
 	}
 	if rc := r.post(c.Execute(impl("locked"), json.RawMessage(`{"n":4}`), envtest.Millis(120_000))); rc.Type != envapi.ReceiptResult {
 		t.Fatalf("after reload: %s", describe(rc))
+	}
+	if obs := reports(t, r); len(obs) != 2 {
+		t.Fatalf("%d observations by the end, want one per binding: %+v", len(obs), obs)
 	}
 }
 

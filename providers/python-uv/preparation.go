@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -261,6 +262,20 @@ func (pr *preparation) run(ctx, syncCtx context.Context, s *settings, proj proje
 				log.Info("preparation stopped before its setup", "project", proj.name, "directory", proj.dir, "reason", pr.failure.Reason)
 				return
 			}
+			reason, err := startSetup(venvPath(proj.dir, env), proj.setup)
+			if reason != "" {
+				pr.failure = &PreparationFailure{Project: proj.name, Phase: PhaseSetup, ExitCode: -1, Reason: reason, ElapsedMS: time.Since(start).Milliseconds()}
+				log.Error("preparation failed; it stays failed until the configuration of this project changes",
+					"project", proj.name, "directory", proj.dir, "phase", ph.name, "reason", reason)
+				return
+			}
+			if err != nil {
+				// A virtual environment that takes no file (a read-only
+				// image) records neither the start nor the end: the setup
+				// runs at each start of the provider, as it always did.
+				log.Warn("the setup's start could not be recorded: a provider started again will run it again",
+					"project", proj.name, "directory", proj.dir, "error", err)
+			}
 			phaseCtx = ctx
 		}
 		pr.record(PreparationEvent{Project: proj.name, Phase: ph.name, Status: StatusStarted})
@@ -274,6 +289,14 @@ func (pr *preparation) run(ctx, syncCtx context.Context, s *settings, proj proje
 		}
 		if res.CleanupErr != nil {
 			log.Warn("preparation phase cleanup", "project", proj.name, "phase", ph.name, "error", res.CleanupErr)
+		}
+		if ph.name == PhaseSetup && f != nil && res.CleanupErr == nil {
+			// The setup ended, failed or stopped, with nothing of it left
+			// running: a provider started again may run it again.
+			if err := endSetup(venvPath(proj.dir, env)); err != nil {
+				log.Warn("the failed setup's start stays recorded: a provider started again will not run it until the file is removed",
+					"project", proj.name, "directory", proj.dir, "error", err)
+			}
 		}
 		if f != nil {
 			ev.Status = StatusFailed
@@ -292,8 +315,10 @@ func (pr *preparation) run(ctx, syncCtx context.Context, s *settings, proj proje
 		log.Info("preparation phase finished", "project", proj.name, "directory", proj.dir, "phase", ph.name, "elapsed", res.Elapsed)
 		if ph.name == PhaseSetup {
 			if err := markSetupRan(venvPath(proj.dir, env), proj.setup); err != nil {
-				log.Warn("setup ran, but recording it failed: a provider started again will run it again",
+				log.Warn("setup ran, but recording it failed: its start stays recorded, and a provider started again will not run it until that file is removed",
 					"project", proj.name, "directory", proj.dir, "error", err)
+			} else if err := endSetup(venvPath(proj.dir, env)); err != nil {
+				log.Warn("setup ran, but its start stays recorded", "project", proj.name, "directory", proj.dir, "error", err)
 			}
 		}
 	}
@@ -385,6 +410,10 @@ func (s *settings) env() []string {
 // afresh has none, and runs it again.
 const setupMarker = ".brain-setup"
 
+// setupStartedMarker is the file in the virtual environment that records
+// a setup module started and has not yet ended.
+const setupStartedMarker = ".brain-setup-started"
+
 // setupRan reports whether module's setup ran on the virtual environment
 // venv.
 func setupRan(venv, module string) bool {
@@ -395,4 +424,29 @@ func setupRan(venv, module string) bool {
 // markSetupRan records that module's setup ran on venv, durably.
 func markSetupRan(venv, module string) error {
 	return fsutil.WriteFileAtomic(filepath.Join(venv, setupMarker), []byte(module+"\n"), 0o644)
+}
+
+// startSetup records, durably, that module's setup starts on venv; the
+// error says the record could not be made. When a setup of module started
+// there before and the provider that ran it stopped (killed, crashed)
+// before it saw the setup end, whether that setup did its work, or part
+// of it, is unknown: it must not run again, and the reason answered says
+// so and how to go on.
+func startSetup(venv, module string) (reason string, err error) {
+	path := filepath.Join(venv, setupStartedMarker)
+	if data, err := os.ReadFile(path); err == nil && string(data) == module+"\n" {
+		return fmt.Sprintf("setup %s started on this installation, but the provider that ran it stopped before it ended, "+
+			"so whether it did its work is unknown; it is not run again: check the installation, then remove %s "+
+			"(or the virtual environment) and restart the provider", module, path), nil
+	}
+	return "", fsutil.WriteFileAtomic(path, []byte(module+"\n"), 0o644)
+}
+
+// endSetup removes the record startSetup made in venv, durably, once the
+// provider saw the setup end.
+func endSetup(venv string) error {
+	if err := os.Remove(filepath.Join(venv, setupStartedMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return fsutil.SyncDir(venv)
 }
