@@ -10,13 +10,14 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"unicode"
 
 	"github.com/brain-in-go/brain/envsdk/envapi"
+	"github.com/brain-in-go/brain/internal/fsutil"
 	"github.com/brain-in-go/brain/internal/netutil"
 )
 
@@ -138,14 +139,24 @@ func (c *Catalog) Provider(id string) (Provider, bool) {
 	return p, ok
 }
 
-// ReadFile reads and checks the providers file at path.
+// ReadFile reads and checks the providers file at path. What is not a
+// regular file (a named pipe, which would hold the server's start until
+// something wrote to it, a directory, a device) or holds more than
+// MaxFileBytes is refused as invalid, naming path; no more than
+// MaxFileBytes+1 bytes are ever read.
 func ReadFile(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, _, err := fsutil.OpenRegular(path)
+	if errors.Is(err, fsutil.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	b, err := fsutil.ReadBounded(f, path, MaxFileBytes)
+	if errors.Is(err, fsutil.ErrTooLarge) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %s: %w", path, err)
 	}
@@ -161,10 +172,35 @@ func Decode(b []byte) (*File, error) {
 	if len(b) > MaxFileBytes {
 		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalid, MaxFileBytes)
 	}
+	if err := checkText(b); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	// The decoder keeps the last of two members of one name, and takes a
+	// member for a field whose name differs only in case: a field given
+	// twice would lose the other without a word.
+	if at, key, dup, misnamed := envapi.StrictMembers(b, &File{}); dup || misnamed {
+		where := ""
+		if at != "" {
+			where = " in " + at
+		}
+		if dup {
+			return nil, fmt.Errorf("%w: %q is given twice%s", ErrInvalid, key, where)
+		}
+		return nil, fmt.Errorf("%w: unknown member %q%s (names are lower case)", ErrInvalid, key, where)
+	}
+	if at, key, found := unknownMember(b, reflect.TypeFor[File]()); found {
+		if at == "" {
+			return nil, fmt.Errorf("%w: unknown member %q", ErrInvalid, key)
+		}
+		return nil, fmt.Errorf("%w: unknown member %q in %s", ErrInvalid, key, at)
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var f File
 	if err := dec.Decode(&f); err != nil {
+		if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, typeError(b, te))
+		}
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	// Decoder.More answers false before a stray closing brace or bracket;
@@ -174,14 +210,6 @@ func Decode(b []byte) (*File, error) {
 	}
 	if f.Providers == nil {
 		return nil, fmt.Errorf("%w: no providers array", ErrInvalid)
-	}
-	// The decoder keeps the last of two members of one name: a field
-	// given twice would lose the other without a word.
-	if at, key, dup := envapi.DuplicateKey(b); dup {
-		if at == "" {
-			return nil, fmt.Errorf("%w: %q is given twice", ErrInvalid, key)
-		}
-		return nil, fmt.Errorf("%w: %q is given twice in %s", ErrInvalid, key, at)
 	}
 	seen := map[string]bool{}
 	for i, p := range f.Providers {

@@ -11,7 +11,13 @@
 //
 // # Providers file
 //
-// A JSON object, at most 1 MiB, unknown fields refused:
+// A regular file (a named pipe, a directory or a device is refused, never
+// waited on) of at most 1 MiB of UTF-8 text without a byte order mark,
+// holding one JSON object; members given twice, unknown ones and ones
+// whose names differ from a field's only in case are refused. A refusal
+// says where the file goes wrong: the line and column of a syntax error,
+// the path of an unknown member, and of a member of the wrong type
+// (providers[1].models) with what it should hold:
 //
 //	{"providers": [{
 //	  "name": "my-gateway",                   // ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$, not "scripted"

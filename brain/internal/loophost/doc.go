@@ -62,10 +62,15 @@
 // module judged by an entry of the compilation cache that cannot be
 // decoded (damaged on disk): the runtime's entries are discarded and the
 // module compiled anew; an entry that is not a regular file (a named pipe
-// would hold a compilation for ever) is removed at Open (cache.go). A
-// stored module whose bytes do not hash to its name is answered rejected, saying
-// so, and never compiled; admitting its genuine bytes judges them and
-// replaces the file. With Options.Shared (a cluster's database) admitted
+// would hold a compilation for ever) is removed at Open (cache.go). The
+// cache directory itself is trusted, as the runtime reads it: what is put
+// there while the host runs, by one who may write it, is not checked. A
+// stored module whose bytes do not hash to its name, or whose file is not
+// a regular file (a named pipe would hold Open for ever), is answered
+// rejected, saying so, and never compiled; admitting its genuine bytes
+// judges them and replaces the file. A remembered rejection that is not a
+// regular file, or longer than 1 MiB, is ignored as a damaged one. With
+// Options.Shared (a cluster's database) admitted
 // agentloop bytes are stored there too, before the admission is answered,
 // and a module another node admitted is fetched from there the first time
 // it is named here (Host.Find, Host.Resolve), checked against its id,

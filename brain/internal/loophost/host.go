@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -346,7 +347,10 @@ func (h *Host) load(ctx context.Context, c *catalog) error {
 				return err
 			}
 		case strings.HasSuffix(name, ".rejected") && validID(strings.TrimSuffix(name, ".rejected")):
-			b, err := os.ReadFile(filepath.Join(c.dir, name))
+			b, err := fsutil.ReadRegular(filepath.Join(c.dir, name), maxNoteBytes)
+			if errors.Is(err, fsutil.ErrNotRegular) || errors.Is(err, fsutil.ErrTooLarge) {
+				continue // as a damaged note
+			}
 			if err != nil {
 				return fmt.Errorf("loophost: %w", err)
 			}
@@ -370,15 +374,21 @@ func (h *Host) load(ctx context.Context, c *catalog) error {
 // cannot be read.
 func (h *Host) loadStored(ctx context.Context, c *catalog, id string) error {
 	name := id + ".wasm"
-	b, err := os.ReadFile(filepath.Join(c.dir, name))
-	if err != nil {
+	b, err := readStored(filepath.Join(c.dir, name))
+	damage := ""
+	switch {
+	case errors.Is(err, fsutil.ErrNotRegular):
+		damage = fmt.Sprintf("stored module %s is not a regular file", name)
+	case err != nil:
 		return fmt.Errorf("loophost: %w", err)
+	case idOf(b) != id:
+		damage = fmt.Sprintf("stored module %s does not match its name (its bytes were damaged on disk)", name)
 	}
-	if idOf(b) != id {
+	if damage != "" {
 		h.mu.Lock()
 		delete(c.pending, id)
 		c.damaged[id] = true
-		c.rejects[id] = rejected(id, fmt.Sprintf("stored module %s does not match its name (its bytes were damaged on disk); admitting the module again replaces it", name))
+		c.rejects[id] = rejected(id, damage+"; admitting the module again replaces it")
 		h.mu.Unlock()
 		return nil
 	}
@@ -400,6 +410,22 @@ func (h *Host) loadStored(ctx context.Context, c *catalog, id string) error {
 		c.loaded[id] = m
 	}
 	return nil
+}
+
+// maxNoteBytes bounds a remembered rejection: a longer file is no note
+// this package wrote, and is ignored as a damaged one is.
+const maxNoteBytes = 1 << 20
+
+// readStored reads the stored module at path whole. What is not a regular
+// file (a named pipe, which would hold Open for ever) is refused, wrapping
+// fsutil.ErrNotRegular.
+func readStored(path string) ([]byte, error) {
+	f, _, err := fsutil.OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // Close releases the runtime and the compiled modules. Activations still
