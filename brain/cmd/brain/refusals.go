@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/brain-in-go/brain/brain"
+	"github.com/brain-in-go/brain/internal/fsutil"
 	"github.com/brain-in-go/brain/providers/workspace"
 )
 
@@ -50,6 +50,10 @@ func (f *serveFlags) checkWorkspaceBound() error {
 		f.maxEnvResponseBytes, workspace.MinAnswerBytes, workspace.MinAnswerBytes)
 }
 
+// maxRoutesFileBytes bounds the routes file read here; brain.New refuses
+// a longer one.
+const maxRoutesFileBytes = 1 << 20
+
 // checkRoutesFile refuses a routes file with a credential no
 // Authorization header can carry (see headerCredential), and one that
 // routes "workspace" beside the built-in workspace environment, whose
@@ -59,7 +63,9 @@ func (f *serveFlags) checkRoutesFile() error {
 	if f.envRoutesFile == "" {
 		return nil
 	}
-	data, err := os.ReadFile(f.envRoutesFile)
+	// Only a regular file is read here: a named pipe would hold the start
+	// until something wrote to it. brain.New then says what is wrong.
+	data, err := fsutil.ReadRegular(f.envRoutesFile, maxRoutesFileBytes)
 	if err != nil {
 		return nil
 	}
