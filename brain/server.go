@@ -106,7 +106,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			_ = s.release(context.Background())
 		}
 	}()
-	tp, stopTracing, err := tracing.NewTracerProvider(ctx, cfg.OTLP.settings(s.log))
+	traceSettings := cfg.OTLP.settings(s.log)
+	traceSettings.SpansDropped = s.metrics.SpansDropped
+	tp, stopTracing, err := tracing.NewTracerProvider(ctx, traceSettings)
 	if err != nil {
 		return nil, fmt.Errorf("brain: Config.OTLP: %w", err)
 	}

@@ -9,7 +9,8 @@
 // # Routes
 //
 //	GET    /health/live                      204
-//	GET    /health/ready                     204, 503 while draining or while durable writes fail
+//	GET    /health/ready                     204, 503 while draining, while durable writes fail or while the
+//	                                         storage backend does not answer (each change logged once, with why)
 //	POST   /v1/sessions                      key; 200 SessionSummary
 //	GET    /v1/sessions                      200 SessionList
 //	GET    /v1/sessions/{id}                 200 SessionSummary

@@ -159,6 +159,7 @@ type Server struct {
 	log      *slog.Logger
 
 	draining atomic.Bool
+	ready    readiness // what /health/ready found last
 	opsMu    sync.Mutex
 	ops      int            // admitted mutations in flight
 	opsZero  chan struct{}  // closed when ops drops to zero while draining
@@ -228,17 +229,21 @@ func (s *Server) routes() {
 		}
 		if s.opts.Healthy != nil {
 			if err := s.opts.Healthy(); err != nil {
-				s.log.Warn("not ready: durable writes are failing", "err", err)
+				s.observeReadiness(notReadyWrites, err)
 				WriteError(w, errStorage)
 				return
 			}
 		}
 		if s.opts.Ready != nil {
 			if err := s.opts.Ready(r.Context()); err != nil {
-				WriteError(w, newError(http.StatusServiceUnavailable, api.CodeOverloaded, "the storage backend is unavailable; retry later"))
+				if r.Context().Err() == nil {
+					s.observeReadiness(notReadyStorage, err)
+				}
+				WriteError(w, newError(http.StatusServiceUnavailable, api.CodeOverloaded, notReadyStorage+"; retry later"))
 				return
 			}
 		}
+		s.observeReadiness("", nil)
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	s.handle("POST /v1/sessions", http.HandlerFunc(s.createSession))

@@ -28,6 +28,7 @@
 //	brain_http_forwarded_requests_total{route,code} counter  writes another node forwarded to this one (see "On a cluster")
 //	brain_telemetry_records_total                counter    telemetry records delivered: written to the file, accepted by the OTLP receiver
 //	brain_telemetry_dropped_total{reason}        counter    telemetry records dropped: oversized, invalid, rate_session, rate_global, queue_full, write_error, no_sink, closed
+//	brain_trace_spans_dropped_total{reason}      counter    spans not exported over OTLP: queue_full (the export queue was full), export_failed (the collector was down or refused them)
 //
 // # On a cluster (PostgreSQL backend)
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,7 @@ type Metrics struct {
 	httpRequests   *prometheus.CounterVec
 	httpSeconds    *prometheus.HistogramVec
 	httpForwarded  *prometheus.CounterVec
+	spansDropped   *prometheus.CounterVec
 
 	mu    sync.Mutex
 	open  map[effectKey]int64 // started effects: recorded_at_ms
@@ -123,8 +125,14 @@ func New() *Metrics {
 	m.httpForwarded = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "brain_http_forwarded_requests_total",
 		Help: "Writes another node forwarded to this one, their session's owner, by route pattern and status code (the other node counts them as its API requests)."},
 		[]string{"route", "code"})
+	m.spansDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "brain_trace_spans_dropped_total",
+		Help: "Spans not exported over OTLP, by reason: queue_full (the export queue was full), export_failed (the collector was down or refused them)."},
+		[]string{"reason"})
+	for _, r := range spanDropReasons {
+		m.spansDropped.WithLabelValues(r)
+	}
 	m.reg.MustRegister(m.fsync, m.groupRecords, m.turns, m.effects, m.modelSeconds, m.toolSeconds,
-		m.envErrors, m.sseSubscribers, m.sseLagCutoffs, m.idemHits, m.httpRequests, m.httpSeconds, m.httpForwarded,
+		m.envErrors, m.sseSubscribers, m.sseLagCutoffs, m.idemHits, m.httpRequests, m.httpSeconds, m.httpForwarded, m.spansDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -388,6 +396,22 @@ func requestLabels(route string, status int) (string, string) {
 		status = http.StatusOK // a hijacked event stream
 	}
 	return route, strconv.Itoa(status)
+}
+
+// spanDropReasons are the reasons a span is not exported (those of
+// tracing.Settings.SpansDropped).
+var spanDropReasons = []string{"queue_full", "export_failed"}
+
+// SpansDropped counts n spans not exported for reason; it fits
+// tracing.Settings.SpansDropped. Another reason is counted as "other".
+func (m *Metrics) SpansDropped(reason string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	if !slices.Contains(spanDropReasons, reason) {
+		reason = "other"
+	}
+	m.spansDropped.WithLabelValues(reason).Add(float64(n))
 }
 
 // Telemetry registers the telemetry counters, read from stats at each

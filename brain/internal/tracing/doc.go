@@ -47,7 +47,9 @@
 // An export that fails (the collector is down or refuses it) is said in
 // the server's log (Settings.Log) at warn level, "telemetry export
 // failed" with its signal and its error (the first 1024 bytes of it: what
-// a collector answers is quoted there, and may be megabytes): the first,
+// a collector answers is quoted there, and may be megabytes; the values of
+// the export's headers, which a refusal may echo, are left out of it as
+// [redacted]): the first,
 // then at most one a minute, with the count of failures not logged
 // meanwhile. OpenTelemetry's global
 // error handler, which would write each failed batch to the standard
@@ -92,10 +94,25 @@
 // span's child. An error or a failed outcome sets the span's status to
 // Error with the failure code; a request whose response was cut off part
 // way (a relayed answer or an event stream aborted) is an Error too.
-// Credentials and tokens never become attributes. A string attribute is
-// exported cut to MaxAttributeValue (1024) characters: a session id taken
-// from a request's path is the client's to choose, and a batch of spans
-// carrying megabytes of it would be refused by the collector as a whole.
+// Credentials and tokens never become attributes. A string attribute, and
+// the description of an Error status (a failure's message), is exported
+// cut to MaxAttributeValue (1024) characters, between characters: a
+// session id taken from a request's path is the client's to choose, a
+// failure's message a provider's, and a batch of spans carrying megabytes
+// of either would be refused by the collector as a whole. A string that is
+// not UTF-8 (a session id sent percent-encoded) is exported with its bad
+// bytes replaced by U+FFFD: it could not be encoded, and its whole batch
+// would be lost. Log records' attributes are made UTF-8 the same way.
+//
+// At most MaxQueuedSpans (2048) ended spans wait for export; one ended
+// beyond that, while the collector is slow or down, is dropped rather than
+// held or waited for (ending a span never waits for the network).
+// Settings.SpansDropped is told of every span not exported, with its
+// reason: queue_full for those, export_failed for those whose export
+// failed ("brain serve" counts them in brain_trace_spans_dropped_total).
+// The server's log says "spans dropped: the trace export queue is full"
+// at the first drop of a streak, which ends when an export reaches the
+// collector again, and at most once a minute.
 //
 // # Logs
 //

@@ -55,7 +55,7 @@ func NewLogSink(ctx context.Context, s Settings, report Delivery) (LogEmitter, S
 		return nil, noShutdown, fmt.Errorf("tracing: logs exporter: %w", err)
 	}
 	led := &ledger{report: report}
-	bp := sdklog.NewBatchProcessor(countingExporter{Exporter: exp, l: led, failures: newExportLog(s.Log, "logs")}, sdklog.WithMaxQueueSize(maxOutstanding))
+	bp := sdklog.NewBatchProcessor(countingExporter{Exporter: exp, l: led, failures: newExportLog(s.Log, "logs", sig.Headers)}, sdklog.WithMaxQueueSize(maxOutstanding))
 	lp := sdklog.NewLoggerProvider(sdklog.WithProcessor(bp), sdklog.WithResource(newResource(s)))
 	stop := func(ctx context.Context) error {
 		failedBefore := led.failures()
@@ -78,7 +78,7 @@ func (e *emitter) Emit(ctx context.Context, name string, attrs map[string]any, b
 		return err
 	}
 	var r log.Record
-	r.SetEventName(name)
+	r.SetEventName(utf8String(name))
 	r.SetTimestamp(at)
 	r.SetObservedTimestamp(time.Now())
 	r.SetSeverity(log.SeverityInfo)
@@ -93,7 +93,7 @@ func (e *emitter) Emit(ctx context.Context, name string, attrs map[string]any, b
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		r.AddAttributes(attribute.KeyValue{Key: attribute.Key(k), Value: value(attrs[k], 0)})
+		r.AddAttributes(attribute.KeyValue{Key: attribute.Key(utf8String(k)), Value: value(attrs[k], 0)})
 	}
 	e.l.Emit(ctx, r)
 	return nil
@@ -102,11 +102,19 @@ func (e *emitter) Emit(ctx context.Context, name string, attrs map[string]any, b
 // maxDepth bounds the nesting of attribute values converted.
 const maxDepth = 8
 
-// value converts v into an attribute value.
+// utf8String answers s with the bytes that are not UTF-8 replaced by
+// U+FFFD: a string that is not UTF-8 cannot be encoded in an OTLP request,
+// and would lose every record of its batch.
+func utf8String(s string) string {
+	v, _ := validString(s)
+	return v
+}
+
+// value converts v into an attribute value, its strings UTF-8.
 func value(v any, depth int) attribute.Value {
 	switch v := v.(type) {
 	case string:
-		return attribute.StringValue(v)
+		return attribute.StringValue(utf8String(v))
 	case bool:
 		return attribute.BoolValue(v)
 	case int:
@@ -131,11 +139,11 @@ func value(v any, depth int) attribute.Value {
 		if f, err := v.Float64(); err == nil {
 			return attribute.Float64Value(f)
 		}
-		return attribute.StringValue(v.String())
+		return attribute.StringValue(utf8String(v.String()))
 	case []byte:
 		return attribute.ByteSliceValue(v)
 	case json.RawMessage:
-		return attribute.StringValue(string(v))
+		return attribute.StringValue(utf8String(string(v)))
 	case nil:
 		return attribute.Value{}
 	}
@@ -144,7 +152,7 @@ func value(v any, depth int) attribute.Value {
 		case map[string]any:
 			kvs := make([]attribute.KeyValue, 0, len(v))
 			for k, x := range v {
-				kvs = append(kvs, attribute.KeyValue{Key: attribute.Key(k), Value: value(x, depth+1)})
+				kvs = append(kvs, attribute.KeyValue{Key: attribute.Key(utf8String(k)), Value: value(x, depth+1)})
 			}
 			slices.SortFunc(kvs, func(a, b attribute.KeyValue) int {
 				if a.Key < b.Key {
@@ -164,5 +172,5 @@ func value(v any, depth int) attribute.Value {
 			return attribute.SliceValue(vals...)
 		}
 	}
-	return attribute.StringValue(fmt.Sprint(v))
+	return attribute.StringValue(utf8String(fmt.Sprint(v)))
 }

@@ -57,6 +57,11 @@ type Settings struct {
 	// first, then at most one a minute with the count of those not
 	// logged.
 	Log *slog.Logger
+	// SpansDropped, if set, is told of spans that were not exported and
+	// why (DropQueueFull, DropExportFailed). It is called from the
+	// goroutine that ended the span or from the exporter's, and must not
+	// block.
+	SpansDropped func(reason string, n int)
 }
 
 // Signal are the settings of one signal. Endpoint is its full URL.

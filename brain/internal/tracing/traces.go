@@ -53,13 +53,18 @@ func NewTracerProvider(ctx context.Context, s Settings) (trace.TracerProvider, S
 	if err != nil {
 		return nil, noShutdown, fmt.Errorf("tracing: traces exporter: %w", err)
 	}
-	tally := &spanTally{}
-	exp = failureLogging{SpanExporter: exp, log: newExportLog(s.Log, "traces"), tally: tally}
+	tally := &spanTally{onDrop: s.SpansDropped}
+	failures := newExportLog(s.Log, "traces", sig.Headers)
+	drops := &dropLog{log: failures.log}
+	exp = failureLogging{SpanExporter: exp, log: failures, drops: drops, tally: tally}
 	limits := sdktrace.NewSpanLimits()
 	if limits.AttributeValueLengthLimit < 0 || limits.AttributeValueLengthLimit > MaxAttributeValue {
 		limits.AttributeValueLengthLimit = MaxAttributeValue
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(endCounter{tally}), sdktrace.WithBatcher(exp),
+	// The batcher's queue has room for a ForceFlush's marker besides the
+	// spans spanQueue lets through.
+	batcher := sdktrace.NewBatchSpanProcessor(exp, sdktrace.WithMaxQueueSize(MaxQueuedSpans+1))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spanQueue{next: batcher, t: tally, drops: drops}),
 		sdktrace.WithResource(newResource(s)), sdktrace.WithRawSpanLimits(limits))
 	return tp, func(ctx context.Context) error { return tally.shutdown(ctx, tp) }, nil
 }

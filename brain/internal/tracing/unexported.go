@@ -34,30 +34,19 @@ func (e *NotExportedError) Error() string {
 
 func (e *NotExportedError) Unwrap() error { return e.Err }
 
-// spanTally counts the sampled spans ended and what became of their
-// exports, so that a Shutdown can say how many it did not send.
+// spanTally counts the sampled spans ended and what became of them, so
+// that a Shutdown can say how many it did not send.
 type spanTally struct {
-	ended, delivered, failed atomic.Int64
+	ended, delivered, failed, dropped atomic.Int64
+	// queued are the spans handed to the batcher and not yet exported.
+	queued atomic.Int64
+	// onDrop is Settings.SpansDropped.
+	onDrop func(reason string, n int)
 }
 
-// endCounter is a span processor counting the sampled spans ended. It
-// is registered before the batcher, so that a span is counted before its
-// export may be.
-type endCounter struct{ t *spanTally }
-
-func (c endCounter) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-
-func (c endCounter) OnEnd(s sdktrace.ReadOnlySpan) {
-	if s.SpanContext().IsSampled() {
-		c.t.ended.Add(1)
-	}
-}
-
-func (endCounter) Shutdown(context.Context) error   { return nil }
-func (endCounter) ForceFlush(context.Context) error { return nil }
-
-// settle counts an export of n spans that answered err.
-func (t *spanTally) settle(n int, err error) {
+// settle counts an export of n spans that answered err, and answers how
+// many the collector took.
+func (t *spanTally) settle(n int, err error) int {
 	failed := 0
 	if err != nil {
 		failed = n
@@ -65,17 +54,20 @@ func (t *spanTally) settle(n int, err error) {
 			failed = int(min(rejected, int64(n)))
 		}
 	}
+	t.queued.Add(-int64(n))
 	t.delivered.Add(int64(n - failed))
 	t.failed.Add(int64(failed))
+	t.report(DropExportFailed, failed)
+	return n - failed
 }
 
 // shutdown stops tp within ctx and answers a *NotExportedError counting
-// the spans that were neither delivered nor had failed before it began
-// (those were said in the export failures' log already).
+// the spans that were neither delivered, nor dropped, nor had failed before
+// it began (those were counted and said in the log already).
 func (t *spanTally) shutdown(ctx context.Context, tp *sdktrace.TracerProvider) error {
 	failedBefore := t.failed.Load()
 	err := tp.Shutdown(ctx)
-	if lost := t.ended.Load() - t.delivered.Load() - failedBefore; lost > 0 {
+	if lost := t.ended.Load() - t.dropped.Load() - t.delivered.Load() - failedBefore; lost > 0 {
 		return &NotExportedError{Signal: "traces", Count: lost, Err: err}
 	}
 	return err
