@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,14 +64,30 @@ var errBadCheckpoint = errors.New("journal: malformed checkpoint")
 // decodeCheckpoint decodes a checkpoint of either version; version 1 has
 // no last frame offset.
 func decodeCheckpoint(b []byte) (checkpointFile, error) {
-	var cp checkpointFile
-	if len(b) < checkpointFixed+4 || (string(b[:8]) != checkpointMagic && string(b[:8]) != checkpointMagic1) {
-		return cp, fmt.Errorf("%w: bad header", errBadCheckpoint)
+	cp, head, err := decodeCheckpointHead(b)
+	if err != nil {
+		return cp, err
 	}
-	v1 := string(b[:8]) == checkpointMagic1
 	if crc32.Checksum(b[12:], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
 		return cp, fmt.Errorf("%w: checksum mismatch", errBadCheckpoint)
 	}
+	plen := uint64(binary.LittleEndian.Uint32(b[head-4:]))
+	if rest := b[head:]; plen != uint64(len(rest)) {
+		return cp, fmt.Errorf("%w: payload length %d, %d bytes left", errBadCheckpoint, plen, len(rest))
+	}
+	cp.payload = b[head:]
+	return cp, nil
+}
+
+// decodeCheckpointHead decodes the fields of a checkpoint before its
+// payload from b, which holds at least them, and answers where the
+// payload starts. The checksum is not checked.
+func decodeCheckpointHead(b []byte) (checkpointFile, int, error) {
+	var cp checkpointFile
+	if len(b) < checkpointFixed+4 || (string(b[:8]) != checkpointMagic && string(b[:8]) != checkpointMagic1) {
+		return cp, 0, fmt.Errorf("%w: bad header", errBadCheckpoint)
+	}
+	v1 := string(b[:8]) == checkpointMagic1
 	cp.through = binary.LittleEndian.Uint64(b[12:])
 	n := uint64(binary.LittleEndian.Uint32(b[20:]))
 	rest := b[checkpointFixed:]
@@ -78,7 +96,7 @@ func decodeCheckpoint(b []byte) (checkpointFile, error) {
 		fixed = 4
 	}
 	if n*16+fixed > uint64(len(rest)) {
-		return cp, fmt.Errorf("%w: %d stamps do not fit", errBadCheckpoint, n)
+		return cp, 0, fmt.Errorf("%w: %d stamps do not fit", errBadCheckpoint, n)
 	}
 	cp.stamps = make([]stamp, n)
 	for i := range cp.stamps {
@@ -88,21 +106,17 @@ func decodeCheckpoint(b []byte) (checkpointFile, error) {
 	cp.lastOff = -1
 	if !v1 {
 		cp.lastOff = int64(binary.LittleEndian.Uint64(rest))
-		rest = rest[8:]
 	}
-	plen := uint64(binary.LittleEndian.Uint32(rest))
-	rest = rest[4:]
-	if plen != uint64(len(rest)) {
-		return cp, fmt.Errorf("%w: payload length %d, %d bytes left", errBadCheckpoint, plen, len(rest))
-	}
-	cp.payload = rest
-	return cp, nil
+	return cp, checkpointFixed + int(n*16+fixed), nil
 }
 
 // WriteCheckpoint implements Store.
 func (fs *FileStore) WriteCheckpoint(ctx context.Context, id string, through uint64, payload []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if uint64(len(payload)) > math.MaxUint32 {
+		return fmt.Errorf("%w: checkpoint of %s holds %d bytes, at most %d", ErrTooLarge, id, len(payload), uint64(math.MaxUint32))
 	}
 	s, err := fs.readySession(id)
 	if err != nil {
@@ -218,16 +232,15 @@ func (fs *FileStore) ReadCheckpoint(ctx context.Context, id string) (uint64, []b
 	segs := slices.Clone(s.segs)
 	committed := s.committedNext
 	s.mu.Unlock()
-	b, err := readCheckpointFile(s)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, errNotRegular) {
-			return 0, nil, fmt.Errorf("journal: checkpoint of %s: %w", id, ErrNotFound)
-		}
-		return 0, nil, fmt.Errorf("journal: checkpoint of %s: %w", id, err)
+	cp, err := readCheckpointFile(s, len(segs), true)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, errNotRegular) {
+		return 0, nil, fmt.Errorf("journal: checkpoint of %s: %w", id, ErrNotFound)
 	}
-	cp, err := decodeCheckpoint(b)
-	if err != nil {
+	if errors.Is(err, errBadCheckpoint) {
 		return 0, nil, fmt.Errorf("journal: checkpoint of %s: %v: %w", id, err, ErrNotFound)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("journal: checkpoint of %s: %w", id, err)
 	}
 	if reason := staleReason(cp.through, cp.stamps, segs, committed); reason != "" {
 		return 0, nil, fmt.Errorf("journal: checkpoint of %s is stale (%s): %w", id, reason, ErrNotFound)
@@ -262,12 +275,103 @@ func staleReason(through uint64, stamps []stamp, segs []segInfo, committed uint6
 	return ""
 }
 
-// readCheckpointFile reads s's checkpoint file whole. s.ckMu is taken, so
-// that no checkpoint is being written over it meanwhile.
-func readCheckpointFile(s *session) ([]byte, error) {
+// checkpointChunk is the most of a checkpoint's payload read at once
+// when it is only checked; a checkpoint no longer is read whole.
+const checkpointChunk = 64 << 10
+
+// maxCheckpointBytes answers the largest checkpoint file the store writes
+// for a session of segs segment files: one stamp per segment at most, and
+// a payload whose length field is 32 bits.
+func maxCheckpointBytes(segs int) int64 {
+	return checkpointFixed + 16*int64(segs) + 8 + 4 + math.MaxUint32
+}
+
+// readCheckpointFile reads and decodes s's checkpoint, a session of segs
+// segment files, checksum included; with payload, the payload is read
+// into memory and answered, otherwise it is only run through the
+// checksum, in pieces. A file larger than the store writes for so many
+// segments, or whose length is not the one its header gives, is malformed
+// (an error wrapping errBadCheckpoint) and not read any further: what
+// stands there is no checkpoint of the store's, however large. s.ckMu is
+// taken, so that no checkpoint is being written over it meanwhile.
+func readCheckpointFile(s *session, segs int, payload bool) (checkpointFile, error) {
 	s.ckMu.Lock()
 	defer s.ckMu.Unlock()
-	return readRegular(filepath.Join(s.dir, checkpointName))
+	var cp checkpointFile
+	f, err := openRegular(filepath.Join(s.dir, checkpointName))
+	if err != nil {
+		return cp, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return cp, err
+	}
+	size := fi.Size()
+	if size > maxCheckpointBytes(segs) {
+		return cp, fmt.Errorf("%w: %d bytes, more than a checkpoint of %d segments holds", errBadCheckpoint, size, segs)
+	}
+	if size <= checkpointChunk {
+		b := make([]byte, size)
+		if _, err := f.ReadAt(b, 0); err != nil {
+			return cp, checkpointReadErr(err)
+		}
+		if cp, err = decodeCheckpoint(b); err == nil && len(cp.stamps) > segs {
+			return cp, fmt.Errorf("%w: %d stamps for %d segments", errBadCheckpoint, len(cp.stamps), segs)
+		}
+		return cp, err
+	}
+	fixed := make([]byte, checkpointFixed)
+	if _, err := f.ReadAt(fixed, 0); err != nil {
+		return cp, checkpointReadErr(err)
+	}
+	n := int64(binary.LittleEndian.Uint32(fixed[20:]))
+	if n > int64(segs) {
+		return cp, fmt.Errorf("%w: %d stamps for %d segments", errBadCheckpoint, n, segs)
+	}
+	head := make([]byte, min(size, checkpointFixed+16*n+8+4))
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return cp, checkpointReadErr(err)
+	}
+	cp, at, err := decodeCheckpointHead(head)
+	if err != nil {
+		return cp, err
+	}
+	if plen := int64(binary.LittleEndian.Uint32(head[at-4:])); int64(at)+plen != size {
+		return cp, fmt.Errorf("%w: payload length %d, %d bytes left", errBadCheckpoint, plen, size-int64(at))
+	}
+	if payload {
+		// Its length checks out: the file is as long as a checkpoint
+		// the store wrote.
+		b := make([]byte, size)
+		if _, err := f.ReadAt(b, 0); err != nil {
+			return cp, checkpointReadErr(err)
+		}
+		return decodeCheckpoint(b)
+	}
+	sum := crc32.Checksum(head[12:at], castagnoli)
+	buf := make([]byte, checkpointChunk)
+	for off := int64(at); off < size; {
+		k, err := f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		sum = crc32.Update(sum, castagnoli, buf[:k])
+		off += int64(k)
+		if err != nil && off < size {
+			return cp, checkpointReadErr(err)
+		}
+	}
+	if sum != binary.LittleEndian.Uint32(head[8:]) {
+		return cp, fmt.Errorf("%w: checksum mismatch", errBadCheckpoint)
+	}
+	return cp, nil
+}
+
+// checkpointReadErr answers a read that ended early, the file having shrunk under
+// it, as a malformed checkpoint.
+func checkpointReadErr(err error) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: shorter than its length", errBadCheckpoint)
+	}
+	return err
 }
 
 // overwriteFile writes parts, one after the other, over path's bytes from

@@ -23,6 +23,7 @@
 //	sessions/.commitlog/probe.tmp                  Healthy's probe write, removed at once
 //	sessions/.trash/                               created at open and kept
 //	sessions/.trash/{id}/                          a deleted session being removed, see Sync points
+//	sessions/.quarantine/{id}/{n}.log              entries replay could not write, see Commit log
 //
 // {first} is the sequence of the segment's first record as exactly 20
 // decimal digits ("00000000000000000001.segment"); {n} is a log file
@@ -36,8 +37,8 @@
 // a directory elsewhere or to nothing) is listed and opens as damaged
 // (DamagedError naming it): nothing is read or written through it, and
 // deleting the session removes the link, not what it names. Nothing waits
-// for the other end of a named pipe. ".commitlog" and ".trash" are never
-// session ids (ids cannot start with '.').
+// for the other end of a named pipe. ".commitlog", ".trash" and
+// ".quarantine" are never session ids (ids cannot start with '.').
 //
 // # Frames
 //
@@ -103,7 +104,9 @@
 // runtime's poller, holding no P; otherwise, and where io_uring is
 // unavailable, it calls fdatasync(2) on a goroutine of its own, which
 // answers sooner on an idle process. Both are the same flush with the same
-// result. Options.Flush forces either.
+// result. Options.Flush forces either. The ring is set up at the first
+// flush that would go through it, so a store opened only to be read sets
+// up none.
 //
 // Sync points. The segments are made durable later, at a sync point,
 // taken by the writer when the current log file holds
@@ -277,14 +280,36 @@
 //     *LogDamagedError naming the log file and the entry's offset (durable
 //     segment bytes before the entry were lost);
 //   - if the session or journal directory is not a directory (a symbolic
-//     link put in its place while the store was down), the store refuses
-//     to open with a *DamagedError naming it: nothing is written through
-//     it, and the log files, the only copy of the entry's records, are
-//     kept until the directory is moved back into its place.
+//     link put in its place while the store was down), nothing is written
+//     through it: the entry is kept, byte for byte, in quarantine (below),
+//     and the session opens as damaged while every other session opens.
+//
+// Quarantine. The entries of such a session found in log file {n} are
+// written, in order and in this log format, to
+// sessions/.quarantine/{id}/{n}.log (a temporary file, fsynced, renamed,
+// the directory fsynced; .quarantine/ and .quarantine/{id}/ are created,
+// and their parents fsynced, when missing, and a non-directory in their
+// place fails the open), before the sync point that retires the log
+// file: they may be the only copy of the session's last acknowledged
+// records. Replaying the same log file again writes the same file again.
+// While a session has a quarantine directory, it is listed (whatever
+// stands in its directory's place, or nothing) and refused with a
+// *DamagedError naming its directory, whose reason names the quarantine
+// directory. At each open, before the log is replayed, the entries kept
+// for a session whose directory is a directory again (the directory the
+// link named moved back into its place) are written into it with the
+// rules of replay, in log file order (not handed to Options.OnReplay a
+// second time), and its quarantine directory is removed (and
+// .quarantine/ fsynced) once the sync point that follows has made its
+// segments durable; when that fails (the segments do not match the
+// entries: a segment shorter than an entry's offset), the session stays
+// damaged, its reason says why, and the entries stay. Deleting the
+// session removes its quarantine directory (fsyncing .quarantine/)
+// before its directory, discarding the records kept.
 //
 // Replay is idempotent: running it again after a crash during replay
 // writes nothing new. Each entry's records are handed to
-// Options.OnReplay, if set, as they are replayed. Then a sync point makes every segment an entry named
+// Options.OnReplay, if set, as they are replayed (or quarantined). Then a sync point makes every segment an entry named
 // durable (whether or not replay wrote to it: after a process crash the
 // frames may be in the page cache only) and retires the log files. When
 // only the marker cannot be written (a full disk), the store opens all the
@@ -472,7 +497,13 @@
 // stale: through is past the journal's end, the segments with a first
 // sequence <= through are not exactly the stamped ones, a stamped segment
 // other than the last has a different size, or the last stamped segment is
-// shorter than its stamp.
+// shorter than its stamp. A file whose length is not the one its header
+// gives, or that is longer than any checkpoint of the session could be
+// (one stamp per segment file and a payload of at most 2^32-1 bytes), is
+// malformed: it is not read past its header, however large, and the
+// payload is read into memory only by ReadCheckpoint (an open runs it
+// through the checksum in pieces). A payload longer than 2^32-1 bytes is
+// refused with ErrTooLarge.
 //
 // Opening with a checkpoint. When a session is opened and its checkpoint
 // (version 2, through >= 1) matches the directory — the segment files

@@ -42,6 +42,7 @@ type FileStore struct {
 	syncPointsN atomic.Int64
 	rounds      atomic.Int64
 	fault       atomic.Pointer[error] // the last failed round's error, until a round or probe succeeds
+	quarantine  sync.Map              // session id -> *DamagedError: records kept in quarantineDir
 	appended    atomic.Int64
 	recoveries  atomic.Int64 // sessions opened from disk
 	openFiles   atomic.Int64
@@ -77,8 +78,11 @@ type FileStore struct {
 	ckHook func()
 	// ring flushes the commit log when io_uring is available and the
 	// flush mode allows it (nil: fdatasync on a goroutine); sched tells
-	// the writer when to use it (FlushAuto).
+	// the writer when to use it (FlushAuto). The writer sets it up at the
+	// first flush that would use it (ringTried), so that a store only
+	// opened to be read costs no io_uring setup and teardown.
 	ring        *uring.Ring
+	ringTried   bool
 	sched       schedWatch
 	ringFlushes atomic.Int64
 
@@ -168,16 +172,11 @@ func OpenFileStore(dir string, opts *Options) (*FileStore, error) {
 	fs.logNext = 1
 	fs.dirty = make(map[string]bool)
 	fs.lastSyncPoint = time.Now()
-	if err := fs.replayLog(); err != nil {
+	if err := fs.replay(); err != nil {
 		if fs.root != nil {
 			fs.root.Close()
 		}
 		return nil, err
-	}
-	if fs.opts.Flush != FlushPlain {
-		// Where io_uring is missing or refused, flushes go through
-		// fdatasync(2) on a goroutine.
-		fs.ring, _ = uring.New()
 	}
 	fs.qcond = sync.NewCond(&fs.qmu)
 	go fs.writeLoop()
@@ -487,6 +486,9 @@ func (fs *FileStore) Sessions(ctx context.Context) ([]string, error) {
 		if checkSessionID(e.Name()) != nil {
 			continue
 		}
+		if fs.quarantined(e.Name()) != nil {
+			continue // listed below
+		}
 		ok, err := fs.listed(e.Name())
 		if err != nil {
 			return nil, err
@@ -495,6 +497,12 @@ func (fs *FileStore) Sessions(ctx context.Context) ([]string, error) {
 			ids = append(ids, e.Name())
 		}
 	}
+	// A session whose records are kept in quarantine is damaged, and
+	// listed whatever stands in its directory's place.
+	fs.quarantine.Range(func(id, _ any) bool {
+		ids = append(ids, id.(string))
+		return true
+	})
 	return ids, nil
 }
 

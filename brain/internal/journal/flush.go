@@ -7,6 +7,8 @@ import (
 	"runtime/metrics"
 	"sync"
 	"time"
+
+	"github.com/brain-in-go/brain/brain/internal/uring"
 )
 
 // FlushMode selects how the writer waits for the commit log's fdatasync.
@@ -54,15 +56,28 @@ const (
 // goroutine of its own (which holds one for as long as the call lasts).
 // The wait may be called again: it answers the same result.
 func (fs *FileStore) startFlush(f *os.File, now time.Time) func() error {
-	if fs.ring != nil && (fs.opts.Flush == FlushRing || fs.sched.contended(now)) {
-		if fl, err := fs.ring.Fdatasync(f); err == nil {
-			fs.ringFlushes.Add(1)
-			return fl.Wait
+	if fs.opts.Flush != FlushPlain && (fs.opts.Flush == FlushRing || fs.sched.contended(now)) {
+		if r := fs.flushRing(); r != nil {
+			if fl, err := r.Fdatasync(f); err == nil {
+				fs.ringFlushes.Add(1)
+				return fl.Wait
+			}
 		}
 	}
 	synced := make(chan error, 1)
 	go func() { synced <- fdatasync(f) }()
 	return sync.OnceValue(func() error { return <-synced })
+}
+
+// flushRing answers the ring that flushes the commit log, set up at its
+// first use; nil where io_uring is missing or refused, and flushes then
+// go through fdatasync(2) on a goroutine. Owned by the writer.
+func (fs *FileStore) flushRing() *uring.Ring {
+	if !fs.ringTried {
+		fs.ringTried = true
+		fs.ring, _ = uring.New()
+	}
+	return fs.ring
 }
 
 // schedWatch follows the runtime's scheduling latency (the time runnable

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -83,15 +84,16 @@ func TestLinkedSessionDirectoryIsDamaged(t *testing.T) {
 
 // A session directory that a symbolic link replaced while the store was
 // down (crashed with records in the commit log only) is never written
-// through by replay: the open is refused with a DamagedError naming the
-// link, the directory the link names and the log files are left as they
-// were, and once the directory is moved back into its place the next open
-// replays every acknowledged record into it.
+// through by replay, and does not keep the store from opening: every
+// other session opens whole, the linked one is refused with a
+// DamagedError naming the link and the place its records are kept, the
+// directory the link names is left as it was, and once that directory is
+// moved back into its place the next open writes every acknowledged
+// record into it.
 func TestReplayDoesNotWriteThroughLinkedSessionDirectory(t *testing.T) {
 	dir := t.TempDir()
 	// Segment writes are lost: only the commit log holds the records.
 	crashedStore(t, dir, []string{"s", "plain"}, 5, func([]byte) []byte { return nil })
-	logsBefore := logFiles(t, dir)
 	link := filepath.Join(dir, "s")
 	moved := filepath.Join(t.TempDir(), "s")
 	if err := os.Rename(link, moved); err != nil {
@@ -117,19 +119,42 @@ func TestReplayDoesNotWriteThroughLinkedSessionDirectory(t *testing.T) {
 	}
 	before := snapshot()
 
-	fs, err := OpenFileStore(dir, noSyncPoints)
-	if err == nil {
-		fs.Close()
+	replayed := map[string]int{}
+	opts := *noSyncPoints
+	opts.OnReplay = func(id string, recs []Record) error {
+		replayed[id] += len(recs)
+		return nil
 	}
+	fs := openT(t, dir, &opts)
 	if after := snapshot(); !maps.Equal(after, before) {
 		t.Fatalf("replay wrote through the link: %v became %v", before, after)
 	}
+	readAll(t, fs, "plain", 5)
+	_, err := fs.Read(bg, "s", 0, 0, 0)
 	var de *DamagedError
-	if !errors.As(err, &de) || de.Session != "s" || de.File != link {
-		t.Fatalf("OpenFileStore with a linked session directory = %v, want a DamagedError naming %s", err, link)
+	if !errors.As(err, &de) || de.Session != "s" || de.File != link || !strings.Contains(de.Reason, filepath.Join(dir, ".quarantine", "s")) {
+		t.Fatalf("Read of the linked session = %v, want a DamagedError naming %s and %s", err, link, filepath.Join(dir, ".quarantine", "s"))
 	}
-	if logs := logFiles(t, dir); !slices.Equal(logs, logsBefore) {
-		t.Fatalf("log files %v became %v", logsBefore, logs)
+	if ids, err := fs.Sessions(bg); err != nil || !slices.Contains(ids, "s") {
+		t.Errorf("Sessions = %v, %v; want s listed", ids, err)
+	}
+	if replayed["s"] != 5 {
+		t.Errorf("OnReplay had %d records of s, want 5", replayed["s"])
+	}
+	if err := fs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The log files are retired: the quarantine holds the only copy.
+	if logs := logFiles(t, dir); len(logs) != 0 {
+		t.Fatalf("log files %v left after the open", logs)
+	}
+
+	fs = openT(t, dir, noSyncPoints)
+	if _, err := fs.Next(bg, "s"); !errors.As(err, &de) || de.File != link {
+		t.Fatalf("Next of the linked session after a reopen = %v, want a DamagedError", err)
+	}
+	if err := fs.Close(); err != nil {
+		t.Fatal(err)
 	}
 
 	if err := os.Remove(link); err != nil {
@@ -141,6 +166,13 @@ func TestReplayDoesNotWriteThroughLinkedSessionDirectory(t *testing.T) {
 	fs = openT(t, dir, noSyncPoints)
 	readAll(t, fs, "s", 5)
 	readAll(t, fs, "plain", 5)
+	if err := fs.Append(bg, "s", 6, numbered(6, 1)); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, fs, "s", 6)
+	if _, err := os.Stat(filepath.Join(dir, ".quarantine", "s")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("quarantine of s after its records were written back: %v; want it gone", err)
+	}
 }
 
 // A sync point that writes the live commit log into the segments again

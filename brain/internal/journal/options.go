@@ -54,9 +54,11 @@ type Options struct {
 	OnDurable func(session string, recs []Record)
 	// OnReplay, if set, is called at open with each session's records
 	// that the open replays from the commit log (records appended after
-	// the last sync point), before the sync point that retires those log
-	// files. Records OnDurable copies elsewhere without a flush of their
-	// own are made durable there by this call (an error fails the open).
+	// the last sync point, including those of a session whose directory
+	// it cannot write into and keeps in quarantine), before the sync point
+	// that retires those log files. Records OnDurable copies elsewhere
+	// without a flush of their own are made durable there by this call (an
+	// error fails the open).
 	// The records' Data aliases the replay's buffers.
 	OnReplay func(session string, recs []Record) error
 	// BeforeRetire, if set, is called at every sync point after the

@@ -22,6 +22,11 @@ import (
 // flush failure they are repaired before they are read at all.
 func (fs *FileStore) recover(s *session, keep bool) error {
 	fs.recoveries.Add(1)
+	if de := fs.quarantined(s.id); de != nil {
+		s.resetIndex()
+		s.state, s.damage = stateDamaged, de
+		return nil
+	}
 	if err := checkSessionDir(s); err != nil || s.state == stateDamaged {
 		return err
 	}
@@ -65,13 +70,9 @@ func checkSessionDir(s *session) error {
 		return fmt.Errorf("journal: open session %s: %w", s.id, err)
 	}
 	if m := fi.Mode(); !m.IsDir() {
-		reason := fmt.Sprintf("the session directory is not a directory (mode %v)", m)
-		if m&os.ModeSymlink != 0 {
-			reason = "the session directory is a symbolic link, which the journal does not follow; move the directory it names into its place"
-		}
 		s.resetIndex()
 		s.state = stateDamaged
-		s.damage = &DamagedError{Session: s.id, File: s.dir, Reason: reason}
+		s.damage = &DamagedError{Session: s.id, File: s.dir, Reason: linkedReason(m)}
 	}
 	return nil
 }
@@ -118,11 +119,7 @@ type coverage struct {
 // every stamped segment but the last, which may have grown, and record
 // `through` found intact where the checkpoint says it ends. s.mu is held.
 func (fs *FileStore) checkpointStart(s *session, jdir string, firsts []uint64) (*coverage, bool) {
-	b, err := readCheckpointFile(s)
-	if err != nil {
-		return nil, false
-	}
-	cp, err := decodeCheckpoint(b)
+	cp, err := readCheckpointFile(s, len(firsts), false)
 	if err != nil || cp.through == 0 || cp.lastOff < 0 || len(cp.stamps) == 0 || len(cp.stamps) > len(firsts) {
 		return nil, false
 	}

@@ -57,8 +57,16 @@ func (fs *FileStore) replayLog() error {
 		}
 		fs.logNext = max(fs.logNext, n+1)
 		fs.logsLive = true
-		if err := fs.replayFile(path, files); err != nil {
+		held := make(map[string][]byte)
+		if err := fs.replayFile(path, files, held); err != nil {
 			return err
+		}
+		// Before the sync point retires the log file: the entries of a
+		// session replay cannot write into stay durable in quarantine.
+		for id, data := range held {
+			if err := fs.writeQuarantine(id, n, data); err != nil {
+				return fmt.Errorf("journal: replay %s: %w", path, err)
+			}
 		}
 	}
 	if !fs.logsLive {
@@ -78,7 +86,13 @@ func (fs *FileStore) replayLog() error {
 // file ends inside an entry only when a write was cut short (a crash, or
 // a failed write after which the writer moved to a new file): that tail
 // (without the zeros after it) is cut and kept beside the file.
-func (fs *FileStore) replayFile(path string, files map[string]*replayFile) error {
+//
+// With held, the entries of a session whose directory is not a directory
+// are not written but added to held[id], byte for byte, for quarantine,
+// and the session is held damaged; every entry's records go to
+// Options.OnReplay. Without held (a quarantine file being restored), such
+// a directory fails the replay, and OnReplay is not called.
+func (fs *FileStore) replayFile(path string, files map[string]*replayFile, held map[string][]byte) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("journal: replay %s: %w", path, err)
@@ -101,9 +115,14 @@ func (fs *FileStore) replayFile(path string, files map[string]*replayFile) error
 			return fmt.Errorf("journal: replay: %w", &LogDamagedError{File: path, Offset: int64(off), Reason: err.Error()})
 		}
 		if err := fs.applyEntry(&e, path, int64(off), files); err != nil {
-			return err
+			var de *DamagedError
+			if held == nil || !errors.As(err, &de) {
+				return err
+			}
+			held[e.id] = append(held[e.id], b[off:off+n]...)
+			fs.holdQuarantined(e.id, de.Reason)
 		}
-		if fs.opts.OnReplay != nil {
+		if held != nil && fs.opts.OnReplay != nil {
 			if err := fs.replayed(&e); err != nil {
 				return fmt.Errorf("journal: replay %s: %w", path, err)
 			}
@@ -309,11 +328,10 @@ func (fs *FileStore) applyEntry(e *logEntry, logPath string, logOff int64, files
 // checkReplayDirs refuses, with a *DamagedError naming it, a session
 // directory sdir (or its journal directory jdir) that exists and is not a
 // directory: a symbolic link put in its place, to a directory elsewhere
-// or to nothing. Replay never writes through it, and the store does not
-// open: the entries of the live log files are the only copy of the
-// session's last acknowledged records, and the sync point that ends
-// replay would retire them. Once the directory the link names is moved
-// into its place, the next open replays them into it.
+// or to nothing. Replay never writes through it: the session's entries
+// are kept in quarantine instead (see replayFile), since the entries of
+// the live log files are the only copy of its last acknowledged records
+// and the sync point that ends replay retires them.
 func checkReplayDirs(id, sdir, jdir string) error {
 	for _, dir := range []string{sdir, jdir} {
 		fi, err := os.Lstat(dir)
@@ -324,11 +342,37 @@ func checkReplayDirs(id, sdir, jdir string) error {
 			return fmt.Errorf("journal: replay into %s: %w", dir, err)
 		}
 		if m := fi.Mode(); !m.IsDir() {
-			reason := fmt.Sprintf("the directory is not a directory (mode %v); the commit log holds records of the session that replay cannot write", m)
-			if m&os.ModeSymlink != 0 {
-				reason = "the directory is a symbolic link, which the journal does not follow; the commit log holds records of the session that replay writes once the directory the link names is moved into its place"
+			reason := linkedReason(m)
+			if dir == jdir {
+				reason = fmt.Sprintf("the journal directory is not a directory (mode %v)", m)
 			}
 			return fmt.Errorf("journal: replay: %w", &DamagedError{Session: id, File: dir, Reason: reason})
+		}
+	}
+	return nil
+}
+
+// replay runs at open: it restores the records kept in quarantine for
+// sessions whose directory is back in its place, replays the commit log,
+// and once the segments restored are durable removes their quarantine.
+func (fs *FileStore) replay() error {
+	restored, err := fs.restoreQuarantine()
+	if err != nil {
+		return err
+	}
+	if err := fs.replayLog(); err != nil {
+		return err
+	}
+	if len(restored) == 0 {
+		return nil
+	}
+	if err := fs.syncPoint(); err != nil && !errors.Is(err, errNotRetired) {
+		return err
+	}
+	for _, id := range restored {
+		if err := fs.dropQuarantine(id); err != nil {
+			// Restored again, identically, by the next open.
+			fs.holdQuarantined(id, fmt.Sprintf("its records were written into the journal but their copy could not be removed (%v)", err))
 		}
 	}
 	return nil

@@ -7,13 +7,17 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
 // syncfsSupported reports whether syncfs(2) can stand in for per-file
 // flushes: Linux 5.8 and later report writeback errors of any file of the
-// file system to syncfs (older kernels return success regardless).
-func syncfsSupported() bool {
+// file system to syncfs (older kernels return success regardless). The
+// kernel is asked once per process.
+var syncfsSupported = sync.OnceValue(kernelReportsSyncfsErrors)
+
+func kernelReportsSyncfsErrors() bool {
 	var u syscall.Utsname
 	if err := syscall.Uname(&u); err != nil {
 		return false

@@ -506,7 +506,13 @@ func (fs *FileStore) deleteSession(req *appendReq) {
 		// A checkpoint being written finishes first and goes with the
 		// directory; one computed before the delete is not written after.
 		s.ckMu.Lock()
-		if err = fs.removeSessionDir(s.dir); err == nil {
+		// The records kept in quarantine go first; a crash part way
+		// leaves what stands in the directory's place, a damaged
+		// session that a Delete removes again.
+		if err = fs.dropQuarantine(s.id); err == nil {
+			err = fs.removeSessionDir(s.dir)
+		}
+		if err == nil {
 			s.deletes.Add(1)
 		}
 		s.ckMu.Unlock()
