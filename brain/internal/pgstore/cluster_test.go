@@ -282,7 +282,7 @@ func TestModules(t *testing.T) {
 	if got, err := b.Module(ctx, id); err != nil || string(got) != string(wasm) {
 		t.Fatalf("Module on another node = %q, %v", got, err)
 	}
-	if ids, err := b.ModuleIDs(ctx); err != nil || len(ids) != 1 || ids[0] != id {
+	if ids, err := b.ModuleIDs(ctx, "", 0); err != nil || len(ids) != 1 || ids[0] != id {
 		t.Fatalf("ModuleIDs = %v, %v", ids, err)
 	}
 	if _, err := b.Module(ctx, "00"); !errors.Is(err, pgstore.ErrModuleNotFound) {

@@ -109,6 +109,12 @@ type DB struct {
 
 	bg   context.Context // ends on Close: background work derives from it
 	stop context.CancelFunc
+	// ops ends as soon as Close begins: lease acquisitions in flight are
+	// cancelled then (see cancelOnClose), so Close never waits for one.
+	ops    context.Context
+	endOps context.CancelFunc
+	// joined: Open's heartbeat made this process a member.
+	joined bool
 	// wg counts the background work and the lease acquisitions in
 	// flight, which start only while closing (guarded by bgMu) is false:
 	// once Close began, nothing starts, and Close waits for what did.
@@ -204,6 +210,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
 	db := &DB{opts: opts, pool: pool, send: sender{pool}, upkeep: upkeep, instance: randomHex(16), leases: map[string]Lease{}}
+	db.ops, db.endOps = context.WithCancel(context.Background())
 	db.group.db = db
 	db.group.batches = batches[*groupOp]{inFlight: groupInFlight, max: groupMax, run: db.group.run,
 		done: func(op *groupOp) bool { return closed(op.done) }}
@@ -211,6 +218,15 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	db.reads.batches = batches[*keyRead]{inFlight: readInFlight, max: readMax, run: db.reads.run,
 		done: func(op *keyRead) bool { return closed(op.done) }}
 	if err := db.start(ctx); err != nil {
+		db.endOps()
+		if db.joined {
+			// The membership it joined is given up: other nodes would
+			// otherwise count this node live, and a retry under its id
+			// wait for the row to run out.
+			lctx, cancel := context.WithTimeout(context.Background(), opts.OpTimeout)
+			db.leave(lctx)
+			cancel()
+		}
 		pool.Close()
 		upkeep.Close()
 		return nil, err
@@ -236,6 +252,7 @@ func (db *DB) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	db.joined = true
 	octx, cancel = context.WithTimeout(ctx, 2*db.opts.OpTimeout)
 	defer cancel()
 	bg, stop := context.WithCancel(context.Background())
@@ -300,12 +317,16 @@ func (db *DB) Ping(ctx context.Context) error {
 // leaving take at most OpTimeout each: leaving is not held up by
 // releasing many leases, so other nodes stop forwarding to this one.
 // Once Close began no background work starts and no lease is taken;
-// Close waits for the work and acquisitions already under way.
+// Close waits for the work already under way, and has the lease
+// acquisitions under way cancelled on the server (one waiting for a
+// locked lease row would otherwise hold Close up to its lock_timeout),
+// which then answer ErrUnavailable wrapping ErrClosed.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.bgMu.Lock()
 		db.closing = true
 		db.bgMu.Unlock()
+		db.endOps()
 		db.journal.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), db.opts.OpTimeout)
 		db.releaseAll(ctx)

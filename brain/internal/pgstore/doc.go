@@ -54,8 +54,10 @@
 //
 // Session ids, kinds, data and origins are bytea, stored byte for byte as
 // given (data and origin NULL when absent), so ids sort bytewise as in
-// FileStore. frame_bytes is the record's frame size in FileStore's format,
-// the measure of Read's byte bound. Read takes a page and the session
+// FileStore. frame_bytes is the record's frame size in FileStore's
+// format; Read's byte bound measures that size from the lengths of the
+// row's own bytes, so a row whose frame_bytes was damaged to understate
+// it never makes a page longer than the bound. Read takes a page and the session
 // row's next_seq in one snapshot and stops the page before a row no
 // append could have written, damaged or removed behind Brain's back: a
 // record an append would refuse (no kind, data or origin that is no
@@ -212,7 +214,10 @@
 // ErrNotOwner once the local deadline passed. ReleaseLease expires it at once
 // for a graceful drain; Close expires every lease still held, 512 per
 // statement in session order, then leaves the membership, each under its
-// own budget of OpTimeout. Times are the database's clock. Leases and
+// own budget of OpTimeout. An acquisition under way when Close begins
+// (one waiting for a lease row another transaction keeps locked) is
+// cancelled on the server rather than waited for, and answers
+// ErrUnavailable wrapping ErrClosed. Times are the database's clock. Leases and
 // membership are renewed (and given up at Close) over a pool of two
 // connections of their own, so requests that wait on the database and
 // take every connection of the main pool never cost the node its leases

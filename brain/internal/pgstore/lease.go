@@ -55,6 +55,13 @@ func (db *DB) AcquireLease(ctx context.Context, session string) (Lease, error) {
 	defer db.wg.Done()
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
+	// The acquisition may wait for a lease row another transaction keeps
+	// locked (up to lock_timeout): Close does not wait for that, but has
+	// the statement cancelled, and the acquisition answers ErrClosed.
+	c, err := db.send.acquire(ctx)
+	if err != nil {
+		return Lease{}, db.acquireFailed(classify("acquire lease", err, true))
+	}
 	sent := time.Now()
 	var epoch int64
 	// The session row carries the epoch too (appends are fenced on it):
@@ -75,19 +82,30 @@ func (db *DB) AcquireLease(ctx context.Context, session string) (Lease, error) {
 	b.Queue(`UPDATE brain_sessions s SET epoch = l.epoch FROM brain_leases l
 			WHERE s.session_id = $1 AND l.session_id = $1 AND l.node_id = $2 AND l.epoch > s.epoch`,
 		[]byte(session), db.opts.NodeID)
-	br := db.send.SendBatch(ctx, b)
-	err := br.QueryRow().Scan(&epoch)
+	if db.ops.Err() != nil {
+		// Close began since: nothing is sent.
+		c.Release()
+		return Lease{}, db.acquireFailed(fmt.Errorf("acquire lease: %w", db.ops.Err()))
+	}
+	end := db.cancelOnClose(c, cancel)
+	br := c.SendBatch(ctx, b)
+	err = br.QueryRow().Scan(&epoch)
 	if _, uerr := br.Exec(); err == nil {
 		err = uerr
 	}
 	if cerr := br.Close(); err == nil || errors.Is(err, pgx.ErrNoRows) && cerr != nil {
 		err = cerr
 	}
+	if end() {
+		db.closeConn(c)
+	} else {
+		c.Release()
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, fmt.Errorf("%w: session %s", ErrLeaseHeld, session)
 	}
 	if err != nil {
-		return Lease{}, classify("acquire lease", err, true)
+		return Lease{}, db.acquireFailed(classify("acquire lease", err, true))
 	}
 	l := Lease{Session: session, Epoch: epoch, Deadline: sent.Add(db.opts.LeaseDuration)}
 	db.leaseMu.Lock()
@@ -102,6 +120,16 @@ func (db *DB) AcquireLease(ctx context.Context, session string) (Lease, error) {
 		return Lease{}, fmt.Errorf("acquire lease: %w: %w", ErrUnavailable, ErrClosed)
 	}
 	return l, nil
+}
+
+// acquireFailed answers the error of an acquisition that failed: once
+// Close began (which may have cancelled it), ErrUnavailable wrapping
+// ErrClosed and err.
+func (db *DB) acquireFailed(err error) error {
+	if db.isClosing() {
+		return fmt.Errorf("acquire lease: %w: %w (%w)", ErrUnavailable, ErrClosed, err)
+	}
+	return err
 }
 
 // RenewLease extends a lease this node still holds. A lease that expired

@@ -83,11 +83,21 @@ func (db *DB) module(ctx context.Context, table, id string) ([]byte, error) {
 	return b, nil
 }
 
-// ModuleIDs lists the admitted modules in id order.
-func (db *DB) ModuleIDs(ctx context.Context) ([]string, error) {
+// MaxModuleIDs bounds a page of ModuleIDs.
+const MaxModuleIDs = 1000
+
+// ModuleIDs lists a page of the admitted modules: the ids that sort
+// after `after` ("" for the first page), in id order, at most limit of
+// them (MaxModuleIDs when limit is not in 1..MaxModuleIDs). The next
+// page starts after the last id of this one, so walking every module
+// holds one page at a time; a page shorter than limit is the last.
+func (db *DB) ModuleIDs(ctx context.Context, after string, limit int) ([]string, error) {
+	if limit <= 0 || limit > MaxModuleIDs {
+		limit = MaxModuleIDs
+	}
 	ctx, cancel := db.opCtx(ctx)
 	defer cancel()
-	rows, err := db.pool.Query(ctx, `SELECT id FROM brain_modules ORDER BY id`)
+	rows, err := db.pool.Query(ctx, `SELECT id FROM brain_modules WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, classify("module ids", err, false)
 	}

@@ -12,15 +12,25 @@ import (
 // together with the session row's next_seq, in one snapshot, so that the
 // page can be checked against the head: a session without records
 // answers one row of NULLs but next_seq (NULL too without a session row).
+// A frame's size is measured from the bytes the row holds (frameSize),
+// not taken from its frame_bytes column: a row damaged to understate it
+// would otherwise let one page carry any number of bytes.
 const readPage = `SELECT sequence, kind, recorded_at_ms, data, origin, next_seq
 	FROM (SELECT (SELECT next_seq FROM brain_sessions WHERE session_id = $1) AS next_seq) s
 	LEFT JOIN LATERAL (
 		SELECT sequence, kind, recorded_at_ms, data, origin FROM (
-			SELECT sequence, kind, recorded_at_ms, data, origin, sum(frame_bytes) OVER (ORDER BY sequence) AS total
+			SELECT sequence, kind, recorded_at_ms, data, origin, sum(` + frameSize + `) OVER (ORDER BY sequence) AS total
 			FROM brain_records WHERE session_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3
 		) q WHERE total <= $4 OR sequence = $2 + 1
 	) p ON true
 	ORDER BY sequence`
+
+// frameSize is the size of a brain_records row's frame in FileStore's
+// format (journal.FrameSize), from the lengths of its bytes: an 8-byte
+// header, 24 fixed bytes of payload, the kind and data, and the origin
+// with its 4-byte length when there is one. octet_length reads a stored
+// value's length without reading the value.
+const frameSize = `(32 + octet_length(kind) + coalesce(octet_length(data), 0) + coalesce(4 + octet_length(origin), 0))::bigint`
 
 // errNoRecords marks readPage's row of a page without records.
 var errNoRecords = errors.New("pgstore: no records")
