@@ -140,7 +140,11 @@
 // that bound leaves an output), so that long names never make an answer
 // larger than Brain takes. A list shows a subdirectory it cannot read (or that is
 // removed meanwhile) without its contents, and so does the measure of the
-// workspace against its limits. A name that is not UTF-8 is listed with
+// workspace against its limits. A list, the measure and a removal reach
+// every entry of a tree of any depth (one deeper than the provider's
+// limit on open files included) in time linear in its size, holding a
+// bounded number of directories open and following no symbolic link
+// below the directory it starts at. A name that is not UTF-8 is listed with
 // each of its invalid bytes replaced by U+FFFD, and a directory so named is listed
 // with its contents; such names do not keep teardown, reset or a wipe
 // from removing the workspace. A command

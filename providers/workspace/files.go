@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/brain-in-go/brain/envsdk"
@@ -198,14 +197,25 @@ func openRegular(r *os.Root, p, name string, flag int, perm fs.FileMode) (*os.Fi
 // missingDirs lists, deepest first, the directories a write creates to
 // make dir inside r: dir and those of its parents that do not exist. The
 // parents of one missing are missing too, so the first missing is found
-// by bisection, in a number of lookups logarithmic in dir's depth. It
-// stops, failing (name in the failure), once ctx ends.
+// by bisection, in a number of lookups logarithmic in dir's depth. Each
+// directory listed is a prefix of dir, sharing its bytes: a path
+// thousands of directories deep lists them in memory linear in its
+// length, not in the square of its depth. It stops, failing (name in the
+// failure), once ctx ends.
 func missingDirs(ctx context.Context, r *os.Root, dir, name string) ([]string, error) {
 	if dir == "." {
 		return nil, nil
 	}
-	parts := strings.Split(filepath.ToSlash(dir), "/")
-	prefix := func(n int) string { return filepath.Join(parts[:n]...) }
+	dir = filepath.Clean(dir)
+	// ends[n-1] is where the first n names of dir end.
+	var ends []int
+	for i := 0; i < len(dir); i++ {
+		if dir[i] == filepath.Separator {
+			ends = append(ends, i)
+		}
+	}
+	ends = append(ends, len(dir))
+	prefix := func(n int) string { return dir[:ends[n-1]] }
 	missing := func(n int) (bool, error) {
 		if err := stopped(ctx, name); err != nil {
 			return false, err
@@ -213,9 +223,9 @@ func missingDirs(ctx context.Context, r *os.Root, dir, name string) ([]string, e
 		_, err := r.Stat(prefix(n))
 		return errors.Is(err, fs.ErrNotExist), nil
 	}
-	// The first n parts name a directory there for n <= there, and one
+	// The first n names name a directory there for n <= there, and one
 	// missing for n >= gone.
-	there, gone := 0, len(parts)
+	there, gone := 0, len(ends)
 	if m, err := missing(gone); err != nil || !m {
 		return nil, err
 	}
@@ -232,7 +242,7 @@ func missingDirs(ctx context.Context, r *os.Root, dir, name string) ([]string, e
 		}
 	}
 	var dirs []string
-	for n := len(parts); n >= gone; n-- {
+	for n := len(ends); n >= gone; n-- {
 		dirs = append(dirs, prefix(n))
 	}
 	return dirs, nil

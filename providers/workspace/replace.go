@@ -13,6 +13,7 @@ import (
 	"github.com/brain-in-go/brain/envsdk"
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/internal/fsutil"
+	"golang.org/x/sys/unix"
 )
 
 // maxLinks bounds the symbolic links followed in resolving one path, as
@@ -97,55 +98,98 @@ func makeDirs(ctx context.Context, r *os.Root, dir, name string, missing []strin
 	return missing, nil
 }
 
+// traceCreatedRemoval, when set (by a test), is called with each path
+// removeCreated looks up, relative to the directory it is looked up in.
+var traceCreatedRemoval func(name string)
+
 // removeCreated removes the directories dirs inside r, deepest first, as
 // long as they are empty: one that is not (something else wrote into it
 // meanwhile) is kept, with the directories above it. dirs is a chain, each
-// the parent of the one before it; each run of them is removed through
-// the directories above it held open, so that removing thousands costs
-// no lookup of every path from the top.
+// the parent of the one before it. The chain is gone down once, one name
+// at a time, and back up through "..", each directory checked to be the
+// one gone down through, so that removing thousands costs a few lookups
+// each, not one of every path from the top, and holds three directories
+// open at most.
 func removeCreated(r *os.Root, dirs []string) {
-	const run = 64 // directories held open at once
-	for len(dirs) > 0 {
-		n := min(run, len(dirs))
-		if !removeRun(r, dirs[:n]) {
+	if len(dirs) == 0 {
+		return
+	}
+	top := filepath.Dir(dirs[len(dirs)-1])
+	if traceCreatedRemoval != nil {
+		traceCreatedRemoval(top)
+	}
+	base, err := r.Open(top)
+	if err != nil {
+		return
+	}
+	// chain[i] is the directory i levels below base, named names[i]
+	// (names[0] unused).
+	names := make([]string, len(dirs)+1)
+	for i := 1; i <= len(dirs); i++ {
+		names[i] = filepath.Base(dirs[len(dirs)-i])
+	}
+	type id struct{ dev, ino uint64 }
+	ids := make([]id, 0, len(dirs)+1)
+	idOf := func(f *os.File) (id, bool) {
+		var st unix.Stat_t
+		if statFile(f, &st) != nil {
+			return id{}, false
+		}
+		return id{uint64(st.Dev), uint64(st.Ino)}, true
+	}
+	cur := base
+	defer func() { cur.Close() }()
+	if d, ok := idOf(base); ok {
+		ids = append(ids, d)
+	} else {
+		return
+	}
+	for len(ids) <= len(dirs) {
+		name := names[len(ids)]
+		if traceCreatedRemoval != nil {
+			traceCreatedRemoval(name)
+		}
+		next, err := openDirAt(cur, name)
+		if err != nil {
+			break
+		}
+		d, ok := idOf(next)
+		if !ok {
+			next.Close()
+			break
+		}
+		cur.Close()
+		cur = next
+		ids = append(ids, d)
+	}
+	level := len(ids) - 1 // cur's
+	if level < len(dirs) {
+		// The rest of the chain could not be entered: gone, or not
+		// ours to remove.
+		err := unix.Unlinkat(int(cur.Fd()), names[level+1], unix.AT_REMOVEDIR)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return
 		}
-		dirs = dirs[n:]
 	}
-}
-
-// removeRun is removeCreated of at most a run of directories; it reports
-// whether all of them are gone.
-func removeRun(r *os.Root, dirs []string) bool {
-	base := r
-	if top := filepath.Dir(dirs[len(dirs)-1]); top != "." {
-		d, err := r.OpenRoot(top)
+	for ; level >= 1; level-- {
+		if traceCreatedRemoval != nil {
+			traceCreatedRemoval("..")
+		}
+		parent, err := openDirAt(cur, "..")
 		if err != nil {
-			return false
+			return
 		}
-		defer d.Close()
-		base = d
-	}
-	// up[j] is the parent of dirs[len(dirs)-1-j].
-	up := []*os.Root{base}
-	defer func() {
-		for _, d := range up[1:] {
-			d.Close()
+		if d, ok := idOf(parent); !ok || d != ids[level-1] {
+			parent.Close()
+			return // moved meanwhile
 		}
-	}()
-	for k := len(dirs) - 1; k > 0; k-- {
-		d, err := up[len(up)-1].OpenRoot(filepath.Base(dirs[k]))
-		if err != nil {
-			return false
-		}
-		up = append(up, d)
-	}
-	for k, dir := range dirs {
-		if err := up[len(dirs)-1-k].Remove(filepath.Base(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return false
+		cur.Close()
+		cur = parent
+		err = unix.Unlinkat(int(cur.Fd()), names[level], unix.AT_REMOVEDIR)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return
 		}
 	}
-	return true
 }
 
 // stopped fails a file tool on name whose context ended: timeout at the

@@ -24,9 +24,10 @@ type usage struct {
 // was walked (a command removing files as it runs) is counted without its
 // contents: were it a failure, one such directory would stop every
 // command, write and edit, including the command that would put it right.
-// The tree is walked through an os.Root, one name at a time, so that files
-// deeper than the system's limit on a path's length are counted too. It
-// stops, failing with ctx's cause, once ctx ends.
+// The tree is walked by walkTree, one name at a time, so that files
+// deeper than the system's limit on a path's length, or on the files a
+// process may hold open, are counted too, and no entry's path is built.
+// It stops, failing with ctx's cause, once ctx ends.
 func measure(ctx context.Context, dir string) (usage, error) {
 	var u usage
 	r, err := os.OpenRoot(dir)
@@ -34,26 +35,29 @@ func measure(ctx context.Context, dir string) (usage, error) {
 		return u, err
 	}
 	defer r.Close()
-	err = walkRoot(ctx, r, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if path == "." {
-				return err
+	info, err := r.Stat(".")
+	if err != nil {
+		return u, err
+	}
+	err = walkTree(ctx, ".", fs.FileInfoToDirEntry(info),
+		func() (*os.File, error) { return r.Open(".") },
+		func(parent *os.File, _ entryPath, d fs.DirEntry, err error) error {
+			if parent == nil {
+				return err // the workspace itself
 			}
-			return nil
-		}
-		if path == "." {
-			return nil
-		}
-		u.Files++
-		if d.Type().IsRegular() {
-			fi, err := d.Info()
 			if err != nil {
-				return nil // removed meanwhile
+				return nil
 			}
-			u.Bytes += fi.Size()
-		}
-		return nil
-	})
+			u.Files++
+			if d.Type().IsRegular() {
+				fi, err := d.Info()
+				if err != nil {
+					return nil // removed meanwhile
+				}
+				u.Bytes += fi.Size()
+			}
+			return nil
+		}, nil)
 	return u, err
 }
 
