@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -94,12 +95,30 @@ func imageGone(ctx context.Context, cli *client.Client, id string) bool {
 	return cerrdefs.IsNotFound(err)
 }
 
+// chownScript gives /workspace and everything in it to uid $1 and gid $2,
+// a symbolic link itself rather than what it points to. It changes only
+// the entries that do not already belong to them (find), so that one
+// stopped part-way and run again goes on from where it was, never
+// starting over: a workspace too large for one run is given whole by a
+// few. An image whose find cannot select by owner (the first find, of
+// /workspace alone, fails before anything is changed) falls back to
+// chown -R, which changes everything each time.
+const chownScript = `u=$1 g=$2
+if find /workspace -prune \( ! -user "$u" -o ! -group "$g" \) -exec chown -h "$u:$g" {} +; then
+	exec find /workspace \( ! -user "$u" -o ! -group "$g" \) -exec chown -h "$u:$g" {} +
+fi
+exec chown -R -h "$u:$g" /workspace`
+
 // chownVolume runs a one-shot container that gives the volume and
 // everything in it (the files the image's /workspace put there) to the
-// profile's user, a symbolic link itself rather than what it points to:
-// root with CAP_CHOWN only, no network, read-only root filesystem,
-// no-new-privileges. It is removed whatever happens.
+// profile's user, a symbolic link itself rather than what it points to
+// (chownScript): root with CAP_CHOWN only, no network, read-only root
+// filesystem, no-new-privileges. It is removed whatever happens.
 func chownVolume(ctx context.Context, cli *client.Client, pl plan) (err error) {
+	uid, gid, err := splitUser(pl.Profile.User)
+	if err != nil {
+		return fmt.Errorf("chown container: %w", err)
+	}
 	name := pl.Name + "-chown"
 	pids := int64(8)
 	hc := &container.HostConfig{
@@ -118,8 +137,8 @@ func chownVolume(ctx context.Context, cli *client.Client, pl plan) (err error) {
 	cfg := &container.Config{
 		Image:           pl.ImageID,
 		User:            "0:0",
-		Entrypoint:      []string{"chown"},
-		Cmd:             []string{"-R", "-h", pl.Profile.User, workspaceDir},
+		Entrypoint:      []string{"/bin/sh", "-c", chownScript, "chown"},
+		Cmd:             []string{strconv.Itoa(uid), strconv.Itoa(gid)},
 		Env:             baseEnv,
 		Labels:          pl.Labels,
 		NetworkDisabled: true,

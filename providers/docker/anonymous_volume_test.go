@@ -83,14 +83,26 @@ func unlabelledVolumes(t *testing.T, ctx context.Context, cli *client.Client) ma
 // lines more, and removes it when the test ends; it returns its ID.
 func buildDerivedImage(t *testing.T, ctx context.Context, cli *client.Client, tag, more string) string {
 	t.Helper()
-	dockerfile := []byte("FROM " + testImage + "\n" + more)
+	return buildDerivedImageWith(t, ctx, cli, tag, more, nil)
+}
+
+// buildDerivedImageWith is buildDerivedImage with files (name → content,
+// executable) in the build's context, for the lines' COPY.
+func buildDerivedImageWith(t *testing.T, ctx context.Context, cli *client.Client, tag, more string, files map[string][]byte) string {
+	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile)), ModTime: time.Unix(0, 0)}); err != nil {
-		t.Fatal(err)
+	add := func(name string, mode int64, data []byte) {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(data)), ModTime: time.Unix(0, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := tw.Write(dockerfile); err != nil {
-		t.Fatal(err)
+	add("Dockerfile", 0o644, []byte("FROM "+testImage+"\n"+more))
+	for name, data := range files {
+		add(name, 0o755, data)
 	}
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)

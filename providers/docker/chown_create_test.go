@@ -81,16 +81,11 @@ func lateCreateEngine(t *testing.T, engineHost, suffix string, hold time.Duratio
 // that a teardown could not remove it, and the chown's name.
 func TestStoppedChownLeavesNoContainer(t *testing.T) {
 	t.Parallel()
-	cli, _ := testEngine(t)
-	img := manyFilesImage(t, "late-create")
-	stateDir := t.TempDir()
-	profiles := Profiles{DefaultProfileName: {Image: img}}
-	h := newHarnessWith(t, stateDir, cli, profiles)
-	c := h.commands()
-	st := earlierAllocation(t, h, c)
+	e := newEarlierBinding(t, manyFilesImage(t, "late-create"))
+	cli, c, st := e.cli, e.c, e.st
 
 	host, forwarded := lateCreateEngine(t, cli.DaemonHost(), "-chown", 3*time.Second)
-	h = newHarnessWith(t, stateDir, relayClient(t, host), profiles)
+	h := newHarnessWith(t, e.stateDir, relayClient(t, host), e.profiles)
 	short := int64(100)
 	r := h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "echo ran >> log"}), &short))
 	failure(t, r, envapi.CodeTimeout)
@@ -105,7 +100,7 @@ func TestStoppedChownLeavesNoContainer(t *testing.T) {
 	if _, err := cli.ContainerInspect(context.Background(), st.resourceName()+"-chown"); err == nil {
 		t.Errorf("the chown container %s-chown is left behind once the provider has stopped", st.resourceName())
 	}
-	h = newHarnessWith(t, stateDir, cli, profiles)
+	h = e.provider(t)
 	if r := h.post(c.Teardown()); r.Type != envapi.ReceiptAccepted {
 		t.Fatalf("teardown = %+v", r)
 	}

@@ -71,7 +71,8 @@
 // of the directory's archive, at most 64 MiB of it, from a created, never
 // started container) the allocation runs a one-shot container — root with
 // CAP_CHOWN only, no network — that chowns the volume and its content
-// (chown -R -h: a symbolic link itself, never what it points to), which
+// (chown -h of each entry not yet the user's: a symbolic link itself,
+// never what it points to), which
 // costs one more container start. A read workspace is never chowned.
 // A volume that an earlier version of the provider made, which gave the
 // profile's user the volume's root alone and left the image's files in it
@@ -86,14 +87,21 @@
 // first answers timeout (cancelled) saying that its command never
 // started, while the chown goes on and is recorded once done. Close, a
 // detach or a teardown stops it (its container removed, even one the
-// Engine made after the provider stopped asking), and one stopped is
-// not recorded: the next execute does it again.
+// Engine made after the provider stopped asking), and one stopped, or
+// cut short by its bound (its execute answers unavailable), is not
+// recorded: the next execute takes it up again. The chown changes only
+// what does not already belong to the user (find … ! -user … -exec chown),
+// so that a chown taken up again goes on from where the last one stopped
+// and a workspace too large for one run is given whole by a few; an image
+// whose find cannot select files by owner gets chown -R, which starts
+// over each time.
 //
 // The image needs a POSIX shell at /bin/sh with setsid, kill, sleep, cat,
 // head, dd, tr, grep, mkdir, realpath, chmod, stat, sync, mv and
-// rm (busybox suffices), and chown (with -R and -h) when its /workspace
-// or its content does not belong to the profile's user (the one-shot
-// chown container runs it).
+// rm (busybox suffices), and chown (with -h, and -R when find lacks
+// -user, -group or -exec … +) and find when its /workspace or its content
+// does not belong to the profile's user (the one-shot chown container
+// runs them).
 //
 // Every container and volume carries the labels brain.provider=docker,
 // brain.instance (a digest of the state directory, so instances sharing an
@@ -243,7 +251,9 @@
 // commands the first one runs for leftovers. A binding whose container is
 // paused at the restart is skipped then (nothing can exec in a paused
 // container): the first execute or cancel, which resumes it, kills them
-// before anything else runs there. A cancel that arrives after a
+// before anything else runs there (an execute whose deadline passes, or
+// that is cancelled, before they are killed answers timeout, cancelled,
+// saying that its command never started, and the next use kills them). A cancel that arrives after a
 // provider restart finds the group by the target's sequence, and resumes
 // a paused container to kill it.
 // Before it starts the command the wrapper writes a mark on stdout, which

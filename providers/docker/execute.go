@@ -88,6 +88,12 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	}
 	k := &call{p: p, c: c, x: x, b: b, a: a, ctx: ctx, tag: strconv.FormatUint(c.Sequence, 10), input: x.Input}
 	if err := p.settleProfile(ctx, b, a); err != nil {
+		var typed *envsdk.Error
+		if !errors.As(err, &typed) && ctx.Err() != nil {
+			// Nothing of the command ran: it waited for the container,
+			// which an earlier execute may still be settling.
+			return envapi.Receipt{}, stoppedBefore(ctx, "the binding's container, made by an earlier provider process, was still being brought to its profile")
+		}
 		return envapi.Receipt{}, k.classify(err)
 	}
 	out, err := run(k)
@@ -180,6 +186,10 @@ func (k *call) exec(s execSpec, stdout, stderr io.Writer) (int, error) {
 		s.Dir = workspaceDir
 	}
 	if err := k.p.settleLeftovers(k.ctx, k.b, k.a); err != nil {
+		var typed *envsdk.Error
+		if !errors.As(err, &typed) && k.ctx.Err() != nil {
+			return 0, stoppedBefore(k.ctx, "the commands an earlier provider process left in the binding's container were still being killed")
+		}
 		return 0, err
 	}
 	code, err := runExec(k.ctx, k.p.cli, k.a.Container, s, stdout, stderr)

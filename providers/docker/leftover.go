@@ -106,8 +106,9 @@ const containerUser = ""
 // binding's container, the commands an earlier provider process left in
 // it when KillLeftovers found it paused: it resumes the container, as
 // every use of it does (see ensureRunning), and kills them. Those it
-// could not confirm dead are logged, as at start. A container gone wraps
-// errLost.
+// could not confirm dead are logged, as at start; a kill cut short by
+// ctx is not taken for done, and the next use kills them again. A
+// container gone wraps errLost.
 func (p *Provider) settleLeftovers(ctx context.Context, b *binding, a *allocation) error {
 	if err := b.leftoverLock.lock(ctx); err != nil {
 		return err
@@ -122,6 +123,11 @@ func (p *Provider) settleLeftovers(ctx context.Context, b *binding, a *allocatio
 	killed, paused, err := p.killContainerLeftovers(ctx, a.Container, containerUser)
 	if paused {
 		return fmt.Errorf("container %s was paused again before the commands of an earlier provider process in it could be killed", a.Container)
+	}
+	if err != nil && ctx.Err() != nil {
+		// Cut short by the caller's deadline or cancel, maybe before any
+		// kill reached the container: the next use kills them.
+		return fmt.Errorf("the commands of an earlier provider process in container %s were still being killed: %w", a.Container, err)
 	}
 	b.leftovers = false
 	if err != nil {

@@ -13,7 +13,9 @@ import (
 
 // ownerTimeout bounds the giving of an earlier version's workspace to the
 // profile's user (settleOwner), which outlives the execute that starts
-// it; one cut short is done again, whole, by the next execute.
+// it. One cut short is taken up again by the next execute, which changes
+// only what the one before left to its earlier owner (chownScript), so
+// that each run goes on from where the last stopped.
 const ownerTimeout = 30 * time.Minute
 
 // owning is the giving of a binding's workspace to its user in flight
@@ -43,8 +45,9 @@ type owning struct {
 // deadline passes (or that is cancelled) while it waits answers timeout
 // (cancelled) saying that its command never started; the chown goes on,
 // and a later execute finds it done or waits for it in turn. A volume
-// gone wraps errLost; a chown that fails answers unavailable, is not
-// recorded, and the next execute tries again.
+// gone wraps errLost; a chown that fails or is cut short answers
+// unavailable, is not recorded, and the next execute tries again, leaving
+// what it finds done as it is.
 func (p *Provider) settleOwner(ctx context.Context, b *binding, a *allocation) error {
 	st := b.state()
 	want, again := ownerAgain(&st, b.profile)
@@ -59,7 +62,7 @@ func (p *Provider) settleOwner(ctx context.Context, b *binding, a *allocation) e
 			b.mu.Unlock()
 			return stoppingFailure()
 		}
-		gctx, cancel := context.WithTimeout(gctx, ownerTimeout)
+		gctx, cancel := context.WithTimeout(gctx, p.ownerTimeout)
 		o = &owning{done: make(chan struct{}), stop: cancel}
 		b.owning = o
 		go func() {
@@ -109,7 +112,7 @@ func (p *Provider) giveOwner(ctx context.Context, b *binding, a *allocation, st 
 	if err != nil {
 		if ctx.Err() != nil {
 			return envsdk.Failf(envapi.CodeUnavailable,
-				"binding %s: giving its workspace, made by an earlier version of the provider, to user %s was stopped (%v); the next execute does it again; the command never started",
+				"binding %s: giving its workspace, made by an earlier version of the provider, to user %s was stopped (%v); the next execute goes on with it; the command never started",
 				b.key, want, context.Cause(ctx))
 		}
 		if imageGone(ctx, p.cli, st.ImageID) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/client"
+
 	"github.com/brain-in-go/brain/envsdk/envapi"
 	"github.com/brain-in-go/brain/envsdk/envtest"
 	"github.com/brain-in-go/brain/envsdk/toolset"
@@ -67,6 +69,48 @@ func manyFilesImage(t *testing.T, tag string) string {
 		"LABEL brain.test.variant="+tag+"\nRUN mkdir -p /workspace/d && cd /workspace/d && for i in $(seq 1 400); do mkdir $i && touch $i/a $i/b $i/c $i/d $i/e $i/f $i/g $i/h $i/i $i/j $i/k $i/l $i/m $i/n $i/o $i/p $i/q $i/r $i/s $i/t $i/u $i/v $i/w $i/x $i/y; done && chown 1000:1000 /workspace\n")
 }
 
+// earlierBinding is a binding an earlier version of the provider
+// allocated (earlierAllocation) on a state directory no provider serves.
+type earlierBinding struct {
+	cli      *client.Client
+	stateDir string
+	profiles Profiles
+	c        *envtest.Commands
+	st       bindingState
+}
+
+// newEarlierBinding sets a binding of the default profile on img up as
+// earlierAllocation does.
+func newEarlierBinding(t *testing.T, img string) *earlierBinding {
+	t.Helper()
+	cli, _ := testEngine(t)
+	e := &earlierBinding{cli: cli, stateDir: t.TempDir(), profiles: Profiles{DefaultProfileName: {Image: img}}}
+	h := e.provider(t)
+	e.c = h.commands()
+	e.st = earlierAllocation(t, h, e.c)
+	return e
+}
+
+// provider starts a provider on the binding's state directory.
+func (e *earlierBinding) provider(t *testing.T) *harness {
+	t.Helper()
+	return newHarnessWith(t, e.stateDir, e.cli, e.profiles)
+}
+
+// ownerStopped is a binding an earlier version allocated on a
+// manyFilesImage (tagged tag), served by a provider whose first execute,
+// stopped by its deadline of 100 ms, started giving the workspace to the
+// user; r is that execute's answer (timeout).
+func ownerStopped(t *testing.T, tag string) (e *earlierBinding, h *harness, r envapi.Receipt) {
+	t.Helper()
+	e = newEarlierBinding(t, manyFilesImage(t, tag))
+	h = e.provider(t)
+	short := int64(100)
+	r = h.post(e.c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "echo ran >> log"}), &short))
+	failure(t, r, envapi.CodeTimeout)
+	return e, h, r
+}
+
 // The first execute after a restart on a binding an earlier version
 // allocated gives the workspace to the user first. A deadline that
 // passes while it does stops the execute, which says that its command
@@ -75,18 +119,8 @@ func manyFilesImage(t *testing.T, tag string) string {
 // command (once: the stopped one never ran).
 func TestEarlierWorkspaceOwnerOutlivesTheDeadline(t *testing.T) {
 	t.Parallel()
-	cli, _ := testEngine(t)
-	img := manyFilesImage(t, "deadline")
-	stateDir := t.TempDir()
-	profiles := Profiles{DefaultProfileName: {Image: img}}
-	h := newHarnessWith(t, stateDir, cli, profiles)
-	c := h.commands()
-	earlierAllocation(t, h, c)
-
-	h = newHarnessWith(t, stateDir, cli, profiles)
-	short := int64(100)
-	r := h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "echo ran >> log"}), &short))
-	failure(t, r, envapi.CodeTimeout)
+	e, h, r := ownerStopped(t, "deadline")
+	c := e.c
 	if !strings.Contains(r.Message, "never started") {
 		t.Errorf("timeout message = %q; want it to say the command never started", r.Message)
 	}
@@ -104,8 +138,8 @@ func TestEarlierWorkspaceOwnerOutlivesTheDeadline(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	short = 20000
-	r = h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "cat log 2>/dev/null; stat -c %u:%g d/400/y; echo once >> log"}), &short))
+	long := int64(20000)
+	r = h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "cat log 2>/dev/null; stat -c %u:%g d/400/y; echo once >> log"}), &long))
 	out := h.commandOutput(r)
 	if out.ExitCode != 0 || out.Stdout != "1000:1000\n" {
 		t.Errorf("execute after the workspace was given = %+v; want the image's files the user's and no trace of the stopped command", out)
@@ -121,26 +155,16 @@ func TestEarlierWorkspaceOwnerOutlivesTheDeadline(t *testing.T) {
 // command runs, and the command stopped before it started never runs.
 func TestEarlierWorkspaceOwnerCutShortIsDoneAgain(t *testing.T) {
 	t.Parallel()
-	cli, _ := testEngine(t)
-	img := manyFilesImage(t, "cut")
-	stateDir := t.TempDir()
-	profiles := Profiles{DefaultProfileName: {Image: img}}
-	h := newHarnessWith(t, stateDir, cli, profiles)
-	c := h.commands()
-	st := earlierAllocation(t, h, c)
-
-	h = newHarnessWith(t, stateDir, cli, profiles)
-	short := int64(100)
-	r := h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "echo ran >> log"}), &short))
-	failure(t, r, envapi.CodeTimeout)
+	e, h, _ := ownerStopped(t, "cut")
+	c := e.c
 	if err := h.p.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	if _, err := cli.ContainerInspect(context.Background(), st.resourceName()+"-chown"); err == nil {
+	if _, err := e.cli.ContainerInspect(context.Background(), e.st.resourceName()+"-chown"); err == nil {
 		t.Errorf("the chown container is left running once the provider has stopped")
 	}
 
-	h = newHarnessWith(t, stateDir, cli, profiles)
+	h = e.provider(t)
 	out := h.shell(c, "cat log 2>/dev/null; find . ! -user 1000 | wc -l")
 	if out.ExitCode != 0 || strings.TrimSpace(out.Stdout) != "0" {
 		t.Errorf("first execute of the next provider = %+v; want every file of the workspace the user's and no trace of the stopped command", out)
@@ -154,18 +178,8 @@ func TestEarlierWorkspaceOwnerCutShortIsDoneAgain(t *testing.T) {
 // leaves no container and no state file behind.
 func TestTeardownStopsTheEarlierWorkspaceOwner(t *testing.T) {
 	t.Parallel()
-	cli, _ := testEngine(t)
-	img := manyFilesImage(t, "teardown")
-	stateDir := t.TempDir()
-	profiles := Profiles{DefaultProfileName: {Image: img}}
-	h := newHarnessWith(t, stateDir, cli, profiles)
-	c := h.commands()
-	earlierAllocation(t, h, c)
-
-	h = newHarnessWith(t, stateDir, cli, profiles)
-	short := int64(100)
-	r := h.post(c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "echo ran >> log"}), &short))
-	failure(t, r, envapi.CodeTimeout)
+	e, h, _ := ownerStopped(t, "teardown")
+	c := e.c
 	if r := h.post(c.Teardown()); r.Type != envapi.ReceiptAccepted {
 		t.Fatalf("teardown = %+v", r)
 	}

@@ -127,3 +127,45 @@ func testCancelInPausedContainer(t *testing.T, restart string) {
 		t.Fatalf("teardown = %+v", rc)
 	}
 }
+
+// An execute whose deadline passes while it kills the commands a killed
+// provider left in a container paused at the restart says its command
+// never started, and does not take them for killed: the next execute
+// kills them before its command runs.
+func TestLeftoverKillCutShortIsDoneByTheNextExecute(t *testing.T) {
+	t.Parallel()
+	r := newKillRig(t, "paused-cut-short")
+	var release func()
+	url, ctr, _ := killedWithLeftovers(t, r, func() string {
+		// Every exec is held until release: the kill of the leftovers
+		// cannot reach the container.
+		var host string
+		host, _, release = gatedEngine(t, r.cli.DaemonHost(), "/exec")
+		p, err := New(Config{Profiles: Profiles{"default": {Image: r.image}}, StateDir: r.stateDir, Client: relayClient(t, host)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.KillLeftovers(r.ctx); err != nil {
+			t.Fatalf("KillLeftovers: %v", err)
+		}
+		srv := httptest.NewServer(p.Handler(testToken))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	})
+	short := int64(2000)
+	rc := r.post(url, r.c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "echo ok"}), &short))
+	if rc.Type != envapi.ReceiptFailure || rc.Code != envapi.CodeTimeout || !strings.Contains(rc.Message, "never started") {
+		t.Errorf("execute whose deadline passed while the leftovers were killed = %+v; want timeout saying its command never started", rc)
+	}
+	release()
+	rc = r.post(url, r.c.Execute(tool(toolset.ToolCommand), mustJSON(toolset.CommandInput{Shell: "echo ok"}), nil))
+	if rc.Type != envapi.ReceiptResult || !strings.Contains(string(rc.Output), "ok") {
+		t.Fatalf("execute = %+v", rc)
+	}
+	if left := sleepers(t, r, ctr); len(left) != 0 {
+		t.Errorf("the killed provider's command runs on once an execute has run: %q", left)
+	}
+	if rc := r.post(url, r.c.Teardown()); rc.Type != envapi.ReceiptAccepted {
+		t.Fatalf("teardown = %+v", rc)
+	}
+}

@@ -65,6 +65,9 @@ type Provider struct {
 	now      func() time.Time // GC's clock; a test moves it
 	// maxAnswer is Config.MaxAnswerBytes with its default.
 	maxAnswer int64
+	// ownerTimeout bounds each giving of an earlier version's workspace
+	// to the profile's user (settleOwner); a test makes it short.
+	ownerTimeout time.Duration
 
 	// ownClient: the provider made cli, so Close closes it.
 	ownClient bool
@@ -221,6 +224,8 @@ func newProvider(cfg Config, requireProfiles bool) (*Provider, error) {
 		maxAnswer: cfg.MaxAnswerBytes,
 		bindings:  map[string]*binding{},
 		owners:    map[string]bool{},
+
+		ownerTimeout: ownerTimeout,
 	}
 	states, err := store.list()
 	if err != nil {
