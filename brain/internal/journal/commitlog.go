@@ -198,7 +198,7 @@ func encodeSyncPoint(next uint64) []byte {
 // is no marker).
 func readSyncPoint(ldir string) (uint64, error) {
 	path := filepath.Join(ldir, syncPointName)
-	b, err := readRegular(path)
+	b, err := readRegular(path, syncPointSize)
 	if errors.Is(err, os.ErrNotExist) {
 		return 1, nil
 	}

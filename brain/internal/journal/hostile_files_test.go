@@ -143,3 +143,24 @@ func TestSyncPointMarkerThatIsAPipeFailsOpen(t *testing.T) {
 		}
 	})
 }
+
+// A sync point marker that is a huge file (a sparse file the size of a
+// disk) is malformed: the open reports it as damage without reading it
+// whole, so it cannot run the process out of memory.
+func TestHugeSyncPointMarkerIsNotReadWhole(t *testing.T) {
+	dir := t.TempDir()
+	fill(t, dir, "s", 2, nil)
+	marker := filepath.Join(dir, ".commitlog", syncPointName)
+	if err := os.Truncate(marker, 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := OpenFileStore(dir, nil)
+	if err == nil {
+		fs.Close()
+		t.Fatal("OpenFileStore with a 1 TiB sync point marker succeeded")
+	}
+	var le *LogDamagedError
+	if !errors.As(err, &le) {
+		t.Fatalf("open = %v, want the marker reported as damage", err)
+	}
+}

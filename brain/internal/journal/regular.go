@@ -33,16 +33,18 @@ func openRegular(path string) (*os.File, error) {
 }
 
 // readRegular reads the regular file path whole, as os.ReadFile does,
-// into a buffer sized by the file's length.
-func readRegular(path string) ([]byte, error) {
+// into a buffer sized by the file's length, but no more than max+1 bytes:
+// a longer file answers its first max+1, which the caller, knowing the
+// length it wants, refuses, never having read the rest.
+func readRegular(path string, max int) ([]byte, error) {
 	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	var size int
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && int64(int(fi.Size())) == fi.Size() {
-		size = int(fi.Size())
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		size = int(min(fi.Size(), int64(max)))
 	}
 	// One byte more than the length, so that a file that did not grow
 	// is read to its end without a second allocation.
@@ -50,7 +52,7 @@ func readRegular(path string) ([]byte, error) {
 	for {
 		n, err := f.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
-		if err == io.EOF {
+		if err == io.EOF || len(b) > max {
 			return b, nil
 		}
 		if err != nil {
