@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/brain-in-go/brain/envsdk/envapi"
 )
 
 // byteOrderMark is what some editors write at the start of a UTF-8 file;
@@ -80,29 +82,13 @@ func typeError(b []byte, te *json.UnmarshalTypeError) error {
 	return fmt.Errorf("%s (line %d, column %d): want %s, got %s", at, line, col, jsonKind(te.Type), got)
 }
 
-// jsonKind names the JSON values a Go type decodes.
+// jsonKind names the JSON values a Go type decodes, as the environment
+// protocol names them, with their article ("an integer").
 func jsonKind(t reflect.Type) string {
 	if t == nil {
 		return "another value"
 	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.Pointer:
-		return jsonKind(t.Elem())
-	}
-	return "another value"
+	return article(envapi.JSONKind(t))
 }
 
 // article puts "a" or "an" before what encoding/json names a value

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -211,6 +212,20 @@ func readSyncPoint(ldir string) (uint64, error) {
 			&LogDamagedError{File: path, Offset: 0, Reason: "malformed sync point marker"})
 	}
 	return max(binary.LittleEndian.Uint64(b[12:]), 1), nil
+}
+
+// logNums answers the numbers, from first on and in order, of the commit
+// log files among entries (a directory's listing), skipping what is not
+// a regular file.
+func logNums(entries []os.DirEntry, first uint64) []uint64 {
+	var nums []uint64
+	for _, e := range entries {
+		if n, ok := parseLogName(e.Name()); ok && n >= first && e.Type().IsRegular() {
+			nums = append(nums, n)
+		}
+	}
+	slices.Sort(nums)
+	return nums
 }
 
 func (fs *FileStore) logDir() string { return filepath.Join(fs.dir, commitLogDir) }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 )
 
 // quarantineDir holds, for each session whose directory replay could not
@@ -125,13 +124,7 @@ func (fs *FileStore) restoreSession(qdir string) error {
 	if err != nil {
 		return err
 	}
-	var nums []uint64
-	for _, e := range entries {
-		if n, ok := parseLogName(e.Name()); ok && e.Type().IsRegular() {
-			nums = append(nums, n)
-		}
-	}
-	slices.Sort(nums)
+	nums := logNums(entries, 0)
 	files := make(map[string]*replayFile)
 	defer func() {
 		for _, rf := range files {

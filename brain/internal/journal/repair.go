@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"syscall"
 )
 
@@ -113,13 +112,7 @@ func (fs *FileStore) liveEntries(fn func(e *logEntry) error) error {
 	if err != nil {
 		return err
 	}
-	var nums []uint64
-	for _, e := range entries {
-		if n, ok := parseLogName(e.Name()); ok && n >= first && e.Type().IsRegular() {
-			nums = append(nums, n)
-		}
-	}
-	slices.Sort(nums)
+	nums := logNums(entries, first)
 	for _, n := range nums {
 		path := filepath.Join(ldir, logName(n))
 		b, err := os.ReadFile(path)

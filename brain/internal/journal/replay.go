@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
-	"slices"
 )
 
 // replayFile is a segment file replay writes to.
@@ -35,13 +34,7 @@ func (fs *FileStore) replayLog() error {
 		return err
 	}
 	fs.logNext = first
-	var nums []uint64
-	for _, e := range entries {
-		if n, ok := parseLogName(e.Name()); ok && e.Type().IsRegular() {
-			nums = append(nums, n)
-		}
-	}
-	slices.Sort(nums)
+	nums := logNums(entries, 0)
 	files := make(map[string]*replayFile)
 	defer func() {
 		for _, rf := range files {

@@ -1,14 +1,11 @@
 package tracing_test
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/brain-in-go/brain/brain/internal/tracing"
-	"github.com/brain-in-go/brain/internal/otlptest"
 	"go.opentelemetry.io/otel/codes"
 )
 
@@ -18,15 +15,7 @@ import (
 // string attributes are, so that the spans batched with it still reach a
 // collector that bounds its requests.
 func TestLargeStatusDescriptionsAreCut(t *testing.T) {
-	rcv := otlptest.Start()
-	defer rcv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tp, shutdown, err := tracing.NewTracerProvider(ctx, tracing.Settings{Endpoint: rcv.URL()})
-	if err != nil || tp == nil {
-		t.Fatalf("NewTracerProvider = %v, %v", tp, err)
-	}
-	tr := tp.Tracer(tracing.InstrumentationName)
+	ctx, rcv, tr, shutdown := exporting(t)
 	_, span := tr.Start(ctx, "ordinary")
 	span.SetStatus(codes.Error, "model_provider_failed: short")
 	span.End()

@@ -16,15 +16,7 @@ import (
 // a failure's message) is exported with them replaced, and the spans
 // batched with it reach the collector.
 func TestInvalidUTF8DoesNotLoseTheBatch(t *testing.T) {
-	rcv := otlptest.Start()
-	defer rcv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tp, shutdown, err := tracing.NewTracerProvider(ctx, tracing.Settings{Endpoint: rcv.URL()})
-	if err != nil || tp == nil {
-		t.Fatalf("NewTracerProvider = %v, %v", tp, err)
-	}
-	tr := tp.Tracer(tracing.InstrumentationName)
+	ctx, rcv, tr, shutdown := exporting(t)
 	_, span := tr.Start(ctx, "ordinary")
 	span.End()
 	_, span = tr.Start(ctx, "GET /v1/sessions/{id}")
