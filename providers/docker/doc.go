@@ -209,9 +209,15 @@
 // gone, removed out of band, ends the kill at once), and answers
 // timeout or cancelled; if that is not confirmed
 // within 4 seconds the first cause is kept and the evidence is in
-// details.cleanup_error. The start of the command, from which untagged
-// orphans are taken for its own, is the one the group file recorded for
-// the wrapper, while the process with the wrapper's pid started then (a
+// details.cleanup_error. A deadline (the profile's timeout too) or a
+// cancel that comes before the command started — while the execute waits
+// for another write or edit of the binding, while the Engine brings the
+// container to a changed profile, starts it again or creates the
+// command's exec, or while the command's cwd is checked — answers
+// timeout (cancelled) saying that the command never started, whatever
+// Engine call it cut short, never as a refusal of the Engine's. The
+// start of the command, from which untagged orphans are taken for its
+// own, is the one the group file recorded for the wrapper, while the process with the wrapper's pid started then (a
 // pid the kernel gave to another process once the wrapper ended says
 // nothing of the command) or anything carrying the tag still runs, or,
 // when there is no file (the stop came before the wrapper wrote it, or

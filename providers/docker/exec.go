@@ -191,10 +191,13 @@ type execSpec struct {
 }
 
 // stopError reports a command stopped because its context ended. Cleanup
-// is set when the process group could not be confirmed dead.
+// is set when the process group could not be confirmed dead. Before is
+// set when the stop came before the command started, and says what the
+// execute was waiting for then (the command never started).
 type stopError struct {
 	Cause   error
 	Cleanup error
+	Before  string
 }
 
 func (e *stopError) Error() string {
@@ -233,7 +236,13 @@ func runExec(ctx context.Context, cli *client.Client, ctr string, s execSpec, st
 		AttachStderr: true,
 	})
 	if err != nil {
-		return 0, execError(ctx, ctr, err)
+		err = execError(ctx, ctr, err)
+		var stop *stopError
+		if errors.As(err, &stop) {
+			// Nothing starts an exec whose creation was cut short.
+			stop.Before = "the Engine was creating the command's exec"
+		}
+		return 0, err
 	}
 	att, err := attach(ctx, cli, created.ID, func(late types.HijackedResponse) {
 		// The Engine started the command after its stop was answered.
@@ -521,7 +530,7 @@ func notStarted(ctx context.Context, cli *client.Client, ctr, what string) error
 		info, err := cli.ContainerInspect(ctx, ctr)
 		switch {
 		case ctx.Err() != nil:
-			return &stopError{Cause: ctx.Err()}
+			return &stopError{Cause: ctx.Err(), Before: "the Engine had not started the command, and its container was being looked at"}
 		case cerrdefs.IsNotFound(err):
 			return fmt.Errorf("%w: container %s: %v", errLost, ctr, err)
 		case err != nil:

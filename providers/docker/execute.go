@@ -30,6 +30,10 @@ type call struct {
 	tag   string
 	lost  bool // a resource loss was already reported
 	input json.RawMessage
+	// release ends what a tool derived ctx with (a command's
+	// timeout_ms), once the execute's answer is decided: until then
+	// ctx says why it ended, if it did.
+	release []context.CancelFunc
 }
 
 var tools = map[string]func(*call) (any, error){}
@@ -87,12 +91,12 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 		return envapi.Receipt{}, err
 	}
 	k := &call{p: p, c: c, x: x, b: b, a: a, ctx: ctx, tag: strconv.FormatUint(c.Sequence, 10), input: x.Input}
+	defer k.done()
 	if err := p.settleProfile(ctx, b, a); err != nil {
-		var typed *envsdk.Error
-		if !errors.As(err, &typed) && ctx.Err() != nil {
-			// Nothing of the command ran: it waited for the container,
-			// which an earlier execute may still be settling.
-			return envapi.Receipt{}, stoppedBefore(ctx, "the binding's container, made by an earlier provider process, was still being brought to its profile")
+		if ctx.Err() != nil && !stopCode(err) {
+			// Whatever Engine call the stop cut short (an update of
+			// the container's limits, say), nothing of the command ran.
+			return envapi.Receipt{}, stoppedBefore(ctx, "the binding's container was being brought to its profile")
 		}
 		return envapi.Receipt{}, k.classify(err)
 	}
@@ -103,6 +107,53 @@ func (p *Provider) Execute(c *envsdk.Ctx, x *envsdk.Execution) (envapi.Receipt, 
 	return envsdk.Output(out)
 }
 
+// done ends the contexts a tool derived from the execute's.
+func (k *call) done() {
+	for _, cancel := range k.release {
+		cancel()
+	}
+}
+
+// withTimeout bounds the call's context by d, until the execute is
+// answered.
+func (k *call) withTimeout(d time.Duration) {
+	var cancel context.CancelFunc
+	k.ctx, cancel = context.WithTimeout(k.ctx, d)
+	k.release = append(k.release, cancel)
+}
+
+// stopCode reports whether err is already the failure of a stop (timeout
+// or cancelled).
+func stopCode(err error) bool {
+	var typed *envsdk.Error
+	return errors.As(err, &typed) && (typed.Code == envapi.CodeTimeout || typed.Code == envapi.CodeCancelled)
+}
+
+// before answers err, the failure of what the execute did before its
+// command started (why: what it was waiting for), as a stop before the
+// command started when the call's context has ended: the Engine call it
+// cut short says nothing more. A failure a finished check answered (an
+// *envsdk.Error) is kept.
+func (k *call) before(err error, why string) error {
+	if k.ctx.Err() == nil {
+		return err
+	}
+	var typed *envsdk.Error
+	if errors.As(err, &typed) {
+		return err
+	}
+	var stop *stopError
+	if errors.As(err, &stop) {
+		if stop.Before != "" {
+			return err
+		}
+		s := *stop
+		s.Before = why
+		return &s
+	}
+	return &stopError{Cause: k.ctx.Err(), Before: why}
+}
+
 // classify turns an error of a tool into the failure Brain sees.
 func (k *call) classify(err error) error {
 	var typed *envsdk.Error
@@ -110,6 +161,8 @@ func (k *call) classify(err error) error {
 	switch {
 	case errors.As(err, &typed):
 		return typed
+	case errors.As(err, &stop) && stop.Before != "":
+		return envsdk.KeepFirst(stoppedBefore(k.ctx, stop.Before), stop.Cleanup)
 	case errors.As(err, &stop):
 		return stopFailure(k.ctx, stop.Cleanup)
 	case k.ctx.Err() != nil:
@@ -186,16 +239,12 @@ func (k *call) exec(s execSpec, stdout, stderr io.Writer) (int, error) {
 		s.Dir = workspaceDir
 	}
 	if err := k.p.settleLeftovers(k.ctx, k.b, k.a); err != nil {
-		var typed *envsdk.Error
-		if !errors.As(err, &typed) && k.ctx.Err() != nil {
-			return 0, stoppedBefore(k.ctx, "the commands an earlier provider process left in the binding's container were still being killed")
-		}
-		return 0, err
+		return 0, k.before(err, "what an earlier provider process left in the binding's paused container was being killed")
 	}
 	code, err := runExec(k.ctx, k.p.cli, k.a.Container, s, stdout, stderr)
 	if errors.Is(err, errNotRunning) {
 		if err := ensureRunning(k.ctx, k.p.cli, k.a); err != nil {
-			return 0, err
+			return 0, k.before(err, "the Engine was starting the binding's stopped container again")
 		}
 		code, err = runExec(k.ctx, k.p.cli, k.a.Container, s, stdout, stderr)
 	}
@@ -220,7 +269,7 @@ func runCommand(k *call) (any, error) {
 		// directory would pass for the command's output.
 		real, _, _, err := k.script(cwdScript, []string{dir}, nil, 64<<10)
 		if err != nil {
-			return nil, err
+			return nil, k.before(err, "its working directory was being checked")
 		}
 		dir = string(real)
 	}
@@ -236,9 +285,9 @@ func runCommand(k *call) (any, error) {
 		spec.Stdin = append([]byte{}, *in.Stdin...) // empty, not nil: stdin is closed at once
 	}
 	if in.TimeoutMs > 0 {
-		var cancel context.CancelFunc
-		k.ctx, cancel = context.WithTimeout(k.ctx, time.Duration(in.TimeoutMs)*time.Millisecond)
-		defer cancel()
+		// Kept until the execute is answered: classify reads from it
+		// whether the command's own timeout stopped it.
+		k.withTimeout(time.Duration(in.TimeoutMs) * time.Millisecond)
 	}
 	s := newStreamer(k.ctx, k.x.Invocation)
 	o := capture(k.b.profile.OutputBytes, s)

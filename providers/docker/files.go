@@ -260,7 +260,7 @@ func runWrite(k *call) (any, error) {
 		return nil, err
 	}
 	if err := k.b.files.lock(k.ctx); err != nil {
-		return nil, err
+		return nil, k.before(err, "another write or edit of the binding was running")
 	}
 	defer k.b.files.unlock()
 	appendFlag := "0"
@@ -370,7 +370,7 @@ func runEdit(k *call) (any, error) {
 	// Held from the read to the write, so that no other write or edit of
 	// the binding comes between and is undone by this one.
 	if err := k.b.files.lock(k.ctx); err != nil {
-		return nil, err
+		return nil, k.before(err, "another write or edit of the binding was running")
 	}
 	defer k.b.files.unlock()
 	limit := k.b.profile.OutputBytes

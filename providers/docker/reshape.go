@@ -58,7 +58,12 @@ func (p *Provider) settleProfile(ctx context.Context, b *binding, a *allocation)
 	}
 	if changed {
 		if _, err := p.cli.ContainerUpdate(ctx, a.Container, container.UpdateConfig{Resources: res}); err != nil {
-			if cerrdefs.IsNotFound(err) {
+			switch {
+			case ctx.Err() != nil:
+				// Cut short by the execute's stop: no refusal of the
+				// Engine's (the execute answers the stop).
+				return fmt.Errorf("update container %s: %w", a.Container, err)
+			case cerrdefs.IsNotFound(err):
 				return fmt.Errorf("%w: container %s: %v", errLost, a.Container, err)
 			}
 			return envsdk.Failf(envapi.CodeUnavailable,
