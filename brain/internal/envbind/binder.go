@@ -348,6 +348,9 @@ func (b *Binder) deliver(ctx context.Context, op session.Operation) (envapi.Rece
 		defer cancel()
 	}
 	receipt, err := b.post(ctx, endpoint, credential, op, body, hide)
+	// Nor through the tokens of the session's other operations under
+	// way when it answered (see post).
+	hide = hide.with(b.grants.session(op.SessionID))
 	receipt, err = hide.receipt(receipt), hide.error(err)
 	end(receipt, err)
 	return receipt, err
@@ -401,6 +404,9 @@ func (b *Binder) post(ctx context.Context, endpoint, credential string, op sessi
 	if err != nil {
 		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: reading the response: %w", op.Environment, op.Sequence, scrub(err))
 	}
+	// Nor the tokens of the session's other operations under way when it
+	// answered: a provider that runs several was sent each.
+	hide = hide.with(b.grants.session(op.SessionID))
 	if int64(len(raw)) > b.cfg.MaxResponseBytes {
 		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: response larger than %d bytes: %w",
 			op.Environment, op.Sequence, b.cfg.MaxResponseBytes, session.ErrInvalidReceipt)
@@ -415,7 +421,7 @@ func (b *Binder) post(ctx context.Context, endpoint, credential string, op sessi
 		}
 		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: %v: %w", op.Environment, op.Sequence, err, session.ErrInvalidReceipt)
 	}
-	if err := envapi.CheckResponse(op.Operation, res, hide...); err != nil {
+	if err := envapi.CheckResponse(op.Operation, res, hide.forms()...); err != nil {
 		return envapi.Receipt{}, fmt.Errorf("environment %s: operation %d: %v: %w", op.Environment, op.Sequence, err, session.ErrInvalidReceipt)
 	}
 	return res.Receipt, nil

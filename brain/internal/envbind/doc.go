@@ -28,11 +28,15 @@
 // What the provider answers (a receipt's message, details, data and
 // output, or a delivery error) is journaled, so the credential and the
 // tokens the operation carried, the reporter tokens of the session's
-// other current bindings (session.Operation.Bindings) and the credentials
+// other current bindings (session.Operation.Bindings), the credentials
 // the operations of the session's other environments carry (their
-// session credentials and route keys, session.Operation.Targets) are
-// replaced by "[redacted]" wherever the answer quotes them (also as Go quotes them in
-// an error). An answer that quotes one where it cannot be replaced, in an
+// session credentials and route keys, session.Operation.Targets) and the
+// tokens of the session's other operations still under way when it
+// answers (an execute running, a controller context) are
+// replaced by "[redacted]" wherever the answer quotes them (also as Go
+// quotes them in an error, and without the spaces or tabs a credential
+// was given with around it, which no header carries). An answer that
+// quotes one where it cannot be replaced, in an
 // identifier (a failure's code, on_turn_end), is an invalid receipt, and
 // a malformed answer that quotes one is not described in the delivery
 // error.

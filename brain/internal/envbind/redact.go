@@ -23,8 +23,12 @@ type redactor []string
 // longest secrets go first: a secret that holds a shorter one is removed
 // whole, not left with the shorter one cut out of it.
 func (r redactor) string(s string) string {
-	if len(r) > 1 {
+	if padded := r.forms(); len(padded) != len(r) {
+		r = padded // a copy
+	} else if len(r) > 1 {
 		r = slices.Clone(r)
+	}
+	if len(r) > 1 {
 		slices.SortStableFunc(r, func(a, b string) int { return len(b) - len(a) })
 	}
 	for _, v := range r {
@@ -38,8 +42,41 @@ func (r redactor) string(s string) string {
 	return s
 }
 
-func (r redactor) contains(s string) bool {
+// with answers r followed by the secrets of more it does not hold; r's
+// array is never written.
+func (r redactor) with(more redactor) redactor {
+	out := slices.Clip(r)
+	for _, v := range more {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// forms answers r with, for each secret that has spaces or tabs around
+// it, that secret without them besides: HTTP carries no white space
+// around a header's value, so a credential pasted with some reaches the
+// provider, which may quote it, without. r itself is answered when no
+// secret has any.
+func (r redactor) forms() redactor {
+	var out redactor
 	for _, v := range r {
+		if t := strings.Trim(v, " \t"); t != v && t != "" {
+			if out == nil {
+				out = slices.Clone(r)
+			}
+			out = append(out, t)
+		}
+	}
+	if out == nil {
+		return r
+	}
+	return out
+}
+
+func (r redactor) contains(s string) bool {
+	for _, v := range r.forms() {
 		if v == "" {
 			continue
 		}
@@ -100,7 +137,7 @@ func (r redactor) holdsSecret() bool {
 // decoded.
 func (r redactor) mayQuote(raw []byte) bool {
 	escapes := bytes.IndexByte(raw, '\\') >= 0
-	for _, v := range r {
+	for _, v := range r.forms() {
 		if v == "" {
 			continue
 		}
