@@ -19,8 +19,10 @@ const ScopeAdmit = "agentloops.admit"
 //	                          Idempotency-Key; 200 AgentloopAdmission
 //	GET  /v1/agentloops/{id}  200 AgentloopAdmission, 404 when unknown
 //
-// An empty body answers 400 and one over the module bound or
-// Options.MaxRequestBytes 413, before the key is claimed; another Content-Type than application/octet-stream answers 415.
+// A missing, oversize or repeated Idempotency-Key answers 400 and another
+// Content-Type than application/octet-stream 415, before the body is
+// read; an empty body answers 400 and one over the module bound or
+// Options.MaxRequestBytes 413, before the key is claimed.
 func (s *Server) agentloopRoutes() {
 	s.handle("POST /v1/agentloops", http.HandlerFunc(s.admitAgentloop))
 	s.handle("GET /v1/agentloops/{id}", http.HandlerFunc(s.getAgentloop))
@@ -34,6 +36,12 @@ func (s *Server) admitAgentloop(w http.ResponseWriter, r *http.Request) {
 // scope.
 func (s *Server) admitModule(w http.ResponseWriter, r *http.Request, scope string, admit func(context.Context, []byte) (loophost.Admission, error)) {
 	h := s.opts.Agentloops
+	// A request refused for its headers is answered before the module it
+	// carries is read.
+	if _, err := idempotencyKey(r); err != nil {
+		WriteError(w, err)
+		return
+	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/octet-stream" {
 			WriteError(w, newError(http.StatusUnsupportedMediaType, api.CodeInvalidRequest, "the body must be application/octet-stream module bytes"))

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,11 @@ import (
 //     route, is answered without reading the body it announced, and its
 //     connection is closed after the answer, so a client without a token
 //     cannot hold a connection open by sending a body slowly or never;
+//   - a request another handler refuses (4xx, 5xx) before it read a byte
+//     of its body (for its path or its headers: an Idempotency-Key, a
+//     Content-Type, a Prefer) is answered once at most drainBytes of the
+//     body were discarded, for at most drainTimeout (drainAndClose), not
+//     after all of it, and its connection is closed;
 //   - the whole read of a request whose handler does not read its body is
 //     bounded by ReadTimeout(body timeout), after which the connection is
 //     closed;
@@ -50,6 +56,34 @@ func closeUnread(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
+}
+
+// watchBody makes sw answer a request refused before its body was read
+// as drainAndClose does: a request answered 4xx or 5xx for its path or
+// its headers before the handler read a byte of the body it announced
+// gets its answer within drainTimeout, and its connection is closed,
+// instead of the server first reading what may be a large body, or one
+// sent slowly or never.
+// It answers the body it put in place of r's (nil when r announced none),
+// which the caller must put back once the handler returned.
+func watchBody(sw *statusWriter, r *http.Request) *watchedBody {
+	if r.ContentLength == 0 && len(r.TransferEncoding) == 0 {
+		return nil
+	}
+	sw.req, sw.body = r, &watchedBody{ReadCloser: r.Body}
+	r.Body = sw.body
+	return sw.body
+}
+
+// watchedBody is a request body that records whether it was read.
+type watchedBody struct {
+	io.ReadCloser
+	read atomic.Bool
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	b.read.Store(true)
+	return b.ReadCloser.Read(p)
 }
 
 // refuseUnread answers err to a request refused before it was

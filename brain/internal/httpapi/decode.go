@@ -216,8 +216,13 @@ func cursor(r *http.Request) (uint64, error) {
 		}
 		return n, nil
 	}
-	if v := r.Header.Get("Last-Event-ID"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
+	ids := r.Header.Values("Last-Event-ID")
+	if len(ids) > 1 {
+		// Of two cursors, neither may be chosen silently.
+		return 0, badRequest("Last-Event-ID must be given once")
+	}
+	if len(ids) == 1 && ids[0] != "" {
+		n, err := strconv.ParseUint(ids[0], 10, 64)
 		if err != nil {
 			return 0, badRequest("Last-Event-ID must be a non-negative integer")
 		}

@@ -62,17 +62,24 @@
 // need Options.Agentloops, the environment routes Options.Bindings, the
 // host routes Options.Hosts. A host's routes take that host's token only:
 // the server token is refused there, and the host token everywhere else.
-// A method a host's path does not serve is answered (405 with Allow) to
-// that host's token as to the server token.
+// A method a served path does not serve is answered (405 with Allow;
+// OPTIONS 204 with Allow) before any token is checked, to every caller,
+// without reading a body: it tells only the route table, which the
+// OpenAPI document publishes. A path no route serves answers 404 to the
+// server token (and, under a host's path, to that host's token), 401 to
+// anyone else.
 //
 // # Connections
 //
 // conn.go states the connection bounds brain serve applies
 // (ReadHeaderTimeout, Options.BodyReadTimeout backed by ReadTimeout,
 // IdleTimeout, LimitListener): a body that does not arrive in time is
-// answered 400 at once and its connection closed, and a request that fails
+// answered 400 at once and its connection closed; a request that fails
 // authentication or goes to a health route is answered without reading
-// the body it announced, then its connection is closed.
+// the body it announced, and one refused (4xx, 5xx) before its body was
+// read (for its path or headers: an Idempotency-Key, a Content-Type, a
+// Prefer) once at most 1 MiB of that body was discarded within a second,
+// not after all of it; then its connection is closed.
 //
 // # Errors
 //
@@ -80,7 +87,8 @@
 // (ErrorOf) from engine, idempotency and request errors. Malformed JSON
 // (a body that is not UTF-8 or gives an object member twice included), a
 // bad path or query value, a missing, oversize or repeated
-// Idempotency-Key and an unsupported Prefer answer 400 invalid_request; a
+// Idempotency-Key, an unsupported Prefer and a malformed Accept of a
+// stream route answer 400 invalid_request; a
 // well-formed body with an invalid or unknown field 422; a wrong
 // Content-Type 415; a body over Options.MaxRequestBytes 413; a Tool's
 // result, returned or finish call, or a host's result, returned or finish
@@ -131,7 +139,11 @@
 //
 // # Event streams
 //
-// With "Accept: text/event-stream" the events route subscribes first, then
+// With "Accept: text/event-stream" (named with a weight above 0, not
+// through a wildcard, and application/json not weighted above it; an
+// Accept that refuses both with weight 0 answers 406, a malformed one
+// 400, and one that merely does not list JSON gets JSON, as on every
+// route) the events route subscribes first, then
 // sends the committed events after the cursor (after=N, else Last-Event-ID,
 // else 0), then follows new commits. A recorded event is the frame
 // "id: <sequence>", "event: <event_type>", "data: <Event JSON>"; a live

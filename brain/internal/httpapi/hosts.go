@@ -252,6 +252,10 @@ func (s *Server) hostCommands(w http.ResponseWriter, r *http.Request, reg *hosts
 		WriteError(w, errDraining)
 		return
 	}
+	if err := acceptsStreamOnly(r); err != nil {
+		WriteError(w, err)
+		return
+	}
 	if r.Method == http.MethodHead {
 		// A HEAD opens no connection: connecting would displace the
 		// host's live one.

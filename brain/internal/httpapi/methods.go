@@ -52,15 +52,26 @@ func bindingPath(r *http.Request) bool {
 	return bindingServed(vals[0], vals[1], vals[2])
 }
 
-// notRoutedAuth authenticates a request no route took, as the server
-// token does, except that on a registered host's own paths
-// (/v1/hosts/{host_id}/...) that host's token is taken too: a host asking
-// its routes with a method they do not serve is told so (405 with Allow),
-// not that its token is refused, since the host token is the only one it
-// has.
+// notRoutedAuth answers a request no route took. A method a served path
+// does not serve is answered (405 with Allow; OPTIONS 204 with Allow)
+// before any token is checked, to every caller: the methods of a path
+// pattern are the route table, public in the OpenAPI document, and not
+// whether anything exists at the path; so a caller holding an invocation,
+// reporter or host token, or none on an open route, is told so rather
+// than that the server token is missing. Its body is not read. A path no
+// route serves is authenticated as the server token does, except that on
+// a registered host's own paths (/v1/hosts/{host_id}/...) that host's
+// token is taken too, since it is the only one the host has.
 func (s *Server) notRoutedAuth(h http.Handler) http.Handler {
 	server := s.authenticate(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if allow := s.allowed(r); len(allow) > 0 {
+			if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+				closeUnread(w, r)
+			}
+			wrongMethod(w, r, allow)
+			return
+		}
 		if s.ownHostPath(r) {
 			h.ServeHTTP(w, r)
 			return
@@ -84,14 +95,14 @@ func (s *Server) ownHostPath(r *http.Request) bool {
 	return under && ok && hosts.ValidHostID(id) && s.opts.Hosts.Authenticate(id, token) == nil
 }
 
-// notRouted answers a request no route took: 204 with Allow for OPTIONS
-// of a served path, 405 with Allow for another method of one, else 404.
-func (s *Server) notRouted(w http.ResponseWriter, r *http.Request) {
-	allow := s.allowed(r)
-	if len(allow) == 0 {
-		WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))
-		return
-	}
+// notRouted answers a request to a path no route serves: 404.
+func (s *Server) notRouted(w http.ResponseWriter, _ *http.Request) {
+	WriteError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such route"))
+}
+
+// wrongMethod answers a method a served path does not serve, allow being
+// the methods it serves: 204 with Allow for OPTIONS, else 405 with Allow.
+func wrongMethod(w http.ResponseWriter, r *http.Request, allow []string) {
 	w.Header().Set("Allow", strings.Join(allow, ", "))
 	if r.Method == http.MethodOptions {
 		w.WriteHeader(http.StatusNoContent)

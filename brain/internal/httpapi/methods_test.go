@@ -50,8 +50,8 @@ func TestWrongMethodAnswers405(t *testing.T) {
 	if st, _, b := f.do("PUT", "/v1/nothing", ""); st != http.StatusNotFound {
 		t.Errorf("PUT on no route = %d %s, want 404", st, b)
 	}
-	if st, _, _ := f.do("PUT", "/v1/sessions", "", "Authorization", ""); st != http.StatusUnauthorized {
-		t.Errorf("wrong method without the token = %d, want 401", st)
+	if st, _, _ := f.do("PUT", "/v1/nothing", "", "Authorization", ""); st != http.StatusUnauthorized {
+		t.Errorf("no route without the token = %d, want 401", st)
 	}
 }
 

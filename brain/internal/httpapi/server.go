@@ -305,6 +305,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	forwarded := s.forwardedIn(r)
 	sw := &statusWriter{ResponseWriter: w}
+	if b := watchBody(sw, r); b != nil {
+		// The server looks at the request's own body once the handler
+		// returned (to tell whether it closed it early).
+		defer func() { r.Body = b.ReadCloser }()
+	}
 	var endSpan func(aborted bool)
 	if s.opts.Tracer != nil {
 		r, endSpan = s.traceRequest(r, sw)
@@ -485,6 +490,10 @@ type statusWriter struct {
 	// stream is the event stream that took the connection over and goes
 	// on after the handler returned (see detachedTo).
 	stream *stream
+	// req and body are the request and its body when it announced one
+	// (see watchBody).
+	req  *http.Request
+	body *watchedBody
 }
 
 // detachedTo records that st serves the rest of the response of w (a
@@ -506,6 +515,12 @@ func detachedTo(w http.ResponseWriter, st *stream) {
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		// A refusal the handler has not already ended the connection for
+		// (closeUnread, drainAndClose) and that comes before the body was
+		// read (watchBody).
+		if code >= 400 && w.body != nil && !w.body.read.Load() && w.Header().Get("Connection") != "close" {
+			drainAndClose(w.ResponseWriter, w.req)
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

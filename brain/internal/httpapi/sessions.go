@@ -193,7 +193,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	if wantsStream(r) {
+	sse, err := wantsStream(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if sse {
 		if r.Method == http.MethodHead {
 			s.streamHead(w, r, id)
 			return
@@ -207,17 +212,4 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, page)
-}
-
-// wantsStream reports whether the Accept header asks for an event stream.
-func wantsStream(r *http.Request) bool {
-	for _, v := range r.Header.Values("Accept") {
-		for _, part := range strings.Split(v, ",") {
-			mt, _, _ := strings.Cut(part, ";")
-			if strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") {
-				return true
-			}
-		}
-	}
-	return false
 }
