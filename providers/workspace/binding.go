@@ -29,7 +29,7 @@ type space struct {
 	// grow serializes the writes and edits that measure the workspace
 	// against its limits, so that writes arriving together cannot each
 	// fit alone and together go beyond them.
-	grow sync.Mutex
+	grow *growLock
 }
 
 // binding is one set-up binding.
@@ -42,7 +42,9 @@ type binding struct {
 	cfg    BindingConfig
 	active int  // running executes
 	gone   bool // torn down
-	lazy   envsdk.Lazy[*space]
+	// removed is closed once the teardown has removed the workspace.
+	removed chan struct{}
+	lazy    envsdk.Lazy[*space]
 }
 
 // restore rebuilds a binding from its persisted state.
@@ -56,7 +58,7 @@ func (p *Provider) restore(rec *record) (*binding, error) {
 	switch rec.Phase {
 	case phaseNew, phaseLost:
 	case phaseReady:
-		sp := &space{path: b.dirPath(), id: rec.identity(), dir: rec.Dir}
+		sp := &space{path: b.dirPath(), id: rec.identity(), dir: rec.Dir, grow: newGrowLock()}
 		_, _ = b.lazy.Get(context.Background(), func(context.Context) (*space, error) { return sp, nil })
 	case phaseFailed:
 		msg := rec.Error
@@ -197,7 +199,7 @@ func (b *binding) mkdir(path string) (*space, error) {
 				"dir", b.p.wsRoot)
 		})
 	}
-	return &space{path: path, id: id}, nil
+	return &space{path: path, id: id, grow: newGrowLock()}, nil
 }
 
 // verify reports resource_lost when the allocated directory is gone or was
@@ -291,7 +293,14 @@ func (b *binding) clear(keepFailure bool) (previous string, cleared bool, err er
 	}
 	b.rec = next
 	b.lazy.Reset()
-	if err := removeWorkspace(old); err != nil {
+	// The old directory is removed without the binding's lock: the
+	// binding has its next directory already, and the executes that
+	// arrive meanwhile, which use that one, do not wait for the removal
+	// past their deadlines.
+	b.mu.Unlock()
+	err = removeWorkspace(old)
+	b.mu.Lock()
+	if err != nil {
 		return previous, false, envsdk.Failf(envapi.CodeCleanupFailed,
 			"the workspace was dropped, but its directory could not be removed (the next start of the provider tries again): %v", err)
 	}

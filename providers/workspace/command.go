@@ -73,14 +73,16 @@ func runCommand(k *call) (any, error) {
 	// Measured while no write or edit runs: one holds the file it
 	// replaces and the replacement at once; the measure is part of the
 	// command and stops at its timeout.
-	k.sp.grow.Lock()
+	// The wait for a write or edit to finish is part of the command
+	// too: one without a deadline may hold the workspace for long.
+	if err := k.sp.grow.lockContext(ctx); err != nil {
+		return nil, notStarted(ctx, timeout, "while it waited for a write or edit of the workspace to finish")
+	}
 	err = k.checkLimitsWithin(ctx, 0, 0)
 	k.sp.grow.Unlock()
 	if err != nil {
-		if e, ok := errors.AsType[*envsdk.Error](err); ok && e.Code == envapi.CodeCancelled && errors.Is(context.Cause(ctx), errCommandTimeout) {
-			// stopped knows the execute's deadline, not the command's
-			// own timeout.
-			return nil, envsdk.Failf(envapi.CodeTimeout, "the command's timeout of %s expired before the workspace was measured against its limits", timeout)
+		if ctx.Err() != nil {
+			return nil, notStarted(ctx, timeout, "before the workspace was measured against its limits")
 		}
 		return nil, err
 	}
@@ -148,6 +150,21 @@ func runCommand(k *call) (any, error) {
 		return nil, envsdk.Failf(envapi.CodeExecutionFailed, "%v", runErr)
 	}
 	return nil, fmt.Errorf("run command: %w", runErr)
+}
+
+// notStarted answers a command stopped, as ctx's cause says, before it
+// started, while it did what when says.
+func notStarted(ctx context.Context, timeout time.Duration, when string) error {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errCommandTimeout):
+		return envsdk.Failf(envapi.CodeTimeout, "the command's timeout of %s expired %s; the command did not start", timeout, when)
+	case errors.Is(cause, envsdk.ErrDeadline), errors.Is(cause, context.DeadlineExceeded):
+		return envsdk.Failf(envapi.CodeTimeout, "the execute's deadline expired %s; the command did not start", when)
+	case errors.Is(cause, errStopping):
+		return envsdk.Failf(envapi.CodeCancelled, "the provider is stopping: the command was stopped %s and did not start", when)
+	}
+	return envsdk.Failf(envapi.CodeCancelled, "the execute was cancelled %s; the command did not start", when)
 }
 
 // evidenceLen is what err's message takes in an answer, as JSON (a

@@ -15,9 +15,12 @@
 // the method reset. detach keeps the directory. teardown removes it (with
 // the directories in it a command made read-only) and forgets the binding,
 // holding back no other binding while it removes; it is repeatable and
-// answers accepted again. Any other operation on an
+// answers accepted again (a repeat during the removal once it is done).
+// Any other operation on an
 // unknown or torn-down binding fails with unavailable, also one that
-// began before the teardown was done: it records and reports nothing.
+// began before the teardown was done (at once, not once the removal is
+// done): it records and reports nothing. The executes that arrive while
+// reset removes the old directory run in the next one at once.
 // detach and teardown while executes run fail with busy. teardown
 // forgets the binding on disk before it removes the directory, and reset
 // records the binding's next directory before it removes the old one, so a
@@ -129,9 +132,11 @@
 // removes the missing parent directories it created, those still empty.
 // A write, an edit or a list stops at the execute's deadline or cancel,
 // even on a path thousands of directories deep or in a tree of hundreds of
-// thousands of entries, answering timeout or cancelled; so does the
+// thousands of entries, answering timeout or cancelled; so do the
 // measure of the workspace against its limits before a command, which
-// stops at the command's own timeout too. An
+// stops at the command's own timeout too, and the wait of a command, a
+// write or an edit for another write or edit of the workspace to finish
+// (a command stopped there answers that it did not start). An
 // edit holds the file in memory and so works only on a file
 // within the operator's output limit (output_limit beyond it). A list
 // answers its entries in lexical order, each directory before its

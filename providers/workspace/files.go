@@ -86,7 +86,9 @@ func runWrite(k *call) (any, error) {
 		return nil, err
 	}
 	defer r.Close()
-	k.sp.grow.Lock()
+	if err := k.sp.grow.lockContext(k.ctx); err != nil {
+		return nil, stopped(k.ctx, in.Path)
+	}
 	defer k.sp.grow.Unlock()
 	grow, files := int64(len(data)), 1
 	if fi, err := r.Stat(p); err == nil {
@@ -307,13 +309,15 @@ func runList(k *call) (any, error) {
 
 func runEdit(k *call) (any, error) {
 	var in toolset.EditInput
-	k.sp.grow.Lock()
-	defer k.sp.grow.Unlock()
 	r, p, fi, err := k.open(&in, &in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
+	if err := k.sp.grow.lockContext(k.ctx); err != nil {
+		return nil, stopped(k.ctx, in.Path)
+	}
+	defer k.sp.grow.Unlock()
 	if !fi.Mode().IsRegular() {
 		return nil, invalidInput("%s is not a regular file", in.Path)
 	}

@@ -289,11 +289,18 @@ func (p *Provider) Teardown(c *envsdk.Ctx) error {
 		return nil
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.gone {
-		return nil // torn down meanwhile
+		// Torn down meanwhile: answered once that teardown's removal is
+		// done.
+		removed := b.removed
+		b.mu.Unlock()
+		if removed != nil {
+			<-removed
+		}
+		return nil
 	}
 	if b.active > 0 {
+		defer b.mu.Unlock()
 		return envsdk.Failf(envapi.CodeBusy, "%d executes are running", b.active)
 	}
 	// The binding is forgotten on disk before its directory is removed:
@@ -301,13 +308,21 @@ func (p *Provider) Teardown(c *envsdk.Ctx) error {
 	// and removes what is left of the directory (sweep), rather than
 	// bringing the binding back with part of its workspace.
 	if err := p.store.remove(key); err != nil {
+		defer b.mu.Unlock()
 		return envsdk.Failf(envapi.CodeCleanupFailed, "%v", err)
 	}
 	b.gone = true
 	b.lazy.Reset()
+	removed := make(chan struct{})
+	b.removed = removed
+	dir := b.dirPath()
+	// The removal runs without the binding's lock: the operations that
+	// arrive meanwhile answer unavailable at once, not once it is done.
+	b.mu.Unlock()
 	// The key stays taken until the removal is done: a setup meanwhile
 	// is refused as for a binding still set up.
-	err = removeWorkspace(b.dirPath())
+	err = removeWorkspace(dir)
+	close(removed)
 	p.mu.Lock()
 	if p.bindings[key] == b {
 		delete(p.bindings, key)

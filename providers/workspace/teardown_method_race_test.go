@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,35 +11,34 @@ import (
 	"github.com/brain-in-go/brain/envsdk/envtest"
 )
 
-// waitBlockedIn waits until a goroutine running fn waits for a mutex.
-func waitBlockedIn(t *testing.T, fn string) {
+// answeredWithin answers the response answered gets within wait, or
+// fails the test.
+func answeredWithin(t *testing.T, answered <-chan *envapi.Response, wait time.Duration) *envapi.Response {
 	t.Helper()
-	buf := make([]byte, 1<<20)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		n := runtime.Stack(buf, true)
-		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
-			if strings.Contains(g, fn) && strings.Contains(g, "sync.(*Mutex).Lock") {
-				return
-			}
+	select {
+	case resp := <-answered:
+		if resp == nil {
+			t.Fatal("no answer")
 		}
-		runtime.Gosched()
+		return resp
+	case <-time.After(wait):
+		t.Fatalf("no answer within %v", wait)
 	}
-	t.Fatalf("no goroutine of %s waits for a lock", fn)
+	return nil
 }
 
-// A method that looked the binding up just before a teardown removed its
-// workspace, and runs once the teardown is done, finds the binding torn
-// down: it answers unavailable, and neither records nor reports the
-// removed workspace as a loss. Recording it would write the binding's
+// A method that arrives while a teardown removes its binding's workspace
+// finds the binding torn down: it answers unavailable at once, not once
+// the removal is done, and neither records nor reports the removed
+// workspace as a loss. Recording it would write the binding's
 // state again, and a restarted provider would bring the torn-down binding
 // back.
 func TestMethodDuringTeardownDoesNotBringTheBindingBack(t *testing.T) {
 	for _, m := range []struct {
-		name, input, fn string
+		name, input string
 	}{
-		{"inspect", `{}`, "workspace.(*Provider).inspect"},
-		{"release", `{"sequence": 2}`, "workspace.(*Provider).release"},
+		{"inspect", `{}`},
+		{"release", `{"sequence": 2}`},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			f := newFixture(t, Options{Release: ReleaseWipe})
@@ -57,14 +54,10 @@ func TestMethodDuringTeardownDoesNotBringTheBindingBack(t *testing.T) {
 				_, _, resp, _ := envtest.Post(context.Background(), nil, f.url, "secret-token", call)
 				answered <- resp
 			}()
-			waitBlockedIn(t, m.fn)
+			resp := answeredWithin(t, answered, 5*time.Second)
 			release()
 			if resp := <-done; resp == nil || resp.Receipt.Type != envapi.ReceiptAccepted {
 				t.Fatalf("teardown = %+v, want accepted", resp)
-			}
-			resp := <-answered
-			if resp == nil {
-				t.Fatal("no answer to the method")
 			}
 			if r := resp.Receipt; r.Type != envapi.ReceiptFailure || r.Code != envapi.CodeUnavailable {
 				t.Errorf("%s after teardown = %s %s %s, want failure unavailable", m.name, r.Type, r.Code, r.Output)
@@ -82,10 +75,9 @@ func TestMethodDuringTeardownDoesNotBringTheBindingBack(t *testing.T) {
 	}
 }
 
-// A detach that looked the binding up just before a teardown removed its
-// workspace, and runs once the teardown is done, answers unavailable like
-// any other operation on a torn-down binding: the session is not told the
-// workspace was kept.
+// A detach that arrives while a teardown removes its binding's workspace
+// answers unavailable, at once, like any other operation on a torn-down
+// binding: the session is not told the workspace was kept.
 func TestDetachDuringTeardownIsUnavailable(t *testing.T) {
 	f := newFixture(t, Options{})
 	c := f.commands("s1")
@@ -99,14 +91,10 @@ func TestDetachDuringTeardownIsUnavailable(t *testing.T) {
 		_, _, resp, _ := envtest.Post(context.Background(), nil, f.url, "secret-token", detach)
 		answered <- resp
 	}()
-	waitBlockedIn(t, "workspace.(*Provider).Detach")
+	resp := answeredWithin(t, answered, 5*time.Second)
 	release()
 	if resp := <-done; resp == nil || resp.Receipt.Type != envapi.ReceiptAccepted {
 		t.Fatalf("teardown = %+v, want accepted", resp)
-	}
-	resp := <-answered
-	if resp == nil {
-		t.Fatal("no answer to the detach")
 	}
 	fails(t, resp.Receipt, envapi.CodeUnavailable)
 }
