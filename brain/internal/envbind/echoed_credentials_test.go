@@ -89,8 +89,18 @@ func TestEchoedCredentialsNeverJournaled(t *testing.T) {
 	for i, tok := range reporterTokens {
 		secrets["reporter token "+string(rune('a'+i))] = tok
 	}
+	notJournaled(t, dir, secrets)
+}
+
+func jsonUint(n uint64) string { b, _ := json.Marshal(n); return string(b) }
+
+// notJournaled fails t when a file under dir, a journal's directory,
+// holds one of secrets (named by what each is), or when there is no file
+// there to look in.
+func notJournaled(t *testing.T, dir string, secrets map[string]string) {
+	t.Helper()
 	files := 0
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -107,8 +117,6 @@ func TestEchoedCredentialsNeverJournaled(t *testing.T) {
 		return nil
 	})
 	if err != nil || files == 0 {
-		t.Fatalf("walked %d files: %v", files, err)
+		t.Fatalf("walked %d journal files: %v", files, err)
 	}
 }
-
-func jsonUint(n uint64) string { b, _ := json.Marshal(n); return string(b) }
