@@ -143,7 +143,10 @@
 // contents, and stops with truncated true at 10,000 entries or at 8 MiB
 // of them as JSON (less when the answer bound below is lower: the room
 // that bound leaves an output), so that long names never make an answer
-// larger than Brain takes. A list shows a subdirectory it cannot read (or that is
+// larger than Brain takes. Of each directory it reads, a list holds only
+// the entries it may still answer (the others are read and dropped as
+// they come), so that a directory of millions of entries costs it no
+// more memory than one of 10,000. A list shows a subdirectory it cannot read (or that is
 // removed meanwhile) without its contents, and so does the measure of the
 // workspace against its limits. A list, the measure and a removal reach
 // every entry of a tree of any depth (one deeper than the provider's

@@ -298,7 +298,10 @@ func runList(k *call) (any, error) {
 		}
 		return nil
 	}
-	if err := walkRoot(k.ctx, r, filepath.ToSlash(p), walk); err != nil {
+	// Of a directory it reads, the list keeps only the entries it may
+	// still answer, and the one after them that tells it is truncated.
+	keep := func() int { return maxListEntries - len(entries) + 1 }
+	if err := walkRoot(k.ctx, r, filepath.ToSlash(p), keep, walk); err != nil {
 		if serr := stopped(k.ctx, in.Path); serr != nil {
 			return nil, serr
 		}

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"io"
@@ -53,6 +54,7 @@ type treeFrame struct {
 // link: it stays in the tree it starts in.
 type treeWalk struct {
 	ctx   context.Context
+	keep  func() int // nil: every entry of a directory is kept
 	visit visitFunc
 	leave leaveFunc
 	stack []*treeFrame
@@ -94,7 +96,18 @@ func (a entryPath) String() string {
 // its cause, between two entries and between two parts of a large
 // directory's reading. fs.SkipAll from visit stops it without failure.
 func walkTree(ctx context.Context, start string, d fs.DirEntry, open func() (*os.File, error), visit visitFunc, leave leaveFunc) error {
-	w := &treeWalk{ctx: ctx, visit: visit, leave: leave}
+	return walkTreeKeeping(ctx, start, d, open, nil, visit, leave)
+}
+
+// walkTreeKeeping is walkTree for a walk that visits a bounded number of
+// entries: keep, called as each directory is about to be read, answers
+// how many of its entries the walk may still visit at most, and only the
+// first that many by name are kept of it (the others are read, and
+// dropped as they come), so that a directory of millions of entries
+// costs memory in proportion to what the walk visits, not to its size.
+// A nil keep keeps them all.
+func walkTreeKeeping(ctx context.Context, start string, d fs.DirEntry, open func() (*os.File, error), keep func() int, visit visitFunc, leave leaveFunc) error {
+	w := &treeWalk{ctx: ctx, keep: keep, visit: visit, leave: leave}
 	defer w.closeAll()
 	err := w.start(start, d, open)
 	if err == nil {
@@ -177,7 +190,11 @@ func (w *treeWalk) push(dir *os.File, at entryPath, d fs.DirEntry, f *os.File) e
 	err := statFile(f, &st)
 	if err == nil {
 		fr.dev, fr.ino = uint64(st.Dev), uint64(st.Ino)
-		fr.entries, err = readEntries(w.ctx, fr)
+		limit := -1
+		if w.keep != nil {
+			limit = max(w.keep(), 0)
+		}
+		fr.entries, err = readEntries(w.ctx, fr, limit)
 	}
 	if w.ctx.Err() != nil {
 		f.Close()
@@ -291,16 +308,22 @@ func statFile(f *os.File, st *unix.Stat_t) error {
 	return unix.Fstat(int(f.Fd()), st)
 }
 
-// readEntries reads the directory of fr, sorted by name. It stops reading
-// once ctx ends.
-func readEntries(ctx context.Context, fr *treeFrame) ([]fs.DirEntry, error) {
-	var entries []fs.DirEntry
+// readEntries reads the directory of fr, sorted by name, keeping only
+// the first keep entries by name (all of them when keep is negative):
+// while it reads, it holds at most keep entries and the batch it reads.
+// It stops reading once ctx ends.
+func readEntries(ctx context.Context, fr *treeFrame, keep int) ([]fs.DirEntry, error) {
+	var held firstNames
+	held.keep = keep
 	var err error
 	for ctx.Err() == nil {
 		var batch []fs.DirEntry
 		batch, err = fr.f.ReadDir(readBatch)
 		for _, e := range batch {
-			entries = append(entries, treeEntry{name: e.Name(), typ: e.Type(), fr: fr})
+			held.add(treeEntry{name: e.Name(), typ: e.Type(), fr: fr})
+		}
+		if entriesHeld != nil {
+			entriesHeld(fr.name, len(held.entries))
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -312,8 +335,49 @@ func readEntries(ctx context.Context, fr *treeFrame) ([]fs.DirEntry, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
+	entries := held.entries
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, err
+}
+
+// entriesHeld, when not nil, is called by readEntries after each batch
+// it reads with the name of the directory (in its parent) and the number
+// of its entries held.
+var entriesHeld func(name string, n int)
+
+// firstNames holds the first keep entries by name of those added (all
+// of them when keep is negative); bounded, it is a max-heap by name, so
+// that an entry after all those held is dropped at once and one before
+// the last of them takes its place.
+type firstNames struct {
+	keep    int
+	entries []fs.DirEntry
+}
+
+func (h *firstNames) add(e fs.DirEntry) {
+	switch {
+	case h.keep < 0:
+		h.entries = append(h.entries, e)
+	case len(h.entries) < h.keep:
+		heap.Push(h, e)
+	case h.keep > 0 && e.Name() < h.entries[0].Name():
+		h.entries[0] = e
+		heap.Fix(h, 0)
+	}
+}
+
+func (h *firstNames) Len() int           { return len(h.entries) }
+func (h *firstNames) Less(i, j int) bool { return h.entries[i].Name() > h.entries[j].Name() }
+func (h *firstNames) Swap(i, j int)      { h.entries[i], h.entries[j] = h.entries[j], h.entries[i] }
+func (h *firstNames) Push(x any)         { h.entries = append(h.entries, x.(fs.DirEntry)) }
+
+// Pop is never called by firstNames itself; heap.Interface asks for it.
+func (h *firstNames) Pop() any {
+	n := len(h.entries) - 1
+	e := h.entries[n]
+	h.entries[n] = nil
+	h.entries = h.entries[:n]
+	return e
 }
 
 // treeEntry is an entry of a directory a walk read. Its Info is the

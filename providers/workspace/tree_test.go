@@ -55,7 +55,7 @@ func TestWalkBeyondOpenDirectoriesMatchesWalkDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	err = walkRoot(context.Background(), r, ".", func(p string, d fs.DirEntry, err error) error {
+	err = walkRoot(context.Background(), r, ".", nil, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

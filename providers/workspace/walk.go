@@ -18,8 +18,10 @@ import (
 // tree thousands of directories deep costs no lookup of every path from
 // r, and one deeper than the limit on open files is walked whole. The
 // walk stops once ctx ends, failing with its cause, between two entries
-// and between two parts of a large directory's reading.
-func walkRoot(ctx context.Context, r *os.Root, start string, fn fs.WalkDirFunc) error {
+// and between two parts of a large directory's reading. keep, if not
+// nil, bounds the entries kept of each directory read, as for
+// walkTreeKeeping.
+func walkRoot(ctx context.Context, r *os.Root, start string, keep func() int, fn fs.WalkDirFunc) error {
 	info, err := r.Stat(start)
 	if err != nil {
 		err = fn(start, nil, err)
@@ -28,8 +30,8 @@ func walkRoot(ctx context.Context, r *os.Root, start string, fn fs.WalkDirFunc) 
 		}
 		return err
 	}
-	return walkTree(ctx, start, fs.FileInfoToDirEntry(info),
-		func() (*os.File, error) { return r.Open(start) },
+	return walkTreeKeeping(ctx, start, fs.FileInfoToDirEntry(info),
+		func() (*os.File, error) { return r.Open(start) }, keep,
 		func(_ *os.File, at entryPath, d fs.DirEntry, err error) error { return fn(at.String(), d, err) },
 		nil)
 }
