@@ -204,7 +204,8 @@ func TestWasmTools(t *testing.T) {
 	t.Run("secrets and scratch", func(t *testing.T) {
 		sid := mustSession(t, s, builtinEnv(), componentImpl(id, `{"secrets":["api"],"filesystem":{"scratch":true}}`))
 		s.send(sid, callTool(`{"op":"read","path":"/secrets/api/token"}`))
-		if o, _ := lastOutcome(t, s, sid); o.Status != api.OutcomeOK || string(o.Value) != `"s3cret"` {
+		// The Tool read the secret whole; the journal keeps it removed.
+		if o, _ := lastOutcome(t, s, sid); o.Status != api.OutcomeOK || string(o.Value) != `"[redacted]"` {
 			t.Fatalf("secret %+v", o)
 		}
 		s.send(sid, callTool(`{"op":"write","path":"/secrets/api/token","content":"x"}`))

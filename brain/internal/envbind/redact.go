@@ -231,3 +231,18 @@ func (r redactor) error(err error) error {
 func RedactJSON(raw json.RawMessage, secrets ...string) json.RawMessage {
 	return redactor(secrets).json(raw)
 }
+
+// RedactString answers s with every secret removed, as its bytes or as Go
+// quotes it, the way a delivery error is redacted: the Wasm host so
+// removes the secrets a Tool was granted from what it records of the
+// Tool's answer and output.
+func RedactString(s string, secrets ...string) string {
+	r := redactor(secrets)
+	if !r.contains(s) {
+		return s
+	}
+	return r.string(s)
+}
+
+// Redacted is what replaces a secret.
+const Redacted = redacted

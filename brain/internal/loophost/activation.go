@@ -93,6 +93,7 @@ type activation struct {
 	errs    refusals     // failed service calls, by ref
 	stdout  *capture
 	stderr  *capture
+	hide    hidden // secrets removed from what is recorded (a Tool's grants)
 }
 
 func (h *Host) instantiateHostModule(ctx context.Context) error {
@@ -395,8 +396,9 @@ func (a *activation) fail(ctx context.Context, m *module, stage string, err erro
 	if errors.As(err, &exit) {
 		msg = fmt.Sprintf("exited with code %d", exit.ExitCode())
 	}
-	// Cut between characters: clip looks at the byte after the cut.
-	if s := strings.TrimSpace(clip(string(a.stderr.head(maxStderrInError+1)), maxStderrInError)); s != "" {
+	// The head is cut between characters, and a Tool's secrets are
+	// removed before the cut, so that none is left in part.
+	if s := strings.TrimSpace(a.hide.clip(string(a.stderr.Bytes()), maxStderrInError, a.stderr.dropped > 0)); s != "" {
 		msg += "; stderr: " + s
 	}
 	return &TrapError{Message: fmt.Sprintf("%s %s: %s: %s", m.kind, short(m.id), stage, msg), Err: err}
@@ -457,13 +459,6 @@ func (c *capture) Write(p []byte) (int, error) {
 
 // Bytes answers the captured bytes.
 func (c *capture) Bytes() []byte { return c.buf }
-
-func (c *capture) head(n int) []byte {
-	if len(c.buf) < n {
-		return c.buf
-	}
-	return c.buf[:n]
-}
 
 // enter registers an activation so that Close can stop it and wait for it;
 // it fails once the host is closed.

@@ -113,7 +113,7 @@ func decodeTurnAnswer(id string, doc []byte, errs *refusals) (brainapi.TurnOutpu
 // receipt: result with the outcome, or failure tool_error (or the code of
 // the refused service call of errs its ref names) with the guest's
 // message. Any other answer is the failure invalid_output.
-func decodeRunAnswer(id string, doc []byte, errs *refusals) envapi.Receipt {
+func decodeRunAnswer(id string, doc []byte, errs *refusals, hide hidden) envapi.Receipt {
 	var ans runAnswer
 	if err := decodeAnswer(doc, &ans); err != nil || (ans.Outcome == nil) == (ans.Error == nil) {
 		msg := fmt.Sprintf("tool %s: invalid run answer", short(id))
@@ -133,7 +133,11 @@ func decodeRunAnswer(id string, doc []byte, errs *refusals) envapi.Receipt {
 		if msg == "" {
 			msg = "tool failed"
 		}
-		return envapi.Failure(code, clip(msg, maxErrorMessage), retryable, details)
+		// The guest's SDK sends at most maxErrorMessage bytes, cut
+		// between characters: a message that long may end in part of a
+		// secret.
+		cut := len(msg) > maxErrorMessage-utf8.UTFMax
+		return envapi.Failure(code, hide.clip(msg, maxErrorMessage, cut), retryable, details)
 	}
 	return envapi.Result(bytes.Clone(ans.Outcome))
 }

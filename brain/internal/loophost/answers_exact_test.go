@@ -16,7 +16,7 @@ func TestAnswerMembersAreExact(t *testing.T) {
 		}
 	}
 	for _, doc := range []string{`{"Outcome":{"status":"ok","value":1}}`, `{"outcome":{"status":"ok","value":1},"outcome":{"status":"ok","value":2}}`} {
-		if r := decodeRunAnswer("tool", []byte(doc), nil); r.Type != envapi.ReceiptFailure || r.Code != envapi.CodeInvalidOutput {
+		if r := decodeRunAnswer("tool", []byte(doc), nil, nil); r.Type != envapi.ReceiptFailure || r.Code != envapi.CodeInvalidOutput {
 			t.Errorf("run answer %s = %+v, want invalid_output", doc, r)
 		}
 	}

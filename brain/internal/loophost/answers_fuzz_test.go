@@ -118,14 +118,14 @@ func sameJSON(a, b []byte) bool {
 }
 
 func checkRunAnswer(t *testing.T, doc []byte, errs []error) {
-	r := decodeRunAnswer("tool", doc, refusalsOf(errs))
+	r := decodeRunAnswer("tool", doc, refusalsOf(errs), nil)
 	switch r.Type {
 	case envapi.ReceiptResult:
 		if !json.Valid(r.Output) || !utf8.Valid(r.Output) {
 			t.Fatalf("run answer %q accepted with output %q", doc, r.Output)
 		}
 		again := marshalAsIs(t, runAnswer{Outcome: r.Output})
-		if r2 := decodeRunAnswer("tool", again, refusalsOf(errs)); r2.Type != envapi.ReceiptResult || !sameJSON(r2.Output, r.Output) {
+		if r2 := decodeRunAnswer("tool", again, refusalsOf(errs), nil); r2.Type != envapi.ReceiptResult || !sameJSON(r2.Output, r.Output) {
 			t.Fatalf("run answer %q: output %q encoded again as %s answers %+v", doc, r.Output, again, r2)
 		}
 	case envapi.ReceiptFailure:
@@ -158,7 +158,7 @@ func checkRunAnswer(t *testing.T, doc []byte, errs []error) {
 			}
 		}
 		again, _ := json.Marshal(runAnswer{Error: &guestError{Message: r.Message, Ref: ref}})
-		if r2 := decodeRunAnswer("tool", again, refusalsOf(errs)); r2.Type != r.Type || r2.Code != r.Code || r2.Message != r.Message {
+		if r2 := decodeRunAnswer("tool", again, refusalsOf(errs), nil); r2.Type != r.Type || r2.Code != r.Code || r2.Message != r.Message {
 			t.Fatalf("run answer %q: failure encoded again as %s answers %+v", doc, again, r2)
 		}
 	default:

@@ -68,8 +68,12 @@
 // stored module whose bytes do not hash to its name, or whose file is not
 // a regular file (a named pipe would hold Open for ever), is answered
 // rejected, saying so, and never compiled; admitting its genuine bytes
-// judges them and replaces the file. A remembered rejection that is not a
-// regular file, or longer than 1 MiB, is ignored as a damaged one. With
+// judges them and replaces the file. A stored module longer than
+// Options.MaxModuleBytes (admitted before the operator lowered it) is not
+// read: it is answered rejected, naming the limit, until a host opened
+// with a limit that allows it loads it again. A remembered rejection that
+// is not a regular file, or longer than 1 MiB, is ignored as a damaged
+// one. With
 // Options.Shared (a cluster's database) admitted
 // agentloop bytes are stored there too, before the admission is answered,
 // and a module another node admitted is fetched from there the first time
@@ -229,7 +233,18 @@
 // (read-only unless granted write) inside Options.FilesystemAllow, a
 // scratch directory at /scratch (a fresh one per invocation, removed
 // after it) when FilesystemAllow holds "scratch", and each secret of
-// Options.SecretAllow read-only at /secrets/<name>. An invocation holds
+// Options.SecretAllow read-only at /secrets/<name>. The contents of the
+// regular files under a granted secret's directory (each of at most 64
+// KiB, 1024 files in all; as written and without the white space around
+// them; a file of white space only is none) are removed, replaced by
+// "[redacted]" as envbind removes an environment's credential, from all
+// the host records or hands on of the invocation: its outcome (every JSON
+// string), its error's message, the stderr head of its failure, its
+// captured stdout and stderr (Options.Output) and the input of each of its
+// service calls (events, results, telemetry, model requests). A secret a
+// bound cuts (the error message the guest SDK clips, the stderr head, a
+// capture) is removed before the cut, and an end of what is kept that
+// begins a secret (four bytes of it or more) is removed too. An invocation holds
 // at most 256 files and directories of its grants open at once (each is
 // a file descriptor of the server's process): one more open fails with
 // EMFILE and opens nothing (openfiles.go). A scratch directory

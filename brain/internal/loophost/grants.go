@@ -227,6 +227,7 @@ type mounts struct {
 	scratch string
 	budget  *budget    // of the scratch directory
 	files   *openFiles // open in any of them
+	hide    hidden     // the contents of the granted secret files
 }
 
 func (m *mounts) release() {
@@ -296,5 +297,6 @@ func (h *Host) prepare(g *Grants) (wazero.FSConfig, *mounts, error) {
 			return nil, m, err
 		}
 	}
+	m.hide = h.grantedSecrets(g)
 	return cfg, m, nil
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -374,11 +373,19 @@ func (h *Host) load(ctx context.Context, c *catalog) error {
 // cannot be read.
 func (h *Host) loadStored(ctx context.Context, c *catalog, id string) error {
 	name := id + ".wasm"
-	b, err := readStored(filepath.Join(c.dir, name))
+	b, err := readStored(filepath.Join(c.dir, name), h.opts.MaxModuleBytes)
 	damage := ""
 	switch {
 	case errors.Is(err, fsutil.ErrNotRegular):
 		damage = fmt.Sprintf("stored module %s is not a regular file", name)
+	case errors.Is(err, fsutil.ErrTooLarge):
+		// Admitted under a higher limit, or grown on disk: not read,
+		// and answered rejected until the limit allows it again.
+		h.mu.Lock()
+		delete(c.pending, id)
+		c.rejects[id] = rejected(id, fmt.Sprintf("stored module %s holds more than the module size limit of %d bytes (BRAIN_MAX_MODULE_BYTES); it runs again once the limit allows it", name, h.opts.MaxModuleBytes))
+		h.mu.Unlock()
+		return nil
 	case err != nil:
 		return fmt.Errorf("loophost: %w", err)
 	case idOf(b) != id:
@@ -418,14 +425,18 @@ const maxNoteBytes = 1 << 20
 
 // readStored reads the stored module at path whole. What is not a regular
 // file (a named pipe, which would hold Open for ever) is refused, wrapping
-// fsutil.ErrNotRegular.
-func readStored(path string) ([]byte, error) {
-	f, _, err := fsutil.OpenRegular(path)
+// fsutil.ErrNotRegular; a file of more than max bytes is refused unread,
+// wrapping fsutil.ErrTooLarge.
+func readStored(path string, max int64) ([]byte, error) {
+	f, fi, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s holds %d bytes, more than %d: %w", path, fi.Size(), max, fsutil.ErrTooLarge)
+	}
+	return fsutil.ReadBounded(f, path, max)
 }
 
 // Close releases the runtime and the compiled modules. Activations still

@@ -110,3 +110,45 @@ func TestDamagedStoredModuleIsRefusedUntilAdmittedAgain(t *testing.T) {
 		t.Fatalf("the damaged file was not replaced: %v", err)
 	}
 }
+
+// A stored module longer than the module size limit (admitted before the
+// operator lowered it, or a file that grew on disk; here also a sparse
+// file far past the limit) is not read at Open: it is answered rejected,
+// saying why, and Open goes on. Once the limit allows it again it runs,
+// without being admitted again.
+func TestStoredModuleOverTheSizeLimitIsRefusedUnread(t *testing.T) {
+	answer := `{"result":{"turns":1}}`
+	loop := rawModule{pages: 1, alloc: i32c(1024), entry: i64c(int64(len(answer))), data: [][]byte{active(0, answer)}}
+	module := loop.bytes()
+	dir := t.TempDir()
+	h := openHost(t, loophost.Options{Dir: dir})
+	id := admit(t, h, module)
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sparse := strings.Repeat("a", 64)
+	f, err := os.Create(filepath.Join(dir, sparse+".wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(16 << 20); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+
+	limit := int64(len(module)) - 1
+	h2 := openHost(t, loophost.Options{Dir: dir, MaxModuleBytes: limit})
+	for _, name := range []string{id, sparse} {
+		a, ok := h2.Admission(name)
+		if !ok || a.Status != loophost.StatusRejected || a.Error == nil ||
+			!strings.Contains(a.Error.Message, "module size limit") || !strings.Contains(a.Error.Message, "BRAIN_MAX_MODULE_BYTES") {
+			t.Fatalf("stored module %s over the limit: %+v %v, want rejected naming the limit", name[:12], a, ok)
+		}
+	}
+	_ = h2.Close(context.Background())
+
+	h3 := openHost(t, loophost.Options{Dir: dir})
+	if r, err := run(t, h3, id, newFake(), "hi"); err != nil || r["turns"] != 1.0 {
+		t.Fatalf("turn once the limit allows the module = %v %v", r, err)
+	}
+}

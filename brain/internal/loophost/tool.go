@@ -93,7 +93,10 @@ type toolInvocation struct {
 // for a trap, an exit, a panic or a returned error (or the code of the
 // refused service call the error carries); output_limit for an answer over
 // Options.MaxToolOutputBytes; overloaded when no instance slot is free.
-func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
+// The contents of the secret files the invocation is granted are removed
+// from the receipt, from what Options.Output is given and from the input
+// of its service calls (hidden).
+func (h *Host) RunTool(ctx context.Context, c ToolCall) (rc envapi.Receipt) {
 	var deadlineMs int64
 	if !c.Deadline.IsZero() {
 		// The deadline also bounds finding the module, which may wait
@@ -114,6 +117,7 @@ func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 	defer release()
 	fsc, mnt, err := h.prepare(c.Grants)
 	defer mnt.release()
+	defer func() { rc = mnt.hide.receipt(rc) }()
 	if err != nil {
 		return envapi.Failure(envapi.CodeExecutionFailed, "tool "+short(c.ID)+": grants: "+err.Error(), false, nil)
 	}
@@ -137,7 +141,7 @@ func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 	if svc == nil {
 		svc = noServices{}
 	}
-	a := &activation{tool: svc, limit: h.opts.MaxToolOutputBytes,
+	a := &activation{tool: svc, limit: h.opts.MaxToolOutputBytes, hide: mnt.hide,
 		stdout: newCapture(h.opts.MaxOutputBytes), stderr: newCapture(h.opts.MaxOutputBytes)}
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
@@ -160,7 +164,7 @@ func (h *Host) RunTool(ctx context.Context, c ToolCall) envapi.Receipt {
 		}
 		return envapi.Failure(brainapi.FailureToolError, err.Error(), false, nil)
 	}
-	return decodeRunAnswer(c.ID, doc, &a.errs)
+	return decodeRunAnswer(c.ID, doc, &a.errs, a.hide)
 }
 
 // stopped answers the invocation of Tool id that ctx stopped: timeout
@@ -226,7 +230,7 @@ func (h *Host) instance(ctx context.Context, m *module, a *activation, raw []byt
 	defer func() {
 		_ = mod.Close(context.WithoutCancel(ctx))
 		if h.opts.Output != nil {
-			h.opts.Output(m.id, a.stdout.Bytes(), a.stderr.Bytes())
+			h.opts.Output(m.id, a.hide.output(a.stdout), a.hide.output(a.stderr))
 		}
 	}()
 	out, err := a.exchange(ctx, m, mod, tool.ExportRun, raw)
@@ -257,7 +261,7 @@ func (a *activation) toolCall(ctx context.Context, method string, in []byte) (js
 	if a.limit > 0 && len(in) > a.limit {
 		return nil, fmt.Errorf("%w: %s input of %d bytes exceeds %d", session.ErrInvalid, method, len(in), a.limit)
 	}
-	out, err := a.tool.Call(ctx, method, bytes.Clone(in))
+	out, err := a.tool.Call(ctx, method, a.hide.json(bytes.Clone(in)))
 	if err != nil {
 		return nil, err
 	}

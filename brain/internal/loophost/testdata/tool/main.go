@@ -289,6 +289,37 @@ func run(ctx context.Context, svc tool.Services, inv tool.Invocation) (api.Outco
 		return tool.OK(b), nil
 	case "bad":
 		return api.Outcome{Status: "weird"}, nil
+	case "leak":
+		// Read the secret file at path and quote it everywhere: after
+		// bytes bytes of padding on stderr and stdout, in an event, in
+		// telemetry, and in the answer content names ("ok": an outcome
+		// holding it, "outcome": an error outcome, "error": an error
+		// after bytes bytes of padding, "panic": a panic).
+		b, err := os.ReadFile(in.Path)
+		if err != nil {
+			return tool.Error("read_failed", err.Error()), nil
+		}
+		secret := strings.TrimSpace(string(b))
+		pad := strings.Repeat("p", in.Bytes)
+		fmt.Fprintf(os.Stderr, "%s%s\n", pad, secret)
+		fmt.Printf("%s%s %q\n", pad, secret, b)
+		data, _ := json.Marshal(map[string]string{"secret": secret, "raw": string(b)})
+		if _, err := svc.Emit(ctx, "test.leak", data); err != nil {
+			return api.Outcome{}, err
+		}
+		if err := svc.Telemetry(ctx, data); err != nil {
+			return api.Outcome{}, err
+		}
+		switch in.Content {
+		case "ok":
+			return tool.OK(data), nil
+		case "outcome":
+			return tool.Error("leaked", "refused "+secret), nil
+		case "error":
+			return api.Outcome{}, fmt.Errorf("%s%s", pad, secret)
+		case "panic":
+			panic("leaked " + secret)
+		}
 	}
 	return tool.Error("unknown_op", in.Op), nil
 }
